@@ -1,0 +1,98 @@
+"""The ``metallib-builder`` command line: a thin shell over the library.
+
+Subcommands live in sibling modules and are imported only when used, so ``--help`` and quick
+commands stay fast. Errors from the library become one line on stderr and an exit code
+(0 ok, 1 a check failed, 2 unusable input); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from builder import __version__
+
+__all__ = ["main", "COMMANDS"]
+
+# command name -> "module:attribute" (relative to builder.cli)
+COMMANDS: dict[str, str] = {
+    "list": "container:list_command",
+    "verify": "container:verify_command",
+    "slim": "container:slim_command",
+    "report": "size:report_command",
+    "compare": "size:compare_command",
+    "kernels": "kernels:kernels_command",
+    "check": "kernels:check_command",
+    "build": "build:build_command",
+    "variants": "build:variants_command",
+    "embed": "build:embed_command",
+}
+
+
+def _available(name: str) -> bool:
+    module = COMMANDS[name].split(":")[0]
+    return importlib.util.find_spec(f"builder.cli.{module}") is not None
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if _available(name))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS or not _available(cmd_name):
+            return None
+        module_name, attr = COMMANDS[cmd_name].split(":")
+        module = importlib.import_module(f"builder.cli.{module_name}")
+        command: click.Command = getattr(module, attr)
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Run 'metallib-builder COMMAND --help' for a command's options and examples.",
+)
+@click.version_option(__version__, "-V", "--version", prog_name="metallib-builder")
+@click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Build size-minimized Metal kernel libraries and measure what is in them.
+
+    \b
+    Inspect a metallib:   list, verify, report
+    Change one:           slim
+    Compare two / gate:   compare
+    Kernel sources:       kernels, check
+    Build:                build, variants, embed
+    """
+    ctx.obj = {"debug": debug}
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point: run the CLI and map library errors to exit codes."""
+    from builder.errors import BuilderError
+    from builder.metallib.errors import MetallibError
+
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        return cli.main(args=argv, prog_name="metallib-builder", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+    except (BuilderError, MetallibError) as exc:
+        if debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    except BrokenPipeError:
+        sys.exit(0)

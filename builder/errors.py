@@ -1,0 +1,27 @@
+"""Errors the CLI turns into one line of text and an exit code.
+
+Library code raises these (or ``builder.metallib.MetallibError``); only ``builder.cli`` decides how
+they are shown. Exit codes: 1 means a check ran and failed, 2 means the input or the usage was bad.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BuilderError", "CheckFailed", "UsageError"]
+
+
+class BuilderError(Exception):
+    """Root of the tool's own errors; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 2
+
+
+class UsageError(BuilderError):
+    """The user asked for something that cannot be done (bad selection, missing file...)."""
+
+    exit_code = 2
+
+
+class CheckFailed(BuilderError):
+    """A check ran to completion and its verdict is negative (hash mismatch, size gate)."""
+
+    exit_code = 1

@@ -1,0 +1,33 @@
+"""Errors raised by the metallib format library."""
+
+from __future__ import annotations
+
+__all__ = ["MetallibError", "MetallibFormatError", "MetallibUnsupportedError"]
+
+
+class MetallibError(Exception):
+    """Root of the format library's errors. ``exit_code`` 2: the input is unusable."""
+
+    exit_code = 2
+
+
+class MetallibFormatError(MetallibError):
+    """The bytes do not form a valid metallib; ``offset`` is where the problem was found."""
+
+    def __init__(self, offset: int, message: str, path: str | None = None) -> None:
+        self.offset = offset
+        self.message = message
+        self.path = path
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{where}byte offset {self.offset} (0x{self.offset:x}): {self.message}"
+
+    def with_path(self, path: str) -> MetallibFormatError:
+        """The same error, naming the file it came from."""
+        return MetallibFormatError(self.offset, self.message, path)
+
+
+class MetallibUnsupportedError(MetallibError):
+    """A valid metallib that uses a feature this tool cannot rewrite (e.g. embedded sources)."""

@@ -1,0 +1,168 @@
+"""A library as parts to be written: what the writer lays out and what a subset selects.
+
+``LibraryParts`` holds everything that is not derived from layout: header bytes 4-15, the
+extension tags (in order), the dynamic header, and per function its entry tags plus the four
+pieces of data it owns. Offsets, sizes, counts and alignment padding are recomputed by the writer.
+Parts taken from a ``Metallib`` are memoryview slices of its map, so building them copies nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from builder.metallib.errors import MetallibUnsupportedError
+from builder.metallib.reader import Metallib
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, OFFSET_TAGS, show_code
+
+__all__ = [
+    "FunctionParts",
+    "LibraryParts",
+    "new_function",
+    "new_library",
+    "parts_from_library",
+    "wrap_bitcode",
+]
+
+Bytes = bytes | bytearray | memoryview
+_UNSUPPORTED_FUNCTION_TAGS = frozenset({b"SOFF"})
+
+
+@dataclass
+class FunctionParts:
+    """One function's tags and data. ``tags`` excludes ENDT; OFFT/RFLT payloads get rewritten."""
+
+    name: str
+    tags: list[tuple[bytes, Bytes]]
+    public_md: Bytes
+    private_md: Bytes
+    module: Bytes
+    reflection: Bytes | None
+    """The reflection FlatBuffer without padding; None when the library has no reflection list."""
+
+
+@dataclass
+class LibraryParts:
+    """Everything needed to write a library."""
+
+    raw_version: bytes
+    """Header bytes 4-15, verbatim."""
+    extension: list[tuple[bytes, Bytes]]
+    """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
+    functions: list[FunctionParts]
+    dynamic_header: Bytes | None = None
+    uuid: bytes | None = field(default=None)
+    """UUID to write; None with a UUID tag present means derive one from the content."""
+
+    @property
+    def has_reflection_list(self) -> bool:
+        return any(code == b"RLST" for code, _ in self.extension)
+
+
+def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> LibraryParts:
+    """The parts of ``lib`` for the functions at ``indices`` (all when None), in file order.
+
+    Keeping every function keeps the input's UUID, so the rewrite is byte-identical; a proper
+    subset gets ``uuid=None`` and the writer derives a new one from the output's content.
+    """
+    unsupported = [tag.code for tag in lib.extension if tag.code in OFFSET_TAGS]
+    if unsupported:
+        names = ", ".join(show_code(code) for code in unsupported)
+        raise MetallibUnsupportedError(
+            f"{lib.display_name}: cannot rewrite a library with {names} sections "
+            "(embedded sources or symbol lists are not supported)"
+        )
+    functions = lib.functions
+    chosen = range(len(functions)) if indices is None else sorted(set(indices))
+    data = lib.data
+    out = []
+    for index in chosen:
+        fn = functions[index]
+        tags = [(code, data[at : at + length]) for code, at, length in fn.tags]
+        if any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _ in tags):
+            raise MetallibUnsupportedError(
+                f"{lib.display_name}: function {fn.name!r} has an SOFF tag (embedded source); "
+                "rewriting such libraries is not supported"
+            )
+        out.append(
+            FunctionParts(
+                name=fn.name,
+                tags=tags,
+                public_md=lib.public_metadata_bytes(fn),
+                private_md=lib.private_metadata_bytes(fn),
+                module=lib.module_bytes(fn),
+                reflection=lib.reflection_flatbuffer(fn),
+            )
+        )
+    extension = [(tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension]
+    dynamic = None
+    if lib.dynamic_header is not None:
+        dynamic = data[lib.dynamic_header.offset : lib.dynamic_header.end]
+    keep_uuid = indices is None or len(chosen) == len(functions)
+    return LibraryParts(
+        raw_version=lib.header.raw_version,
+        extension=extension,
+        functions=out,
+        dynamic_header=dynamic,
+        uuid=lib.uuid if keep_uuid else None,
+    )
+
+
+# -- building libraries from scratch (tests, the stand-in linker) ----------------------------------
+_WRAPPER = struct.Struct("<IIIII")
+_EMPTY_CHUNK = struct.pack("<I", 8) + b"ENDT"
+
+
+def wrap_bitcode(raw: bytes) -> bytes:
+    """Wrap raw bitcode as a module the way Apple's tools store it: Darwin wrapper + zero pad to 16."""
+    body = _WRAPPER.pack(MODULE_WRAPPER_MAGIC, 0, 20, len(raw), 0xFFFFFFFF) + raw
+    return body + bytes(-len(body) % 16)
+
+
+def new_function(
+    name: str,
+    bitcode: bytes,
+    *,
+    type_: int = 2,
+    version: tuple[int, int, int, int] = (2, 6, 3, 1),
+    reflection: bytes | None = None,
+    public_md: bytes = _EMPTY_CHUNK,
+    private_md: bytes = _EMPTY_CHUNK,
+) -> FunctionParts:
+    """A kernel function whose module wraps ``bitcode``, with tags in Apple's current order."""
+    module = wrap_bitcode(bitcode)
+    tags: list[tuple[bytes, Bytes]] = [
+        (b"NAME", name.encode() + b"\0"),
+        (b"TYPE", bytes([type_])),
+        (b"HASH", hashlib.sha256(module).digest()),
+        (b"OFFT", bytes(24)),
+        (b"VERS", struct.pack("<4H", *version)),
+        (b"MDSZ", struct.pack("<Q", len(module))),
+    ]
+    if reflection is not None:
+        tags.append((b"RFLT", bytes(8)))
+    return FunctionParts(name, tags, public_md, private_md, module, reflection)
+
+
+def new_library(
+    functions: list[FunctionParts],
+    *,
+    format_version: tuple[int, int] = (2, 7),
+    deployment_target: tuple[int, int] = (14, 0),
+    install_name: str | None = None,
+) -> LibraryParts:
+    """A library of ``functions`` laid out like Apple's current writer (RLST and UUID present when
+    the functions carry reflection; an HDYN install name when ``install_name`` is given)."""
+    raw = struct.pack("<HHHBBHH", 0x8001, *format_version, 0, 0x81, *deployment_target)
+    extension: list[tuple[bytes, Bytes]] = []
+    dynamic = None
+    if install_name is not None:
+        extension.append((b"HDYN", bytes(16)))
+        name = install_name.encode() + b"\0"
+        dynamic = b"NAME" + struct.pack("<H", len(name)) + name + b"ENDT"
+    if any(fn.reflection is not None for fn in functions):
+        extension.append((b"RLST", bytes(16)))
+        extension.append((b"UUID", bytes(16)))
+    return LibraryParts(raw, extension, functions, dynamic, uuid=None)

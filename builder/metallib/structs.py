@@ -1,0 +1,120 @@
+"""Binary layout of the MTLB container: constants and bounds-checked readers.
+
+Every read goes through ``Cursor``-free helpers that take an absolute offset and check it against
+the end of the buffer, so a corrupt offset becomes a ``MetallibFormatError`` naming the byte
+offset, never an IndexError or a huge allocation. Layout notes: ``docs/metallib-format.md``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from builder.metallib.errors import MetallibFormatError
+
+__all__ = [
+    "ENDT",
+    "HEADER_SIZE",
+    "MAGIC",
+    "MODULE_WRAPPER_MAGIC",
+    "OFFSET_TAGS",
+    "Span",
+    "read_u16",
+    "read_u32",
+    "read_u64",
+    "walk_tags",
+]
+
+MAGIC = b"MTLB"
+HEADER_SIZE = 88
+ENDT = b"ENDT"
+MODULE_WRAPPER_MAGIC = 0x0B17C0DE
+MIN_ENTRY_SIZE = 8  # u32 size + ENDT
+# Header-extension tags whose payload points at another part of the file. We understand RLST and
+# HDYN; the others are documented publicly but never seen, so a rewrite refuses them.
+OFFSET_TAGS = frozenset({b"HSRD", b"HSRC", b"VLST", b"ILST", b"SLST"})
+# Tags with a 32-bit length field instead of 16-bit.
+WIDE_TAGS = frozenset({b"RBUF", b"SARC", b"SBUF"})
+
+U16 = struct.Struct("<H")
+U32 = struct.Struct("<I")
+U64 = struct.Struct("<Q")
+SPAN = struct.Struct("<QQ")
+TAG_HEAD = struct.Struct("<4sH")
+
+
+class Span(NamedTuple):
+    """A byte range ``[offset, offset + size)``; offsets are absolute unless a name says otherwise."""
+
+    offset: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+def _need(buf: memoryview | bytes, offset: int, size: int, what: str) -> None:
+    if offset < 0 or offset + size > len(buf):
+        raise MetallibFormatError(
+            offset, f"{what} needs {size} bytes but the file ends at {len(buf)}"
+        )
+
+
+def read_u16(buf: memoryview | bytes, offset: int, what: str) -> int:
+    _need(buf, offset, 2, what)
+    return int(U16.unpack_from(buf, offset)[0])
+
+
+def read_u32(buf: memoryview | bytes, offset: int, what: str) -> int:
+    _need(buf, offset, 4, what)
+    return int(U32.unpack_from(buf, offset)[0])
+
+
+def read_u64(buf: memoryview | bytes, offset: int, what: str) -> int:
+    _need(buf, offset, 8, what)
+    return int(U64.unpack_from(buf, offset)[0])
+
+
+def walk_tags(
+    buf: memoryview | bytes, start: int, limit: int, what: str
+) -> tuple[list[tuple[bytes, int, int]], int]:
+    """Read a tag list from ``start`` up to its ``ENDT``, which must end by ``limit``.
+
+    Returns ``([(code, payload_offset, payload_length), ...], end_offset)`` where ``end_offset`` is
+    just past ``ENDT``. Wide tags (``RBUF`` ...) carry a u32 length.
+    """
+    tags: list[tuple[bytes, int, int]] = []
+    pos = start
+    while True:
+        if pos + 4 > limit:
+            raise MetallibFormatError(pos, f"{what}: tag list runs past its end at {limit}")
+        code = bytes(buf[pos : pos + 4])
+        if code == ENDT:
+            return tags, pos + 4
+        if code in WIDE_TAGS:
+            if pos + 8 > limit:
+                raise MetallibFormatError(pos, f"{what}: tag {_show(code)} header runs past {limit}")
+            length = U32.unpack_from(buf, pos + 4)[0]
+            payload = pos + 8
+        else:
+            if pos + 6 > limit:
+                raise MetallibFormatError(pos, f"{what}: tag {_show(code)} header runs past {limit}")
+            length = U16.unpack_from(buf, pos + 4)[0]
+            payload = pos + 6
+        if payload + length > limit:
+            raise MetallibFormatError(
+                pos, f"{what}: tag {_show(code)} of {length} bytes runs past its end at {limit}"
+            )
+        tags.append((code, payload, length))
+        pos = payload + length
+
+
+def _show(code: bytes) -> str:
+    text = code.decode("ascii", "replace")
+    return text if text.isprintable() else code.hex()
+
+
+def show_code(code: bytes) -> str:
+    """A tag code for messages: ASCII when printable, hex otherwise."""
+    return _show(code)

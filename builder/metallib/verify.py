@@ -1,0 +1,134 @@
+"""Deep checks of a parsed metallib: module hashes, wrappers, metadata and reflection chunks.
+
+The reader already guarantees that every region and span is in bounds and that nothing overlaps;
+``verify`` goes further and reads every byte of every function. Problems found here are per
+function (a hash mismatch, a malformed chunk) and are reported, not raised, so the CLI can name
+every bad function at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from builder.metallib.errors import MetallibFormatError
+from builder.metallib.model import FunctionEntry
+from builder.metallib.reader import Metallib
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, U32, walk_tags
+
+__all__ = ["Problem", "VerifyReport", "verify"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one function (or with the container when ``function`` is None)."""
+
+    function: str | None
+    offset: int
+    message: str
+
+
+@dataclass
+class VerifyReport:
+    """What ``verify`` checked and found."""
+
+    file_size: int
+    format_version: str
+    function_count: int
+    hashed_bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def bad_functions(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for problem in self.problems:
+            if problem.function is not None:
+                seen.setdefault(problem.function)
+        return list(seen)
+
+
+def verify(lib: Metallib, progress: Callable[[int], None] | None = None) -> VerifyReport:
+    """Check every function of ``lib``; ``progress(n)`` is called with the bytes hashed so far."""
+    functions = lib.functions
+    report = VerifyReport(lib.file_size, lib.header.format_version_text, len(functions))
+    data = lib.data
+    sha256 = hashlib.sha256
+    for fn in functions:
+        module = data[fn.module.offset : fn.module.end]
+        if sha256(module).digest() != fn.hash:
+            report.problems.append(
+                Problem(fn.name, fn.module.offset, "module SHA-256 does not match its HASH tag")
+            )
+        report.hashed_bytes += fn.module.size
+        _check_wrapper(lib, fn, report)
+        _check_chunk(lib, fn, "public metadata", fn.public_md.offset, fn.public_md.end, report)
+        _check_chunk(lib, fn, "private metadata", fn.private_md.offset, fn.private_md.end, report)
+        if fn.reflection is not None:
+            _check_reflection(lib, fn, report)
+        if progress is not None and fn.index % 256 == 0:
+            progress(report.hashed_bytes)
+    if lib.reflection_list is not None:
+        declared = U32.unpack_from(data, lib.reflection_list.offset)[0]
+        chunks = sum(fn.reflection is not None for fn in functions)
+        if declared != chunks:
+            report.problems.append(
+                Problem(None, lib.reflection_list.offset,
+                        f"reflection list count {declared} but {chunks} functions have chunks")
+            )  # fmt: skip
+    if progress is not None:
+        progress(report.hashed_bytes)
+    return report
+
+
+def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
+    at = fn.module.offset
+    if fn.module.size < 20:
+        report.problems.append(Problem(fn.name, at, f"module of {fn.module.size} bytes has no wrapper"))
+        return
+    magic, _, start, size, _ = (U32.unpack_from(lib.data, at + 4 * i)[0] for i in range(5))
+    if magic != MODULE_WRAPPER_MAGIC:
+        report.problems.append(Problem(fn.name, at, f"module wrapper magic is 0x{magic:08x}"))
+    elif start + size > fn.module.size:
+        report.problems.append(
+            Problem(fn.name, at, f"bitcode {start}+{size} runs past the {fn.module.size}-byte module")
+        )
+
+
+def _check_chunk(
+    lib: Metallib, fn: FunctionEntry, what: str, start: int, end: int, report: VerifyReport
+) -> None:
+    if end - start < 8:
+        report.problems.append(Problem(fn.name, start, f"{what} chunk of {end - start} bytes is too short"))
+        return
+    try:
+        _, tag_end = walk_tags(lib.data, start + 4, end, f"{what} of {fn.name!r}")
+    except MetallibFormatError as exc:
+        report.problems.append(Problem(fn.name, exc.offset, exc.message))
+        return
+    if tag_end != end:
+        report.problems.append(
+            Problem(fn.name, tag_end, f"{what} chunk ends at {tag_end}, next chunk starts at {end}")
+        )
+
+
+def _check_reflection(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
+    assert fn.reflection is not None
+    at, size = fn.reflection
+    data = lib.data
+    if bytes(data[at + 4 : at + 8]) != b"RBUF":
+        report.problems.append(Problem(fn.name, at + 4, "reflection chunk does not start with RBUF"))
+        return
+    payload = U32.unpack_from(data, at + 8)[0]
+    if 16 + payload != size or bytes(data[at + 12 + payload : at + 16 + payload]) != b"ENDT":
+        report.problems.append(
+            Problem(fn.name, at, f"reflection chunk of {size} bytes holds a {payload}-byte RBUF")
+        )
+        return
+    pad = (-(at + 12)) % 16
+    if pad > payload or any(data[at + 12 : at + 12 + pad]):
+        report.problems.append(Problem(fn.name, at + 12, "reflection padding is not zero"))
