@@ -1,0 +1,257 @@
+"""Which group a function's bytes go to: kernel family, dtype, or the function itself.
+
+Kernel families come from the best source available, in this order:
+
+1. a build manifest of this project (exact: the build knows which family produced each name);
+2. a rule file given with ``--rules`` (ordered ``FAMILY REGEX`` lines, first match wins);
+3. the built-in MLX rule set (``builder/rules/mlx.rules``) when most names look like MLX's;
+4. a generic fallback that strips dtype tokens and numeric parameters from the name.
+
+Rules are compiled into one alternation so that classifying 17k names is a single regex call per
+name; Python's alternation is ordered, so "first rule wins" holds exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.errors import UsageError
+
+__all__ = [
+    "BY_CHOICES",
+    "OTHER",
+    "NO_DTYPE",
+    "Grouping",
+    "Rule",
+    "RuleSet",
+    "builtin_rules",
+    "generic_family",
+    "group_names",
+    "load_rules",
+    "parse_dtypes",
+    "primary_dtype",
+]
+
+BY_CHOICES = ("function", "kernel", "dtype", "source")
+OTHER = "other"
+NO_DTYPE = "none"
+MLX_MIN_SHARE = 0.5
+"""Share of names the MLX rules must match before a library is treated as MLX-built."""
+
+_RULES_DIR = Path(__file__).resolve().parent / "rules"
+
+# Longest spellings first where one is a prefix of another (bfloat16_t before bfloat16 before
+# float16...). Scanning left to right also keeps "uint32" from being read as "int32".
+_DTYPE_SPELLINGS: dict[str, str] = {
+    "bfloat16_t": "bfloat16",
+    "bfloat16": "bfloat16",
+    "float16_t": "float16",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "float2": "complex64",
+    "float": "float32",
+    "half": "float16",
+    "bool_": "bool",
+    "bool": "bool",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+}
+_DTYPE_RE = re.compile("|".join(re.escape(s) for s in _DTYPE_SPELLINGS))
+# Spellings that are also ordinary words must stand alone between underscores to count.
+_WORD_ONLY = frozenset({"float", "half", "bool", "float2"})
+
+
+def _dtype_tokens(name: str) -> Iterator[str]:
+    for match in _DTYPE_RE.finditer(name):
+        text = match.group()
+        if text in _WORD_ONLY:
+            start, end = match.span()
+            if start and name[start - 1] != "_":
+                continue
+            if end < len(name) and name[end] != "_" and not (text == "bool" and name[end] == "_"):
+                continue
+        yield _DTYPE_SPELLINGS[text]
+
+
+def parse_dtypes(name: str) -> list[str]:
+    """Canonical dtypes named in ``name``, in order: ``"v_copyfloat16float32"`` -> both.
+
+    MLX concatenates its own tokens (``float16``, ``bool_``) but separates Metal spellings
+    (``float``, ``float16_t``) with underscores; the short words count only as whole tokens.
+    """
+    return list(_dtype_tokens(name))
+
+
+def primary_dtype(name: str) -> str:
+    """The first dtype in the name (the input type in MLX's grammar), or ``"none"``."""
+    return next(_dtype_tokens(name), NO_DTYPE)
+
+
+def _strip_dtype(match: re.Match[str]) -> str:
+    text, start, end = match.group(), match.start(), match.end()
+    name = match.string
+    if text in _WORD_ONLY and (
+        (start and name[start - 1] != "_") or (end < len(name) and name[end] != "_")
+    ):
+        return text
+    return "_"
+
+
+_NUMERIC_TOKEN = re.compile(r"^(?:\d+|[A-Za-z]{1,6}\d+|true|false)$")
+
+
+def generic_family(name: str) -> str:
+    """A family for names no rule knows: drop dtype tokens and numeric parameters.
+
+    ``"mykernel_float16_bm64_bn32"`` -> ``"mykernel"``. The result is a readable stem, not a claim
+    about how the library was built; reports label it "generic".
+    """
+    stripped = _DTYPE_RE.sub(_strip_dtype, name)
+    tokens = [t for t in stripped.split("_") if t and not _NUMERIC_TOKEN.match(t)]
+    return "_".join(tokens) or name
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``family`` applies to names that ``pattern`` matches at their start."""
+
+    family: str
+    pattern: str
+    line: int = 0
+
+
+class RuleSet:
+    """An ordered list of rules compiled into one regex; ``origin`` says where they came from."""
+
+    def __init__(self, rules: Sequence[Rule], origin: str) -> None:
+        self.rules = list(rules)
+        self.origin = origin
+        parts = [f"(?P<_r{i}>{rule.pattern})" for i, rule in enumerate(self.rules)]
+        try:
+            self._combined: re.Pattern[str] | None = re.compile("|".join(parts))
+        except re.error:  # e.g. two rules define the same named group: match one by one
+            self._combined = None
+        self._single = [re.compile(rule.pattern) for rule in self.rules]
+        self._families = {f"_r{i}": rule.family for i, rule in enumerate(self.rules)}
+
+    def family(self, name: str) -> str | None:
+        """The family of the first rule that matches ``name``, or None."""
+        if self._combined is not None:
+            match = self._combined.match(name)
+            if match is None:
+                return None
+            return self._families[match.lastgroup] if match.lastgroup else self._slow(name)
+        return self._slow(name)
+
+    def _slow(self, name: str) -> str | None:
+        for rule, regex in zip(self.rules, self._single):
+            if regex.match(name):
+                return rule.family
+        return None
+
+
+def parse_rules(text: str, origin: str) -> RuleSet:
+    """Parse ``FAMILY REGEX`` lines; a bad line is a UsageError naming the line."""
+    rules = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise UsageError(f"{origin}:{number}: expected 'FAMILY REGEX', got {line!r}")
+        family, pattern = parts[0], parts[1].strip()
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"{origin}:{number}: bad regex {pattern!r}: {exc}") from None
+        rules.append(Rule(family, pattern, number))
+    if not rules:
+        raise UsageError(f"{origin}: no rules found")
+    return RuleSet(rules, origin)
+
+
+def load_rules(path: str | Path) -> RuleSet:
+    """Read a user rule file (see ``builder/rules/mlx.rules`` for the format)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read rule file {path}: {exc}") from None
+    return parse_rules(text, str(path))
+
+
+_BUILTIN: dict[str, RuleSet] = {}
+
+
+def builtin_rules(name: str = "mlx") -> RuleSet:
+    """A rule set shipped with the tool (only ``mlx`` for now)."""
+    if name not in _BUILTIN:
+        path = _RULES_DIR / f"{name}.rules"
+        if not path.is_file():
+            raise UsageError(f"no built-in rule set named {name!r}")
+        _BUILTIN[name] = parse_rules(path.read_text(encoding="utf-8"), f"builtin:{name}")
+    return _BUILTIN[name]
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Group labels for a list of names, plus how they were obtained (for the report header)."""
+
+    by: str
+    method: str
+    """``function``, ``dtype``, ``manifest``, ``rules:<origin>`` or ``generic``."""
+    labels: list[str]
+
+
+def group_names(
+    names: Sequence[str],
+    by: str = "kernel",
+    *,
+    rules: RuleSet | None = None,
+    families: Mapping[str, str] | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> Grouping:
+    """Label every name for ``by``; ``families``/``sources`` map host names from a build manifest.
+
+    With a manifest, names it does not list go to "other" (they were not produced by a family
+    the build knows about). Without one, ``--by source`` cannot be answered: a metallib does not
+    record which ``.metal`` file a function came from.
+    """
+    if by == "function":
+        return Grouping(by, "function", list(names))
+    if by == "dtype":
+        return Grouping(by, "dtype", [primary_dtype(n) for n in names])
+    if by == "source":
+        if sources is None:
+            raise UsageError(
+                "--by source needs a build manifest: a metallib does not record the source file "
+                "of its functions (use --by kernel, or point at a build directory)"
+            )
+        return Grouping(by, "manifest", [sources.get(n, OTHER) for n in names])
+    if by != "kernel":
+        raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not {by!r}")
+    if families is not None:
+        return Grouping(by, "manifest", [families.get(n, OTHER) for n in names])
+    if rules is not None:
+        return Grouping(by, f"rules:{rules.origin}", _classify(rules, names))
+    mlx = builtin_rules("mlx")
+    labels = _classify(mlx, names)
+    if names and sum(label != OTHER for label in labels) >= MLX_MIN_SHARE * len(names):
+        return Grouping(by, f"rules:{mlx.origin}", labels)
+    return Grouping(by, "generic", [generic_family(n) for n in names])
+
+
+def _classify(rules: RuleSet, names: Iterable[str]) -> list[str]:
+    family = rules.family
+    return [family(n) or OTHER for n in names]

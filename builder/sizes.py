@@ -1,0 +1,93 @@
+"""Byte counts for people: parse ``10KB`` / ``2.5MiB`` / ``5%`` and print ``1.2 MB``.
+
+Gates are given on the command line in whatever unit is convenient, so parsing accepts both decimal
+(KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is bytes. Human
+output uses decimal units, matching what ``ls -lh --si`` and package indexes show.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from builder.errors import UsageError
+
+__all__ = ["Limit", "human_size", "human_delta", "parse_limit", "parse_size"]
+
+_UNITS: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+_SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_size(text: str) -> int:
+    """``"512"`` -> 512, ``"10KB"`` -> 10000, ``"1.5MiB"`` -> 1572864; bad text -> UsageError."""
+    match = _SIZE.match(text)
+    unit = match["unit"].lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise UsageError(
+            f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
+        )
+    value = float(match["num"]) * _UNITS[unit]
+    return int(round(value))
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A growth limit: either an absolute byte count or a percentage of the base size."""
+
+    bytes: int | None = None
+    percent: float | None = None
+
+    def allowed(self, base_size: int) -> float:
+        """The largest allowed growth in bytes for a base of ``base_size`` bytes."""
+        if self.percent is not None:
+            return base_size * self.percent / 100.0
+        return float(self.bytes or 0)
+
+    def __str__(self) -> str:
+        if self.percent is not None:
+            return f"{self.percent:g}%"
+        return human_size(self.bytes or 0)
+
+
+def parse_limit(text: str) -> Limit:
+    """``"5%"`` -> Limit(percent=5); ``"100KB"`` -> Limit(bytes=100000)."""
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        try:
+            percent = float(stripped[:-1])
+        except ValueError:
+            raise UsageError(f"{text!r} is not a percentage") from None
+        return Limit(percent=percent)
+    return Limit(bytes=parse_size(stripped))
+
+
+def human_size(n: int | float) -> str:
+    """``1234567`` -> ``"1.23 MB"``; below 1000 bytes the exact count, ``"999 B"``."""
+    value = float(abs(n))
+    sign = "-" if n < 0 else ""
+    if value < 1000:
+        return f"{sign}{int(value)} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        value /= 1000.0
+        if value < 999.995 or unit == "TB":
+            return f"{sign}{value:.2f} {unit}" if value < 100 else f"{sign}{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def human_delta(n: int) -> str:
+    """A signed human size: ``+1.20 MB``, ``-512 B``, ``0 B``."""
+    if n == 0:
+        return "0 B"
+    return ("+" if n > 0 else "") + human_size(n)
