@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from builder.metallib.errors import MetallibError, MetallibFormatError
+from builder.metallib.function_list import parse_function_list
 from builder.metallib.model import ExtensionTag, FunctionEntry, Header, Region
 from builder.metallib.structs import (
     HEADER_SIZE,
@@ -207,7 +208,7 @@ class Metallib:
     @cached_property
     def functions(self) -> list[FunctionEntry]:
         """Every function-list entry, in file order (parsed on first use)."""
-        return _FunctionListParser(self).parse()
+        return parse_function_list(self)
 
     def module_bytes(self, function: FunctionEntry) -> memoryview:
         """The function's module as stored (Darwin bitcode wrapper + bitcode + zero padding)."""
@@ -238,181 +239,3 @@ class Metallib:
 
 
 _SECTION_NAMES = ("function list", "public metadata", "private metadata", "bitcode section")
-
-
-class _FunctionListParser:
-    """One pass over the function list; kept apart so ``Metallib`` stays small."""
-
-    def __init__(self, lib: Metallib) -> None:
-        self.lib = lib
-        self.data = lib.data
-
-    def parse(self) -> list[FunctionEntry]:
-        lib, data = self.lib, self.data
-        h = lib.header
-        start = h.function_list.offset
-        end = start + 4 + h.function_list.size
-        count = read_u32(data, start, "function count")
-        if count * MIN_ENTRY_SIZE > h.function_list.size:
-            raise MetallibFormatError(
-                start,
-                f"function count {count} needs at least {count * MIN_ENTRY_SIZE} bytes, "
-                f"the function list has {h.function_list.size}",
-            )
-        raw = []
-        pos = start + 4
-        for index in range(count):
-            if pos + 4 > end:
-                raise MetallibFormatError(pos, f"function {index}: entry starts past the list end {end}")
-            size = U32.unpack_from(data, pos)[0]
-            if size < MIN_ENTRY_SIZE or pos + size > end:
-                raise MetallibFormatError(
-                    pos, f"function {index}: entry size {size} does not fit the list (ends at {end})"
-                )
-            tags, tag_end = walk_tags(data, pos + 4, pos + size, f"function {index} entry")
-            if tag_end != pos + size:
-                raise MetallibFormatError(
-                    tag_end - 4, f"function {index}: ENDT at {tag_end - 4}, entry size says {pos + size - 4}"
-                )
-            raw.append((pos, size, tags))
-            pos += size
-        if pos != end:
-            raise MetallibFormatError(pos, f"function list entries end at {pos}, header says {end}")
-        return self._resolve(raw)
-
-    def _resolve(
-        self, raw: list[tuple[int, int, list[tuple[bytes, int, int]]]]
-    ) -> list[FunctionEntry]:
-        h = self.lib.header
-        decoded = [self._decode(index, pos, tags) for index, (pos, _, tags) in enumerate(raw)]
-        public = self._chunk_spans(decoded, 1, h.public_metadata, "public metadata")
-        private = self._chunk_spans(decoded, 2, h.private_metadata, "private metadata")
-        reflection = self._reflection_spans(decoded)
-        functions = []
-        bc = h.bitcode
-        module_end = 0
-        for index, ((pos, size, tags), d) in enumerate(zip(raw, decoded)):
-            name, type_, hash_, (_, _, module_off), mdsz, _, version = d
-            if mdsz is None:  # older writers: next module's offset minus this one
-                nxt = decoded[index + 1][3][2] if index + 1 < len(decoded) else bc.size
-                mdsz = nxt - module_off
-            if module_off > bc.size or mdsz < 0 or mdsz > bc.size - module_off:
-                raise MetallibFormatError(
-                    _tag_at(tags, b"OFFT"),
-                    f"function {name!r}: module {module_off}+{mdsz} runs past the bitcode section "
-                    f"({bc.size} bytes)",
-                )
-            if module_off < module_end:
-                raise MetallibFormatError(
-                    bc.offset + module_off,
-                    f"function {name!r}: module at {module_off} overlaps the previous one "
-                    f"(ends at {module_end})",
-                )
-            module_end = module_off + mdsz
-            functions.append(
-                FunctionEntry(
-                    index, name, type_, Span(pos, size), tuple(tags), hash_, public[index],
-                    private[index], Span(bc.offset + module_off, mdsz), reflection[index], version,
-                )  # fmt: skip
-            )
-        return functions
-
-    def _decode(
-        self, index: int, pos: int, tags: list[tuple[bytes, int, int]]
-    ) -> tuple[
-        str, int | None, bytes, tuple[int, int, int], int | None, int | None,
-        tuple[int, int, int, int] | None,
-    ]:  # fmt: skip
-        data = self.data
-        found = {code: (at, length) for code, at, length in tags}
-        for code in _REQUIRED:
-            if code not in found:
-                raise MetallibFormatError(pos, f"function {index}: entry has no {code.decode()} tag")
-        at, length = found[b"NAME"]
-        if length == 0 or data[at + length - 1] != 0:
-            raise MetallibFormatError(at, f"function {index}: NAME is not NUL-terminated")
-        name = bytes(data[at : at + length - 1]).decode("utf-8", "replace")
-        at, length = found[b"HASH"]
-        if length != 32:
-            raise MetallibFormatError(at, f"function {name!r}: HASH is {length} bytes, not 32")
-        hash_ = bytes(data[at : at + 32])
-        at, length = found[b"OFFT"]
-        if length != 24:
-            raise MetallibFormatError(at, f"function {name!r}: OFFT is {length} bytes, not 24")
-        offsets = _OFFT.unpack_from(data, at)
-        type_ = data[found[b"TYPE"][0]] if b"TYPE" in found and found[b"TYPE"][1] >= 1 else None
-        mdsz = self._u64(found, b"MDSZ", name)
-        rflt = self._u64(found, b"RFLT", name)
-        version = None
-        if b"VERS" in found and found[b"VERS"][1] == 8:
-            version = _VERS.unpack_from(data, found[b"VERS"][0])
-        return name, type_, hash_, offsets, mdsz, rflt, version
-
-    def _u64(self, found: dict[bytes, tuple[int, int]], code: bytes, name: str) -> int | None:
-        if code not in found:
-            return None
-        at, length = found[code]
-        if length != 8:
-            raise MetallibFormatError(at, f"function {name!r}: {code.decode()} is {length} bytes, not 8")
-        return int(U64.unpack_from(self.data, at)[0])
-
-    @staticmethod
-    def _chunk_spans(
-        decoded: list[tuple], which: int, section: Span, what: str  # type: ignore[type-arg]
-    ) -> list[Span]:
-        """Chunk i runs from its OFFT offset to the next function's (or the section end)."""
-        spans = []
-        for index, d in enumerate(decoded):
-            start = d[3][which - 1]
-            stop = decoded[index + 1][3][which - 1] if index + 1 < len(decoded) else section.size
-            if start > stop or stop > section.size:
-                raise MetallibFormatError(
-                    section.offset + min(start, section.size),
-                    f"function {d[0]!r}: {what} chunk {start}..{stop} is out of order or past the "
-                    f"section ({section.size} bytes)",
-                )
-            spans.append(Span(section.offset + start, stop - start))
-        return spans
-
-    def _reflection_spans(self, decoded: list[tuple]) -> list[Span | None]:  # type: ignore[type-arg]
-        rlst = self.lib.reflection_list
-        with_rflt = [d[5] is not None for d in decoded]
-        if rlst is None:
-            if any(with_rflt):
-                raise MetallibFormatError(
-                    self.lib.extension_span.offset, "functions have RFLT tags but there is no RLST"
-                )
-            return [None] * len(decoded)
-        count = read_u32(self.data, rlst.offset, "reflection list count")
-        if count * 16 > rlst.size:
-            raise MetallibFormatError(
-                rlst.offset, f"reflection count {count} does not fit the {rlst.size}-byte list"
-            )
-        spans: list[Span | None] = []
-        previous_end = 4
-        for d in decoded:
-            rel = d[5]
-            if rel is None:
-                spans.append(None)
-                continue
-            at = rlst.offset + rel
-            if rel < 4 or rel + 16 > rlst.size:
-                raise MetallibFormatError(
-                    rlst.offset + min(rel, rlst.size), f"function {d[0]!r}: RFLT {rel} is outside the reflection list"
-                )
-            size = U32.unpack_from(self.data, at)[0]
-            if size < 16 or rel + size > rlst.size:
-                raise MetallibFormatError(
-                    at, f"function {d[0]!r}: reflection chunk of {size} bytes runs past the list end"
-                )
-            if rel < previous_end:
-                raise MetallibFormatError(
-                    at, f"function {d[0]!r}: reflection chunk at {rel} overlaps the previous one"
-                )
-            previous_end = rel + size
-            spans.append(Span(at, size))
-        return spans
-
-
-def _tag_at(tags: list[tuple[bytes, int, int]], code: bytes) -> int:
-    return next((at for c, at, _ in tags if c == code), 0)
