@@ -1,0 +1,177 @@
+"""``report`` and ``compare``: thin Click shells over targets, report, compare and render.
+
+Everything heavy is imported inside the commands, so ``report --format json`` pays only for what
+it uses (no rich). Data goes to stdout; progress and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["compare_command", "report_command"]
+
+_BY = ("function", "kernel", "dtype", "source")
+_FORMATS = ("table", "json", "csv", "markdown")
+
+
+def _common(func: Any) -> Any:
+    options = [
+        click.option("--by", type=click.Choice(_BY), default="kernel", show_default=True,
+                     help="Group bytes by kernel family, dtype, source file (needs a build "
+                          "manifest) or function."),
+        click.option("--rules", type=click.Path(dir_okay=False), default=None,
+                     help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
+                          "(default: the build manifest, else built-in MLX rules, else generic)."),
+        click.option("--top", type=int, default=None,
+                     help="Show the N largest groups and fold the rest into one row "
+                          "(default 20 for table/markdown, all for csv/json; 0 = all)."),
+        click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table",
+                     show_default=True, help="Output format (JSON and CSV for machines)."),
+        click.option("--platform", default=None,
+                     help="Wheel platform for PACKAGE==VERSION targets "
+                          "[default: macosx_14_0_arm64]."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _progress(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _load(target: str, by: str, rules_path: str | None, platform: str | None) -> list[Any]:
+    from builder.targets import load_reports
+
+    rules = None
+    if rules_path is not None:
+        from builder.grouping import load_rules
+
+        rules = load_rules(rules_path)
+    return load_reports(target, by=by, rules=rules, platform=platform, progress=_progress)
+
+
+def _top(top: int | None, fmt: str) -> int | None:
+    if top is None:
+        return None if fmt in ("csv", "json") else 20
+    return None if top <= 0 else top
+
+
+def _width() -> int:
+    import shutil
+
+    return max(80, min(shutil.get_terminal_size((100, 24)).columns, 160))
+
+
+@click.command("report")
+@click.argument("target")
+@_common
+def report_command(
+    target: str, by: str, rules: str | None, top: int | None, fmt: str, platform: str | None
+) -> None:
+    """Show which kernels make a metallib big.
+
+    TARGET is a .metallib, a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and cached), a
+    saved report .json, or a build directory of this project. Every byte is attributed to one
+    function or to named container overhead; the totals equal the file size.
+
+    \b
+    Examples:
+      metallib-builder report mlx-metal==0.30.0
+      metallib-builder report build/ --by source
+      metallib-builder report mlx.metallib --by dtype --format json > report.json
+    """
+    from builder import render
+
+    reports = _load(target, by, rules, platform)
+    shown = _top(top, fmt)
+    if fmt == "json":
+        text = render.report_json(reports)
+    elif fmt == "csv":
+        text = render.report_csv(reports, shown)
+    elif fmt == "markdown":
+        text = render.report_markdown(reports, shown)
+    else:
+        text = render.report_table(reports, shown, color=_color(), width=_width())
+    sys.stdout.write(text)
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+@click.command("compare")
+@click.argument("base")
+@click.argument("head")
+@_common
+@click.option("--max-growth", default=None, metavar="N",
+              help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
+                   "suffixes, or N% of base.")  # fmt: skip
+@click.option("--max-size", default=None, metavar="N",
+              help="Fail when head is larger than N (bytes, KB/MB/KiB/MiB).")
+@click.option("--fail-on-new-group", is_flag=True,
+              help="Fail when head has a group that base does not.")
+def compare_command(
+    base: str,
+    head: str,
+    by: str,
+    rules: str | None,
+    top: int | None,
+    fmt: str,
+    platform: str | None,
+    max_growth: str | None,
+    max_size: str | None,
+    fail_on_new_group: bool,
+) -> None:
+    """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
+
+    BASE and HEAD are any two targets (see 'report --help'). Exit codes: 0 all gates pass, 1 a
+    gate failed (the message names it), 2 an input is missing or unusable. With
+    GITHUB_STEP_SUMMARY set, the markdown is also appended there.
+
+    \b
+    Examples:
+      metallib-builder compare mlx-metal==0.29.0 mlx-metal==0.30.0
+      metallib-builder compare base/ head/ --max-growth 1% --format markdown
+      metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
+    """
+    from builder import render
+    from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
+    from builder.errors import CheckFailed
+    from builder.sizes import parse_limit, parse_size
+
+    gates = Gates(
+        max_growth=parse_limit(max_growth) if max_growth is not None else None,
+        max_size=parse_size(max_size) if max_size is not None else None,
+        fail_on_new_group=fail_on_new_group,
+    )
+    pairs = pair_reports(_load(base, by, rules, platform), _load(head, by, rules, platform))
+    shown = _top(top, fmt)
+    failed: list[str] = []
+    texts, summaries = [], []
+    for base_report, head_report in pairs:
+        comparison = compare_reports(base_report, head_report)
+        results = evaluate_gates(comparison, gates)
+        failed += [r.message for r in results if not r.passed]
+        markdown = render.compare_markdown(comparison, results, shown if shown else None)
+        summaries.append(markdown)
+        if fmt == "json":
+            texts.append(render.compare_json(comparison, results))
+        elif fmt == "csv":
+            texts.append(render.compare_csv(comparison))
+        elif fmt == "markdown":
+            texts.append(markdown)
+        else:
+            texts.append(render.compare_table(comparison, results, shown, color=_color(),
+                                              width=_width()))  # fmt: skip
+    sys.stdout.write("".join(texts))
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(summaries) + "\n")
+    if failed:
+        raise CheckFailed("size gate failed: " + "; ".join(failed))

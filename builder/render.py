@@ -1,0 +1,363 @@
+"""Reports and comparisons as text: rich table, JSON, CSV, markdown. Reading only, no I/O.
+
+Renderers only read ``Report``/``Comparison`` (bloaty's rule: parsers never know about output
+formats). Every rendering names the measured file(s), so a figure never appears without its
+origin. ``rich`` is imported only by the table renderers, keeping ``--format json`` fast.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from builder.sizes import human_delta, human_size
+
+if TYPE_CHECKING:
+    from builder.compare import Comparison, GateResult
+    from builder.report import Report
+
+__all__ = [
+    "FORMATS",
+    "compare_csv",
+    "compare_json",
+    "compare_markdown",
+    "compare_table",
+    "report_csv",
+    "report_json",
+    "report_markdown",
+    "report_table",
+    "top_rows",
+]
+
+FORMATS = ("table", "json", "csv", "markdown")
+OVERHEAD_LABEL = "[container overhead]"
+
+
+def _origin(report: Report) -> str:
+    src = report.source
+    where = src.path or "(no metallib: all families JIT)"
+    extra = []
+    if src.kind == "spec" or src.kind == "wheel":
+        extra.append(f"from {src.target}")
+    if src.manifest:
+        extra.append(f"manifest {src.manifest}")
+    if src.kind == "report":
+        extra.append(f"saved report {src.target}")
+    return where + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def top_rows(report: Report, top: int | None) -> tuple[list[tuple[str, int, int]], int, int]:
+    """The group rows to show (name, count, bytes), plus the rest (count, bytes) past ``top``."""
+    rows = [(g.name, g.function_count, g.bytes) for g in report.groups]
+    if top is None or top >= len(rows):
+        return rows, 0, 0
+    rest = rows[top:]
+    return rows[:top], sum(r[1] for r in rest), sum(r[2] for r in rest)
+
+
+# -- report -------------------------------------------------------------------------------------
+def report_json(reports: Sequence[Report]) -> str:
+    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
+    from builder.report import SCHEMA, report_to_dict
+
+    if len(reports) == 1:
+        doc: Any = report_to_dict(reports[0])
+    else:
+        doc = {"schema": SCHEMA, "libraries": [report_to_dict(r) for r in reports]}
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
+    """One row per group (and the overhead), with the file each figure was measured in."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["file", "by", "group", "function_count", "bytes", "share"])
+    for report in reports:
+        shown, rest_count, rest_bytes = top_rows(report, top)
+        path = report.source.path or ""
+        for name, count, size in shown:
+            writer.writerow([path, report.by, name, count, size, _share(size, report.file_size)])
+        if rest_count:
+            writer.writerow([path, report.by, "[rest]", rest_count, rest_bytes,
+                             _share(rest_bytes, report.file_size)])  # fmt: skip
+        writer.writerow([path, report.by, OVERHEAD_LABEL, "", report.overhead_bytes,
+                         _share(report.overhead_bytes, report.file_size)])  # fmt: skip
+    return out.getvalue()
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.6f}" if whole else ""
+
+
+def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
+    """A markdown table per library: group, functions, bytes, share, cumulative share."""
+    parts = []
+    for report in reports:
+        parts.append(f"### Size of `{report.source.label}`\n")
+        parts.append(
+            f"{human_size(report.file_size)} ({report.file_size:,} bytes), "
+            f"{report.function_count:,} functions, format {report.format_version}; "
+            f"grouped by {report.by} ({report.grouping}). Measured in `{_origin(report)}`.\n"
+        )
+        parts.append("| group | functions | size | share | cumulative |")
+        parts.append("|---|---:|---:|---:|---:|")
+        cumulative = 0
+        shown, rest_count, rest_bytes = top_rows(report, top)
+        for name, count, size in shown:
+            cumulative += size
+            parts.append(
+                f"| `{name}` | {count:,} | {human_size(size)} | {_pct(size, report.file_size)} "
+                f"| {_pct(cumulative, report.file_size)} |"
+            )
+        if rest_count:
+            cumulative += rest_bytes
+            parts.append(
+                f"| rest ({len(report.groups) - len(shown)} groups) | {rest_count:,} | "
+                f"{human_size(rest_bytes)} | {_pct(rest_bytes, report.file_size)} | "
+                f"{_pct(cumulative, report.file_size)} |"
+            )
+        parts.append(
+            f"| {OVERHEAD_LABEL} | | {human_size(report.overhead_bytes)} | "
+            f"{_pct(report.overhead_bytes, report.file_size)} | 100.0% |"
+        )
+        parts.extend(_jit_markdown(report))
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _jit_markdown(report: Report) -> list[str]:
+    if not report.jit_families:
+        return []
+    lines = ["", f"JIT families (source embedded in the host library, per `{report.source.manifest}`):", ""]
+    lines += [f"- `{j.name}`: {human_size(j.embedded_bytes)}" for j in report.jit_families]
+    return lines
+
+
+def report_table(
+    reports: Sequence[Report], top: int | None = 20, *, color: bool = False, width: int = 100
+) -> str:
+    """The human view: a rich table per library, sorted by bytes, with a rest row."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width)
+    for report in reports:
+        table = Table(
+            title=escape(f"{report.source.label}: {human_size(report.file_size)}, "
+                         f"{report.function_count:,} functions, by {report.by}"),
+            caption=escape(f"measured in {_origin(report)}; grouping: {report.grouping}"),
+            title_justify="left",
+            caption_justify="left",
+        )
+        table.add_column(report.by)
+        table.add_column("functions", justify="right")
+        table.add_column("size", justify="right")
+        table.add_column("bytes", justify="right")
+        table.add_column("share", justify="right")
+        table.add_column("cumulative", justify="right")
+        cumulative = 0
+        shown, rest_count, rest_bytes = top_rows(report, top)
+        for name, count, size in shown:
+            cumulative += size
+            table.add_row(escape(name), f"{count:,}", human_size(size), f"{size:,}",
+                          _pct(size, report.file_size), _pct(cumulative, report.file_size))  # fmt: skip
+        if rest_count:
+            cumulative += rest_bytes
+            table.add_row(f"rest ({len(report.groups) - len(shown)} groups)", f"{rest_count:,}",
+                          human_size(rest_bytes), f"{rest_bytes:,}",
+                          _pct(rest_bytes, report.file_size), _pct(cumulative, report.file_size),
+                          style="dim")  # fmt: skip
+        table.add_row(escape(OVERHEAD_LABEL), "", human_size(report.overhead_bytes),
+                      f"{report.overhead_bytes:,}", _pct(report.overhead_bytes, report.file_size),
+                      "100.0%" if report.file_size else "-", style="dim")  # fmt: skip
+        table.add_section()
+        table.add_row("total", f"{report.function_count:,}", human_size(report.file_size),
+                      f"{report.file_size:,}", "100.0%" if report.file_size else "-", "",
+                      style="bold")  # fmt: skip
+        console.print(table)
+        for j in report.jit_families:
+            console.print(f"  JIT family {escape(j.name)}: {human_size(j.embedded_bytes)} embedded in the "
+                          f"host library (per {report.source.manifest})")  # fmt: skip
+    return out.getvalue()
+
+
+# -- compare ------------------------------------------------------------------------------------
+def _pct_signed(value: float | None) -> str:
+    return "new" if value is None else f"{value:+.1f}%"
+
+
+def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: int = 20) -> str:
+    """The comparison for machines: both sides' sources, per-group deltas, added/removed."""
+    from builder.report import SCHEMA
+
+    def side(report: Report) -> dict[str, Any]:
+        src = report.source
+        return {"path": src.path, "target": src.target, "kind": src.kind, "wheel": src.wheel,
+                "manifest": src.manifest, "member": src.member, "file_size": report.file_size,
+                "function_count": report.function_count, "format_version": report.format_version,
+                "by": report.by, "grouping": report.grouping}  # fmt: skip
+
+    def fns(rows: Sequence[Any]) -> dict[str, Any]:
+        return {"count": len(rows), "bytes": sum(r.bytes for r in rows),
+                "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes}
+                            for r in rows[:top]]}  # fmt: skip
+
+    doc = {
+        "schema": SCHEMA,
+        "kind": "comparison",
+        "base": side(comparison.base),
+        "head": side(comparison.head),
+        "delta_bytes": comparison.delta,
+        "delta_percent": comparison.percent,
+        "groups": [
+            {"name": g.name, "overhead": g.overhead, "base_bytes": g.base_bytes,
+             "head_bytes": g.head_bytes, "delta_bytes": g.delta, "delta_percent": g.percent,
+             "base_function_count": g.base_count, "head_function_count": g.head_count}
+            for g in comparison.groups
+        ],  # fmt: skip
+        "added": fns(comparison.added),
+        "removed": fns(comparison.removed),
+        "changed": {
+            "count": len(comparison.changed),
+            "largest": [{"name": c.name, "group": c.group, "base_bytes": c.base_bytes,
+                         "head_bytes": c.head_bytes, "delta_bytes": c.delta}
+                        for c in comparison.changed[:top]],
+        },  # fmt: skip
+        "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates],
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def compare_csv(comparison: Comparison) -> str:
+    """One row per group: base, head, delta (bytes) and delta %."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["group", "base_function_count", "head_function_count", "base_bytes",
+                     "head_bytes", "delta_bytes", "delta_percent"])  # fmt: skip
+    for g in comparison.groups:
+        pct = "" if g.percent is None else f"{g.percent:.4f}"
+        writer.writerow([g.name, g.base_count, g.head_count, g.base_bytes, g.head_bytes,
+                         g.delta, pct])  # fmt: skip
+    writer.writerow(["[total]", comparison.base.function_count, comparison.head.function_count,
+                     comparison.base_size, comparison.head_size, comparison.delta,
+                     "" if comparison.percent is None else f"{comparison.percent:.4f}"])  # fmt: skip
+    return out.getvalue()
+
+
+def _compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], Any, Any]:
+    """Groups to show (top N by |delta|), a folded rest (or None), and the overhead row."""
+    from builder.compare import GroupDelta
+
+    groups = [g for g in comparison.groups if not g.overhead]
+    overhead = next(g for g in comparison.groups if g.overhead)
+    if top is None or top >= len(groups):
+        return groups, None, overhead
+    rest = groups[top:]
+    folded = GroupDelta(f"rest ({len(rest)} groups)", sum(g.base_bytes for g in rest),
+                        sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
+                        sum(g.head_count for g in rest))  # fmt: skip
+    return groups[:top], folded, overhead
+
+
+def _names(rows: Sequence[Any], limit: int) -> str:
+    return ", ".join(f"`{r.name}` ({human_size(r.bytes)})" for r in rows[:limit])
+
+
+def compare_markdown(
+    comparison: Comparison, gates: Sequence[GateResult] = (), top: int | None = 15
+) -> str:
+    """A PR comment: headline delta, gate verdicts, per-group table, added/removed functions."""
+    base, head = comparison.base, comparison.head
+    pct = "" if comparison.percent is None else f" ({comparison.percent:+.2f}%)"
+    lines = [
+        "### Metallib size",
+        "",
+        f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
+        f"{human_size(comparison.head_size)} (`{base.source.label}` → `{head.source.label}`), "
+        f"{base.function_count:,} → {head.function_count:,} functions.",
+        "",
+    ]
+    for gate in gates:
+        lines.append(f"- {'✅ pass' if gate.passed else '❌ **FAIL**'}: {gate.message}")
+    if gates:
+        lines.append("")
+    lines += [f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"]
+    shown, rest, overhead = _compare_rows(comparison, top)
+    for g in [*shown, *([rest] if rest else []), overhead]:
+        name = g.name if g.overhead or g is rest else f"`{g.name}`"
+        lines.append(f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
+                     f"{human_delta(g.delta)} | {_pct_signed(g.percent)} |")  # fmt: skip
+    lines.append(f"| **total** | {human_size(comparison.base_size)} | "
+                 f"{human_size(comparison.head_size)} | **{human_delta(comparison.delta)}** | "
+                 f"{_pct_signed(comparison.percent)} |")  # fmt: skip
+    lines.append("")
+    for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
+        total = sum(r.bytes for r in rows)
+        lines.append(f"**Functions {label}: {len(rows):,}** ({human_delta(sign * total)})"
+                     + (f"; largest: {_names(rows, 5)}" if rows else ""))  # fmt: skip
+        lines.append("")
+    if comparison.changed:
+        biggest = comparison.changed[:5]
+        lines.append(f"**Functions changed in size: {len(comparison.changed):,}**; largest: "
+                     + ", ".join(f"`{c.name}` ({human_delta(c.delta)})" for c in biggest))  # fmt: skip
+        lines.append("")
+    lines.append(f"<sub>Grouped by {head.by} ({head.grouping}). Measured in base "
+                 f"`{_origin(base)}` and head `{_origin(head)}`.</sub>")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def compare_table(
+    comparison: Comparison,
+    gates: Sequence[GateResult] = (),
+    top: int | None = 20,
+    *,
+    color: bool = False,
+    width: int = 100,
+) -> str:
+    """The human view of a comparison."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width)
+    base, head = comparison.base, comparison.head
+    table = Table(
+        title=escape(f"{base.source.label} → {head.source.label}: "
+                     f"{human_delta(comparison.delta)} ({_pct_signed(comparison.percent)})"),
+        caption=escape(f"base: {_origin(base)}\nhead: {_origin(head)}"),
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column(head.by)
+    for col in ("fns base", "fns head", "base", "head", "delta", "delta %"):
+        table.add_column(col, justify="right")
+    shown, rest, overhead = _compare_rows(comparison, top)
+    for g in [*shown, *([rest] if rest else []), overhead]:
+        style = "dim" if g.overhead or g is rest else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
+        table.add_row(escape(g.name), f"{g.base_count:,}", f"{g.head_count:,}", human_size(g.base_bytes),
+                      human_size(g.head_bytes), human_delta(g.delta), _pct_signed(g.percent),
+                      style=style)  # fmt: skip
+    table.add_section()
+    table.add_row("total", f"{base.function_count:,}", f"{head.function_count:,}",
+                  human_size(comparison.base_size), human_size(comparison.head_size),
+                  human_delta(comparison.delta), _pct_signed(comparison.percent), style="bold")  # fmt: skip
+    console.print(table)
+    for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
+        total = sum(r.bytes for r in rows)
+        console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
+                             + (f"; largest: {_names(rows, 5).replace('`', '')}" if rows else "")),
+                      highlight=False)  # fmt: skip
+    for gate in gates:
+        console.print(escape(("PASS " if gate.passed else "FAIL ") + gate.message),
+                      highlight=False)
+    return out.getvalue()

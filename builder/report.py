@@ -1,0 +1,290 @@
+"""A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
+
+``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
+user asked to see: groups by kernel family, dtype, source or function). ``report_to_dict`` and
+``report_from_dict`` are the JSON schema 1 mapping (documented in ``docs/report-schema.md``), so a
+saved report is a target like any other. Every figure carries its origin in ``Report.source``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from builder.errors import UsageError
+from builder.grouping import group_names
+
+if TYPE_CHECKING:
+    from builder.attribution import Attribution
+    from builder.grouping import RuleSet
+
+__all__ = [
+    "SCHEMA",
+    "FunctionRow",
+    "GroupRow",
+    "JitFamily",
+    "OverheadRow",
+    "Report",
+    "Source",
+    "build_report",
+    "regroup",
+    "report_from_dict",
+    "report_to_dict",
+]
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a report's figures were measured: always a metallib file, reached through a target."""
+
+    path: str | None
+    """The metallib file measured (None only for a build whose families are all JIT)."""
+    target: str
+    """The target as the user gave it (path, ``PACKAGE==VERSION``, build dir, report JSON)."""
+    kind: str
+    """``metallib``, ``wheel``, ``spec``, ``build`` or ``report``."""
+    wheel: str | None = None
+    manifest: str | None = None
+    member: str | None = None
+    """The metallib's path inside its wheel or build directory (used to pair libraries)."""
+
+    @property
+    def label(self) -> str:
+        """A short name for tables: the target plus the member when there are several."""
+        return self.target if not self.member else f"{self.target}:{self.member}"
+
+
+class FunctionRow(NamedTuple):
+    """One function's measured bytes and the group it was put in."""
+
+    name: str
+    group: str
+    bytes: int
+    bitcode_bytes: int
+    entry_bytes: int
+    metadata_bytes: int
+    reflection_bytes: int
+
+
+class GroupRow(NamedTuple):
+    name: str
+    function_count: int
+    bytes: int
+    bitcode_bytes: int
+
+
+class OverheadRow(NamedTuple):
+    name: str
+    bytes: int
+
+
+class JitFamily(NamedTuple):
+    """A family compiled at run time: its bytes are embedded in the host library, per manifest."""
+
+    name: str
+    embedded_bytes: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """Measured sizes of one metallib, grouped ``by`` one key."""
+
+    source: Source
+    file_size: int
+    format_version: str
+    by: str
+    grouping: str
+    functions: list[FunctionRow]
+    """In file order."""
+    groups: list[GroupRow]
+    """Largest first (ties by name)."""
+    overhead: list[OverheadRow]
+    jit_families: list[JitFamily] = field(default_factory=list)
+
+    @property
+    def overhead_bytes(self) -> int:
+        return sum(row.bytes for row in self.overhead)
+
+    @property
+    def function_count(self) -> int:
+        return len(self.functions)
+
+
+def rollup(functions: Sequence[FunctionRow]) -> list[GroupRow]:
+    """Sum functions into groups, largest first."""
+    totals: dict[str, list[int]] = {}
+    for fn in functions:
+        row = totals.get(fn.group)
+        if row is None:
+            totals[fn.group] = [1, fn.bytes, fn.bitcode_bytes]
+        else:
+            row[0] += 1
+            row[1] += fn.bytes
+            row[2] += fn.bitcode_bytes
+    groups = [GroupRow(name, *values) for name, values in totals.items()]
+    groups.sort(key=lambda g: (-g.bytes, g.name))
+    return groups
+
+
+def build_report(
+    attribution: Attribution,
+    source: Source,
+    *,
+    by: str = "kernel",
+    rules: RuleSet | None = None,
+    families: Mapping[str, str] | None = None,
+    sources: Mapping[str, str] | None = None,
+    jit_families: Sequence[JitFamily] = (),
+) -> Report:
+    """Group an attribution; ``families``/``sources`` come from a build manifest when there is one."""
+    names = [fn.name for fn in attribution.functions]
+    grouping = group_names(names, by, rules=rules, families=families, sources=sources)
+    functions = [
+        FunctionRow(
+            fn.name,
+            label,
+            fn.entry + fn.public_md + fn.private_md + fn.module + fn.reflection,
+            fn.module,
+            fn.entry,
+            fn.public_md + fn.private_md,
+            fn.reflection,
+        )
+        for fn, label in zip(attribution.functions, grouping.labels)
+    ]
+    return Report(
+        source=source,
+        file_size=attribution.file_size,
+        format_version=attribution.format_version,
+        by=by,
+        grouping=grouping.method,
+        functions=functions,
+        groups=rollup(functions),
+        overhead=[OverheadRow(item.name, item.bytes) for item in attribution.overhead],
+        jit_families=list(jit_families),
+    )
+
+
+def regroup(
+    report: Report,
+    by: str,
+    *,
+    rules: RuleSet | None = None,
+    families: Mapping[str, str] | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> Report:
+    """The same measurements grouped another way (for saved reports read back from JSON)."""
+    names = [fn.name for fn in report.functions]
+    grouping = group_names(names, by, rules=rules, families=families, sources=sources)
+    functions = [fn._replace(group=label) for fn, label in zip(report.functions, grouping.labels)]
+    return replace(
+        report, by=by, grouping=grouping.method, functions=functions, groups=rollup(functions)
+    )
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """The report as JSON schema 1 (``docs/report-schema.md``)."""
+    src = report.source
+    return {
+        "schema": SCHEMA,
+        "source": {
+            "path": src.path,
+            "target": src.target,
+            "kind": src.kind,
+            "wheel": src.wheel,
+            "manifest": src.manifest,
+            "member": src.member,
+        },
+        "file_size": report.file_size,
+        "format_version": report.format_version,
+        "function_count": report.function_count,
+        "by": report.by,
+        "grouping": report.grouping,
+        "overhead_bytes": report.overhead_bytes,
+        "overhead": [{"name": o.name, "bytes": o.bytes} for o in report.overhead],
+        "groups": [
+            {"name": g.name, "function_count": g.function_count, "bytes": g.bytes,
+             "bitcode_bytes": g.bitcode_bytes}
+            for g in report.groups
+        ],  # fmt: skip
+        "functions": [
+            {"name": f.name, "group": f.group, "bytes": f.bytes, "bitcode_bytes": f.bitcode_bytes,
+             "entry_bytes": f.entry_bytes, "metadata_bytes": f.metadata_bytes,
+             "reflection_bytes": f.reflection_bytes}
+            for f in report.functions
+        ],  # fmt: skip
+        "jit_families": [
+            {"name": j.name, "embedded_bytes": j.embedded_bytes} for j in report.jit_families
+        ],
+    }
+
+
+def report_from_dict(data: Any, where: str) -> Report:
+    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2).
+
+    The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.
+    """
+    def bad(why: str) -> UsageError:
+        return UsageError(f"{where}: not a usable size report: {why}")
+
+    if not isinstance(data, dict):
+        raise bad("the top level is not an object")
+    if data.get("schema") != SCHEMA:
+        raise bad(f"schema is {data.get('schema')!r}, this tool reads schema {SCHEMA}")
+    try:
+        src = data.get("source") or {}
+        source = Source(
+            path=src.get("path"),
+            target=src.get("target") or where,
+            kind="report",
+            wheel=src.get("wheel"),
+            manifest=src.get("manifest"),
+            member=src.get("member"),
+        )
+        functions = [
+            FunctionRow(
+                str(f["name"]),
+                str(f.get("group", "other")),
+                _int(f["bytes"]),
+                _int(f.get("bitcode_bytes", 0)),
+                _int(f.get("entry_bytes", 0)),
+                _int(f.get("metadata_bytes", 0)),
+                _int(f.get("reflection_bytes", 0)),
+            )
+            for f in data["functions"]
+        ]
+        overhead_bytes = _int(data["overhead_bytes"])
+        overhead = [OverheadRow(str(o["name"]), _int(o["bytes"])) for o in data.get("overhead", [])]
+        if sum(o.bytes for o in overhead) != overhead_bytes:
+            overhead = [OverheadRow("overhead", overhead_bytes)]
+        file_size = _int(data["file_size"])
+        report = Report(
+            source=source,
+            file_size=file_size,
+            format_version=str(data.get("format_version", "?")),
+            by=str(data.get("by", "kernel")),
+            grouping=str(data.get("grouping", "saved")),
+            functions=functions,
+            groups=rollup(functions),
+            overhead=overhead,
+            jit_families=[
+                JitFamily(str(j["name"]), _int(j["embedded_bytes"]))
+                for j in data.get("jit_families", [])
+            ],
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise bad(f"missing or malformed field ({exc})") from None
+    total = sum(f.bytes for f in functions) + overhead_bytes
+    if total != file_size:
+        raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
+    if "function_count" in data and data["function_count"] != len(functions):
+        raise bad(f"function_count {data['function_count']} but {len(functions)} functions listed")
+    return report
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a byte count")
+    return value
