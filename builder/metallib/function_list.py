@@ -165,7 +165,7 @@ def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
                 if shape.check(values) == shape.expect:
                     decoded = _from_values(shape, values, buf, pos + 10, name_len, start + tail_at)
         if decoded is None:
-            tags, stop = walk_tags(buf, pos + 4, pos + size, f"function {index} entry")
+            tags, stop = walk_tags(buf, pos + 4, pos + size, f"function {index} entry", start)
             if stop != pos + size:
                 raise MetallibFormatError(
                     start + stop - 4, f"function {index}: ENDT at {start + stop - 4}, entry ends at {start + pos + size}"

@@ -137,7 +137,9 @@ class FunctionEntry:
         if self._tags is None:
             buf, base = self._list
             start = self.entry_offset - base
-            found, _ = walk_tags(buf, start + 4, start + self.entry_size, f"function {self.index}")
+            found, _ = walk_tags(
+                buf, start + 4, start + self.entry_size, f"function {self.index}", base
+            )
             self._tags = tuple((code, base + at, n) for code, at, n in found)
         return self._tags
 

@@ -65,13 +65,17 @@ class Metallib:
         self.path = path
         self.data = memoryview(buffer)
         self.file_size = len(self.data)
-        self.header = self._parse_header()
-        self.extension, self.extension_span = self._parse_extension()
-        self.reflection_list = self._extension_span(b"RLST")
-        self.dynamic_header = self._extension_span(b"HDYN")
-        uuid = self.extension_tag(b"UUID")
-        self.uuid = bytes(self.data[uuid.offset : uuid.offset + uuid.length]) if uuid else None
-        self._check_regions()
+        try:
+            self.header = self._parse_header()
+            self.extension, self.extension_span = self._parse_extension()
+            self.reflection_list = self._extension_span(b"RLST")
+            self.dynamic_header = self._extension_span(b"HDYN")
+            uuid = self.extension_tag(b"UUID")
+            self.uuid = bytes(self.data[uuid.offset : uuid.offset + uuid.length]) if uuid else None
+            self._check_regions()
+        except BaseException:
+            self.data.release()  # so the caller can close the map
+            raise
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray, path: str | None = None) -> Metallib:
@@ -83,11 +87,14 @@ class Metallib:
 
     # -- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
-        """Release the memory map; views handed out before become invalid."""
+        """Release the memory map (deferred to the last live slice, if any)."""
         self.__dict__.pop("functions", None)
-        self.data.release()
-        if isinstance(self._buffer, mmap.mmap):
-            self._buffer.close()
+        try:
+            self.data.release()
+            if isinstance(self._buffer, mmap.mmap):
+                self._buffer.close()
+        except BufferError:
+            pass  # slices handed out are still alive; the map is unmapped when they go
 
     def __enter__(self) -> Metallib:
         return self

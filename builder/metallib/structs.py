@@ -77,13 +77,25 @@ def read_u64(buf: memoryview | bytes, offset: int, what: str) -> int:
 
 
 def walk_tags(
-    buf: memoryview | bytes, start: int, limit: int, what: str
+    buf: memoryview | bytes, start: int, limit: int, what: str, base: int = 0
 ) -> tuple[list[tuple[bytes, int, int]], int]:
     """Read a tag list from ``start`` up to its ``ENDT``, which must end by ``limit``.
 
     Returns ``([(code, payload_offset, payload_length), ...], end_offset)`` where ``end_offset`` is
-    just past ``ENDT``. Wide tags (``RBUF`` ...) carry a u32 length.
+    just past ``ENDT``. Wide tags (``RBUF`` ...) carry a u32 length. Offsets are relative to
+    ``buf``; ``base`` is added to the offset in errors when ``buf`` is a slice of the file.
     """
+    try:
+        return _walk_tags(buf, start, limit, what)
+    except MetallibFormatError as exc:
+        if not base:
+            raise
+        raise MetallibFormatError(exc.offset + base, exc.message.replace(f" at {limit}", f" at {limit + base}")) from None
+
+
+def _walk_tags(
+    buf: memoryview | bytes, start: int, limit: int, what: str
+) -> tuple[list[tuple[bytes, int, int]], int]:
     tags: list[tuple[bytes, int, int]] = []
     pos = start
     while True:

@@ -1,0 +1,210 @@
+"""``list``, ``verify`` and ``slim``: commands over one metallib file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builder.errors import CheckFailed, UsageError
+from builder.sizes import human_size
+
+__all__ = ["list_command", "slim_command", "verify_command"]
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _open(path: Path) -> Any:
+    from builder.metallib import open_metallib
+
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    return open_metallib(path)
+
+
+def _emit_json(document: dict[str, Any]) -> None:
+    json.dump(document, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+@click.command(
+    "list",
+    epilog="""\b
+Examples:
+  metallib-builder list mlx.metallib --sort size | head
+  metallib-builder list mlx.metallib --format json | jq '.functions[0]'
+""",
+)
+@click.argument("file", type=_FILE)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+    help="table for people; json (schema 1) for scripts.",
+)  # fmt: skip
+@click.option(
+    "--sort", type=click.Choice(["index", "name", "size"]), default="index", show_default=True,
+    help="Order of the rows: file order, by name, or largest module first.",
+)  # fmt: skip
+def list_command(file: Path, fmt: str, sort: str) -> None:
+    """List the functions in a metallib with their type and sizes.
+
+    bitcode is the size of the function's module in the bitcode section (wrapper and padding
+    included); bytes is everything the function owns: its list entry, metadata chunks, module
+    and reflection chunk. All sizes are read from FILE.
+    """
+    with _open(file) as lib:
+        functions = lib.functions
+        rows = [(fn.index, fn.name, fn.type_name, fn.bitcode_bytes, fn.total_bytes) for fn in functions]
+        if sort == "name":
+            rows.sort(key=lambda r: r[1])
+        elif sort == "size":
+            rows.sort(key=lambda r: (-r[3], r[0]))
+        if fmt == "json":
+            _emit_json(
+                {
+                    "schema": 1,
+                    "source": str(file),
+                    "file_size": lib.file_size,
+                    "format_version": lib.header.format_version_text,
+                    "function_count": len(rows),
+                    "functions": [
+                        {"name": n, "type": t, "bitcode_bytes": b, "bytes": total}
+                        for _, n, t, b, total in rows
+                    ],
+                }
+            )
+            return
+        width = max((len(r[1]) for r in rows), default=4)
+        out = [f"# {file}: {len(rows)} functions, {lib.file_size} bytes, format {lib.header.format_version_text}"]
+        out.append(f"{'#':>6}  {'name':<{width}}  {'type':<8}  {'bitcode':>10}  {'bytes':>10}")
+        out += [f"{i:>6}  {n:<{width}}  {t:<8}  {b:>10}  {total:>10}" for i, n, t, b, total in rows]
+        click.echo("\n".join(out))
+
+
+@click.command(
+    "verify",
+    epilog="""\b
+Exit status: 0 every check passed, 1 a function failed a check (named in the
+output), 2 the file is unreadable or not a metallib.
+""",
+)
+@click.argument("file", type=_FILE)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def verify_command(file: Path, fmt: str) -> None:
+    """Check a metallib's structure and every function's SHA-256.
+
+    Parsing checks the header, every offset and size, and that no regions overlap; then each
+    module is hashed and compared with its HASH tag, and each module wrapper, metadata chunk and
+    reflection chunk is walked.
+    """
+    from builder.metallib import verify
+
+    with _open(file) as lib:
+        report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
+    if fmt == "json":
+        _emit_json(
+            {
+                "schema": 1,
+                "source": str(file),
+                "ok": report.ok,
+                "file_size": report.file_size,
+                "format_version": report.format_version,
+                "function_count": report.function_count,
+                "hashed_bytes": report.hashed_bytes,
+                "problems": [
+                    {"function": p.function, "offset": p.offset, "message": p.message}
+                    for p in report.problems
+                ],
+            }
+        )
+    else:
+        for problem in report.problems[:50]:
+            who = problem.function if problem.function is not None else "(container)"
+            click.echo(f"FAIL {who}: byte offset {problem.offset}: {problem.message}")
+        if len(report.problems) > 50:
+            click.echo(f"... and {len(report.problems) - 50} more problems")
+        verdict = "OK" if report.ok else "FAILED"
+        click.echo(
+            f"{verdict}: {file}: {report.function_count} functions, format {report.format_version}, "
+            f"{report.hashed_bytes} module bytes hashed ({human_size(report.hashed_bytes)})"
+        )
+    if not report.ok:
+        bad = report.bad_functions
+        names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise CheckFailed(f"{len(bad)} functions failed verification: {names}" if bad else "container check failed")
+
+
+def _with_progress(work: Any, total: int) -> Any:
+    """Run ``work(progress)`` with a progress bar on stderr when stderr is a terminal."""
+    if not sys.stderr.isatty() or total < (32 << 20):
+        return work(None)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    from builder.console import stderr_console
+
+    with Progress(
+        TextColumn("hashing modules"), BarColumn(), DownloadColumn(), console=stderr_console(),
+        transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("hash", total=total)
+        return work(lambda done: bar.update(task, completed=done))
+
+
+@click.command(
+    "slim",
+    epilog="""\b
+Examples:
+  metallib-builder slim mlx.metallib -o small.metallib --keep '*copy*' --keep 'vv_Add*'
+  metallib-builder slim mlx.metallib -o small.metallib --drop '*bfloat16*'
+  metallib-builder slim mlx.metallib -o small.metallib --keep-list kernels.txt
+""",
+)
+@click.argument("source", type=_FILE)
+@click.option("-o", "--output", type=_FILE, required=True, help="The metallib to write.")
+@click.option("--keep", multiple=True, metavar="GLOB", help="Keep functions matching GLOB (repeatable).")
+@click.option("--drop", multiple=True, metavar="GLOB", help="Drop functions matching GLOB (repeatable).")
+@click.option(
+    "--keep-list", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="A file of names or globs to keep, one per line ('#' starts a comment).",
+)  # fmt: skip
+@click.option("--in-place", is_flag=True, help="Allow OUTPUT to be the same file as SOURCE.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def slim_command(
+    source: Path, output: Path, keep: tuple[str, ...], drop: tuple[str, ...], keep_list: Path | None,
+    in_place: bool, fmt: str,
+) -> None:  # fmt: skip
+    """Write a metallib holding a subset of SOURCE's functions.
+
+    Kept functions keep their modules, metadata and reflection data byte for byte, in their
+    original order; offsets, counts and sizes are recomputed and the subset gets a new UUID
+    derived from its content (same input and selection give the same bytes). Keeping every
+    function reproduces SOURCE exactly. OUTPUT is written to a temporary file and renamed.
+    """
+    from builder.slim import read_keep_list, slim_file
+
+    patterns = list(keep) + (read_keep_list(keep_list) if keep_list else [])
+    if not patterns and not drop:
+        raise UsageError("say what to keep or drop: --keep GLOB, --drop GLOB or --keep-list FILE")
+    if not source.exists():
+        raise UsageError(f"{source}: no such file")
+    result = slim_file(source, output, keep=patterns, drop=drop, in_place=in_place)
+    if fmt == "json":
+        _emit_json(
+            {
+                "schema": 1,
+                "input": result.input,
+                "output": result.output,
+                "functions_before": result.functions_before,
+                "functions_after": result.functions_after,
+                "bytes_before": result.bytes_before,
+                "bytes_after": result.bytes_after,
+            }
+        )
+        return
+    saved = result.bytes_before - result.bytes_after
+    share = 100.0 * saved / result.bytes_before if result.bytes_before else 0.0
+    click.echo(f"before: {result.functions_before} functions, {result.bytes_before} bytes ({result.input})")
+    click.echo(f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})")
+    click.echo(f"saved:  {saved} bytes ({human_size(saved)}, {share:.1f}%)")
