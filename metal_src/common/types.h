@@ -1,0 +1,51 @@
+// dtype helpers: the bfloat16 spelling, the type arithmetic is done in, and limits.
+#pragma once
+
+#include <metal_stdlib>
+
+// Metal 3.1's native bfloat; host names call it bfloat16.
+typedef bfloat bfloat16_t;
+
+// True for the three floating dtypes (half and bfloat are not is_floating_point everywhere).
+template <typename T>
+constant constexpr bool is_float_dtype_v =
+    metal::is_same_v<T, float> || metal::is_same_v<T, half> || metal::is_same_v<T, bfloat16_t>;
+
+// Narrow floats are computed in float: precise enough and one code path for every math op.
+template <typename T>
+struct compute_type {
+  typedef T type;
+};
+template <>
+struct compute_type<half> {
+  typedef float type;
+};
+template <>
+struct compute_type<bfloat16_t> {
+  typedef float type;
+};
+template <typename T>
+using compute_t = typename compute_type<T>::type;
+
+// Identity elements for max/min: -inf/+inf for floats, the integer range otherwise.
+template <typename T>
+inline T lowest_value() {
+  if constexpr (is_float_dtype_v<T>) {
+    return static_cast<T>(-metal::numeric_limits<float>::infinity());
+  } else if constexpr (metal::is_same_v<T, bool>) {
+    return false;
+  } else {
+    return metal::numeric_limits<T>::lowest();
+  }
+}
+
+template <typename T>
+inline T highest_value() {
+  if constexpr (is_float_dtype_v<T>) {
+    return static_cast<T>(metal::numeric_limits<float>::infinity());
+  } else if constexpr (metal::is_same_v<T, bool>) {
+    return true;
+  } else {
+    return metal::numeric_limits<T>::max();
+  }
+}
