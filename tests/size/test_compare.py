@@ -1,0 +1,196 @@
+"""compare and the CI gates: real releases, exit codes, the PR-comment markdown snapshot.
+
+The markdown snapshot (``snapshots/compare.md``) is generated from a deterministic synthetic pair
+of libraries. After an intended change to the markdown, regenerate it with
+
+    METALLIB_BUILDER_UPDATE_SNAPSHOTS=1 python -m pytest tests/size/test_compare.py -k snapshot
+
+and review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from builder.cli import main
+from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
+from builder.errors import UsageError
+from builder.metallib import open_metallib
+from builder.render import compare_markdown
+from builder.sizes import parse_limit
+from builder.targets import load_reports
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
+
+BASE = [
+    ("v_copyfloat32float32", 300),
+    ("v_copyfloat16float16", 200),
+    ("vv_Addfloat32", 500),
+    ("vv_Addfloat16", 450),
+    ("vv_Subtractint8", 300),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+]
+HEAD = [
+    ("v_copyfloat32float32", 300),
+    ("v_copyfloat16float16", 260),  # grew
+    ("vv_Addfloat32", 500),
+    ("vv_Addfloat16", 450),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+    ("steel_gemm_fused_nn_bfloat16_bfloat16_bm64_bn64", 2100),  # added
+    ("rope_float32", 700),  # added, in a new group
+]
+
+
+@pytest.fixture
+def pair(write_metallib: Callable[..., Path]) -> tuple[Path, Path]:
+    return write_metallib("base/mlx.metallib", BASE), write_metallib("head/mlx.metallib", HEAD)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_compare_synthetic(pair: tuple[Path, Path]) -> None:
+    (base,), (head,) = load_reports(str(pair[0])), load_reports(str(pair[1]))
+    comparison = compare_reports(base, head)
+    assert sum(g.delta for g in comparison.groups) == os.path.getsize(pair[1]) - os.path.getsize(
+        pair[0]
+    )
+    assert {f.name for f in comparison.added} == {n for n, _ in HEAD} - {n for n, _ in BASE}
+    assert {f.name for f in comparison.removed} == {n for n, _ in BASE} - {n for n, _ in HEAD}
+    assert comparison.new_groups == ["rope"]
+    assert comparison.changed[0].name == "v_copyfloat16float16"
+    # anything else that changed moved only by reflection alignment padding, not by its module
+    base_rows = {f.name: f for f in base.functions}
+    head_rows = {f.name: f for f in head.functions}
+    for change in comparison.changed[1:]:
+        assert base_rows[change.name].bitcode_bytes == head_rows[change.name].bitcode_bytes
+        assert abs(change.delta) < 16
+
+
+def test_gates(pair: tuple[Path, Path]) -> None:
+    (base,), (head,) = load_reports(str(pair[0])), load_reports(str(pair[1]))
+    comparison = compare_reports(base, head)
+    grown = comparison.delta
+    assert grown > 0
+    ok = evaluate_gates(comparison, Gates(max_growth=parse_limit(str(grown)),
+                                          max_size=comparison.head_size))  # fmt: skip
+    assert all(r.passed for r in ok)
+    bad = evaluate_gates(comparison, Gates(max_growth=parse_limit(str(grown - 1)),
+                                           max_size=comparison.head_size - 1,
+                                           fail_on_new_group=True))  # fmt: skip
+    assert [r.name for r in bad if not r.passed] == ["--max-growth", "--max-size",
+                                                     "--fail-on-new-group"]  # fmt: skip
+    percent = 100.0 * grown / comparison.base_size
+    assert evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent + 0.01}%")))[0].passed
+    assert not evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent - 0.01}%")))[
+        0
+    ].passed
+
+
+def test_gate_exit_codes(pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    base, head = map(str, pair)
+    code, out, _ = _run(["compare", base, head, "--max-growth", "10MB", "--format", "json"], capsys)
+    assert code == 0
+    assert json.loads(out)["gates"][0]["passed"] is True
+    code, _, err = _run(["compare", base, head, "--max-growth", "0"], capsys)
+    assert code == 1
+    assert "--max-growth" in err
+    code, _, err = _run(["compare", base, head, "--fail-on-new-group"], capsys)
+    assert code == 1
+    assert "rope" in err
+    code, _, err = _run(["compare", head, head, "--max-growth", "0", "--fail-on-new-group"], capsys)
+    assert code == 0
+
+
+def test_unusable_input_exits_2(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = str(pair[0])
+    garbage = tmp_path / "garbage.metallib"
+    garbage.write_bytes(b"MTLB" + bytes(20))
+    truncated = tmp_path / "truncated.metallib"
+    truncated.write_bytes(pair[1].read_bytes()[:-7])
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("{}")
+    for head in (str(tmp_path / "missing.metallib"), str(garbage), str(truncated), str(bad_json),
+                 "not a target"):  # fmt: skip
+        code, out, err = _run(["compare", base, head, "--max-growth", "100MB"], capsys)
+        assert code == 2, (head, err)
+        assert err.startswith("error: ") and err.count("\n") == 1
+        assert out == ""
+    code, _, _ = _run(["compare", base, base, "--max-growth", "lots"], capsys)
+    assert code == 2
+
+
+def test_step_summary(
+    pair: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out, _ = _run(["compare", *map(str, pair), "--format", "csv"], capsys)
+    assert code == 0
+    assert out.startswith("group,")
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### Metallib size")
+
+
+def test_markdown_snapshot(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    (base,), (head,) = load_reports(str(pair[0])), load_reports(str(pair[1]))
+    comparison = compare_reports(base, head)
+    gates = evaluate_gates(comparison, Gates(max_growth=parse_limit("5%"), fail_on_new_group=True))
+    text = compare_markdown(comparison, gates).replace(str(tmp_path), "<tmp>")
+    if os.environ.get("METALLIB_BUILDER_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(text, encoding="utf-8")
+    assert text == SNAPSHOT.read_text(encoding="utf-8")
+
+
+def test_pairing(write_metallib: Callable[..., Path]) -> None:
+    a = load_reports(str(write_metallib("a.metallib", BASE)))
+    b = load_reports(str(write_metallib("b.metallib", HEAD)))
+    assert pair_reports(a, b) == [(a[0], b[0])]
+    with pytest.raises(UsageError, match="cannot pair"):
+        pair_reports(a + b, b)
+
+
+@pytest.mark.realdata
+def test_compare_real_releases(
+    mlx_metallib: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base_path = mlx_metallib("0.29.0", "macosx_14_0_arm64")
+    head_path = mlx_metallib("0.30.0", "macosx_14_0_arm64")
+    with open_metallib(base_path) as lib:
+        base_names = {fn.name for fn in lib.functions}
+    with open_metallib(head_path) as lib:
+        head_names = {fn.name for fn in lib.functions}
+    code, out, _ = _run(["compare", str(base_path), str(head_path), "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["added"]["count"] == len(head_names - base_names)
+    assert doc["removed"]["count"] == len(base_names - head_names)
+    size_delta = os.path.getsize(head_path) - os.path.getsize(base_path)
+    assert doc["delta_bytes"] == size_delta
+    assert sum(g["delta_bytes"] for g in doc["groups"]) == size_delta
+    assert sum(g["head_bytes"] for g in doc["groups"]) == os.path.getsize(head_path)
+    (base,), (head,) = load_reports(str(base_path)), load_reports(str(head_path))
+    comparison = compare_reports(base, head)
+    assert {f.name for f in comparison.added} == head_names - base_names
+    assert {f.name for f in comparison.removed} == base_names - head_names
+    largest_added = max((f for f in head.functions if f.name not in base_names),
+                        key=lambda f: f.bytes)  # fmt: skip
+    assert doc["added"]["largest"][0]["bytes"] == largest_added.bytes

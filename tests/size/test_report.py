@@ -1,0 +1,171 @@
+"""Reports: JSON schema 1, saved reports as targets, build manifests, the MLX "other" share."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from builder.errors import UsageError
+from builder.grouping import OTHER
+from builder.metallib import open_metallib
+from builder.render import report_csv, report_json, report_markdown, report_table
+from builder.report import report_from_dict, report_to_dict
+from builder.targets import load_reports, read_manifest
+
+FUNCTIONS = [
+    ("v_copyfloat32float32", 300),
+    ("v_copyfloat16float16", 200),
+    ("vv_Addfloat32", 500),
+    ("vv_Addfloat16", 450),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+    ("rbits", 50),
+]
+
+
+def test_report_json_schema(write_metallib: Callable[..., Path]) -> None:
+    path = write_metallib("lib.metallib", FUNCTIONS)
+    (report,) = load_reports(str(path))
+    doc = json.loads(report_json([report]))
+    for key in ("schema", "file_size", "format_version", "function_count", "functions", "groups",
+                "overhead_bytes"):  # fmt: skip
+        assert key in doc
+    assert doc["schema"] == 1
+    assert doc["file_size"] == os.path.getsize(path)
+    assert doc["source"]["path"] == str(path)
+    assert sum(f["bytes"] for f in doc["functions"]) + doc["overhead_bytes"] == doc["file_size"]
+    assert sum(g["bytes"] for g in doc["groups"]) + doc["overhead_bytes"] == doc["file_size"]
+    assert doc["function_count"] == len(doc["functions"]) == len(FUNCTIONS)
+    assert [f["name"] for f in doc["functions"]] == [n for n, _ in FUNCTIONS]
+    groups = {g["name"]: g for g in doc["groups"]}
+    assert groups["copy"]["function_count"] == 2
+    assert groups["binary"]["function_count"] == 2
+    assert doc["groups"][0]["name"] == "gemm"  # largest first
+    with open_metallib(path) as lib:
+        expected = {fn.name: (fn.total_bytes, fn.bitcode_bytes) for fn in lib.functions}
+    assert {f["name"]: (f["bytes"], f["bitcode_bytes"]) for f in doc["functions"]} == expected
+
+
+def test_saved_report_round_trip_and_regroup(
+    write_metallib: Callable[..., Path], tmp_path: Path
+) -> None:
+    path = write_metallib("lib.metallib", FUNCTIONS)
+    (report,) = load_reports(str(path))
+    saved = tmp_path / "report.json"
+    saved.write_text(report_json([report]))
+    (again,) = load_reports(str(saved))
+    assert again.functions == report.functions
+    assert again.groups == report.groups
+    assert again.file_size == report.file_size
+    (by_dtype,) = load_reports(str(saved), by="dtype")
+    assert {g.name for g in by_dtype.groups} == {"float32", "float16", "none"}
+    assert sum(g.bytes for g in by_dtype.groups) == sum(g.bytes for g in report.groups)
+
+
+def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path: Path) -> None:
+    path = write_metallib("lib.metallib", FUNCTIONS)
+    (report,) = load_reports(str(path))
+    doc = report_to_dict(report)
+    doc["functions"][0]["bytes"] += 1
+    with pytest.raises(UsageError, match="add up"):
+        report_from_dict(doc, "edited.json")
+    with pytest.raises(UsageError, match="schema"):
+        report_from_dict({"schema": 99}, "future.json")
+    with pytest.raises(UsageError, match="malformed"):
+        report_from_dict({"schema": 1, "functions": [{}]}, "broken.json")
+
+
+def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:
+    path = write_metallib("lib.metallib", FUNCTIONS)
+    reports = load_reports(str(path))
+    for text in (report_markdown(reports, 2), report_table(reports, 2, width=200)):
+        assert str(path) in text
+        assert "rest (" in text
+        assert "[container overhead]" in text
+    rows = report_csv(reports).splitlines()
+    assert rows[0].startswith("file,by,group")
+    total = sum(int(r.split(",")[4]) for r in rows[1:])
+    assert total == os.path.getsize(path)
+
+
+def _write_build(tmp_path: Path, write_metallib: Callable[..., Path]) -> Path:
+    build = tmp_path / "build"
+    write_metallib("build/lib/kernels.metallib", FUNCTIONS)
+    manifest = {
+        "schema": 1,
+        "metallib": "lib/kernels.metallib",
+        "families": [
+            {"name": "copy", "mode": "aot", "sources": ["copy.metal"],
+             "host_names": ["v_copyfloat32float32", "v_copyfloat16float16"],
+             "outputs": ["copy.air"], "embedded_bytes": 0},
+            {"name": "arith", "mode": "aot", "sources": ["binary.metal"],
+             "host_names": ["vv_Addfloat32", "vv_Addfloat16", "rbits"],
+             "outputs": ["binary.air"], "embedded_bytes": 0},
+            {"name": "matmul", "mode": "jit", "sources": ["gemm.h"],
+             "host_names": [], "outputs": [], "embedded_bytes": 12345},
+        ],
+    }  # fmt: skip
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    return build
+
+
+def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_path: Path) -> None:
+    build = _write_build(tmp_path, write_metallib)
+    (report,) = load_reports(str(build))
+    assert report.grouping == "manifest"
+    labels = {f.name: f.group for f in report.functions}
+    assert labels["v_copyfloat32float32"] == "copy"
+    assert labels["rbits"] == "arith"
+    # not listed by the manifest: "other", never a guess
+    assert labels["steel_gemm_fused_nn_float16_float16_bm64_bn64"] == OTHER
+    assert [(j.name, j.embedded_bytes) for j in report.jit_families] == [("matmul", 12345)]
+    assert report.source.manifest == str(build / "manifest.json")
+    (by_source,) = load_reports(str(build), by="source")
+    assert {g.name for g in by_source.groups} == {"copy.metal", "binary.metal", OTHER}
+    doc = json.loads(report_json([report]))
+    assert doc["jit_families"] == [{"name": "matmul", "embedded_bytes": 12345}]
+    assert doc["source"]["manifest"].endswith("manifest.json")
+
+
+def test_manifest_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "manifest.json"
+    bad.write_text(json.dumps({"schema": 1, "families": [{"name": "x", "mode": "fast"}]}))
+    with pytest.raises(UsageError, match="mode"):
+        read_manifest(bad)
+    bad.write_text("{")
+    with pytest.raises(UsageError, match="cannot read build manifest"):
+        read_manifest(bad)
+    missing = tmp_path / "b"
+    missing.mkdir()
+    (missing / "manifest.json").write_text(
+        json.dumps({"schema": 1, "families": [], "metallib": "nope.metallib"})
+    )
+    with pytest.raises(UsageError, match="missing"):
+        load_reports(str(missing))
+
+
+def test_unusable_targets(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file"):
+        load_reports(str(tmp_path / "absent.metallib"))
+    with pytest.raises(UsageError, match="not a build directory"):
+        load_reports(str(tmp_path))
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("version", "platform"), [("0.30.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")]
+)
+def test_mlx_rules_leave_little_in_other(
+    mlx_metallib: Callable[[str, str], Path], version: str, platform: str
+) -> None:
+    path = mlx_metallib(version, platform)
+    (report,) = load_reports(str(path))
+    assert report.grouping == "rules:builtin:mlx"
+    other = sum(f.bytes for f in report.functions if f.group == OTHER)
+    share = other / os.path.getsize(path)
+    assert share <= 0.05, f"{share:.2%} of the bytes in 'other'"
+    families = {g.name for g in report.groups}
+    assert {"copy", "unary", "binary", "reduce", "gemm", "gemv", "quantized", "sort"} <= families
