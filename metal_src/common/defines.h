@@ -6,6 +6,9 @@
 
 #include <metal_stdlib>
 
+// Every instantiation names dtypes, so the dtype spellings come with the macro.
+#include "common/types.h"
+
 // The one way a kernel is instantiated. The host name is the string the host looks the function
 // up by; it follows the grammar in docs/kernels.md and is produced from catalog.json, never
 // written by hand. The same line is used in AOT instantiation sources and appended to JIT sources.

@@ -1,0 +1,290 @@
+"""``metallib-builder check``: compile every kernel instantiation as C++ against the Metal shim.
+
+No Metal compiler runs on Linux, so kernel sources would otherwise go unchecked until a Mac build.
+Every catalog instantiation is rendered into generated translation units (the same text the AOT
+build compiles), each compiled by the host compiler with ``-I metal_src/shim -I metal_src``; the
+explicit instantiations force every dtype path of every template to be compiled. Units run in
+parallel, and compiler output is attributed back to kernel source lines (``diagnostics``).
+
+The unit list is open: the JIT build can add its generated sources (each with an instantiation
+line appended) as extra :class:`CheckUnit` values to :func:`run_check`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builder.kernels.catalog import Catalog, load_catalog, render_translation_unit
+from builder.kernels.compiler import Compiler, find_compiler
+from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
+
+__all__ = [
+    "CheckResult",
+    "CheckUnit",
+    "UnitResult",
+    "aot_units",
+    "check_library",
+    "run_check",
+    "shim_dir_for",
+]
+
+DEFAULT_UNIT_SIZE = 600  # instantiations per generated unit: splits the big families over cores
+_INSTANTIATION = re.compile(r'^\s*instantiate_kernel\(\s*"([^"]+)"')
+
+
+@dataclass(frozen=True)
+class CheckUnit:
+    """One translation unit to compile; lines that instantiate kernels map to their host names."""
+
+    name: str
+    text: str
+    family: str | None = None
+
+    @property
+    def host_lines(self) -> dict[int, str]:
+        """{line number: host name} for each ``instantiate_kernel("...")`` line."""
+        table = {}
+        for number, line in enumerate(self.text.splitlines(), start=1):
+            match = _INSTANTIATION.match(line)
+            if match:
+                table[number] = match.group(1)
+        return table
+
+
+@dataclass
+class UnitResult:
+    """The outcome of compiling one unit."""
+
+    unit: str
+    family: str | None
+    instantiations: int
+    returncode: int
+    seconds: float
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not any(d.severity == "error" for d in self.diagnostics)
+
+
+@dataclass
+class CheckResult:
+    """All units' outcomes plus totals; ``ok`` is the verdict."""
+
+    compiler: Compiler
+    source_dir: Path
+    mode: str
+    units: list[UnitResult]
+    seconds: float
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Diagnostics of all units, merged when several units hit the same line."""
+        merged: dict[tuple[str, int, int, str, str], Diagnostic] = {}
+        for unit in self.units:
+            for diag in unit.diagnostics:
+                key = (diag.path, diag.line, diag.column, diag.severity, diag.message)
+                if key in merged:
+                    seen = merged[key].host_names
+                    seen.extend(h for h in diag.host_names if h not in seen)
+                else:
+                    merged[key] = Diagnostic(**{**diag.__dict__, "host_names": list(diag.host_names)})
+        return list(merged.values())
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == "warning")
+
+    @property
+    def instantiations(self) -> int:
+        return sum(u.instantiations for u in self.units)
+
+    @property
+    def ok(self) -> bool:
+        return all(u.ok for u in self.units)
+
+    def to_json(self) -> dict[str, object]:
+        """Schema 1 machine-readable result."""
+        return {
+            "schema": 1,
+            "ok": self.ok,
+            "compiler": self.compiler.version,
+            "mode": self.mode,
+            "source_dir": str(self.source_dir),
+            "instantiations": self.instantiations,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "seconds": round(self.seconds, 3),
+            "units": [
+                {
+                    "unit": u.unit,
+                    "family": u.family,
+                    "instantiations": u.instantiations,
+                    "ok": u.ok,
+                    "seconds": round(u.seconds, 3),
+                }
+                for u in self.units
+            ],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+def aot_units(
+    catalog: Catalog,
+    families: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
+    unit_size: int = DEFAULT_UNIT_SIZE,
+) -> list[CheckUnit]:
+    """The catalog's AOT instantiation sources, per family, split into chunks of ``unit_size``."""
+    by_family: dict[str, list] = {}
+    for inst in catalog.expand(families, dtypes):
+        by_family.setdefault(inst.family, []).append(inst)
+    units = []
+    for family, items in by_family.items():
+        for k in range(0, len(items), unit_size):
+            chunk = items[k : k + unit_size]
+            units.append(CheckUnit(f"{family}.{k // unit_size}", render_translation_unit(chunk), family))
+    return units
+
+
+def shim_dir_for(source_dir: Path) -> Path:
+    """The tree's own shim when it has one, else the bundled shim."""
+    own = source_dir / "shim"
+    if (own / "metal_stdlib").is_file():
+        return own
+    from builder.resources import metal_src_dir
+
+    return metal_src_dir() / "shim"
+
+
+def _catalog_lines(catalog: Catalog) -> dict[str, int]:
+    """Host name -> line of its variant's declaration in catalog.json (where a bad template
+    name or argument pattern would have to be fixed)."""
+    text = catalog.path.read_text(encoding="utf-8")
+    variant_line: dict[tuple[str, str], int] = {}
+    for family in catalog.families.values():
+        start = text.find(f'"{family.name}": {{', text.find('"families"'))
+        for variant in family.variants:
+            pos = text.find(f'"{variant.name}": {{', max(start, 0))
+            variant_line[(family.name, variant.name)] = text.count("\n", 0, pos) + 1 if pos >= 0 else 1
+    return {
+        inst.host_name: variant_line[(inst.family, inst.variant)] for inst in catalog.expand()
+    }
+
+
+def _compile(compiler: Compiler, flags: list[str], path: Path) -> tuple[int, str, float]:
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [compiler.path, *flags, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - start
+
+
+def run_check(
+    units: Sequence[CheckUnit],
+    *,
+    source_dir: Path,
+    compiler: Compiler,
+    jobs: int | None = None,
+    syntax_only: bool = False,
+    display_root: str | None = None,
+    catalog_lines: Mapping[str, int] | None = None,
+    on_done: Callable[[UnitResult], None] | None = None,
+) -> CheckResult:
+    """Compile ``units`` (in parallel) and attribute their diagnostics to kernel sources."""
+    source_dir = Path(source_dir)
+    shim = shim_dir_for(source_dir)
+    mode = "syntax-only" if syntax_only else "compile"
+    flags = compiler.base_flags([shim.resolve(), source_dir.resolve()])
+    flags += ["-fsyntax-only"] if syntax_only else ["-c", "-O0", "-o", os.devnull]
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="metallib-check-") as tmp:
+        paths = []
+        for unit in units:
+            path = Path(tmp, f"{unit.name}.cpp")
+            path.write_text(unit.text, encoding="utf-8")
+            paths.append(path)
+        locator = Locator(
+            source_dir=source_dir,
+            display_root=display_root if display_root is not None else str(source_dir),
+            shim_dir=shim,
+            generated={os.path.realpath(p): u.host_lines for p, u in zip(paths, units)},
+            catalog_lines=catalog_lines or {},
+        )
+
+        def work(index: int) -> UnitResult:
+            unit, path = units[index], paths[index]
+            code, output, seconds = _compile(compiler, flags, path)
+            diags = parse_compiler_output(output, locator)
+            if code != 0 and not any(d.severity == "error" for d in diags):
+                tail = " | ".join(output.strip().splitlines()[-3:]) or f"exit status {code}"
+                diags.append(Diagnostic("error", unit.name, 0, 0, f"compiler failed: {tail}", where="other"))
+            result = UnitResult(unit.name, unit.family, len(unit.host_lines), code, seconds, diags)
+            if on_done is not None:
+                on_done(result)
+            return result
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(work, range(len(units))))
+    return CheckResult(compiler, source_dir, mode, results, time.perf_counter() - start)
+
+
+def _display_root(source_dir: Path) -> str:
+    """Show a tree under the working directory by its relative path, others as given."""
+    try:
+        return str(source_dir.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(source_dir)
+
+
+def check_library(
+    source_dir: Path | None = None,
+    *,
+    families: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
+    compiler: str | Compiler | None = None,
+    jobs: int | None = None,
+    syntax_only: bool = False,
+    unit_size: int = DEFAULT_UNIT_SIZE,
+    on_plan: Callable[[list[CheckUnit]], None] | None = None,
+    on_done: Callable[[UnitResult], None] | None = None,
+) -> CheckResult:
+    """Check a kernel tree's catalog instantiations (default: the bundled ``metal_src``).
+
+    Raises UsageError for a tree without ``catalog.json``, a bad selection or no compiler;
+    the caller decides what a failed result means (the CLI raises CheckFailed).
+    """
+    catalog = load_catalog(source_dir)
+    located = compiler if isinstance(compiler, Compiler) else find_compiler(compiler)
+    units = aot_units(catalog, families, dtypes, unit_size)
+    if on_plan is not None:
+        on_plan(units)
+    return run_check(
+        units,
+        source_dir=catalog.source_dir,
+        compiler=located,
+        jobs=jobs,
+        syntax_only=syntax_only,
+        display_root=_display_root(catalog.source_dir),
+        catalog_lines=_catalog_lines(catalog),
+        on_done=on_done,
+    )
+

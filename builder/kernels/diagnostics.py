@@ -1,0 +1,168 @@
+"""Reading g++/clang output and blaming the right line of the kernel library.
+
+The compiler reports an error where it detects it: often inside the shim (a kernel called a Metal
+function wrongly) or in a generated instantiation source (the catalog names a template that does
+not exist). Neither is where the mistake is. This module walks each error's instantiation chain
+(g++ prints it before the error, clang after it as notes) and attributes the error to the
+innermost location in a real kernel source; errors in generated sources are attributed to the
+instantiation (its host name) that the offending line declares. Identical locations reached from
+many instantiations are reported once, with the count.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Diagnostic", "Locator", "parse_compiler_output"]
+
+_LOCATED = re.compile(
+    r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<rest>.*)$"
+)
+_SEVERITY = re.compile(r"^(?P<sev>fatal error|error|warning|note): (?P<msg>.*)$")
+
+
+@dataclass
+class Diagnostic:
+    """One reported problem, attributed to a kernel source line (or to the catalog)."""
+
+    severity: str  # "error" or "warning"
+    path: str  # display path of the blamed file
+    line: int
+    column: int
+    message: str
+    host_names: list[str] = field(default_factory=list)
+    where: str = "source"  # "source" (kernel file), "catalog" (generated line), "shim", "other"
+
+    def format(self) -> str:
+        """``path:line:col: severity: message`` plus which instantiations hit it."""
+        text = f"{self.path}:{self.line}:{self.column}: {self.severity}: {self.message}"
+        if self.host_names:
+            n = len(self.host_names)
+            shown = ", ".join(self.host_names[:3]) + (", ..." if n > 3 else "")
+            text += f" [in {n} instantiation{'s' if n != 1 else ''}: {shown}]"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        """Plain data for ``--format json``."""
+        return {
+            "severity": self.severity,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "where": self.where,
+            "instantiations": list(self.host_names),
+        }
+
+
+@dataclass(frozen=True)
+class Locator:
+    """Classifies compiler paths: kernel sources (shown under ``display_root``), the shim, and
+    generated units, whose lines map to host names and those to catalog lines."""
+
+    source_dir: Path
+    display_root: str
+    shim_dir: Path
+    generated: Mapping[str, Mapping[int, str]]  # generated file (real path) -> {line: host name}
+    catalog_lines: Mapping[str, int] = field(default_factory=dict)  # host name -> catalog line
+
+    def kind(self, path: str) -> str:
+        """"generated", "shim", "source" (a kernel file) or "other"."""
+        real = Path(os.path.realpath(path))
+        if str(real) in self.generated:
+            return "generated"
+        if real.is_relative_to(self.shim_dir.resolve()):
+            return "shim"
+        if real.is_relative_to(self.source_dir.resolve()):
+            return "source"
+        return "other"
+
+    def display(self, path: str) -> str:
+        """Kernel files as ``<display_root>/<relative path>``; anything else unchanged."""
+        real = Path(os.path.realpath(path))
+        root = self.source_dir.resolve()
+        if real.is_relative_to(root):
+            return str(Path(self.display_root) / real.relative_to(root))
+        return path
+
+    def host_name(self, path: str, line: int) -> str | None:
+        """The instantiation declared at ``line`` of a generated unit, if that is one."""
+        table = self.generated.get(os.path.realpath(path))
+        return table.get(line) if table else None
+
+
+@dataclass
+class _Raw:
+    file: str
+    line: int
+    col: int
+    severity: str
+    message: str
+    chain: list[tuple[str, int, int]]
+    macro_depth: int = 0  # >0: the error sits in a macro definition, expanded at chain[:depth]
+
+
+def _split(lines: Iterable[str]) -> list[_Raw]:
+    """Group output into errors/warnings, each with the chain of locations that led to it."""
+    out: list[_Raw] = []
+    pending: list[tuple[str, int, int]] = []  # g++: chain lines before the error
+    last: _Raw | None = None
+    for text in lines:
+        match = _LOCATED.match(text)
+        if match is None:
+            if re.match(r"^\S.*: (In instantiation of|In function|In member function|At global scope|In constructor)", text):
+                pending = []
+            continue
+        loc = (match["file"], int(match["line"]), int(match["col"] or 0))
+        sev = _SEVERITY.match(match["rest"])
+        if sev is None:  # "required from ...", "in 'constexpr' expansion of ..."
+            pending.append(loc)
+            continue
+        severity = "error" if sev["sev"] == "fatal error" else sev["sev"]
+        if severity == "note":
+            if last is not None and "in expansion of macro" in sev["msg"]:
+                last.chain.insert(last.macro_depth, loc)
+                last.macro_depth += 1
+                continue
+            # clang: "note: in instantiation of ... requested here" follows its error.
+            if last is not None and ("requested here" in sev["msg"] or "in instantiation" in sev["msg"]):
+                last.chain.append(loc)
+            continue
+        last = _Raw(loc[0], loc[1], loc[2], severity, sev["msg"], pending)
+        pending = []
+        out.append(last)
+    return out
+
+
+def parse_compiler_output(text: str, locator: Locator) -> list[Diagnostic]:
+    """Attributed, de-duplicated diagnostics from one compiler run, in output order."""
+    merged: dict[tuple[str, int, int, str, str], Diagnostic] = {}
+    for raw in _split(text.splitlines()):
+        candidates = [(raw.file, raw.line, raw.col), *raw.chain]
+        host = next((h for f, ln, _ in candidates if (h := locator.host_name(f, ln))), None)
+        if raw.macro_depth:  # blame where the macro was used, not its definition
+            candidates = candidates[1:]
+        blamed = next((c for c in candidates if locator.kind(c[0]) == "source"), None)
+        message = raw.message
+        if blamed is not None:
+            where, (file, line, col) = "source", blamed
+            path = locator.display(file)
+        elif host is not None:
+            # Nothing in the kernel sources is at fault: the catalog declared this instantiation.
+            where, line, col = "catalog", locator.catalog_lines.get(host, 1), 1
+            path = str(Path(locator.display_root) / "catalog.json")
+        else:
+            where = locator.kind(raw.file)
+            file, line, col = raw.file, raw.line, raw.col
+            path = locator.display(file)
+        key = (path, line, col, raw.severity, message if where == "catalog" else "")
+        diag = merged.get(key)
+        if diag is None:
+            diag = merged[key] = Diagnostic(raw.severity, path, line, col, message, where=where)
+        if host is not None and host not in diag.host_names:
+            diag.host_names.append(host)
+    return list(merged.values())
