@@ -7,10 +7,17 @@ container overhead, named after the region it sits in. The reader's regions tile
 
     sum(function bytes) + sum(overhead bytes) == file size
 
-holds by construction; ``Attribution.check`` re-verifies it. In Apple's files each kind of piece
-is laid out in function order, back to back, inside one section; that fast path is checked in one
-linear pass. Anything else (overlapping or out-of-order pieces from another writer) goes through a
-bloaty-style range map: pieces sorted by offset, the first to cover a byte keeps it.
+holds by construction; ``Attribution.check`` re-verifies it.
+
+Three ways to place the pieces, cheapest first:
+
+* sizes only (default): the reader guarantees that each kind of piece lies in its own section, in
+  function order, without overlap (it raises otherwise), so per-function sizes plus one
+  "does this kind fit its section" check per kind are enough. This keeps ``report`` fast.
+* offsets (``verify=True``): every piece's span is checked to be in order, disjoint and inside
+  one region of its own, in one linear pass per kind.
+* a bloaty-style range map, when the offsets check fails: pieces sorted by offset, the first to
+  cover a byte keeps it, so no byte is ever counted twice.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import add, itemgetter, le
+from operator import add, attrgetter, itemgetter, le, sub
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 if TYPE_CHECKING:
@@ -83,19 +90,20 @@ class Attribution:
             raise AssertionError(f"attributed {total} bytes, file has {self.file_size}")
 
 
-def attribute(lib: Metallib) -> Attribution:
-    """Attribute every byte of ``lib``; see the module docstring for the rules."""
+def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
+    """Attribute every byte of ``lib``; see the module docstring for the three placements."""
     functions = lib.functions
     regions = lib.regions()
-    spans = _piece_spans(functions)
-    owned = _fast_path(spans, regions)
+    owned = None if verify else _by_sizes(lib, regions)
     if owned is None:
-        owned = _range_map(spans, regions)
+        spans = _piece_spans(functions)
+        owned = _fast_path(spans, regions)
+        if owned is None:
+            owned = _range_map(spans, regions)
     per_region, sizes = owned
-    rows = [
-        FunctionBytes(fn.index, fn.name, *piece)
-        for fn, piece in zip(functions, zip(*sizes))
-    ]
+    rows = list(
+        map(FunctionBytes._make, zip(map(_INDEX, functions), map(_NAME, functions), *sizes))
+    )
     overhead = []
     for region, used in zip(regions, per_region):
         rest = region.size - used
@@ -110,6 +118,56 @@ def attribute(lib: Metallib) -> Attribution:
     if attributed != lib.file_size:
         raise AssertionError(f"attributed {attributed} bytes, the file has {lib.file_size}")
     return Attribution(lib.file_size, lib.header.format_version_text, rows, overhead)
+
+
+_INDEX = attrgetter("index")
+_NAME = attrgetter("name")
+
+
+def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[list[int]]] | None:
+    """Per-function sizes from the reader's cheap accessors; None if a kind overflows its section.
+
+    ``public + private`` is derived as ``total - entry - module - reflection`` so that only one
+    span (the reflection chunk) is materialised per function.
+    """
+    functions = lib.functions
+    entry = list(map(attrgetter("entry_size"), functions))
+    module = list(map(attrgetter("bitcode_bytes"), functions))
+    total = list(map(attrgetter("total_bytes"), functions))
+    if lib.reflection_list is not None:
+        reflection = [0 if span is None else span.size for span in map(_REFLECTION, functions)]
+    else:
+        reflection = [0] * len(functions)
+    public = list(map(attrgetter("public_md"), functions)) if functions else []
+    public_sizes = [span.size for span in public]
+    private = list(map(sub, map(sub, map(sub, map(sub, total, entry), module), reflection),
+                       public_sizes))  # fmt: skip
+    h = lib.header
+    sections = [
+        (h.function_list.offset, entry),
+        (h.public_metadata.offset, public_sizes),
+        (h.private_metadata.offset, private),
+        (h.bitcode.offset, module),
+        (lib.reflection_list.offset if lib.reflection_list else None, reflection),
+    ]
+    per_region = [0] * len(regions)
+    starts = [r.offset for r in regions]
+    for offset, sizes in sections:
+        used = sum(sizes)
+        if not used:
+            continue
+        if offset is None:
+            return None
+        where = bisect.bisect_right(starts, offset) - 1
+        if where < 0 or regions[where].offset != offset or per_region[where]:
+            return None
+        per_region[where] = used
+        if used > regions[where].size:
+            return None
+    return per_region, [entry, public_sizes, private, module, reflection]
+
+
+_REFLECTION = attrgetter("reflection")
 
 
 def _piece_spans(functions: Sequence[FunctionEntry]) -> list[list[Span | None]]:

@@ -65,13 +65,12 @@ def top_rows(report: Report, top: int | None) -> tuple[list[tuple[str, int, int]
 # -- report -------------------------------------------------------------------------------------
 def report_json(reports: Sequence[Report]) -> str:
     """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
-    from builder.report import SCHEMA, report_to_dict
+    from builder.report import SCHEMA, report_json_text
 
     if len(reports) == 1:
-        doc: Any = report_to_dict(reports[0])
-    else:
-        doc = {"schema": SCHEMA, "libraries": [report_to_dict(r) for r in reports]}
-    return json.dumps(doc, separators=(",", ":")) + "\n"
+        return report_json_text(reports[0]) + "\n"
+    body = ",".join(report_json_text(r) for r in reports)
+    return f'{{"schema":{SCHEMA},"libraries":[{body}]}}\n'
 
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:

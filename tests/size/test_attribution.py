@@ -36,6 +36,7 @@ def test_totals_invariant_synthetic(
     lib = Metallib.from_bytes(data)
     result = attribute(lib)
     result.check()
+    assert attribute(lib, verify=True) == result
     assert sum(fn.bytes for fn in result.functions) + result.overhead_bytes == len(data)
     assert [fn.name for fn in result.functions] == names
     # each function owns exactly what the reader says it owns
@@ -91,6 +92,7 @@ def test_totals_invariant_real(
     with open_metallib(path) as lib:
         result = attribute(lib)
         result.check()
+        assert attribute(lib, verify=True) == result  # sizes-only and offset paths agree
         assert result.file_size == os.path.getsize(path)
         function_bytes = sum(fn.bytes for fn in result.functions)
         assert function_bytes + result.overhead_bytes == os.path.getsize(path)

@@ -169,3 +169,16 @@ def test_mlx_rules_leave_little_in_other(
     assert share <= 0.05, f"{share:.2%} of the bytes in 'other'"
     families = {g.name for g in report.groups}
     assert {"copy", "unary", "binary", "reduce", "gemm", "gemv", "quantized", "sort"} <= families
+
+
+def test_fast_json_equals_general_encoder(write_metallib: Callable[..., Path]) -> None:
+    """The formatted fast path and json.dumps agree, including names that need escaping."""
+    from builder.report import report_json_text
+
+    plain = write_metallib("plain.metallib", FUNCTIONS)
+    odd = write_metallib("odd.metallib", [*FUNCTIONS, ('we"ird\\name_é', 10)])
+    for path in (plain, odd):
+        (report,) = load_reports(str(path))
+        assert json.loads(report_json_text(report)) == report_to_dict(report)
+    two = json.loads(report_json(load_reports(str(plain)) * 2))
+    assert two["schema"] == 1 and len(two["libraries"]) == 2
