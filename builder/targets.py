@@ -129,8 +129,6 @@ def resolve_target(
     text: str, *, platform: str | None = None, progress: Progress | None = None
 ) -> list[Library]:
     """Find the libraries behind ``text`` (downloading a wheel for ``PACKAGE==VERSION``)."""
-    from builder import wheels
-
     path = Path(text)
     if path.is_dir():
         manifest_path = path / MANIFEST_NAME
@@ -139,7 +137,9 @@ def resolve_target(
         return [_from_manifest(text, read_manifest(manifest_path))]
     if path.is_file():
         if path.suffix == ".whl":
-            return _from_wheel(text, path, wheels.extract_metallibs(path))
+            from builder.wheels import extract_metallibs
+
+            return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix == ".json":
             data = _read_json(path)
             if isinstance(data, dict) and "families" in data and "functions" not in data:
@@ -149,6 +149,8 @@ def resolve_target(
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
             return [Library(text, "report", path, saved=d) for d in docs]
         return [Library(text, "metallib", path)]
+    from builder import wheels
+
     spec = wheels.parse_spec(text)
     if spec is None:
         raise UsageError(
