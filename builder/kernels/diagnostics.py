@@ -106,34 +106,46 @@ class _Raw:
     macro_depth: int = 0  # >0: the error sits in a macro definition, expanded at chain[:depth]
 
 
+_CONTEXT = re.compile(
+    r"^\S.*: (In instantiation of|In function|In member function|In constructor|"
+    r"In static member function|In lambda function|At global scope)"
+)
+
+
 def _split(lines: Iterable[str]) -> list[_Raw]:
-    """Group output into errors/warnings, each with the chain of locations that led to it."""
+    """Group output into errors/warnings, each with the chain of locations that led to it.
+
+    g++ prints an instantiation context ("In instantiation of ...", then "required from" lines)
+    once and then every diagnostic raised in it, so a chain stays current until a new context
+    starts. clang prints the chain after each error as "requested here" notes.
+    """
     out: list[_Raw] = []
-    pending: list[tuple[str, int, int]] = []  # g++: chain lines before the error
+    chain: list[tuple[str, int, int]] = []
+    chain_used = False  # a diagnostic consumed the chain; the next "required from" starts anew
     last: _Raw | None = None
     for text in lines:
         match = _LOCATED.match(text)
         if match is None:
-            if re.match(r"^\S.*: (In instantiation of|In function|In member function|At global scope|In constructor)", text):
-                pending = []
+            if _CONTEXT.match(text):
+                chain, chain_used = [], False
             continue
         loc = (match["file"], int(match["line"]), int(match["col"] or 0))
         sev = _SEVERITY.match(match["rest"])
         if sev is None:  # "required from ...", "in 'constexpr' expansion of ..."
-            pending.append(loc)
+            if chain_used:
+                chain, chain_used = [], False
+            chain.append(loc)
             continue
         severity = "error" if sev["sev"] == "fatal error" else sev["sev"]
         if severity == "note":
             if last is not None and "in expansion of macro" in sev["msg"]:
                 last.chain.insert(last.macro_depth, loc)
                 last.macro_depth += 1
-                continue
-            # clang: "note: in instantiation of ... requested here" follows its error.
-            if last is not None and ("requested here" in sev["msg"] or "in instantiation" in sev["msg"]):
+            elif last is not None and ("requested here" in sev["msg"] or "in instantiation" in sev["msg"]):
                 last.chain.append(loc)
             continue
-        last = _Raw(loc[0], loc[1], loc[2], severity, sev["msg"], pending)
-        pending = []
+        last = _Raw(loc[0], loc[1], loc[2], severity, sev["msg"], list(chain))
+        chain_used = True
         out.append(last)
     return out
 

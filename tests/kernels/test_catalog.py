@@ -1,0 +1,223 @@
+"""The catalog: declared counts, selection, parse-back, determinism, validation, include rules."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.errors import UsageError
+from builder.kernels import (
+    DTYPES,
+    METAL_TYPES,
+    CatalogError,
+    ParsedName,
+    load_catalog,
+    parse_host_name,
+    render_translation_unit,
+)
+from builder.kernels.catalog_main import main as catalog_main
+from builder.resources import metal_src_dir
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def test_expands_to_declared_count(catalog, raw, catalog_counter) -> None:
+    expected = catalog_counter(raw)
+    assert len(catalog.expand()) == expected
+    assert 3000 <= expected <= 8000  # big enough that AOT size effects are real
+
+
+def test_family_selection_counts(catalog, raw, catalog_counter) -> None:
+    per_family = {f: catalog_counter(raw, [f]) for f in raw["families"]}
+    assert sum(per_family.values()) == len(catalog.expand())
+    for family, count in per_family.items():
+        items = catalog.expand([family])
+        assert len(items) == count > 0
+        assert {i.family for i in items} == {family}
+    assert len(catalog.expand(["unary", "binary"])) == per_family["unary"] + per_family["binary"]
+
+
+@pytest.mark.parametrize(
+    "dtypes", [["float32"], ["float16", "float32"], ["bool"], ["int32", "uint8", "bfloat16"]]
+)
+def test_dtype_selection_counts(catalog, dtypes, raw, catalog_counter) -> None:
+    items = catalog.expand(dtypes=dtypes)
+    assert len(items) == catalog_counter(raw, dtypes=dtypes)
+    assert len(items) < len(catalog.expand())
+    index_set = set(raw["dtype_sets"]["index"])
+    for inst in items:
+        value_dtypes = inst.dtypes[:1] if inst.family in ("gather", "scatter") else inst.dtypes
+        assert set(value_dtypes) <= set(dtypes)
+        assert set(inst.dtypes) <= set(dtypes) | index_set
+
+
+def test_combined_selection(catalog, raw, catalog_counter) -> None:
+    items = catalog.expand(["reduce", "copy"], ["float16", "float32"])
+    assert len(items) == catalog_counter(raw, ["reduce", "copy"], ["float16", "float32"])
+
+
+def test_every_host_name_parses_back_and_is_unique(catalog) -> None:
+    items = catalog.expand()
+    names = [i.host_name for i in items]
+    assert len(set(names)) == len(names)
+    for inst in items:
+        assert parse_host_name(inst.host_name) == ParsedName(
+            inst.family, inst.variant, inst.op, inst.dtypes, inst.params
+        )
+
+
+def test_unknown_selection_lists_valid_names(catalog) -> None:
+    with pytest.raises(UsageError, match="valid: unary, binary"):
+        catalog.expand(["unary", "conv"])
+    with pytest.raises(UsageError, match="float8.*valid: bool, int8"):
+        catalog.expand(dtypes=["float8"])
+
+
+def test_expansion_and_rendering_are_deterministic(catalog) -> None:
+    again = load_catalog()
+    assert catalog.expand() == again.expand()
+    chunk = catalog.expand(["softmax"])
+    assert render_translation_unit(chunk) == render_translation_unit(again.expand(["softmax"]))
+
+
+def test_instantiation_line_and_translation_unit(catalog) -> None:
+    inst = next(i for i in catalog.expand(["binary"]) if i.host_name == "binary_vv_lt_bfloat16")
+    assert inst.header == "binary/binary.h"
+    assert inst.instantiation_line() == (
+        'instantiate_kernel("binary_vv_lt_bfloat16", binary_vv, bfloat16_t, bool, Less)'
+    )
+    text = render_translation_unit([inst])
+    assert text.splitlines()[1] == '#include "binary/binary.h"'
+    assert text.endswith(inst.instantiation_line() + "\n")
+    assert all(a in METAL_TYPES.values() or a[0].isupper() for a in inst.template_args)
+
+
+def write_catalog(root: Path, families: dict, sets: dict | None = None) -> Path:
+    (root / "fam").mkdir(parents=True, exist_ok=True)
+    (root / "fam" / "fam.h").write_text("#pragma once\n")
+    doc = {
+        "schema": 1,
+        "dtype_sets": sets or {"f": ["float16", "float32"], "i": ["int32", "uint8", "bool"]},
+        "families": families,
+    }
+    (root / "catalog.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_small_hand_written_catalog(tmp_path: Path) -> None:
+    families = {
+        "unary": {
+            "header": "fam/fam.h",
+            "variants": {
+                "v": {"template": "k_v", "args": ["{T0}", "{out}", "{op}"]},
+                "g": {"template": "k_g", "args": ["{T0}", "{out}", "{op}", "{n}", "{m}"],
+                      "params": {"n": [1, 2], "m": [7]}},
+            },
+            "ops": {
+                "a": {"functor": "A", "dtypes": ["f"]},
+                "b": {"functor": "B", "dtypes": ["i"], "out": "bool"},
+            },
+        },
+        "copy": {"header": "fam/fam.h", "dtypes": ["f", "i"],
+                 "variants": {"v": {"template": "c", "args": ["{T0}", "{T1}"]}}},
+    }  # fmt: skip
+    catalog = load_catalog(write_catalog(tmp_path, families))
+    # unary: (2 + 3) per variant; v once, g twice (n) -> 5 + 10; copy: 2 x 3
+    assert len(catalog.expand()) == 15 + 6
+    assert [i.host_name for i in catalog.expand(["unary"], ["float32"])] == [
+        "unary_v_a_float32",
+        "unary_g_a_float32_n1_m7",
+        "unary_g_a_float32_n2_m7",
+    ]
+    b = next(i for i in catalog.expand() if i.host_name == "unary_g_b_uint8_n2_m7")
+    assert b.template_args == ("uint8_t", "bool", "B", "2", "7")
+    assert catalog.expand(["copy"])[0].template_args == ("half", "int32_t")
+    # ops a (float16) + b (bool) in 1 + 2 variant/param combinations, plus copy float16 -> bool
+    assert len(catalog.expand(dtypes=["bool", "float16"])) == (1 + 1) * (1 + 2) + 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda f: f["unary"].update(header="missing.h"), "is not a file"),
+        (lambda f: f["unary"]["ops"]["a"].update(dtypes=["nope"]), "dtype_sets names"),
+        (lambda f: f["unary"]["variants"]["v"].update(args=["{T1}"]), "undefined T1"),
+        (lambda f: f["unary"]["ops"]["a"].update(out="float64"), "not a dtype"),
+        (lambda f: f.update(conv=f.pop("unary")), "family vocabulary"),
+        (lambda f: f["unary"]["variants"].update(bad_name={"template": "x", "args": []}), "lowercase"),
+    ],
+)
+def test_malformed_catalogs_are_rejected(tmp_path: Path, change, message: str) -> None:
+    families = {
+        "unary": {
+            "header": "fam/fam.h",
+            "variants": {"v": {"template": "k", "args": ["{T0}", "{op}"]}},
+            "ops": {"a": {"functor": "A", "dtypes": ["f"]}},
+        }
+    }
+    change(families)
+    with pytest.raises(CatalogError, match=message):
+        load_catalog(write_catalog(tmp_path, families))
+
+
+def test_not_a_kernel_tree(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="not a kernel source tree"):
+        load_catalog(tmp_path)
+
+
+def test_headers_follow_the_include_rules() -> None:
+    """Quoted includes resolve against metal_src; angle includes are Metal's own headers only;
+    no include is guarded by a JIT switch (the JIT generator inlines quoted includes itself)."""
+    root = metal_src_dir()
+    headers = [p for p in root.rglob("*.h") if "shim" not in p.parts]
+    assert len(headers) >= 15
+    for header in headers:
+        text = header.read_text()
+        assert "JIT" not in re.sub(r"//.*", "", text), header
+        for kind, target in re.findall(r'#include\s*([<"])([^>"]+)[>"]', text):
+            if kind == '"':
+                assert (root / target).is_file(), f"{header}: {target}"
+            else:
+                assert target.startswith("metal_"), f"{header}: <{target}>"
+    for family in load_catalog().families.values():
+        assert (root / family.header).is_file()
+
+
+def test_catalog_main_for_cmake(tmp_path: Path, capsys: pytest.CaptureFixture[str], raw, catalog_counter) -> None:
+    assert catalog_main(["names", "--kernels", "ternary", "--cmake"]) == 0
+    names = capsys.readouterr().out.strip().split(";")
+    assert names == [i.host_name for i in load_catalog().expand(["ternary"])]
+
+    args = ["write-aot", "--kernels", "binary,arange", "--out-dir", str(tmp_path), "--max-per-file", "1000"]
+    assert catalog_main(args) == 0
+    paths = [Path(p) for p in capsys.readouterr().out.split()]
+    assert [p.name for p in paths] == ["binary_0.metal", "binary_1.metal", "arange_0.metal"]
+    first = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in paths}
+    assert catalog_main(args) == 0
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in paths} == first  # untouched
+    lines = sum(p.read_text().count("instantiate_kernel(") for p in paths)
+    assert lines == catalog_counter(raw, ["binary", "arange"])
+
+    assert catalog_main(["names", "--dtypes", "float64"]) == 2
+    assert "unknown dtype" in capsys.readouterr().err
+
+
+def test_dtype_vocabulary_is_fixed(raw) -> None:
+    assert DTYPES == (
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "bfloat16", "float32",
+    )  # fmt: skip
+    for members in raw["dtype_sets"].values():
+        assert set(members) <= set(DTYPES)
+
+
+def test_copy_tree_still_loads(tmp_path: Path) -> None:
+    shutil.copytree(metal_src_dir(), tmp_path / "src")
+    assert len(load_catalog(tmp_path / "src").expand()) == len(load_catalog().expand())

@@ -1,0 +1,148 @@
+"""``check``: the library compiles, and real mistakes fail with the kernel file and line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.kernels.diagnostics import Locator, parse_compiler_output
+from builder.resources import metal_src_dir
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("g++") or shutil.which("clang++")),
+    reason="NO C++ COMPILER: install g++ (scripts/setup.sh does) to run the kernel check tests",
+)
+
+
+def broken_copy(tmp_path: Path, rel: str, old: str, new: str) -> tuple[Path, int]:
+    """Copy metal_src to tmp_path/src, replace the first ``old`` in ``rel``; return (tree, line)."""
+    tree = tmp_path / "src"
+    shutil.copytree(metal_src_dir(), tree)
+    path = tree / rel
+    text = path.read_text()
+    assert old in text, f"{rel} no longer contains {old!r}"
+    line = text[: text.index(old)].count("\n") + 1
+    path.write_text(text.replace(old, new, 1))
+    return tree, line
+
+
+@pytest.mark.slow
+def test_full_library_passes(run_cli, raw, catalog_counter) -> None:
+    code, out, _ = run_cli(["check", "--format", "json"])
+    result = json.loads(out)
+    assert code == 0, result["diagnostics"]
+    assert result["ok"] and result["errors"] == 0 and result["warnings"] == 0
+    assert result["instantiations"] == catalog_counter(raw)
+    assert {u["family"] for u in result["units"]} == set(raw["families"])
+    assert result["mode"] == "compile"
+
+
+def test_broken_kernel_reports_file_and_line(tmp_path: Path, run_cli) -> None:
+    tree, line = broken_copy(
+        tmp_path, "unary/unary.h",
+        "out[index] = static_cast<U>(Op()(in[index]));",
+        "out[index] = static_cast<U>(Op()(in[index])) + no_such_name;",
+    )  # fmt: skip
+    code, out, err = run_cli(["check", "--source-dir", str(tree), "--kernels", "unary"])
+    assert code == 1
+    assert f"{tree}/unary/unary.h:{line}:" in out
+    assert "no_such_name" in out and "FAILED" in out
+    assert "kernel check failed" in err
+    assert "shim" not in out
+
+
+def test_every_dtype_path_is_instantiated(tmp_path: Path, run_cli) -> None:
+    """A mistake on the integer path only is missed by float instantiations and caught by int
+    ones: the check really instantiates each dtype."""
+    tree, line = broken_copy(tmp_path, "binary/binary_ops.h", "a % b", "a % b.nope")
+    code, out, _ = run_cli(["check", "--source-dir", str(tree), "--kernels", "binary", "--dtypes", "float32"])
+    assert code == 0, out
+    code, out, _ = run_cli(
+        ["check", "--source-dir", str(tree), "--kernels", "binary", "--dtypes", "int16", "--syntax-only"]
+    )
+    assert code == 1
+    (report,) = [ln for ln in out.splitlines() if ": error:" in ln]
+    assert report.startswith(f"{tree}/binary/binary_ops.h:{line}:")
+    assert "binary_vv_rem_int16" in report or "binary_ss_rem_int16" in report
+
+
+def test_error_inside_the_shim_is_blamed_on_the_kernel(tmp_path: Path, run_cli) -> None:
+    tree = tmp_path / "src"
+    shutil.copytree(metal_src_dir(), tree)
+    atomic = tree / "common" / "atomic.h"
+    text = atomic.read_text()
+    text = text.replace("uint expected =", "int expected =").replace("uint desired =", "int desired =")
+    atomic.write_text(text)
+    call = next(i for i, ln in enumerate(text.splitlines(), 1) if "atomic_compare_exchange" in ln)
+    code, out, _ = run_cli(["check", "--source-dir", str(tree), "--kernels", "scatter", "--syntax-only"])
+    assert code == 1
+    errors = [ln for ln in out.splitlines() if ": error:" in ln]
+    assert errors and all(ln.startswith(f"{tree}/common/atomic.h:{call}:") for ln in errors), out
+    assert "metal_stdlib" not in out
+
+
+def test_catalog_mistake_is_blamed_on_the_catalog(tmp_path: Path, run_cli) -> None:
+    tree, line = broken_copy(
+        tmp_path, "catalog.json", '"template": "ternary_v"', '"template": "ternary_typo"'
+    )
+    code, out, _ = run_cli(["check", "--source-dir", str(tree), "--kernels", "ternary", "--syntax-only"])
+    assert code == 1
+    errors = [ln for ln in out.splitlines() if ": error:" in ln]
+    assert errors and all(ln.startswith(f"{tree}/catalog.json:{line}:") for ln in errors), out
+    assert "ternary_v_select_bool" in out
+
+
+def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
+    code, out, _ = run_cli(["check", "--kernels", "softmax,arange", "--format", "json", "--syntax-only", "-j", "2"])
+    result = json.loads(out)
+    assert code == 0 and result["schema"] == 1 and result["ok"]
+    assert result["instantiations"] == catalog_counter(raw, ["softmax", "arange"])
+    assert result["mode"] == "syntax-only"
+
+
+def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
+    code, out, _ = run_cli(["check", "--kernels", "reduce", "--dtypes", "bfloat16", "--format", "json"])
+    assert code == 0
+    assert json.loads(out)["instantiations"] == catalog_counter(raw, ["reduce"], ["bfloat16"])
+
+
+def test_not_a_kernel_tree_is_usage_error(tmp_path: Path, run_cli) -> None:
+    code, out, err = run_cli(["check", "--source-dir", str(tmp_path)])
+    assert code == 2 and out == ""
+    assert "not a kernel source tree" in err
+
+
+def test_missing_compiler_is_one_clear_message(tmp_path: Path, run_cli, monkeypatch) -> None:
+    code, _, err = run_cli(["check", "--kernels", "arange", "--compiler", "no-such-c++"])
+    assert code == 2 and "no-such-c++" in err
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CXX", raising=False)
+    code, _, err = run_cli(["check", "--kernels", "arange"])
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: no C++ compiler found (tried g++, clang++, c++); install g++ >= 12 or clang >= 15, "
+        "or pass --compiler / set CXX"
+    ]
+
+
+def test_clang_style_notes_are_followed(tmp_path: Path) -> None:
+    """clang prints the instantiation chain after the error, as notes; the shim error is blamed
+    on the kernel line and the host name comes from the generated unit."""
+    src = tmp_path / "src"
+    (src / "shim").mkdir(parents=True)
+    unit = tmp_path / "unit.cpp"
+    output = "\n".join(
+        [
+            f"{src}/shim/metal_stdlib:10:3: error: static assertion failed",
+            f"{src}/common/atomic.h:52:9: note: in instantiation of function template specialization 'f' requested here",
+            f"{unit}:4:1: note: in instantiation of function template specialization 'k' requested here",
+            "1 error generated.",
+        ]
+    )
+    locator = Locator(src, "metal_src", src / "shim", {str(unit.resolve()): {4: "scatter_g_sum_int8_int32_n1"}})
+    (diag,) = parse_compiler_output(output, locator)
+    assert (diag.path, diag.line, diag.column) == ("metal_src/common/atomic.h", 52, 9)
+    assert diag.host_names == ["scatter_g_sum_int8_int32_n1"]
