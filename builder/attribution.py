@@ -44,7 +44,8 @@ class FunctionBytes(NamedTuple):
     several times more to construct.
     """
 
-    index: int
+    position: int
+    """The function's index in the function list."""
     name: str
     entry: int
     public_md: int

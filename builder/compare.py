@@ -183,9 +183,7 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
     return results
 
 
-def pair_reports(
-    base: list[Report], head: list[Report]
-) -> list[tuple[Report, Report]]:
+def pair_reports(base: list[Report], head: list[Report]) -> list[tuple[Report, Report]]:
     """Match the libraries of two targets: one each pairs directly, otherwise by member path.
 
     Raises UsageError (exit 2) when a library has no partner, so a gate never silently skips one.

@@ -22,8 +22,8 @@ from builder.errors import UsageError
 
 __all__ = [
     "BY_CHOICES",
-    "OTHER",
     "NO_DTYPE",
+    "OTHER",
     "Grouping",
     "Rule",
     "RuleSet",

@@ -134,7 +134,11 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
 def _jit_markdown(report: Report) -> list[str]:
     if not report.jit_families:
         return []
-    lines = ["", f"JIT families (source embedded in the host library, per `{report.source.manifest}`):", ""]
+    lines = [
+        "",
+        f"JIT families (source embedded in the host library, per `{report.source.manifest}`):",
+        "",
+    ]
     lines += [f"- `{j.name}`: {human_size(j.embedded_bytes)}" for j in report.jit_families]
     return lines
 
@@ -151,8 +155,10 @@ def report_table(
     console = Console(file=out, force_terminal=color, no_color=not color, width=width)
     for report in reports:
         table = Table(
-            title=escape(f"{report.source.label}: {human_size(report.file_size)}, "
-                         f"{report.function_count:,} functions, by {report.by}"),
+            title=escape(
+                f"{report.source.label}: {human_size(report.file_size)}, "
+                f"{report.function_count:,} functions, by {report.by}"
+            ),
             caption=escape(f"measured in {_origin(report)}; grouping: {report.grouping}"),
             title_justify="left",
             caption_justify="left",
@@ -218,19 +224,33 @@ def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: 
         "delta_bytes": comparison.delta,
         "delta_percent": comparison.percent,
         "groups": [
-            {"name": g.name, "overhead": g.overhead, "base_bytes": g.base_bytes,
-             "head_bytes": g.head_bytes, "delta_bytes": g.delta, "delta_percent": g.percent,
-             "base_function_count": g.base_count, "head_function_count": g.head_count}
+            {
+                "name": g.name,
+                "overhead": g.overhead,
+                "base_bytes": g.base_bytes,
+                "head_bytes": g.head_bytes,
+                "delta_bytes": g.delta,
+                "delta_percent": g.percent,
+                "base_function_count": g.base_count,
+                "head_function_count": g.head_count,
+            }
             for g in comparison.groups
-        ],  # fmt: skip
+        ],
         "added": fns(comparison.added),
         "removed": fns(comparison.removed),
         "changed": {
             "count": len(comparison.changed),
-            "largest": [{"name": c.name, "group": c.group, "base_bytes": c.base_bytes,
-                         "head_bytes": c.head_bytes, "delta_bytes": c.delta}
-                        for c in comparison.changed[:top]],
-        },  # fmt: skip
+            "largest": [
+                {
+                    "name": c.name,
+                    "group": c.group,
+                    "base_bytes": c.base_bytes,
+                    "head_bytes": c.head_bytes,
+                    "delta_bytes": c.delta,
+                }
+                for c in comparison.changed[:top]
+            ],
+        },
         "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates],
     }
     return json.dumps(doc, indent=1) + "\n"
@@ -280,9 +300,11 @@ def compare_markdown(
     lines = [
         "### Metallib size",
         "",
-        f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
-        f"{human_size(comparison.head_size)} (`{base.source.label}` → `{head.source.label}`), "
-        f"{base.function_count:,} → {head.function_count:,} functions.",
+        (
+            f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
+            f"{human_size(comparison.head_size)} (`{base.source.label}` → "
+            f"`{head.source.label}`), {base.function_count:,} → {head.function_count:,} functions."
+        ),
         "",
     ]
     for gate in gates:
@@ -331,8 +353,10 @@ def compare_table(
     console = Console(file=out, force_terminal=color, no_color=not color, width=width)
     base, head = comparison.base, comparison.head
     table = Table(
-        title=escape(f"{base.source.label} → {head.source.label}: "
-                     f"{human_delta(comparison.delta)} ({_pct_signed(comparison.percent)})"),
+        title=escape(
+            f"{base.source.label} → {head.source.label}: "
+            f"{human_delta(comparison.delta)} ({_pct_signed(comparison.percent)})"
+        ),
         caption=escape(f"base: {_origin(base)}\nhead: {_origin(head)}"),
         title_justify="left",
         caption_justify="left",
@@ -342,7 +366,11 @@ def compare_table(
         table.add_column(col, justify="right")
     shown, rest, overhead = _compare_rows(comparison, top)
     for g in [*shown, *([rest] if rest else []), overhead]:
-        style = "dim" if g.overhead or g is rest else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
+        style = (
+            "dim"
+            if g.overhead or g is rest
+            else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
+        )
         table.add_row(escape(g.name), f"{g.base_count:,}", f"{g.head_count:,}", human_size(g.base_bytes),
                       human_size(g.head_bytes), human_delta(g.delta), _pct_signed(g.percent),
                       style=style)  # fmt: skip
@@ -357,6 +385,5 @@ def compare_table(
                              + (f"; largest: {_names(rows, 5).replace('`', '')}" if rows else "")),
                       highlight=False)  # fmt: skip
     for gate in gates:
-        console.print(escape(("PASS " if gate.passed else "FAIL ") + gate.message),
-                      highlight=False)
+        console.print(escape(("PASS " if gate.passed else "FAIL ") + gate.message), highlight=False)
     return out.getvalue()

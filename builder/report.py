@@ -199,7 +199,7 @@ def report_json_text(report: Report) -> str:
     return head[:-1] + ',"functions":[' + body + "]}"
 
 
-_PLAIN = re.compile(r'[ !#-\[\]-~]*')
+_PLAIN = re.compile(r"[ !#-\[\]-~]*")
 _FUNCTION_JSON = (
     '{"name":"%s","group":"%s","bytes":%d,"bitcode_bytes":%d,"entry_bytes":%d,'
     '"metadata_bytes":%d,"reflection_bytes":%d}'
@@ -236,10 +236,14 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
         "overhead_bytes": report.overhead_bytes,
         "overhead": [{"name": o.name, "bytes": o.bytes} for o in report.overhead],
         "groups": [
-            {"name": g.name, "function_count": g.function_count, "bytes": g.bytes,
-             "bitcode_bytes": g.bitcode_bytes}
+            {
+                "name": g.name,
+                "function_count": g.function_count,
+                "bytes": g.bytes,
+                "bitcode_bytes": g.bitcode_bytes,
+            }
             for g in report.groups
-        ],  # fmt: skip
+        ],
         "jit_families": [
             {"name": j.name, "embedded_bytes": j.embedded_bytes} for j in report.jit_families
         ],
@@ -254,6 +258,7 @@ def report_from_dict(data: Any, where: str) -> Report:
 
     The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.
     """
+
     def bad(why: str) -> UsageError:
         return UsageError(f"{where}: not a usable size report: {why}")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from builder.errors import UsageError
 
-__all__ = ["Limit", "human_size", "human_delta", "parse_limit", "parse_size"]
+__all__ = ["Limit", "human_delta", "human_size", "parse_limit", "parse_size"]
 
 _UNITS: dict[str, int] = {
     "": 1,
@@ -39,7 +39,7 @@ def parse_size(text: str) -> int:
             f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
         )
     value = float(match["num"]) * _UNITS[unit]
-    return int(round(value))
+    return round(value)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def parse_limit(text: str) -> Limit:
     return Limit(bytes=parse_size(stripped))
 
 
-def human_size(n: int | float) -> str:
+def human_size(n: float) -> str:
     """``1234567`` -> ``"1.23 MB"``; below 1000 bytes the exact count, ``"999 B"``."""
     value = float(abs(n))
     sign = "-" if n < 0 else ""

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_NAME",
     "BuildManifest",
-    "ManifestFamily",
     "Library",
+    "ManifestFamily",
     "load_reports",
     "read_manifest",
     "resolve_target",
@@ -144,7 +144,9 @@ def resolve_target(
             data = _read_json(path)
             if isinstance(data, dict) and "families" in data and "functions" not in data:
                 return [_from_manifest(text, read_manifest(path))]
-            docs = data.get("libraries") if isinstance(data, dict) and "libraries" in data else [data]
+            docs = (
+                data.get("libraries") if isinstance(data, dict) and "libraries" in data else [data]
+            )
             if not isinstance(docs, list) or not docs:
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
             return [Library(text, "report", path, saved=d) for d in docs]
@@ -233,7 +235,11 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         manifest=manifest.path if manifest else None,
         member=lib.member,
     )
-    jit = [JitFamily(f.name, f.embedded_bytes) for f in manifest.families if f.mode == "jit"] if manifest else []
+    jit = (
+        [JitFamily(f.name, f.embedded_bytes) for f in manifest.families if f.mode == "jit"]
+        if manifest
+        else []
+    )
     families = manifest.family_of() if manifest and rules is None else None
     sources = manifest.source_of() if manifest else None
     if lib.path is None:

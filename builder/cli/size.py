@@ -111,10 +111,15 @@ def _color() -> bool:
 @click.option("--max-growth", default=None, metavar="N",
               help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
                    "suffixes, or N% of base.")  # fmt: skip
-@click.option("--max-size", default=None, metavar="N",
-              help="Fail when head is larger than N (bytes, KB/MB/KiB/MiB).")
-@click.option("--fail-on-new-group", is_flag=True,
-              help="Fail when head has a group that base does not.")
+@click.option(
+    "--max-size",
+    default=None,
+    metavar="N",
+    help="Fail when head is larger than N (bytes, KB/MB/KiB/MiB).",
+)
+@click.option(
+    "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
+)
 def compare_command(
     base: str,
     head: str,

@@ -32,7 +32,9 @@ def _independent_total(lib: Metallib) -> int:
 def test_totals_invariant_synthetic(
     names: list[str], sizes: list[int], reflection: bool, install_name: str | None
 ) -> None:
-    data = synthetic_bytes(list(zip(names, sizes)), reflection=reflection, install_name=install_name)
+    data = synthetic_bytes(
+        list(zip(names, sizes)), reflection=reflection, install_name=install_name
+    )
     lib = Metallib.from_bytes(data)
     result = attribute(lib)
     result.check()
