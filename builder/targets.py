@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,10 +162,29 @@ def resolve_target(
             "(targets: .metallib, .whl, report .json, build directory, PACKAGE==VERSION)"
         )
     chosen = platform or wheels.DEFAULT_PLATFORM
-    if progress:
+    if progress is None:
+        wheel = wheels.download_wheel(spec[0], spec[1], chosen)
+    else:
         progress(f"{text}: macOS wheel for {chosen} (cache: {wheels.cache_dir() / 'wheels'})")
-    wheel = wheels.download_wheel(spec[0], spec[1], chosen)
+        # pip shows its own download progress bar; it writes to stdout, which belongs to the
+        # report, so its output is sent to stderr for the duration of the download.
+        with _stdout_to_stderr():
+            wheel = wheels.download_wheel(spec[0], spec[1], chosen, quiet=False)
     return _from_wheel(text, wheel, wheels.extract_metallibs(wheel), kind="spec")
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr (for child processes too), then restore it."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _read_json(path: Path) -> Any:

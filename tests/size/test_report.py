@@ -182,3 +182,56 @@ def test_fast_json_equals_general_encoder(write_metallib: Callable[..., Path]) -
         assert json.loads(report_json_text(report)) == report_to_dict(report)
     two = json.loads(report_json(load_reports(str(plain)) * 2))
     assert two["schema"] == 1 and len(two["libraries"]) == 2
+
+
+def _wheel(tmp_path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    path = tmp_path / "pkg-1.0-py3-none-macosx_14_0_arm64.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_wheel_target_reports_each_metallib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .conftest import synthetic_bytes
+
+    monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
+    one, two = synthetic_bytes(FUNCTIONS), synthetic_bytes(FUNCTIONS[:2])
+    wheel = _wheel(tmp_path, {"pkg/a.metallib": one, "pkg/sub/b.metallib": two, "pkg/x.py": b""})
+    reports = load_reports(str(wheel))
+    assert [r.source.member for r in reports] == ["pkg/a.metallib", "pkg/sub/b.metallib"]
+    assert [r.file_size for r in reports] == [len(one), len(two)]
+    assert all(r.source.wheel == str(wheel) for r in reports)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UsageError, match="contains no .metallib"):
+        load_reports(str(_wheel(empty, {"pkg/x.py": b""})))
+
+
+def test_spec_download_keeps_stdout_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """pip's progress output goes to stderr; stdout carries only the JSON report."""
+    from builder import wheels
+    from builder.cli import main
+
+    from .conftest import synthetic_bytes
+
+    monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
+    wheel = _wheel(tmp_path, {"pkg/lib.metallib": synthetic_bytes(FUNCTIONS)})
+
+    def fake_download(name: str, version: str, platform: str, *, quiet: bool = True) -> Path:
+        assert (name, version, platform) == ("pkg", "1.0", "macosx_26_0_arm64")
+        os.write(1, b"Downloading pkg-1.0.whl |#####| 100%\n")  # what pip would print
+        return wheel
+
+    monkeypatch.setattr(wheels, "download_wheel", fake_download)
+    main(["report", "pkg==1.0", "--platform", "macosx_26_0_arm64", "--format", "json"])
+    out, err = capfd.readouterr()
+    doc = json.loads(out)
+    assert doc["source"]["kind"] == "spec" and doc["source"]["wheel"] == str(wheel)
+    assert "Downloading" in err and "pkg==1.0" in err
