@@ -89,6 +89,17 @@ class Comparison:
         return 100.0 * self.delta / self.base_size if self.base_size else None
 
     @property
+    def notes(self) -> list[str]:
+        """Caveats a reader of the deltas should know (e.g. the two sides grouped differently)."""
+        base, head = self.base, self.head
+        if (base.by, base.grouping) == (head.by, head.grouping):
+            return []
+        return [
+            f"base is grouped by {base.by} ({base.grouping}) and head by {head.by} "
+            f"({head.grouping}); group deltas compare different groupings"
+        ]
+
+    @property
     def new_groups(self) -> list[str]:
         return [g.name for g in self.groups if not g.overhead and g.base_count == 0]
 

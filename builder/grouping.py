@@ -72,16 +72,27 @@ _DTYPE_RE = re.compile("|".join(re.escape(s) for s in _DTYPE_SPELLINGS))
 _WORD_ONLY = frozenset({"float", "half", "bool", "float2"})
 
 
-def _dtype_tokens(name: str) -> Iterator[str]:
+def _dtype_tokens(name: str, *, skip_masks: bool = False) -> Iterator[str]:
     for match in _DTYPE_RE.finditer(name):
         text = match.group()
-        if text in _WORD_ONLY:
-            start, end = match.span()
-            if start and name[start - 1] != "_":
-                continue
-            if end < len(name) and name[end] != "_" and not (text == "bool" and name[end] == "_"):
-                continue
+        start, end = match.span()
+        if text in _WORD_ONLY and (
+            (start and name[start - 1] != "_") or (end < len(name) and name[end] != "_")
+        ):
+            continue
+        if (
+            skip_masks
+            and name.endswith(_MASK_PREFIXES, 0, start)
+            and not name.endswith(_NO_MASK, 0, start)
+        ):
+            continue
         yield _DTYPE_SPELLINGS[text]
+
+
+# MLX names a mask's element type right after the word "mask" (``outmask_float32``,
+# ``opmask_bool_``, ``maskbool_``); that is not the type the kernel computes in.
+_MASK_PREFIXES = ("mask", "mask_")
+_NO_MASK = ("nomask", "nomask_")
 
 
 def parse_dtypes(name: str) -> list[str]:
@@ -94,8 +105,9 @@ def parse_dtypes(name: str) -> list[str]:
 
 
 def primary_dtype(name: str) -> str:
-    """The first dtype in the name (the input type in MLX's grammar), or ``"none"``."""
-    return next(_dtype_tokens(name), NO_DTYPE)
+    """The dtype a kernel computes in: the first dtype in the name that is not a mask's type
+    (``gemv_outmask_nomask_opmask_bool__float16_...`` -> float16), or ``"none"``."""
+    return next(_dtype_tokens(name, skip_masks=True), NO_DTYPE)
 
 
 def _strip_dtype(match: re.Match[str]) -> str:

@@ -252,6 +252,7 @@ def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: 
             ],
         },
         "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates],
+        "notes": comparison.notes,
     }
     return json.dumps(doc, indent=1) + "\n"
 
@@ -309,7 +310,8 @@ def compare_markdown(
     ]
     for gate in gates:
         lines.append(f"- {'✅ pass' if gate.passed else '❌ **FAIL**'}: {gate.message}")
-    if gates:
+    lines += [f"- note: {note}" for note in comparison.notes]
+    if gates or comparison.notes:
         lines.append("")
     lines += [f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"]
     shown, rest, overhead = _compare_rows(comparison, top)

@@ -160,6 +160,8 @@ def compare_command(
     texts, summaries = [], []
     for base_report, head_report in pairs:
         comparison = compare_reports(base_report, head_report)
+        for note in comparison.notes:
+            click.echo(f"note: {note}", err=True)
         results = evaluate_gates(comparison, gates)
         failed += [r.message for r in results if not r.passed]
         markdown = render.compare_markdown(comparison, results, shown if shown else None)

@@ -145,3 +145,17 @@ def test_by_dtype_function_and_source() -> None:
     ]
     with pytest.raises(UsageError, match="--by must be"):
         group_names(names, "colour")
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [
+        ("gemv_t_outmask_nomask_opmask_bool__float16_bm1_bn1_sm8_sn4_tm8_tn1_nc1", "float16"),
+        ("gemv_outmask_bool__opmask_nomask_float32_bm2_bn1_sm2_sn16_tm1_tn4_nc1", "float32"),
+        ("steel_gemm_block_outmask_float32_opmask_nomask_tn_bfloat16_float32_bm64", "bfloat16"),
+        ("steel_attention_float16_bq32_bk16_bd128_wm4_wn1_maskbool_", "float16"),
+    ],
+)
+def test_primary_dtype_skips_mask_types(name: str, dtype: str) -> None:
+    assert primary_dtype(name) == dtype
+    assert dtype in parse_dtypes(name)
