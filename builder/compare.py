@@ -94,10 +94,11 @@ class Comparison:
         base, head = self.base, self.head
         if (base.by, base.grouping) == (head.by, head.grouping):
             return []
-        return [
+        note = (
             f"base is grouped by {base.by} ({base.grouping}) and head by {head.by} "
             f"({head.grouping}); group deltas compare different groupings"
-        ]
+        )
+        return [note]
 
     @property
     def new_groups(self) -> list[str]:

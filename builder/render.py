@@ -386,6 +386,8 @@ def compare_table(
         console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
                              + (f"; largest: {_names(rows, 5).replace('`', '')}" if rows else "")),
                       highlight=False)  # fmt: skip
+    for note in comparison.notes:
+        console.print(escape(f"note: {note}"), highlight=False)
     for gate in gates:
         console.print(escape(("PASS " if gate.passed else "FAIL ") + gate.message), highlight=False)
     return out.getvalue()

@@ -194,3 +194,13 @@ def test_compare_real_releases(
     largest_added = max((f for f in head.functions if f.name not in base_names),
                         key=lambda f: f.bytes)  # fmt: skip
     assert doc["added"]["largest"][0]["bytes"] == largest_added.bytes
+
+
+def test_note_when_groupings_differ(pair: tuple[Path, Path]) -> None:
+    (base,) = load_reports(str(pair[0]))
+    (head,) = load_reports(str(pair[1]), by="dtype")
+    comparison = compare_reports(base, head)
+    assert comparison.notes and "different groupings" in comparison.notes[0]
+    assert "note: base is grouped by kernel" in compare_markdown(comparison)
+    (same,) = load_reports(str(pair[1]))
+    assert compare_reports(base, same).notes == []
