@@ -68,7 +68,9 @@ Examples:
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
     help="table: families and variants with counts; json (schema 1): also every host name.",
 )  # fmt: skip
-def kernels_command(source_dir: Path | None, kernels: str | None, dtypes: str | None, fmt: str) -> None:
+def kernels_command(
+    source_dir: Path | None, kernels: str | None, dtypes: str | None, fmt: str
+) -> None:
     """List the kernel catalog: families, variants and how many instantiations each declares."""
     from builder.kernels import load_catalog
 
@@ -93,7 +95,11 @@ def kernels_command(source_dir: Path | None, kernels: str | None, dtypes: str | 
                         "count": sum(c for (fam, _), c in counts.items() if fam == f.name),
                         "ops": [op.name for op in f.ops],
                         "variants": [
-                            {"name": v.name, "template": v.template, "count": counts[(f.name, v.name)]}
+                            {
+                                "name": v.name,
+                                "template": v.template,
+                                "count": counts[(f.name, v.name)],
+                            }
                             for v in f.variants
                             if (f.name, v.name) in counts
                         ],

@@ -214,14 +214,18 @@ class Catalog:
             op=op.name if op else None,
             dtypes=dts,
             params=params,
-            host_name=format_host_name(family.name, variant.name, op.name if op else None, dts, params),
+            host_name=format_host_name(
+                family.name, variant.name, op.name if op else None, dts, params
+            ),
             header=family.header,
             template=variant.template,
             template_args=args,
         )
 
 
-def _load_family(path: Path, source_dir: Path, name: str, raw: object, sets: Mapping[str, object]) -> FamilySpec:
+def _load_family(
+    path: Path, source_dir: Path, name: str, raw: object, sets: Mapping[str, object]
+) -> FamilySpec:
     where = f"family {name!r}"
     if name not in FAMILIES:
         raise _fail(path, where, f"not in the host-name family vocabulary ({', '.join(FAMILIES)})")
@@ -233,13 +237,19 @@ def _load_family(path: Path, source_dir: Path, name: str, raw: object, sets: Map
 
     def dtype_sets(value: object, ctx: str) -> tuple[str, ...]:
         if not isinstance(value, list) or not value or not all(v in sets for v in value):
-            raise _fail(path, ctx, f"dtypes must be a non-empty list of dtype_sets names, got {value!r}")
+            raise _fail(
+                path, ctx, f"dtypes must be a non-empty list of dtype_sets names, got {value!r}"
+            )
         return tuple(value)
 
     ops: list[OpSpec] = []
     for op_name, op in (raw.get("ops") or {}).items():
         ctx = f"{where} op {op_name!r}"
-        if not valid_token(op_name) or not isinstance(op, dict) or not isinstance(op.get("functor"), str):
+        if (
+            not valid_token(op_name)
+            or not isinstance(op, dict)
+            or not isinstance(op.get("functor"), str)
+        ):
             raise _fail(path, ctx, "needs a lowercase name without '_' and a 'functor' string")
         out = op.get("out")
         if out is not None and out not in METAL_TYPES:
@@ -258,18 +268,24 @@ def _load_family(path: Path, source_dir: Path, name: str, raw: object, sets: Map
         template, args = var.get("template"), var.get("args")
         if not isinstance(template, str) or not isinstance(args, list):
             raise _fail(path, ctx, "needs 'template' (string) and 'args' (list)")
-        params = tuple((k, tuple(int(x) for x in vals)) for k, vals in (var.get("params") or {}).items())
+        params = tuple(
+            (k, tuple(int(x) for x in vals)) for k, vals in (var.get("params") or {}).items()
+        )
         known = {k for k, _ in params} | {f"T{i}" for i in range(min(n_axes))}
         if ops:
             known |= {"op", "out"}
         for arg in args:
             missing = set(_PLACEHOLDER.findall(str(arg))) - known
             if missing:
-                raise _fail(path, ctx, f"argument {arg!r} uses undefined {', '.join(sorted(missing))}")
+                raise _fail(
+                    path, ctx, f"argument {arg!r} uses undefined {', '.join(sorted(missing))}"
+                )
         variants.append(VariantSpec(v_name, template, tuple(str(a) for a in args), params))
     if not variants:
         raise _fail(path, where, "declares no variants")
-    return FamilySpec(name, header, str(raw.get("description", "")), tuple(variants), tuple(ops), family_sets)
+    return FamilySpec(
+        name, header, str(raw.get("description", "")), tuple(variants), tuple(ops), family_sets
+    )
 
 
 def load_catalog(source_dir: Path | None = None) -> Catalog:
@@ -290,17 +306,27 @@ def load_catalog(source_dir: Path | None = None) -> Catalog:
         raise _fail(path, "schema", f"expected schema {SCHEMA}")
     sets: dict[str, tuple[str, ...]] = {}
     for set_name, members in (raw.get("dtype_sets") or {}).items():
-        if not isinstance(members, list) or not members or not all(m in METAL_TYPES for m in members):
-            raise _fail(path, f"dtype set {set_name!r}", f"members must be dtypes from {', '.join(DTYPES)}")
+        if (
+            not isinstance(members, list)
+            or not members
+            or not all(m in METAL_TYPES for m in members)
+        ):
+            raise _fail(
+                path, f"dtype set {set_name!r}", f"members must be dtypes from {', '.join(DTYPES)}"
+            )
         sets[set_name] = tuple(members)
-    families = [_load_family(path, source_dir, n, f, sets) for n, f in (raw.get("families") or {}).items()]
+    families = [
+        _load_family(path, source_dir, n, f, sets) for n, f in (raw.get("families") or {}).items()
+    ]
     if not families:
         raise _fail(path, "families", "no families declared")
     catalog = Catalog(source_dir, path, sets, families)
     seen: set[str] = set()
     for inst in catalog.expand():
         if inst.host_name in seen:
-            raise _fail(path, f"family {inst.family!r}", f"host name {inst.host_name} declared twice")
+            raise _fail(
+                path, f"family {inst.family!r}", f"host name {inst.host_name} declared twice"
+            )
         seen.add(inst.host_name)
     return catalog
 

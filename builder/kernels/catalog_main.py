@@ -46,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one action, print results for CMake; 2 on a bad catalog or selection."""
     parser = argparse.ArgumentParser(prog="python -m builder.kernels.catalog", allow_abbrev=False)
     parser.add_argument("action", choices=["names", "write-aot"])
-    parser.add_argument("--source-dir", type=Path, default=None, help="kernel tree (default: bundled)")
+    parser.add_argument(
+        "--source-dir", type=Path, default=None, help="kernel tree (default: bundled)"
+    )
     parser.add_argument("--kernels", help="comma-separated families (default: all)")
     parser.add_argument("--dtypes", help="comma-separated dtypes (default: all)")
     parser.add_argument("--out-dir", type=Path, help="where write-aot puts the sources")

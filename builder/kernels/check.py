@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.kernels.catalog import Catalog, load_catalog, render_translation_unit
+from builder.kernels.catalog import Catalog, Instantiation, load_catalog, render_translation_unit
 from builder.kernels.compiler import Compiler, find_compiler
 from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
 
@@ -96,7 +96,9 @@ class CheckResult:
                     seen = merged[key].host_names
                     seen.extend(h for h in diag.host_names if h not in seen)
                 else:
-                    merged[key] = Diagnostic(**{**diag.__dict__, "host_names": list(diag.host_names)})
+                    merged[key] = Diagnostic(
+                        **{**diag.__dict__, "host_names": list(diag.host_names)}
+                    )
         return list(merged.values())
 
     @property
@@ -148,14 +150,16 @@ def aot_units(
     unit_size: int = DEFAULT_UNIT_SIZE,
 ) -> list[CheckUnit]:
     """The catalog's AOT instantiation sources, per family, split into chunks of ``unit_size``."""
-    by_family: dict[str, list] = {}
+    by_family: dict[str, list[Instantiation]] = {}
     for inst in catalog.expand(families, dtypes):
         by_family.setdefault(inst.family, []).append(inst)
     units = []
     for family, items in by_family.items():
         for k in range(0, len(items), unit_size):
             chunk = items[k : k + unit_size]
-            units.append(CheckUnit(f"{family}.{k // unit_size}", render_translation_unit(chunk), family))
+            units.append(
+                CheckUnit(f"{family}.{k // unit_size}", render_translation_unit(chunk), family)
+            )
     return units
 
 
@@ -178,10 +182,10 @@ def _catalog_lines(catalog: Catalog) -> dict[str, int]:
         start = text.find(f'"{family.name}": {{', text.find('"families"'))
         for variant in family.variants:
             pos = text.find(f'"{variant.name}": {{', max(start, 0))
-            variant_line[(family.name, variant.name)] = text.count("\n", 0, pos) + 1 if pos >= 0 else 1
-    return {
-        inst.host_name: variant_line[(inst.family, inst.variant)] for inst in catalog.expand()
-    }
+            variant_line[(family.name, variant.name)] = (
+                text.count("\n", 0, pos) + 1 if pos >= 0 else 1
+            )
+    return {inst.host_name: variant_line[(inst.family, inst.variant)] for inst in catalog.expand()}
 
 
 def _compile(compiler: Compiler, flags: list[str], path: Path) -> tuple[int, str, float]:
@@ -236,14 +240,19 @@ def run_check(
             diags = parse_compiler_output(output, locator)
             if code != 0 and not any(d.severity == "error" for d in diags):
                 tail = " | ".join(output.strip().splitlines()[-3:]) or f"exit status {code}"
-                diags.append(Diagnostic("error", unit.name, 0, 0, f"compiler failed: {tail}", where="other"))
+                diags.append(
+                    Diagnostic("error", unit.name, 0, 0, f"compiler failed: {tail}", where="other")
+                )
             result = UnitResult(unit.name, unit.family, len(unit.host_lines), code, seconds, diags)
             if on_done is not None:
                 on_done(result)
             return result
 
+        # Largest units first so the last one to finish is short; results keep unit order.
+        order = sorted(range(len(units)), key=lambda i: -len(units[i].text))
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(work, range(len(units))))
+            done = dict(zip(order, pool.map(work, order)))
+        results = [done[i] for i in range(len(units))]
     return CheckResult(compiler, source_dir, mode, results, time.perf_counter() - start)
 
 
@@ -287,4 +296,3 @@ def check_library(
         catalog_lines=_catalog_lines(catalog),
         on_done=on_done,
     )
-

@@ -36,7 +36,11 @@ class Compiler:
         if self.is_clang:
             flags += ["-fno-color-diagnostics", "-ferror-limit=50", "-Wno-ignored-attributes"]
         else:
-            flags += ["-fdiagnostics-color=never", "-fmax-errors=50", "-fno-diagnostics-show-line-numbers"]
+            flags += [
+                "-fdiagnostics-color=never",
+                "-fmax-errors=50",
+                "-fno-diagnostics-show-line-numbers",
+            ]
         for directory in include_dirs:
             flags += ["-I", str(directory)]
         return flags

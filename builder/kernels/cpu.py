@@ -185,9 +185,13 @@ class CpuRunner:
         for k, arg in enumerate(args):
             if not isinstance(arg, str):
                 (run_dir / f"{k}.bin").write_bytes(np.ascontiguousarray(arg).tobytes())
-        proc = subprocess.run([str(exe), str(run_dir), str(grid)], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [str(exe), str(run_dir), str(grid)], capture_output=True, text=True, check=False
+        )
         if proc.returncode != 0:
-            raise UsageError(f"{host_name} failed on the CPU (exit {proc.returncode}): {proc.stderr.strip()}")
+            raise UsageError(
+                f"{host_name} failed on the CPU (exit {proc.returncode}): {proc.stderr.strip()}"
+            )
         outputs = []
         for k, arg in enumerate(args):
             if isinstance(arg, np.ndarray):

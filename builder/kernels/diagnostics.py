@@ -19,9 +19,7 @@ from pathlib import Path
 
 __all__ = ["Diagnostic", "Locator", "parse_compiler_output"]
 
-_LOCATED = re.compile(
-    r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<rest>.*)$"
-)
+_LOCATED = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<rest>.*)$")
 _SEVERITY = re.compile(r"^(?P<sev>fatal error|error|warning|note): (?P<msg>.*)$")
 
 
@@ -71,7 +69,7 @@ class Locator:
     catalog_lines: Mapping[str, int] = field(default_factory=dict)  # host name -> catalog line
 
     def kind(self, path: str) -> str:
-        """"generated", "shim", "source" (a kernel file) or "other"."""
+        """ "generated", "shim", "source" (a kernel file) or "other"."""
         real = Path(os.path.realpath(path))
         if str(real) in self.generated:
             return "generated"
@@ -141,7 +139,9 @@ def _split(lines: Iterable[str]) -> list[_Raw]:
             if last is not None and "in expansion of macro" in sev["msg"]:
                 last.chain.insert(last.macro_depth, loc)
                 last.macro_depth += 1
-            elif last is not None and ("requested here" in sev["msg"] or "in instantiation" in sev["msg"]):
+            elif last is not None and (
+                "requested here" in sev["msg"] or "in instantiation" in sev["msg"]
+            ):
                 last.chain.append(loc)
             continue
         last = _Raw(loc[0], loc[1], loc[2], severity, sev["msg"], list(chain))

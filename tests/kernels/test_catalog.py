@@ -151,7 +151,10 @@ def test_small_hand_written_catalog(tmp_path: Path) -> None:
         (lambda f: f["unary"]["variants"]["v"].update(args=["{T1}"]), "undefined T1"),
         (lambda f: f["unary"]["ops"]["a"].update(out="float64"), "not a dtype"),
         (lambda f: f.update(conv=f.pop("unary")), "family vocabulary"),
-        (lambda f: f["unary"]["variants"].update(bad_name={"template": "x", "args": []}), "lowercase"),
+        (
+            lambda f: f["unary"]["variants"].update(bad_name={"template": "x", "args": []}),
+            "lowercase",
+        ),
     ],
 )
 def test_malformed_catalogs_are_rejected(tmp_path: Path, change, message: str) -> None:
@@ -181,6 +184,7 @@ def test_headers_follow_the_include_rules() -> None:
     for header in headers:
         text = header.read_text()
         assert "JIT" not in re.sub(r"//.*", "", text), header
+        assert "#pragma once" in text, header
         for kind, target in re.findall(r'#include\s*([<"])([^>"]+)[>"]', text):
             if kind == '"':
                 assert (root / target).is_file(), f"{header}: {target}"
@@ -190,12 +194,22 @@ def test_headers_follow_the_include_rules() -> None:
         assert (root / family.header).is_file()
 
 
-def test_catalog_main_for_cmake(tmp_path: Path, capsys: pytest.CaptureFixture[str], raw, catalog_counter) -> None:
+def test_catalog_main_for_cmake(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], raw, catalog_counter
+) -> None:
     assert catalog_main(["names", "--kernels", "ternary", "--cmake"]) == 0
     names = capsys.readouterr().out.strip().split(";")
     assert names == [i.host_name for i in load_catalog().expand(["ternary"])]
 
-    args = ["write-aot", "--kernels", "binary,arange", "--out-dir", str(tmp_path), "--max-per-file", "1000"]
+    args = [
+        "write-aot",
+        "--kernels",
+        "binary,arange",
+        "--out-dir",
+        str(tmp_path),
+        "--max-per-file",
+        "1000",
+    ]
     assert catalog_main(args) == 0
     paths = [Path(p) for p in capsys.readouterr().out.split()]
     assert [p.name for p in paths] == ["binary_0.metal", "binary_1.metal", "arange_0.metal"]

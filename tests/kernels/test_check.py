@@ -58,10 +58,21 @@ def test_every_dtype_path_is_instantiated(tmp_path: Path, run_cli) -> None:
     """A mistake on the integer path only is missed by float instantiations and caught by int
     ones: the check really instantiates each dtype."""
     tree, line = broken_copy(tmp_path, "binary/binary_ops.h", "a % b", "a % b.nope")
-    code, out, _ = run_cli(["check", "--source-dir", str(tree), "--kernels", "binary", "--dtypes", "float32"])
+    code, out, _ = run_cli(
+        ["check", "--source-dir", str(tree), "--kernels", "binary", "--dtypes", "float32"]
+    )
     assert code == 0, out
     code, out, _ = run_cli(
-        ["check", "--source-dir", str(tree), "--kernels", "binary", "--dtypes", "int16", "--syntax-only"]
+        [
+            "check",
+            "--source-dir",
+            str(tree),
+            "--kernels",
+            "binary",
+            "--dtypes",
+            "int16",
+            "--syntax-only",
+        ]
     )
     assert code == 1
     (report,) = [ln for ln in out.splitlines() if ": error:" in ln]
@@ -74,10 +85,14 @@ def test_error_inside_the_shim_is_blamed_on_the_kernel(tmp_path: Path, run_cli) 
     shutil.copytree(metal_src_dir(), tree)
     atomic = tree / "common" / "atomic.h"
     text = atomic.read_text()
-    text = text.replace("uint expected =", "int expected =").replace("uint desired =", "int desired =")
+    text = text.replace("uint expected =", "int expected =").replace(
+        "uint desired =", "int desired ="
+    )
     atomic.write_text(text)
     call = next(i for i, ln in enumerate(text.splitlines(), 1) if "atomic_compare_exchange" in ln)
-    code, out, _ = run_cli(["check", "--source-dir", str(tree), "--kernels", "scatter", "--syntax-only"])
+    code, out, _ = run_cli(
+        ["check", "--source-dir", str(tree), "--kernels", "scatter", "--syntax-only"]
+    )
     assert code == 1
     errors = [ln for ln in out.splitlines() if ": error:" in ln]
     assert errors and all(ln.startswith(f"{tree}/common/atomic.h:{call}:") for ln in errors), out
@@ -88,7 +103,9 @@ def test_catalog_mistake_is_blamed_on_the_catalog(tmp_path: Path, run_cli) -> No
     tree, line = broken_copy(
         tmp_path, "catalog.json", '"template": "ternary_v"', '"template": "ternary_typo"'
     )
-    code, out, _ = run_cli(["check", "--source-dir", str(tree), "--kernels", "ternary", "--syntax-only"])
+    code, out, _ = run_cli(
+        ["check", "--source-dir", str(tree), "--kernels", "ternary", "--syntax-only"]
+    )
     assert code == 1
     errors = [ln for ln in out.splitlines() if ": error:" in ln]
     assert errors and all(ln.startswith(f"{tree}/catalog.json:{line}:") for ln in errors), out
@@ -96,7 +113,9 @@ def test_catalog_mistake_is_blamed_on_the_catalog(tmp_path: Path, run_cli) -> No
 
 
 def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
-    code, out, _ = run_cli(["check", "--kernels", "softmax,arange", "--format", "json", "--syntax-only", "-j", "2"])
+    code, out, _ = run_cli(
+        ["check", "--kernels", "softmax,arange", "--format", "json", "--syntax-only", "-j", "2"]
+    )
     result = json.loads(out)
     assert code == 0 and result["schema"] == 1 and result["ok"]
     assert result["instantiations"] == catalog_counter(raw, ["softmax", "arange"])
@@ -104,7 +123,9 @@ def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
 
 
 def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
-    code, out, _ = run_cli(["check", "--kernels", "reduce", "--dtypes", "bfloat16", "--format", "json"])
+    code, out, _ = run_cli(
+        ["check", "--kernels", "reduce", "--dtypes", "bfloat16", "--format", "json"]
+    )
     assert code == 0
     assert json.loads(out)["instantiations"] == catalog_counter(raw, ["reduce"], ["bfloat16"])
 
@@ -122,10 +143,11 @@ def test_missing_compiler_is_one_clear_message(tmp_path: Path, run_cli, monkeypa
     monkeypatch.delenv("CXX", raising=False)
     code, _, err = run_cli(["check", "--kernels", "arange"])
     assert code == 2
-    assert err.strip().splitlines() == [
+    expected = (
         "error: no C++ compiler found (tried g++, clang++, c++); install g++ >= 12 or clang >= 15, "
         "or pass --compiler / set CXX"
-    ]
+    )
+    assert err.strip().splitlines() == [expected]
 
 
 def test_clang_style_notes_are_followed(tmp_path: Path) -> None:
@@ -142,7 +164,9 @@ def test_clang_style_notes_are_followed(tmp_path: Path) -> None:
             "1 error generated.",
         ]
     )
-    locator = Locator(src, "metal_src", src / "shim", {str(unit.resolve()): {4: "scatter_g_sum_int8_int32_n1"}})
+    locator = Locator(
+        src, "metal_src", src / "shim", {str(unit.resolve()): {4: "scatter_g_sum_int8_int32_n1"}}
+    )
     (diag,) = parse_compiler_output(output, locator)
     assert (diag.path, diag.line, diag.column) == ("metal_src/common/atomic.h", 52, 9)
     assert diag.host_names == ["scatter_g_sum_int8_int32_n1"]

@@ -14,7 +14,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from builder.kernels.cpu import CpuRunner  # noqa: E402
+from builder.kernels.cpu import CpuRunner
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("g++") or shutil.which("clang++")),
@@ -83,7 +83,9 @@ def test_unary_variants_and_dtypes(cpu: CpuRunner) -> None:
     i8 = np.array([-128, -5, 0, 7, 127], np.int8)
     np.testing.assert_array_equal(unary(cpu, "unary_v_abs_int8", i8), np.abs(i8))  # -128 wraps
     u8 = np.array([0, 1, 200], np.uint8)
-    np.testing.assert_array_equal(unary(cpu, "unary_v_neg_uint8", u8), (-u8.astype(np.int32)).astype(np.uint8))
+    np.testing.assert_array_equal(
+        unary(cpu, "unary_v_neg_uint8", u8), (-u8.astype(np.int32)).astype(np.uint8)
+    )
     lnot = unary(cpu, "unary_v_lnot_float32", np.array([0, 1.5, -0.0], np.float32), np.bool_)
     np.testing.assert_array_equal(lnot, [True, False, True])
     # several elements per thread, with a ragged tail: ceil(10 / 4) threads
@@ -94,7 +96,9 @@ def test_unary_variants_and_dtypes(cpu: CpuRunner) -> None:
     base = np.arange(12, dtype=np.int32).reshape(3, 4)
     shape, strides = np.array([4, 3], np.int32), np.array([1, 4], np.int64)
     out = cpu.run(
-        "unary_g_neg_int32", [base, np.zeros(12, np.int32), shape, strides, np.int32(2), size(12), TID], 12
+        "unary_g_neg_int32",
+        [base, np.zeros(12, np.int32), shape, strides, np.int32(2), size(12), TID],
+        12,
     )[1]
     np.testing.assert_array_equal(out, -base.T.ravel())
 
@@ -133,7 +137,9 @@ def test_binary(cpu: CpuRunner, op: str, dtype, reference) -> None:
 def test_binary_comparison_scalar_and_broadcast(cpu: CpuRunner) -> None:
     a, b = RNG.uniform(-1, 1, (2, 50)).astype(np.float32)
     np.testing.assert_array_equal(binary(cpu, "binary_vv_lt_float32", a, b, np.bool_), a < b)
-    out = cpu.run("binary_sv_sub_float32", [a[:1], b, np.zeros(50, np.float32), size(50), TID], 50)[2]
+    out = cpu.run("binary_sv_sub_float32", [a[:1], b, np.zeros(50, np.float32), size(50), TID], 50)[
+        2
+    ]
     np.testing.assert_array_equal(out, a[0] - b)
     # (3, 1) + (1, 4) broadcast through zero strides, rank-2 fixed and general variants
     col = np.arange(3, dtype=np.float32)
@@ -141,10 +147,16 @@ def test_binary_comparison_scalar_and_broadcast(cpu: CpuRunner) -> None:
     shape = np.array([3, 4], np.int32)
     sa, sb = np.array([1, 0], np.int64), np.array([0, 1], np.int64)
     expect = (col[:, None] + row[None, :]).ravel()
-    out = cpu.run("binary_g2_add_float32", [col, row, np.zeros(12, np.float32), shape, sa, sb, size(12), TID], 12)
+    out = cpu.run(
+        "binary_g2_add_float32",
+        [col, row, np.zeros(12, np.float32), shape, sa, sb, size(12), TID],
+        12,
+    )
     np.testing.assert_array_equal(out[2], expect)
     out = cpu.run(
-        "binary_gn_add_float32", [col, row, np.zeros(12, np.float32), shape, sa, sb, np.int32(2), size(12), TID], 12
+        "binary_gn_add_float32",
+        [col, row, np.zeros(12, np.float32), shape, sa, sb, np.int32(2), size(12), TID],
+        12,
     )
     np.testing.assert_array_equal(out[2], expect)
 
@@ -152,16 +164,24 @@ def test_binary_comparison_scalar_and_broadcast(cpu: CpuRunner) -> None:
 def test_ternary_select(cpu: CpuRunner) -> None:
     cond = RNG.integers(0, 2, 40).astype(np.bool_)
     a, b = RNG.integers(-50, 50, (2, 40)).astype(np.int16)
-    out = cpu.run("ternary_v_select_int16", [cond, a, b, np.zeros(40, np.int16), size(40), TID], 40)[3]
+    out = cpu.run(
+        "ternary_v_select_int16", [cond, a, b, np.zeros(40, np.int16), size(40), TID], 40
+    )[3]
     np.testing.assert_array_equal(out, np.where(cond, a, b))
 
 
 def test_copy_cast_strided(cpu: CpuRunner) -> None:
     src = RNG.uniform(-100, 100, (4, 5)).astype(np.float32)
     shape, strides = np.array([5, 4], np.int32), np.array([1, 5], np.int64)
-    out = cpu.run("copy_g2_float32_int16", [src, np.zeros(20, np.int16), shape, strides, size(20), TID], 20)[1]
+    out = cpu.run(
+        "copy_g2_float32_int16", [src, np.zeros(20, np.int16), shape, strides, size(20), TID], 20
+    )[1]
     np.testing.assert_array_equal(out, src.T.ravel().astype(np.int16))
-    out = cpu.run("copy_v_int32_bool", [np.array([0, 3, -1], np.int32), np.zeros(3, np.bool_), size(3), TID], 3)[1]
+    out = cpu.run(
+        "copy_v_int32_bool",
+        [np.array([0, 3, -1], np.int32), np.zeros(3, np.bool_), size(3), TID],
+        3,
+    )[1]
     np.testing.assert_array_equal(out, [False, True, True])
     h = np.array([1.5, -2.25, 65504], np.float16)
     out = cpu.run("copy_v_float16_float32", [h, np.zeros(3, np.float32), size(3), TID], 3)[1]
@@ -169,7 +189,11 @@ def test_copy_cast_strided(cpu: CpuRunner) -> None:
 
 
 def test_arange(cpu: CpuRunner) -> None:
-    out = cpu.run("arange_v_float32", [np.float32(-1), np.float32(0.25), np.zeros(9, np.float32), size(9), TID], 9)
+    out = cpu.run(
+        "arange_v_float32",
+        [np.float32(-1), np.float32(0.25), np.zeros(9, np.float32), size(9), TID],
+        9,
+    )
     np.testing.assert_allclose(out[0], -1 + 0.25 * np.arange(9))
 
 
@@ -210,16 +234,24 @@ def test_reduce_all_in_two_passes(cpu: CpuRunner, name: str, dtype, reference) -
     x = (RNG.integers(1, 4, 20) if dtype == np.int64 else RNG.uniform(-50, 50, 1000)).astype(dtype)
     per_group = 64
     groups = -(-x.size // per_group)
-    partials = cpu.run(name, [x, np.zeros(groups, dtype), size(x.size), size(per_group), *GROUP_ATTRS], groups)[1]
-    total = cpu.run(name, [partials, np.zeros(1, dtype), size(groups), size(groups), *GROUP_ATTRS], 1)[1]
+    partials = cpu.run(
+        name, [x, np.zeros(groups, dtype), size(x.size), size(per_group), *GROUP_ATTRS], groups
+    )[1]
+    total = cpu.run(
+        name, [partials, np.zeros(1, dtype), size(groups), size(groups), *GROUP_ATTRS], 1
+    )[1]
     np.testing.assert_allclose(total[0], reference(x), rtol=1e-5)
 
 
 def test_reduce_bool_outputs(cpu: CpuRunner) -> None:
     x = np.array([1.0, 2.0, 0.0, 4.0], np.float32)
-    out = cpu.run("reduce_all_and_float32", [x, np.zeros(1, np.bool_), size(4), size(4), *GROUP_ATTRS], 1)[1]
+    out = cpu.run(
+        "reduce_all_and_float32", [x, np.zeros(1, np.bool_), size(4), size(4), *GROUP_ATTRS], 1
+    )[1]
     assert not out[0]
-    out = cpu.run("reduce_all_or_float32", [x, np.zeros(1, np.bool_), size(4), size(4), *GROUP_ATTRS], 1)[1]
+    out = cpu.run(
+        "reduce_all_or_float32", [x, np.zeros(1, np.bool_), size(4), size(4), *GROUP_ATTRS], 1
+    )[1]
     assert out[0]
 
 
@@ -228,7 +260,14 @@ def test_reduce_row_and_col(cpu: CpuRunner) -> None:
     # rows: the last axis; kept axes (2, 3) as a rank-2 view
     out = cpu.run(
         "reduce_row_sum_float32_d2",
-        [x, np.zeros(6, np.float32), size(7), np.array([2, 3], np.int32), np.array([21, 7], np.int64), *GROUP_ATTRS],
+        [
+            x,
+            np.zeros(6, np.float32),
+            size(7),
+            np.array([2, 3], np.int32),
+            np.array([21, 7], np.int64),
+            *GROUP_ATTRS,
+        ],
         6,
     )[1]
     np.testing.assert_allclose(out, x.sum(axis=2).ravel(), rtol=1e-5)
@@ -255,7 +294,9 @@ def test_softmax(cpu: CpuRunner, log: bool) -> None:
     small = x[:, :4].copy()
     s = small - small.max(axis=1, keepdims=True)
     ref = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
-    out = cpu.run(f"softmax_block_{op}_float32", [small, np.zeros_like(small), np.int32(4), *attrs], 3)[1]
+    out = cpu.run(
+        f"softmax_block_{op}_float32", [small, np.zeros_like(small), np.int32(4), *attrs], 3
+    )[1]
     np.testing.assert_allclose(out, ref if log else np.exp(ref), rtol=1e-5, atol=1e-6)
 
 
@@ -273,7 +314,11 @@ def test_wrong_math_is_caught(tmp_path: Path) -> None:
 
     shutil.copytree(metal_src_dir(), tree)
     ops = tree / "unary" / "unary_ops.h"
-    ops.write_text(ops.read_text().replace("UNARY_FLOAT_OP(Exp, metal::exp(x))", "UNARY_FLOAT_OP(Exp, metal::exp2(x))"))
+    ops.write_text(
+        ops.read_text().replace(
+            "UNARY_FLOAT_OP(Exp, metal::exp(x))", "UNARY_FLOAT_OP(Exp, metal::exp2(x))"
+        )
+    )
     broken = CpuRunner(tmp_path / "build", source_dir=tree)
     got = unary(broken, "unary_v_exp_float32", X32)
     assert not np.allclose(got, np.exp(X32), rtol=1e-3)

@@ -35,7 +35,15 @@ def test_json_has_every_host_name(run_cli, raw, catalog_counter) -> None:
 
 
 def test_filters(run_cli, raw, catalog_counter) -> None:
-    args = ["kernels", "--kernels", "unary,binary", "--dtypes", "float16,float32", "--format", "json"]
+    args = [
+        "kernels",
+        "--kernels",
+        "unary,binary",
+        "--dtypes",
+        "float16,float32",
+        "--format",
+        "json",
+    ]
     code, out, _ = run_cli(args)
     doc = json.loads(out)
     assert code == 0
