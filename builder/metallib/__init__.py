@@ -5,20 +5,47 @@ This package knows nothing of the command line. Layout notes: ``docs/metallib-fo
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from builder.metallib.errors import MetallibError, MetallibFormatError, MetallibUnsupportedError
-from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, FunctionEntry, Header, Region
-from builder.metallib.parts import (
-    FunctionParts,
-    LibraryParts,
-    new_function,
-    new_library,
-    parts_from_library,
-    wrap_bitcode,
-)
 from builder.metallib.reader import Metallib, open_metallib
 from builder.metallib.structs import Span
-from builder.metallib.verify import Problem, VerifyReport, verify
-from builder.metallib.writer import atomic_output, layout, library_bytes, write_library
+
+# The writer, parts and verify modules are imported on first use, so that opening and listing a
+# library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
+_LAZY = {
+    "FUNCTION_TYPES": "model", "ExtensionTag": "model", "FunctionEntry": "model",
+    "Header": "model", "Region": "model",
+    "FunctionParts": "parts", "LibraryParts": "parts", "new_function": "parts",
+    "new_library": "parts", "parts_from_library": "parts", "wrap_bitcode": "parts",
+    "Problem": "verify", "VerifyReport": "verify", "verify": "verify",
+    "atomic_output": "writer", "layout": "writer", "library_bytes": "writer",
+    "write_library": "writer",
+}  # fmt: skip
+
+if TYPE_CHECKING:
+    from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, FunctionEntry, Header, Region
+    from builder.metallib.parts import (
+        FunctionParts,
+        LibraryParts,
+        new_function,
+        new_library,
+        parts_from_library,
+        wrap_bitcode,
+    )
+    from builder.metallib.verify import Problem, VerifyReport, verify
+    from builder.metallib.writer import atomic_output, layout, library_bytes, write_library
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'builder.metallib' has no attribute {name!r}")
+    value = getattr(import_module(f"builder.metallib.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FUNCTION_TYPES",

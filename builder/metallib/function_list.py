@@ -32,22 +32,23 @@ _TYPED = {
     b"MDSZ": (8, "Q", 1),
     b"RFLT": (8, "Q", 1),
 }
+_MISSING = (None,)
 _FIXED_LENGTHS = {code: spec[0] for code, spec in _TYPED.items() if code != b"TYPE"}
 
 
-class _Fields:
-    """Decoded values of one entry: (name, type, hash offset, offsets, mdsz, rflt, version)."""
-
-    __slots__ = ("hash_at", "mdsz", "name", "offsets", "rflt", "type", "version")
+# Decoded values of one entry, as a tuple (cheaper than an object for 15,000 entries):
+# (name, type, hash offset, public md offset, private md offset, module offset, mdsz, rflt, version,
+#  OFFT payload offset, RFLT payload offset); payload offsets are absolute, for in-place patching.
+_Fields = tuple
+NAME, TYPE, HASH_AT, PUB, PRIV, MOD, MDSZ, RFLT, VERSION, OFFT_AT, RFLT_AT = range(11)
 
 
 def _decode_tags(
     tags: list[tuple[bytes, int, int]], buf: bytes, base: int, entry_at: int, index: int
 ) -> _Fields:
     """General path: fields from an already walked tag list (offsets relative to ``buf``)."""
-    out = _Fields()
-    out.type = out.mdsz = out.rflt = out.version = None
-    name = hash_at = offsets = None
+    type_ = mdsz = rflt = version = None
+    name = hash_at = offsets = offt_at = rflt_at = None
     for code, at, length in tags:
         want = _FIXED_LENGTHS.get(code)
         if want is not None and length != want:
@@ -60,19 +61,20 @@ def _decode_tags(
             hash_at = base + at
         elif code == b"OFFT":
             offsets = struct.unpack_from("<QQQ", buf, at)
+            offt_at = base + at
         elif code == b"MDSZ":
-            out.mdsz = struct.unpack_from("<Q", buf, at)[0]
+            mdsz = struct.unpack_from("<Q", buf, at)[0]
         elif code == b"RFLT":
-            out.rflt = struct.unpack_from("<Q", buf, at)[0]
+            rflt = struct.unpack_from("<Q", buf, at)[0]
+            rflt_at = base + at
         elif code == b"TYPE" and length >= 1:
-            out.type = buf[at]
+            type_ = buf[at]
         elif code == b"VERS" and length == 8:
-            out.version = struct.unpack_from("<HHHH", buf, at)
+            version = struct.unpack_from("<HHHH", buf, at)
     for value, code in ((name, "NAME"), (hash_at, "HASH"), (offsets, "OFFT")):
         if value is None:
             raise MetallibFormatError(base + entry_at, f"function {index}: entry has no {code} tag")
-    out.name, out.hash_at, out.offsets = name, hash_at, offsets
-    return out
+    return (name, type_, hash_at, *offsets, mdsz, rflt, version, offt_at, rflt_at)  # type: ignore[misc]
 
 
 class _Shape:
@@ -101,7 +103,16 @@ class _Shape:
         self.check = operator.itemgetter(*check)
         self.expect = tuple(expect)
         self.hash_rel = self._payload_offset(tail, b"HASH")
+        self.offt_rel = self._payload_offset(tail, b"OFFT")
+        self.rflt_rel = self._payload_offset(tail, b"RFLT") if b"RFLT" in where else None
         self.where = where
+        # ``values`` get one None appended (``_MISSING``): absent optional tags pick it.
+        missing = slot + 1
+        offt = where[b"OFFT"]
+        self.pick = operator.itemgetter(
+            where.get(b"TYPE", missing), offt, offt + 1, offt + 2,
+            where.get(b"MDSZ", missing), where.get(b"RFLT", missing),
+        )  # fmt: skip
 
     @staticmethod
     def _payload_offset(tail: list[tuple[bytes, int]], code: bytes) -> int:
@@ -145,6 +156,7 @@ def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
     fields: list[_Fields] = []
     entries: list[tuple[int, int]] = []
     shape: _Shape | None = None
+    vers: int | None = None
     unpack_u32 = U32.unpack_from
     unpack_name = _NAME_HEAD.unpack_from
     pos = 4
@@ -161,9 +173,17 @@ def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
             code, name_len = unpack_name(buf, pos + 4)
             tail_at = pos + 10 + name_len
             if code == b"NAME" and tail_at + shape.size == pos + size and name_len and buf[tail_at - 1] == 0:
-                values = shape.struct.unpack_from(buf, tail_at)
+                values = shape.struct.unpack_from(buf, tail_at) + _MISSING
                 if shape.check(values) == shape.expect:
-                    decoded = _from_values(shape, values, buf, pos + 10, name_len, start + tail_at)
+                    type_, pub, priv, mod, mdsz, rflt = shape.pick(values)
+                    tail_abs = start + tail_at
+                    decoded = (
+                        buf[pos + 10 : tail_at - 1].decode("utf-8", "replace"),
+                        type_, tail_abs + shape.hash_rel, pub, priv, mod, mdsz, rflt,
+                        values[vers : vers + 4] if vers is not None else None,
+                        tail_abs + shape.offt_rel,
+                        tail_abs + shape.rflt_rel if shape.rflt_rel is not None else None,
+                    )  # fmt: skip
         if decoded is None:
             tags, stop = walk_tags(buf, pos + 4, pos + size, f"function {index} entry", start)
             if stop != pos + size:
@@ -173,6 +193,7 @@ def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
             decoded = _decode_tags(tags, buf, start, pos, index)
             if shape is None:
                 shape = _Shape.learn(tags)
+                vers = shape.where.get(b"VERS") if shape else None
         fields.append(decoded)
         entries.append((start + pos, size))
         pos += size
@@ -181,54 +202,40 @@ def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
     return _resolve(lib, fields, entries, (buf, start))
 
 
-def _from_values(shape: _Shape, values: tuple[Any, ...], buf: bytes, name_at: int, name_len: int, tail_abs: int) -> _Fields:
-    out = _Fields()
-    where = shape.where
-    out.name = buf[name_at : name_at + name_len - 1].decode("utf-8", "replace")
-    out.hash_at = tail_abs + shape.hash_rel
-    at = where[b"OFFT"]
-    out.offsets = values[at : at + 3]
-    out.type = values[where[b"TYPE"]] if b"TYPE" in where else None
-    out.mdsz = values[where[b"MDSZ"]] if b"MDSZ" in where else None
-    out.rflt = values[where[b"RFLT"]] if b"RFLT" in where else None
-    at = where.get(b"VERS")
-    out.version = values[at : at + 4] if at is not None else None
-    return out
-
-
 def _resolve(
     lib: Metallib, fields: list[_Fields], entries: list[tuple[int, int]], function_list: tuple[bytes, int]
 ) -> list[FunctionEntry]:
     h = lib.header
-    public = _chunk_spans(fields, entries, 0, h.public_metadata, "public metadata")
-    private = _chunk_spans(fields, entries, 1, h.private_metadata, "private metadata")
+    public = _chunk_spans(fields, entries, PUB, h.public_metadata, "public metadata")
+    private = _chunk_spans(fields, entries, PRIV, h.private_metadata, "private metadata")
     reflection = _reflection_spans(lib, fields, entries)
     bc_off, bc_size = h.bitcode
     functions = []
     module_end = 0
     count = len(fields)
+    make = FunctionEntry
     for index, f in enumerate(fields):
-        module_off = f.offsets[2]
-        mdsz = f.mdsz
+        module_off = f[MOD]
+        mdsz = f[MDSZ]
         if mdsz is None:  # older writers: next module's offset minus this one
-            mdsz = (fields[index + 1].offsets[2] if index + 1 < count else bc_size) - module_off
+            mdsz = (fields[index + 1][MOD] if index + 1 < count else bc_size) - module_off
         if module_off > bc_size or mdsz < 0 or mdsz > bc_size - module_off:
             raise MetallibFormatError(
                 entries[index][0],
-                f"function {f.name!r}: module {module_off}+{mdsz} runs past the bitcode section "
+                f"function {f[NAME]!r}: module {module_off}+{mdsz} runs past the bitcode section "
                 f"({bc_size} bytes)",
             )
         if module_off < module_end:
             raise MetallibFormatError(
                 entries[index][0],
-                f"function {f.name!r}: module at {module_off} overlaps the previous one (ends at {module_end})",
+                f"function {f[NAME]!r}: module at {module_off} overlaps the previous one (ends at {module_end})",
             )
         module_end = module_off + mdsz
-        refl = reflection[index]
-        spans = (*public[index], *private[index], bc_off + module_off, mdsz, *refl)
         functions.append(
-            FunctionEntry(index, f.name, f.type, entries[index], function_list, f.hash_at, spans, f.version)
-        )
+            make(index, f[NAME], f[TYPE], entries[index], function_list, f[HASH_AT], public[index],
+                 private[index], (bc_off + module_off, mdsz), reflection[index], f[VERSION],
+                 (f[OFFT_AT], f[RFLT_AT]))
+        )  # fmt: skip
     return functions
 
 
@@ -236,18 +243,18 @@ def _chunk_spans(
     fields: list[_Fields], entries: list[tuple[int, int]], which: int, section: Span, what: str
 ) -> list[tuple[int, int]]:
     """Chunk i runs from its OFFT offset to the next function's (or to the section end)."""
-    starts = [f.offsets[which] for f in fields]
+    starts = [f[which] for f in fields]
     stops = starts[1:] + [section.size]
     base, limit = section
-    spans = []
-    for index, (start, stop) in enumerate(zip(starts, stops)):
-        if start > stop or stop > limit:
-            raise MetallibFormatError(
-                entries[index][0],
-                f"function {fields[index].name!r}: {what} chunk {start}..{stop} is out of order or "
-                f"past the section ({limit} bytes)",
-            )
-        spans.append((base + start, stop - start))
+    spans = [(base + start, stop - start) for start, stop in zip(starts, stops)]
+    if any(start > stop for start, stop in zip(starts, stops)) or stops[-1:] and max(stops) > limit:
+        for index, (start, stop) in enumerate(zip(starts, stops)):
+            if start > stop or stop > limit:
+                raise MetallibFormatError(
+                    entries[index][0],
+                    f"function {fields[index][NAME]!r}: {what} chunk {start}..{stop} is out of order "
+                    f"or past the section ({limit} bytes)",
+                )
     return spans
 
 
@@ -257,33 +264,27 @@ def _reflection_spans(
     rlst = lib.reflection_list
     if rlst is None:
         for index, f in enumerate(fields):
-            if f.rflt is not None:
+            if f[RFLT] is not None:
                 raise MetallibFormatError(
-                    entries[index][0], f"function {f.name!r} has an RFLT tag but there is no RLST"
+                    entries[index][0], f"function {f[NAME]!r} has an RFLT tag but there is no RLST"
                 )
         return [(None, 0)] * len(fields)
     count = read_u32(lib.data, rlst.offset, "reflection list count")
     if count * 16 > rlst.size:
         raise MetallibFormatError(rlst.offset, f"reflection count {count} does not fit the {rlst.size}-byte list")
-    data = lib.data
-    unpack = U32.unpack_from
-    spans: list[tuple[int | None, int]] = []
+    # A chunk runs to the next function's RFLT (or the list end); its own size field is checked
+    # by verify, so listing never touches the reflection pages.
+    starts = [(index, f[RFLT]) for index, f in enumerate(fields) if f[RFLT] is not None]
+    spans: list[tuple[int | None, int]] = [(None, 0)] * len(fields)
     previous_end = 4
-    for index, f in enumerate(fields):
-        rel = f.rflt
-        if rel is None:
-            spans.append((None, 0))
-            continue
-        if rel < previous_end or rel + 16 > rlst.size:
+    for k, (index, rel) in enumerate(starts):
+        stop = starts[k + 1][1] if k + 1 < len(starts) else rlst.size
+        if rel < previous_end or stop > rlst.size or stop - rel < 16:
             raise MetallibFormatError(
                 entries[index][0],
-                f"function {f.name!r}: RFLT {rel} overlaps the previous chunk or lies outside the "
-                f"reflection list ({rlst.size} bytes)",
+                f"function {fields[index][NAME]!r}: reflection chunk {rel}..{stop} overlaps another, "
+                f"is shorter than 16 bytes or lies outside the reflection list ({rlst.size} bytes)",
             )
-        at = rlst.offset + rel
-        size = unpack(data, at)[0]
-        if size < 16 or rel + size > rlst.size:
-            raise MetallibFormatError(at, f"function {f.name!r}: reflection chunk of {size} bytes runs past the list end")
-        previous_end = rel + size
-        spans.append((at, size))
+        previous_end = stop
+        spans[index] = (rlst.offset + rel, stop - rel)
     return spans

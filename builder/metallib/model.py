@@ -77,6 +77,8 @@ class FunctionEntry:
         "entry_size",
         "hash_offset",
         "index",
+        "offt_offset",
+        "rflt_offset",
         "name",
         "type",
         "version",
@@ -90,17 +92,24 @@ class FunctionEntry:
         entry: tuple[int, int],
         function_list: tuple[bytes, int],
         hash_offset: int,
-        spans: tuple[int, int, int, int, int, int, int | None, int],
+        public_md: tuple[int, int],
+        private_md: tuple[int, int],
+        module: tuple[int, int],
+        reflection: tuple[int | None, int],
         version: tuple[int, int, int, int] | None,
+        patch_offsets: tuple[int, int | None],
     ) -> None:
         self.index = index
+        self.offt_offset, self.rflt_offset = patch_offsets
         self.name = name
         self.type = type_
         self.entry_offset, self.entry_size = entry
         self._list = function_list
         self.hash_offset = hash_offset
-        self._pub, self._priv, self._mod = spans[0:2], spans[2:4], spans[4:6]
-        self._refl = spans[6:8]
+        self._pub = public_md
+        self._priv = private_md
+        self._mod = module
+        self._refl = reflection
         self._tags: tuple[tuple[bytes, int, int], ...] | None = None
         self.version = version
 

@@ -30,9 +30,17 @@ Bytes = bytes | bytearray | memoryview
 _UNSUPPORTED_FUNCTION_TAGS = frozenset({b"SOFF"})
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionParts:
-    """One function's tags and data. ``tags`` excludes ENDT; OFFT/RFLT payloads get rewritten."""
+    """One function's entry and data.
+
+    A function built from scratch has ``tags`` (no ENDT), serialized by the writer with OFFT,
+    RFLT and MDSZ recomputed. A function taken from a library has ``entry``, its list entry as
+    stored, which the writer copies and patches at ``entry_patch`` (offsets of the OFFT and RFLT
+    payloads in the entry), and ``origin``, the absolute offsets of its public and private
+    metadata chunks, module and reflection chunk in the source file, so that unchanged runs of the
+    source can be copied in one piece.
+    """
 
     name: str
     tags: list[tuple[bytes, Bytes]]
@@ -41,6 +49,9 @@ class FunctionParts:
     module: Bytes
     reflection: Bytes | None
     """The reflection FlatBuffer without padding; None when the library has no reflection list."""
+    entry: Bytes | None = None
+    entry_patch: tuple[int, int | None] = (0, None)
+    origin: tuple[int, int, int, int | None] | None = None
 
 
 @dataclass
@@ -55,6 +66,8 @@ class LibraryParts:
     dynamic_header: Bytes | None = None
     uuid: bytes | None = field(default=None)
     """UUID to write; None with a UUID tag present means derive one from the content."""
+    source: tuple[memoryview, int | None] | None = None
+    """The source library's bytes and file descriptor, for functions that have an ``origin``."""
 
     @property
     def has_reflection_list(self) -> bool:
@@ -77,24 +90,26 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     functions = lib.functions
     chosen = range(len(functions)) if indices is None else sorted(set(indices))
     data = lib.data
+    flatbuffer = lib.reflection_flatbuffer
     out = []
     for index in chosen:
         fn = functions[index]
-        tags = [(code, data[at : at + length]) for code, at, length in fn.tags]
-        if any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _ in tags):
+        at, size = fn.entry_offset, fn.entry_size
+        entry = bytes(data[at : at + size])
+        if b"SOFF" in entry and any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _, _ in fn.tags):
             raise MetallibUnsupportedError(
                 f"{lib.display_name}: function {fn.name!r} has an SOFF tag (embedded source); "
                 "rewriting such libraries is not supported"
             )
+        (pub, pub_n), (priv, priv_n), (mod, mod_n) = fn._pub, fn._priv, fn._mod
+        rflt = fn.rflt_offset - at if fn.rflt_offset is not None else None
+        refl = fn._refl[0]
         out.append(
             FunctionParts(
-                name=fn.name,
-                tags=tags,
-                public_md=lib.public_metadata_bytes(fn),
-                private_md=lib.private_metadata_bytes(fn),
-                module=lib.module_bytes(fn),
-                reflection=lib.reflection_flatbuffer(fn),
-            )
+                fn.name, [], data[pub : pub + pub_n], data[priv : priv + priv_n],
+                data[mod : mod + mod_n], flatbuffer(fn) if refl is not None else None,
+                entry, (fn.offt_offset - at, rflt), (pub, priv, mod, refl),
+            )  # fmt: skip
         )
     extension = [(tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension]
     dynamic = None
@@ -107,6 +122,7 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
         functions=out,
         dynamic_header=dynamic,
         uuid=lib.uuid if keep_uuid else None,
+        source=(data, lib.fileno()),
     )
 
 

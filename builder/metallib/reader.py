@@ -12,8 +12,8 @@ from __future__ import annotations
 import mmap
 import os
 from functools import cached_property
-from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.function_list import parse_function_list
@@ -34,34 +34,45 @@ from builder.metallib.structs import (
 
 __all__ = ["Metallib", "open_metallib"]
 
-_OFFT = SPAN.__class__("<QQQ")
-_VERS = SPAN.__class__("<HHHH")
-_REQUIRED = (b"NAME", b"HASH", b"OFFT")
 
 
 def open_metallib(path: str | os.PathLike[str]) -> Metallib:
-    """Open ``path`` read-only and parse its header; raises ``MetallibError`` on bad input."""
+    """Open ``path`` read-only and parse its header; raises ``MetallibError`` on bad input.
+
+    The file stays open (read-only) with the map so that writers can copy unchanged runs of it
+    in the kernel (``copy_file_range``); ``close`` releases both.
+    """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                raise MetallibFormatError(0, "empty file, not a metallib", name)
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        handle = open(name, "rb")  # noqa: SIM115 - owned by the Metallib
     except OSError as exc:
         raise MetallibError(f"{name}: cannot read: {exc.strerror or exc}") from None
     try:
-        return Metallib(mapped, name)
+        if os.fstat(handle.fileno()).st_size == 0:
+            raise MetallibFormatError(0, "empty file, not a metallib", name)
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        handle.close()
+        raise MetallibError(f"{name}: cannot map: {exc.strerror or exc}") from None
+    except BaseException:
+        handle.close()
+        raise
+    try:
+        return Metallib(mapped, name, handle)
     except MetallibFormatError as exc:
         mapped.close()
+        handle.close()
         raise exc.with_path(name) from None
 
 
 class Metallib:
     """A parsed metallib over a buffer (an mmap or bytes). Use as a context manager to unmap."""
 
-    def __init__(self, buffer: mmap.mmap | bytes | bytearray, path: str | None = None) -> None:
+    def __init__(
+        self, buffer: mmap.mmap | bytes | bytearray, path: str | None = None, file: Any = None
+    ) -> None:
         self._buffer = buffer
+        self._file = file
         self.path = path
         self.data = memoryview(buffer)
         self.file_size = len(self.data)
@@ -95,6 +106,13 @@ class Metallib:
                 self._buffer.close()
         except BufferError:
             pass  # slices handed out are still alive; the map is unmapped when they go
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def fileno(self) -> int | None:
+        """The open file's descriptor (None for in-memory libraries)."""
+        return self._file.fileno() if self._file is not None else None
 
     def __enter__(self) -> Metallib:
         return self
@@ -232,7 +250,7 @@ class Metallib:
         chunk = function.reflection
         if chunk is None:
             return None
-        payload_len = U32.unpack_from(self.data, chunk.offset + 8)[0]
+        payload_len = min(U32.unpack_from(self.data, chunk.offset + 8)[0], chunk.size - 16)
         payload_start = chunk.offset + 12
         pad = (-payload_start) % 16
         return self.data[payload_start + pad : payload_start + payload_len]

@@ -9,8 +9,12 @@ every bad function at once.
 from __future__ import annotations
 
 import hashlib
+import os
+import struct
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from builder.metallib.errors import MetallibFormatError
 from builder.metallib.model import FunctionEntry
@@ -53,55 +57,77 @@ class VerifyReport:
 
 
 def verify(lib: Metallib, progress: Callable[[int], None] | None = None) -> VerifyReport:
-    """Check every function of ``lib``; ``progress(n)`` is called with the bytes hashed so far."""
+    """Check every function of ``lib``; ``progress(n)`` is called with the bytes hashed so far.
+
+    Module hashing runs in batches on a thread pool (hashlib releases the GIL), while this thread
+    walks the structures; on two cores that roughly halves the time of a 150 MB library.
+    """
     functions = lib.functions
     report = VerifyReport(lib.file_size, lib.header.format_version_text, len(functions))
-    data = lib.data
-    sha256 = hashlib.sha256
-    for fn in functions:
-        module = data[fn.module.offset : fn.module.end]
-        if sha256(module).digest() != fn.hash:
-            report.problems.append(
-                Problem(fn.name, fn.module.offset, "module SHA-256 does not match its HASH tag")
-            )
-        report.hashed_bytes += fn.module.size
-        _check_wrapper(lib, fn, report)
-        _check_chunk(lib, fn, "public metadata", fn.public_md.offset, fn.public_md.end, report)
-        _check_chunk(lib, fn, "private metadata", fn.private_md.offset, fn.private_md.end, report)
-        if fn.reflection is not None:
-            _check_reflection(lib, fn, report)
-        if progress is not None and fn.index % 256 == 0:
-            progress(report.hashed_bytes)
+    batches = [functions[i : i + _BATCH] for i in range(0, len(functions), _BATCH)]
+    workers = min(len(batches), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
+        digests = pool.map(partial(_hash_batch, lib.data), batches)
+        for fn in functions:
+            _check_structure(lib, fn, report)
+        for batch, batch_digests in zip(batches, digests):
+            for fn, digest in zip(batch, batch_digests):
+                if digest != fn.hash:
+                    report.problems.append(
+                        Problem(fn.name, fn._mod[0], "module SHA-256 does not match its HASH tag")
+                    )
+                report.hashed_bytes += fn._mod[1]
+            if progress is not None:
+                progress(report.hashed_bytes)
     if lib.reflection_list is not None:
-        declared = U32.unpack_from(data, lib.reflection_list.offset)[0]
-        chunks = sum(fn.reflection is not None for fn in functions)
+        declared = U32.unpack_from(lib.data, lib.reflection_list.offset)[0]
+        chunks = sum(fn._refl[0] is not None for fn in functions)
         if declared != chunks:
             report.problems.append(
                 Problem(None, lib.reflection_list.offset,
                         f"reflection list count {declared} but {chunks} functions have chunks")
             )  # fmt: skip
-    if progress is not None:
-        progress(report.hashed_bytes)
+    report.problems.sort(key=lambda p: p.offset)
     return report
 
 
+_BATCH = 512
+
+
+def _hash_batch(data: memoryview, batch: list[FunctionEntry]) -> list[bytes]:
+    sha256 = hashlib.sha256
+    return [sha256(data[at : at + size]).digest() for at, size in (fn._mod for fn in batch)]
+
+
+def _check_structure(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
+    _check_wrapper(lib, fn, report)
+    (pub, pub_n), (priv, priv_n) = fn._pub, fn._priv
+    _check_chunk(lib, fn, "public metadata", pub, pub + pub_n, report)
+    _check_chunk(lib, fn, "private metadata", priv, priv + priv_n, report)
+    if fn._refl[0] is not None:
+        _check_reflection(lib, fn, report)
+
+
+_WRAPPER = struct.Struct("<5I")
+
+
 def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
-    at = fn.module.offset
-    if fn.module.size < 20:
-        report.problems.append(Problem(fn.name, at, f"module of {fn.module.size} bytes has no wrapper"))
+    at, size = fn._mod
+    if size < 20:
+        report.problems.append(Problem(fn.name, at, f"module of {size} bytes has no wrapper"))
         return
-    magic, _, start, size, _ = (U32.unpack_from(lib.data, at + 4 * i)[0] for i in range(5))
+    magic, _, start, length, _ = _WRAPPER.unpack_from(lib.data, at)
     if magic != MODULE_WRAPPER_MAGIC:
         report.problems.append(Problem(fn.name, at, f"module wrapper magic is 0x{magic:08x}"))
-    elif start + size > fn.module.size:
-        report.problems.append(
-            Problem(fn.name, at, f"bitcode {start}+{size} runs past the {fn.module.size}-byte module")
-        )
+    elif start + length > size:
+        report.problems.append(Problem(fn.name, at, f"bitcode {start}+{length} runs past the {size}-byte module"))
 
 
 def _check_chunk(
     lib: Metallib, fn: FunctionEntry, what: str, start: int, end: int, report: VerifyReport
 ) -> None:
+    if end - start == 8 and lib.data[start + 4 : end] == b"ENDT":
+        return  # the common empty chunk
     if end - start < 8:
         report.problems.append(Problem(fn.name, start, f"{what} chunk of {end - start} bytes is too short"))
         return
@@ -120,11 +146,17 @@ def _check_reflection(lib: Metallib, fn: FunctionEntry, report: VerifyReport) ->
     assert fn.reflection is not None
     at, size = fn.reflection
     data = lib.data
-    if bytes(data[at + 4 : at + 8]) != b"RBUF":
+    if data[at + 4 : at + 8] != b"RBUF":
         report.problems.append(Problem(fn.name, at + 4, "reflection chunk does not start with RBUF"))
         return
+    declared = U32.unpack_from(data, at)[0]
+    if declared != size:
+        report.problems.append(
+            Problem(fn.name, at, f"reflection chunk says {declared} bytes, the next RFLT leaves {size}")
+        )
+        return
     payload = U32.unpack_from(data, at + 8)[0]
-    if 16 + payload != size or bytes(data[at + 12 + payload : at + 16 + payload]) != b"ENDT":
+    if 16 + payload != size or data[at + 12 + payload : at + 16 + payload] != b"ENDT":
         report.problems.append(
             Problem(fn.name, at, f"reflection chunk of {size} bytes holds a {payload}-byte RBUF")
         )

@@ -13,13 +13,14 @@ RFC 4122 version-3 UUID. Same parts in, same bytes out.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import struct
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from builder.metallib.errors import MetallibError
 from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
@@ -29,6 +30,9 @@ __all__ = ["Layout", "atomic_output", "layout", "library_bytes", "write_library"
 
 _HEADER_TAIL = struct.Struct("<QQQQQQQQQ")
 _TAG = struct.Struct("<4sH")
+_OFFSETS = struct.Struct("<QQQ")
+_SPAN = struct.Struct("<QQ")
+_U32_AT = U32.unpack_from
 
 
 class Layout:
@@ -36,7 +40,10 @@ class Layout:
 
     def __init__(self, parts: LibraryParts) -> None:
         fns = parts.functions
-        self.entry_sizes = [4 + sum(_tag_size(c, p) for c, p in fn.tags) + 4 for fn in fns]
+        self.entry_sizes = [
+            len(fn.entry) if fn.entry is not None else 8 + sum(_tag_size(c, p) for c, p in fn.tags)
+            for fn in fns
+        ]
         self.function_list = HEADER_SIZE
         self.function_list_size = sum(self.entry_sizes)  # excludes the u32 count, as stored
         self.extension = HEADER_SIZE + 4 + self.function_list_size
@@ -85,106 +92,207 @@ def _tag(code: bytes, payload: Bytes) -> bytes:
     return _TAG.pack(code, len(payload)) + bytes(payload)
 
 
-class _Sink:
-    """Writes to the output and feeds the UUID digest with everything outside the bitcode."""
+class _Output:
+    """Sequential output with two kinds of writes: new bytes, and runs of the source file.
 
-    def __init__(self, out: BinaryIO) -> None:
+    Adjacent source runs are merged and copied in one piece, in the kernel when both sides are
+    files (``os.copy_file_range``), else through the map. When ``digest`` is set, everything
+    written while ``hashing`` is on also feeds it (the derived UUID).
+    """
+
+    def __init__(self, out: BinaryIO, source: tuple[memoryview, int | None] | None, digest: Any) -> None:
         self.out = out
-        self.digest = hashlib.md5(usedforsecurity=False)
-        self.hashing = True
+        self.data, self.source_fd = source if source is not None else (None, None)
+        self.out_fd = _fileno(out)
+        self.digest = digest
+        self.hashing = digest is not None
+        self.position = out.tell()
+        self.run: tuple[int, int] | None = None  # pending source run [start, end)
 
     def write(self, data: Bytes) -> None:
+        if self.run is not None:
+            self._flush_run()
         self.out.write(data)
+        self.position += len(data)
         if self.hashing:
             self.digest.update(data)
 
+    def copy(self, start: int, length: int) -> None:
+        """Append ``length`` bytes of the source file starting at ``start``."""
+        if self.run is not None and self.run[1] == start:
+            self.run = (self.run[0], start + length)
+            return
+        if self.run is not None:
+            self._flush_run()
+        self.run = (start, start + length)
 
-def _entry(fn: FunctionParts, size: int, offsets: tuple[int, int, int], rflt: int | None) -> bytes:
-    chunks = [U32.pack(size)]
+    def set_hashing(self, on: bool) -> None:
+        if self.run is not None:
+            self._flush_run()
+        self.hashing = on and self.digest is not None
+
+    def finish(self) -> None:
+        if self.run is not None:
+            self._flush_run()
+        self.out.flush()
+
+    def _flush_run(self) -> None:
+        assert self.run is not None and self.data is not None
+        start, end = self.run
+        self.run = None
+        view = self.data[start:end]
+        if self.hashing:
+            self.digest.update(view)
+        if self.source_fd is not None and self.out_fd is not None and _kernel_copy(
+            self.out, self.source_fd, self.out_fd, start, end - start, self.position
+        ):
+            self.position += end - start
+            return
+        self.out.write(view)
+        self.position += end - start
+
+
+def _fileno(out: BinaryIO) -> int | None:
+    try:
+        return out.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _kernel_copy(out: BinaryIO, src: int, dst: int, start: int, length: int, position: int) -> bool:
+    """Copy with ``copy_file_range``; False (nothing written) where the kernel cannot."""
+    copy_range = getattr(os, "copy_file_range", None)
+    if copy_range is None:
+        return False
+    out.flush()
+    done = 0
+    try:
+        while done < length:
+            n = copy_range(src, dst, length - done, start + done, position + done)
+            if n == 0:
+                break
+            done += n
+    except OSError:
+        if done:
+            raise
+        return False
+    if done != length:
+        raise MetallibError(f"short copy: {done} of {length} bytes")
+    out.seek(position + length)
+    return True
+
+
+def _entries(parts: LibraryParts, lay: Layout) -> bytes:
+    """The function list after its count: source entries copied and patched, others serialized."""
+    buf = bytearray()
+    pub = priv = mod = 0
+    pack_offsets = _OFFSETS.pack_into
+    for fn, rflt in zip(parts.functions, lay.rflt):
+        at = len(buf)
+        if fn.entry is not None:
+            buf += fn.entry
+            offt_rel, rflt_rel = fn.entry_patch
+            pack_offsets(buf, at + offt_rel, pub, priv, mod)
+            if rflt_rel is not None:
+                if rflt is None:
+                    raise MetallibError(f"function {fn.name!r} has an RFLT tag but no reflection chunk")
+                U64.pack_into(buf, at + rflt_rel, rflt)
+        else:
+            buf += _entry(fn, (pub, priv, mod), rflt)
+        pub += len(fn.public_md)
+        priv += len(fn.private_md)
+        mod += len(fn.module)
+    return bytes(buf)
+
+
+def _entry(fn: FunctionParts, offsets: tuple[int, int, int], rflt: int | None) -> bytes:
+    codes = [code for code, _ in fn.tags]
+    if b"OFFT" not in codes:
+        raise MetallibError(f"function {fn.name!r} has no OFFT tag")
+    if (b"RFLT" in codes) != (rflt is not None):
+        raise MetallibError(f"function {fn.name!r}: RFLT tag and reflection chunk must go together")
+    chunks = []
     for code, payload in fn.tags:
         if code == b"OFFT":
-            payload = struct.pack("<QQQ", *offsets)
+            payload = _OFFSETS.pack(*offsets)
         elif code == b"RFLT":
-            if rflt is None:
-                continue
             payload = U64.pack(rflt)
         elif code == b"MDSZ":
             payload = U64.pack(len(fn.module))
         chunks.append(_tag(code, payload))
-    chunks.append(b"ENDT")
-    return b"".join(chunks)
-
-
-def _check(parts: LibraryParts, lay: Layout) -> None:
-    for fn in parts.functions:
-        codes = [code for code, _ in fn.tags]
-        if b"RFLT" in codes and (not lay.has_reflection or fn.reflection is None):
-            raise MetallibError(f"function {fn.name!r} has an RFLT tag but no reflection chunk")
-        if lay.has_reflection and fn.reflection is not None and b"RFLT" not in codes:
-            raise MetallibError(f"function {fn.name!r} has a reflection chunk but no RFLT tag")
-        if b"OFFT" not in codes:
-            raise MetallibError(f"function {fn.name!r} has no OFFT tag")
+    body = b"".join(chunks)
+    return U32.pack(len(body) + 8) + body + b"ENDT"
 
 
 def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
     """Write the library to a seekable binary stream positioned at 0; returns its layout."""
     lay = Layout(parts)
-    _check(parts, lay)
-    sink = _Sink(out)
-    h = lay
+    derive = parts.uuid is None and any(code == b"UUID" for code, _ in parts.extension)
+    sink = _Output(out, parts.source, hashlib.md5(usedforsecurity=False) if derive else None)
+    fns = parts.functions
     sink.write(
         MAGIC
         + parts.raw_version
         + _HEADER_TAIL.pack(
-            h.file_size, h.function_list, h.function_list_size, h.public, h.public_size,
-            h.private, h.private_size, h.bitcode, h.bitcode_size,
+            lay.file_size, lay.function_list, lay.function_list_size, lay.public, lay.public_size,
+            lay.private, lay.private_size, lay.bitcode, lay.bitcode_size,
         )  # fmt: skip
     )
-    sink.write(U32.pack(len(parts.functions)))
-    pub = priv = mod = 0
-    for fn, size, rflt in zip(parts.functions, lay.entry_sizes, lay.rflt):
-        sink.write(_entry(fn, size, (pub, priv, mod), rflt))
-        pub += len(fn.public_md)
-        priv += len(fn.private_md)
-        mod += len(fn.module)
+    sink.write(U32.pack(len(fns)) + _entries(parts, lay))
     uuid_at = None
     for code, payload in parts.extension:
         if code == b"RLST":
-            payload = struct.pack("<QQ", lay.reflection, lay.reflection_size)
+            payload = _SPAN.pack(lay.reflection, lay.reflection_size)
         elif code == b"HDYN":
-            payload = struct.pack("<QQ", lay.dynamic, lay.dynamic_size)
+            payload = _SPAN.pack(lay.dynamic, lay.dynamic_size)
         elif code == b"UUID":
-            uuid_at = out.tell() + 6
+            uuid_at = sink.position + 6
             payload = parts.uuid if parts.uuid is not None else bytes(16)
             if len(payload) != 16:
                 raise MetallibError("UUID must be 16 bytes")
         sink.write(_tag(code, payload))
     sink.write(b"ENDT")
-    for fn in parts.functions:
-        sink.write(fn.public_md)
-    for fn in parts.functions:
-        sink.write(fn.private_md)
-    sink.hashing = False
-    for fn in parts.functions:
-        out.write(fn.module)
-    sink.hashing = True
+    for which, attr in enumerate(("public_md", "private_md")):
+        for fn in fns:
+            piece = getattr(fn, attr)
+            if fn.origin is not None:
+                sink.copy(fn.origin[which], len(piece))
+            else:
+                sink.write(piece)
+    sink.set_hashing(False)  # modules are covered by their HASH tags
+    for fn in fns:
+        if fn.origin is not None:
+            sink.copy(fn.origin[2], len(fn.module))
+        else:
+            sink.write(fn.module)
+    sink.set_hashing(True)
     if parts.dynamic_header is not None:
         sink.write(parts.dynamic_header)
     if lay.has_reflection:
-        sink.write(U32.pack(lay.reflection_count))
-        for fn, pad in zip(parts.functions, lay.pads):
-            if fn.reflection is None:
-                continue
-            n = pad + len(fn.reflection)
-            sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
-            sink.write(fn.reflection)
-            sink.write(b"ENDT")
-    if uuid_at is not None and parts.uuid is None:
+        _write_reflection(sink, parts, lay)
+    sink.finish()
+    if derive and uuid_at is not None:
         end = out.tell()
         out.seek(uuid_at)
         out.write(derive_uuid(sink.digest.digest()))
         out.seek(end)
     return lay
+
+
+def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
+    """RLST: count, then one RBUF chunk per function whose FlatBuffer starts 16-aligned."""
+    sink.write(U32.pack(lay.reflection_count))
+    for fn, pad in zip(parts.functions, lay.pads):
+        if fn.reflection is None:
+            continue
+        n = pad + len(fn.reflection)
+        old = fn.origin[3] if fn.origin is not None else None
+        if old is not None and -(old + 12) % 16 == pad and _U32_AT(sink.data, old)[0] == 16 + n:
+            sink.copy(old, 16 + n)  # same padding as in the source: the chunk is unchanged
+        else:
+            sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
+            sink.write(fn.reflection)
+            sink.write(b"ENDT")
 
 
 def derive_uuid(md5_digest: bytes) -> bytes:
@@ -197,8 +305,6 @@ def derive_uuid(md5_digest: bytes) -> bytes:
 
 def library_bytes(parts: LibraryParts) -> bytes:
     """The library as bytes in memory (small libraries: tests, the stand-in linker)."""
-    import io
-
     buffer = io.BytesIO()
     write_to(parts, buffer)
     return buffer.getvalue()
