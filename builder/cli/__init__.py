@@ -28,7 +28,7 @@ COMMANDS: dict[str, str] = {
     "check": "kernels:check_command",
     "build": "build:build_command",
     "variants": "build:variants_command",
-    "embed": "build:embed_command",
+    "embed": "embed:embed_command",
 }
 
 
