@@ -8,7 +8,10 @@ in the issue is a ratio of at most 1.5.
     python benchmarks/bench_report.py                       # mlx-metal 0.30.0 (cached wheel)
     python benchmarks/bench_report.py path/to/mlx.metallib --runs 11
 
-It is a script, not a test: timings depend on the machine.
+It is a script, not a test: timings depend on the machine. By default the processes may cache
+bytecode (in a temporary ``PYTHONPYCACHEPREFIX``, not in the tree), as an installed package would;
+``--no-bytecode-cache`` measures with every module compiled from source on each run, which is what
+happens under ``PYTHONDONTWRITEBYTECODE=1``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,9 +59,10 @@ print(len(rows), sum(r[1] for r in rows))
 """
 
 
-def _time_interleaved(cases: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+def _time_interleaved(
+    cases: dict[str, list[str]], runs: int, env: dict[str, str]
+) -> dict[str, list[float]]:
     """Run the cases round-robin so that a change in machine load hits all of them alike."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     times: dict[str, list[float]] = {label: [] for label in cases}
     for _ in range(runs):
         for label, cmd in cases.items():
@@ -71,6 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("metallib", nargs="?", help="default: mlx.metallib of mlx-metal 0.30.0")
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true", help="compile every module on every run"
+    )
     args = parser.parse_args()
     if args.metallib:
         path = Path(args.metallib)
@@ -86,11 +94,19 @@ def main() -> None:
         "import builder.cli": [py, "-c", "import builder.cli"],
         "python -c pass": [py, "-c", "pass"],
     }
-    for cmd in cases.values():  # warm the page cache and .pyc files
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))  # fmt: skip
-    print(f"{path} ({path.stat().st_size:,} bytes), {args.runs} interleaved runs, wall time")
-    times = _time_interleaved(cases, args.runs)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cache = tempfile.TemporaryDirectory(prefix="bench-pycache-")
+    if args.no_bytecode_cache:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache.name
+    for cmd in cases.values():  # warm the page cache and the bytecode cache
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
+    mode = "no bytecode cache" if args.no_bytecode_cache else "bytecode cached"
+    print(f"{path} ({path.stat().st_size:,} bytes), {args.runs} interleaved runs, {mode}")
+    times = _time_interleaved(cases, args.runs, env)
+    cache.cleanup()
     for label, values in times.items():
         print(
             f"  {label:<22} median {statistics.median(values) * 1000:7.1f} ms"
