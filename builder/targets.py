@@ -261,7 +261,7 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         if manifest
         else []
     )
-    families = manifest.family_of() if manifest and rules is None else None
+    families = manifest.family_of() if manifest else None  # exact: wins over --rules
     sources = manifest.source_of() if manifest else None
     if lib.path is None:
         from builder.attribution import Attribution

@@ -56,7 +56,11 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None) ->
 
         rules = load_rules(rules_path)
     with _gc_paused():
-        return load_reports(target, by=by, rules=rules, platform=platform, progress=_progress)
+        reports = load_reports(target, by=by, rules=rules, platform=platform, progress=_progress)
+    if rules is not None and any(r.grouping == "manifest" for r in reports):
+        click.echo(f"note: {target}: kernel families come from its build manifest; --rules "
+                   "is not used for it", err=True)  # fmt: skip
+    return reports
 
 
 @contextmanager

@@ -123,6 +123,11 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
     assert labels["steel_gemm_fused_nn_float16_float16_bm64_bn64"] == OTHER
     assert [(j.name, j.embedded_bytes) for j in report.jit_families] == [("matmul", 12345)]
     assert report.source.manifest == str(build / "manifest.json")
+    from builder.grouping import parse_rules
+
+    (with_rules,) = load_reports(str(build), rules=parse_rules("all  .", "t"))
+    assert with_rules.grouping == "manifest"  # the exact source wins over a rule file
+    assert with_rules.functions == report.functions
     (by_source,) = load_reports(str(build), by="source")
     assert {g.name for g in by_source.groups} == {"copy.metal", "binary.metal", OTHER}
     doc = json.loads(report_json([report]))
