@@ -143,6 +143,8 @@ def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[lis
     public_sizes = [span.size for span in public]
     private = list(map(sub, map(sub, map(sub, map(sub, total, entry), module), reflection),
                        public_sizes))  # fmt: skip
+    if private and min(private) < 0:
+        return None
     h = lib.header
     sections = [
         (h.function_list.offset, entry),
