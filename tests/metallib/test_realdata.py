@@ -102,3 +102,24 @@ def test_slim_is_deterministic_and_keep_all_is_identity(
     assert first.read_bytes() == second.read_bytes()
     slim_file(source, everything, keep=["*"])
     assert _file_sha256(everything) == _file_sha256(source)
+
+
+@pytest.mark.parametrize(("version", "platform"), [LIBRARIES[0], LIBRARIES[5]])
+def test_modules_are_air_bitcode_that_llvm_reads(
+    mlx_metallib: Callable[[str, str], Path], tmp_path: Path, version: str, platform: str
+) -> None:
+    """Each module the reader hands out is a whole LLVM bitcode file named after its function."""
+    import shutil
+    import subprocess
+
+    llvm_dis = shutil.which("llvm-dis")
+    if llvm_dis is None:
+        pytest.skip("llvm-dis not installed (Debian package llvm; scripts/setup.sh installs it)")
+    with open_metallib(mlx_metallib(version, platform)) as lib:
+        functions = lib.functions
+        for fn in functions[:: len(functions) // 5][:5]:
+            module = tmp_path / "module.air"
+            module.write_bytes(lib.module_bytes(fn))
+            done = subprocess.run([llvm_dis, str(module), "-o", "-"], capture_output=True, text=True, check=False)
+            assert done.returncode == 0, done.stderr
+            assert f'source_filename = "{fn.name}"' in done.stdout
