@@ -106,3 +106,23 @@ def test_totals_invariant_real(
         assert general == fast
         # the bitcode section belongs to functions alone
         assert sum(fn.module for fn in result.functions) == lib.header.bitcode.size
+
+
+def test_gap_between_sections_is_named_overhead() -> None:
+    """Move the bitcode section 16 bytes later (header offsets patched): the hole is overhead."""
+    import struct
+
+    data = bytearray(synthetic_bytes([("a_float32", 40), ("b_int8", 70)], reflection=False))
+    bitcode_offset = struct.unpack_from("<Q", data, 72)[0]
+    patched = data[:bitcode_offset] + bytes(16) + data[bitcode_offset:]
+    struct.pack_into("<Q", patched, 16, len(patched))  # file size
+    struct.pack_into("<Q", patched, 72, bitcode_offset + 16)  # bitcode section offset
+    lib = Metallib.from_bytes(bytes(patched))
+    result = attribute(lib)
+    result.check()
+    assert attribute(lib, verify=True) == result
+    gaps = [o for o in result.overhead if o.name.startswith("gap")]
+    assert [(g.name, g.offset, g.bytes) for g in gaps] == [
+        (f"gap at {bitcode_offset}", bitcode_offset, 16)
+    ]
+    assert result.overhead_bytes == attribute(Metallib.from_bytes(bytes(data))).overhead_bytes + 16
