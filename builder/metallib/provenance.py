@@ -1,0 +1,68 @@
+"""What produced a library: format version, AIR and Metal language versions, compiler identity.
+
+The container's header gives the format version and deployment target; each function's ``VERS``
+tag gives the AIR and Metal Shading Language versions. The compiler identity is not in the
+container: it is the ``llvm.ident`` string inside each module ("Apple metal version 32023.883
+(metalfe-32023.883)"), which LLVM stores as plain characters in the module's metadata string
+table, so it can be found without decoding the bitstream. Only a few modules are read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from builder.metallib.reader import Metallib
+
+__all__ = ["Provenance", "library_provenance"]
+
+_IDENT = re.compile(rb"Apple metal version [0-9][0-9.]* \([A-Za-z0-9_.-]+\)")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Facts read from the library; each list holds the distinct values found, in order."""
+
+    format_version: str
+    deployment_target: str
+    air_versions: tuple[str, ...]
+    language_versions: tuple[str, ...]
+    compilers: tuple[str, ...]
+    modules_sampled: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "format_version": self.format_version,
+            "deployment_target": self.deployment_target,
+            "air_versions": list(self.air_versions),
+            "metal_language_versions": list(self.language_versions),
+            "compilers": list(self.compilers),
+            "compiler_source": f"llvm.ident of {self.modules_sampled} sampled modules",
+        }
+
+
+def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
+    """Read provenance from the header, every VERS tag, and ``sample`` modules spread over the file."""
+    functions = lib.functions
+    air: dict[str, None] = {}
+    msl: dict[str, None] = {}
+    for fn in functions:
+        if fn.version is not None:
+            air.setdefault(f"{fn.version[0]}.{fn.version[1]}")
+            msl.setdefault(f"{fn.version[2]}.{fn.version[3]}")
+    step = max(1, len(functions) // max(sample, 1))
+    chosen = functions[::step][:sample]
+    compilers: dict[str, None] = {}
+    for fn in chosen:
+        match = _IDENT.search(lib.module_bytes(fn))
+        if match:
+            compilers.setdefault(match.group().decode("ascii"))
+    major, minor = lib.header.deployment_target
+    return Provenance(
+        format_version=lib.header.format_version_text,
+        deployment_target=f"{major}.{minor}",
+        air_versions=tuple(air),
+        language_versions=tuple(msl),
+        compilers=tuple(compilers),
+        modules_sampled=len(chosen),
+    )
