@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from operator import add, attrgetter, itemgetter, le, sub
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -73,12 +74,26 @@ class Overhead:
 
 @dataclass(frozen=True)
 class Attribution:
-    """Where the bytes of one file went."""
+    """Where the bytes of one file went, kept as columns (one list per piece, in file order).
+
+    Columns because a report only sums and zips them; ``functions`` gives the row view.
+    """
 
     file_size: int
     format_version: str
-    functions: list[FunctionBytes]
+    names: list[str]
+    pieces: tuple[list[int], list[int], list[int], list[int], list[int]]
+    """Per-function bytes of each piece, in ``PIECES`` order."""
     overhead: list[Overhead]
+
+    @classmethod
+    def empty(cls) -> Attribution:
+        """No metallib at all (a build whose families are all JIT)."""
+        return cls(0, "-", [], ([], [], [], [], []), [])
+
+    @cached_property
+    def functions(self) -> list[FunctionBytes]:
+        return list(map(FunctionBytes._make, zip(range(len(self.names)), self.names, *self.pieces)))
 
     @property
     def overhead_bytes(self) -> int:
@@ -102,9 +117,6 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
         if owned is None:
             owned = _range_map(spans, regions)
     per_region, sizes = owned
-    rows = list(
-        map(FunctionBytes._make, zip(map(_INDEX, functions), map(_NAME, functions), *sizes))
-    )
     overhead = []
     for region, used in zip(regions, per_region):
         rest = region.size - used
@@ -118,10 +130,16 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     attributed = sum(map(sum, sizes)) + sum(item.bytes for item in overhead)
     if attributed != lib.file_size:
         raise AssertionError(f"attributed {attributed} bytes, the file has {lib.file_size}")
-    return Attribution(lib.file_size, lib.header.format_version_text, rows, overhead)
+    entry, public_md, private_md, module, reflection = sizes
+    return Attribution(
+        lib.file_size,
+        lib.header.format_version_text,
+        list(map(_NAME, functions)),
+        (entry, public_md, private_md, module, reflection),
+        overhead,
+    )
 
 
-_INDEX = attrgetter("index")
 _NAME = attrgetter("name")
 
 

@@ -266,8 +266,7 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
     if lib.path is None:
         from builder.attribution import Attribution
 
-        empty = Attribution(0, "-", [], [])
-        return build_report(empty, source, by=by, families=families, sources=sources,
+        return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
                             jit_families=jit)  # fmt: skip
     from builder.attribution import attribute
     from builder.metallib import open_metallib
