@@ -240,3 +240,31 @@ def test_spec_download_keeps_stdout_clean(
     doc = json.loads(out)
     assert doc["source"]["kind"] == "spec" and doc["source"]["wheel"] == str(wheel)
     assert "Downloading" in err and "pkg==1.0" in err
+
+
+def test_cli_report_formats_and_errors(
+    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from builder.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            main(list(argv))
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    build = _write_build(tmp_path, write_metallib)
+    code, out, _ = run("report", str(build), "--top", "1")
+    assert code == 0
+    assert "rest (" in out and "JIT family matmul" in out and "manifest.json" in out
+    code, out, _ = run("report", str(build), "--format", "markdown", "--by", "source")
+    assert code == 0 and "`copy.metal`" in out
+    code, out, _ = run("report", str(build / "lib" / "kernels.metallib"), "--format", "csv")
+    assert code == 0 and out.startswith("file,by,group")
+    code, out, err = run("report", str(build / "lib" / "kernels.metallib"), "--by", "source")
+    assert code == 2 and out == "" and "needs a build manifest" in err
+    code, out, err = run("report", str(build), "--rules", str(tmp_path / "missing.rules"))
+    assert code == 2 and "cannot read rule file" in err
