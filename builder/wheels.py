@@ -112,9 +112,12 @@ def extract_metallibs(wheel: Path) -> list[Path]:
             target = out_root / info.filename
             if not (target.exists() and target.stat().st_size == info.file_size):
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(info) as src, tempfile.NamedTemporaryFile(
-                    dir=target.parent, delete=False, prefix=".extract-"
-                ) as dst:
+                with (
+                    archive.open(info) as src,
+                    tempfile.NamedTemporaryFile(
+                        dir=target.parent, delete=False, prefix=".extract-"
+                    ) as dst,
+                ):
                     shutil.copyfileobj(src, dst, 1 << 20)
                 os.replace(dst.name, target)
             paths.append(target)

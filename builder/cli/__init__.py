@@ -8,6 +8,7 @@ commands stay fast. Errors from the library become one line on stderr and an exi
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 
@@ -15,7 +16,7 @@ import click
 
 from builder import __version__
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["COMMANDS", "main"]
 
 # command name -> "module:attribute" (relative to builder.cli)
 COMMANDS: dict[str, str] = {

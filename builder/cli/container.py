@@ -56,7 +56,9 @@ def list_command(file: Path, fmt: str, sort: str) -> None:
     """
     with _open(file) as lib:
         functions = lib.functions
-        rows = [(fn.index, fn.name, fn.type_name, fn.bitcode_bytes, fn.total_bytes) for fn in functions]
+        rows = [
+            (fn.index, fn.name, fn.type_name, fn.bitcode_bytes, fn.total_bytes) for fn in functions
+        ]
         if sort == "name":
             rows.sort(key=lambda r: r[1])
         elif sort == "size":
@@ -77,7 +79,9 @@ def list_command(file: Path, fmt: str, sort: str) -> None:
             )
             return
         width = max((len(r[1]) for r in rows), default=4)
-        out = [f"# {file}: {len(rows)} functions, {lib.file_size} bytes, format {lib.header.format_version_text}"]
+        out = [
+            f"# {file}: {len(rows)} functions, {lib.file_size} bytes, format {lib.header.format_version_text}"
+        ]
         out.append(f"{'#':>6}  {'name':<{width}}  {'type':<8}  {'bitcode':>10}  {'bytes':>10}")
         out += [f"{i:>6}  {n:<{width}}  {t:<8}  {b:>10}  {total:>10}" for i, n, t, b, total in rows]
         click.echo("\n".join(out))
@@ -91,7 +95,9 @@ output), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("file", type=_FILE)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def verify_command(file: Path, fmt: str) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
@@ -133,7 +139,11 @@ def verify_command(file: Path, fmt: str) -> None:
     if not report.ok:
         bad = report.bad_functions
         names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise CheckFailed(f"{len(bad)} functions failed verification: {names}" if bad else "container check failed")
+        raise CheckFailed(
+            f"{len(bad)} functions failed verification: {names}"
+            if bad
+            else "container check failed"
+        )
 
 
 def _with_progress(work: Any, total: int) -> Any:
@@ -163,14 +173,20 @@ Examples:
 )
 @click.argument("source", type=_FILE)
 @click.option("-o", "--output", type=_FILE, required=True, help="The metallib to write.")
-@click.option("--keep", multiple=True, metavar="GLOB", help="Keep functions matching GLOB (repeatable).")
-@click.option("--drop", multiple=True, metavar="GLOB", help="Drop functions matching GLOB (repeatable).")
+@click.option(
+    "--keep", multiple=True, metavar="GLOB", help="Keep functions matching GLOB (repeatable)."
+)
+@click.option(
+    "--drop", multiple=True, metavar="GLOB", help="Drop functions matching GLOB (repeatable)."
+)
 @click.option(
     "--keep-list", type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="A file of names or globs to keep, one per line ('#' starts a comment).",
 )  # fmt: skip
 @click.option("--in-place", is_flag=True, help="Allow OUTPUT to be the same file as SOURCE.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def slim_command(
     source: Path, output: Path, keep: tuple[str, ...], drop: tuple[str, ...], keep_list: Path | None,
     in_place: bool, fmt: str,
@@ -205,6 +221,10 @@ def slim_command(
         return
     saved = result.bytes_before - result.bytes_after
     share = 100.0 * saved / result.bytes_before if result.bytes_before else 0.0
-    click.echo(f"before: {result.functions_before} functions, {result.bytes_before} bytes ({result.input})")
-    click.echo(f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})")
+    click.echo(
+        f"before: {result.functions_before} functions, {result.bytes_before} bytes ({result.input})"
+    )
+    click.echo(
+        f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})"
+    )
     click.echo(f"saved:  {saved} bytes ({human_size(saved)}, {share:.1f}%)")

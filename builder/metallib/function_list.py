@@ -39,7 +39,7 @@ _FIXED_LENGTHS = {code: spec[0] for code, spec in _TYPED.items() if code != b"TY
 # Decoded values of one entry, as a tuple (cheaper than an object for 15,000 entries):
 # (name, type, hash offset, public md offset, private md offset, module offset, mdsz, rflt, version,
 #  OFFT payload offset, RFLT payload offset); payload offsets are absolute, for in-place patching.
-_Fields = tuple
+_Fields = tuple[Any, ...]
 NAME, TYPE, HASH_AT, PUB, PRIV, MOD, MDSZ, RFLT, VERSION, OFFT_AT, RFLT_AT = range(11)
 
 
@@ -47,8 +47,9 @@ def _decode_tags(
     tags: list[tuple[bytes, int, int]], buf: bytes, base: int, entry_at: int, index: int
 ) -> _Fields:
     """General path: fields from an already walked tag list (offsets relative to ``buf``)."""
-    type_ = mdsz = rflt = version = None
-    name = hash_at = offsets = offt_at = rflt_at = None
+    type_: int | None = None
+    mdsz = rflt = version = offt_at = rflt_at = hash_at = offsets = None
+    name: str | None = None
     for code, at, length in tags:
         want = _FIXED_LENGTHS.get(code)
         if want is not None and length != want:
@@ -71,9 +72,9 @@ def _decode_tags(
             type_ = buf[at]
         elif code == b"VERS" and length == 8:
             version = struct.unpack_from("<HHHH", buf, at)
-    for value, code in ((name, "NAME"), (hash_at, "HASH"), (offsets, "OFFT")):
+    for value, label in ((name, "NAME"), (hash_at, "HASH"), (offsets, "OFFT")):
         if value is None:
-            raise MetallibFormatError(base + entry_at, f"function {index}: entry has no {code} tag")
+            raise MetallibFormatError(base + entry_at, f"function {index}: entry has no {label} tag")
     return (name, type_, hash_at, *offsets, mdsz, rflt, version, offt_at, rflt_at)  # type: ignore[misc]
 
 

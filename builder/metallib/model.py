@@ -68,18 +68,18 @@ class FunctionEntry:
 
     __slots__ = (
         "_list",
-        "_pub",
-        "_priv",
         "_mod",
+        "_priv",
+        "_pub",
         "_refl",
         "_tags",
         "entry_offset",
         "entry_size",
         "hash_offset",
         "index",
+        "name",
         "offt_offset",
         "rflt_offset",
-        "name",
         "type",
         "version",
     )

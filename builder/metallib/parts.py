@@ -111,7 +111,9 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
                 entry, (fn.offt_offset - at, rflt), (pub, priv, mod, refl),
             )  # fmt: skip
         )
-    extension = [(tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension]
+    extension: list[tuple[bytes, Bytes]] = [
+        (tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension
+    ]
     dynamic = None
     if lib.dynamic_header is not None:
         dynamic = data[lib.dynamic_header.offset : lib.dynamic_header.end]

@@ -21,13 +21,11 @@ from builder.metallib.model import ExtensionTag, FunctionEntry, Header, Region
 from builder.metallib.structs import (
     HEADER_SIZE,
     MAGIC,
-    MIN_ENTRY_SIZE,
     SPAN,
     U16,
     U32,
     U64,
     Span,
-    read_u32,
     show_code,
     walk_tags,
 )

@@ -126,7 +126,7 @@ def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> No
 def _check_chunk(
     lib: Metallib, fn: FunctionEntry, what: str, start: int, end: int, report: VerifyReport
 ) -> None:
-    if end - start == 8 and lib.data[start + 4 : end] == b"ENDT":
+    if end - start == 8 and lib.data[start + 4 : end].tobytes() == b"ENDT":
         return  # the common empty chunk
     if end - start < 8:
         report.problems.append(Problem(fn.name, start, f"{what} chunk of {end - start} bytes is too short"))
@@ -146,7 +146,7 @@ def _check_reflection(lib: Metallib, fn: FunctionEntry, report: VerifyReport) ->
     assert fn.reflection is not None
     at, size = fn.reflection
     data = lib.data
-    if data[at + 4 : at + 8] != b"RBUF":
+    if data[at + 4 : at + 8].tobytes() != b"RBUF":
         report.problems.append(Problem(fn.name, at + 4, "reflection chunk does not start with RBUF"))
         return
     declared = U32.unpack_from(data, at)[0]
@@ -156,7 +156,7 @@ def _check_reflection(lib: Metallib, fn: FunctionEntry, report: VerifyReport) ->
         )
         return
     payload = U32.unpack_from(data, at + 8)[0]
-    if 16 + payload != size or data[at + 12 + payload : at + 16 + payload] != b"ENDT":
+    if 16 + payload != size or data[at + 12 + payload : at + 16 + payload].tobytes() != b"ENDT":
         report.problems.append(
             Problem(fn.name, at, f"reflection chunk of {size} bytes holds a {payload}-byte RBUF")
         )

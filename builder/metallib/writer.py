@@ -102,7 +102,8 @@ class _Output:
 
     def __init__(self, out: BinaryIO, source: tuple[memoryview, int | None] | None, digest: Any) -> None:
         self.out = out
-        self.data, self.source_fd = source if source is not None else (None, None)
+        self.data: memoryview | None = source[0] if source is not None else None
+        self.source_fd: int | None = source[1] if source is not None else None
         self.out_fd = _fileno(out)
         self.digest = digest
         self.hashing = digest is not None
@@ -252,13 +253,16 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
                 raise MetallibError("UUID must be 16 bytes")
         sink.write(_tag(code, payload))
     sink.write(b"ENDT")
-    for which, attr in enumerate(("public_md", "private_md")):
-        for fn in fns:
-            piece = getattr(fn, attr)
-            if fn.origin is not None:
-                sink.copy(fn.origin[which], len(piece))
-            else:
-                sink.write(piece)
+    for fn in fns:
+        if fn.origin is not None:
+            sink.copy(fn.origin[0], len(fn.public_md))
+        else:
+            sink.write(fn.public_md)
+    for fn in fns:
+        if fn.origin is not None:
+            sink.copy(fn.origin[1], len(fn.private_md))
+        else:
+            sink.write(fn.private_md)
     sink.set_hashing(False)  # modules are covered by their HASH tags
     for fn in fns:
         if fn.origin is not None:
@@ -287,8 +291,9 @@ def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
             continue
         n = pad + len(fn.reflection)
         old = fn.origin[3] if fn.origin is not None else None
-        if old is not None and -(old + 12) % 16 == pad and _U32_AT(sink.data, old)[0] == 16 + n:
-            sink.copy(old, 16 + n)  # same padding as in the source: the chunk is unchanged
+        unchanged = old is not None and sink.data is not None and -(old + 12) % 16 == pad
+        if unchanged and _U32_AT(sink.data, old)[0] == 16 + n:  # type: ignore[arg-type]
+            sink.copy(old, 16 + n)  # type: ignore[arg-type]  # same padding: chunk unchanged
         else:
             sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
             sink.write(fn.reflection)
