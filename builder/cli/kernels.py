@@ -181,9 +181,10 @@ def check_command(
     from builder.kernels.check import CheckUnit, UnitResult, check_library
 
     err = Console(stderr=True)
+    # A live bar on a terminal; one line per finished unit in logs (CI), where a bar is noise.
     progress = Progress(
         TextColumn("check"), BarColumn(), MofNCompleteColumn(), TextColumn("instantiations"),
-        TimeElapsedColumn(), console=err, transient=not err.is_terminal,
+        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
     )  # fmt: skip
     task = progress.add_task("check", total=None)
 
@@ -193,6 +194,12 @@ def check_command(
 
     def done(unit: UnitResult) -> None:
         progress.advance(task, unit.instantiations)
+        if not err.is_terminal:
+            state = "ok" if unit.ok else "FAILED"
+            click.echo(
+                f"check: {unit.unit}: {unit.instantiations} instantiations {state} ({unit.seconds:.1f}s)",
+                err=True,
+            )
 
     try:
         result = check_library(

@@ -32,6 +32,7 @@ __all__ = [
     "UnitResult",
     "aot_units",
     "check_library",
+    "jit_unit",
     "run_check",
     "shim_dir_for",
 ]
@@ -163,6 +164,14 @@ def aot_units(
     return units
 
 
+def jit_unit(name: str, source: str, instantiations: Sequence[Instantiation]) -> CheckUnit:
+    """A generated JIT source with its instantiation lines appended, as the JIT build compiles it
+    at run time; check it like an AOT unit (``run_check`` / ``check_library(extra_units=...)``)."""
+    lines = "\n".join(inst.instantiation_line() for inst in instantiations)
+    family = instantiations[0].family if instantiations else None
+    return CheckUnit(name, f"{source.rstrip()}\n\n{lines}\n", family)
+
+
 def shim_dir_for(source_dir: Path) -> Path:
     """The tree's own shim when it has one, else the bundled shim."""
     own = source_dir / "shim"
@@ -273,17 +282,19 @@ def check_library(
     jobs: int | None = None,
     syntax_only: bool = False,
     unit_size: int = DEFAULT_UNIT_SIZE,
+    extra_units: Sequence[CheckUnit] = (),
     on_plan: Callable[[list[CheckUnit]], None] | None = None,
     on_done: Callable[[UnitResult], None] | None = None,
 ) -> CheckResult:
     """Check a kernel tree's catalog instantiations (default: the bundled ``metal_src``).
 
-    Raises UsageError for a tree without ``catalog.json``, a bad selection or no compiler;
-    the caller decides what a failed result means (the CLI raises CheckFailed).
+    ``extra_units`` are compiled alongside (the JIT build's generated sources, see
+    :func:`jit_unit`). Raises UsageError for a tree without ``catalog.json``, a bad selection or
+    no compiler; the caller decides what a failed result means (the CLI raises CheckFailed).
     """
     catalog = load_catalog(source_dir)
     located = compiler if isinstance(compiler, Compiler) else find_compiler(compiler)
-    units = aot_units(catalog, families, dtypes, unit_size)
+    units = aot_units(catalog, families, dtypes, unit_size) + list(extra_units)
     if on_plan is not None:
         on_plan(units)
     return run_check(

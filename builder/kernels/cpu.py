@@ -31,7 +31,7 @@ from builder.kernels.dtypes import METAL_TYPES
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["THREAD_ATTRIBUTES", "CpuRunner"]
+__all__ = ["THREAD_ATTRIBUTES", "CpuRunner", "Typed", "bfloat16_bits", "bfloat16_values"]
 
 # Metal thread attribute -> its value for thread `gid` in the one-thread-per-group model.
 THREAD_ATTRIBUTES: dict[str, str] = {
@@ -46,7 +46,33 @@ THREAD_ATTRIBUTES: dict[str, str] = {
     "simdgroups_per_threadgroup": "1u",
 }
 
-Arg = Union["np.ndarray[Any, Any]", "np.generic", str]
+
+@dataclass(frozen=True)
+class Typed:
+    """An array passed as another element type of the same size: numpy has no bfloat16, so
+    bfloat16 buffers travel as their uint16 bits (``Typed(bfloat16_bits(x), "bfloat16")``)."""
+
+    array: np.ndarray[Any, Any]
+    dtype: str
+
+
+def bfloat16_bits(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """float32 values -> bfloat16 bit patterns (uint16), rounded to nearest even."""
+    import numpy as np
+
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def bfloat16_values(bits: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """bfloat16 bit patterns (uint16) -> float32 values (exact)."""
+    import numpy as np
+
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+Arg = Union["np.ndarray[Any, Any]", "np.generic", Typed, str]
 
 _PRELUDE = """\
 #include <cstdio>
@@ -163,8 +189,9 @@ class CpuRunner:
         """Run ``host_name`` over ``grid`` threads; returns the array arguments after the run.
 
         ``args`` follow the kernel's parameters in order: numpy arrays for ``device`` pointers
-        (and ``constant`` arrays), numpy scalars for ``constant T&`` values, and Metal attribute
-        names (``"thread_position_in_grid"``...) for the thread-position parameters.
+        (and ``constant`` arrays), :class:`Typed` arrays for bfloat16 buffers (returned as their
+        uint16 bits), numpy scalars for ``constant T&`` values, and Metal attribute names
+        (``"thread_position_in_grid"``...) for the thread-position parameters.
         """
         import numpy as np
 
@@ -175,6 +202,11 @@ class CpuRunner:
                 if arg not in THREAD_ATTRIBUTES:
                     raise UsageError(f"unknown thread attribute {arg!r}")
                 kinds.append(("attr", arg))
+            elif isinstance(arg, Typed):
+                width = 2 if arg.dtype == "bfloat16" else np.dtype(arg.dtype).itemsize
+                if arg.array.dtype.itemsize != width:
+                    raise UsageError(f"a {arg.dtype} buffer needs {width}-byte elements")
+                kinds.append(("array", _ctype(arg.dtype)))
             elif isinstance(arg, np.ndarray):
                 kinds.append(("array", _ctype(arg.dtype.name)))
             else:
@@ -182,7 +214,8 @@ class CpuRunner:
         exe = self._executable(self._source(inst, _Plan(tuple(kinds))))
         run_dir = self.build_dir / f"run-{os.getpid()}-{abs(hash((host_name, grid))) % 10**8}"
         run_dir.mkdir(exist_ok=True)
-        for k, arg in enumerate(args):
+        arrays = [a.array if isinstance(a, Typed) else a for a in args]
+        for k, arg in enumerate(arrays):
             if not isinstance(arg, str):
                 (run_dir / f"{k}.bin").write_bytes(np.ascontiguousarray(arg).tobytes())
         proc = subprocess.run(
@@ -193,7 +226,7 @@ class CpuRunner:
                 f"{host_name} failed on the CPU (exit {proc.returncode}): {proc.stderr.strip()}"
             )
         outputs = []
-        for k, arg in enumerate(args):
+        for k, arg in enumerate(arrays):
             if isinstance(arg, np.ndarray):
                 data = (run_dir / f"{k}.out").read_bytes()
                 outputs.append(np.frombuffer(data, dtype=arg.dtype).reshape(arg.shape).copy())

@@ -70,8 +70,8 @@ BINARY_PREDICATE(Less, a < b)
 BINARY_PREDICATE(LessEqual, a <= b)
 BINARY_PREDICATE(Greater, a > b)
 BINARY_PREDICATE(GreaterEqual, a >= b)
-BINARY_PREDICATE(LogicalAnd, static_cast<bool>(a) && static_cast<bool>(b))
-BINARY_PREDICATE(LogicalOr, static_cast<bool>(a) || static_cast<bool>(b))
+BINARY_PREDICATE(LogicalAnd, truthy(a) && truthy(b))
+BINARY_PREDICATE(LogicalOr, truthy(a) || truthy(b))
 #undef BINARY_PREDICATE
 
 #define BINARY_BITWISE_OP(NAME, EXPR)     \

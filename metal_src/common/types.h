@@ -27,6 +27,32 @@ struct compute_type<bfloat16_t> {
 template <typename T>
 using compute_t = typename compute_type<T>::type;
 
+// Truth value of any dtype; floats compare in float (no direct bfloat -> bool conversion needed).
+template <typename T>
+inline bool truthy(T x) {
+  if constexpr (is_float_dtype_v<T>) {
+    return static_cast<float>(x) != 0.0f;
+  } else {
+    return static_cast<bool>(x);
+  }
+}
+
+// T -> U conversion: anything -> bool tests against zero; to or from a 16-bit float the value
+// goes through float, so only conversions every Metal version has (float <-> x) are used.
+template <typename U, typename T>
+inline U convert(T value) {
+  if constexpr (metal::is_same_v<U, bool>) {
+    return truthy(value);
+  } else if constexpr (metal::is_same_v<T, U>) {
+    return value;
+  } else if constexpr ((is_float_dtype_v<T> || is_float_dtype_v<U>) && !metal::is_same_v<T, float> &&
+                       !metal::is_same_v<U, float>) {
+    return static_cast<U>(static_cast<float>(value));
+  } else {
+    return static_cast<U>(value);
+  }
+}
+
 // Identity elements for max/min: -inf/+inf for floats, the integer range otherwise.
 template <typename T>
 inline T lowest_value() {

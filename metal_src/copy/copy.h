@@ -10,20 +10,7 @@
 
 #include "common/defines.h"
 #include "common/indexing.h"
-#include "common/types.h"
-
-// T -> U conversion. bool becomes 0/1; anything -> bool tests against zero; between the two
-// 16-bit floats the value goes through float so no implicit half <-> bfloat path is needed.
-template <typename U, typename T>
-inline U convert(T value) {
-  if constexpr (metal::is_same_v<U, bool>) {
-    return static_cast<float>(value) != 0.0f;
-  } else if constexpr (is_float_dtype_v<T> && is_float_dtype_v<U>) {
-    return static_cast<U>(static_cast<float>(value));
-  } else {
-    return static_cast<U>(value);
-  }
-}
+#include "common/types.h"  // convert<U>(T)
 
 template <typename T, typename U>
 [[kernel]] void copy_s(

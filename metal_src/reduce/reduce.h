@@ -32,7 +32,7 @@ template <typename T, typename U, typename Op>
   size_t stop = metal::min(start + per_group, size);
   U acc = Op::template init<U>();
   for (size_t i = start + lid; i < stop; i += group_size) {
-    acc = op(acc, static_cast<U>(in[i]));
+    acc = op(acc, convert<U>(in[i]));
   }
   uint n_simd_groups = (group_size + simd_size - 1) / simd_size;
   acc = threadgroup_reduce<Op>(acc, scratch, simd_lane, simd_group, simd_size, n_simd_groups);
@@ -64,7 +64,7 @@ template <typename T, typename U, typename Op, int D>
 #pragma unroll
     for (int k = 0; k < WORK_PER_THREAD; ++k) {
       if (base + k < row_size) {
-        acc = op(acc, static_cast<U>(row[base + k]));
+        acc = op(acc, convert<U>(row[base + k]));
       }
     }
   }
@@ -93,7 +93,7 @@ template <typename T, typename U, typename Op, int D>
   device const T* base = in + elem_to_loc_nd<D>(index / reduce_stride, outer_shape, outer_strides) + column;
   U acc = Op::template init<U>();
   for (size_t r = 0; r < n_reduce; ++r) {
-    acc = op(acc, static_cast<U>(base[r * reduce_stride]));
+    acc = op(acc, convert<U>(base[r * reduce_stride]));
   }
   out[index] = acc;
 }

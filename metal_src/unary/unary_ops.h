@@ -44,13 +44,15 @@ UNARY_FLOAT_OP(Trunc, metal::trunc(x))
 
 #undef UNARY_FLOAT_OP
 
+// The ops below work on every numeric dtype; floats go through compute_t (float).
 struct Abs {
   template <typename T>
   T operator()(T x) const {
     if constexpr (metal::is_unsigned_v<T>) {
       return x;
     } else {
-      return x < static_cast<T>(0) ? static_cast<T>(-x) : x;
+      compute_t<T> c = static_cast<compute_t<T>>(x);
+      return static_cast<T>(c < 0 ? -c : c);
     }
   }
 };
@@ -58,29 +60,33 @@ struct Abs {
 // Unsigned negation wraps modulo 2^n, as in C++ and numpy.
 struct Negative {
   template <typename T>
-  T operator()(T x) const { return static_cast<T>(-x); }
+  T operator()(T x) const { return static_cast<T>(-static_cast<compute_t<T>>(x)); }
 };
 
+// -1, 0 or 1 (0 for unsigned zero); the sign of a float zero is not kept.
 struct Sign {
   template <typename T>
   T operator()(T x) const {
+    compute_t<T> c = static_cast<compute_t<T>>(x);
     if constexpr (metal::is_unsigned_v<T>) {
-      return static_cast<T>(x != static_cast<T>(0));
+      return static_cast<T>(c != 0);
     } else {
-      const T zero = static_cast<T>(0);
-      return static_cast<T>((zero < x) - (x < zero));
+      return static_cast<T>((0 < c) - (c < 0));
     }
   }
 };
 
 struct Square {
   template <typename T>
-  T operator()(T x) const { return static_cast<T>(x * x); }
+  T operator()(T x) const {
+    compute_t<T> c = static_cast<compute_t<T>>(x);
+    return static_cast<T>(c * c);
+  }
 };
 
 struct LogicalNot {
   template <typename T>
-  bool operator()(T x) const { return !static_cast<bool>(x); }
+  bool operator()(T x) const { return !truthy(x); }
 };
 
 struct BitwiseNot {

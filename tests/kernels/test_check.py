@@ -170,3 +170,23 @@ def test_clang_style_notes_are_followed(tmp_path: Path) -> None:
     (diag,) = parse_compiler_output(output, locator)
     assert (diag.path, diag.line, diag.column) == ("metal_src/common/atomic.h", 52, 9)
     assert diag.host_names == ["scatter_g_sum_int8_int32_n1"]
+
+
+def test_jit_style_unit_is_checked(tmp_path: Path) -> None:
+    """A JIT source (headers inlined by a generator) plus appended instantiation lines is checked
+    like an AOT unit; a broken one names its instantiation."""
+    from builder.kernels import load_catalog
+    from builder.kernels.check import check_library, jit_unit
+
+    catalog = load_catalog()
+    insts = catalog.expand(["arange"], ["float32", "int32"])
+    good = jit_unit("jit_arange", '#include "arange/arange.h"\n', insts)
+    assert good.text.rstrip().endswith(insts[-1].instantiation_line())
+    bad = jit_unit(
+        "jit_bad", '#include "arange/arange.h"\nstruct Broken { int x = ; };\n', insts[:1]
+    )
+    result = check_library(families=["softmax"], extra_units=[good, bad], syntax_only=True)
+    assert not result.ok
+    by_unit = {u.unit: u for u in result.units}
+    assert by_unit["jit_arange"].ok and by_unit["jit_arange"].instantiations == 2
+    assert not by_unit["jit_bad"].ok

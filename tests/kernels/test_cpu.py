@@ -14,7 +14,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from builder.kernels.cpu import CpuRunner
+from builder.kernels.cpu import CpuRunner, Typed, bfloat16_bits, bfloat16_values
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("g++") or shutil.which("clang++")),
@@ -323,3 +323,47 @@ def test_wrong_math_is_caught(tmp_path: Path) -> None:
     got = unary(broken, "unary_v_exp_float32", X32)
     assert not np.allclose(got, np.exp(X32), rtol=1e-3)
     np.testing.assert_allclose(got, np.exp2(X32), rtol=1e-6)
+
+
+def test_bfloat16_paths(cpu: CpuRunner) -> None:
+    """bfloat16 goes through the shim's own bfloat type: elementwise, cast, reduction."""
+    x = RNG.uniform(-2, 2, 33).astype(np.float32)
+    xb = bfloat16_bits(x)
+    xv = bfloat16_values(xb)  # the values the kernel actually sees
+    out = cpu.run(
+        "unary_v_exp_bfloat16",
+        [Typed(xb, "bfloat16"), Typed(np.zeros(33, np.uint16), "bfloat16"), size(33), TID],
+        33,
+    )
+    np.testing.assert_allclose(bfloat16_values(out[1]), np.exp(xv), rtol=2**-8)
+    out = cpu.run(
+        "copy_v_bfloat16_float16",
+        [Typed(xb, "bfloat16"), np.zeros(33, np.float16), size(33), TID],
+        33,
+    )
+    np.testing.assert_array_equal(out[1], xv.astype(np.float16))
+    y = bfloat16_bits(np.array([1.0, 2.0, 3.0, 10.0], np.float32))
+    out = cpu.run(
+        "reduce_all_sum_bfloat16",
+        [
+            Typed(y, "bfloat16"),
+            Typed(np.zeros(1, np.uint16), "bfloat16"),
+            size(4),
+            size(4),
+            *GROUP_ATTRS,
+        ],
+        1,
+    )
+    assert bfloat16_values(out[1])[0] == 16.0
+    lt = cpu.run(
+        "binary_vv_lt_bfloat16",
+        [
+            Typed(xb, "bfloat16"),
+            Typed(xb[::-1].copy(), "bfloat16"),
+            np.zeros(33, np.bool_),
+            size(33),
+            TID,
+        ],
+        33,
+    )[2]
+    np.testing.assert_array_equal(lt, xv < xv[::-1])
