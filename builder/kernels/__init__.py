@@ -13,6 +13,7 @@ from builder.kernels.catalog import (
     render_translation_unit,
 )
 from builder.kernels.dtypes import DTYPES, METAL_TYPES
+from builder.kernels.headers import header_closure
 from builder.kernels.naming import FAMILIES, ParsedName, format_host_name, parse_host_name
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Instantiation",
     "ParsedName",
     "format_host_name",
+    "header_closure",
     "load_catalog",
     "parse_host_name",
     "render_translation_unit",

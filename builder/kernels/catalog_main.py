@@ -1,8 +1,9 @@
 """``python -m builder.kernels.catalog``: the catalog for CMake, without Click or rich.
 
 CMake runs this at configure time to learn what to build: ``names`` prints host names (one per
-line, or a CMake list), ``write-aot`` writes instantiation sources (one family per file, split
-into chunks) and prints their paths. Files are rewritten only when their bytes change, so an
+line, or a CMake list), ``headers`` the project headers the selected families need (relative to
+metal_src, dependencies first), ``write-aot`` writes instantiation sources (one family per file,
+split into chunks) and prints their paths. Files are rewritten only when their bytes change, so an
 unchanged catalog does not trigger a rebuild.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from builder.errors import BuilderError
 from builder.kernels.catalog import Instantiation, load_catalog, render_translation_unit
+from builder.kernels.headers import header_closure
 
 __all__ = ["main", "write_aot_sources"]
 
@@ -45,7 +47,7 @@ def write_aot_sources(
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run one action, print results for CMake; 2 on a bad catalog or selection."""
     parser = argparse.ArgumentParser(prog="python -m builder.kernels.catalog", allow_abbrev=False)
-    parser.add_argument("action", choices=["names", "write-aot"])
+    parser.add_argument("action", choices=["names", "headers", "write-aot"])
     parser.add_argument(
         "--source-dir", type=Path, default=None, help="kernel tree (default: bundled)"
     )
@@ -63,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.action == "names":
         lines = [inst.host_name for inst in items]
+    elif args.action == "headers":
+        lines = []
+        for header in dict.fromkeys(inst.header for inst in items):
+            lines += [h for h in header_closure(catalog.source_dir, header) if h not in lines]
     else:
         if args.out_dir is None:
             parser.error("write-aot needs --out-dir")

@@ -15,6 +15,7 @@ from builder.kernels import (
     METAL_TYPES,
     CatalogError,
     ParsedName,
+    header_closure,
     load_catalog,
     parse_host_name,
     render_translation_unit,
@@ -191,7 +192,22 @@ def test_headers_follow_the_include_rules() -> None:
             else:
                 assert target.startswith("metal_"), f"{header}: <{target}>"
     for family in load_catalog().families.values():
-        assert (root / family.header).is_file()
+        closure = header_closure(root, family.header)
+        assert closure[-1] == family.header
+        assert "common/defines.h" in closure
+        assert not any(h.startswith("shim") for h in closure)
+
+
+def test_header_closure_reports_a_missing_include(tmp_path: Path) -> None:
+    (tmp_path / "fam").mkdir()
+    (tmp_path / "fam" / "a.h").write_text('#pragma once\n#include "fam/b.h"\n')
+    (tmp_path / "fam" / "b.h").write_text(
+        '#pragma once\n#include <metal_stdlib>\n#include "fam/a.h"\n'
+    )
+    assert header_closure(tmp_path, "fam/a.h") == ["fam/b.h", "fam/a.h"]  # cycles end
+    (tmp_path / "fam" / "b.h").write_text('#include "common/nope.h"\n')
+    with pytest.raises(UsageError, match="'common/nope.h' not found .included from fam/b.h"):
+        header_closure(tmp_path, "fam/a.h")
 
 
 def test_catalog_main_for_cmake(
@@ -218,6 +234,11 @@ def test_catalog_main_for_cmake(
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in paths} == first  # untouched
     lines = sum(p.read_text().count("instantiate_kernel(") for p in paths)
     assert lines == catalog_counter(raw, ["binary", "arange"])
+
+    assert catalog_main(["headers", "--kernels", "softmax,unary"]) == 0
+    headers = capsys.readouterr().out.split()
+    assert headers.index("common/defines.h") < headers.index("softmax/softmax.h")
+    assert len(headers) == len(set(headers)) and "unary/unary_ops.h" in headers
 
     assert catalog_main(["names", "--dtypes", "float64"]) == 2
     assert "unknown dtype" in capsys.readouterr().err
