@@ -1,0 +1,147 @@
+"""``python -m builder.build.manifest``: write ``manifest.json`` at the root of a build directory.
+
+CMake runs this at build time, after the metallib and the host JIT library exist, so every byte
+count in the manifest was measured on the real outputs. Inputs: the configure-time build config
+(options, toolchain identity), the AOT plan (host names per generated source) and the JIT
+generator's ``embed.json``. Output is deterministic: catalog order, paths relative to the build
+directory (kernel headers relative to the kernel tree), no timestamps. The size report reads it (docs/report-schema.md); docs/build.md lists every field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCHEMA", "build_manifest", "main"]
+
+SCHEMA = 1
+
+
+def _rel(path: str | os.PathLike[str], base: Path) -> str:
+    """``path`` relative to ``base`` with '/' separators (absolute when on another drive)."""
+    try:
+        return Path(os.path.relpath(path, base)).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _load(path: Path | None) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path else None
+
+
+def _aot_families(plan: dict[str, Any], build_dir: Path, metallib: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for fam in plan["families"]:
+        chunks = fam["chunks"]
+        airs = [
+            _rel(Path(c["source"]).parent.parent / "air" / (Path(c["source"]).stem + ".air"),
+                 build_dir)
+            for c in chunks
+        ]  # fmt: skip
+        out[fam["name"]] = {
+            "name": fam["name"],
+            "mode": "aot",
+            "sources": [fam["header"]],
+            "generated_sources": [_rel(c["source"], build_dir) for c in chunks],
+            "host_names": [n for c in chunks for n in c["host_names"]],
+            "outputs": [*airs, metallib],
+            "generated_bytes": sum(int(c["bytes"]) for c in chunks),
+            "embedded_bytes": 0,
+        }
+    return out
+
+
+def _jit_families(embed: dict[str, Any], build_dir: Path, embed_path: Path,
+                  host_library: str | None) -> dict[str, Any]:  # fmt: skip
+    out: dict[str, Any] = {}
+    for fam in embed["families"]:
+        headers = [str(h) for h in fam.get("headers", [])]
+        outputs = [_rel(embed_path.parent / h, build_dir) if not os.path.isabs(h) else
+                   _rel(h, build_dir) for h in fam.get("generated", [])]  # fmt: skip
+        out[fam["name"]] = {
+            "name": fam["name"],
+            "mode": "jit",
+            "sources": headers,
+            "generated_sources": outputs,
+            "host_names": list(fam.get("host_names", [])),
+            "outputs": [*outputs, *([host_library] if host_library else [])],
+            "generated_bytes": int(fam.get("source_bytes", 0)),
+            "embedded_bytes": int(fam.get("embedded_bytes", 0)),
+        }
+    return out
+
+
+def _file(path: str | None, build_dir: Path) -> dict[str, Any] | None:
+    if not path:
+        return None
+    return {"path": _rel(path, build_dir), "bytes": Path(path).stat().st_size}
+
+
+def build_manifest(
+    build_dir: Path,
+    config: dict[str, Any],
+    plan: dict[str, Any] | None = None,
+    metallib: str | None = None,
+    embed: dict[str, Any] | None = None,
+    embed_path: Path | None = None,
+    host_library: str | None = None,
+) -> dict[str, Any]:
+    """The manifest as a dict (see module docstring); families in the config's family order."""
+    metallib_rel = _rel(metallib, build_dir) if metallib else None
+    host_rel = _rel(host_library, build_dir) if host_library else None
+    families: dict[str, Any] = {}
+    if plan is not None and metallib_rel is not None:
+        families.update(_aot_families(plan, build_dir, metallib_rel))
+    if embed is not None and embed_path is not None:
+        families.update(_jit_families(embed, build_dir, embed_path, host_rel))
+    order = list(config.get("families", [])) or list(families)
+    ordered = [families[n] for n in order if n in families]
+    ordered += [f for n, f in families.items() if n not in order]
+    return {
+        "schema": SCHEMA,
+        "generator": config.get("generator", "metallib-builder"),
+        "options": config.get("options", {}),
+        "toolchain": config.get("toolchain"),
+        "metallib": metallib_rel,
+        "host_library": host_rel,
+        "compressed": bool(embed.get("compressed", False)) if embed else False,
+        "files": {
+            "metallib": _file(metallib, build_dir),
+            "host_library": _file(host_library, build_dir),
+        },
+        "families": ordered,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m builder.build.manifest", allow_abbrev=False)
+    parser.add_argument("--build-dir", type=Path, required=True)
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--aot-plan", type=Path)
+    parser.add_argument("--metallib")
+    parser.add_argument("--embed", type=Path)
+    parser.add_argument("--host-library")
+    args = parser.parse_args(argv)
+    manifest = build_manifest(
+        args.build_dir.resolve(),
+        _load(args.config) or {},
+        _load(args.aot_plan),
+        args.metallib,
+        _load(args.embed),
+        args.embed,
+        args.host_library,
+    )
+    # Always written (not only on change): Ninja must see the output newer than its inputs.
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
