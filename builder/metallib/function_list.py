@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
 from builder.metallib.model import FunctionEntry
@@ -20,7 +20,7 @@ from builder.metallib.structs import MIN_ENTRY_SIZE, U32, Span, read_u32, walk_t
 if TYPE_CHECKING:
     from builder.metallib.reader import Metallib
 
-__all__ = ["parse_function_list"]
+__all__ = ["FunctionColumns", "FunctionTable", "parse_function_list"]
 
 _NAME_HEAD = struct.Struct("<4sH")
 # Fixed-width tags: code -> (payload length, struct format of the payload, values it yields).
@@ -140,7 +140,7 @@ class _Shape:
         return cls(tail)
 
 
-def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
+def parse_function_list(lib: Metallib) -> FunctionTable:
     """Parse and check every entry of ``lib``'s function list."""
     h = lib.header
     start = h.function_list.offset
@@ -200,21 +200,68 @@ def parse_function_list(lib: Metallib) -> list[FunctionEntry]:
         pos += size
     if pos != limit:
         raise MetallibFormatError(start + pos, f"function list entries end at {start + pos}, header says {end}")
-    return _resolve(lib, fields, entries, (buf, start))
+    return FunctionTable(lib, fields, entries, (buf, start))
 
 
-def _resolve(
-    lib: Metallib, fields: list[_Fields], entries: list[tuple[int, int]], function_list: tuple[bytes, int]
-) -> list[FunctionEntry]:
-    h = lib.header
-    public = _chunk_spans(fields, entries, PUB, h.public_metadata, "public metadata")
-    private = _chunk_spans(fields, entries, PRIV, h.private_metadata, "private metadata")
-    reflection = _reflection_spans(lib, fields, entries)
-    bc_off, bc_size = h.bitcode
-    functions = []
+class FunctionColumns(NamedTuple):
+    """Per-function names and piece sizes as parallel lists: what a size report sums."""
+
+    names: list[str]
+    types: list[int | None]
+    entry_bytes: list[int]
+    public_md_bytes: list[int]
+    private_md_bytes: list[int]
+    module_bytes: list[int]
+    reflection_bytes: list[int]
+
+
+class FunctionTable:
+    """The checked parse of a function list; entries and columns are built from it on demand."""
+
+    def __init__(
+        self, lib: Metallib, fields: list[_Fields], entries: list[tuple[int, int]],
+        function_list: tuple[bytes, int],
+    ) -> None:  # fmt: skip
+        h = lib.header
+        self.fields = fields
+        self.entries = entries
+        self.function_list = function_list
+        self.public = _chunk_spans(fields, entries, PUB, h.public_metadata, "public metadata")
+        self.private = _chunk_spans(fields, entries, PRIV, h.private_metadata, "private metadata")
+        self.reflection = _reflection_spans(lib, fields, entries)
+        self.modules = _module_spans(fields, entries, h.bitcode)
+
+    def functions(self) -> list[FunctionEntry]:
+        make = FunctionEntry
+        function_list = self.function_list
+        return [
+            make(index, f[NAME], f[TYPE], entry, function_list, f[HASH_AT], pub, priv, mod, refl,
+                 f[VERSION], (f[OFFT_AT], f[RFLT_AT]))
+            for index, (f, entry, pub, priv, mod, refl) in enumerate(
+                zip(self.fields, self.entries, self.public, self.private, self.modules, self.reflection)
+            )
+        ]  # fmt: skip
+
+    def columns(self) -> FunctionColumns:
+        second = operator.itemgetter(1)
+        return FunctionColumns(
+            names=[f[NAME] for f in self.fields],
+            types=[f[TYPE] for f in self.fields],
+            entry_bytes=list(map(second, self.entries)),
+            public_md_bytes=list(map(second, self.public)),
+            private_md_bytes=list(map(second, self.private)),
+            module_bytes=list(map(second, self.modules)),
+            reflection_bytes=list(map(second, self.reflection)),
+        )
+
+
+def _module_spans(
+    fields: list[_Fields], entries: list[tuple[int, int]], bitcode: Span
+) -> list[tuple[int, int]]:
+    bc_off, bc_size = bitcode
+    spans = []
     module_end = 0
     count = len(fields)
-    make = FunctionEntry
     for index, f in enumerate(fields):
         module_off = f[MOD]
         mdsz = f[MDSZ]
@@ -232,12 +279,8 @@ def _resolve(
                 f"function {f[NAME]!r}: module at {module_off} overlaps the previous one (ends at {module_end})",
             )
         module_end = module_off + mdsz
-        functions.append(
-            make(index, f[NAME], f[TYPE], entries[index], function_list, f[HASH_AT], public[index],
-                 private[index], (bc_off + module_off, mdsz), reflection[index], f[VERSION],
-                 (f[OFFT_AT], f[RFLT_AT]))
-        )  # fmt: skip
-    return functions
+        spans.append((bc_off + module_off, mdsz))
+    return spans
 
 
 def _chunk_spans(

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from builder.metallib.errors import MetallibError, MetallibFormatError
-from builder.metallib.function_list import parse_function_list
+from builder.metallib.function_list import FunctionColumns, FunctionTable, parse_function_list
 from builder.metallib.model import ExtensionTag, FunctionEntry, Header, Region
 from builder.metallib.structs import (
     HEADER_SIZE,
@@ -98,6 +98,7 @@ class Metallib:
     def close(self) -> None:
         """Release the memory map (deferred to the last live slice, if any)."""
         self.__dict__.pop("functions", None)
+        self.__dict__.pop("_table", None)
         try:
             self.data.release()
             if isinstance(self._buffer, mmap.mmap):
@@ -229,9 +230,18 @@ class Metallib:
 
     # -- functions ------------------------------------------------------------------------------
     @cached_property
+    def _table(self) -> FunctionTable:
+        return parse_function_list(self)
+
+    @cached_property
     def functions(self) -> list[FunctionEntry]:
         """Every function-list entry, in file order (parsed on first use)."""
-        return parse_function_list(self)
+        return self._table.functions()
+
+    def columns(self) -> FunctionColumns:
+        """Names and piece sizes as parallel lists, without building a ``FunctionEntry`` each
+        (the fast path for size reports); same order and checks as ``functions``."""
+        return self._table.columns()
 
     def module_bytes(self, function: FunctionEntry) -> memoryview:
         """The function's module as stored (Darwin bitcode wrapper + bitcode + zero padding)."""
