@@ -23,6 +23,7 @@ METAL_TYPES: dict[str, str] = {
     "float16": "half",
     "bfloat16": "bfloat16_t",
     "float32": "float",
+    "complex64": "complex64_t",
 }
 
 DTYPES: tuple[str, ...] = tuple(METAL_TYPES)

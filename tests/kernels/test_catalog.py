@@ -247,7 +247,7 @@ def test_catalog_main_for_cmake(
 def test_dtype_vocabulary_is_fixed(raw) -> None:
     assert DTYPES == (
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "bfloat16", "float32",
+        "float16", "bfloat16", "float32", "complex64",
     )  # fmt: skip
     for members in raw["dtype_sets"].values():
         assert set(members) <= set(DTYPES)

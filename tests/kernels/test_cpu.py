@@ -367,3 +367,24 @@ def test_bfloat16_paths(cpu: CpuRunner) -> None:
         33,
     )[2]
     np.testing.assert_array_equal(lt, xv < xv[::-1])
+
+
+def test_complex64(cpu: CpuRunner) -> None:
+    a = (RNG.uniform(-2, 2, 24) + 1j * RNG.uniform(-2, 2, 24)).astype(np.complex64)
+    b = (RNG.uniform(-2, 2, 24) + 1j * RNG.uniform(-2, 2, 24)).astype(np.complex64)
+    b[3] = 1e-30 + 4j  # Smith's division: a tiny real part is no problem
+    for op, reference in [("mul", np.multiply), ("div", np.divide), ("sub", np.subtract)]:
+        np.testing.assert_allclose(
+            binary(cpu, f"binary_vv_{op}_complex64", a, b), reference(a, b), rtol=1e-5
+        )
+    b[::2] = a[::2]
+    np.testing.assert_array_equal(binary(cpu, "binary_vv_eq_complex64", a, b, np.bool_), a == b)
+    np.testing.assert_allclose(unary(cpu, "unary_v_square_complex64", a), a * a, rtol=1e-5)
+    out = cpu.run("copy_v_complex64_float16", [a, np.zeros(24, np.float16), size(24), TID], 24)[1]
+    np.testing.assert_array_equal(out, a.real.astype(np.float16))
+    out = cpu.run(
+        "copy_v_int16_complex64",
+        [np.arange(-3, 3, dtype=np.int16), np.zeros(6, np.complex64), size(6), TID],
+        6,
+    )
+    np.testing.assert_array_equal(out[1], np.arange(-3, 3).astype(np.complex64))

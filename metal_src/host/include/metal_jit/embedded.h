@@ -1,0 +1,54 @@
+// The data layout shared by the generated family sources and the registry (not for apps).
+//
+// Each family's generated translation unit (python -m builder.jit family) defines one
+// `Family`: its preamble as an ordered list of pieces (raw text, or zlib streams when the
+// library is built with COMPRESS), and its kernels in catalog order with a by-name permutation
+// for binary search. A generated index (written by CMake) lists the families of the library.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#ifndef METAL_JIT_NAMESPACE
+#define METAL_JIT_NAMESPACE metal_jit
+#endif
+
+namespace METAL_JIT_NAMESPACE {
+namespace detail {
+
+// One stored array. Text pieces hold `raw_size` bytes plus a NUL; compressed ones hold a zlib
+// stream of `size` bytes that inflates to `raw_size` bytes.
+struct Piece {
+  const void* data;
+  std::uint32_t size;
+  std::uint32_t raw_size;
+  bool compressed;
+};
+
+// One registry entry; its instantiation line is  <line_head><host_name>", <args>)
+struct Kernel {
+  const char* host_name;
+  const char* args;
+};
+
+struct Family {
+  const char* name;
+  const char* line_head;  // e.g.  instantiate_kernel("
+  const Piece* pieces;
+  std::uint32_t piece_count;
+  std::uint32_t preamble_size;  // bytes of the assembled preamble
+  const Kernel* kernels;        // catalog order; nullptr when the selection left none
+  std::uint32_t kernel_count;
+  const std::uint32_t* by_name;  // kernel indices sorted by host name (bytewise)
+};
+
+struct FamilyTable {
+  const Family* const* items;
+  std::size_t count;
+};
+
+// Defined by the generated index source.
+const FamilyTable& family_table();
+
+}  // namespace detail
+}  // namespace METAL_JIT_NAMESPACE

@@ -1,0 +1,224 @@
+// Registry of embedded kernel sources: assembly of preambles from pieces, lookup by host name,
+// and the C API the Python binding loads.
+//
+// Preambles are assembled lazily, once per family (std::call_once), so a lookup costs one
+// binary search per family plus one string copy; the assembled text stays alive for the
+// library's lifetime, which is what lets preamble() return a string_view.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "metal_jit/embedded.h"
+#include "metal_jit/registry.h"
+
+#if METAL_JIT_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+namespace METAL_JIT_NAMESPACE {
+namespace {
+
+using detail::Family;
+using detail::Kernel;
+using detail::Piece;
+
+struct Slot {
+  std::once_flag once;
+  std::string text;
+  bool ok = false;
+};
+
+Slot* slots() {
+  static const std::unique_ptr<Slot[]> table(new Slot[detail::family_table().count + 1]);
+  return table.get();
+}
+
+bool append_piece(const Piece& piece, std::string& out) {
+  if (!piece.compressed) {
+    out.append(static_cast<const char*>(piece.data), piece.raw_size);
+    return true;
+  }
+#if METAL_JIT_HAVE_ZLIB
+  const std::size_t start = out.size();
+  out.resize(start + piece.raw_size);
+  uLongf len = piece.raw_size;
+  int rc = uncompress(reinterpret_cast<Bytef*>(&out[start]), &len,
+                      static_cast<const Bytef*>(piece.data), piece.size);
+  return rc == Z_OK && len == piece.raw_size;
+#else
+  return false;  // built without zlib: compressed data cannot be inflated
+#endif
+}
+
+// The family's assembled preamble, or nullptr if a piece failed to inflate.
+const std::string* assembled(std::size_t index) {
+  Slot& slot = slots()[index];
+  std::call_once(slot.once, [&slot, index] {
+    const Family& family = *detail::family_table().items[index];
+    slot.text.reserve(family.preamble_size);
+    bool ok = true;
+    for (std::uint32_t i = 0; i < family.piece_count && ok; ++i) {
+      ok = append_piece(family.pieces[i], slot.text);
+    }
+    slot.ok = ok && slot.text.size() == family.preamble_size;
+  });
+  return slot.ok ? &slot.text : nullptr;
+}
+
+std::ptrdiff_t family_index(std::string_view name) {
+  const auto& table = detail::family_table();
+  for (std::size_t i = 0; i < table.count; ++i) {
+    if (name == table.items[i]->name) return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
+
+struct Found {
+  std::size_t family;
+  const Kernel* kernel;
+};
+
+// Binary search in each family's by-name permutation (families are few).
+bool find_kernel(std::string_view host_name, Found& found) {
+  const auto& table = detail::family_table();
+  for (std::size_t f = 0; f < table.count; ++f) {
+    const Family& family = *table.items[f];
+    std::uint32_t lo = 0, hi = family.kernel_count;
+    while (lo < hi) {
+      std::uint32_t mid = lo + (hi - lo) / 2;
+      const Kernel& k = family.kernels[family.by_name[mid]];
+      int cmp = std::string_view(k.host_name).compare(host_name);
+      if (cmp == 0) {
+        found = {f, &k};
+        return true;
+      }
+      if (cmp < 0) lo = mid + 1; else hi = mid;
+    }
+  }
+  return false;
+}
+
+enum class Status { ok = 0, unknown = 1, corrupt = 2 };
+
+Status build_source(std::string_view host_name, std::string& out) {
+  Found found{};
+  if (!find_kernel(host_name, found)) return Status::unknown;
+  const std::string* text = assembled(found.family);
+  if (text == nullptr) return Status::corrupt;
+  const Family& family = *detail::family_table().items[found.family];
+  std::string_view args(found.kernel->args);
+  out.reserve(text->size() + std::strlen(family.line_head) + host_name.size() + args.size() + 5);
+  out.append(*text);
+  out.append(family.line_head).append(host_name).append("\", ").append(args).append(")\n");
+  return Status::ok;
+}
+
+}  // namespace
+
+std::string_view preamble(std::string_view family) {
+  std::ptrdiff_t index = family_index(family);
+  const std::string* text = index < 0 ? nullptr : assembled(static_cast<std::size_t>(index));
+  return text ? std::string_view(*text) : std::string_view();
+}
+
+std::optional<std::string> source_for(std::string_view host_name) {
+  std::string out;
+  if (build_source(host_name, out) != Status::ok) return std::nullopt;
+  return out;
+}
+
+std::string_view family_of(std::string_view host_name) {
+  Found found{};
+  if (!find_kernel(host_name, found)) return {};
+  return detail::family_table().items[found.family]->name;
+}
+
+std::size_t kernel_count() {
+  std::size_t n = 0;
+  const auto& table = detail::family_table();
+  for (std::size_t f = 0; f < table.count; ++f) n += table.items[f]->kernel_count;
+  return n;
+}
+
+std::string_view kernel_name(std::size_t index) {
+  const auto& table = detail::family_table();
+  for (std::size_t f = 0; f < table.count; ++f) {
+    const Family& family = *table.items[f];
+    if (index < family.kernel_count) return family.kernels[index].host_name;
+    index -= family.kernel_count;
+  }
+  return {};
+}
+
+std::size_t family_count() { return detail::family_table().count; }
+
+std::string_view family_name(std::size_t index) {
+  const auto& table = detail::family_table();
+  return index < table.count ? std::string_view(table.items[index]->name) : std::string_view();
+}
+
+}  // namespace METAL_JIT_NAMESPACE
+
+namespace mj = METAL_JIT_NAMESPACE;
+
+extern "C" {
+
+std::size_t mbjit_count(void) { return mj::kernel_count(); }
+
+const char* mbjit_name(std::size_t index) {
+  std::string_view name = mj::kernel_name(index);
+  return name.empty() ? nullptr : name.data();  // host names are NUL-terminated literals
+}
+
+const char* mbjit_family(const char* host_name) {
+  if (host_name == nullptr) return nullptr;
+  std::string_view family = mj::family_of(host_name);
+  return family.empty() ? nullptr : family.data();
+}
+
+int mbjit_source(const char* host_name, char** out, std::size_t* len) {
+  if (host_name == nullptr || out == nullptr) return 1;
+  std::string text;
+  auto status = mj::build_source(host_name, text);
+  if (status != mj::Status::ok) return static_cast<int>(status);
+  char* buffer = static_cast<char*>(std::malloc(text.size() + 1));
+  if (buffer == nullptr) return 2;
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+  *out = buffer;
+  if (len != nullptr) *len = text.size();
+  return 0;
+}
+
+void mbjit_free(char* text) { std::free(text); }
+
+std::size_t mbjit_family_count(void) { return mj::family_count(); }
+
+const char* mbjit_family_name(std::size_t index) {
+  std::string_view name = mj::family_name(index);
+  return name.empty() ? nullptr : name.data();
+}
+
+int mbjit_preamble(const char* family, const char** out, std::size_t* len) {
+  if (family == nullptr || out == nullptr) return 1;
+  std::ptrdiff_t index = mj::family_index(family);
+  if (index < 0) return 1;
+  const std::string* text = mj::assembled(static_cast<std::size_t>(index));
+  if (text == nullptr) return 2;
+  *out = text->c_str();
+  if (len != nullptr) *len = text->size();
+  return 0;
+}
+
+int mbjit_compressed(void) {
+  const auto& table = mj::detail::family_table();
+  for (std::size_t f = 0; f < table.count; ++f) {
+    const auto& family = *table.items[f];
+    for (std::uint32_t i = 0; i < family.piece_count; ++i) {
+      if (family.pieces[i].compressed) return 1;
+    }
+  }
+  return 0;
+}
+
+}  // extern "C"
