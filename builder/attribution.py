@@ -26,7 +26,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from operator import add, attrgetter, itemgetter, le, sub
+from operator import add, attrgetter, itemgetter, le
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 if TYPE_CHECKING:
@@ -108,10 +108,12 @@ class Attribution:
 
 def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     """Attribute every byte of ``lib``; see the module docstring for the three placements."""
-    functions = lib.functions
     regions = lib.regions()
     owned = None if verify else _by_sizes(lib, regions)
+    names = lib.columns().names if owned is not None else None
     if owned is None:
+        functions = lib.functions
+        names = list(map(_NAME, functions))
         spans = _piece_spans(functions)
         owned = _fast_path(spans, regions)
         if owned is None:
@@ -134,7 +136,7 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     return Attribution(
         lib.file_size,
         lib.header.format_version_text,
-        list(map(_NAME, functions)),
+        names,
         (entry, public_md, private_md, module, reflection),
         overhead,
     )
@@ -144,25 +146,13 @@ _NAME = attrgetter("name")
 
 
 def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[list[int]]] | None:
-    """Per-function sizes from the reader's cheap accessors; None if a kind overflows its section.
-
-    ``public + private`` is derived as ``total - entry - module - reflection`` so that only one
-    span (the reflection chunk) is materialised per function.
-    """
-    functions = lib.functions
-    entry = list(map(attrgetter("entry_size"), functions))
-    module = list(map(attrgetter("bitcode_bytes"), functions))
-    total = list(map(attrgetter("total_bytes"), functions))
-    if lib.reflection_list is not None:
-        reflection = [0 if span is None else span.size for span in map(_REFLECTION, functions)]
-    else:
-        reflection = [0] * len(functions)
-    public = list(map(attrgetter("public_md"), functions)) if functions else []
-    public_sizes = [span.size for span in public]
-    private = list(map(sub, map(sub, map(sub, map(sub, total, entry), module), reflection),
-                       public_sizes))  # fmt: skip
-    if private and min(private) < 0:
-        return None
+    """Per-function sizes from the reader's columns; None if a kind overflows its section."""
+    columns = lib.columns()
+    entry = columns.entry_bytes
+    public_sizes = columns.public_md_bytes
+    private = columns.private_md_bytes
+    module = columns.module_bytes
+    reflection = columns.reflection_bytes
     h = lib.header
     sections = [
         (h.function_list.offset, entry),
@@ -186,9 +176,6 @@ def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[lis
         if used > regions[where].size:
             return None
     return per_region, [entry, public_sizes, private, module, reflection]
-
-
-_REFLECTION = attrgetter("reflection")
 
 
 def _piece_spans(functions: Sequence[FunctionEntry]) -> list[list[Span | None]]:

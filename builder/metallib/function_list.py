@@ -10,6 +10,7 @@ is copied once (about 2 % of the file); modules, metadata and reflection stay in
 from __future__ import annotations
 
 import operator
+from functools import cached_property
 import struct
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -213,6 +214,8 @@ class FunctionColumns(NamedTuple):
     private_md_bytes: list[int]
     module_bytes: list[int]
     reflection_bytes: list[int]
+    module_offsets: list[int]
+    versions: list[tuple[int, int, int, int] | None]
 
 
 class FunctionTable:
@@ -242,6 +245,7 @@ class FunctionTable:
             )
         ]  # fmt: skip
 
+    @cached_property
     def columns(self) -> FunctionColumns:
         second = operator.itemgetter(1)
         return FunctionColumns(
@@ -252,6 +256,8 @@ class FunctionTable:
             private_md_bytes=list(map(second, self.private)),
             module_bytes=list(map(second, self.modules)),
             reflection_bytes=list(map(second, self.reflection)),
+            module_offsets=list(map(operator.itemgetter(0), self.modules)),
+            versions=[f[VERSION] for f in self.fields],
         )
 
 

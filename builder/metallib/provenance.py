@@ -43,18 +43,18 @@ class Provenance:
 
 def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
     """Read provenance from the header, every VERS tag, and ``sample`` modules spread over the file."""
-    functions = lib.functions
-    air: dict[str, None] = {}
-    msl: dict[str, None] = {}
-    for fn in functions:
-        if fn.version is not None:
-            air.setdefault(f"{fn.version[0]}.{fn.version[1]}")
-            msl.setdefault(f"{fn.version[2]}.{fn.version[3]}")
-    step = max(1, len(functions) // max(sample, 1))
-    chosen = functions[::step][:sample]
+    columns = lib.columns()
+    versions = dict.fromkeys(v for v in columns.versions if v is not None)
+    air = dict.fromkeys(f"{v[0]}.{v[1]}" for v in versions)
+    msl = dict.fromkeys(f"{v[2]}.{v[3]}" for v in versions)
+    count = len(columns.names)
+    step = max(1, count // max(sample, 1))
+    chosen = range(0, count, step)[:sample]
     compilers: dict[str, None] = {}
-    for fn in chosen:
-        match = _IDENT.search(lib.module_bytes(fn))
+    data = lib.data
+    for index in chosen:
+        at = columns.module_offsets[index]
+        match = _IDENT.search(data[at : at + columns.module_bytes[index]])
         if match:
             compilers.setdefault(match.group().decode("ascii"))
     major, minor = lib.header.deployment_target

@@ -241,7 +241,7 @@ class Metallib:
     def columns(self) -> FunctionColumns:
         """Names and piece sizes as parallel lists, without building a ``FunctionEntry`` each
         (the fast path for size reports); same order and checks as ``functions``."""
-        return self._table.columns()
+        return self._table.columns
 
     def module_bytes(self, function: FunctionEntry) -> memoryview:
         """The function's module as stored (Darwin bitcode wrapper + bitcode + zero padding)."""
