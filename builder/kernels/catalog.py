@@ -143,8 +143,9 @@ class Catalog:
     def _select(
         self, families: Iterable[str] | None, dtypes: Iterable[str] | None
     ) -> tuple[list[str], frozenset[str] | None]:
-        names = list(dict.fromkeys(families)) if families is not None else list(self.families)
-        unknown = [n for n in names if n not in self.families]
+        # Catalog order whatever the order asked in, so equal selections give identical builds.
+        asked = list(dict.fromkeys(families)) if families is not None else list(self.families)
+        unknown = [n for n in asked if n not in self.families]
         if unknown:
             raise UsageError(
                 f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} "
@@ -156,7 +157,7 @@ class Catalog:
             bad = sorted(wanted - set(DTYPES))
             if bad:
                 raise UsageError(f"unknown dtype {', '.join(bad)}; valid: {', '.join(DTYPES)}")
-        return names, wanted
+        return [n for n in self.families if n in asked], wanted
 
     def expand(
         self, families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None
