@@ -1,0 +1,74 @@
+"""Per-family bytes of the host JIT library, from its ELF symbol table (pyelftools).
+
+The generator writes one translation unit per family (``<family>.cpp``) whose arrays live in an
+anonymous namespace, so their symbol names do not say which family they belong to; the symbol
+table does: the local symbols of a translation unit follow its ``STT_FILE`` symbol. A symbol is
+therefore counted for a family when it is local to ``<family>.cpp`` or when its name contains
+``family_<family>`` (the exported registry entry). Everything else is ``(other)``: the runtime,
+the shared (deduplicated) pieces merged across families. Sizes are ``st_size`` of defined data and
+function symbols, so they are measured, not estimated; a non-ELF or stripped library gives None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["OTHER", "SymbolSizes", "symbol_sizes"]
+
+OTHER = "(other)"
+
+
+@dataclass(frozen=True)
+class SymbolSizes:
+    """Bytes of defined symbols per family (plus ``OTHER``), and how they were measured."""
+
+    by_family: dict[str, int]
+    method: str
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_family.values())
+
+
+def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
+    """Symbol bytes per family of the ELF file at ``path``; None without pyelftools or symbols."""
+    try:
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+        from elftools.elf.sections import SymbolTableSection
+    except ImportError:
+        return None
+    names = list(families)
+    by_name = [(f, re.compile(rf"family_{re.escape(f)}(?![A-Za-z0-9_])")) for f in names]
+    totals = dict.fromkeys([*names, OTHER], 0)
+    try:
+        with path.open("rb") as fh:
+            elf = ELFFile(fh)
+            table = elf.get_section_by_name(".symtab")
+            method = "pyelftools .symtab"
+            if not isinstance(table, SymbolTableSection):
+                return None
+            unit: str | None = None
+            for sym in table.iter_symbols():
+                kind = sym["st_info"]["type"]
+                if kind == "STT_FILE":
+                    stem = Path(sym.name).stem
+                    unit = stem if stem in totals and stem != OTHER else None
+                    continue
+                if kind not in ("STT_OBJECT", "STT_FUNC") or sym["st_shndx"] == "SHN_UNDEF":
+                    continue
+                size = int(sym["st_size"])
+                if size == 0:
+                    continue
+                owner = OTHER
+                if sym["st_info"]["bind"] == "STB_LOCAL" and unit is not None:
+                    owner = unit
+                else:
+                    owner = next((f for f, rx in by_name if rx.search(sym.name)), OTHER)
+                totals[owner] += size
+    except (OSError, ELFError):
+        return None
+    return SymbolSizes(totals, method)

@@ -1,0 +1,140 @@
+"""Build every variant this machine can build and put their sizes side by side.
+
+Variants (each in ``<build dir>/<name>``):
+
+* ``jit-on``: every selected family JIT (host C++ compiler only);
+* ``jit-off``: every selected family AOT into mlx.metallib (needs the Metal compiler);
+* ``mixed``: the largest families (by instantiation count: binary, copy) JIT, the rest AOT.
+
+A variant that needs the Metal compiler on a machine without one is reported as not built, with
+the reason, instead of failing the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.build.cmake import BuildFailed, BuildSettings
+from builder.build.driver import BuildOutcome, run_build, split_families
+from builder.build.summary import BuildSizes, origins, sizes_to_dict
+from builder.build.toolchain import ToolchainMissing, find_metal_toolchain
+from builder.sizes import human_size
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["MIXED_JIT", "VariantResult", "build_variants", "render_variants", "variants_to_dict"]
+
+MIXED_JIT = ("binary", "copy")
+"""JIT families of the mixed variant: the two with the most instantiations (1,800 and 1,008)."""
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    name: str
+    description: str
+    outcome: BuildOutcome | None
+    reason: str | None
+    """Why it was not built (None when it was)."""
+
+
+def _variant_settings(base: BuildSettings, root: Path) -> list[tuple[str, str, BuildSettings]]:
+    common = replace(base, jit_kernels=())
+    out = [
+        ("jit-on", "every family JIT", replace(common, jit=True, build_dir=root / "jit-on")),
+        ("jit-off", "every family AOT", replace(common, jit=False, build_dir=root / "jit-off")),
+    ]
+    split = split_families(replace(common, jit=False))
+    mixed = tuple(f for f in MIXED_JIT if f in split.aot)
+    if mixed and len(mixed) < len(split.aot):
+        out.append((
+            "mixed", f"{'+'.join(mixed)} JIT, the rest AOT",
+            replace(common, jit=False, jit_kernels=mixed, build_dir=root / "mixed"),
+        ))  # fmt: skip
+    return out
+
+
+def build_variants(
+    base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool = False
+) -> list[VariantResult]:
+    """Build each variant; a missing compiler or a failed build is recorded, not raised."""
+    toolchain = find_metal_toolchain(base.metal_compiler, base.metallib_linker)
+    results = []
+    for name, description, settings in _variant_settings(base, root):
+        if split_families(settings).aot and isinstance(toolchain, ToolchainMissing):
+            why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
+            console.print(f"{name}: not built: {why}", markup=False, highlight=False)
+            results.append(VariantResult(name, description, None, why))
+            continue
+        try:
+            outcome = run_build(settings, jobs=jobs, console=console, verbose=verbose)
+        except BuildFailed as exc:
+            console.print(f"{name}: {exc}", markup=False, highlight=False)
+            results.append(VariantResult(name, description, None, f"build failed: {exc}"))
+            continue
+        results.append(VariantResult(name, description, outcome, None))
+    return results
+
+
+def _cell(sizes: BuildSizes, family: str) -> str:
+    for fam in sizes.families:
+        if fam.name == family:
+            if fam.mode == "aot":
+                return f"aot {human_size(fam.metallib_bytes or 0)}"
+            host = f" / host {human_size(fam.host_bytes)}" if fam.host_bytes is not None else ""
+            return f"jit {human_size(fam.embedded_bytes or 0)} emb{host}"
+    return "-"
+
+
+def _opt(value: int | None) -> str:
+    return "-" if value is None else human_size(value)
+
+
+def render_variants(results: Sequence[VariantResult]) -> str:
+    """Families as rows, variants as columns; totals; then what was not built and why."""
+    built = [r for r in results if r.outcome is not None]
+    lines: list[str] = []
+    if built:
+        families = [f.name for f in built[0].outcome.sizes.families]  # type: ignore[union-attr]
+        head = ["family", *(r.name for r in built)]
+        rows = [[fam, *(_cell(r.outcome.sizes, fam) for r in built)] for fam in families]  # type: ignore[union-attr]
+        sizes = [r.outcome.sizes for r in built]  # type: ignore[union-attr]
+        rows.append(["metallib (file)", *(_opt(s.metallib_bytes) for s in sizes)])
+        rows.append(["host library (file)", *(_opt(s.host_library_bytes) for s in sizes)])
+        rows.append(["embedded (manifest)",
+                     *(_opt(s.embedded_bytes if s.host_library else None) for s in sizes)])  # fmt: skip
+        rows.append(["build time", *(f"{r.outcome.seconds:.1f} s" for r in built)])  # type: ignore[union-attr]
+        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+        fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+        lines += [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*row) for row in rows]
+        lines += ["", "aot = function bytes in mlx.metallib; jit = source bytes embedded in the host "
+                  "library (emb) and its symbol bytes (host)"]  # fmt: skip
+        for r in built:
+            lines += [f"{r.name} ({r.description}):"] + [
+                f"  {line}" for line in origins(r.outcome.sizes)  # type: ignore[union-attr]
+            ]
+    for r in results:
+        if r.outcome is None:
+            lines.append(f"{r.name}: not built: {r.reason}")
+    return "\n".join(lines)
+
+
+def variants_to_dict(results: Sequence[VariantResult]) -> dict[str, Any]:
+    return {
+        "schema": 1,
+        "variants": [
+            {
+                "name": r.name,
+                "description": r.description,
+                "built": r.outcome is not None,
+                "reason": r.reason,
+                "seconds": round(r.outcome.seconds, 3) if r.outcome else None,
+                "sizes": sizes_to_dict(r.outcome.sizes) if r.outcome else None,
+            }
+            for r in results
+        ],
+    }

@@ -1,0 +1,133 @@
+"""``build`` and ``variants``: drive CMake + Ninja, then print what the build produced, measured.
+
+Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); the size summary
+or ``--json`` goes to stdout. Exit 2 before configuring when AOT is asked for without a Metal
+compiler or the selection is bad; exit 1 when the build itself fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["build_command", "variants_command"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _families(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def _common(func: F) -> F:
+    options = [
+        click.option("--kernels", metavar="F,...",
+                     help="Kernel families to build (default: every family in the catalog)."),
+        click.option("--dtypes", metavar="D,...", help="dtypes to instantiate (default: all)."),
+        click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path),
+                     default=Path("build"), show_default=True, help="Build directory."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+                     help="Parallel jobs for Ninja (default: Ninja's choice)."),
+        click.option("--source-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+                     default=None, help="Kernel tree with catalog.json (default: bundled metal_src/)."),
+        click.option("--metal-compiler", metavar="PATH", default=None,
+                     help="Metal compiler for AOT (default: $METAL_COMPILER, then xcrun)."),
+        click.option("--metallib-linker", metavar="PATH", default=None,
+                     help="metallib linker (default: $METALLIB_LINKER, beside the compiler, xcrun)."),
+        click.option("--chunk-size", type=click.IntRange(min=1), default=None,
+                     help="Instantiations per generated AOT source (default 250)."),
+        click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
+        click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON."),
+        click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _settings(**kw: Any) -> Any:
+    from builder.build.cmake import BuildSettings
+    from builder.build.driver import project_source_dir
+
+    return BuildSettings(
+        source_dir=project_source_dir(),
+        build_dir=kw["build_dir"].resolve(),
+        jit=bool(kw.get("jit")),
+        kernels=_families(kw["kernels"]),
+        jit_kernels=_families(kw.get("jit_kernels")),
+        dtypes=_families(kw["dtypes"]),
+        metal_compiler=kw["metal_compiler"],
+        metallib_linker=kw["metallib_linker"],
+        chunk_size=kw["chunk_size"],
+        compress=kw["compress"],
+        kernel_dir=kw["source_dir"].resolve() if kw["source_dir"] else None,
+    )
+
+
+@click.command("build")
+@click.option("--jit/--no-jit", default=False, show_default=True,
+              help="JIT: embed every selected family's source in the host library; "
+              "no JIT: compile them AOT into mlx.metallib (needs the Metal compiler).")  # fmt: skip
+@click.option("--jit-kernels", metavar="F,...",
+              help="Families built JIT whatever --jit says; the other selected ones AOT.")
+@_common
+def build_command(**kw: Any) -> None:
+    """Build the kernel library: AOT into mlx.metallib, JIT into the host library, or mixed.
+
+    \b
+    Examples:
+      metallib-builder build --jit                       # no Metal compiler needed
+      metallib-builder build --kernels unary,binary --dtypes float32,float16
+      metallib-builder build --jit-kernels binary,copy   # mixed: those JIT, the rest AOT
+      METAL_COMPILER=/path/to/metal metallib-builder build --no-jit
+    """
+    from builder.build.driver import run_build
+    from builder.build.summary import render_text, sizes_to_dict
+    from builder.console import stderr_console
+
+    outcome = run_build(
+        _settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"]
+    )
+    stderr_console().print(
+        f"Built {outcome.settings.build_dir} in {outcome.seconds:.1f} s "
+        f"({outcome.edges_run} build steps)", markup=False, highlight=False
+    )
+    if kw["as_json"]:
+        click.echo(json.dumps(sizes_to_dict(outcome.sizes), indent=1))
+    else:
+        click.echo(render_text(outcome.sizes))
+
+
+@click.command("variants")
+@_common
+def variants_command(**kw: Any) -> None:
+    """Build every variant this machine can build and show their sizes side by side.
+
+    \b
+    Variants, each in a subdirectory of --build-dir:
+      jit-on   every family JIT (host C++ compiler only)
+      jit-off  every family AOT into mlx.metallib (needs the Metal compiler)
+      mixed    binary and copy JIT, the rest AOT (needs the Metal compiler)
+    A variant this machine cannot build is listed with the reason; the exit code is 0 when
+    every buildable variant built.
+    """
+    from builder.build.variants import build_variants, render_variants, variants_to_dict
+    from builder.console import stderr_console
+    from builder.errors import CheckFailed
+
+    settings = _settings(**kw)
+    results = build_variants(
+        settings, settings.build_dir, jobs=kw["jobs"], console=stderr_console(),
+        verbose=kw["verbose"],
+    )  # fmt: skip
+    if kw["as_json"]:
+        click.echo(json.dumps(variants_to_dict(results), indent=1))
+    else:
+        click.echo(render_variants(results))
+    failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
+    if failed:
+        raise CheckFailed(f"variant(s) {', '.join(failed)} failed to build")
