@@ -88,7 +88,7 @@ bool find_kernel(std::string_view host_name, Found& found) {
     while (lo < hi) {
       std::uint32_t mid = lo + (hi - lo) / 2;
       const Kernel& k = family.kernels[family.by_name[mid]];
-      int cmp = std::string_view(k.host_name).compare(host_name);
+      int cmp = std::string_view(detail::host_name(family, k)).compare(host_name);
       if (cmp == 0) {
         found = {f, &k};
         return true;
@@ -107,7 +107,7 @@ Status build_source(std::string_view host_name, std::string& out) {
   const std::string* text = assembled(found.family);
   if (text == nullptr) return Status::corrupt;
   const Family& family = *detail::family_table().items[found.family];
-  std::string_view args(found.kernel->args);
+  std::string_view args(detail::args(family, *found.kernel));
   out.reserve(text->size() + std::strlen(family.line_head) + host_name.size() + args.size() + 5);
   out.append(*text);
   out.append(family.line_head).append(host_name).append("\", ").append(args).append(")\n");
@@ -145,7 +145,7 @@ std::string_view kernel_name(std::size_t index) {
   const auto& table = detail::family_table();
   for (std::size_t f = 0; f < table.count; ++f) {
     const Family& family = *table.items[f];
-    if (index < family.kernel_count) return family.kernels[index].host_name;
+    if (index < family.kernel_count) return detail::host_name(family, family.kernels[index]);
     index -= family.kernel_count;
   }
   return {};

@@ -1,0 +1,70 @@
+"""``embed``: kernel headers inlined into a C++ source of run-time preambles (any kernel tree).
+
+Thin command over ``builder.jit.generate.embed_headers``; the generated text is documented in
+docs/jit.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["embed_command"]
+
+
+@click.command(
+    "embed",
+    epilog="""\b
+Examples:
+  metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
+  metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
+      -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --namespace mlx::core::metal
+""",
+)
+@click.argument("headers", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-I", "include_dirs", multiple=True, metavar="DIR",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Directory to resolve quoted includes in (after the including file's own directory), "
+    "in order; repeatable. #line markers name files relative to the first -I that holds them.",
+)
+@click.option(
+    "-D", "defines", multiple=True, metavar="NAME[=VALUE]",
+    help="Emit '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble; "
+    "repeatable.",
+)
+@click.option(
+    "-o", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="The C++ source to write (atomically; left untouched when unchanged).",
+)
+@click.option(
+    "--namespace", default="metal_jit", show_default=True, metavar="NS",
+    help="C++ namespace of the generated functions (nested names like a::b allowed).",
+)  # fmt: skip
+def embed_command(
+    headers: tuple[Path, ...],
+    include_dirs: tuple[Path, ...],
+    defines: tuple[str, ...],
+    output: Path,
+    namespace: str,
+) -> None:
+    """Write a C++ source holding one run-time preamble per HEADER.
+
+    Each preamble is the header with its quoted includes inlined in inclusion order (each file
+    once, with #line markers), angle includes kept for the run-time compiler. No Metal compiler
+    is needed. A quoted include that cannot be found is an error naming the including file and
+    line (exit 2).
+    """
+    from builder.jit.generate import embed_headers, write_if_changed
+
+    text, preambles = embed_headers(headers, include_dirs, defines, namespace)
+    changed = write_if_changed(output, text)
+    files = len({f for p in preambles for f in p.files})
+    click.echo(
+        f"embed: {len(preambles)} preamble(s) from {files} file(s), "
+        f"{sum(len(p.text.encode()) for p in preambles):,} bytes -> {output}"
+        f"{'' if changed else ' (unchanged)'}",
+        file=sys.stderr,
+    )

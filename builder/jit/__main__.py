@@ -1,0 +1,91 @@
+"""``python -m builder.jit``: the JIT generator as CMake calls it (no Click, no rich).
+
+Actions:
+
+``family``  write one catalog family's generated source, facts JSON and depfile
+``merge``   combine the families' facts into the target's embed.json
+``embed``   the standalone generator (same as ``metallib-builder embed``)
+
+Exit status 2 with one ``error:`` line on stderr for any unusable input (missing include, bad
+family): the build fails at that step and says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from builder.errors import BuilderError
+
+__all__ = ["main"]
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v for v in value.replace(";", ",").split(",") if v] if value else None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m builder.jit", allow_abbrev=False)
+    sub = parser.add_subparsers(dest="action", required=True)
+
+    fam = sub.add_parser("family", help="generate one family's source", allow_abbrev=False)
+    fam.add_argument("--source-dir", type=Path, required=True, help="kernel tree root")
+    fam.add_argument("--family", required=True)
+    fam.add_argument("--dtypes", default=None, help="comma-separated dtypes (default: all)")
+    fam.add_argument("--out-dir", type=Path, required=True)
+    fam.add_argument("--depfile", type=Path, default=None)
+    fam.add_argument("--compress", action="store_true")
+    fam.add_argument("--no-dedup", action="store_true")
+
+    merge = sub.add_parser("merge", help="write embed.json", allow_abbrev=False)
+    merge.add_argument("--target", required=True)
+    merge.add_argument("--compress", action="store_true")
+    merge.add_argument("--no-dedup", action="store_true")
+    merge.add_argument("--out", type=Path, required=True)
+    merge.add_argument("facts", nargs="*", type=Path)
+
+    emb = sub.add_parser("embed", help="standalone preamble source", allow_abbrev=False)
+    emb.add_argument("headers", nargs="+")
+    emb.add_argument("-I", dest="include_dirs", action="append", default=[])
+    emb.add_argument("-D", dest="defines", action="append", default=[])
+    emb.add_argument("-o", dest="output", type=Path, required=True)
+    emb.add_argument("--namespace", default="metal_jit")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one action; 0 on success, 2 (one error line) on unusable input."""
+    args = _parser().parse_args(argv)
+    from builder.jit import generate
+
+    try:
+        if args.action == "family":
+            generate.write_family(
+                args.source_dir,
+                args.family,
+                args.out_dir,
+                _split(args.dtypes),
+                compress=args.compress,
+                dedup=not args.no_dedup,
+                depfile=args.depfile,
+            )
+        elif args.action == "merge":
+            facts = [json.loads(p.read_text(encoding="utf-8")) for p in args.facts]
+            merged = generate.merge_facts(args.target, args.compress, not args.no_dedup, facts)
+            generate.write_if_changed(args.out, json.dumps(merged, indent=1) + "\n")
+        else:
+            text, _ = generate.embed_headers(
+                args.headers, args.include_dirs, args.defines, args.namespace
+            )
+            generate.write_if_changed(args.output, text)
+    except BuilderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

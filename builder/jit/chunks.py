@@ -1,0 +1,79 @@
+"""Turning text into C++ source: raw-string pieces under literal limits, byte arrays, names.
+
+Compilers limit string literals: MSVC rejects a single literal piece over 16,380 bytes (C2026)
+and a concatenation over 65,535. Every embedded text is therefore split into pieces of at most
+:data:`LITERAL_LIMIT` bytes, each its own array (never concatenated at compile time), preferably
+at line boundaries and never inside a UTF-8 sequence.
+
+A raw string ``R"d(...)d"`` ends at the first ``)d"``, so the delimiter ``d`` is chosen per piece:
+``mbjit``, else ``mbjit0``, ``mbjit1``, ... — the first whose closing sequence does not occur in
+the text. It depends on the piece alone, so the same piece is spelled the same everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+__all__ = [
+    "LITERAL_LIMIT",
+    "byte_array",
+    "piece_name",
+    "raw_delimiter",
+    "raw_literal",
+    "split_text",
+]
+
+LITERAL_LIMIT = 16_000  # bytes per literal piece: under MSVC's 16,380 (C2026), with margin
+_DELIMITER = "mbjit"
+
+
+def split_text(text: str, limit: int = LITERAL_LIMIT) -> list[str]:
+    """``text`` in pieces of at most ``limit`` UTF-8 bytes, cut after a newline where possible."""
+    if limit < 4:
+        raise ValueError("limit must leave room for one UTF-8 character")
+    data = text.encode("utf-8")
+    pieces: list[str] = []
+    start = 0
+    while len(data) - start > limit:
+        end = data.rfind(b"\n", start, start + limit) + 1
+        if end <= start:  # one line longer than the limit: cut at a character boundary
+            end = start + limit
+            while end > start and (data[end] & 0xC0) == 0x80:
+                end -= 1
+        pieces.append(data[start:end].decode("utf-8"))
+        start = end
+    if start < len(data) or not pieces:
+        pieces.append(data[start:].decode("utf-8"))
+    return pieces
+
+
+def raw_delimiter(text: str) -> str:
+    """The first of ``mbjit``, ``mbjit0``, ``mbjit1``, ... whose ``)d"`` is not in ``text``."""
+    candidate, k = _DELIMITER, 0
+    while f'){candidate}"' in text:
+        candidate, k = f"{_DELIMITER}{k}", k + 1
+    if len(candidate) > 16:  # the language limit; unreachable for any real text
+        raise ValueError("no raw-string delimiter fits this text")
+    return candidate
+
+
+def raw_literal(text: str) -> str:
+    """``text`` as one C++ raw string literal (the caller keeps it under the limit)."""
+    delim = raw_delimiter(text)
+    return f'R"{delim}({text}){delim}"'
+
+
+def byte_array(data: bytes, per_line: int = 24) -> str:
+    """``{0x78, ...}`` initializer for binary data (compressed pieces), wrapped for diffs."""
+    if not data:
+        return "{}"
+    rows = []
+    for k in range(0, len(data), per_line):
+        rows.append("    " + ",".join(f"0x{b:02x}" for b in data[k : k + per_line]) + ",")
+    return "{\n" + "\n".join(rows) + "\n}"
+
+
+def piece_name(text: str, compressed: bool) -> str:
+    """A C++ name derived from the content: equal text means equal name (and definition)."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+    return f"mbjit_{'z' if compressed else 't'}_{digest}"

@@ -1,0 +1,298 @@
+"""Generated C++: preambles stored as pieces, for the host JIT library and for ``embed``.
+
+A preamble is a list of fragments (``builder.jit.preamble``). It is stored as *pieces*: each
+fragment split under the literal limit (``builder.jit.chunks``). Two storage choices are
+measured by ``benchmarks/bench_jit.py``:
+
+- **dedup** (default): a piece is a C++17 ``inline`` variable named after a hash of its text.
+  Every family translation unit defines the pieces it uses; identical pieces (a shared header
+  such as ``common/types.h``) have identical names and definitions, and the linker keeps one
+  copy. Each family stays its own generated file (touching ``unary/unary_ops.h`` regenerates
+  and recompiles only ``unary.cpp``) and the library still stores a shared header once.
+- **no dedup**: a family's whole preamble is split into pieces with internal linkage, so
+  each family carries its own copy of every header it includes.
+
+With compression each piece is zlib-compressed (level 9) into a byte array, and its raw size is
+stored so the run-time side can inflate it in one call.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from builder.jit.chunks import LITERAL_LIMIT, byte_array, piece_name, raw_literal, split_text
+from builder.jit.preamble import Preamble
+
+__all__ = [
+    "Kernel",
+    "StoredPiece",
+    "family_pieces",
+    "render_family",
+    "render_standalone",
+    "storage_bytes",
+    "string_pool_bytes",
+]
+
+ZLIB_LEVEL = 9
+
+
+@dataclass(frozen=True)
+class StoredPiece:
+    """One stored array: its C++ name, the text it holds and the bytes it occupies."""
+
+    name: str
+    text: str
+    data: bytes  # what the array holds: UTF-8 text (+ NUL) or the zlib stream
+    compressed: bool
+    shared: bool  # external (inline) linkage: merged across translation units
+
+    @property
+    def stored_bytes(self) -> int:
+        return len(self.data)
+
+    @property
+    def raw_bytes(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+    def definition(self) -> str:
+        linkage = "inline constexpr" if self.shared else "constexpr"
+        if self.compressed:
+            return f"{linkage} unsigned char {self.name}[] = {byte_array(self.data)};"
+        return f"{linkage} char {self.name}[] = {raw_literal(self.text)};"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One registry entry: the host name and the rest of its instantiation line."""
+
+    host_name: str
+    args: str  # the line is  <macro>("<host_name>", <args>)
+
+
+def family_pieces(
+    preamble: Preamble, *, dedup: bool, compress: bool, limit: int = LITERAL_LIMIT
+) -> list[StoredPiece]:
+    """The pieces that store ``preamble``, in order (their texts concatenate to it)."""
+    texts: list[str] = []
+    if dedup:
+        for fragment in preamble.fragments:
+            texts.extend(split_text(fragment.text, limit))
+    elif compress:
+        texts = [preamble.text]  # byte arrays have no literal limit; one stream compresses best
+    else:
+        texts = split_text(preamble.text, limit)
+    pieces = []
+    for text in texts:
+        raw = text.encode("utf-8")
+        data = zlib.compress(raw, ZLIB_LEVEL) if compress else raw + b"\0"
+        pieces.append(StoredPiece(piece_name(text, compress), text, data, compress, dedup))
+    return pieces
+
+
+def string_pool_bytes(kernels: Sequence[Kernel]) -> int:
+    """Bytes of the registry's string chunks (names and arguments, NULs included)."""
+    chunks, _ = _string_pool([s for k in kernels for s in (k.host_name, k.args)])
+    return sum(len(t.encode("utf-8")) + 1 for chunk in chunks for t in chunk) + len(chunks)
+
+
+def storage_bytes(pieces: Sequence[StoredPiece]) -> int:
+    """Bytes of the distinct arrays among ``pieces`` (a piece used twice is stored once)."""
+    return sum(p.stored_bytes for p in {p.name: p for p in pieces}.values())
+
+
+def _cxx_string(text: str) -> str:
+    """An ordinary string literal; printable ASCII as is, anything else as an octal escape
+    (three digits, so a following digit is never absorbed)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\\\"":
+            out.append("\\" + ch)
+        elif 32 <= code < 127 and ch != "?":  # '?' would risk trigraphs in old modes
+            out.append(ch)
+        else:
+            out += [f"\\{b:03o}" for b in ch.encode("utf-8")]
+    return '"' + "".join(out) + '"'
+
+
+def _string_pool(
+    strings: Sequence[str], limit: int = LITERAL_LIMIT
+) -> tuple[list[list[str]], list[tuple[int, int]]]:
+    """Pack NUL-terminated strings into chunks of at most ``limit`` bytes; (chunk, offset) of
+    each. Offsets instead of pointers: a pointer table in a shared library costs a 24-byte
+    dynamic relocation per entry, more than the strings themselves."""
+    chunks: list[list[str]] = [[]]
+    used = 0
+    refs = []
+    for text in strings:
+        size = len(text.encode("utf-8")) + 1
+        if size > limit:
+            raise ValueError(f"string of {size} bytes exceeds the literal limit")
+        if used + size > limit:
+            chunks.append([])
+            used = 0
+        refs.append((len(chunks) - 1, used))
+        chunks[-1].append(text)
+        used += size
+    return chunks, refs
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def render_family(
+    family: str,
+    preamble: Preamble,
+    pieces: Sequence[StoredPiece],
+    kernels: Sequence[Kernel],
+    line_head: str,
+    origin: str,
+) -> str:
+    """The generated translation unit of one family of the host JIT library.
+
+    Defines ``family_<name>`` (a ``metal_jit::detail::Family``, see
+    ``metal_src/host/include/metal_jit/embedded.h``) in the namespace chosen at build time.
+    """
+    if not _IDENT.match(family):
+        raise ValueError(f"family name {family!r} is not a C++ identifier")
+    out = [
+        f"// Generated by metallib-builder (python -m builder.jit family) from {origin}.",
+        "// Do not edit. Family: " + family,
+        "// Headers (inclusion order): " + ", ".join(preamble.headers),
+        '#include "metal_jit/embedded.h"',
+        "",
+        "namespace METAL_JIT_NAMESPACE {",
+        "namespace detail {",
+        "",
+    ]
+    defined: set[str] = set()
+    for piece in pieces:
+        if piece.name in defined or not piece.shared:
+            continue
+        defined.add(piece.name)
+        out.append(piece.definition())
+    out += ["", "namespace {", ""]
+    for piece in pieces:
+        if piece.name in defined:
+            continue
+        defined.add(piece.name)
+        out.append(piece.definition())
+    out.append("constexpr Piece kPieces[] = {")
+    for piece in pieces:
+        out.append(
+            f"    {{{piece.name}, {piece.stored_bytes}u, {piece.raw_bytes}u, "
+            f"{'true' if piece.compressed else 'false'}}},"
+        )
+    out.append("};")
+    if kernels:
+        chunks, refs = _string_pool([s for k in kernels for s in (k.host_name, k.args)])
+        for index, chunk in enumerate(chunks):
+            out.append(f"constexpr char kStrings{index}[] =")
+            out += [f"    {_cxx_string(text + chr(0))}" for text in chunk]
+            out[-1] += ";"
+        out.append(
+            "constexpr const char* kStrings[] = {"
+            + ", ".join(f"kStrings{i}" for i in range(len(chunks)))
+            + "};"
+        )
+        out.append("constexpr Kernel kKernels[] = {")
+        for k in range(0, len(refs), 2):
+            (nc, no), (ac, ao) = refs[k], refs[k + 1]
+            out.append(f"    {{{nc}, {no}, {ac}, {ao}}},")
+        out.append("};")
+        order = sorted(range(len(kernels)), key=lambda i: kernels[i].host_name.encode())
+        out.append("constexpr std::uint32_t kByName[] = {")
+        for k in range(0, len(order), 16):
+            out.append("    " + ", ".join(str(i) for i in order[k : k + 16]) + ",")
+        out.append("};")
+    preamble_bytes = len(preamble.text.encode("utf-8"))
+    out += [
+        "",
+        "}  // namespace",
+        "",
+        f"extern const Family family_{family};",
+        f"const Family family_{family} = {{",
+        f"    {_cxx_string(family)}, {_cxx_string(line_head)},",
+        f"    kPieces, {len(pieces)}u, {preamble_bytes}u,",
+        f"    {'kStrings' if kernels else 'nullptr'}, {'kKernels' if kernels else 'nullptr'},"
+        f" {len(kernels)}u, {'kByName' if kernels else 'nullptr'}}};",
+        "",
+        "}  // namespace detail",
+        "}  // namespace METAL_JIT_NAMESPACE",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def render_standalone(
+    entries: Sequence[tuple[str, str, Preamble]], namespace: str, origin: str
+) -> str:
+    """A self-contained C++17 source with one preamble per entry ``(name, function, preamble)``.
+
+    For other projects (``metallib-builder embed``): no dependency on our host library. Each
+    preamble is a function returning the assembled text (built once, on first use), and
+    ``preamble(name)`` looks one up by the header name it was made from. Pieces shared between
+    the preambles (common headers) are stored once.
+    """
+    for part in namespace.split("::"):
+        if not _IDENT.match(part):
+            raise ValueError(f"namespace {namespace!r} is not a C++ namespace name")
+    lines = [
+        f"// Generated by metallib-builder embed from {origin}. Do not edit.",
+        "// Each preamble is a header with its quoted includes inlined (each file once, with",
+        "// #line markers); angle includes are left for the run-time compiler. Declarations:",
+        f"//   namespace {namespace} {{",
+    ]
+    lines += [f"//   const std::string& {func}();  // {name}" for name, func, _ in entries]
+    lines += [
+        "//   std::string_view preamble(std::string_view header);  // \"\" if unknown",
+        "//   }",
+        "#include <cstddef>",
+        "#include <initializer_list>",
+        "#include <string>",
+        "#include <string_view>",
+        "",
+        f"namespace {namespace} {{",
+        "namespace {",
+        "",
+    ]
+    per_entry: list[list[StoredPiece]] = []
+    defined: set[str] = set()
+    for _, _, preamble in entries:
+        pieces = family_pieces(preamble, dedup=True, compress=False)
+        per_entry.append(pieces)
+        for piece in pieces:
+            if piece.name not in defined:
+                defined.add(piece.name)
+                lines.append(piece.definition().replace("inline constexpr", "constexpr"))
+    lines += [
+        "",
+        "std::string join(std::initializer_list<std::string_view> parts) {",
+        "  std::string text;",
+        "  std::size_t size = 0;",
+        "  for (std::string_view part : parts) size += part.size();",
+        "  text.reserve(size);",
+        "  for (std::string_view part : parts) text.append(part);",
+        "  return text;",
+        "}",
+        "",
+        "}  // namespace",
+        "",
+    ]
+    for (name, func, _), pieces in zip(entries, per_entry):
+        views = ", ".join(f"{{{p.name}, {p.raw_bytes}u}}" for p in pieces)
+        lines += [
+            f"// {name}",
+            f"const std::string& {func}() {{",
+            f"  static const std::string text = join({{{views}}});",
+            "  return text;",
+            "}",
+            "",
+        ]
+    lines.append("std::string_view preamble(std::string_view header) {")
+    for name, func, _ in entries:
+        lines.append(f"  if (header == {_cxx_string(name)}) return {func}();")
+    lines += ["  return {};", "}", "", f"}}  // namespace {namespace}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,258 @@
+"""The JIT generator's actions: one family's source, the target's embed.json, ``embed``.
+
+CMake runs these at build time through ``python -m builder.jit`` (see ``cmake/MetalJit.cmake``);
+``metallib-builder embed`` calls :func:`embed_headers`. Only the standard library and
+``builder.kernels``/``builder.errors`` are imported, because scikit-build-core runs the generator
+in an isolated build environment without click or rich.
+
+Every output is written atomically and only when its bytes change, so a regenerated but
+identical file does not trigger a recompile (Ninja ``restat``). Depfiles list every file the
+output was made from (catalog, headers, the generator's own modules), so touching a header
+regenerates only the families that embed it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.errors import UsageError
+from builder.jit.codegen import (
+    Kernel,
+    StoredPiece,
+    family_pieces,
+    render_family,
+    render_standalone,
+    string_pool_bytes,
+)
+from builder.jit.preamble import Preamble, inline_preamble
+
+__all__ = [
+    "EMBED_SCHEMA",
+    "FamilySource",
+    "embed_headers",
+    "family_source",
+    "merge_facts",
+    "write_family",
+    "write_if_changed",
+]
+
+EMBED_SCHEMA = 1
+
+
+def write_if_changed(path: Path, data: bytes | str) -> bool:
+    """Atomically replace ``path`` with ``data`` unless it already holds exactly that."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if path.read_bytes() == raw:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; generated files are ordinary files
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+@dataclass(frozen=True)
+class FamilySource:
+    """A family's generated translation unit and the facts measured from it."""
+
+    family: str
+    preamble: Preamble
+    pieces: tuple[StoredPiece, ...]
+    kernels: tuple[Kernel, ...]
+    lines: tuple[str, ...]  # the instantiation lines, catalog order
+    cpp: str
+
+    @property
+    def kernel_bytes(self) -> int:
+        """String data of the registry entries (host names and arguments, NULs included)."""
+        return string_pool_bytes(self.kernels) if self.kernels else 0
+
+    def facts(self) -> dict[str, object]:
+        """Per-family record that :func:`merge_facts` turns into embed.json."""
+        return {
+            "schema": EMBED_SCHEMA,
+            "name": self.family,
+            "headers": list(self.preamble.headers),
+            "host_names": [k.host_name for k in self.kernels],
+            "source_bytes": len(self.preamble.text.encode("utf-8")),
+            "kernel_bytes": self.kernel_bytes,
+            "pieces": [
+                {"name": p.name, "bytes": p.stored_bytes, "raw_bytes": p.raw_bytes,
+                 "shared": p.shared}
+                for p in self.pieces
+            ],
+        }  # fmt: skip
+
+
+def family_source(
+    source_dir: Path,
+    family: str,
+    dtypes: Sequence[str] | None = None,
+    *,
+    compress: bool = False,
+    dedup: bool = True,
+) -> FamilySource:
+    """Inline a catalog family's header and render its translation unit (nothing written)."""
+    from builder.kernels.catalog import INSTANTIATE_MACRO, load_catalog
+
+    catalog = load_catalog(source_dir)
+    items = catalog.expand([family], dtypes)
+    spec = catalog.families[family]
+    preamble = inline_preamble([catalog.source_dir / spec.header], [catalog.source_dir])
+    head = f'{INSTANTIATE_MACRO}("'
+    kernels, lines = [], []
+    for inst in items:
+        line = inst.instantiation_line()
+        prefix = f'{head}{inst.host_name}", '
+        if not (line.startswith(prefix) and line.endswith(")")):
+            raise UsageError(f"{family}: unexpected instantiation line {line!r}")
+        kernels.append(Kernel(inst.host_name, line[len(prefix) : -1]))
+        lines.append(line)
+    pieces = family_pieces(preamble, dedup=dedup, compress=compress)
+    origin = f"{catalog.path.name} and {spec.header}"
+    cpp = render_family(family, preamble, pieces, kernels, head, origin)
+    return FamilySource(family, preamble, tuple(pieces), tuple(kernels), tuple(lines), cpp)
+
+
+def _depfile(target: Path, deps: Iterable[Path]) -> str:
+    def esc(path: Path) -> str:
+        return re.sub(r"([ #$])", r"\\\1", str(path))
+
+    return f"{esc(target)}: " + " \\\n  ".join(esc(d) for d in deps) + "\n"
+
+
+def _generator_files() -> list[Path]:
+    """The modules whose code shapes the output: a change to them must regenerate."""
+    names = ("builder.jit.preamble", "builder.jit.chunks", "builder.jit.codegen",
+             "builder.jit.generate", "builder.kernels.catalog", "builder.kernels.naming",
+             "builder.kernels.dtypes")  # fmt: skip
+    return [Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names]
+
+
+def write_family(
+    source_dir: Path,
+    family: str,
+    out_dir: Path,
+    dtypes: Sequence[str] | None = None,
+    *,
+    compress: bool = False,
+    dedup: bool = True,
+    depfile: Path | None = None,
+) -> FamilySource:
+    """Write ``<out_dir>/<family>.cpp`` and ``<family>.json`` (+ depfile) for the CMake build."""
+    generated = family_source(source_dir, family, dtypes, compress=compress, dedup=dedup)
+    cpp_path = out_dir / f"{family}.cpp"
+    write_if_changed(cpp_path, generated.cpp)
+    facts = json.dumps(generated.facts(), indent=1, sort_keys=True) + "\n"
+    write_if_changed(out_dir / f"{family}.json", facts)
+    if depfile is not None:
+        catalog = Path(os.path.realpath(Path(source_dir) / "catalog.json"))
+        deps = [catalog, *generated.preamble.files, *_generator_files()]
+        write_if_changed(depfile, _depfile(Path(os.path.abspath(cpp_path)), deps))
+    return generated
+
+
+def merge_facts(
+    target: str, compressed: bool, dedup: bool, family_facts: Sequence[dict[str, object]]
+) -> dict[str, object]:
+    """embed.json: per family what it embeds, with pieces shared by families counted once.
+
+    ``embedded_bytes`` of a family counts the string data only it uses (its own pieces and its
+    registry strings); pieces used by several families are listed under ``shared`` and counted
+    once in the top-level ``embedded_bytes``, which is then the library's whole string data.
+    """
+    users: dict[str, list[str]] = {}
+    sizes: dict[str, int] = {}
+    for facts in family_facts:
+        for piece in facts["pieces"]:  # type: ignore[attr-defined]
+            if piece["shared"]:
+                names = users.setdefault(piece["name"], [])
+                if facts["name"] not in names:
+                    names.append(str(facts["name"]))
+                sizes[piece["name"]] = int(piece["bytes"])
+    shared = {name for name, fams in users.items() if len(fams) > 1}
+    families = []
+    for facts in family_facts:
+        pieces = facts["pieces"]
+        own: dict[str, int] = {}
+        common: dict[str, int] = {}
+        for index, piece in enumerate(pieces):  # type: ignore[arg-type]
+            key = piece["name"] if piece["shared"] else f"#{index}"
+            (common if piece["name"] in shared else own)[key] = int(piece["bytes"])
+        families.append({
+            "name": facts["name"],
+            "headers": facts["headers"],
+            "host_names": facts["host_names"],
+            "source_bytes": facts["source_bytes"],
+            "embedded_bytes": sum(own.values()) + int(facts["kernel_bytes"]),  # type: ignore[call-overload]
+            "shared_bytes": sum(common.values()),
+        })  # fmt: skip
+    shared_list = [
+        {"piece": name, "bytes": sizes[name], "families": users[name]}
+        for name in sorted(shared)
+    ]
+    total = sum(int(f["embedded_bytes"]) for f in families)  # type: ignore[call-overload]
+    total += sum(int(s["bytes"]) for s in shared_list)  # type: ignore[call-overload]
+    return {
+        "schema": EMBED_SCHEMA,
+        "target": target,
+        "compressed": compressed,
+        "dedup": dedup,
+        "embedded_bytes": total,
+        "families": families,
+        "shared": shared_list,
+    }
+
+
+def _function_names(names: Sequence[str]) -> list[str]:
+    """C++ function names for preambles: the header's stem, or its whole path when stems clash."""
+
+    def ident(text: str) -> str:
+        out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+        return out if not out[:1].isdigit() else f"_{out}"
+
+    stems = [ident(Path(n).stem) for n in names]
+    full = [ident(str(Path(n).with_suffix(""))) for n in names]
+    return [s if stems.count(s) == 1 else f for s, f in zip(stems, full)]
+
+
+def embed_headers(
+    headers: Sequence[str | os.PathLike[str]],
+    include_dirs: Sequence[str | os.PathLike[str]],
+    defines: Sequence[str] = (),
+    namespace: str = "metal_jit",
+) -> tuple[str, list[Preamble]]:
+    """A standalone C++ source with one preamble per header (``metallib-builder embed``).
+
+    Raises UsageError (IncludeError) for an unresolvable quoted include, naming file and line.
+    """
+    if not headers:
+        raise UsageError("embed needs at least one header")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*", namespace):
+        raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
+    preambles = [inline_preamble([h], include_dirs, defines) for h in headers]
+    names = [p.headers[0] for p in preambles]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"header given twice: {', '.join(duplicates)}")
+    funcs = _function_names(names)
+    entries = list(zip(names, funcs, preambles))
+    return render_standalone(entries, namespace, ", ".join(names)), preambles

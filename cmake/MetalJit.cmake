@@ -1,0 +1,185 @@
+# MetalJit: a host C++ library embedding Metal kernel sources for run-time compilation.
+#
+#   include(MetalJit)
+#   metal_add_jit_library(<target>
+#     SOURCE_DIR <kernel tree root>      # a directory with catalog.json (e.g. metal_src)
+#     FAMILIES <family>...               # catalog families to embed; none = empty registry
+#     [DTYPES <dtype>...]                # dtype selection (default: all)
+#     [COMPRESS]                         # zlib-compress embedded text, inflated at lookup
+#     [NO_DEDUP]                         # store shared headers once per family (benchmarks)
+#     [NAMESPACE <ns>]                   # C++ namespace of the registry (default metal_jit)
+#     [PYTHON <python executable>])      # default: Python_EXECUTABLE, else find_package(Python)
+#
+# For each family a build-time custom command runs `python -m builder.jit family`, which
+# inlines the family header's quoted includes (each file once, #line markers, angle includes
+# kept) into <binary dir>/<target>/<family>.cpp; its depfile lists the headers it read, so
+# touching a header regenerates only the families that embed it, and an unchanged output is
+# not rewritten (no recompile). No Metal compiler is involved. `<target>/embed.json` records
+# what each family embeds (docs/jit.md). The library exposes metal_jit/registry.h (C++ API)
+# and a small C API (mbjit_*) for ctypes.
+#
+# MetalJit needs C++: including it enables the CXX language if the project has not.
+
+include_guard(GLOBAL)
+
+get_property(_metal_jit_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+if(NOT "CXX" IN_LIST _metal_jit_languages)
+  enable_language(CXX)
+endif()
+unset(_metal_jit_languages)
+
+# The generator package (builder/) sits beside cmake/ in a checkout, and two levels up from
+# builder/_data/cmake in an installed wheel. METAL_JIT_PYTHONPATH overrides both.
+set(_METAL_JIT_MODULE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+if(DEFINED METAL_JIT_PYTHONPATH)
+  set(_metal_jit_root "${METAL_JIT_PYTHONPATH}")
+elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../builder/jit/__main__.py")
+  get_filename_component(_metal_jit_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+else()
+  get_filename_component(_metal_jit_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+endif()
+set(METAL_JIT_PYTHONPATH "${_metal_jit_root}" CACHE PATH
+    "Directory holding the builder package that generates JIT sources")
+unset(_metal_jit_root)
+get_filename_component(_METAL_JIT_HOST_DIR "${CMAKE_CURRENT_LIST_DIR}/../metal_src/host" ABSOLUTE)
+
+function(_metal_jit_python out explicit)
+  if(explicit)
+    set(python "${explicit}")
+  elseif(Python_EXECUTABLE)
+    set(python "${Python_EXECUTABLE}")
+  elseif(Python3_EXECUTABLE)
+    set(python "${Python3_EXECUTABLE}")
+  else()
+    find_package(Python 3.10 COMPONENTS Interpreter REQUIRED)
+    set(python "${Python_EXECUTABLE}")
+  endif()
+  set(${out} "${python}" PARENT_SCOPE)
+endfunction()
+
+function(metal_add_jit_library target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "COMPRESS;NO_DEDUP" "SOURCE_DIR;NAMESPACE;PYTHON"
+                        "FAMILIES;DTYPES")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "metal_add_jit_library(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT arg_SOURCE_DIR OR NOT EXISTS "${arg_SOURCE_DIR}/catalog.json")
+    message(FATAL_ERROR
+      "metal_add_jit_library(${target}): SOURCE_DIR '${arg_SOURCE_DIR}' is not a kernel tree "
+      "(no catalog.json)")
+  endif()
+  get_filename_component(source_dir "${arg_SOURCE_DIR}" ABSOLUTE)
+  if(NOT arg_NAMESPACE)
+    set(arg_NAMESPACE metal_jit)
+  endif()
+  if(NOT arg_NAMESPACE MATCHES "^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$")
+    message(FATAL_ERROR "metal_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace")
+  endif()
+  set(families ${arg_FAMILIES})
+  list(REMOVE_DUPLICATES families)
+  foreach(family IN LISTS families)
+    if(NOT family MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+      message(FATAL_ERROR "metal_add_jit_library(${target}): family '${family}' is not a valid name")
+    endif()
+  endforeach()
+  _metal_jit_python(python "${arg_PYTHON}")
+
+  set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
+  file(MAKE_DIRECTORY "${gen_dir}")
+  set(generator "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METAL_JIT_PYTHONPATH}"
+                "${python}" -m builder.jit)
+  set(options "")
+  if(arg_COMPRESS)
+    list(APPEND options --compress)
+  endif()
+  if(arg_NO_DEDUP)
+    list(APPEND options --no-dedup)
+  endif()
+  set(selection "")
+  if(arg_DTYPES)
+    list(JOIN arg_DTYPES "," dtypes)
+    set(selection --dtypes "${dtypes}")
+  endif()
+
+  set(sources "")
+  set(facts "")
+  set(declarations "")
+  set(items "")
+  foreach(family IN LISTS families)
+    add_custom_command(
+      OUTPUT "${gen_dir}/${family}.cpp" "${gen_dir}/${family}.json"
+      COMMAND ${generator} family --source-dir "${source_dir}" --family "${family}"
+              ${selection} --out-dir "${gen_dir}" --depfile "${gen_dir}/${family}.d" ${options}
+      DEPENDS "${source_dir}/catalog.json"
+      DEPFILE "${gen_dir}/${family}.d"
+      WORKING_DIRECTORY "${gen_dir}"
+      COMMENT "Embedding JIT kernel family ${family} (${target})"
+      VERBATIM)
+    list(APPEND sources "${gen_dir}/${family}.cpp")
+    list(APPEND facts "${gen_dir}/${family}.json")
+    string(APPEND declarations "extern const Family family_${family};\n")
+    string(APPEND items "&family_${family}, ")
+  endforeach()
+
+  # The family index is known at configure time; file(CONFIGURE) rewrites it only on change.
+  list(LENGTH families count)
+  if(count EQUAL 0)
+    set(table "static constexpr FamilyTable table{nullptr, 0};")
+  else()
+    set(table "static constexpr FamilyTable table{kItems, ${count}};")
+    string(APPEND declarations "namespace {\nconst Family* const kItems[] = {${items}};\n}  // namespace\n")
+  endif()
+  file(CONFIGURE OUTPUT "${gen_dir}/index.cpp" CONTENT [=[
+// Generated by MetalJit.cmake: the families of this library. Do not edit.
+#include "metal_jit/embedded.h"
+
+namespace METAL_JIT_NAMESPACE {
+namespace detail {
+
+@declarations@
+const FamilyTable& family_table() {
+  @table@
+  return table;
+}
+
+}  // namespace detail
+}  // namespace METAL_JIT_NAMESPACE
+]=] @ONLY)
+
+  add_custom_command(
+    OUTPUT "${gen_dir}/embed.json"
+    COMMAND ${generator} merge --target "${target}" ${options} --out "${gen_dir}/embed.json"
+            ${facts}
+    DEPENDS ${facts}
+    WORKING_DIRECTORY "${gen_dir}"
+    COMMENT "Writing ${target}/embed.json"
+    VERBATIM)
+
+  add_library(${target} SHARED
+    "${_METAL_JIT_HOST_DIR}/registry.cpp" "${gen_dir}/index.cpp" ${sources}
+    "${gen_dir}/embed.json")
+  set_target_properties(${target} PROPERTIES
+    CXX_STANDARD 17
+    CXX_STANDARD_REQUIRED ON
+    CXX_EXTENSIONS OFF
+    POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    METAL_JIT_EMBED_JSON "${gen_dir}/embed.json")
+  target_include_directories(${target} PUBLIC
+    "$<BUILD_INTERFACE:${_METAL_JIT_HOST_DIR}/include>")
+  target_compile_definitions(${target}
+    PUBLIC "METAL_JIT_NAMESPACE=${arg_NAMESPACE}"
+    PRIVATE MBJIT_BUILDING)
+  # Generated sources live in the build tree: keep its path out of the binary so builds in
+  # different directories are byte-identical.
+  target_compile_options(${target} PRIVATE
+    "$<$<CXX_COMPILER_ID:GNU,Clang,AppleClang>:-ffile-prefix-map=${CMAKE_CURRENT_BINARY_DIR}/=>")
+  if(arg_COMPRESS)
+    find_package(ZLIB REQUIRED)
+    target_link_libraries(${target} PRIVATE ZLIB::ZLIB)
+    target_compile_definitions(${target} PRIVATE METAL_JIT_HAVE_ZLIB=1)
+  else()
+    target_compile_definitions(${target} PRIVATE METAL_JIT_HAVE_ZLIB=0)
+  endif()
+endfunction()
