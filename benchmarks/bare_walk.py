@@ -1,6 +1,6 @@
-"""Baseline for the list/report benchmarks: the least a program can do to list a metallib's
-functions. Opens the file, maps it, and walks the function list with ``struct``, reading each
-entry's NAME and MDSZ, then prints the count. No checks, no objects, no output formatting.
+"""Baseline for the list and report benchmarks: the least a program can do to list a metallib's
+functions with their sizes. Maps the file and walks every function-list entry's tags with
+``struct``, keeping NAME, MDSZ and OFFT; no checks, no objects, no output formatting.
 
     python benchmarks/bare_walk.py FILE
 """
@@ -9,21 +9,32 @@ import mmap
 import struct
 import sys
 
+U16 = struct.Struct("<H")
+U32 = struct.Struct("<I")
+U64 = struct.Struct("<Q")
+OFFT = struct.Struct("<QQQ")
+
 with open(sys.argv[1], "rb") as handle:
     data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-count = struct.unpack_from("<I", data, 88)[0]
-pos = 92
-names = []
-sizes = []
+list_offset = U64.unpack_from(data, 24)[0]
+count = U32.unpack_from(data, list_offset)[0]
+pos = list_offset + 4
+rows = []
 for _ in range(count):
-    size = struct.unpack_from("<I", data, pos)[0]
+    size = U32.unpack_from(data, pos)[0]
     at, end = pos + 4, pos + size - 4
+    name, mdsz, offsets = None, 0, None
     while at < end:
-        code, length = struct.unpack_from("<4sH", data, at)
+        code = data[at : at + 4]
+        length = U16.unpack_from(data, at + 4)[0]
+        payload = at + 6
         if code == b"NAME":
-            names.append(data[at + 6 : at + 5 + length].decode())
+            name = data[payload : payload + length - 1].decode()
         elif code == b"MDSZ":
-            sizes.append(struct.unpack_from("<Q", data, at + 6)[0])
-        at += 6 + length
+            mdsz = U64.unpack_from(data, payload)[0]
+        elif code == b"OFFT":
+            offsets = OFFT.unpack_from(data, payload)
+        at = payload + length
+    rows.append((name, mdsz, offsets))
     pos += size
-print(len(names), sum(sizes))
+print(len(rows), sum(row[1] for row in rows))

@@ -17,46 +17,13 @@ happens under ``PYTHONDONTWRITEBYTECODE=1``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-BARE_WALK = r"""
-import mmap, struct, sys
-U32 = struct.Struct("<I"); U16 = struct.Struct("<H"); U64 = struct.Struct("<Q")
-with open(sys.argv[1], "rb") as f:
-    data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-fl_off = U64.unpack_from(data, 24)[0]
-count = U32.unpack_from(data, fl_off)[0]
-pos = fl_off + 4
-rows = []
-for _ in range(count):
-    size = U32.unpack_from(data, pos)[0]
-    p, end = pos + 4, pos + size - 4
-    name = None; mdsz = 0; offt = None
-    while p < end:
-        code = data[p:p + 4]
-        if code in (b"RBUF", b"SARC", b"SBUF"):
-            length = U32.unpack_from(data, p + 4)[0]; payload = p + 8
-        else:
-            length = U16.unpack_from(data, p + 4)[0]; payload = p + 6
-        if code == b"NAME":
-            name = data[payload:payload + length - 1].decode()
-        elif code == b"MDSZ":
-            mdsz = U64.unpack_from(data, payload)[0]
-        elif code == b"OFFT":
-            offt = struct.unpack_from("<QQQ", data, payload)
-        p = payload + length
-    rows.append((name, mdsz, offt))
-    pos += size
-print(len(rows), sum(r[1] for r in rows))
-"""
+from _timing import BENCH, ENV, ROOT
 
 
 def _time_interleaved(
@@ -89,24 +56,20 @@ def main() -> None:
         path = metallibs_from_spec("mlx-metal==0.30.0")[0]
     py = sys.executable
     cases = {
-        "bare struct walk": [py, "-c", BARE_WALK, str(path)],
+        "bare struct walk": [py, str(BENCH / "bare_walk.py"), str(path)],
         "report --format json": [py, "-m", "builder", "report", str(path), "--format", "json"],
         "import builder.cli": [py, "-c", "import builder.cli"],
         "python -c pass": [py, "-c", "pass"],
     }
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cache = tempfile.TemporaryDirectory(prefix="bench-pycache-")
+    env = dict(ENV)
     if args.no_bytecode_cache:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    else:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = cache.name
+        env.pop("PYTHONPYCACHEPREFIX")
     for cmd in cases.values():  # warm the page cache and the bytecode cache
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
     mode = "no bytecode cache" if args.no_bytecode_cache else "bytecode cached"
     print(f"{path} ({path.stat().st_size:,} bytes), {args.runs} interleaved runs, {mode}")
     times = _time_interleaved(cases, args.runs, env)
-    cache.cleanup()
     for label, values in times.items():
         print(
             f"  {label:<22} median {statistics.median(values) * 1000:7.1f} ms"
