@@ -13,6 +13,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+# The PR-comment markdown has its own module (a length bound and sticky marker); re-exported here.
+from builder.pr_comment import compare_markdown
+from builder.report_provenance import provenance_line
 from builder.sizes import human_delta, human_size
 
 if TYPE_CHECKING:
@@ -105,6 +108,7 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
             f"{report.function_count:,} functions, format {report.format_version}; "
             f"grouped by {report.by} ({report.grouping}). Measured in `{_origin(report)}`.\n"
         )
+        parts.append(f"<sub>{provenance_line(report.provenance)}</sub>\n")
         parts.append("| group | functions | size | share | cumulative |")
         parts.append("|---|---:|---:|---:|---:|")
         cumulative = 0
@@ -159,7 +163,8 @@ def report_table(
                 f"{report.source.label}: {human_size(report.file_size)}, "
                 f"{report.function_count:,} functions, by {report.by}"
             ),
-            caption=escape(f"measured in {_origin(report)}; grouping: {report.grouping}"),
+            caption=escape(f"measured in {_origin(report)}; grouping: {report.grouping}\n"
+                           f"{provenance_line(report.provenance)}"),
             title_justify="left",
             caption_justify="left",
         )
@@ -209,7 +214,8 @@ def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: 
         return {"path": src.path, "target": src.target, "kind": src.kind, "wheel": src.wheel,
                 "manifest": src.manifest, "member": src.member, "file_size": report.file_size,
                 "function_count": report.function_count, "format_version": report.format_version,
-                "by": report.by, "grouping": report.grouping}  # fmt: skip
+                "by": report.by, "grouping": report.grouping,
+                "provenance": report.provenance}  # fmt: skip
 
     def fns(rows: Sequence[Any]) -> dict[str, Any]:
         return {"count": len(rows), "bytes": sum(r.bytes for r in rows),
@@ -292,52 +298,6 @@ def _names(rows: Sequence[Any], limit: int) -> str:
     return ", ".join(f"`{r.name}` ({human_size(r.bytes)})" for r in rows[:limit])
 
 
-def compare_markdown(
-    comparison: Comparison, gates: Sequence[GateResult] = (), top: int | None = 15
-) -> str:
-    """A PR comment: headline delta, gate verdicts, per-group table, added/removed functions."""
-    base, head = comparison.base, comparison.head
-    pct = "" if comparison.percent is None else f" ({comparison.percent:+.2f}%)"
-    lines = [
-        "### Metallib size",
-        "",
-        (
-            f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
-            f"{human_size(comparison.head_size)} (`{base.source.label}` → "
-            f"`{head.source.label}`), {base.function_count:,} → {head.function_count:,} functions."
-        ),
-        "",
-    ]
-    for gate in gates:
-        lines.append(f"- {'✅ pass' if gate.passed else '❌ **FAIL**'}: {gate.message}")
-    lines += [f"- note: {note}" for note in comparison.notes]
-    if gates or comparison.notes:
-        lines.append("")
-    lines += [f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"]
-    shown, rest, overhead = _compare_rows(comparison, top)
-    for g in [*shown, *([rest] if rest else []), overhead]:
-        name = g.name if g.overhead or g is rest else f"`{g.name}`"
-        lines.append(f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
-                     f"{human_delta(g.delta)} | {_pct_signed(g.percent)} |")  # fmt: skip
-    lines.append(f"| **total** | {human_size(comparison.base_size)} | "
-                 f"{human_size(comparison.head_size)} | **{human_delta(comparison.delta)}** | "
-                 f"{_pct_signed(comparison.percent)} |")  # fmt: skip
-    lines.append("")
-    for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
-        total = sum(r.bytes for r in rows)
-        lines.append(f"**Functions {label}: {len(rows):,}** ({human_delta(sign * total)})"
-                     + (f"; largest: {_names(rows, 5)}" if rows else ""))  # fmt: skip
-        lines.append("")
-    if comparison.changed:
-        biggest = comparison.changed[:5]
-        lines.append(f"**Functions changed in size: {len(comparison.changed):,}**; largest: "
-                     + ", ".join(f"`{c.name}` ({human_delta(c.delta)})" for c in biggest))  # fmt: skip
-        lines.append("")
-    lines.append(f"<sub>Grouped by {head.by} ({head.grouping}). Measured in base "
-                 f"`{_origin(base)}` and head `{_origin(head)}`.</sub>")  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
 def compare_table(
     comparison: Comparison,
     gates: Sequence[GateResult] = (),
@@ -359,7 +319,9 @@ def compare_table(
             f"{base.source.label} → {head.source.label}: "
             f"{human_delta(comparison.delta)} ({_pct_signed(comparison.percent)})"
         ),
-        caption=escape(f"base: {_origin(base)}\nhead: {_origin(head)}"),
+        caption=escape(f"base: {_origin(base)}\nhead: {_origin(head)}\n"
+                       f"base {provenance_line(base.provenance)}\n"
+                       f"head {provenance_line(head.provenance)}"),
         title_justify="left",
         caption_justify="left",
     )

@@ -105,6 +105,9 @@ class Report:
     """Largest first (ties by name)."""
     overhead: list[OverheadRow]
     jit_families: list[JitFamily] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """What produced the figures: tool version, the library's format/AIR/MSL versions and
+    compiler identity, the build's options (``builder.report_provenance``)."""
 
     @property
     def overhead_bytes(self) -> int:
@@ -141,6 +144,7 @@ def build_report(
     families: Mapping[str, str] | None = None,
     sources: Mapping[str, str] | None = None,
     jit_families: Sequence[JitFamily] = (),
+    provenance: Mapping[str, Any] | None = None,
 ) -> Report:
     """Group an attribution; ``families``/``sources`` come from a build manifest when there is one."""
     names = attribution.names
@@ -165,6 +169,7 @@ def build_report(
         groups=rollup(functions),
         overhead=[OverheadRow(item.name, item.bytes) for item in attribution.overhead],
         jit_families=list(jit_families),
+        provenance=dict(provenance or {}),
     )
 
 
@@ -252,6 +257,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
         "jit_families": [
             {"name": j.name, "embedded_bytes": j.embedded_bytes} for j in report.jit_families
         ],
+        "provenance": report.provenance,
     }
     if functions:
         doc["functions"] = _function_dicts(report)
@@ -311,6 +317,7 @@ def report_from_dict(data: Any, where: str) -> Report:
                 JitFamily(str(j["name"]), _int(j["embedded_bytes"]))
                 for j in data.get("jit_families", [])
             ],
+            provenance=_provenance(data.get("provenance")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"missing or malformed field ({exc})") from None
@@ -320,6 +327,15 @@ def report_from_dict(data: Any, where: str) -> Report:
     if "function_count" in data and data["function_count"] != len(functions):
         raise bad(f"function_count {data['function_count']} but {len(functions)} functions listed")
     return report
+
+
+def _provenance(value: Any) -> dict[str, Any]:
+    """A saved report keeps the provenance of the run that measured it (absent in old reports)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError("'provenance' is not an object")
+    return value
 
 
 def _int(value: Any) -> int:

@@ -58,6 +58,8 @@ class BuildManifest:
     families: list[ManifestFamily]
     metallib: str | None
     """Path of the built metallib relative to the manifest's directory; None if all JIT."""
+    build: dict[str, Any] = field(default_factory=dict)
+    """Options, toolchain and generator as the manifest records them (for report provenance)."""
 
     def family_of(self) -> dict[str, str]:
         """host name -> family, for every AOT family."""
@@ -99,7 +101,9 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
             raise ValueError("'metallib' must be a relative path or null")
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
-    return BuildManifest(where, families, metallib)
+    from builder.report_provenance import manifest_build_facts
+
+    return BuildManifest(where, families, metallib, manifest_build_facts(data, where))
 
 
 def _mode(value: Any) -> str:
@@ -263,17 +267,22 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
     )
     families = manifest.family_of() if manifest else None  # exact: wins over --rules
     sources = manifest.source_of() if manifest else None
+    from builder.report_provenance import build_provenance
+
+    build = manifest.build if manifest else None
     if lib.path is None:
         from builder.attribution import Attribution
 
         return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
-                            jit_families=jit)  # fmt: skip
+                            jit_families=jit, provenance=build_provenance(None, build))  # fmt: skip
     from builder.attribution import attribute
     from builder.metallib import open_metallib
+    from builder.metallib.provenance import library_provenance
 
     with open_metallib(lib.path) as metallib:
         attribution = attribute(metallib)
+        provenance = build_provenance(library_provenance(metallib), build)
     return build_report(
         attribution, source, by=by, rules=rules, families=families, sources=sources,
-        jit_families=jit,
+        jit_families=jit, provenance=provenance,
     )  # fmt: skip

@@ -18,7 +18,7 @@ import click
 __all__ = ["compare_command", "report_command"]
 
 _BY = ("function", "kernel", "dtype", "source")
-_FORMATS = ("table", "json", "csv", "markdown")
+_FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 def _common(func: Any) -> Any:
@@ -33,7 +33,10 @@ def _common(func: Any) -> Any:
                      help="Show the N largest groups and fold the rest into one row "
                           "(default 20 for table/markdown, all for csv/json; 0 = all)."),
         click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table",
-                     show_default=True, help="Output format (JSON and CSV for machines)."),
+                     show_default=True, help="Output format (JSON and CSV for machines; html: a "
+                                             "self-contained treemap page, see docs/html-report.md)."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                     help="Write to FILE (atomically) instead of stdout."),
         click.option("--platform", default=None,
                      help="Wheel platform for PACKAGE==VERSION targets "
                           "[default: macosx_14_0_arm64]."),
@@ -41,6 +44,18 @@ def _common(func: Any) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _emit(text: str, output: str | None) -> None:
+    """Data to stdout, or to ``output`` through a temporary file renamed into place."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from builder.metallib import atomic_output
+
+    with atomic_output(output) as handle:
+        handle.write(text.encode("utf-8"))
+    click.echo(f"wrote {output} ({len(text.encode('utf-8')):,} bytes)", err=True)
 
 
 def _progress(message: str) -> None:
@@ -92,7 +107,13 @@ def _width() -> int:
 @click.argument("target")
 @_common
 def report_command(
-    target: str, by: str, rules: str | None, top: int | None, fmt: str, platform: str | None
+    target: str,
+    by: str,
+    rules: str | None,
+    top: int | None,
+    fmt: str,
+    output: str | None,
+    platform: str | None,
 ) -> None:
     """Show which kernels make a metallib big.
 
@@ -105,20 +126,26 @@ def report_command(
       metallib-builder report mlx-metal==0.30.0
       metallib-builder report build/ --by source
       metallib-builder report mlx.metallib --by dtype --format json > report.json
+      metallib-builder report mlx-metal==0.32.0 --format html -o size.html
     """
     from builder import render
 
     reports = _load(target, by, rules, platform)
     shown = _top(top, fmt)
-    if fmt == "json":
+    if fmt == "html":
+        from builder.html import report_html
+
+        text = report_html(reports)
+    elif fmt == "json":
         text = render.report_json(reports)
     elif fmt == "csv":
         text = render.report_csv(reports, shown)
     elif fmt == "markdown":
         text = render.report_markdown(reports, shown)
     else:
-        text = render.report_table(reports, shown, color=_color(), width=_width())
-    sys.stdout.write(text)
+        text = render.report_table(reports, shown, color=_color() and output is None,
+                                   width=_width())  # fmt: skip
+    _emit(text, output)
 
 
 def _color() -> bool:
@@ -141,6 +168,11 @@ def _color() -> bool:
 @click.option(
     "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
 )
+@click.option(
+    "--warn-only",
+    is_flag=True,
+    help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
+)
 def compare_command(
     base: str,
     head: str,
@@ -148,15 +180,19 @@ def compare_command(
     rules: str | None,
     top: int | None,
     fmt: str,
+    output: str | None,
     platform: str | None,
     max_growth: str | None,
     max_size: str | None,
     fail_on_new_group: bool,
+    warn_only: bool,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
     BASE and HEAD are any two targets (see 'report --help'). Exit codes: 0 all gates pass, 1 a
-    gate failed (the message names it), 2 an input is missing or unusable. With
+    gate failed (the message names it; with --warn-only the verdict is printed and the exit is 0),
+    2 an input is missing or unusable. The markdown is a sticky PR comment: a hidden marker line
+    first, totals, the top groups, collapsed details, always under 60 KB. With
     GITHUB_STEP_SUMMARY set, the markdown is also appended there.
 
     \b
@@ -164,10 +200,12 @@ def compare_command(
       metallib-builder compare mlx-metal==0.29.0 mlx-metal==0.30.0
       metallib-builder compare base/ head/ --max-growth 1% --format markdown
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
+      metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
     """
     from builder import render
     from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
     from builder.errors import CheckFailed
+    from builder.pr_comment import comment_markdown
     from builder.sizes import parse_limit, parse_size
 
     gates = Gates(
@@ -178,28 +216,39 @@ def compare_command(
     pairs = pair_reports(_load(base, by, rules, platform), _load(head, by, rules, platform))
     shown = _top(top, fmt)
     failed: list[str] = []
-    texts, summaries = [], []
+    texts: list[str] = []
+    evaluated = []
     for base_report, head_report in pairs:
         comparison = compare_reports(base_report, head_report)
         for note in comparison.notes:
             click.echo(f"note: {note}", err=True)
         results = evaluate_gates(comparison, gates)
+        evaluated.append((comparison, results))
         failed += [r.message for r in results if not r.passed]
-        markdown = render.compare_markdown(comparison, results, shown if shown else None)
-        summaries.append(markdown)
         if fmt == "json":
             texts.append(render.compare_json(comparison, results))
         elif fmt == "csv":
             texts.append(render.compare_csv(comparison))
-        elif fmt == "markdown":
-            texts.append(markdown)
-        else:
-            texts.append(render.compare_table(comparison, results, shown, color=_color(),
+        elif fmt == "table":
+            texts.append(render.compare_table(comparison, results, shown,
+                                              color=_color() and output is None,
                                               width=_width()))  # fmt: skip
-    sys.stdout.write("".join(texts))
+    markdown = comment_markdown(evaluated, shown)
+    if fmt == "markdown":
+        texts = [markdown]
+    elif fmt == "html":
+        from builder.html import compare_html
+
+        texts = [compare_html(evaluated)]
+    _emit("".join(texts), output)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as handle:
-            handle.write("\n".join(summaries) + "\n")
-    if failed:
+            handle.write(markdown)
+    if failed and warn_only:
+        click.echo("warning: size gate failed (--warn-only: exit 0): " + "; ".join(failed),
+                   err=True)  # fmt: skip
+    elif failed:
         raise CheckFailed("size gate failed: " + "; ".join(failed))
+    elif gates != Gates():
+        click.echo("size gates passed", err=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from builder import __version__
 from builder.cli import main
 from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
 from builder.errors import UsageError
@@ -147,7 +148,7 @@ def test_step_summary(
     assert code == 0
     assert out.startswith("group,")
     text = summary.read_text()
-    assert text.startswith("earlier step\n### Metallib size")
+    assert text.startswith("earlier step\n<!-- metallib-builder:size-comment -->\n### Metallib size")
 
 
 def test_markdown_snapshot(pair: tuple[Path, Path], tmp_path: Path) -> None:
@@ -155,6 +156,7 @@ def test_markdown_snapshot(pair: tuple[Path, Path], tmp_path: Path) -> None:
     comparison = compare_reports(base, head)
     gates = evaluate_gates(comparison, Gates(max_growth=parse_limit("5%"), fail_on_new_group=True))
     text = compare_markdown(comparison, gates).replace(str(tmp_path), "<tmp>")
+    text = text.replace(f"metallib-builder {__version__};", "metallib-builder <version>;")
     if os.environ.get("METALLIB_BUILDER_UPDATE_SNAPSHOTS"):
         SNAPSHOT.write_text(text, encoding="utf-8")
     assert text == SNAPSHOT.read_text(encoding="utf-8")

@@ -1,0 +1,225 @@
+"""The comparison as one sticky pull-request comment: markdown with a hard length bound.
+
+CI bots post one comment per pull request and edit it on every push. This renderer is built for
+that: the first line is a hidden HTML marker (``MARKER``) a CI step searches for to find its own
+comment; the totals and gate verdicts come first; then the top N groups by |delta|; then
+collapsed ``<details>`` sections (added, removed and resized functions, the remaining groups, what
+produced each side). GitHub rejects comments over 65,536 characters, so the whole text is kept
+under ``limit`` UTF-8 bytes (60 KB by default) whatever the input: every row is length-capped and
+each section takes rows only while they fit, then says how many it left out. Pure: data in,
+string out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from builder.report_provenance import provenance_line
+from builder.sizes import human_delta, human_size
+
+if TYPE_CHECKING:
+    from builder.compare import Comparison, GateResult, GroupDelta
+    from builder.report import Report
+
+__all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
+
+MARKER = "<!-- metallib-builder:size-comment -->"
+DEFAULT_LIMIT = 60_000
+"""Bytes; GitHub's limit is 65,536 characters, and a UTF-8 byte count is never smaller."""
+_NAME_CAP = 160
+_LINE_CAP = 600
+_MORE = "| … {n:,} more not shown (see `compare --format json`) |"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8")) + 1  # + newline
+
+
+def _cap(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+def _code(name: str) -> str:
+    """A name as inline code that cannot break a table row (pipes, backticks, newlines)."""
+    clean = _cap(name, _NAME_CAP).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    return f"`{clean}`"
+
+
+def _pct(value: float | None) -> str:
+    return "new" if value is None else f"{value:+.1f}%"
+
+
+def _origin(report: Report) -> str:
+    from builder.render import _origin as origin
+
+    return origin(report)
+
+
+class _Budget:
+    """Lines collected under a byte budget; ``fits`` checks before ``add`` commits."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.lines: list[str] = []
+
+    def fits(self, lines: Iterable[str], reserve: int = 0) -> bool:
+        return sum(map(_size, lines)) + reserve <= self.left
+
+    def add(self, *lines: str) -> None:
+        for line in lines:
+            self.left -= _size(line)
+            self.lines.append(line)
+
+    def fill(self, rows: Sequence[str], reserve: int) -> int:
+        """Add rows while they fit, keeping ``reserve`` bytes free; returns how many were added."""
+        count = 0
+        for row in rows:
+            if not self.fits([row], reserve):
+                break
+            self.add(row)
+            count += 1
+        return count
+
+
+def _headline(comparison: Comparison) -> str:
+    base, head = comparison.base, comparison.head
+    pct = "" if comparison.percent is None else f" ({comparison.percent:+.2f}%)"
+    return _cap(
+        f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
+        f"{human_size(comparison.head_size)} (`{base.source.label}` → `{head.source.label}`), "
+        f"{base.function_count:,} → {head.function_count:,} functions.",
+        _LINE_CAP * 2,
+    )
+
+
+def _group_row(g: GroupDelta, name: str) -> str:
+    return (f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
+            f"{human_delta(g.delta)} | {_pct(g.percent)} |")  # fmt: skip
+
+
+def _groups(comparison: Comparison, top: int | None, out: _Budget, reserve: int) -> list[str]:
+    """The top-N group table; returns rows of the groups it folded (for a details section)."""
+    from builder.compare import GroupDelta
+
+    head = comparison.head
+    groups = [g for g in comparison.groups if not g.overhead]
+    overhead = next(g for g in comparison.groups if g.overhead)
+    rows = [_group_row(g, _code(g.name)) for g in groups]
+    wanted = len(rows) if top is None else min(top, len(rows))
+    total = (f"| **total** | {human_size(comparison.base_size)} | "
+             f"{human_size(comparison.head_size)} | **{human_delta(comparison.delta)}** | "
+             f"{_pct(comparison.percent)} |")  # fmt: skip
+    tail_reserve = reserve + 3 * 80 + _size(total)  # rest row, overhead row, total row
+    out.add(f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|")
+    shown = out.fill(rows[:wanted], tail_reserve)
+    rest = groups[shown:]
+    if rest:
+        folded = GroupDelta(f"rest ({len(rest):,} groups)", sum(g.base_bytes for g in rest),
+                            sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
+                            sum(g.head_count for g in rest))  # fmt: skip
+        out.add(_group_row(folded, folded.name))
+    out.add(_group_row(overhead, overhead.name), total, "")
+    return rows[shown:]
+
+
+def _details(out: _Budget, summary: str, header: Sequence[str], rows: Sequence[str],
+             reserve: int) -> None:  # fmt: skip
+    """A collapsed section with as many rows as fit; skipped entirely when nothing fits."""
+    opening = ["<details>", f"<summary>{_cap(summary, _LINE_CAP)}</summary>", "", *header]
+    closing = ["", "</details>", ""]
+    more = _MORE.format(n=len(rows))
+    frame = sum(map(_size, [*opening, *closing])) + _size(more)
+    if not rows or not out.fits([], reserve + frame):
+        return
+    out.add(*opening)
+    shown = out.fill(rows, reserve + sum(map(_size, closing)) + _size(more))
+    if shown < len(rows):
+        out.add(_MORE.format(n=len(rows) - shown))
+    out.add(*closing)
+
+
+def _function_rows(rows: Sequence[object]) -> list[str]:
+    return [f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |"  # type: ignore[attr-defined]
+            for r in rows]  # fmt: skip
+
+
+def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | None,
+             limit: int) -> list[str]:  # fmt: skip
+    """One library pair, in at most ``limit`` bytes."""
+    base, head = comparison.base, comparison.head
+    footer = _cap(
+        f"<sub>Grouped by {head.by} ({head.grouping}). Measured in base `{_origin(base)}` and "
+        f"head `{_origin(head)}`.</sub>",
+        _LINE_CAP * 2,
+    )
+    out = _Budget(limit - _size(footer))
+    out.add(_headline(comparison), "")
+    for gate in gates:
+        verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
+        out.add(_cap(f"- {verdict}: {gate.message}", _LINE_CAP))
+    for note in comparison.notes:
+        out.add(_cap(f"- note: {note}", _LINE_CAP))
+    if gates or comparison.notes:
+        out.add("")
+    folded = _groups(comparison, top, out, reserve=0)
+    for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
+        total = sum(r.bytes for r in rows)
+        summary = f"Functions {label}: {len(rows):,} ({human_delta(sign * total)})"
+        if not rows:
+            out.fill([f"**{summary}**", ""], 0)
+            continue
+        _details(out, summary, ["| function | group | size |", "|---|---|---:|"],
+                 _function_rows(rows), reserve=0)  # fmt: skip
+    if comparison.changed:
+        changed = [
+            f"| {_code(c.name)} | {human_size(c.base_bytes)} | {human_size(c.head_bytes)} | "
+            f"{human_delta(c.delta)} |"
+            for c in comparison.changed
+        ]
+        _details(out, f"Functions changed in size: {len(changed):,}",
+                 ["| function | base | head | delta |", "|---|---:|---:|---:|"], changed,
+                 reserve=0)  # fmt: skip
+    if folded:
+        _details(out, f"Other {head.by} groups: {len(folded):,}",
+                 [f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"],
+                 folded, reserve=0)  # fmt: skip
+    produced = [_cap(f"- base: {provenance_line(base.provenance)}", _LINE_CAP),
+                _cap(f"- head: {provenance_line(head.provenance)}", _LINE_CAP)]  # fmt: skip
+    _details(out, "What produced these libraries", [], produced, reserve=0)
+    out.add(footer)
+    return out.lines
+
+
+def comment_markdown(
+    pairs: Sequence[tuple[Comparison, Sequence[GateResult]]],
+    top: int | None = 15,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    marker: str = MARKER,
+) -> str:
+    """The whole comment for one or more library pairs, under ``limit`` UTF-8 bytes.
+
+    ``top`` = None shows every group that fits. Each pair gets an equal share of the budget.
+    """
+    head_lines = [marker, "### Metallib size", ""]
+    budget = limit - sum(map(_size, head_lines)) - 1
+    share = budget // max(1, len(pairs))
+    lines = list(head_lines)
+    for comparison, gates in pairs:
+        if len(pairs) > 1:
+            title = f"#### `{_cap(comparison.head.source.label, _NAME_CAP)}`"
+            lines += [title, ""]
+            section = _section(comparison, gates, top, share - _size(title) - 1)
+        else:
+            section = _section(comparison, gates, top, share)
+        lines += [*section, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def compare_markdown(
+    comparison: Comparison, gates: Sequence[GateResult] = (), top: int | None = 15,
+    *, limit: int = DEFAULT_LIMIT,
+) -> str:  # fmt: skip
+    """The comment for one library pair (see ``comment_markdown``)."""
+    return comment_markdown([(comparison, gates)], top, limit=limit)
