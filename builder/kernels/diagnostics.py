@@ -69,7 +69,7 @@ class Locator:
     catalog_lines: Mapping[str, int] = field(default_factory=dict)  # host name -> catalog line
 
     def kind(self, path: str) -> str:
-        """ "generated", "shim", "source" (a kernel file) or "other"."""
+        """The path's role: generated, shim, source (a kernel file) or other."""
         real = Path(os.path.realpath(path))
         if str(real) in self.generated:
             return "generated"
@@ -122,6 +122,8 @@ def _split(lines: Iterable[str]) -> list[_Raw]:
     chain_used = False  # a diagnostic consumed the chain; the next "required from" starts anew
     last: _Raw | None = None
     for text in lines:
+        if text.startswith("In file included from"):
+            continue  # include stacks locate headers, not instantiations
         match = _LOCATED.match(text)
         if match is None:
             if _CONTEXT.match(text):
