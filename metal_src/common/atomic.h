@@ -5,6 +5,7 @@
 // words; 8-byte dtypes cannot be updated this way and are not declared for atomic ops.
 #pragma once
 
+#include <metal_atomic>
 #include <metal_stdlib>
 
 #include "common/types.h"
