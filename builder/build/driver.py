@@ -85,16 +85,16 @@ def run_build(
         )
     start = time.perf_counter()
     tree = BuildTree(settings)
-    echo = (lambda line: console.print(line, markup=False, highlight=False)) if verbose else None
+    echo = (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)) if verbose else None
     if not tree.is_configured():
         console.print(f"Configuring {settings.build_dir} (AOT: {', '.join(split.aot) or '-'}; "
-                      f"JIT: {', '.join(split.jit) or '-'})", markup=False, highlight=False)  # fmt: skip
+                      f"JIT: {', '.join(split.jit) or '-'})", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
     tree.configure(on_line=echo)
     with ProgressDisplay(console, f"Building {settings.build_dir.name}") as on_status:
         output = tree.build(jobs, on_status)
     seconds = time.perf_counter() - start
     if verbose:
         for line in output.other:
-            console.print(line, markup=False, highlight=False)
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     return BuildOutcome(settings, split, toolchain, output.edges_run, seconds,
                         measure(settings.build_dir))  # fmt: skip

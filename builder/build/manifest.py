@@ -59,17 +59,19 @@ def _jit_families(embed: dict[str, Any], build_dir: Path, embed_path: Path,
                   host_library: str | None) -> dict[str, Any]:  # fmt: skip
     out: dict[str, Any] = {}
     for fam in embed["families"]:
-        headers = [str(h) for h in fam.get("headers", [])]
-        outputs = [_rel(embed_path.parent / h, build_dir) if not os.path.isabs(h) else
-                   _rel(h, build_dir) for h in fam.get("generated", [])]  # fmt: skip
+        # The JIT generator writes <target>/<family>.cpp beside embed.json (cmake/MetalJit.cmake).
+        cpp = embed_path.parent / f"{fam['name']}.cpp"
+        generated = [cpp] if cpp.is_file() else []
         out[fam["name"]] = {
             "name": fam["name"],
             "mode": "jit",
-            "sources": headers,
-            "generated_sources": outputs,
+            "sources": [str(h) for h in fam.get("headers", [])],
+            "generated_sources": [_rel(p, build_dir) for p in generated],
             "host_names": list(fam.get("host_names", [])),
-            "outputs": [*outputs, *([host_library] if host_library else [])],
-            "generated_bytes": int(fam.get("source_bytes", 0)),
+            "outputs": [*(_rel(p, build_dir) for p in generated),
+                        *([host_library] if host_library else [])],  # fmt: skip
+            "generated_bytes": sum(p.stat().st_size for p in generated),
+            "source_bytes": int(fam.get("source_bytes", 0)),
             "embedded_bytes": int(fam.get("embedded_bytes", 0)),
         }
     return out
@@ -109,6 +111,8 @@ def build_manifest(
         "metallib": metallib_rel,
         "host_library": host_rel,
         "compressed": bool(embed.get("compressed", False)) if embed else False,
+        # All stored source bytes (with deduplication, pieces shared by families count once).
+        "embedded_bytes": int(embed.get("embedded_bytes", 0)) if embed else 0,
         "files": {
             "metallib": _file(metallib, build_dir),
             "host_library": _file(host_library, build_dir),

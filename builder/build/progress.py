@@ -102,7 +102,7 @@ class ProgressDisplay:
 
     def _print_line(self, status: Status) -> None:
         self._console.print(
-            f"[{status.done}/{status.total}] {status.description}", markup=False, highlight=False
+            f"[{status.done}/{status.total}] {status.description}", markup=False, highlight=False, soft_wrap=True
         )
 
     def __exit__(

@@ -46,11 +46,9 @@ class BuildSizes:
     host_library_bytes: int | None
     host_symbol_method: str | None
     host_other_bytes: int | None
+    embedded_bytes: int
+    """All embedded source bytes (manifest; shared pieces counted once)."""
     families: list[FamilySizes]
-
-    @property
-    def embedded_bytes(self) -> int:
-        return sum(f.embedded_bytes or 0 for f in self.families)
 
 
 def measure(build_dir: Path) -> BuildSizes:
@@ -105,6 +103,7 @@ def measure(build_dir: Path) -> BuildSizes:
         host_library_bytes=host_bytes,
         host_symbol_method=symbols.method if symbols else None,
         host_other_bytes=symbols.by_family[OTHER] if symbols else None,
+        embedded_bytes=int(data.get("embedded_bytes", 0)),
         families=rows,
     )
 

@@ -66,13 +66,13 @@ def build_variants(
     for name, description, settings in _variant_settings(base, root):
         if split_families(settings).aot and isinstance(toolchain, ToolchainMissing):
             why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
-            console.print(f"{name}: not built: {why}", markup=False, highlight=False)
+            console.print(f"{name}: not built: {why}", markup=False, highlight=False, soft_wrap=True)
             results.append(VariantResult(name, description, None, why))
             continue
         try:
             outcome = run_build(settings, jobs=jobs, console=console, verbose=verbose)
         except BuildFailed as exc:
-            console.print(f"{name}: {exc}", markup=False, highlight=False)
+            console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
             results.append(VariantResult(name, description, None, f"build failed: {exc}"))
             continue
         results.append(VariantResult(name, description, outcome, None))

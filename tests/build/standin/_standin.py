@@ -34,7 +34,8 @@ def record(tool: str, argv: list[str], **extra: object) -> None:
     log = os.environ.get("METAL_STANDIN_LOG")
     if not log:
         return
-    line = json.dumps({"tool": tool, "argv": argv, **extra}) + "\n"
+    tag = os.environ.get("METAL_STANDIN_TAG")  # set by a test's METAL_COMPILER_LAUNCHER
+    line = json.dumps({"tool": tool, "argv": argv, "tag": tag, **extra}) + "\n"
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
