@@ -1,0 +1,232 @@
+"""The host JIT library built for real (CMake + Ninja through cmake/MetalJit.cmake) and read back
+through the ctypes binding: registry contents against the catalog, sources, embed.json facts,
+compression, determinism, incremental rebuilds and generator failures."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.jit.binding import JitLibrary, JitLibraryError, find_installed_library
+from builder.jit.checking import family_check_units
+from builder.jit.preamble import inline_preamble
+from builder.kernels import load_catalog
+from builder.kernels.check import run_check
+from builder.kernels.compiler import find_compiler
+from builder.resources import metal_src_dir
+
+from jit.conftest import FAMILIES, JitBuild, build_jit
+
+pytestmark = pytest.mark.cmake
+
+_MARKER = re.compile(r'^#line \d+ "([^"]*)"$', re.MULTILINE)
+
+
+def test_registry_matches_the_catalog(jit_build: JitBuild) -> None:
+    lib = JitLibrary(jit_build.library)
+    catalog = load_catalog()
+    expected = [inst for family in FAMILIES for inst in catalog.expand([family])]
+    assert lib.names() == [inst.host_name for inst in expected]  # FAMILIES order, then catalog
+    assert lib.families() == list(FAMILIES)
+    assert not lib.compressed
+    for inst in expected:
+        assert lib.family(inst.host_name) == inst.family
+    assert lib.family("binary_vv_add_float32") is None  # a family not selected
+    with pytest.raises(KeyError):
+        lib.source("no_such_kernel")
+    with pytest.raises(KeyError):
+        lib.preamble("binary")
+
+
+def test_sources_are_preamble_plus_instantiation_line(jit_build: JitBuild) -> None:
+    lib = JitLibrary(jit_build.library)
+    catalog = load_catalog()
+    root = metal_src_dir()
+    for family in FAMILIES:
+        preamble = lib.preamble(family)
+        spec = catalog.families[family]
+        inlined = inline_preamble([root / spec.header], [root])
+        assert preamble == inlined.text
+        assert list(dict.fromkeys(_MARKER.findall(preamble))) == [
+            h for h in inlined.headers if f'"{h}"' in preamble
+        ]
+        assert set(_MARKER.findall(preamble)) == set(inlined.headers)
+        for inst in catalog.expand([family]):
+            source = lib.source(inst.host_name)
+            assert source == preamble + inst.instantiation_line() + "\n"
+
+
+def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
+    """Each family's preamble read back from the library, with all its instantiation lines."""
+    lib = JitLibrary(jit_build.library)
+    catalog = load_catalog()
+    units = family_check_units(catalog, {f: lib.preamble(f) for f in FAMILIES}, FAMILIES)
+    result = run_check(units, source_dir=catalog.source_dir, compiler=find_compiler(),
+                       syntax_only=True)  # fmt: skip
+    assert result.ok, [d.format() for d in result.diagnostics]
+    assert result.instantiations == len(lib.names())
+
+
+def test_embed_json_is_measured_from_the_output(jit_build: JitBuild) -> None:
+    facts = json.loads((jit_build.gen_dir / "embed.json").read_text(encoding="utf-8"))
+    lib = JitLibrary(jit_build.library)
+    assert facts["schema"] == 1 and facts["target"] == "mbjit"
+    assert facts["compressed"] is False and facts["dedup"] is True
+    assert [f["name"] for f in facts["families"]] == list(FAMILIES)
+    root = metal_src_dir()
+    for family in facts["families"]:
+        assert family["source_bytes"] == len(lib.preamble(family["name"]).encode())
+        assert family["host_names"] == [n for n in lib.names() if lib.family(n) == family["name"]]
+        assert family["headers"] == list(inline_preamble(
+            [root / load_catalog().families[family["name"]].header], [root]).headers)  # fmt: skip
+    # Shared pieces (common headers) are listed once, and the total adds up.
+    assert facts["shared"], "the test families share common headers"
+    assert all(len(s["families"]) > 1 for s in facts["shared"])
+    total = sum(f["embedded_bytes"] for f in facts["families"]) + sum(
+        s["bytes"] for s in facts["shared"]
+    )
+    assert facts["embedded_bytes"] == total
+    # Every shared piece is defined once in the library's read-only data.
+    data = jit_build.library.read_bytes()
+    for family in facts["families"]:
+        per = json.loads((jit_build.gen_dir / f"{family['name']}.json").read_text())
+        for piece in per["pieces"]:
+            if piece["name"] in {s["piece"] for s in facts["shared"]}:
+                text = _piece_text(jit_build.gen_dir / f"{family['name']}.cpp", piece["name"])
+                assert data.count(text.encode() + b"\0") == 1
+
+
+def _piece_text(cpp: Path, name: str) -> str:
+    source = cpp.read_text(encoding="utf-8")
+    match = re.search(rf'{name}\[\] = R"(\w+)\((.*?)\)\1";', source, re.DOTALL)
+    assert match, name
+    return match.group(2)
+
+
+def test_compression_round_trips(jit_build: JitBuild, jit_build_compressed: JitBuild) -> None:
+    plain, packed = JitLibrary(jit_build.library), JitLibrary(jit_build_compressed.library)
+    assert packed.compressed
+    assert packed.names() == plain.names()
+    for family in FAMILIES:
+        assert packed.preamble(family) == plain.preamble(family)
+    for name in plain.names():
+        assert packed.source(name) == plain.source(name)
+    facts = json.loads((jit_build_compressed.gen_dir / "embed.json").read_text())
+    plain_facts = json.loads((jit_build.gen_dir / "embed.json").read_text())
+    assert facts["compressed"] is True
+    assert facts["embedded_bytes"] < plain_facts["embedded_bytes"]
+
+
+def test_two_clean_builds_are_byte_identical(jit_build: JitBuild, tmp_path: Path) -> None:
+    other, _ = build_jit(tmp_path / "elsewhere" / "deeper")
+    generated = sorted(p.name for p in jit_build.gen_dir.iterdir() if p.suffix in {".cpp", ".json"})
+    assert generated == sorted(p.name for p in other.gen_dir.iterdir() if p.suffix in {".cpp", ".json"})
+    for name in generated:
+        assert (jit_build.gen_dir / name).read_bytes() == (other.gen_dir / name).read_bytes(), name
+    assert jit_build.library.read_bytes() == other.library.read_bytes()
+
+
+def test_noop_and_incremental_rebuilds(tree_copy: Path, tmp_path: Path) -> None:
+    build, _ = build_jit(tmp_path / "inc", source_dir=tree_copy)
+    assert "no work to do" in build.ninja().stdout
+    before = {p.name: p.stat().st_mtime_ns for p in build.gen_dir.glob("*.cpp")}
+    # Touching a header without changing it regenerates its families but recompiles nothing.
+    (tree_copy / "softmax/softmax.h").touch()
+    touched = build.ninja()
+    assert "Embedding JIT kernel family softmax" in touched.stdout
+    assert "Embedding JIT kernel family unary" not in touched.stdout
+    assert "Building CXX" not in touched.stdout
+    # Editing it regenerates and recompiles that family only.
+    with (tree_copy / "softmax/softmax.h").open("a", encoding="utf-8") as handle:
+        handle.write("// edited\n")
+    edited = build.ninja()
+    compiled = re.findall(r"Building CXX object \S+/(\w+)\.cpp\.o", edited.stdout)
+    assert compiled == ["softmax"], edited.stdout
+    after = {p.name: p.stat().st_mtime_ns for p in build.gen_dir.glob("*.cpp")}
+    assert [n for n in before if before[n] != after[n]] == ["softmax.cpp"]
+    assert "// edited" in JitLibrary(build.library).preamble("softmax")
+
+
+def test_generator_failure_fails_the_build(tree_copy: Path, tmp_path: Path) -> None:
+    header = tree_copy / "arange/arange.h"
+    header.write_text(header.read_text() + '#include "common/missing.h"\n')
+    line = header.read_text().count("\n")
+    _, result = build_jit(tmp_path / "broken", ["arange"], source_dir=tree_copy, check=False)
+    assert result.returncode != 0
+    assert f'arange.h:{line}: quoted include "common/missing.h" not found' in result.stdout
+
+
+def test_empty_family_list_builds_an_empty_registry(tmp_path: Path) -> None:
+    build, _ = build_jit(tmp_path / "empty", [])
+    lib = JitLibrary(build.library)
+    assert lib.names() == [] and lib.families() == []
+    facts = json.loads((build.gen_dir / "embed.json").read_text())
+    assert facts["families"] == [] and facts["embedded_bytes"] == 0
+
+
+def test_dtype_selection_and_namespace(tmp_path: Path) -> None:
+    build, _ = build_jit(tmp_path / "sel", ["unary", "arange"],
+                         options="DTYPES float16 int32 NAMESPACE my::jit")  # fmt: skip
+    lib = JitLibrary(build.library)
+    expected = load_catalog().expand(["unary", "arange"], ["float16", "int32"])  # catalog order
+    assert lib.names() == [i.host_name for i in expected]
+    symbols = build.library.read_bytes()
+    assert b"_ZN2my3jit10source_for" in symbols  # the C++ API lives in the chosen namespace
+
+
+def test_binding_errors_and_installed_lookup(tmp_path: Path) -> None:
+    with pytest.raises(JitLibraryError, match="cannot load"):
+        JitLibrary(tmp_path / "missing.so")
+    assert find_installed_library(tmp_path / "nothing") is None
+    lib_dir = tmp_path / "_lib"
+    lib_dir.mkdir()
+    (lib_dir / "libother.so").write_bytes(b"")
+    (lib_dir / "libmbjit.so").write_bytes(b"")
+    assert find_installed_library(lib_dir) == lib_dir / "libmbjit.so"
+
+
+def test_broken_kernel_fails_the_check(tree_copy: Path) -> None:
+    header = tree_copy / "softmax/softmax.h"
+    text = header.read_text()
+    header.write_text(text.replace("metal::exp(", "metal::exp_nope(", 1))
+    catalog = load_catalog(tree_copy)
+    spec = catalog.families["softmax"]
+    preamble = inline_preamble([tree_copy / spec.header], [tree_copy]).text
+    units = family_check_units(catalog, {"softmax": preamble}, ["softmax"])
+    result = run_check(units, source_dir=tree_copy, compiler=find_compiler(), syntax_only=True)
+    assert not result.ok
+    assert any(d.path.endswith("softmax/softmax.h") and d.severity == "error"
+               for d in result.diagnostics), [d.format() for d in result.diagnostics]  # fmt: skip
+
+
+def test_every_family_source_passes_the_check() -> None:
+    """All catalog families, generated exactly as the library embeds them."""
+    catalog = load_catalog()
+    root = catalog.source_dir
+    preambles = {
+        name: inline_preamble([root / spec.header], [root]).text
+        for name, spec in catalog.families.items()
+    }
+    result = run_check(family_check_units(catalog, preambles), source_dir=root,
+                       compiler=find_compiler(), syntax_only=True)  # fmt: skip
+    assert result.ok, [d.format() for d in result.diagnostics]
+    assert result.instantiations == len(catalog.expand())
+
+
+def test_no_absolute_paths_in_generated_text(jit_build: JitBuild) -> None:
+    for path in jit_build.gen_dir.iterdir():
+        if path.suffix in {".cpp", ".json"}:
+            text = path.read_text(encoding="utf-8")
+            assert str(metal_src_dir()) not in text and str(jit_build.build_dir) not in text, path
+
+
+def test_copy_of_tree_matches(tree_copy: Path) -> None:
+    """Sanity for the fixtures: the private copy has the same catalog."""
+    assert shutil.os.path.isfile(tree_copy / "catalog.json")
+    assert [i.host_name for i in load_catalog(tree_copy).expand(["arange"])] == [
+        i.host_name for i in load_catalog().expand(["arange"])
+    ]
