@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from builder.errors import CheckFailed
+from builder.errors import CheckFailed, UsageError
 
 __all__ = ["check_command", "kernels_command"]
 
@@ -138,6 +138,30 @@ def kernels_command(
     Console(soft_wrap=True).print(table)
 
 
+def _jit_units(
+    source_dir: Path | None, families: list[str] | None, dtypes: list[str] | None, required: bool
+) -> list[Any]:
+    """The JIT build's sources as check units (one per family), or [] when the JIT generator is
+    not installed and not ``required``."""
+    try:
+        from builder.jit.checking import family_check_units
+        from builder.jit.preamble import inline_preamble
+    except ImportError:
+        if required:
+            raise UsageError("--jit: the JIT generator (builder.jit) is not installed") from None
+        return []
+    from builder.kernels import load_catalog
+
+    catalog = load_catalog(source_dir)
+    selected = dict.fromkeys(inst.family for inst in catalog.expand(families, dtypes))
+    root = catalog.source_dir
+    preambles = {
+        f: inline_preamble([root / catalog.families[f].header], [root]).text for f in selected
+    }
+    units: list[Any] = family_check_units(catalog, preambles, families, dtypes)
+    return units
+
+
 @click.command(
     "check",
     epilog="""\b
@@ -156,6 +180,9 @@ Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++
 @click.option("--syntax-only", is_flag=True,
               help="Stop after semantic analysis (-fsyntax-only): faster, still instantiates "
               "every template.")  # fmt: skip
+@click.option("--jit/--no-jit", "jit", default=None,
+              help="Also compile each family's JIT source (its inlined preamble with the "
+              "instantiation lines appended). Default: when the JIT generator is installed.")  # fmt: skip
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
     help="text: one line per problem (path:line:col) and a summary; json (schema 1) for scripts.",
@@ -167,6 +194,7 @@ def check_command(
     jobs: int | None,
     compiler: str | None,
     syntax_only: bool,
+    jit: bool | None,
     fmt: str,
 ) -> None:
     """Compile every catalog instantiation as C++ against the Metal shim.
@@ -201,10 +229,15 @@ def check_command(
                 err=True,
             )
 
+    extra = (
+        _jit_units(source_dir, _split(kernels), _split(dtypes), required=bool(jit))
+        if jit is not False
+        else []
+    )
     try:
         result = check_library(
             source_dir, families=_split(kernels), dtypes=_split(dtypes), compiler=compiler,
-            jobs=jobs, syntax_only=syntax_only, on_plan=planned, on_done=done,
+            jobs=jobs, syntax_only=syntax_only, extra_units=extra, on_plan=planned, on_done=done,
         )  # fmt: skip
     finally:
         progress.stop()
@@ -215,8 +248,12 @@ def check_command(
         for diag in diagnostics:
             click.echo(diag.format())
         verdict = "ok" if result.ok else "FAILED"
+        jit_names = {u.name for u in extra}
+        n_jit = sum(u.instantiations for u in result.units if u.unit in jit_names)
+        scope = f"{result.instantiations - n_jit} instantiations"
+        scope += f" (+{n_jit} in JIT sources)" if jit_names else ""
         click.echo(
-            f"check {verdict}: {result.instantiations} instantiations in {len(result.units)} units, "
+            f"check {verdict}: {scope} in {len(result.units)} units, "
             f"{result.errors} errors, {result.warnings} warnings, {result.seconds:.1f}s "
             f"({result.mode}, {result.compiler.version})"
         )

@@ -197,6 +197,29 @@ def _catalog_lines(catalog: Catalog) -> dict[str, int]:
     return {inst.host_name: variant_line[(inst.family, inst.variant)] for inst in catalog.expand()}
 
 
+def _materialize(text: str, path: str) -> tuple[str, dict[int, str]]:
+    """The unit as written to ``path``, and {line: host name} of its instantiation lines.
+
+    A JIT source carries ``#line`` markers naming the kernel files it inlined; lines after the
+    last marker would be reported as lines of that header. A marker back to the unit itself
+    before the instantiation lines keeps their diagnostics on the unit (and so on the catalog).
+    """
+    out: list[str] = []
+    hosts: dict[int, str] = {}
+    remapped = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("#line"):
+            remapped = True
+        match = _INSTANTIATION.match(line)
+        if match and remapped:
+            out.append(f'#line {len(out) + 2} "{path}"')
+            remapped = False
+        out.append(line)
+        if match:
+            hosts[len(out)] = match.group(1)
+    return "\n".join(out) + "\n", hosts
+
+
 def _compile(compiler: Compiler, flags: list[str], path: Path) -> tuple[int, str, float]:
     env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
     start = time.perf_counter()
@@ -230,16 +253,18 @@ def run_check(
     jobs = max(1, jobs or os.cpu_count() or 1)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="metallib-check-") as tmp:
-        paths = []
+        paths, generated = [], {}
         for unit in units:
             path = Path(tmp, f"{unit.name}.cpp")
-            path.write_text(unit.text, encoding="utf-8")
+            text, hosts = _materialize(unit.text, os.path.realpath(path))
+            path.write_text(text, encoding="utf-8")
             paths.append(path)
+            generated[os.path.realpath(path)] = hosts
         locator = Locator(
             source_dir=source_dir,
             display_root=display_root if display_root is not None else str(source_dir),
             shim_dir=shim,
-            generated={os.path.realpath(p): u.host_lines for p, u in zip(paths, units)},
+            generated=generated,
             catalog_lines=catalog_lines or {},
         )
 

@@ -31,12 +31,16 @@ def broken_copy(tmp_path: Path, rel: str, old: str, new: str) -> tuple[Path, int
 
 @pytest.mark.slow
 def test_full_library_passes(run_cli, raw, catalog_counter) -> None:
-    code, out, _ = run_cli(["check", "--format", "json"])
+    """The one full run: every AOT instantiation and every family's JIT source compile clean."""
+    code, out, _ = run_cli(["check", "--jit", "--format", "json"])
     result = json.loads(out)
     assert code == 0, result["diagnostics"]
     assert result["ok"] and result["errors"] == 0 and result["warnings"] == 0
-    assert result["instantiations"] == catalog_counter(raw)
-    assert {u["family"] for u in result["units"]} == set(raw["families"])
+    aot = [u for u in result["units"] if not u["unit"].startswith("jit.")]
+    jit = [u for u in result["units"] if u["unit"].startswith("jit.")]
+    assert sum(u["instantiations"] for u in aot) == catalog_counter(raw)
+    assert sum(u["instantiations"] for u in jit) == catalog_counter(raw)
+    assert {u["family"] for u in aot} == {u["family"] for u in jit} == set(raw["families"])
     assert result["mode"] == "compile"
 
 
@@ -114,7 +118,17 @@ def test_catalog_mistake_is_blamed_on_the_catalog(tmp_path: Path, run_cli) -> No
 
 def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
     code, out, _ = run_cli(
-        ["check", "--kernels", "softmax,arange", "--format", "json", "--syntax-only", "-j", "2"]
+        [
+            "check",
+            "--kernels",
+            "softmax,arange",
+            "--format",
+            "json",
+            "--syntax-only",
+            "-j",
+            "2",
+            "--no-jit",
+        ]
     )
     result = json.loads(out)
     assert code == 0 and result["schema"] == 1 and result["ok"]
@@ -123,11 +137,60 @@ def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
 
 
 def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
-    code, out, _ = run_cli(
-        ["check", "--kernels", "reduce", "--dtypes", "bfloat16", "--format", "json"]
-    )
+    args = ["check", "--kernels", "reduce", "--dtypes", "bfloat16", "--format", "json", "--jit"]
+    code, out, _ = run_cli(args)
+    result = json.loads(out)
     assert code == 0
-    assert json.loads(out)["instantiations"] == catalog_counter(raw, ["reduce"], ["bfloat16"])
+    assert [u["unit"] for u in result["units"]] == ["reduce.0", "jit.reduce"]
+    assert result["instantiations"] == 2 * catalog_counter(raw, ["reduce"], ["bfloat16"])
+
+
+def test_jit_sources_blame_the_same_lines(tmp_path: Path, run_cli) -> None:
+    """A JIT source inlines the headers with #line markers: a kernel mistake is reported once,
+    at the kernel line, for the AOT and the JIT unit; a catalog mistake at the catalog line."""
+    old = "out[index] = Op()(cond[index], a[index], b[index]);"
+    tree, line = broken_copy(tmp_path, "ternary/ternary.h", old, old.replace(";", " + nope;"))
+    code, out, _ = run_cli(
+        ["check", "--source-dir", str(tree), "--kernels", "ternary", "--format", "json"]
+    )
+    result = json.loads(out)
+    assert code == 1
+    assert {u["unit"]: u["ok"] for u in result["units"]} == {
+        "ternary.0": False,
+        "jit.ternary": False,
+    }
+    assert [(d["path"], d["line"]) for d in result["diagnostics"]] == [
+        (f"{tree}/ternary/ternary.h", line)
+    ]
+
+    tree, line = broken_copy(
+        tmp_path / "b", "catalog.json", '"template": "ternary_gd"', '"template": "nope"'
+    )
+    code, out, _ = run_cli(
+        [
+            "check",
+            "--source-dir",
+            str(tree),
+            "--kernels",
+            "ternary",
+            "--syntax-only",
+            "--format",
+            "json",
+        ]
+    )
+    result = json.loads(out)
+    assert code == 1
+    assert {(d["path"], d["line"]) for d in result["diagnostics"]} == {
+        (f"{tree}/catalog.json", line)
+    }
+    blamed = {h for d in result["diagnostics"] for h in d["instantiations"]}
+    assert "ternary_g1_select_int8" in blamed and not any(
+        h.startswith("ternary_v_") for h in blamed
+    )
+    code, out, _ = run_cli(
+        ["check", "--source-dir", str(tree), "--kernels", "ternary", "--syntax-only", "--no-jit"]
+    )
+    assert code == 1 and "JIT sources" not in out
 
 
 def test_not_a_kernel_tree_is_usage_error(tmp_path: Path, run_cli) -> None:
