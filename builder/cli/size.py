@@ -55,6 +55,10 @@ def _emit(text: str, output: str | None) -> None:
 
     with atomic_output(output) as handle:
         handle.write(text.encode("utf-8"))
+    # the temporary file was created 0600; a report is an ordinary file (umask applies)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(output, 0o666 & ~umask)
     click.echo(f"wrote {output} ({len(text.encode('utf-8')):,} bytes)", err=True)
 
 

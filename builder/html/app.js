@@ -1,0 +1,418 @@
+/* The size report page: builds the tree from the embedded columns, draws the treemap as SVG,
+ * and keeps the search box, the status filter, the zoom path and the table in step.
+ * State that a link can carry lives in the URL hash: #search=copy&status=added&lib=0&zoom=gemm */
+(function () {
+  'use strict';
+  var T_START = performance.now();
+  var DATA = JSON.parse(document.getElementById('report-data').textContent);
+  var T_PARSED = performance.now();
+  var COMPARE = DATA.mode === 'compare';
+  var MIN_AREA = 64;       // px²: smaller cells are folded into one "N smaller …" cell
+  var MAX_CELLS = 400;     // children drawn per node at most, the rest folded
+  var HEAD = 15, PAD = 2;  // header band and padding of a node drawn with its children
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  var $ = function (id) { return document.getElementById(id); };
+  var state = { lib: 0, zoom: [], query: '', status: 'all', sortKey: 'bytes', sortDir: -1, rows: 300 };
+  var lib, fn, root, lower, match, matchCount, timings, drawn = [], drawnParent = [];
+
+  // -- formatting (decimal units, as the command line prints them) ---------------------------
+  function human(n) {
+    var a = Math.abs(n), units = ['B', 'kB', 'MB', 'GB'], u = 0;
+    if (a < 1000) return a + ' B';
+    while (a >= 1000 && u < units.length - 1) { a /= 1000; u++; }
+    return (a >= 100 ? a.toFixed(1) : a.toFixed(2)) + ' ' + units[u];
+  }
+  function signed(n) { return (n > 0 ? '+' : n < 0 ? '-' : '') + human(n); }
+  function commas(n) {  // toLocaleString builds a formatter per call: far too slow for tables
+    var s = String(Math.abs(n)), out = '';
+    while (s.length > 3) { out = ',' + s.slice(-3) + out; s = s.slice(0, -3); }
+    return (n < 0 ? '-' : '') + s + out;
+  }
+  function pct(part, whole) {
+    if (!whole) return '-';
+    var v = (100 * part) / whole;
+    return (v >= 10 ? v.toFixed(1) : v >= 0.1 || v === 0 ? v.toFixed(2) : v.toFixed(4)) + '%';
+  }
+  function esc(s) {
+    return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  }
+  function relpct(base, head) { return base > 0 ? ((100 * (head - base)) / base).toFixed(1) + '%' : 'new'; }
+
+  // -- tree ---------------------------------------------------------------------------------------
+  function node(name, kind, parent) {
+    var n = { name: name, kind: kind, size: 0, base: 0, count: 0, children: [], parent: parent, gi: -1 };
+    if (parent) parent.children.push(n);
+    return n;
+  }
+  function statusOf(i) {
+    var b = fn.base[i], h = fn.bytes[i];
+    return b < 0 ? 'added' : h < 0 ? 'removed' : h > b ? 'grew' : h < b ? 'shrank' : 'same';
+  }
+  function origins(l) {
+    var o = l.origin;
+    return {
+      fn: 'metallib ' + (o.metallib || '-') + (o.wheel ? ' (from ' + o.wheel + ')' : ''),
+      group: l.grouping === 'manifest' ? 'families per build manifest ' + o.manifest : 'grouping ' + l.grouping + ' of names in the metallib',
+      jit: 'host library ' + (o.host_library || '(path not in manifest)') + ', bytes per build manifest ' + o.manifest,
+      overhead: 'metallib ' + (o.metallib || '-') + ' (container regions)'
+    };
+  }
+  function build(l) {
+    var n = fn.name.length, hasV = !!fn.variant, where = origins(l);
+    var top = node(l.label, 'library', null), ml = top;
+    var jit = l.jit, baseJit = COMPARE ? l.base.jit : [];
+    if (jit.length || baseJit.length) {
+      top.kind = 'target'; top.origin = 'target ' + l.origin.target;
+      ml = node('metallib', 'library', top);
+    }
+    ml.origin = where.fn;
+    var groups = l.groups.map(function (name, gi) {
+      var g = { name: name, kind: 'group', size: 0, base: 0, count: 0, children: [], parent: ml, gi: gi, origin: where.group, vmap: {} };
+      return g;
+    });
+    var attached = new Uint8Array(groups.length);
+    for (var i = 0; i < n; i++) {
+      var gi = fn.group[i], g = groups[gi], parent = g;
+      if (!attached[gi]) { attached[gi] = 1; ml.children.push(g); }
+      if (hasV) {
+        var vi = fn.variant[i];
+        parent = g.vmap[vi];
+        if (!parent) { parent = g.vmap[vi] = node(l.variants[vi], 'variant', g); parent.gi = gi; parent.origin = 'dtype named in the function names'; }
+      }
+      parent.children.push({ name: fn.name[i], kind: 'fn', i: i, gi: gi, parent: parent, origin: where.fn,
+        size: Math.max(fn.bytes[i], 0), base: COMPARE ? Math.max(fn.base[i], 0) : 0, count: 1 });
+    }
+    groups.forEach(function (g) { if (g.children.length === 1 && g.children[0].kind === 'variant') { g.children = g.children[0].children; g.children.forEach(function (c) { c.parent = g; }); } });
+    var oh = node('[container overhead]', 'overhead', ml), baseOh = {};
+    if (COMPARE) l.base.overhead.forEach(function (r) { baseOh[r[0]] = r[1]; });
+    l.overhead.forEach(function (r) { var c = node(r[0], 'region', oh); c.size = r[1]; c.base = baseOh[r[0]] || 0; c.origin = where.overhead; });
+    oh.origin = where.overhead;
+    if (top !== ml) {
+      var j = node('JIT source in the host library', 'jit', top), baseJ = {};
+      j.origin = where.jit;
+      baseJit.forEach(function (r) { baseJ[r[0]] = r[1]; });
+      jit.forEach(function (r) { var c = node(r[0], 'jitfamily', j); c.size = r[1]; c.base = baseJ[r[0]] || 0; c.origin = where.jit; });
+    }
+    total(top);
+    return top;
+  }
+  function total(n) {
+    if (n.kind === 'fn' || !n.children.length) { if (n.kind !== 'fn') n.count = 0; return; }
+    var size = 0, base = 0, count = 0;
+    n.children.forEach(function (c) { total(c); size += c.size; base += c.base; count += c.count; });
+    n.size = size; n.base = base; n.count = count;
+    n.children.sort(function (a, b) { return b.size - a.size || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); });
+  }
+
+  // -- colours ------------------------------------------------------------------------------------
+  var DEPTH_LIGHT = { group: 46, variant: 60, fn: 74, more: 74 };
+  function mix(a, b, t) {
+    return 'rgb(' + [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * t); }).join(',') + ')';
+  }
+  function colour(n) {
+    if (n.kind === 'library' || n.kind === 'target') return '#dfe3e8';
+    if (n.kind === 'overhead' || n.kind === 'region') return '#9aa0a6';
+    if (COMPARE) {
+      if (n.base === 0 && n.size > 0) return '#b2182b';
+      var r = n.base ? (n.size - n.base) / n.base : 0, t = Math.min(1, Math.sqrt(Math.abs(r) / 0.5));
+      return r > 0 ? mix([230, 230, 230], [215, 48, 39], t) : r < 0 ? mix([230, 230, 230], [69, 117, 180], t) : '#e6e6e6';
+    }
+    if (n.kind === 'jit' || n.kind === 'jitfamily') return n.kind === 'jit' ? '#b98a3c' : '#e2c07d';
+    var hue = (n.gi * 137.508) % 360;
+    return 'hsl(' + hue.toFixed(1) + ',48%,' + (DEPTH_LIGHT[n.kind] || 70) + '%)';
+  }
+  function darkFill(n) {
+    if (n.kind === 'library' || n.kind === 'target') return false;
+    if (COMPARE) { var r = n.base ? Math.abs(n.size - n.base) / n.base : n.size ? 1 : 0; return r > 0.18; }
+    return n.kind === 'group' || n.kind === 'jit';
+  }
+
+  // -- treemap ------------------------------------------------------------------------------------
+  function folded(n, area) {
+    var kids = n.children, perByte = n.size ? area / n.size : 0, keep = [], k;
+    for (k = 0; k < kids.length && kids[k].size > 0; k++) {
+      if (kids[k].size * perByte < MIN_AREA || keep.length >= MAX_CELLS) break;
+      keep.push(kids[k]);
+    }
+    var rest = kids.slice(keep.length).filter(function (c) { return c.size > 0; });
+    if (rest.length === 1) keep.push(rest[0]);
+    else if (rest.length) {
+      n.more = n.more && n.more.children.length === rest.length ? n.more : moreNode(n, rest);
+      keep.push(n.more);
+    }
+    return keep;
+  }
+  function moreNode(parent, rest) {
+    var leaves = rest.every(function (c) { return c.kind === 'fn'; });
+    var m = { name: rest.length + ' smaller ' + (leaves ? 'functions' : 'groups'), kind: 'more', children: rest,
+      parent: parent, gi: parent.gi, origin: rest[0].origin, size: 0, base: 0, count: 0 };
+    rest.forEach(function (c) { m.size += c.size; m.base += c.base; m.count += c.count; });
+    return m;
+  }
+  function fit(text, w) {
+    var max = Math.floor((w - 6) / 6.3);
+    return max < 3 ? '' : text.length <= max ? text : text.slice(0, max - 1) + '…';
+  }
+  function place(out, n, x, y, w, h, parentId) {
+    var id = drawn.length;
+    drawn.push(n); drawnParent.push(parentId);
+    out.push('<rect data-i="' + id + '" x="' + x.toFixed(1) + '" y="' + y.toFixed(1) + '" width="' + Math.max(w, 0).toFixed(1) +
+      '" height="' + Math.max(h, 0).toFixed(1) + '" fill="' + colour(n) + '"' + (n.kind === 'more' ? ' class="more"' : '') + '/>');
+    var cls = darkFill(n) ? ' class="light' : ' class="';
+    if (n.children && n.children.length && n.kind !== 'more' && w > 26 && h > HEAD + 12) {
+      var label = fit(n.name + '  ' + human(n.size), w);
+      if (label) out.push('<text' + cls + ' head" x="' + (x + 4).toFixed(1) + '" y="' + (y + 11.5).toFixed(1) + '">' + esc(label) + '</text>');
+      var iw = w - 2 * PAD, ih = h - HEAD - PAD, kids = folded(n, iw * ih);
+      var rects = Treemap.squarify(kids.map(function (c) { return c.size; }), x + PAD, y + HEAD, iw, ih);
+      for (var k = 0; k < kids.length; k++) {
+        var r = rects[k];
+        if (r && r.w >= 1 && r.h >= 1) place(out, kids[k], r.x, r.y, r.w, r.h, id);
+      }
+    } else if (w >= 30 && h >= 13) {
+      var name = fit(n.name, w);
+      if (name) out.push('<text' + cls + '" x="' + (x + 3).toFixed(1) + '" y="' + (y + 11.5).toFixed(1) + '">' + esc(name) + '</text>');
+      if (h >= 27) out.push('<text' + cls + '" x="' + (x + 3).toFixed(1) + '" y="' + (y + 24).toFixed(1) + '">' + esc(fit(human(n.size), w)) + '</text>');
+    }
+  }
+  function focus() { return state.zoom.length ? state.zoom[state.zoom.length - 1] : root; }
+  function draw() {
+    var map = $('map'), w = map.clientWidth, h = map.clientHeight, out = [];
+    drawn = []; drawnParent = [];
+    var f = focus();
+    // a focused "N smaller" cell is shown with all of its members as children
+    place(out, f.kind === 'more' ? Object.assign({}, f, { kind: 'group' }) : f, 0, 0, w, h, -1);
+    if (f.kind === 'more') drawn[0] = f;
+    map.innerHTML = '<svg xmlns="' + SVGNS + '" width="' + w + '" height="' + h + '" viewBox="0 0 ' + w + ' ' + h + '">' + out.join('') + '</svg>';
+    crumbs();
+    highlight();
+  }
+  function crumbs() {
+    var path = [root].concat(state.zoom);
+    $('crumbs').innerHTML = path.map(function (n, k) {
+      var text = esc(n.name) + ' <small>(' + human(n.size) + ')</small>';
+      return k === path.length - 1 ? '<span>' + text + '</span>' : '<a data-k="' + k + '">' + text + '</a>';
+    }).join('<span class="sep">›</span>');
+  }
+
+  // -- search and status filter --------------------------------------------------------------------
+  function recount(n) {
+    if (n.kind === 'fn') return (n.hits = match[n.i]);
+    var hits = 0;
+    for (var k = 0; k < n.children.length; k++) hits += recount(n.children[k]);
+    if (n.more) n.more.hits = n.more.children.reduce(function (s, c) { return s + c.hits; }, 0);
+    return (n.hits = hits);
+  }
+  function filter() {
+    var q = state.query.toLowerCase(), st = state.status, n = fn.name.length, count = 0, bytes = 0;
+    match = new Uint8Array(n);
+    for (var i = 0; i < n; i++) {
+      if ((q === '' || lower[i].indexOf(q) >= 0) && (st === 'all' || statusOf(i) === st)) {
+        match[i] = 1; count++; bytes += Math.max(fn.bytes[i], 0);
+      }
+    }
+    matchCount = count;
+    recount(root);
+    var active = q !== '' || st !== 'all';
+    $('matches').textContent = active ? commas(count) + ' of ' + commas(n) + ' functions match (' + human(bytes) + ', ' + pct(bytes, lib.file_size) + ' of the metallib)' : '';
+  }
+  function highlight() {
+    var active = state.query !== '' || state.status !== 'all', map = $('map');
+    map.classList.toggle('searching', active);
+    if (!active) return;
+    var rects = map.querySelectorAll('rect');
+    for (var k = 0; k < rects.length; k++) {
+      var n = drawn[k], cls = n.hits ? (n.kind === 'fn' || n.kind === 'more' ? 'hit' : 'within') : '';
+      if (n.kind === 'more') cls += ' more';
+      rects[k].setAttribute('class', cls.trim());
+    }
+  }
+  function writeHash() {
+    var parts = [];
+    if (state.query) parts.push('search=' + encodeURIComponent(state.query));
+    if (state.status !== 'all') parts.push('status=' + state.status);
+    if (state.lib) parts.push('lib=' + state.lib);
+    var names = state.zoom.filter(function (n) { return n.kind !== 'more'; }).map(function (n) { return encodeURIComponent(n.name); });
+    if (names.length && names.length === state.zoom.length) parts.push('zoom=' + names.join('/'));
+    history.replaceState(null, '', parts.length ? '#' + parts.join('&') : location.pathname + location.search);
+  }
+  function readHash() {
+    var out = {};
+    location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
+      var at = kv.indexOf('=');
+      if (at > 0) out[kv.slice(0, at)] = kv.slice(at + 1);
+    });
+    return out;
+  }
+
+  // -- table ----------------------------------------------------------------------------------------
+  var COLUMNS = COMPARE
+    ? [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['base', 'base', 1], ['bytes', 'head', 1], ['delta', 'delta', 1], ['pct', 'delta %', 1], ['status', 'status']]
+    : [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['bytes', 'bytes', 1], ['share', 'share', 1]];
+  function key(i, k) {
+    switch (k) {
+      case 'name': return lower[i];
+      case 'group': return lib.groups[fn.group[i]];
+      case 'variant': return fn.variant ? lib.variants[fn.variant[i]] : '';
+      case 'base': return fn.base[i];
+      case 'delta': return Math.max(fn.bytes[i], 0) - Math.max(fn.base[i], 0);
+      case 'pct': return fn.base[i] > 0 ? (fn.bytes[i] - fn.base[i]) / fn.base[i] : Infinity;
+      case 'status': return statusOf(i);
+      default: return fn.bytes[i];
+    }
+  }
+  function table() {
+    var head = $('table').tHead, body = $('table').tBodies[0], rows = [], n = fn.name.length, i;
+    head.innerHTML = '<tr>' + COLUMNS.map(function (c) {
+      var sort = c[0] === state.sortKey ? ' aria-sort="' + (state.sortDir > 0 ? 'ascending' : 'descending') + '"' : '';
+      return '<th data-k="' + c[0] + '"' + (c[2] ? ' class="num"' : '') + sort + '>' + c[1] + '</th>';
+    }).join('') + '</tr>';
+    for (i = 0; i < n; i++) if (match[i]) rows.push(i);
+    var k = state.sortKey, dir = state.sortDir;
+    var keys = rows.map(function (r) { return key(r, k); });
+    var order = rows.map(function (_, j) { return j; });
+    order.sort(function (a, b) { var x = keys[a], y = keys[b]; return x < y ? -dir : x > y ? dir : rows[a] - rows[b]; });
+    var shown = Math.min(order.length, state.rows), html = [];
+    for (var j = 0; j < shown; j++) html.push(row(rows[order[j]]));
+    body.innerHTML = html.join('');
+    $('more').hidden = shown >= order.length;
+    $('table-note').textContent = '(' + commas(shown) + ' of ' + commas(order.length) + ' shown; click a column to sort; bytes measured in ' + (lib.origin.metallib || '-') + ')';
+  }
+  function row(i) {
+    var name = '<td class="name">' + esc(fn.name[i]) + '</td><td>' + esc(lib.groups[fn.group[i]]) + '</td><td>' + esc(fn.variant ? lib.variants[fn.variant[i]] : '') + '</td>';
+    if (!COMPARE) return '<tr>' + name + '<td class="num">' + commas(fn.bytes[i]) + '</td><td class="num">' + pct(fn.bytes[i], lib.file_size) + '</td></tr>';
+    var b = fn.base[i], h = fn.bytes[i], st = statusOf(i), d = Math.max(h, 0) - Math.max(b, 0);
+    return '<tr class="' + st + '">' + name + '<td class="num">' + (b < 0 ? '-' : commas(b)) + '</td><td class="num">' + (h < 0 ? '-' : commas(h)) +
+      '</td><td class="num delta">' + (d > 0 ? '+' : '') + commas(d) + '</td><td class="num">' + (b < 0 ? 'new' : h < 0 ? 'gone' : relpct(b, h)) + '</td><td>' + st + '</td></tr>';
+  }
+
+  // -- tooltip ----------------------------------------------------------------------------------------
+  function tip(n, ev) {
+    var t = $('tip'), parent = n.parent, lines = ['<b>' + esc(n.name) + '</b> <span class="o">' + n.kind + '</span>'];
+    if (n.kind === 'more') lines.push(commas(n.count) + ' functions too small to draw here; click to zoom in');
+    lines.push(human(n.size) + ' (' + commas(n.size) + ' bytes), ' + pct(n.size, lib.file_size) + ' of the metallib' +
+      (parent && parent.size ? ', ' + pct(n.size, parent.size) + ' of ' + esc(parent.name) : ''));
+    if (n.kind !== 'fn' && n.count) lines.push(commas(n.count) + ' functions');
+    if (COMPARE) lines.push('base ' + human(n.base) + ' → head ' + human(n.size) + ': ' + signed(n.size - n.base) + ' (' + relpct(n.base, n.size) + ')' + (n.kind === 'fn' ? ', ' + statusOf(n.i) : ''));
+    lines.push('<span class="o">origin: ' + esc(n.origin || '') + '</span>');
+    t.innerHTML = lines.join('<br>');
+    t.hidden = false;
+    var x = ev.clientX + 14, y = ev.clientY + 14, r = t.getBoundingClientRect();
+    if (x + r.width > innerWidth) x = ev.clientX - r.width - 10;
+    if (y + r.height > innerHeight) y = ev.clientY - r.height - 10;
+    t.style.left = x + 'px'; t.style.top = y + 'px';
+  }
+
+  // -- page -----------------------------------------------------------------------------------------
+  function header() {
+    var s = $('summary'), o = lib.origin;
+    var where = 'measured in <code>' + esc(o.metallib || '(no metallib)') + '</code>' + (o.wheel ? ' from ' + esc(o.target) : '') + (o.manifest ? '; manifest <code>' + esc(o.manifest) + '</code>' : '');
+    if (COMPARE) {
+      var b = lib.base, c = lib.counts;
+      s.innerHTML = '<b>' + signed(lib.delta) + ' (' + relpct(b.file_size, lib.file_size) + ')</b>: ' + human(b.file_size) + ' → ' + human(lib.file_size) +
+        ' (' + commas(b.function_count) + ' → ' + commas(lib.function_count) + ' functions); added ' + commas(c.added) + ', removed ' + commas(c.removed) +
+        ', changed ' + commas(c.changed) + '.<br>base ' + esc(b.label) + ' measured in <code>' + esc(b.origin.metallib || '-') + '</code>; head ' + esc(lib.label) + ' ' + where;
+      $('gates').innerHTML = lib.gates.map(function (g) { return '<div class="' + (g.passed ? 'pass">pass' : 'fail">FAIL') + ': ' + esc(g.message) + '</div>'; }).join('') +
+        lib.notes.map(function (n) { return '<div>note: ' + esc(n) + '</div>'; }).join('');
+      $('provenance').innerHTML = '<div>base ' + esc(b.provenance_line) + '</div><div>head ' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify({ base: b.provenance, head: lib.provenance }, null, 1)) + '</pre>';
+      $('legend').innerHTML = '<span><i style="background:#b2182b"></i>added</span><span><i style="background:rgb(215,48,39)"></i>grew</span><span><i style="background:#e6e6e6"></i>same</span><span><i style="background:rgb(69,117,180)"></i>shrank</span><span>area = head bytes</span>';
+    } else {
+      s.innerHTML = '<b>' + human(lib.file_size) + '</b> (' + commas(lib.file_size) + ' bytes), ' + commas(lib.function_count) + ' functions in ' + commas(lib.groups.length) +
+        ' groups (by ' + esc(lib.by) + ', ' + esc(lib.grouping) + '), format ' + esc(lib.format_version) + '; ' + where;
+      $('provenance').innerHTML = '<div>' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify(lib.provenance, null, 1)) + '</pre>';
+      $('legend').textContent = 'area = bytes; colour = group; click to zoom, Esc to zoom out';
+    }
+  }
+  function zoomByNames(names) {
+    var n = root, path = [];
+    for (var k = 0; k < names.length; k++) {
+      var want = decodeURIComponent(names[k]), next = null;
+      for (var c = 0; c < n.children.length; c++) if (n.children[c].name === want) { next = n.children[c]; break; }
+      if (!next) break;
+      path.push(next); n = next;
+    }
+    state.zoom = path;
+  }
+  function load(index, hash) {
+    state.lib = Math.min(Math.max(index, 0), DATA.libraries.length - 1);
+    lib = DATA.libraries[state.lib]; fn = lib.fn;
+    var t0 = performance.now();
+    lower = fn.name.map(function (s) { return s.toLowerCase(); });
+    root = build(lib);
+    state.zoom = [];
+    if (hash && hash.zoom) zoomByNames(hash.zoom.split('/'));
+    header();
+    var t1 = performance.now();
+    filter();
+    var t2 = performance.now();
+    draw();
+    var t3 = performance.now();
+    table();
+    timings = { build: t1 - t0, filter: t2 - t1, draw: t3 - t2, table: performance.now() - t3 };
+  }
+  function refresh() { filter(); highlight(); state.rows = 300; table(); writeHash(); }
+
+  function wire() {
+    var timer = 0, resize = 0;
+    $('search').addEventListener('input', function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { state.query = $('search').value.trim(); refresh(); }, 120);
+    });
+    $('status').addEventListener('change', function () { state.status = $('status').value; refresh(); });
+    $('library').addEventListener('change', function () { load(+$('library').value, null); writeHash(); });
+    $('more').addEventListener('click', function () { state.rows += 1000; table(); });
+    $('table').tHead.addEventListener('click', function (ev) {
+      var k = ev.target.getAttribute('data-k');
+      if (!k) return;
+      state.sortDir = k === state.sortKey ? -state.sortDir : (k === 'name' || k === 'group' || k === 'variant' || k === 'status' ? 1 : -1);
+      state.sortKey = k; table();
+    });
+    var map = $('map');
+    map.addEventListener('mousemove', function (ev) {
+      var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
+      if (i === null || i === undefined) { $('tip').hidden = true; return; }
+      tip(drawn[+i], ev);
+    });
+    map.addEventListener('mouseleave', function () { $('tip').hidden = true; });
+    map.addEventListener('click', function (ev) {
+      var i = ev.target.getAttribute && ev.target.getAttribute('data-i');
+      if (i === null || i === undefined || +i === 0) return;
+      var chain = [], k = +i;
+      if (!drawn[k].children || !drawn[k].children.length) k = drawnParent[k];
+      for (; k > 0; k = drawnParent[k]) chain.unshift(drawn[k]);
+      if (!chain.length) return;
+      state.zoom = state.zoom.concat(chain); $('tip').hidden = true; draw(); writeHash();
+    });
+    $('crumbs').addEventListener('click', function (ev) {
+      var a = ev.target.closest('a');
+      if (!a) return;
+      state.zoom = state.zoom.slice(0, +a.getAttribute('data-k')); draw(); writeHash();
+    });
+    document.addEventListener('keydown', function (ev) {
+      if (ev.key === 'Escape' && state.zoom.length && document.activeElement !== $('search')) { state.zoom.pop(); draw(); writeHash(); }
+    });
+    addEventListener('resize', function () { clearTimeout(resize); resize = setTimeout(draw, 150); });
+  }
+
+  function start() {
+    var hash = readHash();
+    if (DATA.libraries.length > 1) {
+      $('library-pick').hidden = false;
+      $('library').innerHTML = DATA.libraries.map(function (l, k) { return '<option value="' + k + '">' + esc(l.label) + '</option>'; }).join('');
+    }
+    if (COMPARE) $('status-pick').hidden = false;
+    state.query = hash.search ? decodeURIComponent(hash.search) : '';
+    state.status = COMPARE && hash.status ? hash.status : 'all';
+    $('search').value = state.query; $('status').value = state.status;
+    $('library').value = String(+hash.lib || 0);
+    wire();
+    load(+hash.lib || 0, hash);
+    var tEnd = performance.now();
+    requestAnimationFrame(function () {
+      requestAnimationFrame(function () {
+        window.__report = { firstPaintMs: performance.now(), cells: drawn.length, matches: matchCount, timings: timings, scriptStart: T_START, dataParsed: T_PARSED - T_START, scriptEnd: tEnd };
+        document.documentElement.setAttribute('data-painted', '1');
+      });
+    });
+  }
+  start();
+})();

@@ -1,0 +1,136 @@
+"""The data an HTML report embeds: measured figures as compact columns, with their origins.
+
+The page builds its tree (library -> group -> variant/dtype -> function) from these columns in
+the browser, so every function is present once (for the table and the search) and the treemap
+can aggregate small leaves at whatever zoom level is shown. Columns instead of objects keep the
+file small: a 17,000-function library is about 1.2 MB of JSON. Only measured numbers go in: a
+function's bytes are from the metallib, a JIT family's from the build manifest, and ``-1`` marks
+"absent on this side" in a comparison (never a guessed size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from builder.grouping import group_names
+from builder.report_provenance import provenance_line
+
+if TYPE_CHECKING:
+    from builder.compare import Comparison, GateResult
+    from builder.report import Report
+
+__all__ = ["comparison_data", "report_data"]
+
+DATA_SCHEMA = 1
+
+
+class _Index:
+    """Strings to small integers, in first-seen order (deterministic)."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def __call__(self, value: str) -> int:
+        found = self._ids.get(value)
+        if found is None:
+            found = self._ids[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+
+def _origin(report: Report) -> dict[str, Any]:
+    src = report.source
+    host = (report.provenance.get("build") or {}).get("host_library")
+    return {
+        "target": src.target,
+        "kind": src.kind,
+        "metallib": src.path,
+        "wheel": src.wheel,
+        "manifest": src.manifest,
+        "member": src.member,
+        "host_library": host,
+    }
+
+
+def _side(report: Report) -> dict[str, Any]:
+    """Everything about one measured library except its functions."""
+    return {
+        "label": report.source.label,
+        "origin": _origin(report),
+        "file_size": report.file_size,
+        "function_count": report.function_count,
+        "format_version": report.format_version,
+        "by": report.by,
+        "grouping": report.grouping,
+        "overhead": [[o.name, o.bytes] for o in report.overhead],
+        "jit": [[j.name, j.embedded_bytes] for j in report.jit_families],
+        "provenance": report.provenance,
+        "provenance_line": provenance_line(report.provenance),
+    }
+
+
+def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
+    """The variant level: the dtype of each function (None when the groups already are dtypes)."""
+    if report.by in ("dtype", "function"):
+        return None
+    return group_names(names, "dtype").labels
+
+
+def _columns(
+    names: list[str], groups: Iterable[str], variants: Iterable[str] | None, index: tuple[_Index, _Index]
+) -> dict[str, Any]:  # fmt: skip
+    group_ix, variant_ix = index
+    return {
+        "name": names,
+        "group": list(map(group_ix, groups)),
+        "variant": list(map(variant_ix, variants)) if variants is not None else None,
+    }
+
+
+def report_data(reports: Sequence[Report]) -> dict[str, Any]:
+    """The embedded document of ``report --format html``."""
+    libraries = []
+    for report in reports:
+        index = (_Index(), _Index())
+        names = [f.name for f in report.functions]
+        lib = _side(report)
+        lib["fn"] = _columns(names, (f.group for f in report.functions),
+                             _variants(report, names), index)  # fmt: skip
+        lib["fn"]["bytes"] = [f.bytes for f in report.functions]
+        lib["groups"], lib["variants"] = index[0].values, index[1].values
+        libraries.append(lib)
+    return {"schema": DATA_SCHEMA, "mode": "report", "libraries": libraries}
+
+
+def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> dict[str, Any]:
+    """The embedded document of ``compare --format html``: head's functions, then removed ones.
+
+    ``bytes`` is the head size and ``base`` the base size of the same-named function; ``-1``
+    on either side means the function is absent there (added or removed).
+    """
+    libraries = []
+    for comparison, gates in pairs:
+        base, head = comparison.base, comparison.head
+        base_bytes = {f.name: f.bytes for f in base.functions}
+        rows = [(f.name, f.group, f.bytes, base_bytes.get(f.name, -1)) for f in head.functions]
+        rows += [(f.name, f.group, -1, f.bytes) for f in comparison.removed]
+        names = [r[0] for r in rows]
+        index = (_Index(), _Index())
+        lib = _side(head)
+        lib["base"] = _side(base)
+        lib["fn"] = _columns(names, (r[1] for r in rows), _variants(head, names), index)
+        lib["fn"]["bytes"] = [r[2] for r in rows]
+        lib["fn"]["base"] = [r[3] for r in rows]
+        lib["groups"], lib["variants"] = index[0].values, index[1].values
+        lib["delta"] = comparison.delta
+        lib["gates"] = [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates]
+        lib["notes"] = comparison.notes
+        lib["counts"] = {
+            "added": len(comparison.added),
+            "removed": len(comparison.removed),
+            "changed": len(comparison.changed),
+        }
+        libraries.append(lib)
+    return {"schema": DATA_SCHEMA, "mode": "compare", "libraries": libraries}
