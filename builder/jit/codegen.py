@@ -32,8 +32,9 @@ __all__ = [
     "family_pieces",
     "render_family",
     "render_standalone",
+    "pool_pieces",
+    "pool_text",
     "storage_bytes",
-    "string_pool_bytes",
 ]
 
 ZLIB_LEVEL = 9
@@ -61,6 +62,9 @@ class StoredPiece:
         linkage = "inline constexpr" if self.shared else "constexpr"
         if self.compressed:
             return f"{linkage} unsigned char {self.name}[] = {byte_array(self.data)};"
+        if "\0" in self.text:  # a string pool: raw strings cannot hold NULs portably
+            parts = [_cxx_string(t + "\0") for t in self.text.split("\0")[:-1]]
+            return f"{linkage} char {self.name}[] =\n    " + "\n    ".join(parts) + ";"
         return f"{linkage} char {self.name}[] = {raw_literal(self.text)};"
 
 
@@ -92,20 +96,19 @@ def family_pieces(
     return pieces
 
 
-def string_pool_bytes(kernels: Sequence[Kernel]) -> int:
-    """Bytes of the registry's string chunks (names and arguments, NULs included)."""
-    chunks, _ = _string_pool([s for k in kernels for s in (k.host_name, k.args)])
-    return sum(len(t.encode("utf-8")) + 1 for chunk in chunks for t in chunk) + len(chunks)
-
-
 def storage_bytes(pieces: Sequence[StoredPiece]) -> int:
     """Bytes of the distinct arrays among ``pieces`` (a piece used twice is stored once)."""
     return sum(p.stored_bytes for p in {p.name: p for p in pieces}.values())
 
 
+_PLAIN = re.compile(r'[ !#-&(->@-\[\]-~]*')  # printable ASCII except " ? \\
+
+
 def _cxx_string(text: str) -> str:
     """An ordinary string literal; printable ASCII as is, anything else as an octal escape
     (three digits, so a following digit is never absorbed)."""
+    if _PLAIN.fullmatch(text):
+        return f'"{text}"'
     out = []
     for ch in text:
         code = ord(ch)
@@ -118,26 +121,46 @@ def _cxx_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _string_pool(
-    strings: Sequence[str], limit: int = LITERAL_LIMIT
-) -> tuple[list[list[str]], list[tuple[int, int]]]:
-    """Pack NUL-terminated strings into chunks of at most ``limit`` bytes; (chunk, offset) of
-    each. Offsets instead of pointers: a pointer table in a shared library costs a 24-byte
-    dynamic relocation per entry, more than the strings themselves."""
-    chunks: list[list[str]] = [[]]
-    used = 0
-    refs = []
-    for text in strings:
-        size = len(text.encode("utf-8")) + 1
-        if size > limit:
-            raise ValueError(f"string of {size} bytes exceeds the literal limit")
-        if used + size > limit:
-            chunks.append([])
-            used = 0
-        refs.append((len(chunks) - 1, used))
-        chunks[-1].append(text)
-        used += size
-    return chunks, refs
+def pool_text(kernels: Sequence[Kernel]) -> tuple[str, list[int]]:
+    """The registry strings ``name\\0args\\0`` of every kernel, and each name's offset."""
+    offsets, parts, used = [], [], 0
+    for kernel in kernels:
+        entry = f"{kernel.host_name}\0{kernel.args}\0"
+        offsets.append(used)
+        parts.append(entry)
+        used += len(entry.encode("utf-8"))
+    return "".join(parts), offsets
+
+
+def pool_pieces(
+    kernels: Sequence[Kernel], *, compress: bool, limit: int = LITERAL_LIMIT
+) -> list[StoredPiece]:
+    """The registry strings as stored pieces: plain literal chunks cut after a NUL (under the
+    literal limit), or one zlib stream (names compress well: they share long prefixes)."""
+    text, _ = pool_text(kernels)
+    if not text:
+        return []
+    if compress:
+        chunks = [text]
+    else:
+        chunks, current, size = [], [], 0
+        for entry in re.findall(r"[^\0]*\0", text):
+            n = len(entry.encode("utf-8"))
+            if n > limit:
+                raise ValueError(f"registry string of {n} bytes exceeds the literal limit")
+            if size + n > limit:
+                chunks.append("".join(current))
+                current, size = [], 0
+            current.append(entry)
+            size += n
+        chunks.append("".join(current))
+    pieces = []
+    for chunk in chunks:
+        raw = chunk.encode("utf-8")
+        data = zlib.compress(raw, ZLIB_LEVEL) if compress else raw + b"\0"
+        name = piece_name(chunk, compress).replace("mbjit_", "mbjit_s", 1)
+        pieces.append(StoredPiece(name, chunk, data, compress, shared=False))
+    return pieces
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -148,6 +171,7 @@ def render_family(
     preamble: Preamble,
     pieces: Sequence[StoredPiece],
     kernels: Sequence[Kernel],
+    pool: Sequence[StoredPiece],
     line_head: str,
     origin: str,
 ) -> str:
@@ -181,34 +205,24 @@ def render_family(
         defined.add(piece.name)
         out.append(piece.definition())
     out.append("constexpr Piece kPieces[] = {")
-    for piece in pieces:
-        out.append(
-            f"    {{{piece.name}, {piece.stored_bytes}u, {piece.raw_bytes}u, "
-            f"{'true' if piece.compressed else 'false'}}},"
-        )
+    out += [f"    {_piece_entry(p)}," for p in pieces]
     out.append("};")
     if kernels:
-        chunks, refs = _string_pool([s for k in kernels for s in (k.host_name, k.args)])
-        for index, chunk in enumerate(chunks):
-            out.append(f"constexpr char kStrings{index}[] =")
-            out += [f"    {_cxx_string(text + chr(0))}" for text in chunk]
-            out[-1] += ";"
-        out.append(
-            "constexpr const char* kStrings[] = {"
-            + ", ".join(f"kStrings{i}" for i in range(len(chunks)))
-            + "};"
-        )
-        out.append("constexpr Kernel kKernels[] = {")
-        for k in range(0, len(refs), 2):
-            (nc, no), (ac, ao) = refs[k], refs[k + 1]
-            out.append(f"    {{{nc}, {no}, {ac}, {ao}}},")
+        for piece in pool:
+            out.append(piece.definition())
+        out.append("constexpr Piece kPool[] = {")
+        out += [f"    {_piece_entry(p)}," for p in pool]
+        out.append("};")
+        _, offsets = pool_text(kernels)
+        out.append("constexpr std::uint32_t kKernels[] = {")
+        out += _number_rows(offsets)
         out.append("};")
         order = sorted(range(len(kernels)), key=lambda i: kernels[i].host_name.encode())
         out.append("constexpr std::uint32_t kByName[] = {")
-        for k in range(0, len(order), 16):
-            out.append("    " + ", ".join(str(i) for i in order[k : k + 16]) + ",")
+        out += _number_rows(order)
         out.append("};")
     preamble_bytes = len(preamble.text.encode("utf-8"))
+    pool_bytes = sum(p.raw_bytes for p in pool)
     out += [
         "",
         "}  // namespace",
@@ -217,13 +231,26 @@ def render_family(
         f"const Family family_{family} = {{",
         f"    {_cxx_string(family)}, {_cxx_string(line_head)},",
         f"    kPieces, {len(pieces)}u, {preamble_bytes}u,",
-        f"    {'kStrings' if kernels else 'nullptr'}, {'kKernels' if kernels else 'nullptr'},"
-        f" {len(kernels)}u, {'kByName' if kernels else 'nullptr'}}};",
+        f"    {'kPool' if kernels else 'nullptr'}, {len(pool)}u, {pool_bytes}u,",
+        f"    {'kKernels' if kernels else 'nullptr'}, {len(kernels)}u,"
+        f" {'kByName' if kernels else 'nullptr'}}};",
         "",
         "}  // namespace detail",
         "}  // namespace METAL_JIT_NAMESPACE",
     ]
     return "\n".join(out) + "\n"
+
+
+def _piece_entry(piece: StoredPiece) -> str:
+    flag = "true" if piece.compressed else "false"
+    return f"{{{piece.name}, {piece.stored_bytes}u, {piece.raw_bytes}u, {flag}}}"
+
+
+def _number_rows(numbers: Sequence[int], per_row: int = 16) -> list[str]:
+    return [
+        "    " + ", ".join(str(n) for n in numbers[k : k + per_row]) + ","
+        for k in range(0, len(numbers), per_row)
+    ]
 
 
 def render_standalone(

@@ -29,7 +29,7 @@ from builder.jit.codegen import (
     family_pieces,
     render_family,
     render_standalone,
-    string_pool_bytes,
+    pool_pieces,
 )
 from builder.jit.preamble import Preamble, inline_preamble
 
@@ -77,13 +77,14 @@ class FamilySource:
     preamble: Preamble
     pieces: tuple[StoredPiece, ...]
     kernels: tuple[Kernel, ...]
+    pool: tuple[StoredPiece, ...]  # the registry strings (names, arguments) as stored
     lines: tuple[str, ...]  # the instantiation lines, catalog order
     cpp: str
 
     @property
-    def kernel_bytes(self) -> int:
-        """String data of the registry entries (host names and arguments, NULs included)."""
-        return string_pool_bytes(self.kernels) if self.kernels else 0
+    def registry_bytes(self) -> int:
+        """Stored bytes of the registry strings (host names and arguments)."""
+        return sum(p.stored_bytes for p in self.pool)
 
     def facts(self) -> dict[str, object]:
         """Per-family record that :func:`merge_facts` turns into embed.json."""
@@ -93,7 +94,7 @@ class FamilySource:
             "headers": list(self.preamble.headers),
             "host_names": [k.host_name for k in self.kernels],
             "source_bytes": len(self.preamble.text.encode("utf-8")),
-            "kernel_bytes": self.kernel_bytes,
+            "registry_bytes": self.registry_bytes,
             "pieces": [
                 {"name": p.name, "bytes": p.stored_bytes, "raw_bytes": p.raw_bytes,
                  "shared": p.shared}
@@ -127,9 +128,12 @@ def family_source(
         kernels.append(Kernel(inst.host_name, line[len(prefix) : -1]))
         lines.append(line)
     pieces = family_pieces(preamble, dedup=dedup, compress=compress)
+    pool = pool_pieces(kernels, compress=compress)
     origin = f"{catalog.path.name} and {spec.header}"
-    cpp = render_family(family, preamble, pieces, kernels, head, origin)
-    return FamilySource(family, preamble, tuple(pieces), tuple(kernels), tuple(lines), cpp)
+    cpp = render_family(family, preamble, pieces, kernels, pool, head, origin)
+    return FamilySource(
+        family, preamble, tuple(pieces), tuple(kernels), tuple(pool), tuple(lines), cpp
+    )
 
 
 def _depfile(target: Path, deps: Iterable[Path]) -> str:
@@ -175,9 +179,11 @@ def merge_facts(
 ) -> dict[str, object]:
     """embed.json: per family what it embeds, with pieces shared by families counted once.
 
-    ``embedded_bytes`` of a family counts the string data only it uses (its own pieces and its
-    registry strings); pieces used by several families are listed under ``shared`` and counted
-    once in the top-level ``embedded_bytes``, which is then the library's whole string data.
+    Per family: ``source_bytes`` (its preamble's text), ``preamble_bytes`` (stored preamble
+    pieces only it uses), ``shared_bytes`` (stored pieces it uses with other families),
+    ``registry_bytes`` (its host-name/argument strings) and ``embedded_bytes`` = preamble_bytes +
+    registry_bytes. Shared pieces are listed under ``shared`` and counted once in the top-level
+    ``embedded_bytes``, which is then all the string data of the library.
     """
     users: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
@@ -197,13 +203,16 @@ def merge_facts(
         for index, piece in enumerate(pieces):  # type: ignore[arg-type]
             key = piece["name"] if piece["shared"] else f"#{index}"
             (common if piece["name"] in shared else own)[key] = int(piece["bytes"])
+        registry = int(facts["registry_bytes"])  # type: ignore[call-overload]
         families.append({
             "name": facts["name"],
             "headers": facts["headers"],
             "host_names": facts["host_names"],
             "source_bytes": facts["source_bytes"],
-            "embedded_bytes": sum(own.values()) + int(facts["kernel_bytes"]),  # type: ignore[call-overload]
+            "embedded_bytes": sum(own.values()) + registry,
+            "preamble_bytes": sum(own.values()),
             "shared_bytes": sum(common.values()),
+            "registry_bytes": registry,
         })  # fmt: skip
     shared_list = [
         {"piece": name, "bytes": sizes[name], "families": users[name]}
@@ -217,6 +226,7 @@ def merge_facts(
         "compressed": compressed,
         "dedup": dedup,
         "embedded_bytes": total,
+        "registry_bytes": sum(int(f["registry_bytes"]) for f in families),  # type: ignore[call-overload]
         "families": families,
         "shared": shared_list,
     }

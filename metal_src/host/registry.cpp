@@ -1,9 +1,11 @@
 // Registry of embedded kernel sources: assembly of preambles from pieces, lookup by host name,
 // and the C API the Python binding loads.
 //
-// Preambles are assembled lazily, once per family (std::call_once), so a lookup costs one
-// binary search per family plus one string copy; the assembled text stays alive for the
-// library's lifetime, which is what lets preamble() return a string_view.
+// A family's preamble and its registry strings (host names, instantiation arguments) are each
+// assembled lazily, once (std::call_once), from their stored pieces (inflated when the library
+// was built with COMPRESS). A lookup then costs one binary search per family plus one string
+// copy; the assembled text lives as long as the library, so preamble() returns a string_view
+// and the C API returns borrowed names.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -20,13 +22,17 @@ namespace METAL_JIT_NAMESPACE {
 namespace {
 
 using detail::Family;
-using detail::Kernel;
 using detail::Piece;
 
-struct Slot {
+struct Assembled {
   std::once_flag once;
   std::string text;
   bool ok = false;
+};
+
+struct Slot {
+  Assembled preamble;
+  Assembled pool;
 };
 
 Slot* slots() {
@@ -51,19 +57,29 @@ bool append_piece(const Piece& piece, std::string& out) {
 #endif
 }
 
-// The family's assembled preamble, or nullptr if a piece failed to inflate.
-const std::string* assembled(std::size_t index) {
-  Slot& slot = slots()[index];
-  std::call_once(slot.once, [&slot, index] {
-    const Family& family = *detail::family_table().items[index];
-    slot.text.reserve(family.preamble_size);
+// Concatenate (inflating as needed) `count` pieces once; nullptr if a piece failed to inflate.
+const std::string* assemble(Assembled& slot, const Piece* pieces, std::uint32_t count,
+                            std::uint32_t size) {
+  std::call_once(slot.once, [&] {
+    slot.text.reserve(size);
     bool ok = true;
-    for (std::uint32_t i = 0; i < family.piece_count && ok; ++i) {
-      ok = append_piece(family.pieces[i], slot.text);
-    }
-    slot.ok = ok && slot.text.size() == family.preamble_size;
+    for (std::uint32_t i = 0; i < count && ok; ++i) ok = append_piece(pieces[i], slot.text);
+    slot.ok = ok && slot.text.size() == size;
   });
   return slot.ok ? &slot.text : nullptr;
+}
+
+const Family& family_at(std::size_t index) { return *detail::family_table().items[index]; }
+
+const std::string* assembled(std::size_t index) {
+  const Family& f = family_at(index);
+  return assemble(slots()[index].preamble, f.pieces, f.piece_count, f.preamble_size);
+}
+
+// The family's registry strings; nullptr if they failed to inflate.
+const std::string* pool(std::size_t index) {
+  const Family& f = family_at(index);
+  return assemble(slots()[index].pool, f.pool, f.pool_piece_count, f.pool_size);
 }
 
 std::ptrdiff_t family_index(std::string_view name) {
@@ -76,7 +92,7 @@ std::ptrdiff_t family_index(std::string_view name) {
 
 struct Found {
   std::size_t family;
-  const Kernel* kernel;
+  const char* host_name;  // in the assembled pool; the arguments follow its NUL
 };
 
 // Binary search in each family's by-name permutation (families are few).
@@ -84,13 +100,16 @@ bool find_kernel(std::string_view host_name, Found& found) {
   const auto& table = detail::family_table();
   for (std::size_t f = 0; f < table.count; ++f) {
     const Family& family = *table.items[f];
+    if (family.kernel_count == 0) continue;
+    const std::string* strings = pool(f);
+    if (strings == nullptr) continue;
     std::uint32_t lo = 0, hi = family.kernel_count;
     while (lo < hi) {
       std::uint32_t mid = lo + (hi - lo) / 2;
-      const Kernel& k = family.kernels[family.by_name[mid]];
-      int cmp = std::string_view(detail::host_name(family, k)).compare(host_name);
+      const char* name = strings->data() + family.kernels[family.by_name[mid]];
+      int cmp = std::string_view(name).compare(host_name);
       if (cmp == 0) {
-        found = {f, &k};
+        found = {f, name};
         return true;
       }
       if (cmp < 0) lo = mid + 1; else hi = mid;
@@ -106,8 +125,8 @@ Status build_source(std::string_view host_name, std::string& out) {
   if (!find_kernel(host_name, found)) return Status::unknown;
   const std::string* text = assembled(found.family);
   if (text == nullptr) return Status::corrupt;
-  const Family& family = *detail::family_table().items[found.family];
-  std::string_view args(detail::args(family, *found.kernel));
+  const Family& family = family_at(found.family);
+  std::string_view args(found.host_name + host_name.size() + 1);
   out.reserve(text->size() + std::strlen(family.line_head) + host_name.size() + args.size() + 5);
   out.append(*text);
   out.append(family.line_head).append(host_name).append("\", ").append(args).append(")\n");
@@ -145,7 +164,11 @@ std::string_view kernel_name(std::size_t index) {
   const auto& table = detail::family_table();
   for (std::size_t f = 0; f < table.count; ++f) {
     const Family& family = *table.items[f];
-    if (index < family.kernel_count) return detail::host_name(family, family.kernels[index]);
+    if (index < family.kernel_count) {
+      const std::string* strings = pool(f);
+      return strings ? std::string_view(strings->data() + family.kernels[index])
+                     : std::string_view();
+    }
     index -= family.kernel_count;
   }
   return {};
@@ -216,6 +239,9 @@ int mbjit_compressed(void) {
     const auto& family = *table.items[f];
     for (std::uint32_t i = 0; i < family.piece_count; ++i) {
       if (family.pieces[i].compressed) return 1;
+    }
+    for (std::uint32_t i = 0; i < family.pool_piece_count; ++i) {
+      if (family.pool[i].compressed) return 1;
     }
   }
   return 0;

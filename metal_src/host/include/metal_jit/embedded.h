@@ -25,34 +25,23 @@ struct Piece {
   bool compressed;
 };
 
-// One registry entry: where its host name and instantiation arguments sit in the family's
-// string chunks (offsets, not pointers: no dynamic relocation per kernel). Its instantiation
-// line is  <line_head><host_name>", <args>)
-struct Kernel {
-  std::uint16_t name_chunk;
-  std::uint16_t name_offset;
-  std::uint16_t args_chunk;
-  std::uint16_t args_offset;
-};
-
 struct Family {
   const char* name;
   const char* line_head;  // e.g.  instantiate_kernel("
   const Piece* pieces;
   std::uint32_t piece_count;
   std::uint32_t preamble_size;  // bytes of the assembled preamble
-  const char* const* strings;   // string chunks of NUL-terminated names and arguments
-  const Kernel* kernels;        // catalog order; nullptr when the selection left none
+  // Registry strings: for each kernel "<host name>\0<args>\0", concatenated; pieces as above.
+  // A kernel's instantiation line is  <line_head><host name>", <args>)
+  const Piece* pool;
+  std::uint32_t pool_piece_count;
+  std::uint32_t pool_size;
+  // Offsets of each kernel's host name in the pool, catalog order (offsets, not pointers:
+  // no dynamic relocation per kernel); nullptr when the selection left none.
+  const std::uint32_t* kernels;
   std::uint32_t kernel_count;
   const std::uint32_t* by_name;  // kernel indices sorted by host name (bytewise)
 };
-
-inline const char* host_name(const Family& family, const Kernel& kernel) {
-  return family.strings[kernel.name_chunk] + kernel.name_offset;
-}
-inline const char* args(const Family& family, const Kernel& kernel) {
-  return family.strings[kernel.args_chunk] + kernel.args_offset;
-}
 
 struct FamilyTable {
   const Family* const* items;
