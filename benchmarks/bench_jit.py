@@ -130,7 +130,9 @@ def main() -> int:
     by_mode = {m: {f["name"]: f for f in r["facts"]["families"]} for m, r in results.items()}
 
     def cell(f: dict) -> str:
-        return f"{f['preamble_bytes']:,}" + (f" + {f['shared_bytes']:,}" if f["shared_bytes"] else "")
+        return f"{f['preamble_bytes']:,}" + (
+            f" + {f['shared_bytes']:,}" if f["shared_bytes"] else ""
+        )
 
     for family in families:
         row = [by_mode[m][family] for m in MODES]
@@ -139,9 +141,14 @@ def main() -> int:
               + f" | {row[0]['registry_bytes']:,} | {row[3]['registry_bytes']:,} |")  # fmt: skip
     for name, r in results.items():
         shared = sum(s["bytes"] for s in r["facts"]["shared"])
-        print(f"\n{name}: shared pieces stored once: {len(r['facts']['shared'])} ({shared:,} bytes)", end="")
-    print(f"\n\nGenerator: {len(families)} families generated sequentially in {gen:.2f} s"
-          " (python -m builder.jit family, one process each)")
+        print(
+            f"\n{name}: shared pieces stored once: {len(r['facts']['shared'])} ({shared:,} bytes)",
+            end="",
+        )
+    print(
+        f"\n\nGenerator: {len(families)} families generated sequentially in {gen:.2f} s"
+        " (python -m builder.jit family, one process each)"
+    )
     return 0
 
 

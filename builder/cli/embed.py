@@ -25,18 +25,27 @@ Examples:
 )
 @click.argument("headers", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "-I", "include_dirs", multiple=True, metavar="DIR",
+    "-I",
+    "include_dirs",
+    multiple=True,
+    metavar="DIR",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="Directory to resolve quoted includes in (after the including file's own directory), "
     "in order; repeatable. #line markers name files relative to the first -I that holds them.",
 )
 @click.option(
-    "-D", "defines", multiple=True, metavar="NAME[=VALUE]",
+    "-D",
+    "defines",
+    multiple=True,
+    metavar="NAME[=VALUE]",
     help="Emit '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble; "
     "repeatable.",
 )
 @click.option(
-    "-o", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    "-o",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
     help="The C++ source to write (atomically; left untouched when unchanged).",
 )
 @click.option(

@@ -45,7 +45,9 @@ class JitLibrary:
         lib.mbjit_family.argtypes = [char_p]
         lib.mbjit_source.restype = ctypes.c_int
         lib.mbjit_source.argtypes = [
-            char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(size_t)
+            char_p,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(size_t),
         ]
         lib.mbjit_free.restype = None
         lib.mbjit_free.argtypes = [ctypes.c_void_p]
@@ -55,7 +57,9 @@ class JitLibrary:
         lib.mbjit_family_name.argtypes = [size_t]
         lib.mbjit_preamble.restype = ctypes.c_int
         lib.mbjit_preamble.argtypes = [
-            char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(size_t)
+            char_p,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(size_t),
         ]
         lib.mbjit_compressed.restype = ctypes.c_int
         lib.mbjit_compressed.argtypes = []

@@ -30,10 +30,10 @@ __all__ = [
     "Kernel",
     "StoredPiece",
     "family_pieces",
-    "render_family",
-    "render_standalone",
     "pool_pieces",
     "pool_text",
+    "render_family",
+    "render_standalone",
     "storage_bytes",
 ]
 
@@ -101,7 +101,7 @@ def storage_bytes(pieces: Sequence[StoredPiece]) -> int:
     return sum(p.stored_bytes for p in {p.name: p for p in pieces}.values())
 
 
-_PLAIN = re.compile(r'[ !#-&(->@-\[\]-~]*')  # printable ASCII except " ? \\
+_PLAIN = re.compile(r"[ !#-&(->@-\[\]-~]*")  # printable ASCII except " ? \\
 
 
 def _cxx_string(text: str) -> str:
@@ -112,7 +112,7 @@ def _cxx_string(text: str) -> str:
     out = []
     for ch in text:
         code = ord(ch)
-        if ch in "\\\"":
+        if ch in '\\"':
             out.append("\\" + ch)
         elif 32 <= code < 127 and ch != "?":  # '?' would risk trigraphs in old modes
             out.append(ch)
@@ -140,10 +140,12 @@ def pool_pieces(
     text, _ = pool_text(kernels)
     if not text:
         return []
+    chunks: list[str] = []
     if compress:
         chunks = [text]
     else:
-        chunks, current, size = [], [], 0
+        current: list[str] = []
+        size = 0
         for entry in re.findall(r"[^\0]*\0", text):
             n = len(entry.encode("utf-8"))
             if n > limit:
@@ -232,8 +234,8 @@ def render_family(
         f"    {_cxx_string(family)}, {_cxx_string(line_head)},",
         f"    kPieces, {len(pieces)}u, {preamble_bytes}u,",
         f"    {'kPool' if kernels else 'nullptr'}, {len(pool)}u, {pool_bytes}u,",
-        f"    {'kKernels' if kernels else 'nullptr'}, {len(kernels)}u,"
-        f" {'kByName' if kernels else 'nullptr'}}};",
+        f"    {'kKernels' if kernels else 'nullptr'}, {len(kernels)}u, "
+        + f"{'kByName' if kernels else 'nullptr'}}};",
         "",
         "}  // namespace detail",
         "}  // namespace METAL_JIT_NAMESPACE",
@@ -274,7 +276,7 @@ def render_standalone(
     ]
     lines += [f"//   const std::string& {func}();  // {name}" for name, func, _ in entries]
     lines += [
-        "//   std::string_view preamble(std::string_view header);  // \"\" if unknown",
+        '//   std::string_view preamble(std::string_view header);  // "" if unknown',
         "//   }",
         "#include <cstddef>",
         "#include <initializer_list>",

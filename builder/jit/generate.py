@@ -18,18 +18,19 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from builder.errors import UsageError
 from builder.jit.codegen import (
     Kernel,
     StoredPiece,
     family_pieces,
+    pool_pieces,
     render_family,
     render_standalone,
-    pool_pieces,
 )
 from builder.jit.preamble import Preamble, inline_preamble
 
@@ -175,8 +176,8 @@ def write_family(
 
 
 def merge_facts(
-    target: str, compressed: bool, dedup: bool, family_facts: Sequence[dict[str, object]]
-) -> dict[str, object]:
+    target: str, compressed: bool, dedup: bool, family_facts: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     """embed.json: per family what it embeds, with pieces shared by families counted once.
 
     Per family: ``source_bytes`` (its preamble's text), ``preamble_bytes`` (stored preamble
@@ -188,22 +189,22 @@ def merge_facts(
     users: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     for facts in family_facts:
-        for piece in facts["pieces"]:  # type: ignore[attr-defined]
+        for piece in facts["pieces"]:
             if piece["shared"]:
                 names = users.setdefault(piece["name"], [])
                 if facts["name"] not in names:
                     names.append(str(facts["name"]))
                 sizes[piece["name"]] = int(piece["bytes"])
     shared = {name for name, fams in users.items() if len(fams) > 1}
-    families = []
+    families: list[dict[str, Any]] = []
     for facts in family_facts:
         pieces = facts["pieces"]
         own: dict[str, int] = {}
         common: dict[str, int] = {}
-        for index, piece in enumerate(pieces):  # type: ignore[arg-type]
-            key = piece["name"] if piece["shared"] else f"#{index}"
+        for index, piece in enumerate(pieces):
+            key = str(piece["name"]) if piece["shared"] else f"#{index}"
             (common if piece["name"] in shared else own)[key] = int(piece["bytes"])
-        registry = int(facts["registry_bytes"])  # type: ignore[call-overload]
+        registry = int(facts["registry_bytes"])
         families.append({
             "name": facts["name"],
             "headers": facts["headers"],
@@ -214,19 +215,18 @@ def merge_facts(
             "shared_bytes": sum(common.values()),
             "registry_bytes": registry,
         })  # fmt: skip
-    shared_list = [
-        {"piece": name, "bytes": sizes[name], "families": users[name]}
-        for name in sorted(shared)
+    shared_list: list[dict[str, Any]] = [
+        {"piece": name, "bytes": sizes[name], "families": users[name]} for name in sorted(shared)
     ]
-    total = sum(int(f["embedded_bytes"]) for f in families)  # type: ignore[call-overload]
-    total += sum(int(s["bytes"]) for s in shared_list)  # type: ignore[call-overload]
+    total = sum(int(f["embedded_bytes"]) for f in families)
+    total += sum(int(s["bytes"]) for s in shared_list)
     return {
         "schema": EMBED_SCHEMA,
         "target": target,
         "compressed": compressed,
         "dedup": dedup,
         "embedded_bytes": total,
-        "registry_bytes": sum(int(f["registry_bytes"]) for f in families),  # type: ignore[call-overload]
+        "registry_bytes": sum(int(f["registry_bytes"]) for f in families),
         "families": families,
         "shared": shared_list,
     }

@@ -42,7 +42,7 @@ def _compile_and_dump(source: Path, names: list[str], namespace: str = "metal_ji
     main_cpp = source.parent / "dump_main.cpp"
     calls = "\n".join(
         f'  {{ auto t = {namespace}::preamble("{n}"); std::fwrite(t.data(), 1, t.size(), stdout);'
-        ' std::fputc(0, stdout); }'
+        " std::fputc(0, stdout); }"
         for n in names
     )
     main_cpp.write_text(
@@ -118,7 +118,10 @@ def test_embed_is_deterministic_and_leaves_unchanged_output_alone(
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
     other = tmp_path / "b.cpp"
-    assert run_cli(["embed", str(copy / "kern/add.h"), "-I", str(copy), "-o", str(other)], capsys)[0] == 0
+    assert (
+        run_cli(["embed", str(copy / "kern/add.h"), "-I", str(copy), "-o", str(other)], capsys)[0]
+        == 0
+    )
     assert other.read_bytes() == first  # another directory, same bytes
 
 
@@ -127,7 +130,9 @@ def test_embed_missing_include_is_one_line_exit_2(
 ) -> None:
     root = kernel_tree({"k/k.h": '#pragma once\n#include <metal_stdlib>\n#include "k/missing.h"\n'})
     out = tmp_path / "o.cpp"
-    code, stdout, err = run_cli(["embed", str(root / "k/k.h"), "-I", str(root), "-o", str(out)], capsys)
+    code, stdout, err = run_cli(
+        ["embed", str(root / "k/k.h"), "-I", str(root), "-o", str(out)], capsys
+    )
     assert code == 2 and stdout == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1
@@ -135,7 +140,9 @@ def test_embed_missing_include_is_one_line_exit_2(
     assert not out.exists()
 
 
-def test_embed_usage_errors(kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_embed_usage_errors(
+    kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     root = kernel_tree(TREE)
     base = ["embed", str(root / "kern/add.h"), "-I", str(root), "-o", str(tmp_path / "o.cpp")]
     assert run_cli([*base, "--namespace", "not a ns"], capsys)[0] == 2
@@ -145,7 +152,9 @@ def test_embed_usage_errors(kernel_tree: Callable[..., Path], capsys: pytest.Cap
     assert code == 0 and "Examples:" in out
 
 
-def test_generator_entry_point_fails_with_exit_2(kernel_tree: Callable[..., Path], tmp_path: Path) -> None:
+def test_generator_entry_point_fails_with_exit_2(
+    kernel_tree: Callable[..., Path], tmp_path: Path
+) -> None:
     import os
     import sys
 

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from jit.conftest import FAMILIES, JitBuild, build_jit
 
 from builder.jit.binding import JitLibrary, JitLibraryError, find_installed_library
 from builder.jit.checking import family_check_units
@@ -18,8 +19,6 @@ from builder.kernels import load_catalog
 from builder.kernels.check import run_check
 from builder.kernels.compiler import find_compiler
 from builder.resources import metal_src_dir
-
-from jit.conftest import FAMILIES, JitBuild, build_jit
 
 pytestmark = pytest.mark.cmake
 
@@ -124,7 +123,9 @@ def test_compression_round_trips(jit_build: JitBuild, jit_build_compressed: JitB
 def test_two_clean_builds_are_byte_identical(jit_build: JitBuild, tmp_path: Path) -> None:
     other, _ = build_jit(tmp_path / "elsewhere" / "deeper")
     generated = sorted(p.name for p in jit_build.gen_dir.iterdir() if p.suffix in {".cpp", ".json"})
-    assert generated == sorted(p.name for p in other.gen_dir.iterdir() if p.suffix in {".cpp", ".json"})
+    assert generated == sorted(
+        p.name for p in other.gen_dir.iterdir() if p.suffix in {".cpp", ".json"}
+    )
     for name in generated:
         assert (jit_build.gen_dir / name).read_bytes() == (other.gen_dir / name).read_bytes(), name
     assert jit_build.library.read_bytes() == other.library.read_bytes()
