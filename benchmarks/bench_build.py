@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import ROOT, run_once  # noqa: E402
+from _timing import ROOT, run_once
 
 STANDIN = ROOT / "tests" / "build" / "standin"
 

@@ -85,7 +85,11 @@ def run_build(
         )
     start = time.perf_counter()
     tree = BuildTree(settings)
-    echo = (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)) if verbose else None
+    echo = (
+        (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
+        if verbose
+        else None
+    )
     if not tree.is_configured():
         console.print(f"Configuring {settings.build_dir} (AOT: {', '.join(split.aot) or '-'}; "
                       f"JIT: {', '.join(split.jit) or '-'})", markup=False, highlight=False, soft_wrap=True)  # fmt: skip

@@ -68,8 +68,10 @@ def _jit_families(embed: dict[str, Any], build_dir: Path, embed_path: Path,
             "sources": [str(h) for h in fam.get("headers", [])],
             "generated_sources": [_rel(p, build_dir) for p in generated],
             "host_names": list(fam.get("host_names", [])),
-            "outputs": [*(_rel(p, build_dir) for p in generated),
-                        *([host_library] if host_library else [])],  # fmt: skip
+            "outputs": [
+                *(_rel(p, build_dir) for p in generated),
+                *([host_library] if host_library else []),
+            ],
             "generated_bytes": sum(p.stat().st_size for p in generated),
             "source_bytes": int(fam.get("source_bytes", 0)),
             "embedded_bytes": int(fam.get("embedded_bytes", 0)),

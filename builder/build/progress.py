@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import TaskID
 
-__all__ = ["NINJA_STATUS", "NinjaOutput", "Status", "ProgressDisplay", "parse_status"]
+__all__ = ["NINJA_STATUS", "NinjaOutput", "ProgressDisplay", "Status", "parse_status"]
 
 NINJA_STATUS = "[%f/%t] "
 _STATUS = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
@@ -74,12 +75,17 @@ class ProgressDisplay:
         self._console = console
         self._title = title
         self._bar: object | None = None
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> Callable[[Status], None]:
         if self._console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-            from rich.progress import TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -102,7 +108,10 @@ class ProgressDisplay:
 
     def _print_line(self, status: Status) -> None:
         self._console.print(
-            f"[{status.done}/{status.total}] {status.description}", markup=False, highlight=False, soft_wrap=True
+            f"[{status.done}/{status.total}] {status.description}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
 
     def __exit__(

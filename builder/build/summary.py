@@ -125,7 +125,9 @@ def origins(sizes: BuildSizes) -> list[str]:
     if sizes.host_library:
         how = (f"symbol sizes via {sizes.host_symbol_method}" if sizes.host_symbol_method else
                "file size only: per-family symbol sizes need pyelftools and an unstripped library")  # fmt: skip
-        lines.append(f"host library: {sizes.host_library} ({sizes.host_library_bytes} bytes; {how})")
+        lines.append(
+            f"host library: {sizes.host_library} ({sizes.host_library_bytes} bytes; {how})"
+        )
     lines.append(f"manifest: {sizes.manifest} (embedded bytes, host names)")
     return lines
 
@@ -150,7 +152,12 @@ def render_text(sizes: BuildSizes) -> str:
     fmt = "  ".join(f"{{:{'<' if i < 2 else '>'}{w}}}" for i, w in enumerate(widths))
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r) for r in rows]
-    lines += ["", "metallib = function bytes in the metallib; embedded = source bytes stored in the "
-              "host library (manifest); host lib = symbol bytes (total: file size)"]  # fmt: skip
+    lines += [
+        "",
+        (
+            "metallib = function bytes in the metallib; embedded = source bytes stored in the "
+            "host library (manifest); host lib = symbol bytes (total: file size)"
+        ),
+    ]
     lines += origins(sizes)
     return "\n".join(lines)

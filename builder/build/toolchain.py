@@ -53,7 +53,11 @@ def _resolve(value: str) -> str | None:
 def _xcrun_find(xcrun: str, tool: str, sdk: str) -> str | None:
     try:
         done = subprocess.run(
-            [xcrun, "-sdk", sdk, "--find", tool], capture_output=True, text=True, timeout=60
+            [xcrun, "-sdk", sdk, "--find", tool],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -66,7 +66,9 @@ def build_variants(
     for name, description, settings in _variant_settings(base, root):
         if split_families(settings).aot and isinstance(toolchain, ToolchainMissing):
             why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
-            console.print(f"{name}: not built: {why}", markup=False, highlight=False, soft_wrap=True)
+            console.print(
+                f"{name}: not built: {why}", markup=False, highlight=False, soft_wrap=True
+            )
             results.append(VariantResult(name, description, None, why))
             continue
         try:
@@ -111,11 +113,17 @@ def render_variants(results: Sequence[VariantResult]) -> str:
         fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
         lines += [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
         lines += [fmt.format(*row) for row in rows]
-        lines += ["", "aot = function bytes in mlx.metallib; jit = source bytes embedded in the host "
-                  "library (emb) and its symbol bytes (host)"]  # fmt: skip
+        lines += [
+            "",
+            (
+                "aot = function bytes in mlx.metallib; jit = source bytes embedded in the host "
+                "library (emb) and its symbol bytes (host)"
+            ),
+        ]
         for r in built:
             lines += [f"{r.name} ({r.description}):"] + [
-                f"  {line}" for line in origins(r.outcome.sizes)  # type: ignore[union-attr]
+                f"  {line}"
+                for line in origins(r.outcome.sizes)  # type: ignore[union-attr]
             ]
     for r in results:
         if r.outcome is None:

@@ -72,8 +72,11 @@ def _settings(**kw: Any) -> Any:
 @click.option("--jit/--no-jit", default=False, show_default=True,
               help="JIT: embed every selected family's source in the host library; "
               "no JIT: compile them AOT into mlx.metallib (needs the Metal compiler).")  # fmt: skip
-@click.option("--jit-kernels", metavar="F,...",
-              help="Families built JIT whatever --jit says; the other selected ones AOT.")
+@click.option(
+    "--jit-kernels",
+    metavar="F,...",
+    help="Families built JIT whatever --jit says; the other selected ones AOT.",
+)
 @_common
 def build_command(**kw: Any) -> None:
     """Build the kernel library: AOT into mlx.metallib, JIT into the host library, or mixed.
@@ -94,7 +97,10 @@ def build_command(**kw: Any) -> None:
     )
     stderr_console().print(
         f"Built {outcome.settings.build_dir} in {outcome.seconds:.1f} s "
-        f"({outcome.edges_run} build steps)", markup=False, highlight=False
+        f"({outcome.edges_run} build steps)",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
     if kw["as_json"]:
         click.echo(json.dumps(sizes_to_dict(outcome.sizes), indent=1))

@@ -118,7 +118,9 @@ def test_manifest_describes_the_build(built) -> None:  # type: ignore[no-untyped
         assert all(not Path(o).is_absolute() for o in fam["outputs"] + fam["generated_sources"])
         on_disk = sum((built.build_dir / s).stat().st_size for s in fam["generated_sources"])
         assert fam["generated_bytes"] == on_disk
-    assert manifest["files"]["metallib"]["bytes"] == (built.build_dir / "mlx.metallib").stat().st_size
+    assert (
+        manifest["files"]["metallib"]["bytes"] == (built.build_dir / "mlx.metallib").stat().st_size
+    )
     assert manifest["options"]["METAL_DTYPES"] == list(DTYPES)
     assert "stand-in" in manifest["toolchain"]["compiler_version"]
     # the size report's reader accepts it and maps every function to its family
