@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -260,3 +262,17 @@ def test_dtype_vocabulary_is_fixed(raw) -> None:
 def test_copy_tree_still_loads(tmp_path: Path) -> None:
     shutil.copytree(metal_src_dir(), tmp_path / "src")
     assert len(load_catalog(tmp_path / "src").expand()) == len(load_catalog().expand())
+
+
+def test_library_imports_no_cli_or_test_dependencies() -> None:
+    """builder.kernels runs inside CMake's isolated build environment: no click, rich or numpy."""
+    code = (
+        "import sys, builder.kernels, builder.kernels.check, builder.kernels.cpu, "
+        "builder.kernels.catalog_main; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich', 'numpy')))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+    )
+    assert proc.stdout.strip() == "[]"
