@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from builder.kernels import load_catalog
 from builder.resources import cmake_dir, metal_src_dir
 
 # Families built by most library tests: small, and together they share common headers.
 FAMILIES = ("unary", "softmax", "arange")
+ALL_FAMILIES = tuple(load_catalog().families)
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,8 @@ def jit_build(tmp_path_factory: pytest.TempPathFactory) -> JitBuild:
 
 @pytest.fixture(scope="session")
 def jit_build_compressed(tmp_path_factory: pytest.TempPathFactory) -> JitBuild:
-    """FAMILIES again, with COMPRESS."""
-    build, _ = build_jit(tmp_path_factory.mktemp("jit-z"), options="COMPRESS")
+    """Every catalog family, with COMPRESS (the smallest configuration)."""
+    build, _ = build_jit(tmp_path_factory.mktemp("jit-z"), ALL_FAMILIES, options="COMPRESS")
     return build
 
 

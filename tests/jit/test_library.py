@@ -10,13 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from jit.conftest import FAMILIES, JitBuild, build_jit
+from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
 
 from builder.jit.binding import JitLibrary, JitLibraryError, find_installed_library
-from builder.jit.checking import family_check_units
+from builder.jit.checking import anchor_line_markers, family_check_units
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
-from builder.kernels.check import run_check
+from builder.kernels.check import CheckUnit, run_check
 from builder.kernels.compiler import find_compiler
 from builder.resources import metal_src_dir
 
@@ -109,19 +109,61 @@ def _piece_text(cpp: Path, name: str) -> str:
 def test_compression_round_trips(jit_build: JitBuild, jit_build_compressed: JitBuild) -> None:
     plain, packed = JitLibrary(jit_build.library), JitLibrary(jit_build_compressed.library)
     assert packed.compressed
-    assert packed.names() == plain.names()
     for family in FAMILIES:
         assert packed.preamble(family) == plain.preamble(family)
     for name in plain.names():
         assert packed.source(name) == plain.source(name)
     facts = json.loads((jit_build_compressed.gen_dir / "embed.json").read_text())
-    plain_facts = json.loads((jit_build.gen_dir / "embed.json").read_text())
     assert facts["compressed"] is True
-    assert facts["embedded_bytes"] < plain_facts["embedded_bytes"]
+    for family in facts["families"]:
+        assert 0 < family["registry_bytes"]
+        assert family["preamble_bytes"] + family["shared_bytes"] < family["source_bytes"]
 
 
-def test_two_clean_builds_are_byte_identical(jit_build: JitBuild, tmp_path: Path) -> None:
-    other, _ = build_jit(tmp_path / "elsewhere" / "deeper")
+def test_whole_catalog_compressed(jit_build_compressed: JitBuild) -> None:
+    """Every catalog instantiation has its source in the library (all families, COMPRESS)."""
+    lib = JitLibrary(jit_build_compressed.library)
+    catalog = load_catalog()
+    expected = catalog.expand(ALL_FAMILIES)
+    assert lib.names() == [inst.host_name for inst in expected]
+    root = catalog.source_dir
+    for family, spec in catalog.families.items():
+        assert lib.preamble(family) == inline_preamble([root / spec.header], [root]).text
+    for inst in expected:
+        source = lib.source(inst.host_name)
+        assert source.endswith("\n" + inst.instantiation_line() + "\n")
+        assert lib.family(inst.host_name) == inst.family
+
+
+def test_single_sources_from_the_library_compile(jit_build_compressed: JitBuild) -> None:
+    """The first and last source of every family, each compiled alone, exactly as returned."""
+    lib = JitLibrary(jit_build_compressed.library)
+    catalog = load_catalog()
+    units = []
+    for family in ALL_FAMILIES:
+        items = catalog.expand([family])
+        for inst in {items[0].host_name: items[0], items[-1].host_name: items[-1]}.values():
+            text = anchor_line_markers(lib.source(inst.host_name), catalog.source_dir)
+            units.append(CheckUnit(inst.host_name, text, family))
+    result = run_check(
+        units, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
+    )
+    assert result.ok, [d.format() for d in result.diagnostics]
+    assert result.instantiations == len(units)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "zlib"])
+def test_two_clean_builds_are_byte_identical(
+    compressed: bool, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    jit_build: JitBuild = request.getfixturevalue(
+        "jit_build_compressed" if compressed else "jit_build"
+    )
+    other, _ = build_jit(
+        tmp_path / "elsewhere" / "deeper",
+        ALL_FAMILIES if compressed else FAMILIES,
+        options="COMPRESS" if compressed else "",
+    )
     generated = sorted(p.name for p in jit_build.gen_dir.iterdir() if p.suffix in {".cpp", ".json"})
     assert generated == sorted(
         p.name for p in other.gen_dir.iterdir() if p.suffix in {".cpp", ".json"}
@@ -159,6 +201,19 @@ def test_generator_failure_fails_the_build(tree_copy: Path, tmp_path: Path) -> N
     _, result = build_jit(tmp_path / "broken", ["arange"], source_dir=tree_copy, check=False)
     assert result.returncode != 0
     assert f'arange.h:{line}: quoted include "common/missing.h" not found' in result.stdout
+
+
+def test_no_dedup_stores_the_same_sources(jit_build: JitBuild, tmp_path: Path) -> None:
+    build, _ = build_jit(tmp_path / "nodedup", options="NO_DEDUP")
+    lib, plain = JitLibrary(build.library), JitLibrary(jit_build.library)
+    assert lib.names() == plain.names()
+    for name in plain.names():
+        assert lib.source(name) == plain.source(name)
+    facts = json.loads((build.gen_dir / "embed.json").read_text())
+    dedup = json.loads((jit_build.gen_dir / "embed.json").read_text())
+    assert facts["dedup"] is False and facts["shared"] == []
+    assert all(f["shared_bytes"] == 0 for f in facts["families"])
+    assert facts["embedded_bytes"] > dedup["embedded_bytes"]
 
 
 def test_empty_family_list_builds_an_empty_registry(tmp_path: Path) -> None:
