@@ -6,6 +6,7 @@
 # Resolution order for each tool (compiler `metal`, linker `metallib`):
 #   1. the cache variable METAL_COMPILER / METALLIB_LINKER (a path or a program name on PATH);
 #   2. `xcrun -sdk ${METAL_SDK} --find metal|metallib` (METAL_SDK defaults to macosx).
+# With only METAL_COMPILER given, a `metallib` beside it is taken as the linker.
 # On success it creates two imported executables, Metal::compiler and Metal::linker, so build
 # rules name targets rather than global variables, and caches METAL_COMPILER_VERSION /
 # METALLIB_LINKER_VERSION (first line of `--version`) for the build manifest.
@@ -77,6 +78,13 @@ function(metal_find_toolchain)
     return()
   endif()
   _metal_resolve(compiler METAL_COMPILER metal)
+  if(compiler AND NOT METALLIB_LINKER)
+    # An explicit compiler usually has its linker beside it (a toolchain's usr/bin).
+    get_filename_component(compiler_dir "${compiler}" DIRECTORY)
+    if(EXISTS "${compiler_dir}/metallib")
+      set(METALLIB_LINKER "${compiler_dir}/metallib" CACHE FILEPATH "Metal linker (metallib)" FORCE)
+    endif()
+  endif()
   _metal_resolve(linker METALLIB_LINKER metallib)
   if(NOT compiler OR NOT linker)
     set(why "")

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 DEFAULT_CHUNK_SIZE = 250
-"""Instantiations per generated source: binary (1,800) becomes 8 sources, so 2-8 cores stay busy
+"""Instantiations per generated source: binary (~1,850) becomes 8 sources, so 2-8 cores stay busy
 while one source still amortises the family header's parse over many instantiations."""
 
 

@@ -110,6 +110,7 @@ def build_manifest(
         "generator": config.get("generator", "metallib-builder"),
         "options": config.get("options", {}),
         "toolchain": config.get("toolchain"),
+        "host_compiler": config.get("host_compiler"),
         "metallib": metallib_rel,
         "host_library": host_rel,
         "compressed": bool(embed.get("compressed", False)) if embed else False,

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["MIXED_JIT", "VariantResult", "build_variants", "render_variants", "variants_to_dict"]
 
 MIXED_JIT = ("binary", "copy")
-"""JIT families of the mixed variant: the two with the most instantiations (1,800 and 1,008)."""
+"""JIT families of the mixed variant: the two with the most instantiations."""
 
 
 @dataclass(frozen=True)
