@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from builder.kernels.diagnostics import Locator, parse_compiler_output
 from builder.resources import metal_src_dir
 
 pytestmark = pytest.mark.skipif(
@@ -211,28 +210,6 @@ def test_missing_compiler_is_one_clear_message(tmp_path: Path, run_cli, monkeypa
         "or pass --compiler / set CXX"
     )
     assert err.strip().splitlines() == [expected]
-
-
-def test_clang_style_notes_are_followed(tmp_path: Path) -> None:
-    """clang prints the instantiation chain after the error, as notes; the shim error is blamed
-    on the kernel line and the host name comes from the generated unit."""
-    src = tmp_path / "src"
-    (src / "shim").mkdir(parents=True)
-    unit = tmp_path / "unit.cpp"
-    output = "\n".join(
-        [
-            f"{src}/shim/metal_stdlib:10:3: error: static assertion failed",
-            f"{src}/common/atomic.h:52:9: note: in instantiation of function template specialization 'f' requested here",
-            f"{unit}:4:1: note: in instantiation of function template specialization 'k' requested here",
-            "1 error generated.",
-        ]
-    )
-    locator = Locator(
-        src, "metal_src", src / "shim", {str(unit.resolve()): {4: "scatter_g_sum_int8_int32_n1"}}
-    )
-    (diag,) = parse_compiler_output(output, locator)
-    assert (diag.path, diag.line, diag.column) == ("metal_src/common/atomic.h", 52, 9)
-    assert diag.host_names == ["scatter_g_sum_int8_int32_n1"]
 
 
 def test_jit_style_unit_is_checked(tmp_path: Path) -> None:
