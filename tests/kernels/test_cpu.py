@@ -388,3 +388,18 @@ def test_complex64(cpu: CpuRunner) -> None:
         6,
     )
     np.testing.assert_array_equal(out[1], np.arange(-3, 3).astype(np.complex64))
+
+
+def test_gather_with_two_index_arrays(cpu: CpuRunner) -> None:
+    """out[i, :] = src[rows[i], cols[i], :] with uint32 indices (two index arrays, axes 0 and 1)."""
+    src = np.arange(60, dtype=np.int64).reshape(4, 5, 3)
+    rows = np.array([3, 0, 2, 3], np.uint32)
+    cols = np.array([4, 1, 0, 4], np.uint32)
+    indices = np.concatenate([rows, cols])
+    args = [
+        src, indices, np.zeros(12, np.int64), np.array([4, 5, 3], np.int32),
+        np.array([15, 3, 1], np.int64), np.int32(3), np.array([1, 1, 3], np.int32),
+        np.array([0, 1], np.int32), size(4), size(3), TID,
+    ]  # fmt: skip
+    out = cpu.run("gather_g_int64_uint32_n2", args, 12)[2]
+    np.testing.assert_array_equal(out.reshape(4, 3), src[rows, cols])
