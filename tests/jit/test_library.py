@@ -216,6 +216,13 @@ def test_no_dedup_stores_the_same_sources(jit_build: JitBuild, tmp_path: Path) -
     assert facts["embedded_bytes"] > dedup["embedded_bytes"]
 
 
+def test_unknown_family_fails_at_configure_time(tmp_path: Path) -> None:
+    _, result = build_jit(tmp_path / "unknown", ["unary", "nope"], check=False)
+    assert result.returncode != 0
+    text = " ".join((result.stdout + result.stderr).split())
+    assert "unknown kernel family 'nope'; valid: arange, binary" in text
+
+
 def test_empty_family_list_builds_an_empty_registry(tmp_path: Path) -> None:
     build, _ = build_jit(tmp_path / "empty", [])
     lib = JitLibrary(build.library)
