@@ -42,6 +42,8 @@ class BuildSizes:
     metallib: str | None
     metallib_bytes: int | None
     metallib_overhead_bytes: int | None
+    compiler: str | None
+    """The Metal compiler's ``--version`` line, per the manifest (a stand-in says so)."""
     host_library: str | None
     host_library_bytes: int | None
     host_symbol_method: str | None
@@ -99,6 +101,7 @@ def measure(build_dir: Path) -> BuildSizes:
         metallib=str(build_dir / metallib) if metallib else None,
         metallib_bytes=metallib_bytes,
         metallib_overhead_bytes=overhead,
+        compiler=(data.get("toolchain") or {}).get("compiler_version") if metallib else None,
         host_library=str(build_dir / host) if host else None,
         host_library_bytes=host_bytes,
         host_symbol_method=symbols.method if symbols else None,
@@ -120,8 +123,9 @@ def origins(sizes: BuildSizes) -> list[str]:
     """One line per source of figures, as printed under the table."""
     lines = []
     if sizes.metallib:
+        built_by = f"; compiled by {sizes.compiler}" if sizes.compiler else ""
         lines.append(f"metallib: {sizes.metallib} ({sizes.metallib_bytes} bytes; function bytes "
-                     "via builder.attribution)")  # fmt: skip
+                     f"via builder.attribution{built_by})")  # fmt: skip
     if sizes.host_library:
         how = (f"symbol sizes via {sizes.host_symbol_method}" if sizes.host_symbol_method else
                "file size only: per-family symbol sizes need pyelftools and an unstripped library")  # fmt: skip

@@ -136,3 +136,21 @@ def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
     assert sizes.by_family["unary"] >= 100 + 32
     assert sizes.by_family["copy"] == 0
     assert sizes.by_family[OTHER] >= 64
+
+
+def test_progress_display_bar_and_plain_lines() -> None:
+    import io
+
+    from rich.console import Console
+
+    from builder.build.progress import ProgressDisplay, Status
+
+    for terminal in (True, False):
+        buf = io.StringIO()
+        console = Console(file=buf, force_terminal=terminal, width=100)
+        with ProgressDisplay(console, "Building b") as show:
+            show(Status(1, 2, "Compiling Metal unary_0.air"))
+            show(Status(2, 2, "Linking mlx.metallib"))
+        text = buf.getvalue()
+        assert "Linking mlx.metallib" in text
+        assert ("[2/2] Linking mlx.metallib" in text) is not terminal
