@@ -18,8 +18,8 @@
 include_guard(GLOBAL)
 
 set(METAL_SDK "macosx" CACHE STRING "xcrun SDK used to find metal and metallib")
-set(METAL_COMPILER "" CACHE FILEPATH "Metal compiler (metal); empty: xcrun -sdk \${METAL_SDK} --find metal")
-set(METALLIB_LINKER "" CACHE FILEPATH "Metal linker (metallib); empty: xcrun -sdk \${METAL_SDK} --find metallib")
+set(METAL_COMPILER "" CACHE STRING "Metal compiler (metal: a path or a program name); empty: xcrun -sdk \${METAL_SDK} --find metal")
+set(METALLIB_LINKER "" CACHE STRING "Metal linker (metallib: a path or a program name); empty: xcrun -sdk \${METAL_SDK} --find metallib")
 set(METAL_COMPILER_LAUNCHER "" CACHE STRING "Command list prepended to every metal compile (a cache or remote executor)")
 
 # _metal_resolve(<out> <cache var> <tool>): the absolute path of one tool, or "" with the reason
@@ -82,7 +82,7 @@ function(metal_find_toolchain)
     # An explicit compiler usually has its linker beside it (a toolchain's usr/bin).
     get_filename_component(compiler_dir "${compiler}" DIRECTORY)
     if(EXISTS "${compiler_dir}/metallib")
-      set(METALLIB_LINKER "${compiler_dir}/metallib" CACHE FILEPATH "Metal linker (metallib)" FORCE)
+      set(METALLIB_LINKER "${compiler_dir}/metallib")  # this call only; the cache stays empty
     endif()
   endif()
   _metal_resolve(linker METALLIB_LINKER metallib)
