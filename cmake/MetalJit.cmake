@@ -7,6 +7,7 @@
 #     [DTYPES <dtype>...]                # dtype selection (default: all)
 #     [COMPRESS]                         # zlib-compress embedded text, inflated at lookup
 #     [NO_DEDUP]                         # store shared headers once per family (benchmarks)
+#     [STRIP_COMMENTS]                   # leave comments out of the embedded text
 #     [NAMESPACE <ns>]                   # C++ namespace of the registry (default metal_jit)
 #     [PYTHON <python executable>])      # default: Python_EXECUTABLE, else find_package(Python)
 #
@@ -58,7 +59,7 @@ function(_metal_jit_python out explicit)
 endfunction()
 
 function(metal_add_jit_library target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "COMPRESS;NO_DEDUP" "SOURCE_DIR;NAMESPACE;PYTHON"
+  cmake_parse_arguments(PARSE_ARGV 1 arg "COMPRESS;NO_DEDUP;STRIP_COMMENTS" "SOURCE_DIR;NAMESPACE;PYTHON"
                         "FAMILIES;DTYPES")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "metal_add_jit_library(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
@@ -110,6 +111,9 @@ function(metal_add_jit_library target)
   endif()
   if(arg_NO_DEDUP)
     list(APPEND options --no-dedup)
+  endif()
+  if(arg_STRIP_COMMENTS)
+    list(APPEND options --strip-comments)
   endif()
   set(selection "")
   if(arg_DTYPES)

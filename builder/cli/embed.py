@@ -52,12 +52,19 @@ Examples:
     "--namespace", default="metal_jit", show_default=True, metavar="NS",
     help="C++ namespace of the generated functions (nested names like a::b allowed).",
 )  # fmt: skip
+@click.option(
+    "--strip-comments",
+    is_flag=True,
+    help="Leave comments out of the embedded text (line numbers are kept, so #line markers "
+    "stay exact). Smaller; run-time diagnostics show code without its comments.",
+)
 def embed_command(
     headers: tuple[Path, ...],
     include_dirs: tuple[Path, ...],
     defines: tuple[str, ...],
     output: Path,
     namespace: str,
+    strip_comments: bool,
 ) -> None:
     """Write a C++ source holding one run-time preamble per HEADER.
 
@@ -68,7 +75,7 @@ def embed_command(
     """
     from builder.jit.generate import embed_headers, write_if_changed
 
-    text, preambles = embed_headers(headers, include_dirs, defines, namespace)
+    text, preambles = embed_headers(headers, include_dirs, defines, namespace, strip=strip_comments)
     changed = write_if_changed(output, text)
     files = len({f for p in preambles for f in p.files})
     click.echo(

@@ -39,11 +39,13 @@ def _parser() -> argparse.ArgumentParser:
     fam.add_argument("--depfile", type=Path, default=None)
     fam.add_argument("--compress", action="store_true")
     fam.add_argument("--no-dedup", action="store_true")
+    fam.add_argument("--strip-comments", action="store_true")
 
     merge = sub.add_parser("merge", help="write embed.json", allow_abbrev=False)
     merge.add_argument("--target", required=True)
     merge.add_argument("--compress", action="store_true")
     merge.add_argument("--no-dedup", action="store_true")
+    merge.add_argument("--strip-comments", action="store_true")
     merge.add_argument("--out", type=Path, required=True)
     merge.add_argument("facts", nargs="*", type=Path)
 
@@ -53,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     emb.add_argument("-D", dest="defines", action="append", default=[])
     emb.add_argument("-o", dest="output", type=Path, required=True)
     emb.add_argument("--namespace", default="metal_jit")
+    emb.add_argument("--strip-comments", action="store_true")
     return parser
 
 
@@ -70,15 +73,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _split(args.dtypes),
                 compress=args.compress,
                 dedup=not args.no_dedup,
+                strip=args.strip_comments,
                 depfile=args.depfile,
             )
         elif args.action == "merge":
             facts = [json.loads(p.read_text(encoding="utf-8")) for p in args.facts]
-            merged = generate.merge_facts(args.target, args.compress, not args.no_dedup, facts)
+            merged = generate.merge_facts(
+                args.target, args.compress, not args.no_dedup, facts, args.strip_comments
+            )
             generate.write_if_changed(args.out, json.dumps(merged, indent=1) + "\n")
         else:
             text, _ = generate.embed_headers(
-                args.headers, args.include_dirs, args.defines, args.namespace
+                args.headers,
+                args.include_dirs,
+                args.defines,
+                args.namespace,
+                strip=args.strip_comments,
             )
             generate.write_if_changed(args.output, text)
     except BuilderError as exc:

@@ -215,14 +215,6 @@ def render_family(
         out.append("constexpr Piece kPool[] = {")
         out += [f"    {_piece_entry(p)}," for p in pool]
         out.append("};")
-        _, offsets = pool_text(kernels)
-        out.append("constexpr std::uint32_t kKernels[] = {")
-        out += _number_rows(offsets)
-        out.append("};")
-        order = sorted(range(len(kernels)), key=lambda i: kernels[i].host_name.encode())
-        out.append("constexpr std::uint32_t kByName[] = {")
-        out += _number_rows(order)
-        out.append("};")
     preamble_bytes = len(preamble.text.encode("utf-8"))
     pool_bytes = sum(p.raw_bytes for p in pool)
     out += [
@@ -233,9 +225,7 @@ def render_family(
         f"const Family family_{family} = {{",
         f"    {_cxx_string(family)}, {_cxx_string(line_head)},",
         f"    kPieces, {len(pieces)}u, {preamble_bytes}u,",
-        f"    {'kPool' if kernels else 'nullptr'}, {len(pool)}u, {pool_bytes}u,",
-        f"    {'kKernels' if kernels else 'nullptr'}, {len(kernels)}u, "
-        + f"{'kByName' if kernels else 'nullptr'}}};",
+        f"    {'kPool' if kernels else 'nullptr'}, {len(pool)}u, {pool_bytes}u, {len(kernels)}u}};",
         "",
         "}  // namespace detail",
         "}  // namespace METAL_JIT_NAMESPACE",
@@ -246,13 +236,6 @@ def render_family(
 def _piece_entry(piece: StoredPiece) -> str:
     flag = "true" if piece.compressed else "false"
     return f"{{{piece.name}, {piece.stored_bytes}u, {piece.raw_bytes}u, {flag}}}"
-
-
-def _number_rows(numbers: Sequence[int], per_row: int = 16) -> list[str]:
-    return [
-        "    " + ", ".join(str(n) for n in numbers[k : k + per_row]) + ","
-        for k in range(0, len(numbers), per_row)
-    ]
 
 
 def render_standalone(

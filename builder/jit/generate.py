@@ -111,6 +111,7 @@ def family_source(
     *,
     compress: bool = False,
     dedup: bool = True,
+    strip: bool = False,
 ) -> FamilySource:
     """Inline a catalog family's header and render its translation unit (nothing written)."""
     from builder.kernels.catalog import INSTANTIATE_MACRO, load_catalog
@@ -118,7 +119,9 @@ def family_source(
     catalog = load_catalog(source_dir)
     items = catalog.expand([family], dtypes)
     spec = catalog.families[family]
-    preamble = inline_preamble([catalog.source_dir / spec.header], [catalog.source_dir])
+    preamble = inline_preamble(
+        [catalog.source_dir / spec.header], [catalog.source_dir], strip=strip
+    )
     head = f'{INSTANTIATE_MACRO}("'
     kernels, lines = [], []
     for inst in items:
@@ -146,7 +149,7 @@ def _depfile(target: Path, deps: Iterable[Path]) -> str:
 
 def _generator_files() -> list[Path]:
     """The modules whose code shapes the output: a change to them must regenerate."""
-    names = ("builder.jit.preamble", "builder.jit.chunks", "builder.jit.codegen",
+    names = ("builder.jit.preamble", "builder.jit.lexing", "builder.jit.chunks", "builder.jit.codegen",
              "builder.jit.generate", "builder.kernels.catalog", "builder.kernels.naming",
              "builder.kernels.dtypes")  # fmt: skip
     return [Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names]
@@ -160,10 +163,13 @@ def write_family(
     *,
     compress: bool = False,
     dedup: bool = True,
+    strip: bool = False,
     depfile: Path | None = None,
 ) -> FamilySource:
     """Write ``<out_dir>/<family>.cpp`` and ``<family>.json`` (+ depfile) for the CMake build."""
-    generated = family_source(source_dir, family, dtypes, compress=compress, dedup=dedup)
+    generated = family_source(
+        source_dir, family, dtypes, compress=compress, dedup=dedup, strip=strip
+    )
     cpp_path = out_dir / f"{family}.cpp"
     write_if_changed(cpp_path, generated.cpp)
     facts = json.dumps(generated.facts(), indent=1, sort_keys=True) + "\n"
@@ -176,7 +182,11 @@ def write_family(
 
 
 def merge_facts(
-    target: str, compressed: bool, dedup: bool, family_facts: Sequence[Mapping[str, Any]]
+    target: str,
+    compressed: bool,
+    dedup: bool,
+    family_facts: Sequence[Mapping[str, Any]],
+    stripped: bool = False,
 ) -> dict[str, Any]:
     """embed.json: per family what it embeds, with pieces shared by families counted once.
 
@@ -225,6 +235,7 @@ def merge_facts(
         "target": target,
         "compressed": compressed,
         "dedup": dedup,
+        "stripped": stripped,
         "embedded_bytes": total,
         "registry_bytes": sum(int(f["registry_bytes"]) for f in families),
         "families": families,
@@ -249,6 +260,8 @@ def embed_headers(
     include_dirs: Sequence[str | os.PathLike[str]],
     defines: Sequence[str] = (),
     namespace: str = "metal_jit",
+    *,
+    strip: bool = False,
 ) -> tuple[str, list[Preamble]]:
     """A standalone C++ source with one preamble per header (``metallib-builder embed``).
 
@@ -258,7 +271,7 @@ def embed_headers(
         raise UsageError("embed needs at least one header")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*", namespace):
         raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
-    preambles = [inline_preamble([h], include_dirs, defines) for h in headers]
+    preambles = [inline_preamble([h], include_dirs, defines, strip=strip) for h in headers]
     names = [p.headers[0] for p in preambles]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -31,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.jit.lexing import directive_lines, strip_comments
 
 __all__ = [
     "Fragment",
@@ -91,71 +92,45 @@ class _Run:
     lines: tuple[str, ...]
 
 
-def _directive_lines(text: str) -> list[bool]:
-    """For each line, whether it starts outside a block comment (so a ``#`` there is a directive).
-
-    A small lexer over comments and string/char literals; enough for C-family headers.
-    """
-    starts_free = []
-    in_block = False
-    for line in text.split("\n"):
-        starts_free.append(not in_block)
-        i, n = 0, len(line)
-        while i < n:
-            if in_block:
-                end = line.find("*/", i)
-                if end < 0:
-                    break
-                in_block, i = False, end + 2
-                continue
-            c = line[i]
-            if c == "/" and line.startswith("//", i):
-                break
-            if c == "/" and line.startswith("/*", i):
-                in_block, i = True, i + 2
-                continue
-            if c in "\"'":
-                j = i + 1
-                while j < n and line[j] != c:
-                    j += 2 if line[j] == "\\" else 1
-                i = j + 1
-                continue
-            i += 1
-    return starts_free
-
-
-def _parse(real_path: str) -> tuple[_Include | _Run, ...]:
+def _parse(real_path: str, strip: bool) -> tuple[_Include | _Run, ...]:
     """A file as runs of lines and quoted includes (cached by path, size and mtime: headers
     are shared by families)."""
     try:
         stat = os.stat(real_path)
     except OSError as exc:
         raise IncludeError(f"{real_path}: cannot read: {exc}") from None
-    return _parse_file(real_path, stat.st_size, stat.st_mtime_ns)
+    return _parse_file(real_path, stat.st_size, stat.st_mtime_ns, strip)
 
 
 @lru_cache(maxsize=256)
-def _parse_file(real_path: str, size: int, mtime_ns: int) -> tuple[_Include | _Run, ...]:
+def _parse_file(
+    real_path: str, size: int, mtime_ns: int, strip: bool
+) -> tuple[_Include | _Run, ...]:
     try:
         text = Path(real_path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise IncludeError(f"{real_path}: cannot read: {exc}") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    free = _directive_lines(text)
+    # Directives are found in the original text; the kept text may have its comments removed
+    # (same line count, so line numbers map one to one).
+    original = text.split("\n")
+    lines = strip_comments(text).split("\n") if strip else original
+    if original and original[-1] == "":
+        original.pop()
+        lines = lines[: len(original)]
+    free = directive_lines(text)
     items: list[_Include | _Run] = []
     run: list[str] = []
     run_start = 1
     for number, line in enumerate(lines, start=1):
-        match = _QUOTED.match(line) if free[number - 1] else None
+        source_line = original[number - 1]
+        match = _QUOTED.match(source_line) if free[number - 1] else None
         if match:
             if any(s.strip() for s in run):
                 items.append(_Run(run_start, tuple(run)))
             items.append(_Include(match.group(1), number))
             run, run_start = [], number + 1
             continue
-        if free[number - 1] and _PRAGMA_ONCE.match(line):
+        if free[number - 1] and _PRAGMA_ONCE.match(source_line):
             line = ""
         run.append(line)
     if any(s.strip() for s in run):
@@ -199,8 +174,13 @@ def inline_preamble(
     roots: Sequence[str | os.PathLike[str]],
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     defines: Sequence[str] = (),
+    *,
+    strip: bool = False,
 ) -> Preamble:
     """Inline ``roots`` (in order) and everything they quote-include, each file once.
+
+    ``strip`` removes comments and trailing blanks from the embedded text (line structure kept,
+    so ``#line`` markers stay exact).
 
     Raises IncludeError naming the including file and line for a quoted include that is found
     neither beside the including file nor in ``include_dirs``.
@@ -214,7 +194,7 @@ def inline_preamble(
 
     def visit(real: Path, shown: Path | str) -> None:
         display = seen[real]
-        for item in _parse(str(real)):
+        for item in _parse(str(real), strip):
             if isinstance(item, _Run):
                 body = "".join(line + "\n" for line in item.lines)
                 marker = f'#line {item.first_line} "{display}"\n'

@@ -6,10 +6,13 @@
 // was built with COMPRESS). A lookup then costs one binary search per family plus one string
 // copy; the assembled text lives as long as the library, so preamble() returns a string_view
 // and the C API returns borrowed names.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
+#include <vector>
 
 #include "metal_jit/embedded.h"
 #include "metal_jit/registry.h"
@@ -30,9 +33,19 @@ struct Assembled {
   bool ok = false;
 };
 
+// A family's registry strings with what is derived from them on first use: where each
+// kernel's name starts (catalog order) and the kernels sorted by name (for binary search).
+struct Index {
+  std::once_flag once;
+  std::string text;
+  std::vector<std::uint32_t> offsets;
+  std::vector<std::uint32_t> by_name;
+  bool ok = false;
+};
+
 struct Slot {
   Assembled preamble;
-  Assembled pool;
+  Index index;
 };
 
 Slot* slots() {
@@ -76,10 +89,39 @@ const std::string* assembled(std::size_t index) {
   return assemble(slots()[index].preamble, f.pieces, f.piece_count, f.preamble_size);
 }
 
-// The family's registry strings; nullptr if they failed to inflate.
-const std::string* pool(std::size_t index) {
-  const Family& f = family_at(index);
-  return assemble(slots()[index].pool, f.pool, f.pool_piece_count, f.pool_size);
+// The family's registry index; nullptr if its strings failed to inflate or are malformed.
+const Index* index_of(std::size_t family_index) {
+  Index& index = slots()[family_index].index;
+  std::call_once(index.once, [&index, family_index] {
+    const Family& f = family_at(family_index);
+    index.text.reserve(f.pool_size);
+    bool ok = true;
+    for (std::uint32_t i = 0; i < f.pool_piece_count && ok; ++i) {
+      ok = append_piece(f.pool[i], index.text);
+    }
+    if (!ok || index.text.size() != f.pool_size) return;
+    index.offsets.reserve(f.kernel_count);
+    std::size_t pos = 0;
+    for (std::uint32_t k = 0; k < f.kernel_count; ++k) {
+      std::size_t name_end = index.text.find('\0', pos);
+      std::size_t args_end =
+          name_end == std::string::npos ? name_end : index.text.find('\0', name_end + 1);
+      if (args_end == std::string::npos) return;
+      index.offsets.push_back(static_cast<std::uint32_t>(pos));
+      pos = args_end + 1;
+    }
+    if (pos != index.text.size()) return;
+    index.by_name.resize(f.kernel_count);
+    std::iota(index.by_name.begin(), index.by_name.end(), 0u);
+    const char* base = index.text.data();
+    const auto& offsets = index.offsets;
+    std::sort(index.by_name.begin(), index.by_name.end(),
+              [base, &offsets](std::uint32_t a, std::uint32_t b) {
+                return std::strcmp(base + offsets[a], base + offsets[b]) < 0;
+              });
+    index.ok = true;
+  });
+  return index.ok ? &index : nullptr;
 }
 
 std::ptrdiff_t family_index(std::string_view name) {
@@ -99,14 +141,13 @@ struct Found {
 bool find_kernel(std::string_view host_name, Found& found) {
   const auto& table = detail::family_table();
   for (std::size_t f = 0; f < table.count; ++f) {
-    const Family& family = *table.items[f];
-    if (family.kernel_count == 0) continue;
-    const std::string* strings = pool(f);
-    if (strings == nullptr) continue;
-    std::uint32_t lo = 0, hi = family.kernel_count;
+    if (table.items[f]->kernel_count == 0) continue;
+    const Index* index = index_of(f);
+    if (index == nullptr) continue;
+    std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(index->by_name.size());
     while (lo < hi) {
       std::uint32_t mid = lo + (hi - lo) / 2;
-      const char* name = strings->data() + family.kernels[family.by_name[mid]];
+      const char* name = index->text.data() + index->offsets[index->by_name[mid]];
       int cmp = std::string_view(name).compare(host_name);
       if (cmp == 0) {
         found = {f, name};
@@ -165,9 +206,9 @@ std::string_view kernel_name(std::size_t index) {
   for (std::size_t f = 0; f < table.count; ++f) {
     const Family& family = *table.items[f];
     if (index < family.kernel_count) {
-      const std::string* strings = pool(f);
-      return strings ? std::string_view(strings->data() + family.kernels[index])
-                     : std::string_view();
+      const Index* built = index_of(f);
+      return built ? std::string_view(built->text.data() + built->offsets[index])
+                   : std::string_view();
     }
     index -= family.kernel_count;
   }

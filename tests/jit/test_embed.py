@@ -125,6 +125,16 @@ def test_embed_is_deterministic_and_leaves_unchanged_output_alone(
     assert other.read_bytes() == first  # another directory, same bytes
 
 
+def test_embed_strip_comments(
+    kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = kernel_tree({**TREE, "kern/doc.h": "// about\nint x; /* why */\n"})
+    out = tmp_path / "s.cpp"
+    args = ["embed", str(root / "kern/doc.h"), "-I", str(root), "-o", str(out)]
+    assert run_cli([*args, "--strip-comments"], capsys)[0] == 0
+    assert _compile_and_dump(out, ["kern/doc.h"]) == ['#line 1 "kern/doc.h"\n\nint x;\n']
+
+
 def test_embed_missing_include_is_one_line_exit_2(
     kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -231,14 +231,23 @@ def test_empty_family_list_builds_an_empty_registry(tmp_path: Path) -> None:
     assert facts["families"] == [] and facts["embedded_bytes"] == 0
 
 
-def test_dtype_selection_and_namespace(tmp_path: Path) -> None:
-    build, _ = build_jit(tmp_path / "sel", ["unary", "arange"],
-                         options="DTYPES float16 int32 NAMESPACE my::jit")  # fmt: skip
+def test_dtype_selection_namespace_and_stripping(tmp_path: Path) -> None:
+    build, _ = build_jit(
+        tmp_path / "sel",
+        ["unary", "arange"],
+        options="DTYPES float16 int32 NAMESPACE my::jit STRIP_COMMENTS COMPRESS",
+    )
     lib = JitLibrary(build.library)
-    expected = load_catalog().expand(["unary", "arange"], ["float16", "int32"])  # catalog order
+    catalog = load_catalog()
+    expected = catalog.expand(["unary", "arange"], ["float16", "int32"])  # catalog order
     assert lib.names() == [i.host_name for i in expected]
     symbols = build.library.read_bytes()
     assert b"_ZN2my3jit10source_for" in symbols  # the C++ API lives in the chosen namespace
+    root = catalog.source_dir
+    stripped = inline_preamble([root / "unary/unary.h"], [root], strip=True).text
+    assert lib.preamble("unary") == stripped and "//" not in stripped
+    facts = json.loads((build.gen_dir / "embed.json").read_text())
+    assert facts["stripped"] is True and facts["compressed"] is True
 
 
 def test_binding_errors_and_installed_lookup(tmp_path: Path) -> None:

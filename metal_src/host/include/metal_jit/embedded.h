@@ -2,8 +2,10 @@
 //
 // Each family's generated translation unit (python -m builder.jit family) defines one
 // `Family`: its preamble as an ordered list of pieces (raw text, or zlib streams when the
-// library is built with COMPRESS), and its kernels in catalog order with a by-name permutation
-// for binary search. A generated index (written by CMake) lists the families of the library.
+// library is built with COMPRESS), and its kernels' strings. No per-kernel table is stored:
+// the registry derives offsets and the by-name order from the strings on first use, so a
+// kernel costs the library only its (compressible) name and arguments. A generated index
+// (written by CMake) lists the families of the library.
 #pragma once
 
 #include <cstddef>
@@ -31,16 +33,13 @@ struct Family {
   const Piece* pieces;
   std::uint32_t piece_count;
   std::uint32_t preamble_size;  // bytes of the assembled preamble
-  // Registry strings: for each kernel "<host name>\0<args>\0", concatenated; pieces as above.
-  // A kernel's instantiation line is  <line_head><host name>", <args>)
+  // Registry strings: for each kernel, in catalog order, "<host name>\0<args>\0"; pieces as
+  // above (nullptr when the selection left no kernel). A kernel's instantiation line is
+  //   <line_head><host name>", <args>)
   const Piece* pool;
   std::uint32_t pool_piece_count;
   std::uint32_t pool_size;
-  // Offsets of each kernel's host name in the pool, catalog order (offsets, not pointers:
-  // no dynamic relocation per kernel); nullptr when the selection left none.
-  const std::uint32_t* kernels;
   std::uint32_t kernel_count;
-  const std::uint32_t* by_name;  // kernel indices sorted by host name (bytewise)
 };
 
 struct FamilyTable {

@@ -1,0 +1,119 @@
+"""Just enough C-family lexing for the inliner: where comments are, and removing them.
+
+The inliner must not treat ``#include`` inside a block comment as a directive, and with
+``strip_comments`` it drops comments from embedded text (smaller libraries) while keeping every
+newline, so ``#line`` markers still point at the right lines. String and character literals
+(including raw strings and digit separators) are skipped so that ``"http://..."`` is not a
+comment.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["comment_spans", "directive_lines", "strip_comments"]
+
+_RAW_PREFIXES = frozenset({"R", "uR", "UR", "LR", "u8R"})
+_IDENT_TAIL = re.compile(r"[A-Za-z0-9_]+$")
+
+
+def _skip_quoted(text: str, i: int, quote: str) -> int:
+    """Index after the literal opened at ``i`` (an unterminated one ends at the line end)."""
+    n = len(text)
+    j = i + 1
+    while j < n and text[j] != quote and text[j] != "\n":
+        j += 2 if text[j] == "\\" else 1
+    return min(j + 1, n)
+
+
+def _skip_raw(text: str, i: int) -> int | None:
+    """Index after the raw string whose quote is at ``i``, or None if it is malformed."""
+    open_paren = text.find("(", i + 1, i + 18)
+    if open_paren < 0:
+        return None
+    delimiter = text[i + 1 : open_paren]
+    end = text.find(f'){delimiter}"', open_paren + 1)
+    return len(text) if end < 0 else end + len(delimiter) + 2
+
+
+def comment_spans(text: str) -> list[tuple[int, int]]:
+    """``[start, end)`` of every comment; a line comment excludes its terminating newline."""
+    spans = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            spans.append((i, end))
+            i = end
+        elif c == "/" and text.startswith("//", i):
+            end = i
+            while True:  # a backslash at the end of a line comment continues it
+                end = text.find("\n", end)
+                if end < 0:
+                    end = n
+                    break
+                if text[end - 1] != "\\":
+                    break
+                end += 1
+            spans.append((i, end))
+            i = end
+        elif c == '"':
+            prefix = _IDENT_TAIL.search(text, 0, i)
+            raw = _skip_raw(text, i) if prefix and prefix.group() in _RAW_PREFIXES else None
+            i = raw if raw is not None else _skip_quoted(text, i, '"')
+        elif c == "'":
+            if i > 0 and text[i - 1].isdigit():  # digit separator: 1'000
+                i += 1
+            else:
+                i = _skip_quoted(text, i, "'")
+        else:
+            i += 1
+    return spans
+
+
+def directive_lines(text: str) -> list[bool]:
+    """For each line of ``text`` (split on "\\n"), whether it starts outside a comment."""
+    spans = comment_spans(text)
+    starts, k = [], 0
+    position = 0
+    for line in text.split("\n"):
+        while k < len(spans) and spans[k][1] <= position:
+            k += 1
+        inside = k < len(spans) and spans[k][0] < position < spans[k][1]
+        starts.append(not inside)
+        position += len(line) + 1
+    return starts
+
+
+def _in_directive(text: str, position: int) -> bool:
+    """Whether ``position`` is on a logical line that starts with ``#`` (continuations
+    followed back)."""
+    start = text.rfind("\n", 0, position) + 1
+    while start >= 2 and text[start - 2] == "\\":
+        start = text.rfind("\n", 0, start - 1) + 1
+    return text[start:position].lstrip().startswith("#")
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without comments and trailing blanks; every newline kept (line numbers hold).
+
+    A comment becomes one space (``a/**/b`` must stay two tokens). A block comment spanning
+    lines keeps its newlines; inside a directive they become line splices (backslash-newline),
+    since a comment there must not end the directive.
+    """
+    out, last = [], 0
+    for start, end in comment_spans(text):
+        out.append(text[last:start])
+        body = text[start:end]
+        newlines = body.count("\n")
+        if not body.startswith("/*"):
+            out.append("\n" * newlines)  # a line comment spans lines only through splices
+        elif newlines and _in_directive(text, start):
+            out.append(" " + "\\\n" * newlines)
+        else:
+            out.append("\n" * newlines if newlines else " ")
+        last = end
+    out.append(text[last:])
+    return "\n".join(line.rstrip() for line in "".join(out).split("\n"))

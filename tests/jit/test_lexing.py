@@ -1,0 +1,74 @@
+"""Comment handling: literals that look like comments, directives in comments, and comment
+stripping that keeps every line where it was (so #line markers stay exact)."""
+
+from __future__ import annotations
+
+import re
+
+from builder.jit.checking import family_check_units
+from builder.jit.lexing import comment_spans, directive_lines, strip_comments
+from builder.jit.preamble import inline_preamble
+from builder.kernels import load_catalog
+from builder.kernels.check import run_check
+from builder.kernels.compiler import find_compiler
+
+
+def _comments(text: str) -> list[str]:
+    return [text[a:b] for a, b in comment_spans(text)]
+
+
+def test_literals_are_not_comments() -> None:
+    text = (
+        'const char* u = "http://x/*y*/"; // one\n'
+        "char c = '/'; char d = '\\''; /* two */\n"
+        'auto r = R"d(// not /* a comment)d"; int n = 1\'000; // three\n'
+    )
+    assert _comments(text) == ["// one", "/* two */", "// three"]
+
+
+def test_line_comment_continues_over_a_backslash() -> None:
+    text = "int a; // x \\\nstill comment\nint b;\n"
+    assert _comments(text) == ["// x \\\nstill comment"]
+    assert strip_comments(text) == "int a;\n\nint b;\n"
+
+
+def test_directive_lines_know_block_comments() -> None:
+    text = '/* start\n#include "x.h"\nend */\n#include "y.h"\n'
+    assert directive_lines(text) == [True, False, False, True, True]
+
+
+def test_strip_keeps_line_structure_and_token_boundaries() -> None:
+    text = "int/**/x; /* a\nb */ int y; // z\n  \n#define M(a) a /* c\n d */ + 1\nint w = M(2);\n"
+    out = strip_comments(text)
+    assert out.count("\n") == text.count("\n")
+    assert out.splitlines()[0] == "int x;"
+    assert out.splitlines()[1] == " int y;"
+    # a comment inside a directive must not end it: its newline becomes a line splice
+    assert "#define M(a) a  \\\n + 1" in out
+
+
+def test_stripped_preambles_keep_markers_and_pass_the_check() -> None:
+    catalog = load_catalog()
+    root = catalog.source_dir
+    preambles = {}
+    for name, spec in catalog.families.items():
+        full = inline_preamble([root / spec.header], [root])
+        stripped = inline_preamble([root / spec.header], [root], strip=True)
+        assert stripped.headers == full.headers
+        assert len(stripped.text) < 0.9 * len(full.text)
+        assert "//" not in stripped.text and "/*" not in stripped.text
+        current = None
+        for line in stripped.text.splitlines():
+            marker = re.match(r'^#line (\d+) "([^"]*)"$', line)
+            if marker:
+                source = strip_comments((root / marker.group(2)).read_text()).splitlines()
+                current = [source, int(marker.group(1))]
+                continue
+            assert current is not None
+            expected = current[0][current[1] - 1]
+            assert line == ("" if expected.strip() == "#pragma once" else expected)
+            current[1] += 1
+        preambles[name] = stripped.text
+    result = run_check(family_check_units(catalog, preambles), source_dir=root,
+                       compiler=find_compiler(), syntax_only=True)  # fmt: skip
+    assert result.ok, [d.format() for d in result.diagnostics]
