@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install metallib-builder and what it needs on a fresh Debian/Ubuntu machine.
-#   bash scripts/setup.sh          the tool (pip install .) plus the host C++ compiler and LLVM tools
-#   bash scripts/setup.sh --test   the same plus the test dependencies
+#   bash scripts/setup.sh          the tool (pip install .), with the host C++ compiler and zlib
+#                                  headers that building its JIT host library needs
+#   bash scripts/setup.sh --test   the same plus the test dependencies (LLVM tools, Chromium)
 # System packages are installed only when missing, so a second run is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,11 @@ want_tests=0
 
 missing=()
 command -v g++ >/dev/null || missing+=(g++)
-command -v llvm-bcanalyzer >/dev/null || missing+=(llvm)
+[[ -f /usr/include/zlib.h ]] || missing+=(zlib1g-dev)
+if ((want_tests)); then
+  command -v llvm-dis >/dev/null || missing+=(llvm)
+  command -v chromium >/dev/null || missing+=(chromium)
+fi
 if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: please install: ${missing[*]} (apt-get install ${missing[*]})" >&2
