@@ -12,6 +12,7 @@ import base64
 import fcntl
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -30,6 +31,8 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-extensions",
+    "--disable-breakpad",
+    "--disable-crash-reporter",
     "--remote-debugging-pipe",
 ]
 
@@ -43,6 +46,14 @@ def chromium_path() -> str | None:
     return None
 
 
+def _high_pipe() -> tuple[int, int]:
+    read, write = os.pipe()
+    ends = (fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, 10), fcntl.fcntl(write, fcntl.F_DUPFD_CLOEXEC, 10))
+    os.close(read)
+    os.close(write)
+    return ends
+
+
 class Browser:
     """One headless Chromium with one page, driven synchronously."""
 
@@ -52,23 +63,18 @@ class Browser:
             raise RuntimeError("chromium is not installed")
         self.timeout = timeout
         self._profile = tempfile.mkdtemp(prefix="mlb-chromium-")
-        to_child_r, self._to_child = os.pipe()
-        self._from_child, from_child_w = os.pipe()
-        # move the child's ends above 10, so the dup2 onto 3 and 4 cannot clobber one of them
-        for name in ("to_child_r", "from_child_w"):
-            fd = locals()[name]
-            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-            os.close(fd)
-            if name == "to_child_r":
-                to_child_r = high
-            else:
-                from_child_w = high
+        # The child's ends go above fd 10 first, so the dup2 onto 3 and 4 cannot clobber one.
+        to_child_r, self._to_child = _high_pipe()
+        self._from_child, from_child_w = _high_pipe()
         # the child's fd 3 reads our commands, its fd 4 writes replies
         self._proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self._profile}",
              f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4), preexec_fn=lambda: (os.dup2(to_child_r, 3), os.dup2(from_child_w, 4)),
+            pass_fds=(3, 4),
+            # Chromium wants the pipe on exactly fds 3 and 4; only preexec_fn can place them there
+            # (the tests start no threads while launching it).
+            preexec_fn=lambda: (os.dup2(to_child_r, 3), os.dup2(from_child_w, 4)),  # noqa: PLW1509
         )  # fmt: skip
         os.close(to_child_r)
         os.close(from_child_w)
@@ -95,7 +101,8 @@ class Browser:
 
     def _read(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._from_child], [], [], left)[0]:
                 raise TimeoutError("chromium did not answer in time")
             chunk = os.read(self._from_child, 1 << 20)
             if not chunk:
@@ -135,10 +142,14 @@ class Browser:
 
     # -- conveniences ---------------------------------------------------------------------------
     def open(self, url: str) -> None:
-        """Navigate and wait for the load event."""
-        mark = len(self.events)
-        self.page("Page.navigate", url=url)
-        self.wait_event("Page.loadEventFired", mark)
+        """Load ``url`` afresh and wait for its load event.
+
+        The page is emptied first: a navigation that only changes the ``#hash`` would otherwise
+        stay in the same document and never fire a load event."""
+        for target in ("about:blank", url):
+            mark = len(self.events)
+            self.page("Page.navigate", url=target)
+            self.wait_event("Page.loadEventFired", mark)
 
     def eval(self, expression: str, *, await_promise: bool = False) -> Any:
         reply = self.page("Runtime.evaluate", expression=expression, returnByValue=True,
@@ -162,8 +173,12 @@ class Browser:
         self.eval(f"document.querySelector({json.dumps(selector)}).focus()")
         self.page("Input.insertText", text=text)
 
-    def screenshot(self) -> bytes:
-        return base64.b64decode(self.page("Page.captureScreenshot", format="png")["data"])
+    def screenshot(self, clip: dict[str, float] | None = None) -> bytes:
+        """A PNG of the viewport, or of ``clip`` ({x, y, width, height, scale}) in CSS pixels."""
+        params: dict[str, Any] = {"format": "png"}
+        if clip is not None:
+            params["clip"] = {"scale": 1, **clip}
+        return base64.b64decode(self.page("Page.captureScreenshot", **params)["data"])
 
     def requests(self) -> list[str]:
         """Every URL the page asked the network stack for since the browser started."""
@@ -188,7 +203,7 @@ class Browser:
         os.close(self._from_child)
         shutil.rmtree(self._profile, ignore_errors=True)
 
-    def __enter__(self) -> Browser:
+    def __enter__(self) -> Browser:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc: object) -> None:
