@@ -48,7 +48,10 @@ def chromium_path() -> str | None:
 
 def _high_pipe() -> tuple[int, int]:
     read, write = os.pipe()
-    ends = (fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, 10), fcntl.fcntl(write, fcntl.F_DUPFD_CLOEXEC, 10))
+    ends = (
+        fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, 10),
+        fcntl.fcntl(write, fcntl.F_DUPFD_CLOEXEC, 10),
+    )
     os.close(read)
     os.close(write)
     return ends

@@ -17,7 +17,7 @@ from builder.metallib import library_bytes, new_function, new_library
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from chromium import Browser, chromium_path  # noqa: E402
+from chromium import Browser, chromium_path
 
 NO_CHROMIUM = (
     "CHROMIUM NOT INSTALLED: the HTML report was not rendered in a browser "

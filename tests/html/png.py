@@ -27,7 +27,9 @@ def decode_png(data: bytes) -> tuple[int, int, int, list[bytes]]:
         at += 12 + length
     width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
     if depth != 8 or colour not in (2, 6) or interlace:
-        raise ValueError(f"unsupported PNG: depth {depth}, colour type {colour}, interlace {interlace}")
+        raise ValueError(
+            f"unsupported PNG: depth {depth}, colour type {colour}, interlace {interlace}"
+        )
     bpp = 3 if colour == 2 else 4
     raw = zlib.decompress(b"".join(idat))
     stride = width * bpp

@@ -37,7 +37,9 @@ def _open(browser: Any, url: str) -> dict[str, Any]:
     new = browser.events[mark:]
     errors = [e for e in new if e["method"] == "Runtime.exceptionThrown"]
     assert not errors, errors
-    urls = [e["params"]["request"]["url"] for e in new if e["method"] == "Network.requestWillBeSent"]
+    urls = [
+        e["params"]["request"]["url"] for e in new if e["method"] == "Network.requestWillBeSent"
+    ]
     assert urls and all(u.startswith("file://") for u in urls), urls
     return report
 

@@ -26,11 +26,13 @@ FUNCTIONS = [
     ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
 ]
 MAX_BYTES = 5_000_000
-EXTERNAL = re.compile(r"""(?:src|href|action|srcset)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+EXTERNAL = re.compile(r"""(?:src|href|action|srcset)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 
 
 def embedded(page: str) -> dict:  # type: ignore[type-arg]
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    match = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', page, re.DOTALL
+    )
     assert match, "no embedded data block"
     return json.loads(match.group(1))  # type: ignore[no-any-return]
 
