@@ -14,6 +14,10 @@ measured by ``benchmarks/bench_jit.py``:
 
 With compression each piece is zlib-compressed (level 9) into a byte array, and its raw size is
 stored so the run-time side can inflate it in one call.
+
+A family's registry strings (``host_name\\0args\\0`` per kernel, catalog order) are stored the
+same way, as one more list of pieces; no per-kernel table is emitted (the registry derives
+offsets and the by-name order on first use), so a kernel costs only its compressible text.
 """
 
 from __future__ import annotations

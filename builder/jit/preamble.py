@@ -14,6 +14,9 @@ ties generation to macOS and expands macros away. Here the work is purely textua
   evaluated (the include is inlined in place, inside the same conditional). Macro includes
   (``#include SOME_MACRO``) are left for the run-time compiler.
 
+With ``strip=True`` comments and trailing blanks are left out of the kept text (every newline
+stays; see ``builder.jit.lexing``).
+
 The output is a list of :class:`Fragment`: the runs of a file's lines between two quoted
 includes, each starting with a ``#line N "path"`` marker (path relative to the include
 directory it was found in), so compiler diagnostics name the real file and line. A fragment's
