@@ -302,3 +302,26 @@ def test_copy_of_tree_matches(tree_copy: Path) -> None:
     assert [i.host_name for i in load_catalog(tree_copy).expand(["arange"])] == [
         i.host_name for i in load_catalog().expand(["arange"])
     ]
+
+
+def test_first_use_from_many_threads(jit_build_compressed: JitBuild, tmp_path: Path) -> None:
+    """Fresh library (a copy, so nothing is assembled yet), eight threads racing on first use:
+    ctypes releases the GIL, so the call_once guards are really exercised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    copy = tmp_path / "libfresh.so"
+    shutil.copy(jit_build_compressed.library, copy)
+    lib = JitLibrary(copy)
+    catalog = load_catalog()
+    picks = [items[k] for f in ALL_FAMILIES for items in [catalog.expand([f])] for k in (0, -1)]
+
+    def fetch(offset: int) -> list[str]:
+        order = picks[offset:] + picks[:offset]
+        return [lib.source(inst.host_name) for inst in order]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(fetch, range(8)))
+    reference = JitLibrary(jit_build_compressed.library)
+    for offset, got in enumerate(results):
+        order = picks[offset:] + picks[:offset]
+        assert got == [reference.source(inst.host_name) for inst in order]
