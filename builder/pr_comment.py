@@ -20,7 +20,7 @@ from builder.sizes import human_delta, human_size
 
 if TYPE_CHECKING:
     from builder.compare import Comparison, GateResult, GroupDelta
-    from builder.report import Report
+    from builder.report import FunctionRow, Report
 
 __all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
 
@@ -98,8 +98,11 @@ def _group_row(g: GroupDelta, name: str) -> str:
             f"{human_delta(g.delta)} | {_pct(g.percent)} |")  # fmt: skip
 
 
-def _groups(comparison: Comparison, top: int | None, out: _Budget, reserve: int) -> list[str]:
-    """The top-N group table; returns rows of the groups it folded (for a details section)."""
+def _groups(comparison: Comparison, top: int | None, out: _Budget, cap: int) -> list[str]:
+    """The top-N group table in at most ``cap`` bytes; returns the rows of the groups it folded.
+
+    Groups past ``top``, or past what fits, are folded into one "rest" row (so the table always
+    adds up to the total) and listed again in a collapsed section."""
     from builder.compare import GroupDelta
 
     head = comparison.head
@@ -110,9 +113,9 @@ def _groups(comparison: Comparison, top: int | None, out: _Budget, reserve: int)
     total = (f"| **total** | {human_size(comparison.base_size)} | "
              f"{human_size(comparison.head_size)} | **{human_delta(comparison.delta)}** | "
              f"{_pct(comparison.percent)} |")  # fmt: skip
-    tail_reserve = reserve + 3 * 80 + _size(total)  # rest row, overhead row, total row
     out.add(f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|")
-    shown = out.fill(rows[:wanted], tail_reserve)
+    tail = 2 * 100 + _size(total)  # rest row, overhead row, total row
+    shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
     rest = groups[shown:]
     if rest:
         folded = GroupDelta(f"rest ({len(rest):,} groups)", sum(g.base_bytes for g in rest),
@@ -123,30 +126,42 @@ def _groups(comparison: Comparison, top: int | None, out: _Budget, reserve: int)
     return rows[shown:]
 
 
-def _details(out: _Budget, summary: str, header: Sequence[str], rows: Sequence[str],
-             reserve: int) -> None:  # fmt: skip
-    """A collapsed section with as many rows as fit; skipped entirely when nothing fits."""
-    opening = ["<details>", f"<summary>{_cap(summary, _LINE_CAP)}</summary>", "", *header]
+_Section = tuple[str, Sequence[str], Sequence[str]]
+
+
+def _details(out: _Budget, section: _Section, cap: int) -> None:
+    """A collapsed section with as many rows as fit in ``cap`` bytes, then how many were left out.
+
+    When not even its frame fits, the summary alone is kept as a bold line (the count and total
+    are the part a reader needs most)."""
+    summary, header, rows = section
+    summary = _cap(summary, _LINE_CAP)
+    opening = ["<details>", f"<summary>{summary}</summary>", "", *header]
     closing = ["", "</details>", ""]
-    more = _MORE.format(n=len(rows))
-    frame = sum(map(_size, [*opening, *closing])) + _size(more)
-    if not rows or not out.fits([], reserve + frame):
+    more = _size(_MORE.format(n=len(rows)))
+    frame = sum(map(_size, [*opening, *closing])) + more
+    if not rows or frame > cap:
+        out.fill([f"**{summary}**", ""], 0)
         return
     out.add(*opening)
-    shown = out.fill(rows, reserve + sum(map(_size, closing)) + _size(more))
+    keep = out.left - cap + frame  # bytes this section must leave to the ones after it
+    shown = out.fill(rows, max(keep, sum(map(_size, closing)) + more))
     if shown < len(rows):
         out.add(_MORE.format(n=len(rows) - shown))
     out.add(*closing)
 
 
-def _function_rows(rows: Sequence[object]) -> list[str]:
-    return [f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |"  # type: ignore[attr-defined]
-            for r in rows]  # fmt: skip
+def _function_rows(rows: Sequence[FunctionRow]) -> list[str]:
+    return [f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |" for r in rows]
 
 
 def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | None,
              limit: int) -> list[str]:  # fmt: skip
-    """One library pair, in at most ``limit`` bytes."""
+    """One library pair, in at most ``limit`` bytes.
+
+    Budget: headline, verdicts and notes first (each line capped); the group table gets at
+    most half of what is left; the collapsed sections share the rest equally, a section that
+    needs less leaving its share to the ones after it."""
     base, head = comparison.base, comparison.head
     footer = _cap(
         f"<sub>Grouped by {head.by} ({head.grouping}). Measured in base `{_origin(base)}` and "
@@ -157,36 +172,36 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
     out.add(_headline(comparison), "")
     for gate in gates:
         verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
-        out.add(_cap(f"- {verdict}: {gate.message}", _LINE_CAP))
+        out.fill([_cap(f"- {verdict}: {gate.message}", _LINE_CAP)], 0)
     for note in comparison.notes:
-        out.add(_cap(f"- note: {note}", _LINE_CAP))
+        out.fill([_cap(f"- note: {note}", _LINE_CAP)], 0)
     if gates or comparison.notes:
         out.add("")
-    folded = _groups(comparison, top, out, reserve=0)
-    for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
-        total = sum(r.bytes for r in rows)
-        summary = f"Functions {label}: {len(rows):,} ({human_delta(sign * total)})"
-        if not rows:
-            out.fill([f"**{summary}**", ""], 0)
-            continue
-        _details(out, summary, ["| function | group | size |", "|---|---|---:|"],
-                 _function_rows(rows), reserve=0)  # fmt: skip
+    folded = _groups(comparison, top, out, cap=out.left // 2)
+    sections: list[_Section] = []
+    for label, fns, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
+        summary = (
+            f"Functions {label}: {len(fns):,} ({human_delta(sign * sum(r.bytes for r in fns))})"
+        )
+        sections.append((summary, ["| function | group | size |", "|---|---|---:|"],
+                         _function_rows(fns)))  # fmt: skip
     if comparison.changed:
         changed = [
             f"| {_code(c.name)} | {human_size(c.base_bytes)} | {human_size(c.head_bytes)} | "
             f"{human_delta(c.delta)} |"
             for c in comparison.changed
         ]
-        _details(out, f"Functions changed in size: {len(changed):,}",
-                 ["| function | base | head | delta |", "|---|---:|---:|---:|"], changed,
-                 reserve=0)  # fmt: skip
+        sections.append((f"Functions changed in size: {len(changed):,}",
+                         ["| function | base | head | delta |", "|---|---:|---:|---:|"], changed))  # fmt: skip
     if folded:
-        _details(out, f"Other {head.by} groups: {len(folded):,}",
-                 [f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"],
-                 folded, reserve=0)  # fmt: skip
+        sections.append((f"Other {head.by} groups: {len(folded):,}",
+                         [f"| {head.by} | base | head | delta | delta % |",
+                          "|---|---:|---:|---:|---:|"], folded))  # fmt: skip
     produced = [_cap(f"- base: {provenance_line(base.provenance)}", _LINE_CAP),
                 _cap(f"- head: {provenance_line(head.provenance)}", _LINE_CAP)]  # fmt: skip
-    _details(out, "What produced these libraries", [], produced, reserve=0)
+    sections.append(("What produced these libraries", [], produced))
+    for index, section in enumerate(sections):
+        _details(out, section, out.left // (len(sections) - index))
     out.add(footer)
     return out.lines
 
