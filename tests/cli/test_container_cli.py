@@ -12,20 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from clirun import run_cli as run
 from synthetic import synthetic_parts
 
-from builder.cli import main
 from builder.metallib import Metallib, library_bytes, open_metallib
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    try:
-        code = main(args)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return int(code or 0), out, err
 
 
 @pytest.fixture

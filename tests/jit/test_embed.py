@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
-from builder.cli import main
 from builder.jit.chunks import LITERAL_LIMIT, raw_delimiter, raw_literal, split_text
 from builder.jit.preamble import inline_preamble
 
@@ -23,15 +23,6 @@ TREE = {
     "kern/mul.h": '#pragma once\n#include "common/util.h"\nint mul = UTIL;\n',
     "common/util.h": "#pragma once\n#define UTIL 3\n",
 }
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(args)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return int(code or 0), out, err
 
 
 def _compile_and_dump(source: Path, names: list[str], namespace: str = "metal_jit") -> list[str]:

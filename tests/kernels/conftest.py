@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from clirun import run_cli as shared_run_cli
 
-from builder.cli import main
 from builder.resources import metal_src_dir
 
 
@@ -18,15 +18,7 @@ from builder.resources import metal_src_dir
 def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[[list[str]], tuple[int, str, str]]:
     """``run_cli(ARGS)`` runs ``metallib-builder ARGS`` in-process -> (exit code, stdout, stderr)."""
 
-    def run(args: list[str]) -> tuple[int, str, str]:
-        try:
-            code = main(args)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        return int(code or 0), out, err
-
-    return run
+    return lambda args: shared_run_cli(args, capsys)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from builder.errors import UsageError
 from builder.grouping import OTHER
@@ -245,16 +246,8 @@ def test_spec_download_keeps_stdout_clean(
 def test_cli_report_formats_and_errors(
     write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from builder.cli import main
-
     def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out, err = capsys.readouterr()
-        return code, out, err
+        return run_cli(list(argv), capsys)
 
     build = _write_build(tmp_path, write_metallib)
     code, out, _ = run("report", str(build), "--top", "1")
