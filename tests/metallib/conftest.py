@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes

@@ -11,9 +11,9 @@ import struct
 from collections.abc import Callable
 
 import pytest
-from synthetic import synthetic_parts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, MetallibFormatError, library_bytes, verify
 

@@ -15,9 +15,9 @@ from builder.metallib.provenance import library_provenance
 
 
 def _named_metadata(text: str, name: str) -> str:
-    ref = re.search(rf"^!{re.escape(name)} = !{{!(\d+)}}", text, re.M)
+    ref = re.search(rf"^!{re.escape(name)} = !{{!(\d+)}}", text, re.MULTILINE)
     assert ref, name
-    node = re.search(rf"^!{ref.group(1)} = !{{(.*)}}$", text, re.M)
+    node = re.search(rf"^!{ref.group(1)} = !{{(.*)}}$", text, re.MULTILINE)
     assert node
     return node.group(1)
 
