@@ -1,0 +1,95 @@
+"""The HTML report of small synthetic inputs in headless Chromium: a build directory with a JIT
+family (host-library origin), other groupings, a hover tooltip. No package index needed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder.cli import main
+
+pytestmark = pytest.mark.slow
+
+PAINTED = "document.documentElement.getAttribute('data-painted') && window.__report"
+FUNCTIONS = [
+    ("v_copyfloat32float32", 3000),
+    ("v_copyfloat16float16", 2000),
+    ("vv_Addfloat32", 5000),
+    ("vv_Addfloat16", 4500),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 20000),
+]
+
+
+def _build_dir(tmp_path: Path, write_metallib: Callable[..., Path]) -> Path:
+    write_metallib("build/lib/kernels.metallib", FUNCTIONS)
+    manifest = {
+        "schema": 1, "metallib": "lib/kernels.metallib", "host_library": "lib/libkernels.dylib",
+        "options": {"MLB_JIT_FAMILIES": "matmul"},
+        "families": [
+            {"name": "copy", "mode": "aot", "host_names": [n for n, _ in FUNCTIONS[:2]]},
+            {"name": "arith", "mode": "aot", "host_names": [n for n, _ in FUNCTIONS[2:4]]},
+            {"name": "matmul", "mode": "jit", "embedded_bytes": 30000},
+        ],
+    }  # fmt: skip
+    (tmp_path / "build" / "manifest.json").write_text(json.dumps(manifest))
+    return tmp_path / "build"
+
+
+def _load(browser: Any, page: Path) -> dict[str, Any]:
+    mark = len(browser.events)
+    browser.open(page.as_uri())
+    state: dict[str, Any] = browser.wait_for(PAINTED)
+    assert not [e for e in browser.events[mark:] if e["method"] == "Runtime.exceptionThrown"]
+    return state
+
+
+def _labels(browser: Any) -> list[str]:
+    labels: list[str] = browser.eval(
+        "Array.from(document.querySelectorAll('#map text')).map(t => t.textContent)"
+    )
+    return labels
+
+
+def test_build_directory_shows_jit_source_from_the_host_library(
+    browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
+) -> None:
+    build = _build_dir(tmp_path, write_metallib)
+    page = tmp_path / "build.html"
+    main(["report", str(build), "--format", "html", "-o", str(page)])
+    _load(browser, page)
+    labels = " | ".join(_labels(browser))
+    for name in ("copy", "arith", "other", "matmul", "JIT source in the host library"):
+        assert name in labels, (name, labels)
+    # hover the JIT family: its origin is the host library, per the manifest
+    box = json.loads(browser.eval(
+        "JSON.stringify(Array.from(document.querySelectorAll('#map text'))"
+        ".find(t => t.textContent.startsWith('matmul')).getBoundingClientRect())"
+    ))  # fmt: skip
+    browser.page("Input.dispatchMouseEvent", type="mouseMoved", x=box["x"] + 3,
+                 y=box["y"] + box["height"] / 2)  # fmt: skip
+    tip = browser.wait_for("!document.getElementById('tip').hidden && "
+                           "document.getElementById('tip').textContent")  # fmt: skip
+    assert "30,000 bytes" in tip
+    assert "host library lib/libkernels.dylib" in tip and str(build / "manifest.json") in tip
+    produced = browser.eval("document.getElementById('provenance').textContent")
+    assert "MLB_JIT_FAMILIES=matmul" in produced
+
+
+@pytest.mark.parametrize("by", ["dtype", "function", "source"])
+def test_other_groupings_draw(
+    browser: Any, tmp_path: Path, write_metallib: Callable[..., Path], by: str
+) -> None:
+    build = _build_dir(tmp_path, write_metallib)
+    page = tmp_path / f"{by}.html"
+    main(["report", str(build), "--by", by, "--format", "html", "-o", str(page)])
+    state = _load(browser, page)
+    assert state["cells"] >= len(FUNCTIONS)
+    labels = " ".join(_labels(browser))
+    if by == "dtype":
+        assert "float32" in labels and "float16" in labels
+    elif by == "function":
+        assert "steel_gemm_fused_nn_float16" in labels
