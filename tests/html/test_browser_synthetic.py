@@ -109,7 +109,7 @@ def test_twenty_thousand_functions_do_not_freeze_the_page(
     assert state["matches"] == 20_000
     assert 40 < state["cells"] < 10_000  # every family drawn, leaves folded
     assert state["firstPaintMs"] < 5_000  # the 1 s target is measured by benchmarks/bench_html.py
-    assert "smaller functions" in " ".join(_labels(browser))
+    assert " smaller" in " ".join(_labels(browser))  # folded cells are labelled
     browser.type_text("#search", "variant_1999")
     status = browser.wait_for("document.getElementById('matches').textContent")
     expected = sum("variant_1999" in name for name, _ in functions)
