@@ -120,3 +120,31 @@ def _rules(tmp_path: Path) -> Path:
     rules = tmp_path / "families.rules"
     rules.write_text("".join(f"kernel{i} kernel{i}_\n" for i in range(40)))
     return rules
+
+
+def test_several_libraries_one_page(
+    browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
+) -> None:
+    from builder.render import report_json
+    from builder.targets import load_reports
+
+    first = load_reports(str(write_metallib("a.metallib", FUNCTIONS)))
+    second = load_reports(str(write_metallib("b.metallib", FUNCTIONS[:2])))
+    saved = tmp_path / "both.json"
+    saved.write_text(report_json(first + second))
+    page = tmp_path / "both.html"
+    main(["report", str(saved), "--format", "html", "-o", str(page)])
+    _load(browser, page)
+    options = browser.eval("Array.from(document.querySelectorAll('#library option')).length")
+    assert options == 2
+    assert f"{first[0].file_size:,} bytes" in browser.eval(
+        "document.getElementById('summary').textContent"
+    )
+    browser.eval("var s = document.getElementById('library'); s.value = '1';"
+                 "s.dispatchEvent(new Event('change'))")  # fmt: skip
+    summary = browser.wait_for(
+        f"document.getElementById('summary').textContent.includes('{second[0].file_size:,} bytes')"
+        " && document.getElementById('summary').textContent"
+    )
+    assert "2 functions" in summary
+    assert browser.eval("location.hash") == "#lib=1"
