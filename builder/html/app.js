@@ -275,7 +275,9 @@
     for (var j = 0; j < shown; j++) html.push(row(rows[order[j]]));
     body.innerHTML = html.join('');
     $('more').hidden = shown >= order.length;
-    $('table-note').textContent = '(' + commas(shown) + ' of ' + commas(order.length) + ' shown; click a column to sort; bytes measured in ' + (lib.origin.metallib || '-') + ')';
+    var where = COMPARE ? 'base measured in ' + (lib.base.origin.metallib || '-') + ', head in ' + (lib.origin.metallib || '-')
+      : 'bytes measured in ' + (lib.origin.metallib || '-');
+    $('table-note').textContent = '(' + commas(shown) + ' of ' + commas(order.length) + ' shown; click a column to sort; ' + where + ')';
   }
   function row(i) {
     var name = '<td class="name">' + esc(fn.name[i]) + '</td><td>' + esc(lib.groups[fn.group[i]]) + '</td><td>' + esc(fn.variant ? lib.variants[fn.variant[i]] : '') + '</td>';
