@@ -77,7 +77,7 @@ def provenance_line(provenance: Mapping[str, Any]) -> str:
         elif options:
             parts.append(f"build options {_flat(options)}")
         else:
-            parts.append("build options not in manifest")
+            parts.append("no build options in the manifest")
     return "produced by: " + "; ".join(parts)
 
 
