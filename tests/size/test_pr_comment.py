@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from clirun import run_cli as _run
 
 from builder import __version__
-from builder.cli import main
 from builder.compare import Gates, compare_reports, evaluate_gates
 from builder.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
 from builder.report import FunctionRow, OverheadRow, Report, Source, rollup
@@ -22,16 +22,6 @@ BASE = [("v_copyfloat32float32", 300), ("vv_Addfloat32", 500), ("vv_Subtractint8
         ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
 HEAD = [("v_copyfloat32float32", 360), ("vv_Addfloat32", 500), ("rope_float32", 700),
         ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _synthetic(count: int, *, seed: int, name_len: int, by: str = "function") -> Report:
