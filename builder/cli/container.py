@@ -54,37 +54,12 @@ def list_command(file: Path, fmt: str, sort: str) -> None:
     included); bytes is everything the function owns: its list entry, metadata chunks, module
     and reflection chunk. All sizes are read from FILE.
     """
+    from builder.listing import function_rows, rows_json, rows_table
+
     with _open(file) as lib:
-        functions = lib.functions
-        rows = [
-            (fn.index, fn.name, fn.type_name, fn.bitcode_bytes, fn.total_bytes) for fn in functions
-        ]
-        if sort == "name":
-            rows.sort(key=lambda r: r[1])
-        elif sort == "size":
-            rows.sort(key=lambda r: (-r[3], r[0]))
-        if fmt == "json":
-            _emit_json(
-                {
-                    "schema": 1,
-                    "source": str(file),
-                    "file_size": lib.file_size,
-                    "format_version": lib.header.format_version_text,
-                    "function_count": len(rows),
-                    "functions": [
-                        {"name": n, "type": t, "bitcode_bytes": b, "bytes": total}
-                        for _, n, t, b, total in rows
-                    ],
-                }
-            )
-            return
-        width = max((len(r[1]) for r in rows), default=4)
-        out = [
-            f"# {file}: {len(rows)} functions, {lib.file_size} bytes, format {lib.header.format_version_text}"
-        ]
-        out.append(f"{'#':>6}  {'name':<{width}}  {'type':<8}  {'bitcode':>10}  {'bytes':>10}")
-        out += [f"{i:>6}  {n:<{width}}  {t:<8}  {b:>10}  {total:>10}" for i, n, t, b, total in rows]
-        click.echo("\n".join(out))
+        rows = function_rows(lib, sort)
+        render = rows_json if fmt == "json" else rows_table
+        sys.stdout.write(render(lib, str(file), rows) + "\n")
 
 
 @click.command(

@@ -68,8 +68,8 @@ def verify(lib: Metallib, progress: Callable[[int], None] | None = None) -> Veri
     workers = min(len(batches), os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
         digests = pool.map(partial(_hash_batch, lib.data), batches)
-        for fn in functions:
-            _check_structure(lib, fn, report)
+        for index in _suspects(lib):
+            _check_structure(lib, functions[index], report)
         for batch, batch_digests in zip(batches, digests):
             for fn, digest in zip(batch, batch_digests):
                 if digest != fn.hash:
@@ -97,6 +97,45 @@ _BATCH = 512
 def _hash_batch(data: memoryview, batch: list[FunctionEntry]) -> list[bytes]:
     sha256 = hashlib.sha256
     return [sha256(data[at : at + size]).digest() for at, size in (fn._mod for fn in batch)]
+
+
+_REFLECTION_HEAD = struct.Struct("<I4sI")
+_ZEROS = [memoryview(bytes(n)) for n in range(16)]
+_ENDT = memoryview(b"ENDT")
+
+
+def _suspects(lib: Metallib) -> list[int]:
+    """Indices of functions that fail a quick screen of their wrapper and chunks.
+
+    The screen accepts only the common, well-formed shapes (an empty metadata chunk, a canonical
+    reflection chunk) in one tight loop; everything else gets the detailed checks below, which
+    say what is wrong. Same verdicts, a fraction of the time.
+    """
+    table = lib._table
+    data = lib.data
+    wrapper = _WRAPPER.unpack_from
+    head = _REFLECTION_HEAD.unpack_from
+    magic = MODULE_WRAPPER_MAGIC
+    out = []
+    rows = zip(table.modules, table.public, table.private, table.reflection)
+    for index, ((mod, mod_n), (pub, pub_n), (priv, priv_n), (refl, refl_n)) in enumerate(rows):
+        if mod_n < 20 or pub_n != 8 or priv_n != 8:
+            out.append(index)
+            continue
+        word, _, start, length, _ = wrapper(data, mod)
+        if word != magic or start + length > mod_n or data[pub + 4 : pub + 8] != _ENDT or data[priv + 4 : priv + 8] != _ENDT:
+            out.append(index)
+            continue
+        if refl is not None:
+            declared, tag, payload = head(data, refl)
+            pad = -(refl + 12) % 16
+            end = refl + 12 + payload
+            if (
+                declared != refl_n or tag != b"RBUF" or payload + 16 != refl_n or pad > payload
+                or data[end : end + 4] != _ENDT or data[refl + 12 : refl + 12 + pad] != _ZEROS[pad]
+            ):  # fmt: skip
+                out.append(index)
+    return out
 
 
 def _check_structure(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
