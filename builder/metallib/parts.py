@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from builder.metallib.errors import MetallibUnsupportedError
 from builder.metallib.reader import Metallib
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC, OFFSET_TAGS, show_code
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, OFFSET_TAGS, U32, show_code, walk_tags
 
 __all__ = [
+    "AnyFunction",
     "FunctionParts",
+    "SourceFunction",
     "LibraryParts",
     "new_function",
     "new_library",
@@ -53,6 +55,84 @@ class FunctionParts:
     entry_patch: tuple[int, int | None] = (0, None)
     origin: tuple[int, int, int, int | None] | None = None
 
+    @property
+    def public_md_size(self) -> int:
+        return len(self.public_md)
+
+    @property
+    def private_md_size(self) -> int:
+        return len(self.private_md)
+
+    @property
+    def module_size(self) -> int:
+        return len(self.module)
+
+    @property
+    def reflection_size(self) -> int | None:
+        return None if self.reflection is None else len(self.reflection)
+
+
+class SourceFunction:
+    """A function of an existing library, by reference: offsets and sizes in the source file.
+
+    This is what ``parts_from_library`` hands the writer. Its data is sliced from the source only
+    when asked for; the writer mostly copies source runs by offset, so building the parts of a
+    16,000-function library costs a few object creations per function and no data access.
+    """
+
+    __slots__ = (
+        "_data", "entry", "entry_patch", "module_size", "name", "origin", "private_md_size",
+        "public_md_size", "reflection_size",
+    )  # fmt: skip
+
+    def __init__(
+        self, data: memoryview, name: str, entry: bytes, entry_patch: tuple[int, int | None],
+        origin: tuple[int, int, int, int | None], sizes: tuple[int, int, int, int | None],
+    ) -> None:  # fmt: skip
+        self._data = data
+        self.name = name
+        self.entry: Bytes | None = entry
+        self.entry_patch = entry_patch
+        self.origin: tuple[int, int, int, int | None] | None = origin
+        self.public_md_size, self.private_md_size, self.module_size, self.reflection_size = sizes
+
+    @property
+    def tags(self) -> list[tuple[bytes, Bytes]]:
+        """The entry's tags (decoded from the stored entry; the writer copies the entry instead)."""
+        assert self.entry is not None
+        found, _ = walk_tags(bytes(self.entry), 4, len(self.entry), f"function {self.name!r}")
+        return [(code, self.entry[at : at + n]) for code, at, n in found]
+
+    def _slice(self, which: int, size: int) -> memoryview:
+        assert self.origin is not None
+        start = self.origin[which]
+        assert start is not None
+        return self._data[start : start + size]
+
+    @property
+    def public_md(self) -> memoryview:
+        return self._slice(0, self.public_md_size)
+
+    @property
+    def private_md(self) -> memoryview:
+        return self._slice(1, self.private_md_size)
+
+    @property
+    def module(self) -> memoryview:
+        return self._slice(2, self.module_size)
+
+    @property
+    def reflection(self) -> memoryview | None:
+        """The FlatBuffer without its padding, as in ``FunctionParts``."""
+        if self.reflection_size is None or self.origin is None or self.origin[3] is None:
+            return None
+        payload = self.origin[3] + 12
+        start = payload + (-payload % 16)
+        return self._data[start : start + self.reflection_size]
+
+
+AnyFunction = FunctionParts | SourceFunction
+
 
 @dataclass
 class LibraryParts:
@@ -62,7 +142,7 @@ class LibraryParts:
     """Header bytes 4-15, verbatim."""
     extension: list[tuple[bytes, Bytes]]
     """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
-    functions: list[FunctionParts]
+    functions: list[AnyFunction]
     dynamic_header: Bytes | None = None
     uuid: bytes | None = field(default=None)
     """UUID to write; None with a UUID tag present means derive one from the content."""
@@ -90,8 +170,9 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     functions = lib.functions
     chosen = range(len(functions)) if indices is None else sorted(set(indices))
     data = lib.data
-    flatbuffer = lib.reflection_flatbuffer
-    out = []
+    table = lib._table
+    unpack_u32 = U32.unpack_from
+    out: list[AnyFunction] = []
     for index in chosen:
         fn = functions[index]
         at, size = fn.entry_offset, fn.entry_size
@@ -101,14 +182,17 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
                 f"{lib.display_name}: function {fn.name!r} has an SOFF tag (embedded source); "
                 "rewriting such libraries is not supported"
             )
-        (pub, pub_n), (priv, priv_n), (mod, mod_n) = fn._pub, fn._priv, fn._mod
+        (pub, pub_n), (priv, priv_n) = table.public[index], table.private[index]
+        (mod, mod_n), (refl, refl_n) = table.modules[index], table.reflection[index]
+        flatbuffer = None
+        if refl is not None:  # payload length minus the padding before the FlatBuffer
+            payload = min(unpack_u32(data, refl + 8)[0], refl_n - 16)
+            flatbuffer = max(0, payload - (-(refl + 12) % 16))
         rflt = fn.rflt_offset - at if fn.rflt_offset is not None else None
-        refl = fn._refl[0]
         out.append(
-            FunctionParts(
-                fn.name, [], data[pub : pub + pub_n], data[priv : priv + priv_n],
-                data[mod : mod + mod_n], flatbuffer(fn) if refl is not None else None,
-                entry, (fn.offt_offset - at, rflt), (pub, priv, mod, refl),
+            SourceFunction(
+                data, fn.name, entry, (fn.offt_offset - at, rflt), (pub, priv, mod, refl),
+                (pub_n, priv_n, mod_n, flatbuffer),
             )  # fmt: skip
         )
     extension: list[tuple[bytes, Bytes]] = [
@@ -183,4 +267,4 @@ def new_library(
     if any(fn.reflection is not None for fn in functions):
         extension.append((b"RLST", bytes(16)))
         extension.append((b"UUID", bytes(16)))
-    return LibraryParts(raw, extension, functions, dynamic, uuid=None)
+    return LibraryParts(raw, extension, list[AnyFunction](functions), dynamic, uuid=None)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from builder.metallib.errors import MetallibError
-from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
+from builder.metallib.parts import AnyFunction, Bytes, FunctionParts, LibraryParts
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 
 __all__ = ["Layout", "atomic_output", "layout", "library_bytes", "write_library"]
@@ -49,11 +49,11 @@ class Layout:
         self.extension = HEADER_SIZE + 4 + self.function_list_size
         self.extension_size = sum(_tag_size(c, p) for c, p in parts.extension) + 4
         self.public = self.extension + self.extension_size
-        self.public_size = sum(len(fn.public_md) for fn in fns)
+        self.public_size = sum(fn.public_md_size for fn in fns)
         self.private = self.public + self.public_size
-        self.private_size = sum(len(fn.private_md) for fn in fns)
+        self.private_size = sum(fn.private_md_size for fn in fns)
         self.bitcode = self.private + self.private_size
-        self.bitcode_size = sum(len(fn.module) for fn in fns)
+        self.bitcode_size = sum(fn.module_size for fn in fns)
         self.dynamic = self.bitcode + self.bitcode_size
         self.dynamic_size = len(parts.dynamic_header) if parts.dynamic_header is not None else 0
         self.reflection = self.dynamic + self.dynamic_size
@@ -62,14 +62,15 @@ class Layout:
         self.pads: list[int] = []
         cursor = 4
         for fn in fns:
-            if not self.has_reflection or fn.reflection is None:
+            size = fn.reflection_size
+            if not self.has_reflection or size is None:
                 self.rflt.append(None)
                 self.pads.append(0)
                 continue
             pad = -(self.reflection + cursor + 12) % 16
             self.rflt.append(cursor)
             self.pads.append(pad)
-            cursor += 16 + pad + len(fn.reflection)
+            cursor += 16 + pad + size
         self.reflection_count = sum(r is not None for r in self.rflt)
         self.reflection_size = cursor if self.has_reflection else 0
         self.file_size = self.reflection + self.reflection_size
@@ -199,10 +200,11 @@ def _entries(parts: LibraryParts, lay: Layout) -> bytes:
                     raise MetallibError(f"function {fn.name!r} has an RFLT tag but no reflection chunk")
                 U64.pack_into(buf, at + rflt_rel, rflt)
         else:
+            assert isinstance(fn, FunctionParts)
             buf += _entry(fn, (pub, priv, mod), rflt)
-        pub += len(fn.public_md)
-        priv += len(fn.private_md)
-        mod += len(fn.module)
+        pub += fn.public_md_size
+        priv += fn.private_md_size
+        mod += fn.module_size
     return bytes(buf)
 
 
@@ -255,18 +257,18 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
     sink.write(b"ENDT")
     for fn in fns:
         if fn.origin is not None:
-            sink.copy(fn.origin[0], len(fn.public_md))
+            sink.copy(fn.origin[0], fn.public_md_size)
         else:
             sink.write(fn.public_md)
     for fn in fns:
         if fn.origin is not None:
-            sink.copy(fn.origin[1], len(fn.private_md))
+            sink.copy(fn.origin[1], fn.private_md_size)
         else:
             sink.write(fn.private_md)
     sink.set_hashing(False)  # modules are covered by their HASH tags
     for fn in fns:
         if fn.origin is not None:
-            sink.copy(fn.origin[2], len(fn.module))
+            sink.copy(fn.origin[2], fn.module_size)
         else:
             sink.write(fn.module)
     sink.set_hashing(True)
@@ -287,16 +289,19 @@ def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
     """RLST: count, then one RBUF chunk per function whose FlatBuffer starts 16-aligned."""
     sink.write(U32.pack(lay.reflection_count))
     for fn, pad in zip(parts.functions, lay.pads):
-        if fn.reflection is None:
+        size = fn.reflection_size
+        if size is None:
             continue
-        n = pad + len(fn.reflection)
+        n = pad + size
         old = fn.origin[3] if fn.origin is not None else None
         unchanged = old is not None and sink.data is not None and -(old + 12) % 16 == pad
         if unchanged and _U32_AT(sink.data, old)[0] == 16 + n:  # type: ignore[arg-type]
             sink.copy(old, 16 + n)  # type: ignore[arg-type]  # same padding: chunk unchanged
         else:
             sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
-            sink.write(fn.reflection)
+            flatbuffer = fn.reflection
+            assert flatbuffer is not None
+            sink.write(flatbuffer)
             sink.write(b"ENDT")
 
 

@@ -72,3 +72,18 @@ def test_unknown_tags_are_kept_byte_for_byte() -> None:
     assert [t.code for t in lib.extension][0] == b"QQQQ"
     assert library_bytes(parts_from_library(lib)) == data
     assert verify(lib).ok
+
+
+def test_parts_from_a_library_expose_the_same_data_as_the_reader() -> None:
+    data = library_bytes(synthetic_parts(5, seed=7))
+    lib = Metallib.from_bytes(data)
+    for fn, part in zip(lib.functions, parts_from_library(lib).functions):
+        assert bytes(part.module) == bytes(lib.module_bytes(fn))
+        assert bytes(part.public_md) == bytes(lib.public_metadata_bytes(fn))
+        assert bytes(part.private_md) == bytes(lib.private_metadata_bytes(fn))
+        flatbuffer = lib.reflection_flatbuffer(fn)
+        assert part.reflection is not None and flatbuffer is not None
+        assert bytes(part.reflection) == bytes(flatbuffer)
+        assert [(code, bytes(payload)) for code, payload in part.tags] == [
+            (code, bytes(lib.data[at : at + n])) for code, at, n in fn.tags
+        ]
