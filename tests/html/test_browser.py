@@ -20,7 +20,7 @@ from builder.cli import main
 from builder.compare import compare_reports
 from builder.targets import load_reports
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.browser]
 
 PAINTED = "document.documentElement.getAttribute('data-painted') && window.__report"
 

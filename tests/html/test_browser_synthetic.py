@@ -12,7 +12,7 @@ import pytest
 
 from builder.cli import main
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 PAINTED = "document.documentElement.getAttribute('data-painted') && window.__report"
 FUNCTIONS = [
