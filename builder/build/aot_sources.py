@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from builder.errors import BuilderError, UsageError
+from builder.fileio import write_if_changed
 from builder.kernels.catalog import Instantiation, load_catalog, render_translation_unit
 
 __all__ = [
@@ -32,21 +33,6 @@ __all__ = [
 DEFAULT_CHUNK_SIZE = 250
 """Instantiations per generated source: binary (~1,850) becomes 8 sources, so 2-8 cores stay busy
 while one source still amortises the family header's parse over many instantiations."""
-
-
-def write_if_changed(path: Path, text: str) -> bool:
-    """Write ``text`` unless the file already holds exactly it; True when written."""
-    data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-    return True
 
 
 def write_sources(

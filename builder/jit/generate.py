@@ -17,13 +17,13 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.fileio import write_if_changed
 from builder.jit.codegen import (
     Kernel,
     StoredPiece,
@@ -45,29 +45,6 @@ __all__ = [
 ]
 
 EMBED_SCHEMA = 1
-
-
-def write_if_changed(path: Path, data: bytes | str) -> bool:
-    """Atomically replace ``path`` with ``data`` unless it already holds exactly that."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        if path.read_bytes() == raw:
-            return False
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; generated files are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True
 
 
 @dataclass(frozen=True)
