@@ -152,9 +152,17 @@ class RuleSet:
         parts = [f"(?P<_r{i}>{rule.pattern})" for i, rule in enumerate(self.rules)]
         try:
             self._combined: re.Pattern[str] | None = re.compile("|".join(parts))
-        except re.error:  # e.g. two rules define the same named group: match one by one
+        except re.error:
+            # Find the bad rule to name its line; if every rule compiles alone (e.g. two rules
+            # define the same named group), match them one by one.
+            for rule in self.rules:
+                try:
+                    re.compile(rule.pattern)
+                except re.error as exc:
+                    where = f"{origin}:{rule.line}" if rule.line else origin
+                    raise UsageError(f"{where}: bad regex {rule.pattern!r}: {exc}") from None
             self._combined = None
-        self._single = [re.compile(rule.pattern) for rule in self.rules]
+        self._single_patterns: list[re.Pattern[str]] | None = None
         self._families = {f"_r{i}": rule.family for i, rule in enumerate(self.rules)}
 
     def family(self, name: str) -> str | None:
@@ -167,14 +175,16 @@ class RuleSet:
         return self._slow(name)
 
     def _slow(self, name: str) -> str | None:
-        for rule, regex in zip(self.rules, self._single):
+        if self._single_patterns is None:
+            self._single_patterns = [re.compile(rule.pattern) for rule in self.rules]
+        for rule, regex in zip(self.rules, self._single_patterns):
             if regex.match(name):
                 return rule.family
         return None
 
 
 def parse_rules(text: str, origin: str) -> RuleSet:
-    """Parse ``FAMILY REGEX`` lines; a bad line is a UsageError naming the line."""
+    """Parse ``FAMILY REGEX`` lines; a bad line or regex is a UsageError naming the line."""
     rules = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -184,10 +194,6 @@ def parse_rules(text: str, origin: str) -> RuleSet:
         if len(parts) != 2:
             raise UsageError(f"{origin}:{number}: expected 'FAMILY REGEX', got {line!r}")
         family, pattern = parts[0], parts[1].strip()
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise UsageError(f"{origin}:{number}: bad regex {pattern!r}: {exc}") from None
         rules.append(Rule(family, pattern, number))
     if not rules:
         raise UsageError(f"{origin}: no rules found")

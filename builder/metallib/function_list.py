@@ -159,6 +159,13 @@ def parse_function_list(lib: Metallib) -> FunctionTable:
     entries: list[tuple[int, int]] = []
     shape: _Shape | None = None
     vers: int | None = None
+    # the learned shape's parts, bound once shape is set
+    tail_unpack: Any = None
+    check: Any = None
+    pick: Any = None
+    expect: tuple[Any, ...] = ()
+    tail_size = hash_rel = offt_rel = 0
+    rflt_rel: int | None = None
     unpack_u32 = U32.unpack_from
     unpack_name = _NAME_HEAD.unpack_from
     pos = 4
@@ -174,17 +181,16 @@ def parse_function_list(lib: Metallib) -> FunctionTable:
         if shape is not None and size >= 10:
             code, name_len = unpack_name(buf, pos + 4)
             tail_at = pos + 10 + name_len
-            if code == b"NAME" and tail_at + shape.size == pos + size and name_len and buf[tail_at - 1] == 0:
-                values = shape.struct.unpack_from(buf, tail_at) + _MISSING
-                if shape.check(values) == shape.expect:
-                    type_, pub, priv, mod, mdsz, rflt = shape.pick(values)
+            if code == b"NAME" and tail_at + tail_size == pos + size and name_len and buf[tail_at - 1] == 0:
+                values = tail_unpack(buf, tail_at) + _MISSING
+                if check(values) == expect:
+                    type_, pub, priv, mod, mdsz, rflt = pick(values)
                     tail_abs = start + tail_at
                     decoded = (
                         buf[pos + 10 : tail_at - 1].decode("utf-8", "replace"),
-                        type_, tail_abs + shape.hash_rel, pub, priv, mod, mdsz, rflt,
+                        type_, tail_abs + hash_rel, pub, priv, mod, mdsz, rflt,
                         values[vers : vers + 4] if vers is not None else None,
-                        tail_abs + shape.offt_rel,
-                        tail_abs + shape.rflt_rel if shape.rflt_rel is not None else None,
+                        tail_abs + offt_rel, tail_abs + rflt_rel if rflt_rel is not None else None,
                     )  # fmt: skip
         if decoded is None:
             tags, stop = walk_tags(buf, pos + 4, pos + size, f"function {index} entry", start)
@@ -195,7 +201,11 @@ def parse_function_list(lib: Metallib) -> FunctionTable:
             decoded = _decode_tags(tags, buf, start, pos, index)
             if shape is None:
                 shape = _Shape.learn(tags)
-                vers = shape.where.get(b"VERS") if shape else None
+                if shape is not None:  # hoisted for the loop
+                    vers = shape.where.get(b"VERS")
+                    tail_unpack, tail_size = shape.struct.unpack_from, shape.size
+                    check, expect, pick = shape.check, shape.expect, shape.pick
+                    hash_rel, offt_rel, rflt_rel = shape.hash_rel, shape.offt_rel, shape.rflt_rel
         fields.append(decoded)
         entries.append((start + pos, size))
         pos += size
