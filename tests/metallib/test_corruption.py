@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic import synthetic_parts
 
-from builder.metallib import Metallib, MetallibFormatError, library_bytes, verify
+from builder.metallib import Metallib, MetallibFormatError, library_bytes, open_metallib, verify
 
 
 def _valid() -> bytearray:
@@ -146,3 +147,23 @@ def test_random_mutations_of_a_real_library(
 def test_tiny_inputs(size: int, synthetic_bytes: Callable[..., bytes]) -> None:
     with pytest.raises(MetallibFormatError):
         _ = Metallib.from_bytes(synthetic_bytes(2)[:size]).functions
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_hash_mismatch_found_whichever_way_modules_are_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_process: bool
+) -> None:
+    """Large files hash their modules in a forked process, small ones in a thread."""
+    import importlib
+
+    verify_module = importlib.import_module("builder.metallib.verify")
+    monkeypatch.setattr(verify_module, "_PROCESS_MIN", 0 if in_process else 1 << 60)
+    data = _valid()
+    victim = Metallib.from_bytes(bytes(data)).functions[1]
+    data[victim.module.offset + 25] ^= 0x10
+    path = tmp_path / "bad.metallib"
+    path.write_bytes(bytes(data))
+    with open_metallib(path) as lib:
+        report = verify(lib)
+    assert report.bad_functions == [victim.name]
+    assert report.hashed_bytes == lib.header.bitcode.size
