@@ -108,8 +108,10 @@ def verify(lib: Metallib, progress: Callable[[int], None] | None = None) -> Veri
 
 def _executor(lib: Metallib) -> Executor:
     """A forked process for large files (true parallelism: the GIL would serialize a thread with
-    this thread's parsing); a thread otherwise, or where fork is not available."""
-    if lib.path and lib.header.bitcode.size >= _PROCESS_MIN and "fork" in mp.get_all_start_methods():
+    this thread's parsing); a thread otherwise, where fork is not available, or when other threads
+    run (forking then is unsafe, e.g. a progress bar's refresh thread)."""
+    forkable = "fork" in mp.get_all_start_methods() and threading.active_count() == 1
+    if lib.path and lib.header.bitcode.size >= _PROCESS_MIN and forkable:
         return ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork"))
     return ThreadPoolExecutor(max_workers=1)
 
