@@ -10,6 +10,7 @@ is copied once (about 2 % of the file); modules, metadata and reflection stay in
 from __future__ import annotations
 
 import operator
+from itertools import repeat
 from functools import cached_property
 import struct
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -274,7 +275,14 @@ class FunctionTable:
 def _module_spans(
     fields: list[_Fields], entries: list[tuple[int, int]], bitcode: Span
 ) -> list[tuple[int, int]]:
+    """Absolute module spans; checked in bulk, with the per-entry walk below naming any error."""
     bc_off, bc_size = bitcode
+    offsets = list(map(operator.itemgetter(MOD), fields))
+    sizes = list(map(operator.itemgetter(MDSZ), fields))
+    if offsets and None not in sizes:
+        ends = list(map(operator.add, offsets, sizes))
+        if max(ends) <= bc_size and all(map(operator.le, ends[:-1], offsets[1:])):
+            return list(zip(map(operator.add, offsets, repeat(bc_off)), sizes))
     spans = []
     module_end = 0
     count = len(fields)
@@ -303,11 +311,11 @@ def _chunk_spans(
     fields: list[_Fields], entries: list[tuple[int, int]], which: int, section: Span, what: str
 ) -> list[tuple[int, int]]:
     """Chunk i runs from its OFFT offset to the next function's (or to the section end)."""
-    starts = [f[which] for f in fields]
+    starts = list(map(operator.itemgetter(which), fields))
     stops = starts[1:] + [section.size]
     base, limit = section
-    spans = [(base + start, stop - start) for start, stop in zip(starts, stops)]
-    if any(start > stop for start, stop in zip(starts, stops)) or stops[-1:] and max(stops) > limit:
+    spans = list(zip(map(operator.add, starts, repeat(base)), map(operator.sub, stops, starts)))
+    if not all(map(operator.le, starts, stops)) or stops[-1:] and max(stops) > limit:
         for index, (start, stop) in enumerate(zip(starts, stops)):
             if start > stop or stop > limit:
                 raise MetallibFormatError(
