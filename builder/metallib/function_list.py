@@ -10,9 +10,9 @@ is copied once (about 2 % of the file); modules, metadata and reflection stay in
 from __future__ import annotations
 
 import operator
-from itertools import repeat
-from functools import cached_property
 import struct
+from functools import cached_property
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.metallib.errors import MetallibFormatError

@@ -20,8 +20,8 @@ from builder.metallib.structs import MODULE_WRAPPER_MAGIC, OFFSET_TAGS, U32, sho
 __all__ = [
     "AnyFunction",
     "FunctionParts",
-    "SourceFunction",
     "LibraryParts",
+    "SourceFunction",
     "new_function",
     "new_library",
     "parts_from_library",

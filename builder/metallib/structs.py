@@ -19,9 +19,7 @@ __all__ = [
     "MODULE_WRAPPER_MAGIC",
     "OFFSET_TAGS",
     "Span",
-    "read_u16",
     "read_u32",
-    "read_u64",
     "walk_tags",
 ]
 
@@ -40,7 +38,6 @@ U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 SPAN = struct.Struct("<QQ")
-TAG_HEAD = struct.Struct("<4sH")
 
 
 class Span(NamedTuple):
@@ -61,19 +58,9 @@ def _need(buf: memoryview | bytes, offset: int, size: int, what: str) -> None:
         )
 
 
-def read_u16(buf: memoryview | bytes, offset: int, what: str) -> int:
-    _need(buf, offset, 2, what)
-    return int(U16.unpack_from(buf, offset)[0])
-
-
 def read_u32(buf: memoryview | bytes, offset: int, what: str) -> int:
     _need(buf, offset, 4, what)
     return int(U32.unpack_from(buf, offset)[0])
-
-
-def read_u64(buf: memoryview | bytes, offset: int, what: str) -> int:
-    _need(buf, offset, 8, what)
-    return int(U64.unpack_from(buf, offset)[0])
 
 
 def walk_tags(
@@ -106,27 +93,23 @@ def _walk_tags(
             return tags, pos + 4
         if code in WIDE_TAGS:
             if pos + 8 > limit:
-                raise MetallibFormatError(pos, f"{what}: tag {_show(code)} header runs past {limit}")
+                raise MetallibFormatError(pos, f"{what}: tag {show_code(code)} header runs past {limit}")
             length = U32.unpack_from(buf, pos + 4)[0]
             payload = pos + 8
         else:
             if pos + 6 > limit:
-                raise MetallibFormatError(pos, f"{what}: tag {_show(code)} header runs past {limit}")
+                raise MetallibFormatError(pos, f"{what}: tag {show_code(code)} header runs past {limit}")
             length = U16.unpack_from(buf, pos + 4)[0]
             payload = pos + 6
         if payload + length > limit:
             raise MetallibFormatError(
-                pos, f"{what}: tag {_show(code)} of {length} bytes runs past its end at {limit}"
+                pos, f"{what}: tag {show_code(code)} of {length} bytes runs past its end at {limit}"
             )
         tags.append((code, payload, length))
         pos = payload + length
 
 
-def _show(code: bytes) -> str:
-    text = code.decode("ascii", "replace")
-    return text if text.isprintable() else code.hex()
-
-
 def show_code(code: bytes) -> str:
     """A tag code for messages: ASCII when printable, hex otherwise."""
-    return _show(code)
+    text = code.decode("ascii", "replace")
+    return text if text.isprintable() else code.hex()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from builder.metallib.errors import MetallibError
-from builder.metallib.parts import AnyFunction, Bytes, FunctionParts, LibraryParts
+from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 
 __all__ = ["Layout", "atomic_output", "layout", "library_bytes", "write_library"]
