@@ -170,7 +170,7 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     functions = lib.functions
     chosen = range(len(functions)) if indices is None else sorted(set(indices))
     data = lib.data
-    table = lib._table
+    c = lib._table.cols
     unpack_u32 = U32.unpack_from
     out: list[AnyFunction] = []
     for index in chosen:
@@ -182,8 +182,10 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
                 f"{lib.display_name}: function {fn.name!r} has an SOFF tag (embedded source); "
                 "rewriting such libraries is not supported"
             )
-        (pub, pub_n), (priv, priv_n) = table.public[index], table.private[index]
-        (mod, mod_n), (refl, refl_n) = table.modules[index], table.reflection[index]
+        pub, pub_n = c.public_offsets[index], c.public_sizes[index]
+        priv, priv_n = c.private_offsets[index], c.private_sizes[index]
+        mod, mod_n = c.module_offsets[index], c.module_sizes[index]
+        refl, refl_n = c.reflection_offsets[index], c.reflection_sizes[index]
         flatbuffer = None
         if refl is not None:  # payload length minus the padding before the FlatBuffer
             payload = min(unpack_u32(data, refl + 8)[0], refl_n - 16)

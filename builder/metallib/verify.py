@@ -166,14 +166,17 @@ def _suspects(lib: Metallib) -> list[int]:
     reflection chunk) in one tight loop; everything else gets the detailed checks below, which
     say what is wrong. Same verdicts, a fraction of the time.
     """
-    table = lib._table
+    c = lib._table.cols
     data = lib.data
     wrapper = _WRAPPER.unpack_from
     head = _REFLECTION_HEAD.unpack_from
     magic = MODULE_WRAPPER_MAGIC
     out = []
-    rows = zip(table.modules, table.public, table.private, table.reflection)
-    for index, ((mod, mod_n), (pub, pub_n), (priv, priv_n), (refl, refl_n)) in enumerate(rows):
+    rows = zip(
+        c.module_offsets, c.module_sizes, c.public_offsets, c.public_sizes, c.private_offsets,
+        c.private_sizes, c.reflection_offsets, c.reflection_sizes,
+    )  # fmt: skip
+    for index, (mod, mod_n, pub, pub_n, priv, priv_n, refl, refl_n) in enumerate(rows):
         if mod_n < 20 or pub_n != 8 or priv_n != 8:
             out.append(index)
             continue

@@ -1,0 +1,45 @@
+"""The optional native fast path of the reader (the ``_metallib_native`` C extension).
+
+``pip install`` builds the extension from ``builder/metallib/_native.c`` and installs it as a
+top-level module, so it is found both by the installed package and by a source checkout run
+against that installation (the test suite). Without it, or when ``METALLIB_BUILDER_NATIVE=0`` is
+set, the pure-Python parser does the same work, more slowly; results are identical (tested).
+The extension only decides the accepted, well-formed case: for anything else it answers None and
+the Python parser reports the problem with its byte offset.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+__all__ = ["ABI", "native_module", "status"]
+
+ABI = 1
+"""Result layout this package expects; an extension built from another version is not used."""
+
+
+def _load() -> tuple[ModuleType | None, str]:
+    if os.environ.get("METALLIB_BUILDER_NATIVE", "1") == "0":
+        return None, "off (METALLIB_BUILDER_NATIVE=0)"
+    try:
+        import _metallib_native as module  # type: ignore[import-not-found]
+    except ImportError:
+        return None, "not built (pure-Python parser)"
+    found = getattr(module, "ABI", None)
+    if found != ABI:
+        return None, f"ignored: {module.__file__} has ABI {found}, this package needs {ABI} (reinstall)"
+    return module, f"on ({module.__file__})"
+
+
+_MODULE, _STATUS = _load()
+
+
+def native_module() -> ModuleType | None:
+    """The extension module, or None when the pure-Python path is in use."""
+    return _MODULE
+
+
+def status() -> str:
+    """One line saying whether the native parser is used, and why not."""
+    return _STATUS

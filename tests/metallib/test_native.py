@@ -1,0 +1,186 @@
+"""The native function-list parser (``_native.c``) against the pure-Python one (``list_walk``).
+
+The native parser may decline a list (answer None), never misread one: whenever it returns
+columns they must equal the Python parser's, on every real library and on randomly corrupted
+ones. Declining is only allowed where the list is not in the plain shape.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from synthetic import synthetic_parts
+
+from builder.metallib import LibraryParts, Metallib, MetallibFormatError, library_bytes, new_function, new_library
+from builder.metallib.function_list import TableColumns, list_bytes, native_columns
+from builder.metallib.list_walk import python_columns
+from builder.metallib.native import native_module, status
+
+FORCED_OFF = os.environ.get("METALLIB_BUILDER_NATIVE") == "0"
+needs_native = pytest.mark.skipif(
+    FORCED_OFF or native_module() is None, reason=f"native parser not in use: {status()}"
+)
+
+REAL = [
+    ("0.28.0", "macosx_14_0_arm64"),
+    ("0.29.0", "macosx_14_0_arm64"),
+    ("0.29.0", "macosx_15_0_arm64"),
+    ("0.30.0", "macosx_14_0_arm64"),
+    ("0.31.0", "macosx_14_0_arm64"),
+    ("0.32.0", "macosx_14_0_arm64"),
+    ("0.32.0", "macosx_26_0_arm64"),
+]
+
+
+def _both(data: bytes) -> tuple[TableColumns | None, TableColumns | MetallibFormatError]:
+    """(native columns or None, Python columns or the error it raised); header errors propagate."""
+    lib = Metallib.from_bytes(data)
+    try:
+        listed = list_bytes(lib)
+    except MetallibFormatError as error:
+        return None, error
+    try:
+        expected: TableColumns | MetallibFormatError = python_columns(lib, *listed)
+    except MetallibFormatError as error:
+        expected = error
+    return native_columns(lib, listed), expected
+
+
+def test_native_parser_is_built_and_used() -> None:
+    """``pip install .`` builds the extension; the suite must exercise it, not the fallback."""
+    if FORCED_OFF:
+        pytest.skip("METALLIB_BUILDER_NATIVE=0: the pure-Python parser is under test")
+    assert native_module() is not None, status()
+    assert status().startswith("on ("), status()
+
+
+@needs_native
+@pytest.mark.realdata
+@pytest.mark.parametrize(("version", "platform"), REAL)
+def test_parsers_agree_on_real_libraries(
+    mlx_metallib: Callable[[str, str], Path], version: str, platform: str
+) -> None:
+    found, expected = _both(mlx_metallib(version, platform).read_bytes())
+    assert isinstance(expected, TableColumns)
+    assert found is not None, "Apple's writer produces the plain shape; the native parser must take it"
+    assert len(found.names) > 10_000
+    assert found == expected
+
+
+def _with_tags(edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]) -> LibraryParts:
+    parts = synthetic_parts(6)
+    for fn in parts.functions:
+        fn.tags = edit(fn.tags)  # type: ignore[union-attr, arg-type]
+    return parts
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "parts",
+    [
+        pytest.param(lambda: synthetic_parts(7), id="reflection"),
+        pytest.param(lambda: synthetic_parts(7, reflection=False), id="no-reflection"),
+        pytest.param(lambda: synthetic_parts(3, dynamic=True), id="format-2.9"),
+        pytest.param(lambda: _with_tags(lambda t: [*t, (b"ZZZZ", b"kept")]), id="unknown-tag"),
+        pytest.param(lambda: _with_tags(lambda t: [x for x in t if x[0] != b"VERS"]), id="no-VERS"),
+        pytest.param(lambda: _with_tags(lambda t: [x for x in t if x[0] != b"TYPE"]), id="no-TYPE"),
+        pytest.param(lambda: _with_tags(lambda t: [x for x in t if x[0] != b"MDSZ"]), id="no-MDSZ"),
+        pytest.param(lambda: _with_tags(lambda t: [(b"TYPE", b"") if x[0] == b"TYPE" else x for x in t]),
+                     id="empty-TYPE"),
+        pytest.param(lambda: new_library([new_function("k", b"BC\xc0\xde", reflection=bytes(16))]), id="one"),
+    ],
+)  # fmt: skip
+def test_parsers_agree_on_valid_shapes(parts: Callable[[], LibraryParts]) -> None:
+    found, expected = _both(library_bytes(parts()))
+    assert isinstance(expected, TableColumns)
+    assert found == expected
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda t: [*t, (b"NAME", b"again\0")], id="second-NAME"),
+        pytest.param(lambda t: [*t, (b"HASH", bytes(32))], id="second-HASH"),
+        pytest.param(lambda t: [(b"TYPE", b"\x02\x00") if x[0] == b"TYPE" else x for x in t], id="long-TYPE"),
+    ],
+)
+def test_native_parser_declines_what_only_python_takes(
+    edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]],
+) -> None:
+    """Lists the Python walk accepts by its general rules (last tag wins) but that are not plain."""
+    found, expected = _both(library_bytes(_with_tags(edit)))
+    assert isinstance(expected, TableColumns)
+    if found is not None:
+        assert found == expected
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        pytest.param(lambda d, fl: struct.pack_into("<I", d, fl + 4, 7), id="entry-size-too-small"),
+        pytest.param(lambda d, fl: struct.pack_into("<I", d, fl + 4, 1 << 30), id="entry-size-too-big"),
+        pytest.param(lambda d, fl: struct.pack_into("<H", d, fl + 12, 0xFFFF), id="tag-past-entry"),
+        pytest.param(lambda d, fl: d.__setitem__(slice(fl + 8, fl + 12), b"XXXX"), id="no-NAME"),
+    ],
+)  # fmt: skip
+def test_native_parser_declines_corrupt_lists(corrupt: Callable[[bytearray, int], None]) -> None:
+    data = bytearray(library_bytes(synthetic_parts(4)))
+    function_list = struct.unpack_from("<Q", data, 24)[0]
+    corrupt(data, function_list)
+    found, expected = _both(bytes(data))
+    assert found is None
+    if isinstance(expected, TableColumns):  # e.g. a renamed NAME tag: Python sees a missing NAME
+        pytest.fail("Python parser accepted a corrupt list")
+
+
+def _agree(data: bytes) -> None:
+    try:
+        found, expected = _both(data)
+    except MetallibFormatError:
+        return  # the header was rejected before any list parsing
+    if found is not None:
+        assert found == expected
+
+
+_mutation = st.lists(
+    st.tuples(st.integers(min_value=0, max_value=2**31), st.integers(min_value=0, max_value=255)),
+    min_size=1,
+    max_size=6,
+)
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(mutations=_mutation, reflection=st.booleans())
+def test_parsers_agree_on_mutated_synthetic_libraries(mutations: list[tuple[int, int]], reflection: bool) -> None:
+    data = bytearray(library_bytes(synthetic_parts(5, reflection=reflection)))
+    function_list = struct.unpack_from("<Q", data, 24)[0]
+    size = struct.unpack_from("<Q", data, 32)[0] + 4
+    for at, value in mutations:  # aim at the function list, where the parsers differ
+        data[function_list + at % size] = value
+    _agree(bytes(data))
+
+
+@needs_native
+@pytest.mark.realdata
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=_mutation, field=st.sampled_from([40, 48, 56, 64, 72, 80]), value=st.integers(0, 2**40))
+def test_parsers_agree_on_mutated_real_libraries(
+    small_real_metallib: bytes, mutations: list[tuple[int, int]], field: int, value: int
+) -> None:
+    data = bytearray(small_real_metallib)
+    function_list = struct.unpack_from("<Q", data, 24)[0]
+    size = struct.unpack_from("<Q", data, 32)[0] + 4
+    for at, byte in mutations:
+        data[function_list + at % size] = byte
+    if value % 3 == 0:  # sometimes move a section too
+        struct.pack_into("<Q", data, field, value)
+    _agree(bytes(data))
