@@ -125,6 +125,19 @@ class FunctionTable:
                         priv_n, mod, mod_n, refl, refl_n) in enumerate(zip(*c))
         ]  # fmt: skip
 
+    def function(self, index: int) -> FunctionEntry:
+        """One function's record (``functions()`` builds them all)."""
+        c = self.cols
+        return FunctionEntry(
+            index, c.names[index], c.types[index], (c.entry_offsets[index], c.entry_sizes[index]),
+            self.function_list, c.hash_offsets[index],
+            (c.public_offsets[index], c.public_sizes[index]),
+            (c.private_offsets[index], c.private_sizes[index]),
+            (c.module_offsets[index], c.module_sizes[index]),
+            (c.reflection_offsets[index], c.reflection_sizes[index]),
+            c.versions[index], (c.offt_offsets[index], c.rflt_offsets[index]),
+        )  # fmt: skip
+
     @cached_property
     def columns(self) -> FunctionColumns:
         c = self.cols

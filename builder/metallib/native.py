@@ -1,6 +1,6 @@
 """The optional native fast path of the reader (the ``_metallib_native`` C extension).
 
-``pip install`` builds the extension from ``builder/metallib/_native.c`` and installs it as a
+``pip install`` builds the extension from ``builder/metallib/_native/`` and installs it as a
 top-level module, so it is found both by the installed package and by a source checkout run
 against that installation (the test suite). Without it, or when ``METALLIB_BUILDER_NATIVE=0`` is
 set, the pure-Python parser does the same work, more slowly; results are identical (tested).
@@ -15,7 +15,7 @@ from types import ModuleType
 
 __all__ = ["ABI", "native_module", "status"]
 
-ABI = 1
+ABI = 2
 """Result layout this package expects; an extension built from another version is not used."""
 
 

@@ -149,21 +149,19 @@ def test_tiny_inputs(size: int, synthetic_bytes: Callable[..., bytes]) -> None:
         _ = Metallib.from_bytes(synthetic_bytes(2)[:size]).functions
 
 
-@pytest.mark.parametrize("in_process", [True, False])
-def test_hash_mismatch_found_whichever_way_modules_are_hashed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_process: bool
-) -> None:
-    """Large files hash their modules in a forked process, small ones in a thread."""
-    import importlib
+@pytest.mark.parametrize("parallel", ["inline", "thread", "fork"])
+def test_hash_mismatch_found_whichever_way_modules_are_hashed(tmp_path: Path, parallel: str) -> None:
+    """Modules are hashed here, in a second thread or in a forked child; the verdicts agree.
 
-    verify_module = importlib.import_module("builder.metallib.verify")
-    monkeypatch.setattr(verify_module, "_PROCESS_MIN", 0 if in_process else 1 << 60)
+    The victims sit at both ends, so both the head (hashed here) and the tail (the worker's) are
+    checked."""
     data = _valid()
-    victim = Metallib.from_bytes(bytes(data)).functions[1]
-    data[victim.module.offset + 25] ^= 0x10
+    first, *_, last = Metallib.from_bytes(bytes(data)).functions
+    for victim in (first, last):
+        data[victim.module.offset + 25] ^= 0x10
     path = tmp_path / "bad.metallib"
     path.write_bytes(bytes(data))
     with open_metallib(path) as lib:
-        report = verify(lib)
-    assert report.bad_functions == [victim.name]
+        report = verify(lib, parallel=parallel)  # type: ignore[arg-type]
+    assert report.bad_functions == [first.name, last.name]
     assert report.hashed_bytes == lib.header.bitcode.size

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic import synthetic_parts
 
-from builder.metallib import LibraryParts, Metallib, MetallibFormatError, library_bytes, new_function, new_library
+from builder.metallib import (
+    LibraryParts,
+    Metallib,
+    MetallibFormatError,
+    library_bytes,
+    new_function,
+    new_library,
+    verify,
+)
+from builder.metallib import native as native_state
 from builder.metallib.function_list import TableColumns, list_bytes, native_columns
 from builder.metallib.list_walk import python_columns
 from builder.metallib.native import native_module, status
+from builder.slim import slim_file
 
 FORCED_OFF = os.environ.get("METALLIB_BUILDER_NATIVE") == "0"
 needs_native = pytest.mark.skipif(
@@ -184,3 +195,74 @@ def test_parsers_agree_on_mutated_real_libraries(
     if value % 3 == 0:  # sometimes move a section too
         struct.pack_into("<Q", data, field, value)
     _agree(bytes(data))
+
+
+# -- verify's structural screen: native and Python must give the same verdicts ------------------
+@contextmanager
+def _python_only() -> Iterator[None]:
+    saved = native_state._MODULE
+    native_state._MODULE = None
+    try:
+        yield
+    finally:
+        native_state._MODULE = saved
+
+
+def _verdicts(data: bytes) -> list[tuple[str | None, int, str]] | str:
+    try:
+        lib = Metallib.from_bytes(data)
+        return [(p.function, p.offset, p.message) for p in verify(lib, parallel="inline").problems]
+    except MetallibFormatError as error:
+        return f"format error at {error.offset}"
+
+
+def _same_verdicts(data: bytes) -> list[tuple[str | None, int, str]] | str:
+    native = _verdicts(data)
+    with _python_only():
+        python = _verdicts(data)
+    assert native == python
+    return native
+
+
+@pytest.fixture(scope="session")
+def metadata_real_metallib(mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """Real functions of the macOS 26 library whose public metadata chunks hold tags (CNST)."""
+    out = tmp_path_factory.mktemp("real26") / "small.metallib"
+    slim_file(mlx_metallib("0.32.0", "macosx_26_0_arm64"), out, keep=["affine_gather_qmm_rhs_nax_nt_float_gs_128_b_2*", "v_copy*float32"])
+    return out.read_bytes()
+
+
+@needs_native
+@pytest.mark.realdata
+def test_screen_passes_tagged_metadata_chunks(metadata_real_metallib: bytes) -> None:
+    lib = Metallib.from_bytes(metadata_real_metallib)
+    c = lib._table.cols
+    assert any(size > 8 for size in c.public_sizes), "the fixture must hold non-empty metadata"
+    assert native_module().screen_functions(  # type: ignore[union-attr]
+        lib.data, c.module_offsets, c.module_sizes, c.public_offsets, c.public_sizes,
+        c.private_offsets, c.private_sizes, c.reflection_offsets, c.reflection_sizes,
+    ) == []  # fmt: skip
+    assert _same_verdicts(metadata_real_metallib) == []
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(mutations=_mutation, reflection=st.booleans())
+def test_screen_verdicts_agree_on_mutated_synthetic_libraries(mutations: list[tuple[int, int]], reflection: bool) -> None:
+    data = bytearray(library_bytes(synthetic_parts(5, reflection=reflection)))
+    public = struct.unpack_from("<Q", data, 40)[0]  # mutate from the metadata on: the screened part
+    for at, value in mutations:
+        data[public + at % (len(data) - public)] = value
+    _same_verdicts(bytes(data))
+
+
+@needs_native
+@pytest.mark.realdata
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=_mutation)
+def test_screen_verdicts_agree_on_mutated_real_libraries(metadata_real_metallib: bytes, mutations: list[tuple[int, int]]) -> None:
+    data = bytearray(metadata_real_metallib)
+    public = struct.unpack_from("<Q", data, 40)[0]
+    for at, value in mutations:
+        data[public + at % (len(data) - public)] = value
+    _same_verdicts(bytes(data))

@@ -1,6 +1,6 @@
-/* Native fast path for parsing a metallib function list (module _metallib_native).
+/* The function-list parser of the _metallib_native extension.
  *
- * One function, parse_function_list(...), walks every entry of a function list, checks where its
+ * parse_function_list(...), walks every entry of a function list, checks where its
  * chunks and module lie, and returns the results as parallel lists (columns), or None when anything
  * is not in the plain, well-formed shape. None is not an error: the Python parser (builder/metallib/function_list.py)
  * then walks the list itself and raises MetallibFormatError with the exact byte offset, so every
@@ -12,13 +12,7 @@
  * optional; no known tag twice; unknown tags skipped (they stay in the entry bytes); the entries fill
  * the list exactly. Names are decoded as UTF-8 with replacement, as the Python parser does.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
-
-/* Bumped whenever the result layout changes; builder/metallib/native.py checks it. */
-#define NATIVE_ABI 1
+#include "native.h"
 
 enum {
     COL_NAME, COL_TYPE, COL_ENTRY_OFFSET, COL_ENTRY_SIZE, COL_HASH_OFFSET, COL_VERSION,
@@ -31,17 +25,6 @@ enum {
 typedef struct {
     uint64_t offset, size;
 } Section;
-
-static uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-
-static uint32_t u32_at(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static uint64_t u64_at(const unsigned char *p) { return (uint64_t)u32_at(p) | ((uint64_t)u32_at(p + 4) << 32); }
-
-static int code_is(const unsigned char *p, const char *code) { return memcmp(p, code, 4) == 0; }
 
 /* Fields of one entry; offsets are relative to the list buffer. */
 typedef struct {
@@ -249,7 +232,7 @@ static int parse_section(PyObject *obj, Section *s)
     return 1;
 }
 
-static PyObject *parse_function_list(PyObject *module, PyObject *args)
+PyObject *parse_function_list(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t base, count;
@@ -350,33 +333,3 @@ done:
     return result;
 }
 
-static PyMethodDef methods[] = {
-    {"parse_function_list", parse_function_list, METH_VARARGS,
-     "parse_function_list(buffer, base, count, public, private, bitcode, reflection_list)\n"
-     "-> tuple of 16 column lists, or None\n\n"
-     "buffer holds the function list from its u32 count on; base is its file offset. The four\n"
-     "sections are (offset, size) pairs, reflection_list None when the file has no RLST. Columns:\n"
-     "names, types, entry offsets and sizes, HASH offsets, VERS tuples, OFFT and RFLT payload\n"
-     "offsets, then absolute offset and size of each function's public and private metadata chunk,\n"
-     "module and reflection chunk. None when anything is not in the plain shape; the Python parser\n"
-     "then reports the problem."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_metallib_native",
-    .m_doc = "Native fast paths for metallib-builder's container reader (builder/metallib/native.py).",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__metallib_native(void)
-{
-    PyObject *m = PyModule_Create(&module_def);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
-}

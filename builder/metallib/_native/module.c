@@ -1,0 +1,44 @@
+/* The _metallib_native extension: native fast paths for builder/metallib (see native.py there).
+ *
+ * function_list.c  parse_function_list: the function list as checked columns
+ * screen.c         screen_functions: which functions need verify's detailed checks
+ *
+ * Both only decide the plain, well-formed case quickly; every diagnostic stays in Python.
+ */
+#include "native.h"
+
+static PyMethodDef methods[] = {
+    {"parse_function_list", parse_function_list, METH_VARARGS,
+     "parse_function_list(buffer, base, count, public, private, bitcode, reflection_list)\n"
+     "-> tuple of 16 column lists, or None\n\n"
+     "buffer holds the function list from its u32 count on; base is its file offset. The four\n"
+     "sections are (offset, size) pairs, reflection_list None when the file has no RLST. Columns:\n"
+     "names, types, entry offsets and sizes, HASH offsets, VERS tuples, OFFT and RFLT payload\n"
+     "offsets, then absolute offset and size of each function's public and private metadata chunk,\n"
+     "module and reflection chunk. None when anything is not in the plain shape; the Python parser\n"
+     "then reports the problem."},
+    {"screen_functions", screen_functions, METH_VARARGS,
+     "screen_functions(buffer, module_offsets, module_sizes, public_offsets, public_sizes,\n"
+     "private_offsets, private_sizes, reflection_offsets, reflection_sizes) -> list[int]\n\n"
+     "Indices of the functions whose module wrapper, metadata chunks or reflection chunk are not in\n"
+     "the common well-formed shape (verify checks those in detail)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_metallib_native",
+    .m_doc = "Native fast paths for metallib-builder's container reader (builder/metallib/native.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__metallib_native(void)
+{
+    PyObject *m = PyModule_Create(&module_def);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

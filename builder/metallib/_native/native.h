@@ -1,0 +1,27 @@
+/* Shared by the sources of the _metallib_native extension (see module.c). */
+#ifndef METALLIB_NATIVE_H
+#define METALLIB_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Bumped whenever a result layout changes; builder/metallib/native.py checks it. */
+#define NATIVE_ABI 2
+
+static inline uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static inline uint32_t u32_at(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t u64_at(const unsigned char *p) { return (uint64_t)u32_at(p) | ((uint64_t)u32_at(p + 4) << 32); }
+
+static inline int code_is(const unsigned char *p, const char *code) { return memcmp(p, code, 4) == 0; }
+
+PyObject *parse_function_list(PyObject *module, PyObject *args);
+PyObject *screen_functions(PyObject *module, PyObject *args);
+
+#endif
