@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -71,7 +72,7 @@ def main() -> None:
         ]  # fmt: skip
         print(f"input: {source} ({source.stat().st_size} bytes); {args.runs} interleaved runs, medians")
         for label, ours, baseline, target in rows:
-            a, b = compare(ours, baseline, args.runs, before=lambda: out.unlink(missing_ok=True))
+            a, b = compare(ours, baseline, args.runs, before=lambda: _fresh(out))
             verdict = "" if target is None else ("ok" if a / b <= target else "OVER TARGET")
             goal = "" if target is None else f"(target <= {target})"
             print(f"{label:<20} {a:7.3f} s  baseline {b:7.3f} s  ratio {a / b:5.2f}  {goal} {verdict}")
@@ -93,6 +94,13 @@ def main() -> None:
         for command, extra in (("list", ["--format", "json"]), ("verify", []), ("slim", ["-o", str(out), "--keep", "*"])):
             m = memory([command, str(source), *extra])
             print(f"  {command:<7} heap peak {m['heap_peak']:>10} B, max RSS {m['max_rss']:>10} B")
+
+
+def _fresh(out: Path) -> None:
+    """Before every run: no output file, and no writeback of the previous one still pending
+    (a 160 MB file being flushed slows whichever process runs next)."""
+    out.unlink(missing_ok=True)
+    os.sync()
 
 
 def _synthetic(path: Path, count: int, module_size: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ def _open(path: Path) -> Any:
 
 def _emit_json(document: dict[str, Any]) -> None:
     """One compact JSON document (the C encoder; ``indent`` would force the slow one)."""
+    import json
+
     sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
 
 

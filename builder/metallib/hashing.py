@@ -112,7 +112,7 @@ class _ThreadWorker(_Worker):
     def _run(self, data: memoryview, offsets: Sequence[int], sizes: Sequence[int]) -> None:
         try:
             self._result = _hash(data, offsets, sizes)
-        except BaseException as exc:  # re-raised in join()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in join()
             self._result = exc
 
     def join(self) -> bytes:

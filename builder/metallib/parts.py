@@ -8,20 +8,25 @@ Parts taken from a ``Metallib`` are memoryview slices of its map, so building th
 
 from __future__ import annotations
 
-import hashlib
+import operator
 import struct
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 from builder.metallib.errors import MetallibUnsupportedError
+from builder.metallib.function_list import FunctionTable
+from builder.metallib.native import native_module
 from builder.metallib.reader import Metallib
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC, OFFSET_TAGS, U32, show_code, walk_tags
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, OFFSET_TAGS, show_code, walk_tags
 
 __all__ = [
     "AnyFunction",
     "FunctionParts",
     "LibraryParts",
     "SourceFunction",
+    "SourceFunctions",
     "new_function",
     "new_library",
     "parts_from_library",
@@ -131,6 +136,83 @@ class SourceFunction:
         return self._data[start : start + self.reflection_size]
 
 
+class SourceFunctions(Sequence[SourceFunction]):
+    """Functions of an existing library chosen for a rewrite, as columns (what ``parts_from_library``
+    returns): offsets and sizes in the source for every piece, so that the writer lays out and
+    copies 16,000 functions with list arithmetic instead of an object each. Indexing gives a
+    ``SourceFunction``.
+    """
+
+    def __init__(
+        self, data: memoryview, names: list[str], entries: tuple[list[int], list[int]],
+        patches: tuple[list[int], list[int | None]], origins: tuple[list[int], list[int], list[int], list[int | None]],
+        sizes: tuple[list[int], list[int], list[int], list[int | None]], reflection: tuple[list[int], list[bool]],
+    ) -> None:  # fmt: skip
+        self.data = data
+        self.names = names
+        self.entry_offsets, self.entry_sizes = entries
+        self.offt_rel, self.rflt_rel = patches
+        """Where the OFFT and RFLT payloads lie in each entry (the writer patches them)."""
+        self.public_offsets, self.private_offsets, self.module_offsets, self.reflection_offsets = origins
+        self.public_sizes, self.private_sizes, self.module_sizes, self.reflection_sizes = sizes
+        """``reflection_sizes``: FlatBuffer sizes without padding, None without a chunk."""
+        self.sections: tuple[int, int, int, int] = (0, 0, 0, 0)
+        """Source offsets of the public and private metadata, the bitcode section and the
+        reflection list (0 without one), set by ``parts_from_library``."""
+        self._runs: dict[int, list[tuple[int, int]]] = {}
+        self.chunk_sizes, self.canonical = reflection
+        """Each reflection chunk's size in the source, and whether it is canonical
+        (``_flatbuffer_sizes``), so it can be copied as is when its padding stays."""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def runs(self, which: int) -> list[tuple[int, int]]:
+        """The source runs (start, length) holding every public metadata chunk (0), private one
+        (1), module (2), reflection chunk (3) or entry (4), pieces back to back merged."""
+        if which not in self._runs:
+            offsets, sizes = (
+                (self.public_offsets, self.public_sizes), (self.private_offsets, self.private_sizes),
+                (self.module_offsets, self.module_sizes), (self.reflection_offsets, self.chunk_sizes),
+                (self.entry_offsets, self.entry_sizes),
+            )[which]  # fmt: skip
+            if which == 3 and None in offsets:
+                present = [(at, n) for at, n in zip(offsets, sizes) if at is not None]
+                offsets, sizes = [at for at, _ in present], [n for _, n in present]
+            self._runs[which] = coalesce(offsets, sizes)  # type: ignore[arg-type]
+        return self._runs[which]
+
+    def in_place(self, which: int, start: int) -> bool:
+        """Whether the pieces of kind ``which`` (see ``runs``) fill one run from ``start``: then a
+        library that lays them out back to back from there keeps every offset."""
+        runs = self.runs(which)
+        return len(runs) == 1 and runs[0][0] == start
+
+    def flatbuffer(self, index: int) -> memoryview:
+        """Function ``index``'s reflection FlatBuffer, without padding (it must have one)."""
+        at, size = self.reflection_offsets[index], self.reflection_sizes[index]
+        assert at is not None and size is not None
+        start = at + 12 + (-(at + 12) % 16)
+        return self.data[start : start + size]
+
+    @overload
+    def __getitem__(self, index: int) -> SourceFunction: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[SourceFunction]: ...
+    def __getitem__(self, index: int | slice) -> SourceFunction | list[SourceFunction]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        at, size = self.entry_offsets[index], self.entry_sizes[index]
+        return SourceFunction(
+            self.data, self.names[index], bytes(self.data[at : at + size]),
+            (self.offt_rel[index], self.rflt_rel[index]),
+            (self.public_offsets[index], self.private_offsets[index], self.module_offsets[index],
+             self.reflection_offsets[index]),
+            (self.public_sizes[index], self.private_sizes[index], self.module_sizes[index],
+             self.reflection_sizes[index]),
+        )  # fmt: skip
+
+
 AnyFunction = FunctionParts | SourceFunction
 
 
@@ -142,7 +224,8 @@ class LibraryParts:
     """Header bytes 4-15, verbatim."""
     extension: list[tuple[bytes, Bytes]]
     """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
-    functions: list[AnyFunction]
+    functions: Sequence[AnyFunction]
+    """A list of ``FunctionParts`` (or ``SourceFunction``), or ``SourceFunctions`` columns."""
     dynamic_header: Bytes | None = None
     uuid: bytes | None = field(default=None)
     """UUID to write; None with a UUID tag present means derive one from the content."""
@@ -167,51 +250,125 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
             f"{lib.display_name}: cannot rewrite a library with {names} sections "
             "(embedded sources or symbol lists are not supported)"
         )
-    functions = lib.functions
-    chosen = range(len(functions)) if indices is None else sorted(set(indices))
-    data = lib.data
-    c = lib._table.cols
-    unpack_u32 = U32.unpack_from
-    out: list[AnyFunction] = []
-    for index in chosen:
-        fn = functions[index]
-        at, size = fn.entry_offset, fn.entry_size
-        entry = bytes(data[at : at + size])
-        if b"SOFF" in entry and any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _, _ in fn.tags):
+    table = lib._table
+    c = table.cols
+    count = len(c.names)
+    chosen = range(count) if indices is None else sorted(set(indices))
+    if len(chosen) and not 0 <= chosen[0] <= chosen[-1] < count:
+        raise IndexError(f"function index out of range 0..{count - 1}")
+    for index in _entries_containing(table, b"SOFF", chosen):
+        if any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _, _ in table.function(index).tags):
             raise MetallibUnsupportedError(
-                f"{lib.display_name}: function {fn.name!r} has an SOFF tag (embedded source); "
-                "rewriting such libraries is not supported"
+                f"{lib.display_name}: function {c.names[index]!r} has an SOFF tag (embedded "
+                "source); rewriting such libraries is not supported"
             )
-        pub, pub_n = c.public_offsets[index], c.public_sizes[index]
-        priv, priv_n = c.private_offsets[index], c.private_sizes[index]
-        mod, mod_n = c.module_offsets[index], c.module_sizes[index]
-        refl, refl_n = c.reflection_offsets[index], c.reflection_sizes[index]
-        flatbuffer = None
-        if refl is not None:  # payload length minus the padding before the FlatBuffer
-            payload = min(unpack_u32(data, refl + 8)[0], refl_n - 16)
-            flatbuffer = max(0, payload - (-(refl + 12) % 16))
-        rflt = fn.rflt_offset - at if fn.rflt_offset is not None else None
-        out.append(
-            SourceFunction(
-                data, fn.name, entry, (fn.offt_offset - at, rflt), (pub, priv, mod, refl),
-                (pub_n, priv_n, mod_n, flatbuffer),
-            )  # fmt: skip
-        )
+    pick = _picker(chosen, count)
+    entry_offsets = pick(c.entry_offsets)
+    reflection = pick(c.reflection_offsets)
+    chunk_sizes = pick(c.reflection_sizes)
+    flatbuffers, canonical = _flatbuffer_sizes(lib.data, reflection, chunk_sizes)
+    functions = SourceFunctions(
+        lib.data, pick(c.names), (entry_offsets, pick(c.entry_sizes)),
+        (list(map(operator.sub, pick(c.offt_offsets), entry_offsets)),
+         [None if at is None else at - entry for at, entry in zip(pick(c.rflt_offsets), entry_offsets)]),
+        (pick(c.public_offsets), pick(c.private_offsets), pick(c.module_offsets), reflection),
+        (pick(c.public_sizes), pick(c.private_sizes), pick(c.module_sizes), flatbuffers),
+        (chunk_sizes, canonical),
+    )  # fmt: skip
+    h = lib.header
+    rlst = lib.reflection_list.offset if lib.reflection_list is not None else 0
+    functions.sections = (h.public_metadata.offset, h.private_metadata.offset, h.bitcode.offset, rlst)
+    data = lib.data
     extension: list[tuple[bytes, Bytes]] = [
         (tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension
     ]
     dynamic = None
     if lib.dynamic_header is not None:
         dynamic = data[lib.dynamic_header.offset : lib.dynamic_header.end]
-    keep_uuid = indices is None or len(chosen) == len(functions)
+    keep_uuid = len(chosen) == count
     return LibraryParts(
         raw_version=lib.header.raw_version,
         extension=extension,
-        functions=out,
+        functions=functions,
         dynamic_header=dynamic,
         uuid=lib.uuid if keep_uuid else None,
         source=(data, lib.fileno()),
     )
+
+
+def _entries_containing(table: FunctionTable, needle: bytes, chosen: Sequence[int]) -> list[int]:
+    """Indices of the ``chosen`` entries whose bytes contain ``needle`` (a cheap pre-filter: the
+    bytes also occur by chance, e.g. a HASH ending in S before OFFT)."""
+    buf, base = table.function_list
+    offsets = table.cols.entry_offsets
+    found: set[int] = set()
+    at = buf.find(needle)
+    while at >= 0:
+        found.add(bisect_right(offsets, base + at) - 1)
+        at = buf.find(needle, at + 1)
+    wanted = chosen if isinstance(chosen, range) else set(chosen)
+    return sorted(index for index in found if index in wanted)
+
+
+def coalesce(offsets: list[int], sizes: list[int]) -> list[tuple[int, int]]:
+    """``(start, length)`` runs of the pieces at ``offsets``, merged where one piece ends where the
+    next starts (all of them when a whole section is kept); empty pieces are skipped."""
+    native = native_module()
+    if native is not None:
+        return native.coalesce_runs(offsets, sizes)  # type: ignore[no-any-return]
+    runs: list[tuple[int, int]] = []
+    start = end = 0
+    for offset, size in zip(offsets, sizes):
+        if not size:
+            continue
+        if end > start and offset == end:
+            end += size
+            continue
+        if end > start:
+            runs.append((start, end - start))
+        start, end = offset, offset + size
+    if end > start:
+        runs.append((start, end - start))
+    return runs
+
+
+def _picker(chosen: Sequence[int], count: int) -> Callable[[list[Any]], list[Any]]:
+    """A function taking the ``chosen`` items of a column (the column itself when all are)."""
+    if len(chosen) == count:
+        return lambda column: column
+    if len(chosen) == 1:
+        only = chosen[0]
+        return lambda column: [column[only]]
+    getter = operator.itemgetter(*chosen)
+    return lambda column: list(getter(column))
+
+
+_REFLECTION_HEAD = struct.Struct("<I4sI")
+
+
+def _flatbuffer_sizes(
+    data: memoryview, offsets: list[int | None], chunk_sizes: list[int]
+) -> tuple[list[int | None], list[bool]]:
+    """Each reflection chunk's FlatBuffer size (its payload minus the alignment padding) and
+    whether the chunk is canonical: its size field counts exactly header, padding, FlatBuffer
+    and ENDT. A canonical chunk whose padding stays the same is copied unchanged."""
+    native = native_module()
+    if native is not None:
+        return native.reflection_chunks(data, offsets, chunk_sizes)  # type: ignore[no-any-return]
+    head = _REFLECTION_HEAD.unpack_from
+    sizes: list[int | None] = []
+    canonical: list[bool] = []
+    for at, size in zip(offsets, chunk_sizes):
+        if at is None:
+            sizes.append(None)
+            canonical.append(True)  # nothing to rewrite
+            continue
+        declared, _, payload = head(data, at)
+        pad = -(at + 12) % 16
+        flatbuffer = max(0, min(payload, size - 16) - pad)
+        sizes.append(flatbuffer)
+        canonical.append(declared == 16 + pad + flatbuffer)
+    return sizes, canonical
 
 
 # -- building libraries from scratch (tests, the stand-in linker) ----------------------------------
@@ -236,11 +393,13 @@ def new_function(
     private_md: bytes = _EMPTY_CHUNK,
 ) -> FunctionParts:
     """A kernel function whose module wraps ``bitcode``, with tags in Apple's current order."""
+    from hashlib import sha256  # only tests and the stand-in linker build functions
+
     module = wrap_bitcode(bitcode)
     tags: list[tuple[bytes, Bytes]] = [
         (b"NAME", name.encode() + b"\0"),
         (b"TYPE", bytes([type_])),
-        (b"HASH", hashlib.sha256(module).digest()),
+        (b"HASH", sha256(module).digest()),
         (b"OFFT", bytes(24)),
         (b"VERS", struct.pack("<4H", *version)),
         (b"MDSZ", struct.pack("<Q", len(module))),

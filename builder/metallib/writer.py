@@ -12,18 +12,18 @@ RFC 4122 version-3 UUID. Same parts in, same bytes out.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import struct
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from builder.metallib.errors import MetallibError
-from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
+from builder.metallib.parts import Bytes, FunctionParts, LibraryParts, SourceFunctions
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 
 __all__ = ["Layout", "atomic_output", "layout", "library_bytes", "write_library"]
@@ -36,44 +36,73 @@ _U32_AT = U32.unpack_from
 
 
 class Layout:
-    """Absolute offsets and sizes of every region of the output."""
+    """Absolute offsets and sizes of every region of the output, and the per-function sizes."""
 
     def __init__(self, parts: LibraryParts) -> None:
         fns = parts.functions
-        self.entry_sizes = [
-            len(fn.entry) if fn.entry is not None else 8 + sum(_tag_size(c, p) for c, p in fn.tags)
-            for fn in fns
-        ]
+        if isinstance(fns, SourceFunctions):
+            self.entry_sizes = fns.entry_sizes
+            public, private, modules = fns.public_sizes, fns.private_sizes, fns.module_sizes
+            reflection = fns.reflection_sizes
+        else:
+            self.entry_sizes = [
+                len(fn.entry) if fn.entry is not None else 8 + sum(_tag_size(c, p) for c, p in fn.tags)
+                for fn in fns
+            ]
+            public = [fn.public_md_size for fn in fns]
+            private = [fn.private_md_size for fn in fns]
+            modules = [fn.module_size for fn in fns]
+            reflection = [fn.reflection_size for fn in fns]
+        self.public_sizes, self.private_sizes, self.module_sizes = public, private, modules
         self.function_list = HEADER_SIZE
         self.function_list_size = sum(self.entry_sizes)  # excludes the u32 count, as stored
         self.extension = HEADER_SIZE + 4 + self.function_list_size
         self.extension_size = sum(_tag_size(c, p) for c, p in parts.extension) + 4
         self.public = self.extension + self.extension_size
-        self.public_size = sum(fn.public_md_size for fn in fns)
+        self.public_size = sum(public)
         self.private = self.public + self.public_size
-        self.private_size = sum(fn.private_md_size for fn in fns)
+        self.private_size = sum(private)
         self.bitcode = self.private + self.private_size
-        self.bitcode_size = sum(fn.module_size for fn in fns)
+        self.bitcode_size = sum(modules)
         self.dynamic = self.bitcode + self.bitcode_size
         self.dynamic_size = len(parts.dynamic_header) if parts.dynamic_header is not None else 0
         self.reflection = self.dynamic + self.dynamic_size
         self.has_reflection = parts.has_reflection_list
         self.rflt: list[int | None] = []
         self.pads: list[int] = []
+        self.reflection_unchanged = False
+        """Every reflection chunk is copied as is (``pads`` is then left empty)."""
         cursor = 4
-        for fn in fns:
-            size = fn.reflection_size
+        base = self.reflection + 12
+        if self.has_reflection and isinstance(fns, SourceFunctions) and _chunks_stay(self, fns):
+            return
+        for size in reflection:
             if not self.has_reflection or size is None:
                 self.rflt.append(None)
                 self.pads.append(0)
                 continue
-            pad = -(self.reflection + cursor + 12) % 16
+            pad = -(base + cursor) % 16
             self.rflt.append(cursor)
             self.pads.append(pad)
             cursor += 16 + pad + size
-        self.reflection_count = sum(r is not None for r in self.rflt)
+        self.reflection_count = len(self.rflt) - self.rflt.count(None)
         self.reflection_size = cursor if self.has_reflection else 0
         self.file_size = self.reflection + self.reflection_size
+
+
+def _chunks_stay(lay: Layout, fns: SourceFunctions) -> bool:
+    """Lay out the reflection list in bulk when every chunk stays as it is: all chunks canonical,
+    back to back in the source, and the list moves by a multiple of 16 bytes, so each keeps its
+    padding. Fills ``lay`` and returns True; False sends the caller to the general loop."""
+    source = fns.sections[3]
+    if (lay.reflection - source) % 16 or not all(fns.canonical) or not fns.in_place(3, source + 4):
+        return False
+    lay.rflt = [None if at is None else at - source for at in fns.reflection_offsets]
+    lay.reflection_count = len(lay.rflt) - lay.rflt.count(None)
+    lay.reflection_size = 4 + sum(fns.chunk_sizes)
+    lay.file_size = lay.reflection + lay.reflection_size
+    lay.reflection_unchanged = True
+    return True
 
 
 def layout(parts: LibraryParts) -> Layout:
@@ -186,6 +215,8 @@ def _kernel_copy(out: BinaryIO, src: int, dst: int, start: int, length: int, pos
 
 def _entries(parts: LibraryParts, lay: Layout) -> bytes:
     """The function list after its count: source entries copied and patched, others serialized."""
+    if isinstance(parts.functions, SourceFunctions):
+        return _source_entries(parts.functions, lay)
     buf = bytearray()
     pub = priv = mod = 0
     pack_offsets = _OFFSETS.pack_into
@@ -205,6 +236,30 @@ def _entries(parts: LibraryParts, lay: Layout) -> bytes:
         pub += fn.public_md_size
         priv += fn.private_md_size
         mod += fn.module_size
+    return bytes(buf)
+
+
+def _source_entries(fns: SourceFunctions, lay: Layout) -> bytes:
+    """Entries copied from the source in runs, then OFFT and RFLT patched in place (unless every
+    function keeps its offsets, as when all are kept)."""
+    buf = bytearray()
+    for start, length in fns.runs(4):
+        buf += fns.data[start : start + length]
+    same_reflection = lay.reflection_unchanged or not lay.has_reflection
+    if same_reflection and all(fns.in_place(which, fns.sections[which]) for which in range(3)):
+        return bytes(buf)
+    pack_offsets = _OFFSETS.pack_into
+    pack_u64 = U64.pack_into
+    rows = zip(
+        accumulate(fns.entry_sizes, initial=0), fns.offt_rel, fns.rflt_rel, lay.rflt,
+        *(accumulate(sizes, initial=0) for sizes in (lay.public_sizes, lay.private_sizes, lay.module_sizes)),
+    )  # fmt: skip
+    for index, (at, offt_rel, rflt_rel, rflt, pub, priv, mod) in enumerate(rows):
+        pack_offsets(buf, at + offt_rel, pub, priv, mod)
+        if rflt_rel is not None:
+            if rflt is None:
+                raise MetallibError(f"function {fns.names[index]!r} has an RFLT tag but no reflection chunk")
+            pack_u64(buf, at + rflt_rel, rflt)
     return bytes(buf)
 
 
@@ -231,7 +286,11 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
     """Write the library to a seekable binary stream positioned at 0; returns its layout."""
     lay = Layout(parts)
     derive = parts.uuid is None and any(code == b"UUID" for code, _ in parts.extension)
-    sink = _Output(out, parts.source, hashlib.md5(usedforsecurity=False) if derive else None)
+    if derive:
+        from hashlib import md5  # only a subset needs a new UUID
+
+        digest = md5(usedforsecurity=False)
+    sink = _Output(out, parts.source, digest if derive else None)
     fns = parts.functions
     sink.write(
         MAGIC
@@ -255,22 +314,19 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
                 raise MetallibError("UUID must be 16 bytes")
         sink.write(_tag(code, payload))
     sink.write(b"ENDT")
-    for fn in fns:
-        if fn.origin is not None:
-            sink.copy(fn.origin[0], fn.public_md_size)
-        else:
-            sink.write(fn.public_md)
-    for fn in fns:
-        if fn.origin is not None:
-            sink.copy(fn.origin[1], fn.private_md_size)
-        else:
-            sink.write(fn.private_md)
-    sink.set_hashing(False)  # modules are covered by their HASH tags
-    for fn in fns:
-        if fn.origin is not None:
-            sink.copy(fn.origin[2], fn.module_size)
-        else:
-            sink.write(fn.module)
+    for which in range(3):
+        sink.set_hashing(which != 2)  # modules are covered by their HASH tags
+        if isinstance(fns, SourceFunctions):
+            for start, length in fns.runs(which):
+                sink.copy(start, length)
+            continue
+        for fn in fns:
+            size = (fn.public_md_size, fn.private_md_size, fn.module_size)[which]
+            origin = fn.origin[which] if fn.origin is not None else None
+            if origin is not None:
+                sink.copy(origin, size)
+            else:
+                sink.write((fn.public_md, fn.private_md, fn.module)[which])
     sink.set_hashing(True)
     if parts.dynamic_header is not None:
         sink.write(parts.dynamic_header)
@@ -288,7 +344,22 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
 def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
     """RLST: count, then one RBUF chunk per function whose FlatBuffer starts 16-aligned."""
     sink.write(U32.pack(lay.reflection_count))
-    for fn, pad in zip(parts.functions, lay.pads):
+    fns = parts.functions
+    if isinstance(fns, SourceFunctions):
+        if lay.reflection_unchanged:
+            for start, length in fns.runs(3):
+                sink.copy(start, length)
+            return
+        rows = zip(fns.reflection_offsets, fns.reflection_sizes, fns.chunk_sizes, fns.canonical, lay.pads)
+        for index, (old, size, chunk, canonical, pad) in enumerate(rows):
+            if size is None:
+                continue
+            if canonical and -(old + 12) % 16 == pad:  # type: ignore[operator]
+                sink.copy(old, chunk)  # type: ignore[arg-type]  # same padding: chunk unchanged
+            else:
+                _new_chunk(sink, pad, fns.flatbuffer(index))
+        return
+    for fn, pad in zip(fns, lay.pads):
         size = fn.reflection_size
         if size is None:
             continue
@@ -298,11 +369,16 @@ def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
         if unchanged and _U32_AT(sink.data, old)[0] == 16 + n:  # type: ignore[arg-type]
             sink.copy(old, 16 + n)  # type: ignore[arg-type]  # same padding: chunk unchanged
         else:
-            sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
             flatbuffer = fn.reflection
             assert flatbuffer is not None
-            sink.write(flatbuffer)
-            sink.write(b"ENDT")
+            _new_chunk(sink, pad, flatbuffer)
+
+
+def _new_chunk(sink: _Output, pad: int, flatbuffer: Bytes) -> None:
+    n = pad + len(flatbuffer)
+    sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
+    sink.write(flatbuffer)
+    sink.write(b"ENDT")
 
 
 def derive_uuid(md5_digest: bytes) -> bytes:

@@ -2,6 +2,8 @@
  *
  * function_list.c  parse_function_list: the function list as checked columns
  * screen.c         screen_functions: which functions need verify's detailed checks
+ * reflection.c     reflection_chunks: FlatBuffer sizes and canonical flags for a rewrite
+ * runs.c           coalesce_runs: pieces of the source merged into runs to copy
  *
  * Both only decide the plain, well-formed case quickly; every diagnostic stays in Python.
  */
@@ -22,6 +24,13 @@ static PyMethodDef methods[] = {
      "private_offsets, private_sizes, reflection_offsets, reflection_sizes) -> list[int]\n\n"
      "Indices of the functions whose module wrapper, metadata chunks or reflection chunk are not in\n"
      "the common well-formed shape (verify checks those in detail)."},
+    {"reflection_chunks", reflection_chunks, METH_VARARGS,
+     "reflection_chunks(buffer, offsets, chunk_sizes) -> (flatbuffer_sizes, canonical)\n\n"
+     "Per reflection chunk: the FlatBuffer's size without padding, and whether the chunk's size\n"
+     "field counts exactly its header, padding, FlatBuffer and ENDT (None/True without a chunk)."},
+    {"coalesce_runs", coalesce_runs, METH_VARARGS,
+     "coalesce_runs(offsets, sizes) -> list of (start, length)\n\n"
+     "The pieces merged where one ends where the next starts; empty pieces skipped."},
     {NULL, NULL, 0, NULL},
 };
 

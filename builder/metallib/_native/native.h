@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Bumped whenever a result layout changes; builder/metallib/native.py checks it. */
-#define NATIVE_ABI 2
+#define NATIVE_ABI 4
 
 static inline uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
@@ -23,5 +23,7 @@ static inline int code_is(const unsigned char *p, const char *code) { return mem
 
 PyObject *parse_function_list(PyObject *module, PyObject *args);
 PyObject *screen_functions(PyObject *module, PyObject *args);
+PyObject *reflection_chunks(PyObject *module, PyObject *args);
+PyObject *coalesce_runs(PyObject *module, PyObject *args);
 
 #endif
