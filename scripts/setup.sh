@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install metallib-builder and what it needs on a fresh Debian/Ubuntu machine.
 #   bash scripts/setup.sh          the tool (pip install .), with the host C++ compiler and zlib
-#                                  headers that building its JIT host library needs
+#                                  headers that building its JIT host library needs, and the
+#                                  OpenSSL headers its C extension hashes modules with
 #   bash scripts/setup.sh --test   the same plus the test dependencies (LLVM tools, Chromium)
 # System packages are installed only when missing, so a second run is quick.
 set -euo pipefail
@@ -13,6 +14,7 @@ want_tests=0
 missing=()
 command -v g++ >/dev/null || missing+=(g++)
 [[ -f /usr/include/zlib.h ]] || missing+=(zlib1g-dev)
+[[ -f /usr/include/openssl/evp.h ]] || missing+=(libssl-dev)
 if ((want_tests)); then
   command -v llvm-dis >/dev/null || missing+=(llvm)
   command -v chromium >/dev/null || missing+=(chromium)

@@ -1,11 +1,13 @@
-"""SHA-256 of every module span, split between this process and one worker.
+"""SHA-256 of every module span, on two cores.
 
-Hashing is nearly all of ``verify``'s work (141 MB of modules in mlx.metallib), so it is split:
-a worker hashes the tail of the span list while this process first runs the caller's other work
-(the structural screen) and then hashes the head. The worker is a forked child when that is safe
-(no other thread alive: forking a threaded process can deadlock the child), else a thread, which
-also runs in parallel because hashlib releases the GIL for large buffers. The digests come back
-in span order, concatenated, so comparing them with the HASH tags is one bytes comparison.
+Hashing is nearly all of ``verify``'s work (141 MB of modules in mlx.metallib). With the native
+extension built against OpenSSL (``_native/sha256.c``), C threads hash the spans without the GIL
+and without a Python object per span. Otherwise the spans are split: a worker hashes the tail
+while this process runs the caller's other work (the structural screen) and then hashes the
+head with hashlib. That worker is a forked child when that is safe (no other thread alive:
+forking a threaded process can deadlock the child), else a thread, which also runs in parallel
+because hashlib releases the GIL for large buffers. The digests come back in span order,
+concatenated, so comparing them with the HASH tags is one bytes comparison.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
+from builder.metallib.native import native_module
+
 __all__ = ["Mode", "hash_spans"]
 
 T = TypeVar("T")
-Mode = Literal["auto", "fork", "thread", "inline"]
+Mode = Literal["auto", "native", "fork", "thread", "inline"]
 
 # Below this many bytes a second worker costs more than it saves.
 PARALLEL_MIN = 8 << 20
@@ -27,6 +31,8 @@ PARALLEL_MIN = 8 << 20
 # the child first faults in its pages of the map). Measured best at 0.5 on mlx 0.32.
 WORKER_SHARE = 0.5
 _DIGEST = 32
+# Spans per native call when progress is reported between calls.
+_BATCH = 1024
 
 
 def hash_spans(
@@ -45,6 +51,9 @@ def hash_spans(
     total = sum(sizes)
     if mode == "auto":
         mode = _auto_mode(total)
+    if mode == "native":
+        result = meanwhile()
+        return _native_hash(data, offsets, sizes, progress), result
     split = len(offsets) if mode == "inline" else _split(sizes, total * (1 - WORKER_SHARE))
     worker = _start(mode, data, offsets[split:], sizes[split:]) if split < len(offsets) else None
     try:
@@ -60,7 +69,30 @@ def hash_spans(
     return head + tail, result
 
 
+def _native_hash(
+    data: memoryview, offsets: Sequence[int], sizes: Sequence[int],
+    progress: Callable[[int], None] | None,
+) -> bytes:  # fmt: skip
+    native = native_module()
+    if native is None or not getattr(native, "HAS_SHA256", 0):
+        raise RuntimeError("native hashing is not built (needs OpenSSL headers at install time)")
+    threads = 2 if sum(sizes) >= PARALLEL_MIN and (os.cpu_count() or 1) >= 2 else 1
+    offsets, sizes = list(offsets), list(sizes)
+    if progress is None:
+        return native.sha256_spans(data, offsets, sizes, threads)  # type: ignore[no-any-return]
+    parts, done = [], 0
+    for at in range(0, len(offsets), _BATCH):
+        chunk = sizes[at : at + _BATCH]
+        parts.append(native.sha256_spans(data, offsets[at : at + _BATCH], chunk, threads))
+        done += sum(chunk)
+        progress(done)
+    return b"".join(parts)
+
+
 def _auto_mode(total: int) -> Mode:
+    native = native_module()
+    if native is not None and getattr(native, "HAS_SHA256", 0):
+        return "native"
     if total < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
         return "inline"
     if hasattr(os, "fork") and threading.active_count() == 1:

@@ -15,7 +15,7 @@ from types import ModuleType
 
 __all__ = ["ABI", "native_module", "status"]
 
-ABI = 4
+ABI = 5
 """Result layout this package expects; an extension built from another version is not used."""
 
 

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, MetallibFormatError, library_bytes, open_metallib, verify
+from builder.metallib.native import native_module
+from builder.metallib.native import status as native_status
 
 
 def _valid() -> bytearray:
@@ -149,12 +151,15 @@ def test_tiny_inputs(size: int, synthetic_bytes: Callable[..., bytes]) -> None:
         _ = Metallib.from_bytes(synthetic_bytes(2)[:size]).functions
 
 
-@pytest.mark.parametrize("parallel", ["inline", "thread", "fork"])
+@pytest.mark.parametrize("parallel", ["inline", "thread", "fork", "native"])
 def test_hash_mismatch_found_whichever_way_modules_are_hashed(tmp_path: Path, parallel: str) -> None:
-    """Modules are hashed here, in a second thread or in a forked child; the verdicts agree.
+    """Modules are hashed here, in a second thread, in a forked child or by C threads (OpenSSL);
+    the verdicts agree.
 
     The victims sit at both ends, so both the head (hashed here) and the tail (the worker's) are
     checked."""
+    if parallel == "native" and not getattr(native_module(), "HAS_SHA256", 0):
+        pytest.skip(f"native SHA-256 not built: {native_status()}")
     data = _valid()
     first, *_, last = Metallib.from_bytes(bytes(data)).functions
     for victim in (first, last):

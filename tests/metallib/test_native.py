@@ -7,6 +7,7 @@ ones. Declining is only allowed where the list is not in the plain shape.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -69,6 +70,34 @@ def test_native_parser_is_built_and_used() -> None:
         pytest.skip("METALLIB_BUILDER_NATIVE=0: the pure-Python parser is under test")
     assert native_module() is not None, status()
     assert status().startswith("on ("), status()
+    assert native_module().HAS_SHA256, "built without OpenSSL (scripts/setup.sh installs libssl-dev)"  # type: ignore[union-attr]
+
+
+needs_native_sha = pytest.mark.skipif(
+    FORCED_OFF or not getattr(native_module(), "HAS_SHA256", 0), reason="native SHA-256 not built"
+)
+
+
+@needs_native_sha
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(min_size=0, max_size=4096),
+    spans=st.lists(st.tuples(st.integers(0, 4096), st.integers(0, 4096)), max_size=40),
+    threads=st.integers(0, 20),
+)
+def test_native_sha256_matches_hashlib(data: bytes, spans: list[tuple[int, int]], threads: int) -> None:
+    spans = [(at % (len(data) + 1), n) for at, n in spans]
+    spans = [(at, min(n, len(data) - at)) for at, n in spans]
+    offsets, sizes = [at for at, _ in spans], [n for _, n in spans]
+    expected = b"".join(hashlib.sha256(data[at : at + n]).digest() for at, n in spans)
+    assert native_module().sha256_spans(data, offsets, sizes, threads) == expected  # type: ignore[union-attr]
+
+
+@needs_native_sha
+@pytest.mark.parametrize(("offsets", "sizes"), [([0, 5], [4, 6]), ([11], [0]), ([2**64 - 1], [1])])
+def test_native_sha256_rejects_spans_outside_the_buffer(offsets: list[int], sizes: list[int]) -> None:
+    with pytest.raises(ValueError, match="outside the 10-byte buffer"):
+        native_module().sha256_spans(bytes(10), offsets, sizes, 2)  # type: ignore[union-attr]
 
 
 @needs_native

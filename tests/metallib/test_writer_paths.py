@@ -9,6 +9,7 @@ valid files for every selection.
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -113,4 +114,4 @@ def test_coalesce_merges_back_to_back_pieces(pieces: list[tuple[int, int]]) -> N
     covered = [(o, o + n) for o, n in zip(offsets, sizes) if n]
     assert sum(n for _, n in runs) == sum(sizes)
     assert all(any(s <= a and b <= s + n for s, n in runs) for a, b in covered)
-    assert all(a[0] + a[1] < b[0] for a, b in zip(runs, runs[1:]))  # merged: no two runs touch
+    assert all(a[0] + a[1] < b[0] for a, b in pairwise(runs))  # merged: no two runs touch

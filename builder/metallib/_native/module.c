@@ -4,6 +4,7 @@
  * screen.c         screen_functions: which functions need verify's detailed checks
  * reflection.c     reflection_chunks: FlatBuffer sizes and canonical flags for a rewrite
  * runs.c           coalesce_runs: pieces of the source merged into runs to copy
+ * sha256.c         sha256_spans: module hashes on several threads (only when built with OpenSSL)
  *
  * Both only decide the plain, well-formed case quickly; every diagnostic stays in Python.
  */
@@ -31,6 +32,12 @@ static PyMethodDef methods[] = {
     {"coalesce_runs", coalesce_runs, METH_VARARGS,
      "coalesce_runs(offsets, sizes) -> list of (start, length)\n\n"
      "The pieces merged where one ends where the next starts; empty pieces skipped."},
+#ifdef METALLIB_NATIVE_SHA256
+    {"sha256_spans", sha256_spans, METH_VARARGS,
+     "sha256_spans(buffer, offsets, sizes, threads) -> bytes\n\n"
+     "The SHA-256 digests of buffer[offset:offset + size] for every span, concatenated in order,\n"
+     "computed by OpenSSL on up to `threads` threads without the GIL."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -45,7 +52,13 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__metallib_native(void)
 {
     PyObject *m = PyModule_Create(&module_def);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+#ifdef METALLIB_NATIVE_SHA256
+    const int has_sha256 = 1;
+#else
+    const int has_sha256 = 0;
+#endif
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
+                      PyModule_AddIntConstant(m, "HAS_SHA256", has_sha256) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

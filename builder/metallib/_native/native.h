@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Bumped whenever a result layout changes; builder/metallib/native.py checks it. */
-#define NATIVE_ABI 4
+#define NATIVE_ABI 5
 
 static inline uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
@@ -25,5 +25,8 @@ PyObject *parse_function_list(PyObject *module, PyObject *args);
 PyObject *screen_functions(PyObject *module, PyObject *args);
 PyObject *reflection_chunks(PyObject *module, PyObject *args);
 PyObject *coalesce_runs(PyObject *module, PyObject *args);
+#ifdef METALLIB_NATIVE_SHA256
+PyObject *sha256_spans(PyObject *module, PyObject *args);
+#endif
 
 #endif
