@@ -8,7 +8,7 @@ output uses decimal units, matching what ``ls -lh --si`` and package indexes sho
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from builder.errors import UsageError
 
@@ -42,8 +42,7 @@ def parse_size(text: str) -> int:
     return round(value)
 
 
-@dataclass(frozen=True)
-class Limit:
+class Limit(NamedTuple):
     """A growth limit: either an absolute byte count or a percentage of the base size."""
 
     bytes: int | None = None

@@ -10,7 +10,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from builder.errors import UsageError
@@ -75,8 +75,7 @@ def select_functions(
     return sorted(chosen)
 
 
-@dataclass(frozen=True)
-class SlimResult:
+class SlimResult(NamedTuple):
     """Counts and sizes before and after, all measured: the input file and the written output."""
 
     input: str

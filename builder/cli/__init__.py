@@ -53,12 +53,24 @@ class LazyGroup(click.Group):
         return command
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from builder.metallib.native import status
+
+    click.echo(f"metallib-builder, version {__version__}\nnative container reader: {status()}")
+    ctx.exit()
+
+
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Run 'metallib-builder COMMAND --help' for a command's options and examples.",
 )
-@click.version_option(__version__, "-V", "--version", prog_name="metallib-builder")
+@click.option(
+    "-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+    help="Show the version and whether the native container reader is in use, then exit.",
+)  # fmt: skip
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

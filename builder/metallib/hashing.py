@@ -12,13 +12,12 @@ concatenated, so comparing them with the HASH tags is one bytes comparison.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
-from builder.metallib.native import native_module
+from builder.metallib.native import has_native_sha256, native_module
 
 __all__ = ["Mode", "hash_spans"]
 
@@ -74,7 +73,7 @@ def _native_hash(
     progress: Callable[[int], None] | None,
 ) -> bytes:  # fmt: skip
     native = native_module()
-    if native is None or not getattr(native, "HAS_SHA256", 0):
+    if native is None or not has_native_sha256():
         raise RuntimeError("native hashing is not built (needs OpenSSL headers at install time)")
     threads = 2 if sum(sizes) >= PARALLEL_MIN and (os.cpu_count() or 1) >= 2 else 1
     offsets, sizes = list(offsets), list(sizes)
@@ -90,8 +89,7 @@ def _native_hash(
 
 
 def _auto_mode(total: int) -> Mode:
-    native = native_module()
-    if native is not None and getattr(native, "HAS_SHA256", 0):
+    if has_native_sha256():
         return "native"
     if total < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
         return "inline"
@@ -114,7 +112,8 @@ def _hash(
     data: memoryview, offsets: Sequence[int], sizes: Sequence[int],
     progress: Callable[[int], None] | None = None,
 ) -> bytes:  # fmt: skip
-    sha256 = hashlib.sha256
+    from hashlib import sha256  # the fallback paths only: the native one needs no hashlib
+
     if progress is None:
         return b"".join([sha256(data[at : at + n]).digest() for at, n in zip(offsets, sizes)])
     out = []

@@ -6,7 +6,7 @@ bytes from ``parts.LibraryParts``. Offsets are absolute file offsets unless a na
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from builder.metallib.structs import Span, walk_tags
 
@@ -24,8 +24,7 @@ FUNCTION_TYPES: dict[int, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     """The fixed 88-byte header."""
 
     raw_version: bytes
@@ -47,8 +46,7 @@ class Header:
         return f"{self.format_version[0]}.{self.format_version[1]}"
 
 
-@dataclass(frozen=True)
-class ExtensionTag:
+class ExtensionTag(NamedTuple):
     """One tag of the header extension (after the function list), in file order."""
 
     code: bytes
@@ -173,8 +171,7 @@ class FunctionEntry:
         return f"FunctionEntry({self.index}, {self.name!r}, module={self.module})"
 
 
-@dataclass(frozen=True)
-class Region:
+class Region(NamedTuple):
     """A named stretch of the file; the regions of a library tile it exactly."""
 
     name: str

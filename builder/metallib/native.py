@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-__all__ = ["ABI", "native_module", "status"]
+__all__ = ["ABI", "has_native_sha256", "native_module", "status"]
 
 ABI = 5
 """Result layout this package expects; an extension built from another version is not used."""
@@ -29,7 +29,8 @@ def _load() -> tuple[ModuleType | None, str]:
     found = getattr(module, "ABI", None)
     if found != ABI:
         return None, f"ignored: {module.__file__} has ABI {found}, this package needs {ABI} (reinstall)"
-    return module, f"on ({module.__file__})"
+    hashing = "module hashes by OpenSSL" if getattr(module, "HAS_SHA256", 0) else "module hashes by hashlib"
+    return module, f"on, {hashing} ({module.__file__})"
 
 
 _MODULE, _STATUS = _load()
@@ -38,6 +39,11 @@ _MODULE, _STATUS = _load()
 def native_module() -> ModuleType | None:
     """The extension module, or None when the pure-Python path is in use."""
     return _MODULE
+
+
+def has_native_sha256() -> bool:
+    """Whether the extension was built with OpenSSL and hashes modules itself."""
+    return _MODULE is not None and bool(getattr(_MODULE, "HAS_SHA256", False))
 
 
 def status() -> str:

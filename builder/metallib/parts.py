@@ -12,7 +12,6 @@ import operator
 import struct
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, overload
 
 from builder.metallib.errors import MetallibUnsupportedError
@@ -37,7 +36,6 @@ Bytes = bytes | bytearray | memoryview
 _UNSUPPORTED_FUNCTION_TAGS = frozenset({b"SOFF"})
 
 
-@dataclass(slots=True)
 class FunctionParts:
     """One function's entry and data.
 
@@ -49,16 +47,27 @@ class FunctionParts:
     source can be copied in one piece.
     """
 
-    name: str
-    tags: list[tuple[bytes, Bytes]]
-    public_md: Bytes
-    private_md: Bytes
-    module: Bytes
-    reflection: Bytes | None
-    """The reflection FlatBuffer without padding; None when the library has no reflection list."""
-    entry: Bytes | None = None
-    entry_patch: tuple[int, int | None] = (0, None)
-    origin: tuple[int, int, int, int | None] | None = None
+    __slots__ = ("entry", "entry_patch", "module", "name", "origin", "private_md", "public_md", "reflection", "tags")
+
+    def __init__(
+        self, name: str, tags: list[tuple[bytes, Bytes]], public_md: Bytes, private_md: Bytes,
+        module: Bytes, reflection: Bytes | None, entry: Bytes | None = None,
+        entry_patch: tuple[int, int | None] = (0, None),
+        origin: tuple[int, int, int, int | None] | None = None,
+    ) -> None:  # fmt: skip
+        self.name = name
+        self.tags = tags
+        self.public_md = public_md
+        self.private_md = private_md
+        self.module = module
+        self.reflection = reflection
+        """The reflection FlatBuffer without padding; None when the library has no reflection list."""
+        self.entry = entry
+        self.entry_patch = entry_patch
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"FunctionParts({self.name!r}, module={len(self.module)} bytes)"
 
     @property
     def public_md_size(self) -> int:
@@ -216,21 +225,28 @@ class SourceFunctions(Sequence[SourceFunction]):
 AnyFunction = FunctionParts | SourceFunction
 
 
-@dataclass
 class LibraryParts:
     """Everything needed to write a library."""
 
-    raw_version: bytes
-    """Header bytes 4-15, verbatim."""
-    extension: list[tuple[bytes, Bytes]]
-    """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
-    functions: Sequence[AnyFunction]
-    """A list of ``FunctionParts`` (or ``SourceFunction``), or ``SourceFunctions`` columns."""
-    dynamic_header: Bytes | None = None
-    uuid: bytes | None = field(default=None)
-    """UUID to write; None with a UUID tag present means derive one from the content."""
-    source: tuple[memoryview, int | None] | None = None
-    """The source library's bytes and file descriptor, for functions that have an ``origin``."""
+    def __init__(
+        self, raw_version: bytes, extension: list[tuple[bytes, Bytes]],
+        functions: Sequence[AnyFunction], dynamic_header: Bytes | None = None,
+        uuid: bytes | None = None, source: tuple[memoryview, int | None] | None = None,
+    ) -> None:  # fmt: skip
+        self.raw_version = raw_version
+        """Header bytes 4-15, verbatim."""
+        self.extension = extension
+        """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
+        self.functions = functions
+        """A list of ``FunctionParts`` (or ``SourceFunction``), or ``SourceFunctions`` columns."""
+        self.dynamic_header = dynamic_header
+        self.uuid = uuid
+        """UUID to write; None with a UUID tag present means derive one from the content."""
+        self.source = source
+        """The source library's bytes and file descriptor, for functions that have an ``origin``."""
+
+    def __repr__(self) -> str:
+        return f"LibraryParts({len(self.functions)} functions, extension={[c for c, _ in self.extension]})"
 
     @property
     def has_reflection_list(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
 from builder.metallib.hashing import Mode, hash_spans
@@ -22,8 +22,7 @@ from builder.metallib.structs import MODULE_WRAPPER_MAGIC, U32, walk_tags
 __all__ = ["Problem", "VerifyReport", "verify"]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with one function (or with the container when ``function`` is None)."""
 
     function: str | None
@@ -31,15 +30,25 @@ class Problem:
     message: str
 
 
-@dataclass
 class VerifyReport:
     """What ``verify`` checked and found."""
 
-    file_size: int
-    format_version: str
-    function_count: int
-    hashed_bytes: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    def __init__(
+        self, file_size: int, format_version: str, function_count: int, hashed_bytes: int = 0,
+        problems: list[Problem] | None = None,
+    ) -> None:  # fmt: skip
+        self.file_size = file_size
+        self.format_version = format_version
+        self.function_count = function_count
+        self.hashed_bytes = hashed_bytes
+        self.problems: list[Problem] = problems if problems is not None else []
+
+    def __repr__(self) -> str:
+        return (
+            f"VerifyReport(file_size={self.file_size}, format_version={self.format_version!r}, "
+            f"function_count={self.function_count}, hashed_bytes={self.hashed_bytes}, "
+            f"problems={self.problems!r})"
+        )
 
     @property
     def ok(self) -> bool:

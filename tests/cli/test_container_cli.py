@@ -157,6 +157,8 @@ def test_installed_console_script_runs_from_any_directory(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-m", "builder", "--version"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "0.1.0" in done.stdout
+    if os.environ.get("METALLIB_BUILDER_NATIVE") != "0":  # the installed package has its C reader
+        assert "native container reader: on" in done.stdout, done.stdout
 
 
 @pytest.mark.realdata
