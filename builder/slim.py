@@ -10,8 +10,8 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 from builder.errors import UsageError
 from builder.metallib import open_metallib, parts_from_library, write_library

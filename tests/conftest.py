@@ -6,8 +6,8 @@ index cannot be reached the tests that need them are skipped with a loud reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
