@@ -295,3 +295,67 @@ def test_screen_verdicts_agree_on_mutated_real_libraries(metadata_real_metallib:
     for at, value in mutations:
         data[public + at % (len(data) - public)] = value
     _same_verdicts(bytes(data))
+
+
+# -- reflection chunk facts for a rewrite: native and Python agree -------------------------------
+def _chunk_facts(data: bytes) -> tuple[object, object] | None:
+    from builder.metallib.parts import _flatbuffer_sizes
+
+    try:
+        lib = Metallib.from_bytes(data)
+        c = lib._table.cols
+    except MetallibFormatError:
+        return None
+    found = _flatbuffer_sizes(lib.data, c.reflection_offsets, c.reflection_sizes)
+    with _python_only():
+        expected = _flatbuffer_sizes(lib.data, c.reflection_offsets, c.reflection_sizes)
+    assert found == expected
+    return found
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(mutations=_mutation)
+def test_reflection_chunk_facts_agree_on_mutated_libraries(mutations: list[tuple[int, int]]) -> None:
+    data = bytearray(library_bytes(synthetic_parts(6)))
+    rlst = data.find(b"RBUF") - 4  # mutate the reflection list: sizes, payload lengths, padding
+    for at, value in mutations:
+        data[rlst + at % (len(data) - rlst)] = value
+    _chunk_facts(bytes(data))
+
+
+@needs_native
+@pytest.mark.realdata
+def test_reflection_chunk_facts_agree_on_a_real_library(metadata_real_metallib: bytes) -> None:
+    facts = _chunk_facts(metadata_real_metallib)
+    assert facts is not None
+    sizes, canonical = facts
+    assert all(canonical) and all(size is not None and size > 0 for size in sizes)  # type: ignore[attr-defined]
+
+
+# -- the commands give the same output with and without the extension ----------------------------
+@needs_native
+@pytest.mark.realdata
+def test_commands_agree_with_and_without_the_extension(metadata_real_metallib: bytes, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    source = tmp_path / "in.metallib"
+    source.write_bytes(metadata_real_metallib)
+    outputs = {}
+    for native_flag in ("1", "0"):
+        env = {**os.environ, "METALLIB_BUILDER_NATIVE": native_flag}
+        slim_out = tmp_path / f"slim-{native_flag}.metallib"
+        runs = [
+            ["list", str(source), "--format", "json"],
+            ["verify", str(source), "--format", "json"],
+            ["slim", str(source), "-o", str(slim_out), "--drop", "v_copy*", "--format", "json"],
+        ]
+        texts = []
+        for args in runs:
+            done = subprocess.run([sys.executable, "-m", "builder", *args], env=env, capture_output=True,
+                                  text=True, check=False)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            texts.append(done.stdout.replace(f"slim-{native_flag}", "slim-X"))
+        outputs[native_flag] = (texts, slim_out.read_bytes())
+    assert outputs["1"] == outputs["0"]
