@@ -12,13 +12,13 @@ from builder.metallib.errors import MetallibError, MetallibFormatError, Metallib
 from builder.metallib.reader import Metallib, open_metallib
 from builder.metallib.structs import Span
 
-# The writer, parts and verify modules are imported on first use, so that opening and listing a
+# The writer, parts, source and verify modules are imported on first use, so that opening and listing a
 # library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
 _LAZY = {
     "FUNCTION_TYPES": "model", "ExtensionTag": "model", "FunctionEntry": "model",
     "Header": "model", "Region": "model",
     "FunctionParts": "parts", "LibraryParts": "parts", "new_function": "parts",
-    "new_library": "parts", "parts_from_library": "parts", "wrap_bitcode": "parts",
+    "new_library": "parts", "parts_from_library": "source", "wrap_bitcode": "parts",
     "Problem": "verify", "VerifyReport": "verify", "verify": "verify",
     "atomic_output": "writer", "layout": "writer", "library_bytes": "writer",
     "write_library": "writer",
@@ -31,9 +31,9 @@ if TYPE_CHECKING:
         LibraryParts,
         new_function,
         new_library,
-        parts_from_library,
         wrap_bitcode,
     )
+    from builder.metallib.source import parts_from_library
     from builder.metallib.verify import Problem, VerifyReport, verify
     from builder.metallib.writer import atomic_output, layout, library_bytes, write_library
 

@@ -20,10 +20,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from builder.metallib.errors import MetallibError
-from builder.metallib.parts import Bytes, FunctionParts, LibraryParts, SourceFunctions
+from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
+from builder.metallib.sink import OutputSink
+from builder.metallib.source import SourceFunctions
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 
 __all__ = ["Layout", "atomic_output", "layout", "library_bytes", "write_library"]
@@ -122,97 +124,6 @@ def _tag(code: bytes, payload: Bytes) -> bytes:
     return _TAG.pack(code, len(payload)) + bytes(payload)
 
 
-class _Output:
-    """Sequential output with two kinds of writes: new bytes, and runs of the source file.
-
-    Adjacent source runs are merged and copied in one piece, in the kernel when both sides are
-    files (``os.copy_file_range``), else through the map. When ``digest`` is set, everything
-    written while ``hashing`` is on also feeds it (the derived UUID).
-    """
-
-    def __init__(self, out: BinaryIO, source: tuple[memoryview, int | None] | None, digest: Any) -> None:
-        self.out = out
-        self.data: memoryview | None = source[0] if source is not None else None
-        self.source_fd: int | None = source[1] if source is not None else None
-        self.out_fd = _fileno(out)
-        self.digest = digest
-        self.hashing = digest is not None
-        self.position = out.tell()
-        self.run: tuple[int, int] | None = None  # pending source run [start, end)
-
-    def write(self, data: Bytes) -> None:
-        if self.run is not None:
-            self._flush_run()
-        self.out.write(data)
-        self.position += len(data)
-        if self.hashing:
-            self.digest.update(data)
-
-    def copy(self, start: int, length: int) -> None:
-        """Append ``length`` bytes of the source file starting at ``start``."""
-        if self.run is not None and self.run[1] == start:
-            self.run = (self.run[0], start + length)
-            return
-        if self.run is not None:
-            self._flush_run()
-        self.run = (start, start + length)
-
-    def set_hashing(self, on: bool) -> None:
-        if self.run is not None:
-            self._flush_run()
-        self.hashing = on and self.digest is not None
-
-    def finish(self) -> None:
-        if self.run is not None:
-            self._flush_run()
-        self.out.flush()
-
-    def _flush_run(self) -> None:
-        assert self.run is not None and self.data is not None
-        start, end = self.run
-        self.run = None
-        view = self.data[start:end]
-        if self.hashing:
-            self.digest.update(view)
-        if self.source_fd is not None and self.out_fd is not None and _kernel_copy(
-            self.out, self.source_fd, self.out_fd, start, end - start, self.position
-        ):
-            self.position += end - start
-            return
-        self.out.write(view)
-        self.position += end - start
-
-
-def _fileno(out: BinaryIO) -> int | None:
-    try:
-        return out.fileno()
-    except (OSError, AttributeError, io.UnsupportedOperation):
-        return None
-
-
-def _kernel_copy(out: BinaryIO, src: int, dst: int, start: int, length: int, position: int) -> bool:
-    """Copy with ``copy_file_range``; False (nothing written) where the kernel cannot."""
-    copy_range = getattr(os, "copy_file_range", None)
-    if copy_range is None:
-        return False
-    out.flush()
-    done = 0
-    try:
-        while done < length:
-            n = copy_range(src, dst, length - done, start + done, position + done)
-            if n == 0:
-                break
-            done += n
-    except OSError:
-        if done:
-            raise
-        return False
-    if done != length:
-        raise MetallibError(f"short copy: {done} of {length} bytes")
-    out.seek(position + length)
-    return True
-
-
 def _entries(parts: LibraryParts, lay: Layout) -> bytes:
     """The function list after its count: source entries copied and patched, others serialized."""
     if isinstance(parts.functions, SourceFunctions):
@@ -290,7 +201,7 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
         from hashlib import md5  # only a subset needs a new UUID
 
         digest = md5(usedforsecurity=False)
-    sink = _Output(out, parts.source, digest if derive else None)
+    sink = OutputSink(out, parts.source, digest if derive else None)
     fns = parts.functions
     sink.write(
         MAGIC
@@ -341,7 +252,7 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
     return lay
 
 
-def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
+def _write_reflection(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
     """RLST: count, then one RBUF chunk per function whose FlatBuffer starts 16-aligned."""
     sink.write(U32.pack(lay.reflection_count))
     fns = parts.functions
@@ -374,7 +285,7 @@ def _write_reflection(sink: _Output, parts: LibraryParts, lay: Layout) -> None:
             _new_chunk(sink, pad, flatbuffer)
 
 
-def _new_chunk(sink: _Output, pad: int, flatbuffer: Bytes) -> None:
+def _new_chunk(sink: OutputSink, pad: int, flatbuffer: Bytes) -> None:
     n = pad + len(flatbuffer)
     sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
     sink.write(flatbuffer)

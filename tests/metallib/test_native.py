@@ -299,7 +299,7 @@ def test_screen_verdicts_agree_on_mutated_real_libraries(metadata_real_metallib:
 
 # -- reflection chunk facts for a rewrite: native and Python agree -------------------------------
 def _chunk_facts(data: bytes) -> tuple[object, object] | None:
-    from builder.metallib.parts import _flatbuffer_sizes
+    from builder.metallib.source import _flatbuffer_sizes
 
     try:
         lib = Metallib.from_bytes(data)

@@ -19,7 +19,7 @@ from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, library_bytes, parts_from_library, verify, write_library
 from builder.metallib import native as native_state
-from builder.metallib.parts import SourceFunctions, coalesce
+from builder.metallib.source import SourceFunctions, coalesce
 
 
 def _both_paths(data: bytes, indices: list[int] | None) -> bytes:
