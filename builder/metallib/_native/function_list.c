@@ -1,16 +1,18 @@
 /* The function-list parser of the _metallib_native extension.
  *
- * parse_function_list(...), walks every entry of a function list, checks where its
- * chunks and module lie, and returns the results as parallel lists (columns), or None when anything
- * is not in the plain, well-formed shape. None is not an error: the Python parser (builder/metallib/function_list.py)
- * then walks the list itself and raises MetallibFormatError with the exact byte offset, so every
- * diagnostic lives in one place and this file only has to be right about the accepted case.
+ * parse_function_list(...) walks every entry of a function list, checks where its chunks and
+ * module lie, and returns the results as parallel lists (columns), or None when anything is not
+ * in the plain, well-formed shape. None is not an error: the Python parser
+ * (builder/metallib/list_walk.py) then walks the list itself and raises MetallibFormatError with
+ * the exact byte offset, so every diagnostic lives in one place and this file only has to be
+ * right about the accepted case.
  *
- * Accepted: each entry is u32 size, tags up to an ENDT that ends exactly at the entry's end;
- * tags with a u16 length (u32 for RBUF, SARC, SBUF) whose payloads stay inside the entry; NAME
- * (NUL-terminated), HASH (32 bytes) and OFFT (24 bytes) present; TYPE, VERS (8), MDSZ (8) and RFLT (8)
- * optional; no known tag twice; unknown tags skipped (they stay in the entry bytes); the entries fill
- * the list exactly. Names are decoded as UTF-8 with replacement, as the Python parser does.
+ * Accepted: each entry is a u32 size, then tags up to an ENDT that ends exactly at the entry's
+ * end; tags have a u16 length (u32 for RBUF, SARC, SBUF) and payloads inside the entry; NAME
+ * (NUL-terminated), HASH (32 bytes) and OFFT (24 bytes) present; TYPE, VERS (8), MDSZ (8) and
+ * RFLT (8) optional; no known tag twice; unknown tags skipped (they stay in the entry bytes); the
+ * entries fill the list exactly. Names are decoded as UTF-8 with replacement, as in Python. The
+ * span rules are those of list_walk.py (_chunk_spans, _module_spans, _reflection_spans).
  */
 #include "native.h"
 
