@@ -67,7 +67,9 @@ def list_bytes(lib: Metallib) -> tuple[bytes, int, int]:
     if rlst is not None:
         declared = read_u32(lib.data, rlst.offset, "reflection list count")
         if declared * 16 > rlst.size:
-            raise MetallibFormatError(rlst.offset, f"reflection count {declared} does not fit the {rlst.size}-byte list")
+            raise MetallibFormatError(
+                rlst.offset, f"reflection count {declared} does not fit the {rlst.size}-byte list"
+            )
     return bytes(lib.data[start:end]), start, count
 
 

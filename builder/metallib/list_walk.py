@@ -75,7 +75,9 @@ def _decode_tags(
     for value, label in ((name, "NAME"), (hash_at, "HASH"), (offsets, "OFFT")):
         if value is None:
             raise MetallibFormatError(base + entry_at, f"function {index}: entry has no {label} tag")
-    return (name, type_, base + entry_at, size, hash_at, *offsets, mdsz, rflt, version, offt_at, rflt_at)  # type: ignore[misc]
+    return (  # type: ignore[misc]
+        name, type_, base + entry_at, size, hash_at, *offsets, mdsz, rflt, version, offt_at, rflt_at,
+    )  # fmt: skip
 
 
 class _Shape:

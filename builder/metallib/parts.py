@@ -42,7 +42,10 @@ class FunctionParts:
     source can be copied in one piece.
     """
 
-    __slots__ = ("entry", "entry_patch", "module", "name", "origin", "private_md", "public_md", "reflection", "tags")
+    __slots__ = (
+        "entry", "entry_patch", "module", "name", "origin", "private_md", "public_md", "reflection",
+        "tags",
+    )  # fmt: skip
 
     def __init__(
         self, name: str, tags: list[tuple[bytes, Bytes]], public_md: Bytes, private_md: Bytes,

@@ -94,8 +94,10 @@ class SourceFunctions(Sequence[SourceFunction]):
 
     def __init__(
         self, data: memoryview, names: list[str], entries: tuple[list[int], list[int]],
-        patches: tuple[list[int], list[int | None]], origins: tuple[list[int], list[int], list[int], list[int | None]],
-        sizes: tuple[list[int], list[int], list[int], list[int | None]], reflection: tuple[list[int], list[bool]],
+        patches: tuple[list[int], list[int | None]],
+        origins: tuple[list[int], list[int], list[int], list[int | None]],
+        sizes: tuple[list[int], list[int], list[int], list[int | None]],
+        reflection: tuple[list[int], list[bool]],
     ) -> None:  # fmt: skip
         self.data = data
         self.names = names
