@@ -76,7 +76,8 @@ def _native_hash(
     if native is None or not has_native_sha256():
         raise RuntimeError("native hashing is not built (needs OpenSSL headers at install time)")
     threads = 2 if sum(sizes) >= PARALLEL_MIN and (os.cpu_count() or 1) >= 2 else 1
-    offsets, sizes = list(offsets), list(sizes)
+    offsets = offsets if isinstance(offsets, list) else list(offsets)  # the C function takes lists
+    sizes = sizes if isinstance(sizes, list) else list(sizes)
     if progress is None:
         return native.sha256_spans(data, offsets, sizes, threads)  # type: ignore[no-any-return]
     parts, done = [], 0

@@ -9,7 +9,6 @@ source in the kernel. ``SourceFunctions`` holds them as columns; indexing it giv
 from __future__ import annotations
 
 import operator
-import struct
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any, overload
@@ -19,7 +18,7 @@ from builder.metallib.function_list import FunctionTable
 from builder.metallib.native import native_module
 from builder.metallib.parts import Bytes, LibraryParts
 from builder.metallib.reader import Metallib
-from builder.metallib.structs import OFFSET_TAGS, show_code, walk_tags
+from builder.metallib.structs import OFFSET_TAGS, REFLECTION_HEAD, show_code, walk_tags
 
 __all__ = ["SourceFunction", "SourceFunctions", "coalesce", "parts_from_library"]
 
@@ -270,7 +269,6 @@ def _picker(chosen: Sequence[int], count: int) -> Callable[[list[Any]], list[Any
     return lambda column: list(getter(column))
 
 
-_REFLECTION_HEAD = struct.Struct("<I4sI")
 
 
 def _flatbuffer_sizes(
@@ -282,7 +280,7 @@ def _flatbuffer_sizes(
     native = native_module()
     if native is not None:
         return native.reflection_chunks(data, offsets, chunk_sizes)  # type: ignore[no-any-return]
-    head = _REFLECTION_HEAD.unpack_from
+    head = REFLECTION_HEAD.unpack_from
     sizes: list[int | None] = []
     canonical: list[bool] = []
     for at, size in zip(offsets, chunk_sizes):

@@ -17,7 +17,7 @@ from builder.metallib.hashing import Mode, hash_spans
 from builder.metallib.model import FunctionEntry
 from builder.metallib.native import native_module
 from builder.metallib.reader import Metallib
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC, U32, walk_tags
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, REFLECTION_HEAD, U32, walk_tags
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
@@ -68,10 +68,10 @@ def verify(
 ) -> VerifyReport:
     """Check every function of ``lib``; ``progress(n)`` is called with the bytes hashed so far.
 
-    Hashing is most of the work, so it runs on two cores (``hashing.hash_spans``; ``parallel``
-    chooses how, for tests): a worker hashes part of the modules while this process screens every
-    function's wrapper and chunks, then hashes the rest. Only functions that fail the quick screen
-    get the detailed checks, which say what is wrong.
+    Hashing is most of the work, so it runs on two cores (``hashing.hash_spans``: OpenSSL on two C
+    threads with the extension, else a forked worker beside this process; ``parallel`` chooses, for
+    tests), beside a quick screen of every function's wrapper and chunks. Only functions that fail
+    the screen get the detailed checks, which say what is wrong.
     """
     table = lib._table
     c = table.cols
@@ -103,7 +103,6 @@ def verify(
     return report
 
 
-_REFLECTION_HEAD = struct.Struct("<I4sI")
 _ZEROS = [memoryview(bytes(n)) for n in range(16)]
 _ENDT = memoryview(b"ENDT")
 
@@ -124,7 +123,7 @@ def _suspects(lib: Metallib) -> list[int]:
             c.private_offsets, c.private_sizes, c.reflection_offsets, c.reflection_sizes,
         )  # fmt: skip
     wrapper = _WRAPPER.unpack_from
-    head = _REFLECTION_HEAD.unpack_from
+    head = REFLECTION_HEAD.unpack_from
     magic = MODULE_WRAPPER_MAGIC
     out = []
     rows = zip(
