@@ -96,7 +96,7 @@ class SourceFunctions(Sequence[SourceFunction]):
         patches: tuple[list[int], list[int | None]],
         origins: tuple[list[int], list[int], list[int], list[int | None]],
         sizes: tuple[list[int], list[int], list[int], list[int | None]],
-        reflection: tuple[list[int], list[bool]],
+        reflection: tuple[list[int], list[bool]], sections: tuple[int, int, int, int],
     ) -> None:  # fmt: skip
         self.data = data
         self.names = names
@@ -106,9 +106,9 @@ class SourceFunctions(Sequence[SourceFunction]):
         self.public_offsets, self.private_offsets, self.module_offsets, self.reflection_offsets = origins
         self.public_sizes, self.private_sizes, self.module_sizes, self.reflection_sizes = sizes
         """``reflection_sizes``: FlatBuffer sizes without padding, None without a chunk."""
-        self.sections: tuple[int, int, int, int] = (0, 0, 0, 0)
+        self.sections = sections
         """Source offsets of the public and private metadata, the bitcode section and the
-        reflection list (0 without one), set by ``parts_from_library``."""
+        reflection list (0 without one)."""
         self._runs: dict[int, list[tuple[int, int]]] = {}
         self.chunk_sizes, self.canonical = reflection
         """Each reflection chunk's size in the source, and whether it is canonical
@@ -188,6 +188,8 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
                 f"{lib.display_name}: function {c.names[index]!r} has an SOFF tag (embedded "
                 "source); rewriting such libraries is not supported"
             )
+    h = lib.header
+    rlst = lib.reflection_list.offset if lib.reflection_list is not None else 0
     pick = _picker(chosen, count)
     entry_offsets = pick(c.entry_offsets)
     reflection = pick(c.reflection_offsets)
@@ -200,10 +202,8 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
         (pick(c.public_offsets), pick(c.private_offsets), pick(c.module_offsets), reflection),
         (pick(c.public_sizes), pick(c.private_sizes), pick(c.module_sizes), flatbuffers),
         (chunk_sizes, canonical),
+        (h.public_metadata.offset, h.private_metadata.offset, h.bitcode.offset, rlst),
     )  # fmt: skip
-    h = lib.header
-    rlst = lib.reflection_list.offset if lib.reflection_list is not None else 0
-    functions.sections = (h.public_metadata.offset, h.private_metadata.offset, h.bitcode.offset, rlst)
     data = lib.data
     extension: list[tuple[bytes, Bytes]] = [
         (tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension
@@ -213,7 +213,7 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
         dynamic = data[lib.dynamic_header.offset : lib.dynamic_header.end]
     keep_uuid = len(chosen) == count
     return LibraryParts(
-        raw_version=lib.header.raw_version,
+        raw_version=h.raw_version,
         extension=extension,
         functions=functions,
         dynamic_header=dynamic,
