@@ -110,8 +110,9 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     """Attribute every byte of ``lib``; see the module docstring for the three placements."""
     regions = lib.regions()
     owned = None if verify else _by_sizes(lib, regions)
-    names = lib.columns().names if owned is not None else None
-    if owned is None:
+    if owned is not None:
+        names = lib.columns().names
+    else:
         functions = lib.functions
         names = list(map(_NAME, functions))
         spans = _piece_spans(functions)

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from builder.errors import CheckFailed, UsageError
-from builder.sizes import human_size
 
 __all__ = ["list_command", "slim_command", "verify_command"]
 
@@ -110,7 +109,7 @@ def verify_command(file: Path, fmt: str) -> None:
         verdict = "OK" if report.ok else "FAILED"
         click.echo(
             f"{verdict}: {file}: {report.function_count} functions, format {report.format_version}, "
-            f"{report.hashed_bytes} module bytes hashed ({human_size(report.hashed_bytes)})"
+            f"{report.hashed_bytes} module bytes hashed ({_human(report.hashed_bytes)})"
         )
     if not report.ok:
         bad = report.bad_functions
@@ -203,4 +202,10 @@ def slim_command(
     click.echo(
         f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})"
     )
-    click.echo(f"saved:  {saved} bytes ({human_size(saved)}, {share:.1f}%)")
+    click.echo(f"saved:  {saved} bytes ({_human(saved)}, {share:.1f}%)")
+
+
+def _human(size: int) -> str:
+    from builder.sizes import human_size  # not imported at start-up: only text output needs it
+
+    return human_size(size)

@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
-from builder.metallib.list_walk import python_columns
 from builder.metallib.model import FunctionEntry
 from builder.metallib.native import native_module
 from builder.metallib.structs import MIN_ENTRY_SIZE, read_u32
@@ -91,6 +90,8 @@ def parse_function_list(lib: Metallib) -> FunctionTable:
     listed = list_bytes(lib)
     columns = native_columns(lib, listed)
     if columns is None:
+        from builder.metallib.list_walk import python_columns  # the fallback: imported when needed
+
         columns = python_columns(lib, *listed)
     return FunctionTable(columns, listed[:2])
 
