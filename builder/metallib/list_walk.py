@@ -59,15 +59,15 @@ def _decode_tags(
                 raise MetallibFormatError(base + at, f"function {index}: NAME is not NUL-terminated")
             name = buf[at : at + length - 1].decode("utf-8", "replace")
         elif code == b"HASH":
-            hash_at = base + at
+            hash_at = at - entry_at
         elif code == b"OFFT":
             offsets = struct.unpack_from("<QQQ", buf, at)
-            offt_at = base + at
+            offt_at = at - entry_at
         elif code == b"MDSZ":
             mdsz = struct.unpack_from("<Q", buf, at)[0]
         elif code == b"RFLT":
             rflt = struct.unpack_from("<Q", buf, at)[0]
-            rflt_at = base + at
+            rflt_at = at - entry_at
         elif code == b"TYPE" and length >= 1:
             type_ = buf[at]
         elif code == b"VERS" and length == 8:
@@ -153,24 +153,24 @@ class EntryColumns(NamedTuple):
     types: list[int | None]
     entry_offsets: list[int]
     entry_sizes: list[int]
-    hash_offsets: list[int]
+    hash_rel: list[int]
     public: list[int]
     private: list[int]
     module: list[int]
     module_sizes: list[int | None]
     reflection: list[int | None]
     versions: list[tuple[int, int, int, int] | None]
-    offt_offsets: list[int]
-    rflt_offsets: list[int | None]
+    offt_rel: list[int]
+    rflt_rel: list[int | None]
 
 
-def python_columns(lib: Metallib, buf: bytes, start: int, count: int) -> TableColumns:
+def python_columns(lib: Metallib, buf: bytes | memoryview, start: int, count: int) -> TableColumns:
     """The checked columns of the function list in ``buf`` (its bytes from the count on, at file
     offset ``start``)."""
     from builder.metallib.function_list import TableColumns
 
     h = lib.header
-    c = _parse_entries(buf, start, count)
+    c = _parse_entries(bytes(buf), start, count)  # slicing bytes is what this walk does most
     spans: list[list[Any]] = [
         _chunk_spans(c, c.public, h.public_metadata, "public metadata"),
         _chunk_spans(c, c.private, h.private_metadata, "private metadata"),
@@ -181,8 +181,8 @@ def python_columns(lib: Metallib, buf: bytes, start: int, count: int) -> TableCo
     for pairs in spans:
         flat += [list(column) for column in zip(*pairs)] if pairs else [[], []]
     return TableColumns(
-        c.names, c.types, c.entry_offsets, c.entry_sizes, c.hash_offsets, c.versions,
-        c.offt_offsets, c.rflt_offsets, *flat,
+        c.names, c.types, c.entry_offsets, c.entry_sizes, c.hash_rel, c.versions,
+        c.offt_rel, c.rflt_rel, *flat,
     )  # fmt: skip
 
 
@@ -219,12 +219,12 @@ def _parse_entries(buf: bytes, start: int, count: int) -> EntryColumns:
                 values = tail_unpack(buf, tail_at) + _MISSING
                 if check(values) == expect:
                     type_, pub, priv, mod, mdsz, rflt = pick(values)
-                    tail_abs = start + tail_at
+                    tail = tail_at - pos  # where the tags after NAME start in the entry
                     decoded = (
                         buf[pos + 10 : tail_at - 1].decode("utf-8", "replace"), type_, start + pos,
-                        size, tail_abs + hash_rel, pub, priv, mod, mdsz, rflt,
+                        size, tail + hash_rel, pub, priv, mod, mdsz, rflt,
                         values[vers : vers + 4] if vers is not None else None,
-                        tail_abs + offt_rel, tail_abs + rflt_rel if rflt_rel is not None else None,
+                        tail + offt_rel, tail + rflt_rel if rflt_rel is not None else None,
                     )  # fmt: skip
         if decoded is None:
             tags, stop = walk_tags(buf, pos + 4, pos + size, f"function {index} entry", start)

@@ -88,7 +88,7 @@ class FunctionEntry:
         name: str,
         type_: int | None,
         entry: tuple[int, int],
-        function_list: tuple[bytes, int],
+        function_list: tuple[memoryview, int],
         hash_offset: int,
         public_md: tuple[int, int],
         private_md: tuple[int, int],
@@ -136,7 +136,7 @@ class FunctionEntry:
         """The HASH tag: SHA-256 of the module bytes as stored."""
         buf, base = self._list
         at = self.hash_offset - base
-        return buf[at : at + 32]
+        return bytes(buf[at : at + 32])
 
     @property
     def tags(self) -> tuple[tuple[bytes, int, int], ...]:

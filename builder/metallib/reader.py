@@ -109,6 +109,10 @@ class Metallib:
             self._file.close()
             self._file = None
 
+    def find(self, needle: bytes, start: int, end: int) -> int:
+        """The offset of the first ``needle`` in ``[start, end)``, or -1 (searched in the map)."""
+        return self._buffer.find(needle, start, end)
+
     def fileno(self) -> int | None:
         """The open file's descriptor (None for in-memory libraries)."""
         return self._file.fileno() if self._file is not None else None

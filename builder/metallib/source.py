@@ -182,7 +182,7 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     chosen = range(count) if indices is None else sorted(set(indices))
     if len(chosen) and not 0 <= chosen[0] <= chosen[-1] < count:
         raise IndexError(f"function index out of range 0..{count - 1}")
-    for index in _entries_containing(table, b"SOFF", chosen):
+    for index in _entries_containing(lib, table, b"SOFF", chosen):
         if any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _, _ in table.function(index).tags):
             raise MetallibUnsupportedError(
                 f"{lib.display_name}: function {c.names[index]!r} has an SOFF tag (embedded "
@@ -197,8 +197,7 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     flatbuffers, canonical = _flatbuffer_sizes(lib.data, reflection, chunk_sizes)
     functions = SourceFunctions(
         lib.data, pick(c.names), (entry_offsets, pick(c.entry_sizes)),
-        (list(map(operator.sub, pick(c.offt_offsets), entry_offsets)),
-         [None if at is None else at - entry for at, entry in zip(pick(c.rflt_offsets), entry_offsets)]),
+        (pick(c.offt_rel), pick(c.rflt_rel)),
         (pick(c.public_offsets), pick(c.private_offsets), pick(c.module_offsets), reflection),
         (pick(c.public_sizes), pick(c.private_sizes), pick(c.module_sizes), flatbuffers),
         (chunk_sizes, canonical),
@@ -222,16 +221,16 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     )
 
 
-def _entries_containing(table: FunctionTable, needle: bytes, chosen: Sequence[int]) -> list[int]:
+def _entries_containing(lib: Metallib, table: FunctionTable, needle: bytes, chosen: Sequence[int]) -> list[int]:
     """Indices of the ``chosen`` entries whose bytes contain ``needle`` (a cheap pre-filter: the
     bytes also occur by chance, e.g. a HASH ending in S before OFFT)."""
     buf, base = table.function_list
     offsets = table.cols.entry_offsets
     found: set[int] = set()
-    at = buf.find(needle)
+    at = lib.find(needle, base, base + len(buf))
     while at >= 0:
-        found.add(bisect_right(offsets, base + at) - 1)
-        at = buf.find(needle, at + 1)
+        found.add(bisect_right(offsets, at) - 1)
+        at = lib.find(needle, at + 1, base + len(buf))
     wanted = chosen if isinstance(chosen, range) else set(chosen)
     return sorted(index for index in found if index in wanted)
 

@@ -8,8 +8,10 @@ every bad function at once.
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Callable
+from itertools import repeat
 from typing import NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
@@ -82,7 +84,8 @@ def verify(
     for index in suspects:
         _check_structure(lib, table.function(index), report)
     buf, base = table.function_list
-    stored = b"".join([buf[at - base : at - base + 32] for at in c.hash_offsets])
+    hashes = map(operator.add, map(operator.sub, c.entry_offsets, repeat(base)), c.hash_rel)
+    stored = b"".join([buf[at : at + 32] for at in hashes])
     if digests != stored:
         for index in range(len(c.names)):
             at = index * 32

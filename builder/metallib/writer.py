@@ -124,10 +124,11 @@ def _tag(code: bytes, payload: Bytes) -> bytes:
     return _TAG.pack(code, len(payload)) + bytes(payload)
 
 
-def _entries(parts: LibraryParts, lay: Layout) -> bytes:
+def _write_entries(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
     """The function list after its count: source entries copied and patched, others serialized."""
     if isinstance(parts.functions, SourceFunctions):
-        return _source_entries(parts.functions, lay)
+        _write_source_entries(sink, parts.functions, lay)
+        return
     buf = bytearray()
     pub = priv = mod = 0
     pack_offsets = _OFFSETS.pack_into
@@ -147,18 +148,20 @@ def _entries(parts: LibraryParts, lay: Layout) -> bytes:
         pub += fn.public_md_size
         priv += fn.private_md_size
         mod += fn.module_size
-    return bytes(buf)
+    sink.write(buf)
 
 
-def _source_entries(fns: SourceFunctions, lay: Layout) -> bytes:
-    """Entries copied from the source in runs, then OFFT and RFLT patched in place (unless every
-    function keeps its offsets, as when all are kept)."""
+def _write_source_entries(sink: OutputSink, fns: SourceFunctions, lay: Layout) -> None:
+    """Entries as stored with OFFT and RFLT patched; when every function keeps its offsets (all
+    of them kept) the entries are copied from the source untouched, by the kernel."""
+    same_reflection = lay.reflection_unchanged or not lay.has_reflection
+    if same_reflection and all(fns.in_place(which, fns.sections[which]) for which in range(3)):
+        for start, length in fns.runs(4):
+            sink.copy(start, length)
+        return
     buf = bytearray()
     for start, length in fns.runs(4):
         buf += fns.data[start : start + length]
-    same_reflection = lay.reflection_unchanged or not lay.has_reflection
-    if same_reflection and all(fns.in_place(which, fns.sections[which]) for which in range(3)):
-        return bytes(buf)
     pack_offsets = _OFFSETS.pack_into
     pack_u64 = U64.pack_into
     rows = zip(
@@ -171,7 +174,7 @@ def _source_entries(fns: SourceFunctions, lay: Layout) -> bytes:
             if rflt is None:
                 raise MetallibError(f"function {fns.names[index]!r} has an RFLT tag but no reflection chunk")
             pack_u64(buf, at + rflt_rel, rflt)
-    return bytes(buf)
+    sink.write(buf)
 
 
 def _entry(fn: FunctionParts, offsets: tuple[int, int, int], rflt: int | None) -> bytes:
@@ -211,7 +214,8 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
             lay.private, lay.private_size, lay.bitcode, lay.bitcode_size,
         )  # fmt: skip
     )
-    sink.write(U32.pack(len(fns)) + _entries(parts, lay))
+    sink.write(U32.pack(len(fns)))
+    _write_entries(sink, parts, lay)
     uuid_at = None
     for code, payload in parts.extension:
         if code == b"RLST":

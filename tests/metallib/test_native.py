@@ -29,7 +29,7 @@ from builder.metallib import (
     verify,
 )
 from builder.metallib import native as native_state
-from builder.metallib.function_list import TableColumns, list_bytes, native_columns
+from builder.metallib.function_list import TableColumns, list_buffer, native_columns
 from builder.metallib.list_walk import python_columns
 from builder.metallib.native import native_module, status
 from builder.slim import slim_file
@@ -54,7 +54,7 @@ def _both(data: bytes) -> tuple[TableColumns | None, TableColumns | MetallibForm
     """(native columns or None, Python columns or the error it raised); header errors propagate."""
     lib = Metallib.from_bytes(data)
     try:
-        listed = list_bytes(lib)
+        listed = list_buffer(lib)
     except MetallibFormatError as error:
         return None, error
     try:

@@ -17,8 +17,8 @@
 #include "native.h"
 
 enum {
-    COL_NAME, COL_TYPE, COL_ENTRY_OFFSET, COL_ENTRY_SIZE, COL_HASH_OFFSET, COL_VERSION,
-    COL_OFFT_OFFSET, COL_RFLT_OFFSET, COL_PUBLIC_OFFSET, COL_PUBLIC_SIZE, COL_PRIVATE_OFFSET,
+    COL_NAME, COL_TYPE, COL_ENTRY_OFFSET, COL_ENTRY_SIZE, COL_HASH_REL, COL_VERSION,
+    COL_OFFT_REL, COL_RFLT_REL, COL_PUBLIC_OFFSET, COL_PUBLIC_SIZE, COL_PRIVATE_OFFSET,
     COL_PRIVATE_SIZE, COL_MODULE_OFFSET, COL_MODULE_SIZE, COL_REFLECTION_OFFSET, COL_REFLECTION_SIZE,
     COLUMNS
 };
@@ -185,7 +185,7 @@ static int fill_columns(PyObject **cols, const unsigned char *buf, Py_ssize_t ba
         v[COL_TYPE] = e->type >= 0 ? PyLong_FromLong(e->type) : Py_NewRef(Py_None);
         v[COL_ENTRY_OFFSET] = PyLong_FromSsize_t(base + positions[i]);
         v[COL_ENTRY_SIZE] = PyLong_FromSsize_t(sizes[i]);
-        v[COL_HASH_OFFSET] = PyLong_FromSsize_t(base + e->hash_at);
+        v[COL_HASH_REL] = PyLong_FromSsize_t(e->hash_at - positions[i]);
         if (e->vers_at < 0) {
             v[COL_VERSION] = Py_NewRef(Py_None);
         } else {
@@ -198,8 +198,8 @@ static int fill_columns(PyObject **cols, const unsigned char *buf, Py_ssize_t ba
             }
             v[COL_VERSION] = Py_XNewRef(last_version);
         }
-        v[COL_OFFT_OFFSET] = PyLong_FromSsize_t(base + e->offt_at);
-        v[COL_RFLT_OFFSET] = e->rflt_at >= 0 ? PyLong_FromSsize_t(base + e->rflt_at) : Py_NewRef(Py_None);
+        v[COL_OFFT_REL] = PyLong_FromSsize_t(e->offt_at - positions[i]);
+        v[COL_RFLT_REL] = e->rflt_at >= 0 ? PyLong_FromSsize_t(e->rflt_at - positions[i]) : Py_NewRef(Py_None);
         v[COL_PUBLIC_OFFSET] = PyLong_FromUnsignedLongLong(sections[0].offset + o->pub[i]);
         v[COL_PUBLIC_SIZE] = PyLong_FromUnsignedLongLong(spans[0][i]);
         v[COL_PRIVATE_OFFSET] = PyLong_FromUnsignedLongLong(sections[1].offset + o->priv[i]);

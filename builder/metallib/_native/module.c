@@ -16,8 +16,8 @@ static PyMethodDef methods[] = {
      "-> tuple of 16 column lists, or None\n\n"
      "buffer holds the function list from its u32 count on; base is its file offset. The four\n"
      "sections are (offset, size) pairs, reflection_list None when the file has no RLST. Columns:\n"
-     "names, types, entry offsets and sizes, HASH offsets, VERS tuples, OFFT and RFLT payload\n"
-     "offsets, then absolute offset and size of each function's public and private metadata chunk,\n"
+     "names, types, entry offsets and sizes, HASH payload offsets in the entry, VERS tuples, OFFT\n"
+     "and RFLT payload offsets in the entry, then absolute offset and size of each function's public and private metadata chunk,\n"
      "module and reflection chunk. None when anything is not in the plain shape; the Python parser\n"
      "then reports the problem."},
     {"screen_functions", screen_functions, METH_VARARGS,
