@@ -359,3 +359,21 @@ def test_commands_agree_with_and_without_the_extension(metadata_real_metallib: b
             texts.append(done.stdout.replace(f"slim-{native_flag}", "slim-X"))
         outputs[native_flag] = (texts, slim_out.read_bytes())
     assert outputs["1"] == outputs["0"]
+
+
+@needs_native
+@pytest.mark.slow
+def test_container_tests_pass_without_the_extension() -> None:
+    """The pure-Python paths stay whole: the container and CLI tests run again with the extension
+    off (this test skips itself there, so it does not recurse)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/metallib", "tests/cli"],
+        cwd=root, env={**os.environ, "METALLIB_BUILDER_NATIVE": "0"}, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
