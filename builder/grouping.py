@@ -52,7 +52,9 @@ _DTYPE_SPELLINGS: dict[str, str] = {
     "float16": "float16",
     "float32": "float32",
     "float64": "float64",
+    "complex64_t": "complex64",
     "complex64": "complex64",
+    "complex32_t": "complex32",  # complex half (mlx 0.32.4's fft kernels)
     "float2": "complex64",
     "float": "float32",
     "half": "float16",
@@ -106,8 +108,9 @@ def parse_dtypes(name: str) -> list[str]:
 
 def primary_dtype(name: str) -> str:
     """The dtype a kernel computes in: the first dtype in the name that is not a mask's type
-    (``gemv_outmask_nomask_opmask_bool__float16_...`` -> float16), or ``"none"``."""
-    return next(_dtype_tokens(name, skip_masks=True), NO_DTYPE)
+    (``gemv_outmask_nomask_opmask_bool__float16_...`` -> float16), else the first dtype at all
+    (``sdpa_blocked_causal_mask_bfloat16``: the only dtype follows "mask_"), or ``"none"``."""
+    return next(_dtype_tokens(name, skip_masks=True), None) or next(_dtype_tokens(name), NO_DTYPE)
 
 
 def _strip_dtype(match: re.Match[str]) -> str:

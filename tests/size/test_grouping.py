@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,8 @@ from builder.grouping import (
         ("rope_single_freqs_float16", ["float16"]),
         ("v_Logcomplex64complex64", ["complex64", "complex64"]),
         ("four_step_mem_256_float2_float2_0_false", ["complex64", "complex64"]),
+        ("fft_mem_512_complex32_t_complex32_t", ["complex32", "complex32"]),  # not int32
+        ("rader_fft_mem_256_complex64_t_complex64_t", ["complex64", "complex64"]),
         ("rbits", []),
         ("floatify_thing", []),  # "float" only counts as a whole token
         ("v_Floorfloat32float32", ["float32", "float32"]),
@@ -154,8 +157,27 @@ def test_by_dtype_function_and_source() -> None:
         ("gemv_outmask_bool__opmask_nomask_float32_bm2_bn1_sm2_sn16_tm1_tn4_nc1", "float32"),
         ("steel_gemm_block_outmask_float32_opmask_nomask_tn_bfloat16_float32_bm64", "bfloat16"),
         ("steel_attention_float16_bq32_bk16_bd128_wm4_wn1_maskbool_", "float16"),
+        # the only dtype follows "mask_": it is the kernel's own
+        ("sdpa_blocked_causal_mask_bfloat16", "bfloat16"),
+        ("sdpa_blocked_causal_mask_float16", "float16"),
     ],
 )
 def test_primary_dtype_skips_mask_types(name: str, dtype: str) -> None:
     assert primary_dtype(name) == dtype
     assert dtype in parse_dtypes(name)
+
+
+@pytest.mark.realdata
+def test_by_dtype_on_real_library_leaves_only_typeless_kernels_in_none(
+    mlx_metallib: Callable[[str, str], Path],
+) -> None:
+    """mlx-metal 0.32.4 names fft kernels with ``complex32_t`` and sdpa mask kernels with the
+    dtype right after ``mask_``; all of those have a dtype. The kernels left in "none" are the
+    ones whose names carry no type at all (worked out by reading the 17,248 names)."""
+    from builder.metallib import open_metallib
+
+    with open_metallib(mlx_metallib("0.32.4", "macosx_14_0_arm64")) as lib:
+        names = lib.columns().names
+    untyped = {name for name in names if primary_dtype(name) == "none"}
+    assert untyped == {"rbits", "rbitsc", "gather_mm_offsets", "generate_bluestein_twiddles"}
+    assert primary_dtype("fft_mem_512_complex32_t_complex32_t") == "complex32"
