@@ -1,7 +1,9 @@
 """Where the bundled kernel sources and CMake modules are.
 
 In a source checkout they sit beside ``builder/``; in an installed wheel they are shipped under
-``builder/_data/``. Everything that needs ``metal_src/`` or ``cmake/`` asks here.
+``builder/_data/``. A checkout that holds the working directory wins over both: after
+``pip install .`` a maintainer edits ``metal_src/`` or ``cmake/`` in the checkout and runs the tool
+from there, and the edits must count. Everything that needs ``metal_src/`` or ``cmake/`` asks here.
 """
 
 from __future__ import annotations
@@ -11,12 +13,32 @@ from pathlib import Path
 __all__ = ["cmake_dir", "metal_src_dir", "project_root"]
 
 _PACKAGE = Path(__file__).resolve().parent
+_PROJECT_NAME = 'name = "metallib-builder"'
+
+
+def _is_checkout(root: Path) -> bool:
+    """``root`` is a source checkout of this project (not just any CMake project)."""
+    if not ((root / "metal_src" / "catalog.json").is_file() and (root / "CMakeLists.txt").is_file()):
+        return False
+    try:
+        return _PROJECT_NAME in (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return False
 
 
 def project_root() -> Path | None:
-    """The source checkout's root, or None when running from an installed wheel."""
+    """The source checkout to take ``metal_src/`` and ``cmake/`` from: the one holding the working
+    directory, else the one this package runs from, else None (an installed wheel's copy)."""
+    try:
+        here = Path.cwd()
+    except OSError:  # the working directory was deleted
+        here = None
+    if here is not None:
+        for folder in (here, *here.parents):
+            if _is_checkout(folder):
+                return folder
     root = _PACKAGE.parent
-    return root if (root / "metal_src").is_dir() and (root / "CMakeLists.txt").is_file() else None
+    return root if _is_checkout(root) else None
 
 
 def _resource(name: str) -> Path:
