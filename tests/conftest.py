@@ -6,6 +6,8 @@ index cannot be reached the tests that need them are skipped with a loud reason.
 
 from __future__ import annotations
 
+import os
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +22,11 @@ NEW_GENERATION = ("0.32.0", "macosx_14_0_arm64")
 FORMAT_29 = ("0.32.0", "macosx_26_0_arm64")
 
 _failures: dict[tuple[str, str], str] = {}
+
+# The README runs the tests as `.venv/bin/python -m pytest` without activating the venv; its
+# scripts (metallib-builder, cmake, ninja from the package index) must be on PATH all the same,
+# as they would be for a user who activated it.
+os.environ["PATH"] = os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
 
 
 def _fetch(version: str, platform: str) -> Path:
@@ -39,3 +46,21 @@ def _fetch(version: str, platform: str) -> Path:
 def mlx_metallib() -> Callable[[str, str], Path]:
     """Factory: ``mlx_metallib("0.30.0", "macosx_14_0_arm64")`` -> cached path of mlx.metallib."""
     return _fetch
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A whole-suite run must collect every ``test_*.py`` under tests/.
+
+    pytest silently skips folders it thinks are not tests (``build``, ``venv``, ``dist``, dot
+    folders: its ``norecursedirs`` default), which once kept 26 tests out of CI unnoticed.
+    """
+    tests = Path(__file__).resolve().parent
+    option = session.config.option
+    whole = [Path(a).resolve() for a in session.config.args] == [tests]
+    if not whole or option.keyword or option.markexpr or option.deselect:
+        return  # a partial run is the user's choice
+    found = {Path(str(item.path)).resolve() for item in session.items}
+    missed = sorted(p for p in tests.rglob("test_*.py") if p.resolve() not in found)
+    if missed:
+        names = ", ".join(str(p.relative_to(tests)) for p in missed)
+        raise pytest.UsageError(f"test files that pytest did not collect: {names}")

@@ -1,6 +1,6 @@
 """Fixtures for the build tests: a private kernel tree, the stand-in Metal tools, CMake + Ninja.
 
-The stand-ins (tests/build/standin/) record each call in $METAL_STANDIN_LOG; ``StandinBuild``
+The stand-ins (tests/cmake_build/standin/) record each call in $METAL_STANDIN_LOG; ``StandinBuild``
 configures the project's top-level CMakeLists.txt against them and reads that log back.
 """
 
