@@ -6,7 +6,7 @@ they are shown. Exit codes: 1 means a check ran and failed, 2 means the input or
 
 from __future__ import annotations
 
-__all__ = ["BuilderError", "CheckFailed", "UsageError"]
+__all__ = ["BuilderError", "CheckFailed", "OutputError", "UsageError"]
 
 
 class BuilderError(Exception):
@@ -25,3 +25,12 @@ class CheckFailed(BuilderError):
     """A check ran to completion and its verdict is negative (hash mismatch, size gate)."""
 
     exit_code = 1
+
+
+class OutputError(BuilderError):
+    """An output could not be written (missing folder, read-only file system, disk full...).
+
+    The message names the path and the operating system's reason; nothing partial is left behind.
+    """
+
+    exit_code = 2

@@ -1,37 +1,166 @@
-"""Writing generated files so that build tools see a change only when there is one.
+"""Writing outputs safely: the project's one way to write a file.
 
-Generators run on every configure or build step; rewriting an identical file would bump its mtime
-and make Ninja rebuild everything downstream. Standard library only: CMake runs this inside
-scikit-build-core's isolated environment.
+Every output (slim's metallib, ``report -o``, ``embed -o``, generated sources, the build manifest)
+goes through :func:`atomic_write`:
+
+- the content goes to a temporary file beside the target, renamed over it only when the caller's
+  block finishes without error: readers see the old file or the new one, never a partial one, and
+  on any failure the temporary file is removed;
+- a failed write (missing folder, read-only file system, full disk) raises ``OutputError``: one
+  line naming the path and the system's reason (exit 2), not an OSError traceback;
+- permissions are those ``open(path, "w")`` would give: a new file gets 0666 & ~umask, a replaced
+  file keeps its mode (and its owner where we may set it); a symlink is written through, so its
+  target is replaced and the link stays a link;
+- an existing target that is not a regular file (``/dev/null``, a FIFO) cannot be replaced by a
+  rename without destroying it, so it is written directly.
+
+:func:`write_if_changed` serves generators that run on every configure or build step: rewriting
+an identical file would bump its mtime and make Ninja rebuild everything downstream.
+
+Standard library only (``builder.errors`` is plain Python too): CMake runs the generators that
+import this inside scikit-build-core's isolated environment.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["write_if_changed"]
+from builder.errors import OutputError
+
+__all__ = ["atomic_write", "make_dirs", "write_atomic", "write_if_changed"]
+
+PathArg = str | os.PathLike[str]
 
 
-def write_if_changed(path: Path, data: bytes | str) -> bool:
-    """Atomically replace ``path`` with ``data`` unless it already holds exactly that."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+def _cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
+    reason = exc.strerror or str(exc)
+    error = OutputError(f"cannot {verb} {os.fspath(path)}: {reason}")
+    error.__cause__ = exc  # shown with --debug
+    return error
+
+
+def make_dirs(path: PathArg) -> Path:
+    """Create folder ``path`` and its parents unless it exists; ``OutputError`` if that fails."""
+    folder = Path(path)
     try:
-        if path.read_bytes() == raw:
-            return False
-    except OSError:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot("create folder", folder, exc) from exc
+    return folder
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it (setting it, even for a
+    moment, races other threads that create files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new content to; it replaces ``path`` only if the block
+    succeeds. Raise in the block (a failed check) and ``path`` is left as it was.
+
+    OSError inside the block or while creating, closing or renaming the file becomes
+    ``OutputError`` naming ``path``, so the block should only write (its inputs read beforehand).
+    """
+    try:
+        existing: os.stat_result | None = os.stat(path)  # follows links, /dev/stdout's too
+    except OSError:
+        existing = None  # missing, or unreachable: creating the temporary file says why
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        raise _cannot("write", path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with _direct(path) as handle:
+            yield handle
+        return
+    target = Path(os.path.realpath(path))  # through symlinks: the link stays a link
+    mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666 & ~_umask()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _cannot("write", path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; generated files are ordinary files
-        os.replace(tmp, path)
+            yield handle  # type: ignore[misc]
+            handle.flush()
+            if existing is not None:
+                _keep_owner(fd, existing)
+            os.fchmod(fd, mode)  # mkstemp made it 0600
+        os.replace(tmp, target)
+    except OSError as exc:
+        _discard(tmp)
+        raise _cannot("write", path, exc) from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        _discard(tmp)
         raise
+
+
+@contextmanager
+def _direct(path: PathArg) -> Iterator[BinaryIO]:
+    """Write a device or FIFO in place: renaming a file over it would destroy it."""
+    try:
+        handle = open(path, "wb")  # noqa: SIM115 - closed below, errors mapped
+    except OSError as exc:
+        raise _cannot("write", path, exc) from exc
+    try:
+        with handle:
+            yield handle
+    except OSError as exc:
+        raise _cannot("write", path, exc) from exc
+
+
+def _keep_owner(fd: int, existing: os.stat_result) -> None:
+    """Give the new file the replaced file's owner and group, where we may (root, or a group we
+    belong to); otherwise it is ours, as after any editor's save. Before the chmod: a chown
+    clears set-id bits."""
+    now = os.fstat(fd)
+    if (now.st_uid, now.st_gid) == (existing.st_uid, existing.st_gid):
+        return
+    try:
+        os.fchown(fd, existing.st_uid, existing.st_gid)
+    except OSError:
+        pass
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass  # already gone, or the file system went read-only: nothing more to do
+
+
+def write_atomic(path: PathArg, data: bytes | str) -> None:
+    """Replace ``path`` with ``data`` (str as UTF-8) through :func:`atomic_write`."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_write(path) as handle:
+        handle.write(raw)
+
+
+def write_if_changed(path: PathArg, data: bytes | str) -> bool:
+    """Write ``data`` to ``path`` (creating its folder) unless it already holds exactly that;
+    True when written. Atomic, and ``OutputError`` on failure, as :func:`atomic_write`."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode) and Path(path).read_bytes() == raw:
+            return False  # (a FIFO is not read: that would wait for a writer)
+    except OSError:
+        pass
+    make_dirs(Path(os.path.realpath(path)).parent)
+    write_atomic(path, raw)
     return True

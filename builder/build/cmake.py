@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from builder.build.progress import NINJA_STATUS, NinjaOutput, Status
-from builder.errors import BuilderError, UsageError
+from builder.errors import BuilderError, OutputError, UsageError
+from builder.fileio import make_dirs, write_atomic
 
 __all__ = [
     "BuildFailed",
@@ -170,8 +171,11 @@ class BuildTree:
         """Run CMake (Ninja generator) unless already configured the same way."""
         if self.is_configured():
             return
-        self.build_dir.mkdir(parents=True, exist_ok=True)
-        (self.build_dir / SETTINGS_FILE).unlink(missing_ok=True)
+        marker = make_dirs(self.build_dir) / SETTINGS_FILE
+        try:
+            marker.unlink(missing_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot write {marker}: {exc.strerror or exc}") from exc
         cmd = [self.cmake, "-S", str(self.settings.source_dir), "-B", str(self.build_dir),
                "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
                *cmake_args(self.settings)]  # fmt: skip
@@ -179,7 +183,7 @@ class BuildTree:
         if result.returncode != 0:
             text = "\n".join(line for line in result.lines if line.strip())
             raise UsageError(f"CMake configuration failed in {self.build_dir}:\n{text}")
-        (self.build_dir / SETTINGS_FILE).write_text(self._settings_key(), encoding="utf-8")
+        write_atomic(marker, self._settings_key())
 
     def build(
         self, jobs: int | None = None, on_status: Callable[[Status], None] | None = None

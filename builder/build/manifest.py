@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from builder.errors import BuilderError
+from builder.fileio import write_atomic
 
 __all__ = ["SCHEMA", "build_manifest", "main"]
 
@@ -144,9 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.host_library,
     )
     # Always written (not only on change): Ninja must see the output newer than its inputs.
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(args.out)
+    try:
+        write_atomic(args.out, json.dumps(manifest, indent=1) + "\n")
+    except BuilderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -71,9 +71,11 @@ def embed_command(
     Each preamble is the header with its quoted includes inlined in inclusion order (each file
     once, with #line markers), angle includes kept for the run-time compiler. No Metal compiler
     is needed. A quoted include that cannot be found is an error naming the including file and
-    line (exit 2).
+    line (exit 2), and so is an OUT that cannot be written (naming it and why; nothing partial
+    is left).
     """
-    from builder.jit.generate import embed_headers, write_if_changed
+    from builder.fileio import write_if_changed
+    from builder.jit.generate import embed_headers
 
     text, preambles = embed_headers(headers, include_dirs, defines, namespace, strip=strip_comments)
     changed = write_if_changed(output, text)

@@ -47,19 +47,17 @@ def _common(func: Any) -> Any:
 
 
 def _emit(text: str, output: str | None) -> None:
-    """Data to stdout, or to ``output`` through a temporary file renamed into place."""
+    """Data to stdout, or to ``output`` atomically (``builder.fileio``: a new file gets the
+    umask's mode, a replaced one keeps its own; exit 2 naming ``output`` when it cannot be
+    written)."""
     if output is None:
         sys.stdout.write(text)
         return
-    from builder.metallib import atomic_output
+    from builder.fileio import write_atomic
 
-    with atomic_output(output) as handle:
-        handle.write(text.encode("utf-8"))
-    # the temporary file was created 0600; a report is an ordinary file (umask applies)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(output, 0o666 & ~umask)
-    click.echo(f"wrote {output} ({len(text.encode('utf-8')):,} bytes)", err=True)
+    data = text.encode("utf-8")
+    write_atomic(output, data)
+    click.echo(f"wrote {output} ({len(data):,} bytes)", err=True)
 
 
 def _progress(message: str) -> None:
@@ -210,7 +208,7 @@ def compare_command(
     from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
     from builder.errors import CheckFailed
     from builder.pr_comment import comment_markdown
-    from builder.sizes import parse_limit, parse_size
+    from builder.sizes import parse_limit, parse_size, visible
 
     gates = Gates(
         max_growth=parse_limit(max_growth) if max_growth is not None else None,
@@ -225,10 +223,10 @@ def compare_command(
     for base_report, head_report in pairs:
         comparison = compare_reports(base_report, head_report)
         for note in comparison.notes:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
         results = evaluate_gates(comparison, gates)
         evaluated.append((comparison, results))
-        failed += [r.message for r in results if not r.passed]
+        failed += [visible(r.message) for r in results if not r.passed]
         if fmt == "json":
             texts.append(render.compare_json(comparison, results))
         elif fmt == "csv":

@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import struct
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from itertools import accumulate
-from pathlib import Path
 from typing import BinaryIO
 
+from builder.fileio import atomic_write as atomic_output  # the project's one output helper
 from builder.metallib.errors import MetallibError
 from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
 from builder.metallib.sink import OutputSink
 from builder.metallib.source import SourceFunctions
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 
-__all__ = ["Layout", "atomic_output", "layout", "library_bytes", "write_library"]
+__all__ = ["Layout", "atomic_output", "check_written", "layout", "library_bytes", "write_library"]
 
 _HEADER_TAIL = struct.Struct("<QQQQQQQQQ")
 _TAG = struct.Struct("<4sH")
@@ -311,23 +309,22 @@ def library_bytes(parts: LibraryParts) -> bytes:
     return buffer.getvalue()
 
 
-@contextmanager
-def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
-    """Open a temporary file beside ``path``; rename it over ``path`` only if the block succeeds."""
-    target = Path(path)
-    handle = tempfile.NamedTemporaryFile(
-        dir=target.parent or Path("."), prefix=f".{target.name}.", suffix=".tmp", delete=False
-    )
-    try:
-        with handle:
-            yield handle  # type: ignore[misc]
-        os.replace(handle.name, target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+def check_written(out: BinaryIO, lay: Layout, path: str | os.PathLike[str]) -> None:
+    """The bytes on disk must agree with the writer's own layout; checked before the rename, so
+    a short or long file never replaces a good one."""
+    out.flush()
+    info = os.fstat(out.fileno())
+    written = info.st_size if stat.S_ISREG(info.st_mode) else lay.file_size  # a device: unknown
+    if written != lay.file_size:
+        raise MetallibError(f"{os.fspath(path)}: wrote {written} bytes, layout says {lay.file_size}")
 
 
 def write_library(parts: LibraryParts, path: str | os.PathLike[str]) -> Layout:
-    """Write ``parts`` to ``path`` atomically (temporary file + rename); returns the layout."""
+    """Write ``parts`` to ``path`` atomically (temporary file + rename); returns the layout.
+
+    ``OutputError`` (exit 2, naming ``path``) when it cannot be written; ``path`` is then as it was.
+    """
     with atomic_output(path) as out:
-        return write_to(parts, out)
+        lay = write_to(parts, out)
+        check_written(out, lay, path)
+    return lay
