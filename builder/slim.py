@@ -1,22 +1,35 @@
 """Choose functions to keep and write the slimmed library.
 
 Selection is pure (names in, indices out) so it is easy to test; ``slim_file`` adds the I/O:
-it never writes over its input unless asked, and writes through a temporary file and a rename.
+it never writes over its input unless asked, writes through a temporary file, and renames it
+into place only after every check passed (the file's size against the layout, each kept
+module's SHA-256 against its HASH tag), so a failed run leaves an existing output as it was.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import operator
 import os
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from builder.errors import UsageError
-from builder.metallib import open_metallib, parts_from_library, write_library
+from builder.metallib import Metallib, open_metallib, parts_from_library
 
-__all__ = ["SlimResult", "read_keep_list", "select_functions", "slim_file"]
+__all__ = [
+    "HashMismatch",
+    "Selection",
+    "SlimResult",
+    "choose_functions",
+    "describe_mismatches",
+    "read_keep_list",
+    "select_functions",
+    "slim_file",
+]
 
 
 def read_keep_list(path: str | os.PathLike[str]) -> list[str]:
@@ -33,46 +46,97 @@ def read_keep_list(path: str | os.PathLike[str]) -> list[str]:
     return patterns
 
 
-def _matching(names: Sequence[str], pattern: str) -> set[int]:
-    if not any(ch in pattern for ch in "*?["):
-        return {i for i, name in enumerate(names) if name == pattern}
-    if pattern.strip("*") == "":
-        return set(range(len(names)))
-    match = re.compile(fnmatch.translate(pattern)).match  # what fnmatchcase does, compiled once
-    return {i for i, name in enumerate(names) if match(name)}
+class _Matcher:
+    """Indices of the names matching a pattern; exact names by lookup (keep lists are mostly
+    exact names, hundreds of them, against 15,000 functions)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = names
+        self._exact: dict[str, list[int]] | None = None
+
+    def __call__(self, pattern: str) -> set[int]:
+        names = self.names
+        if not any(ch in pattern for ch in "*?["):
+            if self._exact is None:
+                self._exact = {}
+                for i, name in enumerate(names):
+                    self._exact.setdefault(name, []).append(i)
+            return set(self._exact.get(pattern, ()))
+        if pattern.strip("*") == "":
+            return set(range(len(names)))
+        match = re.compile(fnmatch.translate(pattern)).match  # what fnmatchcase does, compiled once
+        return {i for i, name in enumerate(names) if match(name)}
+
+
+def _listed(patterns: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(repr(p) for p in patterns[:limit])
+    return shown + (f" and {len(patterns) - limit} more" if len(patterns) > limit else "")
+
+
+class Selection(NamedTuple):
+    """What ``choose_functions`` picked: indices ascending, and the keep-list lines (first
+    occurrences, in file order) that matched no function."""
+
+    indices: list[int]
+    unmatched_keep_list: list[str]
+
+
+def choose_functions(
+    names: Sequence[str], keep: Iterable[str] = (), drop: Iterable[str] = (),
+    keep_list: Iterable[str] = (),
+) -> Selection:  # fmt: skip
+    """The functions to keep: those matching ``keep`` or ``keep_list`` patterns (all of them when
+    there are none), minus those matching ``drop``.
+
+    A ``keep`` or ``drop`` pattern that matches nothing is an error (typed on a command line, it is
+    a typo); a ``keep_list`` line that matches nothing is only reported back: keep lists are
+    generated from an app's usage and outlive library versions. Something must remain.
+    """
+    keep, drop, keep_list = list(keep), list(drop), list(keep_list)
+    matching = _Matcher(names)
+    unmatched: list[str] = []
+    chosen: set[int] = set()
+    for pattern in keep:
+        found = matching(pattern)
+        if not found:
+            unmatched.append(pattern)
+        chosen |= found
+    missing: dict[str, None] = {}
+    for pattern in keep_list:
+        found = matching(pattern)
+        if not found:
+            missing.setdefault(pattern)
+        chosen |= found
+    if not keep and not keep_list:
+        chosen = set(range(len(names)))
+    for pattern in drop:
+        found = matching(pattern)
+        if not found:
+            unmatched.append(pattern)
+        chosen -= found
+    if unmatched:
+        raise UsageError(f"no function name matches {_listed(unmatched)}")
+    if not chosen:
+        why = ""
+        if keep_list and len(missing) == len(set(keep_list)):
+            why = f" (no line of the keep list matches a function: {_listed(list(missing), 3)})"
+        raise UsageError(f"the selection keeps no function; a metallib needs at least one{why}")
+    return Selection(sorted(chosen), list(missing))
 
 
 def select_functions(
     names: Sequence[str], keep: Iterable[str] = (), drop: Iterable[str] = ()
 ) -> list[int]:
-    """Indices (ascending) of the functions to keep.
+    """Indices (ascending) of the functions to keep, every pattern strict (``choose_functions``)."""
+    return choose_functions(names, keep, drop).indices
 
-    ``keep`` patterns choose functions (all of them when there are none); ``drop`` patterns then
-    remove functions. Every pattern must match at least one name, and something must remain:
-    a typo in a pattern is an error, not a silently different library.
-    """
-    keep, drop = list(keep), list(drop)
-    unmatched: list[str] = []
-    chosen: set[int] = set()
-    for pattern in keep:
-        found = _matching(names, pattern)
-        if not found:
-            unmatched.append(pattern)
-        chosen |= found
-    if not keep:
-        chosen = set(range(len(names)))
-    for pattern in drop:
-        found = _matching(names, pattern)
-        if not found:
-            unmatched.append(pattern)
-        chosen -= found
-    if unmatched:
-        shown = ", ".join(repr(p) for p in unmatched[:5])
-        more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
-        raise UsageError(f"no function name matches {shown}{more}")
-    if not chosen:
-        raise UsageError("the selection keeps no function; a metallib needs at least one")
-    return sorted(chosen)
+
+class HashMismatch(NamedTuple):
+    """A kept function whose module's SHA-256 differs from its HASH tag."""
+
+    function: str
+    offset: int
+    """The module's byte offset in the input."""
 
 
 class SlimResult(NamedTuple):
@@ -85,6 +149,65 @@ class SlimResult(NamedTuple):
     bytes_before: int
     bytes_after: int
     kept: tuple[str, ...]
+    unmatched_keep_list: tuple[str, ...] = ()
+    hash_mismatches: tuple[HashMismatch, ...] = ()
+    """Copied although their hash is wrong (only with ``allow_hash_mismatch``)."""
+
+
+class _ModuleHashes:
+    """The SHA-256 of the kept modules, computed on another thread while the output is written.
+
+    The hashing (OpenSSL on C threads, or hashlib) releases the GIL and the copy runs in the
+    kernel (``copy_file_range``), so the two overlap; ``mismatches`` waits for the digests.
+    The thread reads the input's map: ``join`` it before the map is closed.
+    """
+
+    def __init__(self, lib: Metallib, indices: list[int]) -> None:
+        cols = lib._table.cols  # the checked columns; verify reads the same
+        every = len(indices) == len(cols.names)
+        pick = (lambda column: column) if every else (lambda column: [column[i] for i in indices])
+        self._lib, self._names = lib, pick(cols.names)
+        self._offsets, self._sizes = pick(cols.module_offsets), pick(cols.module_sizes)
+        self._hash_at = list(map(operator.add, pick(cols.entry_offsets), pick(cols.hash_rel)))
+        self._digests: bytes | BaseException = b""
+        self._thread = threading.Thread(target=self._run, name="slim-hash", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from builder.metallib.hashing import hash_spans
+
+        try:
+            self._digests, _ = hash_spans(self._lib.data, self._offsets, self._sizes, _nothing)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in mismatches()
+            self._digests = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def mismatches(self) -> list[HashMismatch]:
+        data = self._lib.data
+        stored = b"".join([data[at : at + 32] for at in self._hash_at])
+        self.join()
+        digests = self._digests
+        if isinstance(digests, BaseException):
+            raise digests
+        if digests == stored:
+            return []
+        return [
+            HashMismatch(name, offset)
+            for index, (name, offset) in enumerate(zip(self._names, self._offsets))
+            if digests[32 * index : 32 * index + 32] != stored[32 * index : 32 * index + 32]
+        ]
+
+
+def _nothing() -> None:
+    return None
+
+
+def describe_mismatches(bad: Sequence[HashMismatch], limit: int = 5) -> str:
+    """``name (byte offset N), ...`` for messages."""
+    shown = ", ".join(f"{m.function} (byte offset {m.offset})" for m in bad[:limit])
+    return shown + (f" and {len(bad) - limit} more" if len(bad) > limit else "")
 
 
 def slim_file(
@@ -93,9 +216,19 @@ def slim_file(
     *,
     keep: Iterable[str] = (),
     drop: Iterable[str] = (),
+    keep_list: Iterable[str] = (),
     in_place: bool = False,
+    allow_hash_mismatch: bool = False,
 ) -> SlimResult:
-    """Write the functions of ``source`` selected by ``keep``/``drop`` to ``output``."""
+    """Write the functions of ``source`` selected by ``keep``/``keep_list``/``drop`` to ``output``.
+
+    Each kept module is hashed (beside the copy) and compared with its HASH tag: a mismatch is an
+    error naming the functions, and ``output`` is not touched, unless ``allow_hash_mismatch``
+    (then they are copied and listed in the result). ``OutputError`` when ``output`` cannot be
+    written.
+    """
+    from builder.metallib.writer import atomic_output, check_written, write_to
+
     same = Path(output).resolve() == Path(source).resolve()
     if same and not in_place:
         raise UsageError(f"{output}: refusing to write over the input; pass --in-place to do that")
@@ -103,13 +236,25 @@ def slim_file(
         raise UsageError(f"{output}: is a directory; give the output file name")
     with open_metallib(source) as lib:
         names = lib.columns().names
-        indices = select_functions(names, keep, drop)
-        expected = write_library(parts_from_library(lib, indices), output).file_size
+        selection = choose_functions(names, keep, drop, keep_list)
+        indices = selection.indices
+        with atomic_output(output) as out:  # first: an unwritable output fails before any work
+            hashes = _ModuleHashes(lib, indices)  # as early as possible: it overlaps all the rest
+            try:
+                lay = write_to(parts_from_library(lib, indices), out)
+                check_written(out, lay, output)
+                bad = hashes.mismatches()
+            finally:
+                hashes.join()  # never leave the thread reading a map about to close
+            if bad and not allow_hash_mismatch:
+                raise UsageError(
+                    f"{source}: {len(bad)} kept function(s) have a module whose SHA-256 does not "
+                    f"match its HASH tag: {describe_mismatches(bad)}; {output} not written "
+                    "(--allow-hash-mismatch copies them anyway)"
+                )
         kept = tuple(names) if len(indices) == len(names) else tuple(map(names.__getitem__, indices))
         before = lib.file_size
-    written = os.path.getsize(output)
-    if written != expected:  # the writer's own layout and the file on disk must agree
-        raise UsageError(f"{output}: wrote {written} bytes, layout says {expected}")
     return SlimResult(
-        os.fspath(source), os.fspath(output), len(names), len(indices), before, written, kept
-    )
+        os.fspath(source), os.fspath(output), len(names), len(indices), before, lay.file_size,
+        kept, tuple(selection.unmatched_keep_list), tuple(bad),
+    )  # fmt: skip

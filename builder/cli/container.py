@@ -81,6 +81,7 @@ def verify_command(file: Path, fmt: str) -> None:
     reflection chunk is walked.
     """
     from builder.metallib import verify
+    from builder.sizes import visible  # names are untrusted: ESC, BEL, newline shown escaped
 
     with _open(file) as lib:
         report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
@@ -102,17 +103,18 @@ def verify_command(file: Path, fmt: str) -> None:
         )
     else:
         for problem in report.problems[:50]:
-            who = problem.function if problem.function is not None else "(container)"
-            click.echo(f"FAIL {who}: byte offset {problem.offset}: {problem.message}")
+            who = visible(problem.function) if problem.function is not None else "(container)"
+            click.echo(f"FAIL {who}: byte offset {problem.offset}: {visible(problem.message)}")
         if len(report.problems) > 50:
             click.echo(f"... and {len(report.problems) - 50} more problems")
         verdict = "OK" if report.ok else "FAILED"
         click.echo(
-            f"{verdict}: {file}: {report.function_count} functions, format {report.format_version}, "
+            f"{verdict}: {visible(str(file))}: {report.function_count} functions, "
+            f"format {report.format_version}, "
             f"{report.hashed_bytes} module bytes hashed ({_human(report.hashed_bytes)})"
         )
     if not report.ok:
-        bad = report.bad_functions
+        bad = [visible(name) for name in report.bad_functions]
         names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         raise CheckFailed(
             f"{len(bad)} functions failed verification: {names}"
@@ -160,27 +162,42 @@ Examples:
 )  # fmt: skip
 @click.option("--in-place", is_flag=True, help="Allow OUTPUT to be the same file as SOURCE.")
 @click.option(
+    "--allow-hash-mismatch", is_flag=True,
+    help="Copy kept functions whose module SHA-256 does not match their HASH tag (with a "
+         "warning) instead of refusing.",
+)  # fmt: skip
+@click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def slim_command(
     source: Path, output: Path, keep: tuple[str, ...], drop: tuple[str, ...], keep_list: Path | None,
-    in_place: bool, fmt: str,
+    in_place: bool, allow_hash_mismatch: bool, fmt: str,
 ) -> None:  # fmt: skip
     """Write a metallib holding a subset of SOURCE's functions.
 
     Kept functions keep their modules, metadata and reflection data byte for byte, in their
     original order; offsets, counts and sizes are recomputed and the subset gets a new UUID
     derived from its content (same input and selection give the same bytes). Keeping every
-    function reproduces SOURCE exactly. OUTPUT is written to a temporary file and renamed.
+    function reproduces SOURCE exactly.
+
+    Each kept module's SHA-256 is checked against its HASH tag; a mismatch stops the run (exit
+    2) unless --allow-hash-mismatch. A --keep or --drop GLOB that matches nothing is an error; a
+    --keep-list line that matches nothing is a warning (the list may name kernels of another
+    library version). OUTPUT is written to a temporary file and renamed only after every check
+    passed; it keeps the mode of the file it replaces, and a symlink is written through.
     """
     from builder.slim import read_keep_list, slim_file
 
-    patterns = list(keep) + (read_keep_list(keep_list) if keep_list else [])
-    if not patterns and not drop:
+    listed = read_keep_list(keep_list) if keep_list else []
+    if not keep and not listed and not drop:
         raise UsageError("say what to keep or drop: --keep GLOB, --drop GLOB or --keep-list FILE")
     if not source.exists():
         raise UsageError(f"{source}: no such file")
-    result = slim_file(source, output, keep=patterns, drop=drop, in_place=in_place)
+    result = slim_file(
+        source, output, keep=keep, drop=drop, keep_list=listed, in_place=in_place,
+        allow_hash_mismatch=allow_hash_mismatch,
+    )  # fmt: skip
+    _slim_warnings(result, keep_list)
     if fmt == "json":
         _emit_json(
             {
@@ -191,6 +208,10 @@ def slim_command(
                 "functions_after": result.functions_after,
                 "bytes_before": result.bytes_before,
                 "bytes_after": result.bytes_after,
+                "unmatched_keep_list": list(result.unmatched_keep_list),
+                "hash_mismatches": [
+                    {"function": m.function, "offset": m.offset} for m in result.hash_mismatches
+                ],
             }
         )
         return
@@ -203,6 +224,25 @@ def slim_command(
         f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})"
     )
     click.echo(f"saved:  {saved} bytes ({_human(saved)}, {share:.1f}%)")
+
+
+def _slim_warnings(result: Any, keep_list: Path | None) -> None:
+    """What slim let pass, on stderr: unmatched keep-list lines, functions with a bad hash."""
+    from builder.slim import describe_mismatches
+
+    missing = result.unmatched_keep_list
+    if missing:
+        shown = ", ".join(repr(p) for p in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        click.echo(
+            f"warning: {keep_list}: {len(missing)} line(s) match no function in {result.input}: "
+            f"{shown}", err=True,
+        )  # fmt: skip
+    bad = result.hash_mismatches
+    if bad:
+        click.echo(
+            f"warning: copied {len(bad)} function(s) whose module SHA-256 does not match its "
+            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}", err=True,
+        )  # fmt: skip
 
 
 def _human(size: int) -> str:
