@@ -11,6 +11,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from typing import NamedTuple
 
 from builder.metallib import FUNCTION_TYPES, Metallib
+from builder.sizes import visible
 
 __all__ = ["FunctionRow", "function_rows", "rows_json", "rows_table"]
 
@@ -60,14 +61,22 @@ def rows_json(lib: Metallib, source: str, rows: list[FunctionRow]) -> str:
 
 
 def rows_table(lib: Metallib, source: str, rows: list[FunctionRow]) -> str:
-    """Aligned plain text: a title line naming the file, a header, one line per function."""
-    width = max((len(r.name) for r in rows), default=4)
+    """Aligned plain text: a title line naming the file, a header, one line per function.
+
+    Names and the path are shown through ``visible``: a name holding ESC, BEL or a newline is
+    printed as ``\\x1b``, ``\\x07``, ``\\n``, so it can neither drive the terminal nor fake rows.
+    """
+    names = [visible(r.name) for r in rows]
+    width = max(map(len, names), default=4)
     out = [
         (
-            f"# {source}: {len(rows)} functions, {lib.file_size} bytes, "
+            f"# {visible(source)}: {len(rows)} functions, {lib.file_size} bytes, "
             f"format {lib.header.format_version_text}"
         ),
         f"{'#':>6}  {'name':<{width}}  {'type':<8}  {'bitcode':>10}  {'bytes':>10}",
     ]
-    out += [f"{r.position:>6}  {r.name:<{width}}  {r.type:<8}  {r.bitcode_bytes:>10}  {r.bytes:>10}" for r in rows]
+    out += [
+        f"{r.position:>6}  {name:<{width}}  {r.type:<8}  {r.bitcode_bytes:>10}  {r.bytes:>10}"
+        for r, name in zip(rows, names)
+    ]
     return "\n".join(out)

@@ -12,17 +12,18 @@ string out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from builder.report_provenance import provenance_line
-from builder.sizes import human_delta, human_size
+from builder.sizes import human_delta, human_size, visible
 
 if TYPE_CHECKING:
     from builder.compare import Comparison, GateResult, GroupDelta
     from builder.report import FunctionRow, Report
 
-__all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
+__all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown", "md_code", "md_text"]
 
 MARKER = "<!-- metallib-builder:size-comment -->"
 DEFAULT_LIMIT = 60_000
@@ -40,10 +41,36 @@ def _cap(text: str, cap: int) -> str:
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
+def md_code(text: str, cap: int | None = None) -> str:
+    """Untrusted text as inline code that cannot break out: control characters shown escaped
+    (``visible``, so no newline ends a table row), backticks (which would end the span) become
+    ``'`` and pipes are escaped for tables. Inside a code span GitHub renders HTML tags, links
+    and mentions as plain text."""
+    clean = visible(text)
+    if cap is not None:
+        clean = _cap(clean, cap)
+    return "`" + clean.replace("`", "'").replace("|", "\\|") + "`"
+
+
+_MARKDOWN_ACTIVE = re.compile(r"[<>`|\[\]@]")
+_MARKDOWN_QUOTED = {"<": "&lt;", ">": "&gt;", "@": "`@`"}
+
+
+def md_text(text: str) -> str:
+    """Untrusted text (a saved report's target or grouping, gate messages and notes naming it,
+    provenance) as plain markdown that stays plain: control characters shown escaped, no HTML
+    tag (``<`` ``>`` as entities), no code span, link or image (backticks and brackets
+    backslash-escaped), no table cell break (``\\|``), no mention (``@`` as code). Ordinary
+    text is returned unchanged."""
+    clean = visible(text)
+    if _MARKDOWN_ACTIVE.search(clean) is None:
+        return clean
+    return _MARKDOWN_ACTIVE.sub(lambda m: _MARKDOWN_QUOTED.get(m.group(), "\\" + m.group()), clean)
+
+
 def _code(name: str) -> str:
-    """A name as inline code that cannot break a table row (pipes, backticks, newlines)."""
-    clean = _cap(name, _NAME_CAP).replace("`", "'").replace("|", "\\|").replace("\n", " ")
-    return f"`{clean}`"
+    """A name as inline code, capped so one name cannot take a row's whole budget."""
+    return md_code(name, _NAME_CAP)
 
 
 def _pct(value: float | None) -> str:
@@ -87,7 +114,8 @@ def _headline(comparison: Comparison) -> str:
     pct = "" if comparison.percent is None else f" ({comparison.percent:+.2f}%)"
     return _cap(
         f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
-        f"{human_size(comparison.head_size)} (`{base.source.label}` → `{head.source.label}`), "
+        f"{human_size(comparison.head_size)} ({md_code(base.source.label)} → "
+        f"{md_code(head.source.label)}), "
         f"{base.function_count:,} → {head.function_count:,} functions.",
         _LINE_CAP * 2,
     )
@@ -164,17 +192,17 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
     needs less leaving its share to the ones after it."""
     base, head = comparison.base, comparison.head
     footer = _cap(
-        f"<sub>Grouped by {head.by} ({head.grouping}). Measured in base `{_origin(base)}` and "
-        f"head `{_origin(head)}`.</sub>",
+        f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
+        f"{md_code(_origin(base))} and head {md_code(_origin(head))}.</sub>",
         _LINE_CAP * 2,
     )
     out = _Budget(limit - _size(footer))
     out.add(_headline(comparison), "")
     for gate in gates:
         verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
-        out.fill([_cap(f"- {verdict}: {gate.message}", _LINE_CAP)], 0)
+        out.fill([_cap(f"- {verdict}: {md_text(gate.message)}", _LINE_CAP)], 0)
     for note in comparison.notes:
-        out.fill([_cap(f"- note: {note}", _LINE_CAP)], 0)
+        out.fill([_cap(f"- note: {md_text(note)}", _LINE_CAP)], 0)
     if gates or comparison.notes:
         out.add("")
     folded = _groups(comparison, top, out, cap=out.left // 2)
@@ -197,8 +225,8 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         sections.append((f"Other {head.by} groups: {len(folded):,}",
                          [f"| {head.by} | base | head | delta | delta % |",
                           "|---|---:|---:|---:|---:|"], folded))  # fmt: skip
-    produced = [_cap(f"- base: {provenance_line(base.provenance)}", _LINE_CAP),
-                _cap(f"- head: {provenance_line(head.provenance)}", _LINE_CAP)]  # fmt: skip
+    produced = [_cap(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
+                _cap(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
     sections.append(("What produced these libraries", [], produced))
     for index, section in enumerate(sections):
         _details(out, section, out.left // (len(sections) - index))
@@ -223,7 +251,7 @@ def comment_markdown(
     lines = list(head_lines)
     for comparison, gates in pairs:
         if len(pairs) > 1:
-            title = f"#### `{_cap(comparison.head.source.label, _NAME_CAP)}`"
+            title = f"#### {_code(comparison.head.source.label)}"
             lines += [title, ""]
             section = _section(comparison, gates, top, share - _size(title) - 1)
         else:

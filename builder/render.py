@@ -7,16 +7,16 @@ origin. ``rich`` is imported only by the table renderers, keeping ``--format jso
 
 from __future__ import annotations
 
-import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 # The PR-comment markdown has its own module (a length bound and sticky marker); re-exported here.
-from builder.pr_comment import compare_markdown
+from builder.pr_comment import compare_markdown, md_code, md_text
 from builder.report_provenance import provenance_line
-from builder.sizes import human_delta, human_size
+from builder.sizes import human_delta, human_size, visible
 
 if TYPE_CHECKING:
     from builder.compare import Comparison, GateResult
@@ -52,6 +52,39 @@ def _origin(report: Report) -> str:
     return where + (f" ({'; '.join(extra)})" if extra else "")
 
 
+def _rich(text: str) -> str:
+    """Untrusted text for a rich table or line: control characters shown escaped (``visible``)
+    and ``[`` escaped so a name is never read as rich markup (the consoles also have emoji codes
+    such as ``:x:`` turned off)."""
+    from rich.markup import escape
+
+    return escape(visible(text))
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_CSV_QUOTED = re.compile(r'[,"\r\n]')
+
+
+def _csv_text(text: str) -> str:
+    """A text cell a spreadsheet will not run: OWASP's rule, a leading ``'`` before a cell that
+    starts with ``=``, ``+``, ``-``, ``@``, tab or CR. Only for text columns: numbers (negative
+    deltas included) are written as they are."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _csv_line(cells: Sequence[str | int]) -> str:
+    """One CSV record (RFC 4180), ``\\n``-terminated: a cell holding a comma, quote, CR or LF is
+    quoted with its quotes doubled. Written here rather than with the csv module, whose writer
+    leaves a CR unquoted when rows end in ``\\n`` (a spreadsheet then starts a new row there)."""
+    out = []
+    for cell in cells:
+        text = str(cell)
+        if _CSV_QUOTED.search(text):
+            text = '"' + text.replace('"', '""') + '"'
+        out.append(text)
+    return ",".join(out) + "\n"
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
@@ -78,20 +111,21 @@ def report_json(reports: Sequence[Report]) -> str:
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     """One row per group (and the overhead), with the file each figure was measured in."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["file", "by", "group", "function_count", "bytes", "share"])
+    lines = [_csv_line(["file", "by", "group", "function_count", "bytes", "share"])]
     for report in reports:
         shown, rest_count, rest_bytes = top_rows(report, top)
-        path = report.source.path or ""
+        path = _csv_text(report.source.path or "")
+        by = _csv_text(report.by)
+        whole = report.file_size
         for name, count, size in shown:
-            writer.writerow([path, report.by, name, count, size, _share(size, report.file_size)])
+            lines.append(_csv_line([path, by, _csv_text(name), count, size, _share(size, whole)]))
         if rest_count:
-            writer.writerow([path, report.by, "[rest]", rest_count, rest_bytes,
-                             _share(rest_bytes, report.file_size)])  # fmt: skip
-        writer.writerow([path, report.by, OVERHEAD_LABEL, "", report.overhead_bytes,
-                         _share(report.overhead_bytes, report.file_size)])  # fmt: skip
-    return out.getvalue()
+            lines.append(
+                _csv_line([path, by, "[rest]", rest_count, rest_bytes, _share(rest_bytes, whole)])
+            )
+        overhead = report.overhead_bytes
+        lines.append(_csv_line([path, by, OVERHEAD_LABEL, "", overhead, _share(overhead, whole)]))
+    return "".join(lines)
 
 
 def _share(part: int, whole: int) -> str:
@@ -102,13 +136,14 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
     """A markdown table per library: group, functions, bytes, share, cumulative share."""
     parts = []
     for report in reports:
-        parts.append(f"### Size of `{report.source.label}`\n")
+        parts.append(f"### Size of {md_code(report.source.label)}\n")
         parts.append(
             f"{human_size(report.file_size)} ({report.file_size:,} bytes), "
-            f"{report.function_count:,} functions, format {report.format_version}; "
-            f"grouped by {report.by} ({report.grouping}). Measured in `{_origin(report)}`.\n"
+            f"{report.function_count:,} functions, format {md_text(report.format_version)}; "
+            f"grouped by {report.by} ({md_text(report.grouping)}). "
+            f"Measured in {md_code(_origin(report))}.\n"
         )
-        parts.append(f"<sub>{provenance_line(report.provenance)}</sub>\n")
+        parts.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
         parts.append("| group | functions | size | share | cumulative |")
         parts.append("|---|---:|---:|---:|---:|")
         cumulative = 0
@@ -116,7 +151,7 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
         for name, count, size in shown:
             cumulative += size
             parts.append(
-                f"| `{name}` | {count:,} | {human_size(size)} | {_pct(size, report.file_size)} "
+                f"| {md_code(name)} | {count:,} | {human_size(size)} | {_pct(size, report.file_size)} "
                 f"| {_pct(cumulative, report.file_size)} |"
             )
         if rest_count:
@@ -140,10 +175,11 @@ def _jit_markdown(report: Report) -> list[str]:
         return []
     lines = [
         "",
-        f"JIT families (source embedded in the host library, per `{report.source.manifest}`):",
+        (f"JIT families (source embedded in the host library, per "
+         f"{md_code(report.source.manifest or '')}):"),
         "",
     ]
-    lines += [f"- `{j.name}`: {human_size(j.embedded_bytes)}" for j in report.jit_families]
+    lines += [f"- {md_code(j.name)}: {human_size(j.embedded_bytes)}" for j in report.jit_families]
     return lines
 
 
@@ -156,15 +192,15 @@ def report_table(
     from rich.table import Table
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width)
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
     for report in reports:
         table = Table(
-            title=escape(
-                f"{report.source.label}: {human_size(report.file_size)}, "
+            title=_rich(report.source.label) + escape(
+                f": {human_size(report.file_size)}, "
                 f"{report.function_count:,} functions, by {report.by}"
             ),
-            caption=escape(f"measured in {_origin(report)}; grouping: {report.grouping}\n"
-                           f"{provenance_line(report.provenance)}"),
+            caption=(f"measured in {_rich(_origin(report))}; grouping: {_rich(report.grouping)}\n"
+                     f"{_rich(provenance_line(report.provenance))}"),
             title_justify="left",
             caption_justify="left",
         )
@@ -178,7 +214,7 @@ def report_table(
         shown, rest_count, rest_bytes = top_rows(report, top)
         for name, count, size in shown:
             cumulative += size
-            table.add_row(escape(name), f"{count:,}", human_size(size), f"{size:,}",
+            table.add_row(_rich(name), f"{count:,}", human_size(size), f"{size:,}",
                           _pct(size, report.file_size), _pct(cumulative, report.file_size))  # fmt: skip
         if rest_count:
             cumulative += rest_bytes
@@ -195,8 +231,8 @@ def report_table(
                       style="bold")  # fmt: skip
         console.print(table)
         for j in report.jit_families:
-            console.print(f"  JIT family {escape(j.name)}: {human_size(j.embedded_bytes)} embedded in the "
-                          f"host library (per {report.source.manifest})")  # fmt: skip
+            console.print(f"  JIT family {_rich(j.name)}: {human_size(j.embedded_bytes)} embedded in the "
+                          f"host library (per {_rich(report.source.manifest or '')})")  # fmt: skip
     return out.getvalue()
 
 
@@ -265,18 +301,17 @@ def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: 
 
 def compare_csv(comparison: Comparison) -> str:
     """One row per group: base, head, delta (bytes) and delta %."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["group", "base_function_count", "head_function_count", "base_bytes",
-                     "head_bytes", "delta_bytes", "delta_percent"])  # fmt: skip
+    lines = [_csv_line(["group", "base_function_count", "head_function_count", "base_bytes",
+                        "head_bytes", "delta_bytes", "delta_percent"])]  # fmt: skip
     for g in comparison.groups:
         pct = "" if g.percent is None else f"{g.percent:.4f}"
-        writer.writerow([g.name, g.base_count, g.head_count, g.base_bytes, g.head_bytes,
-                         g.delta, pct])  # fmt: skip
-    writer.writerow(["[total]", comparison.base.function_count, comparison.head.function_count,
-                     comparison.base_size, comparison.head_size, comparison.delta,
-                     "" if comparison.percent is None else f"{comparison.percent:.4f}"])  # fmt: skip
-    return out.getvalue()
+        lines.append(_csv_line([_csv_text(g.name), g.base_count, g.head_count, g.base_bytes,
+                                g.head_bytes, g.delta, pct]))  # fmt: skip
+    lines.append(_csv_line(["[total]", comparison.base.function_count,
+                            comparison.head.function_count, comparison.base_size,
+                            comparison.head_size, comparison.delta,
+                            "" if comparison.percent is None else f"{comparison.percent:.4f}"]))  # fmt: skip
+    return "".join(lines)
 
 
 def _compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], Any, Any]:
@@ -295,7 +330,7 @@ def _compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], A
 
 
 def _names(rows: Sequence[Any], limit: int) -> str:
-    return ", ".join(f"`{r.name}` ({human_size(r.bytes)})" for r in rows[:limit])
+    return ", ".join(f"{visible(r.name)} ({human_size(r.bytes)})" for r in rows[:limit])
 
 
 def compare_table(
@@ -312,16 +347,14 @@ def compare_table(
     from rich.table import Table
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width)
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
     base, head = comparison.base, comparison.head
     table = Table(
-        title=escape(
-            f"{base.source.label} → {head.source.label}: "
-            f"{human_delta(comparison.delta)} ({_pct_signed(comparison.percent)})"
-        ),
-        caption=escape(f"base: {_origin(base)}\nhead: {_origin(head)}\n"
-                       f"base {provenance_line(base.provenance)}\n"
-                       f"head {provenance_line(head.provenance)}"),
+        title=(f"{_rich(base.source.label)} → {_rich(head.source.label)}: "
+               f"{human_delta(comparison.delta)} ({_pct_signed(comparison.percent)})"),
+        caption=(f"base: {_rich(_origin(base))}\nhead: {_rich(_origin(head))}\n"
+                 f"base {_rich(provenance_line(base.provenance))}\n"
+                 f"head {_rich(provenance_line(head.provenance))}"),
         title_justify="left",
         caption_justify="left",
     )
@@ -335,7 +368,7 @@ def compare_table(
             if g.overhead or g is rest
             else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
         )
-        table.add_row(escape(g.name), f"{g.base_count:,}", f"{g.head_count:,}", human_size(g.base_bytes),
+        table.add_row(_rich(g.name), f"{g.base_count:,}", f"{g.head_count:,}", human_size(g.base_bytes),
                       human_size(g.head_bytes), human_delta(g.delta), _pct_signed(g.percent),
                       style=style)  # fmt: skip
     table.add_section()
@@ -346,10 +379,10 @@ def compare_table(
     for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
         total = sum(r.bytes for r in rows)
         console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
-                             + (f"; largest: {_names(rows, 5).replace('`', '')}" if rows else "")),
+                             + (f"; largest: {_names(rows, 5)}" if rows else "")),
                       highlight=False)  # fmt: skip
     for note in comparison.notes:
-        console.print(escape(f"note: {note}"), highlight=False)
+        console.print("note: " + _rich(note), highlight=False)
     for gate in gates:
-        console.print(escape(("PASS " if gate.passed else "FAIL ") + gate.message), highlight=False)
+        console.print(("PASS " if gate.passed else "FAIL ") + _rich(gate.message), highlight=False)
     return out.getvalue()

@@ -1,4 +1,5 @@
-"""Byte counts for people: parse ``10KB`` / ``2.5MiB`` / ``5%`` and print ``1.2 MB``.
+"""Byte counts and names for people: parse ``10KB`` / ``2.5MiB`` / ``5%``, print ``1.2 MB``, and
+show untrusted names (``visible``) without letting them drive the terminal.
 
 Gates are given on the command line in whatever unit is convenient, so parsing accepts both decimal
 (KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is bytes. Human
@@ -12,7 +13,7 @@ from typing import NamedTuple
 
 from builder.errors import UsageError
 
-__all__ = ["Limit", "human_delta", "human_size", "parse_limit", "parse_size"]
+__all__ = ["Limit", "human_delta", "human_size", "parse_limit", "parse_size", "visible"]
 
 _UNITS: dict[str, int] = {
     "": 1,
@@ -90,3 +91,38 @@ def human_delta(n: int) -> str:
     if n == 0:
         return "0 B"
     return ("+" if n > 0 else "") + human_size(n)
+
+
+# Characters a terminal or a text viewer acts on instead of showing: C0 controls (ESC starts
+# escape sequences, BEL rings, CR/LF fake new rows), DEL, C1 controls (U+009B is a one-byte CSI),
+# line/paragraph separators, and the invisible format characters used to disguise text (soft
+# hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM). The
+# backslash is escaped too, so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
+_UNSAFE = re.compile(
+    r"[\\\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+    r"\ufeff\ufff9-\ufffb]"
+)
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or invisible format character shown as an escape.
+
+    Names in a metallib, a saved report or a build manifest are untrusted bytes; every
+    human-facing output (tables, text, markdown) passes them through here so that ESC, BEL or a
+    newline in a name shows as ``\\x1b``, ``\\x07``, ``\\n`` instead of acting. Ordinary names are
+    returned unchanged (the same object). JSON output does not need this: its own escaping
+    already covers control characters.
+    """
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape_char, text)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.html.data import comparison_data, report_data
+from builder.sizes import visible
 
 if TYPE_CHECKING:
     from builder.compare import Comparison, GateResult
@@ -37,18 +39,24 @@ def _script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+_PLACEHOLDER = re.compile(r"\{\{TITLE\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\*/|\{\{DATA\}\}")
+
+
 def page(title: str, data: dict[str, Any]) -> str:
-    """The template with its stylesheet, script and data inlined."""
+    """The template with its stylesheet, script and data inlined.
+
+    One pass over the template: each placeholder is replaced where it stands in the template and
+    inserted text is never searched again, so a title (a target's name) or a function name that
+    spells ``{{DATA}}`` stays literal text. The title is HTML-escaped with control characters
+    shown (``visible``); the data is JSON that cannot close its script element.
+    """
     parts = {
-        "{{TITLE}}": html.escape(title),
+        "{{TITLE}}": html.escape(visible(title)),
         "/*{{STYLE}}*/": _asset("style.css"),
         "/*{{SCRIPT}}*/": _asset("treemap.js") + "\n" + _asset("app.js"),
         "{{DATA}}": _script_json(data),
     }
-    text = _asset("page.html")
-    for key, value in parts.items():  # data last, so nothing inside it is substituted
-        text = text.replace(key, value)
-    return text
+    return _PLACEHOLDER.sub(lambda match: parts[match.group()], _asset("page.html"))
 
 
 def report_html(reports: Sequence[Report]) -> str:
