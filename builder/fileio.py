@@ -46,11 +46,19 @@ def _cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
     return error
 
 
+def _mkdirs(folder: Path) -> None:
+    """``mkdir -p``; a file in the way is ENOTDIR, as for any path through a file."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)) from exc
+
+
 def make_dirs(path: PathArg) -> Path:
     """Create folder ``path`` and its parents unless it exists; ``OutputError`` if that fails."""
     folder = Path(path)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        _mkdirs(folder)
     except OSError as exc:
         raise _cannot("create folder", folder, exc) from exc
     return folder
@@ -97,7 +105,7 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
         raise _cannot("write", path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
-            yield handle  # type: ignore[misc]
+            yield handle
             handle.flush()
             if existing is not None:
                 _keep_owner(fd, existing)
@@ -161,6 +169,9 @@ def write_if_changed(path: PathArg, data: bytes | str) -> bool:
             return False  # (a FIFO is not read: that would wait for a writer)
     except OSError:
         pass
-    make_dirs(Path(os.path.realpath(path)).parent)
+    try:
+        _mkdirs(Path(os.path.realpath(path)).parent)
+    except OSError as exc:
+        raise _cannot("write", path, exc) from exc
     write_atomic(path, raw)
     return True

@@ -252,7 +252,9 @@ def slim_file(
                     f"match its HASH tag: {describe_mismatches(bad)}; {output} not written "
                     "(--allow-hash-mismatch copies them anyway)"
                 )
-        kept = tuple(names) if len(indices) == len(names) else tuple(map(names.__getitem__, indices))
+        kept = (
+            tuple(names) if len(indices) == len(names) else tuple(map(names.__getitem__, indices))
+        )
         before = lib.file_size
     return SlimResult(
         os.fspath(source), os.fspath(output), len(names), len(indices), before, lay.file_size,

@@ -316,7 +316,9 @@ def check_written(out: BinaryIO, lay: Layout, path: str | os.PathLike[str]) -> N
     info = os.fstat(out.fileno())
     written = info.st_size if stat.S_ISREG(info.st_mode) else lay.file_size  # a device: unknown
     if written != lay.file_size:
-        raise MetallibError(f"{os.fspath(path)}: wrote {written} bytes, layout says {lay.file_size}")
+        raise MetallibError(
+            f"{os.fspath(path)}: wrote {written} bytes, layout says {lay.file_size}"
+        )
 
 
 def write_library(parts: LibraryParts, path: str | os.PathLike[str]) -> Layout:
