@@ -21,7 +21,7 @@ from builder.metallib.structs import MIN_ENTRY_SIZE, read_u32
 if TYPE_CHECKING:
     from builder.metallib.reader import Metallib
 
-__all__ = ["FunctionColumns", "FunctionTable", "TableColumns", "native_columns", "parse_function_list"]
+__all__ = ["BadName", "FunctionColumns", "FunctionTable", "TableColumns", "native_columns", "parse_function_list"]
 
 
 class TableColumns(NamedTuple):
@@ -88,15 +88,32 @@ def native_columns(lib: Metallib, listed: tuple[memoryview, int, int] | None = N
     return TableColumns(*found) if found is not None else None
 
 
+class BadName(NamedTuple):
+    """A function name that is not valid UTF-8 or holds a NUL before its terminator: ``verify``
+    reports it; the other users of the table refuse the library (``Metallib._table``)."""
+
+    function: int
+    """The function's index in the list."""
+    offset: int
+    """Absolute offset of the name's first bad byte."""
+    message: str
+
+
 def parse_function_list(lib: Metallib) -> FunctionTable:
-    """Parse and check every entry of ``lib``'s function list and the spans it points at."""
+    """Parse and check every entry of ``lib``'s function list and the spans it points at.
+
+    Bad names are collected, not raised (see ``BadName``); every other inconsistency raises
+    ``MetallibFormatError``. The native parser declines any list with a bad name.
+    """
     listed = list_buffer(lib)
     columns = native_columns(lib, listed)
+    bad: list[BadName] = []
     if columns is None:
-        from builder.metallib.list_walk import python_columns  # the fallback: imported when needed
+        from builder.metallib.list_walk import bad_names, python_columns  # the fallback
 
         columns = python_columns(lib, *listed)
-    return FunctionTable(columns, listed[:2])
+        bad = bad_names(listed[0], listed[1], columns)
+    return FunctionTable(columns, listed[:2], bad)
 
 
 class FunctionColumns(NamedTuple):
@@ -116,9 +133,13 @@ class FunctionColumns(NamedTuple):
 class FunctionTable:
     """The checked parse of a function list; ``FunctionEntry`` objects are built on demand."""
 
-    def __init__(self, columns: TableColumns, function_list: tuple[memoryview, int]) -> None:
+    def __init__(
+        self, columns: TableColumns, function_list: tuple[memoryview, int], bad_names: list[BadName] | None = None
+    ) -> None:
         self.cols = columns
         self.function_list = function_list
+        self.bad_names: list[BadName] = bad_names or []
+        """Names that are not valid UTF-8 or hold a NUL, with the offset of the first bad byte."""
 
     def functions(self) -> list[FunctionEntry]:
         make = FunctionEntry

@@ -16,13 +16,13 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
-from builder.metallib.structs import MIN_ENTRY_SIZE, U32, Span, walk_tags
+from builder.metallib.structs import MIN_ENTRY_SIZE, U32, Span, show_code, tag_start, walk_tags
 
 if TYPE_CHECKING:
-    from builder.metallib.function_list import TableColumns
+    from builder.metallib.function_list import BadName, TableColumns
     from builder.metallib.reader import Metallib
 
-__all__ = ["python_columns"]
+__all__ = ["bad_names", "python_columns"]
 
 _NAME_HEAD = struct.Struct("<4sH")
 # Fixed-width tags: code -> (payload length, struct format of the payload, values it yields).
@@ -50,6 +50,7 @@ def _decode_tags(
     type_: int | None = None
     mdsz = rflt = version = offt_at = rflt_at = hash_at = offsets = None
     name: str | None = None
+    _refuse_repeated_tags(tags, base, index)
     for code, at, length in tags:
         want = _FIXED_LENGTHS.get(code)
         if want is not None and length != want:
@@ -78,6 +79,22 @@ def _decode_tags(
     return (  # type: ignore[misc]
         name, type_, base + entry_at, size, hash_at, *offsets, mdsz, rflt, version, offt_at, rflt_at,
     )  # fmt: skip
+
+
+def _refuse_repeated_tags(tags: list[tuple[bytes, int, int]], base: int, index: int) -> None:
+    """An entry holds each tag at most once: with two RFLT (say) a reader and a writer could each
+    take a different one, so the entry is ambiguous and refused at the second tag's offset."""
+    if len(tags) < 2 or len({code for code, _, _ in tags}) == len(tags):
+        return
+    first: dict[bytes, int] = {}
+    for code, at, _ in tags:
+        start = tag_start(code, at)
+        if code in first:
+            raise MetallibFormatError(
+                base + start,
+                f"function {index}: second {show_code(code)} tag in one entry (the first is at {base + first[code]})",
+            )
+        first[code] = start
 
 
 class _Shape:
@@ -247,6 +264,43 @@ def _parse_entries(buf: bytes, start: int, count: int) -> EntryColumns:
     if not rows:
         return EntryColumns(*([] for _ in EntryColumns._fields))
     return EntryColumns(*map(list, zip(*rows)))
+
+
+def bad_names(buf: bytes | memoryview, start: int, columns: TableColumns) -> list[BadName]:
+    """The entries whose NAME is not valid UTF-8 or holds a NUL before its terminator.
+
+    The walk decodes names with replacement (fast), so only a name showing U+FFFD or NUL is looked
+    at again, in its raw bytes. Each bad name is replaced in ``columns.names`` by an escaped form
+    (``\\xff``, ``\\x00``) that tells different byte strings apart; the offset is its first bad byte.
+    """
+    from builder.metallib.function_list import BadName
+
+    names = columns.names
+    joined = "".join(names)
+    if "\ufffd" not in joined and "\0" not in joined:
+        return []
+    found = []
+    for index, name in enumerate(names):
+        if "\ufffd" not in name and "\0" not in name:
+            continue
+        at = columns.entry_offsets[index] - start
+        tags, _ = walk_tags(buf, at + 4, at + columns.entry_sizes[index], f"function {index} entry", start)
+        payload, length = next((p, n) for code, p, n in tags if code == b"NAME")
+        raw = bytes(buf[payload : payload + length - 1])
+        shown = raw.decode("utf-8", "backslashreplace").replace("\0", "\\x00")
+        problem: tuple[int, str] | None = None
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = (exc.start, f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x})")
+        nul = raw.find(b"\0")
+        if nul >= 0 and (problem is None or nul < problem[0]):
+            seen_by_c = raw[:nul].decode("utf-8", "backslashreplace")
+            problem = (nul, f"holds a NUL byte before its end (C code reads it as '{seen_by_c}')")
+        if problem is not None:
+            names[index] = shown
+            found.append(BadName(index, start + payload + problem[0], f"function {index}: name '{shown}' {problem[1]}"))
+    return found
 
 
 def _module_spans(c: EntryColumns, bitcode: Span) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ from types import ModuleType
 
 __all__ = ["ABI", "has_native_sha256", "native_module", "status"]
 
-ABI = 6
+ABI = 7
 """Result layout this package expects; an extension built from another version is not used."""
 
 

@@ -5,6 +5,10 @@ first use of ``functions``; module bytes, metadata chunks and reflection chunks 
 slices of the map, so nothing is copied. Every structural inconsistency raises
 ``MetallibFormatError`` with the byte offset where it was found, and no allocation is ever sized
 from a count read out of the file without first checking the count against the bytes available.
+A tag twice in an entry or in the header extension is such an inconsistency; a function name
+that is not valid UTF-8 or holds a NUL is refused by ``functions``/``columns`` and reported by
+``verify``; bytes that belong to no section are accepted (``regions`` names them ``gap``) and
+reported by ``verify``. Why each: docs/metallib-format.md, "Strictness".
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from builder.metallib.structs import (
     U64,
     Span,
     show_code,
+    tag_start,
     walk_tags,
 )
 
@@ -98,7 +103,7 @@ class Metallib:
     def close(self) -> None:
         """Release the memory map (deferred to the last live slice, if any)."""
         self.__dict__.pop("functions", None)
-        self.__dict__.pop("_table", None)
+        self.__dict__.pop("_parsed", None)
         try:
             self.data.release()
             if isinstance(self._buffer, mmap.mmap):
@@ -170,6 +175,14 @@ class Metallib:
     def _parse_extension(self) -> tuple[list[ExtensionTag], Span]:
         start = self.header.function_list.offset + 4 + self.header.function_list.size
         tags, end = walk_tags(self.data, start, self.file_size, "header extension")
+        seen: dict[bytes, int] = {}
+        for code, at, _ in tags:  # one tag of each kind: a reader and a writer could take different ones
+            if code in seen:
+                raise MetallibFormatError(
+                    tag_start(code, at),
+                    f"header extension: second {show_code(code)} tag (the first is at {seen[code]})",
+                )
+            seen[code] = tag_start(code, at)
         return [ExtensionTag(code, at, length) for code, at, length in tags], Span(start, end - start)
 
     def extension_tag(self, code: bytes) -> ExtensionTag | None:
@@ -234,8 +247,22 @@ class Metallib:
 
     # -- functions ------------------------------------------------------------------------------
     @cached_property
-    def _table(self) -> FunctionTable:
+    def _parsed(self) -> FunctionTable:
+        """The checked function list, bad names collected rather than raised (``verify`` reports
+        them; everything else goes through ``_table``)."""
         return parse_function_list(self)
+
+    @property
+    def _table(self) -> FunctionTable:
+        """The checked function list; a name that is not valid UTF-8 or holds a NUL is refused
+        here, so no command lists, reports or slims functions by a name it cannot show exactly."""
+        table = self._parsed
+        if table.bad_names:
+            first = table.bad_names[0]
+            more = len(table.bad_names) - 1
+            tail = f" ({more} more bad names; 'verify' lists them)" if more else ""
+            raise MetallibFormatError(first.offset, first.message + tail, self.path)
+        return table
 
     @cached_property
     def functions(self) -> list[FunctionEntry]:

@@ -20,6 +20,8 @@ __all__ = [
     "OFFSET_TAGS",
     "Span",
     "read_u32",
+    "show_code",
+    "tag_start",
     "walk_tags",
 ]
 
@@ -109,6 +111,11 @@ def _walk_tags(
             )
         tags.append((code, payload, length))
         pos = payload + length
+
+
+def tag_start(code: bytes, payload: int) -> int:
+    """Where a tag begins (its 4-byte code), from the payload offset ``walk_tags`` returns."""
+    return payload - (8 if code in WIDE_TAGS else 6)
 
 
 def show_code(code: bytes) -> str:

@@ -134,6 +134,9 @@ def _with_tags(edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, byt
         pytest.param(lambda: _with_tags(lambda t: [(b"TYPE", b"") if x[0] == b"TYPE" else x for x in t]),
                      id="empty-TYPE"),
         pytest.param(lambda: new_library([new_function("k", b"BC\xc0\xde", reflection=bytes(16))]), id="one"),
+        pytest.param(lambda: new_library([new_function(n, b"BC\xc0\xde", reflection=bytes(16))
+                                          for n in ("noyau_\u00e9", "\u6838", "k\ufffd")]), id="utf8-names"),
+        pytest.param(lambda: _with_tags(lambda t: [*t, (b"ZZZ1", b"a"), (b"ZZZ2", b"b")]), id="two-unknown-tags"),
     ],
 )  # fmt: skip
 def test_parsers_agree_on_valid_shapes(parts: Callable[[], LibraryParts]) -> None:
@@ -146,19 +149,67 @@ def test_parsers_agree_on_valid_shapes(parts: Callable[[], LibraryParts]) -> Non
 @pytest.mark.parametrize(
     "edit",
     [
-        pytest.param(lambda t: [*t, (b"NAME", b"again\0")], id="second-NAME"),
-        pytest.param(lambda t: [*t, (b"HASH", bytes(32))], id="second-HASH"),
         pytest.param(lambda t: [(b"TYPE", b"\x02\x00") if x[0] == b"TYPE" else x for x in t], id="long-TYPE"),
     ],
 )
 def test_native_parser_declines_what_only_python_takes(
     edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]],
 ) -> None:
-    """Lists the Python walk accepts by its general rules (last tag wins) but that are not plain."""
+    """Lists the Python walk accepts by its general rules but that are not plain."""
     found, expected = _both(library_bytes(_with_tags(edit)))
     assert isinstance(expected, TableColumns)
     if found is not None:
         assert found == expected
+
+
+def _repeat(code: bytes, payload: bytes) -> Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]:
+    return lambda t: [*t, (code, payload)] if any(x[0] == code for x in t) else [*t, (code, payload), (code, payload)]
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("edit", "code"),
+    [
+        pytest.param(_repeat(b"NAME", b"again\0"), b"NAME", id="second-NAME"),
+        pytest.param(_repeat(b"HASH", bytes(32)), b"HASH", id="second-HASH"),
+        pytest.param(_repeat(b"RFLT", bytes(8)), b"RFLT", id="second-RFLT"),
+        pytest.param(_repeat(b"TYPE", b"\x02"), b"TYPE", id="second-TYPE"),
+        pytest.param(_repeat(b"ZZZZ", b"kept"), b"ZZZZ", id="unknown-tag-twice"),
+        pytest.param(_repeat(b"SARC", b"wide"), b"SARC", id="wide-tag-twice"),
+    ],
+)
+def test_a_repeated_tag_is_declined_by_native_and_refused_by_python(
+    edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]], code: bytes
+) -> None:
+    """A tag twice in one entry: the C parser declines, the Python walk raises at the second tag
+    (the last one in these entries: 4 + payload bytes before the closing ENDT)."""
+    data = library_bytes(_with_tags(edit))
+    found, expected = _both(data)
+    assert found is None
+    assert isinstance(expected, MetallibFormatError)
+    entry = struct.unpack_from("<Q", data, 24)[0] + 4
+    size = struct.unpack_from("<I", data, entry)[0]
+    second = data.rfind(code, entry, entry + size)
+    assert expected.offset == second and f"second {code.decode()} tag" in expected.message
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [(b"k\xff\0", 1), (b"ab\0c\0", 2), (b"\xed\xa0\x80\0", 0), (b"k\xe6\xa0\0", 1)],
+    ids=["invalid-byte", "inner-NUL", "surrogate", "truncated-sequence"],
+)
+def test_a_bad_name_is_declined_by_native_and_collected_by_python(name: bytes, bad: int) -> None:
+    from builder.metallib.list_walk import bad_names
+
+    data = library_bytes(_with_tags(lambda t: [(b"NAME", name) if x[0] == b"NAME" else x for x in t]))
+    found, expected = _both(data)
+    assert found is None
+    assert isinstance(expected, TableColumns)
+    lib = Metallib.from_bytes(data)
+    buf, start, _ = list_buffer(lib)
+    names_at = [at + 6 for at in range(len(data)) if data[at : at + 4] == b"NAME" and data[at + 6 : at + 6 + len(name)] == name]
+    assert [(b.function, b.offset) for b in bad_names(buf, start, expected)] == [(i, at + bad) for i, at in enumerate(names_at)]
 
 
 @needs_native

@@ -9,9 +9,11 @@
  *
  * Accepted: each entry is a u32 size, then tags up to an ENDT that ends exactly at the entry's
  * end; tags have a u16 length (u32 for RBUF, SARC, SBUF) and payloads inside the entry; NAME
- * (NUL-terminated), HASH (32 bytes) and OFFT (24 bytes) present; TYPE, VERS (8), MDSZ (8) and
- * RFLT (8) optional; no known tag twice; unknown tags skipped (they stay in the entry bytes); the
- * entries fill the list exactly. Names are decoded as UTF-8 with replacement, as in Python. The
+ * (NUL-terminated, no NUL before the end, valid UTF-8), HASH (32 bytes) and OFFT (24 bytes)
+ * present; TYPE, VERS (8), MDSZ (8) and RFLT (8) optional; no tag twice, known or not (Python
+ * refuses a repeated tag, _refuse_repeated_tags); at most MAX_UNKNOWN unknown tags, skipped (they
+ * stay in the entry bytes); the entries fill the list exactly. A name that is not valid UTF-8 or
+ * holds a NUL is declined too: the Python walk collects it for verify (list_walk.bad_names). The
  * span rules are those of list_walk.py (_chunk_spans, _module_spans, _reflection_spans).
  */
 #include "native.h"
@@ -34,6 +36,9 @@ typedef struct {
     int type; /* -1: no TYPE tag (or an empty one) */
 } Entry;
 
+/* Unknown tags remembered per entry to refuse a repeat; an entry with more is declined. */
+#define MAX_UNKNOWN 8
+
 /* Walk the tags of the entry at [start, end); 0 when it is not in the accepted shape. */
 static int walk_entry(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end, Entry *e)
 {
@@ -41,7 +46,8 @@ static int walk_entry(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end
     e->name_at = e->hash_at = e->offt_at = e->rflt_at = e->vers_at = e->mdsz_at = -1;
     e->name_len = 0;
     e->type = -1;
-    int seen_type = 0;
+    int seen_type = 0, unknown_count = 0;
+    const unsigned char *unknown[MAX_UNKNOWN];
     for (;;) {
         if (pos + 4 > end)
             return 0;
@@ -65,7 +71,8 @@ static int walk_entry(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end
         Py_ssize_t *slot = NULL;
         Py_ssize_t want = -1;
         if (code_is(code, "NAME")) {
-            if (e->name_at >= 0 || length == 0 || buf[payload + length - 1] != 0)
+            if (e->name_at >= 0 || length == 0 || buf[payload + length - 1] != 0 ||
+                memchr(buf + payload, 0, length - 1) != NULL)
                 return 0;
             e->name_at = payload;
             e->name_len = length - 1;
@@ -84,6 +91,14 @@ static int walk_entry(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end
             slot = &e->mdsz_at, want = 8;
         } else if (code_is(code, "RFLT")) {
             slot = &e->rflt_at, want = 8;
+        } else {
+            for (int k = 0; k < unknown_count; k++) {
+                if (memcmp(unknown[k], code, 4) == 0)
+                    return 0;
+            }
+            if (unknown_count == MAX_UNKNOWN)
+                return 0;
+            unknown[unknown_count++] = code;
         }
         if (slot != NULL) {
             if (*slot >= 0 || length != want)
@@ -172,7 +187,8 @@ static PyObject *offset_or_none(int present, uint64_t base, uint64_t value)
     return PyLong_FromUnsignedLongLong(base + value);
 }
 
-/* Fill every column; 0 with an exception set when Python runs out of memory. */
+/* Fill every column; 1 done, -1 declined (a name is not valid UTF-8), 0 with an exception set
+ * when Python runs out of memory. */
 static int fill_columns(PyObject **cols, const unsigned char *buf, Py_ssize_t base, Py_ssize_t count,
                         const Entry *entries, const Py_ssize_t *positions, const Py_ssize_t *sizes,
                         const Offsets *o, uint64_t *const spans[4], const Section sections[4])
@@ -181,7 +197,14 @@ static int fill_columns(PyObject **cols, const unsigned char *buf, Py_ssize_t ba
     for (Py_ssize_t i = 0; i < count; i++) {
         const Entry *e = &entries[i];
         PyObject *v[COLUMNS];
-        v[COL_NAME] = PyUnicode_DecodeUTF8((const char *)buf + e->name_at, e->name_len, "replace");
+        v[COL_NAME] = PyUnicode_DecodeUTF8((const char *)buf + e->name_at, e->name_len, NULL);
+        if (v[COL_NAME] == NULL) {
+            int declined = PyErr_ExceptionMatches(PyExc_UnicodeDecodeError);
+            if (declined)
+                PyErr_Clear();
+            Py_XDECREF(last_version);
+            return declined ? -1 : 0;
+        }
         v[COL_TYPE] = e->type >= 0 ? PyLong_FromLong(e->type) : Py_NewRef(Py_None);
         v[COL_ENTRY_OFFSET] = PyLong_FromSsize_t(base + positions[i]);
         v[COL_ENTRY_SIZE] = PyLong_FromSsize_t(sizes[i]);
@@ -311,7 +334,10 @@ PyObject *parse_function_list(PyObject *module, PyObject *args)
         if (cols[c] == NULL)
             goto done;
     }
-    if (!fill_columns(cols, buf, base, count, entries, positions, sizes, &o, spans, sections))
+    int filled = fill_columns(cols, buf, base, count, entries, positions, sizes, &o, spans, sections);
+    if (filled < 0)
+        goto fallback;
+    if (filled == 0)
         goto done;
     result = PyTuple_New(COLUMNS);
     if (result != NULL) {

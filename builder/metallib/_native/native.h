@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Bumped whenever a result layout changes; builder/metallib/native.py checks it. */
-#define NATIVE_ABI 6
+#define NATIVE_ABI 7
 
 static inline uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
