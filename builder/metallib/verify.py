@@ -2,8 +2,9 @@
 
 The reader already guarantees that every region and span is in bounds and that nothing overlaps;
 ``verify`` goes further and reads every byte of every function. Problems found here are per
-function (a hash mismatch, a malformed chunk) and are reported, not raised, so the CLI can name
-every bad function at once.
+function (a hash mismatch, a malformed chunk, a name that is not valid UTF-8 or holds a NUL) or
+per container (bytes that belong to no section or no function), and are reported, not raised, so
+the CLI can name every problem at once.
 """
 
 from __future__ import annotations
@@ -75,9 +76,12 @@ def verify(
     tests), beside a quick screen of every function's wrapper and chunks. Only functions that fail
     the screen get the detailed checks, which say what is wrong.
     """
-    table = lib._table
+    table = lib._parsed  # bad names are reported here, not raised
     c = table.cols
     report = VerifyReport(lib.file_size, lib.header.format_version_text, len(c.names))
+    for bad in table.bad_names:
+        report.problems.append(Problem(c.names[bad.function], bad.offset, bad.message))
+    _check_tiling(lib, report)
     digests, suspects = hash_spans(
         lib.data, c.module_offsets, c.module_sizes, lambda: _suspects(lib), mode=parallel, progress=progress
     )
@@ -106,6 +110,70 @@ def verify(
     return report
 
 
+def _check_tiling(lib: Metallib, report: VerifyReport) -> None:
+    """Every byte belongs to a section, and inside the function sections to a function.
+
+    Apple's files tile exactly: no gap between sections, nothing after the last, no alignment
+    gaps (padding lives inside modules and reflection chunks), metadata chunks and modules back
+    to back from their section's start, the first reflection chunk right after the list's count.
+    The reader accepts other layouts (``list`` and ``report`` count stray bytes as overhead, a
+    rewrite drops them); ``verify`` names the first stray byte of each run.
+    """
+    sections = lib.sections()
+    for index, region in enumerate(lib.regions()):
+        if region.name == "gap":
+            before = [s.name for s in sections if s.size and s.end <= region.offset]
+            where = f"after the {before[-1]}" if before else "at the start of the file"
+            last = region.end == lib.file_size
+            kind = "trailing bytes" if last else "gap"
+            report.problems.append(
+                Problem(None, region.offset, f"{kind}: {region.size} bytes {where} belong to no section")
+            )
+    c = lib._parsed.cols
+    h = lib.header
+    for what, section, offsets, sizes in (
+        ("public metadata", h.public_metadata, c.public_offsets, c.public_sizes),
+        ("private metadata", h.private_metadata, c.private_offsets, c.private_sizes),
+        ("bitcode", h.bitcode, c.module_offsets, c.module_sizes),
+    ):
+        _check_filled(what, section.offset, section.end, offsets, sizes, report)
+    rlst = lib.reflection_list
+    if rlst is not None and rlst.size >= 4:
+        chunks, chunk_sizes = c.reflection_offsets, c.reflection_sizes
+        if None in chunks:  # functions without a chunk own no bytes of the list
+            chunk_sizes = [n for at, n in zip(chunks, chunk_sizes) if at is not None]
+            chunks = [at for at in chunks if at is not None]
+        _check_filled("reflection list", rlst.offset + 4, rlst.end, chunks, chunk_sizes, report)  # type: ignore[arg-type]
+    hdyn = lib.dynamic_header
+    if hdyn is not None:
+        try:
+            _, end = walk_tags(lib.data, hdyn.offset, hdyn.end, "dynamic header")
+        except MetallibFormatError as exc:
+            report.problems.append(Problem(None, exc.offset, exc.message))
+        else:
+            if end != hdyn.end:
+                report.problems.append(
+                    Problem(None, end, f"dynamic header: {hdyn.end - end} bytes after its ENDT belong to no tag")
+                )
+
+
+def _check_filled(
+    what: str, start: int, end: int, offsets: list[int], sizes: list[int], report: VerifyReport
+) -> None:
+    """The pieces (in order, not overlapping: the reader checked) cover ``[start, end)``."""
+    if sum(sizes) == end - start and (not offsets or offsets[0] == start):
+        return
+    cursor = start
+    for at, size in zip(offsets, sizes):
+        if at > cursor:
+            break
+        cursor = at + size
+    stop = next((at for at in offsets if at > cursor), end)
+    report.problems.append(
+        Problem(None, cursor, f"{what}: {stop - cursor} bytes at {cursor} belong to no function")
+    )
+
+
 _ZEROS = [memoryview(bytes(n)) for n in range(16)]
 _ENDT = memoryview(b"ENDT")
 
@@ -117,7 +185,7 @@ def _suspects(lib: Metallib) -> list[int]:
     reflection chunk) in one tight loop (in C when the extension is built: ``_native/screen.c``); everything else gets the detailed checks below, which
     say what is wrong. Same verdicts, a fraction of the time.
     """
-    c = lib._table.cols
+    c = lib._parsed.cols
     data = lib.data
     native = native_module()
     if native is not None:
