@@ -168,7 +168,7 @@ class _ModuleHashes:
         pick = (lambda column: column) if every else (lambda column: [column[i] for i in indices])
         self._lib, self._names = lib, pick(cols.names)
         self._offsets, self._sizes = pick(cols.module_offsets), pick(cols.module_sizes)
-        self._hash_at = list(map(operator.add, pick(cols.entry_offsets), pick(cols.hash_rel)))
+        self._tags = (pick(cols.entry_offsets), pick(cols.hash_rel))  # where each HASH tag lies
         self._digests: bytes | BaseException = b""
         self._thread = threading.Thread(target=self._run, name="slim-hash", daemon=True)
         self._thread.start()
@@ -185,8 +185,8 @@ class _ModuleHashes:
         self._thread.join()
 
     def mismatches(self) -> list[HashMismatch]:
-        data = self._lib.data
-        stored = b"".join([data[at : at + 32] for at in self._hash_at])
+        data = self._lib.data  # the stored digests are gathered while the thread still hashes
+        stored = b"".join([data[at : at + 32] for at in map(operator.add, *self._tags)])
         self.join()
         digests = self._digests
         if isinstance(digests, BaseException):
