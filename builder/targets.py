@@ -167,14 +167,17 @@ def resolve_target(
         )
     chosen = platform or wheels.DEFAULT_PLATFORM
     if progress is None:
-        wheel = wheels.download_wheel(spec[0], spec[1], chosen)
+        wheel, paths = wheels.fetch_metallibs(spec[0], spec[1], chosen)
     else:
         progress(f"{text}: macOS wheel for {chosen} (cache: {wheels.cache_dir() / 'wheels'})")
         # pip shows its own download progress bar; it writes to stdout, which belongs to the
-        # report, so its output is sent to stderr for the duration of the download.
+        # report, so its output is sent to stderr for the duration of the download (and of the
+        # one repeat download a corrupt cached wheel gets).
         with _stdout_to_stderr():
-            wheel = wheels.download_wheel(spec[0], spec[1], chosen, quiet=False)
-    return _from_wheel(text, wheel, wheels.extract_metallibs(wheel), kind="spec")
+            wheel, paths = wheels.fetch_metallibs(
+                spec[0], spec[1], chosen, quiet=False, notice=progress
+            )
+    return _from_wheel(text, wheel, paths, kind="spec")
 
 
 @contextmanager
@@ -210,7 +213,8 @@ def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") 
 
 
 def _common_root(paths: list[Path]) -> Path:
-    # Members are named relative to the wheel's extraction folder (cache/metallibs/<wheel stem>).
+    # Members are named relative to the wheel's extraction folder
+    # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.wheel_cache).
     first = paths[0]
     for parent in first.parents:
         if parent.parent.name == "metallibs":
@@ -244,7 +248,7 @@ def load_reports(
 
 def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = None) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
-    from builder.report import JitFamily, Source, build_report, regroup, report_from_dict
+    from builder.report import Source, build_report, regroup, report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
@@ -260,11 +264,7 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         manifest=manifest.path if manifest else None,
         member=lib.member,
     )
-    jit = (
-        [JitFamily(f.name, f.embedded_bytes) for f in manifest.families if f.mode == "jit"]
-        if manifest
-        else []
-    )
+    jit, host = _jit_families(manifest)
     families = manifest.family_of() if manifest else None  # exact: wins over --rules
     sources = manifest.source_of() if manifest else None
     from builder.report_provenance import build_provenance
@@ -274,7 +274,8 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         from builder.attribution import Attribution
 
         return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
-                            jit_families=jit, provenance=build_provenance(None, build))  # fmt: skip
+                            jit_families=jit, host_library=host,
+                            provenance=build_provenance(None, build))  # fmt: skip
     from builder.attribution import attribute
     from builder.metallib import open_metallib
     from builder.metallib.provenance import library_provenance
@@ -284,5 +285,19 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         provenance = build_provenance(library_provenance(metallib), build)
     return build_report(
         attribution, source, by=by, rules=rules, families=families, sources=sources,
-        jit_families=jit, provenance=provenance,
+        jit_families=jit, host_library=host, provenance=provenance,
     )  # fmt: skip
+
+
+def _jit_families(manifest: BuildManifest | None) -> tuple[list[Any], Any]:
+    """A build's JIT families, measured in the host library its manifest names (if it exists)."""
+    from builder.jit_sizes import JitFamily, measure_host
+
+    if manifest is None:
+        return [], None
+    families = [(f.name, f.embedded_bytes, len(f.host_names))
+                for f in manifest.families if f.mode == "jit"]  # fmt: skip
+    host = manifest.build.get("host_library")
+    if not families or not isinstance(host, str):
+        return [JitFamily(*f) for f in families], None
+    return measure_host(Path(manifest.path).parent / host, families)

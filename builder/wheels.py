@@ -2,8 +2,14 @@
 
 Real metallibs come only from Apple's compiler, and the easiest place to get them on Linux is a
 macOS wheel such as ``mlx-metal``. Downloads go through ``pip download`` into a cache outside any
-project tree (``$METALLIB_BUILDER_CACHE`` or ``$XDG_CACHE_HOME/metallib-builder``); extracted
-metallibs are cached beside the wheel so repeated runs cost nothing.
+project tree (layout and temp-file cleanup: ``builder.wheel_cache``).
+
+A wheel is untrusted input: member names are checked before anything is written (relative,
+normalised, no ``..``, landing inside the wheel's folder), nothing is extracted unless the
+declared sizes fit the cache's free space, no member is written past its declared size, and each
+CRC is checked while copying. ``pip download`` verifies the index's ``#sha256=`` fragment for a
+pinned ``NAME==VERSION``; a cached wheel that is still unreadable (truncated, bit rot) is deleted
+and downloaded once more. Wheels the user names are only read, never deleted.
 """
 
 from __future__ import annotations
@@ -15,38 +21,54 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from pathlib import Path
+import zlib
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from builder.errors import UsageError
+from builder.wheel_cache import (
+    CHUNK,
+    STALE_AFTER_S,
+    CacheWriteError,
+    CorruptWheelError,
+    DownloadError,
+    UnsafeWheelError,
+    WheelError,
+    cache_dir,
+    make_dir,
+    prepare_cache,
+    record_path,
+    sweep_stale,
+    unlink_quietly,
+    wheel_digest,
+    write_error,
+)
 
 __all__ = [
     "DEFAULT_PLATFORM",
+    "STALE_AFTER_S",
+    "CacheWriteError",
+    "CorruptWheelError",
     "DownloadError",
+    "UnsafeWheelError",
+    "WheelError",
     "cache_dir",
     "download_wheel",
     "extract_metallibs",
+    "fetch_metallibs",
     "metallibs_from_spec",
     "parse_spec",
+    "sweep_stale",
 ]
 
 DEFAULT_PLATFORM = "macosx_14_0_arm64"
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)$")
-
-
-class DownloadError(UsageError):
-    """The package index could not be reached or had no such wheel."""
-
-
-def cache_dir() -> Path:
-    """The cache root; created on first use."""
-    root = os.environ.get("METALLIB_BUILDER_CACHE")
-    if root:
-        path = Path(root)
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        path = Path(base) / "metallib-builder"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+# What reading a damaged archive can raise: zipfile's own error, a short read, a broken deflate
+# stream, an unsupported method or encryption, undecodable names, or the disk itself.
+_READ_ERRORS = (
+    zipfile.BadZipFile, EOFError, zlib.error, OSError, ValueError, NotImplementedError,
+    RuntimeError,
+)  # fmt: skip
 
 
 def parse_spec(spec: str) -> tuple[str, str] | None:
@@ -71,12 +93,19 @@ def download_wheel(
     name: str, version: str, platform: str = DEFAULT_PLATFORM, *, quiet: bool = True
 ) -> Path:
     """Return the path of ``name==version``'s wheel for ``platform``, downloading it if needed."""
-    folder = cache_dir() / "wheels"
-    folder.mkdir(parents=True, exist_ok=True)
+    cache = prepare_cache()
+    folder = cache / "wheels"
+    make_dir(folder)
     cached = _find_cached(folder, name, version, platform)
     if cached:
         return cached
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+    try:
+        tmpdir = tempfile.TemporaryDirectory(
+            dir=folder, prefix=".download-", ignore_cleanup_errors=True
+        )
+    except OSError as exc:
+        raise write_error(folder, exc, f"downloading {name}=={version}") from None
+    with tmpdir as tmp:
         cmd = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
             "--platform", platform, "--python-version", "3.12", "--disable-pip-version-check",
@@ -93,35 +122,40 @@ def download_wheel(
                 + (f": {detail[0]}" if detail else "")
             )
         target = folder / wheels[0].name
-        os.replace(wheels[0], target)
+        try:
+            os.replace(wheels[0], target)
+        except OSError as exc:
+            raise write_error(folder, exc, f"storing {target.name}") from None
     return target
 
 
-def extract_metallibs(wheel: Path) -> list[Path]:
-    """Extract every ``*.metallib`` in ``wheel`` into the cache; return their paths in wheel order."""
-    try:
-        archive = zipfile.ZipFile(wheel)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise UsageError(f"{wheel}: not a readable wheel ({exc})") from None
-    out_root = cache_dir() / "metallibs" / wheel.stem
-    paths = []
-    with archive:
-        for info in archive.infolist():
-            if not info.filename.endswith(".metallib"):
-                continue
-            target = out_root / info.filename
-            if not (target.exists() and target.stat().st_size == info.file_size):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with (
-                    archive.open(info) as src,
-                    tempfile.NamedTemporaryFile(
-                        dir=target.parent, delete=False, prefix=".extract-"
-                    ) as dst,
-                ):
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                os.replace(dst.name, target)
-            paths.append(target)
-    return paths
+def fetch_metallibs(
+    name: str,
+    version: str,
+    platform: str = DEFAULT_PLATFORM,
+    *,
+    quiet: bool = True,
+    notice: Callable[[str], None] | None = None,
+) -> tuple[Path, list[Path]]:
+    """Download (or reuse) ``name==version``'s wheel and extract its metallibs.
+
+    A cached wheel that turns out unreadable is deleted and downloaded once more (``notice`` is
+    told); if the fresh copy is bad too it is deleted as well and the error says so.
+    """
+    for attempt in (1, 2):
+        wheel = download_wheel(name, version, platform, quiet=quiet)
+        try:
+            return wheel, extract_metallibs(wheel)
+        except CorruptWheelError as exc:
+            _forget(wheel)
+            if attempt == 2:
+                raise CorruptWheelError(
+                    f"{exc} (downloaded again from the package index and still unreadable; "
+                    "removed from the cache)"
+                ) from None
+            if notice is not None:
+                notice(f"{exc}; deleted it from the cache, downloading it again")
+    raise AssertionError("unreachable")
 
 
 def metallibs_from_spec(spec: str, platform: str = DEFAULT_PLATFORM) -> list[Path]:
@@ -129,4 +163,184 @@ def metallibs_from_spec(spec: str, platform: str = DEFAULT_PLATFORM) -> list[Pat
     parsed = parse_spec(spec)
     if parsed is None:
         raise UsageError(f"{spec!r} is not a PACKAGE==VERSION spec")
-    return extract_metallibs(download_wheel(*parsed, platform))
+    return fetch_metallibs(*parsed, platform)[1]
+
+
+def _forget(wheel: Path) -> None:
+    """Delete a cached wheel we downloaded, and its digest record."""
+    for path in (wheel, record_path(cache_dir(), wheel)):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass  # the next attempt reports whatever is wrong with the folder
+
+
+def extract_metallibs(wheel: Path) -> list[Path]:
+    """Extract every ``*.metallib`` in ``wheel`` into the cache; return their paths in wheel order.
+
+    The folder is keyed by the wheel's SHA-256, so two different wheels with the same file name
+    never share extracted files. ``wheel`` itself is only read.
+    """
+    cache = prepare_cache()
+    try:
+        handle = open(wheel, "rb")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise CorruptWheelError(f"{wheel}: cannot read the wheel: {exc.strerror or exc}") from None
+    with handle:
+        # Hash and unzip through one open file: what is hashed is what gets extracted.
+        digest = wheel_digest(cache, wheel, handle)
+        try:
+            handle.seek(0)
+            archive = zipfile.ZipFile(handle)
+        except _READ_ERRORS as exc:
+            raise CorruptWheelError(f"{wheel}: not a readable wheel: {exc}") from None
+        with archive:
+            return _extract_all(cache, wheel, archive, digest)
+
+
+def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str) -> list[Path]:
+    parent = cache / "metallibs"
+    root = parent / f"{wheel.stem[:100]}-{digest[:32]}"
+    members = [i for i in archive.infolist() if i.filename.endswith(".metallib")]
+    targets = _member_targets(wheel, root, members)  # all checked before anything is written
+    todo = [
+        (info, target)
+        for info, target in zip(members, targets)
+        if not (target.is_file() and target.stat().st_size == info.file_size)
+    ]
+    if todo:
+        make_dir(parent)
+        _check_space(wheel, parent, sum(info.file_size for info, _ in todo))
+    for info, target in todo:
+        _extract_one(wheel, archive, info, target)
+    return targets
+
+
+def _unsafe_reason(name: str) -> str | None:
+    """Why a member name cannot be used as a relative path, or None if it can."""
+    if "\\" in name:
+        return "it contains a backslash"
+    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).anchor:
+        return "it is an absolute path"
+    parts = name.split("/")
+    if ".." in parts:
+        return "it climbs out with '..'"
+    if any(part in ("", ".") for part in parts):
+        return "it is not a normalised path (empty or '.' parts)"
+    return None
+
+
+def _member_targets(wheel: Path, root: Path, members: list[zipfile.ZipInfo]) -> list[Path]:
+    resolved_root = root.resolve()
+    seen: set[str] = set()
+    targets = []
+    for info in members:
+        name = info.filename
+        reason = _unsafe_reason(name)
+        target = root.joinpath(*name.split("/"))
+        if reason is None and not _inside(target, resolved_root):
+            reason = f"it resolves outside the extraction folder {root}"
+        if reason is None and name in seen:
+            reason = "the wheel holds two members with that name"
+        if reason is not None:
+            raise UnsafeWheelError(f"{wheel}: refusing to extract member {name!r}: {reason}")
+        seen.add(name)
+        targets.append(target)
+    return targets
+
+
+def _inside(target: Path, resolved_root: Path) -> bool:
+    """Whether ``target``, following any symlinks already in the cache, stays in the root."""
+    try:
+        return target.resolve().is_relative_to(resolved_root)
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+
+
+def _size(n: int) -> str:
+    if n < 10**6:
+        return f"{n:,} bytes"
+    return f"{n / 1e6:,.1f} MB" if n < 10**9 else f"{n / 1e9:,.1f} GB"
+
+
+def _check_space(wheel: Path, folder: Path, needed: int) -> None:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError as exc:
+        raise write_error(folder, exc, "checking its free space") from None
+    if needed > free:
+        raise CacheWriteError(
+            f"{wheel}: its metallibs declare {_size(needed)} but the cache folder {folder} has "
+            f"only {_size(free)} free; free some space or point METALLIB_BUILDER_CACHE elsewhere"
+        )
+
+
+def _extract_one(
+    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path
+) -> None:
+    """Copy one member to a temp file beside ``target``, then rename; no temp file survives."""
+    folder = target.parent
+    doing = f"extracting {info.filename!r} from {wheel.name}"
+    tmp: str | None = None
+    try:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".extract-")
+        except OSError as exc:
+            raise write_error(folder, exc, doing) from None
+        copied = False
+        try:
+            _copy_member(wheel, archive, info, fd, folder, doing)
+            copied = True
+        finally:
+            try:
+                os.close(fd)
+            except OSError as exc:
+                if copied:  # a close that fails can mean the data never reached the disk
+                    raise write_error(folder, exc, doing) from None
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise write_error(folder, exc, doing) from None
+        tmp = None
+    finally:
+        if tmp is not None:
+            unlink_quietly(tmp)
+
+
+def _copy_member(
+    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int, folder: Path, doing: str
+) -> None:
+    """Stream ``info`` into ``fd``, never writing more than it declares; zipfile checks the CRC
+    when the member's last byte has been read."""
+
+    def corrupt(why: object) -> CorruptWheelError:
+        return CorruptWheelError(
+            f"{wheel}: member {info.filename!r} (local header at byte {info.header_offset}) "
+            f"is corrupt: {why}"
+        )
+
+    left = info.file_size
+    try:
+        src = archive.open(info)
+    except _READ_ERRORS as exc:
+        raise corrupt(exc) from None
+    with src:
+        while True:
+            try:
+                chunk = src.read(min(CHUNK, left + 1))  # one byte more exposes an overlong member
+            except _READ_ERRORS as exc:
+                raise corrupt(exc) from None
+            if not chunk:
+                break
+            if len(chunk) > left:
+                raise corrupt(f"it holds more than the {info.file_size} bytes it declares")
+            left -= len(chunk)
+            view = memoryview(chunk)
+            while view:
+                try:
+                    view = view[os.write(fd, view) :]
+                except OSError as exc:
+                    raise write_error(folder, exc, doing) from None
+    if left:
+        raise corrupt(f"it ends {left} bytes short of the {info.file_size} bytes it declares")
