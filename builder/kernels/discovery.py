@@ -1,0 +1,281 @@
+"""Kernel trees: every kernel a source folder produces, with the entry file it comes from.
+
+Two kinds of tree give one shape (:class:`KernelTree` of :class:`KernelRecord`):
+
+- a **catalog tree** (``catalog.json``, like the bundled ``metal_src/``): records come from the
+  catalog; ``source`` is the family's template header (e.g. ``unary/unary.h``), the file its
+  kernels are written in (the build generates the instantiation sources);
+- a **discovered tree** (anything else): every ``.metal`` entry file under the folder is run
+  through the host C++ preprocessor (``builder.kernels.preprocess``), in parallel, and the kernels
+  the Metal compiler would emit are read from the result (``builder.kernels.kernel_scan``).
+
+:func:`load_tree` is the one entry point: a folder (+ flags, + ``metallib.toml``) in, a tree out.
+``KernelTree.source_of`` maps each kernel name to its entry file (source attribution).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, NamedTuple
+
+from builder.errors import UsageError
+from builder.kernels.catalog import CATALOG_FILE, Catalog, load_catalog
+from builder.kernels.kernel_scan import ScanError, normalize_arg, scan_kernels
+from builder.kernels.preprocess import (
+    PreprocessError,
+    find_preprocessor,
+    metal_defines,
+    preprocess,
+    preprocess_command,
+)
+from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
+
+__all__ = [
+    "ENTRY_SUFFIX",
+    "KernelRecord",
+    "KernelTree",
+    "Progress",
+    "catalog_tree",
+    "discover",
+    "entry_files",
+    "is_catalog_tree",
+    "load_tree",
+    "path_matches",
+]
+
+ENTRY_SUFFIX = ".metal"
+Progress = Callable[[int, int, str], None]  # (files done, files in all, entry just finished)
+
+
+class KernelRecord(NamedTuple):
+    """One kernel of a tree: its library name, entry file, template function and arguments."""
+
+    name: str
+    source: str  # relative to the tree root, "/" separators
+    template: str | None
+    args: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``kernels --format json`` prints for this kernel."""
+        return {
+            "name": self.name, "source": self.source, "template": self.template,
+            "args": list(self.args),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class KernelTree:
+    """A kernel tree as the build and the size report see it, whatever its kind."""
+
+    root: Path
+    kind: str  # "catalog" or "discovered"
+    sources: tuple[str, ...]  # entry files (catalog: family headers), in tree order
+    kernels: tuple[KernelRecord, ...]
+    config: TreeConfig
+
+    def source_of(self) -> dict[str, str]:
+        """Kernel name -> entry file; a name two entry files produce goes to the first."""
+        mapping: dict[str, str] = {}
+        for record in self.kernels:
+            mapping.setdefault(record.name, record.source)
+        return mapping
+
+    def by_source(self) -> dict[str, list[KernelRecord]]:
+        """Entry file -> its kernels, for every entry file (some may have none)."""
+        groups: dict[str, list[KernelRecord]] = {source: [] for source in self.sources}
+        for record in self.kernels:
+            groups.setdefault(record.source, []).append(record)
+        return groups
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields every kind of tree shares in ``kernels --format json``."""
+        return {
+            "kind": self.kind,
+            "source_dir": str(self.root),
+            "config": str(self.config.path) if self.config.path else None,
+            "total": len(self.kernels),
+            "sources": [
+                {"source": source, "count": len(records)}
+                for source, records in self.by_source().items()
+            ],
+            "kernels": [record.to_json() for record in self.kernels],
+        }
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regexes(pattern: str) -> tuple[re.Pattern[str], ...]:
+    # "**/" may also stand for no folder at all (steel/**/x.metal matches steel/x.metal).
+    pieces = pattern.split("**/")
+    variants = {
+        "".join(p + (sep or "") for p, sep in zip(pieces, (*choice, None)))
+        for choice in itertools.product(("**/", ""), repeat=len(pieces) - 1)
+    }
+    return tuple(re.compile(fnmatch.translate(v)) for v in sorted(variants))
+
+
+def path_matches(relative: str, patterns: Iterable[str]) -> bool:
+    """Whether ``relative`` (``/`` separators) matches any glob: fnmatch rules, where ``*`` also
+    crosses ``/`` and ``**/`` also matches no folder."""
+    return any(rx.match(relative) for p in patterns for rx in _glob_regexes(p))
+
+
+def is_catalog_tree(source_dir: Path) -> bool:
+    """A folder described by catalog.json (as opposed to plain .metal entry files)."""
+    return (Path(source_dir) / CATALOG_FILE).is_file()
+
+
+def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
+    """Every ``*.metal`` under ``source_dir`` not matched by ``exclude``, as sorted relative
+    paths; hidden folders are skipped, symlinked folders are not followed."""
+    found = []
+    for folder, dirs, files in os.walk(source_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        base = PurePath(os.path.relpath(folder, source_dir))
+        for name in files:
+            if name.endswith(ENTRY_SUFFIX) and not name.startswith("."):
+                found.append((base / name).as_posix() if str(base) != "." else name)
+    found.sort()
+    return [f for f in found if not path_matches(f, exclude)]
+
+
+def _jobs(jobs: int | None, files: int) -> int:
+    if jobs is None:
+        try:
+            jobs = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            jobs = os.cpu_count() or 1
+    return max(1, min(jobs, files))
+
+
+def discover(
+    source_dir: Path,
+    config: TreeConfig | None = None,
+    *,
+    jobs: int | None = None,
+    compiler: str | None = None,
+    on_progress: Progress | None = None,
+) -> KernelTree:
+    """Preprocess every entry file of ``source_dir`` (``jobs`` at a time, default: all cores)
+    and list the kernels each one emits.
+
+    ``-I`` folders are the config's, then ``source_dir`` itself. Raises UsageError (exit 2) for
+    a missing folder, no entry files, no preprocessor, or a file that does not preprocess: then
+    the message names the first such file in tree order, whatever ``jobs`` is.
+    """
+    root = Path(source_dir)
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a folder")
+    config = config or TreeConfig()
+    for folder in config.include_dirs:
+        if not folder.is_dir():
+            origin = f" (from {config.path})" if config.path else ""
+            raise UsageError(f"include folder {folder}{origin}: not a folder")
+    entries = entry_files(root, config.exclude)
+    if not entries:
+        everything = entry_files(root)
+        detail = (
+            f"all {len(everything)} entry files are excluded" if everything
+            else f"no {ENTRY_SUFFIX} entry files and no {CATALOG_FILE}"
+        )  # fmt: skip
+        raise UsageError(f"{root}: {detail}")
+    pp = find_preprocessor(compiler)
+    defines = metal_defines(config.defines, config.metal_version)
+    include_dirs = [*config.include_dirs, root.resolve()]
+
+    def work(entry: str) -> list[KernelRecord]:
+        text = preprocess(preprocess_command(pp, entry, include_dirs, defines), root, entry)
+        try:
+            found = scan_kernels(text)
+        except ScanError as exc:
+            raise UsageError(f"{entry}: {exc}") from None
+        return [KernelRecord(k.name, entry, k.template, k.args) for k in found]
+
+    results: list[list[KernelRecord]] = [[] for _ in entries]
+    failures: dict[int, UsageError] = {}
+    with ThreadPoolExecutor(max_workers=_jobs(jobs, len(entries))) as pool:
+        futures = {pool.submit(work, entry): i for i, entry in enumerate(entries)}
+        done = 0
+        for future in as_completed(futures):
+            index = futures[future]
+            try:
+                results[index] = future.result()
+            except CancelledError:
+                continue
+            except (PreprocessError, UsageError) as exc:
+                # Tasks start in tree order, so every file before this one has started: the
+                # lowest failing index once the running ones finish is the first in tree order.
+                failures[index] = exc
+                for other in futures:
+                    other.cancel()
+            done += 1
+            if on_progress is not None and not failures:
+                on_progress(done, len(entries), entries[index])
+    if failures:
+        raise failures[min(failures)]
+    kernels = tuple(record for records in results for record in records)
+    return KernelTree(root, "discovered", tuple(entries), kernels, config)
+
+
+def catalog_tree(
+    source_dir: Path | None = None,
+    families: Sequence[str] | None = None,
+    dtypes: Sequence[str] | None = None,
+    config: TreeConfig | None = None,
+    catalog: Catalog | None = None,
+) -> KernelTree:
+    """The catalog's instantiations (optionally selected) as a tree of kernel records; pass
+    ``catalog`` when it is loaded already."""
+    catalog = catalog or load_catalog(source_dir)
+    items = catalog.expand(families, dtypes)
+    headers = [
+        f.header for f in catalog.families.values() if families is None or f.name in families
+    ]
+    kernels = tuple(
+        KernelRecord(
+            i.host_name, i.header, i.template, tuple(normalize_arg(a) for a in i.template_args)
+        )
+        for i in items
+    )
+    return KernelTree(
+        catalog.source_dir, "catalog", tuple(headers), kernels, config or TreeConfig()
+    )
+
+
+def load_tree(
+    source_dir: Path | None = None,
+    *,
+    include_dirs: Sequence[Path] = (),
+    defines: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    config_file: Path | None = None,
+    jobs: int | None = None,
+    compiler: str | None = None,
+    on_progress: Progress | None = None,
+) -> KernelTree:
+    """The tree at ``source_dir`` (default: the bundled catalog tree), whatever its kind.
+
+    For a discovered tree, ``metallib.toml`` in the folder (or ``config_file``) is read and the
+    flags are merged over it (``tree_config.merge_flags``). ``-I``/``-D``/``--exclude`` make no
+    sense for a catalog tree and are refused (exit 2) rather than silently ignored.
+    """
+    if source_dir is None:
+        from builder.resources import metal_src_dir
+
+        source_dir = metal_src_dir()
+    if is_catalog_tree(source_dir):
+        if include_dirs or defines or exclude:
+            raise UsageError(
+                f"{source_dir} is a catalog tree ({CATALOG_FILE}); -I, -D and --exclude apply "
+                "only to a folder of .metal entry files"
+            )
+        return catalog_tree(source_dir, config=find_config(source_dir, config_file))
+    config = merge_flags(find_config(source_dir, config_file), include_dirs, defines, exclude)
+    return discover(source_dir, config, jobs=jobs, compiler=compiler, on_progress=on_progress)

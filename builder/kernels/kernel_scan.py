@@ -1,0 +1,344 @@
+"""Which functions the Metal compiler would emit, read from preprocessed Metal source.
+
+Input is the output of ``preprocess`` (comments gone, macros expanded, ``#if`` settled). A
+library function comes from
+
+- an explicit instantiation ``template [[host_name("a" "b")]] ... f<args>...;``, named by its
+  host name (adjacent string literals joined, escapes decoded, as C++ does), including MLX's
+  ``decltype(f<args>) f<args>;`` form; ``extern template`` declarations emit nothing;
+- an explicit specialization ``template <> [[host_name("x")]] ... { }``, named by its host name;
+- a non-template definition (with a body) marked as a shader function, by the ``[[kernel]]``
+  attribute (also in a list: ``[[kernel, max_total_threads_per_threadgroup(1024)]]``), the Metal
+  qualifier ``kernel void f(...)``, or the other stages (``vertex``, ``fragment``; attributes
+  ``[[visible]]``, ``[[stitchable]]``, ``[[mesh]]``, ``[[object]]``, ``[[intersection(...)]]``),
+  named by its host name if it has one, else by its own name.
+
+Template definitions and prototypes emit nothing. MLX's one-line instantiation form, which makes
+up almost all of a large tree, is matched by one regular expression (``_FAST``); everything else
+goes through the general parser, which gives the same answer for that form (the tests run both).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+__all__ = ["Emitted", "ScanError", "scan_kernels"]
+
+
+class ScanError(ValueError):
+    """The source asks for something the compiler would refuse (e.g. a non-literal host name)."""
+
+
+class Emitted(NamedTuple):
+    """One function the compiler emits: its library name, template function and arguments."""
+
+    name: str
+    template: str | None
+    args: tuple[str, ...]
+
+
+_LIT = r'"(?:[^"\\\n]|\\.)*"'
+_STRING = r'(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"'
+_CHAR = r"(?:u8|[uUL])?'(?:[^'\\\n]|\\.)*'"
+# MLX's instantiate_kernel expansion in one piece; the literal "template" prefix keeps the search
+# fast. Arguments without parentheses or brackets, nested <> one level deep (And<bool>); anything
+# else takes the general path.
+_PLAIN = r"[^<>()\"'\[\];{}]|<[^<>()\"'\[\];{}]*>"
+_FAST = re.compile(
+    rf"template\s*\[\[\s*host_name\s*\(\s*(?P<names>(?:{_LIT}\s*)+)\)\s*\]\]\s*"
+    r"\[\[\s*kernel\s*\]\]\s*decltype\s*\(\s*(?P<func>[A-Za-z_]\w*)\s*"
+    rf"<(?P<args>(?:{_PLAIN})*)>\s*\)\s*(?P=func)\s*<(?P=args)>\s*;"
+)
+_ANCHOR = re.compile(
+    r"host_name|kernel|vertex|fragment|\[\[\s*(?:visible|stitchable|mesh|object|intersection)\b"
+)
+_ATTR = re.compile(r"\[\[((?:[^\]\"']|" + _STRING + "|" + _CHAR + r"|\](?!\]))*)\]\]")
+_HEAD = re.compile(r"(?:[^;{}\"']|" + _STRING + "|" + _CHAR + r")*")
+_QUOTED = re.compile(_STRING + "|" + _CHAR + "|[\"']")
+_ATTR_WORDS = re.compile(
+    r"host_name|kernel|vertex|fragment|visible|stitchable|mesh|object|intersection"
+)
+_BRACKETS = re.compile(r"[<>()\[\]]")
+_FAST_ARG = re.compile(r"(?:[^,<]|<[^<>]*>)+")
+_PP_LINE = re.compile(r"^[ \t]*#[^\n]*", re.MULTILINE)
+_LITERAL = re.compile(r'(?:u8|[uUL])?"((?:[^"\\\n]|\\.)*)"')
+_LITERALS = re.compile(r'\s*(?:(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"\s*)+')
+_TEMPLATE = re.compile(r"(extern\s+)?template\b\s*")
+_STAGE_WORD = re.compile(r"\b(?:kernel|vertex|fragment)\b")
+_NAME_AT_END = re.compile(r"([A-Za-z_]\w*)\s*$")
+_ATTR_NAME = re.compile(r"\s*(?:metal\s*::\s*)?([A-Za-z_]\w*)")
+_SPACE_AROUND = re.compile(r"\s*([<>()\[\],*&:])\s*")
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+STAGE_ATTRIBUTES = frozenset(
+    {"kernel", "vertex", "fragment", "visible", "stitchable", "mesh", "object", "intersection"}
+)
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code[0] in "xuU":
+        return chr(int(code[1:], 16))
+    if code[0] in "01234567":
+        return chr(int(code, 8))
+    return _SIMPLE_ESCAPES.get(code, code)
+
+
+def _join_literals(text: str) -> str | None:
+    """Adjacent string literals as one string (C++ concatenation), or None if ``text`` holds
+    anything else."""
+    if not _LITERALS.fullmatch(text):
+        return None
+    joined = "".join(_LITERAL.findall(text))
+    return _ESCAPE.sub(_unescape, joined) if "\\" in joined else joined
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_args(text: str) -> tuple[str, ...]:
+    """Template arguments of a fast match (no parentheses, <> one level deep); cached, as the
+    same lists recur thousands of times."""
+    parts = _FAST_ARG.findall(text) if "<" in text else text.split(",")
+    return tuple(normalize_arg(a) for a in parts if a.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def normalize_arg(text: str) -> str:
+    """One template argument in a canonical spelling: single spaces between words, none around
+    punctuation, one after commas (``metal::vec<float, 4>``, ``(N>2)``, ``unsigned int``)."""
+    collapsed = _SPACE_AROUND.sub(r"\1", " ".join(text.split()))
+    return collapsed.replace(",", ", ")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside (), [], {} and <> (angles only outside parentheses)."""
+    parts, depth, angle, start = [], 0, 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch == "<":
+            angle += 1
+        elif depth == 0 and ch == ">":
+            angle -= 1
+        elif ch == "," and depth == 0 and angle <= 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in (q.strip() for q in parts) if p]
+
+
+def _match_back(text: str, end: int, close: str, open_: str) -> int:
+    """Index of the ``open_`` matching ``text[end] == close``; for angles, brackets inside
+    parentheses are skipped. -1 if unbalanced. Visits bracket positions only."""
+    depth = paren = 0
+    angles = open_ == "<"
+    for match in reversed(list(_BRACKETS.finditer(text, 0, end + 1))):
+        ch = match.group()
+        if angles and ch in ")]":
+            paren += 1
+        elif angles and ch in "([":
+            paren -= 1
+        elif paren == 0 and ch == close:
+            depth += 1
+        elif paren == 0 and ch == open_:
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return -1
+
+
+def _match_forward(text: str, start: int, open_: str, close: str) -> int:
+    """Index of the ``close`` matching ``text[start] == open_``; angles skip parentheses."""
+    depth = paren = 0
+    angles = open_ == "<"
+    for match in _BRACKETS.finditer(text, start):
+        ch = match.group()
+        if angles and ch in "([":
+            paren += 1
+        elif angles and ch in ")]":
+            paren -= 1
+        elif paren == 0 and ch == open_:
+            depth += 1
+        elif paren == 0 and ch == close:
+            depth -= 1
+            if depth == 0:
+                return match.start()
+    return -1
+
+
+def _drop_decltype(text: str) -> str:
+    """``decltype(...)`` removed (MLX's instantiation form names the function in its type)."""
+    while True:
+        at = text.find("decltype")
+        if at < 0:
+            return text
+        open_ = text.find("(", at)
+        close = _match_forward(text, open_, "(", ")") if open_ >= 0 else -1
+        if close < 0:
+            return text
+        text = text[:at] + " " + text[close + 1 :]
+
+
+def _declarator(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """(function name, template arguments) of a declaration head without its attributes."""
+    head = _drop_decltype(text).rstrip()
+    if head.endswith(")"):
+        open_ = _match_back(head, len(head) - 1, ")", "(")
+        if open_ < 0:
+            return None
+        head = head[:open_].rstrip()
+    args: tuple[str, ...] = ()
+    if head.endswith(">"):
+        lt = _match_back(head, len(head) - 1, ">", "<")
+        if lt < 0:
+            return None
+        args = tuple(normalize_arg(a) for a in _split_top(head[lt + 1 : -1]))
+        head = head[:lt].rstrip()
+    match = _NAME_AT_END.search(head)
+    return (match.group(1), args) if match else None
+
+
+def _attributes(groups: list[str]) -> tuple[str | None, bool]:
+    """(host name, has a stage attribute) from the bodies of ``[[...]]`` groups."""
+    host_name, stage = None, False
+    for body in groups:
+        if not _ATTR_WORDS.search(body):
+            continue  # [[buffer(0)]], [[thread_position_in_grid]]: parameter attributes
+        for item in _split_top(body) if "," in body else (body,):
+            match = _ATTR_NAME.match(item)
+            if match is None:
+                continue
+            word = match.group(1)
+            if word in STAGE_ATTRIBUTES:
+                stage = True
+            elif word == "host_name":
+                rest = item[match.end() :].strip()
+                inner = rest[1:-1] if rest.startswith("(") and rest.endswith(")") else ""
+                joined = _join_literals(inner)
+                if joined is None:
+                    raise ScanError(
+                        f"[[host_name(...)]] must hold string literals, got: {' '.join(rest.split())}"
+                    )
+                host_name = joined
+    return host_name, stage
+
+
+def _declaration(decl: str, has_body: bool) -> Emitted | None:
+    """What one declaration (from its start up to ``;`` or ``{``) emits, if anything."""
+    if "#" in decl:
+        decl = _PP_LINE.sub(" ", decl)
+    groups = _ATTR.findall(decl)
+    host_name, stage_attr = _attributes(groups)
+    plain = _ATTR.sub(" ", decl).strip()
+    kind = "plain"
+    match = _TEMPLATE.match(plain)
+    if match:
+        rest = plain[match.end() :]
+        if rest.startswith("<"):
+            close = _match_forward(rest, 0, "<", ">")
+            if match.group(1) or close < 0 or rest[1:close].strip():
+                return None  # a template definition (or extern): nothing of its own
+            kind, plain = "specialization", rest[close + 1 :]
+        elif match.group(1):
+            return None  # extern template: declared here, instantiated elsewhere
+        else:
+            kind, plain = "instantiation", rest
+    found = _declarator(plain)
+    if found is None:
+        return None
+    name, args = found
+    if kind == "instantiation":
+        return Emitted(host_name, name, args) if host_name else None
+    if kind == "specialization":
+        return Emitted(host_name, name, args) if host_name and has_body else None
+    if not has_body or not (stage_attr or _STAGE_WORD.search(plain)):
+        return None
+    return Emitted(host_name or name, None, ())
+
+
+def _in_literal(text: str, safe: int, pos: int) -> bool:
+    """Whether ``pos`` lies inside a string or character literal, scanning from ``safe`` (a
+    position known to be outside one) or the start of its line."""
+    start = max(safe, text.rfind("\n", 0, pos) + 1)
+    if text.find('"', start, pos) < 0 and text.find("'", start, pos) < 0:
+        return False
+    for match in _QUOTED.finditer(text, start, pos + 1):
+        if match.start() < pos < match.end() - 1 or len(match.group()) == 1:
+            return True
+    return False
+
+
+def _fast_ok(text: str, start: int) -> bool:
+    """The fast match at ``start`` begins a declaration (not ``extern template``, no pragma)."""
+    i = start - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    return i < 0 or text[i] in ";{}"
+
+
+def _scan_gap(text: str, start: int, end: int, out: list[Emitted]) -> int:
+    """General parse of ``text[start:end]``; returns where scanning may resume."""
+    pos = start
+    while True:
+        match = _ANCHOR.search(text, pos, end)
+        if match is None:
+            return pos
+        at, after = match.start(), match.end()
+        word = text[at] != "["
+        if word and (
+            (at > 0 and text[at - 1] in _WORD) or (after < len(text) and text[after] in _WORD)
+        ):
+            pos = after  # part of a longer identifier (kernel_size, my_kernel)
+            continue
+        if _in_literal(text, start, at):
+            pos = after
+            continue
+        lo = start
+        begin = max(text.rfind(";", lo, at), text.rfind("{", lo, at), text.rfind("}", lo, at)) + 1
+        head = _HEAD.match(text, at)
+        stop = head.end() if head else after
+        if stop >= len(text) or text[stop] not in ";{":
+            pos = stop + 1  # unbalanced text: nothing a compiler would accept
+            continue
+        emitted = _declaration(text[max(begin, lo) : stop], text[stop] == "{")
+        if emitted is not None:
+            out.append(emitted)
+        pos = start = stop + 1
+
+
+def scan_kernels(text: str, fast: bool = True) -> list[Emitted]:
+    """Every function ``text`` (preprocessed Metal) emits, in source order; a name seen twice is
+    kept once (the first). ``fast=False`` skips the one-regex path (tests compare both).
+
+    Raises ScanError when a ``[[host_name]]`` does not hold string literals."""
+    out: list[Emitted] = []
+    pos = 0
+    if fast:
+        anchor, append = _ANCHOR.search, out.append
+        for match in _FAST.finditer(text):
+            start = match.start()
+            if start < pos or not _fast_ok(text, start):
+                continue
+            if start > pos and anchor(text, pos, start):
+                pos = _scan_gap(text, pos, start, out)
+                if pos > start:
+                    continue
+            names, func, args = match.group("names", "func", "args")
+            if "\\" in names:
+                joined = _ESCAPE.sub(_unescape, "".join(_LITERAL.findall(names)))
+            else:  # only literals and blanks: the contents are every other piece
+                joined = "".join(names.split('"')[1::2])
+            append(Emitted(joined, func, _split_args(args)))
+            pos = match.end()
+    _scan_gap(text, pos, len(text), out)
+    seen: set[str] = set()
+    unique = []
+    for item in out:
+        if item.name not in seen:
+            seen.add(item.name)
+            unique.append(item)
+    return unique

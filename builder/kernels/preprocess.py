@@ -1,0 +1,193 @@
+"""Running the host C++ preprocessor over a Metal entry file, as Apple's compiler would see it.
+
+Discovery needs only what the preprocessor produces: which ``[[host_name]]`` instantiations and
+kernel functions survive ``#if`` and macro expansion. Metal's front end is clang with C++14 (MSL
+3.x) or C++17 (MSL 4) rules, so any host ``g++``/``clang++``/``cpp`` gives the same text, given:
+
+- the host's own predefined macros removed (``-undef``: no ``__GNUC__``, ``__x86_64__``,
+  ``__linux__``; ``-U_GNU_SOURCE``, which g++ defines even then; ``-nostdinc`` also drops glibc's
+  implicit ``stdc-predef.h`` and its ``__STDC_IEC_559__``...). The standard macros stay:
+  ``__cplusplus`` (201402L, or 201703L from MSL 4.0), ``__STDC__``, ``__STDC_HOSTED__``.
+- Metal's predefined macros defined (:data:`METAL_MACROS`, ``-D`` overrides them);
+- Apple's angle-bracket headers found as empty stand-ins (``metal_headers/``, searched last with
+  ``-idirafter``, so a project's own shim on an ``-I`` path wins), and no host system headers.
+
+See docs/discovery.md for the list of stand-ins and where Apple documents each macro.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from builder.errors import UsageError
+
+__all__ = [
+    "CANDIDATES",
+    "DEFAULT_METAL_VERSION",
+    "METAL_HEADERS",
+    "STANDIN_DIR",
+    "PreprocessError",
+    "Preprocessor",
+    "find_preprocessor",
+    "metal_defines",
+    "parse_define",
+    "preprocess",
+    "preprocess_command",
+]
+
+CANDIDATES = ("g++", "clang++", "cpp")
+STANDIN_DIR = Path(__file__).resolve().parent / "metal_headers"
+# Apple's headers a Metal source may include with angle brackets: the Metal Standard Library
+# headers of the Metal Shading Language Specification (chapter "Metal Standard Library"), the
+# MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
+# and <simd/simd.h>, which Apple's SDK offers to shaders and host code alike.
+METAL_HEADERS = (
+    "metal_stdlib", "metal_array", "metal_atomic", "metal_command_buffer", "metal_common",
+    "metal_compute", "metal_cooperative_tensor", "metal_geometric", "metal_graphics",
+    "metal_imageblocks", "metal_integer", "metal_interpolate", "metal_limits", "metal_logging",
+    "metal_math", "metal_matrix", "metal_mesh", "metal_numeric", "metal_pack", "metal_quadgroup",
+    "metal_raytracing", "metal_relational", "metal_simdgroup", "metal_simdgroup_matrix",
+    "metal_tensor", "metal_tessellation", "metal_texture", "metal_type_traits", "metal_types",
+    "metal_uniform", "metal_utility",
+    "MetalPerformancePrimitives/MetalPerformancePrimitives.h", "simd/simd.h",
+)  # fmt: skip
+# MSL 3.1: what Apple's compiler reports for a macOS 14 deployment target, the oldest macOS that
+# MLX supports and the platform of its most used wheels (kernels guarded by ">= 320" then stay
+# out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
+DEFAULT_METAL_VERSION = 310
+_DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DOTALL)
+_ERROR_LINE = re.compile(r":\s*(?:fatal )?error:")
+
+
+class PreprocessError(UsageError):
+    """An entry file did not preprocess (exit 2): one line naming it and the first diagnostic."""
+
+
+@dataclass(frozen=True)
+class Preprocessor:
+    """A located host compiler (or ``cpp``) used only for ``-E``."""
+
+    path: str
+    is_clang: bool
+
+
+def parse_define(text: str) -> tuple[str, str]:
+    """``"NAME=VALUE"`` -> ``("NAME", "NAME=VALUE")``: the macro's name (the key that overrides
+    an earlier definition) and the ``-D`` argument. ``NAME(x)=x`` function-like macros are fine.
+    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]``."""
+    match = _DEFINE.match(text.strip())
+    if not match or "\n" in text:
+        raise ValueError(f"{text!r} is not NAME[=VALUE]")
+    return match.group(1), text.strip()
+
+
+def metal_defines(defines: Sequence[str], metal_version: int | None = None) -> list[str]:
+    """``-D`` arguments: Metal's predefined macros, then ``defines`` (later ones win by name).
+
+    ``__METAL_VERSION__`` is ``metal_version`` (default :data:`DEFAULT_METAL_VERSION`);
+    ``__METAL__`` is 1; ``__METAL_MACOS__`` is 1 unless ``defines`` name ``__METAL_IOS__``;
+    ``__HAVE_BFLOAT__`` (MSL 3.1's ``bfloat`` type) is 1 from version 310 on.
+    """
+    version = DEFAULT_METAL_VERSION if metal_version is None else metal_version
+    user: dict[str, str] = {}
+    for text in defines:
+        name, arg = parse_define(text)
+        user[name] = arg
+    merged: dict[str, str] = {"__METAL_VERSION__": f"__METAL_VERSION__={version}"}
+    merged["__METAL__"] = "__METAL__=1"
+    if "__METAL_IOS__" not in user:
+        merged["__METAL_MACOS__"] = "__METAL_MACOS__=1"
+    if version >= 310:
+        merged["__HAVE_BFLOAT__"] = "__HAVE_BFLOAT__=1"
+    merged.update(user)
+    return list(merged.values())
+
+
+def _language_version(defines: Sequence[str]) -> int:
+    """The ``__METAL_VERSION__`` the defines settle on (for the C++ standard to preprocess as)."""
+    for arg in reversed(defines):
+        name, _, value = arg.partition("=")
+        if name == "__METAL_VERSION__":
+            try:
+                return int(value.strip() or 0)
+            except ValueError:
+                return DEFAULT_METAL_VERSION
+    return DEFAULT_METAL_VERSION
+
+
+def find_preprocessor(
+    explicit: str | None = None, env: Mapping[str, str] | None = None
+) -> Preprocessor:
+    """``explicit``, else ``$CXX``, else the first of g++, clang++, cpp on PATH; or UsageError.
+
+    ``--version`` tells clang from GCC (Apple's ``g++`` is clang), once per compiler path.
+    """
+    env = os.environ if env is None else env
+    wanted = explicit or env.get("CXX")
+    names = [wanted] if wanted else list(CANDIDATES)
+    for name in names:
+        path = shutil.which(name, path=env.get("PATH"))
+        if path is not None:
+            return Preprocessor(path, _is_clang(path))
+    if wanted:
+        raise UsageError(f"C++ preprocessor {wanted!r} (from --compiler or CXX) not found on PATH")
+    raise UsageError(
+        f"no C++ preprocessor found: looked for {', '.join(CANDIDATES)} on PATH; "
+        "install g++ (Debian/Ubuntu: apt-get install g++) or clang, or set CXX"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _is_clang(path: str) -> bool:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "clang" in os.path.basename(path)
+    return b"clang" in done.stdout.lower()
+
+
+def preprocess_command(
+    pp: Preprocessor, entry: str, include_dirs: Sequence[Path], defines: Sequence[str]
+) -> list[str]:
+    """The argument list preprocessing ``entry`` (a path relative to the working directory the
+    caller runs it in) with ``-I include_dirs`` and the ``-D`` arguments ``defines`` (as from
+    :func:`metal_defines`)."""
+    std = "gnu++17" if _language_version(defines) >= 400 else "gnu++14"
+    cmd = [pp.path, "-E", "-P", "-x", "c++", f"-std={std}", "-undef", "-nostdinc", "-nostdinc++"]
+    cmd.append("-U_GNU_SOURCE")
+    if not pp.is_clang:
+        # clang's own preprocessor queries; in g++ an unknown one in #if is a syntax error.
+        cmd += ["-D__has_feature(x)=0", "-D__has_extension(x)=0"]
+    cmd += [f"-D{arg}" for arg in defines]
+    for directory in include_dirs:
+        cmd += ["-I", str(directory)]
+    cmd += ["-idirafter", str(STANDIN_DIR), entry]
+    return cmd
+
+
+def first_diagnostic(stderr: str) -> str:
+    """The compiler's first error line (``file:line:col: error: ...``), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_LINE.search(line):
+            return line
+    return lines[-1] if lines else "no diagnostic printed"
+
+
+def preprocess(cmd: Sequence[str], cwd: Path, entry: str) -> str:
+    """Run ``cmd`` in ``cwd``; the preprocessed text, or PreprocessError naming ``entry``."""
+    try:
+        done = subprocess.run(list(cmd), cwd=cwd, capture_output=True, check=False)
+    except OSError as exc:
+        raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        detail = first_diagnostic(done.stderr.decode("utf-8", "replace"))
+        raise PreprocessError(f"{entry}: does not preprocess: {detail}")
+    return done.stdout.decode("utf-8", "replace")

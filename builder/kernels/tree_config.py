@@ -1,0 +1,227 @@
+"""``metallib.toml``: a kernel tree's settings, so users do not repeat flags.
+
+The file is optional. It sits in the source folder (or is named with ``--config FILE``); keys
+are kebab-case as in ``pyproject.toml``. Paths in it are relative to the file; globs are matched
+against entry-file paths relative to the source folder. Command-line flags win (see
+:func:`merge_flags`). Unknown keys and wrong types stop with exit 2, naming the key and the file
+and suggesting the closest known key. Schema (docs/discovery.md):
+
+.. code-block:: toml
+
+    [kernels]
+    include-dirs = ["..", "../../.."]          # -I folders
+    defines = ["MLX_METAL_JIT=0", "NDEBUG"]    # -D NAME[=VALUE]
+    exclude = ["steel/**/*_nax.metal"]         # entry files to skip (fnmatch; * crosses /)
+    metal-version = 320                        # __METAL_VERSION__ (default 310)
+
+    [build]
+    library = "mlx"                            # output: mlx.metallib
+    aot-only = ["arg_reduce.metal"]            # entry files that stay AOT in JIT mode (globs)
+
+    [build.preambles]                          # run-time (JIT) sources: function -> header(s)
+    unary = "unary.h"
+    utils = ["utils.h"]
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from builder.errors import UsageError
+from builder.kernels.preprocess import parse_define
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["CONFIG_FILE", "ConfigError", "TreeConfig", "find_config", "load_config", "merge_flags"]
+
+CONFIG_FILE = "metallib.toml"
+
+
+class ConfigError(UsageError):
+    """metallib.toml is unreadable or does not follow the schema (exit 2)."""
+
+
+@dataclass(frozen=True)
+class TreeConfig:
+    """A kernel tree's settings, from metallib.toml and the command line (flags first)."""
+
+    path: Path | None = None
+    """The file these settings came from; None when there is none (flags and defaults only)."""
+    include_dirs: tuple[Path, ...] = ()
+    """``-I`` folders, absolute, in search order (flags' folders before the file's)."""
+    defines: tuple[str, ...] = ()
+    """``-D`` arguments ``NAME[=VALUE]``; for one NAME the later one wins (flags come last)."""
+    exclude: tuple[str, ...] = ()
+    """Globs of entry files (relative to the source folder) that discovery skips."""
+    metal_version: int | None = None
+    """``__METAL_VERSION__`` (MSL version x 100); None means the default, 310."""
+    library: str | None = None
+    """[build] output library name without ``.metallib``; None means the build's default."""
+    aot_only: tuple[str, ...] = ()
+    """[build] globs of entry files that stay ahead-of-time compiled in JIT mode."""
+    preambles: Mapping[str, tuple[Path, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    """[build.preambles] JIT source function name -> headers (absolute) inlined into it."""
+
+
+_Check = Callable[[Any], Any]
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("a list of strings")
+    return tuple(value)
+
+
+def _define_list(value: Any) -> tuple[str, ...]:
+    items = _strings(value)
+    for item in items:
+        try:
+            parse_define(item)
+        except ValueError:
+            raise TypeError(f"NAME or NAME=VALUE strings; {item!r} is neither") from None
+    return items
+
+
+def _version(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 999:
+        raise TypeError("an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)")
+    return value
+
+
+def _library(value: Any) -> str:
+    if not isinstance(value, str) or not value or "/" in value or "\\" in value:
+        raise TypeError('a file name without folders or .metallib, such as "mlx"')
+    return value.removesuffix(".metallib")
+
+
+def _preamble(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    items = _strings(value)
+    if not items:
+        raise TypeError("a header path or a non-empty list of them")
+    return items
+
+
+_SCHEMA: dict[str, dict[str, _Check]] = {
+    "kernels": {
+        "include-dirs": _strings, "defines": _define_list, "exclude": _strings,
+        "metal-version": _version,
+    },
+    "build": {"library": _library, "aot-only": _strings, "preambles": dict},
+}  # fmt: skip
+
+
+def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+    return ConfigError(f"{path}: unknown key {where}{key!r}{hint}")
+
+
+def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    table = raw.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    out: dict[str, Any] = {}
+    schema = _SCHEMA[name]
+    for key, value in table.items():
+        if key not in schema:
+            raise _unknown(path, f"in [{name}]: ", key, list(schema))
+        check = schema[key]
+        if check is dict:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{name}] {key} must be a table")
+            out[key] = value
+            continue
+        try:
+            out[key] = check(value)
+        except TypeError as exc:
+            raise ConfigError(f"{path}: [{name}] {key} must be {exc}, got {value!r}") from None
+    return out
+
+
+def _under(base: Path, relative: str) -> Path:
+    """``relative`` taken from ``base`` (absolute paths stay), with ``..`` folded."""
+    return Path(os.path.normpath(base / relative))
+
+
+def load_config(path: Path) -> TreeConfig:
+    """Read and check ``path``; relative paths in it become absolute (relative to its folder)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    for key in raw:
+        if key not in _SCHEMA:
+            raise _unknown(path, "", key, [f"{k}" for k in _SCHEMA])
+    kernels = _table(path, raw, "kernels")
+    build = _table(path, raw, "build")
+    base = path.resolve().parent
+    preambles: dict[str, tuple[Path, ...]] = {}
+    for name, headers in build.get("preambles", {}).items():
+        if not name.isidentifier():
+            raise ConfigError(f"{path}: [build.preambles] {name!r} is not a C++ function name")
+        try:
+            preambles[name] = tuple(_under(base, h) for h in _preamble(headers))
+        except TypeError as exc:
+            raise ConfigError(
+                f"{path}: [build.preambles] {name} must be {exc}, got {headers!r}"
+            ) from None
+    return TreeConfig(
+        path=path,
+        include_dirs=tuple(_under(base, d) for d in kernels.get("include-dirs", ())),
+        defines=kernels.get("defines", ()),
+        exclude=kernels.get("exclude", ()),
+        metal_version=kernels.get("metal-version"),
+        library=build.get("library"),
+        aot_only=build.get("aot-only", ()),
+        preambles=MappingProxyType(preambles),
+    )
+
+
+def find_config(source_dir: Path, explicit: Path | None = None) -> TreeConfig:
+    """``explicit`` (must exist), else ``source_dir/metallib.toml`` if present, else defaults."""
+    if explicit is not None:
+        if not Path(explicit).is_file():
+            raise ConfigError(f"--config {explicit}: no such file")
+        return load_config(Path(explicit))
+    candidate = Path(source_dir) / CONFIG_FILE
+    return load_config(candidate) if candidate.is_file() else TreeConfig()
+
+
+def merge_flags(
+    config: TreeConfig,
+    include_dirs: Sequence[Path] = (),
+    defines: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> TreeConfig:
+    """Command-line flags over the file: ``-I`` folders are searched first, ``-D`` wins over the
+    file's definition of the same name, ``--exclude`` globs add to the file's."""
+    for text in defines:
+        try:
+            parse_define(text)
+        except ValueError:
+            raise UsageError(f"-D {text}: expected NAME or NAME=VALUE") from None
+    return replace(
+        config,
+        include_dirs=tuple(Path(os.path.abspath(d)) for d in include_dirs) + config.include_dirs,
+        defines=config.defines + tuple(defines),
+        exclude=config.exclude + tuple(exclude),
+    )
