@@ -21,6 +21,8 @@ __all__ = [
     "GateResult",
     "Gates",
     "GroupDelta",
+    "JitComparison",
+    "compare_jit",
     "compare_reports",
     "evaluate_gates",
 ]
@@ -60,6 +62,34 @@ class FunctionDelta:
 
 
 @dataclass(frozen=True)
+class JitComparison:
+    """The JIT families of two builds joined by name (``builder.jit_sizes``).
+
+    Host-library symbol bytes when every side with JIT families had its symbols measured (then
+    the rows no family owns follow as overhead rows and the totals are the host libraries' file
+    sizes); otherwise the manifests' embedded source bytes on both sides, so like is compared
+    with like. A side without JIT families counts as zero."""
+
+    groups: list[GroupDelta]
+    """Families by absolute delta, largest first; then the host-library overhead rows."""
+    base_total: int
+    head_total: int
+    host_measured: bool
+    base_origin: str | None
+    head_origin: str | None
+    new_families: list[str]
+    """Families JIT in head but not in base."""
+
+    @property
+    def delta(self) -> int:
+        return self.head_total - self.base_total
+
+    @property
+    def percent(self) -> float | None:
+        return 100.0 * self.delta / self.base_total if self.base_total else None
+
+
+@dataclass(frozen=True)
 class Comparison:
     base: Report
     head: Report
@@ -71,6 +101,16 @@ class Comparison:
     """Base functions missing from head, largest first."""
     changed: list[FunctionDelta]
     """Functions in both whose size changed, by absolute delta."""
+    jit: JitComparison | None = None
+    """The JIT families of either side, measured in the host libraries (None: no JIT family)."""
+
+    @property
+    def jit_only(self) -> bool:
+        """Neither side has a metallib (every family JIT): the host library is what was measured
+        and what the gates apply to."""
+        return self.jit is not None and self.base.source.path is None and (
+            self.head.source.path is None
+        )
 
     @property
     def base_size(self) -> int:
@@ -134,7 +174,34 @@ def compare_reports(base: Report, head: Report) -> Comparison:
         if n in base_fns and base_fns[n].bytes != f.bytes
     ]
     changed.sort(key=lambda d: (-abs(d.delta), d.name))
-    return Comparison(base, head, groups, added, removed, changed)
+    return Comparison(base, head, groups, added, removed, changed, compare_jit(base, head))
+
+
+def compare_jit(base: Report, head: Report) -> JitComparison | None:
+    """Join the JIT families of two reports (None when neither has any)."""
+    from builder.jit_sizes import jit_breakdown
+
+    sides = [jit_breakdown(r) for r in (base, head)]
+    if sides == [None, None]:
+        return None
+    host = all(side.host_measured for side in sides if side is not None)
+    b, h = jit_breakdown(base, host=host), jit_breakdown(head, host=host)
+    b_rows = {r.name: r for r in b.families} if b else {}
+    h_rows = {r.name: r for r in h.families} if h else {}
+    groups = []
+    for name in dict.fromkeys([*b_rows, *h_rows]):
+        br, hr = b_rows.get(name), h_rows.get(name)
+        groups.append(GroupDelta(name, br.bytes if br else 0, hr.bytes if hr else 0,
+                                 br.kernel_count if br else 0, hr.kernel_count if hr else 0))  # fmt: skip
+    groups.sort(key=lambda g: (-abs(g.delta), -g.head_bytes, g.name))
+    b_over = {o.name: o.bytes for o in b.overhead} if b else {}
+    h_over = {o.name: o.bytes for o in h.overhead} if h else {}
+    for name in dict.fromkeys([*b_over, *h_over]):
+        groups.append(GroupDelta(name, b_over.get(name, 0), h_over.get(name, 0), 0, 0,
+                                 overhead=True))  # fmt: skip
+    return JitComparison(groups, b.total if b else 0, h.total if h else 0, host,
+                         b.origin if b else None, h.origin if h else None,
+                         [name for name in h_rows if name not in b_rows])  # fmt: skip
 
 
 def _largest(fn: FunctionRow) -> tuple[int, str]:
@@ -161,10 +228,18 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
     """Check each gate that was asked for; the message says what was measured against what."""
     results = []
     head_label = comparison.head.source.label
+    base_size, head_size, percent = comparison.base_size, comparison.head_size, comparison.percent
+    new = comparison.new_groups
+    jit = comparison.jit
+    if comparison.jit_only and jit is not None:  # no metallib on either side: gate the JIT side
+        what = "JIT host library" if jit.host_measured else "embedded JIT source"
+        head_label = f"the {what} of {head_label}"
+        base_size, head_size, percent = jit.base_total, jit.head_total, jit.percent
+        new = jit.new_families
     if gates.max_growth is not None:
-        allowed = gates.max_growth.allowed(comparison.base_size)
-        grown = comparison.delta
-        pct = f" ({comparison.percent:+.2f}%)" if comparison.percent is not None else ""
+        allowed = gates.max_growth.allowed(base_size)
+        grown = head_size - base_size
+        pct = f" ({percent:+.2f}%)" if percent is not None else ""
         results.append(
             GateResult(
                 "--max-growth",
@@ -177,13 +252,12 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
         results.append(
             GateResult(
                 "--max-size",
-                comparison.head_size <= gates.max_size,
+                head_size <= gates.max_size,
                 f"--max-size {human_size(gates.max_size)}: {head_label} is "
-                f"{human_size(comparison.head_size)} ({comparison.head_size:,} bytes)",
+                f"{human_size(head_size)} ({head_size:,} bytes)",
             )
         )
     if gates.fail_on_new_group:
-        new = comparison.new_groups
         results.append(
             GateResult(
                 "--fail-on-new-group",

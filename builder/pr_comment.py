@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.report_provenance import provenance_line
 from builder.sizes import human_delta, human_size, visible
 
 if TYPE_CHECKING:
-    from builder.compare import Comparison, GateResult, GroupDelta
+    from builder.compare import Comparison, GateResult, GroupDelta, JitComparison
     from builder.report import FunctionRow, Report
 
 __all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown", "md_code", "md_text"]
@@ -126,31 +126,54 @@ def _group_row(g: GroupDelta, name: str) -> str:
             f"{human_delta(g.delta)} | {_pct(g.percent)} |")  # fmt: skip
 
 
-def _groups(comparison: Comparison, top: int | None, out: _Budget, cap: int) -> list[str]:
+class _DeltaTable(NamedTuple):
+    """What ``_groups`` draws: the metallib's groups, or a JIT-only pair's families."""
+
+    key: str
+    groups: list[GroupDelta]
+    overhead: list[GroupDelta]
+    base_total: int
+    head_total: int
+    percent: float | None
+    unit: str
+
+
+def _metallib_table(comparison: Comparison) -> _DeltaTable:
+    return _DeltaTable(comparison.head.by, [g for g in comparison.groups if not g.overhead],
+                       [g for g in comparison.groups if g.overhead], comparison.base_size,
+                       comparison.head_size, comparison.percent, "groups")  # fmt: skip
+
+
+def _jit_table(jit: JitComparison) -> _DeltaTable:
+    return _DeltaTable("JIT family", [g for g in jit.groups if not g.overhead],
+                       [g for g in jit.groups if g.overhead], jit.base_total, jit.head_total,
+                       jit.percent, "families")  # fmt: skip
+
+
+def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list[str]:
     """The top-N group table in at most ``cap`` bytes; returns the rows of the groups it folded.
 
     Groups past ``top``, or past what fits, are folded into one "rest" row (so the table always
     adds up to the total) and listed again in a collapsed section."""
     from builder.compare import GroupDelta
 
-    head = comparison.head
-    groups = [g for g in comparison.groups if not g.overhead]
-    overhead = next(g for g in comparison.groups if g.overhead)
+    groups = table.groups
     rows = [_group_row(g, _code(g.name)) for g in groups]
     wanted = len(rows) if top is None else min(top, len(rows))
-    total = (f"| **total** | {human_size(comparison.base_size)} | "
-             f"{human_size(comparison.head_size)} | **{human_delta(comparison.delta)}** | "
-             f"{_pct(comparison.percent)} |")  # fmt: skip
-    out.add(f"| {head.by} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|")
-    tail = 2 * 100 + _size(total)  # rest row, overhead row, total row
+    total = (f"| **total** | {human_size(table.base_total)} | "
+             f"{human_size(table.head_total)} | "
+             f"**{human_delta(table.head_total - table.base_total)}** | "
+             f"{_pct(table.percent)} |")  # fmt: skip
+    out.add(f"| {table.key} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|")
+    tail = (1 + len(table.overhead)) * 100 + _size(total)  # rest row, overhead rows, total row
     shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
     rest = groups[shown:]
     if rest:
-        folded = GroupDelta(f"rest ({len(rest):,} groups)", sum(g.base_bytes for g in rest),
+        folded = GroupDelta(f"rest ({len(rest):,} {table.unit})", sum(g.base_bytes for g in rest),
                             sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
                             sum(g.head_count for g in rest))  # fmt: skip
         out.add(_group_row(folded, folded.name))
-    out.add(_group_row(overhead, overhead.name), total, "")
+    out.add(*(_group_row(g, g.name) for g in table.overhead), total, "")
     return rows[shown:]
 
 
@@ -189,15 +212,26 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
 
     Budget: headline, verdicts and notes first (each line capped); the group table gets at
     most half of what is left; the collapsed sections share the rest equally, a section that
-    needs less leaving its share to the ones after it."""
+    needs less leaving its share to the ones after it. A pair with no metallib on either side
+    (every family JIT) shows its JIT families, measured in the host libraries, instead."""
     base, head = comparison.base, comparison.head
-    footer = _cap(
-        f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
-        f"{md_code(_origin(base))} and head {md_code(_origin(head))}.</sub>",
-        _LINE_CAP * 2,
-    )
+    jit = comparison.jit
+    if comparison.jit_only and jit is not None:
+        footer = _cap(
+            f"<sub>No metallib on either side: every family is compiled at run time. Measured: "
+            f"base {md_text(jit.base_origin or '-')}; head {md_text(jit.head_origin or '-')}.</sub>",
+            _LINE_CAP * 2,
+        )  # fmt: skip
+        table, headline = _jit_table(jit), _jit_headline(comparison, jit)
+    else:
+        footer = _cap(
+            f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
+            f"{md_code(_origin(base))} and head {md_code(_origin(head))}.</sub>",
+            _LINE_CAP * 2,
+        )
+        table, headline = _metallib_table(comparison), _headline(comparison)
     out = _Budget(limit - _size(footer))
-    out.add(_headline(comparison), "")
+    out.add(headline, "")
     for gate in gates:
         verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
         out.fill([_cap(f"- {verdict}: {md_text(gate.message)}", _LINE_CAP)], 0)
@@ -205,7 +239,25 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         out.fill([_cap(f"- note: {md_text(note)}", _LINE_CAP)], 0)
     if gates or comparison.notes:
         out.add("")
-    folded = _groups(comparison, top, out, cap=out.left // 2)
+    folded = _groups(table, top, out, cap=out.left // 2)
+    sections: list[_Section] = [] if comparison.jit_only else _function_sections(comparison)
+    if jit is not None and not comparison.jit_only:
+        sections.append(_jit_section(jit))
+    if folded:
+        sections.append((f"Other {table.key} {table.unit}: {len(folded):,}",
+                         [f"| {table.key} | base | head | delta | delta % |",
+                          "|---|---:|---:|---:|---:|"], folded))  # fmt: skip
+    produced = [_cap(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
+                _cap(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
+    sections.append(("What produced these libraries", [], produced))
+    for index, section in enumerate(sections):
+        _details(out, section, out.left // (len(sections) - index))
+    out.add(footer)
+    return out.lines
+
+
+def _function_sections(comparison: Comparison) -> list[_Section]:
+    """Added, removed and resized functions (matched by name)."""
     sections: list[_Section] = []
     for label, fns, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
         summary = (
@@ -221,17 +273,36 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         ]
         sections.append((f"Functions changed in size: {len(changed):,}",
                          ["| function | base | head | delta |", "|---|---:|---:|---:|"], changed))  # fmt: skip
-    if folded:
-        sections.append((f"Other {head.by} groups: {len(folded):,}",
-                         [f"| {head.by} | base | head | delta | delta % |",
-                          "|---|---:|---:|---:|---:|"], folded))  # fmt: skip
-    produced = [_cap(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
-                _cap(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
-    sections.append(("What produced these libraries", [], produced))
-    for index, section in enumerate(sections):
-        _details(out, section, out.left // (len(sections) - index))
-    out.add(footer)
-    return out.lines
+    return sections
+
+
+def _jit_what(jit: JitComparison) -> str:
+    return "JIT host library" if jit.host_measured else "embedded JIT source"
+
+
+def _jit_headline(comparison: Comparison, jit: JitComparison) -> str:
+    base, head = comparison.base, comparison.head
+    pct = "" if jit.percent is None else f" ({jit.percent:+.2f}%)"
+    return _cap(
+        f"**{human_delta(jit.delta)}{pct}**: {human_size(jit.base_total)} → "
+        f"{human_size(jit.head_total)} {_jit_what(jit)} ({md_code(base.source.label)} → "
+        f"{md_code(head.source.label)}), {len(base.jit_families):,} → "
+        f"{len(head.jit_families):,} JIT families.",
+        _LINE_CAP * 2,
+    )
+
+
+def _jit_section(jit: JitComparison) -> _Section:
+    """A build's JIT families beside its metallib: one collapsed table, with its origin."""
+    rows = [_group_row(g, g.name if g.overhead else _code(g.name)) for g in jit.groups]
+    rows.append(f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
+                f"**{human_delta(jit.delta)}** | {_pct(jit.percent)} |")  # fmt: skip
+    rows.append(_cap(f"| measured: base {md_text(jit.base_origin or '-')}; head "
+                     f"{md_text(jit.head_origin or '-')} | | | | |", _LINE_CAP * 2))  # fmt: skip
+    summary = (f"JIT families ({_jit_what(jit)}): {human_size(jit.base_total)} → "
+               f"{human_size(jit.head_total)}, {human_delta(jit.delta)}")  # fmt: skip
+    return (summary, ["| JIT family | base | head | delta | delta % |",
+                      "|---|---:|---:|---:|---:|"], rows)  # fmt: skip
 
 
 def comment_markdown(

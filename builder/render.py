@@ -2,7 +2,12 @@
 
 Renderers only read ``Report``/``Comparison`` (bloaty's rule: parsers never know about output
 formats). Every rendering names the measured file(s), so a figure never appears without its
-origin. ``rich`` is imported only by the table renderers, keeping ``--format json`` fast.
+origin. ``rich`` is imported only by the table renderers, keeping ``--format json`` fast. A
+build's JIT families are measured in its host library and drawn by ``builder.render_jit``.
+
+Names and other untrusted text (a saved report's target or grouping) are shown through
+``builder.sizes.visible`` in tables, through ``md_code``/``md_text`` in markdown, and CSV text
+cells are guarded against spreadsheet formulas; JSON needs nothing more than its own escaping.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import json
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from builder.jit_sizes import jit_breakdown
 
 # The PR-comment markdown has its own module (a length bound and sticky marker); re-exported here.
 from builder.pr_comment import compare_markdown, md_code, md_text
@@ -113,6 +120,15 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     """One row per group (and the overhead), with the file each figure was measured in."""
     lines = [_csv_line(["file", "by", "group", "function_count", "bytes", "share"])]
     for report in reports:
+        jit = jit_breakdown(report)
+        if jit is not None:
+            from builder.render_jit import report_jit_csv
+
+            jit_rows = [[_csv_text(r[0]), r[1], _csv_text(r[2]), *r[3:]]
+                        for r in report_jit_csv(report, jit)]  # fmt: skip
+            if report.source.path is None:  # no metallib: its rows would all be zero
+                lines += map(_csv_line, jit_rows)
+                continue
         shown, rest_count, rest_bytes = top_rows(report, top)
         path = _csv_text(report.source.path or "")
         by = _csv_text(report.by)
@@ -125,6 +141,8 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
             )
         overhead = report.overhead_bytes
         lines.append(_csv_line([path, by, OVERHEAD_LABEL, "", overhead, _share(overhead, whole)]))
+        if jit is not None:
+            lines += map(_csv_line, jit_rows)
     return "".join(lines)
 
 
@@ -137,6 +155,13 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
     parts = []
     for report in reports:
         parts.append(f"### Size of {md_code(report.source.label)}\n")
+        jit = jit_breakdown(report)
+        if jit is not None:
+            from builder.render_jit import report_jit_markdown
+
+            if report.source.path is None:  # no metallib: the JIT families are the report
+                parts += [*report_jit_markdown(report, jit, top), ""]
+                continue
         parts.append(
             f"{human_size(report.file_size)} ({report.file_size:,} bytes), "
             f"{report.function_count:,} functions, format {md_text(report.format_version)}; "
@@ -165,22 +190,10 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
             f"| {OVERHEAD_LABEL} | | {human_size(report.overhead_bytes)} | "
             f"{_pct(report.overhead_bytes, report.file_size)} | 100.0% |"
         )
-        parts.extend(_jit_markdown(report))
+        if jit is not None:
+            parts += ["", *report_jit_markdown(report, jit, top)]
         parts.append("")
     return "\n".join(parts)
-
-
-def _jit_markdown(report: Report) -> list[str]:
-    if not report.jit_families:
-        return []
-    lines = [
-        "",
-        (f"JIT families (source embedded in the host library, per "
-         f"{md_code(report.source.manifest or '')}):"),
-        "",
-    ]
-    lines += [f"- {md_code(j.name)}: {human_size(j.embedded_bytes)}" for j in report.jit_families]
-    return lines
 
 
 def report_table(
@@ -194,6 +207,13 @@ def report_table(
     out = io.StringIO()
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
     for report in reports:
+        jit = jit_breakdown(report)
+        if jit is not None:
+            from builder.render_jit import report_jit_table
+
+            if report.source.path is None:  # no metallib: the JIT families are the report
+                report_jit_table(report, jit, console, top)
+                continue
         table = Table(
             title=_rich(report.source.label) + escape(
                 f": {human_size(report.file_size)}, "
@@ -230,9 +250,8 @@ def report_table(
                       f"{report.file_size:,}", "100.0%" if report.file_size else "-", "",
                       style="bold")  # fmt: skip
         console.print(table)
-        for j in report.jit_families:
-            console.print(f"  JIT family {_rich(j.name)}: {human_size(j.embedded_bytes)} embedded in the "
-                          f"host library (per {_rich(report.source.manifest or '')})")  # fmt: skip
+        if jit is not None:
+            report_jit_table(report, jit, console, top)
     return out.getvalue()
 
 
@@ -242,7 +261,8 @@ def _pct_signed(value: float | None) -> str:
 
 
 def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: int = 20) -> str:
-    """The comparison for machines: both sides' sources, per-group deltas, added/removed."""
+    """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
+    (builds with JIT families only) the JIT families' deltas in the host libraries."""
     from builder.report import SCHEMA
 
     def side(report: Report) -> dict[str, Any]:
@@ -296,6 +316,10 @@ def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: 
         "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates],
         "notes": comparison.notes,
     }
+    if comparison.jit is not None:
+        from builder.render_jit import compare_jit_json
+
+        doc["jit"] = compare_jit_json(comparison.jit)
     return json.dumps(doc, indent=1) + "\n"
 
 
@@ -303,14 +327,19 @@ def compare_csv(comparison: Comparison) -> str:
     """One row per group: base, head, delta (bytes) and delta %."""
     lines = [_csv_line(["group", "base_function_count", "head_function_count", "base_bytes",
                         "head_bytes", "delta_bytes", "delta_percent"])]  # fmt: skip
-    for g in comparison.groups:
-        pct = "" if g.percent is None else f"{g.percent:.4f}"
-        lines.append(_csv_line([_csv_text(g.name), g.base_count, g.head_count, g.base_bytes,
-                                g.head_bytes, g.delta, pct]))  # fmt: skip
-    lines.append(_csv_line(["[total]", comparison.base.function_count,
-                            comparison.head.function_count, comparison.base_size,
-                            comparison.head_size, comparison.delta,
-                            "" if comparison.percent is None else f"{comparison.percent:.4f}"]))  # fmt: skip
+    if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
+        for g in comparison.groups:
+            pct = "" if g.percent is None else f"{g.percent:.4f}"
+            lines.append(_csv_line([_csv_text(g.name), g.base_count, g.head_count, g.base_bytes,
+                                    g.head_bytes, g.delta, pct]))  # fmt: skip
+        lines.append(_csv_line(["[total]", comparison.base.function_count,
+                                comparison.head.function_count, comparison.base_size,
+                                comparison.head_size, comparison.delta,
+                                "" if comparison.percent is None else f"{comparison.percent:.4f}"]))  # fmt: skip
+    if comparison.jit is not None:
+        from builder.render_jit import compare_jit_csv
+
+        lines += [_csv_line([_csv_text(r[0]), *r[1:]]) for r in compare_jit_csv(comparison.jit)]
     return "".join(lines)
 
 
@@ -341,13 +370,37 @@ def compare_table(
     color: bool = False,
     width: int = 100,
 ) -> str:
-    """The human view of a comparison."""
+    """The human view of a comparison: the metallib table (skipped when neither side has a
+    metallib), the JIT families' table (builds with JIT families), notes and gate verdicts."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    if not comparison.jit_only:
+        console.print(_metallib_delta_table(comparison, top))
+    if comparison.jit is not None:
+        from builder.render_jit import compare_jit_table
+
+        compare_jit_table(comparison, console, top)
+    if not comparison.jit_only:
+        for label, rows, sign in (("added", comparison.added, 1),
+                                  ("removed", comparison.removed, -1)):  # fmt: skip
+            total = sum(r.bytes for r in rows)
+            console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
+                                 + (f"; largest: {_names(rows, 5)}" if rows else "")),
+                          highlight=False)  # fmt: skip
+    for note in comparison.notes:
+        console.print("note: " + _rich(note), highlight=False)
+    for gate in gates:
+        console.print(("PASS " if gate.passed else "FAIL ") + _rich(gate.message), highlight=False)
+    return out.getvalue()
+
+
+def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
+    """The rich table of a comparison's metallib groups."""
+    from rich.table import Table
+
     base, head = comparison.base, comparison.head
     table = Table(
         title=(f"{_rich(base.source.label)} → {_rich(head.source.label)}: "
@@ -357,7 +410,7 @@ def compare_table(
                  f"head {_rich(provenance_line(head.provenance))}"),
         title_justify="left",
         caption_justify="left",
-    )
+    )  # fmt: skip
     table.add_column(head.by)
     for col in ("fns base", "fns head", "base", "head", "delta", "delta %"):
         table.add_column(col, justify="right")
@@ -368,21 +421,11 @@ def compare_table(
             if g.overhead or g is rest
             else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
         )
-        table.add_row(_rich(g.name), f"{g.base_count:,}", f"{g.head_count:,}", human_size(g.base_bytes),
-                      human_size(g.head_bytes), human_delta(g.delta), _pct_signed(g.percent),
-                      style=style)  # fmt: skip
+        table.add_row(_rich(g.name), f"{g.base_count:,}", f"{g.head_count:,}",
+                      human_size(g.base_bytes), human_size(g.head_bytes), human_delta(g.delta),
+                      _pct_signed(g.percent), style=style)  # fmt: skip
     table.add_section()
     table.add_row("total", f"{base.function_count:,}", f"{head.function_count:,}",
                   human_size(comparison.base_size), human_size(comparison.head_size),
                   human_delta(comparison.delta), _pct_signed(comparison.percent), style="bold")  # fmt: skip
-    console.print(table)
-    for label, rows, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
-        total = sum(r.bytes for r in rows)
-        console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
-                             + (f"; largest: {_names(rows, 5)}" if rows else "")),
-                      highlight=False)  # fmt: skip
-    for note in comparison.notes:
-        console.print("note: " + _rich(note), highlight=False)
-    for gate in gates:
-        console.print(("PASS " if gate.passed else "FAIL ") + _rich(gate.message), highlight=False)
-    return out.getvalue()
+    return table

@@ -4,6 +4,8 @@
 user asked to see: groups by kernel family, dtype, source or function). ``report_to_dict`` and
 ``report_from_dict`` are the JSON schema 1 mapping (documented in ``docs/report-schema.md``), so a
 saved report is a target like any other. Every figure carries its origin in ``Report.source``.
+A build's JIT families, measured in its host library rather than the metallib, ride along in
+``jit_families`` and ``host_library`` (``builder.jit_sizes``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.grouping import group_names
+from builder.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
 
 if TYPE_CHECKING:
     from builder.attribution import Attribution
@@ -83,13 +86,6 @@ class OverheadRow(NamedTuple):
     bytes: int
 
 
-class JitFamily(NamedTuple):
-    """A family compiled at run time: its bytes are embedded in the host library, per manifest."""
-
-    name: str
-    embedded_bytes: int
-
-
 @dataclass(frozen=True)
 class Report:
     """Measured sizes of one metallib, grouped ``by`` one key."""
@@ -105,6 +101,8 @@ class Report:
     """Largest first (ties by name)."""
     overhead: list[OverheadRow]
     jit_families: list[JitFamily] = field(default_factory=list)
+    host_library: HostLibrary | None = None
+    """The host library of a build with JIT families, when it exists (``builder.jit_sizes``)."""
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.report_provenance``)."""
@@ -144,6 +142,7 @@ def build_report(
     families: Mapping[str, str] | None = None,
     sources: Mapping[str, str] | None = None,
     jit_families: Sequence[JitFamily] = (),
+    host_library: HostLibrary | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> Report:
     """Group an attribution; ``families``/``sources`` come from a build manifest when there is one."""
@@ -169,6 +168,7 @@ def build_report(
         groups=rollup(functions),
         overhead=[OverheadRow(item.name, item.bytes) for item in attribution.overhead],
         jit_families=list(jit_families),
+        host_library=host_library,
         provenance=dict(provenance or {}),
     )
 
@@ -255,10 +255,14 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
             for g in report.groups
         ],
         "jit_families": [
-            {"name": j.name, "embedded_bytes": j.embedded_bytes} for j in report.jit_families
+            {"name": j.name, "embedded_bytes": j.embedded_bytes, "host_bytes": j.host_bytes,
+             "kernel_count": j.kernel_count}
+            for j in report.jit_families
         ],
         "provenance": report.provenance,
     }
+    if report.host_library is not None:  # builds with JIT families only: other reports unchanged
+        doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
     if functions:
         doc["functions"] = _function_dicts(report)
     return doc
@@ -304,6 +308,12 @@ def report_from_dict(data: Any, where: str) -> Report:
         if sum(o.bytes for o in overhead) != overhead_bytes:
             overhead = [OverheadRow("overhead", overhead_bytes)]
         file_size = _int(data["file_size"])
+        jit = [
+            JitFamily(str(j["name"]), _int(j["embedded_bytes"]),
+                      None if j.get("host_bytes") is None else _int(j["host_bytes"]),
+                      _int(j.get("kernel_count", 0)))
+            for j in data.get("jit_families", [])
+        ]  # fmt: skip
         report = Report(
             source=source,
             file_size=file_size,
@@ -313,10 +323,8 @@ def report_from_dict(data: Any, where: str) -> Report:
             functions=functions,
             groups=rollup(functions),
             overhead=overhead,
-            jit_families=[
-                JitFamily(str(j["name"]), _int(j["embedded_bytes"]))
-                for j in data.get("jit_families", [])
-            ],
+            jit_families=jit,
+            host_library=host_from_dict(data.get("host_library"), jit),
             provenance=_provenance(data.get("provenance")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

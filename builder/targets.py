@@ -21,6 +21,7 @@ from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.grouping import RuleSet
+    from builder.jit_sizes import HostLibrary, JitFamily
     from builder.report import Report
 
 __all__ = [
@@ -248,7 +249,7 @@ def load_reports(
 
 def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = None) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
-    from builder.report import JitFamily, Source, build_report, regroup, report_from_dict
+    from builder.report import Source, build_report, regroup, report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
@@ -264,11 +265,7 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         manifest=manifest.path if manifest else None,
         member=lib.member,
     )
-    jit = (
-        [JitFamily(f.name, f.embedded_bytes) for f in manifest.families if f.mode == "jit"]
-        if manifest
-        else []
-    )
+    jit, host = _jit_families(manifest)
     families = manifest.family_of() if manifest else None  # exact: wins over --rules
     sources = manifest.source_of() if manifest else None
     from builder.report_provenance import build_provenance
@@ -278,7 +275,8 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         from builder.attribution import Attribution
 
         return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
-                            jit_families=jit, provenance=build_provenance(None, build))  # fmt: skip
+                            jit_families=jit, host_library=host,
+                            provenance=build_provenance(None, build))  # fmt: skip
     from builder.attribution import attribute
     from builder.metallib import open_metallib
     from builder.metallib.provenance import library_provenance
@@ -288,5 +286,19 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
         provenance = build_provenance(library_provenance(metallib), build)
     return build_report(
         attribution, source, by=by, rules=rules, families=families, sources=sources,
-        jit_families=jit, provenance=provenance,
+        jit_families=jit, host_library=host, provenance=provenance,
     )  # fmt: skip
+
+
+def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:
+    """A build's JIT families, measured in the host library its manifest names (if it exists)."""
+    from builder.jit_sizes import JitFamily, measure_host
+
+    if manifest is None:
+        return [], None
+    families = [(f.name, f.embedded_bytes, len(f.host_names))
+                for f in manifest.families if f.mode == "jit"]  # fmt: skip
+    host = manifest.build.get("host_library")
+    if not families or not isinstance(host, str):
+        return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
+    return measure_host(Path(manifest.path).parent / host, families)

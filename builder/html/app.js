@@ -53,7 +53,7 @@
     return {
       fn: 'metallib ' + (o.metallib || '-') + (o.wheel ? ' (from ' + o.wheel + ')' : ''),
       group: l.grouping === 'manifest' ? 'families per build manifest ' + o.manifest : 'grouping ' + l.grouping + ' of names in the metallib',
-      jit: 'host library ' + (o.host_library || '(path not in manifest)') + ', bytes per build manifest ' + o.manifest,
+      jit: l.jit_measured ? l.jit_origin : 'host library ' + (o.host_library || '(path not in manifest)') + ', bytes per build manifest ' + o.manifest,
       overhead: 'metallib ' + (o.metallib || '-') + ' (container regions)'
     };
   }
@@ -310,19 +310,30 @@
     var where = 'measured in <code>' + esc(o.metallib || '(no metallib)') + '</code>' + (o.wheel ? ' from ' + esc(o.target) : '') + (o.manifest ? '; manifest <code>' + esc(o.manifest) + '</code>' : '');
     if (COMPARE) {
       var b = lib.base, c = lib.counts;
-      s.innerHTML = '<b>' + signed(lib.delta) + ' (' + relpct(b.file_size, lib.file_size) + ')</b>: ' + human(b.file_size) + ' → ' + human(lib.file_size) +
+      if (!o.metallib && !b.origin.metallib && lib.jit_origin) s.innerHTML = 'No metallib on either side: every family is compiled at run time; base ' + esc(b.label) + ', head ' + esc(lib.label) + '.';
+      else s.innerHTML = '<b>' + signed(lib.delta) + ' (' + relpct(b.file_size, lib.file_size) + ')</b>: ' + human(b.file_size) + ' → ' + human(lib.file_size) +
         ' (' + commas(b.function_count) + ' → ' + commas(lib.function_count) + ' functions); added ' + commas(c.added) + ', removed ' + commas(c.removed) +
         ', changed ' + commas(c.changed) + '.<br>base ' + esc(b.label) + ' measured in <code>' + esc(b.origin.metallib || '-') + '</code>; head ' + esc(lib.label) + ' ' + where;
       $('gates').innerHTML = lib.gates.map(function (g) { return '<div class="' + (g.passed ? 'pass">pass' : 'fail">FAIL') + ': ' + esc(g.message) + '</div>'; }).join('') +
         lib.notes.map(function (n) { return '<div>note: ' + esc(n) + '</div>'; }).join('');
       $('provenance').innerHTML = '<div>base ' + esc(b.provenance_line) + '</div><div>head ' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify({ base: b.provenance, head: lib.provenance }, null, 1)) + '</pre>';
       $('legend').innerHTML = '<span><i style="background:#b2182b"></i>added</span><span><i style="background:rgb(215,48,39)"></i>grew</span><span><i style="background:#e6e6e6"></i>same</span><span><i style="background:rgb(69,117,180)"></i>shrank</span><span>area = head bytes</span>';
+    } else if (!o.metallib && lib.jit_origin) {
+      s.innerHTML = 'No metallib: every family is compiled at run time; ' + where;
+      $('provenance').innerHTML = '<div>' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify(lib.provenance, null, 1)) + '</pre>';
+      $('legend').textContent = 'area = bytes; click to zoom, Esc to zoom out';
     } else {
       s.innerHTML = '<b>' + human(lib.file_size) + '</b> (' + commas(lib.file_size) + ' bytes), ' + commas(lib.function_count) + ' functions in ' + commas(lib.groups.length) +
         ' groups (by ' + esc(lib.by) + ', ' + esc(lib.grouping) + '), format ' + esc(lib.format_version) + '; ' + where;
       $('provenance').innerHTML = '<div>' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify(lib.provenance, null, 1)) + '</pre>';
       $('legend').textContent = 'area = bytes; colour = group; click to zoom, Esc to zoom out';
     }
+    if (lib.jit_origin) s.innerHTML += '<br>' + jitLine(lib);
+  }
+  function jitLine(l) {
+    var what = l.jit_measured ? 'JIT host library ' : 'embedded JIT source ';
+    var base = COMPARE ? human(l.base.jit_total || 0) + ' → ' : '';
+    return esc(what) + '<b>' + base + human(l.jit_total) + '</b> (' + commas(l.jit_total) + ' bytes); measured: ' + esc(l.jit_origin);
   }
   function zoomByNames(names) {
     var n = root, path = [];

@@ -4,8 +4,9 @@ The page builds its tree (library -> group -> variant/dtype -> function) from th
 the browser, so every function is present once (for the table and the search) and the treemap
 can aggregate small leaves at whatever zoom level is shown. Columns instead of objects keep the
 file small: a 17,000-function library is about 1.2 MB of JSON. Only measured numbers go in: a
-function's bytes are from the metallib, a JIT family's from the build manifest, and ``-1`` marks
-"absent on this side" in a comparison (never a guessed size).
+function's bytes are from the metallib, a JIT family's from the host library's symbols (or the
+build manifest when they cannot be read), and ``-1`` marks "absent on this side" in a comparison
+(never a guessed size).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from builder.grouping import group_names
+from builder.jit_sizes import jit_breakdown
 from builder.report_provenance import provenance_line
 
 if TYPE_CHECKING:
@@ -55,8 +57,13 @@ def _origin(report: Report) -> dict[str, Any]:
 
 
 def _side(report: Report) -> dict[str, Any]:
-    """Everything about one measured library except its functions."""
-    return {
+    """Everything about one measured library except its functions.
+
+    JIT families (``builder.jit_sizes``) are measured in the host library: their symbol bytes
+    plus the host bytes no family owns, or the manifest's embedded bytes when the symbols could
+    not be read; ``jit_total``/``jit_origin`` say which (present only for builds with JIT)."""
+    jit = jit_breakdown(report)
+    side = {
         "label": report.source.label,
         "origin": _origin(report),
         "file_size": report.file_size,
@@ -65,10 +72,15 @@ def _side(report: Report) -> dict[str, Any]:
         "by": report.by,
         "grouping": report.grouping,
         "overhead": [[o.name, o.bytes] for o in report.overhead],
-        "jit": [[j.name, j.embedded_bytes] for j in report.jit_families],
+        "jit": [[r.name, r.bytes] for r in jit.families] + [[o.name, o.bytes] for o in jit.overhead]
+        if jit
+        else [],
         "provenance": report.provenance,
         "provenance_line": provenance_line(report.provenance),
     }
+    if jit is not None:
+        side.update(jit_total=jit.total, jit_measured=jit.host_measured, jit_origin=jit.origin)
+    return side
 
 
 def _variants(report: Report, names: Sequence[str]) -> list[str] | None:

@@ -221,3 +221,27 @@ def test_pr_comment_keeps_saved_report_fields_inert(
     assert "<img" not in outside_code and "@" not in outside_code.replace("`@`", "")
     for name in NAMES:
         assert f"| {md_code(name)} |" in out, name
+
+
+def test_jit_family_names_from_a_manifest_are_escaped_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    families = [{"name": name, "mode": "jit", "host_names": [], "embedded_bytes": 100 + i}
+                for i, name in enumerate(FORMULAS + CONTROL + MARKUP)]  # fmt: skip
+    manifest = {"schema": 1, "metallib": None, "host_library": "libmetal_jit.so",
+                "families": families}  # fmt: skip
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    code, out, _ = run_cli(["report", str(build), "--top", "0"], capsys)
+    assert code == 0
+    _assert_terminal_safe(out)
+    assert "[bold red]markup[/]" in out and "evil\\x1b[31mred\\x07bell" in out
+    code, out, _ = run_cli(["report", str(build), "--format", "markdown", "--top", "0"], capsys)
+    _assert_terminal_safe(out)
+    for name in FORMULAS + CONTROL + MARKUP:
+        assert f"| {md_code(name)} |" in out, name
+    code, out, _ = run_cli(["report", str(build), "--format", "csv"], capsys)
+    rows = list(csv.reader(io.StringIO(out)))[1:]
+    assert {row[2] for row in rows} >= {"'" + name for name in FORMULAS}
+    assert not [row for row in rows if row[2].startswith(("=", "+", "-", "@", "\t", "\r"))]

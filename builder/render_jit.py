@@ -1,0 +1,238 @@
+"""The JIT side of reports and comparisons as text: rich tables, markdown, CSV rows, JSON.
+
+A build's JIT families are measured in its host library (``builder.jit_sizes``), never in the
+metallib, so they get tables of their own whose caption says what was measured and where. For a
+build with no metallib (every family JIT) these tables are the report; with a metallib they
+follow its table. Rows are always families, whatever ``--by`` says: the host library has no
+per-function sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from builder.pr_comment import md_code, md_text
+from builder.render import _pct, _pct_signed, _rich, _share
+from builder.report_provenance import provenance_line
+from builder.sizes import human_delta, human_size
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from builder.compare import Comparison, GroupDelta, JitComparison
+    from builder.jit_sizes import JitBreakdown, JitRow
+    from builder.report import Report
+
+__all__ = [
+    "compare_jit_csv",
+    "compare_jit_json",
+    "compare_jit_table",
+    "jit_headline",
+    "report_jit_csv",
+    "report_jit_markdown",
+    "report_jit_table",
+]
+
+
+def jit_headline(jit: JitBreakdown) -> str:
+    """``JIT host library 350.5 kB`` or ``embedded JIT source 296.9 kB``: what the total is."""
+    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    return f"{what} {human_size(jit.total)}"
+
+
+def _notes(report: Report) -> list[str]:
+    notes = []
+    if report.source.path is None:
+        notes.append("no metallib: every family is compiled at run time")
+    if report.by != "kernel":
+        notes.append(f"rows are JIT families whatever --by {report.by} says: the host library "
+                     "has no per-function sizes")  # fmt: skip
+    return notes
+
+
+def _shown(rows: Sequence[JitRow], top: int | None) -> tuple[Sequence[JitRow], Sequence[JitRow]]:
+    if top is None or top >= len(rows):
+        return rows, []
+    return rows[:top], rows[top:]
+
+
+def report_jit_table(report: Report, jit: JitBreakdown, console: Console, top: int | None) -> None:
+    """Print the JIT table of ``report``: families, the host bytes no family owns, the total."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    kernels = sum(r.kernel_count for r in jit.families)
+    caption = "; ".join([f"measured: {_rich(jit.origin)}", *map(escape, _notes(report))])
+    if report.source.path is None:  # the metallib table, which names the provenance, is skipped
+        caption += "\n" + _rich(provenance_line(report.provenance))
+    table = Table(
+        title=_rich(report.source.label) + escape(
+            f": {jit_headline(jit)}, {len(jit.families):,} families "
+            f"({kernels:,} kernels) compiled at run time"
+        ),
+        caption=caption, title_justify="left", caption_justify="left",
+    )  # fmt: skip
+    for name in ("JIT family", "kernels", "size", "bytes", "share", "cumulative", "embedded"):
+        table.add_column(name, justify="left" if name == "JIT family" else "right")
+    shown, rest = _shown(jit.families, top)
+    cumulative = 0
+    for r in shown:
+        cumulative += r.bytes
+        table.add_row(_rich(r.name), f"{r.kernel_count:,}", human_size(r.bytes), f"{r.bytes:,}",
+                      _pct(r.bytes, jit.total), _pct(cumulative, jit.total),
+                      human_size(r.embedded_bytes))  # fmt: skip
+    if rest:
+        size = sum(r.bytes for r in rest)
+        cumulative += size
+        table.add_row(f"rest ({len(rest)} families)", f"{sum(r.kernel_count for r in rest):,}",
+                      human_size(size), f"{size:,}", _pct(size, jit.total),
+                      _pct(cumulative, jit.total),
+                      human_size(sum(r.embedded_bytes for r in rest)), style="dim")  # fmt: skip
+    for o in jit.overhead:
+        cumulative += o.bytes
+        table.add_row(escape(o.name), "", human_size(o.bytes), f"{o.bytes:,}",
+                      _pct(o.bytes, jit.total), _pct(cumulative, jit.total), "", style="dim")  # fmt: skip
+    table.add_section()
+    table.add_row("total", f"{kernels:,}", human_size(jit.total), f"{jit.total:,}",
+                  "100.0%" if jit.total else "-", "", "", style="bold")  # fmt: skip
+    console.print(table)
+
+
+def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> list[str]:
+    """Markdown lines for the JIT side of ``report`` (a heading of its own after a metallib)."""
+    kernels = sum(r.kernel_count for r in jit.families)
+    lines = [] if report.source.path is None else [f"#### JIT families of {md_code(report.source.label)}\n"]
+    lines.append(
+        f"{jit_headline(jit)} ({jit.total:,} bytes), {len(jit.families):,} families "
+        f"({kernels:,} kernels) compiled at run time. Measured: {md_text(jit.origin)}.\n"
+    )
+    lines += [f"<sub>{md_text(note)}</sub>\n" for note in _notes(report)]
+    if report.source.path is None:
+        lines.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
+    lines += ["| JIT family | kernels | size | share | cumulative | embedded |",
+              "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    shown, rest = _shown(jit.families, top)
+    cumulative = 0
+    for r in shown:
+        cumulative += r.bytes
+        lines.append(f"| {md_code(r.name)} | {r.kernel_count:,} | {human_size(r.bytes)} | "
+                     f"{_pct(r.bytes, jit.total)} | {_pct(cumulative, jit.total)} | "
+                     f"{human_size(r.embedded_bytes)} |")  # fmt: skip
+    if rest:
+        size = sum(r.bytes for r in rest)
+        cumulative += size
+        lines.append(f"| rest ({len(rest)} families) | {sum(r.kernel_count for r in rest):,} | "
+                     f"{human_size(size)} | {_pct(size, jit.total)} | "
+                     f"{_pct(cumulative, jit.total)} | "
+                     f"{human_size(sum(r.embedded_bytes for r in rest))} |")  # fmt: skip
+    for o in jit.overhead:
+        cumulative += o.bytes
+        lines.append(f"| {o.name} | | {human_size(o.bytes)} | {_pct(o.bytes, jit.total)} | "
+                     f"{_pct(cumulative, jit.total)} | |")  # fmt: skip
+    lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
+    return lines
+
+
+def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
+    """CSV rows (file, by, group, function_count, bytes, share) for the JIT side: ``by`` is
+    ``jit``, ``file`` the host library (or the manifest when its symbols were not measured),
+    ``function_count`` the family's kernels."""
+    library = report.host_library
+    where = library.path if jit.host_measured and library else report.source.manifest or ""
+    rows: list[list[Any]] = [[where, "jit", r.name, r.kernel_count, r.bytes,
+                              _share(r.bytes, jit.total)] for r in jit.families]  # fmt: skip
+    rows += [[where, "jit", o.name, "", o.bytes, _share(o.bytes, jit.total)] for o in jit.overhead]
+    return rows
+
+
+# -- compare ------------------------------------------------------------------------------------
+def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, str]]:
+    """(row, style) for the families shown, a folded rest, and the overhead rows."""
+    from builder.compare import GroupDelta
+
+    families = [g for g in jit.groups if not g.overhead]
+    overhead = [g for g in jit.groups if g.overhead]
+    shown = families if top is None else families[:top]
+    rows = [(g, "red" if g.delta > 0 else "green" if g.delta < 0 else "") for g in shown]
+    rest = families[len(shown):]
+    if rest:
+        folded = GroupDelta(f"rest ({len(rest)} families)", sum(g.base_bytes for g in rest),
+                            sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
+                            sum(g.head_count for g in rest))  # fmt: skip
+        rows.append((folded, "dim"))
+    return rows + [(g, "dim") for g in overhead]
+
+
+def compare_jit_table(comparison: Comparison, console: Console, top: int | None) -> None:
+    """Print the JIT comparison: per family, the host-library bytes on both sides."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    jit = comparison.jit
+    assert jit is not None
+    base, head = comparison.base, comparison.head
+    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    caption = [f"base measured: {_rich(jit.base_origin or 'no JIT family')}",
+               f"head measured: {_rich(jit.head_origin or 'no JIT family')}"]  # fmt: skip
+    if comparison.jit_only:
+        caption += ["no metallib on either side: every family is compiled at run time",
+                    f"base {_rich(provenance_line(base.provenance))}",
+                    f"head {_rich(provenance_line(head.provenance))}"]  # fmt: skip
+    table = Table(
+        title=f"{_rich(base.source.label)} → {_rich(head.source.label)}: " + escape(
+            f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
+            f"{human_delta(jit.delta)} ({_pct_signed(jit.percent)})"),
+        caption="\n".join(caption), title_justify="left", caption_justify="left",
+    )  # fmt: skip
+    table.add_column("JIT family")
+    for col in ("kernels base", "kernels head", "base", "head", "delta", "delta %"):
+        table.add_column(col, justify="right")
+    for g, style in _delta_rows(jit, top):
+        name = escape(g.name) if g.overhead or style == "dim" else _rich(g.name)
+        table.add_row(name, "" if g.overhead else f"{g.base_count:,}",
+                      "" if g.overhead else f"{g.head_count:,}", human_size(g.base_bytes),
+                      human_size(g.head_bytes), human_delta(g.delta), _pct_signed(g.percent),
+                      style=style)  # fmt: skip
+    table.add_section()
+    families = [g for g in jit.groups if not g.overhead]
+    table.add_row("total", f"{sum(g.base_count for g in families):,}",
+                  f"{sum(g.head_count for g in families):,}", human_size(jit.base_total),
+                  human_size(jit.head_total), human_delta(jit.delta), _pct_signed(jit.percent),
+                  style="bold")  # fmt: skip
+    console.print(table)
+
+
+def compare_jit_json(jit: JitComparison) -> dict[str, Any]:
+    """The ``jit`` object of ``compare --format json`` (docs/report-schema.md)."""
+    return {
+        "measured": "host library symbols" if jit.host_measured else "embedded source (manifest)",
+        "base_origin": jit.base_origin,
+        "head_origin": jit.head_origin,
+        "base_bytes": jit.base_total,
+        "head_bytes": jit.head_total,
+        "delta_bytes": jit.delta,
+        "delta_percent": jit.percent,
+        "new_families": jit.new_families,
+        "families": [
+            {"name": g.name, "overhead": g.overhead, "base_bytes": g.base_bytes,
+             "head_bytes": g.head_bytes, "delta_bytes": g.delta, "delta_percent": g.percent,
+             "base_kernel_count": g.base_count, "head_kernel_count": g.head_count}
+            for g in jit.groups
+        ],
+    }
+
+
+def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:
+    """Compare CSV rows for the JIT side: ``jit:FAMILY`` rows, then ``[jit total]``."""
+    rows: list[list[Any]] = []
+    for g in jit.groups:
+        pct = "" if g.percent is None else f"{g.percent:.4f}"
+        rows.append([f"jit:{g.name}", "" if g.overhead else g.base_count,
+                     "" if g.overhead else g.head_count, g.base_bytes, g.head_bytes, g.delta,
+                     pct])  # fmt: skip
+    families = [g for g in jit.groups if not g.overhead]
+    rows.append(["[jit total]", sum(g.base_count for g in families),
+                 sum(g.head_count for g in families), jit.base_total, jit.head_total, jit.delta,
+                 "" if jit.percent is None else f"{jit.percent:.4f}"])  # fmt: skip
+    return rows

@@ -1,0 +1,221 @@
+"""Reports and comparisons of JIT builds: two real builds (``build --jit``, CMake + Ninja + the host
+C++ compiler, a few families each), measured in their host libraries.
+
+A build whose families are all JIT has no metallib; its report must show what it does have: each
+family's symbol bytes in the host library (with the bytes no family owns, adding up to the file
+size), say that this is what was measured and where, and compare two such builds family by
+family. The reference figures are the ones ``build --json`` printed for the same build.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import run_cli
+
+from builder.sizes import human_delta, human_size
+
+pytestmark = [pytest.mark.cmake, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = "libmetal_jit.so"
+
+
+def _build(build_dir: Path, *selection: str) -> dict[str, Any]:
+    """``metallib-builder build --jit`` through the real CLI; returns its ``--json`` sizes."""
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", "build", "--jit", "-j", "2", "--json",
+         "--build-dir", str(build_dir), *selection],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    sizes: dict[str, Any] = json.loads(done.stdout)
+    return sizes
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Base: unary and copy for float32. Head: also arange, and float16 (more kernels)."""
+    root = tmp_path_factory.mktemp("jit")
+    return {
+        "a": (root / "a", _build(root / "a", "--kernels", "unary,copy", "--dtypes", "float32")),
+        "b": (root / "b", _build(root / "b", "--kernels", "unary,copy,arange",
+                                 "--dtypes", "float32,float16")),
+    }  # fmt: skip
+
+
+def _host(sizes: dict[str, Any]) -> dict[str, int]:
+    return {f["name"]: f["host_bytes"] for f in sizes["families"]}
+
+
+def _has(text: str, part: str) -> bool:
+    """``part`` is in rich output, whatever its line wrapping (words and paths get wrapped)."""
+    return re.sub(r"\s+", "", part) in re.sub(r"\s+", "", text)
+
+
+def test_jit_only_report_shows_host_library_symbols(
+    builds: dict[str, tuple[Path, dict[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build, sizes = builds["a"]
+    so = build / HOST
+    assert sizes["metallib"] is None and sizes["host_symbol_method"] == "pyelftools .symtab"
+    code, out, _ = run_cli(["report", str(build)], capsys)
+    assert code == 0
+    rows = {m[0]: m for m in re.findall(r"│ (\S[^│]*?) +│ +([\d,]*) │ +[^│]+│ +([\d,]+) │", out)}
+    for name, host_bytes in _host(sizes).items():
+        assert rows[name][2] == f"{host_bytes:,}", (name, out)
+    assert rows["[runtime, shared]"][2] == f"{sizes['host_other_bytes']:,}"
+    assert rows["total"][2] == f"{so.stat().st_size:,}"
+    assert "[container overhead]" not in out and " 0 B " not in out
+    for part in ("symbol sizes (ELF st_size, pyelftools .symtab) in the host library", str(so),
+                 "not metallib bytes", "no metallib: every family is compiled at run time"):  # fmt: skip
+        assert _has(out, part), part
+    code, out, _ = run_cli(["report", str(build), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert doc["file_size"] == 0 and doc["functions"] == []  # the metallib part keeps its meaning
+    assert {j["name"]: j["host_bytes"] for j in doc["jit_families"]} == _host(sizes)
+    assert {j["name"]: j["kernel_count"] for j in doc["jit_families"]} == {
+        f["name"]: f["kernels"] for f in sizes["families"]
+    }
+    host = doc["host_library"]
+    assert host["file_size"] == so.stat().st_size == sizes["host_library_bytes"]
+    parts = sum(j["host_bytes"] for j in doc["jit_families"])
+    assert parts + host["shared_bytes"] + host["unattributed_bytes"] == host["file_size"]
+    code, out, _ = run_cli(["report", str(build), "--format", "csv"], capsys)
+    table = list(csv.reader(io.StringIO(out)))[1:]
+    assert {r[0] for r in table} == {str(so)} and {r[1] for r in table} == {"jit"}
+    assert sum(int(r[4]) for r in table) == so.stat().st_size
+    code, out, _ = run_cli(["report", str(build), "--format", "markdown"], capsys)
+    assert f"JIT host library {human_size(so.stat().st_size)}" in out
+    assert f"| `unary` | {sizes['families'][0]['kernels']:,} | " in out
+
+
+def test_saved_jit_report_round_trips_and_is_checked(
+    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    build, _ = builds["a"]
+    code, out, _ = run_cli(["report", str(build), "--format", "json"], capsys)
+    saved = tmp_path / "a.json"
+    saved.write_text(out)
+    code, again, _ = run_cli(["report", str(saved), "--format", "json"], capsys)
+    first, second = json.loads(out), json.loads(again)
+    assert second["source"]["kind"] == "report"
+    for key in ("jit_families", "host_library", "file_size", "provenance"):
+        assert second[key] == first[key], key
+    doc = json.loads(out)
+    doc["host_library"]["unattributed_bytes"] += 1
+    saved.write_text(json.dumps(doc))
+    code, out, err = run_cli(["report", str(saved)], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "host_library.file_size says" in err
+
+
+def test_compare_two_jit_builds_gives_real_deltas(
+    builds: dict[str, tuple[Path, dict[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (a, sa), (b, sb) = builds["a"], builds["b"]
+    size_a, size_b = (a / HOST).stat().st_size, (b / HOST).stat().st_size
+    code, out, _ = run_cli(["compare", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0
+    jit = json.loads(out)["jit"]
+    assert jit["measured"] == "host library symbols"
+    assert (jit["base_bytes"], jit["head_bytes"]) == (size_a, size_b)
+    assert jit["delta_bytes"] == size_b - size_a != 0
+    families = {f["name"]: f for f in jit["families"] if not f["overhead"]}
+    ha, hb = _host(sa), _host(sb)
+    for name in ha:
+        assert families[name]["delta_bytes"] == hb[name] - ha[name]
+        assert families[name]["delta_percent"] is not None  # in both builds: not "new"
+    assert families["arange"]["base_bytes"] == 0 and families["arange"]["delta_percent"] is None
+    assert jit["new_families"] == ["arange"]
+    assert sum(f["delta_bytes"] for f in jit["families"]) == jit["delta_bytes"]
+    code, out, _ = run_cli(["compare", str(a), str(b)], capsys)
+    title = out.split("┏")[0]
+    assert "(new)" not in out.split("arange")[0]
+    assert _has(title, f"JIT host library {human_size(size_a)} → {human_size(size_b)}, "
+                       f"{human_delta(size_b - size_a)}")  # fmt: skip
+    code, out, _ = run_cli(["compare", str(a), str(b), "--format", "csv"], capsys)
+    total = next(r for r in csv.reader(io.StringIO(out)) if r[0] == "[jit total]")
+    assert [int(v) for v in total[3:6]] == [size_a, size_b, size_b - size_a]
+    code, out, _ = run_cli(["compare", str(a), str(b), "--format", "markdown"], capsys)
+    assert f"**{human_delta(size_b - size_a)} (" in out and "JIT host library" in out
+    assert "| `unary` |" in out and "0 B (new)" not in out
+    code, out, err = run_cli(["compare", str(a), str(b), "--max-growth", "1%"], capsys)
+    assert code == 1 and "--max-growth 1%: the JIT host library of" in err
+    code, out, err = run_cli(["compare", str(a), str(b), "--max-growth", "50%",
+                              "--fail-on-new-group"], capsys)  # fmt: skip
+    assert code == 1 and "new groups in head: arange" in err and "--max-growth" not in err
+    code, out, _ = run_cli(["compare", str(a), str(a), "--format", "json"], capsys)
+    same = json.loads(out)["jit"]
+    assert same["delta_bytes"] == 0 and same["delta_percent"] == 0.0
+    assert all(f["delta_bytes"] == 0 and f["delta_percent"] == 0.0 for f in same["families"])
+
+
+def test_unreadable_host_library_falls_back_to_manifest_bytes(
+    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    build, sizes = builds["a"]
+    missing = tmp_path / "missing"
+    missing.mkdir()
+    shutil.copy(build / "manifest.json", missing / "manifest.json")
+    stripped = tmp_path / "stripped"
+    stripped.mkdir()
+    shutil.copy(build / "manifest.json", stripped / "manifest.json")
+    subprocess.run(["strip", "--strip-all", "-o", str(stripped / HOST), str(build / HOST)],
+                   check=True)  # fmt: skip
+    embedded = {f["name"]: f["embedded_bytes"] for f in sizes["families"]}
+    for where, why in ((missing, "host library not found"), (stripped, "not ELF, or stripped")):
+        code, out, _ = run_cli(["report", str(where)], capsys)
+        assert code == 0
+        for name, size in embedded.items():
+            assert re.search(rf"│ {name} +│ +[\d,]+ │ +[^│]+│ +{size:,} │", out), (name, out)
+        assert _has(out, "embedded source bytes per build manifest") and _has(out, why)
+        assert _has(out.split("┏")[0], "embedded JIT source")
+    code, out, _ = run_cli(["compare", str(build), str(missing), "--format", "json"], capsys)
+    jit = json.loads(out)["jit"]  # like with like: both sides in embedded bytes
+    assert jit["measured"] == "embedded source (manifest)" and jit["delta_bytes"] == 0
+    assert jit["base_bytes"] == sum(embedded.values())
+
+
+def test_mixed_build_shows_the_metallib_then_its_jit_families(
+    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
+    write_metallib: Callable[..., Path], capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    build, sizes = builds["a"]
+    metallib = write_metallib("mixed/lib/kernels.metallib",
+                              [("arange_float32", 300), ("arange_float16", 200)])  # fmt: skip
+    mixed = metallib.parent.parent
+    shutil.copy(build / HOST, mixed / HOST)
+    manifest = json.loads((build / "manifest.json").read_text())
+    manifest["metallib"] = "lib/kernels.metallib"
+    manifest["families"].append({"name": "arange", "mode": "aot", "sources": ["arange.h"],
+                                 "host_names": ["arange_float32", "arange_float16"],
+                                 "outputs": [], "embedded_bytes": 0})  # fmt: skip
+    (mixed / "manifest.json").write_text(json.dumps(manifest))
+    code, out, _ = run_cli(["report", str(mixed)], capsys)
+    assert code == 0
+    metallib_at, jit_at = out.index("[container overhead]"), out.index("JIT family")
+    assert metallib_at < jit_at  # the metallib's table first, then the host library's
+    assert re.search(r"│ arange +│ +2 │", out[:jit_at])
+    assert f"{sizes['host_library_bytes']:,}" in out[jit_at:]
+    code, out, _ = run_cli(["report", str(mixed), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert doc["file_size"] == metallib.stat().st_size
+    assert sum(f["bytes"] for f in doc["functions"]) + doc["overhead_bytes"] == doc["file_size"]
+    assert doc["host_library"]["file_size"] == sizes["host_library_bytes"]
+    code, out, _ = run_cli(["compare", str(mixed), str(mixed), "--format", "markdown"], capsys)
+    assert "<summary>JIT families (JIT host library)" in out
