@@ -96,7 +96,8 @@ class BadName(NamedTuple):
     """The function's index in the list."""
     offset: int
     """Absolute offset of the name's first bad byte."""
-    message: str
+    reason: str
+    """What is wrong, after the word "name": ``is not valid UTF-8 (byte 0xff)``."""
 
 
 def parse_function_list(lib: Metallib) -> FunctionTable:

@@ -299,7 +299,7 @@ def bad_names(buf: bytes | memoryview, start: int, columns: TableColumns) -> lis
             problem = (nul, f"holds a NUL byte before its end (C code reads it as '{seen_by_c}')")
         if problem is not None:
             names[index] = shown
-            found.append(BadName(index, start + payload + problem[0], f"function {index}: name '{shown}' {problem[1]}"))
+            found.append(BadName(index, start + payload + problem[0], problem[1]))
     return found
 
 

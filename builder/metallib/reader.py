@@ -250,7 +250,10 @@ class Metallib:
     def _parsed(self) -> FunctionTable:
         """The checked function list, bad names collected rather than raised (``verify`` reports
         them; everything else goes through ``_table``)."""
-        return parse_function_list(self)
+        try:
+            return parse_function_list(self)
+        except MetallibFormatError as exc:
+            raise (exc.with_path(self.path) if self.path and not exc.path else exc) from None
 
     @property
     def _table(self) -> FunctionTable:
@@ -261,7 +264,9 @@ class Metallib:
             first = table.bad_names[0]
             more = len(table.bad_names) - 1
             tail = f" ({more} more bad names; 'verify' lists them)" if more else ""
-            raise MetallibFormatError(first.offset, first.message + tail, self.path)
+            shown = table.cols.names[first.function]
+            message = f"function {first.function}: name '{shown}' {first.reason}{tail}"
+            raise MetallibFormatError(first.offset, message, self.path)
         return table
 
     @cached_property

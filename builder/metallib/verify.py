@@ -80,7 +80,7 @@ def verify(
     c = table.cols
     report = VerifyReport(lib.file_size, lib.header.format_version_text, len(c.names))
     for bad in table.bad_names:
-        report.problems.append(Problem(c.names[bad.function], bad.offset, bad.message))
+        report.problems.append(Problem(c.names[bad.function], bad.offset, f"name {bad.reason}"))
     _check_tiling(lib, report)
     digests, suspects = hash_spans(
         lib.data, c.module_offsets, c.module_sizes, lambda: _suspects(lib), mode=parallel, progress=progress

@@ -292,7 +292,11 @@ def test_bad_name_fails_verify_and_is_refused_elsewhere(
     shown = original[:3] + ("\\xff" if byte else "\\x00") + original[4:]
     problems = _problems(bytes(data))
     assert [(p[0], p[1]) for p in problems] == [(shown, at)]
-    assert problems[0][2].startswith(f"function {victim}: name '{shown}' {what}")
+    assert problems[0][2].startswith(f"name {what}")
+    with pytest.raises(MetallibFormatError) as caught:
+        _ = Metallib.from_bytes(bytes(data)).functions
+    assert caught.value.offset == at
+    assert caught.value.message.startswith(f"function {victim}: name '{shown}' {what}")
 
     path = tmp_path / "name.metallib"
     path.write_bytes(data)
