@@ -219,7 +219,8 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
     if comparison.jit_only and jit is not None:
         footer = _cap(
             f"<sub>No metallib on either side: every family is compiled at run time. Measured: "
-            f"base {md_text(jit.base_origin or '-')}; head {md_text(jit.head_origin or '-')}.</sub>",
+            f"base {md_text(jit.base_origin or 'no JIT family')}; "
+            f"head {md_text(jit.head_origin or 'no JIT family')}.</sub>",
             _LINE_CAP * 2,
         )  # fmt: skip
         table, headline = _jit_table(jit), _jit_headline(comparison, jit)
@@ -297,8 +298,8 @@ def _jit_section(jit: JitComparison) -> _Section:
     rows = [_group_row(g, g.name if g.overhead else _code(g.name)) for g in jit.groups]
     rows.append(f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
                 f"**{human_delta(jit.delta)}** | {_pct(jit.percent)} |")  # fmt: skip
-    rows.append(_cap(f"| measured: base {md_text(jit.base_origin or '-')}; head "
-                     f"{md_text(jit.head_origin or '-')} | | | | |", _LINE_CAP * 2))  # fmt: skip
+    rows.append(_cap(f"| measured: base {md_text(jit.base_origin or 'no JIT family')}; head "
+                     f"{md_text(jit.head_origin or 'no JIT family')} | | | | |", _LINE_CAP * 2))  # fmt: skip
     summary = (f"JIT families ({_jit_what(jit)}): {human_size(jit.base_total)} → "
                f"{human_size(jit.head_total)}, {human_delta(jit.delta)}")  # fmt: skip
     return (summary, ["| JIT family | base | head | delta | delta % |",
