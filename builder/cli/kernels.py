@@ -54,25 +54,174 @@ def _selection(func: Any) -> Any:
     return func
 
 
+_DISCOVERY_OPTIONS = [
+    click.option(
+        "--source-dir", type=_DIR, default=None,
+        help="Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
+        "(discovered with the host preprocessor). Default: the bundled metal_src.",
+    ),
+    click.option(
+        "-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path),
+        metavar="DIR", help="Folder searched for quoted includes (repeatable); before the ones "
+        "in metallib.toml.",
+    ),
+    click.option(
+        "-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
+        help="Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
+        "predefined macros, e.g. -D __METAL_VERSION__=320.",
+    ),
+    click.option(
+        "--exclude", multiple=True, metavar="GLOB",
+        help="Skip entry files whose path relative to --source-dir matches (repeatable; "
+        "fnmatch, '*' also crosses '/').",
+    ),
+    click.option(
+        "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
+    ),
+    click.option(
+        "-j", "--jobs", type=click.IntRange(min=1), default=None,
+        help="Entry files preprocessed at once. Default: the number of CPUs.",
+    ),
+]  # fmt: skip
+
+
+def _discovery(func: Any) -> Any:
+    for option in reversed(_DISCOVERY_OPTIONS):
+        func = option(func)
+    return func
+
+
 @click.command(
     "kernels",
     epilog="""\b
 Examples:
   metallib-builder kernels
   metallib-builder kernels --kernels unary,binary --dtypes float16,float32
-  metallib-builder kernels --format json | jq -r '.instantiations[].host_name'
+  metallib-builder kernels --format json | jq -r '.kernels[].name'
+  metallib-builder kernels --source-dir mlx/backend/metal/kernels -I . \\
+      --exclude 'fence.metal' --exclude '*_nax.metal'
+  metallib-builder kernels --source-dir shaders/ -D __METAL_VERSION__=320 --format json
+\b
+A folder without catalog.json is discovered: each .metal file is run through the host C++
+preprocessor (g++, clang++ or cpp; Metal's headers are empty stand-ins) and every kernel the
+Metal compiler would emit is listed with its entry file. Settings can live in DIR/metallib.toml
+(see docs/discovery.md). Exit 2 when a file does not preprocess (the first error is printed).
 """,
 )
-@_selection
+@_discovery
+@click.option(
+    "--kernels", "kernels", metavar="F,...", default=None,
+    help="Catalog trees only: these families, comma-separated (e.g. unary,binary).",
+)  # fmt: skip
+@click.option(
+    "--dtypes", metavar="D,...", default=None,
+    help="Catalog trees only: instantiations whose value dtypes are all listed (index dtypes are "
+    "kept), e.g. float16,float32.",
+)  # fmt: skip
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-    help="table: families and variants with counts; json (schema 1): also every host name.",
+    help="table: per family (catalog) or per entry file (discovered) with counts; json "
+    "(schema 1): also every kernel with name, source, template and args.",
 )  # fmt: skip
 def kernels_command(
-    source_dir: Path | None, kernels: str | None, dtypes: str | None, fmt: str
+    source_dir: Path | None,
+    include_dirs: tuple[Path, ...],
+    defines: tuple[str, ...],
+    exclude: tuple[str, ...],
+    config_file: Path | None,
+    jobs: int | None,
+    kernels: str | None,
+    dtypes: str | None,
+    fmt: str,
 ) -> None:
-    """List the kernel catalog: families, variants and how many instantiations each declares."""
+    """List the kernels of a tree: the bundled catalog, or any folder of .metal files."""
+    from builder.kernels.discovery import is_catalog_tree
+
+    if source_dir is not None and not is_catalog_tree(source_dir):
+        if kernels or dtypes:
+            raise UsageError(
+                f"--kernels and --dtypes select catalog families; {source_dir} has no catalog.json"
+            )
+        tree = _discover_with_progress(
+            source_dir, include_dirs, defines, exclude, config_file, jobs
+        )
+        if fmt == "json":
+            _emit_json({"schema": 1, **tree.to_json()})
+        else:
+            _discovered_table(tree)
+        return
+    if include_dirs or defines or exclude or jobs:
+        raise UsageError(
+            "-I, -D, --exclude and -j apply to a folder of .metal entry files; "
+            f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
+        )
+    _catalog_listing(source_dir, config_file, kernels, dtypes, fmt)
+
+
+def _discover_with_progress(
+    source_dir: Path,
+    include_dirs: tuple[Path, ...],
+    defines: tuple[str, ...],
+    exclude: tuple[str, ...],
+    config_file: Path | None,
+    jobs: int | None,
+) -> Any:
+    """Discovery with a files-done bar on stderr, only when stderr is a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from builder.kernels.discovery import load_tree
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        return load_tree(
+            source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
+            config_file=config_file, jobs=jobs,
+        )  # fmt: skip
+    progress = Progress(
+        TextColumn("preprocess"), BarColumn(), MofNCompleteColumn(), TextColumn("entry files"),
+        console=err, transient=True,
+    )  # fmt: skip
+    task = progress.add_task("preprocess", total=None)
+
+    def advance(done: int, total: int, _entry: str) -> None:
+        progress.update(task, completed=done, total=total)
+
+    with progress:
+        return load_tree(
+            source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
+            config_file=config_file, jobs=jobs, on_progress=advance,
+        )  # fmt: skip
+
+
+def _discovered_table(tree: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    groups = tree.by_source()
+    origin = f", settings from {tree.config.path}" if tree.config.path else ""
+    table = Table(
+        title=f"{tree.root}: {len(tree.kernels)} kernels in {len(groups)} entry files "
+        f"(discovered{origin})",
+        title_justify="left",
+    )
+    table.add_column("entry file")
+    table.add_column("kernels", justify="right")
+    for source, records in groups.items():
+        table.add_row(source, str(len(records)))
+    table.add_section()
+    table.add_row("total", str(len(tree.kernels)))
+    Console(soft_wrap=True).print(table)
+
+
+def _catalog_listing(
+    source_dir: Path | None, config_file: Path | None, kernels: str | None, dtypes: str | None,
+    fmt: str,
+) -> None:  # fmt: skip
     from builder.kernels import load_catalog
+    from builder.kernels.discovery import catalog_tree
+    from builder.kernels.tree_config import find_config
 
     catalog = load_catalog(source_dir)
     items = catalog.expand(_split(kernels), _split(dtypes))
@@ -81,6 +230,8 @@ def kernels_command(
         counts[(inst.family, inst.variant)] = counts.get((inst.family, inst.variant), 0) + 1
     families = [f for f in catalog.families.values() if any(k[0] == f.name for k in counts)]
     if fmt == "json":
+        config = find_config(catalog.source_dir, config_file)
+        tree = catalog_tree(source_dir, _split(kernels), _split(dtypes), config, catalog)
         _emit_json(
             {
                 "schema": 1,
@@ -117,6 +268,7 @@ def kernels_command(
                     }
                     for i in items
                 ],
+                **tree.to_json(),
             }
         )
         return

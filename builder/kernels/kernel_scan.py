@@ -69,7 +69,7 @@ _TEMPLATE = re.compile(r"(extern\s+)?template\b\s*")
 _STAGE_WORD = re.compile(r"\b(?:kernel|vertex|fragment)\b")
 _NAME_AT_END = re.compile(r"([A-Za-z_]\w*)\s*$")
 _ATTR_NAME = re.compile(r"\s*(?:metal\s*::\s*)?([A-Za-z_]\w*)")
-_SPACE_AROUND = re.compile(r"\s*([<>()\[\],*&:])\s*")
+_TOKEN = re.compile(r"\w+|\S")
 _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)", re.DOTALL)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 STAGE_ATTRIBUTES = frozenset(
@@ -92,8 +92,9 @@ def _join_literals(text: str) -> str | None:
     anything else."""
     if not _LITERALS.fullmatch(text):
         return None
-    joined = "".join(_LITERAL.findall(text))
-    return _ESCAPE.sub(_unescape, joined) if "\\" in joined else joined
+    # Escapes are decoded in each literal before they are joined ("\x5f" "f" is "_f", not
+    # "\x5ff"), as in C++'s translation phases 5 and 6.
+    return "".join(_ESCAPE.sub(_unescape, p) for p in _LITERAL.findall(text))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -106,10 +107,17 @@ def _split_args(text: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def normalize_arg(text: str) -> str:
-    """One template argument in a canonical spelling: single spaces between words, none around
-    punctuation, one after commas (``metal::vec<float, 4>``, ``(N>2)``, ``unsigned int``)."""
-    collapsed = _SPACE_AROUND.sub(r"\1", " ".join(text.split()))
-    return collapsed.replace(",", ", ")
+    """One template argument in a canonical spelling, whatever spaces macro expansion left: a
+    space only between two words and after each comma (``metal::vec<float, 4>``, ``(N>2)``,
+    ``unsigned int``, ``(1+1)``)."""
+    out: list[str] = []
+    for token in _TOKEN.findall(text):
+        if out and token[0] in _WORD and out[-1][-1] in _WORD:
+            out.append(" ")
+        out.append(token)
+        if token == ",":
+            out.append(" ")
+    return "".join(out).strip()
 
 
 def _split_top(text: str) -> list[str]:
@@ -329,7 +337,7 @@ def scan_kernels(text: str, fast: bool = True) -> list[Emitted]:
                     continue
             names, func, args = match.group("names", "func", "args")
             if "\\" in names:
-                joined = _ESCAPE.sub(_unescape, "".join(_LITERAL.findall(names)))
+                joined = "".join(_ESCAPE.sub(_unescape, p) for p in _LITERAL.findall(names))
             else:  # only literals and blanks: the contents are every other piece
                 joined = "".join(names.split('"')[1::2])
             append(Emitted(joined, func, _split_args(args)))

@@ -107,10 +107,9 @@ def _library(value: Any) -> str:
 def _preamble(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
-    items = _strings(value)
-    if not items:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise TypeError("a header path or a non-empty list of them")
-    return items
+    return tuple(value)
 
 
 _SCHEMA: dict[str, dict[str, _Check]] = {

@@ -1,0 +1,117 @@
+"""metallib.toml: the whole schema read, paths relative to the file, flags winning, and every
+kind of mistake stopping with one line that names the key and the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kernels.discovery.expected import BY_FILE, VERSIONED_320
+
+from builder.kernels.discovery import load_tree
+from builder.kernels.tree_config import ConfigError, load_config, merge_flags
+
+FULL = """
+[kernels]
+include-dirs = ["..", "inc"]
+defines = ["MLX_METAL_JIT=0", "NDEBUG", "F(x)=x"]
+exclude = ["steel/**/*_nax.metal"]
+metal-version = 320
+
+[build]
+library = "mlx.metallib"
+aot-only = ["arg_reduce.metal", "conv.metal"]
+
+[build.preambles]
+unary = "unary.h"
+utils = ["utils.h", "../shared/defines.h"]
+"""
+
+
+def _write(folder: Path, text: str, name: str = "metallib.toml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_full_schema(tmp_path: Path) -> None:
+    path = _write(tmp_path / "proj" / "kernels", FULL)
+    config = load_config(path)
+    base = tmp_path / "proj" / "kernels"
+    assert config.path == path
+    assert config.include_dirs == (tmp_path / "proj", base / "inc")
+    assert config.defines == ("MLX_METAL_JIT=0", "NDEBUG", "F(x)=x")
+    assert config.exclude == ("steel/**/*_nax.metal",)
+    assert config.metal_version == 320
+    assert config.library == "mlx"
+    assert config.aot_only == ("arg_reduce.metal", "conv.metal")
+    assert dict(config.preambles) == {
+        "unary": (base / "unary.h",),
+        "utils": (base / "utils.h", tmp_path / "proj" / "shared" / "defines.h"),
+    }
+
+
+def test_flags_win(tmp_path: Path) -> None:
+    config = load_config(_write(tmp_path, FULL))
+    merged = merge_flags(config, [tmp_path / "first"], ["NDEBUG=0"], ["x.metal"])
+    assert merged.include_dirs[0] == tmp_path / "first"
+    assert merged.include_dirs[1:] == config.include_dirs
+    assert merged.defines[-1] == "NDEBUG=0"  # later wins by name when preprocessing
+    assert merged.exclude == ("steel/**/*_nax.metal", "x.metal")
+
+
+@pytest.mark.realdata
+def test_tree_reads_its_metallib_toml(tree_copy: Path, mlx_headers: Path, tmp_path: Path) -> None:
+    # include-dirs relative to the file: the headers are reached through a sibling link.
+    (tmp_path / "headers").symlink_to(mlx_headers, target_is_directory=True)
+    _write(
+        tree_copy,
+        '[kernels]\ninclude-dirs = ["../headers"]\nexclude = ["tiles/*"]\nmetal-version = 320\n',
+    )
+    tree = load_tree(tree_copy)
+    assert tree.config.path == tree_copy / "metallib.toml"
+    assert set(tree.sources) == set(BY_FILE) - {"tiles/tile_copy.metal"}
+    versioned = {r.name for r in tree.kernels if r.source == "versioned.metal"}
+    assert versioned == VERSIONED_320
+    # A flag wins over metal-version; --config replaces the folder's file.
+    tree = load_tree(tree_copy, defines=["__METAL_VERSION__=310"])
+    assert "before_msl32" in {r.name for r in tree.kernels}
+    other = _write(tmp_path / "elsewhere", '[kernels]\ninclude-dirs = ["../headers"]\n', "x.toml")
+    assert "tiles/tile_copy.metal" in load_tree(tree_copy, config_file=other).sources
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[kernels]\ninclude-dir = ['a']\n", "unknown key in [kernels]: 'include-dir'; did you mean 'include-dirs'?"),
+        ("[kernel]\n", "unknown key 'kernel'; did you mean 'kernels'?"),
+        ("[build]\nlibary = 'x'\n", "did you mean 'library'?"),
+        ("[kernels]\ninclude-dirs = 'a'\n", "[kernels] include-dirs must be a list of strings, got 'a'"),
+        ("[kernels]\ndefines = ['1BAD']\n", "[kernels] defines must be NAME or NAME=VALUE strings"),
+        ("[kernels]\nmetal-version = '3.2'\n", "[kernels] metal-version must be an integer such as 310"),
+        ("[kernels]\nmetal-version = true\n", "metal-version must be an integer"),
+        ("[build]\nlibrary = 'a/b'\n", "[build] library must be a file name without folders"),
+        ("[build]\npreambles = 3\n", "[build] preambles must be a table"),
+        ("[build.preambles]\nunary = 3\n", "[build.preambles] unary must be a header path"),
+        ("[build.preambles]\n'not-a-name' = 'x.h'\n", "'not-a-name' is not a C++ function name"),
+        ("kernels = 3\n", "[kernels] must be a table"),
+        ("[kernels\n", "invalid TOML"),
+    ],
+)  # fmt: skip
+def test_mistakes_name_the_key_and_the_file(tmp_path: Path, text: str, expected: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and expected in message
+    assert "\n" not in message
+
+
+def test_not_utf8_and_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "metallib.toml"
+    path.write_bytes(b"[kernels]\n# \xff\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="--config .*: no such file"):
+        load_tree(tmp_path, config_file=tmp_path / "missing.toml")
