@@ -167,18 +167,19 @@ def _discover_with_progress(
     config_file: Path | None,
     jobs: int | None,
 ) -> Any:
-    """Discovery with a files-done bar on stderr, only when stderr is a terminal."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
+    """Discovery with a files-done bar on stderr, only when stderr is a terminal (rich is not
+    even imported otherwise: scripts and CI pay no start-up time for it)."""
     from builder.kernels.discovery import load_tree
 
-    err = Console(stderr=True)
-    if not err.is_terminal:
+    if not sys.stderr.isatty():
         return load_tree(
             source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
             config_file=config_file, jobs=jobs,
         )  # fmt: skip
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    err = Console(stderr=True)
     progress = Progress(
         TextColumn("preprocess"), BarColumn(), MofNCompleteColumn(), TextColumn("entry files"),
         console=err, transient=True,

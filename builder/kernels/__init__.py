@@ -2,38 +2,52 @@
 check, CPU runner.
 
 This package must not import click or rich; ``builder.cli.kernels`` renders its results.
-Discovery (``KernelTree``, ``load_tree``...) is imported on first use, so importing this package
-for the catalog or the host-name grammar stays cheap.
+Names are imported on first use, so a command pays only for what it touches (discovering a
+folder of ``.metal`` files never loads the catalog machinery, and the reverse).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from builder.kernels.catalog import (
-    Catalog,
-    CatalogError,
-    Instantiation,
-    load_catalog,
-    render_translation_unit,
-)
-from builder.kernels.dtypes import DTYPES, METAL_TYPES
-from builder.kernels.headers import header_closure
-from builder.kernels.naming import FAMILIES, ParsedName, format_host_name, parse_host_name
+if TYPE_CHECKING:
+    from builder.kernels.catalog import (
+        Catalog,
+        CatalogError,
+        Instantiation,
+        load_catalog,
+        render_translation_unit,
+    )
+    from builder.kernels.discovery import KernelRecord, KernelTree, load_tree
+    from builder.kernels.dtypes import DTYPES, METAL_TYPES
+    from builder.kernels.headers import header_closure
+    from builder.kernels.naming import FAMILIES, ParsedName, format_host_name, parse_host_name
+    from builder.kernels.tree_config import TreeConfig
 
-_LAZY = {
-    "KernelRecord": "builder.kernels.discovery",
-    "KernelTree": "builder.kernels.discovery",
-    "load_tree": "builder.kernels.discovery",
-    "TreeConfig": "builder.kernels.tree_config",
+_HOME = {
+    "Catalog": "catalog",
+    "CatalogError": "catalog",
+    "Instantiation": "catalog",
+    "load_catalog": "catalog",
+    "render_translation_unit": "catalog",
+    "KernelRecord": "discovery",
+    "KernelTree": "discovery",
+    "load_tree": "discovery",
+    "DTYPES": "dtypes",
+    "METAL_TYPES": "dtypes",
+    "header_closure": "headers",
+    "FAMILIES": "naming",
+    "ParsedName": "naming",
+    "format_host_name": "naming",
+    "parse_host_name": "naming",
+    "TreeConfig": "tree_config",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -24,10 +24,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
-from builder.kernels.catalog import CATALOG_FILE, Catalog, load_catalog
 from builder.kernels.kernel_scan import ScanError, normalize_arg, scan_kernels
 from builder.kernels.preprocess import (
     PreprocessError,
@@ -37,6 +36,9 @@ from builder.kernels.preprocess import (
     preprocess_command,
 )
 from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
+
+if TYPE_CHECKING:
+    from builder.kernels.catalog import Catalog
 
 __all__ = [
     "ENTRY_SUFFIX",
@@ -52,6 +54,7 @@ __all__ = [
 ]
 
 ENTRY_SUFFIX = ".metal"
+CATALOG_FILE = "catalog.json"  # as builder.kernels.catalog, which discovery does not import
 Progress = Callable[[int, int, str], None]  # (files done, files in all, entry just finished)
 
 
@@ -233,6 +236,8 @@ def catalog_tree(
 ) -> KernelTree:
     """The catalog's instantiations (optionally selected) as a tree of kernel records; pass
     ``catalog`` when it is loaded already."""
+    from builder.kernels.catalog import load_catalog
+
     catalog = catalog or load_catalog(source_dir)
     items = catalog.expand(families, dtypes)
     headers = [

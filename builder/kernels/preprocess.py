@@ -9,6 +9,7 @@ kernel functions survive ``#if`` and macro expansion. Metal's front end is clang
   implicit ``stdc-predef.h`` and its ``__STDC_IEC_559__``...). The standard macros stay:
   ``__cplusplus`` (201402L, or 201703L from MSL 4.0), ``__STDC__``, ``__STDC_HOSTED__``.
 - Metal's predefined macros defined (:data:`METAL_MACROS`, ``-D`` overrides them);
+- clang's ``__has_feature``/``__has_extension`` answering 0 under GCC (:data:`PRELUDE`);
 - Apple's angle-bracket headers found as empty stand-ins (``metal_headers/``, searched last with
   ``-idirafter``, so a project's own shim on an ``-I`` path wins), and no host system headers.
 
@@ -17,7 +18,6 @@ See docs/discovery.md for the list of stand-ins and where Apple documents each m
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shutil
@@ -32,6 +32,7 @@ __all__ = [
     "CANDIDATES",
     "DEFAULT_METAL_VERSION",
     "METAL_HEADERS",
+    "PRELUDE",
     "STANDIN_DIR",
     "PreprocessError",
     "Preprocessor",
@@ -44,6 +45,8 @@ __all__ = [
 
 CANDIDATES = ("g++", "clang++", "cpp")
 STANDIN_DIR = Path(__file__).resolve().parent / "metal_headers"
+# Read before the entry file: clang's __has_feature/__has_extension for GCC, which lacks them.
+PRELUDE = Path(__file__).resolve().parent / "prelude.h"
 # Apple's headers a Metal source may include with angle brackets: the Metal Standard Library
 # headers of the Metal Shading Language Specification (chapter "Metal Standard Library"), the
 # MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
@@ -75,7 +78,6 @@ class Preprocessor:
     """A located host compiler (or ``cpp``) used only for ``-E``."""
 
     path: str
-    is_clang: bool
 
 
 def parse_define(text: str) -> tuple[str, str]:
@@ -127,7 +129,7 @@ def find_preprocessor(
 ) -> Preprocessor:
     """``explicit``, else ``$CXX``, else the first of g++, clang++, cpp on PATH; or UsageError.
 
-    ``--version`` tells clang from GCC (Apple's ``g++`` is clang), once per compiler path.
+    Nothing is run to tell GCC from clang: the flags work for both (see :data:`PRELUDE`).
     """
     env = os.environ if env is None else env
     wanted = explicit or env.get("CXX")
@@ -135,22 +137,13 @@ def find_preprocessor(
     for name in names:
         path = shutil.which(name, path=env.get("PATH"))
         if path is not None:
-            return Preprocessor(path, _is_clang(path))
+            return Preprocessor(path)
     if wanted:
         raise UsageError(f"C++ preprocessor {wanted!r} (from --compiler or CXX) not found on PATH")
     raise UsageError(
         f"no C++ preprocessor found: looked for {', '.join(CANDIDATES)} on PATH; "
         "install g++ (Debian/Ubuntu: apt-get install g++) or clang, or set CXX"
     )
-
-
-@functools.lru_cache(maxsize=8)
-def _is_clang(path: str) -> bool:
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return "clang" in os.path.basename(path)
-    return b"clang" in done.stdout.lower()
 
 
 def preprocess_command(
@@ -161,10 +154,7 @@ def preprocess_command(
     :func:`metal_defines`)."""
     std = "gnu++17" if _language_version(defines) >= 400 else "gnu++14"
     cmd = [pp.path, "-E", "-P", "-x", "c++", f"-std={std}", "-undef", "-nostdinc", "-nostdinc++"]
-    cmd.append("-U_GNU_SOURCE")
-    if not pp.is_clang:
-        # clang's own preprocessor queries; in g++ an unknown one in #if is a syntax error.
-        cmd += ["-D__has_feature(x)=0", "-D__has_extension(x)=0"]
+    cmd += ["-U_GNU_SOURCE", "-include", str(PRELUDE)]
     cmd += [f"-D{arg}" for arg in defines]
     for directory in include_dirs:
         cmd += ["-I", str(directory)]

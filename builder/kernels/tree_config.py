@@ -25,7 +25,6 @@ and suggesting the closest known key. Schema (docs/discovery.md):
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -36,11 +35,6 @@ from typing import Any
 
 from builder.errors import UsageError
 from builder.kernels.preprocess import parse_define
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["CONFIG_FILE", "ConfigError", "TreeConfig", "find_config", "load_config", "merge_flags"]
 
@@ -122,6 +116,8 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
 
 
 def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigError:
+    import difflib
+
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
     return ConfigError(f"{path}: unknown key {where}{key!r}{hint}")
@@ -161,6 +157,10 @@ def load_config(path: Path) -> TreeConfig:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if sys.version_info >= (3, 11):  # imported here: most trees have no metallib.toml
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         raw = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

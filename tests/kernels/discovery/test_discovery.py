@@ -24,13 +24,11 @@ from builder.errors import UsageError
 from builder.kernels.discovery import entry_files, load_tree, path_matches
 from builder.kernels.preprocess import METAL_HEADERS, STANDIN_DIR
 
-pytestmark = pytest.mark.realdata
-
-
 def _by_file(tree) -> dict[str, set[str]]:
     return {source: {r.name for r in records} for source, records in tree.by_source().items()}
 
 
+@pytest.mark.realdata
 def test_every_file_emits_exactly_the_expected_kernels(mlx_style, mlx_headers) -> None:
     tree = load_tree(mlx_style, include_dirs=[mlx_headers])
     assert tree.kind == "discovered"
@@ -44,6 +42,7 @@ def test_every_file_emits_exactly_the_expected_kernels(mlx_style, mlx_headers) -
     assert unary[:3] == ["v_Absfloat16float16", "v2_Absfloat16float16", "gn1_Absfloat16float16"]
 
 
+@pytest.mark.realdata
 def test_defines_switch_if_blocks(mlx_style, mlx_headers) -> None:
     def versioned(*defines: str) -> set[str]:
         tree = load_tree(mlx_style, include_dirs=[mlx_headers], defines=defines)
@@ -56,6 +55,7 @@ def test_defines_switch_if_blocks(mlx_style, mlx_headers) -> None:
     assert versioned("__METAL_IOS__") == {"before_msl32"}
 
 
+@pytest.mark.realdata
 def test_mirrored_names_exist_in_the_real_library(mlx_style, mlx_headers, mlx_metallib, run_cli):
     code, out, _ = run_cli(
         ["list", str(mlx_metallib(MLX_VERSION, MLX_PLATFORM)), "--format", "json"]
@@ -69,12 +69,14 @@ def test_mirrored_names_exist_in_the_real_library(mlx_style, mlx_headers, mlx_me
     assert not (OWN & library)
 
 
+@pytest.mark.realdata
 def test_parallel_and_sequential_agree(mlx_style, mlx_headers) -> None:
     one = load_tree(mlx_style, include_dirs=[mlx_headers], jobs=1)
     two = load_tree(mlx_style, include_dirs=[mlx_headers], jobs=2)
     assert one.kernels == two.kernels and one.sources == two.sources
 
 
+@pytest.mark.realdata
 def test_progress_counts_every_file(mlx_style, mlx_headers) -> None:
     seen: list[tuple[int, int]] = []
     load_tree(
@@ -84,6 +86,7 @@ def test_progress_counts_every_file(mlx_style, mlx_headers) -> None:
     assert {t for _, t in seen} == {len(BY_FILE)}
 
 
+@pytest.mark.realdata
 def test_exclude_globs_cross_folders(mlx_style, mlx_headers) -> None:
     tree = load_tree(mlx_style, include_dirs=[mlx_headers], exclude=["*tile*", "plain_*.metal"])
     assert set(tree.sources) == set(BY_FILE) - {"tiles/tile_copy.metal", "plain_kernels.metal"}
@@ -162,6 +165,7 @@ def _error(source_dir: Path, **kwargs) -> str:
     return message
 
 
+@pytest.mark.realdata
 def test_broken_file_names_the_file_and_the_first_diagnostic(tree_copy, mlx_headers) -> None:
     _write(
         tree_copy,
@@ -177,6 +181,7 @@ def test_broken_file_names_the_file_and_the_first_diagnostic(tree_copy, mlx_head
         assert _error(tree_copy, include_dirs=[mlx_headers], jobs=jobs).startswith("a_first.metal:")
 
 
+@pytest.mark.realdata
 def test_missing_include_is_one_line(tree_copy, mlx_headers) -> None:
     _write(tree_copy, "tiles/needs.metal", '#include "not/there.h"\n')
     message = _error(tree_copy, include_dirs=[mlx_headers])
@@ -215,6 +220,7 @@ def test_no_preprocessor_names_what_was_looked_for(tmp_path, monkeypatch) -> Non
     assert "'my-cxx'" in _error(tmp_path)
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("name", ["cpp", "g++"])
 def test_any_host_preprocessor_gives_the_same_kernels(mlx_style, mlx_headers, name) -> None:
     if shutil.which(name) is None:
