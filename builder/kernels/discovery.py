@@ -109,7 +109,10 @@ class KernelTree:
                 {"source": source, "count": len(records)}
                 for source, records in self.by_source().items()
             ],
-            "kernels": [record.to_json() for record in self.kernels],
+            "kernels": [
+                {"name": n, "source": s, "template": t, "args": list(a)}
+                for n, s, t, a in self.kernels
+            ],
         }
 
 

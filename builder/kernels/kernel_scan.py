@@ -39,32 +39,36 @@ class Emitted(NamedTuple):
     args: tuple[str, ...]
 
 
-_LIT = r'"(?:[^"\\\n]|\\.)*"'
-_STRING = r'(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"'
-_CHAR = r"(?:u8|[uUL])?'(?:[^'\\\n]|\\.)*'"
+# Patterns are written as "unrolled loops" (normal* (special normal*)*): runs of plain
+# characters are consumed in one step and a failing match cannot backtrack exponentially.
+_LIT = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_STRING = r"(?:u8|[uUL])?" + _LIT
+_CHAR = r"(?:u8|[uUL])?'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
 # MLX's instantiate_kernel expansion in one piece; the literal "template" prefix keeps the search
 # fast. Arguments without parentheses or brackets, nested <> one level deep (And<bool>); anything
 # else takes the general path.
-_PLAIN = r"[^<>()\"'\[\];{}]|<[^<>()\"'\[\];{}]*>"
+_ARG_CHARS = r"[^<>()\"'\[\];{}]*"
+_PLAIN = rf"{_ARG_CHARS}(?:<{_ARG_CHARS}>{_ARG_CHARS})*"
 _FAST = re.compile(
     rf"template\s*\[\[\s*host_name\s*\(\s*(?P<names>(?:{_LIT}\s*)+)\)\s*\]\]\s*"
     r"\[\[\s*kernel\s*\]\]\s*decltype\s*\(\s*(?P<func>[A-Za-z_]\w*)\s*"
-    rf"<(?P<args>(?:{_PLAIN})*)>\s*\)\s*(?P=func)\s*<(?P=args)>\s*;"
+    rf"<(?P<args>{_PLAIN})>\s*\)\s*(?P=func)\s*<(?P=args)>\s*;"
 )
 _ANCHOR = re.compile(
     r"host_name|kernel|vertex|fragment|\[\[\s*(?:visible|stitchable|mesh|object|intersection)\b"
 )
-_ATTR = re.compile(r"\[\[((?:[^\]\"']|" + _STRING + "|" + _CHAR + r"|\](?!\]))*)\]\]")
-_HEAD = re.compile(r"(?:[^;{}\"']|" + _STRING + "|" + _CHAR + r")*")
+_ATTR = re.compile(rf"\[\[([^\]\"']*(?:(?:{_STRING}|{_CHAR}|\](?!\]))[^\]\"']*)*)\]\]")
+_HEAD = re.compile(rf"[^;{{}}\"']*(?:(?:{_STRING}|{_CHAR})[^;{{}}\"']*)*")
 _QUOTED = re.compile(_STRING + "|" + _CHAR + "|[\"']")
 _ATTR_WORDS = re.compile(
     r"host_name|kernel|vertex|fragment|visible|stitchable|mesh|object|intersection"
 )
 _BRACKETS = re.compile(r"[<>()\[\]]")
-_FAST_ARG = re.compile(r"(?:[^,<]|<[^<>]*>)+")
+_SPLIT_AT = re.compile(r"[<>()\[\]{},]")
+_FAST_ARG = re.compile(r"[^,<]*(?:<[^<>]*>[^,<]*)*")
 _PP_LINE = re.compile(r"^[ \t]*#[^\n]*", re.MULTILINE)
-_LITERAL = re.compile(r'(?:u8|[uUL])?"((?:[^"\\\n]|\\.)*)"')
-_LITERALS = re.compile(r'\s*(?:(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"\s*)+')
+_LITERAL = re.compile(r'(?:u8|[uUL])?"([^"\\\n]*(?:\\.[^"\\\n]*)*)"')
+_LITERALS = re.compile(rf"\s*(?:{_STRING}\s*)+")
 _TEMPLATE = re.compile(r"(extern\s+)?template\b\s*")
 _STAGE_WORD = re.compile(r"\b(?:kernel|vertex|fragment)\b")
 _NAME_AT_END = re.compile(r"([A-Za-z_]\w*)\s*$")
@@ -123,7 +127,8 @@ def normalize_arg(text: str) -> str:
 def _split_top(text: str) -> list[str]:
     """Split at commas outside (), [], {} and <> (angles only outside parentheses)."""
     parts, depth, angle, start = [], 0, 0, 0
-    for i, ch in enumerate(text):
+    for match in _SPLIT_AT.finditer(text):
+        ch = match.group()
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -133,8 +138,8 @@ def _split_top(text: str) -> list[str]:
         elif depth == 0 and ch == ">":
             angle -= 1
         elif ch == "," and depth == 0 and angle <= 0:
-            parts.append(text[start:i])
-            start = i + 1
+            parts.append(text[start : match.start()])
+            start = match.end()
     parts.append(text[start:])
     return [p for p in (q.strip() for q in parts) if p]
 
@@ -239,9 +244,14 @@ def _declaration(decl: str, has_body: bool) -> Emitted | None:
     """What one declaration (from its start up to ``;`` or ``{``) emits, if anything."""
     if "#" in decl:
         decl = _PP_LINE.sub(" ", decl)
-    groups = _ATTR.findall(decl)
+    groups, pieces, last = [], [], 0
+    for match in _ATTR.finditer(decl):  # attribute bodies, and the text without them
+        groups.append(match.group(1))
+        pieces.append(decl[last : match.start()])
+        last = match.end()
+    pieces.append(decl[last:])
     host_name, stage_attr = _attributes(groups)
-    plain = _ATTR.sub(" ", decl).strip()
+    plain = " ".join(pieces).strip()
     kind = "plain"
     match = _TEMPLATE.match(plain)
     if match:
@@ -331,7 +341,7 @@ def scan_kernels(text: str, fast: bool = True) -> list[Emitted]:
             start = match.start()
             if start < pos or not _fast_ok(text, start):
                 continue
-            if start > pos and anchor(text, pos, start):
+            if start - pos >= 6 and anchor(text, pos, start):  # "kernel" is the shortest
                 pos = _scan_gap(text, pos, start, out)
                 if pos > start:
                     continue

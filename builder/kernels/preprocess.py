@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,12 +173,20 @@ def first_diagnostic(stderr: str) -> str:
 
 
 def preprocess(cmd: Sequence[str], cwd: Path, entry: str) -> str:
-    """Run ``cmd`` in ``cwd``; the preprocessed text, or PreprocessError naming ``entry``."""
-    try:
-        done = subprocess.run(list(cmd), cwd=cwd, capture_output=True, check=False)
-    except OSError as exc:
-        raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
-    if done.returncode != 0:
-        detail = first_diagnostic(done.stderr.decode("utf-8", "replace"))
-        raise PreprocessError(f"{entry}: does not preprocess: {detail}")
-    return done.stdout.decode("utf-8", "replace")
+    """Run ``cmd`` in ``cwd``; the preprocessed text, or PreprocessError naming ``entry``.
+
+    Output goes to unlinked temporary files, not pipes: a pipe fills after 64 KiB and the
+    compiler then waits until Python (holding the GIL while it parses another file) drains it;
+    a file lets every compiler run at full speed.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = subprocess.run(list(cmd), cwd=cwd, stdout=out, stderr=err, check=False)
+        except OSError as exc:
+            raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
+        if done.returncode != 0:
+            err.seek(0)
+            detail = first_diagnostic(err.read().decode("utf-8", "replace"))
+            raise PreprocessError(f"{entry}: does not preprocess: {detail}")
+        out.seek(0)
+        return out.read().decode("utf-8", "replace")
