@@ -109,9 +109,8 @@ class KernelTree:
                 {"source": source, "count": len(records)}
                 for source, records in self.by_source().items()
             ],
-            "kernels": [
-                {"name": n, "source": s, "template": t, "args": list(a)}
-                for n, s, t, a in self.kernels
+            "kernels": [  # args stay tuples: JSON arrays all the same, no copies
+                {"name": n, "source": s, "template": t, "args": a} for n, s, t, a in self.kernels
             ],
         }
 

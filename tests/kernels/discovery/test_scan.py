@@ -3,6 +3,8 @@ ones that do not, and the fast path giving what the general parser gives."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from builder.kernels.kernel_scan import Emitted, ScanError, normalize_arg, scan_kernels
@@ -109,3 +111,12 @@ def test_normalize_arg() -> None:
     assert normalize_arg("unsigned   int") == "unsigned int"
     assert normalize_arg("( N > 2 )") == "(N>2)"
     assert normalize_arg("A<B<C> >") == "A<B<C>>"
+
+
+def test_unterminated_constructs_do_not_blow_up() -> None:
+    # Unclosed attributes, literals and declarations: linear-time patterns, nothing emitted.
+    start = time.perf_counter()
+    text = "[[kernel " + "x" * 200_000 + "\nkernel void f(" + '"' + "y" * 200_000
+    assert names(text) == []
+    assert names("template [[host_name(" + '"a" ' * 20_000) == []
+    assert time.perf_counter() - start < 5
