@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
-from builder.kernels.kernel_scan import ScanError, normalize_arg, scan_kernels
+from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_kernels
 from builder.kernels.preprocess import (
     PreprocessError,
     find_preprocessor,
@@ -56,22 +56,6 @@ __all__ = [
 ENTRY_SUFFIX = ".metal"
 CATALOG_FILE = "catalog.json"  # as builder.kernels.catalog, which discovery does not import
 Progress = Callable[[int, int, str], None]  # (files done, files in all, entry just finished)
-
-
-class KernelRecord(NamedTuple):
-    """One kernel of a tree: its library name, entry file, template function and arguments."""
-
-    name: str
-    source: str  # relative to the tree root, "/" separators
-    template: str | None
-    args: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object ``kernels --format json`` prints for this kernel."""
-        return {
-            "name": self.name, "source": self.source, "template": self.template,
-            "args": list(self.args),
-        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -198,10 +182,9 @@ def discover(
     def work(entry: str) -> list[KernelRecord]:
         text = preprocess(preprocess_command(pp, entry, include_dirs, defines), root, entry)
         try:
-            found = scan_kernels(text)
+            return scan_kernels(text, entry)
         except ScanError as exc:
             raise UsageError(f"{entry}: {exc}") from None
-        return [KernelRecord(k.name, entry, k.template, k.args) for k in found]
 
     results: list[list[KernelRecord]] = [[] for _ in entries]
     failures: dict[int, UsageError] = {}

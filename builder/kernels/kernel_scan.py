@@ -22,21 +22,34 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["Emitted", "ScanError", "scan_kernels"]
+__all__ = ["KernelRecord", "ScanError", "normalize_arg", "scan_kernels"]
 
 
 class ScanError(ValueError):
     """The source asks for something the compiler would refuse (e.g. a non-literal host name)."""
 
 
-class Emitted(NamedTuple):
-    """One function the compiler emits: its library name, template function and arguments."""
+class KernelRecord(NamedTuple):
+    """One kernel of a tree: its library name, entry file, template function and arguments.
+
+    Defined here, where records are made (one per emitted function, tens of thousands for a
+    large tree), and exported by ``builder.kernels.discovery``.
+    """
 
     name: str
+    source: str  # entry file relative to the tree root, "/" separators
     template: str | None
     args: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``kernels --format json`` prints for this kernel."""
+        return {"name": self.name, "source": self.source, "template": self.template,
+                "args": list(self.args)}  # fmt: skip
+
+
+_Found = tuple[str, "str | None", tuple[str, ...]]  # (name, template, args) of one declaration
 
 
 # Patterns are written as "unrolled loops" (normal* (special normal*)*): runs of plain
@@ -240,15 +253,15 @@ def _attributes(groups: list[str]) -> tuple[str | None, bool]:
     return host_name, stage
 
 
-def _declaration(decl: str, has_body: bool) -> Emitted | None:
+def _declaration(decl: str, has_body: bool) -> _Found | None:
     """What one declaration (from its start up to ``;`` or ``{``) emits, if anything."""
     if "#" in decl:
         decl = _PP_LINE.sub(" ", decl)
     groups, pieces, last = [], [], 0
-    for match in _ATTR.finditer(decl):  # attribute bodies, and the text without them
-        groups.append(match.group(1))
-        pieces.append(decl[last : match.start()])
-        last = match.end()
+    for attr in _ATTR.finditer(decl):  # attribute bodies, and the text without them
+        groups.append(attr.group(1))
+        pieces.append(decl[last : attr.start()])
+        last = attr.end()
     pieces.append(decl[last:])
     host_name, stage_attr = _attributes(groups)
     plain = " ".join(pieces).strip()
@@ -270,12 +283,12 @@ def _declaration(decl: str, has_body: bool) -> Emitted | None:
         return None
     name, args = found
     if kind == "instantiation":
-        return Emitted(host_name, name, args) if host_name else None
+        return (host_name, name, args) if host_name else None
     if kind == "specialization":
-        return Emitted(host_name, name, args) if host_name and has_body else None
+        return (host_name, name, args) if host_name and has_body else None
     if not has_body or not (stage_attr or _STAGE_WORD.search(plain)):
         return None
-    return Emitted(host_name or name, None, ())
+    return (host_name or name, None, ())
 
 
 def _in_literal(text: str, safe: int, pos: int) -> bool:
@@ -298,7 +311,7 @@ def _fast_ok(text: str, start: int) -> bool:
     return i < 0 or text[i] in ";{}"
 
 
-def _scan_gap(text: str, start: int, end: int, out: list[Emitted]) -> int:
+def _scan_gap(text: str, start: int, end: int, source: str, out: list[KernelRecord]) -> int:
     """General parse of ``text[start:end]``; returns where scanning may resume."""
     pos = start
     while True:
@@ -322,18 +335,19 @@ def _scan_gap(text: str, start: int, end: int, out: list[Emitted]) -> int:
         if stop >= len(text) or text[stop] not in ";{":
             pos = stop + 1  # unbalanced text: nothing a compiler would accept
             continue
-        emitted = _declaration(text[max(begin, lo) : stop], text[stop] == "{")
-        if emitted is not None:
-            out.append(emitted)
+        found = _declaration(text[max(begin, lo) : stop], text[stop] == "{")
+        if found is not None:
+            out.append(KernelRecord(found[0], source, found[1], found[2]))
         pos = start = stop + 1
 
 
-def scan_kernels(text: str, fast: bool = True) -> list[Emitted]:
-    """Every function ``text`` (preprocessed Metal) emits, in source order; a name seen twice is
-    kept once (the first). ``fast=False`` skips the one-regex path (tests compare both).
+def scan_kernels(text: str, source: str = "", fast: bool = True) -> list[KernelRecord]:
+    """Every function ``text`` (preprocessed Metal, from entry file ``source``) emits, in source
+    order; a name seen twice is kept once (the first). ``fast=False`` skips the one-regex path
+    (tests compare both).
 
     Raises ScanError when a ``[[host_name]]`` does not hold string literals."""
-    out: list[Emitted] = []
+    out: list[KernelRecord] = []
     pos = 0
     if fast:
         anchor, append = _ANCHOR.search, out.append
@@ -342,7 +356,7 @@ def scan_kernels(text: str, fast: bool = True) -> list[Emitted]:
             if start < pos or not _fast_ok(text, start):
                 continue
             if start - pos >= 6 and anchor(text, pos, start):  # "kernel" is the shortest
-                pos = _scan_gap(text, pos, start, out)
+                pos = _scan_gap(text, pos, start, source, out)
                 if pos > start:
                     continue
             names, func, args = match.group("names", "func", "args")
@@ -350,9 +364,9 @@ def scan_kernels(text: str, fast: bool = True) -> list[Emitted]:
                 joined = "".join(_ESCAPE.sub(_unescape, p) for p in _LITERAL.findall(names))
             else:  # only literals and blanks: the contents are every other piece
                 joined = "".join(names.split('"')[1::2])
-            append(Emitted(joined, func, _split_args(args)))
+            append(KernelRecord(joined, source, func, _split_args(args)))
             pos = match.end()
-    _scan_gap(text, pos, len(text), out)
+    _scan_gap(text, pos, len(text), source, out)
     seen: set[str] = set()
     unique = []
     for item in out:

@@ -24,6 +24,7 @@ from builder.errors import UsageError
 from builder.kernels.discovery import entry_files, load_tree, path_matches
 from builder.kernels.preprocess import METAL_HEADERS, STANDIN_DIR
 
+
 def _by_file(tree) -> dict[str, set[str]]:
     return {source: {r.name for r in records} for source, records in tree.by_source().items()}
 

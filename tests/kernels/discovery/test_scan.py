@@ -7,7 +7,11 @@ import time
 
 import pytest
 
-from builder.kernels.kernel_scan import Emitted, ScanError, normalize_arg, scan_kernels
+from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_kernels
+
+
+def Emitted(name: str, template: str | None, args: tuple[str, ...]) -> KernelRecord:
+    return KernelRecord(name, "", template, args)
 
 
 def names(text: str) -> list[str]:
