@@ -33,7 +33,6 @@ from builder.kernels.preprocess import (
     find_preprocessor,
     metal_defines,
     preprocess,
-    preprocess_command,
 )
 from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
 
@@ -135,6 +134,14 @@ def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
     return [f for f in found if not path_matches(f, exclude)]
 
 
+def _batches(files: int, jobs: int, allowed: bool) -> list[tuple[int, int]]:
+    """Contiguous (start, stop) ranges of entry files, one compiler run each: about four per
+    job, at most eight files, so that the cores stay evenly busy to the end; one file each
+    when the preprocessor cannot take several."""
+    size = max(1, min(8, files // (4 * jobs))) if allowed else 1
+    return [(i, min(i + size, files)) for i in range(0, files, size)]
+
+
 def _jobs(jobs: int | None, files: int) -> int:
     if jobs is None:
         try:
@@ -179,33 +186,40 @@ def discover(
     defines = metal_defines(config.defines, config.metal_version)
     include_dirs = [*config.include_dirs, root.resolve()]
 
-    def work(entry: str) -> list[KernelRecord]:
-        text = preprocess(preprocess_command(pp, entry, include_dirs, defines), root, entry)
-        try:
-            return scan_kernels(text, entry)
-        except ScanError as exc:
-            raise UsageError(f"{entry}: {exc}") from None
+    batches = _batches(len(entries), _jobs(jobs, len(entries)), pp.batches)
+
+    def work(first: int, stop: int) -> list[list[KernelRecord]]:
+        names = entries[first:stop]
+        texts = preprocess(pp, names, include_dirs, defines, root)
+        found = []
+        for entry, text in zip(names, texts):
+            try:
+                found.append(scan_kernels(text, entry))
+            except ScanError as exc:
+                raise UsageError(f"{entry}: {exc}") from None
+        return found
 
     results: list[list[KernelRecord]] = [[] for _ in entries]
     failures: dict[int, UsageError] = {}
-    with ThreadPoolExecutor(max_workers=_jobs(jobs, len(entries))) as pool:
-        futures = {pool.submit(work, entry): i for i, entry in enumerate(entries)}
+    with ThreadPoolExecutor(max_workers=_jobs(jobs, len(batches))) as pool:
+        futures = {pool.submit(work, a, b): (a, b) for a, b in batches}
         done = 0
         for future in as_completed(futures):
-            index = futures[future]
+            first, stop = futures[future]
             try:
-                results[index] = future.result()
+                results[first:stop] = future.result()
             except CancelledError:
                 continue
             except (PreprocessError, UsageError) as exc:
-                # Tasks start in tree order, so every file before this one has started: the
-                # lowest failing index once the running ones finish is the first in tree order.
-                failures[index] = exc
+                # Batches start in tree order, so every earlier one has started: the lowest
+                # failing batch once the running ones finish holds the first failing file in
+                # tree order (a batch reports its own first one).
+                failures[first] = exc
                 for other in futures:
                     other.cancel()
-            done += 1
+            done += stop - first
             if on_progress is not None and not failures:
-                on_progress(done, len(entries), entries[index])
+                on_progress(done, len(entries), entries[stop - 1])
     if failures:
         raise failures[min(failures)]
     kernels = tuple(record for records in results for record in records)

@@ -22,7 +22,14 @@ from kernels.discovery.mlx_tree import MLX_PLATFORM, MLX_VERSION, extract_kernel
 
 from builder.errors import UsageError
 from builder.kernels.discovery import entry_files, load_tree, path_matches
-from builder.kernels.preprocess import METAL_HEADERS, STANDIN_DIR
+from builder.kernels.kernel_scan import scan_kernels
+from builder.kernels.preprocess import (
+    METAL_HEADERS,
+    STANDIN_DIR,
+    find_preprocessor,
+    metal_defines,
+    preprocess,
+)
 
 
 def _by_file(tree) -> dict[str, set[str]]:
@@ -248,3 +255,64 @@ def test_header_extraction_refuses_unsafe_members(tmp_path: Path) -> None:
     root = extract_kernel_headers(good, tmp_path / "good")
     assert (root / "mlx/backend/metal/kernels/utils.h").read_text() == "u"
     assert not (root / "mlx" / "lib").exists()
+
+
+def test_one_compiler_run_for_several_files_gives_the_same_texts(tmp_path: Path) -> None:
+    for name, body in {
+        "a.metal": "kernel void a() {}",
+        "b.metal": "#define X 1\nkernel void b() {}",
+    }.items():
+        _write(tmp_path, name, body + "\n")
+    (tmp_path / "sub").mkdir()
+    _write(
+        tmp_path / "sub",
+        "c.metal",
+        'template [[host_name("c")]] [[kernel]] decltype(f<int>) f<int>;\n',
+    )
+    pp = find_preprocessor("g++")
+    assert pp.batches
+    entries = ["a.metal", "b.metal", "sub/c.metal"]
+    defines = metal_defines([])
+    together = preprocess(pp, entries, [], defines, tmp_path)
+    alone = [preprocess(pp, [e], [], defines, tmp_path)[0] for e in entries]
+    assert together == alone
+    assert "__metallib_builder_entry__" not in "".join(together)
+    assert [k.name for t, e in zip(together, entries) for k in scan_kernels(t, e)] == [
+        "a",
+        "b",
+        "c",
+    ]
+
+
+def test_a_failing_file_in_a_batch_is_named_with_its_own_diagnostic(tmp_path: Path) -> None:
+    _write(tmp_path, "a.metal", "kernel void a() {}\n")
+    _write(tmp_path, "b.metal", "#error first\n")
+    _write(tmp_path, "c.metal", "#error second\n")
+    with pytest.raises(UsageError) as info:
+        preprocess(find_preprocessor("g++"), ["a.metal", "b.metal", "c.metal"], [], [], tmp_path)
+    assert str(info.value).startswith(
+        "b.metal: does not preprocess: b.metal:1:2: error: #error first"
+    )
+
+
+def test_cpp_is_never_given_two_files(tmp_path: Path) -> None:
+    # `cpp IN OUT` writes IN's output into OUT: a batch would overwrite an entry file.
+    if shutil.which("cpp") is None:
+        pytest.skip("cpp not installed")
+    pp = find_preprocessor("cpp")
+    assert not pp.batches
+    _write(tmp_path, "a.metal", "kernel void a() {}\n")
+    _write(tmp_path, "b.metal", "kernel void b() {}\n")
+    texts = preprocess(pp, ["a.metal", "b.metal"], [], metal_defines([]), tmp_path)
+    assert (tmp_path / "b.metal").read_text() == "kernel void b() {}\n"
+    assert [len(scan_kernels(t)) for t in texts] == [1, 1]
+
+
+@pytest.mark.realdata
+def test_discovery_in_batches_equals_one_file_per_run(mlx_style, mlx_headers, monkeypatch):
+    single = load_tree(mlx_style, include_dirs=[mlx_headers])
+    from builder.kernels import discovery
+
+    monkeypatch.setattr(discovery, "_batches", lambda files, jobs, allowed: [(0, 4), (4, files)])
+    batched = load_tree(mlx_style, include_dirs=[mlx_headers])
+    assert batched.kernels == single.kernels and batched.sources == single.sources
