@@ -40,10 +40,8 @@ PathArg = str | os.PathLike[str]
 
 
 def _cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
-    reason = exc.strerror or str(exc)
-    error = OutputError(f"cannot {verb} {os.fspath(path)}: {reason}")
-    error.__cause__ = exc  # shown with --debug
-    return error
+    """The one-line error; callers raise it ``from exc`` so that --debug shows the OSError."""
+    return OutputError(f"cannot {verb} {os.fspath(path)}: {exc.strerror or exc}")
 
 
 def _mkdirs(folder: Path) -> None:

@@ -283,6 +283,18 @@ def test_replaced_outputs_keep_their_mode(library: Path, header: Path, tmp_path:
             assert stat.S_IMODE(os.stat(out).st_mode) == mode, (command, oct(mode))
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another owner")
+def test_replaced_outputs_keep_their_owner(library: Path, header: Path, tmp_path: Path) -> None:
+    for command, args in writers(library, header).items():
+        out = tmp_path / f"{command}.out"
+        out.write_text("an older output")
+        os.chown(out, 4321, 4322)
+        done = cli(*args(out))
+        assert done.returncode == 0, done.stderr
+        info = os.stat(out)
+        assert (info.st_uid, info.st_gid) == (4321, 4322), command
+
+
 def test_slim_in_place_through_a_symlink_writes_the_target(library: Path, tmp_path: Path) -> None:
     os.chmod(library, 0o640)
     link = tmp_path / "link.metallib"
