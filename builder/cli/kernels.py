@@ -141,14 +141,17 @@ def kernels_command(
     """List the kernels of a tree: the bundled catalog, or any folder of .metal files."""
     from builder.kernels.discovery import is_catalog_tree
 
+    if source_dir is not None and not source_dir.is_dir():
+        raise UsageError(f"--source-dir {source_dir}: not a folder")
     if source_dir is not None and not is_catalog_tree(source_dir):
         if kernels or dtypes:
             raise UsageError(
                 f"--kernels and --dtypes select catalog families; {source_dir} has no catalog.json"
             )
         tree = _discover_with_progress(
-            source_dir, include_dirs, defines, exclude, config_file, jobs
-        )
+            source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
+            config_file=config_file, jobs=jobs,
+        )  # fmt: skip
         if fmt == "json":
             _emit_json({"schema": 1, **tree.to_json()})
         else:
@@ -162,30 +165,19 @@ def kernels_command(
     _catalog_listing(source_dir, config_file, kernels, dtypes, fmt)
 
 
-def _discover_with_progress(
-    source_dir: Path,
-    include_dirs: tuple[Path, ...],
-    defines: tuple[str, ...],
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    jobs: int | None,
-) -> Any:
-    """Discovery with a files-done bar on stderr, only when stderr is a terminal (rich is not
-    even imported otherwise: scripts and CI pay no start-up time for it)."""
+def _discover_with_progress(source_dir: Path, **options: Any) -> Any:
+    """``load_tree`` with a files-done bar on stderr, only when stderr is a terminal (rich is
+    not even imported otherwise: scripts and CI pay no start-up time for it)."""
     from builder.kernels.discovery import load_tree
 
     if not sys.stderr.isatty():
-        return load_tree(
-            source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
-            config_file=config_file, jobs=jobs,
-        )  # fmt: skip
+        return load_tree(source_dir, **options)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    err = Console(stderr=True)
     progress = Progress(
         TextColumn("preprocess"), BarColumn(), MofNCompleteColumn(), TextColumn("entry files"),
-        console=err, transient=True,
+        console=Console(stderr=True), transient=True,
     )  # fmt: skip
     task = progress.add_task("preprocess", total=None)
 
@@ -193,10 +185,7 @@ def _discover_with_progress(
         progress.update(task, completed=done, total=total)
 
     with progress:
-        return load_tree(
-            source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
-            config_file=config_file, jobs=jobs, on_progress=advance,
-        )  # fmt: skip
+        return load_tree(source_dir, on_progress=advance, **options)
 
 
 def _discovered_table(tree: Any) -> None:
