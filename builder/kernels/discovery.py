@@ -46,6 +46,7 @@ __all__ = [
     "Progress",
     "catalog_tree",
     "discover",
+    "discover_file",
     "entry_files",
     "is_catalog_tree",
     "load_tree",
@@ -224,6 +225,26 @@ def discover(
         raise failures[min(failures)]
     kernels = tuple(record for records in results for record in records)
     return KernelTree(root, "discovered", tuple(entries), kernels, config)
+
+
+def discover_file(
+    path: Path,
+    include_dirs: Sequence[Path] = (),
+    defines: Sequence[str] = (),
+    metal_version: int | None = None,
+    compiler: str | None = None,
+) -> list[KernelRecord]:
+    """The kernels one ``.metal`` file emits, preprocessed as :func:`discover` does (``source``
+    is the file's name): for a tool handed a single file, such as a stand-in Metal compiler that
+    receives the same ``-I``/``-D`` flags as the real one. Raises UsageError like discovery."""
+    path = Path(path)
+    dirs = [Path(os.path.abspath(d)) for d in include_dirs]
+    pp = find_preprocessor(compiler)
+    text = preprocess(pp, [path.name], dirs, metal_defines(defines, metal_version), path.parent)[0]
+    try:
+        return scan_kernels(text, path.name)
+    except ScanError as exc:
+        raise UsageError(f"{path}: {exc}") from None
 
 
 def catalog_tree(

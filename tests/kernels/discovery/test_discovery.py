@@ -21,7 +21,13 @@ from kernels.discovery.expected import (
 from kernels.discovery.mlx_tree import MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
 from builder.errors import UsageError
-from builder.kernels.discovery import entry_files, load_tree, path_matches
+from builder.kernels.discovery import (
+    KernelRecord,
+    discover_file,
+    entry_files,
+    load_tree,
+    path_matches,
+)
 from builder.kernels.kernel_scan import scan_kernels
 from builder.kernels.preprocess import (
     METAL_HEADERS,
@@ -316,3 +322,17 @@ def test_discovery_in_batches_equals_one_file_per_run(mlx_style, mlx_headers, mo
     monkeypatch.setattr(discovery, "_batches", lambda files, jobs, allowed: [(0, 4), (4, files)])
     batched = load_tree(mlx_style, include_dirs=[mlx_headers])
     assert batched.kernels == single.kernels and batched.sources == single.sources
+
+
+def test_one_file_with_the_flags_a_compiler_would_get(tmp_path: Path) -> None:
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "names.h").write_text('#define NAME(x) "k_" #x\n')
+    _write(tmp_path, "one.metal", '#include "names.h"\n#ifdef EXTRA\nkernel void extra() {}\n#endif\n'
+           "template [[host_name(NAME(float))]] [[kernel]] decltype(f<float>) f<float>;\n")  # fmt: skip
+    found = discover_file(tmp_path / "one.metal", [inc], ["EXTRA"])
+    assert found == [
+        KernelRecord("extra", "one.metal", None, ()),
+        KernelRecord("k_float", "one.metal", "f", ("float",)),
+    ]
+    assert [r.name for r in discover_file(tmp_path / "one.metal", [inc])] == ["k_float"]
