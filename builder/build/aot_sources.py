@@ -118,11 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         catalog = load_catalog(args.source_dir)
         items = catalog.expand(_split(args.families), _split(args.dtypes))
         families = write_sources(items, args.out_dir, args.chunk_size)
+        plan = {"schema": 1, "chunk_size": args.chunk_size, "families": families}
+        write_if_changed(args.plan, json.dumps(plan, indent=1) + "\n")
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    plan = {"schema": 1, "chunk_size": args.chunk_size, "families": families}
-    write_if_changed(args.plan, json.dumps(plan, indent=1) + "\n")
     sources = [c["source"] for f in families for c in f["chunks"]]  # type: ignore[attr-defined]
     print(";".join(str(s) for s in sources))
     return 0

@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> Any:
     except (BuilderError, MetallibError) as exc:
         if debug:
             raise
-        click.echo(f"error: {exc}", err=True)
+        from builder.sizes import visible  # messages may quote names from untrusted files
+
+        click.echo(f"error: {visible(str(exc))}", err=True)
         sys.exit(getattr(exc, "exit_code", 2))
     except BrokenPipeError:
         sys.exit(0)

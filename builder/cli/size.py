@@ -245,8 +245,15 @@ def compare_command(
     _emit("".join(texts), output)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
-        with open(summary_path, "a", encoding="utf-8") as handle:
-            handle.write(markdown)
+        try:
+            with open(summary_path, "a", encoding="utf-8") as handle:
+                handle.write(markdown)
+        except OSError as exc:
+            from builder.errors import OutputError
+
+            raise OutputError(
+                f"cannot append to GITHUB_STEP_SUMMARY {summary_path}: {exc.strerror or exc}"
+            ) from None
     if failed and warn_only:
         click.echo("warning: size gate failed (--warn-only: exit 0): " + "; ".join(failed),
                    err=True)  # fmt: skip

@@ -151,6 +151,27 @@ def test_step_summary(
     assert text.startswith("earlier step\n<!-- metallib-builder:size-comment -->\n### Metallib size")
 
 
+def test_unwritable_step_summary_is_one_error(
+    pair: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder: cannot be appended to
+    code, _, err = _run(["compare", *map(str, pair)], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and "GITHUB_STEP_SUMMARY" in err and str(tmp_path) in err
+
+
+def test_error_lines_show_control_characters_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = tmp_path / "lib\x1b[2J\x07.metallib"  # a file name that would clear the screen
+    code, _, err = _run(["compare", str(hostile), str(hostile)], capsys)
+    assert code == 2
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b[2J\\x07" in err
+
+
 def test_markdown_snapshot(pair: tuple[Path, Path], tmp_path: Path) -> None:
     (base,), (head,) = load_reports(str(pair[0])), load_reports(str(pair[1]))
     comparison = compare_reports(base, head)

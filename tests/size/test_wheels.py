@@ -253,24 +253,6 @@ def test_unwritable_cache_is_one_error(
     assert "METALLIB_BUILDER_CACHE" in line and not temp_files(cache)
 
 
-@pytest.mark.skipif(
-    os.geteuid() == 0,
-    reason="root ignores permission bits; the EACCES path is covered by the monkeypatched "
-    "test_unwritable_cache_is_one_error",
-)
-def test_read_only_cache_folder_by_permissions(
-    tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    wheel = _good_wheel(tmp_path)
-    cache.mkdir()
-    cache.chmod(0o500)
-    try:
-        line = _assert_clean_failure(*run_cli(["report", str(wheel)], capsys))
-    finally:
-        cache.chmod(0o700)
-    assert "Permission denied" in line
-
-
 def test_cache_folder_that_cannot_exist_is_one_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
