@@ -226,7 +226,7 @@ def compare_command(
             click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
         results = evaluate_gates(comparison, gates)
         evaluated.append((comparison, results))
-        failed += [visible(r.message) for r in results if not r.passed]
+        failed += [r.message for r in results if not r.passed]  # escaped where printed
         if fmt == "json":
             texts.append(render.compare_json(comparison, results))
         elif fmt == "csv":
@@ -255,7 +255,7 @@ def compare_command(
                 f"cannot append to GITHUB_STEP_SUMMARY {summary_path}: {exc.strerror or exc}"
             ) from None
     if failed and warn_only:
-        click.echo("warning: size gate failed (--warn-only: exit 0): " + "; ".join(failed),
+        click.echo("warning: size gate failed (--warn-only: exit 0): " + visible("; ".join(failed)),
                    err=True)  # fmt: skip
     elif failed:
         raise CheckFailed("size gate failed: " + "; ".join(failed))
