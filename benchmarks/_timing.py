@@ -52,6 +52,6 @@ def compare(
 def default_metallib(version: str = "0.32.0", platform: str = "macosx_26_0_arm64") -> Path:
     """The cached mlx.metallib of an mlx-metal wheel (downloaded on first use)."""
     sys.path.insert(0, str(ROOT))
-    from builder.wheels import metallibs_from_spec
+    from builder.size.wheels import metallibs_from_spec
 
     return metallibs_from_spec(f"mlx-metal=={version}", platform)[0]

@@ -26,7 +26,7 @@ STANDIN = ROOT / "tests" / "build" / "standin"
 
 def _measure(label: str, args: list[str], jobs: int, runs: int, target: float | None) -> None:
     sys.path.insert(0, str(ROOT))
-    from builder.build.cmake import find_tool
+    from builder.cmake_build.cmake import find_tool
 
     ninja = find_tool("ninja")
     full, noop_cli, noop_ninja = [], [], []

@@ -51,7 +51,7 @@ def main() -> None:
         path = Path(args.metallib)
     else:
         sys.path.insert(0, str(ROOT))
-        from builder.wheels import metallibs_from_spec
+        from builder.size.wheels import metallibs_from_spec
 
         path = metallibs_from_spec("mlx-metal==0.30.0")[0]
     py = sys.executable

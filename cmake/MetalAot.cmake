@@ -7,7 +7,7 @@
 #       [DTYPES <dtype>...] [CHUNK_SIZE <n>] [OUTPUT <metallib path>] [FLAGS <metal flag>...]
 #       [PYTHON <python>] [PYTHONPATH <dir>])
 #
-# At configure time `python -m builder.build.aot_sources` writes one instantiation source per
+# At configure time `python -m builder.cmake_build.aot_sources` writes one instantiation source per
 # chunk of CHUNK_SIZE instantiations (default 250) under ${CMAKE_CURRENT_BINARY_DIR}/<target>/src,
 # rewriting a file only when its bytes change. Each source gets one custom command
 #   [METAL_COMPILER_LAUNCHER...] metal FLAGS -I SOURCE_DIR -c x.metal -o x.air -MMD -MF x.d
@@ -70,7 +70,7 @@ function(metal_add_aot_library target)
   list(JOIN arg_DTYPES "," dtypes)
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${pythonpath}" PYTHONDONTWRITEBYTECODE=1
-            "${python}" -m builder.build.aot_sources --source-dir "${source_dir}"
+            "${python}" -m builder.cmake_build.aot_sources --source-dir "${source_dir}"
             --families "${families}" --dtypes "${dtypes}" --chunk-size "${arg_CHUNK_SIZE}"
             --out-dir "${gen_dir}/src" --plan "${gen_dir}/plan.json"
     OUTPUT_VARIABLE sources ERROR_VARIABLE err RESULT_VARIABLE rc
@@ -81,7 +81,7 @@ function(metal_add_aot_library target)
   # A changed catalog or generator re-runs configuration (which rewrites only changed sources).
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
     "${source_dir}/catalog.json"
-    "${pythonpath}/builder/build/aot_sources.py"
+    "${pythonpath}/builder/cmake_build/aot_sources.py"
     "${pythonpath}/builder/kernels/catalog.py")
 
   set(airs "")
@@ -121,7 +121,7 @@ function(metal_add_build_manifest target)
   endif()
   _metal_python(python pythonpath "${arg_PYTHON}" "${arg_PYTHONPATH}")
   set(args --build-dir "${CMAKE_BINARY_DIR}" --config "${arg_CONFIG}" --out "${arg_OUTPUT}")
-  set(depends "${arg_CONFIG}" "${pythonpath}/builder/build/manifest.py")
+  set(depends "${arg_CONFIG}" "${pythonpath}/builder/manifest.py")
   if(arg_AOT)
     get_target_property(plan ${arg_AOT} METAL_PLAN)
     get_target_property(metallib ${arg_AOT} METAL_METALLIB)
@@ -136,7 +136,7 @@ function(metal_add_build_manifest target)
   add_custom_command(
     OUTPUT "${arg_OUTPUT}"
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${pythonpath}" PYTHONDONTWRITEBYTECODE=1
-            "${python}" -m builder.build.manifest ${args}
+            "${python}" -m builder.manifest ${args}
     DEPENDS ${depends}
     COMMENT "Writing build manifest"
     VERBATIM)

@@ -1,6 +1,6 @@
 """Shared fixtures: real metallibs from mlx-metal macOS wheels, downloaded once and cached.
 
-The wheels are cached outside the repository (see ``builder.wheels.cache_dir``). When the package
+The wheels are cached outside the repository (see ``builder.size.wheels.cache_dir``). When the package
 index cannot be reached the tests that need them are skipped with a loud reason.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import wheels
+from builder.size import wheels
 
 # (version, platform) pairs the format tests cover: both writer generations under format 2.7
 # (0.28-0.31 without a reflection list or UUID; 0.32.0 with both) and format 2.9 (macOS 26).

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> Any:
     except (BuilderError, MetallibError) as exc:
         if debug:
             raise
-        from builder.sizes import visible  # messages may quote names from untrusted files
+        from builder.render.text import visible  # messages may quote names from untrusted files
 
         click.echo(f"error: {visible(str(exc))}", err=True)
         sys.exit(getattr(exc, "exit_code", 2))

@@ -50,8 +50,8 @@ def _common(func: F) -> F:
 
 
 def _settings(**kw: Any) -> Any:
-    from builder.build.cmake import BuildSettings
-    from builder.build.driver import project_source_dir
+    from builder.cmake_build.cmake import BuildSettings
+    from builder.cmake_build.driver import project_source_dir
 
     return BuildSettings(
         source_dir=project_source_dir(),
@@ -88,9 +88,10 @@ def build_command(**kw: Any) -> None:
       metallib-builder build --jit-kernels binary,copy   # mixed: those JIT, the rest AOT
       METAL_COMPILER=/path/to/metal metallib-builder build --no-jit
     """
-    from builder.build.driver import run_build
-    from builder.build.summary import render_text, sizes_to_dict
+    from builder.cmake_build.driver import run_build
     from builder.console import stderr_console
+    from builder.render.build import build_text
+    from builder.size.build_sizes import sizes_to_dict
 
     outcome = run_build(
         _settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"]
@@ -105,7 +106,7 @@ def build_command(**kw: Any) -> None:
     if kw["as_json"]:
         click.echo(json.dumps(sizes_to_dict(outcome.sizes), indent=1))
     else:
-        click.echo(render_text(outcome.sizes))
+        click.echo(build_text(outcome.sizes))
 
 
 @click.command("variants")
@@ -121,9 +122,10 @@ def variants_command(**kw: Any) -> None:
     A variant this machine cannot build is listed with the reason; the exit code is 0 when
     every buildable variant built.
     """
-    from builder.build.variants import build_variants, render_variants, variants_to_dict
+    from builder.cmake_build.variants import build_variants, variants_to_dict
     from builder.console import stderr_console
     from builder.errors import CheckFailed
+    from builder.render.build import variants_text
 
     settings = _settings(**kw)
     results = build_variants(
@@ -133,7 +135,7 @@ def variants_command(**kw: Any) -> None:
     if kw["as_json"]:
         click.echo(json.dumps(variants_to_dict(results), indent=1))
     else:
-        click.echo(render_variants(results))
+        click.echo(variants_text(results))
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
     if failed:
         raise CheckFailed(f"variant(s) {', '.join(failed)} failed to build")

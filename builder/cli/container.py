@@ -54,7 +54,7 @@ def list_command(file: Path, fmt: str, sort: str) -> None:
     included); bytes is everything the function owns: its list entry, metadata chunks, module
     and reflection chunk. All sizes are read from FILE.
     """
-    from builder.listing import function_rows, rows_json, rows_table
+    from builder.render.listing import function_rows, rows_json, rows_table
 
     with _open(file) as lib:
         rows = function_rows(lib, sort)
@@ -81,7 +81,7 @@ def verify_command(file: Path, fmt: str) -> None:
     reflection chunk is walked.
     """
     from builder.metallib import verify
-    from builder.sizes import visible  # names are untrusted: ESC, BEL, newline shown escaped
+    from builder.render.text import visible  # names are untrusted: ESC, BEL, newline shown escaped
 
     with _open(file) as lib:
         report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
@@ -186,7 +186,7 @@ def slim_command(
     library version). OUTPUT is written to a temporary file and renamed only after every check
     passed; it keeps the mode of the file it replaces, and a symlink is written through.
     """
-    from builder.slim import read_keep_list, slim_file
+    from builder.size.slim import read_keep_list, slim_file
 
     listed = read_keep_list(keep_list) if keep_list else []
     if not keep and not listed and not drop:
@@ -228,7 +228,7 @@ def slim_command(
 
 def _slim_warnings(result: Any, keep_list: Path | None) -> None:
     """What slim let pass, on stderr: unmatched keep-list lines, functions with a bad hash."""
-    from builder.slim import describe_mismatches
+    from builder.size.slim import describe_mismatches
 
     missing = result.unmatched_keep_list
     if missing:
@@ -246,6 +246,8 @@ def _slim_warnings(result: Any, keep_list: Path | None) -> None:
 
 
 def _human(size: int) -> str:
-    from builder.sizes import human_size  # not imported at start-up: only text output needs it
+    from builder.render.text import (
+        human_size,  # not imported at start-up: only text output needs it
+    )
 
     return human_size(size)

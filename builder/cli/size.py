@@ -65,11 +65,11 @@ def _progress(message: str) -> None:
 
 
 def _load(target: str, by: str, rules_path: str | None, platform: str | None) -> list[Any]:
-    from builder.targets import load_reports
+    from builder.size.targets import load_reports
 
     rules = None
     if rules_path is not None:
-        from builder.grouping import load_rules
+        from builder.size.grouping import load_rules
 
         rules = load_rules(rules_path)
     with _gc_paused():
@@ -130,23 +130,28 @@ def report_command(
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
     """
-    from builder import render
-
     reports = _load(target, by, rules, platform)
     shown = _top(top, fmt)
     if fmt == "html":
-        from builder.html import report_html
+        from builder.render.html import report_html
 
         text = report_html(reports)
     elif fmt == "json":
-        text = render.report_json(reports)
+        from builder.render.machine import report_json
+
+        text = report_json(reports)
     elif fmt == "csv":
-        text = render.report_csv(reports, shown)
+        from builder.render.machine import report_csv
+
+        text = report_csv(reports, shown)
     elif fmt == "markdown":
-        text = render.report_markdown(reports, shown)
+        from builder.render.markdown import report_markdown
+
+        text = report_markdown(reports, shown)
     else:
-        text = render.report_table(reports, shown, color=_color() and output is None,
-                                   width=_width())  # fmt: skip
+        from builder.render.tables import report_table
+
+        text = report_table(reports, shown, color=_color() and output is None, width=_width())
     _emit(text, output)
 
 
@@ -204,11 +209,13 @@ def compare_command(
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
     """
-    from builder import render
-    from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
     from builder.errors import CheckFailed
-    from builder.pr_comment import comment_markdown
-    from builder.sizes import parse_limit, parse_size, visible
+    from builder.render.machine import compare_csv, compare_json
+    from builder.render.pr_comment import comment_markdown
+    from builder.render.tables import compare_table
+    from builder.render.text import gate_message, visible
+    from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
+    from builder.size.limits import parse_limit, parse_size
 
     gates = Gates(
         max_growth=parse_limit(max_growth) if max_growth is not None else None,
@@ -226,20 +233,20 @@ def compare_command(
             click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
         results = evaluate_gates(comparison, gates)
         evaluated.append((comparison, results))
-        failed += [r.message for r in results if not r.passed]  # escaped where printed
+        failed += [gate_message(r) for r in results if not r.passed]  # escaped where printed
         if fmt == "json":
-            texts.append(render.compare_json(comparison, results))
+            texts.append(compare_json(comparison, results))
         elif fmt == "csv":
-            texts.append(render.compare_csv(comparison))
+            texts.append(compare_csv(comparison))
         elif fmt == "table":
-            texts.append(render.compare_table(comparison, results, shown,
+            texts.append(compare_table(comparison, results, shown,
                                               color=_color() and output is None,
                                               width=_width()))  # fmt: skip
     markdown = comment_markdown(evaluated, shown)
     if fmt == "markdown":
         texts = [markdown]
     elif fmt == "html":
-        from builder.html import compare_html
+        from builder.render.html import compare_html
 
         texts = [compare_html(evaluated)]
     _emit("".join(texts), output)

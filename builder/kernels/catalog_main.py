@@ -3,7 +3,7 @@
 CMake runs this at configure time to learn what to build: ``names`` prints host names (one per
 line, or a CMake list), ``headers`` the project headers the selected families need (relative to
 metal_src, dependencies first). The AOT build writes its instantiation sources with
-``builder.build.aot_sources``.
+``builder.cmake_build.aot_sources``.
 """
 
 from __future__ import annotations

@@ -24,13 +24,13 @@ METALLIB = STANDIN / "metallib-standin"
 
 
 def cmake_exe() -> str:
-    from builder.build.cmake import find_tool
+    from builder.cmake_build.cmake import find_tool
 
     return find_tool("cmake")
 
 
 def ninja_exe() -> str:
-    from builder.build.cmake import find_tool
+    from builder.cmake_build.cmake import find_tool
 
     return find_tool("ninja")
 

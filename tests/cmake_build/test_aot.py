@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from builder.kernels import load_catalog
+from builder.manifest import read_manifest
 from builder.metallib import open_metallib
-from builder.targets import read_manifest
 
 pytestmark = pytest.mark.cmake
 
@@ -129,7 +129,7 @@ def test_manifest_describes_the_build(built) -> None:  # type: ignore[no-untyped
 
 
 def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: ignore[no-untyped-def]
-    from builder.build.cmake import find_tool
+    from builder.cmake_build.cmake import find_tool
 
     launcher = f"{find_tool('cmake')};-E;env;METAL_STANDIN_TAG=launched"
     standin_build.defines = {"METAL_KERNELS": "arange,softmax",

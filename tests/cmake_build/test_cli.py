@@ -52,7 +52,7 @@ def test_bad_selection_is_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.cmake
 def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
-    from builder.build.cmake import find_tool
+    from builder.cmake_build.cmake import find_tool
 
     env = {k: v for k, v in os.environ.items() if k not in ("METAL_COMPILER", "METALLIB_LINKER")}
     done = subprocess.run(

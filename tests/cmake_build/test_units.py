@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from builder.build.aot_sources import select_families, write_sources
-from builder.build.cmake import BuildSettings, cmake_args
-from builder.build.host_symbols import OTHER, symbol_sizes
-from builder.build.manifest import build_manifest
-from builder.build.progress import NinjaOutput, parse_status
-from builder.build.toolchain import (
+from builder.cmake_build.aot_sources import select_families, write_sources
+from builder.cmake_build.cmake import BuildSettings, cmake_args
+from builder.cmake_build.progress import NinjaOutput, parse_status
+from builder.cmake_build.toolchain import (
     MetalToolchain,
     ToolchainMissing,
     find_metal_toolchain,
@@ -23,6 +21,8 @@ from builder.build.toolchain import (
 )
 from builder.errors import UsageError
 from builder.kernels import load_catalog
+from builder.manifest import build_manifest
+from builder.size.host_symbols import OTHER, symbol_sizes
 
 
 def test_parse_status_and_failure_text() -> None:
@@ -143,7 +143,7 @@ def test_progress_display_bar_and_plain_lines() -> None:
 
     from rich.console import Console
 
-    from builder.build.progress import ProgressDisplay, Status
+    from builder.cmake_build.progress import ProgressDisplay, Status
 
     for terminal in (True, False):
         buf = io.StringIO()

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from builder.cli import main
-from builder.compare import compare_reports
-from builder.targets import load_reports
+from builder.size.compare import compare_reports
+from builder.size.targets import load_reports
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.browser]
 

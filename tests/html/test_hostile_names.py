@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from builder.cli import main
-from builder.html import page
+from builder.render.html import page
 
 NAMES = [
     "x{{DATA}}y",

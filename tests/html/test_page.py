@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from builder.cli import main
-from builder.compare import Gates, compare_reports, evaluate_gates
-from builder.html import compare_html, report_html
-from builder.targets import load_reports
+from builder.render.html import compare_html, report_html
+from builder.size.compare import Gates, compare_reports, evaluate_gates
+from builder.size.targets import load_reports
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from builder import resources
-from clirun import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -32,7 +32,7 @@ from builder.metallib import native as native_state
 from builder.metallib.function_list import TableColumns, list_buffer, native_columns
 from builder.metallib.list_walk import python_columns
 from builder.metallib.native import native_module, status
-from builder.slim import slim_file
+from builder.size.slim import slim_file
 
 FORCED_OFF = os.environ.get("METALLIB_BUILDER_NATIVE") == "0"
 needs_native = pytest.mark.skipif(

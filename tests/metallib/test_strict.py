@@ -31,7 +31,7 @@ from builder.metallib import (
     verify,
 )
 from builder.metallib import native as native_state
-from builder.slim import slim_file
+from builder.size.slim import slim_file
 
 
 @pytest.fixture(params=["native", "python"])

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.attribution import _piece_spans, _range_map, attribute
 from builder.metallib import Metallib, Region, Span, open_metallib
+from builder.size.attribution import _piece_spans, _range_map, attribute
 
 from .conftest import synthetic_bytes
 

@@ -19,12 +19,12 @@ import pytest
 
 from builder import __version__
 from builder.cli import main
-from builder.compare import Gates, compare_reports, evaluate_gates, pair_reports
 from builder.errors import UsageError
 from builder.metallib import open_metallib
-from builder.render import compare_markdown
-from builder.sizes import parse_limit
-from builder.targets import load_reports
+from builder.render.pr_comment import compare_markdown
+from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
+from builder.size.limits import parse_limit
+from builder.size.targets import load_reports
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
 

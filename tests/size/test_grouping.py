@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from builder.errors import UsageError
-from builder.grouping import (
+from builder.size.grouping import (
     OTHER,
     builtin_rules,
     generic_family,

@@ -21,8 +21,8 @@ import pytest
 from clirun import run_cli
 
 from builder.metallib import open_metallib
-from builder.pr_comment import md_code, md_text
-from builder.sizes import visible
+from builder.render.markup import md_code, md_text
+from builder.render.text import visible
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+SUM(1)", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 CONTROL = [

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
-from builder.sizes import human_delta, human_size
+from builder.render.text import human_delta, human_size
 
 pytestmark = [pytest.mark.cmake, pytest.mark.slow]
 

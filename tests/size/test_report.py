@@ -12,11 +12,14 @@ import pytest
 from clirun import run_cli
 
 from builder.errors import UsageError
-from builder.grouping import OTHER
+from builder.manifest import read_manifest
 from builder.metallib import open_metallib
-from builder.render import report_csv, report_json, report_markdown, report_table
-from builder.report import report_from_dict, report_to_dict
-from builder.targets import load_reports, read_manifest
+from builder.render.machine import report_csv, report_json
+from builder.render.markdown import report_markdown
+from builder.render.tables import report_table
+from builder.size.grouping import OTHER
+from builder.size.report import report_from_dict, report_to_dict
+from builder.size.targets import load_reports
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),
@@ -125,7 +128,7 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
     assert labels["steel_gemm_fused_nn_float16_float16_bm64_bn64"] == OTHER
     assert [(j.name, j.embedded_bytes) for j in report.jit_families] == [("matmul", 12345)]
     assert report.source.manifest == str(build / "manifest.json")
-    from builder.grouping import parse_rules
+    from builder.size.grouping import parse_rules
 
     (with_rules,) = load_reports(str(build), rules=parse_rules("all  .", "t"))
     assert with_rules.grouping == "manifest"  # the exact source wins over a rule file
@@ -182,7 +185,7 @@ def test_mlx_rules_leave_little_in_other(
 
 def test_fast_json_equals_general_encoder(write_metallib: Callable[..., Path]) -> None:
     """The formatted fast path and json.dumps agree, including names that need escaping."""
-    from builder.report import report_json_text
+    from builder.size.report import report_json_text
 
     plain = write_metallib("plain.metallib", FUNCTIONS)
     odd = write_metallib("odd.metallib", [*FUNCTIONS, ('we"ird\\name_é', 10)])
@@ -225,8 +228,8 @@ def test_spec_download_keeps_stdout_clean(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """pip's progress output goes to stderr; stdout carries only the JSON report."""
-    from builder import wheels
     from builder.cli import main
+    from builder.size import wheels
 
     from .conftest import synthetic_bytes
 

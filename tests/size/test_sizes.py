@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from builder.errors import UsageError
-from builder.sizes import Limit, human_delta, human_size, parse_limit, parse_size
+from builder.render.text import human_delta, human_size
+from builder.size.limits import Limit, parse_limit, parse_size
 
 
 @pytest.mark.parametrize(

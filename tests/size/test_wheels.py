@@ -26,9 +26,9 @@ from clirun import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder import wheel_cache, wheels
 from builder.errors import UsageError
-from builder.targets import load_reports
+from builder.size import wheel_cache, wheels
+from builder.size.targets import load_reports
 
 from .conftest import synthetic_bytes
 from .hostile_wheels import WHEEL_NAME, corrupt_member, temp_files, tree, write_wheel

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kernels.discovery.mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
-from builder import wheels
+from builder.size import wheels
 
 _failure: list[str] = []
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.sizes import Limit, human_delta, human_size
+from builder.size.limits import Limit
 
 if TYPE_CHECKING:
-    from builder.report import FunctionRow, Report
+    from builder.size.report import FunctionRow, Report
 
 __all__ = [
     "Comparison",
@@ -63,7 +63,7 @@ class FunctionDelta:
 
 @dataclass(frozen=True)
 class JitComparison:
-    """The JIT families of two builds joined by name (``builder.jit_sizes``).
+    """The JIT families of two builds joined by name (``builder.size.jit_sizes``).
 
     Host-library symbol bytes when every side with JIT families had its symbols measured (then
     the rows no family owns follow as overhead rows and the totals are the host libraries' file
@@ -179,7 +179,7 @@ def compare_reports(base: Report, head: Report) -> Comparison:
 
 def compare_jit(base: Report, head: Report) -> JitComparison | None:
     """Join the JIT families of two reports (None when neither has any)."""
-    from builder.jit_sizes import jit_breakdown
+    from builder.size.jit_rows import jit_breakdown
 
     sides = [jit_breakdown(r) for r in (base, head)]
     if sides == [None, None]:
@@ -219,13 +219,27 @@ class Gates:
 
 @dataclass(frozen=True)
 class GateResult:
+    """One gate's verdict and the numbers it was decided on; presentation words them
+    (``builder.render.text.gate_message``)."""
+
     name: str
+    """The option that asked for the gate: ``--max-growth``, ``--max-size``, ``--fail-on-new-group``."""
     passed: bool
-    message: str
+    subject: str
+    """What was gated: the head library's label, or the JIT side of it when neither side has a
+    metallib."""
+    limit: Limit | None = None
+    """``--max-growth`` as given."""
+    max_size: int | None = None
+    grown: int = 0
+    allowed: int = 0
+    percent: float | None = None
+    head_size: int = 0
+    new_groups: tuple[str, ...] = ()
 
 
 def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
-    """Check each gate that was asked for; the message says what was measured against what."""
+    """Check each gate that was asked for, keeping the measured sizes it was checked against."""
     results = []
     head_label = comparison.head.source.label
     base_size, head_size, percent = comparison.base_size, comparison.head_size, comparison.percent
@@ -239,32 +253,18 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
     if gates.max_growth is not None:
         allowed = gates.max_growth.allowed(base_size)
         grown = head_size - base_size
-        pct = f" ({percent:+.2f}%)" if percent is not None else ""
         results.append(
-            GateResult(
-                "--max-growth",
-                grown <= allowed,
-                f"--max-growth {gates.max_growth}: {head_label} grew by {human_delta(grown)}"
-                f"{pct}; allowed {human_size(int(allowed))}",
-            )
+            GateResult("--max-growth", grown <= allowed, head_label, limit=gates.max_growth,
+                       grown=grown, allowed=int(allowed), percent=percent)
         )
     if gates.max_size is not None:
         results.append(
-            GateResult(
-                "--max-size",
-                head_size <= gates.max_size,
-                f"--max-size {human_size(gates.max_size)}: {head_label} is "
-                f"{human_size(head_size)} ({head_size:,} bytes)",
-            )
+            GateResult("--max-size", head_size <= gates.max_size, head_label,
+                       max_size=gates.max_size, head_size=head_size)
         )
     if gates.fail_on_new_group:
         results.append(
-            GateResult(
-                "--fail-on-new-group",
-                not new,
-                "--fail-on-new-group: "
-                + (f"new groups in head: {', '.join(new)}" if new else "no new groups"),
-            )
+            GateResult("--fail-on-new-group", not new, head_label, new_groups=tuple(new))
         )
     return results
 

@@ -13,110 +13,25 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
+from builder.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
-    from builder.grouping import RuleSet
-    from builder.jit_sizes import HostLibrary, JitFamily
-    from builder.report import Report
+    from builder.size.grouping import RuleSet
+    from builder.size.jit_sizes import HostLibrary, JitFamily
+    from builder.size.report import Report
 
 __all__ = [
-    "MANIFEST_NAME",
-    "BuildManifest",
     "Library",
-    "ManifestFamily",
     "load_reports",
-    "read_manifest",
     "resolve_target",
 ]
 
-MANIFEST_NAME = "manifest.json"
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ManifestFamily:
-    """One kernel family of a build, as the build manifest records it."""
-
-    name: str
-    mode: str
-    """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the host)."""
-    host_names: list[str]
-    outputs: list[str]
-    embedded_bytes: int
-    sources: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class BuildManifest:
-    """The parts of a build manifest (schema 1) that size reports read."""
-
-    path: str
-    families: list[ManifestFamily]
-    metallib: str | None
-    """Path of the built metallib relative to the manifest's directory; None if all JIT."""
-    build: dict[str, Any] = field(default_factory=dict)
-    """Options, toolchain and generator as the manifest records them (for report provenance)."""
-
-    def family_of(self) -> dict[str, str]:
-        """host name -> family, for every AOT family."""
-        return {n: f.name for f in self.families if f.mode == "aot" for n in f.host_names}
-
-    def source_of(self) -> dict[str, str]:
-        """host name -> its family's source file(s), joined with ``+`` when there are several."""
-        return {
-            n: "+".join(f.sources) if f.sources else f.name
-            for f in self.families
-            if f.mode == "aot"
-            for n in f.host_names
-        }
-
-
-def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
-    """Read ``manifest.json``; the only place that knows its layout (docs/report-schema.md)."""
-    where = os.fspath(path)
-    try:
-        data = json.loads(Path(where).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{where}: cannot read build manifest: {exc}") from None
-    try:
-        if data["schema"] != 1:
-            raise ValueError(f"schema {data['schema']!r}, expected 1")
-        families = [
-            ManifestFamily(
-                name=str(f["name"]),
-                mode=_mode(f.get("mode", "aot")),
-                host_names=[str(n) for n in f.get("host_names", [])],
-                outputs=[str(o) for o in f.get("outputs", [])],
-                embedded_bytes=_count(f.get("embedded_bytes", 0)),
-                sources=[str(s) for s in f.get("sources", [])],
-            )
-            for f in data["families"]
-        ]
-        metallib = data.get("metallib")
-        if metallib is not None and not isinstance(metallib, str):
-            raise ValueError("'metallib' must be a relative path or null")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
-    from builder.report_provenance import manifest_build_facts
-
-    return BuildManifest(where, families, metallib, manifest_build_facts(data, where))
-
-
-def _mode(value: Any) -> str:
-    if value not in ("aot", "jit"):
-        raise ValueError(f"mode {value!r} is neither 'aot' nor 'jit'")
-    return str(value)
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a byte count")
-    return value
 
 
 @dataclass(frozen=True)
@@ -144,7 +59,7 @@ def resolve_target(
         return [_from_manifest(text, read_manifest(manifest_path))]
     if path.is_file():
         if path.suffix == ".whl":
-            from builder.wheels import extract_metallibs
+            from builder.size.wheels import extract_metallibs
 
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix == ".json":
@@ -158,7 +73,7 @@ def resolve_target(
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
             return [Library(text, "report", path, saved=d) for d in docs]
         return [Library(text, "metallib", path)]
-    from builder import wheels
+    from builder.size import wheels
 
     spec = wheels.parse_spec(text)
     if spec is None:
@@ -215,7 +130,7 @@ def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") 
 
 def _common_root(paths: list[Path]) -> Path:
     # Members are named relative to the wheel's extraction folder
-    # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.wheel_cache).
+    # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.size.wheel_cache).
     first = paths[0]
     for parent in first.parents:
         if parent.parent.name == "metallibs":
@@ -249,7 +164,7 @@ def load_reports(
 
 def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = None) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
-    from builder.report import Source, build_report, regroup, report_from_dict
+    from builder.size.report import Source, build_report, regroup, report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
@@ -268,18 +183,18 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
     jit, host = _jit_families(manifest)
     families = manifest.family_of() if manifest else None  # exact: wins over --rules
     sources = manifest.source_of() if manifest else None
-    from builder.report_provenance import build_provenance
+    from builder.size.provenance import build_provenance
 
     build = manifest.build if manifest else None
     if lib.path is None:
-        from builder.attribution import Attribution
+        from builder.size.attribution import Attribution
 
         return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
                             jit_families=jit, host_library=host,
                             provenance=build_provenance(None, build))  # fmt: skip
-    from builder.attribution import attribute
     from builder.metallib import open_metallib
     from builder.metallib.provenance import library_provenance
+    from builder.size.attribution import attribute
 
     with open_metallib(lib.path) as metallib:
         attribution = attribute(metallib)
@@ -292,13 +207,12 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
 
 def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:
     """A build's JIT families, measured in the host library its manifest names (if it exists)."""
-    from builder.jit_sizes import JitFamily, measure_host
+    from builder.size.jit_sizes import JitFamily, measure_host
 
     if manifest is None:
         return [], None
     families = [(f.name, f.embedded_bytes, len(f.host_names))
                 for f in manifest.families if f.mode == "jit"]  # fmt: skip
-    host = manifest.build.get("host_library")
-    if not families or not isinstance(host, str):
+    if not families or manifest.host_library is None:
         return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
-    return measure_host(Path(manifest.path).parent / host, families)
+    return measure_host(manifest.folder / manifest.host_library, families)

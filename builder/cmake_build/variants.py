@@ -17,16 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.build.cmake import BuildFailed, BuildSettings
-from builder.build.driver import BuildOutcome, run_build, split_families
-from builder.build.summary import BuildSizes, origins, sizes_to_dict
-from builder.build.toolchain import ToolchainMissing, find_metal_toolchain
-from builder.sizes import human_size
+from builder.cmake_build.cmake import BuildFailed, BuildSettings
+from builder.cmake_build.driver import BuildOutcome, run_build, split_families
+from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
+from builder.size.build_sizes import sizes_to_dict
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["MIXED_JIT", "VariantResult", "build_variants", "render_variants", "variants_to_dict"]
+__all__ = ["MIXED_JIT", "VariantResult", "build_variants", "variants_to_dict"]
 
 MIXED_JIT = ("binary", "copy")
 """JIT families of the mixed variant: the two with the most instantiations."""
@@ -79,56 +78,6 @@ def build_variants(
             continue
         results.append(VariantResult(name, description, outcome, None))
     return results
-
-
-def _cell(sizes: BuildSizes, family: str) -> str:
-    for fam in sizes.families:
-        if fam.name == family:
-            if fam.mode == "aot":
-                return f"aot {human_size(fam.metallib_bytes or 0)}"
-            host = f" / host {human_size(fam.host_bytes)}" if fam.host_bytes is not None else ""
-            return f"jit {human_size(fam.embedded_bytes or 0)} emb{host}"
-    return "-"
-
-
-def _opt(value: int | None) -> str:
-    return "-" if value is None else human_size(value)
-
-
-def render_variants(results: Sequence[VariantResult]) -> str:
-    """Families as rows, variants as columns; totals; then what was not built and why."""
-    built = [r for r in results if r.outcome is not None]
-    lines: list[str] = []
-    if built:
-        families = [f.name for f in built[0].outcome.sizes.families]  # type: ignore[union-attr]
-        head = ["family", *(r.name for r in built)]
-        rows = [[fam, *(_cell(r.outcome.sizes, fam) for r in built)] for fam in families]  # type: ignore[union-attr]
-        sizes = [r.outcome.sizes for r in built]  # type: ignore[union-attr]
-        rows.append(["metallib (file)", *(_opt(s.metallib_bytes) for s in sizes)])
-        rows.append(["host library (file)", *(_opt(s.host_library_bytes) for s in sizes)])
-        rows.append(["embedded (manifest)",
-                     *(_opt(s.embedded_bytes if s.host_library else None) for s in sizes)])  # fmt: skip
-        rows.append(["build time", *(f"{r.outcome.seconds:.1f} s" for r in built)])  # type: ignore[union-attr]
-        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-        fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-        lines += [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-        lines += [fmt.format(*row) for row in rows]
-        lines += [
-            "",
-            (
-                "aot = function bytes in mlx.metallib; jit = source bytes embedded in the host "
-                "library (emb) and its symbol bytes (host)"
-            ),
-        ]
-        for r in built:
-            lines += [f"{r.name} ({r.description}):"] + [
-                f"  {line}"
-                for line in origins(r.outcome.sizes)  # type: ignore[union-attr]
-            ]
-    for r in results:
-        if r.outcome is None:
-            lines.append(f"{r.name}: not built: {r.reason}")
-    return "\n".join(lines)
 
 
 def variants_to_dict(results: Sequence[VariantResult]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The JIT side of reports and comparisons as text: rich tables, markdown, CSV rows, JSON.
 
-A build's JIT families are measured in its host library (``builder.jit_sizes``), never in the
+A build's JIT families are measured in its host library (``builder.size.jit_sizes``), never in the
 metallib, so they get tables of their own whose caption says what was measured and where. For a
 build with no metallib (every family JIT) these tables are the report; with a metallib they
 follow its table. Rows are always families, whatever ``--by`` says: the host library has no
@@ -12,17 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from builder.pr_comment import md_code, md_text
-from builder.render import _pct, _pct_signed, _rich, _share
-from builder.report_provenance import provenance_line
-from builder.sizes import human_delta, human_size
+from builder.render.markup import md_code, md_text, rich_text
+from builder.render.provenance import provenance_line
+from builder.render.text import human_delta, human_size, percent, share, signed_percent
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from builder.compare import Comparison, GroupDelta, JitComparison
-    from builder.jit_sizes import JitBreakdown, JitRow
-    from builder.report import Report
+    from builder.size.compare import Comparison, GroupDelta, JitComparison
+    from builder.size.jit_rows import JitBreakdown, JitRow
+    from builder.size.report import Report
 
 __all__ = [
     "compare_jit_csv",
@@ -63,11 +62,11 @@ def report_jit_table(report: Report, jit: JitBreakdown, console: Console, top: i
     from rich.table import Table
 
     kernels = sum(r.kernel_count for r in jit.families)
-    caption = "; ".join([f"measured: {_rich(jit.origin)}", *map(escape, _notes(report))])
+    caption = "; ".join([f"measured: {rich_text(jit.origin)}", *map(escape, _notes(report))])
     if report.source.path is None:  # the metallib table, which names the provenance, is skipped
-        caption += "\n" + _rich(provenance_line(report.provenance))
+        caption += "\n" + rich_text(provenance_line(report.provenance))
     table = Table(
-        title=_rich(report.source.label) + escape(
+        title=rich_text(report.source.label) + escape(
             f": {jit_headline(jit)}, {len(jit.families):,} families "
             f"({kernels:,} kernels) compiled at run time"
         ),
@@ -79,20 +78,20 @@ def report_jit_table(report: Report, jit: JitBreakdown, console: Console, top: i
     cumulative = 0
     for r in shown:
         cumulative += r.bytes
-        table.add_row(_rich(r.name), f"{r.kernel_count:,}", human_size(r.bytes), f"{r.bytes:,}",
-                      _pct(r.bytes, jit.total), _pct(cumulative, jit.total),
+        table.add_row(rich_text(r.name), f"{r.kernel_count:,}", human_size(r.bytes), f"{r.bytes:,}",
+                      percent(r.bytes, jit.total), percent(cumulative, jit.total),
                       human_size(r.embedded_bytes))  # fmt: skip
     if rest:
         size = sum(r.bytes for r in rest)
         cumulative += size
         table.add_row(f"rest ({len(rest)} families)", f"{sum(r.kernel_count for r in rest):,}",
-                      human_size(size), f"{size:,}", _pct(size, jit.total),
-                      _pct(cumulative, jit.total),
+                      human_size(size), f"{size:,}", percent(size, jit.total),
+                      percent(cumulative, jit.total),
                       human_size(sum(r.embedded_bytes for r in rest)), style="dim")  # fmt: skip
     for o in jit.overhead:
         cumulative += o.bytes
         table.add_row(escape(o.name), "", human_size(o.bytes), f"{o.bytes:,}",
-                      _pct(o.bytes, jit.total), _pct(cumulative, jit.total), "", style="dim")  # fmt: skip
+                      percent(o.bytes, jit.total), percent(cumulative, jit.total), "", style="dim")  # fmt: skip
     table.add_section()
     table.add_row("total", f"{kernels:,}", human_size(jit.total), f"{jit.total:,}",
                   "100.0%" if jit.total else "-", "", "", style="bold")  # fmt: skip
@@ -117,19 +116,19 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
     for r in shown:
         cumulative += r.bytes
         lines.append(f"| {md_code(r.name)} | {r.kernel_count:,} | {human_size(r.bytes)} | "
-                     f"{_pct(r.bytes, jit.total)} | {_pct(cumulative, jit.total)} | "
+                     f"{percent(r.bytes, jit.total)} | {percent(cumulative, jit.total)} | "
                      f"{human_size(r.embedded_bytes)} |")  # fmt: skip
     if rest:
         size = sum(r.bytes for r in rest)
         cumulative += size
         lines.append(f"| rest ({len(rest)} families) | {sum(r.kernel_count for r in rest):,} | "
-                     f"{human_size(size)} | {_pct(size, jit.total)} | "
-                     f"{_pct(cumulative, jit.total)} | "
+                     f"{human_size(size)} | {percent(size, jit.total)} | "
+                     f"{percent(cumulative, jit.total)} | "
                      f"{human_size(sum(r.embedded_bytes for r in rest))} |")  # fmt: skip
     for o in jit.overhead:
         cumulative += o.bytes
-        lines.append(f"| {o.name} | | {human_size(o.bytes)} | {_pct(o.bytes, jit.total)} | "
-                     f"{_pct(cumulative, jit.total)} | |")  # fmt: skip
+        lines.append(f"| {o.name} | | {human_size(o.bytes)} | {percent(o.bytes, jit.total)} | "
+                     f"{percent(cumulative, jit.total)} | |")  # fmt: skip
     lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
     return lines
 
@@ -141,15 +140,15 @@ def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
     library = report.host_library
     where = library.path if jit.host_measured and library else report.source.manifest or ""
     rows: list[list[Any]] = [[where, "jit", r.name, r.kernel_count, r.bytes,
-                              _share(r.bytes, jit.total)] for r in jit.families]  # fmt: skip
-    rows += [[where, "jit", o.name, "", o.bytes, _share(o.bytes, jit.total)] for o in jit.overhead]
+                              share(r.bytes, jit.total)] for r in jit.families]  # fmt: skip
+    rows += [[where, "jit", o.name, "", o.bytes, share(o.bytes, jit.total)] for o in jit.overhead]
     return rows
 
 
 # -- compare ------------------------------------------------------------------------------------
 def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, str]]:
     """(row, style) for the families shown, a folded rest, and the overhead rows."""
-    from builder.compare import GroupDelta
+    from builder.size.compare import GroupDelta
 
     families = [g for g in jit.groups if not g.overhead]
     overhead = [g for g in jit.groups if g.overhead]
@@ -173,32 +172,32 @@ def compare_jit_table(comparison: Comparison, console: Console, top: int | None)
     assert jit is not None
     base, head = comparison.base, comparison.head
     what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    caption = [f"base measured: {_rich(jit.base_origin or 'no JIT family')}",
-               f"head measured: {_rich(jit.head_origin or 'no JIT family')}"]  # fmt: skip
+    caption = [f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
+               f"head measured: {rich_text(jit.head_origin or 'no JIT family')}"]  # fmt: skip
     if comparison.jit_only:
         caption += ["no metallib on either side: every family is compiled at run time",
-                    f"base {_rich(provenance_line(base.provenance))}",
-                    f"head {_rich(provenance_line(head.provenance))}"]  # fmt: skip
+                    f"base {rich_text(provenance_line(base.provenance))}",
+                    f"head {rich_text(provenance_line(head.provenance))}"]  # fmt: skip
     table = Table(
-        title=f"{_rich(base.source.label)} → {_rich(head.source.label)}: " + escape(
+        title=f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: " + escape(
             f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
-            f"{human_delta(jit.delta)} ({_pct_signed(jit.percent)})"),
+            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"),
         caption="\n".join(caption), title_justify="left", caption_justify="left",
     )  # fmt: skip
     table.add_column("JIT family")
     for col in ("kernels base", "kernels head", "base", "head", "delta", "delta %"):
         table.add_column(col, justify="right")
     for g, style in _delta_rows(jit, top):
-        name = escape(g.name) if g.overhead or style == "dim" else _rich(g.name)
+        name = escape(g.name) if g.overhead or style == "dim" else rich_text(g.name)
         table.add_row(name, "" if g.overhead else f"{g.base_count:,}",
                       "" if g.overhead else f"{g.head_count:,}", human_size(g.base_bytes),
-                      human_size(g.head_bytes), human_delta(g.delta), _pct_signed(g.percent),
+                      human_size(g.head_bytes), human_delta(g.delta), signed_percent(g.percent),
                       style=style)  # fmt: skip
     table.add_section()
     families = [g for g in jit.groups if not g.overhead]
     table.add_row("total", f"{sum(g.base_count for g in families):,}",
                   f"{sum(g.head_count for g in families):,}", human_size(jit.base_total),
-                  human_size(jit.head_total), human_delta(jit.delta), _pct_signed(jit.percent),
+                  human_size(jit.head_total), human_delta(jit.delta), signed_percent(jit.percent),
                   style="bold")  # fmt: skip
     console.print(table)
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from builder.grouping import group_names
-from builder.jit_sizes import jit_breakdown
-from builder.report_provenance import provenance_line
+from builder.render.provenance import provenance_line
+from builder.render.text import gate_message
+from builder.size.grouping import group_names
+from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.compare import Comparison, GateResult
-    from builder.report import Report
+    from builder.size.compare import Comparison, GateResult
+    from builder.size.report import Report
 
 __all__ = ["comparison_data", "report_data"]
 
@@ -59,7 +60,7 @@ def _origin(report: Report) -> dict[str, Any]:
 def _side(report: Report) -> dict[str, Any]:
     """Everything about one measured library except its functions.
 
-    JIT families (``builder.jit_sizes``) are measured in the host library: their symbol bytes
+    JIT families (``builder.size.jit_sizes``) are measured in the host library: their symbol bytes
     plus the host bytes no family owns, or the manifest's embedded bytes when the symbols could
     not be read; ``jit_total``/``jit_origin`` say which (present only for builds with JIT)."""
     jit = jit_breakdown(report)
@@ -137,7 +138,7 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) ->
         lib["fn"]["base"] = [r[3] for r in rows]
         lib["groups"], lib["variants"] = index[0].values, index[1].values
         lib["delta"] = comparison.delta
-        lib["gates"] = [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates]
+        lib["gates"] = [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates]
         lib["notes"] = comparison.notes
         lib["counts"] = {
             "added": len(comparison.added),

@@ -12,18 +12,18 @@ string out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from builder.report_provenance import provenance_line
-from builder.sizes import human_delta, human_size, visible
+from builder.render.markup import clip, md_code, md_text
+from builder.render.provenance import provenance_line
+from builder.render.text import gate_message, human_delta, human_size, origin, signed_percent
 
 if TYPE_CHECKING:
-    from builder.compare import Comparison, GateResult, GroupDelta, JitComparison
-    from builder.report import FunctionRow, Report
+    from builder.size.compare import Comparison, GateResult, GroupDelta, JitComparison
+    from builder.size.report import FunctionRow
 
-__all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown", "md_code", "md_text"]
+__all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
 
 MARKER = "<!-- metallib-builder:size-comment -->"
 DEFAULT_LIMIT = 60_000
@@ -37,50 +37,9 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8")) + 1  # + newline
 
 
-def _cap(text: str, cap: int) -> str:
-    return text if len(text) <= cap else text[: cap - 1] + "…"
-
-
-def md_code(text: str, cap: int | None = None) -> str:
-    """Untrusted text as inline code that cannot break out: control characters shown escaped
-    (``visible``, so no newline ends a table row), backticks (which would end the span) become
-    ``'`` and pipes are escaped for tables. Inside a code span GitHub renders HTML tags, links
-    and mentions as plain text."""
-    clean = visible(text)
-    if cap is not None:
-        clean = _cap(clean, cap)
-    return "`" + clean.replace("`", "'").replace("|", "\\|") + "`"
-
-
-_MARKDOWN_ACTIVE = re.compile(r"[<>`|\[\]@]")
-_MARKDOWN_QUOTED = {"<": "&lt;", ">": "&gt;", "@": "`@`"}
-
-
-def md_text(text: str) -> str:
-    """Untrusted text (a saved report's target or grouping, gate messages and notes naming it,
-    provenance) as plain markdown that stays plain: control characters shown escaped, no HTML
-    tag (``<`` ``>`` as entities), no code span, link or image (backticks and brackets
-    backslash-escaped), no table cell break (``\\|``), no mention (``@`` as code). Ordinary
-    text is returned unchanged."""
-    clean = visible(text)
-    if _MARKDOWN_ACTIVE.search(clean) is None:
-        return clean
-    return _MARKDOWN_ACTIVE.sub(lambda m: _MARKDOWN_QUOTED.get(m.group(), "\\" + m.group()), clean)
-
-
 def _code(name: str) -> str:
     """A name as inline code, capped so one name cannot take a row's whole budget."""
     return md_code(name, _NAME_CAP)
-
-
-def _pct(value: float | None) -> str:
-    return "new" if value is None else f"{value:+.1f}%"
-
-
-def _origin(report: Report) -> str:
-    from builder.render import _origin as origin
-
-    return origin(report)
 
 
 class _Budget:
@@ -112,7 +71,7 @@ class _Budget:
 def _headline(comparison: Comparison) -> str:
     base, head = comparison.base, comparison.head
     pct = "" if comparison.percent is None else f" ({comparison.percent:+.2f}%)"
-    return _cap(
+    return clip(
         f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
         f"{human_size(comparison.head_size)} ({md_code(base.source.label)} → "
         f"{md_code(head.source.label)}), "
@@ -123,7 +82,7 @@ def _headline(comparison: Comparison) -> str:
 
 def _group_row(g: GroupDelta, name: str) -> str:
     return (f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
-            f"{human_delta(g.delta)} | {_pct(g.percent)} |")  # fmt: skip
+            f"{human_delta(g.delta)} | {signed_percent(g.percent)} |")  # fmt: skip
 
 
 class _DeltaTable(NamedTuple):
@@ -155,7 +114,7 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
 
     Groups past ``top``, or past what fits, are folded into one "rest" row (so the table always
     adds up to the total) and listed again in a collapsed section."""
-    from builder.compare import GroupDelta
+    from builder.size.compare import GroupDelta
 
     groups = table.groups
     rows = [_group_row(g, _code(g.name)) for g in groups]
@@ -163,7 +122,7 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
     total = (f"| **total** | {human_size(table.base_total)} | "
              f"{human_size(table.head_total)} | "
              f"**{human_delta(table.head_total - table.base_total)}** | "
-             f"{_pct(table.percent)} |")  # fmt: skip
+             f"{signed_percent(table.percent)} |")  # fmt: skip
     out.add(f"| {table.key} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|")
     tail = (1 + len(table.overhead)) * 100 + _size(total)  # rest row, overhead rows, total row
     shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
@@ -186,7 +145,7 @@ def _details(out: _Budget, section: _Section, cap: int) -> None:
     When not even its frame fits, the summary alone is kept as a bold line (the count and total
     are the part a reader needs most)."""
     summary, header, rows = section
-    summary = _cap(summary, _LINE_CAP)
+    summary = clip(summary, _LINE_CAP)
     opening = ["<details>", f"<summary>{summary}</summary>", "", *header]
     closing = ["", "</details>", ""]
     more = _size(_MORE.format(n=len(rows)))
@@ -217,7 +176,7 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
     base, head = comparison.base, comparison.head
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
-        footer = _cap(
+        footer = clip(
             f"<sub>No metallib on either side: every family is compiled at run time. Measured: "
             f"base {md_text(jit.base_origin or 'no JIT family')}; "
             f"head {md_text(jit.head_origin or 'no JIT family')}.</sub>",
@@ -225,9 +184,9 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         )  # fmt: skip
         table, headline = _jit_table(jit), _jit_headline(comparison, jit)
     else:
-        footer = _cap(
+        footer = clip(
             f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
-            f"{md_code(_origin(base))} and head {md_code(_origin(head))}.</sub>",
+            f"{md_code(origin(base))} and head {md_code(origin(head))}.</sub>",
             _LINE_CAP * 2,
         )
         table, headline = _metallib_table(comparison), _headline(comparison)
@@ -235,9 +194,9 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
     out.add(headline, "")
     for gate in gates:
         verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
-        out.fill([_cap(f"- {verdict}: {md_text(gate.message)}", _LINE_CAP)], 0)
+        out.fill([clip(f"- {verdict}: {md_text(gate_message(gate))}", _LINE_CAP)], 0)
     for note in comparison.notes:
-        out.fill([_cap(f"- note: {md_text(note)}", _LINE_CAP)], 0)
+        out.fill([clip(f"- note: {md_text(note)}", _LINE_CAP)], 0)
     if gates or comparison.notes:
         out.add("")
     folded = _groups(table, top, out, cap=out.left // 2)
@@ -248,8 +207,8 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         sections.append((f"Other {table.key} {table.unit}: {len(folded):,}",
                          [f"| {table.key} | base | head | delta | delta % |",
                           "|---|---:|---:|---:|---:|"], folded))  # fmt: skip
-    produced = [_cap(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
-                _cap(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
+    produced = [clip(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
+                clip(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
     sections.append(("What produced these libraries", [], produced))
     for index, section in enumerate(sections):
         _details(out, section, out.left // (len(sections) - index))
@@ -284,7 +243,7 @@ def _jit_what(jit: JitComparison) -> str:
 def _jit_headline(comparison: Comparison, jit: JitComparison) -> str:
     base, head = comparison.base, comparison.head
     pct = "" if jit.percent is None else f" ({jit.percent:+.2f}%)"
-    return _cap(
+    return clip(
         f"**{human_delta(jit.delta)}{pct}**: {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)} {_jit_what(jit)} ({md_code(base.source.label)} → "
         f"{md_code(head.source.label)}), {len(base.jit_families):,} → "
@@ -297,8 +256,8 @@ def _jit_section(jit: JitComparison) -> _Section:
     """A build's JIT families beside its metallib: one collapsed table, with its origin."""
     rows = [_group_row(g, g.name if g.overhead else _code(g.name)) for g in jit.groups]
     rows.append(f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
-                f"**{human_delta(jit.delta)}** | {_pct(jit.percent)} |")  # fmt: skip
-    rows.append(_cap(f"| measured: base {md_text(jit.base_origin or 'no JIT family')}; head "
+                f"**{human_delta(jit.delta)}** | {signed_percent(jit.percent)} |")  # fmt: skip
+    rows.append(clip(f"| measured: base {md_text(jit.base_origin or 'no JIT family')}; head "
                      f"{md_text(jit.head_origin or 'no JIT family')} | | | | |", _LINE_CAP * 2))  # fmt: skip
     summary = (f"JIT families ({_jit_what(jit)}): {human_size(jit.base_total)} → "
                f"{human_size(jit.head_total)}, {human_delta(jit.delta)}")  # fmt: skip

@@ -1,10 +1,13 @@
-"""``python -m builder.build.manifest``: write ``manifest.json`` at the root of a build directory.
+"""``manifest.json``, the record of what a build produced: the one module that writes and reads it.
 
-CMake runs this at build time, after the metallib and the host JIT library exist, so every byte
+``python -m builder.manifest`` writes it at the root of a build directory. CMake runs this at build time, after the metallib and the host JIT library exist, so every byte
 count in the manifest was measured on the real outputs. Inputs: the configure-time build config
 (options, toolchain identity), the AOT plan (host names per generated source) and the JIT
 generator's ``embed.json``. Output is deterministic: catalog order, paths relative to the build
-directory (kernel headers relative to the kernel tree), no timestamps. The size report reads it (docs/report-schema.md); docs/build.md lists every field.
+directory (kernel headers relative to the kernel tree), no timestamps. ``read_manifest`` gives
+the size report and the build summary the same typed view (docs/report-schema.md); docs/build.md
+lists every field. Standard library and ``builder.errors``/``builder.fileio`` only: it runs inside
+pip's isolated build environment.
 """
 
 from __future__ import annotations
@@ -14,15 +17,29 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.errors import BuilderError
+from builder.errors import BuilderError, UsageError
 from builder.fileio import write_atomic
 
-__all__ = ["SCHEMA", "build_manifest", "main"]
+__all__ = [
+    "MANIFEST_NAME",
+    "OPTION_KEYS",
+    "SCHEMA",
+    "BuildManifest",
+    "ManifestFamily",
+    "build_manifest",
+    "main",
+    "read_manifest",
+]
 
 SCHEMA = 1
+MANIFEST_NAME = "manifest.json"
+OPTION_KEYS = ("cmake_options", "options", "cmake")
+"""Manifest keys that may hold the build's options, first present wins (a manifest records
+whatever options object its build had, as is)."""
 
 
 def _rel(path: str | os.PathLike[str], base: Path) -> str:
@@ -129,7 +146,7 @@ def build_manifest(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builder.build.manifest", allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="python -m builder.manifest", allow_abbrev=False)
     parser.add_argument("--build-dir", type=Path, required=True)
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
@@ -154,6 +171,115 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+# -- reading -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ManifestFamily:
+    """One kernel family of a build, as the build manifest records it."""
+
+    name: str
+    mode: str
+    """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the host)."""
+    host_names: list[str]
+    outputs: list[str]
+    embedded_bytes: int
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BuildManifest:
+    """A build manifest (schema 1) as the size report and the build summary read it."""
+
+    path: str
+    families: list[ManifestFamily]
+    metallib: str | None
+    """Path of the built metallib relative to the manifest's directory; None if all JIT."""
+    host_library: str | None = None
+    """Path of the host JIT library relative to the manifest's directory; None if all AOT."""
+    embedded_bytes: int = 0
+    """All embedded source bytes (pieces shared by families counted once)."""
+    build: dict[str, Any] = field(default_factory=dict)
+    """Options, toolchain and generator as the manifest records them (for report provenance)."""
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path).parent
+
+    @property
+    def compiler_version(self) -> str | None:
+        toolchain = self.build.get("toolchain")
+        return toolchain.get("compiler_version") if isinstance(toolchain, dict) else None
+
+    def family_of(self) -> dict[str, str]:
+        """host name -> family, for every AOT family."""
+        return {n: f.name for f in self.families if f.mode == "aot" for n in f.host_names}
+
+    def source_of(self) -> dict[str, str]:
+        """host name -> its family's source file(s), joined with ``+`` when there are several."""
+        return {
+            n: "+".join(f.sources) if f.sources else f.name
+            for f in self.families
+            if f.mode == "aot"
+            for n in f.host_names
+        }
+
+
+def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
+    """Read ``manifest.json``; a missing, unreadable or malformed one is a UsageError (exit 2)."""
+    where = os.fspath(path)
+    try:
+        data = json.loads(Path(where).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{where}: cannot read build manifest: {exc}") from None
+    try:
+        if data["schema"] != SCHEMA:
+            raise ValueError(f"schema {data['schema']!r}, expected {SCHEMA}")
+        families = [
+            ManifestFamily(
+                name=str(f["name"]),
+                mode=_mode(f.get("mode", "aot")),
+                host_names=[str(n) for n in f.get("host_names", [])],
+                outputs=[str(o) for o in f.get("outputs", [])],
+                embedded_bytes=_count(f.get("embedded_bytes", 0)),
+                sources=[str(s) for s in f.get("sources", [])],
+            )
+            for f in data["families"]
+        ]
+        metallib, host = data.get("metallib"), data.get("host_library")
+        for key, value in (("metallib", metallib), ("host_library", host)):
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{key!r} must be a relative path or null")
+        embedded = _count(data.get("embedded_bytes", 0))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
+    return BuildManifest(where, families, metallib, host, embedded, _build_facts(data, where))
+
+
+def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """The build part of a report's provenance: options, toolchain, generator."""
+    facts: dict[str, Any] = {"manifest": path}
+    for key in OPTION_KEYS:
+        if key in data and data[key] is not None:
+            facts["options"] = data[key]
+            facts["options_key"] = key
+            break
+    for key in ("toolchain", "generator", "host_library"):
+        if data.get(key) is not None:
+            facts[key] = data[key]
+    return facts
+
+
+def _mode(value: Any) -> str:
+    if value not in ("aot", "jit"):
+        raise ValueError(f"mode {value!r} is neither 'aot' nor 'jit'")
+    return str(value)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a byte count")
+    return value
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.build.cmake import BuildSettings, BuildTree
-from builder.build.progress import ProgressDisplay
-from builder.build.summary import BuildSizes, measure
-from builder.build.toolchain import MetalToolchain, require_metal_toolchain
+from builder.cmake_build.cmake import BuildSettings, BuildTree
+from builder.cmake_build.progress import ProgressDisplay
+from builder.cmake_build.toolchain import MetalToolchain, require_metal_toolchain
 from builder.errors import UsageError
+from builder.size.build_sizes import BuildSizes, measure
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,7 +41,7 @@ def project_source_dir() -> Path:
 
 def split_families(settings: BuildSettings) -> Split:
     """Validate the selection against the catalog and divide it as CMake will (exit 2 if bad)."""
-    from builder.build.aot_sources import select_families
+    from builder.cmake_build.aot_sources import select_families
     from builder.resources import metal_src_dir
 
     kernel_dir = settings.kernel_dir or metal_src_dir()

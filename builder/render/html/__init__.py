@@ -16,12 +16,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.html.data import comparison_data, report_data
-from builder.sizes import visible
+from builder.render.html.data import comparison_data, report_data
+from builder.render.text import visible
 
 if TYPE_CHECKING:
-    from builder.compare import Comparison, GateResult
-    from builder.report import Report
+    from builder.size.compare import Comparison, GateResult
+    from builder.size.report import Report
 
 __all__ = ["compare_html", "page", "report_html"]
 

@@ -5,7 +5,7 @@ user asked to see: groups by kernel family, dtype, source or function). ``report
 ``report_from_dict`` are the JSON schema 1 mapping (documented in ``docs/report-schema.md``), so a
 saved report is a target like any other. Every figure carries its origin in ``Report.source``.
 A build's JIT families, measured in its host library rather than the metallib, ride along in
-``jit_families`` and ``host_library`` (``builder.jit_sizes``).
+``jit_families`` and ``host_library`` (``builder.size.jit_sizes``).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
-from builder.grouping import group_names
-from builder.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
+from builder.size.grouping import group_names
+from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
 
 if TYPE_CHECKING:
-    from builder.attribution import Attribution
-    from builder.grouping import RuleSet
+    from builder.size.attribution import Attribution
+    from builder.size.grouping import RuleSet
 
 __all__ = [
     "SCHEMA",
@@ -102,10 +102,10 @@ class Report:
     overhead: list[OverheadRow]
     jit_families: list[JitFamily] = field(default_factory=list)
     host_library: HostLibrary | None = None
-    """The host library of a build with JIT families, when it exists (``builder.jit_sizes``)."""
+    """The host library of a build with JIT families, when it exists (``builder.size.jit_sizes``)."""
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
-    compiler identity, the build's options (``builder.report_provenance``)."""
+    compiler identity, the build's options (``builder.size.provenance``)."""
 
     @property
     def overhead_bytes(self) -> int:

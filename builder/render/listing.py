@@ -11,7 +11,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from typing import NamedTuple
 
 from builder.metallib import FUNCTION_TYPES, Metallib
-from builder.sizes import visible
+from builder.render.text import visible
 
 __all__ = ["FunctionRow", "function_rows", "rows_json", "rows_table"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from builder.build.progress import NINJA_STATUS, NinjaOutput, Status
+from builder.cmake_build.progress import NINJA_STATUS, NinjaOutput, Status
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.fileio import make_dirs, write_atomic
 

@@ -1,0 +1,149 @@
+"""Reports and comparisons for scripts: JSON (schema 1, docs/report-schema.md) and CSV.
+
+CSV text cells are guarded against spreadsheet formulas (``builder.render.markup.csv_text``);
+numbers are written as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from builder.render.markup import csv_line, csv_text
+from builder.render.rows import top_rows
+from builder.render.text import (
+    OVERHEAD_LABEL,
+    gate_message,
+    share,
+)
+from builder.size.jit_rows import jit_breakdown
+
+if TYPE_CHECKING:
+    from builder.size.compare import Comparison, GateResult
+    from builder.size.report import Report
+
+__all__ = ["compare_csv", "compare_json", "report_csv", "report_json"]
+
+
+def report_json(reports: Sequence[Report]) -> str:
+    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
+    from builder.size.report import SCHEMA, report_json_text
+
+    if len(reports) == 1:
+        return report_json_text(reports[0]) + "\n"
+    body = ",".join(report_json_text(r) for r in reports)
+    return f'{{"schema":{SCHEMA},"libraries":[{body}]}}\n'
+
+
+def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
+    """One row per group (and the overhead), with the file each figure was measured in."""
+    lines = [csv_line(["file", "by", "group", "function_count", "bytes", "share"])]
+    for report in reports:
+        jit = jit_breakdown(report)
+        if jit is not None:
+            from builder.render.jit import report_jit_csv
+
+            jit_rows = [[csv_text(r[0]), r[1], csv_text(r[2]), *r[3:]]
+                        for r in report_jit_csv(report, jit)]  # fmt: skip
+            if report.source.path is None:  # no metallib: its rows would all be zero
+                lines += map(csv_line, jit_rows)
+                continue
+        shown, rest_count, rest_bytes = top_rows(report, top)
+        path = csv_text(report.source.path or "")
+        by = csv_text(report.by)
+        whole = report.file_size
+        for name, count, size in shown:
+            lines.append(csv_line([path, by, csv_text(name), count, size, share(size, whole)]))
+        if rest_count:
+            lines.append(
+                csv_line([path, by, "[rest]", rest_count, rest_bytes, share(rest_bytes, whole)])
+            )
+        overhead = report.overhead_bytes
+        lines.append(csv_line([path, by, OVERHEAD_LABEL, "", overhead, share(overhead, whole)]))
+        if jit is not None:
+            lines += map(csv_line, jit_rows)
+    return "".join(lines)
+
+
+def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: int = 20) -> str:
+    """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
+    (builds with JIT families only) the JIT families' deltas in the host libraries."""
+    from builder.size.report import SCHEMA
+
+    def side(report: Report) -> dict[str, Any]:
+        src = report.source
+        return {"path": src.path, "target": src.target, "kind": src.kind, "wheel": src.wheel,
+                "manifest": src.manifest, "member": src.member, "file_size": report.file_size,
+                "function_count": report.function_count, "format_version": report.format_version,
+                "by": report.by, "grouping": report.grouping,
+                "provenance": report.provenance}  # fmt: skip
+
+    def fns(rows: Sequence[Any]) -> dict[str, Any]:
+        return {"count": len(rows), "bytes": sum(r.bytes for r in rows),
+                "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes}
+                            for r in rows[:top]]}  # fmt: skip
+
+    doc = {
+        "schema": SCHEMA,
+        "kind": "comparison",
+        "base": side(comparison.base),
+        "head": side(comparison.head),
+        "delta_bytes": comparison.delta,
+        "delta_percent": comparison.percent,
+        "groups": [
+            {
+                "name": g.name,
+                "overhead": g.overhead,
+                "base_bytes": g.base_bytes,
+                "head_bytes": g.head_bytes,
+                "delta_bytes": g.delta,
+                "delta_percent": g.percent,
+                "base_function_count": g.base_count,
+                "head_function_count": g.head_count,
+            }
+            for g in comparison.groups
+        ],
+        "added": fns(comparison.added),
+        "removed": fns(comparison.removed),
+        "changed": {
+            "count": len(comparison.changed),
+            "largest": [
+                {
+                    "name": c.name,
+                    "group": c.group,
+                    "base_bytes": c.base_bytes,
+                    "head_bytes": c.head_bytes,
+                    "delta_bytes": c.delta,
+                }
+                for c in comparison.changed[:top]
+            ],
+        },
+        "gates": [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates],
+        "notes": comparison.notes,
+    }
+    if comparison.jit is not None:
+        from builder.render.jit import compare_jit_json
+
+        doc["jit"] = compare_jit_json(comparison.jit)
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def compare_csv(comparison: Comparison) -> str:
+    """One row per group: base, head, delta (bytes) and delta %."""
+    lines = [csv_line(["group", "base_function_count", "head_function_count", "base_bytes",
+                        "head_bytes", "delta_bytes", "delta_percent"])]  # fmt: skip
+    if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
+        for g in comparison.groups:
+            pct = "" if g.percent is None else f"{g.percent:.4f}"
+            lines.append(csv_line([csv_text(g.name), g.base_count, g.head_count, g.base_bytes,
+                                    g.head_bytes, g.delta, pct]))  # fmt: skip
+        lines.append(csv_line(["[total]", comparison.base.function_count,
+                                comparison.head.function_count, comparison.base_size,
+                                comparison.head_size, comparison.delta,
+                                "" if comparison.percent is None else f"{comparison.percent:.4f}"]))  # fmt: skip
+    if comparison.jit is not None:
+        from builder.render.jit import compare_jit_csv
+
+        lines += [csv_line([csv_text(r[0]), *r[1:]]) for r in compare_jit_csv(comparison.jit)]
+    return "".join(lines)

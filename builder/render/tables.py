@@ -1,0 +1,164 @@
+"""Reports and comparisons as rich tables for people (``--format table``).
+
+``rich`` is imported inside the functions, so the JSON and CSV paths never load it. Every table
+names the measured file(s) in its caption.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from builder.render.markup import rich_text
+from builder.render.provenance import provenance_line
+from builder.render.rows import compare_rows, top_rows
+from builder.render.text import (
+    OVERHEAD_LABEL,
+    gate_message,
+    human_delta,
+    human_size,
+    origin,
+    percent,
+    signed_percent,
+    visible,
+)
+from builder.size.jit_rows import jit_breakdown
+
+if TYPE_CHECKING:
+    from builder.size.compare import Comparison, GateResult
+    from builder.size.report import Report
+
+__all__ = ["compare_table", "report_table"]
+
+
+def report_table(
+    reports: Sequence[Report], top: int | None = 20, *, color: bool = False, width: int = 100
+) -> str:
+    """The human view: a rich table per library, sorted by bytes, with a rest row."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    for report in reports:
+        jit = jit_breakdown(report)
+        if jit is not None:
+            from builder.render.jit import report_jit_table
+
+            if report.source.path is None:  # no metallib: the JIT families are the report
+                report_jit_table(report, jit, console, top)
+                continue
+        table = Table(
+            title=rich_text(report.source.label) + escape(
+                f": {human_size(report.file_size)}, "
+                f"{report.function_count:,} functions, by {report.by}"
+            ),
+            caption=(f"measured in {rich_text(origin(report))}; grouping: {rich_text(report.grouping)}\n"
+                     f"{rich_text(provenance_line(report.provenance))}"),
+            title_justify="left",
+            caption_justify="left",
+        )
+        table.add_column(report.by)
+        table.add_column("functions", justify="right")
+        table.add_column("size", justify="right")
+        table.add_column("bytes", justify="right")
+        table.add_column("share", justify="right")
+        table.add_column("cumulative", justify="right")
+        cumulative = 0
+        shown, rest_count, rest_bytes = top_rows(report, top)
+        for name, count, size in shown:
+            cumulative += size
+            table.add_row(rich_text(name), f"{count:,}", human_size(size), f"{size:,}",
+                          percent(size, report.file_size), percent(cumulative, report.file_size))  # fmt: skip
+        if rest_count:
+            cumulative += rest_bytes
+            table.add_row(f"rest ({len(report.groups) - len(shown)} groups)", f"{rest_count:,}",
+                          human_size(rest_bytes), f"{rest_bytes:,}",
+                          percent(rest_bytes, report.file_size), percent(cumulative, report.file_size),
+                          style="dim")  # fmt: skip
+        table.add_row(escape(OVERHEAD_LABEL), "", human_size(report.overhead_bytes),
+                      f"{report.overhead_bytes:,}", percent(report.overhead_bytes, report.file_size),
+                      "100.0%" if report.file_size else "-", style="dim")  # fmt: skip
+        table.add_section()
+        table.add_row("total", f"{report.function_count:,}", human_size(report.file_size),
+                      f"{report.file_size:,}", "100.0%" if report.file_size else "-", "",
+                      style="bold")  # fmt: skip
+        console.print(table)
+        if jit is not None:
+            report_jit_table(report, jit, console, top)
+    return out.getvalue()
+
+
+def name_list(rows: Sequence[Any], limit: int) -> str:
+    return ", ".join(f"{visible(r.name)} ({human_size(r.bytes)})" for r in rows[:limit])
+
+
+def compare_table(
+    comparison: Comparison,
+    gates: Sequence[GateResult] = (),
+    top: int | None = 20,
+    *,
+    color: bool = False,
+    width: int = 100,
+) -> str:
+    """The human view of a comparison: the metallib table (skipped when neither side has a
+    metallib), the JIT families' table (builds with JIT families), notes and gate verdicts."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    if not comparison.jit_only:
+        console.print(_metallib_delta_table(comparison, top))
+    if comparison.jit is not None:
+        from builder.render.jit import compare_jit_table
+
+        compare_jit_table(comparison, console, top)
+    if not comparison.jit_only:
+        for label, rows, sign in (("added", comparison.added, 1),
+                                  ("removed", comparison.removed, -1)):  # fmt: skip
+            total = sum(r.bytes for r in rows)
+            console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
+                                 + (f"; largest: {name_list(rows, 5)}" if rows else "")),
+                          highlight=False)  # fmt: skip
+    for note in comparison.notes:
+        console.print("note: " + rich_text(note), highlight=False)
+    for gate in gates:
+        console.print(("PASS " if gate.passed else "FAIL ") + rich_text(gate_message(gate)), highlight=False)
+    return out.getvalue()
+
+
+def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
+    """The rich table of a comparison's metallib groups."""
+    from rich.table import Table
+
+    base, head = comparison.base, comparison.head
+    table = Table(
+        title=(f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
+               f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"),
+        caption=(f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
+                 f"base {rich_text(provenance_line(base.provenance))}\n"
+                 f"head {rich_text(provenance_line(head.provenance))}"),
+        title_justify="left",
+        caption_justify="left",
+    )  # fmt: skip
+    table.add_column(head.by)
+    for col in ("fns base", "fns head", "base", "head", "delta", "delta %"):
+        table.add_column(col, justify="right")
+    shown, rest, overhead = compare_rows(comparison, top)
+    for g in [*shown, *([rest] if rest else []), overhead]:
+        style = (
+            "dim"
+            if g.overhead or g is rest
+            else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
+        )
+        table.add_row(rich_text(g.name), f"{g.base_count:,}", f"{g.head_count:,}",
+                      human_size(g.base_bytes), human_size(g.head_bytes), human_delta(g.delta),
+                      signed_percent(g.percent), style=style)  # fmt: skip
+    table.add_section()
+    table.add_row("total", f"{base.function_count:,}", f"{head.function_count:,}",
+                  human_size(comparison.base_size), human_size(comparison.head_size),
+                  human_delta(comparison.delta), signed_percent(comparison.percent), style="bold")  # fmt: skip
+    return table

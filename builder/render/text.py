@@ -1,0 +1,141 @@
+"""Byte counts and names for people: ``1.2 MB``, ``+512 B``, ``5%``, and untrusted names shown
+(``visible``) without letting them drive the terminal.
+
+Human output uses decimal units, matching what ``ls -lh --si`` and package indexes show.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from builder.size.compare import GateResult
+    from builder.size.limits import Limit
+    from builder.size.report import Report
+
+__all__ = [
+    "OVERHEAD_LABEL",
+    "gate_message",
+    "human_delta",
+    "human_size",
+    "limit_text",
+    "origin",
+    "percent",
+    "share",
+    "signed_percent",
+    "visible",
+]
+
+
+def human_size(n: float) -> str:
+    """``1234567`` -> ``"1.23 MB"``; below 1000 bytes the exact count, ``"999 B"``."""
+    value = float(abs(n))
+    sign = "-" if n < 0 else ""
+    if value < 1000:
+        return f"{sign}{int(value)} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        value /= 1000.0
+        if value < 999.995 or unit == "TB":
+            return f"{sign}{value:.2f} {unit}" if value < 100 else f"{sign}{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def limit_text(limit: Limit) -> str:
+    """A gate's limit as given: ``5%`` or a human size."""
+    if limit.percent is not None:
+        return f"{limit.percent:g}%"
+    return human_size(limit.bytes or 0)
+
+
+def gate_message(gate: GateResult) -> str:
+    """What a gate measured against what, in one line (the CLI, tables, markdown and JSON)."""
+    if gate.name == "--max-growth" and gate.limit is not None:
+        pct = f" ({gate.percent:+.2f}%)" if gate.percent is not None else ""
+        return (
+            f"--max-growth {limit_text(gate.limit)}: {gate.subject} grew by "
+            f"{human_delta(gate.grown)}{pct}; allowed {human_size(gate.allowed)}"
+        )
+    if gate.name == "--max-size" and gate.max_size is not None:
+        return (
+            f"--max-size {human_size(gate.max_size)}: {gate.subject} is "
+            f"{human_size(gate.head_size)} ({gate.head_size:,} bytes)"
+        )
+    new = gate.new_groups
+    return f"{gate.name}: " + (
+        f"new groups in head: {', '.join(new)}" if new else "no new groups"
+    )
+
+
+def human_delta(n: int) -> str:
+    """A signed human size: ``+1.20 MB``, ``-512 B``, ``0 B``."""
+    if n == 0:
+        return "0 B"
+    return ("+" if n > 0 else "") + human_size(n)
+
+
+# Characters a terminal or a text viewer acts on instead of showing: C0 controls (ESC starts
+# escape sequences, BEL rings, CR/LF fake new rows), DEL, C1 controls (U+009B is a one-byte CSI),
+# line/paragraph separators, and the invisible format characters used to disguise text (soft
+# hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM). The
+# backslash is escaped too, so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
+_UNSAFE = re.compile(
+    r"[\\\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+    r"\ufeff\ufff9-\ufffb]"
+)
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or invisible format character shown as an escape.
+
+    Names in a metallib, a saved report or a build manifest are untrusted bytes; every
+    human-facing output (tables, text, markdown) passes them through here so that ESC, BEL or a
+    newline in a name shows as ``\\x1b``, ``\\x07``, ``\\n`` instead of acting. Ordinary names are
+    returned unchanged (the same object). JSON output does not need this: its own escaping
+    already covers control characters.
+    """
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape_char, text)
+
+
+OVERHEAD_LABEL = "[container overhead]"
+
+
+def percent(part: int, whole: int) -> str:
+    """``part`` as a share of ``whole``: ``12.5%`` (``-`` for an empty whole)."""
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def signed_percent(value: float | None) -> str:
+    """A change in percent, ``+1.2%``; ``new`` when there was nothing before."""
+    return "new" if value is None else f"{value:+.1f}%"
+
+
+def share(part: int, whole: int) -> str:
+    """``part / whole`` as a plain fraction for CSV (six places; empty for an empty whole)."""
+    return f"{part / whole:.6f}" if whole else ""
+
+
+def origin(report: Report) -> str:
+    """Where a report's figures were measured: the file, and the wheel, manifest or saved report."""
+    src = report.source
+    where = src.path or "(no metallib: all families JIT)"
+    extra = []
+    if src.kind == "spec" or src.kind == "wheel":
+        extra.append(f"from {src.target}")
+    if src.manifest:
+        extra.append(f"manifest {src.manifest}")
+    if src.kind == "report":
+        extra.append(f"saved report {src.target}")
+    return where + (f" ({'; '.join(extra)})" if extra else "")

@@ -1,0 +1,69 @@
+"""A report's JIT families as rows that add up, with the sentence saying what was measured.
+
+``JitBreakdown.origin`` is the sentence every rendering prints with these rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
+from builder.size.report import OverheadRow
+
+if TYPE_CHECKING:
+    from builder.size.report import Report
+
+__all__ = ["HOST_SHARED", "HOST_UNMAPPED", "JitBreakdown", "JitRow", "jit_breakdown"]
+
+HOST_SHARED = "[runtime, shared]"
+HOST_UNMAPPED = "[not in any symbol]"
+
+
+class JitRow(NamedTuple):
+    name: str
+    kernel_count: int
+    bytes: int
+    """Host-library symbol bytes when measured, else the manifest's embedded source bytes."""
+    embedded_bytes: int
+
+
+class JitBreakdown(NamedTuple):
+    """JIT families as rows that add up to ``total``, with the sentence saying what they are.
+
+    Measured (``host_measured``): symbol bytes per family plus ``overhead`` (shared symbols, bytes
+    in no symbol), and ``total`` is the host library's file size. Otherwise: the manifest's
+    embedded source bytes, ``overhead`` empty and ``total`` their sum.
+    """
+
+    families: list[JitRow]
+    """Largest first (ties by name)."""
+    overhead: list[OverheadRow]
+    total: int
+    host_measured: bool
+    origin: str
+
+
+def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
+    """The JIT families of ``report`` as rows (None when it has none); ``host=False`` takes the
+    manifest's embedded bytes even when symbol sizes were measured (to compare like with like
+    against a side whose symbols could not be read)."""
+    jit = report.jit_families
+    if not jit:
+        return None
+    library = report.host_library
+    manifest = report.source.manifest or "(no manifest path)"
+    why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
+    if library is not None and why is None:
+        rows = [JitRow(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
+        overhead = [OverheadRow(HOST_SHARED, library.shared_bytes or 0),
+                    OverheadRow(HOST_UNMAPPED, unattributed_bytes(library, jit))]  # fmt: skip
+        total = library.file_size
+        origin = (f"symbol sizes (ELF st_size, {library.measured_by}) in the host library "
+                  f"{library.path}, not metallib bytes; embedded source bytes per build "
+                  f"manifest {manifest}")  # fmt: skip
+    else:
+        rows = [JitRow(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
+        overhead, total = [], sum(r.bytes for r in rows)
+        origin = f"embedded source bytes per build manifest {manifest} ({why}), not metallib bytes"
+    rows.sort(key=lambda r: (-r.bytes, r.name))
+    return JitBreakdown(rows, overhead, total, why is None, origin)

@@ -1,0 +1,67 @@
+"""Size limits as users write them for CI gates: ``10KB``, ``2.5MiB``, ``5%``.
+
+Gates are given on the command line in whatever unit is convenient, so parsing accepts both decimal
+(KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is bytes.
+Showing a limit is presentation's job (``builder.render.text.limit_text``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from builder.errors import UsageError
+
+__all__ = ["Limit", "parse_limit", "parse_size"]
+
+_UNITS: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+_SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_size(text: str) -> int:
+    """``"512"`` -> 512, ``"10KB"`` -> 10000, ``"1.5MiB"`` -> 1572864; bad text -> UsageError."""
+    match = _SIZE.match(text)
+    unit = match["unit"].lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise UsageError(
+            f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
+        )
+    value = float(match["num"]) * _UNITS[unit]
+    return round(value)
+
+
+class Limit(NamedTuple):
+    """A growth limit: either an absolute byte count or a percentage of the base size."""
+
+    bytes: int | None = None
+    percent: float | None = None
+
+    def allowed(self, base_size: int) -> float:
+        """The largest allowed growth in bytes for a base of ``base_size`` bytes."""
+        if self.percent is not None:
+            return base_size * self.percent / 100.0
+        return float(self.bytes or 0)
+
+
+def parse_limit(text: str) -> Limit:
+    """``"5%"`` -> Limit(percent=5); ``"100KB"`` -> Limit(bytes=100000)."""
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        try:
+            percent = float(stripped[:-1])
+        except ValueError:
+            raise UsageError(f"{text!r} is not a percentage") from None
+        return Limit(percent=percent)
+    return Limit(bytes=parse_size(stripped))
