@@ -15,15 +15,16 @@ from typing import Any
 
 import click
 
+from builder.size.grouping import BY_CHOICES
+
 __all__ = ["compare_command", "report_command"]
 
-_BY = ("function", "kernel", "dtype", "source")
 _FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 def _common(func: Any) -> Any:
     options = [
-        click.option("--by", type=click.Choice(_BY), default="kernel", show_default=True,
+        click.option("--by", type=click.Choice(BY_CHOICES), default="kernel", show_default=True,
                      help="Group bytes by kernel family, dtype, source file (needs a build "
                           "manifest) or function."),
         click.option("--rules", type=click.Path(dir_okay=False), default=None,
@@ -234,16 +235,16 @@ def compare_command(
         results = evaluate_gates(comparison, gates)
         evaluated.append((comparison, results))
         failed += [gate_message(r) for r in results if not r.passed]  # escaped where printed
-        if fmt == "json":
-            texts.append(compare_json(comparison, results))
-        elif fmt == "csv":
-            texts.append(compare_csv(comparison))
-        elif fmt == "table":
+        if fmt == "table":
             texts.append(compare_table(comparison, results, shown,
                                               color=_color() and output is None,
                                               width=_width()))  # fmt: skip
     markdown = comment_markdown(evaluated, shown)
-    if fmt == "markdown":
+    if fmt == "json":
+        texts = [compare_json(evaluated)]
+    elif fmt == "csv":
+        texts = [compare_csv(evaluated)]
+    elif fmt == "markdown":
         texts = [markdown]
     elif fmt == "html":
         from builder.render.html import compare_html

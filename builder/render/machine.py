@@ -66,7 +66,23 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     return "".join(lines)
 
 
-def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: int = 20) -> str:
+Evaluated = Sequence[tuple["Comparison", Sequence["GateResult"]]]
+"""The library pairs of a ``compare`` run, each with its gate verdicts."""
+
+
+def compare_json(pairs: Evaluated, top: int = 20) -> str:
+    """One comparison as a schema-1 object; several (targets holding several libraries) as
+    ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
+    so the output is always one JSON document."""
+    from builder.size.report import SCHEMA
+
+    docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
+    if len(docs) == 1:
+        return json.dumps(docs[0], indent=1) + "\n"
+    return json.dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
+
+
+def _comparison_dict(comparison: Comparison, gates: Sequence[GateResult], top: int) -> dict[str, Any]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT families only) the JIT families' deltas in the host libraries."""
     from builder.size.report import SCHEMA
@@ -126,13 +142,25 @@ def compare_json(comparison: Comparison, gates: Sequence[GateResult] = (), top: 
         from builder.render.jit import compare_jit_json
 
         doc["jit"] = compare_jit_json(comparison.jit)
-    return json.dumps(doc, indent=1) + "\n"
+    return doc
 
 
-def compare_csv(comparison: Comparison) -> str:
-    """One row per group: base, head, delta (bytes) and delta %."""
-    lines = [csv_line(["group", "base_function_count", "head_function_count", "base_bytes",
-                        "head_bytes", "delta_bytes", "delta_percent"])]  # fmt: skip
+def compare_csv(pairs: Evaluated) -> str:
+    """One row per group: base, head, delta (bytes) and delta %. With several library pairs, one
+    table whose first column, ``library``, names each pair's head library."""
+    header = ["group", "base_function_count", "head_function_count", "base_bytes", "head_bytes",
+              "delta_bytes", "delta_percent"]  # fmt: skip
+    if len(pairs) == 1:
+        return csv_line(header) + "".join(_comparison_rows(pairs[0][0]))
+    lines = [csv_line(["library", *header])]
+    for comparison, _ in pairs:
+        library = csv_text(comparison.head.source.member or comparison.head.source.label)
+        lines += [f"{csv_line([library])[:-1]},{row}" for row in _comparison_rows(comparison)]
+    return "".join(lines)
+
+
+def _comparison_rows(comparison: Comparison) -> list[str]:
+    lines: list[str] = []
     if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
         for g in comparison.groups:
             pct = "" if g.percent is None else f"{g.percent:.4f}"
@@ -146,4 +174,4 @@ def compare_csv(comparison: Comparison) -> str:
         from builder.render.jit import compare_jit_csv
 
         lines += [csv_line([csv_text(r[0]), *r[1:]]) for r in compare_jit_csv(comparison.jit)]
-    return "".join(lines)
+    return lines

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
 
 __all__ = [
     "BY_CHOICES",
@@ -43,35 +44,11 @@ MLX_MIN_SHARE = 0.5
 
 _RULES_DIR = Path(__file__).resolve().parent / "rules"
 
-# Longest spellings first where one is a prefix of another (bfloat16_t before bfloat16 before
-# float16...). Scanning left to right also keeps "uint32" from being read as "int32".
-_DTYPE_SPELLINGS: dict[str, str] = {
-    "bfloat16_t": "bfloat16",
-    "bfloat16": "bfloat16",
-    "float16_t": "float16",
-    "float16": "float16",
-    "float32": "float32",
-    "float64": "float64",
-    "complex64_t": "complex64",
-    "complex64": "complex64",
-    "complex32_t": "complex32",  # complex half (mlx 0.32.4's fft kernels)
-    "float2": "complex64",
-    "float": "float32",
-    "half": "float16",
-    "bool_": "bool",
-    "bool": "bool",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-}
+_DTYPE_SPELLINGS = NAME_SPELLINGS
+# One alternation, longest spelling first; scanning left to right keeps "uint32" from being read
+# as "int32".
 _DTYPE_RE = re.compile("|".join(re.escape(s) for s in _DTYPE_SPELLINGS))
-# Spellings that are also ordinary words must stand alone between underscores to count.
-_WORD_ONLY = frozenset({"float", "half", "bool", "float2"})
+_WORD_ONLY = WORD_ONLY_SPELLINGS
 
 
 def _dtype_tokens(name: str, *, skip_masks: bool = False) -> Iterator[str]:

@@ -227,3 +227,35 @@ def test_note_when_groupings_differ(pair: tuple[Path, Path]) -> None:
     assert "note: base is grouped by kernel" in compare_markdown(comparison)
     (same,) = load_reports(str(pair[1]))
     assert compare_reports(base, same).notes == []
+
+
+def test_several_library_pairs_give_one_json_document_and_one_csv_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Wheels holding two metallibs each pair by member path; the JSON wraps the comparisons the
+    way ``report`` wraps several libraries, and the CSV has one header and a library column."""
+    import zipfile
+
+    from .conftest import synthetic_bytes
+
+    monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
+    wheels = []
+    for side, spec in (("base", BASE), ("head", HEAD)):
+        path = tmp_path / side / "pkg-1.0-py3-none-macosx_14_0_arm64.whl"
+        path.parent.mkdir()
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("pkg/lib/a.metallib", synthetic_bytes(spec))
+            archive.writestr("pkg/lib/b.metallib", synthetic_bytes(spec[:1]))  # same in both
+        wheels.append(str(path))
+    code, out, err = _run(["compare", *wheels, "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)  # one document, not two in a row
+    assert doc["schema"] == 1 and doc["kind"] == "comparisons"
+    members = [lib["head"]["member"] for lib in doc["libraries"]]
+    assert members == ["pkg/lib/a.metallib", "pkg/lib/b.metallib"]
+    assert doc["libraries"][1]["delta_bytes"] == 0 and doc["libraries"][0]["delta_bytes"] > 0
+    code, out, err = _run(["compare", *wheels, "--format", "csv"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("library,group,") and sum(line.startswith("library,") for line in lines) == 1
+    assert {line.split(",")[0] for line in lines[1:]} == {"pkg/lib/a.metallib", "pkg/lib/b.metallib"}
