@@ -8,7 +8,6 @@ commands stay fast. Errors from the library become one line on stderr and an exi
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from typing import Any
 
@@ -26,26 +25,21 @@ COMMANDS: dict[str, str] = {
     "report": "size:report_command",
     "compare": "size:compare_command",
     "kernels": "kernels:kernels_command",
-    "check": "kernels:check_command",
+    "check": "check:check_command",
     "build": "build:build_command",
     "variants": "build:variants_command",
     "embed": "embed:embed_command",
 }
 
 
-def _available(name: str) -> bool:
-    module = COMMANDS[name].split(":")[0]
-    return importlib.util.find_spec(f"builder.cli.{module}") is not None
-
-
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if _available(name))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS or not _available(cmd_name):
+        if cmd_name not in COMMANDS:
             return None
         module_name, attr = COMMANDS[cmd_name].split(":")
         module = importlib.import_module(f"builder.cli.{module_name}")
@@ -101,7 +95,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+        sys.exit(exc.exit_code)
     except (BuilderError, MetallibError) as exc:
         if debug:
             raise

@@ -20,7 +20,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _families(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+    from builder.kernels.catalog import split_names
+
+    return tuple(split_names(value) or ())
 
 
 def _common(func: F) -> F:

@@ -1,7 +1,8 @@
-"""``kernels`` and ``check``: the kernel catalog listed, and the kernel sources compiled.
+"""``kernels``: the kernels of a tree listed (the catalog, or any folder of ``.metal`` files).
 
-Thin commands: parse options, call ``builder.kernels``, render. Tables and progress use rich on
-their own consoles (data on stdout, progress on stderr) so piping stdout stays clean.
+A thin command: parse options, call ``builder.kernels``, render. Tables and progress use rich on
+their own consoles (data on stdout, progress on stderr) so piping stdout stays clean. ``check``
+lives in ``builder.cli.check``.
 """
 
 from __future__ import annotations
@@ -13,48 +14,20 @@ from typing import Any
 
 import click
 
-from builder.errors import CheckFailed, UsageError
+from builder.errors import UsageError
+from builder.kernels.catalog import split_names
 
-__all__ = ["check_command", "kernels_command"]
+__all__ = ["emit_json", "kernels_command"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
 
-def _split(value: str | None) -> list[str] | None:
-    """``"a, b"`` -> ``["a", "b"]``; None/empty means "no filter"."""
-    if not value:
-        return None
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def _emit_json(document: dict[str, Any]) -> None:
+def emit_json(document: dict[str, Any]) -> None:
+    """One compact JSON document on stdout (``kernels`` and ``check`` machine output)."""
     # No cycle check: documents are plain trees, and tens of thousands of kernels encode ~25%
     # faster without it.
     text = json.dumps(document, separators=(",", ":"), check_circular=False)
     sys.stdout.write(text + "\n")
-
-
-_SELECTION_OPTIONS = [
-    click.option(
-        "--source-dir", type=_DIR, default=None,
-        help="Kernel tree to use (a directory with catalog.json). Default: the bundled metal_src.",
-    ),
-    click.option(
-        "--kernels", "kernels", metavar="F,...", default=None,
-        help="Only these families, comma-separated (e.g. unary,binary). Default: all.",
-    ),
-    click.option(
-        "--dtypes", metavar="D,...", default=None,
-        help="Only instantiations whose value dtypes are all listed (index dtypes are kept), "
-        "e.g. float16,float32. Default: all.",
-    ),
-]  # fmt: skip
-
-
-def _selection(func: Any) -> Any:
-    for option in reversed(_SELECTION_OPTIONS):
-        func = option(func)
-    return func
 
 
 _DISCOVERY_OPTIONS = [
@@ -153,7 +126,7 @@ def kernels_command(
             config_file=config_file, jobs=jobs,
         )  # fmt: skip
         if fmt == "json":
-            _emit_json({"schema": 1, **tree.to_json()})
+            emit_json({"schema": 1, **tree.to_json()})
         else:
             _discovered_table(tree)
         return
@@ -217,19 +190,19 @@ def _catalog_listing(
     from builder.kernels.tree_config import find_config
 
     catalog = load_catalog(source_dir)
-    items = catalog.expand(_split(kernels), _split(dtypes))
+    items = catalog.expand(split_names(kernels), split_names(dtypes))
     counts: dict[tuple[str, str], int] = {}
     for inst in items:
         counts[(inst.family, inst.variant)] = counts.get((inst.family, inst.variant), 0) + 1
     families = [f for f in catalog.families.values() if any(k[0] == f.name for k in counts)]
     if fmt == "json":
         config = find_config(catalog.source_dir, config_file)
-        tree = catalog_tree(source_dir, _split(kernels), _split(dtypes), config, catalog)
-        _emit_json(
+        tree = catalog_tree(source_dir, split_names(kernels), split_names(dtypes), config, catalog)
+        emit_json(
             {
                 "schema": 1,
                 "catalog": str(catalog.path),
-                "selection": {"kernels": _split(kernels), "dtypes": _split(dtypes)},
+                "selection": {"kernels": split_names(kernels), "dtypes": split_names(dtypes)},
                 "total": len(items),
                 "families": [
                     {
@@ -281,126 +254,3 @@ def _catalog_listing(
         table.add_section()
     table.add_row("total", "", "", "", str(len(items)))
     Console(soft_wrap=True).print(table)
-
-
-def _jit_units(
-    source_dir: Path | None, families: list[str] | None, dtypes: list[str] | None, required: bool
-) -> list[Any]:
-    """The JIT build's sources as check units (one per family), or [] when the JIT generator is
-    not installed and not ``required``."""
-    try:
-        from builder.jit.checking import family_check_units
-        from builder.jit.preamble import inline_preamble
-    except ImportError:
-        if required:
-            raise UsageError("--jit: the JIT generator (builder.jit) is not installed") from None
-        return []
-    from builder.kernels import load_catalog
-
-    catalog = load_catalog(source_dir)
-    selected = dict.fromkeys(inst.family for inst in catalog.expand(families, dtypes))
-    root = catalog.source_dir
-    preambles = {
-        f: inline_preamble([root / catalog.families[f].header], [root]).text for f in selected
-    }
-    units: list[Any] = family_check_units(catalog, preambles, families, dtypes)
-    return units
-
-
-@click.command(
-    "check",
-    epilog="""\b
-Examples:
-  metallib-builder check
-  metallib-builder check --kernels reduce --dtypes bfloat16
-  metallib-builder check --source-dir /tmp/my_metal_src --format json
-Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++ compiler.
-""",
-)
-@_selection
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Parallel compiler processes. Default: the number of CPUs.")  # fmt: skip
-@click.option("--compiler", metavar="CXX", default=None,
-              help="C++ compiler to use (default: $CXX, else g++, clang++, c++).")  # fmt: skip
-@click.option("--syntax-only", is_flag=True,
-              help="Stop after semantic analysis (-fsyntax-only): faster, still instantiates "
-              "every template.")  # fmt: skip
-@click.option("--jit/--no-jit", "jit", default=None,
-              help="Also compile each family's JIT source (its inlined preamble with the "
-              "instantiation lines appended). Default: when the JIT generator is installed.")  # fmt: skip
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-    help="text: one line per problem (path:line:col) and a summary; json (schema 1) for scripts.",
-)  # fmt: skip
-def check_command(
-    source_dir: Path | None,
-    kernels: str | None,
-    dtypes: str | None,
-    jobs: int | None,
-    compiler: str | None,
-    syntax_only: bool,
-    jit: bool | None,
-    fmt: str,
-) -> None:
-    """Compile every catalog instantiation as C++ against the Metal shim.
-
-    No Metal compiler runs on Linux; this catches syntax errors and template errors in any dtype
-    path with the host compiler. Problems are reported at the kernel source line (not the shim's
-    or the generated file's), with the instantiations that hit them.
-    """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from builder.kernels.check import CheckUnit, UnitResult, check_library
-
-    err = Console(stderr=True)
-    # A live bar on a terminal; one line per finished unit in logs (CI), where a bar is noise.
-    progress = Progress(
-        TextColumn("check"), BarColumn(), MofNCompleteColumn(), TextColumn("instantiations"),
-        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
-    )  # fmt: skip
-    task = progress.add_task("check", total=None)
-
-    def planned(units: list[CheckUnit]) -> None:
-        progress.update(task, total=sum(len(u.host_lines) for u in units))
-        progress.start()
-
-    def done(unit: UnitResult) -> None:
-        progress.advance(task, unit.instantiations)
-        if not err.is_terminal:
-            state = "ok" if unit.ok else "FAILED"
-            click.echo(
-                f"check: {unit.unit}: {unit.instantiations} instantiations {state} ({unit.seconds:.1f}s)",
-                err=True,
-            )
-
-    extra = (
-        _jit_units(source_dir, _split(kernels), _split(dtypes), required=bool(jit))
-        if jit is not False
-        else []
-    )
-    try:
-        result = check_library(
-            source_dir, families=_split(kernels), dtypes=_split(dtypes), compiler=compiler,
-            jobs=jobs, syntax_only=syntax_only, extra_units=extra, on_plan=planned, on_done=done,
-        )  # fmt: skip
-    finally:
-        progress.stop()
-    diagnostics = result.diagnostics
-    if fmt == "json":
-        _emit_json(result.to_json())
-    else:
-        for diag in diagnostics:
-            click.echo(diag.format())
-        verdict = "ok" if result.ok else "FAILED"
-        jit_names = {u.name for u in extra}
-        n_jit = sum(u.instantiations for u in result.units if u.unit in jit_names)
-        scope = f"{result.instantiations - n_jit} instantiations"
-        scope += f" (+{n_jit} in JIT sources)" if jit_names else ""
-        click.echo(
-            f"check {verdict}: {scope} in {len(result.units)} units, "
-            f"{result.errors} errors, {result.warnings} warnings, {result.seconds:.1f}s "
-            f"({result.mode}, {result.compiler.version})"
-        )
-    if not result.ok:
-        raise CheckFailed(f"kernel check failed: {result.errors} error(s); see the lines above")

@@ -20,13 +20,17 @@ from pathlib import Path
 
 from builder.errors import BuilderError, UsageError
 from builder.fileio import write_if_changed
-from builder.kernels.catalog import Instantiation, load_catalog, render_translation_unit
+from builder.kernels.catalog import (
+    Instantiation,
+    load_catalog,
+    render_translation_unit,
+    split_names,
+)
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "main",
     "select_families",
-    "write_if_changed",
     "write_sources",
 ]
 
@@ -68,10 +72,6 @@ def write_sources(
     return families
 
 
-def _split(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
 def select_families(source_dir: Path, families: str | None, jit: str | None) -> list[str]:
     """Validate a selection against the catalog; return ``[selected, jit]`` as CMake lists
     (printed as ``selected|jit``).
@@ -80,9 +80,9 @@ def select_families(source_dir: Path, families: str | None, jit: str | None) -> 
     family, or a JIT family outside the selection, raises UsageError (exit 2 in CMake).
     """
     catalog = load_catalog(source_dir)
-    chosen = set(_split(families) or catalog.family_names)
+    chosen = set(split_names(families) or catalog.family_names)
     catalog.expand(chosen, [])  # validates the names
-    jit_set = set(_split(jit) or [])
+    jit_set = set(split_names(jit) or [])
     outside = sorted(jit_set - chosen)
     if outside:
         raise UsageError(
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out_dir is None or args.plan is None:
             parser.error("--out-dir and --plan are required to write sources")
         catalog = load_catalog(args.source_dir)
-        items = catalog.expand(_split(args.families), _split(args.dtypes))
+        items = catalog.expand(split_names(args.families), split_names(args.dtypes))
         families = write_sources(items, args.out_dir, args.chunk_size)
         plan = {"schema": 1, "chunk_size": args.chunk_size, "families": families}
         write_if_changed(args.plan, json.dumps(plan, indent=1) + "\n")

@@ -2,8 +2,8 @@
 
 ``preamble`` inlines quoted includes (host tools only: no Metal compiler), ``chunks`` and
 ``codegen`` turn preambles into C++ sources, ``generate`` holds the actions CMake runs
-(``python -m builder.jit``), ``binding`` loads a built host library through ctypes. This package
-must not import click or rich (it runs inside scikit-build-core's isolated build environment).
+(``python -m builder.jit``), ``checking`` turns them into ``check`` units. This package must not
+import click or rich (it runs inside scikit-build-core's isolated build environment).
 """
 
 from __future__ import annotations

@@ -23,10 +23,6 @@ from builder.errors import BuilderError
 __all__ = ["main"]
 
 
-def _split(value: str | None) -> list[str] | None:
-    return [v for v in value.replace(";", ",").split(",") if v] if value else None
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder.jit", allow_abbrev=False)
     sub = parser.add_subparsers(dest="action", required=True)
@@ -62,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one action; 0 on success, 2 (one error line) on unusable input."""
     args = _parser().parse_args(argv)
+    from builder.fileio import write_if_changed
     from builder.jit import generate
+    from builder.kernels.catalog import split_names
 
     try:
         if args.action == "family":
@@ -70,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.source_dir,
                 args.family,
                 args.out_dir,
-                _split(args.dtypes),
+                split_names(args.dtypes),
                 compress=args.compress,
                 dedup=not args.no_dedup,
                 strip=args.strip_comments,
@@ -81,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             merged = generate.merge_facts(
                 args.target, args.compress, not args.no_dedup, facts, args.strip_comments
             )
-            generate.write_if_changed(args.out, json.dumps(merged, indent=1) + "\n")
+            write_if_changed(args.out, json.dumps(merged, indent=1) + "\n")
         else:
             text, _ = generate.embed_headers(
                 args.headers,
@@ -90,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.namespace,
                 strip=args.strip_comments,
             )
-            generate.write_if_changed(args.output, text)
+            write_if_changed(args.output, text)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -41,7 +41,6 @@ __all__ = [
     "family_source",
     "merge_facts",
     "write_family",
-    "write_if_changed",
 ]
 
 EMBED_SCHEMA = 1

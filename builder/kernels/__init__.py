@@ -1,7 +1,8 @@
 """The kernel library's Python side: trees (catalog or discovered), host-name grammar, source
-check, CPU runner.
+check.
 
-This package must not import click or rich; ``builder.cli.kernels`` renders its results.
+This package must not import click or rich; ``builder.cli.kernels`` and ``builder.cli.check``
+render its results.
 Names are imported on first use, so a command pays only for what it touches (discovering a
 folder of ``.metal`` files never loads the catalog machinery, and the reverse).
 """
@@ -18,10 +19,10 @@ if TYPE_CHECKING:
         Instantiation,
         load_catalog,
         render_translation_unit,
+        split_names,
     )
     from builder.kernels.discovery import KernelRecord, KernelTree, load_tree
     from builder.kernels.dtypes import DTYPES, METAL_TYPES
-    from builder.kernels.headers import header_closure
     from builder.kernels.naming import FAMILIES, ParsedName, format_host_name, parse_host_name
     from builder.kernels.tree_config import TreeConfig
 
@@ -31,12 +32,12 @@ _HOME = {
     "Instantiation": "catalog",
     "load_catalog": "catalog",
     "render_translation_unit": "catalog",
+    "split_names": "catalog",
     "KernelRecord": "discovery",
     "KernelTree": "discovery",
     "load_tree": "discovery",
     "DTYPES": "dtypes",
     "METAL_TYPES": "dtypes",
-    "header_closure": "headers",
     "FAMILIES": "naming",
     "ParsedName": "naming",
     "format_host_name": "naming",
@@ -63,9 +64,9 @@ __all__ = [
     "ParsedName",
     "TreeConfig",
     "format_host_name",
-    "header_closure",
     "load_catalog",
     "load_tree",
     "parse_host_name",
     "render_translation_unit",
+    "split_names",
 ]

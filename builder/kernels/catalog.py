@@ -36,6 +36,7 @@ __all__ = [
     "VariantSpec",
     "load_catalog",
     "render_translation_unit",
+    "split_names",
 ]
 
 CATALOG_FILE = "catalog.json"
@@ -45,6 +46,14 @@ INSTANTIATE_MACRO = "instantiate_kernel"
 # addresses memory, not what it computes on, so choosing "float32" keeps float32 gathers whole.
 UNFILTERED_SETS = frozenset({"index"})
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
+
+
+def split_names(value: str | None) -> list[str] | None:
+    """``"unary, binary"`` -> ``["unary", "binary"]``: a selection as the command line, CMake and
+    the build scripts pass it (comma-separated, blanks ignored). None or nothing left means "no
+    filter" (None), which is what ``Catalog.expand`` takes for "all"."""
+    names = [part.strip() for part in value.split(",")] if value else []
+    return [name for name in names if name] or None
 
 
 class CatalogError(UsageError):
@@ -331,8 +340,3 @@ def load_catalog(source_dir: Path | None = None) -> Catalog:
         seen.add(inst.host_name)
     return catalog
 
-
-if __name__ == "__main__":  # pragma: no cover - thin entry point for CMake
-    from builder.kernels.catalog_main import main
-
-    raise SystemExit(main())

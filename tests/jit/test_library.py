@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
+from support.jit_library import JitLibrary, JitLibraryError, find_installed_library
 
-from builder.jit.binding import JitLibrary, JitLibraryError, find_installed_library
 from builder.jit.checking import anchor_line_markers, family_check_units
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog

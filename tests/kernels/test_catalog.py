@@ -17,12 +17,11 @@ from builder.kernels import (
     METAL_TYPES,
     CatalogError,
     ParsedName,
-    header_closure,
     load_catalog,
     parse_host_name,
     render_translation_unit,
+    split_names,
 )
-from builder.kernels.catalog_main import main as catalog_main
 from builder.resources import metal_src_dir
 
 
@@ -183,6 +182,8 @@ def test_not_a_kernel_tree(tmp_path: Path) -> None:
 def test_headers_follow_the_include_rules() -> None:
     """Quoted includes resolve against metal_src; angle includes are Metal's own headers only;
     no include is guarded by a JIT switch (the JIT generator inlines quoted includes itself)."""
+    from builder.jit.preamble import inline_preamble
+
     root = metal_src_dir()
     families = load_catalog().families.values()
     kernel_dirs = {"common"} | {f.header.split("/")[0] for f in families}
@@ -201,36 +202,28 @@ def test_headers_follow_the_include_rules() -> None:
             else:
                 assert target.startswith("metal_"), f"{header}: <{target}>"
     for family in families:
-        closure = header_closure(root, family.header)
-        assert closure[-1] == family.header
+        closure = inline_preamble([root / family.header], [root]).headers
+        assert closure[0] == family.header
         assert "common/defines.h" in closure
+        assert all((root / h).is_file() for h in closure)
         assert not any(h.startswith("shim") for h in closure)
 
 
-def test_header_closure_reports_a_missing_include(tmp_path: Path) -> None:
-    (tmp_path / "fam").mkdir()
-    (tmp_path / "fam" / "a.h").write_text('#pragma once\n#include "fam/b.h"\n')
-    (tmp_path / "fam" / "b.h").write_text(
-        '#pragma once\n#include <metal_stdlib>\n#include "fam/a.h"\n'
-    )
-    assert header_closure(tmp_path, "fam/a.h") == ["fam/b.h", "fam/a.h"]  # cycles end
-    (tmp_path / "fam" / "b.h").write_text('#include "common/nope.h"\n')
-    with pytest.raises(UsageError, match="'common/nope.h' not found .included from fam/b.h"):
-        header_closure(tmp_path, "fam/a.h")
-
-
-def test_catalog_main_for_cmake(capsys: pytest.CaptureFixture[str]) -> None:
-    assert catalog_main(["names", "--kernels", "ternary", "--cmake"]) == 0
-    names = capsys.readouterr().out.strip().split(";")
-    assert names == [i.host_name for i in load_catalog().expand(["ternary"])]
-
-    assert catalog_main(["headers", "--kernels", "softmax,unary"]) == 0
-    headers = capsys.readouterr().out.split()
-    assert headers.index("common/defines.h") < headers.index("softmax/softmax.h")
-    assert len(headers) == len(set(headers)) and "unary/unary_ops.h" in headers
-
-    assert catalog_main(["names", "--dtypes", "float64"]) == 2
-    assert "unknown dtype" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("given", "names"),
+    [
+        ("unary,binary", ["unary", "binary"]),
+        (" unary , binary ,", ["unary", "binary"]),
+        ("float16", ["float16"]),
+        ("", None),
+        (None, None),
+        (" , ", None),
+    ],
+)
+def test_one_rule_splits_every_comma_list(given: str | None, names: list[str] | None) -> None:
+    """--kernels/--dtypes of kernels, check and build, and the lists CMake passes to
+    aot_sources and the JIT generator, all go through split_names: blanks never select."""
+    assert split_names(given) == names
 
 
 def test_dtype_vocabulary_is_fixed(raw) -> None:
@@ -248,10 +241,11 @@ def test_copy_tree_still_loads(tmp_path: Path) -> None:
 
 
 def test_library_imports_no_cli_or_test_dependencies() -> None:
-    """builder.kernels runs inside CMake's isolated build environment: no click, rich or numpy."""
+    """builder.kernels, and what CMake runs (aot_sources, the JIT generator), run inside CMake and
+    pip's isolated build environment: no click, rich or numpy."""
     code = (
-        "import sys, builder.kernels, builder.kernels.check, builder.kernels.cpu, "
-        "builder.kernels.catalog_main; "
+        "import sys, builder.kernels, builder.kernels.check, builder.kernels.catalog, "
+        "builder.cmake_build.aot_sources, builder.jit.__main__, builder.jit.generate; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich', 'numpy')))"
     )
     root = Path(__file__).resolve().parents[2]

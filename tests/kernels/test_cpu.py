@@ -1,25 +1,17 @@
 """Kernel math on the CPU (through the shim) against numpy: wrong results, not just wrong syntax.
 
-Each kernel runs one thread per threadgroup (see builder.kernels.cpu), which is exact for our
+Each kernel runs one thread per threadgroup (see tests/support/cpu.py), which is exact for our
 kernels because none of them assumes a threadgroup size.
 """
 
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
-
-np = pytest.importorskip("numpy")
-
-from builder.kernels.cpu import CpuRunner, Typed, bfloat16_bits, bfloat16_values
-
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("g++") or shutil.which("clang++")),
-    reason="NO C++ COMPILER: install g++ (scripts/setup.sh does) to run kernels on the CPU",
-)
+from support.cpu import CpuRunner, Typed, bfloat16_bits, bfloat16_values
 
 TID = "thread_position_in_grid"
 GROUP_ATTRS = [

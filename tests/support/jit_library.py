@@ -1,7 +1,8 @@
 """The host JIT library from Python, through its C API (ctypes: no build step, no compiler).
 
-Tools and tests ask the built library itself, so what they see is exactly what an app gets
-from ``metal_jit::source_for``: the same bytes, assembled (and inflated) by the same code.
+Test support, not part of the package: the tests ask the built library itself, so what they see
+is exactly what an app gets from ``metal_jit::source_for``: the same bytes, assembled (and
+inflated) by the same code.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import ctypes
 import sys
 from pathlib import Path
+
+import builder
 
 __all__ = ["JitLibrary", "JitLibraryError", "find_installed_library"]
 
@@ -112,7 +115,7 @@ def find_installed_library(directory: Path | None = None) -> Path | None:
     ``pip install .`` puts it there; with several shared libraries the one whose name mentions
     "jit" wins, then the first by name.
     """
-    where = directory if directory is not None else Path(__file__).resolve().parent.parent / "_lib"
+    where = directory if directory is not None else Path(builder.__file__).resolve().parent / "_lib"
     if not where.is_dir():
         return None
     suffixes = _SUFFIXES.get(sys.platform, (".so",))

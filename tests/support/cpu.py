@@ -9,7 +9,8 @@ barriers and shuffles are trivial and thread ``i`` of the grid is threadgroup ``
 are correct for any threadgroup size (all of ours) give their exact results; ``softmax_block``
 handles rows of at most ``WORK_PER_THREAD`` elements in this model.
 
-Needs numpy (a test dependency, not a runtime one); it is imported only here.
+Test support, not part of the package: it needs numpy (a test dependency) and only the tests
+run it (``tests/kernels/test_cpu.py``).
 """
 
 from __future__ import annotations
