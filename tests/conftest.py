@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
 from builder.size import wheels
 
@@ -46,6 +47,31 @@ def _fetch(version: str, platform: str) -> Path:
 def mlx_metallib() -> Callable[[str, str], Path]:
     """Factory: ``mlx_metallib("0.30.0", "macosx_14_0_arm64")`` -> cached path of mlx.metallib."""
     return _fetch
+
+
+_header_failure: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def mlx_headers() -> Path:
+    """The include root (holding ``mlx/backend/metal/kernels/``) of mlx-metal 0.32.0."""
+    if _header_failure:
+        pytest.skip(_header_failure[0])
+    try:
+        wheel = wheels.download_wheel("mlx-metal", MLX_VERSION, MLX_PLATFORM)
+    except wheels.DownloadError as exc:
+        _header_failure.append(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
+        pytest.skip(_header_failure[0])
+    dest = wheels.cache_dir() / "kernel-headers" / wheel.name.removesuffix(".whl")
+    return extract_kernel_headers(wheel, dest)
+
+
+@pytest.fixture
+def mlx_style() -> Path:
+    """The MLX-style entry files (tests/data/mlx_style)."""
+    return DATA
+
+
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

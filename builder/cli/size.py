@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from builder.cli.tree_options import tree_options
+from builder.errors import UsageError
 from builder.size.grouping import BY_CHOICES
 
 __all__ = ["compare_command", "report_command"]
@@ -25,8 +27,9 @@ _FORMATS = ("table", "json", "csv", "markdown", "html")
 def _common(func: Any) -> Any:
     options = [
         click.option("--by", type=click.Choice(BY_CHOICES), default="kernel", show_default=True,
-                     help="Group bytes by kernel family, dtype, source file (needs a build "
-                          "manifest) or function."),
+                     help="Group bytes by kernel family, dtype, source file (from a build "
+                          "manifest, or from the kernel tree given with --source-dir) or "
+                          "function."),
         click.option("--rules", type=click.Path(dir_okay=False), default=None,
                      help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
                           "(default: the build manifest, else built-in MLX rules, else generic)."),
@@ -42,6 +45,7 @@ def _common(func: Any) -> Any:
                      help="Wheel platform for PACKAGE==VERSION targets "
                           "[default: macosx_14_0_arm64]."),
     ]  # fmt: skip
+    func = tree_options(func)
     for option in reversed(options):
         func = option(func)
     return func
@@ -65,7 +69,8 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _load(target: str, by: str, rules_path: str | None, platform: str | None) -> list[Any]:
+def _load(target: str, by: str, rules_path: str | None, platform: str | None,
+          sources: Any = None) -> list[Any]:  # fmt: skip
     from builder.size.targets import load_reports
 
     rules = None
@@ -74,11 +79,37 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None) ->
 
         rules = load_rules(rules_path)
     with _gc_paused():
-        reports = load_reports(target, by=by, rules=rules, platform=platform, progress=_progress)
+        reports = load_reports(target, by=by, rules=rules, platform=platform, progress=_progress,
+                               sources=sources)  # fmt: skip
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(f"note: {target}: kernel families come from its build manifest; --rules "
                    "is not used for it", err=True)  # fmt: skip
     return reports
+
+
+def _grouping(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
+    """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (None
+    without one). ``--source-dir`` alone means ``--by source``."""
+    source_dir = tree.pop("source_dir")
+    if source_dir is None:
+        if any(tree.values()):
+            raise UsageError("-I, -D, --exclude, --config and -j describe a kernel tree; "
+                             "name it with --source-dir")  # fmt: skip
+        return by, None
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("by") is click.core.ParameterSource.DEFAULT:
+        by = "source"
+    elif by != "source":
+        raise UsageError(f"--source-dir attributes functions to entry files; it goes with "
+                         f"--by source, not --by {by}")  # fmt: skip
+    from builder.cli.tree_options import load_tree_with_progress
+    from builder.size.grouping import Sources
+
+    found = load_tree_with_progress(source_dir, **tree)
+    click.echo(f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
+               f"{len(found.sources):,} {'entry files' if found.kind == 'discovered' else 'family headers'}",
+               err=True)  # fmt: skip
+    return by, Sources(found.source_of(), f"discovery:{found.root}")
 
 
 @contextmanager
@@ -117,6 +148,7 @@ def report_command(
     fmt: str,
     output: str | None,
     platform: str | None,
+    **tree: Any,
 ) -> None:
     """Show which kernels make a metallib big.
 
@@ -128,10 +160,12 @@ def report_command(
     Examples:
       metallib-builder report mlx-metal==0.30.0
       metallib-builder report build/ --by source
+      metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
     """
-    reports = _load(target, by, rules, platform)
+    by, sources = _grouping(by, tree)
+    reports = _load(target, by, rules, platform, sources)
     shown = _top(top, fmt)
     if fmt == "html":
         from builder.render.html import report_html
@@ -194,6 +228,7 @@ def compare_command(
     max_size: str | None,
     fail_on_new_group: bool,
     warn_only: bool,
+    **tree: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
@@ -223,7 +258,9 @@ def compare_command(
         max_size=parse_size(max_size) if max_size is not None else None,
         fail_on_new_group=fail_on_new_group,
     )
-    pairs = pair_reports(_load(base, by, rules, platform), _load(head, by, rules, platform))
+    by, sources = _grouping(by, tree)
+    pairs = pair_reports(_load(base, by, rules, platform, sources),
+                         _load(head, by, rules, platform, sources))  # fmt: skip
     shown = _top(top, fmt)
     failed: list[str] = []
     texts: list[str] = []

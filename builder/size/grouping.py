@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from builder.errors import UsageError
 from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
@@ -28,6 +29,7 @@ __all__ = [
     "Grouping",
     "Rule",
     "RuleSet",
+    "Sources",
     "builtin_rules",
     "generic_family",
     "group_names",
@@ -112,6 +114,15 @@ def generic_family(name: str) -> str:
     stripped = _DTYPE_RE.sub(_strip_dtype, name)
     tokens = [t for t in stripped.split("_") if t and not _NUMERIC_TOKEN.match(t)]
     return "_".join(tokens) or name
+
+
+class Sources(NamedTuple):
+    """Which source file each kernel comes from, and how that is known: ``origin`` is
+    ``manifest`` (a build recorded it) or ``discovery:<tree>`` (the tree's entry files were
+    preprocessed, ``builder.kernels.discovery``)."""
+
+    of: Mapping[str, str]
+    origin: str
 
 
 @dataclass(frozen=True)
@@ -218,12 +229,13 @@ def group_names(
     *,
     rules: RuleSet | None = None,
     families: Mapping[str, str] | None = None,
-    sources: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
 ) -> Grouping:
-    """Label every name for ``by``; ``families``/``sources`` map host names from a build manifest.
+    """Label every name for ``by``; ``families`` maps host names from a build manifest, ``sources``
+    names each kernel's source file (from a manifest or from discovering a kernel tree).
 
-    With a manifest, names it does not list go to "other" (they were not produced by a family
-    the build knows about). Without one, ``--by source`` cannot be answered: a metallib does not
+    Names the mapping does not list go to "other" (no entry file or family the tool knows
+    produced them). Without a mapping, ``--by source`` cannot be answered: a metallib does not
     record which ``.metal`` file a function came from.
     """
     if by == "function":
@@ -233,10 +245,12 @@ def group_names(
     if by == "source":
         if sources is None:
             raise UsageError(
-                "--by source needs a build manifest: a metallib does not record the source file "
-                "of its functions (use --by kernel, or point at a build directory)"
+                "--by source needs the kernel tree the library was built from: a metallib does "
+                "not record the source file of its functions (add --source-dir DIR, or point at "
+                "a build directory)"
             )
-        return Grouping(by, "manifest", [sources.get(n, OTHER) for n in names])
+        of = sources.of
+        return Grouping(by, sources.origin, [of.get(n, OTHER) for n in names])
     if by != "kernel":
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not {by!r}")
     if families is not None:

@@ -17,7 +17,7 @@ from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
-from builder.size.grouping import group_names
+from builder.size.grouping import Sources, group_names
 from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
 
 if TYPE_CHECKING:
@@ -140,12 +140,13 @@ def build_report(
     by: str = "kernel",
     rules: RuleSet | None = None,
     families: Mapping[str, str] | None = None,
-    sources: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
     jit_families: Sequence[JitFamily] = (),
     host_library: HostLibrary | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> Report:
-    """Group an attribution; ``families``/``sources`` come from a build manifest when there is one."""
+    """Group an attribution; ``families`` come from a build manifest, ``sources`` from a manifest
+    or a discovered kernel tree."""
     names = attribution.names
     grouping = group_names(names, by, rules=rules, families=families, sources=sources)
     # Column arithmetic with map/zip: this runs once per function of a 15,000-function library.
@@ -179,7 +180,7 @@ def regroup(
     *,
     rules: RuleSet | None = None,
     families: Mapping[str, str] | None = None,
-    sources: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
 ) -> Report:
     """The same measurements grouped another way (for saved reports read back from JSON)."""
     names = [fn.name for fn in report.functions]

@@ -21,7 +21,7 @@ from builder.errors import UsageError
 from builder.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
-    from builder.size.grouping import RuleSet
+    from builder.size.grouping import RuleSet, Sources
     from builder.size.jit_sizes import HostLibrary, JitFamily
     from builder.size.report import Report
 
@@ -154,23 +154,31 @@ def load_reports(
     rules: RuleSet | None = None,
     platform: str | None = None,
     progress: Progress | None = None,
+    sources: Sources | None = None,
 ) -> list[Report]:
-    """Resolve ``text`` and measure (or read back) every library behind it."""
+    """Resolve ``text`` and measure (or read back) every library behind it.
+
+    ``sources`` (a discovered kernel tree's entry file per kernel) answers ``--by source`` for
+    any library, and wins over what a build manifest records.
+    """
     return [
-        load_library(lib, by=by, rules=rules)
+        load_library(lib, by=by, rules=rules, sources=sources)
         for lib in resolve_target(text, platform=platform, progress=progress)
     ]
 
 
-def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = None) -> Report:
+def load_library(
+    lib: Library, *, by: str = "kernel", rules: RuleSet | None = None,
+    sources: Sources | None = None,
+) -> Report:  # fmt: skip
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, regroup, report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
-        if report.by == by and rules is None:
+        if report.by == by and rules is None and sources is None:
             return report
-        return regroup(report, by, rules=rules)
+        return regroup(report, by, rules=rules, sources=sources)
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
@@ -182,7 +190,10 @@ def load_library(lib: Library, *, by: str = "kernel", rules: RuleSet | None = No
     )
     jit, host = _jit_families(manifest)
     families = manifest.family_of() if manifest else None  # exact: wins over --rules
-    sources = manifest.source_of() if manifest else None
+    if sources is None and manifest is not None:
+        from builder.size.grouping import Sources
+
+        sources = Sources(manifest.source_of(), "manifest")
     from builder.size.provenance import build_provenance
 
     build = manifest.build if manifest else None

@@ -148,3 +148,24 @@ def test_several_libraries_one_page(
     )
     assert "2 functions" in summary
     assert browser.eval("location.hash") == "#lib=1"
+
+
+@pytest.mark.realdata
+def test_source_files_nest_in_their_folders(
+    browser: Any, tmp_path: Path, write_metallib: Callable[..., Path], mlx_style: Path,
+    mlx_headers: Path,
+) -> None:  # fmt: skip
+    """By source, an entry file sits in its folder: tiles/tile_copy.metal under "tiles/"."""
+    from kernels.discovery.expected import BY_FILE
+
+    names = sorted(name for names in BY_FILE.values() for name in names)
+    library = write_metallib("tree.metallib", [(name, 400 + 40 * i) for i, name in enumerate(names)])
+    page = tmp_path / "tree.html"
+    main(["report", str(library), "--source-dir", str(mlx_style), "-I", str(mlx_headers),
+          "--format", "html", "-o", str(page)])  # fmt: skip
+    _load(browser, page)
+    labels = _labels(browser)
+    assert any(label.startswith("tiles/") for label in labels), labels
+    assert any(label.startswith("tile_copy.metal") for label in labels), labels
+    assert not any(label.startswith("tiles/tile_copy.metal") for label in labels)
+    assert any(label.startswith("unary_subset.metal") for label in labels)

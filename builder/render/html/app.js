@@ -52,7 +52,9 @@
     var o = l.origin;
     return {
       fn: 'metallib ' + (o.metallib || '-') + (o.wheel ? ' (from ' + o.wheel + ')' : ''),
-      group: l.grouping === 'manifest' ? 'families per build manifest ' + o.manifest : 'grouping ' + l.grouping + ' of names in the metallib',
+      group: l.grouping === 'manifest' ? 'families per build manifest ' + o.manifest
+        : l.grouping.indexOf('discovery:') === 0 ? 'entry files per kernel tree ' + l.grouping.slice(10)
+        : 'grouping ' + l.grouping + ' of names in the metallib',
       jit: l.jit_measured ? l.jit_origin : 'host library ' + (o.host_library || '(path not in manifest)') + ', bytes per build manifest ' + o.manifest,
       overhead: 'metallib ' + (o.metallib || '-') + ' (container regions)'
     };
@@ -70,10 +72,25 @@
       var g = { name: name, kind: 'group', size: 0, base: 0, count: 0, children: [], parent: ml, gi: gi, origin: where.group, vmap: {} };
       return g;
     });
+    // Grouped by source file: files sit in their folders ("steel/gemm/x.metal" under steel/ › gemm/).
+    var folders = {};
+    function folderOf(path) {
+      var cut = l.by === 'source' ? path.lastIndexOf('/') : -1;
+      if (cut < 0) return ml;
+      var dir = path.slice(0, cut), f = folders[dir];
+      if (!f) {
+        f = folders[dir] = node(dir.slice(dir.lastIndexOf('/') + 1) + '/', 'folder', folderOf(dir));
+        f.origin = where.group;
+      }
+      return f;
+    }
     var attached = new Uint8Array(groups.length);
     for (var i = 0; i < n; i++) {
       var gi = fn.group[i], g = groups[gi], parent = g;
-      if (!attached[gi]) { attached[gi] = 1; ml.children.push(g); }
+      if (!attached[gi]) {
+        attached[gi] = 1; g.parent = folderOf(g.name); g.parent.children.push(g);
+        if (g.parent !== ml) g.name = g.name.slice(g.name.lastIndexOf('/') + 1);
+      }
       if (hasV) {
         var vi = fn.variant[i];
         parent = g.vmap[vi];
@@ -110,7 +127,7 @@
     return 'rgb(' + [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * t); }).join(',') + ')';
   }
   function colour(n) {
-    if (n.kind === 'library' || n.kind === 'target') return '#dfe3e8';
+    if (n.kind === 'library' || n.kind === 'target' || n.kind === 'folder') return '#dfe3e8';
     if (n.kind === 'overhead' || n.kind === 'region') return '#9aa0a6';
     if (COMPARE) {
       if (n.base === 0 && n.size > 0) return '#b2182b';
@@ -122,7 +139,7 @@
     return 'hsl(' + hue.toFixed(1) + ',48%,' + (DEPTH_LIGHT[n.kind] || 70) + '%)';
   }
   function darkFill(n) {
-    if (n.kind === 'library' || n.kind === 'target') return false;
+    if (n.kind === 'library' || n.kind === 'target' || n.kind === 'folder') return false;
     if (COMPARE) { var r = n.base ? Math.abs(n.size - n.base) / n.base : n.size ? 1 : 0; return r > 0.18; }
     return n.kind === 'group' || n.kind === 'jit';
   }

@@ -18,7 +18,7 @@ from kernels.discovery.expected import (
     VERSIONED_320,
     VERSIONED_DEFAULT,
 )
-from kernels.discovery.mlx_tree import MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
+from mlx_tree import MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
 from builder.errors import UsageError
 from builder.kernels.discovery import (

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 MLX_VERSION = "0.32.0"  # headers and library of the same wheel
 MLX_PLATFORM = "macosx_14_0_arm64"
-DATA = Path(__file__).resolve().parents[2] / "data" / "mlx_style"
+DATA = Path(__file__).resolve().parent / "data" / "mlx_style"
 _ROOT_IN_WHEEL = "mlx/include/"
 _KERNELS_IN_WHEEL = _ROOT_IN_WHEEL + "mlx/backend/metal/kernels/"
 _COMPLETE = ".complete"

@@ -1,0 +1,81 @@
+"""The options that name a kernel tree (``--source-dir``, ``-I``, ``-D``, ``--exclude``,
+``--config``, ``-j``), shared by every command that reads one, and loading it with progress."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from builder.kernels.discovery import KernelTree
+
+__all__ = ["load_tree_with_progress", "tree_options"]
+
+_DIR = click.Path(file_okay=False, path_type=Path)
+
+_OPTIONS = [
+    click.option(
+        "--source-dir", type=_DIR, default=None,
+        help="Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
+        "(discovered with the host preprocessor).",
+    ),
+    click.option(
+        "-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path),
+        metavar="DIR", help="Folder searched for quoted includes (repeatable); before the ones "
+        "in metallib.toml.",
+    ),
+    click.option(
+        "-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
+        help="Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
+        "predefined macros, e.g. -D __METAL_VERSION__=320.",
+    ),
+    click.option(
+        "--exclude", multiple=True, metavar="GLOB",
+        help="Skip entry files whose path relative to --source-dir matches (repeatable; "
+        "fnmatch, '*' also crosses '/').",
+    ),
+    click.option(
+        "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
+    ),
+    click.option(
+        "-j", "--jobs", type=click.IntRange(min=1), default=None,
+        help="Entry files preprocessed at once. Default: the number of CPUs.",
+    ),
+]  # fmt: skip
+
+
+def tree_options(func: Any) -> Any:
+    """Add the kernel-tree options to a command."""
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
+    """``load_tree`` with a files-done bar on stderr, only when stderr is a terminal (rich is
+    not even imported otherwise: scripts and CI pay no start-up time for it)."""
+    from builder.errors import UsageError
+    from builder.kernels.discovery import load_tree
+
+    if not source_dir.is_dir():
+        raise UsageError(f"--source-dir {source_dir}: not a folder")
+    if not sys.stderr.isatty():
+        return load_tree(source_dir, **options)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    progress = Progress(
+        TextColumn("preprocess"), BarColumn(), MofNCompleteColumn(), TextColumn("entry files"),
+        console=Console(stderr=True), transient=True,
+    )  # fmt: skip
+    task = progress.add_task("preprocess", total=None)
+
+    def advance(done: int, total: int, _entry: str) -> None:
+        progress.update(task, completed=done, total=total)
+
+    with progress:
+        return load_tree(source_dir, on_progress=advance, **options)
