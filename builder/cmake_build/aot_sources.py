@@ -99,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit 2 on a bad catalog or selection, with the reason on stderr.
     """
-    parser = argparse.ArgumentParser(prog="python -m builder.cmake_build.aot_sources", allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        prog="python -m builder.cmake_build.aot_sources", allow_abbrev=False
+    )
     parser.add_argument("--source-dir", type=Path, required=True)
     parser.add_argument("--families", default="", help="comma-separated families (empty: all)")
     parser.add_argument("--jit-families", default="", help="with --select: the JIT subset")

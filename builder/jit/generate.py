@@ -31,6 +31,7 @@ from builder.jit.codegen import (
     pool_pieces,
     render_family,
     render_standalone,
+    valid_namespace,
 )
 from builder.jit.preamble import Preamble, inline_preamble
 
@@ -245,7 +246,7 @@ def embed_headers(
     """
     if not headers:
         raise UsageError("embed needs at least one header")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*", namespace):
+    if not valid_namespace(namespace):
         raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
     preambles = [inline_preamble([h], include_dirs, defines, strip=strip) for h in headers]
     names = [p.headers[0] for p in preambles]

@@ -339,4 +339,3 @@ def load_catalog(source_dir: Path | None = None) -> Catalog:
             )
         seen.add(inst.host_name)
     return catalog
-

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -21,6 +19,7 @@ from builder.cmake_build.toolchain import (
 )
 from builder.errors import UsageError
 from builder.kernels import load_catalog
+from builder.kernels.compiler import find_compiler
 from builder.manifest import build_manifest
 from builder.size.host_symbols import OTHER, symbol_sizes
 
@@ -119,7 +118,6 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
     assert m["embedded_bytes"] == 7
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
     (tmp_path / "unary.cpp").write_text(
         "namespace { extern const char a[100]; const char a[100] = {1}; }\n"
@@ -128,11 +126,12 @@ def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
     )
     (tmp_path / "other.cpp").write_text("extern const char rt[64]; const char rt[64] = {1};\n")
     lib = tmp_path / "lib.so"
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(lib), "unary.cpp", "other.cpp"],
-                   cwd=tmp_path, check=True, env={**os.environ})  # fmt: skip
+    cxx = find_compiler().path  # g++ from scripts/setup.sh: missing is a failure, not a skip
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), "unary.cpp", "other.cpp"],
+                   cwd=tmp_path, check=True)  # fmt: skip
     sizes = symbol_sizes(lib, ["unary", "copy"])
-    if sizes is None:
-        pytest.skip("pyelftools not installed")
+    assert sizes is not None, "pyelftools is a dependency: the symbol table must be read"
+    assert sizes.method == "pyelftools .symtab"
     assert sizes.by_family["unary"] >= 100 + 32
     assert sizes.by_family["copy"] == 0
     assert sizes.by_family[OTHER] >= 64

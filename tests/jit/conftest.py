@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.cmake_build.cmake import find_tool
 from builder.kernels import load_catalog
 from builder.resources import cmake_dir, metal_src_dir
 
@@ -38,7 +39,7 @@ class JitBuild:
 
     def ninja(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["ninja", "-C", str(self.build_dir), *args], capture_output=True, text=True,
+            [find_tool("ninja"), "-C", str(self.build_dir), *args], capture_output=True, text=True,
             check=False,
         )  # fmt: skip
 
@@ -67,13 +68,11 @@ def build_jit(
     check: bool = True,
 ) -> tuple[JitBuild, subprocess.CompletedProcess[str]]:
     """Configure and build ``<root>/build``; fails the test on a build error unless check=False."""
-    if shutil.which("cmake") is None or shutil.which("ninja") is None:
-        pytest.skip("cmake and ninja are needed (pip install cmake ninja)")
     project = _project(root / "src", source_dir or metal_src_dir(), families, options)
     build_dir = root / "build"
     configure = subprocess.run(
-        ["cmake", "-S", str(project), "-B", str(build_dir), "-G", "Ninja",
-         "-DCMAKE_BUILD_TYPE=Release"],
+        [find_tool("cmake"), "-S", str(project), "-B", str(build_dir), "-G", "Ninja",
+         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", "-DCMAKE_BUILD_TYPE=Release"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     build = JitBuild(build_dir, "mbjit")

@@ -3,24 +3,35 @@ the facts merged into embed.json."""
 
 from __future__ import annotations
 
-import shutil
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from builder.jit.codegen import Kernel, _cxx_string, pool_pieces, pool_text
-from builder.jit.generate import family_source, merge_facts
-from builder.resources import metal_src_dir
+from builder.cmake_build.cmake import find_tool
+from builder.errors import UsageError
+from builder.jit.codegen import (
+    CXX_IDENTIFIER,
+    CXX_NAMESPACE,
+    Kernel,
+    cxx_string,
+    pool_pieces,
+    pool_text,
+    render_standalone,
+    valid_namespace,
+)
+from builder.jit.generate import embed_headers, family_source, merge_facts
+from builder.kernels.compiler import find_compiler
+from builder.resources import cmake_dir, metal_src_dir
 
 HOST_INCLUDE = metal_src_dir() / "host" / "include"
 
 
 def _cxx() -> str:
-    found = shutil.which("g++") or shutil.which("clang++")
-    if found is None:
-        pytest.skip("no host C++ compiler")
-    return found
+    """The host compiler ``check`` would use (scripts/setup.sh installs g++): missing is a
+    failure, not a skip."""
+    return find_compiler().path
 
 
 def test_pool_pieces_cut_at_entries_under_the_limit() -> None:
@@ -41,7 +52,7 @@ def test_string_escapes_survive_the_compiler(tmp_path: Path) -> None:
     source = tmp_path / "s.cpp"
     source.write_text(
         "#include <cstdio>\n#include <cstring>\n"
-        f"static const char s[] = {_cxx_string(tricky)};\n"
+        f"static const char s[] = {cxx_string(tricky)};\n"
         "int main() { std::fwrite(s, 1, sizeof(s) - 1, stdout); return 0; }\n",
         encoding="utf-8",
     )
@@ -76,3 +87,46 @@ def test_merge_counts_shared_pieces_once() -> None:
     assert merged["registry_bytes"] == registry
     shared = {s["piece"] for s in merged["shared"]}
     assert shared and all(name in stored for name in shared)
+
+
+NAMES = ["metal_jit", "a::b", "_x::y9::Z", "", "9a", "a::", "::a", "a:b", "a::::b", "a b", "a-b",
+         "a::9", "metal_jit\n", "é"]  # fmt: skip
+
+
+def test_namespace_rule_is_the_same_in_python_and_cmake(tmp_path: Path) -> None:
+    """embed --namespace (Python) and metal_add_jit_library(NAMESPACE) / FAMILIES (CMake) accept
+    exactly the same names: MetalJit.cmake's patterns are Python's, and CMake's regex engine
+    agrees with Python's on names either side of the rule."""
+    module = (cmake_dir() / "MetalJit.cmake").read_text(encoding="utf-8")
+    stated = dict(
+        re.findall(r'^\s*set\((cxx_identifier|cxx_namespace) "([^"]*)"\)$', module, re.MULTILINE)
+    )
+    assert stated["cxx_identifier"] == CXX_IDENTIFIER
+    assert stated["cxx_namespace"].replace("${cxx_identifier}", CXX_IDENTIFIER) == CXX_NAMESPACE
+    assert 'arg_NAMESPACE MATCHES "^${cxx_namespace}$"' in module
+    assert 'family MATCHES "^${cxx_identifier}$"' in module
+    script = tmp_path / "names.cmake"
+    lines = [f'set({k} "{v}")' for k, v in stated.items()]
+    for i, name in enumerate(NAMES):
+        lines.append(f"set(name{i} [==[{name}]==])")
+        lines.append(f'if(name{i} MATCHES "^${{cxx_namespace}}$")\n  message("{i} ns")\nendif()')
+        lines.append(f'if(name{i} MATCHES "^${{cxx_identifier}}$")\n  message("{i} id")\nendif()')
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = subprocess.run([find_tool("cmake"), "-P", str(script)], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    by_cmake = set(run.stderr.split("\n"))
+    for i, name in enumerate(NAMES):
+        assert (f"{i} ns" in by_cmake) == valid_namespace(name), name
+        assert (f"{i} id" in by_cmake) == (re.fullmatch(CXX_IDENTIFIER, name) is not None), name
+    assert {valid_namespace(n) for n in NAMES} == {True, False}
+
+
+def test_embed_refuses_a_namespace_outside_the_rule(tmp_path: Path) -> None:
+    header = tmp_path / "k.h"
+    header.write_text("int k;\n")
+    for name in ("a::", "a b", "metal_jit\n"):
+        with pytest.raises(ValueError, match="not a C\\+\\+ namespace name"):
+            render_standalone([], name, "k.h")
+        with pytest.raises(UsageError, match="is not a C\\+\\+ namespace name"):
+            embed_headers([header], [tmp_path], namespace=name)
+    assert "namespace a::b {" in embed_headers([header], [tmp_path], namespace="a::b")[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
-from support.jit_library import JitLibrary, JitLibraryError, find_installed_library
+from support.jit_library import JitLibrary, JitLibraryError
 
 from builder.jit.checking import anchor_line_markers, family_check_units
 from builder.jit.preamble import inline_preamble
@@ -250,15 +250,9 @@ def test_dtype_selection_namespace_and_stripping(tmp_path: Path) -> None:
     assert facts["stripped"] is True and facts["compressed"] is True
 
 
-def test_binding_errors_and_installed_lookup(tmp_path: Path) -> None:
+def test_binding_errors(tmp_path: Path) -> None:
     with pytest.raises(JitLibraryError, match="cannot load"):
         JitLibrary(tmp_path / "missing.so")
-    assert find_installed_library(tmp_path / "nothing") is None
-    lib_dir = tmp_path / "_lib"
-    lib_dir.mkdir()
-    (lib_dir / "libother.so").write_bytes(b"")
-    (lib_dir / "libmbjit.so").write_bytes(b"")
-    assert find_installed_library(lib_dir) == lib_dir / "libmbjit.so"
 
 
 def test_broken_kernel_fails_the_check(tree_copy: Path) -> None:

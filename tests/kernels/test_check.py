@@ -10,10 +10,8 @@ import pytest
 
 from builder.resources import metal_src_dir
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("g++") or shutil.which("clang++")),
-    reason="NO C++ COMPILER: install g++ (scripts/setup.sh does) to run the kernel check tests",
-)
+# g++ comes with scripts/setup.sh: without a host compiler these tests fail (exit 2, naming what
+# was looked for) rather than skip.
 
 
 def broken_copy(tmp_path: Path, rel: str, old: str, new: str) -> tuple[Path, int]:

@@ -7,6 +7,7 @@ kernels because none of them assumes a threadgroup size.
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np

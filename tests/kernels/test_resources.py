@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,20 +38,33 @@ def test_checkout_holding_the_working_directory_wins(
     assert resources.cmake_dir() == other / "cmake"
 
 
-def test_installed_package_outside_a_checkout_uses_its_own_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    site = tmp_path / "site-packages" / "builder"
-    site.mkdir(parents=True)
-    monkeypatch.setattr(resources, "_PACKAGE", site)
-    monkeypatch.chdir(tmp_path)
-    assert resources.project_root() is None
-    assert resources.metal_src_dir() == site / "_data" / "metal_src"
+def _installed(site: Path, cwd: Path) -> list[str]:
+    """project_root() and metal_src_dir() of a copy of the package installed in ``site``, run from
+    ``cwd`` (-S: no site-packages, so the editable install of this checkout stays out of it)."""
+    code = "from builder import resources; print(resources.project_root()); print(resources.metal_src_dir())"
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=cwd, env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.splitlines()
+
+
+def test_installed_package_outside_a_checkout_uses_its_own_copy(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "builder", site / "builder",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))  # fmt: skip
+    (tmp_path / "work").mkdir()
+    assert _installed(site, tmp_path / "work") == [
+        "None",
+        str(site / "builder" / "_data" / "metal_src"),
+    ]
     # a folder with a metal_src/ of some other project is not a checkout of this one
     _checkout(tmp_path / "foreign")
     (tmp_path / "foreign" / "pyproject.toml").write_text('[project]\nname = "other"\n')
-    monkeypatch.chdir(tmp_path / "foreign")
-    assert resources.project_root() is None
+    assert _installed(site, tmp_path / "foreign")[0] == "None"
+    # ... while a checkout of this project holding the working directory wins over the copy
+    ours = _checkout(tmp_path / "ours")
+    assert _installed(site, ours / "metal_src") == [str(ours), str(ours / "metal_src")]
 
 
 def test_edited_catalog_in_the_working_checkout_reaches_the_kernels_command(

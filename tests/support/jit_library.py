@@ -8,14 +8,9 @@ inflated) by the same code.
 from __future__ import annotations
 
 import ctypes
-import sys
 from pathlib import Path
 
-import builder
-
-__all__ = ["JitLibrary", "JitLibraryError", "find_installed_library"]
-
-_SUFFIXES = {"darwin": (".dylib", ".so"), "win32": (".dll",)}
+__all__ = ["JitLibrary", "JitLibraryError"]
 
 
 class JitLibraryError(RuntimeError):
@@ -107,23 +102,3 @@ class JitLibrary:
         if status != 0 or out.value is None:
             raise JitLibraryError(f"{self.path}: {family}: embedded preamble failed to inflate")
         return ctypes.string_at(out.value, size.value).decode("utf-8")
-
-
-def find_installed_library(directory: Path | None = None) -> Path | None:
-    """The host JIT library installed with the package (``builder/_lib/``), if any.
-
-    ``pip install .`` puts it there; with several shared libraries the one whose name mentions
-    "jit" wins, then the first by name.
-    """
-    where = directory if directory is not None else Path(builder.__file__).resolve().parent / "_lib"
-    if not where.is_dir():
-        return None
-    suffixes = _SUFFIXES.get(sys.platform, (".so",))
-    found = sorted(
-        p for p in where.iterdir()
-        if p.is_file() and (p.suffix in suffixes or ".so." in p.name)
-    )  # fmt: skip
-    if not found:
-        return None
-    preferred = [p for p in found if "jit" in p.name.lower()]
-    return (preferred or found)[0]
