@@ -120,7 +120,8 @@ def variants_command(**kw: Any) -> None:
     Variants, each in a subdirectory of --build-dir:
       jit-on   every family JIT (host C++ compiler only)
       jit-off  every family AOT into mlx.metallib (needs the Metal compiler)
-      mixed    binary and copy JIT, the rest AOT (needs the Metal compiler)
+      mixed    the families of the mixed preset in CMakePresets.json JIT, the rest
+               AOT (needs the Metal compiler)
     A variant this machine cannot build is listed with the reason; the exit code is 0 when
     every buildable variant built.
     """

@@ -121,7 +121,9 @@ def kernels_command(
             raise UsageError(
                 f"--kernels and --dtypes select catalog families; {source_dir} has no catalog.json"
             )
-        tree = _discover_with_progress(
+        from builder.cli.tree_options import load_tree_with_progress
+
+        tree = load_tree_with_progress(
             source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
             config_file=config_file, jobs=jobs,
         )  # fmt: skip
@@ -136,29 +138,6 @@ def kernels_command(
             f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
         )
     _catalog_listing(source_dir, config_file, kernels, dtypes, fmt)
-
-
-def _discover_with_progress(source_dir: Path, **options: Any) -> Any:
-    """``load_tree`` with a files-done bar on stderr, only when stderr is a terminal (rich is
-    not even imported otherwise: scripts and CI pay no start-up time for it)."""
-    from builder.kernels.discovery import load_tree
-
-    if not sys.stderr.isatty():
-        return load_tree(source_dir, **options)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    progress = Progress(
-        TextColumn("preprocess"), BarColumn(), MofNCompleteColumn(), TextColumn("entry files"),
-        console=Console(stderr=True), transient=True,
-    )  # fmt: skip
-    task = progress.add_task("preprocess", total=None)
-
-    def advance(done: int, total: int, _entry: str) -> None:
-        progress.update(task, completed=done, total=total)
-
-    with progress:
-        return load_tree(source_dir, on_progress=advance, **options)
 
 
 def _discovered_table(tree: Any) -> None:

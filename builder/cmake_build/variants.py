@@ -4,7 +4,9 @@ Variants (each in ``<build dir>/<name>``):
 
 * ``jit-on``: every selected family JIT (host C++ compiler only);
 * ``jit-off``: every selected family AOT into mlx.metallib (needs the Metal compiler);
-* ``mixed``: the largest families (by instantiation count: binary, copy) JIT, the rest AOT.
+* ``mixed``: the largest families (by instantiation count) JIT, the rest AOT. Which ones is
+  stated once, by the ``mixed`` preset of CMakePresets.json (``METAL_JIT_KERNELS``), so
+  ``cmake --preset mixed`` and ``variants`` build the same thing.
 
 A variant that needs the Metal compiler on a machine without one is reported as not built, with
 the reason, instead of failing the run.
@@ -12,6 +14,7 @@ the reason, instead of failing the run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,15 +23,33 @@ from typing import TYPE_CHECKING, Any
 from builder.cmake_build.cmake import BuildFailed, BuildSettings
 from builder.cmake_build.driver import BuildOutcome, run_build, split_families
 from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
+from builder.errors import BuilderError
 from builder.size.build_sizes import sizes_to_dict
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["MIXED_JIT", "VariantResult", "build_variants", "variants_to_dict"]
+__all__ = ["VariantResult", "build_variants", "mixed_jit_families", "variants_to_dict"]
 
-MIXED_JIT = ("binary", "copy")
-"""JIT families of the mixed variant: the two with the most instantiations."""
+PRESETS_FILE = "CMakePresets.json"
+
+
+def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
+    """The JIT families of the mixed variant: ``METAL_JIT_KERNELS`` of the ``mixed`` configure
+    preset in ``project_dir``/CMakePresets.json (a CMake list). BuilderError (exit 2) naming the
+    file when it cannot be read or has no such preset: an incomplete checkout or install."""
+    path = project_dir / PRESETS_FILE
+    try:
+        presets = json.loads(path.read_text(encoding="utf-8"))["configurePresets"]
+        (mixed,) = [p for p in presets if p.get("name") == "mixed"]
+        value = mixed["cacheVariables"]["METAL_JIT_KERNELS"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BuilderError(
+            f"{path}: no readable 'mixed' preset with METAL_JIT_KERNELS ({exc})"
+        ) from None
+    if not isinstance(value, str):
+        raise BuilderError(f"{path}: METAL_JIT_KERNELS of the 'mixed' preset is not a string")
+    return tuple(name for name in value.split(";") if name)
 
 
 @dataclass(frozen=True)
@@ -47,7 +68,7 @@ def _variant_settings(base: BuildSettings, root: Path) -> list[tuple[str, str, B
         ("jit-off", "every family AOT", replace(common, jit=False, build_dir=root / "jit-off")),
     ]
     split = split_families(replace(common, jit=False))
-    mixed = tuple(f for f in MIXED_JIT if f in split.aot)
+    mixed = tuple(f for f in mixed_jit_families(base.source_dir) if f in split.aot)
     if mixed and len(mixed) < len(split.aot):
         out.append((
             "mixed", f"{'+'.join(mixed)} JIT, the rest AOT",

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from builder.cmake_build.aot_sources import select_families, write_sources
 from builder.cmake_build.cmake import BuildSettings, cmake_args
+from builder.cmake_build.driver import project_source_dir
 from builder.cmake_build.progress import NinjaOutput, parse_status
 from builder.cmake_build.toolchain import (
     MetalToolchain,
@@ -17,11 +20,14 @@ from builder.cmake_build.toolchain import (
     find_metal_toolchain,
     require_metal_toolchain,
 )
-from builder.errors import UsageError
+from builder.cmake_build.variants import mixed_jit_families
+from builder.errors import BuilderError, UsageError
 from builder.kernels import load_catalog
 from builder.kernels.compiler import find_compiler
 from builder.manifest import build_manifest
 from builder.size.host_symbols import OTHER, symbol_sizes
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_parse_status_and_failure_text() -> None:
@@ -153,3 +159,29 @@ def test_progress_display_bar_and_plain_lines() -> None:
         text = buf.getvalue()
         assert "Linking mlx.metallib" in text
         assert ("[2/2] Linking mlx.metallib" in text) is not terminal
+
+
+def test_mixed_variant_is_the_mixed_preset_of_the_largest_families() -> None:
+    """One statement of the mixed variant: the 'mixed' preset (what `cmake --preset mixed` builds)
+    is what `variants` reads, and it names the catalog's largest families by instantiations."""
+    presets = json.loads((ROOT / "CMakePresets.json").read_text(encoding="utf-8"))
+    (mixed,) = [p for p in presets["configurePresets"] if p["name"] == "mixed"]
+    listed = tuple(mixed["cacheVariables"]["METAL_JIT_KERNELS"].split(";"))
+    assert mixed_jit_families(project_source_dir()) == listed
+    counts = Counter(inst.family for inst in load_catalog().expand())
+    assert set(listed) == {name for name, _ in counts.most_common(len(listed))}
+    assert mixed["cacheVariables"]["METAL_JIT"] == "OFF" and 0 < len(listed) < len(counts)
+
+
+def test_mixed_preset_missing_or_malformed_is_one_error(tmp_path: Path) -> None:
+    with pytest.raises(BuilderError, match=r"CMakePresets\.json: no readable 'mixed' preset"):
+        mixed_jit_families(tmp_path)
+    presets = {"configurePresets": [{"name": "jit-on", "cacheVariables": {"METAL_JIT": "ON"}}]}
+    (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
+    with pytest.raises(BuilderError, match="no readable 'mixed' preset"):
+        mixed_jit_families(tmp_path)
+    presets["configurePresets"].append(
+        {"name": "mixed", "cacheVariables": {"METAL_JIT_KERNELS": "unary;;copy"}}
+    )
+    (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
+    assert mixed_jit_families(tmp_path) == ("unary", "copy")
