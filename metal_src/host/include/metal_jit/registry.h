@@ -49,8 +49,9 @@ MBJIT_API std::string_view family_name(std::size_t index);  // "" when out of ra
 
 }  // namespace METAL_JIT_NAMESPACE
 
-// C API for foreign-function bindings (builder.jit.binding uses ctypes). Strings returned as
-// `const char*` are owned by the library and live as long as it is loaded.
+// C API for foreign-function bindings (the tests read it with ctypes, tests/support/
+// jit_library.py). Strings returned as `const char*` are owned by the library and live as long
+// as it is loaded.
 extern "C" {
 MBJIT_API std::size_t mbjit_count(void);
 MBJIT_API const char* mbjit_name(std::size_t index);  // NULL when out of range
