@@ -41,7 +41,6 @@ __all__ = [
     "pool_text",
     "render_family",
     "render_standalone",
-    "storage_bytes",
     "valid_namespace",
 ]
 
@@ -102,11 +101,6 @@ def family_pieces(
         data = zlib.compress(raw, ZLIB_LEVEL) if compress else raw + b"\0"
         pieces.append(StoredPiece(piece_name(text, compress), text, data, compress, dedup))
     return pieces
-
-
-def storage_bytes(pieces: Sequence[StoredPiece]) -> int:
-    """Bytes of the distinct arrays among ``pieces`` (a piece used twice is stored once)."""
-    return sum(p.stored_bytes for p in {p.name: p for p in pieces}.values())
 
 
 _PLAIN = re.compile(r"[ !#-&(->@-\[\]-~]*")  # printable ASCII except " ? \\
