@@ -1,22 +1,38 @@
-# metallib_add_native_module: the container reader's C extension (_metallib_native).
+# The container code's C extension, builder.metallib._native (sources: builder/metallib/csrc/).
 #
 #   metallib_add_native_module(<target>
 #     SOURCES <c files>...          always compiled
 #     SHA256_SOURCES <c files>...   compiled with OpenSSL (libssl-dev) when CMake finds it; they
-#                                   define sha256_spans, used by `verify` to hash on two threads
-#     DESTINATION <dir>)            install directory (a top-level module: see below)
+#                                   define sha256_spans, which hashes modules on two threads
+#     ABI_FROM <file>               the Python file stating the result layout's number (ABI = <n>)
+#     DESTINATION <dir>)            install directory: builder/metallib in the wheel
 #
-# The module is installed at the top of site-packages rather than inside builder/, so that a
-# source checkout run against the installation (the test suite) finds it too;
-# builder/metallib/native.py loads it, checks its ABI number and falls back to Python without it.
-function(metallib_add_native_module target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DESTINATION" "SOURCES;SHA256_SOURCES")
-  if(NOT arg_SOURCES OR NOT arg_DESTINATION)
-    message(FATAL_ERROR "metallib_add_native_module: SOURCES and DESTINATION are required")
+# The module is named _native; builder/metallib/native.py imports it, checks its ABI number and
+# falls back to Python without it. The ABI number is stated once, in ABI_FROM, and compiled in as
+# -DNATIVE_ABI=<n> (metallib_native_abi; tests/metallib/test_native_contract.py runs it).
+
+# metallib_native_abi(<out-var> <file>): the number on the file's one line "ABI = <n>".
+function(metallib_native_abi out file)
+  file(STRINGS "${file}" lines REGEX "^ABI = [0-9]+$")
+  list(LENGTH lines count)
+  if(NOT count EQUAL 1)
+    message(FATAL_ERROR "${file}: expected one line 'ABI = <number>', found ${count}")
   endif()
+  string(REGEX REPLACE "^ABI = ([0-9]+)$" "\\1" abi "${lines}")
+  set(${out} "${abi}" PARENT_SCOPE)
+endfunction()
+
+function(metallib_add_native_module target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DESTINATION;ABI_FROM" "SOURCES;SHA256_SOURCES")
+  if(NOT arg_SOURCES OR NOT arg_DESTINATION OR NOT arg_ABI_FROM)
+    message(FATAL_ERROR "metallib_add_native_module: SOURCES, ABI_FROM and DESTINATION are required")
+  endif()
+  metallib_native_abi(abi "${arg_ABI_FROM}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${arg_ABI_FROM}")
   find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module)
   Python_add_library(${target} MODULE WITH_SOABI ${arg_SOURCES})
-  set_target_properties(${target} PROPERTIES C_STANDARD 11 C_VISIBILITY_PRESET hidden)
+  set_target_properties(${target} PROPERTIES OUTPUT_NAME _native C_STANDARD 11 C_VISIBILITY_PRESET hidden)
+  target_compile_definitions(${target} PRIVATE NATIVE_ABI=${abi})
   target_compile_options(${target} PRIVATE $<$<C_COMPILER_ID:GNU,Clang>:-Wall -Wextra>)
   if(arg_SHA256_SOURCES)
     find_package(OpenSSL 1.1 COMPONENTS Crypto)
@@ -27,7 +43,7 @@ function(metallib_add_native_module target)
       target_link_libraries(${target} PRIVATE OpenSSL::Crypto Threads::Threads)
     else()
       message(WARNING "${target}: OpenSSL headers not found (install libssl-dev); "
-                      "verify will hash modules with Python's hashlib, more slowly")
+                      "verify and slim will hash modules with Python's hashlib, more slowly")
     endif()
   endif()
   install(TARGETS ${target} LIBRARY DESTINATION "${arg_DESTINATION}")

@@ -4,13 +4,16 @@ synthetic import synthetic_parts``)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
-from builder.metallib import LibraryParts, new_function, new_library
+from builder.metallib import FunctionParts, LibraryParts, new_function, new_library
 
-__all__ = ["synthetic_parts"]
+__all__ = ["synthetic_functions", "synthetic_parts"]
+
+Tags = list[tuple[bytes, bytes]]
 
 
-def synthetic_parts(count: int = 5, *, reflection: bool = True, seed: int = 0, dynamic: bool = False) -> LibraryParts:
+def synthetic_functions(count: int = 5, *, reflection: bool = True, seed: int = 0) -> list[FunctionParts]:
     """``count`` kernels with random bitcode of varied lengths (so module padding varies)."""
     rng = random.Random(seed)
     functions = []
@@ -18,5 +21,17 @@ def synthetic_parts(count: int = 5, *, reflection: bool = True, seed: int = 0, d
         body = b"BC\xc0\xde" + rng.randbytes(rng.randrange(1, 300))
         flatbuffer = rng.randbytes(rng.randrange(8, 120)) if reflection else None
         functions.append(new_function(f"kernel_{i}_float{16 * (1 + i % 2)}", body, reflection=flatbuffer))
+    return functions
+
+
+def synthetic_parts(
+    count: int = 5, *, reflection: bool = True, seed: int = 0, dynamic: bool = False,
+    tags: Callable[[Tags], Tags] | None = None,
+) -> LibraryParts:  # fmt: skip
+    """A library of ``synthetic_functions``; ``tags`` edits each function's tag list first (to
+    build unknown, missing or repeated tags)."""
+    functions = synthetic_functions(count, reflection=reflection, seed=seed)
+    for fn in functions if tags is not None else ():
+        fn.tags = tags(fn.tags)  # type: ignore[assignment,arg-type]
     return new_library(functions, install_name="mlx.metallib" if dynamic else None,
                        format_version=(2, 9) if dynamic else (2, 7))

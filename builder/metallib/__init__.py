@@ -8,24 +8,29 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from builder.metallib.errors import MetallibError, MetallibFormatError, MetallibUnsupportedError
+from builder.metallib.errors import (
+    InternalError,
+    MetallibError,
+    MetallibFormatError,
+    MetallibUnsupportedError,
+)
 from builder.metallib.reader import Metallib, open_metallib
 from builder.metallib.structs import Span
 
-# The writer, parts, source and verify modules are imported on first use, so that opening and listing a
-# library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
+# The writer, parts, subset and verify modules are imported on first use, so that opening and
+# listing a library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
 _LAZY = {
-    "FUNCTION_TYPES": "model", "ExtensionTag": "model", "FunctionEntry": "model",
-    "Header": "model", "Region": "model",
+    "FUNCTION_TYPES": "model", "ExtensionTag": "model", "Header": "model", "Region": "model",
+    "FunctionEntry": "table", "FunctionTable": "table", "Piece": "table",
     "FunctionParts": "parts", "LibraryParts": "parts", "new_function": "parts",
-    "new_library": "parts", "parts_from_library": "source", "wrap_bitcode": "parts",
+    "new_library": "parts", "wrap_bitcode": "parts", "parts_from_library": "subset",
     "Problem": "verify", "VerifyReport": "verify", "verify": "verify",
     "atomic_output": "writer", "layout": "writer", "library_bytes": "writer",
     "write_library": "writer",
 }  # fmt: skip
 
 if TYPE_CHECKING:
-    from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, FunctionEntry, Header, Region
+    from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, Header, Region
     from builder.metallib.parts import (
         FunctionParts,
         LibraryParts,
@@ -33,7 +38,8 @@ if TYPE_CHECKING:
         new_library,
         wrap_bitcode,
     )
-    from builder.metallib.source import parts_from_library
+    from builder.metallib.subset import parts_from_library
+    from builder.metallib.table import FunctionEntry, FunctionTable, Piece
     from builder.metallib.verify import Problem, VerifyReport, verify
     from builder.metallib.writer import atomic_output, layout, library_bytes, write_library
 
@@ -52,12 +58,15 @@ __all__ = [
     "ExtensionTag",
     "FunctionEntry",
     "FunctionParts",
+    "FunctionTable",
     "Header",
+    "InternalError",
     "LibraryParts",
     "Metallib",
     "MetallibError",
     "MetallibFormatError",
     "MetallibUnsupportedError",
+    "Piece",
     "Problem",
     "Region",
     "Span",

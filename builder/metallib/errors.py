@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["MetallibError", "MetallibFormatError", "MetallibUnsupportedError"]
+__all__ = ["InternalError", "MetallibError", "MetallibFormatError", "MetallibUnsupportedError"]
 
 
 class MetallibError(Exception):
@@ -31,3 +31,21 @@ class MetallibFormatError(MetallibError):
 
 class MetallibUnsupportedError(MetallibError):
     """A valid metallib that uses a feature this tool cannot rewrite (e.g. embedded sources)."""
+
+
+class InternalError(MetallibError):
+    """An invariant of this tool's own code broke: a bug here, not a problem with the input.
+
+    Raised instead of ``assert`` (which escapes as a traceback, or is skipped under ``-O``), so
+    the user gets one line that says so and names the file and byte offset to put in a report.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int = 0) -> None:
+        self.message = message
+        self.path = path
+        self.offset = offset
+        where = f"{path}: " if path else ""
+        super().__init__(
+            f"{where}byte offset {offset} (0x{offset:x}): internal error, a bug in "
+            f"metallib-builder (please report it with this line): {message}"
+        )

@@ -1,36 +1,41 @@
-"""The optional native fast path of the reader (the ``_metallib_native`` C extension).
+"""The optional native fast path of the container code: the ``builder.metallib._native`` extension.
 
-``pip install`` builds the extension from ``builder/metallib/_native/`` and installs it as a
-top-level module, so it is found both by the installed package and by a source checkout run
-against that installation (the test suite). Without it, or when ``METALLIB_BUILDER_NATIVE=0`` is
-set, the pure-Python parser does the same work, more slowly; results are identical (tested).
-The extension only decides the accepted, well-formed case: for anything else it answers None and
-the Python parser reports the problem with its byte offset.
+``pip install`` builds it from ``builder/metallib/csrc/`` (cmake/MetallibNative.cmake) into this
+package. Without it, or when ``METALLIB_BUILDER_NATIVE=0`` is set, the pure-Python code does the
+same work, more slowly; results are identical (tested). The extension only decides the accepted,
+well-formed case: for anything else it answers None and the Python code reports the problem with
+its byte offset.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import import_module
 from types import ModuleType
 
-__all__ = ["ABI", "has_native_sha256", "native_module", "status"]
+__all__ = ["ABI", "disabled", "has_native_sha256", "native_module", "status"]
 
-ABI = 7
-"""Result layout this package expects; an extension built from another version is not used."""
+ABI = 8
+"""The extension's result layout. Stated only here: CMake reads this line (``file(STRINGS)`` in
+cmake/MetallibNative.cmake) and compiles it in, and an extension built for another number is not
+used. Bump it whenever a native function's arguments or results change."""
 
 
 def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get("METALLIB_BUILDER_NATIVE", "1") == "0":
         return None, "off (METALLIB_BUILDER_NATIVE=0)"
     try:
-        import _metallib_native as module  # type: ignore[import-not-found]
+        module = import_module("builder.metallib._native")
     except ImportError:
         return None, "not built (pure-Python parser)"
+    where = getattr(module, "__file__", None) or module.__name__
     found = getattr(module, "ABI", None)
     if found != ABI:
-        return None, f"ignored: {module.__file__} has ABI {found}, this package needs {ABI} (reinstall)"
+        return None, f"ignored: {where} has ABI {found}, this package needs {ABI} (reinstall)"
     hashing = "module hashes by OpenSSL" if getattr(module, "HAS_SHA256", 0) else "module hashes by hashlib"
-    return module, f"on, {hashing} ({module.__file__})"
+    return module, f"on, {hashing} ({where})"
 
 
 _MODULE, _STATUS = _load()
@@ -49,3 +54,16 @@ def has_native_sha256() -> bool:
 def status() -> str:
     """One line saying whether the native parser is used, and why not."""
     return _STATUS
+
+
+@contextmanager
+def disabled() -> Iterator[None]:
+    """Run the pure-Python paths inside the block, as ``METALLIB_BUILDER_NATIVE=0`` does for a
+    whole process: the tests compare both paths in one process. Not thread-safe."""
+    global _MODULE
+    saved = _MODULE
+    _MODULE = None
+    try:
+        yield
+    finally:
+        _MODULE = saved

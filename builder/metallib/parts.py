@@ -1,57 +1,40 @@
 """A library as parts to be written: what the writer lays out and what a subset selects.
 
 ``LibraryParts`` holds everything that is not derived from layout: header bytes 4-15, the
-extension tags (in order), the dynamic header, and per function its entry tags plus the four
-pieces of data it owns. Offsets, sizes, counts and alignment padding are recomputed by the writer.
-Functions built here (``new_function``) carry their bytes; functions of an existing library are
-references into it (``builder.metallib.source``).
+extension tags (in order), the dynamic header, and the functions as a ``FunctionTable`` over the
+bytes that hold them (``source``), so the writer has one way to write a function: copy its pieces
+from the source and patch its entry's offsets. Functions of an existing library are its table
+(``subset.parts_from_library``); functions built here (``FunctionParts``, from ``new_function``)
+are laid out in memory first by ``new_library``, the way a library holds them.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from itertools import accumulate
 
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC
+from builder.metallib.errors import MetallibError
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, U32, U64, WIDE_TAGS
+from builder.metallib.table import FunctionTable, Piece
 
-if TYPE_CHECKING:
-    from builder.metallib.source import SourceFunction
-
-__all__ = [
-    "AnyFunction",
-    "Bytes",
-    "FunctionParts",
-    "LibraryParts",
-    "new_function",
-    "new_library",
-    "wrap_bitcode",
-]
+__all__ = ["Bytes", "FunctionParts", "LibraryParts", "new_function", "new_library", "wrap_bitcode"]
 
 Bytes = bytes | bytearray | memoryview
 
 
 class FunctionParts:
-    """One function's entry and data.
+    """A function to be built: its entry's tags (no ENDT) and the bytes of its four pieces.
 
-    A function built from scratch has ``tags`` (no ENDT), serialized by the writer with OFFT,
-    RFLT and MDSZ recomputed. A function taken from a library has ``entry``, its list entry as
-    stored, which the writer copies and patches at ``entry_patch`` (offsets of the OFFT and RFLT
-    payloads in the entry), and ``origin``, the absolute offsets of its public and private
-    metadata chunks, module and reflection chunk in the source file, so that unchanged runs of the
-    source can be copied in one piece.
+    The tags are written in order as given; OFFT, RFLT and MDSZ payloads are recomputed. Tests
+    edit ``tags`` (unknown tags, repeated ones) before handing the function to ``new_library``.
     """
 
-    __slots__ = (
-        "entry", "entry_patch", "module", "name", "origin", "private_md", "public_md", "reflection",
-        "tags",
-    )  # fmt: skip
+    __slots__ = ("module", "name", "private_md", "public_md", "reflection", "tags")
 
     def __init__(
         self, name: str, tags: list[tuple[bytes, Bytes]], public_md: Bytes, private_md: Bytes,
-        module: Bytes, reflection: Bytes | None, entry: Bytes | None = None,
-        entry_patch: tuple[int, int | None] = (0, None),
-        origin: tuple[int, int, int, int | None] | None = None,
+        module: Bytes, reflection: Bytes | None,
     ) -> None:  # fmt: skip
         self.name = name
         self.tags = tags
@@ -59,53 +42,35 @@ class FunctionParts:
         self.private_md = private_md
         self.module = module
         self.reflection = reflection
-        """The reflection FlatBuffer without padding; None when the library has no reflection list."""
-        self.entry = entry
-        self.entry_patch = entry_patch
-        self.origin = origin
+        """The reflection FlatBuffer without padding; None for a function without one."""
 
     def __repr__(self) -> str:
         return f"FunctionParts({self.name!r}, module={len(self.module)} bytes)"
-
-    @property
-    def public_md_size(self) -> int:
-        return len(self.public_md)
-
-    @property
-    def private_md_size(self) -> int:
-        return len(self.private_md)
-
-    @property
-    def module_size(self) -> int:
-        return len(self.module)
-
-    @property
-    def reflection_size(self) -> int | None:
-        return None if self.reflection is None else len(self.reflection)
-
-
-AnyFunction: TypeAlias = "FunctionParts | SourceFunction"
 
 
 class LibraryParts:
     """Everything needed to write a library."""
 
     def __init__(
-        self, raw_version: bytes, extension: list[tuple[bytes, Bytes]],
-        functions: Sequence[AnyFunction], dynamic_header: Bytes | None = None,
-        uuid: bytes | None = None, source: tuple[memoryview, int | None] | None = None,
+        self, raw_version: bytes, extension: list[tuple[bytes, Bytes]], functions: FunctionTable,
+        starts: Sequence[int], dynamic_header: Bytes | None = None, uuid: bytes | None = None,
+        source_fd: int | None = None,
     ) -> None:  # fmt: skip
         self.raw_version = raw_version
         """Header bytes 4-15, verbatim."""
         self.extension = extension
         """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
         self.functions = functions
-        """A list of ``FunctionParts`` (or ``SourceFunction``), or ``SourceFunctions`` columns."""
+        """The functions to write, in order, as a table over the bytes that hold them."""
+        self.starts = tuple(starts)
+        """Per ``Piece``: where that kind of piece starts in ``functions.data`` when the whole
+        source is kept (first entry, first chunk of each section). A kind whose pieces fill one
+        run from there keeps every offset in the output, and its entries need no patching."""
         self.dynamic_header = dynamic_header
         self.uuid = uuid
         """UUID to write; None with a UUID tag present means derive one from the content."""
-        self.source = source
-        """The source library's bytes and file descriptor, for functions that have an ``origin``."""
+        self.source_fd = source_fd
+        """A file descriptor of ``functions.data``'s file, for copies in the kernel (or None)."""
 
     def __repr__(self) -> str:
         return f"LibraryParts({len(self.functions)} functions, extension={[c for c, _ in self.extension]})"
@@ -118,6 +83,8 @@ class LibraryParts:
 # -- building libraries from scratch (tests, the stand-in linker) ----------------------------------
 _WRAPPER = struct.Struct("<IIIII")
 _EMPTY_CHUNK = struct.pack("<I", 8) + b"ENDT"
+_TAG = struct.Struct("<4sH")
+_OFFT = struct.Struct("<QQQ")
 
 
 def wrap_bitcode(raw: bytes) -> bytes:
@@ -154,7 +121,7 @@ def new_function(
 
 
 def new_library(
-    functions: list[FunctionParts],
+    functions: Sequence[FunctionParts],
     *,
     format_version: tuple[int, int] = (2, 7),
     deployment_target: tuple[int, int] = (14, 0),
@@ -172,4 +139,113 @@ def new_library(
     if any(fn.reflection is not None for fn in functions):
         extension.append((b"RLST", bytes(16)))
         extension.append((b"UUID", bytes(16)))
-    return LibraryParts(raw, extension, list[AnyFunction](functions), dynamic, uuid=None)
+    table, starts = _lay_out(functions)
+    return LibraryParts(raw, extension, table, starts, dynamic, uuid=None)
+
+
+def tag_bytes(code: bytes, payload: Bytes) -> bytes:
+    """One tag as stored: code, u16 length (u32 for the wide tags), payload."""
+    if code in WIDE_TAGS:
+        return code + U32.pack(len(payload)) + bytes(payload)
+    if len(payload) > 0xFFFF:
+        raise MetallibError(f"tag {code!r} payload of {len(payload)} bytes exceeds 65535")
+    return _TAG.pack(code, len(payload)) + bytes(payload)
+
+
+def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[int, ...]]:
+    """The functions in memory as a library holds them, as a table over those bytes.
+
+    Entries, then the public and private metadata chunks, the modules, and a reflection list
+    (u32 count, then chunks whose FlatBuffers start 16-aligned), each kind back to back, every
+    entry's OFFT, RFLT and MDSZ saying where its pieces are: the writer then copies these bytes
+    like those of a library it keeps whole.
+    """
+    entries = [_Entry(fn) for fn in functions]
+    pieces: list[list[Bytes]] = [
+        [entry.data for entry in entries],
+        [fn.public_md for fn in functions],
+        [fn.private_md for fn in functions],
+        [fn.module for fn in functions],
+    ]
+    sizes = [[len(piece) for piece in kind] for kind in pieces]
+    data = bytearray()
+    starts: list[int] = []
+    for kind in pieces:
+        starts.append(len(data))
+        for piece in kind:
+            data += piece
+    reflection_list = len(data)
+    data += U32.pack(sum(fn.reflection is not None for fn in functions))
+    starts.append(len(data))
+    chunk_offsets: list[int | None] = []
+    chunk_sizes: list[int] = []
+    for fn in functions:
+        at = len(data)
+        if fn.reflection is not None:
+            data += _chunk(-(at + 12) % 16, fn.reflection)
+        chunk_offsets.append(None if fn.reflection is None else at)
+        chunk_sizes.append(len(data) - at)
+    offsets = [list(accumulate(piece_sizes, initial=start))[:-1] for piece_sizes, start in zip(sizes, starts)]
+    for index, entry in enumerate(entries):
+        at = offsets[Piece.ENTRY][index]
+        relative = [offsets[piece][index] - starts[piece] for piece in (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)]
+        for offt in entry.offt:
+            _OFFT.pack_into(data, at + offt, *relative)
+        chunk = chunk_offsets[index]
+        if chunk is not None:
+            for rflt in entry.rflt:
+                U64.pack_into(data, at + rflt, chunk - reflection_list)
+    columns = [
+        [fn.name for fn in functions], [e.type for e in entries], [e.version for e in entries],
+        b"".join(e.hash for e in entries), [e.offt[0] for e in entries],
+        [e.rflt[0] if e.rflt else None for e in entries], offsets[Piece.ENTRY], sizes[Piece.ENTRY],
+        offsets[Piece.PUBLIC_MD], sizes[Piece.PUBLIC_MD], offsets[Piece.PRIVATE_MD], sizes[Piece.PRIVATE_MD],
+        offsets[Piece.MODULE], sizes[Piece.MODULE], chunk_offsets, chunk_sizes,
+    ]  # fmt: skip
+    return FunctionTable(memoryview(bytes(data)), columns), tuple(starts)
+
+
+class _Entry:
+    """A new function's list entry, serialized with MDSZ set and OFFT and RFLT still zero, and
+    what the table needs to know of it."""
+
+    def __init__(self, fn: FunctionParts) -> None:
+        codes = [code for code, _ in fn.tags]
+        if b"OFFT" not in codes:
+            raise MetallibError(f"function {fn.name!r} has no OFFT tag")
+        if (b"RFLT" in codes) != (fn.reflection is not None):
+            raise MetallibError(f"function {fn.name!r}: RFLT tag and reflection chunk must go together")
+        data = bytearray(4)
+        self.offt: list[int] = []
+        self.rflt: list[int] = []
+        """Where every OFFT and RFLT payload lies in the entry (a test's entry may repeat one)."""
+        first: dict[bytes, Bytes] = {}
+        for code, payload in fn.tags:
+            if code == b"OFFT":
+                payload = bytes(_OFFT.size)
+            elif code == b"RFLT":
+                payload = bytes(8)
+            elif code == b"MDSZ":
+                payload = U64.pack(len(fn.module))
+            first.setdefault(code, payload)
+            tag = tag_bytes(code, payload)
+            where = {b"OFFT": self.offt, b"RFLT": self.rflt}.get(code)
+            if where is not None:
+                where.append(len(data) + len(tag) - len(payload))
+            data += tag
+        data += b"ENDT"
+        U32.pack_into(data, 0, len(data))
+        self.data = data
+        kind = first.get(b"TYPE", b"")
+        self.type = kind[0] if len(kind) else None
+        vers = first.get(b"VERS", b"")
+        self.version = struct.unpack("<4H", vers) if len(vers) == 8 else None
+        digest = bytes(first.get(b"HASH", b""))
+        self.hash = digest if len(digest) == 32 else bytes(32)
+        """The HASH payload (zeros when a test's entry has none)."""
+
+
+def _chunk(pad: int, flatbuffer: Bytes) -> bytes:
+    """A reflection chunk: u32 size, RBUF, u32 payload length, zero padding, FlatBuffer, ENDT."""
+    n = pad + len(flatbuffer)
+    return U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad) + bytes(flatbuffer) + b"ENDT"

@@ -20,20 +20,20 @@ from types import TracebackType
 from typing import Any
 
 from builder.metallib.errors import MetallibError, MetallibFormatError
-from builder.metallib.function_list import FunctionColumns, FunctionTable, parse_function_list
-from builder.metallib.model import ExtensionTag, FunctionEntry, Header, Region
+from builder.metallib.function_list import parse_function_list
+from builder.metallib.model import ExtensionTag, Header, Region
 from builder.metallib.structs import (
     HEADER_SIZE,
     MAGIC,
     SPAN,
     U16,
-    U32,
     U64,
     Span,
     show_code,
     tag_start,
     walk_tags,
 )
+from builder.metallib.table import FunctionEntry, FunctionTable
 
 __all__ = ["Metallib", "open_metallib"]
 
@@ -103,7 +103,7 @@ class Metallib:
     def close(self) -> None:
         """Release the memory map (deferred to the last live slice, if any)."""
         self.__dict__.pop("functions", None)
-        self.__dict__.pop("_parsed", None)
+        self.__dict__.pop("_parsed", None)  # its columns hold a view of the map
         try:
             self.data.release()
             if isinstance(self._buffer, mmap.mmap):
@@ -248,36 +248,32 @@ class Metallib:
     # -- functions ------------------------------------------------------------------------------
     @cached_property
     def _parsed(self) -> FunctionTable:
-        """The checked function list, bad names collected rather than raised (``verify`` reports
-        them; everything else goes through ``_table``)."""
         try:
-            return parse_function_list(self)
+            return parse_function_list(self.data, self.header, self.reflection_list)
         except MetallibFormatError as exc:
             raise (exc.with_path(self.path) if self.path and not exc.path else exc) from None
 
-    @property
-    def _table(self) -> FunctionTable:
-        """The checked function list; a name that is not valid UTF-8 or holds a NUL is refused
-        here, so no command lists, reports or slims functions by a name it cannot show exactly."""
+    def columns(self, *, accept_bad_names: bool = False) -> FunctionTable:
+        """The checked function list as columns (parsed on first use): every command's fast path.
+
+        A name that is not valid UTF-8 or holds a NUL is refused here, so no command lists,
+        reports or slims functions by a name it cannot show exactly; ``verify`` passes
+        ``accept_bad_names`` and reports them (``table.bad_names``, names shown escaped).
+        """
         table = self._parsed
-        if table.bad_names:
+        if table.bad_names and not accept_bad_names:
             first = table.bad_names[0]
             more = len(table.bad_names) - 1
             tail = f" ({more} more bad names; 'verify' lists them)" if more else ""
-            shown = table.cols.names[first.function]
+            shown = table.names[first.function]
             message = f"function {first.function}: name '{shown}' {first.reason}{tail}"
             raise MetallibFormatError(first.offset, message, self.path)
         return table
 
     @cached_property
     def functions(self) -> list[FunctionEntry]:
-        """Every function-list entry, in file order (parsed on first use)."""
-        return self._table.functions()
-
-    def columns(self) -> FunctionColumns:
-        """Names and piece sizes as parallel lists, without building a ``FunctionEntry`` each
-        (the fast path for size reports); same order and checks as ``functions``."""
-        return self._table.columns
+        """Every function, in file order: views of the rows of ``columns()``."""
+        return list(self.columns())
 
     def module_bytes(self, function: FunctionEntry) -> memoryview:
         """The function's module as stored (Darwin bitcode wrapper + bitcode + zero padding)."""
@@ -291,13 +287,7 @@ class Metallib:
 
     def reflection_flatbuffer(self, function: FunctionEntry) -> memoryview | None:
         """The reflection FlatBuffer without its alignment padding (None if the file has none)."""
-        chunk = function.reflection
-        if chunk is None:
-            return None
-        payload_len = min(U32.unpack_from(self.data, chunk.offset + 8)[0], chunk.size - 16)
-        payload_start = chunk.offset + 12
-        pad = (-payload_start) % 16
-        return self.data[payload_start + pad : payload_start + payload_len]
+        return function.table.flatbuffer(function.index)
 
     def tag_payload(self, function: FunctionEntry, code: bytes) -> memoryview | None:
         """The payload of a function-list tag, or None if the entry has no such tag."""

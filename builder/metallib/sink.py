@@ -1,4 +1,5 @@
-"""Sequential output for the writer: new bytes, and runs of the source file copied by the kernel."""
+"""Sequential output for the writer: new bytes, and runs of the source copied (by the kernel when
+both sides are files)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ class OutputSink:
     written while ``hashing`` is on also feeds it (the derived UUID).
     """
 
-    def __init__(self, out: BinaryIO, source: tuple[memoryview, int | None] | None, digest: Any) -> None:
+    def __init__(self, out: BinaryIO, source: tuple[memoryview, int | None], digest: Any) -> None:
         self.out = out
-        self.data: memoryview | None = source[0] if source is not None else None
-        self.source_fd: int | None = source[1] if source is not None else None
+        self.data, self.source_fd = source
         self.out_fd = _fileno(out)
         self.digest = digest
         self.hashing = digest is not None
@@ -32,7 +32,7 @@ class OutputSink:
 
     def write(self, data: Bytes) -> None:
         if self.run is not None:
-            self._flush_run()
+            self._flush_run(self.run)
         self.out.write(data)
         self.position += len(data)
         if self.hashing:
@@ -44,22 +44,21 @@ class OutputSink:
             self.run = (self.run[0], start + length)
             return
         if self.run is not None:
-            self._flush_run()
+            self._flush_run(self.run)
         self.run = (start, start + length)
 
     def set_hashing(self, on: bool) -> None:
         if self.run is not None:
-            self._flush_run()
+            self._flush_run(self.run)
         self.hashing = on and self.digest is not None
 
     def finish(self) -> None:
         if self.run is not None:
-            self._flush_run()
+            self._flush_run(self.run)
         self.out.flush()
 
-    def _flush_run(self) -> None:
-        assert self.run is not None and self.data is not None
-        start, end = self.run
+    def _flush_run(self, run: tuple[int, int]) -> None:
+        start, end = run
         self.run = None
         view = self.data[start:end]
         if self.hashing:

@@ -9,18 +9,16 @@ the CLI can name every problem at once.
 
 from __future__ import annotations
 
-import operator
 import struct
 from collections.abc import Callable
-from itertools import repeat
 from typing import NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
 from builder.metallib.hashing import Mode, hash_spans
-from builder.metallib.model import FunctionEntry
 from builder.metallib.native import native_module
 from builder.metallib.reader import Metallib
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC, REFLECTION_HEAD, U32, walk_tags
+from builder.metallib.structs import MODULE_WRAPPER_MAGIC, REFLECTION_HEAD, U32, Span, walk_tags
+from builder.metallib.table import FunctionEntry, FunctionTable, Piece
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
@@ -71,36 +69,29 @@ def verify(
 ) -> VerifyReport:
     """Check every function of ``lib``; ``progress(n)`` is called with the bytes hashed so far.
 
-    Hashing is most of the work, so it runs on two cores (``hashing.hash_spans``: OpenSSL on two C
-    threads with the extension, else a forked worker beside this process; ``parallel`` chooses, for
-    tests), beside a quick screen of every function's wrapper and chunks. Only functions that fail
-    the screen get the detailed checks, which say what is wrong.
+    Hashing is most of the work, so it runs on both cores with the extension (``hashing``;
+    ``parallel`` chooses the way, for tests), then a quick screen of every function's wrapper and
+    chunks runs over pages the hashing brought in. Only functions that fail the screen get the
+    detailed checks, which say what is wrong.
     """
-    table = lib._parsed  # bad names are reported here, not raised
-    c = table.cols
-    report = VerifyReport(lib.file_size, lib.header.format_version_text, len(c.names))
+    table = lib.columns(accept_bad_names=True)  # bad names are reported here, not raised
+    report = VerifyReport(lib.file_size, lib.header.format_version_text, len(table))
     for bad in table.bad_names:
-        report.problems.append(Problem(c.names[bad.function], bad.offset, f"name {bad.reason}"))
-    _check_tiling(lib, report)
-    digests, suspects = hash_spans(
-        lib.data, c.module_offsets, c.module_sizes, lambda: _suspects(lib), mode=parallel, progress=progress
-    )
-    for index in suspects:
-        _check_structure(lib, table.function(index), report)
-    buf, base = table.function_list
-    hashes = map(operator.add, map(operator.sub, c.entry_offsets, repeat(base)), c.hash_rel)
-    stored = b"".join([buf[at : at + 32] for at in hashes])
-    if digests != stored:
-        for index in range(len(c.names)):
-            at = index * 32
-            if digests[at : at + 32] != stored[at : at + 32]:
+        report.problems.append(Problem(table.names[bad.function], bad.offset, f"name {bad.reason}"))
+    _check_tiling(lib, table, report)
+    digests = hash_spans(lib.data, table.module_offsets, table.module_bytes, mode=parallel, progress=progress)
+    for index in _suspects(lib, table):
+        _check_structure(lib, table[index], report)
+    if digests != table.hashes:
+        for index, name in enumerate(table.names):
+            if digests[32 * index : 32 * index + 32] != table.hash(index):
                 report.problems.append(
-                    Problem(c.names[index], c.module_offsets[index], "module SHA-256 does not match its HASH tag")
+                    Problem(name, table.module_offsets[index], "module SHA-256 does not match its HASH tag")
                 )
-    report.hashed_bytes = sum(c.module_sizes)
+    report.hashed_bytes = sum(table.module_bytes)
     if lib.reflection_list is not None:
         declared = U32.unpack_from(lib.data, lib.reflection_list.offset)[0]
-        chunks = len(c.reflection_offsets) - c.reflection_offsets.count(None)
+        chunks = len(table) - table.reflection_offsets.count(None)
         if declared != chunks:
             report.problems.append(
                 Problem(None, lib.reflection_list.offset,
@@ -110,7 +101,7 @@ def verify(
     return report
 
 
-def _check_tiling(lib: Metallib, report: VerifyReport) -> None:
+def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> None:
     """Every byte belongs to a section, and inside the function sections to a function.
 
     Apple's files tile exactly: no gap between sections, nothing after the last, no alignment
@@ -129,17 +120,16 @@ def _check_tiling(lib: Metallib, report: VerifyReport) -> None:
             report.problems.append(
                 Problem(None, region.offset, f"{kind}: {region.size} bytes {where} belong to no section")
             )
-    c = lib._parsed.cols
     h = lib.header
-    for what, section, offsets, sizes in (
-        ("public metadata", h.public_metadata, c.public_offsets, c.public_sizes),
-        ("private metadata", h.private_metadata, c.private_offsets, c.private_sizes),
-        ("bitcode", h.bitcode, c.module_offsets, c.module_sizes),
+    for what, section, piece in (
+        ("public metadata", h.public_metadata, Piece.PUBLIC_MD),
+        ("private metadata", h.private_metadata, Piece.PRIVATE_MD),
+        ("bitcode", h.bitcode, Piece.MODULE),
     ):
-        _check_filled(what, section.offset, section.end, offsets, sizes, report)
+        _check_filled(what, section.offset, section.end, table.offsets(piece), table.sizes(piece), report)  # type: ignore[arg-type]
     rlst = lib.reflection_list
     if rlst is not None and rlst.size >= 4:
-        chunks, chunk_sizes = c.reflection_offsets, c.reflection_sizes
+        chunks, chunk_sizes = table.reflection_offsets, table.reflection_bytes
         if None in chunks:  # functions without a chunk own no bytes of the list
             chunk_sizes = [n for at, n in zip(chunks, chunk_sizes) if at is not None]
             chunks = [at for at in chunks if at is not None]
@@ -178,30 +168,33 @@ _ZEROS = [memoryview(bytes(n)) for n in range(16)]
 _ENDT = memoryview(b"ENDT")
 
 
-def _suspects(lib: Metallib) -> list[int]:
+_SCREENED = (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE, Piece.REFLECTION)
+"""The pieces the screen looks at, in ``Piece`` order: offsets and sizes of each, as the C
+screen takes them (``csrc/screen.c``)."""
+
+
+def _suspects(lib: Metallib, table: FunctionTable) -> list[int]:
     """Indices of functions that fail a quick screen of their wrapper and chunks.
 
     The screen accepts only the common, well-formed shapes (an empty metadata chunk, a canonical
-    reflection chunk) in one tight loop (in C when the extension is built: ``_native/screen.c``); everything else gets the detailed checks below, which
-    say what is wrong. Same verdicts, a fraction of the time.
+    reflection chunk) in one tight loop (in C when the extension is built: ``csrc/screen.c``,
+    which also passes metadata chunks that hold tags); everything else gets the detailed checks
+    below, which say what is wrong. Same verdicts, a fraction of the time.
     """
-    c = lib._parsed.cols
     data = lib.data
     native = native_module()
     if native is not None:
-        return native.screen_functions(  # type: ignore[no-any-return]
-            data, c.module_offsets, c.module_sizes, c.public_offsets, c.public_sizes,
-            c.private_offsets, c.private_sizes, c.reflection_offsets, c.reflection_sizes,
-        )  # fmt: skip
+        columns = [column for piece in _SCREENED for column in (table.offsets(piece), table.sizes(piece))]
+        return native.screen_functions(data, *columns)  # type: ignore[no-any-return]
     wrapper = _WRAPPER.unpack_from
     head = REFLECTION_HEAD.unpack_from
     magic = MODULE_WRAPPER_MAGIC
     out = []
     rows = zip(
-        c.module_offsets, c.module_sizes, c.public_offsets, c.public_sizes, c.private_offsets,
-        c.private_sizes, c.reflection_offsets, c.reflection_sizes,
+        table.public_md_offsets, table.public_md_bytes, table.private_md_offsets, table.private_md_bytes,
+        table.module_offsets, table.module_bytes, table.reflection_offsets, table.reflection_bytes,
     )  # fmt: skip
-    for index, (mod, mod_n, pub, pub_n, priv, priv_n, refl, refl_n) in enumerate(rows):
+    for index, (pub, pub_n, priv, priv_n, mod, mod_n, refl, refl_n) in enumerate(rows):
         if mod_n < 20 or pub_n != 8 or priv_n != 8:
             out.append(index)
             continue
@@ -223,18 +216,17 @@ def _suspects(lib: Metallib) -> list[int]:
 
 def _check_structure(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
     _check_wrapper(lib, fn, report)
-    (pub, pub_n), (priv, priv_n) = fn._pub, fn._priv
-    _check_chunk(lib, fn, "public metadata", pub, pub + pub_n, report)
-    _check_chunk(lib, fn, "private metadata", priv, priv + priv_n, report)
-    if fn._refl[0] is not None:
-        _check_reflection(lib, fn, report)
+    _check_chunk(lib, fn, "public metadata", fn.public_md.offset, fn.public_md.end, report)
+    _check_chunk(lib, fn, "private metadata", fn.private_md.offset, fn.private_md.end, report)
+    if fn.reflection is not None:
+        _check_reflection(lib, fn, fn.reflection, report)
 
 
 _WRAPPER = struct.Struct("<5I")
 
 
 def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
-    at, size = fn._mod
+    at, size = fn.module
     if size < 20:
         report.problems.append(Problem(fn.name, at, f"module of {size} bytes has no wrapper"))
         return
@@ -264,9 +256,8 @@ def _check_chunk(
         )
 
 
-def _check_reflection(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
-    assert fn.reflection is not None
-    at, size = fn.reflection
+def _check_reflection(lib: Metallib, fn: FunctionEntry, chunk: Span, report: VerifyReport) -> None:
+    at, size = chunk
     data = lib.data
     if data[at + 4 : at + 8].tobytes() != b"RBUF":
         report.problems.append(Problem(fn.name, at + 4, "reflection chunk does not start with RBUF"))

@@ -17,92 +17,88 @@ import os
 import stat
 import struct
 from itertools import accumulate
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from builder.fileio import atomic_write as atomic_output  # the project's one output helper
-from builder.metallib.errors import MetallibError
-from builder.metallib.parts import Bytes, FunctionParts, LibraryParts
+from builder.metallib.errors import InternalError, MetallibError
+from builder.metallib.parts import Bytes, LibraryParts, tag_bytes
 from builder.metallib.sink import OutputSink
-from builder.metallib.source import SourceFunctions
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
+from builder.metallib.table import Piece
 
 __all__ = ["Layout", "atomic_output", "check_written", "layout", "library_bytes", "write_library"]
 
 _HEADER_TAIL = struct.Struct("<QQQQQQQQQ")
-_TAG = struct.Struct("<4sH")
 _OFFSETS = struct.Struct("<QQQ")
 _SPAN = struct.Struct("<QQ")
-_U32_AT = U32.unpack_from
+_SECTIONS = (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)
+"""The pieces written as whole sections, in file order, between the extension and the rest."""
 
 
 class Layout:
-    """Absolute offsets and sizes of every region of the output, and the per-function sizes."""
+    """Absolute offsets and sizes of every region of the output, and where each function's
+    reflection chunk goes."""
 
     def __init__(self, parts: LibraryParts) -> None:
         fns = parts.functions
-        if isinstance(fns, SourceFunctions):
-            self.entry_sizes = fns.entry_sizes
-            public, private, modules = fns.public_sizes, fns.private_sizes, fns.module_sizes
-            reflection = fns.reflection_sizes
-        else:
-            self.entry_sizes = [
-                len(fn.entry) if fn.entry is not None else 8 + sum(_tag_size(c, p) for c, p in fn.tags)
-                for fn in fns
-            ]
-            public = [fn.public_md_size for fn in fns]
-            private = [fn.private_md_size for fn in fns]
-            modules = [fn.module_size for fn in fns]
-            reflection = [fn.reflection_size for fn in fns]
-        self.public_sizes, self.private_sizes, self.module_sizes = public, private, modules
         self.function_list = HEADER_SIZE
-        self.function_list_size = sum(self.entry_sizes)  # excludes the u32 count, as stored
+        self.function_list_size = sum(fns.entry_bytes)  # excludes the u32 count, as stored
         self.extension = HEADER_SIZE + 4 + self.function_list_size
         self.extension_size = sum(_tag_size(c, p) for c, p in parts.extension) + 4
         self.public = self.extension + self.extension_size
-        self.public_size = sum(public)
+        self.public_size = sum(fns.public_md_bytes)
         self.private = self.public + self.public_size
-        self.private_size = sum(private)
+        self.private_size = sum(fns.private_md_bytes)
         self.bitcode = self.private + self.private_size
-        self.bitcode_size = sum(modules)
+        self.bitcode_size = sum(fns.module_bytes)
         self.dynamic = self.bitcode + self.bitcode_size
         self.dynamic_size = len(parts.dynamic_header) if parts.dynamic_header is not None else 0
         self.reflection = self.dynamic + self.dynamic_size
         self.has_reflection = parts.has_reflection_list
-        self.rflt: list[int | None] = []
-        self.pads: list[int] = []
-        self.reflection_unchanged = False
-        """Every reflection chunk is copied as is (``pads`` is then left empty)."""
-        cursor = 4
-        base = self.reflection + 12
-        if self.has_reflection and isinstance(fns, SourceFunctions) and _chunks_stay(self, fns):
-            return
-        for size in reflection:
-            if not self.has_reflection or size is None:
-                self.rflt.append(None)
-                self.pads.append(0)
-                continue
-            pad = -(base + cursor) % 16
-            self.rflt.append(cursor)
-            self.pads.append(pad)
-            cursor += 16 + pad + size
+        placed = _place_reflection(parts, self.reflection)
+        self.rflt: list[int | None] = placed.rflt
+        """Each function's RFLT value (its chunk's offset in the list), None without a chunk."""
+        self.pads: list[int] = placed.pads
+        """Each new chunk's zero padding (empty when ``reflection_unchanged``)."""
+        self.reflection_unchanged = placed.unchanged
+        """Every reflection chunk is copied as it is in the source."""
         self.reflection_count = len(self.rflt) - self.rflt.count(None)
-        self.reflection_size = cursor if self.has_reflection else 0
+        self.reflection_size = placed.size
         self.file_size = self.reflection + self.reflection_size
 
 
-def _chunks_stay(lay: Layout, fns: SourceFunctions) -> bool:
-    """Lay out the reflection list in bulk when every chunk stays as it is: all chunks canonical,
-    back to back in the source, and the list moves by a multiple of 16 bytes, so each keeps its
-    padding. Fills ``lay`` and returns True; False sends the caller to the general loop."""
-    source = fns.sections[3]
-    if (lay.reflection - source) % 16 or not all(fns.canonical) or not fns.in_place(3, source + 4):
-        return False
-    lay.rflt = [None if at is None else at - source for at in fns.reflection_offsets]
-    lay.reflection_count = len(lay.rflt) - lay.rflt.count(None)
-    lay.reflection_size = 4 + sum(fns.chunk_sizes)
-    lay.file_size = lay.reflection + lay.reflection_size
-    lay.reflection_unchanged = True
-    return True
+class _Reflection(NamedTuple):
+    rflt: list[int | None]
+    pads: list[int]
+    size: int
+    unchanged: bool
+
+
+def _place_reflection(parts: LibraryParts, list_at: int) -> _Reflection:
+    """Where each reflection chunk goes in a list written at ``list_at``: after the u32 count,
+    each FlatBuffer 16-aligned in the file. When every chunk is canonical, they lie back to back
+    in the source and the list moves by a multiple of 16 bytes, each keeps its padding and
+    offset, and the list is copied as it is."""
+    fns = parts.functions
+    if not parts.has_reflection_list:
+        return _Reflection([None] * len(fns), [0] * len(fns), 0, False)
+    first = parts.starts[Piece.REFLECTION]  # the source's first chunk, after its list's count
+    sizes, canonical = fns.reflection_payloads()
+    if (list_at + 4 - first) % 16 == 0 and all(canonical) and fns.in_place(Piece.REFLECTION, first):
+        rflt = [None if at is None else at - first + 4 for at in fns.reflection_offsets]
+        return _Reflection(rflt, [], 4 + sum(fns.reflection_bytes), True)
+    rflt, pads = [], []
+    cursor = 4
+    for size in sizes:
+        if size is None:
+            rflt.append(None)
+            pads.append(0)
+            continue
+        pad = -(list_at + 12 + cursor) % 16
+        rflt.append(cursor)
+        pads.append(pad)
+        cursor += 16 + pad + size
+    return _Reflection(rflt, pads, cursor, False)
 
 
 def layout(parts: LibraryParts) -> Layout:
@@ -114,57 +110,23 @@ def _tag_size(code: bytes, payload: Bytes) -> int:
     return (8 if code in WIDE_TAGS else 6) + len(payload)
 
 
-def _tag(code: bytes, payload: Bytes) -> bytes:
-    if code in WIDE_TAGS:
-        return code + U32.pack(len(payload)) + bytes(payload)
-    if len(payload) > 0xFFFF:
-        raise MetallibError(f"tag {code!r} payload of {len(payload)} bytes exceeds 65535")
-    return _TAG.pack(code, len(payload)) + bytes(payload)
-
-
 def _write_entries(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
-    """The function list after its count: source entries copied and patched, others serialized."""
-    if isinstance(parts.functions, SourceFunctions):
-        _write_source_entries(sink, parts.functions, lay)
-        return
-    buf = bytearray()
-    pub = priv = mod = 0
-    pack_offsets = _OFFSETS.pack_into
-    for fn, rflt in zip(parts.functions, lay.rflt):
-        at = len(buf)
-        if fn.entry is not None:
-            buf += fn.entry
-            offt_rel, rflt_rel = fn.entry_patch
-            pack_offsets(buf, at + offt_rel, pub, priv, mod)
-            if rflt_rel is not None:
-                if rflt is None:
-                    raise MetallibError(f"function {fn.name!r} has an RFLT tag but no reflection chunk")
-                U64.pack_into(buf, at + rflt_rel, rflt)
-        else:
-            assert isinstance(fn, FunctionParts)
-            buf += _entry(fn, (pub, priv, mod), rflt)
-        pub += fn.public_md_size
-        priv += fn.private_md_size
-        mod += fn.module_size
-    sink.write(buf)
-
-
-def _write_source_entries(sink: OutputSink, fns: SourceFunctions, lay: Layout) -> None:
-    """Entries as stored with OFFT and RFLT patched; when every function keeps its offsets (all
-    of them kept) the entries are copied from the source untouched, by the kernel."""
+    """The function list after its count: entries as stored with OFFT and RFLT patched; when
+    every function keeps its offsets (all of them kept) the entries are copied untouched."""
+    fns = parts.functions
     same_reflection = lay.reflection_unchanged or not lay.has_reflection
-    if same_reflection and all(fns.in_place(which, fns.sections[which]) for which in range(3)):
-        for start, length in fns.runs(4):
+    if same_reflection and all(fns.in_place(piece, parts.starts[piece]) for piece in _SECTIONS):
+        for start, length in fns.runs(Piece.ENTRY):
             sink.copy(start, length)
         return
     buf = bytearray()
-    for start, length in fns.runs(4):
+    for start, length in fns.runs(Piece.ENTRY):
         buf += fns.data[start : start + length]
     pack_offsets = _OFFSETS.pack_into
     pack_u64 = U64.pack_into
     rows = zip(
-        accumulate(fns.entry_sizes, initial=0), fns.offt_rel, fns.rflt_rel, lay.rflt,
-        *(accumulate(sizes, initial=0) for sizes in (lay.public_sizes, lay.private_sizes, lay.module_sizes)),
+        accumulate(fns.entry_bytes, initial=0), fns.offt_rel, fns.rflt_rel, lay.rflt,
+        *(accumulate(fns.sizes(piece), initial=0) for piece in _SECTIONS),
     )  # fmt: skip
     for index, (at, offt_rel, rflt_rel, rflt, pub, priv, mod) in enumerate(rows):
         pack_offsets(buf, at + offt_rel, pub, priv, mod)
@@ -175,25 +137,6 @@ def _write_source_entries(sink: OutputSink, fns: SourceFunctions, lay: Layout) -
     sink.write(buf)
 
 
-def _entry(fn: FunctionParts, offsets: tuple[int, int, int], rflt: int | None) -> bytes:
-    codes = [code for code, _ in fn.tags]
-    if b"OFFT" not in codes:
-        raise MetallibError(f"function {fn.name!r} has no OFFT tag")
-    if (b"RFLT" in codes) != (rflt is not None):
-        raise MetallibError(f"function {fn.name!r}: RFLT tag and reflection chunk must go together")
-    chunks = []
-    for code, payload in fn.tags:
-        if code == b"OFFT":
-            payload = _OFFSETS.pack(*offsets)
-        elif code == b"RFLT":
-            payload = U64.pack(rflt)
-        elif code == b"MDSZ":
-            payload = U64.pack(len(fn.module))
-        chunks.append(_tag(code, payload))
-    body = b"".join(chunks)
-    return U32.pack(len(body) + 8) + body + b"ENDT"
-
-
 def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
     """Write the library to a seekable binary stream positioned at 0; returns its layout."""
     lay = Layout(parts)
@@ -202,8 +145,8 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
         from hashlib import md5  # only a subset needs a new UUID
 
         digest = md5(usedforsecurity=False)
-    sink = OutputSink(out, parts.source, digest if derive else None)
     fns = parts.functions
+    sink = OutputSink(out, (fns.data, parts.source_fd), digest if derive else None)
     sink.write(
         MAGIC
         + parts.raw_version
@@ -225,21 +168,12 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
             payload = parts.uuid if parts.uuid is not None else bytes(16)
             if len(payload) != 16:
                 raise MetallibError("UUID must be 16 bytes")
-        sink.write(_tag(code, payload))
+        sink.write(tag_bytes(code, payload))
     sink.write(b"ENDT")
-    for which in range(3):
-        sink.set_hashing(which != 2)  # modules are covered by their HASH tags
-        if isinstance(fns, SourceFunctions):
-            for start, length in fns.runs(which):
-                sink.copy(start, length)
-            continue
-        for fn in fns:
-            size = (fn.public_md_size, fn.private_md_size, fn.module_size)[which]
-            origin = fn.origin[which] if fn.origin is not None else None
-            if origin is not None:
-                sink.copy(origin, size)
-            else:
-                sink.write((fn.public_md, fn.private_md, fn.module)[which])
+    for piece in _SECTIONS:
+        sink.set_hashing(piece != Piece.MODULE)  # modules are covered by their HASH tags
+        for start, length in fns.runs(piece):
+            sink.copy(start, length)
     sink.set_hashing(True)
     if parts.dynamic_header is not None:
         sink.write(parts.dynamic_header)
@@ -258,40 +192,25 @@ def _write_reflection(sink: OutputSink, parts: LibraryParts, lay: Layout) -> Non
     """RLST: count, then one RBUF chunk per function whose FlatBuffer starts 16-aligned."""
     sink.write(U32.pack(lay.reflection_count))
     fns = parts.functions
-    if isinstance(fns, SourceFunctions):
-        if lay.reflection_unchanged:
-            for start, length in fns.runs(3):
-                sink.copy(start, length)
-            return
-        rows = zip(fns.reflection_offsets, fns.reflection_sizes, fns.chunk_sizes, fns.canonical, lay.pads)
-        for index, (old, size, chunk, canonical, pad) in enumerate(rows):
-            if size is None:
-                continue
-            if canonical and -(old + 12) % 16 == pad:  # type: ignore[operator]
-                sink.copy(old, chunk)  # type: ignore[arg-type]  # same padding: chunk unchanged
-            else:
-                _new_chunk(sink, pad, fns.flatbuffer(index))
+    if lay.reflection_unchanged:
+        for start, length in fns.runs(Piece.REFLECTION):
+            sink.copy(start, length)
         return
-    for fn, pad in zip(fns, lay.pads):
-        size = fn.reflection_size
-        if size is None:
+    _, canonical = fns.reflection_payloads()
+    rows = zip(fns.reflection_offsets, fns.reflection_bytes, canonical, lay.pads)
+    for index, (old, chunk, same_form, pad) in enumerate(rows):
+        if old is None:
             continue
-        n = pad + size
-        old = fn.origin[3] if fn.origin is not None else None
-        unchanged = old is not None and sink.data is not None and -(old + 12) % 16 == pad
-        if unchanged and _U32_AT(sink.data, old)[0] == 16 + n:  # type: ignore[arg-type]
-            sink.copy(old, 16 + n)  # type: ignore[arg-type]  # same padding: chunk unchanged
-        else:
-            flatbuffer = fn.reflection
-            assert flatbuffer is not None
-            _new_chunk(sink, pad, flatbuffer)
-
-
-def _new_chunk(sink: OutputSink, pad: int, flatbuffer: Bytes) -> None:
-    n = pad + len(flatbuffer)
-    sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
-    sink.write(flatbuffer)
-    sink.write(b"ENDT")
+        if same_form and -(old + 12) % 16 == pad:
+            sink.copy(old, chunk)  # same padding: the chunk is unchanged
+            continue
+        flatbuffer = fns.flatbuffer(index)
+        if flatbuffer is None:
+            raise InternalError(f"function {fns.names[index]!r}: a reflection chunk without a FlatBuffer", offset=old)
+        n = pad + len(flatbuffer)
+        sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
+        sink.write(flatbuffer)
+        sink.write(b"ENDT")
 
 
 def derive_uuid(md5_digest: bytes) -> bytes:

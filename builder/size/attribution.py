@@ -7,7 +7,9 @@ container overhead, named after the region it sits in. The reader's regions tile
 
     sum(function bytes) + sum(overhead bytes) == file size
 
-holds by construction; ``Attribution.check`` re-verifies it.
+holds by construction; ``Attribution.check`` re-verifies it. Should any of these invariants ever
+break, that is a bug in this tool, reported as ``InternalError`` (one line naming the file and
+the byte offset, exit 2), never as a made-up number.
 
 Three ways to place the pieces, cheapest first:
 
@@ -26,20 +28,20 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from operator import add, attrgetter, itemgetter, le
+from operator import add, itemgetter, le
 from typing import TYPE_CHECKING, NamedTuple, cast
+
+from builder.metallib.errors import InternalError
+from builder.metallib.table import Piece
 
 if TYPE_CHECKING:
     from builder.metallib import FunctionEntry, Metallib, Region, Span
 
-__all__ = ["PIECES", "Attribution", "FunctionBytes", "Overhead", "attribute"]
-
-PIECES = ("entry", "public_md", "private_md", "module", "reflection")
-"""The pieces of a function, in the order they are counted."""
+__all__ = ["Attribution", "FunctionBytes", "Overhead", "attribute"]
 
 
 class FunctionBytes(NamedTuple):
-    """The bytes one function owns, per piece (0 for a piece it does not have).
+    """The bytes one function owns, per piece (0 for a piece it does not have), in ``Piece`` order.
 
     A NamedTuple because a report builds tens of thousands of them and a frozen dataclass costs
     several times more to construct.
@@ -83,8 +85,10 @@ class Attribution:
     format_version: str
     names: list[str]
     pieces: tuple[list[int], list[int], list[int], list[int], list[int]]
-    """Per-function bytes of each piece, in ``PIECES`` order."""
+    """Per-function bytes of each piece, in ``Piece`` order."""
     overhead: list[Overhead]
+    path: str | None = None
+    """The file attributed (named by ``InternalError``)."""
 
     @classmethod
     def empty(cls) -> Attribution:
@@ -100,22 +104,21 @@ class Attribution:
         return sum(item.bytes for item in self.overhead)
 
     def check(self) -> None:
-        """Raise AssertionError unless the totals equal the file size exactly."""
-        total = sum(fn.bytes for fn in self.functions) + self.overhead_bytes
+        """Raise ``InternalError`` unless the totals equal the file size exactly."""
+        total = sum(map(sum, self.pieces)) + self.overhead_bytes
         if total != self.file_size:
-            raise AssertionError(f"attributed {total} bytes, file has {self.file_size}")
+            raise InternalError(
+                f"attributed {total} bytes, the file has {self.file_size}", path=self.path, offset=self.file_size
+            )
 
 
 def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     """Attribute every byte of ``lib``; see the module docstring for the three placements."""
     regions = lib.regions()
+    names = lib.columns().names
     owned = None if verify else _by_sizes(lib, regions)
-    if owned is not None:
-        names = lib.columns().names
-    else:
-        functions = lib.functions
-        names = list(map(_NAME, functions))
-        spans = _piece_spans(functions)
+    if owned is None:
+        spans = _piece_spans(lib.functions)
         owned = _fast_path(spans, regions)
         if owned is None:
             owned = _range_map(spans, regions)
@@ -124,48 +127,43 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     for region, used in zip(regions, per_region):
         rest = region.size - used
         if rest < 0:  # cannot happen with the range map; guard the invariant anyway
-            raise AssertionError(f"{region.name}: functions own {used} of {region.size} bytes")
+            raise InternalError(
+                f"attribution: functions own {used} bytes of the {region.size}-byte {region.name}",
+                path=lib.path, offset=region.offset,
+            )
         if rest:
             name = region.name if not used else f"{region.name} framing"
             if region.name == "gap":
                 name = f"gap at {region.offset}"
             overhead.append(Overhead(name, region.offset, rest))
-    attributed = sum(map(sum, sizes)) + sum(item.bytes for item in overhead)
-    if attributed != lib.file_size:
-        raise AssertionError(f"attributed {attributed} bytes, the file has {lib.file_size}")
     entry, public_md, private_md, module, reflection = sizes
-    return Attribution(
+    result = Attribution(
         lib.file_size,
         lib.header.format_version_text,
         names,
         (entry, public_md, private_md, module, reflection),
         overhead,
+        lib.path,
     )
-
-
-_NAME = attrgetter("name")
+    result.check()
+    return result
 
 
 def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[list[int]]] | None:
     """Per-function sizes from the reader's columns; None if a kind overflows its section."""
-    columns = lib.columns()
-    entry = columns.entry_bytes
-    public_sizes = columns.public_md_bytes
-    private = columns.private_md_bytes
-    module = columns.module_bytes
-    reflection = columns.reflection_bytes
+    table = lib.columns()
     h = lib.header
-    sections = [
-        (h.function_list.offset, entry),
-        (h.public_metadata.offset, public_sizes),
-        (h.private_metadata.offset, private),
-        (h.bitcode.offset, module),
-        (lib.reflection_list.offset if lib.reflection_list else None, reflection),
-    ]
+    section_starts = {
+        Piece.ENTRY: h.function_list.offset,
+        Piece.PUBLIC_MD: h.public_metadata.offset,
+        Piece.PRIVATE_MD: h.private_metadata.offset,
+        Piece.MODULE: h.bitcode.offset,
+        Piece.REFLECTION: lib.reflection_list.offset if lib.reflection_list else None,
+    }
     per_region = [0] * len(regions)
     starts = [r.offset for r in regions]
-    for offset, sizes in sections:
-        used = sum(sizes)
+    for piece in Piece:
+        offset, used = section_starts[piece], sum(table.sizes(piece))
         if not used:
             continue
         if offset is None:
@@ -176,17 +174,12 @@ def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[lis
         per_region[where] = used
         if used > regions[where].size:
             return None
-    return per_region, [entry, public_sizes, private, module, reflection]
+    return per_region, [table.sizes(piece) for piece in Piece]
 
 
 def _piece_spans(functions: Sequence[FunctionEntry]) -> list[list[Span | None]]:
-    return [
-        [fn.entry for fn in functions],
-        [fn.public_md for fn in functions],
-        [fn.private_md for fn in functions],
-        [fn.module for fn in functions],
-        [fn.reflection for fn in functions],
-    ]
+    """Every function's span of each piece, one list per ``Piece``."""
+    return [[fn.span(piece) for fn in functions] for piece in Piece]
 
 
 def _fast_path(

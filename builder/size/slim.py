@@ -9,16 +9,18 @@ module's SHA-256 against its HASH tag), so a failed run leaves an existing outpu
 from __future__ import annotations
 
 import fnmatch
-import operator
 import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
-from builder.metallib import Metallib, open_metallib, parts_from_library
+from builder.metallib import open_metallib, parts_from_library
+
+if TYPE_CHECKING:
+    from builder.metallib import FunctionTable
 
 __all__ = [
     "HashMismatch",
@@ -158,17 +160,13 @@ class _ModuleHashes:
     """The SHA-256 of the kept modules, computed on another thread while the output is written.
 
     The hashing (OpenSSL on C threads, or hashlib) releases the GIL and the copy runs in the
-    kernel (``copy_file_range``), so the two overlap; ``mismatches`` waits for the digests.
-    The thread reads the input's map: ``join`` it before the map is closed.
+    kernel (``copy_file_range``), so the two overlap; ``mismatches`` waits for the digests and
+    compares them with the stored HASH tags. The thread reads the input's map: ``join`` it before
+    the map is closed.
     """
 
-    def __init__(self, lib: Metallib, indices: list[int]) -> None:
-        cols = lib._table.cols  # the checked columns; verify reads the same
-        every = len(indices) == len(cols.names)
-        pick = (lambda column: column) if every else (lambda column: [column[i] for i in indices])
-        self._lib, self._names = lib, pick(cols.names)
-        self._offsets, self._sizes = pick(cols.module_offsets), pick(cols.module_sizes)
-        self._tags = (pick(cols.entry_offsets), pick(cols.hash_rel))  # where each HASH tag lies
+    def __init__(self, table: FunctionTable) -> None:
+        self._table = table
         self._digests: bytes | BaseException = b""
         self._thread = threading.Thread(target=self._run, name="slim-hash", daemon=True)
         self._thread.start()
@@ -176,8 +174,9 @@ class _ModuleHashes:
     def _run(self) -> None:
         from builder.metallib.hashing import hash_spans
 
+        table = self._table
         try:
-            self._digests, _ = hash_spans(self._lib.data, self._offsets, self._sizes, _nothing)
+            self._digests = hash_spans(table.data, table.module_offsets, table.module_bytes)
         except BaseException as exc:  # noqa: BLE001 - re-raised in mismatches()
             self._digests = exc
 
@@ -185,23 +184,17 @@ class _ModuleHashes:
         self._thread.join()
 
     def mismatches(self) -> list[HashMismatch]:
-        data = self._lib.data  # the stored digests are gathered while the thread still hashes
-        stored = b"".join([data[at : at + 32] for at in map(operator.add, *self._tags)])
         self.join()
-        digests = self._digests
+        digests, table = self._digests, self._table
         if isinstance(digests, BaseException):
             raise digests
-        if digests == stored:
+        if digests == table.hashes:
             return []
         return [
             HashMismatch(name, offset)
-            for index, (name, offset) in enumerate(zip(self._names, self._offsets))
-            if digests[32 * index : 32 * index + 32] != stored[32 * index : 32 * index + 32]
+            for index, (name, offset) in enumerate(zip(table.names, table.module_offsets))
+            if digests[32 * index : 32 * index + 32] != table.hash(index)
         ]
-
-
-def _nothing() -> None:
-    return None
 
 
 def describe_mismatches(bad: Sequence[HashMismatch], limit: int = 5) -> str:
@@ -239,9 +232,10 @@ def slim_file(
         selection = choose_functions(names, keep, drop, keep_list)
         indices = selection.indices
         with atomic_output(output) as out:  # first: an unwritable output fails before any work
-            hashes = _ModuleHashes(lib, indices)  # as early as possible: it overlaps all the rest
+            parts = parts_from_library(lib, indices)
+            hashes = _ModuleHashes(parts.functions)  # as early as possible: it overlaps the writing
             try:
-                lay = write_to(parts_from_library(lib, indices), out)
+                lay = write_to(parts, out)
                 check_written(out, lay, output)
                 bad = hashes.mismatches()
             finally:

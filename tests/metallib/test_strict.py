@@ -30,16 +30,18 @@ from builder.metallib import (
     new_library,
     verify,
 )
-from builder.metallib import native as native_state
+from builder.metallib.native import disabled
 from builder.size.slim import slim_file
 
 
 @pytest.fixture(params=["native", "python"])
-def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def parser(request: pytest.FixtureRequest) -> Iterator[str]:
     """Run the test with the C extension (when built) and again with the pure-Python parser."""
     if request.param == "python":
-        monkeypatch.setattr(native_state, "_MODULE", None)
-    yield request.param
+        with disabled():
+            yield request.param
+    else:
+        yield request.param
 
 
 @pytest.fixture(scope="session")
@@ -244,10 +246,7 @@ def test_a_tag_twice_in_an_entry_is_refused_everywhere(
 
 
 def test_an_unknown_tag_twice_is_refused_at_the_second(parser: str) -> None:
-    parts = synthetic_parts(3)
-    for fn in parts.functions:
-        fn.tags = [*fn.tags, (b"ZZZZ", b"one"), (b"ZZZZ", b"two")]  # type: ignore[misc]
-    data = library_bytes(parts)
+    data = library_bytes(synthetic_parts(3, tags=lambda t: [*t, (b"ZZZZ", b"one"), (b"ZZZZ", b"two")]))
     entry = struct.unpack_from("<Q", data, 24)[0] + 4
     size = struct.unpack_from("<I", data, entry)[0]
     second = entry + size - 4 - 9  # the last tag before ENDT: 'ZZZZ' u16 'two'

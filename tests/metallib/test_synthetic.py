@@ -7,20 +7,21 @@ import struct
 from collections.abc import Callable
 
 import pytest
-from synthetic import synthetic_parts
+from synthetic import synthetic_functions, synthetic_parts
 
-from builder.metallib import Metallib, library_bytes, parts_from_library, verify
+from builder.metallib import Metallib, library_bytes, new_library, parts_from_library, verify
 
 
 @pytest.mark.parametrize("reflection", [True, False])
 @pytest.mark.parametrize("dynamic", [True, False])
 def test_parts_survive_write_and_read(reflection: bool, dynamic: bool) -> None:
-    parts = synthetic_parts(7, reflection=reflection, dynamic=dynamic)
+    functions = synthetic_functions(7, reflection=reflection)
+    parts = new_library(functions, install_name="mlx.metallib" if dynamic else None)
     data = library_bytes(parts)
     lib = Metallib.from_bytes(data)
     assert lib.file_size == len(data) == struct.unpack_from("<Q", data, 16)[0]
-    assert [fn.name for fn in lib.functions] == [fn.name for fn in parts.functions]
-    for fn, part in zip(lib.functions, parts.functions):
+    assert [fn.name for fn in lib.functions] == [fn.name for fn in functions]
+    for fn, part in zip(lib.functions, functions):
         assert bytes(lib.module_bytes(fn)) == part.module
         assert fn.hash == hashlib.sha256(part.module).digest()
         flatbuffer = lib.reflection_flatbuffer(fn)
@@ -63,8 +64,9 @@ def test_selection_order_does_not_matter(synthetic_bytes: Callable[..., bytes]) 
 
 
 def test_unknown_tags_are_kept_byte_for_byte() -> None:
-    parts = synthetic_parts(3)
-    parts.functions[1].tags.insert(2, (b"ZZZZ", b"\x01\x02\x03"))
+    functions = synthetic_functions(3)
+    functions[1].tags.insert(2, (b"ZZZZ", b"\x01\x02\x03"))
+    parts = new_library(functions)
     parts.extension.insert(0, (b"QQQQ", b"opaque"))
     data = library_bytes(parts)
     lib = Metallib.from_bytes(data)
@@ -74,16 +76,37 @@ def test_unknown_tags_are_kept_byte_for_byte() -> None:
     assert verify(lib).ok
 
 
-def test_parts_from_a_library_expose_the_same_data_as_the_reader() -> None:
+def test_parts_from_a_library_are_its_table() -> None:
+    """A rewrite reads the library's own columns: nothing is copied or re-decoded."""
     data = library_bytes(synthetic_parts(5, seed=7))
     lib = Metallib.from_bytes(data)
-    for fn, part in zip(lib.functions, parts_from_library(lib).functions):
-        assert bytes(part.module) == bytes(lib.module_bytes(fn))
-        assert bytes(part.public_md) == bytes(lib.public_metadata_bytes(fn))
-        assert bytes(part.private_md) == bytes(lib.private_metadata_bytes(fn))
-        flatbuffer = lib.reflection_flatbuffer(fn)
-        assert part.reflection is not None and flatbuffer is not None
-        assert bytes(part.reflection) == bytes(flatbuffer)
-        assert [(code, bytes(payload)) for code, payload in part.tags] == [
-            (code, bytes(lib.data[at : at + n])) for code, at, n in fn.tags
-        ]
+    assert parts_from_library(lib).functions is lib.columns()
+    subset = parts_from_library(lib, [3, 1]).functions
+    assert subset.names == [lib.columns().names[1], lib.columns().names[3]]
+    assert subset.hashes == lib.columns().hash(1) + lib.columns().hash(3)
+    for new, old in zip(subset, [lib.functions[1], lib.functions[3]]):
+        assert (new.module, new.public_md, new.private_md, new.reflection, new.tags) == (
+            old.module, old.public_md, old.private_md, old.reflection, old.tags
+        )
+        flatbuffer = lib.reflection_flatbuffer(old)
+        assert flatbuffer is not None and bytes(subset.flatbuffer(new.index) or b"") == bytes(flatbuffer)
+
+
+def test_new_functions_are_laid_out_as_a_library_holds_them() -> None:
+    """``new_library`` lays new functions out in memory, entries and pieces back to back with
+    OFFT, RFLT and MDSZ set, so the writer copies them like a library it keeps whole."""
+    functions = synthetic_functions(4)
+    functions[2].tags.insert(1, (b"ZZZZ", b"kept"))
+    table = new_library(functions).functions
+    for fn, part in zip(table, functions):
+        assert fn.name == part.name and fn.type == 2 and fn.version == (2, 6, 3, 1)
+        assert fn.hash == hashlib.sha256(part.module).digest()
+        assert bytes(table.data[fn.module.offset : fn.module.end]) == part.module
+        assert bytes(table.flatbuffer(fn.index) or b"") == part.reflection
+        entry = [(code, bytes(table.data[at : at + n])) for code, at, n in fn.tags]
+        assert [code for code, _ in entry] == [code for code, _ in part.tags]
+        assert dict(entry)[b"MDSZ"] == struct.pack("<Q", len(part.module))
+        assert dict(entry)[b"OFFT"] == struct.pack(
+            "<QQQ", fn.public_md.offset - table.public_md_offsets[0],
+            fn.private_md.offset - table.private_md_offsets[0], fn.module.offset - table.module_offsets[0],
+        )  # fmt: skip

@@ -1,9 +1,9 @@
-"""The writer's two ways of writing a library's functions give the same bytes.
+"""The writer's two sources of functions give the same bytes.
 
-``parts_from_library`` returns ``SourceFunctions`` columns, which the writer lays out and copies
-with list arithmetic (and skips patching when nothing moves); a plain list of the same functions
-(``SourceFunction`` objects) takes the general per-function path. Both must produce identical,
-valid files for every selection.
+``parts_from_library`` hands the writer a library's own table (or a selection of its rows), which
+it lays out and copies with list arithmetic (and without patching when nothing moves);
+``new_library`` lays new functions out in memory first. Writing a selection of a library built
+from new functions must give exactly the library built from that selection of the functions.
 """
 
 from __future__ import annotations
@@ -15,26 +15,33 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_parts
+from synthetic import synthetic_functions
 
-from builder.metallib import Metallib, library_bytes, parts_from_library, verify, write_library
-from builder.metallib import native as native_state
-from builder.metallib.source import SourceFunctions, coalesce
+from builder.metallib import (
+    Metallib,
+    Piece,
+    library_bytes,
+    new_library,
+    parts_from_library,
+    verify,
+    write_library,
+)
+from builder.metallib.native import disabled
+from builder.metallib.table import coalesce
 
 
-def _both_paths(data: bytes, indices: list[int] | None) -> bytes:
-    lib = Metallib.from_bytes(data)
-    columns = parts_from_library(lib, indices)
-    assert isinstance(columns.functions, SourceFunctions)
-    fast = library_bytes(columns)
-    general = parts_from_library(lib, indices)
-    general.functions = list(general.functions)  # SourceFunction objects: the per-function path
-    assert fast == library_bytes(general)
-    out = Metallib.from_bytes(fast)
-    kept = range(len(lib.columns().names)) if indices is None else sorted(set(indices))
-    assert out.columns().names == [lib.columns().names[i] for i in kept]
-    assert verify(out, parallel="inline").ok
-    return fast
+def _both_paths(count: int, indices: list[int] | None, *, reflection: bool = True, seed: int = 0,
+                dynamic: bool = False) -> bytes:  # fmt: skip
+    functions = synthetic_functions(count, reflection=reflection, seed=seed)
+    install_name = "mlx.metallib" if dynamic else None
+    lib = Metallib.from_bytes(library_bytes(new_library(functions, install_name=install_name)))
+    out = library_bytes(parts_from_library(lib, indices))
+    kept = range(count) if indices is None else sorted(set(indices))
+    assert out == library_bytes(new_library([functions[i] for i in kept], install_name=install_name))
+    written = Metallib.from_bytes(out)
+    assert written.columns().names == [lib.columns().names[i] for i in kept]
+    assert verify(written, parallel="inline").ok
+    return out
 
 
 def _selections(count: int) -> list[list[int] | None]:
@@ -51,54 +58,52 @@ def _selections(count: int) -> list[list[int] | None]:
 @pytest.mark.parametrize("reflection", [True, False])
 @pytest.mark.parametrize("dynamic", [True, False])
 def test_both_paths_agree_on_synthetic_libraries(reflection: bool, dynamic: bool) -> None:
-    data = library_bytes(synthetic_parts(9, reflection=reflection, dynamic=dynamic))
+    whole = library_bytes(new_library(synthetic_functions(9, reflection=reflection),
+                                      install_name="mlx.metallib" if dynamic else None))  # fmt: skip
     for indices in _selections(9):
-        out = _both_paths(data, indices)
+        out = _both_paths(9, indices, reflection=reflection, dynamic=dynamic)
         if indices is None or len(indices) == 9:
-            assert out == data  # keeping everything is an identity rewrite
+            assert out == whole  # keeping everything is an identity rewrite
 
 
 @pytest.mark.realdata
-def test_both_paths_agree_on_a_real_library(small_real_metallib: bytes) -> None:
-    count = len(Metallib.from_bytes(small_real_metallib).columns().names)
-    for indices in _selections(count):
-        out = _both_paths(small_real_metallib, indices)
-        if indices is None or len(indices) == count:
-            assert out == small_real_metallib
+def test_keeping_everything_rewrites_a_real_library_identically(small_real_metallib: bytes) -> None:
+    lib = Metallib.from_bytes(small_real_metallib)
+    count = len(lib.columns())
+    assert library_bytes(parts_from_library(lib)) == small_real_metallib
+    assert library_bytes(parts_from_library(lib, range(count))) == small_real_metallib
+    for indices in _selections(count)[2:]:
+        written = Metallib.from_bytes(library_bytes(parts_from_library(lib, indices)))
+        assert written.columns().names == [lib.columns().names[i] for i in indices]  # type: ignore[union-attr]
+        assert verify(written, parallel="inline").ok
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), reflection=st.booleans())
 def test_both_paths_agree_on_random_subsets(seed: int, reflection: bool) -> None:
     rng = random.Random(seed)
-    data = library_bytes(synthetic_parts(12, reflection=reflection, seed=seed % 7))
     indices = sorted(rng.sample(range(12), rng.randint(1, 12)))
-    _both_paths(data, indices)
+    _both_paths(12, indices, reflection=reflection, seed=seed % 7)
 
 
 def test_keep_all_copies_every_section_in_one_run(tmp_path: Path) -> None:
     """What makes ``slim --keep '*'`` cost about a file copy: nothing is patched or re-chunked."""
     source = tmp_path / "in.metallib"
-    source.write_bytes(library_bytes(synthetic_parts(20, dynamic=True)))
+    source.write_bytes(library_bytes(new_library(synthetic_functions(20), install_name="mlx.metallib")))
     from builder.metallib import open_metallib
 
     with open_metallib(source) as lib:
         parts = parts_from_library(lib)
         fns = parts.functions
-        assert isinstance(fns, SourceFunctions)
-        assert all(len(fns.runs(which)) == 1 for which in range(5))
+        assert all(len(fns.runs(piece)) == 1 for piece in Piece)
         lay = write_library(parts, tmp_path / "out.metallib")
     assert lay.reflection_unchanged
     assert (tmp_path / "out.metallib").read_bytes() == source.read_bytes()
 
 
 def _python_coalesce(offsets: list[int], sizes: list[int]) -> list[tuple[int, int]]:
-    saved = native_state._MODULE
-    native_state._MODULE = None
-    try:
+    with disabled():
         return coalesce(offsets, sizes)
-    finally:
-        native_state._MODULE = saved
 
 
 @given(pieces=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=30))

@@ -1,4 +1,4 @@
-/* The _metallib_native extension: native fast paths for builder/metallib (see native.py there).
+/* The builder.metallib._native extension: native fast paths for builder/metallib (native.py there).
  *
  * function_list.c  parse_function_list: the function list as checked columns
  * screen.c         screen_functions: which functions need verify's detailed checks
@@ -13,16 +13,17 @@
 static PyMethodDef methods[] = {
     {"parse_function_list", parse_function_list, METH_VARARGS,
      "parse_function_list(buffer, base, count, public, private, bitcode, reflection_list)\n"
-     "-> tuple of 16 column lists, or None\n\n"
+     "-> tuple of 16 columns, or None\n\n"
      "buffer holds the function list from its u32 count on; base is its file offset. The four\n"
-     "sections are (offset, size) pairs, reflection_list None when the file has no RLST. Columns:\n"
-     "names, types, entry offsets and sizes, HASH payload offsets in the entry, VERS tuples, OFFT\n"
-     "and RFLT payload offsets in the entry, then absolute offset and size of each function's public and private metadata chunk,\n"
-     "module and reflection chunk. None when anything is not in the plain shape; the Python parser\n"
-     "then reports the problem."},
+     "sections are (offset, size) pairs, reflection_list None when the file has no RLST. Columns\n"
+     "(builder/metallib/table.py, COLUMNS): names, types, VERS tuples, the HASH payloads as one\n"
+     "bytes object, entry offsets and sizes, OFFT and RFLT payload offsets in the entry, then the\n"
+     "absolute offset and size of each function's public and private metadata chunk, module and\n"
+     "reflection chunk. None when anything is not in the plain shape; the Python parser then\n"
+     "reports the problem."},
     {"screen_functions", screen_functions, METH_VARARGS,
-     "screen_functions(buffer, module_offsets, module_sizes, public_offsets, public_sizes,\n"
-     "private_offsets, private_sizes, reflection_offsets, reflection_sizes) -> list[int]\n\n"
+     "screen_functions(buffer, public_offsets, public_sizes, private_offsets, private_sizes,\n"
+     "module_offsets, module_sizes, reflection_offsets, reflection_sizes) -> list[int]\n\n"
      "Indices of the functions whose module wrapper, metadata chunks or reflection chunk are not in\n"
      "the common well-formed shape (verify checks those in detail)."},
     {"reflection_chunks", reflection_chunks, METH_VARARGS,
@@ -43,13 +44,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "_metallib_native",
-    .m_doc = "Native fast paths for metallib-builder's container reader (builder/metallib/native.py).",
+    .m_name = "builder.metallib._native",
+    .m_doc = "Native fast paths for metallib-builder's container code (builder/metallib/native.py).",
     .m_size = -1,
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__metallib_native(void)
+PyMODINIT_FUNC PyInit__native(void)
 {
     PyObject *m = PyModule_Create(&module_def);
 #ifdef METALLIB_NATIVE_SHA256

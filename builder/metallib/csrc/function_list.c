@@ -1,9 +1,9 @@
-/* The function-list parser of the _metallib_native extension.
+/* The function-list parser of the builder.metallib._native extension.
  *
  * parse_function_list(...) walks every entry of a function list, checks where its chunks and
  * module lie, and returns the results as parallel lists (columns), or None when anything is not
  * in the plain, well-formed shape. None is not an error: the Python parser
- * (builder/metallib/list_walk.py) then walks the list itself and raises MetallibFormatError with
+ * (builder/metallib/reference.py) then walks the list itself and raises MetallibFormatError with
  * the exact byte offset, so every diagnostic lives in one place and this file only has to be
  * right about the accepted case.
  *
@@ -13,17 +13,20 @@
  * present; TYPE, VERS (8), MDSZ (8) and RFLT (8) optional; no tag twice, known or not (Python
  * refuses a repeated tag, _refuse_repeated_tags); at most MAX_UNKNOWN unknown tags, skipped (they
  * stay in the entry bytes); the entries fill the list exactly. A name that is not valid UTF-8 or
- * holds a NUL is declined too: the Python walk collects it for verify (list_walk.bad_names). The
- * span rules are those of list_walk.py (_chunk_spans, _module_spans, _reflection_spans).
+ * holds a NUL is declined too: the Python walk collects it for verify (BadName). The span rules
+ * are those of reference.py (_chunk_spans, _module_spans, _reflection_spans).
  */
 #include "native.h"
 
+/* The result's columns, in the order of builder/metallib/table.py's COLUMNS (a test compares the
+ * names). Each piece has an offsets and a bytes column, in Piece order from COL_ENTRY_OFFSETS. */
 enum {
-    COL_NAME, COL_TYPE, COL_ENTRY_OFFSET, COL_ENTRY_SIZE, COL_HASH_REL, COL_VERSION,
-    COL_OFFT_REL, COL_RFLT_REL, COL_PUBLIC_OFFSET, COL_PUBLIC_SIZE, COL_PRIVATE_OFFSET,
-    COL_PRIVATE_SIZE, COL_MODULE_OFFSET, COL_MODULE_SIZE, COL_REFLECTION_OFFSET, COL_REFLECTION_SIZE,
-    COLUMNS
+    COL_NAMES, COL_TYPES, COL_VERSIONS, COL_HASHES, COL_OFFT_REL, COL_RFLT_REL, COL_ENTRY_OFFSETS,
+    COL_ENTRY_BYTES, COL_PUBLIC_MD_OFFSETS, COL_PUBLIC_MD_BYTES, COL_PRIVATE_MD_OFFSETS, COL_PRIVATE_MD_BYTES,
+    COL_MODULE_OFFSETS, COL_MODULE_BYTES, COL_REFLECTION_OFFSETS, COL_REFLECTION_BYTES, COLUMNS
 };
+#define COL_OFFSETS(piece) (COL_ENTRY_OFFSETS + 2 * (piece))
+#define COL_BYTES(piece) (COL_ENTRY_BYTES + 2 * (piece))
 
 /* A section of the file: absolute offset and size. */
 typedef struct {
@@ -187,30 +190,31 @@ static PyObject *offset_or_none(int present, uint64_t base, uint64_t value)
     return PyLong_FromUnsignedLongLong(base + value);
 }
 
-/* Fill every column; 1 done, -1 declined (a name is not valid UTF-8), 0 with an exception set
- * when Python runs out of memory. */
+/* Fill every column (the HASH payloads go to one bytes object, hashes); 1 done, -1 declined (a
+ * name is not valid UTF-8), 0 with an exception set when Python runs out of memory. spans[k] and
+ * sections[k] are those of piece k + 1 (public metadata to reflection). */
 static int fill_columns(PyObject **cols, const unsigned char *buf, Py_ssize_t base, Py_ssize_t count,
                         const Entry *entries, const Py_ssize_t *positions, const Py_ssize_t *sizes,
                         const Offsets *o, uint64_t *const spans[4], const Section sections[4])
 {
     PyObject *last_version = NULL;
+    char *hashes = PyBytes_AS_STRING(cols[COL_HASHES]);
     for (Py_ssize_t i = 0; i < count; i++) {
         const Entry *e = &entries[i];
+        memcpy(hashes + 32 * i, buf + e->hash_at, 32);
         PyObject *v[COLUMNS];
-        v[COL_NAME] = PyUnicode_DecodeUTF8((const char *)buf + e->name_at, e->name_len, NULL);
-        if (v[COL_NAME] == NULL) {
+        v[COL_HASHES] = NULL; /* filled above */
+        v[COL_NAMES] = PyUnicode_DecodeUTF8((const char *)buf + e->name_at, e->name_len, NULL);
+        if (v[COL_NAMES] == NULL) {
             int declined = PyErr_ExceptionMatches(PyExc_UnicodeDecodeError);
             if (declined)
                 PyErr_Clear();
             Py_XDECREF(last_version);
             return declined ? -1 : 0;
         }
-        v[COL_TYPE] = e->type >= 0 ? PyLong_FromLong(e->type) : Py_NewRef(Py_None);
-        v[COL_ENTRY_OFFSET] = PyLong_FromSsize_t(base + positions[i]);
-        v[COL_ENTRY_SIZE] = PyLong_FromSsize_t(sizes[i]);
-        v[COL_HASH_REL] = PyLong_FromSsize_t(e->hash_at - positions[i]);
+        v[COL_TYPES] = e->type >= 0 ? PyLong_FromLong(e->type) : Py_NewRef(Py_None);
         if (e->vers_at < 0) {
-            v[COL_VERSION] = Py_NewRef(Py_None);
+            v[COL_VERSIONS] = Py_NewRef(Py_None);
         } else {
             /* every function usually has the same version: share one tuple */
             const unsigned char *p = buf + e->vers_at;
@@ -219,20 +223,24 @@ static int fill_columns(PyObject **cols, const unsigned char *buf, Py_ssize_t ba
                 Py_XDECREF(last_version);
                 last_version = Py_BuildValue("(HHHH)", u16_at(p), u16_at(p + 2), u16_at(p + 4), u16_at(p + 6));
             }
-            v[COL_VERSION] = Py_XNewRef(last_version);
+            v[COL_VERSIONS] = Py_XNewRef(last_version);
         }
+        v[COL_OFFSETS(PIECE_ENTRY)] = PyLong_FromSsize_t(base + positions[i]);
+        v[COL_BYTES(PIECE_ENTRY)] = PyLong_FromSsize_t(sizes[i]);
         v[COL_OFFT_REL] = PyLong_FromSsize_t(e->offt_at - positions[i]);
         v[COL_RFLT_REL] = e->rflt_at >= 0 ? PyLong_FromSsize_t(e->rflt_at - positions[i]) : Py_NewRef(Py_None);
-        v[COL_PUBLIC_OFFSET] = PyLong_FromUnsignedLongLong(sections[0].offset + o->pub[i]);
-        v[COL_PUBLIC_SIZE] = PyLong_FromUnsignedLongLong(spans[0][i]);
-        v[COL_PRIVATE_OFFSET] = PyLong_FromUnsignedLongLong(sections[1].offset + o->priv[i]);
-        v[COL_PRIVATE_SIZE] = PyLong_FromUnsignedLongLong(spans[1][i]);
-        v[COL_MODULE_OFFSET] = PyLong_FromUnsignedLongLong(sections[2].offset + o->mod[i]);
-        v[COL_MODULE_SIZE] = PyLong_FromUnsignedLongLong(spans[2][i]);
-        v[COL_REFLECTION_OFFSET] = offset_or_none(o->has_rflt[i], sections[3].offset, o->rflt[i]);
-        v[COL_REFLECTION_SIZE] = PyLong_FromUnsignedLongLong(spans[3][i]);
+        const uint64_t relative[3] = {o->pub[i], o->priv[i], o->mod[i]};
+        for (int piece = PIECE_PUBLIC_MD; piece <= PIECE_MODULE; piece++) {
+            v[COL_OFFSETS(piece)] = PyLong_FromUnsignedLongLong(sections[piece - 1].offset + relative[piece - 1]);
+            v[COL_BYTES(piece)] = PyLong_FromUnsignedLongLong(spans[piece - 1][i]);
+        }
+        v[COL_OFFSETS(PIECE_REFLECTION)] =
+            offset_or_none(o->has_rflt[i], sections[PIECE_REFLECTION - 1].offset, o->rflt[i]);
+        v[COL_BYTES(PIECE_REFLECTION)] = PyLong_FromUnsignedLongLong(spans[PIECE_REFLECTION - 1][i]);
         int ok = 1;
         for (int c = 0; c < COLUMNS; c++) {
+            if (c == COL_HASHES)
+                continue;
             if (v[c] == NULL)
                 ok = 0;
             else
@@ -330,7 +338,7 @@ PyObject *parse_function_list(PyObject *module, PyObject *args)
         (has_rlst && !reflection_sizes(&o, count, &sections[3], spans[3])))
         goto fallback;
     for (int c = 0; c < COLUMNS; c++) {
-        cols[c] = PyList_New(count);
+        cols[c] = c == COL_HASHES ? PyBytes_FromStringAndSize(NULL, 32 * count) : PyList_New(count);
         if (cols[c] == NULL)
             goto done;
     }

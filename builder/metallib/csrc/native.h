@@ -1,4 +1,4 @@
-/* Shared by the sources of the _metallib_native extension (see module.c). */
+/* Shared by the sources of the builder.metallib._native extension (see module.c). */
 #ifndef METALLIB_NATIVE_H
 #define METALLIB_NATIVE_H
 
@@ -7,8 +7,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Bumped whenever a result layout changes; builder/metallib/native.py checks it. */
-#define NATIVE_ABI 7
+#include "pieces.h"
+
+/* The result layout's number is stated once, as ABI in builder/metallib/native.py; CMake reads it
+ * from there (cmake/MetallibNative.cmake) and passes it as -DNATIVE_ABI=<n>. */
+#ifndef NATIVE_ABI
+#error "NATIVE_ABI is not defined: build the extension with CMake (it reads builder/metallib/native.py)"
+#endif
 
 static inline uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 

@@ -1,5 +1,5 @@
 /* reflection_chunks: what a rewrite needs to know about each reflection chunk (the C form of
- * _flatbuffer_sizes in builder/metallib/source.py, which documents the rules).
+ * _reflection_payloads in builder/metallib/table.py, which documents the rules).
  *
  * reflection_chunks(buffer, offsets, chunk sizes) -> (FlatBuffer sizes, canonical flags). An
  * offset of None (no chunk) gives None and True. Offsets and sizes come from a checked parse;

@@ -1,5 +1,5 @@
 /* coalesce_runs: merge pieces of the source that lie back to back into runs to copy (the C
- * form of coalesce in builder/metallib/source.py).
+ * form of coalesce in builder/metallib/table.py).
  *
  * coalesce_runs(offsets, sizes) -> [(start, length), ...]; a piece that starts where the
  * previous one ends extends it. Empty pieces are skipped.

@@ -1,8 +1,9 @@
 /* verify's quick structural screen (the C form of _suspects in builder/metallib/verify.py; it
  * passes more well-formed shapes than the Python loop, never a function the detailed checks fail).
  *
- * screen_functions(buffer, module offsets, module sizes, public offsets, public sizes, private
- * offsets, private sizes, reflection offsets, reflection sizes) -> list of suspect indices.
+ * screen_functions(buffer, public offsets, public sizes, private offsets, private sizes, module
+ * offsets, module sizes, reflection offsets, reflection sizes) -> list of suspect indices: the
+ * offsets and sizes of each piece after the entry, in Piece order (pieces.h).
  *
  * A function passes when its module starts with a bitcode wrapper whose bitcode fits the module,
  * both metadata chunks are tag lists that end with ENDT exactly at the chunk's end (as
@@ -14,7 +15,10 @@
 
 #define WRAPPER_MAGIC 0x0B17C0DEu
 
-enum { MOD_OFF, MOD_SIZE, PUB_OFF, PUB_SIZE, PRIV_OFF, PRIV_SIZE, REFL_OFF, REFL_SIZE, FIELDS };
+/* Field k of a function: the offset (even k) or size (odd k) of piece k / 2 + 1. */
+#define OFFSET_OF(piece) (2 * ((piece) - PIECE_PUBLIC_MD))
+#define SIZE_OF(piece) (OFFSET_OF(piece) + 1)
+#define FIELDS (2 * (PIECES - PIECE_PUBLIC_MD))
 
 static const unsigned char zeros[16] = {0};
 
@@ -56,16 +60,17 @@ static int chunk_ok(const unsigned char *buf, uint64_t limit, uint64_t at, uint6
 
 static int function_passes(const unsigned char *buf, uint64_t limit, const uint64_t *f)
 {
-    uint64_t mod = f[MOD_OFF], mod_n = f[MOD_SIZE];
+    uint64_t mod = f[OFFSET_OF(PIECE_MODULE)], mod_n = f[SIZE_OF(PIECE_MODULE)];
     if (mod_n < 20 || !fits(mod, mod_n, limit))
         return 0;
     /* u32 wrapper fields: magic, version, bitcode offset, bitcode size, cpu type */
     if (u32_at(buf + mod) != WRAPPER_MAGIC ||
         (uint64_t)u32_at(buf + mod + 8) + u32_at(buf + mod + 12) > mod_n)
         return 0;
-    if (!chunk_ok(buf, limit, f[PUB_OFF], f[PUB_SIZE]) || !chunk_ok(buf, limit, f[PRIV_OFF], f[PRIV_SIZE]))
+    if (!chunk_ok(buf, limit, f[OFFSET_OF(PIECE_PUBLIC_MD)], f[SIZE_OF(PIECE_PUBLIC_MD)]) ||
+        !chunk_ok(buf, limit, f[OFFSET_OF(PIECE_PRIVATE_MD)], f[SIZE_OF(PIECE_PRIVATE_MD)]))
         return 0;
-    uint64_t refl = f[REFL_OFF], refl_n = f[REFL_SIZE];
+    uint64_t refl = f[OFFSET_OF(PIECE_REFLECTION)], refl_n = f[SIZE_OF(PIECE_REFLECTION)];
     if (refl == UINT64_MAX)
         return 1;
     if (refl_n < 16 || !fits(refl, refl_n, limit))
