@@ -2,8 +2,8 @@
 # Install metallib-builder into a virtual environment, .venv/ in this checkout, on a fresh
 # Debian/Ubuntu machine that has nothing but python3:
 #   bash scripts/setup.sh          the tool, then run it as .venv/bin/metallib-builder
-#   bash scripts/setup.sh --test   the same plus the test dependencies (pytest, LLVM, Chromium);
-#                                  run the tests as .venv/bin/python -m pytest
+#   bash scripts/setup.sh --test   an editable install plus the test dependencies (pytest, LLVM,
+#                                  Chromium); run the tests as .venv/bin/python -m pytest
 # Why a virtual environment: Debian's python3 refuses `pip install` into the system
 # (PEP 668, "externally managed"), and a venv keeps the tool's cmake/ninja off the system.
 # System packages (compilers, headers, python3-venv) are installed with apt only when missing,
@@ -64,11 +64,14 @@ if [[ ! -x .venv/bin/python ]]; then
   "$python" -m venv .venv
 fi
 
-target=.
-((want_tests)) && target='.[test]'
-step "pip install $target into .venv: downloads CMake and Ninja, then compiles the C extension and the JIT host library (about a minute)"
+# The tests run from the checkout (`python -m pytest` puts it first on sys.path), so they import
+# this folder's builder/ package; an editable install maps its compiled parts (the C extension
+# builder.metallib._native, the JIT host library) into it. The plain set-up installs a copy.
+install=(.)
+((want_tests)) && install=(-e '.[test]')
+step "pip install ${install[*]} into .venv: downloads CMake and Ninja, then compiles the C extension and the JIT host library (about a minute)"
 set +e
-.venv/bin/python -m pip install --disable-pip-version-check --progress-bar off "$target" 2>&1 |
+.venv/bin/python -m pip install --disable-pip-version-check --progress-bar off "${install[@]}" 2>&1 |
   tee .venv/pip-install.log | grep --line-buffered -E '^(Collecting|Building|Successfully)' >&2
 status=${PIPESTATUS[0]}
 set -e

@@ -126,3 +126,38 @@ def test_gap_between_sections_is_named_overhead() -> None:
         (f"gap at {bitcode_offset}", bitcode_offset, 16)
     ]
     assert result.overhead_bytes == attribute(Metallib.from_bytes(bytes(data))).overhead_bytes + 16
+
+
+# -- a broken invariant is a bug in this tool: one clear line, exit 2, never a traceback ----------
+def test_inconsistent_totals_raise_internal_error() -> None:
+    from builder.metallib import InternalError
+    from builder.size.attribution import Attribution
+
+    broken = Attribution(100, "2.7", ["k"], ([10], [8], [8], [40], [0]), [], "lib.metallib")
+    with pytest.raises(InternalError) as caught:
+        broken.check()
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        "lib.metallib: byte offset 100 (0x64): internal error, a bug in metallib-builder "
+        "(please report it with this line): attributed 66 bytes, the file has 100"
+    )
+
+
+def test_a_broken_invariant_in_report_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regions that do not tile the file (the reader guarantees they do) leave bytes unaccounted:
+    ``report`` says it is a bug here, naming the file and offset, and exits 2."""
+    from clirun import run_cli
+
+    path = tmp_path / "lib.metallib"
+    path.write_bytes(synthetic_bytes([("a_float32", 40), ("b_int8", 70)]))
+    tiles = Metallib.regions
+    monkeypatch.setattr(Metallib, "regions", lambda self: [r for r in tiles(self) if r.name != "header"])
+    code, out, err = run_cli(["report", str(path), "--format", "json"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"error: {path}: byte offset {path.stat().st_size} (0x{path.stat().st_size:x}): internal error, "
+        "a bug in metallib-builder (please report it with this line): attributed "
+        f"{path.stat().st_size - 88} bytes, the file has {path.stat().st_size}\n"
+    )
