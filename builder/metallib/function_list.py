@@ -12,7 +12,6 @@ from __future__ import annotations
 from builder.metallib.errors import MetallibFormatError
 from builder.metallib.model import Header
 from builder.metallib.native import native_module
-from builder.metallib.reference import reference_table
 from builder.metallib.structs import MIN_ENTRY_SIZE, Span, read_u32
 from builder.metallib.table import FunctionTable
 
@@ -61,4 +60,8 @@ def parse_function_list(data: memoryview, header: Header, reflection_list: Span 
     """
     count = function_count(data, header, reflection_list)
     table = native_table(data, header, reflection_list, count)
-    return table if table is not None else reference_table(data, header, reflection_list, count)
+    if table is not None:
+        return table
+    from builder.metallib.reference import reference_table  # imported only when it is needed
+
+    return reference_table(data, header, reflection_list, count)

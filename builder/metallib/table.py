@@ -52,6 +52,8 @@ COLUMNS = (
 pieces' columns come last, two per piece in ``Piece`` order (offsets, then sizes)."""
 
 _DIGEST = 32
+_PACKED = frozenset(f"{piece.column}_offsets" for piece in Piece)
+_ABSENT = (1 << 64) - 1
 
 
 class BadName(NamedTuple):
@@ -88,15 +90,34 @@ class FunctionTable:
     """Each reflection chunk's size as stored: header, padding, FlatBuffer and ENDT."""
 
     def __init__(self, data: memoryview, columns: Sequence[Any], bad_names: Sequence[BadName] = ()) -> None:
+        """``columns`` in ``COLUMNS`` order; an offsets column may come packed (bytes of one
+        native u64 per function, all ones for "no chunk"), as the native parser sends it."""
         if len(columns) != len(COLUMNS):
             raise ValueError(f"a function table has {len(COLUMNS)} columns, got {len(columns)}")
+        self._packed: dict[str, bytes] = {}
         for name, column in zip(COLUMNS, columns):
-            setattr(self, name, column)
+            if name in _PACKED and isinstance(column, bytes):
+                self._packed[name] = column
+            else:
+                setattr(self, name, column)
         self.data = data
         self.bad_names: list[BadName] = list(bad_names)
         """Names that are not valid UTF-8 or hold a NUL (shown escaped in ``names``)."""
         self._runs: dict[Piece, list[tuple[int, int]]] = {}
         self._payloads: tuple[list[int | None], list[bool]] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        """An offsets column that came packed, unpacked into a list on first use: ``list`` and
+        ``report`` read only names and sizes, and 17,000 ints fewer per column is a measurable
+        share of their run time."""
+        packed = self.__dict__.get("_packed")
+        if packed is None or name not in packed:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        values: list[Any] = memoryview(packed.pop(name)).cast("Q").tolist()
+        if _ABSENT in values:
+            values = [None if value == _ABSENT else value for value in values]
+        setattr(self, name, values)
+        return values
 
     def __len__(self) -> int:
         return len(self.names)

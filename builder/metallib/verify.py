@@ -79,7 +79,9 @@ def verify(
     for bad in table.bad_names:
         report.problems.append(Problem(table.names[bad.function], bad.offset, f"name {bad.reason}"))
     _check_tiling(lib, table, report)
-    digests = hash_spans(lib.data, table.module_offsets, table.module_bytes, mode=parallel, progress=progress)
+    digests = hash_spans(
+        lib.data, table.module_offsets, table.module_bytes, fd=lib.fileno(), mode=parallel, progress=progress
+    )
     for index in _suspects(lib, table):
         _check_structure(lib, table[index], report)
     if digests != table.hashes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -157,37 +156,21 @@ class SlimResult(NamedTuple):
 
 
 class _ModuleHashes:
-    """The SHA-256 of the kept modules, computed on another thread while the output is written.
+    """The SHA-256 of the kept modules, computed while the output is written (``SpanHashes``:
+    a thread hashes beside the copy, which runs in the kernel, and this one joins in after it),
+    then compared with their HASH tags. ``close`` before the input's map is closed."""
 
-    The hashing (OpenSSL on C threads, or hashlib) releases the GIL and the copy runs in the
-    kernel (``copy_file_range``), so the two overlap; ``mismatches`` waits for the digests and
-    compares them with the stored HASH tags. The thread reads the input's map: ``join`` it before
-    the map is closed.
-    """
+    def __init__(self, table: FunctionTable, fd: int | None) -> None:
+        from builder.metallib.hashing import SpanHashes
 
-    def __init__(self, table: FunctionTable) -> None:
         self._table = table
-        self._digests: bytes | BaseException = b""
-        self._thread = threading.Thread(target=self._run, name="slim-hash", daemon=True)
-        self._thread.start()
+        self._hashes = SpanHashes(table.data, table.module_offsets, table.module_bytes, fd=fd)
 
-    def _run(self) -> None:
-        from builder.metallib.hashing import hash_spans
-
-        table = self._table
-        try:
-            self._digests = hash_spans(table.data, table.module_offsets, table.module_bytes)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in mismatches()
-            self._digests = exc
-
-    def join(self) -> None:
-        self._thread.join()
+    def close(self) -> None:
+        self._hashes.cancel()
 
     def mismatches(self) -> list[HashMismatch]:
-        self.join()
-        digests, table = self._digests, self._table
-        if isinstance(digests, BaseException):
-            raise digests
+        digests, table = self._hashes.digests(), self._table
         if digests == table.hashes:
             return []
         return [
@@ -233,13 +216,13 @@ def slim_file(
         indices = selection.indices
         with atomic_output(output) as out:  # first: an unwritable output fails before any work
             parts = parts_from_library(lib, indices)
-            hashes = _ModuleHashes(parts.functions)  # as early as possible: it overlaps the writing
+            hashes = _ModuleHashes(parts.functions, parts.source_fd)  # first: it overlaps the writing
             try:
                 lay = write_to(parts, out)
                 check_written(out, lay, output)
                 bad = hashes.mismatches()
             finally:
-                hashes.join()  # never leave the thread reading a map about to close
+                hashes.close()  # never leave the thread reading a map about to close
             if bad and not allow_hash_mismatch:
                 raise UsageError(
                     f"{source}: {len(bad)} kept function(s) have a module whose SHA-256 does not "

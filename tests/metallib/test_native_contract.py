@@ -24,9 +24,9 @@ CSRC = ROOT / "builder" / "metallib" / "csrc"
 
 def _enum(text: str, prefix: str) -> list[tuple[str, int]]:
     """The members of the first C enum whose names start with ``prefix``: (name, value)."""
-    body = next(b for b in re.findall(r"enum\s*\w*\s*\{(.*?)\}", text, re.S) if prefix in b)
+    body = next(b for b in re.findall(r"enum\s*\w*\s*\{(.*?)\}", text, re.DOTALL) if prefix in b)
     members, value = [], -1
-    for item in re.sub(r"/\*.*?\*/", "", body, flags=re.S).split(","):
+    for item in re.sub(r"/\*.*?\*/", "", body, flags=re.DOTALL).split(","):
         name, _, explicit = (part.strip() for part in item.partition("="))
         if not name:
             continue

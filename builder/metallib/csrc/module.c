@@ -35,9 +35,10 @@ static PyMethodDef methods[] = {
      "The pieces merged where one ends where the next starts; empty pieces skipped."},
 #ifdef METALLIB_NATIVE_SHA256
     {"sha256_spans", sha256_spans, METH_VARARGS,
-     "sha256_spans(buffer, offsets, sizes, threads) -> bytes\n\n"
+     "sha256_spans(buffer, offsets, sizes, threads, fd=-1) -> bytes\n\n"
      "The SHA-256 digests of buffer[offset:offset + size] for every span, concatenated in order,\n"
-     "computed by OpenSSL on up to `threads` threads without the GIL."},
+     "computed by OpenSSL on up to `threads` threads without the GIL. With fd, the open file that\n"
+     "buffer maps, the spans are read from it with pread() instead of through the map."},
 #endif
     {NULL, NULL, 0, NULL},
 };

@@ -1,6 +1,12 @@
 /* sha256_spans: the SHA-256 of many spans of one buffer, on several threads, with OpenSSL.
  *
- * sha256_spans(buffer, offsets, sizes, threads) -> bytes, the 32-byte digests in span order.
+ * sha256_spans(buffer, offsets, sizes, threads, fd=-1) -> bytes, the 32-byte digests in span order.
+ *
+ * With fd >= 0 (the open file the buffer maps), the spans are read with pread() in blocks of
+ * BLOCK bytes into a buffer per thread instead of through the map: the kernel copies from the page
+ * cache through its own large-page mapping, the hash then reads from the CPU cache, and no page
+ * of the map is faulted in (nor torn down at exit). On the development VM that hashes 124 MB of
+ * modules in about 80 ms of CPU instead of 105. The buffer still bounds the spans.
  *
  * verify hashes every module of a library (16,446 spans, 141 MB in mlx 0.32). Done from Python
  * each span costs an object or three and the threads contend for the GIL between calls; here the
@@ -14,15 +20,65 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #define MAX_THREADS 16
+#define BLOCK (1 << 20)
 
 typedef struct {
     const unsigned char *buf;
+    int fd;
     const uint64_t *offsets, *sizes;
     Py_ssize_t begin, end;
     unsigned char *out;
     int failed;
 } Job;
+
+/* The bytes [at, at + want) of the file in the thread's block buffer, read when they are not
+ * there yet; returns how many of them are there from *data (at least 1), 0 on a read error. */
+typedef struct {
+    unsigned char *block;
+    uint64_t start, end; /* file range held */
+} Window;
+
+static uint64_t window_at(Window *w, int fd, uint64_t at, uint64_t want, const unsigned char **data)
+{
+    if (at < w->start || at >= w->end) {
+        uint64_t held = 0;
+        while (held < BLOCK) {
+            ssize_t n = pread(fd, w->block + held, BLOCK - held, (off_t)(at + held));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            held += (uint64_t)n;
+        }
+        w->start = at;
+        w->end = at + held;
+        if (held == 0)
+            return 0;
+    }
+    *data = w->block + (at - w->start);
+    return want < w->end - at ? want : w->end - at;
+}
+
+static int hash_span(EVP_MD_CTX *ctx, const Job *job, Window *w, Py_ssize_t i)
+{
+    uint64_t at = job->offsets[i], left = job->sizes[i];
+    if (job->fd < 0)
+        return EVP_DigestUpdate(ctx, job->buf + at, left) == 1;
+    while (left > 0) {
+        const unsigned char *data;
+        uint64_t n = window_at(w, job->fd, at, left, &data);
+        if (n == 0 || EVP_DigestUpdate(ctx, data, n) != 1)
+            return 0;
+        at += n;
+        left -= n;
+    }
+    return 1;
+}
 
 static void *run_job(void *arg)
 {
@@ -33,12 +89,13 @@ static void *run_job(void *arg)
 #else
     const EVP_MD *md = EVP_sha256();
 #endif
-    job->failed = ctx == NULL || md == NULL;
+    Window w = {job->fd >= 0 ? malloc(BLOCK) : NULL, 0, 0};
+    job->failed = ctx == NULL || md == NULL || (job->fd >= 0 && w.block == NULL);
     for (Py_ssize_t i = job->begin; i < job->end && !job->failed; i++) {
-        job->failed = EVP_DigestInit_ex(ctx, md, NULL) != 1 ||
-                      EVP_DigestUpdate(ctx, job->buf + job->offsets[i], job->sizes[i]) != 1 ||
+        job->failed = EVP_DigestInit_ex(ctx, md, NULL) != 1 || !hash_span(ctx, job, &w, i) ||
                       EVP_DigestFinal_ex(ctx, job->out + 32 * i, NULL) != 1;
     }
+    free(w.block);
 #if OPENSSL_VERSION_NUMBER >= 0x30000000L
     EVP_MD_free(md);
 #endif
@@ -68,10 +125,10 @@ PyObject *sha256_spans(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     PyObject *offset_list, *size_list;
-    int threads;
+    int threads, fd = -1;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*O!O!i:sha256_spans", &view, &PyList_Type, &offset_list, &PyList_Type,
-                          &size_list, &threads))
+    if (!PyArg_ParseTuple(args, "y*O!O!i|i:sha256_spans", &view, &PyList_Type, &offset_list, &PyList_Type,
+                          &size_list, &threads, &fd))
         return NULL;
     PyObject *result = NULL;
     uint64_t *offsets = NULL, *sizes = NULL;
@@ -110,7 +167,7 @@ PyObject *sha256_spans(PyObject *module, PyObject *args)
         Py_ssize_t end = next;
         while (end < count && (k == threads - 1 || done_bytes < goal))
             done_bytes += sizes[end++];
-        jobs[k] = (Job){view.buf, offsets, sizes, next, end, (unsigned char *)PyBytes_AS_STRING(result), 0};
+        jobs[k] = (Job){view.buf, fd, offsets, sizes, next, end, (unsigned char *)PyBytes_AS_STRING(result), 0};
         next = end;
     }
     int failed = 0;
@@ -129,7 +186,8 @@ PyObject *sha256_spans(PyObject *module, PyObject *args)
     Py_END_ALLOW_THREADS
     if (failed) {
         Py_CLEAR(result);
-        PyErr_SetString(PyExc_RuntimeError, "sha256_spans: OpenSSL could not compute a SHA-256 digest");
+        PyErr_SetString(PyExc_RuntimeError, fd >= 0 ? "sha256_spans: could not read the file or compute a SHA-256 digest"
+                                                    : "sha256_spans: OpenSSL could not compute a SHA-256 digest");
     }
 done:
     PyMem_Free(offsets);
