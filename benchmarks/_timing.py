@@ -49,7 +49,7 @@ def compare(
     return statistics.median(a), statistics.median(b)
 
 
-def default_metallib(version: str = "0.32.0", platform: str = "macosx_26_0_arm64") -> Path:
+def default_metallib(version: str = "0.32.4", platform: str = "macosx_14_0_arm64") -> Path:
     """The cached mlx.metallib of an mlx-metal wheel (downloaded on first use)."""
     sys.path.insert(0, str(ROOT))
     from builder.size.wheels import metallibs_from_spec
