@@ -18,7 +18,16 @@ from builder.metallib.errors import MetallibError
 from builder.metallib.structs import MODULE_WRAPPER_MAGIC, U32, U64, WIDE_TAGS
 from builder.metallib.table import FunctionTable, Piece
 
-__all__ = ["Bytes", "FunctionParts", "LibraryParts", "new_function", "new_library", "wrap_bitcode"]
+__all__ = [
+    "Bytes",
+    "FunctionParts",
+    "LibraryParts",
+    "new_function",
+    "new_library",
+    "reflection_chunk",
+    "tag_bytes",
+    "wrap_bitcode",
+]
 
 Bytes = bytes | bytearray | memoryview
 
@@ -160,7 +169,7 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
     entry's OFFT, RFLT and MDSZ saying where its pieces are: the writer then copies these bytes
     like those of a library it keeps whole.
     """
-    entries = [_Entry(fn) for fn in functions]
+    entries = [_NewEntry(fn) for fn in functions]
     pieces: list[list[Bytes]] = [
         [entry.data for entry in entries],
         [fn.public_md for fn in functions],
@@ -182,7 +191,7 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
     for fn in functions:
         at = len(data)
         if fn.reflection is not None:
-            data += _chunk(-(at + 12) % 16, fn.reflection)
+            data += reflection_chunk(-(at + 12) % 16, fn.reflection)
         chunk_offsets.append(None if fn.reflection is None else at)
         chunk_sizes.append(len(data) - at)
     offsets = [list(accumulate(piece_sizes, initial=start))[:-1] for piece_sizes, start in zip(sizes, starts)]
@@ -205,7 +214,7 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
     return FunctionTable(memoryview(bytes(data)), columns), tuple(starts)
 
 
-class _Entry:
+class _NewEntry:
     """A new function's list entry, serialized with MDSZ set and OFFT and RFLT still zero, and
     what the table needs to know of it."""
 
@@ -245,7 +254,8 @@ class _Entry:
         """The HASH payload (zeros when a test's entry has none)."""
 
 
-def _chunk(pad: int, flatbuffer: Bytes) -> bytes:
-    """A reflection chunk: u32 size, RBUF, u32 payload length, zero padding, FlatBuffer, ENDT."""
+def reflection_chunk(pad: int, flatbuffer: Bytes) -> bytes:
+    """A reflection chunk as stored: u32 size, RBUF, u32 payload length, ``pad`` zero bytes (so
+    the FlatBuffer starts 16-aligned in the file), the FlatBuffer, ENDT."""
     n = pad + len(flatbuffer)
     return U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad) + bytes(flatbuffer) + b"ENDT"

@@ -21,7 +21,7 @@ from typing import BinaryIO, NamedTuple
 
 from builder.fileio import atomic_write as atomic_output  # the project's one output helper
 from builder.metallib.errors import InternalError, MetallibError
-from builder.metallib.parts import Bytes, LibraryParts, tag_bytes
+from builder.metallib.parts import Bytes, LibraryParts, reflection_chunk, tag_bytes
 from builder.metallib.sink import OutputSink
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 from builder.metallib.table import Piece
@@ -207,10 +207,7 @@ def _write_reflection(sink: OutputSink, parts: LibraryParts, lay: Layout) -> Non
         flatbuffer = fns.flatbuffer(index)
         if flatbuffer is None:
             raise InternalError(f"function {fns.names[index]!r}: a reflection chunk without a FlatBuffer", offset=old)
-        n = pad + len(flatbuffer)
-        sink.write(U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad))
-        sink.write(flatbuffer)
-        sink.write(b"ENDT")
+        sink.write(reflection_chunk(pad, flatbuffer))
 
 
 def derive_uuid(md5_digest: bytes) -> bytes:
