@@ -40,6 +40,7 @@ __all__ = [
     "FamilySource",
     "embed_headers",
     "family_source",
+    "function_names",
     "merge_facts",
     "write_family",
 ]
@@ -220,7 +221,7 @@ def merge_facts(
     }
 
 
-def _function_names(names: Sequence[str]) -> list[str]:
+def function_names(names: Sequence[str]) -> list[str]:
     """C++ function names for preambles: the header's stem, or its whole path when stems clash."""
 
     def ident(text: str) -> str:
@@ -253,6 +254,6 @@ def embed_headers(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise UsageError(f"header given twice: {', '.join(duplicates)}")
-    funcs = _function_names(names)
+    funcs = function_names(names)
     entries = list(zip(names, funcs, preambles))
     return render_standalone(entries, namespace, ", ".join(names)), preambles

@@ -42,6 +42,7 @@ __all__ = [
     "Preamble",
     "define_lines",
     "inline_preamble",
+    "quoted_includes",
 ]
 
 _QUOTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"')
@@ -160,6 +161,21 @@ def _resolve(name: str, including: Path, include_dirs: Sequence[Path]) -> Path |
         if candidate.is_file():
             return Path(os.path.realpath(candidate))
     return None
+
+
+def quoted_includes(path: Path, include_dirs: Sequence[Path]) -> list[Path]:
+    """The files ``path`` itself quote-includes (not their includes), resolved as the compiler
+    does: beside ``path`` first, then in ``include_dirs``; real paths, in order, each once."""
+    real = Path(os.path.realpath(path))
+    dirs = [Path(os.path.realpath(d)) for d in include_dirs]
+    found: dict[Path, None] = {}
+    for item in _parse(str(real), False):
+        if isinstance(item, _Include):
+            target = _resolve(item.name, real, dirs)
+            if target is None:
+                raise IncludeError(f'{path}:{item.line}: quoted include "{item.name}" not found')
+            found.setdefault(target)
+    return list(found)
 
 
 def define_lines(defines: Iterable[str]) -> str:
