@@ -31,7 +31,8 @@ def synthetic_parts(
     """A library of ``synthetic_functions``; ``tags`` edits each function's tag list first (to
     build unknown, missing or repeated tags)."""
     functions = synthetic_functions(count, reflection=reflection, seed=seed)
-    for fn in functions if tags is not None else ():
-        fn.tags = tags(fn.tags)  # type: ignore[assignment,arg-type]
+    if tags is not None:
+        for fn in functions:
+            fn.tags = tags(fn.tags)  # type: ignore[assignment,arg-type]
     return new_library(functions, install_name="mlx.metallib" if dynamic else None,
                        format_version=(2, 9) if dynamic else (2, 7))

@@ -344,7 +344,7 @@ def test_screen_verdicts_agree_on_mutated_real_libraries(metadata_real_metallib:
 
 
 # -- reflection chunk facts for a rewrite: native and Python agree -------------------------------
-def _chunk_facts(data: bytes) -> tuple[object, object] | None:
+def _chunk_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
     try:
         lib = Metallib.from_bytes(data)
         table = lib.columns()
@@ -374,7 +374,7 @@ def test_reflection_chunk_facts_agree_on_a_real_library(metadata_real_metallib: 
     facts = _chunk_facts(metadata_real_metallib)
     assert facts is not None
     sizes, canonical = facts
-    assert all(canonical) and all(size is not None and size > 0 for size in sizes)  # type: ignore[attr-defined]
+    assert all(canonical) and all(size is not None and size > 0 for size in sizes)
 
 
 # -- the commands give the same output with and without the extension ----------------------------

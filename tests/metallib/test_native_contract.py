@@ -97,5 +97,6 @@ def test_the_installed_extension_is_builder_metallib_native() -> None:
         pytest.skip(f"native parser not in use: {native.status()}")
     assert module.__name__ == "builder.metallib._native"
     assert module.ABI == native.ABI
+    assert module.__file__ is not None
     assert Path(module.__file__).name.startswith("_native.")
     assert Path(module.__file__).parent.name == "metallib"
