@@ -140,7 +140,7 @@ def test_by_dtype_function_and_source() -> None:
     names = ["v_copyfloat16float32", "rbits"]
     assert group_names(names, "dtype").labels == ["float16", "none"]
     assert group_names(names, "function").labels == names
-    with pytest.raises(UsageError, match="needs a build manifest"):
+    with pytest.raises(UsageError, match="--by source needs the kernel tree"):
         group_names(names, "source")
     assert group_names(names, "source", sources={"rbits": "random.metal"}).labels == [
         OTHER,

@@ -265,6 +265,6 @@ def test_cli_report_formats_and_errors(
     code, out, _ = run("report", str(build / "lib" / "kernels.metallib"), "--format", "csv")
     assert code == 0 and out.startswith("file,by,group")
     code, out, err = run("report", str(build / "lib" / "kernels.metallib"), "--by", "source")
-    assert code == 2 and out == "" and "needs a build manifest" in err
+    assert code == 2 and out == "" and "--source-dir" in err
     code, out, err = run("report", str(build), "--rules", str(tmp_path / "missing.rules"))
     assert code == 2 and "cannot read rule file" in err
