@@ -10,6 +10,7 @@ import pytest
 from builder.errors import UsageError
 from builder.size.grouping import (
     OTHER,
+    Sources,
     builtin_rules,
     generic_family,
     group_names,
@@ -142,10 +143,8 @@ def test_by_dtype_function_and_source() -> None:
     assert group_names(names, "function").labels == names
     with pytest.raises(UsageError, match="--by source needs the kernel tree"):
         group_names(names, "source")
-    assert group_names(names, "source", sources={"rbits": "random.metal"}).labels == [
-        OTHER,
-        "random.metal",
-    ]
+    grouped = group_names(names, "source", sources=Sources({"rbits": "random.metal"}, "manifest"))
+    assert grouped.labels == [OTHER, "random.metal"] and grouped.method == "manifest"
     with pytest.raises(UsageError, match="--by must be"):
         group_names(names, "colour")
 
