@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
+from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 from builder.kernels.catalog import split_names
 
 __all__ = ["emit_json", "kernels_command"]
 
-_DIR = click.Path(file_okay=False, path_type=Path)
 
 
 def emit_json(document: dict[str, Any]) -> None:
@@ -29,43 +29,6 @@ def emit_json(document: dict[str, Any]) -> None:
     text = json.dumps(document, separators=(",", ":"), check_circular=False)
     sys.stdout.write(text + "\n")
 
-
-_DISCOVERY_OPTIONS = [
-    click.option(
-        "--source-dir", type=_DIR, default=None,
-        help="Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
-        "(discovered with the host preprocessor). Default: the bundled metal_src.",
-    ),
-    click.option(
-        "-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path),
-        metavar="DIR", help="Folder searched for quoted includes (repeatable); before the ones "
-        "in metallib.toml.",
-    ),
-    click.option(
-        "-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
-        help="Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
-        "predefined macros, e.g. -D __METAL_VERSION__=320.",
-    ),
-    click.option(
-        "--exclude", multiple=True, metavar="GLOB",
-        help="Skip entry files whose path relative to --source-dir matches (repeatable; "
-        "fnmatch, '*' also crosses '/').",
-    ),
-    click.option(
-        "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
-    ),
-    click.option(
-        "-j", "--jobs", type=click.IntRange(min=1), default=None,
-        help="Entry files preprocessed at once. Default: the number of CPUs.",
-    ),
-]  # fmt: skip
-
-
-def _discovery(func: Any) -> Any:
-    for option in reversed(_DISCOVERY_OPTIONS):
-        func = option(func)
-    return func
 
 
 @click.command(
@@ -85,7 +48,7 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
 (see docs/discovery.md). Exit 2 when a file does not preprocess (the first error is printed).
 """,
 )
-@_discovery
+@tree_options(default="the bundled metal_src")
 @click.option(
     "--kernels", "kernels", metavar="F,...", default=None,
     help="Catalog trees only: these families, comma-separated (e.g. unary,binary).",

@@ -16,12 +16,11 @@ __all__ = ["load_tree_with_progress", "tree_options"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
+_SOURCE_DIR_HELP = (
+    "Kernel tree: a folder with catalog.json, or any folder of .metal entry files (discovered "
+    "with the host preprocessor)."
+)
 _OPTIONS = [
-    click.option(
-        "--source-dir", type=_DIR, default=None,
-        help="Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
-        "(discovered with the host preprocessor).",
-    ),
     click.option(
         "-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path),
         metavar="DIR", help="Folder searched for quoted includes (repeatable); before the ones "
@@ -48,11 +47,17 @@ _OPTIONS = [
 ]  # fmt: skip
 
 
-def tree_options(func: Any) -> Any:
-    """Add the kernel-tree options to a command."""
-    for option in reversed(_OPTIONS):
-        func = option(func)
-    return func
+def tree_options(func: Any = None, *, default: str | None = None) -> Any:
+    """Add the kernel-tree options to a command (``@tree_options``, or
+    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means)."""
+
+    def add(func: Any) -> Any:
+        for option in reversed(_OPTIONS):
+            func = option(func)
+        help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
+        return click.option("--source-dir", type=_DIR, default=None, help=help_text)(func)
+
+    return add(func) if func is not None else add
 
 
 def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
