@@ -1,6 +1,6 @@
 """``embed``: kernel headers inlined into a C++ source of run-time preambles (any kernel tree).
 
-Thin command over ``builder.jit.generate.embed_headers``; the generated text is documented in
+Thin command over ``builder.jit.generate.write_embed``; the generated text is documented in
 docs/jit.md.
 """
 
@@ -20,7 +20,8 @@ __all__ = ["embed_command"]
 Examples:
   metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
   metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
-      -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --namespace mlx::core::metal
+      -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --namespace mlx::core::metal \\
+      --api cstring --depfile mlx_preambles.d
 """,
 )
 @click.argument("headers", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
@@ -53,6 +54,23 @@ Examples:
     help="C++ namespace of the generated functions (nested names like a::b allowed).",
 )  # fmt: skip
 @click.option(
+    "--api",
+    type=click.Choice(["string", "cstring"]),
+    default="string",
+    show_default=True,
+    help="What each function returns: 'string' gives const std::string& NAME(), 'cstring' gives "
+    "const char* NAME() (MLX's jit/includes.h interface), valid for the whole program, static "
+    "destructors included.",
+)
+@click.option(
+    "--depfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write a Make-syntax depfile: OUT depends on every file inlined (for Ninja, Make, "
+    "CMake's DEPFILE); written atomically, left untouched when unchanged.",
+)
+@click.option(
     "--strip-comments",
     is_flag=True,
     help="Leave comments out of the embedded text (line numbers are kept, so #line markers "
@@ -64,6 +82,8 @@ def embed_command(
     defines: tuple[str, ...],
     output: Path,
     namespace: str,
+    api: str,
+    depfile: Path | None,
     strip_comments: bool,
 ) -> None:
     """Write a C++ source holding one run-time preamble per HEADER.
@@ -74,11 +94,12 @@ def embed_command(
     line (exit 2), and so is an OUT that cannot be written (naming it and why; nothing partial
     is left).
     """
-    from builder.fileio import write_if_changed
-    from builder.jit.generate import embed_headers
+    from builder.jit.generate import write_embed
 
-    text, preambles = embed_headers(headers, include_dirs, defines, namespace, strip=strip_comments)
-    changed = write_if_changed(output, text)
+    changed, preambles = write_embed(
+        headers, include_dirs, output, defines, namespace,
+        strip=strip_comments, api=api, depfile=depfile,
+    )  # fmt: skip
     files = len({f for p in preambles for f in p.files})
     click.echo(
         f"embed: {len(preambles)} preamble(s) from {files} file(s), "

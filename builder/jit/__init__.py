@@ -2,7 +2,8 @@
 
 ``preamble`` inlines quoted includes (host tools only: no Metal compiler), ``chunks`` and
 ``codegen`` turn preambles into C++ sources, ``generate`` holds the actions CMake runs
-(``python -m builder.jit``), ``checking`` turns them into ``check`` units. This package must not
+(``python -m builder.jit``), ``depfile`` writes what they were made from for the build tool,
+``checking`` turns them into ``check`` units. This package must not
 import click or rich (it runs inside scikit-build-core's isolated build environment).
 """
 

@@ -4,7 +4,7 @@ Actions:
 
 ``family``  write one catalog family's generated source, facts JSON and depfile
 ``merge``   combine the families' facts into the target's embed.json
-``embed``   the standalone generator (same as ``metallib-builder embed``)
+``embed``   the standalone generator (same as ``metallib-builder embed``; MetallibEmbed.cmake)
 
 Exit status 2 with one ``error:`` line on stderr for any unusable input (missing include, bad
 family): the build fails at that step and says why.
@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     emb.add_argument("-D", dest="defines", action="append", default=[])
     emb.add_argument("-o", dest="output", type=Path, required=True)
     emb.add_argument("--namespace", default="metal_jit")
+    emb.add_argument("--api", choices=("string", "cstring"), default="string")
+    emb.add_argument("--depfile", type=Path, default=None)
     emb.add_argument("--strip-comments", action="store_true")
     return parser
 
@@ -81,14 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             write_if_changed(args.out, json.dumps(merged, indent=1) + "\n")
         else:
-            text, _ = generate.embed_headers(
+            generate.write_embed(
                 args.headers,
                 args.include_dirs,
+                args.output,
                 args.defines,
                 args.namespace,
                 strip=args.strip_comments,
+                api=args.api,
+                depfile=args.depfile,
             )
-            write_if_changed(args.output, text)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,14 +1,14 @@
 """The JIT generator's actions: one family's source, the target's embed.json, ``embed``.
 
-CMake runs these at build time through ``python -m builder.jit`` (see ``cmake/MetalJit.cmake``);
-``metallib-builder embed`` calls :func:`embed_headers`. Only the standard library and
-``builder.kernels``/``builder.errors`` are imported, because scikit-build-core runs the generator
-in an isolated build environment without click or rich.
+CMake runs these at build time through ``python -m builder.jit`` (see ``cmake/MetalJit.cmake``
+and ``cmake/MetallibEmbed.cmake``); ``metallib-builder embed`` calls :func:`write_embed`. Only the
+standard library and ``builder.kernels``/``builder.errors`` are imported, because
+scikit-build-core runs the generator in an isolated build environment without click or rich.
 
 Every output is written atomically and only when its bytes change, so a regenerated but
-identical file does not trigger a recompile (Ninja ``restat``). Depfiles list every file the
-output was made from (catalog, headers, the generator's own modules), so touching a header
-regenerates only the families that embed it.
+identical file does not trigger a recompile (Ninja ``restat``). Depfiles (``builder.jit.depfile``)
+list every file the output was made from (a family's: catalog, headers, the generator's own
+modules; embed's: the headers inlined), so touching a header regenerates only what embeds it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,15 +33,18 @@ from builder.jit.codegen import (
     render_standalone,
     valid_namespace,
 )
+from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
 
 __all__ = [
+    "EMBED_APIS",
     "EMBED_SCHEMA",
     "FamilySource",
     "embed_headers",
     "family_source",
     "function_names",
     "merge_facts",
+    "write_embed",
     "write_family",
 ]
 
@@ -118,13 +121,6 @@ def family_source(
     )
 
 
-def _depfile(target: Path, deps: Iterable[Path]) -> str:
-    def esc(path: Path) -> str:
-        return re.sub(r"([ #$])", r"\\\1", str(path))
-
-    return f"{esc(target)}: " + " \\\n  ".join(esc(d) for d in deps) + "\n"
-
-
 def _generator_files() -> list[Path]:
     """The modules whose code shapes the output: a change to them must regenerate."""
     names = ("builder.jit.preamble", "builder.jit.lexing", "builder.jit.chunks", "builder.jit.codegen",
@@ -155,7 +151,7 @@ def write_family(
     if depfile is not None:
         catalog = Path(os.path.realpath(Path(source_dir) / "catalog.json"))
         deps = [catalog, *generated.preamble.files, *_generator_files()]
-        write_if_changed(depfile, _depfile(Path(os.path.abspath(cpp_path)), deps))
+        write_depfile(depfile, os.path.abspath(cpp_path), deps)
     return generated
 
 
@@ -233,6 +229,12 @@ def function_names(names: Sequence[str]) -> list[str]:
     return [s if stems.count(s) == 1 else f for s, f in zip(stems, full)]
 
 
+EMBED_APIS = ("string", "cstring")
+"""What each embedded preamble's function returns: ``string`` gives ``const std::string& name()``
+(the default), ``cstring`` gives ``const char* name()``, the interface MLX's ``jit/includes.h``
+declares. Both keep their text for the whole program (see ``codegen.render_standalone``)."""
+
+
 def embed_headers(
     headers: Sequence[str | os.PathLike[str]],
     include_dirs: Sequence[str | os.PathLike[str]],
@@ -240,20 +242,55 @@ def embed_headers(
     namespace: str = "metal_jit",
     *,
     strip: bool = False,
+    api: str = "string",
 ) -> tuple[str, list[Preamble]]:
     """A standalone C++ source with one preamble per header (``metallib-builder embed``).
 
-    Raises UsageError (IncludeError) for an unresolvable quoted include, naming file and line.
+    ``api`` is one of :data:`EMBED_APIS`. Raises UsageError (IncludeError) for an unresolvable
+    quoted include, naming file and line.
     """
     if not headers:
         raise UsageError("embed needs at least one header")
     if not valid_namespace(namespace):
         raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
+    if api not in EMBED_APIS:
+        raise UsageError(f"--api {api!r}: choose one of {', '.join(EMBED_APIS)}")
     preambles = [inline_preamble([h], include_dirs, defines, strip=strip) for h in headers]
     names = [p.headers[0] for p in preambles]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise UsageError(f"header given twice: {', '.join(duplicates)}")
+    if api == "cstring":
+        for name, preamble in zip(names, preambles):
+            if "\0" in preamble.text:  # a C string would end there
+                raise UsageError(
+                    f"{name}: the inlined text holds a NUL character; use --api string"
+                )
     funcs = function_names(names)
     entries = list(zip(names, funcs, preambles))
-    return render_standalone(entries, namespace, ", ".join(names)), preambles
+    return render_standalone(entries, namespace, ", ".join(names), api=api), preambles
+
+
+def write_embed(
+    headers: Sequence[str | os.PathLike[str]],
+    include_dirs: Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    defines: Sequence[str] = (),
+    namespace: str = "metal_jit",
+    *,
+    strip: bool = False,
+    api: str = "string",
+    depfile: str | os.PathLike[str] | None = None,
+) -> tuple[bool, list[Preamble]]:
+    """:func:`embed_headers` written to ``output``, and a depfile naming every file inlined.
+
+    Both files are written atomically and only when their bytes change (a no-op regeneration
+    leaves timestamps alone, for Ninja's ``restat``). The depfile's target is ``output`` as given
+    (as a compiler's ``-MD`` names its ``-o``); its prerequisites are the real paths of all files
+    read, roots and includes, in inclusion order. Returns (output written, preambles).
+    """
+    text, preambles = embed_headers(headers, include_dirs, defines, namespace, strip=strip, api=api)
+    changed = write_if_changed(output, text)
+    if depfile is not None:
+        write_depfile(depfile, output, [f for p in preambles for f in p.files])
+    return changed, preambles

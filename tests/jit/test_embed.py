@@ -94,6 +94,31 @@ def test_embed_round_trip_through_the_compiler(
     assert str(root) not in text  # #line paths are relative to the -I directory
 
 
+def test_embed_cstring_round_trip_matches_the_string_api(
+    kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--api cstring: the same texts as --api string (one piece, many pieces, none, a header
+    that forces another raw-string delimiter), through ``preamble()`` and the functions."""
+    evil = '#pragma once\nconst char* s = R"mbjit(nested)mbjit";\n'
+    root = kernel_tree({**TREE, "kern/evil.h": evil, "kern/big.h": "// x\n" * 9000,
+                        "kern/empty.h": ""})  # fmt: skip
+    headers = ["kern/add.h", "kern/evil.h", "kern/big.h", "kern/empty.h"]
+    texts = {}
+    for api in ("string", "cstring"):
+        out = tmp_path / api / "pre.cpp"
+        out.parent.mkdir()
+        args = ["embed", *(str(root / h) for h in headers), "-I", str(root), "-o", str(out)]
+        code, _, err = run_cli([*args, "--api", api], capsys)
+        assert code == 0, err
+        texts[api] = _compile_and_dump(out, headers)
+    assert texts["cstring"] == texts["string"]
+    assert texts["cstring"][3] == "" and len(texts["cstring"][2]) > 2 * LITERAL_LIMIT
+    source = (tmp_path / "cstring" / "pre.cpp").read_text(encoding="utf-8")
+    assert "const char* add() {" in source and "std::string" not in source.replace(
+        "std::string_view", ""
+    )
+
+
 def test_embed_is_deterministic_and_leaves_unchanged_output_alone(
     kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

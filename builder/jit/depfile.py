@@ -1,0 +1,55 @@
+"""Make-syntax depfiles for generated sources: which files an output was made from.
+
+Ninja (``deps = gcc``), CMake's ``add_custom_command(DEPFILE)`` and GNU Make all read the format
+GCC writes with ``-MD``: one rule ``target: prerequisite...``, continued with ``\\``-newline.
+Paths are escaped the way GCC escapes them, which is what those readers undo:
+
+- a space or tab becomes ``\\ `` (backslashes right before it are doubled, so they stay literal);
+- ``#`` becomes ``\\#`` (Make would start a comment);
+- ``$`` becomes ``$$`` (Make would expand a variable; Ninja and CMake read ``$$`` as ``$``).
+
+A newline cannot be written in a rule at all, so a path holding one is refused. The depfile is
+written atomically and only when its bytes change, like the output it describes: a build tool that
+compares timestamps (Ninja's ``restat``) then sees no change after a regeneration that changed
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+from builder.errors import UsageError
+from builder.fileio import write_if_changed
+
+__all__ = ["depfile_text", "escape_make_path", "write_depfile"]
+
+_BLANK = re.compile(r"(\\*)([ \t])")
+
+
+def escape_make_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as one word of a Make rule (GCC's ``-MD`` escaping)."""
+    text = os.fspath(path)
+    if "\n" in text or "\r" in text:
+        raise UsageError(f"cannot name {text!r} in a depfile: it holds a line break")
+    text = _BLANK.sub(lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+    return text.replace("#", "\\#").replace("$", "$$")
+
+
+def depfile_text(
+    target: str | os.PathLike[str], prerequisites: Iterable[str | os.PathLike[str]]
+) -> str:
+    """One rule: ``target`` depends on ``prerequisites`` (in order, each once)."""
+    unique = dict.fromkeys(os.fspath(p) for p in prerequisites)
+    words = [escape_make_path(p) for p in unique]
+    return f"{escape_make_path(target)}:" + "".join(f" \\\n  {w}" for w in words) + "\n"
+
+
+def write_depfile(
+    path: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    prerequisites: Iterable[str | os.PathLike[str]],
+) -> bool:
+    """Write the depfile at ``path`` (atomically, only on change); True when it was written."""
+    return write_if_changed(path, depfile_text(target, prerequisites))
