@@ -1,0 +1,234 @@
+# MetallibEmbed: kernel headers embedded in an existing C++ target as run-time preamble strings.
+#
+#   include(MetallibEmbed)
+#   metallib_embed_headers(<target>
+#     NAMESPACE <ns>                  # C++ namespace of the functions (a or a::b)
+#     HEADERS <header>...             # one function per header, named after its file stem
+#     INCLUDE_DIRECTORIES <dir>...    # where quoted includes resolve (after the includer's folder)
+#     [API string|cstring]            # const std::string& f() (default) or const char* f() (MLX)
+#     [DEFINES <NAME[=VALUE]>...]     # #define lines at the top of every preamble
+#     [STRIP_COMMENTS]                # leave comments out of the embedded text
+#     [OUTPUT <file.cpp>]             # default ${CMAKE_CURRENT_BINARY_DIR}/metallib_embed/<target>.cpp
+#     [PYTHON <python executable>])   # default METALLIB_BUILDER_PYTHON, then the found Python
+#
+# A build-time custom command runs `python -m builder.jit embed` (what `metallib-builder embed`
+# runs): each header with its quoted includes inlined (each file once, #line markers, angle
+# includes kept for the run-time compiler), as one C++17 source added to <target>. Its depfile
+# names every file inlined, so editing a header any number of includes deep regenerates the
+# source on the next build; an unchanged result is not rewritten (no recompile). No Metal
+# compiler is involved. Relative HEADERS and INCLUDE_DIRECTORIES are relative to
+# CMAKE_CURRENT_SOURCE_DIR, a relative OUTPUT to CMAKE_CURRENT_BINARY_DIR. Keep the headers under
+# an INCLUDE_DIRECTORIES folder: #line markers and the lookup names are relative to it, so the
+# generated source is the same wherever the tree and the build folder are.
+#
+# Where the generator comes from (cache variables, docs/jit.md):
+#   METALLIB_BUILDER_PYTHONPATH  folder holding the `builder` package, put on PYTHONPATH for the
+#                                generator; default METAL_JIT_PYTHONPATH when set, else the
+#                                package beside this file (a checkout's cmake/, or a wheel's
+#                                builder/_data/cmake/); empty: the interpreter imports it itself
+#   METALLIB_BUILDER_PYTHON      the interpreter; default: Python_EXECUTABLE, Python3_EXECUTABLE,
+#                                else find_package(Python 3.10 COMPONENTS Interpreter)
+# The first call checks that the interpreter can import the generator and says which variable
+# to set when it cannot.
+#
+# Standalone: needs no variable of the project that includes it. Needs CMake 3.20 (DEPFILE for
+# the Ninja and Makefile generators) and C++ (enabled here if the project has not).
+
+include_guard(GLOBAL)
+
+if(CMAKE_VERSION VERSION_LESS 3.20)
+  message(FATAL_ERROR "MetallibEmbed needs CMake 3.20 or newer (add_custom_command DEPFILE); "
+                      "this is ${CMAKE_VERSION}")
+endif()
+
+get_property(_metallib_embed_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+if(NOT "CXX" IN_LIST _metallib_embed_languages)
+  enable_language(CXX)
+endif()
+unset(_metallib_embed_languages)
+
+if(DEFINED METAL_JIT_PYTHONPATH)
+  set(_metallib_embed_root "${METAL_JIT_PYTHONPATH}")
+elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../builder/jit/__main__.py")
+  get_filename_component(_metallib_embed_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../../../builder/jit/__main__.py")
+  get_filename_component(_metallib_embed_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+else()
+  set(_metallib_embed_root "")
+endif()
+set(METALLIB_BUILDER_PYTHONPATH "${_metallib_embed_root}" CACHE PATH
+    "Folder holding the builder package (metallib-builder's generator); empty: the interpreter's own")
+set(METALLIB_BUILDER_PYTHON "" CACHE FILEPATH
+    "Python interpreter that runs metallib-builder's generator (empty: the project's Python)")
+unset(_metallib_embed_root)
+
+function(_metallib_embed_python out explicit)
+  if(explicit)
+    set(python "${explicit}")
+  elseif(METALLIB_BUILDER_PYTHON)
+    set(python "${METALLIB_BUILDER_PYTHON}")
+  elseif(Python_EXECUTABLE)
+    set(python "${Python_EXECUTABLE}")
+  elseif(Python3_EXECUTABLE)
+    set(python "${Python3_EXECUTABLE}")
+  else()
+    find_package(Python 3.10 COMPONENTS Interpreter REQUIRED)
+    set(python "${Python_EXECUTABLE}")
+  endif()
+  # Once per interpreter and package folder: can it import the generator?
+  string(MD5 key "${python}|${METALLIB_BUILDER_PYTHONPATH}")
+  get_property(checked GLOBAL PROPERTY "_METALLIB_EMBED_CHECKED_${key}")
+  if(NOT checked)
+    set(command "${python}" -c "import builder.jit.generate")
+    if(METALLIB_BUILDER_PYTHONPATH)
+      set(command "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METALLIB_BUILDER_PYTHONPATH}" ${command})
+    endif()
+    execute_process(COMMAND ${command} RESULT_VARIABLE failed OUTPUT_QUIET ERROR_VARIABLE error)
+    if(failed)
+      string(STRIP "${error}" error)
+      string(REGEX REPLACE ".*\n" "" error "${error}")
+      message(FATAL_ERROR
+        "metallib_embed_headers: ${python} cannot import metallib-builder's generator "
+        "(builder.jit) with METALLIB_BUILDER_PYTHONPATH='${METALLIB_BUILDER_PYTHONPATH}': "
+        "${error}. Set METALLIB_BUILDER_PYTHONPATH to the folder holding builder/, or "
+        "METALLIB_BUILDER_PYTHON (or PYTHON) to an interpreter with metallib-builder installed.")
+    endif()
+    set_property(GLOBAL PROPERTY "_METALLIB_EMBED_CHECKED_${key}" TRUE)
+  endif()
+  set(${out} "${python}" PARENT_SCOPE)
+endfunction()
+
+function(metallib_embed_headers target)
+  set(me "metallib_embed_headers(${target})")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "STRIP_COMMENTS" "NAMESPACE;API;OUTPUT;PYTHON"
+                        "HEADERS;INCLUDE_DIRECTORIES;DEFINES")
+  if(arg_UNPARSED_ARGUMENTS)
+    list(JOIN arg_UNPARSED_ARGUMENTS " " unknown)
+    message(FATAL_ERROR "${me}: unknown argument(s) ${unknown}; valid: NAMESPACE, HEADERS, "
+                        "INCLUDE_DIRECTORIES, API, DEFINES, STRIP_COMMENTS, OUTPUT, PYTHON")
+  endif()
+  if(arg_KEYWORDS_MISSING_VALUES)
+    list(JOIN arg_KEYWORDS_MISSING_VALUES ", " empty)
+    message(FATAL_ERROR "${me}: ${empty} given without a value")
+  endif()
+
+  # The target: a real one of this directory (CMake gives a custom command's output a rule only
+  # in targets of the directory that adds the command).
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "${me}: no target named '${target}' (create it first)")
+  endif()
+  get_target_property(aliased "${target}" ALIASED_TARGET)
+  get_target_property(imported "${target}" IMPORTED)
+  get_target_property(type "${target}" TYPE)
+  if(aliased OR imported OR NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
+    message(FATAL_ERROR "${me}: '${target}' must be an executable or a library built here "
+                        "(not an alias, imported or interface target)")
+  endif()
+  get_target_property(target_dir "${target}" SOURCE_DIR)
+  if(NOT target_dir STREQUAL CMAKE_CURRENT_SOURCE_DIR)
+    message(FATAL_ERROR "${me}: call it in the directory that created '${target}' "
+                        "(${target_dir}); CMake runs a generator only for targets of its own directory")
+  endif()
+
+  # The same patterns as builder.jit.codegen.CXX_IDENTIFIER and CXX_NAMESPACE
+  # (tests/jit/test_codegen.py checks).
+  set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
+  set(cxx_namespace "${cxx_identifier}(::${cxx_identifier})*")
+  if(NOT DEFINED arg_NAMESPACE)
+    message(FATAL_ERROR "${me}: NAMESPACE <ns> is required (the C++ namespace of the functions)")
+  endif()
+  if(NOT arg_NAMESPACE MATCHES "^${cxx_namespace}$")
+    message(FATAL_ERROR "${me}: NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace (a or a::b)")
+  endif()
+  if(NOT DEFINED arg_API)
+    set(arg_API string)
+  endif()
+  if(NOT arg_API MATCHES "^(string|cstring)$")
+    message(FATAL_ERROR "${me}: API '${arg_API}' is neither string nor cstring")
+  endif()
+  if(NOT arg_HEADERS)
+    message(FATAL_ERROR "${me}: HEADERS <header>... is required")
+  endif()
+  if(NOT arg_INCLUDE_DIRECTORIES)
+    message(FATAL_ERROR "${me}: INCLUDE_DIRECTORIES <dir>... is required (where quoted includes "
+                        "resolve, and what #line paths are relative to)")
+  endif()
+
+  set(headers "")
+  foreach(header IN LISTS arg_HEADERS)
+    get_filename_component(path "${header}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${path}" OR IS_DIRECTORY "${path}")
+      message(FATAL_ERROR "${me}: HEADERS: '${header}' is not a file (${path})")
+    endif()
+    list(APPEND headers "${path}")
+  endforeach()
+  set(include_args "")
+  foreach(dir IN LISTS arg_INCLUDE_DIRECTORIES)
+    get_filename_component(path "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT IS_DIRECTORY "${path}")
+      message(FATAL_ERROR "${me}: INCLUDE_DIRECTORIES: '${dir}' is not a folder (${path})")
+    endif()
+    list(APPEND include_args -I "${path}")
+  endforeach()
+  set(define_args "")
+  foreach(define IN LISTS arg_DEFINES)
+    if(NOT define MATCHES "^${cxx_identifier}(=.*)?$")
+      message(FATAL_ERROR "${me}: DEFINES: '${define}' is not NAME or NAME=VALUE")
+    endif()
+    list(APPEND define_args -D "${define}")
+  endforeach()
+
+  # The output: OUTPUT, else one file per call under metallib_embed/.
+  get_property(outputs TARGET "${target}" PROPERTY METALLIB_EMBED_SOURCES)
+  if(DEFINED arg_OUTPUT)
+    get_filename_component(output "${arg_OUTPUT}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  else()
+    list(LENGTH outputs count)
+    if(count EQUAL 0)
+      set(output "${CMAKE_CURRENT_BINARY_DIR}/metallib_embed/${target}.cpp")
+    else()
+      math(EXPR count "${count} + 1")
+      set(output "${CMAKE_CURRENT_BINARY_DIR}/metallib_embed/${target}_${count}.cpp")
+    endif()
+  endif()
+  if(output IN_LIST outputs)
+    message(FATAL_ERROR "${me}: ${output} is already generated for '${target}'; give OUTPUT")
+  endif()
+  set(depfile "${output}.d")
+
+  _metallib_embed_python(python "${arg_PYTHON}")
+  set(command "${python}" -m builder.jit embed ${headers} ${include_args} ${define_args}
+              -o "${output}" --namespace "${arg_NAMESPACE}" --api "${arg_API}"
+              --depfile "${depfile}")
+  if(arg_STRIP_COMMENTS)
+    list(APPEND command --strip-comments)
+  endif()
+  set(generator_files "")
+  if(METALLIB_BUILDER_PYTHONPATH)
+    set(command "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METALLIB_BUILDER_PYTHONPATH}" ${command})
+    # The generator's modules whose code shapes the output: a new version regenerates. (Stated
+    # here, not at include time: include_guard(GLOBAL) skips a second directory's include.)
+    foreach(module IN ITEMS preamble lexing chunks codegen generate depfile __main__)
+      set(file "${METALLIB_BUILDER_PYTHONPATH}/builder/jit/${module}.py")
+      if(EXISTS "${file}")
+        list(APPEND generator_files "${file}")
+      endif()
+    endforeach()
+  endif()
+  list(LENGTH headers count)
+  get_filename_component(shown "${output}" NAME)
+  # CMP0116 NEW: CMake rewrites the depfile for Ninja, whatever the calling project's policies.
+  cmake_policy(PUSH)
+  cmake_policy(SET CMP0116 NEW)
+  add_custom_command(
+    OUTPUT "${output}"
+    COMMAND ${command}
+    DEPENDS ${headers} ${generator_files}
+    DEPFILE "${depfile}"
+    COMMENT "Embedding ${count} header(s) into ${target} (${shown})"
+    VERBATIM)
+  cmake_policy(POP)
+  target_sources("${target}" PRIVATE "${output}")
+  target_compile_features("${target}" PRIVATE cxx_std_17)
+  set_property(TARGET "${target}" APPEND PROPERTY METALLIB_EMBED_SOURCES "${output}")
+endfunction()
