@@ -27,7 +27,7 @@ COMMANDS: dict[str, str] = {
     "kernels": "kernels:kernels_command",
     "check": "check:check_command",
     "build": "build:build_command",
-    "variants": "build:variants_command",
+    "variants": "variants:variants_command",
     "embed": "embed:embed_command",
 }
 

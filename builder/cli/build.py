@@ -1,8 +1,9 @@
-"""``build`` and ``variants``: drive CMake + Ninja, then print what the build produced, measured.
+"""``build``: drive CMake + Ninja, then print what the build produced, measured.
 
 Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); the size summary
 or ``--json`` goes to stdout. Exit 2 before configuring when AOT is asked for without a Metal
-compiler or the selection is bad; exit 1 when the build itself fails.
+compiler or the selection is bad; exit 1 when the build itself fails. The build options and
+settings are shared with ``variants`` (``builder.cli.variants``), which builds several.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["build_command", "variants_command"]
+__all__ = ["BUILD_ONLY", "build_command", "build_only_options", "build_options", "build_settings"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,33 +26,50 @@ def _families(value: str | None) -> tuple[str, ...]:
     return tuple(split_names(value) or ())
 
 
-def _common(func: F) -> F:
-    options = [
-        click.option("--kernels", metavar="F,...",
-                     help="Kernel families to build (default: every family in the catalog)."),
-        click.option("--dtypes", metavar="D,...", help="dtypes to instantiate (default: all)."),
-        click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path),
-                     default=Path("build"), show_default=True, help="Build directory."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-                     help="Parallel jobs for Ninja (default: Ninja's choice)."),
-        click.option("--source-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
-                     default=None, help="Kernel tree with catalog.json (default: bundled metal_src/)."),
-        click.option("--metal-compiler", metavar="PATH", default=None,
-                     help="Metal compiler for AOT (default: $METAL_COMPILER, then xcrun)."),
-        click.option("--metallib-linker", metavar="PATH", default=None,
-                     help="metallib linker (default: $METALLIB_LINKER, beside the compiler, xcrun)."),
-        click.option("--chunk-size", type=click.IntRange(min=1), default=None,
-                     help="Instantiations per generated AOT source (default 250)."),
-        click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
-        click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON."),
-        click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
-    ]  # fmt: skip
-    for option in reversed(options):
+_SHARED = [
+    click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+                 help="Parallel jobs for Ninja (default: Ninja's choice)."),
+    click.option("--source-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+                 default=None, help="Kernel tree with catalog.json (default: bundled metal_src/)."),
+]  # fmt: skip
+_BUILD_ONLY = [
+    click.option("--kernels", metavar="F,...",
+                 help="Kernel families to build (default: every family in the catalog)."),
+    click.option("--dtypes", metavar="D,...", help="dtypes to instantiate (default: all)."),
+    click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path),
+                 default=Path("build"), show_default=True, help="Build directory."),
+    click.option("--metal-compiler", metavar="PATH", default=None,
+                 help="Metal compiler for AOT (default: $METAL_COMPILER, then xcrun)."),
+    click.option("--metallib-linker", metavar="PATH", default=None,
+                 help="metallib linker (default: $METALLIB_LINKER, beside the compiler, xcrun)."),
+    click.option("--chunk-size", type=click.IntRange(min=1), default=None,
+                 help="Instantiations per generated AOT source (default 250)."),
+    click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
+    click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON."),
+    click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
+]  # fmt: skip
+BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metallib_linker", "chunk_size",
+              "compress", "as_json", "verbose")  # fmt: skip
+"""Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
+
+
+def build_options(func: F) -> F:
+    """Add the build options."""
+    for option in reversed([*_SHARED, *_BUILD_ONLY]):
         func = option(func)
     return func
 
 
-def _settings(**kw: Any) -> Any:
+def build_only_options(func: F) -> F:
+    """Add the build options but ``-j`` and ``--source-dir``, for a command that declares those
+    itself (``variants``, through the kernel-tree options)."""
+    for option in reversed(_BUILD_ONLY):
+        func = option(func)
+    return func
+
+
+def build_settings(**kw: Any) -> Any:
+    """The ``BuildSettings`` for the build options' values."""
     from builder.cmake_build.cmake import BuildSettings
     from builder.cmake_build.driver import project_source_dir
 
@@ -79,7 +97,7 @@ def _settings(**kw: Any) -> Any:
     metavar="F,...",
     help="Families built JIT whatever --jit says; the other selected ones AOT.",
 )
-@_common
+@build_options
 def build_command(**kw: Any) -> None:
     """Build the kernel library: AOT into mlx.metallib, JIT into the host library, or mixed.
 
@@ -96,7 +114,7 @@ def build_command(**kw: Any) -> None:
     from builder.size.build_sizes import sizes_to_dict
 
     outcome = run_build(
-        _settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"]
+        build_settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"]
     )
     stderr_console().print(
         f"Built {outcome.settings.build_dir} in {outcome.seconds:.1f} s "
@@ -109,36 +127,3 @@ def build_command(**kw: Any) -> None:
         click.echo(json.dumps(sizes_to_dict(outcome.sizes), indent=1))
     else:
         click.echo(build_text(outcome.sizes))
-
-
-@click.command("variants")
-@_common
-def variants_command(**kw: Any) -> None:
-    """Build every variant this machine can build and show their sizes side by side.
-
-    \b
-    Variants, each in a subdirectory of --build-dir:
-      jit-on   every family JIT (host C++ compiler only)
-      jit-off  every family AOT into mlx.metallib (needs the Metal compiler)
-      mixed    the families of the mixed preset in CMakePresets.json JIT, the rest
-               AOT (needs the Metal compiler)
-    A variant this machine cannot build is listed with the reason; the exit code is 0 when
-    every buildable variant built.
-    """
-    from builder.cmake_build.variants import build_variants, variants_to_dict
-    from builder.console import stderr_console
-    from builder.errors import CheckFailed
-    from builder.render.build import variants_text
-
-    settings = _settings(**kw)
-    results = build_variants(
-        settings, settings.build_dir, jobs=kw["jobs"], console=stderr_console(),
-        verbose=kw["verbose"],
-    )  # fmt: skip
-    if kw["as_json"]:
-        click.echo(json.dumps(variants_to_dict(results), indent=1))
-    else:
-        click.echo(variants_text(results))
-    failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
-    if failed:
-        raise CheckFailed(f"variant(s) {', '.join(failed)} failed to build")

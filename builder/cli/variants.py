@@ -1,0 +1,185 @@
+"""``variants``: build every variant this machine can build, or (``--from``) write every AOT/JIT
+split of a kernel tree as a real subset of an Apple-built library, and compare their sizes.
+
+Without ``--from`` the bundled (catalog) tree is built with CMake + Ninja per variant
+(``builder.cmake_build.variants``). With ``--from TARGET --source-dir DIR`` nothing is compiled:
+discovery maps every function of TARGET to its entry file and ``builder.size.variants`` writes
+each split's metallib and JIT source under ``-o OUTDIR``, measured. Figures go to stdout (table,
+JSON, markdown or HTML); progress goes to stderr, and only on a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builder.cli.build import BUILD_ONLY, build_only_options, build_settings
+from builder.cli.tree_options import tree_options
+from builder.errors import UsageError
+
+__all__ = ["variants_command"]
+
+_FORMATS = ("table", "json", "markdown", "html")
+RUN_FILE = "variants.json"
+_FROM_ONLY = ("include_dirs", "defines", "exclude", "config_file", "aot", "jit", "budget", "outdir",
+              "fmt", "platform")  # fmt: skip
+
+_EPILOG = """\b
+Examples:
+  metallib-builder variants --build-dir build -j 2          # build the bundled tree's variants
+  metallib-builder variants --from mlx-metal==0.32.1 \\
+      --source-dir mlx/mlx/backend/metal/kernels -I mlx \\
+      --exclude fence.metal --exclude '*_nax.metal' -o variants/
+  metallib-builder variants --from mlx.metallib --source-dir kernels -I . \\
+      --jit 'steel/**/*.metal' --aot 'gemv.metal,conv.metal' -o variants/ --format json
+  metallib-builder variants --from build/ --source-dir kernels --budget 60MB -o variants/
+"""
+
+
+def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
+    """The options among ``names`` given on the command line, as spelled in --help."""
+    default = click.core.ParameterSource.DEFAULT
+    return [max(p.opts, key=len) for p in ctx.command.params
+            if p.name in names and ctx.get_parameter_source(p.name) != default]  # fmt: skip
+
+
+@click.command("variants", epilog=_EPILOG)
+@click.option("--from", "from_target", metavar="TARGET", default=None,
+              help="Write the variants as subsets of this library (.metallib, .whl, "
+                   "PACKAGE==VERSION, build folder) instead of building them; needs "
+                   "--source-dir and -o.")  # fmt: skip
+@tree_options
+@click.option("--aot", multiple=True, metavar="GLOBS",
+              help="With --from: a variant with these entry files AOT (comma-separated globs, "
+                   "relative to --source-dir) and every other one JIT; repeatable, one variant "
+                   "each.")  # fmt: skip
+@click.option("--jit", multiple=True, metavar="GLOBS",
+              help="With --from: a variant with these entry files JIT and the rest AOT; "
+                   "repeatable, one variant each.")  # fmt: skip
+@click.option("--budget", metavar="SIZE", default=None,
+              help="With --from: add the variant 'planned' whose metallib is at most SIZE (bytes, "
+                   "or KB/MB/KiB/MiB) with the fewest kernels compiled at run time; exit 1 when "
+                   "no split reaches it.")  # fmt: skip
+@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
+                                 "jit_sources.cpp.")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
+              help="With --from: output on stdout (html: one self-contained page).")  # fmt: skip
+@click.option(
+    "--platform",
+    default=None,
+    help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
+)
+@build_only_options
+def variants_command(from_target: str | None, **kw: Any) -> None:
+    """Compare the sizes of a kernel library's AOT/JIT variants.
+
+    \b
+    Without --from, build every variant this machine can build, each in a subdirectory of
+    --build-dir:
+      jit-on   every family JIT (host C++ compiler only)
+      jit-off  every family AOT into mlx.metallib (needs the Metal compiler)
+      mixed    the families of the mixed preset in CMakePresets.json JIT, the rest
+               AOT (needs the Metal compiler)
+    A variant this machine cannot build is listed with the reason; the exit code is 0 when
+    every buildable variant built. --source-dir names a catalog tree, -j Ninja's jobs.
+
+    \b
+    With --from TARGET --source-dir DIR -o OUTDIR, write each split of the tree as a real
+    subset of TARGET, on any OS, without compiling: OUTDIR/<variant>/<library>.metallib holds
+    the functions of its AOT entry files (byte-identical; functions no entry file produces stay
+    too) and OUTDIR/<variant>/jit_sources.cpp its JIT entry files' headers as 'embed' writes
+    them; OUTDIR/variants.json describes the run (the JSON output). Variants:
+      all-aot   the input as it is
+      jit-mode  metallib.toml's aot-only entry files AOT, every other JIT (when it names some)
+      aot-N     per --aot: those entry files AOT, every other JIT
+      jit-N     per --jit: those entry files JIT, the rest AOT
+      planned   with --budget: the fewest kernels compiled at run time within the budget
+    Printed per variant: metallib bytes, embedded source bytes (raw and zlib level 9), what
+    ships in total, kernels compiled at run time, JIT entry files. Exit 1 when --budget cannot
+    be met (the message says the least reachable size).
+    """
+    ctx = click.get_current_context()
+    if from_target is None:
+        stray = _given(ctx, _FROM_ONLY)
+        if stray:
+            raise UsageError(f"{', '.join(stray)} only go with --from TARGET")
+        _build(**kw)
+        return
+    stray = _given(ctx, BUILD_ONLY)
+    if stray:
+        raise UsageError(f"{', '.join(stray)} are build options; --from writes subsets of a "
+                         "library and builds nothing")  # fmt: skip
+    _from(from_target, **kw)
+
+
+def _build(**kw: Any) -> None:
+    from builder.cmake_build.variants import build_variants, variants_to_dict
+    from builder.console import stderr_console
+    from builder.errors import CheckFailed
+    from builder.render.build import variants_text
+
+    source_dir = kw["source_dir"]
+    if source_dir is not None and not source_dir.is_dir():
+        raise UsageError(f"--source-dir {source_dir}: not a folder")
+    settings = build_settings(**kw)
+    results = build_variants(
+        settings, settings.build_dir, jobs=kw["jobs"], console=stderr_console(),
+        verbose=kw["verbose"],
+    )  # fmt: skip
+    if kw["as_json"]:
+        click.echo(json.dumps(variants_to_dict(results), indent=1))
+    else:
+        click.echo(variants_text(results))
+    failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
+    if failed:
+        raise CheckFailed(f"variant(s) {', '.join(failed)} failed to build")
+
+
+def _from(target: str, **kw: Any) -> None:
+    from builder.cli.tree_options import load_tree_with_progress
+    from builder.size.limits import parse_size
+    from builder.size.variants import make_variants
+
+    if kw["source_dir"] is None:
+        raise UsageError("variants --from needs --source-dir: the kernel tree the library was "
+                         "built from")  # fmt: skip
+    if kw["outdir"] is None:
+        raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
+    budget = parse_size(kw["budget"]) if kw["budget"] is not None else None
+    if budget is not None and budget <= 0:
+        raise UsageError(f"--budget {kw['budget']}: must be more than 0 bytes")
+    tree = load_tree_with_progress(
+        kw["source_dir"], include_dirs=kw["include_dirs"], defines=kw["defines"],
+        exclude=kw["exclude"], config_file=kw["config_file"], jobs=kw["jobs"],
+    )  # fmt: skip
+    terminal = sys.stderr.isatty()
+    progress = (lambda message: click.echo(message, err=True)) if terminal else None
+    run = make_variants(target, tree, kw["outdir"], aot=kw["aot"], jit=kw["jit"], budget=budget,
+                        platform=kw["platform"], progress=progress)  # fmt: skip
+    from builder.fileio import write_atomic
+    from builder.render.variants import variants_json
+
+    document = variants_json(run)
+    write_atomic(kw["outdir"] / RUN_FILE, document)  # OUTDIR says what this run wrote
+    fmt = kw["fmt"]
+    if fmt == "json":
+        text = document
+    elif fmt == "markdown":
+        from builder.render.variants import variants_markdown
+
+        text = variants_markdown(run)
+    elif fmt == "html":
+        from builder.render.variants import variants_html
+
+        text = variants_html(run)
+    else:
+        from builder.render.variants import variants_table
+
+        text = variants_table(run)
+    sys.stdout.write(text)

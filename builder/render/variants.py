@@ -1,0 +1,234 @@
+"""``variants --from`` output: a table, JSON (schema in docs/report-schema.md), markdown, HTML.
+
+Every figure is measured on a written file (``builder.size.variants``), and the text says which:
+metallib bytes are the file's size; embedded bytes are the distinct preamble text pieces its
+``jit_sources.cpp`` stores; "ships in total" is their sum. Names and paths from the tree are
+untrusted text, shown through ``visible``/``md_code``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from builder.render.markup import md_code, md_text
+from builder.render.text import visible
+from builder.size.variant_sources import COMPRESSION
+
+if TYPE_CHECKING:
+    from builder.size.variant_plan import Plan
+    from builder.size.variants import Variant, VariantsRun
+
+__all__ = [
+    "variants_html",
+    "variants_json",
+    "variants_markdown",
+    "variants_table",
+    "variants_to_dict",
+]
+
+SCHEMA = 1
+
+_COLUMNS = ("variant", "metallib", "embedded", f"embedded ({COMPRESSION})", "ships in total",
+            "total (compressed)", "run-time kernels", "JIT files")  # fmt: skip
+
+
+def _path(path: os.PathLike[str] | None) -> str | None:
+    return None if path is None else os.fspath(path)
+
+
+def _plan_dict(plan: Plan) -> dict[str, Any]:
+    return {
+        "budget": plan.budget,
+        "all_aot_bytes": plan.all_aot_bytes,
+        "least_bytes": plan.least_bytes,
+        "metallib_bytes": plan.metallib_bytes,
+        "jit_kernels": plan.kernels,
+        "start": plan.start,
+        "steps": [
+            {"action": s.action, "source": s.source, "kernels": s.kernels,
+             "metallib_bytes": s.metallib_bytes, "swapped_for": s.swapped_for}
+            for s in plan.steps
+        ],
+        "files": [
+            {"source": f.source, "kernels": f.kernels, "saved_bytes": f.saved_bytes,
+             "metallib_bytes_if_aot": f.back_bytes}
+            for f in plan.files
+        ],
+        "exact_layouts": plan.exact_layouts,
+    }  # fmt: skip
+
+
+def _variant_dict(v: Variant) -> dict[str, Any]:
+    sources = v.sources
+    embed = None
+    if sources is not None and sources.embed_args is not None:
+        embed = ["metallib-builder", *sources.embed_args, "-o", _path(v.sources_file)]
+    return {
+        "name": v.name,
+        "description": v.description,
+        "metallib": _path(v.metallib),
+        "metallib_bytes": v.metallib_bytes,
+        "function_count": v.function_count,
+        "jit_sources_file": _path(v.sources_file),
+        "embedded_bytes": v.embedded_bytes,
+        "embedded_compressed_bytes": v.embedded_compressed_bytes,
+        "total_bytes": v.total_bytes,
+        "total_compressed_bytes": v.total_compressed_bytes,
+        "jit_sources": list(v.jit),
+        "aot_sources": list(v.aot),
+        "jit_kernels": v.jit_kernels,
+        "jit_kernels_discovered": v.jit_kernels_discovered,
+        "aot_kernels": v.aot_kernels,
+        "other_kernels": v.other_kernels,
+        "preambles": list(sources.preambles) if sources else [],
+        "embed_command": embed,
+        "bytes_by_source": [
+            {"source": row.source, "function_count": row.function_count, "bytes": row.bytes}
+            for row in v.by_source
+        ],
+        "overhead_bytes": v.overhead_bytes,
+        "plan": _plan_dict(v.plan) if v.plan is not None else None,
+    }
+
+
+def variants_to_dict(run: VariantsRun) -> dict[str, Any]:
+    """The JSON document (``{"schema": 1, "variants": [...]}`` plus where the figures come from)."""
+    src = run.input
+    return {
+        "schema": SCHEMA,
+        "source": {
+            "target": src.target,
+            "metallib": _path(src.metallib),
+            "wheel": src.wheel,
+            "file_size": src.file_size,
+            "function_count": src.function_count,
+            "tree": {
+                "root": _path(src.tree_root),
+                "kind": src.tree_kind,
+                "config": _path(src.config),
+                "entry_files": src.entry_files,
+                "kernels": src.tree_kernels,
+            },
+            "not_in_tree": src.not_in_tree,
+            "tree_kernels_missing": src.missing,
+        },
+        "compression": COMPRESSION,
+        "variants": [_variant_dict(v) for v in run.variants],
+    }
+
+
+def variants_json(run: VariantsRun) -> str:
+    return json.dumps(variants_to_dict(run), indent=1) + "\n"
+
+
+def _cells(v: Variant) -> list[str]:
+    return [v.name, f"{v.metallib_bytes:,}", f"{v.embedded_bytes:,}",
+            f"{v.embedded_compressed_bytes:,}", f"{v.total_bytes:,}",
+            f"{v.total_compressed_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}"]  # fmt: skip
+
+
+def _heading(run: VariantsRun) -> str:
+    src = run.input
+    wheel = f" (from {os.path.basename(src.wheel)})" if src.wheel else ""
+    named = "" if src.target == os.fspath(src.metallib) else f"{src.target}: "
+    return (f"{named}{src.metallib}{wheel}, {src.file_size:,} bytes, "
+            f"{src.function_count:,} functions; kernel tree {src.tree_root}: "
+            f"{src.entry_files:,} entry files, {src.tree_kernels:,} kernels")  # fmt: skip
+
+
+def _notes(run: VariantsRun) -> list[str]:
+    src = run.input
+    notes = [
+        ("metallib: size of OUTDIR/<variant>/<library>.metallib as written (a subset of the "
+         "input, functions byte-identical)"),
+        (f"embedded: the distinct preamble text pieces in OUTDIR/<variant>/jit_sources.cpp "
+         f"(shared headers once); compressed: those pieces as one stream, {COMPRESSION}"),
+        "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
+        "run-time kernels: the library's functions that the JIT entry files produce",
+    ]  # fmt: skip
+    if src.not_in_tree:
+        notes.append(f"{src.not_in_tree:,} function(s) of the library are produced by no entry "
+                     "file of the tree: they stay AOT in every variant")  # fmt: skip
+    if src.missing:
+        notes.append(f"{src.missing:,} kernel(s) the tree lists are not in the library "
+                     "(another release or other -D?)")  # fmt: skip
+    return notes
+
+
+def _plan_lines(plan: Plan) -> list[str]:
+    lines = [
+        f"  budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
+        + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
+        + f"(all AOT: {plan.all_aot_bytes:,}; least reachable: {plan.least_bytes:,}); "
+        + f"started from the {plan.start} answer, {plan.exact_layouts} exact layouts"
+    ]
+    for step in plan.steps:
+        if step.action == "aot":
+            lines.append(f"  - {visible(step.source)} back to AOT (not needed): metallib "
+                         f"{step.metallib_bytes:,} bytes")  # fmt: skip
+        else:
+            lines.append(f"  - swapped {visible(step.swapped_for or '')} for {visible(step.source)} "
+                         f"({step.kernels:,} kernels): metallib {step.metallib_bytes:,} bytes")  # fmt: skip
+    if plan.files:
+        width = max(len(visible(f.source)) for f in plan.files)
+        lines.append(f"  {'moved to JIT':<{width}}  {'kernels':>8}  {'saves':>12}  "
+                     f"{'metallib if AOT again':>22}")  # fmt: skip
+        for f in plan.files:
+            lines.append(f"  {visible(f.source):<{width}}  {f.kernels:>8,}  {f.saved_bytes:>12,}  "
+                         f"{f.back_bytes:>13,} > budget")  # fmt: skip
+    return lines
+
+
+def variants_table(run: VariantsRun) -> str:
+    """Variants as rows, the measured figures as columns, then what each variant is."""
+    rows = [list(_COLUMNS), *(_cells(v) for v in run.variants)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    lines = [visible(_heading(run)), "", fmt.format(*rows[0]),
+             fmt.format(*("-" * w for w in widths))]  # fmt: skip
+    lines += [fmt.format(*row) for row in rows[1:]]
+    lines.append("")
+    for v in run.variants:
+        where = _path(v.metallib) or "no metallib: no function stays AOT"
+        lines.append(f"{v.name}: {visible(v.description)}; {visible(where)}")
+        if v.plan is not None:
+            lines += _plan_lines(v.plan)
+    lines += ["", *_notes(run)]
+    return "\n".join(lines) + "\n"
+
+
+def variants_markdown(run: VariantsRun) -> str:
+    """The table as GitHub markdown, with each variant's description and the plan."""
+    lines = [f"### Variants of {md_code(os.path.basename(run.input.metallib))}", "",
+             md_text(_heading(run)), "",
+             "| " + " | ".join(_COLUMNS) + " |", "|---|" + "---:|" * (len(_COLUMNS) - 1)]  # fmt: skip
+    for v in run.variants:
+        cells = _cells(v)
+        lines.append("| " + " | ".join([md_code(cells[0]), *cells[1:]]) + " |")
+    lines.append("")
+    for v in run.variants:
+        lines.append(f"- {md_code(v.name)}: {md_text(v.description)}")
+    for v in run.variants:
+        if v.plan is None:
+            continue
+        plan = v.plan
+        lines += ["", f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})", "",
+                  "| moved to JIT | kernels | saves | metallib if AOT again |",
+                  "|---|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| {md_code(f.source)} | {f.kernels:,} | {f.saved_bytes:,} | {f.back_bytes:,} |"
+                  for f in plan.files]  # fmt: skip
+    lines += ["", *(f"<sub>{md_text(note)}</sub><br>" for note in _notes(run))]
+    return "\n".join(lines) + "\n"
+
+
+def variants_html(run: VariantsRun) -> str:
+    """One self-contained page: a bar per variant split by entry file, a search box."""
+    from builder.render.html.variants_page import variants_page
+
+    title = f"Variants of {os.path.basename(run.input.metallib)} ({run.input.target})"
+    data = variants_to_dict(run)
+    data["notes"] = _notes(run)
+    data["heading"] = _heading(run)
+    return variants_page(title, data)

@@ -1,0 +1,144 @@
+"""A variant's ``jit_sources.cpp``: its JIT entry files' headers embedded as ``embed`` does.
+
+An entry file compiled at run time needs the headers it includes (``builder.jit.tree_preambles``:
+its direct quoted includes, shared ones once). The C++ source is exactly what ``metallib-builder
+embed HEADER... -I DIR...`` writes for those headers, with the tree's ``-I`` folders and then the
+tree itself as include folders (discovery's search order), so a user can regenerate it with the
+command the report prints. When metallib.toml names preambles (``[build.preambles]``: a function
+name for one or several headers) the same generator renders them under those names; ``embed``
+has no flag for that, so then no command is printed.
+
+Measured on what is written: ``embedded_bytes`` is the text of every distinct piece the file
+stores (a header shared by several preambles once; no NUL terminators), and
+``compressed_bytes`` those pieces back to back as one zlib stream at level 9, what an app
+storing them compressed would carry. The catalog tree's JIT unit is the family header itself.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builder.jit.codegen import family_pieces, render_standalone
+from builder.jit.generate import embed_headers
+from builder.jit.preamble import Preamble, inline_preamble
+from builder.jit.tree_preambles import jit_preambles
+
+if TYPE_CHECKING:
+    from builder.kernels.discovery import KernelTree
+
+__all__ = ["COMPRESSION", "NAMESPACE", "EmbedCosts", "JitSources", "include_dirs", "jit_sources"]
+
+ZLIB_LEVEL = 9
+COMPRESSION = f"zlib level {ZLIB_LEVEL}"
+NAMESPACE = "metal_jit"
+"""``embed``'s default namespace."""
+
+
+@dataclass(frozen=True)
+class JitSources:
+    """The generated source and what it embeds."""
+
+    text: str
+    preambles: tuple[str, ...]
+    """The preambles' root headers as the file names them, in order."""
+    files: int
+    """Files inlined (headers and what they include), each once."""
+    embedded_bytes: int
+    compressed_bytes: int
+    headers: tuple[Path, ...]
+    """The root headers, absolute, in order (``embed``'s arguments when it wrote the file)."""
+    embed_args: tuple[str, ...] | None
+    """``embed`` arguments writing the same file (before ``-o``); None for configured names."""
+
+
+def include_dirs(tree: KernelTree) -> list[Path]:
+    """Where quoted includes resolve: the tree's -I folders, then the tree (as discovery)."""
+    if tree.kind == "catalog":
+        return [tree.root.resolve()]
+    return [*tree.config.include_dirs, tree.root.resolve()]
+
+
+def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, ...], str | None]]:
+    """Each preamble's headers and its configured function name (None: ``embed`` names it)."""
+    if tree.kind == "catalog":
+        return [((tree.root.resolve() / entry,), None) for entry in entries]
+    configured = tree.config.preambles
+    return [(spec.headers, spec.function if spec.function in configured else None)
+            for spec in jit_preambles(tree, entries)]  # fmt: skip
+
+
+def _render(
+    roots: list[tuple[tuple[Path, ...], str | None]], dirs: list[Path]
+) -> tuple[str, list[Preamble], bool]:
+    """The text and preambles; True when ``embed`` itself wrote it (no configured names)."""
+    if all(function is None and len(headers) == 1 for headers, function in roots):
+        text, preambles = embed_headers(
+            [headers[0] for headers, _ in roots], dirs, namespace=NAMESPACE
+        )
+        return text, preambles, True
+    from builder.jit.generate import function_names
+
+    preambles = [inline_preamble(headers, dirs) for headers, _ in roots]
+    names = [", ".join(p.headers[: len(headers)]) for p, (headers, _) in zip(preambles, roots)]
+    defaults = function_names([p.headers[0] for p in preambles])
+    functions = [function or default for (_, function), default in zip(roots, defaults)]
+    entries = list(zip(names, functions, preambles))
+    return render_standalone(entries, NAMESPACE, ", ".join(names)), preambles, False
+
+
+def _distinct_texts(preambles: Iterable[Preamble]) -> list[str]:
+    """The texts of the pieces the generated file stores, each once, in the file's order."""
+    seen: dict[str, str] = {}
+    for preamble in preambles:
+        for piece in family_pieces(preamble, dedup=True, compress=False):
+            seen.setdefault(piece.name, piece.text)
+    return list(seen.values())
+
+
+def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
+    """The JIT source for ``entries`` (None when they include no header to embed)."""
+    roots = _roots(tree, entries)
+    if not roots:
+        return None
+    dirs = include_dirs(tree)
+    text, preambles, by_embed = _render(roots, dirs)
+    raw = "".join(_distinct_texts(preambles)).encode("utf-8")
+    headers = tuple(dict.fromkeys(h for hs, _ in roots for h in hs))
+    args = None
+    if by_embed:
+        args = ("embed", *map(str, headers), *(a for d in dirs for a in ("-I", str(d))))
+    return JitSources(
+        text=text,
+        preambles=tuple(p.headers[0] for p in preambles),
+        files=len({f for p in preambles for f in p.files}),
+        embedded_bytes=len(raw),
+        compressed_bytes=len(zlib.compress(raw, ZLIB_LEVEL)),
+        headers=headers,
+        embed_args=args,
+    )
+
+
+class EmbedCosts:
+    """Embedded bytes of any set of JIT entry files, for the planner's ties: the union of the
+    text each file's preambles are made of (shared headers once), computed per file once."""
+
+    def __init__(self, tree: KernelTree) -> None:
+        self._tree = tree
+        self._dirs = include_dirs(tree)
+        self._texts: dict[str, frozenset[str]] = {}
+
+    def _of(self, entry: str) -> frozenset[str]:
+        if entry not in self._texts:
+            preambles = [inline_preamble(h, self._dirs) for h, _ in _roots(self._tree, [entry])]
+            self._texts[entry] = frozenset(_distinct_texts(preambles))
+        return self._texts[entry]
+
+    def __call__(self, entries: Iterable[str]) -> int:
+        texts: set[str] = set()
+        for entry in entries:
+            texts |= self._of(entry)
+        return sum(len(t.encode("utf-8")) for t in texts)
