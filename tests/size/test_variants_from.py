@@ -1,0 +1,326 @@
+"""``variants --from`` on a real library (issue 14): mlx-metal 0.32.0's mlx.metallib and our
+MLX-style entry files over the same wheel's kernel headers (tests/data/mlx_style).
+
+Expectations are independent of the code under test: which names each entry file produces comes
+from tests/kernels/discovery/expected.py (worked out by hand); kept functions are compared with
+the input's bytes; exact sizes of other splits come from the container writer's layout; the JIT
+source is compared with what the real ``embed`` command writes, and its measured bytes with the
+string literals of that file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import run_cli
+from kernels.discovery.expected import BY_FILE
+from llvm import disassemble
+from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
+
+from builder.metallib import layout, open_metallib, parts_from_library, verify
+
+pytestmark = pytest.mark.realdata
+
+JIT_1 = ("unary_subset.metal", "binary_subset.metal")
+AOT_1 = "arange_subset.metal"
+JIT_2 = "tiles/*.metal"
+PRODUCER = {name: source for source, names in BY_FILE.items() for name in names}
+
+
+def _names(path: Path) -> list[str]:
+    with open_metallib(path) as lib:
+        return list(lib.columns().names)
+
+
+def _size_keeping(library: Path, keep: Callable[[str], bool]) -> int:
+    """The exact file size of the subset of ``library`` whose names ``keep`` accepts, as the
+    writer lays it out (0 when it keeps nothing)."""
+    with open_metallib(library) as lib:
+        kept = [i for i, name in enumerate(lib.columns().names) if keep(name)]
+        return layout(parts_from_library(lib, kept)).file_size if kept else 0
+
+
+def _size_with_jit(library: Path, jit: Iterable[str]) -> int:
+    files = set(jit)
+    return _size_keeping(library, lambda name: PRODUCER.get(name) not in files)
+
+
+def _per_file(library: Path) -> dict[str, tuple[int, int]]:
+    """Entry file -> (functions of the library it produces, their bytes), from expected.py."""
+    out: dict[str, list[int]] = {}
+    with open_metallib(library) as lib:
+        t = lib.columns()
+        for i, name in enumerate(t.names):
+            source = PRODUCER.get(name)
+            if source is not None:
+                total = (t.entry_bytes[i] + t.public_md_bytes[i] + t.private_md_bytes[i]
+                         + t.module_bytes[i] + t.reflection_bytes[i])  # fmt: skip
+                slot = out.setdefault(source, [0, 0])
+                slot[0] += 1
+                slot[1] += total
+    return {source: (n, size) for source, (n, size) in out.items()}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "builder", *args], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def library(mlx_metallib: Callable[[str, str], Path]) -> Path:
+    return mlx_metallib(MLX_VERSION, MLX_PLATFORM)
+
+
+@pytest.fixture(scope="module")
+def budget(library: Path) -> int:
+    """Half the largest file's saving below the full size: at least one file must go JIT, and
+    more than one answer fits."""
+    largest = max(size for _, size in _per_file(library).values())
+    return library.stat().st_size - largest // 2
+
+
+@pytest.fixture(scope="module")
+def run(library: Path, mlx_headers: Path, budget: int, tmp_path_factory: pytest.TempPathFactory
+        ) -> tuple[dict[str, Any], Path]:  # fmt: skip
+    out = tmp_path_factory.mktemp("variants") / "out"
+    done = _cli("variants", "--from", str(library), "--source-dir", str(DATA), "-I",
+                str(mlx_headers), "-o", str(out), "--jit", ",".join(JIT_1), "--aot", AOT_1,
+                "--jit", JIT_2, "--budget", str(budget), "--format", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # progress only on a terminal
+    doc = json.loads(done.stdout)
+    assert json.loads((out / "variants.json").read_text()) == doc
+    return doc, out
+
+
+def _variants(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in doc["variants"]}
+
+
+def test_variants_and_their_splits(run: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = run
+    variants = _variants(doc)
+    assert list(variants) == ["all-aot", "aot-1", "jit-1", "jit-2", "planned"]
+    everything = set(BY_FILE)
+    assert set(variants["all-aot"]["aot_sources"]) == everything
+    assert variants["all-aot"]["jit_sources"] == []
+    assert set(variants["jit-1"]["jit_sources"]) == set(JIT_1)
+    assert set(variants["aot-1"]["jit_sources"]) == everything - {AOT_1}
+    assert variants["jit-2"]["jit_sources"] == ["tiles/tile_copy.metal"]
+    for v in variants.values():
+        assert set(v["jit_sources"]) | set(v["aot_sources"]) == everything
+        assert not set(v["jit_sources"]) & set(v["aot_sources"])
+
+
+def test_each_metallib_holds_exactly_its_aot_kernels_byte_identical(
+    run: tuple[dict[str, Any], Path], library: Path, tmp_path: Path
+) -> None:
+    doc, _ = run
+    source_names = _names(library)
+    not_in_tree = [n for n in source_names if n not in PRODUCER]
+    with open_metallib(library) as lib:
+        original = {fn.name: fn for fn in lib.functions}
+        for v in doc["variants"]:
+            jit = set(v["jit_sources"])
+            expected = [n for n in source_names if PRODUCER.get(n) not in jit]
+            path = Path(v["metallib"])
+            assert path.stat().st_size == v["metallib_bytes"]
+            assert v["function_count"] == len(expected)
+            assert v["jit_kernels"] == len(source_names) - len(expected)
+            assert v["other_kernels"] == len(not_in_tree)
+            assert v["aot_kernels"] + v["other_kernels"] == len(expected)
+            assert v["jit_kernels_discovered"] == sum(len(BY_FILE[s]) for s in jit)
+            with open_metallib(path) as out:
+                # the AOT files' kernels and the not-in-tree ones, in the input's order
+                assert out.columns().names == expected
+                for fn in out.functions:  # byte-identical to the input
+                    was = original[fn.name]
+                    assert out.module_bytes(fn) == lib.module_bytes(was), fn.name
+                    assert fn.hash == was.hash
+                report = verify(out)
+                assert report.ok, report.problems
+                kept_aot = [f for f in out.functions if PRODUCER.get(f.name)]
+                module = tmp_path / "module.air"
+                module.write_bytes(out.module_bytes(kept_aot[0]))
+                assert f'source_filename = "{kept_aot[0].name}"' in disassemble(module)
+            by_source = {row["source"]: row for row in v["bytes_by_source"]}
+            assert by_source["[not in tree]"]["function_count"] == len(not_in_tree)
+            assert (
+                sum(r["bytes"] for r in v["bytes_by_source"]) + v["overhead_bytes"]
+                == v["metallib_bytes"]
+            )
+
+
+def test_all_aot_is_the_input(run: tuple[dict[str, Any], Path], library: Path) -> None:
+    doc, _ = run
+    all_aot = _variants(doc)["all-aot"]
+    path = Path(all_aot["metallib"])
+    assert _names(path) == _names(library)
+    digest = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (path, library)]
+    assert digest[0] == digest[1]
+    assert all_aot["embedded_bytes"] == 0 and all_aot["jit_sources_file"] is None
+    assert all_aot["total_bytes"] == library.stat().st_size
+
+
+def test_planner_fits_and_no_file_can_go_back(
+    run: tuple[dict[str, Any], Path], library: Path, budget: int
+) -> None:
+    doc, _ = run
+    planned = _variants(doc)["planned"]
+    plan = planned["plan"]
+    jit = set(planned["jit_sources"])
+    assert jit and planned["metallib_bytes"] <= budget == plan["budget"]
+    assert Path(planned["metallib"]).stat().st_size == planned["metallib_bytes"]
+    assert _size_with_jit(library, jit) == planned["metallib_bytes"]
+    # Every single move back to AOT, sized independently, breaks the budget.
+    for source in jit:
+        back = _size_with_jit(library, jit - {source})
+        assert back > budget, source
+        assert {"source": source, "kernels": _per_file(library)[source][0],
+                "saved_bytes": back - planned["metallib_bytes"],
+                "metallib_bytes_if_aot": back} in plan["files"]  # fmt: skip
+    # The tree is small: try every split and check that none fits with fewer run-time kernels.
+    per_file = _per_file(library)
+    fitting = []
+    for r in range(len(per_file) + 1):
+        for combo in itertools.combinations(sorted(per_file), r):
+            if _size_with_jit(library, combo) <= budget:
+                fitting.append(sum(per_file[s][0] for s in combo))
+    assert planned["jit_kernels"] == min(fitting)
+
+
+def test_budget_below_the_least_reachable_size_fails(
+    library: Path, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    least = _size_keeping(library, lambda name: name not in PRODUCER)  # only not-in-tree stays
+    args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "no"), "--budget", str(least - 1)], capsys
+    )
+    assert code == 1 and out == "" and err.count("\n") == 1, err
+    assert f"least reachable metallib size, {least:,} bytes" in err
+    assert not (tmp_path / "no").exists()  # nothing written
+    code, out, err = run_cli([*args, "-o", str(tmp_path / "yes"), "--budget", str(least),
+                              "--format", "json"], capsys)  # fmt: skip
+    assert code == 0, err
+    planned = _variants(json.loads(out))["planned"]
+    assert (
+        planned["metallib_bytes"] == least == (tmp_path / "yes/planned/mlx.metallib").stat().st_size
+    )
+
+
+def _direct_includes(entry: Path, search: list[Path]) -> list[Path]:
+    found = []
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', entry.read_text(), re.MULTILINE):
+        path = next(d / name for d in [entry.parent, *search] if (d / name).is_file())
+        found.append(path.resolve())
+    return found
+
+
+def _literal_texts(cpp: str) -> dict[str, str]:
+    """The text pieces a generated source stores: ``char NAME[] = R"d(TEXT)d";`` by name."""
+    pattern = re.compile(r'char (mbjit_t_\w+)\[\] = R"([^(]*)\((.*?)\)\2";', re.DOTALL)
+    return {m.group(1): m.group(3) for m in pattern.finditer(cpp)}
+
+
+def test_embedded_bytes_equal_what_embed_writes(
+    run: tuple[dict[str, Any], Path], mlx_headers: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    doc, _ = run
+    checked = 0
+    for v in doc["variants"]:
+        if not v["jit_sources"]:
+            continue
+        headers: list[Path] = []
+        for entry in v["jit_sources"]:  # tree order, each header once
+            for header in _direct_includes(DATA / entry, [mlx_headers, DATA]):
+                if header not in headers:
+                    headers.append(header)
+        mine = tmp_path / f"{v['name']}.cpp"
+        code, _, err = run_cli(["embed", *map(str, headers), "-I", str(mlx_headers), "-I",
+                                str(DATA), "-o", str(mine)], capsys)  # fmt: skip
+        assert code == 0, err
+        written = Path(v["jit_sources_file"]).read_text()
+        assert written == mine.read_text()
+        texts = _literal_texts(written)
+        assert texts and v["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
+        stream = "".join(texts.values()).encode()
+        assert v["embedded_compressed_bytes"] == len(zlib.compress(stream, 9))
+        assert v["total_bytes"] == v["metallib_bytes"] + v["embedded_bytes"]
+        assert v["total_compressed_bytes"] == v["metallib_bytes"] + v["embedded_compressed_bytes"]
+        assert v["embed_command"][1:] == ["embed", *map(str, headers), "-I", str(mlx_headers),
+                                          "-I", str(DATA), "-o", v["jit_sources_file"]]  # fmt: skip
+        checked += 1
+    assert checked == 4
+
+
+def test_other_formats_show_the_same_figures(
+    library: Path, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers),
+            "-o", str(tmp_path / "v"), "--jit", ",".join(JIT_1)]  # fmt: skip
+    code, table, err = run_cli(args, capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "v" / "variants.json").read_text())
+    jit_1 = _variants(doc)["jit-1"]
+    row = next(line for line in table.splitlines() if line.startswith("jit-1 "))
+    assert row.split() == ["jit-1", f"{jit_1['metallib_bytes']:,}", f"{jit_1['embedded_bytes']:,}",
+                           f"{jit_1['embedded_compressed_bytes']:,}", f"{jit_1['total_bytes']:,}",
+                           f"{jit_1['total_compressed_bytes']:,}", f"{jit_1['jit_kernels']:,}", "2"]  # fmt: skip
+    code, markdown, err = run_cli([*args, "--format", "markdown"], capsys)
+    assert code == 0, err
+    assert f"| `jit-1` | {jit_1['metallib_bytes']:,} | {jit_1['embedded_bytes']:,} |" in markdown
+    code, page, err = run_cli([*args, "--format", "html"], capsys)
+    assert code == 0, err
+    data = re.search(
+        r'<script type="application/json" id="variants-data">(.*?)</script>', page, re.DOTALL
+    )
+    assert data is not None
+    embedded = json.loads(data.group(1))
+    assert embedded["variants"] == doc["variants"]
+    assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page
+
+
+def test_bad_input_is_one_line_exit_2(
+    run: tuple[dict[str, Any], Path], library: Path, mlx_headers: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    _, written = run
+    tree = ["--source-dir", str(DATA), "-I", str(mlx_headers)]
+    base = ["variants", "--from", str(library), *tree]
+    for argv, words in (
+        (
+            [*base, "-o", str(tmp_path / "a"), "--jit", "nothing*.metal"],
+            "'nothing*.metal' matches no",
+        ),
+        ([*base], "-o OUTDIR"),
+        (["variants", "--from", str(library), "-o", str(tmp_path / "b")], "--source-dir"),
+        ([*base, "-o", str(tmp_path / "c"), "--kernels", "unary"], "--kernels"),
+        (["variants", *tree[2:], "--budget", "1MB"], "only go with --from"),
+        ([*base, "-o", str(tmp_path / "d"), "--budget", "lots"], "is not a size"),
+        (
+            [
+                "variants",
+                "--from",
+                str(written / "all-aot/mlx.metallib"),
+                *tree,
+                "-o",
+                str(written),
+            ],
+            "refusing to write over the input",
+        ),
+    ):
+        code, out, err = run_cli(argv, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and words in err, (argv, err)
+    assert not any((tmp_path / name).exists() for name in "abcd")
