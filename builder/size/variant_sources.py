@@ -16,6 +16,7 @@ storing them compressed would carry. The catalog tree's JIT unit is the family h
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -83,11 +84,17 @@ def _render(
     from builder.jit.generate import function_names
 
     preambles = [inline_preamble(headers, dirs) for headers, _ in roots]
-    names = [", ".join(p.headers[: len(headers)]) for p, (headers, _) in zip(preambles, roots)]
+    names = [", ".join(_shown(p, headers)) for p, (headers, _) in zip(preambles, roots)]
     defaults = function_names([p.headers[0] for p in preambles])
     functions = [function or default for (_, function), default in zip(roots, defaults)]
     entries = list(zip(names, functions, preambles))
     return render_standalone(entries, NAMESPACE, ", ".join(names)), preambles, False
+
+
+def _shown(preamble: Preamble, roots: Sequence[Path]) -> list[str]:
+    """How the preamble names its root headers (``files`` and ``headers`` share one order)."""
+    files = [os.path.realpath(f) for f in preamble.files]
+    return [preamble.headers[files.index(os.path.realpath(root))] for root in roots]
 
 
 def _distinct_texts(preambles: Iterable[Preamble]) -> list[str]:
@@ -113,7 +120,7 @@ def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
         args = ("embed", *map(str, headers), *(a for d in dirs for a in ("-I", str(d))))
     return JitSources(
         text=text,
-        preambles=tuple(p.headers[0] for p in preambles),
+        preambles=tuple(", ".join(_shown(p, hs)) for p, (hs, _) in zip(preambles, roots)),
         files=len({f for p in preambles for f in p.files}),
         embedded_bytes=len(raw),
         compressed_bytes=len(zlib.compress(raw, ZLIB_LEVEL)),

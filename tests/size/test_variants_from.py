@@ -324,3 +324,40 @@ def test_bad_input_is_one_line_exit_2(
         code, out, err = run_cli(argv, capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, (argv, err)
     assert not any((tmp_path / name).exists() for name in "abcd")
+
+
+def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
+    library: Path, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """metallib.toml names aot-only files (a jit-mode variant; the planner never moves them),
+    the library's name and a preamble made of two headers (rendered under that name)."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(DATA, tree)
+    kernels = mlx_headers / "mlx/backend/metal/kernels"
+    (tree / "metallib.toml").write_text(
+        f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
+        '[build]\nlibrary = "kernels"\naot-only = ["unary_*.metal"]\n'
+        f'[build.preambles]\ncommon = ["{kernels / "utils.h"}", "{kernels / "binary_ops.h"}"]\n'
+    )
+    movable = {s for s in BY_FILE if s != "unary_subset.metal"}
+    least = _size_with_jit(library, movable)
+    args = ["variants", "--from", str(library), "--source-dir", str(tree), "--format", "json"]
+    code, out, err = run_cli([*args, "-o", str(tmp_path / "v"), "--budget", str(least)], capsys)
+    assert code == 0, err
+    variants = _variants(json.loads(out))
+    assert list(variants) == ["all-aot", "jit-mode", "planned"]
+    assert set(variants["jit-mode"]["jit_sources"]) == movable
+    assert variants["jit-mode"]["metallib_bytes"] == least
+    assert variants["jit-mode"]["metallib"] == str(tmp_path / "v/jit-mode/kernels.metallib")
+    planned = variants["planned"]
+    assert "unary_subset.metal" not in planned["jit_sources"]
+    assert planned["metallib_bytes"] == least
+    cpp = Path(variants["jit-mode"]["jit_sources_file"]).read_text()
+    assert "const std::string& common() {" in cpp and variants["jit-mode"]["embed_command"] is None
+    assert "mlx/backend/metal/kernels/utils.h, mlx/backend/metal/kernels/binary_ops.h" in cpp
+    texts = _literal_texts(cpp)
+    assert variants["jit-mode"]["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
+    code, out, err = run_cli([*args, "-o", str(tmp_path / "w"), "--budget", str(least - 1)], capsys)
+    assert code == 1 and "1 aot-only entry file(s)" in err and f"{least:,} bytes" in err
