@@ -178,4 +178,6 @@
   var m = /(?:^#|&)search=([^&]*)/.exec(location.hash);
   if (m) { try { state.query = decodeURIComponent(m[1]); } catch (e) { state.query = ''; } $('search').value = state.query; }
   refresh();
+  window.__variants = { bars: V.length, segments: drawn.length };
+  document.documentElement.setAttribute('data-painted', '1');
 })();
