@@ -15,6 +15,7 @@ source.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -292,11 +293,18 @@ def make_variants(
         for spec in specs:
             if (outdir / spec.name / name).resolve() == path.resolve():
                 raise UsageError(f"{outdir / spec.name / name}: refusing to write over the input")
-        variants = []
-        for number, spec in enumerate(specs, start=1):
-            say(f"[{number}/{len(specs)}] {spec.name}")
-            variants.append(_one(writer, tree, spec, outdir / spec.name / name,
-                                 plan if spec.name == "planned" else None))  # fmt: skip
+        # The JIT sources are made on a thread while the metallibs are copied (in the kernel,
+        # without the GIL): inlining the headers is the larger share of the Python work.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jit-sources")
+        try:
+            sources = {s.name: pool.submit(jit_sources, tree, s.jit) for s in specs if s.jit}
+            variants = []
+            for number, spec in enumerate(specs, start=1):
+                say(f"[{number}/{len(specs)}] {spec.name}")
+                variants.append(_one(writer, spec, outdir / spec.name / name, sources.get(spec.name),
+                                     plan if spec.name == "planned" else None))  # fmt: skip
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         source = VariantsInput(
             target=target, metallib=path, wheel=wheel, file_size=lib.file_size,
             function_count=index.function_count, tree_root=tree.root, tree_kind=tree.kind,
@@ -307,8 +315,9 @@ def make_variants(
 
 
 def _one(
-    writer: _Writer, tree: KernelTree, spec: VariantSpec, path: Path, plan: Plan | None
-) -> Variant:
+    writer: _Writer, spec: VariantSpec, path: Path, made: Future[JitSources | None] | None,
+    plan: Plan | None,
+) -> Variant:  # fmt: skip
     from builder.fileio import make_dirs, write_if_changed
 
     index = writer.index
@@ -324,7 +333,7 @@ def _one(
     if plan is not None and size != plan.metallib_bytes:
         raise InternalError(f"planned a {plan.metallib_bytes}-byte metallib, wrote {size} bytes",
                             path=str(path))  # fmt: skip
-    sources = jit_sources(tree, spec.jit) if spec.jit else None
+    sources = made.result() if made is not None else None
     sources_file = path.parent / SOURCES_FILE
     if sources is not None:
         write_if_changed(sources_file, sources.text)
