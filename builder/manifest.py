@@ -1,27 +1,27 @@
 """``manifest.json``, the record of what a build produced: the one module that writes and reads it.
 
-``python -m builder.manifest`` writes it at the root of a build directory. CMake runs this at build time, after the metallib and the host JIT library exist, so every byte
-count in the manifest was measured on the real outputs. Inputs: the configure-time build config
-(options, toolchain identity), the AOT plan (host names per generated source) and the JIT
-generator's ``embed.json``. Output is deterministic: catalog order, paths relative to the build
-directory (kernel headers relative to the kernel tree), no timestamps. ``read_manifest`` gives
-the size report and the build summary the same typed view (docs/report-schema.md); docs/build.md
-lists every field. Standard library and ``builder.errors``/``builder.fileio`` only: it runs inside
-pip's isolated build environment.
+A build writes it at the root of its build directory at build time, after the metallib and the
+host JIT library exist, so every byte count in it was measured on the real outputs (CMake runs
+``python -m builder.cmake_build.record``, which gathers the inputs and calls
+:func:`write_manifest`). Inputs: the build plan (``builder.cmake_build.plan``: units and modes),
+the kernels of each unit, the configure-time build config (compile options, toolchain identity,
+the ``.air`` file of every compiled source) and the JIT generator's ``embed.json``. Output is
+deterministic: plan order, paths relative to the build directory (sources relative to the kernel
+tree), no timestamps. :func:`read_manifest` gives the size report and the build summary the same
+typed view (docs/report-schema.md); docs/build.md lists every field. Standard library and
+``builder.errors``/``builder.fileio`` only: it runs inside pip's isolated build environment.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.errors import BuilderError, UsageError
+from builder.errors import UsageError
 from builder.fileio import write_atomic
 
 __all__ = [
@@ -31,8 +31,8 @@ __all__ = [
     "BuildManifest",
     "ManifestFamily",
     "build_manifest",
-    "main",
     "read_manifest",
+    "write_manifest",
 ]
 
 SCHEMA = 1
@@ -50,53 +50,44 @@ def _rel(path: str | os.PathLike[str], base: Path) -> str:
         return Path(path).as_posix()
 
 
-def _load(path: Path | None) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path else None
+def _aot_unit(unit: Mapping[str, Any], sources: Sequence[str], names: Sequence[str],
+              objects: Mapping[str, str], build_dir: Path, metallib: str) -> dict[str, Any]:  # fmt: skip
+    """An AOT unit: its compiled sources (generated ones counted), their ``.air`` files."""
+    generated = [s for s in sources if not _rel(s, build_dir).startswith("../")]
+    return {
+        "name": unit["name"],
+        "mode": "aot",
+        "sources": list(unit["sources"]),
+        "generated_sources": [_rel(s, build_dir) for s in generated],
+        "host_names": list(names),
+        "outputs": [*(_rel(objects[s], build_dir) for s in sources if s in objects), metallib],
+        "generated_bytes": sum(Path(s).stat().st_size for s in generated),
+        "embedded_bytes": 0,
+    }
 
 
-def _aot_families(plan: dict[str, Any], build_dir: Path, metallib: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for fam in plan["families"]:
-        chunks = fam["chunks"]
-        airs = [
-            _rel(Path(c["source"]).parent.parent / "air" / (Path(c["source"]).stem + ".air"),
-                 build_dir)
-            for c in chunks
-        ]  # fmt: skip
-        out[fam["name"]] = {
-            "name": fam["name"],
-            "mode": "aot",
-            "sources": [fam["header"]],
-            "generated_sources": [_rel(c["source"], build_dir) for c in chunks],
-            "host_names": [n for c in chunks for n in c["host_names"]],
-            "outputs": [*airs, metallib],
-            "generated_bytes": sum(int(c["bytes"]) for c in chunks),
-            "embedded_bytes": 0,
-        }
-    return out
-
-
-def _jit_families(embed: dict[str, Any], build_dir: Path, embed_path: Path,
-                  host_library: str | None) -> dict[str, Any]:  # fmt: skip
-    out: dict[str, Any] = {}
-    for fam in embed["families"]:
-        # The JIT generator writes <target>/<family>.cpp beside embed.json (cmake/MetalJit.cmake).
-        cpp = embed_path.parent / f"{fam['name']}.cpp"
-        generated = [cpp] if cpp.is_file() else []
-        out[fam["name"]] = {
-            "name": fam["name"],
-            "mode": "jit",
-            "sources": [str(h) for h in fam.get("headers", [])],
-            "generated_sources": [_rel(p, build_dir) for p in generated],
-            "host_names": list(fam.get("host_names", [])),
-            "outputs": [
-                *(_rel(p, build_dir) for p in generated),
-                *([host_library] if host_library else []),
-            ],
-            "generated_bytes": sum(p.stat().st_size for p in generated),
-            "source_bytes": int(fam.get("source_bytes", 0)),
-            "embedded_bytes": int(fam.get("embedded_bytes", 0)),
-        }
+def _jit_unit(unit: Mapping[str, Any], facts: Mapping[str, Any], names: Sequence[str],
+              embed_dir: Path, build_dir: Path, host_library: str | None,
+              entry_file: bool) -> dict[str, Any]:  # fmt: skip
+    """A JIT unit: the generated C++ source beside embed.json and what it stores."""
+    cpp = embed_dir / f"{unit['name']}.cpp"
+    generated = [cpp] if cpp.is_file() else []
+    out: dict[str, Any] = {
+        "name": unit["name"],
+        "mode": "jit",
+        # an entry file: itself (its kernels' source); a catalog family: every header inlined
+        "sources": list(unit["sources"]) if entry_file
+        else [str(h) for h in facts.get("headers", [])],
+        "generated_sources": [_rel(p, build_dir) for p in generated],
+        "host_names": list(names),
+        "outputs": [*(_rel(p, build_dir) for p in generated),
+                    *([host_library] if host_library else [])],
+        "generated_bytes": sum(p.stat().st_size for p in generated),
+        "source_bytes": int(facts.get("source_bytes", 0)),
+        "embedded_bytes": int(facts.get("embedded_bytes", 0)),
+    }  # fmt: skip
+    if entry_file:
+        out["preambles"] = list(unit.get("preambles", []))
     return out
 
 
@@ -108,69 +99,62 @@ def _file(path: str | None, build_dir: Path) -> dict[str, Any] | None:
 
 def build_manifest(
     build_dir: Path,
-    config: dict[str, Any],
-    plan: dict[str, Any] | None = None,
+    config: Mapping[str, Any],
+    plan: Mapping[str, Any],
+    kernels: Mapping[str, Sequence[str]],
+    *,
     metallib: str | None = None,
-    embed: dict[str, Any] | None = None,
-    embed_path: Path | None = None,
+    embed: Mapping[str, Any] | None = None,
+    embed_dir: Path | None = None,
     host_library: str | None = None,
 ) -> dict[str, Any]:
-    """The manifest as a dict (see module docstring); families in the config's family order."""
+    """The manifest as a dict, one family per unit of ``plan`` in plan order.
+
+    ``kernels`` maps each unit to its host names; ``config`` is the configure-time build config
+    (``objects``: compiled source -> ``.air``; ``options``, ``toolchain``, ``host_compiler``);
+    ``embed`` the JIT generator's facts (``families`` by unit name) found in ``embed_dir``.
+    """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
-    families: dict[str, Any] = {}
-    if plan is not None and metallib_rel is not None:
-        families.update(_aot_families(plan, build_dir, metallib_rel))
-    if embed is not None and embed_path is not None:
-        families.update(_jit_families(embed, build_dir, embed_path, host_rel))
-    order = list(config.get("families", [])) or list(families)
-    ordered = [families[n] for n in order if n in families]
-    ordered += [f for n, f in families.items() if n not in order]
+    sources: dict[str, list[str]] = {}
+    for item in plan.get("compile", []):
+        sources.setdefault(item["unit"], []).append(item["source"])
+    objects = config.get("objects", {})
+    facts = {f["name"]: f for f in (embed or {}).get("families", [])}
+    families = []
+    for unit in plan["units"]:
+        names = kernels.get(unit["name"], ())
+        if unit["mode"] == "aot" and metallib_rel is not None:
+            families.append(_aot_unit(unit, sources.get(unit["name"], []), names, objects,
+                                      build_dir, metallib_rel))  # fmt: skip
+        elif unit["mode"] == "jit" and embed_dir is not None:
+            families.append(_jit_unit(unit, facts.get(unit["name"], {}), names, embed_dir,
+                                      build_dir, host_rel, plan.get("kind") == "discovered"))  # fmt: skip
+    options = {**plan.get("options", {}), **config.get("options", {})}
     return {
         "schema": SCHEMA,
         "generator": config.get("generator", "metallib-builder"),
-        "options": config.get("options", {}),
+        "tree": {"kind": plan.get("kind"), "library": plan.get("library")},
+        "options": options,
         "toolchain": config.get("toolchain"),
         "host_compiler": config.get("host_compiler"),
         "metallib": metallib_rel,
         "host_library": host_rel,
-        "compressed": bool(embed.get("compressed", False)) if embed else False,
+        "compressed": bool((embed or {}).get("compressed", False)),
         # All stored source bytes (with deduplication, pieces shared by families count once).
-        "embedded_bytes": int(embed.get("embedded_bytes", 0)) if embed else 0,
+        "embedded_bytes": int((embed or {}).get("embedded_bytes", 0)),
         "files": {
             "metallib": _file(metallib, build_dir),
             "host_library": _file(host_library, build_dir),
         },
-        "families": ordered,
+        "families": families,
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builder.manifest", allow_abbrev=False)
-    parser.add_argument("--build-dir", type=Path, required=True)
-    parser.add_argument("--config", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--aot-plan", type=Path)
-    parser.add_argument("--metallib")
-    parser.add_argument("--embed", type=Path)
-    parser.add_argument("--host-library")
-    args = parser.parse_args(argv)
-    manifest = build_manifest(
-        args.build_dir.resolve(),
-        _load(args.config) or {},
-        _load(args.aot_plan),
-        args.metallib,
-        _load(args.embed),
-        args.embed,
-        args.host_library,
-    )
-    # Always written (not only on change): Ninja must see the output newer than its inputs.
-    try:
-        write_atomic(args.out, json.dumps(manifest, indent=1) + "\n")
-    except BuilderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+def write_manifest(path: Path, manifest: Mapping[str, Any]) -> None:
+    """Write ``manifest.json`` atomically (always, not only on change: Ninja must see the output
+    newer than its inputs)."""
+    write_atomic(path, json.dumps(manifest, indent=1) + "\n")
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -280,7 +264,3 @@ def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{value!r} is not a byte count")
     return value
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

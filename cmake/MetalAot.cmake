@@ -1,144 +1,133 @@
-# MetalAot.cmake: compile kernel instantiations ahead of time into one metallib, and write the
-# build manifest.
+# MetalAot.cmake: compile .metal files ahead of time into one metallib. Plain CMake: no Python, no
+# catalog; any project with .metal files can use it.
 #
 #   include(MetalAot)
-#   metal_add_aot_library(<target>
-#       SOURCE_DIR <kernel tree root> FAMILIES <family>...
-#       [DTYPES <dtype>...] [CHUNK_SIZE <n>] [OUTPUT <metallib path>] [FLAGS <metal flag>...]
-#       [PYTHON <python>] [PYTHONPATH <dir>])
+#   metallib_add_metallib(<name>
+#       SOURCES <file.metal>...
+#       [INCLUDE_DIRECTORIES <dir>...]      # -I, in order (a source's own folder is searched first)
+#       [DEFINES <NAME[=VALUE]>...]         # -D
+#       [FLAGS <flag>...]                   # default: ${METALLIB_DEFAULT_FLAGS}; FLAGS alone: none
+#       [STD <metal3.1|macos-metal2.4|...>] # -std=
+#       [DEPLOYMENT_TARGET <version>]       # -mmacosx-version-min= (iOS forms by SDK), compile + link
+#       [SDK <macosx|iphoneos|iphonesimulator>]  # default ${METAL_SDK}; used through xcrun
+#       [OUTPUT <file.metallib>]            # default ${CMAKE_CURRENT_BINARY_DIR}/<name>.metallib
+#       [SOURCE_ROOT <dir>])                # .air paths mirror sources below it (default: the
+#                                           # current source dir; others by file name)
 #
-# At configure time `python -m builder.cmake_build.aot_sources` writes one instantiation source per
-# chunk of CHUNK_SIZE instantiations (default 250) under ${CMAKE_CURRENT_BINARY_DIR}/<target>/src,
-# rewriting a file only when its bytes change. Each source gets one custom command
-#   [METAL_COMPILER_LAUNCHER...] metal FLAGS -I SOURCE_DIR -c x.metal -o x.air -MMD -MF x.d
-# whose DEPFILE is the compiler's own list of the headers it read, so no header is listed by hand
-# (MLX's build_kernel lists them in DEPENDS and misses some); then one command links every .air:
-#   metallib a.air b.air ... -o OUTPUT
-# <target> is an ALL custom target; its properties METAL_METALLIB, METAL_AIR_FILES, METAL_SOURCES
-# and METAL_PLAN (the JSON plan: host names per source) describe what it builds.
-#
-#   metal_add_build_manifest(<target> OUTPUT <manifest.json> CONFIG <config json>
-#       [AOT <aot target>] [JIT <jit target>] [PYTHON <python>] [PYTHONPATH <dir>])
-#
-# Writes the build manifest at build time, after the metallib and the host JIT library exist,
-# from the AOT plan, the JIT generator's embed.json and the configure-time CONFIG (options and
-# toolchain identity). See docs/build.md for its fields.
+# Each source is compiled exactly once, by its own custom command:
+#   [METAL_COMPILER_LAUNCHER...] <metal> -x metal <FLAGS> [-std=STD] [-m<os>-version-min=V]
+#       -D... -I... -c x.metal -o <name>.air/x.air -MMD -MF <name>.air/x.d
+# with DEPFILE: the compiler writes the headers it read, so touching a header rebuilds exactly the
+# .air files whose sources reach it; no header is listed by hand (MLX's build_kernel(... DEPENDS)
+# lists them and misses some). One command links them all through the same driver:
+#   <metal> [-m<os>-version-min=V] -o <OUTPUT> a.air b.air ...
+# <metal> is `xcrun -sdk <SDK> metal` when the compiler was found through xcrun (MetalToolchain).
+# <name> is an ALL target; its properties METALLIB_OUTPUT, METALLIB_SOURCES and METALLIB_AIR_FILES
+# (same order as the sources) say what it builds.
 
 include_guard(GLOBAL)
 include(MetalToolchain)
 
-set(_METAL_AOT_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+# Metal compiles with fast math unless told otherwise (MSL specification, "Math Intrinsics
+# Compiler Options"; MTLCompileOptions.fastMathEnabled defaults to true): kernels that use
+# infinities as identities or call isinf/isnan need -fno-fast-math. docs/build.md cites each flag.
+set(METALLIB_DEFAULT_FLAGS -Wall -Wextra -fno-fast-math)
 
-# _metal_python(<out_python> <out_pythonpath> <python arg> <pythonpath arg>): defaults for the
-# interpreter (Python3_EXECUTABLE) and for PYTHONPATH (the directory holding the builder package).
-function(_metal_python out_py out_path py path)
-  if(NOT py)
-    if(NOT Python3_EXECUTABLE)
-      find_package(Python3 3.10 REQUIRED COMPONENTS Interpreter)
-    endif()
-    set(py "${Python3_EXECUTABLE}")
+# _metallib_version_flag(<out> <sdk> <version>): the deployment-target flag of an SDK.
+function(_metallib_version_flag out sdk version)
+  if(sdk STREQUAL "macosx")
+    set(${out} "-mmacosx-version-min=${version}" PARENT_SCOPE)
+  elseif(sdk STREQUAL "iphoneos")
+    set(${out} "-mios-version-min=${version}" PARENT_SCOPE)
+  elseif(sdk STREQUAL "iphonesimulator")
+    set(${out} "-mios-simulator-version-min=${version}" PARENT_SCOPE)
+  else()
+    message(FATAL_ERROR "DEPLOYMENT_TARGET: no known version flag for SDK '${sdk}' (macosx, "
+                        "iphoneos, iphonesimulator); pass the flag in FLAGS instead")
   endif()
-  if(NOT path)
-    if(METAL_PYTHONPATH)
-      set(path "${METAL_PYTHONPATH}")
-    else()
-      get_filename_component(path "${_METAL_AOT_CMAKE_DIR}/.." ABSOLUTE)
-    endif()
-  endif()
-  set(${out_py} "${py}" PARENT_SCOPE)
-  set(${out_path} "${path}" PARENT_SCOPE)
 endfunction()
 
-function(metal_add_aot_library target)
+function(metallib_add_metallib name)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
-    "SOURCE_DIR;CHUNK_SIZE;OUTPUT;PYTHON;PYTHONPATH" "FAMILIES;DTYPES;FLAGS")
-  if(NOT arg_SOURCE_DIR OR NOT arg_FAMILIES)
-    message(FATAL_ERROR "metal_add_aot_library(${target}): SOURCE_DIR and FAMILIES are required")
+    "STD;DEPLOYMENT_TARGET;SDK;OUTPUT;SOURCE_ROOT" "SOURCES;INCLUDE_DIRECTORIES;DEFINES;FLAGS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "metallib_add_metallib(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
-  if(NOT arg_CHUNK_SIZE)
-    set(arg_CHUNK_SIZE 250)
+  if(NOT arg_SOURCES)
+    message(FATAL_ERROR "metallib_add_metallib(${name}): SOURCES is required")
+  endif()
+  if(NOT DEFINED arg_FLAGS AND NOT "FLAGS" IN_LIST arg_KEYWORDS_MISSING_VALUES)
+    set(arg_FLAGS ${METALLIB_DEFAULT_FLAGS})
+  endif()
+  if(NOT arg_SDK)
+    set(arg_SDK "${METAL_SDK}")
   endif()
   if(NOT arg_OUTPUT)
-    set(arg_OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/mlx.metallib")
+    set(arg_OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/${name}.metallib")
   endif()
-  get_filename_component(source_dir "${arg_SOURCE_DIR}" ABSOLUTE)
-  _metal_python(python pythonpath "${arg_PYTHON}" "${arg_PYTHONPATH}")
+  if(NOT arg_SOURCE_ROOT)
+    set(arg_SOURCE_ROOT "${CMAKE_CURRENT_SOURCE_DIR}")
+  endif()
+  get_filename_component(source_root "${arg_SOURCE_ROOT}" ABSOLUTE)
   metal_find_toolchain(REQUIRED)
+  metal_compiler_command(metal SDK "${arg_SDK}")
 
-  set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
-  list(JOIN arg_FAMILIES "," families)
-  list(JOIN arg_DTYPES "," dtypes)
-  execute_process(
-    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${pythonpath}" PYTHONDONTWRITEBYTECODE=1
-            "${python}" -m builder.cmake_build.aot_sources --source-dir "${source_dir}"
-            --families "${families}" --dtypes "${dtypes}" --chunk-size "${arg_CHUNK_SIZE}"
-            --out-dir "${gen_dir}/src" --plan "${gen_dir}/plan.json"
-    OUTPUT_VARIABLE sources ERROR_VARIABLE err RESULT_VARIABLE rc
-    OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "metal_add_aot_library(${target}): generating sources failed:\n${err}")
+  set(version_flag "")
+  if(arg_DEPLOYMENT_TARGET)
+    _metallib_version_flag(version_flag "${arg_SDK}" "${arg_DEPLOYMENT_TARGET}")
   endif()
-  # A changed catalog or generator re-runs configuration (which rewrites only changed sources).
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-    "${source_dir}/catalog.json"
-    "${pythonpath}/builder/cmake_build/aot_sources.py"
-    "${pythonpath}/builder/kernels/catalog.py")
+  set(compile_flags -x metal ${arg_FLAGS})
+  if(arg_STD)
+    list(APPEND compile_flags "-std=${arg_STD}")
+  endif()
+  list(APPEND compile_flags ${version_flag})
+  foreach(define IN LISTS arg_DEFINES)
+    list(APPEND compile_flags "-D${define}")
+  endforeach()
+  foreach(dir IN LISTS arg_INCLUDE_DIRECTORIES)
+    get_filename_component(dir "${dir}" ABSOLUTE)
+    list(APPEND compile_flags -I "${dir}")
+  endforeach()
 
+  set(air_dir "${CMAKE_CURRENT_BINARY_DIR}/${name}.air")
   set(airs "")
-  foreach(src IN LISTS sources)
-    get_filename_component(stem "${src}" NAME_WE)
-    set(air "${gen_dir}/air/${stem}.air")
-    set(dep "${gen_dir}/air/${stem}.d")
+  set(sources "")
+  set(seen "")
+  foreach(src IN LISTS arg_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE)
+    file(RELATIVE_PATH rel "${source_root}" "${src}")
+    if(rel MATCHES "^\\.\\./" OR IS_ABSOLUTE "${rel}")
+      get_filename_component(rel "${src}" NAME)
+    endif()
+    string(REGEX REPLACE "\\.[^./]*$" "" stem "${rel}")
+    if(stem IN_LIST seen)
+      message(FATAL_ERROR "metallib_add_metallib(${name}): two sources would compile to "
+                          "${stem}.air; give a SOURCE_ROOT that holds them both")
+    endif()
+    list(APPEND seen "${stem}")
+    set(air "${air_dir}/${stem}.air")
+    set(dep "${air_dir}/${stem}.d")
     add_custom_command(
       OUTPUT "${air}"
-      COMMAND ${METAL_COMPILER_LAUNCHER} "$<TARGET_FILE:Metal::compiler>" ${arg_FLAGS}
-              -I "${source_dir}" -c "${src}" -o "${air}" -MMD -MF "${dep}"
+      COMMAND ${METAL_COMPILER_LAUNCHER} ${metal} ${compile_flags}
+              -c "${src}" -o "${air}" -MMD -MF "${dep}"
       DEPENDS "${src}"
       DEPFILE "${dep}"
-      COMMENT "Compiling Metal ${stem}.air"
+      COMMENT "Compiling Metal ${rel}"
       VERBATIM COMMAND_EXPAND_LISTS)
     list(APPEND airs "${air}")
+    list(APPEND sources "${src}")
   endforeach()
   get_filename_component(out_name "${arg_OUTPUT}" NAME)
   add_custom_command(
     OUTPUT "${arg_OUTPUT}"
-    COMMAND "$<TARGET_FILE:Metal::linker>" ${airs} -o "${arg_OUTPUT}"
+    COMMAND ${metal} ${version_flag} -o "${arg_OUTPUT}" ${airs}
     DEPENDS ${airs}
     COMMENT "Linking ${out_name}"
-    VERBATIM)
-  add_custom_target(${target} ALL DEPENDS "${arg_OUTPUT}")
-  set_target_properties(${target} PROPERTIES
-    METAL_METALLIB "${arg_OUTPUT}"
-    METAL_AIR_FILES "${airs}"
-    METAL_SOURCES "${sources}"
-    METAL_PLAN "${gen_dir}/plan.json")
-endfunction()
-
-function(metal_add_build_manifest target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "OUTPUT;CONFIG;AOT;JIT;PYTHON;PYTHONPATH" "")
-  if(NOT arg_OUTPUT OR NOT arg_CONFIG)
-    message(FATAL_ERROR "metal_add_build_manifest(${target}): OUTPUT and CONFIG are required")
-  endif()
-  _metal_python(python pythonpath "${arg_PYTHON}" "${arg_PYTHONPATH}")
-  set(args --build-dir "${CMAKE_BINARY_DIR}" --config "${arg_CONFIG}" --out "${arg_OUTPUT}")
-  set(depends "${arg_CONFIG}" "${pythonpath}/builder/manifest.py")
-  if(arg_AOT)
-    get_target_property(plan ${arg_AOT} METAL_PLAN)
-    get_target_property(metallib ${arg_AOT} METAL_METALLIB)
-    list(APPEND args --aot-plan "${plan}" --metallib "${metallib}")
-    list(APPEND depends "${plan}" "${metallib}" ${arg_AOT})
-  endif()
-  if(arg_JIT)
-    set(embed "${CMAKE_CURRENT_BINARY_DIR}/${arg_JIT}/embed.json")
-    list(APPEND args --embed "${embed}" --host-library "$<TARGET_FILE:${arg_JIT}>")
-    list(APPEND depends "${embed}" ${arg_JIT})
-  endif()
-  add_custom_command(
-    OUTPUT "${arg_OUTPUT}"
-    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${pythonpath}" PYTHONDONTWRITEBYTECODE=1
-            "${python}" -m builder.manifest ${args}
-    DEPENDS ${depends}
-    COMMENT "Writing build manifest"
-    VERBATIM)
-  add_custom_target(${target} ALL DEPENDS "${arg_OUTPUT}")
+    VERBATIM COMMAND_EXPAND_LISTS)
+  add_custom_target(${name} ALL DEPENDS "${arg_OUTPUT}")
+  set_target_properties(${name} PROPERTIES
+    METALLIB_OUTPUT "${arg_OUTPUT}"
+    METALLIB_AIR_FILES "${airs}"
+    METALLIB_SOURCES "${sources}")
 endfunction()

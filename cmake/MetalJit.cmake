@@ -80,30 +80,30 @@ function(metal_add_jit_library target)
   if(NOT arg_NAMESPACE MATCHES "^${cxx_namespace}$")
     message(FATAL_ERROR "metal_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace")
   endif()
-  set(families ${arg_FAMILIES})
-  list(REMOVE_DUPLICATES families)
-  # Unknown families fail at configure time, naming the valid ones (the catalog is plain JSON).
-  file(READ "${source_dir}/catalog.json" catalog)
-  string(JSON count ERROR_VARIABLE json_error LENGTH "${catalog}" families)
-  if(json_error)
-    message(FATAL_ERROR "metal_add_jit_library(${target}): ${source_dir}/catalog.json: ${json_error}")
+  _metal_jit_python(python "${arg_PYTHON}")
+  # The families are checked by the one selection function of the build plan
+  # (builder.cmake_build.plan), which the project's own build uses too: unknown ones stop the
+  # configuration, naming the valid ones.
+  list(JOIN arg_FAMILIES "," asked)
+  execute_process(
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METAL_JIT_PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
+            "${python}" -m builder.cmake_build.plan --select --source-dir "${source_dir}"
+            --kernels "${asked}"
+    OUTPUT_VARIABLE families ERROR_VARIABLE err RESULT_VARIABLE rc
+    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    string(REGEX REPLACE "^error: " "" err "${err}")
+    message(FATAL_ERROR "metal_add_jit_library(${target}): ${err}")
   endif()
-  set(known "")
-  if(count GREATER 0)
-    math(EXPR last "${count} - 1")
-    foreach(i RANGE ${last})
-      string(JSON name MEMBER "${catalog}" families ${i})
-      list(APPEND known "${name}")
-    endforeach()
+  if(NOT arg_FAMILIES)
+    set(families "")
   endif()
   foreach(family IN LISTS families)
-    if(NOT family IN_LIST known OR NOT family MATCHES "^${cxx_identifier}$")
-      list(JOIN known ", " valid)
-      message(FATAL_ERROR
-        "metal_add_jit_library(${target}): unknown kernel family '${family}'; valid: ${valid}")
+    if(NOT family MATCHES "^${cxx_identifier}$")
+      message(FATAL_ERROR "metal_add_jit_library(${target}): family '${family}' is not a C++ name")
     endif()
   endforeach()
-  _metal_jit_python(python "${arg_PYTHON}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source_dir}/catalog.json")
 
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
   file(MAKE_DIRECTORY "${gen_dir}")
@@ -206,4 +206,49 @@ const FamilyTable& family_table() {
   else()
     target_compile_definitions(${target} PRIVATE METAL_JIT_HAVE_ZLIB=0)
   endif()
+endfunction()
+
+# metal_add_tree_jit_library(<target> PLAN <plan.json> UNITS <entry file>...
+#                            [NAMESPACE <ns>] [PYTHON <python>])
+#
+# The host library of a kernel tree without a catalog: the run-time preambles its JIT entry files
+# need (UNITS, the JIT entry files of the build plan written by builder.cmake_build.plan), each
+# `const std::string& <function>()` in NAMESPACE (default metal_jit). At build time
+# `python -m builder.cmake_build.tree_jit` writes <target>/<entry file>.cpp (the preambles only that
+# entry needs), <target>/_shared_preambles.cpp (the others) and <target>/embed.json (their bytes);
+# its depfile names every header inlined, so touching one regenerates the sources.
+function(metal_add_tree_jit_library target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PLAN;NAMESPACE;PYTHON" "UNITS")
+  if(arg_UNPARSED_ARGUMENTS OR NOT arg_PLAN)
+    message(FATAL_ERROR "metal_add_tree_jit_library(${target}): PLAN is required "
+                        "(unknown arguments: ${arg_UNPARSED_ARGUMENTS})")
+  endif()
+  if(NOT arg_NAMESPACE)
+    set(arg_NAMESPACE metal_jit)
+  endif()
+  _metal_jit_python(python "${arg_PYTHON}")
+  set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
+  set(sources "")
+  foreach(unit IN LISTS arg_UNITS)
+    list(APPEND sources "${gen_dir}/${unit}.cpp")
+  endforeach()
+  list(APPEND sources "${gen_dir}/_shared_preambles.cpp")
+  add_custom_command(
+    OUTPUT "${gen_dir}/embed.json" ${sources}
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METAL_JIT_PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
+            "${python}" -m builder.cmake_build.tree_jit --plan "${arg_PLAN}" --out-dir "${gen_dir}"
+            --namespace "${arg_NAMESPACE}" --depfile "${gen_dir}/embed.d"
+    DEPENDS "${arg_PLAN}"
+    DEPFILE "${gen_dir}/embed.d"
+    COMMENT "Embedding run-time preambles (${target})"
+    VERBATIM)
+  add_library(${target} SHARED ${sources} "${gen_dir}/embed.json")
+  set_target_properties(${target} PROPERTIES
+    CXX_STANDARD 17
+    CXX_STANDARD_REQUIRED ON
+    CXX_EXTENSIONS OFF
+    POSITION_INDEPENDENT_CODE ON
+    METAL_JIT_EMBED_JSON "${gen_dir}/embed.json")
+  target_compile_options(${target} PRIVATE
+    "$<$<CXX_COMPILER_ID:GNU,Clang,AppleClang>:-ffile-prefix-map=${CMAKE_CURRENT_BINARY_DIR}/=>")
 endfunction()

@@ -9,11 +9,14 @@ settings are shared with ``variants`` (``builder.cli.variants``), which builds s
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
+from builder.cli.tree_options import tree_options
 
 __all__ = ["BUILD_ONLY", "build_command", "build_only_options", "build_options", "build_settings"]
 
@@ -39,17 +42,31 @@ _BUILD_ONLY = [
     click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path),
                  default=Path("build"), show_default=True, help="Build directory."),
     click.option("--metal-compiler", metavar="PATH", default=None,
-                 help="Metal compiler for AOT (default: $METAL_COMPILER, then xcrun)."),
-    click.option("--metallib-linker", metavar="PATH", default=None,
-                 help="metallib linker (default: $METALLIB_LINKER, beside the compiler, xcrun)."),
+                 help="Metal compiler driver for AOT, which also links (default: "
+                      "$METAL_COMPILER, then xcrun -sdk SDK metal)."),
+    click.option("--metal-flags", multiple=True, metavar="FLAGS",
+                 help="Flags of every AOT compile, replacing the default -Wall -Wextra "
+                      "-fno-fast-math (split like a shell; repeatable; --metal-flags '' for "
+                      "none)."),
+    click.option("--std", metavar="STD", default=None,
+                 help="Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
+                      "macos-metal2.4 (default: [build] std of metallib.toml, else the "
+                      "compiler's)."),
+    click.option("--deployment-target", metavar="VERSION", default=None,
+                 help="OS version the AOT library targets: -mmacosx-version-min= (with --sdk "
+                      "iphoneos -mios-version-min=) on compile and link."),
+    click.option("--sdk", type=click.Choice(["macosx", "iphoneos", "iphonesimulator"]),
+                 default="macosx", show_default=True,
+                 help="xcrun SDK of the Metal compiler (and the deployment-target flag)."),
     click.option("--chunk-size", type=click.IntRange(min=1), default=None,
-                 help="Instantiations per generated AOT source (default 250)."),
+                 help="Mean instantiations per generated AOT source of a catalog tree "
+                      "(default 250)."),
     click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
     click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON."),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
 ]  # fmt: skip
-BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metallib_linker", "chunk_size",
-              "compress", "as_json", "verbose")  # fmt: skip
+BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metal_flags", "std",
+              "deployment_target", "sdk", "chunk_size", "compress", "as_json", "verbose")  # fmt: skip
 """Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
 
 
@@ -68,45 +85,81 @@ def build_only_options(func: F) -> F:
     return func
 
 
+def _flags(given: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``--metal-flags`` values as one list (each split like a shell); None when not given."""
+    import shlex
+
+    from builder.errors import UsageError
+
+    if not given:
+        return None
+    try:
+        return tuple(flag for text in given for flag in shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"--metal-flags: {exc}") from None
+
+
 def build_settings(**kw: Any) -> Any:
-    """The ``BuildSettings`` for the build options' values."""
+    """The ``BuildSettings`` for the build options' values (and the kernel-tree options')."""
     from builder.cmake_build.cmake import BuildSettings
     from builder.cmake_build.driver import project_source_dir
+
+    def absolute(path: Path | None) -> Path | None:
+        return Path(os.path.abspath(path)) if path is not None else None
 
     return BuildSettings(
         source_dir=project_source_dir(),
         build_dir=kw["build_dir"].resolve(),
-        jit=bool(kw.get("jit")),
+        jit=kw.get("jit") is True,
         kernels=_families(kw["kernels"]),
         jit_kernels=_families(kw.get("jit_kernels")),
         dtypes=_families(kw["dtypes"]),
         metal_compiler=kw["metal_compiler"],
-        metallib_linker=kw["metallib_linker"],
         chunk_size=kw["chunk_size"],
         compress=kw["compress"],
         kernel_dir=kw["source_dir"].resolve() if kw["source_dir"] else None,
+        include_dirs=tuple(Path(os.path.abspath(d)) for d in kw.get("include_dirs") or ()),
+        defines=tuple(kw.get("defines") or ()),
+        exclude=tuple(kw.get("exclude") or ()),
+        config_file=absolute(kw.get("config_file")),
+        metal_flags=_flags(tuple(kw.get("metal_flags") or ())),
+        std=kw.get("std"),
+        deployment_target=kw.get("deployment_target"),
+        sdk=kw.get("sdk") or "macosx",
     )
 
 
-@click.command("build")
+_tree_options: Callable[[F], F] = tree_options(default="the bundled metal_src/ (a catalog tree)")
+
+
+@click.command("build", epilog="""\b
+Examples:
+  metallib-builder build --jit                       # bundled tree; no Metal compiler needed
+  metallib-builder build --kernels unary,binary --dtypes float32,float16
+  metallib-builder build --jit-kernels binary,copy   # mixed: those JIT, the rest AOT
+  metallib-builder build --source-dir mlx/backend/metal/kernels -I . \\
+      --exclude fence.metal --exclude '*_nax.metal' --deployment-target 14.0
+  metallib-builder build --source-dir kernels --jit  # [build] aot-only entry files stay AOT
+  METAL_COMPILER=/path/to/metal metallib-builder build --metal-flags '-Wall -O3'
+""")
 @click.option("--jit/--no-jit", default=False, show_default=True,
-              help="JIT: embed every selected family's source in the host library; "
-              "no JIT: compile them AOT into mlx.metallib (needs the Metal compiler).")  # fmt: skip
+              help="JIT: embed the selected units' sources in the host library (a tree's entry "
+              "files named by [build] aot-only in metallib.toml stay AOT); no JIT: compile "
+              "them AOT into one metallib (needs the Metal compiler).")  # fmt: skip
 @click.option(
     "--jit-kernels",
     metavar="F,...",
-    help="Families built JIT whatever --jit says; the other selected ones AOT.",
+    help="Catalog families built JIT whatever --jit says; the other selected ones AOT.",
 )
-@build_options
+@_tree_options
+@build_only_options
 def build_command(**kw: Any) -> None:
-    """Build the kernel library: AOT into mlx.metallib, JIT into the host library, or mixed.
+    """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.
 
-    \b
-    Examples:
-      metallib-builder build --jit                       # no Metal compiler needed
-      metallib-builder build --kernels unary,binary --dtypes float32,float16
-      metallib-builder build --jit-kernels binary,copy   # mixed: those JIT, the rest AOT
-      METAL_COMPILER=/path/to/metal metallib-builder build --no-jit
+    The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
+    with -I/-D/--exclude/--config as for `kernels`): each entry file is compiled once into
+    .air and all are linked into <library>.metallib ([build] library of metallib.toml, else
+    the folder's name). -j is Ninja's parallel jobs.
     """
     from builder.cmake_build.driver import run_build
     from builder.console import stderr_console

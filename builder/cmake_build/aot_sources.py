@@ -1,134 +1,140 @@
-"""``python -m builder.cmake_build.aot_sources``: write the AOT instantiation sources and their plan.
+"""A catalog tree's AOT units: its instantiations cut into generated ``.metal`` sources.
 
-CMake runs this at configure time (``metal_add_aot_library``). Each selected family becomes one
-or more ``<family>_<k>.metal`` files of at most ``--chunk-size`` instantiations, so Ninja can
-compile a large family on several cores. A file is rewritten only when its bytes change and
-stale chunks are removed, so a no-op reconfigure leaves every timestamp alone and Ninja rebuilds
-nothing. The plan (JSON, also written only on change) records which host names each source
-holds; the build manifest is derived from it. stdout is the ';'-joined source list for CMake.
+A catalog tree has no entry files of its own: the build generates them, and from then on they are
+compiled by the same AOT rule as any tree's entry files (``metallib_add_metallib``). A family with
+many instantiations is cut into several sources so Ninja can keep every core busy while each
+source still parses its family header once for many instantiations.
 
-No click or rich here: this runs inside CMake with only the standard library and ``builder``.
+The cut must survive edits of the catalog: appending one instantiation must change one source,
+not shift every later source by one (which recompiles the whole family). So:
+
+* **order**: a family's instantiations are taken op by op, then by dtypes, parameters and variant
+  (each in declaration order), so the instantiations of an op appended to a family come last;
+* **content-defined cuts**: a source ends after an instantiation whose host name hashes to 0
+  modulo ``chunk_size`` (so ``chunk_size`` is the mean length), or after ``4 * chunk_size``
+  instantiations. A cut depends on the names around it, not on positions, so an insertion
+  changes only the source it lands in;
+* **names by content**: a source is named after its first instantiation's host name, so an
+  unchanged source keeps its name (and its ``.air``) wherever it moves in the list.
+
+Sources are rewritten only when their bytes change and stale ones are removed, so a no-op
+reconfigure leaves every timestamp alone. Standard library and ``builder`` only (runs in CMake).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from collections.abc import Sequence
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from builder.errors import BuilderError, UsageError
+from builder.errors import UsageError
 from builder.fileio import write_if_changed
-from builder.kernels.catalog import (
-    Instantiation,
-    load_catalog,
-    render_translation_unit,
-    split_names,
-)
+from builder.kernels.catalog import Catalog, FamilySpec, Instantiation, render_translation_unit
 
-__all__ = [
-    "DEFAULT_CHUNK_SIZE",
-    "main",
-    "select_families",
-    "write_sources",
-]
+__all__ = ["DEFAULT_CHUNK_SIZE", "Chunk", "catalog_chunks", "chunk_family", "write_sources"]
 
 DEFAULT_CHUNK_SIZE = 250
-"""Instantiations per generated source: binary (~1,850) becomes 8 sources, so 2-8 cores stay busy
-while one source still amortises the family header's parse over many instantiations."""
+"""Mean instantiations per generated source: binary (~1,850) becomes about 8 sources."""
+MAX_CHUNKS_PER_CUT = 4
+"""A source holds at most this many times ``chunk_size`` instantiations (no content cut came)."""
+_FILE_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")
 
 
-def write_sources(
-    instantiations: Sequence[Instantiation], out_dir: Path, chunk_size: int
-) -> list[dict[str, object]]:
-    """Write the chunked sources; return the plan's family entries (catalog order)."""
-    if chunk_size < 1:
-        raise BuilderError(f"chunk size must be at least 1, got {chunk_size}")
-    by_family: dict[str, list[Instantiation]] = {}
-    for inst in instantiations:
-        by_family.setdefault(inst.family, []).append(inst)
-    families: list[dict[str, object]] = []
-    wanted: set[Path] = set()
-    for family, items in by_family.items():
-        chunks = []
-        for k in range(0, len(items), chunk_size):
-            part = items[k : k + chunk_size]
-            path = out_dir / f"{family}_{k // chunk_size}.metal"
-            text = render_translation_unit(part)
-            write_if_changed(path, text)
-            wanted.add(path)
-            chunks.append(
-                {
-                    "source": str(path),
-                    "bytes": len(text.encode("utf-8")),
-                    "host_names": [inst.host_name for inst in part],
-                }
-            )
-        families.append({"name": family, "header": items[0].header, "chunks": chunks})
-    for stale in out_dir.glob("*.metal"):
-        if stale not in wanted:
-            stale.unlink()
-    return families
+@dataclass(frozen=True)
+class Chunk:
+    """One generated source: the family, its file stem, and the instantiations it holds."""
+
+    family: str
+    name: str
+    instantiations: tuple[Instantiation, ...]
+
+    def text(self) -> str:
+        return render_translation_unit(self.instantiations)
 
 
-def select_families(source_dir: Path, families: str | None, jit: str | None) -> list[str]:
-    """Validate a selection against the catalog; return ``[selected, jit]`` as CMake lists
-    (printed as ``selected|jit``).
+def _order(
+    catalog: Catalog, spec: FamilySpec, items: Sequence[Instantiation]
+) -> list[Instantiation]:
+    """``items`` op by op, then by dtypes, parameters and variant, in declaration order."""
+    ops = {op.name: (k, op.dtype_sets) for k, op in enumerate(spec.ops)}
+    variants = {v.name: (k, dict(v.params)) for k, v in enumerate(spec.variants)}
 
-    Families come back in catalog order (so option order never changes the build); an unknown
-    family, or a JIT family outside the selection, raises UsageError (exit 2 in CMake).
-    """
-    catalog = load_catalog(source_dir)
-    chosen = set(split_names(families) or catalog.family_names)
-    catalog.expand(chosen, [])  # validates the names
-    jit_set = set(split_names(jit) or [])
-    outside = sorted(jit_set - chosen)
-    if outside:
-        raise UsageError(
-            f"JIT families {', '.join(outside)} are not among the selected families "
-            f"({', '.join(n for n in catalog.family_names if n in chosen)})"
-        )
-    catalog.expand(jit_set, [])
-    order = catalog.family_names
-    return [";".join(n for n in order if n in chosen), ";".join(n for n in order if n in jit_set)]
+    def key(inst: Instantiation) -> tuple[object, ...]:
+        op_index, sets = ops[inst.op] if inst.op is not None else (0, spec.dtype_sets)
+        dtypes = tuple(catalog.dtype_sets[s].index(d) for s, d in zip(sets, inst.dtypes))
+        variant_index, axes = variants[inst.variant]
+        params = tuple(axes[name].index(value) for name, value in inst.params)
+        return (op_index, dtypes, params, variant_index)
+
+    return sorted(items, key=key)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Write sources and plan (or, with ``--select``, validate a selection); print CMake lists.
+def _cuts_after(host_name: str, chunk_size: int) -> bool:
+    digest = hashlib.sha256(host_name.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % chunk_size == 0
 
-    Exit 2 on a bad catalog or selection, with the reason on stderr.
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m builder.cmake_build.aot_sources", allow_abbrev=False
+
+def _stem(first: str, family: str, taken: set[str]) -> str:
+    stem = (
+        first
+        if _FILE_SAFE.match(first)
+        else f"{family}_{hashlib.sha256(first.encode()).hexdigest()[:12]}"
     )
-    parser.add_argument("--source-dir", type=Path, required=True)
-    parser.add_argument("--families", default="", help="comma-separated families (empty: all)")
-    parser.add_argument("--jit-families", default="", help="with --select: the JIT subset")
-    parser.add_argument("--select", action="store_true", help="only validate and print families")
-    parser.add_argument("--dtypes", default="", help="comma-separated dtypes (empty: all)")
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE)
-    parser.add_argument("--out-dir", type=Path)
-    parser.add_argument("--plan", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        if args.select:
-            print("|".join(select_families(args.source_dir, args.families, args.jit_families)))
-            return 0
-        if args.out_dir is None or args.plan is None:
-            parser.error("--out-dir and --plan are required to write sources")
-        catalog = load_catalog(args.source_dir)
-        items = catalog.expand(split_names(args.families), split_names(args.dtypes))
-        families = write_sources(items, args.out_dir, args.chunk_size)
-        plan = {"schema": 1, "chunk_size": args.chunk_size, "families": families}
-        write_if_changed(args.plan, json.dumps(plan, indent=1) + "\n")
-    except BuilderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    sources = [c["source"] for f in families for c in f["chunks"]]  # type: ignore[attr-defined]
-    print(";".join(str(s) for s in sources))
-    return 0
+    if stem in taken:  # two families cannot share a host name, so only a hash clash lands here
+        raise UsageError(f"generated source name {stem} would be used twice")
+    taken.add(stem)
+    return stem
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def chunk_family(
+    catalog: Catalog, spec: FamilySpec, items: Sequence[Instantiation], chunk_size: int,
+    taken: set[str] | None = None,
+) -> list[Chunk]:  # fmt: skip
+    """The generated sources of one family (``items`` are its selected instantiations)."""
+    if chunk_size < 1:
+        raise UsageError(f"chunk size must be at least 1, got {chunk_size}")
+    taken = set() if taken is None else taken
+    chunks: list[Chunk] = []
+    current: list[Instantiation] = []
+    limit = MAX_CHUNKS_PER_CUT * chunk_size
+    for inst in _order(catalog, spec, items):
+        current.append(inst)
+        if _cuts_after(inst.host_name, chunk_size) or len(current) >= limit:
+            chunks.append(Chunk(spec.name, _stem(current[0].host_name, spec.name, taken),
+                                tuple(current)))  # fmt: skip
+            current = []
+    if current:
+        chunks.append(
+            Chunk(spec.name, _stem(current[0].host_name, spec.name, taken), tuple(current))
+        )
+    return chunks
+
+
+def catalog_chunks(
+    catalog: Catalog, families: Iterable[str], dtypes: Sequence[str] | None, chunk_size: int
+) -> list[Chunk]:
+    """The generated sources of ``families`` (catalog order), for the ``dtypes`` selection."""
+    taken: set[str] = set()
+    chunks: list[Chunk] = []
+    for family in families:
+        items = catalog.expand([family], dtypes)
+        chunks += chunk_family(catalog, catalog.families[family], items, chunk_size, taken)
+    return chunks
+
+
+def write_sources(chunks: Sequence[Chunk], out_dir: Path) -> list[Path]:
+    """Write ``<out_dir>/<chunk>.metal`` for each chunk (only when its bytes change) and remove
+    the ``.metal`` files no chunk names; return the paths in chunk order."""
+    paths = []
+    for chunk in chunks:
+        path = out_dir / f"{chunk.name}.metal"
+        write_if_changed(path, chunk.text())
+        paths.append(path)
+    wanted = set(paths)
+    if out_dir.is_dir():
+        for stale in out_dir.glob("*.metal"):
+            if stale not in wanted:
+                stale.unlink()
+    return paths

@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 SETTINGS_FILE = "metallib-builder-settings.json"
+PLAN_FILE = "metal_plan/plan.json"
+"""Where CMakeLists.txt has ``builder.cmake_build.plan`` write the build plan."""
 
 
 class BuildFailed(BuilderError):
@@ -94,57 +96,79 @@ class BuildSettings:
     """What one build is: the tree, the selection, the modes and the toolchain."""
 
     source_dir: Path
+    """The CMake project (this checkout, or builder/_data of an installed wheel)."""
     build_dir: Path
     jit: bool
     kernels: tuple[str, ...] = ()
-    """Families to build; empty means all."""
+    """Catalog families to build; empty means all."""
     jit_kernels: tuple[str, ...] = ()
-    """Families built JIT whatever ``jit`` says; the others AOT."""
+    """Catalog families built JIT whatever ``jit`` says; the others AOT."""
     dtypes: tuple[str, ...] = ()
     metal_compiler: str | None = None
-    metallib_linker: str | None = None
+    """An explicit Metal compiler; None: METAL_COMPILER from the environment, then xcrun."""
     chunk_size: int | None = None
     compress: bool = False
     kernel_dir: Path | None = None
-    """Kernel tree (METAL_SOURCE_DIR); None: the one beside the CMakeLists."""
+    """Kernel tree (METAL_SOURCE_DIR); None: the bundled metal_src/."""
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    config_file: Path | None = None
+    """-I, -D, --exclude and --config of a tree without catalog.json."""
+    metal_flags: tuple[str, ...] | None = None
+    """Flags of every AOT compile; None: the build's defaults (-Wall -Wextra -fno-fast-math)."""
+    std: str | None = None
+    deployment_target: str | None = None
+    sdk: str = "macosx"
     extra: tuple[tuple[str, str], ...] = field(default=())
 
-    @property
-    def needs_aot(self) -> bool:
-        """True when some family would be compiled AOT (CMake decides the exact set)."""
-        if self.jit_kernels:
-            return not self.kernels or set(self.kernels) - set(self.jit_kernels) != set()
-        return not self.jit
 
+def cmake_args(settings: BuildSettings, compiler: str | None = None) -> list[str]:
+    """The typed ``-D`` arguments for ``settings`` (the one place that knows their names). Every
+    option is stated on every configure, so nothing an earlier configure cached lingers; the
+    compile flags are reset to CMake's default (``-U``) when none are given. ``compiler`` is the
+    resolved explicit compiler (None: CMake finds it through xcrun)."""
+    from builder.cmake_build.aot_sources import DEFAULT_CHUNK_SIZE
+    from builder.resources import metal_src_dir
 
-def cmake_args(settings: BuildSettings) -> list[str]:
-    """The typed ``-D`` arguments for ``settings`` (the one place that knows their names)."""
+    def joined(items: tuple[object, ...]) -> str:
+        return ";".join(str(i) for i in items)
+
+    kernel_dir = settings.kernel_dir or metal_src_dir()
     defs: list[tuple[str, str, str]] = [
         ("METAL_JIT", "BOOL", "ON" if settings.jit else "OFF"),
-        ("METAL_KERNELS", "STRING", ";".join(settings.kernels)),
-        ("METAL_JIT_KERNELS", "STRING", ";".join(settings.jit_kernels)),
-        ("METAL_DTYPES", "STRING", ";".join(settings.dtypes)),
+        ("METAL_KERNELS", "STRING", joined(settings.kernels)),
+        ("METAL_JIT_KERNELS", "STRING", joined(settings.jit_kernels)),
+        ("METAL_DTYPES", "STRING", joined(settings.dtypes)),
         ("METAL_JIT_COMPRESS", "BOOL", "ON" if settings.compress else "OFF"),
-        ("Python3_EXECUTABLE", "FILEPATH", sys.executable),
+        ("METAL_AOT_CHUNK_SIZE", "STRING", str(settings.chunk_size or DEFAULT_CHUNK_SIZE)),
+        ("METAL_SOURCE_DIR", "PATH", str(kernel_dir)),
+        ("METAL_INCLUDE_DIRS", "STRING", joined(settings.include_dirs)),
+        ("METAL_DEFINES", "STRING", joined(settings.defines)),
+        ("METAL_EXCLUDE", "STRING", joined(settings.exclude)),
+        ("METAL_CONFIG", "FILEPATH", str(settings.config_file or "")),
+        ("METAL_STD", "STRING", settings.std or ""),
+        ("METAL_DEPLOYMENT_TARGET", "STRING", settings.deployment_target or ""),
+        ("METAL_SDK", "STRING", settings.sdk),
+        ("METAL_COMPILER", "FILEPATH", compiler or ""),
         ("CMAKE_BUILD_TYPE", "STRING", "Release"),
     ]
-    if settings.chunk_size is not None:
-        defs.append(("METAL_AOT_CHUNK_SIZE", "STRING", str(settings.chunk_size)))
-    if settings.metal_compiler:
-        defs.append(("METAL_COMPILER", "FILEPATH", settings.metal_compiler))
-    if settings.metallib_linker:
-        defs.append(("METALLIB_LINKER", "FILEPATH", settings.metallib_linker))
-    if settings.kernel_dir is not None:
-        defs.append(("METAL_SOURCE_DIR", "PATH", str(settings.kernel_dir)))
+    if settings.metal_flags is not None:
+        defs.append(("METAL_AOT_FLAGS", "STRING", joined(settings.metal_flags)))
     defs += [(k, "STRING", v) for k, v in settings.extra]
-    return [f"-D{name}:{type_}={value}" for name, type_, value in defs]
+    args = [f"-D{name}:{type_}={value}" for name, type_, value in defs]
+    return args if settings.metal_flags is not None else ["-UMETAL_AOT_FLAGS", *args]
 
 
 class BuildTree:
     """A build directory configured from ``settings``: configure once, build many times."""
 
-    def __init__(self, settings: BuildSettings, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: BuildSettings, env: Mapping[str, str] | None = None,
+        compiler: str | None = None,
+    ) -> None:  # fmt: skip
         self.settings = settings
+        self.compiler = compiler
         self.env = dict(env or {})
         self.cmake = find_tool("cmake")
         self.ninja = find_tool("ninja")
@@ -154,22 +178,29 @@ class BuildTree:
         return self.settings.build_dir
 
     def _settings_key(self) -> str:
+        """Everything the configuration depends on, but not the interpreter that asks: running
+        ``metallib-builder`` and ``python -m builder`` by turns must not reconfigure."""
         data = asdict(self.settings)
-        data["cmake_args"] = cmake_args(self.settings)
+        data["cmake_args"] = cmake_args(self.settings, self.compiler)
         return json.dumps(data, default=str, sort_keys=True)
 
-    def is_configured(self) -> bool:
-        """True when the tree exists and was configured with exactly these settings."""
+    def is_configured(self, plan: str | None = None) -> bool:
+        """True when the tree exists and was configured with exactly these settings (and, when
+        given, the plan CMake wrote then is ``plan``: entry files come and go unseen by CMake)."""
         marker = self.build_dir / SETTINGS_FILE
         try:
             same = marker.read_text(encoding="utf-8") == self._settings_key()
+            if same and plan is not None:
+                same = (self.build_dir / PLAN_FILE).read_text(encoding="utf-8") == plan
         except OSError:
             return False
         return same and (self.build_dir / "build.ninja").is_file()
 
-    def configure(self, on_line: Callable[[str], None] | None = None) -> None:
+    def configure(
+        self, on_line: Callable[[str], None] | None = None, plan: str | None = None
+    ) -> None:
         """Run CMake (Ninja generator) unless already configured the same way."""
-        if self.is_configured():
+        if self.is_configured(plan):
             return
         marker = make_dirs(self.build_dir) / SETTINGS_FILE
         try:
@@ -178,7 +209,8 @@ class BuildTree:
             raise OutputError(f"cannot write {marker}: {exc.strerror or exc}") from exc
         cmd = [self.cmake, "-S", str(self.settings.source_dir), "-B", str(self.build_dir),
                "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
-               *cmake_args(self.settings)]  # fmt: skip
+               f"-DPython3_EXECUTABLE:FILEPATH={sys.executable}",
+               *cmake_args(self.settings, self.compiler)]  # fmt: skip
         result = run(cmd, env=self.env, on_line=on_line)
         if result.returncode != 0:
             text = "\n".join(line for line in result.lines if line.strip())

@@ -1,32 +1,46 @@
-"""One build from request to measured sizes: select, check the toolchain, configure, build, measure.
+"""One build from request to measured sizes: plan, check the toolchain, configure, build, measure.
 
-Shared by ``build`` and ``variants``. The family split mirrors CMakeLists.txt exactly: JIT families
-are ``jit_kernels`` when given, else every selected family with ``jit``, else none; the rest are
-AOT. AOT families without a Metal compiler fail here, before any directory is created.
+Shared by ``build`` and ``variants``. The selection is the build plan's
+(``builder.cmake_build.plan``, the function CMake runs too): a bad selection or AOT units without
+a Metal compiler fail here, before any directory is created. A build directory configured with the
+same settings is not configured again; for a tree without a catalog the plan is recomputed (it is
+cheap: the entry files and metallib.toml) and compared with the one CMake wrote, since CMake does
+not notice an entry file appearing.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import BuildSettings, BuildTree
+from builder.cmake_build.cmake import PLAN_FILE, BuildSettings, BuildTree
 from builder.cmake_build.progress import ProgressDisplay
-from builder.cmake_build.toolchain import MetalToolchain, require_metal_toolchain
+from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
 from builder.size.build_sizes import BuildSizes, measure
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["BuildOutcome", "Split", "project_source_dir", "run_build", "split_families"]
+    from builder.cmake_build.plan import BuildPlan, PlanRequest
+
+__all__ = [
+    "BuildOutcome",
+    "Split",
+    "build_plan",
+    "plan_request",
+    "project_source_dir",
+    "run_build",
+    "split_families",
+]
 
 
 @dataclass(frozen=True)
 class Split:
-    """Selected families in catalog order, divided by mode."""
+    """Selected units (catalog families or entry files) in plan order, divided by mode."""
 
     aot: tuple[str, ...]
     jit: tuple[str, ...]
@@ -39,27 +53,31 @@ def project_source_dir() -> Path:
     return cmake_dir().parent
 
 
+def plan_request(settings: BuildSettings) -> PlanRequest:
+    """The plan request of ``settings``, as CMakeLists.txt passes the same options."""
+    from builder.cmake_build.plan import PlanRequest
+
+    return PlanRequest(
+        source_dir=settings.kernel_dir, kernels=settings.kernels, jit=settings.jit,
+        jit_kernels=settings.jit_kernels, dtypes=settings.dtypes,
+        include_dirs=settings.include_dirs, defines=settings.defines, exclude=settings.exclude,
+        config_file=settings.config_file, chunk_size=settings.chunk_size, std=settings.std,
+        deployment_target=settings.deployment_target,
+        gen_dir=settings.build_dir / "metal_aot" / "src",
+    )  # fmt: skip
+
+
+def build_plan(settings: BuildSettings) -> BuildPlan:
+    """The plan of ``settings`` (UsageError, exit 2, when it cannot be built)."""
+    from builder.cmake_build.plan import make_plan
+
+    return make_plan(plan_request(settings))
+
+
 def split_families(settings: BuildSettings) -> Split:
-    """Validate the selection against the catalog and divide it as CMake will (exit 2 if bad)."""
-    from builder.cmake_build.aot_sources import select_families
-    from builder.resources import metal_src_dir
-
-    kernel_dir = settings.kernel_dir or metal_src_dir()
-    if not (kernel_dir / "catalog.json").is_file():
-        raise UsageError(f"{kernel_dir} is not a kernel tree: catalog.json not found")
-    chosen, jit_listed = select_families(
-        kernel_dir, ",".join(settings.kernels), ",".join(settings.jit_kernels)
-    )
-    selected = tuple(n for n in chosen.split(";") if n)
-    if settings.dtypes:
-        from builder.kernels import load_catalog
-
-        load_catalog(kernel_dir).expand([], settings.dtypes)  # validates the dtype names
-    if jit_listed:
-        jit = tuple(n for n in jit_listed.split(";") if n)
-    else:
-        jit = selected if settings.jit else ()
-    return Split(tuple(n for n in selected if n not in jit), jit)
+    """Validate the selection and divide it by mode, as the build will (exit 2 if bad)."""
+    plan = build_plan(settings)
+    return Split(plan.aot, plan.jit)
 
 
 @dataclass(frozen=True)
@@ -72,28 +90,60 @@ class BuildOutcome:
     sizes: BuildSizes
 
 
+def _configured_split(tree: BuildTree) -> Split | None:
+    """The split CMake planned when ``tree`` was configured with these settings, or None."""
+    if not tree.is_configured():
+        return None
+    try:
+        units = json.loads((tree.build_dir / PLAN_FILE).read_text(encoding="utf-8"))["units"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return Split(tuple(u["name"] for u in units if u["mode"] == "aot"),
+                 tuple(u["name"] for u in units if u["mode"] == "jit"))  # fmt: skip
+
+
 def run_build(
     settings: BuildSettings, *, jobs: int | None, console: Console, verbose: bool = False
 ) -> BuildOutcome:
-    """Check, configure (if needed), build with progress, measure. Raises UsageError/BuildFailed."""
-    split = split_families(settings)
-    toolchain = None
-    if split.aot:
-        toolchain = require_metal_toolchain(settings.metal_compiler, settings.metallib_linker)
-        settings = replace(
-            settings, metal_compiler=toolchain.compiler, metallib_linker=toolchain.linker
-        )
+    """Plan, check, configure (if needed), build with progress, measure. Raises
+    UsageError/BuildFailed."""
+    from builder.cmake_build.toolchain import (
+        ToolchainMissing,
+        find_metal_toolchain,
+        missing_message,
+    )
+    from builder.kernels.discovery import is_catalog_tree
+    from builder.resources import metal_src_dir
+
     start = time.perf_counter()
-    tree = BuildTree(settings)
+    if settings.kernel_dir is not None and not settings.kernel_dir.is_dir():
+        raise UsageError(f"--source-dir {settings.kernel_dir}: not a folder")
+    found = find_metal_toolchain(settings.metal_compiler, sdk=settings.sdk)
+    toolchain = found if isinstance(found, MetalToolchain) else None
+    tree = BuildTree(settings, compiler=toolchain.explicit if toolchain else None)
+    plan = None
+    # A catalog tree configured the same way needs no new plan: CMake plans again by itself when
+    # catalog.json changes. A tree of entry files is planned again (cheap) to see new files.
+    split = _configured_split(tree) if is_catalog_tree(settings.kernel_dir or metal_src_dir()) else None
+    if split is None:
+        from builder.cmake_build.plan import plan_text
+
+        planned = build_plan(settings)
+        split = Split(planned.aot, planned.jit)
+        plan = plan_text(planned) if planned.kind == "discovered" else None
+    if split.aot and isinstance(found, ToolchainMissing):
+        raise UsageError(missing_message(found))
+    if not split.aot:
+        toolchain = None
     echo = (
         (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
         if verbose
         else None
     )
-    if not tree.is_configured():
+    if not tree.is_configured(plan):
         console.print(f"Configuring {settings.build_dir} (AOT: {', '.join(split.aot) or '-'}; "
                       f"JIT: {', '.join(split.jit) or '-'})", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
-    tree.configure(on_line=echo)
+        tree.configure(on_line=echo, plan=plan)
     with ProgressDisplay(console, f"Building {settings.build_dir.name}") as on_status:
         output = tree.build(jobs, on_status)
     seconds = time.perf_counter() - start

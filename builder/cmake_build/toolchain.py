@@ -2,8 +2,10 @@
 
 CMake would stop too (cmake/MetalToolchain.cmake), but only after creating a build directory and
 printing a configure log; the CLI checks first with the same resolution order: an explicit path
-(``--metal-compiler`` / ``--metallib-linker``), then ``METAL_COMPILER`` / ``METALLIB_LINKER`` from
-the environment, then ``xcrun -sdk macosx --find metal|metallib``.
+(``--metal-compiler``), then ``METAL_COMPILER`` from the environment, then ``xcrun -sdk <sdk>
+--find metal``. One driver compiles and links (``metal -o lib.metallib *.air``, as MLX does), so
+there is no separate linker to find. A compiler found through xcrun is run as ``xcrun -sdk <sdk>
+metal`` (:attr:`MetalToolchain.command`), so the SDK is the one asked for.
 """
 
 from __future__ import annotations
@@ -28,12 +30,18 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MetalToolchain:
-    """The compiler and linker an AOT build will use, and where each was found."""
+    """The Metal compiler driver an AOT build will use, where it was found, how it is run."""
 
     compiler: str
-    linker: str
     origin: str
     """``--metal-compiler``, ``METAL_COMPILER`` or ``xcrun``."""
+    command: tuple[str, ...]
+    """The command that runs it: the path, or ``xcrun -sdk <sdk> metal``."""
+
+    @property
+    def explicit(self) -> str | None:
+        """The path to hand to CMake as METAL_COMPILER (None: CMake asks xcrun itself)."""
+        return None if self.origin == "xcrun" else self.compiler
 
 
 @dataclass(frozen=True)
@@ -66,37 +74,24 @@ def _xcrun_find(xcrun: str, tool: str, sdk: str) -> str | None:
 
 
 def find_metal_toolchain(
-    compiler: str | None = None,
-    linker: str | None = None,
-    env: Mapping[str, str] | None = None,
-    sdk: str = "macosx",
+    compiler: str | None = None, env: Mapping[str, str] | None = None, sdk: str = "macosx"
 ) -> MetalToolchain | ToolchainMissing:
-    """Resolve the toolchain without raising; see the module docstring for the order."""
+    """Resolve the compiler without raising; see the module docstring for the order."""
     env = os.environ if env is None else env
     origin = "--metal-compiler" if compiler else "METAL_COMPILER"
     compiler = compiler or env.get("METAL_COMPILER") or None
-    linker = linker or env.get("METALLIB_LINKER") or None
     if compiler:
         found = _resolve(compiler)
         if found is None:
             return ToolchainMissing(f"{origin}={compiler} is not an executable")
-        if linker is None:  # the linker usually sits beside the compiler
-            sibling = Path(found).with_name("metallib")
-            linker = str(sibling) if sibling.is_file() else None
-        if linker is None:
-            return ToolchainMissing(f"no metallib beside {found} and METALLIB_LINKER is not set")
-        found_linker = _resolve(linker)
-        if found_linker is None:
-            return ToolchainMissing(f"METALLIB_LINKER={linker} is not an executable")
-        return MetalToolchain(found, found_linker, origin)
+        return MetalToolchain(found, origin, (found,))
     xcrun = shutil.which("xcrun", path=env.get("PATH"))
     if xcrun is None:
         return ToolchainMissing("xcrun not found")
     metal = _xcrun_find(xcrun, "metal", sdk)
-    metallib = _xcrun_find(xcrun, "metallib", sdk)
-    if metal is None or metallib is None:
-        return ToolchainMissing(f"xcrun -sdk {sdk} --find metal/metallib failed")
-    return MetalToolchain(metal, metallib, "xcrun")
+    if metal is None:
+        return ToolchainMissing(f"xcrun -sdk {sdk} --find metal failed")
+    return MetalToolchain(metal, "xcrun", (xcrun, "-sdk", sdk, "metal"))
 
 
 def missing_message(missing: ToolchainMissing) -> str:
@@ -104,17 +99,16 @@ def missing_message(missing: ToolchainMissing) -> str:
     return (
         f"AOT build needs Apple's Metal compiler, and none was found ({missing.reason}). "
         "AOT compilation needs macOS with Xcode or the Metal toolchain. Point at a compiler with "
-        "--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal (and "
-        "METALLIB_LINKER=/path/to/metallib when it is not beside it), or build every family "
+        "--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal, or build every unit "
         "JIT with --jit (no Metal compiler needed)."
     )
 
 
 def require_metal_toolchain(
-    compiler: str | None = None, linker: str | None = None, env: Mapping[str, str] | None = None
+    compiler: str | None = None, env: Mapping[str, str] | None = None, sdk: str = "macosx"
 ) -> MetalToolchain:
     """The toolchain, or UsageError (exit 2) with :func:`missing_message`."""
-    found = find_metal_toolchain(compiler, linker, env)
+    found = find_metal_toolchain(compiler, env, sdk)
     if isinstance(found, ToolchainMissing):
         raise UsageError(missing_message(found))
     return found

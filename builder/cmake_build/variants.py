@@ -3,7 +3,7 @@
 Variants (each in ``<build dir>/<name>``):
 
 * ``jit-on``: every selected family JIT (host C++ compiler only);
-* ``jit-off``: every selected family AOT into mlx.metallib (needs the Metal compiler);
+* ``jit-off``: every selected family AOT into the metallib (needs the Metal compiler);
 * ``mixed``: the largest families (by instantiation count) JIT, the rest AOT. Which ones is
   stated once, by the ``mixed`` preset of CMakePresets.json (``METAL_JIT_KERNELS``), so
   ``cmake --preset mixed`` and ``variants`` build the same thing.
@@ -81,7 +81,7 @@ def build_variants(
     base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool = False
 ) -> list[VariantResult]:
     """Build each variant; a missing compiler or a failed build is recorded, not raised."""
-    toolchain = find_metal_toolchain(base.metal_compiler, base.metallib_linker)
+    toolchain = find_metal_toolchain(base.metal_compiler, sdk=base.sdk)
     results = []
     for name, description, settings in _variant_settings(base, root):
         if split_families(settings).aot and isinstance(toolchain, ToolchainMissing):

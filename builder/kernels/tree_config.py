@@ -17,6 +17,9 @@ and suggesting the closest known key. Schema (docs/discovery.md):
     [build]
     library = "mlx"                            # output: mlx.metallib
     aot-only = ["arg_reduce.metal"]            # entry files that stay AOT in JIT mode (globs)
+    std = "metal3.1"                           # -std= of every AOT compile
+    deployment-target = "14.0"                 # -mmacosx-version-min= (compile and link)
+    flags = ["-Wno-c++17-extensions"]          # compile flags the tree needs, after the defaults
 
     [build.preambles]                          # run-time (JIT) sources: function -> header(s)
     unary = "unary.h"
@@ -26,6 +29,7 @@ and suggesting the closest known key. Schema (docs/discovery.md):
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,9 +40,33 @@ from typing import Any
 from builder.errors import UsageError
 from builder.kernels.preprocess import parse_define
 
-__all__ = ["CONFIG_FILE", "ConfigError", "TreeConfig", "find_config", "load_config", "merge_flags"]
+__all__ = [
+    "CONFIG_FILE",
+    "ConfigError",
+    "TreeConfig",
+    "find_config",
+    "load_config",
+    "merge_flags",
+    "std_version",
+    "valid_deployment_target",
+]
 
 CONFIG_FILE = "metallib.toml"
+_STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
+_TARGET = re.compile(r"^[0-9]+(?:\.[0-9]+){0,2}$")
+
+
+def std_version(std: str) -> int | None:
+    """``__METAL_VERSION__`` for a ``-std=`` value (``metal3.1`` -> 310, ``ios-metal2.4`` -> 240),
+    or None when ``std`` is not one of the spellings Apple's compiler takes: ``metalX.Y``
+    (MSL 3.0 and later) and the older ``macos-metalX.Y``, ``osx-metalX.Y``, ``ios-metalX.Y``."""
+    match = _STD.match(std)
+    return int(match.group(1)) * 100 + int(match.group(2)) * 10 if match else None
+
+
+def valid_deployment_target(value: str) -> bool:
+    """An OS version such as ``14``, ``14.0`` or ``15.2.1``."""
+    return bool(_TARGET.match(value))
 
 
 class ConfigError(UsageError):
@@ -65,6 +93,12 @@ class TreeConfig:
     """[build] globs of entry files that stay ahead-of-time compiled in JIT mode."""
     preambles: Mapping[str, tuple[Path, ...]] = field(default_factory=lambda: MappingProxyType({}))
     """[build.preambles] JIT source function name -> headers (absolute) inlined into it."""
+    std: str | None = None
+    """[build] ``-std=`` of the AOT compiles (``metal3.1``); None: the build's choice."""
+    deployment_target: str | None = None
+    """[build] OS version for ``-mmacosx-version-min=`` (or the iOS form); None: none given."""
+    flags: tuple[str, ...] = ()
+    """[build] compile flags the tree needs, added after the build's (default) flags."""
 
 
 _Check = Callable[[Any], Any]
@@ -98,6 +132,18 @@ def _library(value: Any) -> str:
     return value.removesuffix(".metallib")
 
 
+def _std(value: Any) -> str:
+    if not isinstance(value, str) or std_version(value) is None:
+        raise TypeError('a Metal language standard such as "metal3.1" or "macos-metal2.4"')
+    return value
+
+
+def _target(value: Any) -> str:
+    if not isinstance(value, str) or not valid_deployment_target(value):
+        raise TypeError('an OS version such as "14.0"')
+    return value
+
+
 def _preamble(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -111,7 +157,10 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
         "include-dirs": _strings, "defines": _define_list, "exclude": _strings,
         "metal-version": _version,
     },
-    "build": {"library": _library, "aot-only": _strings, "preambles": dict},
+    "build": {
+        "library": _library, "aot-only": _strings, "preambles": dict, "std": _std,
+        "deployment-target": _target, "flags": _strings,
+    },
 }  # fmt: skip
 
 
@@ -192,6 +241,9 @@ def load_config(path: Path) -> TreeConfig:
         library=build.get("library"),
         aot_only=build.get("aot-only", ()),
         preambles=MappingProxyType(preambles),
+        std=build.get("std"),
+        deployment_target=build.get("deployment-target"),
+        flags=build.get("flags", ()),
     )
 
 

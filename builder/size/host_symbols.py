@@ -3,7 +3,9 @@
 The generator writes one translation unit per family (``<family>.cpp``) whose arrays live in an
 anonymous namespace, so their symbol names do not say which family they belong to; the symbol
 table does: the local symbols of a translation unit follow its ``STT_FILE`` symbol. A symbol is
-therefore counted for a family when it is local to ``<family>.cpp`` or when its name contains
+therefore counted for a family when it is local to ``<family>.cpp`` (a family named by a path,
+such as an entry file ``steel/gemm.metal``, by its last part: compilers record the file name
+only, so ``gemm.metal.cpp``, when no other family ends the same way) or when its name contains
 ``family_<family>`` (the exported registry entry). Everything else is ``(other)``: the runtime,
 the shared (deduplicated) pieces merged across families. Sizes are ``st_size`` of defined data and
 function symbols, so they are measured, not estimated; a non-ELF or stripped library gives None.
@@ -44,6 +46,8 @@ def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
     names = list(families)
     by_name = [(f, re.compile(rf"family_{re.escape(f)}(?![A-Za-z0-9_])")) for f in names]
     totals = dict.fromkeys([*names, OTHER], 0)
+    last = [Path(f).name for f in names]
+    by_file = {Path(f).name: f for f in names if last.count(Path(f).name) == 1}
     try:
         with path.open("rb") as fh:
             elf = ELFFile(fh)
@@ -56,7 +60,7 @@ def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
                 kind = sym["st_info"]["type"]
                 if kind == "STT_FILE":
                     stem = Path(sym.name).stem
-                    unit = stem if stem in totals and stem != OTHER else None
+                    unit = stem if stem in totals and stem != OTHER else by_file.get(stem)
                     continue
                 if kind not in ("STT_OBJECT", "STT_FUNC") or sym["st_shndx"] == "SHN_UNDEF":
                     continue

@@ -1,7 +1,9 @@
-"""Fixtures for the build tests: a private kernel tree, the stand-in Metal tools, CMake + Ninja.
+"""Fixtures for the build tests: private kernel trees, the stand-in Metal compiler, CMake + Ninja.
 
-The stand-ins (tests/cmake_build/standin/) record each call in $METAL_STANDIN_LOG; ``StandinBuild``
-configures the project's top-level CMakeLists.txt against them and reads that log back.
+The stand-in (tests/cmake_build/standin/) records each call in $METAL_STANDIN_LOG;
+``StandinBuild`` configures the project's top-level CMakeLists.txt against it and reads that log
+back. ``mlx_tree`` is a private copy of the MLX-style entry files (tests/data/mlx_style) whose
+include folder is the real MLX headers of an mlx-metal wheel.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from builder.kernels.compiler import find_compiler
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = Path(__file__).resolve().parent / "standin"
 METAL = STANDIN / "metal-standin"
-METALLIB = STANDIN / "metallib-standin"
+XCRUN_DIR = STANDIN / "xcrun-bin"
+DEFAULT_FLAGS = ["-Wall", "-Wextra", "-fno-fast-math"]
 
 
 def cmake_exe() -> str:
@@ -45,29 +48,46 @@ def kernel_tree(tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.fixture
+def mlx_tree(tmp_path: Path, mlx_style: Path, mlx_headers: Path) -> Path:
+    """A copy of the MLX-style entry files with a metallib.toml naming the real MLX headers."""
+    dest = tmp_path / "mlx_style"
+    shutil.copytree(mlx_style, dest, ignore=shutil.ignore_patterns("*.md"))
+    (dest / "metallib.toml").write_text(
+        f'[kernels]\ninclude-dirs = ["{mlx_headers.as_posix()}"]\n[build]\nlibrary = "mlx"\n'
+    )
+    return dest
+
+
 @dataclass
 class StandinBuild:
-    """One build directory configured against the stand-in compiler and linker."""
+    """One build directory configured against the stand-in compiler."""
 
     build_dir: Path
     kernel_dir: Path
     log: Path
     defines: dict[str, str] = field(default_factory=dict)
+    path: str | None = None
+    """PATH for CMake and Ninja (None: the test process's)."""
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "METAL_STANDIN_LOG": str(self.log)}
+        env = {**os.environ, "METAL_STANDIN_LOG": str(self.log)}
+        if self.path is not None:
+            env["PATH"] = self.path
+        return env
 
-    def configure(self) -> subprocess.CompletedProcess[str]:
+    def configure(self, check: bool = True) -> subprocess.CompletedProcess[str]:
+        compiler = [] if "METAL_COMPILER" in self.defines else [f"-DMETAL_COMPILER={METAL}"]
         args = [
             cmake_exe(), "-S", str(ROOT), "-B", str(self.build_dir), "-G", "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}", f"-DPython3_EXECUTABLE={sys.executable}",
-            f"-DMETAL_COMPILER={METAL}", f"-DMETALLIB_LINKER={METALLIB}",
-            f"-DMETAL_SOURCE_DIR={self.kernel_dir}",
+            *compiler, f"-DMETAL_SOURCE_DIR={self.kernel_dir}",
             *(f"-D{k}={v}" for k, v in self.defines.items()),
         ]  # fmt: skip
         done = subprocess.run(args, env=self.env, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stdout + done.stderr
+        if check:
+            assert done.returncode == 0, done.stdout + done.stderr
         return done
 
     def ninja(self, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -79,17 +99,27 @@ class StandinBuild:
             assert done.returncode == 0, done.stdout + done.stderr
         return done
 
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
+    def calls(self, mode: str | None = None) -> list[dict[str, Any]]:
+        """The stand-in's calls since the last reset: ``compile``, ``link`` or all."""
         if not self.log.is_file():
             return []
         rows = [json.loads(line) for line in self.log.read_text().splitlines()]
-        return [r for r in rows if tool is None or r["tool"] == tool]
+        return [r for r in rows if mode is None or r["mode"] == mode]
 
     def reset_log(self) -> None:
         self.log.unlink(missing_ok=True)
 
     def compiled_sources(self) -> set[str]:
-        return {Path(c["source"]).name for c in self.calls("metal")}
+        """Sources compiled since the last reset, relative to the kernel tree or by file name
+        (generated ones)."""
+        out = set()
+        for call in self.calls("compile"):
+            src = Path(call["source"])
+            try:
+                out.add(src.relative_to(self.kernel_dir.resolve()).as_posix())
+            except ValueError:
+                out.add(src.name)
+        return out
 
     def generated_sources(self) -> list[Path]:
         return sorted((self.build_dir / "metal_aot" / "src").glob("*.metal"))
@@ -105,9 +135,15 @@ def standin_build(tmp_path: Path, kernel_tree: Path) -> StandinBuild:
 
 
 @pytest.fixture
-def standin_tools() -> tuple[Path, Path]:
-    """(stand-in metal, stand-in metallib)."""
-    return METAL, METALLIB
+def tree_build(tmp_path: Path, mlx_tree: Path) -> StandinBuild:
+    """A build of ``mlx_tree`` (not configured yet)."""
+    return StandinBuild(tmp_path / "build", mlx_tree, tmp_path / "standin.log")
+
+
+@pytest.fixture
+def standin_tools() -> Path:
+    """The stand-in metal driver (it compiles and links)."""
+    return METAL
 
 
 @pytest.fixture

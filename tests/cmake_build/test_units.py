@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from builder.cmake_build.aot_sources import select_families, write_sources
+from builder.cmake_build.aot_sources import catalog_chunks, write_sources
 from builder.cmake_build.cmake import BuildSettings, cmake_args
 from builder.cmake_build.driver import project_source_dir
+from builder.cmake_build.plan import select_families
 from builder.cmake_build.progress import NinjaOutput, parse_status
 from builder.cmake_build.toolchain import (
     MetalToolchain,
@@ -45,13 +46,26 @@ def test_parse_status_and_failure_text() -> None:
 def test_cmake_args_are_typed(tmp_path: Path) -> None:
     settings = BuildSettings(source_dir=tmp_path, build_dir=tmp_path / "b", jit=False,
                              kernels=("unary", "copy"), jit_kernels=("copy",), dtypes=("float32",),
-                             metal_compiler="/x/metal", chunk_size=64)  # fmt: skip
-    args = cmake_args(settings)
+                             chunk_size=64, metal_flags=("-Wall", "-O3"), std="metal3.1",
+                             deployment_target="14.0", sdk="iphoneos",
+                             include_dirs=(tmp_path / "a b",), defines=("X=1", "Y"))  # fmt: skip
+    args = cmake_args(settings, "/x/metal")
     assert "-DMETAL_JIT:BOOL=OFF" in args
     assert "-DMETAL_KERNELS:STRING=unary;copy" in args
     assert "-DMETAL_JIT_KERNELS:STRING=copy" in args
     assert "-DMETAL_AOT_CHUNK_SIZE:STRING=64" in args
     assert "-DMETAL_COMPILER:FILEPATH=/x/metal" in args
+    assert "-DMETAL_AOT_FLAGS:STRING=-Wall;-O3" in args  # a CMake list: one flag per element
+    assert "-DMETAL_STD:STRING=metal3.1" in args and "-DMETAL_SDK:STRING=iphoneos" in args
+    assert "-DMETAL_DEPLOYMENT_TARGET:STRING=14.0" in args
+    assert f"-DMETAL_INCLUDE_DIRS:STRING={tmp_path / 'a b'}" in args
+    assert "-DMETAL_DEFINES:STRING=X=1;Y" in args
+    # every option is stated each time: nothing an earlier configure cached lingers
+    plain = cmake_args(BuildSettings(source_dir=tmp_path, build_dir=tmp_path / "b", jit=True))
+    assert plain[0] == "-UMETAL_AOT_FLAGS"  # back to CMake's default flags
+    assert "-DMETAL_COMPILER:FILEPATH=" in plain and "-DMETAL_STD:STRING=" in plain
+    assert "-DMETAL_AOT_CHUNK_SIZE:STRING=250" in plain
+    assert not any("Python3_EXECUTABLE" in a for a in plain)  # not part of the settings key
 
 
 def _exe(path: Path) -> Path:
@@ -63,11 +77,10 @@ def _exe(path: Path) -> Path:
 def test_toolchain_resolution(tmp_path: Path) -> None:
     metal = _exe(tmp_path / "metal")
     found = find_metal_toolchain(env={"METAL_COMPILER": str(metal), "PATH": ""})
-    assert isinstance(found, ToolchainMissing) and "no metallib beside" in found.reason
-    linker = _exe(tmp_path / "metallib")
+    assert found == MetalToolchain(str(metal), "METAL_COMPILER", (str(metal),))
     found = find_metal_toolchain(str(metal), env={"PATH": ""})
-    assert isinstance(found, MetalToolchain) and found.linker == str(linker)
-    assert found.origin == "--metal-compiler"
+    assert isinstance(found, MetalToolchain) and found.origin == "--metal-compiler"
+    assert found.explicit == str(metal)  # handed to CMake as METAL_COMPILER
     missing = find_metal_toolchain(env={"PATH": str(tmp_path / "empty")})
     assert missing == ToolchainMissing("xcrun not found")
     with pytest.raises(UsageError, match="needs macOS with Xcode or the Metal toolchain"):
@@ -76,52 +89,69 @@ def test_toolchain_resolution(tmp_path: Path) -> None:
     assert isinstance(bad, ToolchainMissing) and "not an executable" in bad.reason
 
 
+def test_toolchain_through_xcrun_runs_it_with_the_sdk() -> None:
+    xcrun_dir = Path(__file__).resolve().parent / "standin" / "xcrun-bin"
+    found = find_metal_toolchain(env={"PATH": str(xcrun_dir)}, sdk="iphoneos")
+    assert isinstance(found, MetalToolchain) and found.origin == "xcrun"
+    assert found.command == (str(xcrun_dir / "xcrun"), "-sdk", "iphoneos", "metal")
+    assert found.compiler.endswith("metal-standin") and found.explicit is None
+
+
 def test_sources_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> None:
-    items = load_catalog().expand(["unary"], ["float32"])
+    catalog = load_catalog()
     out = tmp_path / "src"
-    plan = write_sources(items, out, 30)
-    paths = sorted(out.glob("*.metal"))
-    assert len(paths) == len(plan[0]["chunks"]) == -(-len(items) // 30)  # type: ignore[arg-type]
+    chunks = catalog_chunks(catalog, ["unary"], ["float32"], 30)
+    paths = write_sources(chunks, out)
+    assert sorted(paths) == sorted(out.glob("*.metal")) and len(paths) == len(chunks) > 1
     mtimes = [p.stat().st_mtime_ns for p in paths]
-    write_sources(items, out, 30)
+    write_sources(catalog_chunks(catalog, ["unary"], ["float32"], 30), out)
     assert [p.stat().st_mtime_ns for p in paths] == mtimes
-    write_sources(items, out, 1000)
-    assert [p.name for p in out.glob("*.metal")] == ["unary_0.metal"]
+    one = catalog_chunks(catalog, ["unary"], ["float32"], 100_000)
+    write_sources(one, out)
+    assert [p.name for p in out.glob("*.metal")] == [f"{one[0].name}.metal"]
 
 
 def test_select_families_catalog_order_and_errors() -> None:
-    root = Path(__file__).resolve().parents[2] / "metal_src"
-    assert select_families(root, "copy,unary", "unary") == ["unary;copy", "unary"]
+    catalog = load_catalog()
+    assert select_families(catalog, ["copy", "unary"], ["unary"]) == (("unary", "copy"), ("unary",))
+    assert select_families(catalog, ["copy", "unary", "copy"], keep_order=True)[0] == ("copy", "unary")
     with pytest.raises(UsageError, match="not among the selected"):
-        select_families(root, "copy", "unary")
-    with pytest.raises(UsageError, match="unknown kernel family"):
-        select_families(root, "nope", "")
+        select_families(catalog, ["copy"], ["unary"])
+    with pytest.raises(UsageError, match="unknown kernel family 'nope'; valid: arange, binary"):
+        select_families(catalog, ["nope"])
 
 
 def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
-    src = tmp_path / "metal_aot" / "src" / "unary_0.metal"
+    src = tmp_path / "metal_aot" / "src" / "unary_v_abs_float32.metal"
     src.parent.mkdir(parents=True)
     src.write_text("x")
+    air = tmp_path / "metal_aot.air" / "unary_v_abs_float32.air"
     (tmp_path / "mlx.metallib").write_bytes(b"12345")
     (tmp_path / "libmetal_jit.so").write_bytes(b"123")
     (tmp_path / "metal_jit").mkdir()
     (tmp_path / "metal_jit" / "copy.cpp").write_text("yy")
-    plan = {"families": [{"name": "unary", "header": "unary/unary.h",
-                          "chunks": [{"source": str(src), "bytes": 1, "host_names": ["u1"]}]}]}  # fmt: skip
+    plan = {"kind": "catalog", "options": {"METAL_JIT": False},
+            "units": [{"name": "unary", "mode": "aot", "sources": ["unary/unary.h"]},
+                      {"name": "copy", "mode": "jit", "sources": ["copy/copy.h"]}],
+            "compile": [{"unit": "unary", "source": str(src)}]}  # fmt: skip
     embed = {"compressed": False, "embedded_bytes": 7, "families": [
         {"name": "copy", "headers": ["copy/copy.h"], "host_names": ["c1"], "source_bytes": 9,
          "embedded_bytes": 7}]}  # fmt: skip
-    config = {"families": ["unary", "copy"], "options": {"METAL_JIT": False}}
-    m = build_manifest(tmp_path, config, plan, str(tmp_path / "mlx.metallib"), embed,
-                       tmp_path / "metal_jit" / "embed.json", str(tmp_path / "libmetal_jit.so"))  # fmt: skip
+    config = {"options": {"METAL_STD": "metal3.1"}, "objects": {str(src): str(air)}}
+    m = build_manifest(tmp_path, config, plan, {"unary": ["u1"], "copy": ["c1"]},
+                       metallib=str(tmp_path / "mlx.metallib"), embed=embed,
+                       embed_dir=tmp_path / "metal_jit",
+                       host_library=str(tmp_path / "libmetal_jit.so"))  # fmt: skip
     assert [f["name"] for f in m["families"]] == ["unary", "copy"]
     unary, copy = m["families"]
-    assert unary["outputs"] == ["metal_aot/air/unary_0.air", "mlx.metallib"]
-    assert unary["generated_sources"] == ["metal_aot/src/unary_0.metal"]
+    assert unary["outputs"] == ["metal_aot.air/unary_v_abs_float32.air", "mlx.metallib"]
+    assert unary["generated_sources"] == ["metal_aot/src/unary_v_abs_float32.metal"]
+    assert unary["host_names"] == ["u1"] and unary["generated_bytes"] == 1
     assert copy["mode"] == "jit" and copy["embedded_bytes"] == 7
     assert copy["outputs"] == ["metal_jit/copy.cpp", "libmetal_jit.so"]
     assert m["files"]["metallib"] == {"path": "mlx.metallib", "bytes": 5}
     assert m["embedded_bytes"] == 7
+    assert m["options"] == {"METAL_JIT": False, "METAL_STD": "metal3.1"}
 
 
 def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:

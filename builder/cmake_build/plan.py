@@ -1,0 +1,419 @@
+"""The build plan: which units a build compiles ahead of time and which it embeds for run time.
+
+Computed once, here, for any kernel tree, and used by everything that needs the selection:
+
+* the CLI (``build``, ``variants``): to refuse a bad selection and to know whether a Metal
+  compiler is needed, before anything is configured;
+* CMake: ``python -m builder.cmake_build.plan`` writes ``plan.json`` at configure time (only when
+  its bytes change) and the project's CMakeLists.txt reads its ``cmake`` lists;
+* the manifest: the build-time record step (``builder.cmake_build.record``) reads the same file.
+
+A **unit** is what gets one mode: a catalog family (``binary``; its AOT sources are generated
+into the build directory by ``aot_sources``) or an entry file of a discovered tree
+(``unary.metal``, compiled as it is). A discovered tree's entry files are JIT in JIT mode unless
+``[build] aot-only`` in metallib.toml names them; a JIT entry file needs the run-time preambles of
+``builder.jit.tree_preambles``. Kernels are not part of the plan: a discovered tree's are found at
+build time (they change with any header), a catalog's follow from the catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.cmake_build.aot_sources import DEFAULT_CHUNK_SIZE, Chunk
+from builder.errors import BuilderError, UsageError
+
+if TYPE_CHECKING:
+    from builder.kernels.catalog import Catalog
+
+__all__ = [
+    "CATALOG_LIBRARY",
+    "PLAN_SCHEMA",
+    "BuildPlan",
+    "PlanRequest",
+    "Unit",
+    "main",
+    "make_plan",
+    "plan_text",
+    "read_plan",
+    "select_families",
+    "write_plan",
+]
+
+PLAN_SCHEMA = 1
+CATALOG_LIBRARY = "mlx"
+"""The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRequest:
+    """What was asked for: the tree, the selection and the compile settings."""
+
+    source_dir: Path | None = None
+    """Kernel tree; None: the bundled metal_src/."""
+    kernels: tuple[str, ...] = ()
+    """Catalog families to build (empty: all)."""
+    jit: bool = False
+    jit_kernels: tuple[str, ...] = ()
+    """Catalog families built JIT whatever ``jit`` says; the others AOT."""
+    dtypes: tuple[str, ...] = ()
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    config_file: Path | None = None
+    chunk_size: int | None = None
+    std: str | None = None
+    deployment_target: str | None = None
+    gen_dir: Path | None = None
+    """Where a catalog tree's AOT sources are generated (needed to name them in the plan)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One catalog family or one entry file, and the mode it is built in."""
+
+    name: str
+    mode: str
+    """``aot`` or ``jit``."""
+    sources: tuple[str, ...]
+    """The family header or the entry file, relative to the tree."""
+    preambles: tuple[str, ...] = ()
+    """JIT entry file: the run-time preamble functions it needs."""
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """The plan of one build; :meth:`to_json` is what ``plan.json`` holds."""
+
+    kind: str
+    source_dir: Path
+    config: Path | None
+    library: str
+    jit_requested: bool
+    units: tuple[Unit, ...]
+    dtypes: tuple[str, ...]
+    chunk_size: int
+    include_dirs: tuple[Path, ...]
+    """``-I`` of every AOT compile and of preamble inlining, in search order."""
+    defines: tuple[str, ...]
+    """``-D`` of every AOT compile (Metal's predefined macros left out: the compiler sets them)."""
+    discovery: dict[str, Any]
+    """How the build finds a discovered tree's kernels (include folders, every define, excludes,
+    ``__METAL_VERSION__``), as ``load_tree`` was given them."""
+    metal_version: int | None
+    std: str | None
+    deployment_target: str | None
+    flags: tuple[str, ...]
+    """Compile flags the tree asks for (metallib.toml), added after the build's flags."""
+    compiles: tuple[tuple[str, Path], ...] = ()
+    """(unit, absolute .metal source) for every AOT compile, in link order."""
+    preambles: tuple[dict[str, Any], ...] = ()
+    """JIT preambles of a discovered tree: function, headers (absolute), entries."""
+    chunks: tuple[Chunk, ...] = field(default=(), compare=False)
+    """A catalog tree's generated sources (written by :func:`write_plan`)."""
+
+    @property
+    def aot(self) -> tuple[str, ...]:
+        return tuple(u.name for u in self.units if u.mode == "aot")
+
+    @property
+    def jit(self) -> tuple[str, ...]:
+        return tuple(u.name for u in self.units if u.mode == "jit")
+
+    @staticmethod
+    def _unit(unit: Unit) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": unit.name, "mode": unit.mode, "sources": list(unit.sources)}
+        if unit.preambles:
+            out["preambles"] = list(unit.preambles)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan file: the plan itself, plus ``cmake``, the same facts as ';'-joined lists for
+        CMakeLists.txt (one ``string(JSON GET)`` each)."""
+
+        def joined(items: Sequence[object]) -> str:
+            return ";".join(str(i) for i in items)
+
+        depends = [self.config] if self.config else []
+        if self.kind == "catalog":
+            depends.append(self.source_dir / "catalog.json")
+        return {
+            "schema": PLAN_SCHEMA,
+            "kind": self.kind,
+            "source_dir": str(self.source_dir),
+            "config": str(self.config) if self.config else None,
+            "library": self.library,
+            "options": {
+                "METAL_JIT": self.jit_requested,
+                "METAL_KERNELS": [u.name for u in self.units],
+                "METAL_AOT_KERNELS": list(self.aot),
+                "METAL_JIT_KERNELS": list(self.jit),
+                "METAL_DTYPES": list(self.dtypes),
+                "METAL_AOT_CHUNK_SIZE": self.chunk_size,
+            },
+            "units": [self._unit(u) for u in self.units],
+            "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
+            "preambles": list(self.preambles),
+            "include_dirs": [str(d) for d in self.include_dirs],
+            "defines": list(self.defines),
+            "discovery": self.discovery,
+            "metal_version": self.metal_version,
+            "std": self.std,
+            "deployment_target": self.deployment_target,
+            "flags": list(self.flags),
+            "cmake": {
+                "kind": self.kind,
+                "library": self.library,
+                "source_root": str(
+                    self.compiles[0][1].parent
+                    if self.kind == "catalog" and self.compiles
+                    else self.source_dir
+                ),
+                "std": self.std or "",
+                "deployment_target": self.deployment_target or "",
+                "aot_sources": joined([p for _, p in self.compiles]),
+                "jit_units": joined(self.jit),
+                "include_dirs": joined(self.include_dirs),
+                "defines": joined(self.defines),
+                "flags": joined(self.flags),
+                "configure_depends": joined(depends),
+            },
+        }
+
+
+def select_families(
+    catalog: Catalog, families: Sequence[str], jit: Sequence[str] = (), *, keep_order: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Validate a catalog selection: (selected, JIT subset), in catalog order (or, with
+    ``keep_order``, as given without repeats). UsageError (exit 2) for an unknown family or a
+    JIT family outside the selection."""
+    known = catalog.family_names
+    for name in [*families, *jit]:
+        if name not in known:
+            raise UsageError(f"unknown kernel family {name!r}; valid: {', '.join(sorted(known))}")
+    chosen = list(dict.fromkeys(families)) or list(known)
+    outside = [n for n in dict.fromkeys(jit) if n not in chosen]
+    if outside:
+        raise UsageError(
+            f"JIT families {', '.join(outside)} are not among the selected families "
+            f"({', '.join(n for n in known if n in chosen)})"
+        )
+    if not keep_order:
+        chosen = [n for n in known if n in chosen]
+    return tuple(chosen), tuple(n for n in chosen if n in jit)
+
+
+def _std_for(request: PlanRequest, config: Any) -> tuple[str | None, int | None]:
+    """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
+    follows the other when only one is stated (``--std``, then ``[build] std``, then
+    ``[kernels] metal-version``)."""
+    from builder.kernels.tree_config import std_version
+
+    std = request.std or config.std
+    if std is not None and std_version(std) is None:
+        raise UsageError(f"--std {std}: not a Metal language standard (metal3.1, macos-metal2.4, "
+                         "ios-metal2.4, ...)")  # fmt: skip
+    version = config.metal_version
+    if version is None and std is not None:
+        version = std_version(std)
+    if std is None and config.metal_version is not None:
+        v = config.metal_version
+        std = f"metal{v // 100}.{v % 100 // 10}"
+    return std, version
+
+
+def _catalog_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
+    from builder.cmake_build.aot_sources import catalog_chunks
+    from builder.kernels.catalog import load_catalog
+    from builder.kernels.tree_config import TreeConfig
+
+    if request.include_dirs or request.defines or request.exclude or request.config_file:
+        raise UsageError(f"{source_dir} is a catalog tree (catalog.json); -I, -D, --exclude and "
+                         "--config apply only to a folder of .metal entry files")  # fmt: skip
+    catalog = load_catalog(source_dir)
+    selected, jit_listed = select_families(catalog, request.kernels, request.jit_kernels)
+    if request.dtypes:
+        catalog.expand([], request.dtypes)  # validates the dtype names
+    jit = set(jit_listed) if request.jit_kernels else set(selected) if request.jit else set()
+    units = tuple(
+        Unit(name, "jit" if name in jit else "aot", (catalog.families[name].header,))
+        for name in selected
+    )
+    chunk_size = request.chunk_size or DEFAULT_CHUNK_SIZE
+    std, version = _std_for(request, TreeConfig())
+    chunks: list[Chunk] = []
+    compiles: list[tuple[str, Path]] = []
+    aot = [u.name for u in units if u.mode == "aot"]
+    if request.gen_dir is not None and aot:
+        chunks = catalog_chunks(catalog, aot, request.dtypes or None, chunk_size)
+        compiles = [(c.family, request.gen_dir / f"{c.name}.metal") for c in chunks]
+    return BuildPlan(
+        "catalog", catalog.source_dir, None, CATALOG_LIBRARY, request.jit, units,
+        tuple(request.dtypes), chunk_size, (catalog.source_dir,), (), {}, version, std,
+        request.deployment_target, (), tuple(compiles), (), tuple(chunks),
+    )  # fmt: skip
+
+
+def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
+    from builder.kernels.discovery import KernelTree, entry_files, path_matches
+    from builder.kernels.preprocess import metal_defines, parse_define
+    from builder.kernels.tree_config import find_config, merge_flags
+
+    if request.kernels or request.jit_kernels or request.dtypes:
+        raise UsageError(f"{source_dir} has no catalog.json: --kernels, --jit-kernels and --dtypes "
+                         "select catalog families; choose entry files with --exclude, and keep "
+                         "entry files AOT in JIT mode with [build] aot-only in metallib.toml")  # fmt: skip
+    config = merge_flags(find_config(source_dir, request.config_file), request.include_dirs,
+                         request.defines, request.exclude)  # fmt: skip
+    for folder in config.include_dirs:
+        if not folder.is_dir():
+            origin = f" (from {config.path})" if config.path else ""
+            raise UsageError(f"include folder {folder}{origin}: not a folder")
+    entries = entry_files(source_dir, config.exclude)
+    if not entries:
+        found = entry_files(source_dir)
+        raise UsageError(f"{source_dir}: " + (f"all {len(found)} entry files are excluded" if found
+                         else "no .metal entry files and no catalog.json"))  # fmt: skip
+    root = source_dir.resolve()
+    jit = [e for e in entries if request.jit and not path_matches(e, config.aot_only)]
+    preambles: list[dict[str, Any]] = []
+    needs: dict[str, list[str]] = {}
+    if jit:
+        from builder.jit.tree_preambles import jit_preambles
+
+        tree = KernelTree(root, "discovered", tuple(entries), (), config)
+        for spec in jit_preambles(tree, jit):
+            preambles.append({"function": spec.function,
+                              "headers": [str(h) for h in spec.headers],
+                              "entries": list(spec.entries)})  # fmt: skip
+            for entry in spec.entries:
+                needs.setdefault(entry, []).append(spec.function)
+    units = tuple(
+        Unit(e, "jit", (e,), tuple(needs.get(e, ()))) if e in jit else Unit(e, "aot", (e,))
+        for e in entries
+    )
+    std, version = _std_for(request, config)
+    names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
+    defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
+    target = request.deployment_target or config.deployment_target
+    compiles = tuple((u.name, root / u.name) for u in units if u.mode == "aot")
+    discovery = {"include_dirs": [str(d) for d in config.include_dirs],
+                 "defines": list(config.defines), "exclude": list(config.exclude),
+                 "metal_version": version}  # fmt: skip
+    return BuildPlan(
+        "discovered", root, config.path.resolve() if config.path else None,
+        config.library or root.name, request.jit, units, (), request.chunk_size or
+        DEFAULT_CHUNK_SIZE, (*config.include_dirs, root), defines, discovery, version, std, target,
+        config.flags, compiles, tuple(preambles),
+    )  # fmt: skip
+
+
+def make_plan(request: PlanRequest) -> BuildPlan:
+    """The plan for ``request``; UsageError (exit 2) for anything that cannot be built."""
+    from builder.kernels.discovery import is_catalog_tree
+    from builder.kernels.tree_config import valid_deployment_target
+
+    if request.deployment_target and not valid_deployment_target(request.deployment_target):
+        raise UsageError(f"--deployment-target {request.deployment_target}: expected an OS "
+                         "version such as 14.0")  # fmt: skip
+    if request.source_dir is None:
+        from builder.resources import metal_src_dir
+
+        source_dir = metal_src_dir()
+    else:
+        source_dir = Path(request.source_dir)
+        if not source_dir.is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+    if is_catalog_tree(source_dir):
+        return _catalog_plan(request, source_dir)
+    return _discovered_plan(request, source_dir)
+
+
+def plan_text(plan: BuildPlan) -> str:
+    """The bytes of ``plan.json`` (deterministic: compare it to tell whether a plan changed)."""
+    return json.dumps(plan.to_json(), indent=1) + "\n"
+
+
+def write_plan(plan: BuildPlan, path: Path) -> bool:
+    """Write a catalog tree's generated sources (into the plan's generation folder) and
+    ``path``, each only when its bytes change; True when the plan file was written."""
+    from builder.cmake_build.aot_sources import write_sources
+    from builder.fileio import write_if_changed
+
+    if plan.kind == "catalog" and plan.compiles:
+        write_sources(plan.chunks, plan.compiles[0][1].parent)
+    return write_if_changed(path, plan_text(plan))
+
+
+def _names(value: str) -> tuple[str, ...]:
+    from builder.kernels.catalog import split_names
+
+    return tuple(split_names(value.replace(";", ",")) or ())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the plan (CMake, configure time), or with ``--select`` only validate catalog
+    families and print them (``metal_add_jit_library``). Exit 2 with one line on bad input."""
+    parser = argparse.ArgumentParser(prog="python -m builder.cmake_build.plan", allow_abbrev=False)
+    parser.add_argument("--source-dir", type=Path, required=True)
+    parser.add_argument("--plan", type=Path, help="plan file to write")
+    parser.add_argument("--gen-dir", type=Path, help="folder for a catalog tree's AOT sources")
+    parser.add_argument("--select", action="store_true", help="validate --kernels and print them")
+    parser.add_argument("--kernels", default="")
+    parser.add_argument("--jit", choices=("ON", "OFF"), default="OFF")
+    parser.add_argument("--jit-kernels", default="")
+    parser.add_argument("--dtypes", default="")
+    parser.add_argument("--chunk-size", type=int, default=None)
+    parser.add_argument("--std", default="")
+    parser.add_argument("--deployment-target", default="")
+    parser.add_argument("--config", type=Path, default=None)
+    parser.add_argument("-I", dest="include_dirs", action="append", type=Path, default=[])
+    parser.add_argument("-D", dest="defines", action="append", default=[])
+    parser.add_argument("--exclude", action="append", default=[])
+    args = parser.parse_args(argv)
+    try:
+        if args.select:
+            from builder.kernels.catalog import load_catalog
+
+            catalog = load_catalog(args.source_dir)
+            chosen, _ = select_families(catalog, _names(args.kernels), keep_order=True)
+            print(";".join(chosen))
+            return 0
+        if args.plan is None:
+            parser.error("--plan is required to write a plan")
+        request = PlanRequest(
+            source_dir=args.source_dir, kernels=_names(args.kernels), jit=args.jit == "ON",
+            jit_kernels=_names(args.jit_kernels), dtypes=_names(args.dtypes),
+            include_dirs=tuple(args.include_dirs), defines=tuple(args.defines),
+            exclude=tuple(args.exclude), config_file=args.config, chunk_size=args.chunk_size,
+            std=args.std or None, deployment_target=args.deployment_target or None,
+            gen_dir=args.gen_dir,
+        )  # fmt: skip
+        write_plan(make_plan(request), args.plan)
+    except BuilderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def read_plan(path: Path) -> Mapping[str, Any]:
+    """A plan file written by :func:`write_plan` (UsageError when unreadable)."""
+    try:
+        data: Mapping[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read build plan: {exc}") from None
+    if data.get("schema") != PLAN_SCHEMA:
+        raise UsageError(
+            f"{path}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
+        )
+    return data
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

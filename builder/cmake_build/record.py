@@ -1,0 +1,92 @@
+"""``python -m builder.cmake_build.record``: write a build's manifest.json once its outputs exist.
+
+CMake runs this as the last step of a build (after the metallib and the host library). It finds
+the kernels of every unit of the plan and hands everything to ``builder.manifest``, the module
+that writes the file:
+
+* a catalog tree: each family's host names from the catalog (the same expansion that generated
+  its sources); a JIT family's as the JIT generator recorded them;
+* a discovered tree: the tree is discovered again (host preprocessor, both cores), so each
+  kernel lands with the entry file that emits it, as the sources are now, whatever header
+  changed since configuring.
+
+Standard library and ``builder`` only (it runs in pip's isolated build environment too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from builder.errors import BuilderError
+
+__all__ = ["main", "unit_kernels"]
+
+
+def unit_kernels(plan: Mapping[str, Any], embed: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """Host names of every unit of ``plan``, in the order the tree gives them."""
+    if plan["kind"] == "catalog":
+        from builder.kernels.catalog import load_catalog
+
+        catalog = load_catalog(Path(plan["source_dir"]))
+        dtypes = plan["options"].get("METAL_DTYPES") or None
+        out = {u["name"]: [i.host_name for i in catalog.expand([u["name"]], dtypes)]
+               for u in plan["units"] if u["mode"] == "aot"}  # fmt: skip
+        for fam in (embed or {}).get("families", []):
+            out[fam["name"]] = list(fam.get("host_names", []))
+        return out
+    from builder.kernels.discovery import discover
+    from builder.kernels.tree_config import TreeConfig
+
+    found = plan["discovery"]
+    config = TreeConfig(
+        include_dirs=tuple(Path(d) for d in found["include_dirs"]),
+        defines=tuple(found["defines"]), exclude=tuple(found["exclude"]),
+        metal_version=found["metal_version"],
+    )  # fmt: skip
+    tree = discover(Path(plan["source_dir"]), config)
+    by_source = tree.by_source()
+    return {u["name"]: [k.name for k in by_source.get(u["name"], [])] for u in plan["units"]}
+
+
+def _load(path: Path | None) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the manifest; exit 2 with one line when an input is unusable."""
+    parser = argparse.ArgumentParser(
+        prog="python -m builder.cmake_build.record", allow_abbrev=False
+    )
+    parser.add_argument("--build-dir", type=Path, required=True)
+    parser.add_argument("--plan", type=Path, required=True)
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--metallib")
+    parser.add_argument("--embed", type=Path)
+    parser.add_argument("--host-library")
+    args = parser.parse_args(argv)
+    from builder.cmake_build.plan import read_plan
+    from builder.manifest import build_manifest, write_manifest
+
+    try:
+        plan = read_plan(args.plan)
+        embed = _load(args.embed)
+        manifest = build_manifest(
+            args.build_dir.resolve(), _load(args.config) or {}, plan, unit_kernels(plan, embed),
+            metallib=args.metallib, embed=embed,
+            embed_dir=args.embed.parent if args.embed else None, host_library=args.host_library,
+        )  # fmt: skip
+        write_manifest(args.out, manifest)
+    except (BuilderError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
