@@ -1,0 +1,96 @@
+"""``variants --from`` with the bundled catalog tree (metal_src/: family headers instead of
+``.metal`` entry files) over libraries written by the project's own writer: the split by family
+header, the JIT source as ``embed`` writes it for those headers, a variant that keeps no function
+(no metallib, a stale one from an earlier run removed), and a library whose module hash is wrong
+(exit 2, nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import run_cli
+
+from builder.kernels.discovery import load_tree
+from builder.metallib import open_metallib
+from builder.resources import metal_src_dir
+
+FAMILIES = ("unary/unary.h", "binary/binary.h", "arange/arange.h")
+
+
+@pytest.fixture
+def catalog_library(write_metallib: Callable[..., Path]) -> tuple[Path, dict[str, list[str]]]:
+    """Three kernels of three families, interleaved as a linker might order them, and two
+    functions no family produces."""
+    by_source = load_tree(metal_src_dir()).by_source()
+    names = {family: [k.name for k in by_source[family][:3]] for family in FAMILIES}
+    order = [name for row in zip(*names.values()) for name in row] + ["helper_a", "helper_b"]
+    return write_metallib("cat.metallib", [(n, 300 + 7 * i) for i, n in enumerate(order)]), names
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code, out, err = run_cli([*argv, "--format", "json"], capsys)
+    assert code == 0, err
+    return {v["name"]: v for v in json.loads(out)["variants"]}
+
+
+def test_catalog_families_split_and_embedded_as_embed_does(
+    catalog_library: tuple[Path, dict[str, list[str]]], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    library, names = catalog_library
+    src = metal_src_dir()
+    variants = _run(["variants", "--from", str(library), "--source-dir", str(src), "-o",
+                     str(tmp_path / "v"), "--jit", "unary/*,binary/*"], capsys)  # fmt: skip
+    jit = variants["jit-1"]
+    assert jit["jit_sources"] == ["unary/unary.h", "binary/binary.h"]
+    with open_metallib(jit["metallib"]) as lib:
+        assert lib.columns().names == [*names["arange/arange.h"], "helper_a", "helper_b"]
+    assert jit["jit_kernels"] == 6 and jit["other_kernels"] == 2 and jit["aot_kernels"] == 3
+    expected = tmp_path / "embed.cpp"
+    code, _, err = run_cli(["embed", str(src / "unary/unary.h"), str(src / "binary/binary.h"),
+                            "-I", str(src), "-o", str(expected)], capsys)  # fmt: skip
+    assert code == 0, err
+    assert Path(jit["jit_sources_file"]).read_text() == expected.read_text()
+
+
+def test_a_variant_that_keeps_nothing_has_no_metallib(
+    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    by_source = load_tree(metal_src_dir()).by_source()
+    only = [k.name for k in by_source["unary/unary.h"][:2]]
+    library = write_metallib("unary.metallib", [(n, 400) for n in only])
+    stale = tmp_path / "v" / "jit-1" / "unary.metallib"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"from an earlier run")
+    variants = _run(["variants", "--from", str(library), "--source-dir", str(metal_src_dir()),
+                     "-o", str(tmp_path / "v"), "--jit", "unary/unary.h"], capsys)  # fmt: skip
+    jit = variants["jit-1"]
+    assert jit["metallib"] is None and jit["metallib_bytes"] == 0 and jit["function_count"] == 0
+    assert jit["jit_kernels"] == 2 and jit["total_bytes"] == jit["embedded_bytes"] > 0
+    assert not stale.exists()
+    assert Path(variants["all-aot"]["metallib"]).read_bytes() == library.read_bytes()
+
+
+def test_a_wrong_module_hash_writes_nothing(
+    catalog_library: tuple[Path, dict[str, list[str]]], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    library, _ = catalog_library
+    with open_metallib(library) as lib:
+        fn = lib.functions[4]
+        at = fn.module.offset + fn.module.size - 5
+    data = bytearray(library.read_bytes())
+    data[at] ^= 0xFF
+    library.write_bytes(bytes(data))
+    out = tmp_path / "v"
+    code, stdout, err = run_cli(["variants", "--from", str(library), "--source-dir",
+                                 str(metal_src_dir()), "-o", str(out), "--jit", "unary/*"],
+                                capsys)  # fmt: skip
+    assert code == 2 and stdout == "" and err.count("\n") == 1, err
+    assert "does not match its HASH tag" in err and fn.name in err
+    assert not list(out.rglob("*.metallib")) and not list(out.rglob("*.cpp"))
