@@ -8,6 +8,10 @@ by ``embed``). ``[build.preambles]`` in metallib.toml names them (function -> he
 headers per function allowed); a header it does not name gets a function named after its stem
 (``steel/gemm/kernels/steel_gemm_fused.h`` -> ``steel_gemm_fused``), the rule ``embed`` uses.
 Shared headers are one preamble, needed by several entry files.
+
+An entry file that also *defines* kernels of its own (a non-template ``[[kernel]]`` or ``kernel
+void`` function, which discovery records with no template) holds code no header has: it becomes
+a preamble itself, after its includes, so the run-time compiler gets those functions too.
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ def jit_preambles(tree: KernelTree, jit_entries: Sequence[str]) -> list[Preamble
                   for header in headers}  # fmt: skip
     needed: dict[str, list[str]] = {}  # function -> entry files, in first-use order
     loose: list[Path] = []  # included headers no configured preamble names
+    defines_kernels = {k.source for k in tree.kernels if k.template is None}
     for entry in jit_entries:
-        for header in entry_includes(tree, entry):
+        own = [tree.root.resolve() / entry] if entry in defines_kernels else []
+        for header in [*entry_includes(tree, entry), *own]:
             function = configured.get(header)
             if function is None:
                 if header not in loose:

@@ -28,8 +28,25 @@ def test_preambles_are_the_entry_files_includes_each_once(
         ("unary_ops", ("unary_subset.metal", "versioned.metal")),
         ("unary", ("unary_subset.metal", "versioned.metal")),
         ("arange", ("arange_subset.metal",)),
+        ("versioned", ("versioned.metal",)),  # it defines kernels of its own
     ]
     assert specs[0].headers == (mlx_headers / KERNELS / "utils.h",)
+
+
+def test_an_entry_file_that_defines_kernels_is_its_own_preamble(
+    mlx_style: Path, mlx_headers: Path
+) -> None:
+    """plain_kernels.metal writes fill_ones, scale_by_two... itself: their code is in no header,
+    so the run-time source must carry the file (after what it includes)."""
+    tree = load_tree(mlx_style, include_dirs=[mlx_headers])
+    specs = jit_preambles(tree, ["plain_kernels.metal", "unary_subset.metal"])
+    assert [(s.function, s.entries) for s in specs] == [
+        ("utils", ("plain_kernels.metal", "unary_subset.metal")),
+        ("plain_kernels", ("plain_kernels.metal",)),
+        ("unary_ops", ("unary_subset.metal",)),
+        ("unary", ("unary_subset.metal",)),
+    ]
+    assert specs[1].headers == ((mlx_style / "plain_kernels.metal").resolve(),)
 
 
 def test_metallib_toml_names_preambles_and_clashes_are_errors(
