@@ -211,8 +211,8 @@ def select_families(
 
 def _std_for(request: PlanRequest, config: Any) -> tuple[str | None, int | None]:
     """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
-    follows the other when only one is stated (``--std``, then ``[build] std``, then
-    ``[kernels] metal-version``)."""
+    follows the other when only one is stated (``--std``, then ``[build] std``; the version from
+    ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
     from builder.kernels.tree_config import std_version
 
     std = request.std or config.std
@@ -220,11 +220,15 @@ def _std_for(request: PlanRequest, config: Any) -> tuple[str | None, int | None]
         raise UsageError(f"--std {std}: not a Metal language standard (metal3.1, macos-metal2.4, "
                          "ios-metal2.4, ...)")  # fmt: skip
     version = config.metal_version
+    for define in config.defines:
+        name, _, value = define.partition("=")
+        if name == "__METAL_VERSION__" and value.strip().isdigit():
+            version = int(value)
+    if std is None and version is not None:  # metalX.Y from MSL 3.0 on, per-platform before
+        prefix = "" if version >= 300 else "ios-" if "__METAL_IOS__" in config.defines else "macos-"
+        std = f"{prefix}metal{version // 100}.{version % 100 // 10}"
     if version is None and std is not None:
         version = std_version(std)
-    if std is None and config.metal_version is not None:
-        v = config.metal_version
-        std = f"metal{v // 100}.{v % 100 // 10}"
     return std, version
 
 

@@ -1,0 +1,119 @@
+"""The build plan: one Python function decides the units and their modes for the CLI, CMake and the
+manifest; CMake's plan.json is that function's output, byte for byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kernels.discovery.expected import BY_FILE
+
+from builder.cmake_build.cmake import BuildSettings
+from builder.cmake_build.driver import build_plan, project_source_dir
+from builder.cmake_build.plan import PlanRequest, make_plan, plan_text
+from builder.errors import UsageError
+from builder.kernels import load_catalog
+
+from .conftest import METAL, ROOT
+
+
+def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
+    plan = make_plan(PlanRequest(kernels=("copy", "unary", "arange"), jit_kernels=("copy",),
+                                 dtypes=("float32",), gen_dir=tmp_path))  # fmt: skip
+    assert (plan.kind, plan.library) == ("catalog", "mlx")
+    assert plan.aot == ("unary", "arange") and plan.jit == ("copy",)  # catalog order
+    assert {unit for unit, _ in plan.compiles} == {"unary", "arange"}
+    assert all(path.parent == tmp_path for _, path in plan.compiles)
+    held = sorted(i.host_name for c in plan.chunks for i in c.instantiations)
+    expected = load_catalog().expand(["unary", "arange"], ["float32"])
+    assert held == sorted(i.host_name for i in expected)
+    every = make_plan(PlanRequest(jit=True))
+    assert every.jit == load_catalog().family_names and every.aot == () and not every.compiles
+
+
+def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
+    toml = mlx_tree / "metallib.toml"
+    toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
+    plan = make_plan(PlanRequest(source_dir=mlx_tree, jit=True, defines=("NDEBUG",
+                                 "__METAL_VERSION__=320")))  # fmt: skip
+    assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
+    assert plan.aot == ("tiles/tile_copy.metal",)
+    assert [p for _, p in plan.compiles] == [mlx_tree.resolve() / "tiles" / "tile_copy.metal"]
+    unary = next(u for u in plan.units if u.name == "unary_subset.metal")
+    assert unary.preambles == ("utils", "unary_ops", "unary")
+    # the compiler defines Metal's own macros itself; discovery gets every define
+    assert plan.defines == ("NDEBUG",) and plan.discovery["metal_version"] == 320
+    assert plan.std == "metal3.2"  # the version discovery assumes is the one compiled for
+    assert make_plan(PlanRequest(source_dir=mlx_tree)).jit == ()
+
+
+def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path) -> None:
+    plan = make_plan(PlanRequest(source_dir=mlx_style, include_dirs=(mlx_headers,)))
+    assert plan.library == "mlx_style" and plan.std is None
+    assert make_plan(PlanRequest(source_dir=mlx_style, include_dirs=(mlx_headers,),
+                                 std="ios-metal2.4")).discovery["metal_version"] == 240  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("request_", "words"),
+    [
+        ({"kernels": ("unary",)}, "--kernels, --jit-kernels and --dtypes select catalog families"),
+        ({"exclude": ("*",)}, "all 6 entry files are excluded"),
+        ({"include_dirs": (Path("/nonexistent"),)}, "include folder /nonexistent"),
+        ({"std": "metal3"}, "not a Metal language standard"),
+    ],
+)
+def test_discovered_refusals(mlx_style: Path, request_: dict[str, object], words: str) -> None:
+    with pytest.raises(UsageError, match=words):
+        make_plan(PlanRequest(source_dir=mlx_style, **request_))  # type: ignore[arg-type]
+
+
+def test_catalog_refusals() -> None:
+    with pytest.raises(UsageError, match="-I, -D, --exclude and --config apply only"):
+        make_plan(PlanRequest(exclude=("*",)))
+    with pytest.raises(UsageError, match="unknown dtype"):
+        make_plan(PlanRequest(dtypes=("float128",)))
+
+
+def test_select_for_metal_add_jit_library_keeps_the_order_given() -> None:
+    run = [sys.executable, "-m", "builder.cmake_build.plan", "--select", "--source-dir",
+           str(ROOT / "metal_src"), "--kernels"]  # fmt: skip
+    done = subprocess.run([*run, "unary,softmax,arange,unary"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "unary;softmax;arange"
+    bad = subprocess.run([*run, "unary,nope"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown kernel family 'nope'")
+
+
+@pytest.mark.cmake
+@pytest.mark.parametrize("tree", ["catalog", "discovered"])
+def test_cmake_writes_the_plan_the_cli_computes(
+    tree: str, mlx_tree: Path, tmp_path: Path
+) -> None:
+    """CMake runs the same function: the plan file of a configured build is byte-identical to the
+    plan the CLI computes from the same settings (and so is the split the CLI reports)."""
+    args = (["--source-dir", str(mlx_tree)] if tree == "discovered" else
+            ["--kernels", "unary,copy", "--jit-kernels", "copy", "--dtypes", "float32"])  # fmt: skip
+    build_dir = tmp_path / "b"
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", "build", *args, "--build-dir", str(build_dir),
+         "--metal-compiler", str(METAL), "--deployment-target", "14.0"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    settings = BuildSettings(
+        source_dir=project_source_dir(), build_dir=build_dir, jit=False,
+        kernel_dir=mlx_tree if tree == "discovered" else None,
+        kernels=() if tree == "discovered" else ("unary", "copy"),
+        jit_kernels=() if tree == "discovered" else ("copy",),
+        dtypes=() if tree == "discovered" else ("float32",), deployment_target="14.0",
+    )  # fmt: skip
+    written = (build_dir / "metal_plan" / "plan.json").read_text()
+    assert written == plan_text(build_plan(settings))
+    plan = json.loads(written)
+    manifest = json.loads((build_dir / "manifest.json").read_text())
+    assert [(u["name"], u["mode"]) for u in plan["units"]] == [
+        (f["name"], f["mode"]) for f in manifest["families"]
+    ]
