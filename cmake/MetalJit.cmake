@@ -19,6 +19,9 @@
 # what each family embeds (docs/jit.md). The library exposes metal_jit/registry.h (C++ API)
 # and a small C API (mbjit_*) for ctypes.
 #
+# metal_add_tree_jit_library(<target> PLAN <plan.json> UNITS <entry file>...) (below) is the host
+# library of a kernel tree without a catalog: the run-time preambles of its JIT entry files.
+#
 # MetalJit needs C++: including it enables the CXX language if the project has not.
 
 include_guard(GLOBAL)
