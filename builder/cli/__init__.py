@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from builder import __version__
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "cmake_package_dir", "main"]
 
 # command name -> "module:attribute" (relative to builder.cli)
 COMMANDS: dict[str, str] = {
@@ -56,6 +57,53 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
+PACKAGE_CONFIG = "MetallibBuilderConfig.cmake"
+
+
+def cmake_package_dir() -> Path | None:
+    """The installed CMake package folder (``builder/_data/cmake`` holding ``PACKAGE_CONFIG``), or
+    None when this code runs without an install that made one (e.g. a bare source checkout).
+
+    A plain install has it beside this package. An editable install imports the package from the
+    checkout while its installed files (this folder among them) sit in site-packages, so the
+    distribution's file list is asked next: both are facts of the install, not path guesses.
+    """
+    import builder
+
+    beside = Path(builder.__file__).resolve().parent / "_data" / "cmake"
+    if (beside / PACKAGE_CONFIG).is_file():
+        return beside
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("metallib-builder").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.parts[-4:] == ("builder", "_data", "cmake", PACKAGE_CONFIG):
+            found = Path(str(file.locate())).resolve().parent
+            return found if (found / PACKAGE_CONFIG).is_file() else None
+    return None
+
+
+def _print_cmake_dir(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    found = cmake_package_dir()
+    if found is None:
+        import builder
+
+        click.echo(
+            f"error: no installed CMake package ({PACKAGE_CONFIG}) for the metallib-builder "
+            f"running from {Path(builder.__file__).resolve().parent}: install it "
+            "(pip install . or pip install -e . in the checkout, or bash scripts/setup.sh)",
+            err=True,
+        )
+        ctx.exit(2)
+    click.echo(str(found))
+    ctx.exit()
+
+
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -64,6 +112,11 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.option(
     "-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
     help="Show the version and whether the native container reader is in use, then exit.",
+)  # fmt: skip
+@click.option(
+    "--cmake-dir", is_flag=True, expose_value=False, is_eager=True, callback=_print_cmake_dir,
+    help="Print the folder of the installed CMake package (MetallibBuilderConfig.cmake) for "
+    "-DMetallibBuilder_DIR=..., then exit.",
 )  # fmt: skip
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
 @click.pass_context
