@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from consumer.installed import cmake_dir
 import builder
 from builder.cli import PACKAGE_CONFIG, cmake_package_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 FILES = (PACKAGE_CONFIG, "MetallibBuilderConfigVersion.cmake", "MetallibBuilderTargets.cmake")
 
 
@@ -24,7 +24,8 @@ def test_the_folder_is_the_installed_package() -> None:
     folder = cmake_dir()
     for name in FILES:
         assert (folder / name).is_file(), name
-    assert ROOT not in folder.parents  # an install's copy (site-packages), not the checkout
+    # An install's copy in this interpreter's site-packages, not the checkout's cmake/.
+    assert folder.parents[2].resolve() == Path(sysconfig.get_paths()["platlib"]).resolve()
     # The distribution's own file list holds it: pip installed it, and uninstalls it.
     files = metadata.distribution("metallib-builder").files or []
     installed = {Path(str(f.locate())).resolve() for f in files}

@@ -46,10 +46,13 @@ class Consumer:
     def env(self, **extra: str) -> dict[str, str]:
         return {**os.environ, "METAL_STANDIN_LOG": str(self.log), **extra}
 
-    def configure(self, *defines: str, **env: str) -> subprocess.CompletedProcess[str]:
+    def configure(
+        self, *defines: str, via: str = "MetallibBuilder_DIR", **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """``via``: the variable that gets ``--cmake-dir`` (or CMAKE_PREFIX_PATH)."""
         return subprocess.run(
             [cmake_exe(), "-S", str(self.src), "-B", str(self.build), "-G", "Ninja",
-             f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}", f"-DMetallibBuilder_DIR={cmake_dir()}",
+             f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}", f"-D{via}={cmake_dir()}",
              f"-DMETAL_COMPILER={METAL}", *defines],
             capture_output=True, text=True, check=False, env=self.env(**env),
         )  # fmt: skip
@@ -123,15 +126,16 @@ def test_the_consumer_builds_and_runs_against_the_installed_package(tmp_path: Pa
 
 
 def test_an_edit_three_includes_deep_regenerates_on_the_next_build(tmp_path: Path) -> None:
-    """With an interpreter that has no metallib-builder of its own: the package path the config
-    derives is all it needs to import the generator."""
+    """Found through CMAKE_PREFIX_PATH, with an interpreter that has no metallib-builder of its
+    own: the package path the config derives is all it needs to import the generator."""
     base = Path(sys._base_executable)  # the interpreter the venv was made from
     alone = subprocess.run([str(base), "-c", "import builder.jit"], cwd=tmp_path,
                            capture_output=True, text=True, check=False)  # fmt: skip
     assert alone.returncode != 0, f"{base} imports builder by itself; the test proves nothing"
     consumer = Consumer(tmp_path)
-    configure = consumer.configure(f"-DMETALLIB_BUILDER_PYTHON={base}")
+    configure = consumer.configure(f"-DMETALLIB_BUILDER_PYTHON={base}", via="CMAKE_PREFIX_PATH")
     assert configure.returncode == 0, configure.stdout + configure.stderr
+    assert Path(consumer.cache("MetallibBuilder_DIR")) == cmake_dir()
     consumer.ninja()
     assert consumer.run()[2:] == consumer.expected_headers()
 
