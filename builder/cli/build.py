@@ -129,7 +129,7 @@ def build_settings(**kw: Any) -> Any:
     )
 
 
-_tree_options: Callable[[F], F] = tree_options(default="the bundled metal_src/ (a catalog tree)")
+_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
 
 
 @click.command("build", epilog="""\b

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import click
 
@@ -47,15 +48,23 @@ _OPTIONS = [
 ]  # fmt: skip
 
 
-def tree_options(func: Any = None, *, default: str | None = None) -> Any:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tree_options(func: F) -> F: ...
+@overload
+def tree_options(*, default: str | None = None) -> Callable[[F], F]: ...
+def tree_options(func: F | None = None, *, default: str | None = None) -> Any:
     """Add the kernel-tree options to a command (``@tree_options``, or
     ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means)."""
 
-    def add(func: Any) -> Any:
+    def add(func: F) -> F:
         for option in reversed(_OPTIONS):
             func = option(func)
         help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
-        return click.option("--source-dir", type=_DIR, default=None, help=help_text)(func)
+        added: F = click.option("--source-dir", type=_DIR, default=None, help=help_text)(func)
+        return added
 
     return add(func) if func is not None else add
 

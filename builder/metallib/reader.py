@@ -122,7 +122,7 @@ class Metallib:
         """The open file's descriptor (None for in-memory libraries)."""
         return self._file.fileno() if self._file is not None else None
 
-    def __enter__(self) -> Metallib:
+    def __enter__(self) -> Metallib:  # noqa: PYI034 (Self needs Python 3.11)
         return self
 
     def __exit__(

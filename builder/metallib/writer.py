@@ -153,7 +153,7 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
         + _HEADER_TAIL.pack(
             lay.file_size, lay.function_list, lay.function_list_size, lay.public, lay.public_size,
             lay.private, lay.private_size, lay.bitcode, lay.bitcode_size,
-        )  # fmt: skip
+        )
     )
     sink.write(U32.pack(len(fns)))
     _write_entries(sink, parts, lay)

@@ -71,7 +71,7 @@ def test_unknown_tags_are_kept_byte_for_byte() -> None:
     data = library_bytes(parts)
     lib = Metallib.from_bytes(data)
     assert lib.tag_payload(lib.functions[1], b"ZZZZ") == b"\x01\x02\x03"
-    assert [t.code for t in lib.extension][0] == b"QQQQ"
+    assert lib.extension[0].code == b"QQQQ"
     assert library_bytes(parts_from_library(lib)) == data
     assert verify(lib).ok
 
