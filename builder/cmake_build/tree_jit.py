@@ -152,10 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         embed = args.out_dir / "embed.json"
         write_if_changed(embed, json.dumps(facts, indent=1) + "\n")
         if args.depfile is not None:
+            from builder.jit.depfile import write_depfile
+
             deps = [args.plan.resolve(), *files, *_generator_files()]
-            target = str(embed.resolve()).replace(" ", "\\ ")
-            text = f"{target}: " + " \\\n  ".join(str(d).replace(" ", "\\ ") for d in deps)
-            write_if_changed(args.depfile, text + "\n")
+            write_depfile(args.depfile, embed.resolve(), deps)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
