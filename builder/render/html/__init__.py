@@ -42,8 +42,11 @@ def _script_json(data: Any) -> str:
 _PLACEHOLDER = re.compile(r"\{\{TITLE\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\*/|\{\{DATA\}\}")
 
 
-def page(title: str, data: dict[str, Any]) -> str:
-    """The template with its stylesheet, script and data inlined.
+def page(
+    title: str, data: dict[str, Any], *, template: str = "page.html",
+    scripts: tuple[str, ...] = ("treemap.js", "app.js"),
+) -> str:  # fmt: skip
+    """``template`` with the stylesheet, ``scripts`` and data inlined.
 
     One pass over the template: each placeholder is replaced where it stands in the template and
     inserted text is never searched again, so a title (a target's name) or a function name that
@@ -53,10 +56,10 @@ def page(title: str, data: dict[str, Any]) -> str:
     parts = {
         "{{TITLE}}": html.escape(visible(title)),
         "/*{{STYLE}}*/": _asset("style.css"),
-        "/*{{SCRIPT}}*/": _asset("treemap.js") + "\n" + _asset("app.js"),
+        "/*{{SCRIPT}}*/": "\n".join(_asset(name) for name in scripts),
         "{{DATA}}": _script_json(data),
     }
-    return _PLACEHOLDER.sub(lambda match: parts[match.group()], _asset("page.html"))
+    return _PLACEHOLDER.sub(lambda match: parts[match.group()], _asset(template))
 
 
 def report_html(reports: Sequence[Report]) -> str:
