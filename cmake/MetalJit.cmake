@@ -32,34 +32,8 @@ if(NOT "CXX" IN_LIST _metal_jit_languages)
 endif()
 unset(_metal_jit_languages)
 
-# The generator package (builder/) sits beside cmake/ in a checkout, and two levels up from
-# builder/_data/cmake in an installed wheel. METAL_JIT_PYTHONPATH overrides both.
-set(_METAL_JIT_MODULE_DIR "${CMAKE_CURRENT_LIST_DIR}")
-if(DEFINED METAL_JIT_PYTHONPATH)
-  set(_metal_jit_root "${METAL_JIT_PYTHONPATH}")
-elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../builder/jit/__main__.py")
-  get_filename_component(_metal_jit_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-else()
-  get_filename_component(_metal_jit_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
-endif()
-set(METAL_JIT_PYTHONPATH "${_metal_jit_root}" CACHE PATH
-    "Directory holding the builder package that generates JIT sources")
-unset(_metal_jit_root)
+include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
 get_filename_component(_METAL_JIT_HOST_DIR "${CMAKE_CURRENT_LIST_DIR}/../metal_src/host" ABSOLUTE)
-
-function(_metal_jit_python out explicit)
-  if(explicit)
-    set(python "${explicit}")
-  elseif(Python_EXECUTABLE)
-    set(python "${Python_EXECUTABLE}")
-  elseif(Python3_EXECUTABLE)
-    set(python "${Python3_EXECUTABLE}")
-  else()
-    find_package(Python 3.10 COMPONENTS Interpreter REQUIRED)
-    set(python "${Python_EXECUTABLE}")
-  endif()
-  set(${out} "${python}" PARENT_SCOPE)
-endfunction()
 
 function(metal_add_jit_library target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "COMPRESS;NO_DEDUP;STRIP_COMMENTS" "SOURCE_DIR;NAMESPACE;PYTHON"
@@ -83,15 +57,14 @@ function(metal_add_jit_library target)
   if(NOT arg_NAMESPACE MATCHES "^${cxx_namespace}$")
     message(FATAL_ERROR "metal_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace")
   endif()
-  _metal_jit_python(python "${arg_PYTHON}")
+  metallib_builder_python(python "${arg_PYTHON}")
   # The families are checked by the one selection function of the build plan
   # (builder.cmake_build.plan), which the project's own build uses too: unknown ones stop the
   # configuration, naming the valid ones.
   list(JOIN arg_FAMILIES "," asked)
+  metallib_builder_command(plan_command "${python}" builder.cmake_build.plan)
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METAL_JIT_PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
-            "${python}" -m builder.cmake_build.plan --select --source-dir "${source_dir}"
-            --kernels "${asked}"
+    COMMAND ${plan_command} --select --source-dir "${source_dir}" --kernels "${asked}"
     OUTPUT_VARIABLE families ERROR_VARIABLE err RESULT_VARIABLE rc
     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
@@ -110,8 +83,7 @@ function(metal_add_jit_library target)
 
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
   file(MAKE_DIRECTORY "${gen_dir}")
-  set(generator "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METAL_JIT_PYTHONPATH}"
-                "${python}" -m builder.jit)
+  metallib_builder_command(generator "${python}" builder.jit)
   set(options "")
   if(arg_COMPRESS)
     list(APPEND options --compress)
@@ -229,17 +201,17 @@ function(metal_add_tree_jit_library target)
   if(NOT arg_NAMESPACE)
     set(arg_NAMESPACE metal_jit)
   endif()
-  _metal_jit_python(python "${arg_PYTHON}")
+  metallib_builder_python(python "${arg_PYTHON}")
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
   set(sources "")
   foreach(unit IN LISTS arg_UNITS)
     list(APPEND sources "${gen_dir}/${unit}.cpp")
   endforeach()
   list(APPEND sources "${gen_dir}/_shared_preambles.cpp")
+  metallib_builder_command(tree_jit "${python}" builder.cmake_build.tree_jit)
   add_custom_command(
     OUTPUT "${gen_dir}/embed.json" ${sources}
-    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METAL_JIT_PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
-            "${python}" -m builder.cmake_build.tree_jit --plan "${arg_PLAN}" --out-dir "${gen_dir}"
+    COMMAND ${tree_jit} --plan "${arg_PLAN}" --out-dir "${gen_dir}"
             --namespace "${arg_NAMESPACE}" --depfile "${gen_dir}/embed.d"
     DEPENDS "${arg_PLAN}"
     DEPFILE "${gen_dir}/embed.d"

@@ -21,15 +21,9 @@
 # an INCLUDE_DIRECTORIES folder: #line markers and the lookup names are relative to it, so the
 # generated source is the same wherever the tree and the build folder are.
 #
-# Where the generator comes from (cache variables, docs/jit.md):
-#   METALLIB_BUILDER_PYTHONPATH  folder holding the `builder` package, put on PYTHONPATH for the
-#                                generator; default METAL_JIT_PYTHONPATH when set, else the
-#                                package beside this file (a checkout's cmake/, or a wheel's
-#                                builder/_data/cmake/); empty: the interpreter imports it itself
-#   METALLIB_BUILDER_PYTHON      the interpreter; default: Python_EXECUTABLE, Python3_EXECUTABLE,
-#                                else find_package(Python 3.10 COMPONENTS Interpreter)
-# The first call checks that the interpreter can import the generator and says which variable
-# to set when it cannot.
+# Where the generator comes from: METALLIB_BUILDER_PYTHONPATH and METALLIB_BUILDER_PYTHON
+# (cmake/MetallibPython.cmake, docs/jit.md). The first call checks that the interpreter can import
+# the generator and says which variable to set when it cannot.
 #
 # Standalone: needs no variable of the project that includes it. Needs CMake 3.20 (DEPFILE for
 # the Ninja and Makefile generators) and C++ (enabled here if the project has not).
@@ -47,54 +41,10 @@ if(NOT "CXX" IN_LIST _metallib_embed_languages)
 endif()
 unset(_metallib_embed_languages)
 
-if(DEFINED METAL_JIT_PYTHONPATH)
-  set(_metallib_embed_root "${METAL_JIT_PYTHONPATH}")
-elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../builder/jit/__main__.py")
-  get_filename_component(_metallib_embed_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../../../builder/jit/__main__.py")
-  get_filename_component(_metallib_embed_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
-else()
-  set(_metallib_embed_root "")
-endif()
-set(METALLIB_BUILDER_PYTHONPATH "${_metallib_embed_root}" CACHE PATH
-    "Folder holding the builder package (metallib-builder's generator); empty: the interpreter's own")
-set(METALLIB_BUILDER_PYTHON "" CACHE FILEPATH
-    "Python interpreter that runs metallib-builder's generator (empty: the project's Python)")
-unset(_metallib_embed_root)
+include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
 
 function(_metallib_embed_python out explicit)
-  if(explicit)
-    set(python "${explicit}")
-  elseif(METALLIB_BUILDER_PYTHON)
-    set(python "${METALLIB_BUILDER_PYTHON}")
-  elseif(Python_EXECUTABLE)
-    set(python "${Python_EXECUTABLE}")
-  elseif(Python3_EXECUTABLE)
-    set(python "${Python3_EXECUTABLE}")
-  else()
-    find_package(Python 3.10 COMPONENTS Interpreter REQUIRED)
-    set(python "${Python_EXECUTABLE}")
-  endif()
-  # Once per interpreter and package folder: can it import the generator?
-  string(MD5 key "${python}|${METALLIB_BUILDER_PYTHONPATH}")
-  get_property(checked GLOBAL PROPERTY "_METALLIB_EMBED_CHECKED_${key}")
-  if(NOT checked)
-    set(command "${python}" -c "import builder.jit.generate")
-    if(METALLIB_BUILDER_PYTHONPATH)
-      set(command "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METALLIB_BUILDER_PYTHONPATH}" ${command})
-    endif()
-    execute_process(COMMAND ${command} RESULT_VARIABLE failed OUTPUT_QUIET ERROR_VARIABLE error)
-    if(failed)
-      string(STRIP "${error}" error)
-      string(REGEX REPLACE ".*\n" "" error "${error}")
-      message(FATAL_ERROR
-        "metallib_embed_headers: ${python} cannot import metallib-builder's generator "
-        "(builder.jit) with METALLIB_BUILDER_PYTHONPATH='${METALLIB_BUILDER_PYTHONPATH}': "
-        "${error}. Set METALLIB_BUILDER_PYTHONPATH to the folder holding builder/, or "
-        "METALLIB_BUILDER_PYTHON (or PYTHON) to an interpreter with metallib-builder installed.")
-    endif()
-    set_property(GLOBAL PROPERTY "_METALLIB_EMBED_CHECKED_${key}" TRUE)
-  endif()
+  metallib_builder_python(python "${explicit}" CHECK builder.jit.generate CALLER metallib_embed_headers)
   set(${out} "${python}" PARENT_SCOPE)
 endfunction()
 
@@ -197,15 +147,14 @@ function(metallib_embed_headers target)
   set(depfile "${output}.d")
 
   _metallib_embed_python(python "${arg_PYTHON}")
-  set(command "${python}" -m builder.jit embed ${headers} ${include_args} ${define_args}
-              -o "${output}" --namespace "${arg_NAMESPACE}" --api "${arg_API}"
-              --depfile "${depfile}")
+  metallib_builder_command(command "${python}" builder.jit)
+  list(APPEND command embed ${headers} ${include_args} ${define_args}
+       -o "${output}" --namespace "${arg_NAMESPACE}" --api "${arg_API}" --depfile "${depfile}")
   if(arg_STRIP_COMMENTS)
     list(APPEND command --strip-comments)
   endif()
   set(generator_files "")
   if(METALLIB_BUILDER_PYTHONPATH)
-    set(command "${CMAKE_COMMAND}" -E env "PYTHONPATH=${METALLIB_BUILDER_PYTHONPATH}" ${command})
     # The generator's modules whose code shapes the output: a new version regenerates. (Stated
     # here, not at include time: include_guard(GLOBAL) skips a second directory's include.)
     foreach(module IN ITEMS preamble lexing chunks codegen generate depfile __main__)
