@@ -265,7 +265,7 @@ def _catalog_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
 
 
 def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
-    from builder.kernels.discovery import KernelTree, entry_files, path_matches
+    from builder.kernels.discovery import KernelTree, checked_entries, path_matches
     from builder.kernels.preprocess import metal_defines, parse_define
     from builder.kernels.tree_config import find_config, merge_flags
 
@@ -275,15 +275,7 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
                          "entry files AOT in JIT mode with [build] aot-only in metallib.toml")  # fmt: skip
     config = merge_flags(find_config(source_dir, request.config_file), request.include_dirs,
                          request.defines, request.exclude)  # fmt: skip
-    for folder in config.include_dirs:
-        if not folder.is_dir():
-            origin = f" (from {config.path})" if config.path else ""
-            raise UsageError(f"include folder {folder}{origin}: not a folder")
-    entries = entry_files(source_dir, config.exclude)
-    if not entries:
-        found = entry_files(source_dir)
-        raise UsageError(f"{source_dir}: " + (f"all {len(found)} entry files are excluded" if found
-                         else "no .metal entry files and no catalog.json"))  # fmt: skip
+    entries = checked_entries(source_dir, config)
     root = source_dir.resolve()
     jit = [e for e in entries if request.jit and not path_matches(e, config.aot_only)]
     preambles: list[dict[str, Any]] = []

@@ -45,6 +45,7 @@ __all__ = [
     "KernelTree",
     "Progress",
     "catalog_tree",
+    "checked_entries",
     "discover",
     "discover_file",
     "entry_files",
@@ -135,6 +136,26 @@ def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
     return [f for f in found if not path_matches(f, exclude)]
 
 
+def checked_entries(root: Path, config: TreeConfig) -> list[str]:
+    """The entry files of a folder of ``.metal`` files, after checking what the settings name:
+    a missing folder, a missing ``-I`` folder or no entry file left is a UsageError (exit 2)."""
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a folder")
+    for folder in config.include_dirs:
+        if not folder.is_dir():
+            origin = f" (from {config.path})" if config.path else ""
+            raise UsageError(f"include folder {folder}{origin}: not a folder")
+    entries = entry_files(root, config.exclude)
+    if not entries:
+        everything = entry_files(root)
+        detail = (
+            f"all {len(everything)} entry files are excluded" if everything
+            else f"no {ENTRY_SUFFIX} entry files and no {CATALOG_FILE}"
+        )  # fmt: skip
+        raise UsageError(f"{root}: {detail}")
+    return entries
+
+
 def _batches(files: int, jobs: int, allowed: bool) -> list[tuple[int, int]]:
     """Contiguous (start, stop) ranges of entry files, one compiler run each: about four per
     job, at most eight files, so that the cores stay evenly busy to the end; one file each
@@ -168,21 +189,8 @@ def discover(
     the message names the first such file in tree order, whatever ``jobs`` is.
     """
     root = Path(source_dir)
-    if not root.is_dir():
-        raise UsageError(f"{root}: not a folder")
     config = config or TreeConfig()
-    for folder in config.include_dirs:
-        if not folder.is_dir():
-            origin = f" (from {config.path})" if config.path else ""
-            raise UsageError(f"include folder {folder}{origin}: not a folder")
-    entries = entry_files(root, config.exclude)
-    if not entries:
-        everything = entry_files(root)
-        detail = (
-            f"all {len(everything)} entry files are excluded" if everything
-            else f"no {ENTRY_SUFFIX} entry files and no {CATALOG_FILE}"
-        )  # fmt: skip
-        raise UsageError(f"{root}: {detail}")
+    entries = checked_entries(root, config)
     pp = find_preprocessor(compiler)
     defines = metal_defines(config.defines, config.metal_version)
     include_dirs = [*config.include_dirs, root.resolve()]
