@@ -37,7 +37,7 @@ from builder.metallib.table import Piece
 if TYPE_CHECKING:
     from builder.metallib import FunctionEntry, Metallib, Region, Span
 
-__all__ = ["Attribution", "FunctionBytes", "Overhead", "attribute"]
+__all__ = ["Attribution", "FunctionBytes", "Overhead", "attribute", "piece_spans", "range_map"]
 
 
 class FunctionBytes(NamedTuple):
@@ -118,10 +118,10 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
     names = lib.columns().names
     owned = None if verify else _by_sizes(lib, regions)
     if owned is None:
-        spans = _piece_spans(lib.functions)
+        spans = piece_spans(lib.functions)
         owned = _fast_path(spans, regions)
         if owned is None:
-            owned = _range_map(spans, regions)
+            owned = range_map(spans, regions)
     per_region, sizes = owned
     overhead = []
     for region, used in zip(regions, per_region):
@@ -177,7 +177,7 @@ def _by_sizes(lib: Metallib, regions: list[Region]) -> tuple[list[int], list[lis
     return per_region, [table.sizes(piece) for piece in Piece]
 
 
-def _piece_spans(functions: Sequence[FunctionEntry]) -> list[list[Span | None]]:
+def piece_spans(functions: Sequence[FunctionEntry]) -> list[list[Span | None]]:
     """Every function's span of each piece, one list per ``Piece``."""
     return [[fn.span(piece) for fn in functions] for piece in Piece]
 
@@ -217,7 +217,7 @@ def _fast_path(
     return per_region, sizes
 
 
-def _range_map(
+def range_map(
     spans: list[list[Span | None]], regions: list[Region]
 ) -> tuple[list[int], list[list[int]]]:
     """General case: sort every piece by offset; the first piece to cover a byte owns it.

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.metallib import Metallib, Region, Span, open_metallib
-from builder.size.attribution import _piece_spans, _range_map, attribute
+from builder.size.attribution import attribute, piece_spans, range_map
 
 from .conftest import synthetic_bytes
 
@@ -67,14 +67,14 @@ def test_range_map_first_piece_wins() -> None:
         [Span(10, 20), Span(20, 20), Span(10, 5)],  # 2nd overlaps the 1st, 3rd inside the 1st
         [None, Span(60, 40), None],  # runs to the end of the file
     ]
-    per_region, sizes = _range_map(spans, regions)
+    per_region, sizes = range_map(spans, regions)
     assert sizes == [[20, 10, 0], [0, 40, 0]]
     assert per_region == [0, 70]
 
 
 def test_range_map_splits_across_regions() -> None:
     regions = [Region("a", 0, 10), Region("b", 10, 10)]
-    per_region, sizes = _range_map([[Span(5, 10)]], regions)
+    per_region, sizes = range_map([[Span(5, 10)]], regions)
     assert sizes == [[10]] and per_region == [5, 5]
 
 
@@ -100,7 +100,7 @@ def test_totals_invariant_real(
         assert function_bytes + result.overhead_bytes == os.path.getsize(path)
         assert function_bytes == _independent_total(lib)
         # the fast path and the general range map agree byte for byte
-        _, general = _range_map(_piece_spans(lib.functions), lib.regions())
+        _, general = range_map(piece_spans(lib.functions), lib.regions())
         fast = [[getattr(fn, piece) for fn in result.functions] for piece in
                 ("entry", "public_md", "private_md", "module", "reflection")]  # fmt: skip
         assert general == fast
