@@ -52,6 +52,6 @@ def compare(
 def default_metallib(version: str = "0.32.4", platform: str = "macosx_14_0_arm64") -> Path:
     """The cached mlx.metallib of an mlx-metal wheel (downloaded on first use)."""
     sys.path.insert(0, str(ROOT))
-    from builder.size.wheels import metallibs_from_spec
+    from builder.inputs.wheels import metallibs_from_spec
 
     return metallibs_from_spec(f"mlx-metal=={version}", platform)[0]

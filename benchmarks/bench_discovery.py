@@ -40,7 +40,7 @@ def default_tree(tmp: Path) -> tuple[Path, Path]:
     """(tree of 42 MLX-style entry files, include root of the real MLX headers)."""
     from kernels.discovery.mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
-    from builder.size import wheels
+    from builder.inputs import wheels
 
     wheel = wheels.download_wheel("mlx-metal", MLX_VERSION, MLX_PLATFORM)
     headers = extract_kernel_headers(

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 def default_tree() -> tuple[Path, list[Path]]:
     from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
-    from builder.size import wheels
+    from builder.inputs import wheels
 
     wheel = wheels.download_wheel("mlx-metal", MLX_VERSION, MLX_PLATFORM)
     headers = extract_kernel_headers(

@@ -1,6 +1,6 @@
 """Shared fixtures: real metallibs from mlx-metal macOS wheels, downloaded once and cached.
 
-The wheels are cached outside the repository (see ``builder.size.wheels.cache_dir``). When the package
+The wheels are cached outside the repository (see ``builder.inputs.wheels.cache_dir``). When the package
 index cannot be reached the tests that need them are skipped with a loud reason.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
-from builder.size import wheels
+from builder.inputs import wheels
 
 # (version, platform) pairs the format tests cover: both writer generations under format 2.7
 # (0.28-0.31 without a reflection list or UUID; 0.32.0 with both) and format 2.9 (macOS 26).

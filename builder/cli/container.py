@@ -186,7 +186,7 @@ def slim_command(
     library version). OUTPUT is written to a temporary file and renamed only after every check
     passed; it keeps the mode of the file it replaces, and a symlink is written through.
     """
-    from builder.size.slim import read_keep_list, slim_file
+    from builder.subsets.slim import read_keep_list, slim_file
 
     listed = read_keep_list(keep_list) if keep_list else []
     if not keep and not listed and not drop:
@@ -228,7 +228,7 @@ def slim_command(
 
 def _slim_warnings(result: Any, keep_list: Path | None) -> None:
     """What slim let pass, on stderr: unmatched keep-list lines, functions with a bad hash."""
-    from builder.size.slim import describe_mismatches
+    from builder.subsets.slim import describe_mismatches
 
     missing = result.unmatched_keep_list
     if missing:

@@ -71,7 +71,7 @@ def _progress(message: str) -> None:
 
 def _load(target: str, by: str, rules_path: str | None, platform: str | None,
           sources: Any = None) -> list[Any]:  # fmt: skip
-    from builder.size.targets import load_reports
+    from builder.size.load import load_reports
 
     rules = None
     if rules_path is not None:

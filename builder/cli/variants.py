@@ -3,7 +3,7 @@ split of a kernel tree as a real subset of an Apple-built library, and compare t
 
 Without ``--from`` the bundled (catalog) tree is built with CMake + Ninja per variant
 (``builder.cmake_build.variants``). With ``--from TARGET --source-dir DIR`` nothing is compiled:
-discovery maps every function of TARGET to its entry file and ``builder.size.variants`` writes
+discovery maps every function of TARGET to its entry file and ``builder.subsets.variants`` writes
 each split's metallib and JIT source under ``-o OUTDIR``, measured. Figures go to stdout (table,
 JSON, markdown or HTML); progress goes to stderr, and only on a terminal.
 """
@@ -144,7 +144,7 @@ def _build(**kw: Any) -> None:
 def _from(target: str, **kw: Any) -> None:
     from builder.cli.tree_options import load_tree_with_progress
     from builder.size.limits import parse_size
-    from builder.size.variants import make_variants
+    from builder.subsets.variants import make_variants
 
     if kw["source_dir"] is None:
         raise UsageError("variants --from needs --source-dir: the kernel tree the library was "

@@ -1,6 +1,6 @@
 """``variants --from`` output: a table, JSON (schema in docs/report-schema.md), markdown, HTML.
 
-Every figure is measured on a written file (``builder.size.variants``), and the text says which:
+Every figure is measured on a written file (``builder.subsets.variants``), and the text says which:
 metallib bytes are the file's size; embedded bytes are the distinct preamble text pieces its
 ``jit_sources.cpp`` stores; "ships in total" is their sum. Names and paths from the tree are
 untrusted text, shown through ``visible``/``md_code``.
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from builder.render.markup import md_code, md_text
 from builder.render.text import visible
-from builder.size.variant_sources import COMPRESSION
+from builder.subsets.variant_sources import COMPRESSION
 
 if TYPE_CHECKING:
-    from builder.size.variant_plan import Plan
-    from builder.size.variants import Variant, VariantsRun
+    from builder.subsets.variant_plan import Plan
+    from builder.subsets.variants import Variant, VariantsRun
 
 __all__ = [
     "variants_html",

@@ -1,7 +1,8 @@
 """The package layering a newcomer sees in the tree, checked on every import in the code.
 
 Bottom to top (docs/architecture.md): the foundation modules, the container (``metallib``), kernel
-trees (``kernels``), JIT embedding (``jit``), analysis (``size``), the build side
+trees (``kernels``), acquiring inputs (``inputs``), JIT embedding (``jit``), measuring (``size``),
+writing subsets (``subsets``), the build side
 (``cmake_build``), presentation (``render``) and the command line (``cli``). A module may import
 its own package and anything below it, never above; and no chain of imports, lazy ones included,
 may lead back to where it started.
@@ -17,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
 FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.console",
               "builder.resources", "builder.manifest")  # fmt: skip
-LAYERS = ("metallib", "kernels", "jit", "size", "cmake_build", "render", "cli")
+LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render", "cli")
 
 
 def _modules() -> dict[str, Path]:

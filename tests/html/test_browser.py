@@ -18,7 +18,7 @@ import pytest
 
 from builder.cli import main
 from builder.size.compare import compare_reports
-from builder.size.targets import load_reports
+from builder.size.load import load_reports
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.browser]
 

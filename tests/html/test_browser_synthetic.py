@@ -126,7 +126,7 @@ def test_several_libraries_one_page(
     browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
 ) -> None:
     from builder.render.machine import report_json
-    from builder.size.targets import load_reports
+    from builder.size.load import load_reports
 
     first = load_reports(str(write_metallib("a.metallib", FUNCTIONS)))
     second = load_reports(str(write_metallib("b.metallib", FUNCTIONS[:2])))

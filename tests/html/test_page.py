@@ -17,7 +17,7 @@ import pytest
 from builder.cli import main
 from builder.render.html import compare_html, report_html
 from builder.size.compare import Gates, compare_reports, evaluate_gates
-from builder.size.targets import load_reports
+from builder.size.load import load_reports
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),

@@ -10,7 +10,7 @@ import pytest
 from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes
-from builder.size.slim import slim_file
+from builder.subsets.slim import slim_file
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from builder.metallib import (
 from builder.metallib.function_list import function_count, native_table
 from builder.metallib.native import disabled, native_module, status
 from builder.metallib.reference import reference_table
-from builder.size.slim import slim_file
+from builder.subsets.slim import slim_file
 
 FORCED_OFF = os.environ.get("METALLIB_BUILDER_NATIVE") == "0"
 needs_native = pytest.mark.skipif(

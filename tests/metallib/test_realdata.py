@@ -12,7 +12,7 @@ import pytest
 from llvm import disassemble
 
 from builder.metallib import open_metallib, parts_from_library, verify, write_library
-from builder.size.slim import slim_file
+from builder.subsets.slim import slim_file
 
 pytestmark = pytest.mark.realdata
 

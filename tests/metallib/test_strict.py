@@ -31,7 +31,7 @@ from builder.metallib import (
     verify,
 )
 from builder.metallib.native import disabled
-from builder.size.slim import slim_file
+from builder.subsets.slim import slim_file
 
 
 @pytest.fixture(params=["native", "python"])

@@ -24,7 +24,7 @@ from builder.metallib import open_metallib
 from builder.render.pr_comment import compare_markdown
 from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
 from builder.size.limits import parse_limit
-from builder.size.targets import load_reports
+from builder.size.load import load_reports
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
 

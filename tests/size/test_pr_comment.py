@@ -15,8 +15,8 @@ from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
 from builder.size.compare import Gates, compare_reports, evaluate_gates
 from builder.size.limits import parse_limit
+from builder.size.load import load_reports
 from builder.size.report import FunctionRow, OverheadRow, Report, Source, rollup
-from builder.size.targets import load_reports
 
 BASE = [("v_copyfloat32float32", 300), ("vv_Addfloat32", 500), ("vv_Subtractint8", 300),
         ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip

@@ -18,8 +18,8 @@ from builder.render.machine import report_csv, report_json
 from builder.render.markdown import report_markdown
 from builder.render.tables import report_table
 from builder.size.grouping import OTHER
+from builder.size.load import load_reports
 from builder.size.report import report_from_dict, report_to_dict
-from builder.size.targets import load_reports
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),
@@ -229,7 +229,7 @@ def test_spec_download_keeps_stdout_clean(
 ) -> None:
     """pip's progress output goes to stderr; stdout carries only the JSON report."""
     from builder.cli import main
-    from builder.size import wheels
+    from builder.inputs import wheels
 
     from .conftest import synthetic_bytes
 

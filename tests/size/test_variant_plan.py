@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from builder.errors import CheckFailed
-from builder.size import variant_plan
-from builder.size.variant_plan import Candidate, Plan, plan_budget
+from builder.subsets import variant_plan
+from builder.subsets.variant_plan import Candidate, Plan, plan_budget
 
 FULL = 10_000
 

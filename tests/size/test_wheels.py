@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.errors import UsageError
-from builder.size import wheel_cache, wheels
-from builder.size.targets import load_reports
+from builder.inputs import wheel_cache, wheels
+from builder.size.load import load_reports
 
 from .conftest import synthetic_bytes
 from .hostile_wheels import WHEEL_NAME, corrupt_member, temp_files, tree, write_wheel

@@ -1,4 +1,4 @@
-"""Turn what the user typed into measured reports: the I/O side of ``report`` and ``compare``.
+"""Turn what the user typed into libraries on disk: the input side of ``report`` and ``compare``.
 
 A target is a ``.metallib``, a ``.whl`` (each metallib inside), ``PACKAGE==VERSION`` (the macOS
 wheel from the package index, cached), a saved report JSON, or a build directory of this project
@@ -15,21 +15,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from builder.errors import UsageError
 from builder.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
-if TYPE_CHECKING:
-    from builder.size.grouping import RuleSet, Sources
-    from builder.size.jit_sizes import HostLibrary, JitFamily
-    from builder.size.report import Report
-
-__all__ = [
-    "Library",
-    "load_reports",
-    "resolve_target",
-]
+__all__ = ["Library", "Progress", "resolve_target"]
 
 Progress = Callable[[str], None]
 
@@ -59,7 +50,7 @@ def resolve_target(
         return [_from_manifest(text, read_manifest(manifest_path))]
     if path.is_file():
         if path.suffix == ".whl":
-            from builder.size.wheels import extract_metallibs
+            from builder.inputs.wheels import extract_metallibs
 
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix == ".json":
@@ -73,7 +64,7 @@ def resolve_target(
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
             return [Library(text, "report", path, saved=d) for d in docs]
         return [Library(text, "metallib", path)]
-    from builder.size import wheels
+    from builder.inputs import wheels
 
     spec = wheels.parse_spec(text)
     if spec is None:
@@ -130,7 +121,7 @@ def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") 
 
 def _common_root(paths: list[Path]) -> Path:
     # Members are named relative to the wheel's extraction folder
-    # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.size.wheel_cache).
+    # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.inputs.wheel_cache).
     first = paths[0]
     for parent in first.parents:
         if parent.parent.name == "metallibs":
@@ -145,85 +136,3 @@ def _from_manifest(text: str, manifest: BuildManifest) -> Library:
     if not lib.is_file():
         raise UsageError(f"{manifest.path}: the metallib it names ({manifest.metallib}) is missing")
     return Library(text, "build", lib, manifest=manifest, member=manifest.metallib)
-
-
-def load_reports(
-    text: str,
-    *,
-    by: str = "kernel",
-    rules: RuleSet | None = None,
-    platform: str | None = None,
-    progress: Progress | None = None,
-    sources: Sources | None = None,
-) -> list[Report]:
-    """Resolve ``text`` and measure (or read back) every library behind it.
-
-    ``sources`` (a discovered kernel tree's entry file per kernel) answers ``--by source`` for
-    any library, and wins over what a build manifest records.
-    """
-    return [
-        load_library(lib, by=by, rules=rules, sources=sources)
-        for lib in resolve_target(text, platform=platform, progress=progress)
-    ]
-
-
-def load_library(
-    lib: Library, *, by: str = "kernel", rules: RuleSet | None = None,
-    sources: Sources | None = None,
-) -> Report:  # fmt: skip
-    """Measure one resolved library (or read its saved report) and group it ``by``."""
-    from builder.size.report import Source, build_report, regroup, report_from_dict
-
-    if lib.saved is not None:
-        report = report_from_dict(lib.saved, lib.target)
-        if report.by == by and rules is None and sources is None:
-            return report
-        return regroup(report, by, rules=rules, sources=sources)
-    manifest = lib.manifest
-    source = Source(
-        path=str(lib.path) if lib.path else None,
-        target=lib.target,
-        kind=lib.kind,
-        wheel=lib.wheel,
-        manifest=manifest.path if manifest else None,
-        member=lib.member,
-    )
-    jit, host = _jit_families(manifest)
-    families = manifest.family_of() if manifest else None  # exact: wins over --rules
-    if sources is None and manifest is not None:
-        from builder.size.grouping import Sources
-
-        sources = Sources(manifest.source_of(), "manifest")
-    from builder.size.provenance import build_provenance
-
-    build = manifest.build if manifest else None
-    if lib.path is None:
-        from builder.size.attribution import Attribution
-
-        return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
-                            jit_families=jit, host_library=host,
-                            provenance=build_provenance(None, build))  # fmt: skip
-    from builder.metallib import open_metallib
-    from builder.metallib.provenance import library_provenance
-    from builder.size.attribution import attribute
-
-    with open_metallib(lib.path) as metallib:
-        attribution = attribute(metallib)
-        provenance = build_provenance(library_provenance(metallib), build)
-    return build_report(
-        attribution, source, by=by, rules=rules, families=families, sources=sources,
-        jit_families=jit, host_library=host, provenance=provenance,
-    )  # fmt: skip
-
-
-def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:
-    """A build's JIT families, measured in the host library its manifest names (if it exists)."""
-    from builder.size.jit_sizes import JitFamily, measure_host
-
-    if manifest is None:
-        return [], None
-    families = [(f.name, f.embedded_bytes, len(f.host_names))
-                for f in manifest.families if f.mode == "jit"]  # fmt: skip
-    if not families or manifest.host_library is None:
-        return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
-    return measure_host(manifest.folder / manifest.host_library, families)

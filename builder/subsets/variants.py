@@ -1,11 +1,11 @@
 """``variants --from``: every AOT/JIT split of a kernel tree, written and measured from the full
 library Apple's compiler produced, on any OS, without a rebuild.
 
-For each variant (``builder.size.variant_select``; ``--budget`` adds the planner's,
-``builder.size.variant_plan``) this writes ``OUTDIR/<variant>/<library>.metallib``, a real subset
+For each variant (``builder.subsets.variant_select``; ``--budget`` adds the planner's,
+``builder.subsets.variant_plan``) this writes ``OUTDIR/<variant>/<library>.metallib``, a real subset
 of the input through the container writer (kept functions byte-identical, copied in the kernel),
 and ``OUTDIR/<variant>/jit_sources.cpp``, its JIT entry files' headers embedded as ``embed`` does
-(``builder.size.variant_sources``). The input is parsed once; its modules are hashed once, beside
+(``builder.subsets.variant_sources``). The input is parsed once; its modules are hashed once, beside
 the first write (``all-aot``, the input as it is), and checked against their HASH tags before any
 other variant is written. Every figure is then measured on the files written: the metallib's size
 and its bytes per entry file (attribution of the written file), the embedded bytes of the C++
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
 from builder.metallib import InternalError, layout, open_metallib, parts_from_library
-from builder.size.variant_plan import Candidate, Plan, plan_budget
-from builder.size.variant_select import (
+from builder.subsets.variant_plan import Candidate, Plan, plan_budget
+from builder.subsets.variant_select import (
     LibraryIndex,
     VariantSpec,
     index_library,
     requested_variants,
 )
-from builder.size.variant_sources import EmbedCosts, JitSources, jit_sources
+from builder.subsets.variant_sources import EmbedCosts, JitSources, jit_sources
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
@@ -132,7 +132,7 @@ def _resolve(
     target: str, platform: str | None, progress: Progress | None
 ) -> tuple[Path, str | None]:
     """The one metallib behind ``target`` (a file, wheel, PACKAGE==VERSION or build folder)."""
-    from builder.size.targets import resolve_target
+    from builder.inputs.targets import resolve_target
 
     found = resolve_target(target, platform=platform, progress=progress)
     if len(found) > 1:
@@ -202,7 +202,7 @@ class _Writer:
     def _check_hashes(self, digests: bytes, path: Path) -> None:
         table = self.lib.columns()
         if digests != table.hashes:
-            from builder.size.slim import HashMismatch, describe_mismatches
+            from builder.subsets.slim import HashMismatch, describe_mismatches
 
             bad = [HashMismatch(table.names[i], table.module_offsets[i]) for i in range(len(table))
                    if digests[32 * i : 32 * i + 32] != table.hash(i)]  # fmt: skip

@@ -2,7 +2,7 @@
 
 Real metallibs come only from Apple's compiler, and the easiest place to get them on Linux is a
 macOS wheel such as ``mlx-metal``. Downloads go through ``pip download`` into a cache outside any
-project tree (layout and temp-file cleanup: ``builder.size.wheel_cache``).
+project tree (layout and temp-file cleanup: ``builder.inputs.wheel_cache``).
 
 A wheel is untrusted input: member names are checked before anything is written (relative,
 normalised, no ``..``, landing inside the wheel's folder), nothing is extracted unless the
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from builder.errors import UsageError
-from builder.size.wheel_cache import (
+from builder.inputs.wheel_cache import (
     CHUNK,
     STALE_AFTER_S,
     CacheWriteError,

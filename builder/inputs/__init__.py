@@ -1,0 +1,5 @@
+"""Acquiring what the user named: targets, wheels and the download cache.
+
+Everything here reads untrusted input (a path, a wheel from the package index, a saved report) and
+turns it into files on disk with bounds checked; nothing here measures.
+"""

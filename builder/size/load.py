@@ -1,0 +1,101 @@
+"""Measure what a target resolved to: a report per library (or a saved report read back).
+
+``builder.inputs.targets`` finds the libraries; this module attributes their bytes, groups them
+and measures a build's JIT host library, so ``report`` and ``compare`` start from here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from builder.inputs.targets import Library, Progress, resolve_target
+
+if TYPE_CHECKING:
+    from builder.manifest import BuildManifest
+    from builder.size.grouping import RuleSet, Sources
+    from builder.size.jit_sizes import HostLibrary, JitFamily
+    from builder.size.report import Report
+
+__all__ = ["load_library", "load_reports"]
+
+
+def load_reports(
+    text: str,
+    *,
+    by: str = "kernel",
+    rules: RuleSet | None = None,
+    platform: str | None = None,
+    progress: Progress | None = None,
+    sources: Sources | None = None,
+) -> list[Report]:
+    """Resolve ``text`` and measure (or read back) every library behind it.
+
+    ``sources`` (a discovered kernel tree's entry file per kernel) answers ``--by source`` for
+    any library, and wins over what a build manifest records.
+    """
+    return [
+        load_library(lib, by=by, rules=rules, sources=sources)
+        for lib in resolve_target(text, platform=platform, progress=progress)
+    ]
+
+
+def load_library(
+    lib: Library, *, by: str = "kernel", rules: RuleSet | None = None,
+    sources: Sources | None = None,
+) -> Report:  # fmt: skip
+    """Measure one resolved library (or read its saved report) and group it ``by``."""
+    from builder.size.report import Source, build_report, regroup, report_from_dict
+
+    if lib.saved is not None:
+        report = report_from_dict(lib.saved, lib.target)
+        if report.by == by and rules is None and sources is None:
+            return report
+        return regroup(report, by, rules=rules, sources=sources)
+    manifest = lib.manifest
+    source = Source(
+        path=str(lib.path) if lib.path else None,
+        target=lib.target,
+        kind=lib.kind,
+        wheel=lib.wheel,
+        manifest=manifest.path if manifest else None,
+        member=lib.member,
+    )
+    jit, host = _jit_families(manifest)
+    families = manifest.family_of() if manifest else None  # exact: wins over --rules
+    if sources is None and manifest is not None:
+        from builder.size.grouping import Sources
+
+        sources = Sources(manifest.source_of(), "manifest")
+    from builder.size.provenance import build_provenance
+
+    build = manifest.build if manifest else None
+    if lib.path is None:
+        from builder.size.attribution import Attribution
+
+        return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
+                            jit_families=jit, host_library=host,
+                            provenance=build_provenance(None, build))  # fmt: skip
+    from builder.metallib import open_metallib
+    from builder.metallib.provenance import library_provenance
+    from builder.size.attribution import attribute
+
+    with open_metallib(lib.path) as metallib:
+        attribution = attribute(metallib)
+        provenance = build_provenance(library_provenance(metallib), build)
+    return build_report(
+        attribution, source, by=by, rules=rules, families=families, sources=sources,
+        jit_families=jit, host_library=host, provenance=provenance,
+    )  # fmt: skip
+
+
+def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:
+    """A build's JIT families, measured in the host library its manifest names (if it exists)."""
+    from builder.size.jit_sizes import JitFamily, measure_host
+
+    if manifest is None:
+        return [], None
+    families = [(f.name, f.embedded_bytes, len(f.host_names))
+                for f in manifest.families if f.mode == "jit"]  # fmt: skip
+    if not families or manifest.host_library is None:
+        return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
+    return measure_host(manifest.folder / manifest.host_library, families)
