@@ -165,11 +165,11 @@ def read_budget_file(path: Path) -> BudgetFile:
         table, holder = f"[[tool.{_TOOL}.budget]]", f"{path}: [tool.{_TOOL}]"
     else:
         tool, table, holder = raw, "[[budget]]", str(path)
-    if not isinstance(tool, dict) or "budget" not in tool:
-        raise UsageError(f"{holder}: no {table} tables")
-    for key in tool:
+    for key in tool if isinstance(tool, dict) else ():
         if key != "budget":
             raise _unknown(holder, key, ["budget"])
+    if not isinstance(tool, dict) or "budget" not in tool:
+        raise UsageError(f"{holder}: no {table} tables")
     tables = tool["budget"]
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise UsageError(f"{holder}: 'budget' must be an array of tables ({table})")
