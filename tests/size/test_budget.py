@@ -114,7 +114,7 @@ def test_max_download_is_the_deflate_size_a_zip_stores(
         z.write(lib, "a.metallib")
     expected = zipfile.ZipFile(tmp_path / "ref.zip").getinfo("a.metallib").compress_size
     path = _budget(tmp_path, f'[[budget]]\ntarget = "a.metallib"\nmax-download = {expected - 1}\n')
-    code, out, err = run_cli(["budget", str(path), "--format", "json"], capsys)
+    code, out, _ = run_cli(["budget", str(path), "--format", "json"], capsys)
     assert code == 1
     (check,) = json.loads(out)["checks"]
     assert (check["key"], check["value"]) == ("max-download", expected)
@@ -156,8 +156,8 @@ def test_saved_report_with_host_library_counts_it_in_max_total_size(
     ('target = "a.metallib"\nby = "colour"\nmax-size = 1', "'by' must be one of"),
     ('target = "a.metallib"\nby = "source"\ngroups = { x = 1 }', "needs 'source-dir'"),
     ('target = "none/*.metallib"\nmax-size = 1', "target 'none/*.metallib' matches no file"),
-    ('target = "a.metallib"\ngroups = { gemmm = 1 }', "no group 'gemmm' in a.metallib by kernel; "
-                                                      "closest: gemm"),
+    ('target = "a.metallib"\ngroups = { gemmm = 1 }',
+     "no group 'gemmm' in a.metallib by kernel; closest: gemm"),
 ])  # fmt: skip
 def test_bad_budget_exits_2_naming_the_key(
     text: str, message: str, write_metallib: Callable[..., Path], tmp_path: Path,
