@@ -152,6 +152,7 @@ def report_command(
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
+      metallib-builder report build/ -o report.json -o report.html
     """
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = _grouping(by, tree)
