@@ -125,7 +125,7 @@ def find_budget_file(start: Path) -> Path:
     ``metallib-size.toml`` or a ``pyproject.toml`` with ``[tool.metallib-builder]``."""
     for folder in (start.resolve(), *start.resolve().parents):
         own, project = folder / BUDGET_FILE, folder / PYPROJECT
-        has_project = project.is_file() and _TOOL in _load_toml(project).get("tool", {})
+        has_project = project.is_file() and _TOOL in _tool_tables(_load_toml(project))
         if own.is_file() and has_project:
             raise UsageError(f"{folder}: budgets in both {BUDGET_FILE} and {PYPROJECT}; keep one")
         if own.is_file() or has_project:
@@ -149,6 +149,11 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: invalid TOML: {exc}") from None
 
 
+def _tool_tables(raw: dict[str, Any]) -> dict[str, Any]:
+    tool = raw.get("tool")
+    return tool if isinstance(tool, dict) else {}
+
+
 def _unknown(where: str, key: str, known: Sequence[str]) -> UsageError:
     import difflib
 
@@ -161,7 +166,7 @@ def read_budget_file(path: Path) -> BudgetFile:
     """Read and check every budget of ``path`` (a pyproject.toml or a metallib-size.toml)."""
     raw = _load_toml(path)
     if path.name == PYPROJECT:
-        tool = raw.get("tool", {}).get(_TOOL)
+        tool = _tool_tables(raw).get(_TOOL)
         table, holder = f"[[tool.{_TOOL}.budget]]", f"{path}: [tool.{_TOOL}]"
     else:
         tool, table, holder = raw, "[[budget]]", str(path)
