@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "slim": "container:slim_command",
     "report": "size:report_command",
     "compare": "size:compare_command",
+    "budget": "budget:budget_command",
+    "history": "history:history_command",
     "kernels": "kernels:kernels_command",
     "check": "check:check_command",
     "build": "build:build_command",
@@ -126,7 +128,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     \b
     Inspect a metallib:   list, verify, report
     Change one:           slim
-    Compare two / gate:   compare
+    Compare two / gate:   compare, budget
+    Over releases:        history
     Kernel sources:       kernels, check
     Build:                build, variants, embed
     """

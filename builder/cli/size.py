@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from builder.cli.publishing import output_plan, publish, pull_request_for
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 from builder.size.grouping import BY_CHOICES
@@ -39,8 +40,10 @@ def _common(func: Any) -> Any:
         click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table",
                      show_default=True, help="Output format (JSON and CSV for machines; html: a "
                                              "self-contained treemap page, see docs/html-report.md)."),
-        click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-                     help="Write to FILE (atomically) instead of stdout."),
+        click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False),
+                     multiple=True, metavar="FILE",
+                     help="Write to FILE (atomically) instead of stdout. Repeatable: each file's "
+                          "format comes from its extension (.md .html .json .csv .txt)."),
         click.option("--platform", default=None,
                      help="Wheel platform for PACKAGE==VERSION targets "
                           "[default: macosx_14_0_arm64]."),
@@ -49,20 +52,6 @@ def _common(func: Any) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def _emit(text: str, output: str | None) -> None:
-    """Data to stdout, or to ``output`` atomically (``builder.fileio``: a new file gets the
-    umask's mode, a replaced one keeps its own; exit 2 naming ``output`` when it cannot be
-    written)."""
-    if output is None:
-        sys.stdout.write(text)
-        return
-    from builder.fileio import write_atomic
-
-    data = text.encode("utf-8")
-    write_atomic(output, data)
-    click.echo(f"wrote {output} ({len(data):,} bytes)", err=True)
 
 
 def _progress(message: str) -> None:
@@ -146,7 +135,7 @@ def report_command(
     rules: str | None,
     top: int | None,
     fmt: str,
-    output: str | None,
+    outputs: tuple[str, ...],
     platform: str | None,
     **tree: Any,
 ) -> None:
@@ -163,31 +152,37 @@ def report_command(
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
+      metallib-builder report build/ -o report.json -o report.html
     """
+    plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = _grouping(by, tree)
     reports = _load(target, by, rules, platform, sources)
-    shown = _top(top, fmt)
-    if fmt == "html":
-        from builder.render.html import report_html
 
-        text = report_html(reports)
-    elif fmt == "json":
-        from builder.render.machine import report_json
+    def render(kind: str, terminal: bool) -> str:
+        shown = _top(top, kind)
+        if kind == "html":
+            from builder.render.html import report_html
 
-        text = report_json(reports)
-    elif fmt == "csv":
-        from builder.render.machine import report_csv
+            return report_html(reports)
+        if kind == "json":
+            from builder.render.machine import report_json
 
-        text = report_csv(reports, shown)
-    elif fmt == "markdown":
-        from builder.render.markdown import report_markdown
+            return report_json(reports)
+        if kind == "csv":
+            from builder.render.machine import report_csv
 
-        text = report_markdown(reports, shown)
-    else:
+            return report_csv(reports, shown)
+        if kind == "markdown":
+            from builder.render.markdown import report_markdown
+
+            return report_markdown(reports, shown)
         from builder.render.tables import report_table
 
-        text = report_table(reports, shown, color=_color() and output is None, width=_width())
-    _emit(text, output)
+        return report_table(reports, shown, color=_color() and terminal, width=_width())
+
+    from builder.publish.outputs import write_outputs
+
+    write_outputs(plan, render)
 
 
 def _color() -> bool:
@@ -200,13 +195,16 @@ def _color() -> bool:
 @_common
 @click.option("--max-growth", default=None, metavar="N",
               help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
-                   "suffixes, or N% of base.")  # fmt: skip
+                   "suffixes, or N% of base. Counts everything shipped: a build's JIT host "
+                   "library too.")  # fmt: skip
 @click.option(
     "--max-size",
     default=None,
     metavar="N",
-    help="Fail when head is larger than N (bytes, KB/MB/KiB/MiB).",
+    help="Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
 )
+@click.option("--max-total-size", default=None, metavar="N",
+              help="Fail when head's metallib plus its JIT host library is larger than N.")  # fmt: skip
 @click.option(
     "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
 )
@@ -215,6 +213,10 @@ def _color() -> bool:
     is_flag=True,
     help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
 )
+@click.option("--github-comment", is_flag=True,
+              help="Post the markdown as a pull-request comment, and edit that same comment on "
+                   "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
+                   "GITHUB_EVENT_PATH; docs/ci-recipe.md).")  # fmt: skip
 def compare_command(
     base: str,
     head: str,
@@ -222,33 +224,35 @@ def compare_command(
     rules: str | None,
     top: int | None,
     fmt: str,
-    output: str | None,
+    outputs: tuple[str, ...],
     platform: str | None,
     max_growth: str | None,
     max_size: str | None,
+    max_total_size: str | None,
     fail_on_new_group: bool,
     warn_only: bool,
+    github_comment: bool,
     **tree: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
     BASE and HEAD are any two targets (see 'report --help'). Exit codes: 0 all gates pass, 1 a
     gate failed (the message names it; with --warn-only the verdict is printed and the exit is 0),
-    2 an input is missing or unusable. The markdown is a sticky PR comment: a hidden marker line
+    2 an input is missing or unusable. Groups are listed by how much they changed (grew or
+    shrank), unchanged ones last. The markdown is a sticky PR comment: a hidden marker line
     first, totals, the top groups, collapsed details, always under 60 KB. With
-    GITHUB_STEP_SUMMARY set, the markdown is also appended there.
+    GITHUB_STEP_SUMMARY set, the markdown (with the verdict) is appended there once per run.
 
     \b
     Examples:
       metallib-builder compare mlx-metal==0.29.0 mlx-metal==0.30.0
       metallib-builder compare base/ head/ --max-growth 1% --format markdown
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
-      metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
+      metallib-builder compare base.json build/ -o size.md -o size.html -o size.json
+      metallib-builder compare base.json build/ --max-growth 1% --github-comment
     """
     from builder.errors import CheckFailed
-    from builder.render.machine import compare_csv, compare_json
-    from builder.render.pr_comment import comment_markdown
-    from builder.render.tables import compare_table
+    from builder.publish.outputs import write_outputs
     from builder.render.text import gate_message, visible
     from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
     from builder.size.limits import parse_limit, parse_size
@@ -257,13 +261,14 @@ def compare_command(
         max_growth=parse_limit(max_growth) if max_growth is not None else None,
         max_size=parse_size(max_size) if max_size is not None else None,
         fail_on_new_group=fail_on_new_group,
+        max_total_size=parse_size(max_total_size) if max_total_size is not None else None,
     )
+    plan = output_plan(outputs, fmt, _FORMATS)
+    pull_request = pull_request_for(github_comment)
     by, sources = _grouping(by, tree)
     pairs = pair_reports(_load(base, by, rules, platform, sources),
                          _load(head, by, rules, platform, sources))  # fmt: skip
-    shown = _top(top, fmt)
     failed: list[str] = []
-    texts: list[str] = []
     evaluated = []
     for base_report, head_report in pairs:
         comparison = compare_reports(base_report, head_report)
@@ -272,33 +277,31 @@ def compare_command(
         results = evaluate_gates(comparison, gates)
         evaluated.append((comparison, results))
         failed += [gate_message(r) for r in results if not r.passed]  # escaped where printed
-        if fmt == "table":
-            texts.append(compare_table(comparison, results, shown,
-                                              color=_color() and output is None,
-                                              width=_width()))  # fmt: skip
-    markdown = comment_markdown(evaluated, shown)
-    if fmt == "json":
-        texts = [compare_json(evaluated)]
-    elif fmt == "csv":
-        texts = [compare_csv(evaluated)]
-    elif fmt == "markdown":
-        texts = [markdown]
-    elif fmt == "html":
-        from builder.render.html import compare_html
 
-        texts = [compare_html(evaluated)]
-    _emit("".join(texts), output)
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        try:
-            with open(summary_path, "a", encoding="utf-8") as handle:
-                handle.write(markdown)
-        except OSError as exc:
-            from builder.errors import OutputError
+    def render(kind: str, terminal: bool) -> str:
+        from builder.render import machine
 
-            raise OutputError(
-                f"cannot append to GITHUB_STEP_SUMMARY {summary_path}: {exc.strerror or exc}"
-            ) from None
+        if kind == "json":
+            return machine.compare_json(evaluated)
+        if kind == "csv":
+            return machine.compare_csv(evaluated)
+        if kind == "markdown":
+            from builder.render.pr_comment import comment_markdown
+
+            return comment_markdown(evaluated, _top(top, kind))
+        if kind == "html":
+            from builder.render.html import compare_html
+
+            return compare_html(evaluated)
+        from builder.render.tables import compare_table
+
+        return "".join(compare_table(c, r, _top(top, kind), color=_color() and terminal,
+                                     width=_width()) for c, r in evaluated)  # fmt: skip
+
+    write_outputs(plan, render)
+    from builder.render.pr_comment import MARKER
+
+    publish(lambda: render("markdown", False), MARKER, pull_request)
     if failed and warn_only:
         click.echo("warning: size gate failed (--warn-only: exit 0): " + visible("; ".join(failed)),
                    err=True)  # fmt: skip
@@ -306,3 +309,4 @@ def compare_command(
         raise CheckFailed("size gate failed: " + "; ".join(failed))
     elif gates != Gates():
         click.echo("size gates passed", err=True)
+

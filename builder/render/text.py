@@ -56,9 +56,9 @@ def gate_message(gate: GateResult) -> str:
             f"--max-growth {limit_text(gate.limit)}: {gate.subject} grew by "
             f"{human_delta(gate.grown)}{pct}; allowed {human_size(gate.allowed)}"
         )
-    if gate.name == "--max-size" and gate.max_size is not None:
+    if gate.name in ("--max-size", "--max-total-size") and gate.max_size is not None:
         return (
-            f"--max-size {human_size(gate.max_size)}: {gate.subject} is "
+            f"{gate.name} {human_size(gate.max_size)}: {gate.subject} is "
             f"{human_size(gate.head_size)} ({gate.head_size:,} bytes)"
         )
     new = gate.new_groups

@@ -1,4 +1,5 @@
-"""Size limits as users write them for CI gates: ``10KB``, ``2.5MiB``, ``5%``.
+"""Size limits as users write them for CI gates: ``10KB``, ``2.5MiB``, ``5%``, and what a
+whole-target limit is checked against (``shipped_size``: the metallib plus the host library).
 
 Gates are given on the command line in whatever unit is convenient, so parsing accepts both decimal
 (KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is bytes.
@@ -8,11 +9,14 @@ Showing a limit is presentation's job (``builder.render.text.limit_text``).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
 
-__all__ = ["Limit", "parse_limit", "parse_size"]
+if TYPE_CHECKING:
+    from builder.size.report import Report
+
+__all__ = ["Limit", "parse_limit", "parse_size", "shipped_size"]
 
 _UNITS: dict[str, int] = {
     "": 1,
@@ -65,3 +69,17 @@ def parse_limit(text: str) -> Limit:
             raise UsageError(f"{text!r} is not a percentage") from None
         return Limit(percent=percent)
     return Limit(bytes=parse_size(stripped))
+
+
+def shipped_size(report: Report) -> int:
+    """Bytes of everything ``report``'s library ships: the metallib file plus, for a build with JIT
+    families, its host library file (``--max-total-size``, budgets' ``max-total-size``).
+
+    A build whose manifest names JIT families but whose host library was not found cannot be
+    measured: UsageError (exit 2), so a gate never passes on the metallib alone."""
+    if not report.jit_families:
+        return report.file_size
+    if report.host_library is None:
+        raise UsageError(f"{report.source.label}: has JIT families but its host library was not "
+                         "found; cannot measure everything it ships")  # fmt: skip
+    return report.file_size + report.host_library.file_size

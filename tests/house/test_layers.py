@@ -3,7 +3,8 @@
 Bottom to top (docs/architecture.md): the foundation modules, the container (``metallib``), kernel
 trees (``kernels``), acquiring inputs (``inputs``), JIT embedding (``jit``), measuring (``size``),
 writing subsets (``subsets``), the build side
-(``cmake_build``), presentation (``render``) and the command line (``cli``). A module may import
+(``cmake_build``), presentation (``render``), publishing outputs that leave the process
+(``publish``) and the command line (``cli``). A module may import
 its own package and anything below it, never above; and no chain of imports, lazy ones included,
 may lead back to where it started.
 """
@@ -18,7 +19,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
 FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.console",
               "builder.resources", "builder.manifest")  # fmt: skip
-LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render", "cli")
+LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render",
+          "publish", "cli")
 
 
 def _modules() -> dict[str, Path]:

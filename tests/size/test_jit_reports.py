@@ -219,3 +219,35 @@ def test_mixed_build_shows_the_metallib_then_its_jit_families(
     assert doc["host_library"]["file_size"] == sizes["host_library_bytes"]
     code, out, _ = run_cli(["compare", str(mixed), str(mixed), "--format", "markdown"], capsys)
     assert "<summary>JIT families (JIT host library)" in out
+
+
+def test_growth_gates_count_the_host_library_of_mixed_builds(
+    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
+    write_metallib: Callable[..., Path], capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Two builds with the same metallib and JIT families beside it: only the host library grew.
+    The gates must see that growth (they said "size gates passed" next to "host library +7.9%")."""
+    sides = []
+    for key in ("a", "b"):
+        build, _ = builds[key]
+        metallib = write_metallib(f"{key}/lib/kernels.metallib", [("sort_float32", 500)])
+        mixed = metallib.parent.parent
+        shutil.copy(build / HOST, mixed / HOST)
+        manifest = json.loads((build / "manifest.json").read_text())
+        manifest["metallib"] = "lib/kernels.metallib"
+        (mixed / "manifest.json").write_text(json.dumps(manifest))
+        sides.append(mixed)
+    a, b = sides
+    host_a, host_b = (a / HOST).stat().st_size, (b / HOST).stat().st_size
+    lib = (a / "lib/kernels.metallib").stat().st_size
+    assert (b / "lib/kernels.metallib").read_bytes() == (a / "lib/kernels.metallib").read_bytes()
+    code, out, err = run_cli(["compare", str(a), str(b), "--max-growth", "1%", "--format",
+                              "json"], capsys)  # fmt: skip
+    assert code == 1 and json.loads(out)["delta_bytes"] == 0  # the metallib did not change
+    assert f"(metallib + JIT host library) grew by {human_delta(host_b - host_a)}" in err
+    code, _, err = run_cli(["compare", str(a), str(b), "--max-growth", str(host_b - host_a)],
+                           capsys)  # fmt: skip
+    assert code == 0 and "size gates passed" in err
+    code, _, err = run_cli(["compare", str(a), str(b), "--max-total-size",
+                            str(lib + host_b - 1)], capsys)  # fmt: skip
+    assert code == 1 and f"is {human_size(lib + host_b)} ({lib + host_b:,} bytes)" in err

@@ -12,7 +12,8 @@
   var HEAD = 15, PAD = 2;  // header band and padding of a node drawn with its children
   var SVGNS = 'http://www.w3.org/2000/svg';
   var $ = function (id) { return document.getElementById(id); };
-  var state = { lib: 0, zoom: [], query: '', status: 'all', sortKey: 'bytes', sortDir: -1, rows: 300 };
+  // A comparison's table starts with what changed most (grew or shrank), unchanged functions last.
+  var state = { lib: 0, zoom: [], query: '', status: 'all', sortKey: COMPARE ? 'change' : 'bytes', sortDir: -1, rows: 300 };
   var lib, fn, root, lower, match, matchCount, timings, drawn = [], drawnParent = [];
 
   // -- formatting (decimal units, as the command line prints them) ---------------------------
@@ -272,6 +273,7 @@
       case 'variant': return fn.variant ? lib.variants[fn.variant[i]] : '';
       case 'base': return fn.base[i];
       case 'delta': return Math.max(fn.bytes[i], 0) - Math.max(fn.base[i], 0);
+      case 'change': return Math.abs(Math.max(fn.bytes[i], 0) - Math.max(fn.base[i], 0));
       case 'pct': return fn.base[i] > 0 ? (fn.bytes[i] - fn.base[i]) / fn.base[i] : Infinity;
       case 'status': return statusOf(i);
       default: return fn.bytes[i];

@@ -1,0 +1,86 @@
+"""``budget``: check the size budgets committed with the project (pyproject.toml or
+metallib-size.toml), print one table, exit 1 when any limit is exceeded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["budget_command"]
+
+_FORMATS = ("table", "json", "markdown")
+
+
+@click.command("budget")
+@click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
+              help="Output format (markdown: the step summary and PR comment).")  # fmt: skip
+@click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False), multiple=True,
+              metavar="FILE", help="Write to FILE (atomically) instead of stdout. Repeatable: "
+              "each file's format comes from its extension (.md .json .txt).")  # fmt: skip
+@click.option("--warn-only", is_flag=True,
+              help="Print the verdict (on stderr, naming every exceeded limit) but exit 0.")  # fmt: skip
+@click.option("--github-comment", is_flag=True,
+              help="Post the markdown as a pull-request comment, and edit that same comment on "
+                   "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
+                   "GITHUB_EVENT_PATH; docs/ci-recipe.md).")  # fmt: skip
+def budget_command(budget_file: Path | None, fmt: str, outputs: tuple[str, ...],
+                   warn_only: bool, github_comment: bool) -> None:  # fmt: skip
+    """Check every size budget of the project: one row per limit, exit 1 if any is exceeded.
+
+    BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
+    metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
+    directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
+    and any of max-size, max-total-size (metallib + JIT host library), max-download,
+    max-functions, groups (with by) and max-growth against a base report. Exit codes: 0 every
+    limit holds, 1 one is exceeded (the message names it), 2 a bad budget file (naming the key)
+    or an unusable target. With GITHUB_STEP_SUMMARY set, the markdown is appended there once.
+
+    \b
+    Example pyproject.toml:
+      [[tool.metallib-builder.budget]]
+      target = "build/"
+      max-size = "120MB"
+      groups = { quantized = "30MB", gemm = "20MB" }
+      base = "main-report.json"
+      max-growth = "1%"
+
+    \b
+    Examples:
+      metallib-builder budget
+      metallib-builder budget ci/metallib-size.toml --format json
+      metallib-builder budget -o budget.md -o budget.json --github-comment
+    """
+    from builder.cli.publishing import output_plan, publish, pull_request_for, terminal
+    from builder.errors import CheckFailed
+    from builder.publish.outputs import write_outputs
+    from builder.render import budget as show
+    from builder.size.budget import check_budgets, find_budget_file, read_budget_file
+
+    plan = output_plan(outputs, fmt, _FORMATS)
+    pull_request = pull_request_for(github_comment)
+    path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
+    parsed = read_budget_file(path)
+    click.echo(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})", err=True)
+    checks = check_budgets(parsed.budgets, progress=lambda line: click.echo(line, err=True))
+    source = str(path)
+
+    def render(kind: str, to_stdout: bool) -> str:
+        if kind == "json":
+            return show.budget_json(checks, source)
+        if kind == "markdown":
+            return show.budget_markdown(checks, source)
+        color, width = terminal(to_stdout)
+        return show.budget_table(checks, source, color=color, width=width)
+
+    write_outputs(plan, render)
+    publish(lambda: render("markdown", False), show.MARKER, pull_request)
+    failed = show.failures(checks)
+    if failed and warn_only:
+        click.echo("warning: budget exceeded (--warn-only: exit 0): " + "; ".join(failed),
+                   err=True)  # fmt: skip
+    elif failed:
+        raise CheckFailed("budget exceeded: " + "; ".join(failed))
+    else:
+        click.echo(f"all {len(checks)} budget limits pass", err=True)

@@ -1,0 +1,63 @@
+"""``history``: size across releases or builds, as a table, JSON or an HTML line chart."""
+
+from __future__ import annotations
+
+import click
+
+from builder.size.grouping import BY_CHOICES
+
+__all__ = ["history_command"]
+
+_FORMATS = ("table", "json", "html")
+
+
+@click.command("history")
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--by", type=click.Choice(BY_CHOICES), default="kernel", show_default=True,
+              help="What the groups are (source needs a build folder's manifest).")  # fmt: skip
+@click.option("--top", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Groups shown per target, the largest at any point (0 = all).")  # fmt: skip
+@click.option("--download", is_flag=True,
+              help="Add the download size (interim measure: the library file compressed with "
+                   "zlib level 6).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
+              help="Output format (html: a self-contained page with line charts).")  # fmt: skip
+@click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False), multiple=True,
+              metavar="FILE", help="Write to FILE (atomically) instead of stdout. Repeatable: "
+              "each file's format comes from its extension (.html .json .txt).")  # fmt: skip
+@click.option("--platform", default=None,
+              help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].")
+def history_command(targets: tuple[str, ...], by: str, top: int, download: bool, fmt: str,
+                    outputs: tuple[str, ...], platform: str | None) -> None:  # fmt: skip
+    """Show how a library's size changed over releases or builds, in the order given.
+
+    Each TARGET is measured as 'report' measures it (a .metallib, .whl, PACKAGE==VERSION, saved
+    report .json or build folder): total size, functions, the largest groups and, with
+    --download, the download size. JSON has one entry in "points" per target ("target", "bytes",
+    "groups"); the HTML page draws them as line charts without scripts or network.
+
+    \b
+    Examples:
+      metallib-builder history mlx-metal==0.30.0 mlx-metal==0.31.0 mlx-metal==0.32.4
+      metallib-builder history mlx-metal=={0.28.0,0.29.0,0.30.0,0.31.0,0.32.4} -o history.html
+      metallib-builder history reports/*.json --format json --download
+    """
+    from builder.cli.publishing import output_plan, terminal
+    from builder.publish.outputs import write_outputs
+    from builder.render import history as show
+    from builder.size.history import measure_history, top_groups
+
+    plan = output_plan(outputs, fmt, _FORMATS)
+    points = measure_history(targets, by=by, platform=platform, download=download,
+                             progress=lambda line: click.echo(line, err=True))  # fmt: skip
+    shown = top_groups(points, top or None)
+
+    def render(kind: str, to_stdout: bool) -> str:
+        if kind == "json":
+            return show.history_json(points, by)
+        if kind == "html":
+            return show.history_html(points, shown, by)
+        color, width = terminal(to_stdout)
+        return show.history_table(points, shown, by, color=color, width=width)
+
+    write_outputs(plan, render)

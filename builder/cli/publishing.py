@@ -1,0 +1,62 @@
+"""What the commands that publish (``report``, ``compare``, ``budget``, ``history``) share: where
+each output goes, the pull request to comment on, and the step summary and comment at the end.
+
+The decisions that can fail on bad usage (an unknown ``-o`` extension, a missing GITHUB_TOKEN)
+are taken before anything is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from builder.publish.github import PullRequest
+    from builder.publish.outputs import Output
+
+__all__ = ["output_plan", "publish", "pull_request_for", "terminal"]
+
+
+def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Output]:
+    """Where each rendering goes (``builder.publish.outputs.plan_outputs``); ``--format`` counts
+    as given when it was on the command line."""
+    from builder.publish.outputs import plan_outputs
+
+    source = click.get_current_context().get_parameter_source("fmt")
+    return plan_outputs(outputs, fmt, explicit=source is not click.core.ParameterSource.DEFAULT,
+                        formats=formats)  # fmt: skip
+
+
+def pull_request_for(wanted: bool) -> PullRequest | None:
+    """The pull request ``--github-comment`` posts to (None without the flag)."""
+    if not wanted:
+        return None
+    from builder.publish.github import pull_request_from_env
+
+    return pull_request_from_env()
+
+
+def publish(markdown: Callable[[], str], marker: str, pull_request: PullRequest | None) -> None:
+    """The step summary (once per run) and the sticky comment; what was done, on stderr. The
+    markdown is rendered only when one of them wants it."""
+    from builder.publish.deliver import publish_markdown
+    from builder.publish.summary import STEP_SUMMARY
+
+    if pull_request is None and not os.environ.get(STEP_SUMMARY):
+        return
+    for line in publish_markdown(markdown(), marker=marker, pull_request=pull_request):
+        click.echo(line, err=True)
+
+
+def terminal(to_stdout: bool) -> tuple[bool, int]:
+    """Colour (stdout is a terminal and NO_COLOR is unset) and table width for a rendering: the
+    terminal's (80 to 160 columns) on stdout, 160 in a file."""
+    if not to_stdout:
+        return False, 160
+    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    return color, max(80, min(shutil.get_terminal_size((100, 24)).columns, 160))

@@ -1,0 +1,85 @@
+"""Several outputs from one run: ``-o size.md -o size.html -o size.json``.
+
+Each ``-o`` file's format comes from its extension, so one measurement feeds the PR comment, the
+HTML artifact and the JSON kept for the next run. The plan is made before anything is measured,
+so a typo in an extension costs nothing; every format is rendered once, and every file is written
+atomically (``builder.fileio``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import PurePath
+from typing import NamedTuple
+
+from builder.errors import UsageError
+
+__all__ = ["EXTENSIONS", "Output", "plan_outputs", "write_outputs"]
+
+EXTENSIONS: dict[str, str] = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".json": "json",
+    ".csv": "csv",
+    ".txt": "table",
+}
+"""File extension -> output format (``--format`` names)."""
+
+
+class Output(NamedTuple):
+    """Where one rendering goes: ``path`` None is stdout."""
+
+    path: str | None
+    fmt: str
+
+
+def plan_outputs(
+    paths: Sequence[str], fmt: str, *, explicit: bool, formats: Sequence[str]
+) -> list[Output]:
+    """Decide the format of every output before anything is measured.
+
+    No ``-o``: stdout in ``fmt``. One ``-o`` with ``--format`` given: that format (a file name
+    says nothing about it, e.g. a FIFO). Otherwise each file's extension decides; an extension
+    that names no format, or a format the command cannot write (``formats``), is a UsageError
+    naming the file. ``--format`` together with several ``-o`` is ambiguous: a UsageError.
+    """
+    if not paths:
+        return [Output(None, fmt)]
+    if len(set(paths)) != len(paths):
+        twice = next(p for p in paths if paths.count(p) > 1)
+        raise UsageError(f"-o {twice} is given twice")
+    if explicit:
+        if len(paths) > 1:
+            raise UsageError("--format applies to stdout or to one -o file; with several -o, "
+                             "each file's extension gives its format")  # fmt: skip
+        return [Output(paths[0], fmt)]
+    plan = []
+    known = ", ".join(e for e, f in EXTENSIONS.items() if f in formats)
+    for path in paths:
+        found = EXTENSIONS.get(PurePath(path).suffix.lower())
+        if found is None or found not in formats:
+            raise UsageError(f"-o {path}: cannot tell the output format from its extension "
+                             f"(use {known}, or give --format with a single -o)")  # fmt: skip
+        plan.append(Output(path, found))
+    return plan
+
+
+def write_outputs(plan: Sequence[Output], render: Callable[[str, bool], str]) -> None:
+    """Render each format of ``plan`` once (``render(fmt, to_terminal)``) and deliver it: stdout,
+    or the file, written atomically, with one ``wrote FILE (N bytes)`` line on stderr."""
+    from builder.fileio import write_atomic
+
+    texts: dict[tuple[str, bool], str] = {}
+    for path, fmt in plan:
+        key = (fmt, path is None)
+        if key not in texts:
+            texts[key] = render(fmt, path is None)
+        if path is None:
+            sys.stdout.write(texts[key])
+            continue
+        data = texts[key].encode("utf-8")
+        write_atomic(path, data)
+        sys.stderr.write(f"wrote {path} ({len(data):,} bytes)\n")

@@ -1,0 +1,249 @@
+"""Size history for people and machines: a table, JSON (``points``) and a self-contained HTML page
+with line charts (total and download size; the top groups) drawn as inline SVG.
+
+The page has no script and makes no request (its Content-Security-Policy allows neither), so it
+opens anywhere, offline, and is the same bytes for the same figures. Names (targets, groups)
+are untrusted: HTML-escaped with control characters shown (``visible``).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from builder.render.markup import rich_text
+from builder.render.text import human_delta, human_size, visible
+
+if TYPE_CHECKING:
+    from builder.size.history import HistoryPoint
+
+__all__ = ["DOWNLOAD_METHOD", "history_html", "history_json", "history_table"]
+
+DOWNLOAD_METHOD = "interim: the whole library file compressed with zlib level 6 (raw deflate)"
+"""What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
+_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+
+
+def _group_sizes(point: HistoryPoint) -> dict[str, int]:
+    return dict(point.groups)
+
+
+def history_table(points: Sequence[HistoryPoint], top: list[str], by: str, *,
+                  color: bool = False, width: int = 100) -> str:  # fmt: skip
+    """A row per target: size, change from the previous row, download, functions, then as many
+    of the ``top`` groups as fit in ``width`` (the caption says how many did not)."""
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    download = any(p.download_bytes is not None for p in points)
+    package = _one_package([p.target for p in points])
+    columns = [("version" if package else "target", [
+        visible(p.target.split("==", 1)[1] if package else p.target) for p in points])]
+    columns.append(("size", [human_size(p.bytes) for p in points]))
+    columns.append(("change", [""] + [human_delta(b.bytes - a.bytes)
+                                      for a, b in pairwise(points)]))  # fmt: skip
+    if download:
+        columns.append(("download", ["" if p.download_bytes is None else
+                                     human_size(p.download_bytes) for p in points]))  # fmt: skip
+    columns.append(("functions", [f"{p.function_count:,}" for p in points]))
+    sizes = [_group_sizes(p) for p in points]
+    room = width - 1 - sum(max(map(len, [h, *cells])) + 3 for h, cells in columns)  # pad, rule
+    left_out = 0
+    for name in top:
+        cells = [human_size(s[name]) if name in s else "-" for s in sizes]
+        need = max(map(len, [visible(name), *cells])) + 3
+        if need > room:
+            left_out += 1
+            continue
+        room -= need
+        columns.append((name, cells))
+    measured = "; ".join(m for p in points for m in p.measured_in)
+    caption = f"measured in {rich_text(measured)}"
+    if left_out:
+        caption += f"\n{left_out} more of the top {len(top)} groups do not fit (--format json)"
+    if download:
+        caption += f"\ndownload: {escape(DOWNLOAD_METHOD)}"
+    what = f"{package}==VERSION" if package else "target"
+    table = Table(title=rich_text(f"Size history of {len(points)} targets ({what}, groups by {by})"),
+                  title_justify="left", caption=caption, caption_justify="left",
+                  box=box.SIMPLE_HEAD)  # fmt: skip
+    for index, (header, _) in enumerate(columns):
+        table.add_column(rich_text(header), justify="left" if index == 0 else "right",
+                         no_wrap=True)  # fmt: skip
+    for row in zip(*(cells for _, cells in columns)):
+        table.add_row(*(escape(cell) for cell in row))
+    out = io.StringIO()
+    Console(file=out, force_terminal=color, no_color=not color, width=width,
+            emoji=False).print(table)  # fmt: skip
+    return out.getvalue()
+
+
+def _one_package(targets: Sequence[str]) -> str | None:
+    """The package when every target is ``PACKAGE==VERSION`` of the same one (the table then
+    shows versions only)."""
+    names = {t.split("==", 1)[0] if "==" in t else None for t in targets}
+    return next(iter(names)) if len(names) == 1 else None
+
+
+def history_json(points: Sequence[HistoryPoint], by: str) -> str:
+    """``{"schema": 1, "kind": "history", "by", "points": [{"target", "bytes", "groups", ...}]}``
+    with every group of every point."""
+    from builder.size.report import SCHEMA
+
+    def point(p: HistoryPoint) -> dict[str, Any]:
+        doc: dict[str, Any] = {"target": p.target, "bytes": p.bytes,
+                               "function_count": p.function_count,
+                               "groups": [{"name": n, "bytes": b} for n, b in p.groups],
+                               "measured_in": list(p.measured_in)}  # fmt: skip
+        if p.download_bytes is not None:
+            doc["download_bytes"] = p.download_bytes
+        if p.host_library_bytes is not None:
+            doc["host_library_bytes"] = p.host_library_bytes
+        return doc
+
+    doc: dict[str, Any] = {"schema": SCHEMA, "kind": "history", "by": by,
+                           "points": [point(p) for p in points]}  # fmt: skip
+    if any(p.download_bytes is not None for p in points):
+        doc["download_method"] = DOWNLOAD_METHOD
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def _text(value: str) -> str:
+    return html.escape(visible(value))
+
+
+def _nice_top(value: int) -> tuple[float, float]:
+    """An axis maximum at or above ``value`` and its tick step (1, 2, 2.5 or 5 x 10^k, 4-6 ticks)."""
+    if value <= 0:
+        return 1.0, 0.25
+    power = 10.0 ** math.floor(math.log10(value / 5))
+    step = next(power * m for m in (1, 2, 2.5, 5, 10) if value / (power * m) <= 5)
+    return step * math.ceil(value / step), step
+
+
+def _tick(value: float) -> str:
+    """An axis label: ``human_size`` without trailing zeros (``50 MB``, ``2.5 MB``)."""
+    number, _, unit = human_size(value).partition(" ")
+    return (number.rstrip("0").rstrip(".") if "." in number else number) + " " + unit
+
+
+Series = tuple[str, list[int | None]]
+
+
+def _chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> str:
+    """One SVG line chart: x = the targets in order, y = bytes from 0; a marker with a tooltip
+    (``<title>``) on every measured point; the legend on the right."""
+    longest = min(32, max(map(len, labels), default=0))
+    width, left, right, top, bottom = 960, 80, 200, 36, 30 + 6 * longest // 2  # labels at -30°
+    height = 270 + top + bottom
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [v for _, vs in series for v in vs if v is not None]
+    ymax, step = _nice_top(max(values, default=0))
+    n = len(labels)
+
+    inset = 24  # the first and last points stay off the axes
+
+    def x(i: int) -> float:
+        return left + (plot_w / 2 if n == 1 else inset + (plot_w - 2 * inset) * i / (n - 1))
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - v / ymax)
+
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+              f'viewBox="0 0 {width} {height}" role="img" aria-label="{_text(title)}">'),
+             f'<text x="{left}" y="20" class="title">{_text(title)}</text>']  # fmt: skip
+    ticks = round(ymax / step)
+    for k in range(ticks + 1):
+        value = step * k
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(value):.1f}" '
+                     f'y2="{y(value):.1f}" class="grid"/><text x="{left - 6}" '
+                     f'y="{y(value) + 4:.1f}" class="ytick">{_tick(value)}</text>')  # fmt: skip
+    for i, label in enumerate(labels):
+        short = label if len(label) <= 32 else label[:31] + "…"
+        parts.append(f'<text transform="translate({x(i):.1f},{top + plot_h + 14}) rotate(-30)" '
+                     f'class="xtick">{_text(short)}</text>')  # fmt: skip
+    for index, (name, vs) in enumerate(series):
+        colour = _COLOURS[index % len(_COLOURS)]
+        points = [(x(i), y(v), v, labels[i]) for i, v in enumerate(vs) if v is not None]
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in points)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                     'stroke-width="2"/>')  # fmt: skip
+        for px, py, v, label in points:
+            parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{colour}"><title>'
+                         f'{_text(name)}, {_text(label)}: {human_size(v)} ({v:,} bytes)'
+                         "</title></circle>")  # fmt: skip
+        ly = top + 16 * index
+        parts.append(f'<line x1="{width - right + 16}" x2="{width - right + 36}" y1="{ly + 6}" '
+                     f'y2="{ly + 6}" stroke="{colour}" stroke-width="3"/><text '
+                     f'x="{width - right + 42}" y="{ly + 10}" class="legend">'
+                     f"{_text(name if len(name) <= 24 else name[:23] + '…')}</text>")  # fmt: skip
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+_STYLE = """body{font:14px system-ui,sans-serif;margin:24px;color:#1b1f24}
+h1{font-size:20px;margin:0 0 4px}p{margin:4px 0 12px;color:#57606a}
+svg{display:block;margin:8px 0 20px;max-width:100%;height:auto}
+.title{font-size:15px;font-weight:600;fill:#1b1f24}.grid{stroke:#e1e4e8}
+.ytick{font-size:11px;text-anchor:end;fill:#57606a}.xtick{font-size:11px;text-anchor:end;fill:#57606a}
+.legend{font-size:12px;fill:#1b1f24}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
+th{background:#f6f8fa}footer{margin-top:16px;font-size:12px;color:#57606a;word-break:break-all}"""
+
+
+def history_html(points: Sequence[HistoryPoint], top: list[str], by: str) -> str:
+    """The page: the total (and download) chart, the top groups' chart, the figures as a table,
+    and where each was measured."""
+    package = _one_package([p.target for p in points])
+    labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
+    totals: list[Series] = [("metallib size", [p.bytes for p in points])]
+    download = any(p.download_bytes is not None for p in points)
+    if download:
+        totals.append(("download size", [p.download_bytes for p in points]))
+    sizes = [_group_sizes(p) for p in points]
+    groups: list[Series] = [(name, [s.get(name) for s in sizes]) for name in top]
+    head = ["target", "size", *(["download"] if download else []), "functions", *top]
+    rows = []
+    for point, size in zip(points, sizes):
+        cells = [_text(point.target), human_size(point.bytes)]
+        if download:
+            cells.append(human_size(point.download_bytes) if point.download_bytes is not None else "")
+        cells.append(f"{point.function_count:,}")
+        cells += [human_size(size[name]) if name in size else "-" for name in top]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    measured = "<br>".join(_text(m) for p in points for m in p.measured_in)
+    note = f"<br>Download size: {_text(DOWNLOAD_METHOD)}." if download else ""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="generator" content="metallib-builder">
+<title>Metallib size history</title>
+<style>
+{_STYLE}
+</style>
+</head>
+<body>
+<h1>Metallib size history</h1>
+<p>{len(points)} targets in the order given{f" (versions of {_text(package)})" if package else ""}; groups by {_text(by)}; hover a point for its bytes.</p>
+{_chart("Total size", labels, totals)}
+{_chart(f"Top {len(top)} groups (by {by})", labels, groups) if top else ""}
+<table>
+<thead><tr>{"".join(f"<th>{_text(h)}</th>" for h in head)}</tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody>
+</table>
+<footer>Measured in:<br>{measured}{note}</footer>
+</body>
+</html>
+"""

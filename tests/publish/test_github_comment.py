@@ -1,0 +1,126 @@
+"""``--github-comment``: one sticky comment per pull request, through the REST API (a stand-in on
+127.0.0.1, see conftest.py): created on the first run, edited on later ones, found across pages,
+and every refusal reported in one line without the token."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
+from standin_api import PR, REPOSITORY, TOKEN, StandIn
+
+from builder.render.budget import MARKER as BUDGET_MARKER
+from builder.render.pr_comment import MARKER
+
+
+def _ours(github: StandIn, marker: str = MARKER) -> list[dict[str, object]]:
+    return [c for c in github.comments if str(c["body"]).startswith(marker)]
+
+
+def test_first_run_creates_the_comment_later_runs_edit_it(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.add("LGTM")
+    base, head = map(str, pair)
+    code, out, err = run_cli(["compare", base, head, "--format", "markdown", "--github-comment"],
+                             capsys)  # fmt: skip
+    assert code == 0, err
+    (comment,) = _ours(github)
+    assert comment["body"] == out  # the comment is the markdown compare prints
+    assert [m for m, _ in github.requests] == ["GET", "POST"]
+    assert f"created the size comment on pull request #{PR}" in err
+    first = comment["id"]
+    code, out, err = run_cli(["compare", base, head, "--max-growth", "1%", "--github-comment"],
+                             capsys)  # fmt: skip
+    assert code == 1  # the gate fails, and the comment still carries the verdict
+    (comment,) = _ours(github)
+    assert comment["id"] == first and len(github.comments) == 2
+    assert [m for m, _ in github.requests] == ["GET", "POST", "GET", "PATCH"]
+    assert github.requests[-1][1] == f"/repos/{REPOSITORY}/issues/comments/{first}"
+    assert "❌ **FAIL**: --max-growth 1%" in str(comment["body"])
+    assert f"updated the size comment on pull request #{PR}" in err and TOKEN not in err
+
+
+def test_the_comment_is_found_on_a_later_page(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.page_size = 10
+    for n in range(23):
+        github.add(f"review comment {n} mentioning {MARKER} inside")  # not at the start: not ours
+    ours = github.add(MARKER + "\nold figures")
+    github.add("after")
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 0, err
+    pages = [p for m, p in github.requests if m == "GET"]
+    assert len(pages) == 3 and pages[1].endswith("page=2") and pages[2].endswith("page=3")
+    assert github.requests[-1] == ("PATCH", f"/repos/{REPOSITORY}/issues/comments/{ours}")
+    assert len(github.comments) == 25 and len(_ours(github)) == 1
+    assert "old figures" not in str(_ours(github)[0]["body"])
+
+
+def test_budget_and_compare_keep_separate_comments(
+    pair: tuple[Path, Path], github: StandIn, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    budget = tmp_path / "metallib-size.toml"
+    budget.write_text(f'[[budget]]\ntarget = "{pair[1].name}"\nmax-size = "1MB"\n')
+    for _ in range(2):
+        assert run_cli(["compare", *map(str, pair), "--github-comment"], capsys)[0] == 0
+        assert run_cli(["budget", str(budget), "--github-comment"], capsys)[0] == 0
+    assert len(_ours(github)) == 1 and len(_ours(github, BUDGET_MARKER)) == 1
+    assert len(github.comments) == 2
+    assert "✅ all 1 limits pass" in str(_ours(github, BUDGET_MARKER)[0]["body"])
+
+
+def test_refused_request_is_one_line(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.refuse["POST"] = 403
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and TOKEN not in err
+    assert err.startswith(f"error: GitHub API: cannot comment on pull request #{PR} in "
+                          f"{REPOSITORY}: HTTP 403 (Resource not accessible by integration): "
+                          "the token may not write comments: give the job 'permissions: "
+                          "pull-requests: write'")  # fmt: skip
+    github.refuse = {"GET": 401}
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 2 and "HTTP 401" in err and "list the comments of pull request" in err
+
+
+def test_a_next_page_on_another_server_is_not_followed(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.page_size = 1
+    github.add("one")
+    github.add("two")
+    github.next_link = lambda url: url.replace("127.0.0.1", "localhost")
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 2 and "the next page is on another server" in err
+    assert [m for m, _ in github.requests] == ["GET"]  # nothing sent to the other origin
+
+
+@pytest.mark.parametrize("missing", ["GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+                                     "GITHUB_EVENT_PATH"])  # fmt: skip
+def test_missing_environment_fails_before_measuring(
+    missing: str, github: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.delenv(missing)
+    missing_file = str(tmp_path / "nothing.metallib")  # measuring would fail on this first
+    code, out, err = run_cli(["compare", missing_file, missing_file, "--github-comment"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --github-comment needs {missing} in the environment")
+    assert github.requests == []
+
+
+def test_an_event_without_a_pull_request_is_refused(
+    github: StandIn, tmp_path: Path, pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    push = tmp_path / "push.json"
+    push.write_text(json.dumps({"ref": "refs/heads/main", "commits": []}))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(push))
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 2 and "not a pull request event (no pull_request.number)" in err

@@ -1,0 +1,86 @@
+"""``history``: sizes across releases, checked against the files themselves.
+
+Three cached mlx-metal releases (macOS 14): each point's bytes must be ``os.stat`` of its cached
+metallib, its groups those ``report`` measures, and the chart's line must be where those numbers
+put it (its geometry is recomputed here from the SVG's own axis).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
+
+VERSIONS = ("0.30.0", "0.32.0", "0.32.4")
+PLATFORM = "macosx_14_0_arm64"
+
+
+def test_three_releases_give_their_true_sizes_and_a_chart(
+    mlx_metallib: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = [mlx_metallib(v, PLATFORM) for v in VERSIONS]  # cached: no download
+    targets = [f"mlx-metal=={v}" for v in VERSIONS]
+    page, doc = tmp_path / "history.html", tmp_path / "history.json"
+    code, out, err = run_cli(["history", *targets, "-o", str(page), "-o", str(doc)], capsys)
+    assert code == 0, err
+    points = json.loads(doc.read_text())["points"]
+    assert [p["target"] for p in points] == targets
+    assert [p["bytes"] for p in points] == [os.stat(f).st_size for f in files]
+    assert [p["measured_in"] for p in points] == [[str(f)] for f in files]
+    for point, file in zip(points, files):
+        _, report, _ = run_cli(["report", str(file), "--format", "json"], capsys)
+        measured = json.loads(report)
+        assert point["groups"] == [{"name": g["name"], "bytes": g["bytes"]}
+                                   for g in measured["groups"]]  # fmt: skip
+        assert point["function_count"] == measured["function_count"]
+    html = page.read_text()
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html and "<script" not in html
+    sizes = [p["bytes"] for p in points]
+    chart = html.split("<svg")[1]
+    ticks = {float(y): text for y, text in  # each grid line and the value it is labelled with
+             re.findall(r'y1="([\d.]+)"[^>]*class="grid"/><text[^>]*>([^<]+)<', chart)}  # fmt: skip
+    zero_y, (top_y, top_text) = max(ticks), min(ticks.items())
+    top_value = float(top_text.split()[0]) * {"MB": 1e6, "kB": 1e3}[top_text.split()[1]]
+    line = re.search(r'<polyline points="([^"]+)"', chart)
+    assert line is not None
+    ys = [float(xy.split(",")[1]) for xy in line.group(1).split()]
+    for y, size in zip(ys, sizes):  # y = zero_y - (zero_y - top_y) * size / top_value
+        assert abs(y - (zero_y - (zero_y - top_y) * size / top_value)) < 0.1
+    code, out, _ = run_cli(["history", *targets, "--top", "3"], capsys)
+    for version, size in zip(VERSIONS, sizes):
+        row = next(line for line in out.splitlines() if line.strip().startswith(version))
+        assert f"{size / 1e6:.1f} MB" in row
+
+
+def test_download_size_is_the_deflate_size_a_zip_stores(
+    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = write_metallib("old.metallib", [("vv_Addfloat32", 4000), ("v_copyfloat32float32", 900)])
+    new = write_metallib("new.metallib", [("vv_Addfloat32", 5000), ("rope_float32", 2000)])
+    expected = []
+    for lib in (old, new):
+        with zipfile.ZipFile(tmp_path / "ref.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
+            z.write(lib, lib.name)
+        expected.append(zipfile.ZipFile(tmp_path / "ref.zip").getinfo(lib.name).compress_size)
+    code, out, _ = run_cli(["history", str(old), str(new), "--download", "--format", "json"],
+                           capsys)  # fmt: skip
+    doc = json.loads(out)
+    assert code == 0 and [p["download_bytes"] for p in doc["points"]] == expected
+    assert doc["download_method"].startswith("interim: the whole library file compressed")
+    assert [p["bytes"] for p in doc["points"]] == [old.stat().st_size, new.stat().st_size]
+    code, out, _ = run_cli(["history", str(old), str(new), "--download"], capsys)
+    assert "download" in out and "interim" in out
+
+
+def test_history_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["history", str(tmp_path / "none.metallib")], capsys)
+    assert code == 2 and out == "" and "no such file" in err
+    code, _, err = run_cli(["history", "x.metallib", "-o", str(tmp_path / "h.md")], capsys)
+    assert code == 2 and "(use .html, .htm, .json, .txt" in err
