@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
+from builder.jit.checking import anchor_line_markers
+from builder.jit.chunks import cxx_string
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.preamble import IncludeError, OutsideError, confine, inline_preamble
 from builder.kernels.compiler import find_compiler
@@ -137,6 +139,15 @@ def test_a_name_no_depfile_can_hold_is_one_line_exit_2(
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "line break" in err
     assert not depfile.exists()
+
+
+def test_check_units_anchor_escaped_marker_paths(tmp_path: Path) -> None:
+    """``check`` anchors markers to the tree; an escaped name stays the same name."""
+    name = 'sub/q"\\x\n\xe9?.h'
+    anchored = anchor_line_markers(f"#line 3 {cxx_string(name)}\nint a;\n", tmp_path)
+    assert anchored == f"#line 3 {cxx_string(tmp_path.resolve().as_posix() + '/' + name)}\nint a;\n"
+    absolute = f"#line 1 {cxx_string('/abs/x.h')}\n"
+    assert anchor_line_markers(absolute, tmp_path) == absolute
 
 
 # --- includes confined ----------------------------------------------------------------------

@@ -40,6 +40,8 @@ from builder.jit.preamble import inline_preamble
 from builder.kernels.compiler import find_compiler
 from builder.resources import metal_src_dir
 
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # about 2-4 s per configuration, 2 idle cores
+
 MLX_VERSIONS = ("0.30.0", "0.32.0", "0.32.4")
 KERNELS = "mlx/backend/metal/kernels"
 HOST = metal_src_dir() / "host"
