@@ -76,6 +76,12 @@ Examples:
     help="Leave comments out of the embedded text (line numbers are kept, so #line markers "
     "stay exact). Smaller; run-time diagnostics show code without its comments.",
 )
+@click.option(
+    "--allow-outside-includes",
+    is_flag=True,
+    help="Inline quoted includes that resolve outside the -I folders and the HEADERs' folders "
+    "(refused by default: a tree from someone else must not embed files of this machine).",
+)
 def embed_command(
     headers: tuple[Path, ...],
     include_dirs: tuple[Path, ...],
@@ -85,20 +91,23 @@ def embed_command(
     api: str,
     depfile: Path | None,
     strip_comments: bool,
+    allow_outside_includes: bool,
 ) -> None:
     """Write a C++ source holding one run-time preamble per HEADER.
 
     Each preamble is the header with its quoted includes inlined in inclusion order (each file
-    once, with #line markers), angle includes kept for the run-time compiler. No Metal compiler
-    is needed. A quoted include that cannot be found is an error naming the including file and
-    line (exit 2), and so is an OUT that cannot be written (naming it and why; nothing partial
-    is left).
+    once, with #line markers), angle includes kept for the run-time compiler; nothing else of
+    the text is edited. No Metal compiler is needed. Exit 2 with one line naming the file: a
+    quoted include that cannot be found, or that resolves outside the -I folders and the
+    HEADERs' folders (see --allow-outside-includes); an OUT or FILE that is one of the files read;
+    an OUT that cannot be written (nothing partial is left).
     """
     from builder.jit.generate import write_embed
 
     changed, preambles = write_embed(
         headers, include_dirs, output, defines, namespace,
         strip=strip_comments, api=api, depfile=depfile,
+        allow_outside_includes=allow_outside_includes,
     )  # fmt: skip
     files = len({f for p in preambles for f in p.files})
     click.echo(

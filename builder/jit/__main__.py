@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     emb.add_argument("--api", choices=("string", "cstring"), default="string")
     emb.add_argument("--depfile", type=Path, default=None)
     emb.add_argument("--strip-comments", action="store_true")
+    emb.add_argument("--allow-outside-includes", action="store_true")
     return parser
 
 
@@ -92,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 strip=args.strip_comments,
                 api=args.api,
                 depfile=args.depfile,
+                allow_outside_includes=args.allow_outside_includes,
             )
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)

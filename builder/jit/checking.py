@@ -16,18 +16,22 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from builder.jit.chunks import cxx_string
 from builder.kernels.catalog import Catalog
 from builder.kernels.check import CheckUnit
 
 __all__ = ["anchor_line_markers", "family_check_units"]
 
-_MARKER = re.compile(r'^#line (\d+) "([^"/][^"]*)"$', re.MULTILINE)
+_MARKER = re.compile(r'^#line (\d+) "((?:[^"\\/]|\\.)(?:[^"\\]|\\.)*)"$', re.MULTILINE)
 
 
 def anchor_line_markers(text: str, source_dir: Path) -> str:
-    """``#line N "rel/path"`` -> ``#line N "<source_dir>/rel/path"`` (absolute ones unchanged)."""
-    root = Path(source_dir).resolve()
-    return _MARKER.sub(lambda m: f'#line {m.group(1)} "{(root / m.group(2)).as_posix()}"', text)
+    """``#line N "rel/path"`` -> ``#line N "<source_dir>/rel/path"`` (absolute ones unchanged).
+
+    The path in a marker is a C string literal (escapes included); the folder is written as one
+    too and the two literals' contents joined, so escaped names stay exactly what they were."""
+    root = cxx_string(Path(source_dir).resolve().as_posix() + "/")[:-1]  # without its closing "
+    return _MARKER.sub(lambda m: f'#line {m.group(1)} {root}{m.group(2)}"', text)
 
 
 def family_check_units(

@@ -1,4 +1,5 @@
-"""Turning text into C++ source: raw-string pieces under literal limits, byte arrays, names.
+"""Turning text into C++ source: raw-string pieces under literal limits, byte arrays, names, and
+file names quoted so that no byte of them can leave a string literal or a comment.
 
 Compilers limit string literals: MSVC rejects a single literal piece over 16,380 bytes (C2026)
 and a concatenation over 65,535. Every embedded text is therefore split into pieces of at most
@@ -8,15 +9,24 @@ at line boundaries and never inside a UTF-8 sequence.
 A raw string ``R"d(...)d"`` ends at the first ``)d"``, so the delimiter ``d`` is chosen per piece:
 ``mbjit``, else ``mbjit0``, ``mbjit1``, ... — the first whose closing sequence does not occur in
 the text. It depends on the piece alone, so the same piece is spelled the same everywhere.
+
+File names come from the kernel tree, which may be someone else's (a pull request): a newline, a
+``"`` or a backslash in a name must not end a ``#line`` string, a registry key or a ``//``
+comment of generated C++. :func:`cxx_string` writes any text as an ordinary string literal made
+of printable ASCII only; :func:`comment_text` writes a name for a ``//`` comment (as it is when
+that is safe, else as such a literal).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 __all__ = [
     "LITERAL_LIMIT",
     "byte_array",
+    "comment_text",
+    "cxx_string",
     "piece_name",
     "raw_delimiter",
     "raw_literal",
@@ -77,3 +87,40 @@ def piece_name(text: str, compressed: bool) -> str:
     """A C++ name derived from the content: equal text means equal name (and definition)."""
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
     return f"mbjit_{'z' if compressed else 't'}_{digest}"
+
+
+_PLAIN = re.compile(r"[ !#->@-\[\]-~]*")  # printable ASCII except " ? \\
+_COMMENT_SAFE = re.compile(r"[ -\[\]-~]*")  # printable ASCII except \\
+
+
+def _utf8(char: str) -> bytes:
+    """A character's bytes; a file name's undecodable byte (``surrogateescape``) is that byte."""
+    try:
+        return char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no file name decoded to
+        return char.encode("utf-8", "surrogatepass")
+
+
+def cxx_string(text: str) -> str:
+    """``text`` as an ordinary C/C++ string literal of printable ASCII: ``\\`` and ``\"``
+    escaped, ``?`` and every other byte (control characters, UTF-8 sequences, a file name's
+    undecodable bytes) as a three-digit octal escape, so a following digit is never absorbed and
+    no trigraph can form. The compiler reads back exactly the original bytes, also in ``#line``."""
+    if _PLAIN.fullmatch(text):
+        return f'"{text}"'
+    out = []
+    for char in text:
+        if char in '\\"':
+            out.append("\\" + char)
+        elif _PLAIN.fullmatch(char):
+            out.append(char)
+        else:
+            out += [f"\\{b:03o}" for b in _utf8(char)]
+    return '"' + "".join(out) + '"'
+
+
+def comment_text(name: str) -> str:
+    """``name`` for a ``//`` comment: as it is when it is printable ASCII without a backslash
+    (nothing in it can end the line or splice the next one into the comment), else quoted as
+    :func:`cxx_string` writes it."""
+    return name if _COMMENT_SAFE.fullmatch(name) else cxx_string(name)

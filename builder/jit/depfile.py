@@ -8,7 +8,8 @@ Paths are escaped the way GCC escapes them, which is what those readers undo:
 - ``#`` becomes ``\\#`` (Make would start a comment);
 - ``$`` becomes ``$$`` (Make would expand a variable; Ninja and CMake read ``$$`` as ``$``).
 
-A newline cannot be written in a rule at all, so a path holding one is refused. The depfile is
+A newline cannot be written in a rule at all, so a path holding one is refused. A path's bytes
+that are not UTF-8 are written as they are (the file names the same file for Make and Ninja). The depfile is
 written atomically and only when its bytes change, like the output it describes: a build tool that
 compares timestamps (Ninja's ``restat``) then sees no change after a regeneration that changed
 nothing.
@@ -52,4 +53,5 @@ def write_depfile(
     prerequisites: Iterable[str | os.PathLike[str]],
 ) -> bool:
     """Write the depfile at ``path`` (atomically, only on change); True when it was written."""
-    return write_if_changed(path, depfile_text(target, prerequisites))
+    text = depfile_text(target, prerequisites)
+    return write_if_changed(path, text.encode("utf-8", "surrogateescape"))

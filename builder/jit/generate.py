@@ -217,16 +217,47 @@ def merge_facts(
     }
 
 
+_KEYWORDS = frozenset({  # C++20's keywords: not usable as function names
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+    "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+    "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
+    "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+    "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+    "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+    "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+    "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+    "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+})  # fmt: skip
+
+
 def function_names(names: Sequence[str]) -> list[str]:
-    """C++ function names for preambles: the header's stem, or its whole path when stems clash."""
+    """C++ function names for preambles: the header's stem, or its whole path when stems clash.
+
+    Any other character than ``[A-Za-z0-9_]`` becomes ``_``, a leading digit gets a ``_``
+    before it and a C++ keyword one after it; names that still coincide (``a-b.h``, ``a_b.h``)
+    get ``_2``, ``_3``, ... in order, so every function is defined once.
+    """
 
     def ident(text: str) -> str:
         out = re.sub(r"[^A-Za-z0-9_]", "_", text)
-        return out if not out[:1].isdigit() else f"_{out}"
+        out = out if not out[:1].isdigit() else f"_{out}"
+        return f"{out}_" if out in _KEYWORDS else out
 
     stems = [ident(Path(n).stem) for n in names]
     full = [ident(str(Path(n).with_suffix(""))) for n in names]
-    return [s if stems.count(s) == 1 else f for s, f in zip(stems, full)]
+    chosen = [s if stems.count(s) == 1 else f for s, f in zip(stems, full)]
+    taken: set[str] = set()
+    out = []
+    for name in chosen:
+        unique, k = name, 1
+        while unique in taken:
+            k += 1
+            unique = f"{name}_{k}"
+        taken.add(unique)
+        out.append(unique)
+    return out
 
 
 EMBED_APIS = ("string", "cstring")
@@ -243,11 +274,13 @@ def embed_headers(
     *,
     strip: bool = False,
     api: str = "string",
+    allow_outside_includes: bool = False,
 ) -> tuple[str, list[Preamble]]:
     """A standalone C++ source with one preamble per header (``metallib-builder embed``).
 
     ``api`` is one of :data:`EMBED_APIS`. Raises UsageError (IncludeError) for an unresolvable
-    quoted include, naming file and line.
+    quoted include, naming file and line, and for one resolving outside ``include_dirs`` and the
+    headers' folders unless ``allow_outside_includes`` (``builder.jit.preamble``).
     """
     if not headers:
         raise UsageError("embed needs at least one header")
@@ -255,7 +288,11 @@ def embed_headers(
         raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
     if api not in EMBED_APIS:
         raise UsageError(f"--api {api!r}: choose one of {', '.join(EMBED_APIS)}")
-    preambles = [inline_preamble([h], include_dirs, defines, strip=strip) for h in headers]
+    preambles = [
+        inline_preamble([h], include_dirs, defines, strip=strip,
+                        allow_outside_includes=allow_outside_includes)
+        for h in headers
+    ]  # fmt: skip
     names = [p.headers[0] for p in preambles]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -281,6 +318,7 @@ def write_embed(
     strip: bool = False,
     api: str = "string",
     depfile: str | os.PathLike[str] | None = None,
+    allow_outside_includes: bool = False,
 ) -> tuple[bool, list[Preamble]]:
     """:func:`embed_headers` written to ``output``, and a depfile naming every file inlined.
 
@@ -288,9 +326,44 @@ def write_embed(
     leaves timestamps alone, for Ninja's ``restat``). The depfile's target is ``output`` as given
     (as a compiler's ``-MD`` names its ``-o``); its prerequisites are the real paths of all files
     read, roots and includes, in inclusion order. Returns (output written, preambles).
+
+    UsageError, before anything is written, when ``output`` or ``depfile`` is one of the files
+    read, or both name the same file: an input is never written over.
     """
-    text, preambles = embed_headers(headers, include_dirs, defines, namespace, strip=strip, api=api)
+    text, preambles = embed_headers(
+        headers, include_dirs, defines, namespace, strip=strip, api=api,
+        allow_outside_includes=allow_outside_includes,
+    )  # fmt: skip
+    _refuse_overwriting([f for p in preambles for f in p.files], output, depfile)
     changed = write_if_changed(output, text)
     if depfile is not None:
         write_depfile(depfile, output, [f for p in preambles for f in p.files])
     return changed, preambles
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """One file by path (real paths) or by identity (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+def _refuse_overwriting(
+    inputs: Sequence[Path],
+    output: str | os.PathLike[str],
+    depfile: str | os.PathLike[str] | None,
+) -> None:
+    """UsageError when an output would replace an input, or the two outputs are one file."""
+    outputs = [("-o", output)] + ([("--depfile", depfile)] if depfile is not None else [])
+    for option, path in outputs:
+        for source in inputs:
+            if _same_file(path, source):
+                raise UsageError(
+                    f"{option} {os.fspath(path)}: refusing to write over an input of embed "
+                    f"({source}); choose another file"
+                )
+    if depfile is not None and _same_file(output, depfile):
+        raise UsageError(f"-o and --depfile name the same file ({os.fspath(output)})")

@@ -10,12 +10,21 @@ ties generation to macOS and expands macros away. Here the work is purely textua
   once`` would have done; a ``#pragma once`` line itself becomes an empty line (it would warn in
   a main file).
 - Angle includes (``#include <metal_stdlib>``) stay as they are, for the run-time compiler.
+- A quoted include must resolve inside the ``-I`` directories or the folder of a header given
+  by the caller (real paths: ``..`` and symlinks resolved). A kernel tree may come from anyone
+  (a pull request); ``#include "../../../../etc/passwd"`` must not put a file of the machine
+  into a shipped source. ``allow_outside_includes=True`` lifts the rule for trees that need it;
+  :func:`confine` is the same check for other callers (configured preamble headers).
 - Directives inside block comments are not directives; ``#if`` around an include is *not*
   evaluated (the include is inlined in place, inside the same conditional). Macro includes
   (``#include SOME_MACRO``) are left for the run-time compiler.
 
 With ``strip=True`` comments and trailing blanks are left out of the kept text (every newline
 stays; see ``builder.jit.lexing``).
+
+Nothing else of the text is edited: files are read as bytes and decoded as UTF-8, line ends
+are kept as written (a file's last line gets the newline it may lack), and ``#line`` paths are
+C string literals (``builder.jit.chunks.cxx_string``), whatever bytes the file name holds.
 
 The output is a list of :class:`Fragment`: the runs of a file's lines between two quoted
 includes, each starting with a ``#line N "path"`` marker (path relative to the include
@@ -34,12 +43,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.jit.chunks import cxx_string
 from builder.jit.lexing import directive_lines, strip_comments
 
 __all__ = [
     "Fragment",
     "IncludeError",
+    "OutsideError",
     "Preamble",
+    "confine",
     "define_lines",
     "inline_preamble",
     "quoted_includes",
@@ -48,10 +60,33 @@ __all__ = [
 _QUOTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"')
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+PathArg = str | os.PathLike[str]
 
 
 class IncludeError(UsageError):
     """A quoted include cannot be resolved or read (exit code 2: the kernel tree is unusable)."""
+
+
+class OutsideError(IncludeError):
+    """A file resolves outside the folders it must stay in (exit code 2)."""
+
+
+def _inside(real: Path, roots: Iterable[Path]) -> bool:
+    return any(real == root or real.is_relative_to(root) for root in roots)
+
+
+def confine(path: PathArg, roots: Iterable[PathArg]) -> Path:
+    """The real path of ``path`` (``..`` and symlinks resolved) when it lies inside one of
+    ``roots`` (compared as real paths too); ``OutsideError`` naming the path, where it resolves
+    and the roots otherwise. The inliner applies this rule to every quoted include."""
+    real = Path(os.path.realpath(path))
+    folders = [Path(os.path.realpath(r)) for r in roots]
+    if not _inside(real, folders):
+        shown = ", ".join(dict.fromkeys(str(f) for f in folders)) or "none given"
+        raise OutsideError(f"{os.fspath(path)} resolves to {real}, outside {shown}")
+    return real
 
 
 @dataclass(frozen=True)
@@ -110,10 +145,17 @@ def _parse(real_path: str, strip: bool) -> tuple[_Include | _Run, ...]:
 def _parse_file(
     real_path: str, size: int, mtime_ns: int, strip: bool
 ) -> tuple[_Include | _Run, ...]:
-    try:
-        text = Path(real_path).read_text(encoding="utf-8")
+    try:  # bytes, so line ends stay as written (no newline translation)
+        text = Path(real_path).read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise IncludeError(f"{real_path}: cannot read: {exc}") from None
+    lone = _LONE_CR.search(text)
+    if lone:  # lines are split at LF: the compiler would count lines the inliner does not see
+        at = text.count("\n", 0, lone.start()) + 1
+        raise IncludeError(
+            f"{real_path}:{at}: carriage return without a line feed (classic Mac OS line "
+            "end); convert the file to LF or CRLF line ends"
+        )
     # Directives are found in the original text; the kept text may have its comments removed
     # (same line count, so line numbers map one to one).
     original = text.split("\n")
@@ -163,17 +205,33 @@ def _resolve(name: str, including: Path, include_dirs: Sequence[Path]) -> Path |
     return None
 
 
-def quoted_includes(path: Path, include_dirs: Sequence[Path]) -> list[Path]:
+def _outside(shown: object, line: int, name: str, target: Path, roots: Sequence[Path]) -> str:
+    folders = ", ".join(dict.fromkeys(str(r) for r in roots))
+    return (
+        f'{shown}:{line}: quoted include "{name}" resolves to {target}, outside the include '
+        f"folders ({folders}); allow with --allow-outside-includes (allow_outside_includes=True)"
+    )
+
+
+def quoted_includes(
+    path: Path, include_dirs: Sequence[Path], *, allow_outside_includes: bool = False
+) -> list[Path]:
     """The files ``path`` itself quote-includes (not their includes), resolved as the compiler
-    does: beside ``path`` first, then in ``include_dirs``; real paths, in order, each once."""
+    does: beside ``path`` first, then in ``include_dirs``; real paths, in order, each once.
+
+    Each must lie inside ``include_dirs`` or ``path``'s folder (``OutsideError`` otherwise)
+    unless ``allow_outside_includes``."""
     real = Path(os.path.realpath(path))
     dirs = [Path(os.path.realpath(d)) for d in include_dirs]
+    roots = [*dirs, real.parent]
     found: dict[Path, None] = {}
     for item in _parse(str(real), False):
         if isinstance(item, _Include):
             target = _resolve(item.name, real, dirs)
             if target is None:
                 raise IncludeError(f'{path}:{item.line}: quoted include "{item.name}" not found')
+            if not allow_outside_includes and not _inside(target, roots):
+                raise OutsideError(_outside(path, item.line, item.name, target, roots))
             found.setdefault(target)
     return list(found)
 
@@ -195,6 +253,7 @@ def inline_preamble(
     defines: Sequence[str] = (),
     *,
     strip: bool = False,
+    allow_outside_includes: bool = False,
 ) -> Preamble:
     """Inline ``roots`` (in order) and everything they quote-include, each file once.
 
@@ -202,9 +261,12 @@ def inline_preamble(
     so ``#line`` markers stay exact).
 
     Raises IncludeError naming the including file and line for a quoted include that is found
-    neither beside the including file nor in ``include_dirs``.
+    neither beside the including file nor in ``include_dirs``, and OutsideError naming it and
+    the resolved path for one that resolves outside ``include_dirs`` and the folders of
+    ``roots`` (unless ``allow_outside_includes``).
     """
     dirs = [Path(os.path.realpath(d)) for d in include_dirs]
+    allowed = [*dirs, *(Path(os.path.realpath(r)).parent for r in roots)]
     fragments: list[Fragment] = []
     if defines:
         fragments.append(Fragment("", 0, define_lines(defines)))
@@ -216,7 +278,7 @@ def inline_preamble(
         for item in _parse(str(real), strip):
             if isinstance(item, _Run):
                 body = "".join(line + "\n" for line in item.lines)
-                marker = f'#line {item.first_line} "{display}"\n'
+                marker = f"#line {item.first_line} {cxx_string(display)}\n"
                 fragments.append(Fragment(display, item.first_line, marker + body))
                 continue
             target = _resolve(item.name, real, dirs)
@@ -226,6 +288,8 @@ def inline_preamble(
                     f'{shown}:{item.line}: quoted include "{item.name}" not found '
                     f"(searched {searched})"
                 )
+            if not allow_outside_includes and not _inside(target, allowed):
+                raise OutsideError(_outside(shown, item.line, item.name, target, allowed))
             if target not in seen:
                 seen[target] = _display(target, dirs)
                 files.append(target)

@@ -11,11 +11,11 @@ import pytest
 
 from builder.cmake_build.cmake import find_tool
 from builder.errors import UsageError
+from builder.jit.chunks import cxx_string
 from builder.jit.codegen import (
     CXX_IDENTIFIER,
     CXX_NAMESPACE,
     Kernel,
-    cxx_string,
     pool_pieces,
     pool_text,
     render_standalone,

@@ -1,0 +1,391 @@
+"""Every header of real kernel trees comes back from the generated C++ exactly as docs/jit.md says
+it is embedded: the header with its quoted includes inlined (each file once, ``#line`` markers,
+``#pragma once`` lines emptied), comments left out only when asked, nothing else edited.
+
+The trees: MLX's kernel headers from three mlx-metal wheels, the bundled catalog tree
+(metal_src) and the MLX-style entry files (tests/data/mlx_style). Each configuration renders the
+trees through the product, compiles the C++ with AddressSanitizer and UBSan into one program,
+runs it, and compares every returned text with what the reference inliner below makes from
+the header:
+
+- ``embed`` (``--api string`` and ``--api cstring``, with and without ``--strip-comments``):
+  each header's function and the ``preamble(header)`` lookup;
+- the host JIT library's registry (dedup or not, zlib or not, comments stripped or not): one
+  family per header, read back through ``preamble(family)`` and the C API ``mbjit_preamble``.
+
+The reference is written from the documentation, not from the product: its own comment finder
+(one regular expression over the C++ tokens that can hide ``//`` or ``/*``), its own include
+resolution and its own ``#line`` quoting.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import subprocess
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+from mlx_tree import DATA, MLX_PLATFORM, extract_kernel_headers
+
+from builder.inputs import wheels
+from builder.jit.codegen import family_pieces, render_family
+from builder.jit.generate import embed_headers, function_names
+from builder.jit.preamble import inline_preamble
+from builder.kernels.compiler import find_compiler
+from builder.resources import metal_src_dir
+
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # about 2-4 s per configuration, 2 idle cores
+
+MLX_VERSIONS = ("0.30.0", "0.32.0", "0.32.4")
+KERNELS = "mlx/backend/metal/kernels"
+HOST = metal_src_dir() / "host"
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+RUN_ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
+
+
+# --- the reference inliner (docs/jit.md, "The preamble") --------------------------------------
+
+_QUOTED = re.compile(r'[ \t]*#[ \t]*include[ \t]*"([^"]+)"')
+_PRAGMA_ONCE = re.compile(r"[ \t]*#[ \t]*pragma[ \t]+once\b")
+_TOKEN = re.compile(
+    r"""(?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)")
+      | (?P<word>[A-Za-z_]\w*)
+      | (?P<number>\.?\d(?:'?[\w.])*)
+      | (?P<string>"(?:\\.|[^"\\\n])*"?)
+      | (?P<char>'(?:\\.|[^'\\\n])*'?)
+      | (?P<line_comment>//(?:\\\n|[^\n])*)
+      | (?P<block_comment>/\*.*?(?:\*/|\Z))""",
+    re.DOTALL | re.VERBOSE,
+)
+
+
+def comments(text: str) -> list[tuple[int, int]]:
+    """Spans of the comments: the tokens that can hold ``//`` or ``/*`` are matched whole."""
+    return [m.span() for m in _TOKEN.finditer(text) if m["line_comment"] or m["block_comment"]]
+
+
+def _in_directive(text: str, position: int) -> bool:
+    """``position`` lies on a logical line (backslash continuations followed) starting with #."""
+    start = text.rfind("\n", 0, position) + 1
+    while start > 1 and text[start - 2] == "\\":
+        start = text.rfind("\n", 0, start - 1) + 1
+    return text[start:position].lstrip().startswith("#")
+
+
+def strip_reference(text: str) -> str:
+    """Comments become one space (line splices inside a directive, newlines elsewhere), then
+    trailing blanks go; every newline stays."""
+    out, last = [], 0
+    for start, end in comments(text):
+        newlines = text.count("\n", start, end)
+        separator = "\\\n" if _in_directive(text, start) else "\n"
+        out += [text[last:start], " " + separator * newlines]
+        last = end
+    out.append(text[last:])
+    return "\n".join(line.rstrip() for line in "".join(out).split("\n"))
+
+
+def c_quote(name: str) -> str:
+    """A C string literal: backslash and quote escaped, anything outside printable ASCII (and
+    ``?``) as three-digit octal escapes of its UTF-8 bytes."""
+    out = []
+    for byte in name.encode("utf-8", "surrogateescape"):
+        char = chr(byte)
+        if char in '\\"':
+            out.append("\\" + char)
+        elif 32 <= byte < 127 and char != "?":
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+@cache
+def _source(path: Path, strip: bool) -> tuple[list[str], list[str], list[bool]]:
+    """A file's lines as written, its kept lines, and whether each line starts outside comments."""
+    text = path.read_bytes().decode("utf-8")
+    kept = strip_reference(text) if strip else text
+    lines, kept_lines = text.split("\n"), kept.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+        kept_lines.pop()
+    spans = comments(text)
+    free, offset, k = [], 0, 0
+    for line in lines:
+        while k < len(spans) and spans[k][1] <= offset:
+            k += 1
+        free.append(not (k < len(spans) and spans[k][0] < offset < spans[k][1]))
+        offset += len(line) + 1
+    return lines, kept_lines, free
+
+
+def reference_preamble(header: Path, include_dirs: Sequence[Path], strip: bool) -> str:
+    """``header`` with its quoted includes inlined, each file where it is first included."""
+    dirs = [Path(os.path.realpath(d)) for d in include_dirs]
+    done: set[Path] = set()
+    out: list[str] = []
+
+    def shown(path: Path) -> str:
+        return next(path.relative_to(d).as_posix() for d in dirs if path.is_relative_to(d))
+
+    def inline(path: Path) -> None:
+        done.add(path)
+        lines, kept, free = _source(path, strip)
+        run: list[str] = []
+        first = 1
+
+        def flush() -> None:
+            if any(line.strip() for line in run):
+                out.append(f"#line {first} {c_quote(shown(path))}\n")
+                out.extend(line + "\n" for line in run)
+
+        for number, line in enumerate(lines, start=1):
+            include = _QUOTED.match(line) if free[number - 1] else None
+            if include:
+                flush()
+                run, first = [], number + 1
+                for folder in (path.parent, *dirs):
+                    if (folder / include[1]).is_file():
+                        target = Path(os.path.realpath(folder / include[1]))
+                        break
+                else:
+                    raise AssertionError(f"{path}:{number}: {include[1]} not found")
+                if target not in done:
+                    inline(target)
+            elif free[number - 1] and _PRAGMA_ONCE.match(line):
+                run.append("")
+            else:
+                run.append(kept[number - 1])
+        flush()
+
+    inline(Path(os.path.realpath(header)))
+    return "".join(out)
+
+
+# --- the trees -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tree:
+    """Headers to embed and the folders their quoted includes resolve in."""
+
+    label: str
+    include_dirs: tuple[Path, ...]
+    headers: tuple[Path, ...]
+
+    def names(self) -> list[str]:
+        """Each header as the generated source names it (relative to its include folder)."""
+        out = []
+        for header in self.headers:
+            real = Path(os.path.realpath(header))
+            folder = next(d for d in self.include_dirs if real.is_relative_to(d.resolve()))
+            out.append(real.relative_to(folder.resolve()).as_posix())
+        return out
+
+
+def mlx_root(version: str) -> Path:
+    """The include root of an mlx-metal wheel's kernel headers (cached)."""
+    try:
+        wheel = wheels.download_wheel("mlx-metal", version, MLX_PLATFORM)
+    except wheels.DownloadError as exc:
+        pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
+    return extract_kernel_headers(wheel, wheels.cache_dir() / "kernel-headers" / wheel.name[:-4])
+
+
+def mlx_tree(label: str, root: Path) -> Tree:
+    """Every header under MLX's kernels folder, include root ``root``."""
+    return Tree(label, (root,), tuple(sorted((root / KERNELS).rglob("*.h"))))
+
+
+@pytest.fixture(scope="session")
+def trees() -> list[Tree]:
+    roots = {v: mlx_root(v) for v in MLX_VERSIONS}
+    src = metal_src_dir()
+    catalog_headers = sorted(p for p in src.rglob("*.h") if not p.is_relative_to(HOST))
+    return [
+        *(mlx_tree(f"mlx-metal {v}", roots[v]) for v in MLX_VERSIONS),
+        Tree("metal_src", (src,), tuple(catalog_headers)),
+        Tree("mlx_style", (roots["0.32.0"], DATA), tuple(sorted(DATA.rglob("*.metal")))),
+    ]
+
+
+# --- building and running ----------------------------------------------------------------------
+
+_EMIT = """#include <cstdint>
+#include <cstdio>
+#include <string_view>
+static void emit(std::string_view text) {
+  std::uint64_t size = text.size();
+  std::fwrite(&size, sizeof size, 1, stdout);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+"""
+
+
+def compile_and_run(workdir: Path, sources: dict[str, str], extra: Sequence[str] = ()) -> bytes:
+    """Compile ``sources`` (name -> text) with the sanitizers, two at a time, link them with
+    ``extra`` (objects, libraries), run the program; its standard output."""
+    cxx = find_compiler().path
+    workdir.mkdir(parents=True, exist_ok=True)
+    include = ["-I", str(HOST / "include")]
+
+    def build(name: str) -> Path:
+        (workdir / name).write_text(sources[name], encoding="utf-8")
+        obj = workdir / f"{name}.o"
+        run = subprocess.run([cxx, "-std=c++17", "-O0", *SANITIZE, *include, "-c",
+                              str(workdir / name), "-o", str(obj)],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        assert run.returncode == 0, f"{name}: {run.stderr[-3000:]}"
+        return obj
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        objects = list(pool.map(build, sorted(sources, key=lambda n: -len(sources[n]))))
+    exe = workdir / "roundtrip"
+    link = subprocess.run([cxx, *SANITIZE, *map(str, objects), *extra, "-o", str(exe)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert link.returncode == 0, link.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, env=RUN_ENV, check=False)
+    assert run.returncode == 0, run.stderr.decode("utf-8", "replace")[:3000]  # the report's head
+    return run.stdout
+
+
+def texts(output: bytes) -> list[str]:
+    """The texts the program emitted, in order."""
+    out, at = [], 0
+    while at < len(output):
+        (size,) = struct.unpack_from("=Q", output, at)
+        out.append(output[at + 8 : at + 8 + size].decode("utf-8"))
+        at += 8 + size
+    return out
+
+
+def embed_program(trees: Sequence[Tree], api: str, strip: bool) -> dict[str, str]:
+    """One ``embed`` source per tree (namespace ``rt::t<k>``) and a main emitting, per header,
+    its function's text and ``preamble(header)``."""
+    returns = "const std::string&" if api == "string" else "const char*"
+    sources, declarations, calls = {}, [], []
+    for k, tree in enumerate(trees):
+        text, _ = embed_headers(tree.headers, tree.include_dirs, namespace=f"rt::t{k}",
+                                strip=strip, api=api)  # fmt: skip
+        sources[f"t{k}.cpp"] = text
+        functions = function_names(tree.names())
+        declarations += [f"namespace rt::t{k} {{", *(f"{returns} {f}();" for f in functions),
+                         "std::string_view preamble(std::string_view);", "}"]  # fmt: skip
+        for name, function in zip(tree.names(), functions):
+            calls += [f"  emit(rt::t{k}::{function}());",
+                      f"  emit(rt::t{k}::preamble({c_quote(name)}));"]  # fmt: skip
+    main = [_EMIT, "#include <string>", *declarations, "int main() {", *calls, "  return 0;", "}"]
+    sources["main.cpp"] = "\n".join(main) + "\n"
+    return sources
+
+
+def registry_program(
+    trees: Sequence[Tree], dedup: bool, compress: bool, strip: bool
+) -> dict[str, str]:
+    """The host JIT library with one family per header (``t<k>_<i>``), each tree's families in
+    one translation unit, the family table, and a main emitting each family's preamble through
+    the C++ API and the C API."""
+    sources, families = {}, []
+    for k, tree in enumerate(trees):
+        units = []
+        for i, header in enumerate(tree.headers):
+            family = f"t{k}_{i}"
+            preamble = inline_preamble([header], tree.include_dirs, strip=strip)
+            pieces = family_pieces(preamble, dedup=dedup, compress=compress)
+            units.append(render_family(family, preamble, pieces, [], [], "", tree.label))
+            families.append(family)
+        sources[f"t{k}.cpp"] = "".join(units)  # a unity build of the tree's families
+    sources["index.cpp"] = "\n".join([
+        '#include "metal_jit/embedded.h"', "namespace metal_jit::detail {",
+        *(f"extern const Family family_{f};" for f in families),
+        "const Family* const kItems[] = {" + ", ".join(f"&family_{f}" for f in families) + "};",
+        "const FamilyTable& family_table() {",
+        f"  static constexpr FamilyTable table{{kItems, {len(families)}}};", "  return table;",
+        "}", "}  // namespace metal_jit::detail", ""])  # fmt: skip
+    names = ", ".join(f'"{f}"' for f in families)
+    sources["main.cpp"] = _EMIT + "\n".join([
+        '#include "metal_jit/registry.h"', "int main() {",
+        f"  for (const char* family : {{{names}}}) {{",
+        "    emit(metal_jit::preamble(family));",
+        "    const char* text = nullptr;", "    std::size_t size = 0;",
+        "    if (mbjit_preamble(family, &text, &size) != 0) return 3;",
+        "    emit({text, size});", "  }", "  return 0;", "}", ""])  # fmt: skip
+    return sources
+
+
+@pytest.fixture(scope="session")
+def registry_object(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The registry (metal_src/host/registry.cpp) compiled once, zlib on, with the sanitizers."""
+    obj = tmp_path_factory.mktemp("registry") / "registry.o"
+    subprocess.run([find_compiler().path, "-std=c++17", "-O0", *SANITIZE, "-DMETAL_JIT_HAVE_ZLIB=1",
+                    "-I", str(HOST / "include"), "-c", str(HOST / "registry.cpp"), "-o", str(obj)],
+                   check=True)  # fmt: skip
+    return obj
+
+
+@pytest.fixture(scope="session")
+def references(trees: list[Tree]) -> Callable[[bool], list[str]]:
+    """The reference text of every header of every tree, in order (stripped or not)."""
+    made: dict[bool, list[str]] = {}
+
+    def get(strip: bool) -> list[str]:
+        if strip not in made:
+            made[strip] = [reference_preamble(h, t.include_dirs, strip)
+                           for t in trees for h in t.headers]  # fmt: skip
+        return made[strip]
+
+    return get
+
+
+def mismatches(trees: Sequence[Tree], got: Sequence[str], want: Sequence[str]) -> list[str]:
+    """One line per returned text that is not the reference: where it first differs."""
+    labels = [f"{t.label}: {name}" for t in trees for name in t.names()]
+    per_header = len(got) // len(want)
+    assert len(got) == per_header * len(want) and len(want) == len(labels)
+    bad = []
+    for index, text in enumerate(got):
+        expected = want[index // per_header]
+        if text != expected:
+            at = next((i for i, (a, b) in enumerate(zip(text, expected)) if a != b),
+                      min(len(text), len(expected)))  # fmt: skip
+            bad.append(f"{labels[index // per_header]} (read {index % per_header}): "
+                       f"{len(text)} of {len(expected)} characters, first difference at {at}")  # fmt: skip
+    return bad
+
+
+def test_trees_are_real(trees: list[Tree]) -> None:
+    """The data the round trips cover: every header of each tree (a guard against empty
+    globs), MLX's quantized headers among them (``inline constexpr`` in their text)."""
+    counts = {t.label: len(t.headers) for t in trees}
+    assert all(counts[f"mlx-metal {v}"] >= 80 for v in MLX_VERSIONS), counts
+    assert counts["metal_src"] >= 20 and counts["mlx_style"] >= 5, counts
+    quantized = next(h for h in trees[0].headers if h.name == "quantized.h")
+    assert "inline constexpr" in quantized.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["", "strip"])
+@pytest.mark.parametrize("api", ["string", "cstring"])
+def test_embed_returns_each_header_exactly(
+    api: str, strip: bool, trees: list[Tree], references: Callable[[bool], list[str]],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    output = compile_and_run(tmp_path, embed_program(trees, api, strip))
+    assert mismatches(trees, texts(output), references(strip)) == []
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["", "strip"])
+@pytest.mark.parametrize("compress", [False, True], ids=["raw", "zlib"])
+@pytest.mark.parametrize("dedup", [True, False], ids=["dedup", "no-dedup"])
+def test_registry_returns_each_header_exactly(
+    dedup: bool, compress: bool, strip: bool, trees: list[Tree],
+    references: Callable[[bool], list[str]], registry_object: Path, tmp_path: Path,
+) -> None:  # fmt: skip
+    sources = registry_program(trees, dedup, compress, strip)
+    output = compile_and_run(tmp_path, sources, [str(registry_object), "-lz"])
+    assert mismatches(trees, texts(output), references(strip)) == []
