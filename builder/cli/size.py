@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -51,15 +51,41 @@ def _common(func: Any) -> Any:
     return func
 
 
-def _emit(text: str, output: str | None) -> None:
+def _check_output(output: str | None, targets: Sequence[str], rules: str | None,
+                  tree: dict[str, Any]) -> None:  # fmt: skip
+    """Exit 2 before any work when ``-o`` names a file the command reads: a target given as a
+    path, the rule file, the kernel tree's settings file (``builder.fileio.check_not_an_input``)."""
+    if output is None:
+        return
+    from builder.fileio import check_not_an_input
+
+    source_dir = tree.get("source_dir")
+    settings = [tree.get("config_file"), source_dir / "metallib.toml" if source_dir else None]
+    check_not_an_input(output, [*targets, rules, *settings])
+
+
+def _measured_files(reports: Sequence[Any]) -> list[str | None]:
+    """The files behind loaded reports (a build folder's metallib, manifest and host library, a
+    wheel): what a target named by a folder or a wheel turned out to be."""
+    files: list[str | None] = []
+    for report in reports:
+        source = report.source
+        files += [source.path, source.manifest, source.wheel]
+        if source.kind != "report" and report.host_library is not None:
+            files.append(report.host_library.path)
+    return files
+
+
+def _emit(text: str, output: str | None, reports: Sequence[Any] = ()) -> None:
     """Data to stdout, or to ``output`` atomically (``builder.fileio``: a new file gets the
     umask's mode, a replaced one keeps its own; exit 2 naming ``output`` when it cannot be
-    written)."""
+    written, or when it is one of the files ``reports`` were measured from)."""
     if output is None:
         sys.stdout.write(text)
         return
-    from builder.fileio import write_atomic
+    from builder.fileio import check_not_an_input, write_atomic
 
+    check_not_an_input(output, _measured_files(reports))
     data = text.encode("utf-8")
     write_atomic(output, data)
     click.echo(f"wrote {output} ({len(data):,} bytes)", err=True)
@@ -164,6 +190,7 @@ def report_command(
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
     """
+    _check_output(output, [target], rules, tree)
     by, sources = _grouping(by, tree)
     reports = _load(target, by, rules, platform, sources)
     shown = _top(top, fmt)
@@ -187,7 +214,7 @@ def report_command(
         from builder.render.tables import report_table
 
         text = report_table(reports, shown, color=_color() and output is None, width=_width())
-    _emit(text, output)
+    _emit(text, output, reports)
 
 
 def _color() -> bool:
@@ -258,9 +285,10 @@ def compare_command(
         max_size=parse_size(max_size) if max_size is not None else None,
         fail_on_new_group=fail_on_new_group,
     )
+    _check_output(output, [base, head], rules, tree)
     by, sources = _grouping(by, tree)
-    pairs = pair_reports(_load(base, by, rules, platform, sources),
-                         _load(head, by, rules, platform, sources))  # fmt: skip
+    loaded = (_load(base, by, rules, platform, sources), _load(head, by, rules, platform, sources))
+    pairs = pair_reports(*loaded)
     shown = _top(top, fmt)
     failed: list[str] = []
     texts: list[str] = []
@@ -287,7 +315,7 @@ def compare_command(
         from builder.render.html import compare_html
 
         texts = [compare_html(evaluated)]
-    _emit("".join(texts), output)
+    _emit("".join(texts), output, [*loaded[0], *loaded[1]])
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         try:
