@@ -7,9 +7,9 @@ says so on stderr, or with ``wait=False`` (``--no-wait``) stops at once: exit 2,
 
 The kernel releases a ``flock`` when its holder exits, however it exits (kill -9 included), so a
 lock is never left behind by a dead run. The holder writes its process id into the file, for the
-message another run shows, and removes the file when it lets go; a run that was waiting on the
-removed file then finds it gone (or replaced) and locks the path anew, so two runs never both
-hold it.
+message another run shows, and removes the file when it lets go (on SIGTERM and SIGHUP too; after
+kill -9 the next run does); a run that was waiting on the removed file then finds it gone (or
+replaced) and locks the path anew, so two runs never both hold it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from builder.errors import OutputError, UsageError
+from builder.temporaries import forget, register
 
 __all__ = ["exclusive_lock"]
 
@@ -96,6 +97,7 @@ def exclusive_lock(
     with a line to show, or with ``wait=False`` raise ``UsageError`` (exit 2). ``OutputError``
     when the lock file cannot be created."""
     fd = _acquire(path, what, wait, on_wait)
+    register(path)  # SIGTERM, SIGHUP: removed like a temporary file (the lock is ours)
     try:
         try:
             os.ftruncate(fd, 0)
@@ -104,6 +106,7 @@ def exclusive_lock(
             pass  # the process id only improves another run's message
         yield
     finally:
+        forget(path)
         try:
             if _still_at(fd, path):
                 os.unlink(path)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from builder.errors import OutputError, UsageError
+from builder.errors import BuilderError, OutputError, UsageError
 from builder.fileio import PathArg, make_dirs
 from builder.locks import exclusive_lock
 from builder.temporaries import (
@@ -159,7 +159,8 @@ def replaced_folder(
     whole when the block succeeds (see the module docstring), and is removed when the block
     raises. ``folder``'s parents are created; through a symbolic link the folder it names is
     replaced. ``UsageError`` when ``folder`` is a file, or holds files but not ``marker``, or is
-    locked and ``wait`` is False; ``OutputError`` naming ``folder`` when a step fails."""
+    locked and ``wait`` is False; ``OutputError`` naming ``folder`` when a step fails. A
+    ``BuilderError`` from the block that names a file in the new folder names it in ``folder``."""
     target = Path(os.path.realpath(folder))
     if target.name in ("", ".", ".."):
         raise UsageError(f"{os.fspath(folder)}: cannot replace the root folder")
@@ -170,10 +171,11 @@ def replaced_folder(
             _recover(target)
             _check_replaceable(folder, target, marker)
             staged = temp_path(target)
-            os.mkdir(staged)
+            with signals_deferred():  # a signal right after the folder is made removes it
+                os.mkdir(staged)
+                register(staged, folder=True)
         except OSError as exc:
             raise _failed(folder, exc) from exc
-        register(staged, folder=True)
         try:
             try:
                 os.chmod(staged, stat.S_IMODE(os.stat(target).st_mode))  # keep the old mode
@@ -186,6 +188,14 @@ def replaced_folder(
                 _swap(staged, target)
             except OSError as exc:
                 raise _failed(folder, exc) from exc
+        except BuilderError as exc:
+            _remove_tree(staged)
+            forget(staged)
+            # Name the files where the user will look for them, not in the removed folder.
+            if exc.args and isinstance(exc.args[0], str):
+                exc.args = (exc.args[0].replace(os.fspath(staged), os.fspath(folder)),
+                            *exc.args[1:])  # fmt: skip
+            raise
         except BaseException:
             _remove_tree(staged)
             forget(staged)

@@ -156,21 +156,22 @@ def create_temp_file(target: Path) -> tuple[int, Path]:
     remove_stale(target)
     for _ in range(100):
         tmp = temp_path(target)
-        try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | _FLAGS, 0o600)
-        except FileExistsError:
-            continue
-        try:
-            # Another run's remove_stale may open the file between its creation and this lock:
-            # then it holds the lock (False here) or has unlinked the file: try another name.
-            locked = _try_lock(fd)
-            if locked is not False and os.fstat(fd).st_nlink > 0:
-                register(tmp)
-                return fd, tmp
-        except BaseException:
+        with signals_deferred():  # a signal right after the file is made still removes it
+            try:
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | _FLAGS, 0o600)
+            except FileExistsError:
+                continue
+            try:
+                # Another run's remove_stale may open the file between its creation and this
+                # lock: it then holds the lock (False) or has unlinked the file: another name.
+                locked = _try_lock(fd)
+                if locked is not False and os.fstat(fd).st_nlink > 0:
+                    register(tmp)
+                    return fd, tmp
+            except BaseException:
+                os.close(fd)
+                raise
             os.close(fd)
-            raise
-        os.close(fd)
     raise FileExistsError(errno.EEXIST, "no free temporary file name", os.fspath(target.parent))
 
 
@@ -210,8 +211,9 @@ def remove_stale(target: Path, *, folders: bool = False) -> list[Path]:
     left = []
     for name, is_folder in found:
         path = target.parent / name
-        if not is_folder:
+        if is_folder:
+            if folders:
+                left.append(path)
+        elif name.endswith(".tmp"):  # (only a folder is ever moved aside as .old)
             _remove_dead_file(path)
-        elif folders:
-            left.append(path)
     return left

@@ -20,6 +20,7 @@ from builder.cmake_build.cmake import PLAN_FILE, BuildSettings, BuildTree, build
 from builder.cmake_build.progress import ProgressDisplay
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
+from builder.fileio import check_not_an_input
 from builder.size.build_sizes import BuildSizes, measure
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ def run_build(
     start = time.perf_counter()
     if settings.kernel_dir is not None and not settings.kernel_dir.is_dir():
         raise UsageError(f"--source-dir {settings.kernel_dir}: not a folder")
+    check_not_an_input(settings.build_dir, [settings.kernel_dir, settings.config_file,
+                                            *settings.include_dirs])  # fmt: skip
     found = find_metal_toolchain(settings.metal_compiler, sdk=settings.sdk)
     toolchain = found if isinstance(found, MetalToolchain) else None
     tree = BuildTree(settings, compiler=toolchain.explicit if toolchain else None)
