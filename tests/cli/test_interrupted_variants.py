@@ -41,8 +41,6 @@ from cli.variants_out import (
 from clirun import run_cli
 from mlx_tree import MLX_PLATFORM, MLX_VERSION
 
-import builder.output_folder
-
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 
@@ -261,7 +259,7 @@ def test_two_renames_where_the_system_cannot_swap(
     runs: Runs, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs.restore_a()
-    monkeypatch.setattr(builder.output_folder, "exchange_paths", lambda first, second: False)
+    monkeypatch.setattr("builder.output_folder.exchange_paths", lambda first, second: False)
     code, out, err = run_cli(runs.args(*RUN_B), capsys)
     assert code == 0, err
     assert snapshot(runs.out) == runs.b and os.listdir(runs.parent) == ["out"]
