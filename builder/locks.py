@@ -47,22 +47,28 @@ def _still_at(fd: int, path: Path) -> bool:
     return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
 
-def _open(path: Path, what: str) -> int:
+def _open(path: Path, what: str) -> int | None:
+    """The lock file open; None when its holder removed it meanwhile (open it again)."""
     try:
         fd = os.open(path, _FLAGS, 0o666)
     except OSError as exc:
         raise OutputError(f"cannot lock {what}: {path}: {exc.strerror or exc}") from exc
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-        os.close(fd)
-        raise OutputError(f"cannot lock {what}: {path} is not a plain lock file; remove it")
-    return fd
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+        return fd
+    os.close(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:
+        return None
+    # A link or another kind of file: writing a process id into it would write elsewhere.
+    raise OutputError(f"cannot lock {what}: {path} is not a plain lock file; remove it")
 
 
 def _acquire(path: Path, what: str, wait: bool, on_wait: Callable[[str], None] | None) -> int:
     told = False
     while True:
         fd = _open(path, what)
+        if fd is None:
+            continue
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -96,12 +96,12 @@ def _recover(target: Path) -> None:
     """Finish (or undo) a swap a killed run left half done, then remove every other temporary
     folder left for ``target``. Call only holding ``target``'s lock."""
     left = remove_stale(target, folders=True)
-    if not os.path.lexists(target):
-        for old in (p for p in left if p.name.endswith(".old")):
-            new = old.with_name(old.name[: -len("old")] + "tmp")
-            os.rename(new if new in left else old, target)
-            left.remove(new if new in left else old)
-            break
+    moved_aside = [p for p in left if p.name.endswith(".old")]
+    if moved_aside and not os.path.lexists(target):
+        new = moved_aside[0].with_name(moved_aside[0].name[: -len("old")] + "tmp")
+        settled = new if new in left else moved_aside[0]  # the new result, complete; else the old
+        os.rename(settled, target)
+        left.remove(settled)
     for path in left:
         _remove_tree(path)
 
