@@ -146,6 +146,16 @@ def _swap(staged: Path, target: Path) -> None:
     forget(old)
 
 
+def _keep_mode(staged: Path, target: Path) -> None:
+    """The new folder gets the permissions of the one it replaces (once it is written: they may
+    not let us write)."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return
+    os.chmod(staged, mode)
+
+
 def _failed(folder: PathArg, exc: OSError) -> OutputError:
     return OutputError(f"cannot write {os.fspath(folder)}: {exc.strerror or exc}")
 
@@ -177,14 +187,9 @@ def replaced_folder(
         except OSError as exc:
             raise _failed(folder, exc) from exc
         try:
-            try:
-                os.chmod(staged, stat.S_IMODE(os.stat(target).st_mode))  # keep the old mode
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise _failed(folder, exc) from exc
             yield staged
             try:
+                _keep_mode(staged, target)
                 _swap(staged, target)
             except OSError as exc:
                 raise _failed(folder, exc) from exc

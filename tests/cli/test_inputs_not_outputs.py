@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -157,10 +158,14 @@ def test_variants_never_empties_a_folder_it_did_not_write(
     assert f"{mine}: holds files but no variants.json" in err
     assert os.listdir(mine) == ["notes.txt"]
     assert sorted(os.listdir(tmp_path)) == ["mine", "unary.metallib"]  # no lock, no temporary
-    code, _, err = run_cli([*args, "-o", str(tmp_path / "new"), "--format", "json"], capsys)
+    new = tmp_path / "new"
+    code, _, err = run_cli([*args, "-o", str(new), "--format", "json"], capsys)
     assert code == 0, err
-    code, _, err = run_cli([*args, "-o", str(tmp_path / "new"), "--format", "json"], capsys)
-    assert code == 0, err  # an earlier run's output is replaced
+    new.chmod(0o750)
+    before = new.stat().st_ino
+    code, _, err = run_cli([*args, "-o", str(new), "--format", "json"], capsys)
+    assert code == 0, err  # an earlier run's output is replaced (a new folder, the same mode)
+    assert new.stat().st_ino != before and stat.S_IMODE(new.stat().st_mode) == 0o750
     assert sorted(os.listdir(tmp_path)) == ["mine", "new", "unary.metallib"]
 
 
