@@ -1,11 +1,14 @@
-"""Writing outputs safely: the project's one way to write a file.
+"""Writing outputs safely: the project's one way to write a file, and the check that no output
+is one of the command's inputs.
 
-Every output (slim's metallib, ``report -o``, ``embed -o``, generated sources, the build manifest)
-goes through :func:`atomic_write`:
+Every output file (slim's metallib, ``report -o``, ``embed -o``, generated sources, the build
+manifest, ``variants.json``) goes through :func:`atomic_write`:
 
-- the content goes to a temporary file beside the target, renamed over it only when the caller's
-  block finishes without error: readers see the old file or the new one, never a partial one, and
-  on any failure the temporary file is removed;
+- the content goes to a temporary file beside the target (``.NAME.<hex>.tmp``,
+  ``builder.temporaries``: locked while it is written, removed on SIGTERM and SIGHUP, and by the
+  next write of the same target when a run was killed), renamed over it only when the caller's
+  block finishes without error: readers see the old file or the new one, never a partial one,
+  and on any failure the temporary file is removed;
 - a failed write (missing folder, read-only file system, full disk) raises ``OutputError``: one
   line naming the path and the system's reason (exit 2), not an OSError traceback;
 - permissions are those ``open(path, "w")`` would give: a new file gets 0666 & ~umask, a replaced
@@ -13,6 +16,11 @@ goes through :func:`atomic_write`:
   target is replaced and the link stays a link;
 - an existing target that is not a regular file (``/dev/null``, a FIFO) cannot be replaced by a
   rename without destroying it, so it is written directly.
+
+:func:`check_not_an_input` is the one check that no command writes over what it reads
+(``report X -o X``, ``compare A B -o B``, ``slim IN -o IN``, ``variants --from L -o`` a folder
+holding L). A whole output folder is replaced by ``builder.output_folder``; one run at a time
+writes a build or output folder (``builder.locks``).
 
 :func:`write_if_changed` serves generators that run on every configure or build step: rewriting
 an identical file would bump its mtime and make Ninja rebuild everything downstream.
@@ -26,15 +34,22 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from builder.errors import OutputError
+from builder.errors import OutputError, UsageError
+from builder.temporaries import create_temp_file, forget
 
-__all__ = ["atomic_write", "make_dirs", "write_atomic", "write_if_changed"]
+__all__ = [
+    "PathArg",
+    "atomic_write",
+    "check_not_an_input",
+    "make_dirs",
+    "write_atomic",
+    "write_if_changed",
+]
 
 PathArg = str | os.PathLike[str]
 
@@ -98,8 +113,15 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
     target = Path(os.path.realpath(path))  # through symlinks: the link stays a link
     mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666 & ~_umask()
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp = create_temp_file(target)
     except OSError as exc:
+        raise _cannot("write", path, exc) from exc
+    try:
+        lock = os.dup(fd)  # holds the temporary file's lock until it is renamed or removed
+    except OSError as exc:
+        os.close(fd)
+        _discard(tmp)
+        forget(tmp)
         raise _cannot("write", path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -107,7 +129,7 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
             handle.flush()
             if existing is not None:
                 _keep_owner(fd, existing)
-            os.fchmod(fd, mode)  # mkstemp made it 0600
+            os.fchmod(fd, mode)  # created 0600
         os.replace(tmp, target)
     except OSError as exc:
         _discard(tmp)
@@ -115,6 +137,9 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
     except BaseException:
         _discard(tmp)
         raise
+    finally:
+        forget(tmp)
+        os.close(lock)
 
 
 @contextmanager
@@ -144,7 +169,7 @@ def _keep_owner(fd: int, existing: os.stat_result) -> None:
         pass
 
 
-def _discard(tmp: str) -> None:
+def _discard(tmp: Path) -> None:
     try:
         os.unlink(tmp)
     except OSError:
@@ -173,3 +198,49 @@ def write_if_changed(path: PathArg, data: bytes | str) -> bool:
         raise _cannot("write", path, exc) from exc
     write_atomic(path, raw)
     return True
+
+
+# -- never over an input ------------------------------------------------------------------------
+# Paths are compared as the file system sees them: the same resolved path (through symbolic
+# links and "..") or the same file (device and inode: a hard link, a bind mount).
+
+
+def _identity(path: PathArg) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _is_at(path: PathArg, output: PathArg, output_id: tuple[int, int] | None) -> bool:
+    """True when ``path`` is ``output``: by resolved path or by device and inode."""
+    if os.path.realpath(path) == os.path.realpath(output):
+        return True
+    return output_id is not None and _identity(path) == output_id
+
+
+def check_not_an_input(
+    output: PathArg, inputs: Iterable[PathArg | None], *, replaces_folder: bool = False,
+    hint: str = "",
+) -> None:  # fmt: skip
+    """``UsageError`` (exit 2, one line naming both) when writing ``output`` would write over
+    one of ``inputs`` (paths the command reads; None and missing ones are skipped). With
+    ``replaces_folder``, ``output`` is a folder replaced as a whole, so an input anywhere inside
+    it counts too. ``hint`` is appended to the message (``slim``: how to do it on purpose)."""
+    output_id = _identity(output)
+    for given in inputs:
+        if given is None or _identity(given) is None:
+            continue
+        if _is_at(given, output, output_id):
+            same = os.fspath(given) == os.fspath(output)
+            named = "" if same else f" {os.fspath(given)}"
+            raise UsageError(f"{os.fspath(output)}: refusing to write over the input{named}{hint}")
+        if replaces_folder:
+            for parent in Path(os.path.realpath(given)).parents:
+                if _is_at(parent, output, output_id):
+                    raise UsageError(
+                        f"{os.fspath(output)}: refusing to write over the input "
+                        f"{os.fspath(given)}: it is inside this folder, which is replaced as a "
+                        f"whole{hint}"
+                    )

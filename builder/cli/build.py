@@ -18,7 +18,14 @@ import click
 
 from builder.cli.tree_options import tree_options
 
-__all__ = ["BUILD_ONLY", "build_command", "build_only_options", "build_options", "build_settings"]
+__all__ = [
+    "BUILD_ONLY",
+    "build_command",
+    "build_only_options",
+    "build_options",
+    "build_settings",
+    "no_wait_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,6 +72,12 @@ _BUILD_ONLY = [
     click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON."),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
 ]  # fmt: skip
+no_wait_option = click.option(
+    "--no-wait", is_flag=True,
+    help="When another run is writing the same build folder (or variants OUTDIR), exit 2 at once "
+         "instead of waiting for it to finish.",
+)  # fmt: skip
+"""Shared by ``build`` and ``variants`` (with or without --from: both lock what they write)."""
 BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metal_flags", "std",
               "deployment_target", "sdk", "chunk_size", "compress", "as_json", "verbose")  # fmt: skip
 """Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
@@ -152,6 +165,7 @@ Examples:
     help="Catalog families built JIT whatever --jit says; the other selected ones AOT.",
 )
 @_tree_options
+@no_wait_option
 @build_only_options
 def build_command(**kw: Any) -> None:
     """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.
@@ -159,7 +173,8 @@ def build_command(**kw: Any) -> None:
     The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
     with -I/-D/--exclude/--config as for `kernels`): each entry file is compiled once into
     .air and all are linked into <library>.metallib ([build] library of metallib.toml, else
-    the folder's name). -j is Ninja's parallel jobs.
+    the folder's name). -j is Ninja's parallel jobs. One run at a time builds in a build folder:
+    another one waits for it (--no-wait: exit 2 instead).
     """
     from builder.cmake_build.driver import run_build
     from builder.console import stderr_console
@@ -167,8 +182,9 @@ def build_command(**kw: Any) -> None:
     from builder.size.build_sizes import sizes_to_dict
 
     outcome = run_build(
-        build_settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"]
-    )
+        build_settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"],
+        wait=not kw["no_wait"],
+    )  # fmt: skip
     stderr_console().print(
         f"Built {outcome.settings.build_dir} in {outcome.seconds:.1f} s "
         f"({outcome.edges_run} build steps)",

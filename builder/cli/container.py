@@ -186,8 +186,10 @@ def slim_command(
     library version). OUTPUT is written to a temporary file and renamed only after every check
     passed; it keeps the mode of the file it replaces, and a symlink is written through.
     """
+    from builder.fileio import check_not_an_input
     from builder.subsets.slim import read_keep_list, slim_file
 
+    check_not_an_input(output, [keep_list])  # (SOURCE: slim_file, which knows --in-place)
     listed = read_keep_list(keep_list) if keep_list else []
     if not keep and not listed and not drop:
         raise UsageError("say what to keep or drop: --keep GLOB, --drop GLOB or --keep-list FILE")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -52,6 +52,30 @@ def _common(func: Any) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _check_output(outputs: Sequence[str], targets: Sequence[str], rules: str | None,
+                  tree: dict[str, Any]) -> None:  # fmt: skip
+    """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
+    a path, the rule file, the kernel tree's settings file (``builder.fileio.check_not_an_input``)."""
+    from builder.fileio import check_not_an_input
+
+    source_dir = tree.get("source_dir")
+    settings = [tree.get("config_file"), source_dir / "metallib.toml" if source_dir else None]
+    for output in outputs:
+        check_not_an_input(output, [*targets, rules, *settings])
+
+
+def _measured_files(reports: Sequence[Any]) -> list[str | None]:
+    """The files behind loaded reports (a build folder's metallib, manifest and host library, a
+    wheel): what a target named by a folder or a wheel turned out to be."""
+    files: list[str | None] = []
+    for report in reports:
+        source = report.source
+        files += [source.path, source.manifest, source.wheel]
+        if source.kind != "report" and report.host_library is not None:
+            files.append(report.host_library.path)
+    return files
 
 
 def _progress(message: str) -> None:
@@ -154,6 +178,7 @@ def report_command(
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
       metallib-builder report build/ -o report.json -o report.html
     """
+    _check_output(outputs, [target], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = _grouping(by, tree)
     reports = _load(target, by, rules, platform, sources)
@@ -182,7 +207,7 @@ def report_command(
 
     from builder.publish.outputs import write_outputs
 
-    write_outputs(plan, render)
+    write_outputs(plan, render, _measured_files(reports))
 
 
 def _color() -> bool:
@@ -263,11 +288,12 @@ def compare_command(
         fail_on_new_group=fail_on_new_group,
         max_total_size=parse_size(max_total_size) if max_total_size is not None else None,
     )
+    _check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
     by, sources = _grouping(by, tree)
-    pairs = pair_reports(_load(base, by, rules, platform, sources),
-                         _load(head, by, rules, platform, sources))  # fmt: skip
+    loaded = (_load(base, by, rules, platform, sources), _load(head, by, rules, platform, sources))
+    pairs = pair_reports(*loaded)
     failed: list[str] = []
     evaluated = []
     for base_report, head_report in pairs:
@@ -298,7 +324,7 @@ def compare_command(
         return "".join(compare_table(c, r, _top(top, kind), color=_color() and terminal,
                                      width=_width()) for c, r in evaluated)  # fmt: skip
 
-    write_outputs(plan, render)
+    write_outputs(plan, render, [*_measured_files(loaded[0]), *_measured_files(loaded[1])])
     from builder.render.pr_comment import MARKER
 
     publish(lambda: render("markdown", False), MARKER, pull_request)

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from builder.cli.build import BUILD_ONLY, build_only_options, build_settings
+from builder.cli.build import BUILD_ONLY, build_only_options, build_settings, no_wait_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 
@@ -67,7 +67,8 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
                    "no split reaches it.")  # fmt: skip
 @click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
-                                 "jit_sources.cpp.")  # fmt: skip
+                                 "jit_sources.cpp, replaced as a whole when the run succeeds: a "
+                                 "new or empty folder, or an earlier run's.")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
               help="With --from: output on stdout (html: one self-contained page).")  # fmt: skip
 @click.option(
@@ -75,6 +76,7 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
     default=None,
     help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
 )
+@no_wait_option
 @build_only_options
 def variants_command(from_target: str | None, **kw: Any) -> None:
     """Compare the sizes of a kernel library's AOT/JIT variants.
@@ -94,7 +96,10 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
     subset of TARGET, on any OS, without compiling: OUTDIR/<variant>/<library>.metallib holds
     the functions of its AOT entry files (byte-identical; functions no entry file produces stay
     too) and OUTDIR/<variant>/jit_sources.cpp its JIT entry files' headers as 'embed' writes
-    them; OUTDIR/variants.json describes the run (the JSON output). Variants:
+    them; OUTDIR/variants.json describes the run (the JSON output). OUTDIR is replaced as a
+    whole, only once the run has written everything: a failed or interrupted run leaves the
+    previous one, and one run at a time writes it (--no-wait: exit 2 instead of waiting).
+    Variants:
       all-aot   the input as it is
       jit-mode  metallib.toml's aot-only entry files AOT, every other JIT (when it names some)
       aot-N     per --aot: those entry files AOT, every other JIT
@@ -130,7 +135,7 @@ def _build(**kw: Any) -> None:
     settings = build_settings(**kw)
     results = build_variants(
         settings, settings.build_dir, jobs=kw["jobs"], console=stderr_console(),
-        verbose=kw["verbose"],
+        verbose=kw["verbose"], wait=not kw["no_wait"],
     )  # fmt: skip
     if kw["as_json"]:
         click.echo(json.dumps(variants_to_dict(results), indent=1))
@@ -143,30 +148,40 @@ def _build(**kw: Any) -> None:
 
 def _from(target: str, **kw: Any) -> None:
     from builder.cli.tree_options import load_tree_with_progress
+    from builder.fileio import check_not_an_input, write_atomic
+    from builder.output_folder import replaced_folder
+    from builder.render.variants import variants_json
     from builder.size.limits import parse_size
+    from builder.subsets.out_folder import moved
     from builder.subsets.variants import make_variants
 
     if kw["source_dir"] is None:
         raise UsageError("variants --from needs --source-dir: the kernel tree the library was "
                          "built from")  # fmt: skip
-    if kw["outdir"] is None:
+    outdir = kw["outdir"]
+    if outdir is None:
         raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
     budget = parse_size(kw["budget"]) if kw["budget"] is not None else None
     if budget is not None and budget <= 0:
         raise UsageError(f"--budget {kw['budget']}: must be more than 0 bytes")
+    source_dir = kw["source_dir"]
+    check_not_an_input(outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]],
+                       replaces_folder=True)  # fmt: skip
     tree = load_tree_with_progress(
-        kw["source_dir"], include_dirs=kw["include_dirs"], defines=kw["defines"],
+        source_dir, include_dirs=kw["include_dirs"], defines=kw["defines"],
         exclude=kw["exclude"], config_file=kw["config_file"], jobs=kw["jobs"],
     )  # fmt: skip
     terminal = sys.stderr.isatty()
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
-    run = make_variants(target, tree, kw["outdir"], aot=kw["aot"], jit=kw["jit"], budget=budget,
-                        platform=kw["platform"], progress=progress)  # fmt: skip
-    from builder.fileio import write_atomic
-    from builder.render.variants import variants_json
-
-    document = variants_json(run)
-    write_atomic(kw["outdir"] / RUN_FILE, document)  # OUTDIR says what this run wrote
+    # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
+    # failed or killed run leaves the previous one (builder.output_folder).
+    with replaced_folder(outdir, marker=RUN_FILE, wait=not kw["no_wait"],
+                         on_wait=lambda line: click.echo(line, err=True)) as staged:  # fmt: skip
+        written = make_variants(target, tree, staged, aot=kw["aot"], jit=kw["jit"], budget=budget,
+                                platform=kw["platform"], progress=progress)  # fmt: skip
+        run = moved(written, outdir)
+        document = variants_json(run)
+        write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
     fmt = kw["fmt"]
     if fmt == "json":
         text = document

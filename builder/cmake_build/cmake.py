@@ -3,7 +3,8 @@
 ``BuildSettings`` (frozen) is everything a build depends on; ``cmake_args`` turns it into typed
 ``-D`` arguments in one place. ``BuildTree`` configures (skipped when the tree was configured with
 the same settings: Ninja re-runs CMake itself when a CMake input changes) and builds with Ninja,
-feeding its status lines to a callback. Every subprocess goes through :func:`run`.
+feeding its status lines to a callback. Every subprocess goes through :func:`run`. One run at a
+time uses a build folder (:func:`build_folder_lock`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,11 +28,14 @@ __all__ = [
     "BuildSettings",
     "BuildTree",
     "RunResult",
+    "build_folder_lock",
     "cmake_args",
     "find_tool",
     "run",
 ]
 
+LOCK_FILE = ".metallib-builder.lock"
+"""Held (``builder.locks``) while a run configures, builds and measures a build folder."""
 SETTINGS_FILE = "metallib-builder-settings.json"
 PLAN_FILE = "metal_plan/plan.json"
 """Where CMakeLists.txt has ``builder.cmake_build.plan`` write the build plan."""
@@ -73,6 +78,21 @@ def run(
             if on_line is not None:
                 on_line(line)
     return RunResult(proc.wait(), lines)
+
+
+@contextmanager
+def build_folder_lock(
+    build_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Create ``build_dir`` and hold its lock for the block: two runs building in one folder at
+    once would each measure a mix of the other's configuration and outputs. The second waits
+    (``on_wait`` gets a line to show) or, with ``wait=False``, stops: ``UsageError``, exit 2."""
+    from builder.locks import exclusive_lock
+
+    make_dirs(build_dir)
+    with exclusive_lock(build_dir / LOCK_FILE, what=f"build folder {build_dir}", wait=wait,
+                        on_wait=on_wait):  # fmt: skip
+        yield
 
 
 def find_tool(name: str) -> str:

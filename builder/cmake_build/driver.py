@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import PLAN_FILE, BuildSettings, BuildTree
+from builder.cmake_build.cmake import PLAN_FILE, BuildSettings, BuildTree, build_folder_lock
 from builder.cmake_build.progress import ProgressDisplay
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
+from builder.fileio import check_not_an_input
 from builder.size.build_sizes import BuildSizes, measure
 
 if TYPE_CHECKING:
@@ -103,10 +104,12 @@ def _configured_split(tree: BuildTree) -> Split | None:
 
 
 def run_build(
-    settings: BuildSettings, *, jobs: int | None, console: Console, verbose: bool = False
-) -> BuildOutcome:
+    settings: BuildSettings, *, jobs: int | None, console: Console, verbose: bool = False,
+    wait: bool = True,
+) -> BuildOutcome:  # fmt: skip
     """Plan, check, configure (if needed), build with progress, measure. Raises
-    UsageError/BuildFailed."""
+    UsageError/BuildFailed. Configuring, building and measuring hold the build folder's lock
+    (``build_folder_lock``): another run on it waits, or with ``wait=False`` is refused."""
     from builder.cmake_build.toolchain import (
         ToolchainMissing,
         find_metal_toolchain,
@@ -118,6 +121,8 @@ def run_build(
     start = time.perf_counter()
     if settings.kernel_dir is not None and not settings.kernel_dir.is_dir():
         raise UsageError(f"--source-dir {settings.kernel_dir}: not a folder")
+    check_not_an_input(settings.build_dir, [settings.kernel_dir, settings.config_file,
+                                            *settings.include_dirs])  # fmt: skip
     found = find_metal_toolchain(settings.metal_compiler, sdk=settings.sdk)
     toolchain = found if isinstance(found, MetalToolchain) else None
     tree = BuildTree(settings, compiler=toolchain.explicit if toolchain else None)
@@ -140,15 +145,19 @@ def run_build(
         if verbose
         else None
     )
-    if not tree.is_configured(plan):
-        console.print(f"Configuring {settings.build_dir} (AOT: {', '.join(split.aot) or '-'}; "
-                      f"JIT: {', '.join(split.jit) or '-'})", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
-        tree.configure(on_line=echo, plan=plan)
-    with ProgressDisplay(console, f"Building {settings.build_dir.name}") as on_status:
-        output = tree.build(jobs, on_status)
-    seconds = time.perf_counter() - start
-    if verbose:
-        for line in output.other:
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
-    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds,
-                        measure(settings.build_dir))  # fmt: skip
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    with build_folder_lock(settings.build_dir, wait=wait, on_wait=say):
+        if not tree.is_configured(plan):
+            say(f"Configuring {settings.build_dir} (AOT: {', '.join(split.aot) or '-'}; "
+                f"JIT: {', '.join(split.jit) or '-'})")  # fmt: skip
+            tree.configure(on_line=echo, plan=plan)
+        with ProgressDisplay(console, f"Building {settings.build_dir.name}") as on_status:
+            output = tree.build(jobs, on_status)
+        seconds = time.perf_counter() - start
+        if verbose:
+            for line in output.other:
+                say(line)
+        sizes = measure(settings.build_dir)
+    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds, sizes)

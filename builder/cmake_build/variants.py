@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.cmake_build.cmake import BuildFailed, BuildSettings
+from builder.cmake_build.cmake import BuildFailed, BuildSettings, build_folder_lock
 from builder.cmake_build.driver import BuildOutcome, run_build, split_families
 from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
 from builder.errors import BuilderError
@@ -78,9 +78,24 @@ def _variant_settings(base: BuildSettings, root: Path) -> list[tuple[str, str, B
 
 
 def build_variants(
-    base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool = False
-) -> list[VariantResult]:
-    """Build each variant; a missing compiler or a failed build is recorded, not raised."""
+    base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool = False,
+    wait: bool = True,
+) -> list[VariantResult]:  # fmt: skip
+    """Build each variant; a missing compiler or a failed build is recorded, not raised. The
+    whole run holds ``root``'s lock (each variant's build its own folder's too): two runs in
+    one root wait for each other, or with ``wait=False`` the second is refused."""
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    with build_folder_lock(root, wait=wait, on_wait=say):
+        return _build_each(base, root, jobs=jobs, console=console, verbose=verbose, wait=wait)
+
+
+def _build_each(
+    base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool,
+    wait: bool,
+) -> list[VariantResult]:  # fmt: skip
     toolchain = find_metal_toolchain(base.metal_compiler, sdk=base.sdk)
     results = []
     for name, description, settings in _variant_settings(base, root):
@@ -92,7 +107,7 @@ def build_variants(
             results.append(VariantResult(name, description, None, why))
             continue
         try:
-            outcome = run_build(settings, jobs=jobs, console=console, verbose=verbose)
+            outcome = run_build(settings, jobs=jobs, console=console, verbose=verbose, wait=wait)
         except BuildFailed as exc:
             console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
             results.append(VariantResult(name, description, None, f"build failed: {exc}"))

@@ -67,10 +67,19 @@ def plan_outputs(
     return plan
 
 
-def write_outputs(plan: Sequence[Output], render: Callable[[str, bool], str]) -> None:
+def write_outputs(
+    plan: Sequence[Output],
+    render: Callable[[str, bool], str],
+    inputs: Sequence[str | None] = (),
+) -> None:
     """Render each format of ``plan`` once (``render(fmt, to_terminal)``) and deliver it: stdout,
-    or the file, written atomically, with one ``wrote FILE (N bytes)`` line on stderr."""
-    from builder.fileio import write_atomic
+    or the file, written atomically, with one ``wrote FILE (N bytes)`` line on stderr. No file is
+    written when any ``-o`` names one of ``inputs`` (exit 2, ``builder.fileio.check_not_an_input``)."""
+    from builder.fileio import check_not_an_input, write_atomic
+
+    for path, _fmt in plan:
+        if path is not None:
+            check_not_an_input(path, inputs)
 
     texts: dict[tuple[str, bool], str] = {}
     for path, fmt in plan:

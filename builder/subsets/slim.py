@@ -1,7 +1,9 @@
 """Choose functions to keep and write the slimmed library.
 
 Selection is pure (names in, indices out) so it is easy to test; ``slim_file`` adds the I/O:
-it never writes over its input unless asked, writes through a temporary file, and renames it
+it never writes over its input unless asked (``builder.fileio.check_not_an_input``: the same
+path or the same file), writes through a temporary file (removed on failure, on SIGTERM and
+SIGHUP, and by the next run when a run was killed: ``builder.temporaries``), and renames it
 into place only after every check passed (the file's size against the layout, each kept
 module's SHA-256 against its HASH tag), so a failed run leaves an existing output as it was.
 """
@@ -203,11 +205,11 @@ def slim_file(
     (then they are copied and listed in the result). ``OutputError`` when ``output`` cannot be
     written.
     """
+    from builder.fileio import check_not_an_input
     from builder.metallib.writer import atomic_output, check_written, write_to
 
-    same = Path(output).resolve() == Path(source).resolve()
-    if same and not in_place:
-        raise UsageError(f"{output}: refusing to write over the input; pass --in-place to do that")
+    if not in_place:
+        check_not_an_input(output, [source], hint="; pass --in-place to do that")
     if Path(output).is_dir():
         raise UsageError(f"{output}: is a directory; give the output file name")
     with open_metallib(source) as lib:

@@ -18,11 +18,11 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli.mounts import fill, mounted
 from clirun import run_cli
 from synthetic import synthetic_parts
 
@@ -147,25 +147,6 @@ def test_file_size_limit_leaves_the_old_output(
     assert temporaries(tmp_path) == []
 
 
-@contextmanager
-def mounted(target: Path, *steps: list[str]) -> Iterator[Path]:
-    """Run ``mount`` steps on ``target``; skip the test when this machine does not allow it."""
-    done_steps = 0
-    try:
-        for step in steps:
-            done = subprocess.run(
-                ["mount", *step, str(target)], capture_output=True, text=True, check=False
-            )
-            if done.returncode != 0:
-                pytest.skip(f"cannot mount here ({done.stderr.strip()}): needs root; "
-                            "test_file_size_limit_* and the monkeypatched read-only test cover this path")  # fmt: skip
-            done_steps += 1
-        yield target
-    finally:
-        if done_steps:
-            subprocess.run(["umount", str(target)], check=True)
-
-
 @pytest.mark.parametrize("command", COMMANDS)
 def test_full_disk(command: str, library: Path, header: Path, tmp_path: Path) -> None:
     """A 64 KiB tmpfs filled to the last byte: ENOSPC from the kernel."""
@@ -173,17 +154,7 @@ def test_full_disk(command: str, library: Path, header: Path, tmp_path: Path) ->
     disk.mkdir()
     with mounted(disk, ["-t", "tmpfs", "-o", "size=64k", "tmpfs"]):
         old = _existing_outputs(disk)
-        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            for chunk in (4096, 1):
-                while True:
-                    try:
-                        os.write(fd, bytes(chunk))
-                    except OSError as exc:
-                        assert exc.errno == errno.ENOSPC
-                        break
-        finally:
-            os.close(fd)
+        fill(disk)
         out = disk / f"{command}.out"
         done = cli(*writers(library, header)[command](out))
         assert_write_error(done.returncode, done.stderr, out, "No space left on device")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
-FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.console",
-              "builder.resources", "builder.manifest")  # fmt: skip
+FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.temporaries",
+              "builder.locks", "builder.output_folder", "builder.console", "builder.resources",
+              "builder.manifest")  # fmt: skip
 LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render",
           "publish", "cli")
 

@@ -67,6 +67,7 @@ def test_a_variant_that_keeps_nothing_has_no_metallib(
     stale = tmp_path / "v" / "jit-1" / "unary.metallib"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"from an earlier run")
+    (tmp_path / "v" / "variants.json").write_text("{}")  # what makes v an earlier run's output
     variants = _run(["variants", "--from", str(library), "--source-dir", str(metal_src_dir()),
                      "-o", str(tmp_path / "v"), "--jit", "unary/unary.h"], capsys)  # fmt: skip
     jit = variants["jit-1"]

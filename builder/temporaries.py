@@ -1,0 +1,219 @@
+"""Temporary files and folders beside an output, and removing them when a run ends early.
+
+An output ``NAME`` is prepared as ``.NAME.<12 hex digits>.tmp`` in the same folder (a file for
+``builder.fileio.atomic_write``, a folder for ``builder.output_folder.replaced_folder``), then
+renamed into place. A name of exactly that form is taken as ours; nothing else is ever removed.
+
+A run that ends early leaves no temporary behind:
+
+- an error or Ctrl-C: the code that made the temporary removes it as the exception passes;
+- SIGTERM or SIGHUP: the handler :func:`install_signal_cleanup` sets up removes every temporary
+  still registered (:func:`register`), then the process dies of that signal as it would have
+  (a shell sees status 128 + N);
+- kill -9, a crash or a power cut: the next run that writes the same output removes what is left
+  (:func:`remove_stale`). Another run may be writing that output at the same moment, so a
+  temporary *file* is removed only when no process holds the ``flock`` its writer takes on it for
+  its whole life (:func:`create_temp_file`; the kernel drops it when the writer dies, however it
+  dies). A temporary *folder* is made and removed only by a run that holds its output's lock
+  (``builder.locks``), so any other one it finds is left from a dead run.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import shutil
+import signal
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+__all__ = [
+    "create_temp_file",
+    "forget",
+    "install_signal_cleanup",
+    "is_temp_name",
+    "register",
+    "remove_stale",
+    "signals_deferred",
+    "temp_path",
+]
+
+_TOKEN_BYTES = 6
+_FLAGS = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+
+def temp_path(target: Path, suffix: str = "tmp") -> Path:
+    """A fresh temporary name for ``target``: ``.NAME.<12 hex>.tmp`` in the same folder (a rename
+    within one file system is atomic). ``suffix`` ``old`` names an output moved aside."""
+    return target.parent / f".{target.name}.{os.urandom(_TOKEN_BYTES).hex()}.{suffix}"
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"\.{re.escape(name)}\.([0-9a-f]{{{2 * _TOKEN_BYTES}}})\.(tmp|old)\Z")
+
+
+def is_temp_name(name: str, target_name: str) -> bool:
+    """True when file name ``name`` is one of ours for an output named ``target_name``."""
+    return _pattern(target_name).match(name) is not None
+
+
+# -- removing what a run leaves when it ends early ---------------------------------------------
+
+_registered: dict[str, bool] = {}
+"""Temporaries this process has made and not yet renamed or removed: path -> is a folder."""
+_deferring = 0
+_pending: list[int] = []
+
+
+def register(path: Path, *, folder: bool = False) -> None:
+    """Remove ``path`` if SIGTERM or SIGHUP ends this process before :func:`forget`."""
+    _registered[os.fspath(path)] = folder
+
+
+def forget(path: Path) -> None:
+    """``path`` was renamed into place or removed: a signal no longer concerns it."""
+    _registered.pop(os.fspath(path), None)
+
+
+def _remove(path: str, folder: bool) -> None:
+    try:
+        if folder:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass  # gone already (renamed into place), or cannot be: nothing more to do
+
+
+def _die(signum: int) -> None:
+    """Remove the registered temporaries (the newest first: files inside a folder before it),
+    then die of ``signum`` with its default action, as if no handler had been set."""
+    for path, folder in reversed(list(_registered.items())):
+        _remove(path, folder)
+    _registered.clear()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # only if the signal did not end the process
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    if _deferring:
+        _pending.append(signum)
+        return
+    _die(signum)
+
+
+def install_signal_cleanup() -> None:
+    """Make SIGTERM and SIGHUP remove this process's registered temporaries before it dies. A
+    signal the process was started with ignored (``nohup``) or handled stays as it was. Call it
+    from the main thread (the CLI does, at start)."""
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _on_signal)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGTERM and SIGHUP (with :func:`install_signal_cleanup`'s handler) until the block
+    ends: for steps that must not stop half way, such as a pair of renames."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if not _deferring and _pending:
+            _die(_pending[0])
+
+
+# -- temporary files -----------------------------------------------------------------------------
+
+
+def _try_lock(fd: int) -> bool | None:
+    """Take ``fd``'s flock without waiting: True, False when another process holds it, None when
+    the file system cannot lock (the caller then cannot tell a live file from a dead one)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    return True
+
+
+def create_temp_file(target: Path) -> tuple[int, Path]:
+    """Create and open (read-write, mode 0600) a new temporary file for ``target``, locked and
+    registered, after removing those an earlier, killed run left for it. The caller keeps the
+    descriptor (or a duplicate) open until the file is renamed or removed, then calls
+    :func:`forget`. OSError when the folder cannot take a new file."""
+    remove_stale(target)
+    for _ in range(100):
+        tmp = temp_path(target)
+        with signals_deferred():  # a signal right after the file is made still removes it
+            try:
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | _FLAGS, 0o600)
+            except FileExistsError:
+                continue
+            try:
+                # Another run's remove_stale may open the file between its creation and this
+                # lock: it then holds the lock (False) or has unlinked the file: another name.
+                locked = _try_lock(fd)
+                if locked is not False and os.fstat(fd).st_nlink > 0:
+                    register(tmp)
+                    return fd, tmp
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", os.fspath(target.parent))
+
+
+def _remove_dead_file(path: Path) -> None:
+    """Remove temporary file ``path`` unless a live process holds its lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _FLAGS)
+    except OSError:
+        return  # gone, or a symbolic link (never one of ours)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and _try_lock(fd):
+            now = os.lstat(path)
+            if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+                os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_stale(target: Path, *, folders: bool = False) -> list[Path]:
+    """Remove the temporary files an earlier run left for ``target`` (those no live process
+    holds). With ``folders`` (only under the lock of ``target``: no live run has one then),
+    return the temporary folders too, sorted, for the caller to recover from or remove.
+    Best effort: a folder that cannot be listed is left alone."""
+    pattern = _pattern(target.name)
+    try:
+        with os.scandir(target.parent) as entries:
+            found = sorted(
+                (entry.name, entry.is_dir(follow_symlinks=False))
+                for entry in entries
+                if pattern.match(entry.name)
+            )
+    except OSError:
+        return []
+    left = []
+    for name, is_folder in found:
+        path = target.parent / name
+        if is_folder:
+            if folders:
+                left.append(path)
+        elif name.endswith(".tmp"):  # (only a folder is ever moved aside as .old)
+            _remove_dead_file(path)
+    return left
