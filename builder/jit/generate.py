@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
-from builder.fileio import write_if_changed
+from builder.fileio import check_not_an_input, write_if_changed
 from builder.jit.codegen import (
     Kernel,
     StoredPiece,
@@ -341,29 +341,15 @@ def write_embed(
     return changed, preambles
 
 
-def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    """One file by path (real paths) or by identity (a hard link)."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet)
-        return False
-
-
 def _refuse_overwriting(
     inputs: Sequence[Path],
     output: str | os.PathLike[str],
     depfile: str | os.PathLike[str] | None,
 ) -> None:
-    """UsageError when an output would replace an input, or the two outputs are one file."""
-    outputs = [("-o", output)] + ([("--depfile", depfile)] if depfile is not None else [])
-    for option, path in outputs:
-        for source in inputs:
-            if _same_file(path, source):
-                raise UsageError(
-                    f"{option} {os.fspath(path)}: refusing to write over an input of embed "
-                    f"({source}); choose another file"
-                )
-    if depfile is not None and _same_file(output, depfile):
-        raise UsageError(f"-o and --depfile name the same file ({os.fspath(output)})")
+    """UsageError when an output would replace an input (``builder.fileio.check_not_an_input``),
+    or the two outputs are one file."""
+    check_not_an_input(output, inputs, hint="; choose another file")
+    if depfile is not None:
+        check_not_an_input(depfile, inputs, hint="; choose another file")
+        if os.path.realpath(output) == os.path.realpath(depfile):
+            raise UsageError(f"-o and --depfile name the same file ({os.fspath(output)})")

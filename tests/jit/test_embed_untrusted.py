@@ -251,7 +251,7 @@ def test_embed_never_writes_over_an_input(
     code, _, err = run_cli(["embed", str(header), "-I", str(tmp_path), "-o", str(out),
                             "--depfile", str(dep)], capsys)  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "refusing to write over an input" in err or "name the same file" in err
+    assert "refusing to write over the input" in err or "name the same file" in err
     assert {p: p.read_bytes() for p in (header, include)} == before
     assert not (tmp_path / "out.cpp").exists()
 
