@@ -22,12 +22,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
-from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_kernels
+from builder.kernels.definitions import split_markers, tree_path
+from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_text
 from builder.kernels.preprocess import (
     PreprocessError,
     find_preprocessor,
@@ -44,6 +45,7 @@ __all__ = [
     "KernelRecord",
     "KernelTree",
     "Progress",
+    "RuntimeTemplate",
     "catalog_tree",
     "checked_entries",
     "discover",
@@ -59,6 +61,15 @@ CATALOG_FILE = "catalog.json"  # as builder.kernels.catalog, which discovery doe
 Progress = Callable[[int, int, str], None]  # (files done, files in all, entry just finished)
 
 
+class RuntimeTemplate(NamedTuple):
+    """A kernel template no entry file instantiates: its kernels exist only when the host
+    compiles them at run time (MLX: ``indexing/scatter.h``, ``hadamard.h``...)."""
+
+    template: str
+    source: str
+    """The header it is written in, relative to the tree root (``/`` separators)."""
+
+
 @dataclass(frozen=True)
 class KernelTree:
     """A kernel tree as the build and the size report see it, whatever its kind."""
@@ -68,6 +79,34 @@ class KernelTree:
     sources: tuple[str, ...]  # entry files (catalog: family headers), in tree order
     kernels: tuple[KernelRecord, ...]
     config: TreeConfig
+    written_in: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
+    """(entry file, template name, or a non-template kernel's name) -> the file its code is
+    written in: relative to the root (``/``), or absolute outside it. Empty for a catalog tree,
+    whose records' ``source`` is that file already."""
+    runtime_only: tuple[RuntimeTemplate, ...] = ()
+    """Kernel templates of the tree's headers that no entry file instantiates."""
+
+    def defined_in(self, record: KernelRecord) -> str:
+        """The file ``record``'s code (its template, or the function itself) is written in; the
+        entry file when discovery did not find the definition (the safe answer: the entry's
+        text holds everything it compiles)."""
+        key = record.template if record.template is not None else record.name
+        return self.written_in.get((record.source, key), record.source)
+
+    def own_templates(self) -> dict[str, list[str]]:
+        """Entry file -> the kernel templates it instantiates that are written in the entry
+        file itself (MLX: arg_reduce.metal's ``arg_reduce_general``), for the entries that have
+        any. Such code is in no header, so no run-time preamble holds it. None in a catalog
+        tree, whose units are the headers themselves."""
+        own: dict[str, list[str]] = {}
+        if self.kind == "catalog":
+            return own
+        for record in self.kernels:
+            if record.template is not None and self.defined_in(record) == record.source:
+                names = own.setdefault(record.source, [])
+                if record.template not in names:
+                    names.append(record.template)
+        return own
 
     def source_of(self) -> dict[str, str]:
         """Kernel name -> entry file; a name two entry files produce goes to the first."""
@@ -97,6 +136,7 @@ class KernelTree:
             "kernels": [  # args stay tuples: JSON arrays all the same, no copies
                 {"name": n, "source": s, "template": t, "args": a} for n, s, t, a in self.kernels
             ],
+            "runtime_only": [{"template": t, "source": s} for t, s in self.runtime_only],
         }
 
 
@@ -197,18 +237,14 @@ def discover(
 
     batches = _batches(len(entries), _jobs(jobs, len(entries)), pp.batches)
 
-    def work(first: int, stop: int) -> list[list[KernelRecord]]:
-        names = entries[first:stop]
-        texts = preprocess(pp, names, include_dirs, defines, root)
-        found = []
-        for entry, text in zip(names, texts):
-            try:
-                found.append(scan_kernels(text, entry))
-            except ScanError as exc:
-                raise UsageError(f"{entry}: {exc}") from None
-        return found
+    where = functools.lru_cache(maxsize=None)(lambda name: tree_path(name, root))
 
-    results: list[list[KernelRecord]] = [[] for _ in entries]
+    def work(first: int, stop: int) -> list[_EntryScan]:
+        names = entries[first:stop]
+        texts = preprocess(pp, names, include_dirs, defines, root, line_markers=True)
+        return [_scan_entry(entry, text, where) for entry, text in zip(names, texts)]
+
+    results: list[_EntryScan] = [_EntryScan([], {}, set(), set()) for _ in entries]
     failures: dict[int, UsageError] = {}
     with ThreadPoolExecutor(max_workers=_jobs(jobs, len(batches))) as pool:
         futures = {pool.submit(work, a, b): (a, b) for a, b in batches}
@@ -231,8 +267,45 @@ def discover(
                 on_progress(done, len(entries), entries[stop - 1])
     if failures:
         raise failures[min(failures)]
-    kernels = tuple(record for records in results for record in records)
-    return KernelTree(root, "discovered", tuple(entries), kernels, config)
+    kernels = tuple(record for result in results for record in result.kernels)
+    written_in = {(entry, key): file for entry, result in zip(entries, results)
+                  for key, file in result.written_in.items()}  # fmt: skip
+    from builder.kernels.runtime_only import runtime_templates
+
+    runtime = runtime_templates(root, entries, [r.files for r in results], config, pp,
+                                include_dirs, defines)  # fmt: skip
+    return KernelTree(root, "discovered", tuple(entries), kernels, config, written_in, runtime)
+
+
+class _EntryScan(NamedTuple):
+    """One entry file's kernels, where their code is written, the kernel templates its text
+    defines and the files it reads (tree paths)."""
+
+    kernels: list[KernelRecord]
+    written_in: dict[str, str]
+    kernel_templates: set[tuple[str, str]]
+    files: set[str]
+
+
+def _scan_entry(entry: str, text: str, where: Callable[[str], str]) -> _EntryScan:
+    clean, runs = split_markers(text)
+    try:
+        scan = scan_text(clean, entry)
+    except ScanError as exc:
+        raise UsageError(f"{entry}: {exc}") from None
+
+    def file_at(offset: int) -> str:
+        name = runs.file_at(offset)
+        return where(name) if name is not None else entry
+
+    written: dict[str, str] = {}
+    defined = [(name, file_at(offset)) for name, offset in scan.templates]
+    for name, file in defined:
+        written.setdefault(name, file)
+    for name, offset in scan.functions.items():
+        written[name] = file_at(offset)
+    files = {where(f) for f in runs.files if not f.startswith("<")}
+    return _EntryScan(scan.kernels, written, set(defined), files)
 
 
 def discover_file(
@@ -250,7 +323,7 @@ def discover_file(
     pp = find_preprocessor(compiler)
     text = preprocess(pp, [path.name], dirs, metal_defines(defines, metal_version), path.parent)[0]
     try:
-        return scan_kernels(text, path.name)
+        return scan_text(text, path.name).kernels
     except ScanError as exc:
         raise UsageError(f"{path}: {exc}") from None
 

@@ -40,8 +40,14 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     plan = make_plan(PlanRequest(source_dir=mlx_tree, jit=True, defines=("NDEBUG",
                                  "__METAL_VERSION__=320")))  # fmt: skip
     assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
-    assert plan.aot == ("tiles/tile_copy.metal",)
-    assert [p for _, p in plan.compiles] == [mlx_tree.resolve() / "tiles" / "tile_copy.metal"]
+    # aot-only names tiles/; plain_kernels.metal writes its kernel template copy_values itself
+    assert plan.aot == ("plain_kernels.metal", "tiles/tile_copy.metal")
+    reasons = {u.name: u.reason for u in plan.units if u.mode == "aot"}
+    assert reasons["tiles/tile_copy.metal"] == "named by [build] aot-only in metallib.toml"
+    assert "copy_values" in (reasons["plain_kernels.metal"] or "")
+    assert [p for _, p in plan.compiles] == [
+        mlx_tree.resolve() / "plain_kernels.metal", mlx_tree.resolve() / "tiles" / "tile_copy.metal"
+    ]
     unary = next(u for u in plan.units if u.name == "unary_subset.metal")
     assert unary.preambles == ("utils", "unary_ops", "unary")
     # the compiler defines Metal's own macros itself; discovery gets every define
@@ -61,7 +67,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
     ("request_", "words"),
     [
         ({"kernels": ("unary",)}, "--kernels, --jit-kernels and --dtypes select catalog families"),
-        ({"exclude": ("*",)}, "all 6 entry files are excluded"),
+        ({"exclude": ("*",)}, "all 7 entry files are excluded"),
         ({"include_dirs": (Path("/nonexistent"),)}, "include folder /nonexistent"),
         ({"std": "metal3"}, "not a Metal language standard"),
     ],

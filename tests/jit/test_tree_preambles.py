@@ -29,6 +29,7 @@ def test_preambles_are_the_entry_files_includes_each_once(
         ("unary", ("unary_subset.metal", "versioned.metal")),
         ("arange", ("arange_subset.metal",)),
         ("versioned", ("versioned.metal",)),  # it defines kernels of its own
+        ("scatter_rows", ()),  # run-time-only kernels: in every split
     ]
     assert specs[0].headers == (mlx_headers / KERNELS / "utils.h",)
 
@@ -45,6 +46,7 @@ def test_an_entry_file_that_defines_kernels_is_its_own_preamble(
         ("plain_kernels", ("plain_kernels.metal",)),
         ("unary_ops", ("unary_subset.metal",)),
         ("unary", ("unary_subset.metal",)),
+        ("scatter_rows", ()),
     ]
     assert specs[1].headers == ((mlx_style / "plain_kernels.metal").resolve(),)
 
@@ -61,7 +63,9 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     )
     tree = load_tree(tree_dir)
     specs = jit_preambles(tree, ["unary_subset.metal"])
-    assert [(s.function, len(s.headers)) for s in specs] == [("utils", 1), ("unary_family", 2)]
+    assert [(s.function, len(s.headers)) for s in specs] == [
+        ("utils", 1), ("unary_family", 2), ("scatter_rows", 1)
+    ]
     # a configured name equal to an unconfigured header's stem names two different things
     (tree_dir / "metallib.toml").write_text(
         f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
