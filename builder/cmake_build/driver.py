@@ -122,6 +122,7 @@ def run_build(
     toolchain = found if isinstance(found, MetalToolchain) else None
     tree = BuildTree(settings, compiler=toolchain.explicit if toolchain else None)
     plan = None
+    held: list[str] = []
     # A catalog tree configured the same way needs no new plan: CMake plans again by itself when
     # catalog.json changes. A tree of entry files is planned again (cheap) to see new files.
     split = _configured_split(tree) if is_catalog_tree(settings.kernel_dir or metal_src_dir()) else None
@@ -131,8 +132,10 @@ def run_build(
         planned = build_plan(settings)
         split = Split(planned.aot, planned.jit)
         plan = plan_text(planned) if planned.kind == "discovered" else None
+        held = [f"{u.name} ({u.reason})" for u in planned.units if u.reason]
     if split.aot and isinstance(found, ToolchainMissing):
-        raise UsageError(missing_message(found))
+        stays = f" Even with --jit, these stay AOT: {'; '.join(held)}." if held else ""
+        raise UsageError(missing_message(found) + stays)
     if not split.aot:
         toolchain = None
     echo = (

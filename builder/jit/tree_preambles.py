@@ -151,7 +151,11 @@ class _Universe:
         where = tree.config.path.parent if tree.config.path else tree.root
         toml = tree.config.path or tree.root / "metallib.toml"
         shown = os.path.relpath(second, where)
-        own = _ident(_display(second, tree))
+        used = {*self.names.values(), *tree.config.preambles}
+        own = base = _ident(_display(second, tree))
+        number = 2
+        while own in used:  # a name nothing else has
+            own, number = f"{base}_{number}", number + 1
         return (f"run-time preamble name {name!r} names two headers: {_display(first, tree)} and "
                 f"{_display(second, tree)}; settle it in {toml}: [build.preambles] "
                 f'{own} = "{Path(shown).as_posix()}"')  # fmt: skip

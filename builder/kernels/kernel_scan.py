@@ -295,10 +295,16 @@ def _declaration(decl: str, has_body: bool) -> _Found | _TemplateDefinition | No
             if match.group(1) or close < 0:
                 return None  # extern, or unbalanced
             if rest[1:close].strip():  # a template definition: nothing of its own
-                if not has_body or not (stage_attr or _STAGE_WORD.search(rest, close)):
+                if not has_body:
                     return None
-                defined = _declarator(rest[close + 1 :])
-                return _TemplateDefinition(defined[0]) if defined else None
+                head = rest[close + 1 :]
+                defined = _declarator(head)
+                if defined is None:
+                    return None
+                # the qualifier comes before the name (not a parameter type named "kernel")
+                if stage_attr or _STAGE_WORD.search(head, 0, max(0, head.find(defined[0]))):
+                    return _TemplateDefinition(defined[0])
+                return None
             kind, plain = "specialization", rest[close + 1 :]
         elif match.group(1):
             return None  # extern template: declared here, instantiated elsewhere

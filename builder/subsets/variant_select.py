@@ -52,8 +52,8 @@ def held_aot(tree: KernelTree) -> dict[str, str]:
         elif source in own:
             names = own[source]
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            held[source] = (f"writes its kernel templates itself ({shown}), which no header "
-                            "holds: as MLX's JIT build, it stays AOT")  # fmt: skip
+            held[source] = (f"it writes its own kernel templates ({shown}), which no header "
+                            "holds (MLX's JIT build keeps such files AOT too)")  # fmt: skip
     return held
 
 

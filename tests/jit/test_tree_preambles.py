@@ -73,3 +73,65 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     )
     with pytest.raises(UsageError, match="utils"):
         jit_preambles(load_tree(tree_dir), ["unary_subset.metal"])
+
+
+def test_an_entry_file_named_like_its_header_needs_only_the_header(
+    mlx_style: Path, mlx_headers: Path
+) -> None:
+    """fft.metal emits make_twiddles, written in fft.h (as MLX's fft.metal emits
+    generate_bluestein_twiddles from fft.h): the header's preamble holds it, fft.metal is no
+    preamble of its own, and there is no name to clash."""
+    tree = load_tree(mlx_style, include_dirs=[mlx_headers])
+    specs = jit_preambles(tree, ["fft.metal"])
+    assert [(s.function, s.entries) for s in specs] == [
+        ("utils", ("fft.metal",)), ("fft", ("fft.metal",)), ("scatter_rows", ())
+    ]
+    assert specs[1].headers == ((mlx_style / "fft.h").resolve(),)
+    # names are the tree's, whatever the split: unary.h is unary() alone or with everything
+    every = {s.function: s.headers for s in jit_preambles(tree, list(tree.sources))}
+    assert every["fft"] == specs[1].headers and "fft_h" not in every
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
+    """fft.metal writing a kernel itself and its header fft.h are both preambles: the stems and
+    the paths without suffix collide, so both are named after the whole path."""
+    root = _tree(tmp_path, {
+        "fft.h": "template <typename T> [[kernel]] void pass(device T* x) { }\n",
+        "fft.metal": '#include "fft.h"\nkernel void own(device float* x) { }\n'
+                     'template [[host_name("p")]] [[kernel]] decltype(pass<float>) pass<float>;\n',
+        "a/util.h": "#pragma once\n", "b/util.h": "#pragma once\n",
+        "c.metal": '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n',
+    })  # fmt: skip
+    tree = load_tree(root)
+    specs = jit_preambles(tree, ["fft.metal", "c.metal"])
+    assert [(s.function, s.headers) for s in specs] == [
+        ("fft_h", ((root / "fft.h").resolve(),)),
+        ("fft_metal", ((root / "fft.metal").resolve(),)),
+        ("a_util", ((root / "a/util.h").resolve(),)),
+        ("b_util", ((root / "b/util.h").resolve(),)),
+        ("c", ((root / "c.metal").resolve(),)),
+    ]
+
+
+def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "x-y.h": "#pragma once\n", "x_y.h": "#pragma once\n",
+        "e.metal": '#include "x-y.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
+    })  # fmt: skip
+    with pytest.raises(UsageError) as caught:
+        jit_preambles(load_tree(root), ["e.metal"])
+    message = str(caught.value)
+    assert "'x_y_h' names two headers: x-y.h and x_y.h" in message
+    assert f"settle it in {root / 'metallib.toml'}: [build.preambles] " in message
+    line = message.rpartition("[build.preambles] ")[2]
+    # the suggested line, written into metallib.toml, settles it
+    (root / "metallib.toml").write_text(f"[build.preambles]\n{line}\n")
+    named = {s.function for s in jit_preambles(load_tree(root), ["e.metal"])}
+    assert named == {"e", "x_y", "x_y_h_2"}  # the suggested name is one nothing else has

@@ -77,3 +77,18 @@ DETAILS = {
     "fill_ones": (None, ()),
     "renamed_kernel": (None, ()),
 }
+# The code each kernel comes from, read off the files: ("template", name) for an instantiation,
+# ("function", name) for a kernel written with a body (its own name, not its host name).
+_PREFIXES = {"v_": "unary_v", "v2_": "unary_v2", "gn1_": "unary_g", "ss_": "binary_ss",
+             "vv_": "binary_vv", "gn2_": "binary_g", "arange": "arange",
+             "copy_values": "copy_values", "tile_copy_": "tile_copy", "fft_pass_": "fft_pass"}  # fmt: skip
+
+
+def code_of(name: str) -> tuple[str, str]:
+    """("template" | "function", identifier) of a kernel of the MLX-style tree."""
+    if name == "renamed_kernel":
+        return ("function", "internal_name")
+    for prefix, template in sorted(_PREFIXES.items(), key=lambda p: -len(p[0])):
+        if name.startswith(prefix):
+            return ("template", template)
+    return ("function", name)
