@@ -51,9 +51,11 @@ def _names(path: Path) -> list[str]:
 
 
 def _embedded_text(cpp: str) -> str:
-    """Every text piece a generated source stores, back to back in the file's order."""
+    """Every text piece a generated source stores, back to back in the file's order, comments
+    blanked (MLX writes them inside template parameter lists)."""
     pattern = re.compile(r'char mbjit_t_\w+\[\] = R"([^(]*)\((.*?)\)\1";', re.DOTALL)
-    return "".join(m.group(2) for m in pattern.finditer(cpp))
+    text = "".join(m.group(2) for m in pattern.finditer(cpp))
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.DOTALL)
 
 
 _ATTRS = r"(?:\[\[(?:[^\]]|\](?!\]))*\]\]\s*)*"
