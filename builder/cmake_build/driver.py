@@ -55,7 +55,7 @@ def project_source_dir() -> Path:
 
 def plan_request(settings: BuildSettings) -> PlanRequest:
     """The plan request of ``settings``, as CMakeLists.txt passes the same options."""
-    from builder.cmake_build.plan import PlanRequest
+    from builder.cmake_build.plan import DISCOVERY_CACHE, PlanRequest
 
     return PlanRequest(
         source_dir=settings.kernel_dir, kernels=settings.kernels, jit=settings.jit,
@@ -64,6 +64,9 @@ def plan_request(settings: BuildSettings) -> PlanRequest:
         config_file=settings.config_file, chunk_size=settings.chunk_size, std=settings.std,
         deployment_target=settings.deployment_target,
         gen_dir=settings.build_dir / "metal_aot" / "src",
+        # discovery's memory, kept by CMake's planning; never the first thing made in a new folder
+        cache_file=(settings.build_dir / "metal_plan" / DISCOVERY_CACHE
+                    if settings.build_dir.is_dir() else None),
     )  # fmt: skip
 
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATALOG_LIBRARY",
+    "DISCOVERY_CACHE",
     "PLAN_SCHEMA",
     "BuildPlan",
     "PlanRequest",
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 PLAN_SCHEMA = 1
+DISCOVERY_CACHE = "discovery.json"
+"""Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
 
@@ -77,6 +80,9 @@ class PlanRequest:
     deployment_target: str | None = None
     gen_dir: Path | None = None
     """Where a catalog tree's AOT sources are generated (needed to name them in the plan)."""
+    cache_file: Path | None = None
+    """Discovery's memory in the build directory (``builder.kernels.discovery_cache``): a no-op
+    build plans without preprocessing the tree again. None: discover every time."""
 
 
 @dataclass(frozen=True)
@@ -276,7 +282,7 @@ def _catalog_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
 
 def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
     from builder.jit.tree_preambles import jit_preambles
-    from builder.kernels.discovery import discover
+    from builder.kernels.discovery_cache import discover_cached
     from builder.kernels.preprocess import metal_defines, parse_define
     from builder.kernels.tree_config import find_config, merge_flags
     from builder.subsets.coverage import check_coverage, require_coverage
@@ -289,7 +295,8 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
     config = merge_flags(find_config(source_dir, request.config_file), request.include_dirs,
                          request.defines, request.exclude)  # fmt: skip
     std, version = _std_for(request, config)
-    tree = discover(source_dir, replace(config, metal_version=version))  # as the record step does
+    # the __METAL_VERSION__ the record step discovers with, too
+    tree = discover_cached(source_dir, replace(config, metal_version=version), request.cache_file)
     entries = list(tree.sources)
     root = source_dir.resolve()
     held = held_aot(tree)
@@ -403,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             include_dirs=tuple(args.include_dirs), defines=tuple(args.defines),
             exclude=tuple(args.exclude), config_file=args.config, chunk_size=args.chunk_size,
             std=args.std or None, deployment_target=args.deployment_target or None,
-            gen_dir=args.gen_dir,
+            gen_dir=args.gen_dir, cache_file=args.plan.parent / DISCOVERY_CACHE,
         )  # fmt: skip
         write_plan(make_plan(request), args.plan)
     except BuilderError as exc:

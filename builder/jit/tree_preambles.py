@@ -76,7 +76,7 @@ def entry_includes(tree: KernelTree, entry: str) -> list[Path]:
 def own_code_entries(tree: KernelTree) -> set[str]:
     """Entry files that write kernel code themselves (a non-template kernel's body, or a kernel
     template), rather than only instantiating templates written in headers."""
-    return {k.source for k in tree.kernels if tree.defined_in(k) == k.source}
+    return {source for (source, _, _), (where, _) in tree.code_sites.items() if where == source}
 
 
 def _real(path: Path) -> Path:

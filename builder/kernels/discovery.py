@@ -85,6 +85,8 @@ class KernelTree:
     whose records' ``source`` is that file already."""
     runtime_only: tuple[RuntimeTemplate, ...] = ()
     """Kernel templates of the tree's headers that no entry file instantiates."""
+    files_read: tuple[str, ...] = field(default=(), compare=False)
+    """Every file the preprocessor read for the entry files (tree paths, sorted)."""
 
     def defined_in(self, record: KernelRecord) -> str:
         """The file ``record``'s code (its template, or the function itself) is written in; the
@@ -92,6 +94,22 @@ class KernelTree:
         text holds everything it compiles)."""
         key = record.template if record.template is not None else record.name
         return self.written_in.get((record.source, key), record.source)
+
+    @functools.cached_property
+    def code_sites(self) -> dict[tuple[str, str | None, str], tuple[str, int]]:
+        """(entry file, template or None, template or kernel name) -> (the file that code is
+        written in, how many kernels of the entry file come from it): every kernel counted once,
+        in a few hundred rows for MLX's 16,113 kernels."""
+        sites: dict[tuple[str, str | None, str], list[Any]] = {}
+        for record in self.kernels:
+            name = record.template if record.template is not None else record.name
+            site = sites.get((record.source, record.template, name))
+            if site is None:
+                where = self.written_in.get((record.source, name), record.source)
+                sites[(record.source, record.template, name)] = [where, 1]
+            else:
+                site[1] += 1
+        return {key: (where, count) for key, (where, count) in sites.items()}
 
     def own_templates(self) -> dict[str, list[str]]:
         """Entry file -> the kernel templates it instantiates that are written in the entry
@@ -101,11 +119,9 @@ class KernelTree:
         own: dict[str, list[str]] = {}
         if self.kind == "catalog":
             return own
-        for record in self.kernels:
-            if record.template is not None and self.defined_in(record) == record.source:
-                names = own.setdefault(record.source, [])
-                if record.template not in names:
-                    names.append(record.template)
+        for (source, template, _), (where, _count) in self.code_sites.items():
+            if template is not None and where == source:
+                own.setdefault(source, []).append(template)
         return own
 
     def source_of(self) -> dict[str, str]:
@@ -274,7 +290,9 @@ def discover(
 
     runtime = runtime_templates(root, entries, [r.files for r in results], config, pp,
                                 include_dirs, defines)  # fmt: skip
-    return KernelTree(root, "discovered", tuple(entries), kernels, config, written_in, runtime)
+    files = tuple(sorted(set().union(*(r.files for r in results))))
+    return KernelTree(root, "discovered", tuple(entries), kernels, config, written_in, runtime,
+                      files)  # fmt: skip
 
 
 class _EntryScan(NamedTuple):

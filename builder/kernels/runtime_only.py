@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from builder.kernels.discovery import RuntimeTemplate
     from builder.kernels.tree_config import TreeConfig
 
-__all__ = ["HEADER_SUFFIXES", "runtime_templates"]
+__all__ = ["HEADER_SUFFIXES", "runtime_templates", "tree_headers"]
 
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
 _QUOTED = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
@@ -45,7 +45,7 @@ _STAGE = re.compile(rb"\bkernel\b|\bvertex\b|\bfragment\b|\[\[\s*(?:visible|stit
                     rb"object|intersection)\b")  # fmt: skip
 
 
-def _headers(root: Path) -> list[str]:
+def tree_headers(root: Path) -> list[str]:
     """Every header under ``root`` (relative, ``/``), sorted; hidden folders skipped."""
     found = []
     for folder, dirs, files in os.walk(root):
@@ -123,7 +123,7 @@ def runtime_templates(
     read: set[str] = set().union(*files_read)
     kept = set(entries)
     excluded = [root / e for e in entry_files(root) if e not in kept]
-    candidates = [h for h in _headers(root) if h not in read and not path_matches(h, config.exclude)]
+    candidates = [h for h in tree_headers(root) if h not in read and not path_matches(h, config.exclude)]
     if candidates and excluded:
         reached = _reached(excluded, [*config.include_dirs, root.resolve()], root)
         candidates = [h for h in candidates if h not in reached]

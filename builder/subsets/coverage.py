@@ -94,28 +94,30 @@ def check_coverage(
     from ``preambles``; ``in_metallib(name)`` says whether the metallib holds a kernel of an AOT
     entry file (None: a build, which compiles every one)."""
     chosen = set(jit)
-    embedded = inlined_files((h for spec in preambles for h in spec.headers), include_dirs)
-    real: dict[str, Path] = {}
+    embedded = {str(p) for p in inlined_files(
+        (h for spec in preambles for h in spec.headers), include_dirs)}  # fmt: skip
     missing: dict[str, list[str]] = {}
     in_lib = in_src = absent = 0
-    for record in tree.kernels:
-        if record.source not in chosen:
-            if in_metallib is None or in_metallib(record.name):
-                in_lib += 1
-            else:
-                absent += 1
-            continue
-        where = tree.defined_in(record)
-        path = real.get(where) or real.setdefault(where, _real(tree, where))
-        if path in embedded:
-            in_src += 1
+    if in_metallib is not None:
+        for record in tree.kernels:
+            if record.source not in chosen:
+                if in_metallib(record.name):
+                    in_lib += 1
+                else:
+                    absent += 1
+    real: dict[str, str] = {}
+    for (source, _, _), (where, count) in tree.code_sites.items():
+        if source not in chosen:
+            in_lib += count if in_metallib is None else 0
+        elif (real.get(where) or real.setdefault(where, str(_real(tree, where)))) in embedded:
+            in_src += count
         else:
-            missing.setdefault(record.source, []).append(where)
+            missing.setdefault(source, []).extend([where] * count)
     lost = [Lost(source, len(files), tuple(dict.fromkeys(files)))
             for source, files in missing.items()]  # fmt: skip
     runtime_lost: dict[str, int] = {}
     for template in tree.runtime_only:
-        if _real(tree, template.source) not in embedded:
+        if str(_real(tree, template.source)) not in embedded:
             runtime_lost[template.source] = runtime_lost.get(template.source, 0) + 1
     lost += [Lost(header, count, (header,)) for header, count in runtime_lost.items()]
     return Coverage(len(tree.kernels), in_lib, in_src, absent,
