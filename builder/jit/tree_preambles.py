@@ -10,7 +10,9 @@ Code is embedded where it is written (discovery's line markers say where:
 ``KernelTree.defined_in``). An entry file that writes a non-template kernel itself (``[[kernel]]``
 or ``kernel void`` with a body in the ``.metal`` file, not in a header it includes) becomes a
 preamble too, after its includes; a kernel written in a header (MLX's
-``generate_bluestein_twiddles``, in ``fft.h``) is in that header's preamble already.
+``generate_bluestein_twiddles``, in ``fft.h``) is in that header's preamble already. An entry
+file that writes kernel templates itself stays AOT in every split
+(``builder.subsets.variant_select.held_aot``), so it is never a preamble.
 
 Some preambles are needed whatever is JIT: the headers of **run-time-only** kernel templates
 (``KernelTree.runtime_only``: MLX's ``indexing/scatter.h``, ``hadamard.h``...), which no metallib
@@ -118,7 +120,9 @@ class _Universe:
 
     def __init__(self, tree: KernelTree) -> None:
         self.tree = tree
-        self.own = own_code_entries(tree)
+        # an entry file writing kernel templates itself stays AOT (a split never embeds it):
+        # it is no preamble, and takes no name
+        self.own = own_code_entries(tree) - set(tree.own_templates())
         self.configured = {_real(h): f for f, hs in tree.config.preambles.items() for h in hs}
         self.roots: dict[str, list[Path]] = {
             e: _entry_headers(tree, e, self.own) for e in tree.sources

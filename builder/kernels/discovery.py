@@ -260,9 +260,13 @@ def discover(
         texts = preprocess(pp, names, include_dirs, defines, root, line_markers=True)
         return [_scan_entry(entry, text, where) for entry, text in zip(names, texts)]
 
-    results: list[_EntryScan] = [_EntryScan([], {}, set(), set()) for _ in entries]
+    from builder.kernels.runtime_only import candidate_headers, runtime_templates
+
+    results: list[_EntryScan] = [_EntryScan([], {}, set()) for _ in entries]
     failures: dict[int, UsageError] = {}
     with ThreadPoolExecutor(max_workers=_jobs(jobs, len(batches))) as pool:
+        runtime = pool.submit(runtime_templates, root, candidate_headers(root, config), pp,
+                              include_dirs, defines)  # fmt: skip
         futures = {pool.submit(work, a, b): (a, b) for a, b in batches}
         done = 0
         for future in as_completed(futures):
@@ -286,22 +290,19 @@ def discover(
     kernels = tuple(record for result in results for record in result.kernels)
     written_in = {(entry, key): file for entry, result in zip(entries, results)
                   for key, file in result.written_in.items()}  # fmt: skip
-    from builder.kernels.runtime_only import runtime_templates
-
-    runtime = runtime_templates(root, entries, [r.files for r in results], config, pp,
-                                include_dirs, defines)  # fmt: skip
-    files = tuple(sorted(set().union(*(r.files for r in results))))
-    return KernelTree(root, "discovered", tuple(entries), kernels, config, written_in, runtime,
-                      files)  # fmt: skip
+    read: set[str] = set().union(*(r.files for r in results))
+    # a header an entry file read after all (a computed #include the text did not show)
+    runtime_only = tuple(t for t in runtime.result() if t.source not in read)
+    return KernelTree(root, "discovered", tuple(entries), kernels, config, written_in,
+                      runtime_only, tuple(sorted(read)))  # fmt: skip
 
 
 class _EntryScan(NamedTuple):
-    """One entry file's kernels, where their code is written, the kernel templates its text
-    defines and the files it reads (tree paths)."""
+    """One entry file's kernels, where their code is written and the files it reads (tree
+    paths)."""
 
     kernels: list[KernelRecord]
     written_in: dict[str, str]
-    kernel_templates: set[tuple[str, str]]
     files: set[str]
 
 
@@ -317,13 +318,12 @@ def _scan_entry(entry: str, text: str, where: Callable[[str], str]) -> _EntrySca
         return where(name) if name is not None else entry
 
     written: dict[str, str] = {}
-    defined = [(name, file_at(offset)) for name, offset in scan.templates]
-    for name, file in defined:
-        written.setdefault(name, file)
+    for name, offset in scan.templates:
+        written.setdefault(name, file_at(offset))
     for name, offset in scan.functions.items():
         written[name] = file_at(offset)
     files = {where(f) for f in runs.files if not f.startswith("<")}
-    return _EntryScan(scan.kernels, written, set(defined), files)
+    return _EntryScan(scan.kernels, written, files)
 
 
 def discover_file(

@@ -11,7 +11,8 @@ of that is as it was:
   version of metallib-builder, and the modification time and size of the discovery code itself;
 - the entry files and the headers under the tree (a new header may hold run-time-only kernels);
 - the modification time and size of every file the preprocessor read for any entry file (its
-  line markers name them) and of every header under the tree.
+  line markers name them), of every header and of every ``.metal`` file under the tree
+  (excluded ones too: what they include is not run-time only).
 
 Anything else (a missing, unreadable or foreign file) means: discover again, and write the file
 anew (atomically). Nothing a cache holds is trusted beyond its shape: a bad one is ignored.
@@ -30,6 +31,7 @@ from builder.kernels.discovery import (
     RuntimeTemplate,
     checked_entries,
     discover,
+    entry_files,
 )
 from builder.kernels.tree_config import TreeConfig
 
@@ -48,8 +50,7 @@ def _stat(path: Path) -> list[int] | None:
     return [st.st_mtime_ns, st.st_size]
 
 
-def _key(root: Path, config: TreeConfig, entries: list[str], headers: list[str],
-         compiler: str) -> dict[str, Any]:  # fmt: skip
+def _key(root: Path, config: TreeConfig, listed: list[str], compiler: str) -> dict[str, Any]:
     from builder import __version__
 
     here = Path(__file__).resolve().parent
@@ -58,7 +59,7 @@ def _key(root: Path, config: TreeConfig, entries: list[str], headers: list[str],
         "include_dirs": [str(d) for d in config.include_dirs], "defines": list(config.defines),
         "exclude": list(config.exclude), "metal_version": config.metal_version,
         "compiler": compiler, "code": {name: _stat(here / name) for name in _CODE},
-        "entries": entries, "headers": headers,
+        "listed": listed,
     }  # fmt: skip
 
 
@@ -84,11 +85,11 @@ def _load(path: Path, key: dict[str, Any], root: Path, config: TreeConfig) -> Ke
         return None
 
 
-def _save(path: Path, key: dict[str, Any], tree: KernelTree, headers: list[str]) -> None:
+def _save(path: Path, key: dict[str, Any], tree: KernelTree, listed: list[str]) -> None:
     from builder.errors import OutputError
     from builder.fileio import make_dirs, write_atomic
 
-    names = sorted({*tree.files_read, *headers})
+    names = sorted({*tree.files_read, *listed})
     data = {
         "key": key,
         "files": _files(tree.root, names),
@@ -118,11 +119,11 @@ def discover_cached(
     from builder.kernels.runtime_only import tree_headers
 
     root = Path(source_dir)
-    entries = checked_entries(root, config)
-    headers = tree_headers(root)
-    key = _key(root, config, entries, headers, find_preprocessor(compiler).path)
+    checked_entries(root, config)  # the usual errors first
+    listed = [*entry_files(root), *tree_headers(root)]
+    key = _key(root, config, listed, find_preprocessor(compiler).path)
     tree = _load(cache_file, key, root, config)
     if tree is None:
         tree = discover(root, config, compiler=compiler)
-        _save(cache_file, key, tree, headers)
+        _save(cache_file, key, tree, listed)
     return tree

@@ -10,15 +10,17 @@ when it needs one. Such kernels are in no metallib, so every variant must embed 
 A header of the tree (``*.h``, ``*.hh``, ``*.hpp``, ``*.hxx`` under the root, hidden folders
 skipped) holds run-time-only kernels when
 
-- no entry file reads it (the preprocessor's line markers of every entry file say which files
-  each one reads), no excluded entry file reaches it through quoted includes (read as text: an
-  excluded file's headers belong to what was excluded, like MLX's ``*_nax.h``) and no
+- no entry file of the tree reaches it through its includes, read as text: every quoted or angle
+  include of the entry files and, transitively, of what they include, whatever ``#if`` says
+  (so headers behind ``#if __METAL_VERSION__ >= 400`` are the gated kernels of some entry file,
+  and an excluded entry file's headers, like MLX's ``*_nax.h``, belong to what was excluded),
+  nor did the preprocessor read it for an entry file (``#include SOME_MACRO``), and no
   ``--exclude`` glob names it; and
 - preprocessed on its own, as an entry file is, it defines kernel templates itself.
 
 A header that does not preprocess on its own (it expects a macro from the file including it) is
-read as written instead. Kernel templates in headers that entry files do read are not run-time
-only: a tree's ``#if`` decides those (MLX's ``__METAL_VERSION__ >= 320`` kernels).
+read as written instead. The candidates are known before any entry file is preprocessed, so
+discovery preprocesses them beside the entry files, in the same pool.
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ if TYPE_CHECKING:
     from builder.kernels.discovery import RuntimeTemplate
     from builder.kernels.tree_config import TreeConfig
 
-__all__ = ["HEADER_SUFFIXES", "runtime_templates", "tree_headers"]
+__all__ = ["HEADER_SUFFIXES", "candidate_headers", "runtime_templates", "tree_headers"]
 
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
-_QUOTED = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
 _STAGE = re.compile(rb"\bkernel\b|\bvertex\b|\bfragment\b|\[\[\s*(?:visible|stitchable|mesh|"
                     rb"object|intersection)\b")  # fmt: skip
 
@@ -58,8 +60,9 @@ def tree_headers(root: Path) -> list[str]:
 
 
 def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[str]:
-    """Tree paths of every file the quoted includes of ``starts`` lead to, read as text (no
-    ``#if`` settled: everything a file might include)."""
+    """Tree paths of every file the includes of ``starts`` lead to, read as text (no ``#if``
+    settled: everything a file might include). A quoted include is looked for beside the file
+    first, an angle one only in ``search``."""
     seen: set[str] = set()
     todo = [p.resolve() for p in starts]
     while todo:
@@ -72,9 +75,10 @@ def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[
             data = path.read_bytes()
         except OSError:
             continue
-        for match in _QUOTED.finditer(data):
-            name = match.group(1).decode("utf-8", "replace")
-            for folder in [path.parent, *search]:
+        for match in _INCLUDE.finditer(data):
+            quoted, angle = match.groups()
+            name = (quoted or angle).decode("utf-8", "replace")
+            for folder in [path.parent, *search] if quoted else search:
                 candidate = folder / name
                 if candidate.is_file():
                     todo.append(candidate.resolve())
@@ -112,30 +116,38 @@ def _defined_here(header: str, text: str, root: Path) -> list[str]:
     return names
 
 
-def runtime_templates(
-    root: Path, entries: Sequence[str], files_read: Iterable[set[str]], config: TreeConfig,
-    pp: Preprocessor, include_dirs: Sequence[Path], defines: Sequence[str],
-) -> tuple[RuntimeTemplate, ...]:  # fmt: skip
-    """The run-time-only kernel templates of the tree at ``root`` (see the module docstring),
-    in header order; ``files_read`` are the tree paths each entry file read."""
-    from builder.kernels.discovery import RuntimeTemplate, entry_files, path_matches
+def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
+    """The headers that may hold run-time-only kernels: reached by no entry file of the tree
+    (excluded ones included), named by no ``--exclude`` glob, and holding a shader word."""
+    from builder.kernels.discovery import entry_files, path_matches
 
-    read: set[str] = set().union(*files_read)
-    kept = set(entries)
-    excluded = [root / e for e in entry_files(root) if e not in kept]
-    candidates = [h for h in tree_headers(root) if h not in read and not path_matches(h, config.exclude)]
-    if candidates and excluded:
-        reached = _reached(excluded, [*config.include_dirs, root.resolve()], root)
-        candidates = [h for h in candidates if h not in reached]
-    with_stages = []
-    for header in candidates:
+    headers = [h for h in tree_headers(root) if not path_matches(h, config.exclude)]
+    if not headers:
+        return []
+    reached = _reached((root / e for e in entry_files(root)),
+                       [*config.include_dirs, root.resolve()], root)  # fmt: skip
+    found = []
+    for header in headers:
+        if header in reached:
+            continue
         try:
             if _STAGE.search((root / header).read_bytes()):
-                with_stages.append(header)
+                found.append(header)
         except OSError:
             continue
-    if not with_stages:
+    return found
+
+
+def runtime_templates(
+    root: Path, headers: Sequence[str], pp: Preprocessor, include_dirs: Sequence[Path],
+    defines: Sequence[str],
+) -> tuple[RuntimeTemplate, ...]:  # fmt: skip
+    """The kernel templates each of ``headers`` (from :func:`candidate_headers`) defines
+    itself, in header order."""
+    from builder.kernels.discovery import RuntimeTemplate
+
+    if not headers:
         return ()
-    texts = _texts(with_stages, root, pp, include_dirs, defines)
-    return tuple(RuntimeTemplate(t, header) for header, text in zip(with_stages, texts)
+    texts = _texts(list(headers), root, pp, include_dirs, defines)
+    return tuple(RuntimeTemplate(t, header) for header, text in zip(headers, texts)
                  for t in _defined_here(header, text, root))  # fmt: skip

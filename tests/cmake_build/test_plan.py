@@ -123,3 +123,54 @@ def test_cmake_writes_the_plan_the_cli_computes(
     assert [(u["name"], u["mode"]) for u in plan["units"]] == [
         (f["name"], f["mode"]) for f in manifest["families"]
     ]
+
+
+def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tree: Path) -> None:
+    plan = make_plan(PlanRequest(source_dir=mlx_tree))
+    assert plan.jit == () and plan.to_json()["cmake"]["jit_library"] == "ON"
+    assert plan.preambles == ({"function": "scatter_rows",
+                               "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
+                               "entries": []},)  # fmt: skip
+    assert all(u.reason is None for u in plan.units)  # nothing held back: nothing was asked JIT
+
+
+def test_a_plan_that_would_lose_kernels_is_refused(tmp_path: Path) -> None:
+    """A kernel template reached through a computed include is in no preamble (the inliner
+    leaves ``#include NAME`` to the run-time compiler): JIT mode would lose its kernels."""
+    from builder.errors import CheckFailed
+
+    (tmp_path / "k.h").write_text("template <typename T>\n[[kernel]] void k(device T* x) { }\n")
+    (tmp_path / "macro.metal").write_text(
+        '#define KERNELS "k.h"\n#include KERNELS\n'
+        'template [[host_name("k_float")]] [[kernel]] decltype(k<float>) k<float>;\n'
+    )
+    assert make_plan(PlanRequest(source_dir=tmp_path)).aot == ("macro.metal",)  # AOT: fine
+    with pytest.raises(CheckFailed, match=r"the build \(--jit\) would lose 1 kernel\(s\).*"
+                                          r"macro\.metal: 1 kernel\(s\), code in k\.h"):
+        make_plan(PlanRequest(source_dir=tmp_path, jit=True))
+
+
+def test_discovery_is_remembered_until_a_file_it_read_changes(
+    mlx_tree: Path, tmp_path: Path
+) -> None:
+    import os
+
+    cache = tmp_path / "build" / "metal_plan" / "discovery.json"
+    request = PlanRequest(source_dir=mlx_tree, jit=True, cache_file=cache)
+    first = plan_text(make_plan(request))
+    assert cache.is_file() and plan_text(make_plan(PlanRequest(source_dir=mlx_tree, jit=True))) == first
+    stamp = cache.stat().st_mtime_ns
+    assert plan_text(make_plan(request)) == first and cache.stat().st_mtime_ns == stamp  # reused
+    # fft.h (read by fft.metal) now writes its template in fft.metal's place: discovered again
+    header = mlx_tree / "fft.h"
+    header.write_text(header.read_text().replace("fft_pass", "fft_pass_moved"))
+    entry = mlx_tree / "fft.metal"
+    entry.write_text("template <typename T, int N>\n[[kernel]] void fft_pass(device T* x) { }\n"
+                     + entry.read_text())  # fmt: skip
+    os.utime(header, ns=(stamp + 10**9, stamp + 10**9))
+    changed = make_plan(request)
+    assert cache.stat().st_mtime_ns != stamp
+    assert "fft.metal" in changed.aot and plan_text(changed) != first
+    assert plan_text(changed) == plan_text(make_plan(PlanRequest(source_dir=mlx_tree, jit=True)))
+    cache.write_text("{not json")  # a broken memory is ignored and replaced
+    assert plan_text(make_plan(request)) == plan_text(changed)

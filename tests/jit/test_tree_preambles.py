@@ -37,18 +37,22 @@ def test_preambles_are_the_entry_files_includes_each_once(
 def test_an_entry_file_that_defines_kernels_is_its_own_preamble(
     mlx_style: Path, mlx_headers: Path
 ) -> None:
-    """plain_kernels.metal writes fill_ones, scale_by_two... itself: their code is in no header,
-    so the run-time source must carry the file (after what it includes)."""
+    """versioned.metal writes before_msl32 and macos_kernel itself: their code is in no header,
+    so the run-time source must carry the file (after what it includes). plain_kernels.metal
+    also writes a kernel template (copy_values): it stays AOT in every split, never a preamble."""
     tree = load_tree(mlx_style, include_dirs=[mlx_headers])
-    specs = jit_preambles(tree, ["plain_kernels.metal", "unary_subset.metal"])
+    specs = jit_preambles(tree, ["versioned.metal", "arange_subset.metal"])
     assert [(s.function, s.entries) for s in specs] == [
-        ("utils", ("plain_kernels.metal", "unary_subset.metal")),
-        ("plain_kernels", ("plain_kernels.metal",)),
-        ("unary_ops", ("unary_subset.metal",)),
-        ("unary", ("unary_subset.metal",)),
+        ("utils", ("versioned.metal", "arange_subset.metal")),
+        ("unary_ops", ("versioned.metal",)),
+        ("unary", ("versioned.metal",)),
+        ("versioned", ("versioned.metal",)),
+        ("arange", ("arange_subset.metal",)),
         ("scatter_rows", ()),
     ]
-    assert specs[1].headers == ((mlx_style / "plain_kernels.metal").resolve(),)
+    assert specs[3].headers == ((mlx_style / "versioned.metal").resolve(),)
+    every = jit_preambles(tree, list(tree.sources))
+    assert "plain_kernels" not in {s.function for s in every}
 
 
 def test_metallib_toml_names_preambles_and_clashes_are_errors(

@@ -80,11 +80,18 @@ def test_run_time_only_headers_are_the_ones_no_entry_file_reaches(tmp_path: Path
     _write(tmp_path, "nax.metal", '#include "big_nax.h"\n'
            + INSTANTIATE.format(host="n", name="nax_kernel"))  # fmt: skip
     _write(tmp_path, "skipped/other.h", KERNEL_TEMPLATE.format(name="other"))
+    # behind an #if that is false here, and behind a computed include: both are some entry
+    # file's kernels, not run-time only
+    _write(tmp_path, "gated.h", KERNEL_TEMPLATE.format(name="gated"))
+    _write(tmp_path, "computed.h", KERNEL_TEMPLATE.format(name="computed"))
+    _write(tmp_path, "versions.metal", '#if __METAL_VERSION__ >= 400\n#include "gated.h"\n'
+           '#endif\n#define WHICH "computed.h"\n#include WHICH\n'
+           + INSTANTIATE.format(host="c", name="computed"))  # fmt: skip
     tree = load_tree(tmp_path, exclude=["nax.metal", "skipped/*"])
-    assert tree.sources == ("main.metal",)
+    assert tree.sources == ("main.metal", "versions.metal")
     assert tree.runtime_only == (RuntimeTemplate("scatter", "alone/scatter.h"),)
     assert tree.to_json()["runtime_only"] == [{"template": "scatter", "source": "alone/scatter.h"}]
-    assert tree.defined_in(tree.kernels[0]) == "used.h"
+    assert [tree.defined_in(k) for k in tree.kernels] == ["used.h", "computed.h"]
     # without the excludes, nax.metal reads big_nax.h and skipped/other.h is a header like any
     everything = load_tree(tmp_path)
     assert [t.source for t in everything.runtime_only] == ["alone/scatter.h", "skipped/other.h"]
