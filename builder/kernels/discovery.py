@@ -15,15 +15,12 @@ Two kinds of tree give one shape (:class:`KernelTree` of :class:`KernelRecord`):
 
 from __future__ import annotations
 
-import fnmatch
 import functools
-import itertools
 import os
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
@@ -35,7 +32,9 @@ from builder.kernels.preprocess import (
     metal_defines,
     preprocess,
 )
+from builder.kernels.runtime_only import RuntimeTemplate, candidate_headers, runtime_templates
 from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
+from builder.kernels.tree_files import ENTRY_SUFFIX, entry_files, path_matches
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -56,18 +55,8 @@ __all__ = [
     "path_matches",
 ]
 
-ENTRY_SUFFIX = ".metal"
 CATALOG_FILE = "catalog.json"  # as builder.kernels.catalog, which discovery does not import
 Progress = Callable[[int, int, str], None]  # (files done, files in all, entry just finished)
-
-
-class RuntimeTemplate(NamedTuple):
-    """A kernel template no entry file instantiates: its kernels exist only when the host
-    compiles them at run time (MLX: ``indexing/scatter.h``, ``hadamard.h``...)."""
-
-    template: str
-    source: str
-    """The header it is written in, relative to the tree root (``/`` separators)."""
 
 
 @dataclass(frozen=True)
@@ -156,40 +145,9 @@ class KernelTree:
         }
 
 
-@functools.lru_cache(maxsize=256)
-def _glob_regexes(pattern: str) -> tuple[re.Pattern[str], ...]:
-    # "**/" may also stand for no folder at all (steel/**/x.metal matches steel/x.metal).
-    pieces = pattern.split("**/")
-    variants = {
-        "".join(p + (sep or "") for p, sep in zip(pieces, (*choice, None)))
-        for choice in itertools.product(("**/", ""), repeat=len(pieces) - 1)
-    }
-    return tuple(re.compile(fnmatch.translate(v)) for v in sorted(variants))
-
-
-def path_matches(relative: str, patterns: Iterable[str]) -> bool:
-    """Whether ``relative`` (``/`` separators) matches any glob: fnmatch rules, where ``*`` also
-    crosses ``/`` and ``**/`` also matches no folder."""
-    return any(rx.match(relative) for p in patterns for rx in _glob_regexes(p))
-
-
 def is_catalog_tree(source_dir: Path) -> bool:
     """A folder described by catalog.json (as opposed to plain .metal entry files)."""
     return (Path(source_dir) / CATALOG_FILE).is_file()
-
-
-def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
-    """Every ``*.metal`` under ``source_dir`` not matched by ``exclude``, as sorted relative
-    paths; hidden folders are skipped, symlinked folders are not followed."""
-    found = []
-    for folder, dirs, files in os.walk(source_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        base = PurePath(os.path.relpath(folder, source_dir))
-        for name in files:
-            if name.endswith(ENTRY_SUFFIX) and not name.startswith("."):
-                found.append((base / name).as_posix() if str(base) != "." else name)
-    found.sort()
-    return [f for f in found if not path_matches(f, exclude)]
 
 
 def checked_entries(root: Path, config: TreeConfig) -> list[str]:
@@ -259,8 +217,6 @@ def discover(
         names = entries[first:stop]
         texts = preprocess(pp, names, include_dirs, defines, root, line_markers=True)
         return [_scan_entry(entry, text, where) for entry, text in zip(names, texts)]
-
-    from builder.kernels.runtime_only import candidate_headers, runtime_templates
 
     results: list[_EntryScan] = [_EntryScan([], {}, set()) for _ in entries]
     failures: dict[int, UsageError] = {}

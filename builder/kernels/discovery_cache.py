@@ -116,7 +116,7 @@ def discover_cached(
     if cache_file is None:
         return discover(source_dir, config, compiler=compiler)
     from builder.kernels.preprocess import find_preprocessor
-    from builder.kernels.runtime_only import tree_headers
+    from builder.kernels.tree_files import tree_headers
 
     root = Path(source_dir)
     checked_entries(root, config)  # the usual errors first

@@ -25,38 +25,33 @@ discovery preprocesses them beside the entry files, in the same pool.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
 from builder.kernels.preprocess import PreprocessError, Preprocessor, preprocess
+from builder.kernels.tree_files import entry_files, path_matches, tree_headers
 
 if TYPE_CHECKING:
-    from builder.kernels.discovery import RuntimeTemplate
     from builder.kernels.tree_config import TreeConfig
 
-__all__ = ["HEADER_SUFFIXES", "candidate_headers", "runtime_templates", "tree_headers"]
+__all__ = ["RuntimeTemplate", "candidate_headers", "runtime_templates"]
 
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
+
+class RuntimeTemplate(NamedTuple):
+    """A kernel template no entry file instantiates: its kernels exist only when the host
+    compiles them at run time (MLX: ``indexing/scatter.h``, ``hadamard.h``...)."""
+
+    template: str
+    source: str
+    """The header it is written in, relative to the tree root (``/`` separators)."""
+
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
 _STAGE = re.compile(rb"\bkernel\b|\bvertex\b|\bfragment\b|\[\[\s*(?:visible|stitchable|mesh|"
                     rb"object|intersection)\b")  # fmt: skip
-
-
-def tree_headers(root: Path) -> list[str]:
-    """Every header under ``root`` (relative, ``/``), sorted; hidden folders skipped."""
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        base = PurePath(os.path.relpath(folder, root))
-        for name in files:
-            if name.endswith(HEADER_SUFFIXES) and not name.startswith("."):
-                found.append((base / name).as_posix() if str(base) != "." else name)
-    return sorted(found)
 
 
 def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[str]:
@@ -119,8 +114,6 @@ def _defined_here(header: str, text: str, root: Path) -> list[str]:
 def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
     """The headers that may hold run-time-only kernels: reached by no entry file of the tree
     (excluded ones included), named by no ``--exclude`` glob, and holding a shader word."""
-    from builder.kernels.discovery import entry_files, path_matches
-
     headers = [h for h in tree_headers(root) if not path_matches(h, config.exclude)]
     if not headers:
         return []
@@ -144,8 +137,6 @@ def runtime_templates(
 ) -> tuple[RuntimeTemplate, ...]:  # fmt: skip
     """The kernel templates each of ``headers`` (from :func:`candidate_headers`) defines
     itself, in header order."""
-    from builder.kernels.discovery import RuntimeTemplate
-
     if not headers:
         return ()
     texts = _texts(list(headers), root, pp, include_dirs, defines)
