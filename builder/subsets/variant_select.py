@@ -167,8 +167,9 @@ def _movable(index: LibraryIndex, sources: Iterable[str]) -> tuple[str, ...]:
 
 
 def _kept_note(index: LibraryIndex, asked: set[str]) -> str:
-    held = sorted(s for s in asked if index.entries[s].held)
-    return f"; {len(held)} of them stay AOT ({', '.join(held)})" if held else ""
+    held = [s for s in index.entries if s in asked and index.entries[s].held]
+    verb = "stays" if len(held) == 1 else "stay"
+    return f" ({', '.join(held)} {verb} AOT)" if held else ""
 
 
 def requested_variants(
@@ -195,9 +196,10 @@ def requested_variants(
         ))  # fmt: skip
     for number, value in enumerate(jit, start=1):
         named = _matching(index, "--jit", value)
+        moved = _movable(index, named)
         specs.append(VariantSpec(
             f"jit-{number}",
-            f"--jit {value}: {len(named)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
-            _movable(index, named),
+            f"--jit {value}: {len(moved)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
+            moved,
         ))  # fmt: skip
     return specs
