@@ -10,7 +10,11 @@ Two kinds of tree give one shape (:class:`KernelTree` of :class:`KernelRecord`):
   the Metal compiler would emit are read from the result (``builder.kernels.kernel_scan``).
 
 :func:`load_tree` is the one entry point: a folder (+ flags, + ``metallib.toml``) in, a tree out.
-``KernelTree.source_of`` maps each kernel name to its entry file (source attribution).
+``KernelTree.source_of`` maps each kernel name to its entry file (source attribution);
+``KernelTree.defined_in`` names the file its code is written in (read off the preprocessor's line
+markers, ``builder.kernels.definitions``), and ``KernelTree.runtime_only`` lists the kernel
+templates no entry file instantiates (``builder.kernels.runtime_only``, searched beside the entry
+files in the same pool).
 """
 
 from __future__ import annotations

@@ -79,6 +79,8 @@ def _load(path: Path, key: dict[str, Any], root: Path, config: TreeConfig) -> Ke
         kernels = tuple(KernelRecord(n, s, t, tuple(a)) for n, s, t, a in tree["kernels"])
         written = {(e, k): f for e, k, f in tree["written_in"]}
         runtime = tuple(RuntimeTemplate(t, s) for t, s in tree["runtime_only"])
+        if not {r.source for r in runtime} <= set(key["listed"]):
+            return None  # only headers of the tree are ever embedded for their own sake
         return KernelTree(root, "discovered", tuple(tree["sources"]), kernels, config, written,
                           runtime, tuple(tree["files_read"]))  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -139,3 +139,18 @@ def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Pa
     (root / "metallib.toml").write_text(f"[build.preambles]\n{line}\n")
     named = {s.function for s in jit_preambles(load_tree(root), ["e.metal"])}
     assert named == {"e", "x_y", "x_y_h_2"}  # the suggested name is one nothing else has
+
+
+def test_a_configured_preamble_no_entry_file_needs_is_in_every_split(tmp_path: Path) -> None:
+    """[build.preambles] naming a header no entry file includes is an extra the host wants:
+    it is embedded whatever is JIT, as run-time-only kernels' headers are."""
+    root = _tree(tmp_path, {
+        "gather.h": "inline int gather_index(int i) { return i; }\n",
+        "used.h": "#pragma once\n",
+        "e.metal": '#include "used.h"\nkernel void e(device float* x) { }\n',
+        "metallib.toml": '[build.preambles]\ngather = "gather.h"\nused_one = "used.h"\n',
+    })  # fmt: skip
+    tree = load_tree(root)
+    extra = ("gather", ((root / "gather.h").resolve(),), ())
+    assert [tuple(s) for s in jit_preambles(tree, [])] == [extra]
+    assert [s.function for s in jit_preambles(tree, ["e.metal"])] == ["used_one", "e", "gather"]
