@@ -60,7 +60,8 @@ def loop_command(tree: Path, include: list[Path], exclude: list[str]) -> list[st
 
     files = entry_files(tree, exclude)
     dirs = [*(p.resolve() for p in include), tree.resolve()]
-    cmd = preprocess_command(find_preprocessor(), ["FILE"], dirs, metal_defines([]))[:-1]
+    cmd = preprocess_command(find_preprocessor(), ["FILE"], dirs, metal_defines([]),
+                             line_markers=True)[:-1]  # as discovery runs it
     body = " ".join(shlex.quote(a) for a in cmd)
     names = " ".join(shlex.quote(f) for f in files)
     script = f'cd {shlex.quote(str(tree))} && for f in {names}; do {body} "$f" >/dev/null || exit 1; done'

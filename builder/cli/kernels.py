@@ -60,8 +60,9 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
 )  # fmt: skip
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-    help="table: per family (catalog) or per entry file (discovered) with counts; json "
-    "(schema 1): also every kernel with name, source, template and args.",
+    help="table: per family (catalog) or per entry file (discovered) with counts, then the "
+    "run-time-only kernel templates; json (schema 1): also every kernel with name, source, "
+    "template and args, and runtime_only.",
 )  # fmt: skip
 def kernels_command(
     source_dir: Path | None,
@@ -120,7 +121,24 @@ def _discovered_table(tree: Any) -> None:
         table.add_row(source, str(len(records)))
     table.add_section()
     table.add_row("total", str(len(tree.kernels)))
-    Console(soft_wrap=True).print(table)
+    console = Console(soft_wrap=True)
+    console.print(table)
+    if tree.runtime_only:
+        from rich.text import Text
+
+        by_header: dict[str, list[str]] = {}
+        for template, header in tree.runtime_only:
+            by_header.setdefault(header, []).append(template)
+        extra = Table(
+            title=f"run-time only: {len(tree.runtime_only)} kernel templates no entry file "
+            "instantiates (compiled only at run time; every variant embeds their headers)",
+            title_justify="left",
+        )
+        extra.add_column("header")
+        extra.add_column("kernel templates")
+        for header, templates in by_header.items():  # names from the tree: plain text
+            extra.add_row(Text(header), Text(", ".join(templates)))
+        console.print(extra)
 
 
 def _catalog_listing(

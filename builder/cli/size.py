@@ -97,7 +97,30 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None,
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(f"note: {target}: kernel families come from its build manifest; --rules "
                    "is not used for it", err=True)  # fmt: skip
+    if sources is not None:
+        _warn_unattributed(reports, sources.origin)
     return reports
+
+
+def _warn_unattributed(reports: list[Any], origin: str) -> None:
+    """Say on stderr how much of a library no entry file of ``--source-dir`` produces: a tree
+    that does not match the library (another release, other -D or --exclude) leaves it in
+    'other', which a table alone would not show as a mismatch."""
+    from builder.render.text import human_size, visible
+    from builder.size.grouping import OTHER
+
+    for report in reports:
+        if report.grouping != origin:
+            continue  # grouped by its manifest or a saved report, not by the tree
+        row = next((g for g in report.groups if g.name == OTHER), None)
+        if row is not None and row.function_count:
+            click.echo(
+                f"warning: {visible(report.source.label)}: {row.function_count:,} of "
+                f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
+                f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
+                f"and land in '{OTHER}': does the tree match the library (release, -D, "
+                "--exclude)?", err=True,
+            )  # fmt: skip
 
 
 def _grouping(by: str, tree: dict[str, Any]) -> tuple[str, Any]:

@@ -56,7 +56,7 @@ def project_source_dir() -> Path:
 
 def plan_request(settings: BuildSettings) -> PlanRequest:
     """The plan request of ``settings``, as CMakeLists.txt passes the same options."""
-    from builder.cmake_build.plan import PlanRequest
+    from builder.cmake_build.plan import DISCOVERY_CACHE, PlanRequest
 
     return PlanRequest(
         source_dir=settings.kernel_dir, kernels=settings.kernels, jit=settings.jit,
@@ -65,6 +65,9 @@ def plan_request(settings: BuildSettings) -> PlanRequest:
         config_file=settings.config_file, chunk_size=settings.chunk_size, std=settings.std,
         deployment_target=settings.deployment_target,
         gen_dir=settings.build_dir / "metal_aot" / "src",
+        # discovery's memory, kept by CMake's planning; never the first thing made in a new folder
+        cache_file=(settings.build_dir / "metal_plan" / DISCOVERY_CACHE
+                    if settings.build_dir.is_dir() else None),
     )  # fmt: skip
 
 
@@ -127,6 +130,7 @@ def run_build(
     toolchain = found if isinstance(found, MetalToolchain) else None
     tree = BuildTree(settings, compiler=toolchain.explicit if toolchain else None)
     plan = None
+    held: list[str] = []
     # A catalog tree configured the same way needs no new plan: CMake plans again by itself when
     # catalog.json changes. A tree of entry files is planned again (cheap) to see new files.
     split = _configured_split(tree) if is_catalog_tree(settings.kernel_dir or metal_src_dir()) else None
@@ -136,8 +140,10 @@ def run_build(
         planned = build_plan(settings)
         split = Split(planned.aot, planned.jit)
         plan = plan_text(planned) if planned.kind == "discovered" else None
+        held = [f"{u.name} ({u.reason})" for u in planned.units if u.reason]
     if split.aot and isinstance(found, ToolchainMissing):
-        raise UsageError(missing_message(found))
+        stays = f" Even with --jit, these stay AOT: {'; '.join(held)}." if held else ""
+        raise UsageError(missing_message(found) + stays)
     if not split.aot:
         toolchain = None
     echo = (

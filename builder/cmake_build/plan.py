@@ -11,9 +11,14 @@ Computed once, here, for any kernel tree, and used by everything that needs the 
 A **unit** is what gets one mode: a catalog family (``binary``; its AOT sources are generated
 into the build directory by ``aot_sources``) or an entry file of a discovered tree
 (``unary.metal``, compiled as it is). A discovered tree's entry files are JIT in JIT mode unless
-``[build] aot-only`` in metallib.toml names them; a JIT entry file needs the run-time preambles of
-``builder.jit.tree_preambles``. Kernels are not part of the plan: a discovered tree's are found at
-build time (they change with any header), a catalog's follow from the catalog.
+they stay AOT (``builder.subsets.variant_select.held_aot``: ``[build] aot-only`` in metallib.toml
+names them, or they write kernel templates themselves; the unit says why); a JIT entry file needs
+the run-time preambles of ``builder.jit.tree_preambles``, and every build of a tree with
+run-time-only kernels embeds their headers in the host library, AOT builds included. The plan of
+a discovered tree passes the coverage check (``builder.subsets.coverage``: every kernel compiled,
+or its code among the preambles) or is refused (exit 1). Kernels are not part of the plan: a
+discovered tree's are found again at build time (they change with any header), a catalog's follow
+from the catalog.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATALOG_LIBRARY",
+    "DISCOVERY_CACHE",
     "PLAN_SCHEMA",
     "BuildPlan",
     "PlanRequest",
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 PLAN_SCHEMA = 1
+DISCOVERY_CACHE = "discovery.json"
+"""Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
 
@@ -72,6 +80,9 @@ class PlanRequest:
     deployment_target: str | None = None
     gen_dir: Path | None = None
     """Where a catalog tree's AOT sources are generated (needed to name them in the plan)."""
+    cache_file: Path | None = None
+    """Discovery's memory in the build directory (``builder.kernels.discovery_cache``): a no-op
+    build plans without preprocessing the tree again. None: discover every time."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,8 @@ class Unit:
     """The family header or the entry file, relative to the tree."""
     preambles: tuple[str, ...] = ()
     """JIT entry file: the run-time preamble functions it needs."""
+    reason: str | None = None
+    """Why an entry file stays AOT in JIT mode (aot-only, or it writes its kernel templates)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,8 @@ class BuildPlan:
         out: dict[str, Any] = {"name": unit.name, "mode": unit.mode, "sources": list(unit.sources)}
         if unit.preambles:
             out["preambles"] = list(unit.preambles)
+        if unit.reason:
+            out["reason"] = unit.reason
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -179,6 +194,7 @@ class BuildPlan:
                 "deployment_target": self.deployment_target or "",
                 "aot_sources": joined([p for _, p in self.compiles]),
                 "jit_units": joined(self.jit),
+                "jit_library": "ON" if self.jit or self.preambles else "",
                 "include_dirs": joined(self.include_dirs),
                 "defines": joined(self.defines),
                 "flags": joined(self.flags),
@@ -265,9 +281,12 @@ def _catalog_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
 
 
 def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
-    from builder.kernels.discovery import KernelTree, checked_entries, path_matches
+    from builder.jit.tree_preambles import jit_preambles
+    from builder.kernels.discovery_cache import discover_cached
     from builder.kernels.preprocess import metal_defines, parse_define
     from builder.kernels.tree_config import find_config, merge_flags
+    from builder.subsets.coverage import check_coverage, require_coverage
+    from builder.subsets.variant_select import held_aot
 
     if request.kernels or request.jit_kernels or request.dtypes:
         raise UsageError(f"{source_dir} has no catalog.json: --kernels, --jit-kernels and --dtypes "
@@ -275,26 +294,28 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
                          "entry files AOT in JIT mode with [build] aot-only in metallib.toml")  # fmt: skip
     config = merge_flags(find_config(source_dir, request.config_file), request.include_dirs,
                          request.defines, request.exclude)  # fmt: skip
-    entries = checked_entries(source_dir, config)
+    std, version = _std_for(request, config)
+    # the __METAL_VERSION__ the record step discovers with, too
+    tree = discover_cached(source_dir, replace(config, metal_version=version), request.cache_file)
+    entries = list(tree.sources)
     root = source_dir.resolve()
-    jit = [e for e in entries if request.jit and not path_matches(e, config.aot_only)]
+    held = held_aot(tree)
+    jit = [e for e in entries if request.jit and e not in held]
     preambles: list[dict[str, Any]] = []
     needs: dict[str, list[str]] = {}
-    if jit:
-        from builder.jit.tree_preambles import jit_preambles
-
-        tree = KernelTree(root, "discovered", tuple(entries), (), config)
-        for spec in jit_preambles(tree, jit):
-            preambles.append({"function": spec.function,
-                              "headers": [str(h) for h in spec.headers],
-                              "entries": list(spec.entries)})  # fmt: skip
-            for entry in spec.entries:
-                needs.setdefault(entry, []).append(spec.function)
+    specs = jit_preambles(tree, jit)
+    coverage = check_coverage(tree, jit, specs, [*config.include_dirs, root])
+    require_coverage(coverage, "the build" + (" (--jit)" if request.jit else ""))
+    for spec in specs:
+        preambles.append({"function": spec.function, "headers": [str(h) for h in spec.headers],
+                          "entries": list(spec.entries)})  # fmt: skip
+        for entry in spec.entries:
+            needs.setdefault(entry, []).append(spec.function)
     units = tuple(
-        Unit(e, "jit", (e,), tuple(needs.get(e, ()))) if e in jit else Unit(e, "aot", (e,))
+        Unit(e, "jit", (e,), tuple(needs.get(e, ()))) if e in jit
+        else Unit(e, "aot", (e,), reason=held.get(e) if request.jit else None)
         for e in entries
-    )
-    std, version = _std_for(request, config)
+    )  # fmt: skip
     names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
     target = request.deployment_target or config.deployment_target
@@ -389,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             include_dirs=tuple(args.include_dirs), defines=tuple(args.defines),
             exclude=tuple(args.exclude), config_file=args.config, chunk_size=args.chunk_size,
             std=args.std or None, deployment_target=args.deployment_target or None,
-            gen_dir=args.gen_dir,
+            gen_dir=args.gen_dir, cache_file=args.plan.parent / DISCOVERY_CACHE,
         )  # fmt: skip
         write_plan(make_plan(request), args.plan)
     except BuilderError as exc:

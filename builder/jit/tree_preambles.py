@@ -4,29 +4,54 @@ An entry file compiled at run time needs the headers it includes: MLX's ``unary.
 ``utils.h``, ``unary_ops.h`` and ``unary.h``, and MLX's host builds the run-time source from the
 preambles ``utils()``, ``unary_ops()`` and ``unary()`` plus generated instantiation lines. So a JIT
 entry file's preambles are its direct quoted includes (each inlined with everything it includes,
-by ``embed``). ``[build.preambles]`` in metallib.toml names them (function -> headers, several
-headers per function allowed); a header it does not name gets a function named after its stem
-(``steel/gemm/kernels/steel_gemm_fused.h`` -> ``steel_gemm_fused``), the rule ``embed`` uses.
-Shared headers are one preamble, needed by several entry files.
+by ``embed``). Shared headers are one preamble, needed by several entry files.
 
-An entry file that also *defines* kernels of its own (a non-template ``[[kernel]]`` or ``kernel
-void`` function, which discovery records with no template) holds code no header has: it becomes
-a preamble itself, after its includes, so the run-time compiler gets those functions too.
+Code is embedded where it is written (discovery's line markers say where:
+``KernelTree.defined_in``). An entry file that writes a non-template kernel itself (``[[kernel]]``
+or ``kernel void`` with a body in the ``.metal`` file, not in a header it includes) becomes a
+preamble too, after its includes; a kernel written in a header (MLX's
+``generate_bluestein_twiddles``, in ``fft.h``) is in that header's preamble already. An entry
+file that writes kernel templates itself stays AOT in every split
+(``builder.subsets.variant_select.held_aot``), so it is never a preamble.
+
+Some preambles are needed whatever is JIT: the headers of **run-time-only** kernel templates
+(``KernelTree.runtime_only``: MLX's ``indexing/scatter.h``, ``hadamard.h``...), which no metallib
+holds, and ``[build.preambles]`` entries whose headers no entry file includes (extras the host
+wants). :func:`always_preambles` lists them; :func:`jit_preambles` puts them after the JIT entry
+files' preambles.
+
+**Names.** ``[build.preambles]`` in metallib.toml names preambles (function -> headers, several
+headers per function allowed). Any other header is named after its stem
+(``steel/gemm/kernels/steel_gemm_fused.h`` -> ``steel_gemm_fused``), after its path without the
+suffix when stems collide (``embed``'s rule), and after its whole path when even those collide
+(``fft.h`` and ``fft.metal``: ``fft_h`` and ``fft_metal``). Names are settled once per tree, over
+every preamble any split could need, so a header has the same function name in every build and
+variant. A clash left after that (two paths that spell the same C++ name, or a configured name
+equal to a header's) is an error naming both files and the metallib.toml line that settles it.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.errors import UsageError
 from builder.jit.generate import function_names
 from builder.jit.preamble import quoted_includes
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
-__all__ = ["PreambleSpec", "entry_includes", "jit_preambles"]
+__all__ = [
+    "PreambleSpec",
+    "always_preambles",
+    "entry_includes",
+    "jit_preambles",
+    "own_code_entries",
+]
 
 
 class PreambleSpec(NamedTuple):
@@ -36,7 +61,8 @@ class PreambleSpec(NamedTuple):
     headers: tuple[Path, ...]
     """Absolute paths, inlined in this order."""
     entries: tuple[str, ...]
-    """The JIT entry files (relative to the tree) that include one of ``headers``."""
+    """The JIT entry files (relative to the tree) that include one of ``headers``; empty for a
+    preamble every variant carries (run-time-only kernels, extras of ``[build.preambles]``)."""
 
 
 def _search_path(tree: KernelTree) -> list[Path]:
@@ -49,48 +75,143 @@ def entry_includes(tree: KernelTree, entry: str) -> list[Path]:
     return quoted_includes(tree.root / entry, _search_path(tree))
 
 
-def jit_preambles(tree: KernelTree, jit_entries: Sequence[str]) -> list[PreambleSpec]:
-    """The preambles ``jit_entries`` need, in order of first use, each once."""
-    configured = {header: function for function, headers in tree.config.preambles.items()
-                  for header in headers}  # fmt: skip
-    needed: dict[str, list[str]] = {}  # function -> entry files, in first-use order
-    loose: list[Path] = []  # included headers no configured preamble names
-    defines_kernels = {k.source for k in tree.kernels if k.template is None}
-    for entry in jit_entries:
-        own = [tree.root.resolve() / entry] if entry in defines_kernels else []
-        for header in [*entry_includes(tree, entry), *own]:
-            function = configured.get(header)
-            if function is None:
-                if header not in loose:
-                    loose.append(header)
-                function = f"\0{loose.index(header)}"  # named below, once all are known
-            users = needed.setdefault(function, [])
-            if entry not in users:
-                users.append(entry)
-    search = [tree.root.resolve(), *tree.config.include_dirs]  # names relative to the tree first
-    named = dict(zip((f"\0{k}" for k in range(len(loose))),
-                     function_names([_display(h, search) for h in loose])))  # fmt: skip
-    specs = []
-    for function, entries in needed.items():
-        if function in named:
-            headers: tuple[Path, ...] = (loose[int(function[1:])],)
-            function = named[function]
-        else:
-            headers = tree.config.preambles[function]
-        specs.append(PreambleSpec(function, headers, tuple(entries)))
-    clash = sorted({s.function for s in specs if [t.function for t in specs].count(s.function) > 1})
-    if clash:
-        from builder.errors import UsageError
-
-        raise UsageError(f"run-time preamble name(s) {', '.join(clash)} name different headers; "
-                         "name them in metallib.toml [build.preambles]")  # fmt: skip
-    return specs
+def own_code_entries(tree: KernelTree) -> set[str]:
+    """Entry files that write kernel code themselves (a non-template kernel's body, or a kernel
+    template), rather than only instantiating templates written in headers."""
+    return {source for (source, _, _), (where, _) in tree.code_sites.items() if where == source}
 
 
-def _display(header: Path, search: Sequence[Path]) -> str:
-    for folder in search:
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _entry_headers(tree: KernelTree, entry: str, own: set[str]) -> list[Path]:
+    """An entry file's preamble roots: its direct includes, then itself if it writes kernels."""
+    return [*entry_includes(tree, entry), *([_real(tree.root / entry)] if entry in own else [])]
+
+
+def _runtime_headers(tree: KernelTree) -> list[Path]:
+    return list(dict.fromkeys(_real(tree.root / t.source) for t in tree.runtime_only))
+
+
+def _display(header: Path, tree: KernelTree) -> str:
+    """A header as names are made from it: relative to the tree root, else to an -I folder."""
+    for folder in [tree.root.resolve(), *tree.config.include_dirs]:
         try:
-            return header.relative_to(folder.resolve()).as_posix()
+            return header.relative_to(_real(folder)).as_posix()
         except ValueError:
             continue
     return header.name
+
+
+def _ident(text: str) -> str:
+    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return out if not out[:1].isdigit() else f"_{out}"
+
+
+def _names(displays: Sequence[str]) -> list[str]:
+    """``embed``'s names, and the whole path (suffix included) where those still collide."""
+    names = function_names(displays)
+    return [_ident(d) if names.count(n) > 1 else n for n, d in zip(names, displays)]
+
+
+class _Universe:
+    """Every preamble a split of the tree could need, named once."""
+
+    def __init__(self, tree: KernelTree) -> None:
+        self.tree = tree
+        # an entry file writing kernel templates itself stays AOT (a split never embeds it):
+        # it is no preamble, and takes no name
+        self.own = own_code_entries(tree) - set(tree.own_templates())
+        self.configured = {_real(h): f for f, hs in tree.config.preambles.items() for h in hs}
+        self.roots: dict[str, list[Path]] = {
+            e: _entry_headers(tree, e, self.own) for e in tree.sources
+        }
+        loose: dict[Path, None] = {}
+        for headers in [*self.roots.values(), _runtime_headers(tree)]:
+            for header in headers:
+                if header not in self.configured:
+                    loose.setdefault(header)
+        self.loose = list(loose)
+        displays = [_display(h, tree) for h in self.loose]
+        self.names = dict(zip(self.loose, _names(displays)))
+        self._check_clashes()
+
+    def function(self, header: Path) -> str:
+        return self.configured.get(header) or self.names[header]
+
+    def _check_clashes(self) -> None:
+        owners: dict[str, Path] = {}
+        for function, headers in self.tree.config.preambles.items():
+            owners.setdefault(function, _real(headers[0]))
+        for header in self.loose:
+            name = self.names[header]
+            other = owners.setdefault(name, header)
+            if other != header:
+                raise UsageError(self._clash_message(name, other, header))
+
+    def _clash_message(self, name: str, first: Path, second: Path) -> str:
+        tree = self.tree
+        where = tree.config.path.parent if tree.config.path else tree.root
+        toml = tree.config.path or tree.root / "metallib.toml"
+        shown = os.path.relpath(second, where)
+        used = {*self.names.values(), *tree.config.preambles}
+        own = base = _ident(_display(second, tree))
+        number = 2
+        while own in used:  # a name nothing else has
+            own, number = f"{base}_{number}", number + 1
+        return (f"run-time preamble name {name!r} names two headers: {_display(first, tree)} and "
+                f"{_display(second, tree)}; settle it in {toml}: [build.preambles] "
+                f'{own} = "{Path(shown).as_posix()}"')  # fmt: skip
+
+
+_last: list[tuple[KernelTree, _Universe]] = []
+
+
+def _universe(tree: KernelTree) -> _Universe:
+    """The tree's universe, made once for the tree last asked about (variants ask per split)."""
+    last = _last[0] if _last else None
+    if last is not None and last[0] is tree:
+        return last[1]
+    made = _Universe(tree)
+    _last[:] = [(tree, made)]
+    return made
+
+
+def always_preambles(tree: KernelTree) -> list[PreambleSpec]:
+    """The preambles every variant carries, JIT entry files or not: run-time-only kernel
+    templates' headers, then ``[build.preambles]`` entries that no entry file needs."""
+    return _always(_universe(tree))
+
+
+def _always(universe: _Universe) -> list[PreambleSpec]:
+    tree = universe.tree
+    specs: dict[str, PreambleSpec] = {}
+    for header in _runtime_headers(tree):
+        function = universe.function(header)
+        if function not in specs:
+            headers = tree.config.preambles.get(function) or (header,)
+            specs[function] = PreambleSpec(function, tuple(headers), ())
+    used = {universe.function(h) for hs in universe.roots.values() for h in hs}
+    for function, headers in tree.config.preambles.items():
+        if function not in used and function not in specs:
+            specs[function] = PreambleSpec(function, tuple(headers), ())
+    return list(specs.values())
+
+
+def jit_preambles(tree: KernelTree, jit_entries: Sequence[str]) -> list[PreambleSpec]:
+    """The preambles ``jit_entries`` need, in order of first use, each once, then the ones every
+    variant carries (:func:`always_preambles`). UsageError (exit 2) for a name clash."""
+    universe = _universe(tree)
+    needed: dict[str, list[str]] = {}  # function -> entry files, in first-use order
+    headers_of: dict[str, tuple[Path, ...]] = {}
+    for entry in jit_entries:
+        for header in universe.roots[entry]:
+            function = universe.function(header)
+            headers_of.setdefault(function, tree.config.preambles.get(function) or (header,))
+            users = needed.setdefault(function, [])
+            if entry not in users:
+                users.append(entry)
+    specs = [PreambleSpec(f, tuple(headers_of[f]), tuple(e)) for f, e in needed.items()]
+    specs += [s for s in _always(universe) if s.function not in needed]
+    return specs

@@ -16,6 +16,12 @@ library function comes from
 Template definitions and prototypes emit nothing. MLX's one-line instantiation form, which makes
 up almost all of a large tree, is matched by one regular expression (``_FAST``); everything else
 goes through the general parser, which gives the same answer for that form (the tests run both).
+
+:func:`scan_text` also says where things are written, as offsets into ``text`` (discovery maps
+them to files through the preprocessor's line markers, ``builder.kernels.definitions``): each
+non-template kernel's definition, and every **kernel template** defined (a template with a body
+marked as a shader function, ``template <...> [[kernel]] void f(...) {...}``), which is what an
+instantiation's code comes from.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import functools
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["KernelRecord", "ScanError", "normalize_arg", "scan_kernels"]
+__all__ = ["KernelRecord", "Scan", "ScanError", "normalize_arg", "scan_kernels", "scan_text"]
 
 
 class ScanError(ValueError):
@@ -49,7 +55,21 @@ class KernelRecord(NamedTuple):
                 "args": list(self.args)}  # fmt: skip
 
 
+class Scan(NamedTuple):
+    """What one preprocessed file emits, and where its kernels' code is written in the text."""
+
+    kernels: list[KernelRecord]
+    functions: dict[str, int]
+    """Non-template kernel (by record name) -> offset of its definition."""
+    templates: list[tuple[str, int]]
+    """Kernel templates defined: (template name, offset of the definition), in text order."""
+
+
 _Found = tuple[str, "str | None", tuple[str, ...]]  # (name, template, args) of one declaration
+
+
+class _TemplateDefinition(NamedTuple):
+    name: str
 
 
 # Patterns are written as "unrolled loops" (normal* (special normal*)*): runs of plain
@@ -253,8 +273,9 @@ def _attributes(groups: list[str]) -> tuple[str | None, bool]:
     return host_name, stage
 
 
-def _declaration(decl: str, has_body: bool) -> _Found | None:
-    """What one declaration (from its start up to ``;`` or ``{``) emits, if anything."""
+def _declaration(decl: str, has_body: bool) -> _Found | _TemplateDefinition | None:
+    """What one declaration (from its start up to ``;`` or ``{``) emits, if anything; a kernel
+    template's definition is returned as such (it emits nothing itself)."""
     if "#" in decl:
         decl = _PP_LINE.sub(" ", decl)
     groups, pieces, last = [], [], 0
@@ -271,8 +292,19 @@ def _declaration(decl: str, has_body: bool) -> _Found | None:
         rest = plain[match.end() :]
         if rest.startswith("<"):
             close = _match_forward(rest, 0, "<", ">")
-            if match.group(1) or close < 0 or rest[1:close].strip():
-                return None  # a template definition (or extern): nothing of its own
+            if match.group(1) or close < 0:
+                return None  # extern, or unbalanced
+            if rest[1:close].strip():  # a template definition: nothing of its own
+                if not has_body:
+                    return None
+                head = rest[close + 1 :]
+                defined = _declarator(head)
+                if defined is None:
+                    return None
+                # the qualifier comes before the name (not a parameter type named "kernel")
+                if stage_attr or _STAGE_WORD.search(head, 0, max(0, head.find(defined[0]))):
+                    return _TemplateDefinition(defined[0])
+                return None
             kind, plain = "specialization", rest[close + 1 :]
         elif match.group(1):
             return None  # extern template: declared here, instantiated elsewhere
@@ -311,7 +343,7 @@ def _fast_ok(text: str, start: int) -> bool:
     return i < 0 or text[i] in ";{}"
 
 
-def _scan_gap(text: str, start: int, end: int, source: str, out: list[KernelRecord]) -> int:
+def _scan_gap(text: str, start: int, end: int, source: str, out: Scan) -> int:
     """General parse of ``text[start:end]``; returns where scanning may resume."""
     pos = start
     while True:
@@ -336,8 +368,12 @@ def _scan_gap(text: str, start: int, end: int, source: str, out: list[KernelReco
             pos = stop + 1  # unbalanced text: nothing a compiler would accept
             continue
         found = _declaration(text[max(begin, lo) : stop], text[stop] == "{")
-        if found is not None:
-            out.append(KernelRecord(found[0], source, found[1], found[2]))
+        if isinstance(found, _TemplateDefinition):
+            out.templates.append((found.name, at))
+        elif found is not None:
+            out.kernels.append(KernelRecord(found[0], source, found[1], found[2]))
+            if found[1] is None:
+                out.functions.setdefault(found[0], at)
         pos = start = stop + 1
 
 
@@ -347,7 +383,13 @@ def scan_kernels(text: str, source: str = "", fast: bool = True) -> list[KernelR
     (tests compare both).
 
     Raises ScanError when a ``[[host_name]]`` does not hold string literals."""
-    out: list[KernelRecord] = []
+    return scan_text(text, source, fast).kernels
+
+
+def scan_text(text: str, source: str = "", fast: bool = True) -> Scan:
+    """:func:`scan_kernels`, with where each kernel's code is written (see :class:`Scan`)."""
+    found = Scan([], {}, [])
+    out = found.kernels
     pos = 0
     if fast:
         anchor, append = _ANCHOR.search, out.append
@@ -356,7 +398,7 @@ def scan_kernels(text: str, source: str = "", fast: bool = True) -> list[KernelR
             if start < pos or not _fast_ok(text, start):
                 continue
             if start - pos >= 6 and anchor(text, pos, start):  # "kernel" is the shortest
-                pos = _scan_gap(text, pos, start, source, out)
+                pos = _scan_gap(text, pos, start, source, found)
                 if pos > start:
                     continue
             names, func, args = match.group("names", "func", "args")
@@ -366,11 +408,11 @@ def scan_kernels(text: str, source: str = "", fast: bool = True) -> list[KernelR
                 joined = "".join(names.split('"')[1::2])
             append(KernelRecord(joined, source, func, _split_args(args)))
             pos = match.end()
-    _scan_gap(text, pos, len(text), source, out)
+    _scan_gap(text, pos, len(text), source, found)
     seen: set[str] = set()
     unique = []
     for item in out:
         if item.name not in seen:
             seen.add(item.name)
             unique.append(item)
-    return unique
+    return Scan(unique, found.functions, found.templates)

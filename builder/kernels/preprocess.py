@@ -158,14 +158,17 @@ def find_preprocessor(
 
 
 def preprocess_command(
-    pp: Preprocessor, entries: Sequence[str], include_dirs: Sequence[Path], defines: Sequence[str]
-) -> list[str]:
+    pp: Preprocessor, entries: Sequence[str], include_dirs: Sequence[Path], defines: Sequence[str],
+    *, line_markers: bool = False,
+) -> list[str]:  # fmt: skip
     """The argument list preprocessing ``entries`` (paths relative to the working directory the
     caller runs it in) with ``-I include_dirs`` and the ``-D`` arguments ``defines`` (as from
     :func:`metal_defines`). Several entries need a compiler driver (:attr:`Preprocessor.batches`).
+    ``line_markers`` keeps the ``# LINE "FILE"`` lines (no ``-P``): where each line comes from.
     """
     std = "gnu++17" if _language_version(defines) >= 400 else "gnu++14"
-    cmd = [pp.path, "-E", "-P", "-x", "c++", f"-std={std}", "-undef", "-nostdinc", "-nostdinc++"]
+    cmd = [pp.path, "-E", *(() if line_markers else ("-P",)), "-x", "c++", f"-std={std}",
+           "-undef", "-nostdinc", "-nostdinc++"]  # fmt: skip
     cmd += ["-U_GNU_SOURCE", "-include", str(PRELUDE)]
     cmd += [f"-D{arg}" for arg in defines]
     for directory in include_dirs:
@@ -225,7 +228,7 @@ def _split(text: str, entries: Sequence[str]) -> list[str] | None:
 
 def preprocess(
     pp: Preprocessor, entries: Sequence[str], include_dirs: Sequence[Path],
-    defines: Sequence[str], cwd: Path,
+    defines: Sequence[str], cwd: Path, *, line_markers: bool = False,
 ) -> list[str]:  # fmt: skip
     """The preprocessed text of each of ``entries`` (relative to ``cwd``), in order.
 
@@ -235,13 +238,15 @@ def preprocess(
     diagnostic, exactly as a one-file run would.
     """
     if len(entries) > 1 and pp.batches:
-        code, out, _ = _run(preprocess_command(pp, entries, include_dirs, defines), cwd, entries[0])
+        code, out, _ = _run(preprocess_command(pp, entries, include_dirs, defines,
+                                               line_markers=line_markers), cwd, entries[0])
         texts = _split(out, entries) if code == 0 else None
         if texts is not None:
             return texts
     result = []
     for entry in entries:
-        code, out, err = _run(preprocess_command(pp, [entry], include_dirs, defines), cwd, entry)
+        code, out, err = _run(preprocess_command(pp, [entry], include_dirs, defines,
+                                               line_markers=line_markers), cwd, entry)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
         texts = _split(out, [entry])

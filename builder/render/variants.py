@@ -90,7 +90,16 @@ def _variant_dict(v: Variant) -> dict[str, Any]:
         ],
         "overhead_bytes": v.overhead_bytes,
         "plan": _plan_dict(v.plan) if v.plan is not None else None,
+        "coverage": _coverage_dict(v),
     }
+
+
+def _coverage_dict(v: Variant) -> dict[str, int] | None:
+    c = v.coverage
+    if c is None:
+        return None
+    return {"kernels": c.kernels, "in_metallib": c.in_metallib, "in_sources": c.in_sources,
+            "not_in_input": c.absent, "runtime_only_templates": c.runtime_only}  # fmt: skip
 
 
 def variants_to_dict(run: VariantsRun) -> dict[str, Any]:
@@ -110,6 +119,8 @@ def variants_to_dict(run: VariantsRun) -> dict[str, Any]:
                 "config": _path(src.config),
                 "entry_files": src.entry_files,
                 "kernels": src.tree_kernels,
+                "held_aot": [{"source": s, "reason": r} for s, r in src.held],
+                "runtime_only": [{"template": t, "source": h} for t, h in src.runtime_only],
             },
             "not_in_tree": src.not_in_tree,
             "tree_kernels_missing": src.missing,
@@ -154,6 +165,16 @@ def _notes(run: VariantsRun) -> list[str]:
     if src.missing:
         notes.append(f"{src.missing:,} kernel(s) the tree lists are not in the library "
                      "(another release or other -D?)")  # fmt: skip
+    notes.append(f"coverage: every variant ships each of the tree's {src.tree_kernels:,} kernels "
+                 "in its metallib or its code among its embedded sources (checked before "
+                 "writing)")  # fmt: skip
+    for source, reason in src.held:
+        notes.append(f"{source} stays AOT in every variant: {reason}")
+    if src.runtime_only:
+        headers = list(dict.fromkeys(h for _, h in src.runtime_only))
+        notes.append(f"run-time only: {len(src.runtime_only):,} kernel template(s) that no entry "
+                     f"file instantiates, in {', '.join(headers)}: in no metallib, so every "
+                     "variant embeds their headers (all-aot too)")  # fmt: skip
     return notes
 
 
@@ -195,7 +216,7 @@ def variants_table(run: VariantsRun) -> str:
         lines.append(f"{v.name}: {visible(v.description)}; {visible(where)}")
         if v.plan is not None:
             lines += _plan_lines(v.plan)
-    lines += ["", *_notes(run)]
+    lines += ["", *(visible(note) for note in _notes(run))]
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,12 @@ subset of the full library Apple's compiler produced: the functions of its AOT e
 the functions no entry file produces (they stay AOT, counted apart as "not in the tree"). So the
 split needs no compiler, only discovery's name -> entry file map and the library's function list.
 
+Some entry files stay AOT in every split (:func:`held_aot`): the ones ``[build] aot-only`` names,
+and the ones that write kernel templates themselves (MLX's ``arg_reduce.metal``, ``conv.metal``,
+``layer_norm.metal``, ``rms_norm.metal``, ``rope.metal``), as MLX's own JIT build keeps them: their
+code is in no header, so no run-time preamble could hold it. ``--jit`` naming one keeps it AOT
+and says so; the ``--budget`` planner never moves one.
+
 Pure functions (names and numbers in, indices out), so the planner and the tests can ask "what
 would this split keep?" without writing anything.
 """
@@ -22,12 +28,33 @@ if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
 __all__ = [
+    "AOT_ONLY",
     "EntryShare",
     "LibraryIndex",
     "VariantSpec",
+    "held_aot",
     "index_library",
     "requested_variants",
 ]
+
+
+AOT_ONLY = "named by [build] aot-only in metallib.toml"
+
+
+def held_aot(tree: KernelTree) -> dict[str, str]:
+    """Entry files that stay AOT in every split, in tree order, with the reason (shown in the
+    tables and JSON of ``variants`` and in ``build``'s plan)."""
+    own = tree.own_templates()
+    held: dict[str, str] = {}
+    for source in tree.sources:
+        if tree.config.aot_only and path_matches(source, tree.config.aot_only):
+            held[source] = AOT_ONLY
+        elif source in own:
+            names = own[source]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            held[source] = (f"it writes its own kernel templates ({shown}), which no header "
+                            "holds (MLX's JIT build keeps such files AOT too)")  # fmt: skip
+    return held
 
 
 @dataclass(frozen=True)
@@ -44,8 +71,8 @@ class EntryShare:
     the writer's layout)."""
     discovered: int
     """Kernels discovery lists for this file (some may be absent from the library)."""
-    aot_only: bool
-    """Named by ``[build] aot-only`` in metallib.toml: never compiled at run time."""
+    held: str | None
+    """Why the file stays AOT in every split (:func:`held_aot`), or None: it may go JIT."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +132,11 @@ def index_library(
     for record in tree.kernels:
         discovered.setdefault(record.source, set()).add(record.name)
     present = set(names)
-    aot_only = tree.config.aot_only
+    held = held_aot(tree)
     entries = {
         source: EntryShare(
             source, tuple(indices), sum(function_bytes[i] for i in indices),
-            len(discovered.get(source, ())), bool(aot_only) and path_matches(source, aot_only),
+            len(discovered.get(source, ())), held.get(source),
         )
         for source, indices in members.items()
     }  # fmt: skip
@@ -136,12 +163,13 @@ def _matching(index: LibraryIndex, option: str, value: str) -> set[str]:
 
 def _movable(index: LibraryIndex, sources: Iterable[str]) -> tuple[str, ...]:
     chosen = set(sources)
-    return tuple(s for s, e in index.entries.items() if s in chosen and not e.aot_only)
+    return tuple(s for s, e in index.entries.items() if s in chosen and not e.held)
 
 
 def _kept_note(index: LibraryIndex, asked: set[str]) -> str:
-    held = sorted(s for s in asked if index.entries[s].aot_only)
-    return f"; {len(held)} aot-only file(s) stay AOT" if held else ""
+    held = [s for s in index.entries if s in asked and index.entries[s].held]
+    verb = "stays" if len(held) == 1 else "stay"
+    return f" ({', '.join(held)} {verb} AOT)" if held else ""
 
 
 def requested_variants(
@@ -149,25 +177,29 @@ def requested_variants(
 ) -> list[VariantSpec]:
     """``all-aot``, the JIT mode of metallib.toml when it names aot-only files, then one variant
     per ``--aot`` value (those AOT, every other one JIT) and per ``--jit`` value (those JIT).
-    Entry files marked aot-only stay AOT in every variant."""
+    Entry files :func:`held_aot` names stay AOT in every variant."""
     specs = [VariantSpec("all-aot", "every entry file AOT: the input library as it is", ())]
-    if any(e.aot_only for e in index.entries.values()):
-        held = sum(e.aot_only for e in index.entries.values())
+    if any(e.held == AOT_ONLY for e in index.entries.values()):
+        held = sum(e.held == AOT_ONLY for e in index.entries.values())
+        others = _kept_note(index, {s for s, e in index.entries.items() if e.held != AOT_ONLY})
         specs.append(VariantSpec(
             "jit-mode", f"metallib.toml's JIT mode: {held} aot-only entry file(s) AOT, every "
-            "other one JIT", _movable(index, index.entries),
+            f"other one JIT{others}", _movable(index, index.entries),
         ))  # fmt: skip
     for number, value in enumerate(aot, start=1):
         named = _matching(index, "--aot", value)
+        others = _kept_note(index, set(index.entries) - named)
         specs.append(VariantSpec(
-            f"aot-{number}", f"--aot {value}: {len(named)} entry file(s) AOT, every other one JIT",
+            f"aot-{number}",
+            f"--aot {value}: {len(named)} entry file(s) AOT, every other one JIT{others}",
             _movable(index, set(index.entries) - named),
         ))  # fmt: skip
     for number, value in enumerate(jit, start=1):
         named = _matching(index, "--jit", value)
+        moved = _movable(index, named)
         specs.append(VariantSpec(
             f"jit-{number}",
-            f"--jit {value}: {len(named)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
-            _movable(index, named),
+            f"--jit {value}: {len(moved)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
+            moved,
         ))  # fmt: skip
     return specs

@@ -1,12 +1,14 @@
 """A variant's ``jit_sources.cpp``: its JIT entry files' headers embedded as ``embed`` does.
 
 An entry file compiled at run time needs the headers it includes (``builder.jit.tree_preambles``:
-its direct quoted includes, shared ones once). The C++ source is exactly what ``metallib-builder
-embed HEADER... -I DIR...`` writes for those headers, with the tree's ``-I`` folders and then the
-tree itself as include folders (discovery's search order), so a user can regenerate it with the
-command the report prints. When metallib.toml names preambles (``[build.preambles]``: a function
-name for one or several headers) the same generator renders them under those names; ``embed``
-has no flag for that, so then no command is printed.
+its direct quoted includes, shared ones once); every variant, ``all-aot`` included, also carries
+the headers of the tree's run-time-only kernels and ``[build.preambles]`` extras. The C++ source
+is exactly what ``metallib-builder embed HEADER... -I DIR...`` writes for those headers, with the
+tree's ``-I`` folders and then the tree itself as include folders (discovery's search order), so
+a user can regenerate it with the command the report prints. When a preamble's name is not the
+one ``embed`` would give (metallib.toml names it in ``[build.preambles]``, perhaps for several
+headers, or the tree's naming settled a stem clash) the same generator renders it under that
+name; ``embed`` has no flag for that, so then no command is printed.
 
 Measured on what is written: ``embedded_bytes`` is the text of every distinct piece the file
 stores (a header shared by several preambles once; no NUL terminators), and
@@ -26,12 +28,20 @@ from typing import TYPE_CHECKING
 from builder.jit.codegen import family_pieces, render_standalone
 from builder.jit.generate import embed_headers
 from builder.jit.preamble import Preamble, inline_preamble
-from builder.jit.tree_preambles import jit_preambles
+from builder.jit.tree_preambles import PreambleSpec, jit_preambles
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
-__all__ = ["COMPRESSION", "NAMESPACE", "EmbedCosts", "JitSources", "include_dirs", "jit_sources"]
+__all__ = [
+    "COMPRESSION",
+    "NAMESPACE",
+    "EmbedCosts",
+    "JitSources",
+    "include_dirs",
+    "jit_sources",
+    "preamble_specs",
+]
 
 ZLIB_LEVEL = 9
 COMPRESSION = f"zlib level {ZLIB_LEVEL}"
@@ -63,27 +73,43 @@ def include_dirs(tree: KernelTree) -> list[Path]:
     return [*tree.config.include_dirs, tree.root.resolve()]
 
 
-def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, ...], str | None]]:
-    """Each preamble's headers and its configured function name (None: ``embed`` names it)."""
+def preamble_specs(tree: KernelTree, entries: Sequence[str]) -> list[PreambleSpec]:
+    """The preambles a variant with ``entries`` JIT embeds (a catalog tree: each family header,
+    under ``embed``'s name)."""
     if tree.kind == "catalog":
-        return [((tree.root.resolve() / entry,), None) for entry in entries]
-    configured = tree.config.preambles
-    return [(spec.headers, spec.function if spec.function in configured else None)
-            for spec in jit_preambles(tree, entries)]  # fmt: skip
+        from builder.jit.generate import function_names
+
+        names = function_names(list(entries))
+        return [PreambleSpec(name, ((tree.root / entry).resolve(),), (entry,))
+                for name, entry in zip(names, entries)]  # fmt: skip
+    return jit_preambles(tree, entries)
+
+
+def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, ...], str | None]]:
+    """Each preamble's headers and its function name (None: the catalog's, ``embed``'s)."""
+    specs = preamble_specs(tree, entries)
+    if tree.kind == "catalog":
+        return [(spec.headers, None) for spec in specs]
+    return [(spec.headers, spec.function) for spec in specs]
 
 
 def _render(
     roots: list[tuple[tuple[Path, ...], str | None]], dirs: list[Path]
 ) -> tuple[str, list[Preamble], bool]:
-    """The text and preambles; True when ``embed`` itself wrote it (no configured names)."""
-    if all(function is None and len(headers) == 1 for headers, function in roots):
+    """The text and preambles; True when ``embed`` itself wrote it (each preamble one header,
+    under the name ``embed`` gives it)."""
+    from builder.jit.generate import function_names
+
+    preambles: list[Preamble] | None = None
+    if all(len(headers) == 1 for headers, _ in roots):
         text, preambles = embed_headers(
             [headers[0] for headers, _ in roots], dirs, namespace=NAMESPACE
         )
-        return text, preambles, True
-    from builder.jit.generate import function_names
-
-    preambles = [inline_preamble(headers, dirs) for headers, _ in roots]
+        given = function_names([p.headers[0] for p in preambles])
+        if all(function in (None, name) for (_, function), name in zip(roots, given)):
+            return text, preambles, True
+    if preambles is None:
+        preambles = [inline_preamble(headers, dirs) for headers, _ in roots]
     names = [", ".join(_shown(p, headers)) for p, (headers, _) in zip(preambles, roots)]
     defaults = function_names([p.headers[0] for p in preambles])
     functions = [function or default for (_, function), default in zip(roots, defaults)]

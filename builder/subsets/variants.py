@@ -4,8 +4,11 @@ library Apple's compiler produced, on any OS, without a rebuild.
 For each variant (``builder.subsets.variant_select``; ``--budget`` adds the planner's,
 ``builder.subsets.variant_plan``) this writes ``OUTDIR/<variant>/<library>.metallib``, a real subset
 of the input through the container writer (kept functions byte-identical, copied in the kernel),
-and ``OUTDIR/<variant>/jit_sources.cpp``, its JIT entry files' headers embedded as ``embed`` does
-(``builder.subsets.variant_sources``). The input is parsed once; its modules are hashed once, beside
+and ``OUTDIR/<variant>/jit_sources.cpp``, its JIT entry files' headers (and the run-time-only
+kernels' headers every variant carries) embedded as ``embed`` does
+(``builder.subsets.variant_sources``). Before anything is written, every variant passes the
+coverage check (``builder.subsets.coverage``: each kernel in its metallib or its code among its
+embedded sources; exit 1 otherwise). The input is parsed once; its modules are hashed once, beside
 the first write (``all-aot``, the input as it is), and checked against their HASH tags before any
 other variant is written. Every figure is then measured on the files written: the metallib's size
 and its bytes per entry file (attribution of the written file), the embedded bytes of the C++
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
 from builder.metallib import InternalError, layout, open_metallib, parts_from_library
+from builder.subsets.coverage import Coverage, check_coverage, require_coverage
 from builder.subsets.variant_plan import Candidate, Plan, plan_budget
 from builder.subsets.variant_select import (
     LibraryIndex,
@@ -29,7 +33,13 @@ from builder.subsets.variant_select import (
     index_library,
     requested_variants,
 )
-from builder.subsets.variant_sources import EmbedCosts, JitSources, jit_sources
+from builder.subsets.variant_sources import (
+    EmbedCosts,
+    JitSources,
+    include_dirs,
+    jit_sources,
+    preamble_specs,
+)
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
@@ -69,6 +79,10 @@ class VariantsInput:
     """Functions of the library no entry file produces (AOT in every variant)."""
     missing: int
     """Kernels of the tree the library does not have."""
+    held: tuple[tuple[str, str], ...] = ()
+    """(entry file, reason) of the entry files that stay AOT in every variant."""
+    runtime_only: tuple[tuple[str, str], ...] = ()
+    """(kernel template, header) of the tree's run-time-only kernels."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,8 @@ class Variant:
     by_source: tuple[SourceBytes, ...]
     overhead_bytes: int
     plan: Plan | None = None
+    coverage: Coverage | None = None
+    """Where the tree's kernels ship in this variant (checked complete before writing)."""
 
     @property
     def embedded_bytes(self) -> int:
@@ -251,10 +267,10 @@ def _plan(
     tree: KernelTree, index: LibraryIndex, writer: _Writer, budget: int
 ) -> tuple[VariantSpec, Plan]:
     candidates = [Candidate(s, len(e.functions), e.bytes)
-                  for s, e in index.entries.items() if not e.aot_only]  # fmt: skip
-    held = sum(e.aot_only for e in index.entries.values())
-    fixed = (f"{held} aot-only entry file(s), {len(index.other):,} function(s) no entry file "
-             "produces and the container's framing")  # fmt: skip
+                  for s, e in index.entries.items() if not e.held]  # fmt: skip
+    held = sum(bool(e.held) for e in index.entries.values())
+    fixed = (f"{held} entry file(s) that stay AOT, {len(index.other):,} function(s) no entry "
+             "file produces and the container's framing")  # fmt: skip
     plan = plan_budget(candidates, budget, size_of=writer.size_of, embedded_of=EmbedCosts(tree),
                        fixed=fixed)  # fmt: skip
     spec = VariantSpec(
@@ -293,16 +309,18 @@ def make_variants(
         for spec in specs:
             if (outdir / spec.name / name).resolve() == path.resolve():
                 raise UsageError(f"{outdir / spec.name / name}: refusing to write over the input")
+        coverage = _check_coverage(tree, index, lib.columns().names, specs)
         # The JIT sources are made on a thread while the metallibs are copied (in the kernel,
         # without the GIL): inlining the headers is the larger share of the Python work.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jit-sources")
         try:
-            sources = {s.name: pool.submit(jit_sources, tree, s.jit) for s in specs if s.jit}
+            sources = {s.name: pool.submit(jit_sources, tree, s.jit) for s in specs}
             variants = []
             for number, spec in enumerate(specs, start=1):
                 say(f"[{number}/{len(specs)}] {spec.name}")
                 variants.append(_one(writer, spec, outdir / spec.name / name, sources.get(spec.name),
-                                     plan if spec.name == "planned" else None))  # fmt: skip
+                                     plan if spec.name == "planned" else None,
+                                     coverage[spec.name]))  # fmt: skip
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         source = VariantsInput(
@@ -310,13 +328,31 @@ def make_variants(
             function_count=index.function_count, tree_root=tree.root, tree_kind=tree.kind,
             config=tree.config.path, entry_files=len(tree.sources), tree_kernels=len(tree.kernels),
             not_in_tree=len(index.other), missing=index.missing,
+            held=tuple((s, e.held) for s, e in index.entries.items() if e.held),
+            runtime_only=tuple((t.template, t.source) for t in tree.runtime_only),
         )  # fmt: skip
     return VariantsRun(source, tuple(variants), outdir)
 
 
+def _check_coverage(
+    tree: KernelTree, index: LibraryIndex, names: Sequence[str], specs: Sequence[VariantSpec]
+) -> dict[str, Coverage]:
+    """Every variant's coverage; CheckFailed (exit 1) for the first that would lose kernels."""
+    dirs = include_dirs(tree)
+    found: dict[str, Coverage] = {}
+    present = set(names)
+    for spec in specs:
+        kept = present - {names[i] for s in spec.jit for i in index.entries[s].functions}
+        coverage = check_coverage(tree, spec.jit, preamble_specs(tree, spec.jit), dirs,
+                                  in_metallib=kept.__contains__)  # fmt: skip
+        require_coverage(coverage, f"variant {spec.name}")
+        found[spec.name] = coverage
+    return found
+
+
 def _one(
     writer: _Writer, spec: VariantSpec, path: Path, made: Future[JitSources | None] | None,
-    plan: Plan | None,
+    plan: Plan | None, coverage: Coverage,
 ) -> Variant:  # fmt: skip
     from builder.fileio import make_dirs, write_if_changed
 
@@ -347,5 +383,5 @@ def _one(
         jit_kernels_discovered=sum(index.entries[s].discovered for s in spec.jit),
         aot_kernels=index.kernels(aot), other_kernels=len(index.other),
         sources=sources, sources_file=sources_file if sources is not None else None,
-        by_source=tuple(by_source), overhead_bytes=overhead, plan=plan,
+        by_source=tuple(by_source), overhead_bytes=overhead, plan=plan, coverage=coverage,
     )  # fmt: skip

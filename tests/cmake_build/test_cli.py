@@ -35,6 +35,20 @@ def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
     assert not build_dir.exists()
 
 
+def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
+    tmp_path: Path, mlx_tree: Path
+) -> None:
+    """--jit on a tree whose entry files write kernel templates themselves still needs the
+    Metal compiler for those: the one line says which and why."""
+    build_dir = tmp_path / "b"
+    done = _cli("build", "--jit", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "Even with --jit, these stay AOT: plain_kernels.metal (it writes its own kernel " \
+           "templates (copy_values)" in done.stderr  # fmt: skip
+    assert "tiles/tile_copy.metal (it writes its own kernel templates (tile_copy)" in done.stderr
+    assert not build_dir.exists()
+
+
 def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
     done = _cli("build", "--kernels", "arange,copy", "--jit-kernels", "copy",
                 "--build-dir", str(tmp_path / "b"))  # fmt: skip

@@ -40,8 +40,14 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     plan = make_plan(PlanRequest(source_dir=mlx_tree, jit=True, defines=("NDEBUG",
                                  "__METAL_VERSION__=320")))  # fmt: skip
     assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
-    assert plan.aot == ("tiles/tile_copy.metal",)
-    assert [p for _, p in plan.compiles] == [mlx_tree.resolve() / "tiles" / "tile_copy.metal"]
+    # aot-only names tiles/; plain_kernels.metal writes its kernel template copy_values itself
+    assert plan.aot == ("plain_kernels.metal", "tiles/tile_copy.metal")
+    reasons = {u.name: u.reason for u in plan.units if u.mode == "aot"}
+    assert reasons["tiles/tile_copy.metal"] == "named by [build] aot-only in metallib.toml"
+    assert "copy_values" in (reasons["plain_kernels.metal"] or "")
+    assert [p for _, p in plan.compiles] == [
+        mlx_tree.resolve() / "plain_kernels.metal", mlx_tree.resolve() / "tiles" / "tile_copy.metal"
+    ]
     unary = next(u for u in plan.units if u.name == "unary_subset.metal")
     assert unary.preambles == ("utils", "unary_ops", "unary")
     # the compiler defines Metal's own macros itself; discovery gets every define
@@ -61,7 +67,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
     ("request_", "words"),
     [
         ({"kernels": ("unary",)}, "--kernels, --jit-kernels and --dtypes select catalog families"),
-        ({"exclude": ("*",)}, "all 6 entry files are excluded"),
+        ({"exclude": ("*",)}, "all 7 entry files are excluded"),
         ({"include_dirs": (Path("/nonexistent"),)}, "include folder /nonexistent"),
         ({"std": "metal3"}, "not a Metal language standard"),
     ],
@@ -117,3 +123,54 @@ def test_cmake_writes_the_plan_the_cli_computes(
     assert [(u["name"], u["mode"]) for u in plan["units"]] == [
         (f["name"], f["mode"]) for f in manifest["families"]
     ]
+
+
+def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tree: Path) -> None:
+    plan = make_plan(PlanRequest(source_dir=mlx_tree))
+    assert plan.jit == () and plan.to_json()["cmake"]["jit_library"] == "ON"
+    assert plan.preambles == ({"function": "scatter_rows",
+                               "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
+                               "entries": []},)  # fmt: skip
+    assert all(u.reason is None for u in plan.units)  # nothing held back: nothing was asked JIT
+
+
+def test_a_plan_that_would_lose_kernels_is_refused(tmp_path: Path) -> None:
+    """A kernel template reached through a computed include is in no preamble (the inliner
+    leaves ``#include NAME`` to the run-time compiler): JIT mode would lose its kernels."""
+    from builder.errors import CheckFailed
+
+    (tmp_path / "k.h").write_text("template <typename T>\n[[kernel]] void k(device T* x) { }\n")
+    (tmp_path / "macro.metal").write_text(
+        '#define KERNELS "k.h"\n#include KERNELS\n'
+        'template [[host_name("k_float")]] [[kernel]] decltype(k<float>) k<float>;\n'
+    )
+    assert make_plan(PlanRequest(source_dir=tmp_path)).aot == ("macro.metal",)  # AOT: fine
+    with pytest.raises(CheckFailed, match=r"the build \(--jit\) would lose 1 kernel\(s\).*"
+                                          r"macro\.metal: 1 kernel\(s\), code in k\.h"):
+        make_plan(PlanRequest(source_dir=tmp_path, jit=True))
+
+
+def test_discovery_is_remembered_until_a_file_it_read_changes(
+    mlx_tree: Path, tmp_path: Path
+) -> None:
+    import os
+
+    cache = tmp_path / "build" / "metal_plan" / "discovery.json"
+    request = PlanRequest(source_dir=mlx_tree, jit=True, cache_file=cache)
+    first = plan_text(make_plan(request))
+    assert cache.is_file() and plan_text(make_plan(PlanRequest(source_dir=mlx_tree, jit=True))) == first
+    stamp = cache.stat().st_mtime_ns
+    assert plan_text(make_plan(request)) == first and cache.stat().st_mtime_ns == stamp  # reused
+    # fft.h (read by fft.metal) now writes its template in fft.metal's place: discovered again
+    header = mlx_tree / "fft.h"
+    header.write_text(header.read_text().replace("fft_pass", "fft_pass_moved"))
+    entry = mlx_tree / "fft.metal"
+    entry.write_text("template <typename T, int N>\n[[kernel]] void fft_pass(device T* x) { }\n"
+                     + entry.read_text())  # fmt: skip
+    os.utime(header, ns=(stamp + 10**9, stamp + 10**9))
+    changed = make_plan(request)
+    assert cache.stat().st_mtime_ns != stamp
+    assert "fft.metal" in changed.aot and plan_text(changed) != first
+    assert plan_text(changed) == plan_text(make_plan(PlanRequest(source_dir=mlx_tree, jit=True)))
+    cache.write_text("{not json")  # a broken memory is ignored and replaced
+    assert plan_text(make_plan(request)) == plan_text(changed)

@@ -47,7 +47,8 @@ def _reached(tree: Path, entry: str, include: Path) -> set[Path]:
 
 
 @pytest.fixture
-def aot_built(tree_build):  # type: ignore[no-untyped-def]
+def aot_built(tree_build, cxx_available: None):  # type: ignore[no-untyped-def]
+    # the tree has run-time-only kernels: their header goes into a host library (C++)
     tree_build.configure()
     tree_build.ninja()
     return tree_build
@@ -76,6 +77,12 @@ def test_the_library_holds_exactly_the_discovered_kernels(aot_built) -> None:  #
     raw = aot_built.manifest()
     assert raw["tree"] == {"kind": "discovered", "library": "mlx"}
     assert [f["name"] for f in raw["families"]] == sorted(BY_FILE)
+    # run-time-only kernels (indexing/scatter_rows.h: no entry file instantiates them) are in
+    # no metallib: even an AOT build embeds their header in the host library
+    assert raw["host_library"] and raw["embedded_bytes"] > 0
+    shared = (aot_built.build_dir / "metal_jit" / "_shared_preambles.cpp").read_text()
+    assert "const std::string& scatter_rows() {" in shared
+    assert "[[kernel]] void fill_rows(" in shared
 
 
 def test_report_by_source_of_the_build_dir(aot_built) -> None:  # type: ignore[no-untyped-def]
@@ -158,18 +165,18 @@ def test_a_header_edit_regenerates_the_preambles_and_the_kernels(
 ) -> None:  # type: ignore[no-untyped-def]
     # a header of our own, reached by a JIT entry file: editing it must reach the manifest
     tree = tree_build.kernel_dir
-    (tree / "extra.h").write_text("#define EXTRA_NAME \"tile_copy_extra\"\n")
-    entry = tree / "tiles" / "tile_copy.metal"
+    (tree / "extra.h").write_text("#define EXTRA_NAME \"fft_pass_extra\"\n")
+    entry = tree / "fft.metal"
     entry.write_text('#include "extra.h"\n' + entry.read_text() + (
-        "instantiate_kernel(EXTRA_NAME, tile_copy, float, 8, 8, false)\n"))  # fmt: skip
+        "instantiate_kernel(EXTRA_NAME, fft_pass, float, 2)\n"))  # fmt: skip
     tree_build.defines = {"METAL_JIT": "ON"}
     tree_build.configure()
     tree_build.ninja()
-    fam = next(f for f in tree_build.manifest()["families"] if f["name"] == "tiles/tile_copy.metal")
-    assert "tile_copy_extra" in fam["host_names"] and fam["mode"] == "jit"
-    (tree / "extra.h").write_text("#define EXTRA_NAME \"tile_copy_renamed\"\n")
+    fam = next(f for f in tree_build.manifest()["families"] if f["name"] == "fft.metal")
+    assert "fft_pass_extra" in fam["host_names"] and fam["mode"] == "jit"
+    (tree / "extra.h").write_text("#define EXTRA_NAME \"fft_pass_renamed\"\n")
     tree_build.ninja()
-    fam = next(f for f in tree_build.manifest()["families"] if f["name"] == "tiles/tile_copy.metal")
-    assert "tile_copy_renamed" in fam["host_names"] and "tile_copy_extra" not in fam["host_names"]
-    generated = (tree_build.build_dir / "metal_jit" / "tiles" / "tile_copy.metal.cpp").read_text()
-    assert re.search(r"tile_copy_renamed", generated)
+    fam = next(f for f in tree_build.manifest()["families"] if f["name"] == "fft.metal")
+    assert "fft_pass_renamed" in fam["host_names"] and "fft_pass_extra" not in fam["host_names"]
+    generated = (tree_build.build_dir / "metal_jit" / "fft.metal.cpp").read_text()
+    assert re.search(r"fft_pass_renamed", generated)

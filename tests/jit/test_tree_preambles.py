@@ -29,6 +29,7 @@ def test_preambles_are_the_entry_files_includes_each_once(
         ("unary", ("unary_subset.metal", "versioned.metal")),
         ("arange", ("arange_subset.metal",)),
         ("versioned", ("versioned.metal",)),  # it defines kernels of its own
+        ("scatter_rows", ()),  # run-time-only kernels: in every split
     ]
     assert specs[0].headers == (mlx_headers / KERNELS / "utils.h",)
 
@@ -36,17 +37,22 @@ def test_preambles_are_the_entry_files_includes_each_once(
 def test_an_entry_file_that_defines_kernels_is_its_own_preamble(
     mlx_style: Path, mlx_headers: Path
 ) -> None:
-    """plain_kernels.metal writes fill_ones, scale_by_two... itself: their code is in no header,
-    so the run-time source must carry the file (after what it includes)."""
+    """versioned.metal writes before_msl32 and macos_kernel itself: their code is in no header,
+    so the run-time source must carry the file (after what it includes). plain_kernels.metal
+    also writes a kernel template (copy_values): it stays AOT in every split, never a preamble."""
     tree = load_tree(mlx_style, include_dirs=[mlx_headers])
-    specs = jit_preambles(tree, ["plain_kernels.metal", "unary_subset.metal"])
+    specs = jit_preambles(tree, ["versioned.metal", "arange_subset.metal"])
     assert [(s.function, s.entries) for s in specs] == [
-        ("utils", ("plain_kernels.metal", "unary_subset.metal")),
-        ("plain_kernels", ("plain_kernels.metal",)),
-        ("unary_ops", ("unary_subset.metal",)),
-        ("unary", ("unary_subset.metal",)),
+        ("utils", ("versioned.metal", "arange_subset.metal")),
+        ("unary_ops", ("versioned.metal",)),
+        ("unary", ("versioned.metal",)),
+        ("versioned", ("versioned.metal",)),
+        ("arange", ("arange_subset.metal",)),
+        ("scatter_rows", ()),
     ]
-    assert specs[1].headers == ((mlx_style / "plain_kernels.metal").resolve(),)
+    assert specs[3].headers == ((mlx_style / "versioned.metal").resolve(),)
+    every = jit_preambles(tree, list(tree.sources))
+    assert "plain_kernels" not in {s.function for s in every}
 
 
 def test_metallib_toml_names_preambles_and_clashes_are_errors(
@@ -61,7 +67,9 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     )
     tree = load_tree(tree_dir)
     specs = jit_preambles(tree, ["unary_subset.metal"])
-    assert [(s.function, len(s.headers)) for s in specs] == [("utils", 1), ("unary_family", 2)]
+    assert [(s.function, len(s.headers)) for s in specs] == [
+        ("utils", 1), ("unary_family", 2), ("scatter_rows", 1)
+    ]
     # a configured name equal to an unconfigured header's stem names two different things
     (tree_dir / "metallib.toml").write_text(
         f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
@@ -69,3 +77,80 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     )
     with pytest.raises(UsageError, match="utils"):
         jit_preambles(load_tree(tree_dir), ["unary_subset.metal"])
+
+
+def test_an_entry_file_named_like_its_header_needs_only_the_header(
+    mlx_style: Path, mlx_headers: Path
+) -> None:
+    """fft.metal emits make_twiddles, written in fft.h (as MLX's fft.metal emits
+    generate_bluestein_twiddles from fft.h): the header's preamble holds it, fft.metal is no
+    preamble of its own, and there is no name to clash."""
+    tree = load_tree(mlx_style, include_dirs=[mlx_headers])
+    specs = jit_preambles(tree, ["fft.metal"])
+    assert [(s.function, s.entries) for s in specs] == [
+        ("utils", ("fft.metal",)), ("fft", ("fft.metal",)), ("scatter_rows", ())
+    ]
+    assert specs[1].headers == ((mlx_style / "fft.h").resolve(),)
+    # names are the tree's, whatever the split: unary.h is unary() alone or with everything
+    every = {s.function: s.headers for s in jit_preambles(tree, list(tree.sources))}
+    assert every["fft"] == specs[1].headers and "fft_h" not in every
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
+    """fft.metal writing a kernel itself and its header fft.h are both preambles: the stems and
+    the paths without suffix collide, so both are named after the whole path."""
+    root = _tree(tmp_path, {
+        "fft.h": "template <typename T> [[kernel]] void pass(device T* x) { }\n",
+        "fft.metal": '#include "fft.h"\nkernel void own(device float* x) { }\n'
+                     'template [[host_name("p")]] [[kernel]] decltype(pass<float>) pass<float>;\n',
+        "a/util.h": "#pragma once\n", "b/util.h": "#pragma once\n",
+        "c.metal": '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n',
+    })  # fmt: skip
+    tree = load_tree(root)
+    specs = jit_preambles(tree, ["fft.metal", "c.metal"])
+    assert [(s.function, s.headers) for s in specs] == [
+        ("fft_h", ((root / "fft.h").resolve(),)),
+        ("fft_metal", ((root / "fft.metal").resolve(),)),
+        ("a_util", ((root / "a/util.h").resolve(),)),
+        ("b_util", ((root / "b/util.h").resolve(),)),
+        ("c", ((root / "c.metal").resolve(),)),
+    ]
+
+
+def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "x-y.h": "#pragma once\n", "x_y.h": "#pragma once\n",
+        "e.metal": '#include "x-y.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
+    })  # fmt: skip
+    with pytest.raises(UsageError) as caught:
+        jit_preambles(load_tree(root), ["e.metal"])
+    message = str(caught.value)
+    assert "'x_y_h' names two headers: x-y.h and x_y.h" in message
+    assert f"settle it in {root / 'metallib.toml'}: [build.preambles] " in message
+    line = message.rpartition("[build.preambles] ")[2]
+    # the suggested line, written into metallib.toml, settles it
+    (root / "metallib.toml").write_text(f"[build.preambles]\n{line}\n")
+    named = {s.function for s in jit_preambles(load_tree(root), ["e.metal"])}
+    assert named == {"e", "x_y", "x_y_h_2"}  # the suggested name is one nothing else has
+
+
+def test_a_configured_preamble_no_entry_file_needs_is_in_every_split(tmp_path: Path) -> None:
+    """[build.preambles] naming a header no entry file includes is an extra the host wants:
+    it is embedded whatever is JIT, as run-time-only kernels' headers are."""
+    root = _tree(tmp_path, {
+        "gather.h": "inline int gather_index(int i) { return i; }\n",
+        "used.h": "#pragma once\n",
+        "e.metal": '#include "used.h"\nkernel void e(device float* x) { }\n',
+        "metallib.toml": '[build.preambles]\ngather = "gather.h"\nused_one = "used.h"\n',
+    })  # fmt: skip
+    tree = load_tree(root)
+    extra = ("gather", ((root / "gather.h").resolve(),), ())
+    assert [tuple(s) for s in jit_preambles(tree, [])] == [extra]
+    assert [s.function for s in jit_preambles(tree, ["e.metal"])] == ["used_one", "e", "gather"]

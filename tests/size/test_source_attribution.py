@@ -49,6 +49,11 @@ def test_report_by_source_of_a_real_library(
         assert group_of[name] == source, name
     others = {name for name, group in group_of.items() if group == "other"}
     assert others == set(group_of) - set(mirrored)
+    # what no entry file produces is said on stderr, counted and sized (issue 17)
+    unattributed = sum(f["bytes"] for f in report["functions"] if f["name"] not in mirrored)
+    assert (f"warning: {library}: {len(others):,} of {len(group_of):,} functions ("
+            in err)  # fmt: skip
+    assert f", {unattributed:,} bytes) are produced by no entry file of {mlx_style}" in err
     groups = {g["name"]: g for g in report["groups"]}
     for source in {mirrored[n] for n in mirrored}:
         names = [n for n in mirrored if mirrored[n] == source]
@@ -90,3 +95,17 @@ def test_tree_options_need_a_tree_and_source_grouping(
     ):
         code, out, err = run_cli(argv, capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, (argv, err)
+
+
+def test_a_tree_that_makes_every_function_warns_nothing(
+    write_metallib: Callable[..., Path], mlx_style: Path, mlx_headers: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    names = sorted(n for names in BY_FILE.values() for n in names)
+    library = write_metallib("tree.metallib", [(n, 300) for n in names])
+    code, _, err = run_cli(["report", str(library), *_tree_args(mlx_style, mlx_headers)], capsys)
+    assert code == 0, err
+    assert "warning" not in err
+    extra = write_metallib("extra.metallib", [*((n, 300) for n in names), ("stray", 5000)])
+    code, _, err = run_cli(["report", str(extra), *_tree_args(mlx_style, mlx_headers)], capsys)
+    assert code == 0 and f"warning: {extra}: 1 of {len(names) + 1:,} functions (" in err

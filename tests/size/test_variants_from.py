@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from kernels.discovery.expected import BY_FILE
+from kernels.discovery.expected import BY_FILE, OWN_TEMPLATES, RUNTIME_ONLY
 from llvm import disassemble
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
 
@@ -33,7 +33,9 @@ pytestmark = pytest.mark.realdata
 
 JIT_1 = ("unary_subset.metal", "binary_subset.metal")
 AOT_1 = "arange_subset.metal"
-JIT_2 = "tiles/*.metal"
+JIT_2 = "fft.metal"
+JIT_3 = "tiles/*.metal"  # writes its kernel template itself: it stays AOT
+HELD = set(OWN_TEMPLATES)
 PRODUCER = {name: source for source, names in BY_FILE.items() for name in names}
 
 
@@ -95,7 +97,7 @@ def run(library: Path, mlx_headers: Path, budget: int, tmp_path_factory: pytest.
     out = tmp_path_factory.mktemp("variants") / "out"
     done = _cli("variants", "--from", str(library), "--source-dir", str(DATA), "-I",
                 str(mlx_headers), "-o", str(out), "--jit", ",".join(JIT_1), "--aot", AOT_1,
-                "--jit", JIT_2, "--budget", str(budget), "--format", "json")  # fmt: skip
+                "--jit", JIT_2, "--jit", JIT_3, "--budget", str(budget), "--format", "json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # progress only on a terminal
     doc = json.loads(done.stdout)
@@ -110,16 +112,27 @@ def _variants(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_variants_and_their_splits(run: tuple[dict[str, Any], Path]) -> None:
     doc, _ = run
     variants = _variants(doc)
-    assert list(variants) == ["all-aot", "aot-1", "jit-1", "jit-2", "planned"]
+    assert list(variants) == ["all-aot", "aot-1", "jit-1", "jit-2", "jit-3", "planned"]
     everything = set(BY_FILE)
     assert set(variants["all-aot"]["aot_sources"]) == everything
     assert variants["all-aot"]["jit_sources"] == []
     assert set(variants["jit-1"]["jit_sources"]) == set(JIT_1)
-    assert set(variants["aot-1"]["jit_sources"]) == everything - {AOT_1}
-    assert variants["jit-2"]["jit_sources"] == ["tiles/tile_copy.metal"]
+    # the files that write kernel templates themselves stay AOT in every variant, with the reason
+    assert set(variants["aot-1"]["jit_sources"]) == everything - {AOT_1} - HELD
+    assert variants["jit-2"]["jit_sources"] == ["fft.metal"]
+    assert variants["jit-3"]["jit_sources"] == []
+    assert variants["jit-3"]["description"] == (
+        "--jit tiles/*.metal: 0 entry file(s) JIT (tiles/tile_copy.metal stays AOT), the rest AOT"
+    )
+    held = {h["source"]: h["reason"] for h in doc["source"]["tree"]["held_aot"]}
+    assert set(held) == HELD
+    for source, templates in OWN_TEMPLATES.items():
+        assert all(t in held[source] for t in templates)
+    assert doc["source"]["tree"]["runtime_only"] == RUNTIME_ONLY
     for v in variants.values():
         assert set(v["jit_sources"]) | set(v["aot_sources"]) == everything
         assert not set(v["jit_sources"]) & set(v["aot_sources"])
+        assert not HELD & set(v["jit_sources"])
 
 
 def test_each_metallib_holds_exactly_its_aot_kernels_byte_identical(
@@ -168,8 +181,10 @@ def test_all_aot_is_the_input(run: tuple[dict[str, Any], Path], library: Path) -
     assert _names(path) == _names(library)
     digest = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (path, library)]
     assert digest[0] == digest[1]
-    assert all_aot["embedded_bytes"] == 0 and all_aot["jit_sources_file"] is None
-    assert all_aot["total_bytes"] == library.stat().st_size
+    # run-time-only kernels are in no metallib: all-aot embeds their header too
+    assert all_aot["preambles"] == ["indexing/scatter_rows.h"]
+    assert all_aot["embedded_bytes"] > 0 and Path(all_aot["jit_sources_file"]).is_file()
+    assert all_aot["total_bytes"] == library.stat().st_size + all_aot["embedded_bytes"]
 
 
 def test_planner_fits_and_no_file_can_go_back(
@@ -233,7 +248,8 @@ def _literal_texts(cpp: str) -> dict[str, str]:
     return {m.group(1): m.group(3) for m in pattern.finditer(cpp)}
 
 
-DEFINES_KERNELS = {"plain_kernels.metal", "versioned.metal"}
+DEFINES_KERNELS = {"plain_kernels.metal", "versioned.metal"}  # write kernels with a body
+RUNTIME_HEADERS = [DATA / "indexing/scatter_rows.h"]
 
 
 def test_embedded_bytes_equal_what_embed_writes(
@@ -243,8 +259,6 @@ def test_embedded_bytes_equal_what_embed_writes(
     doc, _ = run
     checked = 0
     for v in doc["variants"]:
-        if not v["jit_sources"]:
-            continue
         headers: list[Path] = []
         for entry in v["jit_sources"]:  # tree order, each header once
             # a file that writes kernel functions itself (read off the files) carries its own code
@@ -252,6 +266,7 @@ def test_embedded_bytes_equal_what_embed_writes(
             for header in [*_direct_includes(DATA / entry, [mlx_headers, DATA]), *own]:
                 if header not in headers:
                     headers.append(header)
+        headers += [h.resolve() for h in RUNTIME_HEADERS if h.resolve() not in headers]
         mine = tmp_path / f"{v['name']}.cpp"
         code, _, err = run_cli(["embed", *map(str, headers), "-I", str(mlx_headers), "-I",
                                 str(DATA), "-o", str(mine)], capsys)  # fmt: skip
@@ -267,7 +282,7 @@ def test_embedded_bytes_equal_what_embed_writes(
         assert v["embed_command"][1:] == ["embed", *map(str, headers), "-I", str(mlx_headers),
                                           "-I", str(DATA), "-o", v["jit_sources_file"]]  # fmt: skip
         checked += 1
-    assert checked == 4
+    assert checked == len(doc["variants"]) == 6
 
 
 def test_other_formats_show_the_same_figures(
@@ -346,7 +361,7 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
         '[build]\nlibrary = "kernels"\naot-only = ["unary_*.metal"]\n'
         f'[build.preambles]\ncommon = ["{kernels / "utils.h"}", "{kernels / "binary_ops.h"}"]\n'
     )
-    movable = {s for s in BY_FILE if s != "unary_subset.metal"}
+    movable = {s for s in BY_FILE if s != "unary_subset.metal"} - HELD
     least = _size_with_jit(library, movable)
     args = ["variants", "--from", str(library), "--source-dir", str(tree), "--format", "json"]
     code, out, err = run_cli([*args, "-o", str(tmp_path / "v"), "--budget", str(least)], capsys)
@@ -365,4 +380,4 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     texts = _literal_texts(cpp)
     assert variants["jit-mode"]["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
     code, out, err = run_cli([*args, "-o", str(tmp_path / "w"), "--budget", str(least - 1)], capsys)
-    assert code == 1 and "1 aot-only entry file(s)" in err and f"{least:,} bytes" in err
+    assert code == 1 and "3 entry file(s) that stay AOT" in err and f"{least:,} bytes" in err

@@ -95,7 +95,7 @@ def test_search_highlights_an_entry_file_and_filters_the_table(
     _open(browser, html.as_uri())
     browser.type_text("#search", "unary")
     status = browser.wait_for("document.getElementById('matches').textContent")
-    assert status == "1 of 6 entry files match"
+    assert status == "1 of 7 entry files match"
     hits = browser.eval(
         "Array.from(document.querySelectorAll('.vbar')).map(b => b.querySelectorAll('i.hit').length)"
     )

@@ -315,7 +315,7 @@ def test_cpp_is_never_given_two_files(tmp_path: Path) -> None:
 @pytest.mark.realdata
 def test_discovery_in_batches_equals_one_file_per_run(mlx_style, mlx_headers, tmp_path) -> None:
     tree = tmp_path / "tree"
-    for copy in ("a", "b", "c"):  # 18 entry files: enough for several per compiler run
+    for copy in ("a", "b", "c"):  # 21 entry files: enough for several per compiler run
         shutil.copytree(mlx_style, tree / copy)
 
     def run(jobs: int) -> tuple[KernelTree, list[int]]:
@@ -325,11 +325,12 @@ def test_discovery_in_batches_equals_one_file_per_run(mlx_style, mlx_headers, tm
         return found, done
 
     batched, steps = run(1)
-    assert steps == [4, 8, 12, 16, 18]  # progress moves one compiler run (four files) at a time
-    single, steps = run(18)
-    assert sorted(steps) == list(range(1, 19))  # one file per run
+    assert steps == [5, 10, 15, 20, 21]  # progress moves one compiler run (five files) at a time
+    single, steps = run(21)
+    assert sorted(steps) == list(range(1, 22))  # one file per run
     assert batched.kernels == single.kernels and batched.sources == single.sources
-    assert len(batched.sources) == 18 and len(batched.kernels) > 18
+    assert batched.written_in == single.written_in and batched.runtime_only == single.runtime_only
+    assert len(batched.sources) == 21 and len(batched.kernels) > 21
 
 
 def test_one_file_with_the_flags_a_compiler_would_get(tmp_path: Path) -> None:

@@ -1,0 +1,85 @@
+"""Where code is written: the file behind each offset of a preprocessed text.
+
+Discovery preprocesses with line markers (``# 12 "mlx/.../fft.h" 2``: the lines that follow come
+from that file) so that a kernel is attributed to the file its code is *written* in, not only to
+the entry file that instantiates it: MLX's ``fft.metal`` emits ``generate_bluestein_twiddles``, a
+non-template kernel written in ``fft.h``; ``arg_reduce.metal`` instantiates ``arg_reduce_general``,
+a kernel template written in ``arg_reduce.metal`` itself. The build side needs the difference: a
+kernel compiled at run time needs the file holding its definition among the embedded sources.
+
+:func:`split_markers` removes the marker lines (the scanner sees the text it always saw) and keeps
+a table from offsets to files; :func:`tree_path` names a file as the tree does (relative to its
+root, ``/`` separators) or, outside the tree, by its absolute path.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["FileRuns", "split_markers", "tree_path"]
+
+# GCC and clang: "# LINE "FILE" FLAGS..." at the start of a line; the name is a C string literal
+# (backslash and quote escaped, other bytes as octal escapes).
+_MARKER = re.compile(r'^# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?', re.MULTILINE)
+_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
+
+
+def _unescape(name: str) -> str:
+    if "\\" not in name:
+        return name
+    raw = _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
+                      else m.group(1), name)  # fmt: skip
+    try:  # octal escapes are bytes of a UTF-8 name
+        return raw.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return raw
+
+
+class FileRuns:
+    """Runs of a text, each from one file: ``file_at(offset)`` names the file."""
+
+    def __init__(self, starts: Sequence[int], files: Sequence[str]) -> None:
+        self._starts = list(starts)
+        self._files = list(files)
+
+    def file_at(self, offset: int) -> str | None:
+        """The file (as the marker names it) that ``offset`` of the clean text comes from."""
+        at = bisect.bisect_right(self._starts, offset) - 1
+        return self._files[at] if at >= 0 else None
+
+    @property
+    def files(self) -> set[str]:
+        """Every file the text came from (as the markers name them)."""
+        return set(self._files)
+
+
+def split_markers(text: str) -> tuple[str, FileRuns]:
+    """``text`` without its line-marker lines, and where each run of it comes from."""
+    pieces: list[str] = []
+    starts: list[int] = []
+    files: list[str] = []
+    last = length = 0
+    for match in _MARKER.finditer(text):
+        piece = text[last : match.start()]
+        pieces.append(piece)
+        length += len(piece)
+        starts.append(length)
+        files.append(_unescape(match.group(1)))
+        last = match.end()
+    pieces.append(text[last:])
+    return "".join(pieces), FileRuns(starts, files)
+
+
+def tree_path(name: str, root: Path) -> str:
+    """A file named by a line marker (relative to the preprocessor's working directory, ``root``,
+    or absolute) as the tree names it: relative to ``root`` with ``/`` separators when inside it,
+    else its absolute path."""
+    full = os.path.realpath(os.path.join(root, name))
+    relative = os.path.relpath(full, os.path.realpath(root))
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return Path(full).as_posix()
+    return Path(relative).as_posix()

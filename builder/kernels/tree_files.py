@@ -1,0 +1,63 @@
+"""Which files a kernel tree has: its ``.metal`` entry files, its headers, and the glob rules
+that select them (``--exclude``, ``aot-only``, ``--aot``/``--jit``).
+
+Shared by discovery (``builder.kernels.discovery``, which re-exports these names) and the search
+for run-time-only kernels (``builder.kernels.runtime_only``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import itertools
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePath
+
+__all__ = ["ENTRY_SUFFIX", "HEADER_SUFFIXES", "entry_files", "path_matches", "tree_headers"]
+
+ENTRY_SUFFIX = ".metal"
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_regexes(pattern: str) -> tuple[re.Pattern[str], ...]:
+    # "**/" may also stand for no folder at all (steel/**/x.metal matches steel/x.metal).
+    pieces = pattern.split("**/")
+    variants = {
+        "".join(p + (sep or "") for p, sep in zip(pieces, (*choice, None)))
+        for choice in itertools.product(("**/", ""), repeat=len(pieces) - 1)
+    }
+    return tuple(re.compile(fnmatch.translate(v)) for v in sorted(variants))
+
+
+def path_matches(relative: str, patterns: Iterable[str]) -> bool:
+    """Whether ``relative`` (``/`` separators) matches any glob: fnmatch rules, where ``*`` also
+    crosses ``/`` and ``**/`` also matches no folder."""
+    return any(rx.match(relative) for p in patterns for rx in _glob_regexes(p))
+
+
+def _walk(source_dir: Path, suffixes: tuple[str, ...]) -> list[str]:
+    """Files under ``source_dir`` ending in ``suffixes``, as sorted relative paths (``/``);
+    hidden files and folders are skipped, symlinked folders are not followed."""
+    found = []
+    for folder, dirs, files in os.walk(source_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        base = PurePath(os.path.relpath(folder, source_dir))
+        for name in files:
+            if name.endswith(suffixes) and not name.startswith("."):
+                found.append((base / name).as_posix() if str(base) != "." else name)
+    found.sort()
+    return found
+
+
+def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
+    """Every ``*.metal`` under ``source_dir`` not matched by ``exclude``, as sorted relative
+    paths; hidden folders are skipped, symlinked folders are not followed."""
+    return [f for f in _walk(source_dir, (ENTRY_SUFFIX,)) if not path_matches(f, exclude)]
+
+
+def tree_headers(root: Path) -> list[str]:
+    """Every header (:data:`HEADER_SUFFIXES`) under ``root``, as sorted relative paths."""
+    return _walk(root, HEADER_SUFFIXES)
