@@ -232,22 +232,30 @@ _KEYWORDS = frozenset({  # C++20's keywords: not usable as function names
 })  # fmt: skip
 
 
+def cxx_identifier(text: str) -> str:
+    """``text`` as a C++ identifier: other characters than ``[A-Za-z0-9_]`` become ``_``, a
+    leading digit gets a ``_`` before it and a C++ keyword one after it."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    out = out if not out[:1].isdigit() else f"_{out}"
+    return f"{out}_" if out in _KEYWORDS else out
+
+
 def function_names(names: Sequence[str]) -> list[str]:
-    """C++ function names for preambles: the header's stem, or its whole path when stems clash.
+    """C++ function names for preambles: the header's stem; its path without the suffix when
+    stems clash (``a/util.h``, ``b/util.h``); its whole path when those clash too (``fft.h``,
+    ``fft.metal``).
 
     Any other character than ``[A-Za-z0-9_]`` becomes ``_``, a leading digit gets a ``_``
     before it and a C++ keyword one after it; names that still coincide (``a-b.h``, ``a_b.h``)
     get ``_2``, ``_3``, ... in order, so every function is defined once.
     """
 
-    def ident(text: str) -> str:
-        out = re.sub(r"[^A-Za-z0-9_]", "_", text)
-        out = out if not out[:1].isdigit() else f"_{out}"
-        return f"{out}_" if out in _KEYWORDS else out
-
+    ident = cxx_identifier
     stems = [ident(Path(n).stem) for n in names]
     full = [ident(str(Path(n).with_suffix(""))) for n in names]
-    chosen = [s if stems.count(s) == 1 else f for s, f in zip(stems, full)]
+    whole = [ident(str(n)) for n in names]
+    chosen = [s if stems.count(s) == 1 else f if full.count(f) == 1 else w
+              for s, f, w in zip(stems, full, whole)]  # fmt: skip
     taken: set[str] = set()
     out = []
     for name in chosen:

@@ -33,13 +33,12 @@ equal to a header's) is an error naming both files and the metallib.toml line th
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
-from builder.jit.generate import function_names
+from builder.jit.generate import cxx_identifier, function_names
 from builder.jit.preamble import quoted_includes
 
 if TYPE_CHECKING:
@@ -104,17 +103,6 @@ def _display(header: Path, tree: KernelTree) -> str:
     return header.name
 
 
-def _ident(text: str) -> str:
-    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return out if not out[:1].isdigit() else f"_{out}"
-
-
-def _names(displays: Sequence[str]) -> list[str]:
-    """``embed``'s names, and the whole path (suffix included) where those still collide."""
-    names = function_names(displays)
-    return [_ident(d) if names.count(n) > 1 else n for n, d in zip(names, displays)]
-
-
 class _Universe:
     """Every preamble a split of the tree could need, named once."""
 
@@ -134,7 +122,7 @@ class _Universe:
                     loose.setdefault(header)
         self.loose = list(loose)
         displays = [_display(h, tree) for h in self.loose]
-        self.names = dict(zip(self.loose, _names(displays)))
+        self.names = dict(zip(self.loose, function_names(displays)))
         self._check_clashes()
 
     def function(self, header: Path) -> str:
@@ -156,7 +144,7 @@ class _Universe:
         toml = tree.config.path or tree.root / "metallib.toml"
         shown = os.path.relpath(second, where)
         used = {*self.names.values(), *tree.config.preambles}
-        own = base = _ident(_display(second, tree))
+        own = base = cxx_identifier(_display(second, tree))
         number = 2
         while own in used:  # a name nothing else has
             own, number = f"{base}_{number}", number + 1

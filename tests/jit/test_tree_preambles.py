@@ -124,21 +124,35 @@ def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
     ]
 
 
-def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Path) -> None:
+def test_names_that_coincide_are_numbered_in_path_order(tmp_path: Path) -> None:
+    """x-y.h and x_y.h are one identifier even as whole paths: numbered in order, no clash."""
     root = _tree(tmp_path, {
         "x-y.h": "#pragma once\n", "x_y.h": "#pragma once\n",
         "e.metal": '#include "x-y.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
     })  # fmt: skip
+    specs = jit_preambles(load_tree(root), ["e.metal"])
+    assert {s.function: s.headers[0].name for s in specs} == {
+        "x_y_h": "x-y.h", "x_y_h_2": "x_y.h", "e": "e.metal"
+    }
+
+
+def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Path) -> None:
+    """A configured name equal to another header's derived name is the clash that remains."""
+    root = _tree(tmp_path, {
+        "other.h": "#pragma once\n", "x_y.h": "#pragma once\n",
+        "e.metal": '#include "other.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
+        "metallib.toml": '[build.preambles]\nx_y = "other.h"\n',
+    })  # fmt: skip
     with pytest.raises(UsageError) as caught:
         jit_preambles(load_tree(root), ["e.metal"])
     message = str(caught.value)
-    assert "'x_y_h' names two headers: x-y.h and x_y.h" in message
+    assert "'x_y' names two headers: other.h and x_y.h" in message
     assert f"settle it in {root / 'metallib.toml'}: [build.preambles] " in message
     line = message.rpartition("[build.preambles] ")[2]
     # the suggested line, written into metallib.toml, settles it
-    (root / "metallib.toml").write_text(f"[build.preambles]\n{line}\n")
+    (root / "metallib.toml").write_text(f'[build.preambles]\nx_y = "other.h"\n{line}\n')
     named = {s.function for s in jit_preambles(load_tree(root), ["e.metal"])}
-    assert named == {"e", "x_y", "x_y_h_2"}  # the suggested name is one nothing else has
+    assert named == {"e", "x_y", "x_y_h"}  # the suggested name is one nothing else has
 
 
 def test_a_configured_preamble_no_entry_file_needs_is_in_every_split(tmp_path: Path) -> None:
