@@ -14,9 +14,11 @@ The model (``MODEL``), built so that a group's share predicts what removing the 
   gzip implementations do: the parts concatenated are one valid deflate stream of the file, a
   few hundred bytes longer than the single-pass stream in a wheel (docs/download-size.md);
 * each part is inflated again ``STEP`` compressed bytes at a time, and the bits of each step
-  (with any before it that decoded to nothing, such as a block's Huffman tables) are spread over
-  the bytes that step decoded. A function's bytes are charged what encoding them took: literals
-  it holds, and matches that copy earlier data into it. Removing it removes those bits.
+  are spread over the bytes that step decoded: a function's bytes are charged what encoding them
+  took (the literals it holds, the matches that copy earlier data into it), which is what
+  removing it removes. Steps that decode to nothing hold a block's Huffman tables, which serve
+  the whole block: their bits are spread over the next ``SPREAD`` bytes (a level-6 block covers
+  30 to 80 KB of these libraries).
 
 The parts run on every core, in C (``deflate_share`` in ``builder.metallib._native``) or, without
 the extension, in Python's zlib on threads and a Python loop; both give identical numbers (same
@@ -47,6 +49,7 @@ __all__ = [
     "LEVEL",
     "MODEL",
     "PART_BYTES",
+    "SPREAD",
     "STEP",
     "WINDOW",
     "DownloadShare",
@@ -64,11 +67,13 @@ PART_BYTES = 1 << 20
 """About how much input one part holds (cut at the next segment start)."""
 STEP = 16
 """Compressed bytes inflated per attribution step: charges are exact to within one step."""
+SPREAD = 32768
+"""Bytes over which a block's tables (bits that decode to nothing) are charged."""
 MODEL = (
     "zlib level 6 raw deflate, as a wheel's zip member stores it; compressed in parts of about "
     f"{PART_BYTES >> 20} MiB cut at function boundaries, each primed with the {WINDOW >> 10} KiB "
     "before it; every compressed bit is charged to the bytes it decodes into "
-    f"(in steps of {STEP} compressed bytes)"
+    f"(in steps of {STEP} compressed bytes; a block's tables over the {SPREAD >> 10} KiB after them)"
 )
 
 
@@ -175,7 +180,7 @@ def deflate_share(
     if module is not None and getattr(module, "HAS_DEFLATE", 0):
         sizes, costs = module.deflate_share(
             data, array("Q", cut_at).tobytes(), array("Q", starts).tobytes(), LEVEL, WINDOW, STEP,
-            threads,
+            SPREAD, threads,
         )  # fmt: skip
         return memoryview(sizes).cast("Q").tolist(), memoryview(costs).cast("Q").tolist()
     return _python_share(data, list(cut_at), list(starts), threads)
@@ -189,6 +194,18 @@ def _python_share(
     sizes = [0] * len(cut_at)
     costs = [0] * len(starts)
     ends = [*starts[1:], size]
+
+    def charge(seg: int, pos: int, to: int, bits: int) -> int:
+        """Spread ``bits`` over [pos, to) by cumulative floor; the segment holding ``to - 1``."""
+        given = 0
+        while True:
+            stop = min(ends[seg], to)
+            upto = bits * (stop - pos) // (to - pos)
+            costs[seg] += upto - given
+            given = upto
+            if stop == to:
+                return seg
+            seg += 1
 
     def part(k: int) -> None:
         a = cut_at[k]
@@ -207,20 +224,14 @@ def _python_share(
             out = unpacker.decompress(chunk)
             if unpacker.unused_data or pos + len(out) > b:
                 raise InternalError(f"download share: part at {a} does not inflate back to its input")
-            pending += 8 * len(chunk)
             if not out:
+                pending += 8 * len(chunk)
                 continue
             plain.append(out)
             to = pos + len(out)
-            given = 0
-            while True:  # charge(): cumulative floor over the segments [pos, to) spans
-                stop = min(ends[seg], to)
-                upto = pending * (stop - pos) // (to - pos)
-                costs[seg] += upto - given
-                given = upto
-                if stop == to:
-                    break
-                seg += 1
+            if pending:  # a block's tables: over the next SPREAD bytes
+                charge(seg, pos, min(pos + SPREAD, b), pending)
+            seg = charge(seg, pos, to, 8 * len(chunk))
             if to < b and to == ends[seg]:
                 seg += 1
             pos, pending = to, 0

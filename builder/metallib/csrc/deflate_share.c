@@ -2,7 +2,7 @@
  * compressed bit charged to the input bytes it decodes into (builder/size/download.py is the
  * model and its pure-Python twin; the two give identical results).
  *
- * deflate_share(buffer, cuts, starts, level, window, step, threads) -> (part_sizes, costs)
+ * deflate_share(buffer, cuts, starts, level, window, step, spread, threads) -> (part_sizes, costs)
  *
  *   cuts    packed u64: where each part starts (cuts[0] == 0, increasing); the last part ends at
  *           the end of the buffer.
@@ -15,10 +15,11 @@
  * with the `window` bytes before it as its dictionary, ended by Z_SYNC_FLUSH (the last part by
  * Z_FINISH), as parallel gzip implementations do: the parts concatenated are one valid deflate
  * stream of the whole buffer. Each part is then inflated (with the same dictionary) `step`
- * compressed bytes at a time; the bits of each step (plus any before it that decoded to nothing,
- * such as a block header) are spread over the bytes that step decoded, by cumulative floor, so
- * every part's bits are charged exactly once. Bits after the part's last output (the flush
- * marker) go to its last segment. The inflated bytes are compared with the input.
+ * compressed bytes at a time; the bits of each step are spread over the bytes that step decoded,
+ * by cumulative floor, so every part's bits are charged exactly once. Bits of steps that decode
+ * to nothing (a block's Huffman tables, which serve the whole block) are spread over the next
+ * `spread` bytes of the part instead; bits after the part's last output (the flush marker) go to
+ * its last segment. The inflated bytes are compared with the input.
  *
  * Parts are taken from a shared counter by up to `threads` POSIX threads without the GIL; the
  * result does not depend on the thread count. Built only when CMake finds zlib (HAS_DEFLATE).
@@ -38,7 +39,7 @@ typedef struct {
     const uint64_t *cuts, *starts;
     Py_ssize_t parts, segments;
     int level;
-    uint64_t window, step;
+    uint64_t window, step, spread;
     uint64_t *part_sizes, *costs;
     pthread_mutex_t lock;
     Py_ssize_t next;
@@ -137,7 +138,7 @@ static int attribute_part(Shared *sh, uint64_t a, uint64_t b, const Scratch *pac
     if (!error && !reserve(plain, (size_t)(b - a) + 1))
         error = 1;
     Py_ssize_t seg = first_seg;
-    uint64_t pos = a, pending = 0;
+    uint64_t pos = a, pending = 0, bits;
     size_t used = 0;
     while (!error && used < packed_len) {
         size_t take = packed_len - used < sh->step ? packed_len - used : (size_t)sh->step;
@@ -151,14 +152,20 @@ static int attribute_part(Shared *sh, uint64_t a, uint64_t b, const Scratch *pac
             break;
         }
         used += take - z.avail_in;
-        pending += 8 * (uint64_t)(take - z.avail_in);
+        bits = 8 * (uint64_t)(take - z.avail_in);
         uint64_t to = a + (uint64_t)(z.next_out - plain->data);
         if (to > b || (z.avail_in && status != Z_STREAM_END)) {
             error = 3;
             break;
         }
-        if (to > pos) {
-            charge(sh, &seg, pos, to, pending);
+        if (to == pos) {
+            pending += bits;
+        } else {
+            if (pending) { /* tables: over the next `spread` bytes */
+                Py_ssize_t ahead = seg;
+                charge(sh, &ahead, pos, b - pos < sh->spread ? b : pos + sh->spread, pending);
+            }
+            charge(sh, &seg, pos, to, bits);
             if (to < b && to == (seg + 1 < sh->segments ? sh->starts[seg + 1] : sh->len))
                 seg++;
             pos = to;
@@ -249,8 +256,9 @@ static int check_columns(const Shared *sh)
             return 0;
         }
     }
-    if (sh->window > 32768 || sh->step == 0 || sh->step > (1 << 20) || sh->level < 0 || sh->level > 9) {
-        PyErr_SetString(PyExc_ValueError, "deflate_share: level 0-9, window up to 32768, step 1 to 1 MiB");
+    if (sh->window > 32768 || sh->step == 0 || sh->step > (1 << 20) || sh->spread == 0 || sh->level < 0 ||
+        sh->level > 9) {
+        PyErr_SetString(PyExc_ValueError, "deflate_share: level 0-9, window up to 32768, step 1 to 1 MiB, spread > 0");
         return 0;
     }
     return 1;
@@ -260,13 +268,14 @@ PyObject *deflate_share(PyObject *module, PyObject *args)
 {
     Py_buffer view, cut_view, start_view;
     int level, threads;
-    unsigned long long window, step;
+    unsigned long long window, step, spread;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*y*y*iKKi:deflate_share", &view, &cut_view, &start_view, &level, &window,
-                          &step, &threads))
+    if (!PyArg_ParseTuple(args, "y*y*y*iKKKi:deflate_share", &view, &cut_view, &start_view, &level, &window,
+                          &step, &spread, &threads))
         return NULL;
     PyObject *sizes = NULL, *costs = NULL, *result = NULL;
-    Shared sh = {.buf = view.buf, .len = (uint64_t)view.len, .level = level, .window = window, .step = step};
+    Shared sh = {.buf = view.buf, .len = (uint64_t)view.len, .level = level, .window = window, .step = step,
+                 .spread = spread};
     if ((sh.cuts = column(&cut_view, &sh.parts, "cuts")) == NULL ||
         (sh.starts = column(&start_view, &sh.segments, "starts")) == NULL || !check_columns(&sh))
         goto done;

@@ -44,11 +44,13 @@ static PyMethodDef methods[] = {
 #endif
 #ifdef METALLIB_NATIVE_ZLIB
     {"deflate_share", deflate_share, METH_VARARGS,
-     "deflate_share(buffer, cuts, starts, level, window, step, threads) -> (part_sizes, costs)\n\n"
+     "deflate_share(buffer, cuts, starts, level, window, step, spread, threads)\n"
+     "-> (part_sizes, costs)\n\n"
      "The buffer compressed in parts (packed u64 cuts) as raw deflate, each primed with the\n"
      "window bytes before it and sync-flushed, on up to `threads` threads; each part's\n"
      "compressed bytes, and each segment's (packed u64 starts) share of them in bits, found by\n"
-     "inflating `step` compressed bytes at a time (builder/size/download.py)."},
+     "inflating `step` compressed bytes at a time, the bits of steps that decode to nothing spread\n"
+     "over the next `spread` bytes (builder/size/download.py)."},
 #endif
     {NULL, NULL, 0, NULL},
 };
