@@ -44,6 +44,11 @@ def _common(func: Any) -> Any:
         click.option("--platform", default=None,
                      help="Wheel platform for PACKAGE==VERSION targets "
                           "[default: macosx_14_0_arm64]."),
+        click.option("--download", is_flag=True,
+                     help="Add download bytes: each function's and group's share of the library "
+                          "compressed as a wheel stores it (zlib 6, modelled on both cores; "
+                          "docs/download-size.md). A wheel also lists its files with their real "
+                          "compressed sizes, and the model's error against its metallib member."),
     ]  # fmt: skip
     func = tree_options(func)
     for option in reversed(options):
@@ -70,7 +75,7 @@ def _progress(message: str) -> None:
 
 
 def _load(target: str, by: str, rules_path: str | None, platform: str | None,
-          sources: Any = None) -> list[Any]:  # fmt: skip
+          sources: Any = None, download: bool = False) -> list[Any]:  # fmt: skip
     from builder.size.load import load_reports
 
     rules = None
@@ -80,7 +85,7 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None,
         rules = load_rules(rules_path)
     with _gc_paused():
         reports = load_reports(target, by=by, rules=rules, platform=platform, progress=_progress,
-                               sources=sources)  # fmt: skip
+                               sources=sources, download=download)  # fmt: skip
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(f"note: {target}: kernel families come from its build manifest; --rules "
                    "is not used for it", err=True)  # fmt: skip
@@ -148,6 +153,7 @@ def report_command(
     fmt: str,
     output: str | None,
     platform: str | None,
+    download: bool,
     **tree: Any,
 ) -> None:
     """Show which kernels make a metallib big.
@@ -163,9 +169,10 @@ def report_command(
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
+      metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
     by, sources = _grouping(by, tree)
-    reports = _load(target, by, rules, platform, sources)
+    reports = _load(target, by, rules, platform, sources, download)
     shown = _top(top, fmt)
     if fmt == "html":
         from builder.render.html import report_html
@@ -215,6 +222,11 @@ def _color() -> bool:
     is_flag=True,
     help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
 )
+@click.option("--max-download-growth", default=None, metavar="N",
+              help="Fail when head's modelled download (as --download) is more than N larger "
+                   "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.")  # fmt: skip
+@click.option("--max-download-size", default=None, metavar="N",
+              help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).")
 def compare_command(
     base: str,
     head: str,
@@ -228,6 +240,9 @@ def compare_command(
     max_size: str | None,
     fail_on_new_group: bool,
     warn_only: bool,
+    download: bool,
+    max_download_growth: str | None,
+    max_download_size: str | None,
     **tree: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
@@ -244,6 +259,7 @@ def compare_command(
       metallib-builder compare base/ head/ --max-growth 1% --format markdown
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
+      metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
     from builder.errors import CheckFailed
     from builder.render.machine import compare_csv, compare_json
@@ -257,10 +273,13 @@ def compare_command(
         max_growth=parse_limit(max_growth) if max_growth is not None else None,
         max_size=parse_size(max_size) if max_size is not None else None,
         fail_on_new_group=fail_on_new_group,
+        max_download_growth=None if max_download_growth is None else parse_limit(max_download_growth),
+        max_download_size=None if max_download_size is None else parse_size(max_download_size),
     )
+    download = download or gates.max_download_growth is not None or gates.max_download_size is not None
     by, sources = _grouping(by, tree)
-    pairs = pair_reports(_load(base, by, rules, platform, sources),
-                         _load(head, by, rules, platform, sources))  # fmt: skip
+    pairs = pair_reports(_load(base, by, rules, platform, sources, download),
+                         _load(head, by, rules, platform, sources, download))  # fmt: skip
     shown = _top(top, fmt)
     failed: list[str] = []
     texts: list[str] = []

@@ -177,7 +177,7 @@ def deflate_share(
     """Each part's compressed bytes and each segment's share of them in bits (``MODEL``), by the
     C extension when it is built with zlib and ``native``, else by Python's zlib."""
     module = native_module() if native else None
-    if module is not None and getattr(module, "HAS_DEFLATE", 0):
+    if module is not None and getattr(module, "HAS_DEFLATE", False):
         sizes, costs = module.deflate_share(
             data, array("Q", cut_at).tobytes(), array("Q", starts).tobytes(), LEVEL, WINDOW, STEP,
             SPREAD, threads,
@@ -254,7 +254,7 @@ def download_share(
         threads = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
                       (os.cpu_count() or 1), 16)  # fmt: skip
     module = native_module() if native else None
-    used_native = module is not None and bool(getattr(module, "HAS_DEFLATE", 0))
+    used_native = module is not None and bool(getattr(module, "HAS_DEFLATE", False))
     part_sizes, costs = deflate_share(lib.data, cut_at, layout.starts, threads, native=native)
     owners = layout.function_count + len(attribution.overhead)
     bits = [0] * owners
