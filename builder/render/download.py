@@ -33,7 +33,7 @@ class DownloadColumn:
     def __init__(self, report: Report, download: Download) -> None:
         self.total = download.total
         self.overhead = download.overhead_bytes
-        self._groups = group_download(report)
+        self._groups = group_download(report.functions, download.functions)
 
     @classmethod
     def of(cls, report: Report) -> DownloadColumn | None:

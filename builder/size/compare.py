@@ -295,9 +295,21 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
         results.append(
             GateResult("--fail-on-new-group", not new, head_label, new_groups=tuple(new))
         )
-    from builder.size.download_compare import download_gates
+    if gates.max_download_growth is not None or gates.max_download_size is not None:
+        from builder.size.download_compare import download_totals
 
-    return results + download_gates(comparison, gates)
+        base_dl, head_dl = download_totals(comparison.base, comparison.head)
+        subject = f"the download of {head_label}"
+        if gates.max_download_growth is not None:
+            allowed = gates.max_download_growth.allowed(base_dl)
+            results.append(GateResult(
+                "--max-download-growth", head_dl - base_dl <= allowed, subject,
+                limit=gates.max_download_growth, grown=head_dl - base_dl, allowed=int(allowed),
+                percent=comparison.download_percent))  # fmt: skip
+        if gates.max_download_size is not None:
+            results.append(GateResult("--max-download-size", head_dl <= gates.max_download_size,
+                                      subject, max_size=gates.max_download_size, head_size=head_dl))  # fmt: skip
+    return results
 
 
 def pair_reports(base: list[Report], head: list[Report]) -> list[tuple[Report, Report]]:

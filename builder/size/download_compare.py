@@ -1,10 +1,10 @@
-"""Download figures in a comparison: per-group download on both sides, and the download gates.
+"""Download figures in a comparison: per-group download on both sides, and the totals the
+download gates check (``compare --download``, ``--max-download-growth``, ``--max-download-size``).
 
-``compare --download`` joins the two reports' download shares by group, as ``compare_reports``
-joins their bytes; ``--max-download-growth`` and ``--max-download-size`` gate the modelled
-download totals (``builder.size.download``) the way ``--max-growth`` and ``--max-size`` gate the
-file sizes. Both sides need download figures: a saved report without them is an error (exit 2),
-never a gate passed on a missing number.
+``compare_reports`` joins the two reports' download shares by group as it joins their bytes.
+A gate on download needs figures on both sides: a side without them (a report saved without
+``--download``, a build with no metallib) is an error (exit 2), never a gate passed on a number
+that was not measured.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from builder.errors import UsageError
 from builder.size.download_report import group_download
 
 if TYPE_CHECKING:
-    from builder.size.compare import Comparison, GateResult, Gates
     from builder.size.report import Report
 
-__all__ = ["download_gates", "group_download_pairs"]
+__all__ = ["download_totals", "group_download_pairs"]
 
 
 def group_download_pairs(
@@ -28,33 +27,17 @@ def group_download_pairs(
     unless both reports carry download figures."""
     if base.download is None or head.download is None:
         return None
-    b, h = group_download(base), group_download(head)
+    b = group_download(base.functions, base.download.functions)
+    h = group_download(head.functions, head.download.functions)
     pairs = {name: (b.get(name, 0), h.get(name, 0)) for name in dict.fromkeys([*b, *h])}
     return pairs, (base.download.overhead_bytes, head.download.overhead_bytes)
 
 
-def download_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
-    """``--max-download-growth`` and ``--max-download-size``, when asked for."""
-    from builder.size.compare import GateResult
-
-    if gates.max_download_growth is None and gates.max_download_size is None:
-        return []
-    base, head = comparison.base.download, comparison.head.download
-    for side, report in (("base", comparison.base), ("head", comparison.head)):
+def download_totals(base: Report, head: Report) -> tuple[int, int]:
+    """The modelled download of both sides, for the download gates."""
+    for side, report in (("base", base), ("head", head)):
         if report.download is None:
             raise UsageError(f"{report.source.label}: no download figures for the {side} side "
                              "(no metallib, or a report saved without --download)")  # fmt: skip
-    assert base is not None and head is not None
-    subject = f"the download of {comparison.head.source.label}"
-    results = []
-    if gates.max_download_growth is not None:
-        allowed = gates.max_download_growth.allowed(base.total)
-        grown = head.total - base.total
-        percent = 100.0 * grown / base.total if base.total else None
-        results.append(GateResult("--max-download-growth", grown <= allowed, subject,
-                                  limit=gates.max_download_growth, grown=grown,
-                                  allowed=int(allowed), percent=percent))  # fmt: skip
-    if gates.max_download_size is not None:
-        results.append(GateResult("--max-download-size", head.total <= gates.max_download_size,
-                                  subject, max_size=gates.max_download_size, head_size=head.total))  # fmt: skip
-    return results
+    assert base.download is not None and head.download is not None
+    return base.download.total, head.download.total

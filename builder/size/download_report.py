@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from builder.metallib import Metallib
     from builder.size.attribution import Attribution
-    from builder.size.report import OverheadRow, Report
 
 __all__ = [
     "Download",
@@ -119,23 +120,20 @@ def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
     return max(found, key=lambda f: len(f.name)) if found else None
 
 
-def group_download(report: Report) -> dict[str, int]:
-    """Each group's download bytes: the sum of its functions' shares (empty without download)."""
-    if report.download is None:
-        return {}
+def group_download(functions: Sequence[Any], shares: Sequence[int]) -> dict[str, int]:
+    """Each group's download bytes: the sum of its functions' shares (rows with a ``group``)."""
     found: dict[str, int] = {}
-    for fn, share in zip(report.functions, report.download.functions):
+    for fn, share in zip(functions, shares):
         found[fn.group] = found.get(fn.group, 0) + share
     return found
 
 
-def add_download_fields(doc: dict[str, Any], report: Report) -> None:
+def add_download_fields(doc: dict[str, Any], download: Download | None, functions: Sequence[Any]) -> None:
     """Add the download fields to a report's JSON object (``report_to_dict``), in place; the
     functions' ``download_bytes`` are added where their objects are made."""
-    download = report.download
     if download is None:
         return
-    by_group = group_download(report)
+    by_group = group_download(functions, download.functions)
     for group in doc["groups"]:
         group["download_bytes"] = by_group[group["name"]]
     for row, share in zip(doc["overhead"], download.overhead):
@@ -153,9 +151,7 @@ def add_download_fields(doc: dict[str, Any], report: Report) -> None:
                         "files": [f._asdict() for f in wheel.files]}  # fmt: skip
 
 
-def download_from_dict(
-    data: dict[str, Any], overhead: list[OverheadRow], where: str
-) -> Download | None:
+def download_from_dict(data: dict[str, Any], overhead_rows: int, where: str) -> Download | None:
     """The download figures of a saved report (None when it was made without ``--download``);
     the sums are re-checked, so an edited report cannot pass a download gate."""
     if "download_bytes" not in data:
@@ -168,8 +164,8 @@ def download_from_dict(
     rows = data.get("overhead", [])
     overhead_total = _count(data.get("overhead_download_bytes"))
     shares = [_count(o.get("download_bytes", 0)) for o in rows]
-    if len(shares) != len(overhead) or sum(shares) != overhead_total:
-        shares = [overhead_total] if overhead else []
+    if len(shares) != overhead_rows or sum(shares) != overhead_total:
+        shares = [overhead_total] if overhead_rows else []
     total = _count(data["download_bytes"])
     if sum(functions) + sum(shares) != total:
         raise bad(f"functions and overhead download {sum(functions) + sum(shares)} bytes, "

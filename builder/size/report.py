@@ -272,7 +272,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
     }
     if report.host_library is not None:  # builds with JIT families only: other reports unchanged
         doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
-    add_download_fields(doc, report)  # reports made with --download only
+    add_download_fields(doc, report.download, report.functions)  # --download only
     if functions:
         doc["functions"] = _function_dicts(report)
     return doc
@@ -336,7 +336,7 @@ def report_from_dict(data: Any, where: str) -> Report:
             jit_families=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
             provenance=_provenance(data.get("provenance")),
-            download=download_from_dict(data, overhead, where),
+            download=download_from_dict(data, len(overhead), where),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"missing or malformed field ({exc})") from None
