@@ -31,7 +31,8 @@ __all__ = [
 SCHEMA = 1
 
 _COLUMNS = ("variant", "metallib", "embedded", f"embedded ({COMPRESSION})", "ships in total",
-            "total (compressed)", "run-time kernels", "JIT files")  # fmt: skip
+            "total (compressed)", "metallib download", "total download", "run-time kernels",
+            "JIT files")  # fmt: skip
 
 
 def _path(path: os.PathLike[str] | None) -> str | None:
@@ -45,6 +46,7 @@ def _plan_dict(plan: Plan) -> dict[str, Any]:
         "least_bytes": plan.least_bytes,
         "metallib_bytes": plan.metallib_bytes,
         "jit_kernels": plan.kernels,
+        "budget_of": plan.budget_of,
         "start": plan.start,
         "steps": [
             {"action": s.action, "source": s.source, "kernels": s.kernels,
@@ -76,6 +78,8 @@ def _variant_dict(v: Variant) -> dict[str, Any]:
         "embedded_compressed_bytes": v.embedded_compressed_bytes,
         "total_bytes": v.total_bytes,
         "total_compressed_bytes": v.total_compressed_bytes,
+        "metallib_download_bytes": v.metallib_download_bytes,
+        "total_download_bytes": v.total_download_bytes,
         "jit_sources": list(v.jit),
         "aot_sources": list(v.aot),
         "jit_kernels": v.jit_kernels,
@@ -126,7 +130,8 @@ def variants_json(run: VariantsRun) -> str:
 def _cells(v: Variant) -> list[str]:
     return [v.name, f"{v.metallib_bytes:,}", f"{v.embedded_bytes:,}",
             f"{v.embedded_compressed_bytes:,}", f"{v.total_bytes:,}",
-            f"{v.total_compressed_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}"]  # fmt: skip
+            f"{v.total_compressed_bytes:,}", f"{v.metallib_download_bytes:,}",
+            f"{v.total_download_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}"]  # fmt: skip
 
 
 def _heading(run: VariantsRun) -> str:
@@ -146,6 +151,8 @@ def _notes(run: VariantsRun) -> list[str]:
         (f"embedded: the distinct preamble text pieces in OUTDIR/<variant>/jit_sources.cpp "
          f"(shared headers once); compressed: those pieces as one stream, {COMPRESSION}"),
         "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
+        ("metallib download: the metallib as a wheel stores it (zlib level 6, modelled; "
+         "docs/download-size.md); total download: that + the compressed embedded bytes"),
         "run-time kernels: the library's functions that the JIT entry files produce",
     ]  # fmt: skip
     if src.not_in_tree:
@@ -158,6 +165,12 @@ def _notes(run: VariantsRun) -> list[str]:
 
 
 def _plan_lines(plan: Plan) -> list[str]:
+    if plan.budget_of == "download":  # the steps and files below are estimates
+        return [(f"  budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
+                f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
+                f"compiled at run time (planned on the input's download shares: estimated all "
+                f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
+                f"from the {plan.start} answer")]  # fmt: skip
     lines = [
         f"  budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
@@ -215,7 +228,9 @@ def variants_markdown(run: VariantsRun) -> str:
             continue
         plan = v.plan
         lines += ["", f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})", "",
-                  "| moved to JIT | kernels | saves | metallib if AOT again |",
+                  "| moved to JIT | kernels | saves | metallib if AOT again |" if plan.budget_of
+                  == "metallib" else "| moved to JIT | kernels | saves (estimate) | download if AOT "
+                  "again (estimate) |",
                   "|---|---:|---:|---:|"]  # fmt: skip
         lines += [f"| {md_code(f.source)} | {f.kernels:,} | {f.saved_bytes:,} | {f.back_bytes:,} |"
                   for f in plan.files]  # fmt: skip

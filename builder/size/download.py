@@ -56,6 +56,7 @@ __all__ = [
     "Segments",
     "deflate_share",
     "download_share",
+    "download_total",
     "segments",
 ]
 
@@ -172,22 +173,24 @@ def cuts(starts: Sequence[int], file_size: int, part_bytes: int = PART_BYTES) ->
 
 def deflate_share(
     data: memoryview | bytes, cut_at: Sequence[int], starts: Sequence[int], threads: int,
-    *, native: bool = True,
+    *, native: bool = True, attribute: bool = True,
 ) -> tuple[list[int], list[int]]:  # fmt: skip
-    """Each part's compressed bytes and each segment's share of them in bits (``MODEL``), by the
-    C extension when it is built with zlib and ``native``, else by Python's zlib."""
+    """Each part's compressed bytes and each segment's share of them in bits (``MODEL``; all 0
+    without ``attribute``), by the C extension when it is built with zlib and ``native``, else by
+    Python's zlib."""
     module = native_module() if native else None
+    step = STEP if attribute else 0
     if module is not None and getattr(module, "HAS_DEFLATE", False):
         sizes, costs = module.deflate_share(
-            data, array("Q", cut_at).tobytes(), array("Q", starts).tobytes(), LEVEL, WINDOW, STEP,
+            data, array("Q", cut_at).tobytes(), array("Q", starts).tobytes(), LEVEL, WINDOW, step,
             SPREAD, threads,
         )  # fmt: skip
         return memoryview(sizes).cast("Q").tolist(), memoryview(costs).cast("Q").tolist()
-    return _python_share(data, list(cut_at), list(starts), threads)
+    return _python_share(data, list(cut_at), list(starts), threads, step)
 
 
 def _python_share(
-    data: memoryview | bytes, cut_at: list[int], starts: list[int], threads: int
+    data: memoryview | bytes, cut_at: list[int], starts: list[int], threads: int, step: int
 ) -> tuple[list[int], list[int]]:
     """The pure-Python twin of ``deflate_share`` in csrc/deflate_share.c, step for step."""
     size = len(data)
@@ -216,11 +219,13 @@ def _python_share(
         last = k + 1 == len(cut_at)
         packed = packer.compress(data[a:b]) + packer.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
         sizes[k] = len(packed)
+        if not step:
+            return
         unpacker = zlib.decompressobj(-15, **({"zdict": prime} if prime else {}))
         seg = bisect.bisect_right(starts, a) - 1
         pos, pending, plain = a, 0, []
-        for used in range(0, len(packed), STEP):
-            chunk = packed[used : used + STEP]
+        for used in range(0, len(packed), step):
+            chunk = packed[used : used + step]
             out = unpacker.decompress(chunk)
             if unpacker.unused_data or pos + len(out) > b:
                 raise InternalError(f"download share: part at {a} does not inflate back to its input")
@@ -244,15 +249,27 @@ def _python_share(
     return sizes, costs
 
 
+def download_total(lib: Metallib, attribution: Attribution, *, threads: int | None = None) -> int:
+    """The modelled download of ``lib`` alone (the same parts as ``download_share``, so the same
+    total, without the attribution's inflate pass)."""
+    layout = segments(lib, attribution)
+    cut_at = cuts(layout.starts, layout.file_size)
+    sizes, _ = deflate_share(lib.data, cut_at, layout.starts, threads or _threads(), attribute=False)
+    return sum(sizes)
+
+
+def _threads() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, 16))
+
+
 def download_share(
     lib: Metallib, attribution: Attribution, *, threads: int | None = None, native: bool = True
 ) -> DownloadShare:
     """Model ``lib``'s download (``MODEL``) and give every function and overhead row its share."""
     layout = segments(lib, attribution)
     cut_at = cuts(layout.starts, layout.file_size)
-    if threads is None:
-        threads = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
-                      (os.cpu_count() or 1), 16)  # fmt: skip
+    threads = threads or _threads()
     module = native_module() if native else None
     used_native = module is not None and bool(getattr(module, "HAS_DEFLATE", False))
     part_sizes, costs = deflate_share(lib.data, cut_at, layout.starts, threads, native=native)

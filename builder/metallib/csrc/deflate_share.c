@@ -19,7 +19,8 @@
  * by cumulative floor, so every part's bits are charged exactly once. Bits of steps that decode
  * to nothing (a block's Huffman tables, which serve the whole block) are spread over the next
  * `spread` bytes of the part instead; bits after the part's last output (the flush marker) go to
- * its last segment. The inflated bytes are compared with the input.
+ * its last segment. The inflated bytes are compared with the input. With step 0 only the
+ * part sizes are computed (costs all 0): a total without the attribution's inflate pass.
  *
  * Parts are taken from a shared counter by up to `threads` POSIX threads without the GIL; the
  * result does not depend on the thread count. Built only when CMake finds zlib (HAS_DEFLATE).
@@ -214,7 +215,8 @@ static void *worker(void *arg)
         size_t n = compress_part(sh, a, b, k + 1 == sh->parts, &packed, &error);
         if (!error) {
             sh->part_sizes[k] = n;
-            error = attribute_part(sh, a, b, &packed, n, &plain, segment_of(sh, a));
+            if (sh->step)
+                error = attribute_part(sh, a, b, &packed, n, &plain, segment_of(sh, a));
         }
         if (error) {
             pthread_mutex_lock(&sh->lock);
@@ -256,9 +258,8 @@ static int check_columns(const Shared *sh)
             return 0;
         }
     }
-    if (sh->window > 32768 || sh->step == 0 || sh->step > (1 << 20) || sh->spread == 0 || sh->level < 0 ||
-        sh->level > 9) {
-        PyErr_SetString(PyExc_ValueError, "deflate_share: level 0-9, window up to 32768, step 1 to 1 MiB, spread > 0");
+    if (sh->window > 32768 || sh->step > (1 << 20) || sh->spread == 0 || sh->level < 0 || sh->level > 9) {
+        PyErr_SetString(PyExc_ValueError, "deflate_share: level 0-9, window up to 32768, step up to 1 MiB, spread > 0");
         return 0;
     }
     return 1;

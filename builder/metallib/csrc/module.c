@@ -50,7 +50,7 @@ static PyMethodDef methods[] = {
      "window bytes before it and sync-flushed, on up to `threads` threads; each part's\n"
      "compressed bytes, and each segment's (packed u64 starts) share of them in bits, found by\n"
      "inflating `step` compressed bytes at a time, the bits of steps that decode to nothing spread\n"
-     "over the next `spread` bytes (builder/size/download.py)."},
+     "over the next `spread` bytes (builder/size/download.py); step 0: part sizes only."},
 #endif
     {NULL, NULL, 0, NULL},
 };
