@@ -27,7 +27,7 @@ __all__ = ["variants_command"]
 _FORMATS = ("table", "json", "markdown", "html")
 RUN_FILE = "variants.json"
 _FROM_ONLY = ("include_dirs", "defines", "exclude", "config_file", "aot", "jit", "budget", "outdir",
-              "fmt", "platform", "budget_of")  # fmt: skip
+              "fmt", "platform", "budget_of", "download")  # fmt: skip
 
 _EPILOG = """\b
 Examples:
@@ -72,6 +72,10 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
               help="With --budget: what must fit. metallib: the file's bytes (exact); download: "
                    "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
                    "compressed, planned on estimates and measured on the planned split.")  # fmt: skip
+@click.option("--download", is_flag=True,
+              help="With --from: also measure each variant's metallib as a wheel stores it (zlib "
+                   "6, modelled; one compression pass per variant) and its total download "
+                   "(docs/download-size.md). --budget-of download implies it.")  # fmt: skip
 @click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
                                  "jit_sources.cpp.")  # fmt: skip
@@ -108,9 +112,9 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
       jit-N     per --jit: those entry files JIT, the rest AOT
       planned   with --budget: the fewest kernels compiled at run time within the budget
     Printed per variant: metallib bytes, embedded source bytes (raw and zlib level 9), what
-    ships in total, the metallib's download (as a wheel stores it, modelled) and the total
-    download, kernels compiled at run time, JIT entry files. Exit 1 when --budget cannot be met
-    (the message says the least reachable size).
+    ships in total, kernels compiled at run time, JIT entry files; with --download also the
+    metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
+    --budget cannot be met (the message says the least reachable size).
     """
     ctx = click.get_current_context()
     if from_target is None:
@@ -172,7 +176,7 @@ def _from(target: str, **kw: Any) -> None:
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     run = make_variants(target, tree, kw["outdir"], aot=kw["aot"], jit=kw["jit"], budget=budget,
                         platform=kw["platform"], progress=progress,
-                        budget_of=kw["budget_of"])  # fmt: skip
+                        budget_of=kw["budget_of"], download=kw["download"])  # fmt: skip
     from builder.fileio import write_atomic
     from builder.render.variants import variants_json
 

@@ -31,8 +31,8 @@ __all__ = [
 SCHEMA = 1
 
 _COLUMNS = ("variant", "metallib", "embedded", f"embedded ({COMPRESSION})", "ships in total",
-            "total (compressed)", "metallib download", "total download", "run-time kernels",
-            "JIT files")  # fmt: skip
+            "total (compressed)", "run-time kernels", "JIT files")  # fmt: skip
+_DOWNLOAD_COLUMNS = ("metallib download", "total download")  # variants --download
 
 
 def _path(path: os.PathLike[str] | None) -> str | None:
@@ -127,11 +127,21 @@ def variants_json(run: VariantsRun) -> str:
     return json.dumps(variants_to_dict(run), indent=1) + "\n"
 
 
+def _columns(run: VariantsRun) -> tuple[str, ...]:
+    return _COLUMNS + (_DOWNLOAD_COLUMNS if _measured(run) else ())
+
+
+def _measured(run: VariantsRun) -> bool:
+    """Whether the variants' download was measured (``--download``)."""
+    return any(v.metallib_download_bytes is not None for v in run.variants)
+
+
 def _cells(v: Variant) -> list[str]:
+    download = [] if v.metallib_download_bytes is None else [
+        f"{v.metallib_download_bytes:,}", f"{v.total_download_bytes:,}"]  # fmt: skip
     return [v.name, f"{v.metallib_bytes:,}", f"{v.embedded_bytes:,}",
             f"{v.embedded_compressed_bytes:,}", f"{v.total_bytes:,}",
-            f"{v.total_compressed_bytes:,}", f"{v.metallib_download_bytes:,}",
-            f"{v.total_download_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}"]  # fmt: skip
+            f"{v.total_compressed_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}", *download]  # fmt: skip
 
 
 def _heading(run: VariantsRun) -> str:
@@ -151,10 +161,12 @@ def _notes(run: VariantsRun) -> list[str]:
         (f"embedded: the distinct preamble text pieces in OUTDIR/<variant>/jit_sources.cpp "
          f"(shared headers once); compressed: those pieces as one stream, {COMPRESSION}"),
         "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
-        ("metallib download: the metallib as a wheel stores it (zlib level 6, modelled; "
-         "docs/download-size.md); total download: that + the compressed embedded bytes"),
         "run-time kernels: the library's functions that the JIT entry files produce",
     ]  # fmt: skip
+    if _measured(run):
+        notes.append("metallib download: the metallib as a wheel stores it (zlib level 6, "
+                     "modelled; docs/download-size.md); total download: that + the compressed "
+                     "embedded bytes")  # fmt: skip
     if src.not_in_tree:
         notes.append(f"{src.not_in_tree:,} function(s) of the library are produced by no entry "
                      "file of the tree: they stay AOT in every variant")  # fmt: skip
@@ -196,8 +208,9 @@ def _plan_lines(plan: Plan) -> list[str]:
 
 def variants_table(run: VariantsRun) -> str:
     """Variants as rows, the measured figures as columns, then what each variant is."""
-    rows = [list(_COLUMNS), *(_cells(v) for v in run.variants)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    columns = _columns(run)
+    rows = [list(columns), *(_cells(v) for v in run.variants)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     lines = [visible(_heading(run)), "", fmt.format(*rows[0]),
              fmt.format(*("-" * w for w in widths))]  # fmt: skip
@@ -216,7 +229,8 @@ def variants_markdown(run: VariantsRun) -> str:
     """The table as GitHub markdown, with each variant's description and the plan."""
     lines = [f"### Variants of {md_code(os.path.basename(run.input.metallib))}", "",
              md_text(_heading(run)), "",
-             "| " + " | ".join(_COLUMNS) + " |", "|---|" + "---:|" * (len(_COLUMNS) - 1)]  # fmt: skip
+             "| " + " | ".join(_columns(run)) + " |",
+             "|---|" + "---:|" * (len(_columns(run)) - 1)]  # fmt: skip
     for v in run.variants:
         cells = _cells(v)
         lines.append("| " + " | ".join([md_code(cells[0]), *cells[1:]]) + " |")

@@ -102,12 +102,15 @@ class Variant:
     by_source: tuple[SourceBytes, ...]
     overhead_bytes: int
     plan: Plan | None = None
-    metallib_download_bytes: int = 0
-    """The metallib as a wheel stores it, modelled (``builder.size.download``; 0: no metallib)."""
+    metallib_download_bytes: int | None = None
+    """The metallib as a wheel stores it, modelled (``builder.size.download``; 0: no metallib;
+    None: not measured, ``download`` was not asked for)."""
 
     @property
-    def total_download_bytes(self) -> int:
+    def total_download_bytes(self) -> int | None:
         """What a user downloads: the metallib compressed as in a wheel, the source compressed."""
+        if self.metallib_download_bytes is None:
+            return None
         return self.metallib_download_bytes + self.embedded_compressed_bytes
 
     @property
@@ -219,15 +222,18 @@ class _Writer:
             )
         self._hashes_checked = True
 
-    def measure(self, path: Path, kept: Sequence[int]) -> tuple[list[SourceBytes], int, int]:
+    def measure(
+        self, path: Path, kept: Sequence[int], download: bool
+    ) -> tuple[list[SourceBytes], int, int | None]:
         """Bytes per AOT entry file (tree order) and not-in-tree, the overhead, attributed in the
-        written file, and its modelled download; its functions must be exactly ``kept``."""
+        written file, and (``download``) its modelled download; its functions must be exactly
+        ``kept``."""
         from builder.size.attribution import attribute
         from builder.size.download import download_total
 
         with open_metallib(path) as written:
             attribution = attribute(written)
-            download = download_total(written, attribution)
+            downloaded = download_total(written, attribution) if download else None
         names = self.lib.columns().names
         if attribution.names != [names[i] for i in kept]:
             raise InternalError(
@@ -241,7 +247,7 @@ class _Writer:
         rows = [SourceBytes(s, *totals[s]) for s in self.index.entries if s in totals]
         if None in totals:
             rows.append(SourceBytes(NOT_IN_TREE, *totals[None]))
-        return rows, attribution.overhead_bytes, download
+        return rows, attribution.overhead_bytes, downloaded
 
 
 def _remove_stale(path: Path) -> None:
@@ -296,11 +302,13 @@ def make_variants(
     platform: str | None = None,
     progress: Progress | None = None,
     budget_of: str = "metallib",
+    download: bool = False,
 ) -> VariantsRun:
     """Write and measure every variant; see the module docstring. ``CheckFailed`` (exit 1) when
     ``budget`` is below the least reachable size (nothing written then); ``UsageError`` for bad
     globs, an unusable target or an output that would overwrite the input. ``budget_of``:
-    ``metallib`` (the file's bytes) or ``download`` (``builder.subsets.variant_download``)."""
+    ``metallib`` (the file's bytes) or ``download`` (``builder.subsets.variant_download``; it
+    implies ``download``: each variant's metallib download measured, one zlib pass each)."""
     say = progress or (lambda _message: None)
     path, wheel = _resolve(target, platform, progress)
     with open_metallib(path) as lib:
@@ -325,7 +333,8 @@ def make_variants(
             for number, spec in enumerate(specs, start=1):
                 say(f"[{number}/{len(specs)}] {spec.name}")
                 variants.append(_one(writer, spec, outdir / spec.name / name, sources.get(spec.name),
-                                     plan if spec.name == "planned" else None))  # fmt: skip
+                                     plan if spec.name == "planned" else None,
+                                     download or budget_of == "download"))  # fmt: skip
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         source = VariantsInput(
@@ -339,7 +348,7 @@ def make_variants(
 
 def _one(
     writer: _Writer, spec: VariantSpec, path: Path, made: Future[JitSources | None] | None,
-    plan: Plan | None,
+    plan: Plan | None, download: bool,
 ) -> Variant:  # fmt: skip
     from builder.fileio import make_dirs, write_if_changed
 
@@ -347,10 +356,11 @@ def _one(
     make_dirs(path.parent)
     kept = index.kept(spec.jit)
     by_source: list[SourceBytes] = []
-    overhead = size = download = 0
+    overhead = size = 0
+    downloaded: int | None = 0 if download else None
     if kept:
         size = writer.write(kept, path)
-        by_source, overhead, download = writer.measure(path, kept)
+        by_source, overhead, downloaded = writer.measure(path, kept, download)
     else:
         _remove_stale(path)
     if plan is not None and plan.budget_of == "metallib" and size != plan.metallib_bytes:
@@ -363,7 +373,7 @@ def _one(
     else:
         _remove_stale(sources_file)
     if plan is not None and plan.budget_of == "download" and (
-        download + (sources.compressed_bytes if sources else 0) != plan.metallib_bytes
+        (downloaded or 0) + (sources.compressed_bytes if sources else 0) != plan.metallib_bytes
     ):
         raise InternalError(f"planned a {plan.metallib_bytes}-byte download, measured another",
                             path=str(path))  # fmt: skip
@@ -376,5 +386,5 @@ def _one(
         aot_kernels=index.kernels(aot), other_kernels=len(index.other),
         sources=sources, sources_file=sources_file if sources is not None else None,
         by_source=tuple(by_source), overhead_bytes=overhead, plan=plan,
-        metallib_download_bytes=download,
+        metallib_download_bytes=downloaded,
     )  # fmt: skip

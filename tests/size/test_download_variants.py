@@ -53,7 +53,7 @@ def test_each_variant_reports_its_metallib_download(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     variants = _variants(["variants", "--from", str(library), "--source-dir", str(metal_src_dir()),
-                          "-o", str(tmp_path / "v"), "--jit", "unary/*"], capsys)  # fmt: skip
+                          "-o", str(tmp_path / "v"), "--jit", "unary/*", "--download"], capsys)  # fmt: skip
     for v in variants.values():
         assert v["metallib_download_bytes"] == _zip_stream(Path(v["metallib"]))
         assert v["total_download_bytes"] == v["metallib_download_bytes"] + v["embedded_compressed_bytes"]
@@ -76,6 +76,19 @@ def test_budget_of_download_plans_within_the_budget(
     assert planned["total_download_bytes"] == measured <= budget
     assert planned["plan"]["metallib_bytes"] == measured
     assert planned["total_download_bytes"] < variants["all-aot"]["total_download_bytes"]
+
+
+def test_without_download_nothing_is_compressed_or_shown(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["variants", "--from", str(library), "--source-dir", str(metal_src_dir()), "-o",
+            str(tmp_path / "v"), "--jit", "unary/*"]  # fmt: skip
+    assert all(v["metallib_download_bytes"] is None and v["total_download_bytes"] is None
+               for v in _variants(argv, capsys).values())  # fmt: skip
+    code, out, _ = run_cli(argv, capsys)
+    assert code == 0 and "metallib download" not in out and "total download" not in out
+    code, out, _ = run_cli([*argv, "--download"], capsys)
+    assert code == 0 and "metallib download" in out and "total download" in out
 
 
 def test_budget_of_needs_a_budget(
