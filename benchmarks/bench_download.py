@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,11 +55,15 @@ def _library(version: str, platform: str) -> tuple[Path, int]:
     return path, member.compress_size
 
 
-def _shell(cmd: list[str] | str, env: dict[str, str]) -> float:
+def _shell(cmd: list[str] | str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the process and its children) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env,
                    shell=isinstance(cmd, str))  # fmt: skip
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def time_part(path: Path, runs: int, python: bool) -> None:
@@ -77,12 +82,16 @@ def time_part(path: Path, runs: int, python: bool) -> None:
     for cmd, env in cases.values():  # warm the page cache and the bytecode cache
         _shell(cmd, env)
     times: dict[str, list[float]] = {label: [] for label in cases}
+    cpu: dict[str, list[float]] = {label: [] for label in cases}
     for _ in range(runs):
         for label, (cmd, env) in cases.items():
-            times[label].append(_shell(cmd, env))
+            wall, used = _shell(cmd, env)
+            times[label].append(wall)
+            cpu[label].append(used)
     print(f"{path} ({path.stat().st_size:,} bytes), {runs} interleaved runs")
     for label, values in times.items():
-        print(f"  {label:<32} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s")
+        print(f"  {label:<32} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s"
+              f"   CPU median {statistics.median(cpu[label]):6.2f} s")  # fmt: skip
     ratio = statistics.median(times["report --download"]) / statistics.median(times["gzip -6"])
     print(f"  report --download / gzip -6: {ratio:.2f} by medians (target <= 1.0)")
 
