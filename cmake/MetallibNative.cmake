@@ -4,6 +4,8 @@
 #     SOURCES <c files>...          always compiled
 #     SHA256_SOURCES <c files>...   compiled with OpenSSL (libssl-dev) when CMake finds it; they
 #                                   define sha256_spans, which hashes modules on two threads
+#     ZLIB_SOURCES <c files>...     compiled with zlib (zlib1g-dev) when CMake finds it; they
+#                                   define deflate_share, the download model's parallel pass
 #     ABI_FROM <file>               the Python file stating the result layout's number (ABI = <n>)
 #     DESTINATION <dir>)            install directory: builder/metallib in the wheel
 #
@@ -23,7 +25,7 @@ function(metallib_native_abi out file)
 endfunction()
 
 function(metallib_add_native_module target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DESTINATION;ABI_FROM" "SOURCES;SHA256_SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DESTINATION;ABI_FROM" "SOURCES;SHA256_SOURCES;ZLIB_SOURCES")
   if(NOT arg_SOURCES OR NOT arg_DESTINATION OR NOT arg_ABI_FROM)
     message(FATAL_ERROR "metallib_add_native_module: SOURCES, ABI_FROM and DESTINATION are required")
   endif()
@@ -44,6 +46,18 @@ function(metallib_add_native_module target)
     else()
       message(WARNING "${target}: OpenSSL headers not found (install libssl-dev); "
                       "verify and slim will hash modules with Python's hashlib, more slowly")
+    endif()
+  endif()
+  if(arg_ZLIB_SOURCES)
+    find_package(ZLIB)
+    find_package(Threads)
+    if(ZLIB_FOUND AND Threads_FOUND)
+      target_sources(${target} PRIVATE ${arg_ZLIB_SOURCES})
+      target_compile_definitions(${target} PRIVATE METALLIB_NATIVE_ZLIB)
+      target_link_libraries(${target} PRIVATE ZLIB::ZLIB Threads::Threads)
+    else()
+      message(WARNING "${target}: zlib headers not found (install zlib1g-dev); "
+                      "report --download will compress with Python's zlib, more slowly")
     endif()
   endif()
   install(TARGETS ${target} LIBRARY DESTINATION "${arg_DESTINATION}")

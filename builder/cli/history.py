@@ -18,8 +18,8 @@ _FORMATS = ("table", "json", "html")
 @click.option("--top", type=click.IntRange(min=0), default=5, show_default=True,
               help="Groups shown per target, the largest at any point (0 = all).")  # fmt: skip
 @click.option("--download", is_flag=True,
-              help="Add the download size (interim measure: the library file compressed with "
-                   "zlib level 6).")  # fmt: skip
+              help="Add the download size: each library as a wheel stores it (zlib level 6, "
+                   "modelled as report --download does; docs/download-size.md).")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
               help="Output format (html: a self-contained page with line charts).")  # fmt: skip
 @click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False), multiple=True,

@@ -47,6 +47,11 @@ def _common(func: Any) -> Any:
         click.option("--platform", default=None,
                      help="Wheel platform for PACKAGE==VERSION targets "
                           "[default: macosx_14_0_arm64]."),
+        click.option("--download", is_flag=True,
+                     help="Add download bytes: each function's and group's share of the library "
+                          "compressed as a wheel stores it (zlib 6, modelled on both cores; "
+                          "docs/download-size.md). A wheel also lists its files with their real "
+                          "compressed sizes, and the model's error against its metallib member."),
     ]  # fmt: skip
     func = tree_options(func)
     for option in reversed(options):
@@ -83,7 +88,7 @@ def _progress(message: str) -> None:
 
 
 def _load(target: str, by: str, rules_path: str | None, platform: str | None,
-          sources: Any = None) -> list[Any]:  # fmt: skip
+          sources: Any = None, download: bool = False) -> list[Any]:  # fmt: skip
     from builder.size.load import load_reports
 
     rules = None
@@ -93,7 +98,7 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None,
         rules = load_rules(rules_path)
     with _gc_paused():
         reports = load_reports(target, by=by, rules=rules, platform=platform, progress=_progress,
-                               sources=sources)  # fmt: skip
+                               sources=sources, download=download)  # fmt: skip
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(f"note: {target}: kernel families come from its build manifest; --rules "
                    "is not used for it", err=True)  # fmt: skip
@@ -184,6 +189,7 @@ def report_command(
     fmt: str,
     outputs: tuple[str, ...],
     platform: str | None,
+    download: bool,
     **tree: Any,
 ) -> None:
     """Show which kernels make a metallib big.
@@ -200,11 +206,12 @@ def report_command(
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
       metallib-builder report build/ -o report.json -o report.html
+      metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
     _check_output(outputs, [target], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = _grouping(by, tree)
-    reports = _load(target, by, rules, platform, sources)
+    reports = _load(target, by, rules, platform, sources, download)
 
     def render(kind: str, terminal: bool) -> str:
         shown = _top(top, kind)
@@ -265,6 +272,11 @@ def _color() -> bool:
               help="Post the markdown as a pull-request comment, and edit that same comment on "
                    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
                    "GITHUB_EVENT_PATH; docs/ci-recipe.md).")  # fmt: skip
+@click.option("--max-download-growth", default=None, metavar="N",
+              help="Fail when head's modelled download (as --download) is more than N larger "
+                   "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.")  # fmt: skip
+@click.option("--max-download-size", default=None, metavar="N",
+              help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).")
 def compare_command(
     base: str,
     head: str,
@@ -280,6 +292,9 @@ def compare_command(
     fail_on_new_group: bool,
     warn_only: bool,
     github_comment: bool,
+    download: bool,
+    max_download_growth: str | None,
+    max_download_size: str | None,
     **tree: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
@@ -298,6 +313,8 @@ def compare_command(
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
       metallib-builder compare base.json build/ -o size.md -o size.html -o size.json
       metallib-builder compare base.json build/ --max-growth 1% --github-comment
+      metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
+      metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
@@ -310,12 +327,16 @@ def compare_command(
         max_size=parse_size(max_size) if max_size is not None else None,
         fail_on_new_group=fail_on_new_group,
         max_total_size=parse_size(max_total_size) if max_total_size is not None else None,
+        max_download_growth=None if max_download_growth is None else parse_limit(max_download_growth),
+        max_download_size=None if max_download_size is None else parse_size(max_download_size),
     )
+    download = download or gates.max_download_growth is not None or gates.max_download_size is not None
     _check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
     by, sources = _grouping(by, tree)
-    loaded = (_load(base, by, rules, platform, sources), _load(head, by, rules, platform, sources))
+    loaded = (_load(base, by, rules, platform, sources, download),
+              _load(head, by, rules, platform, sources, download))  # fmt: skip
     pairs = pair_reports(*loaded)
     failed: list[str] = []
     evaluated = []

@@ -27,7 +27,7 @@ __all__ = ["variants_command"]
 _FORMATS = ("table", "json", "markdown", "html")
 RUN_FILE = "variants.json"
 _FROM_ONLY = ("include_dirs", "defines", "exclude", "config_file", "aot", "jit", "budget", "outdir",
-              "fmt", "platform")  # fmt: skip
+              "fmt", "platform", "budget_of", "download")  # fmt: skip
 
 _EPILOG = """\b
 Examples:
@@ -38,6 +38,8 @@ Examples:
   metallib-builder variants --from mlx.metallib --source-dir kernels -I . \\
       --jit 'steel/**/*.metal' --aot 'gemv.metal,conv.metal' -o variants/ --format json
   metallib-builder variants --from build/ --source-dir kernels --budget 60MB -o variants/
+  metallib-builder variants --from mlx-metal==0.32.1 --source-dir kernels -I . \
+      --budget 10MB --budget-of download -o variants/
 """
 
 
@@ -65,6 +67,15 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
               help="With --from: add the variant 'planned' whose metallib is at most SIZE (bytes, "
                    "or KB/MB/KiB/MiB) with the fewest kernels compiled at run time; exit 1 when "
                    "no split reaches it.")  # fmt: skip
+@click.option("--budget-of", type=click.Choice(("metallib", "download")), default="metallib",
+              show_default=True,
+              help="With --budget: what must fit. metallib: the file's bytes (exact); download: "
+                   "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
+                   "compressed, planned on estimates and measured on the planned split.")  # fmt: skip
+@click.option("--download", is_flag=True,
+              help="With --from: also measure each variant's metallib as a wheel stores it (zlib "
+                   "6, modelled; one compression pass per variant) and its total download "
+                   "(docs/download-size.md). --budget-of download implies it.")  # fmt: skip
 @click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
                                  "jit_sources.cpp, replaced as a whole when the run succeeds: a "
@@ -106,8 +117,9 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
       jit-N     per --jit: those entry files JIT, the rest AOT
       planned   with --budget: the fewest kernels compiled at run time within the budget
     Printed per variant: metallib bytes, embedded source bytes (raw and zlib level 9), what
-    ships in total, kernels compiled at run time, JIT entry files. Exit 1 when --budget cannot
-    be met (the message says the least reachable size).
+    ships in total, kernels compiled at run time, JIT entry files; with --download also the
+    metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
+    --budget cannot be met (the message says the least reachable size).
     """
     ctx = click.get_current_context()
     if from_target is None:
@@ -164,6 +176,8 @@ def _from(target: str, **kw: Any) -> None:
     budget = parse_size(kw["budget"]) if kw["budget"] is not None else None
     if budget is not None and budget <= 0:
         raise UsageError(f"--budget {kw['budget']}: must be more than 0 bytes")
+    if budget is None and _given(click.get_current_context(), ["budget_of"]):
+        raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
     source_dir = kw["source_dir"]
     check_not_an_input(outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]],
                        replaces_folder=True)  # fmt: skip
@@ -178,7 +192,8 @@ def _from(target: str, **kw: Any) -> None:
     with replaced_folder(outdir, marker=RUN_FILE, wait=not kw["no_wait"],
                          on_wait=lambda line: click.echo(line, err=True)) as staged:  # fmt: skip
         written = make_variants(target, tree, staged, aot=kw["aot"], jit=kw["jit"], budget=budget,
-                                platform=kw["platform"], progress=progress)  # fmt: skip
+                                platform=kw["platform"], progress=progress,
+                                budget_of=kw["budget_of"], download=kw["download"])  # fmt: skip
         run = moved(written, outdir)
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote

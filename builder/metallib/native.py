@@ -17,7 +17,7 @@ from types import ModuleType
 
 __all__ = ["ABI", "disabled", "has_native_sha256", "native_module", "status"]
 
-ABI = 10
+ABI = 11
 """The extension's result layout. Stated only here: CMake reads this line (``file(STRINGS)`` in
 cmake/MetallibNative.cmake) and compiles it in, and an extension built for another number is not
 used. Bump it whenever a native function's arguments or results change."""
@@ -35,7 +35,8 @@ def _load() -> tuple[ModuleType | None, str]:
     if found != ABI:
         return None, f"ignored: {where} has ABI {found}, this package needs {ABI} (reinstall)"
     hashing = "module hashes by OpenSSL" if getattr(module, "HAS_SHA256", 0) else "module hashes by hashlib"
-    return module, f"on, {hashing} ({where})"
+    deflate = "in C" if getattr(module, "HAS_DEFLATE", 0) else "in Python (built without zlib)"
+    return module, f"on, {hashing}, download model {deflate} ({where})"
 
 
 _MODULE, _STATUS = _load()

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from builder.render.markup import rich_text
 from builder.render.text import human_delta, human_size, visible
+from builder.size.download import MODEL
 
 if TYPE_CHECKING:
     from builder.size.history import HistoryPoint
 
 __all__ = ["DOWNLOAD_METHOD", "history_html", "history_json", "history_table"]
 
-DOWNLOAD_METHOD = "interim: the whole library file compressed with zlib level 6 (raw deflate)"
+DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
             "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
 from builder.render.rows import top_rows
 from builder.render.text import (
@@ -37,8 +38,12 @@ def report_json(reports: Sequence[Report]) -> str:
 
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
-    """One row per group (and the overhead), with the file each figure was measured in."""
-    lines = [csv_line(["file", "by", "group", "function_count", "bytes", "share"])]
+    """One row per group (and the overhead), with the file each figure was measured in. With
+    download figures (``--download``) two more columns, and a row per file of a wheel
+    (``by`` = ``wheel file``, ``file`` = the wheel)."""
+    downloads = any(r.download is not None for r in reports)
+    lines = [csv_line(["file", "by", "group", "function_count", "bytes", "share",
+                       *(["download_bytes", "download_share"] if downloads else [])])]  # fmt: skip
     for report in reports:
         jit = jit_breakdown(report)
         if jit is not None:
@@ -53,17 +58,33 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
         path = csv_text(report.source.path or "")
         by = csv_text(report.by)
         whole = report.file_size
+        dl = DownloadColumn.of(report)
+
         for name, count, size in shown:
-            lines.append(csv_line([path, by, csv_text(name), count, size, share(size, whole)]))
+            lines.append(csv_line([path, by, csv_text(name), count, size, share(size, whole),
+                                   *_cells(dl, downloads, dl.group(name) if dl else 0)]))  # fmt: skip
         if rest_count:
             lines.append(
-                csv_line([path, by, "[rest]", rest_count, rest_bytes, share(rest_bytes, whole)])
+                csv_line([path, by, "[rest]", rest_count, rest_bytes, share(rest_bytes, whole),
+                          *_cells(dl, downloads, dl.rest([r[0] for r in shown]) if dl else 0)])
             )
         overhead = report.overhead_bytes
-        lines.append(csv_line([path, by, OVERHEAD_LABEL, "", overhead, share(overhead, whole)]))
+        lines.append(csv_line([path, by, OVERHEAD_LABEL, "", overhead, share(overhead, whole),
+                               *_cells(dl, downloads, dl.overhead if dl else 0)]))  # fmt: skip
         if jit is not None:
             lines += map(csv_line, jit_rows)
+    for wheel in wheels_of(reports):
+        lines += [csv_line([csv_text(wheel.path), "wheel file", csv_text(f.name), "", f.bytes, "",
+                            f.download_bytes, share(f.download_bytes, wheel.bytes)])
+                  for f in wheel.files]  # fmt: skip
     return "".join(lines)
+
+
+def _cells(column: DownloadColumn | None, wanted: bool, value: int) -> list[str | int]:
+    """The download cells of a row: empty for a report without them beside one with them."""
+    if column is None:
+        return ["", ""] if wanted else []
+    return [value, share(value, column.total)]
 
 
 Evaluated = Sequence[tuple["Comparison", Sequence["GateResult"]]]
@@ -138,6 +159,7 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[GateResult], top: i
         "gates": [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates],
         "notes": comparison.notes,
     }
+    _add_download(doc, comparison)
     if comparison.jit is not None:
         from builder.render.jit import compare_jit_json
 
@@ -145,11 +167,30 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[GateResult], top: i
     return doc
 
 
+def _add_download(doc: dict[str, Any], comparison: Comparison) -> None:
+    """``compare --download``: the modelled download of both sides, per group and in total."""
+    delta = comparison.download_delta
+    if delta is None:
+        return
+    for row, g in zip(doc["groups"], comparison.groups):
+        row.update(base_download_bytes=g.base_download, head_download_bytes=g.head_download,
+                   delta_download_bytes=g.download_delta)  # fmt: skip
+    for side, report in (("base", comparison.base), ("head", comparison.head)):
+        doc[side]["download_bytes"] = report.download.total if report.download else None
+    doc.update(delta_download_bytes=delta, delta_download_percent=comparison.download_percent)
+
+
+def _number(value: int | None) -> str | int:
+    return "" if value is None else value
+
+
 def compare_csv(pairs: Evaluated) -> str:
     """One row per group: base, head, delta (bytes) and delta %. With several library pairs, one
     table whose first column, ``library``, names each pair's head library."""
     header = ["group", "base_function_count", "head_function_count", "base_bytes", "head_bytes",
               "delta_bytes", "delta_percent"]  # fmt: skip
+    if any(c.download_delta is not None for c, _ in pairs):
+        header += ["base_download_bytes", "head_download_bytes", "delta_download_bytes"]
     if len(pairs) == 1:
         return csv_line(header) + "".join(_comparison_rows(pairs[0][0]))
     lines = [csv_line(["library", *header])]
@@ -161,15 +202,22 @@ def compare_csv(pairs: Evaluated) -> str:
 
 def _comparison_rows(comparison: Comparison) -> list[str]:
     lines: list[str] = []
+    base_dl, head_dl = comparison.base.download, comparison.head.download
+    with_download = comparison.download_delta is not None
     if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
         for g in comparison.groups:
             pct = "" if g.percent is None else f"{g.percent:.4f}"
+            extra = [_number(g.base_download), _number(g.head_download),
+                     _number(g.download_delta)] if with_download else []  # fmt: skip
             lines.append(csv_line([csv_text(g.name), g.base_count, g.head_count, g.base_bytes,
-                                    g.head_bytes, g.delta, pct]))  # fmt: skip
+                                    g.head_bytes, g.delta, pct, *extra]))  # fmt: skip
+        extra = ([base_dl.total, head_dl.total, _number(comparison.download_delta)]
+                 if with_download and base_dl and head_dl else [])  # fmt: skip
         lines.append(csv_line(["[total]", comparison.base.function_count,
                                 comparison.head.function_count, comparison.base_size,
                                 comparison.head_size, comparison.delta,
-                                "" if comparison.percent is None else f"{comparison.percent:.4f}"]))  # fmt: skip
+                                "" if comparison.percent is None else f"{comparison.percent:.4f}",
+                                *extra]))  # fmt: skip
     if comparison.jit is not None:
         from builder.render.jit import compare_jit_csv
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from builder.render.download import DownloadColumn, download_line, wheel_file_rows, wheels_of
 from builder.render.markup import md_code, md_text
 from builder.render.provenance import provenance_line
 from builder.render.rows import top_rows
@@ -44,15 +45,18 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
             f"Measured in {md_code(origin(report))}.\n"
         )
         parts.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
-        parts.append("| group | functions | size | share | cumulative |")
-        parts.append("|---|---:|---:|---:|---:|")
+        dl = DownloadColumn.of(report)
+        parts.append("| group | functions | size | share | cumulative |"
+                     + (" download | dl share |" if dl else ""))  # fmt: skip
+        parts.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if dl else ""))
+
         cumulative = 0
         shown, rest_count, rest_bytes = top_rows(report, top)
         for name, count, size in shown:
             cumulative += size
             parts.append(
                 f"| {md_code(name)} | {count:,} | {human_size(size)} | {percent(size, report.file_size)} "
-                f"| {percent(cumulative, report.file_size)} |"
+                f"| {percent(cumulative, report.file_size)} |" + _cells(dl, dl.group(name) if dl else 0)
             )
         if rest_count:
             cumulative += rest_bytes
@@ -60,12 +64,36 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
                 f"| rest ({len(report.groups) - len(shown)} groups) | {rest_count:,} | "
                 f"{human_size(rest_bytes)} | {percent(rest_bytes, report.file_size)} | "
                 f"{percent(cumulative, report.file_size)} |"
+                + _cells(dl, dl.rest([r[0] for r in shown]) if dl else 0)
             )
         parts.append(
             f"| {OVERHEAD_LABEL} | | {human_size(report.overhead_bytes)} | "
             f"{percent(report.overhead_bytes, report.file_size)} | 100.0% |"
+            + _cells(dl, dl.overhead if dl else 0)
         )
+        line = download_line(report)
+        if line is not None:
+            parts += ["", md_text(line)]
         if jit is not None:
             parts += ["", *report_jit_markdown(report, jit, top)]
         parts.append("")
+    for wheel in wheels_of(reports):
+        summary = f"{human_size(wheel.bytes)} wheel ({wheel.bytes:,} bytes), {len(wheel.files):,} files"
+        parts += [f"### Files in {md_code(wheel.path)}\n", f"{summary}; sizes from its zip directory.\n",
+                  "| file | size | download | dl share |", "|---|---:|---:|---:|"]
+        shown_files, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
+        parts += [f"| {md_code(f.name)} | {human_size(f.bytes)} | {human_size(f.download_bytes)} | "
+                  f"{percent(f.download_bytes, wheel.bytes)} |" for f in shown_files]  # fmt: skip
+        if rest:
+            parts.append(f"| rest ({rest:,} files) | {human_size(rest_bytes)} | "
+                         f"{human_size(rest_download)} | {percent(rest_download, wheel.bytes)} |")  # fmt: skip
+        headers = wheel.bytes - wheel.download_bytes
+        total = sum(f.bytes for f in wheel.files)
+        parts += [f"| [zip headers] | | {human_size(headers)} | {percent(headers, wheel.bytes)} |",
+                  f"| **total** | {human_size(total)} | **{human_size(wheel.bytes)}** | 100.0% |", ""]
     return "\n".join(parts)
+
+
+def _cells(column: DownloadColumn | None, value: int) -> str:
+    """The download cells of a row (nothing without download figures)."""
+    return "".join(f" {cell} |" for cell in column.cells(value)) if column else ""

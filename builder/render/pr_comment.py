@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.render.download import compare_download_line
 from builder.render.markup import clip, md_code, md_text
 from builder.render.provenance import provenance_line
+from builder.render.rows import download_sums
 from builder.render.text import gate_message, human_delta, human_size, origin, signed_percent
 
 if TYPE_CHECKING:
@@ -81,8 +83,10 @@ def _headline(comparison: Comparison) -> str:
 
 
 def _group_row(g: GroupDelta, name: str) -> str:
+    download = g.download_delta  # compare --download only
     return (f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
-            f"{human_delta(g.delta)} | {signed_percent(g.percent)} |")  # fmt: skip
+            f"{human_delta(g.delta)} | {signed_percent(g.percent)} |"
+            + ("" if download is None else f" {human_delta(download)} |"))  # fmt: skip
 
 
 class _DeltaTable(NamedTuple):
@@ -95,12 +99,14 @@ class _DeltaTable(NamedTuple):
     head_total: int
     percent: float | None
     unit: str
+    download_delta: int | None = None
 
 
 def _metallib_table(comparison: Comparison) -> _DeltaTable:
     return _DeltaTable(comparison.head.by, [g for g in comparison.groups if not g.overhead],
                        [g for g in comparison.groups if g.overhead], comparison.base_size,
-                       comparison.head_size, comparison.percent, "groups")  # fmt: skip
+                       comparison.head_size, comparison.percent, "groups",
+                       comparison.download_delta)  # fmt: skip
 
 
 def _jit_table(jit: JitComparison) -> _DeltaTable:
@@ -123,14 +129,18 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
              f"{human_size(table.head_total)} | "
              f"**{human_delta(table.head_total - table.base_total)}** | "
              f"{signed_percent(table.percent)} |")  # fmt: skip
-    out.add(f"| {table.key} | base | head | delta | delta % |", "|---|---:|---:|---:|---:|")
+    download = table.download_delta is not None
+    if table.download_delta is not None:
+        total += f" **{human_delta(table.download_delta)}** |"
+    out.add(f"| {table.key} | base | head | delta | delta % |" + (" download delta |" if download else ""),
+            "|---|---:|---:|---:|---:|" + ("---:|" if download else ""))  # fmt: skip
     tail = (1 + len(table.overhead)) * 100 + _size(total)  # rest row, overhead rows, total row
     shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
     rest = groups[shown:]
     if rest:
         folded = GroupDelta(f"rest ({len(rest):,} {table.unit})", sum(g.base_bytes for g in rest),
                             sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
-                            sum(g.head_count for g in rest))  # fmt: skip
+                            sum(g.head_count for g in rest), False, *download_sums(rest))  # fmt: skip
         out.add(_group_row(folded, folded.name))
     out.add(*(_group_row(g, g.name) for g in table.overhead), total, "")
     return rows[shown:]
@@ -192,6 +202,9 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         table, headline = _metallib_table(comparison), _headline(comparison)
     out = _Budget(limit - _size(footer))
     out.add(headline, "")
+    download = None if comparison.jit_only else compare_download_line(comparison)
+    if download is not None:
+        out.add(clip(f"**{download[0].upper()}{download[1:]}**", _LINE_CAP), "")
     for gate in gates:
         verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
         out.fill([clip(f"- {verdict}: {md_text(gate_message(gate))}", _LINE_CAP)], 0)
@@ -204,9 +217,11 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
     if jit is not None and not comparison.jit_only:
         sections.append(_jit_section(jit))
     if folded:
+        extra = table.download_delta is not None
         sections.append((f"Other {table.key} {table.unit}: {len(folded):,}",
-                         [f"| {table.key} | base | head | delta | delta % |",
-                          "|---|---:|---:|---:|---:|"], folded))  # fmt: skip
+                         [f"| {table.key} | base | head | delta | delta % |"
+                          + (" download delta |" if extra else ""),
+                          "|---|---:|---:|---:|---:|" + ("---:|" if extra else "")], folded))  # fmt: skip
     produced = [clip(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
                 clip(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
     sections.append(("What produced these libraries", [], produced))

@@ -31,5 +31,12 @@ def compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], An
     rest = groups[top:]
     folded = GroupDelta(f"rest ({len(rest)} groups)", sum(g.base_bytes for g in rest),
                         sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
-                        sum(g.head_count for g in rest))  # fmt: skip
+                        sum(g.head_count for g in rest), False, *download_sums(rest))  # fmt: skip
     return groups[:top], folded, overhead
+
+
+def download_sums(groups: list[Any]) -> tuple[int | None, int | None]:
+    """The download bytes of folded groups on both sides (None without download figures)."""
+    if not groups or groups[0].base_download is None:
+        return None, None
+    return sum(g.base_download for g in groups), sum(g.head_download for g in groups)

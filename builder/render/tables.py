@@ -10,6 +10,13 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from builder.render.download import (
+    DownloadColumn,
+    compare_download_line,
+    download_line,
+    wheel_file_rows,
+    wheels_of,
+)
 from builder.render.markup import rich_text
 from builder.render.provenance import provenance_line
 from builder.render.rows import compare_rows, top_rows
@@ -66,29 +73,68 @@ def report_table(
         table.add_column("bytes", justify="right")
         table.add_column("share", justify="right")
         table.add_column("cumulative", justify="right")
+        dl = DownloadColumn.of(report)
+        if dl is not None:
+            table.add_column("download", justify="right")
+            table.add_column("dl share", justify="right")
         cumulative = 0
         shown, rest_count, rest_bytes = top_rows(report, top)
         for name, count, size in shown:
             cumulative += size
             table.add_row(rich_text(name), f"{count:,}", human_size(size), f"{size:,}",
-                          percent(size, report.file_size), percent(cumulative, report.file_size))  # fmt: skip
+                          percent(size, report.file_size), percent(cumulative, report.file_size),
+                          *(dl.cells(dl.group(name)) if dl else ()))  # fmt: skip
         if rest_count:
             cumulative += rest_bytes
             table.add_row(f"rest ({len(report.groups) - len(shown)} groups)", f"{rest_count:,}",
                           human_size(rest_bytes), f"{rest_bytes:,}",
                           percent(rest_bytes, report.file_size), percent(cumulative, report.file_size),
+                          *(dl.cells(dl.rest([r[0] for r in shown])) if dl else ()),
                           style="dim")  # fmt: skip
         table.add_row(escape(OVERHEAD_LABEL), "", human_size(report.overhead_bytes),
                       f"{report.overhead_bytes:,}", percent(report.overhead_bytes, report.file_size),
-                      "100.0%" if report.file_size else "-", style="dim")  # fmt: skip
+                      "100.0%" if report.file_size else "-",
+                      *(dl.cells(dl.overhead) if dl else ()), style="dim")  # fmt: skip
         table.add_section()
         table.add_row("total", f"{report.function_count:,}", human_size(report.file_size),
                       f"{report.file_size:,}", "100.0%" if report.file_size else "-", "",
-                      style="bold")  # fmt: skip
+                      *(dl.cells(dl.total) if dl else ()), style="bold")  # fmt: skip
         console.print(table)
+        line = download_line(report)
+        if line is not None:
+            console.print(rich_text(line), highlight=False)
         if jit is not None:
             report_jit_table(report, jit, console, top)
+    for wheel in wheels_of(reports):
+        console.print(_wheel_table(wheel, top))
     return out.getvalue()
+
+
+def _wheel_table(wheel: Any, top: int | None) -> Any:
+    """Every file of a wheel (the largest ``top``), with the zip's real compressed sizes."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=rich_text(wheel.path) + f": {human_size(wheel.bytes)} wheel, "
+                        f"{len(wheel.files):,} files", title_justify="left",
+                  caption="bytes and download (compressed) bytes from the wheel's zip directory",
+                  caption_justify="left")  # fmt: skip
+    for column, justify in (("file", "left"), ("size", "right"), ("download", "right"),
+                            ("dl share", "right")):  # fmt: skip
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    shown, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
+    for f in shown:
+        table.add_row(rich_text(f.name), human_size(f.bytes), human_size(f.download_bytes),
+                      percent(f.download_bytes, wheel.bytes))  # fmt: skip
+    if rest:
+        table.add_row(f"rest ({rest:,} files)", human_size(rest_bytes), human_size(rest_download),
+                      percent(rest_download, wheel.bytes), style="dim")  # fmt: skip
+    table.add_row(escape("[zip headers]"), "", human_size(wheel.bytes - wheel.download_bytes),
+                  percent(wheel.bytes - wheel.download_bytes, wheel.bytes), style="dim")  # fmt: skip
+    table.add_section()
+    table.add_row("total (the wheel file)", human_size(sum(f.bytes for f in wheel.files)),
+                  human_size(wheel.bytes), "100.0%", style="bold")  # fmt: skip
+    return table
 
 
 def name_list(rows: Sequence[Any], limit: int) -> str:
@@ -112,6 +158,9 @@ def compare_table(
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
     if not comparison.jit_only:
         console.print(_metallib_delta_table(comparison, top))
+        line = compare_download_line(comparison)
+        if line is not None:
+            console.print(escape(line), highlight=False)
     if comparison.jit is not None:
         from builder.render.jit import compare_jit_table
 
@@ -130,6 +179,12 @@ def compare_table(
     return out.getvalue()
 
 
+def _download_cells(base: int | None, head: int | None) -> tuple[str, ...]:
+    if base is None or head is None:
+        return ()
+    return human_size(base), human_size(head), human_delta(head - base)
+
+
 def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
     """The rich table of a comparison's metallib groups."""
     from rich.table import Table
@@ -145,7 +200,9 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
         caption_justify="left",
     )  # fmt: skip
     table.add_column(head.by)
-    for col in ("fns base", "fns head", "base", "head", "delta", "delta %"):
+    download = comparison.download_delta is not None
+    for col in ("fns base", "fns head", "base", "head", "delta", "delta %",
+                *(("dl base", "dl head", "dl delta") if download else ())):  # fmt: skip
         table.add_column(col, justify="right")
     shown, rest, overhead = compare_rows(comparison, top)
     for g in [*shown, *([rest] if rest else []), overhead]:
@@ -156,9 +213,12 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
         )
         table.add_row(rich_text(g.name), f"{g.base_count:,}", f"{g.head_count:,}",
                       human_size(g.base_bytes), human_size(g.head_bytes), human_delta(g.delta),
-                      signed_percent(g.percent), style=style)  # fmt: skip
+                      signed_percent(g.percent), *_download_cells(g.base_download, g.head_download),
+                      style=style)  # fmt: skip
     table.add_section()
     table.add_row("total", f"{base.function_count:,}", f"{head.function_count:,}",
                   human_size(comparison.base_size), human_size(comparison.head_size),
-                  human_delta(comparison.delta), signed_percent(comparison.percent), style="bold")  # fmt: skip
+                  human_delta(comparison.delta), signed_percent(comparison.percent),
+                  *_download_cells(base.download.total if base.download else None,
+                                   head.download.total if head.download else None), style="bold")  # fmt: skip
     return table

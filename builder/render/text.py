@@ -50,13 +50,15 @@ def limit_text(limit: Limit) -> str:
 
 def gate_message(gate: GateResult) -> str:
     """What a gate measured against what, in one line (the CLI, tables, markdown and JSON)."""
-    if gate.name == "--max-growth" and gate.limit is not None:
+    if gate.name in ("--max-growth", "--max-download-growth") and gate.limit is not None:
         pct = f" ({gate.percent:+.2f}%)" if gate.percent is not None else ""
         return (
-            f"--max-growth {limit_text(gate.limit)}: {gate.subject} grew by "
+            f"{gate.name} {limit_text(gate.limit)}: {gate.subject} grew by "
             f"{human_delta(gate.grown)}{pct}; allowed {human_size(gate.allowed)}"
         )
-    if gate.name in ("--max-size", "--max-total-size") and gate.max_size is not None:
+    if gate.name in ("--max-size", "--max-total-size", "--max-download-size") and (
+        gate.max_size is not None
+    ):
         return (
             f"{gate.name} {human_size(gate.max_size)}: {gate.subject} is "
             f"{human_size(gate.head_size)} ({gate.head_size:,} bytes)"

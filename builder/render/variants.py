@@ -32,6 +32,7 @@ SCHEMA = 1
 
 _COLUMNS = ("variant", "metallib", "embedded", f"embedded ({COMPRESSION})", "ships in total",
             "total (compressed)", "run-time kernels", "JIT files")  # fmt: skip
+_DOWNLOAD_COLUMNS = ("metallib download", "total download")  # variants --download
 
 
 def _path(path: os.PathLike[str] | None) -> str | None:
@@ -45,6 +46,7 @@ def _plan_dict(plan: Plan) -> dict[str, Any]:
         "least_bytes": plan.least_bytes,
         "metallib_bytes": plan.metallib_bytes,
         "jit_kernels": plan.kernels,
+        "budget_of": plan.budget_of,
         "start": plan.start,
         "steps": [
             {"action": s.action, "source": s.source, "kernels": s.kernels,
@@ -76,6 +78,8 @@ def _variant_dict(v: Variant) -> dict[str, Any]:
         "embedded_compressed_bytes": v.embedded_compressed_bytes,
         "total_bytes": v.total_bytes,
         "total_compressed_bytes": v.total_compressed_bytes,
+        "metallib_download_bytes": v.metallib_download_bytes,
+        "total_download_bytes": v.total_download_bytes,
         "jit_sources": list(v.jit),
         "aot_sources": list(v.aot),
         "jit_kernels": v.jit_kernels,
@@ -134,10 +138,21 @@ def variants_json(run: VariantsRun) -> str:
     return json.dumps(variants_to_dict(run), indent=1) + "\n"
 
 
+def _columns(run: VariantsRun) -> tuple[str, ...]:
+    return _COLUMNS + (_DOWNLOAD_COLUMNS if _measured(run) else ())
+
+
+def _measured(run: VariantsRun) -> bool:
+    """Whether the variants' download was measured (``--download``)."""
+    return any(v.metallib_download_bytes is not None for v in run.variants)
+
+
 def _cells(v: Variant) -> list[str]:
+    download = [] if v.metallib_download_bytes is None else [
+        f"{v.metallib_download_bytes:,}", f"{v.total_download_bytes:,}"]  # fmt: skip
     return [v.name, f"{v.metallib_bytes:,}", f"{v.embedded_bytes:,}",
             f"{v.embedded_compressed_bytes:,}", f"{v.total_bytes:,}",
-            f"{v.total_compressed_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}"]  # fmt: skip
+            f"{v.total_compressed_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}", *download]  # fmt: skip
 
 
 def _heading(run: VariantsRun) -> str:
@@ -159,6 +174,10 @@ def _notes(run: VariantsRun) -> list[str]:
         "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
         "run-time kernels: the library's functions that the JIT entry files produce",
     ]  # fmt: skip
+    if _measured(run):
+        notes.append("metallib download: the metallib as a wheel stores it (zlib level 6, "
+                     "modelled; docs/download-size.md); total download: that + the compressed "
+                     "embedded bytes")  # fmt: skip
     if src.not_in_tree:
         notes.append(f"{src.not_in_tree:,} function(s) of the library are produced by no entry "
                      "file of the tree: they stay AOT in every variant")  # fmt: skip
@@ -179,6 +198,12 @@ def _notes(run: VariantsRun) -> list[str]:
 
 
 def _plan_lines(plan: Plan) -> list[str]:
+    if plan.budget_of == "download":  # the steps and files below are estimates
+        return [(f"  budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
+                f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
+                f"compiled at run time (planned on the input's download shares: estimated all "
+                f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
+                f"from the {plan.start} answer")]  # fmt: skip
     lines = [
         f"  budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
@@ -204,8 +229,9 @@ def _plan_lines(plan: Plan) -> list[str]:
 
 def variants_table(run: VariantsRun) -> str:
     """Variants as rows, the measured figures as columns, then what each variant is."""
-    rows = [list(_COLUMNS), *(_cells(v) for v in run.variants)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    columns = _columns(run)
+    rows = [list(columns), *(_cells(v) for v in run.variants)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     lines = [visible(_heading(run)), "", fmt.format(*rows[0]),
              fmt.format(*("-" * w for w in widths))]  # fmt: skip
@@ -224,7 +250,8 @@ def variants_markdown(run: VariantsRun) -> str:
     """The table as GitHub markdown, with each variant's description and the plan."""
     lines = [f"### Variants of {md_code(os.path.basename(run.input.metallib))}", "",
              md_text(_heading(run)), "",
-             "| " + " | ".join(_COLUMNS) + " |", "|---|" + "---:|" * (len(_COLUMNS) - 1)]  # fmt: skip
+             "| " + " | ".join(_columns(run)) + " |",
+             "|---|" + "---:|" * (len(_columns(run)) - 1)]  # fmt: skip
     for v in run.variants:
         cells = _cells(v)
         lines.append("| " + " | ".join([md_code(cells[0]), *cells[1:]]) + " |")
@@ -236,7 +263,9 @@ def variants_markdown(run: VariantsRun) -> str:
             continue
         plan = v.plan
         lines += ["", f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})", "",
-                  "| moved to JIT | kernels | saves | metallib if AOT again |",
+                  "| moved to JIT | kernels | saves | metallib if AOT again |" if plan.budget_of
+                  == "metallib" else "| moved to JIT | kernels | saves (estimate) | download if AOT "
+                  "again (estimate) |",
                   "|---|---:|---:|---:|"]  # fmt: skip
         lines += [f"| {md_code(f.source)} | {f.kernels:,} | {f.saved_bytes:,} | {f.back_bytes:,} |"
                   for f in plan.files]  # fmt: skip

@@ -11,7 +11,7 @@ A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.to
     platform = "macosx_26_0_arm64"            # wheel platform of a PACKAGE==VERSION target
     max-size = "220MB"                        # the metallib(s)
     max-total-size = "230MB"                  # metallib(s) + a build's JIT host library
-    max-download = "80MB"                     # compressed, as a wheel stores it (interim: below)
+    max-download = "80MB"                     # compressed, as a wheel stores it (report --download)
     max-functions = 20000
     by = "kernel"                             # what the group names below are
     groups = { quantized = "60MB" }
@@ -267,19 +267,35 @@ def _path(root: Path, text: str) -> Path:
 
 
 def download_bytes(report: Report) -> int:
-    """Bytes a user downloads for ``report``'s library: INTERIM measure, the size of the whole
-    library file compressed with zlib level 6 (raw deflate, as a wheel's ZIP stores it).
+    """Bytes a user downloads for ``report``'s library, as ``report --download`` models them
+    (``builder.size.download``: zlib level 6 raw deflate, as a wheel's ZIP stores the file).
 
-    This is the one place ``budget`` (``max-download``) and ``history --download`` get download
-    sizes from; it is to be pointed at ``builder.size.download`` (per-function download shares,
-    ``report --download``) when that lands. A saved report names a file measured elsewhere, so it
-    is not read (UsageError); a build without a metallib compresses its host library."""
-    path = report.source.path if report.source.path is not None else (
-        report.host_library.path if report.host_library is not None else None)  # fmt: skip
-    if report.source.kind == "report" or path is None:
+    The one place ``budget`` (``max-download``) and ``history --download`` get download sizes
+    from. A saved report gives the total it recorded with ``--download`` (UsageError without
+    one: its file was measured elsewhere); a build whose families are all JIT has no metallib,
+    so its host library is compressed whole with the same codec and level."""
+    if report.download is not None:
+        return report.download.total
+    if report.source.kind == "report":
+        raise UsageError(f"{report.source.label}: a saved report without download figures "
+                         "(save it with report --download --format json)")  # fmt: skip
+    if report.source.path is not None:
+        from builder.metallib import open_metallib
+        from builder.size.attribution import attribute
+        from builder.size.download import download_total
+
+        with open_metallib(report.source.path) as lib:
+            return download_total(lib, attribute(lib))
+    if report.host_library is None:
         raise UsageError(f"{report.source.label}: no library file to measure the download size "
-                         "of (a saved report, or a build without metallib or host library)")  # fmt: skip
-    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+                         "of (a build without metallib or host library)")  # fmt: skip
+    return _deflated_size(report.host_library.path)
+
+
+def _deflated_size(path: str) -> int:
+    from builder.size.download import LEVEL
+
+    compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
     total = 0
     try:
         with open(path, "rb") as handle:

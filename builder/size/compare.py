@@ -39,10 +39,19 @@ class GroupDelta:
     base_count: int
     head_count: int
     overhead: bool = False
+    base_download: int | None = None
+    """Download bytes (``compare --download``; ``builder.size.download_compare``)."""
+    head_download: int | None = None
 
     @property
     def delta(self) -> int:
         return self.head_bytes - self.base_bytes
+
+    @property
+    def download_delta(self) -> int | None:
+        if self.base_download is None or self.head_download is None:
+            return None
+        return self.head_download - self.base_download
 
     @property
     def percent(self) -> float | None:
@@ -142,17 +151,32 @@ class Comparison:
         return [note]
 
     @property
+    def download_delta(self) -> int | None:
+        """Head's modelled download minus base's (None unless both were measured)."""
+        base, head = self.base.download, self.head.download
+        return None if base is None or head is None else head.total - base.total
+
+    @property
+    def download_percent(self) -> float | None:
+        delta, base = self.download_delta, self.base.download
+        return None if delta is None or base is None or not base.total else 100.0 * delta / base.total
+
+    @property
     def new_groups(self) -> list[str]:
         return [g.name for g in self.groups if not g.overhead and g.base_count == 0]
 
 
 def compare_reports(base: Report, head: Report) -> Comparison:
     """Join two reports by group and by function name."""
+    from builder.size.download_compare import group_download_pairs
+
     base_groups = {g.name: g for g in base.groups}
     head_groups = {g.name: g for g in head.groups}
+    download = group_download_pairs(base, head)
     groups = []
     for name in dict.fromkeys([*base_groups, *head_groups]):
         b, h = base_groups.get(name), head_groups.get(name)
+        dl = download[0][name] if download else (None, None)
         groups.append(
             GroupDelta(
                 name,
@@ -160,11 +184,13 @@ def compare_reports(base: Report, head: Report) -> Comparison:
                 h.bytes if h else 0,
                 b.function_count if b else 0,
                 h.function_count if h else 0,
+                False,
+                *dl,
             )
         )
     groups.sort(key=lambda g: (-abs(g.delta), -g.head_bytes, g.name))
     groups.append(GroupDelta("[container overhead]", base.overhead_bytes, head.overhead_bytes,
-                             0, 0, overhead=True))  # fmt: skip
+                             0, 0, True, *(download[1] if download else (None, None))))  # fmt: skip
     base_fns = {f.name: f for f in base.functions}
     head_fns = {f.name: f for f in head.functions}
     added = sorted((f for n, f in head_fns.items() if n not in base_fns), key=_largest)
@@ -218,6 +244,9 @@ class Gates:
     fail_on_new_group: bool = False
     max_total_size: int | None = None
     """The metallib plus the host library (``builder.size.limits.shipped_size``)."""
+    max_download_growth: Limit | None = None
+    """On the modelled download (``builder.size.download_compare``)."""
+    max_download_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -295,6 +324,20 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
         results.append(
             GateResult("--fail-on-new-group", not new, head_label, new_groups=tuple(new))
         )
+    if gates.max_download_growth is not None or gates.max_download_size is not None:
+        from builder.size.download_compare import download_totals
+
+        base_dl, head_dl = download_totals(comparison.base, comparison.head)
+        subject = f"the download of {head_label}"
+        if gates.max_download_growth is not None:
+            allowed = gates.max_download_growth.allowed(base_dl)
+            results.append(GateResult(
+                "--max-download-growth", head_dl - base_dl <= allowed, subject,
+                limit=gates.max_download_growth, grown=head_dl - base_dl, allowed=int(allowed),
+                percent=comparison.download_percent))  # fmt: skip
+        if gates.max_download_size is not None:
+            results.append(GateResult("--max-download-size", head_dl <= gates.max_download_size,
+                                      subject, max_size=gates.max_download_size, head_size=head_dl))  # fmt: skip
     return results
 
 

@@ -27,27 +27,34 @@ def load_reports(
     platform: str | None = None,
     progress: Progress | None = None,
     sources: Sources | None = None,
+    download: bool = False,
 ) -> list[Report]:
     """Resolve ``text`` and measure (or read back) every library behind it.
 
     ``sources`` (a discovered kernel tree's entry file per kernel) answers ``--by source`` for
-    any library, and wins over what a build manifest records.
+    any library, and wins over what a build manifest records. ``download`` adds the download
+    shares (``builder.size.download``).
     """
     return [
-        load_library(lib, by=by, rules=rules, sources=sources)
+        load_library(lib, by=by, rules=rules, sources=sources, download=download)
         for lib in resolve_target(text, platform=platform, progress=progress)
     ]
 
 
 def load_library(
     lib: Library, *, by: str = "kernel", rules: RuleSet | None = None,
-    sources: Sources | None = None,
+    sources: Sources | None = None, download: bool = False,
 ) -> Report:  # fmt: skip
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, regroup, report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
+        if download and report.download is None:
+            from builder.errors import UsageError
+
+            raise UsageError(f"{lib.target}: a report saved without download figures; save it "
+                             "with 'report --download --format json'")  # fmt: skip
         if report.by == by and rules is None and sources is None:
             return report
         return regroup(report, by, rules=rules, sources=sources)
@@ -82,9 +89,14 @@ def load_library(
     with open_metallib(lib.path) as metallib:
         attribution = attribute(metallib)
         provenance = build_provenance(library_provenance(metallib), build)
+        shares = None
+        if download:
+            from builder.size.download_report import measure_download
+
+            shares = measure_download(metallib, attribution, lib.wheel)
     return build_report(
         attribution, source, by=by, rules=rules, families=families, sources=sources,
-        jit_families=jit, host_library=host, provenance=provenance,
+        jit_families=jit, host_library=host, provenance=provenance, download=shares,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
+from builder.size.download_report import Download, add_download_fields, download_from_dict
 from builder.size.grouping import Sources, group_names
 from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
 
@@ -106,6 +107,8 @@ class Report:
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.provenance``)."""
+    download: Download | None = None
+    """Download shares (``report --download``; ``builder.size.download_report``)."""
 
     @property
     def overhead_bytes(self) -> int:
@@ -144,6 +147,7 @@ def build_report(
     jit_families: Sequence[JitFamily] = (),
     host_library: HostLibrary | None = None,
     provenance: Mapping[str, Any] | None = None,
+    download: Download | None = None,
 ) -> Report:
     """Group an attribution; ``families`` come from a build manifest, ``sources`` from a manifest
     or a discovered kernel tree."""
@@ -171,6 +175,7 @@ def build_report(
         jit_families=list(jit_families),
         host_library=host_library,
         provenance=dict(provenance or {}),
+        download=download,
     )
 
 
@@ -202,7 +207,7 @@ def report_json_text(report: Report) -> str:
 
     doc = report_to_dict(report, functions=False)
     text = "".join(f.name + f.group for f in report.functions)
-    if not _PLAIN.fullmatch(text):
+    if report.download is not None or not _PLAIN.fullmatch(text):
         doc["functions"] = _function_dicts(report)
         return json.dumps(doc, separators=(",", ":"))
     head = json.dumps(doc, separators=(",", ":"))
@@ -218,12 +223,15 @@ _FUNCTION_JSON = (
 
 
 def _function_dicts(report: Report) -> list[dict[str, Any]]:
-    return [
+    rows = [
         {"name": f.name, "group": f.group, "bytes": f.bytes, "bitcode_bytes": f.bitcode_bytes,
          "entry_bytes": f.entry_bytes, "metadata_bytes": f.metadata_bytes,
          "reflection_bytes": f.reflection_bytes}
         for f in report.functions
     ]  # fmt: skip
+    for row, share in zip(rows, report.download.functions if report.download else ()):
+        row["download_bytes"] = share
+    return rows
 
 
 def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
@@ -264,6 +272,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
     }
     if report.host_library is not None:  # builds with JIT families only: other reports unchanged
         doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
+    add_download_fields(doc, report.download, report.functions)  # --download only
     if functions:
         doc["functions"] = _function_dicts(report)
     return doc
@@ -327,6 +336,7 @@ def report_from_dict(data: Any, where: str) -> Report:
             jit_families=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
             provenance=_provenance(data.get("provenance")),
+            download=download_from_dict(data, len(overhead), where),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"missing or malformed field ({exc})") from None

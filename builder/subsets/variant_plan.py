@@ -92,6 +92,9 @@ class Plan:
     files: tuple[PlannedFile, ...]
     exact_layouts: int
     """Exact sizes computed (each a layout of the subset)."""
+    budget_of: str = "metallib"
+    """What the sizes are: ``metallib`` bytes (exact), or ``download`` (estimates from the
+    input's download shares, the total measured; ``builder.subsets.variant_download``)."""
 
 
 class _Sizes:
@@ -124,6 +127,7 @@ def plan_budget(
     size_of: Callable[[frozenset[str]], int],
     embedded_of: Callable[[frozenset[str]], int],
     fixed: str = "the entry files that must stay AOT",
+    measure: str = "metallib size",
 ) -> Plan:
     """The JIT entry files (among ``candidates``) for a metallib of at most ``budget`` bytes.
 
@@ -137,7 +141,7 @@ def plan_budget(
     least = sizes.exact(by_source)
     if least > budget:
         raise CheckFailed(
-            f"--budget {budget:,} bytes is below the least reachable metallib size, {least:,} "
+            f"--budget {budget:,} bytes is below the least reachable {measure}, {least:,} "
             f"bytes (every movable entry file JIT; what remains is {fixed})"
         )
     start = "all-aot"

@@ -164,7 +164,8 @@ class EmbedCosts:
         self._dirs = include_dirs(tree)
         self._texts: dict[str, frozenset[str]] = {}
 
-    def _of(self, entry: str) -> frozenset[str]:
+    def texts(self, entry: str) -> frozenset[str]:
+        """The distinct texts ``entry``'s preambles are made of."""
         if entry not in self._texts:
             preambles = [inline_preamble(h, self._dirs) for h, _ in _roots(self._tree, [entry])]
             self._texts[entry] = frozenset(_distinct_texts(preambles))
@@ -173,5 +174,5 @@ class EmbedCosts:
     def __call__(self, entries: Iterable[str]) -> int:
         texts: set[str] = set()
         for entry in entries:
-            texts |= self._of(entry)
+            texts |= self.texts(entry)
         return sum(len(t.encode("utf-8")) for t in texts)

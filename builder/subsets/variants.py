@@ -118,6 +118,16 @@ class Variant:
     plan: Plan | None = None
     coverage: Coverage | None = None
     """Where the tree's kernels ship in this variant (checked complete before writing)."""
+    metallib_download_bytes: int | None = None
+    """The metallib as a wheel stores it, modelled (``builder.size.download``; 0: no metallib;
+    None: not measured, ``download`` was not asked for)."""
+
+    @property
+    def total_download_bytes(self) -> int | None:
+        """What a user downloads: the metallib compressed as in a wheel, the source compressed."""
+        if self.metallib_download_bytes is None:
+            return None
+        return self.metallib_download_bytes + self.embedded_compressed_bytes
 
     @property
     def embedded_bytes(self) -> int:
@@ -228,13 +238,18 @@ class _Writer:
             )
         self._hashes_checked = True
 
-    def measure(self, path: Path, kept: Sequence[int]) -> tuple[list[SourceBytes], int]:
-        """Bytes per AOT entry file (tree order) and not-in-tree, and the overhead, attributed
-        in the written file; its functions must be exactly ``kept`` (a bug check)."""
+    def measure(
+        self, path: Path, kept: Sequence[int], download: bool
+    ) -> tuple[list[SourceBytes], int, int | None]:
+        """Bytes per AOT entry file (tree order) and not-in-tree, the overhead, attributed in the
+        written file, and (``download``) its modelled download; its functions must be exactly
+        ``kept``."""
         from builder.size.attribution import attribute
+        from builder.size.download import download_total
 
         with open_metallib(path) as written:
             attribution = attribute(written)
+            downloaded = download_total(written, attribution) if download else None
         names = self.lib.columns().names
         if attribution.names != [names[i] for i in kept]:
             raise InternalError(
@@ -248,7 +263,7 @@ class _Writer:
         rows = [SourceBytes(s, *totals[s]) for s in self.index.entries if s in totals]
         if None in totals:
             rows.append(SourceBytes(NOT_IN_TREE, *totals[None]))
-        return rows, attribution.overhead_bytes
+        return rows, attribution.overhead_bytes, downloaded
 
 
 def _remove_stale(path: Path) -> None:
@@ -264,20 +279,32 @@ def _remove_stale(path: Path) -> None:
 
 
 def _plan(
-    tree: KernelTree, index: LibraryIndex, writer: _Writer, budget: int
+    tree: KernelTree, index: LibraryIndex, writer: _Writer, budget: int, budget_of: str
 ) -> tuple[VariantSpec, Plan]:
     candidates = [Candidate(s, len(e.functions), e.bytes)
                   for s, e in index.entries.items() if not e.held]  # fmt: skip
     held = sum(bool(e.held) for e in index.entries.values())
     fixed = (f"{held} entry file(s) that stay AOT, {len(index.other):,} function(s) no entry "
              "file produces and the container's framing")  # fmt: skip
-    plan = plan_budget(candidates, budget, size_of=writer.size_of, embedded_of=EmbedCosts(tree),
-                       fixed=fixed)  # fmt: skip
+    if budget_of == "download":
+        from builder.subsets.variant_download import plan_download
+
+        plan = plan_download(tree, index, writer.lib, budget, write=writer.write, fixed=fixed,
+                             sources_compressed=lambda jit: _compressed(tree, jit))  # fmt: skip
+    else:
+        plan = plan_budget(candidates, budget, size_of=writer.size_of,
+                           embedded_of=EmbedCosts(tree), fixed=fixed)  # fmt: skip
     spec = VariantSpec(
-        "planned", f"--budget {budget:,} bytes: {len(plan.jit)} entry file(s) JIT, chosen for the "
-        "fewest kernels compiled at run time", plan.jit,
+        "planned", f"--budget {budget:,} bytes of {budget_of}: {len(plan.jit)} entry file(s) JIT, "
+        "chosen for the fewest kernels compiled at run time", plan.jit,
     )  # fmt: skip
     return spec, plan
+
+
+def _compressed(tree: KernelTree, jit: tuple[str, ...]) -> int:
+    """The embedded source of ``jit`` compressed, as a variant with them JIT measures it."""
+    sources = jit_sources(tree, jit) if jit else None
+    return sources.compressed_bytes if sources is not None else 0
 
 
 def make_variants(
@@ -290,10 +317,14 @@ def make_variants(
     budget: int | None = None,
     platform: str | None = None,
     progress: Progress | None = None,
+    budget_of: str = "metallib",
+    download: bool = False,
 ) -> VariantsRun:
     """Write and measure every variant; see the module docstring. ``CheckFailed`` (exit 1) when
     ``budget`` is below the least reachable size (nothing written then); ``UsageError`` for bad
-    globs, an unusable target or an output that would overwrite the input."""
+    globs, an unusable target or an output that would overwrite the input. ``budget_of``:
+    ``metallib`` (the file's bytes) or ``download`` (``builder.subsets.variant_download``; it
+    implies ``download``: each variant's metallib download measured, one zlib pass each)."""
     say = progress or (lambda _message: None)
     path, wheel = _resolve(target, platform, progress)
     with open_metallib(path) as lib:
@@ -302,8 +333,8 @@ def make_variants(
         writer = _Writer(lib, index)
         plan = None
         if budget is not None:
-            say(f"planning for --budget {budget:,} bytes")
-            spec, plan = _plan(tree, index, writer, budget)
+            say(f"planning for --budget {budget:,} bytes of {budget_of}")
+            spec, plan = _plan(tree, index, writer, budget, budget_of)
             specs.append(spec)
         name = f"{tree.config.library or path.stem}.metallib"
         for spec in specs:
@@ -320,7 +351,7 @@ def make_variants(
                 say(f"[{number}/{len(specs)}] {spec.name}")
                 variants.append(_one(writer, spec, outdir / spec.name / name, sources.get(spec.name),
                                      plan if spec.name == "planned" else None,
-                                     coverage[spec.name]))  # fmt: skip
+                                     coverage[spec.name], download or budget_of == "download"))  # fmt: skip
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         source = VariantsInput(
@@ -352,7 +383,7 @@ def _check_coverage(
 
 def _one(
     writer: _Writer, spec: VariantSpec, path: Path, made: Future[JitSources | None] | None,
-    plan: Plan | None, coverage: Coverage,
+    plan: Plan | None, coverage: Coverage, download: bool,
 ) -> Variant:  # fmt: skip
     from builder.fileio import make_dirs, write_if_changed
 
@@ -361,12 +392,13 @@ def _one(
     kept = index.kept(spec.jit)
     by_source: list[SourceBytes] = []
     overhead = size = 0
+    downloaded: int | None = 0 if download else None
     if kept:
         size = writer.write(kept, path)
-        by_source, overhead = writer.measure(path, kept)
+        by_source, overhead, downloaded = writer.measure(path, kept, download)
     else:
         _remove_stale(path)
-    if plan is not None and size != plan.metallib_bytes:
+    if plan is not None and plan.budget_of == "metallib" and size != plan.metallib_bytes:
         raise InternalError(f"planned a {plan.metallib_bytes}-byte metallib, wrote {size} bytes",
                             path=str(path))  # fmt: skip
     sources = made.result() if made is not None else None
@@ -375,6 +407,11 @@ def _one(
         write_if_changed(sources_file, sources.text)
     else:
         _remove_stale(sources_file)
+    if plan is not None and plan.budget_of == "download" and (
+        (downloaded or 0) + (sources.compressed_bytes if sources else 0) != plan.metallib_bytes
+    ):
+        raise InternalError(f"planned a {plan.metallib_bytes}-byte download, measured another",
+                            path=str(path))  # fmt: skip
     aot = index.aot_sources(spec.jit)
     return Variant(
         name=spec.name, description=spec.description, jit=spec.jit, aot=aot,
@@ -384,4 +421,5 @@ def _one(
         aot_kernels=index.kernels(aot), other_kernels=len(index.other),
         sources=sources, sources_file=sources_file if sources is not None else None,
         by_source=tuple(by_source), overhead_bytes=overhead, plan=plan, coverage=coverage,
+        metallib_download_bytes=downloaded,
     )  # fmt: skip

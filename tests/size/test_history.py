@@ -73,10 +73,10 @@ def test_download_size_is_the_deflate_size_a_zip_stores(
                            capsys)  # fmt: skip
     doc = json.loads(out)
     assert code == 0 and [p["download_bytes"] for p in doc["points"]] == expected
-    assert doc["download_method"].startswith("interim: the whole library file compressed")
+    assert doc["download_method"].startswith("modelled as report --download does: zlib level 6")
     assert [p["bytes"] for p in doc["points"]] == [old.stat().st_size, new.stat().st_size]
     code, out, _ = run_cli(["history", str(old), str(new), "--download"], capsys)
-    assert "download" in out and "interim" in out
+    assert "download" in out and "modelled as report --download does" in out
 
 
 def test_history_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

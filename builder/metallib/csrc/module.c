@@ -5,6 +5,8 @@
  * reflection.c     reflection_chunks: FlatBuffer sizes and canonical flags for a rewrite
  * runs.c           coalesce_runs: pieces of the source merged into runs to copy
  * sha256.c         sha256_spans: module hashes on several threads (only when built with OpenSSL)
+ * deflate_share.c  deflate_share: the download model's parallel zlib pass (only with zlib;
+ *                  its caller is builder/size/download.py)
  *
  * Both only decide the plain, well-formed case quickly; every diagnostic stays in Python.
  */
@@ -40,6 +42,16 @@ static PyMethodDef methods[] = {
      "computed by OpenSSL on up to `threads` threads without the GIL. With fd, the open file that\n"
      "buffer maps, the spans are read from it with pread() instead of through the map."},
 #endif
+#ifdef METALLIB_NATIVE_ZLIB
+    {"deflate_share", deflate_share, METH_VARARGS,
+     "deflate_share(buffer, cuts, starts, level, window, step, spread, threads)\n"
+     "-> (part_sizes, costs)\n\n"
+     "The buffer compressed in parts (packed u64 cuts) as raw deflate, each primed with the\n"
+     "window bytes before it and sync-flushed, on up to `threads` threads; each part's\n"
+     "compressed bytes, and each segment's (packed u64 starts) share of them in bits, found by\n"
+     "inflating `step` compressed bytes at a time, the bits of steps that decode to nothing spread\n"
+     "over the next `spread` bytes (builder/size/download.py); step 0: part sizes only."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
@@ -59,8 +71,14 @@ PyMODINIT_FUNC PyInit__native(void)
 #else
     const int has_sha256 = 0;
 #endif
+#ifdef METALLIB_NATIVE_ZLIB
+    const int has_deflate = 1;
+#else
+    const int has_deflate = 0;
+#endif
     if (m != NULL && (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
-                      PyModule_AddIntConstant(m, "HAS_SHA256", has_sha256) < 0)) {
+                      PyModule_AddIntConstant(m, "HAS_SHA256", has_sha256) < 0 ||
+                      PyModule_AddIntConstant(m, "HAS_DEFLATE", has_deflate) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -33,5 +33,8 @@ PyObject *coalesce_runs(PyObject *module, PyObject *args);
 #ifdef METALLIB_NATIVE_SHA256
 PyObject *sha256_spans(PyObject *module, PyObject *args);
 #endif
+#ifdef METALLIB_NATIVE_ZLIB
+PyObject *deflate_share(PyObject *module, PyObject *args);
+#endif
 
 #endif

@@ -13,8 +13,15 @@
   var SVGNS = 'http://www.w3.org/2000/svg';
   var $ = function (id) { return document.getElementById(id); };
   // A comparison's table starts with what changed most (grew or shrank), unchanged functions last.
-  var state = { lib: 0, zoom: [], query: '', status: 'all', sortKey: COMPARE ? 'change' : 'bytes', sortDir: -1, rows: 300 };
+  var state = { lib: 0, zoom: [], query: '', status: 'all', sortKey: COMPARE ? 'change' : 'bytes', sortDir: -1, rows: 300, measure: 'bytes' };
   var lib, fn, root, lower, match, matchCount, timings, drawn = [], drawnParent = [];
+  var SIZE, BASE, WHOLE, UNIT;  // what areas and numbers show: bytes, or download bytes (--download)
+  function measure() {
+    var dl = state.measure === 'download' && !!fn.download;
+    SIZE = dl ? fn.download : fn.bytes; BASE = dl ? fn.base_download : fn.base;
+    WHOLE = dl ? lib.download.total : lib.file_size; UNIT = dl ? 'modelled download' : 'metallib';
+    return dl;
+  }
 
   // -- formatting (decimal units, as the command line prints them) ---------------------------
   function human(n) {
@@ -98,12 +105,12 @@
         if (!parent) { parent = g.vmap[vi] = node(l.variants[vi], 'variant', g); parent.gi = gi; parent.origin = 'dtype named in the function names'; }
       }
       parent.children.push({ name: fn.name[i], kind: 'fn', i: i, gi: gi, parent: parent, origin: where.fn,
-        size: Math.max(fn.bytes[i], 0), base: COMPARE ? Math.max(fn.base[i], 0) : 0, count: 1 });
+        size: Math.max(SIZE[i], 0), base: COMPARE ? Math.max(BASE[i], 0) : 0, count: 1 });
     }
     groups.forEach(function (g) { if (g.children.length === 1 && g.children[0].kind === 'variant') { g.children = g.children[0].children; g.children.forEach(function (c) { c.parent = g; }); } });
-    var oh = node('[container overhead]', 'overhead', ml), baseOh = {};
-    if (COMPARE) l.base.overhead.forEach(function (r) { baseOh[r[0]] = r[1]; });
-    l.overhead.forEach(function (r) { var c = node(r[0], 'region', oh); c.size = r[1]; c.base = baseOh[r[0]] || 0; c.origin = where.overhead; });
+    var oh = node('[container overhead]', 'overhead', ml), baseOh = {}, dl = SIZE === fn.download;
+    if (COMPARE) (dl ? l.base.download : l.base).overhead.forEach(function (r) { baseOh[r[0]] = r[1]; });
+    (dl ? l.download : l).overhead.forEach(function (r) { var c = node(r[0], 'region', oh); c.size = r[1]; c.base = baseOh[r[0]] || 0; c.origin = where.overhead; });
     oh.origin = where.overhead;
     if (top !== ml) {
       var j = node('JIT source in the host library', 'jit', top), baseJ = {};
@@ -225,13 +232,13 @@
     match = new Uint8Array(n);
     for (var i = 0; i < n; i++) {
       if ((q === '' || lower[i].indexOf(q) >= 0) && (st === 'all' || statusOf(i) === st)) {
-        match[i] = 1; count++; bytes += Math.max(fn.bytes[i], 0);
+        match[i] = 1; count++; bytes += Math.max(SIZE[i], 0);
       }
     }
     matchCount = count;
     recount(root);
     var active = q !== '' || st !== 'all';
-    $('matches').textContent = active ? commas(count) + ' of ' + commas(n) + ' functions match (' + human(bytes) + ', ' + pct(bytes, lib.file_size) + ' of the metallib)' : '';
+    $('matches').textContent = active ? commas(count) + ' of ' + commas(n) + ' functions match (' + human(bytes) + ', ' + pct(bytes, WHOLE) + ' of the ' + UNIT + ')' : '';
   }
   function highlight() {
     var active = state.query !== '' || state.status !== 'all', map = $('map');
@@ -249,6 +256,7 @@
     if (state.query) parts.push('search=' + encodeURIComponent(state.query));
     if (state.status !== 'all') parts.push('status=' + state.status);
     if (state.lib) parts.push('lib=' + state.lib);
+    if (state.measure !== 'bytes') parts.push('measure=' + state.measure);
     var names = state.zoom.filter(function (n) { return n.kind !== 'more'; }).map(function (n) { return encodeURIComponent(n.name); });
     if (names.length && names.length === state.zoom.length) parts.push('zoom=' + names.join('/'));
     history.replaceState(null, '', parts.length ? '#' + parts.join('&') : location.pathname + location.search);
@@ -271,12 +279,12 @@
       case 'name': return lower[i];
       case 'group': return lib.groups[fn.group[i]];
       case 'variant': return fn.variant ? lib.variants[fn.variant[i]] : '';
-      case 'base': return fn.base[i];
-      case 'delta': return Math.max(fn.bytes[i], 0) - Math.max(fn.base[i], 0);
-      case 'change': return Math.abs(Math.max(fn.bytes[i], 0) - Math.max(fn.base[i], 0));
-      case 'pct': return fn.base[i] > 0 ? (fn.bytes[i] - fn.base[i]) / fn.base[i] : Infinity;
+      case 'base': return BASE[i];
+      case 'delta': return Math.max(SIZE[i], 0) - Math.max(BASE[i], 0);
+      case 'change': return Math.abs(Math.max(SIZE[i], 0) - Math.max(BASE[i], 0));
+      case 'pct': return BASE[i] > 0 ? (SIZE[i] - BASE[i]) / BASE[i] : Infinity;
       case 'status': return statusOf(i);
-      default: return fn.bytes[i];
+      default: return SIZE[i];
     }
   }
   function table() {
@@ -300,8 +308,8 @@
   }
   function row(i) {
     var name = '<td class="name">' + esc(fn.name[i]) + '</td><td>' + esc(lib.groups[fn.group[i]]) + '</td><td>' + esc(fn.variant ? lib.variants[fn.variant[i]] : '') + '</td>';
-    if (!COMPARE) return '<tr>' + name + '<td class="num">' + commas(fn.bytes[i]) + '</td><td class="num">' + pct(fn.bytes[i], lib.file_size) + '</td></tr>';
-    var b = fn.base[i], h = fn.bytes[i], st = statusOf(i), d = Math.max(h, 0) - Math.max(b, 0);
+    if (!COMPARE) return '<tr>' + name + '<td class="num">' + commas(SIZE[i]) + '</td><td class="num">' + pct(SIZE[i], WHOLE) + '</td></tr>';
+    var b = BASE[i], h = SIZE[i], st = statusOf(i), d = Math.max(h, 0) - Math.max(b, 0);
     return '<tr class="' + st + '">' + name + '<td class="num">' + (b < 0 ? '-' : commas(b)) + '</td><td class="num">' + (h < 0 ? '-' : commas(h)) +
       '</td><td class="num delta">' + (d > 0 ? '+' : '') + commas(d) + '</td><td class="num">' + (b < 0 ? 'new' : h < 0 ? 'gone' : relpct(b, h)) + '</td><td>' + st + '</td></tr>';
   }
@@ -310,7 +318,7 @@
   function tip(n, ev) {
     var t = $('tip'), parent = n.parent, lines = ['<b>' + esc(n.name) + '</b> <span class="o">' + n.kind + '</span>'];
     if (n.kind === 'more') lines.push(commas(n.count) + ' functions too small to draw here; click to zoom in');
-    lines.push(human(n.size) + ' (' + commas(n.size) + ' bytes), ' + pct(n.size, lib.file_size) + ' of the metallib' +
+    lines.push(human(n.size) + ' (' + commas(n.size) + ' bytes), ' + pct(n.size, WHOLE) + ' of the ' + UNIT +
       (parent && parent.size ? ', ' + pct(n.size, parent.size) + ' of ' + esc(parent.name) : ''));
     if (n.kind !== 'fn' && n.count) lines.push(commas(n.count) + ' functions');
     if (COMPARE) lines.push('base ' + human(n.base) + ' → head ' + human(n.size) + ': ' + signed(n.size - n.base) + ' (' + relpct(n.base, n.size) + ')' + (n.kind === 'fn' ? ', ' + statusOf(n.i) : ''));
@@ -336,7 +344,8 @@
       $('gates').innerHTML = lib.gates.map(function (g) { return '<div class="' + (g.passed ? 'pass">pass' : 'fail">FAIL') + ': ' + esc(g.message) + '</div>'; }).join('') +
         lib.notes.map(function (n) { return '<div>note: ' + esc(n) + '</div>'; }).join('');
       $('provenance').innerHTML = '<div>base ' + esc(b.provenance_line) + '</div><div>head ' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify({ base: b.provenance, head: lib.provenance }, null, 1)) + '</pre>';
-      $('legend').innerHTML = '<span><i style="background:#b2182b"></i>added</span><span><i style="background:rgb(215,48,39)"></i>grew</span><span><i style="background:#e6e6e6"></i>same</span><span><i style="background:rgb(69,117,180)"></i>shrank</span><span>area = head bytes</span>';
+      $('legend').innerHTML = '<span><i style="background:#b2182b"></i>added</span><span><i style="background:rgb(215,48,39)"></i>grew</span><span><i style="background:#e6e6e6"></i>same</span><span><i style="background:rgb(69,117,180)"></i>shrank</span><span>area = head ' + (SIZE === fn.download ? 'download bytes' : 'bytes') + '</span>';
+      if (lib.download && b.download) s.innerHTML += '<br>download (modelled, zlib 6 as a wheel stores it): ' + human(b.download.total) + ' → ' + human(lib.download.total) + ', ' + signed(lib.download.total - b.download.total) + ' (' + relpct(b.download.total, lib.download.total) + ')';
     } else if (!o.metallib && lib.jit_origin) {
       s.innerHTML = 'No metallib: every family is compiled at run time; ' + where;
       $('provenance').innerHTML = '<div>' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify(lib.provenance, null, 1)) + '</pre>';
@@ -345,7 +354,8 @@
       s.innerHTML = '<b>' + human(lib.file_size) + '</b> (' + commas(lib.file_size) + ' bytes), ' + commas(lib.function_count) + ' functions in ' + commas(lib.groups.length) +
         ' groups (by ' + esc(lib.by) + ', ' + esc(lib.grouping) + '), format ' + esc(lib.format_version) + '; ' + where;
       $('provenance').innerHTML = '<div>' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify(lib.provenance, null, 1)) + '</pre>';
-      $('legend').textContent = 'area = bytes; colour = group; click to zoom, Esc to zoom out';
+      $('legend').textContent = 'area = ' + (SIZE === fn.download ? 'download bytes' : 'bytes') + '; colour = group; click to zoom, Esc to zoom out';
+      if (lib.download) s.innerHTML += '<br>' + esc(lib.download.line);
     }
     if (lib.jit_origin) s.innerHTML += '<br>' + jitLine(lib);
   }
@@ -369,6 +379,7 @@
     lib = DATA.libraries[state.lib]; fn = lib.fn;
     var t0 = performance.now();
     lower = fn.name.map(function (s) { return s.toLowerCase(); });
+    measure();
     root = build(lib);
     state.zoom = [];
     if (hash && hash.zoom) zoomByNames(hash.zoom.split('/'));
@@ -390,6 +401,7 @@
       timer = setTimeout(function () { state.query = $('search').value.trim(); refresh(); }, 120);
     });
     $('status').addEventListener('change', function () { state.status = $('status').value; refresh(); });
+    $('measure').addEventListener('change', function () { state.measure = $('measure').value; load(state.lib, null); writeHash(); });
     $('library').addEventListener('change', function () { load(+$('library').value, null); writeHash(); });
     $('more').addEventListener('click', function () { state.rows += 1000; table(); });
     $('table').tHead.addEventListener('click', function (ev) {
@@ -432,6 +444,9 @@
       $('library').innerHTML = DATA.libraries.map(function (l, k) { return '<option value="' + k + '">' + esc(l.label) + '</option>'; }).join('');
     }
     if (COMPARE) $('status-pick').hidden = false;
+    if (DATA.libraries.some(function (l) { return !!l.fn.download; })) $('measure-pick').hidden = false;
+    state.measure = hash.measure === 'download' ? 'download' : 'bytes';
+    $('measure').value = state.measure;
     state.query = hash.search ? decodeURIComponent(hash.search) : '';
     state.status = COMPARE && hash.status ? hash.status : 'all';
     $('search').value = state.query; $('status').value = state.status;

@@ -78,10 +78,22 @@ def _side(report: Report) -> dict[str, Any]:
         else [],
         "provenance": report.provenance,
         "provenance_line": provenance_line(report.provenance),
+        "download": _download(report),
     }
     if jit is not None:
         side.update(jit_total=jit.total, jit_measured=jit.host_measured, jit_origin=jit.origin)
     return side
+
+
+def _download(report: Report) -> dict[str, Any] | None:
+    """The modelled download (``--download``): total, overhead rows, the model's line."""
+    from builder.render.download import download_line
+
+    download = report.download
+    if download is None:
+        return None
+    return {"total": download.total, "line": download_line(report),
+            "overhead": [[o.name, share] for o, share in zip(report.overhead, download.overhead)]}  # fmt: skip
 
 
 def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
@@ -112,9 +124,21 @@ def report_data(reports: Sequence[Report]) -> dict[str, Any]:
         lib["fn"] = _columns(names, (f.group for f in report.functions),
                              _variants(report, names), index)  # fmt: skip
         lib["fn"]["bytes"] = [f.bytes for f in report.functions]
+        if report.download is not None:  # the treemap can be sized by download bytes
+            lib["fn"]["download"] = report.download.functions
         lib["groups"], lib["variants"] = index[0].values, index[1].values
         libraries.append(lib)
     return {"schema": DATA_SCHEMA, "mode": "report", "libraries": libraries}
+
+
+def _download_columns(comparison: Comparison, rows: Sequence[tuple[str, str, int, int]]) -> tuple[list[int], list[int]]:
+    """Head's and base's download bytes of the comparison's rows (``-1``: absent on that side)."""
+    base, head = comparison.base, comparison.head
+    assert base.download is not None and head.download is not None
+    head_dl = dict(zip((f.name for f in head.functions), head.download.functions))
+    base_dl = dict(zip((f.name for f in base.functions), base.download.functions))
+    return ([head_dl.get(r[0], -1) if r[2] >= 0 else -1 for r in rows],
+            [base_dl.get(r[0], -1) if r[3] >= 0 else -1 for r in rows])  # fmt: skip
 
 
 def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> dict[str, Any]:
@@ -136,6 +160,8 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) ->
         lib["fn"] = _columns(names, (r[1] for r in rows), _variants(head, names), index)
         lib["fn"]["bytes"] = [r[2] for r in rows]
         lib["fn"]["base"] = [r[3] for r in rows]
+        if base.download is not None and head.download is not None:
+            lib["fn"]["download"], lib["fn"]["base_download"] = _download_columns(comparison, rows)
         lib["groups"], lib["variants"] = index[0].values, index[1].values
         lib["delta"] = comparison.delta
         lib["gates"] = [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates]

@@ -1,0 +1,96 @@
+"""Download figures for people: the columns, the model's line and a wheel's files
+(``report --download``, ``compare --download``; the data is ``builder.size.download_report``).
+
+Every renderer asks ``DownloadColumn.of(report)`` for the download cell of each row it shows; a
+report without download figures gives None and the format stays as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from builder.render.text import human_delta, human_size, percent, signed_percent
+from builder.size.download_report import group_download
+
+if TYPE_CHECKING:
+    from builder.size.compare import Comparison
+    from builder.size.download_report import Download, WheelFile, WheelFiles
+    from builder.size.report import Report
+
+__all__ = [
+    "DownloadColumn",
+    "compare_download_line",
+    "download_line",
+    "wheel_file_rows",
+    "wheels_of",
+]
+
+
+class DownloadColumn:
+    """The download bytes of a report's rows: groups by name, the folded rest, the overhead."""
+
+    def __init__(self, report: Report, download: Download) -> None:
+        self.total = download.total
+        self.overhead = download.overhead_bytes
+        self._groups = group_download(report.functions, download.functions)
+
+    @classmethod
+    def of(cls, report: Report) -> DownloadColumn | None:
+        return None if report.download is None else cls(report, report.download)
+
+    def group(self, name: str) -> int:
+        return self._groups.get(name, 0)
+
+    def rest(self, shown: Sequence[str]) -> int:
+        """The groups not in ``shown`` together."""
+        return self.total - self.overhead - sum(map(self.group, shown))
+
+    def cells(self, value: int) -> tuple[str, str]:
+        """Human size and share of the modelled total."""
+        return human_size(value), percent(value, self.total)
+
+
+def download_line(report: Report) -> str | None:
+    """What the download column is and how close it came: one line under a table."""
+    download = report.download
+    if download is None:
+        return None
+    level = download.model.get("level", "?")
+    line = (f"download: {human_size(download.total)} ({download.total:,} bytes, "
+            f"{percent(download.total, report.file_size)} of the file), modelled as a wheel "
+            f"stores it (zlib level {level}; docs/download-size.md)")  # fmt: skip
+    member = download.member
+    if member is not None and download.model_error is not None:
+        line += (f"; the wheel's {member.name} is {member.download_bytes:,} bytes compressed: "
+                 f"model {human_delta(download.model_error)} "
+                 f"({100.0 * download.model_error / max(member.download_bytes, 1):+.4f}%)")  # fmt: skip
+    return line
+
+
+def compare_download_line(comparison: Comparison) -> str | None:
+    """The modelled download of both sides and its change, in one line."""
+    base, head, delta = comparison.base.download, comparison.head.download, comparison.download_delta
+    if base is None or head is None or delta is None:
+        return None
+    return (f"download (modelled, zlib 6 as a wheel stores it): {human_size(base.total)} → "
+            f"{human_size(head.total)}, {human_delta(delta)} "
+            f"({signed_percent(comparison.download_percent)})")  # fmt: skip
+
+
+def wheels_of(reports: Sequence[Report]) -> list[WheelFiles]:
+    """The wheels behind ``reports`` with their file lists, each once, in order."""
+    seen: dict[str, WheelFiles] = {}
+    for report in reports:
+        wheel = report.download.wheel if report.download else None
+        if wheel is not None:
+            seen.setdefault(wheel.path, wheel)
+    return list(seen.values())
+
+
+def wheel_file_rows(wheel: WheelFiles, top: int | None) -> tuple[list[WheelFile], int, int, int]:
+    """The largest files by download (then name), and the rest: count, bytes, download bytes."""
+    files = sorted(wheel.files, key=lambda f: (-f.download_bytes, f.name))
+    shown = files if top is None else files[:top]
+    rest = files[len(shown) :]
+    return shown, len(rest), sum(f.bytes for f in rest), sum(f.download_bytes for f in rest)
