@@ -136,8 +136,13 @@ def _moments(runs: Runs) -> dict[str, Callable[[], bool]]:
 
 def test_kill_9_during_a_second_run_leaves_one_complete_output(runs: Runs) -> None:
     rng = random.Random(17)
+    runs.restore_a()
+    started = time.monotonic()
+    assert runs.run(*RUN_B).returncode == 0
+    took = time.monotonic() - started  # random moments fall inside a run, however fast it is
     plans: list[tuple[str, Callable[[], bool] | float]] = list(_moments(runs).items())
-    plans += [(f"at random, {delay:.2f} s", delay) for delay in (rng.uniform(0.2, 1.5) for _ in range(3))]
+    plans += [(f"at random, {delay:.2f} s", delay)
+              for delay in (rng.uniform(0.1, 0.8) * took for _ in range(3))]  # fmt: skip
     killed = []
     for label, when in plans:
         runs.restore_a()  # also: the previous kill's leftovers are gone after the next run
@@ -152,7 +157,7 @@ def test_kill_9_during_a_second_run_leaves_one_complete_output(runs: Runs) -> No
             killed.append(label)
         after = snapshot(runs.out)
         assert after in (runs.a, runs.b), label
-    assert len(killed) >= 6, killed  # the others had finished: OUT is B then
+    assert len(killed) >= 5, killed  # the others had finished: OUT is B then
     done = runs.run(*RUN_B)  # the next run into OUT completes and cleans up
     assert done.returncode == 0, done.stderr
     assert snapshot(runs.out) == runs.b and os.listdir(runs.parent) == ["out"]

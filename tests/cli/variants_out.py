@@ -86,8 +86,8 @@ def check_described(out: Path) -> dict[str, Any]:
                 assert len(lib.columns().names) == v["function_count"]
             expected.add(f"{v['name']}/{path.name}")
         if v["jit_sources_file"] is not None:
+            # (all-aot has one too when the tree has run-time-only kernels)
             assert Path(v["jit_sources_file"]) == out / v["name"] / "jit_sources.cpp"
-            assert v["jit_sources"]
             expected.add(f"{v['name']}/jit_sources.cpp")
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if not p.is_dir()}
     assert on_disk == expected
