@@ -1,0 +1,99 @@
+"""Bounds on what untrusted input may cost: the one place that states each limit and its default.
+
+A pull request from anyone can hand the tool a kernel tree, a wheel or a report JSON
+(docs/security.md). Each of these limits turns a hostile input into one line and exit 2 instead
+of a full disk, a hung job or an exhausted machine. Every limit has a default sized far above
+what real inputs need (an mlx-metal wheel holds about 150 MB of metallibs; MLX's largest entry
+file preprocesses in about a second to a few MB) and an environment variable that changes it:
+
+=================================  ==========  ==============================================
+variable                           default     what it bounds
+=================================  ==========  ==============================================
+METALLIB_BUILDER_MAX_EXTRACT       4 GiB       bytes written while extracting one wheel
+METALLIB_BUILDER_MAX_JSON          256 MiB     size of a report or manifest JSON file read
+METALLIB_BUILDER_PP_TIMEOUT        300         seconds one preprocessor run may take
+METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor process
+METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one preprocessor run
+=================================  ==========  ==============================================
+
+Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`parse_size`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from builder.errors import UsageError
+
+__all__ = [
+    "MAX_EXTRACT",
+    "MAX_JSON",
+    "PP_MEMORY",
+    "PP_OUTPUT",
+    "PP_TIMEOUT",
+    "Bound",
+    "parse_size",
+]
+
+_UNITS: dict[str, int] = {
+    "": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
+    "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+}  # fmt: skip
+_SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_size(text: str) -> int:
+    """``"512"`` -> 512, ``"10KB"`` -> 10000, ``"1.5MiB"`` -> 1572864; bad text -> UsageError.
+
+    Decimal (KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is
+    bytes."""
+    match = _SIZE.match(text) if len(text) < 100 else None
+    unit = match["unit"].lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise UsageError(
+            f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
+        )
+    value = float(match["num"]) * _UNITS[unit]
+    return round(value)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound: its environment variable, its default and what it is (for messages)."""
+
+    variable: str
+    default: int
+    what: str
+    unit: str = "bytes"
+    """``bytes`` (read with :func:`parse_size`) or ``seconds``."""
+
+    def value(self, env: Mapping[str, str] | None = None) -> int:
+        """The bound in force: the variable's value when set (UsageError if it is not a positive
+        number), else the default."""
+        text = (os.environ if env is None else env).get(self.variable, "").strip()
+        if not text:
+            return self.default
+        try:
+            value = parse_size(text) if self.unit == "bytes" else round(float(text))
+        except (UsageError, ValueError):
+            value = 0
+        if value <= 0:
+            raise UsageError(
+                f"{self.variable}={text!r}: expected a positive number of {self.unit}"
+            )
+        return value
+
+    def exceeded(self, value: int) -> str:
+        """The end of a message saying this bound stopped something."""
+        amount = f"{value:,} {self.unit}"
+        return f"{self.what} exceeds {amount} (set {self.variable} to allow more)"
+
+
+MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 4 * 1024**3, "extracting the wheel")
+MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
+PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds")
+PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory")
+PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
