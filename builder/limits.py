@@ -89,11 +89,11 @@ class Bound:
     def exceeded(self, value: int) -> str:
         """The end of a message saying this bound stopped something."""
         amount = f"{value:,} {self.unit}"
-        return f"{self.what} exceeds {amount} (set {self.variable} to allow more)"
+        return f"{self.what} exceeds {amount}; set {self.variable} to allow more"
 
 
 MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 4 * 1024**3, "extracting the wheel")
 MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
 PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds")
-PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory")
+PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
 PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")

@@ -267,7 +267,7 @@ def _catalog_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
 def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
     from builder.kernels.discovery import KernelTree, checked_entries, path_matches
     from builder.kernels.preprocess import metal_defines, parse_define
-    from builder.kernels.tree_config import find_config, merge_flags
+    from builder.kernels.tree_config import build_library, find_config, merge_flags
 
     if request.kernels or request.jit_kernels or request.dtypes:
         raise UsageError(f"{source_dir} has no catalog.json: --kernels, --jit-kernels and --dtypes "
@@ -277,6 +277,7 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
                          request.defines, request.exclude)  # fmt: skip
     entries = checked_entries(source_dir, config)
     root = source_dir.resolve()
+    library = build_library(config, root, entries)  # every value a build carries, checked
     jit = [e for e in entries if request.jit and not path_matches(e, config.aot_only)]
     preambles: list[dict[str, Any]] = []
     needs: dict[str, list[str]] = {}
@@ -304,7 +305,7 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
                  "metal_version": version}  # fmt: skip
     return BuildPlan(
         "discovered", root, config.path.resolve() if config.path else None,
-        config.library or root.name, request.jit, units, (), request.chunk_size or
+        library, request.jit, units, (), request.chunk_size or
         DEFAULT_CHUNK_SIZE, (*config.include_dirs, root), defines, discovery, version, std, target,
         config.flags, compiles, tuple(preambles),
     )  # fmt: skip

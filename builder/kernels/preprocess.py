@@ -71,6 +71,7 @@ METAL_HEADERS = (
 # out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
 DEFAULT_METAL_VERSION = 310
 _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DOTALL)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _ERROR_LINE = re.compile(r":\s*(?:fatal )?error:")
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
 _MARKER_WORD = "__metallib_builder_entry__ "
@@ -99,9 +100,10 @@ class Preprocessor:
 def parse_define(text: str) -> tuple[str, str]:
     """``"NAME=VALUE"`` -> ``("NAME", "NAME=VALUE")``: the macro's name (the key that overrides
     an earlier definition) and the ``-D`` argument. ``NAME(x)=x`` function-like macros are fine.
-    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]``."""
+    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]`` or holds a control
+    character (a newline would end the ``-D`` line of a build file)."""
     match = _DEFINE.match(text.strip())
-    if not match or "\n" in text:
+    if not match or _CONTROL.search(text):
         raise ValueError(f"{text!r} is not NAME[=VALUE]")
     return match.group(1), text.strip()
 
@@ -252,13 +254,15 @@ def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
         stderr = err.read().decode("utf-8", "replace")
         if code != 0 and _OUT_OF_MEMORY.search(stderr):
             raise PreprocessError(
-                f"{entry}: does not preprocess: {first_diagnostic(stderr)} "
-                f"({PP_MEMORY.exceeded(memory)})"
+                f"{entry}: does not preprocess: {first_diagnostic(stderr)}; "
+                f"{PP_MEMORY.exceeded(memory)}"
             )
         return code, out.read().decode("utf-8", "replace"), stderr
 
 
-_OUT_OF_MEMORY = re.compile(r"out of memory|memory exhausted|bad_alloc|cannot allocate", re.I)
+_OUT_OF_MEMORY = re.compile(
+    r"out of memory|memory exhausted|bad_alloc|cannot allocate", re.IGNORECASE
+)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
