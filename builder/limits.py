@@ -9,7 +9,7 @@ file preprocesses in about a second to a few MB) and an environment variable tha
 =================================  ==========  ==============================================
 variable                           default     what it bounds
 =================================  ==========  ==============================================
-METALLIB_BUILDER_MAX_EXTRACT       4 GiB       bytes written while extracting one wheel
+METALLIB_BUILDER_MAX_EXTRACT       1 GiB       bytes written while extracting one wheel
 METALLIB_BUILDER_MAX_JSON          256 MiB     size of a report or manifest JSON file read
 METALLIB_BUILDER_PP_TIMEOUT        300         seconds one preprocessor run may take
 METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor process
@@ -92,7 +92,7 @@ class Bound:
         return f"{self.what} exceeds {amount}; set {self.variable} to allow more"
 
 
-MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 4 * 1024**3, "extracting the wheel")
+MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 1024**3, "extracting the wheel")
 MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
 PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds")
 PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
