@@ -21,21 +21,27 @@ Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`p
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from builder.errors import UsageError
 
 __all__ = [
+    "LARGEST_COUNT",
     "MAX_EXTRACT",
     "MAX_JSON",
     "PP_MEMORY",
     "PP_OUTPUT",
     "PP_TIMEOUT",
     "Bound",
+    "byte_count",
     "parse_size",
+    "read_json",
 ]
 
 _UNITS: dict[str, int] = {
@@ -97,3 +103,50 @@ MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
 PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds")
 PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
 PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
+
+LARGEST_COUNT = 2**63 - 1
+"""The largest byte count a saved report or manifest may state (a signed 64-bit file size); a
+400-digit "size" is refused when read, rather than overflowing a formatter later."""
+
+
+def byte_count(value: Any, field: str) -> int:
+    """``value`` when it is a byte count (an integer from 0 to :data:`LARGEST_COUNT`); else
+    ValueError naming ``field`` and showing the value briefly (a 400-digit number by its
+    length)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= LARGEST_COUNT:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_COUNT:
+            shown = f"a {len(str(abs(value)))}-digit number"
+        else:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+        raise ValueError(f"{field!r} is {shown}, not a byte count")
+    return value
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON document in ``path`` (a saved report, a build manifest), read within bounds:
+    at most :data:`MAX_JSON` bytes, numbers of at most Python's 4,300 digits, nesting as deep
+    as the parser's recursion allows. Anything else is one UsageError line: ``cannot read
+    <what>``, and why."""
+    cap = MAX_JSON.value()
+
+    def refuse(why: object) -> UsageError:
+        return UsageError(f"{path}: cannot read {what}: {why}")
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(cap + 1)
+    except OSError as exc:
+        raise refuse(exc.strerror or exc) from None
+    if len(data) > cap:
+        raise refuse(MAX_JSON.exceeded(cap))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise refuse(f"not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise refuse("nested too deeply (brackets inside brackets)") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
+        why = str(exc)
+        if "integer string conversion" in why:
+            why = "a number has more than 4,300 digits"
+        raise refuse(why) from None

@@ -17,6 +17,7 @@ from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
+from builder.limits import byte_count
 from builder.size.grouping import Sources, group_names
 from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
 
@@ -270,7 +271,10 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
 
 
 def report_from_dict(data: Any, where: str) -> Report:
-    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2).
+    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2)
+    naming the field: a saved report may come from anyone (docs/security.md), so every field is
+    checked for its type, counts are bounded (``builder.limits.byte_count``) and provenance must
+    have the shape ``builder.size.provenance`` writes.
 
     The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.
     """
@@ -281,46 +285,51 @@ def report_from_dict(data: Any, where: str) -> Report:
     if not isinstance(data, dict):
         raise bad("the top level is not an object")
     if data.get("schema") != SCHEMA:
-        raise bad(f"schema is {data.get('schema')!r}, this tool reads schema {SCHEMA}")
+        raise bad(f"schema is {_brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
     try:
-        src = data.get("source") or {}
+        src = _object(data.get("source"), "source")
         source = Source(
-            path=src.get("path"),
-            target=src.get("target") or where,
+            path=_text(src.get("path"), "source.path"),
+            target=_text(src.get("target"), "source.target") or where,
             kind="report",
-            wheel=src.get("wheel"),
-            manifest=src.get("manifest"),
-            member=src.get("member"),
+            wheel=_text(src.get("wheel"), "source.wheel"),
+            manifest=_text(src.get("manifest"), "source.manifest"),
+            member=_text(src.get("member"), "source.member"),
         )
         functions = [
             FunctionRow(
-                str(f["name"]),
-                str(f.get("group", "other")),
-                _int(f["bytes"]),
-                _int(f.get("bitcode_bytes", 0)),
-                _int(f.get("entry_bytes", 0)),
-                _int(f.get("metadata_bytes", 0)),
-                _int(f.get("reflection_bytes", 0)),
+                _name(f["name"], "functions[].name"),
+                _name(f.get("group", "other"), "functions[].group"),
+                byte_count(f["bytes"], "functions[].bytes"),
+                byte_count(f.get("bitcode_bytes", 0), "functions[].bitcode_bytes"),
+                byte_count(f.get("entry_bytes", 0), "functions[].entry_bytes"),
+                byte_count(f.get("metadata_bytes", 0), "functions[].metadata_bytes"),
+                byte_count(f.get("reflection_bytes", 0), "functions[].reflection_bytes"),
             )
-            for f in data["functions"]
+            for f in _list(data["functions"], "functions")
         ]
-        overhead_bytes = _int(data["overhead_bytes"])
-        overhead = [OverheadRow(str(o["name"]), _int(o["bytes"])) for o in data.get("overhead", [])]
+        overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
+        overhead = [
+            OverheadRow(_name(o["name"], "overhead[].name"), byte_count(o["bytes"], "overhead[].bytes"))
+            for o in _list(data.get("overhead", []), "overhead")
+        ]
         if sum(o.bytes for o in overhead) != overhead_bytes:
             overhead = [OverheadRow("overhead", overhead_bytes)]
-        file_size = _int(data["file_size"])
+        file_size = byte_count(data["file_size"], "file_size")
         jit = [
-            JitFamily(str(j["name"]), _int(j["embedded_bytes"]),
-                      None if j.get("host_bytes") is None else _int(j["host_bytes"]),
-                      _int(j.get("kernel_count", 0)))
-            for j in data.get("jit_families", [])
+            JitFamily(_name(j["name"], "jit_families[].name"),
+                      byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
+                      None if j.get("host_bytes") is None
+                      else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
+                      byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"))
+            for j in _list(data.get("jit_families", []), "jit_families")
         ]  # fmt: skip
         report = Report(
             source=source,
             file_size=file_size,
-            format_version=str(data.get("format_version", "?")),
-            by=str(data.get("by", "kernel")),
-            grouping=str(data.get("grouping", "saved")),
+            format_version=_name(data.get("format_version", "?"), "format_version"),
+            by=_name(data.get("by", "kernel"), "by"),
+            grouping=_name(data.get("grouping", "saved"), "grouping"),
             functions=functions,
             groups=rollup(functions),
             overhead=overhead,
@@ -328,26 +337,87 @@ def report_from_dict(data: Any, where: str) -> Report:
             host_library=host_from_dict(data.get("host_library"), jit),
             provenance=_provenance(data.get("provenance")),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise bad(f"missing or malformed field ({exc})") from None
+    except KeyError as exc:
+        raise bad(f"missing or malformed field: {exc} is missing") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise bad(str(exc)) from None
     total = sum(f.bytes for f in functions) + overhead_bytes
     if total != file_size:
         raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
     if "function_count" in data and data["function_count"] != len(functions):
-        raise bad(f"function_count {data['function_count']} but {len(functions)} functions listed")
+        raise bad(f"function_count {_brief(data['function_count'])} but {len(functions)} "
+                  "functions listed")  # fmt: skip
     return report
 
 
-def _provenance(value: Any) -> dict[str, Any]:
-    """A saved report keeps the provenance of the run that measured it (absent in old reports)."""
+def _brief(value: Any) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a huge number"
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _object(value: Any, field: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise TypeError("'provenance' is not an object")
+        raise TypeError(f"{field!r} is {_brief(value)}, not an object")
     return value
 
 
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a byte count")
+def _list(value: Any, field: str) -> list[Any]:
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise TypeError(f"{field!r} is not a list of objects")
     return value
+
+
+def _text(value: Any, field: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{field!r} is {_brief(value)}, not a string")
+    return value
+
+
+def _name(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field!r} is {_brief(value)}, not a string")
+    return value
+
+
+# The provenance record's shape (builder.size.provenance): what each renderer may rely on.
+_PROVENANCE_TEXT = {"tool": ("name", "version"),
+                    "library": ("format_version", "deployment_target", "compiler_source")}
+_PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "compilers")}
+_PROVENANCE_DEPTH = 8
+
+
+def _provenance(value: Any) -> dict[str, Any]:
+    """A saved report keeps the provenance of the run that measured it (absent in old reports),
+    checked against the shape renderers rely on: ``tool`` and ``library`` hold strings and
+    lists of strings, ``build`` any JSON at most eight levels deep."""
+    record = _object(value, "provenance")
+    for part in ("tool", "library", "build"):
+        inner = _object(record.get(part), f"provenance.{part}")
+        for key in _PROVENANCE_TEXT.get(part, ()):
+            _text(inner.get(key), f"provenance.{part}.{key}")
+        for key in _PROVENANCE_LISTS.get(part, ()):
+            items = inner.get(key)
+            if items is not None and (not isinstance(items, list)
+                                      or not all(isinstance(i, str) for i in items)):  # fmt: skip
+                raise TypeError(f"'provenance.{part}.{key}' is not a list of strings")
+    if _depth(record.get("build")) > _PROVENANCE_DEPTH:
+        raise ValueError(f"'provenance.build' is nested deeper than {_PROVENANCE_DEPTH} levels")
+    host = _object(record.get("build"), "provenance.build").get("host_library")
+    if host is not None and not isinstance(host, str):
+        raise TypeError(f"'provenance.build.host_library' is {_brief(host)}, not a path")
+    return record
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (0 for a scalar), counted without recursion
+    and only up to one level past the limit."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= _PROVENANCE_DEPTH:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
