@@ -344,12 +344,16 @@ def merge_flags(
 _CMAKE_SYNTAX = re.compile(r"[;\[\]\\]|\$<")
 # What CMake refuses in a custom command's OUTPUT (each entry file's .air is one).
 _NOT_IN_OUTPUT = re.compile(r"[#<>]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a file name byte that is not UTF-8
 
 
 def _unsafe_for_build(text: str, output: bool = False) -> str | None:
     char = control_character(text)
     if char is not None:
         return f"holds the control character {char!r}, which would end a line of build.ninja"
+    found = _SURROGATE.search(text)
+    if found is not None:
+        return f"is not UTF-8 (byte \\x{ord(found.group()) & 0xFF:02x}), which CMake cannot carry"
     found = _CMAKE_SYNTAX.search(text)
     if found is not None:
         return f"holds {found.group()!r}, which CMake reads as list or expression syntax"

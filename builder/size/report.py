@@ -199,14 +199,14 @@ def report_json_text(report: Report) -> str:
     ASCII without quotes or backslashes (always true for Metal host names); otherwise the
     general encoder runs. Field order and values are identical either way.
     """
-    import json
+    from builder.jsontext import dumps
 
     doc = report_to_dict(report, functions=False)
     text = "".join(f.name + f.group for f in report.functions)
     if not _PLAIN.fullmatch(text):
         doc["functions"] = _function_dicts(report)
-        return json.dumps(doc, separators=(",", ":"))
-    head = json.dumps(doc, separators=(",", ":"))
+        return dumps(doc, separators=(",", ":"))
+    head = dumps(doc, separators=(",", ":"))
     body = ",".join(map(_FUNCTION_JSON.__mod__, report.functions))
     return head[:-1] + ',"functions":[' + body + "]}"
 

@@ -17,6 +17,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
 FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.console", "builder.limits",
+              "builder.jsontext",
               "builder.resources", "builder.manifest")  # fmt: skip
 LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render", "cli")
 
