@@ -144,7 +144,8 @@ def _show_click_error(exc: click.ClickException) -> None:
         return
     message = " ".join(exc.format_message().split("\n"))
     ctx = getattr(exc, "ctx", None)
-    hint = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
+    command = ctx.command_path if ctx is not None else "metallib-builder"
+    hint = f" (see '{command} --help')" if isinstance(exc, click.UsageError) else ""
     click.echo(f"error: {visible(message)}{hint}", err=True)
 
 

@@ -52,6 +52,8 @@ CANDIDATES = ("g++", "clang++", "cpp")
 STANDIN_DIR = Path(__file__).resolve().parent / "metal_headers"
 # Read before the entry file: clang's __has_feature/__has_extension for GCC, which lacks them.
 PRELUDE = Path(__file__).resolve().parent / "prelude.h"
+# Read after it when a run preprocesses several files: where each file's output starts.
+ENTRY_MARKER = Path(__file__).resolve().parent / "entry_marker.h"
 # Apple's headers a Metal source may include with angle brackets: the Metal Standard Library
 # headers of the Metal Shading Language Specification (chapter "Metal Standard Library"), the
 # MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
@@ -74,7 +76,6 @@ _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DO
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _ERROR_LINE = re.compile(r":\s*(?:fatal )?error:")
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
-_MARKER_WORD = "__metallib_builder_entry__ "
 _MARKER = re.compile(r'^__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?', re.MULTILINE)
 
 
@@ -178,6 +179,8 @@ def preprocess_command(
     std = "gnu++17" if _language_version(defines) >= 400 else "gnu++14"
     cmd = [pp.path, "-E", "-P", "-x", "c++", f"-std={std}", "-undef", "-nostdinc", "-nostdinc++"]
     cmd += ["-U_GNU_SOURCE", "-include", str(PRELUDE)]
+    if len(entries) > 1:
+        cmd += ["-include", str(ENTRY_MARKER)]
     cmd += [f"-D{arg}" for arg in defines]
     cmd += [f"-I{os.path.abspath(directory)}" for directory in include_dirs]
     cmd += [f"-idirafter{STANDIN_DIR}", *map(operand, entries)]
@@ -318,7 +321,8 @@ def preprocess(
     """
     for entry in entries:
         _check_regular(cwd, entry)
-    if len(entries) > 1 and pp.batches:
+    # A name with a control character or an undecodable byte runs alone (entry_marker.h).
+    if len(entries) > 1 and pp.batches and all(e.isprintable() for e in entries):
         command = preprocess_command(pp, entries, include_dirs, defines)
         try:
             code, out, _ = _run(command, cwd, entries[0])
@@ -332,5 +336,5 @@ def preprocess(
         code, out, err = _run(preprocess_command(pp, [entry], include_dirs, defines), cwd, entry)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
-        result.append(_MARKER.sub("", out, count=1) if out.startswith(_MARKER_WORD) else out)
+        result.append(out)
     return result

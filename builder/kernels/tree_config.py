@@ -342,8 +342,10 @@ def merge_flags(
 # CMake list syntax: ';' separates items, '[' ']' group them, '\' escapes the next ';'; and
 # '$<' starts a generator expression.
 _CMAKE_SYNTAX = re.compile(r"[;\[\]\\]|\$<")
-# What CMake refuses in a custom command's OUTPUT (each entry file's .air is one).
-_NOT_IN_OUTPUT = re.compile(r"[#<>]")
+# What CMake refuses in a custom command's OUTPUT (each entry file's .air is one), and what it
+# writes into build.ninja unescaped in the paths made from an entry's name: '|' (Ninja's
+# dependency separator) and '$' (CMake 4, in DEP_FILE).
+_NOT_IN_OUTPUT = re.compile(r"[#<>$|]")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a file name byte that is not UTF-8
 
 
@@ -359,7 +361,7 @@ def _unsafe_for_build(text: str, output: bool = False) -> str | None:
         return f"holds {found.group()!r}, which CMake reads as list or expression syntax"
     found = _NOT_IN_OUTPUT.search(text) if output else None
     if found is not None:
-        return f"holds {found.group()!r}, which CMake refuses in the name of a build output"
+        return f"holds {found.group()!r}, which CMake cannot name a build output with"
     return None
 
 
