@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.limits import byte_count
+from builder.size import report_fields as fields
 from builder.size.grouping import Sources, group_names
 from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
 
@@ -285,57 +286,58 @@ def report_from_dict(data: Any, where: str) -> Report:
     if not isinstance(data, dict):
         raise bad("the top level is not an object")
     if data.get("schema") != SCHEMA:
-        raise bad(f"schema is {_brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
+        raise bad(f"schema is {fields.brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
     try:
-        src = _object(data.get("source"), "source")
+        src = fields.as_object(data.get("source"), "source")
         source = Source(
-            path=_text(src.get("path"), "source.path"),
-            target=_text(src.get("target"), "source.target") or where,
+            path=fields.optional_text(src.get("path"), "source.path"),
+            target=fields.optional_text(src.get("target"), "source.target") or where,
             kind="report",
-            wheel=_text(src.get("wheel"), "source.wheel"),
-            manifest=_text(src.get("manifest"), "source.manifest"),
-            member=_text(src.get("member"), "source.member"),
+            wheel=fields.optional_text(src.get("wheel"), "source.wheel"),
+            manifest=fields.optional_text(src.get("manifest"), "source.manifest"),
+            member=fields.optional_text(src.get("member"), "source.member"),
         )
         functions = [
             FunctionRow(
-                _name(f["name"], "functions[].name"),
-                _name(f.get("group", "other"), "functions[].group"),
+                fields.text(f["name"], "functions[].name"),
+                fields.text(f.get("group", "other"), "functions[].group"),
                 byte_count(f["bytes"], "functions[].bytes"),
                 byte_count(f.get("bitcode_bytes", 0), "functions[].bitcode_bytes"),
                 byte_count(f.get("entry_bytes", 0), "functions[].entry_bytes"),
                 byte_count(f.get("metadata_bytes", 0), "functions[].metadata_bytes"),
                 byte_count(f.get("reflection_bytes", 0), "functions[].reflection_bytes"),
             )
-            for f in _list(data["functions"], "functions")
+            for f in fields.object_list(data["functions"], "functions")
         ]
         overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
         overhead = [
-            OverheadRow(_name(o["name"], "overhead[].name"), byte_count(o["bytes"], "overhead[].bytes"))
-            for o in _list(data.get("overhead", []), "overhead")
+            OverheadRow(fields.text(o["name"], "overhead[].name"),
+                        byte_count(o["bytes"], "overhead[].bytes"))
+            for o in fields.object_list(data.get("overhead", []), "overhead")
         ]
         if sum(o.bytes for o in overhead) != overhead_bytes:
             overhead = [OverheadRow("overhead", overhead_bytes)]
         file_size = byte_count(data["file_size"], "file_size")
         jit = [
-            JitFamily(_name(j["name"], "jit_families[].name"),
+            JitFamily(fields.text(j["name"], "jit_families[].name"),
                       byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
                       None if j.get("host_bytes") is None
                       else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
                       byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"))
-            for j in _list(data.get("jit_families", []), "jit_families")
+            for j in fields.object_list(data.get("jit_families", []), "jit_families")
         ]  # fmt: skip
         report = Report(
             source=source,
             file_size=file_size,
-            format_version=_name(data.get("format_version", "?"), "format_version"),
-            by=_name(data.get("by", "kernel"), "by"),
-            grouping=_name(data.get("grouping", "saved"), "grouping"),
+            format_version=fields.text(data.get("format_version", "?"), "format_version"),
+            by=fields.text(data.get("by", "kernel"), "by"),
+            grouping=fields.text(data.get("grouping", "saved"), "grouping"),
             functions=functions,
             groups=rollup(functions),
             overhead=overhead,
             jit_families=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
-            provenance=_provenance(data.get("provenance")),
+            provenance=fields.provenance(data.get("provenance")),
         )
     except KeyError as exc:
         raise bad(f"missing or malformed field: {exc} is missing") from None
@@ -345,79 +347,6 @@ def report_from_dict(data: Any, where: str) -> Report:
     if total != file_size:
         raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
     if "function_count" in data and data["function_count"] != len(functions):
-        raise bad(f"function_count {_brief(data['function_count'])} but {len(functions)} "
+        raise bad(f"function_count {fields.brief(data['function_count'])} but {len(functions)} "
                   "functions listed")  # fmt: skip
     return report
-
-
-def _brief(value: Any) -> str:
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a huge number"
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def _object(value: Any, field: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise TypeError(f"{field!r} is {_brief(value)}, not an object")
-    return value
-
-
-def _list(value: Any, field: str) -> list[Any]:
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise TypeError(f"{field!r} is not a list of objects")
-    return value
-
-
-def _text(value: Any, field: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{field!r} is {_brief(value)}, not a string")
-    return value
-
-
-def _name(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{field!r} is {_brief(value)}, not a string")
-    return value
-
-
-# The provenance record's shape (builder.size.provenance): what each renderer may rely on.
-_PROVENANCE_TEXT = {"tool": ("name", "version"),
-                    "library": ("format_version", "deployment_target", "compiler_source")}
-_PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "compilers")}
-_PROVENANCE_DEPTH = 8
-
-
-def _provenance(value: Any) -> dict[str, Any]:
-    """A saved report keeps the provenance of the run that measured it (absent in old reports),
-    checked against the shape renderers rely on: ``tool`` and ``library`` hold strings and
-    lists of strings, ``build`` any JSON at most eight levels deep."""
-    record = _object(value, "provenance")
-    for part in ("tool", "library", "build"):
-        inner = _object(record.get(part), f"provenance.{part}")
-        for key in _PROVENANCE_TEXT.get(part, ()):
-            _text(inner.get(key), f"provenance.{part}.{key}")
-        for key in _PROVENANCE_LISTS.get(part, ()):
-            items = inner.get(key)
-            if items is not None and (not isinstance(items, list)
-                                      or not all(isinstance(i, str) for i in items)):  # fmt: skip
-                raise TypeError(f"'provenance.{part}.{key}' is not a list of strings")
-    if _depth(record.get("build")) > _PROVENANCE_DEPTH:
-        raise ValueError(f"'provenance.build' is nested deeper than {_PROVENANCE_DEPTH} levels")
-    host = _object(record.get("build"), "provenance.build").get("host_library")
-    if host is not None and not isinstance(host, str):
-        raise TypeError(f"'provenance.build.host_library' is {_brief(host)}, not a path")
-    return record
-
-
-def _depth(value: Any) -> int:
-    """How deeply ``value`` nests lists and objects (0 for a scalar), counted without recursion
-    and only up to one level past the limit."""
-    deepest, stack = 0, [(value, 1)]
-    while stack and deepest <= _PROVENANCE_DEPTH:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
