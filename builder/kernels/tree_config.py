@@ -293,18 +293,23 @@ def find_config(source_dir: Path, explicit: Path | None = None) -> TreeConfig:
     else:
         candidate = Path(source_dir) / CONFIG_FILE
         config = load_config(candidate) if candidate.is_file() else TreeConfig()
-    confine_preambles(config, Path(source_dir))
+    # A file named on the command line is the operator's: its own folder may hold preambles.
+    trusted = (Path(explicit).resolve().parent,) if explicit is not None else ()
+    confine_preambles(config, Path(source_dir), trusted)
     return config
 
 
-def confine_preambles(config: TreeConfig, source_dir: Path) -> None:
+def confine_preambles(
+    config: TreeConfig, source_dir: Path, trusted: Sequence[Path] = ()
+) -> None:
     """ConfigError naming the header and the folders when a ``[build.preambles]`` header, its
-    symlinks followed, lies outside ``source_dir`` and the config's include folders: a preamble
-    is shipped inside the app, so a tree must not pull ``/etc/shadow`` or a CI secret into it. A
-    tree that needs a header elsewhere lists that folder in ``[kernels] include-dirs``."""
+    symlinks followed, lies outside ``source_dir``, the config's include folders and the
+    ``trusted`` ones: a preamble is shipped inside the app, so a tree must not pull
+    ``/etc/shadow`` or a CI secret into it. A tree that needs a header elsewhere lists that
+    folder in ``[kernels] include-dirs``."""
     if not config.preambles:
         return
-    roots = [Path(os.path.realpath(d)) for d in (source_dir, *config.include_dirs)]
+    roots = [Path(os.path.realpath(d)) for d in (source_dir, *config.include_dirs, *trusted)]
     for function, headers in config.preambles.items():
         for header in headers:
             real = Path(os.path.realpath(header))
