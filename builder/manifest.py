@@ -23,6 +23,7 @@ from typing import Any
 
 from builder.errors import UsageError
 from builder.fileio import write_atomic
+from builder.limits import byte_count, read_json
 
 __all__ = [
     "MANIFEST_NAME",
@@ -212,10 +213,7 @@ class BuildManifest:
 def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
     """Read ``manifest.json``; a missing, unreadable or malformed one is a UsageError (exit 2)."""
     where = os.fspath(path)
-    try:
-        data = json.loads(Path(where).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{where}: cannot read build manifest: {exc}") from None
+    data = read_json(Path(where), "build manifest")
     try:
         if data["schema"] != SCHEMA:
             raise ValueError(f"schema {data['schema']!r}, expected {SCHEMA}")
@@ -225,7 +223,8 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
                 mode=_mode(f.get("mode", "aot")),
                 host_names=[str(n) for n in f.get("host_names", [])],
                 outputs=[str(o) for o in f.get("outputs", [])],
-                embedded_bytes=_count(f.get("embedded_bytes", 0)),
+                embedded_bytes=byte_count(f.get("embedded_bytes", 0),
+                                          "families[].embedded_bytes"),
                 sources=[str(s) for s in f.get("sources", [])],
             )
             for f in data["families"]
@@ -234,7 +233,7 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
         for key, value in (("metallib", metallib), ("host_library", host)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{key!r} must be a relative path or null")
-        embedded = _count(data.get("embedded_bytes", 0))
+        embedded = byte_count(data.get("embedded_bytes", 0), "embedded_bytes")
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
     return BuildManifest(where, families, metallib, host, embedded, _build_facts(data, where))
@@ -258,9 +257,3 @@ def _mode(value: Any) -> str:
     if value not in ("aot", "jit"):
         raise ValueError(f"mode {value!r} is neither 'aot' nor 'jit'")
     return str(value)
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a byte count")
-    return value

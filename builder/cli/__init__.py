@@ -136,6 +136,22 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
+def _show_click_error(exc: click.ClickException) -> None:
+    """A usage error as the one line every other error is (Click's own form is four: usage,
+    hint, blank, error), naming the command's --help; run without a command, the tool still
+    shows its help."""
+    from builder.render.text import visible
+
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        exc.show()
+        return
+    message = " ".join(exc.format_message().split("\n"))
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "metallib-builder"
+    hint = f" (see '{command} --help')" if isinstance(exc, click.UsageError) else ""
+    click.echo(f"error: {visible(message)}{hint}", err=True)
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point: run the CLI and map library errors to exit codes."""
     from builder.errors import BuilderError
@@ -152,7 +168,7 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        _show_click_error(exc)
         sys.exit(exc.exit_code)
     except (BuilderError, MetallibError) as exc:
         if debug:

@@ -8,7 +8,6 @@ settings are shared with ``variants`` (``builder.cli.variants``), which builds s
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from builder.cli.tree_options import tree_options
+from builder.jsontext import dumps
 
 __all__ = [
     "BUILD_ONLY",
@@ -193,6 +193,6 @@ def build_command(**kw: Any) -> None:
         soft_wrap=True,
     )
     if kw["as_json"]:
-        click.echo(json.dumps(sizes_to_dict(outcome.sizes), indent=1))
+        click.echo(dumps(sizes_to_dict(outcome.sizes), indent=1))
     else:
         click.echo(build_text(outcome.sizes))

@@ -25,9 +25,9 @@ def _open(path: Path) -> Any:
 
 def _emit_json(document: dict[str, Any]) -> None:
     """One compact JSON document (the C encoder; ``indent`` would force the slow one)."""
-    import json
+    from builder.jsontext import dumps
 
-    sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
+    sys.stdout.write(dumps(document, separators=(",", ":")) + "\n")
 
 
 @click.command(

@@ -7,7 +7,6 @@ lives in ``builder.cli.check``.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import click
 
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
+from builder.jsontext import dumps
 from builder.kernels.catalog import split_names
 
 __all__ = ["emit_json", "kernels_command"]
@@ -26,7 +26,7 @@ def emit_json(document: dict[str, Any]) -> None:
     """One compact JSON document on stdout (``kernels`` and ``check`` machine output)."""
     # No cycle check: documents are plain trees, and tens of thousands of kernels encode ~25%
     # faster without it.
-    text = json.dumps(document, separators=(",", ":"), check_circular=False)
+    text = dumps(document, separators=(",", ":"), check_circular=False)
     sys.stdout.write(text + "\n")
 
 
@@ -105,20 +105,24 @@ def kernels_command(
 
 
 def _discovered_table(tree: Any) -> None:
+    """Entry files and their kernel counts. File names come from the tree (untrusted): each is
+    shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
     from rich.console import Console
     from rich.table import Table
 
+    from builder.render.markup import rich_text
+
     groups = tree.by_source()
-    origin = f", settings from {tree.config.path}" if tree.config.path else ""
+    origin = f", settings from {rich_text(str(tree.config.path))}" if tree.config.path else ""
     table = Table(
-        title=f"{tree.root}: {len(tree.kernels)} kernels in {len(groups)} entry files "
-        f"(discovered{origin})",
+        title=f"{rich_text(str(tree.root))}: {len(tree.kernels)} kernels in {len(groups)} entry "
+        f"files (discovered{origin})",
         title_justify="left",
     )
     table.add_column("entry file")
     table.add_column("kernels", justify="right")
     for source, records in groups.items():
-        table.add_row(source, str(len(records)))
+        table.add_row(rich_text(source), str(len(records)))
     table.add_section()
     table.add_row("total", str(len(tree.kernels)))
     console = Console(soft_wrap=True)
@@ -201,7 +205,10 @@ def _catalog_listing(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{catalog.path}: {len(items)} instantiations", title_justify="left")
+    from builder.render.markup import rich_text  # catalog.json is the tree's, as untrusted
+
+    table = Table(title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations",
+                  title_justify="left")  # fmt: skip
     for column, justify in [("family", "left"), ("variant", "left"), ("template", "left"),
                             ("ops", "right"), ("instantiations", "right")]:  # fmt: skip
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
@@ -209,7 +216,8 @@ def _catalog_listing(
         n_ops = str(len(family.ops)) if family.ops else "-"
         for variant in family.variants:
             if (family.name, variant.name) in counts:
-                table.add_row(family.name, variant.name, variant.template, n_ops,
+                table.add_row(rich_text(family.name), rich_text(variant.name),
+                              rich_text(variant.template), n_ops,
                               str(counts[(family.name, variant.name)]))  # fmt: skip
         table.add_section()
     table.add_row("total", "", "", "", str(len(items)))

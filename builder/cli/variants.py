@@ -10,7 +10,6 @@ JSON, markdown or HTML); progress goes to stderr, and only on a terminal.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ import click
 from builder.cli.build import BUILD_ONLY, build_only_options, build_settings, no_wait_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
+from builder.jsontext import dumps
 
 __all__ = ["variants_command"]
 
@@ -150,7 +150,7 @@ def _build(**kw: Any) -> None:
         verbose=kw["verbose"], wait=not kw["no_wait"],
     )  # fmt: skip
     if kw["as_json"]:
-        click.echo(json.dumps(variants_to_dict(results), indent=1))
+        click.echo(dumps(variants_to_dict(results), indent=1))
     else:
         click.echo(variants_text(results))
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]

@@ -227,7 +227,9 @@ class BuildTree:
             marker.unlink(missing_ok=True)
         except OSError as exc:
             raise OutputError(f"cannot write {marker}: {exc.strerror or exc}") from exc
-        cmd = [self.cmake, "-S", str(self.settings.source_dir), "-B", str(self.build_dir),
+        # Absolute paths: a folder named like an option stays a folder.
+        cmd = [self.cmake, "-S", os.path.abspath(self.settings.source_dir),
+               "-B", os.path.abspath(self.build_dir),
                "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
                f"-DPython3_EXECUTABLE:FILEPATH={sys.executable}",
                *cmake_args(self.settings, self.compiler)]  # fmt: skip
@@ -248,7 +250,7 @@ class BuildTree:
             if status is not None and on_status is not None:
                 on_status(status)
 
-        cmd = [self.ninja, "-C", str(self.build_dir)] + ([f"-j{jobs}"] if jobs else [])
+        cmd = [self.ninja, "-C", os.path.abspath(self.build_dir)] + ([f"-j{jobs}"] if jobs else [])
         result = run(cmd, env={**self.env, "NINJA_STATUS": NINJA_STATUS}, on_line=feed)
         if result.returncode != 0:
             raise BuildFailed(f"build failed in {self.build_dir}:\n{output.failure_text()}")

@@ -284,7 +284,7 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
     from builder.jit.tree_preambles import jit_preambles
     from builder.kernels.discovery_cache import discover_cached
     from builder.kernels.preprocess import metal_defines, parse_define
-    from builder.kernels.tree_config import find_config, merge_flags
+    from builder.kernels.tree_config import build_library, find_config, merge_flags
     from builder.subsets.coverage import check_coverage, require_coverage
     from builder.subsets.variant_select import held_aot
 
@@ -299,6 +299,7 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
     tree = discover_cached(source_dir, replace(config, metal_version=version), request.cache_file)
     entries = list(tree.sources)
     root = source_dir.resolve()
+    library = build_library(config, root, entries)  # every value a build carries, checked
     held = held_aot(tree)
     jit = [e for e in entries if request.jit and e not in held]
     preambles: list[dict[str, Any]] = []
@@ -325,7 +326,7 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
                  "metal_version": version}  # fmt: skip
     return BuildPlan(
         "discovered", root, config.path.resolve() if config.path else None,
-        config.library or root.name, request.jit, units, (), request.chunk_size or
+        library, request.jit, units, (), request.chunk_size or
         DEFAULT_CHUNK_SIZE, (*config.include_dirs, root), defines, discovery, version, std, target,
         config.flags, compiles, tuple(preambles),
     )  # fmt: skip

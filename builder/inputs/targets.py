@@ -8,7 +8,6 @@ wheel from the package index, cached), a saved report JSON, or a build directory
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.limits import read_json
 from builder.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 __all__ = ["Library", "Progress", "resolve_target"]
@@ -54,7 +54,7 @@ def resolve_target(
 
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix == ".json":
-            data = _read_json(path)
+            data = read_json(path, "JSON")
             if isinstance(data, dict) and "families" in data and "functions" not in data:
                 return [_from_manifest(text, read_manifest(path))]
             docs = (
@@ -101,11 +101,6 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read JSON: {exc}") from None
 
 
 def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:

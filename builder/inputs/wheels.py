@@ -5,9 +5,12 @@ macOS wheel such as ``mlx-metal``. Downloads go through ``pip download`` into a 
 project tree (layout and temp-file cleanup: ``builder.inputs.wheel_cache``).
 
 A wheel is untrusted input: member names are checked before anything is written (relative,
-normalised, no ``..``, landing inside the wheel's folder), nothing is extracted unless the
-declared sizes fit the cache's free space, no member is written past its declared size, and each
-CRC is checked while copying. ``pip download`` verifies the index's ``#sha256=`` fragment for a
+normalised, no ``..``, landing inside the wheel's folder, no member both a file and another's
+folder), nothing is extracted unless the declared sizes fit the cache's free space, no member
+is written past its declared size, the bytes actually written are counted against that free
+space and ``METALLIB_BUILDER_MAX_EXTRACT`` (``builder.limits``: a deflate bomb that declares its
+true size stops there), and each CRC is checked while copying. A failed extraction removes what
+it wrote. ``pip download`` verifies the index's ``#sha256=`` fragment for a
 pinned ``NAME==VERSION``; a cached wheel that is still unreadable (truncated, bit rot) is deleted
 and downloaded once more. Wheels the user names are only read, never deleted.
 """
@@ -43,6 +46,7 @@ from builder.inputs.wheel_cache import (
     wheel_digest,
     write_error,
 )
+from builder.limits import MAX_EXTRACT
 
 __all__ = [
     "DEFAULT_PLATFORM",
@@ -208,12 +212,46 @@ def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str
         for info, target in zip(members, targets)
         if not (target.is_file() and target.stat().st_size == info.file_size)
     ]
-    if todo:
-        make_dir(parent)
-        _check_space(wheel, parent, sum(info.file_size for info, _ in todo))
-    for info, target in todo:
-        _extract_one(wheel, archive, info, target)
+    if not todo:
+        return targets
+    make_dir(parent)
+    declared = sum(info.file_size for info, _ in todo)
+    budget = _Budget(wheel, MAX_EXTRACT.value(), _check_space(wheel, parent, declared), parent)
+    written: list[Path] = []
+    try:
+        for info, target in todo:
+            _extract_one(wheel, archive, info, target, budget)
+            written.append(target)
+    except BaseException:
+        for path in written:  # a wheel that fails half-way leaves nothing of itself behind
+            unlink_quietly(path)
+        for folder, _, _ in sorted(os.walk(root), reverse=True):  # nor empty folders
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass  # not empty: metallibs of an earlier, complete extraction
+        raise
     return targets
+
+
+class _Budget:
+    """Bytes one extraction may still write: the smaller of the cap and the free space found
+    before it started, counted on what is actually written (never on what members declare)."""
+
+    def __init__(self, wheel: Path, cap: int, free: int, folder: Path) -> None:
+        self.wheel, self.cap, self.free, self.folder = wheel, cap, free, folder
+        self.left = min(cap, free)
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left >= 0:
+            return
+        if self.cap <= self.free:
+            raise UnsafeWheelError(f"{self.wheel}: {MAX_EXTRACT.exceeded(self.cap)} (nothing "
+                                   "of it was kept)")  # fmt: skip
+        raise CacheWriteError(f"{self.wheel}: its metallibs fill the {_size(self.free)} free in "
+                              f"the cache folder {self.folder}; free some space or point "
+                              "METALLIB_BUILDER_CACHE elsewhere")  # fmt: skip
 
 
 def _unsafe_reason(name: str) -> str | None:
@@ -233,6 +271,10 @@ def _unsafe_reason(name: str) -> str | None:
 def _member_targets(wheel: Path, root: Path, members: list[zipfile.ZipInfo]) -> list[Path]:
     resolved_root = root.resolve()
     seen: set[str] = set()
+    folders: set[str] = set()  # every folder some member name needs
+    for info in members:
+        parts = info.filename.split("/")[:-1]
+        folders.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
     targets = []
     for info in members:
         name = info.filename
@@ -242,6 +284,10 @@ def _member_targets(wheel: Path, root: Path, members: list[zipfile.ZipInfo]) -> 
             reason = f"it resolves outside the extraction folder {root}"
         if reason is None and name in seen:
             reason = "the wheel holds two members with that name"
+        if reason is None and name in folders:
+            inner = next(i.filename for i in members if i.filename.startswith(name + "/"))
+            reason = (f"it is a file, and the member {inner!r} needs a folder of that name; "
+                      "a wheel cannot hold both")  # fmt: skip
         if reason is not None:
             raise UnsafeWheelError(f"{wheel}: refusing to extract member {name!r}: {reason}")
         seen.add(name)
@@ -263,7 +309,8 @@ def _size(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n < 10**9 else f"{n / 1e9:,.1f} GB"
 
 
-def _check_space(wheel: Path, folder: Path, needed: int) -> None:
+def _check_space(wheel: Path, folder: Path, needed: int) -> int:
+    """The free bytes of ``folder``'s file system; CacheWriteError when ``needed`` is more."""
     try:
         free = shutil.disk_usage(folder).free
     except OSError as exc:
@@ -273,10 +320,11 @@ def _check_space(wheel: Path, folder: Path, needed: int) -> None:
             f"{wheel}: its metallibs declare {_size(needed)} but the cache folder {folder} has "
             f"only {_size(free)} free; free some space or point METALLIB_BUILDER_CACHE elsewhere"
         )
+    return free
 
 
 def _extract_one(
-    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path
+    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget
 ) -> None:
     """Copy one member to a temp file beside ``target``, then rename; no temp file survives."""
     folder = target.parent
@@ -290,7 +338,7 @@ def _extract_one(
             raise write_error(folder, exc, doing) from None
         copied = False
         try:
-            _copy_member(wheel, archive, info, fd, folder, doing)
+            _copy_member(wheel, archive, info, fd, folder, doing, budget)
             copied = True
         finally:
             try:
@@ -309,10 +357,11 @@ def _extract_one(
 
 
 def _copy_member(
-    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int, folder: Path, doing: str
-) -> None:
-    """Stream ``info`` into ``fd``, never writing more than it declares; zipfile checks the CRC
-    when the member's last byte has been read."""
+    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int, folder: Path,
+    doing: str, budget: _Budget,
+) -> None:  # fmt: skip
+    """Stream ``info`` into ``fd``, never writing more than it declares or ``budget`` allows;
+    zipfile checks the CRC when the member's last byte has been read."""
 
     def corrupt(why: object) -> CorruptWheelError:
         return CorruptWheelError(
@@ -336,6 +385,7 @@ def _copy_member(
             if len(chunk) > left:
                 raise corrupt(f"it holds more than the {info.file_size} bytes it declares")
             left -= len(chunk)
+            budget.spend(len(chunk))
             view = memoryview(chunk)
             while view:
                 try:

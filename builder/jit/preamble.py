@@ -45,6 +45,7 @@ from pathlib import Path
 from builder.errors import UsageError
 from builder.jit.chunks import cxx_string
 from builder.jit.lexing import directive_lines, strip_comments
+from builder.limits import read_source
 
 __all__ = [
     "Fragment",
@@ -146,7 +147,7 @@ def _parse_file(
     real_path: str, size: int, mtime_ns: int, strip: bool
 ) -> tuple[_Include | _Run, ...]:
     try:  # bytes, so line ends stay as written (no newline translation)
-        text = Path(real_path).read_bytes().decode("utf-8")
+        text = read_source(real_path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise IncludeError(f"{real_path}: cannot read: {exc}") from None
     lone = _LONE_CR.search(text)

@@ -41,8 +41,8 @@ class Compiler:
                 "-fmax-errors=50",
                 "-fno-diagnostics-show-line-numbers",
             ]
-        for directory in include_dirs:
-            flags += ["-I", str(directory)]
+        # Joined and absolute: no folder name can be read as an option (docs/security.md).
+        flags += [f"-I{os.path.abspath(directory)}" for directory in include_dirs]
         return flags
 
 

@@ -7,6 +7,3 @@
 #ifndef __has_extension
 #define __has_extension(x) 0
 #endif
-// Marks where each entry file's output starts, so that one compiler run can preprocess several
-// entry files (builder/kernels/preprocess.py splits the output here and drops this line).
-__metallib_builder_entry__ __BASE_FILE__

@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from builder.errors import UsageError
+from builder.limits import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
 
 __all__ = [
     "CANDIDATES",
@@ -39,6 +42,7 @@ __all__ = [
     "Preprocessor",
     "find_preprocessor",
     "metal_defines",
+    "operand",
     "parse_define",
     "preprocess",
     "preprocess_command",
@@ -48,6 +52,8 @@ CANDIDATES = ("g++", "clang++", "cpp")
 STANDIN_DIR = Path(__file__).resolve().parent / "metal_headers"
 # Read before the entry file: clang's __has_feature/__has_extension for GCC, which lacks them.
 PRELUDE = Path(__file__).resolve().parent / "prelude.h"
+# Read after it when a run preprocesses several files: where each file's output starts.
+ENTRY_MARKER = Path(__file__).resolve().parent / "entry_marker.h"
 # Apple's headers a Metal source may include with angle brackets: the Metal Standard Library
 # headers of the Metal Shading Language Specification (chapter "Metal Standard Library"), the
 # MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
@@ -67,6 +73,7 @@ METAL_HEADERS = (
 # out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
 DEFAULT_METAL_VERSION = 310
 _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DOTALL)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _ERROR_LINE = re.compile(r":\s*(?:fatal )?error:")
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
 _MARKER = re.compile(r'^__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?', re.MULTILINE)
@@ -94,9 +101,10 @@ class Preprocessor:
 def parse_define(text: str) -> tuple[str, str]:
     """``"NAME=VALUE"`` -> ``("NAME", "NAME=VALUE")``: the macro's name (the key that overrides
     an earlier definition) and the ``-D`` argument. ``NAME(x)=x`` function-like macros are fine.
-    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]``."""
+    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]`` or holds a control
+    character (a newline would end the ``-D`` line of a build file)."""
     match = _DEFINE.match(text.strip())
-    if not match or "\n" in text:
+    if not match or _CONTROL.search(text):
         raise ValueError(f"{text!r} is not NAME[=VALUE]")
     return match.group(1), text.strip()
 
@@ -165,21 +173,33 @@ def preprocess_command(
     caller runs it in) with ``-I include_dirs`` and the ``-D`` arguments ``defines`` (as from
     :func:`metal_defines`). Several entries need a compiler driver (:attr:`Preprocessor.batches`).
     ``line_markers`` keeps the ``# LINE "FILE"`` lines (no ``-P``): where each line comes from.
+
+    No name from the tree can be read as an option: entry files are passed as ``./NAME`` (a
+    folder named ``-Bfoo`` or ``-o`` stays a folder; GCC has no ``--``), folders as joined
+    absolute ``-I/abs`` arguments.
     """
     std = "gnu++17" if _language_version(defines) >= 400 else "gnu++14"
     cmd = [pp.path, "-E", *(() if line_markers else ("-P",)), "-x", "c++", f"-std={std}",
            "-undef", "-nostdinc", "-nostdinc++"]  # fmt: skip
     cmd += ["-U_GNU_SOURCE", "-include", str(PRELUDE)]
+    if len(entries) > 1:
+        cmd += ["-include", str(ENTRY_MARKER)]
     cmd += [f"-D{arg}" for arg in defines]
-    for directory in include_dirs:
-        cmd += ["-I", str(directory)]
-    cmd += ["-idirafter", str(STANDIN_DIR), *entries]
+    cmd += [f"-I{os.path.abspath(directory)}" for directory in include_dirs]
+    cmd += [f"-idirafter{STANDIN_DIR}", *map(operand, entries)]
     return cmd
+
+
+def operand(entry: str) -> str:
+    """``entry`` as a command-line operand that no program reads as an option: a relative path
+    gets ``./`` in front (``-o/x.metal`` -> ``./-o/x.metal``)."""
+    return entry if os.path.isabs(entry) else "./" + entry
 
 
 def first_diagnostic(stderr: str) -> str:
     """The compiler's first error line (``file:line:col: error: ...``), else its last line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    # Entry files were named ./NAME (operand): the diagnostic names them as the user does.
+    lines = [line.strip().removeprefix("./") for line in stderr.splitlines() if line.strip()]
     for line in lines:
         if _ERROR_LINE.search(line):
             return line
@@ -200,20 +220,69 @@ def _output_file() -> IO[bytes]:
     return tempfile.TemporaryFile()
 
 
+_BOUNDED = 'ulimit -v "$1" && ulimit -f "$2" && shift 2 && exec "$@"'
+"""Runs the preprocessor under /bin/sh with its address space (``-v``, KiB) and the size of any
+file it writes (``-f``, 512-byte blocks: the output; past it the kernel stops the writer with
+SIGXFSZ) bounded. A shell rather than ``preexec_fn``, which is unsafe with the threads discovery
+runs."""
+
+
 def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of ``cmd``; PreprocessError if it cannot start at all."""
+    """(exit status, stdout, stderr) of ``cmd`` run with the bounds of ``builder.limits``
+    (time, memory, output); PreprocessError if it cannot start, runs out of time or writes too
+    much. The compiler and its children form their own process group, killed as a whole on
+    timeout (cc1plus blocked on a FIFO it was told to include must not outlive the run)."""
+    timeout = PP_TIMEOUT.value()
+    memory = PP_MEMORY.value()
+    output = PP_OUTPUT.value()
+    blocks = -(-output // 512)
+    bounded = ["/bin/sh", "-c", _BOUNDED, "sh", str(-(-memory // 1024)), str(blocks), *cmd]
     with _output_file() as out, _output_file() as err:
         try:
-            done = subprocess.run(list(cmd), cwd=cwd, stdout=out, stderr=err, check=False)
+            proc = subprocess.Popen(
+                bounded, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                start_new_session=True,
+            )  # fmt: skip
         except OSError as exc:
             raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise PreprocessError(f"{entry}: {PP_TIMEOUT.exceeded(timeout)}") from None
+        except BaseException:  # Ctrl-C: no compiler left running
+            _kill_group(proc)
+            raise
+        if max(os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size) >= blocks * 512:
+            raise PreprocessError(f"{entry}: {PP_OUTPUT.exceeded(output)}")
         out.seek(0)
         err.seek(0)
-        return (
-            done.returncode,
-            out.read().decode("utf-8", "replace"),
-            err.read().decode("utf-8", "replace"),
-        )
+        stderr = err.read().decode("utf-8", "replace")
+        if code != 0 and _OUT_OF_MEMORY.search(stderr):
+            raise PreprocessError(
+                f"{entry}: does not preprocess: {first_diagnostic(stderr)}; "
+                f"{PP_MEMORY.exceeded(memory)}"
+            )
+        return code, out.read().decode("utf-8", "replace"), stderr
+
+
+_OUT_OF_MEMORY = re.compile(
+    r"out of memory|memory exhausted|bad_alloc|cannot allocate", re.IGNORECASE
+)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # gone already
+        pass
+    proc.wait()
+
+
+def _c_quoted(name: str) -> str:
+    """``name`` as the compiler spells it inside ``__BASE_FILE__``'s string literal (other
+    unusual bytes only make a batch fall back to one run per file)."""
+    return name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _split(text: str, entries: Sequence[str]) -> list[str] | None:
@@ -221,9 +290,24 @@ def _split(text: str, entries: Sequence[str]) -> list[str] | None:
     dropped), or None if the markers do not name ``entries`` in order."""
     pieces = _MARKER.split(text)
     names, texts = pieces[1::2], pieces[2::2]
-    if len(names) != len(entries) or any(n != e for n, e in zip(names, entries)):
+    wanted = [_c_quoted(operand(e)) for e in entries]
+    if len(names) != len(entries) or any(n != w for n, w in zip(names, wanted)):
         return None
     return texts
+
+
+def _check_regular(cwd: Path, entry: str) -> None:
+    """An entry file must be a regular file (a symlink to one is fine): a FIFO would hang the
+    compiler, a device (``/dev/zero``) feed it without end."""
+    try:
+        mode = os.stat(os.path.join(cwd, entry)).st_mode
+    except OSError as exc:
+        raise PreprocessError(f"{entry}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "a folder"
+                if stat.S_ISDIR(mode) else "not a file")  # fmt: skip
+        raise PreprocessError(f"{entry}: not a regular file ({kind}); entry files must be files")
 
 
 def preprocess(
@@ -235,11 +319,19 @@ def preprocess(
     A compiler driver preprocesses them all in one run (each file still gets its own front-end
     process; the driver's start-up, about 5 ms, is paid once). If that run fails, each file runs
     alone, in order, so that PreprocessError names the first failing file and its own first
-    diagnostic, exactly as a one-file run would.
+    diagnostic, exactly as a one-file run would (a run stopped by a bound of ``builder.limits``
+    too: then the message names the file that needs the time, memory or output).
     """
-    if len(entries) > 1 and pp.batches:
-        code, out, _ = _run(preprocess_command(pp, entries, include_dirs, defines,
-                                               line_markers=line_markers), cwd, entries[0])
+    for entry in entries:
+        _check_regular(cwd, entry)
+    # A name with a control character or an undecodable byte runs alone (entry_marker.h).
+    if len(entries) > 1 and pp.batches and all(e.isprintable() for e in entries):
+        command = preprocess_command(pp, entries, include_dirs, defines,
+                                     line_markers=line_markers)
+        try:
+            code, out, _ = _run(command, cwd, entries[0])
+        except PreprocessError:
+            code, out = 1, ""
         texts = _split(out, entries) if code == 0 else None
         if texts is not None:
             return texts
@@ -249,6 +341,5 @@ def preprocess(
                                                line_markers=line_markers), cwd, entry)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
-        texts = _split(out, [entry])
-        result.append(texts[0] if texts is not None else out)
+        result.append(out)
     return result

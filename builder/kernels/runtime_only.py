@@ -30,10 +30,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.errors import UsageError
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
 from builder.kernels.preprocess import PreprocessError, Preprocessor, preprocess
 from builder.kernels.tree_files import entry_files, path_matches, tree_headers
+from builder.limits import read_source
 
 if TYPE_CHECKING:
     from builder.kernels.tree_config import TreeConfig
@@ -67,8 +69,8 @@ def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[
             continue
         seen.add(key)
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_source(path)
+        except (OSError, UsageError):  # not a file to scan: preprocessing names what is wrong
             continue
         for match in _INCLUDE.finditer(data):
             quoted, angle = match.groups()
@@ -92,7 +94,7 @@ def _texts(
     except PreprocessError:
         if len(headers) > 1:
             return [t for h in headers for t in _texts([h], root, pp, include_dirs, defines)]
-        return [(root / headers[0]).read_text(encoding="utf-8", errors="replace")]
+        return [read_source(root / headers[0]).decode("utf-8", "replace")]
 
 
 def _defined_here(header: str, text: str, root: Path) -> list[str]:
@@ -124,9 +126,9 @@ def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
         if header in reached:
             continue
         try:
-            if _STAGE.search((root / header).read_bytes()):
+            if _STAGE.search(read_source(root / header)):
                 found.append(header)
-        except OSError:
+        except (OSError, UsageError):  # a FIFO, a device, an endless file: no kernels to find
             continue
     return found
 

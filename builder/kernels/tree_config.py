@@ -44,7 +44,11 @@ __all__ = [
     "CONFIG_FILE",
     "ConfigError",
     "TreeConfig",
+    "build_library",
+    "confine_preambles",
+    "control_character",
     "find_config",
+    "library_problem",
     "load_config",
     "merge_flags",
     "std_version",
@@ -52,6 +56,11 @@ __all__ = [
 ]
 
 CONFIG_FILE = "metallib.toml"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# What a library name may hold: it becomes a file name in the build folder, a Ninja path and an
+# item of CMake lists, so letters, digits and . _ + - only, and no leading . (hidden, or . and ..)
+# or - (an option).
+_LIBRARY = re.compile(r"^(?![.-])[\w.+-]+$")
 _STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
 _TARGET = re.compile(r"^[0-9]+(?:\.[0-9]+){0,2}$")
 
@@ -60,13 +69,13 @@ def std_version(std: str) -> int | None:
     """``__METAL_VERSION__`` for a ``-std=`` value (``metal3.1`` -> 310, ``ios-metal2.4`` -> 240),
     or None when ``std`` is not one of the spellings Apple's compiler takes: ``metalX.Y``
     (MSL 3.0 and later) and the older ``macos-metalX.Y``, ``osx-metalX.Y``, ``ios-metalX.Y``."""
-    match = _STD.match(std)
+    match = _STD.fullmatch(std)
     return int(match.group(1)) * 100 + int(match.group(2)) * 10 if match else None
 
 
 def valid_deployment_target(value: str) -> bool:
     """An OS version such as ``14``, ``14.0`` or ``15.2.1``."""
-    return bool(_TARGET.match(value))
+    return bool(_TARGET.fullmatch(value))
 
 
 class ConfigError(UsageError):
@@ -104,10 +113,31 @@ class TreeConfig:
 _Check = Callable[[Any], Any]
 
 
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` (C0, DEL, C1: a newline would end a line of
+    build.ninja, a NUL a C string), or None."""
+    found = _CONTROL.search(text)
+    return found.group() if found else None
+
+
+def library_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a build's library (``<name>.metallib``), or None."""
+    if _LIBRARY.match(name) is None:
+        return ("a library name is a plain file name: letters, digits and . _ + -, not "
+                "starting with . or -")  # fmt: skip
+    return None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str) and (char := control_character(value)) is not None:
+        raise TypeError(f"text without control characters; it holds {char!r}")
+    return str(value)
+
+
 def _strings(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("a list of strings")
-    return tuple(value)
+    return tuple(_text(v) for v in value)
 
 
 def _define_list(value: Any) -> tuple[str, ...]:
@@ -129,7 +159,11 @@ def _version(value: Any) -> int:
 def _library(value: Any) -> str:
     if not isinstance(value, str) or not value or "/" in value or "\\" in value:
         raise TypeError('a file name without folders or .metallib, such as "mlx"')
-    return value.removesuffix(".metallib")
+    name = value.removesuffix(".metallib")
+    if library_problem(name) is not None:
+        raise TypeError('a plain file name such as "mlx": letters, digits and . _ + -, not '
+                        "starting with . or -")  # fmt: skip
+    return name
 
 
 def _std(value: Any) -> str:
@@ -146,10 +180,10 @@ def _target(value: Any) -> str:
 
 def _preamble(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
-        return (value,)
+        return (_text(value),)
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise TypeError("a header path or a non-empty list of them")
-    return tuple(value)
+    return tuple(_text(v) for v in value)
 
 
 _SCHEMA: dict[str, dict[str, _Check]] = {
@@ -248,13 +282,45 @@ def load_config(path: Path) -> TreeConfig:
 
 
 def find_config(source_dir: Path, explicit: Path | None = None) -> TreeConfig:
-    """``explicit`` (must exist), else ``source_dir/metallib.toml`` if present, else defaults."""
+    """``explicit`` (must exist), else ``source_dir/metallib.toml`` if present, else defaults.
+
+    Its preamble headers must lie in the source folder or one of its include folders
+    (:func:`confine_preambles`)."""
     if explicit is not None:
         if not Path(explicit).is_file():
             raise ConfigError(f"--config {explicit}: no such file")
-        return load_config(Path(explicit))
-    candidate = Path(source_dir) / CONFIG_FILE
-    return load_config(candidate) if candidate.is_file() else TreeConfig()
+        config = load_config(Path(explicit))
+    else:
+        candidate = Path(source_dir) / CONFIG_FILE
+        config = load_config(candidate) if candidate.is_file() else TreeConfig()
+    # A file named on the command line is the operator's: its own folder may hold preambles.
+    trusted = (Path(explicit).resolve().parent,) if explicit is not None else ()
+    confine_preambles(config, Path(source_dir), trusted)
+    return config
+
+
+def confine_preambles(
+    config: TreeConfig, source_dir: Path, trusted: Sequence[Path] = ()
+) -> None:
+    """ConfigError naming the header and the folders when a ``[build.preambles]`` header, its
+    symlinks followed, lies outside ``source_dir``, the config's include folders and the
+    ``trusted`` ones: a preamble is shipped inside the app, so a tree must not pull
+    ``/etc/shadow`` or a CI secret into it. A tree that needs a header elsewhere lists that
+    folder in ``[kernels] include-dirs``."""
+    if not config.preambles:
+        return
+    roots = [Path(os.path.realpath(d)) for d in (source_dir, *config.include_dirs, *trusted)]
+    for function, headers in config.preambles.items():
+        for header in headers:
+            real = Path(os.path.realpath(header))
+            if not any(real.is_relative_to(root) for root in roots):
+                shown = ", ".join(str(r) for r in roots)
+                named = str(header) if real == Path(header) else f"{header} (-> {real})"
+                raise ConfigError(
+                    f"{config.path}: [build.preambles] {function}: {named} is outside the "
+                    f"source folder and its include folders ({shown}); add its folder to "
+                    "[kernels] include-dirs if the tree really needs it"
+                )
 
 
 def merge_flags(
@@ -276,3 +342,61 @@ def merge_flags(
         defines=config.defines + tuple(defines),
         exclude=config.exclude + tuple(exclude),
     )
+
+
+# CMake list syntax: ';' separates items, '[' ']' group them, '\' escapes the next ';'; and
+# '$<' starts a generator expression.
+_CMAKE_SYNTAX = re.compile(r"[;\[\]\\]|\$<")
+# What CMake refuses in a custom command's OUTPUT (each entry file's .air is one), and what it
+# writes into build.ninja unescaped in the paths made from an entry's name: '|' (Ninja's
+# dependency separator) and '$' (CMake 4, in DEP_FILE).
+_NOT_IN_OUTPUT = re.compile(r"[#<>$|]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a file name byte that is not UTF-8
+
+
+def _unsafe_for_build(text: str, output: bool = False) -> str | None:
+    char = control_character(text)
+    if char is not None:
+        return f"holds the control character {char!r}, which would end a line of build.ninja"
+    found = _SURROGATE.search(text)
+    if found is not None:
+        return f"is not UTF-8 (byte \\x{ord(found.group()) & 0xFF:02x}), which CMake cannot carry"
+    found = _CMAKE_SYNTAX.search(text)
+    if found is not None:
+        return f"holds {found.group()!r}, which CMake reads as list or expression syntax"
+    found = _NOT_IN_OUTPUT.search(text) if output else None
+    if found is not None:
+        return f"holds {found.group()!r}, which CMake cannot name a build output with"
+    return None
+
+
+def build_library(config: TreeConfig, root: Path, entries: Sequence[str]) -> str:
+    """The library a build of the tree at ``root`` writes (``[build] library``, else the folder's
+    name), once every value of the tree that reaches CMake, build.ninja or a command line has
+    been checked: no control character (a newline would add lines to build.ninja) and no CMake
+    list syntax (``;`` would split one flag into two). ConfigError names the key or the file."""
+    where = f"{config.path}: " if config.path else ""
+    values: list[tuple[str, Sequence[str]]] = [
+        ("source folder", [str(root)]),
+        ("include folder (-I or [kernels] include-dirs)", [str(d) for d in config.include_dirs]),
+        ("define (-D or [kernels] defines)", config.defines),
+        ("[build] flags", config.flags),
+        *((f"[build.preambles] {f}", [str(h) for h in hs]) for f, hs in config.preambles.items()),
+    ]
+    for key, items in values:
+        for item in items:
+            problem = _unsafe_for_build(item)
+            if problem is not None:
+                raise ConfigError(f"{where}{key} {item!r} {problem}; a build cannot carry it")
+    for entry in entries:
+        problem = _unsafe_for_build(entry, output=True)
+        if problem is not None:
+            raise ConfigError(f"entry file {entry!r} {problem}; rename it, or --exclude it to "
+                              "build the others")  # fmt: skip
+    if config.library is not None:
+        return config.library
+    problem = library_problem(root.name)
+    if problem is not None:
+        raise ConfigError(f"{root}: the folder's name {root.name!r} would name the library, and "
+                          f"{problem}; set [build] library in {CONFIG_FILE}")  # fmt: skip
+    return root.name

@@ -8,10 +8,10 @@ pass through the medium's escaping (``builder.render.markup``).
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from builder.jsontext import dumps
 from builder.render.markup import clip, md_code, md_text, rich_text
 from builder.render.text import human_delta, human_size, limit_text
 
@@ -101,7 +101,7 @@ def budget_json(checks: Sequence[BudgetCheck], source: str) -> str:
 
     doc = {"schema": SCHEMA, "kind": "budget", "file": source,
            "passed": all(c.passed for c in checks), "checks": [row(c) for c in checks]}  # fmt: skip
-    return json.dumps(doc, indent=1) + "\n"
+    return dumps(doc, indent=1) + "\n"
 
 
 def budget_markdown(checks: Sequence[BudgetCheck], source: str, *, marker: str = MARKER,

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import math
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from builder.jsontext import dumps
 from builder.render.markup import rich_text
 from builder.render.text import human_delta, human_size, visible
 from builder.size.download import MODEL
@@ -114,7 +114,7 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
                            "points": [point(p) for p in points]}  # fmt: skip
     if any(p.download_bytes is not None for p in points):
         doc["download_method"] = DOWNLOAD_METHOD
-    return json.dumps(doc, indent=1) + "\n"
+    return dumps(doc, indent=1) + "\n"
 
 
 def _text(value: str) -> str:

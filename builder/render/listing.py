@@ -10,6 +10,7 @@ from __future__ import annotations
 from json.encoder import encode_basestring_ascii as _quote
 from typing import NamedTuple
 
+from builder.jsontext import clean
 from builder.metallib import FUNCTION_TYPES, Metallib
 from builder.render.text import visible
 
@@ -54,7 +55,7 @@ def rows_json(lib: Metallib, source: str, rows: list[FunctionRow]) -> str:
         for r in rows
     )
     return (
-        f'{{"schema":1,"source":{_quote(source)},"file_size":{lib.file_size},'
+        f'{{"schema":1,"source":{_quote(clean(source))},"file_size":{lib.file_size},'
         f'"format_version":"{lib.header.format_version_text}","function_count":{len(rows)},'
         f'"functions":[{items}]}}'
     )

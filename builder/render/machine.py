@@ -1,15 +1,15 @@
 """Reports and comparisons for scripts: JSON (schema 1, docs/report-schema.md) and CSV.
 
-CSV text cells are guarded against spreadsheet formulas (``builder.render.markup.csv_text``);
-numbers are written as they are.
+CSV text cells show control characters escaped and are guarded against spreadsheet formulas
+(``builder.render.markup.csv_text``); numbers are written as they are.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from builder.jsontext import dumps
 from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
 from builder.render.rows import top_rows
@@ -99,8 +99,8 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
 
     docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
     if len(docs) == 1:
-        return json.dumps(docs[0], indent=1) + "\n"
-    return json.dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
+        return dumps(docs[0], indent=1) + "\n"
+    return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
 def _comparison_dict(comparison: Comparison, gates: Sequence[GateResult], top: int) -> dict[str, Any]:

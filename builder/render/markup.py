@@ -1,7 +1,9 @@
 """Escaping for each output medium: rich markup, CSV cells, GitHub markdown.
 
 Names and other untrusted text (a saved report's target or grouping) reach tables, CSV and
-markdown only through these functions; JSON needs nothing more than its own escaping.
+markdown only through these functions, each of which shows control characters escaped
+(``visible``); JSON needs nothing more than its own escaping (and ``builder.jsontext`` for file
+names that are not UTF-8).
 """
 
 from __future__ import annotations
@@ -23,17 +25,20 @@ def rich_text(text: str) -> str:
     return escape(visible(text))
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@")  # a tab or CR at the start is escaped by visible()
 
 
 _CSV_QUOTED = re.compile(r'[,"\r\n]')
 
 
 def csv_text(text: str) -> str:
-    """A text cell a spreadsheet will not run: OWASP's rule, a leading ``'`` before a cell that
-    starts with ``=``, ``+``, ``-``, ``@``, tab or CR. Only for text columns: numbers (negative
-    deltas included) are written as they are."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    """A text cell that neither a terminal nor a spreadsheet acts on: control and invisible
+    characters shown escaped (``visible``: ``cat report.csv`` runs no escape sequence, a CR
+    starts no row), and OWASP's rule, a leading ``'`` before a cell that starts with ``=``,
+    ``+``, ``-`` or ``@``. Only for text columns: numbers (negative deltas included) are written
+    as they are."""
+    clean = visible(text)
+    return "'" + clean if clean.startswith(_FORMULA_START) else clean
 
 
 def csv_line(cells: Sequence[str | int]) -> str:

@@ -79,11 +79,13 @@ def human_delta(n: int) -> str:
 # Characters a terminal or a text viewer acts on instead of showing: C0 controls (ESC starts
 # escape sequences, BEL rings, CR/LF fake new rows), DEL, C1 controls (U+009B is a one-byte CSI),
 # line/paragraph separators, and the invisible format characters used to disguise text (soft
-# hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM). The
-# backslash is escaped too, so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
+# hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM), and lone
+# surrogates: a file name byte that is not UTF-8 (U+DC80-U+DCFF from surrogateescape) is shown as
+# the byte, ``\xe9``, as JSON output writes it (builder.jsontext). The backslash is escaped too,
+# so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
 _UNSAFE = re.compile(
     r"[\\\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-    r"\ufeff\ufff9-\ufffb]"
+    r"\ufeff\ufff9-\ufffb\ud800-\udfff]"
 )
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -94,6 +96,8 @@ def _escape_char(match: re.Match[str]) -> str:
     if named is not None:
         return named
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

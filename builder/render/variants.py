@@ -8,10 +8,10 @@ untrusted text, shown through ``visible``/``md_code``.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from builder.jsontext import dumps
 from builder.render.markup import md_code, md_text
 from builder.render.text import visible
 from builder.subsets.variant_sources import COMPRESSION
@@ -135,7 +135,7 @@ def variants_to_dict(run: VariantsRun) -> dict[str, Any]:
 
 
 def variants_json(run: VariantsRun) -> str:
-    return json.dumps(variants_to_dict(run), indent=1) + "\n"
+    return dumps(variants_to_dict(run), indent=1) + "\n"
 
 
 def _columns(run: VariantsRun) -> tuple[str, ...]:

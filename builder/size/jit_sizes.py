@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from builder.limits import byte_count
+
 __all__ = [
     "HostLibrary",
     "JitFamily",
@@ -112,18 +114,16 @@ def host_from_dict(value: Any, jit: Sequence[JitFamily]) -> HostLibrary | None:
     if measured_by is not None and not isinstance(measured_by, str):
         raise TypeError("'host_library.measured_by' is not a string")
     shared = value.get("shared_bytes")
-    host = HostLibrary(str(value["path"]), _count(value["file_size"]), measured_by,
-                       None if shared is None else _count(shared))  # fmt: skip
+    path = value["path"]
+    if not isinstance(path, str):
+        raise TypeError("'host_library.path' is not a string")
+    host = HostLibrary(path, byte_count(value["file_size"], "host_library.file_size"),
+                       measured_by, None if shared is None
+                       else byte_count(shared, "host_library.shared_bytes"))  # fmt: skip
     if unmeasured_reason(host, jit) is None:
-        unmapped = _count(value["unattributed_bytes"])
+        unmapped = byte_count(value["unattributed_bytes"], "host_library.unattributed_bytes")
         if unmapped != unattributed_bytes(host, jit):
             total = host.file_size - unattributed_bytes(host, jit) + unmapped
             raise ValueError(f"JIT families, shared and unattributed bytes add up to {total}, "
                              f"host_library.file_size says {host.file_size}")  # fmt: skip
     return host
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a byte count")
-    return value

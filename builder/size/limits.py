@@ -1,49 +1,23 @@
 """Size limits as users write them for CI gates: ``10KB``, ``2.5MiB``, ``5%``, and what a
 whole-target limit is checked against (``shipped_size``: the metallib plus the host library).
 
-Gates are given on the command line in whatever unit is convenient, so parsing accepts both decimal
-(KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is bytes.
+Gates are given on the command line in whatever unit is convenient: sizes are read by
+``builder.limits.parse_size`` (decimal and binary suffixes, a bare number is bytes).
 Showing a limit is presentation's job (``builder.render.text.limit_text``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
+from builder.limits import parse_size
 
 if TYPE_CHECKING:
     from builder.size.report import Report
 
-__all__ = ["Limit", "parse_limit", "parse_size", "shipped_size"]
-
-_UNITS: dict[str, int] = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-}
-_SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
-
-
-def parse_size(text: str) -> int:
-    """``"512"`` -> 512, ``"10KB"`` -> 10000, ``"1.5MiB"`` -> 1572864; bad text -> UsageError."""
-    match = _SIZE.match(text)
-    unit = match["unit"].lower() if match else ""
-    if match is None or unit not in _UNITS:
-        raise UsageError(
-            f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
-        )
-    value = float(match["num"]) * _UNITS[unit]
-    return round(value)
+__all__ = ["Limit", "parse_limit", "parse_size", "shipped_size"]  # parse_size: builder.limits,
+# shared with the bounds on untrusted input
 
 
 class Limit(NamedTuple):

@@ -17,6 +17,8 @@ from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
+from builder.limits import byte_count
+from builder.size import report_fields as fields
 from builder.size.download_report import Download, add_download_fields, download_from_dict
 from builder.size.grouping import Sources, group_names
 from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
@@ -203,14 +205,14 @@ def report_json_text(report: Report) -> str:
     ASCII without quotes or backslashes (always true for Metal host names); otherwise the
     general encoder runs. Field order and values are identical either way.
     """
-    import json
+    from builder.jsontext import dumps
 
     doc = report_to_dict(report, functions=False)
     text = "".join(f.name + f.group for f in report.functions)
     if report.download is not None or not _PLAIN.fullmatch(text):
         doc["functions"] = _function_dicts(report)
-        return json.dumps(doc, separators=(",", ":"))
-    head = json.dumps(doc, separators=(",", ":"))
+        return dumps(doc, separators=(",", ":"))
+    head = dumps(doc, separators=(",", ":"))
     body = ",".join(map(_FUNCTION_JSON.__mod__, report.functions))
     return head[:-1] + ',"functions":[' + body + "]}"
 
@@ -279,7 +281,10 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
 
 
 def report_from_dict(data: Any, where: str) -> Report:
-    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2).
+    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2)
+    naming the field: a saved report may come from anyone (docs/security.md), so every field is
+    checked for its type, counts are bounded (``builder.limits.byte_count``) and provenance must
+    have the shape ``builder.size.provenance`` writes.
 
     The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.
     """
@@ -290,74 +295,68 @@ def report_from_dict(data: Any, where: str) -> Report:
     if not isinstance(data, dict):
         raise bad("the top level is not an object")
     if data.get("schema") != SCHEMA:
-        raise bad(f"schema is {data.get('schema')!r}, this tool reads schema {SCHEMA}")
+        raise bad(f"schema is {fields.brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
     try:
-        src = data.get("source") or {}
+        src = fields.as_object(data.get("source"), "source")
         source = Source(
-            path=src.get("path"),
-            target=src.get("target") or where,
+            path=fields.optional_text(src.get("path"), "source.path"),
+            target=fields.optional_text(src.get("target"), "source.target") or where,
             kind="report",
-            wheel=src.get("wheel"),
-            manifest=src.get("manifest"),
-            member=src.get("member"),
+            wheel=fields.optional_text(src.get("wheel"), "source.wheel"),
+            manifest=fields.optional_text(src.get("manifest"), "source.manifest"),
+            member=fields.optional_text(src.get("member"), "source.member"),
         )
         functions = [
             FunctionRow(
-                str(f["name"]),
-                str(f.get("group", "other")),
-                _int(f["bytes"]),
-                _int(f.get("bitcode_bytes", 0)),
-                _int(f.get("entry_bytes", 0)),
-                _int(f.get("metadata_bytes", 0)),
-                _int(f.get("reflection_bytes", 0)),
+                fields.text(f["name"], "functions[].name"),
+                fields.text(f.get("group", "other"), "functions[].group"),
+                byte_count(f["bytes"], "functions[].bytes"),
+                byte_count(f.get("bitcode_bytes", 0), "functions[].bitcode_bytes"),
+                byte_count(f.get("entry_bytes", 0), "functions[].entry_bytes"),
+                byte_count(f.get("metadata_bytes", 0), "functions[].metadata_bytes"),
+                byte_count(f.get("reflection_bytes", 0), "functions[].reflection_bytes"),
             )
-            for f in data["functions"]
+            for f in fields.object_list(data["functions"], "functions")
         ]
-        overhead_bytes = _int(data["overhead_bytes"])
-        overhead = [OverheadRow(str(o["name"]), _int(o["bytes"])) for o in data.get("overhead", [])]
+        overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
+        overhead = [
+            OverheadRow(fields.text(o["name"], "overhead[].name"),
+                        byte_count(o["bytes"], "overhead[].bytes"))
+            for o in fields.object_list(data.get("overhead", []), "overhead")
+        ]
         if sum(o.bytes for o in overhead) != overhead_bytes:
             overhead = [OverheadRow("overhead", overhead_bytes)]
-        file_size = _int(data["file_size"])
+        file_size = byte_count(data["file_size"], "file_size")
         jit = [
-            JitFamily(str(j["name"]), _int(j["embedded_bytes"]),
-                      None if j.get("host_bytes") is None else _int(j["host_bytes"]),
-                      _int(j.get("kernel_count", 0)))
-            for j in data.get("jit_families", [])
+            JitFamily(fields.text(j["name"], "jit_families[].name"),
+                      byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
+                      None if j.get("host_bytes") is None
+                      else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
+                      byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"))
+            for j in fields.object_list(data.get("jit_families", []), "jit_families")
         ]  # fmt: skip
         report = Report(
             source=source,
             file_size=file_size,
-            format_version=str(data.get("format_version", "?")),
-            by=str(data.get("by", "kernel")),
-            grouping=str(data.get("grouping", "saved")),
+            format_version=fields.text(data.get("format_version", "?"), "format_version"),
+            by=fields.text(data.get("by", "kernel"), "by"),
+            grouping=fields.text(data.get("grouping", "saved"), "grouping"),
             functions=functions,
             groups=rollup(functions),
             overhead=overhead,
             jit_families=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
-            provenance=_provenance(data.get("provenance")),
+            provenance=fields.provenance(data.get("provenance")),
             download=download_from_dict(data, len(overhead), where),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise bad(f"missing or malformed field ({exc})") from None
+    except KeyError as exc:
+        raise bad(f"missing or malformed field: {exc} is missing") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise bad(str(exc)) from None
     total = sum(f.bytes for f in functions) + overhead_bytes
     if total != file_size:
         raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
     if "function_count" in data and data["function_count"] != len(functions):
-        raise bad(f"function_count {data['function_count']} but {len(functions)} functions listed")
+        raise bad(f"function_count {fields.brief(data['function_count'])} but {len(functions)} "
+                  "functions listed")  # fmt: skip
     return report
-
-
-def _provenance(value: Any) -> dict[str, Any]:
-    """A saved report keeps the provenance of the run that measured it (absent in old reports)."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise TypeError("'provenance' is not an object")
-    return value
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a byte count")
-    return value

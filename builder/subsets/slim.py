@@ -2,10 +2,12 @@
 
 Selection is pure (names in, indices out) so it is easy to test; ``slim_file`` adds the I/O:
 it never writes over its input unless asked (``builder.fileio.check_not_an_input``: the same
-path or the same file), writes through a temporary file (removed on failure, on SIGTERM and
-SIGHUP, and by the next run when a run was killed: ``builder.temporaries``), and renames it
-into place only after every check passed (the file's size against the layout, each kept
-module's SHA-256 against its HASH tag), so a failed run leaves an existing output as it was.
+path or the same file), checks the input first (everything ``verify`` checks but the hashes: a
+malformed input would give a malformed output), writes through a temporary file (removed on
+failure, on SIGTERM and SIGHUP, and by the next run when a run was killed:
+``builder.temporaries``), and renames it into place only after every check passed (the file's
+size against the layout, each kept module's SHA-256 against its HASH tag), so a failed run
+leaves an existing output as it was.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from builder.errors import UsageError
 from builder.metallib import open_metallib, parts_from_library
 
 if TYPE_CHECKING:
-    from builder.metallib import FunctionTable
+    from builder.metallib import FunctionTable, Metallib
 
 __all__ = [
     "HashMismatch",
@@ -188,6 +190,25 @@ def describe_mismatches(bad: Sequence[HashMismatch], limit: int = 5) -> str:
     return shown + (f" and {len(bad) - limit} more" if len(bad) > limit else "")
 
 
+def _check_input(lib: Metallib, source: object, output: object, kept: set[str]) -> None:
+    """UsageError (nothing written) when ``lib`` fails ``verify`` for a reason other than module
+    hashes (checked while copying) in its container or in a kept function: a malformed chunk or
+    name would be copied as it is, and the output would fail ``verify`` too. What the rewrite
+    repairs does not count: stray bytes (left out) and problems of dropped functions."""
+    from builder.metallib import verify
+
+    problems = [p for p in verify(lib, hashes=False).problems
+                if not p.stray_bytes and (p.function is None or p.function in kept)]  # fmt: skip
+    if problems:
+        first = problems[0]
+        what = f"function {first.function}: " if first.function is not None else ""
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise UsageError(
+            f"{source}: fails verify at byte offset {first.offset}: {what}{first.message}{more}; "
+            f"{output} not written (metallib-builder verify {source} lists every problem)"
+        )
+
+
 def slim_file(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str],
@@ -216,6 +237,7 @@ def slim_file(
         names = lib.columns().names
         selection = choose_functions(names, keep, drop, keep_list)
         indices = selection.indices
+        _check_input(lib, source, output, {names[i] for i in indices})
         with atomic_output(output) as out:  # first: an unwritable output fails before any work
             parts = parts_from_library(lib, indices)
             hashes = _ModuleHashes(parts.functions, parts.source_fd)  # first: it overlaps the writing

@@ -18,8 +18,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
 FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.temporaries",
-              "builder.locks", "builder.output_folder", "builder.console", "builder.resources",
-              "builder.manifest")  # fmt: skip
+              "builder.locks", "builder.output_folder", "builder.console", "builder.limits",
+              "builder.jsontext", "builder.resources", "builder.manifest")  # fmt: skip
 LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render",
           "publish", "cli")
 

@@ -134,10 +134,14 @@ def test_report_csv_text_cells_cannot_start_a_formula(
     assert code == 0
     rows = list(csv.reader(io.StringIO(out)))
     groups = {row[2]: row for row in rows[1:]}
-    for name in FORMULAS:
+    for name in ["=cmd|' /C calc'!A0", "+SUM(1)", "-2+3", "@SUM(A1)"]:
         assert "'" + name in groups, name
+    assert "\\tTAB" in groups and "\\rCR" in groups  # escaped: they no longer start with TAB/CR
     for name in CONTROL + MARKUP + ORDINARY:
-        assert name in groups, name  # CSV is data: only formula starts are changed
+        assert visible(name) in groups, name  # control characters escaped, the rest as it is
+    assert "evil\\x1b[31mred\\x07bell" in groups and "c1\\x9b31m" in groups
+    assert "\\u202eevil" in groups and "line1\\n    99  fake_row  kernel  1  2" in groups
+    assert RAW_CONTROL.search(out.replace("\n", "")) is None  # cat report.csv runs nothing
     for row in rows[1:]:
         assert not row[2].startswith(("=", "+", "-", "@", "\t", "\r"))
         int(row[4])  # bytes stay plain numbers
@@ -243,5 +247,6 @@ def test_jit_family_names_from_a_manifest_are_escaped_too(
         assert f"| {md_code(name)} |" in out, name
     code, out, _ = run_cli(["report", str(build), "--format", "csv"], capsys)
     rows = list(csv.reader(io.StringIO(out)))[1:]
-    assert {row[2] for row in rows} >= {"'" + name for name in FORMULAS}
+    assert {row[2] for row in rows} >= {"'" + name for name in FORMULAS[:4]}
+    assert {row[2] for row in rows} >= {visible(name) for name in FORMULAS[4:] + CONTROL}
     assert not [row for row in rows if row[2].startswith(("=", "+", "-", "@", "\t", "\r"))]

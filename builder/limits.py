@@ -1,0 +1,176 @@
+"""Bounds on what untrusted input may cost: the one place that states each limit and its default.
+
+A pull request from anyone can hand the tool a kernel tree, a wheel or a report JSON
+(docs/security.md). Each of these limits turns a hostile input into one line and exit 2 instead
+of a full disk, a hung job or an exhausted machine. Every limit has a default sized far above
+what real inputs need (an mlx-metal wheel holds about 150 MB of metallibs; MLX's largest entry
+file preprocesses in about a second to a few MB) and an environment variable that changes it:
+
+=================================  ==========  ==============================================
+variable                           default     what it bounds
+=================================  ==========  ==============================================
+METALLIB_BUILDER_MAX_EXTRACT       1 GiB       bytes written while extracting one wheel
+METALLIB_BUILDER_MAX_JSON          256 MiB     size of a report or manifest JSON file read
+METALLIB_BUILDER_PP_TIMEOUT        300         seconds one preprocessor run may take
+METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor process
+METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one preprocessor run
+METALLIB_BUILDER_MAX_SOURCE        64 MiB      one source file of a tree read by the tool itself
+=================================  ==========  ==============================================
+
+Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`parse_size`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder.errors import UsageError
+
+__all__ = [
+    "LARGEST_COUNT",
+    "MAX_EXTRACT",
+    "MAX_JSON",
+    "MAX_SOURCE",
+    "PP_MEMORY",
+    "PP_OUTPUT",
+    "PP_TIMEOUT",
+    "Bound",
+    "byte_count",
+    "parse_size",
+    "read_json",
+    "read_source",
+]
+
+_UNITS: dict[str, int] = {
+    "": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
+    "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+}  # fmt: skip
+_SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_size(text: str) -> int:
+    """``"512"`` -> 512, ``"10KB"`` -> 10000, ``"1.5MiB"`` -> 1572864; bad text -> UsageError.
+
+    Decimal (KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is
+    bytes."""
+    match = _SIZE.match(text) if len(text) < 100 else None
+    unit = match["unit"].lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise UsageError(
+            f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
+        )
+    value = float(match["num"]) * _UNITS[unit]
+    return round(value)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound: its environment variable, its default and what it is (for messages)."""
+
+    variable: str
+    default: int
+    what: str
+    unit: str = "bytes"
+    """``bytes`` (read with :func:`parse_size`) or ``seconds``."""
+
+    def value(self, env: Mapping[str, str] | None = None) -> int:
+        """The bound in force: the variable's value when set (UsageError if it is not a positive
+        number), else the default."""
+        text = (os.environ if env is None else env).get(self.variable, "").strip()
+        if not text:
+            return self.default
+        try:
+            value = parse_size(text) if self.unit == "bytes" else round(float(text))
+        except (UsageError, ValueError):
+            value = 0
+        if value <= 0:
+            raise UsageError(
+                f"{self.variable}={text!r}: expected a positive number of {self.unit}"
+            )
+        return value
+
+    def exceeded(self, value: int) -> str:
+        """The end of a message saying this bound stopped something."""
+        amount = f"{value:,} {self.unit}"
+        return f"{self.what} exceeds {amount}; set {self.variable} to allow more"
+
+
+MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 1024**3, "extracting the wheel")
+MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
+PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds")
+PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
+PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
+MAX_SOURCE = Bound("METALLIB_BUILDER_MAX_SOURCE", 64 * 1024**2, "the source file")
+
+
+def read_source(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of one file of a kernel tree that the tool reads itself (headers it scans or
+    inlines): a regular file (through symbolic links) of at most ``MAX_SOURCE`` bytes. A FIFO
+    would block, a link to ``/dev/zero`` never end: UsageError naming the file (OSError is left
+    to the caller, who knows what a missing file means there)."""
+    import stat
+
+    limit = MAX_SOURCE.value()
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{os.fspath(path)}: not a regular file; a kernel tree's sources "
+                             "must be files")  # fmt: skip
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"{os.fspath(path)}: {MAX_SOURCE.exceeded(limit)}")
+    return data
+
+LARGEST_COUNT = 2**63 - 1
+"""The largest byte count a saved report or manifest may state (a signed 64-bit file size); a
+400-digit "size" is refused when read, rather than overflowing a formatter later."""
+
+
+def byte_count(value: Any, field: str) -> int:
+    """``value`` when it is a byte count (an integer from 0 to :data:`LARGEST_COUNT`); else
+    ValueError naming ``field`` and showing the value briefly (a 400-digit number by its
+    length)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= LARGEST_COUNT:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_COUNT:
+            shown = f"a {len(str(abs(value)))}-digit number"
+        else:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+        raise ValueError(f"{field!r} is {shown}, not a byte count")
+    return value
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON document in ``path`` (a saved report, a build manifest), read within bounds:
+    at most :data:`MAX_JSON` bytes, numbers of at most Python's 4,300 digits, nesting as deep
+    as the parser's recursion allows. Anything else is one UsageError line: ``cannot read
+    <what>``, and why."""
+    cap = MAX_JSON.value()
+
+    def refuse(why: object) -> UsageError:
+        return UsageError(f"{path}: cannot read {what}: {why}")
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(cap + 1)
+    except OSError as exc:
+        raise refuse(exc.strerror or exc) from None
+    if len(data) > cap:
+        raise refuse(MAX_JSON.exceeded(cap))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise refuse(f"not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise refuse("nested too deeply (brackets inside brackets)") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
+        why = str(exc)
+        if "integer string conversion" in why:
+            why = "a number has more than 4,300 digits"
+        raise refuse(why) from None
