@@ -132,9 +132,9 @@ def _top(top: int | None, fmt: str) -> int | None:
 
 
 def _width() -> int:
-    import shutil
+    from builder.console import table_width
 
-    return max(80, min(shutil.get_terminal_size((100, 24)).columns, 160))
+    return table_width()
 
 
 @click.command("report")
@@ -191,7 +191,9 @@ def report_command(
 
 
 def _color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    from builder.console import stdout_color
+
+    return stdout_color()
 
 
 @click.command("compare")

@@ -1,6 +1,7 @@
-"""One build from request to measured sizes: plan, check the toolchain, configure, build, measure.
+"""One build from request to outputs: plan, check the toolchain, configure, build.
 
-Shared by ``build`` and ``variants``. The selection is the build plan's
+Shared by ``build`` and ``variants``, which then measure the build directory as ``report BUILD_DIR``
+does (``builder.size.load``). The selection is the build plan's
 (``builder.cmake_build.plan``, the function CMake runs too): a bad selection or AOT units without
 a Metal compiler fail here, before any directory is created. A build directory configured with the
 same settings is not configured again; for a tree without a catalog the plan is recomputed (it is
@@ -20,7 +21,6 @@ from builder.cmake_build.cmake import PLAN_FILE, BuildSettings, BuildTree
 from builder.cmake_build.progress import ProgressDisplay
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
-from builder.size.build_sizes import BuildSizes, measure
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,7 +87,6 @@ class BuildOutcome:
     toolchain: MetalToolchain | None
     edges_run: int
     seconds: float
-    sizes: BuildSizes
 
 
 def _configured_split(tree: BuildTree) -> Split | None:
@@ -105,8 +104,7 @@ def _configured_split(tree: BuildTree) -> Split | None:
 def run_build(
     settings: BuildSettings, *, jobs: int | None, console: Console, verbose: bool = False
 ) -> BuildOutcome:
-    """Plan, check, configure (if needed), build with progress, measure. Raises
-    UsageError/BuildFailed."""
+    """Plan, check, configure (if needed), build with progress. Raises UsageError/BuildFailed."""
     from builder.cmake_build.toolchain import (
         ToolchainMissing,
         find_metal_toolchain,
@@ -150,5 +148,4 @@ def run_build(
     if verbose:
         for line in output.other:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
-    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds,
-                        measure(settings.build_dir))  # fmt: skip
+    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds)
