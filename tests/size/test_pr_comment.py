@@ -13,6 +13,7 @@ from clirun import run_cli as _run
 
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
+from builder.render.provenance import provenance_line
 from builder.size.compare import Gates, compare_reports, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
@@ -62,7 +63,7 @@ def test_comment_shape(write_metallib: Callable[..., Path]) -> None:
     assert summaries[1].startswith("Functions removed: 1 (-")
     assert summaries[2].startswith("Functions changed in size: ")
     assert any(s.startswith("Other kernel groups:") for s in summaries)
-    assert "What produced these libraries" in summaries
+    assert "How these were measured and built" in summaries
     assert text.count("<details>") == text.count("</details>") == len(summaries)
     assert f"metallib-builder {__version__}" in text
 
@@ -148,7 +149,9 @@ def test_reports_record_what_produced_them(
     assert json.loads(again)["provenance"] == produced  # a saved report keeps who measured it
     for fmt in ("markdown", "table"):
         code, text, _ = _run(["report", str(build), "--format", fmt], capsys)
-        assert "produced by: metallib-builder" in text and "MLB_JIT=OFF" in text.replace("\n", "")
+        flat = " ".join(text.split())
+        assert "measured by metallib-builder" in flat and "built by metallib-builder with build" in flat
+        assert "MLB_JIT=OFF" in text.replace("\n", "")
 
 
 @pytest.mark.realdata
@@ -162,3 +165,7 @@ def test_real_provenance(mlx_metallib: Callable[[str, str], Path]) -> None:
         expected = library_provenance(lib).as_dict()
     assert report.provenance["library"] == expected
     assert expected["compilers"] and expected["compilers"][0].startswith("Apple metal version")
+    line = provenance_line(report.provenance)  # Apple built it: this tool only measured it
+    assert line.startswith(f"measured by metallib-builder {__version__}; metallib format 2.9;")
+    assert "built by" not in line and line.count("metallib-builder") == 1
+    assert f"compiler {expected['compilers'][0]}" in line
