@@ -19,7 +19,7 @@ from builder.cmake_build.toolchain import (
     MetalToolchain,
     ToolchainMissing,
     find_metal_toolchain,
-    require_metal_toolchain,
+    missing_message,
 )
 from builder.cmake_build.variants import mixed_jit_families
 from builder.errors import BuilderError, UsageError
@@ -83,8 +83,9 @@ def test_toolchain_resolution(tmp_path: Path) -> None:
     assert found.explicit == str(metal)  # handed to CMake as METAL_COMPILER
     missing = find_metal_toolchain(env={"PATH": str(tmp_path / "empty")})
     assert missing == ToolchainMissing("xcrun not found")
-    with pytest.raises(UsageError, match="needs macOS with Xcode or the Metal toolchain"):
-        require_metal_toolchain(env={"PATH": ""})
+    nothing = find_metal_toolchain(env={"PATH": ""})
+    assert isinstance(nothing, ToolchainMissing)
+    assert "needs macOS with Xcode or the Metal toolchain" in missing_message(nothing)
     bad = find_metal_toolchain(str(tmp_path / "nope"), env={"PATH": ""})
     assert isinstance(bad, ToolchainMissing) and "not an executable" in bad.reason
 
