@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from clirun import run_cli as _run
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
 from builder.render.provenance import provenance_line
-from builder.size.compare import Gates, compare_reports, evaluate_gates
+from builder.size.compare import Comparison, GateResult, Gates, compare_reports, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.report import FunctionRow, OverheadRow, Report, Source, rollup
@@ -68,14 +69,21 @@ def test_comment_shape(write_metallib: Callable[..., Path]) -> None:
     assert f"metallib-builder {__version__}" in text
 
 
-@pytest.mark.parametrize("top", [None, 15])
-@pytest.mark.parametrize("name_len", [20, 400])
-def test_length_bound_on_17000_functions(top: int | None, name_len: int) -> None:
-    # every function added or removed, thousands of groups, hostile characters in every name
+@functools.cache
+def _big_comparison(name_len: int) -> tuple[Comparison, list[GateResult]]:
+    """Every function added or removed, thousands of groups, hostile characters in every name
+    (made once per name length: the tests only read it)."""
     base = _synthetic(17_000, seed=1, name_len=name_len)
     head = _synthetic(17_000, seed=2, name_len=name_len)
     comparison = compare_reports(base, head)
     gates = evaluate_gates(comparison, Gates(max_growth=parse_limit("0"), fail_on_new_group=True))
+    return comparison, gates
+
+
+@pytest.mark.parametrize("top", [None, 15])
+@pytest.mark.parametrize("name_len", [20, 400])
+def test_length_bound_on_17000_functions(top: int | None, name_len: int) -> None:
+    comparison, gates = _big_comparison(name_len)
     text = comment_markdown([(comparison, gates)], top)
     assert len(text.encode("utf-8")) < DEFAULT_LIMIT
     assert text.startswith(MARKER + "\n")
