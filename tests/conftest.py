@@ -31,6 +31,12 @@ _failures: dict[tuple[str, str], str] = {}
 # as they would be for a user who activated it.
 os.environ["PATH"] = os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
 
+# Tables on stdout take their width from COLUMNS and LINES when those are set
+# (shutil.get_terminal_size), and pytest-xdist's workers have them (80 x 24); the tests see what
+# a pipe gets, as in a single-process run and in CI, whatever the worker or the terminal.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
+
 
 def _fetch(version: str, platform: str) -> Path:
     key = (version, platform)
