@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["stderr_console"]
+__all__ = ["stderr_console", "stdout_color", "table_width"]
 
 
 @lru_cache(maxsize=1)
@@ -22,3 +22,18 @@ def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+
+
+def stdout_color() -> bool:
+    """Colour in what goes to stdout: only on a terminal, never with NO_COLOR set."""
+    import sys
+
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def table_width() -> int:
+    """Width of a table on stdout: the terminal's, kept within 80 to 160 columns (100 when
+    stdout is not a terminal)."""
+    import shutil
+
+    return max(80, min(shutil.get_terminal_size((100, 24)).columns, 160))

@@ -7,8 +7,9 @@ host JIT library exist, so every byte count in it was measured on the real outpu
 the kernels of each unit, the configure-time build config (compile options, toolchain identity,
 the ``.air`` file of every compiled source) and the JIT generator's ``embed.json``. Output is
 deterministic: plan order, paths relative to the build directory (sources relative to the kernel
-tree), no timestamps. :func:`read_manifest` gives the size report and the build summary the same
-typed view (docs/report-schema.md); docs/build.md lists every field. Standard library and
+tree), no timestamps. :func:`read_manifest` gives the size report (``report BUILD_DIR``, and
+``build`` and ``variants`` after building) its typed view (docs/report-schema.md); docs/build.md
+lists every field. Standard library and
 ``builder.errors``/``builder.fileio`` only: it runs inside pip's isolated build environment.
 """
 
@@ -27,7 +28,6 @@ from builder.limits import byte_count, read_json
 
 __all__ = [
     "MANIFEST_NAME",
-    "OPTION_KEYS",
     "SCHEMA",
     "BuildManifest",
     "ManifestFamily",
@@ -38,9 +38,6 @@ __all__ = [
 
 SCHEMA = 1
 MANIFEST_NAME = "manifest.json"
-OPTION_KEYS = ("cmake_options", "options", "cmake")
-"""Manifest keys that may hold the build's options, first present wins (a manifest records
-whatever options object its build had, as is)."""
 
 
 def _rel(path: str | os.PathLike[str], base: Path) -> str:
@@ -167,14 +164,13 @@ class ManifestFamily:
     mode: str
     """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the host)."""
     host_names: list[str]
-    outputs: list[str]
     embedded_bytes: int
     sources: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class BuildManifest:
-    """A build manifest (schema 1) as the size report and the build summary read it."""
+    """A build manifest (schema 1) as the size report reads it."""
 
     path: str
     families: list[ManifestFamily]
@@ -190,11 +186,6 @@ class BuildManifest:
     @property
     def folder(self) -> Path:
         return Path(self.path).parent
-
-    @property
-    def compiler_version(self) -> str | None:
-        toolchain = self.build.get("toolchain")
-        return toolchain.get("compiler_version") if isinstance(toolchain, dict) else None
 
     def family_of(self) -> dict[str, str]:
         """host name -> family, for every AOT family."""
@@ -222,7 +213,6 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
                 name=str(f["name"]),
                 mode=_mode(f.get("mode", "aot")),
                 host_names=[str(n) for n in f.get("host_names", [])],
-                outputs=[str(o) for o in f.get("outputs", [])],
                 embedded_bytes=byte_count(f.get("embedded_bytes", 0),
                                           "families[].embedded_bytes"),
                 sources=[str(s) for s in f.get("sources", [])],
@@ -242,12 +232,7 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
 def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:
     """The build part of a report's provenance: options, toolchain, generator."""
     facts: dict[str, Any] = {"manifest": path}
-    for key in OPTION_KEYS:
-        if key in data and data[key] is not None:
-            facts["options"] = data[key]
-            facts["options_key"] = key
-            break
-    for key in ("toolchain", "generator", "host_library"):
+    for key in ("options", "toolchain", "generator", "host_library"):
         if data.get(key) is not None:
             facts[key] = data[key]
     return facts

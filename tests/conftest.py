@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 import sysconfig
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
 from builder.inputs import wheels
+from builder.metallib.native import disabled
 
 # (version, platform) pairs the format tests cover: both writer generations under format 2.7
 # (0.28-0.31 without a reflection list or UUID; 0.32.0 with both) and format 2.9 (macOS 26).
@@ -28,6 +30,12 @@ _failures: dict[tuple[str, str], str] = {}
 # scripts (metallib-builder, cmake, ninja from the package index) must be on PATH all the same,
 # as they would be for a user who activated it.
 os.environ["PATH"] = os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
+
+# Tables on stdout take their width from COLUMNS and LINES when those are set
+# (shutil.get_terminal_size), and pytest-xdist's workers have them (80 x 24); the tests see what
+# a pipe gets, as in a single-process run and in CI, whatever the worker or the terminal.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 
 def _fetch(version: str, platform: str) -> Path:
@@ -72,21 +80,72 @@ def mlx_style() -> Path:
     return DATA
 
 
+# The container code has two paths that must give the same results: the C extension and the
+# pure-Python code (builder.metallib.native). Every test of these folders runs on both, but those
+# marked ``picks_container_code``: they choose the path themselves (and compare the two).
+BOTH_PATHS = ("metallib", "cli")
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """A whole-suite run must collect every ``test_*.py`` under tests/.
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    folder = Path(str(metafunc.definition.path)).parent
+    if (
+        folder.parent.resolve() == Path(__file__).resolve().parent
+        and folder.name in BOTH_PATHS
+        and metafunc.definition.get_closest_marker("picks_container_code") is None
+    ):
+        metafunc.parametrize("container_code", ["native", "python"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def container_code(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Which code reads containers in this test: ``native`` (the C extension, as installed) or
+    ``python`` (extension off, in this process and in the CLI it starts, as
+    ``METALLIB_BUILDER_NATIVE=0`` does for a user)."""
+    code: str = getattr(request, "param", "native")
+    if code == "native":
+        yield code
+        return
+    monkeypatch.setenv("METALLIB_BUILDER_NATIVE", "0")
+    with disabled():
+        yield code
+
+
+
+def _uncollected(config: pytest.Config, found: set[Path]) -> str | None:
+    """A whole-suite run must collect every ``test_*.py`` under tests/: the files it did not, as
+    the error to stop with (None for a partial run, which is the user's choice).
 
     pytest silently skips folders it thinks are not tests (``build``, ``venv``, ``dist``, dot
     folders: its ``norecursedirs`` default), which once kept 26 tests out of CI unnoticed.
     """
     tests = Path(__file__).resolve().parent
-    option = session.config.option
-    whole = [Path(a).resolve() for a in session.config.args] == [tests]
+    option = config.option
+    whole = [Path(a).resolve() for a in config.args] == [tests]
     if not whole or option.keyword or option.markexpr or option.deselect:
-        return  # a partial run is the user's choice
-    found = {Path(str(item.path)).resolve() for item in session.items}
+        return None
     missed = sorted(p for p in tests.rglob("test_*.py") if p.resolve() not in found)
-    if missed:
-        names = ", ".join(str(p.relative_to(tests)) for p in missed)
-        raise pytest.UsageError(f"test files that pytest did not collect: {names}")
+    if not missed:
+        return None
+    return "test files that pytest did not collect: " + ", ".join(
+        str(p.relative_to(tests)) for p in missed
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The check of a single-process run (with pytest-xdist, the controller checks below)."""
+    if hasattr(session.config, "workerinput"):  # an xdist worker: it sees the same items
+        return
+    why = _uncollected(session.config, {Path(str(item.path)).resolve() for item in session.items})
+    if why:
+        raise pytest.UsageError(why)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """The check under pytest-xdist, where the controller collects nothing itself: each worker
+    reports its test ids (relative to the rootdir). An error raised in a worker would surface as
+    an internal error without the message, hence ``pytest.exit`` here."""
+    root = Path(str(node.config.rootpath))
+    why = _uncollected(node.config, {(root / i.split("::")[0]).resolve() for i in ids})
+    if why:
+        pytest.exit(why, returncode=pytest.ExitCode.USAGE_ERROR)

@@ -1,8 +1,9 @@
 """``build``: drive CMake + Ninja, then print what the build produced, measured.
 
-Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); the size summary
-or ``--json`` goes to stdout. Exit 2 before configuring when AOT is asked for without a Metal
-compiler or the selection is bad; exit 1 when the build itself fails. The build options and
+Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); then stdout gets
+what ``report BUILD_DIR`` prints for the build (``--json``: its JSON report). Exit 2 before
+configuring when AOT is asked for without a Metal compiler or the selection is bad; exit 1 when
+the build itself fails. The build options and
 settings are shared with ``variants`` (``builder.cli.variants``), which builds several.
 """
 
@@ -16,13 +17,12 @@ from typing import Any, TypeVar
 import click
 
 from builder.cli.tree_options import tree_options
-from builder.jsontext import dumps
 
 __all__ = [
     "BUILD_ONLY",
     "build_command",
     "build_only_options",
-    "build_options",
+    "build_report_text",
     "build_settings",
     "no_wait_option",
 ]
@@ -36,12 +36,6 @@ def _families(value: str | None) -> tuple[str, ...]:
     return tuple(split_names(value) or ())
 
 
-_SHARED = [
-    click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-                 help="Parallel jobs for Ninja (default: Ninja's choice)."),
-    click.option("--source-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
-                 default=None, help="Kernel tree with catalog.json (default: bundled metal_src/)."),
-]  # fmt: skip
 _BUILD_ONLY = [
     click.option("--kernels", metavar="F,...",
                  help="Kernel families to build (default: every family in the catalog)."),
@@ -69,7 +63,9 @@ _BUILD_ONLY = [
                  help="Mean instantiations per generated AOT source of a catalog tree "
                       "(default 250)."),
     click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
-    click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON."),
+    click.option("--json", "as_json", is_flag=True,
+                 help="Print JSON instead of the table (build: what report BUILD_DIR --format "
+                      "json prints)."),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
 ]  # fmt: skip
 no_wait_option = click.option(
@@ -83,16 +79,9 @@ BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metal_flags",
 """Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
 
 
-def build_options(func: F) -> F:
-    """Add the build options."""
-    for option in reversed([*_SHARED, *_BUILD_ONLY]):
-        func = option(func)
-    return func
-
-
 def build_only_options(func: F) -> F:
-    """Add the build options but ``-j`` and ``--source-dir``, for a command that declares those
-    itself (``variants``, through the kernel-tree options)."""
+    """Add the options only a build takes (``-j`` and ``--source-dir`` come with the kernel-tree
+    options, ``builder.cli.tree_options``)."""
     for option in reversed(_BUILD_ONLY):
         func = option(func)
     return func
@@ -178,8 +167,6 @@ def build_command(**kw: Any) -> None:
     """
     from builder.cmake_build.driver import run_build
     from builder.console import stderr_console
-    from builder.render.build import build_text
-    from builder.size.build_sizes import sizes_to_dict
 
     outcome = run_build(
         build_settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"],
@@ -192,7 +179,17 @@ def build_command(**kw: Any) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    if kw["as_json"]:
-        click.echo(dumps(sizes_to_dict(outcome.sizes), indent=1))
-    else:
-        click.echo(build_text(outcome.sizes))
+    click.echo(build_report_text(outcome.reports, as_json=kw["as_json"]), nl=False)
+
+
+def build_report_text(reports: list[Any], *, as_json: bool) -> str:
+    """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
+    one measurement and one rendering of a build, whichever command shows it."""
+    if as_json:
+        from builder.render.machine import report_json
+
+        return report_json(reports)
+    from builder.console import stdout_color, table_width
+    from builder.render.tables import report_table
+
+    return report_table(reports, 20, color=stdout_color(), width=table_width())

@@ -7,8 +7,6 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 from __future__ import annotations
 
 import gc
-import os
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -173,9 +171,9 @@ def _top(top: int | None, fmt: str) -> int | None:
 
 
 def _width() -> int:
-    import shutil
+    from builder.console import table_width
 
-    return max(80, min(shutil.get_terminal_size((100, 24)).columns, 160))
+    return table_width()
 
 
 @click.command("report")
@@ -241,7 +239,9 @@ def report_command(
 
 
 def _color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    from builder.console import stdout_color
+
+    return stdout_color()
 
 
 @click.command("compare")

@@ -1,6 +1,7 @@
-"""One build from request to measured sizes: plan, check the toolchain, configure, build, measure.
+"""One build from request to outputs: plan, check the toolchain, configure, build.
 
-Shared by ``build`` and ``variants``. The selection is the build plan's
+Shared by ``build`` and ``variants``, which then measure the build directory as ``report BUILD_DIR``
+does (``builder.size.load``). The selection is the build plan's
 (``builder.cmake_build.plan``, the function CMake runs too): a bad selection or AOT units without
 a Metal compiler fail here, before any directory is created. A build directory configured with the
 same settings is not configured again; for a tree without a catalog the plan is recomputed (it is
@@ -21,12 +22,13 @@ from builder.cmake_build.progress import ProgressDisplay
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
 from builder.fileio import check_not_an_input
-from builder.size.build_sizes import BuildSizes, measure
+from builder.size.load import load_reports
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from builder.cmake_build.plan import BuildPlan, PlanRequest
+    from builder.size.report import Report
 
 __all__ = [
     "BuildOutcome",
@@ -91,7 +93,8 @@ class BuildOutcome:
     toolchain: MetalToolchain | None
     edges_run: int
     seconds: float
-    sizes: BuildSizes
+    reports: list[Report]
+    """The build measured as ``report BUILD_DIR`` measures it (while the lock was held)."""
 
 
 def _configured_split(tree: BuildTree) -> Split | None:
@@ -111,7 +114,8 @@ def run_build(
     wait: bool = True,
 ) -> BuildOutcome:  # fmt: skip
     """Plan, check, configure (if needed), build with progress, measure. Raises
-    UsageError/BuildFailed. Configuring, building and measuring hold the build folder's lock
+    UsageError/BuildFailed. Configuring, building and measuring (``report BUILD_DIR``'s
+    measurement, ``builder.size.load``) hold the build folder's lock
     (``build_folder_lock``): another run on it waits, or with ``wait=False`` is refused."""
     from builder.cmake_build.toolchain import (
         ToolchainMissing,
@@ -165,5 +169,5 @@ def run_build(
         if verbose:
             for line in output.other:
                 say(line)
-        sizes = measure(settings.build_dir)
-    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds, sizes)
+        reports = load_reports(str(settings.build_dir))
+    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds, reports)

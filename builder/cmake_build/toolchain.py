@@ -17,14 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.errors import UsageError
-
 __all__ = [
     "MetalToolchain",
     "ToolchainMissing",
     "find_metal_toolchain",
     "missing_message",
-    "require_metal_toolchain",
 ]
 
 
@@ -102,13 +99,3 @@ def missing_message(missing: ToolchainMissing) -> str:
         "--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal, or build every unit "
         "JIT with --jit (no Metal compiler needed)."
     )
-
-
-def require_metal_toolchain(
-    compiler: str | None = None, env: Mapping[str, str] | None = None, sdk: str = "macosx"
-) -> MetalToolchain:
-    """The toolchain, or UsageError (exit 2) with :func:`missing_message`."""
-    found = find_metal_toolchain(compiler, env, sdk)
-    if isinstance(found, ToolchainMissing):
-        raise UsageError(missing_message(found))
-    return found

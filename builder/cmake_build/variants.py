@@ -9,7 +9,8 @@ Variants (each in ``<build dir>/<name>``):
   ``cmake --preset mixed`` and ``variants`` build the same thing.
 
 A variant that needs the Metal compiler on a machine without one is reported as not built, with
-the reason, instead of failing the run.
+the reason, instead of failing the run. Each built variant is measured as ``report <its folder>``
+measures a build (``builder.size.load``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from builder.cmake_build.cmake import BuildFailed, BuildSettings, build_folder_l
 from builder.cmake_build.driver import BuildOutcome, run_build, split_families
 from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
 from builder.errors import BuilderError
-from builder.size.build_sizes import sizes_to_dict
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from builder.size.report import Report
 
 __all__ = ["VariantResult", "build_variants", "mixed_jit_families", "variants_to_dict"]
 
@@ -59,6 +61,20 @@ class VariantResult:
     outcome: BuildOutcome | None
     reason: str | None
     """Why it was not built (None when it was)."""
+    report: Report | None = None
+    """The build measured as ``report <its folder>`` measures it (None when not built)."""
+
+    @property
+    def shipped_bytes(self) -> int | None:
+        """What the variant ships: its metallib's and its host library's file sizes (None when
+        not built, or when its host library is missing)."""
+        report = self.report
+        if report is None:
+            return None
+        metallib = report.file_size if report.source.path is not None else 0
+        if not report.jit_families:
+            return metallib
+        return None if report.host_library is None else metallib + report.host_library.file_size
 
 
 def _variant_settings(base: BuildSettings, root: Path) -> list[tuple[str, str, BuildSettings]]:
@@ -81,9 +97,11 @@ def build_variants(
     base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool = False,
     wait: bool = True,
 ) -> list[VariantResult]:  # fmt: skip
-    """Build each variant; a missing compiler or a failed build is recorded, not raised. The
-    whole run holds ``root``'s lock (each variant's build its own folder's too): two runs in
-    one root wait for each other, or with ``wait=False`` the second is refused."""
+    """Build and measure each variant; a missing compiler or a failed build is recorded, not
+    raised. Why a variant was not built is not printed here: the table (or JSON) says it, once;
+    only a failed build's output goes to ``console`` (stderr), as ``build`` shows it. The whole
+    run holds ``root``'s lock (each variant's build its own folder's too): two runs in one root
+    wait for each other, or with ``wait=False`` the second is refused."""
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -101,9 +119,6 @@ def _build_each(
     for name, description, settings in _variant_settings(base, root):
         if split_families(settings).aot and isinstance(toolchain, ToolchainMissing):
             why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
-            console.print(
-                f"{name}: not built: {why}", markup=False, highlight=False, soft_wrap=True
-            )
             results.append(VariantResult(name, description, None, why))
             continue
         try:
@@ -112,11 +127,16 @@ def _build_each(
             console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
             results.append(VariantResult(name, description, None, f"build failed: {exc}"))
             continue
-        results.append(VariantResult(name, description, outcome, None))
+        (report,) = outcome.reports
+        results.append(VariantResult(name, description, outcome, None, report))
     return results
 
 
 def variants_to_dict(results: Sequence[VariantResult]) -> dict[str, Any]:
+    """``variants --json``: per variant whether it was built (and why not), its build time, what
+    it ships and its size report (the document ``report <its folder> --format json`` prints)."""
+    from builder.size.report import report_to_dict
+
     return {
         "schema": 1,
         "variants": [
@@ -126,7 +146,8 @@ def variants_to_dict(results: Sequence[VariantResult]) -> dict[str, Any]:
                 "built": r.outcome is not None,
                 "reason": r.reason,
                 "seconds": round(r.outcome.seconds, 3) if r.outcome else None,
-                "sizes": sizes_to_dict(r.outcome.sizes) if r.outcome else None,
+                "shipped_bytes": r.shipped_bytes,
+                "report": report_to_dict(r.report) if r.report is not None else None,
             }
             for r in results
         ],

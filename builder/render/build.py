@@ -1,113 +1,153 @@
-"""What a build produced, as text: the per-family size table of ``build`` and the side-by-side
-table of ``variants``, each followed by the origin of every figure."""
+"""The built variants of ``variants`` (without ``--from``) side by side, as text.
+
+One column per built variant, one row per kernel family; each column adds up to what the variant
+ships, its metallib plus its host library. The figures are each variant's size report, measured
+as ``report <its folder>`` measures a build (``builder.size.load``): an AOT family's function
+bytes in the metallib, a JIT family's symbol bytes in the host library, and the rows no family
+owns under the names ``report`` gives them. ``build`` itself prints that report
+(``builder.cli.build``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from builder.render.text import human_size
+from builder.render.text import OVERHEAD_LABEL, human_size, visible
+from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
     from builder.cmake_build.variants import VariantResult
-    from builder.size.build_sizes import BuildSizes
+    from builder.size.report import Report
 
-__all__ = ["build_text", "origins", "variants_text"]
+__all__ = ["variants_text"]
+
+_LEGEND = (
+    "AOT: the family's function bytes in the metallib. JIT: the bytes of its symbols in the host",
+    "library, where its source is embedded and compiled at run time. Each column adds up to the",
+    "total shipped: metallib file + host library file.",
+)
+
+HOST_WHOLE = "[host library, not split]"
+"""The row of a host library whose symbols could not be read: its bytes, no family's share."""
 
 
-def _size(value: int | None) -> str:
-    return "-" if value is None else human_size(value)
+class _Column(NamedTuple):
+    """One built variant's figures: a mode and bytes per family, the rows no family owns."""
+
+    modes: dict[str, str]
+    """``AOT`` or ``JIT`` per family."""
+    sizes: dict[str, int]
+    """Bytes per row (a JIT family has none when the host library's symbols were not read)."""
+    unowned: list[str]
+    """Rows that are no family's, in the order ``report`` shows them."""
+    notes: list[str]
 
 
-def origins(sizes: BuildSizes) -> list[str]:
-    """One line per source of figures, as printed under the table."""
-    lines = []
-    if sizes.metallib:
-        built_by = f"; compiled by {sizes.compiler}" if sizes.compiler else ""
-        lines.append(f"metallib: {sizes.metallib} ({sizes.metallib_bytes} bytes; function bytes "
-                     f"via builder.size.attribution{built_by})")  # fmt: skip
-    if sizes.host_library:
-        how = (f"symbol sizes via {sizes.host_symbol_method}" if sizes.host_symbol_method else
-               "file size only: per-family symbol sizes need pyelftools and an unstripped library")  # fmt: skip
-        lines.append(
-            f"host library: {sizes.host_library} ({sizes.host_library_bytes} bytes; {how})"
-        )
-    lines.append(f"manifest: {sizes.manifest} (embedded bytes, host names)")
+def _column(report: Report) -> _Column:
+    column = _Column({}, {}, [], [])
+    if report.source.path is not None:
+        for group in report.groups:
+            column.modes[group.name], column.sizes[group.name] = "AOT", group.bytes
+        column.sizes[OVERHEAD_LABEL] = report.overhead_bytes
+        column.unowned.append(OVERHEAD_LABEL)
+    jit = jit_breakdown(report)
+    if jit is None:
+        return column
+    for row in jit.families:
+        column.modes[row.name] = "JIT"
+        if jit.host_measured:
+            column.sizes[row.name] = row.bytes
+    for extra in jit.overhead:
+        column.sizes[extra.name] = extra.bytes
+        column.unowned.append(extra.name)
+    host = report.host_library
+    if jit.host_measured:
+        pass
+    elif host is not None:
+        column.sizes[HOST_WHOLE] = host.file_size
+        column.unowned.append(HOST_WHOLE)
+        column.notes.append(f"JIT families not split: {jit.origin}")
+    else:
+        column.notes.append(f"no host library: {jit.origin}")
+    return column
+
+
+def _origins(result: VariantResult, report: Report) -> list[str]:
+    lines = [f"{result.name} ({result.description}):"]
+    if report.source.path is not None:
+        lines.append(f"  metallib {visible(report.source.path)}: function bytes, as report "
+                     "measures them")  # fmt: skip
+    jit = jit_breakdown(report)
+    if jit is not None and jit.host_measured:
+        lines.append(f"  {visible(jit.origin)}")
+    elif report.source.manifest:
+        lines.append(f"  manifest {visible(report.source.manifest)}: families and their modes")
     return lines
 
 
-def build_text(sizes: BuildSizes) -> str:
-    """A plain table (one row per family, totals) plus the origin of each column."""
-    head = ("family", "mode", "kernels", "metallib", "embedded", "host lib")
-    rows = [
-        (f.name, f.mode, str(f.kernels), _size(f.metallib_bytes), _size(f.embedded_bytes),
-         _size(f.host_bytes))
-        for f in sizes.families
-    ]  # fmt: skip
-    if sizes.metallib_overhead_bytes is not None:
-        rows.append(("(container)", "aot", "", _size(sizes.metallib_overhead_bytes), "", ""))
-    if sizes.host_other_bytes is not None:
-        rows.append(("(runtime, shared)", "jit", "", "", "", _size(sizes.host_other_bytes)))
-    total_kernels = sum(f.kernels for f in sizes.families)
-    rows.append(("total", "", str(total_kernels), _size(sizes.metallib_bytes),
-                 _size(sizes.embedded_bytes) if sizes.host_library else "-",
-                 _size(sizes.host_library_bytes)))  # fmt: skip
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    fmt = "  ".join(f"{{:{'<' if i < 2 else '>'}{w}}}" for i, w in enumerate(widths))
-    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
-    lines += [
-        "",
-        (
-            "metallib = function bytes in the metallib; embedded = source bytes stored in the "
-            "host library (manifest); host lib = symbol bytes (total: file size)"
-        ),
-    ]
-    lines += origins(sizes)
-    return "\n".join(lines)
+def _size(value: int | None, none: str = "") -> str:
+    return none if value is None else human_size(value)
 
 
-def _family_cell(sizes: BuildSizes, family: str) -> str:
-    for fam in sizes.families:
-        if fam.name == family:
-            if fam.mode == "aot":
-                return f"aot {human_size(fam.metallib_bytes or 0)}"
-            host = f" / host {human_size(fam.host_bytes)}" if fam.host_bytes is not None else ""
-            return f"jit {human_size(fam.embedded_bytes or 0)} emb{host}"
-    return "-"
+def _cell(column: _Column, family: str) -> str:
+    """``AOT 1.54 kB``, ``JIT 543 B``, ``JIT`` (symbols not read) or ``-`` (not in the build)."""
+    mode = column.modes.get(family)
+    if mode is None:
+        return "-"
+    size = column.sizes.get(family)
+    return mode if size is None else f"{mode} {human_size(size)}"
+
+
+def _table(head: list[list[str]], rows: list[list[str]], rules: set[int]) -> list[str]:
+    """Left-aligned first column, right-aligned others; a dashed rule after the header and
+    before each row index in ``rules``."""
+    widths = [max(len(r[i]) for r in [*head, *rows]) for i in range(len(head[0]))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    rule = fmt.format(*("-" * w for w in widths))
+    lines = [fmt.format(*h) for h in head] + [rule]
+    for at, row in enumerate(rows):
+        if at in rules:
+            lines.append(rule)
+        lines.append(fmt.format(*row))
+    return lines
 
 
 def variants_text(results: Sequence[VariantResult]) -> str:
-    """Families as rows, variants as columns; totals; then what was not built and why."""
-    built = [r for r in results if r.outcome is not None]
+    """Families as rows, built variants as columns, then a total shipped row; under the table
+    where each figure was measured, then the variants not built and why (each reason once)."""
+    built = [(r, r.report) for r in results if r.report is not None and r.outcome is not None]
     lines: list[str] = []
     if built:
-        families = [f.name for f in built[0].outcome.sizes.families]  # type: ignore[union-attr]
-        head = ["family", *(r.name for r in built)]
-        rows = [[fam, *(_family_cell(r.outcome.sizes, fam) for r in built)] for fam in families]  # type: ignore[union-attr]
-        sizes = [r.outcome.sizes for r in built]  # type: ignore[union-attr]
-        rows.append(["metallib (file)", *(_size(s.metallib_bytes) for s in sizes)])
-        rows.append(["host library (file)", *(_size(s.host_library_bytes) for s in sizes)])
-        rows.append(["embedded (manifest)",
-                     *(_size(s.embedded_bytes if s.host_library else None) for s in sizes)])  # fmt: skip
-        rows.append(["build time", *(f"{r.outcome.seconds:.1f} s" for r in built)])  # type: ignore[union-attr]
-        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-        fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-        lines += [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-        lines += [fmt.format(*row) for row in rows]
-        lines += [
-            "",
-            (
-                "aot = function bytes in mlx.metallib; jit = source bytes embedded in the host "
-                "library (emb) and its symbol bytes (host)"
-            ),
-        ]
-        for r in built:
-            lines += [f"{r.name} ({r.description}):"] + [
-                f"  {line}"
-                for line in origins(r.outcome.sizes)  # type: ignore[union-attr]
-            ]
+        columns = [_column(report) for _, report in built]
+        largest: dict[str, int] = {}
+        for column in columns:
+            for name in column.modes:
+                largest[name] = max(largest.get(name, 0), column.sizes.get(name, 0))
+        unowned = list(dict.fromkeys(name for column in columns for name in column.unowned))
+        head = [["", *(r.name for r, _ in built)],
+                ["kernel family", *(r.description for r, _ in built)]]  # fmt: skip
+        rows = [[visible(name), *(_cell(column, name) for column in columns)]
+                for name in sorted(largest, key=lambda n: (-largest[n], n))]  # fmt: skip
+        rows += [[name, *(_size(column.sizes.get(name)) for column in columns)] for name in unowned]
+        total_at = len(rows)
+        reports = [report for _, report in built]
+        rows += [
+            ["total shipped", *(_size(r.shipped_bytes, "-") for r, _ in built)],
+            ["  metallib file",
+             *(_size(r.file_size if r.source.path is not None else None, "-") for r in reports)],
+            ["  host library file",
+             *(_size(r.host_library.file_size if r.host_library else None, "-") for r in reports)],
+            ["build time", *(f"{r.outcome.seconds:.1f} s" for r, _ in built if r.outcome)],
+        ]  # fmt: skip
+        lines += _table(head, rows, {total_at})
+        lines += ["", *_LEGEND]
+        for (result, report), column in zip(built, columns):
+            lines += _origins(result, report) + [f"  {visible(n)}" for n in column.notes]
+    reasons: dict[str, list[str]] = {}
     for r in results:
-        if r.outcome is None:
-            lines.append(f"{r.name}: not built: {r.reason}")
+        if r.report is None:
+            reasons.setdefault(r.reason or "not measured", []).append(r.name)
+    for reason, names in reasons.items():
+        lines.append(f"not built: {', '.join(names)}: {reason}")
     return "\n".join(lines)

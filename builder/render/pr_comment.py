@@ -224,7 +224,7 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
                           "|---|---:|---:|---:|---:|" + ("---:|" if extra else "")], folded))  # fmt: skip
     produced = [clip(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
                 clip(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
-    sections.append(("What produced these libraries", [], produced))
+    sections.append(("How these were measured and built", [], produced))
     for index, section in enumerate(sections):
         _details(out, section, out.left // (len(sections) - index))
     out.add(footer)

@@ -1,4 +1,10 @@
-"""A report's provenance record (``builder.size.provenance``) as one line for people."""
+"""A report's provenance record (``builder.size.provenance``) as one line for people.
+
+The line keeps apart who measured the figures (this tool), what the library says of itself (its
+format, versions and compiler, whoever built it) and, for a build directory, that this project
+built it and with which options: a library Apple's tools built is never said to be produced by
+metallib-builder.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +17,14 @@ __all__ = ["provenance_line"]
 
 
 def provenance_line(provenance: Mapping[str, Any]) -> str:
-    """One line for people: tool, format, AIR/MSL versions, compiler, build options."""
+    """One line for people: measuring tool; the library's format, AIR/MSL versions and compiler;
+    for a build, its generator and options."""
     if not provenance:
-        return "produced by: not recorded"
+        return "provenance: not recorded"
     parts = []
     tool = provenance.get("tool") or {}
     if tool:
-        parts.append(f"{tool.get('name', TOOL_NAME)} {tool.get('version', '?')}")
+        parts.append(f"measured by {tool.get('name', TOOL_NAME)} {tool.get('version', '?')}")
     lib = provenance.get("library") or {}
     if lib:
         parts.append(f"metallib format {lib.get('format_version', '?')}")
@@ -29,15 +36,16 @@ def provenance_line(provenance: Mapping[str, Any]) -> str:
         parts.append("compiler " + ("; ".join(compilers) if compilers else "not found"))
     build = provenance.get("build") or {}
     if build:
+        built = f"built by {_flat(build.get('generator') or TOOL_NAME)}"
         options = build.get("options")
         if isinstance(options, Mapping) and options:
             text = " ".join(f"{k}={_flat(v)}" for k, v in sorted(options.items()))
-            parts.append(f"build options {text}")
+            parts.append(f"{built} with build options {text}")
         elif options:
-            parts.append(f"build options {_flat(options)}")
+            parts.append(f"{built} with build options {_flat(options)}")
         else:
-            parts.append("no build options in the manifest")
-    return "produced by: " + "; ".join(parts)
+            parts.append(f"{built}; no build options in the manifest")
+    return "; ".join(parts)
 
 
 def _flat(value: Any) -> str:

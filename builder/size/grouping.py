@@ -4,7 +4,7 @@ Kernel families come from the best source available, in this order:
 
 1. a build manifest of this project (exact: the build knows which family produced each name);
 2. a rule file given with ``--rules`` (ordered ``FAMILY REGEX`` lines, first match wins);
-3. the built-in MLX rule set (``builder/rules/mlx.rules``) when most names look like MLX's;
+3. the built-in MLX rule set (``builder/size/rules/mlx.rules``) when most names look like MLX's;
 4. a generic fallback that strips dtype tokens and numeric parameters from the name.
 
 Rules are compiled into one alternation so that classifying 17k names is a single regex call per
@@ -46,18 +46,16 @@ MLX_MIN_SHARE = 0.5
 
 _RULES_DIR = Path(__file__).resolve().parent / "rules"
 
-_DTYPE_SPELLINGS = NAME_SPELLINGS
 # One alternation, longest spelling first; scanning left to right keeps "uint32" from being read
 # as "int32".
-_DTYPE_RE = re.compile("|".join(re.escape(s) for s in _DTYPE_SPELLINGS))
-_WORD_ONLY = WORD_ONLY_SPELLINGS
+_DTYPE_RE = re.compile("|".join(re.escape(s) for s in NAME_SPELLINGS))
 
 
 def _dtype_tokens(name: str, *, skip_masks: bool = False) -> Iterator[str]:
     for match in _DTYPE_RE.finditer(name):
         text = match.group()
         start, end = match.span()
-        if text in _WORD_ONLY and (
+        if text in WORD_ONLY_SPELLINGS and (
             (start and name[start - 1] != "_") or (end < len(name) and name[end] != "_")
         ):
             continue
@@ -67,7 +65,7 @@ def _dtype_tokens(name: str, *, skip_masks: bool = False) -> Iterator[str]:
             and not name.endswith(_NO_MASK, 0, start)
         ):
             continue
-        yield _DTYPE_SPELLINGS[text]
+        yield NAME_SPELLINGS[text]
 
 
 # MLX names a mask's element type right after the word "mask" (``outmask_float32``,
@@ -95,7 +93,7 @@ def primary_dtype(name: str) -> str:
 def _strip_dtype(match: re.Match[str]) -> str:
     text, start, end = match.group(), match.start(), match.end()
     name = match.string
-    if text in _WORD_ONLY and (
+    if text in WORD_ONLY_SPELLINGS and (
         (start and name[start - 1] != "_") or (end < len(name) and name[end] != "_")
     ):
         return text
@@ -192,7 +190,7 @@ def parse_rules(text: str, origin: str) -> RuleSet:
 
 
 def load_rules(path: str | Path) -> RuleSet:
-    """Read a user rule file (see ``builder/rules/mlx.rules`` for the format)."""
+    """Read a user rule file (see ``builder/size/rules/mlx.rules`` for the format)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -5,8 +5,9 @@ anonymous namespace, so their symbol names do not say which family they belong t
 table does: the local symbols of a translation unit follow its ``STT_FILE`` symbol. A symbol is
 therefore counted for a family when it is local to ``<family>.cpp`` (a family named by a path,
 such as an entry file ``steel/gemm.metal``, by its last part: compilers record the file name
-only, so ``gemm.metal.cpp``, when no other family ends the same way) or when its name contains
-``family_<family>`` (the exported registry entry). Everything else is ``(other)``: the runtime,
+only, so ``gemm.metal.cpp``, when no other family ends the same way) or when its name holds the
+identifier ``family_<family>`` (a catalog family's registry entry), whole, or mangled (C++ writes
+an identifier after its length, ``13family_arange``, and may follow it by anything). Everything else is ``(other)``: the runtime,
 the shared (deduplicated) pieces merged across families. Sizes are ``st_size`` of defined data and
 function symbols, so they are measured, not estimated; a non-ELF or stripped library gives None.
 """
@@ -35,6 +36,12 @@ class SymbolSizes:
         return sum(self.by_family.values())
 
 
+def _registry_entry(family: str) -> re.Pattern[str]:
+    """The name ``family_<family>`` in a symbol: a C name, or a length-prefixed mangled one."""
+    ident = re.escape(f"family_{family}")
+    return re.compile(rf"(?<![0-9]){len(family) + 7}{ident}|(?<![A-Za-z0-9_]){ident}(?![A-Za-z0-9_])")
+
+
 def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
     """Symbol bytes per family of the ELF file at ``path``; None without pyelftools or symbols."""
     try:
@@ -44,7 +51,7 @@ def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
     except ImportError:
         return None
     names = list(families)
-    by_name = [(f, re.compile(rf"family_{re.escape(f)}(?![A-Za-z0-9_])")) for f in names]
+    by_name = [(f, _registry_entry(f)) for f in names]
     totals = dict.fromkeys([*names, OTHER], 0)
     last = [Path(f).name for f in names]
     by_file = {Path(f).name: f for f in names if last.count(Path(f).name) == 1}

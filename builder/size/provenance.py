@@ -3,8 +3,8 @@
 A size figure is only comparable with another when both were produced the same way, so every
 report carries this record (JSON ``provenance``, one line in tables and markdown, a panel in the
 HTML view). It is plain data: a dict of JSON types, built once where the metallib is open
-(``builder.inputs.targets``); ``builder.render.provenance`` shows it as one line. Nothing in it is guessed: a field that could
-not be read is absent or an empty list.
+(``builder.size.load``); ``builder.render.provenance`` shows it as one line. Nothing in it is
+guessed: a field that could not be read is absent or an empty list.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["TOOL_NAME", "build_provenance"]
 
 TOOL_NAME = "metallib-builder"
+
+
 def build_provenance(
     library: Provenance | None, build: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:

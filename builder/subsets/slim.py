@@ -32,7 +32,6 @@ __all__ = [
     "choose_functions",
     "describe_mismatches",
     "read_keep_list",
-    "select_functions",
     "slim_file",
 ]
 
@@ -127,13 +126,6 @@ def choose_functions(
             why = f" (no line of the keep list matches a function: {_listed(list(missing), 3)})"
         raise UsageError(f"the selection keeps no function; a metallib needs at least one{why}")
     return Selection(sorted(chosen), list(missing))
-
-
-def select_functions(
-    names: Sequence[str], keep: Iterable[str] = (), drop: Iterable[str] = ()
-) -> list[int]:
-    """Indices (ascending) of the functions to keep, every pattern strict (``choose_functions``)."""
-    return choose_functions(names, keep, drop).indices
 
 
 class HashMismatch(NamedTuple):

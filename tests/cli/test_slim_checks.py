@@ -60,6 +60,7 @@ def corrupt(source: Path, dest: Path, *indices: int) -> list[tuple[str, int]]:
 # -- module hashes -----------------------------------------------------------------------------
 
 
+@pytest.mark.picks_container_code
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_hash_mismatch_refuses_and_keeps_the_old_output(
     library: Path, tmp_path: Path, native: str

@@ -13,11 +13,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mlx_tree import DATA
+from support.shared import shared_folder
 
 from builder.kernels.compiler import find_compiler
 
@@ -48,15 +51,25 @@ def kernel_tree(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest.fixture
-def mlx_tree(tmp_path: Path, mlx_style: Path, mlx_headers: Path) -> Path:
-    """A copy of the MLX-style entry files with a metallib.toml naming the real MLX headers."""
-    dest = tmp_path / "mlx_style"
+def copy_mlx_tree(dest: Path, mlx_style: Path, mlx_headers: Path) -> Path:
+    """Copy the MLX-style entry files to ``dest`` with a metallib.toml naming the real headers."""
     shutil.copytree(mlx_style, dest, ignore=shutil.ignore_patterns("*.md"))
     (dest / "metallib.toml").write_text(
         f'[kernels]\ninclude-dirs = ["{mlx_headers.as_posix()}"]\n[build]\nlibrary = "mlx"\n'
     )
     return dest
+
+
+@pytest.fixture
+def mlx_tree(tmp_path: Path, mlx_style: Path, mlx_headers: Path) -> Path:
+    """A copy of the MLX-style entry files with a metallib.toml naming the real MLX headers."""
+    return copy_mlx_tree(tmp_path / "mlx_style", mlx_style, mlx_headers)
+
+
+@pytest.fixture(scope="session")
+def lay_out_mlx_tree(mlx_headers: Path) -> Callable[[Path], Path]:
+    """``lay_out_mlx_tree(dest)`` writes what ``mlx_tree`` is, at ``dest``."""
+    return lambda dest: copy_mlx_tree(dest, DATA, mlx_headers)
 
 
 @dataclass
@@ -127,6 +140,30 @@ class StandinBuild:
     def manifest(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.build_dir / "manifest.json").read_text())
         return data
+
+
+SharedStandin = Callable[[str, Callable[[Path], object], dict[str, str]], StandinBuild]
+
+
+@pytest.fixture(scope="session")
+def shared_standin(tmp_path_factory: pytest.TempPathFactory) -> SharedStandin:
+    """``shared_standin(name, lay_out, defines)``: a build configured and built once per run (all
+    workers), for the tests that only read it (its log, outputs, manifest); ``lay_out(dest)``
+    writes the kernel tree it builds."""
+
+    def get(name: str, lay_out: Callable[[Path], object], defines: dict[str, str]) -> StandinBuild:
+        def make(folder: Path) -> None:
+            lay_out(folder / "tree")
+            build = StandinBuild(folder / "build", folder / "tree", folder / "standin.log",
+                                 dict(defines))  # fmt: skip
+            build.configure()
+            build.ninja()
+
+        folder = shared_folder(tmp_path_factory, name, make)
+        return StandinBuild(folder / "build", folder / "tree", folder / "standin.log",
+                            dict(defines))  # fmt: skip
+
+    return get
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ rule as any tree, depfiles, no-op rebuilds, the link through the metal driver, t
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from builder.kernels import load_catalog
 from builder.manifest import read_manifest
 from builder.metallib import open_metallib
+from builder.resources import metal_src_dir
 
 pytestmark = pytest.mark.cmake
 
@@ -23,52 +25,62 @@ def _bump(path: Path) -> None:
     os.utime(path)
 
 
+DEFINES = {
+    "METAL_KERNELS": ",".join(FAMILIES),
+    "METAL_DTYPES": ",".join(DTYPES),
+    "METAL_AOT_CHUNK_SIZE": "40",
+}
+
+
 @pytest.fixture
 def built(standin_build):  # type: ignore[no-untyped-def]
-    standin_build.defines = {
-        "METAL_KERNELS": ",".join(FAMILIES),
-        "METAL_DTYPES": ",".join(DTYPES),
-        "METAL_AOT_CHUNK_SIZE": "40",
-    }
+    """A build of the test's own (a test that rebuilds or touches it)."""
+    standin_build.defines = dict(DEFINES)
     standin_build.configure()
     standin_build.ninja()
     return standin_build
 
 
-def test_metallib_holds_exactly_the_catalog_host_names(built) -> None:  # type: ignore[no-untyped-def]
-    expected = [i.host_name for i in load_catalog(built.kernel_dir).expand(FAMILIES, DTYPES)]
-    with open_metallib(built.build_dir / "mlx.metallib") as lib:
+@pytest.fixture(scope="session")
+def built_once(shared_standin):  # type: ignore[no-untyped-def]
+    """The same build, made once per run, for the tests that only read it."""
+    return shared_standin("aot-catalog", lambda dest: shutil.copytree(metal_src_dir(), dest), DEFINES)
+
+
+def test_metallib_holds_exactly_the_catalog_host_names(built_once) -> None:  # type: ignore[no-untyped-def]
+    expected = [i.host_name for i in load_catalog(built_once.kernel_dir).expand(FAMILIES, DTYPES)]
+    with open_metallib(built_once.build_dir / "mlx.metallib") as lib:
         names = [fn.name for fn in lib.functions]
     assert sorted(names) == sorted(expected)
     assert len(names) == len(set(names))
 
 
-def test_sources_cut_each_family_and_are_compiled_once(built) -> None:  # type: ignore[no-untyped-def]
-    catalog = load_catalog(built.kernel_dir)
-    sources = built.generated_sources()
+def test_sources_cut_each_family_and_are_compiled_once(built_once) -> None:  # type: ignore[no-untyped-def]
+    catalog = load_catalog(built_once.kernel_dir)
+    sources = built_once.generated_sources()
     held: dict[str, list[str]] = {}
     for path in sources:
         # named after the first instantiation each holds; the stand-in reads them as any tree
-        names = [c for c in built.calls("compile") if Path(c["source"]) == path.resolve()]
+        names = [c for c in built_once.calls("compile") if Path(c["source"]) == path.resolve()]
         assert len(names) == 1, path
         assert path.stem == names[0]["kernels"][0]
         held.setdefault(path.stem.split("_")[0], []).extend(names[0]["kernels"])
     for family in FAMILIES:
         assert sorted(held[family]) == sorted(i.host_name for i in catalog.expand([family], DTYPES))
     assert len(sources) > len(FAMILIES)  # a mean of 40 per source: families are cut
-    for call in built.calls("compile"):
+    for call in built_once.calls("compile"):
         argv = call["argv"]
         assert argv[argv.index("-MF") + 1].endswith(".d") and "-MMD" in argv
         assert argv[:5] == ["-x", "metal", "-Wall", "-Wextra", "-fno-fast-math"]
 
 
-def test_link_consumes_every_air(built) -> None:  # type: ignore[no-untyped-def]
-    links = built.calls("link")
+def test_link_consumes_every_air(built_once) -> None:  # type: ignore[no-untyped-def]
+    links = built_once.calls("link")
     assert len(links) == 1
-    airs = {Path(c["output"]) for c in built.calls("compile")}
+    airs = {Path(c["output"]) for c in built_once.calls("compile")}
     assert {Path(p) for p in links[0]["inputs"]} == airs
-    assert len(airs) == len(built.generated_sources())
-    assert links[0]["argv"][:2] == ["-o", str(built.build_dir / "mlx.metallib")]
+    assert len(airs) == len(built_once.generated_sources())
+    assert links[0]["argv"][:2] == ["-o", str(built_once.build_dir / "mlx.metallib")]
 
 
 def test_noop_rebuild_runs_nothing(built) -> None:  # type: ignore[no-untyped-def]
@@ -104,16 +116,16 @@ def test_touched_header_rebuilds_only_its_includers(built) -> None:  # type: ign
     assert built.compiled_sources() == {p.name for p in built.generated_sources()}
 
 
-def test_depfile_lists_headers_reached_through_includes(built) -> None:  # type: ignore[no-untyped-def]
-    call = next(c for c in built.calls("compile") if Path(c["source"]).name.startswith("unary_"))
-    headers = {Path(h).relative_to(built.kernel_dir.resolve()).as_posix() for h in call["headers"]}
+def test_depfile_lists_headers_reached_through_includes(built_once) -> None:  # type: ignore[no-untyped-def]
+    call = next(c for c in built_once.calls("compile") if Path(c["source"]).name.startswith("unary_"))
+    headers = {Path(h).relative_to(built_once.kernel_dir.resolve()).as_posix() for h in call["headers"]}
     assert {"unary/unary.h", "unary/unary_ops.h", "common/types.h"} <= headers
     assert not any(h.startswith("binary/") for h in headers)
 
 
-def test_manifest_describes_the_build(built) -> None:  # type: ignore[no-untyped-def]
-    manifest = built.manifest()
-    catalog = load_catalog(built.kernel_dir)
+def test_manifest_describes_the_build(built_once) -> None:  # type: ignore[no-untyped-def]
+    manifest = built_once.manifest()
+    catalog = load_catalog(built_once.kernel_dir)
     assert manifest["metallib"] == "mlx.metallib"
     assert [f["name"] for f in manifest["families"]] == list(FAMILIES)
     for fam in manifest["families"]:
@@ -122,15 +134,15 @@ def test_manifest_describes_the_build(built) -> None:  # type: ignore[no-untyped
         assert fam["sources"] == [catalog.families[fam["name"]].header]
         assert "mlx.metallib" in fam["outputs"]
         assert all(not Path(o).is_absolute() for o in fam["outputs"] + fam["generated_sources"])
-        on_disk = sum((built.build_dir / s).stat().st_size for s in fam["generated_sources"])
+        on_disk = sum((built_once.build_dir / s).stat().st_size for s in fam["generated_sources"])
         assert fam["generated_bytes"] == on_disk
     assert (
-        manifest["files"]["metallib"]["bytes"] == (built.build_dir / "mlx.metallib").stat().st_size
+        manifest["files"]["metallib"]["bytes"] == (built_once.build_dir / "mlx.metallib").stat().st_size
     )
     assert manifest["options"]["METAL_DTYPES"] == list(DTYPES)
     assert "stand-in" in manifest["toolchain"]["compiler_version"]
     # the size report's reader accepts it and maps every function to its family
-    parsed = read_manifest(built.build_dir / "manifest.json")
+    parsed = read_manifest(built_once.build_dir / "manifest.json")
     assert set(parsed.family_of().values()) == set(FAMILIES)
 
 

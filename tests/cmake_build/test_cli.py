@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from builder.render.text import human_size
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,20 +92,48 @@ def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
                 str(build_dir), "--metal-compiler", str(metal), "--json", "-j", "2")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "[1/" in done.stderr and "Linking mlx.metallib" in done.stderr  # plain progress lines
-    sizes = json.loads(done.stdout)
-    assert sizes["metallib_bytes"] == (build_dir / "mlx.metallib").stat().st_size
-    fams = {f["name"]: f for f in sizes["families"]}
-    assert set(fams) == {"unary", "arange"} and all(f["mode"] == "aot" for f in fams.values())
-    assert (
-        sum(f["metallib_bytes"] for f in fams.values()) + sizes["metallib_overhead_bytes"]
-        == sizes["metallib_bytes"]
-    )
+    doc = json.loads(done.stdout)  # the JSON report of the build
+    assert doc["file_size"] == (build_dir / "mlx.metallib").stat().st_size
+    groups = {g["name"]: g for g in doc["groups"]}
+    assert set(groups) == {"unary", "arange"} and doc["jit_families"] == []
+    assert sum(g["bytes"] for g in groups.values()) + doc["overhead_bytes"] == doc["file_size"]
     # a second run configures nothing and builds nothing
     again = _cli("build", "--kernels", "unary,arange", "--dtypes", "float32", "--build-dir",
                  str(build_dir), "--metal-compiler", str(metal))  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "Configuring" not in again.stderr and "(0 build steps)" in again.stderr
-    assert "metallib: " in again.stdout and "manifest: " in again.stdout
+    assert "measured in" in again.stdout and "manifest.json" in again.stdout.replace("\n", "")
+
+
+@pytest.mark.cmake
+def test_build_prints_what_report_prints(
+    tmp_path: Path, mlx_tree: Path, standin_tools: Path, cxx_available: None
+) -> None:
+    """One JIT build of the MLX-style tree (two entry files AOT): ``build`` prints what
+    ``report BUILD_DIR`` prints, table and JSON, and its host-library rows add up to the file."""
+    toml = mlx_tree / "metallib.toml"
+    toml.write_text(toml.read_text() + 'aot-only = ["plain_kernels.metal", "tiles/*.metal"]\n')
+    build_dir = tmp_path / "b"
+    args = ["build", "--source-dir", str(mlx_tree), "--jit", "--build-dir", str(build_dir),
+            "--metal-compiler", str(standin_tools), "-j", "2"]  # fmt: skip
+    built = _cli(*args)
+    assert built.returncode == 0, built.stderr
+    reported = _cli("report", str(build_dir))
+    assert reported.returncode == 0, reported.stderr
+    assert built.stdout == reported.stdout
+    built_json = _cli(*args, "--json")
+    assert "(0 build steps)" in built_json.stderr  # measured again, not built again
+    assert json.loads(built_json.stdout) == json.loads(_cli("report", str(build_dir), "--format",
+                                                            "json").stdout)  # fmt: skip
+    # the JIT table: every row of the host library, and their total is its file size
+    jit = built.stdout[built.stdout.index("JIT family") :]
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in jit.splitlines()]
+    rows = {c[0]: c[3] for c in cells if len(c) > 3 and c[3]}  # JIT family -> bytes
+    host = (build_dir / "libmetal_jit.so").stat().st_size
+    assert {"[runtime, shared]", "[not in any symbol]", "total"} <= set(rows), jit
+    parts = [int(v.replace(",", "")) for k, v in rows.items() if k != "total"]
+    assert sum(parts) == int(rows["total"].replace(",", "")) == host
+    assert len(parts) == 4 + 2  # the four JIT entry files, shared, in no symbol
 
 
 @pytest.mark.cmake
@@ -120,11 +151,11 @@ def test_build_failure_shows_the_failing_command(
 @pytest.mark.cmake
 @pytest.mark.slow
 def test_variants_without_compiler_build_jit_only(tmp_path: Path, cxx_available: None) -> None:
-    done = _cli("variants", "--kernels", "arange,softmax", "--build-dir", str(tmp_path / "v"))
+    done = _cli("variants", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v"))
     assert done.returncode == 0, done.stderr
-    assert "jit-off: not built: no Metal compiler (xcrun not found) — needs macOS with Xcode" in (
-        done.stdout
-    )
+    reason = "not built: jit-off, mixed: no Metal compiler (xcrun not found) — needs macOS with Xcode"
+    assert reason in done.stdout
+    assert (done.stdout + done.stderr).count("not built") == 1  # said once, for both
     assert (tmp_path / "v" / "jit-on" / "manifest.json").is_file()
     assert not (tmp_path / "v" / "jit-off").exists()
 
@@ -141,7 +172,39 @@ def test_variants_with_standin_side_by_side(
     data = json.loads(done.stdout)
     built = {v["name"]: v for v in data["variants"]}
     assert set(built) == {"jit-on", "jit-off", "mixed"} and all(v["built"] for v in built.values())
-    modes = {f["name"]: f["mode"] for f in built["mixed"]["sizes"]["families"]}
+    mixed = built["mixed"]["report"]
+    modes = {**{g["name"]: "aot" for g in mixed["groups"]},
+             **{j["name"]: "jit" for j in mixed["jit_families"]}}  # fmt: skip
     assert modes == {"arange": "aot", "copy": "jit", "softmax": "aot"}
-    assert built["jit-on"]["sizes"]["metallib"] is None
-    assert built["jit-off"]["sizes"]["host_library"] is None
+    assert built["jit-on"]["report"]["source"]["path"] is None  # no metallib
+    assert "host_library" not in built["jit-off"]["report"]  # no JIT family
+    for name, variant in built.items():  # what ships: the files on disk
+        files = [tmp_path / "v" / name / f for f in ("mlx.metallib", "libmetal_jit.so")]
+        assert variant["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
+    # the table: each column adds up to the total shipped, which is the files' sizes
+    done = _cli("variants", "--kernels", "arange,copy,softmax", "--dtypes", "float32",
+                "--build-dir", str(tmp_path / "v"), "--metal-compiler", str(standin_tools))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
+    spans = [m.span() for m in re.finditer(r"-+", lines[rules[0]])]  # the columns, by position
+    cells = [[line[a:b].strip() for a, b in spans] for line in lines]
+    names = cells[0][1:]
+    assert names == ["jit-on", "jit-off", "mixed"] and cells[1][0] == "kernel family"
+    body, total = cells[rules[0] + 1 : rules[1]], cells[rules[1] + 1]
+    assert total[0] == "total shipped"
+    for column, name in enumerate(names, start=1):
+        variant = built[name]
+        assert total[column] == human_size(variant["shipped_bytes"])
+        # the rows of the column are the report's figures, which add up to what ships
+        report = variant["report"]
+        exact = [g["bytes"] for g in report["groups"]]
+        if report["source"]["path"] is not None:
+            exact.append(report["overhead_bytes"])
+        if "host_library" in report:
+            host = report["host_library"]
+            exact += [j["host_bytes"] for j in report["jit_families"]]
+            exact += [host["shared_bytes"], host["unattributed_bytes"]]
+        assert sum(exact) == variant["shipped_bytes"]
+        shown = [row[column].removeprefix("AOT ").removeprefix("JIT ") for row in body]
+        assert sorted(c for c in shown if c not in ("", "-")) == sorted(map(human_size, exact))

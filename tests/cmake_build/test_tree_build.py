@@ -48,46 +48,53 @@ def _reached(tree: Path, entry: str, include: Path) -> set[Path]:
 
 @pytest.fixture
 def aot_built(tree_build, cxx_available: None):  # type: ignore[no-untyped-def]
-    # the tree has run-time-only kernels: their header goes into a host library (C++)
+    """A build of the test's own (a test that touches it). The tree has run-time-only kernels:
+    their header goes into a host library (C++)."""
     tree_build.configure()
     tree_build.ninja()
     return tree_build
 
 
-def test_every_entry_file_compiled_once_with_the_default_flags(aot_built) -> None:  # type: ignore[no-untyped-def]
-    compiles = aot_built.calls("compile")
-    assert sorted(aot_built.compiled_sources()) == sorted(BY_FILE)
+@pytest.fixture(scope="session")
+def built_once(shared_standin, lay_out_mlx_tree):  # type: ignore[no-untyped-def]
+    """The same build, made once per run, for the tests that only read it."""
+    return shared_standin("aot-mlx-style", lay_out_mlx_tree, {})
+
+
+def test_every_entry_file_compiled_once_with_the_default_flags(built_once) -> None:  # type: ignore[no-untyped-def]
+    compiles = built_once.calls("compile")
+    assert sorted(built_once.compiled_sources()) == sorted(BY_FILE)
     assert len(compiles) == len(BY_FILE)  # each exactly once
     for call in compiles:
         argv = call["argv"]
         assert argv[:5] == ["-x", "metal", *DEFAULT_FLAGS], argv
         assert argv[argv.index("-c") + 1] == call["source"]  # the entry file itself, not a copy
         assert "-MMD" in argv and argv[argv.index("-MF") + 1].endswith(".d")
-    (link,) = aot_built.calls("link")
+    (link,) = built_once.calls("link")
     assert sorted(link["inputs"]) == sorted(c["output"] for c in compiles)
 
 
-def test_the_library_holds_exactly_the_discovered_kernels(aot_built) -> None:  # type: ignore[no-untyped-def]
-    names = _library(aot_built)
+def test_the_library_holds_exactly_the_discovered_kernels(built_once) -> None:  # type: ignore[no-untyped-def]
+    names = _library(built_once)
     assert len(names) == len(set(names))
     assert set(names) == set().union(*BY_FILE.values())
-    manifest = read_manifest(aot_built.build_dir / "manifest.json")
+    manifest = read_manifest(built_once.build_dir / "manifest.json")
     # each kernel is recorded with its entry file: --by source needs nothing else
     assert manifest.source_of() == {n: f for f, names in BY_FILE.items() for n in names}
-    raw = aot_built.manifest()
+    raw = built_once.manifest()
     assert raw["tree"] == {"kind": "discovered", "library": "mlx"}
     assert [f["name"] for f in raw["families"]] == sorted(BY_FILE)
     # run-time-only kernels (indexing/scatter_rows.h: no entry file instantiates them) are in
     # no metallib: even an AOT build embeds their header in the host library
     assert raw["host_library"] and raw["embedded_bytes"] > 0
-    shared = (aot_built.build_dir / "metal_jit" / "_shared_preambles.cpp").read_text()
+    shared = (built_once.build_dir / "metal_jit" / "_shared_preambles.cpp").read_text()
     assert "const std::string& scatter_rows() {" in shared
     assert "[[kernel]] void fill_rows(" in shared
 
 
-def test_report_by_source_of_the_build_dir(aot_built) -> None:  # type: ignore[no-untyped-def]
+def test_report_by_source_of_the_build_dir(built_once) -> None:  # type: ignore[no-untyped-def]
     done = subprocess.run(
-        ["metallib-builder", "report", str(aot_built.build_dir), "--by", "source", "--format",
+        ["metallib-builder", "report", str(built_once.build_dir), "--by", "source", "--format",
          "json"], capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -61,7 +61,7 @@ def test_report_page_embeds_every_measured_function(
     assert sum(lib["fn"]["bytes"]) + sum(b for _, b in lib["overhead"]) == os.path.getsize(path)
     assert lib["origin"]["metallib"] == str(path)
     assert lib["provenance"]["library"]["format_version"] == report.format_version
-    assert lib["provenance_line"].startswith("produced by: metallib-builder")
+    assert lib["provenance_line"].startswith("measured by metallib-builder")
 
 
 def test_names_cannot_break_out_of_the_data_block(

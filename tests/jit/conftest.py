@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.shared import shared_folder
 
 from builder.cmake_build.cmake import find_tool
 from builder.kernels import load_catalog
@@ -85,18 +86,24 @@ def build_jit(
     return build, result
 
 
+def _shared_build(
+    factory: pytest.TempPathFactory, name: str, families: Sequence[str], options: str = ""
+) -> JitBuild:
+    """A build the tests only read, made once per run whatever the number of workers."""
+    folder = shared_folder(factory, name, lambda root: build_jit(root, families, options=options))
+    return JitBuild(folder / "build", "mbjit")
+
+
 @pytest.fixture(scope="session")
 def jit_build(tmp_path_factory: pytest.TempPathFactory) -> JitBuild:
     """The standard test library: FAMILIES, uncompressed, deduplicated."""
-    build, _ = build_jit(tmp_path_factory.mktemp("jit-plain"))
-    return build
+    return _shared_build(tmp_path_factory, "jit-plain", FAMILIES)
 
 
 @pytest.fixture(scope="session")
 def jit_build_compressed(tmp_path_factory: pytest.TempPathFactory) -> JitBuild:
     """Every catalog family, with COMPRESS (the smallest configuration)."""
-    build, _ = build_jit(tmp_path_factory.mktemp("jit-z"), ALL_FAMILIES, options="COMPRESS")
-    return build
+    return _shared_build(tmp_path_factory, "jit-z", ALL_FAMILIES, "COMPRESS")
 
 
 @pytest.fixture

@@ -160,6 +160,7 @@ def test_tiny_inputs(size: int, synthetic_bytes: Callable[..., bytes]) -> None:
         _ = Metallib.from_bytes(synthetic_bytes(2)[:size]).functions
 
 
+@pytest.mark.picks_container_code
 @pytest.mark.parametrize("parallel", ["inline", "native"])
 def test_hash_mismatch_found_whichever_way_modules_are_hashed(tmp_path: Path, parallel: str) -> None:
     """Modules are hashed with hashlib or by OpenSSL on two C threads; the verdicts agree.

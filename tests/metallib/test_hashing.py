@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from builder.metallib.hashing import SpanHashes, hash_spans
 from builder.metallib.native import has_native_sha256, native_module, status
 
+pytestmark = pytest.mark.picks_container_code
+
 SIZE = (5 << 20) + 12345  # several 1 MiB read blocks and several 2 MiB batches
 
 needs_native_sha = pytest.mark.skipif(not has_native_sha256(), reason=f"native SHA-256 not built: {status()}")

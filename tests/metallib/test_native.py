@@ -34,6 +34,8 @@ from builder.metallib.native import disabled, native_module, status
 from builder.metallib.reference import reference_table
 from builder.subsets.slim import slim_file
 
+pytestmark = pytest.mark.picks_container_code
+
 FORCED_OFF = os.environ.get("METALLIB_BUILDER_NATIVE") == "0"
 needs_native = pytest.mark.skipif(
     FORCED_OFF or native_module() is None, reason=f"native parser not in use: {status()}"
@@ -240,13 +242,24 @@ def test_native_parser_declines_corrupt_lists(corrupt: Callable[[bytearray, int]
     assert isinstance(expected, MetallibFormatError), "the Python parser accepted a corrupt list"
 
 
-def _agree(data: bytes) -> None:
+def _agree(data: bytes) -> bool:
+    """Native columns, when the native parser answers, equal the Python parser's; True when it
+    answered (so there was something to compare)."""
     try:
         found, expected = _both(data)
     except MetallibFormatError:
-        return  # the header was rejected before any list parsing
-    if found is not None:
-        assert found == expected
+        return False  # the header was rejected before any list parsing
+    if found is None:
+        return False
+    assert found == expected
+    return True
+
+
+def _compared_enough(compared: list[bool], at_least: int) -> None:
+    """A mutation test must compare, not only see both parsers give up: at least ``at_least`` of
+    its examples reached a comparison (a test whose every example was declined checks nothing).
+    The floors sit far below what a run compares, so they do not depend on hypothesis's luck."""
+    assert sum(compared) >= at_least, f"{sum(compared)} of {len(compared)} examples compared"
 
 
 _mutation = st.lists(
@@ -257,32 +270,42 @@ _mutation = st.lists(
 
 
 @needs_native
-@settings(max_examples=400, deadline=None)
-@given(mutations=_mutation, reflection=st.booleans())
-def test_parsers_agree_on_mutated_synthetic_libraries(mutations: list[tuple[int, int]], reflection: bool) -> None:
-    data = bytearray(library_bytes(synthetic_parts(5, reflection=reflection)))
-    function_list = struct.unpack_from("<Q", data, 24)[0]
-    size = struct.unpack_from("<Q", data, 32)[0] + 4
-    for at, value in mutations:  # aim at the function list, where the parsers differ
-        data[function_list + at % size] = value
-    _agree(bytes(data))
+def test_parsers_agree_on_mutated_synthetic_libraries() -> None:
+    compared: list[bool] = []
+
+    @settings(max_examples=400, deadline=None)
+    @given(mutations=_mutation, reflection=st.booleans())
+    def mutate(mutations: list[tuple[int, int]], reflection: bool) -> None:
+        data = bytearray(library_bytes(synthetic_parts(5, reflection=reflection)))
+        function_list = struct.unpack_from("<Q", data, 24)[0]
+        size = struct.unpack_from("<Q", data, 32)[0] + 4
+        for at, value in mutations:  # aim at the function list, where the parsers differ
+            data[function_list + at % size] = value
+        compared.append(_agree(bytes(data)))
+
+    mutate()
+    _compared_enough(compared, 20)  # about 90 of 400: most mutations make the list unparsable
 
 
 @needs_native
 @pytest.mark.realdata
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(mutations=_mutation, field=st.sampled_from([40, 48, 56, 64, 72, 80]), value=st.integers(0, 2**40))
-def test_parsers_agree_on_mutated_real_libraries(
-    small_real_metallib: bytes, mutations: list[tuple[int, int]], field: int, value: int
-) -> None:
-    data = bytearray(small_real_metallib)
-    function_list = struct.unpack_from("<Q", data, 24)[0]
-    size = struct.unpack_from("<Q", data, 32)[0] + 4
-    for at, byte in mutations:
-        data[function_list + at % size] = byte
-    if value % 3 == 0:  # sometimes move a section too
-        struct.pack_into("<Q", data, field, value)
-    _agree(bytes(data))
+def test_parsers_agree_on_mutated_real_libraries(small_real_metallib: bytes) -> None:
+    compared: list[bool] = []
+
+    @settings(max_examples=150, deadline=None)
+    @given(mutations=_mutation, field=st.sampled_from([40, 48, 56, 64, 72, 80]), value=st.integers(0, 2**40))
+    def mutate(mutations: list[tuple[int, int]], field: int, value: int) -> None:
+        data = bytearray(small_real_metallib)
+        function_list = struct.unpack_from("<Q", data, 24)[0]
+        size = struct.unpack_from("<Q", data, 32)[0] + 4
+        for at, byte in mutations:
+            data[function_list + at % size] = byte
+        if value % 3 == 0:  # sometimes move a section too
+            struct.pack_into("<Q", data, field, value)
+        compared.append(_agree(bytes(data)))
+
+    mutate()
+    _compared_enough(compared, 1)  # about 10 of 150: moved sections make most unreadable
 
 
 # -- verify's structural screen: native and Python must give the same verdicts ------------------
@@ -346,6 +369,7 @@ def test_screen_verdicts_agree_on_mutated_real_libraries(metadata_real_metallib:
 
 # -- reflection chunk facts for a rewrite: native and Python agree -------------------------------
 def _chunk_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
+    """The reflection chunk facts, native and Python alike (None when the library is rejected)."""
     try:
         lib = Metallib.from_bytes(data)
         table = lib.columns()
@@ -359,14 +383,20 @@ def _chunk_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
 
 
 @needs_native
-@settings(max_examples=200, deadline=None)
-@given(mutations=_mutation)
-def test_reflection_chunk_facts_agree_on_mutated_libraries(mutations: list[tuple[int, int]]) -> None:
-    data = bytearray(library_bytes(synthetic_parts(6)))
-    rlst = data.find(b"RBUF") - 4  # mutate the reflection list: sizes, payload lengths, padding
-    for at, value in mutations:
-        data[rlst + at % (len(data) - rlst)] = value
-    _chunk_facts(bytes(data))
+def test_reflection_chunk_facts_agree_on_mutated_libraries() -> None:
+    compared: list[bool] = []
+
+    @settings(max_examples=200, deadline=None)
+    @given(mutations=_mutation)
+    def mutate(mutations: list[tuple[int, int]]) -> None:
+        data = bytearray(library_bytes(synthetic_parts(6)))
+        rlst = data.find(b"RBUF") - 4  # mutate the reflection list: sizes, payload lengths, padding
+        for at, value in mutations:
+            data[rlst + at % (len(data) - rlst)] = value
+        compared.append(_chunk_facts(bytes(data)) is not None)
+
+    mutate()
+    _compared_enough(compared, 100)  # nearly all 200
 
 
 @needs_native
@@ -404,21 +434,3 @@ def test_commands_agree_with_and_without_the_extension(metadata_real_metallib: b
             texts.append(done.stdout.replace(f"slim-{native_flag}", "slim-X"))
         outputs[native_flag] = (texts, slim_out.read_bytes())
     assert outputs["1"] == outputs["0"]
-
-
-@needs_native
-@pytest.mark.slow
-def test_container_tests_pass_without_the_extension() -> None:
-    """The pure-Python paths stay whole: the container and CLI tests run again with the extension
-    off (this test skips itself there, so it does not recurse)."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/metallib", "tests/cli"],
-        cwd=root, env={**os.environ, "METALLIB_BUILDER_NATIVE": "0"}, capture_output=True, text=True,
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and " failed" not in done.stdout

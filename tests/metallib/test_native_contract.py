@@ -18,6 +18,8 @@ from builder.metallib import native
 from builder.metallib.table import COLUMNS, Piece
 from builder.size.attribution import FunctionBytes
 
+pytestmark = pytest.mark.picks_container_code
+
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "builder" / "metallib" / "csrc"
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -13,7 +14,8 @@ from clirun import run_cli as _run
 
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
-from builder.size.compare import Gates, compare_reports, evaluate_gates
+from builder.render.provenance import provenance_line
+from builder.size.compare import Comparison, GateResult, Gates, compare_reports, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.report import FunctionRow, OverheadRow, Report, Source, rollup
@@ -62,19 +64,26 @@ def test_comment_shape(write_metallib: Callable[..., Path]) -> None:
     assert summaries[1].startswith("Functions removed: 1 (-")
     assert summaries[2].startswith("Functions changed in size: ")
     assert any(s.startswith("Other kernel groups:") for s in summaries)
-    assert "What produced these libraries" in summaries
+    assert "How these were measured and built" in summaries
     assert text.count("<details>") == text.count("</details>") == len(summaries)
     assert f"metallib-builder {__version__}" in text
+
+
+@functools.cache
+def _big_comparison(name_len: int) -> tuple[Comparison, list[GateResult]]:
+    """Every function added or removed, thousands of groups, hostile characters in every name
+    (made once per name length: the tests only read it)."""
+    base = _synthetic(17_000, seed=1, name_len=name_len)
+    head = _synthetic(17_000, seed=2, name_len=name_len)
+    comparison = compare_reports(base, head)
+    gates = evaluate_gates(comparison, Gates(max_growth=parse_limit("0"), fail_on_new_group=True))
+    return comparison, gates
 
 
 @pytest.mark.parametrize("top", [None, 15])
 @pytest.mark.parametrize("name_len", [20, 400])
 def test_length_bound_on_17000_functions(top: int | None, name_len: int) -> None:
-    # every function added or removed, thousands of groups, hostile characters in every name
-    base = _synthetic(17_000, seed=1, name_len=name_len)
-    head = _synthetic(17_000, seed=2, name_len=name_len)
-    comparison = compare_reports(base, head)
-    gates = evaluate_gates(comparison, Gates(max_growth=parse_limit("0"), fail_on_new_group=True))
+    comparison, gates = _big_comparison(name_len)
     text = comment_markdown([(comparison, gates)], top)
     assert len(text.encode("utf-8")) < DEFAULT_LIMIT
     assert text.startswith(MARKER + "\n")
@@ -148,7 +157,9 @@ def test_reports_record_what_produced_them(
     assert json.loads(again)["provenance"] == produced  # a saved report keeps who measured it
     for fmt in ("markdown", "table"):
         code, text, _ = _run(["report", str(build), "--format", fmt], capsys)
-        assert "produced by: metallib-builder" in text and "MLB_JIT=OFF" in text.replace("\n", "")
+        flat = " ".join(text.split())
+        assert "measured by metallib-builder" in flat and "built by metallib-builder with build" in flat
+        assert "MLB_JIT=OFF" in text.replace("\n", "")
 
 
 @pytest.mark.realdata
@@ -162,3 +173,7 @@ def test_real_provenance(mlx_metallib: Callable[[str, str], Path]) -> None:
         expected = library_provenance(lib).as_dict()
     assert report.provenance["library"] == expected
     assert expected["compilers"] and expected["compilers"][0].startswith("Apple metal version")
+    line = provenance_line(report.provenance)  # Apple built it: this tool only measured it
+    assert line.startswith(f"measured by metallib-builder {__version__}; metallib format 2.9;")
+    assert "built by" not in line and line.count("metallib-builder") == 1
+    assert f"compiler {expected['compilers'][0]}" in line

@@ -87,7 +87,7 @@ def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:
     path = write_metallib("lib.metallib", FUNCTIONS)
     reports = load_reports(str(path))
     for text in (report_markdown(reports, 2), report_table(reports, 2, width=200)):
-        assert str(path) in text
+        assert str(path) in "".join(text.split())  # a table's title wraps a long path
         assert "rest (" in text
         assert "[container overhead]" in text
     rows = report_csv(reports).splitlines()

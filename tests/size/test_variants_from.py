@@ -26,6 +26,7 @@ from clirun import run_cli
 from kernels.discovery.expected import BY_FILE, OWN_TEMPLATES, RUNTIME_ONLY
 from llvm import disassemble
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
+from support.shared import shared_folder
 
 from builder.metallib import layout, open_metallib, parts_from_library, verify
 
@@ -78,12 +79,12 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False)  # fmt: skip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def library(mlx_metallib: Callable[[str, str], Path]) -> Path:
     return mlx_metallib(MLX_VERSION, MLX_PLATFORM)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def budget(library: Path) -> int:
     """Half the largest file's saving below the full size: at least one file must go JIT, and
     more than one answer fits."""
@@ -91,16 +92,21 @@ def budget(library: Path) -> int:
     return library.stat().st_size - largest // 2
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run(library: Path, mlx_headers: Path, budget: int, tmp_path_factory: pytest.TempPathFactory
         ) -> tuple[dict[str, Any], Path]:  # fmt: skip
-    out = tmp_path_factory.mktemp("variants") / "out"
-    done = _cli("variants", "--from", str(library), "--source-dir", str(DATA), "-I",
-                str(mlx_headers), "-o", str(out), "--jit", ",".join(JIT_1), "--aot", AOT_1,
-                "--jit", JIT_2, "--jit", JIT_3, "--budget", str(budget), "--format", "json")  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""  # progress only on a terminal
-    doc = json.loads(done.stdout)
+    """One ``variants --from`` run, made once for all workers (the tests only read it)."""
+
+    def make(folder: Path) -> None:
+        done = _cli("variants", "--from", str(library), "--source-dir", str(DATA), "-I",
+                    str(mlx_headers), "-o", str(folder / "out"), "--jit", ",".join(JIT_1), "--aot",
+                    AOT_1, "--jit", JIT_2, "--jit", JIT_3, "--budget", str(budget), "--format", "json")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""  # progress only on a terminal
+        (folder / "stdout.json").write_text(done.stdout)
+
+    out = shared_folder(tmp_path_factory, "variants-from", make) / "out"
+    doc = json.loads((out.parent / "stdout.json").read_text())
     assert json.loads((out / "variants.json").read_text()) == doc
     return doc, out
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
+from support.shared import shared_folder
 
 from builder.cli import main
 
@@ -36,24 +37,27 @@ def browser() -> Iterator[Browser]:
         yield b
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def page(
     mlx_metallib: Callable[[str, str], Path], mlx_headers: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Path, dict[str, Any]]:  # fmt: skip
-    tmp = tmp_path_factory.mktemp("variants-page")
-    html = tmp / "variants.html"
-    argv = ["variants", "--from", str(mlx_metallib(MLX_VERSION, MLX_PLATFORM)), "--source-dir",
-            str(DATA), "-I", str(mlx_headers), "-o", str(tmp / "out"), "--jit",
-            "unary_subset.metal,binary_subset.metal", "--aot", "arange_subset.metal",
-            "--format", "html"]  # fmt: skip
-    stdout = sys.stdout
-    with open(html, "w", encoding="utf-8") as sys.stdout:  # the page goes to stdout
-        try:
-            main(argv)
-        finally:
-            sys.stdout = stdout
-    return html, json.loads((tmp / "out" / "variants.json").read_text())
+    """The page of one ``variants --from`` run, written once for all workers."""
+
+    def make(tmp: Path) -> None:
+        argv = ["variants", "--from", str(mlx_metallib(MLX_VERSION, MLX_PLATFORM)),
+                "--source-dir", str(DATA), "-I", str(mlx_headers), "-o", str(tmp / "out"),
+                "--jit", "unary_subset.metal,binary_subset.metal", "--aot", "arange_subset.metal",
+                "--format", "html"]  # fmt: skip
+        stdout = sys.stdout
+        with open(tmp / "variants.html", "w", encoding="utf-8") as sys.stdout:  # the page: stdout
+            try:
+                main(argv)
+            finally:
+                sys.stdout = stdout
+
+    tmp = shared_folder(tmp_path_factory, "variants-page", make)
+    return tmp / "variants.html", json.loads((tmp / "out" / "variants.json").read_text())
 
 
 def _open(browser: Browser, url: str) -> dict[str, Any]:
