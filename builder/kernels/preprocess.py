@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -227,6 +228,12 @@ SIGXFSZ) bounded. A shell rather than ``preexec_fn``, which is unsafe with the t
 runs."""
 
 
+def _within_hard_limit(which: int, value: int, unit: int) -> int:
+    """``value`` (in ``unit`` bytes) lowered to the hard resource limit ``which`` in force."""
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard // unit)
+
+
 def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``cmd`` run with the bounds of ``builder.limits``
     (time, memory, output); PreprocessError if it cannot start, runs out of time or writes too
@@ -236,7 +243,10 @@ def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
     memory = PP_MEMORY.value()
     output = PP_OUTPUT.value()
     blocks = -(-output // 512)
-    bounded = ["/bin/sh", "-c", _BOUNDED, "sh", str(-(-memory // 1024)), str(blocks), *cmd]
+    # never above what this process may have itself: a shell cannot raise a hard limit
+    kib = _within_hard_limit(resource.RLIMIT_AS, -(-memory // 1024), 1024)
+    blocks = _within_hard_limit(resource.RLIMIT_FSIZE, blocks, 512)
+    bounded = ["/bin/sh", "-c", _BOUNDED, "sh", str(kib), str(blocks), *cmd]
     with _output_file() as out, _output_file() as err:
         try:
             proc = subprocess.Popen(

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from cmake_build.conftest import StandinBuild, copy_mlx_tree
 from kernels.discovery.expected import BY_FILE
+from mlx_tree import DATA
 
 from builder.jit.preamble import inline_preamble
 from builder.kernels.preprocess import PRELUDE, STANDIN_DIR
@@ -107,9 +110,17 @@ def test_report_by_source_of_the_build_dir(built_once) -> None:  # type: ignore[
 
 
 def test_touching_a_header_rebuilds_exactly_the_entry_files_that_reach_it(
-    aot_built, mlx_headers: Path
-) -> None:  # type: ignore[no-untyped-def]
-    tree = aot_built.kernel_dir
+    tmp_path: Path, mlx_headers: Path, cxx_available: None
+) -> None:
+    # the headers are this test's own copy: touching the shared ones would make other tests
+    # (other workers) rebuild what they did not change
+    private = tmp_path / "headers"
+    shutil.copytree(mlx_headers, private)
+    mlx_headers = private
+    tree = copy_mlx_tree(tmp_path / "tree", DATA, private)
+    aot_built = StandinBuild(tmp_path / "build", tree, tmp_path / "standin.log")
+    aot_built.configure()
+    aot_built.ninja()
     reached = {entry: _reached(tree, entry, mlx_headers) for entry in BY_FILE}
     kernels = mlx_headers / "mlx" / "backend" / "metal" / "kernels"
     headers = [kernels / h for h in ("unary_ops.h", "binary.h", "erf.h", "bf16.h", "utils.h")]
