@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
-__all__ = ["load_tree_with_progress", "tree_options"]
+__all__ = ["BUILD_JOBS", "load_tree_with_progress", "tree_options"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -41,11 +41,12 @@ _OPTIONS = [
         "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
         metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
     ),
-    click.option(
-        "-j", "--jobs", type=click.IntRange(min=1), default=None,
-        help="Entry files preprocessed at once. Default: the number of CPUs.",
-    ),
 ]  # fmt: skip
+_PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPUs."
+BUILD_JOBS = (
+    "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs)."
+)
+"""What ``-j`` means for a command that builds (``build``, ``variants`` without --from)."""
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,12 +55,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 @overload
 def tree_options(func: F) -> F: ...
 @overload
-def tree_options(*, default: str | None = None) -> Callable[[F], F]: ...
-def tree_options(func: F | None = None, *, default: str | None = None) -> Any:
+def tree_options(
+    *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
+) -> Callable[[F], F]: ...
+def tree_options(
+    func: F | None = None, *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
+) -> Any:
     """Add the kernel-tree options to a command (``@tree_options``, or
-    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means)."""
+    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means;
+    ``jobs_help`` says what ``-j`` runs in parallel when it is not the preprocessing)."""
 
     def add(func: F) -> F:
+        func = click.option(
+            "-j", "--jobs", type=click.IntRange(min=1), default=None, help=jobs_help
+        )(func)
         for option in reversed(_OPTIONS):
             func = option(func)
         help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")

@@ -82,9 +82,9 @@ def test_two_variants_runs_into_one_out(
 @pytest.mark.slow
 def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     build = tmp_path / "b"
-    first = start(["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--json"])
+    first = start(["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--format", "json"])
     stderr = tmp_path / "second.err"
-    second_args = ["build", "--jit", "--kernels", "binary", "--build-dir", str(build), "--json"]
+    second_args = ["build", "--jit", "--kernels", "binary", "--build-dir", str(build), "--format", "json"]
     with paused(first, build / ".metallib-builder.lock"):
         refused = _run(*second_args, "--no-wait")
         assert refused.returncode == 2 and refused.stdout == ""
@@ -99,8 +99,8 @@ def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     second_out, _ = second.communicate(timeout=300)
     assert first.returncode == 0, first_err
     assert second.returncode == 0, stderr.read_text()
-    assert [f["name"] for f in json.loads(first_out)["families"]] == ["unary"]
-    assert [f["name"] for f in json.loads(second_out)["families"]] == ["binary"]
+    assert [f["name"] for f in json.loads(first_out)["jit_families"]] == ["unary"]
+    assert [f["name"] for f in json.loads(second_out)["jit_families"]] == ["binary"]
     manifest = json.loads((build / "manifest.json").read_text())
     assert [f["name"] for f in manifest["families"]] == ["binary"]
     assert not (build / ".metallib-builder.lock").exists()
