@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -235,8 +236,9 @@ def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
     timeout = PP_TIMEOUT.value()
     memory = PP_MEMORY.value()
     output = PP_OUTPUT.value()
-    blocks = -(-output // 512)
-    bounded = ["/bin/sh", "-c", _BOUNDED, "sh", str(-(-memory // 1024)), str(blocks), *cmd]
+    blocks = min(-(-output // 512), _hard_limit(resource.RLIMIT_FSIZE, 512))
+    kib = min(-(-memory // 1024), _hard_limit(resource.RLIMIT_AS, 1024))
+    bounded = ["/bin/sh", "-c", _BOUNDED, "sh", str(kib), str(blocks), *cmd]
     with _output_file() as out, _output_file() as err:
         try:
             proc = subprocess.Popen(
@@ -264,6 +266,14 @@ def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
                 f"{PP_MEMORY.exceeded(memory)}"
             )
         return code, out.read().decode("utf-8", "replace"), stderr
+
+
+def _hard_limit(kind: int, unit: int) -> int:
+    """This process's hard limit of ``kind`` in ``unit``s (very large when there is none): the
+    shell may lower a limit but not raise it past the hard one, so a run started under a lower
+    limit (``ulimit -f`` of the caller) keeps that one instead of failing to set ours."""
+    hard = resource.getrlimit(kind)[1]
+    return 1 << 62 if hard == resource.RLIM_INFINITY else hard // unit
 
 
 _OUT_OF_MEMORY = re.compile(
