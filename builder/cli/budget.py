@@ -56,7 +56,8 @@ def budget_command(budget_file: Path | None, fmt: str, outputs: tuple[str, ...],
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
     from builder.render import budget as show
-    from builder.size.budget import check_budgets, find_budget_file, read_budget_file
+    from builder.size.budget import check_budgets
+    from builder.size.budget_file import find_budget_file, read_budget_file
 
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)

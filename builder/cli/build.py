@@ -1,7 +1,7 @@
 """``build``: drive CMake + Ninja, then print what the build produced, measured.
 
 Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); then stdout gets
-what ``report BUILD_DIR`` prints for the build (``--json``: its JSON report). Exit 2 before
+what ``report BUILD_DIR`` prints for the build (``--format json``: its JSON report). Exit 2 before
 configuring when AOT is asked for without a Metal compiler or the selection is bad; exit 1 when
 the build itself fails. The build options and
 settings are shared with ``variants`` (``builder.cli.variants``), which builds several.
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from builder.cli.tree_options import tree_options
+from builder.cli.tree_options import BUILD_JOBS, tree_options
 
 __all__ = [
     "BUILD_ONLY",
@@ -63,9 +63,6 @@ _BUILD_ONLY = [
                  help="Mean instantiations per generated AOT source of a catalog tree "
                       "(default 250)."),
     click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
-    click.option("--json", "as_json", is_flag=True,
-                 help="Print JSON instead of the table (build: what report BUILD_DIR --format "
-                      "json prints)."),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
 ]  # fmt: skip
 no_wait_option = click.option(
@@ -75,7 +72,7 @@ no_wait_option = click.option(
 )  # fmt: skip
 """Shared by ``build`` and ``variants`` (with or without --from: both lock what they write)."""
 BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metal_flags", "std",
-              "deployment_target", "sdk", "chunk_size", "compress", "as_json", "verbose")  # fmt: skip
+              "deployment_target", "sdk", "chunk_size", "compress", "verbose")  # fmt: skip
 """Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
 
 
@@ -131,7 +128,7 @@ def build_settings(**kw: Any) -> Any:
     )
 
 
-_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
+_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)", jobs_help=BUILD_JOBS)
 
 
 @click.command("build", epilog="""\b
@@ -156,6 +153,10 @@ Examples:
 @_tree_options
 @no_wait_option
 @build_only_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True,
+              help="table for people; json (schema 1) for scripts: what report BUILD_DIR "
+                   "--format json prints.")  # fmt: skip
 def build_command(**kw: Any) -> None:
     """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.
 
@@ -179,7 +180,7 @@ def build_command(**kw: Any) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    click.echo(build_report_text(outcome.reports, as_json=kw["as_json"]), nl=False)
+    click.echo(build_report_text(outcome.reports, as_json=kw["fmt"] == "json"), nl=False)
 
 
 def build_report_text(reports: list[Any], *, as_json: bool) -> str:

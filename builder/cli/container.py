@@ -65,14 +65,20 @@ def list_command(file: Path, fmt: str, sort: str) -> None:
 @click.command(
     "verify",
     epilog="""\b
+Examples:
+  metallib-builder verify mlx.metallib
+  metallib-builder verify build/mlx.metallib --format json | jq '.problems'
+
+\b
 Exit status: 0 every check passed, 1 a function failed a check (named in the
 output), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("file", type=_FILE)
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="text for people; json (schema 1) for scripts.",
+)  # fmt: skip
 def verify_command(file: Path, fmt: str) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
@@ -144,11 +150,13 @@ def _with_progress(work: Any, total: int) -> Any:
     epilog="""\b
 Examples:
   metallib-builder slim mlx.metallib -o small.metallib --keep '*copy*' --keep 'vv_Add*'
-  metallib-builder slim mlx.metallib -o small.metallib --drop '*bfloat16*'
-  metallib-builder slim mlx.metallib -o small.metallib --keep-list kernels.txt
+  metallib-builder slim mlx-metal==0.32.1 -o small.metallib --drop '*bfloat16*'
+  metallib-builder slim build/ -o small.metallib --keep-list kernels.txt --format json
+  metallib-builder slim mlx_metal-0.32.1-py3-none-macosx_14_0_arm64.whl -o small.metallib \\
+      --member mlx/lib/mlx.metallib --keep 'gemv*'
 """,
 )
-@click.argument("source", type=_FILE)
+@click.argument("target")
 @click.option("-o", "--output", type=_FILE, required=True, help="The metallib to write.")
 @click.option(
     "--keep", multiple=True, metavar="GLOB", help="Keep functions matching GLOB (repeatable)."
@@ -160,25 +168,42 @@ Examples:
     "--keep-list", type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="A file of names or globs to keep, one per line ('#' starts a comment).",
 )  # fmt: skip
-@click.option("--in-place", is_flag=True, help="Allow OUTPUT to be the same file as SOURCE.")
+@click.option(
+    "--member", metavar="NAME", default=None,
+    help="Which metallib of a TARGET that holds several (a wheel member's path, as the error "
+         "listing them spells it).",
+)  # fmt: skip
+@click.option(
+    "--platform", default=None,
+    help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
+)  # fmt: skip
+@click.option(
+    "--in-place", is_flag=True,
+    help="Allow OUTPUT to be the same file as TARGET (a .metallib given by its path).",
+)  # fmt: skip
 @click.option(
     "--allow-hash-mismatch", is_flag=True,
     help="Copy kept functions whose module SHA-256 does not match their HASH tag (with a "
          "warning) instead of refusing.",
 )  # fmt: skip
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="text for people; json (schema 1) for scripts.",
+)  # fmt: skip
 def slim_command(
-    source: Path, output: Path, keep: tuple[str, ...], drop: tuple[str, ...], keep_list: Path | None,
-    in_place: bool, allow_hash_mismatch: bool, fmt: str,
+    target: str, output: Path, keep: tuple[str, ...], drop: tuple[str, ...], keep_list: Path | None,
+    member: str | None, platform: str | None, in_place: bool, allow_hash_mismatch: bool, fmt: str,
 ) -> None:  # fmt: skip
-    """Write a metallib holding a subset of SOURCE's functions.
+    """Write a metallib holding a subset of TARGET's functions.
+
+    TARGET is a .metallib, a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and cached)
+    or a build directory of this project, as for 'report'; a saved report .json has no
+    functions to copy. A wheel holding several metallibs needs --member.
 
     Kept functions keep their modules, metadata and reflection data byte for byte, in their
     original order; offsets, counts and sizes are recomputed and the subset gets a new UUID
     derived from its content (same input and selection give the same bytes). Keeping every
-    function reproduces SOURCE exactly.
+    function reproduces the input exactly.
 
     Each kept module's SHA-256 is checked against its HASH tag; a mismatch stops the run (exit
     2) unless --allow-hash-mismatch. A --keep or --drop GLOB that matches nothing is an error; a
@@ -187,16 +212,22 @@ def slim_command(
     passed; it keeps the mode of the file it replaces, and a symlink is written through.
     """
     from builder.fileio import check_not_an_input
+    from builder.inputs.targets import one_metallib, resolve_target
     from builder.subsets.slim import read_keep_list, slim_file
 
-    check_not_an_input(output, [keep_list])  # (SOURCE: slim_file, which knows --in-place)
+    check_not_an_input(output, [keep_list])  # (the input: slim_file, which knows --in-place)
     listed = read_keep_list(keep_list) if keep_list else []
     if not keep and not listed and not drop:
         raise UsageError("say what to keep or drop: --keep GLOB, --drop GLOB or --keep-list FILE")
-    if not source.exists():
-        raise UsageError(f"{source}: no such file")
+    found = resolve_target(target, platform=platform, progress=lambda m: click.echo(m, err=True))
+    library = one_metallib(target, found, member=member, command="slim")
+    if in_place and library.kind != "metallib":
+        raise UsageError(f"--in-place rewrites a .metallib named by its path; {target} is not "
+                         "one (its metallib is read from a wheel or a build): give -o a new "
+                         "file")  # fmt: skip
+    assert library.path is not None  # one_metallib refuses a library without one
     result = slim_file(
-        source, output, keep=keep, drop=drop, keep_list=listed, in_place=in_place,
+        library.path, output, keep=keep, drop=drop, keep_list=listed, in_place=in_place,
         allow_hash_mismatch=allow_hash_mismatch,
     )  # fmt: skip
     _slim_warnings(result, keep_list)
@@ -204,6 +235,7 @@ def slim_command(
         _emit_json(
             {
                 "schema": 1,
+                "target": target,
                 "input": result.input,
                 "output": result.output,
                 "functions_before": result.functions_before,

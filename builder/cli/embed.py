@@ -27,6 +27,7 @@ Examples:
 @click.argument("headers", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-I",
+    "--include-dir",
     "include_dirs",
     multiple=True,
     metavar="DIR",
@@ -36,6 +37,7 @@ Examples:
 )
 @click.option(
     "-D",
+    "--define",
     "defines",
     multiple=True,
     metavar="NAME[=VALUE]",
@@ -44,6 +46,7 @@ Examples:
 )
 @click.option(
     "-o",
+    "--output",
     "output",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),

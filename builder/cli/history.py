@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from builder.cli.tree_options import tree_options
 from builder.size.grouping import BY_CHOICES
 
 __all__ = ["history_command"]
@@ -14,7 +17,8 @@ _FORMATS = ("table", "json", "html")
 @click.command("history")
 @click.argument("targets", nargs=-1, required=True)
 @click.option("--by", type=click.Choice(BY_CHOICES), default="kernel", show_default=True,
-              help="What the groups are (source needs a build folder's manifest).")  # fmt: skip
+              help="What the groups are; source: each function's entry file, from a build folder's "
+                   "manifest or from the kernel tree given with --source-dir.")  # fmt: skip
 @click.option("--top", type=click.IntRange(min=0), default=5, show_default=True,
               help="Groups shown per target, the largest at any point (0 = all).")  # fmt: skip
 @click.option("--download", is_flag=True,
@@ -27,28 +31,36 @@ _FORMATS = ("table", "json", "html")
               "each file's format comes from its extension (.html .json .txt).")  # fmt: skip
 @click.option("--platform", default=None,
               help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].")
+@tree_options
 def history_command(targets: tuple[str, ...], by: str, top: int, download: bool, fmt: str,
-                    outputs: tuple[str, ...], platform: str | None) -> None:  # fmt: skip
+                    outputs: tuple[str, ...], platform: str | None, **tree: Any) -> None:  # fmt: skip
     """Show how a library's size changed over releases or builds, in the order given.
 
     Each TARGET is measured as 'report' measures it (a .metallib, .whl, PACKAGE==VERSION, saved
     report .json or build folder): total size, functions, the largest groups and, with
     --download, the download size. JSON has one entry in "points" per target ("target", "bytes",
-    "groups"); the HTML page draws them as line charts without scripts or network.
+    "groups"); the HTML page draws them as line charts without scripts or network. With
+    --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups are the entry
+    files of that kernel tree, for every target: releases built from one tree compare by file.
 
     \b
     Examples:
       metallib-builder history mlx-metal==0.30.0 mlx-metal==0.31.0 mlx-metal==0.32.4
       metallib-builder history mlx-metal=={0.28.0,0.29.0,0.30.0,0.31.0,0.32.4} -o history.html
       metallib-builder history reports/*.json --format json --download
+      metallib-builder history mlx-metal==0.32.0 mlx-metal==0.32.1 \\
+          --source-dir mlx/backend/metal/kernels -I . --exclude fence.metal --exclude '*_nax*'
     """
     from builder.cli.publishing import output_plan, terminal
+    from builder.cli.tree_options import tree_sources
     from builder.publish.outputs import write_outputs
     from builder.render import history as show
     from builder.size.history import measure_history, top_groups
 
     plan = output_plan(outputs, fmt, _FORMATS)
+    by, sources = tree_sources(by, tree)
     points = measure_history(targets, by=by, platform=platform, download=download,
+                             sources=sources,
                              progress=lambda line: click.echo(line, err=True))  # fmt: skip
     shown = top_groups(points, top or None)
 

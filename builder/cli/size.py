@@ -14,8 +14,7 @@ from typing import Any
 import click
 
 from builder.cli.publishing import output_plan, publish, pull_request_for
-from builder.cli.tree_options import tree_options
-from builder.errors import UsageError
+from builder.cli.tree_options import tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 __all__ = ["compare_command", "report_command"]
@@ -126,31 +125,6 @@ def _warn_unattributed(reports: list[Any], origin: str) -> None:
             )  # fmt: skip
 
 
-def _grouping(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
-    """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (None
-    without one). ``--source-dir`` alone means ``--by source``."""
-    source_dir = tree.pop("source_dir")
-    if source_dir is None:
-        if any(tree.values()):
-            raise UsageError("-I, -D, --exclude, --config and -j describe a kernel tree; "
-                             "name it with --source-dir")  # fmt: skip
-        return by, None
-    ctx = click.get_current_context()
-    if ctx.get_parameter_source("by") is click.core.ParameterSource.DEFAULT:
-        by = "source"
-    elif by != "source":
-        raise UsageError(f"--source-dir attributes functions to entry files; it goes with "
-                         f"--by source, not --by {by}")  # fmt: skip
-    from builder.cli.tree_options import load_tree_with_progress
-    from builder.size.grouping import Sources
-
-    found = load_tree_with_progress(source_dir, **tree)
-    click.echo(f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
-               f"{len(found.sources):,} {'entry files' if found.kind == 'discovered' else 'family headers'}",
-               err=True)  # fmt: skip
-    return by, Sources(found.source_of(), f"discovery:{found.root}")
-
-
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Measuring a library allocates ~100k small objects and no reference cycles; pausing the
@@ -208,7 +182,7 @@ def report_command(
     """
     _check_output(outputs, [target], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
-    by, sources = _grouping(by, tree)
+    by, sources = tree_sources(by, tree)
     reports = _load(target, by, rules, platform, sources, download)
 
     def render(kind: str, terminal: bool) -> str:
@@ -334,7 +308,7 @@ def compare_command(
     _check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
-    by, sources = _grouping(by, tree)
+    by, sources = tree_sources(by, tree)
     loaded = (_load(base, by, rules, platform, sources, download),
               _load(head, by, rules, platform, sources, download))  # fmt: skip
     pairs = pair_reports(*loaded)

@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
-__all__ = ["load_tree_with_progress", "tree_options"]
+__all__ = ["BUILD_JOBS", "load_tree_with_progress", "tree_options", "tree_sources"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -41,11 +41,12 @@ _OPTIONS = [
         "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
         metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
     ),
-    click.option(
-        "-j", "--jobs", type=click.IntRange(min=1), default=None,
-        help="Entry files preprocessed at once. Default: the number of CPUs.",
-    ),
 ]  # fmt: skip
+_PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPUs."
+BUILD_JOBS = (
+    "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs)."
+)
+"""What ``-j`` means for a command that builds (``build``, ``variants`` without --from)."""
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,12 +55,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 @overload
 def tree_options(func: F) -> F: ...
 @overload
-def tree_options(*, default: str | None = None) -> Callable[[F], F]: ...
-def tree_options(func: F | None = None, *, default: str | None = None) -> Any:
+def tree_options(
+    *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
+) -> Callable[[F], F]: ...
+def tree_options(
+    func: F | None = None, *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
+) -> Any:
     """Add the kernel-tree options to a command (``@tree_options``, or
-    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means)."""
+    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means;
+    ``jobs_help`` says what ``-j`` runs in parallel when it is not the preprocessing)."""
 
     def add(func: F) -> F:
+        func = click.option(
+            "-j", "--jobs", type=click.IntRange(min=1), default=None, help=jobs_help
+        )(func)
         for option in reversed(_OPTIONS):
             func = option(func)
         help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
@@ -93,3 +102,31 @@ def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
 
     with progress:
         return load_tree(source_dir, on_progress=advance, **options)
+
+
+def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
+    """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (a
+    ``Sources``; None without one), from the kernel-tree options' values ``tree`` (emptied of
+    ``source_dir``). ``--source-dir`` alone means ``--by source``; shared by every command that
+    groups a library's functions by source file (report, compare, history)."""
+    from builder.errors import UsageError
+
+    source_dir = tree.pop("source_dir")
+    if source_dir is None:
+        if any(tree.values()):
+            raise UsageError("-I, -D, --exclude, --config and -j describe a kernel tree; "
+                             "name it with --source-dir")  # fmt: skip
+        return by, None
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("by") is click.core.ParameterSource.DEFAULT:
+        by = "source"
+    elif by != "source":
+        raise UsageError(f"--source-dir attributes functions to entry files; it goes with "
+                         f"--by source, not --by {by}")  # fmt: skip
+    from builder.size.grouping import Sources
+
+    found = load_tree_with_progress(source_dir, **tree)
+    click.echo(f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
+               f"{len(found.sources):,} {'entry files' if found.kind == 'discovered' else 'family headers'}",
+               err=True)  # fmt: skip
+    return by, Sources(found.source_of(), f"discovery:{found.root}")

@@ -27,7 +27,9 @@ __all__ = ["variants_command"]
 _FORMATS = ("table", "json", "markdown", "html")
 RUN_FILE = "variants.json"
 _FROM_ONLY = ("include_dirs", "defines", "exclude", "config_file", "aot", "jit", "budget", "outdir",
-              "fmt", "platform", "budget_of", "download")  # fmt: skip
+              "platform", "budget_of", "download")  # fmt: skip
+_BUILT_FORMATS = ("table", "json")
+"""What ``variants`` without --from prints (one table of the builds, or its JSON)."""
 
 _EPILOG = """\b
 Examples:
@@ -38,7 +40,7 @@ Examples:
   metallib-builder variants --from mlx.metallib --source-dir kernels -I . \\
       --jit 'steel/**/*.metal' --aot 'gemv.metal,conv.metal' -o variants/ --format json
   metallib-builder variants --from build/ --source-dir kernels --budget 60MB -o variants/
-  metallib-builder variants --from mlx-metal==0.32.1 --source-dir kernels -I . \
+  metallib-builder variants --from mlx-metal==0.32.1 --source-dir kernels -I . \\
       --budget 10MB --budget-of download -o variants/
 """
 
@@ -55,7 +57,9 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
               help="Write the variants as subsets of this library (.metallib, .whl, "
                    "PACKAGE==VERSION, build folder) instead of building them; needs "
                    "--source-dir and -o.")  # fmt: skip
-@tree_options
+@tree_options(jobs_help="Without --from: Ninja's parallel jobs (default: Ninja's choice); "
+                        "with --from: entry files preprocessed at once (default: the number of "
+                        "CPUs).")
 @click.option("--aot", multiple=True, metavar="GLOBS",
               help="With --from: a variant with these entry files AOT (comma-separated globs, "
                    "relative to --source-dir) and every other one JIT; repeatable, one variant "
@@ -81,7 +85,8 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
                                  "jit_sources.cpp, replaced as a whole when the run succeeds: a "
                                  "new or empty folder, or an earlier run's.")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
-              help="With --from: output on stdout (html: one self-contained page).")  # fmt: skip
+              help="Output on stdout: table or json (schema 1); with --from also markdown or "
+                   "html (one self-contained page).")  # fmt: skip
 @click.option(
     "--platform",
     default=None,
@@ -126,6 +131,9 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
         stray = _given(ctx, _FROM_ONLY)
         if stray:
             raise UsageError(f"{', '.join(stray)} only go with --from TARGET")
+        if kw["fmt"] not in _BUILT_FORMATS:
+            raise UsageError(f"--format {kw['fmt']} only goes with --from TARGET; building "
+                             "prints table or json")  # fmt: skip
         _build(**kw)
         return
     stray = _given(ctx, BUILD_ONLY)
@@ -149,7 +157,7 @@ def _build(**kw: Any) -> None:
         settings, settings.build_dir, jobs=kw["jobs"], console=stderr_console(),
         verbose=kw["verbose"], wait=not kw["no_wait"],
     )  # fmt: skip
-    if kw["as_json"]:
+    if kw["fmt"] == "json":
         click.echo(dumps(variants_to_dict(results), indent=1))
     else:
         click.echo(variants_text(results))

@@ -20,7 +20,7 @@ from builder.errors import UsageError
 from builder.limits import read_json
 from builder.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
-__all__ = ["Library", "Progress", "resolve_target"]
+__all__ = ["Library", "Progress", "one_metallib", "resolve_target"]
 
 Progress = Callable[[str], None]
 
@@ -85,6 +85,30 @@ def resolve_target(
                 spec[0], spec[1], chosen, quiet=False, notice=progress
             )
     return _from_wheel(text, wheel, paths, kind="spec")
+
+
+def one_metallib(
+    target: str, libraries: list[Library], *, member: str | None, command: str
+) -> Library:
+    """The one library of ``target`` whose metallib ``command`` reads (``member``, a wheel
+    member's path or a library's file name, chooses among several): a saved report or a build
+    with no metallib is refused, since there are no functions' bytes to read."""
+    names = [lib.member or (lib.path.name if lib.path else lib.target) for lib in libraries]
+    if member is not None:
+        chosen = [lib for lib, name in zip(libraries, names, strict=True) if name == member]
+        if not chosen:
+            raise UsageError(f"{target}: no metallib {member!r} (it holds: {', '.join(names)})")
+        libraries = chosen
+    if len(libraries) > 1:
+        raise UsageError(f"{target}: holds {len(libraries)} metallibs; choose one with --member "
+                         f"({', '.join(names)})")  # fmt: skip
+    lib = libraries[0]
+    if lib.saved is not None:
+        raise UsageError(f"{target}: a saved size report holds sizes, not functions; {command} "
+                         "needs the .metallib, .whl, build folder or PACKAGE==VERSION")  # fmt: skip
+    if lib.path is None:
+        raise UsageError(f"{target}: the build has no metallib (every family JIT)")
+    return lib
 
 
 @contextmanager

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.kernels.definitions import split_markers, tree_path
+from builder.kernels.include_hint import with_hint
 from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_text
 from builder.kernels.preprocess import (
     PreprocessError,
@@ -204,7 +205,8 @@ def discover(
 
     ``-I`` folders are the config's, then ``source_dir`` itself. Raises UsageError (exit 2) for
     a missing folder, no entry files, no preprocessor, or a file that does not preprocess: then
-    the message names the first such file in tree order, whatever ``jobs`` is.
+    the message names the first such file in tree order, whatever ``jobs`` is (and, for a quoted
+    include not found, the ``-I`` folder that would find it when one is near: ``include_hint``).
     """
     root = Path(source_dir)
     config = config or TreeConfig()
@@ -246,7 +248,11 @@ def discover(
             if on_progress is not None and not failures:
                 on_progress(done, len(entries), entries[stop - 1])
     if failures:
-        raise failures[min(failures)]
+        failure = failures[min(failures)]
+        hinted = with_hint(str(failure), root)  # a missing quoted include: which -I finds it
+        if hinted != str(failure):
+            raise type(failure)(hinted) from None
+        raise failure
     kernels = tuple(record for result in results for record in result.kernels)
     written_in = {(entry, key): file for entry, result in zip(entries, results)
                   for key, file in result.written_in.items()}  # fmt: skip

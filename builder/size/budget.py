@@ -1,98 +1,28 @@
-"""Size budgets kept in the repository: read them, measure their targets, check every limit.
+"""Check the size budgets of the project (``builder.size.budget_file`` reads them): measure each
+budget's targets, check every limit.
 
-A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.toml``, or
-``[[budget]]`` in ``metallib-size.toml`` for a project without one (same keys, docs/ci-recipe.md):
-
-.. code-block:: toml
-
-    [[tool.metallib-builder.budget]]
-    name = "mlx, macOS 26"                    # optional; the target otherwise
-    target = "mlx-metal==0.32.4"              # path, glob, build folder or PACKAGE==VERSION
-    platform = "macosx_26_0_arm64"            # wheel platform of a PACKAGE==VERSION target
-    max-size = "220MB"                        # the metallib(s)
-    max-total-size = "230MB"                  # metallib(s) + a build's JIT host library
-    max-download = "80MB"                     # compressed, as a wheel stores it (report --download)
-    max-functions = 20000
-    by = "kernel"                             # what the group names below are
-    groups = { quantized = "60MB" }
-    base = "reports/main.json"                # a saved report (or any target) for max-growth
-    max-growth = "1%"                         # or "100kB"; counts everything shipped
-
-Relative paths (target, globs, base, source-dir, include-dirs) are taken from the file's folder,
-as size-limit does. A glob's libraries are summed. Keys are checked strictly: an unknown key, a
-wrong type or a limit without what it needs is a ``UsageError`` (exit 2) naming the file, the
-budget and the key. Checking returns numbers only (``BudgetCheck``); presentation words them
-(``builder.render.budget``).
+A glob's libraries are summed. Checking returns numbers only (``BudgetCheck``); presentation
+words them (``builder.render.budget``).
 """
 
 from __future__ import annotations
 
 import glob
-import os
-import sys
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
-from builder.size.grouping import BY_CHOICES
-from builder.size.limits import Limit, parse_limit, parse_size, shipped_size
+from builder.size.limits import Limit, shipped_size
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
+    from builder.size.budget_file import Budget
     from builder.size.grouping import Sources
     from builder.size.report import Report
 
-__all__ = [
-    "BUDGET_FILE",
-    "PYPROJECT",
-    "Budget",
-    "BudgetCheck",
-    "BudgetFile",
-    "check_budgets",
-    "download_bytes",
-    "find_budget_file",
-    "read_budget_file",
-]
-
-BUDGET_FILE = "metallib-size.toml"
-PYPROJECT = "pyproject.toml"
-_TOOL = "metallib-builder"
-_LIMITS = ("max-size", "max-total-size", "max-download", "max-functions", "groups", "max-growth")
-_KEYS = ("name", "target", "platform", "by", "source-dir", "include-dirs", "base", *_LIMITS)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """One budget table, checked and with its paths made absolute."""
-
-    where: str
-    """How errors name it: ``pyproject.toml: [[tool.metallib-builder.budget]] #1``."""
-    name: str
-    target: str
-    root: Path
-    """The budget file's folder: relative paths start here."""
-    platform: str | None = None
-    by: str = "kernel"
-    source_dir: Path | None = None
-    include_dirs: tuple[Path, ...] = ()
-    max_size: int | None = None
-    max_total_size: int | None = None
-    max_download: int | None = None
-    max_functions: int | None = None
-    groups: Mapping[str, int] = field(default_factory=dict)
-    base: str | None = None
-    max_growth: Limit | None = None
-
-
-@dataclass(frozen=True)
-class BudgetFile:
-    path: Path
-    table: str
-    """``[[tool.metallib-builder.budget]]`` or ``[[budget]]``."""
-    budgets: list[Budget]
+__all__ = ["BudgetCheck", "check_budgets", "download_bytes"]
 
 
 @dataclass(frozen=True)
@@ -118,153 +48,6 @@ class BudgetCheck:
     @property
     def passed(self) -> bool:
         return self.value <= self.limit
-
-
-def find_budget_file(start: Path) -> Path:
-    """The budget file for ``start`` and its parents: the nearest folder holding
-    ``metallib-size.toml`` or a ``pyproject.toml`` with ``[tool.metallib-builder]``."""
-    for folder in (start.resolve(), *start.resolve().parents):
-        own, project = folder / BUDGET_FILE, folder / PYPROJECT
-        has_project = project.is_file() and _TOOL in _tool_tables(_load_toml(project))
-        if own.is_file() and has_project:
-            raise UsageError(f"{folder}: budgets in both {BUDGET_FILE} and {PYPROJECT}; keep one")
-        if own.is_file() or has_project:
-            return own if own.is_file() else project
-    raise UsageError(f"no budget found in {start.resolve()} or above: add [[tool.{_TOOL}.budget]] "
-                     f"tables to {PYPROJECT}, or [[budget]] tables to {BUDGET_FILE}")  # fmt: skip
-
-
-def _load_toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}") from None
-
-
-def _tool_tables(raw: dict[str, Any]) -> dict[str, Any]:
-    tool = raw.get("tool")
-    return tool if isinstance(tool, dict) else {}
-
-
-def _unknown(where: str, key: str, known: Sequence[str]) -> UsageError:
-    import difflib
-
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-    return UsageError(f"{where}: unknown key {key!r}{hint}")
-
-
-def read_budget_file(path: Path) -> BudgetFile:
-    """Read and check every budget of ``path`` (a pyproject.toml or a metallib-size.toml)."""
-    raw = _load_toml(path)
-    if path.name == PYPROJECT:
-        tool = _tool_tables(raw).get(_TOOL)
-        table, holder = f"[[tool.{_TOOL}.budget]]", f"{path}: [tool.{_TOOL}]"
-    else:
-        tool, table, holder = raw, "[[budget]]", str(path)
-    for key in tool if isinstance(tool, dict) else ():
-        if key != "budget":
-            raise _unknown(holder, key, ["budget"])
-    if not isinstance(tool, dict) or "budget" not in tool:
-        raise UsageError(f"{holder}: no {table} tables")
-    tables = tool["budget"]
-    if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
-        raise UsageError(f"{holder}: 'budget' must be an array of tables ({table})")
-    root = path.resolve().parent
-    return BudgetFile(path, table, [_budget(t, f"{path}: {table} #{n}", root)
-                                    for n, t in enumerate(tables, 1)])  # fmt: skip
-
-
-def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
-    for key in raw:
-        if key not in _KEYS:
-            raise _unknown(where, key, _KEYS)
-    target = _text(raw, "target", where)
-    if target is None:
-        raise UsageError(f"{where}: 'target' is missing (a path, glob, build folder or "
-                         "PACKAGE==VERSION)")  # fmt: skip
-    name = _text(raw, "name", where) or target
-    where = f"{where} ({name})"
-    if not any(key in raw for key in _LIMITS):
-        raise UsageError(f"{where}: no limit; give any of {', '.join(_LIMITS)}")
-    by = _text(raw, "by", where) or "kernel"
-    if by not in BY_CHOICES:
-        raise UsageError(f"{where}: 'by' must be one of {', '.join(BY_CHOICES)}, got {by!r}")
-    source_dir = _text(raw, "source-dir", where)
-    include = raw.get("include-dirs", [])
-    if not isinstance(include, list) or not all(isinstance(i, str) and i for i in include):
-        raise UsageError(f"{where}: 'include-dirs' must be a list of folder paths")
-    if include and source_dir is None:
-        raise UsageError(f"{where}: 'include-dirs' is for the tree named by 'source-dir'")
-    if by == "source" and source_dir is None and not (root / target).is_dir():
-        raise UsageError(f"{where}: by = \"source\" needs 'source-dir' (the kernel tree the "
-                         "library was built from): a metallib does not record source files")  # fmt: skip
-    groups = raw.get("groups", {})
-    if not isinstance(groups, dict) or ("groups" in raw and not groups):
-        raise UsageError(f"{where}: 'groups' must be a table of group = limit, e.g. "
-                         "groups = { \"quantized\" = \"30MB\" }")  # fmt: skip
-    base = _text(raw, "base", where)
-    growth = raw.get("max-growth")
-    if (base is None) != (growth is None):
-        raise UsageError(f"{where}: 'max-growth' and 'base' go together (growth against a base "
-                         "report)")  # fmt: skip
-    functions = raw.get("max-functions")
-    if functions is not None and (isinstance(functions, bool) or not isinstance(functions, int)
-                                  or functions < 0):  # fmt: skip
-        raise UsageError(f"{where}: 'max-functions' must be a count, got {functions!r}")
-    return Budget(
-        where, name, target, root, platform=_text(raw, "platform", where), by=by,
-        source_dir=None if source_dir is None else _path(root, source_dir),
-        include_dirs=tuple(_path(root, i) for i in include),
-        max_size=_size(raw, "max-size", where), max_total_size=_size(raw, "max-total-size", where),
-        max_download=_size(raw, "max-download", where), max_functions=functions,
-        groups={str(g): _size(groups, g, f"{where}: groups") or 0 for g in groups},
-        base=base, max_growth=None if growth is None else _growth(growth, where),
-    )  # fmt: skip
-
-
-def _text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = raw.get(key)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise UsageError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    try:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise UsageError(f"{value!r} is not a size")
-        size = parse_size(value) if isinstance(value, str) else value
-    except UsageError as exc:
-        raise UsageError(f"{where}: {key!r}: {exc} (e.g. \"30MB\")") from None
-    if size < 0:
-        raise UsageError(f"{where}: {key!r} must not be negative, got {value!r}")
-    return size
-
-
-def _growth(value: Any, where: str) -> Limit:
-    try:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise UsageError(f"{value!r} is not a size or a percentage")
-        return parse_limit(value) if isinstance(value, str) else Limit(bytes=value)
-    except UsageError as exc:
-        raise UsageError(f"{where}: 'max-growth': {exc} (e.g. \"1%\" or \"100kB\")") from None
-
-
-def _path(root: Path, text: str) -> Path:
-    return Path(os.path.normpath(root / text))
-
 
 def download_bytes(report: Report) -> int:
     """Bytes a user downloads for ``report``'s library, as ``report --download`` models them
@@ -344,13 +127,13 @@ def _targets(budget: Budget, text: str) -> list[str]:
     from builder.inputs.wheels import parse_spec
 
     if any(c in text for c in "*?["):
-        found = sorted(glob.glob(str(_path(budget.root, text)), recursive=True))
+        found = sorted(glob.glob(str(budget.path(text)), recursive=True))
         if not found:
             raise UsageError(f"{budget.where}: target {text!r} matches no file")
         return found
     if parse_spec(text) is not None and not (budget.root / text).exists():
         return [text]
-    return [str(_path(budget.root, text))]
+    return [str(budget.path(text))]
 
 
 def _where(report: Report) -> str:

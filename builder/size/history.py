@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
+    from builder.size.grouping import Sources
 
 __all__ = ["HistoryPoint", "measure_history", "top_groups"]
 
@@ -39,15 +40,17 @@ class HistoryPoint:
 
 def measure_history(
     targets: Sequence[str], *, by: str = "kernel", platform: str | None = None,
-    download: bool = False, progress: Progress | None = None,
+    download: bool = False, sources: Sources | None = None, progress: Progress | None = None,
 ) -> list[HistoryPoint]:  # fmt: skip
-    """Measure each target in turn (``PACKAGE==VERSION`` wheels are downloaded and cached)."""
+    """Measure each target in turn (``PACKAGE==VERSION`` wheels are downloaded and cached);
+    ``sources``, a kernel tree's entry file of each kernel, groups every target ``by`` source."""
     from builder.size.budget import download_bytes
     from builder.size.load import load_reports
 
     points = []
     for target in targets:
-        reports = load_reports(target, by=by, platform=platform, progress=progress)
+        reports = load_reports(target, by=by, platform=platform, sources=sources,
+                               progress=progress)
         groups: dict[str, int] = {}
         for report in reports:
             for group in report.groups:

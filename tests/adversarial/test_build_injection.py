@@ -136,7 +136,7 @@ def test_odd_but_legal_names_build_quoted_and_run_nothing(
         (tree / name).write_text(f"kernel void odd_{i}() {{}}\n")
     monkeypatch.chdir(tmp_path)
     build_dir = tmp_path / "build"
-    code, out, err = _build(cli, tree, build_dir, "--metal-compiler", STANDIN, "--json")
+    code, out, err = _build(cli, tree, build_dir, "--metal-compiler", STANDIN, "--format", "json")
     assert code == 0, err
     manifest = json.loads((build_dir / "manifest.json").read_text())
     modes = {f["name"]: f["mode"] for f in manifest["families"]}

@@ -82,9 +82,9 @@ def test_two_variants_runs_into_one_out(
 @pytest.mark.slow
 def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     build = tmp_path / "b"
-    first = start(["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--json"])
+    first = start(["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--format", "json"])
     stderr = tmp_path / "second.err"
-    second_args = ["build", "--jit", "--kernels", "binary", "--build-dir", str(build), "--json"]
+    second_args = ["build", "--jit", "--kernels", "binary", "--build-dir", str(build), "--format", "json"]
     with paused(first, build / ".metallib-builder.lock"):
         refused = _run(*second_args, "--no-wait")
         assert refused.returncode == 2 and refused.stdout == ""

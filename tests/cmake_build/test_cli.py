@@ -89,7 +89,7 @@ def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
     metal = standin_tools
     build_dir = tmp_path / "b"
     done = _cli("build", "--kernels", "unary,arange", "--dtypes", "float32", "--build-dir",
-                str(build_dir), "--metal-compiler", str(metal), "--json", "-j", "2")  # fmt: skip
+                str(build_dir), "--metal-compiler", str(metal), "--format", "json", "-j", "2")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "[1/" in done.stderr and "Linking mlx.metallib" in done.stderr  # plain progress lines
     doc = json.loads(done.stdout)  # the JSON report of the build
@@ -121,7 +121,7 @@ def test_build_prints_what_report_prints(
     reported = _cli("report", str(build_dir))
     assert reported.returncode == 0, reported.stderr
     assert built.stdout == reported.stdout
-    built_json = _cli(*args, "--json")
+    built_json = _cli(*args, "--format", "json")
     assert "(0 build steps)" in built_json.stderr  # measured again, not built again
     assert json.loads(built_json.stdout) == json.loads(_cli("report", str(build_dir), "--format",
                                                             "json").stdout)  # fmt: skip
@@ -169,7 +169,7 @@ def test_variants_with_standin_side_by_side(
 ) -> None:
     done = _cli("variants", "--kernels", "arange,copy,softmax", "--dtypes", "float32",
                 "--build-dir", str(tmp_path / "v"), "--metal-compiler", str(standin_tools),
-                "--json")  # fmt: skip
+                "--format", "json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     built = {v["name"]: v for v in data["variants"]}

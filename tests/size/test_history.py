@@ -84,3 +84,31 @@ def test_history_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert code == 2 and out == "" and "no such file" in err
     code, _, err = run_cli(["history", "x.metallib", "-o", str(tmp_path / "h.md")], capsys)
     assert code == 2 and "(use .html, .htm, .json, .txt" in err
+
+
+def test_by_source_groups_every_target_by_the_trees_entry_files(
+    mlx_metallib: Callable[[str, str], Path], mlx_style: Path, mlx_headers: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``--source-dir`` (with -I as for report) names each function's entry file for every
+    target; the reference sums ``list``'s per-function bytes by discovery's entry file."""
+    from builder.kernels.discovery import load_tree
+
+    versions = ("0.32.0", "0.32.4")
+    files = [mlx_metallib(v, PLATFORM) for v in versions]
+    code, out, err = run_cli(["history", *(f"mlx-metal=={v}" for v in versions), "--source-dir",
+                              str(mlx_style), "-I", str(mlx_headers), "--format", "json"],
+                             capsys)  # fmt: skip
+    assert code == 0, err
+    entry_of = load_tree(mlx_style, include_dirs=[mlx_headers]).source_of()
+    points = json.loads(out)["points"]
+    for point, file in zip(points, files, strict=True):
+        _, listed, _ = run_cli(["list", str(file), "--format", "json"], capsys)
+        expected: dict[str, int] = {}
+        for fn in json.loads(listed)["functions"]:
+            source = entry_of.get(fn["name"], "other")
+            expected[source] = expected.get(source, 0) + fn["bytes"]
+        assert {g["name"]: g["bytes"] for g in point["groups"]} == expected
+        assert {"arange_subset.metal", "unary_subset.metal"} <= set(expected)
+    code, _, err = run_cli(["history", "mlx-metal==0.32.0", "--by", "source"], capsys)
+    assert code == 2 and "--source-dir" in err and err.count("\n") <= 2

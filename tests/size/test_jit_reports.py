@@ -37,7 +37,7 @@ HOST = "libmetal_jit.so"
 def _build(build_dir: Path, *selection: str) -> None:
     """``metallib-builder build --jit`` through the real CLI."""
     done = subprocess.run(
-        [sys.executable, "-m", "builder", "build", "--jit", "-j", "2", "--json",
+        [sys.executable, "-m", "builder", "build", "--jit", "-j", "2", "--format", "json",
          "--build-dir", str(build_dir), *selection],
         cwd=ROOT, capture_output=True, text=True, check=False,
         env={**os.environ, "NO_COLOR": "1"},

@@ -1,0 +1,98 @@
+"""A quoted include discovery cannot find names the ``-I`` folder that would find it, when one is
+near the tree (issue 19 item 6): MLX-style trees need ``-I <the folder holding mlx/>``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
+
+from builder.errors import UsageError
+from builder.kernels.discovery import load_tree
+from builder.kernels.include_hint import MAX_FOLDERS, missing_include, resolving_folder
+
+ENTRY = "arange_subset.metal"  # includes "mlx/backend/metal/kernels/utils.h"
+
+
+def entry_tree(folder: Path, mlx_style: Path) -> Path:
+    folder.mkdir(parents=True)
+    shutil.copy(mlx_style / ENTRY, folder / ENTRY)
+    return folder
+
+
+def test_headers_in_a_sibling_folder_are_suggested(
+    tmp_path: Path, mlx_style: Path, mlx_headers: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """project/src holds the entry file, project/third_party/include/mlx the headers."""
+    tree = entry_tree(tmp_path / "project" / "src", mlx_style)
+    include_root = tmp_path / "project" / "third_party" / "include"
+    include_root.mkdir(parents=True)
+    (include_root / "mlx").symlink_to(mlx_headers / "mlx")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["kernels", "--source-dir", str(tree)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: {ENTRY}: does not preprocess: ")
+    assert "mlx/backend/metal/kernels/utils.h" in err
+    assert err.rstrip("\n").endswith("; did you mean -I project/third_party/include?")
+    # The suggestion is right: with it the tree discovers.
+    found = load_tree(tree, include_dirs=[Path("project/third_party/include")])
+    assert len(found.kernels) > 0 and {k.source for k in found.kernels} == {ENTRY}
+
+
+def test_an_mlx_checkout_suggests_the_root_above_the_kernels(tmp_path: Path) -> None:
+    """MLX's own layout: the kernels folder is mlx/backend/metal/kernels under the include root,
+    four folders up (past the bounded sub-folder search: found by the folders above)."""
+    kernels = tmp_path / "checkout" / "mlx" / "backend" / "metal" / "kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "ops.h").write_text("#define OP(x) x\n")
+    (kernels / "ops.metal").write_text(
+        '#include "mlx/backend/metal/kernels/ops.h"\n'
+        'kernel void OP(add_one)(device float* a [[buffer(0)]]) { a[0] += 1; }\n'
+    )
+    with pytest.raises(UsageError) as caught:
+        load_tree(kernels)
+    assert str(caught.value).endswith(f"; did you mean -I {tmp_path / 'checkout'}?") or str(
+        caught.value
+    ).endswith(f"; did you mean -I {os.path.relpath(tmp_path / 'checkout')}?")
+    assert [k.name for k in load_tree(kernels, include_dirs=[tmp_path / "checkout"]).kernels] == [
+        "add_one"
+    ]
+
+
+def test_no_suggestion_when_no_folder_holds_the_header(
+    tmp_path: Path, mlx_style: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = entry_tree(tmp_path / "a" / "b" / "c" / "src", mlx_style)  # searched: all in tmp_path
+    code, _, err = run_cli(["kernels", "--source-dir", str(tree)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "No such file or directory" in err or "file not found" in err
+    assert "did you mean" not in err
+
+
+def test_the_search_is_bounded(tmp_path: Path) -> None:
+    """A header more folders away than the search lists is not found (and the search ends)."""
+    tree = tmp_path / "a" / "tree"
+    tree.mkdir(parents=True)
+    for i in range(MAX_FOLDERS + 10):
+        (tmp_path / "a" / f"d{i:05}").mkdir()
+    far = tmp_path / "a" / f"d{MAX_FOLDERS + 9:05}" / "deeper"
+    (far / "x").mkdir(parents=True)
+    (far / "x" / "h.h").write_text("")
+    assert resolving_folder(tree, "x/h.h") is None
+    near = tmp_path / "a" / "d00000"
+    (near / "x").mkdir()
+    (near / "x" / "h.h").write_text("")
+    assert resolving_folder(tree, "x/h.h") == near
+
+
+def test_only_missing_includes_inside_their_folder_are_searched() -> None:
+    gcc = "a.metal:3:10: fatal error: mlx/utils.h: No such file or directory"
+    clang = "a.metal:3:10: fatal error: 'mlx/utils.h' file not found"
+    assert missing_include(gcc) == missing_include(clang) == "mlx/utils.h"
+    assert missing_include("fatal error: ../up.h: No such file or directory") is None
+    assert missing_include("fatal error: '/etc/hosts' file not found") is None
+    assert missing_include("a.metal:1:1: error: expected ';'") is None
