@@ -89,10 +89,20 @@ def md_text(text: str) -> str:
     return _MARKDOWN_ACTIVE.sub(lambda m: _MARKDOWN_QUOTED.get(m.group(), "\\" + m.group()), clean)
 
 
+_UNBOUNDED = 1 << 20
+"""Columns a table may take when measured for its natural width (more than any real name)."""
+
+
 def print_table(console: Any, table: Any, *, fit: bool) -> None:
     """Print a rich table; ``fit`` (stdout is not a terminal): as wide as its cells need rather
     than the console's width, so no function name is cut with an ellipsis or folded."""
     if fit:
-        console.print(table, width=max(console.width, console.measure(table).maximum))
+        unbounded = console.options.update_width(_UNBOUNDED)
+        width = console.width
+        console.width = max(width, console.measure(table, options=unbounded).maximum)
+        try:
+            console.print(table)
+        finally:
+            console.width = width
     else:
         console.print(table)
