@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import count, repeat
+from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -111,6 +111,39 @@ class Report:
         return tuple(self.by.split(","))
 
 
+class _Labels(NamedTuple):
+    """Every function's label for each ``--by`` key, and how each key's labels were found."""
+
+    first: list[str]
+    second: list[str] | None
+    grouping: str
+    subgrouping: str | None
+
+
+def _labels(
+    names: Sequence[str], keys: Sequence[str], rules: RuleSet | None,
+    families: Mapping[str, str] | None, sources: Sources | None,
+) -> _Labels:  # fmt: skip
+    first = group_names(names, keys[0], rules=rules, families=families, sources=sources)
+    if len(keys) == 1:
+        return _Labels(first.labels, None, first.method, None)
+    second = group_names(names, keys[1], rules=rules, families=families, sources=sources)
+    return _Labels(first.labels, second.labels, first.method, second.method)
+
+
+def _grouped(report: Report, columns: list[Any], labels: _Labels) -> Report:
+    """``report`` with its functions made from ``columns`` (``FunctionRow``'s fields, column by
+    column) labelled by ``labels``, and rolled up (``builder.size.rollup``)."""
+    count = len(columns[0])
+    columns[1] = labels.first
+    columns[7] = labels.second if labels.second is not None else repeat("", count)
+    functions = list(map(FunctionRow._make, zip(*columns)))
+    shares = report.download.functions if report.download else None
+    nested = labels.second is not None
+    return replace(report, grouping=labels.grouping, subgrouping=labels.subgrouping,
+                   functions=functions, groups=roll_up(functions, shares, nested=nested))  # fmt: skip
+
+
 def group_report(
     report: Report,
     by: str,
@@ -122,18 +155,12 @@ def group_report(
     """The same measurements grouped ``by`` one key or two (``kernel,dtype``): each function
     labelled for every key, then rolled up (``builder.size.rollup``)."""
     keys = parse_by(by)
-    names = [fn.name for fn in report.functions]
-    first = group_names(names, keys[0], rules=rules, families=families, sources=sources)
-    functions = [fn._replace(group=label) for fn, label in zip(report.functions, first.labels)]
-    subgrouping = None
-    if len(keys) == 2:
-        second = group_names(names, keys[1], rules=rules, families=families, sources=sources)
-        functions = [fn._replace(subgroup=label) for fn, label in zip(functions, second.labels)]
-        subgrouping = second.method
-    shares = report.download.functions if report.download else None
-    groups = roll_up(functions, shares, nested=len(keys) == 2)
-    return replace(report, by=",".join(keys), grouping=first.method, subgrouping=subgrouping,
-                   functions=functions, groups=groups)  # fmt: skip
+    functions = report.functions
+    columns: list[Any] = (
+        list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
+    )
+    labels = _labels(columns[0], keys, rules, families, sources)
+    return _grouped(replace(report, by=",".join(keys)), columns, labels)
 
 
 def build_report(
@@ -151,25 +178,19 @@ def build_report(
 ) -> Report:
     """Group an attribution; ``families`` come from a build manifest, ``sources`` from a manifest
     or a discovered kernel tree."""
+    keys = parse_by(by)
     names = attribution.names
     # Column arithmetic with map/zip: this runs once per function of a 15,000-function library.
     entry, public_md, private_md, module, reflection = attribution.pieces
     metadata = list(map(add, public_md, private_md))
     total = list(map(add, map(add, map(add, entry, metadata), module), reflection))
-    functions = list(
-        map(
-            FunctionRow._make,
-            zip(names, repeat(""), total, module, entry, metadata, reflection, repeat(""),
-                repeat(""), count()),
-        )
-    )  # fmt: skip
     measured = Report(
         source=source,
         file_size=attribution.file_size,
         format_version=attribution.format_version,
-        by=by,
+        by=",".join(keys),
         grouping="",
-        functions=functions,
+        functions=[],
         groups=[],
         overhead=[OverheadRow(item.name, item.bytes) for item in attribution.overhead],
         jit_families=list(jit_families),
@@ -177,7 +198,9 @@ def build_report(
         provenance=dict(provenance or {}),
         download=download,
     )
-    return group_report(measured, by, rules=rules, families=families, sources=sources)
+    columns: list[Any] = [names, [], total, module, entry, metadata, reflection, [],
+                                    repeat("", len(names)), range(len(names))]  # fmt: skip
+    return _grouped(measured, columns, _labels(names, keys, rules, families, sources))
 
 
 def report_json_text(report: Report) -> str:
@@ -330,7 +353,10 @@ def report_from_dict(data: Any, where: str) -> Report:
                       byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"))
             for j in fields.object_list(data.get("jit_families", []), "jit_families")
         ]  # fmt: skip
-        by = ",".join(parse_by(fields.text(data.get("by", "kernel"), "by")))
+        try:
+            by = ",".join(parse_by(fields.text(data.get("by", "kernel"), "by")))
+        except UsageError as exc:
+            raise bad(f"field 'by': {exc}") from None
         subgrouping = data.get("subgrouping")
         if (subgrouping is None) != ("," not in by):
             raise bad(f"'by' is {by!r} but subgrouping is {fields.brief(subgrouping)}")

@@ -86,19 +86,26 @@ def roll_up(
     """
     groups: dict[str, _Sums] = {}
     shares: Iterable[int] = download if download is not None else _zeros(len(functions))
+    if not nested:  # the common case, kept to one dictionary look-up per function
+        for fn, share in zip(functions, shares):
+            found = groups.get(fn.group)
+            if found is None:
+                found = groups[fn.group] = _Sums()
+            found.count += 1
+            found.bytes += fn.bytes
+            found.bitcode += fn.bitcode_bytes
+            found.download += share
+        return list(_nodes(groups, download is not None))
     for fn, share in zip(functions, shares):
         found = groups.get(fn.group)
         if found is None:
             found = groups[fn.group] = _Sums()
-            if nested:
-                found.children = {}
-        levels = [found]
-        if found.children is not None:
-            child = found.children.get(fn.subgroup)
-            if child is None:
-                child = found.children[fn.subgroup] = _Sums()
-            levels.append(child)
-        for level in levels:
+            found.children = {}
+        assert found.children is not None
+        child = found.children.get(fn.subgroup)
+        if child is None:
+            child = found.children[fn.subgroup] = _Sums()
+        for level in (found, child):
             level.count += 1
             level.bytes += fn.bytes
             level.bitcode += fn.bitcode_bytes

@@ -73,7 +73,9 @@ def test_by_source_dtype_on_a_real_library_adds_up_with_download(
     assert code == 0, err
     doc = json.loads(out)
     assert (doc["by"], doc["grouping"], doc["subgrouping"]) == (
-        "source,dtype", f"discovery:{mlx_style}", "dtype"
+        "source,dtype",
+        f"discovery:{mlx_style}",
+        "dtype",
     )
     _check_children(doc, (*MEASURES, "download_bytes"))
     # the nesting agrees with each key alone: same first labels as --by source, same second
@@ -103,7 +105,10 @@ def kernel_dtype(
     folder = tmp_path_factory.mktemp("nested")
     files = {ext: folder / f"r.{ext}" for ext in ("json", "csv", "md", "txt", "html")}
     outputs = [arg for path in files.values() for arg in ("-o", str(path))]
-    assert main(["report", str(library), "--by", "kernel,dtype", "--top", "0", *outputs]) in (0, None)
+    assert main(["report", str(library), "--by", "kernel,dtype", "--top", "0", *outputs]) in (
+        0,
+        None,
+    )
     texts = {ext: path.read_text(encoding="utf-8") for ext, path in files.items()}
     return {"library": library, "doc": json.loads(texts["json"]), **texts}
 
@@ -126,12 +131,15 @@ def test_kernel_dtype_csv_has_a_row_per_group_and_subgroup(kernel_dtype: dict[st
     assert set(leaves) == set(sums)
     for key, row in leaves.items():
         assert (int(row["function_count"]), int(row["bytes"])) == (
-            sums[key]["function_count"], sums[key]["bytes"]
+            sums[key]["function_count"],
+            sums[key]["bytes"],
         )
     assert sum(int(r["bytes"]) for r in rows) == doc["file_size"]  # leaves + overhead = the file
 
 
-def _child_lines(lines: list[str], parent: re.Pattern[str], child: re.Pattern[str]) -> dict[str, list[str]]:
+def _child_lines(
+    lines: list[str], parent: re.Pattern[str], child: re.Pattern[str]
+) -> dict[str, list[str]]:
     """Each parent row's name and the child rows right under it (in the order shown)."""
     found: dict[str, list[str]] = {}
     current = None
@@ -165,7 +173,7 @@ def test_kernel_dtype_markdown_and_table_nest(kernel_dtype: dict[str, Any]) -> N
 def test_kernel_dtype_html_embeds_the_second_key(kernel_dtype: dict[str, Any]) -> None:
     doc = kernel_dtype["doc"]
     match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
-                      kernel_dtype["html"], re.S)  # fmt: skip
+                      kernel_dtype["html"], re.DOTALL)  # fmt: skip
     assert match is not None
     (lib,) = json.loads(match.group(1))["libraries"]
     assert (lib["by"], lib["subgroup_by"], lib["subgrouping"]) == ("kernel,dtype", "dtype", "dtype")
@@ -190,7 +198,9 @@ def test_saved_nested_report_reads_back_and_regroups(
     _check_children(doc, MEASURES)
     saved = tmp_path / "saved.json"
     saved.write_text(out)
-    code, out, err = run_cli(["report", str(saved), "--by", "kernel,dtype", "--format", "json"], capsys)
+    code, out, err = run_cli(
+        ["report", str(saved), "--by", "kernel,dtype", "--format", "json"], capsys
+    )
     assert code == 0, err
     assert json.loads(out)["groups"] == doc["groups"]
     code, out, err = run_cli(["report", str(saved), "--by", "dtype", "--format", "json"], capsys)
@@ -243,5 +253,5 @@ def test_one_function_row_in_the_code() -> None:
     """Issue 19 item 5: the function-row concept is defined once (``builder.size.rollup``)."""
     root = Path(__file__).resolve().parents[2] / "builder"
     found = [str(p.relative_to(root)) for p in root.rglob("*.py")
-             if re.search(r"^class FunctionRow\b", p.read_text(encoding="utf-8"), re.M)]  # fmt: skip
+             if re.search(r"^class FunctionRow\b", p.read_text(encoding="utf-8"), re.MULTILINE)]  # fmt: skip
     assert found == ["size/rollup.py"]
