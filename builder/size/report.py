@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as fields_of
 from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -248,14 +249,20 @@ def _function_dicts(report: Report) -> list[dict[str, Any]]:
 
 
 def _group_dict(group: Rollup) -> dict[str, Any]:
-    """A rollup node with its measures; ``download_bytes`` and ``children`` only when present."""
-    doc: dict[str, Any] = {"name": group.name, "function_count": group.function_count,
-                           "bytes": group.bytes, "bitcode_bytes": group.bitcode_bytes}  # fmt: skip
-    if group.download_bytes is not None:
-        doc["download_bytes"] = group.download_bytes
-    if group.children:
-        doc["children"] = [_group_dict(child) for child in group.children]
+    """A rollup node as JSON: every field of ``Rollup`` in its order (so a new measure needs no
+    change here), a measure that was not taken (None) left out, ``children`` only when nested."""
+    doc: dict[str, Any] = {}
+    for name in _ROLLUP_FIELDS:
+        value = getattr(group, name)
+        if name == "children":
+            if value:
+                doc[name] = [_group_dict(child) for child in value]
+        elif value is not None:
+            doc[name] = value
     return doc
+
+
+_ROLLUP_FIELDS = tuple(f.name for f in fields_of(Rollup))
 
 
 def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
