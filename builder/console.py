@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["stderr_console", "stdout_color", "table_width"]
+__all__ = ["stderr_console", "stdout_color", "stdout_table_width", "table_width"]
 
 
 @lru_cache(maxsize=1)
@@ -29,6 +29,14 @@ def stdout_color() -> bool:
     import sys
 
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def stdout_table_width() -> int | None:
+    """Width of a report table on stdout: :func:`table_width` on a terminal; None for a pipe or a
+    file (as wide as the cells need, so no function name is cut)."""
+    import sys
+
+    return table_width() if sys.stdout.isatty() else None
 
 
 def table_width() -> int:

@@ -190,7 +190,7 @@ def build_report_text(reports: list[Any], *, as_json: bool) -> str:
         from builder.render.machine import report_json
 
         return report_json(reports)
-    from builder.console import stdout_color, table_width
+    from builder.console import stdout_color, stdout_table_width
     from builder.render.tables import report_table
 
-    return report_table(reports, 20, color=stdout_color(), width=table_width())
+    return report_table(reports, 20, color=stdout_color(), width=stdout_table_width())

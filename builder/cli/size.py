@@ -24,10 +24,12 @@ _FORMATS = ("table", "json", "csv", "markdown", "html")
 
 def _common(func: Any) -> Any:
     options = [
-        click.option("--by", type=click.Choice(BY_CHOICES), default="kernel", show_default=True,
-                     help="Group bytes by kernel family, dtype, source file (from a build "
-                          "manifest, or from the kernel tree given with --source-dir) or "
-                          "function."),
+        click.option("--by", default="kernel", show_default=True, callback=_by_keys,
+                     metavar="KEY[,KEY]",
+                     help=f"Group bytes by kernel family, dtype, source file (from a build "
+                          f"manifest, or from the kernel tree given with --source-dir) or "
+                          f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
+                          f"splits each source file's bytes by dtype (report only)."),
         click.option("--rules", type=click.Path(dir_okay=False), default=None,
                      help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
                           "(default: the build manifest, else built-in MLX rules, else generic)."),
@@ -54,6 +56,13 @@ def _common(func: Any) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--by`` checked and spelled one way (``source, dtype`` -> ``source,dtype``)."""
+    from builder.size.grouping import parse_by
+
+    return ",".join(parse_by(value))
 
 
 def _check_output(outputs: Sequence[str], targets: Sequence[str], rules: str | None,
@@ -144,10 +153,12 @@ def _top(top: int | None, fmt: str) -> int | None:
     return None if top <= 0 else top
 
 
-def _width() -> int:
-    from builder.console import table_width
+def _width(terminal: bool) -> int | None:
+    """The terminal's width for a table shown on one; None (as wide as the table's cells need,
+    no function name cut) for a pipe or a file."""
+    from builder.console import stdout_table_width
 
-    return table_width()
+    return stdout_table_width() if terminal else None
 
 
 @click.command("report")
@@ -175,6 +186,7 @@ def report_command(
       metallib-builder report mlx-metal==0.30.0
       metallib-builder report build/ --by source
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
+      metallib-builder report build/ --by source,dtype
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
       metallib-builder report build/ -o report.json -o report.html
@@ -205,7 +217,7 @@ def report_command(
             return report_markdown(reports, shown)
         from builder.render.tables import report_table
 
-        return report_table(reports, shown, color=_color() and terminal, width=_width())
+        return report_table(reports, shown, color=_color() and terminal, width=_width(terminal))
 
     from builder.publish.outputs import write_outputs
 
@@ -305,6 +317,11 @@ def compare_command(
         max_download_size=None if max_download_size is None else parse_size(max_download_size),
     )
     download = download or gates.max_download_growth is not None or gates.max_download_size is not None
+    if "," in by:
+        from builder.errors import UsageError
+
+        raise UsageError(f"compare groups by one key, not --by {by}: nested groups are shown by "
+                         f"'report --by {by}' (run it on each side)")  # fmt: skip
     _check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
@@ -340,7 +357,7 @@ def compare_command(
         from builder.render.tables import compare_table
 
         return "".join(compare_table(c, r, _top(top, kind), color=_color() and terminal,
-                                     width=_width()) for c, r in evaluated)  # fmt: skip
+                                     width=_width(terminal)) for c, r in evaluated)  # fmt: skip
 
     write_outputs(plan, render, [*_measured_files(loaded[0]), *_measured_files(loaded[1])])
     from builder.render.pr_comment import MARKER

@@ -120,7 +120,7 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
     ctx = click.get_current_context()
     if ctx.get_parameter_source("by") is click.core.ParameterSource.DEFAULT:
         by = "source"
-    elif by != "source":
+    elif "source" not in by.split(","):
         raise UsageError(f"--source-dir attributes functions to entry files; it goes with "
                          f"--by source, not --by {by}")  # fmt: skip
     from builder.size.grouping import Sources

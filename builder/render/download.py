@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from builder.render.text import human_delta, human_size, percent, signed_percent
-from builder.size.download_report import group_download
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
@@ -28,26 +27,20 @@ __all__ = [
 
 
 class DownloadColumn:
-    """The download bytes of a report's rows: groups by name, the folded rest, the overhead."""
+    """The download cells of a report's rows: a group's come from its rollup node
+    (``Rollup.download_bytes``), the overhead's and the total's from the report."""
 
-    def __init__(self, report: Report, download: Download) -> None:
+    def __init__(self, download: Download) -> None:
         self.total = download.total
         self.overhead = download.overhead_bytes
-        self._groups = group_download(report.functions, download.functions)
 
     @classmethod
     def of(cls, report: Report) -> DownloadColumn | None:
-        return None if report.download is None else cls(report, report.download)
+        return None if report.download is None else cls(report.download)
 
-    def group(self, name: str) -> int:
-        return self._groups.get(name, 0)
-
-    def rest(self, shown: Sequence[str]) -> int:
-        """The groups not in ``shown`` together."""
-        return self.total - self.overhead - sum(map(self.group, shown))
-
-    def cells(self, value: int) -> tuple[str, str]:
+    def cells(self, value: int | None) -> tuple[str, str]:
         """Human size and share of the modelled total."""
+        value = value or 0
         return human_size(value), percent(value, self.total)
 
 

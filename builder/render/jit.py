@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from builder.render.markup import md_code, md_text, rich_text
+from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
 from builder.render.text import human_delta, human_size, percent, share, signed_percent
 
@@ -56,7 +56,9 @@ def _shown(rows: Sequence[JitRow], top: int | None) -> tuple[Sequence[JitRow], S
     return rows[:top], rows[top:]
 
 
-def report_jit_table(report: Report, jit: JitBreakdown, console: Console, top: int | None) -> None:
+def report_jit_table(
+    report: Report, jit: JitBreakdown, console: Console, top: int | None, *, fit: bool = False
+) -> None:
     """Print the JIT table of ``report``: families, the host bytes no family owns, the total."""
     from rich.markup import escape
     from rich.table import Table
@@ -95,7 +97,7 @@ def report_jit_table(report: Report, jit: JitBreakdown, console: Console, top: i
     table.add_section()
     table.add_row("total", f"{kernels:,}", human_size(jit.total), f"{jit.total:,}",
                   "100.0%" if jit.total else "-", "", "", style="bold")  # fmt: skip
-    console.print(table)
+    print_table(console, table, fit=fit)
 
 
 def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> list[str]:
@@ -163,7 +165,9 @@ def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, s
     return rows + [(g, "dim") for g in overhead]
 
 
-def compare_jit_table(comparison: Comparison, console: Console, top: int | None) -> None:
+def compare_jit_table(
+    comparison: Comparison, console: Console, top: int | None, *, fit: bool = False
+) -> None:
     """Print the JIT comparison: per family, the host-library bytes on both sides."""
     from rich.markup import escape
     from rich.table import Table
@@ -199,7 +203,7 @@ def compare_jit_table(comparison: Comparison, console: Console, top: int | None)
                   f"{sum(g.head_count for g in families):,}", human_size(jit.base_total),
                   human_size(jit.head_total), human_delta(jit.delta), signed_percent(jit.percent),
                   style="bold")  # fmt: skip
-    console.print(table)
+    print_table(console, table, fit=fit)
 
 
 def compare_jit_json(jit: JitComparison) -> dict[str, Any]:

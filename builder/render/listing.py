@@ -7,22 +7,16 @@ cost of parsing the function list.
 
 from __future__ import annotations
 
+from itertools import count, repeat
 from json.encoder import encode_basestring_ascii as _quote
-from typing import NamedTuple
+from operator import add
 
 from builder.jsontext import clean
 from builder.metallib import FUNCTION_TYPES, Metallib
 from builder.render.text import visible
+from builder.size.rollup import FunctionRow
 
-__all__ = ["FunctionRow", "function_rows", "rows_json", "rows_table"]
-
-
-class FunctionRow(NamedTuple):
-    position: int
-    name: str
-    type: str
-    bitcode_bytes: int
-    bytes: int
+__all__ = ["function_rows", "rows_json", "rows_table"]
 
 
 def _type_name(code: int | None) -> str:
@@ -32,13 +26,17 @@ def _type_name(code: int | None) -> str:
 
 
 def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
-    """One row per function: file order, by ``name``, or largest module first (``size``)."""
+    """One row per function (the report's ``FunctionRow``, without groups): file order, by
+    ``name``, or largest module first (``size``)."""
     c = lib.columns()
     type_names = {code: _type_name(code) for code in set(c.types)}
-    totals = map(sum, zip(c.entry_bytes, c.public_md_bytes, c.private_md_bytes, c.module_bytes, c.reflection_bytes))
+    metadata = list(map(add, c.public_md_bytes, c.private_md_bytes))
+    totals = map(sum, zip(c.entry_bytes, metadata, c.module_bytes, c.reflection_bytes))
     rows = list(
-        map(FunctionRow._make, zip(range(len(c.names)), c.names, map(type_names.__getitem__, c.types), c.module_bytes, totals))
-    )
+        map(FunctionRow._make, zip(c.names, repeat(""), totals, c.module_bytes, c.entry_bytes,
+                                   metadata, c.reflection_bytes, repeat(""),
+                                   map(type_names.__getitem__, c.types), count()))
+    )  # fmt: skip
     if sort == "name":
         rows.sort(key=lambda r: r.name)
     elif sort == "size":

@@ -23,6 +23,7 @@ from builder.size.jit_rows import jit_breakdown
 if TYPE_CHECKING:
     from builder.size.compare import Comparison, GateResult
     from builder.size.report import Report
+    from builder.size.rollup import Rollup
 
 __all__ = ["compare_csv", "compare_json", "report_csv", "report_json"]
 
@@ -42,48 +43,70 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     download figures (``--download``) two more columns, and a row per file of a wheel
     (``by`` = ``wheel file``, ``file`` = the wheel)."""
     downloads = any(r.download is not None for r in reports)
-    lines = [csv_line(["file", "by", "group", "function_count", "bytes", "share",
-                       *(["download_bytes", "download_share"] if downloads else [])])]  # fmt: skip
+    nested = any(r.subgrouping is not None for r in reports)
+    lines = [csv_line(["file", "by", "group", *(["subgroup"] if nested else []), "function_count",
+                       "bytes", "share", *(["download_bytes", "download_share"] if downloads else [])])]  # fmt: skip
     for report in reports:
         jit = jit_breakdown(report)
         if jit is not None:
             from builder.render.jit import report_jit_csv
 
-            jit_rows = [[csv_text(r[0]), r[1], csv_text(r[2]), *r[3:]]
+            jit_rows = [[csv_text(r[0]), r[1], csv_text(r[2]), *([""] if nested else []), *r[3:]]
                         for r in report_jit_csv(report, jit)]  # fmt: skip
             if report.source.path is None:  # no metallib: its rows would all be zero
                 lines += map(csv_line, jit_rows)
                 continue
-        shown, rest_count, rest_bytes = top_rows(report, top)
         path = csv_text(report.source.path or "")
         by = csv_text(report.by)
         whole = report.file_size
         dl = DownloadColumn.of(report)
-
-        for name, count, size in shown:
-            lines.append(csv_line([path, by, csv_text(name), count, size, share(size, whole),
-                                   *_cells(dl, downloads, dl.group(name) if dl else 0)]))  # fmt: skip
-        if rest_count:
-            lines.append(
-                csv_line([path, by, "[rest]", rest_count, rest_bytes, share(rest_bytes, whole),
-                          *_cells(dl, downloads, dl.rest([r[0] for r in shown]) if dl else 0)])
-            )
+        lines += _group_rows(report, top, [path, by], nested, downloads)
         overhead = report.overhead_bytes
-        lines.append(csv_line([path, by, OVERHEAD_LABEL, "", overhead, share(overhead, whole),
+        lines.append(csv_line([path, by, OVERHEAD_LABEL, *([""] if nested else []), "", overhead,
+                               share(overhead, whole),
                                *_cells(dl, downloads, dl.overhead if dl else 0)]))  # fmt: skip
         if jit is not None:
             lines += map(csv_line, jit_rows)
     for wheel in wheels_of(reports):
-        lines += [csv_line([csv_text(wheel.path), "wheel file", csv_text(f.name), "", f.bytes, "",
+        lines += [csv_line([csv_text(wheel.path), "wheel file", csv_text(f.name),
+                            *([""] if nested else []), "", f.bytes, "",
                             f.download_bytes, share(f.download_bytes, wheel.bytes)])
                   for f in wheel.files]  # fmt: skip
     return "".join(lines)
 
 
-def _cells(column: DownloadColumn | None, wanted: bool, value: int) -> list[str | int]:
+def _group_rows(report: Report, top: int | None, lead: list[str], nested: bool,
+                downloads: bool) -> list[str]:  # fmt: skip
+    """A row per group; with two ``--by`` keys a row per (group, subgroup) instead, so the bytes
+    column still adds up to the file (a group's own figures are the sum of its rows)."""
+    dl = DownloadColumn.of(report)
+
+    def row(group: str, subgroup: str | None, g: Rollup) -> str:
+        return csv_line([*lead, group, *([] if subgroup is None else [subgroup]), g.function_count,
+                         g.bytes, share(g.bytes, report.file_size),
+                         *_cells(dl, downloads, g.download_bytes)])  # fmt: skip
+
+    blank = "" if nested else None
+    lines = []
+    shown = top_rows(report.groups, top)
+    for group in shown.rows:
+        if not group.children:
+            lines.append(row(csv_text(group.name), blank, group))
+            continue
+        children = top_rows(group.children, top)
+        lines += [row(csv_text(group.name), csv_text(c.name), c) for c in children.rows]
+        if children.rest is not None:
+            lines.append(row(csv_text(group.name), "[rest]", children.rest))
+    if shown.rest is not None:
+        lines.append(row("[rest]", blank, shown.rest))
+    return lines
+
+
+def _cells(column: DownloadColumn | None, wanted: bool, value: int | None) -> list[str | int]:
     """The download cells of a row: empty for a report without them beside one with them."""
     if column is None:
         return ["", ""] if wanted else []
+    value = value or 0
     return [value, share(value, column.total)]
 
 

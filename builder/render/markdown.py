@@ -14,6 +14,7 @@ from builder.render.provenance import provenance_line
 from builder.render.rows import top_rows
 from builder.render.text import (
     OVERHEAD_LABEL,
+    grouping_text,
     human_size,
     origin,
     percent,
@@ -22,6 +23,7 @@ from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
     from builder.size.report import Report
+    from builder.size.rollup import Rollup
 
 __all__ = ["report_markdown"]
 
@@ -41,7 +43,7 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
         parts.append(
             f"{human_size(report.file_size)} ({report.file_size:,} bytes), "
             f"{report.function_count:,} functions, format {md_text(report.format_version)}; "
-            f"grouped by {report.by} ({md_text(report.grouping)}). "
+            f"grouped by {report.by} ({md_text(grouping_text(report))}). "
             f"Measured in {md_code(origin(report))}.\n"
         )
         parts.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
@@ -50,22 +52,7 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
                      + (" download | dl share |" if dl else ""))  # fmt: skip
         parts.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if dl else ""))
 
-        cumulative = 0
-        shown, rest_count, rest_bytes = top_rows(report, top)
-        for name, count, size in shown:
-            cumulative += size
-            parts.append(
-                f"| {md_code(name)} | {count:,} | {human_size(size)} | {percent(size, report.file_size)} "
-                f"| {percent(cumulative, report.file_size)} |" + _cells(dl, dl.group(name) if dl else 0)
-            )
-        if rest_count:
-            cumulative += rest_bytes
-            parts.append(
-                f"| rest ({len(report.groups) - len(shown)} groups) | {rest_count:,} | "
-                f"{human_size(rest_bytes)} | {percent(rest_bytes, report.file_size)} | "
-                f"{percent(cumulative, report.file_size)} |"
-                + _cells(dl, dl.rest([r[0] for r in shown]) if dl else 0)
-            )
+        parts += _group_rows(report, top, dl)
         parts.append(
             f"| {OVERHEAD_LABEL} | | {human_size(report.overhead_bytes)} | "
             f"{percent(report.overhead_bytes, report.file_size)} | 100.0% |"
@@ -94,6 +81,30 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
     return "\n".join(parts)
 
 
-def _cells(column: DownloadColumn | None, value: int) -> str:
+def _group_rows(report: Report, top: int | None, dl: DownloadColumn | None) -> list[str]:
+    """The largest groups and the rest; with two ``--by`` keys each group's children follow it
+    (marked ``↳``; the cumulative share counts groups only)."""
+    whole = report.file_size
+
+    def row(name: str, g: Rollup, cumulative: str) -> str:
+        return (f"| {name} | {g.function_count:,} | {human_size(g.bytes)} | "
+                f"{percent(g.bytes, whole)} | {cumulative} |" + _cells(dl, g.download_bytes))  # fmt: skip
+
+    lines, cumulative = [], 0
+    shown = top_rows(report.groups, top)
+    for group in shown.rows:
+        cumulative += group.bytes
+        lines.append(row(md_code(group.name), group, percent(cumulative, whole)))
+        children = top_rows(group.children, top)
+        lines += [row(f"↳ {md_code(child.name)}", child, "") for child in children.rows]
+        if children.rest is not None:
+            lines.append(row(f"↳ rest ({children.rest_groups} groups)", children.rest, ""))
+    if shown.rest is not None:
+        cumulative += shown.rest.bytes
+        lines.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, percent(cumulative, whole)))
+    return lines
+
+
+def _cells(column: DownloadColumn | None, value: int | None) -> str:
     """The download cells of a row (nothing without download figures)."""
     return "".join(f" {cell} |" for cell in column.cells(value)) if column else ""

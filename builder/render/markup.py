@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from builder.render.text import visible
 
-__all__ = ["clip", "csv_line", "csv_text", "md_code", "md_text", "rich_text"]
+__all__ = ["clip", "csv_line", "csv_text", "md_code", "md_text", "print_table", "rich_text"]
 
 
 def rich_text(text: str) -> str:
@@ -86,3 +87,22 @@ def md_text(text: str) -> str:
     if _MARKDOWN_ACTIVE.search(clean) is None:
         return clean
     return _MARKDOWN_ACTIVE.sub(lambda m: _MARKDOWN_QUOTED.get(m.group(), "\\" + m.group()), clean)
+
+
+_UNBOUNDED = 1 << 20
+"""Columns a table may take when measured for its natural width (more than any real name)."""
+
+
+def print_table(console: Any, table: Any, *, fit: bool) -> None:
+    """Print a rich table; ``fit`` (stdout is not a terminal): as wide as its cells need rather
+    than the console's width, so no function name is cut with an ellipsis or folded."""
+    if fit:
+        unbounded = console.options.update_width(_UNBOUNDED)
+        width = console.width
+        console.width = max(width, console.measure(table, options=unbounded).maximum)
+        try:
+            console.print(table)
+        finally:
+            console.width = width
+    else:
+        console.print(table)

@@ -23,7 +23,7 @@ from builder.render.text import gate_message, human_delta, human_size, origin, s
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison, GateResult, GroupDelta, JitComparison
-    from builder.size.report import FunctionRow
+    from builder.size.rollup import FunctionRow
 
 __all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
 

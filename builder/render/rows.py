@@ -1,23 +1,40 @@
-"""Which rows a table shows: the largest groups, and the rest folded into one row."""
+"""Which rows a table shows: the largest groups, and the rest folded into one row.
+
+Every format that limits its rows (table, markdown, CSV) asks ``top_rows`` for any level of a
+rollup (``builder.size.rollup``): the groups of a report, or the children of one group.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from builder.size.rollup import Rollup
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
-    from builder.size.report import Report
 
-__all__ = ["compare_rows", "top_rows"]
+__all__ = ["Shown", "compare_rows", "top_rows"]
 
 
-def top_rows(report: Report, top: int | None) -> tuple[list[tuple[str, int, int]], int, int]:
-    """The group rows to show (name, count, bytes), plus the rest (count, bytes) past ``top``."""
-    rows = [(g.name, g.function_count, g.bytes) for g in report.groups]
-    if top is None or top >= len(rows):
-        return rows, 0, 0
-    rest = rows[top:]
-    return rows[:top], sum(r[1] for r in rest), sum(r[2] for r in rest)
+class Shown(NamedTuple):
+    """The rows of one rollup level to show, and the others summed into ``rest`` (None when
+    every row is shown; its name is empty: each format words it)."""
+
+    rows: Sequence[Rollup]
+    rest: Rollup | None
+    rest_groups: int
+
+
+def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
+    """The largest ``top`` groups (all when None), and the others summed into one rollup."""
+    if top is None or top >= len(groups):
+        return Shown(groups, None, 0)
+    rest = groups[top:]
+    download = None if rest[0].download_bytes is None else sum(g.download_bytes or 0 for g in rest)
+    folded = Rollup("", sum(g.function_count for g in rest), sum(g.bytes for g in rest),
+                    sum(g.bitcode_bytes for g in rest), download)  # fmt: skip
+    return Shown(groups[:top], folded, len(rest))
 
 
 def compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], Any, Any]:

@@ -17,12 +17,13 @@ from builder.render.download import (
     wheel_file_rows,
     wheels_of,
 )
-from builder.render.markup import rich_text
+from builder.render.markup import print_table, rich_text
 from builder.render.provenance import provenance_line
 from builder.render.rows import compare_rows, top_rows
 from builder.render.text import (
     OVERHEAD_LABEL,
     gate_message,
+    grouping_text,
     human_delta,
     human_size,
     origin,
@@ -35,34 +36,40 @@ from builder.size.jit_rows import jit_breakdown
 if TYPE_CHECKING:
     from builder.size.compare import Comparison, GateResult
     from builder.size.report import Report
+    from builder.size.rollup import Rollup
 
 __all__ = ["compare_table", "report_table"]
 
 
 def report_table(
-    reports: Sequence[Report], top: int | None = 20, *, color: bool = False, width: int = 100
-) -> str:
-    """The human view: a rich table per library, sorted by bytes, with a rest row."""
+    reports: Sequence[Report], top: int | None = 20, *, color: bool = False,
+    width: int | None = 100,
+) -> str:  # fmt: skip
+    """The human view: a rich table per library, sorted by bytes, with a rest row.
+
+    ``width`` None (stdout is not a terminal): each table as wide as its cells need, so no
+    function name is ever cut."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width or 100,
+                      emoji=False)  # fmt: skip
     for report in reports:
         jit = jit_breakdown(report)
         if jit is not None:
             from builder.render.jit import report_jit_table
 
             if report.source.path is None:  # no metallib: the JIT families are the report
-                report_jit_table(report, jit, console, top)
+                report_jit_table(report, jit, console, top, fit=width is None)
                 continue
         table = Table(
             title=rich_text(report.source.label) + escape(
                 f": {human_size(report.file_size)}, "
                 f"{report.function_count:,} functions, by {report.by}"
             ),
-            caption=(f"measured in {rich_text(origin(report))}; grouping: {rich_text(report.grouping)}\n"
+            caption=(f"measured in {rich_text(origin(report))}; grouping: {rich_text(grouping_text(report))}\n"
                      f"{rich_text(provenance_line(report.provenance))}"),
             title_justify="left",
             caption_justify="left",
@@ -77,20 +84,7 @@ def report_table(
         if dl is not None:
             table.add_column("download", justify="right")
             table.add_column("dl share", justify="right")
-        cumulative = 0
-        shown, rest_count, rest_bytes = top_rows(report, top)
-        for name, count, size in shown:
-            cumulative += size
-            table.add_row(rich_text(name), f"{count:,}", human_size(size), f"{size:,}",
-                          percent(size, report.file_size), percent(cumulative, report.file_size),
-                          *(dl.cells(dl.group(name)) if dl else ()))  # fmt: skip
-        if rest_count:
-            cumulative += rest_bytes
-            table.add_row(f"rest ({len(report.groups) - len(shown)} groups)", f"{rest_count:,}",
-                          human_size(rest_bytes), f"{rest_bytes:,}",
-                          percent(rest_bytes, report.file_size), percent(cumulative, report.file_size),
-                          *(dl.cells(dl.rest([r[0] for r in shown])) if dl else ()),
-                          style="dim")  # fmt: skip
+        _group_rows(table, report, top, dl)
         table.add_row(escape(OVERHEAD_LABEL), "", human_size(report.overhead_bytes),
                       f"{report.overhead_bytes:,}", percent(report.overhead_bytes, report.file_size),
                       "100.0%" if report.file_size else "-",
@@ -99,15 +93,44 @@ def report_table(
         table.add_row("total", f"{report.function_count:,}", human_size(report.file_size),
                       f"{report.file_size:,}", "100.0%" if report.file_size else "-", "",
                       *(dl.cells(dl.total) if dl else ()), style="bold")  # fmt: skip
-        console.print(table)
+        print_table(console, table, fit=width is None)
         line = download_line(report)
         if line is not None:
             console.print(rich_text(line), highlight=False)
         if jit is not None:
-            report_jit_table(report, jit, console, top)
+            report_jit_table(report, jit, console, top, fit=width is None)
     for wheel in wheels_of(reports):
-        console.print(_wheel_table(wheel, top))
+        print_table(console, _wheel_table(wheel, top), fit=width is None)
     return out.getvalue()
+
+
+def _group_rows(table: Any, report: Report, top: int | None, dl: DownloadColumn | None) -> None:
+    """The largest groups with their share and the cumulative share, then the rest; with two
+    ``--by`` keys each group's children follow it, indented (cumulative counts groups only)."""
+    whole = report.file_size
+
+    def cells(g: Rollup) -> list[str]:
+        return [f"{g.function_count:,}", human_size(g.bytes), f"{g.bytes:,}",
+                percent(g.bytes, whole)]  # fmt: skip
+
+    def extra(g: Rollup) -> tuple[str, ...]:
+        return dl.cells(g.download_bytes) if dl else ()
+
+    cumulative = 0
+    shown = top_rows(report.groups, top)
+    for group in shown.rows:
+        cumulative += group.bytes
+        table.add_row(rich_text(group.name), *cells(group), percent(cumulative, whole), *extra(group))
+        children = top_rows(group.children, top)
+        for child in children.rows:
+            table.add_row("  └ " + rich_text(child.name), *cells(child), "", *extra(child))
+        if children.rest is not None:
+            table.add_row(f"  └ rest ({children.rest_groups} groups)", *cells(children.rest), "",
+                          *extra(children.rest), style="dim")  # fmt: skip
+    if shown.rest is not None:
+        cumulative += shown.rest.bytes
+        table.add_row(f"rest ({shown.rest_groups} groups)", *cells(shown.rest),
+                      percent(cumulative, whole), *extra(shown.rest), style="dim")  # fmt: skip
 
 
 def _wheel_table(wheel: Any, top: int | None) -> Any:
@@ -147,7 +170,7 @@ def compare_table(
     top: int | None = 20,
     *,
     color: bool = False,
-    width: int = 100,
+    width: int | None = 100,
 ) -> str:
     """The human view of a comparison: the metallib table (skipped when neither side has a
     metallib), the JIT families' table (builds with JIT families), notes and gate verdicts."""
@@ -155,16 +178,17 @@ def compare_table(
     from rich.markup import escape
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width or 100,
+                      emoji=False)  # fmt: skip
     if not comparison.jit_only:
-        console.print(_metallib_delta_table(comparison, top))
+        print_table(console, _metallib_delta_table(comparison, top), fit=width is None)
         line = compare_download_line(comparison)
         if line is not None:
             console.print(escape(line), highlight=False)
     if comparison.jit is not None:
         from builder.render.jit import compare_jit_table
 
-        compare_jit_table(comparison, console, top)
+        compare_jit_table(comparison, console, top, fit=width is None)
     if not comparison.jit_only:
         for label, rows, sign in (("added", comparison.added, 1),
                                   ("removed", comparison.removed, -1)):  # fmt: skip

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OVERHEAD_LABEL",
     "gate_message",
+    "grouping_text",
     "human_delta",
     "human_size",
     "limit_text",
@@ -145,3 +146,10 @@ def origin(report: Report) -> str:
     if src.kind == "report":
         extra.append(f"saved report {src.target}")
     return where + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def grouping_text(report: Report) -> str:
+    """How the groups were obtained: the first key's method, then the second's (two keys)."""
+    if report.subgrouping is None:
+        return report.grouping
+    return f"{report.grouping}, then {report.subgrouping}"

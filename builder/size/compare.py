@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from builder.size.limits import Limit, shipped_size
 
 if TYPE_CHECKING:
-    from builder.size.report import FunctionRow, Report
+    from builder.size.report import Report
+    from builder.size.rollup import FunctionRow
 
 __all__ = [
     "Comparison",

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
-from builder.size.download_report import group_download
 
 if TYPE_CHECKING:
     from builder.size.report import Report
@@ -27,8 +26,8 @@ def group_download_pairs(
     unless both reports carry download figures."""
     if base.download is None or head.download is None:
         return None
-    b = group_download(base.functions, base.download.functions)
-    h = group_download(head.functions, head.download.functions)
+    b = {g.name: g.download_bytes or 0 for g in base.groups}
+    h = {g.name: g.download_bytes or 0 for g in head.groups}
     pairs = {name: (b.get(name, 0), h.get(name, 0)) for name in dict.fromkeys([*b, *h])}
     return pairs, (base.download.overhead_bytes, head.download.overhead_bytes)
 

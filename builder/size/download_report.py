@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from builder.metallib import Metallib
     from builder.size.attribution import Attribution
 
@@ -29,7 +27,6 @@ __all__ = [
     "WheelFiles",
     "add_download_fields",
     "download_from_dict",
-    "group_download",
     "measure_download",
     "read_wheel_files",
 ]
@@ -120,22 +117,11 @@ def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
     return max(found, key=lambda f: len(f.name)) if found else None
 
 
-def group_download(functions: Sequence[Any], shares: Sequence[int]) -> dict[str, int]:
-    """Each group's download bytes: the sum of its functions' shares (rows with a ``group``)."""
-    found: dict[str, int] = {}
-    for fn, share in zip(functions, shares):
-        found[fn.group] = found.get(fn.group, 0) + share
-    return found
-
-
-def add_download_fields(doc: dict[str, Any], download: Download | None, functions: Sequence[Any]) -> None:
+def add_download_fields(doc: dict[str, Any], download: Download | None) -> None:
     """Add the download fields to a report's JSON object (``report_to_dict``), in place; the
-    functions' ``download_bytes`` are added where their objects are made."""
+    functions' and groups' ``download_bytes`` are added where their objects are made."""
     if download is None:
         return
-    by_group = group_download(functions, download.functions)
-    for group in doc["groups"]:
-        group["download_bytes"] = by_group[group["name"]]
     for row, share in zip(doc["overhead"], download.overhead):
         row["download_bytes"] = share
     doc["download_bytes"] = download.total

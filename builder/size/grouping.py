@@ -34,6 +34,7 @@ __all__ = [
     "generic_family",
     "group_names",
     "load_rules",
+    "parse_by",
     "parse_dtypes",
     "primary_dtype",
 ]
@@ -260,6 +261,19 @@ def group_names(
     if names and sum(label != OTHER for label in labels) >= MLX_MIN_SHARE * len(names):
         return Grouping(by, f"rules:{mlx.origin}", labels)
     return Grouping(by, "generic", [generic_family(n) for n in names])
+
+
+def parse_by(text: str) -> tuple[str, ...]:
+    """``--by`` as its keys: one (``kernel``) or two joined by a comma (``source,dtype``: the
+    groups of the first key, each split into the groups of the second)."""
+    keys = tuple(key.strip() for key in text.split(","))
+    bad = [key for key in keys if key not in BY_CHOICES]
+    if bad or len(keys) > 2 or len(set(keys)) != len(keys):
+        raise UsageError(
+            f"--by takes one key or two different ones joined by a comma (keys: "
+            f"{', '.join(BY_CHOICES)}; e.g. --by source,dtype), not {text!r}"
+        )
+    return keys
 
 
 def _classify(rules: RuleSet, names: Iterable[str]) -> list[str]:

@@ -46,7 +46,7 @@ def load_library(
     sources: Sources | None = None, download: bool = False,
 ) -> Report:  # fmt: skip
     """Measure one resolved library (or read its saved report) and group it ``by``."""
-    from builder.size.report import Source, build_report, regroup, report_from_dict
+    from builder.size.report import Source, build_report, group_report, report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
@@ -57,7 +57,7 @@ def load_library(
                              "with 'report --download --format json'")  # fmt: skip
         if report.by == by and rules is None and sources is None:
             return report
-        return regroup(report, by, rules=rules, sources=sources)
+        return group_report(report, by, rules=rules, sources=sources)
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,

@@ -13,15 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import add
+from dataclasses import fields as fields_of
+from itertools import repeat
+from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.limits import byte_count
 from builder.size import report_fields as fields
 from builder.size.download_report import Download, add_download_fields, download_from_dict
-from builder.size.grouping import Sources, group_names
+from builder.size.grouping import Sources, group_names, parse_by
 from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
+from builder.size.rollup import FunctionRow, Rollup, roll_up
 
 if TYPE_CHECKING:
     from builder.size.attribution import Attribution
@@ -29,14 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA",
-    "FunctionRow",
-    "GroupRow",
     "JitFamily",
     "OverheadRow",
     "Report",
     "Source",
     "build_report",
-    "regroup",
+    "group_report",
     "report_from_dict",
     "report_to_dict",
 ]
@@ -65,25 +66,6 @@ class Source:
         return self.target if not self.member else f"{self.target}:{self.member}"
 
 
-class FunctionRow(NamedTuple):
-    """One function's measured bytes and the group it was put in."""
-
-    name: str
-    group: str
-    bytes: int
-    bitcode_bytes: int
-    entry_bytes: int
-    metadata_bytes: int
-    reflection_bytes: int
-
-
-class GroupRow(NamedTuple):
-    name: str
-    function_count: int
-    bytes: int
-    bitcode_bytes: int
-
-
 class OverheadRow(NamedTuple):
     name: str
     bytes: int
@@ -91,17 +73,19 @@ class OverheadRow(NamedTuple):
 
 @dataclass(frozen=True)
 class Report:
-    """Measured sizes of one metallib, grouped ``by`` one key."""
+    """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``)."""
 
     source: Source
     file_size: int
     format_version: str
     by: str
+    """The key, or two keys joined by a comma (the groups, then each group's children)."""
     grouping: str
+    """How the first key's labels were obtained (``builder.size.grouping.Grouping.method``)."""
     functions: list[FunctionRow]
     """In file order."""
-    groups: list[GroupRow]
-    """Largest first (ties by name)."""
+    groups: list[Rollup]
+    """Largest first (ties by name); with two keys each carries its ``children``."""
     overhead: list[OverheadRow]
     jit_families: list[JitFamily] = field(default_factory=list)
     host_library: HostLibrary | None = None
@@ -111,6 +95,8 @@ class Report:
     compiler identity, the build's options (``builder.size.provenance``)."""
     download: Download | None = None
     """Download shares (``report --download``; ``builder.size.download_report``)."""
+    subgrouping: str | None = None
+    """How the second key's labels were obtained (None with one key)."""
 
     @property
     def overhead_bytes(self) -> int:
@@ -120,22 +106,62 @@ class Report:
     def function_count(self) -> int:
         return len(self.functions)
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """``by`` as its keys: one, or two for nested groups."""
+        return tuple(self.by.split(","))
 
-def rollup(functions: Sequence[FunctionRow]) -> list[GroupRow]:
-    """Sum functions into groups, largest first."""
-    counts: dict[str, int] = {}
-    sizes: dict[str, int] = {}
-    bitcode: dict[str, int] = {}
-    for _, group, size, bc, *_rest in functions:
-        if group in counts:
-            counts[group] += 1
-            sizes[group] += size
-            bitcode[group] += bc
-        else:
-            counts[group], sizes[group], bitcode[group] = 1, size, bc
-    groups = [GroupRow(name, counts[name], sizes[name], bitcode[name]) for name in counts]
-    groups.sort(key=lambda g: (-g.bytes, g.name))
-    return groups
+
+class _Labels(NamedTuple):
+    """Every function's label for each ``--by`` key, and how each key's labels were found."""
+
+    first: list[str]
+    second: list[str] | None
+    grouping: str
+    subgrouping: str | None
+
+
+def _labels(
+    names: Sequence[str], keys: Sequence[str], rules: RuleSet | None,
+    families: Mapping[str, str] | None, sources: Sources | None,
+) -> _Labels:  # fmt: skip
+    first = group_names(names, keys[0], rules=rules, families=families, sources=sources)
+    if len(keys) == 1:
+        return _Labels(first.labels, None, first.method, None)
+    second = group_names(names, keys[1], rules=rules, families=families, sources=sources)
+    return _Labels(first.labels, second.labels, first.method, second.method)
+
+
+def _grouped(report: Report, columns: list[Any], labels: _Labels) -> Report:
+    """``report`` with its functions made from ``columns`` (``FunctionRow``'s fields, column by
+    column) labelled by ``labels``, and rolled up (``builder.size.rollup``)."""
+    count = len(columns[0])
+    columns[1] = labels.first
+    columns[7] = labels.second if labels.second is not None else repeat("", count)
+    functions = list(map(FunctionRow._make, zip(*columns)))
+    shares = report.download.functions if report.download else None
+    nested = labels.second is not None
+    return replace(report, grouping=labels.grouping, subgrouping=labels.subgrouping,
+                   functions=functions, groups=roll_up(functions, shares, nested=nested))  # fmt: skip
+
+
+def group_report(
+    report: Report,
+    by: str,
+    *,
+    rules: RuleSet | None = None,
+    families: Mapping[str, str] | None = None,
+    sources: Sources | None = None,
+) -> Report:
+    """The same measurements grouped ``by`` one key or two (``kernel,dtype``): each function
+    labelled for every key, then rolled up (``builder.size.rollup``)."""
+    keys = parse_by(by)
+    functions = report.functions
+    columns: list[Any] = (
+        list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
+    )
+    labels = _labels(columns[0], keys, rules, families, sources)
+    return _grouped(replace(report, by=",".join(keys)), columns, labels)
 
 
 def build_report(
@@ -153,49 +179,29 @@ def build_report(
 ) -> Report:
     """Group an attribution; ``families`` come from a build manifest, ``sources`` from a manifest
     or a discovered kernel tree."""
+    keys = parse_by(by)
     names = attribution.names
-    grouping = group_names(names, by, rules=rules, families=families, sources=sources)
     # Column arithmetic with map/zip: this runs once per function of a 15,000-function library.
     entry, public_md, private_md, module, reflection = attribution.pieces
     metadata = list(map(add, public_md, private_md))
     total = list(map(add, map(add, map(add, entry, metadata), module), reflection))
-    functions = list(
-        map(
-            FunctionRow._make,
-            zip(names, grouping.labels, total, module, entry, metadata, reflection),
-        )
-    )
-    return Report(
+    measured = Report(
         source=source,
         file_size=attribution.file_size,
         format_version=attribution.format_version,
-        by=by,
-        grouping=grouping.method,
-        functions=functions,
-        groups=rollup(functions),
+        by=",".join(keys),
+        grouping="",
+        functions=[],
+        groups=[],
         overhead=[OverheadRow(item.name, item.bytes) for item in attribution.overhead],
         jit_families=list(jit_families),
         host_library=host_library,
         provenance=dict(provenance or {}),
         download=download,
     )
-
-
-def regroup(
-    report: Report,
-    by: str,
-    *,
-    rules: RuleSet | None = None,
-    families: Mapping[str, str] | None = None,
-    sources: Sources | None = None,
-) -> Report:
-    """The same measurements grouped another way (for saved reports read back from JSON)."""
-    names = [fn.name for fn in report.functions]
-    grouping = group_names(names, by, rules=rules, families=families, sources=sources)
-    functions = [fn._replace(group=label) for fn, label in zip(report.functions, grouping.labels)]
-    return replace(
-        report, by=by, grouping=grouping.method, functions=functions, groups=rollup(functions)
-    )
+    columns: list[Any] = [names, [], total, module, entry, metadata, reflection, [],
+                                    repeat("", len(names)), range(len(names))]  # fmt: skip
+    return _grouped(measured, columns, _labels(names, keys, rules, families, sources))
 
 
 def report_json_text(report: Report) -> str:
@@ -209,11 +215,12 @@ def report_json_text(report: Report) -> str:
 
     doc = report_to_dict(report, functions=False)
     text = "".join(f.name + f.group for f in report.functions)
-    if report.download is not None or not _PLAIN.fullmatch(text):
+    nested = report.subgrouping is not None
+    if report.download is not None or nested or not _PLAIN.fullmatch(text):
         doc["functions"] = _function_dicts(report)
         return dumps(doc, separators=(",", ":"))
     head = dumps(doc, separators=(",", ":"))
-    body = ",".join(map(_FUNCTION_JSON.__mod__, report.functions))
+    body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_FIELDS, report.functions)))
     return head[:-1] + ',"functions":[' + body + "]}"
 
 
@@ -222,6 +229,8 @@ _FUNCTION_JSON = (
     '{"name":"%s","group":"%s","bytes":%d,"bitcode_bytes":%d,"entry_bytes":%d,'
     '"metadata_bytes":%d,"reflection_bytes":%d}'
 )
+_JSON_FIELDS = itemgetter(slice(0, 7))
+"""The fields of ``FunctionRow`` that ``_FUNCTION_JSON`` writes, in its order."""
 
 
 def _function_dicts(report: Report) -> list[dict[str, Any]]:
@@ -231,9 +240,29 @@ def _function_dicts(report: Report) -> list[dict[str, Any]]:
          "reflection_bytes": f.reflection_bytes}
         for f in report.functions
     ]  # fmt: skip
+    if report.subgrouping is not None:  # two --by keys: each function's second label too
+        rows = [{"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
+                for row, f in zip(rows, report.functions)]  # fmt: skip
     for row, share in zip(rows, report.download.functions if report.download else ()):
         row["download_bytes"] = share
     return rows
+
+
+def _group_dict(group: Rollup) -> dict[str, Any]:
+    """A rollup node as JSON: every field of ``Rollup`` in its order (so a new measure needs no
+    change here), a measure that was not taken (None) left out, ``children`` only when nested."""
+    doc: dict[str, Any] = {}
+    for name in _ROLLUP_FIELDS:
+        value = getattr(group, name)
+        if name == "children":
+            if value:
+                doc[name] = [_group_dict(child) for child in value]
+        elif value is not None:
+            doc[name] = value
+    return doc
+
+
+_ROLLUP_FIELDS = tuple(f.name for f in fields_of(Rollup))
 
 
 def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
@@ -254,17 +283,10 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
         "function_count": report.function_count,
         "by": report.by,
         "grouping": report.grouping,
+        **({} if report.subgrouping is None else {"subgrouping": report.subgrouping}),
         "overhead_bytes": report.overhead_bytes,
         "overhead": [{"name": o.name, "bytes": o.bytes} for o in report.overhead],
-        "groups": [
-            {
-                "name": g.name,
-                "function_count": g.function_count,
-                "bytes": g.bytes,
-                "bitcode_bytes": g.bitcode_bytes,
-            }
-            for g in report.groups
-        ],
+        "groups": [_group_dict(g) for g in report.groups],
         "jit_families": [
             {"name": j.name, "embedded_bytes": j.embedded_bytes, "host_bytes": j.host_bytes,
              "kernel_count": j.kernel_count}
@@ -274,7 +296,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
     }
     if report.host_library is not None:  # builds with JIT families only: other reports unchanged
         doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
-    add_download_fields(doc, report.download, report.functions)  # --download only
+    add_download_fields(doc, report.download)  # --download only
     if functions:
         doc["functions"] = _function_dicts(report)
     return doc
@@ -315,8 +337,11 @@ def report_from_dict(data: Any, where: str) -> Report:
                 byte_count(f.get("entry_bytes", 0), "functions[].entry_bytes"),
                 byte_count(f.get("metadata_bytes", 0), "functions[].metadata_bytes"),
                 byte_count(f.get("reflection_bytes", 0), "functions[].reflection_bytes"),
+                fields.text(f.get("subgroup", ""), "functions[].subgroup"),
+                "",
+                position,
             )
-            for f in fields.object_list(data["functions"], "functions")
+            for position, f in enumerate(fields.object_list(data["functions"], "functions"))
         ]
         overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
         overhead = [
@@ -335,19 +360,29 @@ def report_from_dict(data: Any, where: str) -> Report:
                       byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"))
             for j in fields.object_list(data.get("jit_families", []), "jit_families")
         ]  # fmt: skip
+        try:
+            by = ",".join(parse_by(fields.text(data.get("by", "kernel"), "by")))
+        except UsageError as exc:
+            raise bad(f"field 'by': {exc}") from None
+        subgrouping = data.get("subgrouping")
+        if (subgrouping is None) != ("," not in by):
+            raise bad(f"'by' is {by!r} but subgrouping is {fields.brief(subgrouping)}")
+        download = download_from_dict(data, len(overhead), where)
         report = Report(
             source=source,
             file_size=file_size,
             format_version=fields.text(data.get("format_version", "?"), "format_version"),
-            by=fields.text(data.get("by", "kernel"), "by"),
+            by=by,
             grouping=fields.text(data.get("grouping", "saved"), "grouping"),
             functions=functions,
-            groups=rollup(functions),
+            groups=roll_up(functions, download.functions if download else None,
+                           nested=subgrouping is not None),
             overhead=overhead,
             jit_families=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
             provenance=fields.provenance(data.get("provenance")),
-            download=download_from_dict(data, len(overhead), where),
+            download=download,
+            subgrouping=None if subgrouping is None else fields.text(subgrouping, "subgrouping"),
         )
     except KeyError as exc:
         raise bad(f"missing or malformed field: {exc} is missing") from None

@@ -162,3 +162,24 @@ def test_compare_page_lists_added_functions(
                  "s.dispatchEvent(new Event('change'))")  # fmt: skip
     status = browser.wait_for("document.getElementById('matches').textContent")
     assert status.startswith(f"{len(comparison.removed):,} of")
+
+
+def test_two_keys_nest_in_the_treemap(
+    browser: Any, mlx_metallib: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    """``--by dtype,kernel``: zooming into a dtype shows its kernel families (without the second
+    key a dtype holds functions directly, so the heads would be function names)."""
+    path = mlx_metallib("0.32.0", "macosx_14_0_arm64")
+    page = _render(["report", str(path), "--by", "dtype,kernel"], tmp_path / "nested.html")
+    (report,) = load_reports(str(path), by="dtype,kernel")
+    dtype = report.groups[0]
+    _open(browser, page.as_uri() + "#zoom=" + dtype.name)
+    heads = browser.wait_for(
+        "document.getElementById('crumbs').textContent.includes('›') && "
+        "Array.from(document.querySelectorAll('#map text.head')).map(t => t.textContent)"
+    )
+    assert heads[0].startswith(dtype.name)  # the dtype fills the map
+    families = {h.split("  ")[0] for h in heads[1:]}
+    largest = {child.name for child in dtype.children[:3]}
+    assert largest <= families, (largest, sorted(families))
+    assert not families & {f.name for f in report.functions}  # families, not functions

@@ -18,7 +18,8 @@ from builder.render.provenance import provenance_line
 from builder.size.compare import Comparison, GateResult, Gates, compare_reports, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
-from builder.size.report import FunctionRow, OverheadRow, Report, Source, rollup
+from builder.size.report import OverheadRow, Report, Source
+from builder.size.rollup import FunctionRow, roll_up
 
 BASE = [("v_copyfloat32float32", 300), ("vv_Addfloat32", 500), ("vv_Subtractint8", 300),
         ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
@@ -37,7 +38,7 @@ def _synthetic(count: int, *, seed: int, name_len: int, by: str = "function") ->
     overhead = [OverheadRow("header", 88)]
     size = sum(f.bytes for f in functions) + 88
     return Report(Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"), size, "2.7", by,
-                  by, functions, rollup(functions), overhead)  # fmt: skip
+                  by, functions, roll_up(functions), overhead)  # fmt: skip
 
 
 def _sections(text: str) -> list[str]:

@@ -69,6 +69,8 @@
   }
   function build(l) {
     var n = fn.name.length, hasV = !!fn.variant, where = origins(l);
+    // Two --by keys: the second key's groups nest in the first's, kept even when a group has one.
+    var nested = !!l.subgroup_by, vOrigin = nested ? l.subgroup_by + ' per ' + l.subgrouping : 'dtype named in the function names';
     var top = node(l.label, 'library', null), ml = top;
     var jit = l.jit, baseJit = COMPARE ? l.base.jit : [];
     if (jit.length || baseJit.length) {
@@ -102,12 +104,12 @@
       if (hasV) {
         var vi = fn.variant[i];
         parent = g.vmap[vi];
-        if (!parent) { parent = g.vmap[vi] = node(l.variants[vi], 'variant', g); parent.gi = gi; parent.origin = 'dtype named in the function names'; }
+        if (!parent) { parent = g.vmap[vi] = node(l.variants[vi], 'variant', g); parent.gi = gi; parent.origin = vOrigin; }
       }
       parent.children.push({ name: fn.name[i], kind: 'fn', i: i, gi: gi, parent: parent, origin: where.fn,
         size: Math.max(SIZE[i], 0), base: COMPARE ? Math.max(BASE[i], 0) : 0, count: 1 });
     }
-    groups.forEach(function (g) { if (g.children.length === 1 && g.children[0].kind === 'variant') { g.children = g.children[0].children; g.children.forEach(function (c) { c.parent = g; }); } });
+    if (!nested) groups.forEach(function (g) { if (g.children.length === 1 && g.children[0].kind === 'variant') { g.children = g.children[0].children; g.children.forEach(function (c) { c.parent = g; }); } });
     var oh = node('[container overhead]', 'overhead', ml), baseOh = {}, dl = SIZE === fn.download;
     if (COMPARE) (dl ? l.base.download : l.base).overhead.forEach(function (r) { baseOh[r[0]] = r[1]; });
     (dl ? l.download : l).overhead.forEach(function (r) { var c = node(r[0], 'region', oh); c.size = r[1]; c.base = baseOh[r[0]] || 0; c.origin = where.overhead; });

@@ -82,6 +82,8 @@ def _side(report: Report) -> dict[str, Any]:
     }
     if jit is not None:
         side.update(jit_total=jit.total, jit_measured=jit.host_measured, jit_origin=jit.origin)
+    if report.subgrouping is not None:  # two --by keys: the page nests the second in the first
+        side.update(subgroup_by=report.keys[1], subgrouping=report.subgrouping)
     return side
 
 
@@ -97,7 +99,11 @@ def _download(report: Report) -> dict[str, Any] | None:
 
 
 def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
-    """The variant level: the dtype of each function (None when the groups already are dtypes)."""
+    """The level under the groups: with two ``--by`` keys each function's subgroup (the second
+    key), else the dtype named in each function's name (None when the groups already are
+    dtypes or functions)."""
+    if report.subgrouping is not None:
+        return [f.subgroup for f in report.functions]
     if report.by in ("dtype", "function"):
         return None
     return group_names(names, "dtype").labels
