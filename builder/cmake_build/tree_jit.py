@@ -24,11 +24,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from builder.cmake_build.plan import BuildPlan
 from builder.errors import BuilderError
 from builder.fileio import write_if_changed
 
@@ -84,9 +85,7 @@ def _render(title: str, namespace: str, preambles: Sequence[tuple[str, Any]]) ->
     return "\n".join(lines), sum(defined.values())
 
 
-def generate(
-    plan: Mapping[str, Any], out_dir: Path, namespace: str
-) -> tuple[dict[str, Any], list[Path]]:
+def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, Any], list[Path]]:
     """Write the sources for ``plan``'s JIT entry files; return embed.json's content and every
     file read."""
     from builder.jit.codegen import valid_namespace
@@ -94,25 +93,23 @@ def generate(
 
     if not valid_namespace(namespace):
         raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace")
-    include_dirs = [Path(d) for d in plan["include_dirs"]]
-    jit_units = [u for u in plan["units"] if u["mode"] == "jit"]
-    inlined = {
-        p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan["preambles"]
-    }
-    owner = {p["function"]: p["entries"][0] for p in plan["preambles"] if len(p["entries"]) == 1}
-    families = []
+    include_dirs = list(plan.include_dirs)
+    jit_units = [u for u in plan.units if u.mode == "jit"]
+    inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
+    owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
+    families: list[dict[str, Any]] = []
     for unit in jit_units:
-        own = [(f, inlined[f]) for f in unit.get("preambles", []) if owner.get(f) == unit["name"]]
-        text, stored = _render(f"run-time preambles only {unit['name']} needs", namespace, own)
-        write_if_changed(unit_source(out_dir, unit["name"]), text)
+        own = [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name]
+        text, stored = _render(f"run-time preambles only {unit.name} needs", namespace, own)
+        write_if_changed(unit_source(out_dir, unit.name), text)
         families.append({
-            "name": unit["name"],
+            "name": unit.name,
             "preambles": [f for f, _ in own],
             "headers": list(dict.fromkeys(h for _, p in own for h in p.headers)),
             "source_bytes": sum(len(p.text.encode("utf-8")) for _, p in own),
             "embedded_bytes": stored,
         })  # fmt: skip
-    shared = [(p["function"], inlined[p["function"]]) for p in plan["preambles"]
+    shared = [(p["function"], inlined[p["function"]]) for p in plan.preambles
               if p["function"] not in owner]  # fmt: skip
     text, shared_bytes = _render("run-time preambles several entry files need", namespace, shared)
     write_if_changed(out_dir / SHARED_SOURCE, text)
@@ -121,7 +118,7 @@ def generate(
         "compressed": False,
         "embedded_bytes": shared_bytes + sum(f["embedded_bytes"] for f in families),
         "families": families,
-        "shared": [{"preamble": f, "entries": next(p["entries"] for p in plan["preambles"]
+        "shared": [{"preamble": f, "entries": next(p["entries"] for p in plan.preambles
                                                   if p["function"] == f)} for f, _ in shared],
         "shared_bytes": shared_bytes,
     }  # fmt: skip
@@ -146,10 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namespace", default="metal_jit")
     parser.add_argument("--depfile", type=Path)
     args = parser.parse_args(argv)
-    from builder.cmake_build.plan import read_plan
-
     try:
-        plan = read_plan(args.plan)
+        plan = BuildPlan.read(args.plan)
         facts, files = generate(plan, args.out_dir, args.namespace)
         embed = args.out_dir / "embed.json"
         write_if_changed(embed, json.dumps(facts, indent=1) + "\n")
