@@ -88,7 +88,11 @@ def build_request(**kw: Any) -> Any:
     return BuildRequest.from_options(kw)
 
 
-_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
+_tree_options = tree_options(
+    default="the bundled metal_src/ (a catalog tree)",
+    jobs_help="Ninja's parallel jobs (ninja -j N): build steps run at once. Default: Ninja's "
+    "own choice (the number of CPUs + 2 on most machines).",
+)
 
 
 @click.command("build", epilog="""\b
@@ -119,7 +123,7 @@ def build_command(**kw: Any) -> None:
     The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
     with -I/-D/--exclude/--config as for `kernels`): each entry file is compiled once into
     .air and all are linked into <library>.metallib ([build] library of metallib.toml, else
-    the folder's name). -j is Ninja's parallel jobs. One run at a time builds in a build folder:
+    the folder's name). -j N is Ninja's parallel jobs (ninja -j N). One run at a time builds in a build folder:
     another one waits for it (--no-wait: exit 2 instead).
     """
     from builder.cmake_build.driver import run_build

@@ -41,11 +41,8 @@ _OPTIONS = [
         "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
         metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
     ),
-    click.option(
-        "-j", "--jobs", type=click.IntRange(min=1), default=None,
-        help="Entry files preprocessed at once. Default: the number of CPUs.",
-    ),
 ]  # fmt: skip
+_JOBS_HELP = "Entry files preprocessed at once. Default: the number of CPUs."
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,12 +51,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 @overload
 def tree_options(func: F) -> F: ...
 @overload
-def tree_options(*, default: str | None = None) -> Callable[[F], F]: ...
-def tree_options(func: F | None = None, *, default: str | None = None) -> Any:
+def tree_options(
+    *, default: str | None = None, jobs_help: str | None = None
+) -> Callable[[F], F]: ...
+def tree_options(
+    func: F | None = None, *, default: str | None = None, jobs_help: str | None = None
+) -> Any:
     """Add the kernel-tree options to a command (``@tree_options``, or
-    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means)."""
+    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means;
+    ``jobs_help`` when ``-j`` means something else there, as Ninja's jobs for ``build``)."""
 
     def add(func: F) -> F:
+        func = click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+                            help=jobs_help or _JOBS_HELP)(func)  # fmt: skip
         for option in reversed(_OPTIONS):
             func = option(func)
         help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
