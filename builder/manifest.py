@@ -137,14 +137,14 @@ def build_manifest(
     ``compiled`` maps each AOT unit to its compiled sources (absolute); ``options`` the plan's
     selection as ``METAL_*`` values; ``kernels`` maps each unit to its host names; ``config`` is
     the configure-time build config (``objects``: compiled source -> ``.air``; ``options``,
-    ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (its ``families``: units by name)
+    ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json, ``builder.jit.embed_facts``: ``units`` by name)
     found in ``embed_dir``.
     """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
     kind = "catalog_family" if tree.get("kind") == "catalog" else "entry_file"
     objects = config.get("objects", {})
-    facts = {f["name"]: f for f in (embed or {}).get("families", [])}
+    facts = {f["name"]: f for f in (embed or {}).get("units", [])}
     entries = []
     for unit in units:
         names = kernels.get(unit.name, ())

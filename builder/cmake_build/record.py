@@ -37,8 +37,8 @@ def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, 
         dtypes = plan.request.selection.dtypes or None
         out = {u.name: [i.host_name for i in catalog.expand([u.name], dtypes)]
                for u in plan.units if u.mode == "aot"}  # fmt: skip
-        for fam in (embed or {}).get("families", []):
-            out[fam["name"]] = list(fam.get("host_names", []))
+        for unit in (embed or {}).get("units", []):
+            out[unit["name"]] = list(unit.get("host_names", []))
         return out
     from builder.kernels.discovery import discover
     from builder.kernels.tree_config import TreeConfig

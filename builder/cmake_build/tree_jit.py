@@ -8,8 +8,8 @@ into the host library:
 
 * ``<out>/<entry file>.cpp`` for each JIT entry file: the preambles only it needs;
 * ``<out>/_shared_preambles.cpp``: the preambles several JIT entry files need;
-* ``<out>/embed.json``: per entry file the bytes it embeds alone, and the shared bytes once
-  (the build manifest reads it);
+* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it embeds alone,
+  and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
 One file per entry keeps the size report exact: the host library's local symbols of
@@ -21,7 +21,6 @@ Every output is rewritten only when its bytes change. Standard library and ``bui
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -32,11 +31,11 @@ from typing import Any
 from builder.cmake_build.plan import BuildPlan
 from builder.errors import BuilderError
 from builder.fileio import write_if_changed
+from builder.jit.embed_facts import embed_facts, write_embed_facts
 
 __all__ = ["SHARED_SOURCE", "generate", "main", "unit_source"]
 
 SHARED_SOURCE = "_shared_preambles.cpp"
-EMBED_SCHEMA = 1
 
 
 def unit_source(out_dir: Path, unit: str) -> Path:
@@ -97,12 +96,12 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
     jit_units = [u for u in plan.units if u.mode == "jit"]
     inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
     owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
-    families: list[dict[str, Any]] = []
+    units: list[dict[str, Any]] = []
     for unit in jit_units:
         own = [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name]
         text, stored = _render(f"run-time preambles only {unit.name} needs", namespace, own)
         write_if_changed(unit_source(out_dir, unit.name), text)
-        families.append({
+        units.append({
             "name": unit.name,
             "preambles": [f for f, _ in own],
             "headers": list(dict.fromkeys(h for _, p in own for h in p.headers)),
@@ -113,15 +112,11 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
               if p["function"] not in owner]  # fmt: skip
     text, shared_bytes = _render("run-time preambles several entry files need", namespace, shared)
     write_if_changed(out_dir / SHARED_SOURCE, text)
-    facts = {
-        "schema": EMBED_SCHEMA,
-        "compressed": False,
-        "embedded_bytes": shared_bytes + sum(f["embedded_bytes"] for f in families),
-        "families": families,
-        "shared": [{"preamble": f, "entries": next(p["entries"] for p in plan.preambles
-                                                  if p["function"] == f)} for f, _ in shared],
-        "shared_bytes": shared_bytes,
-    }  # fmt: skip
+    entries = {p["function"]: p["entries"] for p in plan.preambles}
+    facts = embed_facts(
+        "entry_file", units, [{"name": f, "units": entries[f]} for f, _ in shared],
+        shared_bytes, compressed=False,
+    )  # fmt: skip
     files = list(dict.fromkeys(f for p in inlined.values() for f in p.files))
     return facts, files
 
@@ -147,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = BuildPlan.read(args.plan)
         facts, files = generate(plan, args.out_dir, args.namespace)
         embed = args.out_dir / "embed.json"
-        write_if_changed(embed, json.dumps(facts, indent=1) + "\n")
+        write_embed_facts(embed, facts)
         if args.depfile is not None:
             from builder.jit.depfile import write_depfile
 

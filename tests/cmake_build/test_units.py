@@ -131,7 +131,7 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
     (tmp_path / "metal_jit").mkdir()
     (tmp_path / "metal_jit" / "copy.cpp").write_text("yy")
     units = [Unit("unary", "aot", ("unary/unary.h",)), Unit("copy", "jit", ("copy/copy.h",))]
-    embed = {"compressed": False, "embedded_bytes": 7, "families": [
+    embed = {"compressed": False, "embedded_bytes": 7, "units": [
         {"name": "copy", "headers": ["copy/copy.h"], "host_names": ["c1"], "source_bytes": 9,
          "embedded_bytes": 7}]}  # fmt: skip
     config = {"options": {"METAL_STD": "metal3.1"}, "objects": {str(src): str(air)}}
