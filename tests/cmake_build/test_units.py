@@ -222,3 +222,29 @@ def test_mixed_preset_missing_or_malformed_is_one_error(tmp_path: Path) -> None:
     )
     (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
     assert mixed_jit_families(tmp_path) == ("unary", "copy")
+
+
+def test_the_request_survives_cmake_and_plan_json(tmp_path: Path) -> None:
+    """One request, three ways in: the CLI's values, the ``-D`` arguments it gives CMake read back
+    as CMake's cache hands them to the planner, and plan.json's record of it."""
+    values = {"jit": True, "kernels": "unary,copy", "jit_kernels": None, "dtypes": "float32",
+              "chunk_size": 64, "compress": True, "source_dir": None,
+              "include_dirs": (), "defines": (), "exclude": (), "config_file": None,
+              "metal_flags": ("-Wall -O3", "-DX=\"a b\""), "std": "metal3.1",
+              "deployment_target": "14.0", "sdk": "iphoneos", "metal_compiler": None,
+              "build_dir": tmp_path / "b"}  # fmt: skip
+    request = BuildRequest.from_options(values)
+    assert request.selection.kernels == ("unary", "copy") and request.selection.chunk_size == 64
+    assert request.toolchain.metal_flags == ("-Wall", "-O3", "-DX=a b")
+    cache = {}
+    for arg in cmake_args(request):
+        if arg.startswith("-D") and arg.startswith("-DMETAL_"):
+            name_type, _, value = arg[2:].partition("=")
+            cache[name_type.split(":")[0]] = value
+    read_back = BuildRequest.from_cmake(cache, tmp_path / "b")
+    assert read_back.selection == request.selection and read_back.toolchain == request.toolchain
+    assert read_back.tree.source_dir is not None  # the bundled tree, named explicitly to CMake
+    assert read_back.replace(source_dir=None) == request
+    assert BuildRequest.from_json(request.planned_json()).selection == request.selection
+    with pytest.raises(ValueError, match="chunk_size"):
+        BuildRequest.from_json({**request.planned_json(), "chunk_size": "64"})
