@@ -121,14 +121,14 @@ def main() -> int:
         print(f"| {name} | {emb:,} | {emb / preamble_bytes(base):.2f}x | {facts['registry_bytes']:,} |"
               f" {facts['embedded_bytes']:,} | {r['library_bytes']:,} |"
               f" {r['stripped_bytes'] or 0:,} | {r['build_seconds']} | {r['noop_seconds']} |")  # fmt: skip
-    total_source = sum(f["source_bytes"] for f in base["facts"]["families"])
+    total_source = sum(f["source_bytes"] for f in base["facts"]["units"])
     print(f"\nPreamble text of all families (source_bytes): {total_source:,} bytes")
     print("\nPer family, preamble pieces stored (own + shared with other families) and registry"
           " strings (plain / zlib):\n")  # fmt: skip
     print("| family | kernels | preamble text | " + " | ".join(MODES)
           + " | registry plain | registry zlib |")  # fmt: skip
     print("|---|---:|---:|" + "---:|" * (len(MODES) + 2))
-    by_mode = {m: {f["name"]: f for f in r["facts"]["families"]} for m, r in results.items()}
+    by_mode = {m: {f["name"]: f for f in r["facts"]["units"]} for m, r in results.items()}
 
     def cell(f: dict) -> str:
         return f"{f['preamble_bytes']:,}" + (

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from builder.errors import UsageError
 from builder.fileio import write_atomic
@@ -30,13 +30,15 @@ __all__ = [
     "MANIFEST_NAME",
     "SCHEMA",
     "BuildManifest",
-    "ManifestFamily",
+    "ManifestUnit",
+    "PlannedUnit",
     "build_manifest",
     "read_manifest",
     "write_manifest",
 ]
 
-SCHEMA = 1
+SCHEMA = 2
+"""2: ``units`` (each with its ``kind``) instead of ``families``."""
 MANIFEST_NAME = "manifest.json"
 
 
@@ -48,14 +50,33 @@ def _rel(path: str | os.PathLike[str], base: Path) -> str:
         return Path(path).as_posix()
 
 
-def _aot_unit(unit: Mapping[str, Any], sources: Sequence[str], names: Sequence[str],
+class PlannedUnit(Protocol):
+    """A unit of the build plan (``builder.cmake_build.plan.Unit``), as the manifest needs it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def sources(self) -> tuple[str, ...]: ...
+    @property
+    def preambles(self) -> tuple[str, ...]: ...
+
+
+UNIT_KINDS = ("catalog_family", "entry_file")
+"""What a unit is: a catalog family (its header and instantiations) or an entry file of a
+discovered tree (compiled as it is)."""
+
+
+def _aot_unit(unit: PlannedUnit, kind: str, sources: Sequence[str], names: Sequence[str],
               objects: Mapping[str, str], build_dir: Path, metallib: str) -> dict[str, Any]:  # fmt: skip
     """An AOT unit: its compiled sources (generated ones counted), their ``.air`` files."""
     generated = [s for s in sources if not _rel(s, build_dir).startswith("../")]
     return {
-        "name": unit["name"],
+        "name": unit.name,
+        "kind": kind,
         "mode": "aot",
-        "sources": list(unit["sources"]),
+        "sources": list(unit.sources),
         "generated_sources": [_rel(s, build_dir) for s in generated],
         "host_names": list(names),
         "outputs": [*(_rel(objects[s], build_dir) for s in sources if s in objects), metallib],
@@ -64,17 +85,18 @@ def _aot_unit(unit: Mapping[str, Any], sources: Sequence[str], names: Sequence[s
     }
 
 
-def _jit_unit(unit: Mapping[str, Any], facts: Mapping[str, Any], names: Sequence[str],
-              embed_dir: Path, build_dir: Path, host_library: str | None,
-              entry_file: bool) -> dict[str, Any]:  # fmt: skip
+def _jit_unit(unit: PlannedUnit, kind: str, facts: Mapping[str, Any], names: Sequence[str],
+              embed_dir: Path, build_dir: Path, host_library: str | None) -> dict[str, Any]:  # fmt: skip
     """A JIT unit: the generated C++ source beside embed.json and what it stores."""
-    cpp = embed_dir / f"{unit['name']}.cpp"
+    entry_file = kind == "entry_file"
+    cpp = embed_dir / f"{unit.name}.cpp"
     generated = [cpp] if cpp.is_file() else []
     out: dict[str, Any] = {
-        "name": unit["name"],
+        "name": unit.name,
+        "kind": kind,
         "mode": "jit",
         # an entry file: itself (its kernels' source); a catalog family: every header inlined
-        "sources": list(unit["sources"]) if entry_file
+        "sources": list(unit.sources) if entry_file
         else [str(h) for h in facts.get("headers", [])],
         "generated_sources": [_rel(p, build_dir) for p in generated],
         "host_names": list(names),
@@ -85,7 +107,7 @@ def _jit_unit(unit: Mapping[str, Any], facts: Mapping[str, Any], names: Sequence
         "embedded_bytes": int(facts.get("embedded_bytes", 0)),
     }  # fmt: skip
     if entry_file:
-        out["preambles"] = list(unit.get("preambles", []))
+        out["preambles"] = list(unit.preambles)
     return out
 
 
@@ -98,54 +120,57 @@ def _file(path: str | None, build_dir: Path) -> dict[str, Any] | None:
 def build_manifest(
     build_dir: Path,
     config: Mapping[str, Any],
-    plan: Mapping[str, Any],
-    kernels: Mapping[str, Sequence[str]],
     *,
+    tree: Mapping[str, Any],
+    units: Sequence[PlannedUnit],
+    compiled: Mapping[str, Sequence[str]],
+    options: Mapping[str, Any],
+    kernels: Mapping[str, Sequence[str]],
     metallib: str | None = None,
     embed: Mapping[str, Any] | None = None,
     embed_dir: Path | None = None,
     host_library: str | None = None,
 ) -> dict[str, Any]:
-    """The manifest as a dict, one family per unit of ``plan`` in plan order.
+    """The manifest as a dict, one entry per unit of the plan, in plan order.
 
-    ``kernels`` maps each unit to its host names; ``config`` is the configure-time build config
-    (``objects``: compiled source -> ``.air``; ``options``, ``toolchain``, ``host_compiler``);
-    ``embed`` the JIT generator's facts (``families`` by unit name) found in ``embed_dir``.
+    ``tree`` is the plan's ``kind`` (``catalog`` or ``discovered``) and ``library``;
+    ``compiled`` maps each AOT unit to its compiled sources (absolute); ``options`` the plan's
+    selection as ``METAL_*`` values; ``kernels`` maps each unit to its host names; ``config`` is
+    the configure-time build config (``objects``: compiled source -> ``.air``; ``options``,
+    ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json, ``builder.jit.embed_facts``: ``units`` by name)
+    found in ``embed_dir``.
     """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
-    sources: dict[str, list[str]] = {}
-    for item in plan.get("compile", []):
-        sources.setdefault(item["unit"], []).append(item["source"])
+    kind = "catalog_family" if tree.get("kind") == "catalog" else "entry_file"
     objects = config.get("objects", {})
-    facts = {f["name"]: f for f in (embed or {}).get("families", [])}
-    families = []
-    for unit in plan["units"]:
-        names = kernels.get(unit["name"], ())
-        if unit["mode"] == "aot" and metallib_rel is not None:
-            families.append(_aot_unit(unit, sources.get(unit["name"], []), names, objects,
-                                      build_dir, metallib_rel))  # fmt: skip
-        elif unit["mode"] == "jit" and embed_dir is not None:
-            families.append(_jit_unit(unit, facts.get(unit["name"], {}), names, embed_dir,
-                                      build_dir, host_rel, plan.get("kind") == "discovered"))  # fmt: skip
-    options = {**plan.get("options", {}), **config.get("options", {})}
+    facts = {f["name"]: f for f in (embed or {}).get("units", [])}
+    entries = []
+    for unit in units:
+        names = kernels.get(unit.name, ())
+        if unit.mode == "aot" and metallib_rel is not None:
+            entries.append(_aot_unit(unit, kind, compiled.get(unit.name, []), names, objects,
+                                     build_dir, metallib_rel))  # fmt: skip
+        elif unit.mode == "jit" and embed_dir is not None:
+            entries.append(_jit_unit(unit, kind, facts.get(unit.name, {}), names, embed_dir,
+                                     build_dir, host_rel))  # fmt: skip
     return {
         "schema": SCHEMA,
         "generator": config.get("generator", "metallib-builder"),
-        "tree": {"kind": plan.get("kind"), "library": plan.get("library")},
-        "options": options,
+        "tree": {"kind": tree.get("kind"), "library": tree.get("library")},
+        "options": {**options, **config.get("options", {})},
         "toolchain": config.get("toolchain"),
         "host_compiler": config.get("host_compiler"),
         "metallib": metallib_rel,
         "host_library": host_rel,
         "compressed": bool((embed or {}).get("compressed", False)),
-        # All stored source bytes (with deduplication, pieces shared by families count once).
+        # All stored source bytes (with deduplication, pieces shared by units count once).
         "embedded_bytes": int((embed or {}).get("embedded_bytes", 0)),
         "files": {
             "metallib": _file(metallib, build_dir),
             "host_library": _file(host_library, build_dir),
         },
-        "families": families,
+        "units": entries,
     }
 
 
@@ -157,10 +182,12 @@ def write_manifest(path: Path, manifest: Mapping[str, Any]) -> None:
 
 # -- reading -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ManifestFamily:
-    """One kernel family of a build, as the build manifest records it."""
+class ManifestUnit:
+    """One unit of a build (a catalog family or an entry file), as the manifest records it."""
 
     name: str
+    kind: str
+    """``catalog_family`` or ``entry_file``."""
     mode: str
     """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the host)."""
     host_names: list[str]
@@ -170,10 +197,10 @@ class ManifestFamily:
 
 @dataclass(frozen=True)
 class BuildManifest:
-    """A build manifest (schema 1) as the size report reads it."""
+    """A build manifest (schema 2) as the size report reads it."""
 
     path: str
-    families: list[ManifestFamily]
+    units: list[ManifestUnit]
     metallib: str | None
     """Path of the built metallib relative to the manifest's directory; None if all JIT."""
     host_library: str | None = None
@@ -188,14 +215,14 @@ class BuildManifest:
         return Path(self.path).parent
 
     def family_of(self) -> dict[str, str]:
-        """host name -> family, for every AOT family."""
-        return {n: f.name for f in self.families if f.mode == "aot" for n in f.host_names}
+        """host name -> its unit, for every AOT unit."""
+        return {n: f.name for f in self.units if f.mode == "aot" for n in f.host_names}
 
     def source_of(self) -> dict[str, str]:
-        """host name -> its family's source file(s), joined with ``+`` when there are several."""
+        """host name -> its unit's source file(s), joined with ``+`` when there are several."""
         return {
             n: "+".join(f.sources) if f.sources else f.name
-            for f in self.families
+            for f in self.units
             if f.mode == "aot"
             for n in f.host_names
         }
@@ -208,16 +235,16 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
     try:
         if data["schema"] != SCHEMA:
             raise ValueError(f"schema {data['schema']!r}, expected {SCHEMA}")
-        families = [
-            ManifestFamily(
+        units = [
+            ManifestUnit(
                 name=str(f["name"]),
-                mode=_mode(f.get("mode", "aot")),
+                kind=_one_of(f["kind"], UNIT_KINDS, "kind"),
+                mode=_one_of(f["mode"], ("aot", "jit"), "mode"),
                 host_names=[str(n) for n in f.get("host_names", [])],
-                embedded_bytes=byte_count(f.get("embedded_bytes", 0),
-                                          "families[].embedded_bytes"),
+                embedded_bytes=byte_count(f.get("embedded_bytes", 0), "units[].embedded_bytes"),
                 sources=[str(s) for s in f.get("sources", [])],
             )
-            for f in data["families"]
+            for f in data["units"]
         ]
         metallib, host = data.get("metallib"), data.get("host_library")
         for key, value in (("metallib", metallib), ("host_library", host)):
@@ -226,7 +253,7 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
         embedded = byte_count(data.get("embedded_bytes", 0), "embedded_bytes")
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
-    return BuildManifest(where, families, metallib, host, embedded, _build_facts(data, where))
+    return BuildManifest(where, units, metallib, host, embedded, _build_facts(data, where))
 
 
 def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:
@@ -238,7 +265,7 @@ def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:
     return facts
 
 
-def _mode(value: Any) -> str:
-    if value not in ("aot", "jit"):
-        raise ValueError(f"mode {value!r} is neither 'aot' nor 'jit'")
+def _one_of(value: Any, allowed: Sequence[str], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
     return str(value)

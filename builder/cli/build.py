@@ -9,7 +9,6 @@ settings are shared with ``variants`` (``builder.cli.variants``), which builds s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,17 +22,11 @@ __all__ = [
     "build_command",
     "build_only_options",
     "build_report_text",
-    "build_settings",
+    "build_request",
     "no_wait_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _families(value: str | None) -> tuple[str, ...]:
-    from builder.kernels.catalog import split_names
-
-    return tuple(split_names(value) or ())
 
 
 _BUILD_ONLY = [
@@ -84,48 +77,12 @@ def build_only_options(func: F) -> F:
     return func
 
 
-def _flags(given: tuple[str, ...]) -> tuple[str, ...] | None:
-    """``--metal-flags`` values as one list (each split like a shell); None when not given."""
-    import shlex
+def build_request(**kw: Any) -> Any:
+    """The ``BuildRequest`` of the build options' values (and the kernel-tree options'): each
+    click parameter is named like its request field (``builder.cmake_build.request``)."""
+    from builder.cmake_build.request import BuildRequest
 
-    from builder.errors import UsageError
-
-    if not given:
-        return None
-    try:
-        return tuple(flag for text in given for flag in shlex.split(text))
-    except ValueError as exc:
-        raise UsageError(f"--metal-flags: {exc}") from None
-
-
-def build_settings(**kw: Any) -> Any:
-    """The ``BuildSettings`` for the build options' values (and the kernel-tree options')."""
-    from builder.cmake_build.cmake import BuildSettings
-    from builder.cmake_build.driver import project_source_dir
-
-    def absolute(path: Path | None) -> Path | None:
-        return Path(os.path.abspath(path)) if path is not None else None
-
-    return BuildSettings(
-        source_dir=project_source_dir(),
-        build_dir=kw["build_dir"].resolve(),
-        jit=kw.get("jit") is True,
-        kernels=_families(kw["kernels"]),
-        jit_kernels=_families(kw.get("jit_kernels")),
-        dtypes=_families(kw["dtypes"]),
-        metal_compiler=kw["metal_compiler"],
-        chunk_size=kw["chunk_size"],
-        compress=kw["compress"],
-        kernel_dir=kw["source_dir"].resolve() if kw["source_dir"] else None,
-        include_dirs=tuple(Path(os.path.abspath(d)) for d in kw.get("include_dirs") or ()),
-        defines=tuple(kw.get("defines") or ()),
-        exclude=tuple(kw.get("exclude") or ()),
-        config_file=absolute(kw.get("config_file")),
-        metal_flags=_flags(tuple(kw.get("metal_flags") or ())),
-        std=kw.get("std"),
-        deployment_target=kw.get("deployment_target"),
-        sdk=kw.get("sdk") or "macosx",
-    )
+    return BuildRequest.from_options(kw)
 
 
 _tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)", jobs_help=BUILD_JOBS)
@@ -163,18 +120,18 @@ def build_command(**kw: Any) -> None:
     The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
     with -I/-D/--exclude/--config as for `kernels`): each entry file is compiled once into
     .air and all are linked into <library>.metallib ([build] library of metallib.toml, else
-    the folder's name). -j is Ninja's parallel jobs. One run at a time builds in a build folder:
+    the folder's name). -j N is Ninja's parallel jobs (ninja -j N). One run at a time builds in a build folder:
     another one waits for it (--no-wait: exit 2 instead).
     """
     from builder.cmake_build.driver import run_build
     from builder.console import stderr_console
 
     outcome = run_build(
-        build_settings(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"],
+        build_request(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"],
         wait=not kw["no_wait"],
     )  # fmt: skip
     stderr_console().print(
-        f"Built {outcome.settings.build_dir} in {outcome.seconds:.1f} s "
+        f"Built {outcome.request.build_dir} in {outcome.seconds:.1f} s "
         f"({outcome.edges_run} build steps)",
         markup=False,
         highlight=False,

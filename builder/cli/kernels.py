@@ -157,7 +157,7 @@ def _catalog_listing(
     items = catalog.expand(split_names(kernels), split_names(dtypes))
     counts: dict[tuple[str, str], int] = {}
     for inst in items:
-        counts[(inst.family, inst.variant)] = counts.get((inst.family, inst.variant), 0) + 1
+        counts[(inst.family, inst.form)] = counts.get((inst.family, inst.form), 0) + 1
     families = [f for f in catalog.families.values() if any(k[0] == f.name for k in counts)]
     if fmt == "json":
         config = find_config(catalog.source_dir, config_file)
@@ -175,13 +175,13 @@ def _catalog_listing(
                         "description": f.description,
                         "count": sum(c for (fam, _), c in counts.items() if fam == f.name),
                         "ops": [op.name for op in f.ops],
-                        "variants": [
+                        "forms": [
                             {
                                 "name": v.name,
                                 "template": v.template,
                                 "count": counts[(f.name, v.name)],
                             }
-                            for v in f.variants
+                            for v in f.forms
                             if (f.name, v.name) in counts
                         ],
                     }
@@ -191,7 +191,7 @@ def _catalog_listing(
                     {
                         "host_name": i.host_name,
                         "family": i.family,
-                        "variant": i.variant,
+                        "form": i.form,
                         "op": i.op,
                         "dtypes": list(i.dtypes),
                         "params": dict(i.params),
@@ -209,16 +209,16 @@ def _catalog_listing(
 
     table = Table(title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations",
                   title_justify="left")  # fmt: skip
-    for column, justify in [("family", "left"), ("variant", "left"), ("template", "left"),
+    for column, justify in [("family", "left"), ("form", "left"), ("template", "left"),
                             ("ops", "right"), ("instantiations", "right")]:  # fmt: skip
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for family in families:
         n_ops = str(len(family.ops)) if family.ops else "-"
-        for variant in family.variants:
-            if (family.name, variant.name) in counts:
-                table.add_row(rich_text(family.name), rich_text(variant.name),
-                              rich_text(variant.template), n_ops,
-                              str(counts[(family.name, variant.name)]))  # fmt: skip
+        for form in family.forms:
+            if (family.name, form.name) in counts:
+                table.add_row(rich_text(family.name), rich_text(form.name),
+                              rich_text(form.template), n_ops,
+                              str(counts[(family.name, form.name)]))  # fmt: skip
         table.add_section()
     table.add_row("total", "", "", "", str(len(items)))
     Console(soft_wrap=True).print(table)

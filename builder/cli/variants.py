@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from builder.cli.build import BUILD_ONLY, build_only_options, build_settings, no_wait_option
+from builder.cli.build import BUILD_ONLY, build_only_options, build_request, no_wait_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 from builder.jsontext import dumps
@@ -152,9 +152,9 @@ def _build(**kw: Any) -> None:
     source_dir = kw["source_dir"]
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
-    settings = build_settings(**kw)
+    request = build_request(**kw)
     results = build_variants(
-        settings, settings.build_dir, jobs=kw["jobs"], console=stderr_console(),
+        request, request.build_dir, jobs=kw["jobs"], console=stderr_console(),
         verbose=kw["verbose"], wait=not kw["no_wait"],
     )  # fmt: skip
     if kw["fmt"] == "json":

@@ -8,7 +8,7 @@ source still parses its family header once for many instantiations.
 The cut must survive edits of the catalog: appending one instantiation must change one source,
 not shift every later source by one (which recompiles the whole family). So:
 
-* **order**: a family's instantiations are taken op by op, then by dtypes, parameters and variant
+* **order**: a family's instantiations are taken op by op, then by dtypes, parameters and form
   (each in declaration order), so the instantiations of an op appended to a family come last;
 * **content-defined cuts**: a source ends after an instantiation whose host name hashes to 0
   modulo ``chunk_size`` (so ``chunk_size`` is the mean length), or after ``4 * chunk_size``
@@ -57,16 +57,16 @@ class Chunk:
 def _order(
     catalog: Catalog, spec: FamilySpec, items: Sequence[Instantiation]
 ) -> list[Instantiation]:
-    """``items`` op by op, then by dtypes, parameters and variant, in declaration order."""
+    """``items`` op by op, then by dtypes, parameters and form, in declaration order."""
     ops = {op.name: (k, op.dtype_sets) for k, op in enumerate(spec.ops)}
-    variants = {v.name: (k, dict(v.params)) for k, v in enumerate(spec.variants)}
+    forms = {v.name: (k, dict(v.params)) for k, v in enumerate(spec.forms)}
 
     def key(inst: Instantiation) -> tuple[object, ...]:
         op_index, sets = ops[inst.op] if inst.op is not None else (0, spec.dtype_sets)
         dtypes = tuple(catalog.dtype_sets[s].index(d) for s, d in zip(sets, inst.dtypes))
-        variant_index, axes = variants[inst.variant]
+        form_index, axes = forms[inst.form]
         params = tuple(axes[name].index(value) for name, value in inst.params)
-        return (op_index, dtypes, params, variant_index)
+        return (op_index, dtypes, params, form_index)
 
     return sorted(items, key=key)
 

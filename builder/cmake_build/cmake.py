@@ -1,8 +1,8 @@
 """CMake and Ninja behind two objects: the located tools and a configured build tree.
 
-``BuildSettings`` (frozen) is everything a build depends on; ``cmake_args`` turns it into typed
-``-D`` arguments in one place. ``BuildTree`` configures (skipped when the tree was configured with
-the same settings: Ninja re-runs CMake itself when a CMake input changes) and builds with Ninja,
+``BuildTree`` configures the CMake project (``request.project_dir``) for a build request
+(``builder.cmake_build.request``: its ``cmake_args`` are the ``-D`` arguments), skipped when the
+tree was configured with the same request: Ninja re-runs CMake itself when a CMake input changes) and builds with Ninja,
 feeding its status lines to a callback. Every subprocess goes through :func:`run`. One run at a
 time uses a build folder (:func:`build_folder_lock`).
 """
@@ -16,20 +16,20 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from builder.cmake_build.plan import PLAN_FILE
 from builder.cmake_build.progress import NINJA_STATUS, NinjaOutput, Status
+from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.fileio import make_dirs, write_atomic
 
 __all__ = [
     "BuildFailed",
-    "BuildSettings",
     "BuildTree",
     "RunResult",
     "build_folder_lock",
-    "cmake_args",
     "find_tool",
     "run",
 ]
@@ -37,8 +37,6 @@ __all__ = [
 LOCK_FILE = ".metallib-builder.lock"
 """Held (``builder.locks``) while a run configures, builds and measures a build folder."""
 SETTINGS_FILE = "metallib-builder-settings.json"
-PLAN_FILE = "metal_plan/plan.json"
-"""Where CMakeLists.txt has ``builder.cmake_build.plan`` write the build plan."""
 
 
 class BuildFailed(BuilderError):
@@ -111,83 +109,14 @@ def find_tool(name: str) -> str:
     raise UsageError(f"{name} not found: install it with `pip install {name}`")
 
 
-@dataclass(frozen=True, kw_only=True)
-class BuildSettings:
-    """What one build is: the tree, the selection, the modes and the toolchain."""
-
-    source_dir: Path
-    """The CMake project (this checkout, or builder/_data of an installed wheel)."""
-    build_dir: Path
-    jit: bool
-    kernels: tuple[str, ...] = ()
-    """Catalog families to build; empty means all."""
-    jit_kernels: tuple[str, ...] = ()
-    """Catalog families built JIT whatever ``jit`` says; the others AOT."""
-    dtypes: tuple[str, ...] = ()
-    metal_compiler: str | None = None
-    """An explicit Metal compiler; None: METAL_COMPILER from the environment, then xcrun."""
-    chunk_size: int | None = None
-    compress: bool = False
-    kernel_dir: Path | None = None
-    """Kernel tree (METAL_SOURCE_DIR); None: the bundled metal_src/."""
-    include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    config_file: Path | None = None
-    """-I, -D, --exclude and --config of a tree without catalog.json."""
-    metal_flags: tuple[str, ...] | None = None
-    """Flags of every AOT compile; None: the build's defaults (-Wall -Wextra -fno-fast-math)."""
-    std: str | None = None
-    deployment_target: str | None = None
-    sdk: str = "macosx"
-    extra: tuple[tuple[str, str], ...] = field(default=())
-
-
-def cmake_args(settings: BuildSettings, compiler: str | None = None) -> list[str]:
-    """The typed ``-D`` arguments for ``settings`` (the one place that knows their names). Every
-    option is stated on every configure, so nothing an earlier configure cached lingers; the
-    compile flags are reset to CMake's default (``-U``) when none are given. ``compiler`` is the
-    resolved explicit compiler (None: CMake finds it through xcrun)."""
-    from builder.cmake_build.aot_sources import DEFAULT_CHUNK_SIZE
-    from builder.resources import metal_src_dir
-
-    def joined(items: tuple[object, ...]) -> str:
-        return ";".join(str(i) for i in items)
-
-    kernel_dir = settings.kernel_dir or metal_src_dir()
-    defs: list[tuple[str, str, str]] = [
-        ("METAL_JIT", "BOOL", "ON" if settings.jit else "OFF"),
-        ("METAL_KERNELS", "STRING", joined(settings.kernels)),
-        ("METAL_JIT_KERNELS", "STRING", joined(settings.jit_kernels)),
-        ("METAL_DTYPES", "STRING", joined(settings.dtypes)),
-        ("METAL_JIT_COMPRESS", "BOOL", "ON" if settings.compress else "OFF"),
-        ("METAL_AOT_CHUNK_SIZE", "STRING", str(settings.chunk_size or DEFAULT_CHUNK_SIZE)),
-        ("METAL_SOURCE_DIR", "PATH", str(kernel_dir)),
-        ("METAL_INCLUDE_DIRS", "STRING", joined(settings.include_dirs)),
-        ("METAL_DEFINES", "STRING", joined(settings.defines)),
-        ("METAL_EXCLUDE", "STRING", joined(settings.exclude)),
-        ("METAL_CONFIG", "FILEPATH", str(settings.config_file or "")),
-        ("METAL_STD", "STRING", settings.std or ""),
-        ("METAL_DEPLOYMENT_TARGET", "STRING", settings.deployment_target or ""),
-        ("METAL_SDK", "STRING", settings.sdk),
-        ("METAL_COMPILER", "FILEPATH", compiler or ""),
-        ("CMAKE_BUILD_TYPE", "STRING", "Release"),
-    ]
-    if settings.metal_flags is not None:
-        defs.append(("METAL_AOT_FLAGS", "STRING", joined(settings.metal_flags)))
-    defs += [(k, "STRING", v) for k, v in settings.extra]
-    args = [f"-D{name}:{type_}={value}" for name, type_, value in defs]
-    return args if settings.metal_flags is not None else ["-UMETAL_AOT_FLAGS", *args]
-
-
 class BuildTree:
-    """A build directory configured from ``settings``: configure once, build many times."""
+    """A build directory configured from ``request``: configure once, build many times."""
 
     def __init__(
-        self, settings: BuildSettings, env: Mapping[str, str] | None = None,
+        self, request: BuildRequest, env: Mapping[str, str] | None = None,
         compiler: str | None = None,
     ) -> None:  # fmt: skip
-        self.settings = settings
+        self.request = request
         self.compiler = compiler
         self.env = dict(env or {})
         self.cmake = find_tool("cmake")
@@ -195,17 +124,17 @@ class BuildTree:
 
     @property
     def build_dir(self) -> Path:
-        return self.settings.build_dir
+        return self.request.build_dir
 
     def _settings_key(self) -> str:
         """Everything the configuration depends on, but not the interpreter that asks: running
         ``metallib-builder`` and ``python -m builder`` by turns must not reconfigure."""
-        data = asdict(self.settings)
-        data["cmake_args"] = cmake_args(self.settings, self.compiler)
+        data = asdict(self.request)
+        data["cmake_args"] = cmake_args(self.request, self.compiler)
         return json.dumps(data, default=str, sort_keys=True)
 
     def is_configured(self, plan: str | None = None) -> bool:
-        """True when the tree exists and was configured with exactly these settings (and, when
+        """True when the tree exists and was configured with exactly this request (and, when
         given, the plan CMake wrote then is ``plan``: entry files come and go unseen by CMake)."""
         marker = self.build_dir / SETTINGS_FILE
         try:
@@ -228,11 +157,11 @@ class BuildTree:
         except OSError as exc:
             raise OutputError(f"cannot write {marker}: {exc.strerror or exc}") from exc
         # Absolute paths: a folder named like an option stays a folder.
-        cmd = [self.cmake, "-S", os.path.abspath(self.settings.source_dir),
+        cmd = [self.cmake, "-S", os.path.abspath(project_dir()),
                "-B", os.path.abspath(self.build_dir),
                "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
                f"-DPython3_EXECUTABLE:FILEPATH={sys.executable}",
-               *cmake_args(self.settings, self.compiler)]  # fmt: skip
+               *cmake_args(self.request, self.compiler)]  # fmt: skip
         result = run(cmd, env=self.env, on_line=on_line)
         if result.returncode != 0:
             text = "\n".join(line for line in result.lines if line.strip())

@@ -11,14 +11,13 @@ not notice an entry file appearing.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import PLAN_FILE, BuildSettings, BuildTree, build_folder_lock
+from builder.cmake_build.cmake import BuildTree, build_folder_lock
 from builder.cmake_build.progress import ProgressDisplay
+from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
 from builder.fileio import check_not_an_input
@@ -27,17 +26,15 @@ from builder.size.load import load_reports
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from builder.cmake_build.plan import BuildPlan, PlanRequest
+    from builder.cmake_build.plan import BuildPlan
     from builder.size.report import Report
 
 __all__ = [
     "BuildOutcome",
     "Split",
     "build_plan",
-    "plan_request",
-    "project_source_dir",
     "run_build",
-    "split_families",
+    "split_units",
 ]
 
 
@@ -49,46 +46,26 @@ class Split:
     jit: tuple[str, ...]
 
 
-def project_source_dir() -> Path:
-    """The CMake project: the checkout root, or ``builder/_data`` in an installed wheel."""
-    from builder.resources import cmake_dir
+def build_plan(request: BuildRequest) -> BuildPlan:
+    """The plan of ``request`` (UsageError, exit 2, when it cannot be built), as CMake will
+    write it: with discovery's memory of the build folder when the folder exists (never the
+    first thing made in a new folder)."""
+    from builder.cmake_build.plan import DISCOVERY_CACHE, PLAN_FILE, make_plan
 
-    return cmake_dir().parent
-
-
-def plan_request(settings: BuildSettings) -> PlanRequest:
-    """The plan request of ``settings``, as CMakeLists.txt passes the same options."""
-    from builder.cmake_build.plan import DISCOVERY_CACHE, PlanRequest
-
-    return PlanRequest(
-        source_dir=settings.kernel_dir, kernels=settings.kernels, jit=settings.jit,
-        jit_kernels=settings.jit_kernels, dtypes=settings.dtypes,
-        include_dirs=settings.include_dirs, defines=settings.defines, exclude=settings.exclude,
-        config_file=settings.config_file, chunk_size=settings.chunk_size, std=settings.std,
-        deployment_target=settings.deployment_target,
-        gen_dir=settings.build_dir / "metal_aot" / "src",
-        # discovery's memory, kept by CMake's planning; never the first thing made in a new folder
-        cache_file=(settings.build_dir / "metal_plan" / DISCOVERY_CACHE
-                    if settings.build_dir.is_dir() else None),
-    )  # fmt: skip
+    cache = request.build_dir / PLAN_FILE
+    return make_plan(request, cache_file=(cache.parent / DISCOVERY_CACHE
+                                          if request.build_dir.is_dir() else None))  # fmt: skip
 
 
-def build_plan(settings: BuildSettings) -> BuildPlan:
-    """The plan of ``settings`` (UsageError, exit 2, when it cannot be built)."""
-    from builder.cmake_build.plan import make_plan
-
-    return make_plan(plan_request(settings))
-
-
-def split_families(settings: BuildSettings) -> Split:
+def split_units(request: BuildRequest) -> Split:
     """Validate the selection and divide it by mode, as the build will (exit 2 if bad)."""
-    plan = build_plan(settings)
+    plan = build_plan(request)
     return Split(plan.aot, plan.jit)
 
 
 @dataclass(frozen=True)
 class BuildOutcome:
-    settings: BuildSettings
+    request: BuildRequest
     split: Split
     toolchain: MetalToolchain | None
     edges_run: int
@@ -99,18 +76,19 @@ class BuildOutcome:
 
 def _configured_split(tree: BuildTree) -> Split | None:
     """The split CMake planned when ``tree`` was configured with these settings, or None."""
+    from builder.cmake_build.plan import PLAN_FILE, BuildPlan
+
     if not tree.is_configured():
         return None
     try:
-        units = json.loads((tree.build_dir / PLAN_FILE).read_text(encoding="utf-8"))["units"]
-    except (OSError, ValueError, KeyError):
+        plan = BuildPlan.read(tree.build_dir / PLAN_FILE)
+    except UsageError:
         return None
-    return Split(tuple(u["name"] for u in units if u["mode"] == "aot"),
-                 tuple(u["name"] for u in units if u["mode"] == "jit"))  # fmt: skip
+    return Split(plan.aot, plan.jit)
 
 
 def run_build(
-    settings: BuildSettings, *, jobs: int | None, console: Console, verbose: bool = False,
+    request: BuildRequest, *, jobs: int | None, console: Console, verbose: bool = False,
     wait: bool = True,
 ) -> BuildOutcome:  # fmt: skip
     """Plan, check, configure (if needed), build with progress, measure. Raises
@@ -126,22 +104,24 @@ def run_build(
     from builder.resources import metal_src_dir
 
     start = time.perf_counter()
-    if settings.kernel_dir is not None and not settings.kernel_dir.is_dir():
-        raise UsageError(f"--source-dir {settings.kernel_dir}: not a folder")
-    check_not_an_input(settings.build_dir, [settings.kernel_dir, settings.config_file,
-                                            *settings.include_dirs])  # fmt: skip
-    found = find_metal_toolchain(settings.metal_compiler, sdk=settings.sdk)
+    kernels = request.tree
+    if kernels.source_dir is not None and not kernels.source_dir.is_dir():
+        raise UsageError(f"--source-dir {kernels.source_dir}: not a folder")
+    build_dir = request.build_dir
+    check_not_an_input(build_dir, [kernels.source_dir, kernels.config_file,
+                                   *kernels.include_dirs])  # fmt: skip
+    found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)
     toolchain = found if isinstance(found, MetalToolchain) else None
-    tree = BuildTree(settings, compiler=toolchain.explicit if toolchain else None)
+    tree = BuildTree(request, compiler=toolchain.explicit if toolchain else None)
     plan = None
     held: list[str] = []
     # A catalog tree configured the same way needs no new plan: CMake plans again by itself when
     # catalog.json changes. A tree of entry files is planned again (cheap) to see new files.
-    split = _configured_split(tree) if is_catalog_tree(settings.kernel_dir or metal_src_dir()) else None
+    split = _configured_split(tree) if is_catalog_tree(kernels.source_dir or metal_src_dir()) else None
     if split is None:
         from builder.cmake_build.plan import plan_text
 
-        planned = build_plan(settings)
+        planned = build_plan(request)
         split = Split(planned.aot, planned.jit)
         plan = plan_text(planned) if planned.kind == "discovered" else None
         held = [f"{u.name} ({u.reason})" for u in planned.units if u.reason]
@@ -158,16 +138,16 @@ def run_build(
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-    with build_folder_lock(settings.build_dir, wait=wait, on_wait=say):
+    with build_folder_lock(build_dir, wait=wait, on_wait=say):
         if not tree.is_configured(plan):
-            say(f"Configuring {settings.build_dir} (AOT: {', '.join(split.aot) or '-'}; "
+            say(f"Configuring {build_dir} (AOT: {', '.join(split.aot) or '-'}; "
                 f"JIT: {', '.join(split.jit) or '-'})")  # fmt: skip
             tree.configure(on_line=echo, plan=plan)
-        with ProgressDisplay(console, f"Building {settings.build_dir.name}") as on_status:
+        with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
             output = tree.build(jobs, on_status)
         seconds = time.perf_counter() - start
         if verbose:
             for line in output.other:
                 say(line)
-        reports = load_reports(str(settings.build_dir))
-    return BuildOutcome(settings, split, toolchain, output.edges_run, seconds, reports)
+        reports = load_reports(str(build_dir))
+    return BuildOutcome(request, split, toolchain, output.edges_run, seconds, reports)

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.cmake_build.aot_sources import DEFAULT_CHUNK_SIZE, Chunk
+from builder.cmake_build.aot_sources import Chunk
+from builder.cmake_build.request import BuildRequest
 from builder.errors import BuilderError, UsageError
 
 if TYPE_CHECKING:
@@ -40,49 +41,28 @@ if TYPE_CHECKING:
 __all__ = [
     "CATALOG_LIBRARY",
     "DISCOVERY_CACHE",
+    "GENERATED_SOURCES",
+    "PLAN_FILE",
     "PLAN_SCHEMA",
     "BuildPlan",
-    "PlanRequest",
     "Unit",
     "main",
     "make_plan",
     "plan_text",
-    "read_plan",
     "select_families",
     "write_plan",
 ]
 
-PLAN_SCHEMA = 1
+PLAN_SCHEMA = 2
+"""2: the request recorded once (``request``), no ``options`` copy."""
+PLAN_FILE = "metal_plan/plan.json"
+"""Where the plan is written, relative to the build folder."""
+GENERATED_SOURCES = "metal_aot/src"
+"""Where a catalog tree's AOT sources are generated, relative to the build folder."""
 DISCOVERY_CACHE = "discovery.json"
 """Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlanRequest:
-    """What was asked for: the tree, the selection and the compile settings."""
-
-    source_dir: Path | None = None
-    """Kernel tree; None: the bundled metal_src/."""
-    kernels: tuple[str, ...] = ()
-    """Catalog families to build (empty: all)."""
-    jit: bool = False
-    jit_kernels: tuple[str, ...] = ()
-    """Catalog families built JIT whatever ``jit`` says; the others AOT."""
-    dtypes: tuple[str, ...] = ()
-    include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    config_file: Path | None = None
-    chunk_size: int | None = None
-    std: str | None = None
-    deployment_target: str | None = None
-    gen_dir: Path | None = None
-    """Where a catalog tree's AOT sources are generated (needed to name them in the plan)."""
-    cache_file: Path | None = None
-    """Discovery's memory in the build directory (``builder.kernels.discovery_cache``): a no-op
-    build plans without preprocessing the tree again. None: discover every time."""
 
 
 @dataclass(frozen=True)
@@ -104,14 +84,16 @@ class Unit:
 class BuildPlan:
     """The plan of one build; :meth:`to_json` is what ``plan.json`` holds."""
 
+    request: BuildRequest
+    """What was asked for (its planned part: ``BuildRequest.planned_json``)."""
     kind: str
+    """``catalog`` or ``discovered``."""
     source_dir: Path
+    """The kernel tree (absolute)."""
     config: Path | None
+    """The tree's settings file (metallib.toml, or --config), if any."""
     library: str
-    jit_requested: bool
     units: tuple[Unit, ...]
-    dtypes: tuple[str, ...]
-    chunk_size: int
     include_dirs: tuple[Path, ...]
     """``-I`` of every AOT compile and of preamble inlining, in search order."""
     defines: tuple[str, ...]
@@ -121,7 +103,9 @@ class BuildPlan:
     ``__METAL_VERSION__``), as ``load_tree`` was given them."""
     metal_version: int | None
     std: str | None
+    """The ``-std=`` the compiles get: the request's, else the tree's (``_std_for``)."""
     deployment_target: str | None
+    """The request's, else the tree's ``[build] deployment-target``."""
     flags: tuple[str, ...]
     """Compile flags the tree asks for (metallib.toml), added after the build's flags."""
     compiles: tuple[tuple[str, Path], ...] = ()
@@ -160,18 +144,11 @@ class BuildPlan:
             depends.append(self.source_dir / "catalog.json")
         return {
             "schema": PLAN_SCHEMA,
+            "request": self.request.planned_json(),
             "kind": self.kind,
             "source_dir": str(self.source_dir),
             "config": str(self.config) if self.config else None,
             "library": self.library,
-            "options": {
-                "METAL_JIT": self.jit_requested,
-                "METAL_KERNELS": [u.name for u in self.units],
-                "METAL_AOT_KERNELS": list(self.aot),
-                "METAL_JIT_KERNELS": list(self.jit),
-                "METAL_DTYPES": list(self.dtypes),
-                "METAL_AOT_CHUNK_SIZE": self.chunk_size,
-            },
             "units": [self._unit(u) for u in self.units],
             "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
             "preambles": list(self.preambles),
@@ -203,6 +180,64 @@ class BuildPlan:
         }
 
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "plan.json") -> BuildPlan:
+        """The plan :meth:`to_json` wrote, typed and checked: UsageError (exit 2) naming
+        ``where`` when it is not one (another schema, a missing or mistyped field)."""
+        if data.get("schema") != PLAN_SCHEMA:
+            raise UsageError(f"{where}: build plan schema {data.get('schema')!r}, "
+                             f"expected {PLAN_SCHEMA}")  # fmt: skip
+        try:
+            units = tuple(
+                Unit(str(u["name"]), _one_of(u["mode"], ("aot", "jit")), _strings(u["sources"]),
+                     _strings(u.get("preambles", [])), u.get("reason"))
+                for u in data["units"]
+            )  # fmt: skip
+            config = data["config"]
+            return cls(
+                request=BuildRequest.from_json(data["request"]),
+                kind=_one_of(data["kind"], ("catalog", "discovered")),
+                source_dir=Path(data["source_dir"]),
+                config=Path(config) if config is not None else None,
+                library=str(data["library"]),
+                units=units,
+                include_dirs=tuple(Path(d) for d in _strings(data["include_dirs"])),
+                defines=_strings(data["defines"]),
+                discovery=dict(data["discovery"]),
+                metal_version=data["metal_version"],
+                std=data["std"],
+                deployment_target=data["deployment_target"],
+                flags=_strings(data["flags"]),
+                compiles=tuple((str(c["unit"]), Path(c["source"])) for c in data["compile"]),
+                preambles=tuple(dict(p) for p in data["preambles"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"{where}: not a usable build plan: {exc}") from None
+
+    @classmethod
+    def read(cls, path: Path) -> BuildPlan:
+        """A plan file written by :func:`write_plan` (UsageError when unreadable)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: cannot read build plan: {exc}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: not a usable build plan: not a JSON object")
+        return cls.from_json(data, str(path))
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{value!r} is not a list of strings")
+    return tuple(value)
+
+
+def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+    return str(value)
+
+
 def select_families(
     catalog: Catalog, families: Sequence[str], jit: Sequence[str] = (), *, keep_order: bool = False
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -225,13 +260,13 @@ def select_families(
     return tuple(chosen), tuple(n for n in chosen if n in jit)
 
 
-def _std_for(request: PlanRequest, config: Any) -> tuple[str | None, int | None]:
+def _std_for(request: BuildRequest, config: Any) -> tuple[str | None, int | None]:
     """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
     follows the other when only one is stated (``--std``, then ``[build] std``; the version from
     ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
     from builder.kernels.tree_config import std_version
 
-    std = request.std or config.std
+    std = request.toolchain.std or config.std
     if std is not None and std_version(std) is None:
         raise UsageError(f"--std {std}: not a Metal language standard (metal3.1, macos-metal2.4, "
                          "ios-metal2.4, ...)")  # fmt: skip
@@ -248,39 +283,43 @@ def _std_for(request: PlanRequest, config: Any) -> tuple[str | None, int | None]
     return std, version
 
 
-def _catalog_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
+def _catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     from builder.cmake_build.aot_sources import catalog_chunks
     from builder.kernels.catalog import load_catalog
     from builder.kernels.tree_config import TreeConfig
 
-    if request.include_dirs or request.defines or request.exclude or request.config_file:
+    tree, selection = request.tree, request.selection
+    if tree.include_dirs or tree.defines or tree.exclude or tree.config_file:
         raise UsageError(f"{source_dir} is a catalog tree (catalog.json); -I, -D, --exclude and "
                          "--config apply only to a folder of .metal entry files")  # fmt: skip
     catalog = load_catalog(source_dir)
-    selected, jit_listed = select_families(catalog, request.kernels, request.jit_kernels)
-    if request.dtypes:
-        catalog.expand([], request.dtypes)  # validates the dtype names
-    jit = set(jit_listed) if request.jit_kernels else set(selected) if request.jit else set()
+    selected, jit_listed = select_families(catalog, selection.kernels, selection.jit_kernels)
+    if selection.dtypes:
+        catalog.expand([], selection.dtypes)  # validates the dtype names
+    jit = (set(jit_listed) if selection.jit_kernels
+           else set(selected) if selection.jit else set())  # fmt: skip
     units = tuple(
         Unit(name, "jit" if name in jit else "aot", (catalog.families[name].header,))
         for name in selected
     )
-    chunk_size = request.chunk_size or DEFAULT_CHUNK_SIZE
     std, version = _std_for(request, TreeConfig())
     chunks: list[Chunk] = []
     compiles: list[tuple[str, Path]] = []
     aot = [u.name for u in units if u.mode == "aot"]
-    if request.gen_dir is not None and aot:
-        chunks = catalog_chunks(catalog, aot, request.dtypes or None, chunk_size)
-        compiles = [(c.family, request.gen_dir / f"{c.name}.metal") for c in chunks]
+    if request.output.build_dir is not None and aot:
+        gen_dir = request.output.build_dir / GENERATED_SOURCES
+        chunks = catalog_chunks(catalog, aot, selection.dtypes or None, selection.chunk_size)
+        compiles = [(c.family, gen_dir / f"{c.name}.metal") for c in chunks]
     return BuildPlan(
-        "catalog", catalog.source_dir, None, CATALOG_LIBRARY, request.jit, units,
-        tuple(request.dtypes), chunk_size, (catalog.source_dir,), (), {}, version, std,
-        request.deployment_target, (), tuple(compiles), (), tuple(chunks),
+        request, "catalog", catalog.source_dir, None, CATALOG_LIBRARY, units,
+        (catalog.source_dir,), (), {}, version, std, request.toolchain.deployment_target, (),
+        tuple(compiles), (), tuple(chunks),
     )  # fmt: skip
 
 
-def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
+def _discovered_plan(
+    request: BuildRequest, source_dir: Path, cache_file: Path | None
+) -> BuildPlan:
     from builder.jit.tree_preambles import jit_preambles
     from builder.kernels.discovery_cache import discover_cached
     from builder.kernels.preprocess import metal_defines, parse_define
@@ -288,25 +327,26 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
     from builder.subsets.coverage import check_coverage, require_coverage
     from builder.subsets.variant_select import held_aot
 
-    if request.kernels or request.jit_kernels or request.dtypes:
+    asked, selection = request.tree, request.selection
+    if selection.kernels or selection.jit_kernels or selection.dtypes:
         raise UsageError(f"{source_dir} has no catalog.json: --kernels, --jit-kernels and --dtypes "
                          "select catalog families; choose entry files with --exclude, and keep "
                          "entry files AOT in JIT mode with [build] aot-only in metallib.toml")  # fmt: skip
-    config = merge_flags(find_config(source_dir, request.config_file), request.include_dirs,
-                         request.defines, request.exclude)  # fmt: skip
+    config = merge_flags(find_config(source_dir, asked.config_file), asked.include_dirs,
+                         asked.defines, asked.exclude)  # fmt: skip
     std, version = _std_for(request, config)
     # the __METAL_VERSION__ the record step discovers with, too
-    tree = discover_cached(source_dir, replace(config, metal_version=version), request.cache_file)
+    tree = discover_cached(source_dir, replace(config, metal_version=version), cache_file)
     entries = list(tree.sources)
     root = source_dir.resolve()
     library = build_library(config, root, entries)  # every value a build carries, checked
     held = held_aot(tree)
-    jit = [e for e in entries if request.jit and e not in held]
+    jit = [e for e in entries if selection.jit and e not in held]
     preambles: list[dict[str, Any]] = []
     needs: dict[str, list[str]] = {}
     specs = jit_preambles(tree, jit)
     coverage = check_coverage(tree, jit, specs, [*config.include_dirs, root])
-    require_coverage(coverage, "the build" + (" (--jit)" if request.jit else ""))
+    require_coverage(coverage, "the build" + (" (--jit)" if selection.jit else ""))
     for spec in specs:
         preambles.append({"function": spec.function, "headers": [str(h) for h in spec.headers],
                           "entries": list(spec.entries)})  # fmt: skip
@@ -314,43 +354,47 @@ def _discovered_plan(request: PlanRequest, source_dir: Path) -> BuildPlan:
             needs.setdefault(entry, []).append(spec.function)
     units = tuple(
         Unit(e, "jit", (e,), tuple(needs.get(e, ()))) if e in jit
-        else Unit(e, "aot", (e,), reason=held.get(e) if request.jit else None)
+        else Unit(e, "aot", (e,), reason=held.get(e) if selection.jit else None)
         for e in entries
     )  # fmt: skip
     names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
-    target = request.deployment_target or config.deployment_target
+    target = request.toolchain.deployment_target or config.deployment_target
     compiles = tuple((u.name, root / u.name) for u in units if u.mode == "aot")
     discovery = {"include_dirs": [str(d) for d in config.include_dirs],
                  "defines": list(config.defines), "exclude": list(config.exclude),
                  "metal_version": version}  # fmt: skip
     return BuildPlan(
-        "discovered", root, config.path.resolve() if config.path else None,
-        library, request.jit, units, (), request.chunk_size or
-        DEFAULT_CHUNK_SIZE, (*config.include_dirs, root), defines, discovery, version, std, target,
+        request, "discovered", root, config.path.resolve() if config.path else None, library,
+        units, (*config.include_dirs, root), defines, discovery, version, std, target,
         config.flags, compiles, tuple(preambles),
     )  # fmt: skip
 
 
-def make_plan(request: PlanRequest) -> BuildPlan:
-    """The plan for ``request``; UsageError (exit 2) for anything that cannot be built."""
+def make_plan(request: BuildRequest, *, cache_file: Path | None = None) -> BuildPlan:
+    """The plan for ``request``; UsageError (exit 2) for anything that cannot be built.
+    ``cache_file``: discovery's memory (``builder.kernels.discovery_cache``): a no-op build plans
+    without preprocessing the tree again; None: discover every time. The plan's request names
+    the tree it planned (the bundled one when the request names none)."""
     from builder.kernels.discovery import is_catalog_tree
     from builder.kernels.tree_config import valid_deployment_target
 
-    if request.deployment_target and not valid_deployment_target(request.deployment_target):
-        raise UsageError(f"--deployment-target {request.deployment_target}: expected an OS "
-                         "version such as 14.0")  # fmt: skip
-    if request.source_dir is None:
+    target = request.toolchain.deployment_target
+    if target and not valid_deployment_target(target):
+        raise UsageError(f"--deployment-target {target}: expected an OS version such as 14.0")
+    if request.tree.source_dir is None:
         from builder.resources import metal_src_dir
 
         source_dir = metal_src_dir()
     else:
-        source_dir = Path(request.source_dir)
+        source_dir = Path(request.tree.source_dir)
         if not source_dir.is_dir():
             raise UsageError(f"--source-dir {source_dir}: not a folder")
+    source_dir = source_dir.resolve()
+    request = request.replace(source_dir=source_dir)
     if is_catalog_tree(source_dir):
         return _catalog_plan(request, source_dir)
-    return _discovered_plan(request, source_dir)
+    return _discovered_plan(request, source_dir, cache_file)
 
 
 def plan_text(plan: BuildPlan) -> str:
@@ -369,68 +413,48 @@ def write_plan(plan: BuildPlan, path: Path) -> bool:
     return write_if_changed(path, plan_text(plan))
 
 
-def _names(value: str) -> tuple[str, ...]:
-    from builder.kernels.catalog import split_names
-
-    return tuple(split_names(value.replace(";", ",")) or ())
+def _cmake_variables(path: Path) -> dict[str, str]:
+    """The ``METAL_*`` cache variables CMakeLists.txt wrote (a JSON object of strings)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read the build's CMake variables: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise UsageError(f"{path}: not a JSON object of strings")
+    return data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the plan (CMake, configure time), or with ``--select`` only validate catalog
-    families and print them (``metal_add_jit_library``). Exit 2 with one line on bad input."""
+    """Write the plan (CMake, configure time) from the build's ``METAL_*`` cache variables, or
+    with ``--select`` only validate catalog families and print them (``metal_add_jit_library``).
+    Exit 2 with one line on bad input."""
     parser = argparse.ArgumentParser(prog="python -m builder.cmake_build.plan", allow_abbrev=False)
-    parser.add_argument("--source-dir", type=Path, required=True)
-    parser.add_argument("--plan", type=Path, help="plan file to write")
-    parser.add_argument("--gen-dir", type=Path, help="folder for a catalog tree's AOT sources")
+    parser.add_argument("--variables", type=Path, help="JSON of the METAL_* cache variables")
+    parser.add_argument("--build-dir", type=Path, help="the build folder (CMAKE_BINARY_DIR)")
     parser.add_argument("--select", action="store_true", help="validate --kernels and print them")
-    parser.add_argument("--kernels", default="")
-    parser.add_argument("--jit", choices=("ON", "OFF"), default="OFF")
-    parser.add_argument("--jit-kernels", default="")
-    parser.add_argument("--dtypes", default="")
-    parser.add_argument("--chunk-size", type=int, default=None)
-    parser.add_argument("--std", default="")
-    parser.add_argument("--deployment-target", default="")
-    parser.add_argument("--config", type=Path, default=None)
-    parser.add_argument("-I", dest="include_dirs", action="append", type=Path, default=[])
-    parser.add_argument("-D", dest="defines", action="append", default=[])
-    parser.add_argument("--exclude", action="append", default=[])
+    parser.add_argument("--source-dir", type=Path, help="--select: the catalog tree")
+    parser.add_argument("--kernels", default="", help="--select: the families asked for")
     args = parser.parse_args(argv)
     try:
         if args.select:
-            from builder.kernels.catalog import load_catalog
+            from builder.kernels.catalog import load_catalog, split_names
 
+            if args.source_dir is None:
+                parser.error("--select needs --source-dir")
             catalog = load_catalog(args.source_dir)
-            chosen, _ = select_families(catalog, _names(args.kernels), keep_order=True)
+            asked = tuple(split_names(args.kernels.replace(";", ",")) or ())
+            chosen, _ = select_families(catalog, asked, keep_order=True)
             print(";".join(chosen))
             return 0
-        if args.plan is None:
-            parser.error("--plan is required to write a plan")
-        request = PlanRequest(
-            source_dir=args.source_dir, kernels=_names(args.kernels), jit=args.jit == "ON",
-            jit_kernels=_names(args.jit_kernels), dtypes=_names(args.dtypes),
-            include_dirs=tuple(args.include_dirs), defines=tuple(args.defines),
-            exclude=tuple(args.exclude), config_file=args.config, chunk_size=args.chunk_size,
-            std=args.std or None, deployment_target=args.deployment_target or None,
-            gen_dir=args.gen_dir, cache_file=args.plan.parent / DISCOVERY_CACHE,
-        )  # fmt: skip
-        write_plan(make_plan(request), args.plan)
+        if args.variables is None or args.build_dir is None:
+            parser.error("--variables and --build-dir are required to write a plan")
+        request = BuildRequest.from_cmake(_cmake_variables(args.variables), args.build_dir)
+        plan_file = args.build_dir / PLAN_FILE
+        write_plan(make_plan(request, cache_file=plan_file.parent / DISCOVERY_CACHE), plan_file)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def read_plan(path: Path) -> Mapping[str, Any]:
-    """A plan file written by :func:`write_plan` (UsageError when unreadable)."""
-    try:
-        data: Mapping[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read build plan: {exc}") from None
-    if data.get("schema") != PLAN_SCHEMA:
-        raise UsageError(
-            f"{path}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
-        )
-    return data
 
 
 if __name__ == "__main__":

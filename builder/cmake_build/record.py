@@ -22,35 +22,50 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from builder.cmake_build.plan import BuildPlan
 from builder.errors import BuilderError
 
-__all__ = ["main", "unit_kernels"]
+__all__ = ["main", "plan_options", "unit_kernels"]
 
 
-def unit_kernels(plan: Mapping[str, Any], embed: Mapping[str, Any] | None) -> dict[str, list[str]]:
+def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, list[str]]:
     """Host names of every unit of ``plan``, in the order the tree gives them."""
-    if plan["kind"] == "catalog":
+    if plan.kind == "catalog":
         from builder.kernels.catalog import load_catalog
 
-        catalog = load_catalog(Path(plan["source_dir"]))
-        dtypes = plan["options"].get("METAL_DTYPES") or None
-        out = {u["name"]: [i.host_name for i in catalog.expand([u["name"]], dtypes)]
-               for u in plan["units"] if u["mode"] == "aot"}  # fmt: skip
-        for fam in (embed or {}).get("families", []):
-            out[fam["name"]] = list(fam.get("host_names", []))
+        catalog = load_catalog(plan.source_dir)
+        dtypes = plan.request.selection.dtypes or None
+        out = {u.name: [i.host_name for i in catalog.expand([u.name], dtypes)]
+               for u in plan.units if u.mode == "aot"}  # fmt: skip
+        for unit in (embed or {}).get("units", []):
+            out[unit["name"]] = list(unit.get("host_names", []))
         return out
     from builder.kernels.discovery import discover
     from builder.kernels.tree_config import TreeConfig
 
-    found = plan["discovery"]
+    found = plan.discovery
     config = TreeConfig(
         include_dirs=tuple(Path(d) for d in found["include_dirs"]),
         defines=tuple(found["defines"]), exclude=tuple(found["exclude"]),
         metal_version=found["metal_version"],
     )  # fmt: skip
-    tree = discover(Path(plan["source_dir"]), config)
+    tree = discover(plan.source_dir, config)
     by_source = tree.by_source()
-    return {u["name"]: [k.name for k in by_source.get(u["name"], [])] for u in plan["units"]}
+    return {u.name: [k.name for k in by_source.get(u.name, [])] for u in plan.units}
+
+
+def plan_options(plan: BuildPlan) -> dict[str, Any]:
+    """The plan's selection as the manifest's ``METAL_*`` options (CMake adds the compile
+    options it resolved: flags, std, deployment target, SDK, compression)."""
+    selection = plan.request.selection
+    return {
+        "METAL_JIT": selection.jit,
+        "METAL_KERNELS": [u.name for u in plan.units],
+        "METAL_AOT_KERNELS": list(plan.aot),
+        "METAL_JIT_KERNELS": list(plan.jit),
+        "METAL_DTYPES": list(selection.dtypes),
+        "METAL_AOT_CHUNK_SIZE": selection.chunk_size,
+    }
 
 
 def _load(path: Path | None) -> dict[str, Any] | None:
@@ -70,14 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embed", type=Path)
     parser.add_argument("--host-library")
     args = parser.parse_args(argv)
-    from builder.cmake_build.plan import read_plan
     from builder.manifest import build_manifest, write_manifest
 
     try:
-        plan = read_plan(args.plan)
+        plan = BuildPlan.read(args.plan)
         embed = _load(args.embed)
+        compiled: dict[str, list[str]] = {}
+        for unit, source in plan.compiles:
+            compiled.setdefault(unit, []).append(str(source))
         manifest = build_manifest(
-            args.build_dir.resolve(), _load(args.config) or {}, plan, unit_kernels(plan, embed),
+            args.build_dir.resolve(), _load(args.config) or {},
+            tree={"kind": plan.kind, "library": plan.library}, units=plan.units,
+            compiled=compiled, options=plan_options(plan), kernels=unit_kernels(plan, embed),
             metallib=args.metallib, embed=embed,
             embed_dir=args.embed.parent if args.embed else None, host_library=args.host_library,
         )  # fmt: skip

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.cmake_build.cmake import BuildFailed, BuildSettings, build_folder_lock
-from builder.cmake_build.driver import BuildOutcome, run_build, split_families
+from builder.cmake_build.cmake import BuildFailed, build_folder_lock
+from builder.cmake_build.driver import BuildOutcome, run_build, split_units
+from builder.cmake_build.request import BuildRequest, project_dir
 from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
 from builder.errors import BuilderError
 
@@ -77,24 +78,24 @@ class VariantResult:
         return None if report.host_library is None else metallib + report.host_library.file_size
 
 
-def _variant_settings(base: BuildSettings, root: Path) -> list[tuple[str, str, BuildSettings]]:
-    common = replace(base, jit_kernels=())
+def _variant_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
+    common = base.replace(jit_kernels=())
     out = [
-        ("jit-on", "every family JIT", replace(common, jit=True, build_dir=root / "jit-on")),
-        ("jit-off", "every family AOT", replace(common, jit=False, build_dir=root / "jit-off")),
+        ("jit-on", "every family JIT", common.replace(jit=True, build_dir=root / "jit-on")),
+        ("jit-off", "every family AOT", common.replace(jit=False, build_dir=root / "jit-off")),
     ]
-    split = split_families(replace(common, jit=False))
-    mixed = tuple(f for f in mixed_jit_families(base.source_dir) if f in split.aot)
+    split = split_units(common.replace(jit=False))
+    mixed = tuple(f for f in mixed_jit_families(project_dir()) if f in split.aot)
     if mixed and len(mixed) < len(split.aot):
         out.append((
             "mixed", f"{'+'.join(mixed)} JIT, the rest AOT",
-            replace(common, jit=False, jit_kernels=mixed, build_dir=root / "mixed"),
+            common.replace(jit=False, jit_kernels=mixed, build_dir=root / "mixed"),
         ))  # fmt: skip
     return out
 
 
 def build_variants(
-    base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool = False,
+    base: BuildRequest, root: Path, *, jobs: int | None, console: Console, verbose: bool = False,
     wait: bool = True,
 ) -> list[VariantResult]:  # fmt: skip
     """Build and measure each variant; a missing compiler or a failed build is recorded, not
@@ -111,18 +112,18 @@ def build_variants(
 
 
 def _build_each(
-    base: BuildSettings, root: Path, *, jobs: int | None, console: Console, verbose: bool,
+    base: BuildRequest, root: Path, *, jobs: int | None, console: Console, verbose: bool,
     wait: bool,
 ) -> list[VariantResult]:  # fmt: skip
-    toolchain = find_metal_toolchain(base.metal_compiler, sdk=base.sdk)
+    toolchain = find_metal_toolchain(base.toolchain.metal_compiler, sdk=base.toolchain.sdk)
     results = []
-    for name, description, settings in _variant_settings(base, root):
-        if split_families(settings).aot and isinstance(toolchain, ToolchainMissing):
+    for name, description, request in _variant_requests(base, root):
+        if split_units(request).aot and isinstance(toolchain, ToolchainMissing):
             why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
             results.append(VariantResult(name, description, None, why))
             continue
         try:
-            outcome = run_build(settings, jobs=jobs, console=console, verbose=verbose, wait=wait)
+            outcome = run_build(request, jobs=jobs, console=console, verbose=verbose, wait=wait)
         except BuildFailed as exc:
             console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
             results.append(VariantResult(name, description, None, f"build failed: {exc}"))

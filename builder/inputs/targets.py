@@ -55,7 +55,9 @@ def resolve_target(
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix == ".json":
             data = read_json(path, "JSON")
-            if isinstance(data, dict) and "families" in data and "functions" not in data:
+            # a build manifest (units[]; families[] was schema 1: read_manifest says to rebuild)
+            is_manifest = isinstance(data, dict) and ("units" in data or "families" in data)
+            if is_manifest and "functions" not in data:
                 return [_from_manifest(text, read_manifest(path))]
             docs = (
                 data.get("libraries") if isinstance(data, dict) and "libraries" in data else [data]

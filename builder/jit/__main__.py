@@ -61,8 +61,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one action; 0 on success, 2 (one error line) on unusable input."""
     args = _parser().parse_args(argv)
-    from builder.fileio import write_if_changed
     from builder.jit import generate
+    from builder.jit.embed_facts import write_embed_facts
     from builder.kernels.catalog import split_names
 
     try:
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             merged = generate.merge_facts(
                 args.target, args.compress, not args.no_dedup, facts, args.strip_comments
             )
-            write_if_changed(args.out, json.dumps(merged, indent=1) + "\n")
+            write_embed_facts(args.out, merged)
         else:
             generate.write_embed(
                 args.headers,

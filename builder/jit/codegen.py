@@ -42,10 +42,12 @@ __all__ = [
     "CXX_IDENTIFIER",
     "CXX_NAMESPACE",
     "Kernel",
+    "PreambleCode",
     "StoredPiece",
     "family_pieces",
     "pool_pieces",
     "pool_text",
+    "preamble_code",
     "render_family",
     "render_standalone",
     "valid_namespace",
@@ -292,20 +294,46 @@ def render_standalone(
         "namespace {",
         "",
     ]
-    per_entry: list[list[StoredPiece]] = []
-    defined: set[str] = set()
-    for _, _, preamble in entries:
+    code = preamble_code(entries, api=api)
+    lines += [*code.definitions, "", "}  // namespace", "", *code.functions]
+    lines.append("std::string_view preamble(std::string_view header) {")
+    for name, func, _ in entries:
+        lines.append(f"  if (header == {cxx_string(name)}) return {func}();")
+    lines += ["  return {};", "}", "", f"}}  // namespace {namespace}"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class PreambleCode:
+    """Preambles as C++: what goes in the anonymous namespace (the pieces, each stored once, and
+    the join helper when a preamble needs it) and the functions returning each preamble."""
+
+    definitions: tuple[str, ...]
+    functions: tuple[str, ...]
+    stored_bytes: int
+    """Bytes the pieces' arrays store (a piece shared by several preambles once)."""
+
+
+def preamble_code(
+    entries: Sequence[tuple[str, str, Preamble]], *, api: str = "string"
+) -> PreambleCode:
+    """The one writer of embedded preambles as C++ (``embed``, and the host library of a tree
+    without a catalog, ``builder.cmake_build.tree_jit``): one function per entry ``(comment,
+    function, preamble)``, assembled on first use from pieces stored once per translation unit
+    (internal linkage). ``api`` as for :func:`render_standalone`."""
+    returns = "const std::string&" if api == "string" else "const char*"
+    definitions: list[str] = []
+    defined: dict[str, int] = {}
+    functions: list[str] = []
+    for comment, func, preamble in entries:
         pieces = family_pieces(preamble, dedup=True, compress=False)
-        per_entry.append(pieces)
         for piece in pieces:
             if piece.name not in defined:
-                defined.add(piece.name)
+                defined[piece.name] = piece.stored_bytes
                 # One translation unit: internal linkage. The text itself is never edited.
-                lines.append(replace(piece, shared=False).definition())
-    functions: list[str] = []
-    for (name, func, _), pieces in zip(entries, per_entry):
+                definitions.append(replace(piece, shared=False).definition())
         views = ", ".join(f"{{{p.name}, {p.raw_bytes}u}}" for p in pieces)
-        functions += [f"// {comment_text(name)}", f"{returns} {func}() {{"]
+        functions += [f"// {comment_text(comment)}", f"{returns} {func}() {{"]
         if api == "string":
             functions.append(f"  static const std::string text = join({{{views}}});")
         elif len(pieces) == 1:  # the piece is the whole NUL-terminated text already
@@ -317,13 +345,8 @@ def render_standalone(
                           f"  static const char* const text = join(buffer, {{{views}}});"]  # fmt: skip
         functions += ["  return text;", "}", ""]
     if any("join(" in line for line in functions):  # an unused static function would warn
-        lines += ["", *(_JOIN_STRING if api == "string" else _JOIN_CSTRING)]
-    lines += ["", "}  // namespace", "", *functions]
-    lines.append("std::string_view preamble(std::string_view header) {")
-    for name, func, _ in entries:
-        lines.append(f"  if (header == {cxx_string(name)}) return {func}();")
-    lines += ["  return {};", "}", "", f"}}  // namespace {namespace}"]
-    return "\n".join(lines) + "\n"
+        definitions += ["", *(_JOIN_STRING if api == "string" else _JOIN_CSTRING)]
+    return PreambleCode(tuple(definitions), tuple(functions), sum(defined.values()))
 
 
 _JOIN_STRING = (

@@ -34,11 +34,12 @@ from builder.jit.codegen import (
     valid_namespace,
 )
 from builder.jit.depfile import write_depfile
+from builder.jit.embed_facts import embed_facts
 from builder.jit.preamble import Preamble, inline_preamble
 
 __all__ = [
     "EMBED_APIS",
-    "EMBED_SCHEMA",
+    "FACTS_SCHEMA",
     "FamilySource",
     "embed_headers",
     "family_source",
@@ -48,7 +49,8 @@ __all__ = [
     "write_family",
 ]
 
-EMBED_SCHEMA = 1
+FACTS_SCHEMA = 1
+"""Of one family's facts file (``<family>.json``), which :func:`merge_facts` reads."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class FamilySource:
     def facts(self) -> dict[str, object]:
         """Per-family record that :func:`merge_facts` turns into embed.json."""
         return {
-            "schema": EMBED_SCHEMA,
+            "schema": FACTS_SCHEMA,
             "name": self.family,
             "headers": list(self.preamble.headers),
             "host_names": [k.host_name for k in self.kernels],
@@ -162,7 +164,8 @@ def merge_facts(
     family_facts: Sequence[Mapping[str, Any]],
     stripped: bool = False,
 ) -> dict[str, Any]:
-    """embed.json: per family what it embeds, with pieces shared by families counted once.
+    """embed.json (``builder.jit.embed_facts``): per family what it embeds, with pieces shared by
+    families counted once.
 
     Per family: ``source_bytes`` (its preamble's text), ``preamble_bytes`` (stored preamble
     pieces only it uses), ``shared_bytes`` (stored pieces it uses with other families),
@@ -200,21 +203,13 @@ def merge_facts(
             "registry_bytes": registry,
         })  # fmt: skip
     shared_list: list[dict[str, Any]] = [
-        {"piece": name, "bytes": sizes[name], "families": users[name]} for name in sorted(shared)
+        {"name": name, "units": users[name], "bytes": sizes[name]} for name in sorted(shared)
     ]
-    total = sum(int(f["embedded_bytes"]) for f in families)
-    total += sum(int(s["bytes"]) for s in shared_list)
-    return {
-        "schema": EMBED_SCHEMA,
-        "target": target,
-        "compressed": compressed,
-        "dedup": dedup,
-        "stripped": stripped,
-        "embedded_bytes": total,
-        "registry_bytes": sum(int(f["registry_bytes"]) for f in families),
-        "families": families,
-        "shared": shared_list,
-    }
+    extra = {"target": target, "dedup": dedup, "stripped": stripped,
+             "registry_bytes": sum(int(f["registry_bytes"]) for f in families)}  # fmt: skip
+    return embed_facts("catalog_family", families, shared_list,
+                       sum(int(s["bytes"]) for s in shared_list), compressed=compressed,
+                       extra=extra)  # fmt: skip
 
 
 _KEYWORDS = frozenset({  # C++20's keywords: not usable as function names

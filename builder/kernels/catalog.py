@@ -6,9 +6,9 @@ generated sources, ``check`` compiles them, and the size report parses the host 
 Keeping all of them on one expansion (this module) is what guarantees they never disagree.
 
 Format (see docs/kernels.md): ``dtype_sets`` names lists of dtypes; each family has a template
-``header``, ``variants`` (variant -> template name, template argument pattern, optional integer
+``header``, ``forms`` (form -> template name, template argument pattern, optional integer
 ``params`` axes) and either ``ops`` (op -> functor, dtype axes, optional fixed ``out`` dtype) or
-family-level ``dtypes`` axes. Expansion is the product variant x op x dtype axes x params, in file
+family-level ``dtypes`` axes. Expansion is the product form x op x dtype axes x params, in file
 order, so the output is deterministic.
 """
 
@@ -31,9 +31,9 @@ __all__ = [
     "Catalog",
     "CatalogError",
     "FamilySpec",
+    "FormSpec",
     "Instantiation",
     "OpSpec",
-    "VariantSpec",
     "load_catalog",
     "render_translation_unit",
     "split_names",
@@ -71,8 +71,8 @@ class OpSpec:
 
 
 @dataclass(frozen=True)
-class VariantSpec:
-    """One variant: which kernel template, its argument pattern, and integer parameter axes."""
+class FormSpec:
+    """One form: which kernel template, its argument pattern, and integer parameter axes."""
 
     name: str
     template: str
@@ -82,12 +82,12 @@ class VariantSpec:
 
 @dataclass(frozen=True)
 class FamilySpec:
-    """A kernel family as declared: one template header, variants, and ops or dtype axes."""
+    """A kernel family as declared: one template header, forms, and ops or dtype axes."""
 
     name: str
     header: str
     description: str
-    variants: tuple[VariantSpec, ...]
+    forms: tuple[FormSpec, ...]
     ops: tuple[OpSpec, ...]  # empty for op-less families (copy, arange, gather)
     dtype_sets: tuple[str, ...]  # used only when ops is empty
 
@@ -97,7 +97,7 @@ class Instantiation:
     """One kernel instantiation: what it is, its host name, and how to instantiate it."""
 
     family: str
-    variant: str
+    form: str
     op: str | None
     dtypes: tuple[str, ...]
     params: tuple[tuple[str, int], ...]
@@ -174,7 +174,7 @@ class Catalog:
         """All instantiations of the selected families whose value dtypes are all selected.
 
         ``dtypes`` narrows every dtype axis except index axes (see ``UNFILTERED_SETS``). Order is
-        catalog order: family, variant, op, dtype product, params product.
+        catalog order: family, form, op, dtype product, params product.
         """
         names, wanted = self._select(families, dtypes)
         out: list[Instantiation] = []
@@ -195,19 +195,19 @@ class Catalog:
         self, family: FamilySpec, wanted: frozenset[str] | None
     ) -> Iterable[Instantiation]:
         ops: Sequence[OpSpec | None] = family.ops or [None]
-        for variant in family.variants:
-            keys = [k for k, _ in variant.params]
+        for form in family.forms:
+            keys = [k for k, _ in form.params]
             for op in ops:
                 sets = op.dtype_sets if op is not None else family.dtype_sets
                 for dts in itertools.product(*self._axes(sets, wanted)):
-                    for values in itertools.product(*(v for _, v in variant.params)):
+                    for values in itertools.product(*(v for _, v in form.params)):
                         params = tuple(zip(keys, values))
-                        yield self._instantiate(family, variant, op, dts, params)
+                        yield self._instantiate(family, form, op, dts, params)
 
     @staticmethod
     def _instantiate(
         family: FamilySpec,
-        variant: VariantSpec,
+        form: FormSpec,
         op: OpSpec | None,
         dts: tuple[str, ...],
         params: tuple[tuple[str, int], ...],
@@ -217,18 +217,18 @@ class Catalog:
         if op is not None:
             subst["op"] = op.functor
             subst["out"] = METAL_TYPES[op.out] if op.out else subst["T0"]
-        args = tuple(_PLACEHOLDER.sub(lambda m: subst[m.group(1)], a) for a in variant.args)
+        args = tuple(_PLACEHOLDER.sub(lambda m: subst[m.group(1)], a) for a in form.args)
         return Instantiation(
             family=family.name,
-            variant=variant.name,
+            form=form.name,
             op=op.name if op else None,
             dtypes=dts,
             params=params,
             host_name=format_host_name(
-                family.name, variant.name, op.name if op else None, dts, params
+                family.name, form.name, op.name if op else None, dts, params
             ),
             header=family.header,
-            template=variant.template,
+            template=form.template,
             template_args=args,
         )
 
@@ -270,10 +270,10 @@ def _load_family(
         family_sets = dtype_sets(raw.get("dtypes"), where)
     n_axes = {len(op.dtype_sets) for op in ops} or {len(family_sets)}
 
-    variants: list[VariantSpec] = []
-    for v_name, var in (raw.get("variants") or {}).items():
-        ctx = f"{where} variant {v_name!r}"
-        if not valid_token(v_name) or not isinstance(var, dict):
+    forms: list[FormSpec] = []
+    for f_name, var in (raw.get("forms") or {}).items():
+        ctx = f"{where} form {f_name!r}"
+        if not valid_token(f_name) or not isinstance(var, dict):
             raise _fail(path, ctx, "needs a lowercase name without '_' and an object")
         template, args = var.get("template"), var.get("args")
         if not isinstance(template, str) or not isinstance(args, list):
@@ -290,11 +290,11 @@ def _load_family(
                 raise _fail(
                     path, ctx, f"argument {arg!r} uses undefined {', '.join(sorted(missing))}"
                 )
-        variants.append(VariantSpec(v_name, template, tuple(str(a) for a in args), params))
-    if not variants:
-        raise _fail(path, where, "declares no variants")
+        forms.append(FormSpec(f_name, template, tuple(str(a) for a in args), params))
+    if not forms:
+        raise _fail(path, where, "declares no forms")
     return FamilySpec(
-        name, header, str(raw.get("description", "")), tuple(variants), tuple(ops), family_sets
+        name, header, str(raw.get("description", "")), tuple(forms), tuple(ops), family_sets
     )
 
 

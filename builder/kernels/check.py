@@ -183,18 +183,18 @@ def shim_dir_for(source_dir: Path) -> Path:
 
 
 def _catalog_lines(catalog: Catalog) -> dict[str, int]:
-    """Host name -> line of its variant's declaration in catalog.json (where a bad template
+    """Host name -> line of its form's declaration in catalog.json (where a bad template
     name or argument pattern would have to be fixed)."""
     text = catalog.path.read_text(encoding="utf-8")
-    variant_line: dict[tuple[str, str], int] = {}
+    form_line: dict[tuple[str, str], int] = {}
     for family in catalog.families.values():
         start = text.find(f'"{family.name}": {{', text.find('"families"'))
-        for variant in family.variants:
-            pos = text.find(f'"{variant.name}": {{', max(start, 0))
-            variant_line[(family.name, variant.name)] = (
+        for form in family.forms:
+            pos = text.find(f'"{form.name}": {{', max(start, 0))
+            form_line[(family.name, form.name)] = (
                 text.count("\n", 0, pos) + 1 if pos >= 0 else 1
             )
-    return {inst.host_name: variant_line[(inst.family, inst.variant)] for inst in catalog.expand()}
+    return {inst.host_name: form_line[(inst.family, inst.form)] for inst in catalog.expand()}
 
 
 def _materialize(text: str, path: str) -> tuple[str, dict[int, str]]:

@@ -2,12 +2,12 @@
 
 Grammar (tokens joined by ``_``; every token is ``[a-z0-9]+`` and never contains ``_``)::
 
-    host_name := family "_" variant [ "_" op ] ( "_" dtype )+ ( "_" param )*
+    host_name := family "_" form [ "_" op ] ( "_" dtype )+ ( "_" param )*
     param     := key value          e.g. n4, d2   (key [a-z]+, value [0-9]+)
 
 ``family`` is one of :data:`FAMILIES`, ``dtype`` one of :data:`builder.kernels.dtypes.DTYPES`;
-``variant`` and ``op`` are never dtype names, so the first dtype token ends the prefix. The size
-report groups a metallib's functions by (family, variant, op, dtypes) with :func:`parse_host_name`,
+``form`` and ``op`` are never dtype names, so the first dtype token ends the prefix. The size
+report groups a metallib's functions by (family, form, op, dtypes) with :func:`parse_host_name`,
 which is the exact inverse of :func:`format_host_name` and returns None for names that do not follow
 the grammar (e.g. MLX's own ``v_Absfloat32``), so foreign libraries are never mis-grouped.
 """
@@ -43,20 +43,20 @@ class ParsedName:
     """The parts of a host name; ``params`` keeps the order of the name."""
 
     family: str
-    variant: str
+    form: str
     op: str | None
     dtypes: tuple[str, ...]
     params: tuple[tuple[str, int], ...] = ()
 
 
 def valid_token(word: str) -> bool:
-    """True for a word usable as a variant, op or param key (lowercase, no ``_``, not a dtype)."""
+    """True for a word usable as a form, op or param key (lowercase, no ``_``, not a dtype)."""
     return bool(_TOKEN.fullmatch(word)) and not is_dtype(word)
 
 
 def format_host_name(
     family: str,
-    variant: str,
+    form: str,
     op: str | None,
     dtypes: tuple[str, ...],
     params: tuple[tuple[str, int], ...] = (),
@@ -64,10 +64,10 @@ def format_host_name(
     """Build the host name of one instantiation; raises ValueError on tokens the parser can't read."""
     if family not in FAMILIES:
         raise ValueError(f"unknown kernel family {family!r}; known: {', '.join(FAMILIES)}")
-    words = [family, variant] + ([op] if op is not None else [])
+    words = [family, form] + ([op] if op is not None else [])
     for word in words[1:]:
         if not valid_token(word):
-            raise ValueError(f"{word!r} is not a valid variant/op token in a host name")
+            raise ValueError(f"{word!r} is not a valid form/op token in a host name")
     if not dtypes or not all(is_dtype(d) for d in dtypes):
         raise ValueError(f"bad dtypes {dtypes!r} for a host name")
     for key, value in params:
@@ -81,8 +81,8 @@ def parse_host_name(name: str) -> ParsedName | None:
     tokens = name.split("_")
     if len(tokens) < 3 or tokens[0] not in FAMILIES:
         return None
-    family, variant, rest = tokens[0], tokens[1], tokens[2:]
-    if not valid_token(variant):
+    family, form, rest = tokens[0], tokens[1], tokens[2:]
+    if not valid_token(form):
         return None
     op: str | None = None
     if not is_dtype(rest[0]):
@@ -100,8 +100,8 @@ def parse_host_name(name: str) -> ParsedName | None:
         if match is None or is_dtype(token):
             return None
         params.append((match.group(1), int(match.group(2))))
-    parsed = ParsedName(family, variant, op, tuple(dtypes), tuple(params))
+    parsed = ParsedName(family, form, op, tuple(dtypes), tuple(params))
     # Only canonical spellings round-trip (e.g. "n04" is not the name of any instantiation).
-    if format_host_name(family, variant, op, parsed.dtypes, parsed.params) != name:
+    if format_host_name(family, form, op, parsed.dtypes, parsed.params) != name:
         return None
     return parsed

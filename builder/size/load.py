@@ -107,7 +107,7 @@ def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], Host
     if manifest is None:
         return [], None
     families = [(f.name, f.embedded_bytes, len(f.host_names))
-                for f in manifest.families if f.mode == "jit"]  # fmt: skip
+                for f in manifest.units if f.mode == "jit"]  # fmt: skip
     if not families or manifest.host_library is None:
         return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
     return measure_host(manifest.folder / manifest.host_library, families)

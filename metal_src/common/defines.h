@@ -15,7 +15,7 @@
 #define instantiate_kernel(name, func, ...) \
   template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
 
-// Elements handled by each thread in the "several per thread" variants and row reductions.
+// Elements handled by each thread in the "several per thread" forms and row reductions.
 constant constexpr int WORK_PER_THREAD = 4;
 // Largest SIMD-group on Apple GPUs; sizes threadgroup scratch arrays of per-SIMD-group partials.
 constant constexpr int MAX_SIMDGROUPS = 32;

@@ -18,7 +18,7 @@ inline int64_t elem_to_loc(
   return loc;
 }
 
-// The same with the rank fixed at compile time so the loop unrolls (the g1/g2/g3 variants).
+// The same with the rank fixed at compile time so the loop unrolls (the g1/g2/g3 forms).
 template <int NDIM>
 inline int64_t elem_to_loc_nd(
     size_t elem,

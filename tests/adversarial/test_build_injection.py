@@ -139,7 +139,7 @@ def test_odd_but_legal_names_build_quoted_and_run_nothing(
     code, out, err = _build(cli, tree, build_dir, "--metal-compiler", STANDIN, "--format", "json")
     assert code == 0, err
     manifest = json.loads((build_dir / "manifest.json").read_text())
-    modes = {f["name"]: f["mode"] for f in manifest["families"]}
+    modes = {f["name"]: f["mode"] for f in manifest["units"]}
     assert modes == {"a.metal": "aot", "-Bfoo/x.metal": "aot",
                      **{n: "jit" for n in ODD_NAMES if n != "-Bfoo/x.metal"}}  # fmt: skip
     assert (build_dir / "odd.metallib").is_file() and json.loads(out)

@@ -133,8 +133,9 @@ def test_a_hostile_build_manifest_is_one_line_too(tmp_path: Path, cli: Cli) -> N
     manifest = build / "manifest.json"
     for text, words in [
         ("[" * 200_000, ["cannot read build manifest", "nested too deeply"]),
-        ('{"schema": 1, "metallib": null, "families": [{"name": "f", "embedded_bytes": '
-         + "1" * 400 + "}]}", ["'families[].embedded_bytes' is a 400-digit number"]),
+        ('{"schema": 2, "metallib": null, "units": [{"name": "f", "kind": "entry_file", '
+         '"mode": "jit", "embedded_bytes": ' + "1" * 400 + "}]}",
+         ["'units[].embedded_bytes' is a 400-digit number"]),
     ]:  # fmt: skip
         manifest.write_text(text)
         code, _, err = cli("report", build)

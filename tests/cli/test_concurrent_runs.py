@@ -102,7 +102,7 @@ def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     assert [f["name"] for f in json.loads(first_out)["jit_families"]] == ["unary"]
     assert [f["name"] for f in json.loads(second_out)["jit_families"]] == ["binary"]
     manifest = json.loads((build / "manifest.json").read_text())
-    assert [f["name"] for f in manifest["families"]] == ["binary"]
+    assert [f["name"] for f in manifest["units"]] == ["binary"]
     assert not (build / ".metallib-builder.lock").exists()
 
 

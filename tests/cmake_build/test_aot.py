@@ -127,8 +127,8 @@ def test_manifest_describes_the_build(built_once) -> None:  # type: ignore[no-un
     manifest = built_once.manifest()
     catalog = load_catalog(built_once.kernel_dir)
     assert manifest["metallib"] == "mlx.metallib"
-    assert [f["name"] for f in manifest["families"]] == list(FAMILIES)
-    for fam in manifest["families"]:
+    assert [f["name"] for f in manifest["units"]] == list(FAMILIES)
+    for fam in manifest["units"]:
         assert fam["mode"] == "aot"
         assert fam["host_names"] == [i.host_name for i in catalog.expand([fam["name"]], DTYPES)]
         assert fam["sources"] == [catalog.families[fam["name"]].header]

@@ -66,7 +66,7 @@ def test_an_appended_op_recompiles_one_unit_of_the_family(standin_build) -> None
         held = [line for line in texts[source].splitlines() if line.startswith("instantiate")]
         assert held and all("_hypot_" in line for line in held)
     assert len(standin_build.calls("link")) == 1
-    fam = standin_build.manifest()["families"][0]
+    fam = standin_build.manifest()["units"][0]
     assert added <= set(fam["host_names"]) and len(fam["host_names"]) == 1848 + len(added)
 
 
@@ -132,7 +132,7 @@ def test_a_new_entry_file_is_noticed_and_compiled_alone(mlx_tree: Path, tmp_path
     assert [Path(c["source"]).name for c in compiled if c["mode"] == "compile"] == ["added.metal"]
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert {"name": "added.metal", "host_names": ["added_kernel"]}.items() <= {
-        "name": "added.metal", "host_names": next(f["host_names"] for f in manifest["families"]
+        "name": "added.metal", "host_names": next(f["host_names"] for f in manifest["units"]
                                                   if f["name"] == "added.metal")}.items()  # fmt: skip
     assert plan.stat().st_mtime_ns != stamp
     stamp = plan.stat().st_mtime_ns

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from kernels.discovery.expected import BY_FILE
 
-from builder.cmake_build.cmake import BuildSettings
-from builder.cmake_build.driver import build_plan, project_source_dir
-from builder.cmake_build.plan import PlanRequest, make_plan, plan_text
+from builder.cmake_build.driver import build_plan
+from builder.cmake_build.plan import BuildPlan, make_plan, plan_text
+from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 from builder.kernels import load_catalog
 
@@ -21,23 +21,23 @@ from .conftest import METAL, ROOT
 
 
 def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
-    plan = make_plan(PlanRequest(kernels=("copy", "unary", "arange"), jit_kernels=("copy",),
-                                 dtypes=("float32",), gen_dir=tmp_path))  # fmt: skip
+    plan = make_plan(BuildRequest().replace(kernels=("copy", "unary", "arange"), jit_kernels=("copy",),
+                                 dtypes=("float32",), build_dir=tmp_path))  # fmt: skip
     assert (plan.kind, plan.library) == ("catalog", "mlx")
     assert plan.aot == ("unary", "arange") and plan.jit == ("copy",)  # catalog order
     assert {unit for unit, _ in plan.compiles} == {"unary", "arange"}
-    assert all(path.parent == tmp_path for _, path in plan.compiles)
+    assert all(path.parent == tmp_path / "metal_aot" / "src" for _, path in plan.compiles)
     held = sorted(i.host_name for c in plan.chunks for i in c.instantiations)
     expected = load_catalog().expand(["unary", "arange"], ["float32"])
     assert held == sorted(i.host_name for i in expected)
-    every = make_plan(PlanRequest(jit=True))
+    every = make_plan(BuildRequest().replace(jit=True))
     assert every.jit == load_catalog().family_names and every.aot == () and not every.compiles
 
 
 def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     toml = mlx_tree / "metallib.toml"
     toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
-    plan = make_plan(PlanRequest(source_dir=mlx_tree, jit=True, defines=("NDEBUG",
+    plan = make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True, defines=("NDEBUG",
                                  "__METAL_VERSION__=320")))  # fmt: skip
     assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
     # aot-only names tiles/; plain_kernels.metal writes its kernel template copy_values itself
@@ -53,13 +53,13 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     # the compiler defines Metal's own macros itself; discovery gets every define
     assert plan.defines == ("NDEBUG",) and plan.discovery["metal_version"] == 320
     assert plan.std == "metal3.2"  # the version discovery assumes is the one compiled for
-    assert make_plan(PlanRequest(source_dir=mlx_tree)).jit == ()
+    assert make_plan(BuildRequest().replace(source_dir=mlx_tree)).jit == ()
 
 
 def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path) -> None:
-    plan = make_plan(PlanRequest(source_dir=mlx_style, include_dirs=(mlx_headers,)))
+    plan = make_plan(BuildRequest().replace(source_dir=mlx_style, include_dirs=(mlx_headers,)))
     assert plan.library == "mlx_style" and plan.std is None
-    assert make_plan(PlanRequest(source_dir=mlx_style, include_dirs=(mlx_headers,),
+    assert make_plan(BuildRequest().replace(source_dir=mlx_style, include_dirs=(mlx_headers,),
                                  std="ios-metal2.4")).discovery["metal_version"] == 240  # fmt: skip
 
 
@@ -74,14 +74,14 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
 )
 def test_discovered_refusals(mlx_style: Path, request_: dict[str, object], words: str) -> None:
     with pytest.raises(UsageError, match=words):
-        make_plan(PlanRequest(source_dir=mlx_style, **request_))  # type: ignore[arg-type]
+        make_plan(BuildRequest().replace(source_dir=mlx_style, **request_))  # type: ignore[arg-type]
 
 
 def test_catalog_refusals() -> None:
     with pytest.raises(UsageError, match="-I, -D, --exclude and --config apply only"):
-        make_plan(PlanRequest(exclude=("*",)))
+        make_plan(BuildRequest().replace(exclude=("*",)))
     with pytest.raises(UsageError, match="unknown dtype"):
-        make_plan(PlanRequest(dtypes=("float128",)))
+        make_plan(BuildRequest().replace(dtypes=("float128",)))
 
 
 def test_select_for_metal_add_jit_library_keeps_the_order_given() -> None:
@@ -109,24 +109,27 @@ def test_cmake_writes_the_plan_the_cli_computes(
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    settings = BuildSettings(
-        source_dir=project_source_dir(), build_dir=build_dir, jit=False,
-        kernel_dir=mlx_tree if tree == "discovered" else None,
+    request = BuildRequest().replace(
+        build_dir=build_dir.resolve(), jit=False,
+        source_dir=mlx_tree if tree == "discovered" else None,
         kernels=() if tree == "discovered" else ("unary", "copy"),
         jit_kernels=() if tree == "discovered" else ("copy",),
         dtypes=() if tree == "discovered" else ("float32",), deployment_target="14.0",
     )  # fmt: skip
     written = (build_dir / "metal_plan" / "plan.json").read_text()
-    assert written == plan_text(build_plan(settings))
-    plan = json.loads(written)
+    assert written == plan_text(build_plan(request))
+    plan = BuildPlan.read(build_dir / "metal_plan" / "plan.json")
+    assert plan_text(plan) == written  # read back typed: nothing lost
     manifest = json.loads((build_dir / "manifest.json").read_text())
-    assert [(u["name"], u["mode"]) for u in plan["units"]] == [
-        (f["name"], f["mode"]) for f in manifest["families"]
+    assert [(u.name, u.mode) for u in plan.units] == [
+        (f["name"], f["mode"]) for f in manifest["units"]
     ]
+    kind = "entry_file" if tree == "discovered" else "catalog_family"
+    assert {f["kind"] for f in manifest["units"]} == {kind}
 
 
 def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tree: Path) -> None:
-    plan = make_plan(PlanRequest(source_dir=mlx_tree))
+    plan = make_plan(BuildRequest().replace(source_dir=mlx_tree))
     assert plan.jit == () and plan.to_json()["cmake"]["jit_library"] == "ON"
     assert plan.preambles == ({"function": "scatter_rows",
                                "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
@@ -144,10 +147,10 @@ def test_a_plan_that_would_lose_kernels_is_refused(tmp_path: Path) -> None:
         '#define KERNELS "k.h"\n#include KERNELS\n'
         'template [[host_name("k_float")]] [[kernel]] decltype(k<float>) k<float>;\n'
     )
-    assert make_plan(PlanRequest(source_dir=tmp_path)).aot == ("macro.metal",)  # AOT: fine
+    assert make_plan(BuildRequest().replace(source_dir=tmp_path)).aot == ("macro.metal",)  # AOT: fine
     with pytest.raises(CheckFailed, match=r"the build \(--jit\) would lose 1 kernel\(s\).*"
                                           r"macro\.metal: 1 kernel\(s\), code in k\.h"):
-        make_plan(PlanRequest(source_dir=tmp_path, jit=True))
+        make_plan(BuildRequest().replace(source_dir=tmp_path, jit=True))
 
 
 def test_discovery_is_remembered_until_a_file_it_read_changes(
@@ -156,11 +159,11 @@ def test_discovery_is_remembered_until_a_file_it_read_changes(
     import os
 
     cache = tmp_path / "build" / "metal_plan" / "discovery.json"
-    request = PlanRequest(source_dir=mlx_tree, jit=True, cache_file=cache)
-    first = plan_text(make_plan(request))
-    assert cache.is_file() and plan_text(make_plan(PlanRequest(source_dir=mlx_tree, jit=True))) == first
+    request = BuildRequest().replace(source_dir=mlx_tree, jit=True)
+    first = plan_text(make_plan(request, cache_file=cache))
+    assert cache.is_file() and plan_text(make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True))) == first
     stamp = cache.stat().st_mtime_ns
-    assert plan_text(make_plan(request)) == first and cache.stat().st_mtime_ns == stamp  # reused
+    assert plan_text(make_plan(request, cache_file=cache)) == first and cache.stat().st_mtime_ns == stamp  # reused
     # fft.h (read by fft.metal) now writes its template in fft.metal's place: discovered again
     header = mlx_tree / "fft.h"
     header.write_text(header.read_text().replace("fft_pass", "fft_pass_moved"))
@@ -168,9 +171,9 @@ def test_discovery_is_remembered_until_a_file_it_read_changes(
     entry.write_text("template <typename T, int N>\n[[kernel]] void fft_pass(device T* x) { }\n"
                      + entry.read_text())  # fmt: skip
     os.utime(header, ns=(stamp + 10**9, stamp + 10**9))
-    changed = make_plan(request)
+    changed = make_plan(request, cache_file=cache)
     assert cache.stat().st_mtime_ns != stamp
     assert "fft.metal" in changed.aot and plan_text(changed) != first
-    assert plan_text(changed) == plan_text(make_plan(PlanRequest(source_dir=mlx_tree, jit=True)))
+    assert plan_text(changed) == plan_text(make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True)))
     cache.write_text("{not json")  # a broken memory is ignored and replaced
-    assert plan_text(make_plan(request)) == plan_text(changed)
+    assert plan_text(make_plan(request, cache_file=cache)) == plan_text(changed)

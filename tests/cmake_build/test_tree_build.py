@@ -86,7 +86,8 @@ def test_the_library_holds_exactly_the_discovered_kernels(built_once) -> None:  
     assert manifest.source_of() == {n: f for f, names in BY_FILE.items() for n in names}
     raw = built_once.manifest()
     assert raw["tree"] == {"kind": "discovered", "library": "mlx"}
-    assert [f["name"] for f in raw["families"]] == sorted(BY_FILE)
+    assert [f["name"] for f in raw["units"]] == sorted(BY_FILE)
+    assert {f["kind"] for f in raw["units"]} == {"entry_file"}
     # run-time-only kernels (indexing/scatter_rows.h: no entry file instantiates them) are in
     # no metallib: even an AOT build embeds their header in the host library
     assert raw["host_library"] and raw["embedded_bytes"] > 0
@@ -152,9 +153,9 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
     assert tree_build.compiled_sources() == aot  # the JIT entry files are not compiled
     assert set(_library(tree_build)) == set().union(*(BY_FILE[e] for e in aot))
     manifest = tree_build.manifest()
-    modes = {f["name"]: f["mode"] for f in manifest["families"]}
+    modes = {f["name"]: f["mode"] for f in manifest["units"]}
     assert modes == {e: "aot" if e in aot else "jit" for e in BY_FILE}
-    jit = {f["name"]: f for f in manifest["families"] if f["mode"] == "jit"}
+    jit = {f["name"]: f for f in manifest["units"] if f["mode"] == "jit"}
     for entry, fam in jit.items():
         assert set(fam["host_names"]) == BY_FILE[entry] and fam["sources"] == [entry]
     # unary_subset and versioned need the same preambles: they are shared, stored once
@@ -190,11 +191,11 @@ def test_a_header_edit_regenerates_the_preambles_and_the_kernels(
     tree_build.defines = {"METAL_JIT": "ON"}
     tree_build.configure()
     tree_build.ninja()
-    fam = next(f for f in tree_build.manifest()["families"] if f["name"] == "fft.metal")
+    fam = next(f for f in tree_build.manifest()["units"] if f["name"] == "fft.metal")
     assert "fft_pass_extra" in fam["host_names"] and fam["mode"] == "jit"
     (tree / "extra.h").write_text("#define EXTRA_NAME \"fft_pass_renamed\"\n")
     tree_build.ninja()
-    fam = next(f for f in tree_build.manifest()["families"] if f["name"] == "fft.metal")
+    fam = next(f for f in tree_build.manifest()["units"] if f["name"] == "fft.metal")
     assert "fft_pass_renamed" in fam["host_names"] and "fft_pass_extra" not in fam["host_names"]
     generated = (tree_build.build_dir / "metal_jit" / "fft.metal.cpp").read_text()
     assert re.search(r"fft_pass_renamed", generated)

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from builder.cmake_build.aot_sources import catalog_chunks, write_sources
-from builder.cmake_build.cmake import BuildSettings, cmake_args
-from builder.cmake_build.driver import project_source_dir
-from builder.cmake_build.plan import select_families
+from builder.cmake_build.plan import Unit, select_families
 from builder.cmake_build.progress import NinjaOutput, parse_status
+from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
 from builder.cmake_build.toolchain import (
     MetalToolchain,
     ToolchainMissing,
@@ -44,7 +43,7 @@ def test_parse_status_and_failure_text() -> None:
 
 
 def test_cmake_args_are_typed(tmp_path: Path) -> None:
-    settings = BuildSettings(source_dir=tmp_path, build_dir=tmp_path / "b", jit=False,
+    settings = BuildRequest().replace(build_dir=tmp_path / "b", jit=False,
                              kernels=("unary", "copy"), jit_kernels=("copy",), dtypes=("float32",),
                              chunk_size=64, metal_flags=("-Wall", "-O3"), std="metal3.1",
                              deployment_target="14.0", sdk="iphoneos",
@@ -61,7 +60,7 @@ def test_cmake_args_are_typed(tmp_path: Path) -> None:
     assert f"-DMETAL_INCLUDE_DIRS:STRING={tmp_path / 'a b'}" in args
     assert "-DMETAL_DEFINES:STRING=X=1;Y" in args
     # every option is stated each time: nothing an earlier configure cached lingers
-    plain = cmake_args(BuildSettings(source_dir=tmp_path, build_dir=tmp_path / "b", jit=True))
+    plain = cmake_args(BuildRequest().replace(build_dir=tmp_path / "b", jit=True))
     assert plain[0] == "-UMETAL_AOT_FLAGS"  # back to CMake's default flags
     assert "-DMETAL_COMPILER:FILEPATH=" in plain and "-DMETAL_STD:STRING=" in plain
     assert "-DMETAL_AOT_CHUNK_SIZE:STRING=250" in plain
@@ -131,20 +130,19 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
     (tmp_path / "libmetal_jit.so").write_bytes(b"123")
     (tmp_path / "metal_jit").mkdir()
     (tmp_path / "metal_jit" / "copy.cpp").write_text("yy")
-    plan = {"kind": "catalog", "options": {"METAL_JIT": False},
-            "units": [{"name": "unary", "mode": "aot", "sources": ["unary/unary.h"]},
-                      {"name": "copy", "mode": "jit", "sources": ["copy/copy.h"]}],
-            "compile": [{"unit": "unary", "source": str(src)}]}  # fmt: skip
-    embed = {"compressed": False, "embedded_bytes": 7, "families": [
+    units = [Unit("unary", "aot", ("unary/unary.h",)), Unit("copy", "jit", ("copy/copy.h",))]
+    embed = {"compressed": False, "embedded_bytes": 7, "units": [
         {"name": "copy", "headers": ["copy/copy.h"], "host_names": ["c1"], "source_bytes": 9,
          "embedded_bytes": 7}]}  # fmt: skip
     config = {"options": {"METAL_STD": "metal3.1"}, "objects": {str(src): str(air)}}
-    m = build_manifest(tmp_path, config, plan, {"unary": ["u1"], "copy": ["c1"]},
-                       metallib=str(tmp_path / "mlx.metallib"), embed=embed,
+    m = build_manifest(tmp_path, config, tree={"kind": "catalog", "library": "mlx"}, units=units,
+                       compiled={"unary": [str(src)]}, options={"METAL_JIT": False},
+                       kernels={"unary": ["u1"], "copy": ["c1"]}, metallib=str(tmp_path / "mlx.metallib"), embed=embed,
                        embed_dir=tmp_path / "metal_jit",
                        host_library=str(tmp_path / "libmetal_jit.so"))  # fmt: skip
-    assert [f["name"] for f in m["families"]] == ["unary", "copy"]
-    unary, copy = m["families"]
+    assert [(f["name"], f["kind"]) for f in m["units"]] == [
+        ("unary", "catalog_family"), ("copy", "catalog_family")]
+    unary, copy = m["units"]
     assert unary["outputs"] == ["metal_aot.air/unary_v_abs_float32.air", "mlx.metallib"]
     assert unary["generated_sources"] == ["metal_aot/src/unary_v_abs_float32.metal"]
     assert unary["host_names"] == ["u1"] and unary["generated_bytes"] == 1
@@ -206,7 +204,7 @@ def test_mixed_variant_is_the_mixed_preset_of_the_largest_families() -> None:
     presets = json.loads((ROOT / "CMakePresets.json").read_text(encoding="utf-8"))
     (mixed,) = [p for p in presets["configurePresets"] if p["name"] == "mixed"]
     listed = tuple(mixed["cacheVariables"]["METAL_JIT_KERNELS"].split(";"))
-    assert mixed_jit_families(project_source_dir()) == listed
+    assert mixed_jit_families(project_dir()) == listed
     counts = Counter(inst.family for inst in load_catalog().expand())
     assert set(listed) == {name for name, _ in counts.most_common(len(listed))}
     assert mixed["cacheVariables"]["METAL_JIT"] == "OFF" and 0 < len(listed) < len(counts)
@@ -224,3 +222,29 @@ def test_mixed_preset_missing_or_malformed_is_one_error(tmp_path: Path) -> None:
     )
     (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
     assert mixed_jit_families(tmp_path) == ("unary", "copy")
+
+
+def test_the_request_survives_cmake_and_plan_json(tmp_path: Path) -> None:
+    """One request, three ways in: the CLI's values, the ``-D`` arguments it gives CMake read back
+    as CMake's cache hands them to the planner, and plan.json's record of it."""
+    values = {"jit": True, "kernels": "unary,copy", "jit_kernels": None, "dtypes": "float32",
+              "chunk_size": 64, "compress": True, "source_dir": None,
+              "include_dirs": (), "defines": (), "exclude": (), "config_file": None,
+              "metal_flags": ("-Wall -O3", "-DX=\"a b\""), "std": "metal3.1",
+              "deployment_target": "14.0", "sdk": "iphoneos", "metal_compiler": None,
+              "build_dir": tmp_path / "b"}  # fmt: skip
+    request = BuildRequest.from_options(values)
+    assert request.selection.kernels == ("unary", "copy") and request.selection.chunk_size == 64
+    assert request.toolchain.metal_flags == ("-Wall", "-O3", "-DX=a b")
+    cache = {}
+    for arg in cmake_args(request):
+        if arg.startswith("-D") and arg.startswith("-DMETAL_"):
+            name_type, _, value = arg[2:].partition("=")
+            cache[name_type.split(":")[0]] = value
+    read_back = BuildRequest.from_cmake(cache, tmp_path / "b")
+    assert read_back.selection == request.selection and read_back.toolchain == request.toolchain
+    assert read_back.tree.source_dir is not None  # the bundled tree, named explicitly to CMake
+    assert read_back.replace(source_dir=None) == request
+    assert BuildRequest.from_json(request.planned_json()).selection == request.selection
+    with pytest.raises(ValueError, match="chunk_size"):
+        BuildRequest.from_json({**request.planned_json(), "chunk_size": "64"})

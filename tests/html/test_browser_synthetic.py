@@ -27,12 +27,14 @@ FUNCTIONS = [
 def _build_dir(tmp_path: Path, write_metallib: Callable[..., Path]) -> Path:
     write_metallib("build/lib/kernels.metallib", FUNCTIONS)
     manifest = {
-        "schema": 1, "metallib": "lib/kernels.metallib", "host_library": "lib/libkernels.dylib",
+        "schema": 2, "metallib": "lib/kernels.metallib", "host_library": "lib/libkernels.dylib",
         "options": {"MLB_JIT_FAMILIES": "matmul"},
-        "families": [
-            {"name": "copy", "mode": "aot", "host_names": [n for n, _ in FUNCTIONS[:2]]},
-            {"name": "arith", "mode": "aot", "host_names": [n for n, _ in FUNCTIONS[2:4]]},
-            {"name": "matmul", "mode": "jit", "embedded_bytes": 30000},
+        "units": [
+            {"name": "copy", "kind": "catalog_family", "mode": "aot",
+             "host_names": [n for n, _ in FUNCTIONS[:2]]},
+            {"name": "arith", "kind": "catalog_family", "mode": "aot",
+             "host_names": [n for n, _ in FUNCTIONS[2:4]]},
+            {"name": "matmul", "kind": "catalog_family", "mode": "jit", "embedded_bytes": 30000},
         ],
     }  # fmt: skip
     (tmp_path / "build" / "manifest.json").write_text(json.dumps(manifest))

@@ -85,7 +85,7 @@ def test_merge_counts_shared_pieces_once() -> None:
     registry = sum(int(f["registry_bytes"]) for f in facts)  # type: ignore[call-overload]
     assert merged["embedded_bytes"] == sum(stored.values()) + registry
     assert merged["registry_bytes"] == registry
-    shared = {s["piece"] for s in merged["shared"]}
+    shared = {s["name"] for s in merged["shared"]}
     assert shared and all(name in stored for name in shared)
 
 

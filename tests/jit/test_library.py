@@ -73,28 +73,28 @@ def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
 def test_embed_json_is_measured_from_the_output(jit_build: JitBuild) -> None:
     facts = json.loads((jit_build.gen_dir / "embed.json").read_text(encoding="utf-8"))
     lib = JitLibrary(jit_build.library)
-    assert facts["schema"] == 1 and facts["target"] == "mbjit"
+    assert facts["schema"] == 2 and facts["kind"] == "catalog_family" and facts["target"] == "mbjit"
     assert facts["compressed"] is False and facts["dedup"] is True
-    assert [f["name"] for f in facts["families"]] == list(FAMILIES)
+    assert [f["name"] for f in facts["units"]] == list(FAMILIES)
     root = metal_src_dir()
-    for family in facts["families"]:
+    for family in facts["units"]:
         assert family["source_bytes"] == len(lib.preamble(family["name"]).encode())
         assert family["host_names"] == [n for n in lib.names() if lib.family(n) == family["name"]]
         assert family["headers"] == list(inline_preamble(
             [root / load_catalog().families[family["name"]].header], [root]).headers)  # fmt: skip
     # Shared pieces (common headers) are listed once, and the total adds up.
     assert facts["shared"], "the test families share common headers"
-    assert all(len(s["families"]) > 1 for s in facts["shared"])
-    total = sum(f["embedded_bytes"] for f in facts["families"]) + sum(
+    assert all(len(s["units"]) > 1 for s in facts["shared"])
+    total = sum(f["embedded_bytes"] for f in facts["units"]) + sum(
         s["bytes"] for s in facts["shared"]
     )
     assert facts["embedded_bytes"] == total
     # Every shared piece is defined once in the library's read-only data.
     data = jit_build.library.read_bytes()
-    for family in facts["families"]:
+    for family in facts["units"]:
         per = json.loads((jit_build.gen_dir / f"{family['name']}.json").read_text())
         for piece in per["pieces"]:
-            if piece["name"] in {s["piece"] for s in facts["shared"]}:
+            if piece["name"] in {s["name"] for s in facts["shared"]}:
                 text = _piece_text(jit_build.gen_dir / f"{family['name']}.cpp", piece["name"])
                 assert data.count(text.encode() + b"\0") == 1
 
@@ -115,7 +115,7 @@ def test_compression_round_trips(jit_build: JitBuild, jit_build_compressed: JitB
         assert packed.source(name) == plain.source(name)
     facts = json.loads((jit_build_compressed.gen_dir / "embed.json").read_text())
     assert facts["compressed"] is True
-    for family in facts["families"]:
+    for family in facts["units"]:
         assert 0 < family["registry_bytes"]
         assert family["preamble_bytes"] + family["shared_bytes"] < family["source_bytes"]
 
@@ -212,7 +212,7 @@ def test_no_dedup_stores_the_same_sources(jit_build: JitBuild, tmp_path: Path) -
     facts = json.loads((build.gen_dir / "embed.json").read_text())
     dedup = json.loads((jit_build.gen_dir / "embed.json").read_text())
     assert facts["dedup"] is False and facts["shared"] == []
-    assert all(f["shared_bytes"] == 0 for f in facts["families"])
+    assert all(f["shared_bytes"] == 0 for f in facts["units"])
     assert facts["embedded_bytes"] > dedup["embedded_bytes"]
 
 
@@ -228,7 +228,7 @@ def test_empty_family_list_builds_an_empty_registry(tmp_path: Path) -> None:
     lib = JitLibrary(build.library)
     assert lib.names() == [] and lib.families() == []
     facts = json.loads((build.gen_dir / "embed.json").read_text())
-    assert facts["families"] == [] and facts["embedded_bytes"] == 0
+    assert facts["units"] == [] and facts["embedded_bytes"] == 0
 
 
 def test_dtype_selection_namespace_and_stripping(tmp_path: Path) -> None:

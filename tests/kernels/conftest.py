@@ -40,7 +40,7 @@ def raw_catalog(source_dir: Path | None = None) -> dict:
 def declared_count(
     raw: dict, families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None
 ) -> int:
-    """Instantiations the catalog declares: per variant, params product times, per op (or the
+    """Instantiations the catalog declares: per form, params product times, per op (or the
     family), the product of its dtype-set sizes; a dtype filter narrows all but index sets."""
     wanted = set(dtypes) if dtypes is not None else None
     sets = raw["dtype_sets"]
@@ -57,7 +57,7 @@ def declared_count(
             continue
         axes_per_op = [op["dtypes"] for op in family.get("ops", {}).values()] or [family["dtypes"]]
         per_variant = sum(math.prod(size(s) for s in axes) for axes in axes_per_op)
-        for variant in family["variants"].values():
-            params = variant.get("params", {})
+        for form in family["forms"].values():
+            params = form.get("params", {})
             total += per_variant * math.prod(len(v) for v in params.values())
     return total

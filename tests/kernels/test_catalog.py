@@ -73,7 +73,7 @@ def test_every_host_name_parses_back_and_is_unique(catalog) -> None:
     assert len(set(names)) == len(names)
     for inst in items:
         assert parse_host_name(inst.host_name) == ParsedName(
-            inst.family, inst.variant, inst.op, inst.dtypes, inst.params
+            inst.family, inst.form, inst.op, inst.dtypes, inst.params
         )
 
 
@@ -119,7 +119,7 @@ def test_small_hand_written_catalog(tmp_path: Path) -> None:
     families = {
         "unary": {
             "header": "fam/fam.h",
-            "variants": {
+            "forms": {
                 "v": {"template": "k_v", "args": ["{T0}", "{out}", "{op}"]},
                 "g": {"template": "k_g", "args": ["{T0}", "{out}", "{op}", "{n}", "{m}"],
                       "params": {"n": [1, 2], "m": [7]}},
@@ -130,10 +130,10 @@ def test_small_hand_written_catalog(tmp_path: Path) -> None:
             },
         },
         "copy": {"header": "fam/fam.h", "dtypes": ["f", "i"],
-                 "variants": {"v": {"template": "c", "args": ["{T0}", "{T1}"]}}},
+                 "forms": {"v": {"template": "c", "args": ["{T0}", "{T1}"]}}},
     }  # fmt: skip
     catalog = load_catalog(write_catalog(tmp_path, families))
-    # unary: (2 + 3) per variant; v once, g twice (n) -> 5 + 10; copy: 2 x 3
+    # unary: (2 + 3) per form; v once, g twice (n) -> 5 + 10; copy: 2 x 3
     assert len(catalog.expand()) == 15 + 6
     assert [i.host_name for i in catalog.expand(["unary"], ["float32"])] == [
         "unary_v_a_float32",
@@ -143,7 +143,7 @@ def test_small_hand_written_catalog(tmp_path: Path) -> None:
     b = next(i for i in catalog.expand() if i.host_name == "unary_g_b_uint8_n2_m7")
     assert b.template_args == ("uint8_t", "bool", "B", "2", "7")
     assert catalog.expand(["copy"])[0].template_args == ("half", "int32_t")
-    # ops a (float16) + b (bool) in 1 + 2 variant/param combinations, plus copy float16 -> bool
+    # ops a (float16) + b (bool) in 1 + 2 form/param combinations, plus copy float16 -> bool
     assert len(catalog.expand(dtypes=["bool", "float16"])) == (1 + 1) * (1 + 2) + 1
 
 
@@ -152,11 +152,11 @@ def test_small_hand_written_catalog(tmp_path: Path) -> None:
     [
         (lambda f: f["unary"].update(header="missing.h"), "is not a file"),
         (lambda f: f["unary"]["ops"]["a"].update(dtypes=["nope"]), "dtype_sets names"),
-        (lambda f: f["unary"]["variants"]["v"].update(args=["{T1}"]), "undefined T1"),
+        (lambda f: f["unary"]["forms"]["v"].update(args=["{T1}"]), "undefined T1"),
         (lambda f: f["unary"]["ops"]["a"].update(out="float64"), "not a dtype"),
         (lambda f: f.update(conv=f.pop("unary")), "family vocabulary"),
         (
-            lambda f: f["unary"]["variants"].update(bad_name={"template": "x", "args": []}),
+            lambda f: f["unary"]["forms"].update(bad_name={"template": "x", "args": []}),
             "lowercase",
         ),
     ],
@@ -165,7 +165,7 @@ def test_malformed_catalogs_are_rejected(tmp_path: Path, change, message: str) -
     families = {
         "unary": {
             "header": "fam/fam.h",
-            "variants": {"v": {"template": "k", "args": ["{T0}", "{op}"]}},
+            "forms": {"v": {"template": "k", "args": ["{T0}", "{op}"]}},
             "ops": {"a": {"functor": "A", "dtypes": ["f"]}},
         }
     }

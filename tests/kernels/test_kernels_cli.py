@@ -12,8 +12,8 @@ def test_table_lists_every_family_and_variant(run_cli, raw, catalog_counter) -> 
     assert code == 0
     for family, spec in raw["families"].items():
         assert family in out
-        for variant in spec["variants"].values():
-            assert variant["template"] in out
+        for form in spec["forms"].values():
+            assert form["template"] in out
     total = next(line for line in out.splitlines() if "total" in line)
     assert str(catalog_counter(raw)) in total
 
@@ -29,8 +29,8 @@ def test_json_has_every_host_name(run_cli, raw, catalog_counter) -> None:
     for entry in doc["instantiations"][::97]:
         parsed = parse_host_name(entry["host_name"])
         assert parsed is not None
-        assert (parsed.family, parsed.variant, parsed.op, list(parsed.dtypes)) == (
-            entry["family"], entry["variant"], entry["op"], entry["dtypes"],
+        assert (parsed.family, parsed.form, parsed.op, list(parsed.dtypes)) == (
+            entry["family"], entry["form"], entry["op"], entry["dtypes"],
         )  # fmt: skip
 
 

@@ -13,17 +13,17 @@ token = st.from_regex(r"[a-z][a-z0-9]{0,7}", fullmatch=True).filter(lambda w: w 
 
 @given(
     family=st.sampled_from(FAMILIES),
-    variant=token,
+    form=token,
     op=st.none() | token,
     dtypes=st.lists(st.sampled_from(DTYPES), min_size=1, max_size=3),
     params=st.lists(
         st.tuples(st.from_regex(r"[a-z]{1,4}", fullmatch=True), st.integers(0, 999)), max_size=3
     ),
 )
-def test_format_then_parse_is_identity(family, variant, op, dtypes, params) -> None:
+def test_format_then_parse_is_identity(family, form, op, dtypes, params) -> None:
     params = [(k, v) for k, v in params if f"{k}{v}" not in DTYPES]
-    name = format_host_name(family, variant, op, tuple(dtypes), tuple(params))
-    assert parse_host_name(name) == ParsedName(family, variant, op, tuple(dtypes), tuple(params))
+    name = format_host_name(family, form, op, tuple(dtypes), tuple(params))
+    assert parse_host_name(name) == ParsedName(family, form, op, tuple(dtypes), tuple(params))
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,7 @@ def test_format_then_parse_is_identity(family, variant, op, dtypes, params) -> N
     [
         "v_Absfloat32",  # MLX unary
         "vv_Addfloat16",  # MLX binary
-        "gather_float32_int32_1_2_int",  # MLX gather: no variant token
+        "gather_float32_int32_1_2_int",  # MLX gather: no form token
         "all_reduce_sumfloat32",
         "block_softmax_float32",
         "unary_v_abs",  # no dtype
@@ -62,7 +62,7 @@ def test_known_shapes_parse() -> None:
     [
         ("nofamily", "v", None, ("float32",), ()),
         ("unary", "has_underscore", None, ("float32",), ()),
-        ("unary", "float32", None, ("float32",), ()),  # a variant may not be a dtype word
+        ("unary", "float32", None, ("float32",), ()),  # a form may not be a dtype word
         ("unary", "v", "Abs", ("float32",), ()),
         ("unary", "v", None, (), ()),
         ("unary", "v", None, ("float64",), ()),

@@ -232,10 +232,10 @@ def test_jit_family_names_from_a_manifest_are_escaped_too(
 ) -> None:
     build = tmp_path / "build"
     build.mkdir()
-    families = [{"name": name, "mode": "jit", "host_names": [], "embedded_bytes": 100 + i}
-                for i, name in enumerate(FORMULAS + CONTROL + MARKUP)]  # fmt: skip
-    manifest = {"schema": 1, "metallib": None, "host_library": "libmetal_jit.so",
-                "families": families}  # fmt: skip
+    units = [{"name": name, "kind": "entry_file", "mode": "jit", "host_names": [],
+              "embedded_bytes": 100 + i} for i, name in enumerate(FORMULAS + CONTROL + MARKUP)]  # fmt: skip
+    manifest = {"schema": 2, "metallib": None, "host_library": "libmetal_jit.so",
+                "units": units}  # fmt: skip
     (build / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = run_cli(["report", str(build), "--top", "0"], capsys)
     assert code == 0

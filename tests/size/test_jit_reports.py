@@ -64,7 +64,7 @@ def _reference(build: Path) -> dict[str, Any]:
     defined functions and objects local to its ``<family>.cpp``, or named ``family_<name>``),
     the bytes of the other symbols, and the file size."""
     manifest = json.loads((build / "manifest.json").read_text())
-    families = {f["name"]: f for f in manifest["families"]}
+    families = {f["name"]: f for f in manifest["units"]}
     table = subprocess.run(["readelf", "-sW", str(build / HOST)], capture_output=True, text=True,
                            check=True).stdout.split("Symbol table '.symtab'")[1]  # fmt: skip
     sizes = dict.fromkeys([*families, "other"], 0)
@@ -239,9 +239,10 @@ def test_mixed_build_shows_the_metallib_then_its_jit_families(
     shutil.copy(build / HOST, mixed / HOST)
     manifest = json.loads((build / "manifest.json").read_text())
     manifest["metallib"] = "lib/kernels.metallib"
-    manifest["families"].append({"name": "arange", "mode": "aot", "sources": ["arange.h"],
-                                 "host_names": ["arange_float32", "arange_float16"],
-                                 "outputs": [], "embedded_bytes": 0})  # fmt: skip
+    manifest["units"].append({"name": "arange", "kind": "catalog_family", "mode": "aot",
+                              "sources": ["arange.h"],
+                              "host_names": ["arange_float32", "arange_float16"],
+                              "outputs": [], "embedded_bytes": 0})  # fmt: skip
     (mixed / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = run_cli(["report", str(mixed)], capsys)
     assert code == 0

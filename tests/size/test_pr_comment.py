@@ -139,10 +139,10 @@ def test_reports_record_what_produced_them(
     build = tmp_path / "build"
     write_metallib("build/lib/k.metallib", BASE)
     options = {"MLB_KERNELS": "copy;binary", "MLB_JIT": False, "CMAKE_BUILD_TYPE": "Release"}
-    manifest = {"schema": 1, "metallib": "lib/k.metallib", "options": options,
+    manifest = {"schema": 2, "metallib": "lib/k.metallib", "options": options,
                 "toolchain": {"metal": "test"},
-                "families": [{"name": "copy", "mode": "aot",
-                              "host_names": ["v_copyfloat32float32"]}]}  # fmt: skip
+                "units": [{"name": "copy", "kind": "catalog_family", "mode": "aot",
+                           "host_names": ["v_copyfloat32float32"]}]}  # fmt: skip
     (build / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = _run(["report", str(build), "--format", "json"], capsys)
     assert code == 0

@@ -100,16 +100,17 @@ def _write_build(tmp_path: Path, write_metallib: Callable[..., Path]) -> Path:
     build = tmp_path / "build"
     write_metallib("build/lib/kernels.metallib", FUNCTIONS)
     manifest = {
-        "schema": 1,
+        "schema": 2,
         "metallib": "lib/kernels.metallib",
-        "families": [
-            {"name": "copy", "mode": "aot", "sources": ["copy.metal"],
+        "units": [
+            {"name": "copy", "kind": "catalog_family", "mode": "aot", "sources": ["copy.metal"],
              "host_names": ["v_copyfloat32float32", "v_copyfloat16float16"],
              "outputs": ["copy.air"], "embedded_bytes": 0},
-            {"name": "arith", "mode": "aot", "sources": ["binary.metal"],
+            {"name": "arith", "kind": "catalog_family", "mode": "aot",
+             "sources": ["binary.metal"],
              "host_names": ["vv_Addfloat32", "vv_Addfloat16", "rbits"],
              "outputs": ["binary.air"], "embedded_bytes": 0},
-            {"name": "matmul", "mode": "jit", "sources": ["gemm.h"],
+            {"name": "matmul", "kind": "catalog_family", "mode": "jit", "sources": ["gemm.h"],
              "host_names": [], "outputs": [], "embedded_bytes": 12345},
         ],
     }  # fmt: skip
@@ -144,8 +145,17 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
 
 def test_manifest_errors(tmp_path: Path) -> None:
     bad = tmp_path / "manifest.json"
-    bad.write_text(json.dumps({"schema": 1, "families": [{"name": "x", "mode": "fast"}]}))
+    bad.write_text(json.dumps({"schema": 2, "units": [{"name": "x", "kind": "entry_file",
+                                                        "mode": "fast"}]}))  # fmt: skip
     with pytest.raises(UsageError, match="mode"):
+        read_manifest(bad)
+    # a unit is a catalog family or an entry file, and a schema-1 manifest (families[]) is old
+    bad.write_text(json.dumps({"schema": 2, "units": [{"name": "x", "kind": "family",
+                                                        "mode": "aot"}]}))  # fmt: skip
+    with pytest.raises(UsageError, match="kind 'family' is not one of catalog_family"):
+        read_manifest(bad)
+    bad.write_text(json.dumps({"schema": 1, "families": [{"name": "x", "mode": "aot"}]}))
+    with pytest.raises(UsageError, match="schema 1, expected 2"):
         read_manifest(bad)
     bad.write_text("{")
     with pytest.raises(UsageError, match="cannot read build manifest"):
@@ -153,7 +163,7 @@ def test_manifest_errors(tmp_path: Path) -> None:
     missing = tmp_path / "b"
     missing.mkdir()
     (missing / "manifest.json").write_text(
-        json.dumps({"schema": 1, "families": [], "metallib": "nope.metallib"})
+        json.dumps({"schema": 2, "units": [], "metallib": "nope.metallib"})
     )
     with pytest.raises(UsageError, match="missing"):
         load_reports(str(missing))

@@ -1,0 +1,60 @@
+"""``embed.json``: what a host JIT library embeds, per unit. One shape and one writer for both
+host libraries: a catalog tree's (``metal_add_jit_library``: ``builder.jit.generate``) and a
+discovered tree's (``metal_add_tree_jit_library``: ``builder.cmake_build.tree_jit``).
+
+Shape (schema 2)::
+
+    {"schema": 2, "kind": "catalog_family" | "entry_file", "compressed": bool,
+     "embedded_bytes": int, "shared_bytes": int, ...writer-specific totals...,
+     "units": [{"name", "headers", "source_bytes", "embedded_bytes", ...}],
+     "shared": [{"name", "units", ["bytes"]}]}
+
+``embedded_bytes`` is every stored byte: each unit's own plus ``shared_bytes`` once (what
+several units use together, listed under ``shared``). The build manifest
+(``builder.manifest``) reads ``units`` by name. Standard library and ``builder`` only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from builder.fileio import write_if_changed
+
+__all__ = ["EMBED_SCHEMA", "embed_facts", "write_embed_facts"]
+
+EMBED_SCHEMA = 2
+"""2: ``units`` (with the document's ``kind``) instead of ``families``; ``shared[].units``."""
+
+
+def embed_facts(
+    kind: str,
+    units: Sequence[Mapping[str, Any]],
+    shared: Sequence[Mapping[str, Any]],
+    shared_bytes: int,
+    *,
+    compressed: bool,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The embed.json document: ``units`` each with ``name`` and ``embedded_bytes`` (its own
+    stored bytes), ``shared`` the entries several units use (``name``, ``units``)."""
+    if kind not in ("catalog_family", "entry_file"):
+        raise ValueError(f"embed.json kind {kind!r}")
+    return {
+        "schema": EMBED_SCHEMA,
+        "kind": kind,
+        "compressed": compressed,
+        "embedded_bytes": shared_bytes + sum(int(u["embedded_bytes"]) for u in units),
+        "shared_bytes": shared_bytes,
+        **(extra or {}),
+        "units": [dict(u) for u in units],
+        "shared": [dict(s) for s in shared],
+    }
+
+
+def write_embed_facts(path: Path, facts: Mapping[str, Any]) -> bool:
+    """Write ``facts`` to ``path`` only when its bytes change (Ninja's restat then skips what
+    follows); True when written."""
+    return write_if_changed(path, json.dumps(facts, indent=1) + "\n")
