@@ -9,13 +9,16 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from builder.cli.publishing import output_plan, publish, pull_request_for
 from builder.cli.tree_options import tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
+
+if TYPE_CHECKING:
+    from builder.size.limits import Limit
 
 __all__ = ["compare_command", "report_command"]
 
@@ -224,6 +227,36 @@ def report_command(
     write_outputs(plan, render, _measured_files(reports))
 
 
+def _gate_size(option: str, text: str | None) -> int | None:
+    """A size gate's limit in bytes (None when not given). A negative limit would fail every
+    run whatever the library holds, so it is a usage error (exit 2) like a budget file's."""
+    from builder.errors import UsageError
+    from builder.size.limits import parse_size
+
+    if text is None:
+        return None
+    try:
+        size = parse_size(text)
+    except UsageError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+    if size < 0:
+        raise UsageError(f"{option} {text}: a size limit must not be negative")
+    return size
+
+
+def _gate_growth(option: str, text: str | None) -> Limit | None:
+    """A growth gate's limit (None when not given); a negative one asks head to shrink."""
+    from builder.errors import UsageError
+    from builder.size.limits import parse_limit
+
+    if text is None:
+        return None
+    try:
+        return parse_limit(text)
+    except UsageError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
 def _color() -> bool:
     from builder.console import stdout_color
 
@@ -306,15 +339,14 @@ def compare_command(
     from builder.publish.outputs import write_outputs
     from builder.render.text import gate_message, visible
     from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
-    from builder.size.limits import parse_limit, parse_size
 
     gates = Gates(
-        max_growth=parse_limit(max_growth) if max_growth is not None else None,
-        max_size=parse_size(max_size) if max_size is not None else None,
+        max_growth=_gate_growth("--max-growth", max_growth),
+        max_size=_gate_size("--max-size", max_size),
         fail_on_new_group=fail_on_new_group,
-        max_total_size=parse_size(max_total_size) if max_total_size is not None else None,
-        max_download_growth=None if max_download_growth is None else parse_limit(max_download_growth),
-        max_download_size=None if max_download_size is None else parse_size(max_download_size),
+        max_total_size=_gate_size("--max-total-size", max_total_size),
+        max_download_growth=_gate_growth("--max-download-growth", max_download_growth),
+        max_download_size=_gate_size("--max-download-size", max_download_size),
     )
     download = download or gates.max_download_growth is not None or gates.max_download_size is not None
     if "," in by:

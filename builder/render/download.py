@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from builder.render.rows import shown_count
 from builder.render.text import human_delta, human_size, percent, signed_percent
 
 if TYPE_CHECKING:
@@ -84,6 +85,6 @@ def wheels_of(reports: Sequence[Report]) -> list[WheelFiles]:
 def wheel_file_rows(wheel: WheelFiles, top: int | None) -> tuple[list[WheelFile], int, int, int]:
     """The largest files by download (then name), and the rest: count, bytes, download bytes."""
     files = sorted(wheel.files, key=lambda f: (-f.download_bytes, f.name))
-    shown = files if top is None else files[:top]
+    shown = files[: shown_count(len(files), top)]
     rest = files[len(shown) :]
     return shown, len(rest), sum(f.bytes for f in rest), sum(f.download_bytes for f in rest)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
+from builder.render.rows import shown_count
 from builder.render.text import human_delta, human_size, percent, share, signed_percent
 
 if TYPE_CHECKING:
@@ -51,8 +52,7 @@ def _notes(report: Report) -> list[str]:
 
 
 def _shown(rows: Sequence[JitRow], top: int | None) -> tuple[Sequence[JitRow], Sequence[JitRow]]:
-    if top is None or top >= len(rows):
-        return rows, []
+    top = shown_count(len(rows), top)
     return rows[:top], rows[top:]
 
 
@@ -154,7 +154,7 @@ def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, s
 
     families = [g for g in jit.groups if not g.overhead]
     overhead = [g for g in jit.groups if g.overhead]
-    shown = families if top is None else families[:top]
+    shown = families[: shown_count(len(families), top)]
     rows = [(g, "red" if g.delta > 0 else "green" if g.delta < 0 else "") for g in shown]
     rest = families[len(shown):]
     if rest:

@@ -14,7 +14,7 @@ from builder.size.rollup import Rollup
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
 
-__all__ = ["Shown", "compare_rows", "top_rows"]
+__all__ = ["Shown", "compare_rows", "shown_count", "top_rows"]
 
 
 class Shown(NamedTuple):
@@ -26,9 +26,16 @@ class Shown(NamedTuple):
     rest_groups: int
 
 
+def shown_count(count: int, top: int | None) -> int:
+    """How many of ``count`` rows a table limited to ``top`` shows (all when None). A rest row
+    stands for two rows or more: folding a single one would hide its name and save no line."""
+    return count if top is None or top >= count - 1 else max(top, 0)
+
+
 def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
     """The largest ``top`` groups (all when None), and the others summed into one rollup."""
-    if top is None or top >= len(groups):
+    top = shown_count(len(groups), top)
+    if top >= len(groups):
         return Shown(groups, None, 0)
     rest = groups[top:]
     download = None if rest[0].download_bytes is None else sum(g.download_bytes or 0 for g in rest)
@@ -43,7 +50,8 @@ def compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], An
 
     groups = [g for g in comparison.groups if not g.overhead]
     overhead = next(g for g in comparison.groups if g.overhead)
-    if top is None or top >= len(groups):
+    top = shown_count(len(groups), top)
+    if top >= len(groups):
         return groups, None, overhead
     rest = groups[top:]
     folded = GroupDelta(f"rest ({len(rest)} groups)", sum(g.base_bytes for g in rest),

@@ -8,6 +8,7 @@ Showing a limit is presentation's job (``builder.render.text.limit_text``).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
@@ -34,13 +35,18 @@ class Limit(NamedTuple):
 
 
 def parse_limit(text: str) -> Limit:
-    """``"5%"`` -> Limit(percent=5); ``"100KB"`` -> Limit(bytes=100000)."""
+    """``"5%"`` -> Limit(percent=5); ``"100KB"`` -> Limit(bytes=100000).
+
+    A percentage is a finite number: ``nan%`` or ``inf%`` would pass or fail every gate without
+    saying so (and cannot be shown as bytes), so they are refused like any other bad text."""
     stripped = text.strip()
     if stripped.endswith("%"):
         try:
             percent = float(stripped[:-1])
         except ValueError:
-            raise UsageError(f"{text!r} is not a percentage") from None
+            percent = math.nan
+        if not math.isfinite(percent):
+            raise UsageError(f"{text!r} is not a percentage")
         return Limit(percent=percent)
     return Limit(bytes=parse_size(stripped))
 

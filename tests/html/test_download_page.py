@@ -64,9 +64,15 @@ def test_treemap_and_table_follow_the_chosen_measure(
     first = browser.eval("document.querySelector('#table tbody td.name').textContent")
     by_download = max(zip(report.download.functions, (f.name for f in report.functions)))[1]
     assert first == by_download != "zeros_float32"
+    header = "Array.from(document.querySelectorAll('#table thead th')).map(t => t.textContent)"
+    note = "document.getElementById('table-note').textContent"
+    assert "download bytes" in browser.eval(header)  # the column says what its numbers are
+    assert "download bytes modelled from" in browser.eval(note)
     browser.eval("var s = document.getElementById('measure'); s.value = 'bytes';"
                  "s.dispatchEvent(new Event('change'))")  # fmt: skip
     crumbs = browser.wait_for("document.getElementById('crumbs').textContent")
     assert f"({human_size(report.file_size)})" in crumbs
     assert browser.eval("document.querySelector('#table tbody td.name').textContent") == "zeros_float32"
+    assert "download bytes" not in browser.eval(header) and "bytes" in browser.eval(header)
+    assert "bytes measured in" in browser.eval(note)
     assert "measure" not in browser.eval("location.hash")

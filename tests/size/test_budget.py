@@ -153,6 +153,8 @@ def test_saved_report_with_host_library_counts_it_in_max_total_size(
     ('target = "a.metallib"\ngroups = { gemm = "big" }', "groups: 'gemm': 'big' is not a size"),
     ('target = "a.metallib"\nmax-growth = "1%"', "'max-growth' and 'base' go together"),
     ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "x%"', "'x%' is not a percentage"),
+    ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "nan%"', "'nan%' is not a percentage"),
+    ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "inf%"', "'inf%' is not a percentage"),
     ('target = "a.metallib"\nby = "colour"\nmax-size = 1', "'by' must be one of"),
     ('target = "a.metallib"\nby = "source"\ngroups = { x = 1 }', "needs 'source-dir'"),
     ('target = "none/*.metallib"\nmax-size = 1', "target 'none/*.metallib' matches no file"),

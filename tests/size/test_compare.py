@@ -135,6 +135,41 @@ def test_unusable_input_exits_2(
     assert code == 2
 
 
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--max-growth", "nan%", "--max-growth: 'nan%' is not a percentage"),
+    ("--max-growth", "inf%", "--max-growth: 'inf%' is not a percentage"),
+    ("--max-download-growth", "-inf%", "--max-download-growth: '-inf%' is not a percentage"),
+    ("--max-size", "-3MB", "--max-size -3MB: a size limit must not be negative"),
+    ("--max-total-size", "-1", "--max-total-size -1: a size limit must not be negative"),
+    ("--max-download-size", "-1KB", "--max-download-size -1KB: a size limit must not be negative"),
+    ("--max-size", "5XB", "--max-size: '5XB' is not a size"),
+])  # fmt: skip
+def test_a_gate_that_cannot_be_met_by_any_library_is_a_usage_error(
+    option: str, value: str, message: str, pair: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A non-finite percentage used to end in a traceback (exit 1), a negative size in a gate that
+    fails on every library (exit 1): both are mistakes in the command line, exit 2 naming the
+    option."""
+    base, head = map(str, pair)
+    code, out, err = _run(["compare", base, head, option, value], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_a_negative_growth_limit_asks_head_to_shrink(
+    pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, head = map(str, pair)
+    shrink = pair[0].stat().st_size - pair[1].stat().st_size  # head is larger: negative
+    assert shrink < 0
+    code, _, err = _run(["compare", head, base, "--max-growth", str(shrink)], capsys)
+    assert code == 0, err
+    code, _, err = _run(["compare", head, base, "--max-growth", str(shrink - 1)], capsys)
+    assert code == 1 and "--max-growth" in err
+
+
 def test_step_summary(
     pair: tuple[Path, Path],
     tmp_path: Path,

@@ -273,9 +273,13 @@
   }
 
   // -- table ----------------------------------------------------------------------------------------
-  var COLUMNS = COMPARE
-    ? [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['base', 'base', 1], ['bytes', 'head', 1], ['delta', 'delta', 1], ['pct', 'delta %', 1], ['status', 'status']]
-    : [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['bytes', 'bytes', 1], ['share', 'share', 1]];
+  // the size columns say which measure they show: the file's bytes, or download bytes
+  function columns() {
+    var dl = SIZE === fn.download, unit = dl ? ' download' : '';
+    return COMPARE
+      ? [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['base', 'base' + unit, 1], ['bytes', 'head' + unit, 1], ['delta', 'delta', 1], ['pct', 'delta %', 1], ['status', 'status']]
+      : [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['bytes', dl ? 'download bytes' : 'bytes', 1], ['share', 'share', 1]];
+  }
   function key(i, k) {
     switch (k) {
       case 'name': return lower[i];
@@ -291,7 +295,7 @@
   }
   function table() {
     var head = $('table').tHead, body = $('table').tBodies[0], rows = [], n = fn.name.length, i;
-    head.innerHTML = '<tr>' + COLUMNS.map(function (c) {
+    head.innerHTML = '<tr>' + columns().map(function (c) {
       var sort = c[0] === state.sortKey ? ' aria-sort="' + (state.sortDir > 0 ? 'ascending' : 'descending') + '"' : '';
       return '<th data-k="' + c[0] + '"' + (c[2] ? ' class="num"' : '') + sort + '>' + c[1] + '</th>';
     }).join('') + '</tr>';
@@ -305,7 +309,7 @@
     body.innerHTML = html.join('');
     $('more').hidden = shown >= order.length;
     var where = COMPARE ? 'base measured in ' + (lib.base.origin.metallib || '-') + ', head in ' + (lib.origin.metallib || '-')
-      : 'bytes measured in ' + (lib.origin.metallib || '-');
+      : (SIZE === fn.download ? 'download bytes modelled from ' : 'bytes measured in ') + (lib.origin.metallib || '-');
     $('table-note').textContent = '(' + commas(shown) + ' of ' + commas(order.length) + ' shown; click a column to sort; ' + where + ')';
   }
   function row(i) {
