@@ -63,7 +63,7 @@ def test_a_build_folder_is_slimmed_through_its_manifest(
     build.mkdir()
     library = build / "kernels.metallib"
     library.write_bytes(library_bytes(synthetic_parts(6, seed=5)))
-    manifest = {"schema": 1, "metallib": "kernels.metallib", "host_library": None, "families": []}
+    manifest = {"schema": 2, "metallib": "kernels.metallib", "host_library": None, "units": []}
     (build / "manifest.json").write_text(json.dumps(manifest))
     every = names_of(library)
     out_path = tmp_path / "small.metallib"
