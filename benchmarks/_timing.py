@@ -23,15 +23,22 @@ ENV.update(PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=_PYCACHE.name)
 def run_once(cmd: Sequence[str]) -> float:
     """Wall time of one run of ``cmd`` (output discarded); fails loudly if the command fails."""
     start = time.perf_counter()
-    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, check=False)
+    done = subprocess.run(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, check=False
+    )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
-        sys.exit(f"benchmark command failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr.decode()}")
+        sys.exit(
+            f"benchmark command failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr.decode()}"
+        )
     return elapsed
 
 
 def compare(
-    ours: Sequence[str], baseline: Sequence[str], runs: int, before: Callable[[], None] = lambda: None
+    ours: Sequence[str],
+    baseline: Sequence[str],
+    runs: int,
+    before: Callable[[], None] = lambda: None,
 ) -> tuple[float, float]:
     """Medians of ``runs`` interleaved runs of both commands (after one warm-up run of each).
 

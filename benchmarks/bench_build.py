@@ -34,8 +34,17 @@ def _measure(label: str, args: list[str], jobs: int, runs: int, target: float | 
     full, noop_cli, noop_ninja = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         build_dir = Path(tmp) / "b"
-        cmd = [sys.executable, "-m", "builder", "build", *args, "-j", str(jobs),
-               "--build-dir", str(build_dir)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            *args,
+            "-j",
+            str(jobs),
+            "--build-dir",
+            str(build_dir),
+        ]
         for _ in range(runs):
             shutil.rmtree(build_dir, ignore_errors=True)
             full.append(run_once(cmd))
@@ -45,8 +54,10 @@ def _measure(label: str, args: list[str], jobs: int, runs: int, target: float | 
     verdict = "" if target is None else (" OK" if med(full) <= target else f" OVER {target:.0f} s")
     noop = " OK" if med(noop_cli) <= NOOP_TARGET else f" OVER {NOOP_TARGET} s"
     print(f"{label}: full build {med(full):.2f} s (min {min(full):.2f}){verdict}")
-    print(f"{label}: no-op rebuild, metallib-builder build {med(noop_cli):.3f} s "
-          f"(min {min(noop_cli):.3f}){noop}; plain ninja {med(noop_ninja):.3f} s")  # fmt: skip
+    print(
+        f"{label}: no-op rebuild, metallib-builder build {med(noop_cli):.3f} s "
+        f"(min {min(noop_cli):.3f}){noop}; plain ninja {med(noop_ninja):.3f} s"
+    )
 
 
 def main() -> None:
@@ -64,10 +75,15 @@ def main() -> None:
     if args.aot:
         _measure("jit-off (stand-in compiler)", ["--no-jit", *tools], args.jobs, args.runs, None)
     if args.tree:
-        tree = ["--source-dir", str(args.tree), *(a for d in args.include_dirs for a in ("-I", d)),
-                *(a for g in args.exclude for a in ("--exclude", g))]  # fmt: skip
-        _measure(f"{args.tree.name} (stand-in compiler)", [*tree, *tools], args.jobs, args.runs,
-                 None)  # fmt: skip
+        tree = [
+            "--source-dir",
+            str(args.tree),
+            *(a for d in args.include_dirs for a in ("-I", d)),
+            *(a for g in args.exclude for a in ("--exclude", g)),
+        ]
+        _measure(
+            f"{args.tree.name} (stand-in compiler)", [*tree, *tools], args.jobs, args.runs, None
+        )
 
 
 if __name__ == "__main__":

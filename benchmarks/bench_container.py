@@ -50,14 +50,20 @@ sys.stderr.write(json.dumps({"heap_peak": peak, "max_rss": rss}) + "\n")
 
 def memory(args: list[str]) -> dict[str, int]:
     done = subprocess.run(
-        [sys.executable, "-c", MEMORY_PROBE, *args], env=ENV, capture_output=True, text=True, check=False
+        [sys.executable, "-c", MEMORY_PROBE, *args],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     result: dict[str, int] = json.loads(done.stderr.strip().splitlines()[-1])
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("file", nargs="?", type=Path)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
@@ -68,37 +74,68 @@ def main() -> None:
         slim = [*CLI, "slim", str(source), "-o", str(out), "--keep", "*"]
         cp = ["cp", str(source), str(out)]
         rows = [
-            ("list --format json", [*CLI, "list", str(source), "--format", "json"],
-             [sys.executable, str(bench / "mdsz_walk.py"), str(source)], 1.5),
-            ("verify", [*CLI, "verify", str(source)],
-             [sys.executable, str(bench / "hash_bitcode.py"), str(source)], 1.2),
+            (
+                "list --format json",
+                [*CLI, "list", str(source), "--format", "json"],
+                [sys.executable, str(bench / "mdsz_walk.py"), str(source)],
+                1.5,
+            ),
+            (
+                "verify",
+                [*CLI, "verify", str(source)],
+                [sys.executable, str(bench / "hash_bitcode.py"), str(source)],
+                1.2,
+            ),
             ("slim --keep '*'", slim, cp, 2.0),
             ("  --allow-hash-mismatch", [*slim, "--allow-hash-mismatch"], cp, None),
-            ("  (copy_hash.py)", [sys.executable, str(bench / "copy_hash.py"), str(source), str(out)], cp, None),
+            (
+                "  (copy_hash.py)",
+                [sys.executable, str(bench / "copy_hash.py"), str(source), str(out)],
+                cp,
+                None,
+            ),
             ("  (Python copy)", [sys.executable, "-c", COPY, str(source), str(out)], cp, None),
-        ]  # fmt: skip
-        print(f"input: {source} ({source.stat().st_size} bytes); {args.runs} interleaved runs, medians")
+        ]
+        print(
+            f"input: {source} ({source.stat().st_size} bytes); {args.runs} interleaved runs, medians"
+        )
         for label, ours, baseline, target in rows:
             a, b = compare(ours, baseline, args.runs, before=lambda: _fresh(out))
             verdict = "" if target is None else ("ok" if a / b <= target else "OVER TARGET")
             goal = "" if target is None else f"(target <= {target})"
-            print(f"{label:<24} {a:7.3f} s  baseline {b:7.3f} s  ratio {a / b:5.2f}  {goal} {verdict}")
+            print(
+                f"{label:<24} {a:7.3f} s  baseline {b:7.3f} s  ratio {a / b:5.2f}  {goal} {verdict}"
+            )
         print("peak memory: Python heap (tracemalloc); max RSS also counts mapped file pages")
-        print("  two synthetic libraries with the same 2,000 functions, modules of 512 B vs 64 KiB:")
+        print(
+            "  two synthetic libraries with the same 2,000 functions, modules of 512 B vs 64 KiB:"
+        )
         sizes = {}
         for label, module_size in (("small", 512), ("large", 65536)):
             path = Path(tmp) / f"{label}.metallib"
             _synthetic(path, 2000, module_size)
             sizes[label] = path
-        for command, extra in (("list", ["--format", "json"]), ("verify", []), ("slim", ["-o", str(out), "--keep", "*"])):
+        for command, extra in (
+            ("list", ["--format", "json"]),
+            ("verify", []),
+            ("slim", ["-o", str(out), "--keep", "*"]),
+        ):
             peaks = {}
             for label, path in sizes.items():
                 m = memory([command, str(path), *extra])
                 peaks[label] = m["heap_peak"]
-                print(f"  {command:<7} {path.stat().st_size:>11} B file: heap peak {m['heap_peak']:>10} B, max RSS {m['max_rss']:>10} B")
-            print(f"  {command:<7} heap peak ratio large/small file: {peaks['large'] / peaks['small']:.2f} (target: ~1, no growth)")
+                print(
+                    f"  {command:<7} {path.stat().st_size:>11} B file: heap peak {m['heap_peak']:>10} B, max RSS {m['max_rss']:>10} B"
+                )
+            print(
+                f"  {command:<7} heap peak ratio large/small file: {peaks['large'] / peaks['small']:.2f} (target: ~1, no growth)"
+            )
         print(f"  on the real file ({source.stat().st_size} B):")
-        for command, extra in (("list", ["--format", "json"]), ("verify", []), ("slim", ["-o", str(out), "--keep", "*"])):
+        for command, extra in (
+            ("list", ["--format", "json"]),
+            ("verify", []),
+            ("slim", ["-o", str(out), "--keep", "*"]),
+        ):
             m = memory([command, str(source), *extra])
             print(f"  {command:<7} heap peak {m['heap_peak']:>10} B, max RSS {m['max_rss']:>10} B")
 
@@ -117,6 +154,7 @@ def _synthetic(path: Path, count: int, module_size: int) -> None:
     payload = bytes(range(256)) * (module_size // 256)
     functions = [new_function(f"kernel_{i}", payload, reflection=bytes(48)) for i in range(count)]
     write_library(new_library(functions), path)
+
 
 if __name__ == "__main__":
     main()

@@ -60,8 +60,9 @@ def loop_command(tree: Path, include: list[Path], exclude: list[str]) -> list[st
 
     files = entry_files(tree, exclude)
     dirs = [*(p.resolve() for p in include), tree.resolve()]
-    cmd = preprocess_command(find_preprocessor(), ["FILE"], dirs, metal_defines([]),
-                             line_markers=True)[:-1]  # as discovery runs it
+    cmd = preprocess_command(
+        find_preprocessor(), ["FILE"], dirs, metal_defines([]), line_markers=True
+    )[:-1]  # as discovery runs it
     body = " ".join(shlex.quote(a) for a in cmd)
     names = " ".join(shlex.quote(f) for f in files)
     script = f'cd {shlex.quote(str(tree))} && for f in {names}; do {body} "$f" >/dev/null || exit 1; done'
@@ -110,8 +111,10 @@ def main() -> int:
         for label, value in med.items():
             print(f"  {label:<26} {value * 1000:8.1f} ms   min {min(times[label]) * 1000:8.1f} ms")
         loop = med["shell loop (sequential)"]
-        print(f"  ratio discovery / loop: {med['discovery (-j all cores)'] / loop:.2f}"
-              f" (target <= 1); -j 1 / loop: {med['discovery -j 1'] / loop:.2f}")  # fmt: skip
+        print(
+            f"  ratio discovery / loop: {med['discovery (-j all cores)'] / loop:.2f}"
+            f" (target <= 1); -j 1 / loop: {med['discovery -j 1'] / loop:.2f}"
+        )
     return 0
 
 

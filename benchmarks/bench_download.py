@@ -59,8 +59,9 @@ def _shell(cmd: list[str] | str, env: dict[str, str]) -> tuple[float, float]:
     """Wall time and CPU time (user + system, the process and its children) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env,
-                   shell=isinstance(cmd, str))  # fmt: skip
+    subprocess.run(
+        cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env, shell=isinstance(cmd, str)
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -70,15 +71,21 @@ def time_part(path: Path, runs: int, python: bool) -> None:
     py = sys.executable
     cases: dict[str, tuple[list[str] | str, dict[str, str]]] = {
         "gzip -6": (f"gzip -6 -c '{path}' > /dev/null", ENV),
-        "report --download": ([py, "-m", "builder", "report", str(path), "--download",
-                               "--format", "json"], ENV),
+        "report --download": (
+            [py, "-m", "builder", "report", str(path), "--download", "--format", "json"],
+            ENV,
+        ),
         "one zlib pass (Python)": ([py, "-c", _ZLIB_PASS, str(path)], ENV),
-        "report (no download)": ([py, "-m", "builder", "report", str(path), "--format", "json"], ENV),
-    }  # fmt: skip
+        "report (no download)": (
+            [py, "-m", "builder", "report", str(path), "--format", "json"],
+            ENV,
+        ),
+    }
     if python:
         cases["report --download, pure Python"] = (
-            cases["report --download"][0], {**ENV, "METALLIB_BUILDER_NATIVE": "0"},
-        )  # fmt: skip
+            cases["report --download"][0],
+            {**ENV, "METALLIB_BUILDER_NATIVE": "0"},
+        )
     for cmd, env in cases.values():  # warm the page cache and the bytecode cache
         _shell(cmd, env)
     times: dict[str, list[float]] = {label: [] for label in cases}
@@ -90,8 +97,10 @@ def time_part(path: Path, runs: int, python: bool) -> None:
             cpu[label].append(used)
     print(f"{path} ({path.stat().st_size:,} bytes), {runs} interleaved runs")
     for label, values in times.items():
-        print(f"  {label:<32} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s"
-              f"   CPU median {statistics.median(cpu[label]):6.2f} s")  # fmt: skip
+        print(
+            f"  {label:<32} median {statistics.median(values):6.2f} s   min {min(values):6.2f} s"
+            f"   CPU median {statistics.median(cpu[label]):6.2f} s"
+        )
     ratio = statistics.median(times["report --download"]) / statistics.median(times["gzip -6"])
     print(f"  report --download / gzip -6: {ratio:.2f} by medians (target <= 1.0)")
 
@@ -104,8 +113,10 @@ def accuracy_part(path: Path, real: int, groups: int, by: str) -> None:
     download = report.download
     assert download is not None
     error = download.total - real
-    print(f"{path}: modelled {download.total:,} bytes, the wheel stores {real:,}: "
-          f"{error:+,} bytes ({100 * error / real:+.4f}%), {download.model['parts']} parts")  # fmt: skip
+    print(
+        f"{path}: modelled {download.total:,} bytes, the wheel stores {real:,}: "
+        f"{error:+,} bytes ({100 * error / real:+.4f}%), {download.model['parts']} parts"
+    )
     shares: dict[str, int] = {}
     names: dict[str, list[str]] = {}
     for fn, share in zip(report.functions, download.functions):
@@ -120,16 +131,20 @@ def accuracy_part(path: Path, real: int, groups: int, by: str) -> None:
             packer = zlib.compressobj(6, zlib.DEFLATED, -15)
             data = out.read_bytes()
             saved = real - len(packer.compress(data) + packer.flush())
-            print(f"  {group:<22} {shares[group]:>12,} {saved:>14,} "
-                  f"{100 * (shares[group] - saved) / saved:>+7.2f}%", flush=True)  # fmt: skip
+            print(
+                f"  {group:<22} {shares[group]:>12,} {saved:>14,} "
+                f"{100 * (shares[group] - saved) / saved:>+7.2f}%",
+                flush=True,
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("time", "accuracy", "both"), default="both")
     parser.add_argument("--version", default="0.32.4")
-    parser.add_argument("--platform", choices=PLATFORMS, action="append",
-                        help="default: both macOS 14 and macOS 26")  # fmt: skip
+    parser.add_argument(
+        "--platform", choices=PLATFORMS, action="append", help="default: both macOS 14 and macOS 26"
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--groups", type=int, default=3, help="largest groups to remove")
     parser.add_argument("--by", default="kernel", help="grouping for the accuracy part")

@@ -36,8 +36,12 @@ PAINTED = "document.documentElement.getAttribute('data-painted') && window.__rep
 
 
 def write_page(argv: list[str], out: Path) -> int:
-    subprocess.run([sys.executable, "-m", "builder", *argv, "--format", "html", "-o", str(out)],
-                   check=True, cwd=ROOT, stderr=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "builder", *argv, "--format", "html", "-o", str(out)],
+        check=True,
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+    )
     return out.stat().st_size
 
 
@@ -70,15 +74,27 @@ def main() -> None:
         for version, platform in LIBRARIES:
             jobs = [("report", ["report", f"mlx-metal=={version}", "--platform", platform])]
             if args.compare:
-                jobs.append(("compare", ["compare", "mlx-metal==0.29.0", f"mlx-metal=={version}",
-                                         "--platform", platform]))  # fmt: skip
+                jobs.append(
+                    (
+                        "compare",
+                        [
+                            "compare",
+                            "mlx-metal==0.29.0",
+                            f"mlx-metal=={version}",
+                            "--platform",
+                            platform,
+                        ],
+                    )
+                )
             for kind, argv in jobs:
                 page = Path(tmp) / f"{kind}-{version}-{platform}.html"
                 size = write_page(argv, page)
                 cold, paints, scripts, cells = measure(browser, page, args.runs)
-                print(f"{kind:7} mlx-metal {version} {platform}: {size:,} bytes, {cells:,} cells; "
-                      f"first paint {describe(paints)}, first load {cold:.0f} ms; "
-                      f"script {describe(scripts)} [{args.runs} loads]")  # fmt: skip
+                print(
+                    f"{kind:7} mlx-metal {version} {platform}: {size:,} bytes, {cells:,} cells; "
+                    f"first paint {describe(paints)}, first load {cold:.0f} ms; "
+                    f"script {describe(scripts)} [{args.runs} loads]"
+                )
 
 
 if __name__ == "__main__":

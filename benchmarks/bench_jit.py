@@ -81,8 +81,20 @@ def generation_seconds(families: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-jit-gen-") as tmp:
         total = 0.0
         for family in families:
-            total += _run([sys.executable, "-m", "builder.jit", "family", "--source-dir",
-                           str(ROOT / "metal_src"), "--family", family, "--out-dir", tmp])  # fmt: skip
+            total += _run(
+                [
+                    sys.executable,
+                    "-m",
+                    "builder.jit",
+                    "family",
+                    "--source-dir",
+                    str(ROOT / "metal_src"),
+                    "--family",
+                    family,
+                    "--out-dir",
+                    tmp,
+                ]
+            )
         return total
 
 
@@ -101,8 +113,12 @@ def main() -> int:
             results[name] = build(Path(tmp, name), families, options, args.jobs)
     gen = generation_seconds(families)
     if args.json:
-        print(json.dumps({"families": families, "generation_seconds": round(gen, 2),
-                          "modes": results}, indent=1))  # fmt: skip
+        print(
+            json.dumps(
+                {"families": families, "generation_seconds": round(gen, 2), "modes": results},
+                indent=1,
+            )
+        )
         return 0
 
     def preamble_bytes(r: dict) -> int:
@@ -110,23 +126,34 @@ def main() -> int:
         return int(facts["embedded_bytes"]) - int(facts["registry_bytes"])
 
     base = results["no-dedup"]
-    print(f"JIT host library, {len(families)} families, -j{args.jobs} (origin: embed.json of each"
-          " build; sizes of the built .so)\n")  # fmt: skip
-    print("| mode | preamble bytes stored | vs no-dedup | registry strings | all string data |"
-          " .so bytes | stripped .so | full build s | no-op s |")  # fmt: skip
+    print(
+        f"JIT host library, {len(families)} families, -j{args.jobs} (origin: embed.json of each"
+        " build; sizes of the built .so)\n"
+    )
+    print(
+        "| mode | preamble bytes stored | vs no-dedup | registry strings | all string data |"
+        " .so bytes | stripped .so | full build s | no-op s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():
         emb = preamble_bytes(r)
         facts = r["facts"]
-        print(f"| {name} | {emb:,} | {emb / preamble_bytes(base):.2f}x | {facts['registry_bytes']:,} |"
-              f" {facts['embedded_bytes']:,} | {r['library_bytes']:,} |"
-              f" {r['stripped_bytes'] or 0:,} | {r['build_seconds']} | {r['noop_seconds']} |")  # fmt: skip
+        print(
+            f"| {name} | {emb:,} | {emb / preamble_bytes(base):.2f}x | {facts['registry_bytes']:,} |"
+            f" {facts['embedded_bytes']:,} | {r['library_bytes']:,} |"
+            f" {r['stripped_bytes'] or 0:,} | {r['build_seconds']} | {r['noop_seconds']} |"
+        )
     total_source = sum(f["source_bytes"] for f in base["facts"]["units"])
     print(f"\nPreamble text of all families (source_bytes): {total_source:,} bytes")
-    print("\nPer family, preamble pieces stored (own + shared with other families) and registry"
-          " strings (plain / zlib):\n")  # fmt: skip
-    print("| family | kernels | preamble text | " + " | ".join(MODES)
-          + " | registry plain | registry zlib |")  # fmt: skip
+    print(
+        "\nPer family, preamble pieces stored (own + shared with other families) and registry"
+        " strings (plain / zlib):\n"
+    )
+    print(
+        "| family | kernels | preamble text | "
+        + " | ".join(MODES)
+        + " | registry plain | registry zlib |"
+    )
     print("|---|---:|---:|" + "---:|" * (len(MODES) + 2))
     by_mode = {m: {f["name"]: f for f in r["facts"]["units"]} for m, r in results.items()}
 
@@ -137,9 +164,11 @@ def main() -> int:
 
     for family in families:
         row = [by_mode[m][family] for m in MODES]
-        print(f"| {family} | {len(row[0]['host_names']):,} | {row[0]['source_bytes']:,} | "
-              + " | ".join(cell(f) for f in row)
-              + f" | {row[0]['registry_bytes']:,} | {by_mode['dedup+zlib'][family]['registry_bytes']:,} |")  # fmt: skip
+        print(
+            f"| {family} | {len(row[0]['host_names']):,} | {row[0]['source_bytes']:,} | "
+            + " | ".join(cell(f) for f in row)
+            + f" | {row[0]['registry_bytes']:,} | {by_mode['dedup+zlib'][family]['registry_bytes']:,} |"
+        )
     for name, r in results.items():
         shared = sum(s["bytes"] for s in r["facts"]["shared"])
         print(

@@ -75,7 +75,9 @@ def main() -> None:
     for label in ("report --format json", "list --format json"):
         ours = times[label]
         ratio = statistics.median(ours) / statistics.median(walk)
-        print(f"{label} / MDSZ walk: {ratio:.2f} by medians, {min(ours) / min(walk):.2f} by minima (target <= 1.5)")
+        print(
+            f"{label} / MDSZ walk: {ratio:.2f} by medians, {min(ours) / min(walk):.2f} by minima (target <= 1.5)"
+        )
 
 
 if __name__ == "__main__":

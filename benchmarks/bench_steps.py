@@ -70,7 +70,9 @@ def measure(source: Path, runs: int) -> dict[str, float]:
                 os.sync()
                 start = time.perf_counter()
                 parts = parts_from_library(lib)
-                hashes = SpanHashes(lib.data, table.module_offsets, table.module_bytes, fd=lib.fileno())
+                hashes = SpanHashes(
+                    lib.data, table.module_offsets, table.module_bytes, fd=lib.fileno()
+                )
                 write_library(parts, out)
                 hashes.digests()
                 times["slim-and-hash"].append(time.perf_counter() - start)
@@ -78,7 +80,9 @@ def measure(source: Path, runs: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("file", nargs="?", type=Path)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -91,13 +95,20 @@ def main() -> None:
     for flag in ("1", "0"):
         done = subprocess.run(
             [sys.executable, __file__, str(source), "--runs", str(args.runs), "--child"],
-            env={**ENV, "METALLIB_BUILDER_NATIVE": flag}, capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            env={**ENV, "METALLIB_BUILDER_NATIVE": flag},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         results[flag] = json.loads(done.stdout)
-    print(f"input: {source} ({source.stat().st_size} bytes); medians of {args.runs} runs in one process")
+    print(
+        f"input: {source} ({source.stat().st_size} bytes); medians of {args.runs} runs in one process"
+    )
     print(f"{'step':<12} {'C extension':>12} {'pure Python':>12}")
     for step in STEPS:
-        print(f"{step:<12} {results['1'][step] * 1000:>9.1f} ms {results['0'][step] * 1000:>9.1f} ms")
+        print(
+            f"{step:<12} {results['1'][step] * 1000:>9.1f} ms {results['0'][step] * 1000:>9.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -70,13 +70,35 @@ def main() -> int:
         out = Path(tmp)
         cases = {
             "variants --from (3 variants)": [
-                py, "-m", "builder", "variants", "--from", str(library), *tree_args,
-                "-o", str(out / "variants"), "--jit", half, "--aot", half, "--format", "json",
+                py,
+                "-m",
+                "builder",
+                "variants",
+                "--from",
+                str(library),
+                *tree_args,
+                "-o",
+                str(out / "variants"),
+                "--jit",
+                half,
+                "--aot",
+                half,
+                "--format",
+                "json",
             ],
-            "slim --keep '*'": [py, "-m", "builder", "slim", str(library), "-o",
-                                str(out / "slim.metallib"), "--keep", "*"],
+            "slim --keep '*'": [
+                py,
+                "-m",
+                "builder",
+                "slim",
+                str(library),
+                "-o",
+                str(out / "slim.metallib"),
+                "--keep",
+                "*",
+            ],
             "kernels (discovery)": [py, "-m", "builder", "kernels", *tree_args, "--format", "json"],
-        }  # fmt: skip
+        }
 
         def clean() -> None:
             shutil.rmtree(out / "variants", ignore_errors=True)
@@ -94,8 +116,10 @@ def main() -> int:
                 times[label].append(time.perf_counter() - start)
     med = {label: statistics.median(values) for label, values in times.items()}
     size = library.stat().st_size
-    print(f"{library} ({size:,} bytes); tree {tree}: {len(files)} entry files; "
-          f"{args.runs} interleaved runs (medians)")  # fmt: skip
+    print(
+        f"{library} ({size:,} bytes); tree {tree}: {len(files)} entry files; "
+        f"{args.runs} interleaved runs (medians)"
+    )
     for label, value in med.items():
         print(f"  {label:<30} {value * 1000:8.1f} ms   min {min(times[label]) * 1000:8.1f} ms")
     ours, slim, kernels = med.values()

@@ -28,8 +28,10 @@ def digest(slot: int, start: int, end: int) -> None:
     digests[slot] = hashlib.sha256(data[start:end]).digest()
 
 
-threads = [threading.Thread(target=digest, args=(0, offset, half)),
-           threading.Thread(target=digest, args=(1, half, offset + size))]  # fmt: skip
+threads = [
+    threading.Thread(target=digest, args=(0, offset, half)),
+    threading.Thread(target=digest, args=(1, half, offset + size)),
+]
 for thread in threads:
     thread.start()
 src = os.open(source, os.O_RDONLY)

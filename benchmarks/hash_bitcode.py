@@ -1,6 +1,6 @@
 """Baseline for the verify benchmark: SHA-256 of the bitcode section as one block, nothing else.
 
-    python benchmarks/hash_bitcode.py FILE
+python benchmarks/hash_bitcode.py FILE
 """
 
 import hashlib

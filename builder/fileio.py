@@ -221,9 +221,12 @@ def _is_at(path: PathArg, output: PathArg, output_id: tuple[int, int] | None) ->
 
 
 def check_not_an_input(
-    output: PathArg, inputs: Iterable[PathArg | None], *, replaces_folder: bool = False,
+    output: PathArg,
+    inputs: Iterable[PathArg | None],
+    *,
+    replaces_folder: bool = False,
     hint: str = "",
-) -> None:  # fmt: skip
+) -> None:
     """``UsageError`` (exit 2, one line naming both) when writing ``output`` would write over
     one of ``inputs`` (paths the command reads; None and missing ones are skipped). With
     ``replaces_folder``, ``output`` is a folder replaced as a whole, so an input anywhere inside

@@ -48,9 +48,18 @@ __all__ = [
 ]
 
 _UNITS: dict[str, int] = {
-    "": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
-    "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-}  # fmt: skip
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
 _SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
 
 
@@ -90,9 +99,7 @@ class Bound:
         except (UsageError, ValueError):
             value = 0
         if value <= 0:
-            raise UsageError(
-                f"{self.variable}={text!r}: expected a positive number of {self.unit}"
-            )
+            raise UsageError(f"{self.variable}={text!r}: expected a positive number of {self.unit}")
         return value
 
     def exceeded(self, value: int) -> str:
@@ -121,12 +128,14 @@ def read_source(path: str | os.PathLike[str]) -> bytes:
     with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"{os.fspath(path)}: not a regular file; a kernel tree's sources "
-                             "must be files")  # fmt: skip
+            raise UsageError(
+                f"{os.fspath(path)}: not a regular file; a kernel tree's sources must be files"
+            )
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise UsageError(f"{os.fspath(path)}: {MAX_SOURCE.exceeded(limit)}")
     return data
+
 
 LARGEST_COUNT = 2**63 - 1
 """The largest byte count a saved report or manifest may state (a signed 64-bit file size); a

@@ -80,8 +80,10 @@ def _acquire(path: Path, what: str, wait: bool, on_wait: Callable[[str], None] |
                         "run again when it has finished (without --no-wait this run waits)"
                     ) from None
                 if on_wait is not None and not told:
-                    on_wait(f"waiting for another metallib-builder run{holder} to finish with "
-                            f"{what} ...")  # fmt: skip
+                    on_wait(
+                        f"waiting for another metallib-builder run{holder} to finish with "
+                        f"{what} ..."
+                    )
                     told = True
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError as exc:

@@ -68,8 +68,15 @@ UNIT_KINDS = ("catalog_family", "entry_file")
 discovered tree (compiled as it is)."""
 
 
-def _aot_unit(unit: PlannedUnit, kind: str, sources: Sequence[str], names: Sequence[str],
-              objects: Mapping[str, str], build_dir: Path, metallib: str) -> dict[str, Any]:  # fmt: skip
+def _aot_unit(
+    unit: PlannedUnit,
+    kind: str,
+    sources: Sequence[str],
+    names: Sequence[str],
+    objects: Mapping[str, str],
+    build_dir: Path,
+    metallib: str,
+) -> dict[str, Any]:
     """An AOT unit: its compiled sources (generated ones counted), their ``.air`` files."""
     generated = [s for s in sources if not _rel(s, build_dir).startswith("../")]
     return {
@@ -85,8 +92,15 @@ def _aot_unit(unit: PlannedUnit, kind: str, sources: Sequence[str], names: Seque
     }
 
 
-def _jit_unit(unit: PlannedUnit, kind: str, facts: Mapping[str, Any], names: Sequence[str],
-              embed_dir: Path, build_dir: Path, host_library: str | None) -> dict[str, Any]:  # fmt: skip
+def _jit_unit(
+    unit: PlannedUnit,
+    kind: str,
+    facts: Mapping[str, Any],
+    names: Sequence[str],
+    embed_dir: Path,
+    build_dir: Path,
+    host_library: str | None,
+) -> dict[str, Any]:
     """A JIT unit: the generated C++ source beside embed.json and what it stores."""
     entry_file = kind == "entry_file"
     cpp = embed_dir / f"{unit.name}.cpp"
@@ -96,16 +110,17 @@ def _jit_unit(unit: PlannedUnit, kind: str, facts: Mapping[str, Any], names: Seq
         "kind": kind,
         "mode": "jit",
         # an entry file: itself (its kernels' source); a catalog family: every header inlined
-        "sources": list(unit.sources) if entry_file
-        else [str(h) for h in facts.get("headers", [])],
+        "sources": list(unit.sources) if entry_file else [str(h) for h in facts.get("headers", [])],
         "generated_sources": [_rel(p, build_dir) for p in generated],
         "host_names": list(names),
-        "outputs": [*(_rel(p, build_dir) for p in generated),
-                    *([host_library] if host_library else [])],
+        "outputs": [
+            *(_rel(p, build_dir) for p in generated),
+            *([host_library] if host_library else []),
+        ],
         "generated_bytes": sum(p.stat().st_size for p in generated),
         "source_bytes": int(facts.get("source_bytes", 0)),
         "embedded_bytes": int(facts.get("embedded_bytes", 0)),
-    }  # fmt: skip
+    }
     if entry_file:
         out["preambles"] = list(unit.preambles)
     return out
@@ -149,11 +164,17 @@ def build_manifest(
     for unit in units:
         names = kernels.get(unit.name, ())
         if unit.mode == "aot" and metallib_rel is not None:
-            entries.append(_aot_unit(unit, kind, compiled.get(unit.name, []), names, objects,
-                                     build_dir, metallib_rel))  # fmt: skip
+            entries.append(
+                _aot_unit(
+                    unit, kind, compiled.get(unit.name, []), names, objects, build_dir, metallib_rel
+                )
+            )
         elif unit.mode == "jit" and embed_dir is not None:
-            entries.append(_jit_unit(unit, kind, facts.get(unit.name, {}), names, embed_dir,
-                                     build_dir, host_rel))  # fmt: skip
+            entries.append(
+                _jit_unit(
+                    unit, kind, facts.get(unit.name, {}), names, embed_dir, build_dir, host_rel
+                )
+            )
     return {
         "schema": SCHEMA,
         "generator": config.get("generator", "metallib-builder"),

@@ -162,9 +162,12 @@ def _failed(folder: PathArg, exc: OSError) -> OutputError:
 
 @contextmanager
 def replaced_folder(
-    folder: PathArg, *, marker: str, wait: bool = True,
+    folder: PathArg,
+    *,
+    marker: str,
+    wait: bool = True,
     on_wait: Callable[[str], None] | None = None,
-) -> Iterator[Path]:  # fmt: skip
+) -> Iterator[Path]:
     """A new empty folder to write ``folder``'s next content into; it replaces ``folder`` as a
     whole when the block succeeds (see the module docstring), and is removed when the block
     raises. ``folder``'s parents are created; through a symbolic link the folder it names is
@@ -175,8 +178,9 @@ def replaced_folder(
     if target.name in ("", ".", ".."):
         raise UsageError(f"{os.fspath(folder)}: cannot replace the root folder")
     make_dirs(target.parent)
-    with exclusive_lock(lock_path(target), what=f"output folder {os.fspath(folder)}", wait=wait,
-                        on_wait=on_wait):  # fmt: skip
+    with exclusive_lock(
+        lock_path(target), what=f"output folder {os.fspath(folder)}", wait=wait, on_wait=on_wait
+    ):
         try:
             _recover(target)
             _check_replaceable(folder, target, marker)
@@ -198,8 +202,10 @@ def replaced_folder(
             forget(staged)
             # Name the files where the user will look for them, not in the removed folder.
             if exc.args and isinstance(exc.args[0], str):
-                exc.args = (exc.args[0].replace(os.fspath(staged), os.fspath(folder)),
-                            *exc.args[1:])  # fmt: skip
+                exc.args = (
+                    exc.args[0].replace(os.fspath(staged), os.fspath(folder)),
+                    *exc.args[1:],
+                )
             raise
         except BaseException:
             _remove_tree(staged)

@@ -18,7 +18,9 @@ _PROJECT_NAME = 'name = "metallib-builder"'
 
 def _is_checkout(root: Path) -> bool:
     """``root`` is a source checkout of this project (not just any CMake project)."""
-    if not ((root / "metal_src" / "catalog.json").is_file() and (root / "CMakeLists.txt").is_file()):
+    if not (
+        (root / "metal_src" / "catalog.json").is_file() and (root / "CMakeLists.txt").is_file()
+    ):
         return False
     try:
         return _PROJECT_NAME in (root / "pyproject.toml").read_text(encoding="utf-8")

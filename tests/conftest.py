@@ -97,7 +97,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(autouse=True)
-def container_code(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def container_code(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
     """Which code reads containers in this test: ``native`` (the C extension, as installed) or
     ``python`` (extension off, in this process and in the CLI it starts, as
     ``METALLIB_BUILDER_NATIVE=0`` does for a user)."""
@@ -108,7 +110,6 @@ def container_code(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("METALLIB_BUILDER_NATIVE", "0")
     with disabled():
         yield code
-
 
 
 def _uncollected(config: pytest.Config, found: set[Path]) -> str | None:

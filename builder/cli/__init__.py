@@ -112,14 +112,23 @@ def _print_cmake_dir(ctx: click.Context, _param: click.Parameter, value: bool) -
     epilog="Run 'metallib-builder COMMAND --help' for a command's options and examples.",
 )
 @click.option(
-    "-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
     help="Show the version and whether the native container reader is in use, then exit.",
-)  # fmt: skip
+)
 @click.option(
-    "--cmake-dir", is_flag=True, expose_value=False, is_eager=True, callback=_print_cmake_dir,
+    "--cmake-dir",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_cmake_dir,
     help="Print the folder of the installed CMake package (MetallibBuilderConfig.cmake) for "
     "-DMetallibBuilder_DIR=..., then exit.",
-)  # fmt: skip
+)
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

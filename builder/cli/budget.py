@@ -14,19 +14,43 @@ _FORMATS = ("table", "json", "markdown")
 
 @click.command("budget")
 @click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
-              help="Output format (markdown: the step summary and PR comment).")  # fmt: skip
-@click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False), multiple=True,
-              metavar="FILE", help="Write to FILE (atomically) instead of stdout. Repeatable: "
-              "each file's format comes from its extension (.md .json .txt).")  # fmt: skip
-@click.option("--warn-only", is_flag=True,
-              help="Print the verdict (on stderr, naming every exceeded limit) but exit 0.")  # fmt: skip
-@click.option("--github-comment", is_flag=True,
-              help="Post the markdown as a pull-request comment, and edit that same comment on "
-                   "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-                   "GITHUB_EVENT_PATH; docs/ci-recipe.md).")  # fmt: skip
-def budget_command(budget_file: Path | None, fmt: str, outputs: tuple[str, ...],
-                   warn_only: bool, github_comment: bool) -> None:  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(_FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format (markdown: the step summary and PR comment).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "outputs",
+    type=click.Path(dir_okay=False),
+    multiple=True,
+    metavar="FILE",
+    help="Write to FILE (atomically) instead of stdout. Repeatable: "
+    "each file's format comes from its extension (.md .json .txt).",
+)
+@click.option(
+    "--warn-only",
+    is_flag=True,
+    help="Print the verdict (on stderr, naming every exceeded limit) but exit 0.",
+)
+@click.option(
+    "--github-comment",
+    is_flag=True,
+    help="Post the markdown as a pull-request comment, and edit that same comment on "
+    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
+    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
+)
+def budget_command(
+    budget_file: Path | None,
+    fmt: str,
+    outputs: tuple[str, ...],
+    warn_only: bool,
+    github_comment: bool,
+) -> None:
     """Check every size budget of the project: one row per limit, exit 1 if any is exceeded.
 
     BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
@@ -79,8 +103,7 @@ def budget_command(budget_file: Path | None, fmt: str, outputs: tuple[str, ...],
     publish(lambda: render("markdown", False), show.MARKER, pull_request)
     failed = show.failures(checks)
     if failed and warn_only:
-        click.echo("warning: budget exceeded (--warn-only: exit 0): " + "; ".join(failed),
-                   err=True)  # fmt: skip
+        click.echo("warning: budget exceeded (--warn-only: exit 0): " + "; ".join(failed), err=True)
     elif failed:
         raise CheckFailed("budget exceeded: " + "; ".join(failed))
     else:

@@ -30,42 +30,85 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 _BUILD_ONLY = [
-    click.option("--kernels", metavar="F,...",
-                 help="Kernel families to build (default: every family in the catalog)."),
+    click.option(
+        "--kernels",
+        metavar="F,...",
+        help="Kernel families to build (default: every family in the catalog).",
+    ),
     click.option("--dtypes", metavar="D,...", help="dtypes to instantiate (default: all)."),
-    click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path),
-                 default=Path("build"), show_default=True, help="Build directory."),
-    click.option("--metal-compiler", metavar="PATH", default=None,
-                 help="Metal compiler driver for AOT, which also links (default: "
-                      "$METAL_COMPILER, then xcrun -sdk SDK metal)."),
-    click.option("--metal-flags", multiple=True, metavar="FLAGS",
-                 help="Flags of every AOT compile, replacing the default -Wall -Wextra "
-                      "-fno-fast-math (split like a shell; repeatable; --metal-flags '' for "
-                      "none)."),
-    click.option("--std", metavar="STD", default=None,
-                 help="Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
-                      "macos-metal2.4 (default: [build] std of metallib.toml, else the "
-                      "compiler's)."),
-    click.option("--deployment-target", metavar="VERSION", default=None,
-                 help="OS version the AOT library targets: -mmacosx-version-min= (with --sdk "
-                      "iphoneos -mios-version-min=) on compile and link."),
-    click.option("--sdk", type=click.Choice(["macosx", "iphoneos", "iphonesimulator"]),
-                 default="macosx", show_default=True,
-                 help="xcrun SDK of the Metal compiler (and the deployment-target flag)."),
-    click.option("--chunk-size", type=click.IntRange(min=1), default=None,
-                 help="Mean instantiations per generated AOT source of a catalog tree "
-                      "(default 250)."),
+    click.option(
+        "--build-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("build"),
+        show_default=True,
+        help="Build directory.",
+    ),
+    click.option(
+        "--metal-compiler",
+        metavar="PATH",
+        default=None,
+        help="Metal compiler driver for AOT, which also links (default: "
+        "$METAL_COMPILER, then xcrun -sdk SDK metal).",
+    ),
+    click.option(
+        "--metal-flags",
+        multiple=True,
+        metavar="FLAGS",
+        help="Flags of every AOT compile, replacing the default -Wall -Wextra "
+        "-fno-fast-math (split like a shell; repeatable; --metal-flags '' for "
+        "none).",
+    ),
+    click.option(
+        "--std",
+        metavar="STD",
+        default=None,
+        help="Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
+        "macos-metal2.4 (default: [build] std of metallib.toml, else the "
+        "compiler's).",
+    ),
+    click.option(
+        "--deployment-target",
+        metavar="VERSION",
+        default=None,
+        help="OS version the AOT library targets: -mmacosx-version-min= (with --sdk "
+        "iphoneos -mios-version-min=) on compile and link.",
+    ),
+    click.option(
+        "--sdk",
+        type=click.Choice(["macosx", "iphoneos", "iphonesimulator"]),
+        default="macosx",
+        show_default=True,
+        help="xcrun SDK of the Metal compiler (and the deployment-target flag).",
+    ),
+    click.option(
+        "--chunk-size",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Mean instantiations per generated AOT source of a catalog tree (default 250).",
+    ),
     click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
-]  # fmt: skip
+]
 no_wait_option = click.option(
-    "--no-wait", is_flag=True,
+    "--no-wait",
+    is_flag=True,
     help="When another run is writing the same build folder (or variants OUTDIR), exit 2 at once "
-         "instead of waiting for it to finish.",
-)  # fmt: skip
+    "instead of waiting for it to finish.",
+)
 """Shared by ``build`` and ``variants`` (with or without --from: both lock what they write)."""
-BUILD_ONLY = ("kernels", "dtypes", "build_dir", "metal_compiler", "metal_flags", "std",
-              "deployment_target", "sdk", "chunk_size", "compress", "verbose")  # fmt: skip
+BUILD_ONLY = (
+    "kernels",
+    "dtypes",
+    "build_dir",
+    "metal_compiler",
+    "metal_flags",
+    "std",
+    "deployment_target",
+    "sdk",
+    "chunk_size",
+    "compress",
+    "verbose",
+)
 """Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
 
 
@@ -85,10 +128,14 @@ def build_request(**kw: Any) -> Any:
     return BuildRequest.from_options(kw)
 
 
-_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)", jobs_help=BUILD_JOBS)
+_tree_options = tree_options(
+    default="the bundled metal_src/ (a catalog tree)", jobs_help=BUILD_JOBS
+)
 
 
-@click.command("build", epilog="""\b
+@click.command(
+    "build",
+    epilog="""\b
 Examples:
   metallib-builder build --jit                       # bundled tree; no Metal compiler needed
   metallib-builder build --kernels unary,binary --dtypes float32,float16
@@ -97,11 +144,16 @@ Examples:
       --exclude fence.metal --exclude '*_nax.metal' --deployment-target 14.0
   metallib-builder build --source-dir kernels --jit  # [build] aot-only entry files stay AOT
   METAL_COMPILER=/path/to/metal metallib-builder build --metal-flags '-Wall -O3'
-""")
-@click.option("--jit/--no-jit", default=False, show_default=True,
-              help="JIT: embed the selected units' sources in the host library (a tree's entry "
-              "files named by [build] aot-only in metallib.toml stay AOT); no JIT: compile "
-              "them AOT into one metallib (needs the Metal compiler).")  # fmt: skip
+""",
+)
+@click.option(
+    "--jit/--no-jit",
+    default=False,
+    show_default=True,
+    help="JIT: embed the selected units' sources in the host library (a tree's entry "
+    "files named by [build] aot-only in metallib.toml stay AOT); no JIT: compile "
+    "them AOT into one metallib (needs the Metal compiler).",
+)
 @click.option(
     "--jit-kernels",
     metavar="F,...",
@@ -110,10 +162,15 @@ Examples:
 @_tree_options
 @no_wait_option
 @build_only_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True,
-              help="table for people; json (schema 1) for scripts: what report BUILD_DIR "
-                   "--format json prints.")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table for people; json (schema 1) for scripts: what report BUILD_DIR "
+    "--format json prints.",
+)
 def build_command(**kw: Any) -> None:
     """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.
 
@@ -127,9 +184,12 @@ def build_command(**kw: Any) -> None:
     from builder.console import stderr_console
 
     outcome = run_build(
-        build_request(**kw), jobs=kw["jobs"], console=stderr_console(), verbose=kw["verbose"],
+        build_request(**kw),
+        jobs=kw["jobs"],
+        console=stderr_console(),
+        verbose=kw["verbose"],
         wait=not kw["no_wait"],
-    )  # fmt: skip
+    )
     stderr_console().print(
         f"Built {outcome.request.build_dir} in {outcome.seconds:.1f} s "
         f"({outcome.edges_run} build steps)",

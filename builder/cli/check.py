@@ -22,19 +22,26 @@ _DIR = click.Path(file_okay=False, path_type=Path)
 
 _SELECTION_OPTIONS = [
     click.option(
-        "--source-dir", type=_DIR, default=None,
+        "--source-dir",
+        type=_DIR,
+        default=None,
         help="Kernel tree to use (a directory with catalog.json). Default: the bundled metal_src.",
     ),
     click.option(
-        "--kernels", "kernels", metavar="F,...", default=None,
+        "--kernels",
+        "kernels",
+        metavar="F,...",
+        default=None,
         help="Only these families, comma-separated (e.g. unary,binary). Default: all.",
     ),
     click.option(
-        "--dtypes", metavar="D,...", default=None,
+        "--dtypes",
+        metavar="D,...",
+        default=None,
         help="Only instantiations whose value dtypes are all listed (index dtypes are kept), "
         "e.g. float16,float32. Default: all.",
     ),
-]  # fmt: skip
+]
 
 
 def _selection(func: Any) -> Any:
@@ -73,20 +80,39 @@ Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++
 """,
 )
 @_selection
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Parallel compiler processes. Default: the number of CPUs.")  # fmt: skip
-@click.option("--compiler", metavar="CXX", default=None,
-              help="C++ compiler to use (default: $CXX, else g++, clang++, c++).")  # fmt: skip
-@click.option("--syntax-only", is_flag=True,
-              help="Stop after semantic analysis (-fsyntax-only): faster, still instantiates "
-              "every template.")  # fmt: skip
-@click.option("--jit/--no-jit", "jit", default=True,
-              help="Also compile each family's JIT source (its inlined preamble with the "
-              "instantiation lines appended). Default: --jit.")  # fmt: skip
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel compiler processes. Default: the number of CPUs.",
+)
+@click.option(
+    "--compiler",
+    metavar="CXX",
+    default=None,
+    help="C++ compiler to use (default: $CXX, else g++, clang++, c++).",
+)
+@click.option(
+    "--syntax-only",
+    is_flag=True,
+    help="Stop after semantic analysis (-fsyntax-only): faster, still instantiates every template.",
+)
+@click.option(
+    "--jit/--no-jit",
+    "jit",
+    default=True,
+    help="Also compile each family's JIT source (its inlined preamble with the "
+    "instantiation lines appended). Default: --jit.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     help="text: one line per problem (path:line:col) and a summary; json (schema 1) for scripts.",
-)  # fmt: skip
+)
 def check_command(
     source_dir: Path | None,
     kernels: str | None,
@@ -111,9 +137,15 @@ def check_command(
     err = Console(stderr=True)
     # A live bar on a terminal; one line per finished unit in logs (CI), where a bar is noise.
     progress = Progress(
-        TextColumn("check"), BarColumn(), MofNCompleteColumn(), TextColumn("instantiations"),
-        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
-    )  # fmt: skip
+        TextColumn("check"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("instantiations"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
     task = progress.add_task("check", total=None)
 
     def planned(units: list[CheckUnit]) -> None:
@@ -132,9 +164,16 @@ def check_command(
     extra = _jit_units(source_dir, split_names(kernels), split_names(dtypes)) if jit else []
     try:
         result = check_library(
-            source_dir, families=split_names(kernels), dtypes=split_names(dtypes), compiler=compiler,
-            jobs=jobs, syntax_only=syntax_only, extra_units=extra, on_plan=planned, on_done=done,
-        )  # fmt: skip
+            source_dir,
+            families=split_names(kernels),
+            dtypes=split_names(dtypes),
+            compiler=compiler,
+            jobs=jobs,
+            syntax_only=syntax_only,
+            extra_units=extra,
+            on_plan=planned,
+            on_done=done,
+        )
     finally:
         progress.stop()
     diagnostics = result.diagnostics

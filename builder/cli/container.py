@@ -40,13 +40,20 @@ Examples:
 )
 @click.argument("file", type=_FILE)
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
     help="table for people; json (schema 1) for scripts.",
-)  # fmt: skip
+)
 @click.option(
-    "--sort", type=click.Choice(["index", "name", "size"]), default="index", show_default=True,
+    "--sort",
+    type=click.Choice(["index", "name", "size"]),
+    default="index",
+    show_default=True,
     help="Order of the rows: file order, by name, or largest module first.",
-)  # fmt: skip
+)
 def list_command(file: Path, fmt: str, sort: str) -> None:
     """List the functions in a metallib with their type and sizes.
 
@@ -76,9 +83,13 @@ output), 2 the file is unreadable or not a metallib.
 )
 @click.argument("file", type=_FILE)
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     help="text for people; json (schema 1) for scripts.",
-)  # fmt: skip
+)
 def verify_command(file: Path, fmt: str) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
@@ -138,9 +149,12 @@ def _with_progress(work: Any, total: int) -> Any:
     from builder.console import stderr_console
 
     with Progress(
-        TextColumn("hashing modules"), BarColumn(), DownloadColumn(), console=stderr_console(),
+        TextColumn("hashing modules"),
+        BarColumn(),
+        DownloadColumn(),
+        console=stderr_console(),
         transient=True,
-    ) as bar:  # fmt: skip
+    ) as bar:
         task = bar.add_task("hash", total=total)
         return work(lambda done: bar.update(task, completed=done))
 
@@ -165,35 +179,53 @@ Examples:
     "--drop", multiple=True, metavar="GLOB", help="Drop functions matching GLOB (repeatable)."
 )
 @click.option(
-    "--keep-list", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    "--keep-list",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="A file of names or globs to keep, one per line ('#' starts a comment).",
-)  # fmt: skip
+)
 @click.option(
-    "--member", metavar="NAME", default=None,
+    "--member",
+    metavar="NAME",
+    default=None,
     help="Which metallib of a TARGET that holds several (a wheel member's path, as the error "
-         "listing them spells it).",
-)  # fmt: skip
+    "listing them spells it).",
+)
 @click.option(
-    "--platform", default=None,
+    "--platform",
+    default=None,
     help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
-)  # fmt: skip
+)
 @click.option(
-    "--in-place", is_flag=True,
+    "--in-place",
+    is_flag=True,
     help="Allow OUTPUT to be the same file as TARGET (a .metallib given by its path).",
-)  # fmt: skip
+)
 @click.option(
-    "--allow-hash-mismatch", is_flag=True,
+    "--allow-hash-mismatch",
+    is_flag=True,
     help="Copy kept functions whose module SHA-256 does not match their HASH tag (with a "
-         "warning) instead of refusing.",
-)  # fmt: skip
+    "warning) instead of refusing.",
+)
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     help="text for people; json (schema 1) for scripts.",
-)  # fmt: skip
+)
 def slim_command(
-    target: str, output: Path, keep: tuple[str, ...], drop: tuple[str, ...], keep_list: Path | None,
-    member: str | None, platform: str | None, in_place: bool, allow_hash_mismatch: bool, fmt: str,
-) -> None:  # fmt: skip
+    target: str,
+    output: Path,
+    keep: tuple[str, ...],
+    drop: tuple[str, ...],
+    keep_list: Path | None,
+    member: str | None,
+    platform: str | None,
+    in_place: bool,
+    allow_hash_mismatch: bool,
+    fmt: str,
+) -> None:
     """Write a metallib holding a subset of TARGET's functions.
 
     TARGET is a .metallib, a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and cached)
@@ -222,14 +254,21 @@ def slim_command(
     found = resolve_target(target, platform=platform, progress=lambda m: click.echo(m, err=True))
     library = one_metallib(target, found, member=member, command="slim")
     if in_place and library.kind != "metallib":
-        raise UsageError(f"--in-place rewrites a .metallib named by its path; {target} is not "
-                         "one (its metallib is read from a wheel or a build): give -o a new "
-                         "file")  # fmt: skip
+        raise UsageError(
+            f"--in-place rewrites a .metallib named by its path; {target} is not "
+            "one (its metallib is read from a wheel or a build): give -o a new "
+            "file"
+        )
     assert library.path is not None  # one_metallib refuses a library without one
     result = slim_file(
-        library.path, output, keep=keep, drop=drop, keep_list=listed, in_place=in_place,
+        library.path,
+        output,
+        keep=keep,
+        drop=drop,
+        keep_list=listed,
+        in_place=in_place,
         allow_hash_mismatch=allow_hash_mismatch,
-    )  # fmt: skip
+    )
     _slim_warnings(result, keep_list)
     if fmt == "json":
         _emit_json(
@@ -269,14 +308,16 @@ def _slim_warnings(result: Any, keep_list: Path | None) -> None:
         shown = ", ".join(repr(p) for p in missing[:5]) + (" ..." if len(missing) > 5 else "")
         click.echo(
             f"warning: {keep_list}: {len(missing)} line(s) match no function in {result.input}: "
-            f"{shown}", err=True,
-        )  # fmt: skip
+            f"{shown}",
+            err=True,
+        )
     bad = result.hash_mismatches
     if bad:
         click.echo(
             f"warning: copied {len(bad)} function(s) whose module SHA-256 does not match its "
-            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}", err=True,
-        )  # fmt: skip
+            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}",
+            err=True,
+        )
 
 
 def _human(size: int) -> str:

@@ -53,9 +53,12 @@ Examples:
     help="The C++ source to write (atomically; left untouched when unchanged).",
 )
 @click.option(
-    "--namespace", default="metal_jit", show_default=True, metavar="NS",
+    "--namespace",
+    default="metal_jit",
+    show_default=True,
+    metavar="NS",
     help="C++ namespace of the generated functions (nested names like a::b allowed).",
-)  # fmt: skip
+)
 @click.option(
     "--api",
     type=click.Choice(["string", "cstring"]),
@@ -108,10 +111,16 @@ def embed_command(
     from builder.jit.generate import write_embed
 
     changed, preambles = write_embed(
-        headers, include_dirs, output, defines, namespace,
-        strip=strip_comments, api=api, depfile=depfile,
+        headers,
+        include_dirs,
+        output,
+        defines,
+        namespace,
+        strip=strip_comments,
+        api=api,
+        depfile=depfile,
         allow_outside_includes=allow_outside_includes,
-    )  # fmt: skip
+    )
     files = len({f for p in preambles for f in p.files})
     click.echo(
         f"embed: {len(preambles)} preamble(s) from {files} file(s), "

@@ -16,24 +16,61 @@ _FORMATS = ("table", "json", "html")
 
 @click.command("history")
 @click.argument("targets", nargs=-1, required=True)
-@click.option("--by", type=click.Choice(BY_CHOICES), default="kernel", show_default=True,
-              help="What the groups are; source: each function's entry file, from a build folder's "
-                   "manifest or from the kernel tree given with --source-dir.")  # fmt: skip
-@click.option("--top", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Groups shown per target, the largest at any point (0 = all).")  # fmt: skip
-@click.option("--download", is_flag=True,
-              help="Add the download size: each library as a wheel stores it (zlib level 6, "
-                   "modelled as report --download does; docs/download-size.md).")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
-              help="Output format (html: a self-contained page with line charts).")  # fmt: skip
-@click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False), multiple=True,
-              metavar="FILE", help="Write to FILE (atomically) instead of stdout. Repeatable: "
-              "each file's format comes from its extension (.html .json .txt).")  # fmt: skip
-@click.option("--platform", default=None,
-              help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].")
+@click.option(
+    "--by",
+    type=click.Choice(BY_CHOICES),
+    default="kernel",
+    show_default=True,
+    help="What the groups are; source: each function's entry file, from a build folder's "
+    "manifest or from the kernel tree given with --source-dir.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Groups shown per target, the largest at any point (0 = all).",
+)
+@click.option(
+    "--download",
+    is_flag=True,
+    help="Add the download size: each library as a wheel stores it (zlib level 6, "
+    "modelled as report --download does; docs/download-size.md).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(_FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format (html: a self-contained page with line charts).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "outputs",
+    type=click.Path(dir_okay=False),
+    multiple=True,
+    metavar="FILE",
+    help="Write to FILE (atomically) instead of stdout. Repeatable: "
+    "each file's format comes from its extension (.html .json .txt).",
+)
+@click.option(
+    "--platform",
+    default=None,
+    help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].",
+)
 @tree_options
-def history_command(targets: tuple[str, ...], by: str, top: int, download: bool, fmt: str,
-                    outputs: tuple[str, ...], platform: str | None, **tree: Any) -> None:  # fmt: skip
+def history_command(
+    targets: tuple[str, ...],
+    by: str,
+    top: int,
+    download: bool,
+    fmt: str,
+    outputs: tuple[str, ...],
+    platform: str | None,
+    **tree: Any,
+) -> None:
     """Show how a library's size changed over releases or builds, in the order given.
 
     Each TARGET is measured as 'report' measures it (a .metallib, .whl, PACKAGE==VERSION, saved
@@ -59,9 +96,14 @@ def history_command(targets: tuple[str, ...], by: str, top: int, download: bool,
 
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = tree_sources(by, tree)
-    points = measure_history(targets, by=by, platform=platform, download=download,
-                             sources=sources,
-                             progress=lambda line: click.echo(line, err=True))  # fmt: skip
+    points = measure_history(
+        targets,
+        by=by,
+        platform=platform,
+        download=download,
+        sources=sources,
+        progress=lambda line: click.echo(line, err=True),
+    )
     shown = top_groups(points, top or None)
 
     def render(kind: str, to_stdout: bool) -> str:

@@ -21,14 +21,12 @@ from builder.kernels.catalog import split_names
 __all__ = ["emit_json", "kernels_command"]
 
 
-
 def emit_json(document: dict[str, Any]) -> None:
     """One compact JSON document on stdout (``kernels`` and ``check`` machine output)."""
     # No cycle check: documents are plain trees, and tens of thousands of kernels encode ~25%
     # faster without it.
     text = dumps(document, separators=(",", ":"), check_circular=False)
     sys.stdout.write(text + "\n")
-
 
 
 @click.command(
@@ -50,20 +48,29 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
 )
 @tree_options(default="the bundled metal_src")
 @click.option(
-    "--kernels", "kernels", metavar="F,...", default=None,
+    "--kernels",
+    "kernels",
+    metavar="F,...",
+    default=None,
     help="Catalog trees only: these families, comma-separated (e.g. unary,binary).",
-)  # fmt: skip
+)
 @click.option(
-    "--dtypes", metavar="D,...", default=None,
+    "--dtypes",
+    metavar="D,...",
+    default=None,
     help="Catalog trees only: instantiations whose value dtypes are all listed (index dtypes are "
     "kept), e.g. float16,float32.",
-)  # fmt: skip
+)
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
     help="table: per family (catalog) or per entry file (discovered) with counts, then the "
     "run-time-only kernel templates; json (schema 1): also every kernel with name, source, "
     "template and args, and runtime_only.",
-)  # fmt: skip
+)
 def kernels_command(
     source_dir: Path | None,
     include_dirs: tuple[Path, ...],
@@ -88,9 +95,13 @@ def kernels_command(
         from builder.cli.tree_options import load_tree_with_progress
 
         tree = load_tree_with_progress(
-            source_dir, include_dirs=include_dirs, defines=defines, exclude=exclude,
-            config_file=config_file, jobs=jobs,
-        )  # fmt: skip
+            source_dir,
+            include_dirs=include_dirs,
+            defines=defines,
+            exclude=exclude,
+            config_file=config_file,
+            jobs=jobs,
+        )
         if fmt == "json":
             emit_json({"schema": 1, **tree.to_json()})
         else:
@@ -146,9 +157,12 @@ def _discovered_table(tree: Any) -> None:
 
 
 def _catalog_listing(
-    source_dir: Path | None, config_file: Path | None, kernels: str | None, dtypes: str | None,
+    source_dir: Path | None,
+    config_file: Path | None,
+    kernels: str | None,
+    dtypes: str | None,
     fmt: str,
-) -> None:  # fmt: skip
+) -> None:
     from builder.kernels import load_catalog
     from builder.kernels.discovery import catalog_tree
     from builder.kernels.tree_config import find_config
@@ -207,18 +221,28 @@ def _catalog_listing(
 
     from builder.render.markup import rich_text  # catalog.json is the tree's, as untrusted
 
-    table = Table(title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations",
-                  title_justify="left")  # fmt: skip
-    for column, justify in [("family", "left"), ("form", "left"), ("template", "left"),
-                            ("ops", "right"), ("instantiations", "right")]:  # fmt: skip
+    table = Table(
+        title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations", title_justify="left"
+    )
+    for column, justify in [
+        ("family", "left"),
+        ("form", "left"),
+        ("template", "left"),
+        ("ops", "right"),
+        ("instantiations", "right"),
+    ]:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for family in families:
         n_ops = str(len(family.ops)) if family.ops else "-"
         for form in family.forms:
             if (family.name, form.name) in counts:
-                table.add_row(rich_text(family.name), rich_text(form.name),
-                              rich_text(form.template), n_ops,
-                              str(counts[(family.name, form.name)]))  # fmt: skip
+                table.add_row(
+                    rich_text(family.name),
+                    rich_text(form.name),
+                    rich_text(form.template),
+                    n_ops,
+                    str(counts[(family.name, form.name)]),
+                )
         table.add_section()
     table.add_row("total", "", "", "", str(len(items)))
     Console(soft_wrap=True).print(table)

@@ -28,8 +28,9 @@ def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> lis
     from builder.publish.outputs import plan_outputs
 
     source = click.get_current_context().get_parameter_source("fmt")
-    return plan_outputs(outputs, fmt, explicit=source is not click.core.ParameterSource.DEFAULT,
-                        formats=formats)  # fmt: skip
+    return plan_outputs(
+        outputs, fmt, explicit=source is not click.core.ParameterSource.DEFAULT, formats=formats
+    )
 
 
 def pull_request_for(wanted: bool) -> PullRequest | None:

@@ -27,34 +27,64 @@ _FORMATS = ("table", "json", "csv", "markdown", "html")
 
 def _common(func: Any) -> Any:
     options = [
-        click.option("--by", default="kernel", show_default=True, callback=_by_keys,
-                     metavar="KEY[,KEY]",
-                     help=f"Group bytes by kernel family, dtype, source file (from a build "
-                          f"manifest, or from the kernel tree given with --source-dir) or "
-                          f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-                          f"splits each source file's bytes by dtype (report only)."),
-        click.option("--rules", type=click.Path(dir_okay=False), default=None,
-                     help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
-                          "(default: the build manifest, else built-in MLX rules, else generic)."),
-        click.option("--top", type=int, default=None,
-                     help="Show the N largest groups and fold the rest into one row "
-                          "(default 20 for table/markdown, all for csv/json; 0 = all)."),
-        click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table",
-                     show_default=True, help="Output format (JSON and CSV for machines; html: a "
-                                             "self-contained treemap page, see docs/html-report.md)."),
-        click.option("-o", "--output", "outputs", type=click.Path(dir_okay=False),
-                     multiple=True, metavar="FILE",
-                     help="Write to FILE (atomically) instead of stdout. Repeatable: each file's "
-                          "format comes from its extension (.md .html .json .csv .txt)."),
-        click.option("--platform", default=None,
-                     help="Wheel platform for PACKAGE==VERSION targets "
-                          "[default: macosx_14_0_arm64]."),
-        click.option("--download", is_flag=True,
-                     help="Add download bytes: each function's and group's share of the library "
-                          "compressed as a wheel stores it (zlib 6, modelled on both cores; "
-                          "docs/download-size.md). A wheel also lists its files with their real "
-                          "compressed sizes, and the model's error against its metallib member."),
-    ]  # fmt: skip
+        click.option(
+            "--by",
+            default="kernel",
+            show_default=True,
+            callback=_by_keys,
+            metavar="KEY[,KEY]",
+            help=f"Group bytes by kernel family, dtype, source file (from a build "
+            f"manifest, or from the kernel tree given with --source-dir) or "
+            f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
+            f"splits each source file's bytes by dtype (report only).",
+        ),
+        click.option(
+            "--rules",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
+            "(default: the build manifest, else built-in MLX rules, else generic).",
+        ),
+        click.option(
+            "--top",
+            type=int,
+            default=None,
+            help="Show the N largest groups and fold the rest into one row "
+            "(default 20 for table/markdown, all for csv/json; 0 = all).",
+        ),
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(_FORMATS),
+            default="table",
+            show_default=True,
+            help="Output format (JSON and CSV for machines; html: a "
+            "self-contained treemap page, see docs/html-report.md).",
+        ),
+        click.option(
+            "-o",
+            "--output",
+            "outputs",
+            type=click.Path(dir_okay=False),
+            multiple=True,
+            metavar="FILE",
+            help="Write to FILE (atomically) instead of stdout. Repeatable: each file's "
+            "format comes from its extension (.md .html .json .csv .txt).",
+        ),
+        click.option(
+            "--platform",
+            default=None,
+            help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].",
+        ),
+        click.option(
+            "--download",
+            is_flag=True,
+            help="Add download bytes: each function's and group's share of the library "
+            "compressed as a wheel stores it (zlib 6, modelled on both cores; "
+            "docs/download-size.md). A wheel also lists its files with their real "
+            "compressed sizes, and the model's error against its metallib member.",
+        ),
+    ]
     func = tree_options(func)
     for option in reversed(options):
         func = option(func)
@@ -68,8 +98,9 @@ def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return ",".join(parse_by(value))
 
 
-def _check_output(outputs: Sequence[str], targets: Sequence[str], rules: str | None,
-                  tree: dict[str, Any]) -> None:  # fmt: skip
+def _check_output(
+    outputs: Sequence[str], targets: Sequence[str], rules: str | None, tree: dict[str, Any]
+) -> None:
     """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
     a path, the rule file, the kernel tree's settings file (``builder.fileio.check_not_an_input``)."""
     from builder.fileio import check_not_an_input
@@ -96,8 +127,14 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _load(target: str, by: str, rules_path: str | None, platform: str | None,
-          sources: Any = None, download: bool = False) -> list[Any]:  # fmt: skip
+def _load(
+    target: str,
+    by: str,
+    rules_path: str | None,
+    platform: str | None,
+    sources: Any = None,
+    download: bool = False,
+) -> list[Any]:
     from builder.size.load import load_reports
 
     rules = None
@@ -106,11 +143,21 @@ def _load(target: str, by: str, rules_path: str | None, platform: str | None,
 
         rules = load_rules(rules_path)
     with _gc_paused():
-        reports = load_reports(target, by=by, rules=rules, platform=platform, progress=_progress,
-                               sources=sources, download=download)  # fmt: skip
+        reports = load_reports(
+            target,
+            by=by,
+            rules=rules,
+            platform=platform,
+            progress=_progress,
+            sources=sources,
+            download=download,
+        )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
-        click.echo(f"note: {target}: kernel families come from its build manifest; --rules "
-                   "is not used for it", err=True)  # fmt: skip
+        click.echo(
+            f"note: {target}: kernel families come from its build manifest; --rules "
+            "is not used for it",
+            err=True,
+        )
     if sources is not None:
         _warn_unattributed(reports, sources.origin)
     return reports
@@ -133,8 +180,9 @@ def _warn_unattributed(reports: list[Any], origin: str) -> None:
                 f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
                 f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
                 f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude)?", err=True,
-            )  # fmt: skip
+                "--exclude)?",
+                err=True,
+            )
 
 
 @contextmanager
@@ -267,18 +315,26 @@ def _color() -> bool:
 @click.argument("base")
 @click.argument("head")
 @_common
-@click.option("--max-growth", default=None, metavar="N",
-              help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
-                   "suffixes, or N% of base. Counts everything shipped: a build's JIT host "
-                   "library too.")  # fmt: skip
+@click.option(
+    "--max-growth",
+    default=None,
+    metavar="N",
+    help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
+    "suffixes, or N% of base. Counts everything shipped: a build's JIT host "
+    "library too.",
+)
 @click.option(
     "--max-size",
     default=None,
     metavar="N",
     help="Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
 )
-@click.option("--max-total-size", default=None, metavar="N",
-              help="Fail when head's metallib plus its JIT host library is larger than N.")  # fmt: skip
+@click.option(
+    "--max-total-size",
+    default=None,
+    metavar="N",
+    help="Fail when head's metallib plus its JIT host library is larger than N.",
+)
 @click.option(
     "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
 )
@@ -287,15 +343,26 @@ def _color() -> bool:
     is_flag=True,
     help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
 )
-@click.option("--github-comment", is_flag=True,
-              help="Post the markdown as a pull-request comment, and edit that same comment on "
-                   "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-                   "GITHUB_EVENT_PATH; docs/ci-recipe.md).")  # fmt: skip
-@click.option("--max-download-growth", default=None, metavar="N",
-              help="Fail when head's modelled download (as --download) is more than N larger "
-                   "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.")  # fmt: skip
-@click.option("--max-download-size", default=None, metavar="N",
-              help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).")
+@click.option(
+    "--github-comment",
+    is_flag=True,
+    help="Post the markdown as a pull-request comment, and edit that same comment on "
+    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
+    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
+)
+@click.option(
+    "--max-download-growth",
+    default=None,
+    metavar="N",
+    help="Fail when head's modelled download (as --download) is more than N larger "
+    "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
+)
+@click.option(
+    "--max-download-size",
+    default=None,
+    metavar="N",
+    help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
+)
 def compare_command(
     base: str,
     head: str,
@@ -348,18 +415,24 @@ def compare_command(
         max_download_growth=_gate_growth("--max-download-growth", max_download_growth),
         max_download_size=_gate_size("--max-download-size", max_download_size),
     )
-    download = download or gates.max_download_growth is not None or gates.max_download_size is not None
+    download = (
+        download or gates.max_download_growth is not None or gates.max_download_size is not None
+    )
     if "," in by:
         from builder.errors import UsageError
 
-        raise UsageError(f"compare groups by one key, not --by {by}: nested groups are shown by "
-                         f"'report --by {by}' (run it on each side)")  # fmt: skip
+        raise UsageError(
+            f"compare groups by one key, not --by {by}: nested groups are shown by "
+            f"'report --by {by}' (run it on each side)"
+        )
     _check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
-    loaded = (_load(base, by, rules, platform, sources, download),
-              _load(head, by, rules, platform, sources, download))  # fmt: skip
+    loaded = (
+        _load(base, by, rules, platform, sources, download),
+        _load(head, by, rules, platform, sources, download),
+    )
     pairs = pair_reports(*loaded)
     failed: list[str] = []
     evaluated = []
@@ -388,18 +461,23 @@ def compare_command(
             return compare_html(evaluated)
         from builder.render.tables import compare_table
 
-        return "".join(compare_table(c, r, _top(top, kind), color=_color() and terminal,
-                                     width=_width(terminal)) for c, r in evaluated)  # fmt: skip
+        return "".join(
+            compare_table(
+                c, r, _top(top, kind), color=_color() and terminal, width=_width(terminal)
+            )
+            for c, r in evaluated
+        )
 
     write_outputs(plan, render, [*_measured_files(loaded[0]), *_measured_files(loaded[1])])
     from builder.render.pr_comment import MARKER
 
     publish(lambda: render("markdown", False), MARKER, pull_request)
     if failed and warn_only:
-        click.echo("warning: size gate failed (--warn-only: exit 0): " + visible("; ".join(failed)),
-                   err=True)  # fmt: skip
+        click.echo(
+            "warning: size gate failed (--warn-only: exit 0): " + visible("; ".join(failed)),
+            err=True,
+        )
     elif failed:
         raise CheckFailed("size gate failed: " + "; ".join(failed))
     elif gates != Gates():
         click.echo("size gates passed", err=True)
-

@@ -23,25 +23,39 @@ _SOURCE_DIR_HELP = (
 )
 _OPTIONS = [
     click.option(
-        "-I", "--include-dir", "include_dirs", multiple=True, type=click.Path(path_type=Path),
-        metavar="DIR", help="Folder searched for quoted includes (repeatable); before the ones "
-        "in metallib.toml.",
+        "-I",
+        "--include-dir",
+        "include_dirs",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        metavar="DIR",
+        help="Folder searched for quoted includes (repeatable); before the ones in metallib.toml.",
     ),
     click.option(
-        "-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
+        "-D",
+        "--define",
+        "defines",
+        multiple=True,
+        metavar="NAME[=VALUE]",
         help="Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
         "predefined macros, e.g. -D __METAL_VERSION__=320.",
     ),
     click.option(
-        "--exclude", multiple=True, metavar="GLOB",
+        "--exclude",
+        multiple=True,
+        metavar="GLOB",
         help="Skip entry files whose path relative to --source-dir matches (repeatable; "
         "fnmatch, '*' also crosses '/').",
     ),
     click.option(
-        "--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        metavar="FILE", help="Settings file to use instead of DIR/metallib.toml.",
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="Settings file to use instead of DIR/metallib.toml.",
     ),
-]  # fmt: skip
+]
 _PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPUs."
 BUILD_JOBS = (
     "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs)."
@@ -92,9 +106,13 @@ def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     progress = Progress(
-        TextColumn("preprocess"), BarColumn(), MofNCompleteColumn(), TextColumn("entry files"),
-        console=Console(stderr=True), transient=True,
-    )  # fmt: skip
+        TextColumn("preprocess"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("entry files"),
+        console=Console(stderr=True),
+        transient=True,
+    )
     task = progress.add_task("preprocess", total=None)
 
     def advance(done: int, total: int, _entry: str) -> None:
@@ -114,19 +132,25 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
     source_dir = tree.pop("source_dir")
     if source_dir is None:
         if any(tree.values()):
-            raise UsageError("-I, -D, --exclude, --config and -j describe a kernel tree; "
-                             "name it with --source-dir")  # fmt: skip
+            raise UsageError(
+                "-I, -D, --exclude, --config and -j describe a kernel tree; "
+                "name it with --source-dir"
+            )
         return by, None
     ctx = click.get_current_context()
     if ctx.get_parameter_source("by") is click.core.ParameterSource.DEFAULT:
         by = "source"
     elif "source" not in by.split(","):
-        raise UsageError(f"--source-dir attributes functions to entry files; it goes with "
-                         f"--by source, not --by {by}")  # fmt: skip
+        raise UsageError(
+            f"--source-dir attributes functions to entry files; it goes with "
+            f"--by source, not --by {by}"
+        )
     from builder.size.grouping import Sources
 
     found = load_tree_with_progress(source_dir, **tree)
-    click.echo(f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
-               f"{len(found.sources):,} {'entry files' if found.kind == 'discovered' else 'family headers'}",
-               err=True)  # fmt: skip
+    click.echo(
+        f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
+        f"{len(found.sources):,} {'entry files' if found.kind == 'discovered' else 'family headers'}",
+        err=True,
+    )
     return by, Sources(found.source_of(), f"discovery:{found.root}")

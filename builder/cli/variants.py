@@ -26,8 +26,19 @@ __all__ = ["variants_command"]
 
 _FORMATS = ("table", "json", "markdown", "html")
 RUN_FILE = "variants.json"
-_FROM_ONLY = ("include_dirs", "defines", "exclude", "config_file", "aot", "jit", "budget", "outdir",
-              "platform", "budget_of", "download")  # fmt: skip
+_FROM_ONLY = (
+    "include_dirs",
+    "defines",
+    "exclude",
+    "config_file",
+    "aot",
+    "jit",
+    "budget",
+    "outdir",
+    "platform",
+    "budget_of",
+    "download",
+)
 _BUILT_FORMATS = ("table", "json")
 """What ``variants`` without --from prints (one table of the builds, or its JSON)."""
 
@@ -48,45 +59,86 @@ Examples:
 def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
     """The options among ``names`` given on the command line, as spelled in --help."""
     default = click.core.ParameterSource.DEFAULT
-    return [max(p.opts, key=len) for p in ctx.command.params
-            if p.name in names and ctx.get_parameter_source(p.name) != default]  # fmt: skip
+    return [
+        max(p.opts, key=len)
+        for p in ctx.command.params
+        if p.name in names and ctx.get_parameter_source(p.name) != default
+    ]
 
 
 @click.command("variants", epilog=_EPILOG)
-@click.option("--from", "from_target", metavar="TARGET", default=None,
-              help="Write the variants as subsets of this library (.metallib, .whl, "
-                   "PACKAGE==VERSION, build folder) instead of building them; needs "
-                   "--source-dir and -o.")  # fmt: skip
-@tree_options(jobs_help="Without --from: Ninja's parallel jobs (default: Ninja's choice); "
-                        "with --from: entry files preprocessed at once (default: the number of "
-                        "CPUs).")
-@click.option("--aot", multiple=True, metavar="GLOBS",
-              help="With --from: a variant with these entry files AOT (comma-separated globs, "
-                   "relative to --source-dir) and every other one JIT; repeatable, one variant "
-                   "each.")  # fmt: skip
-@click.option("--jit", multiple=True, metavar="GLOBS",
-              help="With --from: a variant with these entry files JIT and the rest AOT; "
-                   "repeatable, one variant each.")  # fmt: skip
-@click.option("--budget", metavar="SIZE", default=None,
-              help="With --from: add the variant 'planned' whose metallib is at most SIZE (bytes, "
-                   "or KB/MB/KiB/MiB) with the fewest kernels compiled at run time; exit 1 when "
-                   "no split reaches it.")  # fmt: skip
-@click.option("--budget-of", type=click.Choice(("metallib", "download")), default="metallib",
-              show_default=True,
-              help="With --budget: what must fit. metallib: the file's bytes (exact); download: "
-                   "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
-                   "compressed, planned on estimates and measured on the planned split.")  # fmt: skip
-@click.option("--download", is_flag=True,
-              help="With --from: also measure each variant's metallib as a wheel stores it (zlib "
-                   "6, modelled; one compression pass per variant) and its total download "
-                   "(docs/download-size.md). --budget-of download implies it.")  # fmt: skip
-@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
-                                 "jit_sources.cpp, replaced as a whole when the run succeeds: a "
-                                 "new or empty folder, or an earlier run's.")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="table", show_default=True,
-              help="Output on stdout: table or json (schema 1); with --from also markdown or "
-                   "html (one self-contained page).")  # fmt: skip
+@click.option(
+    "--from",
+    "from_target",
+    metavar="TARGET",
+    default=None,
+    help="Write the variants as subsets of this library (.metallib, .whl, "
+    "PACKAGE==VERSION, build folder) instead of building them; needs "
+    "--source-dir and -o.",
+)
+@tree_options(
+    jobs_help="Without --from: Ninja's parallel jobs (default: Ninja's choice); "
+    "with --from: entry files preprocessed at once (default: the number of "
+    "CPUs)."
+)
+@click.option(
+    "--aot",
+    multiple=True,
+    metavar="GLOBS",
+    help="With --from: a variant with these entry files AOT (comma-separated globs, "
+    "relative to --source-dir) and every other one JIT; repeatable, one variant "
+    "each.",
+)
+@click.option(
+    "--jit",
+    multiple=True,
+    metavar="GLOBS",
+    help="With --from: a variant with these entry files JIT and the rest AOT; "
+    "repeatable, one variant each.",
+)
+@click.option(
+    "--budget",
+    metavar="SIZE",
+    default=None,
+    help="With --from: add the variant 'planned' whose metallib is at most SIZE (bytes, "
+    "or KB/MB/KiB/MiB) with the fewest kernels compiled at run time; exit 1 when "
+    "no split reaches it.",
+)
+@click.option(
+    "--budget-of",
+    type=click.Choice(("metallib", "download")),
+    default="metallib",
+    show_default=True,
+    help="With --budget: what must fit. metallib: the file's bytes (exact); download: "
+    "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
+    "compressed, planned on estimates and measured on the planned split.",
+)
+@click.option(
+    "--download",
+    is_flag=True,
+    help="With --from: also measure each variant's metallib as a wheel stores it (zlib "
+    "6, modelled; one compression pass per variant) and its total download "
+    "(docs/download-size.md). --budget-of download implies it.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "outdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
+    "jit_sources.cpp, replaced as a whole when the run succeeds: a "
+    "new or empty folder, or an earlier run's.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(_FORMATS),
+    default="table",
+    show_default=True,
+    help="Output on stdout: table or json (schema 1); with --from also markdown or "
+    "html (one self-contained page).",
+)
 @click.option(
     "--platform",
     default=None,
@@ -132,14 +184,17 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
         if stray:
             raise UsageError(f"{', '.join(stray)} only go with --from TARGET")
         if kw["fmt"] not in _BUILT_FORMATS:
-            raise UsageError(f"--format {kw['fmt']} only goes with --from TARGET; building "
-                             "prints table or json")  # fmt: skip
+            raise UsageError(
+                f"--format {kw['fmt']} only goes with --from TARGET; building prints table or json"
+            )
         _build(**kw)
         return
     stray = _given(ctx, BUILD_ONLY)
     if stray:
-        raise UsageError(f"{', '.join(stray)} are build options; --from writes subsets of a "
-                         "library and builds nothing")  # fmt: skip
+        raise UsageError(
+            f"{', '.join(stray)} are build options; --from writes subsets of a "
+            "library and builds nothing"
+        )
     _from(from_target, **kw)
 
 
@@ -154,9 +209,13 @@ def _build(**kw: Any) -> None:
         raise UsageError(f"--source-dir {source_dir}: not a folder")
     request = build_request(**kw)
     results = build_variants(
-        request, request.build_dir, jobs=kw["jobs"], console=stderr_console(),
-        verbose=kw["verbose"], wait=not kw["no_wait"],
-    )  # fmt: skip
+        request,
+        request.build_dir,
+        jobs=kw["jobs"],
+        console=stderr_console(),
+        verbose=kw["verbose"],
+        wait=not kw["no_wait"],
+    )
     if kw["fmt"] == "json":
         click.echo(dumps(variants_to_dict(results), indent=1))
     else:
@@ -176,8 +235,9 @@ def _from(target: str, **kw: Any) -> None:
     from builder.subsets.variants import make_variants
 
     if kw["source_dir"] is None:
-        raise UsageError("variants --from needs --source-dir: the kernel tree the library was "
-                         "built from")  # fmt: skip
+        raise UsageError(
+            "variants --from needs --source-dir: the kernel tree the library was built from"
+        )
     outdir = kw["outdir"]
     if outdir is None:
         raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
@@ -187,21 +247,39 @@ def _from(target: str, **kw: Any) -> None:
     if budget is None and _given(click.get_current_context(), ["budget_of"]):
         raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
     source_dir = kw["source_dir"]
-    check_not_an_input(outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]],
-                       replaces_folder=True)  # fmt: skip
+    check_not_an_input(
+        outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]], replaces_folder=True
+    )
     tree = load_tree_with_progress(
-        source_dir, include_dirs=kw["include_dirs"], defines=kw["defines"],
-        exclude=kw["exclude"], config_file=kw["config_file"], jobs=kw["jobs"],
-    )  # fmt: skip
+        source_dir,
+        include_dirs=kw["include_dirs"],
+        defines=kw["defines"],
+        exclude=kw["exclude"],
+        config_file=kw["config_file"],
+        jobs=kw["jobs"],
+    )
     terminal = sys.stderr.isatty()
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
     # failed or killed run leaves the previous one (builder.output_folder).
-    with replaced_folder(outdir, marker=RUN_FILE, wait=not kw["no_wait"],
-                         on_wait=lambda line: click.echo(line, err=True)) as staged:  # fmt: skip
-        written = make_variants(target, tree, staged, aot=kw["aot"], jit=kw["jit"], budget=budget,
-                                platform=kw["platform"], progress=progress,
-                                budget_of=kw["budget_of"], download=kw["download"])  # fmt: skip
+    with replaced_folder(
+        outdir,
+        marker=RUN_FILE,
+        wait=not kw["no_wait"],
+        on_wait=lambda line: click.echo(line, err=True),
+    ) as staged:
+        written = make_variants(
+            target,
+            tree,
+            staged,
+            aot=kw["aot"],
+            jit=kw["jit"],
+            budget=budget,
+            platform=kw["platform"],
+            progress=progress,
+            budget_of=kw["budget_of"],
+            download=kw["download"],
+        )
         run = moved(written, outdir)
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote

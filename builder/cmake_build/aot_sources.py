@@ -89,9 +89,12 @@ def _stem(first: str, family: str, taken: set[str]) -> str:
 
 
 def chunk_family(
-    catalog: Catalog, spec: FamilySpec, items: Sequence[Instantiation], chunk_size: int,
+    catalog: Catalog,
+    spec: FamilySpec,
+    items: Sequence[Instantiation],
+    chunk_size: int,
     taken: set[str] | None = None,
-) -> list[Chunk]:  # fmt: skip
+) -> list[Chunk]:
     """The generated sources of one family (``items`` are its selected instantiations)."""
     if chunk_size < 1:
         raise UsageError(f"chunk size must be at least 1, got {chunk_size}")
@@ -102,8 +105,9 @@ def chunk_family(
     for inst in _order(catalog, spec, items):
         current.append(inst)
         if _cuts_after(inst.host_name, chunk_size) or len(current) >= limit:
-            chunks.append(Chunk(spec.name, _stem(current[0].host_name, spec.name, taken),
-                                tuple(current)))  # fmt: skip
+            chunks.append(
+                Chunk(spec.name, _stem(current[0].host_name, spec.name, taken), tuple(current))
+            )
             current = []
     if current:
         chunks.append(

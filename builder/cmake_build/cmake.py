@@ -62,9 +62,16 @@ def run(
     full_env = {**os.environ, **(env or {})}
     try:
         proc = subprocess.Popen(
-            list(cmd), cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, text=True, errors="replace", bufsize=1,
-        )  # fmt: skip
+            list(cmd),
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
     except OSError as exc:
         raise UsageError(f"cannot run {cmd[0]}: {exc}") from None
     lines: list[str] = []
@@ -88,8 +95,9 @@ def build_folder_lock(
     from builder.locks import exclusive_lock
 
     make_dirs(build_dir)
-    with exclusive_lock(build_dir / LOCK_FILE, what=f"build folder {build_dir}", wait=wait,
-                        on_wait=on_wait):  # fmt: skip
+    with exclusive_lock(
+        build_dir / LOCK_FILE, what=f"build folder {build_dir}", wait=wait, on_wait=on_wait
+    ):
         yield
 
 
@@ -113,9 +121,11 @@ class BuildTree:
     """A build directory configured from ``request``: configure once, build many times."""
 
     def __init__(
-        self, request: BuildRequest, env: Mapping[str, str] | None = None,
+        self,
+        request: BuildRequest,
+        env: Mapping[str, str] | None = None,
         compiler: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.request = request
         self.compiler = compiler
         self.env = dict(env or {})
@@ -157,11 +167,18 @@ class BuildTree:
         except OSError as exc:
             raise OutputError(f"cannot write {marker}: {exc.strerror or exc}") from exc
         # Absolute paths: a folder named like an option stays a folder.
-        cmd = [self.cmake, "-S", os.path.abspath(project_dir()),
-               "-B", os.path.abspath(self.build_dir),
-               "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
-               f"-DPython3_EXECUTABLE:FILEPATH={sys.executable}",
-               *cmake_args(self.request, self.compiler)]  # fmt: skip
+        cmd = [
+            self.cmake,
+            "-S",
+            os.path.abspath(project_dir()),
+            "-B",
+            os.path.abspath(self.build_dir),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
+            f"-DPython3_EXECUTABLE:FILEPATH={sys.executable}",
+            *cmake_args(self.request, self.compiler),
+        ]
         result = run(cmd, env=self.env, on_line=on_line)
         if result.returncode != 0:
             text = "\n".join(line for line in result.lines if line.strip())

@@ -53,8 +53,9 @@ def build_plan(request: BuildRequest) -> BuildPlan:
     from builder.cmake_build.plan import DISCOVERY_CACHE, PLAN_FILE, make_plan
 
     cache = request.build_dir / PLAN_FILE
-    return make_plan(request, cache_file=(cache.parent / DISCOVERY_CACHE
-                                          if request.build_dir.is_dir() else None))  # fmt: skip
+    return make_plan(
+        request, cache_file=(cache.parent / DISCOVERY_CACHE if request.build_dir.is_dir() else None)
+    )
 
 
 def split_units(request: BuildRequest) -> Split:
@@ -88,9 +89,13 @@ def _configured_split(tree: BuildTree) -> Split | None:
 
 
 def run_build(
-    request: BuildRequest, *, jobs: int | None, console: Console, verbose: bool = False,
+    request: BuildRequest,
+    *,
+    jobs: int | None,
+    console: Console,
+    verbose: bool = False,
     wait: bool = True,
-) -> BuildOutcome:  # fmt: skip
+) -> BuildOutcome:
     """Plan, check, configure (if needed), build with progress, measure. Raises
     UsageError/BuildFailed. Configuring, building and measuring (``report BUILD_DIR``'s
     measurement, ``builder.size.load``) hold the build folder's lock
@@ -108,8 +113,7 @@ def run_build(
     if kernels.source_dir is not None and not kernels.source_dir.is_dir():
         raise UsageError(f"--source-dir {kernels.source_dir}: not a folder")
     build_dir = request.build_dir
-    check_not_an_input(build_dir, [kernels.source_dir, kernels.config_file,
-                                   *kernels.include_dirs])  # fmt: skip
+    check_not_an_input(build_dir, [kernels.source_dir, kernels.config_file, *kernels.include_dirs])
     found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)
     toolchain = found if isinstance(found, MetalToolchain) else None
     tree = BuildTree(request, compiler=toolchain.explicit if toolchain else None)
@@ -117,7 +121,9 @@ def run_build(
     held: list[str] = []
     # A catalog tree configured the same way needs no new plan: CMake plans again by itself when
     # catalog.json changes. A tree of entry files is planned again (cheap) to see new files.
-    split = _configured_split(tree) if is_catalog_tree(kernels.source_dir or metal_src_dir()) else None
+    split = (
+        _configured_split(tree) if is_catalog_tree(kernels.source_dir or metal_src_dir()) else None
+    )
     if split is None:
         from builder.cmake_build.plan import plan_text
 
@@ -135,13 +141,16 @@ def run_build(
         if verbose
         else None
     )
+
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     with build_folder_lock(build_dir, wait=wait, on_wait=say):
         if not tree.is_configured(plan):
-            say(f"Configuring {build_dir} (AOT: {', '.join(split.aot) or '-'}; "
-                f"JIT: {', '.join(split.jit) or '-'})")  # fmt: skip
+            say(
+                f"Configuring {build_dir} (AOT: {', '.join(split.aot) or '-'}; "
+                f"JIT: {', '.join(split.jit) or '-'})"
+            )
             tree.configure(on_line=echo, plan=plan)
         with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
             output = tree.build(jobs, on_status)

@@ -179,20 +179,25 @@ class BuildPlan:
             },
         }
 
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "plan.json") -> BuildPlan:
         """The plan :meth:`to_json` wrote, typed and checked: UsageError (exit 2) naming
         ``where`` when it is not one (another schema, a missing or mistyped field)."""
         if data.get("schema") != PLAN_SCHEMA:
-            raise UsageError(f"{where}: build plan schema {data.get('schema')!r}, "
-                             f"expected {PLAN_SCHEMA}")  # fmt: skip
+            raise UsageError(
+                f"{where}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
+            )
         try:
             units = tuple(
-                Unit(str(u["name"]), _one_of(u["mode"], ("aot", "jit")), _strings(u["sources"]),
-                     _strings(u.get("preambles", [])), u.get("reason"))
+                Unit(
+                    str(u["name"]),
+                    _one_of(u["mode"], ("aot", "jit")),
+                    _strings(u["sources"]),
+                    _strings(u.get("preambles", [])),
+                    u.get("reason"),
+                )
                 for u in data["units"]
-            )  # fmt: skip
+            )
             config = data["config"]
             return cls(
                 request=BuildRequest.from_json(data["request"]),
@@ -268,8 +273,10 @@ def _std_for(request: BuildRequest, config: Any) -> tuple[str | None, int | None
 
     std = request.toolchain.std or config.std
     if std is not None and std_version(std) is None:
-        raise UsageError(f"--std {std}: not a Metal language standard (metal3.1, macos-metal2.4, "
-                         "ios-metal2.4, ...)")  # fmt: skip
+        raise UsageError(
+            f"--std {std}: not a Metal language standard (metal3.1, macos-metal2.4, "
+            "ios-metal2.4, ...)"
+        )
     version = config.metal_version
     for define in config.defines:
         name, _, value = define.partition("=")
@@ -290,14 +297,15 @@ def _catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
 
     tree, selection = request.tree, request.selection
     if tree.include_dirs or tree.defines or tree.exclude or tree.config_file:
-        raise UsageError(f"{source_dir} is a catalog tree (catalog.json); -I, -D, --exclude and "
-                         "--config apply only to a folder of .metal entry files")  # fmt: skip
+        raise UsageError(
+            f"{source_dir} is a catalog tree (catalog.json); -I, -D, --exclude and "
+            "--config apply only to a folder of .metal entry files"
+        )
     catalog = load_catalog(source_dir)
     selected, jit_listed = select_families(catalog, selection.kernels, selection.jit_kernels)
     if selection.dtypes:
         catalog.expand([], selection.dtypes)  # validates the dtype names
-    jit = (set(jit_listed) if selection.jit_kernels
-           else set(selected) if selection.jit else set())  # fmt: skip
+    jit = set(jit_listed) if selection.jit_kernels else set(selected) if selection.jit else set()
     units = tuple(
         Unit(name, "jit" if name in jit else "aot", (catalog.families[name].header,))
         for name in selected
@@ -311,15 +319,26 @@ def _catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         chunks = catalog_chunks(catalog, aot, selection.dtypes or None, selection.chunk_size)
         compiles = [(c.family, gen_dir / f"{c.name}.metal") for c in chunks]
     return BuildPlan(
-        request, "catalog", catalog.source_dir, None, CATALOG_LIBRARY, units,
-        (catalog.source_dir,), (), {}, version, std, request.toolchain.deployment_target, (),
-        tuple(compiles), (), tuple(chunks),
-    )  # fmt: skip
+        request,
+        "catalog",
+        catalog.source_dir,
+        None,
+        CATALOG_LIBRARY,
+        units,
+        (catalog.source_dir,),
+        (),
+        {},
+        version,
+        std,
+        request.toolchain.deployment_target,
+        (),
+        tuple(compiles),
+        (),
+        tuple(chunks),
+    )
 
 
-def _discovered_plan(
-    request: BuildRequest, source_dir: Path, cache_file: Path | None
-) -> BuildPlan:
+def _discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | None) -> BuildPlan:
     from builder.jit.tree_preambles import jit_preambles
     from builder.kernels.discovery_cache import discover_cached
     from builder.kernels.preprocess import metal_defines, parse_define
@@ -329,11 +348,14 @@ def _discovered_plan(
 
     asked, selection = request.tree, request.selection
     if selection.kernels or selection.jit_kernels or selection.dtypes:
-        raise UsageError(f"{source_dir} has no catalog.json: --kernels, --jit-kernels and --dtypes "
-                         "select catalog families; choose entry files with --exclude, and keep "
-                         "entry files AOT in JIT mode with [build] aot-only in metallib.toml")  # fmt: skip
-    config = merge_flags(find_config(source_dir, asked.config_file), asked.include_dirs,
-                         asked.defines, asked.exclude)  # fmt: skip
+        raise UsageError(
+            f"{source_dir} has no catalog.json: --kernels, --jit-kernels and --dtypes "
+            "select catalog families; choose entry files with --exclude, and keep "
+            "entry files AOT in JIT mode with [build] aot-only in metallib.toml"
+        )
+    config = merge_flags(
+        find_config(source_dir, asked.config_file), asked.include_dirs, asked.defines, asked.exclude
+    )
     std, version = _std_for(request, config)
     # the __METAL_VERSION__ the record step discovers with, too
     tree = discover_cached(source_dir, replace(config, metal_version=version), cache_file)
@@ -348,27 +370,48 @@ def _discovered_plan(
     coverage = check_coverage(tree, jit, specs, [*config.include_dirs, root])
     require_coverage(coverage, "the build" + (" (--jit)" if selection.jit else ""))
     for spec in specs:
-        preambles.append({"function": spec.function, "headers": [str(h) for h in spec.headers],
-                          "entries": list(spec.entries)})  # fmt: skip
+        preambles.append(
+            {
+                "function": spec.function,
+                "headers": [str(h) for h in spec.headers],
+                "entries": list(spec.entries),
+            }
+        )
         for entry in spec.entries:
             needs.setdefault(entry, []).append(spec.function)
     units = tuple(
-        Unit(e, "jit", (e,), tuple(needs.get(e, ()))) if e in jit
+        Unit(e, "jit", (e,), tuple(needs.get(e, ())))
+        if e in jit
         else Unit(e, "aot", (e,), reason=held.get(e) if selection.jit else None)
         for e in entries
-    )  # fmt: skip
+    )
     names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
     target = request.toolchain.deployment_target or config.deployment_target
     compiles = tuple((u.name, root / u.name) for u in units if u.mode == "aot")
-    discovery = {"include_dirs": [str(d) for d in config.include_dirs],
-                 "defines": list(config.defines), "exclude": list(config.exclude),
-                 "metal_version": version}  # fmt: skip
+    discovery = {
+        "include_dirs": [str(d) for d in config.include_dirs],
+        "defines": list(config.defines),
+        "exclude": list(config.exclude),
+        "metal_version": version,
+    }
     return BuildPlan(
-        request, "discovered", root, config.path.resolve() if config.path else None, library,
-        units, (*config.include_dirs, root), defines, discovery, version, std, target,
-        config.flags, compiles, tuple(preambles),
-    )  # fmt: skip
+        request,
+        "discovered",
+        root,
+        config.path.resolve() if config.path else None,
+        library,
+        units,
+        (*config.include_dirs, root),
+        defines,
+        discovery,
+        version,
+        std,
+        target,
+        config.flags,
+        compiles,
+        tuple(preambles),
+    )
 
 
 def make_plan(request: BuildRequest, *, cache_file: Path | None = None) -> BuildPlan:

@@ -88,10 +88,14 @@ class ProgressDisplay:
             )
 
             progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TextColumn("{task.fields[edge]}"),
-                console=self._console, transient=False,
-            )  # fmt: skip
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[edge]}"),
+                console=self._console,
+                transient=False,
+            )
             progress.start()
             self._task = progress.add_task(self._title, total=None, edge="")
             self._bar = progress

@@ -35,8 +35,11 @@ def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, 
 
         catalog = load_catalog(plan.source_dir)
         dtypes = plan.request.selection.dtypes or None
-        out = {u.name: [i.host_name for i in catalog.expand([u.name], dtypes)]
-               for u in plan.units if u.mode == "aot"}  # fmt: skip
+        out = {
+            u.name: [i.host_name for i in catalog.expand([u.name], dtypes)]
+            for u in plan.units
+            if u.mode == "aot"
+        }
         for unit in (embed or {}).get("units", []):
             out[unit["name"]] = list(unit.get("host_names", []))
         return out
@@ -46,9 +49,10 @@ def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, 
     found = plan.discovery
     config = TreeConfig(
         include_dirs=tuple(Path(d) for d in found["include_dirs"]),
-        defines=tuple(found["defines"]), exclude=tuple(found["exclude"]),
+        defines=tuple(found["defines"]),
+        exclude=tuple(found["exclude"]),
         metal_version=found["metal_version"],
-    )  # fmt: skip
+    )
     tree = discover(plan.source_dir, config)
     by_source = tree.by_source()
     return {u.name: [k.name for k in by_source.get(u.name, [])] for u in plan.units}
@@ -94,12 +98,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         for unit, source in plan.compiles:
             compiled.setdefault(unit, []).append(str(source))
         manifest = build_manifest(
-            args.build_dir.resolve(), _load(args.config) or {},
-            tree={"kind": plan.kind, "library": plan.library}, units=plan.units,
-            compiled=compiled, options=plan_options(plan), kernels=unit_kernels(plan, embed),
-            metallib=args.metallib, embed=embed,
-            embed_dir=args.embed.parent if args.embed else None, host_library=args.host_library,
-        )  # fmt: skip
+            args.build_dir.resolve(),
+            _load(args.config) or {},
+            tree={"kind": plan.kind, "library": plan.library},
+            units=plan.units,
+            compiled=compiled,
+            options=plan_options(plan),
+            kernels=unit_kernels(plan, embed),
+            metallib=args.metallib,
+            embed=embed,
+            embed_dir=args.embed.parent if args.embed else None,
+            host_library=args.host_library,
+        )
         write_manifest(args.out, manifest)
     except (BuilderError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -179,8 +179,7 @@ class BuildRequest:
 
 
 def _parts() -> tuple[tuple[str, type[Any]], ...]:
-    return (("toolchain", Toolchain), ("tree", Tree), ("selection", Selection),
-            ("output", Output))  # fmt: skip
+    return (("toolchain", Toolchain), ("tree", Tree), ("selection", Selection), ("output", Output))
 
 
 def _names(text: str) -> tuple[str, ...]:

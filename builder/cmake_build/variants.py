@@ -87,17 +87,25 @@ def _variant_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, Bu
     split = split_units(common.replace(jit=False))
     mixed = tuple(f for f in mixed_jit_families(project_dir()) if f in split.aot)
     if mixed and len(mixed) < len(split.aot):
-        out.append((
-            "mixed", f"{'+'.join(mixed)} JIT, the rest AOT",
-            common.replace(jit=False, jit_kernels=mixed, build_dir=root / "mixed"),
-        ))  # fmt: skip
+        out.append(
+            (
+                "mixed",
+                f"{'+'.join(mixed)} JIT, the rest AOT",
+                common.replace(jit=False, jit_kernels=mixed, build_dir=root / "mixed"),
+            )
+        )
     return out
 
 
 def build_variants(
-    base: BuildRequest, root: Path, *, jobs: int | None, console: Console, verbose: bool = False,
+    base: BuildRequest,
+    root: Path,
+    *,
+    jobs: int | None,
+    console: Console,
+    verbose: bool = False,
     wait: bool = True,
-) -> list[VariantResult]:  # fmt: skip
+) -> list[VariantResult]:
     """Build and measure each variant; a missing compiler or a failed build is recorded, not
     raised. Why a variant was not built is not printed here: the table (or JSON) says it, once;
     only a failed build's output goes to ``console`` (stderr), as ``build`` shows it. The whole
@@ -112,9 +120,14 @@ def build_variants(
 
 
 def _build_each(
-    base: BuildRequest, root: Path, *, jobs: int | None, console: Console, verbose: bool,
+    base: BuildRequest,
+    root: Path,
+    *,
+    jobs: int | None,
+    console: Console,
+    verbose: bool,
     wait: bool,
-) -> list[VariantResult]:  # fmt: skip
+) -> list[VariantResult]:
     toolchain = find_metal_toolchain(base.toolchain.metal_compiler, sdk=base.toolchain.sdk)
     results = []
     for name, description, request in _variant_requests(base, root):

@@ -102,12 +102,16 @@ def one_metallib(
             raise UsageError(f"{target}: no metallib {member!r} (it holds: {', '.join(names)})")
         libraries = chosen
     if len(libraries) > 1:
-        raise UsageError(f"{target}: holds {len(libraries)} metallibs; choose one with --member "
-                         f"({', '.join(names)})")  # fmt: skip
+        raise UsageError(
+            f"{target}: holds {len(libraries)} metallibs; choose one with --member "
+            f"({', '.join(names)})"
+        )
     lib = libraries[0]
     if lib.saved is not None:
-        raise UsageError(f"{target}: a saved size report holds sizes, not functions; {command} "
-                         "needs the .metallib, .whl, build folder or PACKAGE==VERSION")  # fmt: skip
+        raise UsageError(
+            f"{target}: a saved size report holds sizes, not functions; {command} "
+            "needs the .metallib, .whl, build folder or PACKAGE==VERSION"
+        )
     if lib.path is None:
         raise UsageError(f"{target}: the build has no metallib (every family JIT)")
     return lib
@@ -127,17 +131,20 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-
-
 def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:
     if not paths:
         raise UsageError(f"{text}: the wheel {wheel.name} contains no .metallib")
     root = _common_root(paths)
     return [
-        Library(text, kind, p, wheel=str(wheel),
-                member=p.relative_to(root).as_posix() if len(paths) > 1 else None)
+        Library(
+            text,
+            kind,
+            p,
+            wheel=str(wheel),
+            member=p.relative_to(root).as_posix() if len(paths) > 1 else None,
+        )
         for p in paths
-    ]  # fmt: skip
+    ]
 
 
 def _common_root(paths: list[Path]) -> Path:

@@ -171,9 +171,13 @@ def wheel_digest(cache: Path, wheel: Path, handle: IO[bytes]) -> str:
     """
     st = os.fstat(handle.fileno())
     stamp = {
-        "path": os.path.abspath(wheel), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-        "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev,
-    }  # fmt: skip
+        "path": os.path.abspath(wheel),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "inode": st.st_ino,
+        "device": st.st_dev,
+    }
     record = record_path(cache, wheel)
     try:
         saved = json.loads(record.read_text(encoding="utf-8"))

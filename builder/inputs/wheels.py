@@ -70,9 +70,14 @@ _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0
 # What reading a damaged archive can raise: zipfile's own error, a short read, a broken deflate
 # stream, an unsupported method or encryption, undecodable names, or the disk itself.
 _READ_ERRORS = (
-    zipfile.BadZipFile, EOFError, zlib.error, OSError, ValueError, NotImplementedError,
+    zipfile.BadZipFile,
+    EOFError,
+    zlib.error,
+    OSError,
+    ValueError,
+    NotImplementedError,
     RuntimeError,
-)  # fmt: skip
+)
 
 
 def parse_spec(spec: str) -> tuple[str, str] | None:
@@ -111,10 +116,21 @@ def download_wheel(
         raise write_error(folder, exc, f"downloading {name}=={version}") from None
     with tmpdir as tmp:
         cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--platform", platform, "--python-version", "3.12", "--disable-pip-version-check",
-            "-d", tmp, f"{name}=={version}",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--platform",
+            platform,
+            "--python-version",
+            "3.12",
+            "--disable-pip-version-check",
+            "-d",
+            tmp,
+            f"{name}=={version}",
+        ]
         if quiet:
             cmd.insert(4, "-q")
         result = subprocess.run(cmd, capture_output=quiet, text=True, check=False)
@@ -247,11 +263,14 @@ class _Budget:
         if self.left >= 0:
             return
         if self.cap <= self.free:
-            raise UnsafeWheelError(f"{self.wheel}: {MAX_EXTRACT.exceeded(self.cap)} (nothing "
-                                   "of it was kept)")  # fmt: skip
-        raise CacheWriteError(f"{self.wheel}: its metallibs fill the {_size(self.free)} free in "
-                              f"the cache folder {self.folder}; free some space or point "
-                              "METALLIB_BUILDER_CACHE elsewhere")  # fmt: skip
+            raise UnsafeWheelError(
+                f"{self.wheel}: {MAX_EXTRACT.exceeded(self.cap)} (nothing of it was kept)"
+            )
+        raise CacheWriteError(
+            f"{self.wheel}: its metallibs fill the {_size(self.free)} free in "
+            f"the cache folder {self.folder}; free some space or point "
+            "METALLIB_BUILDER_CACHE elsewhere"
+        )
 
 
 def _unsafe_reason(name: str) -> str | None:
@@ -286,8 +305,10 @@ def _member_targets(wheel: Path, root: Path, members: list[zipfile.ZipInfo]) -> 
             reason = "the wheel holds two members with that name"
         if reason is None and name in folders:
             inner = next(i.filename for i in members if i.filename.startswith(name + "/"))
-            reason = (f"it is a file, and the member {inner!r} needs a folder of that name; "
-                      "a wheel cannot hold both")  # fmt: skip
+            reason = (
+                f"it is a file, and the member {inner!r} needs a folder of that name; "
+                "a wheel cannot hold both"
+            )
         if reason is not None:
             raise UnsafeWheelError(f"{wheel}: refusing to extract member {name!r}: {reason}")
         seen.add(name)
@@ -357,9 +378,14 @@ def _extract_one(
 
 
 def _copy_member(
-    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int, folder: Path,
-    doing: str, budget: _Budget,
-) -> None:  # fmt: skip
+    wheel: Path,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    fd: int,
+    folder: Path,
+    doing: str,
+    budget: _Budget,
+) -> None:
     """Stream ``info`` into ``fd``, never writing more than it declares or ``budget`` allows;
     zipfile checks the CRC when the member's last byte has been read."""
 

@@ -341,8 +341,10 @@ def preamble_code(
             continue
         else:
             size = sum(p.raw_bytes for p in pieces) + 1
-            functions += [f"  static char buffer[{size}u];",
-                          f"  static const char* const text = join(buffer, {{{views}}});"]  # fmt: skip
+            functions += [
+                f"  static char buffer[{size}u];",
+                f"  static const char* const text = join(buffer, {{{views}}});",
+            ]
         functions += ["  return text;", "}", ""]
     if any("join(" in line for line in functions):  # an unused static function would warn
         definitions += ["", *(_JOIN_STRING if api == "string" else _JOIN_CSTRING)]

@@ -80,11 +80,15 @@ class FamilySource:
             "source_bytes": len(self.preamble.text.encode("utf-8")),
             "registry_bytes": self.registry_bytes,
             "pieces": [
-                {"name": p.name, "bytes": p.stored_bytes, "raw_bytes": p.raw_bytes,
-                 "shared": p.shared}
+                {
+                    "name": p.name,
+                    "bytes": p.stored_bytes,
+                    "raw_bytes": p.raw_bytes,
+                    "shared": p.shared,
+                }
                 for p in self.pieces
             ],
-        }  # fmt: skip
+        }
 
 
 def family_source(
@@ -125,9 +129,16 @@ def family_source(
 
 def _generator_files() -> list[Path]:
     """The modules whose code shapes the output: a change to them must regenerate."""
-    names = ("builder.jit.preamble", "builder.jit.lexing", "builder.jit.chunks", "builder.jit.codegen",
-             "builder.jit.generate", "builder.kernels.catalog", "builder.kernels.naming",
-             "builder.kernels.dtypes")  # fmt: skip
+    names = (
+        "builder.jit.preamble",
+        "builder.jit.lexing",
+        "builder.jit.chunks",
+        "builder.jit.codegen",
+        "builder.jit.generate",
+        "builder.kernels.catalog",
+        "builder.kernels.naming",
+        "builder.kernels.dtypes",
+    )
     return [Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names]
 
 
@@ -192,39 +203,133 @@ def merge_facts(
             key = str(piece["name"]) if piece["shared"] else f"#{index}"
             (common if piece["name"] in shared else own)[key] = int(piece["bytes"])
         registry = int(facts["registry_bytes"])
-        families.append({
-            "name": facts["name"],
-            "headers": facts["headers"],
-            "host_names": facts["host_names"],
-            "source_bytes": facts["source_bytes"],
-            "embedded_bytes": sum(own.values()) + registry,
-            "preamble_bytes": sum(own.values()),
-            "shared_bytes": sum(common.values()),
-            "registry_bytes": registry,
-        })  # fmt: skip
+        families.append(
+            {
+                "name": facts["name"],
+                "headers": facts["headers"],
+                "host_names": facts["host_names"],
+                "source_bytes": facts["source_bytes"],
+                "embedded_bytes": sum(own.values()) + registry,
+                "preamble_bytes": sum(own.values()),
+                "shared_bytes": sum(common.values()),
+                "registry_bytes": registry,
+            }
+        )
     shared_list: list[dict[str, Any]] = [
         {"name": name, "units": users[name], "bytes": sizes[name]} for name in sorted(shared)
     ]
-    extra = {"target": target, "dedup": dedup, "stripped": stripped,
-             "registry_bytes": sum(int(f["registry_bytes"]) for f in families)}  # fmt: skip
-    return embed_facts("catalog_family", families, shared_list,
-                       sum(int(s["bytes"]) for s in shared_list), compressed=compressed,
-                       extra=extra)  # fmt: skip
+    extra = {
+        "target": target,
+        "dedup": dedup,
+        "stripped": stripped,
+        "registry_bytes": sum(int(f["registry_bytes"]) for f in families),
+    }
+    return embed_facts(
+        "catalog_family",
+        families,
+        shared_list,
+        sum(int(s["bytes"]) for s in shared_list),
+        compressed=compressed,
+        extra=extra,
+    )
 
 
-_KEYWORDS = frozenset({  # C++20's keywords: not usable as function names
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
-    "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
-    "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
-    "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
-    "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
-    "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
-    "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
-    "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
-    "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-})  # fmt: skip
+_KEYWORDS = frozenset(
+    {  # C++20's keywords: not usable as function names
+        "alignas",
+        "alignof",
+        "and",
+        "and_eq",
+        "asm",
+        "auto",
+        "bitand",
+        "bitor",
+        "bool",
+        "break",
+        "case",
+        "catch",
+        "char",
+        "char8_t",
+        "char16_t",
+        "char32_t",
+        "class",
+        "compl",
+        "concept",
+        "const",
+        "consteval",
+        "constexpr",
+        "constinit",
+        "const_cast",
+        "continue",
+        "co_await",
+        "co_return",
+        "co_yield",
+        "decltype",
+        "default",
+        "delete",
+        "do",
+        "double",
+        "dynamic_cast",
+        "else",
+        "enum",
+        "explicit",
+        "export",
+        "extern",
+        "false",
+        "float",
+        "for",
+        "friend",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "mutable",
+        "namespace",
+        "new",
+        "noexcept",
+        "not",
+        "not_eq",
+        "nullptr",
+        "operator",
+        "or",
+        "or_eq",
+        "private",
+        "protected",
+        "public",
+        "register",
+        "reinterpret_cast",
+        "requires",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "static_assert",
+        "static_cast",
+        "struct",
+        "switch",
+        "template",
+        "this",
+        "thread_local",
+        "throw",
+        "true",
+        "try",
+        "typedef",
+        "typeid",
+        "typename",
+        "union",
+        "unsigned",
+        "using",
+        "virtual",
+        "void",
+        "volatile",
+        "wchar_t",
+        "while",
+        "xor",
+        "xor_eq",
+    }
+)
 
 
 def cxx_identifier(text: str) -> str:
@@ -249,8 +354,10 @@ def function_names(names: Sequence[str]) -> list[str]:
     stems = [ident(Path(n).stem) for n in names]
     full = [ident(str(Path(n).with_suffix(""))) for n in names]
     whole = [ident(str(n)) for n in names]
-    chosen = [s if stems.count(s) == 1 else f if full.count(f) == 1 else w
-              for s, f, w in zip(stems, full, whole)]  # fmt: skip
+    chosen = [
+        s if stems.count(s) == 1 else f if full.count(f) == 1 else w
+        for s, f, w in zip(stems, full, whole)
+    ]
     taken: set[str] = set()
     out = []
     for name in chosen:
@@ -292,10 +399,11 @@ def embed_headers(
     if api not in EMBED_APIS:
         raise UsageError(f"--api {api!r}: choose one of {', '.join(EMBED_APIS)}")
     preambles = [
-        inline_preamble([h], include_dirs, defines, strip=strip,
-                        allow_outside_includes=allow_outside_includes)
+        inline_preamble(
+            [h], include_dirs, defines, strip=strip, allow_outside_includes=allow_outside_includes
+        )
         for h in headers
-    ]  # fmt: skip
+    ]
     names = [p.headers[0] for p in preambles]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -334,9 +442,14 @@ def write_embed(
     read, or both name the same file: an input is never written over.
     """
     text, preambles = embed_headers(
-        headers, include_dirs, defines, namespace, strip=strip, api=api,
+        headers,
+        include_dirs,
+        defines,
+        namespace,
+        strip=strip,
+        api=api,
         allow_outside_includes=allow_outside_includes,
-    )  # fmt: skip
+    )
     _refuse_overwriting([f for p in preambles for f in p.files], output, depfile)
     changed = write_if_changed(output, text)
     if depfile is not None:

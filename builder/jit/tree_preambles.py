@@ -148,9 +148,11 @@ class _Universe:
         number = 2
         while own in used:  # a name nothing else has
             own, number = f"{base}_{number}", number + 1
-        return (f"run-time preamble name {name!r} names two headers: {_display(first, tree)} and "
-                f"{_display(second, tree)}; settle it in {toml}: [build.preambles] "
-                f'{own} = "{Path(shown).as_posix()}"')  # fmt: skip
+        return (
+            f"run-time preamble name {name!r} names two headers: {_display(first, tree)} and "
+            f"{_display(second, tree)}; settle it in {toml}: [build.preambles] "
+            f'{own} = "{Path(shown).as_posix()}"'
+        )
 
 
 _last: list[tuple[KernelTree, _Universe]] = []

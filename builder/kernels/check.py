@@ -191,9 +191,7 @@ def _catalog_lines(catalog: Catalog) -> dict[str, int]:
         start = text.find(f'"{family.name}": {{', text.find('"families"'))
         for form in family.forms:
             pos = text.find(f'"{form.name}": {{', max(start, 0))
-            form_line[(family.name, form.name)] = (
-                text.count("\n", 0, pos) + 1 if pos >= 0 else 1
-            )
+            form_line[(family.name, form.name)] = text.count("\n", 0, pos) + 1 if pos >= 0 else 1
     return {inst.host_name: form_line[(inst.family, inst.form)] for inst in catalog.expand()}
 
 

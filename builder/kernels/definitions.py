@@ -31,8 +31,9 @@ _ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
 def _unescape(name: str) -> str:
     if "\\" not in name:
         return name
-    raw = _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
-                      else m.group(1), name)  # fmt: skip
+    raw = _ESCAPE.sub(
+        lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567" else m.group(1), name
+    )
     try:  # octal escapes are bytes of a UTF-8 name
         return raw.encode("latin-1").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):

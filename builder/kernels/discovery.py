@@ -168,9 +168,10 @@ def checked_entries(root: Path, config: TreeConfig) -> list[str]:
     if not entries:
         everything = entry_files(root)
         detail = (
-            f"all {len(everything)} entry files are excluded" if everything
+            f"all {len(everything)} entry files are excluded"
+            if everything
             else f"no {ENTRY_SUFFIX} entry files and no {CATALOG_FILE}"
-        )  # fmt: skip
+        )
         raise UsageError(f"{root}: {detail}")
     return entries
 
@@ -227,8 +228,9 @@ def discover(
     results: list[_EntryScan] = [_EntryScan([], {}, set()) for _ in entries]
     failures: dict[int, UsageError] = {}
     with ThreadPoolExecutor(max_workers=_jobs(jobs, len(batches))) as pool:
-        runtime = pool.submit(runtime_templates, root, candidate_headers(root, config), pp,
-                              include_dirs, defines)  # fmt: skip
+        runtime = pool.submit(
+            runtime_templates, root, candidate_headers(root, config), pp, include_dirs, defines
+        )
         futures = {pool.submit(work, a, b): (a, b) for a, b in batches}
         done = 0
         for future in as_completed(futures):
@@ -254,13 +256,24 @@ def discover(
             raise type(failure)(hinted) from None
         raise failure
     kernels = tuple(record for result in results for record in result.kernels)
-    written_in = {(entry, key): file for entry, result in zip(entries, results)
-                  for key, file in result.written_in.items()}  # fmt: skip
+    written_in = {
+        (entry, key): file
+        for entry, result in zip(entries, results)
+        for key, file in result.written_in.items()
+    }
     read: set[str] = set().union(*(r.files for r in results))
     # a header an entry file read after all (a computed #include the text did not show)
     runtime_only = tuple(t for t in runtime.result() if t.source not in read)
-    return KernelTree(root, "discovered", tuple(entries), kernels, config, written_in,
-                      runtime_only, tuple(sorted(read)))  # fmt: skip
+    return KernelTree(
+        root,
+        "discovered",
+        tuple(entries),
+        kernels,
+        config,
+        written_in,
+        runtime_only,
+        tuple(sorted(read)),
+    )
 
 
 class _EntryScan(NamedTuple):

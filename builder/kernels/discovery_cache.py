@@ -38,8 +38,15 @@ from builder.kernels.tree_config import TreeConfig
 __all__ = ["CACHE_SCHEMA", "discover_cached"]
 
 CACHE_SCHEMA = 1
-_CODE = ("discovery.py", "kernel_scan.py", "definitions.py", "runtime_only.py", "preprocess.py",
-         "prelude.h", "discovery_cache.py")  # fmt: skip
+_CODE = (
+    "discovery.py",
+    "kernel_scan.py",
+    "definitions.py",
+    "runtime_only.py",
+    "preprocess.py",
+    "prelude.h",
+    "discovery_cache.py",
+)
 
 
 def _stat(path: Path) -> list[int] | None:
@@ -55,12 +62,17 @@ def _key(root: Path, config: TreeConfig, listed: list[str], compiler: str) -> di
 
     here = Path(__file__).resolve().parent
     return {
-        "schema": CACHE_SCHEMA, "version": __version__, "root": str(root.resolve()),
-        "include_dirs": [str(d) for d in config.include_dirs], "defines": list(config.defines),
-        "exclude": list(config.exclude), "metal_version": config.metal_version,
-        "compiler": compiler, "code": {name: _stat(here / name) for name in _CODE},
+        "schema": CACHE_SCHEMA,
+        "version": __version__,
+        "root": str(root.resolve()),
+        "include_dirs": [str(d) for d in config.include_dirs],
+        "defines": list(config.defines),
+        "exclude": list(config.exclude),
+        "metal_version": config.metal_version,
+        "compiler": compiler,
+        "code": {name: _stat(here / name) for name in _CODE},
         "listed": listed,
-    }  # fmt: skip
+    }
 
 
 def _files(root: Path, names: list[str]) -> dict[str, list[int] | None]:
@@ -81,8 +93,16 @@ def _load(path: Path, key: dict[str, Any], root: Path, config: TreeConfig) -> Ke
         runtime = tuple(RuntimeTemplate(t, s) for t, s in tree["runtime_only"])
         if not {r.source for r in runtime} <= set(key["listed"]):
             return None  # only headers of the tree are ever embedded for their own sake
-        return KernelTree(root, "discovered", tuple(tree["sources"]), kernels, config, written,
-                          runtime, tuple(tree["files_read"]))  # fmt: skip
+        return KernelTree(
+            root,
+            "discovered",
+            tuple(tree["sources"]),
+            kernels,
+            config,
+            written,
+            runtime,
+            tuple(tree["files_read"]),
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

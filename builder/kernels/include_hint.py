@@ -79,9 +79,10 @@ def _subfolders(folder: Path) -> list[Path]:
     try:
         with os.scandir(folder) as entries:
             return sorted(
-                Path(entry.path) for entry in entries
+                Path(entry.path)
+                for entry in entries
                 if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
-            )  # fmt: skip
+            )
     except OSError:  # unreadable: nothing to suggest from there
         return []
 

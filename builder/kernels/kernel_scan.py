@@ -51,8 +51,12 @@ class KernelRecord(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``kernels --format json`` prints for this kernel."""
-        return {"name": self.name, "source": self.source, "template": self.template,
-                "args": list(self.args)}  # fmt: skip
+        return {
+            "name": self.name,
+            "source": self.source,
+            "template": self.template,
+            "args": list(self.args),
+        }
 
 
 class Scan(NamedTuple):

@@ -60,15 +60,40 @@ ENTRY_MARKER = Path(__file__).resolve().parent / "entry_marker.h"
 # MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
 # and <simd/simd.h>, which Apple's SDK offers to shaders and host code alike.
 METAL_HEADERS = (
-    "metal_stdlib", "metal_array", "metal_atomic", "metal_command_buffer", "metal_common",
-    "metal_compute", "metal_cooperative_tensor", "metal_geometric", "metal_graphics",
-    "metal_imageblocks", "metal_integer", "metal_interpolate", "metal_limits", "metal_logging",
-    "metal_math", "metal_matrix", "metal_mesh", "metal_numeric", "metal_pack", "metal_quadgroup",
-    "metal_raytracing", "metal_relational", "metal_simdgroup", "metal_simdgroup_matrix",
-    "metal_tensor", "metal_tessellation", "metal_texture", "metal_type_traits", "metal_types",
-    "metal_uniform", "metal_utility",
-    "MetalPerformancePrimitives/MetalPerformancePrimitives.h", "simd/simd.h",
-)  # fmt: skip
+    "metal_stdlib",
+    "metal_array",
+    "metal_atomic",
+    "metal_command_buffer",
+    "metal_common",
+    "metal_compute",
+    "metal_cooperative_tensor",
+    "metal_geometric",
+    "metal_graphics",
+    "metal_imageblocks",
+    "metal_integer",
+    "metal_interpolate",
+    "metal_limits",
+    "metal_logging",
+    "metal_math",
+    "metal_matrix",
+    "metal_mesh",
+    "metal_numeric",
+    "metal_pack",
+    "metal_quadgroup",
+    "metal_raytracing",
+    "metal_relational",
+    "metal_simdgroup",
+    "metal_simdgroup_matrix",
+    "metal_tensor",
+    "metal_tessellation",
+    "metal_texture",
+    "metal_type_traits",
+    "metal_types",
+    "metal_uniform",
+    "metal_utility",
+    "MetalPerformancePrimitives/MetalPerformancePrimitives.h",
+    "simd/simd.h",
+)
 # MSL 3.1: what Apple's compiler reports for a macOS 14 deployment target, the oldest macOS that
 # MLX supports and the platform of its most used wheels (kernels guarded by ">= 320" then stay
 # out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
@@ -167,9 +192,13 @@ def find_preprocessor(
 
 
 def preprocess_command(
-    pp: Preprocessor, entries: Sequence[str], include_dirs: Sequence[Path], defines: Sequence[str],
-    *, line_markers: bool = False,
-) -> list[str]:  # fmt: skip
+    pp: Preprocessor,
+    entries: Sequence[str],
+    include_dirs: Sequence[Path],
+    defines: Sequence[str],
+    *,
+    line_markers: bool = False,
+) -> list[str]:
     """The argument list preprocessing ``entries`` (paths relative to the working directory the
     caller runs it in) with ``-I include_dirs`` and the ``-D`` arguments ``defines`` (as from
     :func:`metal_defines`). Several entries need a compiler driver (:attr:`Preprocessor.batches`).
@@ -180,8 +209,17 @@ def preprocess_command(
     absolute ``-I/abs`` arguments.
     """
     std = "gnu++17" if _language_version(defines) >= 400 else "gnu++14"
-    cmd = [pp.path, "-E", *(() if line_markers else ("-P",)), "-x", "c++", f"-std={std}",
-           "-undef", "-nostdinc", "-nostdinc++"]  # fmt: skip
+    cmd = [
+        pp.path,
+        "-E",
+        *(() if line_markers else ("-P",)),
+        "-x",
+        "c++",
+        f"-std={std}",
+        "-undef",
+        "-nostdinc",
+        "-nostdinc++",
+    ]
     cmd += ["-U_GNU_SOURCE", "-include", str(PRELUDE)]
     if len(entries) > 1:
         cmd += ["-include", str(ENTRY_MARKER)]
@@ -250,9 +288,13 @@ def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
     with _output_file() as out, _output_file() as err:
         try:
             proc = subprocess.Popen(
-                bounded, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                bounded,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
                 start_new_session=True,
-            )  # fmt: skip
+            )
         except OSError as exc:
             raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
         try:
@@ -314,16 +356,29 @@ def _check_regular(cwd: Path, entry: str) -> None:
     except OSError as exc:
         raise PreprocessError(f"{entry}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
-                or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "a folder"
-                if stat.S_ISDIR(mode) else "not a file")  # fmt: skip
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a folder"
+            if stat.S_ISDIR(mode)
+            else "not a file"
+        )
         raise PreprocessError(f"{entry}: not a regular file ({kind}); entry files must be files")
 
 
 def preprocess(
-    pp: Preprocessor, entries: Sequence[str], include_dirs: Sequence[Path],
-    defines: Sequence[str], cwd: Path, *, line_markers: bool = False,
-) -> list[str]:  # fmt: skip
+    pp: Preprocessor,
+    entries: Sequence[str],
+    include_dirs: Sequence[Path],
+    defines: Sequence[str],
+    cwd: Path,
+    *,
+    line_markers: bool = False,
+) -> list[str]:
     """The preprocessed text of each of ``entries`` (relative to ``cwd``), in order.
 
     A compiler driver preprocesses them all in one run (each file still gets its own front-end
@@ -336,8 +391,7 @@ def preprocess(
         _check_regular(cwd, entry)
     # A name with a control character or an undecodable byte runs alone (entry_marker.h).
     if len(entries) > 1 and pp.batches and all(e.isprintable() for e in entries):
-        command = preprocess_command(pp, entries, include_dirs, defines,
-                                     line_markers=line_markers)
+        command = preprocess_command(pp, entries, include_dirs, defines, line_markers=line_markers)
         try:
             code, out, _ = _run(command, cwd, entries[0])
         except PreprocessError:
@@ -347,8 +401,11 @@ def preprocess(
             return texts
     result = []
     for entry in entries:
-        code, out, err = _run(preprocess_command(pp, [entry], include_dirs, defines,
-                                               line_markers=line_markers), cwd, entry)
+        code, out, err = _run(
+            preprocess_command(pp, [entry], include_dirs, defines, line_markers=line_markers),
+            cwd,
+            entry,
+        )
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
         result.append(out)

@@ -51,9 +51,12 @@ class RuntimeTemplate(NamedTuple):
     source: str
     """The header it is written in, relative to the tree root (``/`` separators)."""
 
+
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
-_STAGE = re.compile(rb"\bkernel\b|\bvertex\b|\bfragment\b|\[\[\s*(?:visible|stitchable|mesh|"
-                    rb"object|intersection)\b")  # fmt: skip
+_STAGE = re.compile(
+    rb"\bkernel\b|\bvertex\b|\bfragment\b|\[\[\s*(?:visible|stitchable|mesh|"
+    rb"object|intersection)\b"
+)
 
 
 def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[str]:
@@ -84,9 +87,12 @@ def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[
 
 
 def _texts(
-    headers: list[str], root: Path, pp: Preprocessor, include_dirs: Sequence[Path],
+    headers: list[str],
+    root: Path,
+    pp: Preprocessor,
+    include_dirs: Sequence[Path],
     defines: Sequence[str],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Each header preprocessed as an entry file is (one run for all when they all do), or its
     text as written when it does not preprocess alone."""
     try:
@@ -119,8 +125,9 @@ def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
     headers = [h for h in tree_headers(root) if not path_matches(h, config.exclude)]
     if not headers:
         return []
-    reached = _reached((root / e for e in entry_files(root)),
-                       [*config.include_dirs, root.resolve()], root)  # fmt: skip
+    reached = _reached(
+        (root / e for e in entry_files(root)), [*config.include_dirs, root.resolve()], root
+    )
     found = []
     for header in headers:
         if header in reached:
@@ -134,13 +141,19 @@ def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
 
 
 def runtime_templates(
-    root: Path, headers: Sequence[str], pp: Preprocessor, include_dirs: Sequence[Path],
+    root: Path,
+    headers: Sequence[str],
+    pp: Preprocessor,
+    include_dirs: Sequence[Path],
     defines: Sequence[str],
-) -> tuple[RuntimeTemplate, ...]:  # fmt: skip
+) -> tuple[RuntimeTemplate, ...]:
     """The kernel templates each of ``headers`` (from :func:`candidate_headers`) defines
     itself, in header order."""
     if not headers:
         return ()
     texts = _texts(list(headers), root, pp, include_dirs, defines)
-    return tuple(RuntimeTemplate(t, header) for header, text in zip(headers, texts)
-                 for t in _defined_here(header, text, root))  # fmt: skip
+    return tuple(
+        RuntimeTemplate(t, header)
+        for header, text in zip(headers, texts)
+        for t in _defined_here(header, text, root)
+    )

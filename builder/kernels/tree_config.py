@@ -123,8 +123,10 @@ def control_character(text: str) -> str | None:
 def library_problem(name: str) -> str | None:
     """Why ``name`` cannot name a build's library (``<name>.metallib``), or None."""
     if _LIBRARY.match(name) is None:
-        return ("a library name is a plain file name: letters, digits and . _ + -, not "
-                "starting with . or -")  # fmt: skip
+        return (
+            "a library name is a plain file name: letters, digits and . _ + -, not "
+            "starting with . or -"
+        )
     return None
 
 
@@ -161,8 +163,9 @@ def _library(value: Any) -> str:
         raise TypeError('a file name without folders or .metallib, such as "mlx"')
     name = value.removesuffix(".metallib")
     if library_problem(name) is not None:
-        raise TypeError('a plain file name such as "mlx": letters, digits and . _ + -, not '
-                        "starting with . or -")  # fmt: skip
+        raise TypeError(
+            'a plain file name such as "mlx": letters, digits and . _ + -, not starting with . or -'
+        )
     return name
 
 
@@ -188,14 +191,20 @@ def _preamble(value: Any) -> tuple[str, ...]:
 
 _SCHEMA: dict[str, dict[str, _Check]] = {
     "kernels": {
-        "include-dirs": _strings, "defines": _define_list, "exclude": _strings,
+        "include-dirs": _strings,
+        "defines": _define_list,
+        "exclude": _strings,
         "metal-version": _version,
     },
     "build": {
-        "library": _library, "aot-only": _strings, "preambles": dict, "std": _std,
-        "deployment-target": _target, "flags": _strings,
+        "library": _library,
+        "aot-only": _strings,
+        "preambles": dict,
+        "std": _std,
+        "deployment-target": _target,
+        "flags": _strings,
     },
-}  # fmt: skip
+}
 
 
 def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigError:
@@ -299,9 +308,7 @@ def find_config(source_dir: Path, explicit: Path | None = None) -> TreeConfig:
     return config
 
 
-def confine_preambles(
-    config: TreeConfig, source_dir: Path, trusted: Sequence[Path] = ()
-) -> None:
+def confine_preambles(config: TreeConfig, source_dir: Path, trusted: Sequence[Path] = ()) -> None:
     """ConfigError naming the header and the folders when a ``[build.preambles]`` header, its
     symlinks followed, lies outside ``source_dir``, the config's include folders and the
     ``trusted`` ones: a preamble is shipped inside the app, so a tree must not pull
@@ -391,12 +398,15 @@ def build_library(config: TreeConfig, root: Path, entries: Sequence[str]) -> str
     for entry in entries:
         problem = _unsafe_for_build(entry, output=True)
         if problem is not None:
-            raise ConfigError(f"entry file {entry!r} {problem}; rename it, or --exclude it to "
-                              "build the others")  # fmt: skip
+            raise ConfigError(
+                f"entry file {entry!r} {problem}; rename it, or --exclude it to build the others"
+            )
     if config.library is not None:
         return config.library
     problem = library_problem(root.name)
     if problem is not None:
-        raise ConfigError(f"{root}: the folder's name {root.name!r} would name the library, and "
-                          f"{problem}; set [build] library in {CONFIG_FILE}")  # fmt: skip
+        raise ConfigError(
+            f"{root}: the folder's name {root.name!r} would name the library, and "
+            f"{problem}; set [build] library in {CONFIG_FILE}"
+        )
     return root.name

@@ -20,14 +20,27 @@ from builder.metallib.structs import Span
 # The writer, parts, subset and verify modules are imported on first use, so that opening and
 # listing a library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
 _LAZY = {
-    "FUNCTION_TYPES": "model", "ExtensionTag": "model", "Header": "model", "Region": "model",
-    "FunctionEntry": "table", "FunctionTable": "table", "Piece": "table",
-    "FunctionParts": "parts", "LibraryParts": "parts", "new_function": "parts",
-    "new_library": "parts", "wrap_bitcode": "parts", "parts_from_library": "subset",
-    "Problem": "verify", "VerifyReport": "verify", "verify": "verify",
-    "atomic_output": "writer", "layout": "writer", "library_bytes": "writer",
+    "FUNCTION_TYPES": "model",
+    "ExtensionTag": "model",
+    "Header": "model",
+    "Region": "model",
+    "FunctionEntry": "table",
+    "FunctionTable": "table",
+    "Piece": "table",
+    "FunctionParts": "parts",
+    "LibraryParts": "parts",
+    "new_function": "parts",
+    "new_library": "parts",
+    "wrap_bitcode": "parts",
+    "parts_from_library": "subset",
+    "Problem": "verify",
+    "VerifyReport": "verify",
+    "verify": "verify",
+    "atomic_output": "writer",
+    "layout": "writer",
+    "library_bytes": "writer",
     "write_library": "writer",
-}  # fmt: skip
+}
 
 if TYPE_CHECKING:
     from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, Header, Region

@@ -39,20 +39,29 @@ def function_count(data: memoryview, header: Header, reflection_list: Span | Non
     return count
 
 
-def native_table(data: memoryview, header: Header, reflection_list: Span | None, count: int) -> FunctionTable | None:
+def native_table(
+    data: memoryview, header: Header, reflection_list: Span | None, count: int
+) -> FunctionTable | None:
     """The native parser's table; None without the extension or when it declines the list."""
     native = native_module()
     if native is None:
         return None
     start = header.function_list.offset
     found = native.parse_function_list(
-        data[start : start + 4 + header.function_list.size], start, count,
-        header.public_metadata, header.private_metadata, header.bitcode, reflection_list,
-    )  # fmt: skip
+        data[start : start + 4 + header.function_list.size],
+        start,
+        count,
+        header.public_metadata,
+        header.private_metadata,
+        header.bitcode,
+        reflection_list,
+    )
     return None if found is None else FunctionTable(data, found)
 
 
-def parse_function_list(data: memoryview, header: Header, reflection_list: Span | None) -> FunctionTable:
+def parse_function_list(
+    data: memoryview, header: Header, reflection_list: Span | None
+) -> FunctionTable:
     """Parse and check every entry of the function list and the spans it points at.
 
     Bad names are collected in ``bad_names``, not raised (the native parser declines any list

@@ -55,9 +55,13 @@ def hash_spans(
 
 
 def _native_hash(
-    data: memoryview, offsets: Sequence[int], sizes: Sequence[int], fd: int | None, threads: int,
+    data: memoryview,
+    offsets: Sequence[int],
+    sizes: Sequence[int],
+    fd: int | None,
+    threads: int,
     progress: Callable[[int], None] | None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     native = native_module()
     if native is None or not has_native_sha256():
         raise RuntimeError("native hashing is not built (needs OpenSSL headers at install time)")
@@ -76,9 +80,11 @@ def _native_hash(
 
 
 def _hashlib_hash(
-    data: memoryview, offsets: Sequence[int], sizes: Sequence[int],
+    data: memoryview,
+    offsets: Sequence[int],
+    sizes: Sequence[int],
     progress: Callable[[int], None] | None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     from hashlib import sha256  # only without the native hashing
 
     out = []
@@ -102,9 +108,14 @@ class SpanHashes:
     """
 
     def __init__(
-        self, data: memoryview, offsets: list[int], sizes: list[int], *, fd: int | None = None,
+        self,
+        data: memoryview,
+        offsets: list[int],
+        sizes: list[int],
+        *,
+        fd: int | None = None,
         mode: Mode = "auto",
-    ) -> None:  # fmt: skip
+    ) -> None:
         import threading
         from collections import deque
 
@@ -127,7 +138,12 @@ class SpanHashes:
                 return
             try:
                 self._done[start] = hash_spans(
-                    data, offsets[start:end], sizes[start:end], fd=self._fd, mode=self._mode, threads=1
+                    data,
+                    offsets[start:end],
+                    sizes[start:end],
+                    fd=self._fd,
+                    mode=self._mode,
+                    threads=1,
                 )
             except BaseException as exc:  # noqa: BLE001 - re-raised by digests()
                 self._error = exc

@@ -34,7 +34,11 @@ def _load() -> tuple[ModuleType | None, str]:
     found = getattr(module, "ABI", None)
     if found != ABI:
         return None, f"ignored: {where} has ABI {found}, this package needs {ABI} (reinstall)"
-    hashing = "module hashes by OpenSSL" if getattr(module, "HAS_SHA256", 0) else "module hashes by hashlib"
+    hashing = (
+        "module hashes by OpenSSL"
+        if getattr(module, "HAS_SHA256", 0)
+        else "module hashes by hashlib"
+    )
     deflate = "in C" if getattr(module, "HAS_DEFLATE", 0) else "in Python (built without zlib)"
     return module, f"on, {hashing}, download model {deflate} ({where})"
 

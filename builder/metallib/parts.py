@@ -42,9 +42,14 @@ class FunctionParts:
     __slots__ = ("module", "name", "private_md", "public_md", "reflection", "tags")
 
     def __init__(
-        self, name: str, tags: list[tuple[bytes, Bytes]], public_md: Bytes, private_md: Bytes,
-        module: Bytes, reflection: Bytes | None,
-    ) -> None:  # fmt: skip
+        self,
+        name: str,
+        tags: list[tuple[bytes, Bytes]],
+        public_md: Bytes,
+        private_md: Bytes,
+        module: Bytes,
+        reflection: Bytes | None,
+    ) -> None:
         self.name = name
         self.tags = tags
         self.public_md = public_md
@@ -61,10 +66,15 @@ class LibraryParts:
     """Everything needed to write a library."""
 
     def __init__(
-        self, raw_version: bytes, extension: list[tuple[bytes, Bytes]], functions: FunctionTable,
-        starts: Sequence[int], dynamic_header: Bytes | None = None, uuid: bytes | None = None,
+        self,
+        raw_version: bytes,
+        extension: list[tuple[bytes, Bytes]],
+        functions: FunctionTable,
+        starts: Sequence[int],
+        dynamic_header: Bytes | None = None,
+        uuid: bytes | None = None,
         source_fd: int | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.raw_version = raw_version
         """Header bytes 4-15, verbatim."""
         self.extension = extension
@@ -194,10 +204,16 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
             data += reflection_chunk(-(at + 12) % 16, fn.reflection)
         chunk_offsets.append(None if fn.reflection is None else at)
         chunk_sizes.append(len(data) - at)
-    offsets = [list(accumulate(piece_sizes, initial=start))[:-1] for piece_sizes, start in zip(sizes, starts)]
+    offsets = [
+        list(accumulate(piece_sizes, initial=start))[:-1]
+        for piece_sizes, start in zip(sizes, starts)
+    ]
     for index, entry in enumerate(entries):
         at = offsets[Piece.ENTRY][index]
-        relative = [offsets[piece][index] - starts[piece] for piece in (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)]
+        relative = [
+            offsets[piece][index] - starts[piece]
+            for piece in (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)
+        ]
         for offt in entry.offt:
             _OFFT.pack_into(data, at + offt, *relative)
         chunk = chunk_offsets[index]
@@ -205,12 +221,23 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
             for rflt in entry.rflt:
                 U64.pack_into(data, at + rflt, chunk - reflection_list)
     columns = [
-        [fn.name for fn in functions], [e.type for e in entries], [e.version for e in entries],
-        b"".join(e.hash for e in entries), [e.offt[0] for e in entries],
-        [e.rflt[0] if e.rflt else None for e in entries], offsets[Piece.ENTRY], sizes[Piece.ENTRY],
-        offsets[Piece.PUBLIC_MD], sizes[Piece.PUBLIC_MD], offsets[Piece.PRIVATE_MD], sizes[Piece.PRIVATE_MD],
-        offsets[Piece.MODULE], sizes[Piece.MODULE], chunk_offsets, chunk_sizes,
-    ]  # fmt: skip
+        [fn.name for fn in functions],
+        [e.type for e in entries],
+        [e.version for e in entries],
+        b"".join(e.hash for e in entries),
+        [e.offt[0] for e in entries],
+        [e.rflt[0] if e.rflt else None for e in entries],
+        offsets[Piece.ENTRY],
+        sizes[Piece.ENTRY],
+        offsets[Piece.PUBLIC_MD],
+        sizes[Piece.PUBLIC_MD],
+        offsets[Piece.PRIVATE_MD],
+        sizes[Piece.PRIVATE_MD],
+        offsets[Piece.MODULE],
+        sizes[Piece.MODULE],
+        chunk_offsets,
+        chunk_sizes,
+    ]
     return FunctionTable(memoryview(bytes(data)), columns), tuple(starts)
 
 
@@ -223,7 +250,9 @@ class _NewEntry:
         if b"OFFT" not in codes:
             raise MetallibError(f"function {fn.name!r} has no OFFT tag")
         if (b"RFLT" in codes) != (fn.reflection is not None):
-            raise MetallibError(f"function {fn.name!r}: RFLT tag and reflection chunk must go together")
+            raise MetallibError(
+                f"function {fn.name!r}: RFLT tag and reflection chunk must go together"
+            )
         data = bytearray(4)
         self.offt: list[int] = []
         self.rflt: list[int] = []

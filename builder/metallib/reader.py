@@ -38,7 +38,6 @@ from builder.metallib.table import FunctionEntry, FunctionTable
 __all__ = ["Metallib", "open_metallib"]
 
 
-
 def open_metallib(path: str | os.PathLike[str]) -> Metallib:
     """Open ``path`` read-only and parse its header; raises ``MetallibError`` on bad input.
 
@@ -138,7 +137,9 @@ class Metallib:
     def _parse_header(self) -> Header:
         data = self.data
         if self.file_size < 4 or bytes(data[:4]) != MAGIC:
-            raise MetallibFormatError(0, f"not a metallib: magic is {bytes(data[:4])!r}, not 'MTLB'")
+            raise MetallibFormatError(
+                0, f"not a metallib: magic is {bytes(data[:4])!r}, not 'MTLB'"
+            )
         if self.file_size < HEADER_SIZE:
             raise MetallibFormatError(
                 self.file_size, f"truncated: the header needs {HEADER_SIZE} bytes"
@@ -176,14 +177,20 @@ class Metallib:
         start = self.header.function_list.offset + 4 + self.header.function_list.size
         tags, end = walk_tags(self.data, start, self.file_size, "header extension")
         seen: dict[bytes, int] = {}
-        for code, at, _ in tags:  # one tag of each kind: a reader and a writer could take different ones
+        for (
+            code,
+            at,
+            _,
+        ) in tags:  # one tag of each kind: a reader and a writer could take different ones
             if code in seen:
                 raise MetallibFormatError(
                     tag_start(code, at),
                     f"header extension: second {show_code(code)} tag (the first is at {seen[code]})",
                 )
             seen[code] = tag_start(code, at)
-        return [ExtensionTag(code, at, length) for code, at, length in tags], Span(start, end - start)
+        return [ExtensionTag(code, at, length) for code, at, length in tags], Span(
+            start, end - start
+        )
 
     def extension_tag(self, code: bytes) -> ExtensionTag | None:
         """The first header-extension tag with this code, if any."""
@@ -194,11 +201,14 @@ class Metallib:
         if tag is None:
             return None
         if tag.length != 16:
-            raise MetallibFormatError(tag.offset - 6, f"{show_code(code)} payload is {tag.length} bytes, not 16")
+            raise MetallibFormatError(
+                tag.offset - 6, f"{show_code(code)} payload is {tag.length} bytes, not 16"
+            )
         offset, size = SPAN.unpack_from(self.data, tag.offset)
         if offset > self.file_size or size > self.file_size - offset:
             raise MetallibFormatError(
-                tag.offset, f"{show_code(code)} section ({offset}+{size}) runs past the end of the file"
+                tag.offset,
+                f"{show_code(code)} section ({offset}+{size}) runs past the end of the file",
             )
         return Span(offset, size)
 

@@ -78,8 +78,12 @@ def reference_table(
     if pos != end:
         raise MetallibFormatError(pos, f"function list entries end at {pos}, header says {end}")
 
-    public = _chunk_spans(entries, [e.public for e in entries], header.public_metadata, "public metadata")
-    private = _chunk_spans(entries, [e.private for e in entries], header.private_metadata, "private metadata")
+    public = _chunk_spans(
+        entries, [e.public for e in entries], header.public_metadata, "public metadata"
+    )
+    private = _chunk_spans(
+        entries, [e.private for e in entries], header.private_metadata, "private metadata"
+    )
     modules = _module_spans(entries, header.bitcode)
     reflection = _reflection_spans(entries, reflection_list)
 
@@ -106,23 +110,31 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
         raise MetallibFormatError(pos, f"function {index}: entry starts past the list end {end}")
     size = U32.unpack_from(data, pos)[0]
     if size < MIN_ENTRY_SIZE or pos + size > end:
-        raise MetallibFormatError(pos, f"function {index}: entry size {size} does not fit the list (ends at {end})")
+        raise MetallibFormatError(
+            pos, f"function {index}: entry size {size} does not fit the list (ends at {end})"
+        )
     tags, stop = walk_tags(data, pos + 4, pos + size, f"function {index} entry")
     if stop != pos + size:
-        raise MetallibFormatError(stop - 4, f"function {index}: ENDT at {stop - 4}, entry ends at {pos + size}")
+        raise MetallibFormatError(
+            stop - 4, f"function {index}: ENDT at {stop - 4}, entry ends at {pos + size}"
+        )
     _refuse_repeated_tags(tags, index)
 
     found: dict[bytes, tuple[int, int]] = {}
     for code, at, length in tags:
         want = _FIXED_LENGTHS.get(code)
         if want is not None and length != want:
-            raise MetallibFormatError(at, f"function {index}: {code.decode()} is {length} bytes, not {want}")
+            raise MetallibFormatError(
+                at, f"function {index}: {code.decode()} is {length} bytes, not {want}"
+            )
         if code == b"NAME" and (length == 0 or data[at + length - 1] != 0):
             raise MetallibFormatError(at, f"function {index}: NAME is not NUL-terminated")
         found[code] = (at, length)
     for required in (b"NAME", b"HASH", b"OFFT"):
         if required not in found:
-            raise MetallibFormatError(pos, f"function {index}: entry has no {required.decode()} tag")
+            raise MetallibFormatError(
+                pos, f"function {index}: entry has no {required.decode()} tag"
+            )
 
     name_at, name_length = found[b"NAME"]
     raw_name = bytes(data[name_at : name_at + name_length - 1])
@@ -179,7 +191,9 @@ def _name_problem(raw: bytes) -> tuple[int, str] | None:
     return problem
 
 
-def _chunk_spans(entries: list[_Entry], starts: list[int], section: Span, what: str) -> list[tuple[int, int]]:
+def _chunk_spans(
+    entries: list[_Entry], starts: list[int], section: Span, what: str
+) -> list[tuple[int, int]]:
     """Metadata chunk i runs from its offset to function i+1's, the last to the section's end."""
     spans = []
     for index, start in enumerate(starts):
@@ -219,7 +233,9 @@ def _module_spans(entries: list[_Entry], bitcode: Span) -> list[tuple[int, int]]
     return spans
 
 
-def _reflection_spans(entries: list[_Entry], reflection_list: Span | None) -> list[tuple[int | None, int]]:
+def _reflection_spans(
+    entries: list[_Entry], reflection_list: Span | None
+) -> list[tuple[int | None, int]]:
     """Reflection chunk i runs from its RFLT to the next function's that has one (the last to
     the list's end): the first after the list's u32 count, each at least 16 bytes. Functions
     without RFLT have none (offset None, size 0). Each chunk's own size field is checked by
@@ -227,10 +243,16 @@ def _reflection_spans(entries: list[_Entry], reflection_list: Span | None) -> li
     if reflection_list is None:
         for entry in entries:
             if entry.reflection is not None:
-                raise MetallibFormatError(entry.offset, f"function {entry.name!r} has an RFLT tag but there is no RLST")
+                raise MetallibFormatError(
+                    entry.offset, f"function {entry.name!r} has an RFLT tag but there is no RLST"
+                )
         return [(None, 0)] * len(entries)
     spans: list[tuple[int | None, int]] = [(None, 0)] * len(entries)
-    present = [(index, entry.reflection) for index, entry in enumerate(entries) if entry.reflection is not None]
+    present = [
+        (index, entry.reflection)
+        for index, entry in enumerate(entries)
+        if entry.reflection is not None
+    ]
     stops = [start for _, start in present[1:]] + [reflection_list.size]
     previous_end = 4
     for (index, start), stop in zip(present, stops):

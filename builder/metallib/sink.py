@@ -63,8 +63,12 @@ class OutputSink:
         view = self.data[start:end]
         if self.hashing:
             self.digest.update(view)
-        if self.source_fd is not None and self.out_fd is not None and _kernel_copy(
-            self.out, self.source_fd, self.out_fd, start, end - start, self.position
+        if (
+            self.source_fd is not None
+            and self.out_fd is not None
+            and _kernel_copy(
+                self.out, self.source_fd, self.out_fd, start, end - start, self.position
+            )
         ):
             self.position += end - start
             return

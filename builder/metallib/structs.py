@@ -81,7 +81,9 @@ def walk_tags(
     except MetallibFormatError as exc:
         if not base:
             raise
-        raise MetallibFormatError(exc.offset + base, exc.message.replace(f" at {limit}", f" at {limit + base}")) from None
+        raise MetallibFormatError(
+            exc.offset + base, exc.message.replace(f" at {limit}", f" at {limit + base}")
+        ) from None
 
 
 def _walk_tags(
@@ -97,12 +99,16 @@ def _walk_tags(
             return tags, pos + 4
         if code in WIDE_TAGS:
             if pos + 8 > limit:
-                raise MetallibFormatError(pos, f"{what}: tag {show_code(code)} header runs past {limit}")
+                raise MetallibFormatError(
+                    pos, f"{what}: tag {show_code(code)} header runs past {limit}"
+                )
             length = U32.unpack_from(buf, pos + 4)[0]
             payload = pos + 8
         else:
             if pos + 6 > limit:
-                raise MetallibFormatError(pos, f"{what}: tag {show_code(code)} header runs past {limit}")
+                raise MetallibFormatError(
+                    pos, f"{what}: tag {show_code(code)} header runs past {limit}"
+                )
             length = U16.unpack_from(buf, pos + 4)[0]
             payload = pos + 6
         if payload + length > limit:

@@ -48,9 +48,12 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     h = lib.header
     rlst = lib.reflection_list
     starts = (
-        h.function_list.offset + 4, h.public_metadata.offset, h.private_metadata.offset,
-        h.bitcode.offset, rlst.offset + 4 if rlst is not None else 0,
-    )  # fmt: skip
+        h.function_list.offset + 4,
+        h.public_metadata.offset,
+        h.private_metadata.offset,
+        h.bitcode.offset,
+        rlst.offset + 4 if rlst is not None else 0,
+    )
     data = lib.data
     extension: list[tuple[bytes, Bytes]] = [
         (tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension
@@ -69,7 +72,9 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
     )
 
 
-def _entries_containing(lib: Metallib, table: FunctionTable, needle: bytes, chosen: Sequence[int]) -> list[int]:
+def _entries_containing(
+    lib: Metallib, table: FunctionTable, needle: bytes, chosen: Sequence[int]
+) -> list[int]:
     """Indices of the ``chosen`` entries whose bytes contain ``needle`` (a cheap pre-filter: the
     bytes also occur by chance, e.g. a HASH ending in S before OFFT)."""
     start = lib.header.function_list.offset

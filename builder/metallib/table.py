@@ -43,10 +43,23 @@ class Piece(IntEnum):
 
 
 COLUMNS = (
-    "names", "types", "versions", "hashes", "offt_rel", "rflt_rel", "entry_offsets", "entry_bytes",
-    "public_md_offsets", "public_md_bytes", "private_md_offsets", "private_md_bytes",
-    "module_offsets", "module_bytes", "reflection_offsets", "reflection_bytes",
-)  # fmt: skip
+    "names",
+    "types",
+    "versions",
+    "hashes",
+    "offt_rel",
+    "rflt_rel",
+    "entry_offsets",
+    "entry_bytes",
+    "public_md_offsets",
+    "public_md_bytes",
+    "private_md_offsets",
+    "private_md_bytes",
+    "module_offsets",
+    "module_bytes",
+    "reflection_offsets",
+    "reflection_bytes",
+)
 """The columns in the order both parsers produce them (``csrc/function_list.c``, ``COL_*``).
 ``hashes`` is one bytes object: the 32-byte HASH payloads of all functions back to back. The
 pieces' columns come last, two per piece in ``Piece`` order (offsets, then sizes)."""
@@ -89,7 +102,9 @@ class FunctionTable:
     reflection_bytes: list[int]
     """Each reflection chunk's size as stored: header, padding, FlatBuffer and ENDT."""
 
-    def __init__(self, data: memoryview, columns: Sequence[Any], bad_names: Sequence[BadName] = ()) -> None:
+    def __init__(
+        self, data: memoryview, columns: Sequence[Any], bad_names: Sequence[BadName] = ()
+    ) -> None:
         """``columns`` in ``COLUMNS`` order; an offsets column may come packed (bytes of one
         native u64 per function, all ones for "no chunk"), as the native parser sends it."""
         if len(columns) != len(COLUMNS):
@@ -286,11 +301,15 @@ class FunctionEntry:
 
     @property
     def public_md(self) -> Span:
-        return Span(self.table.public_md_offsets[self.index], self.table.public_md_bytes[self.index])
+        return Span(
+            self.table.public_md_offsets[self.index], self.table.public_md_bytes[self.index]
+        )
 
     @property
     def private_md(self) -> Span:
-        return Span(self.table.private_md_offsets[self.index], self.table.private_md_bytes[self.index])
+        return Span(
+            self.table.private_md_offsets[self.index], self.table.private_md_bytes[self.index]
+        )
 
     @property
     def module(self) -> Span:

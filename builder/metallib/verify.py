@@ -43,9 +43,13 @@ class VerifyReport:
     """What ``verify`` checked and found."""
 
     def __init__(
-        self, file_size: int, format_version: str, function_count: int, hashed_bytes: int = 0,
+        self,
+        file_size: int,
+        format_version: str,
+        function_count: int,
+        hashed_bytes: int = 0,
         problems: list[Problem] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.file_size = file_size
         self.format_version = format_version
         self.function_count = function_count
@@ -73,7 +77,10 @@ class VerifyReport:
 
 
 def verify(
-    lib: Metallib, progress: Callable[[int], None] | None = None, *, parallel: Mode = "auto",
+    lib: Metallib,
+    progress: Callable[[int], None] | None = None,
+    *,
+    parallel: Mode = "auto",
     hashes: bool = True,
 ) -> VerifyReport:
     """Check every function of ``lib``; ``progress(n)`` is called with the bytes hashed so far.
@@ -90,16 +97,29 @@ def verify(
     for bad in table.bad_names:
         report.problems.append(Problem(table.names[bad.function], bad.offset, f"name {bad.reason}"))
     _check_tiling(lib, table, report)
-    digests = hash_spans(
-        lib.data, table.module_offsets, table.module_bytes, fd=lib.fileno(), mode=parallel, progress=progress
-    ) if hashes else table.hashes
+    digests = (
+        hash_spans(
+            lib.data,
+            table.module_offsets,
+            table.module_bytes,
+            fd=lib.fileno(),
+            mode=parallel,
+            progress=progress,
+        )
+        if hashes
+        else table.hashes
+    )
     for index in _suspects(lib, table):
         _check_structure(lib, table[index], report)
     if digests != table.hashes:
         for index, name in enumerate(table.names):
             if digests[32 * index : 32 * index + 32] != table.hash(index):
                 report.problems.append(
-                    Problem(name, table.module_offsets[index], "module SHA-256 does not match its HASH tag")
+                    Problem(
+                        name,
+                        table.module_offsets[index],
+                        "module SHA-256 does not match its HASH tag",
+                    )
                 )
     report.hashed_bytes = sum(table.module_bytes) if hashes else 0
     if lib.reflection_list is not None:
@@ -107,9 +127,12 @@ def verify(
         chunks = len(table) - table.reflection_offsets.count(None)
         if declared != chunks:
             report.problems.append(
-                Problem(None, lib.reflection_list.offset,
-                        f"reflection list count {declared} but {chunks} functions have chunks")
-            )  # fmt: skip
+                Problem(
+                    None,
+                    lib.reflection_list.offset,
+                    f"reflection list count {declared} but {chunks} functions have chunks",
+                )
+            )
     report.problems.sort(key=lambda p: p.offset)
     return report
 
@@ -131,7 +154,9 @@ def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> 
             last = region.end == lib.file_size
             kind = "trailing bytes" if last else "gap"
             report.problems.append(
-                Problem(None, region.offset, f"{kind}: {region.size} bytes {where} belong to no section")
+                Problem(
+                    None, region.offset, f"{kind}: {region.size} bytes {where} belong to no section"
+                )
             )
     h = lib.header
     for what, section, piece in (
@@ -139,7 +164,9 @@ def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> 
         ("private metadata", h.private_metadata, Piece.PRIVATE_MD),
         ("bitcode", h.bitcode, Piece.MODULE),
     ):
-        _check_filled(what, section.offset, section.end, table.offsets(piece), table.sizes(piece), report)  # type: ignore[arg-type]
+        _check_filled(
+            what, section.offset, section.end, table.offsets(piece), table.sizes(piece), report
+        )  # type: ignore[arg-type]
     rlst = lib.reflection_list
     if rlst is not None and rlst.size >= 4:
         chunks, chunk_sizes = table.reflection_offsets, table.reflection_bytes
@@ -156,7 +183,11 @@ def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> 
         else:
             if end != hdyn.end:
                 report.problems.append(
-                    Problem(None, end, f"dynamic header: {hdyn.end - end} bytes after its ENDT belong to no tag")
+                    Problem(
+                        None,
+                        end,
+                        f"dynamic header: {hdyn.end - end} bytes after its ENDT belong to no tag",
+                    )
                 )
 
 
@@ -197,22 +228,35 @@ def _suspects(lib: Metallib, table: FunctionTable) -> list[int]:
     data = lib.data
     native = native_module()
     if native is not None:
-        columns = [column for piece in _SCREENED for column in (table.offsets(piece), table.sizes(piece))]
+        columns = [
+            column for piece in _SCREENED for column in (table.offsets(piece), table.sizes(piece))
+        ]
         return native.screen_functions(data, *columns)  # type: ignore[no-any-return]
     wrapper = _WRAPPER.unpack_from
     head = REFLECTION_HEAD.unpack_from
     magic = MODULE_WRAPPER_MAGIC
     out = []
     rows = zip(
-        table.public_md_offsets, table.public_md_bytes, table.private_md_offsets, table.private_md_bytes,
-        table.module_offsets, table.module_bytes, table.reflection_offsets, table.reflection_bytes,
-    )  # fmt: skip
+        table.public_md_offsets,
+        table.public_md_bytes,
+        table.private_md_offsets,
+        table.private_md_bytes,
+        table.module_offsets,
+        table.module_bytes,
+        table.reflection_offsets,
+        table.reflection_bytes,
+    )
     for index, (pub, pub_n, priv, priv_n, mod, mod_n, refl, refl_n) in enumerate(rows):
         if mod_n < 20 or pub_n != 8 or priv_n != 8:
             out.append(index)
             continue
         word, _, start, length, _ = wrapper(data, mod)
-        if word != magic or start + length > mod_n or data[pub + 4 : pub + 8] != _ENDT or data[priv + 4 : priv + 8] != _ENDT:
+        if (
+            word != magic
+            or start + length > mod_n
+            or data[pub + 4 : pub + 8] != _ENDT
+            or data[priv + 4 : priv + 8] != _ENDT
+        ):
             out.append(index)
             continue
         if refl is not None:
@@ -220,9 +264,13 @@ def _suspects(lib: Metallib, table: FunctionTable) -> list[int]:
             pad = -(refl + 12) % 16
             end = refl + 12 + payload
             if (
-                declared != refl_n or tag != b"RBUF" or payload + 16 != refl_n or pad > payload
-                or data[end : end + 4] != _ENDT or data[refl + 12 : refl + 12 + pad] != _ZEROS[pad]
-            ):  # fmt: skip
+                declared != refl_n
+                or tag != b"RBUF"
+                or payload + 16 != refl_n
+                or pad > payload
+                or data[end : end + 4] != _ENDT
+                or data[refl + 12 : refl + 12 + pad] != _ZEROS[pad]
+            ):
                 out.append(index)
     return out
 
@@ -247,7 +295,9 @@ def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> No
     if magic != MODULE_WRAPPER_MAGIC:
         report.problems.append(Problem(fn.name, at, f"module wrapper magic is 0x{magic:08x}"))
     elif start + length > size:
-        report.problems.append(Problem(fn.name, at, f"bitcode {start}+{length} runs past the {size}-byte module"))
+        report.problems.append(
+            Problem(fn.name, at, f"bitcode {start}+{length} runs past the {size}-byte module")
+        )
 
 
 def _check_chunk(
@@ -256,7 +306,9 @@ def _check_chunk(
     if end - start == 8 and lib.data[start + 4 : end].tobytes() == b"ENDT":
         return  # the common empty chunk
     if end - start < 8:
-        report.problems.append(Problem(fn.name, start, f"{what} chunk of {end - start} bytes is too short"))
+        report.problems.append(
+            Problem(fn.name, start, f"{what} chunk of {end - start} bytes is too short")
+        )
         return
     try:
         _, tag_end = walk_tags(lib.data, start + 4, end, f"{what} of {fn.name!r}")
@@ -273,12 +325,16 @@ def _check_reflection(lib: Metallib, fn: FunctionEntry, chunk: Span, report: Ver
     at, size = chunk
     data = lib.data
     if data[at + 4 : at + 8].tobytes() != b"RBUF":
-        report.problems.append(Problem(fn.name, at + 4, "reflection chunk does not start with RBUF"))
+        report.problems.append(
+            Problem(fn.name, at + 4, "reflection chunk does not start with RBUF")
+        )
         return
     declared = U32.unpack_from(data, at)[0]
     if declared != size:
         report.problems.append(
-            Problem(fn.name, at, f"reflection chunk says {declared} bytes, the next RFLT leaves {size}")
+            Problem(
+                fn.name, at, f"reflection chunk says {declared} bytes, the next RFLT leaves {size}"
+            )
         )
         return
     payload = U32.unpack_from(data, at + 8)[0]

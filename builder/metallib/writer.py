@@ -125,14 +125,19 @@ def _write_entries(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
     pack_offsets = _OFFSETS.pack_into
     pack_u64 = U64.pack_into
     rows = zip(
-        accumulate(fns.entry_bytes, initial=0), fns.offt_rel, fns.rflt_rel, lay.rflt,
+        accumulate(fns.entry_bytes, initial=0),
+        fns.offt_rel,
+        fns.rflt_rel,
+        lay.rflt,
         *(accumulate(fns.sizes(piece), initial=0) for piece in _SECTIONS),
-    )  # fmt: skip
+    )
     for index, (at, offt_rel, rflt_rel, rflt, pub, priv, mod) in enumerate(rows):
         pack_offsets(buf, at + offt_rel, pub, priv, mod)
         if rflt_rel is not None:
             if rflt is None:
-                raise MetallibError(f"function {fns.names[index]!r} has an RFLT tag but no reflection chunk")
+                raise MetallibError(
+                    f"function {fns.names[index]!r} has an RFLT tag but no reflection chunk"
+                )
             pack_u64(buf, at + rflt_rel, rflt)
     sink.write(buf)
 
@@ -151,8 +156,15 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
         MAGIC
         + parts.raw_version
         + _HEADER_TAIL.pack(
-            lay.file_size, lay.function_list, lay.function_list_size, lay.public, lay.public_size,
-            lay.private, lay.private_size, lay.bitcode, lay.bitcode_size,
+            lay.file_size,
+            lay.function_list,
+            lay.function_list_size,
+            lay.public,
+            lay.public_size,
+            lay.private,
+            lay.private_size,
+            lay.bitcode,
+            lay.bitcode_size,
         )
     )
     sink.write(U32.pack(len(fns)))
@@ -206,7 +218,10 @@ def _write_reflection(sink: OutputSink, parts: LibraryParts, lay: Layout) -> Non
             continue
         flatbuffer = fns.flatbuffer(index)
         if flatbuffer is None:
-            raise InternalError(f"function {fns.names[index]!r}: a reflection chunk without a FlatBuffer", offset=old)
+            raise InternalError(
+                f"function {fns.names[index]!r}: a reflection chunk without a FlatBuffer",
+                offset=old,
+            )
         sink.write(reflection_chunk(pad, flatbuffer))
 
 

@@ -17,8 +17,13 @@ from builder.publish.summary import append_step_summary
 __all__ = ["publish_markdown"]
 
 
-def publish_markdown(markdown: str, *, marker: str, pull_request: PullRequest | None,
-                     environ: Mapping[str, str] = os.environ) -> list[str]:  # fmt: skip
+def publish_markdown(
+    markdown: str,
+    *,
+    marker: str,
+    pull_request: PullRequest | None,
+    environ: Mapping[str, str] = os.environ,
+) -> list[str]:
     """Append ``markdown`` to the step summary (when Actions set one) and, given a pull request,
     create or edit its comment that starts with ``marker``. Returns what was done, one line each,
     for stderr."""
@@ -29,6 +34,7 @@ def publish_markdown(markdown: str, *, marker: str, pull_request: PullRequest | 
     if pull_request is not None:
         posted = post_sticky_comment(pull_request, markdown, marker)
         where = posted.url or f"comment {posted.comment_id}"
-        done.append(f"{posted.action} the size comment on pull request #{pull_request.number}: "
-                     f"{where}")  # fmt: skip
+        done.append(
+            f"{posted.action} the size comment on pull request #{pull_request.number}: {where}"
+        )
     return done

@@ -92,8 +92,9 @@ def pull_request_from_env(environ: Mapping[str, str] = os.environ) -> PullReques
         raise UsageError(f"GITHUB_REPOSITORY {visible(repository)!r} is not OWNER/NAME")
     if urllib.parse.urlsplit(api).scheme not in ("http", "https"):
         raise UsageError(f"GITHUB_API_URL {visible(api)!r} is not an http(s) URL")
-    return PullRequest(api, repository, _event_number(environ["GITHUB_EVENT_PATH"]),
-                       environ["GITHUB_TOKEN"])  # fmt: skip
+    return PullRequest(
+        api, repository, _event_number(environ["GITHUB_EVENT_PATH"]), environ["GITHUB_TOKEN"]
+    )
 
 
 def _event_number(path: str) -> int:
@@ -104,8 +105,10 @@ def _event_number(path: str) -> int:
             raw = handle.read(MAX_EVENT + 1)
         event = json.loads(raw) if len(raw) <= MAX_EVENT else None
     except (OSError, ValueError) as exc:
-        raise UsageError(f"GITHUB_EVENT_PATH {path}: cannot read the event: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None  # fmt: skip
+        raise UsageError(
+            f"GITHUB_EVENT_PATH {path}: cannot read the event: "
+            f"{getattr(exc, 'strerror', None) or exc}"
+        ) from None
     number = None
     if isinstance(event, dict):
         pull = event.get("pull_request")
@@ -115,8 +118,10 @@ def _event_number(path: str) -> int:
         elif isinstance(issue, dict) and "pull_request" in issue:
             number = issue.get("number")
     if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
-        raise UsageError(f"GITHUB_EVENT_PATH {path}: not a pull request event (no "
-                         "pull_request.number); post the comment from a pull_request workflow")  # fmt: skip
+        raise UsageError(
+            f"GITHUB_EVENT_PATH {path}: not a pull request event (no "
+            "pull_request.number); post the comment from a pull_request workflow"
+        )
     return number
 
 
@@ -130,15 +135,22 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-def _call(pr: PullRequest, doing: str, method: str, url: str,
-          body: dict[str, Any] | None = None) -> tuple[Any, str | None]:  # fmt: skip
+def _call(
+    pr: PullRequest, doing: str, method: str, url: str, body: dict[str, Any] | None = None
+) -> tuple[Any, str | None]:
     """One API request; the decoded JSON reply and the next page's URL (``Link: rel="next"``)."""
     request = urllib.request.Request(
-        url, method=method, data=None if body is None else json.dumps(body).encode("utf-8"),
-        headers={"Accept": "application/vnd.github+json", "Authorization": f"Bearer {pr.token}",
-                 "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "metallib-builder",
-                 **({} if body is None else {"Content-Type": "application/json"})},
-    )  # fmt: skip
+        url,
+        method=method,
+        data=None if body is None else json.dumps(body).encode("utf-8"),
+        headers={
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {pr.token}",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "metallib-builder",
+            **({} if body is None else {"Content-Type": "application/json"}),
+        },
+    )
     try:
         with _OPENER.open(request, timeout=TIMEOUT_S) as reply:
             raw = reply.read(MAX_REPLY + 1)
@@ -147,8 +159,9 @@ def _call(pr: PullRequest, doing: str, method: str, url: str,
         raise OutputError(f"GitHub API: cannot {doing}: {_refusal(exc)}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        raise OutputError(f"GitHub API: cannot {doing}: {method} {pr.api} failed: "
-                          f"{visible(str(reason))}") from None  # fmt: skip
+        raise OutputError(
+            f"GitHub API: cannot {doing}: {method} {pr.api} failed: {visible(str(reason))}"
+        ) from None
     if len(raw) > MAX_REPLY:
         raise OutputError(f"GitHub API: cannot {doing}: reply over {MAX_REPLY:,} bytes")
     try:
@@ -180,8 +193,9 @@ def _same_origin(url: str, api: str) -> bool:
 
 def find_comment(pr: PullRequest, marker: str) -> int | None:
     """The id of the pull request's first comment whose body starts with ``marker``."""
-    url: str | None = (f"{pr.api}/repos/{pr.repository}/issues/{pr.number}/comments"
-                       f"?per_page={PER_PAGE}")  # fmt: skip
+    url: str | None = (
+        f"{pr.api}/repos/{pr.repository}/issues/{pr.number}/comments?per_page={PER_PAGE}"
+    )
     doing = f"list the comments of pull request #{pr.number} in {pr.repository}"
     for _ in range(MAX_PAGES):
         if url is None:
@@ -196,8 +210,10 @@ def find_comment(pr: PullRequest, marker: str) -> int | None:
                 if isinstance(found, int) and not isinstance(found, bool):
                     return found
         if url is not None and not _same_origin(url, pr.api):
-            raise OutputError(f"GitHub API: cannot {doing}: the next page is on another server "
-                              f"({visible(url)[:200]}); the token is sent to GITHUB_API_URL only")  # fmt: skip
+            raise OutputError(
+                f"GitHub API: cannot {doing}: the next page is on another server "
+                f"({visible(url)[:200]}); the token is sent to GITHUB_API_URL only"
+            )
     raise OutputError(f"GitHub API: cannot {doing}: more than {MAX_PAGES * PER_PAGE:,} comments")
 
 
@@ -208,17 +224,28 @@ def post_sticky_comment(pr: PullRequest, body: str, marker: str) -> Posted:
         raise ValueError("the comment body must start with its marker")
     found = find_comment(pr, marker)
     if found is None:
-        reply, _ = _call(pr, f"comment on pull request #{pr.number} in {pr.repository}", "POST",
-                         f"{pr.api}/repos/{pr.repository}/issues/{pr.number}/comments",
-                         {"body": body})  # fmt: skip
+        reply, _ = _call(
+            pr,
+            f"comment on pull request #{pr.number} in {pr.repository}",
+            "POST",
+            f"{pr.api}/repos/{pr.repository}/issues/{pr.number}/comments",
+            {"body": body},
+        )
         action = "created"
     else:
-        reply, _ = _call(pr, f"update comment {found} in {pr.repository}", "PATCH",
-                         f"{pr.api}/repos/{pr.repository}/issues/comments/{found}",
-                         {"body": body})  # fmt: skip
+        reply, _ = _call(
+            pr,
+            f"update comment {found} in {pr.repository}",
+            "PATCH",
+            f"{pr.api}/repos/{pr.repository}/issues/comments/{found}",
+            {"body": body},
+        )
         action = "updated"
     reply = reply if isinstance(reply, dict) else {}
     comment_id = reply.get("id", found)
     url = reply.get("html_url")
-    return Posted(action, comment_id if isinstance(comment_id, int) else -1,
-                  url if isinstance(url, str) else None)  # fmt: skip
+    return Posted(
+        action,
+        comment_id if isinstance(comment_id, int) else -1,
+        url if isinstance(url, str) else None,
+    )

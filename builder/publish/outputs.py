@@ -53,16 +53,20 @@ def plan_outputs(
         raise UsageError(f"-o {twice} is given twice")
     if explicit:
         if len(paths) > 1:
-            raise UsageError("--format applies to stdout or to one -o file; with several -o, "
-                             "each file's extension gives its format")  # fmt: skip
+            raise UsageError(
+                "--format applies to stdout or to one -o file; with several -o, "
+                "each file's extension gives its format"
+            )
         return [Output(paths[0], fmt)]
     plan = []
     known = ", ".join(e for e, f in EXTENSIONS.items() if f in formats)
     for path in paths:
         found = EXTENSIONS.get(PurePath(path).suffix.lower())
         if found is None or found not in formats:
-            raise UsageError(f"-o {path}: cannot tell the output format from its extension "
-                             f"(use {known}, or give --format with a single -o)")  # fmt: skip
+            raise UsageError(
+                f"-o {path}: cannot tell the output format from its extension "
+                f"(use {known}, or give --format with a single -o)"
+            )
         plan.append(Output(path, found))
     return plan
 

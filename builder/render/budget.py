@@ -57,31 +57,49 @@ def _limit(check: BudgetCheck) -> str:
 
 def failures(checks: Sequence[BudgetCheck]) -> list[str]:
     """One phrase per failed check: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``."""
-    return [f"{c.budget}: {check_label(c)} is {_value(c)}, limit {_limit(c)}"
-            for c in checks if not c.passed]  # fmt: skip
+    return [
+        f"{c.budget}: {check_label(c)} is {_value(c)}, limit {_limit(c)}"
+        for c in checks
+        if not c.passed
+    ]
 
 
-def budget_table(checks: Sequence[BudgetCheck], source: str, *, color: bool = False,
-                 width: int = 100) -> str:  # fmt: skip
+def budget_table(
+    checks: Sequence[BudgetCheck], source: str, *, color: bool = False, width: int = 100
+) -> str:
     """The size-limit view: a row per limit, pass or FAIL, and where each value was measured."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     measured = sorted({m for c in checks for m in c.measured_in})
-    table = Table(title=escape(f"Size budgets ({source})"), title_justify="left",
-                  caption="measured in " + rich_text("; ".join(measured)),
-                  caption_justify="left")  # fmt: skip
-    for column, justify in (("budget", "left"), ("check", "left"), ("limit", "right"),
-                            ("value", "right"), ("result", "left")):  # fmt: skip
+    table = Table(
+        title=escape(f"Size budgets ({source})"),
+        title_justify="left",
+        caption="measured in " + rich_text("; ".join(measured)),
+        caption_justify="left",
+    )
+    for column, justify in (
+        ("budget", "left"),
+        ("check", "left"),
+        ("limit", "right"),
+        ("value", "right"),
+        ("result", "left"),
+    ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for c in checks:
-        table.add_row(rich_text(c.budget), rich_text(check_label(c)), escape(_limit(c)),
-                      escape(_value(c)), "pass" if c.passed else "FAIL",
-                      style="" if c.passed else "bold red")  # fmt: skip
+        table.add_row(
+            rich_text(c.budget),
+            rich_text(check_label(c)),
+            escape(_limit(c)),
+            escape(_value(c)),
+            "pass" if c.passed else "FAIL",
+            style="" if c.passed else "bold red",
+        )
     out = io.StringIO()
-    Console(file=out, force_terminal=color, no_color=not color, width=width,
-            emoji=False).print(table)  # fmt: skip
+    Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False).print(
+        table
+    )
     return out.getvalue()
 
 
@@ -91,39 +109,67 @@ def budget_json(checks: Sequence[BudgetCheck], source: str) -> str:
     from builder.size.report import SCHEMA
 
     def row(c: BudgetCheck) -> dict[str, Any]:
-        doc: dict[str, Any] = {"budget": c.budget, "key": c.key, "group": c.group,
-                               "limit": c.limit, "value": c.value, "passed": c.passed,
-                               "unit": "functions" if c.key == "max-functions" else "bytes",
-                               "measured_in": list(c.measured_in)}  # fmt: skip
+        doc: dict[str, Any] = {
+            "budget": c.budget,
+            "key": c.key,
+            "group": c.group,
+            "limit": c.limit,
+            "value": c.value,
+            "passed": c.passed,
+            "unit": "functions" if c.key == "max-functions" else "bytes",
+            "measured_in": list(c.measured_in),
+        }
         if c.growth is not None:
             doc.update(max_growth=limit_text(c.growth), base_value=c.base_value)
         return doc
 
-    doc = {"schema": SCHEMA, "kind": "budget", "file": source,
-           "passed": all(c.passed for c in checks), "checks": [row(c) for c in checks]}  # fmt: skip
+    doc = {
+        "schema": SCHEMA,
+        "kind": "budget",
+        "file": source,
+        "passed": all(c.passed for c in checks),
+        "checks": [row(c) for c in checks],
+    }
     return dumps(doc, indent=1) + "\n"
 
 
-def budget_markdown(checks: Sequence[BudgetCheck], source: str, *, marker: str = MARKER,
-                    limit: int = _LIMIT) -> str:  # fmt: skip
+def budget_markdown(
+    checks: Sequence[BudgetCheck], source: str, *, marker: str = MARKER, limit: int = _LIMIT
+) -> str:
     """The verdict first, then the table; under ``limit`` UTF-8 bytes whatever the input (rows
     are capped, and the ones that do not fit are counted)."""
     failed = sum(not c.passed for c in checks)
-    verdict = (f"❌ **{failed} of {len(checks)} limits exceeded**" if failed
-               else f"✅ all {len(checks)} limits pass")  # fmt: skip
+    verdict = (
+        f"❌ **{failed} of {len(checks)} limits exceeded**"
+        if failed
+        else f"✅ all {len(checks)} limits pass"
+    )
     measured = sorted({m for c in checks for m in c.measured_in})
-    footer = clip(f"<sub>Budgets from {md_text(source)}; measured in "
-                  f"{md_text('; '.join(measured))}.</sub>", 2000)  # fmt: skip
-    lines = [marker, "### Metallib size budget", "", verdict, "",
-             "| budget | check | limit | value | result |", "|---|---|---:|---:|---|"]  # fmt: skip
+    footer = clip(
+        f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",
+        2000,
+    )
+    lines = [
+        marker,
+        "### Metallib size budget",
+        "",
+        verdict,
+        "",
+        "| budget | check | limit | value | result |",
+        "|---|---|---:|---:|---|",
+    ]
     left = limit - sum(len(x.encode()) + 1 for x in [*lines, footer]) - 200
     rows = sorted(checks, key=lambda c: c.passed)  # failures first
     for shown, c in enumerate(rows):
-        row = clip(f"| {md_code(c.budget, 120)} | {md_code(check_label(c), 160)} | {_limit(c)} | "
-                   f"{_value(c)} | {'✅ pass' if c.passed else '❌ **FAIL**'} |", 600)  # fmt: skip
+        row = clip(
+            f"| {md_code(c.budget, 120)} | {md_code(check_label(c), 160)} | {_limit(c)} | "
+            f"{_value(c)} | {'✅ pass' if c.passed else '❌ **FAIL**'} |",
+            600,
+        )
         if len(row.encode()) + 1 > left:
-            lines.append(f"| … {len(rows) - shown:,} more not shown (see `budget --format json`) "
-                         "| | | | |")  # fmt: skip
+            lines.append(
+                f"| … {len(rows) - shown:,} more not shown (see `budget --format json`) | | | | |"
+            )
             break
         lines.append(row)
         left -= len(row.encode()) + 1

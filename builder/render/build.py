@@ -76,8 +76,9 @@ def _column(report: Report) -> _Column:
 def _origins(result: VariantResult, report: Report) -> list[str]:
     lines = [f"{result.name} ({result.description}):"]
     if report.source.path is not None:
-        lines.append(f"  metallib {visible(report.source.path)}: function bytes, as report "
-                     "measures them")  # fmt: skip
+        lines.append(
+            f"  metallib {visible(report.source.path)}: function bytes, as report measures them"
+        )
     jit = jit_breakdown(report)
     if jit is not None and jit.host_measured:
         lines.append(f"  {visible(jit.origin)}")
@@ -125,21 +126,32 @@ def variants_text(results: Sequence[VariantResult]) -> str:
             for name in column.modes:
                 largest[name] = max(largest.get(name, 0), column.sizes.get(name, 0))
         unowned = list(dict.fromkeys(name for column in columns for name in column.unowned))
-        head = [["", *(r.name for r, _ in built)],
-                ["kernel family", *(r.description for r, _ in built)]]  # fmt: skip
-        rows = [[visible(name), *(_cell(column, name) for column in columns)]
-                for name in sorted(largest, key=lambda n: (-largest[n], n))]  # fmt: skip
+        head = [
+            ["", *(r.name for r, _ in built)],
+            ["kernel family", *(r.description for r, _ in built)],
+        ]
+        rows = [
+            [visible(name), *(_cell(column, name) for column in columns)]
+            for name in sorted(largest, key=lambda n: (-largest[n], n))
+        ]
         rows += [[name, *(_size(column.sizes.get(name)) for column in columns)] for name in unowned]
         total_at = len(rows)
         reports = [report for _, report in built]
         rows += [
             ["total shipped", *(_size(r.shipped_bytes, "-") for r, _ in built)],
-            ["  metallib file",
-             *(_size(r.file_size if r.source.path is not None else None, "-") for r in reports)],
-            ["  host library file",
-             *(_size(r.host_library.file_size if r.host_library else None, "-") for r in reports)],
+            [
+                "  metallib file",
+                *(_size(r.file_size if r.source.path is not None else None, "-") for r in reports),
+            ],
+            [
+                "  host library file",
+                *(
+                    _size(r.host_library.file_size if r.host_library else None, "-")
+                    for r in reports
+                ),
+            ],
             ["build time", *(f"{r.outcome.seconds:.1f} s" for r, _ in built if r.outcome)],
-        ]  # fmt: skip
+        ]
         lines += _table(head, rows, {total_at})
         lines += ["", *_LEGEND]
         for (result, report), column in zip(built, columns):

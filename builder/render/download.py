@@ -51,25 +51,35 @@ def download_line(report: Report) -> str | None:
     if download is None:
         return None
     level = download.model.get("level", "?")
-    line = (f"download: {human_size(download.total)} ({download.total:,} bytes, "
-            f"{percent(download.total, report.file_size)} of the file), modelled as a wheel "
-            f"stores it (zlib level {level}; docs/download-size.md)")  # fmt: skip
+    line = (
+        f"download: {human_size(download.total)} ({download.total:,} bytes, "
+        f"{percent(download.total, report.file_size)} of the file), modelled as a wheel "
+        f"stores it (zlib level {level}; docs/download-size.md)"
+    )
     member = download.member
     if member is not None and download.model_error is not None:
-        line += (f"; the wheel's {member.name} is {member.download_bytes:,} bytes compressed: "
-                 f"model {human_delta(download.model_error)} "
-                 f"({100.0 * download.model_error / max(member.download_bytes, 1):+.4f}%)")  # fmt: skip
+        line += (
+            f"; the wheel's {member.name} is {member.download_bytes:,} bytes compressed: "
+            f"model {human_delta(download.model_error)} "
+            f"({100.0 * download.model_error / max(member.download_bytes, 1):+.4f}%)"
+        )
     return line
 
 
 def compare_download_line(comparison: Comparison) -> str | None:
     """The modelled download of both sides and its change, in one line."""
-    base, head, delta = comparison.base.download, comparison.head.download, comparison.download_delta
+    base, head, delta = (
+        comparison.base.download,
+        comparison.head.download,
+        comparison.download_delta,
+    )
     if base is None or head is None or delta is None:
         return None
-    return (f"download (modelled, zlib 6 as a wheel stores it): {human_size(base.total)} → "
-            f"{human_size(head.total)}, {human_delta(delta)} "
-            f"({signed_percent(comparison.download_percent)})")  # fmt: skip
+    return (
+        f"download (modelled, zlib 6 as a wheel stores it): {human_size(base.total)} → "
+        f"{human_size(head.total)}, {human_delta(delta)} "
+        f"({signed_percent(comparison.download_percent)})"
+    )
 
 
 def wheels_of(reports: Sequence[Report]) -> list[WheelFiles]:

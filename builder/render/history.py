@@ -27,16 +27,32 @@ __all__ = ["DOWNLOAD_METHOD", "history_html", "history_json", "history_table"]
 
 DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
-_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
-            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+_COLOURS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 
 
 def _group_sizes(point: HistoryPoint) -> dict[str, int]:
     return dict(point.groups)
 
 
-def history_table(points: Sequence[HistoryPoint], top: list[str], by: str, *,
-                  color: bool = False, width: int = 100) -> str:  # fmt: skip
+def history_table(
+    points: Sequence[HistoryPoint],
+    top: list[str],
+    by: str,
+    *,
+    color: bool = False,
+    width: int = 100,
+) -> str:
     """A row per target: size, change from the previous row, download, functions, then as many
     of the ``top`` groups as fit in ``width`` (the caption says how many did not)."""
     from rich import box
@@ -46,14 +62,21 @@ def history_table(points: Sequence[HistoryPoint], top: list[str], by: str, *,
 
     download = any(p.download_bytes is not None for p in points)
     package = _one_package([p.target for p in points])
-    columns = [("version" if package else "target", [
-        visible(p.target.split("==", 1)[1] if package else p.target) for p in points])]
+    columns = [
+        (
+            "version" if package else "target",
+            [visible(p.target.split("==", 1)[1] if package else p.target) for p in points],
+        )
+    ]
     columns.append(("size", [human_size(p.bytes) for p in points]))
-    columns.append(("change", [""] + [human_delta(b.bytes - a.bytes)
-                                      for a, b in pairwise(points)]))  # fmt: skip
+    columns.append(("change", [""] + [human_delta(b.bytes - a.bytes) for a, b in pairwise(points)]))
     if download:
-        columns.append(("download", ["" if p.download_bytes is None else
-                                     human_size(p.download_bytes) for p in points]))  # fmt: skip
+        columns.append(
+            (
+                "download",
+                ["" if p.download_bytes is None else human_size(p.download_bytes) for p in points],
+            )
+        )
     columns.append(("functions", [f"{p.function_count:,}" for p in points]))
     sizes = [_group_sizes(p) for p in points]
     room = width - 1 - sum(max(map(len, [h, *cells])) + 3 for h, cells in columns)  # pad, rule
@@ -73,17 +96,21 @@ def history_table(points: Sequence[HistoryPoint], top: list[str], by: str, *,
     if download:
         caption += f"\ndownload: {escape(DOWNLOAD_METHOD)}"
     what = f"{package}==VERSION" if package else "target"
-    table = Table(title=rich_text(f"Size history of {len(points)} targets ({what}, groups by {by})"),
-                  title_justify="left", caption=caption, caption_justify="left",
-                  box=box.SIMPLE_HEAD)  # fmt: skip
+    table = Table(
+        title=rich_text(f"Size history of {len(points)} targets ({what}, groups by {by})"),
+        title_justify="left",
+        caption=caption,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
     for index, (header, _) in enumerate(columns):
-        table.add_column(rich_text(header), justify="left" if index == 0 else "right",
-                         no_wrap=True)  # fmt: skip
+        table.add_column(rich_text(header), justify="left" if index == 0 else "right", no_wrap=True)
     for row in zip(*(cells for _, cells in columns)):
         table.add_row(*(escape(cell) for cell in row))
     out = io.StringIO()
-    Console(file=out, force_terminal=color, no_color=not color, width=width,
-            emoji=False).print(table)  # fmt: skip
+    Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False).print(
+        table
+    )
     return out.getvalue()
 
 
@@ -100,18 +127,25 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
     from builder.size.report import SCHEMA
 
     def point(p: HistoryPoint) -> dict[str, Any]:
-        doc: dict[str, Any] = {"target": p.target, "bytes": p.bytes,
-                               "function_count": p.function_count,
-                               "groups": [{"name": n, "bytes": b} for n, b in p.groups],
-                               "measured_in": list(p.measured_in)}  # fmt: skip
+        doc: dict[str, Any] = {
+            "target": p.target,
+            "bytes": p.bytes,
+            "function_count": p.function_count,
+            "groups": [{"name": n, "bytes": b} for n, b in p.groups],
+            "measured_in": list(p.measured_in),
+        }
         if p.download_bytes is not None:
             doc["download_bytes"] = p.download_bytes
         if p.host_library_bytes is not None:
             doc["host_library_bytes"] = p.host_library_bytes
         return doc
 
-    doc: dict[str, Any] = {"schema": SCHEMA, "kind": "history", "by": by,
-                           "points": [point(p) for p in points]}  # fmt: skip
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "kind": "history",
+        "by": by,
+        "points": [point(p) for p in points],
+    }
     if any(p.download_bytes is not None for p in points):
         doc["download_method"] = DOWNLOAD_METHOD
     return dumps(doc, indent=1) + "\n"
@@ -158,34 +192,45 @@ def _chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> str:
     def y(v: float) -> float:
         return top + plot_h * (1 - v / ymax)
 
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-              f'viewBox="0 0 {width} {height}" role="img" aria-label="{_text(title)}">'),
-             f'<text x="{left}" y="20" class="title">{_text(title)}</text>']  # fmt: skip
+    parts = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{_text(title)}">'
+        ),
+        f'<text x="{left}" y="20" class="title">{_text(title)}</text>',
+    ]
     ticks = round(ymax / step)
     for k in range(ticks + 1):
         value = step * k
-        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(value):.1f}" '
-                     f'y2="{y(value):.1f}" class="grid"/><text x="{left - 6}" '
-                     f'y="{y(value) + 4:.1f}" class="ytick">{_tick(value)}</text>')  # fmt: skip
+        parts.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(value):.1f}" '
+            f'y2="{y(value):.1f}" class="grid"/><text x="{left - 6}" '
+            f'y="{y(value) + 4:.1f}" class="ytick">{_tick(value)}</text>'
+        )
     for i, label in enumerate(labels):
         short = label if len(label) <= 32 else label[:31] + "…"
-        parts.append(f'<text transform="translate({x(i):.1f},{top + plot_h + 14}) rotate(-30)" '
-                     f'class="xtick">{_text(short)}</text>')  # fmt: skip
+        parts.append(
+            f'<text transform="translate({x(i):.1f},{top + plot_h + 14}) rotate(-30)" '
+            f'class="xtick">{_text(short)}</text>'
+        )
     for index, (name, vs) in enumerate(series):
         colour = _COLOURS[index % len(_COLOURS)]
         points = [(x(i), y(v), v, labels[i]) for i, v in enumerate(vs) if v is not None]
         path = " ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in points)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
-                     'stroke-width="2"/>')  # fmt: skip
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for px, py, v, label in points:
-            parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{colour}"><title>'
-                         f'{_text(name)}, {_text(label)}: {human_size(v)} ({v:,} bytes)'
-                         "</title></circle>")  # fmt: skip
+            parts.append(
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{colour}"><title>'
+                f"{_text(name)}, {_text(label)}: {human_size(v)} ({v:,} bytes)"
+                "</title></circle>"
+            )
         ly = top + 16 * index
-        parts.append(f'<line x1="{width - right + 16}" x2="{width - right + 36}" y1="{ly + 6}" '
-                     f'y2="{ly + 6}" stroke="{colour}" stroke-width="3"/><text '
-                     f'x="{width - right + 42}" y="{ly + 10}" class="legend">'
-                     f"{_text(name if len(name) <= 24 else name[:23] + '…')}</text>")  # fmt: skip
+        parts.append(
+            f'<line x1="{width - right + 16}" x2="{width - right + 36}" y1="{ly + 6}" '
+            f'y2="{ly + 6}" stroke="{colour}" stroke-width="3"/><text '
+            f'x="{width - right + 42}" y="{ly + 10}" class="legend">'
+            f"{_text(name if len(name) <= 24 else name[:23] + '…')}</text>"
+        )
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -216,7 +261,9 @@ def history_html(points: Sequence[HistoryPoint], top: list[str], by: str) -> str
     for point, size in zip(points, sizes):
         cells = [_text(point.target), human_size(point.bytes)]
         if download:
-            cells.append(human_size(point.download_bytes) if point.download_bytes is not None else "")
+            cells.append(
+                human_size(point.download_bytes) if point.download_bytes is not None else ""
+            )
         cells.append(f"{point.function_count:,}")
         cells += [human_size(size[name]) if name in size else "-" for name in top]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

@@ -46,8 +46,10 @@ def _notes(report: Report) -> list[str]:
     if report.source.path is None:
         notes.append("no metallib: every family is compiled at run time")
     if report.by != "kernel":
-        notes.append(f"rows are JIT families whatever --by {report.by} says: the host library "
-                     "has no per-function sizes")  # fmt: skip
+        notes.append(
+            f"rows are JIT families whatever --by {report.by} says: the host library "
+            "has no per-function sizes"
+        )
     return notes
 
 
@@ -68,42 +70,77 @@ def report_jit_table(
     if report.source.path is None:  # the metallib table, which names the provenance, is skipped
         caption += "\n" + rich_text(provenance_line(report.provenance))
     table = Table(
-        title=rich_text(report.source.label) + escape(
+        title=rich_text(report.source.label)
+        + escape(
             f": {jit_headline(jit)}, {len(jit.families):,} families "
             f"({kernels:,} kernels) compiled at run time"
         ),
-        caption=caption, title_justify="left", caption_justify="left",
-    )  # fmt: skip
+        caption=caption,
+        title_justify="left",
+        caption_justify="left",
+    )
     for name in ("JIT family", "kernels", "size", "bytes", "share", "cumulative", "embedded"):
         table.add_column(name, justify="left" if name == "JIT family" else "right")
     shown, rest = _shown(jit.families, top)
     cumulative = 0
     for r in shown:
         cumulative += r.bytes
-        table.add_row(rich_text(r.name), f"{r.kernel_count:,}", human_size(r.bytes), f"{r.bytes:,}",
-                      percent(r.bytes, jit.total), percent(cumulative, jit.total),
-                      human_size(r.embedded_bytes))  # fmt: skip
+        table.add_row(
+            rich_text(r.name),
+            f"{r.kernel_count:,}",
+            human_size(r.bytes),
+            f"{r.bytes:,}",
+            percent(r.bytes, jit.total),
+            percent(cumulative, jit.total),
+            human_size(r.embedded_bytes),
+        )
     if rest:
         size = sum(r.bytes for r in rest)
         cumulative += size
-        table.add_row(f"rest ({len(rest)} families)", f"{sum(r.kernel_count for r in rest):,}",
-                      human_size(size), f"{size:,}", percent(size, jit.total),
-                      percent(cumulative, jit.total),
-                      human_size(sum(r.embedded_bytes for r in rest)), style="dim")  # fmt: skip
+        table.add_row(
+            f"rest ({len(rest)} families)",
+            f"{sum(r.kernel_count for r in rest):,}",
+            human_size(size),
+            f"{size:,}",
+            percent(size, jit.total),
+            percent(cumulative, jit.total),
+            human_size(sum(r.embedded_bytes for r in rest)),
+            style="dim",
+        )
     for o in jit.overhead:
         cumulative += o.bytes
-        table.add_row(escape(o.name), "", human_size(o.bytes), f"{o.bytes:,}",
-                      percent(o.bytes, jit.total), percent(cumulative, jit.total), "", style="dim")  # fmt: skip
+        table.add_row(
+            escape(o.name),
+            "",
+            human_size(o.bytes),
+            f"{o.bytes:,}",
+            percent(o.bytes, jit.total),
+            percent(cumulative, jit.total),
+            "",
+            style="dim",
+        )
     table.add_section()
-    table.add_row("total", f"{kernels:,}", human_size(jit.total), f"{jit.total:,}",
-                  "100.0%" if jit.total else "-", "", "", style="bold")  # fmt: skip
+    table.add_row(
+        "total",
+        f"{kernels:,}",
+        human_size(jit.total),
+        f"{jit.total:,}",
+        "100.0%" if jit.total else "-",
+        "",
+        "",
+        style="bold",
+    )
     print_table(console, table, fit=fit)
 
 
 def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> list[str]:
     """Markdown lines for the JIT side of ``report`` (a heading of its own after a metallib)."""
     kernels = sum(r.kernel_count for r in jit.families)
-    lines = [] if report.source.path is None else [f"#### JIT families of {md_code(report.source.label)}\n"]
+    lines = (
+        []
+        if report.source.path is None
+        else [f"#### JIT families of {md_code(report.source.label)}\n"]
+    )
     lines.append(
         f"{jit_headline(jit)} ({jit.total:,} bytes), {len(jit.families):,} families "
         f"({kernels:,} kernels) compiled at run time. Measured: {md_text(jit.origin)}.\n"
@@ -111,26 +148,34 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
     lines += [f"<sub>{md_text(note)}</sub>\n" for note in _notes(report)]
     if report.source.path is None:
         lines.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
-    lines += ["| JIT family | kernels | size | share | cumulative | embedded |",
-              "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [
+        "| JIT family | kernels | size | share | cumulative | embedded |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     shown, rest = _shown(jit.families, top)
     cumulative = 0
     for r in shown:
         cumulative += r.bytes
-        lines.append(f"| {md_code(r.name)} | {r.kernel_count:,} | {human_size(r.bytes)} | "
-                     f"{percent(r.bytes, jit.total)} | {percent(cumulative, jit.total)} | "
-                     f"{human_size(r.embedded_bytes)} |")  # fmt: skip
+        lines.append(
+            f"| {md_code(r.name)} | {r.kernel_count:,} | {human_size(r.bytes)} | "
+            f"{percent(r.bytes, jit.total)} | {percent(cumulative, jit.total)} | "
+            f"{human_size(r.embedded_bytes)} |"
+        )
     if rest:
         size = sum(r.bytes for r in rest)
         cumulative += size
-        lines.append(f"| rest ({len(rest)} families) | {sum(r.kernel_count for r in rest):,} | "
-                     f"{human_size(size)} | {percent(size, jit.total)} | "
-                     f"{percent(cumulative, jit.total)} | "
-                     f"{human_size(sum(r.embedded_bytes for r in rest))} |")  # fmt: skip
+        lines.append(
+            f"| rest ({len(rest)} families) | {sum(r.kernel_count for r in rest):,} | "
+            f"{human_size(size)} | {percent(size, jit.total)} | "
+            f"{percent(cumulative, jit.total)} | "
+            f"{human_size(sum(r.embedded_bytes for r in rest))} |"
+        )
     for o in jit.overhead:
         cumulative += o.bytes
-        lines.append(f"| {o.name} | | {human_size(o.bytes)} | {percent(o.bytes, jit.total)} | "
-                     f"{percent(cumulative, jit.total)} | |")  # fmt: skip
+        lines.append(
+            f"| {o.name} | | {human_size(o.bytes)} | {percent(o.bytes, jit.total)} | "
+            f"{percent(cumulative, jit.total)} | |"
+        )
     lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
     return lines
 
@@ -141,8 +186,10 @@ def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
     ``function_count`` the family's kernels."""
     library = report.host_library
     where = library.path if jit.host_measured and library else report.source.manifest or ""
-    rows: list[list[Any]] = [[where, "jit", r.name, r.kernel_count, r.bytes,
-                              share(r.bytes, jit.total)] for r in jit.families]  # fmt: skip
+    rows: list[list[Any]] = [
+        [where, "jit", r.name, r.kernel_count, r.bytes, share(r.bytes, jit.total)]
+        for r in jit.families
+    ]
     rows += [[where, "jit", o.name, "", o.bytes, share(o.bytes, jit.total)] for o in jit.overhead]
     return rows
 
@@ -156,11 +203,15 @@ def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, s
     overhead = [g for g in jit.groups if g.overhead]
     shown = families[: shown_count(len(families), top)]
     rows = [(g, "red" if g.delta > 0 else "green" if g.delta < 0 else "") for g in shown]
-    rest = families[len(shown):]
+    rest = families[len(shown) :]
     if rest:
-        folded = GroupDelta(f"rest ({len(rest)} families)", sum(g.base_bytes for g in rest),
-                            sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
-                            sum(g.head_count for g in rest))  # fmt: skip
+        folded = GroupDelta(
+            f"rest ({len(rest)} families)",
+            sum(g.base_bytes for g in rest),
+            sum(g.head_bytes for g in rest),
+            sum(g.base_count for g in rest),
+            sum(g.head_count for g in rest),
+        )
         rows.append((folded, "dim"))
     return rows + [(g, "dim") for g in overhead]
 
@@ -176,33 +227,53 @@ def compare_jit_table(
     assert jit is not None
     base, head = comparison.base, comparison.head
     what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    caption = [f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
-               f"head measured: {rich_text(jit.head_origin or 'no JIT family')}"]  # fmt: skip
+    caption = [
+        f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
+        f"head measured: {rich_text(jit.head_origin or 'no JIT family')}",
+    ]
     if comparison.jit_only:
-        caption += ["no metallib on either side: every family is compiled at run time",
-                    f"base {rich_text(provenance_line(base.provenance))}",
-                    f"head {rich_text(provenance_line(head.provenance))}"]  # fmt: skip
+        caption += [
+            "no metallib on either side: every family is compiled at run time",
+            f"base {rich_text(provenance_line(base.provenance))}",
+            f"head {rich_text(provenance_line(head.provenance))}",
+        ]
     table = Table(
-        title=f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: " + escape(
+        title=f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
+        + escape(
             f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
-            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"),
-        caption="\n".join(caption), title_justify="left", caption_justify="left",
-    )  # fmt: skip
+            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
+        ),
+        caption="\n".join(caption),
+        title_justify="left",
+        caption_justify="left",
+    )
     table.add_column("JIT family")
     for col in ("kernels base", "kernels head", "base", "head", "delta", "delta %"):
         table.add_column(col, justify="right")
     for g, style in _delta_rows(jit, top):
         name = escape(g.name) if g.overhead or style == "dim" else rich_text(g.name)
-        table.add_row(name, "" if g.overhead else f"{g.base_count:,}",
-                      "" if g.overhead else f"{g.head_count:,}", human_size(g.base_bytes),
-                      human_size(g.head_bytes), human_delta(g.delta), signed_percent(g.percent),
-                      style=style)  # fmt: skip
+        table.add_row(
+            name,
+            "" if g.overhead else f"{g.base_count:,}",
+            "" if g.overhead else f"{g.head_count:,}",
+            human_size(g.base_bytes),
+            human_size(g.head_bytes),
+            human_delta(g.delta),
+            signed_percent(g.percent),
+            style=style,
+        )
     table.add_section()
     families = [g for g in jit.groups if not g.overhead]
-    table.add_row("total", f"{sum(g.base_count for g in families):,}",
-                  f"{sum(g.head_count for g in families):,}", human_size(jit.base_total),
-                  human_size(jit.head_total), human_delta(jit.delta), signed_percent(jit.percent),
-                  style="bold")  # fmt: skip
+    table.add_row(
+        "total",
+        f"{sum(g.base_count for g in families):,}",
+        f"{sum(g.head_count for g in families):,}",
+        human_size(jit.base_total),
+        human_size(jit.head_total),
+        human_delta(jit.delta),
+        signed_percent(jit.percent),
+        style="bold",
+    )
     print_table(console, table, fit=fit)
 
 
@@ -218,9 +289,16 @@ def compare_jit_json(jit: JitComparison) -> dict[str, Any]:
         "delta_percent": jit.percent,
         "new_families": jit.new_families,
         "families": [
-            {"name": g.name, "overhead": g.overhead, "base_bytes": g.base_bytes,
-             "head_bytes": g.head_bytes, "delta_bytes": g.delta, "delta_percent": g.percent,
-             "base_kernel_count": g.base_count, "head_kernel_count": g.head_count}
+            {
+                "name": g.name,
+                "overhead": g.overhead,
+                "base_bytes": g.base_bytes,
+                "head_bytes": g.head_bytes,
+                "delta_bytes": g.delta,
+                "delta_percent": g.percent,
+                "base_kernel_count": g.base_count,
+                "head_kernel_count": g.head_count,
+            }
             for g in jit.groups
         ],
     }
@@ -231,11 +309,27 @@ def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for g in jit.groups:
         pct = "" if g.percent is None else f"{g.percent:.4f}"
-        rows.append([f"jit:{g.name}", "" if g.overhead else g.base_count,
-                     "" if g.overhead else g.head_count, g.base_bytes, g.head_bytes, g.delta,
-                     pct])  # fmt: skip
+        rows.append(
+            [
+                f"jit:{g.name}",
+                "" if g.overhead else g.base_count,
+                "" if g.overhead else g.head_count,
+                g.base_bytes,
+                g.head_bytes,
+                g.delta,
+                pct,
+            ]
+        )
     families = [g for g in jit.groups if not g.overhead]
-    rows.append(["[jit total]", sum(g.base_count for g in families),
-                 sum(g.head_count for g in families), jit.base_total, jit.head_total, jit.delta,
-                 "" if jit.percent is None else f"{jit.percent:.4f}"])  # fmt: skip
+    rows.append(
+        [
+            "[jit total]",
+            sum(g.base_count for g in families),
+            sum(g.head_count for g in families),
+            jit.base_total,
+            jit.head_total,
+            jit.delta,
+            "" if jit.percent is None else f"{jit.percent:.4f}",
+        ]
+    )
     return rows

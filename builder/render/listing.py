@@ -33,10 +33,22 @@ def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
     metadata = list(map(add, c.public_md_bytes, c.private_md_bytes))
     totals = map(sum, zip(c.entry_bytes, metadata, c.module_bytes, c.reflection_bytes))
     rows = list(
-        map(FunctionRow._make, zip(c.names, repeat(""), totals, c.module_bytes, c.entry_bytes,
-                                   metadata, c.reflection_bytes, repeat(""),
-                                   map(type_names.__getitem__, c.types), count()))
-    )  # fmt: skip
+        map(
+            FunctionRow._make,
+            zip(
+                c.names,
+                repeat(""),
+                totals,
+                c.module_bytes,
+                c.entry_bytes,
+                metadata,
+                c.reflection_bytes,
+                repeat(""),
+                map(type_names.__getitem__, c.types),
+                count(),
+            ),
+        )
+    )
     if sort == "name":
         rows.sort(key=lambda r: r.name)
     elif sort == "size":

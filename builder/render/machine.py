@@ -44,15 +44,29 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     (``by`` = ``wheel file``, ``file`` = the wheel)."""
     downloads = any(r.download is not None for r in reports)
     nested = any(r.subgrouping is not None for r in reports)
-    lines = [csv_line(["file", "by", "group", *(["subgroup"] if nested else []), "function_count",
-                       "bytes", "share", *(["download_bytes", "download_share"] if downloads else [])])]  # fmt: skip
+    lines = [
+        csv_line(
+            [
+                "file",
+                "by",
+                "group",
+                *(["subgroup"] if nested else []),
+                "function_count",
+                "bytes",
+                "share",
+                *(["download_bytes", "download_share"] if downloads else []),
+            ]
+        )
+    ]
     for report in reports:
         jit = jit_breakdown(report)
         if jit is not None:
             from builder.render.jit import report_jit_csv
 
-            jit_rows = [[csv_text(r[0]), r[1], csv_text(r[2]), *([""] if nested else []), *r[3:]]
-                        for r in report_jit_csv(report, jit)]  # fmt: skip
+            jit_rows = [
+                [csv_text(r[0]), r[1], csv_text(r[2]), *([""] if nested else []), *r[3:]]
+                for r in report_jit_csv(report, jit)
+            ]
             if report.source.path is None:  # no metallib: its rows would all be zero
                 lines += map(csv_line, jit_rows)
                 continue
@@ -62,29 +76,61 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
         dl = DownloadColumn.of(report)
         lines += _group_rows(report, top, [path, by], nested, downloads)
         overhead = report.overhead_bytes
-        lines.append(csv_line([path, by, OVERHEAD_LABEL, *([""] if nested else []), "", overhead,
-                               share(overhead, whole),
-                               *_cells(dl, downloads, dl.overhead if dl else 0)]))  # fmt: skip
+        lines.append(
+            csv_line(
+                [
+                    path,
+                    by,
+                    OVERHEAD_LABEL,
+                    *([""] if nested else []),
+                    "",
+                    overhead,
+                    share(overhead, whole),
+                    *_cells(dl, downloads, dl.overhead if dl else 0),
+                ]
+            )
+        )
         if jit is not None:
             lines += map(csv_line, jit_rows)
     for wheel in wheels_of(reports):
-        lines += [csv_line([csv_text(wheel.path), "wheel file", csv_text(f.name),
-                            *([""] if nested else []), "", f.bytes, "",
-                            f.download_bytes, share(f.download_bytes, wheel.bytes)])
-                  for f in wheel.files]  # fmt: skip
+        lines += [
+            csv_line(
+                [
+                    csv_text(wheel.path),
+                    "wheel file",
+                    csv_text(f.name),
+                    *([""] if nested else []),
+                    "",
+                    f.bytes,
+                    "",
+                    f.download_bytes,
+                    share(f.download_bytes, wheel.bytes),
+                ]
+            )
+            for f in wheel.files
+        ]
     return "".join(lines)
 
 
-def _group_rows(report: Report, top: int | None, lead: list[str], nested: bool,
-                downloads: bool) -> list[str]:  # fmt: skip
+def _group_rows(
+    report: Report, top: int | None, lead: list[str], nested: bool, downloads: bool
+) -> list[str]:
     """A row per group; with two ``--by`` keys a row per (group, subgroup) instead, so the bytes
     column still adds up to the file (a group's own figures are the sum of its rows)."""
     dl = DownloadColumn.of(report)
 
     def row(group: str, subgroup: str | None, g: Rollup) -> str:
-        return csv_line([*lead, group, *([] if subgroup is None else [subgroup]), g.function_count,
-                         g.bytes, share(g.bytes, report.file_size),
-                         *_cells(dl, downloads, g.download_bytes)])  # fmt: skip
+        return csv_line(
+            [
+                *lead,
+                group,
+                *([] if subgroup is None else [subgroup]),
+                g.function_count,
+                g.bytes,
+                share(g.bytes, report.file_size),
+                *_cells(dl, downloads, g.download_bytes),
+            ]
+        )
 
     blank = "" if nested else None
     lines = []
@@ -126,23 +172,36 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
     return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
-def _comparison_dict(comparison: Comparison, gates: Sequence[GateResult], top: int) -> dict[str, Any]:
+def _comparison_dict(
+    comparison: Comparison, gates: Sequence[GateResult], top: int
+) -> dict[str, Any]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT families only) the JIT families' deltas in the host libraries."""
     from builder.size.report import SCHEMA
 
     def side(report: Report) -> dict[str, Any]:
         src = report.source
-        return {"path": src.path, "target": src.target, "kind": src.kind, "wheel": src.wheel,
-                "manifest": src.manifest, "member": src.member, "file_size": report.file_size,
-                "function_count": report.function_count, "format_version": report.format_version,
-                "by": report.by, "grouping": report.grouping,
-                "provenance": report.provenance}  # fmt: skip
+        return {
+            "path": src.path,
+            "target": src.target,
+            "kind": src.kind,
+            "wheel": src.wheel,
+            "manifest": src.manifest,
+            "member": src.member,
+            "file_size": report.file_size,
+            "function_count": report.function_count,
+            "format_version": report.format_version,
+            "by": report.by,
+            "grouping": report.grouping,
+            "provenance": report.provenance,
+        }
 
     def fns(rows: Sequence[Any]) -> dict[str, Any]:
-        return {"count": len(rows), "bytes": sum(r.bytes for r in rows),
-                "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes}
-                            for r in rows[:top]]}  # fmt: skip
+        return {
+            "count": len(rows),
+            "bytes": sum(r.bytes for r in rows),
+            "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes} for r in rows[:top]],
+        }
 
     doc = {
         "schema": SCHEMA,
@@ -196,8 +255,11 @@ def _add_download(doc: dict[str, Any], comparison: Comparison) -> None:
     if delta is None:
         return
     for row, g in zip(doc["groups"], comparison.groups):
-        row.update(base_download_bytes=g.base_download, head_download_bytes=g.head_download,
-                   delta_download_bytes=g.download_delta)  # fmt: skip
+        row.update(
+            base_download_bytes=g.base_download,
+            head_download_bytes=g.head_download,
+            delta_download_bytes=g.download_delta,
+        )
     for side, report in (("base", comparison.base), ("head", comparison.head)):
         doc[side]["download_bytes"] = report.download.total if report.download else None
     doc.update(delta_download_bytes=delta, delta_download_percent=comparison.download_percent)
@@ -210,8 +272,15 @@ def _number(value: int | None) -> str | int:
 def compare_csv(pairs: Evaluated) -> str:
     """One row per group: base, head, delta (bytes) and delta %. With several library pairs, one
     table whose first column, ``library``, names each pair's head library."""
-    header = ["group", "base_function_count", "head_function_count", "base_bytes", "head_bytes",
-              "delta_bytes", "delta_percent"]  # fmt: skip
+    header = [
+        "group",
+        "base_function_count",
+        "head_function_count",
+        "base_bytes",
+        "head_bytes",
+        "delta_bytes",
+        "delta_percent",
+    ]
     if any(c.download_delta is not None for c, _ in pairs):
         header += ["base_download_bytes", "head_download_bytes", "delta_download_bytes"]
     if len(pairs) == 1:
@@ -230,17 +299,44 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
     if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
         for g in comparison.groups:
             pct = "" if g.percent is None else f"{g.percent:.4f}"
-            extra = [_number(g.base_download), _number(g.head_download),
-                     _number(g.download_delta)] if with_download else []  # fmt: skip
-            lines.append(csv_line([csv_text(g.name), g.base_count, g.head_count, g.base_bytes,
-                                    g.head_bytes, g.delta, pct, *extra]))  # fmt: skip
-        extra = ([base_dl.total, head_dl.total, _number(comparison.download_delta)]
-                 if with_download and base_dl and head_dl else [])  # fmt: skip
-        lines.append(csv_line(["[total]", comparison.base.function_count,
-                                comparison.head.function_count, comparison.base_size,
-                                comparison.head_size, comparison.delta,
-                                "" if comparison.percent is None else f"{comparison.percent:.4f}",
-                                *extra]))  # fmt: skip
+            extra = (
+                [_number(g.base_download), _number(g.head_download), _number(g.download_delta)]
+                if with_download
+                else []
+            )
+            lines.append(
+                csv_line(
+                    [
+                        csv_text(g.name),
+                        g.base_count,
+                        g.head_count,
+                        g.base_bytes,
+                        g.head_bytes,
+                        g.delta,
+                        pct,
+                        *extra,
+                    ]
+                )
+            )
+        extra = (
+            [base_dl.total, head_dl.total, _number(comparison.download_delta)]
+            if with_download and base_dl and head_dl
+            else []
+        )
+        lines.append(
+            csv_line(
+                [
+                    "[total]",
+                    comparison.base.function_count,
+                    comparison.head.function_count,
+                    comparison.base_size,
+                    comparison.head_size,
+                    comparison.delta,
+                    "" if comparison.percent is None else f"{comparison.percent:.4f}",
+                    *extra,
+                ]
+            )
+        )
     if comparison.jit is not None:
         from builder.render.jit import compare_jit_csv
 

@@ -48,8 +48,10 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
         )
         parts.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
         dl = DownloadColumn.of(report)
-        parts.append("| group | functions | size | share | cumulative |"
-                     + (" download | dl share |" if dl else ""))  # fmt: skip
+        parts.append(
+            "| group | functions | size | share | cumulative |"
+            + (" download | dl share |" if dl else "")
+        )
         parts.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if dl else ""))
 
         parts += _group_rows(report, top, dl)
@@ -65,19 +67,33 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
             parts += ["", *report_jit_markdown(report, jit, top)]
         parts.append("")
     for wheel in wheels_of(reports):
-        summary = f"{human_size(wheel.bytes)} wheel ({wheel.bytes:,} bytes), {len(wheel.files):,} files"
-        parts += [f"### Files in {md_code(wheel.path)}\n", f"{summary}; sizes from its zip directory.\n",
-                  "| file | size | download | dl share |", "|---|---:|---:|---:|"]
+        summary = (
+            f"{human_size(wheel.bytes)} wheel ({wheel.bytes:,} bytes), {len(wheel.files):,} files"
+        )
+        parts += [
+            f"### Files in {md_code(wheel.path)}\n",
+            f"{summary}; sizes from its zip directory.\n",
+            "| file | size | download | dl share |",
+            "|---|---:|---:|---:|",
+        ]
         shown_files, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
-        parts += [f"| {md_code(f.name)} | {human_size(f.bytes)} | {human_size(f.download_bytes)} | "
-                  f"{percent(f.download_bytes, wheel.bytes)} |" for f in shown_files]  # fmt: skip
+        parts += [
+            f"| {md_code(f.name)} | {human_size(f.bytes)} | {human_size(f.download_bytes)} | "
+            f"{percent(f.download_bytes, wheel.bytes)} |"
+            for f in shown_files
+        ]
         if rest:
-            parts.append(f"| rest ({rest:,} files) | {human_size(rest_bytes)} | "
-                         f"{human_size(rest_download)} | {percent(rest_download, wheel.bytes)} |")  # fmt: skip
+            parts.append(
+                f"| rest ({rest:,} files) | {human_size(rest_bytes)} | "
+                f"{human_size(rest_download)} | {percent(rest_download, wheel.bytes)} |"
+            )
         headers = wheel.bytes - wheel.download_bytes
         total = sum(f.bytes for f in wheel.files)
-        parts += [f"| [zip headers] | | {human_size(headers)} | {percent(headers, wheel.bytes)} |",
-                  f"| **total** | {human_size(total)} | **{human_size(wheel.bytes)}** | 100.0% |", ""]
+        parts += [
+            f"| [zip headers] | | {human_size(headers)} | {percent(headers, wheel.bytes)} |",
+            f"| **total** | {human_size(total)} | **{human_size(wheel.bytes)}** | 100.0% |",
+            "",
+        ]
     return "\n".join(parts)
 
 
@@ -87,8 +103,10 @@ def _group_rows(report: Report, top: int | None, dl: DownloadColumn | None) -> l
     whole = report.file_size
 
     def row(name: str, g: Rollup, cumulative: str) -> str:
-        return (f"| {name} | {g.function_count:,} | {human_size(g.bytes)} | "
-                f"{percent(g.bytes, whole)} | {cumulative} |" + _cells(dl, g.download_bytes))  # fmt: skip
+        return (
+            f"| {name} | {g.function_count:,} | {human_size(g.bytes)} | "
+            f"{percent(g.bytes, whole)} | {cumulative} |" + _cells(dl, g.download_bytes)
+        )
 
     lines, cumulative = [], 0
     shown = top_rows(report.groups, top)
@@ -101,7 +119,9 @@ def _group_rows(report: Report, top: int | None, dl: DownloadColumn | None) -> l
             lines.append(row(f"↳ rest ({children.rest_groups} groups)", children.rest, ""))
     if shown.rest is not None:
         cumulative += shown.rest.bytes
-        lines.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, percent(cumulative, whole)))
+        lines.append(
+            row(f"rest ({shown.rest_groups} groups)", shown.rest, percent(cumulative, whole))
+        )
     return lines
 
 

@@ -84,9 +84,11 @@ def _headline(comparison: Comparison) -> str:
 
 def _group_row(g: GroupDelta, name: str) -> str:
     download = g.download_delta  # compare --download only
-    return (f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
-            f"{human_delta(g.delta)} | {signed_percent(g.percent)} |"
-            + ("" if download is None else f" {human_delta(download)} |"))  # fmt: skip
+    return (
+        f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
+        f"{human_delta(g.delta)} | {signed_percent(g.percent)} |"
+        + ("" if download is None else f" {human_delta(download)} |")
+    )
 
 
 class _DeltaTable(NamedTuple):
@@ -103,16 +105,28 @@ class _DeltaTable(NamedTuple):
 
 
 def _metallib_table(comparison: Comparison) -> _DeltaTable:
-    return _DeltaTable(comparison.head.by, [g for g in comparison.groups if not g.overhead],
-                       [g for g in comparison.groups if g.overhead], comparison.base_size,
-                       comparison.head_size, comparison.percent, "groups",
-                       comparison.download_delta)  # fmt: skip
+    return _DeltaTable(
+        comparison.head.by,
+        [g for g in comparison.groups if not g.overhead],
+        [g for g in comparison.groups if g.overhead],
+        comparison.base_size,
+        comparison.head_size,
+        comparison.percent,
+        "groups",
+        comparison.download_delta,
+    )
 
 
 def _jit_table(jit: JitComparison) -> _DeltaTable:
-    return _DeltaTable("JIT family", [g for g in jit.groups if not g.overhead],
-                       [g for g in jit.groups if g.overhead], jit.base_total, jit.head_total,
-                       jit.percent, "families")  # fmt: skip
+    return _DeltaTable(
+        "JIT family",
+        [g for g in jit.groups if not g.overhead],
+        [g for g in jit.groups if g.overhead],
+        jit.base_total,
+        jit.head_total,
+        jit.percent,
+        "families",
+    )
 
 
 def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list[str]:
@@ -125,22 +139,33 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
     groups = table.groups
     rows = [_group_row(g, _code(g.name)) for g in groups]
     wanted = len(rows) if top is None else min(top, len(rows))
-    total = (f"| **total** | {human_size(table.base_total)} | "
-             f"{human_size(table.head_total)} | "
-             f"**{human_delta(table.head_total - table.base_total)}** | "
-             f"{signed_percent(table.percent)} |")  # fmt: skip
+    total = (
+        f"| **total** | {human_size(table.base_total)} | "
+        f"{human_size(table.head_total)} | "
+        f"**{human_delta(table.head_total - table.base_total)}** | "
+        f"{signed_percent(table.percent)} |"
+    )
     download = table.download_delta is not None
     if table.download_delta is not None:
         total += f" **{human_delta(table.download_delta)}** |"
-    out.add(f"| {table.key} | base | head | delta | delta % |" + (" download delta |" if download else ""),
-            "|---|---:|---:|---:|---:|" + ("---:|" if download else ""))  # fmt: skip
+    out.add(
+        f"| {table.key} | base | head | delta | delta % |"
+        + (" download delta |" if download else ""),
+        "|---|---:|---:|---:|---:|" + ("---:|" if download else ""),
+    )
     tail = (1 + len(table.overhead)) * 100 + _size(total)  # rest row, overhead rows, total row
     shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
     rest = groups[shown:]
     if rest:
-        folded = GroupDelta(f"rest ({len(rest):,} {table.unit})", sum(g.base_bytes for g in rest),
-                            sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
-                            sum(g.head_count for g in rest), False, *download_sums(rest))  # fmt: skip
+        folded = GroupDelta(
+            f"rest ({len(rest):,} {table.unit})",
+            sum(g.base_bytes for g in rest),
+            sum(g.head_bytes for g in rest),
+            sum(g.base_count for g in rest),
+            sum(g.head_count for g in rest),
+            False,
+            *download_sums(rest),
+        )
         out.add(_group_row(folded, folded.name))
     out.add(*(_group_row(g, g.name) for g in table.overhead), total, "")
     return rows[shown:]
@@ -175,8 +200,9 @@ def _function_rows(rows: Sequence[FunctionRow]) -> list[str]:
     return [f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |" for r in rows]
 
 
-def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | None,
-             limit: int) -> list[str]:  # fmt: skip
+def _section(
+    comparison: Comparison, gates: Sequence[GateResult], top: int | None, limit: int
+) -> list[str]:
     """One library pair, in at most ``limit`` bytes.
 
     Budget: headline, verdicts and notes first (each line capped); the group table gets at
@@ -191,7 +217,7 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
             f"base {md_text(jit.base_origin or 'no JIT family')}; "
             f"head {md_text(jit.head_origin or 'no JIT family')}.</sub>",
             _LINE_CAP * 2,
-        )  # fmt: skip
+        )
         table, headline = _jit_table(jit), _jit_headline(comparison, jit)
     else:
         footer = clip(
@@ -218,12 +244,21 @@ def _section(comparison: Comparison, gates: Sequence[GateResult], top: int | Non
         sections.append(_jit_section(jit))
     if folded:
         extra = table.download_delta is not None
-        sections.append((f"Other {table.key} {table.unit}: {len(folded):,}",
-                         [f"| {table.key} | base | head | delta | delta % |"
-                          + (" download delta |" if extra else ""),
-                          "|---|---:|---:|---:|---:|" + ("---:|" if extra else "")], folded))  # fmt: skip
-    produced = [clip(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
-                clip(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP)]  # fmt: skip
+        sections.append(
+            (
+                f"Other {table.key} {table.unit}: {len(folded):,}",
+                [
+                    f"| {table.key} | base | head | delta | delta % |"
+                    + (" download delta |" if extra else ""),
+                    "|---|---:|---:|---:|---:|" + ("---:|" if extra else ""),
+                ],
+                folded,
+            )
+        )
+    produced = [
+        clip(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
+        clip(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP),
+    ]
     sections.append(("How these were measured and built", [], produced))
     for index, section in enumerate(sections):
         _details(out, section, out.left // (len(sections) - index))
@@ -238,16 +273,22 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
         summary = (
             f"Functions {label}: {len(fns):,} ({human_delta(sign * sum(r.bytes for r in fns))})"
         )
-        sections.append((summary, ["| function | group | size |", "|---|---|---:|"],
-                         _function_rows(fns)))  # fmt: skip
+        sections.append(
+            (summary, ["| function | group | size |", "|---|---|---:|"], _function_rows(fns))
+        )
     if comparison.changed:
         changed = [
             f"| {_code(c.name)} | {human_size(c.base_bytes)} | {human_size(c.head_bytes)} | "
             f"{human_delta(c.delta)} |"
             for c in comparison.changed
         ]
-        sections.append((f"Functions changed in size: {len(changed):,}",
-                         ["| function | base | head | delta |", "|---|---:|---:|---:|"], changed))  # fmt: skip
+        sections.append(
+            (
+                f"Functions changed in size: {len(changed):,}",
+                ["| function | base | head | delta |", "|---|---:|---:|---:|"],
+                changed,
+            )
+        )
     return sections
 
 
@@ -270,14 +311,26 @@ def _jit_headline(comparison: Comparison, jit: JitComparison) -> str:
 def _jit_section(jit: JitComparison) -> _Section:
     """A build's JIT families beside its metallib: one collapsed table, with its origin."""
     rows = [_group_row(g, g.name if g.overhead else _code(g.name)) for g in jit.groups]
-    rows.append(f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
-                f"**{human_delta(jit.delta)}** | {signed_percent(jit.percent)} |")  # fmt: skip
-    rows.append(clip(f"| measured: base {md_text(jit.base_origin or 'no JIT family')}; head "
-                     f"{md_text(jit.head_origin or 'no JIT family')} | | | | |", _LINE_CAP * 2))  # fmt: skip
-    summary = (f"JIT families ({_jit_what(jit)}): {human_size(jit.base_total)} → "
-               f"{human_size(jit.head_total)}, {human_delta(jit.delta)}")  # fmt: skip
-    return (summary, ["| JIT family | base | head | delta | delta % |",
-                      "|---|---:|---:|---:|---:|"], rows)  # fmt: skip
+    rows.append(
+        f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
+        f"**{human_delta(jit.delta)}** | {signed_percent(jit.percent)} |"
+    )
+    rows.append(
+        clip(
+            f"| measured: base {md_text(jit.base_origin or 'no JIT family')}; head "
+            f"{md_text(jit.head_origin or 'no JIT family')} | | | | |",
+            _LINE_CAP * 2,
+        )
+    )
+    summary = (
+        f"JIT families ({_jit_what(jit)}): {human_size(jit.base_total)} → "
+        f"{human_size(jit.head_total)}, {human_delta(jit.delta)}"
+    )
+    return (
+        summary,
+        ["| JIT family | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"],
+        rows,
+    )
 
 
 def comment_markdown(
@@ -307,8 +360,11 @@ def comment_markdown(
 
 
 def compare_markdown(
-    comparison: Comparison, gates: Sequence[GateResult] = (), top: int | None = 15,
-    *, limit: int = DEFAULT_LIMIT,
-) -> str:  # fmt: skip
+    comparison: Comparison,
+    gates: Sequence[GateResult] = (),
+    top: int | None = 15,
+    *,
+    limit: int = DEFAULT_LIMIT,
+) -> str:
     """The comment for one library pair (see ``comment_markdown``)."""
     return comment_markdown([(comparison, gates)], top, limit=limit)

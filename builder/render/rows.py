@@ -39,8 +39,13 @@ def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
         return Shown(groups, None, 0)
     rest = groups[top:]
     download = None if rest[0].download_bytes is None else sum(g.download_bytes or 0 for g in rest)
-    folded = Rollup("", sum(g.function_count for g in rest), sum(g.bytes for g in rest),
-                    sum(g.bitcode_bytes for g in rest), download)  # fmt: skip
+    folded = Rollup(
+        "",
+        sum(g.function_count for g in rest),
+        sum(g.bytes for g in rest),
+        sum(g.bitcode_bytes for g in rest),
+        download,
+    )
     return Shown(groups[:top], folded, len(rest))
 
 
@@ -54,9 +59,15 @@ def compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], An
     if top >= len(groups):
         return groups, None, overhead
     rest = groups[top:]
-    folded = GroupDelta(f"rest ({len(rest)} groups)", sum(g.base_bytes for g in rest),
-                        sum(g.head_bytes for g in rest), sum(g.base_count for g in rest),
-                        sum(g.head_count for g in rest), False, *download_sums(rest))  # fmt: skip
+    folded = GroupDelta(
+        f"rest ({len(rest)} groups)",
+        sum(g.base_bytes for g in rest),
+        sum(g.head_bytes for g in rest),
+        sum(g.base_count for g in rest),
+        sum(g.head_count for g in rest),
+        False,
+        *download_sums(rest),
+    )
     return groups[:top], folded, overhead
 
 

@@ -42,9 +42,12 @@ __all__ = ["compare_table", "report_table"]
 
 
 def report_table(
-    reports: Sequence[Report], top: int | None = 20, *, color: bool = False,
+    reports: Sequence[Report],
+    top: int | None = 20,
+    *,
+    color: bool = False,
     width: int | None = 100,
-) -> str:  # fmt: skip
+) -> str:
     """The human view: a rich table per library, sorted by bytes, with a rest row.
 
     ``width`` None (stdout is not a terminal): each table as wide as its cells need, so no
@@ -54,8 +57,9 @@ def report_table(
     from rich.table import Table
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width or 100,
-                      emoji=False)  # fmt: skip
+    console = Console(
+        file=out, force_terminal=color, no_color=not color, width=width or 100, emoji=False
+    )
     for report in reports:
         jit = jit_breakdown(report)
         if jit is not None:
@@ -65,12 +69,15 @@ def report_table(
                 report_jit_table(report, jit, console, top, fit=width is None)
                 continue
         table = Table(
-            title=rich_text(report.source.label) + escape(
+            title=rich_text(report.source.label)
+            + escape(
                 f": {human_size(report.file_size)}, "
                 f"{report.function_count:,} functions, by {report.by}"
             ),
-            caption=(f"measured in {rich_text(origin(report))}; grouping: {rich_text(grouping_text(report))}\n"
-                     f"{rich_text(provenance_line(report.provenance))}"),
+            caption=(
+                f"measured in {rich_text(origin(report))}; grouping: {rich_text(grouping_text(report))}\n"
+                f"{rich_text(provenance_line(report.provenance))}"
+            ),
             title_justify="left",
             caption_justify="left",
         )
@@ -85,14 +92,27 @@ def report_table(
             table.add_column("download", justify="right")
             table.add_column("dl share", justify="right")
         _group_rows(table, report, top, dl)
-        table.add_row(escape(OVERHEAD_LABEL), "", human_size(report.overhead_bytes),
-                      f"{report.overhead_bytes:,}", percent(report.overhead_bytes, report.file_size),
-                      "100.0%" if report.file_size else "-",
-                      *(dl.cells(dl.overhead) if dl else ()), style="dim")  # fmt: skip
+        table.add_row(
+            escape(OVERHEAD_LABEL),
+            "",
+            human_size(report.overhead_bytes),
+            f"{report.overhead_bytes:,}",
+            percent(report.overhead_bytes, report.file_size),
+            "100.0%" if report.file_size else "-",
+            *(dl.cells(dl.overhead) if dl else ()),
+            style="dim",
+        )
         table.add_section()
-        table.add_row("total", f"{report.function_count:,}", human_size(report.file_size),
-                      f"{report.file_size:,}", "100.0%" if report.file_size else "-", "",
-                      *(dl.cells(dl.total) if dl else ()), style="bold")  # fmt: skip
+        table.add_row(
+            "total",
+            f"{report.function_count:,}",
+            human_size(report.file_size),
+            f"{report.file_size:,}",
+            "100.0%" if report.file_size else "-",
+            "",
+            *(dl.cells(dl.total) if dl else ()),
+            style="bold",
+        )
         print_table(console, table, fit=width is None)
         line = download_line(report)
         if line is not None:
@@ -110,8 +130,12 @@ def _group_rows(table: Any, report: Report, top: int | None, dl: DownloadColumn 
     whole = report.file_size
 
     def cells(g: Rollup) -> list[str]:
-        return [f"{g.function_count:,}", human_size(g.bytes), f"{g.bytes:,}",
-                percent(g.bytes, whole)]  # fmt: skip
+        return [
+            f"{g.function_count:,}",
+            human_size(g.bytes),
+            f"{g.bytes:,}",
+            percent(g.bytes, whole),
+        ]
 
     def extra(g: Rollup) -> tuple[str, ...]:
         return dl.cells(g.download_bytes) if dl else ()
@@ -120,17 +144,29 @@ def _group_rows(table: Any, report: Report, top: int | None, dl: DownloadColumn 
     shown = top_rows(report.groups, top)
     for group in shown.rows:
         cumulative += group.bytes
-        table.add_row(rich_text(group.name), *cells(group), percent(cumulative, whole), *extra(group))
+        table.add_row(
+            rich_text(group.name), *cells(group), percent(cumulative, whole), *extra(group)
+        )
         children = top_rows(group.children, top)
         for child in children.rows:
             table.add_row("  └ " + rich_text(child.name), *cells(child), "", *extra(child))
         if children.rest is not None:
-            table.add_row(f"  └ rest ({children.rest_groups} groups)", *cells(children.rest), "",
-                          *extra(children.rest), style="dim")  # fmt: skip
+            table.add_row(
+                f"  └ rest ({children.rest_groups} groups)",
+                *cells(children.rest),
+                "",
+                *extra(children.rest),
+                style="dim",
+            )
     if shown.rest is not None:
         cumulative += shown.rest.bytes
-        table.add_row(f"rest ({shown.rest_groups} groups)", *cells(shown.rest),
-                      percent(cumulative, whole), *extra(shown.rest), style="dim")  # fmt: skip
+        table.add_row(
+            f"rest ({shown.rest_groups} groups)",
+            *cells(shown.rest),
+            percent(cumulative, whole),
+            *extra(shown.rest),
+            style="dim",
+        )
 
 
 def _wheel_table(wheel: Any, top: int | None) -> Any:
@@ -138,25 +174,51 @@ def _wheel_table(wheel: Any, top: int | None) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=rich_text(wheel.path) + f": {human_size(wheel.bytes)} wheel, "
-                        f"{len(wheel.files):,} files", title_justify="left",
-                  caption="bytes and download (compressed) bytes from the wheel's zip directory",
-                  caption_justify="left")  # fmt: skip
-    for column, justify in (("file", "left"), ("size", "right"), ("download", "right"),
-                            ("dl share", "right")):  # fmt: skip
+    table = Table(
+        title=rich_text(wheel.path) + f": {human_size(wheel.bytes)} wheel, "
+        f"{len(wheel.files):,} files",
+        title_justify="left",
+        caption="bytes and download (compressed) bytes from the wheel's zip directory",
+        caption_justify="left",
+    )
+    for column, justify in (
+        ("file", "left"),
+        ("size", "right"),
+        ("download", "right"),
+        ("dl share", "right"),
+    ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     shown, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
     for f in shown:
-        table.add_row(rich_text(f.name), human_size(f.bytes), human_size(f.download_bytes),
-                      percent(f.download_bytes, wheel.bytes))  # fmt: skip
+        table.add_row(
+            rich_text(f.name),
+            human_size(f.bytes),
+            human_size(f.download_bytes),
+            percent(f.download_bytes, wheel.bytes),
+        )
     if rest:
-        table.add_row(f"rest ({rest:,} files)", human_size(rest_bytes), human_size(rest_download),
-                      percent(rest_download, wheel.bytes), style="dim")  # fmt: skip
-    table.add_row(escape("[zip headers]"), "", human_size(wheel.bytes - wheel.download_bytes),
-                  percent(wheel.bytes - wheel.download_bytes, wheel.bytes), style="dim")  # fmt: skip
+        table.add_row(
+            f"rest ({rest:,} files)",
+            human_size(rest_bytes),
+            human_size(rest_download),
+            percent(rest_download, wheel.bytes),
+            style="dim",
+        )
+    table.add_row(
+        escape("[zip headers]"),
+        "",
+        human_size(wheel.bytes - wheel.download_bytes),
+        percent(wheel.bytes - wheel.download_bytes, wheel.bytes),
+        style="dim",
+    )
     table.add_section()
-    table.add_row("total (the wheel file)", human_size(sum(f.bytes for f in wheel.files)),
-                  human_size(wheel.bytes), "100.0%", style="bold")  # fmt: skip
+    table.add_row(
+        "total (the wheel file)",
+        human_size(sum(f.bytes for f in wheel.files)),
+        human_size(wheel.bytes),
+        "100.0%",
+        style="bold",
+    )
     return table
 
 
@@ -178,8 +240,9 @@ def compare_table(
     from rich.markup import escape
 
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width or 100,
-                      emoji=False)  # fmt: skip
+    console = Console(
+        file=out, force_terminal=color, no_color=not color, width=width or 100, emoji=False
+    )
     if not comparison.jit_only:
         print_table(console, _metallib_delta_table(comparison, top), fit=width is None)
         line = compare_download_line(comparison)
@@ -190,16 +253,24 @@ def compare_table(
 
         compare_jit_table(comparison, console, top, fit=width is None)
     if not comparison.jit_only:
-        for label, rows, sign in (("added", comparison.added, 1),
-                                  ("removed", comparison.removed, -1)):  # fmt: skip
+        for label, rows, sign in (
+            ("added", comparison.added, 1),
+            ("removed", comparison.removed, -1),
+        ):
             total = sum(r.bytes for r in rows)
-            console.print(escape(f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
-                                 + (f"; largest: {name_list(rows, 5)}" if rows else "")),
-                          highlight=False)  # fmt: skip
+            console.print(
+                escape(
+                    f"functions {label}: {len(rows):,} ({human_delta(sign * total)})"
+                    + (f"; largest: {name_list(rows, 5)}" if rows else "")
+                ),
+                highlight=False,
+            )
     for note in comparison.notes:
         console.print("note: " + rich_text(note), highlight=False)
     for gate in gates:
-        console.print(("PASS " if gate.passed else "FAIL ") + rich_text(gate_message(gate)), highlight=False)
+        console.print(
+            ("PASS " if gate.passed else "FAIL ") + rich_text(gate_message(gate)), highlight=False
+        )
     return out.getvalue()
 
 
@@ -215,18 +286,29 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
 
     base, head = comparison.base, comparison.head
     table = Table(
-        title=(f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
-               f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"),
-        caption=(f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
-                 f"base {rich_text(provenance_line(base.provenance))}\n"
-                 f"head {rich_text(provenance_line(head.provenance))}"),
+        title=(
+            f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
+            f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
+        ),
+        caption=(
+            f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
+            f"base {rich_text(provenance_line(base.provenance))}\n"
+            f"head {rich_text(provenance_line(head.provenance))}"
+        ),
         title_justify="left",
         caption_justify="left",
-    )  # fmt: skip
+    )
     table.add_column(head.by)
     download = comparison.download_delta is not None
-    for col in ("fns base", "fns head", "base", "head", "delta", "delta %",
-                *(("dl base", "dl head", "dl delta") if download else ())):  # fmt: skip
+    for col in (
+        "fns base",
+        "fns head",
+        "base",
+        "head",
+        "delta",
+        "delta %",
+        *(("dl base", "dl head", "dl delta") if download else ()),
+    ):
         table.add_column(col, justify="right")
     shown, rest, overhead = compare_rows(comparison, top)
     for g in [*shown, *([rest] if rest else []), overhead]:
@@ -235,14 +317,30 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
             if g.overhead or g is rest
             else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
         )
-        table.add_row(rich_text(g.name), f"{g.base_count:,}", f"{g.head_count:,}",
-                      human_size(g.base_bytes), human_size(g.head_bytes), human_delta(g.delta),
-                      signed_percent(g.percent), *_download_cells(g.base_download, g.head_download),
-                      style=style)  # fmt: skip
+        table.add_row(
+            rich_text(g.name),
+            f"{g.base_count:,}",
+            f"{g.head_count:,}",
+            human_size(g.base_bytes),
+            human_size(g.head_bytes),
+            human_delta(g.delta),
+            signed_percent(g.percent),
+            *_download_cells(g.base_download, g.head_download),
+            style=style,
+        )
     table.add_section()
-    table.add_row("total", f"{base.function_count:,}", f"{head.function_count:,}",
-                  human_size(comparison.base_size), human_size(comparison.head_size),
-                  human_delta(comparison.delta), signed_percent(comparison.percent),
-                  *_download_cells(base.download.total if base.download else None,
-                                   head.download.total if head.download else None), style="bold")  # fmt: skip
+    table.add_row(
+        "total",
+        f"{base.function_count:,}",
+        f"{head.function_count:,}",
+        human_size(comparison.base_size),
+        human_size(comparison.head_size),
+        human_delta(comparison.delta),
+        signed_percent(comparison.percent),
+        *_download_cells(
+            base.download.total if base.download else None,
+            head.download.total if head.download else None,
+        ),
+        style="bold",
+    )
     return table

@@ -65,9 +65,7 @@ def gate_message(gate: GateResult) -> str:
             f"{human_size(gate.head_size)} ({gate.head_size:,} bytes)"
         )
     new = gate.new_groups
-    return f"{gate.name}: " + (
-        f"new groups in head: {', '.join(new)}" if new else "no new groups"
-    )
+    return f"{gate.name}: " + (f"new groups in head: {', '.join(new)}" if new else "no new groups")
 
 
 def human_delta(n: int) -> str:

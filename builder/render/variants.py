@@ -30,8 +30,16 @@ __all__ = [
 
 SCHEMA = 1
 
-_COLUMNS = ("variant", "metallib", "embedded", f"embedded ({COMPRESSION})", "ships in total",
-            "total (compressed)", "run-time kernels", "JIT files")  # fmt: skip
+_COLUMNS = (
+    "variant",
+    "metallib",
+    "embedded",
+    f"embedded ({COMPRESSION})",
+    "ships in total",
+    "total (compressed)",
+    "run-time kernels",
+    "JIT files",
+)
 _DOWNLOAD_COLUMNS = ("metallib download", "total download")  # variants --download
 
 
@@ -49,17 +57,26 @@ def _plan_dict(plan: Plan) -> dict[str, Any]:
         "budget_of": plan.budget_of,
         "start": plan.start,
         "steps": [
-            {"action": s.action, "source": s.source, "kernels": s.kernels,
-             "metallib_bytes": s.metallib_bytes, "swapped_for": s.swapped_for}
+            {
+                "action": s.action,
+                "source": s.source,
+                "kernels": s.kernels,
+                "metallib_bytes": s.metallib_bytes,
+                "swapped_for": s.swapped_for,
+            }
             for s in plan.steps
         ],
         "files": [
-            {"source": f.source, "kernels": f.kernels, "saved_bytes": f.saved_bytes,
-             "metallib_bytes_if_aot": f.back_bytes}
+            {
+                "source": f.source,
+                "kernels": f.kernels,
+                "saved_bytes": f.saved_bytes,
+                "metallib_bytes_if_aot": f.back_bytes,
+            }
             for f in plan.files
         ],
         "exact_layouts": plan.exact_layouts,
-    }  # fmt: skip
+    }
 
 
 def _variant_dict(v: Variant) -> dict[str, Any]:
@@ -102,8 +119,13 @@ def _coverage_dict(v: Variant) -> dict[str, int] | None:
     c = v.coverage
     if c is None:
         return None
-    return {"kernels": c.kernels, "in_metallib": c.in_metallib, "in_sources": c.in_sources,
-            "not_in_input": c.absent, "runtime_only_templates": c.runtime_only}  # fmt: skip
+    return {
+        "kernels": c.kernels,
+        "in_metallib": c.in_metallib,
+        "in_sources": c.in_sources,
+        "not_in_input": c.absent,
+        "runtime_only_templates": c.runtime_only,
+    }
 
 
 def variants_to_dict(run: VariantsRun) -> dict[str, Any]:
@@ -148,62 +170,93 @@ def _measured(run: VariantsRun) -> bool:
 
 
 def _cells(v: Variant) -> list[str]:
-    download = [] if v.metallib_download_bytes is None else [
-        f"{v.metallib_download_bytes:,}", f"{v.total_download_bytes:,}"]  # fmt: skip
-    return [v.name, f"{v.metallib_bytes:,}", f"{v.embedded_bytes:,}",
-            f"{v.embedded_compressed_bytes:,}", f"{v.total_bytes:,}",
-            f"{v.total_compressed_bytes:,}", f"{v.jit_kernels:,}", f"{len(v.jit):,}", *download]  # fmt: skip
+    download = (
+        []
+        if v.metallib_download_bytes is None
+        else [f"{v.metallib_download_bytes:,}", f"{v.total_download_bytes:,}"]
+    )
+    return [
+        v.name,
+        f"{v.metallib_bytes:,}",
+        f"{v.embedded_bytes:,}",
+        f"{v.embedded_compressed_bytes:,}",
+        f"{v.total_bytes:,}",
+        f"{v.total_compressed_bytes:,}",
+        f"{v.jit_kernels:,}",
+        f"{len(v.jit):,}",
+        *download,
+    ]
 
 
 def _heading(run: VariantsRun) -> str:
     src = run.input
     wheel = f" (from {os.path.basename(src.wheel)})" if src.wheel else ""
     named = "" if src.target == os.fspath(src.metallib) else f"{src.target}: "
-    return (f"{named}{src.metallib}{wheel}, {src.file_size:,} bytes, "
-            f"{src.function_count:,} functions; kernel tree {src.tree_root}: "
-            f"{src.entry_files:,} entry files, {src.tree_kernels:,} kernels")  # fmt: skip
+    return (
+        f"{named}{src.metallib}{wheel}, {src.file_size:,} bytes, "
+        f"{src.function_count:,} functions; kernel tree {src.tree_root}: "
+        f"{src.entry_files:,} entry files, {src.tree_kernels:,} kernels"
+    )
 
 
 def _notes(run: VariantsRun) -> list[str]:
     src = run.input
     notes = [
-        ("metallib: size of OUTDIR/<variant>/<library>.metallib as written (a subset of the "
-         "input, functions byte-identical)"),
-        (f"embedded: the distinct preamble text pieces in OUTDIR/<variant>/jit_sources.cpp "
-         f"(shared headers once); compressed: those pieces as one stream, {COMPRESSION}"),
+        (
+            "metallib: size of OUTDIR/<variant>/<library>.metallib as written (a subset of the "
+            "input, functions byte-identical)"
+        ),
+        (
+            f"embedded: the distinct preamble text pieces in OUTDIR/<variant>/jit_sources.cpp "
+            f"(shared headers once); compressed: those pieces as one stream, {COMPRESSION}"
+        ),
         "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
         "run-time kernels: the library's functions that the JIT entry files produce",
-    ]  # fmt: skip
+    ]
     if _measured(run):
-        notes.append("metallib download: the metallib as a wheel stores it (zlib level 6, "
-                     "modelled; docs/download-size.md); total download: that + the compressed "
-                     "embedded bytes")  # fmt: skip
+        notes.append(
+            "metallib download: the metallib as a wheel stores it (zlib level 6, "
+            "modelled; docs/download-size.md); total download: that + the compressed "
+            "embedded bytes"
+        )
     if src.not_in_tree:
-        notes.append(f"{src.not_in_tree:,} function(s) of the library are produced by no entry "
-                     "file of the tree: they stay AOT in every variant")  # fmt: skip
+        notes.append(
+            f"{src.not_in_tree:,} function(s) of the library are produced by no entry "
+            "file of the tree: they stay AOT in every variant"
+        )
     if src.missing:
-        notes.append(f"{src.missing:,} kernel(s) the tree lists are not in the library "
-                     "(another release or other -D?)")  # fmt: skip
-    notes.append(f"coverage: every variant ships each of the tree's {src.tree_kernels:,} kernels "
-                 "in its metallib or its code among its embedded sources (checked before "
-                 "writing)")  # fmt: skip
+        notes.append(
+            f"{src.missing:,} kernel(s) the tree lists are not in the library "
+            "(another release or other -D?)"
+        )
+    notes.append(
+        f"coverage: every variant ships each of the tree's {src.tree_kernels:,} kernels "
+        "in its metallib or its code among its embedded sources (checked before "
+        "writing)"
+    )
     for source, reason in src.held:
         notes.append(f"{source} stays AOT in every variant: {reason}")
     if src.runtime_only:
         headers = list(dict.fromkeys(h for _, h in src.runtime_only))
-        notes.append(f"run-time only: {len(src.runtime_only):,} kernel template(s) that no entry "
-                     f"file instantiates, in {', '.join(headers)}: in no metallib, so every "
-                     "variant embeds their headers (all-aot too)")  # fmt: skip
+        notes.append(
+            f"run-time only: {len(src.runtime_only):,} kernel template(s) that no entry "
+            f"file instantiates, in {', '.join(headers)}: in no metallib, so every "
+            "variant embeds their headers (all-aot too)"
+        )
     return notes
 
 
 def _plan_lines(plan: Plan) -> list[str]:
     if plan.budget_of == "download":  # the steps and files below are estimates
-        return [(f"  budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
+        return [
+            (
+                f"  budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
                 f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
                 f"compiled at run time (planned on the input's download shares: estimated all "
                 f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
-                f"from the {plan.start} answer")]  # fmt: skip
+                f"from the {plan.start} answer"
+            )
+        ]
     lines = [
         f"  budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
@@ -212,18 +265,26 @@ def _plan_lines(plan: Plan) -> list[str]:
     ]
     for step in plan.steps:
         if step.action == "aot":
-            lines.append(f"  - {visible(step.source)} back to AOT (not needed): metallib "
-                         f"{step.metallib_bytes:,} bytes")  # fmt: skip
+            lines.append(
+                f"  - {visible(step.source)} back to AOT (not needed): metallib "
+                f"{step.metallib_bytes:,} bytes"
+            )
         else:
-            lines.append(f"  - swapped {visible(step.swapped_for or '')} for {visible(step.source)} "
-                         f"({step.kernels:,} kernels): metallib {step.metallib_bytes:,} bytes")  # fmt: skip
+            lines.append(
+                f"  - swapped {visible(step.swapped_for or '')} for {visible(step.source)} "
+                f"({step.kernels:,} kernels): metallib {step.metallib_bytes:,} bytes"
+            )
     if plan.files:
         width = max(len(visible(f.source)) for f in plan.files)
-        lines.append(f"  {'moved to JIT':<{width}}  {'kernels':>8}  {'saves':>12}  "
-                     f"{'metallib if AOT again':>22}")  # fmt: skip
+        lines.append(
+            f"  {'moved to JIT':<{width}}  {'kernels':>8}  {'saves':>12}  "
+            f"{'metallib if AOT again':>22}"
+        )
         for f in plan.files:
-            lines.append(f"  {visible(f.source):<{width}}  {f.kernels:>8,}  {f.saved_bytes:>12,}  "
-                         f"{f.back_bytes:>13,} > budget")  # fmt: skip
+            lines.append(
+                f"  {visible(f.source):<{width}}  {f.kernels:>8,}  {f.saved_bytes:>12,}  "
+                f"{f.back_bytes:>13,} > budget"
+            )
     return lines
 
 
@@ -233,8 +294,12 @@ def variants_table(run: VariantsRun) -> str:
     rows = [list(columns), *(_cells(v) for v in run.variants)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    lines = [visible(_heading(run)), "", fmt.format(*rows[0]),
-             fmt.format(*("-" * w for w in widths))]  # fmt: skip
+    lines = [
+        visible(_heading(run)),
+        "",
+        fmt.format(*rows[0]),
+        fmt.format(*("-" * w for w in widths)),
+    ]
     lines += [fmt.format(*row) for row in rows[1:]]
     lines.append("")
     for v in run.variants:
@@ -248,10 +313,14 @@ def variants_table(run: VariantsRun) -> str:
 
 def variants_markdown(run: VariantsRun) -> str:
     """The table as GitHub markdown, with each variant's description and the plan."""
-    lines = [f"### Variants of {md_code(os.path.basename(run.input.metallib))}", "",
-             md_text(_heading(run)), "",
-             "| " + " | ".join(_columns(run)) + " |",
-             "|---|" + "---:|" * (len(_columns(run)) - 1)]  # fmt: skip
+    lines = [
+        f"### Variants of {md_code(os.path.basename(run.input.metallib))}",
+        "",
+        md_text(_heading(run)),
+        "",
+        "| " + " | ".join(_columns(run)) + " |",
+        "|---|" + "---:|" * (len(_columns(run)) - 1),
+    ]
     for v in run.variants:
         cells = _cells(v)
         lines.append("| " + " | ".join([md_code(cells[0]), *cells[1:]]) + " |")
@@ -262,13 +331,19 @@ def variants_markdown(run: VariantsRun) -> str:
         if v.plan is None:
             continue
         plan = v.plan
-        lines += ["", f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})", "",
-                  "| moved to JIT | kernels | saves | metallib if AOT again |" if plan.budget_of
-                  == "metallib" else "| moved to JIT | kernels | saves (estimate) | download if AOT "
-                  "again (estimate) |",
-                  "|---|---:|---:|---:|"]  # fmt: skip
-        lines += [f"| {md_code(f.source)} | {f.kernels:,} | {f.saved_bytes:,} | {f.back_bytes:,} |"
-                  for f in plan.files]  # fmt: skip
+        lines += [
+            "",
+            f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})",
+            "",
+            "| moved to JIT | kernels | saves | metallib if AOT again |"
+            if plan.budget_of == "metallib"
+            else "| moved to JIT | kernels | saves (estimate) | download if AOT again (estimate) |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {md_code(f.source)} | {f.kernels:,} | {f.saved_bytes:,} | {f.back_bytes:,} |"
+            for f in plan.files
+        ]
     lines += ["", *(f"<sub>{md_text(note)}</sub><br>" for note in _notes(run))]
     return "\n".join(lines) + "\n"
 

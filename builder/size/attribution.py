@@ -108,7 +108,9 @@ class Attribution:
         total = sum(map(sum, self.pieces)) + self.overhead_bytes
         if total != self.file_size:
             raise InternalError(
-                f"attributed {total} bytes, the file has {self.file_size}", path=self.path, offset=self.file_size
+                f"attributed {total} bytes, the file has {self.file_size}",
+                path=self.path,
+                offset=self.file_size,
             )
 
 
@@ -129,7 +131,8 @@ def attribute(lib: Metallib, *, verify: bool = False) -> Attribution:
         if rest < 0:  # cannot happen with the range map; guard the invariant anyway
             raise InternalError(
                 f"attribution: functions own {used} bytes of the {region.size}-byte {region.name}",
-                path=lib.path, offset=region.offset,
+                path=lib.path,
+                offset=region.offset,
             )
         if rest:
             name = region.name if not used else f"{region.name} framing"

@@ -49,6 +49,7 @@ class BudgetCheck:
     def passed(self) -> bool:
         return self.value <= self.limit
 
+
 def download_bytes(report: Report) -> int:
     """Bytes a user downloads for ``report``'s library, as ``report --download`` models them
     (``builder.size.download``: zlib level 6 raw deflate, as a wheel's ZIP stores the file).
@@ -60,8 +61,10 @@ def download_bytes(report: Report) -> int:
     if report.download is not None:
         return report.download.total
     if report.source.kind == "report":
-        raise UsageError(f"{report.source.label}: a saved report without download figures "
-                         "(save it with report --download --format json)")  # fmt: skip
+        raise UsageError(
+            f"{report.source.label}: a saved report without download figures "
+            "(save it with report --download --format json)"
+        )
     if report.source.path is not None:
         from builder.metallib import open_metallib
         from builder.size.attribution import attribute
@@ -70,8 +73,10 @@ def download_bytes(report: Report) -> int:
         with open_metallib(report.source.path) as lib:
             return download_total(lib, attribute(lib))
     if report.host_library is None:
-        raise UsageError(f"{report.source.label}: no library file to measure the download size "
-                         "of (a build without metallib or host library)")  # fmt: skip
+        raise UsageError(
+            f"{report.source.label}: no library file to measure the download size "
+            "of (a build without metallib or host library)"
+        )
     return _deflated_size(report.host_library.path)
 
 
@@ -89,19 +94,23 @@ def _deflated_size(path: str) -> int:
     return total + len(compressor.flush())
 
 
-def check_budgets(budgets: Sequence[Budget], *, progress: Progress | None = None) -> list[BudgetCheck]:
+def check_budgets(
+    budgets: Sequence[Budget], *, progress: Progress | None = None
+) -> list[BudgetCheck]:
     """Measure every budget's target (``builder.size.load``) and check each of its limits."""
     from builder.size.load import load_reports
 
     def load(text: str, by: str, sources: Sources | None = None) -> list[Report]:
-        return load_reports(text, by=by, platform=budget.platform, sources=sources,
-                            progress=progress)  # fmt: skip
+        return load_reports(
+            text, by=by, platform=budget.platform, sources=sources, progress=progress
+        )
 
     checks: list[BudgetCheck] = []
     for budget in budgets:
         sources = _sources(budget)
-        reports = [r for text in _targets(budget, budget.target)
-                   for r in load(text, budget.by, sources)]  # fmt: skip
+        reports = [
+            r for text in _targets(budget, budget.target) for r in load(text, budget.by, sources)
+        ]
         base = None
         if budget.base is not None:
             base = [r for text in _targets(budget, budget.base) for r in load(text, budget.by)]
@@ -148,16 +157,19 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
     where = tuple(_where(r) for r in reports)
     hosts = tuple(r.host_library.path for r in reports if r.host_library is not None)
 
-    def add(key: str, limit: int, value: int, measured: tuple[str, ...] = where,
-            **extra: Any) -> None:  # fmt: skip
+    def add(
+        key: str, limit: int, value: int, measured: tuple[str, ...] = where, **extra: Any
+    ) -> None:
         out.append(BudgetCheck(name, key, limit, value, measured, **extra))
 
     if budget.max_size is not None:
-        add("max-size", budget.max_size,
-            sum(r.file_size if r.source.path is not None else shipped_size(r) for r in reports))  # fmt: skip
+        add(
+            "max-size",
+            budget.max_size,
+            sum(r.file_size if r.source.path is not None else shipped_size(r) for r in reports),
+        )
     if budget.max_total_size is not None:
-        add("max-total-size", budget.max_total_size, sum(map(shipped_size, reports)),
-            where + hosts)  # fmt: skip
+        add("max-total-size", budget.max_total_size, sum(map(shipped_size, reports)), where + hosts)
     if budget.max_download is not None:
         add("max-download", budget.max_download, sum(map(download_bytes, reports)))
     if budget.max_functions is not None:
@@ -171,9 +183,14 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
     if budget.max_growth is not None and base is not None:
         base_total = sum(map(shipped_size, base))
         grown = sum(map(shipped_size, reports)) - base_total
-        add("max-growth", int(budget.max_growth.allowed(base_total)), grown,
-            tuple(_where(r) for r in base) + where + hosts, growth=budget.max_growth,
-            base_value=base_total)  # fmt: skip
+        add(
+            "max-growth",
+            int(budget.max_growth.allowed(base_total)),
+            grown,
+            tuple(_where(r) for r in base) + where + hosts,
+            growth=budget.max_growth,
+            base_value=base_total,
+        )
     return out
 
 
@@ -197,5 +214,6 @@ def _no_group(budget: Budget, group: str, measured: Mapping[str, int]) -> UsageE
 
     close = difflib.get_close_matches(group, list(measured), n=3)
     hint = f"; closest: {', '.join(close)}" if close else ""
-    return UsageError(f"{budget.where}: groups: no group {group!r} in {budget.target} by "
-                      f"{budget.by}{hint}")  # fmt: skip
+    return UsageError(
+        f"{budget.where}: groups: no group {group!r} in {budget.target} by {budget.by}{hint}"
+    )

@@ -37,7 +37,14 @@ from builder.errors import UsageError
 from builder.size.grouping import BY_CHOICES
 from builder.size.limits import Limit, parse_limit, parse_size
 
-__all__ = ["BUDGET_FILE", "PYPROJECT", "Budget", "BudgetFile", "find_budget_file", "read_budget_file"]
+__all__ = [
+    "BUDGET_FILE",
+    "PYPROJECT",
+    "Budget",
+    "BudgetFile",
+    "find_budget_file",
+    "read_budget_file",
+]
 
 BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
@@ -72,12 +79,14 @@ class Budget:
         """``text`` (a path in the budget file) from the file's folder, as size-limit reads it."""
         return _path(self.root, text)
 
+
 @dataclass(frozen=True)
 class BudgetFile:
     path: Path
     table: str
     """``[[tool.metallib-builder.budget]]`` or ``[[budget]]``."""
     budgets: list[Budget]
+
 
 def find_budget_file(start: Path) -> Path:
     """The budget file for ``start`` and its parents: the nearest folder holding
@@ -89,8 +98,10 @@ def find_budget_file(start: Path) -> Path:
             raise UsageError(f"{folder}: budgets in both {BUDGET_FILE} and {PYPROJECT}; keep one")
         if own.is_file() or has_project:
             return own if own.is_file() else project
-    raise UsageError(f"no budget found in {start.resolve()} or above: add [[tool.{_TOOL}.budget]] "
-                     f"tables to {PYPROJECT}, or [[budget]] tables to {BUDGET_FILE}")  # fmt: skip
+    raise UsageError(
+        f"no budget found in {start.resolve()} or above: add [[tool.{_TOOL}.budget]] "
+        f"tables to {PYPROJECT}, or [[budget]] tables to {BUDGET_FILE}"
+    )
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -138,8 +149,9 @@ def read_budget_file(path: Path) -> BudgetFile:
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise UsageError(f"{holder}: 'budget' must be an array of tables ({table})")
     root = path.resolve().parent
-    return BudgetFile(path, table, [_budget(t, f"{path}: {table} #{n}", root)
-                                    for n, t in enumerate(tables, 1)])  # fmt: skip
+    return BudgetFile(
+        path, table, [_budget(t, f"{path}: {table} #{n}", root) for n, t in enumerate(tables, 1)]
+    )
 
 
 def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
@@ -148,8 +160,9 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
             raise _unknown(where, key, _KEYS)
     target = _text(raw, "target", where)
     if target is None:
-        raise UsageError(f"{where}: 'target' is missing (a path, glob, build folder or "
-                         "PACKAGE==VERSION)")  # fmt: skip
+        raise UsageError(
+            f"{where}: 'target' is missing (a path, glob, build folder or PACKAGE==VERSION)"
+        )
     name = _text(raw, "name", where) or target
     where = f"{where} ({name})"
     if not any(key in raw for key in _LIMITS):
@@ -164,30 +177,44 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
     if include and source_dir is None:
         raise UsageError(f"{where}: 'include-dirs' is for the tree named by 'source-dir'")
     if by == "source" and source_dir is None and not (root / target).is_dir():
-        raise UsageError(f"{where}: by = \"source\" needs 'source-dir' (the kernel tree the "
-                         "library was built from): a metallib does not record source files")  # fmt: skip
+        raise UsageError(
+            f"{where}: by = \"source\" needs 'source-dir' (the kernel tree the "
+            "library was built from): a metallib does not record source files"
+        )
     groups = raw.get("groups", {})
     if not isinstance(groups, dict) or ("groups" in raw and not groups):
-        raise UsageError(f"{where}: 'groups' must be a table of group = limit, e.g. "
-                         "groups = { \"quantized\" = \"30MB\" }")  # fmt: skip
+        raise UsageError(
+            f"{where}: 'groups' must be a table of group = limit, e.g. "
+            'groups = { "quantized" = "30MB" }'
+        )
     base = _text(raw, "base", where)
     growth = raw.get("max-growth")
     if (base is None) != (growth is None):
-        raise UsageError(f"{where}: 'max-growth' and 'base' go together (growth against a base "
-                         "report)")  # fmt: skip
+        raise UsageError(
+            f"{where}: 'max-growth' and 'base' go together (growth against a base report)"
+        )
     functions = raw.get("max-functions")
-    if functions is not None and (isinstance(functions, bool) or not isinstance(functions, int)
-                                  or functions < 0):  # fmt: skip
+    if functions is not None and (
+        isinstance(functions, bool) or not isinstance(functions, int) or functions < 0
+    ):
         raise UsageError(f"{where}: 'max-functions' must be a count, got {functions!r}")
     return Budget(
-        where, name, target, root, platform=_text(raw, "platform", where), by=by,
+        where,
+        name,
+        target,
+        root,
+        platform=_text(raw, "platform", where),
+        by=by,
         source_dir=None if source_dir is None else _path(root, source_dir),
         include_dirs=tuple(_path(root, i) for i in include),
-        max_size=_size(raw, "max-size", where), max_total_size=_size(raw, "max-total-size", where),
-        max_download=_size(raw, "max-download", where), max_functions=functions,
+        max_size=_size(raw, "max-size", where),
+        max_total_size=_size(raw, "max-total-size", where),
+        max_download=_size(raw, "max-download", where),
+        max_functions=functions,
         groups={str(g): _size(groups, g, f"{where}: groups") or 0 for g in groups},
-        base=base, max_growth=None if growth is None else _growth(growth, where),
-    )  # fmt: skip
+        base=base,
+        max_growth=None if growth is None else _growth(growth, where),
+    )
 
 
 def _text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -206,7 +233,7 @@ def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
             raise UsageError(f"{value!r} is not a size")
         size = parse_size(value) if isinstance(value, str) else value
     except UsageError as exc:
-        raise UsageError(f"{where}: {key!r}: {exc} (e.g. \"30MB\")") from None
+        raise UsageError(f'{where}: {key!r}: {exc} (e.g. "30MB")') from None
     if size < 0:
         raise UsageError(f"{where}: {key!r} must not be negative, got {value!r}")
     return size
@@ -218,7 +245,7 @@ def _growth(value: Any, where: str) -> Limit:
             raise UsageError(f"{value!r} is not a size or a percentage")
         return parse_limit(value) if isinstance(value, str) else Limit(bytes=value)
     except UsageError as exc:
-        raise UsageError(f"{where}: 'max-growth': {exc} (e.g. \"1%\" or \"100kB\")") from None
+        raise UsageError(f'{where}: \'max-growth\': {exc} (e.g. "1%" or "100kB")') from None
 
 
 def _path(root: Path, text: str) -> Path:

@@ -119,8 +119,10 @@ class Comparison:
     def jit_only(self) -> bool:
         """Neither side has a metallib (every family JIT): the host library is what was measured
         and what the gates apply to."""
-        return self.jit is not None and self.base.source.path is None and (
-            self.head.source.path is None
+        return (
+            self.jit is not None
+            and self.base.source.path is None
+            and (self.head.source.path is None)
         )
 
     @property
@@ -160,7 +162,9 @@ class Comparison:
     @property
     def download_percent(self) -> float | None:
         delta, base = self.download_delta, self.base.download
-        return None if delta is None or base is None or not base.total else 100.0 * delta / base.total
+        return (
+            None if delta is None or base is None or not base.total else 100.0 * delta / base.total
+        )
 
     @property
     def new_groups(self) -> list[str]:
@@ -190,8 +194,17 @@ def compare_reports(base: Report, head: Report) -> Comparison:
             )
         )
     groups.sort(key=lambda g: (-abs(g.delta), -g.head_bytes, g.name))
-    groups.append(GroupDelta("[container overhead]", base.overhead_bytes, head.overhead_bytes,
-                             0, 0, True, *(download[1] if download else (None, None))))  # fmt: skip
+    groups.append(
+        GroupDelta(
+            "[container overhead]",
+            base.overhead_bytes,
+            head.overhead_bytes,
+            0,
+            0,
+            True,
+            *(download[1] if download else (None, None)),
+        )
+    )
     base_fns = {f.name: f for f in base.functions}
     head_fns = {f.name: f for f in head.functions}
     added = sorted((f for n, f in head_fns.items() if n not in base_fns), key=_largest)
@@ -219,17 +232,31 @@ def compare_jit(base: Report, head: Report) -> JitComparison | None:
     groups = []
     for name in dict.fromkeys([*b_rows, *h_rows]):
         br, hr = b_rows.get(name), h_rows.get(name)
-        groups.append(GroupDelta(name, br.bytes if br else 0, hr.bytes if hr else 0,
-                                 br.kernel_count if br else 0, hr.kernel_count if hr else 0))  # fmt: skip
+        groups.append(
+            GroupDelta(
+                name,
+                br.bytes if br else 0,
+                hr.bytes if hr else 0,
+                br.kernel_count if br else 0,
+                hr.kernel_count if hr else 0,
+            )
+        )
     groups.sort(key=lambda g: (-abs(g.delta), -g.head_bytes, g.name))
     b_over = {o.name: o.bytes for o in b.overhead} if b else {}
     h_over = {o.name: o.bytes for o in h.overhead} if h else {}
     for name in dict.fromkeys([*b_over, *h_over]):
-        groups.append(GroupDelta(name, b_over.get(name, 0), h_over.get(name, 0), 0, 0,
-                                 overhead=True))  # fmt: skip
-    return JitComparison(groups, b.total if b else 0, h.total if h else 0, host,
-                         b.origin if b else None, h.origin if h else None,
-                         [name for name in h_rows if name not in b_rows])  # fmt: skip
+        groups.append(
+            GroupDelta(name, b_over.get(name, 0), h_over.get(name, 0), 0, 0, overhead=True)
+        )
+    return JitComparison(
+        groups,
+        b.total if b else 0,
+        h.total if h else 0,
+        host,
+        b.origin if b else None,
+        h.origin if h else None,
+        [name for name in h_rows if name not in b_rows],
+    )
 
 
 def _largest(fn: FunctionRow) -> tuple[int, str]:
@@ -285,8 +312,11 @@ def shipped_sizes(comparison: Comparison) -> tuple[int, int, str]:
     metallib = "" if comparison.jit_only else "metallib + "
     if all(r.host_library is not None for r in (base, head) if r.jit_families):
         return shipped_size(base), shipped_size(head), f"{metallib}JIT host library"
-    return (base.file_size + jit.base_total, head.file_size + jit.head_total,
-            f"{metallib}embedded JIT source")  # fmt: skip
+    return (
+        base.file_size + jit.base_total,
+        head.file_size + jit.head_total,
+        f"{metallib}embedded JIT source",
+    )
 
 
 def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
@@ -304,23 +334,46 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
         base_all, head_all, what = shipped_sizes(comparison)
         grown = head_all - base_all
         allowed = gates.max_growth.allowed(base_all)
-        subject = (label if jit is None else f"the {what} of {label}" if comparison.jit_only
-                   else f"{label} ({what})")  # fmt: skip
+        subject = (
+            label
+            if jit is None
+            else f"the {what} of {label}"
+            if comparison.jit_only
+            else f"{label} ({what})"
+        )
         results.append(
-            GateResult("--max-growth", grown <= allowed, subject, limit=gates.max_growth,
-                       grown=grown, allowed=int(allowed),
-                       percent=100.0 * grown / base_all if base_all else None)
-        )  # fmt: skip
+            GateResult(
+                "--max-growth",
+                grown <= allowed,
+                subject,
+                limit=gates.max_growth,
+                grown=grown,
+                allowed=int(allowed),
+                percent=100.0 * grown / base_all if base_all else None,
+            )
+        )
     if gates.max_size is not None:
         results.append(
-            GateResult("--max-size", head_size <= gates.max_size, head_label,
-                       max_size=gates.max_size, head_size=head_size)
+            GateResult(
+                "--max-size",
+                head_size <= gates.max_size,
+                head_label,
+                max_size=gates.max_size,
+                head_size=head_size,
+            )
         )
     if gates.max_total_size is not None:
         total = shipped_size(comparison.head)
         subject = f"{label} (metallib + JIT host library)" if jit is not None else label
-        results.append(GateResult("--max-total-size", total <= gates.max_total_size, subject,
-                                  max_size=gates.max_total_size, head_size=total))  # fmt: skip
+        results.append(
+            GateResult(
+                "--max-total-size",
+                total <= gates.max_total_size,
+                subject,
+                max_size=gates.max_total_size,
+                head_size=total,
+            )
+        )
     if gates.fail_on_new_group:
         results.append(
             GateResult("--fail-on-new-group", not new, head_label, new_groups=tuple(new))
@@ -332,13 +385,27 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[GateResult]:
         subject = f"the download of {head_label}"
         if gates.max_download_growth is not None:
             allowed = gates.max_download_growth.allowed(base_dl)
-            results.append(GateResult(
-                "--max-download-growth", head_dl - base_dl <= allowed, subject,
-                limit=gates.max_download_growth, grown=head_dl - base_dl, allowed=int(allowed),
-                percent=comparison.download_percent))  # fmt: skip
+            results.append(
+                GateResult(
+                    "--max-download-growth",
+                    head_dl - base_dl <= allowed,
+                    subject,
+                    limit=gates.max_download_growth,
+                    grown=head_dl - base_dl,
+                    allowed=int(allowed),
+                    percent=comparison.download_percent,
+                )
+            )
         if gates.max_download_size is not None:
-            results.append(GateResult("--max-download-size", head_dl <= gates.max_download_size,
-                                      subject, max_size=gates.max_download_size, head_size=head_dl))  # fmt: skip
+            results.append(
+                GateResult(
+                    "--max-download-size",
+                    head_dl <= gates.max_download_size,
+                    subject,
+                    max_size=gates.max_download_size,
+                    head_size=head_dl,
+                )
+            )
     return results
 
 

@@ -142,9 +142,14 @@ def segments(lib: Metallib, attribution: Attribution) -> Segments:
 
 
 def _gap(
-    begin: int, end: int, regions: Sequence[Region], row_of: dict[int, int], starts: list[int],
-    owned: list[int], lib: Metallib,
-) -> None:  # fmt: skip
+    begin: int,
+    end: int,
+    regions: Sequence[Region],
+    row_of: dict[int, int],
+    starts: list[int],
+    owned: list[int],
+    lib: Metallib,
+) -> None:
     """Bytes no function owns, split at region boundaries, each to its region's overhead row."""
     where = max(bisect.bisect_right([r.offset for r in regions], begin) - 1, 0)
     while begin < end:
@@ -153,8 +158,9 @@ def _gap(
         if row is None:
             raise InternalError(
                 f"download share: bytes at {begin} in the {region.name} belong to no overhead row",
-                path=lib.path, offset=begin,
-            )  # fmt: skip
+                path=lib.path,
+                offset=begin,
+            )
         starts.append(begin)
         owned.append(row)
         begin = min(end, region.end)
@@ -172,9 +178,14 @@ def cuts(starts: Sequence[int], file_size: int, part_bytes: int = PART_BYTES) ->
 
 
 def deflate_share(
-    data: memoryview | bytes, cut_at: Sequence[int], starts: Sequence[int], threads: int,
-    *, native: bool = True, attribute: bool = True,
-) -> tuple[list[int], list[int]]:  # fmt: skip
+    data: memoryview | bytes,
+    cut_at: Sequence[int],
+    starts: Sequence[int],
+    threads: int,
+    *,
+    native: bool = True,
+    attribute: bool = True,
+) -> tuple[list[int], list[int]]:
     """Each part's compressed bytes and each segment's share of them in bits (``MODEL``; all 0
     without ``attribute``), by the C extension when it is built with zlib and ``native``, else by
     Python's zlib."""
@@ -182,9 +193,15 @@ def deflate_share(
     step = STEP if attribute else 0
     if module is not None and getattr(module, "HAS_DEFLATE", False):
         sizes, costs = module.deflate_share(
-            data, array("Q", cut_at).tobytes(), array("Q", starts).tobytes(), LEVEL, WINDOW, step,
-            SPREAD, threads,
-        )  # fmt: skip
+            data,
+            array("Q", cut_at).tobytes(),
+            array("Q", starts).tobytes(),
+            LEVEL,
+            WINDOW,
+            step,
+            SPREAD,
+            threads,
+        )
         return memoryview(sizes).cast("Q").tolist(), memoryview(costs).cast("Q").tolist()
     return _python_share(data, list(cut_at), list(starts), threads, step)
 
@@ -214,10 +231,18 @@ def _python_share(
         a = cut_at[k]
         b = cut_at[k + 1] if k + 1 < len(cut_at) else size
         prime = bytes(data[max(0, a - WINDOW) : a])
-        packer = zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY,
-                                  **({"zdict": prime} if prime else {}))  # fmt: skip
+        packer = zlib.compressobj(
+            LEVEL,
+            zlib.DEFLATED,
+            -15,
+            8,
+            zlib.Z_DEFAULT_STRATEGY,
+            **({"zdict": prime} if prime else {}),
+        )
         last = k + 1 == len(cut_at)
-        packed = packer.compress(data[a:b]) + packer.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+        packed = packer.compress(data[a:b]) + packer.flush(
+            zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH
+        )
         sizes[k] = len(packed)
         if not step:
             return
@@ -228,7 +253,9 @@ def _python_share(
             chunk = packed[used : used + step]
             out = unpacker.decompress(chunk)
             if unpacker.unused_data or pos + len(out) > b:
-                raise InternalError(f"download share: part at {a} does not inflate back to its input")
+                raise InternalError(
+                    f"download share: part at {a} does not inflate back to its input"
+                )
             if not out:
                 pending += 8 * len(chunk)
                 continue
@@ -254,7 +281,9 @@ def download_total(lib: Metallib, attribution: Attribution, *, threads: int | No
     total, without the attribution's inflate pass)."""
     layout = segments(lib, attribution)
     cut_at = cuts(layout.starts, layout.file_size)
-    sizes, _ = deflate_share(lib.data, cut_at, layout.starts, threads or _threads(), attribute=False)
+    sizes, _ = deflate_share(
+        lib.data, cut_at, layout.starts, threads or _threads(), attribute=False
+    )
     return sum(sizes)
 
 
@@ -285,8 +314,10 @@ def download_share(
         where = next(i for i, (a, b) in enumerate(zip(owned, expected)) if a != b)
         raise InternalError(
             f"download share: owner {where} holds {owned[where]} bytes, the attribution says "
-            f"{expected[where]}", path=lib.path, offset=0,
-        )  # fmt: skip
+            f"{expected[where]}",
+            path=lib.path,
+            offset=0,
+        )
     total = sum(part_sizes)
     shares = _whole_bytes(bits, total)
     count = layout.function_count

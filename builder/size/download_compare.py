@@ -36,7 +36,9 @@ def download_totals(base: Report, head: Report) -> tuple[int, int]:
     """The modelled download of both sides, for the download gates."""
     for side, report in (("base", base), ("head", head)):
         if report.download is None:
-            raise UsageError(f"{report.source.label}: no download figures for the {side} side "
-                             "(no metallib, or a report saved without --download)")  # fmt: skip
+            raise UsageError(
+                f"{report.source.label}: no download figures for the {side} side "
+                "(no metallib, or a report saved without --download)"
+            )
     assert base.download is not None and head.download is not None
     return base.download.total, head.download.total

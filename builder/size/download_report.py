@@ -85,9 +85,16 @@ def measure_download(lib: Metallib, attribution: Attribution, wheel: str | None)
     from builder.size.download import LEVEL, MODEL, PART_BYTES, STEP, WINDOW, download_share
 
     share = download_share(lib, attribution)
-    model = {"description": MODEL, "codec": "raw deflate", "zlib": zlib.ZLIB_RUNTIME_VERSION,
-             "level": LEVEL, "window_bytes": WINDOW, "part_bytes": PART_BYTES,
-             "step_bytes": STEP, "parts": share.parts}  # fmt: skip
+    model = {
+        "description": MODEL,
+        "codec": "raw deflate",
+        "zlib": zlib.ZLIB_RUNTIME_VERSION,
+        "level": LEVEL,
+        "window_bytes": WINDOW,
+        "part_bytes": PART_BYTES,
+        "step_bytes": STEP,
+        "parts": share.parts,
+    }
     files = read_wheel_files(wheel) if wheel else None
     member = _member(lib.path, files) if files else None
     return Download(share.total, share.functions, share.overhead, model, member, files)
@@ -132,9 +139,12 @@ def add_download_fields(doc: dict[str, Any], download: Download | None) -> None:
         doc["download_model_error_bytes"] = download.model_error
     if download.wheel is not None:
         wheel = download.wheel
-        doc["wheel"] = {"path": wheel.path, "bytes": wheel.bytes,
-                        "download_bytes": wheel.download_bytes,
-                        "files": [f._asdict() for f in wheel.files]}  # fmt: skip
+        doc["wheel"] = {
+            "path": wheel.path,
+            "bytes": wheel.bytes,
+            "download_bytes": wheel.download_bytes,
+            "files": [f._asdict() for f in wheel.files],
+        }
 
 
 def download_from_dict(data: dict[str, Any], overhead_rows: int, where: str) -> Download | None:
@@ -154,17 +164,23 @@ def download_from_dict(data: dict[str, Any], overhead_rows: int, where: str) -> 
         shares = [overhead_total] if overhead_rows else []
     total = _count(data["download_bytes"])
     if sum(functions) + sum(shares) != total:
-        raise bad(f"functions and overhead download {sum(functions) + sum(shares)} bytes, "
-                  f"download_bytes says {total}")  # fmt: skip
+        raise bad(
+            f"functions and overhead download {sum(functions) + sum(shares)} bytes, "
+            f"download_bytes says {total}"
+        )
     model = data.get("download_model")
     member = data.get("download_member")
     wheel = data.get("wheel")
     return Download(
-        total, functions, shares, model if isinstance(model, dict) else {},
+        total,
+        functions,
+        shares,
+        model if isinstance(model, dict) else {},
         _file(member) if isinstance(member, dict) else None,
-        WheelFiles(str(wheel["path"]), _count(wheel["bytes"]),
-                   [_file(f) for f in wheel["files"]]) if isinstance(wheel, dict) else None,
-    )  # fmt: skip
+        WheelFiles(str(wheel["path"]), _count(wheel["bytes"]), [_file(f) for f in wheel["files"]])
+        if isinstance(wheel, dict)
+        else None,
+    )
 
 
 def _file(value: dict[str, Any]) -> WheelFile:

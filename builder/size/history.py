@@ -39,9 +39,14 @@ class HistoryPoint:
 
 
 def measure_history(
-    targets: Sequence[str], *, by: str = "kernel", platform: str | None = None,
-    download: bool = False, sources: Sources | None = None, progress: Progress | None = None,
-) -> list[HistoryPoint]:  # fmt: skip
+    targets: Sequence[str],
+    *,
+    by: str = "kernel",
+    platform: str | None = None,
+    download: bool = False,
+    sources: Sources | None = None,
+    progress: Progress | None = None,
+) -> list[HistoryPoint]:
     """Measure each target in turn (``PACKAGE==VERSION`` wheels are downloaded and cached);
     ``sources``, a kernel tree's entry file of each kernel, groups every target ``by`` source."""
     from builder.size.budget import download_bytes
@@ -49,23 +54,28 @@ def measure_history(
 
     points = []
     for target in targets:
-        reports = load_reports(target, by=by, platform=platform, sources=sources,
-                               progress=progress)
+        reports = load_reports(target, by=by, platform=platform, sources=sources, progress=progress)
         groups: dict[str, int] = {}
         for report in reports:
             for group in report.groups:
                 groups[group.name] = groups.get(group.name, 0) + group.bytes
         hosts = [r.host_library.file_size for r in reports if r.host_library is not None]
-        points.append(HistoryPoint(
-            target=target,
-            bytes=sum(r.file_size for r in reports),
-            function_count=sum(r.function_count for r in reports),
-            groups=sorted(groups.items(), key=lambda g: (-g[1], g[0])),
-            measured_in=tuple(f"saved report {r.source.target}" if r.source.kind == "report"
-                              else r.source.path or r.source.target for r in reports),
-            download_bytes=sum(map(download_bytes, reports)) if download else None,
-            host_library_bytes=sum(hosts) if hosts else None,
-        ))  # fmt: skip
+        points.append(
+            HistoryPoint(
+                target=target,
+                bytes=sum(r.file_size for r in reports),
+                function_count=sum(r.function_count for r in reports),
+                groups=sorted(groups.items(), key=lambda g: (-g[1], g[0])),
+                measured_in=tuple(
+                    f"saved report {r.source.target}"
+                    if r.source.kind == "report"
+                    else r.source.path or r.source.target
+                    for r in reports
+                ),
+                download_bytes=sum(map(download_bytes, reports)) if download else None,
+                host_library_bytes=sum(hosts) if hosts else None,
+            )
+        )
     return points
 
 

@@ -39,7 +39,9 @@ class SymbolSizes:
 def _registry_entry(family: str) -> re.Pattern[str]:
     """The name ``family_<family>`` in a symbol: a C name, or a length-prefixed mangled one."""
     ident = re.escape(f"family_{family}")
-    return re.compile(rf"(?<![0-9]){len(family) + 7}{ident}|(?<![A-Za-z0-9_]){ident}(?![A-Za-z0-9_])")
+    return re.compile(
+        rf"(?<![0-9]){len(family) + 7}{ident}|(?<![A-Za-z0-9_]){ident}(?![A-Za-z0-9_])"
+    )
 
 
 def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:

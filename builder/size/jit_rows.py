@@ -55,12 +55,16 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
     why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
     if library is not None and why is None:
         rows = [JitRow(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
-        overhead = [OverheadRow(HOST_SHARED, library.shared_bytes or 0),
-                    OverheadRow(HOST_UNMAPPED, unattributed_bytes(library, jit))]  # fmt: skip
+        overhead = [
+            OverheadRow(HOST_SHARED, library.shared_bytes or 0),
+            OverheadRow(HOST_UNMAPPED, unattributed_bytes(library, jit)),
+        ]
         total = library.file_size
-        origin = (f"symbol sizes (ELF st_size, {library.measured_by}) in the host library "
-                  f"{library.path}, not metallib bytes; embedded source bytes per build "
-                  f"manifest {manifest}")  # fmt: skip
+        origin = (
+            f"symbol sizes (ELF st_size, {library.measured_by}) in the host library "
+            f"{library.path}, not metallib bytes; embedded source bytes per build "
+            f"manifest {manifest}"
+        )
     else:
         rows = [JitRow(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
         overhead, total = [], sum(r.bytes for r in rows)

@@ -75,7 +75,9 @@ def measure_host(
     symbols = symbol_sizes(path, [name for name, _, _ in families])
     size = path.stat().st_size
     if symbols is None:
-        return [JitFamily(n, e, None, k) for n, e, k in families], HostLibrary(str(path), size, None)
+        return [JitFamily(n, e, None, k) for n, e, k in families], HostLibrary(
+            str(path), size, None
+        )
     jit = [JitFamily(n, e, symbols.by_family[n], k) for n, e, k in families]
     return jit, HostLibrary(str(path), size, symbols.method, symbols.by_family[OTHER])
 
@@ -99,9 +101,13 @@ def unattributed_bytes(host: HostLibrary, jit: Sequence[JitFamily]) -> int:
 def host_to_dict(host: HostLibrary, jit: Sequence[JitFamily]) -> dict[str, Any]:
     """The report JSON's ``host_library`` object (docs/report-schema.md)."""
     measured = unmeasured_reason(host, jit) is None
-    return {"path": host.path, "file_size": host.file_size, "measured_by": host.measured_by,
-            "shared_bytes": host.shared_bytes,
-            "unattributed_bytes": unattributed_bytes(host, jit) if measured else None}  # fmt: skip
+    return {
+        "path": host.path,
+        "file_size": host.file_size,
+        "measured_by": host.measured_by,
+        "shared_bytes": host.shared_bytes,
+        "unattributed_bytes": unattributed_bytes(host, jit) if measured else None,
+    }
 
 
 def host_from_dict(value: Any, jit: Sequence[JitFamily]) -> HostLibrary | None:
@@ -117,13 +123,18 @@ def host_from_dict(value: Any, jit: Sequence[JitFamily]) -> HostLibrary | None:
     path = value["path"]
     if not isinstance(path, str):
         raise TypeError("'host_library.path' is not a string")
-    host = HostLibrary(path, byte_count(value["file_size"], "host_library.file_size"),
-                       measured_by, None if shared is None
-                       else byte_count(shared, "host_library.shared_bytes"))  # fmt: skip
+    host = HostLibrary(
+        path,
+        byte_count(value["file_size"], "host_library.file_size"),
+        measured_by,
+        None if shared is None else byte_count(shared, "host_library.shared_bytes"),
+    )
     if unmeasured_reason(host, jit) is None:
         unmapped = byte_count(value["unattributed_bytes"], "host_library.unattributed_bytes")
         if unmapped != unattributed_bytes(host, jit):
             total = host.file_size - unattributed_bytes(host, jit) + unmapped
-            raise ValueError(f"JIT families, shared and unattributed bytes add up to {total}, "
-                             f"host_library.file_size says {host.file_size}")  # fmt: skip
+            raise ValueError(
+                f"JIT families, shared and unattributed bytes add up to {total}, "
+                f"host_library.file_size says {host.file_size}"
+            )
     return host

@@ -60,6 +60,8 @@ def shipped_size(report: Report) -> int:
     if not report.jit_families:
         return report.file_size
     if report.host_library is None:
-        raise UsageError(f"{report.source.label}: has JIT families but its host library was not "
-                         "found; cannot measure everything it ships")  # fmt: skip
+        raise UsageError(
+            f"{report.source.label}: has JIT families but its host library was not "
+            "found; cannot measure everything it ships"
+        )
     return report.file_size + report.host_library.file_size

@@ -42,9 +42,13 @@ def load_reports(
 
 
 def load_library(
-    lib: Library, *, by: str = "kernel", rules: RuleSet | None = None,
-    sources: Sources | None = None, download: bool = False,
-) -> Report:  # fmt: skip
+    lib: Library,
+    *,
+    by: str = "kernel",
+    rules: RuleSet | None = None,
+    sources: Sources | None = None,
+    download: bool = False,
+) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, group_report, report_from_dict
 
@@ -53,8 +57,10 @@ def load_library(
         if download and report.download is None:
             from builder.errors import UsageError
 
-            raise UsageError(f"{lib.target}: a report saved without download figures; save it "
-                             "with 'report --download --format json'")  # fmt: skip
+            raise UsageError(
+                f"{lib.target}: a report saved without download figures; save it "
+                "with 'report --download --format json'"
+            )
         if report.by == by and rules is None and sources is None:
             return report
         return group_report(report, by, rules=rules, sources=sources)
@@ -79,9 +85,16 @@ def load_library(
     if lib.path is None:
         from builder.size.attribution import Attribution
 
-        return build_report(Attribution.empty(), source, by=by, families=families, sources=sources,
-                            jit_families=jit, host_library=host,
-                            provenance=build_provenance(None, build))  # fmt: skip
+        return build_report(
+            Attribution.empty(),
+            source,
+            by=by,
+            families=families,
+            sources=sources,
+            jit_families=jit,
+            host_library=host,
+            provenance=build_provenance(None, build),
+        )
     from builder.metallib import open_metallib
     from builder.metallib.provenance import library_provenance
     from builder.size.attribution import attribute
@@ -95,9 +108,17 @@ def load_library(
 
             shares = measure_download(metallib, attribution, lib.wheel)
     return build_report(
-        attribution, source, by=by, rules=rules, families=families, sources=sources,
-        jit_families=jit, host_library=host, provenance=provenance, download=shares,
-    )  # fmt: skip
+        attribution,
+        source,
+        by=by,
+        rules=rules,
+        families=families,
+        sources=sources,
+        jit_families=jit,
+        host_library=host,
+        provenance=provenance,
+        download=shares,
+    )
 
 
 def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:
@@ -106,8 +127,9 @@ def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], Host
 
     if manifest is None:
         return [], None
-    families = [(f.name, f.embedded_bytes, len(f.host_names))
-                for f in manifest.units if f.mode == "jit"]  # fmt: skip
+    families = [
+        (f.name, f.embedded_bytes, len(f.host_names)) for f in manifest.units if f.mode == "jit"
+    ]
     if not families or manifest.host_library is None:
         return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
     return measure_host(manifest.folder / manifest.host_library, families)

@@ -122,9 +122,12 @@ class _Labels(NamedTuple):
 
 
 def _labels(
-    names: Sequence[str], keys: Sequence[str], rules: RuleSet | None,
-    families: Mapping[str, str] | None, sources: Sources | None,
-) -> _Labels:  # fmt: skip
+    names: Sequence[str],
+    keys: Sequence[str],
+    rules: RuleSet | None,
+    families: Mapping[str, str] | None,
+    sources: Sources | None,
+) -> _Labels:
     first = group_names(names, keys[0], rules=rules, families=families, sources=sources)
     if len(keys) == 1:
         return _Labels(first.labels, None, first.method, None)
@@ -141,8 +144,13 @@ def _grouped(report: Report, columns: list[Any], labels: _Labels) -> Report:
     functions = list(map(FunctionRow._make, zip(*columns)))
     shares = report.download.functions if report.download else None
     nested = labels.second is not None
-    return replace(report, grouping=labels.grouping, subgrouping=labels.subgrouping,
-                   functions=functions, groups=roll_up(functions, shares, nested=nested))  # fmt: skip
+    return replace(
+        report,
+        grouping=labels.grouping,
+        subgrouping=labels.subgrouping,
+        functions=functions,
+        groups=roll_up(functions, shares, nested=nested),
+    )
 
 
 def group_report(
@@ -157,9 +165,7 @@ def group_report(
     labelled for every key, then rolled up (``builder.size.rollup``)."""
     keys = parse_by(by)
     functions = report.functions
-    columns: list[Any] = (
-        list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
-    )
+    columns: list[Any] = list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
     labels = _labels(columns[0], keys, rules, families, sources)
     return _grouped(replace(report, by=",".join(keys)), columns, labels)
 
@@ -199,8 +205,18 @@ def build_report(
         provenance=dict(provenance or {}),
         download=download,
     )
-    columns: list[Any] = [names, [], total, module, entry, metadata, reflection, [],
-                                    repeat("", len(names)), range(len(names))]  # fmt: skip
+    columns: list[Any] = [
+        names,
+        [],
+        total,
+        module,
+        entry,
+        metadata,
+        reflection,
+        [],
+        repeat("", len(names)),
+        range(len(names)),
+    ]
     return _grouped(measured, columns, _labels(names, keys, rules, families, sources))
 
 
@@ -235,14 +251,22 @@ _JSON_FIELDS = itemgetter(slice(0, 7))
 
 def _function_dicts(report: Report) -> list[dict[str, Any]]:
     rows = [
-        {"name": f.name, "group": f.group, "bytes": f.bytes, "bitcode_bytes": f.bitcode_bytes,
-         "entry_bytes": f.entry_bytes, "metadata_bytes": f.metadata_bytes,
-         "reflection_bytes": f.reflection_bytes}
+        {
+            "name": f.name,
+            "group": f.group,
+            "bytes": f.bytes,
+            "bitcode_bytes": f.bitcode_bytes,
+            "entry_bytes": f.entry_bytes,
+            "metadata_bytes": f.metadata_bytes,
+            "reflection_bytes": f.reflection_bytes,
+        }
         for f in report.functions
-    ]  # fmt: skip
+    ]
     if report.subgrouping is not None:  # two --by keys: each function's second label too
-        rows = [{"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
-                for row, f in zip(rows, report.functions)]  # fmt: skip
+        rows = [
+            {"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
+            for row, f in zip(rows, report.functions)
+        ]
     for row, share in zip(rows, report.download.functions if report.download else ()):
         row["download_bytes"] = share
     return rows
@@ -288,8 +312,12 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
         "overhead": [{"name": o.name, "bytes": o.bytes} for o in report.overhead],
         "groups": [_group_dict(g) for g in report.groups],
         "jit_families": [
-            {"name": j.name, "embedded_bytes": j.embedded_bytes, "host_bytes": j.host_bytes,
-             "kernel_count": j.kernel_count}
+            {
+                "name": j.name,
+                "embedded_bytes": j.embedded_bytes,
+                "host_bytes": j.host_bytes,
+                "kernel_count": j.kernel_count,
+            }
             for j in report.jit_families
         ],
         "provenance": report.provenance,
@@ -345,21 +373,26 @@ def report_from_dict(data: Any, where: str) -> Report:
         ]
         overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
         overhead = [
-            OverheadRow(fields.text(o["name"], "overhead[].name"),
-                        byte_count(o["bytes"], "overhead[].bytes"))
+            OverheadRow(
+                fields.text(o["name"], "overhead[].name"),
+                byte_count(o["bytes"], "overhead[].bytes"),
+            )
             for o in fields.object_list(data.get("overhead", []), "overhead")
         ]
         if sum(o.bytes for o in overhead) != overhead_bytes:
             overhead = [OverheadRow("overhead", overhead_bytes)]
         file_size = byte_count(data["file_size"], "file_size")
         jit = [
-            JitFamily(fields.text(j["name"], "jit_families[].name"),
-                      byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
-                      None if j.get("host_bytes") is None
-                      else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
-                      byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"))
+            JitFamily(
+                fields.text(j["name"], "jit_families[].name"),
+                byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
+                None
+                if j.get("host_bytes") is None
+                else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
+                byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"),
+            )
             for j in fields.object_list(data.get("jit_families", []), "jit_families")
-        ]  # fmt: skip
+        ]
         try:
             by = ",".join(parse_by(fields.text(data.get("by", "kernel"), "by")))
         except UsageError as exc:
@@ -375,8 +408,9 @@ def report_from_dict(data: Any, where: str) -> Report:
             by=by,
             grouping=fields.text(data.get("grouping", "saved"), "grouping"),
             functions=functions,
-            groups=roll_up(functions, download.functions if download else None,
-                           nested=subgrouping is not None),
+            groups=roll_up(
+                functions, download.functions if download else None, nested=subgrouping is not None
+            ),
             overhead=overhead,
             jit_families=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
@@ -392,6 +426,8 @@ def report_from_dict(data: Any, where: str) -> Report:
     if total != file_size:
         raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
     if "function_count" in data and data["function_count"] != len(functions):
-        raise bad(f"function_count {fields.brief(data['function_count'])} but {len(functions)} "
-                  "functions listed")  # fmt: skip
+        raise bad(
+            f"function_count {fields.brief(data['function_count'])} but {len(functions)} "
+            "functions listed"
+        )
     return report

@@ -49,8 +49,10 @@ def text(value: Any, field: str) -> str:
 
 
 # The provenance record's shape (builder.size.provenance): what each renderer may rely on.
-_PROVENANCE_TEXT = {"tool": ("name", "version"),
-                    "library": ("format_version", "deployment_target", "compiler_source")}  # fmt: skip
+_PROVENANCE_TEXT = {
+    "tool": ("name", "version"),
+    "library": ("format_version", "deployment_target", "compiler_source"),
+}
 _PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "compilers")}
 _PROVENANCE_DEPTH = 8
 
@@ -66,8 +68,9 @@ def provenance(value: Any) -> dict[str, Any]:
             optional_text(inner.get(key), f"provenance.{part}.{key}")
         for key in _PROVENANCE_LISTS.get(part, ()):
             items = inner.get(key)
-            if items is not None and (not isinstance(items, list)
-                                      or not all(isinstance(i, str) for i in items)):  # fmt: skip
+            if items is not None and (
+                not isinstance(items, list) or not all(isinstance(i, str) for i in items)
+            ):
                 raise TypeError(f"'provenance.{part}.{key}' is not a list of strings")
     if _depth(record.get("build")) > _PROVENANCE_DEPTH:
         raise ValueError(f"'provenance.build' is nested deeper than {_PROVENANCE_DEPTH} levels")
@@ -83,8 +86,9 @@ def _depth(value: Any) -> int:
     deepest, stack = 0, [(value, 1)]
     while stack and deepest <= _PROVENANCE_DEPTH:
         item, depth = stack.pop()
-        children = (item.values() if isinstance(item, dict)
-                    else item if isinstance(item, list) else None)  # fmt: skip
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
         if children is not None:
             deepest = max(deepest, depth)
             stack.extend((child, depth + 1) for child in children)

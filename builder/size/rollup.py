@@ -64,8 +64,14 @@ class _Sums:
 
     def node(self, name: str, downloads: bool) -> Rollup:
         children = () if self.children is None else _nodes(self.children, downloads)
-        return Rollup(name, self.count, self.bytes, self.bitcode,
-                      self.download if downloads else None, children)  # fmt: skip
+        return Rollup(
+            name,
+            self.count,
+            self.bytes,
+            self.bitcode,
+            self.download if downloads else None,
+            children,
+        )
 
 
 def _nodes(sums: dict[str, _Sums], downloads: bool) -> tuple[Rollup, ...]:

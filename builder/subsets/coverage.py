@@ -94,8 +94,9 @@ def check_coverage(
     from ``preambles``; ``in_metallib(name)`` says whether the metallib holds a kernel of an AOT
     entry file (None: a build, which compiles every one)."""
     chosen = set(jit)
-    embedded = {str(p) for p in inlined_files(
-        (h for spec in preambles for h in spec.headers), include_dirs)}  # fmt: skip
+    embedded = {
+        str(p) for p in inlined_files((h for spec in preambles for h in spec.headers), include_dirs)
+    }
     missing: dict[str, list[str]] = {}
     in_lib = in_src = absent = 0
     if in_metallib is not None:
@@ -113,15 +114,22 @@ def check_coverage(
             in_src += count
         else:
             missing.setdefault(source, []).extend([where] * count)
-    lost = [Lost(source, len(files), tuple(dict.fromkeys(files)))
-            for source, files in missing.items()]  # fmt: skip
+    lost = [
+        Lost(source, len(files), tuple(dict.fromkeys(files))) for source, files in missing.items()
+    ]
     runtime_lost: dict[str, int] = {}
     for template in tree.runtime_only:
         if str(_real(tree, template.source)) not in embedded:
             runtime_lost[template.source] = runtime_lost.get(template.source, 0) + 1
     lost += [Lost(header, count, (header,)) for header, count in runtime_lost.items()]
-    return Coverage(len(tree.kernels), in_lib, in_src, absent,
-                    len(tree.runtime_only) - sum(runtime_lost.values()), tuple(lost))  # fmt: skip
+    return Coverage(
+        len(tree.kernels),
+        in_lib,
+        in_src,
+        absent,
+        len(tree.runtime_only) - sum(runtime_lost.values()),
+        tuple(lost),
+    )
 
 
 def require_coverage(coverage: Coverage, split: str) -> None:
@@ -129,8 +137,10 @@ def require_coverage(coverage: Coverage, split: str) -> None:
     line naming every entry file with its count and where the code is written."""
     if coverage.complete:
         return
-    parts = [f"{lost.source}: {lost.kernels:,} kernel(s), code in {', '.join(lost.written_in)}"
-             for lost in coverage.lost]  # fmt: skip
+    parts = [
+        f"{lost.source}: {lost.kernels:,} kernel(s), code in {', '.join(lost.written_in)}"
+        for lost in coverage.lost
+    ]
     total = sum(lost.kernels for lost in coverage.lost)
     raise CheckFailed(
         f"{split} would lose {total:,} kernel(s), in neither its metallib nor its embedded "

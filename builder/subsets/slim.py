@@ -86,9 +86,11 @@ class Selection(NamedTuple):
 
 
 def choose_functions(
-    names: Sequence[str], keep: Iterable[str] = (), drop: Iterable[str] = (),
+    names: Sequence[str],
+    keep: Iterable[str] = (),
+    drop: Iterable[str] = (),
     keep_list: Iterable[str] = (),
-) -> Selection:  # fmt: skip
+) -> Selection:
     """The functions to keep: those matching ``keep`` or ``keep_list`` patterns (all of them when
     there are none), minus those matching ``drop``.
 
@@ -189,8 +191,11 @@ def _check_input(lib: Metallib, source: object, output: object, kept: set[str]) 
     repairs does not count: stray bytes (left out) and problems of dropped functions."""
     from builder.metallib import verify
 
-    problems = [p for p in verify(lib, hashes=False).problems
-                if not p.stray_bytes and (p.function is None or p.function in kept)]  # fmt: skip
+    problems = [
+        p
+        for p in verify(lib, hashes=False).problems
+        if not p.stray_bytes and (p.function is None or p.function in kept)
+    ]
     if problems:
         first = problems[0]
         what = f"function {first.function}: " if first.function is not None else ""
@@ -232,7 +237,9 @@ def slim_file(
         _check_input(lib, source, output, {names[i] for i in indices})
         with atomic_output(output) as out:  # first: an unwritable output fails before any work
             parts = parts_from_library(lib, indices)
-            hashes = _ModuleHashes(parts.functions, parts.source_fd)  # first: it overlaps the writing
+            hashes = _ModuleHashes(
+                parts.functions, parts.source_fd
+            )  # first: it overlaps the writing
             try:
                 lay = write_to(parts, out)
                 check_written(out, lay, output)
@@ -250,6 +257,13 @@ def slim_file(
         )
         before = lib.file_size
     return SlimResult(
-        os.fspath(source), os.fspath(output), len(names), len(indices), before, lay.file_size,
-        kept, tuple(selection.unmatched_keep_list), tuple(bad),
-    )  # fmt: skip
+        os.fspath(source),
+        os.fspath(output),
+        len(names),
+        len(indices),
+        before,
+        lay.file_size,
+        kept,
+        tuple(selection.unmatched_keep_list),
+        tuple(bad),
+    )

@@ -62,8 +62,9 @@ class DownloadEstimate:
         share = download_share(lib, attribute(lib))
         self.total = share.total
         self.index = index
-        self.by_source = {s: sum(share.functions[i] for i in e.functions)
-                          for s, e in index.entries.items()}  # fmt: skip
+        self.by_source = {
+            s: sum(share.functions[i] for i in e.functions) for s, e in index.entries.items()
+        }
         self._texts = EmbedCosts(tree)
         self._cache: dict[frozenset[str], int] = {}
 
@@ -81,21 +82,35 @@ class DownloadEstimate:
 
 
 def plan_download(
-    tree: KernelTree, index: LibraryIndex, lib: Metallib, budget: int, *,
-    write: Callable[[list[int], Path], int], sources_compressed: Callable[[tuple[str, ...]], int],
+    tree: KernelTree,
+    index: LibraryIndex,
+    lib: Metallib,
+    budget: int,
+    *,
+    write: Callable[[list[int], Path], int],
+    sources_compressed: Callable[[tuple[str, ...]], int],
     fixed: str,
-) -> Plan:  # fmt: skip
+) -> Plan:
     """The planner on download estimates, its answer checked by measuring the split (see the
     module docstring). ``write(kept, path)`` writes a subset; ``sources_compressed(jit)`` is the
     measured compressed size of the JIT source a variant would embed."""
     estimate = DownloadEstimate(lib, index, tree)
-    candidates = [Candidate(s, len(e.functions), estimate.by_source[s])
-                  for s, e in index.entries.items() if not e.held]  # fmt: skip
+    candidates = [
+        Candidate(s, len(e.functions), estimate.by_source[s])
+        for s, e in index.entries.items()
+        if not e.held
+    ]
     target = budget
     with tempfile.TemporaryDirectory(prefix=".plan-", dir=None) as scratch:
         for _ in range(ROUNDS):
-            plan = plan_budget(candidates, target, size_of=estimate, embedded_of=EmbedCosts(tree),
-                               fixed=fixed, measure="download (estimated)")  # fmt: skip
+            plan = plan_budget(
+                candidates,
+                target,
+                size_of=estimate,
+                embedded_of=EmbedCosts(tree),
+                fixed=fixed,
+                measure="download (estimated)",
+            )
             chosen = frozenset(plan.jit)
             kept = index.kept(chosen)
             metallib = 0
@@ -105,8 +120,9 @@ def plan_download(
                 metallib = variant_download(path)
             measured = metallib + sources_compressed(plan.jit)
             if measured <= budget:
-                return dataclasses.replace(plan, budget=budget, budget_of="download",
-                                           metallib_bytes=measured)  # fmt: skip
+                return dataclasses.replace(
+                    plan, budget=budget, budget_of="download", metallib_bytes=measured
+                )
             target -= measured - budget
     raise CheckFailed(
         f"--budget {budget:,} bytes --budget-of download: the planned split measured "

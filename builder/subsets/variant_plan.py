@@ -162,12 +162,18 @@ def plan_budget(
     files = _improve(jit, steps, budget, sizes, by_source, embedded_of)
     chosen = frozenset(jit)
     return Plan(
-        budget=budget, all_aot_bytes=sizes.full, least_bytes=least,
+        budget=budget,
+        all_aot_bytes=sizes.full,
+        least_bytes=least,
         jit=tuple(c.source for c in candidates if c.source in chosen),
-        metallib_bytes=sizes.exact(chosen), kernels=sum(by_source[s].kernels for s in chosen),
-        embedded_bytes=embedded_of(chosen), start=start, steps=tuple(steps), files=tuple(files),
+        metallib_bytes=sizes.exact(chosen),
+        kernels=sum(by_source[s].kernels for s in chosen),
+        embedded_bytes=embedded_of(chosen),
+        start=start,
+        steps=tuple(steps),
+        files=tuple(files),
         exact_layouts=sizes.layouts,
-    )  # fmt: skip
+    )
 
 
 def _greedy(
@@ -221,9 +227,13 @@ def _knapsack(
 
 
 def _improve(
-    jit: set[str], steps: list[Step], budget: int, sizes: _Sizes,
-    by_source: dict[str, Candidate], embedded_of: Callable[[frozenset[str]], int],
-) -> list[PlannedFile]:  # fmt: skip
+    jit: set[str],
+    steps: list[Step],
+    budget: int,
+    sizes: _Sizes,
+    by_source: dict[str, Candidate],
+    embedded_of: Callable[[frozenset[str]], int],
+) -> list[PlannedFile]:
     """Drop and swap until neither changes ``jit`` (in place); returns each remaining JIT file
     with the exact size were it AOT again (all over the budget: local optimality)."""
     remaining = [SWAP_CHECKS]
@@ -255,18 +265,24 @@ def _drop_pass(
 
 
 def _swap(
-    jit: set[str], steps: list[Step], budget: int, sizes: _Sizes,
-    by_source: dict[str, Candidate], embedded_of: Callable[[frozenset[str]], int],
+    jit: set[str],
+    steps: list[Step],
+    budget: int,
+    sizes: _Sizes,
+    by_source: dict[str, Candidate],
+    embedded_of: Callable[[frozenset[str]], int],
     remaining: list[int],
-) -> bool:  # fmt: skip
+) -> bool:
     """Make the first swap (a JIT file back, an AOT file in) that fits and lowers the run-time
     kernels, or keeps them and lowers the embedded bytes; largest kernel reduction tried first."""
     current = frozenset(jit)
     embedded: int | None = None
     pairs = [
-        (out, into) for out in current for into in by_source
+        (out, into)
+        for out in current
+        for into in by_source
         if into not in current and by_source[into].kernels <= by_source[out].kernels
-    ]  # fmt: skip
+    ]
     pairs.sort(key=lambda p: (by_source[p[1]].kernels - by_source[p[0]].kernels, p))
     for out, into in pairs:
         trial = (current - {out}) | {into}

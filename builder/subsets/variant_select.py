@@ -52,8 +52,10 @@ def held_aot(tree: KernelTree) -> dict[str, str]:
         elif source in own:
             names = own[source]
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            held[source] = (f"it writes its own kernel templates ({shown}), which no header "
-                            "holds (MLX's JIT build keeps such files AOT too)")  # fmt: skip
+            held[source] = (
+                f"it writes its own kernel templates ({shown}), which no header "
+                "holds (MLX's JIT build keeps such files AOT too)"
+            )
     return held
 
 
@@ -135,11 +137,14 @@ def index_library(
     held = held_aot(tree)
     entries = {
         source: EntryShare(
-            source, tuple(indices), sum(function_bytes[i] for i in indices),
-            len(discovered.get(source, ())), held.get(source),
+            source,
+            tuple(indices),
+            sum(function_bytes[i] for i in indices),
+            len(discovered.get(source, ())),
+            held.get(source),
         )
         for source, indices in members.items()
-    }  # fmt: skip
+    }
     missing = sum(1 for name in source_of if name not in present)
     return LibraryIndex(entries, tuple(other), len(names), missing)
 
@@ -182,24 +187,32 @@ def requested_variants(
     if any(e.held == AOT_ONLY for e in index.entries.values()):
         held = sum(e.held == AOT_ONLY for e in index.entries.values())
         others = _kept_note(index, {s for s, e in index.entries.items() if e.held != AOT_ONLY})
-        specs.append(VariantSpec(
-            "jit-mode", f"metallib.toml's JIT mode: {held} aot-only entry file(s) AOT, every "
-            f"other one JIT{others}", _movable(index, index.entries),
-        ))  # fmt: skip
+        specs.append(
+            VariantSpec(
+                "jit-mode",
+                f"metallib.toml's JIT mode: {held} aot-only entry file(s) AOT, every "
+                f"other one JIT{others}",
+                _movable(index, index.entries),
+            )
+        )
     for number, value in enumerate(aot, start=1):
         named = _matching(index, "--aot", value)
         others = _kept_note(index, set(index.entries) - named)
-        specs.append(VariantSpec(
-            f"aot-{number}",
-            f"--aot {value}: {len(named)} entry file(s) AOT, every other one JIT{others}",
-            _movable(index, set(index.entries) - named),
-        ))  # fmt: skip
+        specs.append(
+            VariantSpec(
+                f"aot-{number}",
+                f"--aot {value}: {len(named)} entry file(s) AOT, every other one JIT{others}",
+                _movable(index, set(index.entries) - named),
+            )
+        )
     for number, value in enumerate(jit, start=1):
         named = _matching(index, "--jit", value)
         moved = _movable(index, named)
-        specs.append(VariantSpec(
-            f"jit-{number}",
-            f"--jit {value}: {len(moved)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
-            moved,
-        ))  # fmt: skip
+        specs.append(
+            VariantSpec(
+                f"jit-{number}",
+                f"--jit {value}: {len(moved)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
+                moved,
+            )
+        )
     return specs

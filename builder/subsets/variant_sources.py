@@ -80,8 +80,10 @@ def preamble_specs(tree: KernelTree, entries: Sequence[str]) -> list[PreambleSpe
         from builder.jit.generate import function_names
 
         names = function_names(list(entries))
-        return [PreambleSpec(name, ((tree.root / entry).resolve(),), (entry,))
-                for name, entry in zip(names, entries)]  # fmt: skip
+        return [
+            PreambleSpec(name, ((tree.root / entry).resolve(),), (entry,))
+            for name, entry in zip(names, entries)
+        ]
     return jit_preambles(tree, entries)
 
 

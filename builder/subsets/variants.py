@@ -174,8 +174,18 @@ def _resolve(
 
 def _function_bytes(lib: Metallib) -> list[int]:
     t = lib.columns()
-    return list(map(sum, zip(t.entry_bytes, t.public_md_bytes, t.private_md_bytes, t.module_bytes,
-                             t.reflection_bytes)))  # fmt: skip
+    return list(
+        map(
+            sum,
+            zip(
+                t.entry_bytes,
+                t.public_md_bytes,
+                t.private_md_bytes,
+                t.module_bytes,
+                t.reflection_bytes,
+            ),
+        )
+    )
 
 
 class _Writer:
@@ -230,8 +240,11 @@ class _Writer:
         if digests != table.hashes:
             from builder.subsets.slim import HashMismatch, describe_mismatches
 
-            bad = [HashMismatch(table.names[i], table.module_offsets[i]) for i in range(len(table))
-                   if digests[32 * i : 32 * i + 32] != table.hash(i)]  # fmt: skip
+            bad = [
+                HashMismatch(table.names[i], table.module_offsets[i])
+                for i in range(len(table))
+                if digests[32 * i : 32 * i + 32] != table.hash(i)
+            ]
             raise UsageError(
                 f"{self.lib.display_name}: {len(bad)} function(s) have a module whose SHA-256 does "
                 f"not match its HASH tag: {describe_mismatches(bad)}; {path} not written"
@@ -281,23 +294,36 @@ def _remove_stale(path: Path) -> None:
 def _plan(
     tree: KernelTree, index: LibraryIndex, writer: _Writer, budget: int, budget_of: str
 ) -> tuple[VariantSpec, Plan]:
-    candidates = [Candidate(s, len(e.functions), e.bytes)
-                  for s, e in index.entries.items() if not e.held]  # fmt: skip
+    candidates = [
+        Candidate(s, len(e.functions), e.bytes) for s, e in index.entries.items() if not e.held
+    ]
     held = sum(bool(e.held) for e in index.entries.values())
-    fixed = (f"{held} entry file(s) that stay AOT, {len(index.other):,} function(s) no entry "
-             "file produces and the container's framing")  # fmt: skip
+    fixed = (
+        f"{held} entry file(s) that stay AOT, {len(index.other):,} function(s) no entry "
+        "file produces and the container's framing"
+    )
     if budget_of == "download":
         from builder.subsets.variant_download import plan_download
 
-        plan = plan_download(tree, index, writer.lib, budget, write=writer.write, fixed=fixed,
-                             sources_compressed=lambda jit: _compressed(tree, jit))  # fmt: skip
+        plan = plan_download(
+            tree,
+            index,
+            writer.lib,
+            budget,
+            write=writer.write,
+            fixed=fixed,
+            sources_compressed=lambda jit: _compressed(tree, jit),
+        )
     else:
-        plan = plan_budget(candidates, budget, size_of=writer.size_of,
-                           embedded_of=EmbedCosts(tree), fixed=fixed)  # fmt: skip
+        plan = plan_budget(
+            candidates, budget, size_of=writer.size_of, embedded_of=EmbedCosts(tree), fixed=fixed
+        )
     spec = VariantSpec(
-        "planned", f"--budget {budget:,} bytes of {budget_of}: {len(plan.jit)} entry file(s) JIT, "
-        "chosen for the fewest kernels compiled at run time", plan.jit,
-    )  # fmt: skip
+        "planned",
+        f"--budget {budget:,} bytes of {budget_of}: {len(plan.jit)} entry file(s) JIT, "
+        "chosen for the fewest kernels compiled at run time",
+        plan.jit,
+    )
     return spec, plan
 
 
@@ -349,19 +375,35 @@ def make_variants(
             variants = []
             for number, spec in enumerate(specs, start=1):
                 say(f"[{number}/{len(specs)}] {spec.name}")
-                variants.append(_one(writer, spec, outdir / spec.name / name, sources.get(spec.name),
-                                     plan if spec.name == "planned" else None,
-                                     coverage[spec.name], download or budget_of == "download"))  # fmt: skip
+                variants.append(
+                    _one(
+                        writer,
+                        spec,
+                        outdir / spec.name / name,
+                        sources.get(spec.name),
+                        plan if spec.name == "planned" else None,
+                        coverage[spec.name],
+                        download or budget_of == "download",
+                    )
+                )
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         source = VariantsInput(
-            target=target, metallib=path, wheel=wheel, file_size=lib.file_size,
-            function_count=index.function_count, tree_root=tree.root, tree_kind=tree.kind,
-            config=tree.config.path, entry_files=len(tree.sources), tree_kernels=len(tree.kernels),
-            not_in_tree=len(index.other), missing=index.missing,
+            target=target,
+            metallib=path,
+            wheel=wheel,
+            file_size=lib.file_size,
+            function_count=index.function_count,
+            tree_root=tree.root,
+            tree_kind=tree.kind,
+            config=tree.config.path,
+            entry_files=len(tree.sources),
+            tree_kernels=len(tree.kernels),
+            not_in_tree=len(index.other),
+            missing=index.missing,
             held=tuple((s, e.held) for s, e in index.entries.items() if e.held),
             runtime_only=tuple((t.template, t.source) for t in tree.runtime_only),
-        )  # fmt: skip
+        )
     return VariantsRun(source, tuple(variants), outdir)
 
 
@@ -374,17 +416,23 @@ def _check_coverage(
     present = set(names)
     for spec in specs:
         kept = present - {names[i] for s in spec.jit for i in index.entries[s].functions}
-        coverage = check_coverage(tree, spec.jit, preamble_specs(tree, spec.jit), dirs,
-                                  in_metallib=kept.__contains__)  # fmt: skip
+        coverage = check_coverage(
+            tree, spec.jit, preamble_specs(tree, spec.jit), dirs, in_metallib=kept.__contains__
+        )
         require_coverage(coverage, f"variant {spec.name}")
         found[spec.name] = coverage
     return found
 
 
 def _one(
-    writer: _Writer, spec: VariantSpec, path: Path, made: Future[JitSources | None] | None,
-    plan: Plan | None, coverage: Coverage, download: bool,
-) -> Variant:  # fmt: skip
+    writer: _Writer,
+    spec: VariantSpec,
+    path: Path,
+    made: Future[JitSources | None] | None,
+    plan: Plan | None,
+    coverage: Coverage,
+    download: bool,
+) -> Variant:
     from builder.fileio import make_dirs, write_if_changed
 
     index = writer.index
@@ -399,27 +447,43 @@ def _one(
     else:
         _remove_stale(path)
     if plan is not None and plan.budget_of == "metallib" and size != plan.metallib_bytes:
-        raise InternalError(f"planned a {plan.metallib_bytes}-byte metallib, wrote {size} bytes",
-                            path=str(path))  # fmt: skip
+        raise InternalError(
+            f"planned a {plan.metallib_bytes}-byte metallib, wrote {size} bytes", path=str(path)
+        )
     sources = made.result() if made is not None else None
     sources_file = path.parent / SOURCES_FILE
     if sources is not None:
         write_if_changed(sources_file, sources.text)
     else:
         _remove_stale(sources_file)
-    if plan is not None and plan.budget_of == "download" and (
-        (downloaded or 0) + (sources.compressed_bytes if sources else 0) != plan.metallib_bytes
+    if (
+        plan is not None
+        and plan.budget_of == "download"
+        and (
+            (downloaded or 0) + (sources.compressed_bytes if sources else 0) != plan.metallib_bytes
+        )
     ):
-        raise InternalError(f"planned a {plan.metallib_bytes}-byte download, measured another",
-                            path=str(path))  # fmt: skip
+        raise InternalError(
+            f"planned a {plan.metallib_bytes}-byte download, measured another", path=str(path)
+        )
     aot = index.aot_sources(spec.jit)
     return Variant(
-        name=spec.name, description=spec.description, jit=spec.jit, aot=aot,
-        metallib=path if kept else None, metallib_bytes=size, function_count=len(kept),
+        name=spec.name,
+        description=spec.description,
+        jit=spec.jit,
+        aot=aot,
+        metallib=path if kept else None,
+        metallib_bytes=size,
+        function_count=len(kept),
         jit_kernels=index.kernels(spec.jit),
         jit_kernels_discovered=sum(index.entries[s].discovered for s in spec.jit),
-        aot_kernels=index.kernels(aot), other_kernels=len(index.other),
-        sources=sources, sources_file=sources_file if sources is not None else None,
-        by_source=tuple(by_source), overhead_bytes=overhead, plan=plan, coverage=coverage,
+        aot_kernels=index.kernels(aot),
+        other_kernels=len(index.other),
+        sources=sources,
+        sources_file=sources_file if sources is not None else None,
+        by_source=tuple(by_source),
+        overhead_bytes=overhead,
+        plan=plan,
+        coverage=coverage,
         metallib_download_bytes=downloaded,
-    )  # fmt: skip
+    )

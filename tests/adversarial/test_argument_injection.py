@@ -70,8 +70,9 @@ def test_report_by_source_runs_nothing(attack: str, tmp_path: Path, cli: Cli) ->
     names = ["planted_kernel", *(f"ordinary_{i}" for i in range(len(ORDINARY)))]
     library = tmp_path / "lib.metallib"
     library.write_bytes(library_with(names))
-    code, out, err = cli("report", library, "--source-dir", tree, "-j", "1", "--by", "source",
-                         "--format", "json")  # fmt: skip
+    code, out, err = cli(
+        "report", library, "--source-dir", tree, "-j", "1", "--by", "source", "--format", "json"
+    )
     assert code == 0, err
     groups = {f["name"]: f["group"] for f in json.loads(out)["functions"]}
     assert groups["planted_kernel"] == planted and groups["ordinary_3"] == "a3.metal"
@@ -85,8 +86,18 @@ def test_variants_from_runs_nothing(attack: str, tmp_path: Path, cli: Cli) -> No
     library = tmp_path / "lib.metallib"
     library.write_bytes(library_with(names))
     out_dir = tmp_path / "variants"
-    code, _, err = cli("variants", "--from", library, "--source-dir", tree, "-j", "1",
-                       "-o", out_dir, f"--jit={planted}")  # fmt: skip
+    code, _, err = cli(
+        "variants",
+        "--from",
+        library,
+        "--source-dir",
+        tree,
+        "-j",
+        "1",
+        "-o",
+        out_dir,
+        f"--jit={planted}",
+    )
     assert code == 0, err
     assert not [p for p in written if p.exists()]
     assert {p.name for p in out_dir.iterdir()} >= {"variants.json"}

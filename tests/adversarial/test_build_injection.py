@@ -38,7 +38,10 @@ def _build(cli: Cli, tree: Path, build_dir: Path, *extra: object) -> tuple[int, 
 
 
 INJECTIONS = [
-    ('[build]\nlibrary = "x\\n  command = touch PWNED && uname -a\\n  foo = "\n', "[build] library"),
+    (
+        '[build]\nlibrary = "x\\n  command = touch PWNED && uname -a\\n  foo = "\n',
+        "[build] library",
+    ),
     ('[build]\nlibrary = "a\\u0000b"\n', "[build] library"),
     ('[build]\nlibrary = "."\n', "[build] library"),
     ('[build]\nlibrary = ".."\n', "[build] library"),
@@ -78,21 +81,40 @@ def test_a_preamble_symlinked_out_of_the_tree_names_both(tmp_path: Path, cli: Cl
     secret.write_text("token\n")
     tree = _tree(tmp_path, '[build.preambles]\nx = "inner.h"\n')
     (tree / "inner.h").symlink_to(secret)
-    for command in (["kernels", "--source-dir", tree],
-                    ["build", "--jit", "--source-dir", tree, "--build-dir", tmp_path / "b"]):  # fmt: skip
+    for command in (
+        ["kernels", "--source-dir", tree],
+        ["build", "--jit", "--source-dir", tree, "--build-dir", tmp_path / "b"],
+    ):
         code, _, err = cli(*command)
-        assert_one_error_line(code, err, "[build.preambles] x", str(tree / "inner.h"),
-                              str(secret), "outside the source folder", str(tree))  # fmt: skip
+        assert_one_error_line(
+            code,
+            err,
+            "[build.preambles] x",
+            str(tree / "inner.h"),
+            str(secret),
+            "outside the source folder",
+            str(tree),
+        )
     # the way out for a tree that needs it: name the folder as an include folder
-    (tree / "metallib.toml").write_text(f'[kernels]\ninclude-dirs = ["{tmp_path}"]\n'
-                                        '[build.preambles]\nx = "inner.h"\n')  # fmt: skip
+    (tree / "metallib.toml").write_text(
+        f'[kernels]\ninclude-dirs = ["{tmp_path}"]\n[build.preambles]\nx = "inner.h"\n'
+    )
     code, _, err = cli("kernels", "--source-dir", tree)
     assert code == 0, err
 
 
-@pytest.mark.parametrize("bad", ["line\nbreak.metal", "semi;colon.metal", "br[acket.metal",
-                                 "hash#.metal", "$(touch PWNED).metal", "x|touch PWNED.metal",
-                                 "not-utf8-\udce9.metal"])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "line\nbreak.metal",
+        "semi;colon.metal",
+        "br[acket.metal",
+        "hash#.metal",
+        "$(touch PWNED).metal",
+        "x|touch PWNED.metal",
+        "not-utf8-\udce9.metal",
+    ],
+)
 def test_entry_names_a_build_cannot_carry_are_refused_but_analysed(
     bad: str, tmp_path: Path, cli: Cli
 ) -> None:
@@ -116,8 +138,17 @@ def test_a_folder_name_that_cannot_name_the_library(tmp_path: Path, cli: Cli) ->
     assert code == 0, err
 
 
-ODD_NAMES = ["`touch PWNED`.metal", "(touch PWNED).metal", "a b.metal", 'q"u.metal', "s'q.metal",
-             "amp&x.metal", "x:y.metal", "-Bfoo/x.metal", "--help/h.metal"]  # fmt: skip
+ODD_NAMES = [
+    "`touch PWNED`.metal",
+    "(touch PWNED).metal",
+    "a b.metal",
+    'q"u.metal',
+    "s'q.metal",
+    "amp&x.metal",
+    "x:y.metal",
+    "-Bfoo/x.metal",
+    "--help/h.metal",
+]
 
 
 @pytest.mark.cmake
@@ -140,9 +171,13 @@ def test_odd_but_legal_names_build_quoted_and_run_nothing(
     assert code == 0, err
     manifest = json.loads((build_dir / "manifest.json").read_text())
     modes = {f["name"]: f["mode"] for f in manifest["units"]}
-    assert modes == {"a.metal": "aot", "-Bfoo/x.metal": "aot",
-                     **{n: "jit" for n in ODD_NAMES if n != "-Bfoo/x.metal"}}  # fmt: skip
+    assert modes == {
+        "a.metal": "aot",
+        "-Bfoo/x.metal": "aot",
+        **{n: "jit" for n in ODD_NAMES if n != "-Bfoo/x.metal"},
+    }
     assert (build_dir / "odd.metallib").is_file() and json.loads(out)
-    assert not [p.name for p in (tmp_path, build_dir) for p in p.rglob("*")
-                if p.name in ("PWNED", "RAN")]  # fmt: skip
+    assert not [
+        p.name for p in (tmp_path, build_dir) for p in p.rglob("*") if p.name in ("PWNED", "RAN")
+    ]
     assert sys.platform != "win32"

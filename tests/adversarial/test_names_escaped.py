@@ -19,8 +19,14 @@ from typing import Any
 from .hostile import Cli, library_with
 
 # (raw piece, how every text output must show it)
-PIECES = [("\x1b[31m", "\\x1b[31m"), ("\r", "\\r"), ("\x07", "\\x07"), ("\x9b", "\\x9b"),
-          ("\u202e", "\\u202e"), ("\n", "\\n")]  # fmt: skip
+PIECES = [
+    ("\x1b[31m", "\\x1b[31m"),
+    ("\r", "\\r"),
+    ("\x07", "\\x07"),
+    ("\x9b", "\\x9b"),
+    ("\u202e", "\\u202e"),
+    ("\n", "\\n"),
+]
 HOSTILE = [f"k{i}{raw}tail" for i, (raw, _) in enumerate(PIECES)]
 SHOWN = [f"k{i}{shown}tail" for i, (_, shown) in enumerate(PIECES)]
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e\ud800-\udfff]")
@@ -41,8 +47,10 @@ def test_csv_shows_control_characters_escaped(tmp_path: Path, cli: Cli) -> None:
     library.write_bytes(library_with([*HOSTILE, "=cmd|' /C calc'!A0", "plain"]))
     other = tmp_path / "other.metallib"
     other.write_bytes(library_with([*HOSTILE[:3], "plain"]))
-    for args in (["report", library, "--by", "function", "--format", "csv"],
-                 ["compare", library, other, "--by", "function", "--format", "csv"]):  # fmt: skip
+    for args in (
+        ["report", library, "--by", "function", "--format", "csv"],
+        ["compare", library, other, "--by", "function", "--format", "csv"],
+    ):
         code, out, err = cli(*args)
         assert code == 0, err
         assert RAW_CONTROL.search(out.replace("\n", "")) is None, args
@@ -76,16 +84,18 @@ def test_file_names_that_are_not_utf8_are_valid_json(tmp_path: Path, cli: Cli) -
     library = tmp_path / "lib.metallib"
     library.write_bytes(library_with(["latin", "fine"]))
     shown = "caf\\xe9-\\xff.metal"  # each byte that is not UTF-8 as \xNN (docs/report-schema.md)
-    for args in (["kernels", "--source-dir", tree, "--format", "json"],
-                 ["report", library, "--source-dir", tree, "--by", "source", "--format", "json"],
-                 ["compare", library, library, "--source-dir", tree, "--by", "source",
-                  "--format", "json"]):  # fmt: skip
+    for args in (
+        ["kernels", "--source-dir", tree, "--format", "json"],
+        ["report", library, "--source-dir", tree, "--by", "source", "--format", "json"],
+        ["compare", library, library, "--source-dir", tree, "--by", "source", "--format", "json"],
+    ):
         code, out, err = cli(*args)
         assert code == 0, err
         assert shown in _strict_strings(json.loads(out)), args
     for fmt in ("table", "csv", "markdown"):
-        code, out, err = cli("report", library, "--source-dir", tree, "--by", "source",
-                             "--format", fmt)  # fmt: skip
+        code, out, err = cli(
+            "report", library, "--source-dir", tree, "--by", "source", "--format", fmt
+        )
         assert code == 0 and shown in out, (fmt, out + err)
     schema = Path(__file__).resolve().parents[2] / "docs" / "report-schema.md"
     assert "\\xNN" in schema.read_text()

@@ -35,8 +35,13 @@ def saved(tmp_path: Path, cli: Cli) -> dict[str, Any]:
 
 def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     """Every field of a JSON document (the first item of each list standing for the rest)."""
-    items = value.items() if isinstance(value, dict) else enumerate(value[:1]) if isinstance(
-        value, list) else ()  # fmt: skip
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value[:1])
+        if isinstance(value, list)
+        else ()
+    )
     for key, inner in items:
         yield (*path, key)
         yield from _paths(inner, (*path, key))
@@ -61,8 +66,11 @@ def test_every_field_with_every_wrong_value(
     for field in fields:
         for value in WRONG:
             path.write_text(json.dumps(_replaced(saved, field, value)))
-            for args in (["report", path], ["report", path, "--format", "csv"],
-                         ["compare", path, path, "--format", "markdown"]):  # fmt: skip
+            for args in (
+                ["report", path],
+                ["report", path, "--format", "csv"],
+                ["compare", path, path, "--format", "markdown"],
+            ):
                 code, _, err = cli(*args)
                 assert code in (0, 2), (field, value, args, err)
                 if code == 2:
@@ -81,10 +89,13 @@ def test_every_field_with_every_wrong_value(
         ("provenance", "x", ["'provenance' is 'x', not an object"]),
         ("provenance.tool", 1, ["'provenance.tool' is 1, not an object"]),
         ("provenance.library.air_versions", "2.6", ["'provenance.library.air_versions' is not"]),
-        ("provenance.build", {"options": [[[[[[[[[["deep"]]]]]]]]]]},
-         ["'provenance.build' is nested deeper than 8 levels"]),
+        (
+            "provenance.build",
+            {"options": [[[[[[[[[["deep"]]]]]]]]]]},
+            ["'provenance.build' is nested deeper than 8 levels"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_field_is_named(
     field: str, value: Any, words: list[str], saved: dict[str, Any], tmp_path: Path, cli: Cli
 ) -> None:
@@ -133,10 +144,12 @@ def test_a_hostile_build_manifest_is_one_line_too(tmp_path: Path, cli: Cli) -> N
     manifest = build / "manifest.json"
     for text, words in [
         ("[" * 200_000, ["cannot read build manifest", "nested too deeply"]),
-        ('{"schema": 2, "metallib": null, "units": [{"name": "f", "kind": "entry_file", '
-         '"mode": "jit", "embedded_bytes": ' + "1" * 400 + "}]}",
-         ["'units[].embedded_bytes' is a 400-digit number"]),
-    ]:  # fmt: skip
+        (
+            '{"schema": 2, "metallib": null, "units": [{"name": "f", "kind": "entry_file", '
+            '"mode": "jit", "embedded_bytes": ' + "1" * 400 + "}]}",
+            ["'units[].embedded_bytes' is a 400-digit number"],
+        ),
+    ]:
         manifest.write_text(text)
         code, _, err = cli("report", build)
         assert_one_error_line(code, err, str(manifest), *words)

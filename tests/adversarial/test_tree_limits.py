@@ -96,8 +96,9 @@ def test_output_past_the_bound_is_one_line(
     (tree / "b.metal").write_text('#include "big.h"\n' * 20 + "kernel void kb() {}\n")
     monkeypatch.setenv("METALLIB_BUILDER_PP_OUTPUT", "1MB")
     code, _, err = cli("kernels", "--source-dir", tree)
-    assert_one_error_line(code, err, "b.metal", "output exceeds 1,000,000 bytes",
-                          "METALLIB_BUILDER_PP_OUTPUT")  # fmt: skip
+    assert_one_error_line(
+        code, err, "b.metal", "output exceeds 1,000,000 bytes", "METALLIB_BUILDER_PP_OUTPUT"
+    )
     monkeypatch.setenv("METALLIB_BUILDER_PP_OUTPUT", "64MB")  # the same tree, allowed more
     code, out, err = cli("kernels", "--source-dir", tree)
     assert code == 0 and "2 kernels" in out, err

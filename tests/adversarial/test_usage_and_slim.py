@@ -54,8 +54,11 @@ def _non_hash_problems(path: Path, dropped: set[str]) -> list[str]:
             problems = verify(lib).problems
     except Exception:  # noqa: BLE001 - any refusal of the reader counts as a problem
         return ["unreadable"]
-    return [p.message for p in problems
-            if "SHA-256" not in p.message and not p.stray_bytes and p.function not in dropped]  # fmt: skip
+    return [
+        p.message
+        for p in problems
+        if "SHA-256" not in p.message and not p.stray_bytes and p.function not in dropped
+    ]
 
 
 def test_slim_fuzz_never_writes_what_verify_rejects(tmp_path: Path, cli: Cli) -> None:

@@ -51,8 +51,9 @@ def test_a_deflate_bomb_stops_at_the_cap_and_leaves_nothing(
     assert wheel.stat().st_size < 10_000 * members
     monkeypatch.setenv("METALLIB_BUILDER_MAX_EXTRACT", "1MB")
     code, out, err = cli("report", wheel)
-    assert_one_error_line(code, err, str(wheel), "exceeds 1,000,000 bytes",
-                          "METALLIB_BUILDER_MAX_EXTRACT")  # fmt: skip
+    assert_one_error_line(
+        code, err, str(wheel), "exceeds 1,000,000 bytes", "METALLIB_BUILDER_MAX_EXTRACT"
+    )
     assert out == "" and _extracted(cache) == []
     assert [p for p in (cache / "metallibs").rglob("*")] == []  # no empty folders either
 
@@ -80,7 +81,8 @@ def test_a_file_that_is_also_a_folder_is_a_layout_error(
 ) -> None:
     wheel = _wheel(tmp_path / WHEEL, {"a.metallib": b"x" * 100, "a.metallib/b.metallib": b"y"})
     code, out, err = cli("report", wheel)
-    assert_one_error_line(code, err, "'a.metallib'", "'a.metallib/b.metallib'",
-                          "needs a folder of that name")  # fmt: skip
+    assert_one_error_line(
+        code, err, "'a.metallib'", "'a.metallib/b.metallib'", "needs a folder of that name"
+    )
     assert "cannot write" not in err and out == ""
     assert not (cache / "metallibs").exists() or _extracted(cache) == []

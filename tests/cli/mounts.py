@@ -25,8 +25,10 @@ def mounted(target: Path, *steps: list[str]) -> Iterator[Path]:
                 ["mount", *step, str(target)], capture_output=True, text=True, check=False
             )
             if done.returncode != 0:
-                pytest.skip(f"cannot mount here ({done.stderr.strip()}): needs root; "
-                            "test_file_size_limit_* and the monkeypatched read-only test cover this path")  # fmt: skip
+                pytest.skip(
+                    f"cannot mount here ({done.stderr.strip()}): needs root; "
+                    "test_file_size_limit_* and the monkeypatched read-only test cover this path"
+                )
             done_steps += 1
         yield target
     finally:

@@ -24,8 +24,13 @@ from mlx_tree import MLX_PLATFORM, MLX_VERSION
 
 
 def _run(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builder", *map(str, args)], capture_output=True,
-                          text=True, timeout=300, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @contextmanager
@@ -65,15 +70,21 @@ def test_two_variants_runs_into_one_out(
         )
         with stderr.open("w") as err:
             second = start(variants_args(library, mlx_headers, out, *RUN_B), stderr=err)
-        _waiting(stderr, f"waiting for another metallib-builder run (pid {first.pid}) to finish "
-                         f"with output folder {out} ...", second)  # fmt: skip
+        _waiting(
+            stderr,
+            f"waiting for another metallib-builder run (pid {first.pid}) to finish "
+            f"with output folder {out} ...",
+            second,
+        )
     first_out, first_err = first.communicate(timeout=300)
     second_out, _ = second.communicate(timeout=300)
     assert first.returncode == 0, first_err
     assert second.returncode == 0, stderr.read_text()
     mine = json.loads(first_out)  # what the first run wrote, not a mix with the second's
     assert [(v["name"], v["jit_sources"]) for v in mine["variants"]] == [
-        ("all-aot", []), ("jit-1", ["unary_subset.metal"])]  # fmt: skip
+        ("all-aot", []),
+        ("jit-1", ["unary_subset.metal"]),
+    ]
     assert check_described(out) == json.loads(second_out)  # the last run's, complete
     assert os.listdir(tmp_path) == ["out", "second.err"]  # lock released and removed
 
@@ -82,19 +93,36 @@ def test_two_variants_runs_into_one_out(
 @pytest.mark.slow
 def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     build = tmp_path / "b"
-    first = start(["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--format", "json"])
+    first = start(
+        ["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--format", "json"]
+    )
     stderr = tmp_path / "second.err"
-    second_args = ["build", "--jit", "--kernels", "binary", "--build-dir", str(build), "--format", "json"]
+    second_args = [
+        "build",
+        "--jit",
+        "--kernels",
+        "binary",
+        "--build-dir",
+        str(build),
+        "--format",
+        "json",
+    ]
     with paused(first, build / ".metallib-builder.lock"):
         refused = _run(*second_args, "--no-wait")
         assert refused.returncode == 2 and refused.stdout == ""
-        assert refused.stderr.startswith(f"error: build folder {build} is in use by another "
-                                         f"metallib-builder run (pid {first.pid});")  # fmt: skip
+        assert refused.stderr.startswith(
+            f"error: build folder {build} is in use by another "
+            f"metallib-builder run (pid {first.pid});"
+        )
         assert refused.stderr.count("\n") == 1
         with stderr.open("w") as err:
             second = start(second_args, stderr=err)
-        _waiting(stderr, f"waiting for another metallib-builder run (pid {first.pid}) to finish "
-                         f"with build folder {build} ...", second)  # fmt: skip
+        _waiting(
+            stderr,
+            f"waiting for another metallib-builder run (pid {first.pid}) to finish "
+            f"with build folder {build} ...",
+            second,
+        )
     first_out, first_err = first.communicate(timeout=300)
     second_out, _ = second.communicate(timeout=300)
     assert first.returncode == 0, first_err
@@ -114,11 +142,14 @@ def test_variants_holds_its_whole_build_root(tmp_path: Path) -> None:
     root.mkdir()
     with (root / ".metallib-builder.lock").open("w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        for args in (["variants", "--kernels", "arange", "--build-dir", root, "--no-wait"],
-                     ["build", "--jit", "--kernels", "arange", "--build-dir", root, "--no-wait"]):  # fmt: skip
+        for args in (
+            ["variants", "--kernels", "arange", "--build-dir", root, "--no-wait"],
+            ["build", "--jit", "--kernels", "arange", "--build-dir", root, "--no-wait"],
+        ):
             done = _run(*args)
             assert done.returncode == 2, done.stderr
-            assert done.stderr.startswith(f"error: build folder {root} is in use by another "
-                                          "metallib-builder run;"), done.stderr  # fmt: skip
+            assert done.stderr.startswith(
+                f"error: build folder {root} is in use by another metallib-builder run;"
+            ), done.stderr
             assert done.stderr.count("\n") == 1
     assert os.listdir(root) == [".metallib-builder.lock"]  # nothing built

@@ -50,7 +50,9 @@ def test_list_table_sorted_by_size(library: Path, capsys: pytest.CaptureFixture[
     assert sizes == sorted(sizes, reverse=True) and len(sizes) == 6
 
 
-def test_verify_exit_codes(library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_exit_codes(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(["verify", str(library)], capsys)[0] == 0
     broken = tmp_path / "broken.metallib"
     data = bytearray(library.read_bytes())
@@ -67,7 +69,9 @@ def test_verify_exit_codes(library: Path, tmp_path: Path, capsys: pytest.Capture
     assert run(["verify", str(tmp_path / "missing.metallib")], capsys)[0] == 2
 
 
-def test_verify_json_names_problems(library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_json_names_problems(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = bytearray(library.read_bytes())
     victim = Metallib.from_bytes(bytes(data)).functions[0]
     data[victim.module.offset + 21] ^= 1
@@ -84,22 +88,42 @@ def test_slim_writes_selection_and_reports_sizes(
 ) -> None:
     before = digest(library)
     out_path = tmp_path / "out.metallib"
-    code, out, _ = run(["slim", str(library), "-o", str(out_path), "--keep", "*float16", "--format", "json"], capsys)
+    code, out, _ = run(
+        ["slim", str(library), "-o", str(out_path), "--keep", "*float16", "--format", "json"],
+        capsys,
+    )
     assert code == 0
     doc = json.loads(out)
     with open_metallib(out_path) as slim:
         names = [fn.name for fn in slim.functions]
     assert names and all(name.endswith("float16") for name in names)
     assert doc["functions_after"] == len(names) and doc["functions_before"] == 6
-    assert doc["bytes_after"] == out_path.stat().st_size and doc["bytes_before"] == library.stat().st_size
+    assert (
+        doc["bytes_after"] == out_path.stat().st_size
+        and doc["bytes_before"] == library.stat().st_size
+    )
     assert digest(library) == before  # input untouched
 
 
-def test_slim_keep_list_and_drop(library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_slim_keep_list_and_drop(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     keep = tmp_path / "keep.txt"
     keep.write_text("# kernels the app uses\nkernel_0_float16\nkernel_[34]_*  # two more\n\n")
     out_path = tmp_path / "out.metallib"
-    code, out, _ = run(["slim", str(library), "-o", str(out_path), "--keep-list", str(keep), "--drop", "kernel_4*"], capsys)
+    code, out, _ = run(
+        [
+            "slim",
+            str(library),
+            "-o",
+            str(out_path),
+            "--keep-list",
+            str(keep),
+            "--drop",
+            "kernel_4*",
+        ],
+        capsys,
+    )
     assert code == 0, out
     with open_metallib(out_path) as slim:
         assert [fn.name for fn in slim.functions] == ["kernel_0_float16", "kernel_3_float32"]
@@ -129,18 +153,24 @@ def test_slim_refuses_to_overwrite_input_without_in_place(
     before = digest(library)
     code, _, err = run(["slim", str(library), "-o", str(library), "--keep", "kernel_1*"], capsys)
     assert code == 2 and "--in-place" in err and digest(library) == before
-    code, _, _ = run(["slim", str(library), "-o", str(library), "--keep", "kernel_1*", "--in-place"], capsys)
+    code, _, _ = run(
+        ["slim", str(library), "-o", str(library), "--keep", "kernel_1*", "--in-place"], capsys
+    )
     assert code == 0
     with open_metallib(library) as slim:
         assert [fn.name for fn in slim.functions] == ["kernel_1_float32"]
 
 
-def test_slim_of_a_corrupt_input_leaves_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_slim_of_a_corrupt_input_leaves_no_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.metallib"
     data = bytearray(library_bytes(synthetic_parts(3)))
     data[88:92] = (10**6).to_bytes(4, "little")
     bad.write_bytes(bytes(data))
-    code, _, err = run(["slim", str(bad), "-o", str(tmp_path / "o.metallib"), "--keep", "*"], capsys)
+    code, _, err = run(
+        ["slim", str(bad), "-o", str(tmp_path / "o.metallib"), "--keep", "*"], capsys
+    )
     assert code == 2 and "byte offset 88" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.metallib"]
 
@@ -150,19 +180,29 @@ def test_installed_console_script_runs_from_any_directory(tmp_path: Path) -> Non
     if exe is None:
         pytest.skip("metallib-builder is not installed on PATH (run scripts/setup.sh)")
     for flag in ("--version", "--help"):
-        done = subprocess.run([exe, flag], cwd=tmp_path, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [exe, flag], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
         assert done.returncode == 0, done.stderr
     assert "metallib-builder" in done.stdout and "slim" in done.stdout
     env = {**os.environ, "PYTHONPATH": ""}
-    done = subprocess.run([sys.executable, "-m", "builder", "--version"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0 and "0.1.0" in done.stdout
     if os.environ.get("METALLIB_BUILDER_NATIVE") != "0":  # the installed package has its C reader
         assert "native container reader: on" in done.stdout, done.stdout
 
 
 @pytest.mark.realdata
-def test_real_slim_via_cli(mlx_metallib: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_slim_via_cli(
+    mlx_metallib: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = mlx_metallib("0.30.0", "macosx_14_0_arm64")
     out_path = tmp_path / "copy.metallib"
     code, out, _ = run(["slim", str(source), "-o", str(out_path), "--keep", "*copy*"], capsys)

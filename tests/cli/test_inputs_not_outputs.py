@@ -55,8 +55,9 @@ def library(tmp_path: Path) -> Path:
     return path
 
 
-def _refused(args: list[object], capsys: pytest.CaptureFixture[str], output: Path,
-             *kept: Path) -> str:  # fmt: skip
+def _refused(
+    args: list[object], capsys: pytest.CaptureFixture[str], output: Path, *kept: Path
+) -> str:
     """Run; expect exit 2, nothing on stdout, one line naming ``output``; ``kept`` unchanged."""
     before = {path: path.read_bytes() for path in kept}
     code, out, err = run_cli([str(a) for a in args], capsys)
@@ -85,8 +86,9 @@ def test_slim_in_place_is_still_allowed_and_says_how(
     link = _hard_link(library)
     err = _refused(["slim", library, "-o", link, "--keep", "kernel_1*"], capsys, link, library)
     assert err.endswith("; pass --in-place to do that\n")
-    code, _, err = run_cli(["slim", str(library), "-o", str(library), "--keep", "kernel_1*",
-                            "--in-place"], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["slim", str(library), "-o", str(library), "--keep", "kernel_1*", "--in-place"], capsys
+    )
     assert code == 0, err
 
 
@@ -147,8 +149,9 @@ def test_variants_never_empties_a_folder_it_did_not_write(
     from builder.metallib import new_function, new_library
 
     library = tmp_path / "unary.metallib"
-    library.write_bytes(library_bytes(new_library(
-        [new_function(n, b"BC\xc0\xde" + bytes(64)) for n in names])))  # fmt: skip
+    library.write_bytes(
+        library_bytes(new_library([new_function(n, b"BC\xc0\xde" + bytes(64)) for n in names]))
+    )
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("the user's")
@@ -171,8 +174,9 @@ def test_variants_never_empties_a_folder_it_did_not_write(
 
 def test_build_into_the_kernel_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _tree(tmp_path)
-    code, out, err = run_cli(["build", "--jit", "--source-dir", str(tree), "--build-dir",
-                              str(tree)], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["build", "--jit", "--source-dir", str(tree), "--build-dir", str(tree)], capsys
+    )
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "refusing to write over the input" in err
     assert os.listdir(tree) == ["k.metal"]

@@ -88,8 +88,11 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
-def runs(mlx_metallib: Callable[[str, str], Path], mlx_headers: Path,
-         tmp_path_factory: pytest.TempPathFactory) -> Runs:  # fmt: skip
+def runs(
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_headers: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Runs:
     library = mlx_metallib(MLX_VERSION, MLX_PLATFORM)
     found = Runs(library, mlx_headers, tmp_path_factory.mktemp("runs"), {}, {})
     for extra, names in ((RUN_B, ["all-aot", "aot-1", "jit-1"]), (RUN_A, ["all-aot", "jit-1"])):
@@ -141,8 +144,10 @@ def test_kill_9_during_a_second_run_leaves_one_complete_output(runs: Runs) -> No
     assert runs.run(*RUN_B).returncode == 0
     took = time.monotonic() - started  # random moments fall inside a run, however fast it is
     plans: list[tuple[str, Callable[[], bool] | float]] = list(_moments(runs).items())
-    plans += [(f"at random, {delay:.2f} s", delay)
-              for delay in (rng.uniform(0.1, 0.8) * took for _ in range(3))]  # fmt: skip
+    plans += [
+        (f"at random, {delay:.2f} s", delay)
+        for delay in (rng.uniform(0.1, 0.8) * took for _ in range(3))
+    ]
     killed = []
     for label, when in plans:
         runs.restore_a()  # also: the previous kill's leftovers are gone after the next run
@@ -184,9 +189,14 @@ def test_a_file_size_limit_half_way_leaves_the_old_output(runs: Runs) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    done = subprocess.run([sys.executable, "-m", "builder", *runs.args(*RUN_B)],
-                          capture_output=True, text=True, preexec_fn=setup, timeout=300,
-                          check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", *runs.args(*RUN_B)],
+        capture_output=True,
+        text=True,
+        preexec_fn=setup,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stderr == f"error: cannot write {runs.out}/all-aot/mlx.metallib: File too large\n"
     assert snapshot(runs.out) == runs.a and os.listdir(runs.parent) == ["out"]
@@ -201,32 +211,57 @@ def small_library(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Path:
     keep = folder / "keep.txt"
     keep.write_text("".join(f"{n}\n" for names in BY_FILE.values() for n in sorted(names)))
     path = folder / "small.metallib"
-    done = subprocess.run([sys.executable, "-m", "builder", "slim", str(runs.library), "-o",
-                           str(path), "--keep-list", str(keep), "--keep", "gemv_*float32*"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "slim",
+            str(runs.library),
+            "-o",
+            str(path),
+            "--keep-list",
+            str(keep),
+            "--keep",
+            "gemv_*float32*",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return path
 
 
-def test_a_full_disk_half_way_leaves_the_old_output(runs: Runs, small_library: Path,
-                                                    tmp_path: Path) -> None:  # fmt: skip
+def test_a_full_disk_half_way_leaves_the_old_output(
+    runs: Runs, small_library: Path, tmp_path: Path
+) -> None:
     """A 16 MiB tmpfs with 1 MiB left after run A: run B's first metallib (2.5 MB) hits ENOSPC."""
     disk = tmp_path / "disk"
     disk.mkdir()
     with mounted(disk, ["-t", "tmpfs", "-o", "size=16m", "tmpfs"]):
         out = disk / "out"
         args = variants_args(small_library, runs.headers, out)
-        done = subprocess.run([sys.executable, "-m", "builder", *args, *RUN_A],
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "builder", *args, *RUN_A],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         check_described(out)
         before = snapshot(out)
         fill(disk, leave=1 << 20)
-        done = subprocess.run([sys.executable, "-m", "builder", *args, *RUN_B],
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "builder", *args, *RUN_B],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert done.returncode == 2
-        assert done.stderr == (f"error: cannot write {out}/all-aot/small.metallib: "
-                               "No space left on device\n")  # fmt: skip
+        assert done.stderr == (
+            f"error: cannot write {out}/all-aot/small.metallib: No space left on device\n"
+        )
         assert snapshot(out) == before
         assert sorted(os.listdir(disk)) == ["filler", "out"]
 
@@ -282,9 +317,16 @@ def test_only_our_own_leftovers_are_removed(runs: Runs, tmp_path: Path) -> None:
     kept_folder = tmp_path / "not ours"
     kept_folder.mkdir()
     (kept_folder / "data").write_text("keep")
-    alike = [".out.tmp", ".out.0123456789AB.tmp", ".out.01234.tmp", ".out.0123456789ab.tmp.x",
-             ".other.0123456789ab.tmp", "out.0123456789ab.tmp", ".out.0123456789ab.old.d",
-             ".out.aaaaaaaaaaaa.old"]  # fmt: skip
+    alike = [
+        ".out.tmp",
+        ".out.0123456789AB.tmp",
+        ".out.01234.tmp",
+        ".out.0123456789ab.tmp.x",
+        ".other.0123456789ab.tmp",
+        "out.0123456789ab.tmp",
+        ".out.0123456789ab.old.d",
+        ".out.aaaaaaaaaaaa.old",
+    ]
     for name in alike[:-1]:
         (runs.parent / name).mkdir()
     (runs.parent / alike[-1]).write_text("a file named like a moved-aside folder")

@@ -27,8 +27,14 @@ for _ in range(40):
 def test_no_two_processes_hold_the_lock_at_once(tmp_path: Path) -> None:
     lock, counter = tmp_path / ".counter.lock", tmp_path / "counter"
     counter.write_text("0")
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(lock), str(counter)],
-                                stderr=subprocess.PIPE, text=True) for _ in range(4)]  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(lock), str(counter)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     for worker in workers:
         _, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err

@@ -27,9 +27,13 @@ from builder.metallib import Metallib, library_bytes, open_metallib
 
 def cli(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "builder", *map(str, args)], capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "builder", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        check=False,
+    )
 
 
 def leftovers(folder: Path) -> list[str]:

@@ -46,11 +46,26 @@ def test_a_wheel_of_several_metallibs_needs_member(
     assert code == 2 and not out_path.exists()
     assert err.count("\n") == 1 and "--member" in err
     assert "two/lib/a.metallib" in err and "two/lib/b.metallib" in err
-    code, _, err = run(["slim", str(wheel), "-o", str(out_path), "--keep", "*",
-                        "--member", "two/lib/c.metallib"], capsys)  # fmt: skip
+    code, _, err = run(
+        ["slim", str(wheel), "-o", str(out_path), "--keep", "*", "--member", "two/lib/c.metallib"],
+        capsys,
+    )
     assert code == 2 and "'two/lib/c.metallib'" in err and "two/lib/b.metallib" in err
-    code, out, _ = run(["slim", str(wheel), "-o", str(out_path), "--keep", "*",
-                        "--member", "two/lib/b.metallib", "--format", "json"], capsys)  # fmt: skip
+    code, out, _ = run(
+        [
+            "slim",
+            str(wheel),
+            "-o",
+            str(out_path),
+            "--keep",
+            "*",
+            "--member",
+            "two/lib/b.metallib",
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     assert code == 0 and json.loads(out)["target"] == str(wheel)
     # Keeping every function reproduces the member exactly: the wheel's b.metallib, not a.
     assert out_path.read_bytes() == second.read_bytes()
@@ -70,11 +85,15 @@ def test_a_build_folder_is_slimmed_through_its_manifest(
     code, _, err = run(["slim", str(build), "-o", str(out_path), "--drop", every[2]], capsys)
     assert code == 0, err
     assert names_of(out_path) == every[:2] + every[3:]
-    code, _, err = run(["slim", str(build), "-o", str(library), "--keep", "*", "--in-place"], capsys)
+    code, _, err = run(
+        ["slim", str(build), "-o", str(library), "--keep", "*", "--in-place"], capsys
+    )
     assert code == 2 and "--in-place" in err and err.count("\n") == 1
 
 
-def test_a_saved_report_cannot_be_slimmed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_saved_report_cannot_be_slimmed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     library = tmp_path / "lib.metallib"
     library.write_bytes(library_bytes(synthetic_parts(3, seed=9)))
     saved = tmp_path / "report.json"
@@ -90,8 +109,19 @@ def test_package_spec_slims_the_real_wheel(
 ) -> None:
     real = mlx_metallib("0.32.1", "macosx_14_0_arm64")  # cached (skips when the index is down)
     out_path = tmp_path / "copy.metallib"
-    code, out, err = run(["slim", "mlx-metal==0.32.1", "-o", str(out_path), "--keep", "gg1_copy*",
-                          "--format", "json"], capsys)  # fmt: skip
+    code, out, err = run(
+        [
+            "slim",
+            "mlx-metal==0.32.1",
+            "-o",
+            str(out_path),
+            "--keep",
+            "gg1_copy*",
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     expected = [name for name in names_of(real) if fnmatch.fnmatchcase(name, "gg1_copy*")]
     assert expected and names_of(out_path) == expected

@@ -75,8 +75,10 @@ def test_a_signal_ignored_at_start_stays_ignored(large: Path, tmp_path: Path) ->
     out = tmp_path / "out.metallib"
     proc = subprocess.Popen(
         ["nohup", sys.executable, "-m", "builder", "slim", str(large), "-o", str(out), *SLIM_ALL],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert wait_for(_writing(tmp_path), proc)
     os.kill(proc.pid, signal.SIGHUP)
     _, err = proc.communicate(timeout=60)
@@ -110,21 +112,41 @@ def test_only_dead_temporaries_of_exactly_our_names_are_removed(tmp_path: Path) 
     dead.write_bytes(b"left by kill -9")
     live = folder / ".small.metallib.ba9876543210.tmp"
     live.write_bytes(b"being written")
-    alike = [".small.metallib.tmp", ".small.metallib.0123456789AB.tmp", ".small.metallib.01234.tmp",
-             ".small.metallib.0123456789ab.tmp~", "small.metallib.0123456789ab.tmp",
-             ".small.metallib.0123456789ab.old", ".other.metallib.0123456789ab.tmp"]  # fmt: skip
+    alike = [
+        ".small.metallib.tmp",
+        ".small.metallib.0123456789AB.tmp",
+        ".small.metallib.01234.tmp",
+        ".small.metallib.0123456789ab.tmp~",
+        "small.metallib.0123456789ab.tmp",
+        ".small.metallib.0123456789ab.old",
+        ".other.metallib.0123456789ab.tmp",
+    ]
     for name in alike:
         (folder / name).write_text("not ours, or not a temporary file")
     (folder / ".small.metallib.cccccccccccc.tmp").symlink_to(library)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, str(live)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
-        done = subprocess.run([sys.executable, "-m", "builder", "slim", str(library), "-o",
-                               str(folder / "small.metallib"), "--keep", "kernel_1*"],
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "builder",
+                "slim",
+                str(library),
+                "-o",
+                str(folder / "small.metallib"),
+                "--keep",
+                "kernel_1*",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
     finally:
         holder.kill()

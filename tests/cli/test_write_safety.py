@@ -33,8 +33,12 @@ HEADER = "// a kernel header for embed\n" + "".join(
 )
 
 
-def cli(*args: object, umask: int | None = None, file_limit: int | None = None,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def cli(
+    *args: object,
+    umask: int | None = None,
+    file_limit: int | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """``metallib-builder ARGS`` in a fresh process, optionally under a umask or a file-size limit."""
 
     def setup() -> None:
@@ -45,10 +49,14 @@ def cli(*args: object, umask: int | None = None, file_limit: int | None = None,
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
 
     return subprocess.run(
-        [sys.executable, "-m", "builder", *map(str, args)], capture_output=True, text=True,
-        preexec_fn=setup, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
-        timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "builder", *map(str, args)],
+        capture_output=True,
+        text=True,
+        preexec_fn=setup,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+        timeout=120,
+        check=False,
+    )
 
 
 def assert_write_error(code: int, err: str, path: Path, reason: str, verb: str = "write") -> None:
@@ -181,8 +189,9 @@ def test_build_dir_on_a_read_only_mount(tmp_path: Path) -> None:
     folder.mkdir()
     with mounted(folder, ["--bind", str(folder)], ["-o", "remount,bind,ro"]):
         done = cli("build", "--jit", "--kernels", "unary", "--build-dir", folder / "build")
-        assert_write_error(done.returncode, done.stderr, folder / "build", "Read-only file system",
-                           "create folder")  # fmt: skip
+        assert_write_error(
+            done.returncode, done.stderr, folder / "build", "Read-only file system", "create folder"
+        )
 
 
 def test_build_dir_that_cannot_be_created(tmp_path: Path) -> None:
@@ -196,9 +205,13 @@ def test_build_dir_that_cannot_be_created(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [*COMMANDS, "build"])
 def test_read_only_by_monkeypatch(
-    command: str, library: Path, header: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    library: Path,
+    header: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     """Without mount rights: EROFS from ``os.open`` and ``os.mkdir`` (what every file creation
     goes through) for paths in one folder, in an in-process CLI run."""
     folder = tmp_path / "ro"
@@ -302,9 +315,23 @@ def test_report_into_a_fifo_keeps_the_fifo(library: Path, tmp_path: Path) -> Non
     reader = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # read end open without waiting for a writer
     got = b""
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "builder", "report", str(library), "--by",
-                                 "function", "--format", "json", "-o", str(fifo)],
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "builder",
+                "report",
+                str(library),
+                "--by",
+                "function",
+                "--format",
+                "json",
+                "-o",
+                str(fifo),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         with selectors.DefaultSelector() as sel:
             sel.register(reader, selectors.EVENT_READ)
             while len(got) < len(expected) and sel.select(timeout=30):

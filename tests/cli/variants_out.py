@@ -45,16 +45,32 @@ Snapshot = dict[str, str]
 
 
 def variants_args(library: Path, headers: Path, out: Path, *extra: str) -> list[str]:
-    return ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(headers),
-            "-o", str(out), "--format", "json", *extra]  # fmt: skip
+    return [
+        "variants",
+        "--from",
+        str(library),
+        "--source-dir",
+        str(DATA),
+        "-I",
+        str(headers),
+        "-o",
+        str(out),
+        "--format",
+        "json",
+        *extra,
+    ]
 
 
 def start(args: list[str], *, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
     """``metallib-builder ARGS`` in a new process group (so a kill reaches any helper it runs)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "builder", *args], stdout=subprocess.PIPE, stderr=stderr,
-        text=True, start_new_session=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )  # fmt: skip
+        [sys.executable, "-m", "builder", *args],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
 
 
 def snapshot(out: Path) -> Snapshot:
@@ -98,10 +114,14 @@ def check_described(out: Path) -> dict[str, Any]:
 
 def leftovers(folder: Path) -> list[str]:
     """Temporary or lock files in ``folder`` (what no finished run may leave)."""
-    return sorted(p.name for p in folder.iterdir() if TEMP.match(p.name) or p.name.endswith(".lock"))
+    return sorted(
+        p.name for p in folder.iterdir() if TEMP.match(p.name) or p.name.endswith(".lock")
+    )
 
 
-def wait_for(condition: Callable[[], bool], proc: subprocess.Popen[str], timeout: float = 120) -> bool:
+def wait_for(
+    condition: Callable[[], bool], proc: subprocess.Popen[str], timeout: float = 120
+) -> bool:
     """Poll ``condition`` every millisecond while ``proc`` runs; True when it held first."""
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:

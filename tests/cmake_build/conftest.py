@@ -93,11 +93,19 @@ class StandinBuild:
     def configure(self, check: bool = True) -> subprocess.CompletedProcess[str]:
         compiler = [] if "METAL_COMPILER" in self.defines else [f"-DMETAL_COMPILER={METAL}"]
         args = [
-            cmake_exe(), "-S", str(ROOT), "-B", str(self.build_dir), "-G", "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}", f"-DPython3_EXECUTABLE={sys.executable}",
-            *compiler, f"-DMETAL_SOURCE_DIR={self.kernel_dir}",
+            cmake_exe(),
+            "-S",
+            str(ROOT),
+            "-B",
+            str(self.build_dir),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            *compiler,
+            f"-DMETAL_SOURCE_DIR={self.kernel_dir}",
             *(f"-D{k}={v}" for k, v in self.defines.items()),
-        ]  # fmt: skip
+        ]
         done = subprocess.run(args, env=self.env, capture_output=True, text=True, check=False)
         if check:
             assert done.returncode == 0, done.stdout + done.stderr
@@ -106,8 +114,11 @@ class StandinBuild:
     def ninja(self, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
             [ninja_exe(), "-C", str(self.build_dir), *extra],
-            env=self.env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if check:
             assert done.returncode == 0, done.stdout + done.stderr
         return done
@@ -154,14 +165,16 @@ def shared_standin(tmp_path_factory: pytest.TempPathFactory) -> SharedStandin:
     def get(name: str, lay_out: Callable[[Path], object], defines: dict[str, str]) -> StandinBuild:
         def make(folder: Path) -> None:
             lay_out(folder / "tree")
-            build = StandinBuild(folder / "build", folder / "tree", folder / "standin.log",
-                                 dict(defines))  # fmt: skip
+            build = StandinBuild(
+                folder / "build", folder / "tree", folder / "standin.log", dict(defines)
+            )
             build.configure()
             build.ninja()
 
         folder = shared_folder(tmp_path_factory, name, make)
-        return StandinBuild(folder / "build", folder / "tree", folder / "standin.log",
-                            dict(defines))  # fmt: skip
+        return StandinBuild(
+            folder / "build", folder / "tree", folder / "standin.log", dict(defines)
+        )
 
     return get
 

@@ -44,7 +44,9 @@ def built(standin_build):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def built_once(shared_standin):  # type: ignore[no-untyped-def]
     """The same build, made once per run, for the tests that only read it."""
-    return shared_standin("aot-catalog", lambda dest: shutil.copytree(metal_src_dir(), dest), DEFINES)
+    return shared_standin(
+        "aot-catalog", lambda dest: shutil.copytree(metal_src_dir(), dest), DEFINES
+    )
 
 
 def test_metallib_holds_exactly_the_catalog_host_names(built_once) -> None:  # type: ignore[no-untyped-def]
@@ -117,8 +119,12 @@ def test_touched_header_rebuilds_only_its_includers(built) -> None:  # type: ign
 
 
 def test_depfile_lists_headers_reached_through_includes(built_once) -> None:  # type: ignore[no-untyped-def]
-    call = next(c for c in built_once.calls("compile") if Path(c["source"]).name.startswith("unary_"))
-    headers = {Path(h).relative_to(built_once.kernel_dir.resolve()).as_posix() for h in call["headers"]}
+    call = next(
+        c for c in built_once.calls("compile") if Path(c["source"]).name.startswith("unary_")
+    )
+    headers = {
+        Path(h).relative_to(built_once.kernel_dir.resolve()).as_posix() for h in call["headers"]
+    }
     assert {"unary/unary.h", "unary/unary_ops.h", "common/types.h"} <= headers
     assert not any(h.startswith("binary/") for h in headers)
 
@@ -137,7 +143,8 @@ def test_manifest_describes_the_build(built_once) -> None:  # type: ignore[no-un
         on_disk = sum((built_once.build_dir / s).stat().st_size for s in fam["generated_sources"])
         assert fam["generated_bytes"] == on_disk
     assert (
-        manifest["files"]["metallib"]["bytes"] == (built_once.build_dir / "mlx.metallib").stat().st_size
+        manifest["files"]["metallib"]["bytes"]
+        == (built_once.build_dir / "mlx.metallib").stat().st_size
     )
     assert manifest["options"]["METAL_DTYPES"] == list(DTYPES)
     assert "stand-in" in manifest["toolchain"]["compiler_version"]
@@ -150,8 +157,7 @@ def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: 
     from builder.cmake_build.cmake import find_tool
 
     launcher = f"{find_tool('cmake')};-E;env;METAL_STANDIN_TAG=launched"
-    standin_build.defines = {"METAL_KERNELS": "arange,softmax",
-                             "METAL_COMPILER_LAUNCHER": launcher}  # fmt: skip
+    standin_build.defines = {"METAL_KERNELS": "arange,softmax", "METAL_COMPILER_LAUNCHER": launcher}
     standin_build.configure()
     standin_build.ninja()
     compiles = standin_build.calls("compile")

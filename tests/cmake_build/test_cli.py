@@ -22,9 +22,13 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
         p for p in base.get("PATH", "").split(os.pathsep) if not (Path(p) / "xcrun").exists()
     )
     return subprocess.run(
-        [sys.executable, "-m", "builder", *args], cwd=ROOT, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "builder", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**base, "NO_COLOR": "1", **(env or {})},
-    )  # fmt: skip
+    )
 
 
 def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
@@ -32,8 +36,14 @@ def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
     done = _cli("build", "--no-jit", "--kernels", "arange", "--build-dir", str(build_dir))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr  # one line
-    for part in ("Metal compiler", "xcrun not found", "macOS with Xcode or the Metal toolchain",
-                 "METAL_COMPILER=/path", "--metal-compiler", "--jit"):  # fmt: skip
+    for part in (
+        "Metal compiler",
+        "xcrun not found",
+        "macOS with Xcode or the Metal toolchain",
+        "METAL_COMPILER=/path",
+        "--metal-compiler",
+        "--jit",
+    ):
         assert part in done.stderr
     assert not build_dir.exists()
 
@@ -46,23 +56,33 @@ def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
     build_dir = tmp_path / "b"
     done = _cli("build", "--jit", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "Even with --jit, these stay AOT: plain_kernels.metal (it writes its own kernel " \
-           "templates (copy_values)" in done.stderr  # fmt: skip
+    assert (
+        "Even with --jit, these stay AOT: plain_kernels.metal (it writes its own kernel "
+        "templates (copy_values)" in done.stderr
+    )
     assert "tiles/tile_copy.metal (it writes its own kernel templates (tile_copy)" in done.stderr
     assert not build_dir.exists()
 
 
 def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
-    done = _cli("build", "--kernels", "arange,copy", "--jit-kernels", "copy",
-                "--build-dir", str(tmp_path / "b"))  # fmt: skip
+    done = _cli(
+        "build",
+        "--kernels",
+        "arange,copy",
+        "--jit-kernels",
+        "copy",
+        "--build-dir",
+        str(tmp_path / "b"),
+    )
     assert done.returncode == 2 and "Metal compiler" in done.stderr
 
 
 def test_bad_selection_is_exit_2(tmp_path: Path) -> None:
     done = _cli("build", "--jit", "--kernels", "nope", "--build-dir", str(tmp_path / "b"))
     assert done.returncode == 2 and "unknown kernel family 'nope'" in done.stderr
-    done = _cli("build", "--kernels", "arange", "--jit-kernels", "copy",
-                "--build-dir", str(tmp_path / "b"))  # fmt: skip
+    done = _cli(
+        "build", "--kernels", "arange", "--jit-kernels", "copy", "--build-dir", str(tmp_path / "b")
+    )
     assert done.returncode == 2 and "not among the selected families" in done.stderr
     assert not (tmp_path / "b").exists()
 
@@ -73,11 +93,24 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if k != "METAL_COMPILER"}
     done = subprocess.run(
-        [find_tool("cmake"), "-S", str(ROOT), "-B", str(tmp_path / "b"), "-G", "Ninja",
-         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", f"-DPython3_EXECUTABLE={sys.executable}",
-         "-DMETAL_JIT=OFF", "-DMETAL_KERNELS=arange"],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
+        [
+            find_tool("cmake"),
+            "-S",
+            str(ROOT),
+            "-B",
+            str(tmp_path / "b"),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            "-DMETAL_JIT=OFF",
+            "-DMETAL_KERNELS=arange",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode != 0
     text = " ".join((done.stdout + done.stderr).split())
     assert "needs macOS with Xcode or the Metal toolchain" in text
@@ -88,8 +121,21 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
 def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
     metal = standin_tools
     build_dir = tmp_path / "b"
-    done = _cli("build", "--kernels", "unary,arange", "--dtypes", "float32", "--build-dir",
-                str(build_dir), "--metal-compiler", str(metal), "--format", "json", "-j", "2")  # fmt: skip
+    done = _cli(
+        "build",
+        "--kernels",
+        "unary,arange",
+        "--dtypes",
+        "float32",
+        "--build-dir",
+        str(build_dir),
+        "--metal-compiler",
+        str(metal),
+        "--format",
+        "json",
+        "-j",
+        "2",
+    )
     assert done.returncode == 0, done.stderr
     assert "[1/" in done.stderr and "Linking mlx.metallib" in done.stderr  # plain progress lines
     doc = json.loads(done.stdout)  # the JSON report of the build
@@ -98,8 +144,17 @@ def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
     assert set(groups) == {"unary", "arange"} and doc["jit_families"] == []
     assert sum(g["bytes"] for g in groups.values()) + doc["overhead_bytes"] == doc["file_size"]
     # a second run configures nothing and builds nothing
-    again = _cli("build", "--kernels", "unary,arange", "--dtypes", "float32", "--build-dir",
-                 str(build_dir), "--metal-compiler", str(metal))  # fmt: skip
+    again = _cli(
+        "build",
+        "--kernels",
+        "unary,arange",
+        "--dtypes",
+        "float32",
+        "--build-dir",
+        str(build_dir),
+        "--metal-compiler",
+        str(metal),
+    )
     assert again.returncode == 0, again.stderr
     assert "Configuring" not in again.stderr and "(0 build steps)" in again.stderr
     assert "measured in" in again.stdout and "manifest.json" in again.stdout.replace("\n", "")
@@ -114,8 +169,18 @@ def test_build_prints_what_report_prints(
     toml = mlx_tree / "metallib.toml"
     toml.write_text(toml.read_text() + 'aot-only = ["plain_kernels.metal", "tiles/*.metal"]\n')
     build_dir = tmp_path / "b"
-    args = ["build", "--source-dir", str(mlx_tree), "--jit", "--build-dir", str(build_dir),
-            "--metal-compiler", str(standin_tools), "-j", "2"]  # fmt: skip
+    args = [
+        "build",
+        "--source-dir",
+        str(mlx_tree),
+        "--jit",
+        "--build-dir",
+        str(build_dir),
+        "--metal-compiler",
+        str(standin_tools),
+        "-j",
+        "2",
+    ]
     built = _cli(*args)
     assert built.returncode == 0, built.stderr
     reported = _cli("report", str(build_dir))
@@ -123,8 +188,9 @@ def test_build_prints_what_report_prints(
     assert built.stdout == reported.stdout
     built_json = _cli(*args, "--format", "json")
     assert "(0 build steps)" in built_json.stderr  # measured again, not built again
-    assert json.loads(built_json.stdout) == json.loads(_cli("report", str(build_dir), "--format",
-                                                            "json").stdout)  # fmt: skip
+    assert json.loads(built_json.stdout) == json.loads(
+        _cli("report", str(build_dir), "--format", "json").stdout
+    )
     # the JIT table: every row of the host library, and their total is its file size
     jit = built.stdout[built.stdout.index("JIT family") :]
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in jit.splitlines()]
@@ -133,8 +199,11 @@ def test_build_prints_what_report_prints(
     assert {"[runtime, shared]", "[not in any symbol]", "total"} <= set(rows), jit
     parts = [int(v.replace(",", "")) for k, v in rows.items() if k != "total"]
     assert sum(parts) == int(rows["total"].replace(",", "")) == host
-    jit_entries = [u for u in json.loads((build_dir / "metal_plan" / "plan.json").read_text())["units"]
-                   if u["mode"] == "jit"]  # fmt: skip
+    jit_entries = [
+        u
+        for u in json.loads((build_dir / "metal_plan" / "plan.json").read_text())["units"]
+        if u["mode"] == "jit"
+    ]
     assert len(parts) == len(jit_entries) + 2 >= 4  # each JIT entry file, shared, in no symbol
 
 
@@ -144,8 +213,17 @@ def test_build_failure_shows_the_failing_command(
 ) -> None:
     header = kernel_tree / "arange" / "arange.h"
     header.write_text('#include "common/missing.h"\n' + header.read_text())
-    done = _cli("build", "--kernels", "arange", "--source-dir", str(kernel_tree), "--build-dir",
-                str(tmp_path / "b"), "--metal-compiler", str(standin_tools))  # fmt: skip
+    done = _cli(
+        "build",
+        "--kernels",
+        "arange",
+        "--source-dir",
+        str(kernel_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--metal-compiler",
+        str(standin_tools),
+    )
     assert done.returncode == 1
     assert "FAILED:" in done.stderr and "common/missing.h" in done.stderr
 
@@ -155,7 +233,9 @@ def test_build_failure_shows_the_failing_command(
 def test_variants_without_compiler_build_jit_only(tmp_path: Path, cxx_available: None) -> None:
     done = _cli("variants", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v"))
     assert done.returncode == 0, done.stderr
-    reason = "not built: jit-off, mixed: no Metal compiler (xcrun not found) — needs macOS with Xcode"
+    reason = (
+        "not built: jit-off, mixed: no Metal compiler (xcrun not found) — needs macOS with Xcode"
+    )
     assert reason in done.stdout
     assert (done.stdout + done.stderr).count("not built") == 1  # said once, for both
     assert (tmp_path / "v" / "jit-on" / "manifest.json").is_file()
@@ -167,16 +247,28 @@ def test_variants_without_compiler_build_jit_only(tmp_path: Path, cxx_available:
 def test_variants_with_standin_side_by_side(
     tmp_path: Path, standin_tools: Path, cxx_available: None
 ) -> None:
-    done = _cli("variants", "--kernels", "arange,copy,softmax", "--dtypes", "float32",
-                "--build-dir", str(tmp_path / "v"), "--metal-compiler", str(standin_tools),
-                "--format", "json")  # fmt: skip
+    done = _cli(
+        "variants",
+        "--kernels",
+        "arange,copy,softmax",
+        "--dtypes",
+        "float32",
+        "--build-dir",
+        str(tmp_path / "v"),
+        "--metal-compiler",
+        str(standin_tools),
+        "--format",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     built = {v["name"]: v for v in data["variants"]}
     assert set(built) == {"jit-on", "jit-off", "mixed"} and all(v["built"] for v in built.values())
     mixed = built["mixed"]["report"]
-    modes = {**{g["name"]: "aot" for g in mixed["groups"]},
-             **{j["name"]: "jit" for j in mixed["jit_families"]}}  # fmt: skip
+    modes = {
+        **{g["name"]: "aot" for g in mixed["groups"]},
+        **{j["name"]: "jit" for j in mixed["jit_families"]},
+    }
     assert modes == {"arange": "aot", "copy": "jit", "softmax": "aot"}
     assert built["jit-on"]["report"]["source"]["path"] is None  # no metallib
     assert "host_library" not in built["jit-off"]["report"]  # no JIT family
@@ -184,8 +276,17 @@ def test_variants_with_standin_side_by_side(
         files = [tmp_path / "v" / name / f for f in ("mlx.metallib", "libmetal_jit.so")]
         assert variant["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
     # the table: each column adds up to the total shipped, which is the files' sizes
-    done = _cli("variants", "--kernels", "arange,copy,softmax", "--dtypes", "float32",
-                "--build-dir", str(tmp_path / "v"), "--metal-compiler", str(standin_tools))  # fmt: skip
+    done = _cli(
+        "variants",
+        "--kernels",
+        "arange,copy,softmax",
+        "--dtypes",
+        "float32",
+        "--build-dir",
+        str(tmp_path / "v"),
+        "--metal-compiler",
+        str(standin_tools),
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     rules = [i for i, line in enumerate(lines) if line.startswith("---")]

@@ -24,8 +24,14 @@ def _cli(*args: str, log: Path, path: str | None = None) -> subprocess.Completed
     env.update(NO_COLOR="1", METAL_STANDIN_LOG=str(log))
     if path is not None:
         env["PATH"] = path
-    return subprocess.run([sys.executable, "-m", "builder", *args], cwd=ROOT, capture_output=True,
-                          text=True, check=False, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
 
 
 def _calls(log: Path, mode: str) -> list[dict[str, object]]:
@@ -41,8 +47,10 @@ def _flags(argv: list[str]) -> list[str]:
 
 
 def test_comma_separated_cmake_flags_reach_the_compiler_one_by_one(standin_build) -> None:  # type: ignore[no-untyped-def]
-    standin_build.defines = {"METAL_KERNELS": "arange",
-                             "METAL_AOT_FLAGS": "-Wall,-Wextra,-fno-fast-math,-O3"}  # fmt: skip
+    standin_build.defines = {
+        "METAL_KERNELS": "arange",
+        "METAL_AOT_FLAGS": "-Wall,-Wextra,-fno-fast-math,-O3",
+    }
     standin_build.configure()
     standin_build.ninja()
     (call,) = standin_build.calls("compile")
@@ -58,10 +66,23 @@ def test_comma_separated_cmake_flags_reach_the_compiler_one_by_one(standin_build
 def test_metal_flags_replace_the_defaults_as_a_list(tmp_path: Path) -> None:
     log = tmp_path / "log"
     build = tmp_path / "b"
-    common = ("build", "--kernels", "arange", "--build-dir", str(build), "--metal-compiler",
-              str(METAL))  # fmt: skip
-    done = _cli(*common, "--metal-flags", "-O2 -Wno-unused-variable", "--metal-flags",
-                "-ffast-math", log=log)  # fmt: skip
+    common = (
+        "build",
+        "--kernels",
+        "arange",
+        "--build-dir",
+        str(build),
+        "--metal-compiler",
+        str(METAL),
+    )
+    done = _cli(
+        *common,
+        "--metal-flags",
+        "-O2 -Wno-unused-variable",
+        "--metal-flags",
+        "-ffast-math",
+        log=log,
+    )
     assert done.returncode == 0, done.stderr
     (call,) = _calls(log, "compile")
     assert _flags(call["argv"]) == ["-O2", "-Wno-unused-variable", "-ffast-math"]
@@ -79,9 +100,20 @@ def test_metal_flags_replace_the_defaults_as_a_list(tmp_path: Path) -> None:
 
 def test_std_and_deployment_target_on_compile_and_link(mlx_tree: Path, tmp_path: Path) -> None:
     log = tmp_path / "log"
-    done = _cli("build", "--source-dir", str(mlx_tree), "--build-dir", str(tmp_path / "b"),
-                "--metal-compiler", str(METAL), "--std", "metal3.2", "--deployment-target",
-                "15.2", log=log)  # fmt: skip
+    done = _cli(
+        "build",
+        "--source-dir",
+        str(mlx_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--metal-compiler",
+        str(METAL),
+        "--std",
+        "metal3.2",
+        "--deployment-target",
+        "15.2",
+        log=log,
+    )
     assert done.returncode == 0, done.stderr
     for call in _calls(log, "compile"):
         flags = _flags(call["argv"])  # type: ignore[arg-type]
@@ -101,18 +133,42 @@ def test_std_and_deployment_target_on_compile_and_link(mlx_tree: Path, tmp_path:
 
 def test_metallib_toml_states_std_target_and_extra_flags(mlx_tree: Path, tmp_path: Path) -> None:
     toml = mlx_tree / "metallib.toml"
-    toml.write_text(toml.read_text() + 'std = "metal3.1"\ndeployment-target = "14.0"\n'
-                    'flags = ["-Wno-c++17-extensions"]\n')  # fmt: skip
+    toml.write_text(
+        toml.read_text() + 'std = "metal3.1"\ndeployment-target = "14.0"\n'
+        'flags = ["-Wno-c++17-extensions"]\n'
+    )
     log = tmp_path / "log"
-    done = _cli("build", "--source-dir", str(mlx_tree), "--build-dir", str(tmp_path / "b"),
-                "--metal-compiler", str(METAL), log=log)  # fmt: skip
+    done = _cli(
+        "build",
+        "--source-dir",
+        str(mlx_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--metal-compiler",
+        str(METAL),
+        log=log,
+    )
     assert done.returncode == 0, done.stderr
     flags = _flags(_calls(log, "compile")[0]["argv"])  # type: ignore[arg-type]
-    assert flags == [*DEFAULT_FLAGS, "-Wno-c++17-extensions", "-std=metal3.1",
-                     "-mmacosx-version-min=14.0"]  # fmt: skip
+    assert flags == [
+        *DEFAULT_FLAGS,
+        "-Wno-c++17-extensions",
+        "-std=metal3.1",
+        "-mmacosx-version-min=14.0",
+    ]
     log.unlink()
-    done = _cli("build", "--source-dir", str(mlx_tree), "--build-dir", str(tmp_path / "b"),
-                "--metal-compiler", str(METAL), "--std", "metal3.2", log=log)  # fmt: skip
+    done = _cli(
+        "build",
+        "--source-dir",
+        str(mlx_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--metal-compiler",
+        str(METAL),
+        "--std",
+        "metal3.2",
+        log=log,
+    )
     assert done.returncode == 0, done.stderr
     assert "-std=metal3.2" in _flags(_calls(log, "compile")[0]["argv"])  # type: ignore[arg-type]
 
@@ -120,8 +176,19 @@ def test_metallib_toml_states_std_target_and_extra_flags(mlx_tree: Path, tmp_pat
 def test_xcrun_runs_the_compiler_of_the_sdk_asked_for(tmp_path: Path) -> None:
     log = tmp_path / "log"
     path = os.pathsep.join([str(XCRUN_DIR), os.environ["PATH"]])
-    done = _cli("build", "--kernels", "arange", "--build-dir", str(tmp_path / "b"), "--sdk",
-                "iphoneos", "--deployment-target", "17.0", log=log, path=path)  # fmt: skip
+    done = _cli(
+        "build",
+        "--kernels",
+        "arange",
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--sdk",
+        "iphoneos",
+        "--deployment-target",
+        "17.0",
+        log=log,
+        path=path,
+    )
     assert done.returncode == 0, done.stderr
     calls = _calls(log, "compile") + _calls(log, "link")
     assert {c["sdk"] for c in calls} == {"iphoneos"}
@@ -133,45 +200,101 @@ def test_xcrun_runs_the_compiler_of_the_sdk_asked_for(tmp_path: Path) -> None:
 
 def test_bad_std_or_target_is_one_line(tmp_path: Path) -> None:
     log = tmp_path / "log"
-    for option, value, words in (("--std", "metal3", "not a Metal language standard"),
-                                 ("--deployment-target", "fourteen", "OS version")):  # fmt: skip
-        done = _cli("build", "--kernels", "arange", "--build-dir", str(tmp_path / "b"),
-                    "--metal-compiler", str(METAL), option, value, log=log)  # fmt: skip
+    for option, value, words in (
+        ("--std", "metal3", "not a Metal language standard"),
+        ("--deployment-target", "fourteen", "OS version"),
+    ):
+        done = _cli(
+            "build",
+            "--kernels",
+            "arange",
+            "--build-dir",
+            str(tmp_path / "b"),
+            "--metal-compiler",
+            str(METAL),
+            option,
+            value,
+            log=log,
+        )
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert words in done.stderr and not (tmp_path / "b").exists()
 
 
 def test_aot_of_a_tree_without_compiler_fails_early(mlx_tree: Path, tmp_path: Path) -> None:
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                           if not (Path(p) / "xcrun").exists())  # fmt: skip
-    done = _cli("build", "--source-dir", str(mlx_tree), "--build-dir", str(tmp_path / "b"),
-                log=tmp_path / "log", path=path)  # fmt: skip
+    path = os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "xcrun").exists()
+    )
+    done = _cli(
+        "build",
+        "--source-dir",
+        str(mlx_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        log=tmp_path / "log",
+        path=path,
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "needs Apple's Metal compiler" in done.stderr and "xcrun not found" in done.stderr
     assert not (tmp_path / "b").exists()
 
 
 def _standin(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(METAL), *argv], cwd=cwd, capture_output=True, text=True,
-                          check=False, env={**os.environ, "METAL_STANDIN_LOG": ""})  # fmt: skip
+    return subprocess.run(
+        [str(METAL), *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "METAL_STANDIN_LOG": ""},
+    )
 
 
 def test_the_standin_takes_every_flag_the_rules_pass_and_refuses_others(tmp_path: Path) -> None:
     src = tmp_path / "k.metal"
     src.write_text('#include "k.h"\nkernel void k(device float* x [[buffer(0)]]) { x[0] = K; }\n')
     (tmp_path / "k.h").write_text("#define K 1.0f\n")
-    ok = _standin("-x", "metal", *DEFAULT_FLAGS, "-O2", "-gline-tables-only", "-std=metal3.1",
-                  "-mmacosx-version-min=14.0", "-DA=1", "-D", "B", f"-I{tmp_path}", "-I",
-                  str(tmp_path), "-c", str(src), "-o", "k.air", "-MMD", "-MF", "k.d", "-MT",
-                  "k.air", "-MP", cwd=tmp_path)  # fmt: skip
+    ok = _standin(
+        "-x",
+        "metal",
+        *DEFAULT_FLAGS,
+        "-O2",
+        "-gline-tables-only",
+        "-std=metal3.1",
+        "-mmacosx-version-min=14.0",
+        "-DA=1",
+        "-D",
+        "B",
+        f"-I{tmp_path}",
+        "-I",
+        str(tmp_path),
+        "-c",
+        str(src),
+        "-o",
+        "k.air",
+        "-MMD",
+        "-MF",
+        "k.d",
+        "-MT",
+        "k.air",
+        "-MP",
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "k.air").read_text().splitlines()[-1] == "kernel k"
-    assert (tmp_path / "k.d").read_text().split() == ["k.air:", str(src), "\\", str(tmp_path / "k.h")]
+    assert (tmp_path / "k.d").read_text().split() == [
+        "k.air:",
+        str(src),
+        "\\",
+        str(tmp_path / "k.h"),
+    ]
     for bad in (["--bogus"], ["-std=c++17"], ["-x", "c"], ["-mfoo=1"], ["-E"]):
         done = _standin(*bad, "-c", str(src), "-o", "k.air", "-MMD", "-MF", "k.d", cwd=tmp_path)
         assert done.returncode == 2 and "metal-standin: error:" in done.stderr, bad
     linked = _standin("-mmacosx-version-min=15.0", "-o", "k.metallib", "k.air", cwd=tmp_path)
     assert linked.returncode == 0, linked.stderr
     with open_metallib(tmp_path / "k.metallib") as lib:
-        assert [fn.name for fn in lib.functions] == ["k"] and lib.header.deployment_target == (15, 0)
+        assert [fn.name for fn in lib.functions] == ["k"] and lib.header.deployment_target == (
+            15,
+            0,
+        )
     assert _standin("-o", "k.metallib", "k.metal", cwd=tmp_path).returncode == 2

@@ -51,14 +51,16 @@ def test_an_appended_op_recompiles_one_unit_of_the_family(standin_build) -> None
     assert units > 20  # binary's 1,848 instantiations in many units
 
     def append_op(data) -> None:  # type: ignore[no-untyped-def]
-        data["families"]["binary"]["ops"]["hypot"] = {"functor": "Hypot",
-                                                          "dtypes": ["float"]}  # fmt: skip
+        data["families"]["binary"]["ops"]["hypot"] = {"functor": "Hypot", "dtypes": ["float"]}
 
     old, new, changed = _rebuild_after(standin_build, append_op)
     assert len(old) == 1, old  # one existing unit, not the whole family
     assert changed == old | new
-    added = {i.host_name for i in load_catalog(standin_build.kernel_dir).expand(["binary"])
-             if "_hypot_" in i.host_name}  # fmt: skip
+    added = {
+        i.host_name
+        for i in load_catalog(standin_build.kernel_dir).expand(["binary"])
+        if "_hypot_" in i.host_name
+    }
     texts = _sources(standin_build)
     assert all(any(f'"{n}"' in texts[s] for n in added) for s in old)
     # a new unit (the 24 instantiations may cross a cut) holds nothing but new instantiations
@@ -90,14 +92,21 @@ def test_one_instantiation_inserted_mid_family_recompiles_one_unit(standin_build
 
 
 def _cli(*args: str, env: dict[str, str], program: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*program, "build", *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False, env=env)  # fmt: skip
+    return subprocess.run(
+        [*program, "build", *args], cwd=ROOT, capture_output=True, text=True, check=False, env=env
+    )
 
 
 def test_alternating_entry_points_do_not_reconfigure(mlx_tree: Path, tmp_path: Path) -> None:
     env = {**os.environ, "NO_COLOR": "1", "METAL_STANDIN_LOG": str(tmp_path / "log")}
-    args = ("--source-dir", str(mlx_tree), "--build-dir", str(tmp_path / "b"),
-            "--metal-compiler", str(METAL))  # fmt: skip
+    args = (
+        "--source-dir",
+        str(mlx_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--metal-compiler",
+        str(METAL),
+    )
     script = shutil.which("metallib-builder")
     assert script is not None
     python3 = Path(sys.executable).with_name("python3")
@@ -116,8 +125,14 @@ def test_alternating_entry_points_do_not_reconfigure(mlx_tree: Path, tmp_path: P
 def test_a_new_entry_file_is_noticed_and_compiled_alone(mlx_tree: Path, tmp_path: Path) -> None:
     log = tmp_path / "log"
     env = {**os.environ, "NO_COLOR": "1", "METAL_STANDIN_LOG": str(log)}
-    args = ("--source-dir", str(mlx_tree), "--build-dir", str(tmp_path / "b"),
-            "--metal-compiler", str(METAL))  # fmt: skip
+    args = (
+        "--source-dir",
+        str(mlx_tree),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--metal-compiler",
+        str(METAL),
+    )
     program = [sys.executable, "-m", "builder"]
     assert _cli(*args, env=env, program=program).returncode == 0
     plan = tmp_path / "b" / "metal_plan" / "plan.json"
@@ -132,8 +147,11 @@ def test_a_new_entry_file_is_noticed_and_compiled_alone(mlx_tree: Path, tmp_path
     assert [Path(c["source"]).name for c in compiled if c["mode"] == "compile"] == ["added.metal"]
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert {"name": "added.metal", "host_names": ["added_kernel"]}.items() <= {
-        "name": "added.metal", "host_names": next(f["host_names"] for f in manifest["units"]
-                                                  if f["name"] == "added.metal")}.items()  # fmt: skip
+        "name": "added.metal",
+        "host_names": next(
+            f["host_names"] for f in manifest["units"] if f["name"] == "added.metal"
+        ),
+    }.items()
     assert plan.stat().st_mtime_ns != stamp
     stamp = plan.stat().st_mtime_ns
     # reconfiguring with nothing changed leaves the plan (and everything after it) alone

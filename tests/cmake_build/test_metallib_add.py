@@ -37,20 +37,36 @@ def _build(root: Path, call: str, *defines: str) -> subprocess.CompletedProcess[
     src = _project(root, call)
     env = {**os.environ, "METAL_STANDIN_LOG": str(root / "log")}
     configure = subprocess.run(
-        [cmake_exe(), "-S", str(src), "-B", str(root / "b"), "-G", "Ninja",
-         f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}", f"-DMETAL_COMPILER={METAL}", *defines],
-        capture_output=True, text=True, check=False, env=env,
-    )  # fmt: skip
+        [
+            cmake_exe(),
+            "-S",
+            str(src),
+            "-B",
+            str(root / "b"),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}",
+            f"-DMETAL_COMPILER={METAL}",
+            *defines,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
     if configure.returncode != 0:
         return configure
-    return subprocess.run([ninja_exe(), "-C", str(root / "b")], capture_output=True, text=True,
-                          check=False, env=env)  # fmt: skip
+    return subprocess.run(
+        [ninja_exe(), "-C", str(root / "b")], capture_output=True, text=True, check=False, env=env
+    )
 
 
 def test_a_consumer_compiles_plain_metal_files(tmp_path: Path) -> None:
-    call = ("metallib_add_metallib(shaders SOURCES shaders/blur.metal shaders/sub/blur.metal\n"
-            "  SOURCE_ROOT shaders INCLUDE_DIRECTORIES shaders DEFINES FAST=1 STD metal3.1\n"
-            "  DEPLOYMENT_TARGET 14.2)")  # fmt: skip
+    call = (
+        "metallib_add_metallib(shaders SOURCES shaders/blur.metal shaders/sub/blur.metal\n"
+        "  SOURCE_ROOT shaders INCLUDE_DIRECTORIES shaders DEFINES FAST=1 STD metal3.1\n"
+        "  DEPLOYMENT_TARGET 14.2)"
+    )
     done = _build(tmp_path, call)
     assert done.returncode == 0, done.stdout + done.stderr
     with open_metallib(tmp_path / "b" / "shaders.metallib") as lib:
@@ -59,20 +75,34 @@ def test_a_consumer_compiles_plain_metal_files(tmp_path: Path) -> None:
     calls = [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()]
     compiles = [c for c in calls if c["mode"] == "compile"]
     assert sorted(Path(c["output"]).relative_to(tmp_path / "b").as_posix() for c in compiles) == [
-        "shaders.air/blur.air", "shaders.air/sub/blur.air"]  # fmt: skip
+        "shaders.air/blur.air",
+        "shaders.air/sub/blur.air",
+    ]
     for c in compiles:
-        assert c["argv"][:7] == ["-x", "metal", "-Wall", "-Wextra", "-fno-fast-math",
-                                 "-std=metal3.1", "-mmacosx-version-min=14.2"]  # fmt: skip
+        assert c["argv"][:7] == [
+            "-x",
+            "metal",
+            "-Wall",
+            "-Wextra",
+            "-fno-fast-math",
+            "-std=metal3.1",
+            "-mmacosx-version-min=14.2",
+        ]
         assert "-DFAST=1" in c["argv"] and c["headers"] == [str(tmp_path / "src/shaders/common.h")]
 
 
 def test_flags_alone_means_none_and_clashing_names_are_refused(tmp_path: Path) -> None:
     done = _build(tmp_path / "a", "metallib_add_metallib(s SOURCES shaders/blur.metal FLAGS)")
     assert done.returncode == 0, done.stdout + done.stderr
-    (compile_,) = [json.loads(x) for x in (tmp_path / "a" / "log").read_text().splitlines()
-                   if '"compile"' in x]  # fmt: skip
+    (compile_,) = [
+        json.loads(x) for x in (tmp_path / "a" / "log").read_text().splitlines() if '"compile"' in x
+    ]
     assert compile_["argv"][:3] == ["-x", "metal", "-c"]
-    clash = _build(tmp_path / "c", "metallib_add_metallib(s SOURCES shaders/blur.metal "
-                                   "shaders/sub/blur.metal SOURCE_ROOT shaders/sub)")  # fmt: skip
+    clash = _build(
+        tmp_path / "c",
+        "metallib_add_metallib(s SOURCES shaders/blur.metal "
+        "shaders/sub/blur.metal SOURCE_ROOT shaders/sub)",
+    )
     assert clash.returncode != 0 and "two sources would compile to blur.air" in " ".join(
-        (clash.stdout + clash.stderr).split())
+        (clash.stdout + clash.stderr).split()
+    )

@@ -21,8 +21,14 @@ from .conftest import METAL, ROOT
 
 
 def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
-    plan = make_plan(BuildRequest().replace(kernels=("copy", "unary", "arange"), jit_kernels=("copy",),
-                                 dtypes=("float32",), build_dir=tmp_path))  # fmt: skip
+    plan = make_plan(
+        BuildRequest().replace(
+            kernels=("copy", "unary", "arange"),
+            jit_kernels=("copy",),
+            dtypes=("float32",),
+            build_dir=tmp_path,
+        )
+    )
     assert (plan.kind, plan.library) == ("catalog", "mlx")
     assert plan.aot == ("unary", "arange") and plan.jit == ("copy",)  # catalog order
     assert {unit for unit, _ in plan.compiles} == {"unary", "arange"}
@@ -37,8 +43,11 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
 def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     toml = mlx_tree / "metallib.toml"
     toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
-    plan = make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True, defines=("NDEBUG",
-                                 "__METAL_VERSION__=320")))  # fmt: skip
+    plan = make_plan(
+        BuildRequest().replace(
+            source_dir=mlx_tree, jit=True, defines=("NDEBUG", "__METAL_VERSION__=320")
+        )
+    )
     assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
     # aot-only names tiles/; plain_kernels.metal writes its kernel template copy_values itself
     assert plan.aot == ("plain_kernels.metal", "tiles/tile_copy.metal")
@@ -46,7 +55,8 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     assert reasons["tiles/tile_copy.metal"] == "named by [build] aot-only in metallib.toml"
     assert "copy_values" in (reasons["plain_kernels.metal"] or "")
     assert [p for _, p in plan.compiles] == [
-        mlx_tree.resolve() / "plain_kernels.metal", mlx_tree.resolve() / "tiles" / "tile_copy.metal"
+        mlx_tree.resolve() / "plain_kernels.metal",
+        mlx_tree.resolve() / "tiles" / "tile_copy.metal",
     ]
     unary = next(u for u in plan.units if u.name == "unary_subset.metal")
     assert unary.preambles == ("utils", "unary_ops", "unary")
@@ -59,8 +69,14 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
 def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path) -> None:
     plan = make_plan(BuildRequest().replace(source_dir=mlx_style, include_dirs=(mlx_headers,)))
     assert plan.library == "mlx_style" and plan.std is None
-    assert make_plan(BuildRequest().replace(source_dir=mlx_style, include_dirs=(mlx_headers,),
-                                 std="ios-metal2.4")).discovery["metal_version"] == 240  # fmt: skip
+    assert (
+        make_plan(
+            BuildRequest().replace(
+                source_dir=mlx_style, include_dirs=(mlx_headers,), std="ios-metal2.4"
+            )
+        ).discovery["metal_version"]
+        == 240
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,9 +101,18 @@ def test_catalog_refusals() -> None:
 
 
 def test_select_for_metal_add_jit_library_keeps_the_order_given() -> None:
-    run = [sys.executable, "-m", "builder.cmake_build.plan", "--select", "--source-dir",
-           str(ROOT / "metal_src"), "--kernels"]  # fmt: skip
-    done = subprocess.run([*run, "unary,softmax,arange,unary"], capture_output=True, text=True, check=False)
+    run = [
+        sys.executable,
+        "-m",
+        "builder.cmake_build.plan",
+        "--select",
+        "--source-dir",
+        str(ROOT / "metal_src"),
+        "--kernels",
+    ]
+    done = subprocess.run(
+        [*run, "unary,softmax,arange,unary"], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0 and done.stdout.strip() == "unary;softmax;arange"
     bad = subprocess.run([*run, "unary,nope"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown kernel family 'nope'")
@@ -95,27 +120,44 @@ def test_select_for_metal_add_jit_library_keeps_the_order_given() -> None:
 
 @pytest.mark.cmake
 @pytest.mark.parametrize("tree", ["catalog", "discovered"])
-def test_cmake_writes_the_plan_the_cli_computes(
-    tree: str, mlx_tree: Path, tmp_path: Path
-) -> None:
+def test_cmake_writes_the_plan_the_cli_computes(tree: str, mlx_tree: Path, tmp_path: Path) -> None:
     """CMake runs the same function: the plan file of a configured build is byte-identical to the
     plan the CLI computes from the same settings (and so is the split the CLI reports)."""
-    args = (["--source-dir", str(mlx_tree)] if tree == "discovered" else
-            ["--kernels", "unary,copy", "--jit-kernels", "copy", "--dtypes", "float32"])  # fmt: skip
+    args = (
+        ["--source-dir", str(mlx_tree)]
+        if tree == "discovered"
+        else ["--kernels", "unary,copy", "--jit-kernels", "copy", "--dtypes", "float32"]
+    )
     build_dir = tmp_path / "b"
     done = subprocess.run(
-        [sys.executable, "-m", "builder", "build", *args, "--build-dir", str(build_dir),
-         "--metal-compiler", str(METAL), "--deployment-target", "14.0"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            *args,
+            "--build-dir",
+            str(build_dir),
+            "--metal-compiler",
+            str(METAL),
+            "--deployment-target",
+            "14.0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     request = BuildRequest().replace(
-        build_dir=build_dir.resolve(), jit=False,
+        build_dir=build_dir.resolve(),
+        jit=False,
         source_dir=mlx_tree if tree == "discovered" else None,
         kernels=() if tree == "discovered" else ("unary", "copy"),
         jit_kernels=() if tree == "discovered" else ("copy",),
-        dtypes=() if tree == "discovered" else ("float32",), deployment_target="14.0",
-    )  # fmt: skip
+        dtypes=() if tree == "discovered" else ("float32",),
+        deployment_target="14.0",
+    )
     written = (build_dir / "metal_plan" / "plan.json").read_text()
     assert written == plan_text(build_plan(request))
     plan = BuildPlan.read(build_dir / "metal_plan" / "plan.json")
@@ -131,9 +173,13 @@ def test_cmake_writes_the_plan_the_cli_computes(
 def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tree: Path) -> None:
     plan = make_plan(BuildRequest().replace(source_dir=mlx_tree))
     assert plan.jit == () and plan.to_json()["cmake"]["jit_library"] == "ON"
-    assert plan.preambles == ({"function": "scatter_rows",
-                               "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
-                               "entries": []},)  # fmt: skip
+    assert plan.preambles == (
+        {
+            "function": "scatter_rows",
+            "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
+            "entries": [],
+        },
+    )
     assert all(u.reason is None for u in plan.units)  # nothing held back: nothing was asked JIT
 
 
@@ -147,9 +193,14 @@ def test_a_plan_that_would_lose_kernels_is_refused(tmp_path: Path) -> None:
         '#define KERNELS "k.h"\n#include KERNELS\n'
         'template [[host_name("k_float")]] [[kernel]] decltype(k<float>) k<float>;\n'
     )
-    assert make_plan(BuildRequest().replace(source_dir=tmp_path)).aot == ("macro.metal",)  # AOT: fine
-    with pytest.raises(CheckFailed, match=r"the build \(--jit\) would lose 1 kernel\(s\).*"
-                                          r"macro\.metal: 1 kernel\(s\), code in k\.h"):
+    assert make_plan(BuildRequest().replace(source_dir=tmp_path)).aot == (
+        "macro.metal",
+    )  # AOT: fine
+    with pytest.raises(
+        CheckFailed,
+        match=r"the build \(--jit\) would lose 1 kernel\(s\).*"
+        r"macro\.metal: 1 kernel\(s\), code in k\.h",
+    ):
         make_plan(BuildRequest().replace(source_dir=tmp_path, jit=True))
 
 
@@ -161,19 +212,29 @@ def test_discovery_is_remembered_until_a_file_it_read_changes(
     cache = tmp_path / "build" / "metal_plan" / "discovery.json"
     request = BuildRequest().replace(source_dir=mlx_tree, jit=True)
     first = plan_text(make_plan(request, cache_file=cache))
-    assert cache.is_file() and plan_text(make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True))) == first
+    assert (
+        cache.is_file()
+        and plan_text(make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True))) == first
+    )
     stamp = cache.stat().st_mtime_ns
-    assert plan_text(make_plan(request, cache_file=cache)) == first and cache.stat().st_mtime_ns == stamp  # reused
+    assert (
+        plan_text(make_plan(request, cache_file=cache)) == first
+        and cache.stat().st_mtime_ns == stamp
+    )  # reused
     # fft.h (read by fft.metal) now writes its template in fft.metal's place: discovered again
     header = mlx_tree / "fft.h"
     header.write_text(header.read_text().replace("fft_pass", "fft_pass_moved"))
     entry = mlx_tree / "fft.metal"
-    entry.write_text("template <typename T, int N>\n[[kernel]] void fft_pass(device T* x) { }\n"
-                     + entry.read_text())  # fmt: skip
+    entry.write_text(
+        "template <typename T, int N>\n[[kernel]] void fft_pass(device T* x) { }\n"
+        + entry.read_text()
+    )
     os.utime(header, ns=(stamp + 10**9, stamp + 10**9))
     changed = make_plan(request, cache_file=cache)
     assert cache.stat().st_mtime_ns != stamp
     assert "fft.metal" in changed.aot and plan_text(changed) != first
-    assert plan_text(changed) == plan_text(make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True)))
+    assert plan_text(changed) == plan_text(
+        make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True))
+    )
     cache.write_text("{not json")  # a broken memory is ignored and replaced
     assert plan_text(make_plan(request, cache_file=cache)) == plan_text(changed)

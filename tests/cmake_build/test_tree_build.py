@@ -39,12 +39,34 @@ def _library(build) -> list[str]:  # type: ignore[no-untyped-def]
 def _reached(tree: Path, entry: str, include: Path) -> set[Path]:
     """The files ``entry`` reaches, per ``g++ -M`` (Apple's headers: the discovery stand-ins)."""
     done = subprocess.run(
-        ["g++", "-M", "-x", "c++", "-std=gnu++14", "-nostdinc", "-nostdinc++", "-undef",
-         "-include", str(PRELUDE), "-D__METAL_VERSION__=310", "-D__METAL__=1",
-         "-D__METAL_MACOS__=1", "-D__HAVE_BFLOAT__=1", "-I", str(include), "-I", str(tree),
-         "-idirafter", str(STANDIN_DIR), entry],
-        cwd=tree, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            "g++",
+            "-M",
+            "-x",
+            "c++",
+            "-std=gnu++14",
+            "-nostdinc",
+            "-nostdinc++",
+            "-undef",
+            "-include",
+            str(PRELUDE),
+            "-D__METAL_VERSION__=310",
+            "-D__METAL__=1",
+            "-D__METAL_MACOS__=1",
+            "-D__HAVE_BFLOAT__=1",
+            "-I",
+            str(include),
+            "-I",
+            str(tree),
+            "-idirafter",
+            str(STANDIN_DIR),
+            entry,
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     words = done.stdout.replace("\\\n", " ").partition(":")[2].split()
     return {Path(os.path.abspath(tree / w)).resolve() for w in words}
 
@@ -98,15 +120,26 @@ def test_the_library_holds_exactly_the_discovered_kernels(built_once) -> None:  
 
 def test_report_by_source_of_the_build_dir(built_once) -> None:  # type: ignore[no-untyped-def]
     done = subprocess.run(
-        ["metallib-builder", "report", str(built_once.build_dir), "--by", "source", "--format",
-         "json"], capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "metallib-builder",
+            "report",
+            str(built_once.build_dir),
+            "--by",
+            "source",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     groups = {g["name"]: g["function_count"] for g in report["groups"]}
     assert groups == {f: len(n) for f, n in BY_FILE.items()}
-    assert sum(f["bytes"] for f in report["functions"]) + report["overhead_bytes"] == (
-        report["file_size"]
+    assert (
+        sum(f["bytes"] for f in report["functions"]) + report["overhead_bytes"]
+        == (report["file_size"])
     )
 
 
@@ -171,8 +204,12 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
     own = (tree_build.build_dir / "metal_jit" / "binary_subset.metal.cpp").read_text()
     assert "const std::string& binary_ops() {" in own and "binary_ops()" not in shared
     # report shows the JIT entry files with their kernels, measured in the host library
-    done = subprocess.run(["metallib-builder", "report", str(tree_build.build_dir), "--format",
-                           "json"], capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["metallib-builder", "report", str(tree_build.build_dir), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)["jit_families"]}
     assert {n: r["kernel_count"] for n, r in rows.items()} == {e: len(BY_FILE[e]) for e in jit}
@@ -184,16 +221,19 @@ def test_a_header_edit_regenerates_the_preambles_and_the_kernels(
 ) -> None:  # type: ignore[no-untyped-def]
     # a header of our own, reached by a JIT entry file: editing it must reach the manifest
     tree = tree_build.kernel_dir
-    (tree / "extra.h").write_text("#define EXTRA_NAME \"fft_pass_extra\"\n")
+    (tree / "extra.h").write_text('#define EXTRA_NAME "fft_pass_extra"\n')
     entry = tree / "fft.metal"
-    entry.write_text('#include "extra.h"\n' + entry.read_text() + (
-        "instantiate_kernel(EXTRA_NAME, fft_pass, float, 2)\n"))  # fmt: skip
+    entry.write_text(
+        '#include "extra.h"\n'
+        + entry.read_text()
+        + ("instantiate_kernel(EXTRA_NAME, fft_pass, float, 2)\n")
+    )
     tree_build.defines = {"METAL_JIT": "ON"}
     tree_build.configure()
     tree_build.ninja()
     fam = next(f for f in tree_build.manifest()["units"] if f["name"] == "fft.metal")
     assert "fft_pass_extra" in fam["host_names"] and fam["mode"] == "jit"
-    (tree / "extra.h").write_text("#define EXTRA_NAME \"fft_pass_renamed\"\n")
+    (tree / "extra.h").write_text('#define EXTRA_NAME "fft_pass_renamed"\n')
     tree_build.ninja()
     fam = next(f for f in tree_build.manifest()["units"] if f["name"] == "fft.metal")
     assert "fft_pass_renamed" in fam["host_names"] and "fft_pass_extra" not in fam["host_names"]

@@ -43,11 +43,20 @@ def test_parse_status_and_failure_text() -> None:
 
 
 def test_cmake_args_are_typed(tmp_path: Path) -> None:
-    settings = BuildRequest().replace(build_dir=tmp_path / "b", jit=False,
-                             kernels=("unary", "copy"), jit_kernels=("copy",), dtypes=("float32",),
-                             chunk_size=64, metal_flags=("-Wall", "-O3"), std="metal3.1",
-                             deployment_target="14.0", sdk="iphoneos",
-                             include_dirs=(tmp_path / "a b",), defines=("X=1", "Y"))  # fmt: skip
+    settings = BuildRequest().replace(
+        build_dir=tmp_path / "b",
+        jit=False,
+        kernels=("unary", "copy"),
+        jit_kernels=("copy",),
+        dtypes=("float32",),
+        chunk_size=64,
+        metal_flags=("-Wall", "-O3"),
+        std="metal3.1",
+        deployment_target="14.0",
+        sdk="iphoneos",
+        include_dirs=(tmp_path / "a b",),
+        defines=("X=1", "Y"),
+    )
     args = cmake_args(settings, "/x/metal")
     assert "-DMETAL_JIT:BOOL=OFF" in args
     assert "-DMETAL_KERNELS:STRING=unary;copy" in args
@@ -114,7 +123,10 @@ def test_sources_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> N
 def test_select_families_catalog_order_and_errors() -> None:
     catalog = load_catalog()
     assert select_families(catalog, ["copy", "unary"], ["unary"]) == (("unary", "copy"), ("unary",))
-    assert select_families(catalog, ["copy", "unary", "copy"], keep_order=True)[0] == ("copy", "unary")
+    assert select_families(catalog, ["copy", "unary", "copy"], keep_order=True)[0] == (
+        "copy",
+        "unary",
+    )
     with pytest.raises(UsageError, match="not among the selected"):
         select_families(catalog, ["copy"], ["unary"])
     with pytest.raises(UsageError, match="unknown kernel family 'nope'; valid: arange, binary"):
@@ -131,17 +143,37 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
     (tmp_path / "metal_jit").mkdir()
     (tmp_path / "metal_jit" / "copy.cpp").write_text("yy")
     units = [Unit("unary", "aot", ("unary/unary.h",)), Unit("copy", "jit", ("copy/copy.h",))]
-    embed = {"compressed": False, "embedded_bytes": 7, "units": [
-        {"name": "copy", "headers": ["copy/copy.h"], "host_names": ["c1"], "source_bytes": 9,
-         "embedded_bytes": 7}]}  # fmt: skip
+    embed = {
+        "compressed": False,
+        "embedded_bytes": 7,
+        "units": [
+            {
+                "name": "copy",
+                "headers": ["copy/copy.h"],
+                "host_names": ["c1"],
+                "source_bytes": 9,
+                "embedded_bytes": 7,
+            }
+        ],
+    }
     config = {"options": {"METAL_STD": "metal3.1"}, "objects": {str(src): str(air)}}
-    m = build_manifest(tmp_path, config, tree={"kind": "catalog", "library": "mlx"}, units=units,
-                       compiled={"unary": [str(src)]}, options={"METAL_JIT": False},
-                       kernels={"unary": ["u1"], "copy": ["c1"]}, metallib=str(tmp_path / "mlx.metallib"), embed=embed,
-                       embed_dir=tmp_path / "metal_jit",
-                       host_library=str(tmp_path / "libmetal_jit.so"))  # fmt: skip
+    m = build_manifest(
+        tmp_path,
+        config,
+        tree={"kind": "catalog", "library": "mlx"},
+        units=units,
+        compiled={"unary": [str(src)]},
+        options={"METAL_JIT": False},
+        kernels={"unary": ["u1"], "copy": ["c1"]},
+        metallib=str(tmp_path / "mlx.metallib"),
+        embed=embed,
+        embed_dir=tmp_path / "metal_jit",
+        host_library=str(tmp_path / "libmetal_jit.so"),
+    )
     assert [(f["name"], f["kind"]) for f in m["units"]] == [
-        ("unary", "catalog_family"), ("copy", "catalog_family")]
+        ("unary", "catalog_family"),
+        ("copy", "catalog_family"),
+    ]
     unary, copy = m["units"]
     assert unary["outputs"] == ["metal_aot.air/unary_v_abs_float32.air", "mlx.metallib"]
     assert unary["generated_sources"] == ["metal_aot/src/unary_v_abs_float32.metal"]
@@ -170,8 +202,11 @@ def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
     )
     lib = tmp_path / "lib.so"
     cxx = find_compiler().path  # g++ from scripts/setup.sh: missing is a failure, not a skip
-    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), "unary.cpp", "other.cpp"],
-                   cwd=tmp_path, check=True)  # fmt: skip
+    subprocess.run(
+        [cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), "unary.cpp", "other.cpp"],
+        cwd=tmp_path,
+        check=True,
+    )
     sizes = symbol_sizes(lib, ["unary", "copy"])
     assert sizes is not None, "pyelftools is a dependency: the symbol table must be read"
     assert sizes.method == "pyelftools .symtab"
@@ -227,12 +262,25 @@ def test_mixed_preset_missing_or_malformed_is_one_error(tmp_path: Path) -> None:
 def test_the_request_survives_cmake_and_plan_json(tmp_path: Path) -> None:
     """One request, three ways in: the CLI's values, the ``-D`` arguments it gives CMake read back
     as CMake's cache hands them to the planner, and plan.json's record of it."""
-    values = {"jit": True, "kernels": "unary,copy", "jit_kernels": None, "dtypes": "float32",
-              "chunk_size": 64, "compress": True, "source_dir": None,
-              "include_dirs": (), "defines": (), "exclude": (), "config_file": None,
-              "metal_flags": ("-Wall -O3", "-DX=\"a b\""), "std": "metal3.1",
-              "deployment_target": "14.0", "sdk": "iphoneos", "metal_compiler": None,
-              "build_dir": tmp_path / "b"}  # fmt: skip
+    values = {
+        "jit": True,
+        "kernels": "unary,copy",
+        "jit_kernels": None,
+        "dtypes": "float32",
+        "chunk_size": 64,
+        "compress": True,
+        "source_dir": None,
+        "include_dirs": (),
+        "defines": (),
+        "exclude": (),
+        "config_file": None,
+        "metal_flags": ("-Wall -O3", '-DX="a b"'),
+        "std": "metal3.1",
+        "deployment_target": "14.0",
+        "sdk": "iphoneos",
+        "metal_compiler": None,
+        "build_dir": tmp_path / "b",
+    }
     request = BuildRequest.from_options(values)
     assert request.selection.kernels == ("unary", "copy") and request.selection.chunk_size == 64
     assert request.toolchain.metal_flags == ("-Wall", "-O3", "-DX=a b")

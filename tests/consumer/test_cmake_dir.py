@@ -44,12 +44,22 @@ def test_the_version_file_states_the_package_version(tmp_path: Path) -> None:
     wanted = f"{major}.{int(minor) + 1}"
     (tmp_path / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.25)\nproject(v LANGUAGES NONE)\n"
-        f"find_package(MetallibBuilder {wanted} CONFIG REQUIRED)\n", encoding="utf-8")  # fmt: skip
+        f"find_package(MetallibBuilder {wanted} CONFIG REQUIRED)\n",
+        encoding="utf-8",
+    )
     done = subprocess.run(
-        [cmake_exe(), "-S", str(tmp_path), "-B", str(tmp_path / "b"),
-         f"-DMetallibBuilder_DIR={cmake_dir()}"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            cmake_exe(),
+            "-S",
+            str(tmp_path),
+            "-B",
+            str(tmp_path / "b"),
+            f"-DMetallibBuilder_DIR={cmake_dir()}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     said = " ".join(done.stderr.split())
     assert done.returncode != 0 and f"version: {version}" in said, said
 

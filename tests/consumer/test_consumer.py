@@ -51,21 +51,40 @@ class Consumer:
     ) -> subprocess.CompletedProcess[str]:
         """``via``: the variable that gets ``--cmake-dir`` (or CMAKE_PREFIX_PATH)."""
         return subprocess.run(
-            [cmake_exe(), "-S", str(self.src), "-B", str(self.build), "-G", "Ninja",
-             f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}", f"-D{via}={cmake_dir()}",
-             f"-DMETAL_COMPILER={METAL}", *defines],
-            capture_output=True, text=True, check=False, env=self.env(**env),
-        )  # fmt: skip
+            [
+                cmake_exe(),
+                "-S",
+                str(self.src),
+                "-B",
+                str(self.build),
+                "-G",
+                "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}",
+                f"-D{via}={cmake_dir()}",
+                f"-DMETAL_COMPILER={METAL}",
+                *defines,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self.env(**env),
+        )
 
     def ninja(self) -> str:
-        done = subprocess.run([ninja_exe(), "-C", str(self.build)], capture_output=True,
-                              text=True, check=False, env=self.env())  # fmt: skip
+        done = subprocess.run(
+            [ninja_exe(), "-C", str(self.build)],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self.env(),
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
     def run(self, *kernels: str) -> list[str]:
-        out = subprocess.run([str(self.build / "consumer"), *kernels], capture_output=True,
-                             check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [str(self.build / "consumer"), *kernels], capture_output=True, check=True
+        ).stdout
         return out.decode("utf-8").split("\0")[:-1]
 
     def cache(self, name: str) -> str:
@@ -129,8 +148,13 @@ def test_an_edit_three_includes_deep_regenerates_on_the_next_build(tmp_path: Pat
     """Found through CMAKE_PREFIX_PATH, with an interpreter that has no metallib-builder of its
     own: the package path the config derives is all it needs to import the generator."""
     base = Path(sys._base_executable)  # the interpreter the venv was made from
-    alone = subprocess.run([str(base), "-c", "import builder.jit"], cwd=tmp_path,
-                           capture_output=True, text=True, check=False)  # fmt: skip
+    alone = subprocess.run(
+        [str(base), "-c", "import builder.jit"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert alone.returncode != 0, f"{base} imports builder by itself; the test proves nothing"
     consumer = Consumer(tmp_path)
     configure = consumer.configure(f"-DMETALLIB_BUILDER_PYTHON={base}", via="CMAKE_PREFIX_PATH")
@@ -149,14 +173,18 @@ def test_an_edit_three_includes_deep_regenerates_on_the_next_build(tmp_path: Pat
     assert all("// edited three includes deep" in text for text in texts)  # reduce.h via ops.h
     # Both entry files reach the header too: their .air files follow it (the compiler's depfile).
     assert sorted(Path(c["source"]).name for c in consumer.compiles()) == [
-        "scale.metal", "sum.metal"]  # fmt: skip
+        "scale.metal",
+        "sum.metal",
+    ]
     assert "no work to do" in consumer.ninja()
 
 
 def test_an_interpreter_that_cannot_import_the_generator_is_named(tmp_path: Path) -> None:
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'builder'\" >&2\n"
-                    "exit 1\n", encoding="utf-8")  # fmt: skip
+    fake.write_text(
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'builder'\" >&2\nexit 1\n",
+        encoding="utf-8",
+    )
     fake.chmod(0o755)
     said = _refused(Consumer(tmp_path), f"-DMETALLIB_BUILDER_PYTHON={fake}")
     assert f"{fake} cannot import metallib-builder's generator (builder.jit)" in said, said

@@ -25,13 +25,23 @@ def test_an_uncollected_test_file_stops_the_run(tmp_path: Path, workers: str) ->
         f'[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["{TESTS.as_posix()}"]\n'
         'addopts = ["-p", "no:cacheprovider", "--import-mode=importlib"]\n'
     )
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", workers], cwd=tmp_path,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", workers],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
     assert "test files that pytest did not collect: build/test_hidden.py" in (
         done.stdout + done.stderr
     )
     if workers == "0":  # a partial run is the user's choice: no check
-        partial = subprocess.run([sys.executable, "-m", "pytest", "-n0", "tests/test_shown.py"],
-                                 cwd=tmp_path, capture_output=True, text=True, check=False)  # fmt: skip
+        partial = subprocess.run(
+            [sys.executable, "-m", "pytest", "-n0", "tests/test_shown.py"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert partial.returncode == 0, partial.stdout + partial.stderr

@@ -17,11 +17,31 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
-FOUNDATION = ("builder", "builder.errors", "builder.fileio", "builder.temporaries",
-              "builder.locks", "builder.output_folder", "builder.console", "builder.limits",
-              "builder.jsontext", "builder.resources", "builder.manifest")  # fmt: skip
-LAYERS = ("metallib", "kernels", "inputs", "jit", "size", "subsets", "cmake_build", "render",
-          "publish", "cli")
+FOUNDATION = (
+    "builder",
+    "builder.errors",
+    "builder.fileio",
+    "builder.temporaries",
+    "builder.locks",
+    "builder.output_folder",
+    "builder.console",
+    "builder.limits",
+    "builder.jsontext",
+    "builder.resources",
+    "builder.manifest",
+)
+LAYERS = (
+    "metallib",
+    "kernels",
+    "inputs",
+    "jit",
+    "size",
+    "subsets",
+    "cmake_build",
+    "render",
+    "publish",
+    "cli",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -48,8 +68,9 @@ def _imports(name: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
-                       for a in node.names]  # fmt: skip
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            ]
         else:
             continue
         found |= {t for t in targets if t.split(".")[0] == "builder" and t != name}
@@ -66,8 +87,11 @@ def _rank(module: str) -> int:
 
 
 def test_every_module_belongs_to_a_layer() -> None:
-    loose = [m for m in MODULES if m not in FOUNDATION and m != "builder.__main__"
-             and m.split(".")[1] not in LAYERS]  # fmt: skip
+    loose = [
+        m
+        for m in MODULES
+        if m not in FOUNDATION and m != "builder.__main__" and m.split(".")[1] not in LAYERS
+    ]
     assert not loose, f"modules outside the layers (add them to a package): {loose}"
 
 
@@ -89,7 +113,7 @@ def test_no_import_cycles() -> None:
             if nxt not in MODULES:
                 continue
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join([*stack[stack.index(nxt):], nxt]))
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
             elif nxt not in state:
                 visit(nxt)
         stack.pop()

@@ -71,14 +71,21 @@ class Browser:
         self._from_child, from_child_w = _high_pipe()
         # the child's fd 3 reads our commands, its fd 4 writes replies
         self._proc = subprocess.Popen(
-            [binary, *FLAGS, f"--user-data-dir={self._profile}",
-             f"--window-size={width},{height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                *FLAGS,
+                f"--user-data-dir={self._profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             pass_fds=(3, 4),
             # Chromium wants the pipe on exactly fds 3 and 4; only preexec_fn can place them there
             # (the tests start no threads while launching it).
             preexec_fn=lambda: (os.dup2(to_child_r, 3), os.dup2(from_child_w, 4)),  # noqa: PLW1509
-        )  # fmt: skip
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buffer = b""
@@ -86,12 +93,18 @@ class Browser:
         self.events: list[dict[str, Any]] = []
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
-        self.session = self.call("Target.attachToTarget", targetId=page["targetId"],
-                                 flatten=True)["sessionId"]  # fmt: skip
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Network"):
             self.page(f"{domain}.enable")
-        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        self.page(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     # -- protocol ------------------------------------------------------------------------------
     def _send(self, method: str, params: dict[str, Any], session: str | None) -> int:
@@ -155,8 +168,12 @@ class Browser:
             self.wait_event("Page.loadEventFired", mark)
 
     def eval(self, expression: str, *, await_promise: bool = False) -> Any:
-        reply = self.page("Runtime.evaluate", expression=expression, returnByValue=True,
-                          awaitPromise=await_promise)  # fmt: skip
+        reply = self.page(
+            "Runtime.evaluate",
+            expression=expression,
+            returnByValue=True,
+            awaitPromise=await_promise,
+        )
         if "exceptionDetails" in reply:
             raise RuntimeError(f"page error: {reply['exceptionDetails']}")
         return reply["result"].get("value")
@@ -185,12 +202,18 @@ class Browser:
 
     def requests(self) -> list[str]:
         """Every URL the page asked the network stack for since the browser started."""
-        return [e["params"]["request"]["url"] for e in self.events
-                if e["method"] == "Network.requestWillBeSent"]  # fmt: skip
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e["method"] == "Network.requestWillBeSent"
+        ]
 
     def exceptions(self) -> list[str]:
-        return [json.dumps(e["params"]["exceptionDetails"])[:2000] for e in self.events
-                if e["method"] == "Runtime.exceptionThrown"]  # fmt: skip
+        return [
+            json.dumps(e["params"]["exceptionDetails"])[:2000]
+            for e in self.events
+            if e["method"] == "Runtime.exceptionThrown"
+        ]
 
     def close(self) -> None:
         try:

@@ -62,8 +62,13 @@ def _non_blank(png: bytes) -> tuple[int, float]:
 def _map_clip(browser: Any) -> dict[str, float]:
     box = browser.eval("JSON.stringify(document.getElementById('map').getBoundingClientRect())")
     rect = json.loads(box)
-    return {"x": rect["x"], "y": rect["y"], "width": rect["width"], "height": rect["height"],
-            "scale": 0.5}  # fmt: skip
+    return {
+        "x": rect["x"],
+        "y": rect["y"],
+        "width": rect["width"],
+        "height": rect["height"],
+        "scale": 0.5,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -124,15 +129,19 @@ def test_click_zooms_into_a_family(browser: Any, real_page: tuple[Path, Any]) ->
     page, report = real_page
     _open(browser, page.as_uri())
     family = report.groups[0].name
-    box = json.loads(browser.eval(
-        "JSON.stringify(Array.from(document.querySelectorAll('#map text.head'))"
-        f".find(t => t.textContent.split('  ')[0] === {json.dumps(family)}).getBoundingClientRect())"
-    ))  # fmt: skip
+    box = json.loads(
+        browser.eval(
+            "JSON.stringify(Array.from(document.querySelectorAll('#map text.head'))"
+            f".find(t => t.textContent.split('  ')[0] === {json.dumps(family)}).getBoundingClientRect())"
+        )
+    )
     x, y = box["x"] + 2, box["y"] + box["height"] / 2
     for kind in ("mousePressed", "mouseReleased"):
         browser.page("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
-    crumbs = browser.wait_for("document.getElementById('crumbs').textContent.includes('›') && "
-                              "document.getElementById('crumbs').textContent")  # fmt: skip
+    crumbs = browser.wait_for(
+        "document.getElementById('crumbs').textContent.includes('›') && "
+        "document.getElementById('crumbs').textContent"
+    )
     assert family in crumbs
     assert browser.eval("location.hash") == f"#zoom={family}"
     heads = browser.eval(
@@ -158,8 +167,10 @@ def test_compare_page_lists_added_functions(
     (tmp_path / "compare.png").write_bytes(png)
     colours, coloured = _non_blank(png)
     assert colours >= 10 and coloured > 0.9
-    browser.eval("var s = document.getElementById('status'); s.value = 'removed';"
-                 "s.dispatchEvent(new Event('change'))")  # fmt: skip
+    browser.eval(
+        "var s = document.getElementById('status'); s.value = 'removed';"
+        "s.dispatchEvent(new Event('change'))"
+    )
     status = browser.wait_for("document.getElementById('matches').textContent")
     assert status.startswith(f"{len(comparison.removed):,} of")
 

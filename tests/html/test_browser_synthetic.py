@@ -27,16 +27,26 @@ FUNCTIONS = [
 def _build_dir(tmp_path: Path, write_metallib: Callable[..., Path]) -> Path:
     write_metallib("build/lib/kernels.metallib", FUNCTIONS)
     manifest = {
-        "schema": 2, "metallib": "lib/kernels.metallib", "host_library": "lib/libkernels.dylib",
+        "schema": 2,
+        "metallib": "lib/kernels.metallib",
+        "host_library": "lib/libkernels.dylib",
         "options": {"MLB_JIT_FAMILIES": "matmul"},
         "units": [
-            {"name": "copy", "kind": "catalog_family", "mode": "aot",
-             "host_names": [n for n, _ in FUNCTIONS[:2]]},
-            {"name": "arith", "kind": "catalog_family", "mode": "aot",
-             "host_names": [n for n, _ in FUNCTIONS[2:4]]},
+            {
+                "name": "copy",
+                "kind": "catalog_family",
+                "mode": "aot",
+                "host_names": [n for n, _ in FUNCTIONS[:2]],
+            },
+            {
+                "name": "arith",
+                "kind": "catalog_family",
+                "mode": "aot",
+                "host_names": [n for n, _ in FUNCTIONS[2:4]],
+            },
             {"name": "matmul", "kind": "catalog_family", "mode": "jit", "embedded_bytes": 30000},
         ],
-    }  # fmt: skip
+    }
     (tmp_path / "build" / "manifest.json").write_text(json.dumps(manifest))
     return tmp_path / "build"
 
@@ -67,14 +77,21 @@ def test_build_directory_shows_jit_source_from_the_host_library(
     for name in ("copy", "arith", "other", "matmul", "JIT source in the host library"):
         assert name in labels, (name, labels)
     # hover the JIT family: its origin is the host library, per the manifest
-    box = json.loads(browser.eval(
-        "JSON.stringify(Array.from(document.querySelectorAll('#map text'))"
-        ".find(t => t.textContent.startsWith('matmul')).getBoundingClientRect())"
-    ))  # fmt: skip
-    browser.page("Input.dispatchMouseEvent", type="mouseMoved", x=box["x"] + 3,
-                 y=box["y"] + box["height"] / 2)  # fmt: skip
-    tip = browser.wait_for("!document.getElementById('tip').hidden && "
-                           "document.getElementById('tip').textContent")  # fmt: skip
+    box = json.loads(
+        browser.eval(
+            "JSON.stringify(Array.from(document.querySelectorAll('#map text'))"
+            ".find(t => t.textContent.startsWith('matmul')).getBoundingClientRect())"
+        )
+    )
+    browser.page(
+        "Input.dispatchMouseEvent",
+        type="mouseMoved",
+        x=box["x"] + 3,
+        y=box["y"] + box["height"] / 2,
+    )
+    tip = browser.wait_for(
+        "!document.getElementById('tip').hidden && document.getElementById('tip').textContent"
+    )
     assert "30,000 bytes" in tip
     assert "host library lib/libkernels.dylib" in tip and str(build / "manifest.json") in tip
     produced = browser.eval("document.getElementById('provenance').textContent")
@@ -101,12 +118,24 @@ def test_twenty_thousand_functions_do_not_freeze_the_page(
     browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
 ) -> None:
     # 20,000 functions in 40 families of varied sizes: most cells must be folded to draw fast
-    functions = [(f"kernel{i % 40}_float{16 * (1 + i % 2)}_variant_{i}", 30 + (i * 37) % 900)
-                 for i in range(20_000)]  # fmt: skip
+    functions = [
+        (f"kernel{i % 40}_float{16 * (1 + i % 2)}_variant_{i}", 30 + (i * 37) % 900)
+        for i in range(20_000)
+    ]
     library = write_metallib("big.metallib", functions)
     page = tmp_path / "big.html"
-    main(["report", str(library), "--rules", str(_rules(tmp_path)), "--format", "html",
-          "-o", str(page)])  # fmt: skip
+    main(
+        [
+            "report",
+            str(library),
+            "--rules",
+            str(_rules(tmp_path)),
+            "--format",
+            "html",
+            "-o",
+            str(page),
+        ]
+    )
     state = _load(browser, page)
     assert state["matches"] == 20_000
     assert 40 < state["cells"] < 10_000  # every family drawn, leaves folded
@@ -142,8 +171,10 @@ def test_several_libraries_one_page(
     assert f"{first[0].file_size:,} bytes" in browser.eval(
         "document.getElementById('summary').textContent"
     )
-    browser.eval("var s = document.getElementById('library'); s.value = '1';"
-                 "s.dispatchEvent(new Event('change'))")  # fmt: skip
+    browser.eval(
+        "var s = document.getElementById('library'); s.value = '1';"
+        "s.dispatchEvent(new Event('change'))"
+    )
     summary = browser.wait_for(
         f"document.getElementById('summary').textContent.includes('{second[0].file_size:,} bytes')"
         " && document.getElementById('summary').textContent"
@@ -154,17 +185,34 @@ def test_several_libraries_one_page(
 
 @pytest.mark.realdata
 def test_source_files_nest_in_their_folders(
-    browser: Any, tmp_path: Path, write_metallib: Callable[..., Path], mlx_style: Path,
+    browser: Any,
+    tmp_path: Path,
+    write_metallib: Callable[..., Path],
+    mlx_style: Path,
     mlx_headers: Path,
-) -> None:  # fmt: skip
+) -> None:
     """By source, an entry file sits in its folder: tiles/tile_copy.metal under "tiles/"."""
     from kernels.discovery.expected import BY_FILE
 
     names = sorted(name for names in BY_FILE.values() for name in names)
-    library = write_metallib("tree.metallib", [(name, 400 + 40 * i) for i, name in enumerate(names)])
+    library = write_metallib(
+        "tree.metallib", [(name, 400 + 40 * i) for i, name in enumerate(names)]
+    )
     page = tmp_path / "tree.html"
-    main(["report", str(library), "--source-dir", str(mlx_style), "-I", str(mlx_headers),
-          "--format", "html", "-o", str(page)])  # fmt: skip
+    main(
+        [
+            "report",
+            str(library),
+            "--source-dir",
+            str(mlx_style),
+            "-I",
+            str(mlx_headers),
+            "--format",
+            "html",
+            "-o",
+            str(page),
+        ]
+    )
     _load(browser, page)
     labels = _labels(browser)
     assert any(label.startswith("tiles/") for label in labels), labels

@@ -33,7 +33,19 @@ def library(tmp_path: Path) -> Path:
 
 
 def _page(library: Path, out: Path) -> tuple[Path, Any]:
-    main(["report", str(library), "--download", "--by", "function", "--format", "html", "-o", str(out)])
+    main(
+        [
+            "report",
+            str(library),
+            "--download",
+            "--by",
+            "function",
+            "--format",
+            "html",
+            "-o",
+            str(out),
+        ]
+    )
     (report,) = load_reports(str(library), by="function", download=True)
     return out, report
 
@@ -46,7 +58,8 @@ def test_page_embeds_the_download_shares(library: Path, tmp_path: Path) -> None:
     assert lib["fn"]["download"] == report.download.functions
     assert lib["download"]["total"] == report.download.total
     assert sum(lib["fn"]["download"]) + sum(d for _, d in lib["download"]["overhead"]) == (
-        report.download.total)  # fmt: skip
+        report.download.total
+    )
     assert 'id="measure-pick" hidden' in page.read_text()  # shown by the script when there is data
 
 
@@ -60,7 +73,8 @@ def test_treemap_and_table_follow_the_chosen_measure(
     browser.wait_for(PAINTED)
     assert browser.eval("document.getElementById('measure-pick').hidden") is False
     assert f"({human_size(report.download.total)})" in browser.eval(
-        "document.getElementById('crumbs').textContent")  # fmt: skip
+        "document.getElementById('crumbs').textContent"
+    )
     first = browser.eval("document.querySelector('#table tbody td.name').textContent")
     by_download = max(zip(report.download.functions, (f.name for f in report.functions)))[1]
     assert first == by_download != "zeros_float32"
@@ -68,11 +82,16 @@ def test_treemap_and_table_follow_the_chosen_measure(
     note = "document.getElementById('table-note').textContent"
     assert "download bytes" in browser.eval(header)  # the column says what its numbers are
     assert "download bytes modelled from" in browser.eval(note)
-    browser.eval("var s = document.getElementById('measure'); s.value = 'bytes';"
-                 "s.dispatchEvent(new Event('change'))")  # fmt: skip
+    browser.eval(
+        "var s = document.getElementById('measure'); s.value = 'bytes';"
+        "s.dispatchEvent(new Event('change'))"
+    )
     crumbs = browser.wait_for("document.getElementById('crumbs').textContent")
     assert f"({human_size(report.file_size)})" in crumbs
-    assert browser.eval("document.querySelector('#table tbody td.name').textContent") == "zeros_float32"
+    assert (
+        browser.eval("document.querySelector('#table tbody td.name').textContent")
+        == "zeros_float32"
+    )
     assert "download bytes" not in browser.eval(header) and "bytes" in browser.eval(header)
     assert "bytes measured in" in browser.eval(note)
     assert "measure" not in browser.eval("location.hash")

@@ -33,26 +33,33 @@ def test_history_chart_draws_each_point_at_its_size(
     assert [u for u in browser.requests()[mark:] if u != page.as_uri()] == []
     assert browser.exceptions() == []
     # the total chart's points: screen y grows downwards, so larger files sit higher
-    points = browser.eval("Array.from(document.querySelector('svg').querySelectorAll('circle'))"
-                          ".map(c => { const r = c.getBoundingClientRect(); "
-                          "return [r.x + r.width / 2, r.y + r.height / 2]; })")  # fmt: skip
+    points = browser.eval(
+        "Array.from(document.querySelector('svg').querySelectorAll('circle'))"
+        ".map(c => { const r = c.getBoundingClientRect(); "
+        "return [r.x + r.width / 2, r.y + r.height / 2]; })"
+    )
     sizes = [lib.stat().st_size for lib in libs]
     assert len(points) == 3 and sizes == sorted(sizes)
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     assert xs == sorted(xs) and ys == sorted(ys, reverse=True)
-    axis = browser.eval("(() => { const g = document.querySelector('svg').querySelectorAll("
-                        "'line.grid'); const a = g[0].getBoundingClientRect(), "
-                        "b = g[g.length - 1].getBoundingClientRect(); return [a.y, b.y]; })()")  # fmt: skip
+    axis = browser.eval(
+        "(() => { const g = document.querySelector('svg').querySelectorAll("
+        "'line.grid'); const a = g[0].getBoundingClientRect(), "
+        "b = g[g.length - 1].getBoundingClientRect(); return [a.y, b.y]; })()"
+    )
     zero, top = axis  # grid lines from 0 to the axis maximum
     rises = [(zero - y) / (zero - top) for y in ys]  # share of the axis each point reaches
     ratio = [r / rises[0] for r in rises]
     assert ratio == pytest.approx([s / sizes[0] for s in sizes], rel=0.01)
-    box = browser.eval("(() => { const r = document.querySelector('svg')"
-                       ".getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, "
-                       "height: r.height}; })()")  # fmt: skip
+    box = browser.eval(
+        "(() => { const r = document.querySelector('svg')"
+        ".getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, "
+        "height: r.height}; })()"
+    )
     width, _, bpp, rows = decode_png(browser.screenshot(box))
-    blue = sum(row[i:i + 3] == b"\x1f\x77\xb4" for row in rows
-               for i in range(0, width * bpp, bpp))  # fmt: skip
+    blue = sum(
+        row[i : i + 3] == b"\x1f\x77\xb4" for row in rows for i in range(0, width * bpp, bpp)
+    )
     assert blue > 200  # the total's line and markers are drawn in its colour
 
 
@@ -60,14 +67,30 @@ def test_compare_table_starts_with_what_changed_most(
     browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
 ) -> None:
     """The comparison page's function table: largest absolute delta first, unchanged last."""
-    base = write_metallib("base.metallib", [("v_copyfloat32float32", 9000), ("vv_Addfloat32", 500),
-                                            ("arange_float32", 6000), ("rope_float32", 100)])  # fmt: skip
-    head = write_metallib("head.metallib", [("v_copyfloat32float32", 9000), ("vv_Addfloat32", 700),
-                                            ("arange_float32", 2000), ("rope_float32", 1100)])  # fmt: skip
+    base = write_metallib(
+        "base.metallib",
+        [
+            ("v_copyfloat32float32", 9000),
+            ("vv_Addfloat32", 500),
+            ("arange_float32", 6000),
+            ("rope_float32", 100),
+        ],
+    )
+    head = write_metallib(
+        "head.metallib",
+        [
+            ("v_copyfloat32float32", 9000),
+            ("vv_Addfloat32", 700),
+            ("arange_float32", 2000),
+            ("rope_float32", 1100),
+        ],
+    )
     page = tmp_path / "compare.html"
     main(["compare", str(base), str(head), "--format", "html", "-o", str(page)])
     browser.open(page.as_uri())
-    rows = browser.wait_for("document.querySelectorAll('#table tbody tr').length === 4 && "
-                            "Array.from(document.querySelectorAll('#table tbody tr'))"
-                            ".map(r => r.cells[0].textContent)")  # fmt: skip
+    rows = browser.wait_for(
+        "document.querySelectorAll('#table tbody tr').length === 4 && "
+        "Array.from(document.querySelectorAll('#table tbody tr'))"
+        ".map(r => r.cells[0].textContent)"
+    )
     assert rows == ["arange_float32", "rope_float32", "vv_Addfloat32", "v_copyfloat32float32"]

@@ -111,8 +111,9 @@ def test_cli_writes_html_atomically(
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize(("version", "platform"), [("0.30.0", "macosx_14_0_arm64"),
-                                                    ("0.32.0", "macosx_26_0_arm64")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("version", "platform"), [("0.30.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")]
+)
 def test_real_library_page_stays_small(
     mlx_metallib: Callable[[str, str], Path], version: str, platform: str
 ) -> None:
@@ -132,7 +133,9 @@ def test_twenty_thousand_functions_stay_under_the_bound(
     write_metallib: Callable[..., Path],
 ) -> None:
     # long MLX-like names, so the name column is as large as a real library's at 20,000 functions
-    functions = [(f"steel_gemm_fused_nn_bfloat16_bfloat16_bm64_bn64_bk32_wm2_wn2_{i}", 40)
-                 for i in range(20_000)]  # fmt: skip
+    functions = [
+        (f"steel_gemm_fused_nn_bfloat16_bfloat16_bm64_bn64_bk32_wm2_wn2_{i}", 40)
+        for i in range(20_000)
+    ]
     page = report_html(load_reports(str(write_metallib("big.metallib", functions))))
     assert len(page.encode("utf-8")) <= MAX_BYTES

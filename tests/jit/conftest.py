@@ -40,9 +40,11 @@ class JitBuild:
 
     def ninja(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [find_tool("ninja"), "-C", str(self.build_dir), *args], capture_output=True, text=True,
+            [find_tool("ninja"), "-C", str(self.build_dir), *args],
+            capture_output=True,
+            text=True,
             check=False,
-        )  # fmt: skip
+        )
 
 
 def _project(root: Path, source_dir: Path, families: Sequence[str], options: str) -> Path:
@@ -72,10 +74,21 @@ def build_jit(
     project = _project(root / "src", source_dir or metal_src_dir(), families, options)
     build_dir = root / "build"
     configure = subprocess.run(
-        [find_tool("cmake"), "-S", str(project), "-B", str(build_dir), "-G", "Ninja",
-         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", "-DCMAKE_BUILD_TYPE=Release"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            find_tool("cmake"),
+            "-S",
+            str(project),
+            "-B",
+            str(build_dir),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}",
+            "-DCMAKE_BUILD_TYPE=Release",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     build = JitBuild(build_dir, "mbjit")
     if not check and configure.returncode != 0:
         return build, configure

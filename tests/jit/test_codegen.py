@@ -68,10 +68,19 @@ def test_family_source_with_no_kernels_compiles(compress: bool, tmp_path: Path) 
     path = tmp_path / "arange.cpp"
     path.write_text(generated.cpp, encoding="utf-8")
     subprocess.run(
-        [_cxx(), "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-         "-I", str(HOST_INCLUDE), str(path)],
+        [
+            _cxx(),
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsyntax-only",
+            "-I",
+            str(HOST_INCLUDE),
+            str(path),
+        ],
         check=True,
-    )  # fmt: skip
+    )
 
 
 def test_merge_counts_shared_pieces_once() -> None:
@@ -89,8 +98,22 @@ def test_merge_counts_shared_pieces_once() -> None:
     assert shared and all(name in stored for name in shared)
 
 
-NAMES = ["metal_jit", "a::b", "_x::y9::Z", "", "9a", "a::", "::a", "a:b", "a::::b", "a b", "a-b",
-         "a::9", "metal_jit\n", "é"]  # fmt: skip
+NAMES = [
+    "metal_jit",
+    "a::b",
+    "_x::y9::Z",
+    "",
+    "9a",
+    "a::",
+    "::a",
+    "a:b",
+    "a::::b",
+    "a b",
+    "a-b",
+    "a::9",
+    "metal_jit\n",
+    "é",
+]
 
 
 @pytest.mark.parametrize("module_name", ["MetalJit.cmake", "MetallibEmbed.cmake"])
@@ -114,8 +137,9 @@ def test_namespace_rule_is_the_same_in_python_and_cmake(tmp_path: Path, module_n
         lines.append(f'if(name{i} MATCHES "^${{cxx_namespace}}$")\n  message("{i} ns")\nendif()')
         lines.append(f'if(name{i} MATCHES "^${{cxx_identifier}}$")\n  message("{i} id")\nendif()')
     script.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = subprocess.run([find_tool("cmake"), "-P", str(script)], capture_output=True, text=True,
-                         check=True)  # fmt: skip
+    run = subprocess.run(
+        [find_tool("cmake"), "-P", str(script)], capture_output=True, text=True, check=True
+    )
     by_cmake = set(run.stderr.split("\n"))
     for i, name in enumerate(NAMES):
         assert (f"{i} ns" in by_cmake) == valid_namespace(name), name

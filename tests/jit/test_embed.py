@@ -43,9 +43,19 @@ def _compile_and_dump(source: Path, names: list[str], namespace: str = "metal_ji
     )
     exe = source.parent / "dump"
     subprocess.run(
-        [cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", str(source), str(main_cpp), "-o", str(exe)],
+        [
+            cxx,
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            str(source),
+            str(main_cpp),
+            "-o",
+            str(exe),
+        ],
         check=True,
-    )  # fmt: skip
+    )
     out = subprocess.run([str(exe)], capture_output=True, check=True).stdout
     return out.decode("utf-8").split("\0")[:-1]
 
@@ -79,10 +89,20 @@ def test_embed_round_trip_through_the_compiler(
     out.parent.mkdir()
     headers = ["kern/add.h", "kern/mul.h", "kern/evil.h", "kern/big.h"]
     code, _, err = run_cli(
-        ["embed", *(str(root / h) for h in headers), "-I", str(root), "-D", "JIT=1",
-         "-o", str(out), "--namespace", "ns::jit"],
+        [
+            "embed",
+            *(str(root / h) for h in headers),
+            "-I",
+            str(root),
+            "-D",
+            "JIT=1",
+            "-o",
+            str(out),
+            "--namespace",
+            "ns::jit",
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
     assert 'R"mbjit1(' in text  # the evil header forced another delimiter
@@ -100,8 +120,9 @@ def test_embed_cstring_round_trip_matches_the_string_api(
     """--api cstring: the same texts as --api string (one piece, many pieces, none, a header
     that forces another raw-string delimiter), through ``preamble()`` and the functions."""
     evil = '#pragma once\nconst char* s = R"mbjit(nested)mbjit";\n'
-    root = kernel_tree({**TREE, "kern/evil.h": evil, "kern/big.h": "// x\n" * 9000,
-                        "kern/empty.h": ""})  # fmt: skip
+    root = kernel_tree(
+        {**TREE, "kern/evil.h": evil, "kern/big.h": "// x\n" * 9000, "kern/empty.h": ""}
+    )
     headers = ["kern/add.h", "kern/evil.h", "kern/big.h", "kern/empty.h"]
     texts = {}
     for api in ("string", "cstring"):
@@ -188,8 +209,20 @@ def test_generator_entry_point_fails_with_exit_2(
     root = kernel_tree({"k.h": '#include "gone.h"\n'})
     env = {**os.environ, "PYTHONPATH": str(Path(builder.__file__).parent.parent)}
     proc = subprocess.run(
-        [sys.executable, "-m", "builder.jit", "embed", str(root / "k.h"), "-o", str(tmp_path / "o.cpp")],
-        capture_output=True, text=True, check=False, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "builder.jit",
+            "embed",
+            str(root / "k.h"),
+            "-o",
+            str(tmp_path / "o.cpp"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "k.h:1:" in proc.stderr

@@ -58,15 +58,27 @@ def _project(root: Path, call: str, main: str = MAIN) -> Path:
 
 def _configure(src: Path, build: Path, *defs: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [find_tool("cmake"), "-S", str(src), "-B", str(build), "-G", "Ninja",
-         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", *defs],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            find_tool("cmake"),
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}",
+            *defs,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def _ninja(build: Path) -> subprocess.CompletedProcess[str]:
-    run = subprocess.run([find_tool("ninja"), "-C", str(build)], capture_output=True, text=True,
-                         check=False)  # fmt: skip
+    run = subprocess.run(
+        [find_tool("ninja"), "-C", str(build)], capture_output=True, text=True, check=False
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     return run
 
@@ -123,12 +135,17 @@ def test_embeds_into_a_target_and_regenerates_through_the_depfile(
         (CALL.replace("API cstring", "API wide"), "API 'wide' is neither string nor cstring"),
         (CALL.replace("NAMESPACE mlx::core::metal ", ""), "NAMESPACE <ns> is required"),
         (CALL.replace("mlx::core::metal", "mlx::"), "NAMESPACE 'mlx::' is not a C++ namespace"),
-        (CALL.replace("unary.h", "nope.h"), f"HEADERS: 'mlx headers/{KERNELS}/nope.h' is not a file"),
-        (CALL.replace('INCLUDE_DIRECTORIES "mlx headers"', "INCLUDE_DIRECTORIES"),
-         "INCLUDE_DIRECTORIES given without a value"),
+        (
+            CALL.replace("unary.h", "nope.h"),
+            f"HEADERS: 'mlx headers/{KERNELS}/nope.h' is not a file",
+        ),
+        (
+            CALL.replace('INCLUDE_DIRECTORIES "mlx headers"', "INCLUDE_DIRECTORIES"),
+            "INCLUDE_DIRECTORIES given without a value",
+        ),
         (CALL.replace("(preambles", "(missing"), "no target named 'missing'"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_stop_the_configure_naming_them(
     mlx_headers: Path, tmp_path: Path, call: str, message: str
 ) -> None:
@@ -141,11 +158,16 @@ def test_bad_arguments_stop_the_configure_naming_them(
 
 def test_a_python_without_the_generator_is_named_at_configure(tmp_path: Path) -> None:
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'builder'\" >&2\n"
-                    "exit 1\n", encoding="utf-8")  # fmt: skip
+    fake.write_text(
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'builder'\" >&2\nexit 1\n",
+        encoding="utf-8",
+    )
     fake.chmod(0o755)
-    src = _project(tmp_path, f'metallib_embed_headers(preambles NAMESPACE ns HEADERS k.h\n'
-                             f'  INCLUDE_DIRECTORIES . PYTHON "{fake}")')  # fmt: skip
+    src = _project(
+        tmp_path,
+        f"metallib_embed_headers(preambles NAMESPACE ns HEADERS k.h\n"
+        f'  INCLUDE_DIRECTORIES . PYTHON "{fake}")',
+    )
     (src / "k.h").write_text("int k;\n", encoding="utf-8")
     run = _configure(src, tmp_path / "build")
     assert run.returncode != 0

@@ -35,18 +35,21 @@ def test_escaping_follows_gcc() -> None:
 
 
 def _ninja(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([find_tool("ninja"), "-C", str(root), *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    return subprocess.run(
+        [find_tool("ninja"), "-C", str(root), *args], capture_output=True, text=True, check=False
+    )
 
 
 def test_ninja_reads_every_inlined_header_back(
     kernel_tree: Callable[[dict[str, str]], Path], tmp_path: Path
 ) -> None:
-    tree = kernel_tree({
-        f"{ODD}/k/top.h": '#pragma once\n#include "k/mid.h"\nint top;\n',
-        f"{ODD}/k/mid.h": '#pragma once\n#include <metal_stdlib>\n#include "k/deep.h"\nint mid;\n',
-        f"{ODD}/k/deep.h": "#pragma once\nint deep;\n",
-    })  # fmt: skip
+    tree = kernel_tree(
+        {
+            f"{ODD}/k/top.h": '#pragma once\n#include "k/mid.h"\nint top;\n',
+            f"{ODD}/k/mid.h": '#pragma once\n#include <metal_stdlib>\n#include "k/deep.h"\nint mid;\n',
+            f"{ODD}/k/deep.h": "#pragma once\nint deep;\n",
+        }
+    )
     inc = tree / ODD
     build = tmp_path / "build"
     build.mkdir()
@@ -78,9 +81,10 @@ def test_ninja_reads_every_inlined_header_back(
 
 
 def test_depfile_written_only_when_changed(
-    kernel_tree: Callable[[dict[str, str]], Path], tmp_path: Path,
+    kernel_tree: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     tree = kernel_tree({"k/a.h": '#include "k/b.h"\nint a;\n', "k/b.h": "int b;\n"})
     out, dep = tmp_path / "gen" / "a.cpp", tmp_path / "gen" / "a.d"
     args = ["embed", str(tree / "k/a.h"), "-I", str(tree), "-o", str(out), "--depfile", str(dep)]
@@ -97,9 +101,10 @@ def test_depfile_written_only_when_changed(
 
 
 def test_cstring_refuses_text_with_a_nul(
-    kernel_tree: Callable[[dict[str, str]], Path], tmp_path: Path,
+    kernel_tree: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     tree = kernel_tree({"k/n.h": "int n; // \0\n"})
     out = tmp_path / "n.cpp"
     base = ["embed", str(tree / "k/n.h"), "-I", str(tree), "-o", str(out)]

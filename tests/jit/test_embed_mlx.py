@@ -60,10 +60,20 @@ def test_cstring_api_links_with_mlx_style_declarations(
     out = tmp_path / "jit" / "preambles.cpp"
     headers = [str(mlx_headers / KERNELS / h) for h in HEADERS]
     code, _, err = run_cli(
-        ["embed", *headers, "-I", str(mlx_headers), "-o", str(out),
-         "--namespace", "mlx::core::metal", "--api", "cstring"],
+        [
+            "embed",
+            *headers,
+            "-I",
+            str(mlx_headers),
+            "-o",
+            str(out),
+            "--namespace",
+            "mlx::core::metal",
+            "--api",
+            "cstring",
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 0, err
     _includes_h(tmp_path / "includes.h")
     calls = "".join(f"  dump(mlx::core::metal::{f}());\n" for f in HEADERS.values())
@@ -80,10 +90,22 @@ def test_cstring_api_links_with_mlx_style_declarations(
     )
     exe = tmp_path / "show"
     compile_ = subprocess.run(
-        [find_compiler().path, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsanitize=address",
-         str(out), str(tmp_path / "main.cpp"), "-o", str(exe)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            find_compiler().path,
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsanitize=address",
+            str(out),
+            str(tmp_path / "main.cpp"),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert compile_.returncode == 0, compile_.stderr
     run = subprocess.run([str(exe)], capture_output=True, check=False)
     assert run.returncode == 0, run.stderr.decode(errors="replace")[-2000:]
@@ -124,10 +146,18 @@ def test_depfile_names_every_header_gcc_reaches(
     headers = [mlx_headers / KERNELS / n for n in names]
     out, depfile = tmp_path / "pre.cpp", tmp_path / "pre.d"
     code, _, err = run_cli(
-        ["embed", *map(str, headers), "-I", str(mlx_headers), "-o", str(out),
-         "--depfile", str(depfile)],
+        [
+            "embed",
+            *map(str, headers),
+            "-I",
+            str(mlx_headers),
+            "-o",
+            str(out),
+            "--depfile",
+            str(depfile),
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 0, err
     target, listed = _prerequisites(depfile)
     assert target == str(out)

@@ -63,8 +63,9 @@ def hostile_tree(tmp_path: Path) -> Path:
 
 
 def _cxx(*args: str) -> None:
-    run = subprocess.run([find_compiler().path, "-std=c++17", *args],
-                         capture_output=True, text=True, check=False)  # fmt: skip
+    run = subprocess.run(
+        [find_compiler().path, "-std=c++17", *args], capture_output=True, text=True, check=False
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
 
@@ -80,8 +81,10 @@ def test_hostile_names_stay_inside_literals_and_round_trip(
 ) -> None:
     headers = [hostile_tree / n for n in ROOT_NAMES]
     source = tmp_path / "out" / "pre.cpp"
-    code, _, err = run_cli(["embed", *map(str, headers), "-I", str(hostile_tree), "-o",
-                            str(source), "--api", api], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["embed", *map(str, headers), "-I", str(hostile_tree), "-o", str(source), "--api", api],
+        capsys,
+    )
     assert code == 0, err
     text = source.read_text(encoding="utf-8")  # valid UTF-8 though a name is not
     assert "PLANTED" in text  # the names are in the source, escaped
@@ -95,7 +98,7 @@ def test_hostile_names_stay_inside_literals_and_round_trip(
         + "".join(f"{returns} {f}();\n" for f in functions)
         + "}\nstatic void emit(std::string_view t) { std::fwrite(t.data(), 1, t.size(), stdout);"
         " std::fputc(0, stdout); }\n"
-        "int main(int, char** argv) {\n  std::FILE* keys = std::fopen(argv[1], \"rb\");\n"
+        'int main(int, char** argv) {\n  std::FILE* keys = std::fopen(argv[1], "rb");\n'
         "  std::string key;\n  for (int c; (c = std::fgetc(keys)) != EOF;) {\n"
         "    if (c) { key += char(c); continue; }\n"
         "    if (metal_jit::preamble(key).empty()) return 4;\n"
@@ -105,8 +108,16 @@ def test_hostile_names_stay_inside_literals_and_round_trip(
         encoding="utf-8",
     )
     exe = tmp_path / "host"
-    _cxx("-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined", str(source), str(main),
-         "-o", str(exe))  # fmt: skip
+    _cxx(
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-fsanitize=address,undefined",
+        str(source),
+        str(main),
+        "-o",
+        str(exe),
+    )
     keys = tmp_path / "keys"
     keys.write_bytes(b"".join(os.fsencode(n) + b"\0" for n in ROOT_NAMES))
     out = _run(exe, str(keys))
@@ -134,8 +145,19 @@ def test_a_name_no_depfile_can_hold_is_one_line_exit_2(
     hostile_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, depfile = tmp_path / "pre.cpp", tmp_path / "pre.d"
-    code, _, err = run_cli(["embed", str(hostile_tree / ROOT_NAMES[0]), "-I", str(hostile_tree),
-                            "-o", str(out), "--depfile", str(depfile)], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        [
+            "embed",
+            str(hostile_tree / ROOT_NAMES[0]),
+            "-I",
+            str(hostile_tree),
+            "-o",
+            str(out),
+            "--depfile",
+            str(depfile),
+        ],
+        capsys,
+    )
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "line break" in err
     assert not depfile.exists()
@@ -171,14 +193,20 @@ def escaping_tree(tmp_path: Path) -> Callable[[str], Path]:
 
 @pytest.mark.parametrize(
     "line",
-    ['#include "../../secret.h"', '#include "{tmp}/secret.h"', '#include "../link.h"',
-     '#include "' + "../" * 40 + 'etc/passwd"'],
+    [
+        '#include "../../secret.h"',
+        '#include "{tmp}/secret.h"',
+        '#include "../link.h"',
+        '#include "' + "../" * 40 + 'etc/passwd"',
+    ],
     ids=["relative", "absolute", "symlink", "etc-passwd"],
-)  # fmt: skip
+)
 def test_quoted_include_outside_the_tree_is_refused(
-    line: str, escaping_tree: Callable[[str], Path], tmp_path: Path,
+    line: str,
+    escaping_tree: Callable[[str], Path],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     tree = escaping_tree(line.format(tmp=tmp_path))
     out = tmp_path / "pre.cpp"
     args = ["embed", str(tree / "sub" / "k.h"), "-I", str(tree), "-o", str(out)]
@@ -248,8 +276,9 @@ def test_embed_never_writes_over_an_input(
         out = chosen
     else:
         dep = chosen
-    code, _, err = run_cli(["embed", str(header), "-I", str(tmp_path), "-o", str(out),
-                            "--depfile", str(dep)], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["embed", str(header), "-I", str(tmp_path), "-o", str(out), "--depfile", str(dep)], capsys
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "refusing to write over the input" in err or "name the same file" in err
     assert {p: p.read_bytes() for p in (header, include)} == before

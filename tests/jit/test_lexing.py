@@ -69,6 +69,10 @@ def test_stripped_preambles_keep_markers_and_pass_the_check() -> None:
             assert line == ("" if expected.strip() == "#pragma once" else expected)
             current[1] += 1
         preambles[name] = stripped.text
-    result = run_check(family_check_units(catalog, preambles), source_dir=root,
-                       compiler=find_compiler(), syntax_only=True)  # fmt: skip
+    result = run_check(
+        family_check_units(catalog, preambles),
+        source_dir=root,
+        compiler=find_compiler(),
+        syntax_only=True,
+    )
     assert result.ok, [d.format() for d in result.diagnostics]

@@ -64,8 +64,9 @@ def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
     lib = JitLibrary(jit_build.library)
     catalog = load_catalog()
     units = family_check_units(catalog, {f: lib.preamble(f) for f in FAMILIES}, FAMILIES)
-    result = run_check(units, source_dir=catalog.source_dir, compiler=find_compiler(),
-                       syntax_only=True)  # fmt: skip
+    result = run_check(
+        units, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
+    )
     assert result.ok, [d.format() for d in result.diagnostics]
     assert result.instantiations == len(lib.names())
 
@@ -80,8 +81,9 @@ def test_embed_json_is_measured_from_the_output(jit_build: JitBuild) -> None:
     for family in facts["units"]:
         assert family["source_bytes"] == len(lib.preamble(family["name"]).encode())
         assert family["host_names"] == [n for n in lib.names() if lib.family(n) == family["name"]]
-        assert family["headers"] == list(inline_preamble(
-            [root / load_catalog().families[family["name"]].header], [root]).headers)  # fmt: skip
+        assert family["headers"] == list(
+            inline_preamble([root / load_catalog().families[family["name"]].header], [root]).headers
+        )
     # Shared pieces (common headers) are listed once, and the total adds up.
     assert facts["shared"], "the test families share common headers"
     assert all(len(s["units"]) > 1 for s in facts["shared"])
@@ -265,8 +267,9 @@ def test_broken_kernel_fails_the_check(tree_copy: Path) -> None:
     units = family_check_units(catalog, {"softmax": preamble}, ["softmax"])
     result = run_check(units, source_dir=tree_copy, compiler=find_compiler(), syntax_only=True)
     assert not result.ok
-    assert any(d.path.endswith("softmax/softmax.h") and d.severity == "error"
-               for d in result.diagnostics), [d.format() for d in result.diagnostics]  # fmt: skip
+    assert any(
+        d.path.endswith("softmax/softmax.h") and d.severity == "error" for d in result.diagnostics
+    ), [d.format() for d in result.diagnostics]
 
 
 def test_every_family_source_passes_the_check() -> None:
@@ -277,8 +280,12 @@ def test_every_family_source_passes_the_check() -> None:
         name: inline_preamble([root / spec.header], [root]).text
         for name, spec in catalog.families.items()
     }
-    result = run_check(family_check_units(catalog, preambles), source_dir=root,
-                       compiler=find_compiler(), syntax_only=True)  # fmt: skip
+    result = run_check(
+        family_check_units(catalog, preambles),
+        source_dir=root,
+        compiler=find_compiler(),
+        syntax_only=True,
+    )
     assert result.ok, [d.format() for d in result.diagnostics]
     assert result.instantiations == len(catalog.expand())
 

@@ -81,10 +81,12 @@ def test_nested_missing_include_names_the_nested_file(kernel_tree: Callable[...,
 
 
 def test_directives_in_comments_and_cycles(kernel_tree: Callable[..., Path]) -> None:
-    root = kernel_tree({
-        "k.h": '/* old:\n#include "gone.h"\n*/\n// #include "gone.h"\n#include "a.h"\nint k;\n',
-        "a.h": '#include "k.h"\nint a;\n',  # a cycle: k.h is already being inlined
-    })  # fmt: skip
+    root = kernel_tree(
+        {
+            "k.h": '/* old:\n#include "gone.h"\n*/\n// #include "gone.h"\n#include "a.h"\nint k;\n',
+            "a.h": '#include "k.h"\nint a;\n',  # a cycle: k.h is already being inlined
+        }
+    )
     pre = inline_preamble([root / "k.h"], [root])
     assert pre.headers == ("k.h", "a.h")
     assert '#include "gone.h"' in pre.text  # inside the comment, kept as text

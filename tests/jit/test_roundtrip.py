@@ -238,17 +238,34 @@ def compile_and_run(workdir: Path, sources: dict[str, str], extra: Sequence[str]
     def build(name: str) -> Path:
         (workdir / name).write_text(sources[name], encoding="utf-8")
         obj = workdir / f"{name}.o"
-        run = subprocess.run([cxx, "-std=c++17", "-O0", *SANITIZE, *include, "-c",
-                              str(workdir / name), "-o", str(obj)],
-                             capture_output=True, text=True, check=False)  # fmt: skip
+        run = subprocess.run(
+            [
+                cxx,
+                "-std=c++17",
+                "-O0",
+                *SANITIZE,
+                *include,
+                "-c",
+                str(workdir / name),
+                "-o",
+                str(obj),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert run.returncode == 0, f"{name}: {run.stderr[-3000:]}"
         return obj
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         objects = list(pool.map(build, sorted(sources, key=lambda n: -len(sources[n]))))
     exe = workdir / "roundtrip"
-    link = subprocess.run([cxx, *SANITIZE, *map(str, objects), *extra, "-o", str(exe)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    link = subprocess.run(
+        [cxx, *SANITIZE, *map(str, objects), *extra, "-o", str(exe)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert link.returncode == 0, link.stderr[-3000:]
     run = subprocess.run([str(exe)], capture_output=True, env=RUN_ENV, check=False)
     assert run.returncode == 0, run.stderr.decode("utf-8", "replace")[:3000]  # the report's head
@@ -271,15 +288,22 @@ def embed_program(trees: Sequence[Tree], api: str, strip: bool) -> dict[str, str
     returns = "const std::string&" if api == "string" else "const char*"
     sources, declarations, calls = {}, [], []
     for k, tree in enumerate(trees):
-        text, _ = embed_headers(tree.headers, tree.include_dirs, namespace=f"rt::t{k}",
-                                strip=strip, api=api)  # fmt: skip
+        text, _ = embed_headers(
+            tree.headers, tree.include_dirs, namespace=f"rt::t{k}", strip=strip, api=api
+        )
         sources[f"t{k}.cpp"] = text
         functions = function_names(tree.names())
-        declarations += [f"namespace rt::t{k} {{", *(f"{returns} {f}();" for f in functions),
-                         "std::string_view preamble(std::string_view);", "}"]  # fmt: skip
+        declarations += [
+            f"namespace rt::t{k} {{",
+            *(f"{returns} {f}();" for f in functions),
+            "std::string_view preamble(std::string_view);",
+            "}",
+        ]
         for name, function in zip(tree.names(), functions):
-            calls += [f"  emit(rt::t{k}::{function}());",
-                      f"  emit(rt::t{k}::preamble({c_quote(name)}));"]  # fmt: skip
+            calls += [
+                f"  emit(rt::t{k}::{function}());",
+                f"  emit(rt::t{k}::preamble({c_quote(name)}));",
+            ]
     main = [_EMIT, "#include <string>", *declarations, "int main() {", *calls, "  return 0;", "}"]
     sources["main.cpp"] = "\n".join(main) + "\n"
     return sources
@@ -301,21 +325,37 @@ def registry_program(
             units.append(render_family(family, preamble, pieces, [], [], "", tree.label))
             families.append(family)
         sources[f"t{k}.cpp"] = "".join(units)  # a unity build of the tree's families
-    sources["index.cpp"] = "\n".join([
-        '#include "metal_jit/embedded.h"', "namespace metal_jit::detail {",
-        *(f"extern const Family family_{f};" for f in families),
-        "const Family* const kItems[] = {" + ", ".join(f"&family_{f}" for f in families) + "};",
-        "const FamilyTable& family_table() {",
-        f"  static constexpr FamilyTable table{{kItems, {len(families)}}};", "  return table;",
-        "}", "}  // namespace metal_jit::detail", ""])  # fmt: skip
+    sources["index.cpp"] = "\n".join(
+        [
+            '#include "metal_jit/embedded.h"',
+            "namespace metal_jit::detail {",
+            *(f"extern const Family family_{f};" for f in families),
+            "const Family* const kItems[] = {" + ", ".join(f"&family_{f}" for f in families) + "};",
+            "const FamilyTable& family_table() {",
+            f"  static constexpr FamilyTable table{{kItems, {len(families)}}};",
+            "  return table;",
+            "}",
+            "}  // namespace metal_jit::detail",
+            "",
+        ]
+    )
     names = ", ".join(f'"{f}"' for f in families)
-    sources["main.cpp"] = _EMIT + "\n".join([
-        '#include "metal_jit/registry.h"', "int main() {",
-        f"  for (const char* family : {{{names}}}) {{",
-        "    emit(metal_jit::preamble(family));",
-        "    const char* text = nullptr;", "    std::size_t size = 0;",
-        "    if (mbjit_preamble(family, &text, &size) != 0) return 3;",
-        "    emit({text, size});", "  }", "  return 0;", "}", ""])  # fmt: skip
+    sources["main.cpp"] = _EMIT + "\n".join(
+        [
+            '#include "metal_jit/registry.h"',
+            "int main() {",
+            f"  for (const char* family : {{{names}}}) {{",
+            "    emit(metal_jit::preamble(family));",
+            "    const char* text = nullptr;",
+            "    std::size_t size = 0;",
+            "    if (mbjit_preamble(family, &text, &size) != 0) return 3;",
+            "    emit({text, size});",
+            "  }",
+            "  return 0;",
+            "}",
+            "",
+        ]
+    )
     return sources
 
 
@@ -323,9 +363,22 @@ def registry_program(
 def registry_object(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The registry (metal_src/host/registry.cpp) compiled once, zlib on, with the sanitizers."""
     obj = tmp_path_factory.mktemp("registry") / "registry.o"
-    subprocess.run([find_compiler().path, "-std=c++17", "-O0", *SANITIZE, "-DMETAL_JIT_HAVE_ZLIB=1",
-                    "-I", str(HOST / "include"), "-c", str(HOST / "registry.cpp"), "-o", str(obj)],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [
+            find_compiler().path,
+            "-std=c++17",
+            "-O0",
+            *SANITIZE,
+            "-DMETAL_JIT_HAVE_ZLIB=1",
+            "-I",
+            str(HOST / "include"),
+            "-c",
+            str(HOST / "registry.cpp"),
+            "-o",
+            str(obj),
+        ],
+        check=True,
+    )
     return obj
 
 
@@ -336,8 +389,9 @@ def references(trees: list[Tree]) -> Callable[[bool], list[str]]:
 
     def get(strip: bool) -> list[str]:
         if strip not in made:
-            made[strip] = [reference_preamble(h, t.include_dirs, strip)
-                           for t in trees for h in t.headers]  # fmt: skip
+            made[strip] = [
+                reference_preamble(h, t.include_dirs, strip) for t in trees for h in t.headers
+            ]
         return made[strip]
 
     return get
@@ -352,10 +406,14 @@ def mismatches(trees: Sequence[Tree], got: Sequence[str], want: Sequence[str]) -
     for index, text in enumerate(got):
         expected = want[index // per_header]
         if text != expected:
-            at = next((i for i, (a, b) in enumerate(zip(text, expected)) if a != b),
-                      min(len(text), len(expected)))  # fmt: skip
-            bad.append(f"{labels[index // per_header]} (read {index % per_header}): "
-                       f"{len(text)} of {len(expected)} characters, first difference at {at}")  # fmt: skip
+            at = next(
+                (i for i, (a, b) in enumerate(zip(text, expected)) if a != b),
+                min(len(text), len(expected)),
+            )
+            bad.append(
+                f"{labels[index // per_header]} (read {index % per_header}): "
+                f"{len(text)} of {len(expected)} characters, first difference at {at}"
+            )
     return bad
 
 
@@ -372,9 +430,12 @@ def test_trees_are_real(trees: list[Tree]) -> None:
 @pytest.mark.parametrize("strip", [False, True], ids=["", "strip"])
 @pytest.mark.parametrize("api", ["string", "cstring"])
 def test_embed_returns_each_header_exactly(
-    api: str, strip: bool, trees: list[Tree], references: Callable[[bool], list[str]],
+    api: str,
+    strip: bool,
+    trees: list[Tree],
+    references: Callable[[bool], list[str]],
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     output = compile_and_run(tmp_path, embed_program(trees, api, strip))
     assert mismatches(trees, texts(output), references(strip)) == []
 
@@ -383,9 +444,14 @@ def test_embed_returns_each_header_exactly(
 @pytest.mark.parametrize("compress", [False, True], ids=["raw", "zlib"])
 @pytest.mark.parametrize("dedup", [True, False], ids=["dedup", "no-dedup"])
 def test_registry_returns_each_header_exactly(
-    dedup: bool, compress: bool, strip: bool, trees: list[Tree],
-    references: Callable[[bool], list[str]], registry_object: Path, tmp_path: Path,
-) -> None:  # fmt: skip
+    dedup: bool,
+    compress: bool,
+    strip: bool,
+    trees: list[Tree],
+    references: Callable[[bool], list[str]],
+    registry_object: Path,
+    tmp_path: Path,
+) -> None:
     sources = registry_program(trees, dedup, compress, strip)
     output = compile_and_run(tmp_path, sources, [str(registry_object), "-lz"])
     assert mismatches(trees, texts(output), references(strip)) == []

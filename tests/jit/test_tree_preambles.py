@@ -20,8 +20,9 @@ def test_preambles_are_the_entry_files_includes_each_once(
     mlx_style: Path, mlx_headers: Path
 ) -> None:
     tree = load_tree(mlx_style, include_dirs=[mlx_headers])
-    assert [h.relative_to(mlx_headers).as_posix() for h in entry_includes(tree, "unary_subset.metal")
-            ] == [f"{KERNELS}/utils.h", f"{KERNELS}/unary_ops.h", f"{KERNELS}/unary.h"]  # fmt: skip
+    assert [
+        h.relative_to(mlx_headers).as_posix() for h in entry_includes(tree, "unary_subset.metal")
+    ] == [f"{KERNELS}/utils.h", f"{KERNELS}/unary_ops.h", f"{KERNELS}/unary.h"]
     specs = jit_preambles(tree, ["unary_subset.metal", "arange_subset.metal", "versioned.metal"])
     assert [(s.function, s.entries) for s in specs] == [
         ("utils", ("unary_subset.metal", "arange_subset.metal", "versioned.metal")),
@@ -68,7 +69,9 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     tree = load_tree(tree_dir)
     specs = jit_preambles(tree, ["unary_subset.metal"])
     assert [(s.function, len(s.headers)) for s in specs] == [
-        ("utils", 1), ("unary_family", 2), ("scatter_rows", 1)
+        ("utils", 1),
+        ("unary_family", 2),
+        ("scatter_rows", 1),
     ]
     # a configured name equal to an unconfigured header's stem names two different things
     (tree_dir / "metallib.toml").write_text(
@@ -88,7 +91,9 @@ def test_an_entry_file_named_like_its_header_needs_only_the_header(
     tree = load_tree(mlx_style, include_dirs=[mlx_headers])
     specs = jit_preambles(tree, ["fft.metal"])
     assert [(s.function, s.entries) for s in specs] == [
-        ("utils", ("fft.metal",)), ("fft", ("fft.metal",)), ("scatter_rows", ())
+        ("utils", ("fft.metal",)),
+        ("fft", ("fft.metal",)),
+        ("scatter_rows", ()),
     ]
     assert specs[1].headers == ((mlx_style / "fft.h").resolve(),)
     # names are the tree's, whatever the split: unary.h is unary() alone or with everything
@@ -106,13 +111,17 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
     """fft.metal writing a kernel itself and its header fft.h are both preambles: the stems and
     the paths without suffix collide, so both are named after the whole path."""
-    root = _tree(tmp_path, {
-        "fft.h": "template <typename T> [[kernel]] void pass(device T* x) { }\n",
-        "fft.metal": '#include "fft.h"\nkernel void own(device float* x) { }\n'
-                     'template [[host_name("p")]] [[kernel]] decltype(pass<float>) pass<float>;\n',
-        "a/util.h": "#pragma once\n", "b/util.h": "#pragma once\n",
-        "c.metal": '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n',
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "fft.h": "template <typename T> [[kernel]] void pass(device T* x) { }\n",
+            "fft.metal": '#include "fft.h"\nkernel void own(device float* x) { }\n'
+            'template [[host_name("p")]] [[kernel]] decltype(pass<float>) pass<float>;\n',
+            "a/util.h": "#pragma once\n",
+            "b/util.h": "#pragma once\n",
+            "c.metal": '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n',
+        },
+    )
     tree = load_tree(root)
     specs = jit_preambles(tree, ["fft.metal", "c.metal"])
     assert [(s.function, s.headers) for s in specs] == [
@@ -126,23 +135,33 @@ def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
 
 def test_names_that_coincide_are_numbered_in_path_order(tmp_path: Path) -> None:
     """x-y.h and x_y.h are one identifier even as whole paths: numbered in order, no clash."""
-    root = _tree(tmp_path, {
-        "x-y.h": "#pragma once\n", "x_y.h": "#pragma once\n",
-        "e.metal": '#include "x-y.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "x-y.h": "#pragma once\n",
+            "x_y.h": "#pragma once\n",
+            "e.metal": '#include "x-y.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
+        },
+    )
     specs = jit_preambles(load_tree(root), ["e.metal"])
     assert {s.function: s.headers[0].name for s in specs} == {
-        "x_y_h": "x-y.h", "x_y_h_2": "x_y.h", "e": "e.metal"
+        "x_y_h": "x-y.h",
+        "x_y_h_2": "x_y.h",
+        "e": "e.metal",
     }
 
 
 def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Path) -> None:
     """A configured name equal to another header's derived name is the clash that remains."""
-    root = _tree(tmp_path, {
-        "other.h": "#pragma once\n", "x_y.h": "#pragma once\n",
-        "e.metal": '#include "other.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
-        "metallib.toml": '[build.preambles]\nx_y = "other.h"\n',
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "other.h": "#pragma once\n",
+            "x_y.h": "#pragma once\n",
+            "e.metal": '#include "other.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
+            "metallib.toml": '[build.preambles]\nx_y = "other.h"\n',
+        },
+    )
     with pytest.raises(UsageError) as caught:
         jit_preambles(load_tree(root), ["e.metal"])
     message = str(caught.value)
@@ -158,12 +177,15 @@ def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Pa
 def test_a_configured_preamble_no_entry_file_needs_is_in_every_split(tmp_path: Path) -> None:
     """[build.preambles] naming a header no entry file includes is an extra the host wants:
     it is embedded whatever is JIT, as run-time-only kernels' headers are."""
-    root = _tree(tmp_path, {
-        "gather.h": "inline int gather_index(int i) { return i; }\n",
-        "used.h": "#pragma once\n",
-        "e.metal": '#include "used.h"\nkernel void e(device float* x) { }\n',
-        "metallib.toml": '[build.preambles]\ngather = "gather.h"\nused_one = "used.h"\n',
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "gather.h": "inline int gather_index(int i) { return i; }\n",
+            "used.h": "#pragma once\n",
+            "e.metal": '#include "used.h"\nkernel void e(device float* x) { }\n',
+            "metallib.toml": '[build.preambles]\ngather = "gather.h"\nused_one = "used.h"\n',
+        },
+    )
     tree = load_tree(root)
     extra = ("gather", ((root / "gather.h").resolve(),), ())
     assert [tuple(s) for s in jit_preambles(tree, [])] == [extra]

@@ -121,17 +121,23 @@ def test_small_hand_written_catalog(tmp_path: Path) -> None:
             "header": "fam/fam.h",
             "forms": {
                 "v": {"template": "k_v", "args": ["{T0}", "{out}", "{op}"]},
-                "g": {"template": "k_g", "args": ["{T0}", "{out}", "{op}", "{n}", "{m}"],
-                      "params": {"n": [1, 2], "m": [7]}},
+                "g": {
+                    "template": "k_g",
+                    "args": ["{T0}", "{out}", "{op}", "{n}", "{m}"],
+                    "params": {"n": [1, 2], "m": [7]},
+                },
             },
             "ops": {
                 "a": {"functor": "A", "dtypes": ["f"]},
                 "b": {"functor": "B", "dtypes": ["i"], "out": "bool"},
             },
         },
-        "copy": {"header": "fam/fam.h", "dtypes": ["f", "i"],
-                 "forms": {"v": {"template": "c", "args": ["{T0}", "{T1}"]}}},
-    }  # fmt: skip
+        "copy": {
+            "header": "fam/fam.h",
+            "dtypes": ["f", "i"],
+            "forms": {"v": {"template": "c", "args": ["{T0}", "{T1}"]}},
+        },
+    }
     catalog = load_catalog(write_catalog(tmp_path, families))
     # unary: (2 + 3) per form; v once, g twice (n) -> 5 + 10; copy: 2 x 3
     assert len(catalog.expand()) == 15 + 6
@@ -228,9 +234,20 @@ def test_one_rule_splits_every_comma_list(given: str | None, names: list[str] | 
 
 def test_dtype_vocabulary_is_fixed(raw) -> None:
     assert DTYPES == (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "bfloat16", "float32", "complex64",
-    )  # fmt: skip
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "complex64",
+    )
     for members in raw["dtype_sets"].values():
         assert set(members) <= set(DTYPES)
 

@@ -43,10 +43,11 @@ def test_full_library_passes(run_cli, raw, catalog_counter) -> None:
 
 def test_broken_kernel_reports_file_and_line(tmp_path: Path, run_cli) -> None:
     tree, line = broken_copy(
-        tmp_path, "unary/unary.h",
+        tmp_path,
+        "unary/unary.h",
         "out[index] = static_cast<U>(Op()(in[index]));",
         "out[index] = static_cast<U>(Op()(in[index])) + no_such_name;",
-    )  # fmt: skip
+    )
     code, out, err = run_cli(["check", "--source-dir", str(tree), "--kernels", "unary"])
     assert code == 1
     assert f"{tree}/unary/unary.h:{line}:" in out

@@ -194,8 +194,19 @@ def test_gather_and_scatter(cpu: CpuRunner) -> None:
     src = np.arange(15, dtype=np.float32).reshape(5, 3)
     idx = np.array([4, 0, -1], np.int32)
     shape, strides = np.array([5, 3], np.int32), np.array([3, 1], np.int64)
-    args = [src, idx, np.zeros(9, np.float32), shape, strides, np.int32(2), np.array([1, 3], np.int32),
-            np.array([0], np.int32), size(3), size(3), TID]  # fmt: skip
+    args = [
+        src,
+        idx,
+        np.zeros(9, np.float32),
+        shape,
+        strides,
+        np.int32(2),
+        np.array([1, 3], np.int32),
+        np.array([0], np.int32),
+        size(3),
+        size(3),
+        TID,
+    ]
     out = cpu.run("gather_g_float32_int32_n1", args, 9)[2]
     np.testing.assert_array_equal(out.reshape(3, 3), src[idx])
 
@@ -203,8 +214,19 @@ def test_gather_and_scatter(cpu: CpuRunner) -> None:
     dst = np.zeros(7, np.int16)
     idx = np.array([1, 1, 4, 6, 1], np.int64)
     upd = np.array([1, 2, 30, 400, -5], np.int16)
-    args = [upd, idx, dst, np.array([7], np.int32), np.array([1], np.int64), np.int32(1),
-            np.array([1], np.int32), np.array([0], np.int32), size(5), size(1), TID]  # fmt: skip
+    args = [
+        upd,
+        idx,
+        dst,
+        np.array([7], np.int32),
+        np.array([1], np.int64),
+        np.int32(1),
+        np.array([1], np.int32),
+        np.array([0], np.int32),
+        size(5),
+        size(1),
+        TID,
+    ]
     got = cpu.run("scatter_g_sum_int16_int64_n1", args, 5)[2]
     expect = np.zeros(7, np.int16)
     np.add.at(expect, idx, upd)
@@ -267,10 +289,18 @@ def test_reduce_row_and_col(cpu: CpuRunner) -> None:
     # columns: reduce axis 1 (3 elements, 7 apart); kept axis 0 is the rank-1 outer view
     out = cpu.run(
         "reduce_col_min_float32_d1",
-        [x, np.zeros(14, np.float32), size(3), size(7), np.array([2], np.int32), np.array([21], np.int64),
-         size(14), TID],
+        [
+            x,
+            np.zeros(14, np.float32),
+            size(3),
+            size(7),
+            np.array([2], np.int32),
+            np.array([21], np.int64),
+            size(14),
+            TID,
+        ],
         14,
-    )[1]  # fmt: skip
+    )[1]
     np.testing.assert_array_equal(out, x.min(axis=1).ravel())
 
 
@@ -390,9 +420,17 @@ def test_gather_with_two_index_arrays(cpu: CpuRunner) -> None:
     cols = np.array([4, 1, 0, 4], np.uint32)
     indices = np.concatenate([rows, cols])
     args = [
-        src, indices, np.zeros(12, np.int64), np.array([4, 5, 3], np.int32),
-        np.array([15, 3, 1], np.int64), np.int32(3), np.array([1, 1, 3], np.int32),
-        np.array([0, 1], np.int32), size(4), size(3), TID,
-    ]  # fmt: skip
+        src,
+        indices,
+        np.zeros(12, np.int64),
+        np.array([4, 5, 3], np.int32),
+        np.array([15, 3, 1], np.int64),
+        np.int32(3),
+        np.array([1, 1, 3], np.int32),
+        np.array([0, 1], np.int32),
+        size(4),
+        size(3),
+        TID,
+    ]
     out = cpu.run("gather_g_int64_uint32_n2", args, 12)[2]
     np.testing.assert_array_equal(out.reshape(4, 3), src[rows, cols])

@@ -30,8 +30,11 @@ def test_json_has_every_host_name(run_cli, raw, catalog_counter) -> None:
         parsed = parse_host_name(entry["host_name"])
         assert parsed is not None
         assert (parsed.family, parsed.form, parsed.op, list(parsed.dtypes)) == (
-            entry["family"], entry["form"], entry["op"], entry["dtypes"],
-        )  # fmt: skip
+            entry["family"],
+            entry["form"],
+            entry["op"],
+            entry["dtypes"],
+        )
 
 
 def test_filters(run_cli, raw, catalog_counter) -> None:

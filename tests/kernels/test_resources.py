@@ -43,16 +43,21 @@ def _installed(site: Path, cwd: Path) -> list[str]:
     ``cwd`` (-S: no site-packages, so the editable install of this checkout stays out of it)."""
     code = "from builder import resources; print(resources.project_root()); print(resources.metal_src_dir())"
     done = subprocess.run(
-        [sys.executable, "-S", "-c", code], cwd=cwd, env={**os.environ, "PYTHONPATH": str(site)},
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [sys.executable, "-S", "-c", code],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.splitlines()
 
 
 def test_installed_package_outside_a_checkout_uses_its_own_copy(tmp_path: Path) -> None:
     site = tmp_path / "site-packages"
-    shutil.copytree(ROOT / "builder", site / "builder",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))  # fmt: skip
+    shutil.copytree(
+        ROOT / "builder", site / "builder", ignore=shutil.ignore_patterns("__pycache__", "*.so")
+    )
     (tmp_path / "work").mkdir()
     assert _installed(site, tmp_path / "work") == [
         "None",

@@ -20,7 +20,9 @@ def synthetic_bytes() -> Callable[..., bytes]:
 
 
 @pytest.fixture(scope="session")
-def small_real_metallib(mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory) -> bytes:
+def small_real_metallib(
+    mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> bytes:
     """A few dozen real functions of mlx-metal 0.32.0 (reflection list and UUID present), as bytes."""
     source = mlx_metallib("0.32.0", "macosx_14_0_arm64")
     out = tmp_path_factory.mktemp("real") / "small.metallib"

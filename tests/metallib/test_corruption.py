@@ -58,7 +58,9 @@ def test_wrong_magic() -> None:
     assert error.offset == 0 and "magic" in error.message
 
 
-@pytest.mark.parametrize(("field", "name"), [(24, "function list"), (40, "public metadata"), (72, "bitcode")])
+@pytest.mark.parametrize(
+    ("field", "name"), [(24, "function list"), (40, "public metadata"), (72, "bitcode")]
+)
 def test_section_past_the_end(field: int, name: str) -> None:
     data = _valid()
     struct.pack_into("<Q", data, field + 8, len(data))
@@ -132,7 +134,9 @@ _mutation = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(mutations=_mutation, cut=st.none() | st.integers(min_value=0, max_value=2**31))
-def test_random_mutations_of_synthetic_libraries(mutations: list[tuple[int, int]], cut: int | None) -> None:
+def test_random_mutations_of_synthetic_libraries(
+    mutations: list[tuple[int, int]], cut: int | None
+) -> None:
     data = _valid()
     for at, value in mutations:
         data[at % len(data)] = value
@@ -141,8 +145,14 @@ def test_random_mutations_of_synthetic_libraries(mutations: list[tuple[int, int]
     _check_outcome(bytes(data))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(mutations=_mutation, field=st.sampled_from([16, 24, 32, 40, 48, 56, 64, 72, 80, 88]), value=st.integers(0, 2**64 - 1))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    mutations=_mutation,
+    field=st.sampled_from([16, 24, 32, 40, 48, 56, 64, 72, 80, 88]),
+    value=st.integers(0, 2**64 - 1),
+)
 @pytest.mark.realdata
 def test_random_mutations_of_a_real_library(
     small_real_metallib: bytes, mutations: list[tuple[int, int]], field: int, value: int
@@ -150,7 +160,9 @@ def test_random_mutations_of_a_real_library(
     data = bytearray(small_real_metallib)
     for at, byte in mutations:
         data[at % len(data)] = byte
-    struct.pack_into("<Q" if field != 88 else "<I", data, field, value % (2**64 if field != 88 else 2**32))
+    struct.pack_into(
+        "<Q" if field != 88 else "<I", data, field, value % (2**64 if field != 88 else 2**32)
+    )
     _check_outcome(bytes(data))
 
 
@@ -162,7 +174,9 @@ def test_tiny_inputs(size: int, synthetic_bytes: Callable[..., bytes]) -> None:
 
 @pytest.mark.picks_container_code
 @pytest.mark.parametrize("parallel", ["inline", "native"])
-def test_hash_mismatch_found_whichever_way_modules_are_hashed(tmp_path: Path, parallel: str) -> None:
+def test_hash_mismatch_found_whichever_way_modules_are_hashed(
+    tmp_path: Path, parallel: str
+) -> None:
     """Modules are hashed with hashlib or by OpenSSL on two C threads; the verdicts agree.
 
     The library is above the size at which the native hashing splits the modules between two

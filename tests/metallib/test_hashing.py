@@ -21,7 +21,9 @@ pytestmark = pytest.mark.picks_container_code
 
 SIZE = (5 << 20) + 12345  # several 1 MiB read blocks and several 2 MiB batches
 
-needs_native_sha = pytest.mark.skipif(not has_native_sha256(), reason=f"native SHA-256 not built: {status()}")
+needs_native_sha = pytest.mark.skipif(
+    not has_native_sha256(), reason=f"native SHA-256 not built: {status()}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +50,9 @@ _spans = st.lists(st.tuples(st.integers(0, SIZE), st.integers(0, 3 << 20)), max_
 
 
 @needs_native_sha
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(spans=_spans, threads=st.integers(1, 3), ordered=st.booleans())
 def test_native_sha256_reads_the_file_or_the_map_alike(
     mapped: tuple[memoryview, int, bytes], spans: list[tuple[int, int]], threads: int, ordered: bool
@@ -66,7 +70,9 @@ def test_native_sha256_reads_the_file_or_the_map_alike(
 
 
 @needs_native_sha
-def test_native_sha256_says_when_the_file_cannot_be_read(mapped: tuple[memoryview, int, bytes], tmp_path: Path) -> None:
+def test_native_sha256_says_when_the_file_cannot_be_read(
+    mapped: tuple[memoryview, int, bytes], tmp_path: Path
+) -> None:
     view, _, _ = mapped
     unreadable = os.open(tmp_path, os.O_RDONLY)  # a directory: pread fails with EISDIR
     try:
@@ -90,7 +96,9 @@ def _modules(seed: int) -> tuple[list[int], list[int]]:
 
 @pytest.mark.parametrize("mode", ["inline", pytest.param("native", marks=needs_native_sha)])
 @pytest.mark.parametrize("use_fd", [True, False])
-def test_every_way_gives_hashlibs_digests(mapped: tuple[memoryview, int, bytes], mode: str, use_fd: bool) -> None:
+def test_every_way_gives_hashlibs_digests(
+    mapped: tuple[memoryview, int, bytes], mode: str, use_fd: bool
+) -> None:
     view, fd, data = mapped
     offsets, sizes = _modules(3)
     expected = _expected(data, offsets, sizes)

@@ -77,7 +77,9 @@ def test_native_parser_is_built_and_used() -> None:
         pytest.skip("METALLIB_BUILDER_NATIVE=0: the pure-Python parser is under test")
     assert native_module() is not None, status()
     assert status().startswith("on, module hashes by OpenSSL, download model in C ("), status()
-    assert native_module().HAS_SHA256, "built without OpenSSL (scripts/setup.sh installs libssl-dev)"  # type: ignore[union-attr]
+    assert native_module().HAS_SHA256, (
+        "built without OpenSSL (scripts/setup.sh installs libssl-dev)"
+    )  # type: ignore[union-attr]
     assert native_module().HAS_DEFLATE, "built without zlib (scripts/setup.sh installs zlib1g-dev)"  # type: ignore[union-attr]
 
 
@@ -93,7 +95,9 @@ needs_native_sha = pytest.mark.skipif(
     spans=st.lists(st.tuples(st.integers(0, 4096), st.integers(0, 4096)), max_size=40),
     threads=st.integers(0, 20),
 )
-def test_native_sha256_matches_hashlib(data: bytes, spans: list[tuple[int, int]], threads: int) -> None:
+def test_native_sha256_matches_hashlib(
+    data: bytes, spans: list[tuple[int, int]], threads: int
+) -> None:
     spans = [(at % (len(data) + 1), n) for at, n in spans]
     spans = [(at, min(n, len(data) - at)) for at, n in spans]
     offsets, sizes = [at for at, _ in spans], [n for _, n in spans]
@@ -103,7 +107,9 @@ def test_native_sha256_matches_hashlib(data: bytes, spans: list[tuple[int, int]]
 
 @needs_native_sha
 @pytest.mark.parametrize(("offsets", "sizes"), [([0, 5], [4, 6]), ([11], [0]), ([2**64 - 1], [1])])
-def test_native_sha256_rejects_spans_outside_the_buffer(offsets: list[int], sizes: list[int]) -> None:
+def test_native_sha256_rejects_spans_outside_the_buffer(
+    offsets: list[int], sizes: list[int]
+) -> None:
     with pytest.raises(ValueError, match="outside the 10-byte buffer"):
         native_module().sha256_spans(bytes(10), offsets, sizes, 2)  # type: ignore[union-attr]
 
@@ -116,12 +122,16 @@ def test_parsers_agree_on_real_libraries(
 ) -> None:
     found, expected = _both(mlx_metallib(version, platform).read_bytes())
     assert isinstance(expected, tuple)
-    assert found is not None, "Apple's writer produces the plain shape; the native parser must take it"
+    assert found is not None, (
+        "Apple's writer produces the plain shape; the native parser must take it"
+    )
     assert len(found[0]) > 10_000  # type: ignore[arg-type]
     assert found == expected
 
 
-def _with_tags(edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]) -> LibraryParts:
+def _with_tags(
+    edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]],
+) -> LibraryParts:
     return synthetic_parts(6, tags=edit)
 
 
@@ -136,14 +146,28 @@ def _with_tags(edit: Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, byt
         pytest.param(lambda: _with_tags(lambda t: [x for x in t if x[0] != b"VERS"]), id="no-VERS"),
         pytest.param(lambda: _with_tags(lambda t: [x for x in t if x[0] != b"TYPE"]), id="no-TYPE"),
         pytest.param(lambda: _with_tags(lambda t: [x for x in t if x[0] != b"MDSZ"]), id="no-MDSZ"),
-        pytest.param(lambda: _with_tags(lambda t: [(b"TYPE", b"") if x[0] == b"TYPE" else x for x in t]),
-                     id="empty-TYPE"),
-        pytest.param(lambda: new_library([new_function("k", b"BC\xc0\xde", reflection=bytes(16))]), id="one"),
-        pytest.param(lambda: new_library([new_function(n, b"BC\xc0\xde", reflection=bytes(16))
-                                          for n in ("noyau_\u00e9", "\u6838", "k\ufffd")]), id="utf8-names"),
-        pytest.param(lambda: _with_tags(lambda t: [*t, (b"ZZZ1", b"a"), (b"ZZZ2", b"b")]), id="two-unknown-tags"),
+        pytest.param(
+            lambda: _with_tags(lambda t: [(b"TYPE", b"") if x[0] == b"TYPE" else x for x in t]),
+            id="empty-TYPE",
+        ),
+        pytest.param(
+            lambda: new_library([new_function("k", b"BC\xc0\xde", reflection=bytes(16))]), id="one"
+        ),
+        pytest.param(
+            lambda: new_library(
+                [
+                    new_function(n, b"BC\xc0\xde", reflection=bytes(16))
+                    for n in ("noyau_\u00e9", "\u6838", "k\ufffd")
+                ]
+            ),
+            id="utf8-names",
+        ),
+        pytest.param(
+            lambda: _with_tags(lambda t: [*t, (b"ZZZ1", b"a"), (b"ZZZ2", b"b")]),
+            id="two-unknown-tags",
+        ),
     ],
-)  # fmt: skip
+)
 def test_parsers_agree_on_valid_shapes(parts: Callable[[], LibraryParts]) -> None:
     found, expected = _both(library_bytes(parts()))
     assert isinstance(expected, tuple)
@@ -159,7 +183,11 @@ def _unknown_tags(n: int) -> Callable[[list[tuple[bytes, bytes]]], list[tuple[by
     ("edit", "declined"),
     [
         pytest.param(lambda t: t, False, id="plain"),
-        pytest.param(lambda t: [(b"TYPE", b"\x02\x00") if x[0] == b"TYPE" else x for x in t], False, id="long-TYPE"),
+        pytest.param(
+            lambda t: [(b"TYPE", b"\x02\x00") if x[0] == b"TYPE" else x for x in t],
+            False,
+            id="long-TYPE",
+        ),
         pytest.param(_unknown_tags(8), False, id="eight-unknown-tags"),
         pytest.param(_unknown_tags(9), True, id="nine-unknown-tags"),
     ],
@@ -176,8 +204,14 @@ def test_native_parser_declines_exactly_what_it_cannot_take(
     assert declined or found == expected
 
 
-def _repeat(code: bytes, payload: bytes) -> Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]:
-    return lambda t: [*t, (code, payload)] if any(x[0] == code for x in t) else [*t, (code, payload), (code, payload)]
+def _repeat(
+    code: bytes, payload: bytes
+) -> Callable[[list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]:
+    return lambda t: (
+        [*t, (code, payload)]
+        if any(x[0] == code for x in t)
+        else [*t, (code, payload), (code, payload)]
+    )
 
 
 @needs_native
@@ -214,13 +248,21 @@ def test_a_repeated_tag_is_declined_by_native_and_refused_by_python(
     ids=["invalid-byte", "inner-NUL", "surrogate", "truncated-sequence"],
 )
 def test_a_bad_name_is_declined_by_native_and_collected_by_python(name: bytes, bad: int) -> None:
-    data = library_bytes(_with_tags(lambda t: [(b"NAME", name) if x[0] == b"NAME" else x for x in t]))
+    data = library_bytes(
+        _with_tags(lambda t: [(b"NAME", name) if x[0] == b"NAME" else x for x in t])
+    )
     found, expected = _both(data)
     assert found is None
     assert isinstance(expected, tuple)
     table = Metallib.from_bytes(data).columns(accept_bad_names=True)
-    names_at = [at + 6 for at in range(len(data)) if data[at : at + 4] == b"NAME" and data[at + 6 : at + 6 + len(name)] == name]
-    assert [(b.function, b.offset) for b in table.bad_names] == [(i, at + bad) for i, at in enumerate(names_at)]
+    names_at = [
+        at + 6
+        for at in range(len(data))
+        if data[at : at + 4] == b"NAME" and data[at + 6 : at + 6 + len(name)] == name
+    ]
+    assert [(b.function, b.offset) for b in table.bad_names] == [
+        (i, at + bad) for i, at in enumerate(names_at)
+    ]
 
 
 @needs_native
@@ -228,11 +270,13 @@ def test_a_bad_name_is_declined_by_native_and_collected_by_python(name: bytes, b
     "corrupt",
     [
         pytest.param(lambda d, fl: struct.pack_into("<I", d, fl + 4, 7), id="entry-size-too-small"),
-        pytest.param(lambda d, fl: struct.pack_into("<I", d, fl + 4, 1 << 30), id="entry-size-too-big"),
+        pytest.param(
+            lambda d, fl: struct.pack_into("<I", d, fl + 4, 1 << 30), id="entry-size-too-big"
+        ),
         pytest.param(lambda d, fl: struct.pack_into("<H", d, fl + 12, 0xFFFF), id="tag-past-entry"),
         pytest.param(lambda d, fl: d.__setitem__(slice(fl + 8, fl + 12), b"XXXX"), id="no-NAME"),
     ],
-)  # fmt: skip
+)
 def test_native_parser_declines_corrupt_lists(corrupt: Callable[[bytearray, int], None]) -> None:
     data = bytearray(library_bytes(synthetic_parts(4)))
     function_list = struct.unpack_from("<Q", data, 24)[0]
@@ -293,7 +337,11 @@ def test_parsers_agree_on_mutated_real_libraries(small_real_metallib: bytes) -> 
     compared: list[bool] = []
 
     @settings(max_examples=150, deadline=None)
-    @given(mutations=_mutation, field=st.sampled_from([40, 48, 56, 64, 72, 80]), value=st.integers(0, 2**40))
+    @given(
+        mutations=_mutation,
+        field=st.sampled_from([40, 48, 56, 64, 72, 80]),
+        value=st.integers(0, 2**40),
+    )
     def mutate(mutations: list[tuple[int, int]], field: int, value: int) -> None:
         data = bytearray(small_real_metallib)
         function_list = struct.unpack_from("<Q", data, 24)[0]
@@ -326,10 +374,16 @@ def _same_verdicts(data: bytes) -> list[tuple[str | None, int, str]] | str:
 
 
 @pytest.fixture(scope="session")
-def metadata_real_metallib(mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory) -> bytes:
+def metadata_real_metallib(
+    mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> bytes:
     """Real functions of the macOS 26 library whose public metadata chunks hold tags (CNST)."""
     out = tmp_path_factory.mktemp("real26") / "small.metallib"
-    slim_file(mlx_metallib("0.32.0", "macosx_26_0_arm64"), out, keep=["affine_gather_qmm_rhs_nax_nt_float_gs_128_b_2*", "v_copy*float32"])
+    slim_file(
+        mlx_metallib("0.32.0", "macosx_26_0_arm64"),
+        out,
+        keep=["affine_gather_qmm_rhs_nax_nt_float_gs_128_b_2*", "v_copy*float32"],
+    )
     return out.read_bytes()
 
 
@@ -338,8 +392,12 @@ def metadata_real_metallib(mlx_metallib: Callable[[str, str], Path], tmp_path_fa
 def test_screen_passes_tagged_metadata_chunks(metadata_real_metallib: bytes) -> None:
     lib = Metallib.from_bytes(metadata_real_metallib)
     table = lib.columns()
-    assert any(size > 8 for size in table.public_md_bytes), "the fixture must hold non-empty metadata"
-    columns = [column for piece in list(Piece)[1:] for column in (table.offsets(piece), table.sizes(piece))]
+    assert any(size > 8 for size in table.public_md_bytes), (
+        "the fixture must hold non-empty metadata"
+    )
+    columns = [
+        column for piece in list(Piece)[1:] for column in (table.offsets(piece), table.sizes(piece))
+    ]
     assert native_module().screen_functions(lib.data, *columns) == []  # type: ignore[union-attr]
     assert _same_verdicts(metadata_real_metallib) == []
 
@@ -347,7 +405,9 @@ def test_screen_passes_tagged_metadata_chunks(metadata_real_metallib: bytes) -> 
 @needs_native
 @settings(max_examples=300, deadline=None)
 @given(mutations=_mutation, reflection=st.booleans())
-def test_screen_verdicts_agree_on_mutated_synthetic_libraries(mutations: list[tuple[int, int]], reflection: bool) -> None:
+def test_screen_verdicts_agree_on_mutated_synthetic_libraries(
+    mutations: list[tuple[int, int]], reflection: bool
+) -> None:
     data = bytearray(library_bytes(synthetic_parts(5, reflection=reflection)))
     public = struct.unpack_from("<Q", data, 40)[0]  # mutate from the metadata on: the screened part
     for at, value in mutations:
@@ -357,9 +417,13 @@ def test_screen_verdicts_agree_on_mutated_synthetic_libraries(mutations: list[tu
 
 @needs_native
 @pytest.mark.realdata
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(mutations=_mutation)
-def test_screen_verdicts_agree_on_mutated_real_libraries(metadata_real_metallib: bytes, mutations: list[tuple[int, int]]) -> None:
+def test_screen_verdicts_agree_on_mutated_real_libraries(
+    metadata_real_metallib: bytes, mutations: list[tuple[int, int]]
+) -> None:
     data = bytearray(metadata_real_metallib)
     public = struct.unpack_from("<Q", data, 40)[0]
     for at, value in mutations:
@@ -411,7 +475,9 @@ def test_reflection_chunk_facts_agree_on_a_real_library(metadata_real_metallib: 
 # -- the commands give the same output with and without the extension ----------------------------
 @needs_native
 @pytest.mark.realdata
-def test_commands_agree_with_and_without_the_extension(metadata_real_metallib: bytes, tmp_path: Path) -> None:
+def test_commands_agree_with_and_without_the_extension(
+    metadata_real_metallib: bytes, tmp_path: Path
+) -> None:
     import subprocess
     import sys
 
@@ -428,8 +494,13 @@ def test_commands_agree_with_and_without_the_extension(metadata_real_metallib: b
         ]
         texts = []
         for args in runs:
-            done = subprocess.run([sys.executable, "-m", "builder", *args], env=env, capture_output=True,
-                                  text=True, check=False)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-m", "builder", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             assert done.returncode == 0, done.stderr
             texts.append(done.stdout.replace(f"slim-{native_flag}", "slim-X"))
         outputs[native_flag] = (texts, slim_out.read_bytes())

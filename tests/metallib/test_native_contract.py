@@ -39,16 +39,22 @@ def _enum(text: str, prefix: str) -> list[tuple[str, int]]:
 
 def test_c_piece_numbers_are_the_python_ones() -> None:
     members = _enum((CSRC / "pieces.h").read_text(encoding="utf-8"), "PIECE_")
-    assert members == [(f"PIECE_{piece.name}", piece.value) for piece in Piece] + [("PIECES", len(Piece))]
+    assert members == [(f"PIECE_{piece.name}", piece.value) for piece in Piece] + [
+        ("PIECES", len(Piece))
+    ]
 
 
 def test_c_parser_columns_are_the_table_columns_in_order() -> None:
     members = _enum((CSRC / "function_list.c").read_text(encoding="utf-8"), "COL_")
-    assert [name for name, _ in members] == [f"COL_{column.upper()}" for column in COLUMNS] + ["COLUMNS"]
+    assert [name for name, _ in members] == [f"COL_{column.upper()}" for column in COLUMNS] + [
+        "COLUMNS"
+    ]
     assert [value for _, value in members] == list(range(len(COLUMNS) + 1))
     # each piece has its offsets column, then its bytes column, in Piece order (COL_OFFSETS(piece))
     first = COLUMNS.index("entry_offsets")
-    assert COLUMNS[first:] == tuple(f"{p.column}_{kind}" for p in Piece for kind in ("offsets", "bytes"))
+    assert COLUMNS[first:] == tuple(
+        f"{p.column}_{kind}" for p in Piece for kind in ("offsets", "bytes")
+    )
 
 
 def test_attribution_counts_pieces_in_piece_order() -> None:
@@ -74,7 +80,9 @@ def test_cmake_reads_the_abi_number_stated_in_native_py(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"ABI={native.ABI}" in done.stdout
     for source in CSRC.iterdir():
-        assert not re.search(r"#\s*define\s+NATIVE_ABI\b", source.read_text(encoding="utf-8")), source
+        assert not re.search(r"#\s*define\s+NATIVE_ABI\b", source.read_text(encoding="utf-8")), (
+            source
+        )
 
 
 def test_cmake_refuses_a_file_without_one_abi_line(tmp_path: Path) -> None:

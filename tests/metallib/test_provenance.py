@@ -23,7 +23,9 @@ def _named_metadata(text: str, name: str) -> str:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize(("version", "platform"), [("0.28.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")])
+@pytest.mark.parametrize(
+    ("version", "platform"), [("0.28.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")]
+)
 def test_provenance_matches_llvm_dis(
     mlx_metallib: Callable[[str, str], Path], tmp_path: Path, version: str, platform: str
 ) -> None:

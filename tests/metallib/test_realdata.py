@@ -46,14 +46,18 @@ def test_round_trip_is_byte_identical(
         assert (lib.reflection_list is not None) == generation_new
         assert (lib.uuid is not None) == generation_new
         assert (lib.dynamic_header is not None) == (platform == "macosx_26_0_arm64")
-        assert lib.header.format_version_text == ("2.9" if platform.startswith("macosx_26") else "2.7")
+        assert lib.header.format_version_text == (
+            "2.9" if platform.startswith("macosx_26") else "2.7"
+        )
         assert sum(r.size for r in lib.regions()) == os.path.getsize(source)
         write_library(parts_from_library(lib), out)
     assert _file_sha256(out) == _file_sha256(source)
 
 
 @pytest.mark.parametrize(("version", "platform"), [LIBRARIES[2], LIBRARIES[5]])
-def test_real_library_verifies(mlx_metallib: Callable[[str, str], Path], version: str, platform: str) -> None:
+def test_real_library_verifies(
+    mlx_metallib: Callable[[str, str], Path], version: str, platform: str
+) -> None:
     with open_metallib(mlx_metallib(version, platform)) as lib:
         report = verify(lib)
         assert report.ok, report.problems[:5]
@@ -77,7 +81,9 @@ def test_slim_keeps_exactly_the_selection(
             assert bytes(slim.module_bytes(new)) == bytes(full.module_bytes(old))
             assert new.hash == old.hash
             assert bytes(slim.public_metadata_bytes(new)) == bytes(full.public_metadata_bytes(old))
-            assert bytes(slim.private_metadata_bytes(new)) == bytes(full.private_metadata_bytes(old))
+            assert bytes(slim.private_metadata_bytes(new)) == bytes(
+                full.private_metadata_bytes(old)
+            )
             old_fb, new_fb = full.reflection_flatbuffer(old), slim.reflection_flatbuffer(new)
             assert (old_fb is None) == (new_fb is None)
             if new_fb is not None and old_fb is not None:
@@ -97,7 +103,11 @@ def test_slim_is_deterministic_and_keep_all_is_identity(
     mlx_metallib: Callable[[str, str], Path], tmp_path: Path
 ) -> None:
     source = mlx_metallib("0.32.0", "macosx_14_0_arm64")
-    first, second, everything = tmp_path / "a.metallib", tmp_path / "b.metallib", tmp_path / "all.metallib"
+    first, second, everything = (
+        tmp_path / "a.metallib",
+        tmp_path / "b.metallib",
+        tmp_path / "all.metallib",
+    )
     slim_file(source, first, drop=["*bfloat16*"])
     slim_file(source, second, drop=["*bfloat16*"])
     assert first.read_bytes() == second.read_bytes()

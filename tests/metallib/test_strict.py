@@ -45,7 +45,9 @@ def parser(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def small_old_metallib(mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory) -> bytes:
+def small_old_metallib(
+    mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> bytes:
     """Real functions of mlx-metal 0.30.0: the older writer (no reflection list, no UUID)."""
     out = tmp_path_factory.mktemp("old") / "small.metallib"
     slim_file(mlx_metallib("0.30.0", "macosx_14_0_arm64"), out, keep=["v_copy*", "vv_Add*"])
@@ -62,8 +64,11 @@ def _real(request: pytest.FixtureRequest, which: str) -> bytes:
     return request.getfixturevalue(which)  # type: ignore[no-any-return]
 
 
-_LIBRARIES = ["synthetic", pytest.param("small_real_metallib", marks=pytest.mark.realdata),
-              pytest.param("small_old_metallib", marks=pytest.mark.realdata)]  # fmt: skip
+_LIBRARIES = [
+    "synthetic",
+    pytest.param("small_real_metallib", marks=pytest.mark.realdata),
+    pytest.param("small_old_metallib", marks=pytest.mark.realdata),
+]
 
 
 # -- building malformed files ---------------------------------------------------------------------
@@ -112,7 +117,10 @@ _JUNK = bytes(range(16))  # 16 bytes keep every later reflection FlatBuffer 16-a
 
 
 def _problems(data: bytes) -> list[tuple[str | None, int, str]]:
-    return [(p.function, p.offset, p.message) for p in verify(Metallib.from_bytes(data), parallel="inline").problems]
+    return [
+        (p.function, p.offset, p.message)
+        for p in verify(Metallib.from_bytes(data), parallel="inline").problems
+    ]
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -122,7 +130,11 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 # -- 1. stray bytes between sections, after the last one, inside a section ------------------------
 @pytest.mark.parametrize("which", _LIBRARIES)
 def test_stray_bytes_after_each_section_fail_verify_only(
-    which: str, request: pytest.FixtureRequest, parser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    which: str,
+    request: pytest.FixtureRequest,
+    parser: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = _real(request, which)
     lib = Metallib.from_bytes(data)
@@ -133,7 +145,9 @@ def test_stray_bytes_after_each_section_fail_verify_only(
         at = region.end
         bad = _insert(data, at, _JUNK)
         kind = "trailing bytes" if at == len(data) else "gap"
-        assert _problems(bad) == [(None, at, f"{kind}: 16 bytes after the {region.name} belong to no section")]
+        assert _problems(bad) == [
+            (None, at, f"{kind}: 16 bytes after the {region.name} belong to no section")
+        ]
 
         path = tmp_path / "bad.metallib"
         path.write_bytes(bad)
@@ -149,13 +163,19 @@ def test_stray_bytes_after_each_section_fail_verify_only(
         code, out, _ = _run(["report", str(path), "--format", "json"], capsys)
         assert code == 0
         assert {"name": f"gap at {at}", "bytes": 16} in json.loads(out)["overhead"]
-        code, _, err = _run(["slim", str(path), "-o", str(tmp_path / "out.metallib"), "--keep", "*"], capsys)
+        code, _, err = _run(
+            ["slim", str(path), "-o", str(tmp_path / "out.metallib"), "--keep", "*"], capsys
+        )
         assert code == 0, err
-        assert (tmp_path / "out.metallib").read_bytes() == data  # the stray bytes are gone, nothing else
+        assert (
+            tmp_path / "out.metallib"
+        ).read_bytes() == data  # the stray bytes are gone, nothing else
 
 
 @pytest.mark.parametrize("which", _LIBRARIES)
-def test_stray_bytes_inside_a_section_fail_verify(which: str, request: pytest.FixtureRequest, parser: str) -> None:
+def test_stray_bytes_inside_a_section_fail_verify(
+    which: str, request: pytest.FixtureRequest, parser: str
+) -> None:
     data = _real(request, which)
     lib = Metallib.from_bytes(data)
     h = lib.header
@@ -170,8 +190,12 @@ def test_stray_bytes_inside_a_section_fail_verify(which: str, request: pytest.Fi
         cases.append(("reflection list", lib.reflection_list.offset + 4))  # after the count
     for section, at in cases:
         bad = _insert(data, at, _JUNK, into=section)
-        assert _problems(bad) == [(None, at, f"{section}: 16 bytes at {at} belong to no function")], section
-        assert len(Metallib.from_bytes(bad).functions) == len(lib.functions)  # the reader still takes it
+        assert _problems(bad) == [
+            (None, at, f"{section}: 16 bytes at {at} belong to no function")
+        ], section
+        assert len(Metallib.from_bytes(bad).functions) == len(
+            lib.functions
+        )  # the reader still takes it
 
 
 def test_dynamic_header_with_bytes_after_its_endt(parser: str) -> None:
@@ -181,16 +205,25 @@ def test_dynamic_header_with_bytes_after_its_endt(parser: str) -> None:
     at = lib.dynamic_header.end
     bad = bytearray(_insert(data, at, _JUNK))
     tag = next(t for t in lib.extension if t.code == b"HDYN")
-    struct.pack_into("<Q", bad, tag.offset + 8, lib.dynamic_header.size + 16)  # HDYN claims the bytes
-    assert _problems(bytes(bad)) == [(None, at, "dynamic header: 16 bytes after its ENDT belong to no tag")]
+    struct.pack_into(
+        "<Q", bad, tag.offset + 8, lib.dynamic_header.size + 16
+    )  # HDYN claims the bytes
+    assert _problems(bytes(bad)) == [
+        (None, at, "dynamic header: 16 bytes after its ENDT belong to no tag")
+    ]
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize(("version", "platform"), [("0.30.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")])
+@pytest.mark.parametrize(
+    ("version", "platform"), [("0.30.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")]
+)
 def test_whole_real_library_with_trailing_bytes(
-    mlx_metallib: Callable[[str, str], Path], version: str, platform: str, tmp_path: Path,
+    mlx_metallib: Callable[[str, str], Path],
+    version: str,
+    platform: str,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     """The full Apple-built file, 7 bytes appended and declared in the header: verify fails there."""
     data = bytearray(mlx_metallib(version, platform).read_bytes())
     end = len(data)
@@ -221,9 +254,14 @@ def _tag_at(lib: Metallib, index: int, code: bytes) -> int:
     ],
 )
 def test_a_tag_twice_in_an_entry_is_refused_everywhere(
-    which: str, renamed: bytes, as_code: bytes, request: pytest.FixtureRequest, parser: str, tmp_path: Path,
+    which: str,
+    renamed: bytes,
+    as_code: bytes,
+    request: pytest.FixtureRequest,
+    parser: str,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     data = bytearray(_real(request, which))
     lib = Metallib.from_bytes(bytes(data))
     victim = 2
@@ -238,15 +276,21 @@ def test_a_tag_twice_in_an_entry_is_refused_everywhere(
     path = tmp_path / "twice.metallib"
     path.write_bytes(data)
     out_path = tmp_path / "out.metallib"
-    for args in (["list", str(path)], ["verify", str(path)], ["report", str(path)],
-                 ["slim", str(path), "-o", str(out_path), "--keep", "*"]):  # fmt: skip
+    for args in (
+        ["list", str(path)],
+        ["verify", str(path)],
+        ["report", str(path)],
+        ["slim", str(path), "-o", str(out_path), "--keep", "*"],
+    ):
         code, _, err = _run(args, capsys)
         assert code == 2 and f"byte offset {second} " in err and err.count("\n") == 1, (args, err)
     assert not out_path.exists()
 
 
 def test_an_unknown_tag_twice_is_refused_at_the_second(parser: str) -> None:
-    data = library_bytes(synthetic_parts(3, tags=lambda t: [*t, (b"ZZZZ", b"one"), (b"ZZZZ", b"two")]))
+    data = library_bytes(
+        synthetic_parts(3, tags=lambda t: [*t, (b"ZZZZ", b"one"), (b"ZZZZ", b"two")])
+    )
     entry = struct.unpack_from("<Q", data, 24)[0] + 4
     size = struct.unpack_from("<I", data, entry)[0]
     second = entry + size - 4 - 9  # the last tag before ENDT: 'ZZZZ' u16 'two'
@@ -258,8 +302,12 @@ def test_an_unknown_tag_twice_is_refused_at_the_second(parser: str) -> None:
     )
 
 
-@pytest.mark.parametrize("which", ["synthetic", pytest.param("small_real_metallib", marks=pytest.mark.realdata)])
-def test_a_tag_twice_in_the_header_extension_is_refused(which: str, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    "which", ["synthetic", pytest.param("small_real_metallib", marks=pytest.mark.realdata)]
+)
+def test_a_tag_twice_in_the_header_extension_is_refused(
+    which: str, request: pytest.FixtureRequest
+) -> None:
     data = bytearray(_real(request, which))
     lib = Metallib.from_bytes(bytes(data))
     # HDYN, RLST and UUID all have 16-byte payloads: rename the last tag as the first
@@ -276,11 +324,18 @@ def test_a_tag_twice_in_the_header_extension_is_refused(which: str, request: pyt
 
 # -- 3. names that are not text --------------------------------------------------------------------
 @pytest.mark.parametrize("which", _LIBRARIES)
-@pytest.mark.parametrize(("byte", "what"), [(0xFF, "is not valid UTF-8 (byte 0xff)"), (0x00, "holds a NUL byte")])
+@pytest.mark.parametrize(
+    ("byte", "what"), [(0xFF, "is not valid UTF-8 (byte 0xff)"), (0x00, "holds a NUL byte")]
+)
 def test_bad_name_fails_verify_and_is_refused_elsewhere(
-    which: str, byte: int, what: str, request: pytest.FixtureRequest, parser: str, tmp_path: Path,
+    which: str,
+    byte: int,
+    what: str,
+    request: pytest.FixtureRequest,
+    parser: str,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     data = bytearray(_real(request, which))
     lib = Metallib.from_bytes(bytes(data))
     victim = 1
@@ -303,8 +358,11 @@ def test_bad_name_fails_verify_and_is_refused_elsewhere(
     assert code == 1
     assert [(p["function"], p["offset"]) for p in json.loads(out)["problems"]] == [(shown, at)]
     out_path = tmp_path / "out.metallib"
-    for args in (["list", str(path), "--format", "json"], ["report", str(path)],
-                 ["slim", str(path), "-o", str(out_path), "--keep", "*"]):  # fmt: skip
+    for args in (
+        ["list", str(path), "--format", "json"],
+        ["report", str(path)],
+        ["slim", str(path), "-o", str(out_path), "--keep", "*"],
+    ):
         code, _, err = _run(args, capsys)
         assert code == 2 and f"byte offset {at} " in err and err.count("\n") == 1, (args, err)
     assert not out_path.exists()
@@ -312,17 +370,27 @@ def test_bad_name_fails_verify_and_is_refused_elsewhere(
 
 def test_names_differing_only_in_bad_bytes_stay_apart(parser: str) -> None:
     """Decoded with replacement, 'k\\xfe' and 'k\\xff' both read 'k\\ufffd'; verify shows them apart."""
-    parts = new_library([new_function(name, b"BC\xc0\xde" + bytes(8), reflection=bytes(16)) for name in ("ka", "kb")])
+    parts = new_library(
+        [
+            new_function(name, b"BC\xc0\xde" + bytes(8), reflection=bytes(16))
+            for name in ("ka", "kb")
+        ]
+    )
     data = bytearray(library_bytes(parts))
     first = data.find(b"ka\0")
     second = data.find(b"kb\0")
     data[first + 1], data[second + 1] = 0xFE, 0xFF
-    assert [(p[0], p[1]) for p in _problems(bytes(data))] == [("k\\xfe", first + 1), ("k\\xff", second + 1)]
+    assert [(p[0], p[1]) for p in _problems(bytes(data))] == [
+        ("k\\xfe", first + 1),
+        ("k\\xff", second + 1),
+    ]
 
 
 def test_valid_non_ascii_names_are_taken_as_they_are(parser: str) -> None:
     names = ["noyau_é", "核函数", "k\ufffd"]  # U+FFFD itself is valid when encoded properly
-    parts = new_library([new_function(name, b"BC\xc0\xde" + bytes(8), reflection=bytes(16)) for name in names])
+    parts = new_library(
+        [new_function(name, b"BC\xc0\xde" + bytes(8), reflection=bytes(16)) for name in names]
+    )
     lib = Metallib.from_bytes(library_bytes(parts))
     assert [fn.name for fn in lib.functions] == names
     assert verify(lib, parallel="inline").ok

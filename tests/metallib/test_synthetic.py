@@ -86,10 +86,16 @@ def test_parts_from_a_library_are_its_table() -> None:
     assert subset.hashes == lib.columns().hash(1) + lib.columns().hash(3)
     for new, old in zip(subset, [lib.functions[1], lib.functions[3]]):
         assert (new.module, new.public_md, new.private_md, new.reflection, new.tags) == (
-            old.module, old.public_md, old.private_md, old.reflection, old.tags
+            old.module,
+            old.public_md,
+            old.private_md,
+            old.reflection,
+            old.tags,
         )
         flatbuffer = lib.reflection_flatbuffer(old)
-        assert flatbuffer is not None and bytes(subset.flatbuffer(new.index) or b"") == bytes(flatbuffer)
+        assert flatbuffer is not None and bytes(subset.flatbuffer(new.index) or b"") == bytes(
+            flatbuffer
+        )
 
 
 def test_new_functions_are_laid_out_as_a_library_holds_them() -> None:
@@ -107,6 +113,8 @@ def test_new_functions_are_laid_out_as_a_library_holds_them() -> None:
         assert [code for code, _ in entry] == [code for code, _ in part.tags]
         assert dict(entry)[b"MDSZ"] == struct.pack("<Q", len(part.module))
         assert dict(entry)[b"OFFT"] == struct.pack(
-            "<QQQ", fn.public_md.offset - table.public_md_offsets[0],
-            fn.private_md.offset - table.private_md_offsets[0], fn.module.offset - table.module_offsets[0],
-        )  # fmt: skip
+            "<QQQ",
+            fn.public_md.offset - table.public_md_offsets[0],
+            fn.private_md.offset - table.private_md_offsets[0],
+            fn.module.offset - table.module_offsets[0],
+        )

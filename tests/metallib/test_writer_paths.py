@@ -30,14 +30,22 @@ from builder.metallib.native import disabled
 from builder.metallib.table import coalesce
 
 
-def _both_paths(count: int, indices: list[int] | None, *, reflection: bool = True, seed: int = 0,
-                dynamic: bool = False) -> bytes:  # fmt: skip
+def _both_paths(
+    count: int,
+    indices: list[int] | None,
+    *,
+    reflection: bool = True,
+    seed: int = 0,
+    dynamic: bool = False,
+) -> bytes:
     functions = synthetic_functions(count, reflection=reflection, seed=seed)
     install_name = "mlx.metallib" if dynamic else None
     lib = Metallib.from_bytes(library_bytes(new_library(functions, install_name=install_name)))
     out = library_bytes(parts_from_library(lib, indices))
     kept = range(count) if indices is None else sorted(set(indices))
-    assert out == library_bytes(new_library([functions[i] for i in kept], install_name=install_name))
+    assert out == library_bytes(
+        new_library([functions[i] for i in kept], install_name=install_name)
+    )
     written = Metallib.from_bytes(out)
     assert written.columns().names == [lib.columns().names[i] for i in kept]
     assert verify(written, parallel="inline").ok
@@ -58,8 +66,12 @@ def _selections(count: int) -> list[list[int] | None]:
 @pytest.mark.parametrize("reflection", [True, False])
 @pytest.mark.parametrize("dynamic", [True, False])
 def test_both_paths_agree_on_synthetic_libraries(reflection: bool, dynamic: bool) -> None:
-    whole = library_bytes(new_library(synthetic_functions(9, reflection=reflection),
-                                      install_name="mlx.metallib" if dynamic else None))  # fmt: skip
+    whole = library_bytes(
+        new_library(
+            synthetic_functions(9, reflection=reflection),
+            install_name="mlx.metallib" if dynamic else None,
+        )
+    )
     for indices in _selections(9):
         out = _both_paths(9, indices, reflection=reflection, dynamic=dynamic)
         if indices is None or len(indices) == 9:
@@ -78,7 +90,9 @@ def test_keeping_everything_rewrites_a_real_library_identically(small_real_metal
         assert verify(written, parallel="inline").ok
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 2**32 - 1), reflection=st.booleans())
 def test_both_paths_agree_on_random_subsets(seed: int, reflection: bool) -> None:
     rng = random.Random(seed)
@@ -89,7 +103,9 @@ def test_both_paths_agree_on_random_subsets(seed: int, reflection: bool) -> None
 def test_keep_all_copies_every_section_in_one_run(tmp_path: Path) -> None:
     """What makes ``slim --keep '*'`` cost about a file copy: nothing is patched or re-chunked."""
     source = tmp_path / "in.metallib"
-    source.write_bytes(library_bytes(new_library(synthetic_functions(20), install_name="mlx.metallib")))
+    source.write_bytes(
+        library_bytes(new_library(synthetic_functions(20), install_name="mlx.metallib"))
+    )
     from builder.metallib import open_metallib
 
     with open_metallib(source) as lib:

@@ -36,8 +36,9 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"action": "synchronize", "number": PR,
-                                 "pull_request": {"number": PR}}))  # fmt: skip
+    event.write_text(
+        json.dumps({"action": "synchronize", "number": PR, "pull_request": {"number": PR}})
+    )
     for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "GITHUB_STEP_SUMMARY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)

@@ -23,10 +23,18 @@ from builder.metallib import library_bytes, new_function, new_library
 TOKEN = "ghs_standin_token_0123456789"
 REPOSITORY = "octo/metal"
 PR = 17
-BASE = [("v_copyfloat32float32", 300), ("vv_Addfloat32", 500), ("vv_Addfloat16", 450),
-        ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
-HEAD = [("v_copyfloat32float32", 340), ("vv_Addfloat32", 500),
-        ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000), ("rope_float32", 700)]  # fmt: skip
+BASE = [
+    ("v_copyfloat32float32", 300),
+    ("vv_Addfloat32", 500),
+    ("vv_Addfloat16", 450),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+]
+HEAD = [
+    ("v_copyfloat32float32", 340),
+    ("vv_Addfloat32", 500),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+    ("rope_float32", 700),
+]
 
 
 def library(functions: list[tuple[str, int]]) -> bytes:
@@ -84,14 +92,15 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._reply(401, {"message": "Bad credentials"})
             if method in state.refuse:
-                return self._reply(state.refuse[method],
-                                   {"message": "Resource not accessible by integration"})  # fmt: skip
+                return self._reply(
+                    state.refuse[method], {"message": "Resource not accessible by integration"}
+                )
             listing, edit = _LIST.match(url.path), _EDIT.match(url.path)
             if method == "GET" and listing and int(listing.group(1)) == PR:
                 query = parse_qs(url.query)
                 size = min(int(query.get("per_page", ["30"])[0]), state.page_size)
                 page = int(query.get("page", ["1"])[0])
-                rows = state.comments[(page - 1) * size: page * size]
+                rows = state.comments[(page - 1) * size : page * size]
                 headers = {}
                 if page * size < len(state.comments):
                     nxt = f"{state.url}{url.path}?per_page={size}&page={page + 1}"
@@ -100,8 +109,14 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                 return self._reply(200, rows, headers)
             if method == "POST" and listing and int(listing.group(1)) == PR:
                 new = state.add(payload["body"], "github-actions[bot]")
-                return self._reply(201, {"id": new, "body": payload["body"],
-                                         "html_url": f"https://github.test/{REPOSITORY}/pull/{PR}#issuecomment-{new}"})  # fmt: skip
+                return self._reply(
+                    201,
+                    {
+                        "id": new,
+                        "body": payload["body"],
+                        "html_url": f"https://github.test/{REPOSITORY}/pull/{PR}#issuecomment-{new}",
+                    },
+                )
             if method == "PATCH" and edit:
                 for comment in state.comments:
                     if comment["id"] == int(edit.group(1)):
@@ -119,5 +134,3 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             self._handle("PATCH")
 
     return Handler
-
-

@@ -24,16 +24,18 @@ def test_first_run_creates_the_comment_later_runs_edit_it(
 ) -> None:
     github.add("LGTM")
     base, head = map(str, pair)
-    code, out, err = run_cli(["compare", base, head, "--format", "markdown", "--github-comment"],
-                             capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", base, head, "--format", "markdown", "--github-comment"], capsys
+    )
     assert code == 0, err
     (comment,) = _ours(github)
     assert comment["body"] == out  # the comment is the markdown compare prints
     assert [m for m, _ in github.requests] == ["GET", "POST"]
     assert f"created the size comment on pull request #{PR}" in err
     first = comment["id"]
-    code, out, err = run_cli(["compare", base, head, "--max-growth", "1%", "--github-comment"],
-                             capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", base, head, "--max-growth", "1%", "--github-comment"], capsys
+    )
     assert code == 1  # the gate fails, and the comment still carries the verdict
     (comment,) = _ours(github)
     assert comment["id"] == first and len(github.comments) == 2
@@ -61,9 +63,11 @@ def test_the_comment_is_found_on_a_later_page(
 
 
 def test_budget_and_compare_keep_separate_comments(
-    pair: tuple[Path, Path], github: StandIn, tmp_path: Path,
+    pair: tuple[Path, Path],
+    github: StandIn,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     budget = tmp_path / "metallib-size.toml"
     budget.write_text(f'[[budget]]\ntarget = "{pair[1].name}"\nmax-size = "1MB"\n')
     for _ in range(2):
@@ -80,10 +84,12 @@ def test_refused_request_is_one_line(
     github.refuse["POST"] = 403
     code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and TOKEN not in err
-    assert err.startswith(f"error: GitHub API: cannot comment on pull request #{PR} in "
-                          f"{REPOSITORY}: HTTP 403 (Resource not accessible by integration): "
-                          "the token may not write comments: give the job 'permissions: "
-                          "pull-requests: write'")  # fmt: skip
+    assert err.startswith(
+        f"error: GitHub API: cannot comment on pull request #{PR} in "
+        f"{REPOSITORY}: HTTP 403 (Resource not accessible by integration): "
+        "the token may not write comments: give the job 'permissions: "
+        "pull-requests: write'"
+    )
     github.refuse = {"GET": 401}
     code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
     assert code == 2 and "HTTP 401" in err and "list the comments of pull request" in err
@@ -101,12 +107,16 @@ def test_a_next_page_on_another_server_is_not_followed(
     assert [m for m, _ in github.requests] == ["GET"]  # nothing sent to the other origin
 
 
-@pytest.mark.parametrize("missing", ["GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
-                                     "GITHUB_EVENT_PATH"])  # fmt: skip
+@pytest.mark.parametrize(
+    "missing", ["GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL", "GITHUB_EVENT_PATH"]
+)
 def test_missing_environment_fails_before_measuring(
-    missing: str, github: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    missing: str,
+    github: StandIn,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.delenv(missing)
     missing_file = str(tmp_path / "nothing.metallib")  # measuring would fail on this first
     code, out, err = run_cli(["compare", missing_file, missing_file, "--github-comment"], capsys)
@@ -116,9 +126,12 @@ def test_missing_environment_fails_before_measuring(
 
 
 def test_an_event_without_a_pull_request_is_refused(
-    github: StandIn, tmp_path: Path, pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+    github: StandIn,
+    tmp_path: Path,
+    pair: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     push = tmp_path / "push.json"
     push.write_text(json.dumps({"ref": "refs/heads/main", "commits": []}))
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(push))

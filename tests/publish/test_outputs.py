@@ -15,26 +15,46 @@ from builder.render.pr_comment import MARKER
 
 
 def test_three_outputs_and_one_summary(
-    pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    pair: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     base, head = map(str, pair)
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     md, page, doc = tmp_path / "size.md", tmp_path / "size.html", tmp_path / "size.json"
-    code, out, err = run_cli(["compare", base, head, "--max-growth", "1%", "-o", str(md),
-                              "-o", str(page), "-o", str(doc)], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [
+            "compare",
+            base,
+            head,
+            "--max-growth",
+            "1%",
+            "-o",
+            str(md),
+            "-o",
+            str(page),
+            "-o",
+            str(doc),
+        ],
+        capsys,
+    )
     assert code == 1 and out == ""  # everything went to the files
     assert [line.split(" (")[0] for line in err.splitlines() if line.startswith("wrote ")] == [
-        f"wrote {md}", f"wrote {page}", f"wrote {doc}"]
+        f"wrote {md}",
+        f"wrote {page}",
+        f"wrote {doc}",
+    ]
     text = summary.read_text()
     assert text.count(MARKER) == 1 and text.startswith("earlier step\n" + MARKER)
     assert "❌ **FAIL**: --max-growth 1%" in text  # the summary carries the verdict
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     for path, fmt in ((md, "markdown"), (page, "html"), (doc, "json")):
-        _, alone, _ = run_cli(["compare", base, head, "--max-growth", "1%", "--format", fmt],
-                              capsys)  # fmt: skip
+        _, alone, _ = run_cli(
+            ["compare", base, head, "--max-growth", "1%", "--format", fmt], capsys
+        )
         assert path.read_text() == alone, fmt
     assert text.removeprefix("earlier step\n") == md.read_text()
     assert json.loads(doc.read_text())["gates"][0]["passed"] is False
@@ -60,15 +80,27 @@ def test_one_output_takes_format_when_given(
     assert code == 0 and json.loads(target.read_text())["schema"] == 1
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["-o", "size.out"], "-o size.out: cannot tell the output format from its extension (use .md"),
-    (["-o", "a.md", "-o", "b.md", "--format", "json"], "--format applies to stdout or to one -o"),
-    (["-o", "a.md", "-o", "a.md"], "-o a.md is given twice"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["-o", "size.out"],
+            "-o size.out: cannot tell the output format from its extension (use .md",
+        ),
+        (
+            ["-o", "a.md", "-o", "b.md", "--format", "json"],
+            "--format applies to stdout or to one -o",
+        ),
+        (["-o", "a.md", "-o", "a.md"], "-o a.md is given twice"),
+    ],
+)
 def test_output_mistakes_fail_before_measuring(
-    args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.chdir(tmp_path)
     missing = str(tmp_path / "missing.metallib")  # measuring would fail on this first
     code, out, err = run_cli(["compare", missing, missing, *args], capsys)
@@ -78,17 +110,29 @@ def test_output_mistakes_fail_before_measuring(
 
 
 def test_budget_writes_json_markdown_and_table(
-    pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    pair: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     size = pair[1].stat().st_size
     budget = tmp_path / "metallib-size.toml"
     budget.write_text(f'[[budget]]\ntarget = "{pair[1].name}"\nmax-size = {size - 1}\n')
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    code, out, err = run_cli(["budget", str(budget), "-o", str(tmp_path / "b.json"),
-                              "-o", str(tmp_path / "b.md"), "-o", str(tmp_path / "b.txt")],
-                             capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [
+            "budget",
+            str(budget),
+            "-o",
+            str(tmp_path / "b.json"),
+            "-o",
+            str(tmp_path / "b.md"),
+            "-o",
+            str(tmp_path / "b.txt"),
+        ],
+        capsys,
+    )
     assert code == 1 and out == ""
     (check,) = json.loads((tmp_path / "b.json").read_text())["checks"]
     assert (check["value"], check["limit"], check["passed"]) == (size, size - 1, False)

@@ -53,8 +53,9 @@ def mlx_wheel(version: str, platform: str = "macosx_14_0_arm64") -> Path:
 def zip_members(wheel: Path) -> dict[str, tuple[int, int]]:
     """Independent of the tool: name -> (size, compressed size), from the zip directory."""
     with zipfile.ZipFile(wheel) as archive:
-        return {i.filename: (i.file_size, i.compress_size) for i in archive.infolist()
-                if not i.is_dir()}  # fmt: skip
+        return {
+            i.filename: (i.file_size, i.compress_size) for i in archive.infolist() if not i.is_dir()
+        }
 
 
 @pytest.fixture(scope="session")
@@ -64,5 +65,8 @@ def download_report_28(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 
     wheel = mlx_wheel("0.28.0")
     out = tmp_path_factory.mktemp("download") / "r28.json"
-    assert main(["report", str(wheel), "--download", "--format", "json", "-o", str(out)]) in (0, None)
+    assert main(["report", str(wheel), "--download", "--format", "json", "-o", str(out)]) in (
+        0,
+        None,
+    )
     return wheel, out

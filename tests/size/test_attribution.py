@@ -22,12 +22,15 @@ def _independent_total(lib: Metallib) -> int:
 
 
 @given(
-    names=st.lists(st.from_regex(r"[a-z]{1,12}_(float16|int32|bool_)?", fullmatch=True),
-                   unique=True, max_size=12),
+    names=st.lists(
+        st.from_regex(r"[a-z]{1,12}_(float16|int32|bool_)?", fullmatch=True),
+        unique=True,
+        max_size=12,
+    ),
     sizes=st.lists(st.integers(0, 300), min_size=12, max_size=12),
     reflection=st.booleans(),
     install_name=st.sampled_from([None, "lib.metallib"]),
-)  # fmt: skip
+)
 @settings(max_examples=60, deadline=None)
 def test_totals_invariant_synthetic(
     names: list[str], sizes: list[int], reflection: bool, install_name: str | None
@@ -101,8 +104,10 @@ def test_totals_invariant_real(
         assert function_bytes == _independent_total(lib)
         # the fast path and the general range map agree byte for byte
         _, general = range_map(piece_spans(lib.functions), lib.regions())
-        fast = [[getattr(fn, piece) for fn in result.functions] for piece in
-                ("entry", "public_md", "private_md", "module", "reflection")]  # fmt: skip
+        fast = [
+            [getattr(fn, piece) for fn in result.functions]
+            for piece in ("entry", "public_md", "private_md", "module", "reflection")
+        ]
         assert general == fast
         # the bitcode section belongs to functions alone
         assert sum(fn.module for fn in result.functions) == lib.header.bitcode.size
@@ -153,7 +158,9 @@ def test_a_broken_invariant_in_report_is_one_error_line(
     path = tmp_path / "lib.metallib"
     path.write_bytes(synthetic_bytes([("a_float32", 40), ("b_int8", 70)]))
     tiles = Metallib.regions
-    monkeypatch.setattr(Metallib, "regions", lambda self: [r for r in tiles(self) if r.name != "header"])
+    monkeypatch.setattr(
+        Metallib, "regions", lambda self: [r for r in tiles(self) if r.name != "header"]
+    )
     code, out, err = run_cli(["report", str(path), "--format", "json"], capsys)
     assert code == 2 and out == ""
     assert err == (

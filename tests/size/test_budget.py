@@ -18,8 +18,13 @@ from clirun import run_cli
 
 from builder.render.text import human_size
 
-LIB = [("v_copyfloat32float32", 300), ("v_copyfloat16float16", 200), ("vv_Addfloat32", 500),
-       ("vv_Addfloat16", 450), ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
+LIB = [
+    ("v_copyfloat32float32", 300),
+    ("v_copyfloat16float16", 200),
+    ("vv_Addfloat32", 500),
+    ("vv_Addfloat16", 450),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+]
 GROWN = [*LIB, ("steel_gemm_fused_nn_bfloat16_bfloat16_bm64_bn64", 2100)]
 
 
@@ -36,13 +41,17 @@ def _budget(folder: Path, text: str, name: str = "metallib-size.toml") -> Path:
 
 
 def test_real_release_group_limit_fails_and_names_the_group(
-    mlx_metallib: Callable[[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    mlx_metallib: Callable[[str, str], Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """The issue's acceptance case: mlx-metal 0.32.4 for macOS 26, a group limit it breaks."""
     metallib = mlx_metallib("0.32.4", "macosx_26_0_arm64")  # cached: no download
     groups = _groups(str(metallib), capsys)
-    _budget(tmp_path, """[project]
+    _budget(
+        tmp_path,
+        """[project]
 name = "demo"
 
 [[tool.metallib-builder.budget]]
@@ -52,7 +61,9 @@ platform = "macosx_26_0_arm64"
 max-size = "250MB"
 max-functions = 20000
 groups = { quantized = "30MB", gemm = "40MB" }
-""", "pyproject.toml")  # fmt: skip
+""",
+        "pyproject.toml",
+    )
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(["budget", "--format", "json"], capsys)
     assert code == 1
@@ -72,9 +83,11 @@ groups = { quantized = "30MB", gemm = "40MB" }
 
 
 def test_budget_file_found_upward_glob_summed_and_every_limit_checked(
-    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    write_metallib: Callable[..., Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     first = write_metallib("libs/a.metallib", LIB)
     second = write_metallib("libs/b.metallib", GROWN)
     base = tmp_path / "base.json"
@@ -83,14 +96,17 @@ def test_budget_file_found_upward_glob_summed_and_every_limit_checked(
     total = os.stat(first).st_size + os.stat(second).st_size
     functions = len(LIB) + len(GROWN)
     gemm = _groups(str(first), capsys)["gemm"] + _groups(str(second), capsys)["gemm"]
-    _budget(tmp_path, f"""[[budget]]
+    _budget(
+        tmp_path,
+        f"""[[budget]]
 target = "libs/*.metallib"
 max-size = {total}
 max-functions = {functions - 1}
 groups = {{ gemm = {gemm} }}
 base = "base.json"
 max-growth = "200%"
-""")  # fmt: skip
+""",
+    )
     (tmp_path / "deep" / "er").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "deep" / "er")
     code, out, err = run_cli(["budget", "--format", "json"], capsys)
@@ -107,8 +123,10 @@ max-growth = "200%"
 
 
 def test_max_download_is_the_deflate_size_a_zip_stores(
-    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    write_metallib: Callable[..., Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     lib = write_metallib("a.metallib", GROWN * 3)
     with zipfile.ZipFile(tmp_path / "ref.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
         z.write(lib, "a.metallib")
@@ -121,50 +139,77 @@ def test_max_download_is_the_deflate_size_a_zip_stores(
 
 
 def test_saved_report_with_host_library_counts_it_in_max_total_size(
-    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    write_metallib: Callable[..., Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A build with JIT families ships its host library: max-total-size counts it, max-size
     (the metallib) does not."""
     lib = write_metallib("a.metallib", LIB)
     code, out, _ = run_cli(["report", str(lib), "--format", "json"], capsys)
     doc = json.loads(out)
-    doc["jit_families"] = [{"name": "rope", "embedded_bytes": 900, "host_bytes": None,
-                            "kernel_count": 2}]  # fmt: skip
-    doc["host_library"] = {"path": "libhost.so", "file_size": 50_000, "measured_by": None,
-                           "shared_bytes": None, "unattributed_bytes": None}  # fmt: skip
+    doc["jit_families"] = [
+        {"name": "rope", "embedded_bytes": 900, "host_bytes": None, "kernel_count": 2}
+    ]
+    doc["host_library"] = {
+        "path": "libhost.so",
+        "file_size": 50_000,
+        "measured_by": None,
+        "shared_bytes": None,
+        "unattributed_bytes": None,
+    }
     (tmp_path / "saved.json").write_text(json.dumps(doc))
     size = os.stat(lib).st_size
-    path = _budget(tmp_path, f'[[budget]]\ntarget = "saved.json"\nmax-size = {size}\n'
-                             f'max-total-size = {size + 49_999}\n')  # fmt: skip
+    path = _budget(
+        tmp_path,
+        f'[[budget]]\ntarget = "saved.json"\nmax-size = {size}\nmax-total-size = {size + 49_999}\n',
+    )
     code, out, err = run_cli(["budget", str(path), "--format", "json"], capsys)
     assert code == 1 and "max-total-size is" in err
     values = {c["key"]: c["value"] for c in json.loads(out)["checks"]}
     assert values == {"max-size": size, "max-total-size": size + 50_000}
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('target = "a.metallib"\nmax-szie = "1MB"', "unknown key 'max-szie'; did you mean 'max-size'?"),
-    ('max-size = "1MB"', "'target' is missing"),
-    ('target = "a.metallib"', "no limit; give any of max-size"),
-    ('target = "a.metallib"\nmax-size = "lots"', "'max-size': 'lots' is not a size"),
-    ('target = "a.metallib"\nmax-size = -5', "'max-size' must not be negative"),
-    ('target = "a.metallib"\nmax-functions = "many"', "'max-functions' must be a count"),
-    ('target = "a.metallib"\ngroups = {}', "'groups' must be a table of group = limit"),
-    ('target = "a.metallib"\ngroups = { gemm = "big" }', "groups: 'gemm': 'big' is not a size"),
-    ('target = "a.metallib"\nmax-growth = "1%"', "'max-growth' and 'base' go together"),
-    ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "x%"', "'x%' is not a percentage"),
-    ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "nan%"', "'nan%' is not a percentage"),
-    ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "inf%"', "'inf%' is not a percentage"),
-    ('target = "a.metallib"\nby = "colour"\nmax-size = 1', "'by' must be one of"),
-    ('target = "a.metallib"\nby = "source"\ngroups = { x = 1 }', "needs 'source-dir'"),
-    ('target = "none/*.metallib"\nmax-size = 1', "target 'none/*.metallib' matches no file"),
-    ('target = "a.metallib"\ngroups = { gemmm = 1 }',
-     "no group 'gemmm' in a.metallib by kernel; closest: gemm"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'target = "a.metallib"\nmax-szie = "1MB"',
+            "unknown key 'max-szie'; did you mean 'max-size'?",
+        ),
+        ('max-size = "1MB"', "'target' is missing"),
+        ('target = "a.metallib"', "no limit; give any of max-size"),
+        ('target = "a.metallib"\nmax-size = "lots"', "'max-size': 'lots' is not a size"),
+        ('target = "a.metallib"\nmax-size = -5', "'max-size' must not be negative"),
+        ('target = "a.metallib"\nmax-functions = "many"', "'max-functions' must be a count"),
+        ('target = "a.metallib"\ngroups = {}', "'groups' must be a table of group = limit"),
+        ('target = "a.metallib"\ngroups = { gemm = "big" }', "groups: 'gemm': 'big' is not a size"),
+        ('target = "a.metallib"\nmax-growth = "1%"', "'max-growth' and 'base' go together"),
+        ('target = "a.metallib"\nbase = "b.json"\nmax-growth = "x%"', "'x%' is not a percentage"),
+        (
+            'target = "a.metallib"\nbase = "b.json"\nmax-growth = "nan%"',
+            "'nan%' is not a percentage",
+        ),
+        (
+            'target = "a.metallib"\nbase = "b.json"\nmax-growth = "inf%"',
+            "'inf%' is not a percentage",
+        ),
+        ('target = "a.metallib"\nby = "colour"\nmax-size = 1', "'by' must be one of"),
+        ('target = "a.metallib"\nby = "source"\ngroups = { x = 1 }', "needs 'source-dir'"),
+        ('target = "none/*.metallib"\nmax-size = 1', "target 'none/*.metallib' matches no file"),
+        (
+            'target = "a.metallib"\ngroups = { gemmm = 1 }',
+            "no group 'gemmm' in a.metallib by kernel; closest: gemm",
+        ),
+    ],
+)
 def test_bad_budget_exits_2_naming_the_key(
-    text: str, message: str, write_metallib: Callable[..., Path], tmp_path: Path,
+    text: str,
+    message: str,
+    write_metallib: Callable[..., Path],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     write_metallib("a.metallib", LIB)
     path = _budget(tmp_path, "[[budget]]\n" + text + "\n")
     code, out, err = run_cli(["budget", str(path)], capsys)
@@ -174,12 +219,13 @@ def test_bad_budget_exits_2_naming_the_key(
     assert last.startswith(f"error: {path}: [[budget]] #1") and message in last, last
 
 
-def test_budget_file_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_budget_file_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(["budget"], capsys)
     assert code == 2 and "no budget found in" in err and "[[tool.metallib-builder.budget]]" in err
-    (tmp_path / "pyproject.toml").write_text('[tool.metallib-builder]\nbudgets = []\n')
+    (tmp_path / "pyproject.toml").write_text("[tool.metallib-builder]\nbudgets = []\n")
     code, _, err = run_cli(["budget"], capsys)
     assert code == 2 and "unknown key 'budgets'; did you mean 'budget'?" in err
     (tmp_path / "metallib-size.toml").write_text("[[budget]]\n")

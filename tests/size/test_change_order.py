@@ -11,13 +11,19 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-BASE = [("v_copyfloat32float32", 3000), ("vv_Addfloat32", 500), ("arange_float32", 9000),
-        ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 8000)]  # fmt: skip
-HEAD = [("v_copyfloat32float32", 3000),  # copy: unchanged, and the largest group
-        ("vv_Addfloat32", 650),  # binary: grew a little
-        ("arange_float32", 4000),  # arange: shrank a lot
-        ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 8000),  # gemm: unchanged
-        ("rope_float32", 2000)]  # rope: new  # fmt: skip
+BASE = [
+    ("v_copyfloat32float32", 3000),
+    ("vv_Addfloat32", 500),
+    ("arange_float32", 9000),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 8000),
+]
+HEAD = [
+    ("v_copyfloat32float32", 3000),  # copy: unchanged, and the largest group
+    ("vv_Addfloat32", 650),  # binary: grew a little
+    ("arange_float32", 4000),  # arange: shrank a lot
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 8000),  # gemm: unchanged
+    ("rope_float32", 2000),
+]  # rope: new
 
 
 def test_groups_by_absolute_delta_unchanged_last(

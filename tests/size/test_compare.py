@@ -85,14 +85,23 @@ def test_gates(pair: tuple[Path, Path]) -> None:
     comparison = compare_reports(base, head)
     grown = comparison.delta
     assert grown > 0
-    ok = evaluate_gates(comparison, Gates(max_growth=parse_limit(str(grown)),
-                                          max_size=comparison.head_size))  # fmt: skip
+    ok = evaluate_gates(
+        comparison, Gates(max_growth=parse_limit(str(grown)), max_size=comparison.head_size)
+    )
     assert all(r.passed for r in ok)
-    bad = evaluate_gates(comparison, Gates(max_growth=parse_limit(str(grown - 1)),
-                                           max_size=comparison.head_size - 1,
-                                           fail_on_new_group=True))  # fmt: skip
-    assert [r.name for r in bad if not r.passed] == ["--max-growth", "--max-size",
-                                                     "--fail-on-new-group"]  # fmt: skip
+    bad = evaluate_gates(
+        comparison,
+        Gates(
+            max_growth=parse_limit(str(grown - 1)),
+            max_size=comparison.head_size - 1,
+            fail_on_new_group=True,
+        ),
+    )
+    assert [r.name for r in bad if not r.passed] == [
+        "--max-growth",
+        "--max-size",
+        "--fail-on-new-group",
+    ]
     percent = 100.0 * grown / comparison.base_size
     assert evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent + 0.01}%")))[0].passed
     assert not evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent - 0.01}%")))[
@@ -125,8 +134,13 @@ def test_unusable_input_exits_2(
     truncated.write_bytes(pair[1].read_bytes()[:-7])
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{}")
-    for head in (str(tmp_path / "missing.metallib"), str(garbage), str(truncated), str(bad_json),
-                 "not a target"):  # fmt: skip
+    for head in (
+        str(tmp_path / "missing.metallib"),
+        str(garbage),
+        str(truncated),
+        str(bad_json),
+        "not a target",
+    ):
         code, out, err = _run(["compare", base, head, "--max-growth", "100MB"], capsys)
         assert code == 2, (head, err)
         assert err.startswith("error: ") and err.count("\n") == 1
@@ -135,19 +149,29 @@ def test_unusable_input_exits_2(
     assert code == 2
 
 
-@pytest.mark.parametrize(("option", "value", "message"), [
-    ("--max-growth", "nan%", "--max-growth: 'nan%' is not a percentage"),
-    ("--max-growth", "inf%", "--max-growth: 'inf%' is not a percentage"),
-    ("--max-download-growth", "-inf%", "--max-download-growth: '-inf%' is not a percentage"),
-    ("--max-size", "-3MB", "--max-size -3MB: a size limit must not be negative"),
-    ("--max-total-size", "-1", "--max-total-size -1: a size limit must not be negative"),
-    ("--max-download-size", "-1KB", "--max-download-size -1KB: a size limit must not be negative"),
-    ("--max-size", "5XB", "--max-size: '5XB' is not a size"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--max-growth", "nan%", "--max-growth: 'nan%' is not a percentage"),
+        ("--max-growth", "inf%", "--max-growth: 'inf%' is not a percentage"),
+        ("--max-download-growth", "-inf%", "--max-download-growth: '-inf%' is not a percentage"),
+        ("--max-size", "-3MB", "--max-size -3MB: a size limit must not be negative"),
+        ("--max-total-size", "-1", "--max-total-size -1: a size limit must not be negative"),
+        (
+            "--max-download-size",
+            "-1KB",
+            "--max-download-size -1KB: a size limit must not be negative",
+        ),
+        ("--max-size", "5XB", "--max-size: '5XB' is not a size"),
+    ],
+)
 def test_a_gate_that_cannot_be_met_by_any_library_is_a_usage_error(
-    option: str, value: str, message: str, pair: tuple[Path, Path],
+    option: str,
+    value: str,
+    message: str,
+    pair: tuple[Path, Path],
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     """A non-finite percentage used to end in a traceback (exit 1), a negative size in a gate that
     fails on every library (exit 1): both are mistakes in the command line, exit 2 naming the
     option."""
@@ -183,7 +207,9 @@ def test_step_summary(
     assert code == 0
     assert out.startswith("group,")
     text = summary.read_text()
-    assert text.startswith("earlier step\n<!-- metallib-builder:size-comment -->\n### Metallib size")
+    assert text.startswith(
+        "earlier step\n<!-- metallib-builder:size-comment -->\n### Metallib size"
+    )
 
 
 def test_unwritable_step_summary_is_one_error(
@@ -249,8 +275,9 @@ def test_compare_real_releases(
     comparison = compare_reports(base, head)
     assert {f.name for f in comparison.added} == head_names - base_names
     assert {f.name for f in comparison.removed} == base_names - head_names
-    largest_added = max((f for f in head.functions if f.name not in base_names),
-                        key=lambda f: f.bytes)  # fmt: skip
+    largest_added = max(
+        (f for f in head.functions if f.name not in base_names), key=lambda f: f.bytes
+    )
     assert doc["added"]["largest"][0]["bytes"] == largest_added.bytes
 
 
@@ -292,5 +319,11 @@ def test_several_library_pairs_give_one_json_document_and_one_csv_table(
     code, out, err = _run(["compare", *wheels, "--format", "csv"], capsys)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("library,group,") and sum(line.startswith("library,") for line in lines) == 1
-    assert {line.split(",")[0] for line in lines[1:]} == {"pkg/lib/a.metallib", "pkg/lib/b.metallib"}
+    assert (
+        lines[0].startswith("library,group,")
+        and sum(line.startswith("library,") for line in lines) == 1
+    )
+    assert {line.split(",")[0] for line in lines[1:]} == {
+        "pkg/lib/a.metallib",
+        "pkg/lib/b.metallib",
+    }

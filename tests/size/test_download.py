@@ -33,7 +33,9 @@ def wheel_report(download_report_28: tuple[Path, Path]) -> tuple[Path, dict[str,
 
 
 @pytest.mark.realdata
-def test_every_share_adds_up_to_the_modelled_total(wheel_report: tuple[Path, dict[str, Any]]) -> None:
+def test_every_share_adds_up_to_the_modelled_total(
+    wheel_report: tuple[Path, dict[str, Any]],
+) -> None:
     _, doc = wheel_report
     total = doc["download_bytes"]
     functions = sum(f["download_bytes"] for f in doc["functions"])
@@ -55,8 +57,11 @@ def test_model_is_within_one_percent_of_the_wheel_member(
     members = zip_members(wheel)
     size, compressed = members["mlx/lib/mlx.metallib"]
     assert doc["file_size"] == size
-    assert doc["download_member"] == {"name": "mlx/lib/mlx.metallib", "bytes": size,
-                                      "download_bytes": compressed}  # fmt: skip
+    assert doc["download_member"] == {
+        "name": "mlx/lib/mlx.metallib",
+        "bytes": size,
+        "download_bytes": compressed,
+    }
     assert abs(doc["download_bytes"] - compressed) < compressed / 100
     assert doc["download_model_error_bytes"] == doc["download_bytes"] - compressed
 
@@ -74,7 +79,9 @@ def test_a_wheel_lists_every_file_with_its_real_compressed_size(
 
 
 @pytest.mark.realdata
-@pytest.mark.skipif(not HAS_C, reason="the C pass is not in use (built without zlib, or METALLIB_BUILDER_NATIVE=0)")
+@pytest.mark.skipif(
+    not HAS_C, reason="the C pass is not in use (built without zlib, or METALLIB_BUILDER_NATIVE=0)"
+)
 def test_c_and_python_give_the_same_numbers_on_real_data(
     mlx_metallib: Any,
 ) -> None:
@@ -132,7 +139,10 @@ def test_shares_match_between_c_and_python_on_a_whole_library() -> None:
     native = download_share(lib, attribution)
     python = download_share(lib, attribution, native=False)
     assert (native.total, native.functions, native.overhead) == (
-        python.total, python.functions, python.overhead)  # fmt: skip
+        python.total,
+        python.functions,
+        python.overhead,
+    )
     assert sum(native.functions) + sum(native.overhead) == native.total
     # one part: the model is exactly the single stream a zip member holds
     packer = zlib.compressobj(6, zlib.DEFLATED, -15)
@@ -142,7 +152,8 @@ def test_shares_match_between_c_and_python_on_a_whole_library() -> None:
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_a_groups_share_predicts_what_removing_it_saves(
-    wheel_report: tuple[Path, dict[str, Any]], tmp_path: Path,
+    wheel_report: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
 ) -> None:
     """The honest use of the number: drop the largest family (slim), compress the rest as the
     wheel would, and the saving is what the report said, within 8% (measured: 0.1%)."""

@@ -66,27 +66,45 @@ def test_compare_shows_download_deltas_and_gates_on_them(
 ) -> None:
     _, saved = download_report_28
     head = tmp_path / "r29.json"
-    code, _, err = run_cli(["report", str(mlx_wheel("0.29.0")), "--download", "--format", "json",
-                            "-o", str(head)], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["report", str(mlx_wheel("0.29.0")), "--download", "--format", "json", "-o", str(head)],
+        capsys,
+    )
     assert code == 0, err
-    base_total, head_total = _saved(download_report_28)["download_bytes"], json.loads(
-        head.read_text())["download_bytes"]  # fmt: skip
+    base_total, head_total = (
+        _saved(download_report_28)["download_bytes"],
+        json.loads(head.read_text())["download_bytes"],
+    )
     growth = 100.0 * (head_total - base_total) / base_total
     assert 1 < growth < 10  # 0.29.0 grew by about 4%
-    code, out, err = run_cli(["compare", str(saved), str(head), "--format", "json",
-                              "--max-download-growth", "1%"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", str(saved), str(head), "--format", "json", "--max-download-growth", "1%"],
+        capsys,
+    )
     assert code == 1 and "--max-download-growth 1%" in err
     doc = json.loads(out)
     assert doc["delta_download_bytes"] == head_total - base_total
     assert sum(g["delta_download_bytes"] for g in doc["groups"]) == head_total - base_total
     assert [g["passed"] for g in doc["gates"]] == [False]
-    code, out, err = run_cli(["compare", str(saved), str(head), "--format", "markdown",
-                              "--max-download-growth", "10%", "--max-download-size",
-                              str(head_total)], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [
+            "compare",
+            str(saved),
+            str(head),
+            "--format",
+            "markdown",
+            "--max-download-growth",
+            "10%",
+            "--max-download-size",
+            str(head_total),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "download delta" in out and out.count("✅ pass") == 2
-    code, _, err = run_cli(["compare", str(saved), str(head), "--max-download-size",
-                            str(head_total - 1)], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["compare", str(saved), str(head), "--max-download-size", str(head_total - 1)], capsys
+    )
     assert code == 1 and "--max-download-size" in err
 
 
@@ -95,12 +113,14 @@ def test_a_download_gate_without_download_figures_is_exit_2(
 ) -> None:
     doc = _saved(download_report_28)
     plain = {k: v for k, v in doc.items() if "download" not in k and k != "wheel"}
-    plain["functions"] = [{k: v for k, v in f.items() if k != "download_bytes"}
-                          for f in doc["functions"]]  # fmt: skip
+    plain["functions"] = [
+        {k: v for k, v in f.items() if k != "download_bytes"} for f in doc["functions"]
+    ]
     without = tmp_path / "plain.json"
     without.write_text(json.dumps(plain))
-    code, out, err = run_cli(["compare", str(without), str(download_report_28[1]),
-                              "--max-download-growth", "1%"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", str(without), str(download_report_28[1]), "--max-download-growth", "1%"], capsys
+    )
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "without download figures" in err
 
@@ -112,6 +132,7 @@ def test_a_saved_report_whose_shares_do_not_add_up_is_refused(
     doc["functions"][0]["download_bytes"] += 1000
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(doc))
-    code, _, err = run_cli(["compare", str(edited), str(download_report_28[1]),
-                            "--max-download-growth", "1%"], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["compare", str(edited), str(download_report_28[1]), "--max-download-growth", "1%"], capsys
+    )
     assert code == 2 and "download_bytes says" in err

@@ -52,13 +52,32 @@ def _variants(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, 
 def test_each_variant_reports_its_metallib_download(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    variants = _variants(["variants", "--from", str(library), "--source-dir", str(metal_src_dir()),
-                          "-o", str(tmp_path / "v"), "--jit", "unary/*", "--download"], capsys)  # fmt: skip
+    variants = _variants(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(metal_src_dir()),
+            "-o",
+            str(tmp_path / "v"),
+            "--jit",
+            "unary/*",
+            "--download",
+        ],
+        capsys,
+    )
     for v in variants.values():
         assert v["metallib_download_bytes"] == _zip_stream(Path(v["metallib"]))
-        assert v["total_download_bytes"] == v["metallib_download_bytes"] + v["embedded_compressed_bytes"]
+        assert (
+            v["total_download_bytes"]
+            == v["metallib_download_bytes"] + v["embedded_compressed_bytes"]
+        )
     assert variants["jit-1"]["embedded_compressed_bytes"] > 0
-    assert variants["jit-1"]["metallib_download_bytes"] < variants["all-aot"]["metallib_download_bytes"]
+    assert (
+        variants["jit-1"]["metallib_download_bytes"]
+        < variants["all-aot"]["metallib_download_bytes"]
+    )
 
 
 def test_budget_of_download_plans_within_the_budget(
@@ -66,9 +85,22 @@ def test_budget_of_download_plans_within_the_budget(
 ) -> None:
     full = _zip_stream(library)
     budget = full - 40_000  # more than the smallest family saves: at least one family goes JIT
-    variants = _variants(["variants", "--from", str(library), "--source-dir", str(metal_src_dir()),
-                          "-o", str(tmp_path / "v"), "--budget", str(budget), "--budget-of",
-                          "download"], capsys)  # fmt: skip
+    variants = _variants(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(metal_src_dir()),
+            "-o",
+            str(tmp_path / "v"),
+            "--budget",
+            str(budget),
+            "--budget-of",
+            "download",
+        ],
+        capsys,
+    )
     planned = variants["planned"]
     assert planned["plan"]["budget_of"] == "download"
     assert planned["jit_sources"]
@@ -81,10 +113,21 @@ def test_budget_of_download_plans_within_the_budget(
 def test_without_download_nothing_is_compressed_or_shown(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["variants", "--from", str(library), "--source-dir", str(metal_src_dir()), "-o",
-            str(tmp_path / "v"), "--jit", "unary/*"]  # fmt: skip
-    assert all(v["metallib_download_bytes"] is None and v["total_download_bytes"] is None
-               for v in _variants(argv, capsys).values())  # fmt: skip
+    argv = [
+        "variants",
+        "--from",
+        str(library),
+        "--source-dir",
+        str(metal_src_dir()),
+        "-o",
+        str(tmp_path / "v"),
+        "--jit",
+        "unary/*",
+    ]
+    assert all(
+        v["metallib_download_bytes"] is None and v["total_download_bytes"] is None
+        for v in _variants(argv, capsys).values()
+    )
     code, out, _ = run_cli(argv, capsys)
     assert code == 0 and "metallib download" not in out and "total download" not in out
     code, out, _ = run_cli([*argv, "--download"], capsys)
@@ -94,7 +137,18 @@ def test_without_download_nothing_is_compressed_or_shown(
 def test_budget_of_needs_a_budget(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run_cli(["variants", "--from", str(library), "--source-dir",
-                              str(metal_src_dir()), "-o", str(tmp_path / "v"), "--budget-of",
-                              "download"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(metal_src_dir()),
+            "-o",
+            str(tmp_path / "v"),
+            "--budget-of",
+            "download",
+        ],
+        capsys,
+    )
     assert code == 2 and out == "" and "--budget-of" in err and len(err.strip().splitlines()) == 1

@@ -36,16 +36,21 @@ def test_three_releases_give_their_true_sizes_and_a_chart(
     for point, file in zip(points, files):
         _, report, _ = run_cli(["report", str(file), "--format", "json"], capsys)
         measured = json.loads(report)
-        assert point["groups"] == [{"name": g["name"], "bytes": g["bytes"]}
-                                   for g in measured["groups"]]  # fmt: skip
+        assert point["groups"] == [
+            {"name": g["name"], "bytes": g["bytes"]} for g in measured["groups"]
+        ]
         assert point["function_count"] == measured["function_count"]
     html = page.read_text()
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html and "<script" not in html
     sizes = [p["bytes"] for p in points]
     chart = html.split("<svg")[1]
-    ticks = {float(y): text for y, text in  # each grid line and the value it is labelled with
-             re.findall(r'y1="([\d.]+)"[^>]*class="grid"/><text[^>]*>([^<]+)<', chart)}  # fmt: skip
+    ticks = {
+        float(y): text
+        for y, text in re.findall(  # each grid line and the value it is labelled with
+            r'y1="([\d.]+)"[^>]*class="grid"/><text[^>]*>([^<]+)<', chart
+        )
+    }
     zero_y, (top_y, top_text) = max(ticks), min(ticks.items())
     top_value = float(top_text.split()[0]) * {"MB": 1e6, "kB": 1e3}[top_text.split()[1]]
     line = re.search(r'<polyline points="([^"]+)"', chart)
@@ -69,8 +74,9 @@ def test_download_size_is_the_deflate_size_a_zip_stores(
         with zipfile.ZipFile(tmp_path / "ref.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
             z.write(lib, lib.name)
         expected.append(zipfile.ZipFile(tmp_path / "ref.zip").getinfo(lib.name).compress_size)
-    code, out, _ = run_cli(["history", str(old), str(new), "--download", "--format", "json"],
-                           capsys)  # fmt: skip
+    code, out, _ = run_cli(
+        ["history", str(old), str(new), "--download", "--format", "json"], capsys
+    )
     doc = json.loads(out)
     assert code == 0 and [p["download_bytes"] for p in doc["points"]] == expected
     assert doc["download_method"].startswith("modelled as report --download does: zlib level 6")
@@ -87,18 +93,30 @@ def test_history_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_by_source_groups_every_target_by_the_trees_entry_files(
-    mlx_metallib: Callable[[str, str], Path], mlx_style: Path, mlx_headers: Path,
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_style: Path,
+    mlx_headers: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     """``--source-dir`` (with -I as for report) names each function's entry file for every
     target; the reference sums ``list``'s per-function bytes by discovery's entry file."""
     from builder.kernels.discovery import load_tree
 
     versions = ("0.32.0", "0.32.4")
     files = [mlx_metallib(v, PLATFORM) for v in versions]
-    code, out, err = run_cli(["history", *(f"mlx-metal=={v}" for v in versions), "--source-dir",
-                              str(mlx_style), "-I", str(mlx_headers), "--format", "json"],
-                             capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [
+            "history",
+            *(f"mlx-metal=={v}" for v in versions),
+            "--source-dir",
+            str(mlx_style),
+            "-I",
+            str(mlx_headers),
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     assert code == 0, err
     entry_of = load_tree(mlx_style, include_dirs=[mlx_headers]).source_of()
     points = json.loads(out)["points"]

@@ -195,8 +195,18 @@ def test_pr_comment_keeps_saved_report_fields_inert(
     hostile: Path, hostile_head: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     saved = _saved(tmp_path, hostile, capsys)
-    args = ["compare", str(saved), str(hostile_head), "--format", "markdown", "--top", "0",
-            "--max-growth", "1%", "--warn-only"]  # fmt: skip
+    args = [
+        "compare",
+        str(saved),
+        str(hostile_head),
+        "--format",
+        "markdown",
+        "--top",
+        "0",
+        "--max-growth",
+        "1%",
+        "--warn-only",
+    ]
     code, out, _ = run_cli(args, capsys)
     assert code == 0
     _assert_terminal_safe(out)
@@ -215,8 +225,9 @@ def test_pr_comment_keeps_saved_report_fields_inert(
         if line.startswith("| `"):  # a table row: every pipe but the cell borders is escaped
             cells = re.split(r"(?<!\\)\|", line)
             assert len(cells) in (5, 6, 7), line
-    code, out, _ = run_cli(["report", str(saved), "--format", "markdown", "--by", "function",
-                            "--top", "0"], capsys)  # fmt: skip
+    code, out, _ = run_cli(
+        ["report", str(saved), "--format", "markdown", "--by", "function", "--top", "0"], capsys
+    )
     assert code == 0
     _assert_terminal_safe(out)
     assert out.startswith(f"### Size of {md_code(HOSTILE_TARGET)}\n")
@@ -232,10 +243,17 @@ def test_jit_family_names_from_a_manifest_are_escaped_too(
 ) -> None:
     build = tmp_path / "build"
     build.mkdir()
-    units = [{"name": name, "kind": "entry_file", "mode": "jit", "host_names": [],
-              "embedded_bytes": 100 + i} for i, name in enumerate(FORMULAS + CONTROL + MARKUP)]  # fmt: skip
-    manifest = {"schema": 2, "metallib": None, "host_library": "libmetal_jit.so",
-                "units": units}  # fmt: skip
+    units = [
+        {
+            "name": name,
+            "kind": "entry_file",
+            "mode": "jit",
+            "host_names": [],
+            "embedded_bytes": 100 + i,
+        }
+        for i, name in enumerate(FORMULAS + CONTROL + MARKUP)
+    ]
+    manifest = {"schema": 2, "metallib": None, "host_library": "libmetal_jit.so", "units": units}
     (build / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = run_cli(["report", str(build), "--top", "0"], capsys)
     assert code == 0

@@ -37,11 +37,26 @@ HOST = "libmetal_jit.so"
 def _build(build_dir: Path, *selection: str) -> None:
     """``metallib-builder build --jit`` through the real CLI."""
     done = subprocess.run(
-        [sys.executable, "-m", "builder", "build", "--jit", "-j", "2", "--format", "json",
-         "--build-dir", str(build_dir), *selection],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "build",
+            "--jit",
+            "-j",
+            "2",
+            "--format",
+            "json",
+            "--build-dir",
+            str(build_dir),
+            *selection,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -65,8 +80,9 @@ def _reference(build: Path) -> dict[str, Any]:
     the bytes of the other symbols, and the file size."""
     manifest = json.loads((build / "manifest.json").read_text())
     families = {f["name"]: f for f in manifest["units"]}
-    table = subprocess.run(["readelf", "-sW", str(build / HOST)], capture_output=True, text=True,
-                           check=True).stdout.split("Symbol table '.symtab'")[1]  # fmt: skip
+    table = subprocess.run(
+        ["readelf", "-sW", str(build / HOST)], capture_output=True, text=True, check=True
+    ).stdout.split("Symbol table '.symtab'")[1]
     sizes = dict.fromkeys([*families, "other"], 0)
     unit = None
     for line in table.splitlines():
@@ -80,14 +96,26 @@ def _reference(build: Path) -> dict[str, Any]:
         if kind not in ("FUNC", "OBJECT") or section == "UND" or int(size) == 0:
             continue
         # family_<name> as a whole C name, or as a mangled one: its length, then the name
-        named = [f for f in families
-                 if re.search(rf"(?<![0-9]){len(f) + 7}family_{re.escape(f)}|"
-                              rf"(?<![0-9A-Za-z_])family_{re.escape(f)}(?![0-9A-Za-z_])", name)]  # fmt: skip
+        named = [
+            f
+            for f in families
+            if re.search(
+                rf"(?<![0-9]){len(f) + 7}family_{re.escape(f)}|"
+                rf"(?<![0-9A-Za-z_])family_{re.escape(f)}(?![0-9A-Za-z_])",
+                name,
+            )
+        ]
         owner = unit if bind == "LOCAL" and unit else named[0] if named else "other"
         sizes[owner] += int(size)
     return {
-        "families": {n: {"host_bytes": sizes[n], "kernels": len(f["host_names"]),
-                         "embedded_bytes": f["embedded_bytes"]} for n, f in families.items()},
+        "families": {
+            n: {
+                "host_bytes": sizes[n],
+                "kernels": len(f["host_names"]),
+                "embedded_bytes": f["embedded_bytes"],
+            }
+            for n, f in families.items()
+        },
         "other_bytes": sizes["other"],
         "file_size": (build / HOST).stat().st_size,
     }
@@ -116,8 +144,12 @@ def test_jit_only_report_shows_host_library_symbols(
     assert rows["[runtime, shared]"][2] == f"{sizes['other_bytes']:,}"
     assert rows["total"][2] == f"{so.stat().st_size:,}"
     assert "[container overhead]" not in out and " 0 B " not in out
-    for part in ("symbol sizes (ELF st_size, pyelftools .symtab) in the host library", str(so),
-                 "not metallib bytes", "no metallib: every family is compiled at run time"):  # fmt: skip
+    for part in (
+        "symbol sizes (ELF st_size, pyelftools .symtab) in the host library",
+        str(so),
+        "not metallib bytes",
+        "no metallib: every family is compiled at run time",
+    ):
         assert _has(out, part), part
     code, out, _ = run_cli(["report", str(build), "--format", "json"], capsys)
     doc = json.loads(out)
@@ -140,9 +172,10 @@ def test_jit_only_report_shows_host_library_symbols(
 
 
 def test_saved_jit_report_round_trips_and_is_checked(
-    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
+    builds: dict[str, tuple[Path, dict[str, Any]]],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     build, _ = builds["a"]
     code, out, _ = run_cli(["report", str(build), "--format", "json"], capsys)
     saved = tmp_path / "a.json"
@@ -182,8 +215,11 @@ def test_compare_two_jit_builds_gives_real_deltas(
     code, out, _ = run_cli(["compare", str(a), str(b)], capsys)
     title = out.split("┏")[0]
     assert "(new)" not in out.split("arange")[0]
-    assert _has(title, f"JIT host library {human_size(size_a)} → {human_size(size_b)}, "
-                       f"{human_delta(size_b - size_a)}")  # fmt: skip
+    assert _has(
+        title,
+        f"JIT host library {human_size(size_a)} → {human_size(size_b)}, "
+        f"{human_delta(size_b - size_a)}",
+    )
     code, out, _ = run_cli(["compare", str(a), str(b), "--format", "csv"], capsys)
     total = next(r for r in csv.reader(io.StringIO(out)) if r[0] == "[jit total]")
     assert [int(v) for v in total[3:6]] == [size_a, size_b, size_b - size_a]
@@ -192,8 +228,9 @@ def test_compare_two_jit_builds_gives_real_deltas(
     assert "| `unary` |" in out and "0 B (new)" not in out
     code, out, err = run_cli(["compare", str(a), str(b), "--max-growth", "1%"], capsys)
     assert code == 1 and "--max-growth 1%: the JIT host library of" in err
-    code, out, err = run_cli(["compare", str(a), str(b), "--max-growth", "50%",
-                              "--fail-on-new-group"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", str(a), str(b), "--max-growth", "50%", "--fail-on-new-group"], capsys
+    )
     assert code == 1 and "new groups in head: arange" in err and "--max-growth" not in err
     code, out, _ = run_cli(["compare", str(a), str(a), "--format", "json"], capsys)
     same = json.loads(out)["jit"]
@@ -202,9 +239,10 @@ def test_compare_two_jit_builds_gives_real_deltas(
 
 
 def test_unreadable_host_library_falls_back_to_manifest_bytes(
-    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
+    builds: dict[str, tuple[Path, dict[str, Any]]],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     build, sizes = builds["a"]
     missing = tmp_path / "missing"
     missing.mkdir()
@@ -212,8 +250,9 @@ def test_unreadable_host_library_falls_back_to_manifest_bytes(
     stripped = tmp_path / "stripped"
     stripped.mkdir()
     shutil.copy(build / "manifest.json", stripped / "manifest.json")
-    subprocess.run(["strip", "--strip-all", "-o", str(stripped / HOST), str(build / HOST)],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["strip", "--strip-all", "-o", str(stripped / HOST), str(build / HOST)], check=True
+    )
     embedded = {name: f["embedded_bytes"] for name, f in sizes["families"].items()}
     for where, why in ((missing, "host library not found"), (stripped, "not ELF, or stripped")):
         code, out, _ = run_cli(["report", str(where)], capsys)
@@ -229,20 +268,30 @@ def test_unreadable_host_library_falls_back_to_manifest_bytes(
 
 
 def test_mixed_build_shows_the_metallib_then_its_jit_families(
-    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
-    write_metallib: Callable[..., Path], capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    builds: dict[str, tuple[Path, dict[str, Any]]],
+    tmp_path: Path,
+    write_metallib: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     build, sizes = builds["a"]
-    metallib = write_metallib("mixed/lib/kernels.metallib",
-                              [("arange_float32", 300), ("arange_float16", 200)])  # fmt: skip
+    metallib = write_metallib(
+        "mixed/lib/kernels.metallib", [("arange_float32", 300), ("arange_float16", 200)]
+    )
     mixed = metallib.parent.parent
     shutil.copy(build / HOST, mixed / HOST)
     manifest = json.loads((build / "manifest.json").read_text())
     manifest["metallib"] = "lib/kernels.metallib"
-    manifest["units"].append({"name": "arange", "kind": "catalog_family", "mode": "aot",
-                              "sources": ["arange.h"],
-                              "host_names": ["arange_float32", "arange_float16"],
-                              "outputs": [], "embedded_bytes": 0})  # fmt: skip
+    manifest["units"].append(
+        {
+            "name": "arange",
+            "kind": "catalog_family",
+            "mode": "aot",
+            "sources": ["arange.h"],
+            "host_names": ["arange_float32", "arange_float16"],
+            "outputs": [],
+            "embedded_bytes": 0,
+        }
+    )
     (mixed / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = run_cli(["report", str(mixed)], capsys)
     assert code == 0
@@ -260,9 +309,11 @@ def test_mixed_build_shows_the_metallib_then_its_jit_families(
 
 
 def test_growth_gates_count_the_host_library_of_mixed_builds(
-    builds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path,
-    write_metallib: Callable[..., Path], capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    builds: dict[str, tuple[Path, dict[str, Any]]],
+    tmp_path: Path,
+    write_metallib: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Two builds with the same metallib and JIT families beside it: only the host library grew.
     The gates must see that growth (they said "size gates passed" next to "host library +7.9%")."""
     sides = []
@@ -279,13 +330,16 @@ def test_growth_gates_count_the_host_library_of_mixed_builds(
     host_a, host_b = (a / HOST).stat().st_size, (b / HOST).stat().st_size
     lib = (a / "lib/kernels.metallib").stat().st_size
     assert (b / "lib/kernels.metallib").read_bytes() == (a / "lib/kernels.metallib").read_bytes()
-    code, out, err = run_cli(["compare", str(a), str(b), "--max-growth", "1%", "--format",
-                              "json"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", str(a), str(b), "--max-growth", "1%", "--format", "json"], capsys
+    )
     assert code == 1 and json.loads(out)["delta_bytes"] == 0  # the metallib did not change
     assert f"(metallib + JIT host library) grew by {human_delta(host_b - host_a)}" in err
-    code, _, err = run_cli(["compare", str(a), str(b), "--max-growth", str(host_b - host_a)],
-                           capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["compare", str(a), str(b), "--max-growth", str(host_b - host_a)], capsys
+    )
     assert code == 0 and "size gates passed" in err
-    code, _, err = run_cli(["compare", str(a), str(b), "--max-total-size",
-                            str(lib + host_b - 1)], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        ["compare", str(a), str(b), "--max-total-size", str(lib + host_b - 1)], capsys
+    )
     assert code == 1 and f"is {human_size(lib + host_b)} ({lib + host_b:,} bytes)" in err

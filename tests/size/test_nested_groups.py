@@ -63,13 +63,17 @@ def _flat(doc: dict[str, Any]) -> dict[str, str]:
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_by_source_dtype_on_a_real_library_adds_up_with_download(
-    mlx_metallib: Callable[[str, str], Path], mlx_style: Path, mlx_headers: Path,
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_style: Path,
+    mlx_headers: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     library = mlx_metallib(MLX_VERSION, MLX_PLATFORM)
     tree = ["--source-dir", str(mlx_style), "-I", str(mlx_headers)]
-    code, out, err = run_cli(["report", str(library), *tree, "--by", "source,dtype", "--download",
-                              "--format", "json"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["report", str(library), *tree, "--by", "source,dtype", "--download", "--format", "json"],
+        capsys,
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert (doc["by"], doc["grouping"], doc["subgrouping"]) == (
@@ -161,37 +165,54 @@ def _expected(doc: dict[str, Any]) -> dict[str, list[str]]:
 @pytest.mark.realdata
 def test_kernel_dtype_markdown_and_table_nest(kernel_dtype: dict[str, Any]) -> None:
     expected = _expected(kernel_dtype["doc"])
-    markdown = _child_lines(kernel_dtype["md"].splitlines(), re.compile(r"^\| `([^`]+)` \|"),
-                            re.compile(r"^\| ↳ `([^`]+)` \|"))  # fmt: skip
+    markdown = _child_lines(
+        kernel_dtype["md"].splitlines(),
+        re.compile(r"^\| `([^`]+)` \|"),
+        re.compile(r"^\| ↳ `([^`]+)` \|"),
+    )
     assert markdown == expected
-    table = _child_lines(kernel_dtype["txt"].splitlines(), re.compile(r"^│ (\S+) +│"),
-                         re.compile(r"^│   └ (\S+) +│"))  # fmt: skip
+    table = _child_lines(
+        kernel_dtype["txt"].splitlines(), re.compile(r"^│ (\S+) +│"), re.compile(r"^│   └ (\S+) +│")
+    )
     assert {k: v for k, v in table.items() if k in expected} == expected
 
 
 @pytest.mark.realdata
 def test_kernel_dtype_html_embeds_the_second_key(kernel_dtype: dict[str, Any]) -> None:
     doc = kernel_dtype["doc"]
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
-                      kernel_dtype["html"], re.DOTALL)  # fmt: skip
+    match = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>',
+        kernel_dtype["html"],
+        re.DOTALL,
+    )
     assert match is not None
     (lib,) = json.loads(match.group(1))["libraries"]
     assert (lib["by"], lib["subgroup_by"], lib["subgrouping"]) == ("kernel,dtype", "dtype", "dtype")
     fn = lib["fn"]
-    shown = [(name, lib["groups"][g], lib["variants"][v])
-             for name, g, v in zip(fn["name"], fn["group"], fn["variant"])]  # fmt: skip
+    shown = [
+        (name, lib["groups"][g], lib["variants"][v])
+        for name, g, v in zip(fn["name"], fn["group"], fn["variant"])
+    ]
     assert shown == [(f["name"], f["group"], f["subgroup"]) for f in doc["functions"]]
 
 
 def test_saved_nested_report_reads_back_and_regroups(
     write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    library = write_metallib("small.metallib", [
-        ("v_copyfloat32float32", 400), ("v_copyfloat16float16", 300), ("vv_Addfloat32", 500),
-        ("vv_Addfloat16", 250), ("rope_float32", 700), ("rope_bfloat16", 650),
-    ])  # fmt: skip
-    code, out, err = run_cli(["report", str(library), "--by", "kernel, dtype", "--format", "json"],
-                             capsys)  # fmt: skip
+    library = write_metallib(
+        "small.metallib",
+        [
+            ("v_copyfloat32float32", 400),
+            ("v_copyfloat16float16", 300),
+            ("vv_Addfloat32", 500),
+            ("vv_Addfloat16", 250),
+            ("rope_float32", 700),
+            ("rope_bfloat16", 650),
+        ],
+    )
+    code, out, err = run_cli(
+        ["report", str(library), "--by", "kernel, dtype", "--format", "json"], capsys
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["by"] == "kernel,dtype"  # one spelling
@@ -218,12 +239,15 @@ def test_saved_nested_report_reads_back_and_regroups(
     assert err.count("\n") == 1 and "subgrouping" in err and str(saved) in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["compare", "{lib}", "{lib}", "--by", "kernel,dtype"],
-    ["report", "{lib}", "--by", "kernel,kernel"],
-    ["report", "{lib}", "--by", "kernel,dtype,function"],
-    ["report", "{lib}", "--by", "kernel,size"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "{lib}", "{lib}", "--by", "kernel,dtype"],
+        ["report", "{lib}", "--by", "kernel,kernel"],
+        ["report", "{lib}", "--by", "kernel,dtype,function"],
+        ["report", "{lib}", "--by", "kernel,size"],
+    ],
+)
 def test_refused_by_keys_say_so_in_one_line(
     argv: list[str], write_metallib: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -240,8 +264,10 @@ def test_tables_off_a_terminal_never_cut_a_function_name(
     assert len(long) > 200
     base = write_metallib("base.metallib", [(long, 900), ("rope_float32", 700)])
     head = write_metallib("head.metallib", [(long, 1900), ("rope_float32", 700)])
-    for argv in (["report", str(head), "--by", "function"],
-                 ["compare", str(base), str(head), "--by", "function"]):  # fmt: skip
+    for argv in (
+        ["report", str(head), "--by", "function"],
+        ["compare", str(base), str(head), "--by", "function"],
+    ):
         code, out, err = run_cli(argv, capsys)  # stdout is captured: not a terminal
         assert code == 0, err
         rows = [line for line in out.splitlines() if long in line]
@@ -252,6 +278,9 @@ def test_tables_off_a_terminal_never_cut_a_function_name(
 def test_one_function_row_in_the_code() -> None:
     """Issue 19 item 5: the function-row concept is defined once (``builder.size.rollup``)."""
     root = Path(__file__).resolve().parents[2] / "builder"
-    found = [str(p.relative_to(root)) for p in root.rglob("*.py")
-             if re.search(r"^class FunctionRow\b", p.read_text(encoding="utf-8"), re.MULTILINE)]  # fmt: skip
+    found = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"^class FunctionRow\b", p.read_text(encoding="utf-8"), re.MULTILINE)
+    ]
     assert found == ["size/rollup.py"]

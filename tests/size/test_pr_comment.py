@@ -21,24 +21,47 @@ from builder.size.load import load_reports
 from builder.size.report import OverheadRow, Report, Source
 from builder.size.rollup import FunctionRow, roll_up
 
-BASE = [("v_copyfloat32float32", 300), ("vv_Addfloat32", 500), ("vv_Subtractint8", 300),
-        ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
-HEAD = [("v_copyfloat32float32", 360), ("vv_Addfloat32", 500), ("rope_float32", 700),
-        ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
+BASE = [
+    ("v_copyfloat32float32", 300),
+    ("vv_Addfloat32", 500),
+    ("vv_Subtractint8", 300),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+]
+HEAD = [
+    ("v_copyfloat32float32", 360),
+    ("vv_Addfloat32", 500),
+    ("rope_float32", 700),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+]
 
 
 def _synthetic(count: int, *, seed: int, name_len: int, by: str = "function") -> Report:
     """A report of ``count`` functions with long names, none shared with another seed's."""
     pad = "x" * name_len
     functions = [
-        FunctionRow(f"kernel_{seed}_{i}_{pad}|`<b>", f"g{seed}_{i % 5000}" if by == "kernel" else
-                    f"kernel_{seed}_{i}", 1000 + (i * 7919 + seed) % 50_000, 0, 0, 0, 0)
+        FunctionRow(
+            f"kernel_{seed}_{i}_{pad}|`<b>",
+            f"g{seed}_{i % 5000}" if by == "kernel" else f"kernel_{seed}_{i}",
+            1000 + (i * 7919 + seed) % 50_000,
+            0,
+            0,
+            0,
+            0,
+        )
         for i in range(count)
-    ]  # fmt: skip
+    ]
     overhead = [OverheadRow("header", 88)]
     size = sum(f.bytes for f in functions) + 88
-    return Report(Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"), size, "2.7", by,
-                  by, functions, roll_up(functions), overhead)  # fmt: skip
+    return Report(
+        Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"),
+        size,
+        "2.7",
+        by,
+        by,
+        functions,
+        roll_up(functions),
+        overhead,
+    )
 
 
 def _sections(text: str) -> list[str]:
@@ -102,15 +125,18 @@ def test_length_bound_on_real_releases(
 ) -> None:
     base = mlx_metallib("0.29.0", "macosx_14_0_arm64")
     head = mlx_metallib("0.32.0", "macosx_26_0_arm64")
-    code, out, _ = _run(["compare", str(base), str(head), "--by", "function", "--top", "0",
-                         "--format", "markdown"], capsys)  # fmt: skip
+    code, out, _ = _run(
+        ["compare", str(base), str(head), "--by", "function", "--top", "0", "--format", "markdown"],
+        capsys,
+    )
     assert code == 0
     (b,), (h,) = load_reports(str(base)), load_reports(str(head))
     assert b.function_count + h.function_count > 17_000
     assert len(out.encode("utf-8")) < DEFAULT_LIMIT
     assert out.startswith(MARKER) and "more not shown" in out
-    code, out, _ = _run(["compare", str(base), str(head), "--top", "5", "--format", "markdown"],
-                        capsys)  # fmt: skip
+    code, out, _ = _run(
+        ["compare", str(base), str(head), "--top", "5", "--format", "markdown"], capsys
+    )
     table = out.split("| kernel |")[1].split("\n\n")[0].splitlines()[2:]
     assert len(table) == 5 + 3
 
@@ -139,10 +165,20 @@ def test_reports_record_what_produced_them(
     build = tmp_path / "build"
     write_metallib("build/lib/k.metallib", BASE)
     options = {"MLB_KERNELS": "copy;binary", "MLB_JIT": False, "CMAKE_BUILD_TYPE": "Release"}
-    manifest = {"schema": 2, "metallib": "lib/k.metallib", "options": options,
-                "toolchain": {"metal": "test"},
-                "units": [{"name": "copy", "kind": "catalog_family", "mode": "aot",
-                           "host_names": ["v_copyfloat32float32"]}]}  # fmt: skip
+    manifest = {
+        "schema": 2,
+        "metallib": "lib/k.metallib",
+        "options": options,
+        "toolchain": {"metal": "test"},
+        "units": [
+            {
+                "name": "copy",
+                "kind": "catalog_family",
+                "mode": "aot",
+                "host_names": ["v_copyfloat32float32"],
+            }
+        ],
+    }
     (build / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = _run(["report", str(build), "--format", "json"], capsys)
     assert code == 0
@@ -159,7 +195,10 @@ def test_reports_record_what_produced_them(
     for fmt in ("markdown", "table"):
         code, text, _ = _run(["report", str(build), "--format", fmt], capsys)
         flat = " ".join(text.split())
-        assert "measured by metallib-builder" in flat and "built by metallib-builder with build" in flat
+        assert (
+            "measured by metallib-builder" in flat
+            and "built by metallib-builder with build" in flat
+        )
         assert "MLB_JIT=OFF" in text.replace("\n", "")
 
 

@@ -35,8 +35,15 @@ def test_report_json_schema(write_metallib: Callable[..., Path]) -> None:
     path = write_metallib("lib.metallib", FUNCTIONS)
     (report,) = load_reports(str(path))
     doc = json.loads(report_json([report]))
-    for key in ("schema", "file_size", "format_version", "function_count", "functions", "groups",
-                "overhead_bytes"):  # fmt: skip
+    for key in (
+        "schema",
+        "file_size",
+        "format_version",
+        "function_count",
+        "functions",
+        "groups",
+        "overhead_bytes",
+    ):
         assert key in doc
     assert doc["schema"] == 1
     assert doc["file_size"] == os.path.getsize(path)
@@ -103,17 +110,35 @@ def _write_build(tmp_path: Path, write_metallib: Callable[..., Path]) -> Path:
         "schema": 2,
         "metallib": "lib/kernels.metallib",
         "units": [
-            {"name": "copy", "kind": "catalog_family", "mode": "aot", "sources": ["copy.metal"],
-             "host_names": ["v_copyfloat32float32", "v_copyfloat16float16"],
-             "outputs": ["copy.air"], "embedded_bytes": 0},
-            {"name": "arith", "kind": "catalog_family", "mode": "aot",
-             "sources": ["binary.metal"],
-             "host_names": ["vv_Addfloat32", "vv_Addfloat16", "rbits"],
-             "outputs": ["binary.air"], "embedded_bytes": 0},
-            {"name": "matmul", "kind": "catalog_family", "mode": "jit", "sources": ["gemm.h"],
-             "host_names": [], "outputs": [], "embedded_bytes": 12345},
+            {
+                "name": "copy",
+                "kind": "catalog_family",
+                "mode": "aot",
+                "sources": ["copy.metal"],
+                "host_names": ["v_copyfloat32float32", "v_copyfloat16float16"],
+                "outputs": ["copy.air"],
+                "embedded_bytes": 0,
+            },
+            {
+                "name": "arith",
+                "kind": "catalog_family",
+                "mode": "aot",
+                "sources": ["binary.metal"],
+                "host_names": ["vv_Addfloat32", "vv_Addfloat16", "rbits"],
+                "outputs": ["binary.air"],
+                "embedded_bytes": 0,
+            },
+            {
+                "name": "matmul",
+                "kind": "catalog_family",
+                "mode": "jit",
+                "sources": ["gemm.h"],
+                "host_names": [],
+                "outputs": [],
+                "embedded_bytes": 12345,
+            },
         ],
-    }  # fmt: skip
+    }
     (build / "manifest.json").write_text(json.dumps(manifest))
     return build
 
@@ -145,13 +170,15 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
 
 def test_manifest_errors(tmp_path: Path) -> None:
     bad = tmp_path / "manifest.json"
-    bad.write_text(json.dumps({"schema": 2, "units": [{"name": "x", "kind": "entry_file",
-                                                        "mode": "fast"}]}))  # fmt: skip
+    bad.write_text(
+        json.dumps({"schema": 2, "units": [{"name": "x", "kind": "entry_file", "mode": "fast"}]})
+    )
     with pytest.raises(UsageError, match="mode"):
         read_manifest(bad)
     # a unit is a catalog family or an entry file, and a schema-1 manifest (families[]) is old
-    bad.write_text(json.dumps({"schema": 2, "units": [{"name": "x", "kind": "family",
-                                                        "mode": "aot"}]}))  # fmt: skip
+    bad.write_text(
+        json.dumps({"schema": 2, "units": [{"name": "x", "kind": "family", "mode": "aot"}]})
+    )
     with pytest.raises(UsageError, match="kind 'family' is not one of catalog_family"):
         read_manifest(bad)
     bad.write_text(json.dumps({"schema": 1, "families": [{"name": "x", "mode": "aot"}]}))

@@ -16,29 +16,39 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-LIB = [("v_copyfloat32float32", 300), ("vv_Addfloat32", 500),
-       ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000)]  # fmt: skip
+LIB = [
+    ("v_copyfloat32float32", 300),
+    ("vv_Addfloat32", 500),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+]
 HOST_BASE, HOST_HEAD = 845_000, 911_812  # +66,812 bytes, +7.9 %
 
 
-def _saved(tmp_path: Path, name: str, metallib: Path, host_size: int,
-           capsys: pytest.CaptureFixture[str]) -> Path:  # fmt: skip
+def _saved(
+    tmp_path: Path, name: str, metallib: Path, host_size: int, capsys: pytest.CaptureFixture[str]
+) -> Path:
     code, out, _ = run_cli(["report", str(metallib), "--format", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    doc["jit_families"] = [{"name": "rope", "embedded_bytes": 4000, "host_bytes": None,
-                            "kernel_count": 4}]  # fmt: skip
-    doc["host_library"] = {"path": f"{name}/libmlx_jit.dylib", "file_size": host_size,
-                           "measured_by": None, "shared_bytes": None,
-                           "unattributed_bytes": None}  # fmt: skip
+    doc["jit_families"] = [
+        {"name": "rope", "embedded_bytes": 4000, "host_bytes": None, "kernel_count": 4}
+    ]
+    doc["host_library"] = {
+        "path": f"{name}/libmlx_jit.dylib",
+        "file_size": host_size,
+        "measured_by": None,
+        "shared_bytes": None,
+        "unattributed_bytes": None,
+    }
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(doc))
     return path
 
 
 @pytest.fixture
-def sides(write_metallib: Callable[..., Path], tmp_path: Path,
-          capsys: pytest.CaptureFixture[str]) -> tuple[str, str, int]:  # fmt: skip
+def sides(
+    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, str, int]:
     lib = write_metallib("lib/mlx.metallib", LIB)
     base = _saved(tmp_path, "base", lib, HOST_BASE, capsys)
     head = _saved(tmp_path, "head", lib, HOST_HEAD, capsys)
@@ -67,8 +77,20 @@ def test_max_total_size_is_metallib_plus_host_library(
     total = metallib + HOST_HEAD
     code, _, err = run_cli(["compare", base, head, "--max-total-size", str(total)], capsys)
     assert code == 0
-    code, out, err = run_cli(["compare", base, head, "--max-total-size", str(total - 1),
-                              "--max-size", str(metallib), "--format", "json"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [
+            "compare",
+            base,
+            head,
+            "--max-total-size",
+            str(total - 1),
+            "--max-size",
+            str(metallib),
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     assert code == 1 and "--max-size" not in err  # the metallib alone is within its limit
     assert f"--max-total-size {total - 1:,}".replace(",", "") not in err  # worded as a size
     gates = {g["name"]: g for g in json.loads(out)["gates"]}

@@ -9,9 +9,19 @@ from builder.size.limits import Limit, parse_limit, parse_size
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("0", 0), ("512", 512), ("10KB", 10_000), ("10kb", 10_000), ("2MB", 2_000_000),
-     ("1MiB", 1024**2), ("1.5 MiB", 1572864), ("3KiB", 3072), ("1GB", 10**9), ("7B", 7)],
-)  # fmt: skip
+    [
+        ("0", 0),
+        ("512", 512),
+        ("10KB", 10_000),
+        ("10kb", 10_000),
+        ("2MB", 2_000_000),
+        ("1MiB", 1024**2),
+        ("1.5 MiB", 1572864),
+        ("3KiB", 3072),
+        ("1GB", 10**9),
+        ("7B", 7),
+    ],
+)
 def test_parse_size(text: str, expected: int) -> None:
     assert parse_size(text) == expected
 

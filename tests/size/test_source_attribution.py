@@ -26,24 +26,29 @@ def _tree_args(mlx_style: Path, mlx_headers: Path) -> list[str]:
 
 
 def test_report_by_source_of_a_real_library(
-    mlx_metallib: Callable[[str, str], Path], mlx_style: Path, mlx_headers: Path,
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_style: Path,
+    mlx_headers: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     library = mlx_metallib(MLX_VERSION, MLX_PLATFORM)
-    code, out, err = run_cli(["report", str(library), *_tree_args(mlx_style, mlx_headers),
-                              "--format", "json"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["report", str(library), *_tree_args(mlx_style, mlx_headers), "--format", "json"], capsys
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["by"] == "source"  # --source-dir alone means --by source
     assert report["grouping"] == f"discovery:{mlx_style}"
     # the byte invariant: every byte to a function or to the container's overhead
     assert report["file_size"] == library.stat().st_size
-    assert sum(f["bytes"] for f in report["functions"]) + report["overhead_bytes"] == (
-        report["file_size"]
+    assert (
+        sum(f["bytes"] for f in report["functions"]) + report["overhead_bytes"]
+        == (report["file_size"])
     )
     group_of = {f["name"]: f["group"] for f in report["functions"]}
-    mirrored = {name: source for source, names in BY_FILE.items() for name in names
-                if name in MIRRORED}  # fmt: skip
+    mirrored = {
+        name: source for source, names in BY_FILE.items() for name in names if name in MIRRORED
+    }
     assert mirrored and all(name in group_of for name in mirrored)
     for name, source in mirrored.items():
         assert group_of[name] == source, name
@@ -51,8 +56,7 @@ def test_report_by_source_of_a_real_library(
     assert others == set(group_of) - set(mirrored)
     # what no entry file produces is said on stderr, counted and sized (issue 17)
     unattributed = sum(f["bytes"] for f in report["functions"] if f["name"] not in mirrored)
-    assert (f"warning: {library}: {len(others):,} of {len(group_of):,} functions ("
-            in err)  # fmt: skip
+    assert f"warning: {library}: {len(others):,} of {len(group_of):,} functions (" in err
     assert f", {unattributed:,} bytes) are produced by no entry file of {mlx_style}" in err
     groups = {g["name"]: g for g in report["groups"]}
     for source in {mirrored[n] for n in mirrored}:
@@ -64,29 +68,38 @@ def test_report_by_source_of_a_real_library(
 
 
 def test_compare_and_saved_reports_by_source(
-    mlx_metallib: Callable[[str, str], Path], mlx_style: Path, mlx_headers: Path,
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_style: Path,
+    mlx_headers: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     base, head = mlx_metallib("0.30.0", MLX_PLATFORM), mlx_metallib(MLX_VERSION, MLX_PLATFORM)
     saved = tmp_path / "base.json"
     code, out, _ = run_cli(["report", str(base), "--format", "json"], capsys)  # by kernel
     saved.write_text(out)
-    code, out, err = run_cli(["compare", str(saved), str(head), *_tree_args(mlx_style, mlx_headers),
-                              "--format", "json"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        ["compare", str(saved), str(head), *_tree_args(mlx_style, mlx_headers), "--format", "json"],
+        capsys,
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["head"]["by"] == doc["base"]["by"] == "source"
     names = {g["name"] for g in doc["groups"]}
     assert {"unary_subset.metal", "binary_subset.metal", "arange_subset.metal", "other"} <= names
-    assert sum(g["delta_bytes"] for g in doc["groups"]) == doc["delta_bytes"] == (
-        head.stat().st_size - base.stat().st_size
+    assert (
+        sum(g["delta_bytes"] for g in doc["groups"])
+        == doc["delta_bytes"]
+        == (head.stat().st_size - base.stat().st_size)
     )
 
 
 def test_tree_options_need_a_tree_and_source_grouping(
-    mlx_metallib: Callable[[str, str], Path], mlx_style: Path, mlx_headers: Path,
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_style: Path,
+    mlx_headers: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     library = str(mlx_metallib(MLX_VERSION, MLX_PLATFORM))
     for argv, words in (
         (["report", library, "-I", str(mlx_headers)], "--source-dir"),
@@ -98,9 +111,11 @@ def test_tree_options_need_a_tree_and_source_grouping(
 
 
 def test_a_tree_that_makes_every_function_warns_nothing(
-    write_metallib: Callable[..., Path], mlx_style: Path, mlx_headers: Path,
+    write_metallib: Callable[..., Path],
+    mlx_style: Path,
+    mlx_headers: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     names = sorted(n for names in BY_FILE.values() for n in names)
     library = write_metallib("tree.metallib", [(n, 300) for n in names])
     code, _, err = run_cli(["report", str(library), *_tree_args(mlx_style, mlx_headers)], capsys)

@@ -19,10 +19,12 @@ FULL = 10_000
 
 
 def _plan(
-    files: Mapping[str, tuple[int, int]], budget: int, *,
+    files: Mapping[str, tuple[int, int]],
+    budget: int,
+    *,
     extra: Callable[[frozenset[str]], int] = lambda jit: 0,
     embedded: Mapping[str, int] | None = None,
-) -> Plan:  # fmt: skip
+) -> Plan:
     """Files ``name -> (kernels, bytes saved)``; the exact size is FULL minus the savings plus
     ``extra(jit)`` (what the estimate cannot see, like reflection padding)."""
     candidates = [Candidate(name, kernels, saved) for name, (kernels, saved) in files.items()]
@@ -84,8 +86,9 @@ def test_equal_kernels_prefer_fewer_embedded_bytes(monkeypatch: pytest.MonkeyPat
 
 def test_exact_sizes_decide_not_the_estimate() -> None:
     """The estimate says ``a`` alone fits; its exact size is 8 bytes over: ``b`` is chosen."""
-    plan = _plan({"a": (1, 100), "b": (2, 100)}, FULL - 100,
-                 extra=lambda jit: 8 if jit == {"a"} else 0)  # fmt: skip
+    plan = _plan(
+        {"a": (1, 100), "b": (2, 100)}, FULL - 100, extra=lambda jit: 8 if jit == {"a"} else 0
+    )
     assert plan.jit == ("b",) and plan.metallib_bytes == FULL - 100
 
 

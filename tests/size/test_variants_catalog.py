@@ -39,21 +39,44 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
 
 
 def test_catalog_families_split_and_embedded_as_embed_does(
-    catalog_library: tuple[Path, dict[str, list[str]]], tmp_path: Path,
+    catalog_library: tuple[Path, dict[str, list[str]]],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     library, names = catalog_library
     src = metal_src_dir()
-    variants = _run(["variants", "--from", str(library), "--source-dir", str(src), "-o",
-                     str(tmp_path / "v"), "--jit", "unary/*,binary/*"], capsys)  # fmt: skip
+    variants = _run(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(src),
+            "-o",
+            str(tmp_path / "v"),
+            "--jit",
+            "unary/*,binary/*",
+        ],
+        capsys,
+    )
     jit = variants["jit-1"]
     assert jit["jit_sources"] == ["unary/unary.h", "binary/binary.h"]
     with open_metallib(jit["metallib"]) as lib:
         assert lib.columns().names == [*names["arange/arange.h"], "helper_a", "helper_b"]
     assert jit["jit_kernels"] == 6 and jit["other_kernels"] == 2 and jit["aot_kernels"] == 3
     expected = tmp_path / "embed.cpp"
-    code, _, err = run_cli(["embed", str(src / "unary/unary.h"), str(src / "binary/binary.h"),
-                            "-I", str(src), "-o", str(expected)], capsys)  # fmt: skip
+    code, _, err = run_cli(
+        [
+            "embed",
+            str(src / "unary/unary.h"),
+            str(src / "binary/binary.h"),
+            "-I",
+            str(src),
+            "-o",
+            str(expected),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert Path(jit["jit_sources_file"]).read_text() == expected.read_text()
 
@@ -68,8 +91,20 @@ def test_a_variant_that_keeps_nothing_has_no_metallib(
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"from an earlier run")
     (tmp_path / "v" / "variants.json").write_text("{}")  # what makes v an earlier run's output
-    variants = _run(["variants", "--from", str(library), "--source-dir", str(metal_src_dir()),
-                     "-o", str(tmp_path / "v"), "--jit", "unary/unary.h"], capsys)  # fmt: skip
+    variants = _run(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(metal_src_dir()),
+            "-o",
+            str(tmp_path / "v"),
+            "--jit",
+            "unary/unary.h",
+        ],
+        capsys,
+    )
     jit = variants["jit-1"]
     assert jit["metallib"] is None and jit["metallib_bytes"] == 0 and jit["function_count"] == 0
     assert jit["jit_kernels"] == 2 and jit["total_bytes"] == jit["embedded_bytes"] > 0
@@ -78,9 +113,10 @@ def test_a_variant_that_keeps_nothing_has_no_metallib(
 
 
 def test_a_wrong_module_hash_writes_nothing(
-    catalog_library: tuple[Path, dict[str, list[str]]], tmp_path: Path,
+    catalog_library: tuple[Path, dict[str, list[str]]],
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     library, _ = catalog_library
     with open_metallib(library) as lib:
         fn = lib.functions[4]
@@ -89,9 +125,20 @@ def test_a_wrong_module_hash_writes_nothing(
     data[at] ^= 0xFF
     library.write_bytes(bytes(data))
     out = tmp_path / "v"
-    code, stdout, err = run_cli(["variants", "--from", str(library), "--source-dir",
-                                 str(metal_src_dir()), "-o", str(out), "--jit", "unary/*"],
-                                capsys)  # fmt: skip
+    code, stdout, err = run_cli(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(metal_src_dir()),
+            "-o",
+            str(out),
+            "--jit",
+            "unary/*",
+        ],
+        capsys,
+    )
     assert code == 2 and stdout == "" and err.count("\n") == 1, err
     assert "does not match its HASH tag" in err and fn.name in err
     assert not list(out.rglob("*.metallib")) and not list(out.rglob("*.cpp"))

@@ -29,8 +29,12 @@ pytestmark = pytest.mark.realdata
 
 # Bigger functions for the files a planner likes to move: the tiles (4 kernels) save the most
 # bytes per kernel, but the file writes its kernel template itself and must stay AOT.
-SIZES = {"tiles/tile_copy.metal": 30_000, "fft.metal": 8_000, "binary_subset.metal": 3_000,
-         "unary_subset.metal": 2_000}  # fmt: skip
+SIZES = {
+    "tiles/tile_copy.metal": 30_000,
+    "fft.metal": 8_000,
+    "binary_subset.metal": 3_000,
+    "unary_subset.metal": 2_000,
+}
 NOT_IN_TREE = [("helper_a", 700), ("helper_b", 900)]
 
 
@@ -38,8 +42,11 @@ NOT_IN_TREE = [("helper_a", 700), ("helper_b", 900)]
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from size.conftest import synthetic_bytes
 
-    functions = [(name, SIZES.get(source, 500))
-                 for source, names in sorted(BY_FILE.items()) for name in sorted(names)]  # fmt: skip
+    functions = [
+        (name, SIZES.get(source, 500))
+        for source, names in sorted(BY_FILE.items())
+        for name in sorted(names)
+    ]
     path = tmp_path_factory.mktemp("coverage") / "tree.metallib"
     path.write_bytes(synthetic_bytes([*functions, *NOT_IN_TREE]))
     return path
@@ -91,10 +98,28 @@ def test_every_variant_ships_every_function_of_the_input(
 ) -> None:
     full = library.stat().st_size
     budget = full - len(BY_FILE["tiles/tile_copy.metal"]) * SIZES["tiles/tile_copy.metal"] // 2
-    variants = _variants(["variants", "--from", str(library), "--source-dir", str(DATA), "-I",
-                          str(mlx_headers), "-o", str(tmp_path / "v"), "--jit", "tiles/*.metal",
-                          "--jit", "fft.metal,unary_subset.metal", "--aot", "arange_subset.metal",
-                          "--budget", str(budget)], capsys)  # fmt: skip
+    variants = _variants(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(DATA),
+            "-I",
+            str(mlx_headers),
+            "-o",
+            str(tmp_path / "v"),
+            "--jit",
+            "tiles/*.metal",
+            "--jit",
+            "fft.metal,unary_subset.metal",
+            "--aot",
+            "arange_subset.metal",
+            "--budget",
+            str(budget),
+        ],
+        capsys,
+    )
     assert [v["name"] for v in variants] == ["all-aot", "aot-1", "jit-1", "jit-2", "planned"]
     wanted = set(_names(library))
     lost = {v["name"]: sorted(wanted - _covered(v)) for v in variants}
@@ -106,24 +131,43 @@ def test_every_variant_ships_every_function_of_the_input(
         assert all(_defines(text, "template", t["template"]) for t in RUNTIME_ONLY)
         kernels = sum(len(names) for names in BY_FILE.values())
         assert variant["coverage"] == {
-            "kernels": kernels, "in_metallib": kernels - variant["jit_kernels"],
-            "in_sources": variant["jit_kernels"], "not_in_input": 0,
+            "kernels": kernels,
+            "in_metallib": kernels - variant["jit_kernels"],
+            "in_sources": variant["jit_kernels"],
+            "not_in_input": 0,
             "runtime_only_templates": len(RUNTIME_ONLY),
-        }  # fmt: skip
+        }
     planned = variants[-1]
     assert planned["metallib_bytes"] <= budget and planned["jit_sources"]
     jit_1 = variants[2]
     assert jit_1["jit_sources"] == [] and "tiles/tile_copy.metal" in jit_1["description"]
 
 
-def test_the_reference_sees_a_lost_kernel(library: Path, mlx_headers: Path, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_the_reference_sees_a_lost_kernel(
+    library: Path, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The check above can fail: a metallib without the tiles and sources without their template
     leave the tiles' kernels uncovered."""
-    [variant] = [v for v in _variants(["variants", "--from", str(library), "--source-dir",
-                                       str(DATA), "-I", str(mlx_headers), "-o",
-                                       str(tmp_path / "v"), "--jit", "fft.metal"], capsys)
-                 if v["name"] == "jit-1"]  # fmt: skip
+    [variant] = [
+        v
+        for v in _variants(
+            [
+                "variants",
+                "--from",
+                str(library),
+                "--source-dir",
+                str(DATA),
+                "-I",
+                str(mlx_headers),
+                "-o",
+                str(tmp_path / "v"),
+                "--jit",
+                "fft.metal",
+            ],
+            capsys,
+        )
+        if v["name"] == "jit-1"
+    ]
     text = _text(variant)
     assert not _defines(text, "template", "tile_copy")
     assert _defines(text, "template", "fft_pass") and _defines(text, "function", "make_twiddles")
@@ -153,11 +197,35 @@ def test_a_split_that_loses_kernels_is_refused(
     tree = _computed_include_tree(tmp_path / "tree")
     library = write_metallib("k.metallib", [("k_float", 400), ("k_int", 400), ("p", 300)])
     out = tmp_path / "out"
-    code, stdout, err = run_cli(["variants", "--from", str(library), "--source-dir", str(tree),
-                                 "-o", str(out), "--jit", "plain.metal"], capsys)  # fmt: skip
+    code, stdout, err = run_cli(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(tree),
+            "-o",
+            str(out),
+            "--jit",
+            "plain.metal",
+        ],
+        capsys,
+    )
     assert code == 0, err  # plain.metal's kernel is its own preamble: nothing lost
-    code, stdout, err = run_cli(["variants", "--from", str(library), "--source-dir", str(tree),
-                                 "-o", str(tmp_path / "lost"), "--jit", "macro.metal"], capsys)  # fmt: skip
+    code, stdout, err = run_cli(
+        [
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(tree),
+            "-o",
+            str(tmp_path / "lost"),
+            "--jit",
+            "macro.metal",
+        ],
+        capsys,
+    )
     assert code == 1 and stdout == "" and err.count("\n") == 1, err
     assert "variant jit-1 would lose 2 kernel(s)" in err
     assert "macro.metal: 2 kernel(s), code in k.h" in err

@@ -66,8 +66,13 @@ def _per_file(library: Path) -> dict[str, tuple[int, int]]:
         for i, name in enumerate(t.names):
             source = PRODUCER.get(name)
             if source is not None:
-                total = (t.entry_bytes[i] + t.public_md_bytes[i] + t.private_md_bytes[i]
-                         + t.module_bytes[i] + t.reflection_bytes[i])  # fmt: skip
+                total = (
+                    t.entry_bytes[i]
+                    + t.public_md_bytes[i]
+                    + t.private_md_bytes[i]
+                    + t.module_bytes[i]
+                    + t.reflection_bytes[i]
+                )
                 slot = out.setdefault(source, [0, 0])
                 slot[0] += 1
                 slot[1] += total
@@ -75,8 +80,9 @@ def _per_file(library: Path) -> dict[str, tuple[int, int]]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "builder", *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *args], capture_output=True, text=True, check=False
+    )
 
 
 @pytest.fixture(scope="session")
@@ -93,14 +99,35 @@ def budget(library: Path) -> int:
 
 
 @pytest.fixture(scope="session")
-def run(library: Path, mlx_headers: Path, budget: int, tmp_path_factory: pytest.TempPathFactory
-        ) -> tuple[dict[str, Any], Path]:  # fmt: skip
+def run(
+    library: Path, mlx_headers: Path, budget: int, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], Path]:
     """One ``variants --from`` run, made once for all workers (the tests only read it)."""
 
     def make(folder: Path) -> None:
-        done = _cli("variants", "--from", str(library), "--source-dir", str(DATA), "-I",
-                    str(mlx_headers), "-o", str(folder / "out"), "--jit", ",".join(JIT_1), "--aot",
-                    AOT_1, "--jit", JIT_2, "--jit", JIT_3, "--budget", str(budget), "--format", "json")  # fmt: skip
+        done = _cli(
+            "variants",
+            "--from",
+            str(library),
+            "--source-dir",
+            str(DATA),
+            "-I",
+            str(mlx_headers),
+            "-o",
+            str(folder / "out"),
+            "--jit",
+            ",".join(JIT_1),
+            "--aot",
+            AOT_1,
+            "--jit",
+            JIT_2,
+            "--jit",
+            JIT_3,
+            "--budget",
+            str(budget),
+            "--format",
+            "json",
+        )
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""  # progress only on a terminal
         (folder / "stdout.json").write_text(done.stdout)
@@ -207,9 +234,12 @@ def test_planner_fits_and_no_file_can_go_back(
     for source in jit:
         back = _size_with_jit(library, jit - {source})
         assert back > budget, source
-        assert {"source": source, "kernels": _per_file(library)[source][0],
-                "saved_bytes": back - planned["metallib_bytes"],
-                "metallib_bytes_if_aot": back} in plan["files"]  # fmt: skip
+        assert {
+            "source": source,
+            "kernels": _per_file(library)[source][0],
+            "saved_bytes": back - planned["metallib_bytes"],
+            "metallib_bytes_if_aot": back,
+        } in plan["files"]
     # The tree is small: try every split and check that none fits with fewer run-time kernels.
     per_file = _per_file(library)
     fitting = []
@@ -231,8 +261,9 @@ def test_budget_below_the_least_reachable_size_fails(
     assert code == 1 and out == "" and err.count("\n") == 1, err
     assert f"least reachable metallib size, {least:,} bytes" in err
     assert not (tmp_path / "no").exists()  # nothing written
-    code, out, err = run_cli([*args, "-o", str(tmp_path / "yes"), "--budget", str(least),
-                              "--format", "json"], capsys)  # fmt: skip
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "yes"), "--budget", str(least), "--format", "json"], capsys
+    )
     assert code == 0, err
     planned = _variants(json.loads(out))["planned"]
     assert (
@@ -259,9 +290,11 @@ RUNTIME_HEADERS = [DATA / "indexing/scatter_rows.h"]
 
 
 def test_embedded_bytes_equal_what_embed_writes(
-    run: tuple[dict[str, Any], Path], mlx_headers: Path, tmp_path: Path,
+    run: tuple[dict[str, Any], Path],
+    mlx_headers: Path,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     doc, _ = run
     checked = 0
     for v in doc["variants"]:
@@ -274,8 +307,10 @@ def test_embedded_bytes_equal_what_embed_writes(
                     headers.append(header)
         headers += [h.resolve() for h in RUNTIME_HEADERS if h.resolve() not in headers]
         mine = tmp_path / f"{v['name']}.cpp"
-        code, _, err = run_cli(["embed", *map(str, headers), "-I", str(mlx_headers), "-I",
-                                str(DATA), "-o", str(mine)], capsys)  # fmt: skip
+        code, _, err = run_cli(
+            ["embed", *map(str, headers), "-I", str(mlx_headers), "-I", str(DATA), "-o", str(mine)],
+            capsys,
+        )
         assert code == 0, err
         written = Path(v["jit_sources_file"]).read_text()
         assert written == mine.read_text()
@@ -285,8 +320,16 @@ def test_embedded_bytes_equal_what_embed_writes(
         assert v["embedded_compressed_bytes"] == len(zlib.compress(stream, 9))
         assert v["total_bytes"] == v["metallib_bytes"] + v["embedded_bytes"]
         assert v["total_compressed_bytes"] == v["metallib_bytes"] + v["embedded_compressed_bytes"]
-        assert v["embed_command"][1:] == ["embed", *map(str, headers), "-I", str(mlx_headers),
-                                          "-I", str(DATA), "-o", v["jit_sources_file"]]  # fmt: skip
+        assert v["embed_command"][1:] == [
+            "embed",
+            *map(str, headers),
+            "-I",
+            str(mlx_headers),
+            "-I",
+            str(DATA),
+            "-o",
+            v["jit_sources_file"],
+        ]
         checked += 1
     assert checked == len(doc["variants"]) == 6
 
@@ -294,16 +337,34 @@ def test_embedded_bytes_equal_what_embed_writes(
 def test_other_formats_show_the_same_figures(
     library: Path, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers),
-            "-o", str(tmp_path / "v"), "--jit", ",".join(JIT_1)]  # fmt: skip
+    args = [
+        "variants",
+        "--from",
+        str(library),
+        "--source-dir",
+        str(DATA),
+        "-I",
+        str(mlx_headers),
+        "-o",
+        str(tmp_path / "v"),
+        "--jit",
+        ",".join(JIT_1),
+    ]
     code, table, err = run_cli(args, capsys)
     assert code == 0, err
     doc = json.loads((tmp_path / "v" / "variants.json").read_text())
     jit_1 = _variants(doc)["jit-1"]
     row = next(line for line in table.splitlines() if line.startswith("jit-1 "))
-    assert row.split() == ["jit-1", f"{jit_1['metallib_bytes']:,}", f"{jit_1['embedded_bytes']:,}",
-                           f"{jit_1['embedded_compressed_bytes']:,}", f"{jit_1['total_bytes']:,}",
-                           f"{jit_1['total_compressed_bytes']:,}", f"{jit_1['jit_kernels']:,}", "2"]  # fmt: skip
+    assert row.split() == [
+        "jit-1",
+        f"{jit_1['metallib_bytes']:,}",
+        f"{jit_1['embedded_bytes']:,}",
+        f"{jit_1['embedded_compressed_bytes']:,}",
+        f"{jit_1['total_bytes']:,}",
+        f"{jit_1['total_compressed_bytes']:,}",
+        f"{jit_1['jit_kernels']:,}",
+        "2",
+    ]
     code, markdown, err = run_cli([*args, "--format", "markdown"], capsys)
     assert code == 0, err
     assert f"| `jit-1` | {jit_1['metallib_bytes']:,} | {jit_1['embedded_bytes']:,} |" in markdown
@@ -319,9 +380,12 @@ def test_other_formats_show_the_same_figures(
 
 
 def test_bad_input_is_one_line_exit_2(
-    run: tuple[dict[str, Any], Path], library: Path, mlx_headers: Path, tmp_path: Path,
+    run: tuple[dict[str, Any], Path],
+    library: Path,
+    mlx_headers: Path,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     _, written = run
     tree = ["--source-dir", str(DATA), "-I", str(mlx_headers)]
     base = ["variants", "--from", str(library), *tree]

@@ -31,24 +31,40 @@ PAINTED = "document.documentElement.getAttribute('data-painted') && window.__var
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if chromium_path() is None:
-        pytest.skip("CHROMIUM NOT INSTALLED: the variants page was not rendered in a browser "
-                    "(apt-get install chromium)")  # fmt: skip
+        pytest.skip(
+            "CHROMIUM NOT INSTALLED: the variants page was not rendered in a browser "
+            "(apt-get install chromium)"
+        )
     with Browser(width=1400, height=1000) as b:
         yield b
 
 
 @pytest.fixture(scope="session")
 def page(
-    mlx_metallib: Callable[[str, str], Path], mlx_headers: Path,
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_headers: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[Path, dict[str, Any]]:  # fmt: skip
+) -> tuple[Path, dict[str, Any]]:
     """The page of one ``variants --from`` run, written once for all workers."""
 
     def make(tmp: Path) -> None:
-        argv = ["variants", "--from", str(mlx_metallib(MLX_VERSION, MLX_PLATFORM)),
-                "--source-dir", str(DATA), "-I", str(mlx_headers), "-o", str(tmp / "out"),
-                "--jit", "unary_subset.metal,binary_subset.metal", "--aot", "arange_subset.metal",
-                "--format", "html"]  # fmt: skip
+        argv = [
+            "variants",
+            "--from",
+            str(mlx_metallib(MLX_VERSION, MLX_PLATFORM)),
+            "--source-dir",
+            str(DATA),
+            "-I",
+            str(mlx_headers),
+            "-o",
+            str(tmp / "out"),
+            "--jit",
+            "unary_subset.metal,binary_subset.metal",
+            "--aot",
+            "arange_subset.metal",
+            "--format",
+            "html",
+        ]
         stdout = sys.stdout
         with open(tmp / "variants.html", "w", encoding="utf-8") as sys.stdout:  # the page: stdout
             try:
@@ -66,8 +82,9 @@ def _open(browser: Browser, url: str) -> dict[str, Any]:
     state: dict[str, Any] = browser.wait_for(PAINTED)
     new = browser.events[mark:]
     assert not [e for e in new if e["method"] == "Runtime.exceptionThrown"]
-    urls = [e["params"]["request"]["url"] for e in new
-            if e["method"] == "Network.requestWillBeSent"]  # fmt: skip
+    urls = [
+        e["params"]["request"]["url"] for e in new if e["method"] == "Network.requestWillBeSent"
+    ]
     assert urls and all(u.startswith("file://") for u in urls), urls
     return state
 

@@ -464,8 +464,12 @@ def test_cli_report_recovers_from_a_corrupt_cached_wheel(
 
 
 def test_errors_are_usage_errors() -> None:
-    for error in (wheels.UnsafeWheelError, wheels.CorruptWheelError, wheels.CacheWriteError,
-                  wheels.DownloadError):  # fmt: skip
+    for error in (
+        wheels.UnsafeWheelError,
+        wheels.CorruptWheelError,
+        wheels.CacheWriteError,
+        wheels.DownloadError,
+    ):
         assert issubclass(error, UsageError) and error.exit_code == 2
 
 

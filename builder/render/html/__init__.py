@@ -43,9 +43,12 @@ _PLACEHOLDER = re.compile(r"\{\{TITLE\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\
 
 
 def page(
-    title: str, data: dict[str, Any], *, template: str = "page.html",
+    title: str,
+    data: dict[str, Any],
+    *,
+    template: str = "page.html",
     scripts: tuple[str, ...] = ("treemap.js", "app.js"),
-) -> str:  # fmt: skip
+) -> str:
     """``template`` with the stylesheet, ``scripts`` and data inlined.
 
     One pass over the template: each placeholder is replaced where it stands in the template and

@@ -94,8 +94,11 @@ def _download(report: Report) -> dict[str, Any] | None:
     download = report.download
     if download is None:
         return None
-    return {"total": download.total, "line": download_line(report),
-            "overhead": [[o.name, share] for o, share in zip(report.overhead, download.overhead)]}  # fmt: skip
+    return {
+        "total": download.total,
+        "line": download_line(report),
+        "overhead": [[o.name, share] for o, share in zip(report.overhead, download.overhead)],
+    }
 
 
 def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
@@ -110,8 +113,11 @@ def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
 
 
 def _columns(
-    names: list[str], groups: Iterable[str], variants: Iterable[str] | None, index: tuple[_Index, _Index]
-) -> dict[str, Any]:  # fmt: skip
+    names: list[str],
+    groups: Iterable[str],
+    variants: Iterable[str] | None,
+    index: tuple[_Index, _Index],
+) -> dict[str, Any]:
     group_ix, variant_ix = index
     return {
         "name": names,
@@ -127,8 +133,9 @@ def report_data(reports: Sequence[Report]) -> dict[str, Any]:
         index = (_Index(), _Index())
         names = [f.name for f in report.functions]
         lib = _side(report)
-        lib["fn"] = _columns(names, (f.group for f in report.functions),
-                             _variants(report, names), index)  # fmt: skip
+        lib["fn"] = _columns(
+            names, (f.group for f in report.functions), _variants(report, names), index
+        )
         lib["fn"]["bytes"] = [f.bytes for f in report.functions]
         if report.download is not None:  # the treemap can be sized by download bytes
             lib["fn"]["download"] = report.download.functions
@@ -137,14 +144,18 @@ def report_data(reports: Sequence[Report]) -> dict[str, Any]:
     return {"schema": DATA_SCHEMA, "mode": "report", "libraries": libraries}
 
 
-def _download_columns(comparison: Comparison, rows: Sequence[tuple[str, str, int, int]]) -> tuple[list[int], list[int]]:
+def _download_columns(
+    comparison: Comparison, rows: Sequence[tuple[str, str, int, int]]
+) -> tuple[list[int], list[int]]:
     """Head's and base's download bytes of the comparison's rows (``-1``: absent on that side)."""
     base, head = comparison.base, comparison.head
     assert base.download is not None and head.download is not None
     head_dl = dict(zip((f.name for f in head.functions), head.download.functions))
     base_dl = dict(zip((f.name for f in base.functions), base.download.functions))
-    return ([head_dl.get(r[0], -1) if r[2] >= 0 else -1 for r in rows],
-            [base_dl.get(r[0], -1) if r[3] >= 0 else -1 for r in rows])  # fmt: skip
+    return (
+        [head_dl.get(r[0], -1) if r[2] >= 0 else -1 for r in rows],
+        [base_dl.get(r[0], -1) if r[3] >= 0 else -1 for r in rows],
+    )
 
 
 def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> dict[str, Any]:
@@ -170,7 +181,9 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) ->
             lib["fn"]["download"], lib["fn"]["base_download"] = _download_columns(comparison, rows)
         lib["groups"], lib["variants"] = index[0].values, index[1].values
         lib["delta"] = comparison.delta
-        lib["gates"] = [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates]
+        lib["gates"] = [
+            {"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates
+        ]
         lib["notes"] = comparison.notes
         lib["counts"] = {
             "added": len(comparison.added),

@@ -51,8 +51,18 @@ def record(argv: list[str], **extra: object) -> None:
     log = os.environ.get("METAL_STANDIN_LOG")
     if not log:
         return
-    line = json.dumps({"tool": "metal", "argv": argv, "tag": os.environ.get("METAL_STANDIN_TAG"),
-                       "sdk": os.environ.get("METAL_STANDIN_SDK"), **extra}) + "\n"  # fmt: skip
+    line = (
+        json.dumps(
+            {
+                "tool": "metal",
+                "argv": argv,
+                "tag": os.environ.get("METAL_STANDIN_TAG"),
+                "sdk": os.environ.get("METAL_STANDIN_SDK"),
+                **extra,
+            }
+        )
+        + "\n"
+    )
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -88,7 +98,7 @@ class Args:
             elif arg == "-MP":
                 pass
             elif STD.match(arg):
-                self.std = arg[len("-std="):]
+                self.std = arg[len("-std=") :]
             elif arg.startswith("-std="):
                 fail(f"invalid value '{arg[5:]}' in '{arg}'")
             elif VERSION_MIN.match(arg):
@@ -138,11 +148,18 @@ def headers_reached(source: Path, args: Args) -> list[Path]:
 
     pp = find_preprocessor()
     dirs = [Path(os.path.abspath(d)) for d in args.includes]
-    cmd = preprocess_command(pp, [source.name], dirs, metal_defines(args.defines, args.metal_version))
+    cmd = preprocess_command(
+        pp, [source.name], dirs, metal_defines(args.defines, args.metal_version)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         dep = Path(tmp) / "x.d"
-        done = subprocess.run([*cmd, "-MM", "-MF", str(dep), "-MT", "x"], cwd=source.parent,
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            [*cmd, "-MM", "-MF", str(dep), "-MT", "x"],
+            cwd=source.parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             fail(f"{source}: {done.stderr.strip().splitlines()[-1] if done.stderr else 'failed'}")
         text = dep.read_text().replace("\\\n", " ")
@@ -173,15 +190,25 @@ def compile_source(argv: list[str], args: Args) -> None:
     headers = headers_reached(src, args)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [AIR_MAGIC, f"; from {src.name}\n", f"; std {args.std}\n",
-             *(f"kernel {k.name}\n" for k in kernels)]  # fmt: skip
+    lines = [
+        AIR_MAGIC,
+        f"; from {src.name}\n",
+        f"; std {args.std}\n",
+        *(f"kernel {k.name}\n" for k in kernels),
+    ]
     out.write_text("".join(lines))
     deps = [str(src.resolve()), *map(str, headers)]
     Path(args.depfile).write_text(
         f"{_escape(args.output)}: " + " \\\n  ".join(map(_escape, deps)) + "\n"
     )
-    record(argv, mode="compile", source=str(src.resolve()), output=str(out.resolve()),
-           headers=[str(h) for h in headers], kernels=[k.name for k in kernels])  # fmt: skip
+    record(
+        argv,
+        mode="compile",
+        source=str(src.resolve()),
+        output=str(out.resolve()),
+        headers=[str(h) for h in headers],
+        kernels=[k.name for k in kernels],
+    )
 
 
 def read_air(path: Path) -> list[str]:
@@ -192,7 +219,7 @@ def read_air(path: Path) -> list[str]:
         fail(f"cannot read {path}: {exc}")
     if not text.startswith(AIR_MAGIC):
         fail(f"{path} is not a stand-in AIR module")
-    return [line[len("kernel "):] for line in text.splitlines() if line.startswith("kernel ")]
+    return [line[len("kernel ") :] for line in text.splitlines() if line.startswith("kernel ")]
 
 
 def link(argv: list[str], args: Args) -> None:
@@ -215,15 +242,22 @@ def link(argv: list[str], args: Args) -> None:
                 fail(f"duplicate symbol {name} ({seen[name]} and {path})")
             seen[name] = path
             # Placeholder bitcode: the bitcode magic plus a digest, deterministic per name.
-            functions.append(new_function(name, b"BC\xc0\xde" + hashlib.sha256(name.encode()).digest()))
+            functions.append(
+                new_function(name, b"BC\xc0\xde" + hashlib.sha256(name.encode()).digest())
+            )
     target = DEFAULT_DEPLOYMENT
     if args.version_min is not None:
         parts = [int(p) for p in args.version_min[1].split(".")] + [0]
         target = (parts[0], parts[1])
     write_library(new_library(functions, deployment_target=target), args.output)
-    record(argv, mode="link", inputs=[str(Path(p).resolve()) for p in args.inputs],
-           output=str(Path(args.output).resolve()), functions=len(functions),
-           deployment_target=f"{target[0]}.{target[1]}")  # fmt: skip
+    record(
+        argv,
+        mode="link",
+        inputs=[str(Path(p).resolve()) for p in args.inputs],
+        output=str(Path(args.output).resolve()),
+        functions=len(functions),
+        deployment_target=f"{target[0]}.{target[1]}",
+    )
 
 
 def main(argv: list[str]) -> int:

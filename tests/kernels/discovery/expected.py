@@ -8,28 +8,55 @@ e.g. ``unary_layouts(Abs, float16, half)`` expands ``"v_" #op #tname #tname`` to
 from __future__ import annotations
 
 UNARY = {
-    "v_Absfloat16float16", "v2_Absfloat16float16", "gn1_Absfloat16float16",
-    "v_Absfloat32float32", "v2_Absfloat32float32", "gn1_Absfloat32float32",
-    "v_Absbfloat16bfloat16", "v2_Absbfloat16bfloat16", "gn1_Absbfloat16bfloat16",
-    "v_Sinfloat16float16", "v2_Sinfloat16float16", "gn1_Sinfloat16float16",
-    "v_Sinfloat32float32", "v2_Sinfloat32float32", "gn1_Sinfloat32float32",
-    "v_Sinbfloat16bfloat16", "v2_Sinbfloat16bfloat16", "gn1_Sinbfloat16bfloat16",
-    "v_Expfloat32float32", "v2_Expfloat32float32", "gn1_Expfloat32float32",
-}  # fmt: skip
+    "v_Absfloat16float16",
+    "v2_Absfloat16float16",
+    "gn1_Absfloat16float16",
+    "v_Absfloat32float32",
+    "v2_Absfloat32float32",
+    "gn1_Absfloat32float32",
+    "v_Absbfloat16bfloat16",
+    "v2_Absbfloat16bfloat16",
+    "gn1_Absbfloat16bfloat16",
+    "v_Sinfloat16float16",
+    "v2_Sinfloat16float16",
+    "gn1_Sinfloat16float16",
+    "v_Sinfloat32float32",
+    "v2_Sinfloat32float32",
+    "gn1_Sinfloat32float32",
+    "v_Sinbfloat16bfloat16",
+    "v2_Sinbfloat16bfloat16",
+    "gn1_Sinbfloat16bfloat16",
+    "v_Expfloat32float32",
+    "v2_Expfloat32float32",
+    "gn1_Expfloat32float32",
+}
 BINARY = {
-    "ss_Addfloat16", "vv_Addfloat16", "ss_Multiplyfloat16", "vv_Multiplyfloat16",
-    "ss_Addfloat32", "vv_Addfloat32", "ss_Multiplyfloat32", "vv_Multiplyfloat32",
+    "ss_Addfloat16",
+    "vv_Addfloat16",
+    "ss_Multiplyfloat16",
+    "vv_Multiplyfloat16",
+    "ss_Addfloat32",
+    "vv_Addfloat32",
+    "ss_Multiplyfloat32",
+    "vv_Multiplyfloat32",
     "gn2_Addfloat32",
-}  # fmt: skip
+}
 ARANGE = {"arangefloat32", "arangefloat16", "arangeint32"}
 PLAIN = {
-    "fill_ones", "scale_by_two", "clamp_unit", "renamed_kernel", "copy_values_float32",
-    "copy_values_int32", "after_pragma",
-}  # fmt: skip
+    "fill_ones",
+    "scale_by_two",
+    "clamp_unit",
+    "renamed_kernel",
+    "copy_values_float32",
+    "copy_values_int32",
+    "after_pragma",
+}
 TILES = {
-    "tile_copy_float32_bm32_bn32_tfalse", "tile_copy_float32_bm64_bn16_ttrue",
-    "tile_copy_bfloat16_bm32_bn32_tfalse", "tile_copy_bfloat16_bm64_bn16_ttrue",
-}  # fmt: skip
+    "tile_copy_float32_bm32_bn32_tfalse",
+    "tile_copy_float32_bm64_bn16_ttrue",
+    "tile_copy_bfloat16_bm32_bn32_tfalse",
+    "tile_copy_bfloat16_bm64_bn16_ttrue",
+}
 # fft.metal instantiates fft_pass (written in fft.h) three times; make_twiddles, a kernel fft.h
 # writes with a body, is emitted by fft.metal, which includes it.
 FFT = {"fft_pass_float32_n4", "fft_pass_float32_n8", "fft_pass_float16_n4", "make_twiddles"}
@@ -55,9 +82,11 @@ WRITTEN_IN = {
     **{name: "fft.h" for name in FFT},
     **{name: "plain_kernels.metal" for name in PLAIN},
     **{name: "tiles/tile_copy.metal" for name in TILES},
-    **{name: "versioned.metal" for name in ("before_msl32", "macos_kernel", "msl32_only",
-                                             "extra_kernel")},
-}  # fmt: skip
+    **{
+        name: "versioned.metal"
+        for name in ("before_msl32", "macos_kernel", "msl32_only", "extra_kernel")
+    },
+}
 # Entry files that write kernel templates themselves: they stay AOT in every split.
 OWN_TEMPLATES = {"plain_kernels.metal": ["copy_values"], "tiles/tile_copy.metal": ["tile_copy"]}
 # Kernel templates no entry file instantiates (indexing/scatter_rows.h is included by none).
@@ -79,9 +108,18 @@ DETAILS = {
 }
 # The code each kernel comes from, read off the files: ("template", name) for an instantiation,
 # ("function", name) for a kernel written with a body (its own name, not its host name).
-_PREFIXES = {"v_": "unary_v", "v2_": "unary_v2", "gn1_": "unary_g", "ss_": "binary_ss",
-             "vv_": "binary_vv", "gn2_": "binary_g", "arange": "arange",
-             "copy_values": "copy_values", "tile_copy_": "tile_copy", "fft_pass_": "fft_pass"}  # fmt: skip
+_PREFIXES = {
+    "v_": "unary_v",
+    "v2_": "unary_v2",
+    "gn1_": "unary_g",
+    "ss_": "binary_ss",
+    "vv_": "binary_vv",
+    "gn2_": "binary_g",
+    "arange": "arange",
+    "copy_values": "copy_values",
+    "tile_copy_": "tile_copy",
+    "fft_pass_": "fft_pass",
+}
 
 
 def code_of(name: str) -> tuple[str, str]:

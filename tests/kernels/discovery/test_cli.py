@@ -31,9 +31,11 @@ def test_json_lists_every_kernel_with_its_entry_file(run_cli, mlx_style, mlx_hea
     }
     tile = next(k for k in doc["kernels"] if k["name"] == "tile_copy_float32_bm64_bn16_ttrue")
     assert tile == {
-        "name": "tile_copy_float32_bm64_bn16_ttrue", "source": "tiles/tile_copy.metal",
-        "template": "tile_copy", "args": ["float", "64", "16", "true"],
-    }  # fmt: skip
+        "name": "tile_copy_float32_bm64_bn16_ttrue",
+        "source": "tiles/tile_copy.metal",
+        "template": "tile_copy",
+        "args": ["float", "64", "16", "true"],
+    }
 
 
 def test_catalog_and_discovered_trees_give_the_same_fields(run_cli, mlx_style, mlx_headers) -> None:
@@ -52,9 +54,11 @@ def test_catalog_and_discovered_trees_give_the_same_fields(run_cli, mlx_style, m
     ]
     unary = next(k for k in catalog["kernels"] if k["name"] == "unary_v_abs_float16")
     assert unary == {
-        "name": "unary_v_abs_float16", "source": "unary/unary.h", "template": "unary_v",
+        "name": "unary_v_abs_float16",
+        "source": "unary/unary.h",
+        "template": "unary_v",
         "args": ["half", "half", "Abs"],
-    }  # fmt: skip
+    }
     filtered = _json(run_cli, ["--kernels", "unary", "--dtypes", "float32"])
     assert filtered["sources"] == [{"source": "unary/unary.h", "count": filtered["total"]}]
 
@@ -65,8 +69,11 @@ def test_table_per_entry_file(run_cli, mlx_style, mlx_headers) -> None:
     total = sum(len(v) for v in BY_FILE.values())
     assert f"{mlx_style}: {total} kernels in {len(BY_FILE)} entry files (discovered)" in out
     first, _, runtime = out.partition("run-time only:")  # then the run-time-only templates
-    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in first.splitlines()
-            if line.count("│") == 3}  # fmt: skip
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in first.splitlines()
+        if line.count("│") == 3
+    }
     assert rows == {**{f: str(len(n)) for f, n in BY_FILE.items()}, "total": str(total)}
     assert "indexing/scatter_rows.h │ scatter_rows, fill_rows" in runtime
 
@@ -85,14 +92,18 @@ def test_flags_and_config(run_cli, tree_copy: Path, mlx_headers) -> None:
 @pytest.mark.parametrize(
     ("setup", "args", "expected"),
     [
-        ({"broken.metal": "#if\n"}, [], "error: broken.metal: does not preprocess: broken.metal:1:"),
+        (
+            {"broken.metal": "#if\n"},
+            [],
+            "error: broken.metal: does not preprocess: broken.metal:1:",
+        ),
         ({"x.metal": '#include "gone.h"\n'}, [], "gone.h: No such file or directory"),
         ({"metallib.toml": "[kernels]\ndefine = []\n"}, [], "did you mean 'defines'?"),
         ({}, ["-D", "1X"], "-D 1X: expected NAME or NAME=VALUE"),
         ({}, ["--kernels", "unary"], "--kernels and --dtypes select catalog families"),
         ({}, ["--config", "nope.toml"], "--config nope.toml: no such file"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_exit_2(
     run_cli, tree_copy: Path, mlx_headers, setup, args, expected
 ) -> None:

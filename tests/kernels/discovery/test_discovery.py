@@ -320,8 +320,12 @@ def test_discovery_in_batches_equals_one_file_per_run(mlx_style, mlx_headers, tm
 
     def run(jobs: int) -> tuple[KernelTree, list[int]]:
         done: list[int] = []
-        found = load_tree(tree, include_dirs=[mlx_headers], jobs=jobs,
-                          on_progress=lambda d, _t, _e: done.append(d))  # fmt: skip
+        found = load_tree(
+            tree,
+            include_dirs=[mlx_headers],
+            jobs=jobs,
+            on_progress=lambda d, _t, _e: done.append(d),
+        )
         return found, done
 
     batched, steps = run(1)
@@ -337,8 +341,12 @@ def test_one_file_with_the_flags_a_compiler_would_get(tmp_path: Path) -> None:
     inc = tmp_path / "inc"
     inc.mkdir()
     (inc / "names.h").write_text('#define NAME(x) "k_" #x\n')
-    _write(tmp_path, "one.metal", '#include "names.h"\n#ifdef EXTRA\nkernel void extra() {}\n#endif\n'
-           "template [[host_name(NAME(float))]] [[kernel]] decltype(f<float>) f<float>;\n")  # fmt: skip
+    _write(
+        tmp_path,
+        "one.metal",
+        '#include "names.h"\n#ifdef EXTRA\nkernel void extra() {}\n#endif\n'
+        "template [[host_name(NAME(float))]] [[kernel]] decltype(f<float>) f<float>;\n",
+    )
     found = discover_file(tmp_path / "one.metal", [inc], ["EXTRA"])
     assert found == [
         KernelRecord("extra", "one.metal", None, ()),

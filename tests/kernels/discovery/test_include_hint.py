@@ -24,9 +24,12 @@ def entry_tree(folder: Path, mlx_style: Path) -> Path:
 
 
 def test_headers_in_a_sibling_folder_are_suggested(
-    tmp_path: Path, mlx_style: Path, mlx_headers: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    mlx_style: Path,
+    mlx_headers: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """project/src holds the entry file, project/third_party/include/mlx the headers."""
     tree = entry_tree(tmp_path / "project" / "src", mlx_style)
     include_root = tmp_path / "project" / "third_party" / "include"
@@ -51,7 +54,7 @@ def test_an_mlx_checkout_suggests_the_root_above_the_kernels(tmp_path: Path) -> 
     (kernels / "ops.h").write_text("#define OP(x) x\n")
     (kernels / "ops.metal").write_text(
         '#include "mlx/backend/metal/kernels/ops.h"\n'
-        'kernel void OP(add_one)(device float* a [[buffer(0)]]) { a[0] += 1; }\n'
+        "kernel void OP(add_one)(device float* a [[buffer(0)]]) { a[0] += 1; }\n"
     )
     with pytest.raises(UsageError) as caught:
         load_tree(kernels)

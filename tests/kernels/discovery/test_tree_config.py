@@ -84,12 +84,21 @@ def test_tree_reads_its_metallib_toml(tree_copy: Path, mlx_headers: Path, tmp_pa
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[kernels]\ninclude-dir = ['a']\n", "unknown key in [kernels]: 'include-dir'; did you mean 'include-dirs'?"),
+        (
+            "[kernels]\ninclude-dir = ['a']\n",
+            "unknown key in [kernels]: 'include-dir'; did you mean 'include-dirs'?",
+        ),
         ("[kernel]\n", "unknown key 'kernel'; did you mean 'kernels'?"),
         ("[build]\nlibary = 'x'\n", "did you mean 'library'?"),
-        ("[kernels]\ninclude-dirs = 'a'\n", "[kernels] include-dirs must be a list of strings, got 'a'"),
+        (
+            "[kernels]\ninclude-dirs = 'a'\n",
+            "[kernels] include-dirs must be a list of strings, got 'a'",
+        ),
         ("[kernels]\ndefines = ['1BAD']\n", "[kernels] defines must be NAME or NAME=VALUE strings"),
-        ("[kernels]\nmetal-version = '3.2'\n", "[kernels] metal-version must be an integer such as 310"),
+        (
+            "[kernels]\nmetal-version = '3.2'\n",
+            "[kernels] metal-version must be an integer such as 310",
+        ),
         ("[kernels]\nmetal-version = true\n", "metal-version must be an integer"),
         ("[build]\nlibrary = 'a/b'\n", "[build] library must be a file name without folders"),
         ("[build]\npreambles = 3\n", "[build] preambles must be a table"),
@@ -98,7 +107,7 @@ def test_tree_reads_its_metallib_toml(tree_copy: Path, mlx_headers: Path, tmp_pa
         ("kernels = 3\n", "[kernels] must be a table"),
         ("[kernels\n", "invalid TOML"),
     ],
-)  # fmt: skip
+)
 def test_mistakes_name_the_key_and_the_file(tmp_path: Path, text: str, expected: str) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
