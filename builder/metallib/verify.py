@@ -164,9 +164,8 @@ def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> 
         ("private metadata", h.private_metadata, Piece.PRIVATE_MD),
         ("bitcode", h.bitcode, Piece.MODULE),
     ):
-        _check_filled(
-            what, section.offset, section.end, table.offsets(piece), table.sizes(piece), report
-        )  # type: ignore[arg-type]
+        offsets, sizes = table.offsets(piece), table.sizes(piece)
+        _check_filled(what, section.offset, section.end, offsets, sizes, report)  # type: ignore[arg-type]
     rlst = lib.reflection_list
     if rlst is not None and rlst.size >= 4:
         chunks, chunk_sizes = table.reflection_offsets, table.reflection_bytes
