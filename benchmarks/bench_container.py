@@ -97,7 +97,8 @@ def main() -> None:
             ("  (Python copy)", [sys.executable, "-c", COPY, str(source), str(out)], cp, None),
         ]
         print(
-            f"input: {source} ({source.stat().st_size} bytes); {args.runs} interleaved runs, medians"
+            f"input: {source} ({source.stat().st_size} bytes); "
+            f"{args.runs} interleaved runs, medians"
         )
         for label, ours, baseline, target in rows:
             a, b = compare(ours, baseline, args.runs, before=lambda: _fresh(out))
@@ -125,10 +126,12 @@ def main() -> None:
                 m = memory([command, str(path), *extra])
                 peaks[label] = m["heap_peak"]
                 print(
-                    f"  {command:<7} {path.stat().st_size:>11} B file: heap peak {m['heap_peak']:>10} B, max RSS {m['max_rss']:>10} B"
+                    f"  {command:<7} {path.stat().st_size:>11} B file: "
+                    f"heap peak {m['heap_peak']:>10} B, max RSS {m['max_rss']:>10} B"
                 )
             print(
-                f"  {command:<7} heap peak ratio large/small file: {peaks['large'] / peaks['small']:.2f} (target: ~1, no growth)"
+                f"  {command:<7} heap peak ratio large/small file: "
+                f"{peaks['large'] / peaks['small']:.2f} (target: ~1, no growth)"
             )
         print(f"  on the real file ({source.stat().st_size} B):")
         for command, extra in (

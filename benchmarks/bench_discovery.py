@@ -65,7 +65,10 @@ def loop_command(tree: Path, include: list[Path], exclude: list[str]) -> list[st
     )[:-1]  # as discovery runs it
     body = " ".join(shlex.quote(a) for a in cmd)
     names = " ".join(shlex.quote(f) for f in files)
-    script = f'cd {shlex.quote(str(tree))} && for f in {names}; do {body} "$f" >/dev/null || exit 1; done'
+    script = (
+        f"cd {shlex.quote(str(tree))} && for f in {names}; "
+        f'do {body} "$f" >/dev/null || exit 1; done'
+    )
     return ["bash", "-c", script]
 
 

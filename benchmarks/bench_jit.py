@@ -1,11 +1,11 @@
 """Embedded bytes of the JIT host library with and without shared-header dedup and compression.
 
 Builds the host JIT library for real (cmake/MetalJit.cmake, CMake + Ninja) five times: the
-storage modes no-dedup / dedup, each plain / COMPRESS, and dedup + COMPRESS + STRIP_COMMENTS. For each it reports what embed.json
-measured (preamble bytes stored, registry strings), the library's file size and its size after
-`strip --strip-unneeded`, the full build time and a no-op rebuild time; then per family the
-preamble size and what it costs in each mode; and the generator's own time (every family
-generated once, sequentially, `python -m builder.jit family`).
+storage modes no-dedup / dedup, each plain / COMPRESS, and dedup + COMPRESS + STRIP_COMMENTS. For
+each it reports what embed.json measured (preamble bytes stored, registry strings), the library's
+file size and its size after `strip --strip-unneeded`, the full build time and a no-op rebuild time;
+then per family the preamble size and what it costs in each mode; and the generator's own time
+(every family generated once, sequentially, `python -m builder.jit family`).
 
     python benchmarks/bench_jit.py [--families unary,binary] [--jobs 2] [--json]
 
@@ -139,7 +139,8 @@ def main() -> int:
         emb = preamble_bytes(r)
         facts = r["facts"]
         print(
-            f"| {name} | {emb:,} | {emb / preamble_bytes(base):.2f}x | {facts['registry_bytes']:,} |"
+            f"| {name} | {emb:,} | {emb / preamble_bytes(base):.2f}x |"
+            f" {facts['registry_bytes']:,} |"
             f" {facts['embedded_bytes']:,} | {r['library_bytes']:,} |"
             f" {r['stripped_bytes'] or 0:,} | {r['build_seconds']} | {r['noop_seconds']} |"
         )
@@ -167,7 +168,10 @@ def main() -> int:
         print(
             f"| {family} | {len(row[0]['host_names']):,} | {row[0]['source_bytes']:,} | "
             + " | ".join(cell(f) for f in row)
-            + f" | {row[0]['registry_bytes']:,} | {by_mode['dedup+zlib'][family]['registry_bytes']:,} |"
+            + (
+                f" | {row[0]['registry_bytes']:,} |"
+                f" {by_mode['dedup+zlib'][family]['registry_bytes']:,} |"
+            )
         )
     for name, r in results.items():
         shared = sum(s["bytes"] for s in r["facts"]["shared"])

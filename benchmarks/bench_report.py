@@ -1,4 +1,5 @@
-"""Benchmark: ``report --format json`` and ``list --format json`` (whole processes) vs a struct walk.
+"""Benchmark: ``report --format json`` and ``list --format json`` (whole processes) vs a \
+struct walk.
 
 All sides are measured as separate Python processes in the same run, so interpreter start-up is
 paid by each. The baseline is the least work any size tool must do: map the file and walk every
@@ -76,7 +77,8 @@ def main() -> None:
         ours = times[label]
         ratio = statistics.median(ours) / statistics.median(walk)
         print(
-            f"{label} / MDSZ walk: {ratio:.2f} by medians, {min(ours) / min(walk):.2f} by minima (target <= 1.5)"
+            f"{label} / MDSZ walk: {ratio:.2f} by medians, "
+            f"{min(ours) / min(walk):.2f} by minima (target <= 1.5)"
         )
 
 

@@ -102,7 +102,8 @@ def main() -> None:
         )
         results[flag] = json.loads(done.stdout)
     print(
-        f"input: {source} ({source.stat().st_size} bytes); medians of {args.runs} runs in one process"
+        f"input: {source} ({source.stat().st_size} bytes); "
+        f"medians of {args.runs} runs in one process"
     )
     print(f"{'step':<12} {'C extension':>12} {'pure Python':>12}")
     for step in STEPS:

@@ -152,8 +152,8 @@ def build_manifest(
     ``compiled`` maps each AOT unit to its compiled sources (absolute); ``options`` the plan's
     selection as ``METAL_*`` values; ``kernels`` maps each unit to its host names; ``config`` is
     the configure-time build config (``objects``: compiled source -> ``.air``; ``options``,
-    ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json, ``builder.jit.embed_facts``: ``units`` by name)
-    found in ``embed_dir``.
+    ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json,
+    ``builder.jit.embed_facts``: ``units`` by name) found in ``embed_dir``.
     """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
@@ -210,7 +210,8 @@ class ManifestUnit:
     kind: str
     """``catalog_family`` or ``entry_file``."""
     mode: str
-    """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the host)."""
+    """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the
+    host)."""
     host_names: list[str]
     embedded_bytes: int
     sources: list[str] = field(default_factory=list)

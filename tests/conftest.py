@@ -1,7 +1,7 @@
 """Shared fixtures: real metallibs from mlx-metal macOS wheels, downloaded once and cached.
 
-The wheels are cached outside the repository (see ``builder.inputs.wheels.cache_dir``). When the package
-index cannot be reached the tests that need them are skipped with a loud reason.
+The wheels are cached outside the repository (see ``builder.inputs.wheels.cache_dir``). When the
+package index cannot be reached the tests that need them are skipped with a loud reason.
 """
 
 from __future__ import annotations

@@ -177,8 +177,8 @@ def build_command(**kw: Any) -> None:
     The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
     with -I/-D/--exclude/--config as for `kernels`): each entry file is compiled once into
     .air and all are linked into <library>.metallib ([build] library of metallib.toml, else
-    the folder's name). -j N is Ninja's parallel jobs (ninja -j N). One run at a time builds in a build folder:
-    another one waits for it (--no-wait: exit 2 instead).
+    the folder's name). -j N is Ninja's parallel jobs (ninja -j N). One run at a time builds in a
+    build folder: another one waits for it (--no-wait: exit 2 instead).
     """
     from builder.cmake_build.driver import run_build
     from builder.console import stderr_console

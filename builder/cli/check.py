@@ -157,7 +157,8 @@ def check_command(
         if not err.is_terminal:
             state = "ok" if unit.ok else "FAILED"
             click.echo(
-                f"check: {unit.unit}: {unit.instantiations} instantiations {state} ({unit.seconds:.1f}s)",
+                f"check: {unit.unit}: {unit.instantiations} instantiations "
+                f"{state} ({unit.seconds:.1f}s)",
                 err=True,
             )
 

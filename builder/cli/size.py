@@ -102,7 +102,8 @@ def _check_output(
     outputs: Sequence[str], targets: Sequence[str], rules: str | None, tree: dict[str, Any]
 ) -> None:
     """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
-    a path, the rule file, the kernel tree's settings file (``builder.fileio.check_not_an_input``)."""
+    a path, the rule file, the kernel tree's settings file
+    (``builder.fileio.check_not_an_input``)."""
     from builder.fileio import check_not_an_input
 
     source_dir = tree.get("source_dir")

@@ -150,7 +150,8 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
     found = load_tree_with_progress(source_dir, **tree)
     click.echo(
         f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
-        f"{len(found.sources):,} {'entry files' if found.kind == 'discovered' else 'family headers'}",
+        f"{len(found.sources):,} "
+        f"{'entry files' if found.kind == 'discovered' else 'family headers'}",
         err=True,
     )
     return by, Sources(found.source_of(), f"discovery:{found.root}")

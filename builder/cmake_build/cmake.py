@@ -2,9 +2,9 @@
 
 ``BuildTree`` configures the CMake project (``request.project_dir``) for a build request
 (``builder.cmake_build.request``: its ``cmake_args`` are the ``-D`` arguments), skipped when the
-tree was configured with the same request: Ninja re-runs CMake itself when a CMake input changes) and builds with Ninja,
-feeding its status lines to a callback. Every subprocess goes through :func:`run`. One run at a
-time uses a build folder (:func:`build_folder_lock`).
+tree was configured with the same request: Ninja re-runs CMake itself when a CMake input changes)
+and builds with Ninja, feeding its status lines to a callback. Every subprocess goes through
+:func:`run`. One run at a time uses a build folder (:func:`build_folder_lock`).
 """
 
 from __future__ import annotations

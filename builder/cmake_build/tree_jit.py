@@ -1,4 +1,5 @@
-"""``python -m builder.cmake_build.tree_jit``: a discovered tree's run-time preambles as C++ sources.
+"""``python -m builder.cmake_build.tree_jit``: a discovered tree's run-time preambles as C++
+sources.
 
 A JIT entry file of a kernel tree without a catalog is not compiled: the host compiles its
 kernels at run time from preambles, each a header with its quoted includes inlined
@@ -38,7 +39,8 @@ SHARED_SOURCE = "_shared_preambles.cpp"
 
 
 def unit_source(out_dir: Path, unit: str) -> Path:
-    """The generated source of a JIT entry file (``tiles/x.metal`` -> ``<out>/tiles/x.metal.cpp``)."""
+    """The generated source of a JIT entry file (``tiles/x.metal`` ->
+    ``<out>/tiles/x.metal.cpp``)."""
     return out_dir / f"{unit}.cpp"
 
 

@@ -147,8 +147,9 @@ def _build_each(
 
 
 def variants_to_dict(results: Sequence[VariantResult]) -> dict[str, Any]:
-    """``variants --format json``: per variant whether it was built (and why not), its build time, what
-    it ships and its size report (the document ``report <its folder> --format json`` prints)."""
+    """``variants --format json``: per variant whether it was built (and why not), its build time,
+    what it ships and its size report (the document ``report <its folder> --format json``
+    prints)."""
     from builder.size.report import report_to_dict
 
     return {

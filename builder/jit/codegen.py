@@ -229,7 +229,10 @@ def render_family(
         f"const Family family_{family} = {{",
         f"    {cxx_string(family)}, {cxx_string(line_head)},",
         f"    {table}, {len(pieces)}u, {preamble_bytes}u,",
-        f"    {pool_table if kernels else 'nullptr'}, {len(pool)}u, {pool_bytes}u, {len(kernels)}u}};",
+        (
+            f"    {pool_table if kernels else 'nullptr'}, {len(pool)}u, "
+            f"{pool_bytes}u, {len(kernels)}u}};"
+        ),
         "",
         "}  // namespace detail",
         "}  // namespace METAL_JIT_NAMESPACE",

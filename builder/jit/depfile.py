@@ -9,10 +9,10 @@ Paths are escaped the way GCC escapes them, which is what those readers undo:
 - ``$`` becomes ``$$`` (Make would expand a variable; Ninja and CMake read ``$$`` as ``$``).
 
 A newline cannot be written in a rule at all, so a path holding one is refused. A path's bytes
-that are not UTF-8 are written as they are (the file names the same file for Make and Ninja). The depfile is
-written atomically and only when its bytes change, like the output it describes: a build tool that
-compares timestamps (Ninja's ``restat``) then sees no change after a regeneration that changed
-nothing.
+that are not UTF-8 are written as they are (the file names the same file for Make and Ninja). The
+depfile is written atomically and only when its bytes change, like the output it describes: a build
+tool that compares timestamps (Ninja's ``restat``) then sees no change after a regeneration that
+changed nothing.
 """
 
 from __future__ import annotations

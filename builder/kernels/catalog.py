@@ -108,7 +108,10 @@ class Instantiation:
 
     def instantiation_line(self) -> str:
         """The one line that instantiates this kernel, identical in AOT and JIT sources."""
-        return f'{INSTANTIATE_MACRO}("{self.host_name}", {self.template}, {", ".join(self.template_args)})'
+        return (
+            f'{INSTANTIATE_MACRO}("{self.host_name}", {self.template}, '
+            f"{', '.join(self.template_args)})"
+        )
 
 
 def render_translation_unit(instantiations: Sequence[Instantiation]) -> str:

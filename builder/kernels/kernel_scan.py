@@ -271,7 +271,8 @@ def _attributes(groups: list[str]) -> tuple[str | None, bool]:
                 joined = _join_literals(inner)
                 if joined is None:
                     raise ScanError(
-                        f"[[host_name(...)]] must hold string literals, got: {' '.join(rest.split())}"
+                        "[[host_name(...)]] must hold string literals, got: "
+                        f"{' '.join(rest.split())}"
                     )
                 host_name = joined
     return host_name, stage

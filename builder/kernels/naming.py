@@ -61,7 +61,8 @@ def format_host_name(
     dtypes: tuple[str, ...],
     params: tuple[tuple[str, int], ...] = (),
 ) -> str:
-    """Build the host name of one instantiation; raises ValueError on tokens the parser can't read."""
+    """Build the host name of one instantiation; raises ValueError on tokens the parser can't
+    read."""
     if family not in FAMILIES:
         raise ValueError(f"unknown kernel family {family!r}; known: {', '.join(FAMILIES)}")
     words = [family, form] + ([op] if op is not None else [])

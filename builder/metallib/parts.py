@@ -92,7 +92,10 @@ class LibraryParts:
         """A file descriptor of ``functions.data``'s file, for copies in the kernel (or None)."""
 
     def __repr__(self) -> str:
-        return f"LibraryParts({len(self.functions)} functions, extension={[c for c, _ in self.extension]})"
+        return (
+            f"LibraryParts({len(self.functions)} functions, "
+            f"extension={[c for c, _ in self.extension]})"
+        )
 
     @property
     def has_reflection_list(self) -> bool:
@@ -107,7 +110,8 @@ _OFFT = struct.Struct("<QQQ")
 
 
 def wrap_bitcode(raw: bytes) -> bytes:
-    """Wrap raw bitcode as a module the way Apple's tools store it: Darwin wrapper + zero pad to 16."""
+    """Wrap raw bitcode as a module the way Apple's tools store it: Darwin wrapper + zero pad to
+    16."""
     body = _WRAPPER.pack(MODULE_WRAPPER_MAGIC, 0, 20, len(raw), 0xFFFFFFFF) + raw
     return body + bytes(-len(body) % 16)
 

@@ -42,7 +42,8 @@ class Provenance:
 
 
 def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
-    """Read provenance from the header, every VERS tag, and ``sample`` modules spread over the file."""
+    """Read provenance from the header, every VERS tag, and ``sample`` modules spread over the
+    file."""
     columns = lib.columns()
     versions = dict.fromkeys(v for v in columns.versions if v is not None)
     air = dict.fromkeys(f"{v[0]}.{v[1]}" for v in versions)

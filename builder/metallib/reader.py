@@ -185,7 +185,8 @@ class Metallib:
             if code in seen:
                 raise MetallibFormatError(
                     tag_start(code, at),
-                    f"header extension: second {show_code(code)} tag (the first is at {seen[code]})",
+                    f"header extension: second {show_code(code)} tag "
+                    f"(the first is at {seen[code]})",
                 )
             seen[code] = tag_start(code, at)
         return [ExtensionTag(code, at, length) for code, at, length in tags], Span(

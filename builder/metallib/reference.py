@@ -171,7 +171,8 @@ def _refuse_repeated_tags(tags: list[tuple[bytes, int, int]], index: int) -> Non
         if code in first:
             raise MetallibFormatError(
                 tag_start(code, at),
-                f"function {index}: second {show_code(code)} tag in one entry (the first is at {first[code]})",
+                f"function {index}: second {show_code(code)} tag in one entry "
+                f"(the first is at {first[code]})",
             )
         first[code] = tag_start(code, at)
 
@@ -226,7 +227,8 @@ def _module_spans(entries: list[_Entry], bitcode: Span) -> list[tuple[int, int]]
         if offset < previous_end:
             raise MetallibFormatError(
                 entry.offset,
-                f"function {entry.name!r}: module at {offset} overlaps the previous one (ends at {previous_end})",
+                f"function {entry.name!r}: module at {offset} overlaps the previous one "
+                f"(ends at {previous_end})",
             )
         previous_end = offset + size
         spans.append((bitcode.offset + offset, size))
@@ -259,8 +261,9 @@ def _reflection_spans(
         if start < previous_end or stop > reflection_list.size or stop - start < 16:
             raise MetallibFormatError(
                 entries[index].offset,
-                f"function {entries[index].name!r}: reflection chunk {start}..{stop} overlaps another, "
-                f"is shorter than 16 bytes or lies outside the reflection list ({reflection_list.size} bytes)",
+                f"function {entries[index].name!r}: reflection chunk {start}..{stop} "
+                "overlaps another, is shorter than 16 bytes or lies outside the reflection list "
+                f"({reflection_list.size} bytes)",
             )
         previous_end = stop
         spans[index] = (reflection_list.offset + start, stop - start)

@@ -45,7 +45,8 @@ REFLECTION_HEAD = struct.Struct("<I4sI")
 
 
 class Span(NamedTuple):
-    """A byte range ``[offset, offset + size)``; offsets are absolute unless a name says otherwise."""
+    """A byte range ``[offset, offset + size)``; offsets are absolute unless a name says
+    otherwise."""
 
     offset: int
     size: int

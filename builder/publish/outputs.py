@@ -78,7 +78,8 @@ def write_outputs(
 ) -> None:
     """Render each format of ``plan`` once (``render(fmt, to_terminal)``) and deliver it: stdout,
     or the file, written atomically, with one ``wrote FILE (N bytes)`` line on stderr. No file is
-    written when any ``-o`` names one of ``inputs`` (exit 2, ``builder.fileio.check_not_an_input``)."""
+    written when any ``-o`` names one of ``inputs`` (exit 2,
+    ``builder.fileio.check_not_an_input``)."""
     from builder.fileio import check_not_an_input, write_atomic
 
     for path, _fmt in plan:

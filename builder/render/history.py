@@ -156,7 +156,8 @@ def _text(value: str) -> str:
 
 
 def _nice_top(value: int) -> tuple[float, float]:
-    """An axis maximum at or above ``value`` and its tick step (1, 2, 2.5 or 5 x 10^k, 4-6 ticks)."""
+    """An axis maximum at or above ``value`` and its tick step (1, 2, 2.5 or 5 x 10^k, 4-6
+    ticks)."""
     if value <= 0:
         return 1.0, 0.25
     power = 10.0 ** math.floor(math.log10(value / 5))
@@ -241,7 +242,8 @@ svg{display:block;margin:8px 0 20px;max-width:100%;height:auto}
 .title{font-size:15px;font-weight:600;fill:#1b1f24}.grid{stroke:#e1e4e8}
 .ytick{font-size:11px;text-anchor:end;fill:#57606a}.xtick{font-size:11px;text-anchor:end;fill:#57606a}
 .legend{font-size:12px;fill:#1b1f24}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
+td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:right}\
+td:first-child,th:first-child{text-align:left}
 th{background:#f6f8fa}footer{margin-top:16px;font-size:12px;color:#57606a;word-break:break-all}"""
 
 
@@ -282,7 +284,9 @@ def history_html(points: Sequence[HistoryPoint], top: list[str], by: str) -> str
 </head>
 <body>
 <h1>Metallib size history</h1>
-<p>{len(points)} targets in the order given{f" (versions of {_text(package)})" if package else ""}; groups by {_text(by)}; hover a point for its bytes.</p>
+<p>{len(points)} targets in the order given\
+{f" (versions of {_text(package)})" if package else ""}; groups by {_text(by)}; hover a point\
+ for its bytes.</p>
 {_chart("Total size", labels, totals)}
 {_chart(f"Top {len(top)} groups (by {by})", labels, groups) if top else ""}
 <table>

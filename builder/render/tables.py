@@ -75,7 +75,8 @@ def report_table(
                 f"{report.function_count:,} functions, by {report.by}"
             ),
             caption=(
-                f"measured in {rich_text(origin(report))}; grouping: {rich_text(grouping_text(report))}\n"
+                f"measured in {rich_text(origin(report))}; "
+                f"grouping: {rich_text(grouping_text(report))}\n"
                 f"{rich_text(provenance_line(report.provenance))}"
             ),
             title_justify="left",

@@ -74,7 +74,8 @@ MODEL = (
     "zlib level 6 raw deflate, as a wheel's zip member stores it; compressed in parts of about "
     f"{PART_BYTES >> 20} MiB cut at function boundaries, each primed with the {WINDOW >> 10} KiB "
     "before it; every compressed bit is charged to the bytes it decodes into "
-    f"(in steps of {STEP} compressed bytes; a block's tables over the {SPREAD >> 10} KiB after them)"
+    f"(in steps of {STEP} compressed bytes; "
+    f"a block's tables over the {SPREAD >> 10} KiB after them)"
 )
 
 

@@ -7,9 +7,10 @@ therefore counted for a family when it is local to ``<family>.cpp`` (a family na
 such as an entry file ``steel/gemm.metal``, by its last part: compilers record the file name
 only, so ``gemm.metal.cpp``, when no other family ends the same way) or when its name holds the
 identifier ``family_<family>`` (a catalog family's registry entry), whole, or mangled (C++ writes
-an identifier after its length, ``13family_arange``, and may follow it by anything). Everything else is ``(other)``: the runtime,
-the shared (deduplicated) pieces merged across families. Sizes are ``st_size`` of defined data and
-function symbols, so they are measured, not estimated; a non-ELF or stripped library gives None.
+an identifier after its length, ``13family_arange``, and may follow it by anything). Everything else
+is ``(other)``: the runtime, the shared (deduplicated) pieces merged across families. Sizes are
+``st_size`` of defined data and function symbols, so they are measured, not estimated; a non-ELF or
+stripped library gives None.
 """
 
 from __future__ import annotations

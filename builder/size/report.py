@@ -89,7 +89,8 @@ class Report:
     overhead: list[OverheadRow]
     jit_families: list[JitFamily] = field(default_factory=list)
     host_library: HostLibrary | None = None
-    """The host library of a build with JIT families, when it exists (``builder.size.jit_sizes``)."""
+    """The host library of a build with JIT families, when it exists
+    (``builder.size.jit_sizes``)."""
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.provenance``)."""

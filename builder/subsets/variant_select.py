@@ -211,7 +211,8 @@ def requested_variants(
         specs.append(
             VariantSpec(
                 f"jit-{number}",
-                f"--jit {value}: {len(moved)} entry file(s) JIT{_kept_note(index, named)}, the rest AOT",
+                f"--jit {value}: {len(moved)} entry file(s) "
+                f"JIT{_kept_note(index, named)}, the rest AOT",
                 moved,
             )
         )

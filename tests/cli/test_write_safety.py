@@ -39,7 +39,8 @@ def cli(
     file_limit: int | None = None,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``metallib-builder ARGS`` in a fresh process, optionally under a umask or a file-size limit."""
+    """``metallib-builder ARGS`` in a fresh process, optionally under a umask or a file-size
+    limit."""
 
     def setup() -> None:
         if umask is not None:

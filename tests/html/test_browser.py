@@ -132,7 +132,8 @@ def test_click_zooms_into_a_family(browser: Any, real_page: tuple[Path, Any]) ->
     box = json.loads(
         browser.eval(
             "JSON.stringify(Array.from(document.querySelectorAll('#map text.head'))"
-            f".find(t => t.textContent.split('  ')[0] === {json.dumps(family)}).getBoundingClientRect())"
+            f".find(t => t.textContent.split('  ')[0] === {json.dumps(family)})"
+            ".getBoundingClientRect())"
         )
     )
     x, y = box["x"] + 2, box["y"] + box["height"] / 2

@@ -190,7 +190,8 @@ def test_two_calls_on_one_target_and_the_string_api(tmp_path: Path) -> None:
     calls = (
         "metallib_embed_headers(preambles NAMESPACE one API cstring HEADERS inc/k.h\n"
         "  INCLUDE_DIRECTORIES inc)\n"
-        "metallib_embed_headers(preambles NAMESPACE two::b HEADERS inc/k.h INCLUDE_DIRECTORIES inc\n"
+        "metallib_embed_headers(preambles NAMESPACE two::b HEADERS inc/k.h "
+        "INCLUDE_DIRECTORIES inc\n"
         "  DEFINES SECOND=2)\n"
         "metallib_embed_headers(preambles NAMESPACE three HEADERS inc/d.h INCLUDE_DIRECTORIES inc\n"
         "  OUTPUT gen/third.cpp)\n"

@@ -46,7 +46,9 @@ def test_ninja_reads_every_inlined_header_back(
     tree = kernel_tree(
         {
             f"{ODD}/k/top.h": '#pragma once\n#include "k/mid.h"\nint top;\n',
-            f"{ODD}/k/mid.h": '#pragma once\n#include <metal_stdlib>\n#include "k/deep.h"\nint mid;\n',
+            f"{ODD}/k/mid.h": (
+                '#pragma once\n#include <metal_stdlib>\n#include "k/deep.h"\nint mid;\n'
+            ),
             f"{ODD}/k/deep.h": "#pragma once\nint deep;\n",
         }
     )

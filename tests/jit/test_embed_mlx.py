@@ -1,10 +1,10 @@
 """``embed`` for an MLX-style host, on MLX's real kernel headers (mlx-metal 0.32.0's wheel).
 
 - ``--api cstring`` output links with a translation unit that declares the functions the way MLX's
-  ``mlx/backend/metal/jit/includes.h`` does (``namespace mlx::core::metal { const char* unary(); }``),
-  and each function returns text the host preprocessor reads exactly as it reads the header itself
-  (same token stream; nothing left to include). The text stays valid while static destructors run
-  (AddressSanitizer watches).
+  ``mlx/backend/metal/jit/includes.h`` does
+  (``namespace mlx::core::metal { const char* unary(); }``), and each function returns text the
+  host preprocessor reads exactly as it reads the header itself (same token stream; nothing left
+  to include). The text stays valid while static destructors run (AddressSanitizer watches).
 - ``--depfile`` names exactly the headers ``g++ -H`` reports for the same headers and ``-I``
   folders (Metal's angle headers come from discovery's stand-in folder).
 """

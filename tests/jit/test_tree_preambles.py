@@ -64,7 +64,8 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     (tree_dir / "metallib.toml").write_text(
         f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
         "[build.preambles]\n"
-        f'unary_family = ["{mlx_headers}/{KERNELS}/unary_ops.h", "{mlx_headers}/{KERNELS}/unary.h"]\n'
+        f'unary_family = ["{mlx_headers}/{KERNELS}/unary_ops.h", '
+        f'"{mlx_headers}/{KERNELS}/unary.h"]\n'
     )
     tree = load_tree(tree_dir)
     specs = jit_preambles(tree, ["unary_subset.metal"])
@@ -119,7 +120,9 @@ def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
             'template [[host_name("p")]] [[kernel]] decltype(pass<float>) pass<float>;\n',
             "a/util.h": "#pragma once\n",
             "b/util.h": "#pragma once\n",
-            "c.metal": '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n',
+            "c.metal": (
+                '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n'
+            ),
         },
     )
     tree = load_tree(root)

@@ -1,5 +1,6 @@
 """Fixtures for the kernel tests: running the CLI in-process, and counting the catalog
-independently of builder.kernels (straight from the JSON), so counts are never copied from output."""
+independently of builder.kernels (straight from the JSON), so counts are never copied from
+output."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from builder.resources import metal_src_dir
 
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[[list[str]], tuple[int, str, str]]:
-    """``run_cli(ARGS)`` runs ``metallib-builder ARGS`` in-process -> (exit code, stdout, stderr)."""
+    """``run_cli(ARGS)`` runs ``metallib-builder ARGS`` in-process -> (exit code, stdout,
+    stderr)."""
 
     return lambda args: shared_run_cli(args, capsys)
 

@@ -73,8 +73,14 @@ def test_clang_style_notes_are_followed(tmp_path: Path) -> None:
     output = "\n".join(
         [
             f"{src}/shim/metal_stdlib:10:3: error: static assertion failed",
-            f"{src}/common/atomic.h:52:9: note: in instantiation of function template specialization 'f' requested here",
-            f"{unit}:4:1: note: in instantiation of function template specialization 'k' requested here",
+            (
+                f"{src}/common/atomic.h:52:9: note: in instantiation of function template "
+                "specialization 'f' requested here"
+            ),
+            (
+                f"{unit}:4:1: note: in instantiation of function template specialization "
+                "'k' requested here"
+            ),
             "1 error generated.",
         ]
     )

@@ -41,7 +41,10 @@ def test_checkout_holding_the_working_directory_wins(
 def _installed(site: Path, cwd: Path) -> list[str]:
     """project_root() and metal_src_dir() of a copy of the package installed in ``site``, run from
     ``cwd`` (-S: no site-packages, so the editable install of this checkout stays out of it)."""
-    code = "from builder import resources; print(resources.project_root()); print(resources.metal_src_dir())"
+    code = (
+        "from builder import resources; print(resources.project_root()); "
+        "print(resources.metal_src_dir())"
+    )
     done = subprocess.run(
         [sys.executable, "-S", "-c", code],
         cwd=cwd,

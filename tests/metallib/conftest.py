@@ -23,7 +23,8 @@ def synthetic_bytes() -> Callable[..., bytes]:
 def small_real_metallib(
     mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory
 ) -> bytes:
-    """A few dozen real functions of mlx-metal 0.32.0 (reflection list and UUID present), as bytes."""
+    """A few dozen real functions of mlx-metal 0.32.0 (reflection list and UUID present), as
+    bytes."""
     source = mlx_metallib("0.32.0", "macosx_14_0_arm64")
     out = tmp_path_factory.mktemp("real") / "small.metallib"
     slim_file(source, out, keep=["v_copy*", "vv_Add*"])

@@ -83,7 +83,8 @@ def test_native_sha256_says_when_the_file_cannot_be_read(
 
 
 def _modules(seed: int) -> tuple[list[int], list[int]]:
-    """Back-to-back spans of 1 kB to 300 kB over the whole file, like modules in a bitcode section."""
+    """Back-to-back spans of 1 kB to 300 kB over the whole file, like modules in a bitcode
+    section."""
     rng = random.Random(seed)
     offsets, sizes, at = [], [], 0
     while at < SIZE:

@@ -1,4 +1,5 @@
-"""The native function-list parser (``csrc/function_list.c``) against the reference (``reference.py``).
+"""The native function-list parser (``csrc/function_list.c``) against the reference
+(``reference.py``).
 
 The native parser may decline a list (answer None), never misread one: whenever it returns
 columns they must equal the Python parser's, on every real library and on randomly corrupted

@@ -94,7 +94,8 @@ def test_cmake_refuses_a_file_without_one_abi_line(tmp_path: Path) -> None:
     stated.write_text("ABI = 1\nABI = 2\n", encoding="utf-8")
     script = tmp_path / "abi.cmake"
     script.write_text(
-        f'include("{ROOT / "cmake" / "MetallibNative.cmake"}")\nmetallib_native_abi(abi "{stated}")\n',
+        f'include("{ROOT / "cmake" / "MetallibNative.cmake"}")\n'
+        f'metallib_native_abi(abi "{stated}")\n',
         encoding="utf-8",
     )
     done = subprocess.run([cmake, "-P", str(script)], capture_output=True, text=True, check=False)

@@ -224,7 +224,8 @@ def test_whole_real_library_with_trailing_bytes(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The full Apple-built file, 7 bytes appended and declared in the header: verify fails there."""
+    """The full Apple-built file, 7 bytes appended and declared in the header: verify fails
+    there."""
     data = bytearray(mlx_metallib(version, platform).read_bytes())
     end = len(data)
     data += b"\0" * 7
@@ -369,7 +370,8 @@ def test_bad_name_fails_verify_and_is_refused_elsewhere(
 
 
 def test_names_differing_only_in_bad_bytes_stay_apart(parser: str) -> None:
-    """Decoded with replacement, 'k\\xfe' and 'k\\xff' both read 'k\\ufffd'; verify shows them apart."""
+    """Decoded with replacement, 'k\\xfe' and 'k\\xff' both read 'k\\ufffd'; verify shows them
+    apart."""
     parts = new_library(
         [
             new_function(name, b"BC\xc0\xde" + bytes(8), reflection=bytes(16))

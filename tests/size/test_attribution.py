@@ -164,7 +164,8 @@ def test_a_broken_invariant_in_report_is_one_error_line(
     code, out, err = run_cli(["report", str(path), "--format", "json"], capsys)
     assert code == 2 and out == ""
     assert err == (
-        f"error: {path}: byte offset {path.stat().st_size} (0x{path.stat().st_size:x}): internal error, "
+        f"error: {path}: byte offset {path.stat().st_size} (0x{path.stat().st_size:x}): "
+        "internal error, "
         "a bug in metallib-builder (please report it with this line): attributed "
         f"{path.stat().st_size - 88} bytes, the file has {path.stat().st_size}\n"
     )

@@ -118,7 +118,8 @@ def test_search_highlights_an_entry_file_and_filters_the_table(
     status = browser.wait_for("document.getElementById('matches').textContent")
     assert status == "1 of 7 entry files match"
     hits = browser.eval(
-        "Array.from(document.querySelectorAll('.vbar')).map(b => b.querySelectorAll('i.hit').length)"
+        "Array.from(document.querySelectorAll('.vbar'))"
+        ".map(b => b.querySelectorAll('i.hit').length)"
     )
     expected = [
         any(r["source"] == "unary_subset.metal" for r in v["bytes_by_source"])

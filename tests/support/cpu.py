@@ -88,7 +88,8 @@ static std::vector<unsigned char> load(const std::string& path) {
   long n = std::ftell(f);
   std::fseek(f, 0, SEEK_SET);
   std::vector<unsigned char> data(static_cast<size_t>(n) + 8, 0);  // +8: whole trailing word
-  if (n > 0 && std::fread(data.data(), 1, static_cast<size_t>(n), f) != static_cast<size_t>(n)) std::exit(3);
+  if (n > 0 && std::fread(data.data(), 1, static_cast<size_t>(n), f) != static_cast<size_t>(n))\
+ std::exit(3);
   std::fclose(f);
   data.resize(static_cast<size_t>(n) + 8);
   return data;

@@ -6,8 +6,8 @@ real driver where the build can tell:
 
 * it accepts exactly the flags the build rules may pass (``-x metal``, ``-D``, ``-I``, ``-std=``
   with Apple's spellings, ``-m<os>-version-min=``, ``-W...``, ``-f...``, ``-O...``, ``-g...``,
-  ``-c``, ``-o``, ``-MMD``/``-MD``/``-MF``/``-MT``/``-MQ``/``-MP``) and exits 2 naming anything else,
-  so a changed rule shows up;
+  ``-c``, ``-o``, ``-MMD``/``-MD``/``-MF``/``-MT``/``-MQ``/``-MP``) and exits 2 naming anything
+  else, so a changed rule shows up;
 * compiling, it writes a depfile like the real one (the project headers reached, from ``g++ -MM``
   with the Metal header stand-ins) and an ``.air`` placeholder holding the kernels the project's
   discovery finds in the source (``builder.kernels.discovery.discover_file``, with the same -I and
