@@ -34,6 +34,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +46,7 @@ from builder.temporaries import create_temp_file, forget
 __all__ = [
     "PathArg",
     "atomic_write",
+    "check_can_write",
     "check_not_an_input",
     "make_dirs",
     "write_atomic",
@@ -57,6 +59,19 @@ PathArg = str | os.PathLike[str]
 def _cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
     """The one-line error; callers raise it ``from exc`` so that --debug shows the OSError."""
     return OutputError(f"cannot {verb} {os.fspath(path)}: {exc.strerror or exc}")
+
+
+def check_can_write(path: PathArg) -> None:
+    """OutputError (the one line ``write_atomic`` would give) when a file cannot be created
+    beside ``path``: a missing folder, a file in the way, a read-only file system. A probe,
+    made and removed at once, so that a command writing several files finds out before it
+    measures anything and writes none of them (a disk that fills later can still stop it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise _cannot("write", path, exc) from exc
 
 
 def _mkdirs(folder: Path) -> None:

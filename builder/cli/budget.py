@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from builder.cli.publishing import output_options
+
 __all__ = ["budget_command"]
 
 _FORMATS = ("table", "json", "markdown")
@@ -14,24 +16,7 @@ _FORMATS = ("table", "json", "markdown")
 
 @click.command("budget")
 @click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(_FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format (markdown: the step summary and PR comment).",
-)
-@click.option(
-    "-o",
-    "--output",
-    "outputs",
-    type=click.Path(dir_okay=False),
-    multiple=True,
-    metavar="FILE",
-    help="Write to FILE (atomically) instead of stdout. Repeatable: "
-    "each file's format comes from its extension (.md .json .txt).",
-)
+@output_options(_FORMATS, "Output format (markdown: the step summary and PR comment).")
 @click.option(
     "--warn-only",
     is_flag=True,

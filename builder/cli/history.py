@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from builder.cli.publishing import output_options
 from builder.cli.tree_options import tree_options
 from builder.size.grouping import BY_CHOICES
 
@@ -37,24 +38,7 @@ _FORMATS = ("table", "json", "html")
     help="Add the download size: each library as a wheel stores it (zlib level 6, "
     "modelled as report --download does; docs/download-size.md).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(_FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format (html: a self-contained page with line charts).",
-)
-@click.option(
-    "-o",
-    "--output",
-    "outputs",
-    type=click.Path(dir_okay=False),
-    multiple=True,
-    metavar="FILE",
-    help="Write to FILE (atomically) instead of stdout. Repeatable: "
-    "each file's format comes from its extension (.html .json .txt).",
-)
+@output_options(_FORMATS, "Output format (html: a self-contained page with line charts).")
 @click.option(
     "--platform",
     default=None,

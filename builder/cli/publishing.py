@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,7 +19,45 @@ if TYPE_CHECKING:
     from builder.publish.github import PullRequest
     from builder.publish.outputs import Output
 
-__all__ = ["output_plan", "publish", "pull_request_for", "terminal"]
+__all__ = ["output_options", "output_plan", "publish", "pull_request_for", "terminal"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]:
+    """``--format`` (one of ``formats``, ``table`` by default) and the repeatable ``-o FILE``,
+    spelled and explained the same way by every command that publishes; the extensions listed
+    in ``-o``'s help are the ones ``builder.publish.outputs`` maps to ``formats``."""
+    from builder.publish.outputs import EXTENSIONS
+
+    first: dict[str, str] = {}  # format -> its first extension
+    for extension, name in EXTENSIONS.items():
+        if name in formats:
+            first.setdefault(name, extension)
+    shown = " ".join(first.values())
+    as_format = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(formats),
+        default="table",
+        show_default=True,
+        help=format_help,
+    )
+    to_files = click.option(
+        "-o",
+        "--output",
+        "outputs",
+        type=click.Path(dir_okay=False),
+        multiple=True,
+        metavar="FILE",
+        help="Write to FILE (atomically) instead of stdout. Repeatable: each file's format "
+        f"comes from its extension ({shown}).",
+    )
+
+    def add(func: F) -> F:
+        return as_format(to_files(func))
+
+    return add
 
 
 def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Output]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from builder.cli.publishing import output_plan, publish, pull_request_for
+from builder.cli.publishing import output_options, output_plan, publish, pull_request_for
 from builder.cli.tree_options import tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
@@ -52,24 +52,10 @@ def _common(func: Any) -> Any:
             help="Show the N largest groups and fold the rest into one row "
             "(default 20 for table/markdown, all for csv/json; 0 = all).",
         ),
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(_FORMATS),
-            default="table",
-            show_default=True,
-            help="Output format (JSON and CSV for machines; html: a "
-            "self-contained treemap page, see docs/html-report.md).",
-        ),
-        click.option(
-            "-o",
-            "--output",
-            "outputs",
-            type=click.Path(dir_okay=False),
-            multiple=True,
-            metavar="FILE",
-            help="Write to FILE (atomically) instead of stdout. Repeatable: each file's "
-            "format comes from its extension (.md .html .json .csv .txt).",
+        output_options(
+            _FORMATS,
+            "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
+            "see docs/html-report.md).",
         ),
         click.option(
             "--platform",

@@ -57,6 +57,7 @@ def plan_outputs(
                 "--format applies to stdout or to one -o file; with several -o, "
                 "each file's extension gives its format"
             )
+        _check_writable(paths[0])
         return [Output(paths[0], fmt)]
     plan = []
     known = ", ".join(e for e, f in EXTENSIONS.items() if f in formats)
@@ -68,7 +69,19 @@ def plan_outputs(
                 f"(use {known}, or give --format with a single -o)"
             )
         plan.append(Output(path, found))
+    for output in plan:
+        _check_writable(output.path)
     return plan
+
+
+def _check_writable(path: str | None) -> None:
+    """Every ``-o`` folder is checked before measuring (``builder.fileio.check_can_write``), so
+    several files are written all or none when one of them cannot be (a disk that fills half
+    way can still stop the set part way)."""
+    if path is not None:
+        from builder.fileio import check_can_write
+
+        check_can_write(path)
 
 
 def write_outputs(

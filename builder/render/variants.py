@@ -331,9 +331,13 @@ def variants_markdown(run: VariantsRun) -> str:
         if v.plan is None:
             continue
         plan = v.plan
+        heading = f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})"
+        if not plan.files:
+            lines += ["", heading, "", "Nothing moved to JIT: every entry file fits AOT."]
+            continue
         lines += [
             "",
-            f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})",
+            heading,
             "",
             "| moved to JIT | kernels | saves | metallib if AOT again |"
             if plan.budget_of == "metallib"

@@ -141,3 +141,17 @@ def test_budget_writes_json_markdown_and_table(
     assert "FAIL" in (tmp_path / "b.txt").read_text()
     code, _, err = run_cli(["budget", str(budget), "-o", str(tmp_path / "b.html")], capsys)
     assert code == 2 and "(use .md, .markdown, .json, .txt" in err
+
+
+def test_outputs_are_written_all_or_none_when_one_folder_cannot_be_written(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second ``-o`` under a file (no folder to write in) stops the run before it measures:
+    the first ``-o``, which could be written, is not."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    ok, bad = tmp_path / "ok.json", blocker / "size.html"
+    code, out, err = run_cli(["report", str(pair[0]), "-o", str(ok), "-o", str(bad)], capsys)
+    assert code == 2 and out == ""
+    assert err == f"error: cannot write {bad}: Not a directory\n"
+    assert not ok.exists() and blocker.read_text() == "not a folder"

@@ -451,3 +451,29 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     assert variants["jit-mode"]["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
     code, out, err = run_cli([*args, "-o", str(tmp_path / "w"), "--budget", str(least - 1)], capsys)
     assert code == 1 and "3 entry file(s) that stay AOT" in err and f"{least:,} bytes" in err
+
+
+def test_a_budget_every_entry_file_fits_says_nothing_moved(
+    library: Path, mlx_headers: Path, tmp_path: Path
+) -> None:
+    """A budget above the whole library plans no move: the markdown says so instead of an empty
+    table of moves (and the page's script does the same)."""
+    done = _cli(
+        "variants",
+        "--from",
+        str(library),
+        "--source-dir",
+        str(DATA),
+        "-I",
+        str(mlx_headers),
+        "-o",
+        str(tmp_path / "out"),
+        "--budget",
+        str(library.stat().st_size + 1),
+        "--format",
+        "markdown",
+    )
+    assert done.returncode == 0, done.stderr
+    planned = done.stdout[done.stdout.index("**`planned`**") :]
+    assert "Nothing moved to JIT: every entry file fits AOT." in planned
+    assert "| moved to JIT |" not in planned

@@ -135,6 +135,10 @@
         host.appendChild(el('div', '', s.action === 'aot' ? s.source + ' back to AOT (not needed): metallib ' + commas(s.metallib_bytes) + ' B'
           : 'swapped ' + s.swapped_for + ' for ' + s.source + ': metallib ' + commas(s.metallib_bytes) + ' B'));
       });
+      if (!p.files.length) {  // the budget holds every entry file AOT: no table of moves
+        host.appendChild(el('p', '', 'Nothing moved to JIT: every entry file fits AOT.'));
+        return;
+      }
       var t = el('table'), h = el('tr');
       ['moved to JIT', 'kernels', 'saves', 'metallib if AOT again'].forEach(function (c, k) { h.appendChild(el('th', k ? 'num' : '', c)); });
       t.appendChild(el('thead')).appendChild(h);
