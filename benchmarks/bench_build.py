@@ -1,7 +1,7 @@
 """Build timings: full builds and no-op rebuilds through the CLI, on N cores (default 2).
 
-Targets: the JIT variant's full build <= 60 s on 2 cores (issue 5); a no-op `metallib-builder build`
-<= 0.3 s (issue 13), whatever the tree. Each measurement is the wall time of a whole
+Targets: the jit-on preset's full build <= 60 s on 2 cores (issue 5); a no-op `metallib-builder
+build` <= 0.3 s (issue 13), whatever the tree. Each measurement is the wall time of a whole
 `python -m builder build` process (plan, configure if needed, Ninja, size summary); for the no-op
 case plain `ninja -C DIR` is timed too, so the CLI's own cost is visible. The AOT cases use the
 stand-in compiler (they measure the build machinery, not Apple's compiler); --tree adds a tree of

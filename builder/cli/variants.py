@@ -1,10 +1,12 @@
-"""``variants``: build every variant this machine can build, or (``--from``) write every AOT/JIT
-split of a kernel tree as a real subset of an Apple-built library, and compare their sizes.
+"""``variants``: build every build preset this machine can build, or (``--from``) write every
+AOT/JIT split of a kernel tree (a variant) as a real subset of an Apple-built library, and compare
+their sizes.
 
-Without ``--from`` the bundled (catalog) tree is built with CMake + Ninja per variant
-(``builder.cmake_build.variants``). With ``--from TARGET --source-dir DIR`` nothing is compiled:
-discovery maps every function of TARGET to its entry file and ``builder.subsets.variants`` writes
-each split's metallib and JIT source under ``-o OUTDIR``, measured. Figures go to stdout (table,
+Without ``--from`` the bundled (catalog) tree is built with CMake + Ninja per preset of
+CMakePresets.json (``builder.cmake_build.presets``). With ``--from TARGET --source-dir DIR``
+nothing is compiled: discovery maps every function of TARGET to its entry file and
+``builder.subsets.variants`` writes each split's metallib and JIT source under ``-o OUTDIR``,
+measured. Figures go to stdout (table,
 JSON, markdown or HTML); progress goes to stderr, and only on a terminal.
 """
 
@@ -44,7 +46,7 @@ _BUILT_FORMATS = ("table", "json")
 
 _EPILOG = """\b
 Examples:
-  metallib-builder variants --build-dir build -j 2          # build the bundled tree's variants
+  metallib-builder variants --build-dir build -j 2          # build the bundled tree's presets
   metallib-builder variants --from mlx-metal==0.32.1 \\
       --source-dir mlx/mlx/backend/metal/kernels -I mlx \\
       --exclude fence.metal --exclude '*_nax.metal' -o variants/
@@ -147,17 +149,17 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
 @no_wait_option
 @build_only_options
 def variants_command(from_target: str | None, **kw: Any) -> None:
-    """Compare the sizes of a kernel library's AOT/JIT variants.
+    """Compare the sizes of the build presets, or (--from) of a library's AOT/JIT variants.
 
     \b
-    Without --from, build every variant this machine can build, each in a subdirectory of
-    --build-dir:
+    Without --from, build every preset of CMakePresets.json this machine can build, each in a
+    subdirectory of --build-dir:
       jit-on   every family JIT (host C++ compiler only)
       jit-off  every family AOT into mlx.metallib (needs the Metal compiler)
       mixed    the families of the mixed preset in CMakePresets.json JIT, the rest
                AOT (needs the Metal compiler)
-    A variant this machine cannot build is listed with the reason; the exit code is 0 when
-    every buildable variant built. --source-dir names a catalog tree, -j Ninja's jobs.
+    A preset this machine cannot build is listed with the reason; the exit code is 0 when
+    every buildable preset built. --source-dir names a catalog tree, -j Ninja's jobs.
 
     \b
     With --from TARGET --source-dir DIR -o OUTDIR, write each split of the tree as a real
@@ -199,16 +201,16 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
 
 
 def _build(**kw: Any) -> None:
-    from builder.cmake_build.variants import build_variants, variants_to_dict
+    from builder.cmake_build.presets import build_presets, presets_to_dict
     from builder.console import stderr_console
     from builder.errors import CheckFailed
-    from builder.render.build import variants_text
+    from builder.render.build import presets_text
 
     source_dir = kw["source_dir"]
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
     request = build_request(**kw)
-    results = build_variants(
+    results = build_presets(
         request,
         request.build_dir,
         jobs=kw["jobs"],
@@ -217,12 +219,12 @@ def _build(**kw: Any) -> None:
         wait=not kw["no_wait"],
     )
     if kw["fmt"] == "json":
-        click.echo(dumps(variants_to_dict(results), indent=1))
+        click.echo(dumps(presets_to_dict(results), indent=1))
     else:
-        click.echo(variants_text(results))
+        click.echo(presets_text(results))
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
     if failed:
-        raise CheckFailed(f"variant(s) {', '.join(failed)} failed to build")
+        raise CheckFailed(f"preset(s) {', '.join(failed)} failed to build")
 
 
 def _from(target: str, **kw: Any) -> None:

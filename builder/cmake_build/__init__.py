@@ -2,6 +2,6 @@
 
 The modules run in two places: inside CMake (``aot_sources``, ``manifest``: standard library and
 ``builder`` only, since they also run in pip's isolated build environment) and in the CLI
-(``cmake``, ``progress``, ``summary``, ``variants``, which may use rich). Nothing is imported here,
+(``cmake``, ``progress``, ``summary``, ``presets``, which may use rich). Nothing is imported here,
 so CMake's helpers start fast.
 """

@@ -1,7 +1,7 @@
-"""The built variants of ``variants`` (without ``--from``) side by side, as text.
+"""The build presets ``variants`` (without ``--from``) built, side by side, as text.
 
-One column per built variant, one row per kernel family; each column adds up to what the variant
-ships, its metallib plus its host library. The figures are each variant's size report, measured
+One column per built preset, one row per kernel family; each column adds up to what the preset
+ships, its metallib plus its host library. The figures are each preset's size report, measured
 as ``report <its folder>`` measures a build (``builder.size.load``): an AOT family's function
 bytes in the metallib, a JIT family's symbol bytes in the host library, and the rows no family
 owns under the names ``report`` gives them. ``build`` itself prints that report
@@ -17,10 +17,10 @@ from builder.render.text import OVERHEAD_LABEL, human_size, visible
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.cmake_build.variants import VariantResult
+    from builder.cmake_build.presets import PresetResult
     from builder.size.report import Report
 
-__all__ = ["variants_text"]
+__all__ = ["presets_text"]
 
 _LEGEND = (
     "AOT: the family's function bytes in the metallib. JIT: the bytes of its symbols in the host",
@@ -33,7 +33,7 @@ HOST_WHOLE = "[host library, not split]"
 
 
 class _Column(NamedTuple):
-    """One built variant's figures: a mode and bytes per family, the rows no family owns."""
+    """One built preset's figures: a mode and bytes per family, the rows no family owns."""
 
     modes: dict[str, str]
     """``AOT`` or ``JIT`` per family."""
@@ -73,7 +73,7 @@ def _column(report: Report) -> _Column:
     return column
 
 
-def _origins(result: VariantResult, report: Report) -> list[str]:
+def _origins(result: PresetResult, report: Report) -> list[str]:
     lines = [f"{result.name} ({result.description}):"]
     if report.source.path is not None:
         lines.append(
@@ -114,9 +114,9 @@ def _table(head: list[list[str]], rows: list[list[str]], rules: set[int]) -> lis
     return lines
 
 
-def variants_text(results: Sequence[VariantResult]) -> str:
-    """Families as rows, built variants as columns, then a total shipped row; under the table
-    where each figure was measured, then the variants not built and why (each reason once)."""
+def presets_text(results: Sequence[PresetResult]) -> str:
+    """Families as rows, built presets as columns, then a total shipped row; under the table
+    where each figure was measured, then the presets not built and why (each reason once)."""
     built = [(r, r.report) for r in results if r.report is not None and r.outcome is not None]
     lines: list[str] = []
     if built:

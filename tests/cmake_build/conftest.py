@@ -198,6 +198,6 @@ def standin_tools() -> Path:
 
 @pytest.fixture
 def cxx_available() -> None:
-    """The JIT variant needs a host C++ compiler; scripts/setup.sh installs g++, so a missing one
+    """The jit-on preset needs a host C++ compiler; scripts/setup.sh installs g++, so a missing one
     fails the test (UsageError naming what was looked for) instead of skipping it."""
     find_compiler()

@@ -1,4 +1,5 @@
-"""``build`` and ``variants`` end to end: the pre-configure check, progress, sizes, variants."""
+"""``build`` and ``variants`` end to end: the pre-configure check, progress, sizes, the build
+presets side by side."""
 
 from __future__ import annotations
 
@@ -230,7 +231,7 @@ def test_build_failure_shows_the_failing_command(
 
 @pytest.mark.cmake
 @pytest.mark.slow
-def test_variants_without_compiler_build_jit_only(tmp_path: Path, cxx_available: None) -> None:
+def test_presets_without_compiler_build_jit_only(tmp_path: Path, cxx_available: None) -> None:
     done = _cli("variants", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v"))
     assert done.returncode == 0, done.stderr
     reason = (
@@ -244,7 +245,7 @@ def test_variants_without_compiler_build_jit_only(tmp_path: Path, cxx_available:
 
 @pytest.mark.cmake
 @pytest.mark.slow
-def test_variants_with_standin_side_by_side(
+def test_presets_with_standin_side_by_side(
     tmp_path: Path, standin_tools: Path, cxx_available: None
 ) -> None:
     done = _cli(
@@ -262,8 +263,9 @@ def test_variants_with_standin_side_by_side(
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    built = {v["name"]: v for v in data["variants"]}
-    assert set(built) == {"jit-on", "jit-off", "mixed"} and all(v["built"] for v in built.values())
+    assert set(data) == {"schema", "presets"}  # build presets, not variants --from splits
+    built = {p["name"]: p for p in data["presets"]}
+    assert set(built) == {"jit-on", "jit-off", "mixed"} and all(p["built"] for p in built.values())
     mixed = built["mixed"]["report"]
     modes = {
         **{g["name"]: "aot" for g in mixed["groups"]},
@@ -272,9 +274,9 @@ def test_variants_with_standin_side_by_side(
     assert modes == {"arange": "aot", "copy": "jit", "softmax": "aot"}
     assert built["jit-on"]["report"]["source"]["path"] is None  # no metallib
     assert "host_library" not in built["jit-off"]["report"]  # no JIT family
-    for name, variant in built.items():  # what ships: the files on disk
+    for name, preset in built.items():  # what ships: the files on disk
         files = [tmp_path / "v" / name / f for f in ("mlx.metallib", "libmetal_jit.so")]
-        assert variant["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
+        assert preset["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
     # the table: each column adds up to the total shipped, which is the files' sizes
     done = _cli(
         "variants",
@@ -297,10 +299,10 @@ def test_variants_with_standin_side_by_side(
     body, total = cells[rules[0] + 1 : rules[1]], cells[rules[1] + 1]
     assert total[0] == "total shipped"
     for column, name in enumerate(names, start=1):
-        variant = built[name]
-        assert total[column] == human_size(variant["shipped_bytes"])
+        preset = built[name]
+        assert total[column] == human_size(preset["shipped_bytes"])
         # the rows of the column are the report's figures, which add up to what ships
-        report = variant["report"]
+        report = preset["report"]
         exact = [g["bytes"] for g in report["groups"]]
         if report["source"]["path"] is not None:
             exact.append(report["overhead_bytes"])
@@ -308,6 +310,6 @@ def test_variants_with_standin_side_by_side(
             host = report["host_library"]
             exact += [j["host_bytes"] for j in report["jit_families"]]
             exact += [host["shared_bytes"], host["unattributed_bytes"]]
-        assert sum(exact) == variant["shipped_bytes"]
+        assert sum(exact) == preset["shipped_bytes"]
         shown = [row[column].removeprefix("AOT ").removeprefix("JIT ") for row in body]
         assert sorted(c for c in shown if c not in ("", "-")) == sorted(map(human_size, exact))

@@ -12,6 +12,7 @@ import pytest
 
 from builder.cmake_build.aot_sources import catalog_chunks, write_sources
 from builder.cmake_build.plan import Unit, select_families
+from builder.cmake_build.presets import mixed_jit_families
 from builder.cmake_build.progress import NinjaOutput, parse_status
 from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
 from builder.cmake_build.toolchain import (
@@ -20,7 +21,6 @@ from builder.cmake_build.toolchain import (
     find_metal_toolchain,
     missing_message,
 )
-from builder.cmake_build.variants import mixed_jit_families
 from builder.errors import BuilderError, UsageError
 from builder.kernels import load_catalog
 from builder.kernels.compiler import find_compiler
@@ -233,8 +233,8 @@ def test_progress_display_bar_and_plain_lines() -> None:
         assert ("[2/2] Linking mlx.metallib" in text) is not terminal
 
 
-def test_mixed_variant_is_the_mixed_preset_of_the_largest_families() -> None:
-    """One statement of the mixed variant: the 'mixed' preset (what `cmake --preset mixed` builds)
+def test_mixed_preset_names_the_largest_families() -> None:
+    """One statement of the mixed build: the 'mixed' preset (what `cmake --preset mixed` builds)
     is what `variants` reads, and it names the catalog's largest families by instantiations."""
     presets = json.loads((ROOT / "CMakePresets.json").read_text(encoding="utf-8"))
     (mixed,) = [p for p in presets["configurePresets"] if p["name"] == "mixed"]

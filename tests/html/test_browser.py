@@ -195,3 +195,25 @@ def test_two_keys_nest_in_the_treemap(
     largest = {child.name for child in dtype.children[:3]}
     assert largest <= families, (largest, sorted(families))
     assert not families & {f.name for f in report.functions}  # families, not functions
+
+
+def test_a_family_holds_its_dtypes(browser: Any, real_page: tuple[Path, Any]) -> None:
+    """One ``--by`` key: under a family the page draws the dtypes named in its functions' names
+    (the level is called dtype in the table, never variant), then the functions."""
+    page, report = real_page
+    family = report.groups[0]
+    names = {f.name for f in report.functions if f.group == family.name}
+    _open(browser, page.as_uri() + "#zoom=" + family.name)
+    heads = browser.wait_for(
+        "document.getElementById('crumbs').textContent.includes('›') && "
+        "Array.from(document.querySelectorAll('#map text.head')).map(t => t.textContent)"
+    )
+    dtypes = {h.split("  ")[0] for h in heads[1:]}
+    assert dtypes and not dtypes & names  # dtypes, not functions
+    mlx_dtypes = {"bool", "complex64", "bfloat16", "float16", "float32"}
+    mlx_dtypes |= {f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)}
+    assert dtypes <= mlx_dtypes, sorted(dtypes)
+    header = browser.eval(
+        "Array.from(document.querySelectorAll('#table thead th')).map(t => t.textContent)"
+    )
+    assert header[:3] == ["function", "group", "dtype"], header

@@ -190,8 +190,8 @@ def test_kernel_dtype_html_embeds_the_second_key(kernel_dtype: dict[str, Any]) -
     assert (lib["by"], lib["subgroup_by"], lib["subgrouping"]) == ("kernel,dtype", "dtype", "dtype")
     fn = lib["fn"]
     shown = [
-        (name, lib["groups"][g], lib["variants"][v])
-        for name, g, v in zip(fn["name"], fn["group"], fn["variant"])
+        (name, lib["groups"][g], lib["subgroups"][s])
+        for name, g, s in zip(fn["name"], fn["group"], fn["subgroup"])
     ]
     assert shown == [(f["name"], f["group"], f["subgroup"]) for f in doc["functions"]]
 

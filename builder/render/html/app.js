@@ -47,6 +47,9 @@
   function relpct(base, head) { return base > 0 ? ((100 * (head - base)) / base).toFixed(1) + '%' : 'new'; }
 
   // -- tree ---------------------------------------------------------------------------------------
+  // The level under the groups: the dtype named in the function names, or with two --by keys the
+  // second key's groups; what it is called in the tip and the table's header.
+  function subgroupOf(l) { return l.subgroup_by || 'dtype'; }
   function node(name, kind, parent) {
     var n = { name: name, kind: kind, size: 0, base: 0, count: 0, children: [], parent: parent, gi: -1 };
     if (parent) parent.children.push(n);
@@ -68,9 +71,9 @@
     };
   }
   function build(l) {
-    var n = fn.name.length, hasV = !!fn.variant, where = origins(l);
+    var n = fn.name.length, hasSub = !!fn.subgroup, where = origins(l);
     // Two --by keys: the second key's groups nest in the first's, kept even when a group has one.
-    var nested = !!l.subgroup_by, vOrigin = nested ? l.subgroup_by + ' per ' + l.subgrouping : 'dtype named in the function names';
+    var nested = !!l.subgroup_by, subOrigin = nested ? l.subgroup_by + ' per ' + l.subgrouping : 'dtype named in the function names';
     var top = node(l.label, 'library', null), ml = top;
     var jit = l.jit, baseJit = COMPARE ? l.base.jit : [];
     if (jit.length || baseJit.length) {
@@ -79,7 +82,7 @@
     }
     ml.origin = where.fn;
     var groups = l.groups.map(function (name, gi) {
-      var g = { name: name, kind: 'group', size: 0, base: 0, count: 0, children: [], parent: ml, gi: gi, origin: where.group, vmap: {} };
+      var g = { name: name, kind: 'group', size: 0, base: 0, count: 0, children: [], parent: ml, gi: gi, origin: where.group, subs: {} };
       return g;
     });
     // Grouped by source file: files sit in their folders ("steel/gemm/x.metal" under steel/ › gemm/).
@@ -101,15 +104,15 @@
         attached[gi] = 1; g.parent = folderOf(g.name); g.parent.children.push(g);
         if (g.parent !== ml) g.name = g.name.slice(g.name.lastIndexOf('/') + 1);
       }
-      if (hasV) {
-        var vi = fn.variant[i];
-        parent = g.vmap[vi];
-        if (!parent) { parent = g.vmap[vi] = node(l.variants[vi], 'variant', g); parent.gi = gi; parent.origin = vOrigin; }
+      if (hasSub) {
+        var si = fn.subgroup[i];
+        parent = g.subs[si];
+        if (!parent) { parent = g.subs[si] = node(l.subgroups[si], 'subgroup', g); parent.gi = gi; parent.origin = subOrigin; parent.says = subgroupOf(l); }
       }
       parent.children.push({ name: fn.name[i], kind: 'fn', i: i, gi: gi, parent: parent, origin: where.fn,
         size: Math.max(SIZE[i], 0), base: COMPARE ? Math.max(BASE[i], 0) : 0, count: 1 });
     }
-    if (!nested) groups.forEach(function (g) { if (g.children.length === 1 && g.children[0].kind === 'variant') { g.children = g.children[0].children; g.children.forEach(function (c) { c.parent = g; }); } });
+    if (!nested) groups.forEach(function (g) { if (g.children.length === 1 && g.children[0].kind === 'subgroup') { g.children = g.children[0].children; g.children.forEach(function (c) { c.parent = g; }); } });
     var oh = node('[container overhead]', 'overhead', ml), baseOh = {}, dl = SIZE === fn.download;
     if (COMPARE) (dl ? l.base.download : l.base).overhead.forEach(function (r) { baseOh[r[0]] = r[1]; });
     (dl ? l.download : l).overhead.forEach(function (r) { var c = node(r[0], 'region', oh); c.size = r[1]; c.base = baseOh[r[0]] || 0; c.origin = where.overhead; });
@@ -132,7 +135,7 @@
   }
 
   // -- colours ------------------------------------------------------------------------------------
-  var DEPTH_LIGHT = { group: 46, variant: 60, fn: 74, more: 74 };
+  var DEPTH_LIGHT = { group: 46, subgroup: 60, fn: 74, more: 74 };
   function mix(a, b, t) {
     return 'rgb(' + [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * t); }).join(',') + ')';
   }
@@ -277,14 +280,14 @@
   function columns() {
     var dl = SIZE === fn.download, unit = dl ? ' download' : '';
     return COMPARE
-      ? [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['base', 'base' + unit, 1], ['bytes', 'head' + unit, 1], ['delta', 'delta', 1], ['pct', 'delta %', 1], ['status', 'status']]
-      : [['name', 'function'], ['group', 'group'], ['variant', 'variant'], ['bytes', dl ? 'download bytes' : 'bytes', 1], ['share', 'share', 1]];
+      ? [['name', 'function'], ['group', 'group'], ['subgroup', subgroupOf(lib)], ['base', 'base' + unit, 1], ['bytes', 'head' + unit, 1], ['delta', 'delta', 1], ['pct', 'delta %', 1], ['status', 'status']]
+      : [['name', 'function'], ['group', 'group'], ['subgroup', subgroupOf(lib)], ['bytes', dl ? 'download bytes' : 'bytes', 1], ['share', 'share', 1]];
   }
   function key(i, k) {
     switch (k) {
       case 'name': return lower[i];
       case 'group': return lib.groups[fn.group[i]];
-      case 'variant': return fn.variant ? lib.variants[fn.variant[i]] : '';
+      case 'subgroup': return fn.subgroup ? lib.subgroups[fn.subgroup[i]] : '';
       case 'base': return BASE[i];
       case 'delta': return Math.max(SIZE[i], 0) - Math.max(BASE[i], 0);
       case 'change': return Math.abs(Math.max(SIZE[i], 0) - Math.max(BASE[i], 0));
@@ -313,7 +316,7 @@
     $('table-note').textContent = '(' + commas(shown) + ' of ' + commas(order.length) + ' shown; click a column to sort; ' + where + ')';
   }
   function row(i) {
-    var name = '<td class="name">' + esc(fn.name[i]) + '</td><td>' + esc(lib.groups[fn.group[i]]) + '</td><td>' + esc(fn.variant ? lib.variants[fn.variant[i]] : '') + '</td>';
+    var name = '<td class="name">' + esc(fn.name[i]) + '</td><td>' + esc(lib.groups[fn.group[i]]) + '</td><td>' + esc(fn.subgroup ? lib.subgroups[fn.subgroup[i]] : '') + '</td>';
     if (!COMPARE) return '<tr>' + name + '<td class="num">' + commas(SIZE[i]) + '</td><td class="num">' + pct(SIZE[i], WHOLE) + '</td></tr>';
     var b = BASE[i], h = SIZE[i], st = statusOf(i), d = Math.max(h, 0) - Math.max(b, 0);
     return '<tr class="' + st + '">' + name + '<td class="num">' + (b < 0 ? '-' : commas(b)) + '</td><td class="num">' + (h < 0 ? '-' : commas(h)) +
@@ -322,7 +325,7 @@
 
   // -- tooltip ----------------------------------------------------------------------------------------
   function tip(n, ev) {
-    var t = $('tip'), parent = n.parent, lines = ['<b>' + esc(n.name) + '</b> <span class="o">' + n.kind + '</span>'];
+    var t = $('tip'), parent = n.parent, lines = ['<b>' + esc(n.name) + '</b> <span class="o">' + (n.says || n.kind) + '</span>'];
     if (n.kind === 'more') lines.push(commas(n.count) + ' functions too small to draw here; click to zoom in');
     lines.push(human(n.size) + ' (' + commas(n.size) + ' bytes), ' + pct(n.size, WHOLE) + ' of the ' + UNIT +
       (parent && parent.size ? ', ' + pct(n.size, parent.size) + ' of ' + esc(parent.name) : ''));
@@ -413,7 +416,7 @@
     $('table').tHead.addEventListener('click', function (ev) {
       var k = ev.target.getAttribute('data-k');
       if (!k) return;
-      state.sortDir = k === state.sortKey ? -state.sortDir : (k === 'name' || k === 'group' || k === 'variant' || k === 'status' ? 1 : -1);
+      state.sortDir = k === state.sortKey ? -state.sortDir : (k === 'name' || k === 'group' || k === 'subgroup' || k === 'status' ? 1 : -1);
       state.sortKey = k; table();
     });
     var map = $('map');

@@ -1,7 +1,8 @@
 """The data an HTML report embeds: measured figures as compact columns, with their origins.
 
-The page builds its tree (library -> group -> variant/dtype -> function) from these columns in
-the browser, so every function is present once (for the table and the search) and the treemap
+The page builds its tree (library -> group -> subgroup -> function; a subgroup is the dtype
+named in the function names, or with two ``--by`` keys the second key's group) from these columns
+in the browser, so every function is present once (for the table and the search) and the treemap
 can aggregate small leaves at whatever zoom level is shown. Columns instead of objects keep the
 file small: a 17,000-function library is about 1.2 MB of JSON. Only measured numbers go in: a
 function's bytes are from the metallib, a JIT family's from the host library's symbols (or the
@@ -101,7 +102,7 @@ def _download(report: Report) -> dict[str, Any] | None:
     }
 
 
-def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
+def _subgroups(report: Report, names: Sequence[str]) -> list[str] | None:
     """The level under the groups: with two ``--by`` keys each function's subgroup (the second
     key), else the dtype named in each function's name (None when the groups already are
     dtypes or functions)."""
@@ -115,14 +116,14 @@ def _variants(report: Report, names: Sequence[str]) -> list[str] | None:
 def _columns(
     names: list[str],
     groups: Iterable[str],
-    variants: Iterable[str] | None,
+    subgroups: Iterable[str] | None,
     index: tuple[_Index, _Index],
 ) -> dict[str, Any]:
-    group_ix, variant_ix = index
+    group_ix, subgroup_ix = index
     return {
         "name": names,
         "group": list(map(group_ix, groups)),
-        "variant": list(map(variant_ix, variants)) if variants is not None else None,
+        "subgroup": list(map(subgroup_ix, subgroups)) if subgroups is not None else None,
     }
 
 
@@ -134,12 +135,12 @@ def report_data(reports: Sequence[Report]) -> dict[str, Any]:
         names = [f.name for f in report.functions]
         lib = _side(report)
         lib["fn"] = _columns(
-            names, (f.group for f in report.functions), _variants(report, names), index
+            names, (f.group for f in report.functions), _subgroups(report, names), index
         )
         lib["fn"]["bytes"] = [f.bytes for f in report.functions]
         if report.download is not None:  # the treemap can be sized by download bytes
             lib["fn"]["download"] = report.download.functions
-        lib["groups"], lib["variants"] = index[0].values, index[1].values
+        lib["groups"], lib["subgroups"] = index[0].values, index[1].values
         libraries.append(lib)
     return {"schema": DATA_SCHEMA, "mode": "report", "libraries": libraries}
 
@@ -174,12 +175,12 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) ->
         index = (_Index(), _Index())
         lib = _side(head)
         lib["base"] = _side(base)
-        lib["fn"] = _columns(names, (r[1] for r in rows), _variants(head, names), index)
+        lib["fn"] = _columns(names, (r[1] for r in rows), _subgroups(head, names), index)
         lib["fn"]["bytes"] = [r[2] for r in rows]
         lib["fn"]["base"] = [r[3] for r in rows]
         if base.download is not None and head.download is not None:
             lib["fn"]["download"], lib["fn"]["base_download"] = _download_columns(comparison, rows)
-        lib["groups"], lib["variants"] = index[0].values, index[1].values
+        lib["groups"], lib["subgroups"] = index[0].values, index[1].values
         lib["delta"] = comparison.delta
         lib["gates"] = [
             {"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates

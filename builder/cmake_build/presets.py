@@ -1,6 +1,8 @@
-"""Build every variant this machine can build and put their sizes side by side.
+"""Build every build preset this machine can build and put their sizes side by side.
 
-Variants (each in ``<build dir>/<name>``):
+``variants`` without ``--from`` builds them; a *variant* is something else, a split that
+``variants --from`` writes (``builder.subsets.variants``). The presets, each in
+``<build dir>/<name>``, are CMakePresets.json's:
 
 * ``jit-on``: every selected family JIT (host C++ compiler only);
 * ``jit-off``: every selected family AOT into the metallib (needs the Metal compiler);
@@ -8,8 +10,8 @@ Variants (each in ``<build dir>/<name>``):
   stated once, by the ``mixed`` preset of CMakePresets.json (``METAL_JIT_KERNELS``), so
   ``cmake --preset mixed`` and ``variants`` build the same thing.
 
-A variant that needs the Metal compiler on a machine without one is reported as not built, with
-the reason, instead of failing the run. Each built variant is measured as ``report <its folder>``
+A preset that needs the Metal compiler on a machine without one is reported as not built, with
+the reason, instead of failing the run. Each built preset is measured as ``report <its folder>``
 measures a build (``builder.size.load``).
 """
 
@@ -32,13 +34,13 @@ if TYPE_CHECKING:
 
     from builder.size.report import Report
 
-__all__ = ["VariantResult", "build_variants", "mixed_jit_families", "variants_to_dict"]
+__all__ = ["PresetResult", "build_presets", "mixed_jit_families", "presets_to_dict"]
 
 PRESETS_FILE = "CMakePresets.json"
 
 
 def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
-    """The JIT families of the mixed variant: ``METAL_JIT_KERNELS`` of the ``mixed`` configure
+    """The JIT families of the mixed preset: ``METAL_JIT_KERNELS`` of the ``mixed`` configure
     preset in ``project_dir``/CMakePresets.json (a CMake list). BuilderError (exit 2) naming the
     file when it cannot be read or has no such preset: an incomplete checkout or install."""
     path = project_dir / PRESETS_FILE
@@ -56,7 +58,7 @@ def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class VariantResult:
+class PresetResult:
     name: str
     description: str
     outcome: BuildOutcome | None
@@ -67,7 +69,7 @@ class VariantResult:
 
     @property
     def shipped_bytes(self) -> int | None:
-        """What the variant ships: its metallib's and its host library's file sizes (None when
+        """What the preset ships: its metallib's and its host library's file sizes (None when
         not built, or when its host library is missing)."""
         report = self.report
         if report is None:
@@ -78,7 +80,7 @@ class VariantResult:
         return None if report.host_library is None else metallib + report.host_library.file_size
 
 
-def _variant_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
+def _preset_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
     common = base.replace(jit_kernels=())
     out = [
         ("jit-on", "every family JIT", common.replace(jit=True, build_dir=root / "jit-on")),
@@ -97,7 +99,7 @@ def _variant_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, Bu
     return out
 
 
-def build_variants(
+def build_presets(
     base: BuildRequest,
     root: Path,
     *,
@@ -105,11 +107,11 @@ def build_variants(
     console: Console,
     verbose: bool = False,
     wait: bool = True,
-) -> list[VariantResult]:
-    """Build and measure each variant; a missing compiler or a failed build is recorded, not
-    raised. Why a variant was not built is not printed here: the table (or JSON) says it, once;
+) -> list[PresetResult]:
+    """Build and measure each preset; a missing compiler or a failed build is recorded, not
+    raised. Why a preset was not built is not printed here: the table (or JSON) says it, once;
     only a failed build's output goes to ``console`` (stderr), as ``build`` shows it. The whole
-    run holds ``root``'s lock (each variant's build its own folder's too): two runs in one root
+    run holds ``root``'s lock (each preset's build its own folder's too): two runs in one root
     wait for each other, or with ``wait=False`` the second is refused."""
 
     def say(line: str) -> None:
@@ -127,34 +129,34 @@ def _build_each(
     console: Console,
     verbose: bool,
     wait: bool,
-) -> list[VariantResult]:
+) -> list[PresetResult]:
     toolchain = find_metal_toolchain(base.toolchain.metal_compiler, sdk=base.toolchain.sdk)
     results = []
-    for name, description, request in _variant_requests(base, root):
+    for name, description, request in _preset_requests(base, root):
         if split_units(request).aot and isinstance(toolchain, ToolchainMissing):
             why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
-            results.append(VariantResult(name, description, None, why))
+            results.append(PresetResult(name, description, None, why))
             continue
         try:
             outcome = run_build(request, jobs=jobs, console=console, verbose=verbose, wait=wait)
         except BuildFailed as exc:
             console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
-            results.append(VariantResult(name, description, None, f"build failed: {exc}"))
+            results.append(PresetResult(name, description, None, f"build failed: {exc}"))
             continue
         (report,) = outcome.reports
-        results.append(VariantResult(name, description, outcome, None, report))
+        results.append(PresetResult(name, description, outcome, None, report))
     return results
 
 
-def variants_to_dict(results: Sequence[VariantResult]) -> dict[str, Any]:
-    """``variants --format json``: per variant whether it was built (and why not), its build time,
-    what it ships and its size report (the document ``report <its folder> --format json``
-    prints)."""
+def presets_to_dict(results: Sequence[PresetResult]) -> dict[str, Any]:
+    """``variants --format json`` (without --from): per preset whether it was built (and why
+    not), its build time, what it ships and its size report (the document ``report <its folder>
+    --format json`` prints)."""
     from builder.size.report import report_to_dict
 
     return {
         "schema": 1,
-        "variants": [
+        "presets": [
             {
                 "name": r.name,
                 "description": r.description,
