@@ -145,39 +145,42 @@ class Comparison:
 
 def compare_reports(base: Report, head: Report) -> Comparison:
     """Join two reports by group and by function name."""
-    from builder.size.download_compare import group_download_pairs
-
     base_groups = {g.name: g for g in base.groups}
     head_groups = {g.name: g for g in head.groups}
-    download = group_download_pairs(base, head)
+    downloads = base.download is not None and head.download is not None
+
+    def download(side: Rollup | None) -> int | None:
+        """A group's download bytes, 0 where it is absent; None unless both sides have them."""
+        return ((side.download_bytes or 0) if side else 0) if downloads else None
+
     groups = []
     for name in dict.fromkeys([*base_groups, *head_groups]):
         b, h = base_groups.get(name), head_groups.get(name)
-        base_dl, head_dl = download[0][name] if download else (None, None)
         groups.append(
             Rollup(
                 name,
                 h.function_count if h else 0,
                 h.bytes if h else 0,
                 h.bitcode_bytes if h else 0,
-                head_dl,
+                download(h),
                 base_function_count=b.function_count if b else 0,
                 base_bytes=b.bytes if b else 0,
-                base_download_bytes=base_dl,
+                base_download_bytes=download(b),
             )
         )
     groups.sort(key=lambda g: (-abs(g.delta), -g.bytes, g.name))
-    base_dl, head_dl = download[1] if download else (None, None)
     groups.append(
         Rollup(
             "[container overhead]",
             0,
             head.overhead_bytes,
             0,
-            head_dl,
+            head.download.overhead_bytes if downloads and head.download else None,
             base_function_count=0,
             base_bytes=base.overhead_bytes,
-            base_download_bytes=base_dl,
+            base_download_bytes=base.download.overhead_bytes
+            if downloads and base.download
+            else None,
             overhead=True,
         )
     )
