@@ -20,9 +20,10 @@ from builder.render.text import human_delta, human_size, percent, share, signed_
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from builder.size.compare import Comparison, GroupDelta, JitComparison
+    from builder.size.compare import Comparison, JitComparison
     from builder.size.jit_rows import JitBreakdown, JitRow
     from builder.size.report import Report
+    from builder.size.rollup import Rollup
 
 __all__ = [
     "compare_jit_csv",
@@ -195,9 +196,9 @@ def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
 
 
 # -- compare ------------------------------------------------------------------------------------
-def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, str]]:
+def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[Rollup, str]]:
     """(row, style) for the families shown, a folded rest, and the overhead rows."""
-    from builder.size.compare import GroupDelta
+    from builder.size.rollup import fold
 
     families = [g for g in jit.groups if not g.overhead]
     overhead = [g for g in jit.groups if g.overhead]
@@ -205,14 +206,7 @@ def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[GroupDelta, s
     rows = [(g, "red" if g.delta > 0 else "green" if g.delta < 0 else "") for g in shown]
     rest = families[len(shown) :]
     if rest:
-        folded = GroupDelta(
-            f"rest ({len(rest)} families)",
-            sum(g.base_bytes for g in rest),
-            sum(g.head_bytes for g in rest),
-            sum(g.base_count for g in rest),
-            sum(g.head_count for g in rest),
-        )
-        rows.append((folded, "dim"))
+        rows.append((fold(f"rest ({len(rest)} families)", rest), "dim"))
     return rows + [(g, "dim") for g in overhead]
 
 
@@ -252,12 +246,13 @@ def compare_jit_table(
         table.add_column(col, justify="right")
     for g, style in _delta_rows(jit, top):
         name = escape(g.name) if g.overhead or style == "dim" else rich_text(g.name)
+        assert g.base_bytes is not None
         table.add_row(
             name,
-            "" if g.overhead else f"{g.base_count:,}",
-            "" if g.overhead else f"{g.head_count:,}",
+            "" if g.overhead else f"{g.base_function_count:,}",
+            "" if g.overhead else f"{g.function_count:,}",
             human_size(g.base_bytes),
-            human_size(g.head_bytes),
+            human_size(g.bytes),
             human_delta(g.delta),
             signed_percent(g.percent),
             style=style,
@@ -266,8 +261,8 @@ def compare_jit_table(
     families = [g for g in jit.groups if not g.overhead]
     table.add_row(
         "total",
-        f"{sum(g.base_count for g in families):,}",
-        f"{sum(g.head_count for g in families):,}",
+        f"{sum(g.base_function_count or 0 for g in families):,}",
+        f"{sum(g.function_count for g in families):,}",
         human_size(jit.base_total),
         human_size(jit.head_total),
         human_delta(jit.delta),
@@ -293,11 +288,11 @@ def compare_jit_json(jit: JitComparison) -> dict[str, Any]:
                 "name": g.name,
                 "overhead": g.overhead,
                 "base_bytes": g.base_bytes,
-                "head_bytes": g.head_bytes,
+                "head_bytes": g.bytes,
                 "delta_bytes": g.delta,
                 "delta_percent": g.percent,
-                "base_kernel_count": g.base_count,
-                "head_kernel_count": g.head_count,
+                "base_kernel_count": g.base_function_count,
+                "head_kernel_count": g.function_count,
             }
             for g in jit.groups
         ],
@@ -312,10 +307,10 @@ def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:
         rows.append(
             [
                 f"jit:{g.name}",
-                "" if g.overhead else g.base_count,
-                "" if g.overhead else g.head_count,
+                "" if g.overhead else g.base_function_count,
+                "" if g.overhead else g.function_count,
                 g.base_bytes,
-                g.head_bytes,
+                g.bytes,
                 g.delta,
                 pct,
             ]
@@ -324,8 +319,8 @@ def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:
     rows.append(
         [
             "[jit total]",
-            sum(g.base_count for g in families),
-            sum(g.head_count for g in families),
+            sum(g.base_function_count or 0 for g in families),
+            sum(g.function_count for g in families),
             jit.base_total,
             jit.head_total,
             jit.delta,

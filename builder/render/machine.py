@@ -215,11 +215,11 @@ def _comparison_dict(
                 "name": g.name,
                 "overhead": g.overhead,
                 "base_bytes": g.base_bytes,
-                "head_bytes": g.head_bytes,
+                "head_bytes": g.bytes,
                 "delta_bytes": g.delta,
                 "delta_percent": g.percent,
-                "base_function_count": g.base_count,
-                "head_function_count": g.head_count,
+                "base_function_count": g.base_function_count,
+                "head_function_count": g.function_count,
             }
             for g in comparison.groups
         ],
@@ -256,8 +256,8 @@ def _add_download(doc: dict[str, Any], comparison: Comparison) -> None:
         return
     for row, g in zip(doc["groups"], comparison.groups):
         row.update(
-            base_download_bytes=g.base_download,
-            head_download_bytes=g.head_download,
+            base_download_bytes=g.base_download_bytes,
+            head_download_bytes=g.download_bytes,
             delta_download_bytes=g.download_delta,
         )
     for side, report in (("base", comparison.base), ("head", comparison.head)):
@@ -300,7 +300,11 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
         for g in comparison.groups:
             pct = "" if g.percent is None else f"{g.percent:.4f}"
             extra = (
-                [_number(g.base_download), _number(g.head_download), _number(g.download_delta)]
+                [
+                    _number(g.base_download_bytes),
+                    _number(g.download_bytes),
+                    _number(g.download_delta),
+                ]
                 if with_download
                 else []
             )
@@ -308,10 +312,10 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
                 csv_line(
                     [
                         csv_text(g.name),
-                        g.base_count,
-                        g.head_count,
-                        g.base_bytes,
-                        g.head_bytes,
+                        _number(g.base_function_count),
+                        g.function_count,
+                        _number(g.base_bytes),
+                        g.bytes,
                         g.delta,
                         pct,
                         *extra,

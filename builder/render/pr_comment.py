@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.render.download import compare_download_line
 from builder.render.markup import clip, md_code, md_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import download_sums
 from builder.render.text import gate_message, human_delta, human_size, origin, signed_percent
 
 if TYPE_CHECKING:
-    from builder.size.compare import Comparison, GateResult, GroupDelta, JitComparison
-    from builder.size.rollup import FunctionRow
+    from builder.size.compare import Comparison, GateResult, JitComparison
+    from builder.size.rollup import FunctionRow, Rollup
 
 __all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
 
@@ -82,10 +81,11 @@ def _headline(comparison: Comparison) -> str:
     )
 
 
-def _group_row(g: GroupDelta, name: str) -> str:
+def _group_row(g: Rollup, name: str) -> str:
     download = g.download_delta  # compare --download only
+    assert g.base_bytes is not None
     return (
-        f"| {name} | {human_size(g.base_bytes)} | {human_size(g.head_bytes)} | "
+        f"| {name} | {human_size(g.base_bytes)} | {human_size(g.bytes)} | "
         f"{human_delta(g.delta)} | {signed_percent(g.percent)} |"
         + ("" if download is None else f" {human_delta(download)} |")
     )
@@ -95,8 +95,8 @@ class _DeltaTable(NamedTuple):
     """What ``_groups`` draws: the metallib's groups, or a JIT-only pair's families."""
 
     key: str
-    groups: list[GroupDelta]
-    overhead: list[GroupDelta]
+    groups: list[Rollup]
+    overhead: list[Rollup]
     base_total: int
     head_total: int
     percent: float | None
@@ -134,7 +134,7 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
 
     Groups past ``top``, or past what fits, are folded into one "rest" row (so the table always
     adds up to the total) and listed again in a collapsed section."""
-    from builder.size.compare import GroupDelta
+    from builder.size.rollup import fold
 
     groups = table.groups
     rows = [_group_row(g, _code(g.name)) for g in groups]
@@ -157,15 +157,7 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
     shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
     rest = groups[shown:]
     if rest:
-        folded = GroupDelta(
-            f"rest ({len(rest):,} {table.unit})",
-            sum(g.base_bytes for g in rest),
-            sum(g.head_bytes for g in rest),
-            sum(g.base_count for g in rest),
-            sum(g.head_count for g in rest),
-            False,
-            *download_sums(rest),
-        )
+        folded = fold(f"rest ({len(rest):,} {table.unit})", rest)
         out.add(_group_row(folded, folded.name))
     out.add(*(_group_row(g, g.name) for g in table.overhead), total, "")
     return rows[shown:]

@@ -7,9 +7,9 @@ rollup (``builder.size.rollup``): the groups of a report, or the children of one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from builder.size.rollup import Rollup
+from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
@@ -38,41 +38,18 @@ def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
     if top >= len(groups):
         return Shown(groups, None, 0)
     rest = groups[top:]
-    download = None if rest[0].download_bytes is None else sum(g.download_bytes or 0 for g in rest)
-    folded = Rollup(
-        "",
-        sum(g.function_count for g in rest),
-        sum(g.bytes for g in rest),
-        sum(g.bitcode_bytes for g in rest),
-        download,
-    )
+    folded = fold("", rest)
     return Shown(groups[:top], folded, len(rest))
 
 
-def compare_rows(comparison: Comparison, top: int | None) -> tuple[list[Any], Any, Any]:
+def compare_rows(
+    comparison: Comparison, top: int | None
+) -> tuple[list[Rollup], Rollup | None, Rollup]:
     """Groups to show (top N by |delta|), a folded rest (or None), and the overhead row."""
-    from builder.size.compare import GroupDelta
-
     groups = [g for g in comparison.groups if not g.overhead]
     overhead = next(g for g in comparison.groups if g.overhead)
     top = shown_count(len(groups), top)
     if top >= len(groups):
         return groups, None, overhead
     rest = groups[top:]
-    folded = GroupDelta(
-        f"rest ({len(rest)} groups)",
-        sum(g.base_bytes for g in rest),
-        sum(g.head_bytes for g in rest),
-        sum(g.base_count for g in rest),
-        sum(g.head_count for g in rest),
-        False,
-        *download_sums(rest),
-    )
-    return groups[:top], folded, overhead
-
-
-def download_sums(groups: list[Any]) -> tuple[int | None, int | None]:
-    """The download bytes of folded groups on both sides (None without download figures)."""
-    if not groups or groups[0].base_download is None:
-        return None, None
-    return sum(g.base_download for g in groups), sum(g.head_download for g in groups)
+    return groups[:top], fold(f"rest ({len(rest)} groups)", rest), overhead

@@ -313,6 +313,7 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
         table.add_column(col, justify="right")
     shown, rest, overhead = compare_rows(comparison, top)
     for g in [*shown, *([rest] if rest else []), overhead]:
+        assert g.base_bytes is not None
         style = (
             "dim"
             if g.overhead or g is rest
@@ -320,13 +321,13 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
         )
         table.add_row(
             rich_text(g.name),
-            f"{g.base_count:,}",
-            f"{g.head_count:,}",
+            f"{g.base_function_count:,}",
+            f"{g.function_count:,}",
             human_size(g.base_bytes),
-            human_size(g.head_bytes),
+            human_size(g.bytes),
             human_delta(g.delta),
             signed_percent(g.percent),
-            *_download_cells(g.base_download, g.head_download),
+            *_download_cells(g.base_download_bytes, g.download_bytes),
             style=style,
         )
     table.add_section()

@@ -1,8 +1,9 @@
 """Compare two reports and decide the size gates. Pure data in, pure data out.
 
-Following bloaty's diff mode, a comparison is two rollups joined by group name and subtracted;
-the container overhead is one more row, so the group deltas add up to the file-size difference
-exactly. Functions are matched by name: added = head - base, removed = base - head.
+Following bloaty's diff mode, a comparison is two rollups joined by group name into one
+(``builder.size.rollup.Rollup``: head's measures and base's); the container overhead is one more
+row, so the group deltas add up to the file-size difference exactly. Functions are matched by
+name: added = head - base, removed = base - head.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.size.limits import Limit, shipped_size
+from builder.size.rollup import Rollup
 
 if TYPE_CHECKING:
     from builder.size.report import Report
@@ -21,43 +23,12 @@ __all__ = [
     "FunctionDelta",
     "GateResult",
     "Gates",
-    "GroupDelta",
     "JitComparison",
     "compare_jit",
     "compare_reports",
     "evaluate_gates",
     "shipped_sizes",
 ]
-
-
-@dataclass(frozen=True)
-class GroupDelta:
-    """One group on both sides; ``overhead`` marks the container-overhead row."""
-
-    name: str
-    base_bytes: int
-    head_bytes: int
-    base_count: int
-    head_count: int
-    overhead: bool = False
-    base_download: int | None = None
-    """Download bytes (``compare --download``; ``builder.size.download_compare``)."""
-    head_download: int | None = None
-
-    @property
-    def delta(self) -> int:
-        return self.head_bytes - self.base_bytes
-
-    @property
-    def download_delta(self) -> int | None:
-        if self.base_download is None or self.head_download is None:
-            return None
-        return self.head_download - self.base_download
-
-    @property
-    def percent(self) -> float | None:
-        """Growth relative to base; None for a group that is new in head."""
-        return 100.0 * self.delta / self.base_bytes if self.base_bytes else None
 
 
 @dataclass(frozen=True)
@@ -81,8 +52,9 @@ class JitComparison:
     sizes); otherwise the manifests' embedded source bytes on both sides, so like is compared
     with like. A side without JIT families counts as zero."""
 
-    groups: list[GroupDelta]
-    """Families by absolute delta, largest first; then the host-library overhead rows."""
+    groups: list[Rollup]
+    """Families by absolute delta, largest first (a family's kernels are its function count);
+    then the host-library overhead rows."""
     base_total: int
     head_total: int
     host_measured: bool
@@ -104,7 +76,7 @@ class JitComparison:
 class Comparison:
     base: Report
     head: Report
-    groups: list[GroupDelta]
+    groups: list[Rollup]
     """Groups by absolute delta, largest first; the overhead row last."""
     added: list[FunctionRow]
     """Head functions missing from base, largest first."""
@@ -168,41 +140,48 @@ class Comparison:
 
     @property
     def new_groups(self) -> list[str]:
-        return [g.name for g in self.groups if not g.overhead and g.base_count == 0]
+        return [g.name for g in self.groups if not g.overhead and g.base_function_count == 0]
 
 
 def compare_reports(base: Report, head: Report) -> Comparison:
     """Join two reports by group and by function name."""
-    from builder.size.download_compare import group_download_pairs
-
     base_groups = {g.name: g for g in base.groups}
     head_groups = {g.name: g for g in head.groups}
-    download = group_download_pairs(base, head)
+    downloads = base.download is not None and head.download is not None
+
+    def download(side: Rollup | None) -> int | None:
+        """A group's download bytes, 0 where it is absent; None unless both sides have them."""
+        return ((side.download_bytes or 0) if side else 0) if downloads else None
+
     groups = []
     for name in dict.fromkeys([*base_groups, *head_groups]):
         b, h = base_groups.get(name), head_groups.get(name)
-        dl = download[0][name] if download else (None, None)
         groups.append(
-            GroupDelta(
+            Rollup(
                 name,
-                b.bytes if b else 0,
-                h.bytes if h else 0,
-                b.function_count if b else 0,
                 h.function_count if h else 0,
-                False,
-                *dl,
+                h.bytes if h else 0,
+                h.bitcode_bytes if h else 0,
+                download(h),
+                base_function_count=b.function_count if b else 0,
+                base_bytes=b.bytes if b else 0,
+                base_download_bytes=download(b),
             )
         )
-    groups.sort(key=lambda g: (-abs(g.delta), -g.head_bytes, g.name))
+    groups.sort(key=lambda g: (-abs(g.delta), -g.bytes, g.name))
     groups.append(
-        GroupDelta(
+        Rollup(
             "[container overhead]",
-            base.overhead_bytes,
+            0,
             head.overhead_bytes,
             0,
-            0,
-            True,
-            *(download[1] if download else (None, None)),
+            head.download.overhead_bytes if downloads and head.download else None,
+            base_function_count=0,
+            base_bytes=base.overhead_bytes,
+            base_download_bytes=base.download.overhead_bytes
+            if downloads and base.download
+            else None,
+            overhead=True,
         )
     )
     base_fns = {f.name: f for f in base.functions}
@@ -233,20 +212,29 @@ def compare_jit(base: Report, head: Report) -> JitComparison | None:
     for name in dict.fromkeys([*b_rows, *h_rows]):
         br, hr = b_rows.get(name), h_rows.get(name)
         groups.append(
-            GroupDelta(
+            Rollup(
                 name,
-                br.bytes if br else 0,
-                hr.bytes if hr else 0,
-                br.kernel_count if br else 0,
                 hr.kernel_count if hr else 0,
+                hr.bytes if hr else 0,
+                0,
+                base_function_count=br.kernel_count if br else 0,
+                base_bytes=br.bytes if br else 0,
             )
         )
-    groups.sort(key=lambda g: (-abs(g.delta), -g.head_bytes, g.name))
+    groups.sort(key=lambda g: (-abs(g.delta), -g.bytes, g.name))
     b_over = {o.name: o.bytes for o in b.overhead} if b else {}
     h_over = {o.name: o.bytes for o in h.overhead} if h else {}
     for name in dict.fromkeys([*b_over, *h_over]):
         groups.append(
-            GroupDelta(name, b_over.get(name, 0), h_over.get(name, 0), 0, 0, overhead=True)
+            Rollup(
+                name,
+                0,
+                h_over.get(name, 0),
+                0,
+                base_function_count=0,
+                base_bytes=b_over.get(name, 0),
+                overhead=True,
+            )
         )
     return JitComparison(
         groups,

@@ -4,8 +4,9 @@ Following bloaty's model (data sources x output formats), whatever is measured a
 grouped ends up as a list of ``Rollup`` nodes, and every renderer (``builder.render``: table,
 JSON, CSV, markdown, HTML) draws any list of them. A rollup node has the same measures at every
 level, and a node's ``children`` (the groups of a second ``--by`` key) add up to it exactly, for
-every measure. A new measure is a field here and a line in ``roll_up``; the renderers show the
-fields they know.
+every measure. A comparison (``builder.size.compare``) is the same shape: head's measures, plus
+the base measures of the same group, from which the deltas follow. A new measure is a field here,
+a line in ``roll_up`` and one in ``fold``; the renderers show the fields they know.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["FunctionRow", "Rollup", "roll_up"]
+__all__ = ["FunctionRow", "Rollup", "fold", "roll_up"]
 
 
 class FunctionRow(NamedTuple):
@@ -43,7 +44,10 @@ class FunctionRow(NamedTuple):
 
 @dataclass(frozen=True)
 class Rollup:
-    """A group of functions with its measures; ``children`` are its groups by a second key."""
+    """A group of functions with its measures; ``children`` are its groups by a second key.
+
+    In a comparison the measures are head's and the ``base_`` ones base's (0 for a group new in
+    head, and head's are 0 for a group gone from it); in a report the base ones are None."""
 
     name: str
     function_count: int
@@ -53,6 +57,50 @@ class Rollup:
     """The functions' shares of the modelled download (``--download``), else None."""
     children: tuple[Rollup, ...] = ()
     """Largest first (ties by name); empty without a second key."""
+    base_function_count: int | None = None
+    base_bytes: int | None = None
+    base_download_bytes: int | None = None
+    """Base's download bytes (``compare --download``; ``builder.size.download_compare``)."""
+    overhead: bool = False
+    """Bytes no function owns (the container overhead, a host library's unowned symbols); the
+    function counts of such a row are 0."""
+
+    @property
+    def delta(self) -> int:
+        """Bytes grown since base (a comparison's row)."""
+        assert self.base_bytes is not None, "a report's rollup has no base"
+        return self.bytes - self.base_bytes
+
+    @property
+    def percent(self) -> float | None:
+        """Growth relative to base; None for a group that is new in head."""
+        return 100.0 * self.delta / self.base_bytes if self.base_bytes else None
+
+    @property
+    def download_delta(self) -> int | None:
+        """Download bytes grown since base; None unless both sides have download figures."""
+        if self.base_download_bytes is None or self.download_bytes is None:
+            return None
+        return self.download_bytes - self.base_download_bytes
+
+
+def fold(name: str, rows: Sequence[Rollup]) -> Rollup:
+    """``rows`` summed into one (a table's "rest" row), measure by measure; a measure the first
+    row lacks (None) is absent from the sum. ``rows`` is not empty."""
+
+    def total(values: list[int | None]) -> int | None:
+        return None if values[0] is None else sum(v or 0 for v in values)
+
+    return Rollup(
+        name,
+        sum(r.function_count for r in rows),
+        sum(r.bytes for r in rows),
+        sum(r.bitcode_bytes for r in rows),
+        total([r.download_bytes for r in rows]),
+        base_function_count=total([r.base_function_count for r in rows]),
+        base_bytes=total([r.base_bytes for r in rows]),
+        base_download_bytes=total([r.base_download_bytes for r in rows]),
+    )
 
 
 class _Sums:

@@ -25,6 +25,7 @@ from builder.render.pr_comment import compare_markdown
 from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
+from builder.size.rollup import Rollup, fold
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
 
@@ -50,6 +51,41 @@ HEAD = [
 @pytest.fixture
 def pair(write_metallib: Callable[..., Path]) -> tuple[Path, Path]:
     return write_metallib("base/mlx.metallib", BASE), write_metallib("head/mlx.metallib", HEAD)
+
+
+def _sums(functions: list[tuple[str, int, int]]) -> dict[str, tuple[int, int, int]]:
+    """(function count, bytes, bitcode bytes) per group, summed here from the function rows."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for group, size, bitcode in functions:
+        count, total, code = out.get(group, (0, 0, 0))
+        out[group] = (count + 1, total + size, code + bitcode)
+    return out
+
+
+def test_compare_rows_are_rollups_of_both_sides(pair: tuple[Path, Path]) -> None:
+    """A comparison's rows are report rollups (head's measures) carrying base's measures: one
+    shape for report and compare, and a folded rest adds up on both sides."""
+    (base,), (head,) = load_reports(str(pair[0])), load_reports(str(pair[1]))
+    comparison = compare_reports(base, head)
+    b = _sums([(f.group, f.bytes, f.bitcode_bytes) for f in base.functions])
+    h = _sums([(f.group, f.bytes, f.bitcode_bytes) for f in head.functions])
+    *groups, overhead = comparison.groups
+    assert all(isinstance(g, Rollup) for g in comparison.groups)
+    assert {g.name for g in groups} == set(b) | set(h)
+    for g in groups:
+        assert (g.function_count, g.bytes, g.bitcode_bytes) == h.get(g.name, (0, 0, 0))
+        assert (g.base_function_count, g.base_bytes) == b.get(g.name, (0, 0, 0))[:2]
+        assert g.delta == g.bytes - g.base_bytes
+    assert overhead.overhead and overhead.function_count == overhead.base_function_count == 0
+    assert overhead.bytes == os.path.getsize(pair[1]) - sum(v[1] for v in h.values())
+    assert overhead.base_bytes == os.path.getsize(pair[0]) - sum(v[1] for v in b.values())
+    rest = fold("rest", groups)
+    assert (rest.base_function_count, rest.function_count) == (len(BASE), len(HEAD))
+    assert (rest.base_bytes, rest.bytes) == (
+        sum(v[1] for v in b.values()),
+        sum(v[1] for v in h.values()),
+    )
+    assert rest.download_bytes is None and rest.base_download_bytes is None
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
