@@ -392,7 +392,8 @@ def compare_command(
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
     from builder.render.text import gate_message, visible
-    from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
+    from builder.size.compare import compare_reports, pair_reports
+    from builder.size.gates import Gates, evaluate_gates
 
     gates = Gates(
         max_growth=_gate_growth("--max-growth", max_growth),

@@ -21,7 +21,8 @@ from builder.render.provenance import provenance_line
 from builder.render.text import gate_message, human_delta, human_size, origin, signed_percent
 
 if TYPE_CHECKING:
-    from builder.size.compare import Comparison, GateResult, JitComparison
+    from builder.size.compare import Comparison, JitComparison
+    from builder.size.gates import GateResult
     from builder.size.rollup import FunctionRow, Rollup
 
 __all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]

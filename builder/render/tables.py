@@ -34,7 +34,8 @@ from builder.render.text import (
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.size.compare import Comparison, GateResult
+    from builder.size.compare import Comparison
+    from builder.size.gates import GateResult
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builder.size.compare import GateResult
+    from builder.size.gates import GateResult
     from builder.size.limits import Limit
     from builder.size.report import Report
 

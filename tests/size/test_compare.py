@@ -22,7 +22,8 @@ from builder.cli import main
 from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.render.pr_comment import compare_markdown
-from builder.size.compare import Gates, compare_reports, evaluate_gates, pair_reports
+from builder.size.compare import compare_reports, pair_reports
+from builder.size.gates import Gates, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.rollup import Rollup, fold

@@ -15,7 +15,8 @@ from clirun import run_cli as _run
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
 from builder.render.provenance import provenance_line
-from builder.size.compare import Comparison, GateResult, Gates, compare_reports, evaluate_gates
+from builder.size.compare import Comparison, compare_reports
+from builder.size.gates import GateResult, Gates, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.report import OverheadRow, Report, Source

@@ -20,7 +20,8 @@ from builder.render.html.data import comparison_data, report_data
 from builder.render.text import visible
 
 if TYPE_CHECKING:
-    from builder.size.compare import Comparison, GateResult
+    from builder.size.compare import Comparison
+    from builder.size.gates import GateResult
     from builder.size.report import Report
 
 __all__ = ["compare_html", "page", "report_html"]

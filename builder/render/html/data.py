@@ -21,7 +21,8 @@ from builder.size.grouping import group_names
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.size.compare import Comparison, GateResult
+    from builder.size.compare import Comparison
+    from builder.size.gates import GateResult
     from builder.size.report import Report
 
 __all__ = ["comparison_data", "report_data"]
