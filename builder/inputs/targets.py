@@ -90,11 +90,17 @@ def resolve_target(
 
 
 def one_metallib(
-    target: str, libraries: list[Library], *, member: str | None, command: str
+    target: str,
+    libraries: list[Library],
+    *,
+    member: str | None,
+    command: str,
+    choose: str = "choose one with --member",
 ) -> Library:
     """The one library of ``target`` whose metallib ``command`` reads (``member``, a wheel
-    member's path or a library's file name, chooses among several): a saved report or a build
-    with no metallib is refused, since there are no functions' bytes to read."""
+    member's path or a library's file name, chooses among several; ``choose`` says how, for a
+    command without ``--member``): a saved report or a build with no metallib is refused, since
+    there are no functions' bytes to read."""
     names = [lib.member or (lib.path.name if lib.path else lib.target) for lib in libraries]
     if member is not None:
         chosen = [lib for lib, name in zip(libraries, names, strict=True) if name == member]
@@ -103,8 +109,7 @@ def one_metallib(
         libraries = chosen
     if len(libraries) > 1:
         raise UsageError(
-            f"{target}: holds {len(libraries)} metallibs; choose one with --member "
-            f"({', '.join(names)})"
+            f"{target}: holds {len(libraries)} metallibs; {choose} ({', '.join(names)})"
         )
     lib = libraries[0]
     if lib.saved is not None:

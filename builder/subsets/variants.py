@@ -158,17 +158,13 @@ def _resolve(
     target: str, platform: str | None, progress: Progress | None
 ) -> tuple[Path, str | None]:
     """The one metallib behind ``target`` (a file, wheel, PACKAGE==VERSION or build folder)."""
-    from builder.inputs.targets import resolve_target
+    from builder.inputs.targets import one_metallib, resolve_target
 
     found = resolve_target(target, platform=platform, progress=progress)
-    if len(found) > 1:
-        members = ", ".join(lib.member or str(lib.path) for lib in found)
-        raise UsageError(f"{target}: holds {len(found)} metallibs ({members}); name one file")
-    lib = found[0]
-    if lib.saved is not None:
-        raise UsageError(f"{target}: a saved report has no function bytes; --from needs a metallib")
-    if lib.path is None:
-        raise UsageError(f"{target}: the build has no metallib (every family JIT)")
+    lib = one_metallib(
+        target, found, member=None, command="variants --from", choose="name one .metallib file"
+    )
+    assert lib.path is not None  # one_metallib refuses a build without a metallib
     return lib.path, lib.wheel
 
 
