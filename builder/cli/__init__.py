@@ -164,8 +164,8 @@ def _show_click_error(exc: click.ClickException) -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point: run the CLI and map library errors to exit codes."""
     from builder.errors import BuilderError
+    from builder.files.temporaries import install_signal_cleanup
     from builder.metallib.errors import MetallibError
-    from builder.temporaries import install_signal_cleanup
 
     install_signal_cleanup()  # SIGTERM, SIGHUP: no temporary file or folder left behind
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])

@@ -180,8 +180,8 @@ def build_command(**kw: Any) -> None:
     the folder's name). -j N is Ninja's parallel jobs (ninja -j N). One run at a time builds in a
     build folder: another one waits for it (--no-wait: exit 2 instead).
     """
+    from builder.cli.console import stderr_console
     from builder.cmake_build.driver import run_build
-    from builder.console import stderr_console
 
     outcome = run_build(
         build_request(**kw),
@@ -207,7 +207,7 @@ def build_report_text(reports: list[Any], *, as_json: bool) -> str:
         from builder.render.machine import report_json
 
         return report_json(reports)
-    from builder.console import stdout_color, stdout_table_width
+    from builder.cli.console import stdout_color, stdout_table_width
     from builder.render.tables import report_table
 
     return report_table(reports, 20, color=stdout_color(), width=stdout_table_width())

@@ -25,7 +25,7 @@ def _open(path: Path) -> Any:
 
 def _emit_json(document: dict[str, Any]) -> None:
     """One compact JSON document (the C encoder; ``indent`` would force the slow one)."""
-    from builder.jsontext import dumps
+    from builder.files.jsontext import dumps
 
     sys.stdout.write(dumps(document, separators=(",", ":")) + "\n")
 
@@ -146,7 +146,7 @@ def _with_progress(work: Any, total: int) -> Any:
         return work(None)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
-    from builder.console import stderr_console
+    from builder.cli.console import stderr_console
 
     with Progress(
         TextColumn("hashing modules"),
@@ -243,7 +243,7 @@ def slim_command(
     library version). OUTPUT is written to a temporary file and renamed only after every check
     passed; it keeps the mode of the file it replaces, and a symlink is written through.
     """
-    from builder.fileio import check_not_an_input
+    from builder.files.atomic import check_not_an_input
     from builder.inputs.targets import one_metallib, resolve_target
     from builder.subsets.slim import read_keep_list, slim_file
 

@@ -15,7 +15,7 @@ import click
 
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
-from builder.jsontext import dumps
+from builder.files.jsontext import dumps
 from builder.kernels.catalog import split_names
 
 __all__ = ["emit_json", "kernels_command"]

@@ -89,8 +89,8 @@ def _check_output(
 ) -> None:
     """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
     a path, the rule file, the kernel tree's settings file
-    (``builder.fileio.check_not_an_input``)."""
-    from builder.fileio import check_not_an_input
+    (``builder.files.atomic.check_not_an_input``)."""
+    from builder.files.atomic import check_not_an_input
 
     source_dir = tree.get("source_dir")
     settings = [tree.get("config_file"), source_dir / "metallib.toml" if source_dir else None]
@@ -194,7 +194,7 @@ def _top(top: int | None, fmt: str) -> int | None:
 def _width(terminal: bool) -> int | None:
     """The terminal's width for a table shown on one; None (as wide as the table's cells need,
     no function name cut) for a pipe or a file."""
-    from builder.console import stdout_table_width
+    from builder.cli.console import stdout_table_width
 
     return stdout_table_width() if terminal else None
 
@@ -293,7 +293,7 @@ def _gate_growth(option: str, text: str | None) -> Limit | None:
 
 
 def _color() -> bool:
-    from builder.console import stdout_color
+    from builder.cli.console import stdout_color
 
     return stdout_color()
 

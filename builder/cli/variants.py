@@ -22,7 +22,7 @@ import click
 from builder.cli.build import BUILD_ONLY, build_only_options, build_request, no_wait_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
-from builder.jsontext import dumps
+from builder.files.jsontext import dumps
 
 __all__ = ["variants_command"]
 
@@ -201,8 +201,8 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
 
 
 def _build(**kw: Any) -> None:
+    from builder.cli.console import stderr_console
     from builder.cmake_build.presets import build_presets, presets_to_dict
-    from builder.console import stderr_console
     from builder.errors import CheckFailed
     from builder.render.build import presets_text
 
@@ -229,8 +229,8 @@ def _build(**kw: Any) -> None:
 
 def _from(target: str, **kw: Any) -> None:
     from builder.cli.tree_options import load_tree_with_progress
-    from builder.fileio import check_not_an_input, write_atomic
-    from builder.output_folder import replaced_folder
+    from builder.files.atomic import check_not_an_input, write_atomic
+    from builder.files.output_folder import replaced_folder
     from builder.render.variants import variants_json
     from builder.size.limits import parse_size
     from builder.subsets.out_folder import moved
@@ -263,7 +263,7 @@ def _from(target: str, **kw: Any) -> None:
     terminal = sys.stderr.isatty()
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
-    # failed or killed run leaves the previous one (builder.output_folder).
+    # failed or killed run leaves the previous one (builder.files.output_folder).
     with replaced_folder(
         outdir,
         marker=RUN_FILE,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import UsageError
-from builder.fileio import write_if_changed
+from builder.files.atomic import write_if_changed
 from builder.kernels.catalog import Catalog, FamilySpec, Instantiation, render_translation_unit
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "Chunk", "catalog_chunks", "chunk_family", "write_sources"]

@@ -23,7 +23,7 @@ from builder.cmake_build.plan import PLAN_FILE
 from builder.cmake_build.progress import NINJA_STATUS, NinjaOutput, Status
 from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
 from builder.errors import BuilderError, OutputError, UsageError
-from builder.fileio import make_dirs, write_atomic
+from builder.files.atomic import make_dirs, write_atomic
 
 __all__ = [
     "BuildFailed",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 LOCK_FILE = ".metallib-builder.lock"
-"""Held (``builder.locks``) while a run configures, builds and measures a build folder."""
+"""Held (``builder.files.locks``) while a run configures, builds and measures a build folder."""
 SETTINGS_FILE = "metallib-builder-settings.json"
 
 
@@ -92,7 +92,7 @@ def build_folder_lock(
     """Create ``build_dir`` and hold its lock for the block: two runs building in one folder at
     once would each measure a mix of the other's configuration and outputs. The second waits
     (``on_wait`` gets a line to show) or, with ``wait=False``, stops: ``UsageError``, exit 2."""
-    from builder.locks import exclusive_lock
+    from builder.files.locks import exclusive_lock
 
     make_dirs(build_dir)
     with exclusive_lock(

@@ -20,7 +20,7 @@ from builder.cmake_build.progress import ProgressDisplay
 from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
-from builder.fileio import check_not_an_input
+from builder.files.atomic import check_not_an_input
 from builder.size.load import load_reports
 
 if TYPE_CHECKING:

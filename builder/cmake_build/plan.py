@@ -449,7 +449,7 @@ def write_plan(plan: BuildPlan, path: Path) -> bool:
     """Write a catalog tree's generated sources (into the plan's generation folder) and
     ``path``, each only when its bytes change; True when the plan file was written."""
     from builder.cmake_build.aot_sources import write_sources
-    from builder.fileio import write_if_changed
+    from builder.files.atomic import write_if_changed
 
     if plan.kind == "catalog" and plan.compiles:
         write_sources(plan.chunks, plan.compiles[0][1].parent)

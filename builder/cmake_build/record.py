@@ -1,7 +1,8 @@
 """``python -m builder.cmake_build.record``: write a build's manifest.json once its outputs exist.
 
 CMake runs this as the last step of a build (after the metallib and the host library). It finds
-the kernels of every unit of the plan and hands everything to ``builder.manifest``, the module
+the kernels of every unit of the plan and hands everything to ``builder.records.manifest``, the
+module
 that writes the file:
 
 * a catalog tree: each family's host names from the catalog (the same expansion that generated
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embed", type=Path)
     parser.add_argument("--host-library")
     args = parser.parse_args(argv)
-    from builder.manifest import build_manifest, write_manifest
+    from builder.records.manifest import build_manifest, write_manifest
 
     try:
         plan = BuildPlan.read(args.plan)

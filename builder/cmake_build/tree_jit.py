@@ -30,7 +30,7 @@ from typing import Any
 
 from builder.cmake_build.plan import BuildPlan
 from builder.errors import BuilderError
-from builder.fileio import write_if_changed
+from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts
 
 __all__ = ["SHARED_SOURCE", "generate", "main", "unit_source"]

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
-from builder.limits import read_json
-from builder.manifest import MANIFEST_NAME, BuildManifest, read_manifest
+from builder.files.bounds import read_json
+from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 __all__ = ["Library", "Progress", "one_metallib", "resolve_target"]
 

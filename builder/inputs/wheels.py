@@ -8,7 +8,8 @@ A wheel is untrusted input: member names are checked before anything is written 
 normalised, no ``..``, landing inside the wheel's folder, no member both a file and another's
 folder), nothing is extracted unless the declared sizes fit the cache's free space, no member
 is written past its declared size, the bytes actually written are counted against that free
-space and ``METALLIB_BUILDER_MAX_EXTRACT`` (``builder.limits``: a deflate bomb that declares its
+space and ``METALLIB_BUILDER_MAX_EXTRACT`` (``builder.files.bounds``: a deflate bomb that declares
+its
 true size stops there), and each CRC is checked while copying. A failed extraction removes what
 it wrote. ``pip download`` verifies the index's ``#sha256=`` fragment for a
 pinned ``NAME==VERSION``; a cached wheel that is still unreadable (truncated, bit rot) is deleted
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from builder.errors import UsageError
+from builder.files.bounds import MAX_EXTRACT
 from builder.inputs.wheel_cache import (
     CHUNK,
     STALE_AFTER_S,
@@ -46,7 +48,6 @@ from builder.inputs.wheel_cache import (
     wheel_digest,
     write_error,
 )
-from builder.limits import MAX_EXTRACT
 
 __all__ = [
     "DEFAULT_PLATFORM",

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 
 from builder.errors import UsageError
-from builder.fileio import write_if_changed
+from builder.files.atomic import write_if_changed
 
 __all__ = ["depfile_text", "escape_make_path", "write_depfile"]
 

@@ -11,7 +11,7 @@ Shape (schema 2)::
 
 ``embedded_bytes`` is every stored byte: each unit's own plus ``shared_bytes`` once (what
 several units use together, listed under ``shared``). The build manifest
-(``builder.manifest``) reads ``units`` by name. Standard library and ``builder`` only.
+(``builder.records.manifest``) reads ``units`` by name. Standard library and ``builder`` only.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from builder.fileio import write_if_changed
+from builder.files.atomic import write_if_changed
 
 __all__ = ["EMBED_SCHEMA", "embed_facts", "write_embed_facts"]
 

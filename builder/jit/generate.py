@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
-from builder.fileio import check_not_an_input, write_if_changed
+from builder.files.atomic import check_not_an_input, write_if_changed
 from builder.jit.codegen import (
     Kernel,
     StoredPiece,
@@ -462,7 +462,8 @@ def _refuse_overwriting(
     output: str | os.PathLike[str],
     depfile: str | os.PathLike[str] | None,
 ) -> None:
-    """UsageError when an output would replace an input (``builder.fileio.check_not_an_input``),
+    """UsageError when an output would replace an input
+    (``builder.files.atomic.check_not_an_input``),
     or the two outputs are one file."""
     check_not_an_input(output, inputs, hint="; choose another file")
     if depfile is not None:

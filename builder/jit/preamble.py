@@ -43,9 +43,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.files.bounds import read_source
 from builder.jit.chunks import cxx_string
 from builder.jit.lexing import directive_lines, strip_comments
-from builder.limits import read_source
 
 __all__ = [
     "Fragment",

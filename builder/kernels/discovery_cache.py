@@ -109,7 +109,7 @@ def _load(path: Path, key: dict[str, Any], root: Path, config: TreeConfig) -> Ke
 
 def _save(path: Path, key: dict[str, Any], tree: KernelTree, listed: list[str]) -> None:
     from builder.errors import OutputError
-    from builder.fileio import make_dirs, write_atomic
+    from builder.files.atomic import make_dirs, write_atomic
 
     names = sorted({*tree.files_read, *listed})
     data = {

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from builder.errors import UsageError
-from builder.limits import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
+from builder.files.bounds import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
 
 __all__ = [
     "CANDIDATES",
@@ -273,7 +273,7 @@ def _within_hard_limit(which: int, value: int, unit: int) -> int:
 
 
 def _run(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of ``cmd`` run with the bounds of ``builder.limits``
+    """(exit status, stdout, stderr) of ``cmd`` run with the bounds of ``builder.files.bounds``
     (time, memory, output); PreprocessError if it cannot start, runs out of time or writes too
     much. The compiler and its children form their own process group, killed as a whole on
     timeout (cc1plus blocked on a FIFO it was told to include must not outlive the run)."""
@@ -384,7 +384,8 @@ def preprocess(
     A compiler driver preprocesses them all in one run (each file still gets its own front-end
     process; the driver's start-up, about 5 ms, is paid once). If that run fails, each file runs
     alone, in order, so that PreprocessError names the first failing file and its own first
-    diagnostic, exactly as a one-file run would (a run stopped by a bound of ``builder.limits``
+    diagnostic, exactly as a one-file run would (a run stopped by a bound of
+    ``builder.files.bounds``
     too: then the message names the file that needs the time, memory or output).
     """
     for entry in entries:

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
+from builder.files.bounds import read_source
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
 from builder.kernels.preprocess import PreprocessError, Preprocessor, preprocess
 from builder.kernels.tree_files import entry_files, path_matches, tree_headers
-from builder.limits import read_source
 
 if TYPE_CHECKING:
     from builder.kernels.tree_config import TreeConfig

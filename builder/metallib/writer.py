@@ -19,7 +19,7 @@ import struct
 from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
-from builder.fileio import atomic_write as atomic_output  # the project's one output helper
+from builder.files.atomic import atomic_write as atomic_output  # the project's one output helper
 from builder.metallib.errors import InternalError, MetallibError
 from builder.metallib.parts import Bytes, LibraryParts, reflection_chunk, tag_bytes
 from builder.metallib.sink import OutputSink

@@ -3,7 +3,7 @@
 Each ``-o`` file's format comes from its extension, so one measurement feeds the PR comment, the
 HTML artifact and the JSON kept for the next run. The plan is made before anything is measured,
 so a typo in an extension costs nothing; every format is rendered once, and every file is written
-atomically (``builder.fileio``).
+atomically (``builder.files.atomic``).
 """
 
 from __future__ import annotations
@@ -75,11 +75,12 @@ def plan_outputs(
 
 
 def _check_writable(path: str | None) -> None:
-    """Every ``-o`` folder is checked before measuring (``builder.fileio.check_can_write``), so
+    """Every ``-o`` folder is checked before measuring (``builder.files.atomic.check_can_write``),
+    so
     several files are written all or none when one of them cannot be (a disk that fills half
     way can still stop the set part way)."""
     if path is not None:
-        from builder.fileio import check_can_write
+        from builder.files.atomic import check_can_write
 
         check_can_write(path)
 
@@ -92,8 +93,8 @@ def write_outputs(
     """Render each format of ``plan`` once (``render(fmt, to_terminal)``) and deliver it: stdout,
     or the file, written atomically, with one ``wrote FILE (N bytes)`` line on stderr. No file is
     written when any ``-o`` names one of ``inputs`` (exit 2,
-    ``builder.fileio.check_not_an_input``)."""
-    from builder.fileio import check_not_an_input, write_atomic
+    ``builder.files.atomic.check_not_an_input``)."""
+    from builder.files.atomic import check_not_an_input, write_atomic
 
     for path, _fmt in plan:
         if path is not None:

@@ -11,7 +11,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from builder.jsontext import dumps
+from builder.files.jsontext import dumps
 from builder.render.markup import clip, md_code, md_text, rich_text
 from builder.render.text import human_delta, human_size, limit_text
 

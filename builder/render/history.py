@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from builder.jsontext import dumps
+from builder.files.jsontext import dumps
 from builder.render.markup import rich_text
 from builder.render.text import human_delta, human_size, visible
 from builder.size.download import MODEL

@@ -11,7 +11,7 @@ from itertools import count, repeat
 from json.encoder import encode_basestring_ascii as _quote
 from operator import add
 
-from builder.jsontext import clean
+from builder.files.jsontext import clean
 from builder.metallib import FUNCTION_TYPES, Metallib
 from builder.render.text import visible
 from builder.size.rollup import FunctionRow

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from builder.jsontext import dumps
+from builder.files.jsontext import dumps
 from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
 from builder.render.rows import top_rows

@@ -2,7 +2,8 @@
 
 Names and other untrusted text (a saved report's target or grouping) reach tables, CSV and
 markdown only through these functions, each of which shows control characters escaped
-(``visible``); JSON needs nothing more than its own escaping (and ``builder.jsontext`` for file
+(``visible``); JSON needs nothing more than its own escaping (and ``builder.files.jsontext`` for
+file
 names that are not UTF-8).
 """
 

@@ -80,7 +80,8 @@ def human_delta(n: int) -> str:
 # line/paragraph separators, and the invisible format characters used to disguise text (soft
 # hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM), and lone
 # surrogates: a file name byte that is not UTF-8 (U+DC80-U+DCFF from surrogateescape) is shown as
-# the byte, ``\xe9``, as JSON output writes it (builder.jsontext). The backslash is escaped too,
+# the byte, ``\xe9``, as JSON output writes it (builder.files.jsontext). The backslash is escaped
+# too,
 # so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
 _UNSAFE = re.compile(
     r"[\\\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"

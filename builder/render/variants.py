@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from builder.jsontext import dumps
+from builder.files.jsontext import dumps
 from builder.render.markup import md_code, md_text
 from builder.render.text import visible
 from builder.subsets.variant_sources import COMPRESSION

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from builder.limits import byte_count
+from builder.files.bounds import byte_count
 
 __all__ = [
     "HostLibrary",

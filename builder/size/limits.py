@@ -2,7 +2,7 @@
 whole-target limit is checked against (``shipped_size``: the metallib plus the host library).
 
 Gates are given on the command line in whatever unit is convenient: sizes are read by
-``builder.limits.parse_size`` (decimal and binary suffixes, a bare number is bytes).
+``builder.files.bounds.parse_size`` (decimal and binary suffixes, a bare number is bytes).
 Showing a limit is presentation's job (``builder.render.text.limit_text``).
 """
 
@@ -12,12 +12,17 @@ import math
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
-from builder.limits import parse_size
+from builder.files.bounds import parse_size
 
 if TYPE_CHECKING:
     from builder.size.report import Report
 
-__all__ = ["Limit", "parse_limit", "parse_size", "shipped_size"]  # parse_size: builder.limits,
+__all__ = [
+    "Limit",
+    "parse_limit",
+    "parse_size",
+    "shipped_size",
+]  # parse_size: builder.files.bounds,
 # shared with the bounds on untrusted input
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from builder.inputs.targets import Library, Progress, resolve_target
 
 if TYPE_CHECKING:
-    from builder.manifest import BuildManifest
+    from builder.records.manifest import BuildManifest
     from builder.size.grouping import RuleSet, Sources
     from builder.size.jit_sizes import HostLibrary, JitFamily
     from builder.size.report import Report

@@ -19,7 +19,7 @@ from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
-from builder.limits import byte_count
+from builder.files.bounds import byte_count
 from builder.size import report_fields as fields
 from builder.size.download_report import Download, add_download_fields, download_from_dict
 from builder.size.grouping import Sources, group_names, parse_by
@@ -228,7 +228,7 @@ def report_json_text(report: Report) -> str:
     ASCII without quotes or backslashes (always true for Metal host names); otherwise the
     general encoder runs. Field order and values are identical either way.
     """
-    from builder.jsontext import dumps
+    from builder.files.jsontext import dumps
 
     doc = report_to_dict(report, functions=False)
     text = "".join(f.name + f.group for f in report.functions)
@@ -334,7 +334,8 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
 def report_from_dict(data: Any, where: str) -> Report:
     """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2)
     naming the field: a saved report may come from anyone (docs/security.md), so every field is
-    checked for its type, counts are bounded (``builder.limits.byte_count``) and provenance must
+    checked for its type, counts are bounded (``builder.files.bounds.byte_count``) and provenance
+    must
     have the shape ``builder.size.provenance`` writes.
 
     The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.

@@ -1,7 +1,8 @@
 """Where a ``variants --from`` run is written versus where its files end up.
 
 The variants are written into a new sibling folder that replaces OUTDIR as a whole only once
-every file, ``variants.json`` last, is complete (``builder.output_folder``): a run that fails or
+every file, ``variants.json`` last, is complete (``builder.files.output_folder``): a run that fails
+or
 is killed leaves the previous OUTDIR as it was, and OUTDIR never mixes two runs. Every path a run
 records (and ``variants.json`` shows) names the files where they end up, so the run is moved
 before it is described.

@@ -1,11 +1,11 @@
 """Choose functions to keep and write the slimmed library.
 
 Selection is pure (names in, indices out) so it is easy to test; ``slim_file`` adds the I/O:
-it never writes over its input unless asked (``builder.fileio.check_not_an_input``: the same
+it never writes over its input unless asked (``builder.files.atomic.check_not_an_input``: the same
 path or the same file), checks the input first (everything ``verify`` checks but the hashes: a
 malformed input would give a malformed output), writes through a temporary file (removed on
 failure, on SIGTERM and SIGHUP, and by the next run when a run was killed:
-``builder.temporaries``), and renames it into place only after every check passed (the file's
+``builder.files.temporaries``), and renames it into place only after every check passed (the file's
 size against the layout, each kept module's SHA-256 against its HASH tag), so a failed run
 leaves an existing output as it was.
 """
@@ -223,7 +223,7 @@ def slim_file(
     (then they are copied and listed in the result). ``OutputError`` when ``output`` cannot be
     written.
     """
-    from builder.fileio import check_not_an_input
+    from builder.files.atomic import check_not_an_input
     from builder.metallib.writer import atomic_output, check_written, write_to
 
     if not in_place:

@@ -429,7 +429,7 @@ def _one(
     coverage: Coverage,
     download: bool,
 ) -> Variant:
-    from builder.fileio import make_dirs, write_if_changed
+    from builder.files.atomic import make_dirs, write_if_changed
 
     index = writer.index
     make_dirs(path.parent)

@@ -2,7 +2,8 @@
 
 A FIFO named ``f.metal`` used to hang ``kernels``; ``z.metal -> /dev/zero`` drove the
 preprocessor to 18 GB. Entry files must be regular files (named in one line otherwise), and every
-preprocessor run is bounded in time, address space and output (builder.limits; the tests set the
+preprocessor run is bounded in time, address space and output (builder.files.bounds; the tests set
+the
 bounds small so that each attack ends in a second or two).
 """
 

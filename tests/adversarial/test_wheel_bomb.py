@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.limits import MAX_EXTRACT
+from builder.files.bounds import MAX_EXTRACT
 
 from .hostile import Cli, assert_one_error_line
 

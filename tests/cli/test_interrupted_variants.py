@@ -300,7 +300,7 @@ def test_two_renames_where_the_system_cannot_swap(
     runs: Runs, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs.restore_a()
-    monkeypatch.setattr("builder.output_folder.exchange_paths", lambda first, second: False)
+    monkeypatch.setattr("builder.files.output_folder.exchange_paths", lambda first, second: False)
     code, out, err = run_cli(runs.args(*RUN_B), capsys)
     assert code == 0, err
     assert snapshot(runs.out) == runs.b and os.listdir(runs.parent) == ["out"]

@@ -103,7 +103,7 @@ def test_kill_9_leaves_a_temporary_file_the_next_run_removes(large: Path, tmp_pa
 def test_only_dead_temporaries_of_exactly_our_names_are_removed(tmp_path: Path) -> None:
     """A live run's temporary file (another process holds its flock) stays; so do look-alike
     names and a link; a dead one of our form goes. Every ``report -o``, ``slim -o``... write
-    (``builder.fileio.atomic_write``) cleans up this way."""
+    (``builder.files.atomic.atomic_write``) cleans up this way."""
     library = tmp_path / "lib.metallib"
     library.write_bytes(library_bytes(synthetic_parts(6, seed=3)))
     folder = tmp_path / "out"

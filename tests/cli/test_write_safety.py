@@ -1,7 +1,8 @@
 """Outputs are written whole or not at all: write failures, permissions, symlinks, special files.
 
 Every command that writes (``slim -o``, ``report -o``, ``embed -o``, ``build --build-dir``) goes
-through one helper (``builder.fileio``). A failed write must end in exit 2 with one line naming
+through one helper (``builder.files.atomic``). A failed write must end in exit 2 with one line
+naming
 the output and the system's reason, no traceback, no temporary file left, and an existing output
 untouched. Failures are real where the machine allows: a resource limit on file size (any user),
 a full tmpfs and a read-only bind mount (root; skipped otherwise, with the limit and the

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from builder.kernels import load_catalog
-from builder.manifest import read_manifest
 from builder.metallib import open_metallib
+from builder.records.manifest import read_manifest
 from builder.resources import metal_src_dir
 
 pytestmark = pytest.mark.cmake

@@ -22,8 +22,8 @@ from mlx_tree import DATA
 
 from builder.jit.preamble import inline_preamble
 from builder.kernels.preprocess import PRELUDE, STANDIN_DIR
-from builder.manifest import read_manifest
 from builder.metallib import open_metallib
+from builder.records.manifest import read_manifest
 
 pytestmark = pytest.mark.cmake
 

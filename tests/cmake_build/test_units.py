@@ -24,7 +24,7 @@ from builder.cmake_build.toolchain import (
 from builder.errors import BuilderError, UsageError
 from builder.kernels import load_catalog
 from builder.kernels.compiler import find_compiler
-from builder.manifest import build_manifest
+from builder.records.manifest import build_manifest
 from builder.size.host_symbols import OTHER, symbol_sizes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,8 @@
 """The package layering a newcomer sees in the tree, checked on every import in the code.
 
-Bottom to top (docs/architecture.md): the foundation modules, the container (``metallib``), kernel
+Bottom to top (docs/architecture.md): the foundation modules (errors, resources), files in and
+out (``files``: bounded reads, crash-safe writes), a build's records (``records``), the container
+(``metallib``), kernel
 trees (``kernels``), acquiring inputs (``inputs``), JIT embedding (``jit``), measuring (``size``),
 writing subsets (``subsets``), the build side
 (``cmake_build``), presentation (``render``), publishing outputs that leave the process
@@ -17,20 +19,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "builder"
-FOUNDATION = (
-    "builder",
-    "builder.errors",
-    "builder.fileio",
-    "builder.temporaries",
-    "builder.locks",
-    "builder.output_folder",
-    "builder.console",
-    "builder.limits",
-    "builder.jsontext",
-    "builder.resources",
-    "builder.manifest",
-)
+FOUNDATION = ("builder", "builder.errors", "builder.resources")
 LAYERS = (
+    "files",
+    "records",
     "metallib",
     "kernels",
     "inputs",
@@ -123,3 +115,10 @@ def test_no_import_cycles() -> None:
         if module not in state:
             visit(module)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_few_modules_at_the_top() -> None:
+    """Loose modules at the top of builder/ are the foundation only: everything else lives in the
+    package of its concern."""
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 4, f"modules at the top of builder/: {top}"

@@ -12,8 +12,8 @@ import pytest
 from clirun import run_cli
 
 from builder.errors import UsageError
-from builder.manifest import read_manifest
 from builder.metallib import open_metallib
+from builder.records.manifest import read_manifest
 from builder.render.machine import report_csv, report_json
 from builder.render.markdown import report_markdown
 from builder.render.tables import report_table

@@ -10,7 +10,7 @@ deterministic: plan order, paths relative to the build directory (sources relati
 tree), no timestamps. :func:`read_manifest` gives the size report (``report BUILD_DIR``, and
 ``build`` and ``variants`` after building) its typed view (docs/report-schema.md); docs/build.md
 lists every field. Standard library and
-``builder.errors``/``builder.fileio`` only: it runs inside pip's isolated build environment.
+``builder.errors``/``builder.files.atomic`` only: it runs inside pip's isolated build environment.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from builder.errors import UsageError
-from builder.fileio import write_atomic
-from builder.limits import byte_count, read_json
+from builder.files.atomic import write_atomic
+from builder.files.bounds import byte_count, read_json
 
 __all__ = [
     "MANIFEST_NAME",

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from builder.errors import OutputError, UsageError
-from builder.temporaries import forget, register
+from builder.files.temporaries import forget, register
 
 __all__ = ["exclusive_lock"]
 

@@ -5,7 +5,8 @@ Every output file (slim's metallib, ``report -o``, ``embed -o``, generated sourc
 manifest, ``variants.json``) goes through :func:`atomic_write`:
 
 - the content goes to a temporary file beside the target (``.NAME.<hex>.tmp``,
-  ``builder.temporaries``: locked while it is written, removed on SIGTERM and SIGHUP, and by the
+  ``builder.files.temporaries``: locked while it is written, removed on SIGTERM and SIGHUP, and by
+  the
   next write of the same target when a run was killed), renamed over it only when the caller's
   block finishes without error: readers see the old file or the new one, never a partial one,
   and on any failure the temporary file is removed;
@@ -19,8 +20,8 @@ manifest, ``variants.json``) goes through :func:`atomic_write`:
 
 :func:`check_not_an_input` is the one check that no command writes over what it reads
 (``report X -o X``, ``compare A B -o B``, ``slim IN -o IN``, ``variants --from L -o`` a folder
-holding L). A whole output folder is replaced by ``builder.output_folder``; one run at a time
-writes a build or output folder (``builder.locks``).
+holding L). A whole output folder is replaced by ``builder.files.output_folder``; one run at a time
+writes a build or output folder (``builder.files.locks``).
 
 :func:`write_if_changed` serves generators that run on every configure or build step: rewriting
 an identical file would bump its mtime and make Ninja rebuild everything downstream.
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from builder.errors import OutputError, UsageError
-from builder.temporaries import create_temp_file, forget
+from builder.files.temporaries import create_temp_file, forget
 
 __all__ = [
     "PathArg",

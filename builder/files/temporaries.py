@@ -1,7 +1,8 @@
 """Temporary files and folders beside an output, and removing them when a run ends early.
 
 An output ``NAME`` is prepared as ``.NAME.<12 hex digits>.tmp`` in the same folder (a file for
-``builder.fileio.atomic_write``, a folder for ``builder.output_folder.replaced_folder``), then
+``builder.files.atomic.atomic_write``, a folder for
+``builder.files.output_folder.replaced_folder``), then
 renamed into place. A name of exactly that form is taken as ours; nothing else is ever removed.
 
 A run that ends early leaves no temporary behind:
@@ -15,7 +16,7 @@ A run that ends early leaves no temporary behind:
   temporary *file* is removed only when no process holds the ``flock`` its writer takes on it for
   its whole life (:func:`create_temp_file`; the kernel drops it when the writer dies, however it
   dies). A temporary *folder* is made and removed only by a run that holds its output's lock
-  (``builder.locks``), so any other one it finds is left from a dead run.
+  (``builder.files.locks``), so any other one it finds is left from a dead run.
 """
 
 from __future__ import annotations
