@@ -22,8 +22,15 @@ def _is_checkout(root: Path) -> bool:
         (root / "metal_src" / "catalog.json").is_file() and (root / "CMakeLists.txt").is_file()
     ):
         return False
+    project = root / "pyproject.toml"
+    # The working directory may be a pull request's tree: its pyproject.toml is read only when
+    # it is a regular file (a FIFO would hang), and only its first MiB (the name is near the top).
+    # builder.files.reading cannot be used here: this module sits below every layer.
+    if not project.is_file():
+        return False
     try:
-        return _PROJECT_NAME in (root / "pyproject.toml").read_text(encoding="utf-8")
+        with open(project, "rb") as handle:
+            return _PROJECT_NAME.encode() in handle.read(1 << 20)
     except OSError:
         return False
 

@@ -24,6 +24,8 @@ from builder.cmake_build.progress import NINJA_STATUS, NinjaOutput, Status
 from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.files.atomic import make_dirs, write_atomic
+from builder.files.bounds import MAX_JSON
+from builder.files.reading import read_text
 
 __all__ = [
     "BuildFailed",
@@ -148,10 +150,10 @@ class BuildTree:
         given, the plan CMake wrote then is ``plan``: entry files come and go unseen by CMake)."""
         marker = self.build_dir / SETTINGS_FILE
         try:
-            same = marker.read_text(encoding="utf-8") == self._settings_key()
+            same = read_text(marker, "the build's settings") == self._settings_key()
             if same and plan is not None:
-                same = (self.build_dir / PLAN_FILE).read_text(encoding="utf-8") == plan
-        except OSError:
+                same = read_text(self.build_dir / PLAN_FILE, "the build plan", MAX_JSON) == plan
+        except UsageError:  # missing, or not a file: configure again
             return False
         return same and (self.build_dir / "build.ninja").is_file()
 

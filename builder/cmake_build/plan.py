@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from builder.cmake_build.aot_sources import Chunk
 from builder.cmake_build.request import BuildRequest
 from builder.errors import BuilderError, UsageError
+from builder.files.reading import read_json
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -222,10 +223,7 @@ class BuildPlan:
     @classmethod
     def read(cls, path: Path) -> BuildPlan:
         """A plan file written by :func:`write_plan` (UsageError when unreadable)."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: cannot read build plan: {exc}") from None
+        data = read_json(path, "build plan")
         if not isinstance(data, dict):
             raise UsageError(f"{path}: not a usable build plan: not a JSON object")
         return cls.from_json(data, str(path))
@@ -458,10 +456,7 @@ def write_plan(plan: BuildPlan, path: Path) -> bool:
 
 def _cmake_variables(path: Path) -> dict[str, str]:
     """The ``METAL_*`` cache variables CMakeLists.txt wrote (a JSON object of strings)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read the build's CMake variables: {exc}") from None
+    data = read_json(path, "the build's CMake variables")
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise UsageError(f"{path}: not a JSON object of strings")
     return data

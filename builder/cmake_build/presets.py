@@ -17,7 +17,6 @@ measures a build (``builder.size.load``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,8 @@ from builder.cmake_build.cmake import BuildFailed, build_folder_lock
 from builder.cmake_build.driver import BuildOutcome, run_build, split_units
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
-from builder.errors import BuilderError
+from builder.errors import BuilderError, UsageError
+from builder.files.reading import read_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,10 +45,10 @@ def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
     file when it cannot be read or has no such preset: an incomplete checkout or install."""
     path = project_dir / PRESETS_FILE
     try:
-        presets = json.loads(path.read_text(encoding="utf-8"))["configurePresets"]
+        presets = read_json(path, "the presets")["configurePresets"]
         (mixed,) = [p for p in presets if p.get("name") == "mixed"]
         value = mixed["cacheVariables"]["METAL_JIT_KERNELS"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (UsageError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BuilderError(
             f"{path}: no readable 'mixed' preset with METAL_JIT_KERNELS ({exc})"
         ) from None

@@ -17,7 +17,6 @@ Standard library and ``builder`` only (it runs in pip's isolated build environme
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from builder.cmake_build.plan import BuildPlan
 from builder.errors import BuilderError
+from builder.files.reading import read_json
 
 __all__ = ["main", "plan_options", "unit_kernels"]
 
@@ -74,7 +74,7 @@ def plan_options(plan: BuildPlan) -> dict[str, Any]:
 
 
 def _load(path: Path | None) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path else None
+    return read_json(path, "the build's record") if path else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from builder.errors import OutputError, UsageError
+from builder.files.reading import open_regular, read_text
 from builder.files.temporaries import create_temp_file, forget
 
 __all__ = [
@@ -97,11 +98,10 @@ def _umask() -> int:
     """The process umask, read without changing it where Linux shows it (setting it, even for a
     moment, races other threads that create files)."""
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
+        for line in read_text("/proc/self/status", "the process status").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (UsageError, ValueError):
         pass
     mask = os.umask(0o022)
     os.umask(mask)
@@ -203,10 +203,11 @@ def write_if_changed(path: PathArg, data: bytes | str) -> bool:
     """Write ``data`` to ``path`` (creating its folder) unless it already holds exactly that;
     True when written. Atomic, and ``OutputError`` on failure, as :func:`atomic_write`."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        if stat.S_ISREG(os.stat(path).st_mode) and Path(path).read_bytes() == raw:
-            return False  # (a FIFO is not read: that would wait for a writer)
-    except OSError:
+    try:  # (a FIFO is not read: that would wait for a writer; nor more than raw's length)
+        with open_regular(path, "the output") as handle:
+            if handle.read(len(raw) + 1) == raw:
+                return False
+    except (UsageError, OSError):
         pass
     try:
         _mkdirs(Path(os.path.realpath(path)).parent)

@@ -15,19 +15,19 @@ METALLIB_BUILDER_PP_TIMEOUT        300         seconds one preprocessor run may 
 METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor process
 METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one preprocessor run
 METALLIB_BUILDER_MAX_SOURCE        64 MiB      one source file of a tree read by the tool itself
+METALLIB_BUILDER_MAX_TEXT          16 MiB      a settings, budget, keep-list or rule file
 =================================  ==========  ==============================================
 
 Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`parse_size`).
+The reads themselves go through ``builder.files.reading``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
@@ -37,14 +37,13 @@ __all__ = [
     "MAX_EXTRACT",
     "MAX_JSON",
     "MAX_SOURCE",
+    "MAX_TEXT",
     "PP_MEMORY",
     "PP_OUTPUT",
     "PP_TIMEOUT",
     "Bound",
     "byte_count",
     "parse_size",
-    "read_json",
-    "read_source",
 ]
 
 _UNITS: dict[str, int] = {
@@ -114,27 +113,7 @@ PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds
 PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
 PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
 MAX_SOURCE = Bound("METALLIB_BUILDER_MAX_SOURCE", 64 * 1024**2, "the source file")
-
-
-def read_source(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of one file of a kernel tree that the tool reads itself (headers it scans or
-    inlines): a regular file (through symbolic links) of at most ``MAX_SOURCE`` bytes. A FIFO
-    would block, a link to ``/dev/zero`` never end: UsageError naming the file (OSError is left
-    to the caller, who knows what a missing file means there)."""
-    import stat
-
-    limit = MAX_SOURCE.value()
-    # O_NONBLOCK: opening a FIFO for reading would wait for a writer
-    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(
-                f"{os.fspath(path)}: not a regular file; a kernel tree's sources must be files"
-            )
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise UsageError(f"{os.fspath(path)}: {MAX_SOURCE.exceeded(limit)}")
-    return data
+MAX_TEXT = Bound("METALLIB_BUILDER_MAX_TEXT", 16 * 1024**2, "the file")
 
 
 LARGEST_COUNT = 2**63 - 1
@@ -153,33 +132,3 @@ def byte_count(value: Any, field: str) -> int:
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
         raise ValueError(f"{field!r} is {shown}, not a byte count")
     return value
-
-
-def read_json(path: Path, what: str) -> Any:
-    """The JSON document in ``path`` (a saved report, a build manifest), read within bounds:
-    at most :data:`MAX_JSON` bytes, numbers of at most Python's 4,300 digits, nesting as deep
-    as the parser's recursion allows. Anything else is one UsageError line: ``cannot read
-    <what>``, and why."""
-    cap = MAX_JSON.value()
-
-    def refuse(why: object) -> UsageError:
-        return UsageError(f"{path}: cannot read {what}: {why}")
-
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(cap + 1)
-    except OSError as exc:
-        raise refuse(exc.strerror or exc) from None
-    if len(data) > cap:
-        raise refuse(MAX_JSON.exceeded(cap))
-    try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise refuse(f"not UTF-8 text (byte {exc.start})") from None
-    except RecursionError:
-        raise refuse("nested too deeply (brackets inside brackets)") from None
-    except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
-        why = str(exc)
-        if "integer string conversion" in why:
-            why = "a number has more than 4,300 digits"
-        raise refuse(why) from None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
-from builder.files.bounds import read_json
+from builder.files.reading import check_regular, read_json
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 __all__ = ["Library", "Progress", "one_metallib", "resolve_target"]
@@ -45,10 +45,11 @@ def resolve_target(
     path = Path(text)
     if path.is_dir():
         manifest_path = path / MANIFEST_NAME
-        if not manifest_path.is_file():
+        if not manifest_path.exists():  # (one that is not a file: read_manifest says so)
             raise UsageError(f"{text}: a directory but not a build directory (no {MANIFEST_NAME})")
         return [_from_manifest(text, read_manifest(manifest_path))]
-    if path.is_file():
+    if path.exists():
+        check_regular(path, "the target")  # a FIFO or a device: one line, as list and verify say
         if path.suffix == ".whl":
             from builder.inputs.wheels import extract_metallibs
 
@@ -166,6 +167,6 @@ def _from_manifest(text: str, manifest: BuildManifest) -> Library:
     if manifest.metallib is None:
         return Library(text, "build", None, manifest=manifest)
     lib = Path(manifest.path).parent / manifest.metallib
-    if not lib.is_file():
+    if not lib.exists():  # (one that is not a file: open_metallib refuses it, naming it)
         raise UsageError(f"{manifest.path}: the metallib it names ({manifest.metallib}) is missing")
     return Library(text, "build", lib, manifest=manifest, member=manifest.metallib)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from builder.errors import UsageError
+from builder.files.reading import read_json
 
 __all__ = [
     "STALE_AFTER_S",
@@ -35,6 +36,7 @@ __all__ = [
     "CorruptWheelError",
     "DownloadError",
     "UnsafeWheelError",
+    "UnusableWheelError",
     "WheelError",
     "cache_dir",
     "sweep_stale",
@@ -60,6 +62,10 @@ class UnsafeWheelError(WheelError):
 
 class CorruptWheelError(WheelError):
     """The wheel is not a readable zip, or a member fails its CRC or size check."""
+
+
+class UnusableWheelError(WheelError):
+    """The wheel is intact, but a member named ``*.metallib`` is not a metallib."""
 
 
 class CacheWriteError(WheelError):
@@ -180,8 +186,8 @@ def wheel_digest(cache: Path, wheel: Path, handle: IO[bytes]) -> str:
     }
     record = record_path(cache, wheel)
     try:
-        saved = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        saved = read_json(record, "the digest record")
+    except UsageError:  # none yet, or damaged: hash the wheel again
         saved = None
     if (
         isinstance(saved, dict)

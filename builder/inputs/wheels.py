@@ -9,11 +9,12 @@ normalised, no ``..``, landing inside the wheel's folder, no member both a file 
 folder), nothing is extracted unless the declared sizes fit the cache's free space, no member
 is written past its declared size, the bytes actually written are counted against that free
 space and ``METALLIB_BUILDER_MAX_EXTRACT`` (``builder.files.bounds``: a deflate bomb that declares
-its
-true size stops there), and each CRC is checked while copying. A failed extraction removes what
-it wrote. ``pip download`` verifies the index's ``#sha256=`` fragment for a
-pinned ``NAME==VERSION``; a cached wheel that is still unreadable (truncated, bit rot) is deleted
-and downloaded once more. Wheels the user names are only read, never deleted.
+its true size stops there), and each CRC is checked while copying. Each member must then open as
+a metallib. A failed extraction (a member that is not a metallib included) removes what it wrote
+and the wheel's digest record, and a downloaded wheel that fails so is deleted: the cache holds
+only usable results. ``pip download`` verifies the index's ``#sha256=`` fragment for a pinned
+``NAME==VERSION``; a cached wheel that is still unreadable (truncated, bit rot) is deleted and
+downloaded once more. Wheels the user names are only read, never deleted.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from builder.errors import UsageError
 from builder.files.bounds import MAX_EXTRACT
+from builder.files.reading import UnreadableFile, open_regular
 from builder.inputs.wheel_cache import (
     CHUNK,
     STALE_AFTER_S,
@@ -38,6 +40,7 @@ from builder.inputs.wheel_cache import (
     CorruptWheelError,
     DownloadError,
     UnsafeWheelError,
+    UnusableWheelError,
     WheelError,
     cache_dir,
     make_dir,
@@ -56,6 +59,7 @@ __all__ = [
     "CorruptWheelError",
     "DownloadError",
     "UnsafeWheelError",
+    "UnusableWheelError",
     "WheelError",
     "cache_dir",
     "download_wheel",
@@ -167,6 +171,9 @@ def fetch_metallibs(
         wheel = download_wheel(name, version, platform, quiet=quiet)
         try:
             return wheel, extract_metallibs(wheel)
+        except UnusableWheelError:
+            _forget(wheel)  # downloading it again would give the same bytes
+            raise
         except CorruptWheelError as exc:
             _forget(wheel)
             if attempt == 2:
@@ -204,9 +211,9 @@ def extract_metallibs(wheel: Path) -> list[Path]:
     """
     cache = prepare_cache()
     try:
-        handle = open(wheel, "rb")  # noqa: SIM115 (closed by the with below)
-    except OSError as exc:
-        raise CorruptWheelError(f"{wheel}: cannot read the wheel: {exc.strerror or exc}") from None
+        handle = open_regular(wheel, "the wheel")
+    except UnreadableFile as exc:
+        raise CorruptWheelError(str(exc)) from None
     with handle:
         # Hash and unzip through one open file: what is hashed is what gets extracted.
         digest = wheel_digest(cache, wheel, handle)
@@ -215,8 +222,12 @@ def extract_metallibs(wheel: Path) -> list[Path]:
             archive = zipfile.ZipFile(handle)
         except _READ_ERRORS as exc:
             raise CorruptWheelError(f"{wheel}: not a readable wheel: {exc}") from None
-        with archive:
-            return _extract_all(cache, wheel, archive, digest)
+        try:
+            with archive:
+                return _extract_all(cache, wheel, archive, digest)
+        except BaseException:
+            unlink_quietly(record_path(cache, wheel))  # nothing of an unusable wheel stays
+            raise
 
 
 def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str) -> list[Path]:
@@ -239,6 +250,8 @@ def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str
         for info, target in todo:
             _extract_one(wheel, archive, info, target, budget)
             written.append(target)
+        for info, target in todo:  # (after the bounds: a bomb is named as one first)
+            _check_metallib(wheel, info, target)  # the cache keeps usable files only
     except BaseException:
         for path in written:  # a wheel that fails half-way leaves nothing of itself behind
             unlink_quietly(path)
@@ -376,6 +389,25 @@ def _extract_one(
     finally:
         if tmp is not None:
             unlink_quietly(tmp)
+
+
+def _check_metallib(wheel: Path, info: zipfile.ZipInfo, path: Path) -> None:
+    """UnusableWheelError unless the extracted ``path`` opens as a metallib (its header, header
+    extension and sections: what every command reads first), naming the member and the byte
+    offset where it stops being one."""
+    from builder.metallib import MetallibError, MetallibFormatError, open_metallib
+
+    try:
+        with open_metallib(path):
+            return
+    except MetallibFormatError as exc:
+        why = f"byte offset {exc.offset}: {exc.message}"
+    except MetallibError as exc:
+        why = str(exc)
+    raise UnusableWheelError(
+        f"{wheel}: member {info.filename!r} is not a metallib ({why}); nothing of the wheel "
+        "was kept"
+    )
 
 
 def _copy_member(

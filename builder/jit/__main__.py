@@ -13,12 +13,12 @@ family): the build fails at that step and says why.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from builder.errors import BuilderError
+from builder.files.reading import read_json
 
 __all__ = ["main"]
 
@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 depfile=args.depfile,
             )
         elif args.action == "merge":
-            facts = [json.loads(p.read_text(encoding="utf-8")) for p in args.facts]
+            facts = [read_json(p, "the embed facts") for p in args.facts]
             merged = generate.merge_facts(
                 args.target, args.compress, not args.no_dedup, facts, args.strip_comments
             )

@@ -43,7 +43,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from builder.errors import UsageError
-from builder.files.bounds import read_source
+from builder.files.reading import UnreadableFile, read_source
 from builder.jit.chunks import cxx_string
 from builder.jit.lexing import directive_lines, strip_comments
 
@@ -148,7 +148,9 @@ def _parse_file(
 ) -> tuple[_Include | _Run, ...]:
     try:  # bytes, so line ends stay as written (no newline translation)
         text = read_source(real_path).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnreadableFile as exc:
+        raise IncludeError(f"{real_path}: cannot read: {exc.why}") from None
+    except UnicodeDecodeError as exc:
         raise IncludeError(f"{real_path}: cannot read: {exc}") from None
     lone = _LONE_CR.search(text)
     if lone:  # lines are split at LF: the compiler would count lines the inliner does not see

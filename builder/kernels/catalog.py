@@ -15,13 +15,13 @@ order, so the output is deterministic.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.files.reading import UnreadableFile, read_json
 from builder.kernels.dtypes import DTYPES, METAL_TYPES
 from builder.kernels.naming import FAMILIES, format_host_name, valid_token
 
@@ -309,12 +309,12 @@ def load_catalog(source_dir: Path | None = None) -> Catalog:
         source_dir = metal_src_dir()
     source_dir = Path(source_dir)
     path = source_dir / CATALOG_FILE
-    if not path.is_file():
+    if not path.exists():  # (one that is not a file is refused by read_json, naming it)
         raise CatalogError(f"{source_dir} is not a kernel source tree: {CATALOG_FILE} not found")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CatalogError(f"{path}: cannot read: {exc}") from None
+        raw = read_json(path, "the catalog")
+    except UnreadableFile as exc:
+        raise CatalogError(str(exc)) from None
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise _fail(path, "schema", f"expected schema {SCHEMA}")
     sets: dict[str, tuple[str, ...]] = {}

@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.files.bounds import MAX_JSON
+from builder.files.reading import read_text
 from builder.kernels.catalog import Catalog, Instantiation, load_catalog, render_translation_unit
 from builder.kernels.compiler import Compiler, find_compiler
 from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
@@ -185,7 +187,7 @@ def shim_dir_for(source_dir: Path) -> Path:
 def _catalog_lines(catalog: Catalog) -> dict[str, int]:
     """Host name -> line of its form's declaration in catalog.json (where a bad template
     name or argument pattern would have to be fixed)."""
-    text = catalog.path.read_text(encoding="utf-8")
+    text = read_text(catalog.path, "the catalog", MAX_JSON)
     form_line: dict[tuple[str, str], int] = {}
     for family in catalog.families.values():
         start = text.find(f'"{family.name}": {{', text.find('"families"'))

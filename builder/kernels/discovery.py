@@ -151,8 +151,9 @@ class KernelTree:
 
 
 def is_catalog_tree(source_dir: Path) -> bool:
-    """A folder described by catalog.json (as opposed to plain .metal entry files)."""
-    return (Path(source_dir) / CATALOG_FILE).is_file()
+    """A folder described by catalog.json (as opposed to plain .metal entry files). One that is
+    there but not a file (a FIFO, a link to /dev/zero) counts: reading it refuses it, by name."""
+    return os.path.lexists(Path(source_dir) / CATALOG_FILE)
 
 
 def checked_entries(root: Path, config: TreeConfig) -> list[str]:

@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from builder.errors import UsageError
+from builder.files.reading import read_json
 from builder.kernels.discovery import (
     KernelRecord,
     KernelTree,
@@ -81,7 +83,7 @@ def _files(root: Path, names: list[str]) -> dict[str, list[int] | None]:
 
 def _load(path: Path, key: dict[str, Any], root: Path, config: TreeConfig) -> KernelTree | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, "the discovery cache")
         if data.get("key") != key:
             return None
         files = data["files"]
@@ -103,8 +105,8 @@ def _load(path: Path, key: dict[str, Any], root: Path, config: TreeConfig) -> Ke
             runtime,
             tuple(tree["files_read"]),
         )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (UsageError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # (an unreadable or damaged cache entry: discover again)
 
 
 def _save(path: Path, key: dict[str, Any], tree: KernelTree, listed: list[str]) -> None:

@@ -32,6 +32,7 @@ from typing import IO
 
 from builder.errors import UsageError
 from builder.files.bounds import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
+from builder.files.reading import file_kind
 
 __all__ = [
     "CANDIDATES",
@@ -356,18 +357,9 @@ def _check_regular(cwd: Path, entry: str) -> None:
     except OSError as exc:
         raise PreprocessError(f"{entry}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        kind = (
-            "a FIFO"
-            if stat.S_ISFIFO(mode)
-            else "a device"
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket"
-            if stat.S_ISSOCK(mode)
-            else "a folder"
-            if stat.S_ISDIR(mode)
-            else "not a file"
+        raise PreprocessError(
+            f"{entry}: not a regular file ({file_kind(mode)}); entry files must be files"
         )
-        raise PreprocessError(f"{entry}: not a regular file ({kind}); entry files must be files")
 
 
 def preprocess(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
-from builder.files.bounds import read_source
+from builder.files.reading import read_source
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
 from builder.kernels.preprocess import PreprocessError, Preprocessor, preprocess

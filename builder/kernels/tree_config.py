@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from builder.errors import UsageError
+from builder.files.reading import UnreadableFile, read_bytes
 from builder.kernels.preprocess import parse_define
 
 __all__ = [
@@ -245,10 +246,10 @@ def _under(base: Path, relative: str) -> Path:
 def load_config(path: Path) -> TreeConfig:
     """Read and check ``path``; relative paths in it become absolute (relative to its folder)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:  # a FIFO, a device or an endless file is refused, naming it
+        data = read_bytes(path, "the settings")
+    except UnreadableFile as exc:
+        raise ConfigError(str(exc)) from None
     if sys.version_info >= (3, 11):  # imported here: most trees have no metallib.toml
         import tomllib
     else:  # pragma: no cover - Python 3.10
@@ -296,12 +297,14 @@ def find_config(source_dir: Path, explicit: Path | None = None) -> TreeConfig:
     Its preamble headers must lie in the source folder or one of its include folders
     (:func:`confine_preambles`)."""
     if explicit is not None:
-        if not Path(explicit).is_file():
+        if not Path(explicit).exists():
             raise ConfigError(f"--config {explicit}: no such file")
         config = load_config(Path(explicit))
     else:
+        # Any metallib.toml that is there is read: one that is a FIFO, a link to /dev/zero or a
+        # dangling link is refused, not taken for "no settings".
         candidate = Path(source_dir) / CONFIG_FILE
-        config = load_config(candidate) if candidate.is_file() else TreeConfig()
+        config = load_config(candidate) if os.path.lexists(candidate) else TreeConfig()
     # A file named on the command line is the operator's: its own folder may hold preambles.
     trusted = (Path(explicit).resolve().parent,) if explicit is not None else ()
     confine_preambles(config, Path(source_dir), trusted)

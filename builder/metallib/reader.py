@@ -19,6 +19,7 @@ from functools import cached_property
 from types import TracebackType
 from typing import Any
 
+from builder.files.reading import UnreadableFile, open_regular
 from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.function_list import parse_function_list
 from builder.metallib.model import ExtensionTag, Header, Region
@@ -39,16 +40,17 @@ __all__ = ["Metallib", "open_metallib"]
 
 
 def open_metallib(path: str | os.PathLike[str]) -> Metallib:
-    """Open ``path`` read-only and parse its header; raises ``MetallibError`` on bad input.
+    """Open ``path`` read-only and parse its header; raises ``MetallibError`` on bad input (a
+    path that is not a regular file included: ``builder.files.reading.open_regular``).
 
     The file stays open (read-only) with the map so that writers can copy unchanged runs of it
     in the kernel (``copy_file_range``); ``close`` releases both.
     """
     name = os.fspath(path)
-    try:
-        handle = open(name, "rb")  # noqa: SIM115 - owned by the Metallib
-    except OSError as exc:
-        raise MetallibError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    try:  # a FIFO or a device is refused here, for every command that reads a metallib
+        handle = open_regular(name, "the metallib")
+    except UnreadableFile as exc:
+        raise MetallibError(str(exc)) from None
     try:
         if os.fstat(handle.fileno()).st_size == 0:
             raise MetallibFormatError(0, "empty file, not a metallib", name)

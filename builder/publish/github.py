@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from builder.errors import OutputError, UsageError
+from builder.files.reading import read_json
 from builder.render.text import visible
 
 __all__ = [
@@ -43,7 +44,6 @@ ENVIRONMENT = ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL", "GITHUB_EV
 PER_PAGE = 100
 MAX_PAGES = 100
 MAX_REPLY = 16 << 20
-MAX_EVENT = 32 << 20
 TIMEOUT_S = 30.0
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _NEXT = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?')
@@ -100,15 +100,7 @@ def pull_request_from_env(environ: Mapping[str, str] = os.environ) -> PullReques
 def _event_number(path: str) -> int:
     """The pull request's number in the event payload (``pull_request`` events, or an
     ``issue_comment`` on a pull request)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_EVENT + 1)
-        event = json.loads(raw) if len(raw) <= MAX_EVENT else None
-    except (OSError, ValueError) as exc:
-        raise UsageError(
-            f"GITHUB_EVENT_PATH {path}: cannot read the event: "
-            f"{getattr(exc, 'strerror', None) or exc}"
-        ) from None
+    event = read_json(path, "the event (GITHUB_EVENT_PATH)")  # a regular file, bounded
     number = None
     if isinstance(event, dict):
         pull = event.get("pull_request")

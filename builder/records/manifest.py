@@ -24,7 +24,8 @@ from typing import Any, Protocol
 
 from builder.errors import UsageError
 from builder.files.atomic import write_atomic
-from builder.files.bounds import byte_count, read_json
+from builder.files.bounds import byte_count
+from builder.files.reading import read_json
 
 __all__ = [
     "MANIFEST_NAME",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
+from builder.files.reading import open_regular
 from builder.size.limits import Limit, shipped_size
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def _deflated_size(path: str) -> int:
     compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
     total = 0
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "the host library") as handle:  # /dev/zero would never end
             while chunk := handle.read(1 << 20):
                 total += len(compressor.compress(chunk))
     except OSError as exc:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.files.reading import read_bytes
 from builder.size.grouping import BY_CHOICES
 from builder.size.limits import Limit, parse_limit, parse_size
 
@@ -110,9 +111,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return tomllib.loads(read_bytes(path, "the budget file").decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:

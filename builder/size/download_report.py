@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
+from builder.files.reading import open_regular
 
 if TYPE_CHECKING:
     from builder.metallib import Metallib
@@ -105,8 +106,8 @@ def read_wheel_files(wheel: str) -> WheelFiles:
     import zipfile
 
     try:
-        size = os.path.getsize(wheel)
-        with zipfile.ZipFile(wheel) as archive:
+        with open_regular(wheel, "the wheel") as handle, zipfile.ZipFile(handle) as archive:
+            size = os.fstat(handle.fileno()).st_size
             infos = archive.infolist()
     except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise UsageError(f"{wheel}: cannot read the wheel's file list: {exc}") from None

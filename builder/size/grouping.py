@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from builder.errors import UsageError
+from builder.files.reading import read_text
 from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
 
 __all__ = [
@@ -192,11 +193,7 @@ def parse_rules(text: str, origin: str) -> RuleSet:
 
 def load_rules(path: str | Path) -> RuleSet:
     """Read a user rule file (see ``builder/size/rules/mlx.rules`` for the format)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read rule file {path}: {exc}") from None
-    return parse_rules(text, str(path))
+    return parse_rules(read_text(path, "rule file"), str(path))
 
 
 _BUILTIN: dict[str, RuleSet] = {}
@@ -208,7 +205,7 @@ def builtin_rules(name: str = "mlx") -> RuleSet:
         path = _RULES_DIR / f"{name}.rules"
         if not path.is_file():
             raise UsageError(f"no built-in rule set named {name!r}")
-        _BUILTIN[name] = parse_rules(path.read_text(encoding="utf-8"), f"builtin:{name}")
+        _BUILTIN[name] = parse_rules(read_text(path, "rule file"), f"builtin:{name}")
     return _BUILTIN[name]
 
 

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder.files.reading import UnreadableFile, open_regular
+
 __all__ = ["OTHER", "SymbolSizes", "symbol_sizes"]
 
 OTHER = "(other)"
@@ -59,7 +61,7 @@ def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
     last = [Path(f).name for f in names]
     by_file = {Path(f).name: f for f in names if last.count(Path(f).name) == 1}
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, "the host library") as fh:
             elf = ELFFile(fh)
             table = elf.get_section_by_name(".symtab")
             method = "pyelftools .symtab"
@@ -83,6 +85,6 @@ def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
                 else:
                     owner = next((f for f, rx in by_name if rx.search(sym.name)), OTHER)
                 totals[owner] += size
-    except (OSError, ELFError):
+    except (OSError, UnreadableFile, ELFError):
         return None
     return SymbolSizes(totals, method)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
+from builder.files.reading import read_text
 from builder.metallib import open_metallib, parts_from_library
 
 if TYPE_CHECKING:
@@ -39,10 +40,7 @@ __all__ = [
 def read_keep_list(path: str | os.PathLike[str]) -> list[str]:
     """Patterns from a keep-list file: one name or glob per line; blank lines and ``#`` comments
     are ignored."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read keep list: {exc.strerror or exc}") from None
+    text = read_text(path, "keep list")
     patterns = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     patterns = [p for p in patterns if p]
     if not patterns:

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder.files.reading import read_text
 from builder.render.html.data import comparison_data, report_data
 from builder.render.text import visible
 
@@ -31,7 +32,7 @@ _ASSETS = Path(__file__).resolve().parent
 
 @cache
 def _asset(name: str) -> str:
-    return (_ASSETS / name).read_text(encoding="utf-8")
+    return read_text(_ASSETS / name, "the HTML asset")
 
 
 def _script_json(data: Any) -> str:
