@@ -15,6 +15,7 @@ METALLIB_BUILDER_PP_TIMEOUT        300         seconds one preprocessor run may 
 METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor process
 METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one preprocessor run
 METALLIB_BUILDER_MAX_SOURCE        64 MiB      one source file of a tree read by the tool itself
+METALLIB_BUILDER_HTTP_DEADLINE     30          seconds one GitHub API request may take, in all
 =================================  ==========  ==============================================
 
 Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`parse_size`).
@@ -33,6 +34,7 @@ from typing import Any
 from builder.errors import UsageError
 
 __all__ = [
+    "HTTP_DEADLINE",
     "LARGEST_COUNT",
     "MAX_EXTRACT",
     "MAX_JSON",
@@ -42,6 +44,7 @@ __all__ = [
     "PP_TIMEOUT",
     "Bound",
     "byte_count",
+    "parse_json",
     "parse_size",
     "read_json",
     "read_source",
@@ -114,6 +117,7 @@ PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds
 PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
 PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
 MAX_SOURCE = Bound("METALLIB_BUILDER_MAX_SOURCE", 64 * 1024**2, "the source file")
+HTTP_DEADLINE = Bound("METALLIB_BUILDER_HTTP_DEADLINE", 30, "the request", "seconds")
 
 
 def read_source(path: str | os.PathLike[str]) -> bytes:
@@ -173,13 +177,23 @@ def read_json(path: Path, what: str) -> Any:
     if len(data) > cap:
         raise refuse(MAX_JSON.exceeded(cap))
     try:
+        return parse_json(data)
+    except ValueError as exc:
+        raise refuse(exc) from None
+
+
+def parse_json(data: bytes) -> Any:
+    """``data`` (already read within a size bound) as JSON: numbers of at most Python's 4,300
+    digits, nesting as deep as the parser's recursion allows. Anything else is a ValueError whose
+    text says why in words for a message (a reply nested 5,000 deep is not a RecursionError)."""
+    try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise refuse(f"not UTF-8 text (byte {exc.start})") from None
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
     except RecursionError:
-        raise refuse("nested too deeply (brackets inside brackets)") from None
+        raise ValueError("nested too deeply (brackets inside brackets)") from None
     except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
         why = str(exc)
         if "integer string conversion" in why:
             why = "a number has more than 4,300 digits"
-        raise refuse(why) from None
+        raise ValueError(why) from None
