@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "report": "size:report_command",
     "compare": "size:compare_command",
     "budget": "budget:budget_command",
+    "base-artifact": "base_artifact:base_artifact_command",
     "history": "history:history_command",
     "kernels": "kernels:kernels_command",
     "check": "check:check_command",

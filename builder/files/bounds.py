@@ -16,6 +16,7 @@ METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor
 METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one preprocessor run
 METALLIB_BUILDER_MAX_SOURCE        64 MiB      one source file of a tree read by the tool itself
 METALLIB_BUILDER_MAX_TEXT          16 MiB      a settings, budget, keep-list or rule file
+METALLIB_BUILDER_HTTP_DEADLINE     30          seconds one GitHub API request may take, in all
 =================================  ==========  ==============================================
 
 Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`parse_size`).
@@ -24,6 +25,7 @@ The reads themselves go through ``builder.files.reading``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -33,6 +35,7 @@ from typing import Any
 from builder.errors import UsageError
 
 __all__ = [
+    "HTTP_DEADLINE",
     "LARGEST_COUNT",
     "MAX_EXTRACT",
     "MAX_JSON",
@@ -43,6 +46,7 @@ __all__ = [
     "PP_TIMEOUT",
     "Bound",
     "byte_count",
+    "parse_json",
     "parse_size",
 ]
 
@@ -114,6 +118,7 @@ PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's
 PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
 MAX_SOURCE = Bound("METALLIB_BUILDER_MAX_SOURCE", 64 * 1024**2, "the source file")
 MAX_TEXT = Bound("METALLIB_BUILDER_MAX_TEXT", 16 * 1024**2, "the file")
+HTTP_DEADLINE = Bound("METALLIB_BUILDER_HTTP_DEADLINE", 30, "the request", "seconds")
 
 
 LARGEST_COUNT = 2**63 - 1
@@ -132,3 +137,20 @@ def byte_count(value: Any, field: str) -> int:
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
         raise ValueError(f"{field!r} is {shown}, not a byte count")
     return value
+
+
+def parse_json(data: bytes) -> Any:
+    """``data`` (already read within a size bound) as JSON: numbers of at most Python's 4,300
+    digits, nesting as deep as the parser's recursion allows. Anything else is a ValueError whose
+    text says why in words for a message (a reply nested 5,000 deep is not a RecursionError)."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply (brackets inside brackets)") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
+        why = str(exc)
+        if "integer string conversion" in why:
+            why = "a number has more than 4,300 digits"
+        raise ValueError(why) from None

@@ -13,13 +13,12 @@ what it was read as, and why.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Any, BinaryIO
 
 from builder.errors import UsageError
-from builder.files.bounds import MAX_JSON, MAX_SOURCE, MAX_TEXT, Bound
+from builder.files.bounds import MAX_JSON, MAX_SOURCE, MAX_TEXT, Bound, parse_json
 
 __all__ = [
     "UnreadableFile",
@@ -124,13 +123,8 @@ def read_json(path: PathArg, what: str, bound: Bound = MAX_JSON) -> Any:
     """The JSON document in ``path`` (a saved report, a build manifest, an event), read within
     bounds: at most ``bound`` bytes, numbers of at most Python's 4,300 digits, nesting as deep as
     the parser's recursion allows. Anything else is one UnreadableFile line."""
-    text = read_text(path, what, bound)
+    data = read_bytes(path, what, bound)
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise UnreadableFile(path, what, "nested too deeply (brackets inside brackets)") from None
-    except ValueError as exc:  # JSONDecodeError, or an integer of over 4,300 digits
-        why = str(exc)
-        if "integer string conversion" in why:
-            why = "a number has more than 4,300 digits"
-        raise UnreadableFile(path, what, why) from None
+        return parse_json(data)
+    except ValueError as exc:
+        raise UnreadableFile(path, what, str(exc)) from None

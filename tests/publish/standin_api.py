@@ -1,9 +1,10 @@
 """A stand-in for the GitHub REST API, and the synthetic libraries the publishing tests compare.
 
-The stand-in is ``http.server`` on 127.0.0.1 in a thread: it keeps issue comments in memory,
-pages them (``Link: <...>; rel="next"``, at most ``page_size`` per page whatever ``per_page``
-asks), checks the bearer token, records every request, and refuses a method with a chosen status
-when told to. No request leaves the machine.
+The stand-in is ``http.server`` on 127.0.0.1 in a thread: it keeps issue comments, workflow runs
+and artifacts in memory, pages lists (``Link: <...>; rel="next"``, at most ``page_size`` per page
+whatever ``per_page`` asks), checks the bearer token, records every request, and refuses a method
+with a chosen status when told to, or hands a request to a hostile ``answer`` of the test's. No
+request leaves the machine.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 __all__ = ["BASE", "HEAD", "PR", "REPOSITORY", "TOKEN", "StandIn", "handler", "library"]
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from builder.metallib import library_bytes, new_function, new_library
 
@@ -58,15 +59,63 @@ class StandIn:
     next_link: Callable[[str], str] | None = None
     """Overrides the next page's URL (to point it elsewhere)."""
     next_id: int = 9000
+    answer: Callable[[BaseHTTPRequestHandler], None] | None = None
+    """Answers every request instead of the API (a hostile server)."""
+    repository_id: int = 4242
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    """Newest first, as the API lists them."""
 
     def add(self, body: str, login: str = "someone") -> int:
         self.next_id += 1
         self.comments.append({"id": self.next_id, "body": body, "user": {"login": login}})
         return self.next_id
 
+    def upload(
+        self,
+        name: str,
+        *,
+        event: str = "push",
+        branch: str = "main",
+        head_repository: int | None = None,
+        expired: bool = False,
+    ) -> tuple[int, int]:
+        """A workflow run of ``event`` on ``branch`` (whose head is ``head_repository``, by
+        default this repository: a fork's id otherwise) that uploaded artifact ``name``, listed
+        as the newest; returns the run's id and the artifact's."""
+        self.next_id += 1
+        head = self.repository_id if head_repository is None else head_repository
+        run = {
+            "id": self.next_id,
+            "event": event,
+            "head_branch": branch,
+            "head_sha": f"{self.next_id:040x}",
+            "head_repository": {"id": head, "full_name": f"repo{head}/metal"},
+            "repository": {"id": self.repository_id, "full_name": REPOSITORY},
+        }
+        self.runs[run["id"]] = run
+        self.next_id += 1
+        self.artifacts.insert(
+            0,
+            {
+                "id": self.next_id,
+                "name": name,
+                "expired": expired,
+                "workflow_run": {
+                    "id": run["id"],
+                    "repository_id": self.repository_id,
+                    "head_repository_id": head,
+                    "head_branch": branch,
+                    "head_sha": run["head_sha"],
+                },
+            },
+        )
+        return run["id"], self.next_id
+
 
 _LIST = re.compile(rf"^/repos/{REPOSITORY}/issues/(\d+)/comments$")
 _EDIT = re.compile(rf"^/repos/{REPOSITORY}/issues/comments/(\d+)$")
+_RUN = re.compile(rf"^/repos/{REPOSITORY}/actions/runs/(\d+)$")
 
 
 def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
@@ -84,9 +133,26 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _page(self, rows: list[Any], wrap: Callable[[list[Any]], Any] = list) -> None:
+            url = urlsplit(self.path)
+            query = parse_qs(url.query)
+            size = min(int(query.get("per_page", ["30"])[0]), state.page_size)
+            page = int(query.get("page", ["1"])[0])
+            headers = {}
+            if page * size < len(rows):
+                kept = {k: v[0] for k, v in query.items() if k != "page"}
+                nxt = (
+                    f"{state.url}{url.path}?{urlencode({**kept, 'per_page': size})}&page={page + 1}"
+                )
+                nxt = state.next_link(nxt) if state.next_link else nxt
+                headers["Link"] = f'<{nxt}>; rel="next", <{state.url}{url.path}>; rel="first"'
+            self._reply(200, wrap(rows[(page - 1) * size : page * size]), headers)
+
         def _handle(self, method: str) -> None:
             url = urlsplit(self.path)
             state.requests.append((method, self.path))
+            if state.answer is not None:
+                return state.answer(self)
             length = int(self.headers.get("Content-Length") or 0)
             payload = json.loads(self.rfile.read(length)) if length else None
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
@@ -96,17 +162,17 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                     state.refuse[method], {"message": "Resource not accessible by integration"}
                 )
             listing, edit = _LIST.match(url.path), _EDIT.match(url.path)
+            run = _RUN.match(url.path)
             if method == "GET" and listing and int(listing.group(1)) == PR:
-                query = parse_qs(url.query)
-                size = min(int(query.get("per_page", ["30"])[0]), state.page_size)
-                page = int(query.get("page", ["1"])[0])
-                rows = state.comments[(page - 1) * size : page * size]
-                headers = {}
-                if page * size < len(state.comments):
-                    nxt = f"{state.url}{url.path}?per_page={size}&page={page + 1}"
-                    nxt = state.next_link(nxt) if state.next_link else nxt
-                    headers["Link"] = f'<{nxt}>; rel="next", <{state.url}{url.path}>; rel="first"'
-                return self._reply(200, rows, headers)
+                return self._page(state.comments)
+            if method == "GET" and url.path == f"/repos/{REPOSITORY}":
+                return self._reply(200, {"id": state.repository_id, "full_name": REPOSITORY})
+            if method == "GET" and url.path == f"/repos/{REPOSITORY}/actions/artifacts":
+                name = parse_qs(url.query).get("name", [None])[0]
+                rows = [a for a in state.artifacts if name is None or a["name"] == name]
+                return self._page(rows, lambda page: {"total_count": len(rows), "artifacts": page})
+            if method == "GET" and run and int(run.group(1)) in state.runs:
+                return self._reply(200, state.runs[int(run.group(1))])
             if method == "POST" and listing and int(listing.group(1)) == PR:
                 new = state.add(payload["body"], "github-actions[bot]")
                 return self._reply(

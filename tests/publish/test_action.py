@@ -1,74 +1,42 @@
-"""The composite action (``action.yml``): its measuring step is run here as Actions runs it, with
-bash, against local files and the GitHub API stand-in, for each ``command``.
+"""The composite action (``action.yml``): its steps are run here as Actions runs them (``bash
+--noprofile --norc -eo pipefail FILE``, the inputs in ``env:`` variables), against local files
+and the GitHub API stand-in, for each ``command``.
 
-The step's script is read from action.yml itself (by indentation: no YAML library is needed for
+A step's script is read from action.yml itself (by indentation: no YAML library is needed for
 one block), and every variable it reads must be one its ``env:`` sets."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from action_steps import ACTION, run_step
 from standin_api import StandIn
 
 from builder.render.pr_comment import MARKER
 
-ACTION = Path(__file__).resolve().parents[2] / "action.yml"
-
-
-def _step(step_id: str) -> tuple[str, set[str]]:
-    """The ``run:`` script of the step with ``id: step_id`` and the names its ``env:`` sets."""
-    lines = ACTION.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == f"id: {step_id}")
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    end = next(
-        (
-            i
-            for i in range(start + 1, len(lines))
-            if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) < indent
-        ),
-        len(lines),
-    )
-    block = lines[start:end]
-    env_at = block.index(" " * indent + "env:")
-    run_at = block.index(" " * indent + "run: |")
-    names = {line.split(":")[0].strip() for line in block[env_at + 1 : run_at]}
-    script = "\n".join(line[indent + 2 :] for line in block[run_at + 1 :])
-    return script, names
-
 
 def _run(step_env: dict[str, str], tmp_path: Path) -> tuple[int, dict[str, str], str]:
-    script, declared = _step("size")
-    used = set(re.findall(r"\$\{?(MLB_\w+)", script))
-    assert used <= declared, f"the script reads variables its env: does not set: {used - declared}"
-    output = tmp_path / "github_output"
-    output.write_text("")
-    env = {
-        **os.environ,
-        "GITHUB_OUTPUT": str(output),
-        "MLB_ARGS": "",
-        "MLB_COMMENT": "true",
-        "MLB_WARN_ONLY": "false",
-        "MLB_BASE": "",
-        "MLB_HEAD": "",
-        "MLB_PR": "",
-        "MLB_OUT": str(tmp_path / "out"),
-        **step_env,
-    }
-    done = subprocess.run(
-        ["bash", "-c", script],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done, outputs = run_step(
+        "size",
+        {
+            "MLB_ARGS": "",
+            "MLB_COMMENT": "true",
+            "MLB_WARN_ONLY": "false",
+            "MLB_BASE": "",
+            "MLB_HEAD": "",
+            "MLB_PR": "",
+            "MLB_OUT": str(tmp_path / "out"),
+            **step_env,
+        },
+        tmp_path,
     )
-    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    return done.returncode, outputs, done.stderr
+    return done.returncode, outputs, done.stdout + done.stderr  # the step's log
 
 
 def test_compare_on_a_pull_request(
@@ -81,7 +49,7 @@ def test_compare_on_a_pull_request(
             "MLB_COMMAND": "compare",
             "MLB_BASE": base,
             "MLB_HEAD": head,
-            "MLB_ARGS": "--max-growth 1% --top 5",
+            "MLB_ARGS": "--max-growth\n1%\n--top\n5\n",
             "MLB_PR": "17",
             "GITHUB_STEP_SUMMARY": str(summary),
         },
@@ -115,21 +83,108 @@ def test_budget_and_report_commands(
 
 
 def test_an_unknown_command_is_reported(tmp_path: Path) -> None:
-    script, _ = _step("size")
-    output = tmp_path / "github_output"
-    output.write_text("")
-    done = subprocess.run(
-        ["bash", "-c", script],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={
-            **os.environ,
-            "GITHUB_OUTPUT": str(output),
-            "MLB_COMMAND": "nonsense",
-            "MLB_OUT": str(tmp_path / "out"),
-        },
-        timeout=60,
+    done, outputs = run_step(
+        "size", {"MLB_COMMAND": "nonsense", "MLB_OUT": str(tmp_path / "out")}, tmp_path
     )
     assert "::error::command must be budget, compare or report, not 'nonsense'" in done.stdout
-    assert "exit-code=1" in output.read_text()
+    assert outputs["exit-code"] == "2"  # unusable input, as the tool itself says it
+
+
+def _stub_tool(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A ``metallib-builder`` first on PATH that records its argv (JSON, one run a line) and
+    exits 0: it stands in for the tool, so the test sees exactly what the step passes."""
+    bin_dir, record = tmp_path / "bin", tmp_path / "argv.jsonl"
+    bin_dir.mkdir()
+    stub = bin_dir / "metallib-builder"
+    stub.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "with open(os.environ['STUB_ARGV'], 'a') as f:\n"
+        "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
+    stub.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STUB_ARGV": str(record)}
+    return env, record
+
+
+def _argv(record: Path) -> list[list[str]]:
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+
+
+def test_args_reach_the_tool_one_per_line_exactly(tmp_path: Path) -> None:
+    """Globs stay unexpanded, spaces inside a line stay, quotes are text: what a YAML block
+    (``args: |``) holds, line by line, is the tool's argv."""
+    env, record = _stub_tool(tmp_path)
+    (tmp_path / "a_nax.metal").write_text("")  # an unquoted *_nax.metal would expand to it
+    args = (
+        "--exclude\n*_nax.metal\n  --source-dir  \nkernels dir/with space\r\n\n"
+        "-D\nNAME=a  b\n--exclude='*quoted*'\n"
+    )
+    code, outputs, err = _run(
+        {
+            **env,
+            "MLB_COMMAND": "compare",
+            "MLB_BASE": "base report.json",
+            "MLB_HEAD": "build",
+            "MLB_ARGS": args,
+        },
+        tmp_path,
+    )
+    assert (code, outputs["exit-code"]) == (0, "0"), err
+    out = tmp_path / "out"
+    assert _argv(record) == [
+        ["compare", "base report.json", "build", "--exclude", "*_nax.metal", "--source-dir",
+         "kernels dir/with space", "-D", "NAME=a  b", "--exclude='*quoted*'",
+         "-o", f"{out}/size.md", "-o", f"{out}/size.html", "-o", f"{out}/size.json"]
+    ]  # fmt: skip
+
+
+def test_an_option_and_its_value_on_one_line_is_refused(tmp_path: Path) -> None:
+    """The old one-line form would reach the tool as one argument: the step says how to write
+    it instead, and the tool is not run."""
+    env, record = _stub_tool(tmp_path)
+    _, outputs, log = _run(
+        {**env, "MLB_COMMAND": "budget", "MLB_ARGS": "--max-growth 1% --fail-on-new-group"},
+        tmp_path,
+    )
+    assert outputs["exit-code"] == "2" and _argv(record) == []
+    assert "args takes one argument per line: '--max-growth' and its value go on two lines" in log
+
+
+def test_a_head_glob_must_match_exactly_one_path(tmp_path: Path) -> None:
+    env, record = _stub_tool(tmp_path)
+    dist = tmp_path / "dist dir"
+    dist.mkdir()
+    (dist / "pkg-1.0-py3-none-any.whl").write_text("")
+    step_env = {**env, "MLB_COMMAND": "report", "MLB_HEAD": "dist dir/*.whl"}
+    code, outputs, err = _run(step_env, tmp_path)
+    assert (code, outputs["exit-code"]) == (0, "0"), err
+    assert _argv(record)[0][:2] == ["report", "dist dir/pkg-1.0-py3-none-any.whl"]
+    (dist / "pkg-2.0-py3-none-any.whl").write_text("")
+    _, outputs, log = _run(step_env, tmp_path)
+    assert outputs["exit-code"] == "2" and len(_argv(record)) == 1
+    assert "::error::head 'dist dir/*.whl' matches 2 paths; it must match exactly one" in log
+    for wheel in dist.iterdir():
+        wheel.unlink()
+    _, outputs, log = _run(step_env, tmp_path)
+    assert outputs["exit-code"] == "2" and len(_argv(record)) == 1
+    assert "::error::head 'dist dir/*.whl' matches 0 paths; it must match exactly one" in log
+
+
+def _lint(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the linter ``name`` (from the test extra) on action.yml."""
+    found = shutil.which(name)
+    if found is None and name == "zizmor" and sys.version_info < (3, 11):
+        pytest.skip("zizmor's wheel needs Python 3.11 or later")
+    assert found, f"{name} is missing: install the test extra (pip install -e '.[test]')"
+    return subprocess.run(
+        [found, *args, str(ACTION)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_action_yml_passes_the_schema_and_zizmor() -> None:
+    """The GitHub action schema (check-jsonschema's own copy, offline) and zizmor's audits
+    (offline): no finding at all, so no template injection and every action pinned by commit."""
+    schema = _lint("check-jsonschema", "--builtin-schema", "vendor.github-actions")
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+    audit = _lint("zizmor", "--offline", "--no-progress")
+    assert audit.returncode == 0 and "No findings" in audit.stdout, audit.stdout + audit.stderr
