@@ -42,7 +42,9 @@ def budget_command(
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
     directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
     and any of max-size, max-total-size (metallib + JIT host library), max-download,
-    max-functions, groups (with by) and max-growth against a base report. Exit codes: 0 every
+    max-functions, groups (with by) and max-growth against a base report; by = "source" names
+    its kernel tree with source-dir, include-dirs, defines, exclude and config, read as
+    --source-dir, -I, -D, --exclude and --config are. Exit codes: 0 every
     limit holds, 1 one is exceeded (the message names it), 2 a bad budget file (naming the key)
     or an unusable target. With GITHUB_STEP_SUMMARY set, the markdown is appended there once.
 
@@ -62,6 +64,7 @@ def budget_command(
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
     from builder.cli.publishing import output_plan, publish, pull_request_for, terminal
+    from builder.cli.tree_options import tree_of
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
     from builder.render import budget as show
@@ -73,7 +76,9 @@ def budget_command(
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
     click.echo(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})", err=True)
-    checks = check_budgets(parsed.budgets, progress=lambda line: click.echo(line, err=True))
+    checks = check_budgets(
+        parsed.budgets, progress=lambda line: click.echo(line, err=True), trees=tree_of
+    )
     source = str(path)
 
     def render(kind: str, to_stdout: bool) -> str:

@@ -19,12 +19,22 @@ __all__ = ["embed_command"]
     epilog="""\b
 Examples:
   metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
+  metallib-builder embed --preamble common=utils.h --preamble common=binary_ops.h -I . -o c.cpp
   metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
       -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --namespace mlx::core::metal \\
       --api cstring --depfile mlx_preambles.d
 """,
 )
-@click.argument("headers", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("headers", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--preamble",
+    "preambles",
+    multiple=True,
+    metavar="NAME=HEADER",
+    help="A preamble under the function name NAME (repeatable; NAME again adds HEADER to the "
+    "same preamble, inlined in the order given), after the HEADERs, as a tree's "
+    "[build.preambles] names them. variants --from prints embed commands with it.",
+)
 @click.option(
     "-I",
     "--include-dir",
@@ -90,6 +100,7 @@ Examples:
 )
 def embed_command(
     headers: tuple[Path, ...],
+    preambles: tuple[str, ...],
     include_dirs: tuple[Path, ...],
     defines: tuple[str, ...],
     output: Path,
@@ -99,7 +110,7 @@ def embed_command(
     strip_comments: bool,
     allow_outside_includes: bool,
 ) -> None:
-    """Write a C++ source holding one run-time preamble per HEADER.
+    """Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).
 
     Each preamble is the header with its quoted includes inlined in inclusion order (each file
     once, with #line markers), angle includes kept for the run-time compiler; nothing else of
@@ -108,9 +119,10 @@ def embed_command(
     HEADERs' folders (see --allow-outside-includes); an OUT or FILE that is one of the files read;
     an OUT that cannot be written (nothing partial is left).
     """
-    from builder.jit.generate import write_embed
+    from builder.jit.generate import named_preambles, write_embed
 
-    changed, preambles = write_embed(
+    named = named_preambles(preambles)
+    changed, written = write_embed(
         headers,
         include_dirs,
         output,
@@ -120,11 +132,12 @@ def embed_command(
         api=api,
         depfile=depfile,
         allow_outside_includes=allow_outside_includes,
+        named=named,
     )
-    files = len({f for p in preambles for f in p.files})
+    files = len({f for p in written for f in p.files})
     click.echo(
-        f"embed: {len(preambles)} preamble(s) from {files} file(s), "
-        f"{sum(len(p.text.encode()) for p in preambles):,} bytes -> {output}"
+        f"embed: {len(written)} preamble(s) from {files} file(s), "
+        f"{sum(len(p.text.encode()) for p in written):,} bytes -> {output}"
         f"{'' if changed else ' (unchanged)'}",
         file=sys.stderr,
     )

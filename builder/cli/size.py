@@ -280,7 +280,9 @@ def _gate_size(option: str, text: str | None) -> int | None:
 
 
 def _gate_growth(option: str, text: str | None) -> Limit | None:
-    """A growth gate's limit (None when not given); a negative one asks head to shrink."""
+    """A growth gate's limit (None when not given). A negative one, or a percentage past
+    ``LARGEST_PERCENT``, is a usage error (exit 2), as in a budget file: a gate that only a
+    shrinking library passes is written as ``--max-size``."""
     from builder.errors import UsageError
     from builder.size.limits import parse_limit
 

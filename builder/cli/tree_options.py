@@ -12,8 +12,9 @@ import click
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
+    from builder.size.grouping import Sources
 
-__all__ = ["BUILD_JOBS", "load_tree_with_progress", "tree_options", "tree_sources"]
+__all__ = ["BUILD_JOBS", "load_tree_with_progress", "tree_of", "tree_options", "tree_sources"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -145,13 +146,20 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
             f"--source-dir attributes functions to entry files; it goes with "
             f"--by source, not --by {by}"
         )
+    return by, tree_of(source_dir, **tree)
+
+
+def tree_of(source_dir: Path, **options: Any) -> Sources:
+    """The entry file of every kernel of the tree at ``source_dir`` (``options``: the
+    kernel-tree options' values), loaded with progress and a line on stderr saying what was
+    found: for ``--source-dir`` and for a budget's ``source-dir`` alike."""
     from builder.size.grouping import Sources
 
-    found = load_tree_with_progress(source_dir, **tree)
+    found = load_tree_with_progress(source_dir, **options)
     click.echo(
         f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
         f"{len(found.sources):,} "
         f"{'entry files' if found.kind == 'discovered' else 'family headers'}",
         err=True,
     )
-    return by, Sources(found.source_of(), f"discovery:{found.root}")
+    return Sources(found.source_of(), f"discovery:{found.root}")

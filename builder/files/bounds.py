@@ -26,6 +26,7 @@ The reads themselves go through ``builder.files.reading``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ from builder.errors import UsageError
 __all__ = [
     "HTTP_DEADLINE",
     "LARGEST_COUNT",
+    "LARGEST_SECONDS",
     "MAX_EXTRACT",
     "MAX_JSON",
     "MAX_SOURCE",
@@ -45,6 +47,7 @@ __all__ = [
     "PP_OUTPUT",
     "PP_TIMEOUT",
     "Bound",
+    "brief",
     "byte_count",
     "parse_json",
     "parse_size",
@@ -63,6 +66,13 @@ _UNITS: dict[str, int] = {
     "mib": 1024**2,
     "gib": 1024**3,
 }
+LARGEST_COUNT = 2**63 - 1
+"""The largest byte count a saved report or manifest may state (a signed 64-bit file size); a
+400-digit "size" is refused when read, rather than overflowing a formatter later."""
+LARGEST_SECONDS = 1_000_000
+"""The longest a time bound may be (about 11 days): waiting on a child process takes a C time
+value, which ``1e18`` seconds overflows (and ``1e400`` is infinity)."""
+
 _SIZE = re.compile(r"^\s*(?P<num>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
 
 
@@ -70,15 +80,35 @@ def parse_size(text: str) -> int:
     """``"512"`` -> 512, ``"10KB"`` -> 10000, ``"1.5MiB"`` -> 1572864; bad text -> UsageError.
 
     Decimal (KB, MB, GB = 1000^n) and binary (KiB, MiB, GiB = 1024^n) suffixes; a bare number is
-    bytes."""
+    bytes. A size is a byte count: beyond :data:`LARGEST_COUNT` either way it is refused here,
+    so no gate, budget or bound computes with it (a float of it would overflow later). Whether a
+    negative size makes sense is the caller's to say (it words the refusal)."""
     match = _SIZE.match(text) if len(text) < 100 else None
     unit = match["unit"].lower() if match else ""
     if match is None or unit not in _UNITS:
         raise UsageError(
-            f"{text!r} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
+            f"{brief(text)} is not a size; use bytes or a number with KB, MB, GB, KiB, MiB or GiB"
         )
-    value = float(match["num"]) * _UNITS[unit]
-    return round(value)
+    value = round(float(match["num"]) * _UNITS[unit])
+    if abs(value) > LARGEST_COUNT:
+        raise UsageError(f"{text!r} is more than {LARGEST_COUNT:,} bytes, the largest file size")
+    return value
+
+
+def brief(value: Any, cap: int = 40) -> str:
+    """``value`` shown briefly in an error line: its ``repr`` cut to ``cap`` characters, a number
+    past :data:`LARGEST_COUNT` by its digits, a structure too deep to show by what it is. A value
+    from an untrusted file may be megabytes long or nested hundreds deep."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_COUNT:
+        try:
+            return f"a {len(str(abs(value)))}-digit number"
+        except ValueError:  # past Python's digit limit: a parser that allows it made it
+            return "a number of more than 4,300 digits"
+    try:
+        shown = repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
+    return shown if len(shown) <= cap else shown[: cap - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -98,11 +128,14 @@ class Bound:
         if not text:
             return self.default
         try:
-            value = parse_size(text) if self.unit == "bytes" else round(float(text))
+            value = parse_size(text) if self.unit == "bytes" else _seconds(text)
         except (UsageError, ValueError):
             value = 0
         if value <= 0:
-            raise UsageError(f"{self.variable}={text!r}: expected a positive number of {self.unit}")
+            raise UsageError(
+                f"{self.variable}={brief(text)}: expected a positive number of {self.unit}"
+                + ("" if self.unit == "bytes" else f", at most {LARGEST_SECONDS:,}")
+            )
         return value
 
     def exceeded(self, value: int) -> str:
@@ -121,9 +154,11 @@ MAX_TEXT = Bound("METALLIB_BUILDER_MAX_TEXT", 16 * 1024**2, "the file")
 HTTP_DEADLINE = Bound("METALLIB_BUILDER_HTTP_DEADLINE", 30, "the request", "seconds")
 
 
-LARGEST_COUNT = 2**63 - 1
-"""The largest byte count a saved report or manifest may state (a signed 64-bit file size); a
-400-digit "size" is refused when read, rather than overflowing a formatter later."""
+def _seconds(text: str) -> int:
+    """Whole seconds from ``text``; 0 (refused) for what is not a finite number up to
+    :data:`LARGEST_SECONDS`."""
+    value = float(text)
+    return round(value) if math.isfinite(value) and value <= LARGEST_SECONDS else 0
 
 
 def byte_count(value: Any, field: str) -> int:
@@ -131,11 +166,7 @@ def byte_count(value: Any, field: str) -> int:
     ValueError naming ``field`` and showing the value briefly (a 400-digit number by its
     length)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= LARGEST_COUNT:
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_COUNT:
-            shown = f"a {len(str(abs(value)))}-digit number"
-        else:
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
-        raise ValueError(f"{field!r} is {shown}, not a byte count")
+        raise ValueError(f"{field!r} is {brief(value)}, not a byte count")
     return value
 
 

@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("facts", nargs="*", type=Path)
 
     emb = sub.add_parser("embed", help="standalone preamble source", allow_abbrev=False)
-    emb.add_argument("headers", nargs="+")
+    emb.add_argument("headers", nargs="*")
+    emb.add_argument("--preamble", dest="preambles", action="append", default=[])
     emb.add_argument("-I", dest="include_dirs", action="append", default=[])
     emb.add_argument("-D", dest="defines", action="append", default=[])
     emb.add_argument("-o", dest="output", type=Path, required=True)
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 api=args.api,
                 depfile=args.depfile,
                 allow_outside_includes=args.allow_outside_includes,
+                named=generate.named_preambles(args.preambles),
             )
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)

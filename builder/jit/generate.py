@@ -33,6 +33,7 @@ from builder.jit.codegen import (
     render_standalone,
     valid_namespace,
 )
+from builder.jit.cxx_keywords import CXX_KEYWORDS
 from builder.jit.depfile import write_depfile
 from builder.jit.embed_facts import embed_facts
 from builder.jit.preamble import Preamble, inline_preamble
@@ -41,10 +42,13 @@ __all__ = [
     "EMBED_APIS",
     "FACTS_SCHEMA",
     "FamilySource",
+    "Named",
     "embed_headers",
     "family_source",
     "function_names",
     "merge_facts",
+    "named_preambles",
+    "root_names",
     "write_embed",
     "write_family",
 ]
@@ -234,110 +238,12 @@ def merge_facts(
     )
 
 
-_KEYWORDS = frozenset(
-    {  # C++20's keywords: not usable as function names
-        "alignas",
-        "alignof",
-        "and",
-        "and_eq",
-        "asm",
-        "auto",
-        "bitand",
-        "bitor",
-        "bool",
-        "break",
-        "case",
-        "catch",
-        "char",
-        "char8_t",
-        "char16_t",
-        "char32_t",
-        "class",
-        "compl",
-        "concept",
-        "const",
-        "consteval",
-        "constexpr",
-        "constinit",
-        "const_cast",
-        "continue",
-        "co_await",
-        "co_return",
-        "co_yield",
-        "decltype",
-        "default",
-        "delete",
-        "do",
-        "double",
-        "dynamic_cast",
-        "else",
-        "enum",
-        "explicit",
-        "export",
-        "extern",
-        "false",
-        "float",
-        "for",
-        "friend",
-        "goto",
-        "if",
-        "inline",
-        "int",
-        "long",
-        "mutable",
-        "namespace",
-        "new",
-        "noexcept",
-        "not",
-        "not_eq",
-        "nullptr",
-        "operator",
-        "or",
-        "or_eq",
-        "private",
-        "protected",
-        "public",
-        "register",
-        "reinterpret_cast",
-        "requires",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "static_assert",
-        "static_cast",
-        "struct",
-        "switch",
-        "template",
-        "this",
-        "thread_local",
-        "throw",
-        "true",
-        "try",
-        "typedef",
-        "typeid",
-        "typename",
-        "union",
-        "unsigned",
-        "using",
-        "virtual",
-        "void",
-        "volatile",
-        "wchar_t",
-        "while",
-        "xor",
-        "xor_eq",
-    }
-)
-
-
 def cxx_identifier(text: str) -> str:
     """``text`` as a C++ identifier: other characters than ``[A-Za-z0-9_]`` become ``_``, a
     leading digit gets a ``_`` before it and a C++ keyword one after it."""
     out = re.sub(r"[^A-Za-z0-9_]", "_", text)
     out = out if not out[:1].isdigit() else f"_{out}"
-    return f"{out}_" if out in _KEYWORDS else out
+    return f"{out}_" if out in CXX_KEYWORDS else out
 
 
 def function_names(names: Sequence[str]) -> list[str]:
@@ -376,47 +282,84 @@ EMBED_APIS = ("string", "cstring")
 declares. Both keep their text for the whole program (see ``codegen.render_standalone``)."""
 
 
+Named = Sequence[tuple[str, Sequence[str | os.PathLike[str]]]]
+"""Preambles given a function name: ``(function, headers)``, the headers inlined in order into
+one preamble (``embed --preamble NAME=HEADER``, a tree's ``[build.preambles]``)."""
+
+
 def embed_headers(
     headers: Sequence[str | os.PathLike[str]],
     include_dirs: Sequence[str | os.PathLike[str]],
     defines: Sequence[str] = (),
     namespace: str = "metal_jit",
     *,
+    named: Named = (),
     strip: bool = False,
     api: str = "string",
     allow_outside_includes: bool = False,
 ) -> tuple[str, list[Preamble]]:
-    """A standalone C++ source with one preamble per header (``metallib-builder embed``).
+    """A standalone C++ source with one preamble per header (``metallib-builder embed``), named
+    by :func:`function_names`, then one per ``named`` entry under its own name.
 
     ``api`` is one of :data:`EMBED_APIS`. Raises UsageError (IncludeError) for an unresolvable
     quoted include, naming file and line, and for one resolving outside ``include_dirs`` and the
-    headers' folders unless ``allow_outside_includes`` (``builder.jit.preamble``).
+    headers' folders unless ``allow_outside_includes`` (``builder.jit.preamble``); for a name
+    that is no C++ function name or names two preambles.
     """
-    if not headers:
-        raise UsageError("embed needs at least one header")
+    if not headers and not named:
+        raise UsageError("embed needs at least one header (HEADER or --preamble NAME=HEADER)")
     if not valid_namespace(namespace):
         raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
     if api not in EMBED_APIS:
         raise UsageError(f"--api {api!r}: choose one of {', '.join(EMBED_APIS)}")
-    preambles = [
-        inline_preamble(
-            [h], include_dirs, defines, strip=strip, allow_outside_includes=allow_outside_includes
+
+    def inline(roots: Sequence[str | os.PathLike[str]]) -> Preamble:
+        return inline_preamble(
+            roots, include_dirs, defines, strip=strip, allow_outside_includes=allow_outside_includes
         )
-        for h in headers
-    ]
+
+    preambles = [inline([h]) for h in headers]
     names = [p.headers[0] for p in preambles]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise UsageError(f"header given twice: {', '.join(duplicates)}")
+    funcs = function_names(names)
+    for function, roots in named:
+        if not function or cxx_identifier(function) != function:
+            raise UsageError(f"--preamble {function}=...: {function!r} is not a C++ function name")
+        if function in funcs:
+            raise UsageError(f"--preamble {function}=...: {function!r} names two preambles")
+        preamble = inline(roots)
+        preambles.append(preamble)
+        names.append(", ".join(root_names(preamble, roots)))
+        funcs.append(function)
     if api == "cstring":
         for name, preamble in zip(names, preambles):
             if "\0" in preamble.text:  # a C string would end there
                 raise UsageError(
                     f"{name}: the inlined text holds a NUL character; use --api string"
                 )
-    funcs = function_names(names)
     entries = list(zip(names, funcs, preambles))
     return render_standalone(entries, namespace, ", ".join(names), api=api), preambles
+
+
+def named_preambles(values: Sequence[str]) -> list[tuple[str, list[Path]]]:
+    """``--preamble NAME=HEADER`` values as :data:`Named` entries: each NAME once, in the order
+    first given, with its headers in the order given."""
+    named: dict[str, list[Path]] = {}
+    for value in values:
+        name, equals, header = value.partition("=")
+        if not equals or not header:
+            raise UsageError(f"--preamble {value!r}: expected NAME=HEADER")
+        named.setdefault(name, []).append(Path(header))
+    return list(named.items())
+
+
+def root_names(preamble: Preamble, roots: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """How ``preamble`` names its root headers ``roots`` (its ``files`` and ``headers`` share
+    one order)."""
+    files = [os.path.realpath(f) for f in preamble.files]
+    return [preamble.headers[files.index(os.path.realpath(root))] for root in roots]
 
 
 def write_embed(
@@ -430,6 +373,7 @@ def write_embed(
     api: str = "string",
     depfile: str | os.PathLike[str] | None = None,
     allow_outside_includes: bool = False,
+    named: Named = (),
 ) -> tuple[bool, list[Preamble]]:
     """:func:`embed_headers` written to ``output``, and a depfile naming every file inlined.
 
@@ -446,6 +390,7 @@ def write_embed(
         include_dirs,
         defines,
         namespace,
+        named=named,
         strip=strip,
         api=api,
         allow_outside_includes=allow_outside_includes,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +37,9 @@ from types import MappingProxyType
 from typing import Any
 
 from builder.errors import UsageError
+from builder.files.bounds import brief
 from builder.files.reading import UnreadableFile, read_bytes
+from builder.files.tomltext import parse_toml
 from builder.kernels.preprocess import parse_define
 
 __all__ = [
@@ -149,7 +150,7 @@ def _define_list(value: Any) -> tuple[str, ...]:
         try:
             parse_define(item)
         except ValueError:
-            raise TypeError(f"NAME or NAME=VALUE strings; {item!r} is neither") from None
+            raise TypeError(f"NAME or NAME=VALUE strings; {brief(item)} is neither") from None
     return items
 
 
@@ -213,7 +214,7 @@ def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigEr
 
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-    return ConfigError(f"{path}: unknown key {where}{key!r}{hint}")
+    return ConfigError(f"{path}: unknown key {where}{brief(key)}{hint}")
 
 
 def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -234,7 +235,7 @@ def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:
         try:
             out[key] = check(value)
         except TypeError as exc:
-            raise ConfigError(f"{path}: [{name}] {key} must be {exc}, got {value!r}") from None
+            raise ConfigError(f"{path}: [{name}] {key} must be {exc}, got {brief(value)}") from None
     return out
 
 
@@ -250,16 +251,7 @@ def load_config(path: Path) -> TreeConfig:
         data = read_bytes(path, "the settings")
     except UnreadableFile as exc:
         raise ConfigError(str(exc)) from None
-    if sys.version_info >= (3, 11):  # imported here: most trees have no metallib.toml
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        raw = tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    raw = parse_toml(data, path, ConfigError)
     for key in raw:
         if key not in _SCHEMA:
             raise _unknown(path, "", key, [f"{k}" for k in _SCHEMA])
@@ -269,12 +261,12 @@ def load_config(path: Path) -> TreeConfig:
     preambles: dict[str, tuple[Path, ...]] = {}
     for name, headers in build.get("preambles", {}).items():
         if not name.isidentifier():
-            raise ConfigError(f"{path}: [build.preambles] {name!r} is not a C++ function name")
+            raise ConfigError(f"{path}: [build.preambles] {brief(name)} is not a C++ function name")
         try:
             preambles[name] = tuple(_under(base, h) for h in _preamble(headers))
         except TypeError as exc:
             raise ConfigError(
-                f"{path}: [build.preambles] {name} must be {exc}, got {headers!r}"
+                f"{path}: [build.preambles] {name} must be {exc}, got {brief(headers)}"
             ) from None
     return TreeConfig(
         path=path,

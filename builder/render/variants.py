@@ -82,7 +82,7 @@ def _plan_dict(plan: Plan) -> dict[str, Any]:
 def _variant_dict(v: Variant) -> dict[str, Any]:
     sources = v.sources
     embed = None
-    if sources is not None and sources.embed_args is not None:
+    if sources is not None:
         embed = ["metallib-builder", *sources.embed_args, "-o", _path(v.sources_file)]
     return {
         "name": v.name,

@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import glob
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from builder.errors import UsageError
+from builder.errors import BuilderError, CheckFailed, UsageError
 from builder.files.reading import open_regular
+from builder.metallib.errors import MetallibError
 from builder.size.limits import Limit, shipped_size
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from builder.inputs.targets import Progress
     from builder.size.budget_file import Budget
     from builder.size.grouping import Sources
     from builder.size.report import Report
 
-__all__ = ["BudgetCheck", "check_budgets", "download_bytes"]
+__all__ = ["BudgetCheck", "TreeLoader", "check_budgets", "download_bytes", "tree_sources"]
 
 
 @dataclass(frozen=True)
@@ -95,39 +98,79 @@ def _deflated_size(path: str) -> int:
     return total + len(compressor.flush())
 
 
+TreeLoader = Callable[..., "Sources"]
+"""What turns a budget's kernel tree into the entry file of every kernel: called as
+``load_tree`` is (``source_dir``, then ``include_dirs``, ``defines``, ``exclude`` and
+``config_file``). The CLI passes the one its ``--source-dir`` options use
+(``builder.cli.tree_options.tree_of``)."""
+
+
 def check_budgets(
-    budgets: Sequence[Budget], *, progress: Progress | None = None
+    budgets: Sequence[Budget],
+    *,
+    progress: Progress | None = None,
+    trees: TreeLoader | None = None,
 ) -> list[BudgetCheck]:
-    """Measure every budget's target (``builder.size.load``) and check each of its limits."""
-    from builder.size.load import load_reports
+    """Measure every budget's target (``builder.size.load``) and check each of its limits.
 
-    def load(text: str, by: str, sources: Sources | None = None) -> list[Report]:
-        return load_reports(
-            text, by=by, platform=budget.platform, sources=sources, progress=progress
-        )
-
+    A budget that cannot be measured (a missing target, an unreadable library or tree) is a
+    UsageError whose line names the budget file and the budget (``Budget.where``), whatever
+    raised it."""
     checks: list[BudgetCheck] = []
     for budget in budgets:
-        sources = _sources(budget)
-        reports = [
-            r for text in _targets(budget, budget.target) for r in load(text, budget.by, sources)
-        ]
-        base = None
-        if budget.base is not None:
-            base = [r for text in _targets(budget, budget.base) for r in load(text, budget.by)]
-        checks += _check(budget, reports, base)
+        try:
+            checks += _measure(budget, progress, trees or tree_sources)
+        except CheckFailed:
+            raise
+        except (BuilderError, MetallibError) as exc:
+            text = str(exc)
+            if text.startswith(budget.where):
+                raise
+            raise UsageError(f"{budget.where}: {text}") from None
     return checks
 
 
-def _sources(budget: Budget) -> Sources | None:
-    if budget.source_dir is None:
-        return None
+def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> list[BudgetCheck]:
+    from builder.size.load import load_reports
+
+    sources = None
+    if budget.source_dir is not None:
+        _check_tree(budget)
+        sources = trees(
+            budget.source_dir,
+            include_dirs=budget.include_dirs,
+            defines=budget.defines,
+            exclude=budget.exclude,
+            config_file=budget.config,
+        )
+
+    def load(text: str) -> list[Report]:
+        # the base is grouped as the target is (its tree too), as compare groups both sides
+        return load_reports(
+            text, by=budget.by, platform=budget.platform, sources=sources, progress=progress
+        )
+
+    reports = [r for text in _targets(budget, budget.target) for r in load(text)]
+    base = None
+    if budget.base is not None:
+        base = [r for text in _targets(budget, budget.base) for r in load(text)]
+    return _check(budget, reports, base)
+
+
+def _check_tree(budget: Budget) -> None:
+    if budget.source_dir is not None and not budget.source_dir.is_dir():
+        raise UsageError(f"{budget.where}: 'source-dir' {budget.source_dir} is not a folder")
+    if budget.config is not None and not budget.config.is_file():
+        raise UsageError(f"{budget.where}: 'config' {budget.config}: no such file")
+
+
+def tree_sources(source_dir: Path, **options: Any) -> Sources:
+    """The entry file of every kernel of the tree at ``source_dir`` (``load_tree``'s
+    ``options``), loaded without progress: the loader when ``check_budgets`` is given none."""
     from builder.kernels.discovery import load_tree
     from builder.size.grouping import Sources
 
-    if not budget.source_dir.is_dir():
-        raise UsageError(f"{budget.where}: 'source-dir' {budget.source_dir} is not a folder")
-    tree = load_tree(budget.source_dir, include_dirs=budget.include_dirs)
+    tree = load_tree(source_dir, **options)
     return Sources(tree.source_of(), f"discovery:{tree.root}")
 
 

@@ -15,28 +15,36 @@ A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.to
     max-functions = 20000
     by = "kernel"                             # what the group names below are
     groups = { quantized = "60MB" }
+    # by = "source": the tree, as --source-dir, -I, -D, --exclude and --config give it
+    # source-dir = "kernels/"  include-dirs = ["."]  defines = ["__METAL_VERSION__=400"]
+    # exclude = ["*_nax.metal"]  config = "ci/metallib.toml"
     base = "reports/main.json"                # a saved report (or any target) for max-growth
     max-growth = "1%"                         # or "100kB"; counts everything shipped
 
-Relative paths (target, globs, base, source-dir, include-dirs) are taken from the file's folder,
-as size-limit does. Keys are checked strictly: an unknown key, a wrong type or a limit without
-what it needs is a ``UsageError`` (exit 2) naming the file, the budget and the key. Checking the
-budgets read here is ``builder.size.budget``.
+Relative paths (target, globs, base, source-dir, include-dirs, config) are taken from the file's
+folder, as size-limit does. Keys are checked strictly: an unknown key, a wrong type, a number
+that is no byte count (negative, past 2^63-1, a percentage that is not a plain decimal from 0 to
+1,000,000) or a limit without what it needs is a ``UsageError`` (exit 2) naming the file, the
+budget and the key; TOML that Python's parser cannot hold (a 5,000-digit integer, arrays nested
+50,000 deep) too (``builder.files.tomltext``). Checking the budgets read here is
+``builder.size.budget``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.files.bounds import LARGEST_COUNT, brief
 from builder.files.reading import read_bytes
+from builder.files.tomltext import parse_toml
+from builder.kernels.preprocess import parse_define
 from builder.size.grouping import BY_CHOICES
-from builder.size.limits import Limit, parse_limit, parse_size
+from builder.size.limits import Limit, growth_bytes, parse_limit, parse_size
 
 __all__ = [
     "BUDGET_FILE",
@@ -51,7 +59,10 @@ BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
 _TOOL = "metallib-builder"
 _LIMITS = ("max-size", "max-total-size", "max-download", "max-functions", "groups", "max-growth")
-_KEYS = ("name", "target", "platform", "by", "source-dir", "include-dirs", "base", *_LIMITS)
+_TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
+"""The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
+--config, loaded the same way (``builder.cli.tree_options``)."""
+_KEYS = ("name", "target", "platform", "by", *_TREE, "base", *_LIMITS)
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,12 @@ class Budget:
     by: str = "kernel"
     source_dir: Path | None = None
     include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    """``NAME[=VALUE]``, as ``-D`` takes them."""
+    exclude: tuple[str, ...] = ()
+    """Globs of entry files relative to ``source_dir``, as ``--exclude`` takes them."""
+    config: Path | None = None
+    """A settings file used instead of ``source_dir/metallib.toml``, as ``--config``."""
     max_size: int | None = None
     max_total_size: int | None = None
     max_download: int | None = None
@@ -106,16 +123,11 @@ def find_budget_file(start: Path) -> Path:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
     try:
-        return tomllib.loads(read_bytes(path, "the budget file").decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+        data = read_bytes(path, "the budget file")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_toml(data, path)
 
 
 def _tool_tables(raw: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +140,7 @@ def _unknown(where: str, key: str, known: Sequence[str]) -> UsageError:
 
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-    return UsageError(f"{where}: unknown key {key!r}{hint}")
+    return UsageError(f"{where}: unknown key {brief(key)}{hint}")
 
 
 def read_budget_file(path: Path) -> BudgetFile:
@@ -154,27 +166,37 @@ def read_budget_file(path: Path) -> BudgetFile:
 
 
 def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
+    # the budget's name first, so that every error below names it
+    name = _text(raw, "name", where) or _text(raw, "target", where)
+    where = f"{where} ({name})" if name is not None else where
     for key in raw:
         if key not in _KEYS:
             raise _unknown(where, key, _KEYS)
     target = _text(raw, "target", where)
-    if target is None:
+    if target is None or name is None:
         raise UsageError(
             f"{where}: 'target' is missing (a path, glob, build folder or PACKAGE==VERSION)"
         )
-    name = _text(raw, "name", where) or target
-    where = f"{where} ({name})"
     if not any(key in raw for key in _LIMITS):
         raise UsageError(f"{where}: no limit; give any of {', '.join(_LIMITS)}")
     by = _text(raw, "by", where) or "kernel"
     if by not in BY_CHOICES:
         raise UsageError(f"{where}: 'by' must be one of {', '.join(BY_CHOICES)}, got {by!r}")
     source_dir = _text(raw, "source-dir", where)
-    include = raw.get("include-dirs", [])
-    if not isinstance(include, list) or not all(isinstance(i, str) and i for i in include):
-        raise UsageError(f"{where}: 'include-dirs' must be a list of folder paths")
-    if include and source_dir is None:
-        raise UsageError(f"{where}: 'include-dirs' is for the tree named by 'source-dir'")
+    include = _strings(raw, "include-dirs", where, "folder paths")
+    defines = _strings(raw, "defines", where, "NAME or NAME=VALUE strings, as -D takes them")
+    for define in defines:
+        try:
+            parse_define(define)
+        except ValueError:
+            raise UsageError(
+                f"{where}: 'defines': {brief(define)} is not NAME or NAME=VALUE"
+            ) from None
+    exclude = _strings(raw, "exclude", where, "globs of entry files, as --exclude takes them")
+    config = _text(raw, "config", where)
+    tree_keys = [key for key in _TREE[1:] if key in raw]
+    if tree_keys and source_dir is None:
+        raise UsageError(f"{where}: {tree_keys[0]!r} is for the tree named by 'source-dir'")
     if by == "source" and source_dir is None and not (root / target).is_dir():
         raise UsageError(
             f"{where}: by = \"source\" needs 'source-dir' (the kernel tree the "
@@ -194,9 +216,14 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
         )
     functions = raw.get("max-functions")
     if functions is not None and (
-        isinstance(functions, bool) or not isinstance(functions, int) or functions < 0
+        isinstance(functions, bool)
+        or not isinstance(functions, int)
+        or not 0 <= functions <= LARGEST_COUNT
     ):
-        raise UsageError(f"{where}: 'max-functions' must be a count, got {functions!r}")
+        raise UsageError(
+            f"{where}: 'max-functions' must be a count from 0 to {LARGEST_COUNT:,}, "
+            f"got {brief(functions)}"
+        )
     return Budget(
         where,
         name,
@@ -206,6 +233,9 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
         by=by,
         source_dir=None if source_dir is None else _path(root, source_dir),
         include_dirs=tuple(_path(root, i) for i in include),
+        defines=defines,
+        exclude=exclude,
+        config=None if config is None else _path(root, config),
         max_size=_size(raw, "max-size", where),
         max_total_size=_size(raw, "max-total-size", where),
         max_download=_size(raw, "max-download", where),
@@ -219,8 +249,15 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
 def _text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise UsageError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
+        raise UsageError(f"{where}: {key!r} must be a non-empty string, got {brief(value)}")
     return value
+
+
+def _strings(raw: Mapping[str, Any], key: str, where: str, what: str) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise UsageError(f"{where}: {key!r} must be a list of {what}, got {brief(value)}")
+    return tuple(value)
 
 
 def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
@@ -229,20 +266,24 @@ def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
         return None
     try:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise UsageError(f"{value!r} is not a size")
+            raise UsageError(f"{brief(value)} is not a size")
         size = parse_size(value) if isinstance(value, str) else value
     except UsageError as exc:
         raise UsageError(f'{where}: {key!r}: {exc} (e.g. "30MB")') from None
     if size < 0:
-        raise UsageError(f"{where}: {key!r} must not be negative, got {value!r}")
+        raise UsageError(f"{where}: {key!r} must not be negative, got {brief(value)}")
+    if size > LARGEST_COUNT:
+        raise UsageError(f"{where}: {key!r} is {brief(value)}, more than {LARGEST_COUNT:,} bytes")
     return size
 
 
 def _growth(value: Any, where: str) -> Limit:
     try:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise UsageError(f"{value!r} is not a size or a percentage")
-        return parse_limit(value) if isinstance(value, str) else Limit(bytes=value)
+            raise UsageError(f"{brief(value)} is not a size or a percentage")
+        if isinstance(value, str):
+            return parse_limit(value)
+        return Limit(bytes=growth_bytes(value, value))
     except UsageError as exc:
         raise UsageError(f'{where}: \'max-growth\': {exc} (e.g. "1%" or "100kB")') from None
 

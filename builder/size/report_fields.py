@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.files.bounds import brief
+
 __all__ = ["as_object", "brief", "object_list", "optional_text", "provenance", "text"]
-
-
-def brief(value: Any) -> str:
-    """``value`` for a message: its repr, at most 40 characters (a huge number by that name)."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a huge number"
-    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def as_object(value: Any, field: str) -> dict[str, Any]:

@@ -7,8 +7,9 @@ is exactly what ``metallib-builder embed HEADER... -I DIR...`` writes for those 
 tree's ``-I`` folders and then the tree itself as include folders (discovery's search order), so
 a user can regenerate it with the command the report prints. When a preamble's name is not the
 one ``embed`` would give (metallib.toml names it in ``[build.preambles]``, perhaps for several
-headers, or the tree's naming settled a stem clash) the same generator renders it under that
-name; ``embed`` has no flag for that, so then no command is printed.
+headers, or the tree's naming settled a stem clash over the whole tree that this variant's
+headers alone would not have) every preamble is given by name, ``embed --preamble NAME=HEADER``,
+and the command says so: every variant that embeds sources has one.
 
 Measured on what is written: ``embedded_bytes`` is the text of every distinct piece the file
 stores (a header shared by several preambles once; no NUL terminators), and
@@ -18,15 +19,14 @@ storing them compressed would carry. The catalog tree's JIT unit is the family h
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.jit.codegen import family_pieces, render_standalone
-from builder.jit.generate import embed_headers
+from builder.jit.codegen import family_pieces
+from builder.jit.generate import cxx_identifier, embed_headers, root_names
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.tree_preambles import PreambleSpec, jit_preambles
 
@@ -62,8 +62,8 @@ class JitSources:
     compressed_bytes: int
     headers: tuple[Path, ...]
     """The root headers, absolute, in order (``embed``'s arguments when it wrote the file)."""
-    embed_args: tuple[str, ...] | None
-    """``embed`` arguments writing the same file (before ``-o``); None for configured names."""
+    embed_args: tuple[str, ...]
+    """``embed`` arguments writing the same file (before ``-o``)."""
 
 
 def include_dirs(tree: KernelTree) -> list[Path]:
@@ -97,32 +97,24 @@ def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, .
 
 def _render(
     roots: list[tuple[tuple[Path, ...], str | None]], dirs: list[Path]
-) -> tuple[str, list[Preamble], bool]:
-    """The text and preambles; True when ``embed`` itself wrote it (each preamble one header,
-    under the name ``embed`` gives it)."""
+) -> tuple[str, list[Preamble], tuple[str, ...]]:
+    """The text, its preambles and the ``embed`` arguments (before ``-I``) that write it: each
+    preamble one header under the name ``embed`` gives it, or else every one named with
+    ``--preamble`` (a configured name, several headers, or a name the tree's naming settled)."""
     from builder.jit.generate import function_names
 
-    preambles: list[Preamble] | None = None
     if all(len(headers) == 1 for headers, _ in roots):
         text, preambles = embed_headers(
             [headers[0] for headers, _ in roots], dirs, namespace=NAMESPACE
         )
         given = function_names([p.headers[0] for p in preambles])
         if all(function in (None, name) for (_, function), name in zip(roots, given)):
-            return text, preambles, True
-    if preambles is None:
-        preambles = [inline_preamble(headers, dirs) for headers, _ in roots]
-    names = [", ".join(_shown(p, headers)) for p, (headers, _) in zip(preambles, roots)]
-    defaults = function_names([p.headers[0] for p in preambles])
-    functions = [function or default for (_, function), default in zip(roots, defaults)]
-    entries = list(zip(names, functions, preambles))
-    return render_standalone(entries, NAMESPACE, ", ".join(names)), preambles, False
-
-
-def _shown(preamble: Preamble, roots: Sequence[Path]) -> list[str]:
-    """How the preamble names its root headers (``files`` and ``headers`` share one order)."""
-    files = [os.path.realpath(f) for f in preamble.files]
-    return [preamble.headers[files.index(os.path.realpath(root))] for root in roots]
+            return text, preambles, tuple(str(headers[0]) for headers, _ in roots)
+    # a catalog tree's names are embed's (None): only a discovered tree's come here, all named
+    named = [(function or cxx_identifier(hs[0].stem), hs) for hs, function in roots]
+    text, preambles = embed_headers([], dirs, namespace=NAMESPACE, named=named)
+    args = tuple(f"--preamble={function}={h}" for function, hs in named for h in hs)
+    return text, preambles, args
 
 
 def _distinct_texts(preambles: Iterable[Preamble]) -> list[str]:
@@ -140,15 +132,13 @@ def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
     if not roots:
         return None
     dirs = include_dirs(tree)
-    text, preambles, by_embed = _render(roots, dirs)
+    text, preambles, given = _render(roots, dirs)
     raw = "".join(_distinct_texts(preambles)).encode("utf-8")
     headers = tuple(dict.fromkeys(h for hs, _ in roots for h in hs))
-    args = None
-    if by_embed:
-        args = ("embed", *map(str, headers), *(a for d in dirs for a in ("-I", str(d))))
+    args = ("embed", *given, *(a for d in dirs for a in ("-I", str(d))))
     return JitSources(
         text=text,
-        preambles=tuple(", ".join(_shown(p, hs)) for p, (hs, _) in zip(preambles, roots)),
+        preambles=tuple(", ".join(root_names(p, hs)) for p, (hs, _) in zip(preambles, roots)),
         files=len({f for p in preambles for f in p.files}),
         embedded_bytes=len(raw),
         compressed_bytes=len(zlib.compress(raw, ZLIB_LEVEL)),

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from builder.metallib import library_bytes, new_function, new_library
 
-__all__ = ["Cli", "assert_one_error_line", "library_with"]
+__all__ = ["Cli", "assert_one_error_line", "budget_error", "library_with"]
 
 Cli = Callable[..., tuple[int, str, str]]
 
@@ -21,6 +21,15 @@ def assert_one_error_line(code: int, err: str, *words: str) -> str:
     for word in words:
         assert word in lines[0], (word, lines[0])
     return lines[0]
+
+
+def budget_error(code: int, err: str, *words: str) -> str:
+    """``budget``'s refusal: after the line naming the file it read (``budgets: FILE (N in
+    [[budget]])``, when it got that far), one ``error: ...`` line with ``words``, exit 2."""
+    lines = err.splitlines()
+    if lines and lines[0].startswith("budgets: "):
+        err = "\n".join(lines[1:]) + "\n"
+    return assert_one_error_line(code, err, *words)
 
 
 def library_with(names: Sequence[str]) -> bytes:

@@ -198,6 +198,33 @@ def test_embed_usage_errors(
     assert code == 0 and "Examples:" in out
 
 
+def test_named_preambles(
+    kernel_tree: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--preamble NAME=HEADER``: a preamble under a chosen name, several headers inlined into
+    it in order (as a tree's [build.preambles]), after the positional HEADERs; the text read
+    back is the headers' inlined text, each file once."""
+    root = kernel_tree(TREE)
+    out = tmp_path / "named.cpp"
+    args = ["embed", str(root / "common/util.h"), "-I", str(root), "-o", str(out)]
+    both = [f"--preamble=arith={root / 'kern/add.h'}", f"--preamble=arith={root / 'kern/mul.h'}"]
+    code, _, err = run_cli([*args, *both], capsys)
+    assert code == 0, err
+    text = out.read_text()
+    assert "const std::string& util();" in text and "const std::string& arith();" in text
+    util, arith = _compile_and_dump(out, ["common/util.h", "kern/add.h, kern/mul.h"])
+    alone = inline_preamble([root / "kern/add.h", root / "kern/mul.h"], [root]).text
+    assert arith == alone and util == inline_preamble([root / "common/util.h"], [root]).text
+    assert arith.count("#define UTIL 3") == 1  # util.h once, though both include it
+    for bad, words in [
+        ("--preamble=util=" + str(root / "kern/add.h"), "'util' names two preambles"),
+        ("--preamble=9x=" + str(root / "kern/add.h"), "'9x' is not a C++ function name"),
+        ("--preamble=nothing", "expected NAME=HEADER"),
+    ]:
+        code, _, err = run_cli([*args, bad], capsys)
+        assert code == 2 and words in err and err.count("\n") == 1, err
+
+
 def test_generator_entry_point_fails_with_exit_2(
     kernel_tree: Callable[..., Path], tmp_path: Path
 ) -> None:

@@ -445,8 +445,15 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     assert "unary_subset.metal" not in planned["jit_sources"]
     assert planned["metallib_bytes"] == least
     cpp = Path(variants["jit-mode"]["jit_sources_file"]).read_text()
-    assert "const std::string& common() {" in cpp and variants["jit-mode"]["embed_command"] is None
+    assert "const std::string& common() {" in cpp
     assert "mlx/backend/metal/kernels/utils.h, mlx/backend/metal/kernels/binary_ops.h" in cpp
+    # the named two-header preamble is written by `embed --preamble`, as the command says
+    command = variants["jit-mode"]["embed_command"]
+    assert f"--preamble=common={kernels / 'utils.h'}" in command
+    mine = tmp_path / "mine.cpp"
+    code, _, err = run_cli([*command[1:-2], "-o", str(mine)], capsys)
+    assert code == 0, err
+    assert mine.read_text() == cpp
     texts = _literal_texts(cpp)
     assert variants["jit-mode"]["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
     code, out, err = run_cli([*args, "-o", str(tmp_path / "w"), "--budget", str(least - 1)], capsys)

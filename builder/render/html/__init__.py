@@ -9,13 +9,13 @@ for the same input. The layout of the page is described in ``docs/html-report.md
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder.files.jsontext import dumps
 from builder.files.reading import read_text
 from builder.render.html.data import comparison_data, report_data
 from builder.render.text import visible
@@ -36,8 +36,11 @@ def _asset(name: str) -> str:
 
 
 def _script_json(data: Any) -> str:
-    """JSON safe inside ``<script type="application/json">``: no ``<`` can end or open a tag."""
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    """JSON safe inside ``<script type="application/json">``: no ``<`` can end or open a tag,
+    and a lone surrogate (a name from a saved report, a file name that is not UTF-8) is written
+    as escape text, as the JSON output writes it (``builder.files.jsontext``): the page is
+    UTF-8, which cannot encode one."""
+    text = dumps(data, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
