@@ -150,3 +150,18 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     why = _uncollected(node.config, {(root / i.split("::")[0]).resolve() for i in ids})
     if why:
         pytest.exit(why, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _hypothesis_profile() -> None:
+    """Property tests judge their inputs, not the machine: on 2 busy cores data generation can
+    be slow, so Hypothesis's timing checks (deadline, too_slow) are off; the number of examples
+    stays."""
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "metallib-builder", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("metallib-builder")
+
+
+_hypothesis_profile()
