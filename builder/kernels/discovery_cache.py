@@ -46,6 +46,7 @@ _CODE = (
     "preprocess.py",
     "prelude.h",
     "discovery_cache.py",
+    "confinement.py",
 )
 
 

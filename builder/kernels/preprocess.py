@@ -32,6 +32,7 @@ from typing import IO
 
 from builder.errors import UsageError
 from builder.files.bounds import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
+from builder.kernels.confinement import TreeBounds, check_diagnostic, check_markers
 
 __all__ = [
     "CANDIDATES",
@@ -41,6 +42,7 @@ __all__ = [
     "STANDIN_DIR",
     "PreprocessError",
     "Preprocessor",
+    "check_regular",
     "find_preprocessor",
     "metal_defines",
     "operand",
@@ -348,7 +350,7 @@ def _split(text: str, entries: Sequence[str]) -> list[str] | None:
     return texts
 
 
-def _check_regular(cwd: Path, entry: str) -> None:
+def check_regular(cwd: Path, entry: str) -> None:
     """An entry file must be a regular file (a symlink to one is fine): a FIFO would hang the
     compiler, a device (``/dev/zero``) feed it without end."""
     try:
@@ -378,8 +380,14 @@ def preprocess(
     cwd: Path,
     *,
     line_markers: bool = False,
+    confine: TreeBounds | None = None,
 ) -> list[str]:
     """The preprocessed text of each of ``entries`` (relative to ``cwd``), in order.
+
+    ``confine`` (needs ``line_markers``): every file the preprocessor read must lie in these
+    bounds or be one of the tool's stand-ins, and a failed run's diagnostic is shown
+    only when it names no other file (``builder.kernels.confinement``): a tree's output must
+    hold nothing of a file outside it.
 
     A compiler driver preprocesses them all in one run (each file still gets its own front-end
     process; the driver's start-up, about 5 ms, is paid once). If that run fails, each file runs
@@ -389,7 +397,7 @@ def preprocess(
     too: then the message names the file that needs the time, memory or output).
     """
     for entry in entries:
-        _check_regular(cwd, entry)
+        check_regular(cwd, entry)
     # A name with a control character or an undecodable byte runs alone (entry_marker.h).
     if len(entries) > 1 and pp.batches and all(e.isprintable() for e in entries):
         command = preprocess_command(pp, entries, include_dirs, defines, line_markers=line_markers)
@@ -399,6 +407,8 @@ def preprocess(
             code, out = 1, ""
         texts = _split(out, entries) if code == 0 else None
         if texts is not None:
+            for entry, text in zip(entries, texts):
+                _confined(entry, text, "", cwd, confine)
             return texts
     result = []
     for entry in entries:
@@ -407,7 +417,22 @@ def preprocess(
             cwd,
             entry,
         )
+        _confined(entry, out, err if code != 0 else "", cwd, confine)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
         result.append(out)
     return result
+
+
+_OWN = (STANDIN_DIR, PRELUDE, ENTRY_MARKER)
+
+
+def _confined(entry: str, out: str, err: str, cwd: Path, bounds: TreeBounds | None) -> None:
+    """What ``preprocess`` says of ``confine``: the files ``out`` (possibly partial) read, then
+    the diagnostic ``err``, inside ``bounds`` or the stand-ins."""
+    if bounds is None:
+        return
+    bounds = bounds.with_own(_OWN)
+    check_markers(entry, out, cwd, bounds)
+    if err:
+        check_diagnostic(entry, err, cwd, bounds)

@@ -15,7 +15,14 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePath
 
-__all__ = ["ENTRY_SUFFIX", "HEADER_SUFFIXES", "entry_files", "path_matches", "tree_headers"]
+__all__ = [
+    "ENTRY_SUFFIX",
+    "HEADER_SUFFIXES",
+    "entry_files",
+    "path_matches",
+    "tree_headers",
+    "unmatched_glob",
+]
 
 ENTRY_SUFFIX = ".metal"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
@@ -36,6 +43,15 @@ def path_matches(relative: str, patterns: Iterable[str]) -> bool:
     """Whether ``relative`` (``/`` separators) matches any glob: fnmatch rules, where ``*`` also
     crosses ``/`` and ``**/`` also matches no folder."""
     return any(rx.match(relative) for p in patterns for rx in _glob_regexes(p))
+
+
+def unmatched_glob(patterns: Iterable[str], names: Sequence[str]) -> str | None:
+    """The first of ``patterns`` that matches none of ``names`` (:func:`path_matches` rules), or
+    None: a glob that selects nothing is a typo, and a silent one changes what is measured."""
+    for pattern in patterns:
+        if not any(path_matches(name, (pattern,)) for name in names):
+            return pattern
+    return None
 
 
 def _walk(source_dir: Path, suffixes: tuple[str, ...]) -> list[str]:
