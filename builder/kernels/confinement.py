@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
 from builder.kernels.definitions import marker_file, tree_path
-
-if TYPE_CHECKING:
-    from builder.kernels.tree_config import TreeConfig
 
 __all__ = [
     "OutsideTreeError",
     "TreeBounds",
     "check_diagnostic",
     "check_markers",
+    "check_run",
     "confine_entries",
     "confine_folders",
     "confine_preambles",
@@ -126,21 +123,27 @@ def confine_folders(
             )
 
 
-def confine_preambles(config: TreeConfig, source_dir: Path, trusted: Sequence[Path] = ()) -> None:
-    """OutsideTreeError naming the header and the folders when a ``[build.preambles]`` header,
-    its symlinks followed, lies outside ``source_dir``, the config's include folders and the
-    ``trusted`` ones (the command line's): a preamble is shipped inside the app, so a tree must
-    not pull ``/etc/shadow`` or a CI secret into it."""
-    if not config.preambles:
+def confine_preambles(
+    settings: Path | None,
+    preambles: Mapping[str, Sequence[Path]],
+    folders: Sequence[Path],
+    trusted: Sequence[Path] = (),
+) -> None:
+    """OutsideTreeError naming the header and the folders when a ``[build.preambles]`` header
+    of the ``settings`` file, its symlinks followed, lies outside ``folders`` (the source
+    folder and the file's include folders) and the ``trusted`` ones (the command line's): a
+    preamble is shipped inside the app, so a tree must not pull ``/etc/shadow`` or a CI secret
+    into it."""
+    if not preambles:
         return
-    roots = real_roots([source_dir, *config.include_dirs, *trusted])
-    for function, headers in config.preambles.items():
+    roots = real_roots([*folders, *trusted])
+    for function, headers in preambles.items():
         for header in headers:
             real = Path(os.path.realpath(header))
             if not inside(real, roots):
                 named = str(header) if real == Path(header) else f"{header} (-> {real})"
                 raise OutsideTreeError(
-                    f"{config.path}: [build.preambles] {function}: {named} is outside the "
+                    f"{settings}: [build.preambles] {function}: {named} is outside the "
                     f"source folder and its include folders ({_shown(roots)}); "
                     "pass -I DIR on the command line if the tree really needs its folder"
                 )
@@ -216,3 +219,17 @@ def check_diagnostic(entry: str, stderr: str, cwd: Path, bounds: TreeBounds) -> 
                 where = f"{tree_path(outer[0], cwd)}:{outer[1]}" if outer else entry
                 raise _outside_include(where, path, bounds)
         chain = []
+
+
+def check_run(
+    entry: str, out: str, err: str, cwd: Path, bounds: TreeBounds | None, own: Sequence[Path]
+) -> None:
+    """One preprocessor run of ``entry`` within ``bounds`` (None: unchecked) and the tool's
+    ``own`` files: the files its output ``out`` (partial when it failed) read, then its
+    diagnostic ``err`` ("" when it succeeded)."""
+    if bounds is None:
+        return
+    bounds = bounds.with_own(own)
+    check_markers(entry, out, cwd, bounds)
+    if err:
+        check_diagnostic(entry, err, cwd, bounds)

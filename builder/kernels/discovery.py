@@ -41,13 +41,7 @@ from builder.kernels.preprocess import (
 )
 from builder.kernels.runtime_only import RuntimeTemplate, candidate_headers, runtime_templates
 from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
-from builder.kernels.tree_files import (
-    ENTRY_SUFFIX,
-    entry_files,
-    path_matches,
-    tree_headers,
-    unmatched_glob,
-)
+from builder.kernels.tree_files import ENTRY_SUFFIX, check_excludes, entry_files, path_matches
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -174,7 +168,8 @@ def checked_entries(root: Path, config: TreeConfig) -> list[str]:
             origin = f" (from {config.path})" if config.path else ""
             raise UsageError(f"include folder {folder}{origin}: not a folder")
     everything = entry_files(root)
-    _check_excludes(root, config, everything)
+    settings = (config.path, config.file_exclude) if config.path else None
+    check_excludes(root, config.exclude, everything, settings)
     entries = [e for e in everything if not path_matches(e, config.exclude)]
     for entry in entries:
         check_regular(root, entry)  # a FIFO or a device named as such, wherever it is
@@ -187,29 +182,6 @@ def checked_entries(root: Path, config: TreeConfig) -> list[str]:
         raise UsageError(f"{root}: {detail}")
     confine_entries(root, entries, tree_bounds(root, config.include_dirs))
     return entries
-
-
-def _check_excludes(root: Path, config: TreeConfig, entries: list[str]) -> None:
-    """UsageError naming an exclude glob (``--exclude``, or the settings file's) that matches no
-    entry file or header of the tree: a typo that would silently measure what it meant to skip.
-    Headers count because an exclude also keeps a header from the run-time-only search."""
-    if unmatched_glob(config.exclude, entries) is None:
-        return
-    headers = tree_headers(root)
-    glob = unmatched_glob(config.exclude, [*entries, *headers])
-    if glob is None:
-        return
-    key = "--exclude"
-    if config.path is not None and glob in config.file_exclude:
-        key = f"{config.path}: [kernels] exclude"
-    raise UsageError(
-        f"{key} {glob!r} matches no entry file or header of {root} "
-        f"({_count(len(entries), 'entry file')}, {_count(len(headers), 'header')})"
-    )
-
-
-def _count(number: int, what: str) -> str:
-    return f"{number:,} {what}{'s' if number != 1 else ''}"
 
 
 def _batches(files: int, jobs: int, allowed: bool) -> list[tuple[int, int]]:

@@ -32,7 +32,7 @@ from typing import IO
 
 from builder.errors import UsageError
 from builder.files.bounds import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
-from builder.kernels.confinement import TreeBounds, check_diagnostic, check_markers
+from builder.kernels.confinement import TreeBounds, check_run
 
 __all__ = [
     "CANDIDATES",
@@ -57,6 +57,7 @@ STANDIN_DIR = Path(__file__).resolve().parent / "metal_headers"
 PRELUDE = Path(__file__).resolve().parent / "prelude.h"
 # Read after it when a run preprocesses several files: where each file's output starts.
 ENTRY_MARKER = Path(__file__).resolve().parent / "entry_marker.h"
+_OWN = (STANDIN_DIR, PRELUDE, ENTRY_MARKER)  # what a run may read besides the tree's files
 # Apple's headers a Metal source may include with angle brackets: the Metal Standard Library
 # headers of the Metal Shading Language Specification (chapter "Metal Standard Library"), the
 # MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
@@ -408,7 +409,7 @@ def preprocess(
         texts = _split(out, entries) if code == 0 else None
         if texts is not None:
             for entry, text in zip(entries, texts):
-                _confined(entry, text, "", cwd, confine)
+                check_run(entry, text, "", cwd, confine, _OWN)
             return texts
     result = []
     for entry in entries:
@@ -417,22 +418,8 @@ def preprocess(
             cwd,
             entry,
         )
-        _confined(entry, out, err if code != 0 else "", cwd, confine)
+        check_run(entry, out, err if code != 0 else "", cwd, confine, _OWN)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
         result.append(out)
     return result
-
-
-_OWN = (STANDIN_DIR, PRELUDE, ENTRY_MARKER)
-
-
-def _confined(entry: str, out: str, err: str, cwd: Path, bounds: TreeBounds | None) -> None:
-    """What ``preprocess`` says of ``confine``: the files ``out`` (possibly partial) read, then
-    the diagnostic ``err``, inside ``bounds`` or the stand-ins."""
-    if bounds is None:
-        return
-    bounds = bounds.with_own(_OWN)
-    check_markers(entry, out, cwd, bounds)
-    if err:
-        check_diagnostic(entry, err, cwd, bounds)

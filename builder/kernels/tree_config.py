@@ -1,7 +1,8 @@
 """``metallib.toml``: a kernel tree's settings, so users do not repeat flags.
 
 The file is optional. It sits in the source folder (or is named with ``--config FILE``); keys
-are kebab-case as in ``pyproject.toml``. Paths in it are relative to the file; globs are matched
+are kebab-case as in ``pyproject.toml``. The tree's own file names folders inside the tree only
+(``builder.kernels.confinement``). Paths in it are relative to the file; globs are matched
 against entry-file paths relative to the source folder. Command-line flags win (see
 :func:`merge_flags`). Unknown keys and wrong types stop with exit 2, naming the key and the file
 and suggesting the closest known key. Schema (docs/discovery.md):
@@ -9,7 +10,7 @@ and suggesting the closest known key. Schema (docs/discovery.md):
 .. code-block:: toml
 
     [kernels]
-    include-dirs = ["..", "../../.."]          # -I folders
+    include-dirs = ["shim"]                    # -I folders, inside the tree (others: -I)
     defines = ["MLX_METAL_JIT=0", "NDEBUG"]    # -D NAME[=VALUE]
     exclude = ["steel/**/*_nax.metal"]         # entry files to skip (fnmatch; * crosses /)
     metal-version = 320                        # __METAL_VERSION__ (default 310)
@@ -322,7 +323,8 @@ def find_config(
     else:
         candidate = Path(source_dir) / CONFIG_FILE
         config = load_config(candidate, source_dir) if candidate.is_file() else TreeConfig()
-    confine_preambles(config, Path(source_dir), trusted)
+    folders = (Path(source_dir), *config.include_dirs)
+    confine_preambles(config.path, config.preambles, folders, trusted)
     return config
 
 
