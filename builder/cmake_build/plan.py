@@ -351,9 +351,8 @@ def _discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path |
             "select catalog families; choose entry files with --exclude, and keep "
             "entry files AOT in JIT mode with [build] aot-only in metallib.toml"
         )
-    config = merge_flags(
-        find_config(source_dir, asked.config_file), asked.include_dirs, asked.defines, asked.exclude
-    )
+    settings = find_config(source_dir, asked.config_file, asked.include_dirs)
+    config = merge_flags(settings, asked.include_dirs, asked.defines, asked.exclude)
     std, version = _std_for(request, config)
     # the __METAL_VERSION__ the record step discovers with, too
     tree = discover_cached(source_dir, replace(config, metal_version=version), cache_file)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["FileRuns", "split_markers", "tree_path"]
+__all__ = ["FileRuns", "marker_file", "split_markers", "tree_path"]
 
 # GCC and clang: "# LINE "FILE" FLAGS..." at the start of a line; the name is a C string literal
 # (backslash and quote escaped, other bytes as octal escapes).
@@ -28,7 +28,8 @@ _MARKER = re.compile(r'^# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?', re.MULTILINE)
 _ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
 
 
-def _unescape(name: str) -> str:
+def marker_file(name: str) -> str:
+    """A line marker's file name (the text between its quotes) with its escapes undone."""
     if "\\" not in name:
         return name
     raw = _ESCAPE.sub(
@@ -69,7 +70,7 @@ def split_markers(text: str) -> tuple[str, FileRuns]:
         pieces.append(piece)
         length += len(piece)
         starts.append(length)
-        files.append(_unescape(match.group(1)))
+        files.append(marker_file(match.group(1)))
         last = match.end()
     pieces.append(text[last:])
     return "".join(pieces), FileRuns(starts, files)

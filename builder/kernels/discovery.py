@@ -28,18 +28,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
+from builder.kernels.confinement import confine_entries, tree_bounds
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.include_hint import with_hint
 from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_text
 from builder.kernels.preprocess import (
     PreprocessError,
+    check_regular,
     find_preprocessor,
     metal_defines,
     preprocess,
 )
 from builder.kernels.runtime_only import RuntimeTemplate, candidate_headers, runtime_templates
 from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
-from builder.kernels.tree_files import ENTRY_SUFFIX, entry_files, path_matches
+from builder.kernels.tree_files import ENTRY_SUFFIX, check_excludes, entry_files, path_matches
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -158,22 +160,28 @@ def is_catalog_tree(source_dir: Path) -> bool:
 
 def checked_entries(root: Path, config: TreeConfig) -> list[str]:
     """The entry files of a folder of ``.metal`` files, after checking what the settings name:
-    a missing folder, a missing ``-I`` folder or no entry file left is a UsageError (exit 2)."""
+    a missing folder, a missing ``-I`` folder, an exclude glob that matches nothing, an entry
+    file that resolves outside the tree or no entry file left is a UsageError (exit 2)."""
     if not root.is_dir():
         raise UsageError(f"{root}: not a folder")
     for folder in config.include_dirs:
         if not folder.is_dir():
             origin = f" (from {config.path})" if config.path else ""
             raise UsageError(f"include folder {folder}{origin}: not a folder")
-    entries = entry_files(root, config.exclude)
+    everything = entry_files(root)
+    settings = (config.path, config.file_exclude) if config.path else None
+    check_excludes(root, config.exclude, everything, settings)
+    entries = [e for e in everything if not path_matches(e, config.exclude)]
+    for entry in entries:
+        check_regular(root, entry)  # a FIFO or a device named as such, wherever it is
     if not entries:
-        everything = entry_files(root)
         detail = (
             f"all {len(everything)} entry files are excluded"
             if everything
             else f"no {ENTRY_SUFFIX} entry files and no {CATALOG_FILE}"
         )
         raise UsageError(f"{root}: {detail}")
+    confine_entries(root, entries, tree_bounds(root, config.include_dirs))
     return entries
 
 
@@ -216,6 +224,7 @@ def discover(
     pp = find_preprocessor(compiler)
     defines = metal_defines(config.defines, config.metal_version)
     include_dirs = [*config.include_dirs, root.resolve()]
+    bounds = tree_bounds(root, config.include_dirs)
 
     batches = _batches(len(entries), _jobs(jobs, len(entries)), pp.batches)
 
@@ -223,14 +232,22 @@ def discover(
 
     def work(first: int, stop: int) -> list[_EntryScan]:
         names = entries[first:stop]
-        texts = preprocess(pp, names, include_dirs, defines, root, line_markers=True)
+        texts = preprocess(
+            pp, names, include_dirs, defines, root, line_markers=True, confine=bounds
+        )
         return [_scan_entry(entry, text, where) for entry, text in zip(names, texts)]
 
     results: list[_EntryScan] = [_EntryScan([], {}, set()) for _ in entries]
     failures: dict[int, UsageError] = {}
     with ThreadPoolExecutor(max_workers=_jobs(jobs, len(batches))) as pool:
         runtime = pool.submit(
-            runtime_templates, root, candidate_headers(root, config), pp, include_dirs, defines
+            runtime_templates,
+            root,
+            candidate_headers(root, config, bounds),
+            pp,
+            include_dirs,
+            defines,
+            bounds,
         )
         futures = {pool.submit(work, a, b): (a, b) for a, b in batches}
         done = 0
@@ -381,5 +398,6 @@ def load_tree(
                 "only to a folder of .metal entry files"
             )
         return catalog_tree(source_dir, config=find_config(source_dir, config_file))
-    config = merge_flags(find_config(source_dir, config_file), include_dirs, defines, exclude)
+    settings = find_config(source_dir, config_file, include_dirs)
+    config = merge_flags(settings, include_dirs, defines, exclude)
     return discover(source_dir, config, jobs=jobs, compiler=compiler, on_progress=on_progress)

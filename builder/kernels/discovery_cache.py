@@ -48,6 +48,7 @@ _CODE = (
     "preprocess.py",
     "prelude.h",
     "discovery_cache.py",
+    "confinement.py",
 )
 
 

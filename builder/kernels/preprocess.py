@@ -33,6 +33,7 @@ from typing import IO
 from builder.errors import UsageError
 from builder.files.bounds import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
 from builder.files.reading import file_kind
+from builder.kernels.confinement import TreeBounds, check_run
 
 __all__ = [
     "CANDIDATES",
@@ -42,6 +43,7 @@ __all__ = [
     "STANDIN_DIR",
     "PreprocessError",
     "Preprocessor",
+    "check_regular",
     "find_preprocessor",
     "metal_defines",
     "operand",
@@ -56,6 +58,7 @@ STANDIN_DIR = Path(__file__).resolve().parent / "metal_headers"
 PRELUDE = Path(__file__).resolve().parent / "prelude.h"
 # Read after it when a run preprocesses several files: where each file's output starts.
 ENTRY_MARKER = Path(__file__).resolve().parent / "entry_marker.h"
+_OWN = (STANDIN_DIR, PRELUDE, ENTRY_MARKER)  # what a run may read besides the tree's files
 # Apple's headers a Metal source may include with angle brackets: the Metal Standard Library
 # headers of the Metal Shading Language Specification (chapter "Metal Standard Library"), the
 # MetalPerformancePrimitives framework header (MSL 4 tensor ops; MLX's NAX kernels include it)
@@ -349,7 +352,7 @@ def _split(text: str, entries: Sequence[str]) -> list[str] | None:
     return texts
 
 
-def _check_regular(cwd: Path, entry: str) -> None:
+def check_regular(cwd: Path, entry: str) -> None:
     """An entry file must be a regular file (a symlink to one is fine): a FIFO would hang the
     compiler, a device (``/dev/zero``) feed it without end."""
     try:
@@ -370,8 +373,14 @@ def preprocess(
     cwd: Path,
     *,
     line_markers: bool = False,
+    confine: TreeBounds | None = None,
 ) -> list[str]:
     """The preprocessed text of each of ``entries`` (relative to ``cwd``), in order.
+
+    ``confine`` (needs ``line_markers``): every file the preprocessor read must lie in these
+    bounds or be one of the tool's stand-ins, and a failed run's diagnostic is shown
+    only when it names no other file (``builder.kernels.confinement``): a tree's output must
+    hold nothing of a file outside it.
 
     A compiler driver preprocesses them all in one run (each file still gets its own front-end
     process; the driver's start-up, about 5 ms, is paid once). If that run fails, each file runs
@@ -381,7 +390,7 @@ def preprocess(
     too: then the message names the file that needs the time, memory or output).
     """
     for entry in entries:
-        _check_regular(cwd, entry)
+        check_regular(cwd, entry)
     # A name with a control character or an undecodable byte runs alone (entry_marker.h).
     if len(entries) > 1 and pp.batches and all(e.isprintable() for e in entries):
         command = preprocess_command(pp, entries, include_dirs, defines, line_markers=line_markers)
@@ -391,6 +400,8 @@ def preprocess(
             code, out = 1, ""
         texts = _split(out, entries) if code == 0 else None
         if texts is not None:
+            for entry, text in zip(entries, texts):
+                check_run(entry, text, "", cwd, confine, _OWN)
             return texts
     result = []
     for entry in entries:
@@ -399,6 +410,7 @@ def preprocess(
             cwd,
             entry,
         )
+        check_run(entry, out, err if code != 0 else "", cwd, confine, _OWN)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
         result.append(out)

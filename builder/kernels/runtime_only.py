@@ -25,6 +25,7 @@ discovery preprocesses them beside the entry files, in the same pool.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
 from builder.files.reading import read_source
+from builder.kernels.confinement import TreeBounds
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
 from builder.kernels.preprocess import PreprocessError, Preprocessor, preprocess
@@ -92,14 +94,19 @@ def _texts(
     pp: Preprocessor,
     include_dirs: Sequence[Path],
     defines: Sequence[str],
+    bounds: TreeBounds,
 ) -> list[str]:
     """Each header preprocessed as an entry file is (one run for all when they all do), or its
-    text as written when it does not preprocess alone."""
+    text as written when it does not preprocess alone; what it reads stays in ``bounds``."""
     try:
-        return preprocess(pp, headers, include_dirs, defines, root, line_markers=True)
+        return preprocess(
+            pp, headers, include_dirs, defines, root, line_markers=True, confine=bounds
+        )
     except PreprocessError:
         if len(headers) > 1:
-            return [t for h in headers for t in _texts([h], root, pp, include_dirs, defines)]
+            return [
+                t for h in headers for t in _texts([h], root, pp, include_dirs, defines, bounds)
+            ]
         return [read_source(root / headers[0]).decode("utf-8", "replace")]
 
 
@@ -119,9 +126,11 @@ def _defined_here(header: str, text: str, root: Path) -> list[str]:
     return names
 
 
-def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
+def candidate_headers(root: Path, config: TreeConfig, bounds: TreeBounds) -> list[str]:
     """The headers that may hold run-time-only kernels: reached by no entry file of the tree
-    (excluded ones included), named by no ``--exclude`` glob, and holding a shader word."""
+    (excluded ones included), named by no ``--exclude`` glob, and holding a shader word. A
+    header that is a symbolic link leading out of ``bounds`` (the tree and its include folders)
+    is no header of the tree: it is not read, and never embedded for its own sake."""
     headers = [h for h in tree_headers(root) if not path_matches(h, config.exclude)]
     if not headers:
         return []
@@ -130,7 +139,7 @@ def candidate_headers(root: Path, config: TreeConfig) -> list[str]:
     )
     found = []
     for header in headers:
-        if header in reached:
+        if header in reached or not bounds.allows(os.path.abspath(root / header)):
             continue
         try:
             if _STAGE.search(read_source(root / header)):
@@ -146,12 +155,14 @@ def runtime_templates(
     pp: Preprocessor,
     include_dirs: Sequence[Path],
     defines: Sequence[str],
+    bounds: TreeBounds,
 ) -> tuple[RuntimeTemplate, ...]:
     """The kernel templates each of ``headers`` (from :func:`candidate_headers`) defines
-    itself, in header order."""
+    itself, in header order; every file they read must lie in ``bounds`` (the tree and its
+    include folders; ``builder.kernels.confinement``)."""
     if not headers:
         return ()
-    texts = _texts(list(headers), root, pp, include_dirs, defines)
+    texts = _texts(list(headers), root, pp, include_dirs, defines, bounds)
     return tuple(
         RuntimeTemplate(t, header)
         for header, text in zip(headers, texts)

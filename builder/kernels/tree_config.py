@@ -1,7 +1,8 @@
 """``metallib.toml``: a kernel tree's settings, so users do not repeat flags.
 
 The file is optional. It sits in the source folder (or is named with ``--config FILE``); keys
-are kebab-case as in ``pyproject.toml``. Paths in it are relative to the file; globs are matched
+are kebab-case as in ``pyproject.toml``. The tree's own file names folders inside the tree only
+(``builder.kernels.confinement``). Paths in it are relative to the file; globs are matched
 against entry-file paths relative to the source folder. Command-line flags win (see
 :func:`merge_flags`). Unknown keys and wrong types stop with exit 2, naming the key and the file
 and suggesting the closest known key. Schema (docs/discovery.md):
@@ -9,7 +10,7 @@ and suggesting the closest known key. Schema (docs/discovery.md):
 .. code-block:: toml
 
     [kernels]
-    include-dirs = ["..", "../../.."]          # -I folders
+    include-dirs = ["shim"]                    # -I folders, inside the tree (others: -I)
     defines = ["MLX_METAL_JIT=0", "NDEBUG"]    # -D NAME[=VALUE]
     exclude = ["steel/**/*_nax.metal"]         # entry files to skip (fnmatch; * crosses /)
     metal-version = 320                        # __METAL_VERSION__ (default 310)
@@ -40,6 +41,7 @@ from builder.errors import UsageError
 from builder.files.bounds import brief
 from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
+from builder.kernels.confinement import confine_folders, confine_preambles, inside
 from builder.kernels.preprocess import parse_define
 
 __all__ = [
@@ -47,7 +49,6 @@ __all__ = [
     "ConfigError",
     "TreeConfig",
     "build_library",
-    "confine_preambles",
     "control_character",
     "find_config",
     "library_problem",
@@ -96,6 +97,8 @@ class TreeConfig:
     """``-D`` arguments ``NAME[=VALUE]``; for one NAME the later one wins (flags come last)."""
     exclude: tuple[str, ...] = ()
     """Globs of entry files (relative to the source folder) that discovery skips."""
+    file_exclude: tuple[str, ...] = ()
+    """Those of ``exclude`` the settings file gave (the others came from ``--exclude``)."""
     metal_version: int | None = None
     """``__METAL_VERSION__`` (MSL version x 100); None means the default, 310."""
     library: str | None = None
@@ -244,8 +247,10 @@ def _under(base: Path, relative: str) -> Path:
     return Path(os.path.normpath(base / relative))
 
 
-def load_config(path: Path) -> TreeConfig:
-    """Read and check ``path``; relative paths in it become absolute (relative to its folder)."""
+def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
+    """Read and check ``path``; relative paths in it become absolute (relative to its folder).
+    With ``tree`` (the file is the tree's own), its include folders must lie inside ``tree``
+    (``builder.kernels.confinement``)."""
     path = Path(path)
     try:  # a FIFO, a device or an endless file is refused, naming it
         data = read_bytes(path, "the settings")
@@ -268,11 +273,16 @@ def load_config(path: Path) -> TreeConfig:
             raise ConfigError(
                 f"{path}: [build.preambles] {name} must be {exc}, got {brief(headers)}"
             ) from None
+    folders = kernels.get("include-dirs", ())
+    include_dirs = tuple(_under(base, d) for d in folders)
+    if tree is not None:
+        confine_folders(path, "[kernels] include-dirs", folders, include_dirs, tree)
     return TreeConfig(
         path=path,
-        include_dirs=tuple(_under(base, d) for d in kernels.get("include-dirs", ())),
+        include_dirs=include_dirs,
         defines=kernels.get("defines", ()),
         exclude=kernels.get("exclude", ()),
+        file_exclude=kernels.get("exclude", ()),
         metal_version=kernels.get("metal-version"),
         library=build.get("library"),
         aot_only=build.get("aot-only", ()),
@@ -283,46 +293,34 @@ def load_config(path: Path) -> TreeConfig:
     )
 
 
-def find_config(source_dir: Path, explicit: Path | None = None) -> TreeConfig:
+def find_config(
+    source_dir: Path, explicit: Path | None = None, include_dirs: Sequence[Path] = ()
+) -> TreeConfig:
     """``explicit`` (must exist), else ``source_dir/metallib.toml`` if present, else defaults.
 
-    Its preamble headers must lie in the source folder or one of its include folders
-    (:func:`confine_preambles`)."""
+    The tree's own file (``source_dir/metallib.toml``, or an ``explicit`` one that lies in the
+    tree) names include folders inside the tree only; a file elsewhere named with ``--config``
+    is the operator's, as the command line's ``-I`` folders are. Preamble headers must lie in
+    the source folder, an include folder (the file's or ``include_dirs``, the command line's)
+    or the operator's file's folder (``confinement.confine_preambles``)."""
+    root = Path(os.path.realpath(source_dir))
+    trusted: tuple[Path, ...] = tuple(include_dirs)
     if explicit is not None:
         if not Path(explicit).exists():
             raise ConfigError(f"--config {explicit}: no such file")
-        config = load_config(Path(explicit))
+        # A file named on the command line is the operator's, unless it is the tree's own.
+        folder = Path(explicit).resolve().parent
+        owned = inside(Path(os.path.realpath(explicit)), (root,))
+        config = load_config(Path(explicit), source_dir if owned else None)
+        trusted += () if owned else (folder,)
     else:
         # Any metallib.toml that is there is read: one that is a FIFO, a link to /dev/zero or a
         # dangling link is refused, not taken for "no settings".
         candidate = Path(source_dir) / CONFIG_FILE
-        config = load_config(candidate) if os.path.lexists(candidate) else TreeConfig()
-    # A file named on the command line is the operator's: its own folder may hold preambles.
-    trusted = (Path(explicit).resolve().parent,) if explicit is not None else ()
-    confine_preambles(config, Path(source_dir), trusted)
+        config = load_config(candidate, source_dir) if os.path.lexists(candidate) else TreeConfig()
+    folders = (Path(source_dir), *config.include_dirs)
+    confine_preambles(config.path, config.preambles, folders, trusted)
     return config
-
-
-def confine_preambles(config: TreeConfig, source_dir: Path, trusted: Sequence[Path] = ()) -> None:
-    """ConfigError naming the header and the folders when a ``[build.preambles]`` header, its
-    symlinks followed, lies outside ``source_dir``, the config's include folders and the
-    ``trusted`` ones: a preamble is shipped inside the app, so a tree must not pull
-    ``/etc/shadow`` or a CI secret into it. A tree that needs a header elsewhere lists that
-    folder in ``[kernels] include-dirs``."""
-    if not config.preambles:
-        return
-    roots = [Path(os.path.realpath(d)) for d in (source_dir, *config.include_dirs, *trusted)]
-    for function, headers in config.preambles.items():
-        for header in headers:
-            real = Path(os.path.realpath(header))
-            if not any(real.is_relative_to(root) for root in roots):
-                shown = ", ".join(str(r) for r in roots)
-                named = str(header) if real == Path(header) else f"{header} (-> {real})"
-                raise ConfigError(
-                    f"{config.path}: [build.preambles] {function}: {named} is outside the "
-                    f"source folder and its include folders ({shown}); add its folder to "
-                    "[kernels] include-dirs if the tree really needs it"
-                )
 
 
 def merge_flags(

@@ -15,7 +15,17 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePath
 
-__all__ = ["ENTRY_SUFFIX", "HEADER_SUFFIXES", "entry_files", "path_matches", "tree_headers"]
+from builder.errors import UsageError
+
+__all__ = [
+    "ENTRY_SUFFIX",
+    "HEADER_SUFFIXES",
+    "check_excludes",
+    "entry_files",
+    "path_matches",
+    "tree_headers",
+    "unmatched_glob",
+]
 
 ENTRY_SUFFIX = ".metal"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
@@ -36,6 +46,42 @@ def path_matches(relative: str, patterns: Iterable[str]) -> bool:
     """Whether ``relative`` (``/`` separators) matches any glob: fnmatch rules, where ``*`` also
     crosses ``/`` and ``**/`` also matches no folder."""
     return any(rx.match(relative) for p in patterns for rx in _glob_regexes(p))
+
+
+def unmatched_glob(patterns: Iterable[str], names: Sequence[str]) -> str | None:
+    """The first of ``patterns`` that matches none of ``names`` (:func:`path_matches` rules), or
+    None: a glob that selects nothing is a typo, and a silent one changes what is measured."""
+    for pattern in patterns:
+        if not any(path_matches(name, (pattern,)) for name in names):
+            return pattern
+    return None
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number:,} {what}{'s' if number != 1 else ''}"
+
+
+def check_excludes(
+    root: Path,
+    exclude: Sequence[str],
+    entries: Sequence[str],
+    origin: tuple[Path, Sequence[str]] | None = None,
+) -> None:
+    """UsageError naming an exclude glob that matches no entry file (``entries``: all of them)
+    or header of the tree at ``root``: a typo that would silently measure what it meant to skip.
+    Headers count because an exclude also keeps a header from the run-time-only search.
+    ``origin``: the settings file and the globs it gave (the others came from ``--exclude``)."""
+    if unmatched_glob(exclude, entries) is None:
+        return
+    headers = tree_headers(root)
+    glob = unmatched_glob(exclude, [*entries, *headers])
+    if glob is None:
+        return
+    key = f"{origin[0]}: [kernels] exclude" if origin and glob in origin[1] else "--exclude"
+    raise UsageError(
+        f"{key} {glob!r} matches no entry file or header of {root} "
+        f"({_count(len(entries), 'entry file')}, {_count(len(headers), 'header')})"
+    )
 
 
 def _walk(source_dir: Path, suffixes: tuple[str, ...]) -> list[str]:

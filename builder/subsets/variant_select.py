@@ -17,12 +17,14 @@ would this split keep?" without writing anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
 from builder.kernels.discovery import path_matches
+from builder.kernels.tree_files import entry_files, unmatched_glob
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
@@ -43,7 +45,17 @@ AOT_ONLY = "named by [build] aot-only in metallib.toml"
 
 def held_aot(tree: KernelTree) -> dict[str, str]:
     """Entry files that stay AOT in every split, in tree order, with the reason (shown in the
-    tables and JSON of ``variants`` and in ``build``'s plan)."""
+    tables and JSON of ``variants`` and in ``build``'s plan). An ``aot-only`` glob that matches
+    no entry file is a UsageError naming it: the file it meant would silently go JIT."""
+    if unmatched_glob(tree.config.aot_only, tree.sources) is not None:
+        # one that names only excluded files keeps nothing AOT, and is no typo
+        every = entry_files(tree.root) if tree.kind == "discovered" else tree.sources
+        missing = unmatched_glob(tree.config.aot_only, every)
+        if missing is not None:
+            raise UsageError(
+                f"{tree.config.path}: [build] aot-only {missing!r} matches no entry file of "
+                f"{tree.root} ({_counted(every)})"
+            )
     own = tree.own_templates()
     held: dict[str, str] = {}
     for source in tree.sources:
@@ -88,6 +100,8 @@ class LibraryIndex:
     function_count: int
     missing: int
     """Kernels the tree lists that the library does not have (another release, other -D)."""
+    root: Path | None = None
+    """The kernel tree the entry files are in (named when a glob matches none of them)."""
 
     def kept(self, jit: Iterable[str]) -> list[int]:
         """Ascending indices of the functions a variant with ``jit`` entry files keeps."""
@@ -146,7 +160,7 @@ def index_library(
         for source, indices in members.items()
     }
     missing = sum(1 for name in source_of if name not in present)
-    return LibraryIndex(entries, tuple(other), len(names), missing)
+    return LibraryIndex(entries, tuple(other), len(names), missing, tree.root)
 
 
 def _matching(index: LibraryIndex, option: str, value: str) -> set[str]:
@@ -161,9 +175,16 @@ def _matching(index: LibraryIndex, option: str, value: str) -> set[str]:
     for glob in globs:
         hits = {s for s in index.entries if path_matches(s, [glob])}
         if not hits:
-            raise UsageError(f"{option} {glob!r} matches no entry file of the tree")
+            raise UsageError(
+                f"{option} {glob!r} matches no entry file of {index.root or 'the tree'} "
+                f"({_counted(index.entries)}, after exclusions)"
+            )
         found |= hits
     return found
+
+
+def _counted(entries: Sized) -> str:
+    return f"{len(entries):,} entry file{'s' if len(entries) != 1 else ''}"
 
 
 def _movable(index: LibraryIndex, sources: Iterable[str]) -> tuple[str, ...]:

@@ -95,11 +95,8 @@ def test_a_preamble_symlinked_out_of_the_tree_names_both(tmp_path: Path, cli: Cl
             "outside the source folder",
             str(tree),
         )
-    # the way out for a tree that needs it: name the folder as an include folder
-    (tree / "metallib.toml").write_text(
-        f'[kernels]\ninclude-dirs = ["{tmp_path}"]\n[build.preambles]\nx = "inner.h"\n'
-    )
-    code, _, err = cli("kernels", "--source-dir", tree)
+    # the way out for a tree that needs it: the user names the folder on the command line
+    code, _, err = cli("kernels", "--source-dir", tree, "-I", tmp_path)
     assert code == 0, err
 
 

@@ -3,7 +3,9 @@
 The stand-in (tests/cmake_build/standin/) records each call in $METAL_STANDIN_LOG;
 ``StandinBuild`` configures the project's top-level CMakeLists.txt against it and reads that log
 back. ``mlx_tree`` is a private copy of the MLX-style entry files (tests/data/mlx_style) whose
-include folder is the real MLX headers of an mlx-metal wheel.
+include folder is the real MLX headers of an mlx-metal wheel, copied into the tree (a tree's own
+metallib.toml names folders inside the tree only: docs/security.md) under a hidden folder, which
+discovery does not walk for entry files or headers of its own.
 """
 
 from __future__ import annotations
@@ -51,11 +53,17 @@ def kernel_tree(tmp_path: Path) -> Path:
     return dest
 
 
+TREE_HEADERS = ".mlx_headers"
+"""Where ``copy_mlx_tree`` puts the MLX headers, inside the tree."""
+
+
 def copy_mlx_tree(dest: Path, mlx_style: Path, mlx_headers: Path) -> Path:
-    """Copy the MLX-style entry files to ``dest`` with a metallib.toml naming the real headers."""
+    """Copy the MLX-style entry files to ``dest``, the real headers into ``dest/.mlx_headers``,
+    with a metallib.toml naming that folder."""
     shutil.copytree(mlx_style, dest, ignore=shutil.ignore_patterns("*.md"))
+    shutil.copytree(mlx_headers, dest / TREE_HEADERS)
     (dest / "metallib.toml").write_text(
-        f'[kernels]\ninclude-dirs = ["{mlx_headers.as_posix()}"]\n[build]\nlibrary = "mlx"\n'
+        f'[kernels]\ninclude-dirs = ["{TREE_HEADERS}"]\n[build]\nlibrary = "mlx"\n'
     )
     return dest
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from cmake_build.conftest import StandinBuild, copy_mlx_tree
+from cmake_build.conftest import TREE_HEADERS, StandinBuild, copy_mlx_tree
 from kernels.discovery.expected import BY_FILE
 from mlx_tree import DATA
 
@@ -146,12 +145,10 @@ def test_report_by_source_of_the_build_dir(built_once) -> None:  # type: ignore[
 def test_touching_a_header_rebuilds_exactly_the_entry_files_that_reach_it(
     tmp_path: Path, mlx_headers: Path, cxx_available: None
 ) -> None:
-    # the headers are this test's own copy: touching the shared ones would make other tests
+    # the headers are the tree's own copy: touching the shared ones would make other tests
     # (other workers) rebuild what they did not change
-    private = tmp_path / "headers"
-    shutil.copytree(mlx_headers, private)
-    mlx_headers = private
-    tree = copy_mlx_tree(tmp_path / "tree", DATA, private)
+    tree = copy_mlx_tree(tmp_path / "tree", DATA, mlx_headers)
+    mlx_headers = tree / TREE_HEADERS
     aot_built = StandinBuild(tmp_path / "build", tree, tmp_path / "standin.log")
     aot_built.configure()
     aot_built.ninja()

@@ -62,12 +62,11 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     tree_dir = tmp_path / "tree"
     shutil.copytree(mlx_style, tree_dir)
     (tree_dir / "metallib.toml").write_text(
-        f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
         "[build.preambles]\n"
         f'unary_family = ["{mlx_headers}/{KERNELS}/unary_ops.h", '
         f'"{mlx_headers}/{KERNELS}/unary.h"]\n'
     )
-    tree = load_tree(tree_dir)
+    tree = load_tree(tree_dir, include_dirs=[mlx_headers])
     specs = jit_preambles(tree, ["unary_subset.metal"])
     assert [(s.function, len(s.headers)) for s in specs] == [
         ("utils", 1),
@@ -76,11 +75,10 @@ def test_metallib_toml_names_preambles_and_clashes_are_errors(
     ]
     # a configured name equal to an unconfigured header's stem names two different things
     (tree_dir / "metallib.toml").write_text(
-        f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
         f'[build.preambles]\nutils = ["{mlx_headers}/{KERNELS}/unary.h"]\n'
     )
     with pytest.raises(UsageError, match="utils"):
-        jit_preambles(load_tree(tree_dir), ["unary_subset.metal"])
+        jit_preambles(load_tree(tree_dir, include_dirs=[mlx_headers]), ["unary_subset.metal"])
 
 
 def test_an_entry_file_named_like_its_header_needs_only_the_header(

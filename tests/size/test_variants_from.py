@@ -427,13 +427,13 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     shutil.copytree(DATA, tree)
     kernels = mlx_headers / "mlx/backend/metal/kernels"
     (tree / "metallib.toml").write_text(
-        f'[kernels]\ninclude-dirs = ["{mlx_headers}"]\n'
         '[build]\nlibrary = "kernels"\naot-only = ["unary_*.metal"]\n'
         f'[build.preambles]\ncommon = ["{kernels / "utils.h"}", "{kernels / "binary_ops.h"}"]\n'
     )
     movable = {s for s in BY_FILE if s != "unary_subset.metal"} - HELD
     least = _size_with_jit(library, movable)
     args = ["variants", "--from", str(library), "--source-dir", str(tree), "--format", "json"]
+    args += ["-I", str(mlx_headers)]  # a folder outside the tree: the command line's
     code, out, err = run_cli([*args, "-o", str(tmp_path / "v"), "--budget", str(least)], capsys)
     assert code == 0, err
     variants = _variants(json.loads(out))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from kernels.discovery.expected import BY_FILE, VERSIONED_320
 
+from builder.errors import UsageError
 from builder.kernels.discovery import load_tree
 from builder.kernels.tree_config import ConfigError, load_config, merge_flags
 
@@ -63,22 +64,43 @@ def test_flags_win(tmp_path: Path) -> None:
 
 @pytest.mark.realdata
 def test_tree_reads_its_metallib_toml(tree_copy: Path, mlx_headers: Path, tmp_path: Path) -> None:
-    # include-dirs relative to the file: the headers are reached through a sibling link.
-    (tmp_path / "headers").symlink_to(mlx_headers, target_is_directory=True)
+    # include-dirs relative to the file, inside the tree; the headers come with -I.
+    (tree_copy / "inc").mkdir()
     _write(
         tree_copy,
-        '[kernels]\ninclude-dirs = ["../headers"]\nexclude = ["tiles/*"]\nmetal-version = 320\n',
+        '[kernels]\ninclude-dirs = ["inc"]\nexclude = ["tiles/*"]\nmetal-version = 320\n',
     )
-    tree = load_tree(tree_copy)
+    tree = load_tree(tree_copy, include_dirs=[mlx_headers])
     assert tree.config.path == tree_copy / "metallib.toml"
+    assert tree.config.include_dirs == (mlx_headers, tree_copy / "inc")
     assert set(tree.sources) == set(BY_FILE) - {"tiles/tile_copy.metal"}
     versioned = {r.name for r in tree.kernels if r.source == "versioned.metal"}
     assert versioned == VERSIONED_320
     # A flag wins over metal-version; --config replaces the folder's file.
-    tree = load_tree(tree_copy, defines=["__METAL_VERSION__=310"])
+    tree = load_tree(tree_copy, include_dirs=[mlx_headers], defines=["__METAL_VERSION__=310"])
     assert "before_msl32" in {r.name for r in tree.kernels}
+    # a file outside the tree is the operator's: its folders may be anywhere
+    (tmp_path / "headers").symlink_to(mlx_headers, target_is_directory=True)
     other = _write(tmp_path / "elsewhere", '[kernels]\ninclude-dirs = ["../headers"]\n', "x.toml")
     assert "tiles/tile_copy.metal" in load_tree(tree_copy, config_file=other).sources
+
+
+@pytest.mark.parametrize("value", ["../headers", "/etc", "link"])
+def test_the_trees_own_include_dirs_stay_in_the_tree(value: str, tmp_path: Path) -> None:
+    """``..`` out of the tree, an absolute folder elsewhere and a symlinked folder inside the
+    tree pointing out: each names the key and the value (folders from -I are the user's)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.metal").write_text("kernel void ka() {}\n")
+    (tmp_path / "headers").mkdir()
+    (tree / "link").symlink_to(tmp_path / "headers", target_is_directory=True)
+    path = _write(tree, f'[kernels]\ninclude-dirs = ["{value}"]\n')
+    with pytest.raises(UsageError) as info:
+        load_tree(tree)
+    message = str(info.value)
+    assert message.startswith(f"{path}: [kernels] include-dirs {value!r} resolves to ")
+    assert f"outside the tree {tree}" in message and "-I" in message
+    assert len(load_tree(tree, config_file=_write(tmp_path, "", "empty.toml")).kernels) == 1
 
 
 @pytest.mark.parametrize(
