@@ -27,7 +27,7 @@ from _timing import ENV, ROOT
 
 sys.path.insert(0, str(ROOT))
 
-MODES = {  # name -> metal_add_jit_library options
+MODES = {  # name -> metallib_add_jit_library options
     "no-dedup": "NO_DEDUP",
     "dedup": "",
     "no-dedup+zlib": "NO_DEDUP COMPRESS",
@@ -51,7 +51,7 @@ def build(root: Path, families: list[str], options: str, jobs: int) -> dict[str,
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.25)\nproject(bench LANGUAGES CXX)\n"
         f'list(APPEND CMAKE_MODULE_PATH "{(ROOT / "cmake").as_posix()}")\ninclude(MetalJit)\n'
-        f'metal_add_jit_library(mbjit SOURCE_DIR "{(ROOT / "metal_src").as_posix()}"\n'
+        f'metallib_add_jit_library(mbjit SOURCE_DIR "{(ROOT / "metal_src").as_posix()}"\n'
         f'  FAMILIES {" ".join(families)} {options} PYTHON "{sys.executable}")\n',
         encoding="utf-8",
     )

@@ -1,5 +1,6 @@
 # MetalAot.cmake: compile .metal files ahead of time into one metallib. Plain CMake: no Python, no
-# catalog; any project with .metal files can use it.
+# catalog; any project with .metal files can use it. Including it defines functions (and
+# METALLIB_DEFAULT_FLAGS) only; the compiler is found at the first call (MetalToolchain.cmake).
 #
 #   include(MetalAot)
 #   metallib_add_metallib(<name>
@@ -8,25 +9,30 @@
 #       [DEFINES <NAME[=VALUE]>...]         # -D
 #       [FLAGS <flag>...]                   # default: ${METALLIB_DEFAULT_FLAGS}; FLAGS alone: none
 #       [STD <metal3.1|macos-metal2.4|...>] # -std=
-#       [DEPLOYMENT_TARGET <version>]       # -mmacosx-version-min= (iOS forms by SDK), compile + link
-#       [SDK <macosx|iphoneos|iphonesimulator>]  # default ${METAL_SDK}; used through xcrun
+#       [DEPLOYMENT_TARGET <version>]       # -mmacosx-version-min= (iOS forms by SDK), compile
+#                                           # and link; default: CMAKE_OSX_DEPLOYMENT_TARGET
+#       [SDK <macosx|iphoneos|iphonesimulator>]  # default METALLIB_SDK, else macosx; via xcrun
+#       [COMPILER_LAUNCHER <command>...]    # in front of every compile (ccache, a remote
+#                                           # executor); default METALLIB_COMPILER_LAUNCHER
 #       [OUTPUT <file.metallib>]            # default ${CMAKE_CURRENT_BINARY_DIR}/<name>.metallib
-#       [SOURCE_ROOT <dir>])                # .air paths mirror sources below it (default: the
+#       [SOURCE_ROOT <dir>]                 # .air paths mirror sources below it (default: the
 #                                           # current source dir; others by file name)
+#       [INSTALL DESTINATION <dir> [COMPONENT <component>]])  # install(FILES <OUTPUT> ...)
 #
 # Each source is compiled exactly once, by its own custom command:
-#   [METAL_COMPILER_LAUNCHER...] <metal> -x metal <FLAGS> [-std=STD] [-m<os>-version-min=V]
+#   [COMPILER_LAUNCHER...] <metal> -x metal <FLAGS> [-std=STD] [-m<os>-version-min=V]
 #       -D... -I... -c x.metal -o <name>.air/x.air -MMD -MF <name>.air/x.d
 # with DEPFILE: the compiler writes the headers it read, so touching a header rebuilds exactly the
 # .air files whose sources reach it; no header is listed by hand (MLX's build_kernel(... DEPENDS)
 # lists them and misses some). One command links them all through the same driver:
 #   <metal> [-m<os>-version-min=V] -o <OUTPUT> a.air b.air ...
 # <metal> is `xcrun -sdk <SDK> metal` when the compiler was found through xcrun (MetalToolchain).
-# <name> is an ALL target; its properties METALLIB_OUTPUT, METALLIB_SOURCES and METALLIB_AIR_FILES
-# (same order as the sources) say what it builds.
+# <name> is an ALL target; its properties METALLIB_OUTPUT, METALLIB_SOURCES, METALLIB_AIR_FILES
+# (same order as the sources) and METALLIB_DEPLOYMENT_TARGET (what the compiles got, or empty) say
+# what it builds.
 
 include_guard(GLOBAL)
-include(MetalToolchain)
+include("${CMAKE_CURRENT_LIST_DIR}/MetalToolchain.cmake")
 
 # Metal compiles with fast math unless told otherwise (MSL specification, "Math Intrinsics
 # Compiler Options"; MTLCompileOptions.fastMathEnabled defaults to true): kernels that use
@@ -47,21 +53,51 @@ function(_metallib_version_flag out sdk version)
   endif()
 endfunction()
 
+# _metallib_install_args(<out> <caller> [DESTINATION <dir> [COMPONENT <component>]]): the
+# arguments of install(FILES) after the file, or "" when INSTALL was not given.
+function(_metallib_install_args out me)
+  set(${out} "" PARENT_SCOPE)
+  if(ARGC EQUAL 2)
+    return()
+  endif()
+  cmake_parse_arguments(PARSE_ARGV 2 inst "" "DESTINATION;COMPONENT" "")
+  if(inst_UNPARSED_ARGUMENTS OR NOT inst_DESTINATION)
+    message(FATAL_ERROR "${me}: INSTALL takes DESTINATION <dir> [COMPONENT <component>], "
+                        "not '${ARGN}'")
+  endif()
+  set(args DESTINATION "${inst_DESTINATION}")
+  if(inst_COMPONENT)
+    list(APPEND args COMPONENT "${inst_COMPONENT}")
+  endif()
+  set(${out} ${args} PARENT_SCOPE)
+endfunction()
+
 function(metallib_add_metallib name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg ""
-    "STD;DEPLOYMENT_TARGET;SDK;OUTPUT;SOURCE_ROOT" "SOURCES;INCLUDE_DIRECTORIES;DEFINES;FLAGS")
+  set(me "metallib_add_metallib(${name})")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "STD;DEPLOYMENT_TARGET;SDK;OUTPUT;SOURCE_ROOT"
+    "SOURCES;INCLUDE_DIRECTORIES;DEFINES;FLAGS;COMPILER_LAUNCHER;INSTALL")
   if(arg_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "metallib_add_metallib(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+    message(FATAL_ERROR "${me}: unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
   if(NOT arg_SOURCES)
-    message(FATAL_ERROR "metallib_add_metallib(${name}): SOURCES is required")
+    message(FATAL_ERROR "${me}: SOURCES is required")
   endif()
   if(NOT DEFINED arg_FLAGS AND NOT "FLAGS" IN_LIST arg_KEYWORDS_MISSING_VALUES)
     set(arg_FLAGS ${METALLIB_DEFAULT_FLAGS})
   endif()
-  if(NOT arg_SDK)
-    set(arg_SDK "${METAL_SDK}")
+  _metallib_default_sdk(arg_SDK "${arg_SDK}")
+  if(NOT DEFINED arg_COMPILER_LAUNCHER
+     AND NOT "COMPILER_LAUNCHER" IN_LIST arg_KEYWORDS_MISSING_VALUES)
+    set(arg_COMPILER_LAUNCHER ${METALLIB_COMPILER_LAUNCHER})
   endif()
+  # The caller's CMAKE_OSX_DEPLOYMENT_TARGET, as CMake gives it to C and C++ compiles.
+  if(NOT arg_DEPLOYMENT_TARGET AND CMAKE_OSX_DEPLOYMENT_TARGET)
+    set(arg_DEPLOYMENT_TARGET "${CMAKE_OSX_DEPLOYMENT_TARGET}")
+  endif()
+  if("INSTALL" IN_LIST arg_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "${me}: INSTALL takes DESTINATION <dir> [COMPONENT <component>]")
+  endif()
+  _metallib_install_args(install "${me}" ${arg_INSTALL})
   if(NOT arg_OUTPUT)
     set(arg_OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/${name}.metallib")
   endif()
@@ -69,8 +105,8 @@ function(metallib_add_metallib name)
     set(arg_SOURCE_ROOT "${CMAKE_CURRENT_SOURCE_DIR}")
   endif()
   get_filename_component(source_root "${arg_SOURCE_ROOT}" ABSOLUTE)
-  metal_find_toolchain(REQUIRED)
-  metal_compiler_command(metal SDK "${arg_SDK}")
+  metallib_find_toolchain(REQUIRED SDK "${arg_SDK}")
+  metallib_compiler_command(metal SDK "${arg_SDK}")
 
   set(version_flag "")
   if(arg_DEPLOYMENT_TARGET)
@@ -101,7 +137,7 @@ function(metallib_add_metallib name)
     endif()
     string(REGEX REPLACE "\\.[^./]*$" "" stem "${rel}")
     if(stem IN_LIST seen)
-      message(FATAL_ERROR "metallib_add_metallib(${name}): two sources would compile to "
+      message(FATAL_ERROR "${me}: two sources would compile to "
                           "${stem}.air; give a SOURCE_ROOT that holds them both")
     endif()
     list(APPEND seen "${stem}")
@@ -109,7 +145,7 @@ function(metallib_add_metallib name)
     set(dep "${air_dir}/${stem}.d")
     add_custom_command(
       OUTPUT "${air}"
-      COMMAND ${METAL_COMPILER_LAUNCHER} ${metal} ${compile_flags}
+      COMMAND ${arg_COMPILER_LAUNCHER} ${metal} ${compile_flags}
               -c "${src}" -o "${air}" -MMD -MF "${dep}"
       DEPENDS "${src}"
       DEPFILE "${dep}"
@@ -129,5 +165,9 @@ function(metallib_add_metallib name)
   set_target_properties(${name} PROPERTIES
     METALLIB_OUTPUT "${arg_OUTPUT}"
     METALLIB_AIR_FILES "${airs}"
-    METALLIB_SOURCES "${sources}")
+    METALLIB_SOURCES "${sources}"
+    METALLIB_DEPLOYMENT_TARGET "${arg_DEPLOYMENT_TARGET}")
+  if(install)
+    install(FILES "${arg_OUTPUT}" ${install})
+  endif()
 endfunction()

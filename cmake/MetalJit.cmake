@@ -1,7 +1,7 @@
 # MetalJit: a host C++ library embedding Metal kernel sources for run-time compilation.
 #
 #   include(MetalJit)
-#   metal_add_jit_library(<target>
+#   metallib_add_jit_library(<target>
 #     SOURCE_DIR <kernel tree root>      # a directory with catalog.json (e.g. metal_src)
 #     FAMILIES <family>...               # catalog families to embed; none = empty registry
 #     [DTYPES <dtype>...]                # dtype selection (default: all)
@@ -9,7 +9,7 @@
 #     [NO_DEDUP]                         # store shared headers once per family (benchmarks)
 #     [STRIP_COMMENTS]                   # leave comments out of the embedded text
 #     [NAMESPACE <ns>]                   # C++ namespace of the registry (default metal_jit)
-#     [PYTHON <python executable>])      # default: Python_EXECUTABLE, else find_package(Python)
+#     [PYTHON <python executable>])      # default: METALLIB_BUILDER_PYTHON, else FindPython3's
 #
 # For each family a build-time custom command runs `python -m builder.jit family`, which
 # inlines the family header's quoted includes (each file once, #line markers, angle includes
@@ -19,31 +19,28 @@
 # what each family embeds (docs/jit.md). The library exposes metal_jit/registry.h (C++ API)
 # and a small C API (mbjit_*) for ctypes.
 #
-# metal_add_tree_jit_library(<target> PLAN <plan.json> UNITS <entry file>...) (below) is the host
-# library of a kernel tree without a catalog: the run-time preambles of its JIT entry files.
+# metallib_add_tree_jit_library(<target> PLAN <plan.json> UNITS <entry file>...) (below) is the
+# host library of a kernel tree without a catalog: the run-time preambles of its JIT entry files.
 #
-# MetalJit needs C++: including it enables the CXX language if the project has not.
+# Including MetalJit defines these functions only (no cache variable, no Python run). They need
+# C++ enabled in the project (project(... LANGUAGES CXX)) and a checkout or wheel layout: the
+# registry's sources are metal_src/host/ beside this folder.
 
 include_guard(GLOBAL)
 
-get_property(_metal_jit_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-if(NOT "CXX" IN_LIST _metal_jit_languages)
-  enable_language(CXX)
-endif()
-unset(_metal_jit_languages)
-
 include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
-get_filename_component(_METAL_JIT_HOST_DIR "${CMAKE_CURRENT_LIST_DIR}/../metal_src/host" ABSOLUTE)
 
-function(metal_add_jit_library target)
+
+function(metallib_add_jit_library target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "COMPRESS;NO_DEDUP;STRIP_COMMENTS" "SOURCE_DIR;NAMESPACE;PYTHON"
                         "FAMILIES;DTYPES")
   if(arg_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "metal_add_jit_library(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+    message(FATAL_ERROR
+      "metallib_add_jit_library(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
   if(NOT arg_SOURCE_DIR OR NOT EXISTS "${arg_SOURCE_DIR}/catalog.json")
     message(FATAL_ERROR
-      "metal_add_jit_library(${target}): SOURCE_DIR '${arg_SOURCE_DIR}' is not a kernel tree "
+      "metallib_add_jit_library(${target}): SOURCE_DIR '${arg_SOURCE_DIR}' is not a kernel tree "
       "(no catalog.json)")
   endif()
   get_filename_component(source_dir "${arg_SOURCE_DIR}" ABSOLUTE)
@@ -55,8 +52,10 @@ function(metal_add_jit_library target)
     set(arg_NAMESPACE metal_jit)
   endif()
   if(NOT arg_NAMESPACE MATCHES "^${cxx_namespace}$")
-    message(FATAL_ERROR "metal_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace")
+    message(FATAL_ERROR "metallib_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace")
   endif()
+  _metallib_require_cxx("metallib_add_jit_library(${target})")
+  get_filename_component(host_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../metal_src/host" ABSOLUTE)
   metallib_builder_python(python "${arg_PYTHON}")
   # The families are checked by the one selection function of the build plan
   # (builder.cmake_build.plan), which the project's own build uses too: unknown ones stop the
@@ -69,14 +68,14 @@ function(metal_add_jit_library target)
     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
     string(REGEX REPLACE "^error: " "" err "${err}")
-    message(FATAL_ERROR "metal_add_jit_library(${target}): ${err}")
+    message(FATAL_ERROR "metallib_add_jit_library(${target}): ${err}")
   endif()
   if(NOT arg_FAMILIES)
     set(families "")
   endif()
   foreach(family IN LISTS families)
     if(NOT family MATCHES "^${cxx_identifier}$")
-      message(FATAL_ERROR "metal_add_jit_library(${target}): family '${family}' is not a C++ name")
+      message(FATAL_ERROR "metallib_add_jit_library(${target}): family '${family}' is not a C++ name")
     endif()
   endforeach()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source_dir}/catalog.json")
@@ -155,7 +154,7 @@ const FamilyTable& family_table() {
     VERBATIM)
 
   add_library(${target} SHARED
-    "${_METAL_JIT_HOST_DIR}/registry.cpp" "${gen_dir}/index.cpp" ${sources}
+    "${host_dir}/registry.cpp" "${gen_dir}/index.cpp" ${sources}
     "${gen_dir}/embed.json")
   set_target_properties(${target} PROPERTIES
     CXX_STANDARD 17
@@ -164,9 +163,9 @@ const FamilyTable& family_table() {
     POSITION_INDEPENDENT_CODE ON
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
-    METAL_JIT_EMBED_JSON "${gen_dir}/embed.json")
+    METALLIB_JIT_EMBED_JSON "${gen_dir}/embed.json")
   target_include_directories(${target} PUBLIC
-    "$<BUILD_INTERFACE:${_METAL_JIT_HOST_DIR}/include>")
+    "$<BUILD_INTERFACE:${host_dir}/include>")
   target_compile_definitions(${target}
     PUBLIC "METAL_JIT_NAMESPACE=${arg_NAMESPACE}"
     PRIVATE MBJIT_BUILDING)
@@ -183,8 +182,8 @@ const FamilyTable& family_table() {
   endif()
 endfunction()
 
-# metal_add_tree_jit_library(<target> PLAN <plan.json> UNITS <entry file>...
-#                            [NAMESPACE <ns>] [PYTHON <python>])
+# metallib_add_tree_jit_library(<target> PLAN <plan.json> UNITS <entry file>...
+#                               [NAMESPACE <ns>] [PYTHON <python>])
 #
 # The host library of a kernel tree without a catalog: the run-time preambles its JIT entry files
 # need (UNITS, the JIT entry files of the build plan written by builder.cmake_build.plan), each
@@ -192,15 +191,16 @@ endfunction()
 # `python -m builder.cmake_build.tree_jit` writes <target>/<entry file>.cpp (the preambles only that
 # entry needs), <target>/_shared_preambles.cpp (the others) and <target>/embed.json (their bytes);
 # its depfile names every header inlined, so touching one regenerates the sources.
-function(metal_add_tree_jit_library target)
+function(metallib_add_tree_jit_library target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "PLAN;NAMESPACE;PYTHON" "UNITS")
   if(arg_UNPARSED_ARGUMENTS OR NOT arg_PLAN)
-    message(FATAL_ERROR "metal_add_tree_jit_library(${target}): PLAN is required "
+    message(FATAL_ERROR "metallib_add_tree_jit_library(${target}): PLAN is required "
                         "(unknown arguments: ${arg_UNPARSED_ARGUMENTS})")
   endif()
   if(NOT arg_NAMESPACE)
     set(arg_NAMESPACE metal_jit)
   endif()
+  _metallib_require_cxx("metallib_add_tree_jit_library(${target})")
   metallib_builder_python(python "${arg_PYTHON}")
   set(gen_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
   set(sources "")
@@ -223,7 +223,7 @@ function(metal_add_tree_jit_library target)
     CXX_STANDARD_REQUIRED ON
     CXX_EXTENSIONS OFF
     POSITION_INDEPENDENT_CODE ON
-    METAL_JIT_EMBED_JSON "${gen_dir}/embed.json")
+    METALLIB_JIT_EMBED_JSON "${gen_dir}/embed.json")
   target_compile_options(${target} PRIVATE
     "$<$<CXX_COMPILER_ID:GNU,Clang,AppleClang>:-ffile-prefix-map=${CMAKE_CURRENT_BINARY_DIR}/=>")
 endfunction()

@@ -22,11 +22,13 @@
 # generated source is the same wherever the tree and the build folder are.
 #
 # Where the generator comes from: METALLIB_BUILDER_PYTHONPATH and METALLIB_BUILDER_PYTHON
-# (cmake/MetallibPython.cmake, docs/jit.md). The first call checks that the interpreter can import
-# the generator and says which variable to set when it cannot.
+# (cmake/MetallibPython.cmake, docs/jit.md). The first call finds the interpreter, checks that it
+# can import the generator and says which variable to set when it cannot; including this file
+# runs nothing and writes no cache variable.
 #
 # Standalone: needs no variable of the project that includes it. Needs CMake 3.20 (DEPFILE for
-# the Ninja and Makefile generators) and C++ (enabled here if the project has not).
+# the Ninja and Makefile generators) and C++ enabled in the project (the target compiles the
+# generated source).
 
 include_guard(GLOBAL)
 
@@ -35,18 +37,7 @@ if(CMAKE_VERSION VERSION_LESS 3.20)
                       "this is ${CMAKE_VERSION}")
 endif()
 
-get_property(_metallib_embed_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-if(NOT "CXX" IN_LIST _metallib_embed_languages)
-  enable_language(CXX)
-endif()
-unset(_metallib_embed_languages)
-
 include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
-
-function(_metallib_embed_python out explicit)
-  metallib_builder_python(python "${explicit}" CHECK builder.jit.generate CALLER metallib_embed_headers)
-  set(${out} "${python}" PARENT_SCOPE)
-endfunction()
 
 function(metallib_embed_headers target)
   set(me "metallib_embed_headers(${target})")
@@ -74,6 +65,7 @@ function(metallib_embed_headers target)
     message(FATAL_ERROR "${me}: '${target}' must be an executable or a library built here "
                         "(not an alias, imported or interface target)")
   endif()
+  _metallib_require_cxx("${me}")
   get_target_property(target_dir "${target}" SOURCE_DIR)
   if(NOT target_dir STREQUAL CMAKE_CURRENT_SOURCE_DIR)
     message(FATAL_ERROR "${me}: call it in the directory that created '${target}' "
@@ -146,7 +138,7 @@ function(metallib_embed_headers target)
   endif()
   set(depfile "${output}.d")
 
-  _metallib_embed_python(python "${arg_PYTHON}")
+  metallib_builder_python(python "${arg_PYTHON}" CHECK builder.jit.generate CALLER "${me}")
   metallib_builder_command(command "${python}" builder.jit)
   list(APPEND command embed ${headers} ${include_args} ${define_args}
        -o "${output}" --namespace "${arg_NAMESPACE}" --api "${arg_API}" --depfile "${depfile}")
@@ -154,11 +146,12 @@ function(metallib_embed_headers target)
     list(APPEND command --strip-comments)
   endif()
   set(generator_files "")
-  if(METALLIB_BUILDER_PYTHONPATH)
+  metallib_builder_pythonpath(package)
+  if(package)
     # The generator's modules whose code shapes the output: a new version regenerates. (Stated
     # here, not at include time: include_guard(GLOBAL) skips a second directory's include.)
     foreach(module IN ITEMS preamble lexing chunks codegen generate depfile __main__)
-      set(file "${METALLIB_BUILDER_PYTHONPATH}/builder/jit/${module}.py")
+      set(file "${package}/builder/jit/${module}.py")
       if(EXISTS "${file}")
         list(APPEND generator_files "${file}")
       endif()

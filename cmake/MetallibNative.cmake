@@ -12,6 +12,11 @@
 # The module is named _native; builder/metallib/native.py imports it, checks its ABI number and
 # falls back to Python without it. The ABI number is stated once, in ABI_FROM, and compiled in as
 # -DNATIVE_ABI=<n> (metallib_native_abi; tests/metallib/test_native_contract.py runs it).
+# Python comes from FindPython3, asked in one place (metallib_find_python3, MetallibPython.cmake):
+# scikit-build-core names its interpreter in Python3_EXECUTABLE.
+
+include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
 
 # metallib_native_abi(<out-var> <file>): the number on the file's one line "ABI = <n>".
 function(metallib_native_abi out file)
@@ -31,8 +36,8 @@ function(metallib_add_native_module target)
   endif()
   metallib_native_abi(abi "${arg_ABI_FROM}")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${arg_ABI_FROM}")
-  find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module)
-  Python_add_library(${target} MODULE WITH_SOABI ${arg_SOURCES})
+  metallib_find_python3(REQUIRED COMPONENTS Interpreter Development.Module)
+  Python3_add_library(${target} MODULE WITH_SOABI ${arg_SOURCES})
   set_target_properties(${target} PROPERTIES OUTPUT_NAME _native C_STANDARD 11 C_VISIBILITY_PRESET hidden)
   target_compile_definitions(${target} PRIVATE NATIVE_ABI=${abi})
   target_compile_options(${target} PRIVATE $<$<C_COMPILER_ID:GNU,Clang>:-Wall -Wextra>)

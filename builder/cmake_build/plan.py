@@ -463,7 +463,7 @@ def _cmake_variables(path: Path) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the plan (CMake, configure time) from the build's ``METAL_*`` cache variables, or
-    with ``--select`` only validate catalog families and print them (``metal_add_jit_library``).
+    with ``--select`` only validate catalog families and print them (``metallib_add_jit_library``).
     Exit 2 with one line on bad input."""
     parser = argparse.ArgumentParser(prog="python -m builder.cmake_build.plan", allow_abbrev=False)
     parser.add_argument("--variables", type=Path, help="JSON of the METAL_* cache variables")

@@ -4,7 +4,7 @@ sources.
 A JIT entry file of a kernel tree without a catalog is not compiled: the host compiles its
 kernels at run time from preambles, each a header with its quoted includes inlined
 (``builder.jit.tree_preambles`` says which, under which function names). CMake runs this at
-build time (``metal_add_tree_jit_library`` in cmake/MetalJit.cmake) and compiles the outputs
+build time (``metallib_add_tree_jit_library`` in cmake/MetalJit.cmake) and compiles the outputs
 into the host library:
 
 * ``<out>/<entry file>.cpp`` for each JIT entry file: the preambles only it needs;

@@ -161,7 +161,7 @@ CXX_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 states the same pattern for FAMILIES; tests/jit/test_codegen.py checks the two agree."""
 CXX_NAMESPACE = rf"{CXX_IDENTIFIER}(::{CXX_IDENTIFIER})*"
 """A (nested) C++ namespace name, ``a`` or ``a::b``: ``embed --namespace`` here and NAMESPACE of
-``metal_add_jit_library`` in cmake/MetalJit.cmake (same pattern, checked by the same test)."""
+``metallib_add_jit_library`` in cmake/MetalJit.cmake (same pattern, checked by the same test)."""
 
 
 def valid_namespace(name: str) -> bool:

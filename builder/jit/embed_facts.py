@@ -1,6 +1,6 @@
 """``embed.json``: what a host JIT library embeds, per unit. One shape and one writer for both
-host libraries: a catalog tree's (``metal_add_jit_library``: ``builder.jit.generate``) and a
-discovered tree's (``metal_add_tree_jit_library``: ``builder.cmake_build.tree_jit``).
+host libraries: a catalog tree's (``metallib_add_jit_library``: ``builder.jit.generate``) and a
+discovered tree's (``metallib_add_tree_jit_library``: ``builder.cmake_build.tree_jit``).
 
 Shape (schema 2)::
 

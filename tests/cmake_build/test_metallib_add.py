@@ -46,7 +46,7 @@ def _build(root: Path, call: str, *defines: str) -> subprocess.CompletedProcess[
             "-G",
             "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}",
-            f"-DMETAL_COMPILER={METAL}",
+            f"-DMETALLIB_COMPILER={METAL}",
             *defines,
         ],
         capture_output=True,

@@ -100,7 +100,7 @@ def test_catalog_refusals() -> None:
         make_plan(BuildRequest().replace(dtypes=("float128",)))
 
 
-def test_select_for_metal_add_jit_library_keeps_the_order_given() -> None:
+def test_select_for_metallib_add_jit_library_keeps_the_order_given() -> None:
     run = [
         sys.executable,
         "-m",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cmake_build.conftest import METAL, cmake_exe, ninja_exe
-from consumer.installed import cmake_dir
+from cmake_build.conftest import METAL, ninja_exe
+from consumer.installed import cache_entries, cmake_dir, configure_command, run_ninja
 
 from builder.jit.generate import embed_headers
 from builder.jit.preamble import inline_preamble
@@ -52,16 +53,9 @@ class Consumer:
         """``via``: the variable that gets ``--cmake-dir`` (or CMAKE_PREFIX_PATH)."""
         return subprocess.run(
             [
-                cmake_exe(),
-                "-S",
-                str(self.src),
-                "-B",
-                str(self.build),
-                "-G",
-                "Ninja",
-                f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}",
+                *configure_command(self.src, self.build),
                 f"-D{via}={cmake_dir()}",
-                f"-DMETAL_COMPILER={METAL}",
+                f"-DMETALLIB_COMPILER={METAL}",
                 *defines,
             ],
             capture_output=True,
@@ -71,15 +65,7 @@ class Consumer:
         )
 
     def ninja(self) -> str:
-        done = subprocess.run(
-            [ninja_exe(), "-C", str(self.build)],
-            capture_output=True,
-            text=True,
-            check=False,
-            env=self.env(),
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+        return run_ninja(self.build, self.env())
 
     def run(self, *kernels: str) -> list[str]:
         out = subprocess.run(
@@ -87,11 +73,24 @@ class Consumer:
         ).stdout
         return out.decode("utf-8").split("\0")[:-1]
 
+    def embed_command(self) -> str:
+        """The build's command that runs the generator (interpreter, PYTHONPATH, arguments)."""
+        done = subprocess.run(
+            [ninja_exe(), "-C", str(self.build), "-t", "commands"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        (line,) = [c for c in done.stdout.splitlines() if "-m builder.jit embed" in c]
+        return line
+
     def cache(self, name: str) -> str:
-        for line in (self.build / "CMakeCache.txt").read_text(encoding="utf-8").splitlines():
-            if line.startswith(f"{name}:"):
-                return line.partition("=")[2]
-        raise AssertionError(f"{name} is not in the cache")
+        entries = cache_entries(self.build)
+        assert name in entries, f"{name} is not in the cache"
+        return entries[name]
+
+    def cache_names(self) -> set[str]:
+        return set(cache_entries(self.build))
 
     def expected_headers(self) -> list[str]:
         """What ``embed --api cstring`` makes of the headers now (the generator's own answer)."""
@@ -111,10 +110,12 @@ def test_the_consumer_builds_and_runs_against_the_installed_package(tmp_path: Pa
     configure = consumer.configure(VIRTUAL_ENV=sys.prefix)
     assert configure.returncode == 0, configure.stdout + configure.stderr
     package = cmake_dir()
-    python = Path(consumer.cache("METALLIB_BUILDER_PYTHON"))
-    assert python.parent == Path(sys.prefix) / "bin"  # find_package(Python3): the venv's first
-    pythonpath = Path(consumer.cache("METALLIB_BUILDER_PYTHONPATH"))
+    # The generator runs with FindPython3's interpreter (the venv's first) and the package's own
+    # folder on PYTHONPATH; neither is a cache variable.
+    python, pythonpath = _generator(consumer.embed_command())
+    assert python.parent == Path(sys.prefix) / "bin"
     assert (pythonpath / "builder" / "jit" / "generate.py").is_file()
+    assert not any(name.startswith("METALLIB_BUILDER_") for name in consumer.cache_names())
     consumer.ninja()
 
     catalog = load_catalog()
@@ -179,6 +180,13 @@ def test_an_edit_three_includes_deep_regenerates_on_the_next_build(tmp_path: Pat
     assert "no work to do" in consumer.ninja()
 
 
+def _generator(command: str) -> tuple[Path, Path]:
+    """The interpreter and the PYTHONPATH of the generator's command line."""
+    words = shlex.split(command)
+    (path,) = [w.partition("=")[2] for w in words if w.startswith("PYTHONPATH=")]
+    return Path(words[words.index("-m") - 1]), Path(path)
+
+
 def test_an_interpreter_that_cannot_import_the_generator_is_named(tmp_path: Path) -> None:
     fake = tmp_path / "python"
     fake.write_text(
@@ -187,7 +195,7 @@ def test_an_interpreter_that_cannot_import_the_generator_is_named(tmp_path: Path
     )
     fake.chmod(0o755)
     said = _refused(Consumer(tmp_path), f"-DMETALLIB_BUILDER_PYTHON={fake}")
-    assert f"{fake} cannot import metallib-builder's generator (builder.jit)" in said, said
+    assert f"{fake} cannot import metallib-builder's generator (builder.jit.generate)" in said, said
     assert "No module named 'builder'" in said
 
 
@@ -197,11 +205,13 @@ def test_no_interpreter_at_all_is_named(tmp_path: Path) -> None:
 
 
 def _refused(consumer: Consumer, *defines: str) -> str:
-    """Configure, which must fail in find_package naming both variables; the message."""
+    """Configure, which must fail at the first metallib_embed_headers (find_package runs no
+    Python) naming both variables; the message."""
     configure = consumer.configure(*defines)
     said = " ".join(configure.stderr.split())
     assert configure.returncode != 0, configure.stdout
-    assert 'package "MetallibBuilder" is considered to be NOT FOUND' in said, said
+    assert "metallib_embed_headers(consumer): " in said, said
+    assert "(find_package)" not in said  # not in the call stack: finding the package runs none
     assert "Set METALLIB_BUILDER_PYTHON to a Python 3.10+ interpreter" in said
     assert "METALLIB_BUILDER_PYTHONPATH on its PYTHONPATH" in said
     assert not (consumer.build / "build.ninja").exists()

@@ -55,7 +55,7 @@ def _project(root: Path, source_dir: Path, families: Sequence[str], options: str
         "project(jit_test LANGUAGES CXX)\n"
         f'list(APPEND CMAKE_MODULE_PATH "{cmake_dir().as_posix()}")\n'
         "include(MetalJit)\n"
-        f'metal_add_jit_library(mbjit SOURCE_DIR "{source_dir.as_posix()}"\n'
+        f'metallib_add_jit_library(mbjit SOURCE_DIR "{source_dir.as_posix()}"\n'
         f'  FAMILIES {fams} {options} PYTHON "{Path(sys.executable).as_posix()}")\n',
         encoding="utf-8",
     )

@@ -118,7 +118,7 @@ NAMES = [
 
 @pytest.mark.parametrize("module_name", ["MetalJit.cmake", "MetallibEmbed.cmake"])
 def test_namespace_rule_is_the_same_in_python_and_cmake(tmp_path: Path, module_name: str) -> None:
-    """embed --namespace (Python), metal_add_jit_library(NAMESPACE) / FAMILIES and
+    """embed --namespace (Python), metallib_add_jit_library(NAMESPACE) / FAMILIES and
     metallib_embed_headers(NAMESPACE) (CMake) accept exactly the same names: the modules' patterns
     are Python's, and CMake's regex engine agrees with Python's on names either side of the rule."""
     module = (cmake_dir() / module_name).read_text(encoding="utf-8")
