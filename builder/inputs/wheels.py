@@ -61,6 +61,7 @@ __all__ = [
     "download_wheel",
     "extract_metallibs",
     "fetch_metallibs",
+    "holds_metallibs",
     "metallibs_from_spec",
     "parse_spec",
     "sweep_stale",
@@ -180,11 +181,12 @@ def fetch_metallibs(
 
 
 def metallibs_from_spec(spec: str, platform: str = DEFAULT_PLATFORM) -> list[Path]:
-    """Download (or reuse) the wheel named by ``PACKAGE==VERSION`` and return its metallibs."""
+    """Download (or reuse) the wheel named by ``PACKAGE==VERSION`` and return its ``.metallib``
+    files (not the binaries ``extract_metallibs`` also extracts)."""
     parsed = parse_spec(spec)
     if parsed is None:
         raise UsageError(f"{spec!r} is not a PACKAGE==VERSION spec")
-    return fetch_metallibs(*parsed, platform)[1]
+    return [p for p in fetch_metallibs(*parsed, platform)[1] if p.suffix == ".metallib"]
 
 
 def _forget(wheel: Path) -> None:
@@ -196,8 +198,18 @@ def _forget(wheel: Path) -> None:
             pass  # the next attempt reports whatever is wrong with the folder
 
 
+def holds_metallibs(member: str) -> bool:
+    """Whether a wheel member is read for metallibs: a ``.metallib``, or a binary that may hold
+    some (``.dylib``, ``.so`` or ``.so.N``, ``.bundle``: macOS wheels keep their Mach-O
+    libraries under these names). Binaries are searched after extraction
+    (``builder.metallib.embedded``); one that holds none is left out of the target."""
+    name = member.rsplit("/", 1)[-1]
+    return name.endswith((".metallib", ".dylib", ".so", ".bundle")) or ".so." in name
+
+
 def extract_metallibs(wheel: Path) -> list[Path]:
-    """Extract every ``*.metallib`` in ``wheel`` into the cache; return their paths in wheel order.
+    """Extract every member of ``wheel`` that may hold metallibs (``holds_metallibs``: each
+    ``*.metallib`` and each binary) into the cache; return their paths in wheel order.
 
     The folder is keyed by the wheel's SHA-256, so two different wheels with the same file name
     never share extracted files. ``wheel`` itself is only read.
@@ -222,7 +234,7 @@ def extract_metallibs(wheel: Path) -> list[Path]:
 def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str) -> list[Path]:
     parent = cache / "metallibs"
     root = parent / f"{wheel.stem[:100]}-{digest[:32]}"
-    members = [i for i in archive.infolist() if i.filename.endswith(".metallib")]
+    members = [i for i in archive.infolist() if holds_metallibs(i.filename) and not i.is_dir()]
     targets = _member_targets(wheel, root, members)  # all checked before anything is written
     todo = [
         (info, target)

@@ -115,12 +115,13 @@ def read_wheel_files(wheel: str) -> WheelFiles:
 
 
 def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
-    """The wheel entry the extracted metallib at ``path`` came from: the longest member name
-    that ends its path (extraction keeps member paths, ``builder.inputs.wheels``)."""
+    """The wheel entry the extracted metallib (or the binary holding it) at ``path`` came from:
+    the longest member name that ends its path (extraction keeps member paths,
+    ``builder.inputs.wheels``)."""
     if path is None:
         return None
     text = Path(path).as_posix()
-    found = [f for f in files.files if f.name.endswith(".metallib") and text.endswith("/" + f.name)]
+    found = [f for f in files.files if text.endswith("/" + f.name)]  # a metallib, or its binary
     return max(found, key=lambda f: len(f.name)) if found else None
 
 
