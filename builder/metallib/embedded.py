@@ -103,8 +103,7 @@ def _drop(mapped: mmap.mmap, start: int, end: int) -> int:
 def _prove(name: str, offset: int, size: int) -> tuple[str, int] | None:
     """(format version, function count) when the bytes at ``offset`` parse whole as a metallib
     and every module matches its hash; None otherwise."""
-    from builder.metallib.reader import open_metallib
-    from builder.metallib.verify import verify
+    from builder.metallib import open_metallib, verify  # the function, not its module
 
     try:
         with open_metallib(name, Span(offset, size)) as lib:
