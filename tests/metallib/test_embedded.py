@@ -90,6 +90,7 @@ def test_fat_binary_slices_in_file_order(libs: dict[str, Path]) -> None:
 def test_elf_rodata(libs: dict[str, Path]) -> None:
     [found] = find_metallibs(libs["elf"])
     offset, size, address = elf_sections(libs["elf"])[".rodata"]
+    assert found.span.end <= offset + size
     symbol = nm_addresses(libs["elf"])["elf_metallib"]
     assert found.span.offset == offset + (symbol - address) == offset + 1
     assert found.span.size == libs["real"].stat().st_size
