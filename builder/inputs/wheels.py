@@ -93,11 +93,36 @@ def _normalise(name: str) -> str:
 
 
 def _find_cached(folder: Path, name: str, version: str, platform: str) -> Path | None:
+    """The cached wheel pip would take for ``platform`` (a ``macosx_11_0_arm64`` wheel serves
+    ``macosx_14_0_arm64`` too: without this it was downloaded again on every run)."""
+    from builder.inputs.wheel_index import compatible
+
     prefix = f"{_normalise(name)}-{version}-"
+    ranked = []
     for wheel in sorted(folder.glob("*.whl")):
-        if wheel.name.lower().startswith(prefix) and platform in wheel.name:
-            return wheel
-    return None
+        if wheel.name.lower().startswith(prefix):
+            rank = compatible(wheel.name, name, version, platform)
+            if rank is not None:
+                ranked.append((rank, wheel.name, wheel))
+    return min(ranked)[2] if ranked else None
+
+
+def _check_remote(name: str, version: str, platform: str) -> None:
+    """UsageError, before any download, when the index's zip directory of the wheel shows no
+    member that could hold a metallib (``builder.inputs.wheel_index``; silent when the index
+    does not allow the look)."""
+    from builder.inputs.wheel_index import remote_members
+
+    found = remote_members(name, version, platform)
+    if found is None:
+        return
+    filename, members, fetched = found
+    if not any(holds_metallibs(m) for m in members):
+        raise UsageError(
+            f"{name}=={version}: its wheel {filename} holds no .metallib and no binary that "
+            f"could hold one ({len(members)} files; read from its zip directory on the index, "
+            f"{fetched:,} bytes, without downloading the wheel)"
+        )
 
 
 def download_wheel(
@@ -110,6 +135,7 @@ def download_wheel(
     cached = _find_cached(folder, name, version, platform)
     if cached:
         return cached
+    _check_remote(name, version, platform)
     try:
         tmpdir = tempfile.TemporaryDirectory(
             dir=folder, prefix=".download-", ignore_cleanup_errors=True
