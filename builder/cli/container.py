@@ -77,7 +77,8 @@ def list_command(file: Path, fmt: str, sort: str, member: str | None) -> None:
 
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
     included); bytes is everything the function owns: its list entry, metadata chunks, module
-    and reflection chunk. All sizes are read from FILE.
+    and reflection chunk. All sizes are read from FILE: a .metallib, or a binary (Mach-O, ELF)
+    or wheel that holds metallibs (--member chooses one of several).
     """
     from builder.render.listing import function_rows, rows_json, rows_table
 
@@ -115,7 +116,7 @@ def verify_command(file: Path, fmt: str, member: str | None) -> None:
 
     Parsing checks the header, every offset and size, and that no regions overlap; then each
     module is hashed and compared with its HASH tag, and each module wrapper, metadata chunk and
-    reflection chunk is walked.
+    reflection chunk is walked. FILE may be a binary or wheel holding metallibs, as for 'list'.
     """
     from builder.metallib import verify
     from builder.render.text import visible  # names are untrusted: ESC, BEL, newline shown escaped
@@ -249,9 +250,10 @@ def slim_command(
 ) -> None:
     """Write a metallib holding a subset of TARGET's functions.
 
-    TARGET is a .metallib, a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and cached)
-    or a build directory of this project, as for 'report'; a saved report .json has no
-    functions to copy. A wheel holding several metallibs needs --member.
+    TARGET is a .metallib, a binary holding metallibs (Mach-O, ELF: the output is the chosen one
+    as a standalone metallib), a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and
+    cached) or a build directory of this project, as for 'report'; a saved report .json has no
+    functions to copy. A wheel or binary holding several metallibs needs --member ('#2').
 
     Kept functions keep their modules, metadata and reflection data byte for byte, in their
     original order; offsets, counts and sizes are recomputed and the subset gets a new UUID

@@ -1,5 +1,5 @@
-"""Look into a wheel on the package index before downloading it: its zip directory, read with
-HTTP range requests.
+"""Which wheel pip takes, and a look into it on the package index before downloading it: its zip
+directory, read with HTTP range requests.
 
 ``PACKAGE==VERSION`` downloads a whole wheel (torch's is 127 MB). Whether the wheel holds
 anything this tool reads (a ``.metallib``, or a binary that may hold one) is written in its zip
@@ -22,12 +22,20 @@ import os
 import re
 import subprocess
 import sys
-import urllib.parse
-import urllib.request
 import zipfile
+from pathlib import Path
 from typing import Any
 
-__all__ = ["RangeFile", "compatible", "remote_members"]
+from builder.errors import UsageError
+
+__all__ = [
+    "RangeFile",
+    "cached_wheel",
+    "check_remote",
+    "compatible",
+    "holds_metallibs",
+    "remote_members",
+]
 
 _TIMEOUT = 30
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -69,6 +77,8 @@ class RangeFile(io.RawIOBase):
         self.size = total
 
     def _get(self, start: int, end: int) -> tuple[bytes, int]:
+        import urllib.request  # only on the download path: it costs start-up time elsewhere
+
         request = urllib.request.Request(self.url, headers={"Range": f"bytes={start}-{end}"})
         with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
             if response.status != 206:
@@ -118,6 +128,8 @@ def _index_url() -> str:
 
 def _files(index: str, name: str) -> list[tuple[str, str]]:
     """(file name, absolute URL) of each file the simple index lists for ``name``."""
+    import urllib.request
+
     page = urllib.parse.urljoin(index.rstrip("/") + "/", re.sub(r"[-_.]+", "-", name).lower() + "/")
     request = urllib.request.Request(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
     with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
@@ -155,3 +167,41 @@ def remote_members(name: str, version: str, platform: str) -> tuple[str, list[st
         return filename, names, remote.fetched
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError):
         return None
+
+
+def holds_metallibs(member: str) -> bool:
+    """Whether a wheel member is read for metallibs: a ``.metallib``, or a binary that may hold
+    some (``.dylib``, ``.so`` or ``.so.N``, ``.bundle``: macOS wheels keep their Mach-O
+    libraries under these names). Binaries are searched after extraction
+    (``builder.metallib.embedded``); one that holds none is left out of the target."""
+    name = member.rsplit("/", 1)[-1]
+    return name.endswith((".metallib", ".dylib", ".so", ".bundle")) or ".so." in name
+
+
+def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path | None:
+    """The cached wheel pip would take for ``platform`` (a ``macosx_11_0_arm64`` wheel serves
+    ``macosx_14_0_arm64`` too: without this it was downloaded again on every run)."""
+    prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
+    ranked = []
+    for wheel in sorted(folder.glob("*.whl")):
+        if wheel.name.lower().startswith(prefix):
+            rank = compatible(wheel.name, name, version, platform)
+            if rank is not None:
+                ranked.append((rank, wheel.name, wheel))
+    return min(ranked)[2] if ranked else None
+
+
+def check_remote(name: str, version: str, platform: str) -> None:
+    """UsageError, before any download, when the index's zip directory of the wheel shows no
+    member that could hold a metallib (``builder.inputs.wheel_index``; silent when the index
+    does not allow the look)."""
+    found = remote_members(name, version, platform)
+    if found is None:
+        return
+    filename, members, fetched = found
+    if not any(holds_metallibs(m) for m in members):
+        raise UsageError(
+            f"{name}=={version}: its wheel {filename} holds no .metallib and no binary that "
+            f"could hold one ({len(members)} files; read from its zip directory on the index, "
+            f"{fetched:,} bytes, without downloading the wheel)"
+        )

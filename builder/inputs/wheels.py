@@ -48,6 +48,7 @@ from builder.inputs.wheel_cache import (
     wheel_digest,
     write_error,
 )
+from builder.inputs.wheel_index import cached_wheel, check_remote, holds_metallibs
 
 __all__ = [
     "DEFAULT_PLATFORM",
@@ -88,43 +89,6 @@ def parse_spec(spec: str) -> tuple[str, str] | None:
     return (match["name"], match["version"]) if match else None
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _find_cached(folder: Path, name: str, version: str, platform: str) -> Path | None:
-    """The cached wheel pip would take for ``platform`` (a ``macosx_11_0_arm64`` wheel serves
-    ``macosx_14_0_arm64`` too: without this it was downloaded again on every run)."""
-    from builder.inputs.wheel_index import compatible
-
-    prefix = f"{_normalise(name)}-{version}-"
-    ranked = []
-    for wheel in sorted(folder.glob("*.whl")):
-        if wheel.name.lower().startswith(prefix):
-            rank = compatible(wheel.name, name, version, platform)
-            if rank is not None:
-                ranked.append((rank, wheel.name, wheel))
-    return min(ranked)[2] if ranked else None
-
-
-def _check_remote(name: str, version: str, platform: str) -> None:
-    """UsageError, before any download, when the index's zip directory of the wheel shows no
-    member that could hold a metallib (``builder.inputs.wheel_index``; silent when the index
-    does not allow the look)."""
-    from builder.inputs.wheel_index import remote_members
-
-    found = remote_members(name, version, platform)
-    if found is None:
-        return
-    filename, members, fetched = found
-    if not any(holds_metallibs(m) for m in members):
-        raise UsageError(
-            f"{name}=={version}: its wheel {filename} holds no .metallib and no binary that "
-            f"could hold one ({len(members)} files; read from its zip directory on the index, "
-            f"{fetched:,} bytes, without downloading the wheel)"
-        )
-
-
 def download_wheel(
     name: str, version: str, platform: str = DEFAULT_PLATFORM, *, quiet: bool = True
 ) -> Path:
@@ -132,10 +96,10 @@ def download_wheel(
     cache = prepare_cache()
     folder = cache / "wheels"
     make_dir(folder)
-    cached = _find_cached(folder, name, version, platform)
+    cached = cached_wheel(folder, name, version, platform)
     if cached:
         return cached
-    _check_remote(name, version, platform)
+    check_remote(name, version, platform)
     try:
         tmpdir = tempfile.TemporaryDirectory(
             dir=folder, prefix=".download-", ignore_cleanup_errors=True
@@ -222,15 +186,6 @@ def _forget(wheel: Path) -> None:
             path.unlink(missing_ok=True)
         except OSError:
             pass  # the next attempt reports whatever is wrong with the folder
-
-
-def holds_metallibs(member: str) -> bool:
-    """Whether a wheel member is read for metallibs: a ``.metallib``, or a binary that may hold
-    some (``.dylib``, ``.so`` or ``.so.N``, ``.bundle``: macOS wheels keep their Mach-O
-    libraries under these names). Binaries are searched after extraction
-    (``builder.metallib.embedded``); one that holds none is left out of the target."""
-    name = member.rsplit("/", 1)[-1]
-    return name.endswith((".metallib", ".dylib", ".so", ".bundle")) or ".so." in name
 
 
 def extract_metallibs(wheel: Path) -> list[Path]:
