@@ -128,6 +128,7 @@ def _index_url() -> str:
 
 def _files(index: str, name: str) -> list[tuple[str, str]]:
     """(file name, absolute URL) of each file the simple index lists for ``name``."""
+    import urllib.parse
     import urllib.request
 
     page = urllib.parse.urljoin(index.rstrip("/") + "/", re.sub(r"[-_.]+", "-", name).lower() + "/")

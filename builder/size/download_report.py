@@ -96,7 +96,8 @@ def measure_download(lib: Metallib, attribution: Attribution, wheel: str | None)
         "parts": share.parts,
     }
     files = read_wheel_files(wheel) if wheel else None
-    member = _member(lib.path, files) if files else None
+    # a metallib inside a binary is not a wheel file of its own: no member to check the model on
+    member = _member(lib.path, files) if files and not lib.file_offset else None
     return Download(share.total, share.functions, share.overhead, model, member, files)
 
 
@@ -115,13 +116,12 @@ def read_wheel_files(wheel: str) -> WheelFiles:
 
 
 def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
-    """The wheel entry the extracted metallib (or the binary holding it) at ``path`` came from:
-    the longest member name that ends its path (extraction keeps member paths,
-    ``builder.inputs.wheels``)."""
+    """The wheel entry the extracted metallib at ``path`` came from: the longest member name
+    that ends its path (extraction keeps member paths, ``builder.inputs.wheels``)."""
     if path is None:
         return None
     text = Path(path).as_posix()
-    found = [f for f in files.files if text.endswith("/" + f.name)]  # a metallib, or its binary
+    found = [f for f in files.files if f.name.endswith(".metallib") and text.endswith("/" + f.name)]
     return max(found, key=lambda f: len(f.name)) if found else None
 
 

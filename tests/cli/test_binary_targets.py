@@ -115,6 +115,14 @@ def test_wheel_finds_libraries_inside_its_binaries(
     assert code == 0, err
     members = [lib["source"]["member"] for lib in json.loads(out)["libraries"]]
     assert members == ["kern/lib/libkernels.dylib#1", "kern/lib/libkernels.dylib#2"]
+    code, out, err = run(
+        ["report", str(release["wheel"]), "--download", "--format", "json"], capsys
+    )
+    assert code == 0, err
+    for lib in json.loads(out)["libraries"]:
+        assert 0 < lib["download_bytes"] < lib["file_size"]
+        assert "download_member" not in lib  # the dylib is the wheel's file, not the metallib
+        assert "kern/lib/libkernels.dylib" in [f["name"] for f in lib["wheel"]["files"]]
 
 
 def test_budget_and_history_on_a_binary(
