@@ -35,8 +35,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in KiB, stdout): Popen + wait4, so the RSS is this child's."""
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS in KiB, stdout, CPU seconds): Popen + wait4, so the RSS and CPU
+    time are this child's (CPU time holds up on a loaded machine, wall time does not)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err, env=env or ENV)
@@ -47,7 +48,7 @@ def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float,
         err.seek(0)
         if child.returncode:
             sys.exit(f"failed ({child.returncode}): {' '.join(cmd)}\n{err.read().decode()}")
-        return elapsed, usage.ru_maxrss, out.read().decode()
+        return elapsed, usage.ru_maxrss, out.read().decode(), usage.ru_utime + usage.ru_stime
 
 
 def torch_dylib() -> tuple[Path, list[tuple[int, int]]]:
@@ -73,6 +74,7 @@ def bench_report(runs: int) -> None:
                 cut.append(path)
         cases = {"dylib": [cli + [str(dylib)]], "cut out": [cli + [str(p)] for p in cut]}
         times: dict[str, list[float]] = {k: [] for k in cases}
+        cpu: dict[str, list[float]] = {k: [] for k in cases}
         peaks: dict[str, list[int]] = {k: [] for k in cases}
         for label, cmds in cases.items():  # warm-up: page cache, bytecode
             for cmd in cmds:
@@ -81,58 +83,74 @@ def bench_report(runs: int) -> None:
             for label, cmds in cases.items():
                 results = [run_child(cmd) for cmd in cmds]
                 times[label].append(sum(r[0] for r in results))
+                cpu[label].append(sum(r[3] for r in results))
                 peaks[label].append(max(r[1] for r in results))
-        ours, base = statistics.median(times["dylib"]), statistics.median(times["cut out"])
         print(f"input: {dylib} ({dylib.stat().st_size:,} B), metallibs at {windows}")
+        for name, values in (("wall", times), ("CPU", cpu)):
+            ours, base = statistics.median(values["dylib"]), statistics.median(values["cut out"])
+            print(
+                f"{name}: report DYLIB --format json {ours * 1000:.0f} ms; report on the "
+                f"{len(cut)} cut-out metallibs, summed, {base * 1000:.0f} ms; ratio "
+                f"{ours / base:.2f} (target <= 1.3); medians of {runs} interleaved rounds"
+            )
         print(
-            f"report DYLIB --format json: median {ours * 1000:.0f} ms, peak RSS "
-            f"{statistics.median(peaks['dylib']) / 1024:.0f} MiB"
+            f"peak RSS: dylib {statistics.median(peaks['dylib']) / 1024:.0f} MiB, "
+            f"largest cut-out {statistics.median(peaks['cut out']) / 1024:.0f} MiB"
         )
-        print(
-            f"report on the {len(cut)} cut-out metallibs, summed: median {base * 1000:.0f} ms,"
-            f" peak RSS (largest) {statistics.median(peaks['cut out']) / 1024:.0f} MiB"
-        )
-        print(f"ratio {ours / base:.2f} (target <= 1.3), {runs} interleaved rounds")
 
 
 _LIEF = """
-import json, sys, lief
+import json, sys, time
+t0 = time.process_time()
+import lief
 lief.logging.disable()
 b = lief.MachO.parse(sys.argv[1]).at(0)
 sections = [[s.segment_name, s.name, s.offset, s.size] for s in b.sections]
-symbols = sorted(s.name for s in b.symbols if s.type == lief.MachO.Symbol.TYPE.SECTION)
-print(json.dumps({"sections": sections, "symbols": len(symbols), "names": symbols}))
+t1 = time.process_time()
+symbols = [(s.name, s.value) for s in b.symbols if s.type == lief.MachO.Symbol.TYPE.SECTION]
+t2 = time.process_time()
+print(json.dumps({"sections": sections, "symbols": len(symbols), "names": [n for n, _ in symbols],
+                  "cpu_sections": t1 - t0, "cpu_symbols": t2 - t1}))
 """
 _MACHOLIB = """
-import json, sys
+import json, sys, time
+t0 = time.process_time()
 from macholib.MachO import MachO
 from macholib.SymbolTable import SymbolTable
 m = MachO(sys.argv[1])
 h = m.headers[0]
 sections = [[s.segname.rstrip(b"\\0").decode(), s.sectname.rstrip(b"\\0").decode(), s.offset,
              s.size] for _, c, d in h.commands if isinstance(d, list) for s in d]
-out = {"sections": sections}
+t1 = time.process_time()
+out = {"sections": sections, "cpu_sections": t1 - t0}
 if sys.argv[2] == "symbols":
     table = SymbolTable(m, h)
-    out["names"] = sorted(n.decode() if isinstance(n, bytes) else n for e, n in table.nlists
-                          if e.n_type & 0x0E == 0x0E and not e.n_type & 0xE0)
+    out["names"] = [n.decode() if isinstance(n, bytes) else n for e, n in table.nlists
+                    if e.n_type & 0x0E == 0x0E and not e.n_type & 0xE0]
     out["symbols"] = len(out["names"])
+    out["cpu_symbols"] = time.process_time() - t1
 print(json.dumps(out))
 """
 _OURS = """
-import json, sys
+import json, sys, time
+t0 = time.process_time()
 from builder.metallib.binary_sections import read_layout
 image = read_layout(sys.argv[1]).images[0]
 sections = [[s.segment, s.name, s.offset, s.size] for s in image.sections]
-names = sorted(s.name for s in image.symbols())
-print(json.dumps({"sections": sections, "symbols": len(names), "names": names}))
+t1 = time.process_time()
+names = [s.name for s in image.symbols()]
+t2 = time.process_time()
+image.names_at([int(a) for a in sys.argv[3:]])
+t3 = time.process_time()
+print(json.dumps({"sections": sections, "symbols": len(names), "names": names,
+                  "cpu_sections": t1 - t0, "cpu_symbols": t2 - t1, "cpu_names_at": t3 - t2}))
 """
 
 
 def bench_libraries(lief_path: str | None, macholib_symbols: bool) -> None:
     from binaries import macho_sections, nm_addresses
 
-    dylib, _ = torch_dylib()
+    dylib, windows = torch_dylib()
     expected = {(seg, name): where for (_, seg, name), where in macho_sections(dylib).items()}
     nm = nm_addresses(dylib)
     cases = {"builder.metallib.binary_sections (macholib, headers only)": (_OURS, ENV)}
@@ -142,8 +160,12 @@ def bench_libraries(lief_path: str | None, macholib_symbols: bool) -> None:
     print(f"input: {dylib} ({dylib.stat().st_size:,} B); llvm-nm --defined-only: {len(nm):,}")
     for label, (code, env) in cases.items():
         mode = "symbols" if macholib_symbols or "MachO," not in label else "sections"
-        seconds, rss, out = run_child([sys.executable, "-c", code, str(dylib), mode], env)
+        at = [str(offset) for offset, _ in windows]
+        seconds, rss, out, cpu = run_child([sys.executable, "-c", code, str(dylib), mode, *at], env)
         doc = json.loads(out)
+        steps = ", ".join(
+            f"{key.removeprefix('cpu_')} {doc[key]:.2f} s" for key in doc if key.startswith("cpu_")
+        )
         got = {(seg, name): (off, size) for seg, name, off, size in doc["sections"]}
         zerofill = {k for k, v in got.items() if expected.get(k) != v and v[0] == 0}
         same = all(got[k] == expected[k] for k in expected if k in got and k not in zerofill)
@@ -152,7 +174,8 @@ def bench_libraries(lief_path: str | None, macholib_symbols: bool) -> None:
             "all equal to llvm-objdump" if same and got.keys() == expected.keys() else "DIFFER"
         )
         print(
-            f"{label}: {seconds:.2f} s, peak RSS {rss / 1024:.0f} MiB; {len(got)} sections "
+            f"{label}: {seconds:.2f} s wall, {cpu:.2f} s CPU ({steps}), peak RSS "
+            f"{rss / 1024:.0f} MiB; {len(got)} sections "
             f"({verdict}"
             f"{', zero-fill without file offset: ' + str(len(zerofill)) if zerofill else ''})"
             + (
