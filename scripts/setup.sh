@@ -48,6 +48,9 @@ fi
 if ((want_tests)); then
   command -v llvm-dis >/dev/null || missing+=(llvm)
   command -v chromium >/dev/null || missing+=(chromium)
+  # clang + lld make real Mach-O and ELF binaries holding metallibs (tests/binaries.py)
+  command -v clang >/dev/null || missing+=(clang)
+  command -v ld.lld >/dev/null || missing+=(lld)
 fi
 if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then

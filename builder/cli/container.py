@@ -15,12 +15,29 @@ __all__ = ["list_command", "slim_command", "verify_command"]
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _open(path: Path) -> Any:
-    from builder.metallib import open_metallib
+def _open(path: Path, member: str | None, command: str) -> tuple[Any, str]:
+    """The one metallib of FILE (a .metallib, or a binary or wheel holding metallibs: ``member``
+    chooses among several) and the name to show for it."""
+    from builder.inputs.targets import one_metallib, open_library, resolve_target
 
     if not path.exists():
         raise UsageError(f"{path}: no such file")
-    return open_metallib(path)
+    library = one_metallib(str(path), resolve_target(str(path)), member=member, command=command)
+    shown = str(path)
+    if library.member is not None:
+        number = library.member.rpartition("#")[2]
+        local = library.window is not None and library.wheel is None
+        shown = f"{path}#{number}" if local else f"{path}:{library.member}"
+    return open_library(library), shown
+
+
+_MEMBER = click.option(
+    "--member",
+    metavar="NAME",
+    default=None,
+    help="Which metallib of a FILE that holds several: a binary's '#2' (in file order), or "
+    "a wheel member's path, as the error listing them spells it.",
+)
 
 
 def _emit_json(document: dict[str, Any]) -> None:
@@ -47,6 +64,7 @@ Examples:
     show_default=True,
     help="table for people; json (schema 1) for scripts.",
 )
+@_MEMBER
 @click.option(
     "--sort",
     type=click.Choice(["index", "name", "size"]),
@@ -54,19 +72,21 @@ Examples:
     show_default=True,
     help="Order of the rows: file order, by name, or largest module first.",
 )
-def list_command(file: Path, fmt: str, sort: str) -> None:
+def list_command(file: Path, fmt: str, sort: str, member: str | None) -> None:
     """List the functions in a metallib with their type and sizes.
 
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
     included); bytes is everything the function owns: its list entry, metadata chunks, module
-    and reflection chunk. All sizes are read from FILE.
+    and reflection chunk. All sizes are read from FILE: a .metallib, or a binary (Mach-O, ELF)
+    or wheel that holds metallibs (--member chooses one of several).
     """
     from builder.render.listing import function_rows, rows_json, rows_table
 
-    with _open(file) as lib:
+    opened, shown = _open(file, member, "list")
+    with opened as lib:
         rows = function_rows(lib, sort)
         render = rows_json if fmt == "json" else rows_table
-        sys.stdout.write(render(lib, str(file), rows) + "\n")
+        sys.stdout.write(render(lib, shown, rows) + "\n")
 
 
 @click.command(
@@ -82,6 +102,7 @@ output), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("file", type=_FILE)
+@_MEMBER
 @click.option(
     "--format",
     "fmt",
@@ -90,23 +111,24 @@ output), 2 the file is unreadable or not a metallib.
     show_default=True,
     help="text for people; json (schema 1) for scripts.",
 )
-def verify_command(file: Path, fmt: str) -> None:
+def verify_command(file: Path, fmt: str, member: str | None) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
     Parsing checks the header, every offset and size, and that no regions overlap; then each
     module is hashed and compared with its HASH tag, and each module wrapper, metadata chunk and
-    reflection chunk is walked.
+    reflection chunk is walked. FILE may be a binary or wheel holding metallibs, as for 'list'.
     """
     from builder.metallib import verify
     from builder.render.text import visible  # names are untrusted: ESC, BEL, newline shown escaped
 
-    with _open(file) as lib:
+    opened, shown = _open(file, member, "verify")
+    with opened as lib:
         report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
     if fmt == "json":
         _emit_json(
             {
                 "schema": 1,
-                "source": str(file),
+                "source": shown,
                 "ok": report.ok,
                 "file_size": report.file_size,
                 "format_version": report.format_version,
@@ -126,7 +148,7 @@ def verify_command(file: Path, fmt: str) -> None:
             click.echo(f"... and {len(report.problems) - 50} more problems")
         verdict = "OK" if report.ok else "FAILED"
         click.echo(
-            f"{verdict}: {visible(str(file))}: {report.function_count} functions, "
+            f"{verdict}: {visible(shown)}: {report.function_count} functions, "
             f"format {report.format_version}, "
             f"{report.hashed_bytes} module bytes hashed ({_human(report.hashed_bytes)})"
         )
@@ -228,9 +250,10 @@ def slim_command(
 ) -> None:
     """Write a metallib holding a subset of TARGET's functions.
 
-    TARGET is a .metallib, a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and cached)
-    or a build directory of this project, as for 'report'; a saved report .json has no
-    functions to copy. A wheel holding several metallibs needs --member.
+    TARGET is a .metallib, a binary holding metallibs (Mach-O, ELF: the output is the chosen one
+    as a standalone metallib), a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and
+    cached) or a build directory of this project, as for 'report'; a saved report .json has no
+    functions to copy. A wheel or binary holding several metallibs needs --member ('#2').
 
     Kept functions keep their modules, metadata and reflection data byte for byte, in their
     original order; offsets, counts and sizes are recomputed and the subset gets a new UUID
@@ -263,6 +286,7 @@ def slim_command(
     result = slim_file(
         library.path,
         output,
+        window=library.window,
         keep=keep,
         drop=drop,
         keep_list=listed,

@@ -215,9 +215,11 @@ def report_command(
 ) -> None:
     """Show which kernels make a metallib big.
 
-    TARGET is a .metallib, a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and cached), a
-    saved report .json, or a build directory of this project. Every byte is attributed to one
-    function or to named container overhead; the totals equal the file size.
+    TARGET is a .metallib, a binary holding metallibs (a Mach-O dylib or .so, thin or fat, an
+    ELF file: each metallib is reported as BINARY#N with its section), a .whl, PACKAGE==VERSION
+    (the macOS wheel is downloaded and cached), a saved report .json, or a build directory of
+    this project. Every byte is attributed to one function or to named container overhead; the
+    totals equal the metallib's size.
 
     \b
     Examples:

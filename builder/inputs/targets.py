@@ -1,8 +1,10 @@
 """Turn what the user typed into libraries on disk: the input side of ``report`` and ``compare``.
 
-A target is a ``.metallib``, a ``.whl`` (each metallib inside), ``PACKAGE==VERSION`` (the macOS
-wheel from the package index, cached), a saved report JSON, or a build directory of this project
-(its ``manifest.json``). Resolution never guesses: a path that does not exist and is not a
+A target is a ``.metallib``, any other file holding metallibs (a Mach-O or ELF binary: each one
+found by its own header and proven, ``builder.metallib.embedded``), a ``.whl`` (each metallib
+inside, also those inside its binaries), ``PACKAGE==VERSION`` (the macOS wheel from the package
+index, cached), a saved report JSON, or a build directory of this project (its
+``manifest.json``). Resolution never guesses: a path that does not exist and is not a
 ``PACKAGE==VERSION`` spec is an error (exit 2), so a CI gate can never pass on a missing input.
 """
 
@@ -12,15 +14,19 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
 from builder.files.reading import check_regular, read_json
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
-__all__ = ["Library", "Progress", "one_metallib", "resolve_target"]
+if TYPE_CHECKING:
+    from builder.metallib import Metallib, Span
+    from builder.metallib.embedded import Location
+
+__all__ = ["Library", "Progress", "one_metallib", "open_library", "resolve_target"]
 
 Progress = Callable[[str], None]
 
@@ -36,6 +42,18 @@ class Library:
     manifest: BuildManifest | None = None
     member: str | None = None
     saved: dict[str, Any] | None = None
+    window: Span | None = None
+    """Where the metallib sits in ``path`` when ``path`` is a binary holding it (else None)."""
+    location: Location | None = None
+    """The binary's segment, section and symbol around it, where the binary has sections."""
+
+
+def open_library(lib: Library) -> Metallib:
+    """Open the metallib of ``lib`` (its file, or its bytes inside a binary)."""
+    from builder.metallib import open_metallib
+
+    assert lib.path is not None  # a saved report or an all-JIT build has no metallib to open
+    return open_metallib(lib.path, lib.window)
 
 
 def resolve_target(
@@ -54,6 +72,8 @@ def resolve_target(
             from builder.inputs.wheels import extract_metallibs
 
             return _from_wheel(text, path, extract_metallibs(path))
+        if path.suffix not in (".json", ".metallib") and not _starts_with_magic(path):
+            return _from_binary(text, path, path.name, "binary")
         if path.suffix == ".json":
             data = read_json(path, "JSON")
             # a build manifest (units[]; families[] was schema 1: read_manifest says to rebuild)
@@ -104,7 +124,17 @@ def one_metallib(
     there are no functions' bytes to read."""
     names = [lib.member or (lib.path.name if lib.path else lib.target) for lib in libraries]
     if member is not None:
-        chosen = [lib for lib, name in zip(libraries, names, strict=True) if name == member]
+        # '#2' names the second library of a binary when the target holds one binary
+        chosen = [
+            lib
+            for lib, name in zip(libraries, names, strict=True)
+            if name == member or (member.startswith("#") and name.endswith(member))
+        ]
+        if len(chosen) > 1:
+            raise UsageError(
+                f"{target}: {member!r} names {len(chosen)} metallibs; give the whole name "
+                f"({', '.join(n for n in names if n.endswith(member))})"
+            )
         if not chosen:
             raise UsageError(f"{target}: no metallib {member!r} (it holds: {', '.join(names)})")
         libraries = chosen
@@ -137,20 +167,68 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:
-    if not paths:
-        raise UsageError(f"{text}: the wheel {wheel.name} contains no .metallib")
-    root = _common_root(paths)
+def _starts_with_magic(path: Path) -> bool:
+    from builder.metallib.structs import MAGIC
+
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return True  # the reader says what is wrong with the file
+
+
+def _from_binary(
+    text: str, path: Path, name: str, kind: str, wheel: str | None = None
+) -> list[Library]:
+    """One library per metallib found in the binary at ``path``, named ``name#1``, ``#2``..."""
+    from builder.metallib import MetallibError
+    from builder.metallib.embedded import find_metallibs
+
+    try:
+        found = find_metallibs(path)
+    except MetallibError as exc:
+        raise UsageError(str(exc)) from None
+    if not found and wheel is None:
+        from builder.metallib.binary_sections import file_kind
+
+        with open(path, "rb") as handle:
+            what = file_kind(handle.read(8)) or "not a metallib"
+        raise UsageError(
+            f"{text}: {what} that holds no metallib (no MTLB header that parses whole and "
+            "matches its hashes); give a .metallib, a binary or wheel that ships one, or a "
+            "PACKAGE==VERSION"
+        )
     return [
         Library(
             text,
             kind,
-            p,
-            wheel=str(wheel),
-            member=p.relative_to(root).as_posix() if len(paths) > 1 else None,
+            path,
+            wheel=wheel,
+            member=f"{name}#{e.number}",
+            window=e.span,
+            location=e.location,
         )
-        for p in paths
+        for e in found
     ]
+
+
+def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:
+    root = _common_root(paths) if paths else wheel.parent
+    found: list[Library] = []
+    for p in paths:
+        name = p.relative_to(root).as_posix()
+        if p.suffix == ".metallib":
+            found.append(Library(text, kind, p, wheel=str(wheel), member=name))
+        else:
+            found += _from_binary(text, p, name, kind, wheel=str(wheel))
+    if not found:
+        raise UsageError(
+            f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
+            "none inside its binaries)"
+        )
+    if len(found) == 1 and found[0].window is None:
+        return [replace(found[0], member=None)]
+    return found
 
 
 def _common_root(paths: list[Path]) -> Path:

@@ -51,6 +51,7 @@ from builder.inputs.wheel_cache import (
     wheel_digest,
     write_error,
 )
+from builder.inputs.wheel_index import cached_wheel, check_remote, holds_metallibs
 
 __all__ = [
     "DEFAULT_PLATFORM",
@@ -65,6 +66,7 @@ __all__ = [
     "download_wheel",
     "extract_metallibs",
     "fetch_metallibs",
+    "holds_metallibs",
     "metallibs_from_spec",
     "parse_spec",
     "sweep_stale",
@@ -91,18 +93,6 @@ def parse_spec(spec: str) -> tuple[str, str] | None:
     return (match["name"], match["version"]) if match else None
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _find_cached(folder: Path, name: str, version: str, platform: str) -> Path | None:
-    prefix = f"{_normalise(name)}-{version}-"
-    for wheel in sorted(folder.glob("*.whl")):
-        if wheel.name.lower().startswith(prefix) and platform in wheel.name:
-            return wheel
-    return None
-
-
 def download_wheel(
     name: str, version: str, platform: str = DEFAULT_PLATFORM, *, quiet: bool = True
 ) -> Path:
@@ -110,9 +100,10 @@ def download_wheel(
     cache = prepare_cache()
     folder = cache / "wheels"
     make_dir(folder)
-    cached = _find_cached(folder, name, version, platform)
+    cached = cached_wheel(folder, name, version, platform)
     if cached:
         return cached
+    check_remote(name, version, platform)
     try:
         tmpdir = tempfile.TemporaryDirectory(
             dir=folder, prefix=".download-", ignore_cleanup_errors=True
@@ -187,11 +178,12 @@ def fetch_metallibs(
 
 
 def metallibs_from_spec(spec: str, platform: str = DEFAULT_PLATFORM) -> list[Path]:
-    """Download (or reuse) the wheel named by ``PACKAGE==VERSION`` and return its metallibs."""
+    """Download (or reuse) the wheel named by ``PACKAGE==VERSION`` and return its ``.metallib``
+    files (not the binaries ``extract_metallibs`` also extracts)."""
     parsed = parse_spec(spec)
     if parsed is None:
         raise UsageError(f"{spec!r} is not a PACKAGE==VERSION spec")
-    return fetch_metallibs(*parsed, platform)[1]
+    return [p for p in fetch_metallibs(*parsed, platform)[1] if p.suffix == ".metallib"]
 
 
 def _forget(wheel: Path) -> None:
@@ -204,7 +196,8 @@ def _forget(wheel: Path) -> None:
 
 
 def extract_metallibs(wheel: Path) -> list[Path]:
-    """Extract every ``*.metallib`` in ``wheel`` into the cache; return their paths in wheel order.
+    """Extract every member of ``wheel`` that may hold metallibs (``holds_metallibs``: each
+    ``*.metallib`` and each binary) into the cache; return their paths in wheel order.
 
     The folder is keyed by the wheel's SHA-256, so two different wheels with the same file name
     never share extracted files. ``wheel`` itself is only read.
@@ -233,7 +226,7 @@ def extract_metallibs(wheel: Path) -> list[Path]:
 def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str) -> list[Path]:
     parent = cache / "metallibs"
     root = parent / f"{wheel.stem[:100]}-{digest[:32]}"
-    members = [i for i in archive.infolist() if i.filename.endswith(".metallib")]
+    members = [i for i in archive.infolist() if holds_metallibs(i.filename) and not i.is_dir()]
     targets = _member_targets(wheel, root, members)  # all checked before anything is written
     todo = [
         (info, target)

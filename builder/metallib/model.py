@@ -25,6 +25,23 @@ FUNCTION_TYPES: dict[int, str] = {
 }
 
 
+# Mach-O platform numbers (mach-o/loader.h, PLATFORM_*), as the target-OS byte holds them.
+PLATFORMS = {
+    1: "macOS",
+    2: "iOS",
+    3: "tvOS",
+    4: "watchOS",
+    5: "bridgeOS",
+    6: "Mac Catalyst",
+    7: "iOS simulator",
+    8: "tvOS simulator",
+    9: "watchOS simulator",
+    10: "DriverKit",
+    11: "visionOS",
+    12: "visionOS simulator",
+}
+
+
 class Header(NamedTuple):
     """The fixed 88-byte header."""
 
@@ -45,6 +62,16 @@ class Header(NamedTuple):
     @property
     def format_version_text(self) -> str:
         return f"{self.format_version[0]}.{self.format_version[1]}"
+
+    @property
+    def platform(self) -> str:
+        """The OS the library targets: the low 7 bits of the target-OS byte are a Mach-O
+        platform number (docs/metallib-format.md); a zero there falls back to bit 15 of u16@4,
+        the macOS flag."""
+        code = self.target_os & 0x7F
+        if code == 0:
+            return "macOS" if self.raw_version[1] & 0x80 else "unknown platform"
+        return PLATFORMS.get(code, f"platform {code}")
 
 
 class ExtensionTag(NamedTuple):

@@ -73,7 +73,7 @@ class LibraryParts:
         starts: Sequence[int],
         dynamic_header: Bytes | None = None,
         uuid: bytes | None = None,
-        source_fd: int | None = None,
+        source: tuple[int, int] | None = None,
     ) -> None:
         self.raw_version = raw_version
         """Header bytes 4-15, verbatim."""
@@ -88,8 +88,9 @@ class LibraryParts:
         self.dynamic_header = dynamic_header
         self.uuid = uuid
         """UUID to write; None with a UUID tag present means derive one from the content."""
-        self.source_fd = source_fd
-        """A file descriptor of ``functions.data``'s file, for copies in the kernel (or None)."""
+        self.source = source
+        """A file descriptor of ``functions.data``'s file and where ``functions.data`` starts in
+        it, for copies in the kernel (or None)."""
 
     def __repr__(self) -> str:
         return (

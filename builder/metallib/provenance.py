@@ -29,11 +29,14 @@ class Provenance:
     language_versions: tuple[str, ...]
     compilers: tuple[str, ...]
     modules_sampled: int
+    platform: str = "macOS"
+    """The OS of the deployment target (``Header.platform``): macOS, iOS, ..."""
 
     def as_dict(self) -> dict[str, object]:
         return {
             "format_version": self.format_version,
             "deployment_target": self.deployment_target,
+            "platform": self.platform,
             "air_versions": list(self.air_versions),
             "metal_language_versions": list(self.language_versions),
             "compilers": list(self.compilers),
@@ -66,4 +69,5 @@ def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
         language_versions=tuple(msl),
         compilers=tuple(compilers),
         modules_sampled=len(chosen),
+        platform=lib.header.platform,
     )

@@ -36,15 +36,18 @@ from builder.metallib.structs import (
 )
 from builder.metallib.table import FunctionEntry, FunctionTable
 
-__all__ = ["Metallib", "open_metallib"]
+__all__ = ["Metallib", "not_a_metallib", "open_metallib"]
 
 
-def open_metallib(path: str | os.PathLike[str]) -> Metallib:
+def open_metallib(path: str | os.PathLike[str], window: Span | None = None) -> Metallib:
     """Open ``path`` read-only and parse its header; raises ``MetallibError`` on bad input (a
     path that is not a regular file included: ``builder.files.reading.open_regular``).
 
-    The file stays open (read-only) with the map so that writers can copy unchanged runs of it
-    in the kernel (``copy_file_range``); ``close`` releases both.
+    ``window`` (offset and size in the file) opens a metallib embedded in a larger file (a
+    Mach-O or ELF binary, ``builder.metallib.embedded``): offsets in the library stay relative
+    to its own first byte, ``file_offset`` says where that is. The file stays open (read-only)
+    with the map so that writers can copy unchanged runs of it in the kernel
+    (``copy_file_range``); ``close`` releases both.
     """
     name = os.fspath(path)
     try:  # a FIFO or a device is refused here, for every command that reads a metallib
@@ -52,8 +55,13 @@ def open_metallib(path: str | os.PathLike[str]) -> Metallib:
     except UnreadableFile as exc:
         raise MetallibError(str(exc)) from None
     try:
-        if os.fstat(handle.fileno()).st_size == 0:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
             raise MetallibFormatError(0, "empty file, not a metallib", name)
+        if window is not None and (window.size == 0 or window.end > size):
+            raise MetallibFormatError(
+                window.offset, f"no metallib of {window.size} bytes here: the file is {size}", name
+            )
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
         handle.close()
@@ -62,23 +70,43 @@ def open_metallib(path: str | os.PathLike[str]) -> Metallib:
         handle.close()
         raise
     try:
-        return Metallib(mapped, name, handle)
+        return Metallib(mapped, name, handle, window)
     except MetallibFormatError as exc:
         mapped.close()
         handle.close()
         raise exc.with_path(name) from None
 
 
+def not_a_metallib(head: bytes) -> str:
+    """What a file that does not start with the magic is, and what to do: one line. The bytes
+    are written as hex digits once (a ``repr`` would be escaped again on the way to stderr)."""
+    from builder.metallib.binary_sections import file_kind
+
+    shown = " ".join(f"{b:02x}" for b in head[:4]) or "nothing"
+    kind = file_kind(head)
+    what = f"; it is {kind}" if kind else ""
+    if kind and ("Mach-O" in kind or "ELF" in kind):
+        what += " (give it as a TARGET to report, list, verify or slim: they find its metallibs)"
+    return f"not a metallib: its magic (first 4 bytes) is {shown}, not MTLB (4d 54 4c 42){what}"
+
+
 class Metallib:
     """A parsed metallib over a buffer (an mmap or bytes). Use as a context manager to unmap."""
 
     def __init__(
-        self, buffer: mmap.mmap | bytes | bytearray, path: str | None = None, file: Any = None
+        self,
+        buffer: mmap.mmap | bytes | bytearray,
+        path: str | None = None,
+        file: Any = None,
+        window: Span | None = None,
     ) -> None:
         self._buffer = buffer
         self._file = file
         self.path = path
-        self.data = memoryview(buffer)
+        self.file_offset = window.offset if window is not None else 0
+        """Where the library's first byte is in its file (0 unless embedded in a binary)."""
+        self._whole = memoryview(buffer)  # the whole file: spans read by pread are in file offsets
+        self.data = self._whole if window is None else self._whole[window.offset : window.end]
         self.file_size = len(self.data)
         try:
             self.header = self._parse_header()
@@ -90,6 +118,7 @@ class Metallib:
             self._check_regions()
         except BaseException:
             self.data.release()  # so the caller can close the map
+            self._whole.release()
             raise
 
     @classmethod
@@ -107,6 +136,7 @@ class Metallib:
         self.__dict__.pop("_parsed", None)  # its columns hold a view of the map
         try:
             self.data.release()
+            self._whole.release()
             if isinstance(self._buffer, mmap.mmap):
                 self._buffer.close()
         except BufferError:
@@ -117,11 +147,31 @@ class Metallib:
 
     def find(self, needle: bytes, start: int, end: int) -> int:
         """The offset of the first ``needle`` in ``[start, end)``, or -1 (searched in the map)."""
-        return self._buffer.find(needle, start, end)
+        base = self.file_offset
+        at = self._buffer.find(needle, base + start, base + end)
+        return at - base if at >= 0 else -1
 
     def fileno(self) -> int | None:
-        """The open file's descriptor (None for in-memory libraries)."""
-        return self._file.fileno() if self._file is not None else None
+        """The open file's descriptor, when the library is the whole file (None for in-memory
+        libraries and embedded ones: callers read offsets relative to the library)."""
+        if self._file is None or self.file_offset:
+            return None
+        return int(self._file.fileno())
+
+    def file_spans(self, offsets: list[int]) -> tuple[memoryview, list[int], int | None]:
+        """The buffer, offsets and descriptor for ``hashing.hash_spans`` to read the spans at
+        ``offsets`` (relative to the library) from the file with ``pread``: an embedded
+        library's spans are read at their place in the file, its map never faulted in."""
+        if self._file is None:
+            return self.data, offsets, None
+        base = self.file_offset
+        shifted = [o + base for o in offsets] if base else offsets
+        return self._whole, shifted, int(self._file.fileno())
+
+    def file_source(self) -> tuple[int, int] | None:
+        """The open file's descriptor and the library's offset in it (None in memory): for
+        ``copy_file_range`` of an embedded library's bytes."""
+        return None if self._file is None else (int(self._file.fileno()), self.file_offset)
 
     def __enter__(self) -> Metallib:  # noqa: PYI034 (Self needs Python 3.11)
         return self
@@ -139,9 +189,7 @@ class Metallib:
     def _parse_header(self) -> Header:
         data = self.data
         if self.file_size < 4 or bytes(data[:4]) != MAGIC:
-            raise MetallibFormatError(
-                0, f"not a metallib: magic is {bytes(data[:4])!r}, not 'MTLB'"
-            )
+            raise MetallibFormatError(0, not_a_metallib(bytes(data[:8])))
         if self.file_size < HEADER_SIZE:
             raise MetallibFormatError(
                 self.file_size, f"truncated: the header needs {HEADER_SIZE} bytes"

@@ -21,9 +21,14 @@ class OutputSink:
     written while ``hashing`` is on also feeds it (the derived UUID).
     """
 
-    def __init__(self, out: BinaryIO, source: tuple[memoryview, int | None], digest: Any) -> None:
+    def __init__(
+        self, out: BinaryIO, data: memoryview, source: tuple[int, int] | None, digest: Any
+    ) -> None:
         self.out = out
-        self.data, self.source_fd = source
+        self.data = data
+        # the file ``data`` maps and where ``data`` starts in it (an embedded library's offset)
+        self.source_fd: int | None = source[0] if source is not None else None
+        self.source_base = source[1] if source is not None else 0
         self.out_fd = _fileno(out)
         self.digest = digest
         self.hashing = digest is not None
@@ -67,7 +72,12 @@ class OutputSink:
             self.source_fd is not None
             and self.out_fd is not None
             and _kernel_copy(
-                self.out, self.source_fd, self.out_fd, start, end - start, self.position
+                self.out,
+                self.source_fd,
+                self.out_fd,
+                self.source_base + start,
+                end - start,
+                self.position,
             )
         ):
             self.position += end - start

@@ -68,7 +68,7 @@ def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> L
         starts=starts,
         dynamic_header=dynamic,
         uuid=lib.uuid if len(chosen) == count else None,
-        source_fd=lib.fileno(),
+        source=lib.file_source(),
     )
 
 

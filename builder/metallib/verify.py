@@ -97,18 +97,13 @@ def verify(
     for bad in table.bad_names:
         report.problems.append(Problem(table.names[bad.function], bad.offset, f"name {bad.reason}"))
     _check_tiling(lib, table, report)
-    digests = (
-        hash_spans(
-            lib.data,
-            table.module_offsets,
-            table.module_bytes,
-            fd=lib.fileno(),
-            mode=parallel,
-            progress=progress,
+    if hashes:
+        data, offsets, fd = lib.file_spans(table.module_offsets)
+        digests = hash_spans(
+            data, offsets, table.module_bytes, fd=fd, mode=parallel, progress=progress
         )
-        if hashes
-        else table.hashes
-    )
+    else:
+        digests = table.hashes
     for index in _suspects(lib, table):
         _check_structure(lib, table[index], report)
     if digests != table.hashes:

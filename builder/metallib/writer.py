@@ -151,7 +151,7 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
 
         digest = md5(usedforsecurity=False)
     fns = parts.functions
-    sink = OutputSink(out, (fns.data, parts.source_fd), digest if derive else None)
+    sink = OutputSink(out, fns.data, parts.source, digest if derive else None)
     sink.write(
         MAGIC
         + parts.raw_version

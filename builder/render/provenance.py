@@ -29,7 +29,10 @@ def provenance_line(provenance: Mapping[str, Any]) -> str:
     if lib:
         parts.append(f"metallib format {lib.get('format_version', '?')}")
         if lib.get("deployment_target"):
-            parts.append(f"deployment target {lib['deployment_target']}")
+            # a library for another OS says which (older reports have no platform: macOS)
+            platform = lib.get("platform") or "macOS"
+            shown = f"{platform} " if platform != "macOS" else ""
+            parts.append(f"deployment target {shown}{lib['deployment_target']}")
         parts.append("AIR " + (", ".join(lib.get("air_versions") or []) or "?"))
         parts.append("Metal " + (", ".join(lib.get("metal_language_versions") or []) or "?"))
         compilers = lib.get("compilers") or []

@@ -7,7 +7,8 @@ Human output uses decimal units, matching what ``ls -lh --si`` and package index
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from builder.size.gates import GateResult
@@ -137,6 +138,8 @@ def origin(report: Report) -> str:
     """Where a report's figures were measured: the file, and the wheel, manifest or saved report."""
     src = report.source
     where = src.path or "(no metallib: all families JIT)"
+    if src.embedded is not None:
+        where += f" ({embedded_place(src.embedded)})"
     extra = []
     if src.kind == "spec" or src.kind == "wheel":
         extra.append(f"from {src.target}")
@@ -145,6 +148,23 @@ def origin(report: Report) -> str:
     if src.kind == "report":
         extra.append(f"saved report {src.target}")
     return where + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def embedded_place(embedded: Mapping[str, Any]) -> str:
+    """Where a metallib sits in its binary, for people: ``bytes 101,251,178-202,494,553 of
+    __TEXT,metal_basic`` (+ its offset in the section, the symbol naming it)."""
+    start = embedded["offset"]
+    text = f"bytes {start:,}-{start + embedded['size']:,}"
+    section = ",".join(embedded[k] for k in ("segment", "section") if embedded.get(k))
+    if section:
+        text += f" in {section}"
+        if embedded.get("section_offset"):
+            text += f" +{embedded['section_offset']:,}"
+    if embedded.get("format") == "fat Mach-O" and embedded.get("arch"):
+        text += f" of the {embedded['arch']} slice"
+    if embedded.get("symbol"):
+        text += f", symbol {embedded['symbol']}"
+    return visible(text)
 
 
 def grouping_text(report: Report) -> str:

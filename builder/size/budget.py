@@ -74,7 +74,7 @@ def download_bytes(report: Report) -> int:
         from builder.size.attribution import attribute
         from builder.size.download import download_total
 
-        with open_metallib(report.source.path) as lib:
+        with open_metallib(report.source.path, report.source.window) as lib:
             return download_total(lib, attribute(lib))
     if report.host_library is None:
         raise UsageError(

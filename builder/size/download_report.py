@@ -97,7 +97,8 @@ def measure_download(lib: Metallib, attribution: Attribution, wheel: str | None)
         "parts": share.parts,
     }
     files = read_wheel_files(wheel) if wheel else None
-    member = _member(lib.path, files) if files else None
+    # a metallib inside a binary is not a wheel file of its own: no member to check the model on
+    member = _member(lib.path, files) if files and not lib.file_offset else None
     return Download(share.total, share.functions, share.overhead, model, member, files)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
     from builder.size.grouping import Sources
+    from builder.size.report import Report
 
 __all__ = ["HistoryPoint", "measure_history", "top_groups"]
 
@@ -69,7 +70,7 @@ def measure_history(
                 measured_in=tuple(
                     f"saved report {r.source.target}"
                     if r.source.kind == "report"
-                    else r.source.path or r.source.target
+                    else _measured_in(r)
                     for r in reports
                 ),
                 download_bytes=sum(map(download_bytes, reports)) if download else None,
@@ -88,3 +89,11 @@ def top_groups(points: Sequence[HistoryPoint], top: int | None) -> list[str]:
             peak[name] = max(peak.get(name, 0), size)
     ranked = sorted(peak, key=lambda name: (-peak[name], name))
     return ranked if top is None else ranked[:top]
+
+
+def _measured_in(report: Report) -> str:
+    """The file measured; for a metallib inside a binary, the binary and its number there."""
+    src = report.source
+    if src.embedded is not None and src.path and src.member:
+        return f"{src.path}#{src.member.rpartition('#')[2]}"
+    return src.path or src.target

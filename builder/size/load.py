@@ -72,6 +72,7 @@ def load_library(
         wheel=lib.wheel,
         manifest=manifest.path if manifest else None,
         member=lib.member,
+        embedded=_embedded(lib),
     )
     jit, host = _jit_families(manifest)
     families = manifest.family_of() if manifest else None  # exact: wins over --rules
@@ -95,11 +96,11 @@ def load_library(
             host_library=host,
             provenance=build_provenance(None, build),
         )
-    from builder.metallib import open_metallib
+    from builder.inputs.targets import open_library
     from builder.metallib.provenance import library_provenance
     from builder.size.attribution import attribute
 
-    with open_metallib(lib.path) as metallib:
+    with open_library(lib) as metallib:
         attribution = attribute(metallib)
         provenance = build_provenance(library_provenance(metallib), build)
         shares = None
@@ -119,6 +120,19 @@ def load_library(
         provenance=provenance,
         download=shares,
     )
+
+
+def _embedded(lib: Library) -> dict[str, object] | None:
+    """``Source.embedded``: where the metallib sits in the binary ``lib.path``."""
+    if lib.window is None:
+        return None
+    doc: dict[str, object] = {"offset": lib.window.offset, "size": lib.window.size}
+    where = lib.location
+    if where is not None:
+        doc.update(format=where.kind, arch=where.arch, segment=where.segment)
+        doc.update(section=where.section, section_offset=where.section_offset)
+        doc.update(symbol=where.symbol)
+    return {key: value for key, value in doc.items() if value is not None}
 
 
 def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.files.bounds import byte_count
+from builder.metallib.structs import Span
 from builder.size import report_fields as fields
 from builder.size.download_report import Download, add_download_fields, download_from_dict
 from builder.size.grouping import Sources, group_names, parse_by
@@ -58,12 +59,28 @@ class Source:
     wheel: str | None = None
     manifest: str | None = None
     member: str | None = None
-    """The metallib's path inside its wheel or build directory (used to pair libraries)."""
+    """The metallib's path inside its wheel or build directory, or ``BINARY#N`` for the N-th
+    in a binary (used to pair libraries)."""
+    embedded: dict[str, Any] | None = None
+    """For a metallib inside a binary (``path``): its ``offset`` and ``size`` there, and where
+    the binary has sections ``format``, ``arch``, ``segment``, ``section``,
+    ``section_offset`` and ``symbol`` (docs/report-schema.md)."""
+
+    @property
+    def window(self) -> Span | None:
+        """The metallib's bytes in ``path`` when ``path`` is a binary holding it."""
+        if self.embedded is None:
+            return None
+        return Span(self.embedded["offset"], self.embedded["size"])
 
     @property
     def label(self) -> str:
         """A short name for tables: the target plus the member when there are several."""
-        return self.target if not self.member else f"{self.target}:{self.member}"
+        if not self.member:
+            return self.target
+        if self.kind == "binary":  # the binary itself was the target: its N-th metallib
+            return f"{self.target}#{self.member.rpartition('#')[2]}"
+        return f"{self.target}:{self.member}"
 
 
 class OverheadRow(NamedTuple):
@@ -302,6 +319,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
             "wheel": src.wheel,
             "manifest": src.manifest,
             "member": src.member,
+            **({} if src.embedded is None else {"embedded": src.embedded}),
         },
         "file_size": report.file_size,
         "format_version": report.format_version,
@@ -357,6 +375,7 @@ def report_from_dict(data: Any, where: str) -> Report:
             wheel=fields.optional_text(src.get("wheel"), "source.wheel"),
             manifest=fields.optional_text(src.get("manifest"), "source.manifest"),
             member=fields.optional_text(src.get("member"), "source.member"),
+            embedded=fields.embedded(src.get("embedded"), "source.embedded"),
         )
         functions = [
             FunctionRow(

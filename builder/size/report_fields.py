@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.files.bounds import brief
+from builder.files.bounds import brief, byte_count
 
-__all__ = ["as_object", "brief", "object_list", "optional_text", "provenance", "text"]
+__all__ = [
+    "as_object",
+    "brief",
+    "embedded",
+    "object_list",
+    "optional_text",
+    "provenance",
+    "text",
+]
 
 
 def as_object(value: Any, field: str) -> dict[str, Any]:
@@ -47,7 +55,7 @@ def text(value: Any, field: str) -> str:
 # The provenance record's shape (builder.size.provenance): what each renderer may rely on.
 _PROVENANCE_TEXT = {
     "tool": ("name", "version"),
-    "library": ("format_version", "deployment_target", "compiler_source"),
+    "library": ("format_version", "deployment_target", "platform", "compiler_source"),
 }
 _PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "compilers")}
 _PROVENANCE_DEPTH = 8
@@ -89,3 +97,22 @@ def _depth(value: Any) -> int:
             deepest = max(deepest, depth)
             stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def embedded(value: Any, field: str) -> dict[str, Any] | None:
+    """A saved report's ``source.embedded`` (a metallib's place in a binary), checked: byte
+    counts and short texts only, ``offset`` and ``size`` required."""
+    if value is None:
+        return None
+    doc = as_object(value, field)
+    out: dict[str, Any] = {}
+    for key in ("offset", "size", "section_offset"):
+        if doc.get(key) is not None:
+            out[key] = byte_count(doc[key], f"{field}.{key}")
+    for key in ("format", "arch", "segment", "section", "symbol"):
+        text = optional_text(doc.get(key), f"{field}.{key}")
+        if text is not None:
+            out[key] = text
+    if "offset" not in out or "size" not in out:
+        raise ValueError(f"{field!r} needs 'offset' and 'size'")
+    return out

@@ -24,7 +24,7 @@ from builder.files.reading import read_text
 from builder.metallib import open_metallib, parts_from_library
 
 if TYPE_CHECKING:
-    from builder.metallib import FunctionTable, Metallib
+    from builder.metallib import FunctionTable, Metallib, Span
 
 __all__ = [
     "HashMismatch",
@@ -156,11 +156,12 @@ class _ModuleHashes:
     a thread hashes beside the copy, which runs in the kernel, and this one joins in after it),
     then compared with their HASH tags. ``close`` before the input's map is closed."""
 
-    def __init__(self, table: FunctionTable, fd: int | None) -> None:
+    def __init__(self, table: FunctionTable, lib: Metallib) -> None:
         from builder.metallib.hashing import SpanHashes
 
         self._table = table
-        self._hashes = SpanHashes(table.data, table.module_offsets, table.module_bytes, fd=fd)
+        data, offsets, fd = lib.file_spans(table.module_offsets)  # read at their place in the file
+        self._hashes = SpanHashes(data, offsets, table.module_bytes, fd=fd)
 
     def close(self) -> None:
         self._hashes.cancel()
@@ -213,8 +214,11 @@ def slim_file(
     keep_list: Iterable[str] = (),
     in_place: bool = False,
     allow_hash_mismatch: bool = False,
+    window: Span | None = None,
 ) -> SlimResult:
-    """Write the functions of ``source`` selected by ``keep``/``keep_list``/``drop`` to ``output``.
+    """Write the functions of ``source`` selected by ``keep``/``keep_list``/``drop`` to ``output``
+    (``window``: the metallib's bytes when ``source`` is a binary holding it; the output is a
+    standalone metallib).
 
     Each kept module is hashed (beside the copy) and compared with its HASH tag: a mismatch is an
     error naming the functions, and ``output`` is not touched, unless ``allow_hash_mismatch``
@@ -228,16 +232,14 @@ def slim_file(
         check_not_an_input(output, [source], hint="; pass --in-place to do that")
     if Path(output).is_dir():
         raise UsageError(f"{output}: is a directory; give the output file name")
-    with open_metallib(source) as lib:
+    with open_metallib(source, window) as lib:
         names = lib.columns().names
         selection = choose_functions(names, keep, drop, keep_list)
         indices = selection.indices
         _check_input(lib, source, output, {names[i] for i in indices})
         with atomic_output(output) as out:  # first: an unwritable output fails before any work
             parts = parts_from_library(lib, indices)
-            hashes = _ModuleHashes(
-                parts.functions, parts.source_fd
-            )  # first: it overlaps the writing
+            hashes = _ModuleHashes(parts.functions, lib)  # first: it overlaps the writing
             try:
                 lay = write_to(parts, out)
                 check_written(out, lay, output)
@@ -254,8 +256,11 @@ def slim_file(
             tuple(names) if len(indices) == len(names) else tuple(map(names.__getitem__, indices))
         )
         before = lib.file_size
+    shown = os.fspath(source)
+    if window is not None:
+        shown += f" (its metallib at byte {window.offset}, {window.size} bytes)"
     return SlimResult(
-        os.fspath(source),
+        shown,
         os.fspath(output),
         len(names),
         len(indices),

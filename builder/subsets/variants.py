@@ -165,6 +165,11 @@ def _resolve(
         target, found, member=None, command="variants --from", choose="name one .metallib file"
     )
     assert lib.path is not None  # one_metallib refuses a build without a metallib
+    if lib.window is not None:
+        raise UsageError(
+            f"{target}: its metallib {lib.member} is inside a binary; write it out first "
+            f"(slim {target} --member '{lib.member}' --keep '*' -o LIB.metallib)"
+        )
     return lib.path, lib.wheel
 
 
@@ -227,9 +232,8 @@ class _Writer:
         from builder.metallib.hashing import SpanHashes
 
         table = self.lib.columns()
-        return SpanHashes(
-            table.data, table.module_offsets, table.module_bytes, fd=self.lib.fileno()
-        )
+        data, offsets, fd = self.lib.file_spans(table.module_offsets)
+        return SpanHashes(data, offsets, table.module_bytes, fd=fd)
 
     def _check_hashes(self, digests: bytes, path: Path) -> None:
         table = self.lib.columns()

@@ -286,6 +286,7 @@ def test_interrupt_while_downloading_leaves_no_temp_folder(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(wheels, "subprocess", SimpleNamespace(run=run))
+    monkeypatch.setattr(wheels, "check_remote", lambda *args: None)  # a fake pip: no index
     with pytest.raises(KeyboardInterrupt):
         wheels.download_wheel("pkg", "1.0")
     assert not temp_files(cache) and not list(cache.rglob("*.whl"))
@@ -412,6 +413,7 @@ def fake_pip(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(wheels, "subprocess", SimpleNamespace(run=run))
+    monkeypatch.setattr(wheels, "check_remote", lambda *args: None)  # nor its zip directory
     return state
 
 

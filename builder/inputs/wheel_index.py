@@ -1,0 +1,208 @@
+"""Which wheel pip takes, and a look into it on the package index before downloading it: its zip
+directory, read with HTTP range requests.
+
+``PACKAGE==VERSION`` downloads a whole wheel (torch's is 127 MB). Whether the wheel holds
+anything this tool reads (a ``.metallib``, or a binary that may hold one) is written in its zip
+directory at the end of the file; an index that answers ``Range`` requests (the Python package
+index does: ``206 Partial Content``) gives it for a few hundred kilobytes. When the wheel holds
+none, the target fails without the download. Anything unexpected on the way (another index, a
+server that ignores ranges, no compatible file found) returns None and the caller downloads the
+wheel with pip as before: this only ever saves a download, it never decides which wheel is used.
+
+Which file pip would pick is decided as pip decides it: the platform and Python tags that
+``pip download --platform P --python-version 3.12`` accepts (pip's own ``packaging``), in pip's
+order of preference.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from builder.errors import UsageError
+
+__all__ = [
+    "RangeFile",
+    "cached_wheel",
+    "check_remote",
+    "compatible",
+    "holds_metallibs",
+    "remote_members",
+]
+
+_TIMEOUT = 30
+_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def _supported(platform: str) -> list[Any]:
+    """The tags ``pip download --platform PLATFORM --python-version 3.12`` accepts, best first."""
+    from pip._vendor.packaging import tags
+
+    mac = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", platform)
+    platforms = list(tags.mac_platforms((int(mac[1]), int(mac[2])), mac[3])) if mac else [platform]
+    return list(tags.cpython_tags((3, 12), platforms=platforms)) + list(
+        tags.compatible_tags((3, 12), "cp312", platforms=platforms)
+    )
+
+
+def compatible(filename: str, name: str, version: str, platform: str) -> int | None:
+    """How much pip prefers the wheel ``filename`` for ``name==version`` on ``platform`` (lower
+    is better), or None when pip would not take it."""
+    from pip._vendor.packaging.utils import canonicalize_name, parse_wheel_filename
+
+    try:
+        wheel_name, wheel_version, _, wheel_tags = parse_wheel_filename(filename)
+    except Exception:  # noqa: BLE001 - pip's InvalidWheelFilename and version errors alike
+        return None
+    if canonicalize_name(wheel_name) != canonicalize_name(name) or str(wheel_version) != version:
+        return None
+    ranks = [i for i, tag in enumerate(_supported(platform)) if tag in wheel_tags]
+    return min(ranks) if ranks else None
+
+
+class RangeFile(io.RawIOBase):
+    """A remote file read with HTTP ``Range`` requests, for ``zipfile`` (which reads only the end
+    of a zip and its directory). ``ValueError`` when the server does not answer with ranges."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.position, self.fetched = url, 0, 0
+        _, total = self._get(0, 0)
+        self.size = total
+
+    def _get(self, start: int, end: int) -> tuple[bytes, int]:
+        import urllib.request  # only on the download path: it costs start-up time elsewhere
+
+        request = urllib.request.Request(self.url, headers={"Range": f"bytes={start}-{end}"})
+        with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
+            if response.status != 206:
+                raise ValueError(f"no range support (HTTP {response.status})")
+            found = re.fullmatch(
+                r"bytes (\d+)-(\d+)/(\d+)", response.headers.get("Content-Range", "")
+            )
+            body = response.read(end - start + 1)
+        if found is None or int(found[1]) != start:
+            raise ValueError("unexpected Content-Range")
+        self.fetched += len(body)
+        return body, int(found[3])
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.position, 2: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.size if size < 0 else min(self.size, self.position + size)
+        if end <= self.position:
+            return b""
+        body, _ = self._get(self.position, end - 1)
+        self.position += len(body)
+        return body
+
+
+def _index_url() -> str:
+    """pip's index (``PIP_INDEX_URL``, else its configured ``index-url``, else the default)."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+    )
+    found = re.search(r"^[\w:.]*\.?index-url='([^']+)'$", done.stdout, re.MULTILINE)
+    return found[1] if found else "https://pypi.org/simple"
+
+
+def _files(index: str, name: str) -> list[tuple[str, str]]:
+    """(file name, absolute URL) of each file the simple index lists for ``name``."""
+    import urllib.parse
+    import urllib.request
+
+    page = urllib.parse.urljoin(index.rstrip("/") + "/", re.sub(r"[-_.]+", "-", name).lower() + "/")
+    request = urllib.request.Request(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
+    with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
+        kind, body = response.headers.get("Content-Type", ""), response.read(64 << 20)
+    if kind.startswith(_JSON):
+        listed = json.loads(body)["files"]
+        return [(f["filename"], urllib.parse.urljoin(page, f["url"])) for f in listed]
+    links = re.findall(rb'href="([^"]+)"', body)
+    out = []
+    for link in links:
+        url = urllib.parse.urljoin(page, link.decode().replace("&amp;", "&"))
+        out.append((urllib.parse.unquote(url.split("#")[0].rsplit("/", 1)[-1]), url))
+    return out
+
+
+def remote_members(name: str, version: str, platform: str) -> tuple[str, list[str], int] | None:
+    """(wheel file name, member names, bytes fetched) of the wheel pip would download, read
+    from its zip directory on the index; None when that cannot be done (download it then)."""
+    if not platform.startswith("macosx_"):
+        return None
+    try:
+        index = _index_url()
+        if not index.startswith(("https://", "http://")):
+            return None
+        ranked = [
+            (compatible(f, name, version, platform), f, url) for f, url in _files(index, name)
+        ]
+        usable = sorted((rank, f, url) for rank, f, url in ranked if rank is not None)
+        if not usable:
+            return None
+        _, filename, url = usable[0]
+        remote = RangeFile(url.split("#")[0])
+        with zipfile.ZipFile(remote) as archive:
+            names = archive.namelist()
+        return filename, names, remote.fetched
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError):
+        return None
+
+
+def holds_metallibs(member: str) -> bool:
+    """Whether a wheel member is read for metallibs: a ``.metallib``, or a binary that may hold
+    some (``.dylib``, ``.so`` or ``.so.N``, ``.bundle``: macOS wheels keep their Mach-O
+    libraries under these names). Binaries are searched after extraction
+    (``builder.metallib.embedded``); one that holds none is left out of the target."""
+    name = member.rsplit("/", 1)[-1]
+    return name.endswith((".metallib", ".dylib", ".so", ".bundle")) or ".so." in name
+
+
+def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path | None:
+    """The cached wheel pip would take for ``platform`` (a ``macosx_11_0_arm64`` wheel serves
+    ``macosx_14_0_arm64`` too: without this it was downloaded again on every run)."""
+    prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
+    ranked = []
+    for wheel in sorted(folder.glob("*.whl")):
+        if wheel.name.lower().startswith(prefix):
+            rank = compatible(wheel.name, name, version, platform)
+            if rank is not None:
+                ranked.append((rank, wheel.name, wheel))
+    return min(ranked)[2] if ranked else None
+
+
+def check_remote(name: str, version: str, platform: str) -> None:
+    """UsageError, before any download, when the index's zip directory of the wheel shows no
+    member that could hold a metallib (``builder.inputs.wheel_index``; silent when the index
+    does not allow the look)."""
+    found = remote_members(name, version, platform)
+    if found is None:
+        return
+    filename, members, fetched = found
+    if not any(holds_metallibs(m) for m in members):
+        raise UsageError(
+            f"{name}=={version}: its wheel {filename} holds no .metallib and no binary that "
+            f"could hold one ({len(members)} files; read from its zip directory on the index, "
+            f"{fetched:,} bytes, without downloading the wheel)"
+        )

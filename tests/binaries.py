@@ -1,0 +1,164 @@
+"""Real Mach-O and ELF binaries holding metallibs, made on Linux with Debian's clang and lld
+(``.incbin`` in an assembly source, no SDK), and LLVM's own readers as the independent check of
+where their sections and symbols are (``llvm-objdump``, ``llvm-readelf``, ``llvm-nm``)."""
+
+from __future__ import annotations
+
+import glob
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+__all__ = [
+    "elf_sections",
+    "link_dylib",
+    "link_elf",
+    "lipo",
+    "macho_sections",
+    "nm_addresses",
+    "tool",
+]
+
+
+def tool(name: str) -> str:
+    """``name`` on PATH, or Debian's versioned spelling (``ld64.lld-14``, ``/usr/lib/llvm-14/
+    bin/llvm-lipo``); skips the test loudly when the package is missing."""
+    found = shutil.which(name) or next(
+        iter(
+            sorted(glob.glob(f"/usr/bin/{name}-[0-9]*"))
+            + sorted(glob.glob(f"/usr/lib/llvm-*/bin/{name}"))
+        ),
+        None,
+    )
+    if found is None:
+        pytest.skip(
+            f"{name} not installed (Debian packages clang, lld, llvm: scripts/setup.sh --test)"
+        )
+    return found
+
+
+def _run(args: list[str], cwd: Path) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{args[0]}: {done.stderr}"
+    return done.stdout
+
+
+def _incbin(blobs: list[tuple[str, str | None, Path]], folder: Path, pad: int) -> str:
+    """Assembly putting each (section, symbol, file) into its section: a named one after
+    ``pad`` bytes, an unnamed one as the whole section (as torch keeps its two)."""
+    lines = []
+    for section, symbol, path in blobs:
+        lines.append(f".section {section}")
+        if symbol:
+            lines.append(".byte " + ", ".join(["7"] * pad))
+            lines += [f".globl {symbol}", f"{symbol}:"]
+        lines.append(f'.incbin "{path.resolve()}"')
+    return "\n".join(lines) + "\n"
+
+
+def link_dylib(
+    out: Path, blobs: list[tuple[str, str | None, Path]], *, arch: str = "arm64", pad: int = 3
+) -> Path:
+    """A Mach-O dylib for macOS 14 with each metallib of ``blobs`` (section like
+    ``__TEXT,metal_basic``, symbol or None, file) and a function, ``_answer``."""
+    body = "  mov w0, #42\n  ret\n" if arch == "arm64" else "  movl $42, %eax\n  ret\n"
+    source = out.with_suffix(f".{arch}.s")
+    text = '.section __TEXT,__cstring\n_decoy: .asciz "MTLBinaryArchive MTLB"\n'
+    source.write_text(
+        text + _incbin(blobs, out.parent, pad) + f".text\n.globl _answer\n_answer:\n{body}"
+    )
+    obj = source.with_suffix(".o")
+    _run(
+        [tool("clang"), "-target", f"{arch}-apple-macos14", "-c", str(source), "-o", str(obj)],
+        out.parent,
+    )
+    _run(
+        [tool("ld64.lld"), "-dylib", "-arch", arch, "-platform_version", "macos", "14.0", "14.0"]
+        + [str(obj), "-o", str(out)],
+        out.parent,
+    )
+    return out
+
+
+def lipo(out: Path, thin: list[Path]) -> Path:
+    """A fat (universal) binary of the ``thin`` ones, in that order."""
+    _run([tool("llvm-lipo"), "-create", *map(str, thin), "-output", str(out)], out.parent)
+    return out
+
+
+def link_elf(out: Path, blobs: list[tuple[str, str | None, Path]], *, pad: int = 1) -> Path:
+    """An x86-64 ELF shared object with each metallib of ``blobs`` (section like ``.rodata``)."""
+    source = out.with_suffix(".s")
+    lines = []
+    for section, symbol, path in blobs:
+        lines.append(f".section {section}")
+        lines.append(".byte " + ", ".join(["7"] * pad))
+        if symbol:
+            size = path.stat().st_size
+            lines += [f".globl {symbol}", f".type {symbol}, @object", f".size {symbol}, {size}"]
+            lines.append(f"{symbol}:")
+        lines.append(f'.incbin "{path.resolve()}"')
+    source.write_text(
+        "\n".join(lines) + "\n.text\n.globl answer\nanswer:\n  movl $42, %eax\n  ret\n"
+    )
+    obj = source.with_suffix(".o")
+    _run(
+        [tool("clang"), "-target", "x86_64-linux-gnu", "-c", str(source), "-o", str(obj)],
+        out.parent,
+    )
+    _run([tool("ld.lld"), "-shared", str(obj), "-o", str(out)], out.parent)
+    return out
+
+
+def macho_sections(path: Path) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(arch, segment, section) -> (file offset, size), as ``llvm-objdump`` reads them: slice
+    offsets from the fat header (``--universal-headers``) plus each section's offset."""
+    objdump = tool("llvm-objdump")
+    universal = _run([objdump, "--macho", "--universal-headers", str(path)], path.parent)
+    slices = dict(re.findall(r"architecture (\S+)\n(?:.*\n)*?\s+offset (\d+)", universal))
+    text = _run([objdump, "--macho", "--private-headers", "--arch=all", str(path)], path.parent)
+    found: dict[tuple[str, str, str], tuple[int, int]] = {}
+    current: dict[str, str] = {}
+    arch = next(iter(slices), "")
+    for line in text.splitlines():
+        head = re.match(r".*\(architecture (\S+)\):$", line)
+        if head:
+            arch = head.group(1)
+        fields = re.findall(r"^\s+(sectname|segname|size|offset) (\S+)$", line)
+        for key, value in fields:
+            if key == "sectname":
+                current = {"sectname": value}
+            elif "sectname" in current and key not in current:
+                current[key] = value
+                if key == "offset":
+                    base = int(slices.get(arch, 0))
+                    where = (arch or "", current["segname"], current["sectname"])
+                    found[where] = (base + int(value), int(current["size"], 16))
+                    current = {}
+    return found
+
+
+def elf_sections(path: Path) -> dict[str, tuple[int, int, int]]:
+    """Section name -> (file offset, size, address), as ``llvm-readelf -S`` reads them."""
+    text = _run([tool("llvm-readelf"), "-S", "-W", str(path)], path.parent)
+    found = {}
+    for match in re.finditer(
+        r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{8,})\s+([0-9a-f]+)\s+([0-9a-f]+)", text
+    ):
+        name, address, offset, size = match.groups()
+        found[name] = (int(offset, 16), int(size, 16), int(address, 16))
+    return found
+
+
+def nm_addresses(path: Path, arch: str | None = None) -> dict[str, int]:
+    """Defined symbol -> address, as ``llvm-nm`` reads them (one architecture of a fat file)."""
+    args = [tool("llvm-nm"), "--defined-only"] + ([f"--arch={arch}"] if arch else []) + [str(path)]
+    found = {}
+    for line in _run(args, path.parent).splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            found[parts[2]] = int(parts[0], 16)
+    return found
