@@ -315,13 +315,23 @@ class Copy:
         (self.root / module).write_bytes(source)
 
 
+def _named(mutant: Mutant, name: str) -> bool:
+    """``name`` is the mutant's id, its id up to a colon (``writer:87``: every mutant of line
+    87) or a range of lines (``writer:77-101``)."""
+    stem, _, lines = name.partition(":")
+    first, dash, last = lines.partition("-")
+    if dash and first.isdigit() and last.isdigit():
+        return mutant.id.startswith(stem + ":") and int(first) <= mutant.line <= int(last)
+    return mutant.id == name or mutant.id.startswith(name + ":")
+
+
 def _chosen(args: argparse.Namespace) -> dict[str, list[Mutant]]:
     rng = random.Random(args.seed)
     chosen: dict[str, list[Mutant]] = {}
     for module in args.modules or MODULES:
         every = mutants_of(module)
         if args.only:
-            every = [m for m in every if m.id in args.only]
+            every = [m for m in every if any(_named(m, name) for name in args.only)]
         elif args.max_mutants is not None and len(every) > args.max_mutants:
             every = sorted(rng.sample(every, args.max_mutants), key=lambda m: (m.line, m.start))
         chosen[module] = every
@@ -333,7 +343,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help="modules (paths) to mutate; default: all five")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     parser.add_argument("--max-mutants", type=int, help="at most this many per module, sampled")
-    parser.add_argument("--only", nargs="+", help="run only the mutants with these ids")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        help="run only these mutants: ids, id prefixes (writer:87) or line ranges (writer:77-101)",
+    )
     parser.add_argument("--timeout", type=float, help="seconds per mutant (default: 4 x baseline)")
     parser.add_argument("--list", action="store_true", help="list the mutants; run nothing")
     parser.add_argument("--json", type=Path, help="also write every result to this JSON file")

@@ -124,6 +124,20 @@ def test_an_in_place_reflection_list_moved_by_an_odd_amount_is_padded_afresh(
     assert Metallib.from_bytes(out).columns().names == [names[i] for i in kept]
 
 
+@pytest.mark.parametrize("extra", range(0, 41, 3))
+def test_a_reflection_list_pushed_later_by_the_extension_stays_aligned(extra: int) -> None:
+    """Every function kept, so every chunk is in place, and a tag of ``extra`` payload bytes
+    added to the header extension pushes the list ``6 + extra`` bytes later: by a multiple of
+    16 the chunks are copied as they are, by anything else each is padded afresh."""
+    lib, flatbuffers = _library(5, seed=extra)
+    parts = parts_from_library(lib)
+    parts.extension.insert(0, (b"XTRA", bytes(extra)))
+    out = library_bytes(parts)
+    assert _rlst(out) - _rlst(lib.data.tobytes()) == 6 + extra
+    _check_reflection(out, flatbuffers)
+    assert _walk(out)["extension"][b"XTRA"][1] == bytes(extra)
+
+
 @pytest.mark.parametrize(
     "kept", [[0, 2, 4], [1, 2, 3, 4, 5, 6], [6], [0, 1, 2, 3, 4, 5, 6]], ids=str
 )
