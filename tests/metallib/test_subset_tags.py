@@ -99,3 +99,12 @@ def test_slim_keeps_the_others_and_refuses_the_soff_function(
     assert code == 2 and stdout == "" and err.count("\n") == 1, err
     assert f"function {names[3]!r} has an SOFF tag" in err and "Traceback" not in err
     assert not refused.exists()
+
+
+@pytest.mark.parametrize("indices", [[6], [-1], [0, 6], [-1, 2]], ids=str)
+def test_an_index_outside_the_library_is_refused(indices: list[int]) -> None:
+    """A negative index would otherwise pick a function from the end, silently."""
+    lib = Metallib.from_bytes(library_bytes(synthetic_parts(6)))
+    with pytest.raises(IndexError) as caught:
+        parts_from_library(lib, indices)
+    assert str(caught.value) == "function index out of range 0..5"

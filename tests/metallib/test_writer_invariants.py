@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 from synthetic import synthetic_functions
 
-from builder.metallib import Metallib, library_bytes, new_library, parts_from_library
+from builder.metallib import (
+    Metallib,
+    library_bytes,
+    new_function,
+    new_library,
+    parts_from_library,
+)
 from builder.metallib import writer as writer_module
 from builder.metallib.errors import MetallibError
 
@@ -124,7 +130,7 @@ def test_an_in_place_reflection_list_moved_by_an_odd_amount_is_padded_afresh(
     assert Metallib.from_bytes(out).columns().names == [names[i] for i in kept]
 
 
-@pytest.mark.parametrize("extra", range(0, 41, 3))
+@pytest.mark.parametrize("extra", range(42))
 def test_a_reflection_list_pushed_later_by_the_extension_stays_aligned(extra: int) -> None:
     """Every function kept, so every chunk is in place, and a tag of ``extra`` payload bytes
     added to the header extension pushes the list ``6 + extra`` bytes later: by a multiple of
@@ -136,6 +142,71 @@ def test_a_reflection_list_pushed_later_by_the_extension_stays_aligned(extra: in
     assert _rlst(out) - _rlst(lib.data.tobytes()) == 6 + extra
     _check_reflection(out, flatbuffers)
     assert _walk(out)["extension"][b"XTRA"][1] == bytes(extra)
+
+
+def test_a_non_canonical_chunk_is_rewritten_even_when_nothing_moves() -> None:
+    """A chunk whose size field says 4 bytes more than it holds (the reader takes its span from
+    the next RFLT) is written canonical, though every other chunk could be copied."""
+    lib, flatbuffers = _library(5, seed=3)
+    data = bytearray(lib.data.tobytes())
+    walked = _walk(bytes(data))
+    chunk = _rlst(bytes(data)) + struct.unpack("<Q", walked["entries"][2][b"RFLT"][1])[0]
+    struct.pack_into("<I", data, chunk, struct.unpack_from("<I", data, chunk)[0] + 4)
+    out = library_bytes(parts_from_library(Metallib.from_bytes(bytes(data))))
+    _check_reflection(out, flatbuffers)
+
+
+def _mixed(name_length: int) -> tuple[Metallib, dict[str, bytes]]:
+    """Function 0 without a reflection chunk (its name ``name_length`` letters), four with."""
+    functions = [new_function("k" * name_length, b"BC\xc0\xde" + bytes(40))]
+    functions += synthetic_functions(4, seed=8)
+    lib = Metallib.from_bytes(library_bytes(new_library(functions)))
+    return lib, {f.name: bytes(f.reflection) for f in functions if f.reflection is not None}
+
+
+def test_rflt_is_patched_when_only_the_chunks_stay_in_place() -> None:
+    """Dropping function 0, which has no chunk, moves every entry and section but leaves the
+    chunks back to back from the list's start; with a name length that moves the list by a
+    multiple of 16 they are copied as they are, and each entry's RFLT is written anew."""
+    moves = {}
+    for length in range(1, 17):
+        lib, flatbuffers = _mixed(length)
+        out = library_bytes(parts_from_library(lib, range(1, 5)))
+        moves[length] = _rlst(lib.data.tobytes()) - _rlst(out)
+        _check_reflection(out, flatbuffers)
+    assert any(move % 16 == 0 for move in moves.values()), moves
+    assert any(move % 16 for move in moves.values()), moves
+
+
+def test_a_chunk_whose_padding_stays_is_copied_not_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks are rebuilt only where their padding changes (the others are copied)."""
+    lib, flatbuffers = _library(12, seed=21)
+    names = lib.columns().names
+    source = lib.data.tobytes()
+    rebuilt: list[int] = []
+    real = writer_module.reflection_chunk
+
+    def counted(pad: int, flatbuffer: Any) -> bytes:
+        rebuilt.append(pad)
+        return real(pad, flatbuffer)
+
+    monkeypatch.setattr(writer_module, "reflection_chunk", counted)
+    kept_pads = 0
+    for kept in ([0, 2, 3, 5, 8, 11], [1, 4, 5, 6, 7], [3, 9, 10]):
+        rebuilt.clear()
+        out = library_bytes(parts_from_library(lib, kept))
+        _check_reflection(out, {names[i]: flatbuffers[names[i]] for i in kept})
+        before = {_name(t): _pad(source, t) for t in _walk(source)["entries"]}
+        after = {_name(t): _pad(out, t) for t in _walk(out)["entries"]}
+        changed = sum(before[name] != pad for name, pad in after.items())
+        assert len(rebuilt) == changed, kept
+        kept_pads += len(after) - changed
+    assert kept_pads, "no chunk kept its padding: the copy was not exercised"
+
+
+def _pad(data: bytes, tags: dict[bytes, tuple[int, bytes]]) -> int:
+    chunk = _rlst(data) + struct.unpack("<Q", tags[b"RFLT"][1])[0]
+    return -(chunk + 12) % 16
 
 
 @pytest.mark.parametrize(
