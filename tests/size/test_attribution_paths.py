@@ -112,6 +112,7 @@ def test_fast_path_accepts_each_kind_in_its_own_region() -> None:
     [
         ("before the first region", [[(10, 5), (15, 5)], [(2, 3), (5, 3)]]),
         ("past its region's end", [[(10, 5), (15, 26)]]),
+        ("across two regions", [[(30, 5), (40, 5)]]),
         ("two kinds in one region", [[(10, 5), (15, 5)], [(20, 5), (25, 5)]]),
         ("out of order", [[(15, 5), (10, 5)]]),
         ("overlapping", [[(10, 6), (15, 5)]]),
