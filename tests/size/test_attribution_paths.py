@@ -127,6 +127,10 @@ def test_fast_path_declines_what_is_not_apples_layout(
     assert _fast_path(spans, regions) is None, why
 
 
+def test_fast_path_accepts_a_kind_in_the_first_region() -> None:
+    assert _fast([(0, 4), (4, 6)], [(10, 30)]) == ([10, 30, 0], [[4, 6], [30]])
+
+
 def test_fast_path_leaves_empty_kinds_unplaced() -> None:
     """A kind of zero-length pieces claims no region: another kind may use that region."""
     assert _fast([(10, 0), (10, 0)], [(10, 4), (14, 6)]) == ([0, 10, 0], [[0, 0], [4, 6]])
