@@ -209,6 +209,19 @@ def _pad(data: bytes, tags: dict[bytes, tuple[int, bytes]]) -> int:
     return -(chunk + 12) % 16
 
 
+@pytest.mark.parametrize("code", [b"SBUF", b"XTRA"])
+def test_an_extension_tag_is_laid_out_with_its_own_length_field(code: bytes) -> None:
+    """``SBUF`` has a u32 length (8 bytes of tag header), other tags a u16 (6 bytes)."""
+    lib, flatbuffers = _library(3, seed=6)
+    parts = parts_from_library(lib, [0, 2])
+    parts.extension.insert(0, (code, b"payload"))
+    out = library_bytes(parts)
+    assert _walk(out)["extension"][code][1] == b"payload"
+    names = lib.columns().names
+    _check_reflection(out, {names[i]: flatbuffers[names[i]] for i in (0, 2)})
+    assert Metallib.from_bytes(out).columns().names == [names[0], names[2]]
+
+
 @pytest.mark.parametrize(
     "kept", [[0, 2, 4], [1, 2, 3, 4, 5, 6], [6], [0, 1, 2, 3, 4, 5, 6]], ids=str
 )

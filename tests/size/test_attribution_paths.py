@@ -216,3 +216,10 @@ def test_the_range_map_still_takes_what_the_fast_paths_decline(
     monkeypatch.setattr(attribution, "_fast_path", lambda *args: None)
     monkeypatch.setattr(attribution, "range_map", counted)
     assert attribute(lib) == expected and calls == [1]
+
+
+def test_each_row_adds_its_pieces() -> None:
+    result = attribute(_lib())
+    for row in result.functions:
+        assert row.metadata == row.public_md + row.private_md > 0
+        assert row.bytes == row.entry + row.metadata + row.module + row.reflection
