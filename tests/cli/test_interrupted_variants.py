@@ -4,10 +4,11 @@ one complete run's output, byte for byte (the two runs' outputs are recorded fir
 checked against its variants.json, every metallib verified), and the next run removes whatever a
 killed one left beside it.
 
-The kill moments are found by watching the file system, as a user's ``kill`` would land: the new
-folder appears, its first metallib is half written, the second variant begins, the last metallib
-is written (what remains: measuring it, variants.json, the swap), OUT has been swapped; then
-three kills at random times (fixed seed).
+The run is stopped at each kill moment (``cli.spawn.Pause``: it says so on a pipe, and the
+folder is checked to show it), so a kill lands there however busy the machine is: the new folder
+made, its first metallib half written, the second variant begun, the last metallib written
+(what remains: measuring it, variants.json, the swap), OUT swapped; then three kills at random
+times (fixed seed).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from cli.mounts import fill, mounted
+from cli.spawn import Child, Pause, start, wait_paused
 from cli.variants_out import (
     RUN_A,
     RUN_B,
@@ -34,9 +36,7 @@ from cli.variants_out import (
     Snapshot,
     check_described,
     snapshot,
-    start,
     variants_args,
-    wait_for,
 )
 from clirun import run_cli
 from mlx_tree import MLX_PLATFORM, MLX_VERSION
@@ -116,25 +116,41 @@ def _kill(proc: subprocess.Popen[str], signum: int = signal.SIGKILL) -> None:
         pass  # it had finished
 
 
-def _moments(runs: Runs) -> dict[str, Callable[[], bool]]:
-    json_a = (runs.out / "variants.json").read_bytes()
+MOMENTS = {
+    "new folder made": Pause("builder.metallib.writer:write_to"),
+    "first metallib half written": Pause("builder.metallib.sink:OutputSink._flush_run", 1, "after"),
+    "second variant begun": Pause("builder.metallib.writer:write_to", 2),
+    "last metallib written": Pause("builder.subsets.variants:_Writer.measure", 3),
+    "OUT swapped": Pause("builder.files.output_folder:_swap", 1, "after"),
+}
+"""Where run B (three metallibs: all-aot, aot-1, jit-1) is stopped for each kill."""
 
-    def inside(test: Callable[[Path], bool]) -> Callable[[], bool]:
-        def check() -> bool:
-            staged = runs.staged()
-            return staged is not None and test(staged)
 
-        return check
+def _reached(runs: Runs, moment: str) -> bool:
+    """What the file system shows at ``moment`` (checked once the run has paused there)."""
+    staged = runs.staged()
+    if moment == "OUT swapped":
+        return snapshot(runs.out) == runs.b
+    if staged is None:
+        return False
+    if moment == "first metallib half written":
+        return any(TEMP.match(p.name) for p in staged.glob("*/.*.tmp"))
+    if moment == "second variant begun":
+        return len([p for p in staged.iterdir() if p.is_dir()]) > 1
+    if moment == "last metallib written":
+        return (staged / "jit-1" / "mlx.metallib").exists()
+    return True
 
-    return {
-        "new folder made": inside(lambda staged: True),
-        "first metallib half written": inside(
-            lambda s: any(TEMP.match(p.name) for p in s.glob("*/.*.tmp"))
-        ),
-        "second variant begun": inside(lambda s: len([p for p in s.iterdir() if p.is_dir()]) > 1),
-        "last metallib written": inside(lambda s: (s / "jit-1" / "mlx.metallib").exists()),
-        "OUT swapped": lambda: (runs.out / "variants.json").read_bytes() != json_a,
-    }
+
+def _paused(runs: Runs, moment: str) -> Child:
+    """Run B into OUT, paused at ``moment``."""
+    proc = start(runs.args(*RUN_B), pause=MOMENTS[moment])
+    wait_paused(proc)
+    if not _reached(runs, moment):
+        _kill(proc)
+        proc.communicate()
+        raise AssertionError(f"paused at {moment!r}, but the folder does not show it")
+    return proc
 
 
 def test_kill_9_during_a_second_run_leaves_one_complete_output(runs: Runs) -> None:
@@ -143,27 +159,21 @@ def test_kill_9_during_a_second_run_leaves_one_complete_output(runs: Runs) -> No
     started = time.monotonic()
     assert runs.run(*RUN_B).returncode == 0
     took = time.monotonic() - started  # random moments fall inside a run, however fast it is
-    plans: list[tuple[str, Callable[[], bool] | float]] = list(_moments(runs).items())
-    plans += [
-        (f"at random, {delay:.2f} s", delay)
-        for delay in (rng.uniform(0.1, 0.8) * took for _ in range(3))
-    ]
-    killed = []
-    for label, when in plans:
+    for moment in MOMENTS:
         runs.restore_a()  # also: the previous kill's leftovers are gone after the next run
-        proc = start(runs.args(*RUN_B))
-        if callable(when):
-            wait_for(when, proc)  # a moment that lasts less than one poll may be missed
-        else:
-            time.sleep(when)
+        proc = _paused(runs, moment)
         _kill(proc)
         proc.communicate(timeout=60)
-        if proc.returncode == -signal.SIGKILL:
-            killed.append(label)
+        assert proc.returncode == -signal.SIGKILL, moment
         after = snapshot(runs.out)
-        assert after in (runs.a, runs.b), label
-    # the others had finished (OUT is B then): most moments last long enough to be caught
-    assert len(killed) >= 4, killed
+        assert after == (runs.b if moment == "OUT swapped" else runs.a), moment
+    for delay in (rng.uniform(0.1, 0.8) * took for _ in range(3)):
+        runs.restore_a()
+        proc = start(runs.args(*RUN_B))
+        time.sleep(delay)  # a kill at a moment nobody chose: wherever it lands, OUT is whole
+        _kill(proc)
+        proc.communicate(timeout=60)
+        assert snapshot(runs.out) in (runs.a, runs.b), f"killed after {delay:.2f} s"
     done = runs.run(*RUN_B)  # the next run into OUT completes and cleans up
     assert done.returncode == 0, done.stderr
     assert snapshot(runs.out) == runs.b and os.listdir(runs.parent) == ["out"]
@@ -172,8 +182,7 @@ def test_kill_9_during_a_second_run_leaves_one_complete_output(runs: Runs) -> No
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_remove_the_new_folder(runs: Runs, signum: int) -> None:
     runs.restore_a()
-    proc = start(runs.args(*RUN_B))
-    assert wait_for(_moments(runs)["first metallib half written"], proc)
+    proc = _paused(runs, "first metallib half written")
     os.kill(proc.pid, signum)  # the command only, as `kill` would
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == -signum, err

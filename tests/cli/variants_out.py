@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cli.spawn import start
 from mlx_tree import DATA
 
 from builder.metallib import open_metallib, verify
@@ -59,18 +58,6 @@ def variants_args(library: Path, headers: Path, out: Path, *extra: str) -> list[
         "json",
         *extra,
     ]
-
-
-def start(args: list[str], *, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
-    """``metallib-builder ARGS`` in a new process group (so a kill reaches any helper it runs)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "builder", *args],
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
 
 
 def snapshot(out: Path) -> Snapshot:
