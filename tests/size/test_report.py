@@ -257,7 +257,7 @@ def test_wheel_target_reports_each_metallib(
     assert all(r.source.wheel == str(wheel) for r in reports)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(UsageError, match="contains no .metallib"):
+    with pytest.raises(UsageError, match="contains no metallib"):
         load_reports(str(_wheel(empty, {"pkg/x.py": b""})))
 
 
