@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
-from builder.files.reading import check_regular, read_json
+from builder.files.reading import check_regular, open_regular, read_json
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _starts_with_magic(path: Path) -> bool:
     from builder.metallib.structs import MAGIC
 
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "the target") as handle:
             return handle.read(len(MAGIC)) == MAGIC
     except OSError:
         return True  # the reader says what is wrong with the file
@@ -191,7 +191,7 @@ def _from_binary(
     if not found and wheel is None:
         from builder.metallib.binary_sections import file_kind
 
-        with open(path, "rb") as handle:
+        with open_regular(path, "the target") as handle:
             what = file_kind(handle.read(8)) or "not a metallib"
         raise UsageError(
             f"{text}: {what} that holds no metallib (no MTLB header that parses whole and "

@@ -244,7 +244,8 @@ def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str
             _extract_one(wheel, archive, info, target, budget)
             written.append(target)
         for info, target in todo:  # (after the bounds: a bomb is named as one first)
-            _check_metallib(wheel, info, target)  # the cache keeps usable files only
+            if info.filename.endswith(".metallib"):  # binaries are searched, not opened whole
+                _check_metallib(wheel, info, target)  # the cache keeps usable files only
     except BaseException:
         for path in written:  # a wheel that fails half-way leaves nothing of itself behind
             unlink_quietly(path)

@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from builder.files.reading import open_regular
+
 __all__ = ["Image", "Layout", "Section", "Symbol", "file_kind", "read_layout"]
 
 # Reads macholib makes of headers and load commands are far smaller; section data is larger.
@@ -142,7 +144,7 @@ def read_layout(path: str | os.PathLike[str]) -> Layout | None:
     """The sections of a Mach-O or ELF file (None for anything else, or one its library cannot
     read: the finder then still finds metallibs, without saying where they sit)."""
     name = os.fspath(path)
-    with open(name, "rb") as handle:
+    with open_regular(name, "the binary") as handle:
         head = handle.read(8)
         kind = file_kind(head)
         size = os.fstat(handle.fileno()).st_size
@@ -250,7 +252,7 @@ class _MachOSymbols:
         size, value_at = self.entry.size, self.entry.size - (8 if self.entry is _NLIST64 else 4)
         packing = "<Q" if self.entry is _NLIST64 else "<I"
         names: dict[int, str] = {}
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path, "the binary") as handle:
             handle.seek(self.base + self.symoff)
             table = handle.read(self.nsyms * size)
             for offset in sorted(wanted):
@@ -272,7 +274,7 @@ class _MachOSymbols:
 
     def symbols(self) -> list[Symbol]:
         """Each sized up to the next symbol of its section (or the section's end)."""
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path, "the binary") as handle:
             found = sorted(self._entries(handle))
             handle.seek(self.base + self.stroff)
             strings = handle.read(self.strsize)
@@ -311,7 +313,7 @@ class _ElfSymbols:
         from elftools.elf.elffile import ELFFile
 
         out: set[Symbol] = set()
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path, "the binary") as handle:
             elf = ELFFile(handle)
             for name in (".symtab", ".dynsym"):
                 table = elf.get_section_by_name(name)

@@ -19,6 +19,7 @@ import mmap
 import os
 from dataclasses import dataclass
 
+from builder.files.reading import open_regular
 from builder.metallib.errors import MetallibError
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U64, Span
 
@@ -55,7 +56,7 @@ def find_metallibs(path: str | os.PathLike[str]) -> list[Embedded]:
     """Every metallib in ``path``, proven, in file order (empty when there is none)."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
+        with open_regular(name, "the binary") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size < HEADER_SIZE:
                 return []

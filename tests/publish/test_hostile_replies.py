@@ -157,5 +157,6 @@ def test_a_bad_deadline_fails_before_anything_is_measured(
     code, out, err = run_cli(["compare", missing, missing, "--github-comment"], capsys)
     assert (code, out) == (2, "") and github.requests == []
     assert err == (
-        "error: METALLIB_BUILDER_HTTP_DEADLINE='soon': expected a positive number of seconds\n"
+        "error: METALLIB_BUILDER_HTTP_DEADLINE='soon': expected a positive number of seconds,"
+        " at most 1,000,000\n"
     )
