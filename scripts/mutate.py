@@ -59,6 +59,7 @@ MODULES: dict[str, list[str]] = {
         "tests/size/test_attribution.py",
     ],
     "builder/jit/preamble.py": [
+        "tests/jit/test_preamble_reads.py",
         "tests/jit/test_preamble.py",
         "tests/jit/test_embed_untrusted.py",
         "tests/jit/test_tree_preambles.py",
