@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from builder.jit.checking import family_check_units
 from builder.jit.lexing import comment_spans, directive_lines, strip_comments
 from builder.jit.preamble import inline_preamble
@@ -76,3 +79,48 @@ def test_stripped_preambles_keep_markers_and_pass_the_check() -> None:
         syntax_only=True,
     )
     assert result.ok, [d.format() for d in result.diagnostics]
+
+
+def _reference_spans(text: str) -> list[tuple[int, int]]:
+    """An independent lexer for comment spans: a regex alternation over the tokens that matter
+    (raw strings, strings, characters, comments), tried at each position left to right. A
+    backslash-newline inside a literal is a line splice: the literal goes on."""
+    token = re.compile(
+        r"""(?P<raw>(?<![A-Za-z0-9_])(?:u8|[uUL])?R"(?P<d>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=d)")"""
+        r"""|(?P<block>/\*(?s:.*?)(?:\*/|\Z))"""
+        r"""|(?P<line>//(?:[^\n]|\\\n)*?(?=(?<!\\)\n|\Z))"""
+        r"""|(?P<sep>(?<=[0-9])')"""
+        r"""|(?P<str>"(?:\\(?s:.)|[^"\\\n])*(?:"|(?=\n)|\Z))"""
+        r"""|(?P<chr>'(?:\\(?s:.)|[^'\\\n])*(?:'|(?=\n)|\Z))"""
+    )
+    spans, i = [], 0
+    while i < len(text):
+        m = token.match(text, i)
+        if m is None:
+            i += 1
+            continue
+        if m.lastgroup in ("block", "line"):
+            spans.append(m.span())
+        i = max(m.end(), i + 1)
+    return spans
+
+
+_PIECES = [
+    "// c\n", "/* b */", "/*\n*/", '"s//t"', "'/'", "'\\''", "1'000", 'R"(x//y)"', 'u8R"d(/*)d"',
+    'fooR"(', "LR\"(a)\"", "x", " ", "\n", "\\\n", "/", "*", '"', "'", "R", "u8", "_",
+]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_spans_match_an_independent_lexer(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert comment_spans(text) == _reference_spans(text), text
+
+
+def test_raw_prefix_is_the_whole_identifier() -> None:
+    """``u8R"`` opens a raw string, ``xu8R"`` and ``fooR"`` do not (they are a name and a
+    string), so a ``//`` inside decides the rest of the line differently."""
+    assert _comments('u8R"(//)" // c') == ["// c"]
+    assert _comments('fooR"(//)" // c') == ["// c"]
+    assert _comments('xu8R"d(" // c\n') == ["// c"]

@@ -1,0 +1,55 @@
+"""The JIT lexer's comment scan is linear in the text: time per byte at n and 4n bytes.
+
+A scan that searched back from the file's start at every quote (before issue 27) grew with the
+square of the text: ggml-metal.metal (499 KB) took 30 s. This script times ``comment_spans`` +
+``strip_comments`` on a C-like text of many literals and comments at two sizes, and on any real
+files given, and prints the medians and the ratio of the two sizes' times (linear: about 4).
+
+    python benchmarks/bench_lexing.py [--runs 5] [FILE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from _timing import ROOT
+
+sys.path.insert(0, str(ROOT))
+
+from builder.jit.lexing import comment_spans, strip_comments  # noqa: E402
+
+LINE = 'x = "a//b"; c = \'/\'; n = 1\'000; // note\n/* b */ s = R"(r)"; t = u8R"d(x)d";\n'
+
+
+def median_seconds(text: str, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        comment_spans(text)
+        strip_comments(text)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("files", nargs="*", type=Path)
+    args = parser.parse_args()
+    small = LINE * 2_000
+    large = small * 4
+    t_small, t_large = median_seconds(small, args.runs), median_seconds(large, args.runs)
+    print(f"synthetic {len(small):,} B: {t_small:.3f} s (median of {args.runs})")
+    print(f"synthetic {len(large):,} B: {t_large:.3f} s (median of {args.runs})")
+    print(f"ratio 4x bytes: {t_large / t_small:.2f}x time (linear: ~4, quadratic: ~16)")
+    for path in args.files:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        print(f"{path.name} {len(text):,} chars: {median_seconds(text, args.runs):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
