@@ -4,8 +4,10 @@ A scan that searched back from the file's start at every quote (before issue 27)
 square of the text: ggml-metal.metal (499 KB) took 30 s. This script times ``comment_spans`` +
 ``strip_comments`` on a C-like text of many literals and comments at two sizes, and on any real
 files given, and prints the medians and the ratio of the two sizes' times (linear: about 4).
+For each FILE it also times the whole ``metallib-builder embed FILE`` process against a baseline
+process that reads the same file and writes its bytes (the least an embed can do).
 
-    python benchmarks/bench_lexing.py [--runs 5] [FILE ...]
+    python benchmarks/bench_lexing.py [--runs 5] [-I DIR] [FILE ...]
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from _timing import ROOT
+from _timing import ROOT, compare
 
 sys.path.insert(0, str(ROOT))
 
-from builder.jit.lexing import comment_spans, strip_comments  # noqa: E402
+from builder.jit.lexing import comment_spans, strip_comments
 
 LINE = 'x = "a//b"; c = \'/\'; n = 1\'000; // note\n/* b */ s = R"(r)"; t = u8R"d(x)d";\n'
 
@@ -38,6 +41,7 @@ def median_seconds(text: str, runs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path)
     parser.add_argument("files", nargs="*", type=Path)
     args = parser.parse_args()
     small = LINE * 2_000
@@ -49,6 +53,24 @@ def main() -> None:
     for path in args.files:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
         print(f"{path.name} {len(text):,} chars: {median_seconds(text, args.runs):.3f} s")
+        with tempfile.TemporaryDirectory() as tmp:
+            includes = [a for d in args.include_dirs for a in ("-I", str(d))]
+            ours = [
+                sys.executable,
+                "-m",
+                "builder",
+                "embed",
+                str(path),
+                *includes,
+                "-o",
+                tmp + "/e.cpp",
+            ]
+            copy = f"open({tmp + '/c.cpp'!r}, 'wb').write(open({str(path)!r}, 'rb').read())"
+            embed, baseline = compare(ours, [sys.executable, "-c", copy], args.runs)
+        print(
+            f"  embed process {embed:.3f} s, read+write baseline {baseline:.3f} s "
+            f"(medians of {args.runs}, interleaved): {embed / baseline:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ __all__ = ["comment_spans", "directive_lines", "strip_comments"]
 
 _RAW_PREFIXES = frozenset({"R", "uR", "UR", "LR", "u8R"})
 _LONGEST_RAW_PREFIX = max(map(len, _RAW_PREFIXES))
+_NOT_IN_DELIMITER = frozenset(' ()\\\t\v\f\n"')
 
 
 def _is_raw_prefix(text: str, quote: int) -> bool:
@@ -45,6 +46,8 @@ def _skip_raw(text: str, i: int) -> int | None:
     if open_paren < 0:
         return None
     delimiter = text[i + 1 : open_paren]
+    if any(c in _NOT_IN_DELIMITER for c in delimiter):
+        return None
     end = text.find(f'){delimiter}"', open_paren + 1)
     return len(text) if end < 0 else end + len(delimiter) + 2
 

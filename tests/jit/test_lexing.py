@@ -4,6 +4,7 @@ stripping that keeps every line where it was (so #line markers stay exact)."""
 from __future__ import annotations
 
 import re
+import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -106,8 +107,28 @@ def _reference_spans(text: str) -> list[tuple[int, int]]:
 
 
 _PIECES = [
-    "// c\n", "/* b */", "/*\n*/", '"s//t"', "'/'", "'\\''", "1'000", 'R"(x//y)"', 'u8R"d(/*)d"',
-    'fooR"(', "LR\"(a)\"", "x", " ", "\n", "\\\n", "/", "*", '"', "'", "R", "u8", "_",
+    "// c\n",
+    "/* b */",
+    "/*\n*/",
+    '"s//t"',
+    "'/'",
+    "'\\''",
+    "1'000",
+    'R"(x//y)"',
+    'u8R"d(/*)d"',
+    'fooR"(',
+    'LR"(a)"',
+    "x",
+    " ",
+    "\n",
+    "\\\n",
+    "/",
+    "*",
+    '"',
+    "'",
+    "R",
+    "u8",
+    "_",
 ]
 
 
@@ -124,3 +145,22 @@ def test_raw_prefix_is_the_whole_identifier() -> None:
     assert _comments('u8R"(//)" // c') == ["// c"]
     assert _comments('fooR"(//)" // c') == ["// c"]
     assert _comments('xu8R"d(" // c\n') == ["// c"]
+
+
+def test_scan_time_grows_linearly() -> None:
+    """Issue 27: 10x the text may cost at most 15x the time (a quadratic scan costs ~100x).
+    The best of three runs per size keeps other processes' noise out of the ratio."""
+    line = 'x = "a//b"; c = \'/\'; n = 1\'000; // note\n/* b */ s = R"(r)"; t = u8R"d(x)d";\n'
+    small = line * (200_000 // len(line) + 1)
+    large = small * 10
+
+    def best(text: str) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            comment_spans(text)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    assert len(large) >= 2_000_000
+    assert best(large) / best(small) <= 15
