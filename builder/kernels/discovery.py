@@ -216,7 +216,7 @@ def discover(
     ``-I`` folders are the config's, then ``source_dir`` itself. Raises UsageError (exit 2) for
     a missing folder, no entry files, no preprocessor, or a file that does not preprocess: then
     the message names the first such file in tree order, whatever ``jobs`` is (and, for a quoted
-    include not found, the ``-I`` folder that would find it when one is near: ``include_hint``).
+    include not found, the ``-I`` folder in the tree that would find it: ``include_hint``).
     """
     root = Path(source_dir)
     config = config or TreeConfig()
@@ -269,7 +269,7 @@ def discover(
                 on_progress(done, len(entries), entries[stop - 1])
     if failures:
         failure = failures[min(failures)]
-        hinted = with_hint(str(failure), root)  # a missing quoted include: which -I finds it
+        hinted = with_hint(str(failure), root, config.include_dirs)  # which -I would find it
         if hinted != str(failure):
             raise type(failure)(hinted) from None
         raise failure

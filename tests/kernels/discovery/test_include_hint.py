@@ -1,5 +1,7 @@
-"""A quoted include discovery cannot find names the ``-I`` folder that would find it, when one is
-near the tree (issue 19 item 6): MLX-style trees need ``-I <the folder holding mlx/>``."""
+"""A quoted include discovery cannot find names the ``-I`` folder that would find it (issue 19
+item 6: MLX-style trees need ``-I <the folder holding mlx/>``), and only one the build may read:
+inside the tree or inside a folder already given (issue 27 item 5: never another project's header
+that sits next to the tree)."""
 
 from __future__ import annotations
 
@@ -23,27 +25,50 @@ def entry_tree(folder: Path, mlx_style: Path) -> Path:
     return folder
 
 
-def test_headers_in_a_sibling_folder_are_suggested(
+def test_headers_inside_the_tree_are_suggested(
     tmp_path: Path,
     mlx_style: Path,
     mlx_headers: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """project/src holds the entry file, project/third_party/include/mlx the headers."""
+    """project/ holds the entry file in src/ and the headers in third_party/include/mlx."""
+    tree = tmp_path / "project"
+    entry_tree(tree / "src", mlx_style)
+    include_root = tree / "third_party" / "include"
+    shutil.copytree(mlx_headers / "mlx", include_root / "mlx")  # a link out would be refused
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["kernels", "--source-dir", str(tree)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: src/{ENTRY}: does not preprocess: ")
+    assert "mlx/backend/metal/kernels/utils.h" in err
+    assert err.rstrip("\n").endswith("; did you mean -I project/third_party/include?")
+    # The suggestion is right: with it the tree discovers.
+    found = load_tree(tree, include_dirs=[Path("project/third_party/include")])
+    assert len(found.kernels) > 0 and {k.source for k in found.kernels} == {f"src/{ENTRY}"}
+
+
+def test_a_sibling_projects_headers_are_not_suggested(
+    tmp_path: Path,
+    mlx_style: Path,
+    mlx_headers: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """project/src is the tree; the headers sit beside it in project/third_party: outside the
+    tree and no -I given, so no hint; given -I project/third_party, its include/ is found."""
     tree = entry_tree(tmp_path / "project" / "src", mlx_style)
     include_root = tmp_path / "project" / "third_party" / "include"
     include_root.mkdir(parents=True)
     (include_root / "mlx").symlink_to(mlx_headers / "mlx")
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_cli(["kernels", "--source-dir", str(tree)], capsys)
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert err.startswith(f"error: {ENTRY}: does not preprocess: ")
-    assert "mlx/backend/metal/kernels/utils.h" in err
-    assert err.rstrip("\n").endswith("; did you mean -I project/third_party/include?")
-    # The suggestion is right: with it the tree discovers.
-    found = load_tree(tree, include_dirs=[Path("project/third_party/include")])
-    assert len(found.kernels) > 0 and {k.source for k in found.kernels} == {ENTRY}
+    code, _, err = run_cli(["kernels", "--source-dir", str(tree)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "did you mean" not in err
+    assert resolving_folder(tree, "mlx/backend/metal/kernels/utils.h") is None
+    given = tmp_path / "project" / "third_party"
+    assert resolving_folder(tree, "mlx/backend/metal/kernels/utils.h", [given]) == include_root
+    code, _, err = run_cli(["kernels", "--source-dir", str(tree), "-I", str(given)], capsys)
+    assert code == 2 and err.rstrip("\n").endswith("; did you mean -I project/third_party/include?")
 
 
 def test_an_mlx_checkout_suggests_the_root_above_the_kernels(tmp_path: Path) -> None:
@@ -78,15 +103,15 @@ def test_no_suggestion_when_no_folder_holds_the_header(
 
 def test_the_search_is_bounded(tmp_path: Path) -> None:
     """A header more folders away than the search lists is not found (and the search ends)."""
-    tree = tmp_path / "a" / "tree"
+    tree = tmp_path / "tree"
     tree.mkdir(parents=True)
     for i in range(MAX_FOLDERS + 10):
-        (tmp_path / "a" / f"d{i:05}").mkdir()
-    far = tmp_path / "a" / f"d{MAX_FOLDERS + 9:05}" / "deeper"
+        (tree / f"d{i:05}").mkdir()
+    far = tree / f"d{MAX_FOLDERS + 9:05}" / "deeper"
     (far / "x").mkdir(parents=True)
     (far / "x" / "h.h").write_text("")
     assert resolving_folder(tree, "x/h.h") is None
-    near = tmp_path / "a" / "d00000"
+    near = tree / "d00000"
     (near / "x").mkdir()
     (near / "x" / "h.h").write_text("")
     assert resolving_folder(tree, "x/h.h") == near
