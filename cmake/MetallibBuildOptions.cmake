@@ -2,9 +2,10 @@
 # BuildRequest (builder/cmake_build/request.py). Do not edit: edit the field, then write.
 #
 # The METALLIB_* cache variables of a plain CMake run of this project, and
-# metallib_build_request(<out>): them as the build request's JSON, which the planner reads
-# (BuildRequest.from_json). The CLI configures with -DMETALLIB_PLAN=<plan.json> instead, and
-# this file is not read. Lists may be separated by ';' (and the selections by ',').
+# metallib_build_request(<out>): them as the build request's JSON, which the
+# planner reads (BuildRequest.from_json). The CLI configures with
+# -DMETALLIB_PLAN=<plan.json> instead, and this file is not read. Lists may be
+# separated by ';' (and the selections by ',').
 include_guard(GLOBAL)
 
 set(METALLIB_COMPILER "" CACHE STRING "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then xcrun -sdk SDK metal).")

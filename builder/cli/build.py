@@ -34,7 +34,10 @@ _BUILD_ONLY = [
     request_option("kernels"),
     request_option("dtypes"),
     request_option(
-        "build_dir", default=Path("build"), show_default=True, type=click.Path(file_okay=False, path_type=Path)
+        "build_dir",
+        default=Path("build"),
+        show_default=True,
+        type=click.Path(file_okay=False, path_type=Path),
     ),
     request_option("metal_compiler"),
     request_option("metal_flags"),

@@ -1,10 +1,11 @@
 """CMake and Ninja behind two objects: the located tools and a configured build tree.
 
-``BuildTree`` configures the CMake project (``request.project_dir``) for a build plan: CMake gets
-one option, ``-DMETALLIB_PLAN=<plan.json>``, and reads everything from the plan (skipped when the
-tree was configured so already: Ninja re-runs CMake itself when plan.json or another CMake input
-changes), and builds with Ninja, feeding its status lines to a callback. Every subprocess goes through
-:func:`run`. One run at a time uses a build folder (:func:`build_folder_lock`).
+``BuildTree`` configures the CMake project (``request.project_dir``) for a build plan: CMake
+gets one option, ``-DMETALLIB_PLAN=<plan.json>``, and reads everything from the plan (skipped
+when the tree was configured so already: Ninja re-runs CMake itself when plan.json or another
+CMake input changes), and builds with Ninja, feeding its status lines to a callback. Every
+subprocess goes through :func:`run`. One run at a time uses a build folder
+(:func:`build_folder_lock`).
 """
 
 from __future__ import annotations

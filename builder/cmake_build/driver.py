@@ -54,6 +54,12 @@ def build_plan(request: BuildRequest) -> BuildPlan:
     return make_plan(request, cache_file=(request.build_dir / PLAN_FILE).parent / DISCOVERY_CACHE)
 
 
+def split_units(request: BuildRequest) -> Split:
+    """Validate the selection and divide it by mode, as the build will (exit 2 if bad)."""
+    plan = build_plan(request)
+    return Split(plan.aot, plan.jit)
+
+
 @dataclass(frozen=True)
 class BuildOutcome:
     request: BuildRequest

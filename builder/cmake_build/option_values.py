@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from builder.errors import UsageError
 
@@ -116,5 +116,3 @@ def from_json(f: Any, value: Any) -> Any:
     if kind in ("names", "globs"):
         return _names(value)
     return tuple(value) if expected is list else value
-
-

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from builder.cmake_build.request import DEFAULT_METAL_FLAGS, option_fields
+from builder.cmake_build.request import DEFAULT_METAL_FLAGS, Option, option_fields
 
 __all__ = ["CMAKE_FILE", "cmake_text", "docs_table", "generated", "main"]
 
@@ -30,7 +30,7 @@ _SPLIT_COMMAS = ("names", "globs")
 
 
 def _default(f: Any) -> str:
-    option = f.metadata["option"]
+    option: Option = f.metadata["option"]
     if option.cmake_default is not None:
         return option.cmake_default
     value = f.default
@@ -98,9 +98,10 @@ def cmake_text() -> str:
         "# BuildRequest (builder/cmake_build/request.py). Do not edit: edit the field, then write.",
         "#",
         "# The METALLIB_* cache variables of a plain CMake run of this project, and",
-        "# metallib_build_request(<out>): them as the build request's JSON, which the planner reads",
-        "# (BuildRequest.from_json). The CLI configures with -DMETALLIB_PLAN=<plan.json> instead, and",
-        "# this file is not read. Lists may be separated by ';' (and the selections by ',').",
+        "# metallib_build_request(<out>): them as the build request's JSON, which the",
+        "# planner reads (BuildRequest.from_json). The CLI configures with",
+        "# -DMETALLIB_PLAN=<plan.json> instead, and this file is not read. Lists may be",
+        "# separated by ';' (and the selections by ',').",
         "include_guard(GLOBAL)",
         "",
     ]
@@ -143,7 +144,7 @@ def cmake_text() -> str:
 
 
 def _shown(f: Any) -> str:
-    option = f.metadata["option"]
+    option: Option = f.metadata["option"]
     if option.shown_default is not None:
         return option.shown_default
     text = _default(f)

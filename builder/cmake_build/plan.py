@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             data = json.loads(args.request)
             if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
+                raise UsageError("the build request: not a JSON object")
             request = BuildRequest.from_json(data)
         except ValueError as exc:
             raise UsageError(f"the build request: {exc}") from None

@@ -105,7 +105,7 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
             f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}",
             f"-DPython3_EXECUTABLE={sys.executable}",
             "-DMETAL_JIT=OFF",
-            "-DMETAL_KERNELS=arange",
+            "-DMETALLIB_KERNELS=arange",
         ],
         capture_output=True,
         text=True,
@@ -115,7 +115,7 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
     assert done.returncode != 0
     text = " ".join((done.stdout + done.stderr).split())
     assert "needs macOS with Xcode or the Metal toolchain" in text
-    assert "-DMETAL_COMPILER=/path/to/metal" in text
+    assert "-DMETALLIB_COMPILER=/path/to/metal" in text
 
 
 @pytest.mark.cmake
