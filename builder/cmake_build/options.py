@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.cmake_build.request import DEFAULT_METAL_FLAGS, Option, option_fields
+from builder.files.reading import read_text
 
 __all__ = ["CMAKE_FILE", "cmake_text", "docs_table", "generated", "main"]
 
@@ -180,7 +181,7 @@ def _metal_aot_flags_line() -> str:
 
 def generated(root: Path) -> dict[Path, str]:
     """Each generated file under ``root`` (the checkout) with the text it should have."""
-    docs = (root / DOCS_FILE).read_text(encoding="utf-8")
+    docs = read_text(root / DOCS_FILE, "the build docs")
     return {root / CMAKE_FILE: cmake_text(), root / DOCS_FILE: _with_table(docs)}
 
 
@@ -194,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for path, text in generated(args.root).items():
-        now = path.read_text(encoding="utf-8") if path.is_file() else None
+        now = read_text(path, "a generated file") if path.is_file() else None
         if now == text:
             continue
         if args.write:
@@ -204,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             stale.append(path)
     aot = args.root / "cmake/MetalAot.cmake"
-    if _metal_aot_flags_line() not in aot.read_text(encoding="utf-8"):
+    if _metal_aot_flags_line() not in read_text(aot, "MetalAot.cmake"):
         print(f"{aot}: expected `{_metal_aot_flags_line()}` (DEFAULT_METAL_FLAGS)", file=sys.stderr)
         return 1
     for path in stale:

@@ -157,7 +157,10 @@ def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: 
     from builder.cmake_build.cmake import find_tool
 
     launcher = f"{find_tool('cmake')};-E;env;METAL_STANDIN_TAG=launched"
-    standin_build.defines = {"METALLIB_KERNELS": "arange,softmax", "METALLIB_COMPILER_LAUNCHER": launcher}
+    standin_build.defines = {
+        "METALLIB_KERNELS": "arange,softmax",
+        "METALLIB_COMPILER_LAUNCHER": launcher,
+    }
     standin_build.configure()
     standin_build.ninja()
     compiles = standin_build.calls("compile")
