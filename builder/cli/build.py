@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from builder.cli.build_options import request_option
 from builder.cli.tree_options import BUILD_JOBS, tree_options
 
 __all__ = [
@@ -30,63 +31,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 _BUILD_ONLY = [
-    click.option(
-        "--kernels",
-        metavar="F,...",
-        help="Kernel families to build (default: every family in the catalog).",
-    ),
-    click.option("--dtypes", metavar="D,...", help="dtypes to instantiate (default: all)."),
-    click.option(
-        "--build-dir",
-        type=click.Path(file_okay=False, path_type=Path),
+    request_option("kernels"),
+    request_option("dtypes"),
+    request_option(
+        "build_dir",
         default=Path("build"),
         show_default=True,
-        help="Build directory.",
+        type=click.Path(file_okay=False, path_type=Path),
     ),
-    click.option(
-        "--metal-compiler",
-        metavar="PATH",
-        default=None,
-        help="Metal compiler driver for AOT, which also links (default: "
-        "$METAL_COMPILER, then xcrun -sdk SDK metal).",
-    ),
-    click.option(
-        "--metal-flags",
-        multiple=True,
-        metavar="FLAGS",
-        help="Flags of every AOT compile, replacing the default -Wall -Wextra "
-        "-fno-fast-math (split like a shell; repeatable; --metal-flags '' for "
-        "none).",
-    ),
-    click.option(
-        "--std",
-        metavar="STD",
-        default=None,
-        help="Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
-        "macos-metal2.4 (default: [build] std of metallib.toml, else the "
-        "compiler's).",
-    ),
-    click.option(
-        "--deployment-target",
-        metavar="VERSION",
-        default=None,
-        help="OS version the AOT library targets: -mmacosx-version-min= (with --sdk "
-        "iphoneos -mios-version-min=) on compile and link.",
-    ),
-    click.option(
-        "--sdk",
-        type=click.Choice(["macosx", "iphoneos", "iphonesimulator"]),
-        default="macosx",
-        show_default=True,
-        help="xcrun SDK of the Metal compiler (and the deployment-target flag).",
-    ),
-    click.option(
-        "--chunk-size",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Mean instantiations per generated AOT source of a catalog tree (default 250).",
-    ),
-    click.option("--compress", is_flag=True, help="Compress embedded JIT sources."),
+    request_option("metal_compiler"),
+    request_option("metal_flags"),
+    request_option("std"),
+    request_option("deployment_target"),
+    request_option("sdk"),
+    request_option("chunk_size"),
+    request_option("compress"),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
 ]
 no_wait_option = click.option(
@@ -137,28 +96,18 @@ _tree_options = tree_options(
     "build",
     epilog="""\b
 Examples:
-  metallib-builder build --jit                       # bundled tree; no Metal compiler needed
+  metallib-builder build --jit '*'                   # bundled tree; no Metal compiler needed
   metallib-builder build --kernels unary,binary --dtypes float32,float16
-  metallib-builder build --jit-kernels binary,copy   # mixed: those JIT, the rest AOT
+  metallib-builder build --jit binary,copy           # mixed: those JIT, the rest AOT
   metallib-builder build --source-dir mlx/backend/metal/kernels -I . \\
       --exclude fence.metal --exclude '*_nax.metal' --deployment-target 14.0
-  metallib-builder build --source-dir kernels --jit  # [build] aot-only entry files stay AOT
+  metallib-builder build --source-dir kernels --jit 'x*.metal'  # those JIT, the rest AOT
+  metallib-builder build --source-dir kernels --aot gemv.metal  # [build] aot-only stay AOT too
   METAL_COMPILER=/path/to/metal metallib-builder build --metal-flags '-Wall -O3'
 """,
 )
-@click.option(
-    "--jit/--no-jit",
-    default=False,
-    show_default=True,
-    help="JIT: embed the selected units' sources in the host library (a tree's entry "
-    "files named by [build] aot-only in metallib.toml stay AOT); no JIT: compile "
-    "them AOT into one metallib (needs the Metal compiler).",
-)
-@click.option(
-    "--jit-kernels",
-    metavar="F,...",
-    help="Catalog families built JIT whatever --jit says; the other selected ones AOT.",
-)
+@request_option("jit")
+@request_option("aot")
 @_tree_options
 @no_wait_option
 @build_only_options

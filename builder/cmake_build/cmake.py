@@ -1,30 +1,28 @@
 """CMake and Ninja behind two objects: the located tools and a configured build tree.
 
-``BuildTree`` configures the CMake project (``request.project_dir``) for a build request
-(``builder.cmake_build.request``: its ``cmake_args`` are the ``-D`` arguments), skipped when the
-tree was configured with the same request: Ninja re-runs CMake itself when a CMake input changes)
-and builds with Ninja, feeding its status lines to a callback. Every subprocess goes through
-:func:`run`. One run at a time uses a build folder (:func:`build_folder_lock`).
+``BuildTree`` configures the CMake project (``request.project_dir``) for a build plan: CMake
+gets one option, ``-DMETALLIB_PLAN=<plan.json>``, and reads everything from the plan (skipped
+when the tree was configured so already: Ninja re-runs CMake itself when plan.json or another
+CMake input changes), and builds with Ninja, feeding its status lines to a callback. Every
+subprocess goes through :func:`run`. One run at a time uses a build folder
+(:func:`build_folder_lock`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from builder.cmake_build.plan import PLAN_FILE
 from builder.cmake_build.progress import NINJA_STATUS, NinjaOutput, Status
-from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
+from builder.cmake_build.request import project_dir
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.files.atomic import make_dirs, write_atomic
-from builder.files.bounds import MAX_JSON
 from builder.files.reading import read_text
 
 __all__ = [
@@ -120,48 +118,46 @@ def find_tool(name: str) -> str:
 
 
 class BuildTree:
-    """A build directory configured from ``request``: configure once, build many times."""
+    """A build directory configured for a plan file: configure once, build many times."""
 
     def __init__(
-        self,
-        request: BuildRequest,
-        env: Mapping[str, str] | None = None,
-        compiler: str | None = None,
+        self, build_dir: Path, plan_file: Path, env: Mapping[str, str] | None = None
     ) -> None:
-        self.request = request
-        self.compiler = compiler
+        self.build_dir = build_dir
+        self.plan_file = plan_file
         self.env = dict(env or {})
         self.cmake = find_tool("cmake")
         self.ninja = find_tool("ninja")
 
-    @property
-    def build_dir(self) -> Path:
-        return self.request.build_dir
+    def cmake_args(self) -> list[str]:
+        """The ``-D`` arguments: the plan (CMake reads every option from it), the build type."""
+        return [
+            f"-DMETALLIB_PLAN:FILEPATH={os.path.abspath(self.plan_file)}",
+            "-DCMAKE_BUILD_TYPE:STRING=Release",
+        ]
 
     def _settings_key(self) -> str:
-        """Everything the configuration depends on, but not the interpreter that asks: running
-        ``metallib-builder`` and ``python -m builder`` by turns must not reconfigure."""
-        data = asdict(self.request)
-        data["cmake_args"] = cmake_args(self.request, self.compiler)
-        return json.dumps(data, default=str, sort_keys=True)
+        """What the configuration depends on besides the plan (which CMake watches itself), but
+        not the interpreter that asks: running ``metallib-builder`` and ``python -m builder`` by
+        turns must not reconfigure."""
+        return "\n".join([str(project_dir().resolve()), *self.cmake_args()])
 
-    def is_configured(self, plan: str | None = None) -> bool:
-        """True when the tree exists and was configured with exactly this request (and, when
-        given, the plan CMake wrote then is ``plan``: entry files come and go unseen by CMake)."""
+    def is_configured(self) -> bool:
+        """True when the tree exists and was configured for this plan file."""
         marker = self.build_dir / SETTINGS_FILE
         try:
             same = read_text(marker, "the build's settings") == self._settings_key()
-            if same and plan is not None:
-                same = read_text(self.build_dir / PLAN_FILE, "the build plan", MAX_JSON) == plan
         except UsageError:  # missing, or not a file: configure again
             return False
         return same and (self.build_dir / "build.ninja").is_file()
 
     def configure(
-        self, on_line: Callable[[str], None] | None = None, plan: str | None = None
+        self, on_line: Callable[[str], None] | None = None, *, again: bool = False
     ) -> None:
-        """Run CMake (Ninja generator) unless already configured the same way."""
-        if self.is_configured(plan):
+        """Run CMake (Ninja generator) unless already configured the same way; ``again``: run
+        it anyway (the plan changed: its errors are configuration errors, exit 2, not a
+        failed build)."""
+        if not again and self.is_configured():
             return
         marker = make_dirs(self.build_dir) / SETTINGS_FILE
         try:
@@ -179,7 +175,7 @@ class BuildTree:
             "Ninja",
             f"-DCMAKE_MAKE_PROGRAM:FILEPATH={self.ninja}",
             f"-DPython3_EXECUTABLE:FILEPATH={sys.executable}",
-            *cmake_args(self.request, self.compiler),
+            *self.cmake_args(),
         ]
         result = run(cmd, env=self.env, on_line=on_line)
         if result.returncode != 0:

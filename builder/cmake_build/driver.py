@@ -2,17 +2,16 @@
 
 Shared by ``build`` and ``variants``, which then measure the build directory as ``report BUILD_DIR``
 does (``builder.size.load``). The selection is the build plan's
-(``builder.cmake_build.plan``, the function CMake runs too): a bad selection or AOT units without
-a Metal compiler fail here, before any directory is created. A build directory configured with the
-same settings is not configured again; for a tree without a catalog the plan is recomputed (it is
-cheap: the entry files and metallib.toml) and compared with the one CMake wrote, since CMake does
-not notice an entry file appearing.
+(``builder.cmake_build.plan``), made once per run, here: a bad selection or AOT units without
+a Metal compiler fail before any directory is created. Then the plan is written into the build
+folder (only when its bytes change) and CMake is configured to read it (``-DMETALLIB_PLAN``;
+once per folder: Ninja re-runs CMake when plan.json changes, e.g. when an entry file appeared).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.cmake import BuildTree, build_folder_lock
@@ -26,7 +25,7 @@ from builder.size.load import load_reports
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from builder.cmake_build.plan import BuildPlan
+    from builder.cmake_build.plan_model import BuildPlan
     from builder.size.report import Report
 
 __all__ = [
@@ -47,15 +46,12 @@ class Split:
 
 
 def build_plan(request: BuildRequest) -> BuildPlan:
-    """The plan of ``request`` (UsageError, exit 2, when it cannot be built), as CMake will
-    write it: with discovery's memory of the build folder when the folder exists (never the
-    first thing made in a new folder)."""
-    from builder.cmake_build.plan import DISCOVERY_CACHE, PLAN_FILE, make_plan
+    """The plan of ``request`` (UsageError, exit 2, when it cannot be built), with discovery's
+    memory of the build folder; writes nothing (:func:`run_build` writes it)."""
+    from builder.cmake_build.plan import make_plan
+    from builder.cmake_build.plan_model import DISCOVERY_CACHE, PLAN_FILE
 
-    cache = request.build_dir / PLAN_FILE
-    return make_plan(
-        request, cache_file=(cache.parent / DISCOVERY_CACHE if request.build_dir.is_dir() else None)
-    )
+    return make_plan(request, cache_file=(request.build_dir / PLAN_FILE).parent / DISCOVERY_CACHE)
 
 
 def split_units(request: BuildRequest) -> Split:
@@ -75,19 +71,6 @@ class BuildOutcome:
     """The build measured as ``report BUILD_DIR`` measures it (while the lock was held)."""
 
 
-def _configured_split(tree: BuildTree) -> Split | None:
-    """The split CMake planned when ``tree`` was configured with these settings, or None."""
-    from builder.cmake_build.plan import PLAN_FILE, BuildPlan
-
-    if not tree.is_configured():
-        return None
-    try:
-        plan = BuildPlan.read(tree.build_dir / PLAN_FILE)
-    except UsageError:
-        return None
-    return Split(plan.aot, plan.jit)
-
-
 def run_build(
     request: BuildRequest,
     *,
@@ -100,13 +83,13 @@ def run_build(
     UsageError/BuildFailed. Configuring, building and measuring (``report BUILD_DIR``'s
     measurement, ``builder.size.load``) hold the build folder's lock
     (``build_folder_lock``): another run on it waits, or with ``wait=False`` is refused."""
+    from builder.cmake_build.plan import write_plan
+    from builder.cmake_build.plan_model import PLAN_FILE
     from builder.cmake_build.toolchain import (
         ToolchainMissing,
         find_metal_toolchain,
         missing_message,
     )
-    from builder.kernels.discovery import is_catalog_tree
-    from builder.resources import metal_src_dir
 
     start = time.perf_counter()
     kernels = request.tree
@@ -114,28 +97,18 @@ def run_build(
         raise UsageError(f"--source-dir {kernels.source_dir}: not a folder")
     build_dir = request.build_dir
     check_not_an_input(build_dir, [kernels.source_dir, kernels.config_file, *kernels.include_dirs])
+    plan = build_plan(request)
+    split = Split(plan.aot, plan.jit)
     found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)
-    toolchain = found if isinstance(found, MetalToolchain) else None
-    tree = BuildTree(request, compiler=toolchain.explicit if toolchain else None)
-    plan = None
-    held: list[str] = []
-    # A catalog tree configured the same way needs no new plan: CMake plans again by itself when
-    # catalog.json changes. A tree of entry files is planned again (cheap) to see new files.
-    split = (
-        _configured_split(tree) if is_catalog_tree(kernels.source_dir or metal_src_dir()) else None
-    )
-    if split is None:
-        from builder.cmake_build.plan import plan_text
-
-        planned = build_plan(request)
-        split = Split(planned.aot, planned.jit)
-        plan = plan_text(planned) if planned.kind == "discovered" else None
-        held = [f"{u.name} ({u.reason})" for u in planned.units if u.reason]
+    toolchain = found if isinstance(found, MetalToolchain) and split.aot else None
     if split.aot and isinstance(found, ToolchainMissing):
-        stays = f" Even with --jit, these stay AOT: {'; '.join(held)}." if held else ""
+        held = [f"{u.name} ({u.reason})" for u in plan.units if u.reason]
+        stays = f" Asked to be JIT, these stay AOT: {'; '.join(held)}." if held else ""
         raise UsageError(missing_message(found) + stays)
-    if not split.aot:
-        toolchain = None
+    # CMake gets the compiler found here (None: it asks xcrun itself), through the plan
+    compiler = toolchain.explicit if toolchain else None
+    plan = replace(plan, request=plan.request.replace(metal_compiler=compiler))
+    tree = BuildTree(build_dir, build_dir / PLAN_FILE)
     echo = (
         (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
         if verbose
@@ -146,12 +119,13 @@ def run_build(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     with build_folder_lock(build_dir, wait=wait, on_wait=say):
-        if not tree.is_configured(plan):
+        changed = write_plan(plan, tree.plan_file)
+        if changed or not tree.is_configured():
             say(
                 f"Configuring {build_dir} (AOT: {', '.join(split.aot) or '-'}; "
                 f"JIT: {', '.join(split.jit) or '-'})"
             )
-            tree.configure(on_line=echo, plan=plan)
+            tree.configure(on_line=echo, again=changed)
         with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
             output = tree.build(jobs, on_status)
         seconds = time.perf_counter() - start

@@ -7,7 +7,7 @@
 * ``jit-on``: every selected family JIT (host C++ compiler only);
 * ``jit-off``: every selected family AOT into the metallib (needs the Metal compiler);
 * ``mixed``: the largest families (by instantiation count) JIT, the rest AOT. Which ones is
-  stated once, by the ``mixed`` preset of CMakePresets.json (``METAL_JIT_KERNELS``), so
+  stated once, by the ``mixed`` preset of CMakePresets.json (``METALLIB_JIT``), so
   ``cmake --preset mixed`` and ``variants`` build the same thing.
 
 A preset that needs the Metal compiler on a machine without one is reported as not built, with
@@ -40,20 +40,20 @@ PRESETS_FILE = "CMakePresets.json"
 
 
 def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
-    """The JIT families of the mixed preset: ``METAL_JIT_KERNELS`` of the ``mixed`` configure
+    """The JIT families of the mixed preset: ``METALLIB_JIT`` of the ``mixed`` configure
     preset in ``project_dir``/CMakePresets.json (a CMake list). BuilderError (exit 2) naming the
     file when it cannot be read or has no such preset: an incomplete checkout or install."""
     path = project_dir / PRESETS_FILE
     try:
         presets = read_json(path, "the presets")["configurePresets"]
         (mixed,) = [p for p in presets if p.get("name") == "mixed"]
-        value = mixed["cacheVariables"]["METAL_JIT_KERNELS"]
+        value = mixed["cacheVariables"]["METALLIB_JIT"]
     except (UsageError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BuilderError(
-            f"{path}: no readable 'mixed' preset with METAL_JIT_KERNELS ({exc})"
+            f"{path}: no readable 'mixed' preset with METALLIB_JIT ({exc})"
         ) from None
     if not isinstance(value, str):
-        raise BuilderError(f"{path}: METAL_JIT_KERNELS of the 'mixed' preset is not a string")
+        raise BuilderError(f"{path}: METALLIB_JIT of the 'mixed' preset is not a string")
     return tuple(name for name in value.split(";") if name)
 
 
@@ -81,19 +81,19 @@ class PresetResult:
 
 
 def _preset_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
-    common = base.replace(jit_kernels=())
+    common = base.replace(jit=(), aot=())
     out = [
-        ("jit-on", "every family JIT", common.replace(jit=True, build_dir=root / "jit-on")),
-        ("jit-off", "every family AOT", common.replace(jit=False, build_dir=root / "jit-off")),
+        ("jit-on", "every family JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
+        ("jit-off", "every family AOT", common.replace(build_dir=root / "jit-off")),
     ]
-    split = split_units(common.replace(jit=False))
+    split = split_units(common)
     mixed = tuple(f for f in mixed_jit_families(project_dir()) if f in split.aot)
     if mixed and len(mixed) < len(split.aot):
         out.append(
             (
                 "mixed",
                 f"{'+'.join(mixed)} JIT, the rest AOT",
-                common.replace(jit=False, jit_kernels=mixed, build_dir=root / "mixed"),
+                common.replace(jit=mixed, build_dir=root / "mixed"),
             )
         )
     return out

@@ -7,9 +7,10 @@ that writes the file:
 
 * a catalog tree: each family's host names from the catalog (the same expansion that generated
   its sources); a JIT family's as the JIT generator recorded them;
-* a discovered tree: the tree is discovered again (host preprocessor, both cores), so each
-  kernel lands with the entry file that emits it, as the sources are now, whatever header
-  changed since configuring.
+* a discovered tree: the discovery the plan made, remembered beside plan.json
+  (``builder.kernels.discovery_cache``), so each entry file is preprocessed once per build; when
+  a file it read changed since (a header edited after configuring), the tree is discovered
+  again, so each kernel lands with the entry file that emits it as the sources are now.
 
 Standard library and ``builder`` only (it runs in pip's isolated build environment too).
 """
@@ -22,15 +23,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from builder.cmake_build.plan import BuildPlan
+from builder.cmake_build.plan_model import DISCOVERY_CACHE, BuildPlan
 from builder.errors import BuilderError
 from builder.files.reading import read_json
 
 __all__ = ["main", "plan_options", "unit_kernels"]
 
 
-def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, list[str]]:
-    """Host names of every unit of ``plan``, in the order the tree gives them."""
+def unit_kernels(
+    plan: BuildPlan, embed: Mapping[str, Any] | None, cache_file: Path | None = None
+) -> dict[str, list[str]]:
+    """Host names of every unit of ``plan``, in the order the tree gives them (``cache_file``:
+    discovery's memory, None: discover)."""
     if plan.kind == "catalog":
         from builder.kernels.catalog import load_catalog
 
@@ -44,7 +48,7 @@ def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, 
         for unit in (embed or {}).get("units", []):
             out[unit["name"]] = list(unit.get("host_names", []))
         return out
-    from builder.kernels.discovery import discover
+    from builder.kernels.discovery_cache import discover_cached
     from builder.kernels.tree_config import TreeConfig
 
     found = plan.discovery
@@ -54,22 +58,24 @@ def unit_kernels(plan: BuildPlan, embed: Mapping[str, Any] | None) -> dict[str, 
         exclude=tuple(found["exclude"]),
         metal_version=found["metal_version"],
     )
-    tree = discover(plan.source_dir, config)
+    tree = discover_cached(plan.source_dir, config, cache_file)
     by_source = tree.by_source()
     return {u.name: [k.name for k in by_source.get(u.name, [])] for u in plan.units}
 
 
 def plan_options(plan: BuildPlan) -> dict[str, Any]:
-    """The plan's selection as the manifest's ``METAL_*`` options (CMake adds the compile
-    options it resolved: flags, std, deployment target, SDK, compression)."""
+    """The plan's selection as the manifest's ``METALLIB_*`` options (CMake adds the compile
+    options it resolved: flags, std, deployment target, SDK, compression): what was asked
+    (``METALLIB_JIT``, ``METALLIB_AOT``: the globs) and what it chose (the units by mode)."""
     selection = plan.request.selection
     return {
-        "METAL_JIT": selection.jit,
-        "METAL_KERNELS": [u.name for u in plan.units],
-        "METAL_AOT_KERNELS": list(plan.aot),
-        "METAL_JIT_KERNELS": list(plan.jit),
-        "METAL_DTYPES": list(selection.dtypes),
-        "METAL_AOT_CHUNK_SIZE": selection.chunk_size,
+        "METALLIB_JIT": list(selection.jit),
+        "METALLIB_AOT": list(selection.aot),
+        "METALLIB_KERNELS": [u.name for u in plan.units],
+        "METALLIB_AOT_UNITS": list(plan.aot),
+        "METALLIB_JIT_UNITS": list(plan.jit),
+        "METALLIB_DTYPES": list(selection.dtypes),
+        "METALLIB_AOT_CHUNK_SIZE": selection.chunk_size,
     }
 
 
@@ -105,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             units=plan.units,
             compiled=compiled,
             options=plan_options(plan),
-            kernels=unit_kernels(plan, embed),
+            kernels=unit_kernels(plan, embed, args.plan.parent / DISCOVERY_CACHE),
             metallib=args.metallib,
             embed=embed,
             embed_dir=args.embed.parent if args.embed else None,

@@ -1,52 +1,55 @@
 """The build request: every option of a build, typed, in one frozen dataclass tree.
 
 A build option is declared once, here, as a field of one part of :class:`BuildRequest`
-(``toolchain``, ``tree``, ``selection``, ``output``) with its CMake cache variable and its kind.
-Everything else is derived from that declaration:
+(``toolchain``, ``tree``, ``selection``, ``output``) with everything said about it in the
+field's metadata (:class:`Option`): its command-line flag, help, metavar, its CMake cache
+variable (``METALLIB_*``) and its kind. Everything else is generated from that declaration:
 
-* the CLI (``builder.cli.build``) builds the request with :meth:`BuildRequest.from_options`
-  from its click values (a click parameter is named like its field);
-* :func:`cmake_args` turns it into typed ``-D`` arguments;
-* CMakeLists.txt hands every ``METAL_*`` cache variable to the planner, which reads them back
-  with :meth:`BuildRequest.from_cmake` (so plain CMake users get the same request);
-* the build plan stores the fields the plan depends on (:meth:`BuildRequest.planned_json`) in
-  plan.json, and :meth:`BuildRequest.from_json` reads them back (``BuildPlan.from_json``).
+* the click options of ``build`` and ``variants`` (``builder.cli.build_options``; the CLI builds
+  the request with :meth:`BuildRequest.from_options`, a click parameter named like its field);
+* ``cmake/MetallibBuildOptions.cmake``, the cache variables of a plain CMake run, and the option
+  table of docs/build.md (``python -m builder.cmake_build.options --write``).
 
-Adding an option is a field here and a click option in ``builder/cli/build.py``
-(docs/build.md, "Adding a build option").
+The request travels one way: ``BuildRequest`` -> plan.json's ``request`` (:meth:`to_json`) ->
+:meth:`from_json`. A plain CMake run hands its cache variables to the planner as that same JSON
+object (``metallib_build_request`` in the generated CMake file).
 
-Names: ``tree.source_dir`` is the kernel tree (``--source-dir``, ``METAL_SOURCE_DIR``), and only
-that; the CMake project CMake configures is :func:`project_dir`.
+Names: ``tree.source_dir`` is the kernel tree (``--source-dir``, ``METALLIB_SOURCE_DIR``), and
+only that; the CMake project CMake configures is :func:`project_dir`.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from builder.cmake_build.aot_sources import DEFAULT_CHUNK_SIZE
+from builder.cmake_build.option_values import Option, from_cli, from_json, meta, to_json
 from builder.errors import UsageError
+from builder.kernels.chunking import DEFAULT_CHUNK_SIZE
 
 __all__ = [
+    "DEFAULT_METAL_FLAGS",
+    "SDKS",
     "BuildRequest",
+    "Option",
     "Output",
     "Selection",
     "Toolchain",
     "Tree",
-    "cmake_args",
+    "option_fields",
     "project_dir",
 ]
 
+DEFAULT_METAL_FLAGS = ("-Wall", "-Wextra", "-fno-fast-math")
+"""The flags of every AOT compile when none are asked for (MetalAot.cmake's
+METALLIB_DEFAULT_FLAGS says the same; ``options --check`` compares them)."""
+SDKS = ("macosx", "iphoneos", "iphonesimulator")
+"""The xcrun SDKs a build may ask for."""
 
-def _option(cmake: str | None, kind: str, *, planned: bool = True) -> dict[str, Any]:
-    """A request field's metadata: its CMake cache variable (None: not one), its kind (how a
-    value is read from the CLI, from CMake and from JSON) and whether the plan depends on it
-    (then plan.json records it)."""
-    return {"cmake": cmake, "kind": kind, "planned": planned}
+
+_FLAGS_TEXT = " ".join(DEFAULT_METAL_FLAGS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,60 +57,210 @@ class Toolchain:
     """How AOT units are compiled."""
 
     metal_compiler: str | None = field(
-        default=None, metadata=_option("METAL_COMPILER", "text", planned=False)
+        default=None,
+        metadata=meta(
+            "text",
+            "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then "
+            "xcrun -sdk SDK metal).",
+            flag="--metal-compiler",
+            cmake="METALLIB_COMPILER",
+            metavar="PATH",
+            shown_default="via xcrun",
+        ),
     )
-    """An explicit Metal compiler; None: METAL_COMPILER from the environment, then xcrun."""
     metal_flags: tuple[str, ...] | None = field(
-        default=None, metadata=_option("METAL_AOT_FLAGS", "flags", planned=False)
+        default=None,
+        metadata=meta(
+            "flags",
+            f"Flags of every AOT compile, replacing the default {_FLAGS_TEXT} (split like a "
+            "shell; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' "
+            "separates too.",
+            flag="--metal-flags",
+            cmake="METALLIB_AOT_FLAGS",
+            metavar="FLAGS",
+            cmake_default=";".join(DEFAULT_METAL_FLAGS),
+        ),
     )
-    """Flags of every AOT compile; None: the build's defaults (-Wall -Wextra -fno-fast-math)."""
-    std: str | None = field(default=None, metadata=_option("METAL_STD", "text"))
-    """``-std=`` of the compiles; None: ``[build] std`` of metallib.toml, else the compiler's."""
+    """None: :data:`DEFAULT_METAL_FLAGS`."""
+    std: str | None = field(
+        default=None,
+        metadata=meta(
+            "text",
+            "Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
+            "macos-metal2.4 (default: [build] std of metallib.toml, else from the stated Metal "
+            "version, else the compiler's).",
+            flag="--std",
+            cmake="METALLIB_STD",
+            metavar="STD",
+        ),
+    )
     deployment_target: str | None = field(
-        default=None, metadata=_option("METAL_DEPLOYMENT_TARGET", "text")
+        default=None,
+        metadata=meta(
+            "text",
+            "OS version the AOT library targets: -mmacosx-version-min= (with --sdk iphoneos "
+            "-mios-version-min=) on compile and link (default: [build] deployment-target of "
+            "metallib.toml, else none).",
+            flag="--deployment-target",
+            cmake="METALLIB_DEPLOYMENT_TARGET",
+            metavar="VERSION",
+        ),
     )
-    """OS version the AOT library targets; None: ``[build]`` of metallib.toml, else none."""
-    sdk: str = field(default="macosx", metadata=_option("METAL_SDK", "text", planned=False))
-    """xcrun SDK of the Metal compiler (and of the deployment-target flag)."""
+    sdk: str = field(
+        default=SDKS[0],
+        metadata=meta(
+            "text",
+            "xcrun SDK of the Metal compiler (and of the deployment-target flag).",
+            flag="--sdk",
+            cmake="METALLIB_SDK",
+            choices=SDKS,
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Tree:
     """The kernel tree and how to read it."""
 
-    source_dir: Path | None = field(default=None, metadata=_option("METAL_SOURCE_DIR", "real_path"))
-    """The kernel tree (absolute); None: the bundled metal_src/."""
-    include_dirs: tuple[Path, ...] = field(
-        default=(), metadata=_option("METAL_INCLUDE_DIRS", "paths")
+    source_dir: Path | None = field(
+        default=None,
+        metadata=meta(
+            "real_path",
+            "Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
+            "(discovered with the host preprocessor).",
+            flag="--source-dir",
+            cmake="METALLIB_SOURCE_DIR",
+            cmake_default="${PROJECT_SOURCE_DIR}/metal_src",
+            shown_default="the bundled metal_src/ (a catalog tree)",
+        ),
     )
-    defines: tuple[str, ...] = field(default=(), metadata=_option("METAL_DEFINES", "texts"))
-    exclude: tuple[str, ...] = field(default=(), metadata=_option("METAL_EXCLUDE", "texts"))
-    config_file: Path | None = field(default=None, metadata=_option("METAL_CONFIG", "path"))
-    """-I, -D, --exclude and --config of a tree without catalog.json."""
+    include_dirs: tuple[Path, ...] = field(
+        default=(),
+        metadata=meta(
+            "paths",
+            "Folder searched for quoted includes (repeatable); before the ones in metallib.toml.",
+            flag="-I/--include-dir",
+            cmake="METALLIB_INCLUDE_DIRS",
+            metavar="DIR",
+        ),
+    )
+    defines: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            "texts",
+            "Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
+            "predefined macros, e.g. -D __METAL_VERSION__=320.",
+            flag="-D/--define",
+            cmake="METALLIB_DEFINES",
+            metavar="NAME[=VALUE]",
+        ),
+    )
+    exclude: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            "texts",
+            "Skip entry files whose path relative to --source-dir matches (repeatable; "
+            "fnmatch, '*' also crosses '/').",
+            flag="--exclude",
+            cmake="METALLIB_EXCLUDE",
+            metavar="GLOB",
+        ),
+    )
+    config_file: Path | None = field(
+        default=None,
+        metadata=meta(
+            "path",
+            "Settings file to use instead of DIR/metallib.toml.",
+            flag="--config",
+            cmake="METALLIB_CONFIG",
+            metavar="FILE",
+        ),
+    )
+
+
+_UNITS = (
+    "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
+    "globs, '*' crossing '/'; repeatable)"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Selection:
     """What is built, and in which mode."""
 
-    jit: bool = field(default=False, metadata=_option("METAL_JIT", "bool"))
-    kernels: tuple[str, ...] = field(default=(), metadata=_option("METAL_KERNELS", "names"))
-    """Catalog families to build; empty means all."""
-    jit_kernels: tuple[str, ...] = field(default=(), metadata=_option("METAL_JIT_KERNELS", "names"))
-    """Catalog families built JIT whatever ``jit`` says; the others AOT."""
-    dtypes: tuple[str, ...] = field(default=(), metadata=_option("METAL_DTYPES", "names"))
-    chunk_size: int = field(
-        default=DEFAULT_CHUNK_SIZE, metadata=_option("METAL_AOT_CHUNK_SIZE", "int")
+    jit: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            "globs",
+            f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
+            "aot-only names, or that write their own kernel templates, stay AOT.",
+            flag="--jit",
+            cmake="METALLIB_JIT",
+            metavar="GLOBS",
+            shown_default="none (`*` under `pip install`)",
+        ),
     )
-    compress: bool = field(default=False, metadata=_option("METAL_JIT_COMPRESS", "bool"))
-    """Compress the sources a catalog tree embeds in the host library."""
+    aot: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            "globs",
+            f"Units built AOT, every other one JIT: {_UNITS}.",
+            flag="--aot",
+            cmake="METALLIB_AOT",
+            metavar="GLOBS",
+            shown_default="none",
+        ),
+    )
+    kernels: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            "names",
+            "Catalog families to build (default: every family in the catalog).",
+            flag="--kernels",
+            cmake="METALLIB_KERNELS",
+            metavar="F,...",
+            shown_default="all",
+        ),
+    )
+    dtypes: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            "names",
+            "dtypes a catalog tree instantiates (default: all).",
+            flag="--dtypes",
+            cmake="METALLIB_DTYPES",
+            metavar="D,...",
+            shown_default="all",
+        ),
+    )
+    chunk_size: int = field(
+        default=DEFAULT_CHUNK_SIZE,
+        metadata=meta(
+            "int",
+            "Mean instantiations per generated AOT source of a catalog tree.",
+            flag="--chunk-size",
+            cmake="METALLIB_AOT_CHUNK_SIZE",
+        ),
+    )
+    compress: bool = field(
+        default=False,
+        metadata=meta(
+            "bool",
+            "Compress the sources a catalog tree embeds in the host library.",
+            flag="--compress",
+            cmake="METALLIB_JIT_COMPRESS",
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Output:
     """Where the build goes (CMake's ``-B``: not a cache variable)."""
 
-    build_dir: Path | None = field(default=None, metadata=_option(None, "real_path", planned=False))
+    build_dir: Path | None = field(
+        default=None,
+        metadata=meta("real_path", "Build directory.", flag="--build-dir"),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,8 +279,14 @@ class BuildRequest:
             raise UsageError("the build request names no build folder")
         return self.output.build_dir
 
+    @property
+    def metal_flags(self) -> tuple[str, ...]:
+        """The flags every AOT compile gets (the default when none are asked for)."""
+        flags = self.toolchain.metal_flags
+        return DEFAULT_METAL_FLAGS if flags is None else flags
+
     def replace(self, **changes: Any) -> BuildRequest:
-        """A copy with the named fields (of any part) changed: ``request.replace(jit=True)``."""
+        """A copy with the named fields (of any part) changed: ``request.replace(jit=("*",))``."""
         parts = {}
         for part, _ in _parts():
             own = {f.name for f in fields(type(getattr(self, part)))}
@@ -143,22 +302,21 @@ class BuildRequest:
     def from_options(cls, values: Mapping[str, Any]) -> BuildRequest:
         """The request of the CLI's values (click parameters named like the fields; a missing
         or None value is the field's default)."""
-        return cls._build(lambda f: _from_cli(f, values.get(f.name)))
-
-    @classmethod
-    def from_cmake(cls, variables: Mapping[str, str], build_dir: Path) -> BuildRequest:
-        """The request of CMake's ``METAL_*`` cache variables (as CMakeLists.txt passes them)."""
-        request = cls._build(lambda f: _from_cmake(f, variables.get(f.metadata["cmake"] or "")))
-        return request.replace(build_dir=build_dir.resolve())
+        return cls._build(lambda f: from_cli(f, values.get(f.name)))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BuildRequest:
-        """The planned part of a request, as :meth:`planned_json` wrote it (ValueError if not)."""
-        return cls._build(lambda f: _from_json(f, data.get(f.name)))
+        """The request :meth:`to_json` wrote, or a plain CMake run's cache as
+        ``metallib_build_request`` words it (a missing field: its default). ValueError naming
+        the field when a value has the wrong type."""
+        unknown = set(data) - {f.name for f, _ in option_fields()}
+        if unknown:
+            raise ValueError(f"no build option {', '.join(sorted(unknown))}")
+        return cls._build(lambda f: from_json(f, data.get(f.name)))
 
-    def planned_json(self) -> dict[str, Any]:
-        """The fields the plan depends on, for plan.json (flat: field names are unique)."""
-        return {f.name: _to_json(f, value) for f, value in self._values() if f.metadata["planned"]}
+    def to_json(self) -> dict[str, Any]:
+        """Every field, for plan.json (flat: field names are unique)."""
+        return {f.name: to_json(value) for f, value in self._values()}
 
     @classmethod
     def _build(cls, value_of: Any) -> BuildRequest:
@@ -182,132 +340,9 @@ def _parts() -> tuple[tuple[str, type[Any]], ...]:
     return (("toolchain", Toolchain), ("tree", Tree), ("selection", Selection), ("output", Output))
 
 
-def _names(text: str) -> tuple[str, ...]:
-    from builder.kernels.catalog import split_names
-
-    return tuple(split_names(text.replace(";", ",")) or ())
-
-
-def _absolute(path: str | os.PathLike[str]) -> Path:
-    return Path(os.path.abspath(path))
-
-
-def _from_cli(f: Any, value: Any) -> Any:
-    """A click value as the field's type; None: not given."""
-    kind = f.metadata["kind"]
-    if value is None or (value == () and kind != "flags"):
-        return None
-    if kind == "names":
-        return _names(value)
-    if kind == "paths":
-        return tuple(_absolute(p) for p in value)
-    if kind == "path":
-        return _absolute(value)
-    if kind == "real_path":
-        return Path(value).resolve()
-    if kind == "texts":
-        return tuple(value)
-    if kind == "flags":
-        if not value:
-            return None
-        try:
-            return tuple(flag for text in value for flag in shlex.split(text))
-        except ValueError as exc:
-            raise UsageError(f"--metal-flags: {exc}") from None
-    return value
-
-
-def _from_cmake(f: Any, text: str | None) -> Any:
-    """A CMake cache value as the field's type; None: not set (or empty where empty means the
-    default)."""
-    kind = f.metadata["kind"]
-    if text is None:
-        return None
-    if kind == "bool":
-        return text.upper() in ("1", "ON", "YES", "TRUE", "Y")
-    if kind == "flags":  # a CMake list; ',' before a '-' separates too (CMakeLists.txt)
-        return tuple(s for s in text.replace(",-", ";-").split(";") if s)
-    if not text:
-        return None
-    if kind == "names":
-        return _names(text)
-    if kind == "paths":
-        return tuple(_absolute(p) for p in text.split(";") if p)
-    if kind == "texts":
-        return tuple(s for s in text.split(";") if s)
-    if kind == "path":
-        return _absolute(text)
-    if kind == "real_path":
-        return Path(text).resolve()
-    if kind == "int":
-        try:
-            number = int(text)
-        except ValueError:
-            raise UsageError(f"{f.metadata['cmake']}={text}: not a whole number") from None
-        if number < 1:
-            raise UsageError(f"{f.metadata['cmake']}={text}: must be at least 1")
-        return number
-    return text
-
-
-def _to_json(f: Any, value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, Path):
-        return str(value)
-    return [str(v) for v in value]
-
-
-def _from_json(f: Any, value: Any) -> Any:
-    """A plan.json value as the field's type (ValueError naming the field when it is not)."""
-    kind = f.metadata["kind"]
-    if value is None:
-        return None
-    kind = "path" if kind == "real_path" else kind
-    expected: type[Any] = {"bool": bool, "int": int, "text": str, "path": str}.get(kind, list)
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ValueError(f"request field {f.name!r}: {value!r} is not a {kind}")
-    if kind == "path":
-        return Path(value)
-    if expected is list:
-        if not all(isinstance(v, str) for v in value):
-            raise ValueError(f"request field {f.name!r}: not a list of strings")
-        return tuple(Path(v) for v in value) if kind == "paths" else tuple(value)
-    return value
-
-
-def cmake_args(request: BuildRequest, compiler: str | None = None) -> list[str]:
-    """The typed ``-D`` arguments for ``request``. Every option is stated on every configure, so
-    nothing an earlier configure cached lingers; the compile flags are reset to CMake's default
-    (``-U``) when none are given. ``compiler`` is the resolved explicit compiler (None: CMake
-    finds it through xcrun) and stands for ``toolchain.metal_compiler``."""
-    from builder.resources import metal_src_dir
-
-    types = {"bool": "BOOL", "path": "PATH", "real_path": "PATH"}
-    unset: list[str] = []
-    args: list[str] = []
-    for f, value in request._values():
-        name = f.metadata["cmake"]
-        if name is None:
-            continue
-        kind = f.metadata["kind"]
-        if f.name == "metal_compiler":
-            value = compiler
-        elif f.name == "source_dir" and value is None:
-            value = metal_src_dir()
-        if kind == "flags" and value is None:
-            unset.append(f"-U{name}")
-            continue
-        if kind == "bool":
-            text = "ON" if value else "OFF"
-        elif isinstance(value, tuple):
-            text = ";".join(str(v) for v in value)
-        else:
-            text = "" if value is None else str(value)
-        type_ = "FILEPATH" if name in ("METAL_COMPILER", "METAL_CONFIG") else types.get(kind)
-        args.append(f"-D{name}:{type_ or 'STRING'}={text}")
-    args.append("-DCMAKE_BUILD_TYPE:STRING=Release")
-    return [*unset, *args]
+def option_fields() -> list[tuple[Any, Option]]:
+    """Every request field with its :class:`Option`, in declaration order."""
+    return [(f, f.metadata["option"]) for _, cls in _parts() for f in fields(cls)]
 
 
 def project_dir() -> Path:

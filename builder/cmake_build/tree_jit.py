@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from builder.cmake_build.plan import BuildPlan
+from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts

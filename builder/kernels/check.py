@@ -24,7 +24,8 @@ from pathlib import Path
 
 from builder.files.bounds import MAX_JSON
 from builder.files.reading import read_text
-from builder.kernels.catalog import Catalog, Instantiation, load_catalog, render_translation_unit
+from builder.kernels.catalog import Catalog, Instantiation, load_catalog
+from builder.kernels.chunking import DEFAULT_CHUNK_SIZE, catalog_chunks
 from builder.kernels.compiler import Compiler, find_compiler
 from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
 
@@ -39,7 +40,6 @@ __all__ = [
     "shim_dir_for",
 ]
 
-DEFAULT_UNIT_SIZE = 600  # instantiations per generated unit: splits the big families over cores
 _INSTANTIATION = re.compile(r'^\s*instantiate_kernel\(\s*"([^"]+)"')
 
 
@@ -150,20 +150,17 @@ def aot_units(
     catalog: Catalog,
     families: Iterable[str] | None = None,
     dtypes: Iterable[str] | None = None,
-    unit_size: int = DEFAULT_UNIT_SIZE,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> list[CheckUnit]:
-    """The catalog's AOT instantiation sources, per family, split into chunks of ``unit_size``."""
-    by_family: dict[str, list[Instantiation]] = {}
-    for inst in catalog.expand(families, dtypes):
-        by_family.setdefault(inst.family, []).append(inst)
-    units = []
-    for family, items in by_family.items():
-        for k in range(0, len(items), unit_size):
-            chunk = items[k : k + unit_size]
-            units.append(
-                CheckUnit(f"{family}.{k // unit_size}", render_translation_unit(chunk), family)
-            )
-    return units
+    """The catalog's AOT translation units, cut as the build cuts them
+    (``builder.kernels.chunking``: the same content-defined sources, named alike), so a check
+    compiles what a build compiles."""
+    wanted = set(families) if families is not None else None
+    chosen = [f for f in catalog.family_names if wanted is None or f in wanted]
+    if wanted is not None:
+        catalog.expand(sorted(wanted), None)  # an unknown family is the usual UsageError
+    chunks = catalog_chunks(catalog, chosen, list(dtypes) if dtypes else None, chunk_size)
+    return [CheckUnit(c.name, c.text(), c.family) for c in chunks]
 
 
 def jit_unit(name: str, source: str, instantiations: Sequence[Instantiation]) -> CheckUnit:
@@ -306,7 +303,7 @@ def check_library(
     compiler: str | Compiler | None = None,
     jobs: int | None = None,
     syntax_only: bool = False,
-    unit_size: int = DEFAULT_UNIT_SIZE,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
     extra_units: Sequence[CheckUnit] = (),
     on_plan: Callable[[list[CheckUnit]], None] | None = None,
     on_done: Callable[[UnitResult], None] | None = None,
@@ -319,7 +316,7 @@ def check_library(
     """
     catalog = load_catalog(source_dir)
     located = compiler if isinstance(compiler, Compiler) else find_compiler(compiler)
-    units = aot_units(catalog, families, dtypes, unit_size) + list(extra_units)
+    units = aot_units(catalog, families, dtypes, chunk_size) + list(extra_units)
     if on_plan is not None:
         on_plan(units)
     return run_check(

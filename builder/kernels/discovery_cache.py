@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from builder.kernels.discovery import (
 )
 from builder.kernels.tree_config import TreeConfig
 
-__all__ = ["CACHE_SCHEMA", "discover_cached"]
+__all__ = ["CACHE_SCHEMA", "DiscoveryMemo", "discover_cached", "load_or_discover", "remember"]
 
 CACHE_SCHEMA = 1
 _CODE = (
@@ -133,13 +134,21 @@ def _save(path: Path, key: dict[str, Any], tree: KernelTree, listed: list[str]) 
         pass  # a cache that cannot be written costs time, nothing else
 
 
-def discover_cached(
-    source_dir: Path, config: TreeConfig, cache_file: Path | None, *, compiler: str | None = None
-) -> KernelTree:
-    """:func:`builder.kernels.discovery.discover`, reusing ``cache_file`` when nothing it
-    depends on changed and writing it otherwise (None: no cache)."""
-    if cache_file is None:
-        return discover(source_dir, config, compiler=compiler)
+@dataclass(frozen=True)
+class DiscoveryMemo:
+    """A discovery not yet remembered: what :func:`remember` writes, once the build folder may
+    be written (a plan is made before anything is created, so a refused build leaves none)."""
+
+    key: dict[str, Any]
+    listed: list[str]
+    tree: KernelTree
+
+
+def load_or_discover(
+    source_dir: Path, config: TreeConfig, cache_file: Path, *, compiler: str | None = None
+) -> tuple[KernelTree, DiscoveryMemo | None]:
+    """The tree from ``cache_file`` when nothing it depends on changed (memo None), else
+    discovered anew with the memo to :func:`remember` it by. Writes nothing."""
     from builder.kernels.preprocess import find_preprocessor
     from builder.kernels.tree_files import tree_headers
 
@@ -148,7 +157,26 @@ def discover_cached(
     listed = [*entry_files(root), *tree_headers(root)]
     key = _key(root, config, listed, find_preprocessor(compiler).path)
     tree = _load(cache_file, key, root, config)
-    if tree is None:
-        tree = discover(root, config, compiler=compiler)
-        _save(cache_file, key, tree, listed)
+    if tree is not None:
+        return tree, None
+    tree = discover(root, config, compiler=compiler)
+    return tree, DiscoveryMemo(key, listed, tree)
+
+
+def remember(cache_file: Path, memo: DiscoveryMemo) -> None:
+    """Write ``memo`` to ``cache_file`` (atomically; a cache that cannot be written costs time
+    on the next run, nothing else)."""
+    _save(cache_file, memo.key, memo.tree, memo.listed)
+
+
+def discover_cached(
+    source_dir: Path, config: TreeConfig, cache_file: Path | None, *, compiler: str | None = None
+) -> KernelTree:
+    """:func:`builder.kernels.discovery.discover`, reusing ``cache_file`` when nothing it
+    depends on changed and writing it otherwise (None: no cache)."""
+    if cache_file is None:
+        return discover(source_dir, config, compiler=compiler)
+    tree, memo = load_or_discover(source_dir, config, cache_file, compiler=compiler)
+    if memo is not None:
+        remember(cache_file, memo)
     return tree

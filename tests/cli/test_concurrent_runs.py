@@ -94,12 +94,13 @@ def test_two_variants_runs_into_one_out(
 def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     build = tmp_path / "b"
     first = start(
-        ["build", "--jit", "--kernels", "unary", "--build-dir", str(build), "--format", "json"]
+        ["build", "--jit", "*", "--kernels", "unary", "--build-dir", str(build), "--format", "json"]
     )
     stderr = tmp_path / "second.err"
     second_args = [
         "build",
         "--jit",
+        "*",
         "--kernels",
         "binary",
         "--build-dir",
@@ -144,7 +145,7 @@ def test_variants_holds_its_whole_build_root(tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_EX)
         for args in (
             ["variants", "--kernels", "arange", "--build-dir", root, "--no-wait"],
-            ["build", "--jit", "--kernels", "arange", "--build-dir", root, "--no-wait"],
+            ["build", "--jit", "*", "--kernels", "arange", "--build-dir", root, "--no-wait"],
         ):
             done = _run(*args)
             assert done.returncode == 2, done.stderr

@@ -175,7 +175,7 @@ def test_variants_never_empties_a_folder_it_did_not_write(
 def test_build_into_the_kernel_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _tree(tmp_path)
     code, out, err = run_cli(
-        ["build", "--jit", "--source-dir", str(tree), "--build-dir", str(tree)], capsys
+        ["build", "--jit", "*", "--source-dir", str(tree), "--build-dir", str(tree)], capsys
     )
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "refusing to write over the input" in err

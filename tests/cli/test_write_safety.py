@@ -190,7 +190,7 @@ def test_build_dir_on_a_read_only_mount(tmp_path: Path) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
     with mounted(folder, ["--bind", str(folder)], ["-o", "remount,bind,ro"]):
-        done = cli("build", "--jit", "--kernels", "unary", "--build-dir", folder / "build")
+        done = cli("build", "--jit", "*", "--kernels", "unary", "--build-dir", folder / "build")
         assert_write_error(
             done.returncode, done.stderr, folder / "build", "Read-only file system", "create folder"
         )
@@ -199,7 +199,7 @@ def test_build_dir_on_a_read_only_mount(tmp_path: Path) -> None:
 def test_build_dir_that_cannot_be_created(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    done = cli("build", "--jit", "--kernels", "unary", "--build-dir", blocker / "build")
+    done = cli("build", "--jit", "*", "--kernels", "unary", "--build-dir", blocker / "build")
     assert_write_error(
         done.returncode, done.stderr, blocker / "build", "Not a directory", "create folder"
     )
@@ -234,7 +234,7 @@ def test_read_only_by_monkeypatch(
     if command == "build":
         out = folder / "build"
         code, _, err = run_cli(
-            ["build", "--jit", "--kernels", "unary", "--build-dir", str(out)], capsys
+            ["build", "--jit", "*", "--kernels", "unary", "--build-dir", str(out)], capsys
         )
         assert_write_error(code, err, out, "Read-only file system", "create folder")
         return

@@ -99,7 +99,7 @@ class StandinBuild:
         return env
 
     def configure(self, check: bool = True) -> subprocess.CompletedProcess[str]:
-        compiler = [] if "METAL_COMPILER" in self.defines else [f"-DMETAL_COMPILER={METAL}"]
+        compiler = [] if "METALLIB_COMPILER" in self.defines else [f"-DMETALLIB_COMPILER={METAL}"]
         args = [
             cmake_exe(),
             "-S",
@@ -111,7 +111,7 @@ class StandinBuild:
             f"-DCMAKE_MAKE_PROGRAM={ninja_exe()}",
             f"-DPython3_EXECUTABLE={sys.executable}",
             *compiler,
-            f"-DMETAL_SOURCE_DIR={self.kernel_dir}",
+            f"-DMETALLIB_SOURCE_DIR={self.kernel_dir}",
             *(f"-D{k}={v}" for k, v in self.defines.items()),
         ]
         done = subprocess.run(args, env=self.env, capture_output=True, text=True, check=False)

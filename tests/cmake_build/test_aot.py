@@ -26,9 +26,9 @@ def _bump(path: Path) -> None:
 
 
 DEFINES = {
-    "METAL_KERNELS": ",".join(FAMILIES),
-    "METAL_DTYPES": ",".join(DTYPES),
-    "METAL_AOT_CHUNK_SIZE": "40",
+    "METALLIB_KERNELS": ",".join(FAMILIES),
+    "METALLIB_DTYPES": ",".join(DTYPES),
+    "METALLIB_AOT_CHUNK_SIZE": "40",
 }
 
 
@@ -146,7 +146,7 @@ def test_manifest_describes_the_build(built_once) -> None:  # type: ignore[no-un
         manifest["files"]["metallib"]["bytes"]
         == (built_once.build_dir / "mlx.metallib").stat().st_size
     )
-    assert manifest["options"]["METAL_DTYPES"] == list(DTYPES)
+    assert manifest["options"]["METALLIB_DTYPES"] == list(DTYPES)
     assert "stand-in" in manifest["toolchain"]["compiler_version"]
     # the size report's reader accepts it and maps every function to its family
     parsed = read_manifest(built_once.build_dir / "manifest.json")
@@ -157,7 +157,10 @@ def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: 
     from builder.cmake_build.cmake import find_tool
 
     launcher = f"{find_tool('cmake')};-E;env;METAL_STANDIN_TAG=launched"
-    standin_build.defines = {"METAL_KERNELS": "arange,softmax", "METAL_COMPILER_LAUNCHER": launcher}
+    standin_build.defines = {
+        "METALLIB_KERNELS": "arange,softmax",
+        "METALLIB_COMPILER_LAUNCHER": launcher,
+    }
     standin_build.configure()
     standin_build.ninja()
     compiles = standin_build.calls("compile")
@@ -168,7 +171,7 @@ def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: 
 def test_broken_include_fails_the_compile(standin_build) -> None:  # type: ignore[no-untyped-def]
     header = standin_build.kernel_dir / "arange" / "arange.h"
     header.write_text('#include "common/missing.h"\n' + header.read_text())
-    standin_build.defines = {"METAL_KERNELS": "arange"}
+    standin_build.defines = {"METALLIB_KERNELS": "arange"}
     standin_build.configure()
     done = standin_build.ninja(check=False)
     assert done.returncode != 0

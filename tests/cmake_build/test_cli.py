@@ -34,7 +34,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
     build_dir = tmp_path / "b"
-    done = _cli("build", "--no-jit", "--kernels", "arange", "--build-dir", str(build_dir))
+    done = _cli("build", "--kernels", "arange", "--build-dir", str(build_dir))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr  # one line
     for part in (
@@ -55,10 +55,10 @@ def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
     """--jit on a tree whose entry files write kernel templates themselves still needs the
     Metal compiler for those: the one line says which and why."""
     build_dir = tmp_path / "b"
-    done = _cli("build", "--jit", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir))
+    done = _cli("build", "--jit", "*", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert (
-        "Even with --jit, these stay AOT: plain_kernels.metal (it writes its own kernel "
+        "Asked to be JIT, these stay AOT: plain_kernels.metal (it writes its own kernel "
         "templates (copy_values)" in done.stderr
     )
     assert "tiles/tile_copy.metal (it writes its own kernel templates (tile_copy)" in done.stderr
@@ -70,7 +70,7 @@ def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
         "build",
         "--kernels",
         "arange,copy",
-        "--jit-kernels",
+        "--jit",
         "copy",
         "--build-dir",
         str(tmp_path / "b"),
@@ -79,12 +79,12 @@ def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
 
 
 def test_bad_selection_is_exit_2(tmp_path: Path) -> None:
-    done = _cli("build", "--jit", "--kernels", "nope", "--build-dir", str(tmp_path / "b"))
+    done = _cli("build", "--jit", "*", "--kernels", "nope", "--build-dir", str(tmp_path / "b"))
     assert done.returncode == 2 and "unknown kernel family 'nope'" in done.stderr
-    done = _cli(
-        "build", "--kernels", "arange", "--jit-kernels", "copy", "--build-dir", str(tmp_path / "b")
+    done = _cli("build", "--kernels", "arange", "--jit", "copy", "--build-dir", str(tmp_path / "b"))
+    assert (
+        done.returncode == 2 and "--jit 'copy' matches no unit of the catalog tree" in done.stderr
     )
-    assert done.returncode == 2 and "not among the selected families" in done.stderr
     assert not (tmp_path / "b").exists()
 
 
@@ -104,8 +104,7 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
             "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}",
             f"-DPython3_EXECUTABLE={sys.executable}",
-            "-DMETAL_JIT=OFF",
-            "-DMETAL_KERNELS=arange",
+            "-DMETALLIB_KERNELS=arange",
         ],
         capture_output=True,
         text=True,
@@ -115,7 +114,7 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
     assert done.returncode != 0
     text = " ".join((done.stdout + done.stderr).split())
     assert "needs macOS with Xcode or the Metal toolchain" in text
-    assert "-DMETAL_COMPILER=/path/to/metal" in text
+    assert "-DMETALLIB_COMPILER=/path/to/metal" in text
 
 
 @pytest.mark.cmake
@@ -175,6 +174,7 @@ def test_build_prints_what_report_prints(
         "--source-dir",
         str(mlx_tree),
         "--jit",
+        "*",
         "--build-dir",
         str(build_dir),
         "--metal-compiler",

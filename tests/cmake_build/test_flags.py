@@ -48,14 +48,14 @@ def _flags(argv: list[str]) -> list[str]:
 
 def test_comma_separated_cmake_flags_reach_the_compiler_one_by_one(standin_build) -> None:  # type: ignore[no-untyped-def]
     standin_build.defines = {
-        "METAL_KERNELS": "arange",
-        "METAL_AOT_FLAGS": "-Wall,-Wextra,-fno-fast-math,-O3",
+        "METALLIB_KERNELS": "arange",
+        "METALLIB_AOT_FLAGS": "-Wall,-Wextra,-fno-fast-math,-O3",
     }
     standin_build.configure()
     standin_build.ninja()
     (call,) = standin_build.calls("compile")
     assert _flags(call["argv"]) == [*DEFAULT_FLAGS, "-O3"]
-    standin_build.defines["METAL_AOT_FLAGS"] = "-O2;-ffast-math"  # a CMake list as well
+    standin_build.defines["METALLIB_AOT_FLAGS"] = "-O2;-ffast-math"  # a CMake list as well
     standin_build.reset_log()
     standin_build.configure()
     standin_build.ninja()
@@ -126,9 +126,9 @@ def test_std_and_deployment_target_on_compile_and_link(mlx_tree: Path, tmp_path:
     # -std=metal3.2 is MSL 3.2: the build's discovery and the compiler agree on what it emits
     assert {"v_Cosfloat32float32", "msl32_only"} <= names and "before_msl32" not in names
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert manifest["options"]["METAL_STD"] == "metal3.2"
-    assert manifest["options"]["METAL_DEPLOYMENT_TARGET"] == "15.2"
-    assert manifest["options"]["METAL_AOT_FLAGS"] == DEFAULT_FLAGS
+    assert manifest["options"]["METALLIB_STD"] == "metal3.2"
+    assert manifest["options"]["METALLIB_DEPLOYMENT_TARGET"] == "15.2"
+    assert manifest["options"]["METALLIB_AOT_FLAGS"] == DEFAULT_FLAGS
 
 
 def test_metallib_toml_states_std_target_and_extra_flags(mlx_tree: Path, tmp_path: Path) -> None:

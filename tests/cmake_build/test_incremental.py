@@ -44,7 +44,7 @@ def _rebuild_after(build, edit) -> tuple[set[str], set[str], set[str]]:  # type:
 
 
 def test_an_appended_op_recompiles_one_unit_of_the_family(standin_build) -> None:  # type: ignore[no-untyped-def]
-    standin_build.defines = {"METAL_KERNELS": "binary", "METAL_AOT_CHUNK_SIZE": "40"}
+    standin_build.defines = {"METALLIB_KERNELS": "binary", "METALLIB_AOT_CHUNK_SIZE": "40"}
     standin_build.configure()
     standin_build.ninja()
     units = len(standin_build.generated_sources())
@@ -73,7 +73,7 @@ def test_an_appended_op_recompiles_one_unit_of_the_family(standin_build) -> None
 
 
 def test_one_instantiation_inserted_mid_family_recompiles_one_unit(standin_build) -> None:  # type: ignore[no-untyped-def]
-    standin_build.defines = {"METAL_KERNELS": "arange", "METAL_AOT_CHUNK_SIZE": "5"}
+    standin_build.defines = {"METALLIB_KERNELS": "arange", "METALLIB_AOT_CHUNK_SIZE": "5"}
     standin_build.configure()
     standin_build.ninja()
     assert len(standin_build.generated_sources()) >= 3

@@ -12,7 +12,8 @@ import pytest
 from kernels.discovery.expected import BY_FILE
 
 from builder.cmake_build.driver import build_plan
-from builder.cmake_build.plan import BuildPlan, make_plan, plan_text
+from builder.cmake_build.plan import make_plan
+from builder.cmake_build.plan_model import BuildPlan, plan_text
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 from builder.kernels import load_catalog
@@ -24,7 +25,7 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
     plan = make_plan(
         BuildRequest().replace(
             kernels=("copy", "unary", "arange"),
-            jit_kernels=("copy",),
+            jit=("copy",),
             dtypes=("float32",),
             build_dir=tmp_path,
         )
@@ -36,7 +37,7 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
     held = sorted(i.host_name for c in plan.chunks for i in c.instantiations)
     expected = load_catalog().expand(["unary", "arange"], ["float32"])
     assert held == sorted(i.host_name for i in expected)
-    every = make_plan(BuildRequest().replace(jit=True))
+    every = make_plan(BuildRequest().replace(jit=("*",)))
     assert every.jit == load_catalog().family_names and every.aot == () and not every.compiles
 
 
@@ -45,7 +46,7 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
     plan = make_plan(
         BuildRequest().replace(
-            source_dir=mlx_tree, jit=True, defines=("NDEBUG", "__METAL_VERSION__=320")
+            source_dir=mlx_tree, jit=("*",), defines=("NDEBUG", "__METAL_VERSION__=320")
         )
     )
     assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
@@ -82,7 +83,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
 @pytest.mark.parametrize(
     ("request_", "words"),
     [
-        ({"kernels": ("unary",)}, "--kernels, --jit-kernels and --dtypes select catalog families"),
+        ({"kernels": ("unary",)}, "--kernels and --dtypes select catalog families"),
         ({"exclude": ("*",)}, "all 7 entry files are excluded"),
         ({"include_dirs": (Path("/nonexistent"),)}, "include folder /nonexistent"),
         ({"std": "metal3"}, "not a Metal language standard"),
@@ -126,7 +127,7 @@ def test_cmake_writes_the_plan_the_cli_computes(tree: str, mlx_tree: Path, tmp_p
     args = (
         ["--source-dir", str(mlx_tree)]
         if tree == "discovered"
-        else ["--kernels", "unary,copy", "--jit-kernels", "copy", "--dtypes", "float32"]
+        else ["--kernels", "unary,copy", "--jit", "copy", "--dtypes", "float32"]
     )
     build_dir = tmp_path / "b"
     done = subprocess.run(
@@ -151,15 +152,16 @@ def test_cmake_writes_the_plan_the_cli_computes(tree: str, mlx_tree: Path, tmp_p
     assert done.returncode == 0, done.stderr
     request = BuildRequest().replace(
         build_dir=build_dir.resolve(),
-        jit=False,
         source_dir=mlx_tree if tree == "discovered" else None,
         kernels=() if tree == "discovered" else ("unary", "copy"),
-        jit_kernels=() if tree == "discovered" else ("copy",),
+        jit=() if tree == "discovered" else ("copy",),
         dtypes=() if tree == "discovered" else ("float32",),
         deployment_target="14.0",
     )
     written = (build_dir / "metal_plan" / "plan.json").read_text()
-    assert written == plan_text(build_plan(request))
+    compiler = json.loads(written)["request"]["metal_compiler"]  # the one the CLI found
+    assert Path(compiler).samefile(METAL)
+    assert written == plan_text(build_plan(request.replace(metal_compiler=compiler)))
     plan = BuildPlan.read(build_dir / "metal_plan" / "plan.json")
     assert plan_text(plan) == written  # read back typed: nothing lost
     manifest = json.loads((build_dir / "manifest.json").read_text())
@@ -198,29 +200,37 @@ def test_a_plan_that_would_lose_kernels_is_refused(tmp_path: Path) -> None:
     )  # AOT: fine
     with pytest.raises(
         CheckFailed,
-        match=r"the build \(--jit\) would lose 1 kernel\(s\).*"
+        match=r"the build \(--jit/--aot\) would lose 1 kernel\(s\).*"
         r"macro\.metal: 1 kernel\(s\), code in k\.h",
     ):
-        make_plan(BuildRequest().replace(source_dir=tmp_path, jit=True))
+        make_plan(BuildRequest().replace(source_dir=tmp_path, jit=("*",)))
 
 
 def test_discovery_is_remembered_until_a_file_it_read_changes(
     mlx_tree: Path, tmp_path: Path
 ) -> None:
+    """make_plan writes nothing; write_plan remembers the discovery it made beside plan.json,
+    and the next plan reuses it until a file discovery read changes."""
     import os
 
+    from builder.cmake_build.plan import write_plan
+
     cache = tmp_path / "build" / "metal_plan" / "discovery.json"
-    request = BuildRequest().replace(source_dir=mlx_tree, jit=True)
-    first = plan_text(make_plan(request, cache_file=cache))
-    assert (
-        cache.is_file()
-        and plan_text(make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True))) == first
-    )
+    request = BuildRequest().replace(source_dir=mlx_tree, jit=("*",))
+
+    def planned() -> str:
+        plan = make_plan(request, cache_file=cache)
+        write_plan(plan, cache.parent / "plan.json")
+        return plan_text(plan)
+
+    made = make_plan(request, cache_file=cache)
+    assert made.memo is not None and not cache.exists()  # nothing written by planning
+    first = planned()
+    assert cache.is_file() and plan_text(make_plan(request)) == first
     stamp = cache.stat().st_mtime_ns
-    assert (
-        plan_text(make_plan(request, cache_file=cache)) == first
-        and cache.stat().st_mtime_ns == stamp
-    )  # reused
+    again = make_plan(request, cache_file=cache)
+    assert again.memo is None and plan_text(again) == first  # reused, not discovered
+    assert cache.stat().st_mtime_ns == stamp
     # fft.h (read by fft.metal) now writes its template in fft.metal's place: discovered again
     header = mlx_tree / "fft.h"
     header.write_text(header.read_text().replace("fft_pass", "fft_pass_moved"))
@@ -230,11 +240,25 @@ def test_discovery_is_remembered_until_a_file_it_read_changes(
         + entry.read_text()
     )
     os.utime(header, ns=(stamp + 10**9, stamp + 10**9))
-    changed = make_plan(request, cache_file=cache)
+    changed = planned()
     assert cache.stat().st_mtime_ns != stamp
-    assert "fft.metal" in changed.aot and plan_text(changed) != first
-    assert plan_text(changed) == plan_text(
-        make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=True))
-    )
+    assert "fft.metal" in make_plan(request, cache_file=cache).aot and changed != first
+    assert changed == plan_text(make_plan(request))
     cache.write_text("{not json")  # a broken memory is ignored and replaced
-    assert plan_text(make_plan(request, cache_file=cache)) == plan_text(changed)
+    assert planned() == changed
+
+
+def test_jit_and_aot_take_unit_globs_for_both_tree_kinds(mlx_tree: Path) -> None:
+    """--jit/--aot name units by name or glob, in a catalog tree and in a discovered one, as
+    variants --from does; a glob naming no unit is refused naming it."""
+    discovered = make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=("u*.metal",)))
+    assert discovered.jit == ("unary_subset.metal",)
+    held = make_plan(BuildRequest().replace(source_dir=mlx_tree, aot=("fft.metal",)))
+    assert "fft.metal" in held.aot and "unary_subset.metal" in held.jit
+    assert "plain_kernels.metal" in held.aot  # it writes its own templates: stays AOT
+    catalog = make_plan(BuildRequest().replace(kernels=("unary", "copy"), aot=("un*",)))
+    assert (catalog.aot, catalog.jit) == (("unary",), ("copy",))
+    with pytest.raises(UsageError, match=r"--jit 'x\*\.metal' matches no unit of .*7 units"):
+        make_plan(BuildRequest().replace(source_dir=mlx_tree, jit=("x*.metal",)))
+    with pytest.raises(UsageError, match="give one of them"):
+        make_plan(BuildRequest().replace(jit=("unary",), aot=("copy",)))

@@ -24,10 +24,10 @@ def test_two_clean_builds_are_byte_identical(
     standin_build, tmp_path: Path, cxx_available: None
 ) -> None:  # type: ignore[no-untyped-def]
     defines = {
-        "METAL_KERNELS": "unary,copy,softmax",
-        "METAL_JIT_KERNELS": "copy",
-        "METAL_DTYPES": "float32,int32",
-        "METAL_AOT_CHUNK_SIZE": "30",
+        "METALLIB_KERNELS": "unary,copy,softmax",
+        "METALLIB_JIT": "copy",
+        "METALLIB_DTYPES": "float32,int32",
+        "METALLIB_AOT_CHUNK_SIZE": "30",
     }
     first = standin_build
     first.defines = defines

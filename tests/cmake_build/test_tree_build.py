@@ -176,7 +176,7 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
 ) -> None:  # type: ignore[no-untyped-def]
     toml = tree_build.kernel_dir / "metallib.toml"
     toml.write_text(toml.read_text() + f"aot-only = {json.dumps(list(AOT_ONLY))}\n")
-    tree_build.defines = {"METAL_JIT": "ON"}
+    tree_build.defines = {"METALLIB_JIT": "*"}
     tree_build.configure()
     tree_build.ninja()
     aot = {"plain_kernels.metal", "tiles/tile_copy.metal"}
@@ -225,7 +225,7 @@ def test_a_header_edit_regenerates_the_preambles_and_the_kernels(
         + entry.read_text()
         + ("instantiate_kernel(EXTRA_NAME, fft_pass, float, 2)\n")
     )
-    tree_build.defines = {"METAL_JIT": "ON"}
+    tree_build.defines = {"METALLIB_JIT": "*"}
     tree_build.configure()
     tree_build.ninja()
     fam = next(f for f in tree_build.manifest()["units"] if f["name"] == "fft.metal")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from builder.cmake_build.aot_sources import catalog_chunks, write_sources
-from builder.cmake_build.plan import Unit, select_families
+from builder.cmake_build.plan_model import Unit
+from builder.cmake_build.plan_trees import select_families
 from builder.cmake_build.presets import mixed_jit_families
 from builder.cmake_build.progress import NinjaOutput, parse_status
-from builder.cmake_build.request import BuildRequest, cmake_args, project_dir
+from builder.cmake_build.request import BuildRequest, project_dir
 from builder.cmake_build.toolchain import (
     MetalToolchain,
     ToolchainMissing,
@@ -23,6 +23,7 @@ from builder.cmake_build.toolchain import (
 )
 from builder.errors import BuilderError, UsageError
 from builder.kernels import load_catalog
+from builder.kernels.chunking import catalog_chunks, write_sources
 from builder.kernels.compiler import find_compiler
 from builder.records.manifest import build_manifest
 from builder.size.host_symbols import OTHER, symbol_sizes
@@ -40,40 +41,6 @@ def test_parse_status_and_failure_text() -> None:
     assert out.edges_run == 1
     assert out.failure_text().splitlines()[0] == "FAILED: x.air"
     assert "x.metal:1: error" in out.failure_text()
-
-
-def test_cmake_args_are_typed(tmp_path: Path) -> None:
-    settings = BuildRequest().replace(
-        build_dir=tmp_path / "b",
-        jit=False,
-        kernels=("unary", "copy"),
-        jit_kernels=("copy",),
-        dtypes=("float32",),
-        chunk_size=64,
-        metal_flags=("-Wall", "-O3"),
-        std="metal3.1",
-        deployment_target="14.0",
-        sdk="iphoneos",
-        include_dirs=(tmp_path / "a b",),
-        defines=("X=1", "Y"),
-    )
-    args = cmake_args(settings, "/x/metal")
-    assert "-DMETAL_JIT:BOOL=OFF" in args
-    assert "-DMETAL_KERNELS:STRING=unary;copy" in args
-    assert "-DMETAL_JIT_KERNELS:STRING=copy" in args
-    assert "-DMETAL_AOT_CHUNK_SIZE:STRING=64" in args
-    assert "-DMETAL_COMPILER:FILEPATH=/x/metal" in args
-    assert "-DMETAL_AOT_FLAGS:STRING=-Wall;-O3" in args  # a CMake list: one flag per element
-    assert "-DMETAL_STD:STRING=metal3.1" in args and "-DMETAL_SDK:STRING=iphoneos" in args
-    assert "-DMETAL_DEPLOYMENT_TARGET:STRING=14.0" in args
-    assert f"-DMETAL_INCLUDE_DIRS:STRING={tmp_path / 'a b'}" in args
-    assert "-DMETAL_DEFINES:STRING=X=1;Y" in args
-    # every option is stated each time: nothing an earlier configure cached lingers
-    plain = cmake_args(BuildRequest().replace(build_dir=tmp_path / "b", jit=True))
-    assert plain[0] == "-UMETAL_AOT_FLAGS"  # back to CMake's default flags
-    assert "-DMETAL_COMPILER:FILEPATH=" in plain and "-DMETAL_STD:STRING=" in plain
-    assert "-DMETAL_AOT_CHUNK_SIZE:STRING=250" in plain
-    assert not any("Python3_EXECUTABLE" in a for a in plain)  # not part of the settings key
 
 
 def _exe(path: Path) -> Path:
@@ -122,13 +89,11 @@ def test_sources_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> N
 
 def test_select_families_catalog_order_and_errors() -> None:
     catalog = load_catalog()
-    assert select_families(catalog, ["copy", "unary"], ["unary"]) == (("unary", "copy"), ("unary",))
-    assert select_families(catalog, ["copy", "unary", "copy"], keep_order=True)[0] == (
+    assert select_families(catalog, ["copy", "unary"]) == ("unary", "copy")
+    assert select_families(catalog, ["copy", "unary", "copy"], keep_order=True) == (
         "copy",
         "unary",
     )
-    with pytest.raises(UsageError, match="not among the selected"):
-        select_families(catalog, ["copy"], ["unary"])
     with pytest.raises(UsageError, match="unknown kernel family 'nope'; valid: arange, binary"):
         select_families(catalog, ["nope"])
 
@@ -156,14 +121,14 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
             }
         ],
     }
-    config = {"options": {"METAL_STD": "metal3.1"}, "objects": {str(src): str(air)}}
+    config = {"options": {"METALLIB_STD": "metal3.1"}, "objects": {str(src): str(air)}}
     m = build_manifest(
         tmp_path,
         config,
         tree={"kind": "catalog", "library": "mlx"},
         units=units,
         compiled={"unary": [str(src)]},
-        options={"METAL_JIT": False},
+        options={"METALLIB_JIT": []},
         kernels={"unary": ["u1"], "copy": ["c1"]},
         metallib=str(tmp_path / "mlx.metallib"),
         embed=embed,
@@ -182,7 +147,7 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
     assert copy["outputs"] == ["metal_jit/copy.cpp", "libmetal_jit.so"]
     assert m["files"]["metallib"] == {"path": "mlx.metallib", "bytes": 5}
     assert m["embedded_bytes"] == 7
-    assert m["options"] == {"METAL_JIT": False, "METAL_STD": "metal3.1"}
+    assert m["options"] == {"METALLIB_JIT": [], "METALLIB_STD": "metal3.1"}
 
 
 def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
@@ -238,61 +203,81 @@ def test_mixed_preset_names_the_largest_families() -> None:
     is what `variants` reads, and it names the catalog's largest families by instantiations."""
     presets = json.loads((ROOT / "CMakePresets.json").read_text(encoding="utf-8"))
     (mixed,) = [p for p in presets["configurePresets"] if p["name"] == "mixed"]
-    listed = tuple(mixed["cacheVariables"]["METAL_JIT_KERNELS"].split(";"))
+    listed = tuple(mixed["cacheVariables"]["METALLIB_JIT"].split(";"))
     assert mixed_jit_families(project_dir()) == listed
     counts = Counter(inst.family for inst in load_catalog().expand())
     assert set(listed) == {name for name, _ in counts.most_common(len(listed))}
-    assert mixed["cacheVariables"]["METAL_JIT"] == "OFF" and 0 < len(listed) < len(counts)
+    assert 0 < len(listed) < len(counts)
 
 
 def test_mixed_preset_missing_or_malformed_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(BuilderError, match=r"CMakePresets\.json: no readable 'mixed' preset"):
         mixed_jit_families(tmp_path)
-    presets = {"configurePresets": [{"name": "jit-on", "cacheVariables": {"METAL_JIT": "ON"}}]}
+    presets = {"configurePresets": [{"name": "jit-on", "cacheVariables": {"METALLIB_JIT": "*"}}]}
     (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
     with pytest.raises(BuilderError, match="no readable 'mixed' preset"):
         mixed_jit_families(tmp_path)
     presets["configurePresets"].append(
-        {"name": "mixed", "cacheVariables": {"METAL_JIT_KERNELS": "unary;;copy"}}
+        {"name": "mixed", "cacheVariables": {"METALLIB_JIT": "unary;;copy"}}
     )
     (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
     assert mixed_jit_families(tmp_path) == ("unary", "copy")
 
 
-def test_the_request_survives_cmake_and_plan_json(tmp_path: Path) -> None:
-    """One request, three ways in: the CLI's values, the ``-D`` arguments it gives CMake read back
-    as CMake's cache hands them to the planner, and plan.json's record of it."""
+@pytest.mark.cmake
+def test_the_request_travels_one_way(tmp_path: Path) -> None:
+    """One request, one serialisation: the CLI's values -> plan.json's ``request`` ->
+    ``from_json``; and a plain CMake run's cache variables, worded by the generated
+    ``metallib_build_request``, read back by the same ``from_json`` to the same request."""
+    from builder.cmake_build.cmake import find_tool
+
     values = {
-        "jit": True,
+        "jit": ("unary", "co*"),
         "kernels": "unary,copy",
-        "jit_kernels": None,
         "dtypes": "float32",
         "chunk_size": 64,
         "compress": True,
-        "source_dir": None,
-        "include_dirs": (),
-        "defines": (),
-        "exclude": (),
-        "config_file": None,
         "metal_flags": ("-Wall -O3", '-DX="a b"'),
         "std": "metal3.1",
         "deployment_target": "14.0",
         "sdk": "iphoneos",
-        "metal_compiler": None,
+        "include_dirs": (tmp_path / "a b",),
+        "defines": ("X=1", "F(a,b)=a"),
         "build_dir": tmp_path / "b",
     }
     request = BuildRequest.from_options(values)
-    assert request.selection.kernels == ("unary", "copy") and request.selection.chunk_size == 64
+    assert request.selection.jit == ("unary", "co*") and request.selection.chunk_size == 64
     assert request.toolchain.metal_flags == ("-Wall", "-O3", "-DX=a b")
-    cache = {}
-    for arg in cmake_args(request):
-        if arg.startswith("-D") and arg.startswith("-DMETAL_"):
-            name_type, _, value = arg[2:].partition("=")
-            cache[name_type.split(":")[0]] = value
-    read_back = BuildRequest.from_cmake(cache, tmp_path / "b")
-    assert read_back.selection == request.selection and read_back.toolchain == request.toolchain
-    assert read_back.tree.source_dir is not None  # the bundled tree, named explicitly to CMake
-    assert read_back.replace(source_dir=None) == request
-    assert BuildRequest.from_json(request.planned_json()).selection == request.selection
+    assert BuildRequest.from_json(request.to_json()) == request
     with pytest.raises(ValueError, match="chunk_size"):
-        BuildRequest.from_json({**request.planned_json(), "chunk_size": "64"})
+        BuildRequest.from_json({**request.to_json(), "chunk_size": "64"})
+    with pytest.raises(ValueError, match="no build option jit_kernels"):
+        BuildRequest.from_json({"jit_kernels": []})
+    script = tmp_path / "print.cmake"
+    script.write_text(
+        f'include("{ROOT}/cmake/MetallibBuildOptions.cmake")\n'
+        "metallib_build_request(json)\n"
+        'message(NOTICE "${json}")\n'
+    )
+    cache = {
+        "METALLIB_JIT": "unary,co*",
+        "METALLIB_KERNELS": "unary;copy",
+        "METALLIB_DTYPES": "float32",
+        "METALLIB_AOT_CHUNK_SIZE": "64",
+        "METALLIB_JIT_COMPRESS": "ON",
+        "METALLIB_AOT_FLAGS": "-Wall,-O3;-DX=a b",
+        "METALLIB_STD": "metal3.1",
+        "METALLIB_DEPLOYMENT_TARGET": "14.0",
+        "METALLIB_SDK": "iphoneos",
+        "METALLIB_SOURCE_DIR": "",
+        "METALLIB_INCLUDE_DIRS": str(tmp_path / "a b"),
+        "METALLIB_DEFINES": "X=1;F(a,b)=a",
+    }
+    done = subprocess.run(
+        [find_tool("cmake"), *(f"-D{k}={v}" for k, v in cache.items()), "-P", str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    from_cmake = BuildRequest.from_json(json.loads(done.stderr))
+    assert from_cmake.replace(build_dir=tmp_path / "b") == request

@@ -228,7 +228,7 @@ def test_headers_follow_the_include_rules() -> None:
 )
 def test_one_rule_splits_every_comma_list(given: str | None, names: list[str] | None) -> None:
     """--kernels/--dtypes of kernels, check and build, and the lists CMake passes to
-    aot_sources and the JIT generator, all go through split_names: blanks never select."""
+    the chunker and the JIT generator, all go through split_names: blanks never select."""
     assert split_names(given) == names
 
 
@@ -258,11 +258,11 @@ def test_copy_tree_still_loads(tmp_path: Path) -> None:
 
 
 def test_library_imports_no_cli_or_test_dependencies() -> None:
-    """builder.kernels, and what CMake runs (aot_sources, the JIT generator), run inside CMake and
+    """builder.kernels, and what CMake runs (the chunker, the JIT generator), run inside CMake and
     pip's isolated build environment: no click, rich or numpy."""
     code = (
         "import sys, builder.kernels, builder.kernels.check, builder.kernels.catalog, "
-        "builder.cmake_build.aot_sources, builder.jit.__main__, builder.jit.generate; "
+        "builder.kernels.chunking, builder.jit.__main__, builder.jit.generate; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich', 'numpy')))"
     )
     root = Path(__file__).resolve().parents[2]
