@@ -68,8 +68,8 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
     default="table",
     show_default=True,
     help="table: per family (catalog) or per entry file (discovered) with counts, then the "
-    "run-time-only kernel templates; json (schema 1): also every kernel with name, source, "
-    "template and args, and runtime_only.",
+    "run-time-only kernel templates and the .metal files that are headers; json (schema 1): "
+    "also every kernel with name, source, template and args, runtime_only and metal_headers.",
 )
 def kernels_command(
     source_dir: Path | None,
@@ -102,10 +102,12 @@ def kernels_command(
             config_file=config_file,
             jobs=jobs,
         )
+        from builder.kernels.tree_files import metal_headers
+
         if fmt == "json":
             emit_json({"schema": 1, **tree.to_json()})
         else:
-            _discovered_table(tree)
+            _discovered_table(tree, metal_headers(tree.root))
         return
     if include_dirs or defines or exclude or jobs:
         raise UsageError(
@@ -115,7 +117,7 @@ def kernels_command(
     _catalog_listing(source_dir, config_file, kernels, dtypes, fmt)
 
 
-def _discovered_table(tree: Any) -> None:
+def _discovered_table(tree: Any, headers: dict[str, str]) -> None:
     """Entry files and their kernel counts. File names come from the tree (untrusted): each is
     shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
     from rich.console import Console
@@ -138,6 +140,16 @@ def _discovered_table(tree: Any) -> None:
     table.add_row("total", str(len(tree.kernels)))
     console = Console(soft_wrap=True)
     console.print(table)
+    if headers:
+        listed = Table(
+            title=f"{len(headers)} .metal files are headers, not entry files",
+            title_justify="left",
+        )
+        listed.add_column("header")
+        listed.add_column("why")
+        for source, why in headers.items():
+            listed.add_row(rich_text(source), rich_text(why))
+        console.print(listed)
     if tree.runtime_only:
         from rich.text import Text
 

@@ -41,7 +41,13 @@ from builder.kernels.preprocess import (
 )
 from builder.kernels.runtime_only import RuntimeTemplate, candidate_headers, runtime_templates
 from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
-from builder.kernels.tree_files import ENTRY_SUFFIX, check_excludes, entry_files, path_matches
+from builder.kernels.tree_files import (
+    ENTRY_SUFFIX,
+    check_excludes,
+    entry_files,
+    metal_headers,
+    path_matches,
+)
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -149,6 +155,12 @@ class KernelTree:
                 {"name": n, "source": s, "template": t, "args": a} for n, s, t, a in self.kernels
             ],
             "runtime_only": [{"template": t, "source": s} for t, s in self.runtime_only],
+            "metal_headers": [
+                {"source": source, "why": why}
+                for source, why in (
+                    metal_headers(self.root) if self.kind == "discovered" else {}
+                ).items()
+            ],
         }
 
 

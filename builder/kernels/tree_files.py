@@ -1,6 +1,12 @@
 """Which files a kernel tree has: its ``.metal`` entry files, its headers, and the glob rules
 that select them (``--exclude``, ``aot-only``, ``--aot``/``--jit``).
 
+A ``.metal`` file is an entry file unless it is a header in all but name (:func:`metal_headers`):
+another ``.metal`` file includes it (llama.cpp's ``fa_common.metal``), or it says
+``#pragma once`` and names no kernel (candle's ``utils.metal``). The Metal compiler would compile
+such a file on its own into nothing, or into duplicates of the kernels of the files that include
+it; the projects' own builds compile only the others.
+
 Shared by discovery (``builder.kernels.discovery``, which re-exports these names) and the search
 for run-time-only kernels (``builder.kernels.runtime_only``).
 """
@@ -16,12 +22,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePath
 
 from builder.errors import UsageError
+from builder.files.reading import read_source
 
 __all__ = [
     "ENTRY_SUFFIX",
     "HEADER_SUFFIXES",
     "check_excludes",
     "entry_files",
+    "metal_headers",
     "path_matches",
     "tree_headers",
     "unmatched_glob",
@@ -29,6 +37,10 @@ __all__ = [
 
 ENTRY_SUFFIX = ".metal"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx")
+
+_METAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+\.metal)"', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.MULTILINE)
+_KERNEL_WORD = re.compile(rb"\bkernel\b")
 
 
 @functools.lru_cache(maxsize=256)
@@ -98,12 +110,43 @@ def _walk(source_dir: Path, suffixes: tuple[str, ...]) -> list[str]:
     return found
 
 
+def metal_headers(source_dir: Path) -> dict[str, str]:
+    """The ``.metal`` files under ``source_dir`` that are headers -> why, in tree order:
+    ``included by F`` (a quoted include from another ``.metal`` file F, resolved against F's
+    folder, then the tree's root) or ``#pragma once, no kernel`` (the word ``kernel`` nowhere
+    in the text, comments included: a file that mentions it stays an entry file, the safe side,
+    since discovery then finds what it really defines)."""
+    metal = _walk(source_dir, (ENTRY_SUFFIX,))
+    known = set(metal)
+    why: dict[str, str] = {}
+    for name in metal:
+        text = read_source(source_dir / name)
+        if _PRAGMA_ONCE.search(text) and not _KERNEL_WORD.search(text):
+            why.setdefault(name, "#pragma once, no kernel")
+        folder = PurePath(name).parent
+        for found in _METAL_INCLUDE.finditer(text):
+            included = found.group(1).decode("utf-8", "surrogateescape")
+            for candidate in (os.path.normpath(folder / included), os.path.normpath(included)):
+                candidate = PurePath(candidate).as_posix()
+                if candidate in known and candidate != name:
+                    why.setdefault(candidate, f"included by {name}")
+                    break
+    return {name: why[name] for name in metal if name in why}
+
+
 def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
-    """Every ``*.metal`` under ``source_dir`` not matched by ``exclude``, as sorted relative
-    paths; hidden folders are skipped, symlinked folders are not followed."""
-    return [f for f in _walk(source_dir, (ENTRY_SUFFIX,)) if not path_matches(f, exclude)]
+    """Every ``*.metal`` under ``source_dir`` that is not a header (:func:`metal_headers`) nor
+    matched by ``exclude``, as sorted relative paths; hidden folders are skipped, symlinked
+    folders are not followed."""
+    headers = metal_headers(source_dir)
+    return [
+        f
+        for f in _walk(source_dir, (ENTRY_SUFFIX,))
+        if f not in headers and not path_matches(f, exclude)
+    ]
 
 
 def tree_headers(root: Path) -> list[str]:
-    """Every header (:data:`HEADER_SUFFIXES`) under ``root``, as sorted relative paths."""
-    return _walk(root, HEADER_SUFFIXES)
+    """Every header under ``root`` (:data:`HEADER_SUFFIXES`, and the ``.metal`` files that are
+    headers), as sorted relative paths."""
+    return sorted([*_walk(root, HEADER_SUFFIXES), *metal_headers(root)])

@@ -134,12 +134,27 @@ def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
     assert result["mode"] == "syntax-only"
 
 
+def built_chunks(family: str, dtype: str | None, tree: Path | None = None) -> list[str]:
+    """The names of the AOT sources the build generates for ``family`` (its own chunker)."""
+    from builder.kernels import load_catalog
+    from builder.kernels.chunking import DEFAULT_CHUNK_SIZE, catalog_chunks
+
+    dtypes = [dtype] if dtype else None
+    chunks = catalog_chunks(load_catalog(tree), [family], dtypes, DEFAULT_CHUNK_SIZE)
+    assert chunks
+    return [c.name for c in chunks]
+
+
 def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
     args = ["check", "--kernels", "reduce", "--dtypes", "bfloat16", "--format", "json", "--jit"]
     code, out, _ = run_cli(args)
     result = json.loads(out)
     assert code == 0
-    assert [u["unit"] for u in result["units"]] == ["reduce.0", "jit.reduce"]
+    # AOT: the chunks the build compiles (its chunker, its chunk size), then the JIT source.
+    assert [u["unit"] for u in result["units"]] == [
+        *built_chunks("reduce", "bfloat16"),
+        "jit.reduce",
+    ]
     assert result["instantiations"] == 2 * catalog_counter(raw, ["reduce"], ["bfloat16"])
 
 
@@ -153,8 +168,9 @@ def test_jit_sources_blame_the_same_lines(tmp_path: Path, run_cli) -> None:
     )
     result = json.loads(out)
     assert code == 1
+    chunks = built_chunks("ternary", None, tree)
     assert {u["unit"]: u["ok"] for u in result["units"]} == {
-        "ternary.0": False,
+        **dict.fromkeys(chunks, False),
         "jit.ternary": False,
     }
     assert [(d["path"], d["line"]) for d in result["diagnostics"]] == [
