@@ -10,11 +10,25 @@ Two facts live here and nowhere else:
   ``bfloat16_t``), and the spellings MLX adds (``bool_``, ``float16_t``, ``float2`` for complex64
   in older fft kernels, ``complex32_t`` for complex half in mlx 0.32.4). The size report's
   ``--by dtype`` reads names with it; the catalog's naming checks use ``is_dtype``.
+
+Beyond MLX, names spell dtypes the way their project's sources do: Metal's own scalar names
+(``bfloat``, ``int``, ``uint``, ``short``, ``char``, ``long`` and their unsigned forms) and vector
+forms (``half4``, ``uint2``) in PyTorch's MPS kernels, and ggml's tensor types (``f32``, ``f16``,
+``bf16``) and quantization types (``q4_0``, ``q4_K``, ``iq2_xxs``) in ggml/llama.cpp. A vector
+counts as its element type. ggml's quantization types are their own dtype words: they name how
+weights are stored, which no element type says.
 """
 
 from __future__ import annotations
 
-__all__ = ["DTYPES", "METAL_TYPES", "NAME_SPELLINGS", "WORD_ONLY_SPELLINGS", "is_dtype"]
+__all__ = [
+    "DTYPES",
+    "GGML_QUANTS",
+    "METAL_TYPES",
+    "NAME_SPELLINGS",
+    "WORD_ONLY_SPELLINGS",
+    "is_dtype",
+]
 
 # dtype name (as it appears in host names) -> the Metal Shading Language type used in templates.
 METAL_TYPES: dict[str, str] = {
@@ -40,15 +54,58 @@ _OTHER_SPELLINGS = {
     "bool_": "bool",
     "float16_t": "float16",
     "float64": "float64",
-    "float2": "complex64",
+    "float2": "complex64",  # MLX's older fft kernels: a complex number as two floats
     "complex32_t": "complex32",
 }
+
+# Metal scalar type names that are not MLX words (MSL specification, table 2.1).
+_METAL_SCALARS = {
+    "bfloat": "bfloat16",
+    "char": "int8",
+    "uchar": "uint8",
+    "short": "int16",
+    "ushort": "uint16",
+    "int": "int32",
+    "uint": "uint32",
+    "long": "int64",
+    "ulong": "uint64",
+}
+
+# Element types of Metal's vector types (``half4``, ``uint2``); ``float2`` keeps MLX's meaning.
+_VECTOR_ELEMENTS = {**_METAL_SCALARS, "half": "float16", "float": "float32", "bool": "bool"}
+
+# ggml's tensor types (ggml.h's enum ggml_type): plain element types, then quantization formats.
+_GGML_ELEMENTS = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
+_GGML_ELEMENTS |= {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64"}
+GGML_QUANTS = (
+    "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K",
+    "q8_K", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m", "iq4_nl",
+    "iq4_xs", "tq1_0", "tq2_0",
+)  # fmt: skip
+"""ggml's quantization types, each its own dtype word in reports. Not ``mxfp4``: MLX names its
+mxfp4 kernels by the type they compute in (``mxfp4_qmv_float_gs_32_b_4``), as its other
+quantization modes, and its reports keep that label."""
+
+
+def _word_only() -> dict[str, str]:
+    """Spellings that are also ordinary words or short enough to occur inside one: they count
+    only between underscores (or the name's ends)."""
+    found = {"float": "float32", "half": "float16", "bool": "bool", "float2": "complex64"}
+    found |= _METAL_SCALARS | _GGML_ELEMENTS | {q: q for q in GGML_QUANTS}
+    for element, word in _VECTOR_ELEMENTS.items():
+        for width in (2, 3, 4):
+            found.setdefault(f"{element}{width}", word)
+    return found
+
+
+_WORD_ONLY = _word_only()
 
 
 def _spellings() -> dict[str, str]:
     found = {word: word for word in DTYPES}
     found.update({metal: word for word, metal in METAL_TYPES.items()})
     found.update(_OTHER_SPELLINGS)
+    found.update(_WORD_ONLY)
     # Longest first, so a scan tries "bfloat16_t" before "bfloat16" before "float16".
     return dict(sorted(found.items(), key=lambda item: (-len(item[0]), item[0])))
 
@@ -56,7 +113,7 @@ def _spellings() -> dict[str, str]:
 NAME_SPELLINGS: dict[str, str] = _spellings()
 """Spelling in a kernel name -> canonical dtype word, longest spelling first."""
 
-WORD_ONLY_SPELLINGS = frozenset({"float", "half", "bool", "float2"})
+WORD_ONLY_SPELLINGS = frozenset(_WORD_ONLY)
 """Spellings that are also ordinary words: they count only between underscores (or the ends)."""
 
 

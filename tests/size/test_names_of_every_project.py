@@ -1,0 +1,101 @@
+"""Names of every project (issue 27 item 2): dtypes spelled as Metal, PyTorch and ggml spell
+them, and kernel groups derived from what remains of a name. Checked on real libraries (torch
+2.14.1's two MPS libraries, gpt4all 2.8.2's ggml library) against type lists written here from
+the languages' own definitions, and on MLX, whose labels must not move."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from clirun import run_cli as run
+from support.real_wheels import libraries_or_skip
+
+from builder.size.grouping import generic_family, parse_dtypes, primary_dtype
+
+# Metal Shading Language scalar types (spec table 2.1) and their vectors; ggml.h's enum ggml_type.
+METAL_SCALARS = ["bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"]
+METAL_SCALARS += ["half", "bfloat", "float"]
+METAL_WORDS = {*METAL_SCALARS, *(f"{s}{n}" for s in METAL_SCALARS for n in (2, 3, 4))}
+GGML_TYPES = {"f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "q4_0", "q4_1", "q5_0"}
+GGML_TYPES |= {"q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K", "iq2_xxs"}
+GGML_TYPES |= {"iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m", "iq4_nl", "iq4_xs"}
+
+
+def says_a_type(name: str, words: set[str]) -> bool:
+    """Whether ``name`` holds one of ``words`` between underscores (or the ends), or an
+    ``*int*_t`` / ``*float*`` word of C's fixed-width spelling."""
+    padded = f"_{name}_"
+    if any(f"_{w}_" in padded for w in words):
+        return True
+    return re.search(r"u?int(8|16|32|64)(_t)?|b?float(16|32|64)(_t)?|complex64", name) is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "primary", "group"),
+    [
+        ("ctc_loss_bfloat_int_int64_t", "bfloat16", "ctc_loss"),
+        ("copy_half4_to_float", "float16", "copy_to"),
+        ("kernel_mul_mv_q4_0_f32", "q4_0", "kernel_mul_mv"),
+        ("kernel_mul_mm_id_iq2_xxs_f16", "iq2_xxs", "kernel_mul_mm_id"),
+        ("kernel_get_rows_q4_K", "q4_K", "kernel_get_rows"),
+        ("index_select_ulong_ushort", "uint64", "index_select"),
+        ("print_pointer_uint", "uint32", "print_pointer"),  # "int" inside a word is no type
+        ("mxfp4_qmv_float_gs_32_b_4", "float32", None),  # MLX's label, as before
+    ],
+)
+def test_labels_follow_what_the_name_says(name: str, primary: str, group: str | None) -> None:
+    assert primary_dtype(name) == primary
+    if group is not None:  # MLX's names are grouped by its rules, not generically
+        assert generic_family(name) == group
+
+
+def test_vectors_count_as_their_element() -> None:
+    assert parse_dtypes("add_half2_uint4_char3") == ["float16", "uint32", "int8"]
+    assert parse_dtypes("fft_float2") == ["complex64"]  # MLX's older fft: two floats, complex
+
+
+def _report(target: str, platform: str, by: str, capsys: pytest.CaptureFixture[str]) -> list:
+    libraries_or_skip(target, platform)
+    code, out, err = run(
+        ["report", target, "--platform", platform, "--by", by, "--format", "json"], capsys
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    return doc.get("libraries", [doc])
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_torch_names_have_dtypes_and_few_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    """Goals of issue 27: "none" at most 5% of the bytes (was 43.8% and 42.4%) and at most
+    2,000 kernel groups (was 9,035), on both of libtorch_cpu.dylib's libraries."""
+    by_dtype = _report("torch==2.14.1", "macosx_14_0_arm64", "dtype", capsys)
+    by_kernel = _report("torch==2.14.1", "macosx_14_0_arm64", "kernel", capsys)
+    assert len(by_dtype) == len(by_kernel) == 2
+    for lib, grouped in zip(by_dtype, by_kernel):
+        total = sum(f["bytes"] for f in lib["functions"])
+        unlabelled = [f for f in lib["functions"] if f["group"] == "none"]
+        assert sum(f["bytes"] for f in unlabelled) <= 0.05 * total
+        # what stays "none" says no type in any spelling the test knows
+        assert not [f["name"] for f in unlabelled if says_a_type(f["name"], METAL_WORDS)]
+        assert len(grouped["groups"]) <= 2000
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_ggml_names_are_read_as_ggml_writes_them(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt4all 2.8.2's default.metallib (ggml): every name with a ggml type word is labelled,
+    what stays "none" names no type (ggml's float32-only kernels, ``kernel_add``...: the floor
+    for labels read from names), and ``kernel_mul_mm_id`` is one group (was five)."""
+    [lib] = _report("gpt4all==2.8.2", "macosx_10_15_universal2", "dtype", capsys)
+    [grouped] = _report("gpt4all==2.8.2", "macosx_10_15_universal2", "kernel", capsys)
+    functions = lib["functions"]
+    typed = {f["name"] for f in functions if says_a_type(f["name"], GGML_TYPES | METAL_WORDS)}
+    assert {f["name"] for f in functions if f["group"] != "none"} == typed
+    assert len(typed) > 0.8 * len(functions)
+    mul_mm_id = {
+        f["group"] for f in grouped["functions"] if f["name"].startswith("kernel_mul_mm_id")
+    }
+    assert mul_mm_id == {"kernel_mul_mm_id"}

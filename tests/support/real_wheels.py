@@ -1,0 +1,22 @@
+"""Libraries of real wheels from the package index, downloaded once and cached; a test that
+needs one is skipped, saying so, only when the index cannot be reached."""
+
+from __future__ import annotations
+
+import pytest
+
+from builder.inputs import wheels
+from builder.inputs.targets import Library, resolve_target
+
+_unreachable: dict[str, str] = {}
+
+
+def libraries_or_skip(spec: str, platform: str) -> list[Library]:
+    """The libraries ``spec`` (``PACKAGE==VERSION``) holds for ``platform``."""
+    if spec in _unreachable:
+        pytest.skip(_unreachable[spec])
+    try:
+        return resolve_target(spec, platform=platform)
+    except wheels.DownloadError as exc:
+        _unreachable[spec] = f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}"
+        pytest.skip(_unreachable[spec])
