@@ -6,6 +6,8 @@
 #     HEADERS <header>...             # one function per header, named after its file stem
 #     INCLUDE_DIRECTORIES <dir>...    # where quoted includes resolve (after the includer's folder)
 #     [API string|cstring]            # const std::string& f() (default) or const char* f() (MLX)
+#     [LOOKUP ON|OFF]                 # also define NS::preamble(name) (default ON); OFF for a
+#                                     # host that calls the functions by name, as MLX does
 #     [DEFINES <NAME[=VALUE]>...]     # #define lines at the top of every preamble
 #     [STRIP_COMMENTS]                # leave comments out of the embedded text
 #     [OUTPUT <file.cpp>]             # default ${CMAKE_CURRENT_BINARY_DIR}/metallib_embed/<target>.cpp
@@ -26,6 +28,15 @@
 # can import the generator and says which variable to set when it cannot; including this file
 # runs nothing and writes no cache variable.
 #
+# Several calls on one target are fine (MLX makes three groups: unconditional, MLX_METAL_JIT,
+# NAX): each writes its own source. Only one of them per NAMESPACE may define the lookup; a second
+# one with LOOKUP ON is a configure error naming the first, not a link error.
+#
+# Any directory: the target may have been created in another directory (MLX creates `mlx` at the
+# top and embeds from mlx/backend/metal). A custom command's output has a rule only in targets of
+# its own directory, so the call then adds a small custom target here that generates the source,
+# and makes <target> depend on it; with CMP0118 the source is known as generated everywhere.
+#
 # Standalone: needs no variable of the project that includes it. Needs CMake 3.20 (DEPFILE for
 # the Ninja and Makefile generators) and C++ enabled in the project (the target compiles the
 # generated source).
@@ -41,20 +52,19 @@ include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
 
 function(metallib_embed_headers target)
   set(me "metallib_embed_headers(${target})")
-  cmake_parse_arguments(PARSE_ARGV 1 arg "STRIP_COMMENTS" "NAMESPACE;API;OUTPUT;PYTHON"
+  cmake_parse_arguments(PARSE_ARGV 1 arg "STRIP_COMMENTS" "NAMESPACE;API;LOOKUP;OUTPUT;PYTHON"
                         "HEADERS;INCLUDE_DIRECTORIES;DEFINES")
   if(arg_UNPARSED_ARGUMENTS)
     list(JOIN arg_UNPARSED_ARGUMENTS " " unknown)
     message(FATAL_ERROR "${me}: unknown argument(s) ${unknown}; valid: NAMESPACE, HEADERS, "
-                        "INCLUDE_DIRECTORIES, API, DEFINES, STRIP_COMMENTS, OUTPUT, PYTHON")
+                        "INCLUDE_DIRECTORIES, API, LOOKUP, DEFINES, STRIP_COMMENTS, OUTPUT, PYTHON")
   endif()
   if(arg_KEYWORDS_MISSING_VALUES)
     list(JOIN arg_KEYWORDS_MISSING_VALUES ", " empty)
     message(FATAL_ERROR "${me}: ${empty} given without a value")
   endif()
 
-  # The target: a real one of this directory (CMake gives a custom command's output a rule only
-  # in targets of the directory that adds the command).
+  # The target: a real one, of this directory or another.
   if(NOT TARGET "${target}")
     message(FATAL_ERROR "${me}: no target named '${target}' (create it first)")
   endif()
@@ -67,10 +77,6 @@ function(metallib_embed_headers target)
   endif()
   _metallib_require_cxx("${me}")
   get_target_property(target_dir "${target}" SOURCE_DIR)
-  if(NOT target_dir STREQUAL CMAKE_CURRENT_SOURCE_DIR)
-    message(FATAL_ERROR "${me}: call it in the directory that created '${target}' "
-                        "(${target_dir}); CMake runs a generator only for targets of its own directory")
-  endif()
 
   # The same patterns as builder.jit.codegen.CXX_IDENTIFIER and CXX_NAMESPACE
   # (tests/jit/test_codegen.py checks).
@@ -87,6 +93,20 @@ function(metallib_embed_headers target)
   endif()
   if(NOT arg_API MATCHES "^(string|cstring)$")
     message(FATAL_ERROR "${me}: API '${arg_API}' is neither string nor cstring")
+  endif()
+  if(NOT DEFINED arg_LOOKUP)
+    set(arg_LOOKUP ON)
+  endif()
+  if(NOT arg_LOOKUP MATCHES "^(ON|OFF)$")
+    message(FATAL_ERROR "${me}: LOOKUP '${arg_LOOKUP}' is neither ON nor OFF")
+  endif()
+  if(arg_LOOKUP)
+    # One NS::preamble(name) per namespace and target: a second would not link.
+    get_property(lookups TARGET "${target}" PROPERTY METALLIB_EMBED_LOOKUPS)
+    if("${arg_NAMESPACE}" IN_LIST lookups)
+      message(FATAL_ERROR "${me}: an earlier call already defines ${arg_NAMESPACE}::preamble() "
+                          "for '${target}'; give this one LOOKUP OFF (or another NAMESPACE)")
+    endif()
   endif()
   if(NOT arg_HEADERS)
     message(FATAL_ERROR "${me}: HEADERS <header>... is required")
@@ -145,6 +165,9 @@ function(metallib_embed_headers target)
   if(arg_STRIP_COMMENTS)
     list(APPEND command --strip-comments)
   endif()
+  if(NOT arg_LOOKUP)
+    list(APPEND command --no-lookup)
+  endif()
   set(generator_files "")
   metallib_builder_pythonpath(package)
   if(package)
@@ -170,7 +193,19 @@ function(metallib_embed_headers target)
     COMMENT "Embedding ${count} header(s) into ${target} (${shown})"
     VERBATIM)
   cmake_policy(POP)
+  if(NOT target_dir STREQUAL CMAKE_CURRENT_SOURCE_DIR)
+    # The rule lives here: a custom target of this directory generates the source before
+    # <target> compiles it, wherever <target> was created.
+    string(MAKE_C_IDENTIFIER "${shown}" step)
+    set(step "${target}_metallib_embed_${step}")
+    add_custom_target("${step}" DEPENDS "${output}")
+    add_dependencies("${target}" "${step}")
+    set_source_files_properties("${output}" TARGET_DIRECTORY "${target}" PROPERTIES GENERATED TRUE)
+  endif()
   target_sources("${target}" PRIVATE "${output}")
   target_compile_features("${target}" PRIVATE cxx_std_17)
   set_property(TARGET "${target}" APPEND PROPERTY METALLIB_EMBED_SOURCES "${output}")
+  if(arg_LOOKUP)
+    set_property(TARGET "${target}" APPEND PROPERTY METALLIB_EMBED_LOOKUPS "${arg_NAMESPACE}")
+  endif()
 endfunction()

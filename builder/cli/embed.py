@@ -79,6 +79,14 @@ Examples:
     "destructors included.",
 )
 @click.option(
+    "--lookup/--no-lookup",
+    default=True,
+    show_default=True,
+    help="Also define preamble(name), which returns a preamble by its header name. --no-lookup "
+    "for a host that calls the functions by name (MLX): then several sources may share one "
+    "namespace.",
+)
+@click.option(
     "--depfile",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -106,6 +114,7 @@ def embed_command(
     output: Path,
     namespace: str,
     api: str,
+    lookup: bool,
     depfile: Path | None,
     strip_comments: bool,
     allow_outside_includes: bool,
@@ -130,6 +139,7 @@ def embed_command(
         namespace,
         strip=strip_comments,
         api=api,
+        lookup=lookup,
         depfile=depfile,
         allow_outside_includes=allow_outside_includes,
         named=named,

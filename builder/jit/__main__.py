@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     emb.add_argument("-o", dest="output", type=Path, required=True)
     emb.add_argument("--namespace", default="metal_jit")
     emb.add_argument("--api", choices=("string", "cstring"), default="string")
+    emb.add_argument("--no-lookup", action="store_true")
     emb.add_argument("--depfile", type=Path, default=None)
     emb.add_argument("--strip-comments", action="store_true")
     emb.add_argument("--allow-outside-includes", action="store_true")
@@ -93,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.namespace,
                 strip=args.strip_comments,
                 api=args.api,
+                lookup=not args.no_lookup,
                 depfile=args.depfile,
                 allow_outside_includes=args.allow_outside_includes,
                 named=generate.named_preambles(args.preambles),

@@ -257,6 +257,7 @@ def render_standalone(
     origin: str,
     *,
     api: str = "string",
+    lookup: bool = True,
 ) -> str:
     """A self-contained C++17 source with one preamble per entry ``(name, function, preamble)``.
 
@@ -264,7 +265,9 @@ def render_standalone(
     preamble is a function returning the assembled text, and ``preamble(name)`` looks one up by
     the header name it was made from. Pieces shared between the preambles (common headers) are
     stored once; a preamble is assembled from its pieces on first use (thread-safe: a function's
-    static). ``api`` chooses the return type:
+    static). Without ``lookup`` there is no ``preamble(name)``: a host that calls the functions by
+    name (MLX) can then embed several sources into one namespace, and each would otherwise define
+    the same lookup. ``api`` chooses the return type:
 
     - ``string``: ``const std::string& f()``, a function-local static string;
     - ``cstring``: ``const char* f()`` (MLX's ``jit/includes.h``), pointing into a zero-initialized
@@ -284,8 +287,9 @@ def render_standalone(
         f"//   namespace {namespace} {{",
     ]
     lines += [f"//   {returns} {func}();  // {comment_text(name)}" for name, func, _ in entries]
+    if lookup:
+        lines.append('//   std::string_view preamble(std::string_view header);  // "" if unknown')
     lines += [
-        '//   std::string_view preamble(std::string_view header);  // "" if unknown',
         "//   }",
         "#include <cstddef>",
         *(["#include <cstring>"] if api == "cstring" else []),
@@ -299,10 +303,12 @@ def render_standalone(
     ]
     code = preamble_code(entries, api=api)
     lines += [*code.definitions, "", "}  // namespace", "", *code.functions]
-    lines.append("std::string_view preamble(std::string_view header) {")
-    for name, func, _ in entries:
-        lines.append(f"  if (header == {cxx_string(name)}) return {func}();")
-    lines += ["  return {};", "}", "", f"}}  // namespace {namespace}"]
+    if lookup:
+        lines.append("std::string_view preamble(std::string_view header) {")
+        for name, func, _ in entries:
+            lines.append(f"  if (header == {cxx_string(name)}) return {func}();")
+        lines += ["  return {};", "}", ""]
+    lines.append(f"}}  // namespace {namespace}")
     return "\n".join(lines) + "\n"
 
 

@@ -296,6 +296,7 @@ def embed_headers(
     named: Named = (),
     strip: bool = False,
     api: str = "string",
+    lookup: bool = True,
     allow_outside_includes: bool = False,
 ) -> tuple[str, list[Preamble]]:
     """A standalone C++ source with one preamble per header (``metallib-builder embed``), named
@@ -340,7 +341,8 @@ def embed_headers(
                     f"{name}: the inlined text holds a NUL character; use --api string"
                 )
     entries = list(zip(names, funcs, preambles))
-    return render_standalone(entries, namespace, ", ".join(names), api=api), preambles
+    text = render_standalone(entries, namespace, ", ".join(names), api=api, lookup=lookup)
+    return text, preambles
 
 
 def named_preambles(values: Sequence[str]) -> list[tuple[str, list[Path]]]:
@@ -371,6 +373,7 @@ def write_embed(
     *,
     strip: bool = False,
     api: str = "string",
+    lookup: bool = True,
     depfile: str | os.PathLike[str] | None = None,
     allow_outside_includes: bool = False,
     named: Named = (),
@@ -393,6 +396,7 @@ def write_embed(
         named=named,
         strip=strip,
         api=api,
+        lookup=lookup,
         allow_outside_includes=allow_outside_includes,
     )
     _refuse_overwriting([f for p in preambles for f in p.files], output, depfile)

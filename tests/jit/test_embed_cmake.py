@@ -215,16 +215,129 @@ def test_two_calls_on_one_target_and_the_string_api(tmp_path: Path) -> None:
     assert second == "#define SECOND 2\n" + first
 
 
-def test_a_target_of_another_directory_is_refused(tmp_path: Path) -> None:
-    """CMake would add the generated source without a rule to make it: say so at configure."""
-    call = "add_subdirectory(sub)"
-    src = _project(tmp_path, call)
-    (src / "sub").mkdir()
-    (src / "sub/k.h").write_text("int k;\n", encoding="utf-8")
-    (src / "sub/CMakeLists.txt").write_text(
-        "metallib_embed_headers(preambles NAMESPACE ns HEADERS k.h INCLUDE_DIRECTORIES .)\n",
+ALWAYS = ["utils", "binary_ops", "unary_ops", "ternary_ops", "reduce_utils", "gather"]
+"""MLX's unconditional group: its host code uses these even in an AOT build."""
+
+
+def _mlx_layout(root: Path, include_root: Path, groups: dict[str, list[Path]]) -> Path:
+    """A project of MLX's shape: the top level creates ``mlx``; ``mlx/backend/metal`` embeds
+    three groups into it (unconditional, ``if(MLX_METAL_JIT)``, NAX), the functions called by
+    name (LOOKUP OFF), every generated source compiled with jit/includes.h included first."""
+    includes_h = include_root / "mlx/backend/metal/jit/includes.h"
+    (root / "mlx/backend/metal").mkdir(parents=True)
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\n"
+        "project(mlx_shape LANGUAGES CXX)\n"
+        f'list(APPEND CMAKE_MODULE_PATH "{cmake_dir().as_posix()}")\n'
+        "include(MetallibEmbed)\n"
+        'option(MLX_METAL_JIT "JIT" OFF)\n'
+        "add_library(mlx STATIC)\n"
+        "target_compile_options(mlx PRIVATE -Wall -Wextra -Werror -include\n"
+        f'  "{includes_h.as_posix()}")\n'
+        "add_subdirectory(mlx/backend/metal)\n"
+        "add_executable(dump dump.cpp)\n"
+        f'target_include_directories(dump PRIVATE "{include_root.as_posix()}")\n'
+        "target_compile_options(dump PRIVATE -Wall -Wextra -Werror)\n"
+        "target_link_libraries(dump PRIVATE mlx)\n",
         encoding="utf-8",
     )
+
+    def call(headers: list[Path]) -> str:
+        listed = " ".join(f'"{h.as_posix()}"' for h in headers)
+        return (
+            "metallib_embed_headers(mlx NAMESPACE mlx::core::metal API cstring LOOKUP OFF\n"
+            f'  HEADERS {listed}\n  INCLUDE_DIRECTORIES "{include_root.as_posix()}")\n'
+        )
+
+    (root / "mlx/backend/metal/CMakeLists.txt").write_text(
+        call(groups["always"])
+        + f"if(MLX_METAL_JIT)\n{call(groups['jit'])}endif()\n"
+        + call(groups["nax"]),
+        encoding="utf-8",
+    )
+    return root
+
+
+def test_mlx_layout_links_three_groups_embedded_from_another_directory(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 item 1 on MLX v0.32.1's real headers (mlx-metal 0.32.1 wheel): every function
+    jit/includes.h declares is defined, once, with its declared type (-Werror, includes.h first),
+    no other function is defined in the namespace, and each returns the reference inliner's text
+    of its header."""
+    import re
+    import zipfile
+
+    from mlx_tree import MLX_PLATFORM, extract_kernel_headers
+    from support.reference_inliner import reference_preamble
+
+    from builder.inputs import wheels
+
+    try:
+        wheel = wheels.download_wheel("mlx-metal", "0.32.1", MLX_PLATFORM)
+    except wheels.DownloadError as exc:
+        pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
+    inc = tmp_path / "include"
+    shutil.copytree(
+        extract_kernel_headers(wheel, wheels.cache_dir() / "kernel-headers" / wheel.name[:-4]), inc
+    )
+    with zipfile.ZipFile(wheel) as archive:
+        declared_text = archive.read("mlx/include/mlx/backend/metal/jit/includes.h").decode()
+    (inc / "mlx/backend/metal/jit").mkdir(parents=True, exist_ok=True)
+    (inc / "mlx/backend/metal/jit/includes.h").write_text(declared_text, encoding="utf-8")
+    declared = re.findall(r"const char\* (\w+)\(\);", declared_text)
+    assert len(declared) == 49
+
+    kernels = inc / KERNELS
+    header = {
+        name: kernels / "utils.h" if name == "utils" else next(kernels.rglob(f"{name}.h"))
+        for name in declared
+    }
+    groups = {
+        "always": [header[n] for n in ALWAYS],
+        "nax": [header[n] for n in declared if n.endswith("_nax")],
+    }
+    groups["jit"] = [header[n] for n in declared if n not in ALWAYS and not n.endswith("_nax")]
+    root = _mlx_layout(tmp_path / "src", inc, groups)
+    calls = "\n".join(f"  mlx::core::metal::{n}()," for n in declared)
+    (root / "dump.cpp").write_text(
+        '#include "mlx/backend/metal/jit/includes.h"\n#include <cstdio>\n#include <cstring>\n'
+        f"int main() {{\n  const char* texts[] = {{\n{calls}\n  }};\n"
+        "  for (const char* text : texts) {\n"
+        "    std::fwrite(text, 1, std::strlen(text), stdout);\n    std::fputc(0, stdout);\n  }\n"
+        "  return 0;\n}\n",
+        encoding="utf-8",
+    )
+    build = tmp_path / "build"
+    configure = _configure(
+        root, build, f"-DMETALLIB_BUILDER_PYTHON={sys.executable}", "-DMLX_METAL_JIT=ON"
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    _ninja(build)
+    texts = subprocess.run([str(build / "dump")], capture_output=True, check=True).stdout
+    got = texts.decode("utf-8").split("\0")[:-1]
+    assert got == [reference_preamble(header[n], [inc], strip=False) for n in declared]
+    nm = subprocess.run(
+        ["nm", "-C", "--defined-only", str(build / "libmlx.a")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    defined = set(re.findall(r" T mlx::core::metal::(\w+)\(\)", nm))
+    assert defined == set(declared)
+
+
+def test_a_second_lookup_in_one_namespace_is_named_at_configure(tmp_path: Path) -> None:
+    """Two calls that would both define ns::preamble() fail at configure, naming the fix."""
+    calls = (
+        "metallib_embed_headers(preambles NAMESPACE ns HEADERS k.h INCLUDE_DIRECTORIES .)\n"
+        "metallib_embed_headers(preambles NAMESPACE ns HEADERS d.h INCLUDE_DIRECTORIES .)"
+    )
+    src = _project(tmp_path, calls)
+    (src / "k.h").write_text("int k;\n", encoding="utf-8")
+    (src / "d.h").write_text("int d;\n", encoding="utf-8")
     run = _configure(src, tmp_path / "build", f"-DMETALLIB_BUILDER_PYTHON={sys.executable}")
     assert run.returncode != 0
-    assert "call it in the directory that created 'preambles'" in " ".join(run.stderr.split())
+    said = " ".join(run.stderr.split())
+    assert "an earlier call already defines ns::preamble() for 'preambles'" in said
+    assert "LOOKUP OFF" in said
