@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "html"))
+sys.path.insert(0, str(ROOT / "tests" / "render"))
 
 from chromium import Browser, chromium_path
 

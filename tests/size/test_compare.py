@@ -327,7 +327,7 @@ def test_several_library_pairs_give_one_json_document_and_one_csv_table(
     way ``report`` wraps several libraries, and the CSV has one header and a library column."""
     import zipfile
 
-    from .conftest import synthetic_bytes
+    from synthetic import synthetic_bytes
 
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
     wheels = []

@@ -14,7 +14,7 @@ from clirun import run_cli
 
 from builder import resources
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _checkout(where: Path) -> Path:

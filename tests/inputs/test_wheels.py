@@ -25,12 +25,12 @@ import pytest
 from clirun import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from synthetic import synthetic_bytes
 
 from builder.errors import UsageError
 from builder.inputs import wheel_cache, wheels
 from builder.size.load import load_reports
 
-from .conftest import synthetic_bytes
 from .hostile_wheels import WHEEL_NAME, corrupt_member, temp_files, tree, write_wheel
 
 # Two libraries whose function names have equal lengths: equal sizes, different contents.

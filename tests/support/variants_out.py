@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli.spawn import start
 from mlx_tree import DATA
 
 from builder.metallib import open_metallib, verify
+from support.spawn import start
 
 __all__ = [
     "RUN_A",

@@ -4,7 +4,7 @@ one complete run's output, byte for byte (the two runs' outputs are recorded fir
 checked against its variants.json, every metallib verified), and the next run removes whatever a
 killed one left beside it.
 
-The run is stopped at each kill moment (``cli.spawn.Pause``: it says so on a pipe, and the
+The run is stopped at each kill moment (``support.spawn.Pause``: it says so on a pipe, and the
 folder is checked to show it), so a kill lands there however busy the machine is: the new folder
 made, its first metallib half written, the second variant begun, the last metallib written
 (what remains: measuring it, variants.json, the swap), OUT swapped; then three kills at random
@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli.mounts import fill, mounted
-from cli.spawn import Child, Pause, start, wait_paused
-from cli.variants_out import (
+from clirun import run_cli
+from mlx_tree import MLX_PLATFORM, MLX_VERSION
+from support.mounts import fill, mounted
+from support.spawn import Child, Pause, start, wait_paused
+from support.variants_out import (
     RUN_A,
     RUN_B,
     TEMP,
@@ -38,10 +40,8 @@ from cli.variants_out import (
     snapshot,
     variants_args,
 )
-from clirun import run_cli
-from mlx_tree import MLX_PLATFORM, MLX_VERSION
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.both_container_codes]
 
 
 @dataclass

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from .hostile import Cli, assert_one_error_line, library_with
+from support.hostile import Cli, assert_one_error_line, library_with
 
 PLANTED = "PLANTED_OUTSIDE_7f3a"
 KERNELS = ["ka", "kb", "planted_outside"]

@@ -23,11 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli.mounts import fill, mounted
 from clirun import run_cli
+from support.mounts import fill, mounted
 from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes, open_metallib
+
+pytestmark = pytest.mark.both_container_codes
 
 HEADER = "// a kernel header for embed\n" + "".join(
     f"constant int k{i} = {i};\n" for i in range(150)

@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from .hostile import Cli, assert_one_error_line
+from support.hostile import Cli, assert_one_error_line
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = ROOT / "tests" / "cmake_build" / "standin" / "metal-standin"

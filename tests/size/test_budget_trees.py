@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
-
-from .hostile import Cli, budget_error, library_with
+from support.hostile import Cli, budget_error, library_with
 
 pytestmark = pytest.mark.realdata
 

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .hostile import Cli, assert_one_error_line, library_with
+from support.hostile import Cli, assert_one_error_line, library_with
 
 WRONG = [None, -1, 10**400, "text", [], {}, [1], {"a": 1}, True, 1.5, "\x1b[2J"]
 

@@ -15,8 +15,7 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from .hostile import Cli, library_with
+from support.hostile import Cli, library_with
 
 ORDINARY = [f"a{i}.metal" for i in range(11)]
 

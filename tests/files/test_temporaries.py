@@ -4,7 +4,7 @@ up to 106 MB): SIGTERM and SIGHUP remove them before the process dies of the sig
 flock on its file) and never a file whose name is not exactly ours.
 
 Each signal lands while the temporary file is half written, whatever the machine's load: the
-run is paused there (``cli.spawn.Pause``, after the header and function list, before the first
+run is paused there (``support.spawn.Pause``, after the header and function list, before the first
 section is copied) and the test waits for it to say so on a pipe (issue 24, item 16).
 """
 
@@ -17,10 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli.spawn import Child, Pause, resume, start, wait_paused
+from support.spawn import Child, Pause, resume, start, wait_paused
 from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes, open_metallib
+
+pytestmark = pytest.mark.both_container_codes
 
 HOLD_LOCK = """
 import fcntl, os, sys, time

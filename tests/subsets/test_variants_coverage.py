@@ -40,7 +40,7 @@ NOT_IN_TREE = [("helper_a", 700), ("helper_b", 900)]
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from size.conftest import synthetic_bytes
+    from synthetic import synthetic_bytes
 
     functions = [
         (name, SIZES.get(source, 500))

@@ -15,10 +15,9 @@ import random
 from pathlib import Path
 
 import pytest
+from support.hostile import Cli, assert_one_error_line, library_with
 
 from builder.metallib import open_metallib, verify
-
-from .hostile import Cli, assert_one_error_line, library_with
 
 USAGE_ERRORS = [
     ["nosuch"],

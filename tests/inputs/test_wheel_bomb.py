@@ -13,10 +13,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.hostile import Cli, assert_one_error_line
 
 from builder.files.bounds import MAX_EXTRACT
-
-from .hostile import Cli, assert_one_error_line
 
 WHEEL = "pkg-1.0-py3-none-macosx_14_0_arm64.whl"
 

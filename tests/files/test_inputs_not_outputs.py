@@ -21,6 +21,8 @@ from synthetic import synthetic_parts
 from builder.metallib import library_bytes
 from builder.resources import metal_src_dir
 
+pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
+
 Spell = Callable[[Path], Path]
 
 

@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import Browser, chromium_path
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
 from support.shared import shared_folder
 
 from builder.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "html"))  # the Chromium driver
-
-from chromium import Browser, chromium_path
 
 pytestmark = [pytest.mark.realdata, pytest.mark.browser]
 

@@ -19,8 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli.variants_out import RUN_A, RUN_B, check_described, start, variants_args, wait_for
 from mlx_tree import MLX_PLATFORM, MLX_VERSION
+from support.variants_out import RUN_A, RUN_B, check_described, start, variants_args, wait_for
+
+pytestmark = pytest.mark.both_container_codes
 
 
 def _run(*args: object) -> subprocess.CompletedProcess[str]:

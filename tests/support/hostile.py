@@ -1,13 +1,26 @@
-"""Helpers of the adversarial suite (conftest.py holds its fixtures)."""
+"""Helpers of the adversarial tests: small metallibs, one-line checks, the in-process ``cli``
+fixture (registered for the whole suite by tests/conftest.py).
+
+Each adversarial test plays the author of a pull request that a CI job analyses
+(docs/security.md): the tree, its metallib.toml, the wheels and report JSON are theirs. What must
+hold is what issue 24 asked for: each attack ends in exit 2 and one line, or is contained
+(nothing runs that the input chose, nothing is written outside the output, cache or build
+folder). The tests sit beside the other tests of the package whose code they attack.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
 
 from builder.metallib import library_bytes, new_function, new_library
 
-__all__ = ["Cli", "assert_one_error_line", "budget_error", "library_with"]
+__all__ = ["Cli", "assert_one_error_line", "budget_error", "cli", "library_with"]
 
 Cli = Callable[..., tuple[int, str, str]]
 
@@ -39,3 +52,13 @@ def library_with(names: Sequence[str]) -> bytes:
         seed = hashlib.sha256(name.encode("utf-8", "surrogateescape")).digest()
         parts.append(new_function(name, seed * 4, reflection=seed[:12]))
     return library_bytes(new_library(parts))
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    """``cli("kernels", "--source-dir", tree)`` -> (exit code, stdout, stderr), in process."""
+
+    def run(*args: object) -> tuple[int, str, str]:
+        return run_cli([os.fspath(a) if isinstance(a, Path) else str(a) for a in args], capsys)
+
+    return run

@@ -24,6 +24,8 @@ from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, library_bytes, open_metallib
 
+pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
+
 
 def cli(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from .hostile import assert_one_error_line, library_with
+from support.hostile import assert_one_error_line, library_with
 
 DEADLINE_S = 60.0
 """Far above a refusal (about a second of interpreter start); a FIFO read blocks forever."""

@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from .hostile import Cli, assert_one_error_line
+from support.hostile import Cli, assert_one_error_line
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -15,6 +15,8 @@ from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes, open_metallib
 
+pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
+
 WHEEL = "two-1.0-py3-none-macosx_14_0_arm64.whl"
 
 

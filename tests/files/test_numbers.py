@@ -13,8 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from .hostile import Cli, assert_one_error_line, library_with
+from support.hostile import Cli, assert_one_error_line, library_with
 
 NAMES = ["v_copyfloat32float32", "vv_Addfloat32", "steel_gemm_fused_nn_float16"]
 BUDGET = '[[budget]]\nname = "gate"\ntarget = "a.metallib"\n'

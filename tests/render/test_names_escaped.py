@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .hostile import Cli, library_with
+from support.hostile import Cli, library_with
 
 # (raw piece, how every text output must show it)
 PIECES = [

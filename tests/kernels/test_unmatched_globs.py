@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from .hostile import Cli, assert_one_error_line, library_with
+from support.hostile import Cli, assert_one_error_line, library_with
 
 
 def _tree(tmp_path: Path) -> tuple[Path, Path]:
