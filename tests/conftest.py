@@ -99,9 +99,13 @@ def write_metallib(tmp_path: Path) -> Callable[..., Path]:
 
 
 # The container code has two paths that must give the same results: the C extension and the
-# pure-Python code (builder.metallib.native). Every test of tests/metallib runs on both, and every
-# test of a module marked ``both_container_codes`` (commands that read containers), but those
-# marked ``picks_container_code``: they choose the path themselves (and compare the two).
+# pure-Python code (builder.metallib.native). Every test of tests/metallib runs on both, and
+# every test of a module marked ``both_container_codes`` (commands that read containers), but those
+# marked ``picks_container_code``: they choose the path themselves (and compare the two). The
+# tests of killed, concurrent and failed writes (tests/files) run once: the container code
+# changes how an input is parsed and hashed (covered on both codes by tests/metallib, whose
+# test_native also runs list, verify and slim both ways), never how an output is written or a
+# signal met.
 CONTAINER_TESTS = Path(__file__).resolve().parent / "metallib"
 
 

@@ -10,8 +10,6 @@ from clirun import run_cli as run
 
 from builder.cli import COMMANDS, cli
 
-pytestmark = pytest.mark.both_container_codes
-
 FOLDER_OUTPUTS = {"variants"}
 """Commands whose -o names a folder: they write many files."""
 

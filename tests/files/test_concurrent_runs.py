@@ -22,8 +22,6 @@ import pytest
 from mlx_tree import MLX_PLATFORM, MLX_VERSION
 from support.variants_out import RUN_A, RUN_B, check_described, start, variants_args, wait_for
 
-pytestmark = pytest.mark.both_container_codes
-
 
 def _run(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

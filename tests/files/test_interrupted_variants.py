@@ -41,7 +41,7 @@ from support.variants_out import (
     variants_args,
 )
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.both_container_codes]
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 
 @dataclass

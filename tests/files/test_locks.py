@@ -11,15 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.both_container_codes
-
 WORKER = """
 import sys, time
 from pathlib import Path
 
-import pytest
 from builder.files.locks import exclusive_lock
 
 lock, counter = Path(sys.argv[1]), Path(sys.argv[2])

@@ -22,8 +22,6 @@ from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes, open_metallib
 
-pytestmark = pytest.mark.both_container_codes
-
 HOLD_LOCK = """
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)

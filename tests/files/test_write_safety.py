@@ -29,8 +29,6 @@ from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes, open_metallib
 
-pytestmark = pytest.mark.both_container_codes
-
 HEADER = "// a kernel header for embed\n" + "".join(
     f"constant int k{i} = {i};\n" for i in range(150)
 )
