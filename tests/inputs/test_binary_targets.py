@@ -18,8 +18,8 @@ from builder.metallib import library_bytes
 pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
 
 
-def _library(path: Path, count: int, seed: int, **kw: bool) -> Path:
-    path.write_bytes(library_bytes(synthetic_parts(count, seed=seed, **kw)))
+def _library(path: Path, count: int, seed: int, *, dynamic: bool = False) -> Path:
+    path.write_bytes(library_bytes(synthetic_parts(count, seed=seed, dynamic=dynamic)))
     return path
 
 

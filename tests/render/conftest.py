@@ -1,20 +1,15 @@
 """Fixtures for the HTML report tests: a headless Chromium (skipped loudly when not installed).
 
-The driver (``chromium.py``) and the PNG reader (``png.py``) sit beside this file; they are put
-on ``sys.path`` here because ``tests/render`` is not a package.
+The driver (``chromium.py``) and the PNG reader (``png.py``) sit beside this file, imported as
+``render.chromium`` and ``render.png`` (tests/ is on ``sys.path``).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from chromium import Browser, chromium_path
+from render.chromium import Browser, chromium_path
 
 NO_CHROMIUM = (
     "CHROMIUM NOT INSTALLED: the HTML report was not rendered in a browser "

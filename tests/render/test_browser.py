@@ -46,7 +46,7 @@ def _open(browser: Any, url: str) -> dict[str, Any]:
 
 def _non_blank(png: bytes) -> tuple[int, float]:
     """(distinct colours, share of non-white pixels) of a screenshot."""
-    from png import decode_png
+    from render.png import decode_png
 
     width, height, bpp, rows = decode_png(png)
     colours: set[bytes] = set()

@@ -23,7 +23,7 @@ RELEASES = [  # three "releases" of one library, each larger than the last
 def test_history_chart_draws_each_point_at_its_size(
     browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
 ) -> None:
-    from png import decode_png
+    from render.png import decode_png
 
     libs = [write_metallib(f"r{n}.metallib", fns) for n, fns in enumerate(RELEASES)]
     page = tmp_path / "history.html"

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import Browser, chromium_path
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
+from render.chromium import Browser, chromium_path
 from support.shared import shared_folder
 
 from builder.cli import main

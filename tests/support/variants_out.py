@@ -77,7 +77,7 @@ def check_described(out: Path) -> dict[str, Any]:
     """OUT holds exactly what its variants.json describes: one folder per variant with its
     metallib (the size stated, passing ``verify``, the number of functions stated) and its JIT
     source when it has one, and nothing else."""
-    doc = json.loads((out / "variants.json").read_text())
+    doc: dict[str, Any] = json.loads((out / "variants.json").read_text())
     expected = {"variants.json"}
     for v in doc["variants"]:
         if v["metallib"] is not None:
