@@ -27,9 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "html"))
+sys.path.insert(0, str(ROOT / "tests"))  # the Chromium driver: render.chromium
 
-from chromium import Browser, chromium_path
+from render.chromium import Browser, chromium_path
 
 LIBRARIES = [("0.30.0", "macosx_14_0_arm64"), ("0.32.0", "macosx_26_0_arm64")]
 PAINTED = "document.documentElement.getAttribute('data-painted') && window.__report"

@@ -21,7 +21,7 @@ line. Anything else (another exception, a multi-line message) is counted as a tr
 with the input's seed, and written to ``--keep DIR`` to reproduce.
 
 Usage: ``python benchmarks/fuzz_readers.py [--inputs 21000] [--seed 24] [--keep DIR]``; exit 1
-when any traceback was found. ``tests/adversarial/test_fuzz_readers.py`` runs 600 of them.
+when any traceback was found. ``tests/files/test_fuzz_readers.py`` runs 600 of them.
 """
 
 from __future__ import annotations

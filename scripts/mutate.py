@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES: dict[str, list[str]] = {
     "builder/subsets/coverage.py": [
         "tests/subsets/test_coverage.py",
-        "tests/size/test_variants_coverage.py",
+        "tests/subsets/test_variants_coverage.py",
     ],
     "builder/metallib/writer.py": [
         "tests/metallib/test_writer_invariants.py",

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
+from synthetic import Spec, synthetic_bytes
 
 from builder.inputs import wheels
 from builder.metallib.native import disabled
@@ -23,6 +24,9 @@ from builder.metallib.native import disabled
 OLD_GENERATION = ("0.30.0", "macosx_14_0_arm64")
 NEW_GENERATION = ("0.32.0", "macosx_14_0_arm64")
 FORMAT_29 = ("0.32.0", "macosx_26_0_arm64")
+
+# The in-process ``cli`` fixture of the adversarial tests, which sit in several folders.
+pytest_plugins = ["support.hostile"]
 
 _failures: dict[tuple[str, str], str] = {}
 
@@ -80,19 +84,37 @@ def mlx_style() -> Path:
     return DATA
 
 
+@pytest.fixture
+def write_metallib(tmp_path: Path) -> Callable[..., Path]:
+    """Factory: ``write_metallib("a.metallib", [("v_copyfloat32float32", 400), ...])`` -> path
+    of a library written by the project's writer (contents derived from the names)."""
+
+    def write(name: str, functions: Spec, **kwargs: object) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(synthetic_bytes(functions, **kwargs))  # type: ignore[arg-type]
+        return path
+
+    return write
+
+
 # The container code has two paths that must give the same results: the C extension and the
-# pure-Python code (builder.metallib.native). Every test of these folders runs on both, but those
-# marked ``picks_container_code``: they choose the path themselves (and compare the two).
-BOTH_PATHS = ("metallib", "cli")
+# pure-Python code (builder.metallib.native). Every test of tests/metallib runs on both, and
+# every test of a module marked ``both_container_codes`` (commands that read containers), but those
+# marked ``picks_container_code``: they choose the path themselves (and compare the two). The
+# tests of killed, concurrent and failed writes (tests/files) run once: the container code
+# changes how an input is parsed and hashed (covered on both codes by tests/metallib, whose
+# test_native also runs list, verify and slim both ways), never how an output is written or a
+# signal met.
+CONTAINER_TESTS = Path(__file__).resolve().parent / "metallib"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    folder = Path(str(metafunc.definition.path)).parent
+    definition = metafunc.definition
+    folder = Path(str(definition.path)).resolve().parent
     if (
-        folder.parent.resolve() == Path(__file__).resolve().parent
-        and folder.name in BOTH_PATHS
-        and metafunc.definition.get_closest_marker("picks_container_code") is None
-    ):
+        folder == CONTAINER_TESTS or definition.get_closest_marker("both_container_codes")
+    ) and definition.get_closest_marker("picks_container_code") is None:
         metafunc.parametrize("container_code", ["native", "python"], indirect=True)
 
 

@@ -3,12 +3,19 @@ synthetic import synthetic_parts``)."""
 
 from __future__ import annotations
 
+import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from builder.metallib import FunctionParts, LibraryParts, new_function, new_library
+from builder.metallib import (
+    FunctionParts,
+    LibraryParts,
+    library_bytes,
+    new_function,
+    new_library,
+)
 
-__all__ = ["synthetic_functions", "synthetic_parts"]
+__all__ = ["Spec", "synthetic_bytes", "synthetic_functions", "synthetic_parts"]
 
 Tags = list[tuple[bytes, bytes]]
 
@@ -47,3 +54,20 @@ def synthetic_parts(
         install_name="mlx.metallib" if dynamic else None,
         format_version=(2, 9) if dynamic else (2, 7),
     )
+
+
+Spec = Sequence[tuple[str, int]]
+
+
+def synthetic_bytes(
+    functions: Spec, *, reflection: bool = True, install_name: str | None = None
+) -> bytes:
+    """A metallib with one function per (name, bitcode size); contents derived from the name so
+    the same spec always gives the same bytes."""
+    parts = []
+    for name, size in functions:
+        seed = hashlib.sha256(name.encode()).digest()
+        bitcode = (seed * (size // len(seed) + 1))[:size]
+        refl = seed[: 8 + len(name) % 9] if reflection else None
+        parts.append(new_function(name, bitcode, reflection=refl))
+    return library_bytes(new_library(parts, install_name=install_name))

@@ -17,6 +17,8 @@ from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, library_bytes, open_metallib
 
+pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
+
 
 @pytest.fixture
 def library(tmp_path: Path) -> Path:

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ def _cli(*args: str, log: Path, path: str | None = None) -> subprocess.Completed
     )
 
 
-def _calls(log: Path, mode: str) -> list[dict[str, object]]:
+def _calls(log: Path, mode: str) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     return [r for r in rows if r["mode"] == mode]
 
@@ -116,10 +117,10 @@ def test_std_and_deployment_target_on_compile_and_link(mlx_tree: Path, tmp_path:
     )
     assert done.returncode == 0, done.stderr
     for call in _calls(log, "compile"):
-        flags = _flags(call["argv"])  # type: ignore[arg-type]
+        flags = _flags(call["argv"])
         assert flags == [*DEFAULT_FLAGS, "-std=metal3.2", "-mmacosx-version-min=15.2"]
     (link,) = _calls(log, "link")
-    assert link["argv"][:2] == ["-mmacosx-version-min=15.2", "-o"]  # type: ignore[index]
+    assert link["argv"][:2] == ["-mmacosx-version-min=15.2", "-o"]
     with open_metallib(tmp_path / "b" / "mlx.metallib") as lib:
         assert lib.header.deployment_target == (15, 2)  # the link recorded it
         names = {fn.name for fn in lib.functions}
@@ -149,7 +150,7 @@ def test_metallib_toml_states_std_target_and_extra_flags(mlx_tree: Path, tmp_pat
         log=log,
     )
     assert done.returncode == 0, done.stderr
-    flags = _flags(_calls(log, "compile")[0]["argv"])  # type: ignore[arg-type]
+    flags = _flags(_calls(log, "compile")[0]["argv"])
     assert flags == [
         *DEFAULT_FLAGS,
         "-Wno-c++17-extensions",
@@ -170,7 +171,7 @@ def test_metallib_toml_states_std_target_and_extra_flags(mlx_tree: Path, tmp_pat
         log=log,
     )
     assert done.returncode == 0, done.stderr
-    assert "-std=metal3.2" in _flags(_calls(log, "compile")[0]["argv"])  # type: ignore[arg-type]
+    assert "-std=metal3.2" in _flags(_calls(log, "compile")[0]["argv"])
 
 
 def test_xcrun_runs_the_compiler_of_the_sdk_asked_for(tmp_path: Path) -> None:
@@ -192,8 +193,8 @@ def test_xcrun_runs_the_compiler_of_the_sdk_asked_for(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     calls = _calls(log, "compile") + _calls(log, "link")
     assert {c["sdk"] for c in calls} == {"iphoneos"}
-    assert "-mios-version-min=17.0" in _calls(log, "compile")[0]["argv"]  # type: ignore[operator]
-    assert _calls(log, "link")[0]["argv"][0] == "-mios-version-min=17.0"  # type: ignore[index]
+    assert "-mios-version-min=17.0" in _calls(log, "compile")[0]["argv"]
+    assert _calls(log, "link")[0]["argv"][0] == "-mios-version-min=17.0"
     ninja = (tmp_path / "b" / "build.ninja").read_text()
     assert f"{XCRUN_DIR / 'xcrun'} -sdk iphoneos metal" in ninja
 

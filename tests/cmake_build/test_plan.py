@@ -91,7 +91,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
 )
 def test_discovered_refusals(mlx_style: Path, request_: dict[str, object], words: str) -> None:
     with pytest.raises(UsageError, match=words):
-        make_plan(BuildRequest().replace(source_dir=mlx_style, **request_))  # type: ignore[arg-type]
+        make_plan(BuildRequest().replace(source_dir=mlx_style, **request_))
 
 
 def test_catalog_refusals() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cmake_build.conftest import StandinBuild
 
 pytestmark = [pytest.mark.cmake, pytest.mark.slow]
 
@@ -21,8 +22,8 @@ def _outputs(build_dir: Path) -> dict[str, bytes]:
 
 
 def test_two_clean_builds_are_byte_identical(
-    standin_build, tmp_path: Path, cxx_available: None
-) -> None:  # type: ignore[no-untyped-def]
+    standin_build: StandinBuild, tmp_path: Path, cxx_available: None
+) -> None:
     defines = {
         "METALLIB_KERNELS": "unary,copy,softmax",
         "METALLIB_JIT": "copy",

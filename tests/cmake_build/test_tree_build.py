@@ -172,8 +172,8 @@ def test_touching_a_header_rebuilds_exactly_the_entry_files_that_reach_it(
 
 
 def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
-    tree_build, mlx_headers: Path, cxx_available: None
-) -> None:  # type: ignore[no-untyped-def]
+    tree_build: StandinBuild, mlx_headers: Path, cxx_available: None
+) -> None:
     toml = tree_build.kernel_dir / "metallib.toml"
     toml.write_text(toml.read_text() + f"aot-only = {json.dumps(list(AOT_ONLY))}\n")
     tree_build.defines = {"METALLIB_JIT": "*"}
@@ -214,8 +214,8 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
 
 
 def test_a_header_edit_regenerates_the_preambles_and_the_kernels(
-    tree_build, mlx_headers: Path, tmp_path: Path, cxx_available: None
-) -> None:  # type: ignore[no-untyped-def]
+    tree_build: StandinBuild, mlx_headers: Path, tmp_path: Path, cxx_available: None
+) -> None:
     # a header of our own, reached by a JIT entry file: editing it must reach the manifest
     tree = tree_build.kernel_dir
     (tree / "extra.h").write_text('#define EXTRA_NAME "fft_pass_extra"\n')

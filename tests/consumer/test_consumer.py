@@ -148,7 +148,8 @@ def test_the_consumer_builds_and_runs_against_the_installed_package(tmp_path: Pa
 def test_an_edit_three_includes_deep_regenerates_on_the_next_build(tmp_path: Path) -> None:
     """Found through CMAKE_PREFIX_PATH, with an interpreter that has no metallib-builder of its
     own: the package path the config derives is all it needs to import the generator."""
-    base = Path(sys._base_executable)  # the interpreter the venv was made from
+    # the interpreter the venv was made from
+    base = Path(sys._base_executable)  # type: ignore[attr-defined]
     alone = subprocess.run(
         [str(base), "-c", "import builder.jit"],
         cwd=tmp_path,

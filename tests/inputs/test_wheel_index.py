@@ -11,7 +11,7 @@ import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from synthetic import synthetic_parts
@@ -84,7 +84,7 @@ class _Index(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Index]]:
-    handler = type("Index", (_Index,), {"log": [], "ranges": True})
+    handler: Any = type("Index", (_Index,), {"log": [], "ranges": True})
     handler.files = {
         PURE: _wheel(PURE, {"pure/__init__.py": b"x = 1\n" * 1000, "pure/a.txt": bytes(5000)}),
         KERNELS: _wheel(KERNELS, {"kern/k.metallib": library_bytes(synthetic_parts(3, seed=5))}),

@@ -61,17 +61,18 @@ def test_stripped_preambles_keep_markers_and_pass_the_check() -> None:
         assert stripped.headers == full.headers
         assert len(stripped.text) < 0.9 * len(full.text)
         assert "//" not in stripped.text and "/*" not in stripped.text
-        current = None
+        source: list[str] | None = None  # the file the last #line named, and where we are in it
+        at = 0
         for line in stripped.text.splitlines():
             marker = re.match(r'^#line (\d+) "([^"]*)"$', line)
             if marker:
                 source = strip_comments((root / marker.group(2)).read_text()).splitlines()
-                current = [source, int(marker.group(1))]
+                at = int(marker.group(1))
                 continue
-            assert current is not None
-            expected = current[0][current[1] - 1]
+            assert source is not None
+            expected = source[at - 1]
             assert line == ("" if expected.strip() == "#pragma once" else expected)
-            current[1] += 1
+            at += 1
         preambles[name] = stripped.text
     result = run_check(
         family_check_units(catalog, preambles),

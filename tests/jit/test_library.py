@@ -299,7 +299,7 @@ def test_no_absolute_paths_in_generated_text(jit_build: JitBuild) -> None:
 
 def test_copy_of_tree_matches(tree_copy: Path) -> None:
     """Sanity for the fixtures: the private copy has the same catalog."""
-    assert shutil.os.path.isfile(tree_copy / "catalog.json")
+    assert (tree_copy / "catalog.json").is_file()
     assert [i.host_name for i in load_catalog(tree_copy).expand(["arange"])] == [
         i.host_name for i in load_catalog().expand(["arange"])
     ]

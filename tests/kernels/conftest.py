@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli as shared_run_cli
@@ -30,17 +31,18 @@ def catalog_counter() -> Callable[..., int]:
 
 
 @pytest.fixture
-def raw() -> dict:
+def raw() -> dict[str, Any]:
     """The bundled catalog.json as plain JSON."""
     return raw_catalog()
 
 
-def raw_catalog(source_dir: Path | None = None) -> dict:
-    return json.loads(((source_dir or metal_src_dir()) / "catalog.json").read_text())
+def raw_catalog(source_dir: Path | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(((source_dir or metal_src_dir()) / "catalog.json").read_text())
+    return doc
 
 
 def declared_count(
-    raw: dict, families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None
+    raw: dict[str, Any], families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None
 ) -> int:
     """Instantiations the catalog declares: per form, params product times, per op (or the
     family), the product of its dtype-set sizes; a dtype filter narrows all but index sets."""

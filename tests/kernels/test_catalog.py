@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,7 +104,7 @@ def test_instantiation_line_and_translation_unit(catalog) -> None:
     assert all(a in METAL_TYPES.values() or a[0].isupper() for a in inst.template_args)
 
 
-def write_catalog(root: Path, families: dict, sets: dict | None = None) -> Path:
+def write_catalog(root: Path, families: dict[str, Any], sets: dict[str, Any] | None = None) -> Path:
     (root / "fam").mkdir(parents=True, exist_ok=True)
     (root / "fam" / "fam.h").write_text("#pragma once\n")
     doc = {

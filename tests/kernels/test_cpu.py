@@ -140,18 +140,18 @@ def test_binary_comparison_scalar_and_broadcast(cpu: CpuRunner) -> None:
     shape = np.array([3, 4], np.int32)
     sa, sb = np.array([1, 0], np.int64), np.array([0, 1], np.int64)
     expect = (col[:, None] + row[None, :]).ravel()
-    out = cpu.run(
+    outs = cpu.run(
         "binary_g2_add_float32",
         [col, row, np.zeros(12, np.float32), shape, sa, sb, size(12), TID],
         12,
     )
-    np.testing.assert_array_equal(out[2], expect)
-    out = cpu.run(
+    np.testing.assert_array_equal(outs[2], expect)
+    outs = cpu.run(
         "binary_gn_add_float32",
         [col, row, np.zeros(12, np.float32), shape, sa, sb, np.int32(2), size(12), TID],
         12,
     )
-    np.testing.assert_array_equal(out[2], expect)
+    np.testing.assert_array_equal(outs[2], expect)
 
 
 def test_ternary_select(cpu: CpuRunner) -> None:
@@ -405,12 +405,12 @@ def test_complex64(cpu: CpuRunner) -> None:
     np.testing.assert_allclose(unary(cpu, "unary_v_square_complex64", a), a * a, rtol=1e-5)
     out = cpu.run("copy_v_complex64_float16", [a, np.zeros(24, np.float16), size(24), TID], 24)[1]
     np.testing.assert_array_equal(out, a.real.astype(np.float16))
-    out = cpu.run(
+    outs = cpu.run(
         "copy_v_int16_complex64",
         [np.arange(-3, 3, dtype=np.int16), np.zeros(6, np.complex64), size(6), TID],
         6,
     )
-    np.testing.assert_array_equal(out[1], np.arange(-3, 3).astype(np.complex64))
+    np.testing.assert_array_equal(outs[1], np.arange(-3, 3).astype(np.complex64))
 
 
 def test_gather_with_two_index_arrays(cpu: CpuRunner) -> None:

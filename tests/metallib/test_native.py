@@ -76,12 +76,11 @@ def test_native_parser_is_built_and_used() -> None:
     """``pip install .`` builds the extension; the suite must exercise it, not the fallback."""
     if FORCED_OFF:
         pytest.skip("METALLIB_BUILDER_NATIVE=0: the pure-Python parser is under test")
-    assert native_module() is not None, status()
+    native = native_module()
+    assert native is not None, status()
     assert status().startswith("on, module hashes by OpenSSL, download model in C ("), status()
-    assert native_module().HAS_SHA256, (
-        "built without OpenSSL (scripts/setup.sh installs libssl-dev)"
-    )  # type: ignore[union-attr]
-    assert native_module().HAS_DEFLATE, "built without zlib (scripts/setup.sh installs zlib1g-dev)"  # type: ignore[union-attr]
+    assert native.HAS_SHA256, "built without OpenSSL (scripts/setup.sh installs libssl-dev)"
+    assert native.HAS_DEFLATE, "built without zlib (scripts/setup.sh installs zlib1g-dev)"
 
 
 needs_native_sha = pytest.mark.skipif(

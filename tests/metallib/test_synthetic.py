@@ -70,7 +70,8 @@ def test_unknown_tags_are_kept_byte_for_byte() -> None:
     parts.extension.insert(0, (b"QQQQ", b"opaque"))
     data = library_bytes(parts)
     lib = Metallib.from_bytes(data)
-    assert lib.tag_payload(lib.functions[1], b"ZZZZ") == b"\x01\x02\x03"
+    payload = lib.tag_payload(lib.functions[1], b"ZZZZ")
+    assert payload is not None and payload.tobytes() == b"\x01\x02\x03"
     assert lib.extension[0].code == b"QQQQ"
     assert library_bytes(parts_from_library(lib)) == data
     assert verify(lib).ok

@@ -1,21 +1,17 @@
 """Fixtures for publishing: a synthetic library pair, and the GitHub REST API stand-in
-(``standin_api.py``, put on ``sys.path`` here: ``tests/publish`` is not a package) serving on
+(``standin_api.py``, imported as ``publish.standin_api``: tests/ is on ``sys.path``) serving on
 127.0.0.1 with the environment of a pull_request workflow pointing at it."""
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from standin_api import BASE, HEAD, PR, REPOSITORY, TOKEN, StandIn, handler, library
+from publish.standin_api import BASE, HEAD, PR, REPOSITORY, TOKEN, StandIn, handler, library
 
 
 @pytest.fixture

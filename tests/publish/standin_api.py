@@ -85,7 +85,7 @@ class StandIn:
         as the newest; returns the run's id and the artifact's."""
         self.next_id += 1
         head = self.repository_id if head_repository is None else head_repository
-        run = {
+        run: dict[str, Any] = {
             "id": self.next_id,
             "event": event,
             "head_branch": branch,
@@ -154,7 +154,7 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             if state.answer is not None:
                 return state.answer(self)
             length = int(self.headers.get("Content-Length") or 0)
-            payload = json.loads(self.rfile.read(length)) if length else None
+            payload: Any = json.loads(self.rfile.read(length)) if length else None
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._reply(401, {"message": "Bad credentials"})
             if method in state.refuse:

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from action_steps import ACTION, run_step
-from standin_api import StandIn
+from publish.action_steps import ACTION, run_step
+from publish.standin_api import StandIn
 
 from builder.render.pr_comment import MARKER
 

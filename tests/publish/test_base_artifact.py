@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from action_steps import run_step
 from clirun import run_cli
-from standin_api import REPOSITORY, TOKEN, StandIn
+from publish.action_steps import run_step
+from publish.standin_api import REPOSITORY, TOKEN, StandIn
 
 NAME = "metallib-size-main"
 FORK = 777

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from standin_api import PR, REPOSITORY, TOKEN, StandIn
+from publish.standin_api import PR, REPOSITORY, TOKEN, StandIn
 
 from builder.render.budget import MARKER as BUDGET_MARKER
 from builder.render.pr_comment import MARKER

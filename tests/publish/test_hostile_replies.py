@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from standin_api import REPOSITORY, TOKEN, StandIn
+from publish.standin_api import REPOSITORY, TOKEN, StandIn
 
 DEADLINE = 3
 MARGIN = 5.0

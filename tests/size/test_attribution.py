@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic import synthetic_bytes
 
 from builder.metallib import Metallib, Region, Span, open_metallib
 from builder.size.attribution import attribute, piece_spans, range_map
-
-from .conftest import synthetic_bytes
 
 
 def _independent_total(lib: Metallib) -> int:

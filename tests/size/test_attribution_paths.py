@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic import synthetic_bytes
 
 from builder.metallib import Metallib, Region, Span, open_metallib
 from builder.size import attribution
 from builder.size.attribution import _by_sizes, _fast_path, attribute, range_map
-
-from .conftest import synthetic_bytes
 
 Spans = list[list[Span | None]]
 

@@ -76,7 +76,7 @@ def test_compare_rows_are_rollups_of_both_sides(pair: tuple[Path, Path]) -> None
     for g in groups:
         assert (g.function_count, g.bytes, g.bitcode_bytes) == h.get(g.name, (0, 0, 0))
         assert (g.base_function_count, g.base_bytes) == b.get(g.name, (0, 0, 0))[:2]
-        assert g.delta == g.bytes - g.base_bytes
+        assert g.base_bytes is not None and g.delta == g.bytes - g.base_bytes
     assert overhead.overhead and overhead.function_count == overhead.base_function_count == 0
     assert overhead.bytes == os.path.getsize(pair[1]) - sum(v[1] for v in h.values())
     assert overhead.base_bytes == os.path.getsize(pair[0]) - sum(v[1] for v in b.values())
@@ -327,7 +327,7 @@ def test_several_library_pairs_give_one_json_document_and_one_csv_table(
     way ``report`` wraps several libraries, and the CSV has one header and a library column."""
     import zipfile
 
-    from .conftest import synthetic_bytes
+    from synthetic import synthetic_bytes
 
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
     wheels = []

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic import synthetic_bytes
 
 from builder.metallib import Metallib, open_metallib
 from builder.metallib.native import native_module
 from builder.size.attribution import attribute
 from builder.size.download import cuts, deflate_share, download_share, segments
 
-from .conftest import synthetic_bytes, zip_members
+from .conftest import zip_members
 
 PLATFORM = "macosx_14_0_arm64"  # of the cached wheels used here
 HAS_C = native_module() is not None and bool(getattr(native_module(), "HAS_DEFLATE", False))

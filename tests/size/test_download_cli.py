@@ -22,7 +22,8 @@ pytestmark = pytest.mark.realdata
 
 
 def _saved(download_report_28: tuple[Path, Path]) -> dict[str, Any]:
-    return json.loads(download_report_28[1].read_text())
+    doc: dict[str, Any] = json.loads(download_report_28[1].read_text())
+    return doc
 
 
 def test_table_shows_download_columns_the_model_line_and_the_wheels_files(

@@ -228,7 +228,7 @@ def test_saved_nested_report_reads_back_and_regroups(
     assert code == 0, err
     flat = json.loads(out)
     assert "subgrouping" not in flat and all("children" not in g for g in flat["groups"])
-    by_dtype = Counter()
+    by_dtype: Counter[str] = Counter()
     for fn in doc["functions"]:
         by_dtype[fn["subgroup"]] += fn["bytes"]
     assert {g["name"]: g["bytes"] for g in flat["groups"]} == dict(by_dtype)

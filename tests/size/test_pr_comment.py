@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli as _run
@@ -211,7 +212,7 @@ def test_real_provenance(mlx_metallib: Callable[[str, str], Path]) -> None:
     path = mlx_metallib("0.32.0", "macosx_26_0_arm64")
     (report,) = load_reports(str(path))
     with open_metallib(path) as lib:
-        expected = library_provenance(lib).as_dict()
+        expected: dict[str, Any] = library_provenance(lib).as_dict()
     assert report.provenance["library"] == expected
     assert expected["compilers"] and expected["compilers"][0].startswith("Apple metal version")
     line = provenance_line(report.provenance)  # Apple built it: this tool only measured it

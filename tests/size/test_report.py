@@ -246,7 +246,7 @@ def _wheel(tmp_path: Path, members: dict[str, bytes]) -> Path:
 def test_wheel_target_reports_each_metallib(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from .conftest import synthetic_bytes
+    from synthetic import synthetic_bytes
 
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
     one, two = synthetic_bytes(FUNCTIONS), synthetic_bytes(FUNCTIONS[:2])
@@ -265,10 +265,10 @@ def test_spec_download_keeps_stdout_clean(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """pip's progress output goes to stderr; stdout carries only the JSON report."""
+    from synthetic import synthetic_bytes
+
     from builder.cli import main
     from builder.inputs import wheels
-
-    from .conftest import synthetic_bytes
 
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
     wheel = _wheel(tmp_path, {"pkg/lib.metallib": synthetic_bytes(FUNCTIONS)})

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from size.conftest import synthetic_bytes
 from support.deadline import deadline
+from synthetic import synthetic_bytes
 
 from builder.errors import CheckFailed
 from builder.jit.tree_preambles import PreambleSpec

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -39,7 +40,7 @@ DEFAULT_DEPLOYMENT = (14, 0)
 """What the stand-in records when no version flag is given (a real one takes the SDK's)."""
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Exit 2 with a compiler-like diagnostic."""
     print(f"metal-standin: error: {message}", file=sys.stderr)
     raise SystemExit(2)

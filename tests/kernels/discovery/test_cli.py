@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kernels.discovery.expected import BY_FILE, PLAIN, VERSIONED_320
@@ -12,10 +13,11 @@ from kernels.discovery.expected import BY_FILE, PLAIN, VERSIONED_320
 pytestmark = pytest.mark.realdata
 
 
-def _json(run_cli, args: list[str]) -> dict:
+def _json(run_cli, args: list[str]) -> dict[str, Any]:
     code, out, err = run_cli(["kernels", *args, "--format", "json"])
     assert code == 0, err
-    return json.loads(out)
+    doc: dict[str, Any] = json.loads(out)
+    return doc
 
 
 def test_json_lists_every_kernel_with_its_entry_file(run_cli, mlx_style, mlx_headers) -> None:

@@ -1,0 +1,178 @@
+"""A Mach-O or ELF binary is a TARGET: every command reads the metallibs inside it, named
+``BINARY#N`` in file order, so ``compare`` pairs the same library across two releases."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from pathlib import Path
+
+import pytest
+from binaries import link_dylib, link_elf
+from clirun import run_cli as run
+from synthetic import synthetic_parts
+
+from builder.metallib import library_bytes
+
+pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
+
+
+def _library(path: Path, count: int, seed: int, *, dynamic: bool = False) -> Path:
+    path.write_bytes(library_bytes(synthetic_parts(count, seed=seed, dynamic=dynamic)))
+    return path
+
+
+@pytest.fixture
+def release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Two releases of a dylib holding two metallibs; release 2's second one has 2 more
+    functions. Also a wheel shipping release 1's dylib."""
+    monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
+    made = {}
+    for version, extra in ((1, 0), (2, 2)):
+        folder = tmp_path / f"r{version}"
+        folder.mkdir()
+        first = _library(folder / "a.metallib", 5, 1)
+        second = _library(folder / "b.metallib", 7 + extra, 2, dynamic=True)
+        made[f"a{version}"], made[f"b{version}"] = first, second
+        made[f"dylib{version}"] = link_dylib(
+            folder / "libkernels.dylib",
+            [("__TEXT,metal_basic", None, first), ("__TEXT,__const", "_second", second)],
+        )
+    wheel = tmp_path / "kern-1.0-cp312-cp312-macosx_14_0_arm64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(made["dylib1"], "kern/lib/libkernels.dylib")
+        archive.writestr("kern/__init__.py", "")
+    made["wheel"] = wheel
+    return made
+
+
+def test_report_names_and_places_each_library(
+    release: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["report", str(release["dylib1"]), "--format", "json"], capsys)
+    assert code == 0, err
+    first, second = json.loads(out)["libraries"]
+    assert first["source"]["member"] == "libkernels.dylib#1"
+    assert second["source"]["member"] == "libkernels.dylib#2"
+    assert first["file_size"] == release["a1"].stat().st_size
+    assert second["function_count"] == 7
+    place = second["source"]["embedded"]
+    data = release["dylib1"].read_bytes()
+    assert data[place["offset"] : place["offset"] + place["size"]] == release["b1"].read_bytes()
+    assert (place["format"], place["segment"], place["section"]) == ("Mach-O", "__TEXT", "__const")
+    assert place["symbol"] == "_second"
+    assert first["source"]["embedded"]["section"] == "metal_basic"
+    code, out, _ = run(["report", str(release["dylib1"])], capsys)
+    flat = "".join(out.split())  # the table wraps long lines anywhere
+    assert code == 0 and "libkernels.dylib#2:" in flat
+    assert "in__TEXT,__const+3,symbol_second)" in flat and "in__TEXT,metal_basic)" in flat
+
+
+def test_list_verify_and_slim_choose_with_member(
+    release: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dylib = str(release["dylib1"])
+    code, _, err = run(["list", dylib], capsys)
+    assert code == 2 and "--member" in err and "libkernels.dylib#2" in err
+    code, out, err = run(["list", dylib, "--member", "#2", "--format", "json"], capsys)
+    assert code == 0, err
+    listed = json.loads(out)
+    assert listed["source"] == f"{dylib}#2" and listed["function_count"] == 7
+    code, out, _ = run(["verify", dylib, "--member", "libkernels.dylib#1"], capsys)
+    assert code == 0 and out.startswith(f"OK: {dylib}#1: 5 functions")
+    out_path = tmp_path / "cut.metallib"
+    code, _, err = run(
+        ["slim", dylib, "--member", "#2", "--keep", "*", "-o", str(out_path)], capsys
+    )
+    assert code == 0, err
+    # keeping every function rewrites the library exactly: the bytes the binary holds
+    assert out_path.read_bytes() == release["b1"].read_bytes()
+    code, _, err = run(
+        ["slim", dylib, "--member", "#2", "--keep", "kernel_0*", "-o", str(out_path)], capsys
+    )
+    assert code == 0, err
+    code, out, _ = run(["verify", str(out_path)], capsys)
+    assert code == 0 and "1 functions" in out
+
+
+def test_compare_pairs_libraries_across_releases(
+    release: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        ["compare", str(release["dylib1"]), str(release["dylib2"]), "--format", "json"], capsys
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    pairs = doc["libraries"]
+    assert [p["base"]["member"] for p in pairs] == ["libkernels.dylib#1", "libkernels.dylib#2"]
+    growth = [p["head"]["function_count"] - p["base"]["function_count"] for p in pairs]
+    assert growth == [0, 2]
+
+
+def test_wheel_finds_libraries_inside_its_binaries(
+    release: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["report", str(release["wheel"]), "--format", "json"], capsys)
+    assert code == 0, err
+    members = [lib["source"]["member"] for lib in json.loads(out)["libraries"]]
+    assert members == ["kern/lib/libkernels.dylib#1", "kern/lib/libkernels.dylib#2"]
+    code, out, err = run(
+        ["report", str(release["wheel"]), "--download", "--format", "json"], capsys
+    )
+    assert code == 0, err
+    for lib in json.loads(out)["libraries"]:
+        assert 0 < lib["download_bytes"] < lib["file_size"]
+        assert "download_member" not in lib  # the dylib is the wheel's file, not the metallib
+        assert "kern/lib/libkernels.dylib" in [f["name"] for f in lib["wheel"]["files"]]
+
+
+def test_budget_and_history_on_a_binary(
+    release: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        ["history", str(release["dylib1"]), str(release["dylib2"]), "--format", "json"], capsys
+    )
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    sizes = [release[f"a{n}"].stat().st_size + release[f"b{n}"].stat().st_size for n in (1, 2)]
+    assert [p["bytes"] for p in points] == sizes
+    assert points[1]["measured_in"] == [f"{release['dylib2']}#1", f"{release['dylib2']}#2"]
+    budget = tmp_path / "metallib-size.toml"
+    budget.write_text(f'[[budget]]\ntarget = "{release["dylib2"]}"\nmax-functions = 14\n')
+    code, out, err = run(["budget", str(budget), "--format", "json"], capsys)
+    assert code == 0, (out, err)  # its two libraries hold 5 + 9 functions
+    budget.write_text(f'[[budget]]\ntarget = "{release["dylib2"]}"\nmax-functions = 13\n')
+    code, out, err = run(["budget", str(budget)], capsys)
+    assert code == 1, (out, err)
+
+
+def test_a_binary_without_metallibs_says_what_it_is(
+    tmp_path: Path, release: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = _library(tmp_path / "x.metallib", 2, 3)
+    elf = link_elf(tmp_path / "libnone.so", [(".rodata", "blob", other)])
+    data = bytearray(elf.read_bytes())
+    data[data.find(b"MTLB") + 100] ^= 0xFF  # the metallib inside no longer matches its hashes
+    elf.write_bytes(bytes(data))
+    code, _, err = run(["report", str(elf)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "an ELF binary that holds no metallib" in err and "Traceback" not in err
+    named = tmp_path / "renamed.metallib"
+    named.write_bytes(release["dylib1"].read_bytes())
+    code, _, err = run(["verify", str(named)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "cf fa ed fe" in err and "a Mach-O binary" in err and "\\\\" not in err
+
+
+def test_a_library_for_ios_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = bytearray(library_bytes(synthetic_parts(3, seed=4)))
+    struct.pack_into("<H", data, 4, 0x0001)  # no macOS flag
+    data[11] = 0x82  # target OS: 0x80 | 2, iOS
+    struct.pack_into("<HH", data, 12, 16, 0)  # deployment target 16.0
+    path = tmp_path / "ios.metallib"
+    path.write_bytes(bytes(data))
+    code, out, _ = run(["report", str(path)], capsys)
+    assert code == 0 and "deploymenttargetiOS16.0;" in "".join(out.split())
+    code, out, _ = run(["report", str(path), "--format", "json"], capsys)
+    assert json.loads(out)["provenance"]["library"]["platform"] == "iOS"
