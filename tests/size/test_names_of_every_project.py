@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from clirun import run_cli as run
@@ -56,14 +57,17 @@ def test_vectors_count_as_their_element() -> None:
     assert parse_dtypes("fft_float2") == ["complex64"]  # MLX's older fft: two floats, complex
 
 
-def _report(target: str, platform: str, by: str, capsys: pytest.CaptureFixture[str]) -> list:
+def _report(
+    target: str, platform: str, by: str, capsys: pytest.CaptureFixture[str]
+) -> list[dict[str, Any]]:
     libraries_or_skip(target, platform)
     code, out, err = run(
         ["report", target, "--platform", platform, "--by", by, "--format", "json"], capsys
     )
     assert code == 0, err
-    doc = json.loads(out)
-    return doc.get("libraries", [doc])
+    doc: dict[str, Any] = json.loads(out)
+    libraries: list[dict[str, Any]] = doc.get("libraries", [doc])
+    return libraries
 
 
 @pytest.mark.realdata
