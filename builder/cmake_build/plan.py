@@ -84,6 +84,23 @@ def write_plan(plan: BuildPlan, path: Path) -> bool:
     return write_if_changed(path, plan_text(plan))
 
 
+PLANNER_MODULES = "planner_modules.txt"
+"""Beside plan.json after a plain CMake run: the package's modules the planner ran, one path a
+line. CMake re-runs configuration when one changes (CMAKE_CONFIGURE_DEPENDS), so the list is
+what really ran, never a hand-kept one."""
+
+
+def _own_modules() -> list[str]:
+    """The files of this package's modules loaded in this process, sorted."""
+    package = Path(__file__).resolve().parents[1]
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and path.endswith(".py") and Path(path).resolve().is_relative_to(package):
+            found.add(Path(path).resolve().as_posix())
+    return sorted(found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the plan of a plain CMake run (configure time) from its request (the cache
     variables as the request's JSON), or with ``--select`` only validate catalog families and
@@ -118,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         request = request.replace(build_dir=args.build_dir.resolve())
         plan_file = args.build_dir / PLAN_FILE
         write_plan(make_plan(request, cache_file=plan_file.parent / DISCOVERY_CACHE), plan_file)
+        from builder.files.atomic import write_if_changed
+
+        modules = "".join(f"{m}\n" for m in _own_modules())
+        write_if_changed(plan_file.parent / PLANNER_MODULES, modules)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

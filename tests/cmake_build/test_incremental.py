@@ -14,7 +14,7 @@ import pytest
 
 from builder.kernels import load_catalog
 
-from .conftest import METAL, ROOT
+from .conftest import METAL, ROOT, ninja_exe
 
 pytestmark = pytest.mark.cmake
 
@@ -157,3 +157,34 @@ def test_a_new_entry_file_is_noticed_and_compiled_alone(mlx_tree: Path, tmp_path
     # reconfiguring with nothing changed leaves the plan (and everything after it) alone
     subprocess.run(["cmake", str(tmp_path / "b")], env=env, capture_output=True, check=True)
     assert plan.stat().st_mtime_ns == stamp
+
+
+def test_a_plain_configure_depends_on_the_modules_its_planner_ran(standin_build) -> None:  # type: ignore[no-untyped-def]
+    """No hand-kept list: the planner names the package modules it ran (planner_modules.txt)
+    and Ninja re-runs CMake when one changes. They include every module the plan is made by."""
+    from builder.cmake_build import plan
+
+    standin_build.defines = {"METALLIB_KERNELS": "arange"}
+    standin_build.configure()
+    listed = (standin_build.build_dir / "metal_plan" / plan.PLANNER_MODULES).read_text().split()
+    package = Path(plan.__file__).resolve().parents[1]
+    assert listed == sorted(listed) and all(Path(m).is_file() for m in listed)
+    assert all(Path(m).is_relative_to(package) for m in listed)
+    made_by = ["cmake_build/plan.py", "cmake_build/plan_model.py", "cmake_build/plan_trees.py"]
+    made_by += ["cmake_build/request.py", "kernels/chunking.py", "kernels/catalog.py"]
+    assert {(package / m).as_posix() for m in made_by} <= set(listed)
+    query = subprocess.run(
+        [
+            ninja_exe(),
+            "-C",
+            str(standin_build.build_dir),
+            "-t",
+            "query",
+            "build.ninja",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    inputs = {line.strip().removeprefix("| ") for line in query.splitlines()}
+    assert set(listed) <= inputs
