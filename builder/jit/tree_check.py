@@ -1,0 +1,176 @@
+"""``check`` on a discovered tree (any folder of ``.metal`` files): what the host tools can prove.
+
+Apple's compiler is not here, and the tree's Metal code cannot be compiled as C++ the way a
+catalog tree's can (it uses whatever Metal it likes). What is checked, file by file:
+
+1. **preprocess**: the entry file goes through the host preprocessor with the tree's ``-I`` and
+   ``-D`` and Metal's predefined macros (discovery, ``builder.kernels.discovery``);
+2. **templates**: every instantiation names a kernel template whose definition is in a file the
+   entry file reads (a misspelt template, or one removed from a header, is found here; the Metal
+   compiler would stop on it too);
+3. **run-time sources**: every preamble a JIT build of the tree would embed, in its string form
+   (the C++ source ``embed`` writes for it), compiles as C++17 (``-fsyntax-only``): the text
+   survives being a C++ literal.
+
+What only Apple's compiler sees stays unchecked: Metal types, address spaces, attributes and
+the kernels' own code. A file that does not preprocess is reported and the rest are still
+checked (discovery runs again without it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from builder.errors import UsageError
+from builder.jit.generate import embed_headers
+from builder.jit.tree_preambles import jit_preambles
+from builder.kernels.compiler import Compiler, find_compiler
+from builder.kernels.discovery import KernelTree, discover
+from builder.kernels.tree_config import TreeConfig
+from builder.kernels.tree_files import entry_files
+
+__all__ = ["CHECKS", "FileCheck", "TreeCheck", "check_tree"]
+
+CHECKS = ("preprocess", "templates", "run-time source")
+"""What is checked, in the order it is reported."""
+
+
+@dataclass
+class FileCheck:
+    """The findings for one file of the tree (an entry file, or a header a preamble is made
+    from): one line each, empty when the file is clean."""
+
+    path: str
+    kind: str  # "entry file" or "preamble"
+    kernels: int = 0
+    findings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+@dataclass(frozen=True)
+class TreeCheck:
+    """Every file's result; ``ok`` when no file has a finding."""
+
+    root: Path
+    files: tuple[FileCheck, ...]
+    compiler: str
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.files)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "schema": 1,
+            "kind": "discovered",
+            "source_dir": str(self.root),
+            "checks": list(CHECKS),
+            "compiler": self.compiler,
+            "ok": self.ok,
+            "files": [
+                {"path": f.path, "kind": f.kind, "kernels": f.kernels, "findings": f.findings}
+                for f in self.files
+            ],
+        }
+
+
+def _discover_each(
+    root: Path, config: TreeConfig, compiler: str | None
+) -> tuple[KernelTree | None, dict[str, str]]:
+    """Discovery of the tree, leaving out each entry file that does not preprocess (named with
+    its error) and trying again: a tree with F broken files costs F + 1 passes."""
+    failed: dict[str, str] = {}
+    while True:
+        try:
+            return discover(root, config, compiler=compiler), failed
+        except UsageError as exc:  # "<entry>: ..." for a file that fails; else not per file
+            message = str(exc)
+            entry = message.split(":", 1)[0]
+            if entry in failed or entry not in entry_files(root, config.exclude):
+                raise
+            failed[entry] = message[len(entry) + 1 :].strip().removeprefix("does not preprocess: ")
+            config = replace(config, exclude=(*config.exclude, entry))
+            if not entry_files(root, config.exclude):
+                return None, failed
+
+
+def _template_findings(tree: KernelTree) -> dict[str, list[str]]:
+    """Entry file -> one finding per template it instantiates but no file it reads defines."""
+    found: dict[str, list[str]] = {}
+    for (source, template, name), (where, count) in tree.code_sites.items():
+        if template is not None and (source, name) not in tree.written_in:
+            found.setdefault(source, []).append(
+                f"instantiates {template} ({count} kernel(s)), defined in no file it reads"
+            )
+    return found
+
+
+def _compile_string_form(text: str, cxx: Compiler) -> str | None:
+    """The first error line of compiling ``text`` as C++17, or None when it compiles."""
+    with tempfile.TemporaryDirectory(prefix="metallib-check-") as tmp:
+        source = Path(tmp) / "preamble.cpp"
+        source.write_text(text, encoding="utf-8")
+        done = subprocess.run(
+            [cxx.path, "-std=c++17", "-fsyntax-only", str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if "error" in line]
+    return (lines[0] if lines else done.stderr.strip()).replace(str(source), "<string form>")
+
+
+def check_tree(root: Path, config: TreeConfig, *, compiler: str | None = None) -> TreeCheck:
+    """Check the discovered tree at ``root`` with ``config`` (its settings and flags merged)."""
+    cxx = find_compiler(compiler)
+    tree, failed = _discover_each(root, config, compiler)
+    results: dict[str, FileCheck] = {
+        entry: FileCheck(entry, "entry file", findings=[f"does not preprocess: {why}"])
+        for entry, why in failed.items()
+    }
+    if tree is not None:
+        templates = _template_findings(tree)
+        for entry, records in tree.by_source().items():
+            results[entry] = FileCheck(entry, "entry file", len(records), templates.get(entry, []))
+        results.update(_preamble_checks(tree, cxx))
+    ordered = sorted(results.values(), key=lambda f: (f.kind != "entry file", f.path))
+    return TreeCheck(root, tuple(ordered), cxx.version)
+
+
+def _preamble_checks(tree: KernelTree, cxx: Compiler) -> dict[str, FileCheck]:
+    """One result per preamble a JIT build of the tree could embed, keyed by its first header."""
+    own = tree.own_templates()
+    jit_entries: Sequence[str] = [e for e in tree.sources if e not in own]
+    include_dirs = [*tree.config.include_dirs, tree.root.resolve()]
+    results: dict[str, FileCheck] = {}
+    for spec in jit_preambles(tree, jit_entries):
+        shown = _shown(spec.headers[0], tree.root)
+        check = FileCheck(shown, "preamble")
+        try:
+            text, _ = embed_headers([], include_dirs, named=[(spec.function, spec.headers)])
+        except UsageError as exc:
+            check.findings.append(f"does not embed: {exc}")
+        else:
+            error = _compile_string_form(text, cxx)
+            if error is not None:
+                check.findings.append(
+                    f"{spec.function}(): its string form does not compile: {error}"
+                )
+        results[f"preamble:{shown}"] = check
+    return results
+
+
+def _shown(header: Path, root: Path) -> str:
+    try:
+        return header.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(header)
