@@ -72,7 +72,7 @@ def test_a_string_form_that_does_not_compile_is_a_finding(
     that is not C++ (as a bug in its literal writing would), and the preamble's header is named."""
     from builder.jit import tree_check
 
-    real = tree_check.embed_headers
+    real = tree_check.embed_headers  # type: ignore[attr-defined]
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         text, preambles = real(*args, **kwargs)
