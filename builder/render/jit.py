@@ -9,19 +9,18 @@ per-function sizes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import shown_count
+from builder.render.rows import shown_count, top_rows
 from builder.render.text import human_delta, human_size, percent, share, signed_percent
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from builder.size.compare import Comparison, JitComparison
-    from builder.size.jit_rows import JitBreakdown, JitRow
+    from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
@@ -54,9 +53,32 @@ def _notes(report: Report) -> list[str]:
     return notes
 
 
-def _shown(rows: Sequence[JitRow], top: int | None) -> tuple[Sequence[JitRow], Sequence[JitRow]]:
-    top = shown_count(len(rows), top)
-    return rows[:top], rows[top:]
+class _Line(NamedTuple):
+    """A row of a report's JIT table: a family, the folded rest, or host bytes no family owns."""
+
+    name: str
+    """Escaped for the medium already for the rest and overhead rows (plain text)."""
+    plain: bool
+    """``name`` is the tool's own words (rest, overhead), not an untrusted family name."""
+    row: Rollup
+    cumulative: int
+
+
+def _lines(jit: JitBreakdown, top: int | None) -> list[_Line]:
+    shown = top_rows(jit.families, top)
+    rows = [(r.name, False, r) for r in shown.rows]
+    if shown.rest is not None:
+        rows.append((f"rest ({shown.rest_groups} families)", True, shown.rest))
+    rows += [(o.name, True, o) for o in jit.overhead]
+    out, cumulative = [], 0
+    for name, plain, row in rows:
+        cumulative += row.bytes
+        out.append(_Line(name, plain, row, cumulative))
+    return out
+
+
+def _embedded(row: Rollup) -> str:
+    return "" if row.overhead else human_size(row.embedded_bytes or 0)
 
 
 def report_jit_table(
@@ -66,7 +88,7 @@ def report_jit_table(
     from rich.markup import escape
     from rich.table import Table
 
-    kernels = sum(r.kernel_count for r in jit.families)
+    kernels = sum(r.function_count for r in jit.families)
     caption = "; ".join([f"measured: {rich_text(jit.origin)}", *map(escape, _notes(report))])
     if report.source.path is None:  # the metallib table, which names the provenance, is skipped
         caption += "\n" + rich_text(provenance_line(report.provenance))
@@ -82,43 +104,17 @@ def report_jit_table(
     )
     for name in ("JIT family", "kernels", "size", "bytes", "share", "cumulative", "embedded"):
         table.add_column(name, justify="left" if name == "JIT family" else "right")
-    shown, rest = _shown(jit.families, top)
-    cumulative = 0
-    for r in shown:
-        cumulative += r.bytes
+    for line in _lines(jit, top):
+        r = line.row
         table.add_row(
-            rich_text(r.name),
-            f"{r.kernel_count:,}",
+            escape(line.name) if line.plain else rich_text(line.name),
+            "" if r.overhead else f"{r.function_count:,}",
             human_size(r.bytes),
             f"{r.bytes:,}",
             percent(r.bytes, jit.total),
-            percent(cumulative, jit.total),
-            human_size(r.embedded_bytes),
-        )
-    if rest:
-        size = sum(r.bytes for r in rest)
-        cumulative += size
-        table.add_row(
-            f"rest ({len(rest)} families)",
-            f"{sum(r.kernel_count for r in rest):,}",
-            human_size(size),
-            f"{size:,}",
-            percent(size, jit.total),
-            percent(cumulative, jit.total),
-            human_size(sum(r.embedded_bytes for r in rest)),
-            style="dim",
-        )
-    for o in jit.overhead:
-        cumulative += o.bytes
-        table.add_row(
-            escape(o.name),
-            "",
-            human_size(o.bytes),
-            f"{o.bytes:,}",
-            percent(o.bytes, jit.total),
-            percent(cumulative, jit.total),
-            "",
-            style="dim",
+            percent(line.cumulative, jit.total),
+            _embedded(r),
+            style="dim" if line.plain else "",
         )
     table.add_section()
     table.add_row(
@@ -136,7 +132,7 @@ def report_jit_table(
 
 def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> list[str]:
     """Markdown lines for the JIT side of ``report`` (a heading of its own after a metallib)."""
-    kernels = sum(r.kernel_count for r in jit.families)
+    kernels = sum(r.function_count for r in jit.families)
     lines = (
         []
         if report.source.path is None
@@ -153,29 +149,13 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
         "| JIT family | kernels | size | share | cumulative | embedded |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    shown, rest = _shown(jit.families, top)
-    cumulative = 0
-    for r in shown:
-        cumulative += r.bytes
+    for line in _lines(jit, top):
+        r = line.row
+        name = line.name if line.plain else md_code(line.name)
+        kernel_cell = "" if r.overhead else f" {r.function_count:,}"
         lines.append(
-            f"| {md_code(r.name)} | {r.kernel_count:,} | {human_size(r.bytes)} | "
-            f"{percent(r.bytes, jit.total)} | {percent(cumulative, jit.total)} | "
-            f"{human_size(r.embedded_bytes)} |"
-        )
-    if rest:
-        size = sum(r.bytes for r in rest)
-        cumulative += size
-        lines.append(
-            f"| rest ({len(rest)} families) | {sum(r.kernel_count for r in rest):,} | "
-            f"{human_size(size)} | {percent(size, jit.total)} | "
-            f"{percent(cumulative, jit.total)} | "
-            f"{human_size(sum(r.embedded_bytes for r in rest))} |"
-        )
-    for o in jit.overhead:
-        cumulative += o.bytes
-        lines.append(
-            f"| {o.name} | | {human_size(o.bytes)} | {percent(o.bytes, jit.total)} | "
-            f"{percent(cumulative, jit.total)} | |"
+            f"| {name} |{kernel_cell} | {human_size(r.bytes)} | {percent(r.bytes, jit.total)} | "
+            f"{percent(line.cumulative, jit.total)} | {_embedded(r)} |".replace("|  |", "| |")
         )
     lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
     return lines
@@ -188,7 +168,7 @@ def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
     library = report.host_library
     where = library.path if jit.host_measured and library else report.source.manifest or ""
     rows: list[list[Any]] = [
-        [where, "jit", r.name, r.kernel_count, r.bytes, share(r.bytes, jit.total)]
+        [where, "jit", r.name, r.function_count, r.bytes, share(r.bytes, jit.total)]
         for r in jit.families
     ]
     rows += [[where, "jit", o.name, "", o.bytes, share(o.bytes, jit.total)] for o in jit.overhead]
