@@ -59,7 +59,7 @@ groups = { quantized = "60MB", gemm = "40MB" }
 [[budget]]
 target = "build/"
 max-total-size = "150MB"
-max-download = "50MB"
+max-download-size = "50MB"
 by = "source"
 source-dir = "kernels/"
 include-dirs = ["."]

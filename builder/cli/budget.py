@@ -41,7 +41,7 @@ def budget_command(
     BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
     directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
-    and any of max-size, max-total-size (metallib + JIT host library), max-download,
+    and any of max-size, max-total-size (metallib + JIT host library), max-download-size,
     max-functions, groups (with by) and max-growth against a base report; by = "source" names
     its kernel tree with source-dir, include-dirs, defines, exclude and config, read as
     --source-dir, -I, -D, --exclude and --config are. Exit codes: 0 every
@@ -67,7 +67,7 @@ def budget_command(
     from builder.cli.tree_options import tree_of
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
-    from builder.render import budget as show
+    from builder.render import checks as show
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 

@@ -395,9 +395,10 @@ def compare_command(
     """
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
-    from builder.render.text import gate_message, visible
+    from builder.render.checks import gate_message
+    from builder.render.text import visible
+    from builder.size.checks import Gates, evaluate_gates
     from builder.size.compare import compare_reports, pair_reports
-    from builder.size.gates import Gates, evaluate_gates
 
     gates = Gates(
         max_growth=_gate_growth("--max-growth", max_growth),
@@ -407,9 +408,7 @@ def compare_command(
         max_download_growth=_gate_growth("--max-download-growth", max_download_growth),
         max_download_size=_gate_size("--max-download-size", max_download_size),
     )
-    download = (
-        download or gates.max_download_growth is not None or gates.max_download_size is not None
-    )
+    download = download or gates.download
     if "," in by:
         from builder.errors import UsageError
 

@@ -10,19 +10,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from builder.files.jsontext import dumps
+from builder.render.checks import gate_message
 from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
 from builder.render.rows import top_rows
 from builder.render.text import (
     OVERHEAD_LABEL,
-    gate_message,
     share,
 )
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
@@ -157,7 +157,7 @@ def _cells(column: DownloadColumn | None, wanted: bool, value: int | None) -> li
     return [value, share(value, column.total)]
 
 
-Evaluated = Sequence[tuple["Comparison", Sequence["GateResult"]]]
+Evaluated = Sequence[tuple["Comparison", Sequence["Check"]]]
 """The library pairs of a ``compare`` run, each with its gate verdicts."""
 
 
@@ -173,9 +173,7 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
     return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
-def _comparison_dict(
-    comparison: Comparison, gates: Sequence[GateResult], top: int
-) -> dict[str, Any]:
+def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, Any]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT families only) the JIT families' deltas in the host libraries."""
     from builder.size.report import SCHEMA
@@ -239,7 +237,9 @@ def _comparison_dict(
                 for c in comparison.changed[:top]
             ],
         },
-        "gates": [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates],
+        "gates": [
+            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
+        ],
         "notes": comparison.notes,
     }
     _add_download(doc, comparison)

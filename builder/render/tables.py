@@ -10,6 +10,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from builder.render.checks import gate_message
 from builder.render.download import (
     DownloadColumn,
     compare_download_line,
@@ -22,7 +23,6 @@ from builder.render.provenance import provenance_line
 from builder.render.rows import compare_rows, top_rows
 from builder.render.text import (
     OVERHEAD_LABEL,
-    gate_message,
     grouping_text,
     human_delta,
     human_size,
@@ -34,8 +34,8 @@ from builder.render.text import (
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
@@ -230,7 +230,7 @@ def name_list(rows: Sequence[Any], limit: int) -> str:
 
 def compare_table(
     comparison: Comparison,
-    gates: Sequence[GateResult] = (),
+    gates: Sequence[Check] = (),
     top: int | None = 20,
     *,
     color: bool = False,

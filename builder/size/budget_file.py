@@ -11,7 +11,7 @@ A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.to
     platform = "macosx_26_0_arm64"            # wheel platform of a PACKAGE==VERSION target
     max-size = "220MB"                        # the metallib(s)
     max-total-size = "230MB"                  # metallib(s) + a build's JIT host library
-    max-download = "80MB"                     # compressed, as a wheel stores it (report --download)
+    max-download-size = "80MB"                # compressed, as a wheel stores it (report --download)
     max-functions = 20000
     by = "kernel"                             # what the group names below are
     groups = { quantized = "60MB" }
@@ -58,7 +58,14 @@ __all__ = [
 BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
 _TOOL = "metallib-builder"
-_LIMITS = ("max-size", "max-total-size", "max-download", "max-functions", "groups", "max-growth")
+_LIMITS = (
+    "max-size",
+    "max-total-size",
+    "max-download-size",
+    "max-functions",
+    "groups",
+    "max-growth",
+)
 _TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
 """The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
 --config, loaded the same way (``builder.cli.tree_options``)."""
@@ -87,7 +94,7 @@ class Budget:
     """A settings file used instead of ``source_dir/metallib.toml``, as ``--config``."""
     max_size: int | None = None
     max_total_size: int | None = None
-    max_download: int | None = None
+    max_download_size: int | None = None
     max_functions: int | None = None
     groups: Mapping[str, int] = field(default_factory=dict)
     base: str | None = None
@@ -238,7 +245,7 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
         config=None if config is None else _path(root, config),
         max_size=_size(raw, "max-size", where),
         max_total_size=_size(raw, "max-total-size", where),
-        max_download=_size(raw, "max-download", where),
+        max_download_size=_size(raw, "max-download-size", where),
         max_functions=functions,
         groups={str(g): _size(groups, g, f"{where}: groups") or 0 for g in groups},
         base=base,

@@ -22,8 +22,8 @@ from builder.cli import main
 from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.render.pr_comment import compare_markdown
+from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports, pair_reports
-from builder.size.gates import Gates, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.rollup import Rollup, fold
@@ -135,9 +135,9 @@ def test_gates(pair: tuple[Path, Path]) -> None:
         ),
     )
     assert [r.name for r in bad if not r.passed] == [
-        "--max-growth",
-        "--max-size",
-        "--fail-on-new-group",
+        "max-growth",
+        "max-size",
+        "fail-on-new-group",
     ]
     percent = 100.0 * grown / comparison.base_size
     assert evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent + 0.01}%")))[0].passed

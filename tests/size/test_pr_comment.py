@@ -15,8 +15,8 @@ from clirun import run_cli as _run
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
 from builder.render.provenance import provenance_line
+from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import Comparison, compare_reports
-from builder.size.gates import GateResult, Gates, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.report import OverheadRow, Report, Source
@@ -95,7 +95,7 @@ def test_comment_shape(write_metallib: Callable[..., Path]) -> None:
 
 
 @functools.cache
-def _big_comparison(name_len: int) -> tuple[Comparison, list[GateResult]]:
+def _big_comparison(name_len: int) -> tuple[Comparison, list[Check]]:
     """Every function added or removed, thousands of groups, hostile characters in every name
     (made once per name length: the tests only read it)."""
     base = _synthetic(17_000, seed=1, name_len=name_len)

@@ -21,8 +21,8 @@ from builder.render.html.data import comparison_data, report_data
 from builder.render.text import visible
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
     from builder.size.report import Report
 
 __all__ = ["compare_html", "page", "report_html"]
@@ -76,7 +76,7 @@ def report_html(reports: Sequence[Report]) -> str:
     return page(f"Metallib size: {labels}", report_data(reports))
 
 
-def compare_html(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> str:
+def compare_html(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> str:
     """``compare --format html``: the head treemap coloured by growth, added/removed listed."""
     labels = ", ".join(f"{c.base.source.label} → {c.head.source.label}" for c, _ in pairs)
     return page(f"Metallib size change: {labels}", comparison_data(pairs))

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from builder.render.checks import gate_message
 from builder.render.provenance import provenance_line
-from builder.render.text import gate_message
 from builder.size.grouping import group_names
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
     from builder.size.report import Report
 
 __all__ = ["comparison_data", "report_data"]
@@ -160,7 +160,7 @@ def _download_columns(
     )
 
 
-def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> dict[str, Any]:
+def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> dict[str, Any]:
     """The embedded document of ``compare --format html``: head's functions, then removed ones.
 
     ``bytes`` is the head size and ``base`` the base size of the same-named function; ``-1``
@@ -184,7 +184,7 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) ->
         lib["groups"], lib["subgroups"] = index[0].values, index[1].values
         lib["delta"] = comparison.delta
         lib["gates"] = [
-            {"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates
+            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
         ]
         lib["notes"] = comparison.notes
         lib["counts"] = {
