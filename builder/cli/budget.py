@@ -68,6 +68,7 @@ def budget_command(
     from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
     from builder.render import checks as show
+    from builder.render import json_docs
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 
@@ -83,7 +84,7 @@ def budget_command(
 
     def render(kind: str, to_stdout: bool) -> str:
         if kind == "json":
-            return show.budget_json(checks, source)
+            return json_docs.budget_json(checks, source)
         if kind == "markdown":
             return show.budget_markdown(checks, source)
         color, width = terminal(to_stdout)

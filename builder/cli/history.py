@@ -76,6 +76,7 @@ def history_command(
     from builder.cli.tree_options import tree_sources
     from builder.publish.outputs import write_outputs
     from builder.render import history as show
+    from builder.render import json_docs
     from builder.size.history import measure_history, top_groups
 
     plan = output_plan(outputs, fmt, _FORMATS)
@@ -92,7 +93,7 @@ def history_command(
 
     def render(kind: str, to_stdout: bool) -> str:
         if kind == "json":
-            return show.history_json(points, by)
+            return json_docs.history_json(points, by)
         if kind == "html":
             return show.history_html(points, shown, by)
         color, width = terminal(to_stdout)

@@ -244,7 +244,7 @@ def report_command(
 
             return report_html(reports)
         if kind == "json":
-            from builder.render.machine import report_json
+            from builder.render.json_docs import report_json
 
             return report_json(reports)
         if kind == "csv":
@@ -436,10 +436,10 @@ def compare_command(
         failed += [gate_message(r) for r in results if not r.passed]  # escaped where printed
 
     def render(kind: str, terminal: bool) -> str:
-        from builder.render import machine
+        from builder.render import json_docs, machine
 
         if kind == "json":
-            return machine.compare_json(evaluated)
+            return json_docs.compare_json(evaluated)
         if kind == "csv":
             return machine.compare_csv(evaluated)
         if kind == "markdown":

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
 from builder.render.markup import clip, md_code, md_text, rich_text
 from builder.render.text import human_delta, human_size, limit_text
 from builder.size.checks import GROWTH
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER",
-    "budget_json",
     "budget_markdown",
     "budget_table",
     "check_label",
@@ -128,36 +126,6 @@ def budget_table(
         table
     )
     return out.getvalue()
-
-
-def budget_json(checks: Sequence[Check], source: str) -> str:
-    """``{"schema": 1, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
-    bytes (functions for ``max-functions``) with the files it was measured in."""
-    from builder.size.report import SCHEMA
-
-    def row(c: Check) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "budget": c.subject,
-            "key": c.name,
-            "group": c.group,
-            "limit": c.limit,
-            "value": c.value,
-            "passed": c.passed,
-            "unit": "functions" if c.name == "max-functions" else "bytes",
-            "measured_in": list(c.measured_in),
-        }
-        if c.growth is not None:
-            doc.update(max_growth=limit_text(c.growth), base_value=c.base_value)
-        return doc
-
-    doc = {
-        "schema": SCHEMA,
-        "kind": "budget",
-        "file": source,
-        "passed": all(c.passed for c in checks),
-        "checks": [row(c) for c in checks],
-    }
-    return dumps(doc, indent=1) + "\n"
 
 
 def budget_markdown(

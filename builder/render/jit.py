@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "compare_jit_csv",
-    "compare_jit_json",
     "compare_jit_table",
     "jit_headline",
     "report_jit_csv",
@@ -250,33 +249,6 @@ def compare_jit_table(
         style="bold",
     )
     print_table(console, table, fit=fit)
-
-
-def compare_jit_json(jit: JitComparison) -> dict[str, Any]:
-    """The ``jit`` object of ``compare --format json`` (docs/report-schema.md)."""
-    return {
-        "measured": "host library symbols" if jit.host_measured else "embedded source (manifest)",
-        "base_origin": jit.base_origin,
-        "head_origin": jit.head_origin,
-        "base_bytes": jit.base_total,
-        "head_bytes": jit.head_total,
-        "delta_bytes": jit.delta,
-        "delta_percent": jit.percent,
-        "new_families": jit.new_families,
-        "families": [
-            {
-                "name": g.name,
-                "overhead": g.overhead,
-                "base_bytes": g.base_bytes,
-                "head_bytes": g.bytes,
-                "delta_bytes": g.delta,
-                "delta_percent": g.percent,
-                "base_kernel_count": g.base_function_count,
-                "head_kernel_count": g.function_count,
-            }
-            for g in jit.groups
-        ],
-    }
 
 
 def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:

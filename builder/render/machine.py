@@ -7,10 +7,8 @@ CSV text cells show control characters escaped and are guarded against spreadshe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
-from builder.render.checks import gate_message
 from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
 from builder.render.rows import top_rows
@@ -21,22 +19,12 @@ from builder.render.text import (
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check
+    from builder.size.checks import Evaluated
     from builder.size.compare import Comparison
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
-__all__ = ["compare_csv", "compare_json", "report_csv", "report_json"]
-
-
-def report_json(reports: Sequence[Report]) -> str:
-    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
-    from builder.size.report import SCHEMA, report_json_text
-
-    if len(reports) == 1:
-        return report_json_text(reports[0]) + "\n"
-    body = ",".join(report_json_text(r) for r in reports)
-    return f'{{"schema":{SCHEMA},"libraries":[{body}]}}\n'
+__all__ = ["compare_csv", "report_csv"]
 
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
@@ -155,115 +143,6 @@ def _cells(column: DownloadColumn | None, wanted: bool, value: int | None) -> li
         return ["", ""] if wanted else []
     value = value or 0
     return [value, share(value, column.total)]
-
-
-Evaluated = Sequence[tuple["Comparison", Sequence["Check"]]]
-"""The library pairs of a ``compare`` run, each with its gate verdicts."""
-
-
-def compare_json(pairs: Evaluated, top: int = 20) -> str:
-    """One comparison as a schema-1 object; several (targets holding several libraries) as
-    ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
-    so the output is always one JSON document."""
-    from builder.size.report import SCHEMA
-
-    docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
-    if len(docs) == 1:
-        return dumps(docs[0], indent=1) + "\n"
-    return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
-
-
-def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, Any]:
-    """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
-    (builds with JIT families only) the JIT families' deltas in the host libraries."""
-    from builder.size.report import SCHEMA
-
-    def side(report: Report) -> dict[str, Any]:
-        src = report.source
-        return {
-            "path": src.path,
-            "target": src.target,
-            "kind": src.kind,
-            "wheel": src.wheel,
-            "manifest": src.manifest,
-            "member": src.member,
-            "file_size": report.file_size,
-            "function_count": report.function_count,
-            "format_version": report.format_version,
-            "by": report.by,
-            "grouping": report.grouping,
-            "provenance": report.provenance,
-        }
-
-    def fns(rows: Sequence[Any]) -> dict[str, Any]:
-        return {
-            "count": len(rows),
-            "bytes": sum(r.bytes for r in rows),
-            "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes} for r in rows[:top]],
-        }
-
-    doc = {
-        "schema": SCHEMA,
-        "kind": "comparison",
-        "base": side(comparison.base),
-        "head": side(comparison.head),
-        "delta_bytes": comparison.delta,
-        "delta_percent": comparison.percent,
-        "groups": [
-            {
-                "name": g.name,
-                "overhead": g.overhead,
-                "base_bytes": g.base_bytes,
-                "head_bytes": g.bytes,
-                "delta_bytes": g.delta,
-                "delta_percent": g.percent,
-                "base_function_count": g.base_function_count,
-                "head_function_count": g.function_count,
-            }
-            for g in comparison.groups
-        ],
-        "added": fns(comparison.added),
-        "removed": fns(comparison.removed),
-        "changed": {
-            "count": len(comparison.changed),
-            "largest": [
-                {
-                    "name": c.name,
-                    "group": c.group,
-                    "base_bytes": c.base_bytes,
-                    "head_bytes": c.head_bytes,
-                    "delta_bytes": c.delta,
-                }
-                for c in comparison.changed[:top]
-            ],
-        },
-        "gates": [
-            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
-        ],
-        "notes": comparison.notes,
-    }
-    _add_download(doc, comparison)
-    if comparison.jit is not None:
-        from builder.render.jit import compare_jit_json
-
-        doc["jit"] = compare_jit_json(comparison.jit)
-    return doc
-
-
-def _add_download(doc: dict[str, Any], comparison: Comparison) -> None:
-    """``compare --download``: the modelled download of both sides, per group and in total."""
-    delta = comparison.download_delta
-    if delta is None:
-        return
-    for row, g in zip(doc["groups"], comparison.groups):
-        row.update(
-            base_download_bytes=g.base_download_bytes,
-            head_download_bytes=g.download_bytes,
-            delta_download_bytes=g.download_delta,
-        )
-    for side, report in (("base", comparison.base), ("head", comparison.head)):
-        doc[side]["download_bytes"] = report.download.total if report.download else None
-    doc.update(delta_download_bytes=delta, delta_download_percent=comparison.download_percent)
 
 
 def _number(value: int | None) -> str | int:

@@ -7,6 +7,7 @@ name. Checking is pure data in, pure data out; ``builder.render.checks`` words t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from builder.size.limits import Limit, shipped_size
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
 
-__all__ = ["GROWTH", "Check", "Gates", "evaluate_gates", "shipped_sizes"]
+__all__ = ["GROWTH", "Check", "Evaluated", "Gates", "evaluate_gates", "shipped_sizes"]
 
 GROWTH = ("max-growth", "max-download-growth")
 """The limits on growth since a base: ``limit`` and ``value`` are bytes grown."""
@@ -55,6 +56,10 @@ class Check:
     def percent(self) -> float | None:
         """A growth limit: growth relative to base (None for a base of 0 bytes)."""
         return 100.0 * self.value / self.base_value if self.base_value else None
+
+
+Evaluated = Sequence[tuple["Comparison", Sequence["Check"]]]
+"""The library pairs of a ``compare`` run, each with its gate verdicts."""
 
 
 @dataclass(frozen=True)

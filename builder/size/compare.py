@@ -1,5 +1,5 @@
 """Compare two reports. Pure data in, pure data out (the gates on a comparison:
-``builder.size.gates``).
+``builder.size.checks``).
 
 Following bloaty's diff mode, a comparison is two rollups joined by group name into one
 (``builder.size.rollup.Rollup``: head's measures and base's); the container overhead is one more
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.size.rollup import Rollup, join
+from builder.size.rollup import Rollup, join, overhead_row
 
 if TYPE_CHECKING:
     from builder.size.report import Report
@@ -150,8 +150,7 @@ def compare_reports(base: Report, head: Report) -> Comparison:
 
     def rows(report: Report) -> list[Rollup]:
         dl = report.download.overhead_bytes if report.download else None
-        overhead = Rollup(OVERHEAD, 0, report.overhead_bytes, 0, dl, overhead=True)
-        return [*report.groups, overhead]
+        return [*report.groups, overhead_row(OVERHEAD, report.overhead_bytes, dl)]
 
     groups = join(rows(base), rows(head), downloads=downloads)
     base_fns = {f.name: f for f in base.functions}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
-from builder.size.rollup import Rollup
+from builder.size.rollup import Rollup, overhead_row
 
 if TYPE_CHECKING:
     from builder.size.report import Report
@@ -52,8 +52,8 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
     if library is not None and why is None:
         rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
         overhead = [
-            Rollup(HOST_SHARED, 0, library.shared_bytes or 0, 0, overhead=True),
-            Rollup(HOST_UNMAPPED, 0, unattributed_bytes(library, jit), 0, overhead=True),
+            overhead_row(HOST_SHARED, library.shared_bytes or 0),
+            overhead_row(HOST_UNMAPPED, unattributed_bytes(library, jit)),
         ]
         total = library.file_size
         origin = (

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["FunctionRow", "Rollup", "fold", "join", "roll_up"]
+__all__ = ["FunctionRow", "Rollup", "fold", "join", "overhead_row", "roll_up"]
 
 
 class FunctionRow(NamedTuple):
@@ -88,6 +88,11 @@ class Rollup:
         if self.base_download_bytes is None or self.download_bytes is None:
             return None
         return self.download_bytes - self.base_download_bytes
+
+
+def overhead_row(name: str, size: int, download: int | None = None) -> Rollup:
+    """A row of bytes no function owns (the container's, a host library's)."""
+    return Rollup(name, 0, size, 0, download, overhead=True)
 
 
 def fold(name: str, rows: Sequence[Rollup]) -> Rollup:

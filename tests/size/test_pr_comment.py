@@ -19,8 +19,8 @@ from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import Comparison, compare_reports
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
-from builder.size.report import OverheadRow, Report, Source
-from builder.size.rollup import FunctionRow, roll_up
+from builder.size.report import Report, Source
+from builder.size.rollup import FunctionRow, overhead_row, roll_up
 
 BASE = [
     ("v_copyfloat32float32", 300),
@@ -51,7 +51,7 @@ def _synthetic(count: int, *, seed: int, name_len: int, by: str = "function") ->
         )
         for i in range(count)
     ]
-    overhead = [OverheadRow("header", 88)]
+    overhead = [overhead_row("header", 88)]
     size = sum(f.bytes for f in functions) + 88
     return Report(
         Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"),
