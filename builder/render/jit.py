@@ -9,12 +9,12 @@ per-function sizes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
 from builder.render.rows import shown_count, top_rows
-from builder.render.text import human_delta, human_size, percent, share, signed_percent
+from builder.render.text import human_delta, human_size, percent, signed_percent
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,10 +25,8 @@ if TYPE_CHECKING:
     from builder.size.rollup import Rollup
 
 __all__ = [
-    "compare_jit_csv",
     "compare_jit_table",
     "jit_headline",
-    "report_jit_csv",
     "report_jit_markdown",
     "report_jit_table",
 ]
@@ -160,20 +158,6 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
     return lines
 
 
-def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
-    """CSV rows (file, by, group, function_count, bytes, share) for the JIT side: ``by`` is
-    ``jit``, ``file`` the host library (or the manifest when its symbols were not measured),
-    ``function_count`` the family's kernels."""
-    library = report.host_library
-    where = library.path if jit.host_measured and library else report.source.manifest or ""
-    rows: list[list[Any]] = [
-        [where, "jit", r.name, r.function_count, r.bytes, share(r.bytes, jit.total)]
-        for r in jit.families
-    ]
-    rows += [[where, "jit", o.name, "", o.bytes, share(o.bytes, jit.total)] for o in jit.overhead]
-    return rows
-
-
 # -- compare ------------------------------------------------------------------------------------
 def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[Rollup, str]]:
     """(row, style) for the families shown, a folded rest, and the overhead rows."""
@@ -249,34 +233,3 @@ def compare_jit_table(
         style="bold",
     )
     print_table(console, table, fit=fit)
-
-
-def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:
-    """Compare CSV rows for the JIT side: ``jit:FAMILY`` rows, then ``[jit total]``."""
-    rows: list[list[Any]] = []
-    for g in jit.groups:
-        pct = "" if g.percent is None else f"{g.percent:.4f}"
-        rows.append(
-            [
-                f"jit:{g.name}",
-                "" if g.overhead else g.base_function_count,
-                "" if g.overhead else g.function_count,
-                g.base_bytes,
-                g.bytes,
-                g.delta,
-                pct,
-            ]
-        )
-    families = [g for g in jit.groups if not g.overhead]
-    rows.append(
-        [
-            "[jit total]",
-            sum(g.base_function_count or 0 for g in families),
-            sum(g.function_count for g in families),
-            jit.base_total,
-            jit.head_total,
-            jit.delta,
-            "" if jit.percent is None else f"{jit.percent:.4f}",
-        ]
-    )
-    return rows

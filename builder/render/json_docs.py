@@ -9,7 +9,7 @@ One module so that a key is spelled once and the documents agree: a report's own
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.files.jsontext import dumps
 from builder.render.checks import gate_message
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint
     from builder.size.report import Report
+    from builder.size.rollup import FunctionRow, Rollup
 
 __all__ = ["budget_json", "compare_json", "history_json", "report_json"]
 
@@ -44,13 +45,15 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
     return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
-def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, Any]:
+def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
-    (builds with JIT families only) the JIT families' deltas in the host libraries."""
+    (builds with JIT families only) the JIT families' deltas in the host libraries. With
+    ``compare --download``, the modelled download of both sides, per group and in total."""
+    download = comparison.download_delta is not None
 
-    def side(report: Report) -> dict[str, Any]:
+    def side(report: Report) -> dict[str, object]:
         src = report.source
-        return {
+        doc: dict[str, object] = {
             "path": src.path,
             "target": src.target,
             "kind": src.kind,
@@ -64,34 +67,25 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
             "grouping": report.grouping,
             "provenance": report.provenance,
         }
+        if download:
+            doc["download_bytes"] = report.download.total if report.download else None
+        return doc
 
-    def fns(rows: Sequence[Any]) -> dict[str, Any]:
+    def fns(rows: Sequence[FunctionRow]) -> dict[str, object]:
         return {
             "count": len(rows),
             "bytes": sum(r.bytes for r in rows),
             "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes} for r in rows[:top]],
         }
 
-    doc = {
+    doc: dict[str, object] = {
         "schema": SCHEMA,
         "kind": "comparison",
         "base": side(comparison.base),
         "head": side(comparison.head),
         "delta_bytes": comparison.delta,
         "delta_percent": comparison.percent,
-        "groups": [
-            {
-                "name": g.name,
-                "overhead": g.overhead,
-                "base_bytes": g.base_bytes,
-                "head_bytes": g.bytes,
-                "delta_bytes": g.delta,
-                "delta_percent": g.percent,
-                "base_function_count": g.base_function_count,
-                "head_function_count": g.function_count,
-            }
-            for g in comparison.groups
-        ],
+        "groups": [_delta_row(g, "function_count", download) for g in comparison.groups],
         "added": fns(comparison.added),
         "removed": fns(comparison.removed),
         "changed": {
@@ -112,29 +106,35 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
         ],
         "notes": comparison.notes,
     }
-    _add_download(doc, comparison)
+    if download:
+        doc["delta_download_bytes"] = comparison.download_delta
+        doc["delta_download_percent"] = comparison.download_percent
     if comparison.jit is not None:
         doc["jit"] = _jit_dict(comparison.jit)
     return doc
 
 
-def _add_download(doc: dict[str, Any], comparison: Comparison) -> None:
-    """``compare --download``: the modelled download of both sides, per group and in total."""
-    delta = comparison.download_delta
-    if delta is None:
-        return
-    for row, g in zip(doc["groups"], comparison.groups):
-        row.update(
-            base_download_bytes=g.base_download_bytes,
-            head_download_bytes=g.download_bytes,
-            delta_download_bytes=g.download_delta,
-        )
-    for side, report in (("base", comparison.base), ("head", comparison.head)):
-        doc[side]["download_bytes"] = report.download.total if report.download else None
-    doc.update(delta_download_bytes=delta, delta_download_percent=comparison.download_percent)
+def _delta_row(row: Rollup, count: str, download: bool = False) -> dict[str, object]:
+    """A joined row (``builder.size.rollup.join``): base, head and delta; ``count`` names what
+    its function count counts."""
+    doc: dict[str, object] = {
+        "name": row.name,
+        "overhead": row.overhead,
+        "base_bytes": row.base_bytes,
+        "head_bytes": row.bytes,
+        "delta_bytes": row.delta,
+        "delta_percent": row.percent,
+        f"base_{count}": row.base_function_count,
+        f"head_{count}": row.function_count,
+    }
+    if download:
+        doc["base_download_bytes"] = row.base_download_bytes
+        doc["head_download_bytes"] = row.download_bytes
+        doc["delta_download_bytes"] = row.download_delta
+    return doc
 
 
-def _jit_dict(jit: JitComparison) -> dict[str, Any]:
+def _jit_dict(jit: JitComparison) -> dict[str, object]:
     """The ``jit`` object of a comparison."""
     return {
         "measured": "host library symbols" if jit.host_measured else "embedded source (manifest)",
@@ -145,19 +145,7 @@ def _jit_dict(jit: JitComparison) -> dict[str, Any]:
         "delta_bytes": jit.delta,
         "delta_percent": jit.percent,
         "new_families": jit.new_families,
-        "families": [
-            {
-                "name": g.name,
-                "overhead": g.overhead,
-                "base_bytes": g.base_bytes,
-                "head_bytes": g.bytes,
-                "delta_bytes": g.delta,
-                "delta_percent": g.percent,
-                "base_kernel_count": g.base_function_count,
-                "head_kernel_count": g.function_count,
-            }
-            for g in jit.groups
-        ],
+        "families": [_delta_row(g, "kernel_count") for g in jit.groups],
     }
 
 
@@ -165,8 +153,8 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
     """``{"schema": 1, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
     bytes (functions for ``max-functions``) with the files it was measured in."""
 
-    def row(c: Check) -> dict[str, Any]:
-        doc: dict[str, Any] = {
+    def row(c: Check) -> dict[str, object]:
+        doc: dict[str, object] = {
             "budget": c.subject,
             "key": c.name,
             "group": c.group,
@@ -194,8 +182,8 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
     """``{"schema": 1, "kind": "history", "by", "points": [{"target", "bytes", "groups", ...}]}``
     with every group of every point."""
 
-    def point(p: HistoryPoint) -> dict[str, Any]:
-        doc: dict[str, Any] = {
+    def point(p: HistoryPoint) -> dict[str, object]:
+        doc: dict[str, object] = {
             "target": p.target,
             "bytes": p.bytes,
             "function_count": p.function_count,
@@ -208,7 +196,7 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
             doc["host_library_bytes"] = p.host_library_bytes
         return doc
 
-    doc: dict[str, Any] = {
+    doc: dict[str, object] = {
         "schema": SCHEMA,
         "kind": "history",
         "by": by,

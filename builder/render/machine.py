@@ -21,6 +21,7 @@ from builder.size.jit_rows import jit_breakdown
 if TYPE_CHECKING:
     from builder.size.checks import Evaluated
     from builder.size.compare import Comparison
+    from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
@@ -49,16 +50,9 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     ]
     for report in reports:
         jit = jit_breakdown(report)
-        if jit is not None:
-            from builder.render.jit import report_jit_csv
-
-            jit_rows = [
-                [csv_text(r[0]), r[1], csv_text(r[2]), *([""] if nested else []), *r[3:]]
-                for r in report_jit_csv(report, jit)
-            ]
-            if report.source.path is None:  # no metallib: its rows would all be zero
-                lines += map(csv_line, jit_rows)
-                continue
+        if jit is not None and report.source.path is None:  # no metallib: its rows would be 0
+            lines += _jit_lines(report, jit, nested)
+            continue
         path = csv_text(report.source.path or "")
         by = csv_text(report.by)
         whole = report.file_size
@@ -80,7 +74,7 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
             )
         )
         if jit is not None:
-            lines += map(csv_line, jit_rows)
+            lines += _jit_lines(report, jit, nested)
     for wheel in wheels_of(reports):
         lines += [
             csv_line(
@@ -172,39 +166,37 @@ def compare_csv(pairs: Evaluated) -> str:
     return "".join(lines)
 
 
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+def _delta_line(name: str, row: Rollup, counts: bool = True, download: bool = False) -> str:
+    """A joined row (``builder.size.rollup.join``): counts and bytes of base and head, the delta."""
+    downloads = (
+        [row.base_download_bytes, row.download_bytes, row.download_delta] if download else []
+    )
+    return csv_line(
+        [
+            csv_text(name),
+            *([_number(row.base_function_count), row.function_count] if counts else ["", ""]),
+            _number(row.base_bytes),
+            row.bytes,
+            row.delta,
+            _percent(row.percent),
+            *map(_number, downloads),
+        ]
+    )
+
+
 def _comparison_rows(comparison: Comparison) -> list[str]:
     lines: list[str] = []
     base_dl, head_dl = comparison.base.download, comparison.head.download
-    with_download = comparison.download_delta is not None
+    download = comparison.download_delta is not None
     if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
-        for g in comparison.groups:
-            pct = "" if g.percent is None else f"{g.percent:.4f}"
-            extra = (
-                [
-                    _number(g.base_download_bytes),
-                    _number(g.download_bytes),
-                    _number(g.download_delta),
-                ]
-                if with_download
-                else []
-            )
-            lines.append(
-                csv_line(
-                    [
-                        csv_text(g.name),
-                        _number(g.base_function_count),
-                        g.function_count,
-                        _number(g.base_bytes),
-                        g.bytes,
-                        g.delta,
-                        pct,
-                        *extra,
-                    ]
-                )
-            )
+        lines += [_delta_line(g.name, g, download=download) for g in comparison.groups]
         extra = (
             [base_dl.total, head_dl.total, _number(comparison.download_delta)]
-            if with_download and base_dl and head_dl
+            if download and base_dl and head_dl
             else []
         )
         lines.append(
@@ -216,13 +208,44 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
                     comparison.base_size,
                     comparison.head_size,
                     comparison.delta,
-                    "" if comparison.percent is None else f"{comparison.percent:.4f}",
+                    _percent(comparison.percent),
                     *extra,
                 ]
             )
         )
-    if comparison.jit is not None:
-        from builder.render.jit import compare_jit_csv
-
-        lines += [csv_line([csv_text(r[0]), *r[1:]]) for r in compare_jit_csv(comparison.jit)]
+    jit = comparison.jit
+    if jit is not None:
+        lines += [_delta_line(f"jit:{g.name}", g, counts=not g.overhead) for g in jit.groups]
+        families = [g for g in jit.groups if not g.overhead]
+        total: list[str | int] = [
+            "[jit total]",
+            sum(g.base_function_count or 0 for g in families),
+            sum(g.function_count for g in families),
+            jit.base_total,
+            jit.head_total,
+            jit.delta,
+            _percent(jit.percent),
+        ]
+        lines.append(csv_line(total))
     return lines
+
+
+def _jit_lines(report: Report, jit: JitBreakdown, nested: bool) -> list[str]:
+    """The JIT side of a report (``by`` is ``jit``; ``file`` the host library, or the manifest
+    when its symbols were not measured; ``function_count`` a family's kernels)."""
+    library = report.host_library
+    where = library.path if jit.host_measured and library else report.source.manifest or ""
+    return [
+        csv_line(
+            [
+                csv_text(where),
+                "jit",
+                csv_text(r.name),
+                *([""] if nested else []),
+                "" if r.overhead else r.function_count,
+                r.bytes,
+                share(r.bytes, jit.total),
+            ]
+        )
+        for r in [*jit.families, *jit.overhead]
+    ]

@@ -36,7 +36,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from builder.errors import UsageError
 from builder.files.bounds import LARGEST_COUNT, brief
@@ -129,7 +128,7 @@ def find_budget_file(start: Path) -> Path:
     )
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: Path) -> dict[str, object]:
     try:
         data = read_bytes(path, "the budget file")
     except OSError as exc:
@@ -137,7 +136,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     return parse_toml(data, path)
 
 
-def _tool_tables(raw: dict[str, Any]) -> dict[str, Any]:
+def _tool_tables(raw: dict[str, object]) -> dict[str, object]:
     tool = raw.get("tool")
     return tool if isinstance(tool, dict) else {}
 
@@ -172,7 +171,7 @@ def read_budget_file(path: Path) -> BudgetFile:
     )
 
 
-def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
+def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
     # the budget's name first, so that every error below names it
     name = _text(raw, "name", where) or _text(raw, "target", where)
     where = f"{where} ({name})" if name is not None else where
@@ -253,21 +252,21 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
     )
 
 
-def _text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
+def _text(raw: Mapping[str, object], key: str, where: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise UsageError(f"{where}: {key!r} must be a non-empty string, got {brief(value)}")
     return value
 
 
-def _strings(raw: Mapping[str, Any], key: str, where: str, what: str) -> tuple[str, ...]:
+def _strings(raw: Mapping[str, object], key: str, where: str, what: str) -> tuple[str, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UsageError(f"{where}: {key!r} must be a list of {what}, got {brief(value)}")
     return tuple(value)
 
 
-def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
+def _size(raw: Mapping[str, object], key: str, where: str) -> int | None:
     value = raw.get(key)
     if value is None:
         return None
@@ -284,7 +283,7 @@ def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
     return size
 
 
-def _growth(value: Any, where: str) -> Limit:
+def _growth(value: object, where: str) -> Limit:
     try:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise UsageError(f"{brief(value)} is not a size or a percentage")

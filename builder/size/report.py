@@ -12,7 +12,7 @@ measured in its host library rather than the metallib, ride along in ``jit_famil
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as fields_of
 from itertools import repeat
@@ -145,10 +145,10 @@ def _labels(
     return _Labels(first.labels, second.labels, first.method, second.method)
 
 
-def _grouped(report: Report, columns: list[Any], labels: _Labels) -> Report:
+def _grouped(report: Report, columns: list[Iterable[object]], labels: _Labels) -> Report:
     """``report`` with its functions made from ``columns`` (``FunctionRow``'s fields, column by
     column) labelled by ``labels``, and rolled up (``builder.size.rollup``)."""
-    count = len(columns[0])
+    count = len(labels.first)
     columns[1] = labels.first
     columns[7] = labels.second if labels.second is not None else repeat("", count)
     functions = list(map(FunctionRow._make, zip(*columns)))
@@ -175,8 +175,10 @@ def group_report(
     labelled for every key, then rolled up (``builder.size.rollup``)."""
     keys = parse_by(by)
     functions = report.functions
-    columns: list[Any] = list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
-    labels = _labels(columns[0], keys, rules, families, sources)
+    columns: list[Iterable[object]] = (
+        list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
+    )
+    labels = _labels([f.name for f in functions], keys, rules, families, sources)
     return _grouped(replace(report, by=",".join(keys)), columns, labels)
 
 
@@ -215,7 +217,7 @@ def build_report(
         provenance=dict(provenance or {}),
         download=download,
     )
-    columns: list[Any] = [
+    columns: list[Iterable[object]] = [
         names,
         [],
         total,
@@ -261,7 +263,7 @@ _FUNCTION_JSON = (
 _JSON_VALUES = itemgetter(slice(0, len(JSON_FIELDS)))
 
 
-def _function_dicts(report: Report) -> list[dict[str, Any]]:
+def _function_dicts(report: Report) -> list[dict[str, object]]:
     rows = [dict(zip(JSON_FIELDS, f)) for f in report.functions]
     if report.subgrouping is not None:  # two --by keys: each function's second label too
         rows = [
@@ -273,10 +275,10 @@ def _function_dicts(report: Report) -> list[dict[str, Any]]:
     return rows
 
 
-def _group_dict(group: Rollup) -> dict[str, Any]:
+def _group_dict(group: Rollup) -> dict[str, object]:
     """A rollup node as JSON: every field of ``Rollup`` in its order (so a new measure needs no
     change here), a measure that was not taken (None) left out, ``children`` only when nested."""
-    doc: dict[str, Any] = {}
+    doc: dict[str, object] = {}
     for name in _ROLLUP_FIELDS:
         value = getattr(group, name)
         if name == "children":
@@ -290,10 +292,13 @@ def _group_dict(group: Rollup) -> dict[str, Any]:
 _ROLLUP_FIELDS = tuple(f.name for f in fields_of(Rollup))
 
 
-def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
+def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, object]:
     """The report as JSON schema 1 (``docs/report-schema.md``)."""
     src = report.source
-    doc: dict[str, Any] = {
+    overhead: list[dict[str, object]] = [
+        {"name": o.name, "bytes": o.bytes} for o in report.overhead
+    ]
+    doc: dict[str, object] = {
         "schema": SCHEMA,
         "source": {
             "path": src.path,
@@ -311,7 +316,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
         "grouping": report.grouping,
         **({} if report.subgrouping is None else {"subgrouping": report.subgrouping}),
         "overhead_bytes": report.overhead_bytes,
-        "overhead": [{"name": o.name, "bytes": o.bytes} for o in report.overhead],
+        "overhead": overhead,
         "groups": [_group_dict(g) for g in report.groups],
         "jit_families": [
             {
@@ -326,7 +331,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
     }
     if report.host_library is not None:  # builds with JIT families only: other reports unchanged
         doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
-    add_download_fields(doc, report.download)  # --download only
+    add_download_fields(doc, overhead, report.download)  # --download only
     if functions:
         doc["functions"] = _function_dicts(report)
     return doc

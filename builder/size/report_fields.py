@@ -9,8 +9,6 @@ on, and a wrong one is a TypeError or ValueError whose message names the field
 
 from __future__ import annotations
 
-from typing import Any
-
 from builder.errors import UsageError
 from builder.files.bounds import brief, byte_count
 from builder.size.download_report import download_from_dict
@@ -31,7 +29,7 @@ __all__ = [
 ]
 
 
-def as_object(value: Any, field: str) -> dict[str, Any]:
+def as_object(value: object, field: str) -> dict[str, object]:
     """A JSON object (``{}`` for an absent one)."""
     if value is None:
         return {}
@@ -40,21 +38,21 @@ def as_object(value: Any, field: str) -> dict[str, Any]:
     return value
 
 
-def object_list(value: Any, field: str) -> list[Any]:
+def object_list(value: object, field: str) -> list[dict[str, object]]:
     """A JSON array of objects."""
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise TypeError(f"{field!r} is not a list of objects")
     return value
 
 
-def optional_text(value: Any, field: str) -> str | None:
+def optional_text(value: object, field: str) -> str | None:
     """A string or null."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{field!r} is {brief(value)}, not a string")
     return value
 
 
-def text(value: Any, field: str) -> str:
+def text(value: object, field: str) -> str:
     """A string."""
     if not isinstance(value, str):
         raise TypeError(f"{field!r} is {brief(value)}, not a string")
@@ -70,7 +68,7 @@ _PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "com
 _PROVENANCE_DEPTH = 8
 
 
-def provenance(value: Any) -> dict[str, Any]:
+def provenance(value: object) -> dict[str, object]:
     """A saved report keeps the provenance of the run that measured it (absent in old reports),
     checked against the shape renderers rely on: ``tool`` and ``library`` hold strings and
     lists of strings, ``build`` any JSON at most eight levels deep."""
@@ -93,7 +91,7 @@ def provenance(value: Any) -> dict[str, Any]:
     return record
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     """How deeply ``value`` nests lists and objects (0 for a scalar), counted without recursion
     and only up to one level past the limit."""
     deepest, stack = 0, [(value, 1)]
@@ -108,13 +106,13 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def embedded(value: Any, field: str) -> dict[str, Any] | None:
+def embedded(value: object, field: str) -> dict[str, object] | None:
     """A saved report's ``source.embedded`` (a metallib's place in a binary), checked: byte
     counts and short texts only, ``offset`` and ``size`` required."""
     if value is None:
         return None
     doc = as_object(value, field)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key in ("offset", "size", "section_offset"):
         if doc.get(key) is not None:
             out[key] = byte_count(doc[key], f"{field}.{key}")
@@ -127,7 +125,7 @@ def embedded(value: Any, field: str) -> dict[str, Any] | None:
     return out
 
 
-def report_from_dict(data: Any, where: str) -> Report:
+def report_from_dict(data: object, where: str) -> Report:
     """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2)
     naming the field: a saved report may come from anyone (docs/security.md), so every field is
     checked for its type, counts are bounded (``builder.files.bounds.byte_count``) and provenance
@@ -155,6 +153,7 @@ def report_from_dict(data: Any, where: str) -> Report:
             member=optional_text(src.get("member"), "source.member"),
             embedded=embedded(src.get("embedded"), "source.embedded"),
         )
+        fn_docs = object_list(data["functions"], "functions")
         functions = [
             FunctionRow._make(
                 [
@@ -167,15 +166,16 @@ def report_from_dict(data: Any, where: str) -> Report:
                     position,
                 ]
             )
-            for position, f in enumerate(object_list(data["functions"], "functions"))
+            for position, f in enumerate(fn_docs)
         ]
         overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
+        overhead_docs = object_list(data.get("overhead", []), "overhead")
         overhead = [
             overhead_row(
                 text(o["name"], "overhead[].name"),
                 byte_count(o["bytes"], "overhead[].bytes"),
             )
-            for o in object_list(data.get("overhead", []), "overhead")
+            for o in overhead_docs
         ]
         if sum(o.bytes for o in overhead) != overhead_bytes:
             overhead = [overhead_row("overhead", overhead_bytes)]
@@ -198,7 +198,7 @@ def report_from_dict(data: Any, where: str) -> Report:
         subgrouping = data.get("subgrouping")
         if (subgrouping is None) != ("," not in by):
             raise bad(f"'by' is {by!r} but subgrouping is {brief(subgrouping)}")
-        download = download_from_dict(data, len(overhead), where)
+        download = download_from_dict(data, fn_docs, overhead_docs, len(overhead), where)
         report = Report(
             source=source,
             file_size=file_size,

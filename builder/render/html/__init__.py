@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.files.jsontext import dumps
 from builder.files.reading import read_text
@@ -35,7 +35,7 @@ def _asset(name: str) -> str:
     return read_text(_ASSETS / name, "the HTML asset")
 
 
-def _script_json(data: Any) -> str:
+def _script_json(data: object) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``<`` can end or open a tag,
     and a lone surrogate (a name from a saved report, a file name that is not UTF-8) is written
     as escape text, as the JSON output writes it (``builder.files.jsontext``): the page is
@@ -49,7 +49,7 @@ _PLACEHOLDER = re.compile(r"\{\{TITLE\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\
 
 def page(
     title: str,
-    data: dict[str, Any],
+    data: dict[str, object],
     *,
     template: str = "page.html",
     scripts: tuple[str, ...] = ("treemap.js", "app.js"),
