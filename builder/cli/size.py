@@ -9,16 +9,26 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from builder.cli.publishing import output_options, output_plan, publish, pull_request_for
+from builder.cli.publishing import (
+    output_options,
+    output_plan,
+    publish,
+    pull_request_for,
+    verdict,
+)
 from builder.cli.tree_options import tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
+    from builder.size.compare import Comparison
+    from builder.size.grouping import Sources
     from builder.size.limits import Limit
+    from builder.size.report import Report
 
 __all__ = ["compare_command", "report_command"]
 
@@ -98,7 +108,7 @@ def _check_output(
         check_not_an_input(output, [*targets, rules, *settings])
 
 
-def _measured_files(reports: Sequence[Any]) -> list[str | None]:
+def _measured_files(reports: Sequence[Report]) -> list[str | None]:
     """The files behind loaded reports (a build folder's metallib, manifest and host library, a
     wheel): what a target named by a folder or a wheel turned out to be."""
     files: list[str | None] = []
@@ -119,9 +129,9 @@ def _load(
     by: str,
     rules_path: str | None,
     platform: str | None,
-    sources: Any = None,
+    sources: Sources | None = None,
     download: bool = False,
-) -> list[Any]:
+) -> list[Report]:
     from builder.size.load import load_reports
 
     rules = None
@@ -150,7 +160,7 @@ def _load(
     return reports
 
 
-def _warn_unattributed(reports: list[Any], origin: str) -> None:
+def _warn_unattributed(reports: list[Report], origin: str) -> None:
     """Say on stderr how much of a library no entry file of ``--source-dir`` produces: a tree
     that does not match the library (another release, other -D or --exclude) leaves it in
     'other', which a table alone would not show as a mismatch."""
@@ -185,18 +195,19 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _top(top: int | None, fmt: str) -> int | None:
-    if top is None:
-        return None if fmt in ("csv", "json") else 20
-    return None if top <= 0 else top
+def _notes(comparison: Comparison) -> None:
+    from builder.render.text import visible
+
+    for note in comparison.notes:
+        click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
 
 
-def _width(terminal: bool) -> int | None:
-    """The terminal's width for a table shown on one; None (as wide as the table's cells need,
-    no function name cut) for a pipe or a file."""
-    from builder.cli.console import stdout_table_width
+def _screen(terminal: bool) -> tuple[bool, int | None]:
+    """Colour and width of a table: a terminal's (colour unless NO_COLOR); for a pipe or a file
+    none, and as wide as the cells need (no function name cut)."""
+    from builder.cli.console import stdout_color, stdout_table_width
 
-    return stdout_table_width() if terminal else None
+    return (stdout_color() and terminal, stdout_table_width() if terminal else None)
 
 
 @click.command("report")
@@ -238,33 +249,15 @@ def report_command(
     reports = _load(target, by, rules, platform, sources, download)
 
     def render(kind: str, terminal: bool) -> str:
-        shown = _top(top, kind)
-        if kind == "html":
-            from builder.render.html import report_html
-
-            return report_html(reports)
-        if kind == "json":
-            from builder.render.json_docs import report_json
-
-            return report_json(reports)
-        if kind == "csv":
-            from builder.render.machine import report_csv
-
-            return report_csv(reports, shown)
-        if kind == "markdown":
-            from builder.render.markdown import report_markdown
-
-            return report_markdown(reports, shown)
-        from builder.render.tables import report_table
-
-        return report_table(reports, shown, color=_color() and terminal, width=_width(terminal))
+        return report_output(reports, kind, top, *_screen(terminal))
 
     from builder.publish.outputs import write_outputs
+    from builder.render.formats import report_output
 
     write_outputs(plan, render, _measured_files(reports))
 
 
-def _gate_size(option: str, text: str | None) -> int | None:
+def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:
     """A size gate's limit in bytes (None when not given). A negative limit would fail every
     run whatever the library holds, so it is a usage error (exit 2) like a budget file's."""
     from builder.errors import UsageError
@@ -275,13 +268,13 @@ def _gate_size(option: str, text: str | None) -> int | None:
     try:
         size = parse_size(text)
     except UsageError as exc:
-        raise UsageError(f"{option}: {exc}") from None
+        raise UsageError(f"{param.opts[0]}: {exc}") from None
     if size < 0:
-        raise UsageError(f"{option} {text}: a size limit must not be negative")
+        raise UsageError(f"{param.opts[0]} {text}: a size limit must not be negative")
     return size
 
 
-def _gate_growth(option: str, text: str | None) -> Limit | None:
+def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> Limit | None:
     """A growth gate's limit (None when not given). A negative one, or a percentage past
     ``LARGEST_PERCENT``, is a usage error (exit 2), as in a budget file: a gate that only a
     shrinking library passes is written as ``--max-size``."""
@@ -293,13 +286,7 @@ def _gate_growth(option: str, text: str | None) -> Limit | None:
     try:
         return parse_limit(text)
     except UsageError as exc:
-        raise UsageError(f"{option}: {exc}") from None
-
-
-def _color() -> bool:
-    from builder.cli.console import stdout_color
-
-    return stdout_color()
+        raise UsageError(f"{param.opts[0]}: {exc}") from None
 
 
 @click.command("compare")
@@ -309,6 +296,7 @@ def _color() -> bool:
 @click.option(
     "--max-growth",
     default=None,
+    callback=_growth_limit,
     metavar="N",
     help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
     "suffixes, or N% of base. Counts everything shipped: a build's JIT host "
@@ -317,12 +305,14 @@ def _color() -> bool:
 @click.option(
     "--max-size",
     default=None,
+    callback=_size_limit,
     metavar="N",
     help="Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
 )
 @click.option(
     "--max-total-size",
     default=None,
+    callback=_size_limit,
     metavar="N",
     help="Fail when head's metallib plus its JIT host library is larger than N.",
 )
@@ -344,6 +334,7 @@ def _color() -> bool:
 @click.option(
     "--max-download-growth",
     default=None,
+    callback=_growth_limit,
     metavar="N",
     help="Fail when head's modelled download (as --download) is more than N larger "
     "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
@@ -351,6 +342,7 @@ def _color() -> bool:
 @click.option(
     "--max-download-size",
     default=None,
+    callback=_size_limit,
     metavar="N",
     help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
 )
@@ -363,16 +355,10 @@ def compare_command(
     fmt: str,
     outputs: tuple[str, ...],
     platform: str | None,
-    max_growth: str | None,
-    max_size: str | None,
-    max_total_size: str | None,
-    fail_on_new_group: bool,
     warn_only: bool,
     github_comment: bool,
     download: bool,
-    max_download_growth: str | None,
-    max_download_size: str | None,
-    **tree: Any,
+    **options: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
@@ -393,22 +379,15 @@ def compare_command(
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
     from builder.render.checks import gate_message
+    from builder.render.formats import comparison_output
+    from builder.render.pr_comment import MARKER
     from builder.render.text import visible
-    from builder.size.checks import Gates, evaluate_gates
-    from builder.size.compare import compare_reports, pair_reports
+    from builder.size.checks import Gates, check_pairs
 
-    gates = Gates(
-        max_growth=_gate_growth("--max-growth", max_growth),
-        max_size=_gate_size("--max-size", max_size),
-        fail_on_new_group=fail_on_new_group,
-        max_total_size=_gate_size("--max-total-size", max_total_size),
-        max_download_growth=_gate_growth("--max-download-growth", max_download_growth),
-        max_download_size=_gate_size("--max-download-size", max_download_size),
-    )
-    download = download or gates.download
+    gates = Gates(**{f.name: options.pop(f.name) for f in fields(Gates)})
+    tree = options
     if "," in by:
         from builder.errors import UsageError
 
@@ -420,55 +399,15 @@ def compare_command(
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
-    loaded = (
-        _load(base, by, rules, platform, sources, download),
-        _load(head, by, rules, platform, sources, download),
-    )
-    pairs = pair_reports(*loaded)
-    failed: list[str] = []
-    evaluated = []
-    for base_report, head_report in pairs:
-        comparison = compare_reports(base_report, head_report)
-        for note in comparison.notes:
-            click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
-        results = evaluate_gates(comparison, gates)
-        evaluated.append((comparison, results))
-        failed += [gate_message(r) for r in results if not r.passed]  # escaped where printed
+    download = download or gates.download
+    loaded = [_load(target, by, rules, platform, sources, download) for target in (base, head)]
+    evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     def render(kind: str, terminal: bool) -> str:
-        from builder.render import json_docs, machine
-
-        if kind == "json":
-            return json_docs.compare_json(evaluated)
-        if kind == "csv":
-            return machine.compare_csv(evaluated)
-        if kind == "markdown":
-            from builder.render.pr_comment import comment_markdown
-
-            return comment_markdown(evaluated, _top(top, kind))
-        if kind == "html":
-            from builder.render.html import compare_html
-
-            return compare_html(evaluated)
-        from builder.render.tables import compare_table
-
-        return "".join(
-            compare_table(
-                c, r, _top(top, kind), color=_color() and terminal, width=_width(terminal)
-            )
-            for c, r in evaluated
-        )
+        return comparison_output(evaluated, kind, top, *_screen(terminal))
 
     write_outputs(plan, render, [*_measured_files(loaded[0]), *_measured_files(loaded[1])])
-    from builder.render.pr_comment import MARKER
-
     publish(lambda: render("markdown", False), MARKER, pull_request)
-    if failed and warn_only:
-        click.echo(
-            "warning: size gate failed (--warn-only: exit 0): " + visible("; ".join(failed)),
-            err=True,
-        )
-    elif failed:
-        raise CheckFailed("size gate failed: " + "; ".join(failed))
-    elif gates != Gates():
-        click.echo("size gates passed", err=True)
+    failed = [gate_message(r) for _, results in evaluated for r in results if not r.passed]
+    passed = "size gates passed" if gates != Gates() else None
+    verdict(failed, warn_only, "size gate failed", passed, visible)

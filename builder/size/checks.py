@@ -7,7 +7,7 @@ name. Checking is pure data in, pure data out; ``builder.render.checks`` words t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,8 +15,17 @@ from builder.size.limits import Limit, shipped_size
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
+    from builder.size.report import Report
 
-__all__ = ["GROWTH", "Check", "Evaluated", "Gates", "evaluate_gates", "shipped_sizes"]
+__all__ = [
+    "GROWTH",
+    "Check",
+    "Evaluated",
+    "Gates",
+    "check_pairs",
+    "evaluate_gates",
+    "shipped_sizes",
+]
 
 GROWTH = ("max-growth", "max-download-growth")
 """The limits on growth since a base: ``limit`` and ``value`` are bytes grown."""
@@ -146,3 +155,21 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
             size = gates.max_download_size
             results.append(Check("max-download-size", subject, size, head_dl))
     return results
+
+
+def check_pairs(
+    base: list[Report],
+    head: list[Report],
+    gates: Gates,
+    compared: Callable[[Comparison], object] = lambda _: None,
+) -> list[tuple[Comparison, list[Check]]]:
+    """Pair the libraries of two targets (``pair_reports``), compare each pair (then tell
+    ``compared``, before its gates are checked) and check its gates: what ``compare`` renders."""
+    from builder.size.compare import compare_reports, pair_reports
+
+    out = []
+    for b, h in pair_reports(base, head):
+        comparison = compare_reports(b, h)
+        compared(comparison)
+        out.append((comparison, evaluate_gates(comparison, gates)))
+    return out
