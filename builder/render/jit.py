@@ -13,19 +13,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import shown_count, top_rows
-from builder.render.text import human_delta, human_size, percent, signed_percent
+from builder.render.rows import top_rows
+from builder.render.text import human_size, percent
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from builder.size.compare import Comparison, JitComparison
     from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
 __all__ = [
-    "compare_jit_table",
     "jit_headline",
     "report_jit_markdown",
     "report_jit_table",
@@ -156,80 +154,3 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
         )
     lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
     return lines
-
-
-# -- compare ------------------------------------------------------------------------------------
-def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[Rollup, str]]:
-    """(row, style) for the families shown, a folded rest, and the overhead rows."""
-    from builder.size.rollup import fold
-
-    families = [g for g in jit.groups if not g.overhead]
-    overhead = [g for g in jit.groups if g.overhead]
-    shown = families[: shown_count(len(families), top)]
-    rows = [(g, "red" if g.delta > 0 else "green" if g.delta < 0 else "") for g in shown]
-    rest = families[len(shown) :]
-    if rest:
-        rows.append((fold(f"rest ({len(rest)} families)", rest), "dim"))
-    return rows + [(g, "dim") for g in overhead]
-
-
-def compare_jit_table(
-    comparison: Comparison, console: Console, top: int | None, *, fit: bool = False
-) -> None:
-    """Print the JIT comparison: per family, the host-library bytes on both sides."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    jit = comparison.jit
-    assert jit is not None
-    base, head = comparison.base, comparison.head
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    caption = [
-        f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
-        f"head measured: {rich_text(jit.head_origin or 'no JIT family')}",
-    ]
-    if comparison.jit_only:
-        caption += [
-            "no metallib on either side: every family is compiled at run time",
-            f"base {rich_text(provenance_line(base.provenance))}",
-            f"head {rich_text(provenance_line(head.provenance))}",
-        ]
-    table = Table(
-        title=f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
-        + escape(
-            f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
-            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
-        ),
-        caption="\n".join(caption),
-        title_justify="left",
-        caption_justify="left",
-    )
-    table.add_column("JIT family")
-    for col in ("kernels base", "kernels head", "base", "head", "delta", "delta %"):
-        table.add_column(col, justify="right")
-    for g, style in _delta_rows(jit, top):
-        name = escape(g.name) if g.overhead or style == "dim" else rich_text(g.name)
-        assert g.base_bytes is not None
-        table.add_row(
-            name,
-            "" if g.overhead else f"{g.base_function_count:,}",
-            "" if g.overhead else f"{g.function_count:,}",
-            human_size(g.base_bytes),
-            human_size(g.bytes),
-            human_delta(g.delta),
-            signed_percent(g.percent),
-            style=style,
-        )
-    table.add_section()
-    families = [g for g in jit.groups if not g.overhead]
-    table.add_row(
-        "total",
-        f"{sum(g.base_function_count or 0 for g in families):,}",
-        f"{sum(g.function_count for g in families):,}",
-        human_size(jit.base_total),
-        human_size(jit.head_total),
-        human_delta(jit.delta),
-        signed_percent(jit.percent),
-        style="bold",
-    )
-    print_table(console, table, fit=fit)
