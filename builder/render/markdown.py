@@ -76,17 +76,13 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
             "| file | size | download | dl share |",
             "|---|---:|---:|---:|",
         ]
-        shown_files, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
+        shown = wheel_file_rows(wheel, top)
+        rest = [] if shown.rest is None else [(f"rest ({shown.rest_groups:,} files)", shown.rest)]
         parts += [
-            f"| {md_code(f.name)} | {human_size(f.bytes)} | {human_size(f.download_bytes)} | "
-            f"{percent(f.download_bytes, wheel.bytes)} |"
-            for f in shown_files
+            f"| {name} | {human_size(f.bytes)} | {human_size(f.download_bytes or 0)} | "
+            f"{percent(f.download_bytes or 0, wheel.bytes)} |"
+            for name, f in [*((md_code(f.name), f) for f in shown.rows), *rest]
         ]
-        if rest:
-            parts.append(
-                f"| rest ({rest:,} files) | {human_size(rest_bytes)} | "
-                f"{human_size(rest_download)} | {percent(rest_download, wheel.bytes)} |"
-            )
         headers = wheel.bytes - wheel.download_bytes
         total = sum(f.bytes for f in wheel.files)
         parts += [

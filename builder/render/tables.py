@@ -193,21 +193,15 @@ def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
         ("dl share", "right"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    shown, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
-    for f in shown:
+    shown = wheel_file_rows(wheel, top)
+    rest = [] if shown.rest is None else [(f"rest ({shown.rest_groups:,} files)", shown.rest)]
+    for name, f in [*((rich_text(f.name), f) for f in shown.rows), *rest]:
         table.add_row(
-            rich_text(f.name),
+            name,
             human_size(f.bytes),
-            human_size(f.download_bytes),
-            percent(f.download_bytes, wheel.bytes),
-        )
-    if rest:
-        table.add_row(
-            f"rest ({rest:,} files)",
-            human_size(rest_bytes),
-            human_size(rest_download),
-            percent(rest_download, wheel.bytes),
-            style="dim",
+            human_size(f.download_bytes or 0),
+            percent(f.download_bytes or 0, wheel.bytes),
+            style="dim" if f is shown.rest else "",
         )
     table.add_row(
         escape("[zip headers]"),
