@@ -41,7 +41,7 @@ _COLOURS = (
 
 
 def _group_sizes(point: HistoryPoint) -> dict[str, int]:
-    return dict(point.groups)
+    return {g.name: g.bytes for g in point.groups}
 
 
 def history_table(

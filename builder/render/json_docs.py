@@ -187,7 +187,7 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
             "target": p.target,
             "bytes": p.bytes,
             "function_count": p.function_count,
-            "groups": [{"name": n, "bytes": b} for n, b in p.groups],
+            "groups": [{"name": g.name, "bytes": g.bytes} for g in p.groups],
             "measured_in": list(p.measured_in),
         }
         if p.download_bytes is not None:
