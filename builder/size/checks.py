@@ -23,6 +23,7 @@ __all__ = [
     "Evaluated",
     "Gates",
     "check_pairs",
+    "download_totals",
     "evaluate_gates",
     "shipped_sizes",
 ]
@@ -81,7 +82,7 @@ class Gates:
     max_total_size: int | None = None
     """The metallib plus the host library (``builder.size.limits.shipped_size``)."""
     max_download_growth: Limit | None = None
-    """On the modelled download (``builder.size.download_compare``)."""
+    """On the modelled download (``download_totals``)."""
     max_download_size: int | None = None
 
     @property
@@ -108,6 +109,22 @@ def shipped_sizes(comparison: Comparison) -> tuple[int, int, str]:
         head.file_size + jit.head_total,
         f"{metallib}embedded JIT source",
     )
+
+
+def download_totals(base: Report, head: Report) -> tuple[int, int]:
+    """The modelled download of both sides, for the download gates. A gate on download needs
+    figures on both sides: a side without them (a report saved without ``--download``, a build
+    with no metallib) is an error (exit 2), never a gate passed on a number not measured."""
+    from builder.errors import UsageError
+
+    for side, report in (("base", base), ("head", head)):
+        if report.download is None:
+            raise UsageError(
+                f"{report.source.label}: no download figures for the {side} side "
+                "(no metallib, or a report saved without --download)"
+            )
+    assert base.download is not None and head.download is not None
+    return base.download.total, head.download.total
 
 
 def _growth(name: str, subject: str, limit: Limit, base: int, head: int) -> Check:
@@ -144,8 +161,6 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
     if gates.fail_on_new_group:
         results.append(Check("fail-on-new-group", head_label, 0, len(new), new_groups=tuple(new)))
     if gates.download:
-        from builder.size.download_compare import download_totals
-
         base_dl, head_dl = download_totals(comparison.base, comparison.head)
         subject = f"the download of {head_label}"
         if gates.max_download_growth is not None:

@@ -64,7 +64,7 @@ class Rollup:
     base_function_count: int | None = None
     base_bytes: int | None = None
     base_download_bytes: int | None = None
-    """Base's download bytes (``compare --download``; ``builder.size.download_compare``)."""
+    """Base's download bytes (``compare --download``)."""
     overhead: bool = False
     """Bytes no function owns (the container overhead, a host library's unowned symbols); the
     function counts of such a row are 0."""
