@@ -6,14 +6,12 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
     output_options,
     output_plan,
@@ -26,9 +24,7 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
-    from builder.size.grouping import Sources
     from builder.size.limits import Limit
-    from builder.size.report import Report
 
 __all__ = ["compare_command", "report_command"]
 
@@ -94,107 +90,6 @@ def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return ",".join(parse_by(value))
 
 
-def _check_output(
-    outputs: Sequence[str], targets: Sequence[str], rules: str | None, tree: dict[str, Any]
-) -> None:
-    """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
-    a path, the rule file, the kernel tree's settings file
-    (``builder.files.atomic.check_not_an_input``)."""
-    from builder.files.atomic import check_not_an_input
-
-    source_dir = tree.get("source_dir")
-    settings = [tree.get("config_file"), source_dir / "metallib.toml" if source_dir else None]
-    for output in outputs:
-        check_not_an_input(output, [*targets, rules, *settings])
-
-
-def _measured_files(reports: Sequence[Report]) -> list[str | None]:
-    """The files behind loaded reports (a build folder's metallib, manifest and host library, a
-    wheel): what a target named by a folder or a wheel turned out to be."""
-    files: list[str | None] = []
-    for report in reports:
-        source = report.source
-        files += [source.path, source.manifest, source.wheel]
-        if source.kind != "report" and report.host_library is not None:
-            files.append(report.host_library.path)
-    return files
-
-
-def _progress(message: str) -> None:
-    click.echo(message, err=True)
-
-
-def _load(
-    target: str,
-    by: str,
-    rules_path: str | None,
-    platform: str | None,
-    sources: Sources | None = None,
-    download: bool = False,
-) -> list[Report]:
-    from builder.size.load import load_reports
-
-    rules = None
-    if rules_path is not None:
-        from builder.size.grouping import load_rules
-
-        rules = load_rules(rules_path)
-    with _gc_paused():
-        reports = load_reports(
-            target,
-            by=by,
-            rules=rules,
-            platform=platform,
-            progress=_progress,
-            sources=sources,
-            download=download,
-        )
-    if rules is not None and any(r.grouping == "manifest" for r in reports):
-        click.echo(
-            f"note: {target}: kernel families come from its build manifest; --rules "
-            "is not used for it",
-            err=True,
-        )
-    if sources is not None:
-        _warn_unattributed(reports, sources.origin)
-    return reports
-
-
-def _warn_unattributed(reports: list[Report], origin: str) -> None:
-    """Say on stderr how much of a library no entry file of ``--source-dir`` produces: a tree
-    that does not match the library (another release, other -D or --exclude) leaves it in
-    'other', which a table alone would not show as a mismatch."""
-    from builder.render.text import human_size, visible
-    from builder.size.grouping import OTHER
-
-    for report in reports:
-        if report.grouping != origin:
-            continue  # grouped by its manifest or a saved report, not by the tree
-        row = next((g for g in report.groups if g.name == OTHER), None)
-        if row is not None and row.function_count:
-            click.echo(
-                f"warning: {visible(report.source.label)}: {row.function_count:,} of "
-                f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
-                f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
-                f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude)?",
-                err=True,
-            )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Measuring a library allocates ~100k small objects and no reference cycles; pausing the
-    cyclic collector meanwhile saves its repeated scans (about 5 % of a report's run time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _notes(comparison: Comparison) -> None:
     from builder.render.text import visible
 
@@ -243,10 +138,10 @@ def report_command(
       metallib-builder report build/ -o report.json -o report.html
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
-    _check_output(outputs, [target], rules, tree)
+    check_output(outputs, [target], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = tree_sources(by, tree)
-    reports = _load(target, by, rules, platform, sources, download)
+    reports = load(target, by, rules, platform, sources, download)
 
     def render(kind: str, terminal: bool) -> str:
         return report_output(reports, kind, top, *_screen(terminal))
@@ -254,7 +149,7 @@ def report_command(
     from builder.publish.outputs import write_outputs
     from builder.render.formats import report_output
 
-    write_outputs(plan, render, _measured_files(reports))
+    write_outputs(plan, render, measured_files(reports))
 
 
 def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:
@@ -395,18 +290,18 @@ def compare_command(
             f"compare groups by one key, not --by {by}: nested groups are shown by "
             f"'report --by {by}' (run it on each side)"
         )
-    _check_output(outputs, [base, head], rules, tree)
+    check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
     download = download or gates.download
-    loaded = [_load(target, by, rules, platform, sources, download) for target in (base, head)]
+    loaded = [load(target, by, rules, platform, sources, download) for target in (base, head)]
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     def render(kind: str, terminal: bool) -> str:
         return comparison_output(evaluated, kind, top, *_screen(terminal))
 
-    write_outputs(plan, render, [*_measured_files(loaded[0]), *_measured_files(loaded[1])])
+    write_outputs(plan, render, [*measured_files(loaded[0]), *measured_files(loaded[1])])
     publish(lambda: render("markdown", False), MARKER, pull_request)
     failed = [gate_message(r) for _, results in evaluated for r in results if not r.passed]
     passed = "size gates passed" if gates != Gates() else None
