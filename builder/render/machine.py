@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
-from builder.render.rows import top_rows
+from builder.render.rows import report_lines
 from builder.render.text import (
     OVERHEAD_LABEL,
     share,
@@ -117,17 +117,13 @@ def _group_rows(
 
     blank = "" if nested else None
     lines = []
-    shown = top_rows(report.groups, top)
-    for group in shown.rows:
-        if not group.children:
-            lines.append(row(csv_text(group.name), blank, group))
-            continue
-        children = top_rows(group.children, top)
-        lines += [row(csv_text(group.name), csv_text(c.name), c) for c in children.rows]
-        if children.rest is not None:
-            lines.append(row(csv_text(group.name), "[rest]", children.rest))
-    if shown.rest is not None:
-        lines.append(row("[rest]", blank, shown.rest))
+    for line in report_lines(report.groups, top):
+        g = line.row
+        name = "[rest]" if line.rest else csv_text(g.name)
+        if line.parent is not None:
+            lines.append(row(csv_text(line.parent.name), name, g))
+        elif not g.children:  # a group with children: its rows are theirs
+            lines.append(row(name, blank, g))
     return lines
 
 

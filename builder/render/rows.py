@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from builder.size.rollup import Rollup, fold
 
-__all__ = ["Shown", "delta_rows", "shown_count", "top_rows"]
+__all__ = ["Line", "Shown", "delta_rows", "report_lines", "shown_count", "top_rows"]
 
 
 class Shown(NamedTuple):
@@ -50,3 +50,32 @@ def delta_rows(groups: Sequence[Rollup], top: int | None, unit: str) -> list[tup
     if rest:
         rows.append((fold(f"rest ({len(rest)} {unit})", rest), "dim"))
     return rows + [(g, "dim") for g in groups if g.overhead]
+
+
+class Line(NamedTuple):
+    """A row of a report's group table, in the order every format shows them."""
+
+    row: Rollup
+    parent: Rollup | None
+    """The group a second-key row belongs to (None for a group or the groups' rest row)."""
+    rest: int
+    """How many rows a rest row folds (0 for a named row)."""
+    cumulative: int | None
+    """Bytes of the groups so far, this one included (None for second-key rows)."""
+
+
+def report_lines(groups: Sequence[Rollup], top: int | None) -> list[Line]:
+    """The largest ``top`` groups, each followed by its largest ``top`` children (two ``--by``
+    keys) and their rest, then the rest of the groups."""
+    lines, cumulative = [], 0
+    shown = top_rows(groups, top)
+    for group in shown.rows:
+        cumulative += group.bytes
+        lines.append(Line(group, None, 0, cumulative))
+        children = top_rows(group.children, top)
+        lines += [Line(child, group, 0, None) for child in children.rows]
+        if children.rest is not None:
+            lines.append(Line(children.rest, group, children.rest_groups, None))
+    if shown.rest is not None:
+        lines.append(Line(shown.rest, None, shown.rest_groups, cumulative + shown.rest.bytes))
+    return lines

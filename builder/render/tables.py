@@ -20,7 +20,7 @@ from builder.render.download import (
 )
 from builder.render.markup import print_table, rich_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import delta_rows, top_rows
+from builder.render.rows import delta_rows, report_lines
 from builder.render.text import (
     OVERHEAD_LABEL,
     grouping_text,
@@ -145,32 +145,15 @@ def _group_rows(table: Table, report: Report, top: int | None, dl: DownloadColum
     def extra(g: Rollup) -> tuple[str, ...]:
         return dl.cells(g.download_bytes) if dl else ()
 
-    cumulative = 0
-    shown = top_rows(report.groups, top)
-    for group in shown.rows:
-        cumulative += group.bytes
+    for line in report_lines(report.groups, top):
+        g = line.row
+        name = f"rest ({line.rest} groups)" if line.rest else rich_text(g.name)
         table.add_row(
-            rich_text(group.name), *cells(group), percent(cumulative, whole), *extra(group)
-        )
-        children = top_rows(group.children, top)
-        for child in children.rows:
-            table.add_row("  └ " + rich_text(child.name), *cells(child), "", *extra(child))
-        if children.rest is not None:
-            table.add_row(
-                f"  └ rest ({children.rest_groups} groups)",
-                *cells(children.rest),
-                "",
-                *extra(children.rest),
-                style="dim",
-            )
-    if shown.rest is not None:
-        cumulative += shown.rest.bytes
-        table.add_row(
-            f"rest ({shown.rest_groups} groups)",
-            *cells(shown.rest),
-            percent(cumulative, whole),
-            *extra(shown.rest),
-            style="dim",
+            "  └ " + name if line.parent else name,
+            *cells(g),
+            "" if line.cumulative is None else percent(line.cumulative, whole),
+            *extra(g),
+            style="dim" if line.rest else "",
         )
 
 
