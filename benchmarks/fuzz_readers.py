@@ -59,7 +59,7 @@ groups = { quantized = "60MB", gemm = "40MB" }
 [[budget]]
 target = "build/"
 max-total-size = "150MB"
-max-download = "50MB"
+max-download-size = "50MB"
 by = "source"
 source-dir = "kernels/"
 include-dirs = ["."]
@@ -326,7 +326,7 @@ def _structural(rng: random.Random, data: bytes, toml: bool) -> bytes:
 def _report_seeds(work: Path) -> list[bytes]:
     """Reports as ``report --format json`` writes them, of a library written here."""
     from builder.metallib import library_bytes, new_function, new_library
-    from builder.render.machine import report_json
+    from builder.render.json_docs import report_json
     from builder.size.load import load_reports
 
     names = ["v_copyfloat32float32", "vv_Addfloat16", "steel_gemm_fused_nn_float16", "plain"]
@@ -344,7 +344,8 @@ def _report_seeds(work: Path) -> list[bytes]:
 
 def _read_report(path: Path) -> None:
     from builder.render.html import report_html
-    from builder.render.machine import report_csv, report_json
+    from builder.render.json_docs import report_json
+    from builder.render.machine import report_csv
     from builder.render.markdown import report_markdown
     from builder.size.load import load_reports
 

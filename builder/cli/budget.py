@@ -41,7 +41,7 @@ def budget_command(
     BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
     directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
-    and any of max-size, max-total-size (metallib + JIT host library), max-download,
+    and any of max-size, max-total-size (metallib + JIT host library), max-download-size,
     max-functions, groups (with by) and max-growth against a base report; by = "source" names
     its kernel tree with source-dir, include-dirs, defines, exclude and config, read as
     --source-dir, -I, -D, --exclude and --config are. Exit codes: 0 every
@@ -63,11 +63,11 @@ def budget_command(
       metallib-builder budget ci/metallib-size.toml --format json
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
-    from builder.cli.publishing import output_plan, publish, pull_request_for, terminal
+    from builder.cli.publishing import output_plan, publish, pull_request_for, terminal, verdict
     from builder.cli.tree_options import tree_of
-    from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
-    from builder.render import budget as show
+    from builder.render.checks import MARKER, failures
+    from builder.render.formats import budget_output
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 
@@ -79,22 +79,10 @@ def budget_command(
     checks = check_budgets(
         parsed.budgets, progress=lambda line: click.echo(line, err=True), trees=tree_of
     )
-    source = str(path)
 
     def render(kind: str, to_stdout: bool) -> str:
-        if kind == "json":
-            return show.budget_json(checks, source)
-        if kind == "markdown":
-            return show.budget_markdown(checks, source)
-        color, width = terminal(to_stdout)
-        return show.budget_table(checks, source, color=color, width=width)
+        return budget_output(checks, str(path), kind, *terminal(to_stdout))
 
     write_outputs(plan, render)
-    publish(lambda: render("markdown", False), show.MARKER, pull_request)
-    failed = show.failures(checks)
-    if failed and warn_only:
-        click.echo("warning: budget exceeded (--warn-only: exit 0): " + "; ".join(failed), err=True)
-    elif failed:
-        raise CheckFailed("budget exceeded: " + "; ".join(failed))
-    else:
-        click.echo(f"all {len(checks)} budget limits pass", err=True)
+    publish(lambda: render("markdown", False), MARKER, pull_request)
+    verdict(failures(checks), warn_only, "budget exceeded", f"all {len(checks)} budget limits pass")

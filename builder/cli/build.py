@@ -153,7 +153,7 @@ def build_report_text(reports: list[Any], *, as_json: bool) -> str:
     """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
     one measurement and one rendering of a build, whichever command shows it."""
     if as_json:
-        from builder.render.machine import report_json
+        from builder.render.json_docs import report_json
 
         return report_json(reports)
     from builder.cli.console import stdout_color, stdout_table_width

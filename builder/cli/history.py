@@ -75,7 +75,7 @@ def history_command(
     from builder.cli.publishing import output_plan, terminal
     from builder.cli.tree_options import tree_sources
     from builder.publish.outputs import write_outputs
-    from builder.render import history as show
+    from builder.render.formats import history_output
     from builder.size.history import measure_history, top_groups
 
     plan = output_plan(outputs, fmt, _FORMATS)
@@ -91,11 +91,6 @@ def history_command(
     shown = top_groups(points, top or None)
 
     def render(kind: str, to_stdout: bool) -> str:
-        if kind == "json":
-            return show.history_json(points, by)
-        if kind == "html":
-            return show.history_html(points, shown, by)
-        color, width = terminal(to_stdout)
-        return show.history_table(points, shown, by, color=color, width=width)
+        return history_output(points, shown, by, kind, *terminal(to_stdout))
 
     write_outputs(plan, render)

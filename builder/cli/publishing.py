@@ -99,3 +99,22 @@ def terminal(to_stdout: bool) -> tuple[bool, int]:
         return False, 160
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     return color, max(80, min(shutil.get_terminal_size((100, 24)).columns, 160))
+
+
+def verdict(
+    failed: Sequence[str],
+    warn_only: bool,
+    what: str,
+    passed: str | None,
+    shown: Callable[[str], str] = str,
+) -> None:
+    """End a checking command: exit 1 naming every failed check (``--warn-only``: say so on
+    stderr, through ``shown``, and exit 0), else print ``passed`` (when not None) on stderr."""
+    from builder.errors import CheckFailed
+
+    if failed and warn_only:
+        click.echo(f"warning: {what} (--warn-only: exit 0): " + shown("; ".join(failed)), err=True)
+    elif failed:
+        raise CheckFailed(f"{what}: " + "; ".join(failed))
+    elif passed is not None:
+        click.echo(passed, err=True)

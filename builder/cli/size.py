@@ -6,18 +6,24 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from builder.cli.publishing import output_options, output_plan, publish, pull_request_for
+from builder.cli.loading import check_output, load, measured_files
+from builder.cli.publishing import (
+    output_options,
+    output_plan,
+    publish,
+    pull_request_for,
+    verdict,
+)
 from builder.cli.tree_options import tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
+    from builder.size.compare import Comparison
     from builder.size.limits import Limit
 
 __all__ = ["compare_command", "report_command"]
@@ -84,119 +90,19 @@ def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return ",".join(parse_by(value))
 
 
-def _check_output(
-    outputs: Sequence[str], targets: Sequence[str], rules: str | None, tree: dict[str, Any]
-) -> None:
-    """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
-    a path, the rule file, the kernel tree's settings file
-    (``builder.files.atomic.check_not_an_input``)."""
-    from builder.files.atomic import check_not_an_input
+def _notes(comparison: Comparison) -> None:
+    from builder.render.text import visible
 
-    source_dir = tree.get("source_dir")
-    settings = [tree.get("config_file"), source_dir / "metallib.toml" if source_dir else None]
-    for output in outputs:
-        check_not_an_input(output, [*targets, rules, *settings])
+    for note in comparison.notes:
+        click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
 
 
-def _measured_files(reports: Sequence[Any]) -> list[str | None]:
-    """The files behind loaded reports (a build folder's metallib, manifest and host library, a
-    wheel): what a target named by a folder or a wheel turned out to be."""
-    files: list[str | None] = []
-    for report in reports:
-        source = report.source
-        files += [source.path, source.manifest, source.wheel]
-        if source.kind != "report" and report.host_library is not None:
-            files.append(report.host_library.path)
-    return files
+def _screen(terminal: bool) -> tuple[bool, int | None]:
+    """Colour and width of a table: a terminal's (colour unless NO_COLOR); for a pipe or a file
+    none, and as wide as the cells need (no function name cut)."""
+    from builder.cli.console import stdout_color, stdout_table_width
 
-
-def _progress(message: str) -> None:
-    click.echo(message, err=True)
-
-
-def _load(
-    target: str,
-    by: str,
-    rules_path: str | None,
-    platform: str | None,
-    sources: Any = None,
-    download: bool = False,
-) -> list[Any]:
-    from builder.size.load import load_reports
-
-    rules = None
-    if rules_path is not None:
-        from builder.size.grouping import load_rules
-
-        rules = load_rules(rules_path)
-    with _gc_paused():
-        reports = load_reports(
-            target,
-            by=by,
-            rules=rules,
-            platform=platform,
-            progress=_progress,
-            sources=sources,
-            download=download,
-        )
-    if rules is not None and any(r.grouping == "manifest" for r in reports):
-        click.echo(
-            f"note: {target}: kernel families come from its build manifest; --rules "
-            "is not used for it",
-            err=True,
-        )
-    if sources is not None:
-        _warn_unattributed(reports, sources.origin)
-    return reports
-
-
-def _warn_unattributed(reports: list[Any], origin: str) -> None:
-    """Say on stderr how much of a library no entry file of ``--source-dir`` produces: a tree
-    that does not match the library (another release, other -D or --exclude) leaves it in
-    'other', which a table alone would not show as a mismatch."""
-    from builder.render.text import human_size, visible
-    from builder.size.grouping import OTHER
-
-    for report in reports:
-        if report.grouping != origin:
-            continue  # grouped by its manifest or a saved report, not by the tree
-        row = next((g for g in report.groups if g.name == OTHER), None)
-        if row is not None and row.function_count:
-            click.echo(
-                f"warning: {visible(report.source.label)}: {row.function_count:,} of "
-                f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
-                f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
-                f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude)?",
-                err=True,
-            )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Measuring a library allocates ~100k small objects and no reference cycles; pausing the
-    cyclic collector meanwhile saves its repeated scans (about 5 % of a report's run time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _top(top: int | None, fmt: str) -> int | None:
-    if top is None:
-        return None if fmt in ("csv", "json") else 20
-    return None if top <= 0 else top
-
-
-def _width(terminal: bool) -> int | None:
-    """The terminal's width for a table shown on one; None (as wide as the table's cells need,
-    no function name cut) for a pipe or a file."""
-    from builder.cli.console import stdout_table_width
-
-    return stdout_table_width() if terminal else None
+    return (stdout_color() and terminal, stdout_table_width() if terminal else None)
 
 
 @click.command("report")
@@ -232,39 +138,21 @@ def report_command(
       metallib-builder report build/ -o report.json -o report.html
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
-    _check_output(outputs, [target], rules, tree)
+    check_output(outputs, [target], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = tree_sources(by, tree)
-    reports = _load(target, by, rules, platform, sources, download)
+    reports = load(target, by, rules, platform, sources, download)
 
     def render(kind: str, terminal: bool) -> str:
-        shown = _top(top, kind)
-        if kind == "html":
-            from builder.render.html import report_html
-
-            return report_html(reports)
-        if kind == "json":
-            from builder.render.machine import report_json
-
-            return report_json(reports)
-        if kind == "csv":
-            from builder.render.machine import report_csv
-
-            return report_csv(reports, shown)
-        if kind == "markdown":
-            from builder.render.markdown import report_markdown
-
-            return report_markdown(reports, shown)
-        from builder.render.tables import report_table
-
-        return report_table(reports, shown, color=_color() and terminal, width=_width(terminal))
+        return report_output(reports, kind, top, *_screen(terminal))
 
     from builder.publish.outputs import write_outputs
+    from builder.render.formats import report_output
 
-    write_outputs(plan, render, _measured_files(reports))
+    write_outputs(plan, render, measured_files(reports))
 
 
-def _gate_size(option: str, text: str | None) -> int | None:
+def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:
     """A size gate's limit in bytes (None when not given). A negative limit would fail every
     run whatever the library holds, so it is a usage error (exit 2) like a budget file's."""
     from builder.errors import UsageError
@@ -275,13 +163,13 @@ def _gate_size(option: str, text: str | None) -> int | None:
     try:
         size = parse_size(text)
     except UsageError as exc:
-        raise UsageError(f"{option}: {exc}") from None
+        raise UsageError(f"{param.opts[0]}: {exc}") from None
     if size < 0:
-        raise UsageError(f"{option} {text}: a size limit must not be negative")
+        raise UsageError(f"{param.opts[0]} {text}: a size limit must not be negative")
     return size
 
 
-def _gate_growth(option: str, text: str | None) -> Limit | None:
+def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> Limit | None:
     """A growth gate's limit (None when not given). A negative one, or a percentage past
     ``LARGEST_PERCENT``, is a usage error (exit 2), as in a budget file: a gate that only a
     shrinking library passes is written as ``--max-size``."""
@@ -293,13 +181,7 @@ def _gate_growth(option: str, text: str | None) -> Limit | None:
     try:
         return parse_limit(text)
     except UsageError as exc:
-        raise UsageError(f"{option}: {exc}") from None
-
-
-def _color() -> bool:
-    from builder.cli.console import stdout_color
-
-    return stdout_color()
+        raise UsageError(f"{param.opts[0]}: {exc}") from None
 
 
 @click.command("compare")
@@ -309,6 +191,7 @@ def _color() -> bool:
 @click.option(
     "--max-growth",
     default=None,
+    callback=_growth_limit,
     metavar="N",
     help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
     "suffixes, or N% of base. Counts everything shipped: a build's JIT host "
@@ -317,12 +200,14 @@ def _color() -> bool:
 @click.option(
     "--max-size",
     default=None,
+    callback=_size_limit,
     metavar="N",
     help="Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
 )
 @click.option(
     "--max-total-size",
     default=None,
+    callback=_size_limit,
     metavar="N",
     help="Fail when head's metallib plus its JIT host library is larger than N.",
 )
@@ -344,6 +229,7 @@ def _color() -> bool:
 @click.option(
     "--max-download-growth",
     default=None,
+    callback=_growth_limit,
     metavar="N",
     help="Fail when head's modelled download (as --download) is more than N larger "
     "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
@@ -351,6 +237,7 @@ def _color() -> bool:
 @click.option(
     "--max-download-size",
     default=None,
+    callback=_size_limit,
     metavar="N",
     help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
 )
@@ -363,16 +250,10 @@ def compare_command(
     fmt: str,
     outputs: tuple[str, ...],
     platform: str | None,
-    max_growth: str | None,
-    max_size: str | None,
-    max_total_size: str | None,
-    fail_on_new_group: bool,
     warn_only: bool,
     github_comment: bool,
     download: bool,
-    max_download_growth: str | None,
-    max_download_size: str | None,
-    **tree: Any,
+    **options: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
@@ -393,23 +274,15 @@ def compare_command(
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.errors import CheckFailed
     from builder.publish.outputs import write_outputs
-    from builder.render.text import gate_message, visible
-    from builder.size.compare import compare_reports, pair_reports
-    from builder.size.gates import Gates, evaluate_gates
+    from builder.render.checks import gate_message
+    from builder.render.formats import comparison_output
+    from builder.render.pr_comment import MARKER
+    from builder.render.text import visible
+    from builder.size.checks import Gates, check_pairs
 
-    gates = Gates(
-        max_growth=_gate_growth("--max-growth", max_growth),
-        max_size=_gate_size("--max-size", max_size),
-        fail_on_new_group=fail_on_new_group,
-        max_total_size=_gate_size("--max-total-size", max_total_size),
-        max_download_growth=_gate_growth("--max-download-growth", max_download_growth),
-        max_download_size=_gate_size("--max-download-size", max_download_size),
-    )
-    download = (
-        download or gates.max_download_growth is not None or gates.max_download_size is not None
-    )
+    gates = Gates(**{f.name: options.pop(f.name) for f in fields(Gates)})
+    tree = options
     if "," in by:
         from builder.errors import UsageError
 
@@ -417,59 +290,19 @@ def compare_command(
             f"compare groups by one key, not --by {by}: nested groups are shown by "
             f"'report --by {by}' (run it on each side)"
         )
-    _check_output(outputs, [base, head], rules, tree)
+    check_output(outputs, [base, head], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
-    loaded = (
-        _load(base, by, rules, platform, sources, download),
-        _load(head, by, rules, platform, sources, download),
-    )
-    pairs = pair_reports(*loaded)
-    failed: list[str] = []
-    evaluated = []
-    for base_report, head_report in pairs:
-        comparison = compare_reports(base_report, head_report)
-        for note in comparison.notes:
-            click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
-        results = evaluate_gates(comparison, gates)
-        evaluated.append((comparison, results))
-        failed += [gate_message(r) for r in results if not r.passed]  # escaped where printed
+    download = download or gates.download
+    loaded = [load(target, by, rules, platform, sources, download) for target in (base, head)]
+    evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     def render(kind: str, terminal: bool) -> str:
-        from builder.render import machine
+        return comparison_output(evaluated, kind, top, *_screen(terminal))
 
-        if kind == "json":
-            return machine.compare_json(evaluated)
-        if kind == "csv":
-            return machine.compare_csv(evaluated)
-        if kind == "markdown":
-            from builder.render.pr_comment import comment_markdown
-
-            return comment_markdown(evaluated, _top(top, kind))
-        if kind == "html":
-            from builder.render.html import compare_html
-
-            return compare_html(evaluated)
-        from builder.render.tables import compare_table
-
-        return "".join(
-            compare_table(
-                c, r, _top(top, kind), color=_color() and terminal, width=_width(terminal)
-            )
-            for c, r in evaluated
-        )
-
-    write_outputs(plan, render, [*_measured_files(loaded[0]), *_measured_files(loaded[1])])
-    from builder.render.pr_comment import MARKER
-
+    write_outputs(plan, render, [*measured_files(loaded[0]), *measured_files(loaded[1])])
     publish(lambda: render("markdown", False), MARKER, pull_request)
-    if failed and warn_only:
-        click.echo(
-            "warning: size gate failed (--warn-only: exit 0): " + visible("; ".join(failed)),
-            err=True,
-        )
-    elif failed:
-        raise CheckFailed("size gate failed: " + "; ".join(failed))
-    elif gates != Gates():
-        click.echo("size gates passed", err=True)
+    failed = [gate_message(r) for _, results in evaluated for r in results if not r.passed]
+    passed = "size gates passed" if gates != Gates() else None
+    verdict(failed, warn_only, "size gate failed", passed, visible)

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.rows import shown_count
+from builder.render.rows import Shown, top_rows
 from builder.render.text import human_delta, human_size, percent, signed_percent
+from builder.size.rollup import Rollup
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
-    from builder.size.download_report import Download, WheelFile, WheelFiles
+    from builder.size.download_report import Download, WheelFiles
     from builder.size.report import Report
 
 __all__ = [
@@ -92,9 +93,8 @@ def wheels_of(reports: Sequence[Report]) -> list[WheelFiles]:
     return list(seen.values())
 
 
-def wheel_file_rows(wheel: WheelFiles, top: int | None) -> tuple[list[WheelFile], int, int, int]:
-    """The largest files by download (then name), and the rest: count, bytes, download bytes."""
+def wheel_file_rows(wheel: WheelFiles, top: int | None) -> Shown:
+    """A wheel's files as rollup rows (bytes, and the zip's compressed bytes as download bytes),
+    the largest ``top`` by download (then name), the rest folded."""
     files = sorted(wheel.files, key=lambda f: (-f.download_bytes, f.name))
-    shown = files[: shown_count(len(files), top)]
-    rest = files[len(shown) :]
-    return shown, len(rest), sum(f.bytes for f in rest), sum(f.download_bytes for f in rest)
+    return top_rows([Rollup(f.name, 0, f.bytes, 0, f.download_bytes) for f in files], top)

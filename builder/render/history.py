@@ -13,9 +13,8 @@ import io
 import math
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
 from builder.render.markup import rich_text
 from builder.render.text import human_delta, human_size, visible
 from builder.size.download import MODEL
@@ -23,7 +22,7 @@ from builder.size.download import MODEL
 if TYPE_CHECKING:
     from builder.size.history import HistoryPoint
 
-__all__ = ["DOWNLOAD_METHOD", "history_html", "history_json", "history_table"]
+__all__ = ["DOWNLOAD_METHOD", "history_html", "history_table"]
 
 DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
@@ -42,7 +41,7 @@ _COLOURS = (
 
 
 def _group_sizes(point: HistoryPoint) -> dict[str, int]:
-    return dict(point.groups)
+    return {g.name: g.bytes for g in point.groups}
 
 
 def history_table(
@@ -119,36 +118,6 @@ def _one_package(targets: Sequence[str]) -> str | None:
     shows versions only)."""
     names = {t.split("==", 1)[0] if "==" in t else None for t in targets}
     return next(iter(names)) if len(names) == 1 else None
-
-
-def history_json(points: Sequence[HistoryPoint], by: str) -> str:
-    """``{"schema": 1, "kind": "history", "by", "points": [{"target", "bytes", "groups", ...}]}``
-    with every group of every point."""
-    from builder.size.report import SCHEMA
-
-    def point(p: HistoryPoint) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "target": p.target,
-            "bytes": p.bytes,
-            "function_count": p.function_count,
-            "groups": [{"name": n, "bytes": b} for n, b in p.groups],
-            "measured_in": list(p.measured_in),
-        }
-        if p.download_bytes is not None:
-            doc["download_bytes"] = p.download_bytes
-        if p.host_library_bytes is not None:
-            doc["host_library_bytes"] = p.host_library_bytes
-        return doc
-
-    doc: dict[str, Any] = {
-        "schema": SCHEMA,
-        "kind": "history",
-        "by": by,
-        "points": [point(p) for p in points],
-    }
-    if any(p.download_bytes is not None for p in points):
-        doc["download_method"] = DOWNLOAD_METHOD
-    return dumps(doc, indent=1) + "\n"
 
 
 def _text(value: str) -> str:

@@ -9,28 +9,22 @@ per-function sizes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import shown_count
-from builder.render.text import human_delta, human_size, percent, share, signed_percent
+from builder.render.rows import top_rows
+from builder.render.text import human_size, percent
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from builder.size.compare import Comparison, JitComparison
-    from builder.size.jit_rows import JitBreakdown, JitRow
+    from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
 __all__ = [
-    "compare_jit_csv",
-    "compare_jit_json",
-    "compare_jit_table",
     "jit_headline",
-    "report_jit_csv",
     "report_jit_markdown",
     "report_jit_table",
 ]
@@ -54,9 +48,32 @@ def _notes(report: Report) -> list[str]:
     return notes
 
 
-def _shown(rows: Sequence[JitRow], top: int | None) -> tuple[Sequence[JitRow], Sequence[JitRow]]:
-    top = shown_count(len(rows), top)
-    return rows[:top], rows[top:]
+class _Line(NamedTuple):
+    """A row of a report's JIT table: a family, the folded rest, or host bytes no family owns."""
+
+    name: str
+    """Escaped for the medium already for the rest and overhead rows (plain text)."""
+    plain: bool
+    """``name`` is the tool's own words (rest, overhead), not an untrusted family name."""
+    row: Rollup
+    cumulative: int
+
+
+def _lines(jit: JitBreakdown, top: int | None) -> list[_Line]:
+    shown = top_rows(jit.families, top)
+    rows = [(r.name, False, r) for r in shown.rows]
+    if shown.rest is not None:
+        rows.append((f"rest ({shown.rest_groups} families)", True, shown.rest))
+    rows += [(o.name, True, o) for o in jit.overhead]
+    out, cumulative = [], 0
+    for name, plain, row in rows:
+        cumulative += row.bytes
+        out.append(_Line(name, plain, row, cumulative))
+    return out
+
+
+def _embedded(row: Rollup) -> str:
+    return "" if row.overhead else human_size(row.embedded_bytes or 0)
 
 
 def report_jit_table(
@@ -66,7 +83,7 @@ def report_jit_table(
     from rich.markup import escape
     from rich.table import Table
 
-    kernels = sum(r.kernel_count for r in jit.families)
+    kernels = sum(r.function_count for r in jit.families)
     caption = "; ".join([f"measured: {rich_text(jit.origin)}", *map(escape, _notes(report))])
     if report.source.path is None:  # the metallib table, which names the provenance, is skipped
         caption += "\n" + rich_text(provenance_line(report.provenance))
@@ -82,43 +99,17 @@ def report_jit_table(
     )
     for name in ("JIT family", "kernels", "size", "bytes", "share", "cumulative", "embedded"):
         table.add_column(name, justify="left" if name == "JIT family" else "right")
-    shown, rest = _shown(jit.families, top)
-    cumulative = 0
-    for r in shown:
-        cumulative += r.bytes
+    for line in _lines(jit, top):
+        r = line.row
         table.add_row(
-            rich_text(r.name),
-            f"{r.kernel_count:,}",
+            escape(line.name) if line.plain else rich_text(line.name),
+            "" if r.overhead else f"{r.function_count:,}",
             human_size(r.bytes),
             f"{r.bytes:,}",
             percent(r.bytes, jit.total),
-            percent(cumulative, jit.total),
-            human_size(r.embedded_bytes),
-        )
-    if rest:
-        size = sum(r.bytes for r in rest)
-        cumulative += size
-        table.add_row(
-            f"rest ({len(rest)} families)",
-            f"{sum(r.kernel_count for r in rest):,}",
-            human_size(size),
-            f"{size:,}",
-            percent(size, jit.total),
-            percent(cumulative, jit.total),
-            human_size(sum(r.embedded_bytes for r in rest)),
-            style="dim",
-        )
-    for o in jit.overhead:
-        cumulative += o.bytes
-        table.add_row(
-            escape(o.name),
-            "",
-            human_size(o.bytes),
-            f"{o.bytes:,}",
-            percent(o.bytes, jit.total),
-            percent(cumulative, jit.total),
-            "",
-            style="dim",
+            percent(line.cumulative, jit.total),
+            _embedded(r),
+            style="dim" if line.plain else "",
         )
     table.add_section()
     table.add_row(
@@ -136,7 +127,7 @@ def report_jit_table(
 
 def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> list[str]:
     """Markdown lines for the JIT side of ``report`` (a heading of its own after a metallib)."""
-    kernels = sum(r.kernel_count for r in jit.families)
+    kernels = sum(r.function_count for r in jit.families)
     lines = (
         []
         if report.source.path is None
@@ -153,178 +144,13 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
         "| JIT family | kernels | size | share | cumulative | embedded |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    shown, rest = _shown(jit.families, top)
-    cumulative = 0
-    for r in shown:
-        cumulative += r.bytes
+    for line in _lines(jit, top):
+        r = line.row
+        name = line.name if line.plain else md_code(line.name)
+        kernel_cell = "" if r.overhead else f" {r.function_count:,}"
         lines.append(
-            f"| {md_code(r.name)} | {r.kernel_count:,} | {human_size(r.bytes)} | "
-            f"{percent(r.bytes, jit.total)} | {percent(cumulative, jit.total)} | "
-            f"{human_size(r.embedded_bytes)} |"
-        )
-    if rest:
-        size = sum(r.bytes for r in rest)
-        cumulative += size
-        lines.append(
-            f"| rest ({len(rest)} families) | {sum(r.kernel_count for r in rest):,} | "
-            f"{human_size(size)} | {percent(size, jit.total)} | "
-            f"{percent(cumulative, jit.total)} | "
-            f"{human_size(sum(r.embedded_bytes for r in rest))} |"
-        )
-    for o in jit.overhead:
-        cumulative += o.bytes
-        lines.append(
-            f"| {o.name} | | {human_size(o.bytes)} | {percent(o.bytes, jit.total)} | "
-            f"{percent(cumulative, jit.total)} | |"
+            f"| {name} |{kernel_cell} | {human_size(r.bytes)} | {percent(r.bytes, jit.total)} | "
+            f"{percent(line.cumulative, jit.total)} | {_embedded(r)} |".replace("|  |", "| |")
         )
     lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
     return lines
-
-
-def report_jit_csv(report: Report, jit: JitBreakdown) -> list[list[Any]]:
-    """CSV rows (file, by, group, function_count, bytes, share) for the JIT side: ``by`` is
-    ``jit``, ``file`` the host library (or the manifest when its symbols were not measured),
-    ``function_count`` the family's kernels."""
-    library = report.host_library
-    where = library.path if jit.host_measured and library else report.source.manifest or ""
-    rows: list[list[Any]] = [
-        [where, "jit", r.name, r.kernel_count, r.bytes, share(r.bytes, jit.total)]
-        for r in jit.families
-    ]
-    rows += [[where, "jit", o.name, "", o.bytes, share(o.bytes, jit.total)] for o in jit.overhead]
-    return rows
-
-
-# -- compare ------------------------------------------------------------------------------------
-def _delta_rows(jit: JitComparison, top: int | None) -> list[tuple[Rollup, str]]:
-    """(row, style) for the families shown, a folded rest, and the overhead rows."""
-    from builder.size.rollup import fold
-
-    families = [g for g in jit.groups if not g.overhead]
-    overhead = [g for g in jit.groups if g.overhead]
-    shown = families[: shown_count(len(families), top)]
-    rows = [(g, "red" if g.delta > 0 else "green" if g.delta < 0 else "") for g in shown]
-    rest = families[len(shown) :]
-    if rest:
-        rows.append((fold(f"rest ({len(rest)} families)", rest), "dim"))
-    return rows + [(g, "dim") for g in overhead]
-
-
-def compare_jit_table(
-    comparison: Comparison, console: Console, top: int | None, *, fit: bool = False
-) -> None:
-    """Print the JIT comparison: per family, the host-library bytes on both sides."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    jit = comparison.jit
-    assert jit is not None
-    base, head = comparison.base, comparison.head
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    caption = [
-        f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
-        f"head measured: {rich_text(jit.head_origin or 'no JIT family')}",
-    ]
-    if comparison.jit_only:
-        caption += [
-            "no metallib on either side: every family is compiled at run time",
-            f"base {rich_text(provenance_line(base.provenance))}",
-            f"head {rich_text(provenance_line(head.provenance))}",
-        ]
-    table = Table(
-        title=f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
-        + escape(
-            f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
-            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
-        ),
-        caption="\n".join(caption),
-        title_justify="left",
-        caption_justify="left",
-    )
-    table.add_column("JIT family")
-    for col in ("kernels base", "kernels head", "base", "head", "delta", "delta %"):
-        table.add_column(col, justify="right")
-    for g, style in _delta_rows(jit, top):
-        name = escape(g.name) if g.overhead or style == "dim" else rich_text(g.name)
-        assert g.base_bytes is not None
-        table.add_row(
-            name,
-            "" if g.overhead else f"{g.base_function_count:,}",
-            "" if g.overhead else f"{g.function_count:,}",
-            human_size(g.base_bytes),
-            human_size(g.bytes),
-            human_delta(g.delta),
-            signed_percent(g.percent),
-            style=style,
-        )
-    table.add_section()
-    families = [g for g in jit.groups if not g.overhead]
-    table.add_row(
-        "total",
-        f"{sum(g.base_function_count or 0 for g in families):,}",
-        f"{sum(g.function_count for g in families):,}",
-        human_size(jit.base_total),
-        human_size(jit.head_total),
-        human_delta(jit.delta),
-        signed_percent(jit.percent),
-        style="bold",
-    )
-    print_table(console, table, fit=fit)
-
-
-def compare_jit_json(jit: JitComparison) -> dict[str, Any]:
-    """The ``jit`` object of ``compare --format json`` (docs/report-schema.md)."""
-    return {
-        "measured": "host library symbols" if jit.host_measured else "embedded source (manifest)",
-        "base_origin": jit.base_origin,
-        "head_origin": jit.head_origin,
-        "base_bytes": jit.base_total,
-        "head_bytes": jit.head_total,
-        "delta_bytes": jit.delta,
-        "delta_percent": jit.percent,
-        "new_families": jit.new_families,
-        "families": [
-            {
-                "name": g.name,
-                "overhead": g.overhead,
-                "base_bytes": g.base_bytes,
-                "head_bytes": g.bytes,
-                "delta_bytes": g.delta,
-                "delta_percent": g.percent,
-                "base_kernel_count": g.base_function_count,
-                "head_kernel_count": g.function_count,
-            }
-            for g in jit.groups
-        ],
-    }
-
-
-def compare_jit_csv(jit: JitComparison) -> list[list[Any]]:
-    """Compare CSV rows for the JIT side: ``jit:FAMILY`` rows, then ``[jit total]``."""
-    rows: list[list[Any]] = []
-    for g in jit.groups:
-        pct = "" if g.percent is None else f"{g.percent:.4f}"
-        rows.append(
-            [
-                f"jit:{g.name}",
-                "" if g.overhead else g.base_function_count,
-                "" if g.overhead else g.function_count,
-                g.base_bytes,
-                g.bytes,
-                g.delta,
-                pct,
-            ]
-        )
-    families = [g for g in jit.groups if not g.overhead]
-    rows.append(
-        [
-            "[jit total]",
-            sum(g.base_function_count or 0 for g in families),
-            sum(g.function_count for g in families),
-            jit.base_total,
-            jit.head_total,
-            jit.delta,
-            "" if jit.percent is None else f"{jit.percent:.4f}",
-        ]
-    )
-    return rows

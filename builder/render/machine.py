@@ -7,36 +7,25 @@ CSV text cells show control characters escaped and are guarded against spreadshe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
 from builder.render.download import DownloadColumn, wheels_of
 from builder.render.markup import csv_line, csv_text
-from builder.render.rows import top_rows
+from builder.render.rows import report_lines
 from builder.render.text import (
     OVERHEAD_LABEL,
-    gate_message,
     share,
 )
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
+    from builder.size.checks import Evaluated
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
+    from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
     from builder.size.rollup import Rollup
 
-__all__ = ["compare_csv", "compare_json", "report_csv", "report_json"]
-
-
-def report_json(reports: Sequence[Report]) -> str:
-    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
-    from builder.size.report import SCHEMA, report_json_text
-
-    if len(reports) == 1:
-        return report_json_text(reports[0]) + "\n"
-    body = ",".join(report_json_text(r) for r in reports)
-    return f'{{"schema":{SCHEMA},"libraries":[{body}]}}\n'
+__all__ = ["compare_csv", "report_csv"]
 
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
@@ -61,16 +50,9 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
     ]
     for report in reports:
         jit = jit_breakdown(report)
-        if jit is not None:
-            from builder.render.jit import report_jit_csv
-
-            jit_rows = [
-                [csv_text(r[0]), r[1], csv_text(r[2]), *([""] if nested else []), *r[3:]]
-                for r in report_jit_csv(report, jit)
-            ]
-            if report.source.path is None:  # no metallib: its rows would all be zero
-                lines += map(csv_line, jit_rows)
-                continue
+        if jit is not None and report.source.path is None:  # no metallib: its rows would be 0
+            lines += _jit_lines(report, jit, nested)
+            continue
         path = csv_text(report.source.path or "")
         by = csv_text(report.by)
         whole = report.file_size
@@ -92,7 +74,7 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
             )
         )
         if jit is not None:
-            lines += map(csv_line, jit_rows)
+            lines += _jit_lines(report, jit, nested)
     for wheel in wheels_of(reports):
         lines += [
             csv_line(
@@ -135,17 +117,13 @@ def _group_rows(
 
     blank = "" if nested else None
     lines = []
-    shown = top_rows(report.groups, top)
-    for group in shown.rows:
-        if not group.children:
-            lines.append(row(csv_text(group.name), blank, group))
-            continue
-        children = top_rows(group.children, top)
-        lines += [row(csv_text(group.name), csv_text(c.name), c) for c in children.rows]
-        if children.rest is not None:
-            lines.append(row(csv_text(group.name), "[rest]", children.rest))
-    if shown.rest is not None:
-        lines.append(row("[rest]", blank, shown.rest))
+    for line in report_lines(report.groups, top):
+        g = line.row
+        name = "[rest]" if line.rest else csv_text(g.name)
+        if line.parent is not None:
+            lines.append(row(csv_text(line.parent.name), name, g))
+        elif not g.children:  # a group with children: its rows are theirs
+            lines.append(row(name, blank, g))
     return lines
 
 
@@ -155,115 +133,6 @@ def _cells(column: DownloadColumn | None, wanted: bool, value: int | None) -> li
         return ["", ""] if wanted else []
     value = value or 0
     return [value, share(value, column.total)]
-
-
-Evaluated = Sequence[tuple["Comparison", Sequence["GateResult"]]]
-"""The library pairs of a ``compare`` run, each with its gate verdicts."""
-
-
-def compare_json(pairs: Evaluated, top: int = 20) -> str:
-    """One comparison as a schema-1 object; several (targets holding several libraries) as
-    ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
-    so the output is always one JSON document."""
-    from builder.size.report import SCHEMA
-
-    docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
-    if len(docs) == 1:
-        return dumps(docs[0], indent=1) + "\n"
-    return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
-
-
-def _comparison_dict(
-    comparison: Comparison, gates: Sequence[GateResult], top: int
-) -> dict[str, Any]:
-    """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
-    (builds with JIT families only) the JIT families' deltas in the host libraries."""
-    from builder.size.report import SCHEMA
-
-    def side(report: Report) -> dict[str, Any]:
-        src = report.source
-        return {
-            "path": src.path,
-            "target": src.target,
-            "kind": src.kind,
-            "wheel": src.wheel,
-            "manifest": src.manifest,
-            "member": src.member,
-            "file_size": report.file_size,
-            "function_count": report.function_count,
-            "format_version": report.format_version,
-            "by": report.by,
-            "grouping": report.grouping,
-            "provenance": report.provenance,
-        }
-
-    def fns(rows: Sequence[Any]) -> dict[str, Any]:
-        return {
-            "count": len(rows),
-            "bytes": sum(r.bytes for r in rows),
-            "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes} for r in rows[:top]],
-        }
-
-    doc = {
-        "schema": SCHEMA,
-        "kind": "comparison",
-        "base": side(comparison.base),
-        "head": side(comparison.head),
-        "delta_bytes": comparison.delta,
-        "delta_percent": comparison.percent,
-        "groups": [
-            {
-                "name": g.name,
-                "overhead": g.overhead,
-                "base_bytes": g.base_bytes,
-                "head_bytes": g.bytes,
-                "delta_bytes": g.delta,
-                "delta_percent": g.percent,
-                "base_function_count": g.base_function_count,
-                "head_function_count": g.function_count,
-            }
-            for g in comparison.groups
-        ],
-        "added": fns(comparison.added),
-        "removed": fns(comparison.removed),
-        "changed": {
-            "count": len(comparison.changed),
-            "largest": [
-                {
-                    "name": c.name,
-                    "group": c.group,
-                    "base_bytes": c.base_bytes,
-                    "head_bytes": c.head_bytes,
-                    "delta_bytes": c.delta,
-                }
-                for c in comparison.changed[:top]
-            ],
-        },
-        "gates": [{"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates],
-        "notes": comparison.notes,
-    }
-    _add_download(doc, comparison)
-    if comparison.jit is not None:
-        from builder.render.jit import compare_jit_json
-
-        doc["jit"] = compare_jit_json(comparison.jit)
-    return doc
-
-
-def _add_download(doc: dict[str, Any], comparison: Comparison) -> None:
-    """``compare --download``: the modelled download of both sides, per group and in total."""
-    delta = comparison.download_delta
-    if delta is None:
-        return
-    for row, g in zip(doc["groups"], comparison.groups):
-        row.update(
-            base_download_bytes=g.base_download_bytes,
-            head_download_bytes=g.download_bytes,
-            delta_download_bytes=g.download_delta,
-        )
-    for side, report in (("base", comparison.base), ("head", comparison.head)):
-        doc[side]["download_bytes"] = report.download.total if report.download else None
-    doc.update(delta_download_bytes=delta, delta_download_percent=comparison.download_percent)
 
 
 def _number(value: int | None) -> str | int:
@@ -293,39 +162,37 @@ def compare_csv(pairs: Evaluated) -> str:
     return "".join(lines)
 
 
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"
+
+
+def _delta_line(name: str, row: Rollup, counts: bool = True, download: bool = False) -> str:
+    """A joined row (``builder.size.rollup.join``): counts and bytes of base and head, the delta."""
+    downloads = (
+        [row.base_download_bytes, row.download_bytes, row.download_delta] if download else []
+    )
+    return csv_line(
+        [
+            csv_text(name),
+            *([_number(row.base_function_count), row.function_count] if counts else ["", ""]),
+            _number(row.base_bytes),
+            row.bytes,
+            row.delta,
+            _percent(row.percent),
+            *map(_number, downloads),
+        ]
+    )
+
+
 def _comparison_rows(comparison: Comparison) -> list[str]:
     lines: list[str] = []
     base_dl, head_dl = comparison.base.download, comparison.head.download
-    with_download = comparison.download_delta is not None
+    download = comparison.download_delta is not None
     if not comparison.jit_only:  # with no metallib on either side its rows would all be zero
-        for g in comparison.groups:
-            pct = "" if g.percent is None else f"{g.percent:.4f}"
-            extra = (
-                [
-                    _number(g.base_download_bytes),
-                    _number(g.download_bytes),
-                    _number(g.download_delta),
-                ]
-                if with_download
-                else []
-            )
-            lines.append(
-                csv_line(
-                    [
-                        csv_text(g.name),
-                        _number(g.base_function_count),
-                        g.function_count,
-                        _number(g.base_bytes),
-                        g.bytes,
-                        g.delta,
-                        pct,
-                        *extra,
-                    ]
-                )
-            )
+        lines += [_delta_line(g.name, g, download=download) for g in comparison.groups]
         extra = (
             [base_dl.total, head_dl.total, _number(comparison.download_delta)]
-            if with_download and base_dl and head_dl
+            if download and base_dl and head_dl
             else []
         )
         lines.append(
@@ -337,13 +204,44 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
                     comparison.base_size,
                     comparison.head_size,
                     comparison.delta,
-                    "" if comparison.percent is None else f"{comparison.percent:.4f}",
+                    _percent(comparison.percent),
                     *extra,
                 ]
             )
         )
-    if comparison.jit is not None:
-        from builder.render.jit import compare_jit_csv
-
-        lines += [csv_line([csv_text(r[0]), *r[1:]]) for r in compare_jit_csv(comparison.jit)]
+    jit = comparison.jit
+    if jit is not None:
+        lines += [_delta_line(f"jit:{g.name}", g, counts=not g.overhead) for g in jit.groups]
+        families = [g for g in jit.groups if not g.overhead]
+        total: list[str | int] = [
+            "[jit total]",
+            sum(g.base_function_count or 0 for g in families),
+            sum(g.function_count for g in families),
+            jit.base_total,
+            jit.head_total,
+            jit.delta,
+            _percent(jit.percent),
+        ]
+        lines.append(csv_line(total))
     return lines
+
+
+def _jit_lines(report: Report, jit: JitBreakdown, nested: bool) -> list[str]:
+    """The JIT side of a report (``by`` is ``jit``; ``file`` the host library, or the manifest
+    when its symbols were not measured; ``function_count`` a family's kernels)."""
+    library = report.host_library
+    where = library.path if jit.host_measured and library else report.source.manifest or ""
+    return [
+        csv_line(
+            [
+                csv_text(where),
+                "jit",
+                csv_text(r.name),
+                *([""] if nested else []),
+                "" if r.overhead else r.function_count,
+                r.bytes,
+                share(r.bytes, jit.total),
+            ]
+        )
+        for r in [*jit.families, *jit.overhead]
+    ]

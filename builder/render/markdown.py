@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from builder.render.download import DownloadColumn, download_line, wheel_file_rows, wheels_of
 from builder.render.markup import md_code, md_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import top_rows
+from builder.render.rows import report_lines
 from builder.render.text import (
     OVERHEAD_LABEL,
     grouping_text,
@@ -76,17 +76,13 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
             "| file | size | download | dl share |",
             "|---|---:|---:|---:|",
         ]
-        shown_files, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
+        shown = wheel_file_rows(wheel, top)
+        rest = [] if shown.rest is None else [(f"rest ({shown.rest_groups:,} files)", shown.rest)]
         parts += [
-            f"| {md_code(f.name)} | {human_size(f.bytes)} | {human_size(f.download_bytes)} | "
-            f"{percent(f.download_bytes, wheel.bytes)} |"
-            for f in shown_files
+            f"| {name} | {human_size(f.bytes)} | {human_size(f.download_bytes or 0)} | "
+            f"{percent(f.download_bytes or 0, wheel.bytes)} |"
+            for name, f in [*((md_code(f.name), f) for f in shown.rows), *rest]
         ]
-        if rest:
-            parts.append(
-                f"| rest ({rest:,} files) | {human_size(rest_bytes)} | "
-                f"{human_size(rest_download)} | {percent(rest_download, wheel.bytes)} |"
-            )
         headers = wheel.bytes - wheel.download_bytes
         total = sum(f.bytes for f in wheel.files)
         parts += [
@@ -108,20 +104,11 @@ def _group_rows(report: Report, top: int | None, dl: DownloadColumn | None) -> l
             f"{percent(g.bytes, whole)} | {cumulative} |" + _cells(dl, g.download_bytes)
         )
 
-    lines, cumulative = [], 0
-    shown = top_rows(report.groups, top)
-    for group in shown.rows:
-        cumulative += group.bytes
-        lines.append(row(md_code(group.name), group, percent(cumulative, whole)))
-        children = top_rows(group.children, top)
-        lines += [row(f"↳ {md_code(child.name)}", child, "") for child in children.rows]
-        if children.rest is not None:
-            lines.append(row(f"↳ rest ({children.rest_groups} groups)", children.rest, ""))
-    if shown.rest is not None:
-        cumulative += shown.rest.bytes
-        lines.append(
-            row(f"rest ({shown.rest_groups} groups)", shown.rest, percent(cumulative, whole))
-        )
+    lines = []
+    for line in report_lines(report.groups, top):
+        name = f"rest ({line.rest} groups)" if line.rest else md_code(line.row.name)
+        cumulative = "" if line.cumulative is None else percent(line.cumulative, whole)
+        lines.append(row(f"↳ {name}" if line.parent else name, line.row, cumulative))
     return lines
 
 

@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.render.checks import gate_message
 from builder.render.download import compare_download_line
 from builder.render.markup import clip, md_code, md_text
 from builder.render.provenance import provenance_line
-from builder.render.text import gate_message, human_delta, human_size, origin, signed_percent
+from builder.render.text import human_delta, human_size, origin, signed_percent
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison, JitComparison
-    from builder.size.gates import GateResult
     from builder.size.rollup import FunctionRow, Rollup
 
 __all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
@@ -194,7 +195,7 @@ def _function_rows(rows: Sequence[FunctionRow]) -> list[str]:
 
 
 def _section(
-    comparison: Comparison, gates: Sequence[GateResult], top: int | None, limit: int
+    comparison: Comparison, gates: Sequence[Check], top: int | None, limit: int
 ) -> list[str]:
     """One library pair, in at most ``limit`` bytes.
 
@@ -327,7 +328,7 @@ def _jit_section(jit: JitComparison) -> _Section:
 
 
 def comment_markdown(
-    pairs: Sequence[tuple[Comparison, Sequence[GateResult]]],
+    pairs: Sequence[tuple[Comparison, Sequence[Check]]],
     top: int | None = 15,
     *,
     limit: int = DEFAULT_LIMIT,
@@ -354,7 +355,7 @@ def comment_markdown(
 
 def compare_markdown(
     comparison: Comparison,
-    gates: Sequence[GateResult] = (),
+    gates: Sequence[Check] = (),
     top: int | None = 15,
     *,
     limit: int = DEFAULT_LIMIT,

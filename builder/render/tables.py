@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from builder.render.checks import gate_message
 from builder.render.download import (
     DownloadColumn,
     compare_download_line,
@@ -19,10 +20,9 @@ from builder.render.download import (
 )
 from builder.render.markup import print_table, rich_text
 from builder.render.provenance import provenance_line
-from builder.render.rows import compare_rows, top_rows
+from builder.render.rows import delta_rows, report_lines
 from builder.render.text import (
     OVERHEAD_LABEL,
-    gate_message,
     grouping_text,
     human_delta,
     human_size,
@@ -34,10 +34,13 @@ from builder.render.text import (
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
+    from builder.size.download_report import WheelFiles
     from builder.size.report import Report
-    from builder.size.rollup import Rollup
+    from builder.size.rollup import FunctionRow, Rollup
 
 __all__ = ["compare_table", "report_table"]
 
@@ -126,7 +129,7 @@ def report_table(
     return out.getvalue()
 
 
-def _group_rows(table: Any, report: Report, top: int | None, dl: DownloadColumn | None) -> None:
+def _group_rows(table: Table, report: Report, top: int | None, dl: DownloadColumn | None) -> None:
     """The largest groups with their share and the cumulative share, then the rest; with two
     ``--by`` keys each group's children follow it, indented (cumulative counts groups only)."""
     whole = report.file_size
@@ -142,36 +145,19 @@ def _group_rows(table: Any, report: Report, top: int | None, dl: DownloadColumn 
     def extra(g: Rollup) -> tuple[str, ...]:
         return dl.cells(g.download_bytes) if dl else ()
 
-    cumulative = 0
-    shown = top_rows(report.groups, top)
-    for group in shown.rows:
-        cumulative += group.bytes
+    for line in report_lines(report.groups, top):
+        g = line.row
+        name = f"rest ({line.rest} groups)" if line.rest else rich_text(g.name)
         table.add_row(
-            rich_text(group.name), *cells(group), percent(cumulative, whole), *extra(group)
-        )
-        children = top_rows(group.children, top)
-        for child in children.rows:
-            table.add_row("  └ " + rich_text(child.name), *cells(child), "", *extra(child))
-        if children.rest is not None:
-            table.add_row(
-                f"  └ rest ({children.rest_groups} groups)",
-                *cells(children.rest),
-                "",
-                *extra(children.rest),
-                style="dim",
-            )
-    if shown.rest is not None:
-        cumulative += shown.rest.bytes
-        table.add_row(
-            f"rest ({shown.rest_groups} groups)",
-            *cells(shown.rest),
-            percent(cumulative, whole),
-            *extra(shown.rest),
-            style="dim",
+            "  └ " + name if line.parent else name,
+            *cells(g),
+            "" if line.cumulative is None else percent(line.cumulative, whole),
+            *extra(g),
+            style="dim" if line.rest else "",
         )
 
 
-def _wheel_table(wheel: Any, top: int | None) -> Any:
+def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
     """Every file of a wheel (the largest ``top``), with the zip's real compressed sizes."""
     from rich.markup import escape
     from rich.table import Table
@@ -190,21 +176,15 @@ def _wheel_table(wheel: Any, top: int | None) -> Any:
         ("dl share", "right"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    shown, rest, rest_bytes, rest_download = wheel_file_rows(wheel, top)
-    for f in shown:
+    shown = wheel_file_rows(wheel, top)
+    rest = [] if shown.rest is None else [(f"rest ({shown.rest_groups:,} files)", shown.rest)]
+    for name, f in [*((rich_text(f.name), f) for f in shown.rows), *rest]:
         table.add_row(
-            rich_text(f.name),
+            name,
             human_size(f.bytes),
-            human_size(f.download_bytes),
-            percent(f.download_bytes, wheel.bytes),
-        )
-    if rest:
-        table.add_row(
-            f"rest ({rest:,} files)",
-            human_size(rest_bytes),
-            human_size(rest_download),
-            percent(rest_download, wheel.bytes),
-            style="dim",
+            human_size(f.download_bytes or 0),
+            percent(f.download_bytes or 0, wheel.bytes),
+            style="dim" if f is shown.rest else "",
         )
     table.add_row(
         escape("[zip headers]"),
@@ -224,13 +204,13 @@ def _wheel_table(wheel: Any, top: int | None) -> Any:
     return table
 
 
-def name_list(rows: Sequence[Any], limit: int) -> str:
+def name_list(rows: Sequence[FunctionRow], limit: int) -> str:
     return ", ".join(f"{visible(r.name)} ({human_size(r.bytes)})" for r in rows[:limit])
 
 
 def compare_table(
     comparison: Comparison,
-    gates: Sequence[GateResult] = (),
+    gates: Sequence[Check] = (),
     top: int | None = 20,
     *,
     color: bool = False,
@@ -251,9 +231,7 @@ def compare_table(
         if line is not None:
             console.print(escape(line), highlight=False)
     if comparison.jit is not None:
-        from builder.render.jit import compare_jit_table
-
-        compare_jit_table(comparison, console, top, fit=width is None)
+        print_table(console, _jit_delta_table(comparison, top), fit=width is None)
     if not comparison.jit_only:
         for label, rows, sign in (
             ("added", comparison.added, 1),
@@ -282,57 +260,58 @@ def _download_cells(base: int | None, head: int | None) -> tuple[str, ...]:
     return human_size(base), human_size(head), human_delta(head - base)
 
 
-def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
-    """The rich table of a comparison's metallib groups."""
+def _delta_table(
+    title: str,
+    caption: str,
+    key: str,
+    rows: Sequence[tuple[Rollup, str]],
+    total: Sequence[str],
+    *,
+    counts: str = "fns",
+    overhead_counts: bool = True,
+    download: bool = False,
+) -> Table:
+    """A joined table (``builder.size.rollup.join``, rows from ``delta_rows``): counts and bytes
+    of base and head, the delta, then ``total``."""
     from rich.table import Table
 
-    base, head = comparison.base, comparison.head
-    table = Table(
-        title=(
-            f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
-            f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
-        ),
-        caption=(
-            f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
-            f"base {rich_text(provenance_line(base.provenance))}\n"
-            f"head {rich_text(provenance_line(head.provenance))}"
-        ),
-        title_justify="left",
-        caption_justify="left",
-    )
-    table.add_column(head.by)
-    download = comparison.download_delta is not None
-    for col in (
-        "fns base",
-        "fns head",
-        "base",
-        "head",
-        "delta",
-        "delta %",
-        *(("dl base", "dl head", "dl delta") if download else ()),
-    ):
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    table.add_column(key)
+    downloads = ("dl base", "dl head", "dl delta") if download else ()
+    for col in (f"{counts} base", f"{counts} head", "base", "head", "delta", "delta %", *downloads):
         table.add_column(col, justify="right")
-    shown, rest, overhead = compare_rows(comparison, top)
-    for g in [*shown, *([rest] if rest else []), overhead]:
+    for g, style in rows:
         assert g.base_bytes is not None
-        style = (
-            "dim"
-            if g.overhead or g is rest
-            else ("red" if g.delta > 0 else "green" if g.delta < 0 else "")
-        )
+        shown = overhead_counts or not g.overhead
         table.add_row(
             rich_text(g.name),
-            f"{g.base_function_count:,}",
-            f"{g.function_count:,}",
+            f"{g.base_function_count:,}" if shown else "",
+            f"{g.function_count:,}" if shown else "",
             human_size(g.base_bytes),
             human_size(g.bytes),
             human_delta(g.delta),
             signed_percent(g.percent),
-            *_download_cells(g.base_download_bytes, g.download_bytes),
+            *(_download_cells(g.base_download_bytes, g.download_bytes) if download else ()),
             style=style,
         )
     table.add_section()
-    table.add_row(
+    table.add_row(*total, style="bold")
+    return table
+
+
+def _metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
+    """The rich table of a comparison's metallib groups."""
+    base, head = comparison.base, comparison.head
+    title = (
+        f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
+        f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
+    )
+    caption = (
+        f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
+        f"base {rich_text(provenance_line(base.provenance))}\n"
+        f"head {rich_text(provenance_line(head.provenance))}"
+    )
+    total = [
         "total",
         f"{base.function_count:,}",
         f"{head.function_count:,}",
@@ -344,6 +323,51 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Any:
             base.download.total if base.download else None,
             head.download.total if head.download else None,
         ),
-        style="bold",
+    ]
+    rows = delta_rows(comparison.groups, top, "groups")
+    download = comparison.download_delta is not None
+    return _delta_table(title, caption, head.by, rows, total, download=download)
+
+
+def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
+    """The JIT comparison: per family, the host-library bytes on both sides."""
+    from rich.markup import escape
+
+    jit = comparison.jit
+    assert jit is not None
+    base, head = comparison.base, comparison.head
+    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    caption = [
+        f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
+        f"head measured: {rich_text(jit.head_origin or 'no JIT family')}",
+    ]
+    if comparison.jit_only:
+        caption += [
+            "no metallib on either side: every family is compiled at run time",
+            f"base {rich_text(provenance_line(base.provenance))}",
+            f"head {rich_text(provenance_line(head.provenance))}",
+        ]
+    title = f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: " + escape(
+        f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
+        f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
     )
-    return table
+    families = [g for g in jit.groups if not g.overhead]
+    total = [
+        "total",
+        f"{sum(g.base_function_count or 0 for g in families):,}",
+        f"{sum(g.function_count for g in families):,}",
+        human_size(jit.base_total),
+        human_size(jit.head_total),
+        human_delta(jit.delta),
+        signed_percent(jit.percent),
+    ]
+    rows = delta_rows(jit.groups, top, "families")
+    return _delta_table(
+        title,
+        "\n".join(caption),
+        "JIT family",
+        rows,
+        total,
+        counts="kernels",
+        overhead_counts=False,
+    )

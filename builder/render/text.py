@@ -11,13 +11,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from builder.size.gates import GateResult
     from builder.size.limits import Limit
     from builder.size.report import Report
 
 __all__ = [
     "OVERHEAD_LABEL",
-    "gate_message",
     "grouping_text",
     "human_delta",
     "human_size",
@@ -48,25 +46,6 @@ def limit_text(limit: Limit) -> str:
     if limit.percent is not None:
         return f"{limit.percent:g}%"
     return human_size(limit.bytes or 0)
-
-
-def gate_message(gate: GateResult) -> str:
-    """What a gate measured against what, in one line (the CLI, tables, markdown and JSON)."""
-    if gate.name in ("--max-growth", "--max-download-growth") and gate.limit is not None:
-        pct = f" ({gate.percent:+.2f}%)" if gate.percent is not None else ""
-        return (
-            f"{gate.name} {limit_text(gate.limit)}: {gate.subject} grew by "
-            f"{human_delta(gate.grown)}{pct}; allowed {human_size(gate.allowed)}"
-        )
-    if gate.name in ("--max-size", "--max-total-size", "--max-download-size") and (
-        gate.max_size is not None
-    ):
-        return (
-            f"{gate.name} {human_size(gate.max_size)}: {gate.subject} is "
-            f"{human_size(gate.head_size)} ({gate.head_size:,} bytes)"
-        )
-    new = gate.new_groups
-    return f"{gate.name}: " + (f"new groups in head: {', '.join(new)}" if new else "no new groups")
 
 
 def human_delta(n: int) -> str:

@@ -9,7 +9,7 @@ untrusted text, shown through ``visible``/``md_code``.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.files.jsontext import dumps
 from builder.render.markup import md_code, md_text
@@ -47,7 +47,7 @@ def _path(path: os.PathLike[str] | None) -> str | None:
     return None if path is None else os.fspath(path)
 
 
-def _plan_dict(plan: Plan) -> dict[str, Any]:
+def _plan_dict(plan: Plan) -> dict[str, object]:
     return {
         "budget": plan.budget,
         "all_aot_bytes": plan.all_aot_bytes,
@@ -79,7 +79,7 @@ def _plan_dict(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _variant_dict(v: Variant) -> dict[str, Any]:
+def _variant_dict(v: Variant) -> dict[str, object]:
     sources = v.sources
     embed = None
     if sources is not None:
@@ -128,7 +128,7 @@ def _coverage_dict(v: Variant) -> dict[str, int] | None:
     }
 
 
-def variants_to_dict(run: VariantsRun) -> dict[str, Any]:
+def variants_to_dict(run: VariantsRun) -> dict[str, object]:
     """The JSON document (``{"schema": 1, "variants": [...]}`` plus where the figures come from)."""
     src = run.input
     return {

@@ -1,8 +1,8 @@
 """Check the size budgets of the project (``builder.size.budget_file`` reads them): measure each
 budget's targets, check every limit.
 
-A glob's libraries are summed. Checking returns numbers only (``BudgetCheck``); presentation
-words them (``builder.render.budget``).
+A glob's libraries are summed. Checking returns numbers only (``builder.size.checks.Check``,
+the model ``compare``'s gates share); presentation words them (``builder.render.checks``).
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 import glob
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import BuilderError, CheckFailed, UsageError
 from builder.files.reading import open_regular
 from builder.metallib.errors import MetallibError
-from builder.size.limits import Limit, shipped_size
+from builder.size.checks import Check
+from builder.size.limits import shipped_size
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,39 +26,14 @@ if TYPE_CHECKING:
     from builder.size.grouping import Sources
     from builder.size.report import Report
 
-__all__ = ["BudgetCheck", "TreeLoader", "check_budgets", "download_bytes", "tree_sources"]
-
-
-@dataclass(frozen=True)
-class BudgetCheck:
-    """One limit of one budget against the value measured for it."""
-
-    budget: str
-    key: str
-    """The budget key: ``max-size``, ``max-total-size``, ``max-download``, ``max-functions``,
-    ``groups`` or ``max-growth``."""
-    limit: int
-    """Bytes (functions for ``max-functions``); for ``max-growth`` the growth allowed in bytes."""
-    value: int
-    """Measured: bytes, functions, or for ``max-growth`` head minus base bytes."""
-    measured_in: tuple[str, ...]
-    """The files the value was measured in."""
-    group: str | None = None
-    growth: Limit | None = None
-    """``max-growth`` as written (a percentage or bytes)."""
-    base_value: int | None = None
-    """``max-growth``: the base's bytes the growth is relative to."""
-
-    @property
-    def passed(self) -> bool:
-        return self.value <= self.limit
+__all__ = ["TreeLoader", "check_budgets", "download_bytes", "tree_sources"]
 
 
 def download_bytes(report: Report) -> int:
     """Bytes a user downloads for ``report``'s library, as ``report --download`` models them
     (``builder.size.download``: zlib level 6 raw deflate, as a wheel's ZIP stores the file).
 
-    The one place ``budget`` (``max-download``) and ``history --download`` get download sizes
+    The one place ``budget`` (``max-download-size``) and ``history --download`` get download sizes
     from. A saved report gives the total it recorded with ``--download`` (UsageError without
     one: its file was measured elsewhere); a build whose families are all JIT has no metallib,
     so its host library is compressed whole with the same codec and level."""
@@ -110,13 +85,13 @@ def check_budgets(
     *,
     progress: Progress | None = None,
     trees: TreeLoader | None = None,
-) -> list[BudgetCheck]:
+) -> list[Check]:
     """Measure every budget's target (``builder.size.load``) and check each of its limits.
 
     A budget that cannot be measured (a missing target, an unreadable library or tree) is a
     UsageError whose line names the budget file and the budget (``Budget.where``), whatever
     raised it."""
-    checks: list[BudgetCheck] = []
+    checks: list[Check] = []
     for budget in budgets:
         try:
             checks += _measure(budget, progress, trees or tree_sources)
@@ -130,7 +105,7 @@ def check_budgets(
     return checks
 
 
-def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> list[BudgetCheck]:
+def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> list[Check]:
     from builder.size.load import load_reports
 
     sources = None
@@ -196,7 +171,7 @@ def _where(report: Report) -> str:
     return src.path or (report.host_library.path if report.host_library else src.target)
 
 
-def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> list[BudgetCheck]:
+def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> list[Check]:
     name, out = budget.name, []
     where = tuple(_where(r) for r in reports)
     hosts = tuple(r.host_library.path for r in reports if r.host_library is not None)
@@ -204,7 +179,7 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
     def add(
         key: str, limit: int, value: int, measured: tuple[str, ...] = where, **extra: Any
     ) -> None:
-        out.append(BudgetCheck(name, key, limit, value, measured, **extra))
+        out.append(Check(key, name, limit, value, measured_in=measured, **extra))
 
     if budget.max_size is not None:
         add(
@@ -214,8 +189,9 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
         )
     if budget.max_total_size is not None:
         add("max-total-size", budget.max_total_size, sum(map(shipped_size, reports)), where + hosts)
-    if budget.max_download is not None:
-        add("max-download", budget.max_download, sum(map(download_bytes, reports)))
+    if budget.max_download_size is not None:
+        size = budget.max_download_size
+        add("max-download-size", size, sum(map(download_bytes, reports)))
     if budget.max_functions is not None:
         add("max-functions", budget.max_functions, sum(r.function_count for r in reports))
     if budget.groups:

@@ -11,7 +11,7 @@ A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.to
     platform = "macosx_26_0_arm64"            # wheel platform of a PACKAGE==VERSION target
     max-size = "220MB"                        # the metallib(s)
     max-total-size = "230MB"                  # metallib(s) + a build's JIT host library
-    max-download = "80MB"                     # compressed, as a wheel stores it (report --download)
+    max-download-size = "80MB"                # compressed, as a wheel stores it (report --download)
     max-functions = 20000
     by = "kernel"                             # what the group names below are
     groups = { quantized = "60MB" }
@@ -36,7 +36,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from builder.errors import UsageError
 from builder.files.bounds import LARGEST_COUNT, brief
@@ -58,7 +57,14 @@ __all__ = [
 BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
 _TOOL = "metallib-builder"
-_LIMITS = ("max-size", "max-total-size", "max-download", "max-functions", "groups", "max-growth")
+_LIMITS = (
+    "max-size",
+    "max-total-size",
+    "max-download-size",
+    "max-functions",
+    "groups",
+    "max-growth",
+)
 _TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
 """The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
 --config, loaded the same way (``builder.cli.tree_options``)."""
@@ -87,7 +93,7 @@ class Budget:
     """A settings file used instead of ``source_dir/metallib.toml``, as ``--config``."""
     max_size: int | None = None
     max_total_size: int | None = None
-    max_download: int | None = None
+    max_download_size: int | None = None
     max_functions: int | None = None
     groups: Mapping[str, int] = field(default_factory=dict)
     base: str | None = None
@@ -122,7 +128,7 @@ def find_budget_file(start: Path) -> Path:
     )
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: Path) -> dict[str, object]:
     try:
         data = read_bytes(path, "the budget file")
     except OSError as exc:
@@ -130,7 +136,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     return parse_toml(data, path)
 
 
-def _tool_tables(raw: dict[str, Any]) -> dict[str, Any]:
+def _tool_tables(raw: dict[str, object]) -> dict[str, object]:
     tool = raw.get("tool")
     return tool if isinstance(tool, dict) else {}
 
@@ -165,7 +171,7 @@ def read_budget_file(path: Path) -> BudgetFile:
     )
 
 
-def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
+def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
     # the budget's name first, so that every error below names it
     name = _text(raw, "name", where) or _text(raw, "target", where)
     where = f"{where} ({name})" if name is not None else where
@@ -238,7 +244,7 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
         config=None if config is None else _path(root, config),
         max_size=_size(raw, "max-size", where),
         max_total_size=_size(raw, "max-total-size", where),
-        max_download=_size(raw, "max-download", where),
+        max_download_size=_size(raw, "max-download-size", where),
         max_functions=functions,
         groups={str(g): _size(groups, g, f"{where}: groups") or 0 for g in groups},
         base=base,
@@ -246,21 +252,21 @@ def _budget(raw: dict[str, Any], where: str, root: Path) -> Budget:
     )
 
 
-def _text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
+def _text(raw: Mapping[str, object], key: str, where: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise UsageError(f"{where}: {key!r} must be a non-empty string, got {brief(value)}")
     return value
 
 
-def _strings(raw: Mapping[str, Any], key: str, where: str, what: str) -> tuple[str, ...]:
+def _strings(raw: Mapping[str, object], key: str, where: str, what: str) -> tuple[str, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UsageError(f"{where}: {key!r} must be a list of {what}, got {brief(value)}")
     return tuple(value)
 
 
-def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
+def _size(raw: Mapping[str, object], key: str, where: str) -> int | None:
     value = raw.get(key)
     if value is None:
         return None
@@ -277,7 +283,7 @@ def _size(raw: Mapping[str, Any], key: str, where: str) -> int | None:
     return size
 
 
-def _growth(value: Any, where: str) -> Limit:
+def _growth(value: object, where: str) -> Limit:
     try:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise UsageError(f"{brief(value)} is not a size or a percentage")

@@ -1,5 +1,5 @@
 """Compare two reports. Pure data in, pure data out (the gates on a comparison:
-``builder.size.gates``).
+``builder.size.checks``).
 
 Following bloaty's diff mode, a comparison is two rollups joined by group name into one
 (``builder.size.rollup.Rollup``: head's measures and base's); the container overhead is one more
@@ -12,13 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.size.rollup import Rollup
+from builder.size.rollup import Rollup, join, overhead_row
 
 if TYPE_CHECKING:
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow
 
+OVERHEAD = "[container overhead]"
+"""The comparison's row for the bytes of the container no function owns."""
+
 __all__ = [
+    "OVERHEAD",
     "Comparison",
     "FunctionDelta",
     "JitComparison",
@@ -141,46 +145,14 @@ class Comparison:
 
 
 def compare_reports(base: Report, head: Report) -> Comparison:
-    """Join two reports by group and by function name."""
-    base_groups = {g.name: g for g in base.groups}
-    head_groups = {g.name: g for g in head.groups}
+    """Join two reports by group (the container overhead one more row) and by function name."""
     downloads = base.download is not None and head.download is not None
 
-    def download(side: Rollup | None) -> int | None:
-        """A group's download bytes, 0 where it is absent; None unless both sides have them."""
-        return ((side.download_bytes or 0) if side else 0) if downloads else None
+    def rows(report: Report) -> list[Rollup]:
+        dl = report.download.overhead_bytes if report.download else None
+        return [*report.groups, overhead_row(OVERHEAD, report.overhead_bytes, dl)]
 
-    groups = []
-    for name in dict.fromkeys([*base_groups, *head_groups]):
-        b, h = base_groups.get(name), head_groups.get(name)
-        groups.append(
-            Rollup(
-                name,
-                h.function_count if h else 0,
-                h.bytes if h else 0,
-                h.bitcode_bytes if h else 0,
-                download(h),
-                base_function_count=b.function_count if b else 0,
-                base_bytes=b.bytes if b else 0,
-                base_download_bytes=download(b),
-            )
-        )
-    groups.sort(key=lambda g: (-abs(g.delta), -g.bytes, g.name))
-    groups.append(
-        Rollup(
-            "[container overhead]",
-            0,
-            head.overhead_bytes,
-            0,
-            head.download.overhead_bytes if downloads and head.download else None,
-            base_function_count=0,
-            base_bytes=base.overhead_bytes,
-            base_download_bytes=base.download.overhead_bytes
-            if downloads and base.download
-            else None,
-            overhead=True,
-        )
-    )
+    groups = join(rows(base), rows(head), downloads=downloads)
     base_fns = {f.name: f for f in base.functions}
     head_fns = {f.name: f for f in head.functions}
     added = sorted((f for n, f in head_fns.items() if n not in base_fns), key=_largest)
@@ -203,36 +175,8 @@ def compare_jit(base: Report, head: Report) -> JitComparison | None:
         return None
     host = all(side.host_measured for side in sides if side is not None)
     b, h = jit_breakdown(base, host=host), jit_breakdown(head, host=host)
-    b_rows = {r.name: r for r in b.families} if b else {}
-    h_rows = {r.name: r for r in h.families} if h else {}
-    groups = []
-    for name in dict.fromkeys([*b_rows, *h_rows]):
-        br, hr = b_rows.get(name), h_rows.get(name)
-        groups.append(
-            Rollup(
-                name,
-                hr.kernel_count if hr else 0,
-                hr.bytes if hr else 0,
-                0,
-                base_function_count=br.kernel_count if br else 0,
-                base_bytes=br.bytes if br else 0,
-            )
-        )
-    groups.sort(key=lambda g: (-abs(g.delta), -g.bytes, g.name))
-    b_over = {o.name: o.bytes for o in b.overhead} if b else {}
-    h_over = {o.name: o.bytes for o in h.overhead} if h else {}
-    for name in dict.fromkeys([*b_over, *h_over]):
-        groups.append(
-            Rollup(
-                name,
-                0,
-                h_over.get(name, 0),
-                0,
-                base_function_count=0,
-                base_bytes=b_over.get(name, 0),
-                overhead=True,
-            )
-        )
+    groups = join([*b.families, *b.overhead] if b else [], [*h.families, *h.overhead] if h else [])
+    known = {r.name for r in b.families} if b else set()
     return JitComparison(
         groups,
         b.total if b else 0,
@@ -240,7 +184,7 @@ def compare_jit(base: Report, head: Report) -> JitComparison | None:
         host,
         b.origin if b else None,
         h.origin if h else None,
-        [name for name in h_rows if name not in b_rows],
+        [r.name for r in h.families if r.name not in known] if h else [],
     )
 
 

@@ -13,7 +13,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
 from builder.files.reading import open_regular
@@ -65,7 +65,7 @@ class Download:
     """Per function, aligned with ``Report.functions``."""
     overhead: list[int]
     """Per overhead row, aligned with ``Report.overhead``."""
-    model: dict[str, Any]
+    model: dict[str, object]
     """What the figures mean and how they were computed (JSON ``download_model``)."""
     member: WheelFile | None = None
     """The metallib's own entry in its wheel: the real compressed size the model estimates."""
@@ -126,12 +126,15 @@ def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
     return max(found, key=lambda f: len(f.name)) if found else None
 
 
-def add_download_fields(doc: dict[str, Any], download: Download | None) -> None:
-    """Add the download fields to a report's JSON object (``report_to_dict``), in place; the
-    functions' and groups' ``download_bytes`` are added where their objects are made."""
+def add_download_fields(
+    doc: dict[str, object], overhead: list[dict[str, object]], download: Download | None
+) -> None:
+    """Add the download fields to a report's JSON object (``report_to_dict``) and its
+    ``overhead`` rows, in place; the functions' and groups' ``download_bytes`` are added where
+    their objects are made."""
     if download is None:
         return
-    for row, share in zip(doc["overhead"], download.overhead):
+    for row, share in zip(overhead, download.overhead):
         row["download_bytes"] = share
     doc["download_bytes"] = download.total
     doc["overhead_download_bytes"] = download.overhead_bytes
@@ -149,7 +152,13 @@ def add_download_fields(doc: dict[str, Any], download: Download | None) -> None:
         }
 
 
-def download_from_dict(data: dict[str, Any], overhead_rows: int, where: str) -> Download | None:
+def download_from_dict(
+    data: dict[str, object],
+    functions_in: list[dict[str, object]],
+    rows: list[dict[str, object]],
+    overhead_rows: int,
+    where: str,
+) -> Download | None:
     """The download figures of a saved report (None when it was made without ``--download``);
     the sums are re-checked, so an edited report cannot pass a download gate."""
     if "download_bytes" not in data:
@@ -158,8 +167,7 @@ def download_from_dict(data: dict[str, Any], overhead_rows: int, where: str) -> 
     def bad(why: str) -> UsageError:
         return UsageError(f"{where}: not a usable size report: {why}")
 
-    functions = [_count(f.get("download_bytes")) for f in data["functions"]]
-    rows = data.get("overhead", [])
+    functions = [_count(f.get("download_bytes")) for f in functions_in]
     overhead_total = _count(data.get("overhead_download_bytes"))
     shares = [_count(o.get("download_bytes", 0)) for o in rows]
     if len(shares) != overhead_rows or sum(shares) != overhead_total:
@@ -185,11 +193,11 @@ def download_from_dict(data: dict[str, Any], overhead_rows: int, where: str) -> 
     )
 
 
-def _file(value: dict[str, Any]) -> WheelFile:
+def _file(value: dict[str, object]) -> WheelFile:
     return WheelFile(str(value["name"]), _count(value["bytes"]), _count(value["download_bytes"]))
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{value!r} is not a byte count")
     return value

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from builder.size.rollup import Rollup, fold
+
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
     from builder.size.grouping import Sources
@@ -29,8 +31,8 @@ class HistoryPoint:
     bytes: int
     """The metallib files' sizes."""
     function_count: int
-    groups: list[tuple[str, int]]
-    """Every group (name, bytes), largest first (ties by name)."""
+    groups: list[Rollup]
+    """Every group, summed over the libraries, largest first (ties by name)."""
     measured_in: tuple[str, ...]
     """The metallib files (or saved reports) measured."""
     download_bytes: int | None = None
@@ -56,17 +58,18 @@ def measure_history(
     points = []
     for target in targets:
         reports = load_reports(target, by=by, platform=platform, sources=sources, progress=progress)
-        groups: dict[str, int] = {}
+        groups: dict[str, Rollup] = {}
         for report in reports:
             for group in report.groups:
-                groups[group.name] = groups.get(group.name, 0) + group.bytes
+                seen = groups.get(group.name)
+                groups[group.name] = group if seen is None else fold(group.name, [seen, group])
         hosts = [r.host_library.file_size for r in reports if r.host_library is not None]
         points.append(
             HistoryPoint(
                 target=target,
                 bytes=sum(r.file_size for r in reports),
                 function_count=sum(r.function_count for r in reports),
-                groups=sorted(groups.items(), key=lambda g: (-g[1], g[0])),
+                groups=sorted(groups.values(), key=lambda g: (-g.bytes, g.name)),
                 measured_in=tuple(
                     f"saved report {r.source.target}"
                     if r.source.kind == "report"
@@ -85,8 +88,8 @@ def top_groups(points: Sequence[HistoryPoint], top: int | None) -> list[str]:
     vanished is still shown), largest first; all of them for ``top`` None."""
     peak: dict[str, int] = {}
     for point in points:
-        for name, size in point.groups:
-            peak[name] = max(peak.get(name, 0), size)
+        for group in point.groups:
+            peak[group.name] = max(peak.get(group.name, 0), group.bytes)
     ranked = sorted(peak, key=lambda name: (-peak[name], name))
     return ranked if top is None else ranked[:top]
 

@@ -1,6 +1,9 @@
 """A report's JIT families as rows that add up, with the sentence saying what was measured.
 
-``JitBreakdown.origin`` is the sentence every rendering prints with these rows.
+The rows are ``builder.size.rollup.Rollup`` nodes like a report's groups (a family's kernels are
+its function count, the host-library bytes no family owns are overhead rows), so a comparison
+joins them as it joins groups. ``JitBreakdown.origin`` is the sentence every rendering prints
+with these rows.
 """
 
 from __future__ import annotations
@@ -8,23 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
-from builder.size.report import OverheadRow
+from builder.size.rollup import Rollup, overhead_row
 
 if TYPE_CHECKING:
     from builder.size.report import Report
 
-__all__ = ["HOST_SHARED", "HOST_UNMAPPED", "JitBreakdown", "JitRow", "jit_breakdown"]
+__all__ = ["HOST_SHARED", "HOST_UNMAPPED", "JitBreakdown", "jit_breakdown"]
 
 HOST_SHARED = "[runtime, shared]"
 HOST_UNMAPPED = "[not in any symbol]"
-
-
-class JitRow(NamedTuple):
-    name: str
-    kernel_count: int
-    bytes: int
-    """Host-library symbol bytes when measured, else the manifest's embedded source bytes."""
-    embedded_bytes: int
 
 
 class JitBreakdown(NamedTuple):
@@ -35,9 +30,10 @@ class JitBreakdown(NamedTuple):
     embedded source bytes, ``overhead`` empty and ``total`` their sum.
     """
 
-    families: list[JitRow]
-    """Largest first (ties by name)."""
-    overhead: list[OverheadRow]
+    families: list[Rollup]
+    """Largest first (ties by name); ``bytes`` are host-library symbol bytes when measured, else
+    the manifest's embedded source bytes; ``embedded_bytes`` always the latter."""
+    overhead: list[Rollup]
     total: int
     host_measured: bool
     origin: str
@@ -54,10 +50,10 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
     manifest = report.source.manifest or "(no manifest path)"
     why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
     if library is not None and why is None:
-        rows = [JitRow(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
+        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
         overhead = [
-            OverheadRow(HOST_SHARED, library.shared_bytes or 0),
-            OverheadRow(HOST_UNMAPPED, unattributed_bytes(library, jit)),
+            overhead_row(HOST_SHARED, library.shared_bytes or 0),
+            overhead_row(HOST_UNMAPPED, unattributed_bytes(library, jit)),
         ]
         total = library.file_size
         origin = (
@@ -66,8 +62,12 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
             f"manifest {manifest}"
         )
     else:
-        rows = [JitRow(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
+        rows = [_row(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
         overhead, total = [], sum(r.bytes for r in rows)
         origin = f"embedded source bytes per build manifest {manifest} ({why}), not metallib bytes"
     rows.sort(key=lambda r: (-r.bytes, r.name))
     return JitBreakdown(rows, overhead, total, why is None, origin)
+
+
+def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
+    return Rollup(name, kernels, size, 0, embedded_bytes=embedded)

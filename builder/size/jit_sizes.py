@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from builder.files.bounds import byte_count
 
@@ -98,7 +98,7 @@ def unattributed_bytes(host: HostLibrary, jit: Sequence[JitFamily]) -> int:
     return host.file_size - (host.shared_bytes or 0) - sum(j.host_bytes or 0 for j in jit)
 
 
-def host_to_dict(host: HostLibrary, jit: Sequence[JitFamily]) -> dict[str, Any]:
+def host_to_dict(host: HostLibrary, jit: Sequence[JitFamily]) -> dict[str, object]:
     """The report JSON's ``host_library`` object (docs/report-schema.md)."""
     measured = unmeasured_reason(host, jit) is None
     return {
@@ -110,7 +110,7 @@ def host_to_dict(host: HostLibrary, jit: Sequence[JitFamily]) -> dict[str, Any]:
     }
 
 
-def host_from_dict(value: Any, jit: Sequence[JitFamily]) -> HostLibrary | None:
+def host_from_dict(value: object, jit: Sequence[JitFamily]) -> HostLibrary | None:
     """Read ``host_library`` back; a measured one must add up to its file size (ValueError)."""
     if value is None:
         return None

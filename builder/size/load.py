@@ -50,7 +50,8 @@ def load_library(
     download: bool = False,
 ) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
-    from builder.size.report import Source, build_report, group_report, report_from_dict
+    from builder.size.report import Source, build_report, group_report
+    from builder.size.report_fields import report_from_dict
 
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)

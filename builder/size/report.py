@@ -1,31 +1,29 @@
 """A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
-user asked to see: groups by kernel family, dtype, source or function). ``report_to_dict`` and
-``report_from_dict`` are the JSON schema 1 mapping (documented in ``docs/report-schema.md``), so a
-saved report is a target like any other. Every figure carries its origin in ``Report.source``.
-A build's JIT families, measured in its host library rather than the metallib, ride along in
-``jit_families`` and ``host_library`` (``builder.size.jit_sizes``).
+user asked to see: groups by kernel family, dtype, source or function). ``report_to_dict``
+writes the JSON schema 1 (``docs/report-schema.md``) and
+``builder.size.report_fields.report_from_dict`` reads it back, so a saved report is a target
+like any other. Every figure carries its origin in ``Report.source``. A build's JIT families,
+measured in its host library rather than the metallib, ride along in ``jit_families`` and
+``host_library`` (``builder.size.jit_sizes``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as fields_of
 from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from builder.errors import UsageError
-from builder.files.bounds import byte_count
 from builder.metallib.structs import Span
-from builder.size import report_fields as fields
-from builder.size.download_report import Download, add_download_fields, download_from_dict
+from builder.size.download_report import Download, add_download_fields
 from builder.size.grouping import Sources, group_names, parse_by
-from builder.size.jit_sizes import HostLibrary, JitFamily, host_from_dict, host_to_dict
-from builder.size.rollup import FunctionRow, Rollup, roll_up
+from builder.size.jit_sizes import HostLibrary, JitFamily, host_to_dict
+from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
     from builder.size.attribution import Attribution
@@ -34,12 +32,10 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA",
     "JitFamily",
-    "OverheadRow",
     "Report",
     "Source",
     "build_report",
     "group_report",
-    "report_from_dict",
     "report_to_dict",
 ]
 
@@ -83,11 +79,6 @@ class Source:
         return f"{self.target}:{self.member}"
 
 
-class OverheadRow(NamedTuple):
-    name: str
-    bytes: int
-
-
 @dataclass(frozen=True)
 class Report:
     """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``)."""
@@ -103,7 +94,8 @@ class Report:
     """In file order."""
     groups: list[Rollup]
     """Largest first (ties by name); with two keys each carries its ``children``."""
-    overhead: list[OverheadRow]
+    overhead: list[Rollup]
+    """Bytes no function owns, by part of the container (``overhead_row``s)."""
     jit_families: list[JitFamily] = field(default_factory=list)
     host_library: HostLibrary | None = None
     """The host library of a build with JIT families, when it exists
@@ -153,10 +145,10 @@ def _labels(
     return _Labels(first.labels, second.labels, first.method, second.method)
 
 
-def _grouped(report: Report, columns: list[Any], labels: _Labels) -> Report:
+def _grouped(report: Report, columns: list[Iterable[object]], labels: _Labels) -> Report:
     """``report`` with its functions made from ``columns`` (``FunctionRow``'s fields, column by
     column) labelled by ``labels``, and rolled up (``builder.size.rollup``)."""
-    count = len(columns[0])
+    count = len(labels.first)
     columns[1] = labels.first
     columns[7] = labels.second if labels.second is not None else repeat("", count)
     functions = list(map(FunctionRow._make, zip(*columns)))
@@ -183,8 +175,10 @@ def group_report(
     labelled for every key, then rolled up (``builder.size.rollup``)."""
     keys = parse_by(by)
     functions = report.functions
-    columns: list[Any] = list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
-    labels = _labels(columns[0], keys, rules, families, sources)
+    columns: list[Iterable[object]] = (
+        list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
+    )
+    labels = _labels([f.name for f in functions], keys, rules, families, sources)
     return _grouped(replace(report, by=",".join(keys)), columns, labels)
 
 
@@ -217,13 +211,13 @@ def build_report(
         grouping="",
         functions=[],
         groups=[],
-        overhead=[OverheadRow(item.name, item.bytes) for item in attribution.overhead],
+        overhead=[overhead_row(item.name, item.bytes) for item in attribution.overhead],
         jit_families=list(jit_families),
         host_library=host_library,
         provenance=dict(provenance or {}),
         download=download,
     )
-    columns: list[Any] = [
+    columns: list[Iterable[object]] = [
         names,
         [],
         total,
@@ -254,32 +248,23 @@ def report_json_text(report: Report) -> str:
         doc["functions"] = _function_dicts(report)
         return dumps(doc, separators=(",", ":"))
     head = dumps(doc, separators=(",", ":"))
-    body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_FIELDS, report.functions)))
+    body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_VALUES, report.functions)))
     return head[:-1] + ',"functions":[' + body + "]}"
 
 
 _PLAIN = re.compile(r"[ !#-\[\]-~]*")
+JSON_FIELDS = FunctionRow._fields[:7]
+"""The fields of ``FunctionRow`` a report's JSON writes for each function, in its order (the
+other fields are ``list``'s and the second ``--by`` label, written as ``subgroup``)."""
+_TEXT_FIELDS = ("name", "group")
 _FUNCTION_JSON = (
-    '{"name":"%s","group":"%s","bytes":%d,"bitcode_bytes":%d,"entry_bytes":%d,'
-    '"metadata_bytes":%d,"reflection_bytes":%d}'
+    "{" + ",".join(f'"{n}":' + ('"%s"' if n in _TEXT_FIELDS else "%d") for n in JSON_FIELDS) + "}"
 )
-_JSON_FIELDS = itemgetter(slice(0, 7))
-"""The fields of ``FunctionRow`` that ``_FUNCTION_JSON`` writes, in its order."""
+_JSON_VALUES = itemgetter(slice(0, len(JSON_FIELDS)))
 
 
-def _function_dicts(report: Report) -> list[dict[str, Any]]:
-    rows = [
-        {
-            "name": f.name,
-            "group": f.group,
-            "bytes": f.bytes,
-            "bitcode_bytes": f.bitcode_bytes,
-            "entry_bytes": f.entry_bytes,
-            "metadata_bytes": f.metadata_bytes,
-            "reflection_bytes": f.reflection_bytes,
-        }
-        for f in report.functions
-    ]
+def _function_dicts(report: Report) -> list[dict[str, object]]:
+    rows = [dict(zip(JSON_FIELDS, f)) for f in report.functions]
     if report.subgrouping is not None:  # two --by keys: each function's second label too
         rows = [
             {"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
@@ -290,10 +275,10 @@ def _function_dicts(report: Report) -> list[dict[str, Any]]:
     return rows
 
 
-def _group_dict(group: Rollup) -> dict[str, Any]:
+def _group_dict(group: Rollup) -> dict[str, object]:
     """A rollup node as JSON: every field of ``Rollup`` in its order (so a new measure needs no
     change here), a measure that was not taken (None) left out, ``children`` only when nested."""
-    doc: dict[str, Any] = {}
+    doc: dict[str, object] = {}
     for name in _ROLLUP_FIELDS:
         value = getattr(group, name)
         if name == "children":
@@ -307,10 +292,13 @@ def _group_dict(group: Rollup) -> dict[str, Any]:
 _ROLLUP_FIELDS = tuple(f.name for f in fields_of(Rollup))
 
 
-def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
+def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, object]:
     """The report as JSON schema 1 (``docs/report-schema.md``)."""
     src = report.source
-    doc: dict[str, Any] = {
+    overhead: list[dict[str, object]] = [
+        {"name": o.name, "bytes": o.bytes} for o in report.overhead
+    ]
+    doc: dict[str, object] = {
         "schema": SCHEMA,
         "source": {
             "path": src.path,
@@ -328,7 +316,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
         "grouping": report.grouping,
         **({} if report.subgrouping is None else {"subgrouping": report.subgrouping}),
         "overhead_bytes": report.overhead_bytes,
-        "overhead": [{"name": o.name, "bytes": o.bytes} for o in report.overhead],
+        "overhead": overhead,
         "groups": [_group_dict(g) for g in report.groups],
         "jit_families": [
             {
@@ -343,112 +331,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, Any]:
     }
     if report.host_library is not None:  # builds with JIT families only: other reports unchanged
         doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
-    add_download_fields(doc, report.download)  # --download only
+    add_download_fields(doc, overhead, report.download)  # --download only
     if functions:
         doc["functions"] = _function_dicts(report)
     return doc
-
-
-def report_from_dict(data: Any, where: str) -> Report:
-    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2)
-    naming the field: a saved report may come from anyone (docs/security.md), so every field is
-    checked for its type, counts are bounded (``builder.files.bounds.byte_count``) and provenance
-    must
-    have the shape ``builder.size.provenance`` writes.
-
-    The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.
-    """
-
-    def bad(why: str) -> UsageError:
-        return UsageError(f"{where}: not a usable size report: {why}")
-
-    if not isinstance(data, dict):
-        raise bad("the top level is not an object")
-    if data.get("schema") != SCHEMA:
-        raise bad(f"schema is {fields.brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
-    try:
-        src = fields.as_object(data.get("source"), "source")
-        source = Source(
-            path=fields.optional_text(src.get("path"), "source.path"),
-            target=fields.optional_text(src.get("target"), "source.target") or where,
-            kind="report",
-            wheel=fields.optional_text(src.get("wheel"), "source.wheel"),
-            manifest=fields.optional_text(src.get("manifest"), "source.manifest"),
-            member=fields.optional_text(src.get("member"), "source.member"),
-            embedded=fields.embedded(src.get("embedded"), "source.embedded"),
-        )
-        functions = [
-            FunctionRow(
-                fields.text(f["name"], "functions[].name"),
-                fields.text(f.get("group", "other"), "functions[].group"),
-                byte_count(f["bytes"], "functions[].bytes"),
-                byte_count(f.get("bitcode_bytes", 0), "functions[].bitcode_bytes"),
-                byte_count(f.get("entry_bytes", 0), "functions[].entry_bytes"),
-                byte_count(f.get("metadata_bytes", 0), "functions[].metadata_bytes"),
-                byte_count(f.get("reflection_bytes", 0), "functions[].reflection_bytes"),
-                fields.text(f.get("subgroup", ""), "functions[].subgroup"),
-                "",
-                position,
-            )
-            for position, f in enumerate(fields.object_list(data["functions"], "functions"))
-        ]
-        overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
-        overhead = [
-            OverheadRow(
-                fields.text(o["name"], "overhead[].name"),
-                byte_count(o["bytes"], "overhead[].bytes"),
-            )
-            for o in fields.object_list(data.get("overhead", []), "overhead")
-        ]
-        if sum(o.bytes for o in overhead) != overhead_bytes:
-            overhead = [OverheadRow("overhead", overhead_bytes)]
-        file_size = byte_count(data["file_size"], "file_size")
-        jit = [
-            JitFamily(
-                fields.text(j["name"], "jit_families[].name"),
-                byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
-                None
-                if j.get("host_bytes") is None
-                else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
-                byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"),
-            )
-            for j in fields.object_list(data.get("jit_families", []), "jit_families")
-        ]
-        try:
-            by = ",".join(parse_by(fields.text(data.get("by", "kernel"), "by")))
-        except UsageError as exc:
-            raise bad(f"field 'by': {exc}") from None
-        subgrouping = data.get("subgrouping")
-        if (subgrouping is None) != ("," not in by):
-            raise bad(f"'by' is {by!r} but subgrouping is {fields.brief(subgrouping)}")
-        download = download_from_dict(data, len(overhead), where)
-        report = Report(
-            source=source,
-            file_size=file_size,
-            format_version=fields.text(data.get("format_version", "?"), "format_version"),
-            by=by,
-            grouping=fields.text(data.get("grouping", "saved"), "grouping"),
-            functions=functions,
-            groups=roll_up(
-                functions, download.functions if download else None, nested=subgrouping is not None
-            ),
-            overhead=overhead,
-            jit_families=jit,
-            host_library=host_from_dict(data.get("host_library"), jit),
-            provenance=fields.provenance(data.get("provenance")),
-            download=download,
-            subgrouping=None if subgrouping is None else fields.text(subgrouping, "subgrouping"),
-        )
-    except KeyError as exc:
-        raise bad(f"missing or malformed field: {exc} is missing") from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise bad(str(exc)) from None
-    total = sum(f.bytes for f in functions) + overhead_bytes
-    if total != file_size:
-        raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
-    if "function_count" in data and data["function_count"] != len(functions):
-        raise bad(
-            f"function_count {fields.brief(data['function_count'])} but {len(functions)} "
-            "functions listed"
-        )
-    return report

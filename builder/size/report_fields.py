@@ -1,15 +1,21 @@
-"""The fields of a saved report, checked: a report JSON may come from anyone (docs/security.md).
+"""A saved report read back, every field checked: a report JSON may come from anyone
+(docs/security.md).
 
-``builder.size.report.report_from_dict`` reads a saved report through these, so that every field
-it keeps has the type the renderers rely on, and a wrong one is a TypeError or ValueError whose
-message names the field (``'source.target' is 5, not a string``).
+``report_from_dict`` reads a saved report (the document ``builder.size.report.report_to_dict``
+writes) through the checks below, so that every field it keeps has the type the renderers rely
+on, and a wrong one is a TypeError or ValueError whose message names the field
+(``'source.target' is 5, not a string``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from builder.errors import UsageError
 from builder.files.bounds import brief, byte_count
+from builder.size.download_report import download_from_dict
+from builder.size.grouping import parse_by
+from builder.size.jit_sizes import JitFamily, host_from_dict
+from builder.size.report import JSON_FIELDS, SCHEMA, Report, Source
+from builder.size.rollup import FunctionRow, overhead_row, roll_up
 
 __all__ = [
     "as_object",
@@ -18,11 +24,12 @@ __all__ = [
     "object_list",
     "optional_text",
     "provenance",
+    "report_from_dict",
     "text",
 ]
 
 
-def as_object(value: Any, field: str) -> dict[str, Any]:
+def as_object(value: object, field: str) -> dict[str, object]:
     """A JSON object (``{}`` for an absent one)."""
     if value is None:
         return {}
@@ -31,21 +38,21 @@ def as_object(value: Any, field: str) -> dict[str, Any]:
     return value
 
 
-def object_list(value: Any, field: str) -> list[Any]:
+def object_list(value: object, field: str) -> list[dict[str, object]]:
     """A JSON array of objects."""
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise TypeError(f"{field!r} is not a list of objects")
     return value
 
 
-def optional_text(value: Any, field: str) -> str | None:
+def optional_text(value: object, field: str) -> str | None:
     """A string or null."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{field!r} is {brief(value)}, not a string")
     return value
 
 
-def text(value: Any, field: str) -> str:
+def text(value: object, field: str) -> str:
     """A string."""
     if not isinstance(value, str):
         raise TypeError(f"{field!r} is {brief(value)}, not a string")
@@ -61,7 +68,7 @@ _PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "com
 _PROVENANCE_DEPTH = 8
 
 
-def provenance(value: Any) -> dict[str, Any]:
+def provenance(value: object) -> dict[str, object]:
     """A saved report keeps the provenance of the run that measured it (absent in old reports),
     checked against the shape renderers rely on: ``tool`` and ``library`` hold strings and
     lists of strings, ``build`` any JSON at most eight levels deep."""
@@ -84,7 +91,7 @@ def provenance(value: Any) -> dict[str, Any]:
     return record
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     """How deeply ``value`` nests lists and objects (0 for a scalar), counted without recursion
     and only up to one level past the limit."""
     deepest, stack = 0, [(value, 1)]
@@ -99,13 +106,13 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def embedded(value: Any, field: str) -> dict[str, Any] | None:
+def embedded(value: object, field: str) -> dict[str, object] | None:
     """A saved report's ``source.embedded`` (a metallib's place in a binary), checked: byte
     counts and short texts only, ``offset`` and ``size`` required."""
     if value is None:
         return None
     doc = as_object(value, field)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key in ("offset", "size", "section_offset"):
         if doc.get(key) is not None:
             out[key] = byte_count(doc[key], f"{field}.{key}")
@@ -116,3 +123,108 @@ def embedded(value: Any, field: str) -> dict[str, Any] | None:
     if "offset" not in out or "size" not in out:
         raise ValueError(f"{field!r} needs 'offset' and 'size'")
     return out
+
+
+def report_from_dict(data: object, where: str) -> Report:
+    """Read a saved report back; anything malformed or inconsistent is a UsageError (exit 2)
+    naming the field: a saved report may come from anyone (docs/security.md), so every field is
+    checked for its type, counts are bounded (``builder.files.bounds.byte_count``) and provenance
+    must
+    have the shape ``builder.size.provenance`` writes.
+
+    The totals invariant is re-checked, so a hand-edited or truncated report cannot pass a gate.
+    """
+
+    def bad(why: str) -> UsageError:
+        return UsageError(f"{where}: not a usable size report: {why}")
+
+    if not isinstance(data, dict):
+        raise bad("the top level is not an object")
+    if data.get("schema") != SCHEMA:
+        raise bad(f"schema is {brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
+    try:
+        src = as_object(data.get("source"), "source")
+        source = Source(
+            path=optional_text(src.get("path"), "source.path"),
+            target=optional_text(src.get("target"), "source.target") or where,
+            kind="report",
+            wheel=optional_text(src.get("wheel"), "source.wheel"),
+            manifest=optional_text(src.get("manifest"), "source.manifest"),
+            member=optional_text(src.get("member"), "source.member"),
+            embedded=embedded(src.get("embedded"), "source.embedded"),
+        )
+        fn_docs = object_list(data["functions"], "functions")
+        functions = [
+            FunctionRow._make(
+                [
+                    text(f["name"], "functions[].name"),
+                    text(f.get("group", "other"), "functions[].group"),
+                    byte_count(f["bytes"], "functions[].bytes"),
+                    *(byte_count(f.get(k, 0), f"functions[].{k}") for k in JSON_FIELDS[3:]),
+                    text(f.get("subgroup", ""), "functions[].subgroup"),
+                    "",
+                    position,
+                ]
+            )
+            for position, f in enumerate(fn_docs)
+        ]
+        overhead_bytes = byte_count(data["overhead_bytes"], "overhead_bytes")
+        overhead_docs = object_list(data.get("overhead", []), "overhead")
+        overhead = [
+            overhead_row(
+                text(o["name"], "overhead[].name"),
+                byte_count(o["bytes"], "overhead[].bytes"),
+            )
+            for o in overhead_docs
+        ]
+        if sum(o.bytes for o in overhead) != overhead_bytes:
+            overhead = [overhead_row("overhead", overhead_bytes)]
+        file_size = byte_count(data["file_size"], "file_size")
+        jit = [
+            JitFamily(
+                text(j["name"], "jit_families[].name"),
+                byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
+                None
+                if j.get("host_bytes") is None
+                else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
+                byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"),
+            )
+            for j in object_list(data.get("jit_families", []), "jit_families")
+        ]
+        try:
+            by = ",".join(parse_by(text(data.get("by", "kernel"), "by")))
+        except UsageError as exc:
+            raise bad(f"field 'by': {exc}") from None
+        subgrouping = data.get("subgrouping")
+        if (subgrouping is None) != ("," not in by):
+            raise bad(f"'by' is {by!r} but subgrouping is {brief(subgrouping)}")
+        download = download_from_dict(data, fn_docs, overhead_docs, len(overhead), where)
+        report = Report(
+            source=source,
+            file_size=file_size,
+            format_version=text(data.get("format_version", "?"), "format_version"),
+            by=by,
+            grouping=text(data.get("grouping", "saved"), "grouping"),
+            functions=functions,
+            groups=roll_up(
+                functions, download.functions if download else None, nested=subgrouping is not None
+            ),
+            overhead=overhead,
+            jit_families=jit,
+            host_library=host_from_dict(data.get("host_library"), jit),
+            provenance=provenance(data.get("provenance")),
+            download=download,
+            subgrouping=None if subgrouping is None else text(subgrouping, "subgrouping"),
+        )
+    except KeyError as exc:
+        raise bad(f"missing or malformed field: {exc} is missing") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise bad(str(exc)) from None
+    total = sum(f.bytes for f in functions) + overhead_bytes
+    if total != file_size:
+        raise bad(f"functions and overhead add up to {total} bytes, file_size says {file_size}")
+    if "function_count" in data and data["function_count"] != len(functions):
+        raise bad(
+            f"function_count {brief(data['function_count'])} but {len(functions)} functions listed"
+        )
+    return report

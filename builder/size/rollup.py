@@ -7,6 +7,10 @@ level, and a node's ``children`` (the groups of a second ``--by`` key) add up to
 every measure. A comparison (``builder.size.compare``) is the same shape: head's measures, plus
 the base measures of the same group, from which the deltas follow. A new measure is a field here,
 a line in ``roll_up`` and one in ``fold``; the renderers show the fields they know.
+
+Every table-shaped result is such rows: a report's groups and overhead, a build's JIT units and
+the host-library bytes no unit owns (``builder.size.jit_rows``). ``join`` is the one join of a
+base and a head table, whatever the rows are.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["FunctionRow", "Rollup", "fold", "roll_up"]
+__all__ = ["FunctionRow", "Rollup", "fold", "join", "overhead_row", "roll_up"]
 
 
 class FunctionRow(NamedTuple):
@@ -60,10 +64,12 @@ class Rollup:
     base_function_count: int | None = None
     base_bytes: int | None = None
     base_download_bytes: int | None = None
-    """Base's download bytes (``compare --download``; ``builder.size.download_compare``)."""
+    """Base's download bytes (``compare --download``)."""
     overhead: bool = False
     """Bytes no function owns (the container overhead, a host library's unowned symbols); the
     function counts of such a row are 0."""
+    embedded_bytes: int | None = None
+    """A JIT unit's source bytes embedded in the host library (``builder.size.jit_rows``)."""
 
     @property
     def delta(self) -> int:
@@ -84,6 +90,11 @@ class Rollup:
         return self.download_bytes - self.base_download_bytes
 
 
+def overhead_row(name: str, size: int, download: int | None = None) -> Rollup:
+    """A row of bytes no function owns (the container's, a host library's)."""
+    return Rollup(name, 0, size, 0, download, overhead=True)
+
+
 def fold(name: str, rows: Sequence[Rollup]) -> Rollup:
     """``rows`` summed into one (a table's "rest" row), measure by measure; a measure the first
     row lacks (None) is absent from the sum. ``rows`` is not empty."""
@@ -100,7 +111,39 @@ def fold(name: str, rows: Sequence[Rollup]) -> Rollup:
         base_function_count=total([r.base_function_count for r in rows]),
         base_bytes=total([r.base_bytes for r in rows]),
         base_download_bytes=total([r.base_download_bytes for r in rows]),
+        embedded_bytes=total([r.embedded_bytes for r in rows]),
     )
+
+
+def join(
+    base: Sequence[Rollup], head: Sequence[Rollup], *, downloads: bool = False
+) -> list[Rollup]:
+    """Head's rows with base's measures beside them, matched by name (bloaty's diff): a row on one
+    side only counts 0 on the other. Rows by absolute delta, largest first (then head's bytes,
+    then name); the overhead rows after them, in the order they appear. ``downloads``: both
+    sides have download figures, so the rows carry them (0 where a row is absent)."""
+    base_rows = {r.name: r for r in base}
+    head_rows = {r.name: r for r in head}
+    empty = Rollup("", 0, 0, 0, 0)
+    rows = []
+    for name in dict.fromkeys([*base_rows, *head_rows]):
+        b, h = base_rows.get(name, empty), head_rows.get(name, empty)
+        rows.append(
+            Rollup(
+                name,
+                h.function_count,
+                h.bytes,
+                h.bitcode_bytes,
+                (h.download_bytes or 0) if downloads else None,
+                base_function_count=b.function_count,
+                base_bytes=b.bytes,
+                base_download_bytes=(b.download_bytes or 0) if downloads else None,
+                overhead=(h if name in head_rows else b).overhead,
+            )
+        )
+    groups = [r for r in rows if not r.overhead]
+    groups.sort(key=lambda g: (-abs(g.delta), -g.bytes, g.name))
+    return groups + [r for r in rows if r.overhead]
 
 
 class _Sums:

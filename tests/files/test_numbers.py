@@ -49,7 +49,7 @@ def folder(tmp_path: Path, cli: Cli) -> Path:
         (GROWTH + "max-growth = -5\n", ["'max-growth': -5: a growth limit must not be negative"]),
         # accepted before as limits no byte count reaches
         (BUDGET + f"max-functions = {'9' * 400}\n", ["'max-functions' must be a count from 0"]),
-        (BUDGET + 'max-download = "99999999999999999999999GB"\n', ["is more than 9,223,372"]),
+        (BUDGET + 'max-download-size = "99999999999999999999999GB"\n', ["is more than 9,223,372"]),
     ],
     ids=[
         "5000-digits",

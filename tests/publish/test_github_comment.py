@@ -11,7 +11,7 @@ import pytest
 from clirun import run_cli
 from publish.standin_api import PR, REPOSITORY, TOKEN, StandIn
 
-from builder.render.budget import MARKER as BUDGET_MARKER
+from builder.render.checks import MARKER as BUDGET_MARKER
 from builder.render.pr_comment import MARKER
 
 

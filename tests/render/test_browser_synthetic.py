@@ -156,7 +156,7 @@ def _rules(tmp_path: Path) -> Path:
 def test_several_libraries_one_page(
     browser: Any, tmp_path: Path, write_metallib: Callable[..., Path]
 ) -> None:
-    from builder.render.machine import report_json
+    from builder.render.json_docs import report_json
     from builder.size.load import load_reports
 
     first = load_reports(str(write_metallib("a.metallib", FUNCTIONS)))

@@ -16,8 +16,8 @@ import pytest
 
 from builder.cli import main
 from builder.render.html import compare_html, report_html
+from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports
-from builder.size.gates import Gates, evaluate_gates
 from builder.size.load import load_reports
 
 FUNCTIONS = [

@@ -131,11 +131,12 @@ def test_max_download_is_the_deflate_size_a_zip_stores(
     with zipfile.ZipFile(tmp_path / "ref.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
         z.write(lib, "a.metallib")
     expected = zipfile.ZipFile(tmp_path / "ref.zip").getinfo("a.metallib").compress_size
-    path = _budget(tmp_path, f'[[budget]]\ntarget = "a.metallib"\nmax-download = {expected - 1}\n')
+    text = f'[[budget]]\ntarget = "a.metallib"\nmax-download-size = {expected - 1}\n'
+    path = _budget(tmp_path, text)
     code, out, _ = run_cli(["budget", str(path), "--format", "json"], capsys)
     assert code == 1
     (check,) = json.loads(out)["checks"]
-    assert (check["key"], check["value"]) == ("max-download", expected)
+    assert (check["key"], check["value"]) == ("max-download-size", expected)
 
 
 def test_saved_report_with_host_library_counts_it_in_max_total_size(
@@ -235,3 +236,13 @@ def test_budget_file_errors(
     (tmp_path / "metallib-size.toml").write_text("[[budget]\n")
     code, _, err = run_cli(["budget"], capsys)
     assert code == 2 and "invalid TOML" in err and err.count("\n") == 1
+
+
+def test_a_limit_has_one_name_in_budgets_and_compare() -> None:
+    """A budget key that compare also gates on is the compare option's name without ``--``."""
+    from builder.cli.size import compare_command
+    from builder.size.budget_file import _LIMITS
+
+    options = {o for p in compare_command.params for o in p.opts if o.startswith("--max")}
+    shared = [key for key in _LIMITS if key not in ("max-functions", "groups")]
+    assert shared and all(f"--{key}" in options for key in shared), (shared, options)

@@ -22,8 +22,8 @@ from builder.cli import main
 from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.render.pr_comment import compare_markdown
+from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports, pair_reports
-from builder.size.gates import Gates, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
 from builder.size.rollup import Rollup, fold
@@ -135,9 +135,9 @@ def test_gates(pair: tuple[Path, Path]) -> None:
         ),
     )
     assert [r.name for r in bad if not r.passed] == [
-        "--max-growth",
-        "--max-size",
-        "--fail-on-new-group",
+        "max-growth",
+        "max-size",
+        "fail-on-new-group",
     ]
     percent = 100.0 * grown / comparison.base_size
     assert evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent + 0.01}%")))[0].passed
@@ -356,3 +356,27 @@ def test_several_library_pairs_give_one_json_document_and_one_csv_table(
         "pkg/lib/a.metallib",
         "pkg/lib/b.metallib",
     }
+
+
+def test_join_matches_rows_by_name_whatever_they_are() -> None:
+    """The one join of base and head: a row on one side only counts 0 on the other, rows by
+    |delta| (then head bytes, then name), overhead rows last, and the deltas add up."""
+    from builder.size.rollup import Rollup, join, overhead_row
+
+    base = [Rollup("gone", 2, 500, 0), Rollup("kept", 3, 900, 0), overhead_row("[shared]", 40)]
+    head = [Rollup("kept", 3, 1000, 0), Rollup("new", 1, 100, 0), overhead_row("[shared]", 70)]
+    rows = join(base, head)
+    assert [(r.name, r.base_bytes, r.bytes, r.delta) for r in rows] == [
+        ("gone", 500, 0, -500),
+        ("kept", 900, 1000, 100),
+        ("new", 0, 100, 100),
+        ("[shared]", 40, 70, 30),
+    ]
+    assert [r.base_function_count for r in rows] == [2, 3, 0, 0] and rows[-1].overhead
+    assert sum(r.delta for r in rows) == sum(r.bytes for r in head) - sum(r.bytes for r in base)
+    assert all(r.download_bytes is None for r in rows)
+    with_download = join([Rollup("a", 1, 10, 0, 4)], [Rollup("b", 1, 20, 0, 6)], downloads=True)
+    assert [(r.name, r.base_download_bytes, r.download_bytes) for r in with_download] == [
+        ("b", 0, 6),
+        ("a", 4, 0),
+    ]

@@ -16,12 +16,12 @@ from clirun import run_cli as _run
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown, compare_markdown
 from builder.render.provenance import provenance_line
+from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import Comparison, compare_reports
-from builder.size.gates import GateResult, Gates, evaluate_gates
 from builder.size.limits import parse_limit
 from builder.size.load import load_reports
-from builder.size.report import OverheadRow, Report, Source
-from builder.size.rollup import FunctionRow, roll_up
+from builder.size.report import Report, Source
+from builder.size.rollup import FunctionRow, overhead_row, roll_up
 
 BASE = [
     ("v_copyfloat32float32", 300),
@@ -52,7 +52,7 @@ def _synthetic(count: int, *, seed: int, name_len: int, by: str = "function") ->
         )
         for i in range(count)
     ]
-    overhead = [OverheadRow("header", 88)]
+    overhead = [overhead_row("header", 88)]
     size = sum(f.bytes for f in functions) + 88
     return Report(
         Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"),
@@ -96,7 +96,7 @@ def test_comment_shape(write_metallib: Callable[..., Path]) -> None:
 
 
 @functools.cache
-def _big_comparison(name_len: int) -> tuple[Comparison, list[GateResult]]:
+def _big_comparison(name_len: int) -> tuple[Comparison, list[Check]]:
     """Every function added or removed, thousands of groups, hostile characters in every name
     (made once per name length: the tests only read it)."""
     base = _synthetic(17_000, seed=1, name_len=name_len)

@@ -14,12 +14,14 @@ from clirun import run_cli
 from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.records.manifest import read_manifest
-from builder.render.machine import report_csv, report_json
+from builder.render.json_docs import report_json
+from builder.render.machine import report_csv
 from builder.render.markdown import report_markdown
 from builder.render.tables import report_table
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
-from builder.size.report import report_from_dict, report_to_dict
+from builder.size.report import report_to_dict
+from builder.size.report_fields import report_from_dict
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.files.jsontext import dumps
 from builder.files.reading import read_text
@@ -21,8 +21,8 @@ from builder.render.html.data import comparison_data, report_data
 from builder.render.text import visible
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
     from builder.size.report import Report
 
 __all__ = ["compare_html", "page", "report_html"]
@@ -35,7 +35,7 @@ def _asset(name: str) -> str:
     return read_text(_ASSETS / name, "the HTML asset")
 
 
-def _script_json(data: Any) -> str:
+def _script_json(data: object) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``<`` can end or open a tag,
     and a lone surrogate (a name from a saved report, a file name that is not UTF-8) is written
     as escape text, as the JSON output writes it (``builder.files.jsontext``): the page is
@@ -49,7 +49,7 @@ _PLACEHOLDER = re.compile(r"\{\{TITLE\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\
 
 def page(
     title: str,
-    data: dict[str, Any],
+    data: dict[str, object],
     *,
     template: str = "page.html",
     scripts: tuple[str, ...] = ("treemap.js", "app.js"),
@@ -76,7 +76,7 @@ def report_html(reports: Sequence[Report]) -> str:
     return page(f"Metallib size: {labels}", report_data(reports))
 
 
-def compare_html(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> str:
+def compare_html(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> str:
     """``compare --format html``: the head treemap coloured by growth, added/removed listed."""
     labels = ", ".join(f"{c.base.source.label} → {c.head.source.label}" for c, _ in pairs)
     return page(f"Metallib size change: {labels}", comparison_data(pairs))

@@ -13,16 +13,16 @@ build manifest when they cannot be read), and ``-1`` marks "absent on this side"
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from builder.render.checks import gate_message
 from builder.render.provenance import provenance_line
-from builder.render.text import gate_message
 from builder.size.grouping import group_names
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
+    from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.gates import GateResult
     from builder.size.report import Report
 
 __all__ = ["comparison_data", "report_data"]
@@ -45,7 +45,7 @@ class _Index:
         return found
 
 
-def _origin(report: Report) -> dict[str, Any]:
+def _origin(report: Report) -> dict[str, object]:
     src = report.source
     host = (report.provenance.get("build") or {}).get("host_library")
     return {
@@ -59,7 +59,7 @@ def _origin(report: Report) -> dict[str, Any]:
     }
 
 
-def _side(report: Report) -> dict[str, Any]:
+def _side(report: Report) -> dict[str, object]:
     """Everything about one measured library except its functions.
 
     JIT families (``builder.size.jit_sizes``) are measured in the host library: their symbol bytes
@@ -89,7 +89,7 @@ def _side(report: Report) -> dict[str, Any]:
     return side
 
 
-def _download(report: Report) -> dict[str, Any] | None:
+def _download(report: Report) -> dict[str, object] | None:
     """The modelled download (``--download``): total, overhead rows, the model's line."""
     from builder.render.download import download_line
 
@@ -119,7 +119,7 @@ def _columns(
     groups: Iterable[str],
     subgroups: Iterable[str] | None,
     index: tuple[_Index, _Index],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     group_ix, subgroup_ix = index
     return {
         "name": names,
@@ -128,20 +128,18 @@ def _columns(
     }
 
 
-def report_data(reports: Sequence[Report]) -> dict[str, Any]:
+def report_data(reports: Sequence[Report]) -> dict[str, object]:
     """The embedded document of ``report --format html``."""
     libraries = []
     for report in reports:
         index = (_Index(), _Index())
         names = [f.name for f in report.functions]
         lib = _side(report)
-        lib["fn"] = _columns(
-            names, (f.group for f in report.functions), _subgroups(report, names), index
-        )
-        lib["fn"]["bytes"] = [f.bytes for f in report.functions]
+        fn = _columns(names, (f.group for f in report.functions), _subgroups(report, names), index)
+        fn["bytes"] = [f.bytes for f in report.functions]
         if report.download is not None:  # the treemap can be sized by download bytes
-            lib["fn"]["download"] = report.download.functions
-        lib["groups"], lib["subgroups"] = index[0].values, index[1].values
+            fn["download"] = report.download.functions
+        lib["fn"], lib["groups"], lib["subgroups"] = fn, index[0].values, index[1].values
         libraries.append(lib)
     return {"schema": DATA_SCHEMA, "mode": "report", "libraries": libraries}
 
@@ -160,7 +158,7 @@ def _download_columns(
     )
 
 
-def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) -> dict[str, Any]:
+def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> dict[str, object]:
     """The embedded document of ``compare --format html``: head's functions, then removed ones.
 
     ``bytes`` is the head size and ``base`` the base size of the same-named function; ``-1``
@@ -176,15 +174,15 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[GateResult]]]) ->
         index = (_Index(), _Index())
         lib = _side(head)
         lib["base"] = _side(base)
-        lib["fn"] = _columns(names, (r[1] for r in rows), _subgroups(head, names), index)
-        lib["fn"]["bytes"] = [r[2] for r in rows]
-        lib["fn"]["base"] = [r[3] for r in rows]
+        fn = _columns(names, (r[1] for r in rows), _subgroups(head, names), index)
+        fn["bytes"] = [r[2] for r in rows]
+        fn["base"] = [r[3] for r in rows]
         if base.download is not None and head.download is not None:
-            lib["fn"]["download"], lib["fn"]["base_download"] = _download_columns(comparison, rows)
-        lib["groups"], lib["subgroups"] = index[0].values, index[1].values
+            fn["download"], fn["base_download"] = _download_columns(comparison, rows)
+        lib["fn"], lib["groups"], lib["subgroups"] = fn, index[0].values, index[1].values
         lib["delta"] = comparison.delta
         lib["gates"] = [
-            {"name": g.name, "passed": g.passed, "message": gate_message(g)} for g in gates
+            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
         ]
         lib["notes"] = comparison.notes
         lib["counts"] = {

@@ -6,13 +6,11 @@ filled by the same one-pass ``page`` function.
 
 from __future__ import annotations
 
-from typing import Any
-
 from builder.render.html import page
 
 __all__ = ["variants_page"]
 
 
-def variants_page(title: str, data: dict[str, Any]) -> str:
+def variants_page(title: str, data: dict[str, object]) -> str:
     """The page for ``data`` (``builder.render.variants.variants_to_dict`` plus notes)."""
     return page(title, data, template="variants.html", scripts=("variants.js",))

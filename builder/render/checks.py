@@ -1,71 +1,96 @@
-"""Budget checks for people and machines: one table (budget, limit, value, result), as size-limit
-prints it; JSON; and markdown that is both the step summary and the sticky PR comment.
+"""Checks (``builder.size.checks.Check``) for people and machines: a gate's line for ``compare``,
+and for ``budget`` one table (budget, limit, value, result) as size-limit prints it, JSON, and
+markdown that is both the step summary and the sticky PR comment.
 
-Pure: ``BudgetCheck`` rows in, text out. Names (budgets from the file, groups from a metallib)
-pass through the medium's escaping (``builder.render.markup``).
+Pure: checks in, text out. Names (budgets from the file, groups from a metallib) pass through
+the medium's escaping (``builder.render.markup``).
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
 from builder.render.markup import clip, md_code, md_text, rich_text
 from builder.render.text import human_delta, human_size, limit_text
+from builder.size.checks import GROWTH
 
 if TYPE_CHECKING:
-    from builder.size.budget import BudgetCheck
+    from builder.size.checks import Check
 
-__all__ = ["MARKER", "budget_json", "budget_markdown", "budget_table", "check_label", "failures"]
+__all__ = [
+    "MARKER",
+    "budget_markdown",
+    "budget_table",
+    "check_label",
+    "failures",
+    "gate_message",
+]
 
 MARKER = "<!-- metallib-builder:budget-comment -->"
 """First line of the budget comment (the size comparison has its own marker)."""
 _LIMIT = 60_000
 
 
-def check_label(check: BudgetCheck) -> str:
+def check_label(check: Check) -> str:
     """``max-size``, ``group quantized``, ``max-growth 1%``."""
-    if check.key == "groups":
+    if check.name == "groups":
         return f"group {check.group}"
-    if check.key == "max-growth" and check.growth is not None:
-        return f"max-growth {limit_text(check.growth)}"
-    return check.key
+    if check.growth is not None:
+        return f"{check.name} {limit_text(check.growth)}"
+    return check.name
 
 
-def _amount(check: BudgetCheck, n: int) -> str:
-    if check.key == "max-functions":
+def _amount(check: Check, n: int) -> str:
+    if check.name == "max-functions":
         return f"{n:,} functions"
-    if check.key == "max-growth":
+    if check.name in GROWTH:
         return human_delta(n)
     return human_size(n)
 
 
-def _value(check: BudgetCheck) -> str:
-    text = _amount(check, check.value)
-    if check.key == "max-growth" and check.base_value:
-        text += f" ({100.0 * check.value / check.base_value:+.2f}%)"
-    return text
+def _percent(check: Check) -> str:
+    return "" if check.percent is None else f" ({check.percent:+.2f}%)"
 
 
-def _limit(check: BudgetCheck) -> str:
-    if check.key == "max-growth" and check.base_value is not None:
+def _value(check: Check) -> str:
+    return _amount(check, check.value) + (_percent(check) if check.name in GROWTH else "")
+
+
+def _limit(check: Check) -> str:
+    if check.name in GROWTH and check.base_value is not None:
         return f"{human_size(check.limit)} (of {human_size(check.base_value)})"
     return _amount(check, check.limit).lstrip("+")
 
 
-def failures(checks: Sequence[BudgetCheck]) -> list[str]:
-    """One phrase per failed check: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``."""
+def gate_message(gate: Check) -> str:
+    """A ``compare`` gate's verdict in one line, named by its option (the CLI, tables, markdown,
+    HTML and JSON)."""
+    option = f"--{gate.name}"
+    if gate.name in GROWTH and gate.growth is not None:
+        return (
+            f"{option} {limit_text(gate.growth)}: {gate.subject} grew by "
+            f"{human_delta(gate.value)}{_percent(gate)}; allowed {human_size(gate.limit)}"
+        )
+    if gate.name == "fail-on-new-group":
+        new = gate.new_groups
+        return f"{option}: " + (f"new groups in head: {', '.join(new)}" if new else "no new groups")
+    size = human_size(gate.value)
+    return f"{option} {human_size(gate.limit)}: {gate.subject} is {size} ({gate.value:,} bytes)"
+
+
+def failures(checks: Sequence[Check]) -> list[str]:
+    """One phrase per failed budget limit: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``."""
     return [
-        f"{c.budget}: {check_label(c)} is {_value(c)}, limit {_limit(c)}"
+        f"{c.subject}: {check_label(c)} is {_value(c)}, limit {_limit(c)}"
         for c in checks
         if not c.passed
     ]
 
 
 def budget_table(
-    checks: Sequence[BudgetCheck], source: str, *, color: bool = False, width: int = 100
+    checks: Sequence[Check], source: str, *, color: bool = False, width: int = 100
 ) -> str:
     """The size-limit view: a row per limit, pass or FAIL, and where each value was measured."""
     from rich.console import Console
@@ -89,7 +114,7 @@ def budget_table(
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for c in checks:
         table.add_row(
-            rich_text(c.budget),
+            rich_text(c.subject),
             rich_text(check_label(c)),
             escape(_limit(c)),
             escape(_value(c)),
@@ -103,38 +128,8 @@ def budget_table(
     return out.getvalue()
 
 
-def budget_json(checks: Sequence[BudgetCheck], source: str) -> str:
-    """``{"schema": 1, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
-    bytes (functions for ``max-functions``) with the files it was measured in."""
-    from builder.size.report import SCHEMA
-
-    def row(c: BudgetCheck) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "budget": c.budget,
-            "key": c.key,
-            "group": c.group,
-            "limit": c.limit,
-            "value": c.value,
-            "passed": c.passed,
-            "unit": "functions" if c.key == "max-functions" else "bytes",
-            "measured_in": list(c.measured_in),
-        }
-        if c.growth is not None:
-            doc.update(max_growth=limit_text(c.growth), base_value=c.base_value)
-        return doc
-
-    doc = {
-        "schema": SCHEMA,
-        "kind": "budget",
-        "file": source,
-        "passed": all(c.passed for c in checks),
-        "checks": [row(c) for c in checks],
-    }
-    return dumps(doc, indent=1) + "\n"
-
-
 def budget_markdown(
-    checks: Sequence[BudgetCheck], source: str, *, marker: str = MARKER, limit: int = _LIMIT
+    checks: Sequence[Check], source: str, *, marker: str = MARKER, limit: int = _LIMIT
 ) -> str:
     """The verdict first, then the table; under ``limit`` UTF-8 bytes whatever the input (rows
     are capped, and the ones that do not fit are counted)."""
@@ -162,7 +157,7 @@ def budget_markdown(
     rows = sorted(checks, key=lambda c: c.passed)  # failures first
     for shown, c in enumerate(rows):
         row = clip(
-            f"| {md_code(c.budget, 120)} | {md_code(check_label(c), 160)} | {_limit(c)} | "
+            f"| {md_code(c.subject, 120)} | {md_code(check_label(c), 160)} | {_limit(c)} | "
             f"{_value(c)} | {'✅ pass' if c.passed else '❌ **FAIL**'} |",
             600,
         )

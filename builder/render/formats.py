@@ -1,0 +1,105 @@
+"""Which renderer draws a size result in each output format: the one dispatch ``report``,
+``compare``, ``budget`` and ``history`` share, so a command is parse, call, render.
+
+Heavy renderers (rich, the HTML page) are imported only for the format asked for, so
+``report --format json`` pays for none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from builder.size.checks import Check, Evaluated
+    from builder.size.history import HistoryPoint
+    from builder.size.report import Report
+
+__all__ = ["budget_output", "comparison_output", "history_output", "report_output", "shown_top"]
+
+
+def shown_top(top: int | None, kind: str) -> int | None:
+    """``--top`` for ``kind``: by default 20 rows for people, all for machines; 0 is all."""
+    if top is None:
+        return None if kind in ("csv", "json") else 20
+    return None if top <= 0 else top
+
+
+def report_output(
+    reports: Sequence[Report], kind: str, top: int | None, color: bool, width: int | None
+) -> str:
+    """``report --format kind``."""
+    shown = shown_top(top, kind)
+    if kind == "html":
+        from builder.render.html import report_html
+
+        return report_html(reports)
+    if kind == "json":
+        from builder.render.json_docs import report_json
+
+        return report_json(reports)
+    if kind == "csv":
+        from builder.render.machine import report_csv
+
+        return report_csv(reports, shown)
+    if kind == "markdown":
+        from builder.render.markdown import report_markdown
+
+        return report_markdown(reports, shown)
+    from builder.render.tables import report_table
+
+    return report_table(reports, shown, color=color, width=width)
+
+
+def comparison_output(
+    evaluated: Evaluated, kind: str, top: int | None, color: bool, width: int | None
+) -> str:
+    """``compare --format kind``: every library pair with its gate verdicts."""
+    if kind == "json":
+        from builder.render.json_docs import compare_json
+
+        return compare_json(evaluated)
+    if kind == "csv":
+        from builder.render.machine import compare_csv
+
+        return compare_csv(evaluated)
+    if kind == "markdown":
+        from builder.render.pr_comment import comment_markdown
+
+        return comment_markdown(evaluated, shown_top(top, kind))
+    if kind == "html":
+        from builder.render.html import compare_html
+
+        return compare_html(evaluated)
+    from builder.render.tables import compare_table
+
+    shown = shown_top(top, kind)
+    return "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
+
+
+def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, width: int) -> str:
+    """``budget --format kind``."""
+    from builder.render import checks as show
+
+    if kind == "json":
+        from builder.render.json_docs import budget_json
+
+        return budget_json(checks, source)
+    if kind == "markdown":
+        return show.budget_markdown(checks, source)
+    return show.budget_table(checks, source, color=color, width=width)
+
+
+def history_output(
+    points: Sequence[HistoryPoint], shown: list[str], by: str, kind: str, color: bool, width: int
+) -> str:
+    """``history --format kind``; ``shown`` are the groups drawn (``top_groups``)."""
+    from builder.render import history as show
+
+    if kind == "json":
+        from builder.render.json_docs import history_json
+
+        return history_json(points, by)
+    if kind == "html":
+        return show.history_html(points, shown, by)
+    return show.history_table(points, shown, by, color=color, width=width)

@@ -1,0 +1,207 @@
+"""Every JSON document of a size result, built here from the model (docs/report-schema.md):
+``report``, ``compare`` (with its gates and the JIT side), ``budget`` and ``history``.
+
+One module so that a key is spelled once and the documents agree: a report's own object (schema
+1, also the saved-report format that ``builder.size.report`` reads back) is
+``builder.size.report.report_to_dict``, which this module wraps for output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from builder.files.jsontext import dumps
+from builder.render.checks import gate_message
+from builder.render.history import DOWNLOAD_METHOD
+from builder.render.text import limit_text
+from builder.size.report import SCHEMA, report_json_text
+
+if TYPE_CHECKING:
+    from builder.size.checks import Check, Evaluated
+    from builder.size.compare import Comparison, JitComparison
+    from builder.size.history import HistoryPoint
+    from builder.size.report import Report
+    from builder.size.rollup import FunctionRow, Rollup
+
+__all__ = ["budget_json", "compare_json", "history_json", "report_json"]
+
+
+def report_json(reports: Sequence[Report]) -> str:
+    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
+    if len(reports) == 1:
+        return report_json_text(reports[0]) + "\n"
+    body = ",".join(report_json_text(r) for r in reports)
+    return f'{{"schema":{SCHEMA},"libraries":[{body}]}}\n'
+
+
+def compare_json(pairs: Evaluated, top: int = 20) -> str:
+    """One comparison as a schema-1 object; several (targets holding several libraries) as
+    ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
+    so the output is always one JSON document."""
+    docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
+    if len(docs) == 1:
+        return dumps(docs[0], indent=1) + "\n"
+    return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
+
+
+def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
+    """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
+    (builds with JIT families only) the JIT families' deltas in the host libraries. With
+    ``compare --download``, the modelled download of both sides, per group and in total."""
+    download = comparison.download_delta is not None
+
+    def side(report: Report) -> dict[str, object]:
+        src = report.source
+        doc: dict[str, object] = {
+            "path": src.path,
+            "target": src.target,
+            "kind": src.kind,
+            "wheel": src.wheel,
+            "manifest": src.manifest,
+            "member": src.member,
+            "file_size": report.file_size,
+            "function_count": report.function_count,
+            "format_version": report.format_version,
+            "by": report.by,
+            "grouping": report.grouping,
+            "provenance": report.provenance,
+        }
+        if download:
+            doc["download_bytes"] = report.download.total if report.download else None
+        return doc
+
+    def fns(rows: Sequence[FunctionRow]) -> dict[str, object]:
+        return {
+            "count": len(rows),
+            "bytes": sum(r.bytes for r in rows),
+            "largest": [{"name": r.name, "group": r.group, "bytes": r.bytes} for r in rows[:top]],
+        }
+
+    doc: dict[str, object] = {
+        "schema": SCHEMA,
+        "kind": "comparison",
+        "base": side(comparison.base),
+        "head": side(comparison.head),
+        "delta_bytes": comparison.delta,
+        "delta_percent": comparison.percent,
+        "groups": [_delta_row(g, "function_count", download) for g in comparison.groups],
+        "added": fns(comparison.added),
+        "removed": fns(comparison.removed),
+        "changed": {
+            "count": len(comparison.changed),
+            "largest": [
+                {
+                    "name": c.name,
+                    "group": c.group,
+                    "base_bytes": c.base_bytes,
+                    "head_bytes": c.head_bytes,
+                    "delta_bytes": c.delta,
+                }
+                for c in comparison.changed[:top]
+            ],
+        },
+        "gates": [
+            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
+        ],
+        "notes": comparison.notes,
+    }
+    if download:
+        doc["delta_download_bytes"] = comparison.download_delta
+        doc["delta_download_percent"] = comparison.download_percent
+    if comparison.jit is not None:
+        doc["jit"] = _jit_dict(comparison.jit)
+    return doc
+
+
+def _delta_row(row: Rollup, count: str, download: bool = False) -> dict[str, object]:
+    """A joined row (``builder.size.rollup.join``): base, head and delta; ``count`` names what
+    its function count counts."""
+    doc: dict[str, object] = {
+        "name": row.name,
+        "overhead": row.overhead,
+        "base_bytes": row.base_bytes,
+        "head_bytes": row.bytes,
+        "delta_bytes": row.delta,
+        "delta_percent": row.percent,
+        f"base_{count}": row.base_function_count,
+        f"head_{count}": row.function_count,
+    }
+    if download:
+        doc["base_download_bytes"] = row.base_download_bytes
+        doc["head_download_bytes"] = row.download_bytes
+        doc["delta_download_bytes"] = row.download_delta
+    return doc
+
+
+def _jit_dict(jit: JitComparison) -> dict[str, object]:
+    """The ``jit`` object of a comparison."""
+    return {
+        "measured": "host library symbols" if jit.host_measured else "embedded source (manifest)",
+        "base_origin": jit.base_origin,
+        "head_origin": jit.head_origin,
+        "base_bytes": jit.base_total,
+        "head_bytes": jit.head_total,
+        "delta_bytes": jit.delta,
+        "delta_percent": jit.percent,
+        "new_families": jit.new_families,
+        "families": [_delta_row(g, "kernel_count") for g in jit.groups],
+    }
+
+
+def budget_json(checks: Sequence[Check], source: str) -> str:
+    """``{"schema": 1, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
+    bytes (functions for ``max-functions``) with the files it was measured in."""
+
+    def row(c: Check) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "budget": c.subject,
+            "key": c.name,
+            "group": c.group,
+            "limit": c.limit,
+            "value": c.value,
+            "passed": c.passed,
+            "unit": "functions" if c.name == "max-functions" else "bytes",
+            "measured_in": list(c.measured_in),
+        }
+        if c.growth is not None:
+            doc.update(max_growth=limit_text(c.growth), base_value=c.base_value)
+        return doc
+
+    doc = {
+        "schema": SCHEMA,
+        "kind": "budget",
+        "file": source,
+        "passed": all(c.passed for c in checks),
+        "checks": [row(c) for c in checks],
+    }
+    return dumps(doc, indent=1) + "\n"
+
+
+def history_json(points: Sequence[HistoryPoint], by: str) -> str:
+    """``{"schema": 1, "kind": "history", "by", "points": [{"target", "bytes", "groups", ...}]}``
+    with every group of every point."""
+
+    def point(p: HistoryPoint) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "target": p.target,
+            "bytes": p.bytes,
+            "function_count": p.function_count,
+            "groups": [{"name": g.name, "bytes": g.bytes} for g in p.groups],
+            "measured_in": list(p.measured_in),
+        }
+        if p.download_bytes is not None:
+            doc["download_bytes"] = p.download_bytes
+        if p.host_library_bytes is not None:
+            doc["host_library_bytes"] = p.host_library_bytes
+        return doc
+
+    doc: dict[str, object] = {
+        "schema": SCHEMA,
+        "kind": "history",
+        "by": by,
+        "points": [point(p) for p in points],
+    }
+    if any(p.download_bytes is not None for p in points):
+        doc["download_method"] = DOWNLOAD_METHOD
+    return dumps(doc, indent=1) + "\n"

@@ -1,0 +1,190 @@
+"""The one check model: a limit against the value measured for it, whether ``compare`` was asked
+for it (``--max-growth``, a gate) or a budget file was (``max-growth``, ``builder.size.budget``).
+
+A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
+name. Checking is pure data in, pure data out; ``builder.render.checks`` words the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from builder.size.limits import Limit, shipped_size
+
+if TYPE_CHECKING:
+    from builder.size.compare import Comparison
+    from builder.size.report import Report
+
+__all__ = [
+    "GROWTH",
+    "Check",
+    "Evaluated",
+    "Gates",
+    "check_pairs",
+    "download_totals",
+    "evaluate_gates",
+    "shipped_sizes",
+]
+
+GROWTH = ("max-growth", "max-download-growth")
+"""The limits on growth since a base: ``limit`` and ``value`` are bytes grown."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One limit and the value it was checked against."""
+
+    name: str
+    """``max-size``, ``max-total-size``, ``max-download-size``, ``max-functions``, ``groups``,
+    ``max-growth``, ``max-download-growth`` or ``fail-on-new-group``."""
+    subject: str
+    """What was checked: a budget's name, or for a gate the head library's label (the JIT side of
+    it when neither side has a metallib, or what it ships: metallib + JIT host library)."""
+    limit: int
+    """Bytes allowed (functions for ``max-functions``, new groups for ``fail-on-new-group``); for
+    a growth limit the growth allowed in bytes."""
+    value: int
+    """Measured: bytes, functions, new groups, or for a growth limit head minus base bytes."""
+    growth: Limit | None = None
+    """A growth limit as written (a percentage or bytes)."""
+    base_value: int | None = None
+    """A growth limit: the base's bytes the growth is relative to."""
+    group: str | None = None
+    """``groups``: the group limited."""
+    measured_in: tuple[str, ...] = ()
+    """A budget's limit: the files the value was measured in."""
+    new_groups: tuple[str, ...] = ()
+    """``fail-on-new-group``: the groups head has and base does not."""
+
+    @property
+    def passed(self) -> bool:
+        return self.value <= self.limit
+
+    @property
+    def percent(self) -> float | None:
+        """A growth limit: growth relative to base (None for a base of 0 bytes)."""
+        return 100.0 * self.value / self.base_value if self.base_value else None
+
+
+Evaluated = Sequence[tuple["Comparison", Sequence["Check"]]]
+"""The library pairs of a ``compare`` run, each with its gate verdicts."""
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The limits ``compare`` was asked to check; all optional."""
+
+    max_growth: Limit | None = None
+    max_size: int | None = None
+    fail_on_new_group: bool = False
+    max_total_size: int | None = None
+    """The metallib plus the host library (``builder.size.limits.shipped_size``)."""
+    max_download_growth: Limit | None = None
+    """On the modelled download (``download_totals``)."""
+    max_download_size: int | None = None
+
+    @property
+    def download(self) -> bool:
+        """A download limit was asked for: both sides need download figures."""
+        return self.max_download_growth is not None or self.max_download_size is not None
+
+
+def shipped_sizes(comparison: Comparison) -> tuple[int, int, str]:
+    """Base and head bytes of everything each side ships, and what that is: growth gates count the
+    host library of a build with JIT families, not only its metallib.
+
+    The host libraries' file sizes when every side with JIT families has one on disk; otherwise
+    the JIT side as ``compare_jit`` measured it on both sides (embedded source bytes), like with
+    like."""
+    base, head, jit = comparison.base, comparison.head, comparison.jit
+    if jit is None:
+        return base.file_size, head.file_size, "metallib"
+    metallib = "" if comparison.jit_only else "metallib + "
+    if all(r.host_library is not None for r in (base, head) if r.jit_families):
+        return shipped_size(base), shipped_size(head), f"{metallib}JIT host library"
+    return (
+        base.file_size + jit.base_total,
+        head.file_size + jit.head_total,
+        f"{metallib}embedded JIT source",
+    )
+
+
+def download_totals(base: Report, head: Report) -> tuple[int, int]:
+    """The modelled download of both sides, for the download gates. A gate on download needs
+    figures on both sides: a side without them (a report saved without ``--download``, a build
+    with no metallib) is an error (exit 2), never a gate passed on a number not measured."""
+    from builder.errors import UsageError
+
+    for side, report in (("base", base), ("head", head)):
+        if report.download is None:
+            raise UsageError(
+                f"{report.source.label}: no download figures for the {side} side "
+                "(no metallib, or a report saved without --download)"
+            )
+    assert base.download is not None and head.download is not None
+    return base.download.total, head.download.total
+
+
+def _growth(name: str, subject: str, limit: Limit, base: int, head: int) -> Check:
+    return Check(name, subject, int(limit.allowed(base)), head - base, limit, base)
+
+
+def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
+    """Check each gate that was asked for, keeping the measured sizes it was checked against."""
+    results = []
+    label = comparison.head.source.label
+    head_label = label
+    head_size, new = comparison.head_size, comparison.new_groups
+    jit = comparison.jit
+    if comparison.jit_only and jit is not None:  # no metallib on either side: gate the JIT side
+        what = "JIT host library" if jit.host_measured else "embedded JIT source"
+        head_label = f"the {what} of {label}"
+        head_size, new = jit.head_total, jit.new_families
+    if gates.max_growth is not None:
+        base_all, head_all, what = shipped_sizes(comparison)
+        subject = (
+            label
+            if jit is None
+            else f"the {what} of {label}"
+            if comparison.jit_only
+            else f"{label} ({what})"
+        )
+        results.append(_growth("max-growth", subject, gates.max_growth, base_all, head_all))
+    if gates.max_size is not None:
+        results.append(Check("max-size", head_label, gates.max_size, head_size))
+    if gates.max_total_size is not None:
+        subject = f"{label} (metallib + JIT host library)" if jit is not None else label
+        total = shipped_size(comparison.head)
+        results.append(Check("max-total-size", subject, gates.max_total_size, total))
+    if gates.fail_on_new_group:
+        results.append(Check("fail-on-new-group", head_label, 0, len(new), new_groups=tuple(new)))
+    if gates.download:
+        base_dl, head_dl = download_totals(comparison.base, comparison.head)
+        subject = f"the download of {head_label}"
+        if gates.max_download_growth is not None:
+            limit = gates.max_download_growth
+            results.append(_growth("max-download-growth", subject, limit, base_dl, head_dl))
+        if gates.max_download_size is not None:
+            size = gates.max_download_size
+            results.append(Check("max-download-size", subject, size, head_dl))
+    return results
+
+
+def check_pairs(
+    base: list[Report],
+    head: list[Report],
+    gates: Gates,
+    compared: Callable[[Comparison], object] = lambda _: None,
+) -> list[tuple[Comparison, list[Check]]]:
+    """Pair the libraries of two targets (``pair_reports``), compare each pair (then tell
+    ``compared``, before its gates are checked) and check its gates: what ``compare`` renders."""
+    from builder.size.compare import compare_reports, pair_reports
+
+    out = []
+    for b, h in pair_reports(base, head):
+        comparison = compare_reports(b, h)
+        compared(comparison)
+        out.append((comparison, evaluate_gates(comparison, gates)))
+    return out
