@@ -34,6 +34,7 @@ __all__ = [
     "check_remote",
     "compatible",
     "holds_metallibs",
+    "remember_choice",
     "remote_members",
 ]
 
@@ -179,17 +180,52 @@ def holds_metallibs(member: str) -> bool:
     return name.endswith((".metallib", ".dylib", ".so", ".bundle")) or ".so." in name
 
 
+RESOLVED = ".resolved"
+"""Folder of the wheel cache recording which file pip chose for a (name, version, platform)."""
+
+
+def _record(folder: Path, name: str, version: str, platform: str) -> Path:
+    canonical = re.sub(r"[-_.]+", "_", name).lower()
+    return folder / RESOLVED / f"{canonical}-{version}-{platform}"
+
+
+def remember_choice(folder: Path, name: str, version: str, platform: str, wheel: Path) -> None:
+    """Record that pip chose ``wheel`` for ``platform`` (best effort: a cache that cannot be
+    written costs a download, nothing else)."""
+    from builder.errors import OutputError
+    from builder.files.atomic import make_dirs, write_atomic
+
+    record = _record(folder, name, version, platform)
+    try:
+        make_dirs(record.parent)
+        write_atomic(record, wheel.name)
+    except OutputError:
+        pass
+
+
 def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path | None:
-    """The cached wheel pip would take for ``platform`` (a ``macosx_11_0_arm64`` wheel serves
-    ``macosx_14_0_arm64`` too: without this it was downloaded again on every run)."""
+    """The cached wheel pip chose for ``platform`` before (its record in ``.resolved/``), or
+    one built for exactly ``platform``; None: ask the index. A wheel cached for another
+    platform is not taken just because it would run there: the index may hold a better one
+    (mlx-metal 0.32.0 has a macosx_26_0 wheel beside its macosx_14_0 one, with other kernels),
+    and pip, not the cache, knows which it takes."""
+    record = _record(folder, name, version, platform)
+    try:
+        chosen = folder / record.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        chosen = None
+    if chosen is not None and chosen.parent == folder and chosen.is_file():
+        return chosen
     prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
-    ranked = []
     for wheel in sorted(folder.glob("*.whl")):
-        if wheel.name.lower().startswith(prefix):
-            rank = compatible(wheel.name, name, version, platform)
-            if rank is not None:
-                ranked.append((rank, wheel.name, wheel))
-    return min(ranked)[2] if ranked else None
+        exact = wheel.name.removesuffix(".whl").split("-")[-1].split(".")
+        if (
+            wheel.name.lower().startswith(prefix)
+            and platform in exact
+            and compatible(wheel.name, name, version, platform) is not None
+        ):
+            return wheel
+    return None
 
 
 def check_remote(name: str, version: str, platform: str) -> None:

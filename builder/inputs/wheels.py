@@ -51,7 +51,12 @@ from builder.inputs.wheel_cache import (
     wheel_digest,
     write_error,
 )
-from builder.inputs.wheel_index import cached_wheel, check_remote, holds_metallibs
+from builder.inputs.wheel_index import (
+    cached_wheel,
+    check_remote,
+    holds_metallibs,
+    remember_choice,
+)
 
 __all__ = [
     "DEFAULT_PLATFORM",
@@ -142,6 +147,7 @@ def download_wheel(
             os.replace(wheels[0], target)
         except OSError as exc:
             raise write_error(folder, exc, f"storing {target.name}") from None
+    remember_choice(folder, name, version, platform, target)
     return target
 
 

@@ -510,3 +510,24 @@ def test_damaged_wheel_fails_cleanly_or_extracts_the_true_bytes(
         assert all(cache / "metallibs" in p.parents for p in paths)
     assert not temp_files(cache)
     assert set(tree(tmp_path, skip=cache)) == {"base/base.whl", f"fuzz/{WHEEL_NAME}"}
+
+
+def test_a_wheel_cached_for_another_platform_is_not_taken(tmp_path: Path) -> None:
+    """mlx-metal 0.32.0 has a macosx_14_0 and a macosx_26_0 wheel with different kernels: the
+    cached 14 wheel must not stand in for 26 (pip, asked, takes the 26 one). What pip chose once
+    is recorded, so a wheel pip took for another tag (metal-flash-sdpa's macosx_11_0 for 14) is
+    found again without asking."""
+    from builder.inputs.wheel_index import cached_wheel, remember_choice
+
+    m14 = tmp_path / "mlx_metal-0.32.0-py3-none-macosx_14_0_arm64.whl"
+    m14.write_bytes(b"")
+    assert cached_wheel(tmp_path, "mlx-metal", "0.32.0", "macosx_26_0_arm64") is None
+    assert cached_wheel(tmp_path, "mlx-metal", "0.32.0", "macosx_14_0_arm64") == m14
+    m11 = tmp_path / "metal_flash_sdpa-0.1.2-cp312-cp312-macosx_11_0_arm64.whl"
+    m11.write_bytes(b"")
+    assert cached_wheel(tmp_path, "metal-flash-sdpa", "0.1.2", "macosx_14_0_arm64") is None
+    remember_choice(tmp_path, "metal-flash-sdpa", "0.1.2", "macosx_14_0_arm64", m11)
+    assert cached_wheel(tmp_path, "metal-flash-sdpa", "0.1.2", "macosx_14_0_arm64") == m11
+    assert cached_wheel(tmp_path, "metal-flash-sdpa", "0.1.2", "macosx_15_0_arm64") is None
+    m11.unlink()  # a record of a wheel no longer cached sends back to the index
+    assert cached_wheel(tmp_path, "metal-flash-sdpa", "0.1.2", "macosx_14_0_arm64") is None

@@ -42,7 +42,7 @@ def _data(text: str) -> dict[str, Any]:
 
 def test_placeholder_text_in_the_title_or_data_stays_literal() -> None:
     title = "a {{DATA}} b /*{{STYLE}}*/ c /*{{SCRIPT}}*/ d {{TITLE}}"
-    data = {"names": ["{{DATA}}", "{{TITLE}}", "/*{{SCRIPT}}*/", "</script>"]}
+    data: dict[str, object] = {"names": ["{{DATA}}", "{{TITLE}}", "/*{{SCRIPT}}*/", "</script>"]}
     text = page(title, data)
     assert _title(text) == html.escape(title)
     assert f'<h1 id="title">{html.escape(title)}</h1>' in text

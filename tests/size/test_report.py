@@ -83,7 +83,9 @@ def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path:
     path = write_metallib("lib.metallib", FUNCTIONS)
     (report,) = load_reports(str(path))
     doc = report_to_dict(report)
-    doc["functions"][0]["bytes"] += 1
+    functions = doc["functions"]
+    assert isinstance(functions, list)
+    functions[0]["bytes"] += 1
     with pytest.raises(UsageError, match="add up"):
         report_from_dict(doc, "edited.json")
     with pytest.raises(UsageError, match="schema"):
