@@ -25,6 +25,7 @@ from builder.size.grouping import BY_CHOICES
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
     from builder.size.limits import Limit
+    from builder.size.report import Source
 
 __all__ = ["compare_command", "report_command"]
 
@@ -142,14 +143,29 @@ def report_command(
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = tree_sources(by, tree)
     reports = load(target, by, rules, platform, sources, download)
+    from builder.size.binary_account import binary_accounts
+
+    binaries = binary_accounts(
+        [
+            (s.path, _binary_name(s), s.embedded, s.label, n)
+            for s, n in ((r.source, r.function_count) for r in reports)
+        ]
+    )
 
     def render(kind: str, terminal: bool) -> str:
-        return report_output(reports, kind, top, *_screen(terminal))
+        return report_output(reports, kind, top, *_screen(terminal), binaries)
 
     from builder.publish.outputs import write_outputs
     from builder.render.formats import report_output
 
     write_outputs(plan, render, measured_files(reports))
+
+
+def _binary_name(source: Source) -> str:
+    """How a binary holding libraries is named: the target itself, or its path in a wheel."""
+    if source.kind == "binary":
+        return source.target
+    return (source.member or "").rpartition("#")[0] or source.target
 
 
 def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:

@@ -192,7 +192,7 @@ def _from_binary(
         from builder.metallib.binary_sections import file_kind
 
         with open_regular(path, "the target") as handle:
-            what = file_kind(handle.read(8)) or "not a metallib"
+            what = file_kind(handle.read(8)) or "a file of no kind this tool knows"
         raise UsageError(
             f"{text}: {what} that holds no metallib (no MTLB header that parses whole and "
             "matches its hashes); give a .metallib, a binary or wheel that ships one, or a "

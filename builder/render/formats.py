@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import HistoryPoint
     from builder.size.report import Report
@@ -26,9 +27,15 @@ def shown_top(top: int | None, kind: str) -> int | None:
 
 
 def report_output(
-    reports: Sequence[Report], kind: str, top: int | None, color: bool, width: int | None
+    reports: Sequence[Report],
+    kind: str,
+    top: int | None,
+    color: bool,
+    width: int | None,
+    binaries: Sequence[BinaryAccount] = (),
 ) -> str:
-    """``report --format kind``."""
+    """``report --format kind``; ``binaries``: the account of each binary the libraries sit in
+    (after the libraries in text and markdown, ``binaries`` in JSON; not in CSV or HTML)."""
     shown = shown_top(top, kind)
     if kind == "html":
         from builder.render.html import report_html
@@ -37,18 +44,22 @@ def report_output(
     if kind == "json":
         from builder.render.json_docs import report_json
 
-        return report_json(reports)
+        return report_json(reports, binaries)
     if kind == "csv":
         from builder.render.machine import report_csv
 
         return report_csv(reports, shown)
     if kind == "markdown":
+        from builder.render.binary import binary_markdown
         from builder.render.markdown import report_markdown
 
-        return report_markdown(reports, shown)
+        tail = f"\n{binary_markdown(binaries)}" if binaries else ""
+        return report_markdown(reports, shown) + tail
+    from builder.render.binary import binary_text
     from builder.render.tables import report_table
 
-    return report_table(reports, shown, color=color, width=width)
+    text = report_table(reports, shown, color=color, width=width)
+    return text + (binary_text(binaries, color=color, width=width) if binaries else "")
 
 
 def comparison_output(

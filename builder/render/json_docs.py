@@ -18,6 +18,7 @@ from builder.render.text import limit_text
 from builder.size.report import SCHEMA, report_json_text
 
 if TYPE_CHECKING:
+    from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint
@@ -27,12 +28,19 @@ if TYPE_CHECKING:
 __all__ = ["budget_json", "compare_json", "history_json", "report_json"]
 
 
-def report_json(reports: Sequence[Report]) -> str:
-    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``."""
+def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
+    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``. With
+    ``binaries`` (libraries inside a binary), their accounts as a ``binaries`` key of the
+    top-level object."""
+    tail = ""
+    if binaries:
+        from builder.render.binary import binary_json
+
+        tail = ',"binaries":' + dumps(binary_json(binaries), separators=(",", ":"))
     if len(reports) == 1:
-        return report_json_text(reports[0]) + "\n"
+        return report_json_text(reports[0])[:-1] + tail + "}\n"
     body = ",".join(report_json_text(r) for r in reports)
-    return f'{{"schema":{SCHEMA},"libraries":[{body}]}}\n'
+    return f'{{"schema":{SCHEMA},"libraries":[{body}]{tail}}}\n'
 
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:

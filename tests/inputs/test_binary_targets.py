@@ -176,3 +176,44 @@ def test_a_library_for_ios_says_so(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0 and "deploymenttargetiOS16.0;" in "".join(out.split())
     code, out, _ = run(["report", str(path), "--format", "json"], capsys)
     assert json.loads(out)["provenance"]["library"]["platform"] == "iOS"
+
+
+def test_an_elf_and_a_fat_binary_are_accounted_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The parts of each binary add up to its size: the library, then each section less the
+    library bytes in it (llvm-readelf / llvm-objdump's sections), then the rest; a fat file's
+    sections name their architecture."""
+    from binaries import elf_sections, lipo, macho_sections
+
+    from builder.size.binary_account import NO_SECTION
+
+    lib = _library(tmp_path / "a.metallib", 3, 1)
+    elf = link_elf(tmp_path / "liba.so", [(".rodata", "blob", lib)])
+    code, out, err = run(["report", str(elf), "--format", "json"], capsys)
+    assert code == 0, err
+    [binary] = json.loads(out)["binaries"]
+    assert binary["kind"] == "ELF" and binary["binary"] == str(elf)
+    assert sum(p["bytes"] for p in binary["parts"]) == elf.stat().st_size
+    parts = {p["name"]: p["bytes"] for p in binary["parts"]}
+    sections = elf_sections(elf)
+    _, rodata_size, _ = sections[".rodata"]
+    assert parts[".rodata"] == rodata_size - lib.stat().st_size
+    assert parts[NO_SECTION] == elf.stat().st_size - sum(s for _, s, _ in sections.values())
+    thin = [
+        link_dylib(tmp_path / f"{a}.dylib", [("__TEXT,metal", None, lib)], arch=a)
+        for a in ("arm64", "x86_64")
+    ]
+    fat = lipo(tmp_path / "fat.dylib", thin)
+    code, out, err = run(["report", str(fat), "--format", "json"], capsys)
+    assert code == 0, err
+    [binary] = json.loads(out)["binaries"]
+    assert binary["kind"] == "fat Mach-O"
+    assert sum(p["bytes"] for p in binary["parts"]) == fat.stat().st_size
+    assert [p["library"] for p in binary["parts"]].count(True) == 2
+    names = {p["name"] for p in binary["parts"]}
+    assert {"arm64 __TEXT,__text", "x86_64 __TEXT,__text"} <= names
+    listed = {k: v for k, v in macho_sections(fat).items() if v[0] != 0}
+    assert parts.keys() and len(listed) >= 4
+    code, out, _ = run(["report", str(fat)], capsys)
+    assert code == 0 and "fat Mach-O" in out and "the rest by section" in out

@@ -15,6 +15,7 @@ from clirun import run_cli as run
 
 from builder.inputs import wheels
 from builder.inputs.targets import Library, resolve_target
+from builder.size.binary_account import NO_SECTION
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -121,3 +122,33 @@ def test_gpt4all_standalone_format_2_6(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ok"] and doc["function_count"] == functions and doc["format_version"] == "2.6"
+
+
+@pytest.mark.parametrize(
+    ("spec", "platform"),
+    [("torch==2.14.1", "macosx_14_0_arm64"), ("metal-linalg==2.19.0", "macosx_14_0_arm64")],
+)
+def test_a_binarys_report_accounts_for_every_byte(
+    spec: str, platform: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26 item 3: the parts add up to the file's size; each library part is its own
+    header's size; each section part is llvm-objdump's section size less the library bytes
+    in it, and the bytes in no section are the file less llvm-objdump's sections."""
+    libs = _resolve(spec, platform)
+    code, out, err = run(["report", spec, "--platform", platform, "--format", "json"], capsys)
+    assert code == 0, err
+    [binary] = json.loads(out)["binaries"]
+    path = Path(binary["path"])
+    assert binary["file_size"] == path.stat().st_size == sum(p["bytes"] for p in binary["parts"])
+    windows = sorted((lib.window.offset, lib.window.size) for lib in libs if lib.window)
+    library_parts = [p for p in binary["parts"] if p["library"]]
+    assert [p["bytes"] for p in library_parts] == [size for _, size in windows]
+    assert [_own_header(path, offset)[1] for offset, _ in windows] == [s for _, s in windows]
+    # zero-fill sections (__bss, __thread_bss) take no bytes of the file: offset 0 in objdump
+    sections = {k: v for k, v in macho_sections(path).items() if v[0] != 0}
+    by_name = {p["name"]: p["bytes"] for p in binary["parts"] if not p["library"]}
+    for (_, segment, section), (offset, size) in sections.items():
+        inside = sum(max(0, min(offset + size, o + s) - max(offset, o)) for o, s in windows)
+        assert by_name.get(f"{segment},{section}", 0) == size - inside, (segment, section)
+    in_sections = sum(size for _, size in sections.values())
+    assert by_name[NO_SECTION] == binary["file_size"] - in_sections
