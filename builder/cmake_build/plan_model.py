@@ -53,7 +53,10 @@ class Unit:
     preambles: tuple[str, ...] = ()
     """JIT entry file: the run-time preamble functions it needs."""
     reason: str | None = None
-    """Why an entry file stays AOT in JIT mode (aot-only, or it writes its kernel templates)."""
+    """Why an entry file stays AOT in JIT mode (``[build] aot-only`` names it)."""
+    embedding: str | None = None
+    """JIT entry file: ``whole-file`` (its text, includes inlined, is one run-time source) or
+    ``preamble`` (MLX's: its headers); None for an AOT unit or a catalog family."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class BuildPlan:
             out["preambles"] = list(unit.preambles)
         if unit.reason:
             out["reason"] = unit.reason
+        if unit.embedding:
+            out["embedding"] = unit.embedding
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -179,6 +184,7 @@ class BuildPlan:
                     _strings(u["sources"]),
                     _strings(u.get("preambles", [])),
                     u.get("reason"),
+                    _one_of(u["embedding"], ("whole-file", "preamble")) if "embedding" in u else None,
                 )
                 for u in data["units"]
             )

@@ -134,7 +134,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
 
 def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | None) -> BuildPlan:
     """The plan of a tree of entry files: each entry file AOT or JIT, checked for coverage."""
-    from builder.jit.tree_preambles import jit_preambles
+    from builder.jit.tree_preambles import embedding_of, jit_preambles
     from builder.kernels.discovery import discover
     from builder.kernels.discovery_cache import load_or_discover
     from builder.kernels.preprocess import metal_defines, parse_define
@@ -164,6 +164,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     held = held_aot(tree)
     wanted = jit_units(entries, request, f"{root}, after exclusions")
     jit = [e for e in entries if e in wanted and e not in held]
+    embedding = embedding_of(tree)
     preambles: list[dict[str, Any]] = []
     needs: dict[str, list[str]] = {}
     specs = jit_preambles(tree, jit)
@@ -175,12 +176,13 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
                 "function": spec.function,
                 "headers": [str(h) for h in spec.headers],
                 "entries": list(spec.entries),
+                "embedding": spec.embedding,
             }
         )
         for entry in spec.entries:
             needs.setdefault(entry, []).append(spec.function)
     units = tuple(
-        Unit(e, "jit", (e,), tuple(needs.get(e, ())))
+        Unit(e, "jit", (e,), tuple(needs.get(e, ())), embedding=embedding[e])
         if e in jit
         else Unit(e, "aot", (e,), reason=held.get(e) if e in wanted else None)
         for e in entries

@@ -8,7 +8,10 @@ build time (``metallib_add_tree_jit_library`` in cmake/MetalJit.cmake) and compi
 into the host library:
 
 * ``<out>/<entry file>.cpp`` for each JIT entry file: the preambles only it needs;
-* ``<out>/_shared_preambles.cpp``: the preambles several JIT entry files need;
+* ``<out>/_shared_preambles.cpp``: the preambles several JIT entry files need, and the lookup
+  ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
+  embedded whole (``builder.kernels.embedding``) by its name (``"ggml-metal.metal"``), ``""``
+  for any other name;
 * ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it embeds alone,
   and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
@@ -32,10 +35,13 @@ from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts
+from builder.jit.tree_preambles import UNIT_LOOKUP
 
-__all__ = ["SHARED_SOURCE", "generate", "main", "unit_source"]
+__all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
 SHARED_SOURCE = "_shared_preambles.cpp"
+LOOKUP = UNIT_LOOKUP
+"""The host library's lookup of a whole-file unit's text by the unit's name."""
 
 
 def unit_source(out_dir: Path, unit: str) -> Path:
@@ -44,10 +50,33 @@ def unit_source(out_dir: Path, unit: str) -> Path:
     return out_dir / f"{unit}.cpp"
 
 
-def _render(title: str, namespace: str, preambles: Sequence[tuple[str, Any]]) -> tuple[str, int]:
+def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
+    """``unit_source(unit)`` over the whole-file units (unit, function), defined in their own
+    translation units."""
+    from builder.jit.chunks import cxx_string
+
+    lines = [f"const std::string& {function}();" for _, function in whole]
+    lines += [
+        "",
+        "// The whole text of a JIT entry file embedded whole, by its name; \"\" for any other.",
+        f"std::string_view {LOOKUP}(std::string_view unit) {{",
+        *(f"  if (unit == {cxx_string(unit)}) return {function}();" for unit, function in whole),
+        "  return {};",
+        "}",
+        "",
+    ]
+    return lines
+
+
+def _render(
+    title: str,
+    namespace: str,
+    preambles: Sequence[tuple[str, Any]],
+    extra: Sequence[str] = (),
+) -> tuple[str, int]:
     """One translation unit defining ``preambles`` = (function, Preamble) as ``embed`` writes
-    them (``builder.jit.codegen.preamble_code``); returns its text and the bytes its arrays store
-    (pieces shared by its preambles once)."""
+    them (``builder.jit.codegen.preamble_code``), then ``extra`` lines; returns its text and the
+    bytes its arrays store (pieces shared by its preambles once)."""
     from builder.jit.chunks import comment_text
     from builder.jit.codegen import preamble_code
 
@@ -67,6 +96,7 @@ def _render(title: str, namespace: str, preambles: Sequence[tuple[str, Any]]) ->
         "}  // namespace",
         "",
         *code.functions,
+        *extra,
         f"}}  // namespace {namespace}",
         "",
     ]
@@ -85,14 +115,25 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
     jit_units = [u for u in plan.units if u.mode == "jit"]
     inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
     owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
+    whole = [
+        (p["entries"][0], p["function"])
+        for p in plan.preambles
+        if p.get("embedding") == "whole-file"
+    ]
     units: list[dict[str, Any]] = []
     for unit in jit_units:
         own = [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name]
-        text, stored = _render(f"run-time preambles only {unit.name} needs", namespace, own)
+        title = (
+            f"the whole text of {unit.name}, its quoted includes inlined"
+            if unit.embedding == "whole-file"
+            else f"run-time preambles only {unit.name} needs"
+        )
+        text, stored = _render(title, namespace, own)
         write_if_changed(unit_source(out_dir, unit.name), text)
         units.append(
             {
                 "name": unit.name,
+                "embedding": unit.embedding or "preamble",
                 "preambles": [f for f, _ in own],
                 "headers": list(dict.fromkeys(h for _, p in own for h in p.headers)),
                 "source_bytes": sum(len(p.text.encode("utf-8")) for _, p in own),
@@ -104,7 +145,9 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
         for p in plan.preambles
         if p["function"] not in owner
     ]
-    text, shared_bytes = _render("run-time preambles several entry files need", namespace, shared)
+    text, shared_bytes = _render(
+        "run-time preambles several entry files need", namespace, shared, _lookup(whole)
+    )
     write_if_changed(out_dir / SHARED_SOURCE, text)
     entries = {p["function"]: p["entries"] for p in plan.preambles}
     facts = embed_facts(

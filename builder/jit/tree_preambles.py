@@ -10,9 +10,12 @@ Code is embedded where it is written (discovery's line markers say where:
 ``KernelTree.defined_in``). An entry file that writes a non-template kernel itself (``[[kernel]]``
 or ``kernel void`` with a body in the ``.metal`` file, not in a header it includes) becomes a
 preamble too, after its includes; a kernel written in a header (MLX's
-``generate_bluestein_twiddles``, in ``fft.h``) is in that header's preamble already. An entry
-file that writes kernel templates itself stays AOT in every split
-(``builder.subsets.variant_select.held_aot``), so it is never a preamble.
+``generate_bluestein_twiddles``, in ``fft.h``) is in that header's preamble already.
+
+An entry file with the **whole-file** embedding (``builder.kernels.embedding``: it writes its own
+kernel templates, or all its kernels are its own) is one run-time source instead: the file itself,
+its includes inlined into it, named after the file, needed by that file alone. Its includes are
+no preambles of their own for it.
 
 Some preambles are needed whatever is JIT: the headers of **run-time-only** kernel templates
 (``KernelTree.runtime_only``: MLX's ``indexing/scatter.h``, ``hadamard.h``...), which no metallib
@@ -40,17 +43,25 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.errors import UsageError
 from builder.jit.generate import cxx_identifier, function_names
 from builder.jit.preamble import quoted_includes
+from builder.kernels.embedding import PREAMBLE, WHOLE_FILE, embeddings
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
 __all__ = [
+    "UNIT_LOOKUP",
     "PreambleSpec",
+    "embedding_of",
     "always_preambles",
     "entry_includes",
     "jit_preambles",
     "own_code_entries",
 ]
+
+
+UNIT_LOOKUP = "unit_source"
+"""The function of a tree's host library that returns a whole-file unit's text by the unit's
+name (``builder.cmake_build.tree_jit``): no preamble may take its name."""
 
 
 class PreambleSpec(NamedTuple):
@@ -62,6 +73,9 @@ class PreambleSpec(NamedTuple):
     entries: tuple[str, ...]
     """The JIT entry files (relative to the tree) that include one of ``headers``; empty for a
     preamble every variant carries (run-time-only kernels, extras of ``[build.preambles]``)."""
+    embedding: str = PREAMBLE
+    """``whole-file``: the one entry file of ``entries`` itself, whole (``headers`` is that file);
+    ``preamble``: headers the host adds instantiation lines to."""
 
 
 def _search_path(tree: KernelTree) -> list[Path]:
@@ -84,8 +98,11 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def _entry_headers(tree: KernelTree, entry: str, own: set[str]) -> list[Path]:
-    """An entry file's preamble roots: its direct includes, then itself if it writes kernels."""
+def _entry_headers(tree: KernelTree, entry: str, own: set[str], whole: bool) -> list[Path]:
+    """An entry file's run-time source roots: itself when embedded whole; else its direct
+    includes, then itself if it writes kernels."""
+    if whole:
+        return [_real(tree.root / entry)]
     return [*entry_includes(tree, entry), *([_real(tree.root / entry)] if entry in own else [])]
 
 
@@ -108,12 +125,12 @@ class _Universe:
 
     def __init__(self, tree: KernelTree) -> None:
         self.tree = tree
-        # an entry file writing kernel templates itself stays AOT (a split never embeds it):
-        # it is no preamble, and takes no name
-        self.own = own_code_entries(tree) - set(tree.own_templates())
+        self.embedding = embeddings(tree)
+        self.own = own_code_entries(tree)
         self.configured = {_real(h): f for f, hs in tree.config.preambles.items() for h in hs}
         self.roots: dict[str, list[Path]] = {
-            e: _entry_headers(tree, e, self.own) for e in tree.sources
+            e: _entry_headers(tree, e, self.own, self.embedding[e] == WHOLE_FILE)
+            for e in tree.sources
         }
         loose: dict[Path, None] = {}
         for headers in [*self.roots.values(), _runtime_headers(tree)]:
@@ -132,6 +149,13 @@ class _Universe:
         owners: dict[str, Path] = {}
         for function, headers in self.tree.config.preambles.items():
             owners.setdefault(function, _real(headers[0]))
+        for function, headers in [*owners.items(), *((self.names[h], h) for h in self.loose)]:
+            if function == UNIT_LOOKUP:
+                shown = _display(Path(headers), self.tree)
+                raise UsageError(
+                    f"run-time source name {function!r} of {shown} is the host library's lookup "
+                    f"of whole-file units; name it otherwise in [build.preambles]"
+                )
         for header in self.loose:
             name = self.names[header]
             other = owners.setdefault(name, header)
@@ -189,19 +213,31 @@ def _always(universe: _Universe) -> list[PreambleSpec]:
     return list(specs.values())
 
 
+def embedding_of(tree: KernelTree) -> dict[str, str]:
+    """Entry file -> its embedding (``builder.kernels.embedding``), settled once per tree."""
+    return dict(_universe(tree).embedding)
+
+
 def jit_preambles(tree: KernelTree, jit_entries: Sequence[str]) -> list[PreambleSpec]:
     """The preambles ``jit_entries`` need, in order of first use, each once, then the ones every
     variant carries (:func:`always_preambles`). UsageError (exit 2) for a name clash."""
     universe = _universe(tree)
     needed: dict[str, list[str]] = {}  # function -> entry files, in first-use order
     headers_of: dict[str, tuple[Path, ...]] = {}
+    whole: set[str] = set()
     for entry in jit_entries:
         for header in universe.roots[entry]:
             function = universe.function(header)
+            if universe.embedding[entry] == WHOLE_FILE:
+                whole.add(function)
+                headers_of.setdefault(function, (header,))  # the file itself, never renamed
             headers_of.setdefault(function, tree.config.preambles.get(function) or (header,))
             users = needed.setdefault(function, [])
             if entry not in users:
                 users.append(entry)
-    specs = [PreambleSpec(f, tuple(headers_of[f]), tuple(e)) for f, e in needed.items()]
+    specs = [
+        PreambleSpec(f, headers_of[f], tuple(e), WHOLE_FILE if f in whole else PREAMBLE)
+        for f, e in needed.items()
+    ]
     specs += [s for s in _always(universe) if s.function not in needed]
     return specs

@@ -25,6 +25,9 @@ and suggesting the closest known key. Schema (docs/discovery.md):
     [build.preambles]                          # run-time (JIT) sources: function -> header(s)
     unary = "unary.h"
     utils = ["utils.h"]
+
+    [build.embedding]                          # how a JIT entry file is embedded (globs)
+    "kernels/*.metal" = "whole-file"           # or "preamble"; later globs win
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from builder.kernels.preprocess import parse_define
 __all__ = [
     "CONFIG_FILE",
     "ConfigError",
+    "EMBEDDINGS",
     "TreeConfig",
     "build_library",
     "control_character",
@@ -113,9 +117,17 @@ class TreeConfig:
     """[build] OS version for ``-mmacosx-version-min=`` (or the iOS form); None: none given."""
     flags: tuple[str, ...] = ()
     """[build] compile flags the tree needs, added after the build's (default) flags."""
+    embedding: tuple[tuple[str, str], ...] = ()
+    """[build.embedding] (glob, ``whole-file`` or ``preamble``) in file order: how a JIT entry
+    file is embedded, over the automatic choice (``builder.kernels.embedding``)."""
 
 
 _Check = Callable[[Any], Any]
+
+EMBEDDINGS = ("whole-file", "preamble")
+"""How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
+run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
+writes the instantiation lines)."""
 
 
 def control_character(text: str) -> str | None:
@@ -205,6 +217,7 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
         "library": _library,
         "aot-only": _strings,
         "preambles": dict,
+        "embedding": dict,
         "std": _std,
         "deployment-target": _target,
         "flags": _strings,
@@ -273,6 +286,14 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
             raise ConfigError(
                 f"{path}: [build.preambles] {name} must be {exc}, got {brief(headers)}"
             ) from None
+    embedding: list[tuple[str, str]] = []
+    for glob, value in build.get("embedding", {}).items():
+        if value not in EMBEDDINGS:
+            raise ConfigError(
+                f"{path}: [build.embedding] {brief(glob)} must be one of "
+                f"{', '.join(repr(e) for e in EMBEDDINGS)}, got {brief(value)}"
+            )
+        embedding.append((_text(glob), value))
     folders = kernels.get("include-dirs", ())
     include_dirs = tuple(_under(base, d) for d in folders)
     if tree is not None:
@@ -290,6 +311,7 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
         std=build.get("std"),
         deployment_target=build.get("deployment-target"),
         flags=build.get("flags", ()),
+        embedding=tuple(embedding),
     )
 
 

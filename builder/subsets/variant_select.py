@@ -5,11 +5,10 @@ subset of the full library Apple's compiler produced: the functions of its AOT e
 the functions no entry file produces (they stay AOT, counted apart as "not in the tree"). So the
 split needs no compiler, only discovery's name -> entry file map and the library's function list.
 
-Some entry files stay AOT in every split (:func:`held_aot`): the ones ``[build] aot-only`` names,
-and the ones that write kernel templates themselves (MLX's ``arg_reduce.metal``, ``conv.metal``,
-``layer_norm.metal``, ``rms_norm.metal``, ``rope.metal``), as MLX's own JIT build keeps them: their
-code is in no header, so no run-time preamble could hold it. ``--jit`` naming one keeps it AOT
-and says so; the ``--budget`` planner never moves one.
+Some entry files stay AOT in every split (:func:`held_aot`): the ones ``[build] aot-only`` names.
+``--jit`` naming one keeps it AOT and says so; the ``--budget`` planner never moves one. An entry
+file that writes its own kernel templates (MLX's ``arg_reduce.metal``, ggml's
+``ggml-metal.metal``) is not held: it goes JIT embedded whole (``builder.kernels.embedding``).
 
 Pure functions (names and numbers in, indices out), so the planner and the tests can ask "what
 would this split keep?" without writing anything.
@@ -56,19 +55,11 @@ def held_aot(tree: KernelTree) -> dict[str, str]:
                 f"{tree.config.path}: [build] aot-only {missing!r} matches no entry file of "
                 f"{tree.root} ({_counted(every)})"
             )
-    own = tree.own_templates()
-    held: dict[str, str] = {}
-    for source in tree.sources:
-        if tree.config.aot_only and path_matches(source, tree.config.aot_only):
-            held[source] = AOT_ONLY
-        elif source in own:
-            names = own[source]
-            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            held[source] = (
-                f"it writes its own kernel templates ({shown}), which no header "
-                "holds (MLX's JIT build keeps such files AOT too)"
-            )
-    return held
+    return {
+        source: AOT_ONLY
+        for source in tree.sources
+        if tree.config.aot_only and path_matches(source, tree.config.aot_only)
+    }
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,14 @@ def test_preambles_are_the_entry_files_includes_each_once(
         h.relative_to(mlx_headers).as_posix() for h in entry_includes(tree, "unary_subset.metal")
     ] == [f"{KERNELS}/utils.h", f"{KERNELS}/unary_ops.h", f"{KERNELS}/unary.h"]
     specs = jit_preambles(tree, ["unary_subset.metal", "arange_subset.metal", "versioned.metal"])
-    assert [(s.function, s.entries) for s in specs] == [
-        ("utils", ("unary_subset.metal", "arange_subset.metal", "versioned.metal")),
-        ("unary_ops", ("unary_subset.metal", "versioned.metal")),
-        ("unary", ("unary_subset.metal", "versioned.metal")),
-        ("arange", ("arange_subset.metal",)),
-        ("versioned", ("versioned.metal",)),  # it defines kernels of its own
-        ("scatter_rows", ()),  # run-time-only kernels: in every split
+    assert [(s.function, s.entries, s.embedding) for s in specs] == [
+        ("utils", ("unary_subset.metal", "arange_subset.metal"), "preamble"),
+        ("unary_ops", ("unary_subset.metal",), "preamble"),
+        ("unary", ("unary_subset.metal",), "preamble"),
+        ("arange", ("arange_subset.metal",), "preamble"),
+        # at MSL 3.1 every kernel of versioned.metal is written in it: embedded whole
+        ("versioned", ("versioned.metal",), "whole-file"),
+        ("scatter_rows", (), "preamble"),  # run-time-only kernels: in every split
     ]
     assert specs[0].headers == (mlx_headers / KERNELS / "utils.h",)
 
@@ -39,9 +40,10 @@ def test_an_entry_file_that_defines_kernels_is_its_own_preamble(
     mlx_style: Path, mlx_headers: Path
 ) -> None:
     """versioned.metal writes before_msl32 and macos_kernel itself: their code is in no header,
-    so the run-time source must carry the file (after what it includes). plain_kernels.metal
-    also writes a kernel template (copy_values): it stays AOT in every split, never a preamble."""
-    tree = load_tree(mlx_style, include_dirs=[mlx_headers])
+    so the run-time source must carry the file (after what it includes; at MSL 3.2 it also
+    instantiates unary_v of unary.h, so it keeps the preamble embedding). plain_kernels.metal
+    writes a kernel template (copy_values): it is embedded whole, its includes inlined."""
+    tree = load_tree(mlx_style, include_dirs=[mlx_headers], defines=["__METAL_VERSION__=320"])
     specs = jit_preambles(tree, ["versioned.metal", "arange_subset.metal"])
     assert [(s.function, s.entries) for s in specs] == [
         ("utils", ("versioned.metal", "arange_subset.metal")),
@@ -52,8 +54,10 @@ def test_an_entry_file_that_defines_kernels_is_its_own_preamble(
         ("scatter_rows", ()),
     ]
     assert specs[3].headers == ((mlx_style / "versioned.metal").resolve(),)
-    every = jit_preambles(tree, list(tree.sources))
-    assert "plain_kernels" not in {s.function for s in every}
+    every = {s.function: s for s in jit_preambles(tree, list(tree.sources))}
+    plain = every["plain_kernels"]
+    assert plain.embedding == "whole-file" and plain.entries == ("plain_kernels.metal",)
+    assert plain.headers == ((mlx_style / "plain_kernels.metal").resolve(),)
 
 
 def test_metallib_toml_names_preambles_and_clashes_are_errors(
@@ -100,6 +104,10 @@ def test_an_entry_file_named_like_its_header_needs_only_the_header(
     assert every["fft"] == specs[1].headers and "fft_h" not in every
 
 
+# the naming tests below are about MLX's preamble embedding: every entry file keeps it
+PREAMBLES = '[build.embedding]\n"*" = "preamble"\n'
+
+
 def _tree(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -121,6 +129,7 @@ def test_stems_that_collide_are_named_after_their_paths(tmp_path: Path) -> None:
             "c.metal": (
                 '#include "a/util.h"\n#include "b/util.h"\nkernel void c(device float* x) { }\n'
             ),
+            "metallib.toml": PREAMBLES,
         },
     )
     tree = load_tree(root)
@@ -142,6 +151,7 @@ def test_names_that_coincide_are_numbered_in_path_order(tmp_path: Path) -> None:
             "x-y.h": "#pragma once\n",
             "x_y.h": "#pragma once\n",
             "e.metal": '#include "x-y.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
+            "metallib.toml": PREAMBLES,
         },
     )
     specs = jit_preambles(load_tree(root), ["e.metal"])
@@ -160,7 +170,7 @@ def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Pa
             "other.h": "#pragma once\n",
             "x_y.h": "#pragma once\n",
             "e.metal": '#include "other.h"\n#include "x_y.h"\nkernel void e(device float* x) { }\n',
-            "metallib.toml": '[build.preambles]\nx_y = "other.h"\n',
+            "metallib.toml": '[build.preambles]\nx_y = "other.h"\n' + PREAMBLES,
         },
     )
     with pytest.raises(UsageError) as caught:
@@ -170,7 +180,9 @@ def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Pa
     assert f"settle it in {root / 'metallib.toml'}: [build.preambles] " in message
     line = message.rpartition("[build.preambles] ")[2]
     # the suggested line, written into metallib.toml, settles it
-    (root / "metallib.toml").write_text(f'[build.preambles]\nx_y = "other.h"\n{line}\n')
+    (root / "metallib.toml").write_text(
+        f'[build.preambles]\nx_y = "other.h"\n{line}\n{PREAMBLES}'
+    )
     named = {s.function for s in jit_preambles(load_tree(root), ["e.metal"])}
     assert named == {"e", "x_y", "x_y_h"}  # the suggested name is one nothing else has
 
@@ -184,10 +196,11 @@ def test_a_configured_preamble_no_entry_file_needs_is_in_every_split(tmp_path: P
             "gather.h": "inline int gather_index(int i) { return i; }\n",
             "used.h": "#pragma once\n",
             "e.metal": '#include "used.h"\nkernel void e(device float* x) { }\n',
-            "metallib.toml": '[build.preambles]\ngather = "gather.h"\nused_one = "used.h"\n',
+            "metallib.toml": '[build.preambles]\ngather = "gather.h"\nused_one = "used.h"\n'
+            + PREAMBLES,
         },
     )
     tree = load_tree(root)
-    extra = ("gather", ((root / "gather.h").resolve(),), ())
+    extra = ("gather", ((root / "gather.h").resolve(),), (), "preamble")
     assert [tuple(s) for s in jit_preambles(tree, [])] == [extra]
     assert [s.function for s in jit_preambles(tree, ["e.metal"])] == ["used_one", "e", "gather"]
