@@ -104,7 +104,9 @@ def run_build(
     if split.aot and isinstance(found, ToolchainMissing):
         held = [f"{u.name} ({u.reason})" for u in plan.units if u.reason]
         stays = f" Asked to be JIT, these stay AOT: {'; '.join(held)}." if held else ""
-        raise UsageError(missing_message(found) + stays)
+        # --jit helps unless every AOT unit is held AOT whatever is asked
+        movable = any(u.mode == "aot" and not u.reason for u in plan.units)
+        raise UsageError(missing_message(found, jit_helps=movable) + stays)
     # CMake gets the compiler found here (None: it asks xcrun itself), through the plan
     compiler = toolchain.explicit if toolchain else None
     plan = replace(plan, request=plan.request.replace(metal_compiler=compiler))

@@ -19,9 +19,10 @@ into the build directory by ``builder.kernels.chunking``) or an entry file of a 
 (``unary.metal``, compiled as it is). ``--jit GLOBS`` (``METALLIB_JIT``) names the JIT units and
 ``--aot GLOBS`` the AOT ones (every other unit JIT), by name or glob, for both tree kinds, as
 ``variants --from --jit/--aot`` do; a glob that names no unit is refused (exit 2). An entry file
-stays AOT when asked JIT if it must (``builder.subsets.variant_select.held_aot``: ``[build]
-aot-only`` names it, or it writes kernel templates itself; the unit says why); a JIT entry file
-needs the run-time preambles of ``builder.jit.tree_preambles``, and every build of a tree with
+stays AOT when asked JIT if ``[build] aot-only`` names it
+(``builder.subsets.variant_select.held_aot``; the unit says why); a JIT entry file is embedded
+whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its ``embedding``,
+``builder.kernels.embedding``), and every build of a tree with
 run-time-only kernels embeds their headers in the host library, AOT builds included. The plan of
 a discovered tree passes the coverage check (``builder.subsets.coverage``) or is refused (exit 1).
 """

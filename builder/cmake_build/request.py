@@ -193,7 +193,8 @@ class Selection:
         metadata=meta(
             "globs",
             f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
-            "aot-only names, or that write their own kernel templates, stay AOT.",
+            "aot-only names stay AOT; entry files that define their own kernels are embedded "
+            "whole.",
             flag="--jit",
             cmake="METALLIB_JIT",
             metavar="GLOBS",

@@ -91,11 +91,17 @@ def find_metal_toolchain(
     return MetalToolchain(metal, "xcrun", (xcrun, "-sdk", sdk, "metal"))
 
 
-def missing_message(missing: ToolchainMissing) -> str:
-    """The one message shown when AOT was asked for and there is no compiler."""
+def missing_message(missing: ToolchainMissing, *, jit_helps: bool = True) -> str:
+    """The one message shown when AOT was asked for and there is no compiler; ``jit_helps``
+    False when the AOT units are held AOT whatever is asked (``[build] aot-only``), so --jit
+    would not help."""
+    way_out = (
+        ", or build every unit JIT with --jit '*' (no Metal compiler needed)."
+        if jit_helps
+        else "."
+    )
     return (
         f"AOT build needs Apple's Metal compiler, and none was found ({missing.reason}). "
         "AOT compilation needs macOS with Xcode or the Metal toolchain. Point at a compiler with "
-        "--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal, or build every unit "
-        "JIT with --jit (no Metal compiler needed)."
+        f"--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal{way_out}"
     )

@@ -124,6 +124,8 @@ def _jit_unit(
     }
     if entry_file:
         out["preambles"] = list(unit.preambles)
+        # whole-file: the entry file's text is the run-time source; preamble: its headers
+        out["embedding"] = str(facts.get("embedding", "preamble"))
     return out
 
 
