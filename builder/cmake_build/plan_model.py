@@ -184,7 +184,9 @@ class BuildPlan:
                     _strings(u["sources"]),
                     _strings(u.get("preambles", [])),
                     u.get("reason"),
-                    _one_of(u["embedding"], ("whole-file", "preamble")) if "embedding" in u else None,
+                    _one_of(u["embedding"], ("whole-file", "preamble"))
+                    if "embedding" in u
+                    else None,
                 )
                 for u in data["units"]
             )

@@ -96,9 +96,7 @@ def missing_message(missing: ToolchainMissing, *, jit_helps: bool = True) -> str
     False when the AOT units are held AOT whatever is asked (``[build] aot-only``), so --jit
     would not help."""
     way_out = (
-        ", or build every unit JIT with --jit '*' (no Metal compiler needed)."
-        if jit_helps
-        else "."
+        ", or build every unit JIT with --jit '*' (no Metal compiler needed)." if jit_helps else "."
     )
     return (
         f"AOT build needs Apple's Metal compiler, and none was found ({missing.reason}). "

@@ -58,7 +58,7 @@ def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
     lines = [f"const std::string& {function}();" for _, function in whole]
     lines += [
         "",
-        "// The whole text of a JIT entry file embedded whole, by its name; \"\" for any other.",
+        '// The whole text of a JIT entry file embedded whole, by its name; "" for any other.',
         f"std::string_view {LOOKUP}(std::string_view unit) {{",
         *(f"  if (unit == {cxx_string(unit)}) return {function}();" for unit, function in whole),
         "  return {};",

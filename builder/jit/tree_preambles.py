@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 __all__ = [
     "UNIT_LOOKUP",
     "PreambleSpec",
-    "embedding_of",
     "always_preambles",
+    "embedding_of",
     "entry_includes",
     "jit_preambles",
     "own_code_entries",
@@ -149,9 +149,9 @@ class _Universe:
         owners: dict[str, Path] = {}
         for function, headers in self.tree.config.preambles.items():
             owners.setdefault(function, _real(headers[0]))
-        for function, headers in [*owners.items(), *((self.names[h], h) for h in self.loose)]:
+        for function, header in [*owners.items(), *((self.names[h], h) for h in self.loose)]:
             if function == UNIT_LOOKUP:
-                shown = _display(Path(headers), self.tree)
+                shown = _display(header, self.tree)
                 raise UsageError(
                     f"run-time source name {function!r} of {shown} is the host library's lookup "
                     f"of whole-file units; name it otherwise in [build.preambles]"

@@ -49,8 +49,8 @@ from builder.kernels.preprocess import parse_define
 
 __all__ = [
     "CONFIG_FILE",
-    "ConfigError",
     "EMBEDDINGS",
+    "ConfigError",
     "TreeConfig",
     "build_library",
     "control_character",

@@ -64,6 +64,10 @@ class PlannedUnit(Protocol):
     def preambles(self) -> tuple[str, ...]: ...
 
 
+EMBEDDINGS = ("whole-file", "preamble")
+"""How a JIT unit's source is embedded (``builder.kernels.embedding``, which this module, run
+inside CMake with the standard library, does not import)."""
+
 UNIT_KINDS = ("catalog_family", "entry_file")
 """What a unit is: a catalog family (its header and instantiations) or an entry file of a
 discovered tree (compiled as it is)."""
@@ -124,8 +128,8 @@ def _jit_unit(
     }
     if entry_file:
         out["preambles"] = list(unit.preambles)
-        # whole-file: the entry file's text is the run-time source; preamble: its headers
-        out["embedding"] = str(facts.get("embedding", "preamble"))
+    # whole-file: the entry file's text is the run-time source; preamble: headers (a family's)
+    out["embedding"] = str(facts.get("embedding", "preamble"))
     return out
 
 
@@ -218,6 +222,9 @@ class ManifestUnit:
     host_names: list[str]
     embedded_bytes: int
     sources: list[str] = field(default_factory=list)
+    embedding: str = "preamble"
+    """A JIT unit's: ``whole-file`` or ``preamble`` (every catalog family, and manifests written
+    before entry files could be embedded whole)."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +275,7 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
                 host_names=[str(n) for n in f.get("host_names", [])],
                 embedded_bytes=byte_count(f.get("embedded_bytes", 0), "units[].embedded_bytes"),
                 sources=[str(s) for s in f.get("sources", [])],
+                embedding=_one_of(f.get("embedding", "preamble"), EMBEDDINGS, "embedding"),
             )
             for f in data["units"]
         ]

@@ -97,12 +97,17 @@ def report_jit_table(
         title_justify="left",
         caption_justify="left",
     )
-    for name in ("JIT family", "kernels", "size", "bytes", "share", "cumulative", "embedded"):
-        table.add_column(name, justify="left" if name == "JIT family" else "right")
+    # a discovered tree's build with entry files embedded whole says which
+    how = {j.name: j.embedding for j in report.jit_families}
+    whole = "whole-file" in how.values()
+    names = ("JIT family", *(("embedding",) if whole else ()), "kernels", "size", "bytes")
+    for name in (*names, "share", "cumulative", "embedded"):
+        table.add_column(name, justify="left" if name in ("JIT family", "embedding") else "right")
     for line in _lines(jit, top):
         r = line.row
         table.add_row(
             escape(line.name) if line.plain else rich_text(line.name),
+            *(("" if r.overhead or line.plain else how.get(line.name, ""),) if whole else ()),
             "" if r.overhead else f"{r.function_count:,}",
             human_size(r.bytes),
             f"{r.bytes:,}",
@@ -114,6 +119,7 @@ def report_jit_table(
     table.add_section()
     table.add_row(
         "total",
+        *(("",) if whole else ()),
         f"{kernels:,}",
         human_size(jit.total),
         f"{jit.total:,}",

@@ -147,6 +147,7 @@ def variants_to_dict(run: VariantsRun) -> dict[str, object]:
                 "kernels": src.tree_kernels,
                 "held_aot": [{"source": s, "reason": r} for s, r in src.held],
                 "runtime_only": [{"template": t, "source": h} for t, h in src.runtime_only],
+                "whole_file": list(src.whole_file),
             },
             "not_in_tree": src.not_in_tree,
             "tree_kernels_missing": src.missing,

@@ -46,6 +46,9 @@ class JitFamily(NamedTuple):
     """Bytes of its symbols in the host library (ELF ``st_size``); None when not measured."""
     kernel_count: int = 0
     """Instantiations it provides at run time (its host names in the manifest)."""
+    embedding: str = "preamble"
+    """``whole-file`` (an entry file's text, includes inlined) or ``preamble`` (headers the host
+    adds instantiation lines to; every catalog family)."""
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,9 @@ def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], Host
     families = [
         (f.name, f.embedded_bytes, len(f.host_names)) for f in manifest.units if f.mode == "jit"
     ]
+    how = {f.name: f.embedding for f in manifest.units}
     if not families or manifest.host_library is None:
-        return [JitFamily(name, size, None, kernels) for name, size, kernels in families], None
-    return measure_host(manifest.folder / manifest.host_library, families)
+        jit = [JitFamily(name, size, None, kernels) for name, size, kernels in families]
+        return [j._replace(embedding=how[j.name]) for j in jit], None
+    jit, host = measure_host(manifest.folder / manifest.host_library, families)
+    return [j._replace(embedding=how[j.name]) for j in jit], host

@@ -324,6 +324,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, objec
                 "embedded_bytes": j.embedded_bytes,
                 "host_bytes": j.host_bytes,
                 "kernel_count": j.kernel_count,
+                "embedding": j.embedding,
             }
             for j in report.jit_families
         ],

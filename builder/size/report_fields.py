@@ -9,6 +9,8 @@ on, and a wrong one is a TypeError or ValueError whose message names the field
 
 from __future__ import annotations
 
+from typing import Any
+
 from builder.errors import UsageError
 from builder.files.bounds import brief, byte_count
 from builder.size.download_report import download_from_dict
@@ -188,6 +190,7 @@ def report_from_dict(data: object, where: str) -> Report:
                 if j.get("host_bytes") is None
                 else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
                 byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"),
+                _embedding(j.get("embedding", "preamble")),
             )
             for j in object_list(data.get("jit_families", []), "jit_families")
         ]
@@ -228,3 +231,10 @@ def report_from_dict(data: object, where: str) -> Report:
             f"function_count {brief(data['function_count'])} but {len(functions)} functions listed"
         )
     return report
+
+
+def _embedding(value: Any) -> str:
+    """A JIT family's ``embedding`` (reports saved before the key: ``preamble``)."""
+    if value not in ("whole-file", "preamble"):
+        raise UsageError(f"jit_families[].embedding {brief(value)} is not whole-file or preamble")
+    return str(value)

@@ -114,9 +114,9 @@ def check_coverage(
     for (source, _, _), (where, count) in tree.code_sites.items():
         if source not in chosen:
             in_lib += count if in_metallib is None else 0
-        elif source in whole:
-            in_src += count
-        elif (real.get(where) or real.setdefault(where, str(_real(tree, where)))) in embedded:
+        elif source in whole or (
+            (real.get(where) or real.setdefault(where, str(_real(tree, where)))) in embedded
+        ):
             in_src += count
         else:
             missing.setdefault(source, []).extend([where] * count)

@@ -83,6 +83,8 @@ class VariantsInput:
     """(entry file, reason) of the entry files that stay AOT in every variant."""
     runtime_only: tuple[tuple[str, str], ...] = ()
     """(kernel template, header) of the tree's run-time-only kernels."""
+    whole_file: tuple[str, ...] = ()
+    """Entry files embedded whole when JIT (``builder.kernels.embedding``), in tree order."""
 
 
 @dataclass(frozen=True)
@@ -403,8 +405,17 @@ def make_variants(
             missing=index.missing,
             held=tuple((s, e.held) for s, e in index.entries.items() if e.held),
             runtime_only=tuple((t.template, t.source) for t in tree.runtime_only),
+            whole_file=_whole_files(tree),
         )
     return VariantsRun(source, tuple(variants), outdir)
+
+
+def _whole_files(tree: KernelTree) -> tuple[str, ...]:
+    if tree.kind == "catalog":
+        return ()
+    from builder.jit.tree_preambles import embedding_of
+
+    return tuple(s for s, how in embedding_of(tree).items() if how == "whole-file")
 
 
 def _check_coverage(

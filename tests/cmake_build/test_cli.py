@@ -52,16 +52,21 @@ def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
 def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
     tmp_path: Path, mlx_tree: Path
 ) -> None:
-    """--jit on a tree whose entry files write kernel templates themselves still needs the
-    Metal compiler for those: the one line says which and why."""
+    """--jit on a tree whose metallib.toml keeps entry files AOT still needs the Metal compiler
+    for those: the one line says which and why, and does not send the user to --jit, which
+    would not help. Entry files that write their own kernel templates (plain_kernels.metal,
+    tiles/tile_copy.metal) are no longer among them: they are embedded whole."""
+    toml = mlx_tree / "metallib.toml"
+    toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
     build_dir = tmp_path / "b"
     done = _cli("build", "--jit", "*", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert (
-        "Asked to be JIT, these stay AOT: plain_kernels.metal (it writes its own kernel "
-        "templates (copy_values)" in done.stderr
+        "Asked to be JIT, these stay AOT: tiles/tile_copy.metal (named by [build] aot-only "
+        "in metallib.toml)." in done.stderr
     )
-    assert "tiles/tile_copy.metal (it writes its own kernel templates (tile_copy)" in done.stderr
+    assert "plain_kernels.metal" not in done.stderr and "--jit" not in done.stderr
+    assert "MLX" not in done.stderr
     assert not build_dir.exists()
 
 
@@ -195,7 +200,9 @@ def test_build_prints_what_report_prints(
     # the JIT table: every row of the host library, and their total is its file size
     jit = built.stdout[built.stdout.index("JIT family") :]
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in jit.splitlines()]
-    rows = {c[0]: c[3] for c in cells if len(c) > 3 and c[3]}  # JIT family -> bytes
+    heading = [c.strip() for c in jit.splitlines()[0].split("┃")][:-1]
+    at = heading.index("bytes")  # after "embedding" when an entry file is embedded whole
+    rows = {c[0]: c[at] for c in cells if len(c) > at and c[at]}  # JIT family -> bytes
     host = (build_dir / "libmetal_jit.so").stat().st_size
     assert {"[runtime, shared]", "[not in any symbol]", "total"} <= set(rows), jit
     parts = [int(v.replace(",", "")) for k, v in rows.items() if k != "total"]

@@ -50,17 +50,23 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
         )
     )
     assert [u.name for u in plan.units] == sorted(BY_FILE) and plan.library == "mlx"
-    # aot-only names tiles/; plain_kernels.metal writes its kernel template copy_values itself
-    assert plan.aot == ("plain_kernels.metal", "tiles/tile_copy.metal")
+    # aot-only names tiles/; plain_kernels.metal writes its kernel template copy_values itself:
+    # it is JIT, embedded whole
+    assert plan.aot == ("tiles/tile_copy.metal",)
     reasons = {u.name: u.reason for u in plan.units if u.mode == "aot"}
-    assert reasons["tiles/tile_copy.metal"] == "named by [build] aot-only in metallib.toml"
-    assert "copy_values" in (reasons["plain_kernels.metal"] or "")
-    assert [p for _, p in plan.compiles] == [
-        mlx_tree.resolve() / "plain_kernels.metal",
-        mlx_tree.resolve() / "tiles" / "tile_copy.metal",
-    ]
+    assert reasons == {"tiles/tile_copy.metal": "named by [build] aot-only in metallib.toml"}
+    assert [p for _, p in plan.compiles] == [mlx_tree.resolve() / "tiles" / "tile_copy.metal"]
     unary = next(u for u in plan.units if u.name == "unary_subset.metal")
-    assert unary.preambles == ("utils", "unary_ops", "unary")
+    assert unary.preambles == ("utils", "unary_ops", "unary") and unary.embedding == "preamble"
+    plain = next(u for u in plan.units if u.name == "plain_kernels.metal")
+    assert (plain.mode, plain.embedding, plain.preambles) == (
+        "jit",
+        "whole-file",
+        ("plain_kernels",),
+    )
+    whole = next(p for p in plan.preambles if p["function"] == "plain_kernels")
+    assert whole["headers"] == [str(mlx_tree.resolve() / "plain_kernels.metal")]
+    assert BuildPlan.from_json(plan.to_json()).units == plan.units  # the embedding read back
     # the compiler defines Metal's own macros itself; discovery gets every define
     assert plan.defines == ("NDEBUG",) and plan.discovery["metal_version"] == 320
     assert plan.std == "metal3.2"  # the version discovery assumes is the one compiled for
@@ -180,6 +186,7 @@ def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tre
             "function": "scatter_rows",
             "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
             "entries": [],
+            "embedding": "preamble",
         },
     )
     assert all(u.reason is None for u in plan.units)  # nothing held back: nothing was asked JIT
@@ -242,7 +249,8 @@ def test_discovery_is_remembered_until_a_file_it_read_changes(
     os.utime(header, ns=(stamp + 10**9, stamp + 10**9))
     changed = planned()
     assert cache.stat().st_mtime_ns != stamp
-    assert "fft.metal" in make_plan(request, cache_file=cache).aot and changed != first
+    fft = {u.name: u for u in make_plan(request, cache_file=cache).units}["fft.metal"]
+    assert (fft.mode, fft.embedding) == ("jit", "whole-file") and changed != first
     assert changed == plan_text(make_plan(request))
     cache.write_text("{not json")  # a broken memory is ignored and replaced
     assert planned() == changed
@@ -255,7 +263,7 @@ def test_jit_and_aot_take_unit_globs_for_both_tree_kinds(mlx_tree: Path) -> None
     assert discovered.jit == ("unary_subset.metal",)
     held = make_plan(BuildRequest().replace(source_dir=mlx_tree, aot=("fft.metal",)))
     assert "fft.metal" in held.aot and "unary_subset.metal" in held.jit
-    assert "plain_kernels.metal" in held.aot  # it writes its own templates: stays AOT
+    assert "plain_kernels.metal" in held.jit  # it writes its own templates: embedded whole
     catalog = make_plan(BuildRequest().replace(kernels=("unary", "copy"), aot=("un*",)))
     assert (catalog.aot, catalog.jit) == (("unary",), ("copy",))
     with pytest.raises(UsageError, match=r"--jit 'x\*\.metal' matches no unit of .*7 units"):

@@ -180,9 +180,7 @@ def test_a_clash_left_names_both_files_and_the_line_that_settles_it(tmp_path: Pa
     assert f"settle it in {root / 'metallib.toml'}: [build.preambles] " in message
     line = message.rpartition("[build.preambles] ")[2]
     # the suggested line, written into metallib.toml, settles it
-    (root / "metallib.toml").write_text(
-        f'[build.preambles]\nx_y = "other.h"\n{line}\n{PREAMBLES}'
-    )
+    (root / "metallib.toml").write_text(f'[build.preambles]\nx_y = "other.h"\n{line}\n{PREAMBLES}')
     named = {s.function for s in jit_preambles(load_tree(root), ["e.metal"])}
     assert named == {"e", "x_y", "x_y_h"}  # the suggested name is one nothing else has
 

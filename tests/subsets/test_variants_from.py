@@ -35,8 +35,10 @@ pytestmark = pytest.mark.realdata
 JIT_1 = ("unary_subset.metal", "binary_subset.metal")
 AOT_1 = "arange_subset.metal"
 JIT_2 = "fft.metal"
-JIT_3 = "tiles/*.metal"  # writes its kernel template itself: it stays AOT
-HELD = set(OWN_TEMPLATES)
+JIT_3 = "tiles/*.metal"  # writes its kernel template itself: embedded whole
+# embedded whole when JIT: they write kernel templates themselves, or (versioned.metal at MSL
+# 3.1) every kernel they emit is written in them
+WHOLE = {*OWN_TEMPLATES, "versioned.metal"}
 PRODUCER = {name: source for source, names in BY_FILE.items() for name in names}
 
 
@@ -150,22 +152,19 @@ def test_variants_and_their_splits(run: tuple[dict[str, Any], Path]) -> None:
     assert set(variants["all-aot"]["aot_sources"]) == everything
     assert variants["all-aot"]["jit_sources"] == []
     assert set(variants["jit-1"]["jit_sources"]) == set(JIT_1)
-    # the files that write kernel templates themselves stay AOT in every variant, with the reason
-    assert set(variants["aot-1"]["jit_sources"]) == everything - {AOT_1} - HELD
+    # the files that write kernel templates themselves go JIT too, embedded whole
+    assert set(variants["aot-1"]["jit_sources"]) == everything - {AOT_1}
     assert variants["jit-2"]["jit_sources"] == ["fft.metal"]
-    assert variants["jit-3"]["jit_sources"] == []
+    assert variants["jit-3"]["jit_sources"] == ["tiles/tile_copy.metal"]
     assert variants["jit-3"]["description"] == (
-        "--jit tiles/*.metal: 0 entry file(s) JIT (tiles/tile_copy.metal stays AOT), the rest AOT"
+        "--jit tiles/*.metal: 1 entry file(s) JIT, the rest AOT"
     )
-    held = {h["source"]: h["reason"] for h in doc["source"]["tree"]["held_aot"]}
-    assert set(held) == HELD
-    for source, templates in OWN_TEMPLATES.items():
-        assert all(t in held[source] for t in templates)
+    assert doc["source"]["tree"]["held_aot"] == []
+    assert doc["source"]["tree"]["whole_file"] == [s for s in BY_FILE if s in WHOLE]
     assert doc["source"]["tree"]["runtime_only"] == RUNTIME_ONLY
     for v in variants.values():
         assert set(v["jit_sources"]) | set(v["aot_sources"]) == everything
         assert not set(v["jit_sources"]) & set(v["aot_sources"])
-        assert not HELD & set(v["jit_sources"])
 
 
 def test_each_metallib_holds_exactly_its_aot_kernels_byte_identical(
@@ -300,9 +299,11 @@ def test_embedded_bytes_equal_what_embed_writes(
     for v in doc["variants"]:
         headers: list[Path] = []
         for entry in v["jit_sources"]:  # tree order, each header once
-            # a file that writes kernel functions itself (read off the files) carries its own code
-            own = [(DATA / entry).resolve()] if entry in DEFINES_KERNELS else []
-            for header in [*_direct_includes(DATA / entry, [mlx_headers, DATA]), *own]:
+            # a file embedded whole is its own preamble; one that writes kernel functions
+            # itself (read off the files) carries its own code after its includes
+            own = [(DATA / entry).resolve()] if entry in DEFINES_KERNELS | WHOLE else []
+            includes = [] if entry in WHOLE else _direct_includes(DATA / entry, [mlx_headers, DATA])
+            for header in [*includes, *own]:
                 if header not in headers:
                     headers.append(header)
         headers += [h.resolve() for h in RUNTIME_HEADERS if h.resolve() not in headers]
@@ -430,7 +431,7 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
         '[build]\nlibrary = "kernels"\naot-only = ["unary_*.metal"]\n'
         f'[build.preambles]\ncommon = ["{kernels / "utils.h"}", "{kernels / "binary_ops.h"}"]\n'
     )
-    movable = {s for s in BY_FILE if s != "unary_subset.metal"} - HELD
+    movable = {s for s in BY_FILE if s != "unary_subset.metal"}
     least = _size_with_jit(library, movable)
     args = ["variants", "--from", str(library), "--source-dir", str(tree), "--format", "json"]
     args += ["-I", str(mlx_headers)]  # a folder outside the tree: the command line's
@@ -457,7 +458,7 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     texts = _literal_texts(cpp)
     assert variants["jit-mode"]["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
     code, out, err = run_cli([*args, "-o", str(tmp_path / "w"), "--budget", str(least - 1)], capsys)
-    assert code == 1 and "3 entry file(s) that stay AOT" in err and f"{least:,} bytes" in err
+    assert code == 1 and "1 entry file(s) that stay AOT" in err and f"{least:,} bytes" in err
 
 
 def test_a_budget_every_entry_file_fits_says_nothing_moved(
