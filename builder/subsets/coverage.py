@@ -7,11 +7,11 @@ preambles. So, for each kernel:
 - its entry file is AOT, and the metallib holds it (a build compiles every AOT entry file; a
   variant is a subset of a library, and a kernel that library lacks is counted apart: no split
   could ship it); or
-- its entry file is JIT embedded whole (``builder.kernels.embedding``): the run-time source is
-  the file itself, so it ships every kernel the file defines; or
-- its entry file is JIT with preambles, and the file its code is written in
-  (``KernelTree.defined_in``: the header holding its template, or the function itself) is one of
-  the files the preambles inline.
+- its entry file is JIT, and the file its code is written in (``KernelTree.defined_in``: the
+  header holding its template, or the function itself) is one of the files the run-time sources
+  inline. An entry file embedded whole (``builder.kernels.embedding``) is its own run-time
+  source, so it ships every kernel written in it or in what it quote-includes; only a kernel
+  behind a computed include (``#include SOME_MACRO``, left to the run-time compiler) is lost.
 
 And every run-time-only kernel template (``KernelTree.runtime_only``) has its header among them,
 whatever is JIT. The files a preamble inlines are found as the inliner finds them
@@ -97,7 +97,6 @@ def check_coverage(
     from ``preambles``; ``in_metallib(name)`` says whether the metallib holds a kernel of an AOT
     entry file (None: a build, which compiles every one)."""
     chosen = set(jit)
-    whole = {e for spec in preambles if spec.embedding == "whole-file" for e in spec.entries}
     embedded = {
         str(p) for p in inlined_files((h for spec in preambles for h in spec.headers), include_dirs)
     }
@@ -114,9 +113,7 @@ def check_coverage(
     for (source, _, _), (where, count) in tree.code_sites.items():
         if source not in chosen:
             in_lib += count if in_metallib is None else 0
-        elif source in whole or (
-            (real.get(where) or real.setdefault(where, str(_real(tree, where)))) in embedded
-        ):
+        elif (real.get(where) or real.setdefault(where, str(_real(tree, where)))) in embedded:
             in_src += count
         else:
             missing.setdefault(source, []).extend([where] * count)

@@ -21,16 +21,15 @@ resolution and its own ``#line`` quoting.
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, extract_kernel_headers
 from support.reference_inliner import c_quote, reference_preamble
+from support.sanitized import EMIT, SANITIZE, compile_and_run, texts
 
 from builder.inputs import wheels
 from builder.jit.codegen import family_pieces, render_family
@@ -44,8 +43,6 @@ pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # about 2-4 s per configu
 MLX_VERSIONS = ("0.30.0", "0.32.0", "0.32.4")
 KERNELS = "mlx/backend/metal/kernels"
 HOST = metal_src_dir() / "host"
-SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-RUN_ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
 
 
 # --- the trees -------------------------------------------------------------------------------
@@ -97,70 +94,6 @@ def trees() -> list[Tree]:
 
 # --- building and running ----------------------------------------------------------------------
 
-_EMIT = """#include <cstdint>
-#include <cstdio>
-#include <string_view>
-static void emit(std::string_view text) {
-  std::uint64_t size = text.size();
-  std::fwrite(&size, sizeof size, 1, stdout);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-}
-"""
-
-
-def compile_and_run(workdir: Path, sources: dict[str, str], extra: Sequence[str] = ()) -> bytes:
-    """Compile ``sources`` (name -> text) with the sanitizers, two at a time, link them with
-    ``extra`` (objects, libraries), run the program; its standard output."""
-    cxx = find_compiler().path
-    workdir.mkdir(parents=True, exist_ok=True)
-    include = ["-I", str(HOST / "include")]
-
-    def build(name: str) -> Path:
-        (workdir / name).write_text(sources[name], encoding="utf-8")
-        obj = workdir / f"{name}.o"
-        run = subprocess.run(
-            [
-                cxx,
-                "-std=c++17",
-                "-O0",
-                *SANITIZE,
-                *include,
-                "-c",
-                str(workdir / name),
-                "-o",
-                str(obj),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert run.returncode == 0, f"{name}: {run.stderr[-3000:]}"
-        return obj
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        objects = list(pool.map(build, sorted(sources, key=lambda n: -len(sources[n]))))
-    exe = workdir / "roundtrip"
-    link = subprocess.run(
-        [cxx, *SANITIZE, *map(str, objects), *extra, "-o", str(exe)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert link.returncode == 0, link.stderr[-3000:]
-    run = subprocess.run([str(exe)], capture_output=True, env=RUN_ENV, check=False)
-    assert run.returncode == 0, run.stderr.decode("utf-8", "replace")[:3000]  # the report's head
-    return run.stdout
-
-
-def texts(output: bytes) -> list[str]:
-    """The texts the program emitted, in order."""
-    out, at = [], 0
-    while at < len(output):
-        (size,) = struct.unpack_from("=Q", output, at)
-        out.append(output[at + 8 : at + 8 + size].decode("utf-8"))
-        at += 8 + size
-    return out
-
 
 def embed_program(trees: Sequence[Tree], api: str, strip: bool) -> dict[str, str]:
     """One ``embed`` source per tree (namespace ``rt::t<k>``) and a main emitting, per header,
@@ -184,7 +117,7 @@ def embed_program(trees: Sequence[Tree], api: str, strip: bool) -> dict[str, str
                 f"  emit(rt::t{k}::{function}());",
                 f"  emit(rt::t{k}::preamble({c_quote(name)}));",
             ]
-    main = [_EMIT, "#include <string>", *declarations, "int main() {", *calls, "  return 0;", "}"]
+    main = [EMIT, "#include <string>", *declarations, "int main() {", *calls, "  return 0;", "}"]
     sources["main.cpp"] = "\n".join(main) + "\n"
     return sources
 
@@ -220,7 +153,7 @@ def registry_program(
         ]
     )
     names = ", ".join(f'"{f}"' for f in families)
-    sources["main.cpp"] = _EMIT + "\n".join(
+    sources["main.cpp"] = EMIT + "\n".join(
         [
             '#include "metal_jit/registry.h"',
             "int main() {",
