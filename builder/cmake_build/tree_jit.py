@@ -61,7 +61,7 @@ def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
         '// The whole text of a JIT entry file embedded whole, by its name; "" for any other.',
         f"std::string_view {LOOKUP}(std::string_view unit) {{",
         *(f"  if (unit == {cxx_string(unit)}) return {function}();" for unit, function in whole),
-        "  return {};",
+        '  return "";  // not null: a host may hand data() to a C API',
         "}",
         "",
     ]
