@@ -5,7 +5,7 @@ A build option is declared once, here, as a field of one part of :class:`BuildRe
 field's metadata (:class:`Option`): its command-line flag, help, metavar, its CMake cache
 variable (``METALLIB_*``) and its kind. Everything else is generated from that declaration:
 
-* the click options of ``build`` and ``variants`` (``builder.cli.build_options``; the CLI builds
+* the click options of ``build`` and ``presets`` (``builder.cli.build_options``; the CLI builds
   the request with :meth:`BuildRequest.from_options`, a click parameter named like its field);
 * ``cmake/MetallibBuildOptions.cmake``, the cache variables of a plain CMake run, and the option
   table of docs/build.md (``python -m builder.cmake_build.options --write``).
