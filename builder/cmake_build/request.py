@@ -32,12 +32,12 @@ from builder.kernels.chunking import DEFAULT_CHUNK_SIZE
 __all__ = [
     "DEFAULT_METAL_FLAGS",
     "SDKS",
+    "BuildLocation",
     "BuildRequest",
     "Option",
-    "Output",
-    "Selection",
     "Toolchain",
     "Tree",
+    "UnitSelection",
     "option_fields",
     "project_dir",
 ]
@@ -185,8 +185,8 @@ _UNITS = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class Selection:
-    """What is built, and in which mode."""
+class UnitSelection:
+    """Which units are built, and in which mode (the split: ``jit``/``aot``)."""
 
     jit: tuple[str, ...] = field(
         default=(),
@@ -254,7 +254,7 @@ class Selection:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Output:
+class BuildLocation:
     """Where the build goes (CMake's ``-B``: not a cache variable)."""
 
     build_dir: Path | None = field(
@@ -269,15 +269,15 @@ class BuildRequest:
 
     toolchain: Toolchain = field(default_factory=Toolchain)
     tree: Tree = field(default_factory=Tree)
-    selection: Selection = field(default_factory=Selection)
-    output: Output = field(default_factory=Output)
+    selection: UnitSelection = field(default_factory=UnitSelection)
+    location: BuildLocation = field(default_factory=BuildLocation)
 
     @property
     def build_dir(self) -> Path:
         """The build folder (the CLI always names one)."""
-        if self.output.build_dir is None:
+        if self.location.build_dir is None:
             raise UsageError("the build request names no build folder")
-        return self.output.build_dir
+        return self.location.build_dir
 
     @property
     def metal_flags(self) -> tuple[str, ...]:
@@ -337,7 +337,12 @@ class BuildRequest:
 
 
 def _parts() -> tuple[tuple[str, type[Any]], ...]:
-    return (("toolchain", Toolchain), ("tree", Tree), ("selection", Selection), ("output", Output))
+    return (
+        ("toolchain", Toolchain),
+        ("tree", Tree),
+        ("selection", UnitSelection),
+        ("location", BuildLocation),
+    )
 
 
 def option_fields() -> list[tuple[Any, Option]]:
