@@ -9,7 +9,7 @@
 include_guard(GLOBAL)
 
 set(METALLIB_COMPILER "" CACHE STRING "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then xcrun -sdk SDK metal).")
-set(METALLIB_AOT_FLAGS "-Wall;-Wextra;-fno-fast-math" CACHE STRING "Flags of every AOT compile, replacing the default -Wall -Wextra -fno-fast-math (split like a shell; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' separates too.")
+set(METALLIB_AOT_FLAGS "-Wall;-Wextra;-fno-fast-math" CACHE STRING "Flags of every AOT compile, replacing the default -Wall -Wextra -fno-fast-math (words as a shell reads them; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' separates too.")
 set(METALLIB_STD "" CACHE STRING "Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or macos-metal2.4 (default: [build] std of metallib.toml, else from the stated Metal version, else the compiler's).")
 set(METALLIB_DEPLOYMENT_TARGET "" CACHE STRING "OS version the AOT library targets: -mmacosx-version-min= (with --sdk iphoneos -mios-version-min=) on compile and link (default: [build] deployment-target of metallib.toml, else none).")
 set(METALLIB_SDK "macosx" CACHE STRING "xcrun SDK of the Metal compiler (and of the deployment-target flag).")

@@ -33,17 +33,17 @@ def _common(func: Any) -> Any:
             show_default=True,
             callback=_by_keys,
             metavar="KEY[,KEY]",
-            help=f"Group bytes by kernel family, dtype, source file (from a build "
+            help=f"Group bytes by kernel group, dtype, source file (from a build "
             f"manifest, or from the kernel tree given with --source-dir) or "
             f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-            f"splits each source file's bytes by dtype (report only).",
+            f"divides each source file's bytes by dtype (report only).",
         ),
         click.option(
             "--rules",
             type=click.Path(dir_okay=False),
             default=None,
-            help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
-            "(default: the build manifest, else built-in MLX rules, else generic).",
+            help="Rule file for --by kernel: 'GROUP REGEX' lines, first match wins "
+            "(default: the build manifest's units, else built-in MLX rules, else generic).",
         ),
         click.option(
             "--top",
@@ -141,7 +141,7 @@ def _load(
         )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(
-            f"note: {target}: kernel families come from its build manifest; --rules "
+            f"note: {target}: kernel groups come from its build manifest; --rules "
             "is not used for it",
             err=True,
         )

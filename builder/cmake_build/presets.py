@@ -34,13 +34,13 @@ if TYPE_CHECKING:
 
     from builder.size.report import Report
 
-__all__ = ["PresetResult", "build_presets", "mixed_jit_families", "presets_to_dict"]
+__all__ = ["PresetResult", "build_presets", "mixed_jit_units", "presets_to_dict"]
 
 PRESETS_FILE = "CMakePresets.json"
 
 
-def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
-    """The JIT families of the mixed preset: ``METALLIB_JIT`` of the ``mixed`` configure
+def mixed_jit_units(project_dir: Path) -> tuple[str, ...]:
+    """The JIT units of the mixed preset: ``METALLIB_JIT`` of the ``mixed`` configure
     preset in ``project_dir``/CMakePresets.json (a CMake list). BuilderError (exit 2) naming the
     file when it cannot be read or has no such preset: an incomplete checkout or install."""
     path = project_dir / PRESETS_FILE
@@ -83,11 +83,11 @@ class PresetResult:
 def _preset_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
     common = base.replace(jit=(), aot=())
     out = [
-        ("jit-on", "every family JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
-        ("jit-off", "every family AOT", common.replace(build_dir=root / "jit-off")),
+        ("jit-on", "every unit JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
+        ("jit-off", "every unit AOT", common.replace(build_dir=root / "jit-off")),
     ]
     split = split_units(common)
-    mixed = tuple(f for f in mixed_jit_families(project_dir()) if f in split.aot)
+    mixed = tuple(f for f in mixed_jit_units(project_dir()) if f in split.aot)
     if mixed and len(mixed) < len(split.aot):
         out.append(
             (

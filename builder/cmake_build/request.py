@@ -72,9 +72,9 @@ class Toolchain:
         default=None,
         metadata=meta(
             "flags",
-            f"Flags of every AOT compile, replacing the default {_FLAGS_TEXT} (split like a "
-            "shell; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' "
-            "separates too.",
+            f"Flags of every AOT compile, replacing the default {_FLAGS_TEXT} (words as a "
+            "shell reads them; repeatable; --metal-flags '' for none). In CMake a list: ',' "
+            "before a '-' separates too.",
             flag="--metal-flags",
             cmake="METALLIB_AOT_FLAGS",
             metavar="FLAGS",

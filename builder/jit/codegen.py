@@ -1,7 +1,7 @@
 """Generated C++: preambles stored as pieces, for the host JIT library and for ``embed``.
 
 A preamble is a list of fragments (``builder.jit.preamble``). It is stored as *pieces*: each
-fragment split under the literal limit (``builder.jit.chunks``). Two storage choices are
+fragment cut under the literal limit (``builder.jit.chunks``). Two storage choices are
 measured by ``benchmarks/bench_jit.py``:
 
 - **dedup** (default): a piece is a C++17 ``inline`` variable named after a hash of its text.
@@ -9,7 +9,7 @@ measured by ``benchmarks/bench_jit.py``:
   such as ``common/types.h``) have identical names and definitions, and the linker keeps one
   copy. Each family stays its own generated file (touching ``unary/unary_ops.h`` regenerates
   and recompiles only ``unary.cpp``) and the library still stores a shared header once.
-- **no dedup**: a family's whole preamble is split into pieces with internal linkage, so
+- **no dedup**: a family's whole preamble is cut into pieces with internal linkage, so
   each family carries its own copy of every header it includes.
 
 With compression each piece is zlib-compressed (level 9) into a byte array, and its raw size is

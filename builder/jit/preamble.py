@@ -1,6 +1,6 @@
 """Preamble inlining: one self-contained kernel source made from a header and its quoted includes.
 
-The run-time Metal compiler cannot see our source tree, so a JIT family's source must carry every
+The run-time Metal compiler cannot see our source tree, so a JIT unit's source must carry every
 project header it needs. MLX gets this text by running the Metal compiler's preprocessor, which
 ties generation to macOS and expands macros away. Here the work is purely textual, in Python:
 

@@ -117,7 +117,7 @@ class Instantiation:
 def render_translation_unit(instantiations: Sequence[Instantiation]) -> str:
     """An AOT source: quoted includes of the family headers, then one instantiation per line.
 
-    The build may split a large family over several of these; each is self-contained given
+    The build may cut a large family into several of these (chunks); each is self-contained given
     ``-I metal_src``. Output depends only on the input order, so rebuilds are byte-identical.
     """
     headers = list(dict.fromkeys(inst.header for inst in instantiations))

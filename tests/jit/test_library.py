@@ -182,8 +182,8 @@ def test_noop_and_incremental_rebuilds(tree_copy: Path, tmp_path: Path) -> None:
     # Touching a header without changing it regenerates its families but recompiles nothing.
     (tree_copy / "softmax/softmax.h").touch()
     touched = build.ninja()
-    assert "Embedding JIT kernel family softmax" in touched.stdout
-    assert "Embedding JIT kernel family unary" not in touched.stdout
+    assert "Embedding JIT unit softmax" in touched.stdout
+    assert "Embedding JIT unit unary" not in touched.stdout
     assert "Building CXX" not in touched.stdout
     # Editing it regenerates and recompiles that family only.
     with (tree_copy / "softmax/softmax.h").open("a", encoding="utf-8") as handle:
