@@ -22,7 +22,7 @@ set(METALLIB_JIT "" CACHE STRING "Units built JIT, the rest AOT: catalog familie
 set(METALLIB_AOT "" CACHE STRING "Units built AOT, every other one JIT: catalog families, or entry files of a tree without catalog.json (comma-separated names or globs, '*' crossing '/'; repeatable).")
 set(METALLIB_KERNELS "" CACHE STRING "Catalog families to build (default: every family in the catalog).")
 set(METALLIB_DTYPES "" CACHE STRING "dtypes a catalog tree instantiates (default: all).")
-set(METALLIB_AOT_CHUNK_SIZE "250" CACHE STRING "Mean instantiations per generated AOT source of a catalog tree.")
+set(METALLIB_AOT_CHUNK_SIZE "250" CACHE STRING "Mean instantiations per chunk (one generated AOT source) of a catalog tree's AOT units.")
 option(METALLIB_JIT_COMPRESS "Compress the sources a catalog tree embeds in the host library." OFF)
 
 function(_metallib_json_string out text)

@@ -237,7 +237,8 @@ class UnitSelection:
         default=DEFAULT_CHUNK_SIZE,
         metadata=meta(
             "int",
-            "Mean instantiations per generated AOT source of a catalog tree.",
+            "Mean instantiations per chunk (one generated AOT source) of a catalog tree's "
+            "AOT units.",
             flag="--chunk-size",
             cmake="METALLIB_AOT_CHUNK_SIZE",
         ),
