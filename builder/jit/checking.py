@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from builder.jit.chunks import cxx_string
+from builder.jit.literals import cxx_string
 from builder.kernels.catalog import Catalog
 from builder.kernels.check import CheckChunk
 

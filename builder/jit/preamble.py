@@ -24,7 +24,7 @@ stays; see ``builder.jit.lexing``).
 
 Nothing else of the text is edited: files are read as bytes and decoded as UTF-8, line ends
 are kept as written (a file's last line gets the newline it may lack), and ``#line`` paths are
-C string literals (``builder.jit.chunks.cxx_string``), whatever bytes the file name holds.
+C string literals (``builder.jit.literals.cxx_string``), whatever bytes the file name holds.
 
 The output is a list of :class:`Fragment`: the runs of a file's lines between two quoted
 includes, each starting with a ``#line N "path"`` marker (path relative to the include
@@ -44,8 +44,8 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
-from builder.jit.chunks import cxx_string
 from builder.jit.lexing import directive_lines, strip_comments
+from builder.jit.literals import cxx_string
 
 __all__ = [
     "Fragment",
