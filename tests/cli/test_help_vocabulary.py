@@ -104,6 +104,7 @@ _MISUSED = {
     r"\bFAMILY\b": "GROUP (a rule names a report group)",
     r"\bevery famil(?:y|ies) (?:JIT|AOT)\b": "every unit JIT/AOT",
     r"\bunits? of \d+ instantiations": "chunks (a unit is what the build plans)",
+    r"\b(?:metadata|reflection) chunks?\b": "a piece (a chunk is a slice of an AOT unit)",
     r"\bsplit(?:s|ting)? (?:each|into|by|like|over)\b": "split is the JIT/AOT choice only",
 }
 
