@@ -28,7 +28,7 @@ def select_families(
     known = catalog.family_names
     for name in families:
         if name not in known:
-            raise UsageError(f"unknown kernel family {name!r}; valid: {', '.join(sorted(known))}")
+            raise UsageError(f"unknown catalog family {name!r}; valid: {', '.join(sorted(known))}")
     chosen = list(dict.fromkeys(families)) or list(known)
     if not keep_order:
         chosen = [n for n in known if n in chosen]

@@ -82,7 +82,7 @@ class FormSpec:
 
 @dataclass(frozen=True)
 class FamilySpec:
-    """A kernel family as declared: one template header, forms, and ops or dtype axes."""
+    """A catalog family as declared: one template header, forms, and ops or dtype axes."""
 
     name: str
     header: str
@@ -160,7 +160,7 @@ class Catalog:
         unknown = [n for n in asked if n not in self.families]
         if unknown:
             raise UsageError(
-                f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} "
+                f"unknown catalog famil{'y' if len(unknown) == 1 else 'ies'} "
                 f"{', '.join(unknown)}; valid: {', '.join(self.families)}"
             )
         wanted = None

@@ -80,7 +80,7 @@ def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
 
 def test_bad_selection_is_exit_2(tmp_path: Path) -> None:
     done = _cli("build", "--jit", "*", "--kernels", "nope", "--build-dir", str(tmp_path / "b"))
-    assert done.returncode == 2 and "unknown kernel family 'nope'" in done.stderr
+    assert done.returncode == 2 and "unknown catalog family 'nope'" in done.stderr
     done = _cli("build", "--kernels", "arange", "--jit", "copy", "--build-dir", str(tmp_path / "b"))
     assert (
         done.returncode == 2 and "--jit 'copy' matches no unit of the catalog tree" in done.stderr

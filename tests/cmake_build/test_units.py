@@ -94,7 +94,7 @@ def test_select_families_catalog_order_and_errors() -> None:
         "copy",
         "unary",
     )
-    with pytest.raises(UsageError, match="unknown kernel family 'nope'; valid: arange, binary"):
+    with pytest.raises(UsageError, match="unknown catalog family 'nope'; valid: arange, binary"):
         select_families(catalog, ["nope"])
 
 
