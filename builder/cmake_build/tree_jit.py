@@ -48,8 +48,8 @@ def _render(title: str, namespace: str, preambles: Sequence[tuple[str, Any]]) ->
     """One translation unit defining ``preambles`` = (function, Preamble) as ``embed`` writes
     them (``builder.jit.codegen.preamble_code``); returns its text and the bytes its arrays store
     (pieces shared by its preambles once)."""
-    from builder.jit.chunks import comment_text
     from builder.jit.codegen import preamble_code
+    from builder.jit.literals import comment_text
 
     code = preamble_code([(", ".join(p.headers[:1]), f, p) for f, p in preambles])
     lines = [
@@ -122,7 +122,7 @@ def _generator_files() -> list[Path]:
     names = (
         "builder.jit.preamble",
         "builder.jit.lexing",
-        "builder.jit.chunks",
+        "builder.jit.literals",
         "builder.jit.codegen",
     )
     here = Path(os.path.realpath(__file__))
