@@ -111,7 +111,7 @@ function(metallib_add_jit_library target)
       DEPENDS "${source_dir}/catalog.json"
       DEPFILE "${gen_dir}/${family}.d"
       WORKING_DIRECTORY "${gen_dir}"
-      COMMENT "Embedding JIT kernel family ${family} (${target})"
+      COMMENT "Embedding JIT unit ${family} (${target})"
       VERBATIM)
     list(APPEND sources "${gen_dir}/${family}.cpp")
     list(APPEND facts "${gen_dir}/${family}.json")

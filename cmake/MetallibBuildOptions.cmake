@@ -9,7 +9,7 @@
 include_guard(GLOBAL)
 
 set(METALLIB_COMPILER "" CACHE STRING "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then xcrun -sdk SDK metal).")
-set(METALLIB_AOT_FLAGS "-Wall;-Wextra;-fno-fast-math" CACHE STRING "Flags of every AOT compile, replacing the default -Wall -Wextra -fno-fast-math (split like a shell; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' separates too.")
+set(METALLIB_AOT_FLAGS "-Wall;-Wextra;-fno-fast-math" CACHE STRING "Flags of every AOT compile, replacing the default -Wall -Wextra -fno-fast-math (words as a shell reads them; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' separates too.")
 set(METALLIB_STD "" CACHE STRING "Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or macos-metal2.4 (default: [build] std of metallib.toml, else from the stated Metal version, else the compiler's).")
 set(METALLIB_DEPLOYMENT_TARGET "" CACHE STRING "OS version the AOT library targets: -mmacosx-version-min= (with --sdk iphoneos -mios-version-min=) on compile and link (default: [build] deployment-target of metallib.toml, else none).")
 set(METALLIB_SDK "macosx" CACHE STRING "xcrun SDK of the Metal compiler (and of the deployment-target flag).")
@@ -22,7 +22,7 @@ set(METALLIB_JIT "" CACHE STRING "Units built JIT, the rest AOT: catalog familie
 set(METALLIB_AOT "" CACHE STRING "Units built AOT, every other one JIT: catalog families, or entry files of a tree without catalog.json (comma-separated names or globs, '*' crossing '/'; repeatable).")
 set(METALLIB_KERNELS "" CACHE STRING "Catalog families to build (default: every family in the catalog).")
 set(METALLIB_DTYPES "" CACHE STRING "dtypes a catalog tree instantiates (default: all).")
-set(METALLIB_AOT_CHUNK_SIZE "250" CACHE STRING "Mean instantiations per generated AOT source of a catalog tree.")
+set(METALLIB_AOT_CHUNK_SIZE "250" CACHE STRING "Mean instantiations per chunk (one generated AOT source) of a catalog tree's AOT units.")
 option(METALLIB_JIT_COMPRESS "Compress the sources a catalog tree embeds in the host library." OFF)
 
 function(_metallib_json_string out text)

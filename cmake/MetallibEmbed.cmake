@@ -173,7 +173,7 @@ function(metallib_embed_headers target)
   if(package)
     # The generator's modules whose code shapes the output: a new version regenerates. (Stated
     # here, not at include time: include_guard(GLOBAL) skips a second directory's include.)
-    foreach(module IN ITEMS preamble lexing chunks codegen generate depfile __main__)
+    foreach(module IN ITEMS preamble lexing literals codegen generate depfile __main__)
       set(file "${package}/builder/jit/${module}.py")
       if(EXISTS "${file}")
         list(APPEND generator_files "${file}")

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "kernels": "kernels:kernels_command",
     "check": "check:check_command",
     "build": "build:build_command",
+    "presets": "presets:presets_command",
     "variants": "variants:variants_command",
     "embed": "embed:embed_command",
 }
@@ -137,11 +138,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     Inspect a metallib:   list, verify, report
-    Change one:           slim
     Compare two / gate:   compare, budget
     Over releases:        history
     Kernel sources:       kernels, check
-    Build:                build, variants, embed
+    Build:                build, presets, embed
+    Subsets of a library: slim, variants
     """
     ctx.obj = {"debug": debug}
 

@@ -4,7 +4,7 @@ Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); 
 what ``report BUILD_DIR`` prints for the build (``--format json``: its JSON report). Exit 2 before
 configuring when AOT is asked for without a Metal compiler or the selection is bad; exit 1 when
 the build itself fails. The build options and
-settings are shared with ``variants`` (``builder.cli.variants``), which builds several.
+settings are shared with ``presets`` (``builder.cli.presets``), which builds several.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from builder.cli.build_options import request_option
 from builder.cli.tree_options import BUILD_JOBS, tree_options
 
 __all__ = [
-    "BUILD_ONLY",
     "build_command",
     "build_only_options",
     "build_report_text",
@@ -54,21 +53,7 @@ no_wait_option = click.option(
     help="When another run is writing the same build folder (or variants OUTDIR), exit 2 at once "
     "instead of waiting for it to finish.",
 )
-"""Shared by ``build`` and ``variants`` (with or without --from: both lock what they write)."""
-BUILD_ONLY = (
-    "kernels",
-    "dtypes",
-    "build_dir",
-    "metal_compiler",
-    "metal_flags",
-    "std",
-    "deployment_target",
-    "sdk",
-    "chunk_size",
-    "compress",
-    "verbose",
-)
-"""Parameter names of the options only a build takes (``variants`` refuses them with --from)."""
+"""Shared by ``build``, ``presets`` and ``variants`` (each locks the folder it writes)."""
 
 
 def build_only_options(func: F) -> F:

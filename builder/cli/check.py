@@ -1,8 +1,8 @@
-"""``check``: every catalog instantiation (and each family's JIT source) compiled as C++ against
-the Metal shim, with problems reported at the kernel source line.
+"""``check``: every catalog instantiation (and each JIT unit's run-time source) compiled as C++
+against the Metal shim, with problems reported at the kernel source line.
 
 A thin command over ``builder.kernels.check``: progress on stderr (a bar on a terminal, one line
-per unit otherwise), results on stdout.
+per chunk otherwise), results on stdout.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ _SELECTION_OPTIONS = [
         "kernels",
         metavar="F,...",
         default=None,
-        help="Only these families, comma-separated (e.g. unary,binary). Default: all.",
+        help="Only these units (catalog families), comma-separated (e.g. unary,binary). "
+        "Default: all.",
     ),
     click.option(
         "--dtypes",
@@ -50,12 +51,12 @@ def _selection(func: Any) -> Any:
     return func
 
 
-def _jit_units(
+def _jit_chunks(
     source_dir: Path | None, families: list[str] | None, dtypes: list[str] | None
 ) -> list[Any]:
-    """The JIT build's sources as check units: one per family, its inlined preamble with every
-    instantiation line appended."""
-    from builder.jit.checking import family_check_units
+    """The JIT build's sources as check chunks: one per unit (a catalog family), its inlined
+    preamble with every instantiation line appended."""
+    from builder.jit.checking import jit_check_chunks
     from builder.jit.preamble import inline_preamble
     from builder.kernels import load_catalog
 
@@ -65,8 +66,8 @@ def _jit_units(
     preambles = {
         f: inline_preamble([root / catalog.families[f].header], [root]).text for f in selected
     }
-    units: list[Any] = family_check_units(catalog, preambles, families, dtypes)
-    return units
+    chunks: list[Any] = jit_check_chunks(catalog, preambles, families, dtypes)
+    return chunks
 
 
 @click.command(
@@ -102,7 +103,7 @@ Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++
     "--jit/--no-jit",
     "jit",
     default=True,
-    help="Also compile each family's JIT source (its inlined preamble with the "
+    help="Also compile each unit's JIT source (its inlined preamble with the "
     "instantiation lines appended). Default: --jit.",
 )
 @click.option(
@@ -111,7 +112,7 @@ Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="text: one line per problem (path:line:col) and a summary; json (schema 1) for scripts.",
+    help="text: one line per problem (path:line:col) and a summary; json (schema 2) for scripts.",
 )
 def check_command(
     source_dir: Path | None,
@@ -132,10 +133,10 @@ def check_command(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from builder.kernels.check import CheckUnit, UnitResult, check_library
+    from builder.kernels.check import CheckChunk, ChunkResult, check_library
 
     err = Console(stderr=True)
-    # A live bar on a terminal; one line per finished unit in logs (CI), where a bar is noise.
+    # A live bar on a terminal; one line per finished chunk in logs (CI), where a bar is noise.
     progress = Progress(
         TextColumn("check"),
         BarColumn(),
@@ -148,21 +149,21 @@ def check_command(
     )
     task = progress.add_task("check", total=None)
 
-    def planned(units: list[CheckUnit]) -> None:
-        progress.update(task, total=sum(len(u.host_lines) for u in units))
+    def planned(chunks: list[CheckChunk]) -> None:
+        progress.update(task, total=sum(len(c.host_lines) for c in chunks))
         progress.start()
 
-    def done(unit: UnitResult) -> None:
-        progress.advance(task, unit.instantiations)
+    def done(chunk: ChunkResult) -> None:
+        progress.advance(task, chunk.instantiations)
         if not err.is_terminal:
-            state = "ok" if unit.ok else "FAILED"
+            state = "ok" if chunk.ok else "FAILED"
             click.echo(
-                f"check: {unit.unit}: {unit.instantiations} instantiations "
-                f"{state} ({unit.seconds:.1f}s)",
+                f"check: {chunk.chunk}: {chunk.instantiations} instantiations "
+                f"{state} ({chunk.seconds:.1f}s)",
                 err=True,
             )
 
-    extra = _jit_units(source_dir, split_names(kernels), split_names(dtypes)) if jit else []
+    extra = _jit_chunks(source_dir, split_names(kernels), split_names(dtypes)) if jit else []
     try:
         result = check_library(
             source_dir,
@@ -171,7 +172,7 @@ def check_command(
             compiler=compiler,
             jobs=jobs,
             syntax_only=syntax_only,
-            extra_units=extra,
+            extra=extra,
             on_plan=planned,
             on_done=done,
         )
@@ -184,12 +185,12 @@ def check_command(
         for diag in diagnostics:
             click.echo(diag.format())
         verdict = "ok" if result.ok else "FAILED"
-        jit_names = {u.name for u in extra}
-        n_jit = sum(u.instantiations for u in result.units if u.unit in jit_names)
+        jit_names = {c.name for c in extra}
+        n_jit = sum(c.instantiations for c in result.chunks if c.chunk in jit_names)
         scope = f"{result.instantiations - n_jit} instantiations"
         scope += f" (+{n_jit} in JIT sources)" if jit_names else ""
         click.echo(
-            f"check {verdict}: {scope} in {len(result.units)} units, "
+            f"check {verdict}: {scope} in {len(result.chunks)} chunks, "
             f"{result.errors} errors, {result.warnings} warnings, {result.seconds:.1f}s "
             f"({result.mode}, {result.compiler.version})"
         )

@@ -76,8 +76,8 @@ def list_command(file: Path, fmt: str, sort: str, member: str | None) -> None:
     """List the functions in a metallib with their type and sizes.
 
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
-    included); bytes is everything the function owns: its list entry, metadata chunks, module
-    and reflection chunk. All sizes are read from FILE: a .metallib, or a binary (Mach-O, ELF)
+    included); bytes is everything the function owns: its list entry, metadata pieces, module
+    and reflection piece. All sizes are read from FILE: a .metallib, or a binary (Mach-O, ELF)
     or wheel that holds metallibs (--member chooses one of several).
     """
     from builder.render.listing import function_rows, rows_json, rows_table
@@ -115,8 +115,8 @@ def verify_command(file: Path, fmt: str, member: str | None) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
     Parsing checks the header, every offset and size, and that no regions overlap; then each
-    module is hashed and compared with its HASH tag, and each module wrapper, metadata chunk and
-    reflection chunk is walked. FILE may be a binary or wheel holding metallibs, as for 'list'.
+    module is hashed and compared with its HASH tag, and each module wrapper, metadata piece and
+    reflection piece is walked. FILE may be a binary or wheel holding metallibs, as for 'list'.
     """
     from builder.metallib import verify
     from builder.render.text import visible  # names are untrusted: ESC, BEL, newline shown escaped

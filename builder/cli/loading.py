@@ -76,7 +76,7 @@ def load(
         )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(
-            f"note: {target}: kernel families come from its build manifest; --rules "
+            f"note: {target}: kernel groups come from its build manifest; --rules "
             "is not used for it",
             err=True,
         )

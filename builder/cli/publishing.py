@@ -17,7 +17,7 @@ import click
 
 if TYPE_CHECKING:
     from builder.publish.github import PullRequest
-    from builder.publish.outputs import Output
+    from builder.publish.outputs import Destination
 
 __all__ = ["output_options", "output_plan", "publish", "pull_request_for", "terminal"]
 
@@ -60,7 +60,7 @@ def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]
     return add
 
 
-def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Output]:
+def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Destination]:
     """Where each rendering goes (``builder.publish.outputs.plan_outputs``); ``--format`` counts
     as given when it was on the command line."""
     from builder.publish.outputs import plan_outputs

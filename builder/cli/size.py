@@ -40,17 +40,17 @@ def _common(func: Any) -> Any:
             show_default=True,
             callback=_by_keys,
             metavar="KEY[,KEY]",
-            help=f"Group bytes by kernel family, dtype, source file (from a build "
+            help=f"Group bytes by kernel group, dtype, source file (from a build "
             f"manifest, or from the kernel tree given with --source-dir) or "
             f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-            f"splits each source file's bytes by dtype (report only).",
+            f"divides each source file's bytes by dtype (report only).",
         ),
         click.option(
             "--rules",
             type=click.Path(dir_okay=False),
             default=None,
-            help="Rule file for kernel families: 'FAMILY REGEX' lines, first match wins "
-            "(default: the build manifest, else built-in MLX rules, else generic).",
+            help="Rule file for --by kernel: 'GROUP REGEX' lines, first match wins "
+            "(default: the build manifest's units, else built-in MLX rules, else generic).",
         ),
         click.option(
             "--top",

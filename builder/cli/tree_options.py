@@ -61,7 +61,7 @@ _PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPU
 BUILD_JOBS = (
     "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs)."
 )
-"""What ``-j`` means for a command that builds (``build``, ``variants`` without --from)."""
+"""What ``-j`` means for a command that builds (``build``, ``presets``)."""
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,52 +1,31 @@
-"""``variants``: build every build preset this machine can build, or (``--from``) write every
-AOT/JIT split of a kernel tree (a variant) as a real subset of an Apple-built library, and compare
-their sizes.
+"""``variants --from TARGET``: write every AOT/JIT split of a kernel tree (a variant) as a real
+subset of an Apple-built library, and compare their sizes.
 
-Without ``--from`` the bundled (catalog) tree is built with CMake + Ninja per preset of
-CMakePresets.json (``builder.cmake_build.presets``). With ``--from TARGET --source-dir DIR``
-nothing is compiled: discovery maps every function of TARGET to its entry file and
+Nothing is compiled: discovery maps every function of TARGET to its entry file and
 ``builder.subsets.variants`` writes each split's metallib and JIT source under ``-o OUTDIR``,
-measured. Figures go to stdout (table,
-JSON, markdown or HTML); progress goes to stderr, and only on a terminal.
+measured. Figures go to stdout (table, JSON, markdown or HTML); progress goes to stderr, and
+only on a terminal. Building the presets of CMakePresets.json is another job, ``presets``
+(``builder.cli.presets``): a variant is a subset, a preset a build.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from builder.cli.build import BUILD_ONLY, build_only_options, build_request, no_wait_option
+from builder.cli.build import no_wait_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
-from builder.files.jsontext import dumps
 
 __all__ = ["variants_command"]
 
 _FORMATS = ("table", "json", "markdown", "html")
 RUN_FILE = "variants.json"
-_FROM_ONLY = (
-    "include_dirs",
-    "defines",
-    "exclude",
-    "config_file",
-    "aot",
-    "jit",
-    "budget",
-    "outdir",
-    "platform",
-    "budget_of",
-    "download",
-)
-_BUILT_FORMATS = ("table", "json")
-"""What ``variants`` without --from prints (one table of the builds, or its JSON)."""
-
 _EPILOG = """\b
 Examples:
-  metallib-builder variants --build-dir build -j 2          # build the bundled tree's presets
   metallib-builder variants --from mlx-metal==0.32.1 \\
       --source-dir mlx/mlx/backend/metal/kernels -I mlx \\
       --exclude fence.metal --exclude '*_nax.metal' -o variants/
@@ -58,36 +37,21 @@ Examples:
 """
 
 
-def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
-    """The options among ``names`` given on the command line, as spelled in --help."""
-    default = click.core.ParameterSource.DEFAULT
-    return [
-        max(p.opts, key=len)
-        for p in ctx.command.params
-        if p.name in names and ctx.get_parameter_source(p.name) != default
-    ]
-
-
 @click.command("variants", epilog=_EPILOG)
 @click.option(
     "--from",
     "from_target",
     metavar="TARGET",
-    default=None,
+    required=True,
     help="Write the variants as subsets of this library (.metallib, .whl, "
-    "PACKAGE==VERSION, build folder) instead of building them; needs "
-    "--source-dir and -o.",
+    "PACKAGE==VERSION, build folder); needs --source-dir and -o.",
 )
-@tree_options(
-    jobs_help="Without --from: Ninja's parallel jobs (default: Ninja's choice); "
-    "with --from: entry files preprocessed at once (default: the number of "
-    "CPUs)."
-)
+@tree_options
 @click.option(
     "--aot",
     multiple=True,
     metavar="GLOBS",
-    help="With --from: a variant with these entry files AOT (comma-separated globs, "
+    help="A variant with these entry files AOT (comma-separated globs, "
     "relative to --source-dir) and every other one JIT; repeatable, one variant "
     "each.",
 )
@@ -95,14 +59,13 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
     "--jit",
     multiple=True,
     metavar="GLOBS",
-    help="With --from: a variant with these entry files JIT and the rest AOT; "
-    "repeatable, one variant each.",
+    help="A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
 )
 @click.option(
     "--budget",
     metavar="SIZE",
     default=None,
-    help="With --from: add the variant 'planned' whose metallib is at most SIZE (bytes, "
+    help="Add the variant 'planned' whose metallib is at most SIZE (bytes, "
     "or KB/MB/KiB/MiB) with the fewest kernels compiled at run time; exit 1 when "
     "no split reaches it.",
 )
@@ -118,7 +81,7 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
 @click.option(
     "--download",
     is_flag=True,
-    help="With --from: also measure each variant's metallib as a wheel stores it (zlib "
+    help="Also measure each variant's metallib as a wheel stores it (zlib "
     "6, modelled; one compression pass per variant) and its total download "
     "(docs/download-size.md). --budget-of download implies it.",
 )
@@ -128,7 +91,7 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
     "outdir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="With --from: folder for OUTDIR/<variant>/<library>.metallib and "
+    help="Folder for OUTDIR/<variant>/<library>.metallib and "
     "jit_sources.cpp, replaced as a whole when the run succeeds: a "
     "new or empty folder, or an earlier run's.",
 )
@@ -138,8 +101,7 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
     type=click.Choice(_FORMATS),
     default="table",
     show_default=True,
-    help="Output on stdout: table or json (schema 1); with --from also markdown or "
-    "html (one self-contained page).",
+    help="Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
 )
 @click.option(
     "--platform",
@@ -147,23 +109,13 @@ def _given(ctx: click.Context, names: Sequence[str]) -> list[str]:
     help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
 )
 @no_wait_option
-@build_only_options
-def variants_command(from_target: str | None, **kw: Any) -> None:
-    """Compare the sizes of the build presets, or (--from) of a library's AOT/JIT variants.
-
-    \b
-    Without --from, build every preset of CMakePresets.json this machine can build, each in a
-    subdirectory of --build-dir:
-      jit-on   every family JIT (host C++ compiler only)
-      jit-off  every family AOT into mlx.metallib (needs the Metal compiler)
-      mixed    the families of the mixed preset in CMakePresets.json JIT, the rest
-               AOT (needs the Metal compiler)
-    A preset this machine cannot build is listed with the reason; the exit code is 0 when
-    every buildable preset built. --source-dir names a catalog tree, -j Ninja's jobs.
+def variants_command(from_target: str, **kw: Any) -> None:
+    """Write a library's AOT/JIT variants as real subsets and compare their sizes.
 
     \b
     With --from TARGET --source-dir DIR -o OUTDIR, write each split of the tree as a real
-    subset of TARGET, on any OS, without compiling: OUTDIR/<variant>/<library>.metallib holds
+    subset of TARGET, on any OS, without compiling (to build the presets of
+    CMakePresets.json instead, see 'presets'): OUTDIR/<variant>/<library>.metallib holds
     the functions of its AOT entry files (byte-identical; functions no entry file produces stay
     too) and OUTDIR/<variant>/jit_sources.cpp its JIT entry files' headers as 'embed' writes
     them; OUTDIR/variants.json describes the run (the JSON output). OUTDIR is replaced as a
@@ -180,51 +132,13 @@ def variants_command(from_target: str | None, **kw: Any) -> None:
     metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
     --budget cannot be met (the message says the least reachable size).
     """
-    ctx = click.get_current_context()
-    if from_target is None:
-        stray = _given(ctx, _FROM_ONLY)
-        if stray:
-            raise UsageError(f"{', '.join(stray)} only go with --from TARGET")
-        if kw["fmt"] not in _BUILT_FORMATS:
-            raise UsageError(
-                f"--format {kw['fmt']} only goes with --from TARGET; building prints table or json"
-            )
-        _build(**kw)
-        return
-    stray = _given(ctx, BUILD_ONLY)
-    if stray:
-        raise UsageError(
-            f"{', '.join(stray)} are build options; --from writes subsets of a "
-            "library and builds nothing"
-        )
     _from(from_target, **kw)
 
 
-def _build(**kw: Any) -> None:
-    from builder.cli.console import stderr_console
-    from builder.cmake_build.presets import build_presets, presets_to_dict
-    from builder.errors import CheckFailed
-    from builder.render.build import presets_text
-
-    source_dir = kw["source_dir"]
-    if source_dir is not None and not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    request = build_request(**kw)
-    results = build_presets(
-        request,
-        request.build_dir,
-        jobs=kw["jobs"],
-        console=stderr_console(),
-        verbose=kw["verbose"],
-        wait=not kw["no_wait"],
-    )
-    if kw["fmt"] == "json":
-        click.echo(dumps(presets_to_dict(results), indent=1))
-    else:
-        click.echo(presets_text(results))
-    failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
-    if failed:
-        raise CheckFailed(f"preset(s) {', '.join(failed)} failed to build")
+def _given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not click.core.ParameterSource.DEFAULT
 
 
 def _from(target: str, **kw: Any) -> None:
@@ -246,7 +160,7 @@ def _from(target: str, **kw: Any) -> None:
     budget = parse_size(kw["budget"]) if kw["budget"] is not None else None
     if budget is not None and budget <= 0:
         raise UsageError(f"--budget {kw['budget']}: must be more than 0 bytes")
-    if budget is None and _given(click.get_current_context(), ["budget_of"]):
+    if budget is None and _given("budget_of"):
         raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
     source_dir = kw["source_dir"]
     check_not_an_input(

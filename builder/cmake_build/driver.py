@@ -1,6 +1,6 @@
 """One build from request to outputs: plan, check the toolchain, configure, build.
 
-Shared by ``build`` and ``variants``, which then measure the build directory as ``report BUILD_DIR``
+Shared by ``build`` and ``presets``, which then measure the build directory as ``report BUILD_DIR``
 does (``builder.size.load``). The selection is the build plan's
 (``builder.cmake_build.plan``), made once per run, here: a bad selection or AOT units without
 a Metal compiler fail before any directory is created. Then the plan is written into the build

@@ -2,7 +2,7 @@
 
 Computed once per build, here, for any kernel tree:
 
-* by the CLI (``build``, ``variants``): it refuses a bad selection and knows whether a Metal
+* by the CLI (``build``, ``presets``): it refuses a bad selection and knows whether a Metal
   compiler is needed before anything is configured, then writes ``plan.json`` into the build
   folder and hands CMake its path (``-DMETALLIB_PLAN=``): CMake reads that plan and plans
   nothing itself;

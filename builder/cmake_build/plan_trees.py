@@ -28,7 +28,7 @@ def select_families(
     known = catalog.family_names
     for name in families:
         if name not in known:
-            raise UsageError(f"unknown kernel family {name!r}; valid: {', '.join(sorted(known))}")
+            raise UsageError(f"unknown catalog family {name!r}; valid: {', '.join(sorted(known))}")
     chosen = list(dict.fromkeys(families)) or list(known)
     if not keep_order:
         chosen = [n for n in known if n in chosen]
@@ -108,8 +108,8 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     chunks: list[Chunk] = []
     compiles: list[tuple[str, Path]] = []
     aot = [u.name for u in units if u.mode == "aot"]
-    if request.output.build_dir is not None and aot:
-        gen_dir = request.output.build_dir / GENERATED_SOURCES
+    if request.location.build_dir is not None and aot:
+        gen_dir = request.location.build_dir / GENERATED_SOURCES
         chunks = catalog_chunks(catalog, aot, selection.dtypes or None, selection.chunk_size)
         compiles = [(c.family, gen_dir / f"{c.name}.metal") for c in chunks]
     return BuildPlan(

@@ -1,14 +1,14 @@
 """Build every build preset this machine can build and put their sizes side by side.
 
-``variants`` without ``--from`` builds them; a *variant* is something else, a split that
-``variants --from`` writes (``builder.subsets.variants``). The presets, each in
-``<build dir>/<name>``, are CMakePresets.json's:
+``presets`` builds them; a *variant* is something else, a subset that ``variants --from``
+writes (``builder.subsets.variants``). The presets, each in ``<build dir>/<name>``, are
+CMakePresets.json's (a catalog tree: each unit is a catalog family):
 
-* ``jit-on``: every selected family JIT (host C++ compiler only);
-* ``jit-off``: every selected family AOT into the metallib (needs the Metal compiler);
-* ``mixed``: the largest families (by instantiation count) JIT, the rest AOT. Which ones is
+* ``jit-on``: every selected unit JIT (host C++ compiler only);
+* ``jit-off``: every selected unit AOT into the metallib (needs the Metal compiler);
+* ``mixed``: the largest units (by instantiation count) JIT, the rest AOT. Which ones is
   stated once, by the ``mixed`` preset of CMakePresets.json (``METALLIB_JIT``), so
-  ``cmake --preset mixed`` and ``variants`` build the same thing.
+  ``cmake --preset mixed`` and ``presets`` build the same thing.
 
 A preset that needs the Metal compiler on a machine without one is reported as not built, with
 the reason, instead of failing the run. Each built preset is measured as ``report <its folder>``
@@ -34,13 +34,13 @@ if TYPE_CHECKING:
 
     from builder.size.report import Report
 
-__all__ = ["PresetResult", "build_presets", "mixed_jit_families", "presets_to_dict"]
+__all__ = ["PresetResult", "build_presets", "mixed_jit_units", "presets_to_dict"]
 
 PRESETS_FILE = "CMakePresets.json"
 
 
-def mixed_jit_families(project_dir: Path) -> tuple[str, ...]:
-    """The JIT families of the mixed preset: ``METALLIB_JIT`` of the ``mixed`` configure
+def mixed_jit_units(project_dir: Path) -> tuple[str, ...]:
+    """The JIT units of the mixed preset: ``METALLIB_JIT`` of the ``mixed`` configure
     preset in ``project_dir``/CMakePresets.json (a CMake list). BuilderError (exit 2) naming the
     file when it cannot be read or has no such preset: an incomplete checkout or install."""
     path = project_dir / PRESETS_FILE
@@ -83,11 +83,11 @@ class PresetResult:
 def _preset_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
     common = base.replace(jit=(), aot=())
     out = [
-        ("jit-on", "every family JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
-        ("jit-off", "every family AOT", common.replace(build_dir=root / "jit-off")),
+        ("jit-on", "every unit JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
+        ("jit-off", "every unit AOT", common.replace(build_dir=root / "jit-off")),
     ]
     split = split_units(common)
-    mixed = tuple(f for f in mixed_jit_families(project_dir()) if f in split.aot)
+    mixed = tuple(f for f in mixed_jit_units(project_dir()) if f in split.aot)
     if mixed and len(mixed) < len(split.aot):
         out.append(
             (
@@ -149,7 +149,7 @@ def _build_each(
 
 
 def presets_to_dict(results: Sequence[PresetResult]) -> dict[str, Any]:
-    """``variants --format json`` (without --from): per preset whether it was built (and why
+    """``presets --format json``: per preset whether it was built (and why
     not), its build time, what it ships and its size report (the document ``report <its folder>
     --format json`` prints)."""
     from builder.size.report import report_to_dict

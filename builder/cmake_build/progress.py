@@ -43,7 +43,7 @@ def parse_status(line: str) -> Status | None:
 
 @dataclass
 class NinjaOutput:
-    """Everything Ninja printed, split into status lines and the rest."""
+    """Everything Ninja printed, divided into status lines and the rest."""
 
     statuses: list[Status] = field(default_factory=list)
     other: list[str] = field(default_factory=list)

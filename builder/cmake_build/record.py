@@ -6,7 +6,7 @@ module
 that writes the file:
 
 * a catalog tree: each family's host names from the catalog (the same expansion that generated
-  its sources); a JIT family's as the JIT generator recorded them;
+  its sources); a JIT unit's as the JIT generator recorded them;
 * a discovered tree: the discovery the plan made, remembered beside plan.json
   (``builder.kernels.discovery_cache``), so each entry file is preprocessed once per build; when
   a file it read changed since (a header edited after configuring), the tree is discovered

@@ -5,7 +5,7 @@ A build option is declared once, here, as a field of one part of :class:`BuildRe
 field's metadata (:class:`Option`): its command-line flag, help, metavar, its CMake cache
 variable (``METALLIB_*``) and its kind. Everything else is generated from that declaration:
 
-* the click options of ``build`` and ``variants`` (``builder.cli.build_options``; the CLI builds
+* the click options of ``build`` and ``presets`` (``builder.cli.build_options``; the CLI builds
   the request with :meth:`BuildRequest.from_options`, a click parameter named like its field);
 * ``cmake/MetallibBuildOptions.cmake``, the cache variables of a plain CMake run, and the option
   table of docs/build.md (``python -m builder.cmake_build.options --write``).
@@ -32,12 +32,12 @@ from builder.kernels.chunking import DEFAULT_CHUNK_SIZE
 __all__ = [
     "DEFAULT_METAL_FLAGS",
     "SDKS",
+    "BuildLocation",
     "BuildRequest",
     "Option",
-    "Output",
-    "Selection",
     "Toolchain",
     "Tree",
+    "UnitSelection",
     "option_fields",
     "project_dir",
 ]
@@ -72,9 +72,9 @@ class Toolchain:
         default=None,
         metadata=meta(
             "flags",
-            f"Flags of every AOT compile, replacing the default {_FLAGS_TEXT} (split like a "
-            "shell; repeatable; --metal-flags '' for none). In CMake a list: ',' before a '-' "
-            "separates too.",
+            f"Flags of every AOT compile, replacing the default {_FLAGS_TEXT} (words as a "
+            "shell reads them; repeatable; --metal-flags '' for none). In CMake a list: ',' "
+            "before a '-' separates too.",
             flag="--metal-flags",
             cmake="METALLIB_AOT_FLAGS",
             metavar="FLAGS",
@@ -185,8 +185,8 @@ _UNITS = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class Selection:
-    """What is built, and in which mode."""
+class UnitSelection:
+    """Which units are built, and in which mode (the split: ``jit``/``aot``)."""
 
     jit: tuple[str, ...] = field(
         default=(),
@@ -238,7 +238,8 @@ class Selection:
         default=DEFAULT_CHUNK_SIZE,
         metadata=meta(
             "int",
-            "Mean instantiations per generated AOT source of a catalog tree.",
+            "Mean instantiations per chunk (one generated AOT source) of a catalog tree's "
+            "AOT units.",
             flag="--chunk-size",
             cmake="METALLIB_AOT_CHUNK_SIZE",
         ),
@@ -255,7 +256,7 @@ class Selection:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Output:
+class BuildLocation:
     """Where the build goes (CMake's ``-B``: not a cache variable)."""
 
     build_dir: Path | None = field(
@@ -270,15 +271,15 @@ class BuildRequest:
 
     toolchain: Toolchain = field(default_factory=Toolchain)
     tree: Tree = field(default_factory=Tree)
-    selection: Selection = field(default_factory=Selection)
-    output: Output = field(default_factory=Output)
+    selection: UnitSelection = field(default_factory=UnitSelection)
+    location: BuildLocation = field(default_factory=BuildLocation)
 
     @property
     def build_dir(self) -> Path:
         """The build folder (the CLI always names one)."""
-        if self.output.build_dir is None:
+        if self.location.build_dir is None:
             raise UsageError("the build request names no build folder")
-        return self.output.build_dir
+        return self.location.build_dir
 
     @property
     def metal_flags(self) -> tuple[str, ...]:
@@ -338,7 +339,12 @@ class BuildRequest:
 
 
 def _parts() -> tuple[tuple[str, type[Any]], ...]:
-    return (("toolchain", Toolchain), ("tree", Tree), ("selection", Selection), ("output", Output))
+    return (
+        ("toolchain", Toolchain),
+        ("tree", Tree),
+        ("selection", UnitSelection),
+        ("location", BuildLocation),
+    )
 
 
 def option_fields() -> list[tuple[Any, Option]]:

@@ -53,7 +53,7 @@ def unit_source(out_dir: Path, unit: str) -> Path:
 def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
     """``unit_source(unit)`` over the whole-file units (unit, function), defined in their own
     translation units."""
-    from builder.jit.chunks import cxx_string
+    from builder.jit.literals import cxx_string
 
     lines = [f"const std::string& {function}();" for _, function in whole]
     lines += [
@@ -77,8 +77,8 @@ def _render(
     """One translation unit defining ``preambles`` = (function, Preamble) as ``embed`` writes
     them (``builder.jit.codegen.preamble_code``), then ``extra`` lines; returns its text and the
     bytes its arrays store (pieces shared by its preambles once)."""
-    from builder.jit.chunks import comment_text
     from builder.jit.codegen import preamble_code
+    from builder.jit.literals import comment_text
 
     code = preamble_code([(", ".join(p.headers[:1]), f, p) for f, p in preambles])
     lines = [
@@ -165,7 +165,7 @@ def _generator_files() -> list[Path]:
     names = (
         "builder.jit.preamble",
         "builder.jit.lexing",
-        "builder.jit.chunks",
+        "builder.jit.literals",
         "builder.jit.codegen",
     )
     here = Path(os.path.realpath(__file__))

@@ -149,7 +149,7 @@ def one_metallib(
             "needs the .metallib, .whl, build folder or PACKAGE==VERSION"
         )
     if lib.path is None:
-        raise UsageError(f"{target}: the build has no metallib (every family JIT)")
+        raise UsageError(f"{target}: the build has no metallib (every unit JIT)")
     return lib
 
 

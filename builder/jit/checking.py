@@ -3,7 +3,8 @@
 A run-time source is a family preamble followed by one instantiation line, so the family's
 preamble followed by *all* its lines is a single translation unit that compiles if and only if
 every one of those sources does (each line is an independent explicit instantiation; the
-preamble is included once either way). That keeps the check to one compile per family.
+preamble is included once either way). That keeps the check to one compile (one chunk) per JIT
+unit, a catalog family.
 
 The preamble's ``#line`` markers name files relative to the kernel tree (so builds in different
 directories match); for the check they are anchored to the tree, so diagnostics are attributed
@@ -16,11 +17,11 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from builder.jit.chunks import cxx_string
+from builder.jit.literals import cxx_string
 from builder.kernels.catalog import Catalog
-from builder.kernels.check import CheckUnit
+from builder.kernels.check import CheckChunk
 
-__all__ = ["anchor_line_markers", "family_check_units"]
+__all__ = ["anchor_line_markers", "jit_check_chunks"]
 
 _MARKER = re.compile(r'^#line (\d+) "((?:[^"\\/]|\\.)(?:[^"\\]|\\.)*)"$', re.MULTILINE)
 
@@ -34,19 +35,19 @@ def anchor_line_markers(text: str, source_dir: Path) -> str:
     return _MARKER.sub(lambda m: f'#line {m.group(1)} {root}{m.group(2)}"', text)
 
 
-def family_check_units(
+def jit_check_chunks(
     catalog: Catalog,
     preambles: Mapping[str, str],
     families: Iterable[str] | None = None,
     dtypes: Iterable[str] | None = None,
-) -> list[CheckUnit]:
-    """One unit per family: its preamble (as given, e.g. read back from a built library) plus
-    every selected instantiation line of the family."""
+) -> list[CheckChunk]:
+    """One chunk per catalog family built JIT: its preamble (as given, e.g. read back from a
+    built library) plus every selected instantiation line of the family."""
     lines: dict[str, list[str]] = {}
     for inst in catalog.expand(families, dtypes):
         lines.setdefault(inst.family, []).append(inst.instantiation_line())
-    units = []
+    chunks = []
     for family, family_lines in lines.items():
         text = anchor_line_markers(preambles[family], catalog.source_dir)
-        units.append(CheckUnit(f"jit.{family}", text + "\n".join(family_lines) + "\n", family))
-    return units
+        chunks.append(CheckChunk(f"jit.{family}", text + "\n".join(family_lines) + "\n", family))
+    return chunks

@@ -1,7 +1,7 @@
 """Generated C++: preambles stored as pieces, for the host JIT library and for ``embed``.
 
 A preamble is a list of fragments (``builder.jit.preamble``). It is stored as *pieces*: each
-fragment split under the literal limit (``builder.jit.chunks``). Two storage choices are
+fragment cut under the literal limit (``builder.jit.literals``). Two storage choices are
 measured by ``benchmarks/bench_jit.py``:
 
 - **dedup** (default): a piece is a C++17 ``inline`` variable named after a hash of its text.
@@ -9,7 +9,7 @@ measured by ``benchmarks/bench_jit.py``:
   such as ``common/types.h``) have identical names and definitions, and the linker keeps one
   copy. Each family stays its own generated file (touching ``unary/unary_ops.h`` regenerates
   and recompiles only ``unary.cpp``) and the library still stores a shared header once.
-- **no dedup**: a family's whole preamble is split into pieces with internal linkage, so
+- **no dedup**: a family's whole preamble is cut into pieces with internal linkage, so
   each family carries its own copy of every header it includes.
 
 With compression each piece is zlib-compressed (level 9) into a byte array, and its raw size is
@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from builder.jit.chunks import (
+from builder.jit.literals import (
     LITERAL_LIMIT,
     byte_array,
     comment_text,
@@ -126,14 +126,14 @@ def pool_text(kernels: Sequence[Kernel]) -> tuple[str, list[int]]:
 def pool_pieces(
     kernels: Sequence[Kernel], *, compress: bool, limit: int = LITERAL_LIMIT
 ) -> list[StoredPiece]:
-    """The registry strings as stored pieces: plain literal chunks cut after a NUL (under the
+    """The registry strings as stored pieces: plain literals cut after a NUL (under the
     literal limit), or one zlib stream (names compress well: they share long prefixes)."""
     text, _ = pool_text(kernels)
     if not text:
         return []
-    chunks: list[str] = []
+    parts: list[str] = []
     if compress:
-        chunks = [text]
+        parts = [text]
     else:
         current: list[str] = []
         size = 0
@@ -142,17 +142,17 @@ def pool_pieces(
             if n > limit:
                 raise ValueError(f"registry string of {n} bytes exceeds the literal limit")
             if size + n > limit:
-                chunks.append("".join(current))
+                parts.append("".join(current))
                 current, size = [], 0
             current.append(entry)
             size += n
-        chunks.append("".join(current))
+        parts.append("".join(current))
     pieces = []
-    for chunk in chunks:
-        raw = chunk.encode("utf-8")
+    for part in parts:
+        raw = part.encode("utf-8")
         data = zlib.compress(raw, ZLIB_LEVEL) if compress else raw + b"\0"
-        name = piece_name(chunk, compress).replace("mbjit_", "mbjit_s", 1)
-        pieces.append(StoredPiece(name, chunk, data, compress, shared=False))
+        name = piece_name(part, compress).replace("mbjit_", "mbjit_s", 1)
+        pieces.append(StoredPiece(name, part, data, compress, shared=False))
     return pieces
 
 

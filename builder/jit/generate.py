@@ -136,7 +136,7 @@ def _generator_files() -> list[Path]:
     names = (
         "builder.jit.preamble",
         "builder.jit.lexing",
-        "builder.jit.chunks",
+        "builder.jit.literals",
         "builder.jit.codegen",
         "builder.jit.generate",
         "builder.kernels.catalog",

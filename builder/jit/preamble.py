@@ -1,6 +1,6 @@
 """Preamble inlining: one self-contained kernel source made from a header and its quoted includes.
 
-The run-time Metal compiler cannot see our source tree, so a JIT family's source must carry every
+The run-time Metal compiler cannot see our source tree, so a JIT unit's source must carry every
 project header it needs. MLX gets this text by running the Metal compiler's preprocessor, which
 ties generation to macOS and expands macros away. Here the work is purely textual, in Python:
 
@@ -24,7 +24,7 @@ stays; see ``builder.jit.lexing``).
 
 Nothing else of the text is edited: files are read as bytes and decoded as UTF-8, line ends
 are kept as written (a file's last line gets the newline it may lack), and ``#line`` paths are
-C string literals (``builder.jit.chunks.cxx_string``), whatever bytes the file name holds.
+C string literals (``builder.jit.literals.cxx_string``), whatever bytes the file name holds.
 
 The output is a list of :class:`Fragment`: the runs of a file's lines between two quoted
 includes, each starting with a ``#line N "path"`` marker (path relative to the include
@@ -44,8 +44,8 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
-from builder.jit.chunks import cxx_string
 from builder.jit.lexing import directive_lines, strip_comments
+from builder.jit.literals import cxx_string
 
 __all__ = [
     "Fragment",

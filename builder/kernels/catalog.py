@@ -82,7 +82,7 @@ class FormSpec:
 
 @dataclass(frozen=True)
 class FamilySpec:
-    """A kernel family as declared: one template header, forms, and ops or dtype axes."""
+    """A catalog family as declared: one template header, forms, and ops or dtype axes."""
 
     name: str
     header: str
@@ -117,7 +117,7 @@ class Instantiation:
 def render_translation_unit(instantiations: Sequence[Instantiation]) -> str:
     """An AOT source: quoted includes of the family headers, then one instantiation per line.
 
-    The build may split a large family over several of these; each is self-contained given
+    The build may cut a large family into several of these (chunks); each is self-contained given
     ``-I metal_src``. Output depends only on the input order, so rebuilds are byte-identical.
     """
     headers = list(dict.fromkeys(inst.header for inst in instantiations))
@@ -160,7 +160,7 @@ class Catalog:
         unknown = [n for n in asked if n not in self.families]
         if unknown:
             raise UsageError(
-                f"unknown kernel famil{'y' if len(unknown) == 1 else 'ies'} "
+                f"unknown catalog famil{'y' if len(unknown) == 1 else 'ies'} "
                 f"{', '.join(unknown)}; valid: {', '.join(self.families)}"
             )
         wanted = None

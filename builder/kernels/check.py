@@ -3,11 +3,13 @@
 No Metal compiler runs on Linux, so kernel sources would otherwise go unchecked until a Mac build.
 Every catalog instantiation is rendered into generated translation units (the same text the AOT
 build compiles), each compiled by the host compiler with ``-I metal_src/shim -I metal_src``; the
-explicit instantiations force every dtype path of every template to be compiled. Units run in
-parallel, and compiler output is attributed back to kernel source lines (``diagnostics``).
+explicit instantiations force every dtype path of every template to be compiled. Each
+translation unit compiled is a *chunk* (docs/architecture.md, glossary): an AOT unit's chunk as
+the build cuts it, or a JIT unit's run-time source compiled whole. Chunks run in parallel, and
+compiler output is attributed back to kernel source lines (``diagnostics``).
 
-The unit list is open: the JIT build can add its generated sources (each with an instantiation
-line appended) as extra :class:`CheckUnit` values to :func:`run_check`.
+The chunk list is open: the JIT build can add its generated sources (each with an instantiation
+line appended) as extra :class:`CheckChunk` values to :func:`run_check`.
 """
 
 from __future__ import annotations
@@ -30,26 +32,31 @@ from builder.kernels.compiler import Compiler, find_compiler
 from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
 
 __all__ = [
+    "CHECK_SCHEMA",
+    "CheckChunk",
     "CheckResult",
-    "CheckUnit",
-    "UnitResult",
-    "aot_units",
+    "ChunkResult",
+    "aot_chunks",
     "check_library",
-    "jit_unit",
+    "jit_chunk",
     "run_check",
     "shim_dir_for",
 ]
+
+CHECK_SCHEMA = 2
+"""2: ``chunks[]`` with ``chunk`` and ``unit`` (1 said ``units[]`` with ``unit`` and ``family``)."""
 
 _INSTANTIATION = re.compile(r'^\s*instantiate_kernel\(\s*"([^"]+)"')
 
 
 @dataclass(frozen=True)
-class CheckUnit:
-    """One translation unit to compile; lines that instantiate kernels map to their host names."""
+class CheckChunk:
+    """One translation unit to compile (a chunk); lines that instantiate kernels map to their
+    host names. ``unit`` is the unit it belongs to (a catalog family), when it has one."""
 
     name: str
     text: str
-    family: str | None = None
+    unit: str | None = None
 
     @property
     def host_lines(self) -> dict[int, str]:
@@ -63,11 +70,11 @@ class CheckUnit:
 
 
 @dataclass
-class UnitResult:
-    """The outcome of compiling one unit."""
+class ChunkResult:
+    """The outcome of compiling one chunk."""
 
-    unit: str
-    family: str | None
+    chunk: str
+    unit: str | None
     instantiations: int
     returncode: int
     seconds: float
@@ -80,20 +87,20 @@ class UnitResult:
 
 @dataclass
 class CheckResult:
-    """All units' outcomes plus totals; ``ok`` is the verdict."""
+    """All chunks' outcomes plus totals; ``ok`` is the verdict."""
 
     compiler: Compiler
     source_dir: Path
     mode: str
-    units: list[UnitResult]
+    chunks: list[ChunkResult]
     seconds: float
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        """Diagnostics of all units, merged when several units hit the same line."""
+        """Diagnostics of all chunks, merged when several chunks hit the same line."""
         merged: dict[tuple[str, int, int, str, str], Diagnostic] = {}
-        for unit in self.units:
-            for diag in unit.diagnostics:
+        for chunk in self.chunks:
+            for diag in chunk.diagnostics:
                 key = (diag.path, diag.line, diag.column, diag.severity, diag.message)
                 if key in merged:
                     seen = merged[key].host_names
@@ -114,16 +121,16 @@ class CheckResult:
 
     @property
     def instantiations(self) -> int:
-        return sum(u.instantiations for u in self.units)
+        return sum(c.instantiations for c in self.chunks)
 
     @property
     def ok(self) -> bool:
-        return all(u.ok for u in self.units)
+        return all(c.ok for c in self.chunks)
 
     def to_json(self) -> dict[str, object]:
-        """Schema 1 machine-readable result."""
+        """The machine-readable result (schema :data:`CHECK_SCHEMA`)."""
         return {
-            "schema": 1,
+            "schema": CHECK_SCHEMA,
             "ok": self.ok,
             "compiler": self.compiler.version,
             "mode": self.mode,
@@ -132,27 +139,27 @@ class CheckResult:
             "errors": self.errors,
             "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
-            "units": [
+            "chunks": [
                 {
-                    "unit": u.unit,
-                    "family": u.family,
-                    "instantiations": u.instantiations,
-                    "ok": u.ok,
-                    "seconds": round(u.seconds, 3),
+                    "chunk": c.chunk,
+                    "unit": c.unit,
+                    "instantiations": c.instantiations,
+                    "ok": c.ok,
+                    "seconds": round(c.seconds, 3),
                 }
-                for u in self.units
+                for c in self.chunks
             ],
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
 
 
-def aot_units(
+def aot_chunks(
     catalog: Catalog,
     families: Iterable[str] | None = None,
     dtypes: Iterable[str] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-) -> list[CheckUnit]:
-    """The catalog's AOT translation units, cut as the build cuts them
+) -> list[CheckChunk]:
+    """The chunks of the catalog's AOT units, cut as the build cuts them
     (``builder.kernels.chunking``: the same content-defined sources, named alike), so a check
     compiles what a build compiles."""
     wanted = set(families) if families is not None else None
@@ -160,15 +167,15 @@ def aot_units(
     if wanted is not None:
         catalog.expand(sorted(wanted), None)  # an unknown family is the usual UsageError
     chunks = catalog_chunks(catalog, chosen, list(dtypes) if dtypes else None, chunk_size)
-    return [CheckUnit(c.name, c.text(), c.family) for c in chunks]
+    return [CheckChunk(c.name, c.text(), c.family) for c in chunks]
 
 
-def jit_unit(name: str, source: str, instantiations: Sequence[Instantiation]) -> CheckUnit:
+def jit_chunk(name: str, source: str, instantiations: Sequence[Instantiation]) -> CheckChunk:
     """A generated JIT source with its instantiation lines appended, as the JIT build compiles it
-    at run time; check it like an AOT unit (``run_check`` / ``check_library(extra_units=...)``)."""
+    at run time; check it like an AOT chunk (``run_check`` / ``check_library(extra=...)``)."""
     lines = "\n".join(inst.instantiation_line() for inst in instantiations)
-    family = instantiations[0].family if instantiations else None
-    return CheckUnit(name, f"{source.rstrip()}\n\n{lines}\n", family)
+    unit = instantiations[0].family if instantiations else None
+    return CheckChunk(name, f"{source.rstrip()}\n\n{lines}\n", unit)
 
 
 def shim_dir_for(source_dir: Path) -> Path:
@@ -195,11 +202,11 @@ def _catalog_lines(catalog: Catalog) -> dict[str, int]:
 
 
 def _materialize(text: str, path: str) -> tuple[str, dict[int, str]]:
-    """The unit as written to ``path``, and {line: host name} of its instantiation lines.
+    """The chunk as written to ``path``, and {line: host name} of its instantiation lines.
 
     A JIT source carries ``#line`` markers naming the kernel files it inlined; lines after the
-    last marker would be reported as lines of that header. A marker back to the unit itself
-    before the instantiation lines keeps their diagnostics on the unit (and so on the catalog).
+    last marker would be reported as lines of that header. A marker back to the chunk itself
+    before the instantiation lines keeps their diagnostics on the chunk (and so on the catalog).
     """
     out: list[str] = []
     hosts: dict[int, str] = {}
@@ -231,7 +238,7 @@ def _compile(compiler: Compiler, flags: list[str], path: Path) -> tuple[int, str
 
 
 def run_check(
-    units: Sequence[CheckUnit],
+    chunks: Sequence[CheckChunk],
     *,
     source_dir: Path,
     compiler: Compiler,
@@ -239,9 +246,9 @@ def run_check(
     syntax_only: bool = False,
     display_root: str | None = None,
     catalog_lines: Mapping[str, int] | None = None,
-    on_done: Callable[[UnitResult], None] | None = None,
+    on_done: Callable[[ChunkResult], None] | None = None,
 ) -> CheckResult:
-    """Compile ``units`` (in parallel) and attribute their diagnostics to kernel sources."""
+    """Compile ``chunks`` (in parallel) and attribute their diagnostics to kernel sources."""
     source_dir = Path(source_dir)
     shim = shim_dir_for(source_dir)
     mode = "syntax-only" if syntax_only else "compile"
@@ -251,9 +258,9 @@ def run_check(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="metallib-check-") as tmp:
         paths, generated = [], {}
-        for unit in units:
-            path = Path(tmp, f"{unit.name}.cpp")
-            text, hosts = _materialize(unit.text, os.path.realpath(path))
+        for chunk in chunks:
+            path = Path(tmp, f"{chunk.name}.cpp")
+            text, hosts = _materialize(chunk.text, os.path.realpath(path))
             path.write_text(text, encoding="utf-8")
             paths.append(path)
             generated[os.path.realpath(path)] = hosts
@@ -265,25 +272,27 @@ def run_check(
             catalog_lines=catalog_lines or {},
         )
 
-        def work(index: int) -> UnitResult:
-            unit, path = units[index], paths[index]
+        def work(index: int) -> ChunkResult:
+            chunk, path = chunks[index], paths[index]
             code, output, seconds = _compile(compiler, flags, path)
             diags = parse_compiler_output(output, locator)
             if code != 0 and not any(d.severity == "error" for d in diags):
                 tail = " | ".join(output.strip().splitlines()[-3:]) or f"exit status {code}"
                 diags.append(
-                    Diagnostic("error", unit.name, 0, 0, f"compiler failed: {tail}", where="other")
+                    Diagnostic("error", chunk.name, 0, 0, f"compiler failed: {tail}", where="other")
                 )
-            result = UnitResult(unit.name, unit.family, len(unit.host_lines), code, seconds, diags)
+            result = ChunkResult(
+                chunk.name, chunk.unit, len(chunk.host_lines), code, seconds, diags
+            )
             if on_done is not None:
                 on_done(result)
             return result
 
-        # Largest units first so the last one to finish is short; results keep unit order.
-        order = sorted(range(len(units)), key=lambda i: -len(units[i].text))
+        # Largest chunks first so the last one to finish is short; results keep chunk order.
+        order = sorted(range(len(chunks)), key=lambda i: -len(chunks[i].text))
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             done = dict(zip(order, pool.map(work, order)))
-        results = [done[i] for i in range(len(units))]
+        results = [done[i] for i in range(len(chunks))]
     return CheckResult(compiler, source_dir, mode, results, time.perf_counter() - start)
 
 
@@ -304,23 +313,23 @@ def check_library(
     jobs: int | None = None,
     syntax_only: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-    extra_units: Sequence[CheckUnit] = (),
-    on_plan: Callable[[list[CheckUnit]], None] | None = None,
-    on_done: Callable[[UnitResult], None] | None = None,
+    extra: Sequence[CheckChunk] = (),
+    on_plan: Callable[[list[CheckChunk]], None] | None = None,
+    on_done: Callable[[ChunkResult], None] | None = None,
 ) -> CheckResult:
     """Check a kernel tree's catalog instantiations (default: the bundled ``metal_src``).
 
-    ``extra_units`` are compiled alongside (the JIT build's generated sources, see
-    :func:`jit_unit`). Raises UsageError for a tree without ``catalog.json``, a bad selection or
+    ``extra`` chunks are compiled alongside (the JIT build's generated sources, see
+    :func:`jit_chunk`). Raises UsageError for a tree without ``catalog.json``, a bad selection or
     no compiler; the caller decides what a failed result means (the CLI raises CheckFailed).
     """
     catalog = load_catalog(source_dir)
     located = compiler if isinstance(compiler, Compiler) else find_compiler(compiler)
-    units = aot_units(catalog, families, dtypes, chunk_size) + list(extra_units)
+    chunks = aot_chunks(catalog, families, dtypes, chunk_size) + list(extra)
     if on_plan is not None:
-        on_plan(units)
+        on_plan(chunks)
     return run_check(
-        units,
+        chunks,
         source_dir=catalog.source_dir,
         compiler=located,
         jobs=jobs,

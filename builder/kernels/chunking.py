@@ -1,4 +1,4 @@
-"""A catalog tree's AOT units: its instantiations cut into generated ``.metal`` sources.
+"""The chunks of a catalog tree's AOT units: its instantiations cut into generated sources.
 
 A catalog tree has no entry files of its own: the build generates them, and from then on they are
 compiled by the same AOT rule as any tree's entry files (``metallib_add_metallib``). A family with

@@ -64,7 +64,7 @@ def format_host_name(
     """Build the host name of one instantiation; raises ValueError on tokens the parser can't
     read."""
     if family not in FAMILIES:
-        raise ValueError(f"unknown kernel family {family!r}; known: {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown catalog family {family!r}; known: {', '.join(FAMILIES)}")
     words = [family, form] + ([op] if op is not None else [])
     for word in words[1:]:
         if not valid_token(word):

@@ -396,7 +396,7 @@ def build_library(config: TreeConfig, root: Path, entries: Sequence[str]) -> str
     """The library a build of the tree at ``root`` writes (``[build] library``, else the folder's
     name), once every value of the tree that reaches CMake, build.ninja or a command line has
     been checked: no control character (a newline would add lines to build.ninja) and no CMake
-    list syntax (``;`` would split one flag into two). ConfigError names the key or the file."""
+    list syntax (``;`` would cut one flag in two). ConfigError names the key or the file."""
     where = f"{config.path}: " if config.path else ""
     values: list[tuple[str, Sequence[str]]] = [
         ("source folder", [str(root)]),

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from builder.errors import UsageError
 
-__all__ = ["EXTENSIONS", "Output", "plan_outputs", "write_outputs"]
+__all__ = ["EXTENSIONS", "Destination", "plan_outputs", "write_outputs"]
 
 EXTENSIONS: dict[str, str] = {
     ".md": "markdown",
@@ -29,7 +29,7 @@ EXTENSIONS: dict[str, str] = {
 """File extension -> output format (``--format`` names)."""
 
 
-class Output(NamedTuple):
+class Destination(NamedTuple):
     """Where one rendering goes: ``path`` None is stdout."""
 
     path: str | None
@@ -38,7 +38,7 @@ class Output(NamedTuple):
 
 def plan_outputs(
     paths: Sequence[str], fmt: str, *, explicit: bool, formats: Sequence[str]
-) -> list[Output]:
+) -> list[Destination]:
     """Decide the format of every output before anything is measured.
 
     No ``-o``: stdout in ``fmt``. One ``-o`` with ``--format`` given: that format (a file name
@@ -47,7 +47,7 @@ def plan_outputs(
     naming the file. ``--format`` together with several ``-o`` is ambiguous: a UsageError.
     """
     if not paths:
-        return [Output(None, fmt)]
+        return [Destination(None, fmt)]
     if len(set(paths)) != len(paths):
         twice = next(p for p in paths if paths.count(p) > 1)
         raise UsageError(f"-o {twice} is given twice")
@@ -58,7 +58,7 @@ def plan_outputs(
                 "each file's extension gives its format"
             )
         _check_writable(paths[0])
-        return [Output(paths[0], fmt)]
+        return [Destination(paths[0], fmt)]
     plan = []
     known = ", ".join(e for e, f in EXTENSIONS.items() if f in formats)
     for path in paths:
@@ -68,7 +68,7 @@ def plan_outputs(
                 f"-o {path}: cannot tell the output format from its extension "
                 f"(use {known}, or give --format with a single -o)"
             )
-        plan.append(Output(path, found))
+        plan.append(Destination(path, found))
     for output in plan:
         _check_writable(output.path)
     return plan
@@ -86,7 +86,7 @@ def _check_writable(path: str | None) -> None:
 
 
 def write_outputs(
-    plan: Sequence[Output],
+    plan: Sequence[Destination],
     render: Callable[[str, bool], str],
     inputs: Sequence[str | None] = (),
 ) -> None:

@@ -1,6 +1,6 @@
 """Choose functions to keep and write the slimmed library.
 
-Selection is pure (names in, indices out) so it is easy to test; ``slim_file`` adds the I/O:
+Choosing is pure (names in, indices out) so it is easy to test; ``slim_file`` adds the I/O:
 it never writes over its input unless asked (``builder.files.atomic.check_not_an_input``: the same
 path or the same file), checks the input first (everything ``verify`` checks but the hashes: a
 malformed input would give a malformed output), writes through a temporary file (removed on
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from builder.metallib import FunctionTable, Metallib, Span
 
 __all__ = [
+    "ChosenFunctions",
     "HashMismatch",
-    "Selection",
     "SlimResult",
     "choose_functions",
     "describe_mismatches",
@@ -75,7 +75,7 @@ def _listed(patterns: Sequence[str], limit: int = 5) -> str:
     return shown + (f" and {len(patterns) - limit} more" if len(patterns) > limit else "")
 
 
-class Selection(NamedTuple):
+class ChosenFunctions(NamedTuple):
     """What ``choose_functions`` picked: indices ascending, and the keep-list lines (first
     occurrences, in file order) that matched no function."""
 
@@ -88,7 +88,7 @@ def choose_functions(
     keep: Iterable[str] = (),
     drop: Iterable[str] = (),
     keep_list: Iterable[str] = (),
-) -> Selection:
+) -> ChosenFunctions:
     """The functions to keep: those matching ``keep`` or ``keep_list`` patterns (all of them when
     there are none), minus those matching ``drop``.
 
@@ -125,7 +125,7 @@ def choose_functions(
         if keep_list and len(missing) == len(set(keep_list)):
             why = f" (no line of the keep list matches a function: {_listed(list(missing), 3)})"
         raise UsageError(f"the selection keeps no function; a metallib needs at least one{why}")
-    return Selection(sorted(chosen), list(missing))
+    return ChosenFunctions(sorted(chosen), list(missing))
 
 
 class HashMismatch(NamedTuple):

@@ -7,7 +7,7 @@ each would take seconds, so it works on estimates built from measured figures:
 
 * the metallib: the input's modelled download minus the download shares of the functions the
   split removes. The shares are built to predict removals (docs/download-size.md measures it:
-  within 0.1% for MLX's kernel families);
+  within 0.1% for MLX's kernel groups);
 * the embedded source: the distinct header texts of its JIT entry files, shared ones once,
   compressed together (ordered by name, so it is a function of the set).
 

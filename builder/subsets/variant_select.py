@@ -82,7 +82,7 @@ class EntryShare:
 
 @dataclass(frozen=True)
 class LibraryIndex:
-    """A library's functions split by entry file of a kernel tree."""
+    """A library's functions divided by entry file of a kernel tree."""
 
     entries: dict[str, EntryShare]
     """Every entry file of the tree, in tree order."""

@@ -28,6 +28,9 @@ USAGE_ERRORS = [
     ["slim", "x.metallib"],
     ["compare", "a.metallib"],
     ["variants", "--budget"],
+    ["variants", "--source-dir", "."],  # --from is required: presets are another command
+    ["variants", "--from", "x.metallib", "--build-dir", "b"],  # a build option: presets'
+    ["presets", "--from", "x.metallib"],
 ]
 
 
@@ -38,7 +41,7 @@ def test_a_usage_error_is_one_line_naming_help(args: list[str], cli: Cli) -> Non
     assert "--help" in line and out == ""
 
 
-@pytest.mark.parametrize("command", ["report", "kernels", "slim", "build", "variants"])
+@pytest.mark.parametrize("command", ["report", "kernels", "slim", "build", "presets", "variants"])
 def test_help_still_teaches(command: str, cli: Cli) -> None:
     code, out, err = cli(command, "--help")
     assert code == 0 and out.startswith(f"Usage: metallib-builder {command}") and err == ""

@@ -33,7 +33,7 @@ def _tree(tmp_path: Path, toml: str | None = None, name: str = "tree") -> Path:
 
 
 def _build(cli: Cli, tree: Path, build_dir: Path, *extra: object) -> tuple[int, str, str]:
-    return cli("build", "--jit", "--source-dir", tree, "--build-dir", build_dir, *extra)
+    return cli("build", "--jit", "*", "--source-dir", tree, "--build-dir", build_dir, *extra)
 
 
 INJECTIONS = [
@@ -82,7 +82,7 @@ def test_a_preamble_symlinked_out_of_the_tree_names_both(tmp_path: Path, cli: Cl
     (tree / "inner.h").symlink_to(secret)
     for command in (
         ["kernels", "--source-dir", tree],
-        ["build", "--jit", "--source-dir", tree, "--build-dir", tmp_path / "b"],
+        ["build", "--jit", "*", "--source-dir", tree, "--build-dir", tmp_path / "b"],
     ):
         code, _, err = cli(*command)
         assert_one_error_line(

@@ -1,4 +1,4 @@
-"""``build`` and ``variants`` end to end: the pre-configure check, progress, sizes, the build
+"""``build`` and ``presets`` end to end: the pre-configure check, progress, sizes, the build
 presets side by side."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
 
 def test_bad_selection_is_exit_2(tmp_path: Path) -> None:
     done = _cli("build", "--jit", "*", "--kernels", "nope", "--build-dir", str(tmp_path / "b"))
-    assert done.returncode == 2 and "unknown kernel family 'nope'" in done.stderr
+    assert done.returncode == 2 and "unknown catalog family 'nope'" in done.stderr
     done = _cli("build", "--kernels", "arange", "--jit", "copy", "--build-dir", str(tmp_path / "b"))
     assert (
         done.returncode == 2 and "--jit 'copy' matches no unit of the catalog tree" in done.stderr
@@ -239,7 +239,7 @@ def test_build_failure_shows_the_failing_command(
 @pytest.mark.cmake
 @pytest.mark.slow
 def test_presets_without_compiler_build_jit_only(tmp_path: Path, cxx_available: None) -> None:
-    done = _cli("variants", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v"))
+    done = _cli("presets", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v"))
     assert done.returncode == 0, done.stderr
     reason = (
         "not built: jit-off, mixed: no Metal compiler (xcrun not found) — needs macOS with Xcode"
@@ -256,7 +256,7 @@ def test_presets_with_standin_side_by_side(
     tmp_path: Path, standin_tools: Path, cxx_available: None
 ) -> None:
     done = _cli(
-        "variants",
+        "presets",
         "--kernels",
         "arange,copy,softmax",
         "--dtypes",
@@ -270,7 +270,7 @@ def test_presets_with_standin_side_by_side(
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert set(data) == {"schema", "presets"}  # build presets, not variants --from splits
+    assert set(data) == {"schema", "presets"}  # build presets, not variants (subsets)
     built = {p["name"]: p for p in data["presets"]}
     assert set(built) == {"jit-on", "jit-off", "mixed"} and all(p["built"] for p in built.values())
     mixed = built["mixed"]["report"]
@@ -286,7 +286,7 @@ def test_presets_with_standin_side_by_side(
         assert preset["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
     # the table: each column adds up to the total shipped, which is the files' sizes
     done = _cli(
-        "variants",
+        "presets",
         "--kernels",
         "arange,copy,softmax",
         "--dtypes",

@@ -122,7 +122,7 @@ def test_select_for_metallib_add_jit_library_keeps_the_order_given() -> None:
     )
     assert done.returncode == 0 and done.stdout.strip() == "unary;softmax;arange"
     bad = subprocess.run([*run, "unary,nope"], capture_output=True, text=True, check=False)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown kernel family 'nope'")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown catalog family 'nope'")
 
 
 @pytest.mark.cmake

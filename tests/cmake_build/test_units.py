@@ -12,7 +12,7 @@ import pytest
 
 from builder.cmake_build.plan_model import Unit
 from builder.cmake_build.plan_trees import select_families
-from builder.cmake_build.presets import mixed_jit_families
+from builder.cmake_build.presets import mixed_jit_units
 from builder.cmake_build.progress import NinjaOutput, parse_status
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.cmake_build.toolchain import (
@@ -94,7 +94,7 @@ def test_select_families_catalog_order_and_errors() -> None:
         "copy",
         "unary",
     )
-    with pytest.raises(UsageError, match="unknown kernel family 'nope'; valid: arange, binary"):
+    with pytest.raises(UsageError, match="unknown catalog family 'nope'; valid: arange, binary"):
         select_families(catalog, ["nope"])
 
 
@@ -204,7 +204,7 @@ def test_mixed_preset_names_the_largest_families() -> None:
     presets = json.loads((ROOT / "CMakePresets.json").read_text(encoding="utf-8"))
     (mixed,) = [p for p in presets["configurePresets"] if p["name"] == "mixed"]
     listed = tuple(mixed["cacheVariables"]["METALLIB_JIT"].split(";"))
-    assert mixed_jit_families(project_dir()) == listed
+    assert mixed_jit_units(project_dir()) == listed
     counts = Counter(inst.family for inst in load_catalog().expand())
     assert set(listed) == {name for name, _ in counts.most_common(len(listed))}
     assert 0 < len(listed) < len(counts)
@@ -212,16 +212,16 @@ def test_mixed_preset_names_the_largest_families() -> None:
 
 def test_mixed_preset_missing_or_malformed_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(BuilderError, match=r"CMakePresets\.json: no readable 'mixed' preset"):
-        mixed_jit_families(tmp_path)
+        mixed_jit_units(tmp_path)
     presets = {"configurePresets": [{"name": "jit-on", "cacheVariables": {"METALLIB_JIT": "*"}}]}
     (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
     with pytest.raises(BuilderError, match="no readable 'mixed' preset"):
-        mixed_jit_families(tmp_path)
+        mixed_jit_units(tmp_path)
     presets["configurePresets"].append(
         {"name": "mixed", "cacheVariables": {"METALLIB_JIT": "unary;;copy"}}
     )
     (tmp_path / "CMakePresets.json").write_text(json.dumps(presets))
-    assert mixed_jit_families(tmp_path) == ("unary", "copy")
+    assert mixed_jit_units(tmp_path) == ("unary", "copy")
 
 
 @pytest.mark.cmake

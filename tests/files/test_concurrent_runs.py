@@ -135,16 +135,16 @@ def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     assert not (build / ".metallib-builder.lock").exists()
 
 
-def test_variants_holds_its_whole_build_root(tmp_path: Path) -> None:
-    """``variants --build-dir R`` locks R itself (each variant's build its sub-folder too), so a
-    ``build`` or another ``variants`` in R meets the lock before building anything. The lock is
+def test_presets_holds_its_whole_build_root(tmp_path: Path) -> None:
+    """``presets --build-dir R`` locks R itself (each preset's build its sub-folder too), so a
+    ``build`` or another ``presets`` in R meets the lock before building anything. The lock is
     held here by this test, as any process's flock would be."""
     root = tmp_path / "v"
     root.mkdir()
     with (root / ".metallib-builder.lock").open("w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         for args in (
-            ["variants", "--kernels", "arange", "--build-dir", root, "--no-wait"],
+            ["presets", "--kernels", "arange", "--build-dir", root, "--no-wait"],
             ["build", "--jit", "*", "--kernels", "arange", "--build-dir", root, "--no-wait"],
         ):
             done = _run(*args)

@@ -11,7 +11,6 @@ import pytest
 
 from builder.cmake_build.cmake import find_tool
 from builder.errors import UsageError
-from builder.jit.chunks import cxx_string
 from builder.jit.codegen import (
     CXX_IDENTIFIER,
     CXX_NAMESPACE,
@@ -22,6 +21,7 @@ from builder.jit.codegen import (
     valid_namespace,
 )
 from builder.jit.generate import embed_headers, family_source, merge_facts
+from builder.jit.literals import cxx_string
 from builder.kernels.compiler import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from builder.jit.chunks import LITERAL_LIMIT, raw_delimiter, raw_literal, split_text
+from builder.jit.literals import LITERAL_LIMIT, raw_delimiter, raw_literal, split_text
 from builder.jit.preamble import inline_preamble
 from builder.kernels.compiler import find_compiler
 

@@ -9,7 +9,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.jit.checking import family_check_units
+from builder.jit.checking import jit_check_chunks
 from builder.jit.lexing import comment_spans, directive_lines, strip_comments
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
@@ -75,7 +75,7 @@ def test_stripped_preambles_keep_markers_and_pass_the_check() -> None:
             at += 1
         preambles[name] = stripped.text
     result = run_check(
-        family_check_units(catalog, preambles),
+        jit_check_chunks(catalog, preambles),
         source_dir=root,
         compiler=find_compiler(),
         syntax_only=True,

@@ -13,10 +13,10 @@ import pytest
 from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
 from support.jit_library import JitLibrary, JitLibraryError
 
-from builder.jit.checking import anchor_line_markers, family_check_units
+from builder.jit.checking import anchor_line_markers, jit_check_chunks
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
-from builder.kernels.check import CheckUnit, run_check
+from builder.kernels.check import CheckChunk, run_check
 from builder.kernels.compiler import find_compiler
 from builder.resources import metal_src_dir
 
@@ -63,9 +63,9 @@ def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
     """Each family's preamble read back from the library, with all its instantiation lines."""
     lib = JitLibrary(jit_build.library)
     catalog = load_catalog()
-    units = family_check_units(catalog, {f: lib.preamble(f) for f in FAMILIES}, FAMILIES)
+    chunks = jit_check_chunks(catalog, {f: lib.preamble(f) for f in FAMILIES}, FAMILIES)
     result = run_check(
-        units, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
+        chunks, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
     )
     assert result.ok, [d.format() for d in result.diagnostics]
     assert result.instantiations == len(lib.names())
@@ -141,17 +141,17 @@ def test_single_sources_from_the_library_compile(jit_build_compressed: JitBuild)
     """The first and last source of every family, each compiled alone, exactly as returned."""
     lib = JitLibrary(jit_build_compressed.library)
     catalog = load_catalog()
-    units = []
+    chunks = []
     for family in ALL_FAMILIES:
         items = catalog.expand([family])
         for inst in {items[0].host_name: items[0], items[-1].host_name: items[-1]}.values():
             text = anchor_line_markers(lib.source(inst.host_name), catalog.source_dir)
-            units.append(CheckUnit(inst.host_name, text, family))
+            chunks.append(CheckChunk(inst.host_name, text, family))
     result = run_check(
-        units, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
+        chunks, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
     )
     assert result.ok, [d.format() for d in result.diagnostics]
-    assert result.instantiations == len(units)
+    assert result.instantiations == len(chunks)
 
 
 @pytest.mark.parametrize("compressed", [False, True], ids=["plain", "zlib"])
@@ -182,8 +182,8 @@ def test_noop_and_incremental_rebuilds(tree_copy: Path, tmp_path: Path) -> None:
     # Touching a header without changing it regenerates its families but recompiles nothing.
     (tree_copy / "softmax/softmax.h").touch()
     touched = build.ninja()
-    assert "Embedding JIT kernel family softmax" in touched.stdout
-    assert "Embedding JIT kernel family unary" not in touched.stdout
+    assert "Embedding JIT unit softmax" in touched.stdout
+    assert "Embedding JIT unit unary" not in touched.stdout
     assert "Building CXX" not in touched.stdout
     # Editing it regenerates and recompiles that family only.
     with (tree_copy / "softmax/softmax.h").open("a", encoding="utf-8") as handle:
@@ -222,7 +222,7 @@ def test_unknown_family_fails_at_configure_time(tmp_path: Path) -> None:
     _, result = build_jit(tmp_path / "unknown", ["unary", "nope"], check=False)
     assert result.returncode != 0
     text = " ".join((result.stdout + result.stderr).split())
-    assert "unknown kernel family 'nope'; valid: arange, binary" in text
+    assert "unknown catalog family 'nope'; valid: arange, binary" in text
 
 
 def test_empty_family_list_builds_an_empty_registry(tmp_path: Path) -> None:
@@ -264,8 +264,8 @@ def test_broken_kernel_fails_the_check(tree_copy: Path) -> None:
     catalog = load_catalog(tree_copy)
     spec = catalog.families["softmax"]
     preamble = inline_preamble([tree_copy / spec.header], [tree_copy]).text
-    units = family_check_units(catalog, {"softmax": preamble}, ["softmax"])
-    result = run_check(units, source_dir=tree_copy, compiler=find_compiler(), syntax_only=True)
+    chunks = jit_check_chunks(catalog, {"softmax": preamble}, ["softmax"])
+    result = run_check(chunks, source_dir=tree_copy, compiler=find_compiler(), syntax_only=True)
     assert not result.ok
     assert any(
         d.path.endswith("softmax/softmax.h") and d.severity == "error" for d in result.diagnostics
@@ -281,7 +281,7 @@ def test_every_family_source_passes_the_check() -> None:
         for name, spec in catalog.families.items()
     }
     result = run_check(
-        family_check_units(catalog, preambles),
+        jit_check_chunks(catalog, preambles),
         source_dir=root,
         compiler=find_compiler(),
         syntax_only=True,

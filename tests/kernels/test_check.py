@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from builder.kernels.catalog import load_catalog
+from builder.kernels.chunking import DEFAULT_CHUNK_SIZE, catalog_chunks
 from builder.resources import metal_src_dir
 
 # g++ comes with scripts/setup.sh: without a host compiler these tests fail (exit 2, naming what
@@ -28,16 +30,16 @@ def broken_copy(tmp_path: Path, rel: str, old: str, new: str) -> tuple[Path, int
 
 @pytest.mark.slow
 def test_full_library_passes(run_cli, raw, catalog_counter) -> None:
-    """The one full run: every AOT instantiation and every family's JIT source compile clean."""
+    """The one full run: every AOT instantiation and every JIT unit's source compile clean."""
     code, out, _ = run_cli(["check", "--jit", "--format", "json"])
     result = json.loads(out)
     assert code == 0, result["diagnostics"]
     assert result["ok"] and result["errors"] == 0 and result["warnings"] == 0
-    aot = [u for u in result["units"] if not u["unit"].startswith("jit.")]
-    jit = [u for u in result["units"] if u["unit"].startswith("jit.")]
+    aot = [c for c in result["chunks"] if not c["chunk"].startswith("jit.")]
+    jit = [c for c in result["chunks"] if c["chunk"].startswith("jit.")]
     assert sum(u["instantiations"] for u in aot) == catalog_counter(raw)
     assert sum(u["instantiations"] for u in jit) == catalog_counter(raw)
-    assert {u["family"] for u in aot} == {u["family"] for u in jit} == set(raw["families"])
+    assert {c["unit"] for c in aot} == {c["unit"] for c in jit} == set(raw["families"])
     assert result["mode"] == "compile"
 
 
@@ -129,20 +131,9 @@ def test_json_result_for_one_family(run_cli, raw, catalog_counter) -> None:
         ]
     )
     result = json.loads(out)
-    assert code == 0 and result["schema"] == 1 and result["ok"]
+    assert code == 0 and result["schema"] == 2 and result["ok"]
     assert result["instantiations"] == catalog_counter(raw, ["softmax", "arange"])
     assert result["mode"] == "syntax-only"
-
-
-def built_chunks(family: str, dtype: str | None, tree: Path | None = None) -> list[str]:
-    """The names of the AOT sources the build generates for ``family`` (its own chunker)."""
-    from builder.kernels import load_catalog
-    from builder.kernels.chunking import DEFAULT_CHUNK_SIZE, catalog_chunks
-
-    dtypes = [dtype] if dtype else None
-    chunks = catalog_chunks(load_catalog(tree), [family], dtypes, DEFAULT_CHUNK_SIZE)
-    assert chunks
-    return [c.name for c in chunks]
 
 
 def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
@@ -150,17 +141,15 @@ def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
     code, out, _ = run_cli(args)
     result = json.loads(out)
     assert code == 0
-    # AOT: the chunks the build compiles (its chunker, its chunk size), then the JIT source.
-    assert [u["unit"] for u in result["units"]] == [
-        *built_chunks("reduce", "bfloat16"),
-        "jit.reduce",
-    ]
+    build = catalog_chunks(load_catalog(), ["reduce"], ["bfloat16"], DEFAULT_CHUNK_SIZE)
+    assert [c["chunk"] for c in result["chunks"]] == [c.name for c in build] + ["jit.reduce"]
     assert result["instantiations"] == 2 * catalog_counter(raw, ["reduce"], ["bfloat16"])
 
 
 def test_jit_sources_blame_the_same_lines(tmp_path: Path, run_cli) -> None:
     """A JIT source inlines the headers with #line markers: a kernel mistake is reported once,
-    at the kernel line, for the AOT and the JIT unit; a catalog mistake at the catalog line."""
+    at the kernel line, for the AOT chunks and the JIT unit's; a catalog mistake at the catalog
+    line."""
     old = "out[index] = Op()(cond[index], a[index], b[index]);"
     tree, line = broken_copy(tmp_path, "ternary/ternary.h", old, old.replace(";", " + nope;"))
     code, out, _ = run_cli(
@@ -168,9 +157,9 @@ def test_jit_sources_blame_the_same_lines(tmp_path: Path, run_cli) -> None:
     )
     result = json.loads(out)
     assert code == 1
-    chunks = built_chunks("ternary", None, tree)
-    assert {u["unit"]: u["ok"] for u in result["units"]} == {
-        **dict.fromkeys(chunks, False),
+    build = catalog_chunks(load_catalog(tree), ["ternary"], None, DEFAULT_CHUNK_SIZE)
+    assert {c["chunk"]: c["ok"] for c in result["chunks"]} == {
+        **{c.name: False for c in build},
         "jit.ternary": False,
     }
     assert [(d["path"], d["line"]) for d in result["diagnostics"]] == [
@@ -227,21 +216,21 @@ def test_missing_compiler_is_one_clear_message(tmp_path: Path, run_cli, monkeypa
     assert err.strip().splitlines() == [expected]
 
 
-def test_jit_style_unit_is_checked(tmp_path: Path) -> None:
+def test_jit_style_chunk_is_checked(tmp_path: Path) -> None:
     """A JIT source (headers inlined by a generator) plus appended instantiation lines is checked
-    like an AOT unit; a broken one names its instantiation."""
+    like an AOT chunk; a broken one names its instantiation."""
     from builder.kernels import load_catalog
-    from builder.kernels.check import check_library, jit_unit
+    from builder.kernels.check import check_library, jit_chunk
 
     catalog = load_catalog()
     insts = catalog.expand(["arange"], ["float32", "int32"])
-    good = jit_unit("jit_arange", '#include "arange/arange.h"\n', insts)
+    good = jit_chunk("jit_arange", '#include "arange/arange.h"\n', insts)
     assert good.text.rstrip().endswith(insts[-1].instantiation_line())
-    bad = jit_unit(
+    bad = jit_chunk(
         "jit_bad", '#include "arange/arange.h"\nstruct Broken { int x = ; };\n', insts[:1]
     )
-    result = check_library(families=["softmax"], extra_units=[good, bad], syntax_only=True)
+    result = check_library(families=["softmax"], extra=[good, bad], syntax_only=True)
     assert not result.ok
-    by_unit = {u.unit: u for u in result.units}
-    assert by_unit["jit_arange"].ok and by_unit["jit_arange"].instantiations == 2
-    assert not by_unit["jit_bad"].ok
+    by_chunk = {c.chunk: c for c in result.chunks}
+    assert by_chunk["jit_arange"].ok and by_chunk["jit_arange"].instantiations == 2
+    assert not by_chunk["jit_bad"].ok

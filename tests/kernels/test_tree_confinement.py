@@ -122,7 +122,7 @@ def _commands(tree: Path, tmp_path: Path) -> dict[str, list[object]]:
             *("variants", "--from", library, "--source-dir", tree),
             *("--jit", "b.metal", "-o", written / "v", "--format", "json"),
         ],
-        "build --jit": ["build", "--jit", "--source-dir", tree, "--build-dir", written / "b"],
+        "build --jit": ["build", "--jit", "*", "--source-dir", tree, "--build-dir", written / "b"],
     }
 
 

@@ -2,7 +2,7 @@
 file names quoted so that no byte of them can leave a string literal or a comment.
 
 Compilers limit string literals: MSVC rejects a single literal piece over 16,380 bytes (C2026)
-and a concatenation over 65,535. Every embedded text is therefore split into pieces of at most
+and a concatenation over 65,535. Every embedded text is therefore cut into pieces of at most
 :data:`LITERAL_LIMIT` bytes, each its own array (never concatenated at compile time), preferably
 at line boundaries and never inside a UTF-8 sequence.
 

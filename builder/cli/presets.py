@@ -1,0 +1,84 @@
+"""``presets``: build every preset of CMakePresets.json this machine can build, side by side,
+and compare their sizes.
+
+The bundled (catalog) tree is built with CMake + Ninja once per preset, each in a subfolder of
+``--build-dir`` (``builder.cmake_build.presets``). Writing subsets of a built library is another
+job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a variant a subset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builder.cli.build import build_only_options, build_request, no_wait_option
+from builder.cli.tree_options import BUILD_JOBS
+from builder.errors import UsageError
+from builder.files.jsontext import dumps
+
+__all__ = ["presets_command"]
+
+_EPILOG = """\b
+Examples:
+  metallib-builder presets --build-dir build -j 2
+  metallib-builder presets --kernels unary,binary --build-dir build --format json
+"""
+
+
+@click.command("presets", epilog=_EPILOG)
+@click.option(
+    "--source-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Catalog tree (a folder with catalog.json). Default: the bundled metal_src/.",
+)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help=BUILD_JOBS)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json")),
+    default="table",
+    show_default=True,
+    help="Output on stdout: table, or json (schema 1).",
+)
+@no_wait_option
+@build_only_options
+def presets_command(**kw: Any) -> None:
+    """Build the presets of CMakePresets.json side by side and compare their sizes.
+
+    \b
+    Each preset this machine can build is built in a subfolder of --build-dir:
+      jit-on   every unit JIT (host C++ compiler only)
+      jit-off  every unit AOT into mlx.metallib (needs the Metal compiler)
+      mixed    the units of the mixed preset in CMakePresets.json JIT, the rest
+               AOT (needs the Metal compiler)
+    A preset this machine cannot build is listed with the reason; the exit code is 0 when
+    every buildable preset built. --source-dir names a catalog tree, -j Ninja's jobs.
+    To write subsets of a built library instead, see 'variants --from'.
+    """
+    from builder.cli.console import stderr_console
+    from builder.cmake_build.presets import build_presets, presets_to_dict
+    from builder.errors import CheckFailed
+    from builder.render.build import presets_text
+
+    source_dir = kw["source_dir"]
+    if source_dir is not None and not source_dir.is_dir():
+        raise UsageError(f"--source-dir {source_dir}: not a folder")
+    request = build_request(**kw)
+    results = build_presets(
+        request,
+        request.build_dir,
+        jobs=kw["jobs"],
+        console=stderr_console(),
+        verbose=kw["verbose"],
+        wait=not kw["no_wait"],
+    )
+    if kw["fmt"] == "json":
+        click.echo(dumps(presets_to_dict(results), indent=1))
+    else:
+        click.echo(presets_text(results))
+    failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
+    if failed:
+        raise CheckFailed(f"preset(s) {', '.join(failed)} failed to build")
