@@ -141,20 +141,25 @@ def check_tree(root: Path, config: TreeConfig, *, compiler: str | None = None) -
         templates = _template_findings(tree)
         for entry, records in tree.by_source().items():
             results[entry] = FileCheck(entry, "entry file", len(records), templates.get(entry, []))
-        results.update(_preamble_checks(tree, cxx))
+        for key, check in _preamble_checks(tree, cxx).items():
+            if key in results:  # an entry file embedded whole: its own row says how it embeds
+                results[key].findings.extend(check.findings)
+            else:
+                results[key] = check
     ordered = sorted(results.values(), key=lambda f: (f.kind != "entry file", f.path))
     return TreeCheck(root, tuple(ordered), cxx.version)
 
 
 def _preamble_checks(tree: KernelTree, cxx: Compiler) -> dict[str, FileCheck]:
-    """One result per preamble a JIT build of the tree could embed, keyed by its first header."""
-    own = tree.own_templates()
-    jit_entries: Sequence[str] = [e for e in tree.sources if e not in own]
+    """One result per run-time source a JIT build of the tree could embed (a preamble, or an
+    entry file embedded whole), keyed by its first header."""
+    jit_entries: Sequence[str] = tree.sources  # every entry file may be JIT
     include_dirs = [*tree.config.include_dirs, tree.root.resolve()]
     results: dict[str, FileCheck] = {}
     for spec in jit_preambles(tree, jit_entries):
         shown = _shown(spec.headers[0], tree.root)
         check = FileCheck(shown, "preamble")
+        whole = spec.embedding == "whole-file"
         try:
             text, _ = embed_headers([], include_dirs, named=[(spec.function, spec.headers)])
         except UsageError as exc:
@@ -165,7 +170,7 @@ def _preamble_checks(tree: KernelTree, cxx: Compiler) -> dict[str, FileCheck]:
                 check.findings.append(
                     f"{spec.function}(): its string form does not compile: {error}"
                 )
-        results[f"preamble:{shown}"] = check
+        results[spec.entries[0] if whole else f"preamble:{shown}"] = check
     return results
 
 
