@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from builder.jit.literals import (
@@ -44,6 +44,7 @@ __all__ = [
     "Kernel",
     "PreambleCode",
     "StoredPiece",
+    "exported_piece",
     "family_pieces",
     "pool_pieces",
     "pool_text",
@@ -324,12 +325,17 @@ class PreambleCode:
 
 
 def preamble_code(
-    entries: Sequence[tuple[str, str, Preamble]], *, api: str = "string"
+    entries: Sequence[tuple[str, str, Preamble]],
+    *,
+    api: str = "string",
+    elsewhere: Collection[str] = (),
 ) -> PreambleCode:
     """The one writer of embedded preambles as C++ (``embed``, and the host library of a tree
     without a catalog, ``builder.cmake_build.tree_jit``): one function per entry ``(comment,
     function, preamble)``, assembled on first use from pieces stored once per translation unit
-    (internal linkage). ``api`` as for :func:`render_standalone`."""
+    (internal linkage). ``elsewhere`` names pieces the caller declares and defines once for
+    several translation units (:func:`exported_piece`): used here, not stored here. ``api`` as
+    for :func:`render_standalone`."""
     returns = "const std::string&" if api == "string" else "const char*"
     definitions: list[str] = []
     defined: dict[str, int] = {}
@@ -337,7 +343,7 @@ def preamble_code(
     for comment, func, preamble in entries:
         pieces = family_pieces(preamble, dedup=True, compress=False)
         for piece in pieces:
-            if piece.name not in defined:
+            if piece.name not in defined and piece.name not in elsewhere:
                 defined[piece.name] = piece.stored_bytes
                 # One translation unit: internal linkage. The text itself is never edited.
                 definitions.append(replace(piece, shared=False).definition())
@@ -358,6 +364,16 @@ def preamble_code(
     if any("join(" in line for line in functions):  # an unused static function would warn
         definitions += ["", *(_JOIN_STRING if api == "string" else _JOIN_CSTRING)]
     return PreambleCode(tuple(definitions), tuple(functions), sum(defined.values()))
+
+
+def exported_piece(piece: StoredPiece, *, define: bool) -> str:
+    """A piece several translation units of one library use, stored once: its definition with
+    external linkage (``define``) in one of them, its declaration in the others."""
+    if piece.compressed or "\0" in piece.text:
+        raise ValueError(f"piece {piece.name}: only plain text pieces are exported")
+    if not define:
+        return f"extern const char {piece.name}[];"
+    return f"extern const char {piece.name}[] = {raw_literal(piece.text)};"
 
 
 _JOIN_STRING = (

@@ -188,16 +188,21 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
     jit = {f["name"]: f for f in manifest["units"] if f["mode"] == "jit"}
     for entry, fam in jit.items():
         assert set(fam["host_names"]) == BY_FILE[entry] and fam["sources"] == [entry]
-    # unary_subset and versioned need the same preambles: they are shared, stored once
+    # versioned.metal (every kernel its own at MSL 3.1) is embedded whole, and inlines the
+    # headers unary_subset's preambles are: their text is stored once, in the shared source
+    assert jit["versioned.metal"]["embedding"] == "whole-file"
+    assert jit["versioned.metal"]["preambles"] == ["versioned"]
+    assert jit["unary_subset.metal"]["embedding"] == "preamble"
     assert jit["unary_subset.metal"]["preambles"] == ["utils", "unary_ops", "unary"]
     assert jit["unary_subset.metal"]["embedded_bytes"] == 0
     assert jit["binary_subset.metal"]["embedded_bytes"] > 0
     # each preamble function returns its header with the quoted includes inlined
     kernels = mlx_headers / "mlx" / "backend" / "metal" / "kernels"
     shared = (tree_build.build_dir / "metal_jit" / "_shared_preambles.cpp").read_text()
-    assert "const std::string& unary_ops() {" in shared
+    unary = (tree_build.build_dir / "metal_jit" / "unary_subset.metal.cpp").read_text()
+    assert "const std::string& unary_ops() {" in unary and "unary_ops() {" not in shared
     text = inline_preamble([kernels / "unary_ops.h"], [mlx_headers]).text
-    assert text.splitlines()[1] in shared
+    assert text.splitlines()[1] in shared and text.splitlines()[1] not in unary
     own = (tree_build.build_dir / "metal_jit" / "binary_subset.metal.cpp").read_text()
     assert "const std::string& binary_ops() {" in own and "binary_ops()" not in shared
     # report shows the JIT entry files with their kernels, measured in the host library
