@@ -146,17 +146,23 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
     lines += [f"<sub>{md_text(note)}</sub>\n" for note in _notes(report)]
     if report.source.path is None:
         lines.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
+    how = {j.name: j.embedding for j in report.jit_families}
+    whole = "whole-file" in how.values()  # the column only when some unit is embedded whole
     lines += [
-        "| JIT family | kernels | size | share | cumulative | embedded |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| JIT family |{' embedding |' if whole else ''} kernels | size | share | "
+        + "cumulative | embedded |",
+        f"|---|{'---|' if whole else ''}---:|---:|---:|---:|---:|",
     ]
     for line in _lines(jit, top):
         r = line.row
         name = line.name if line.plain else md_code(line.name)
+        embedding = how.get(line.name, "") if not (r.overhead or line.plain) else ""
         kernel_cell = "" if r.overhead else f" {r.function_count:,}"
         lines.append(
-            f"| {name} |{kernel_cell} | {human_size(r.bytes)} | {percent(r.bytes, jit.total)} | "
+            f"| {name} |{f' {embedding} |' if whole else ''}{kernel_cell} | "
+            f"{human_size(r.bytes)} | {percent(r.bytes, jit.total)} | "
             f"{percent(line.cumulative, jit.total)} | {_embedded(r)} |".replace("|  |", "| |")
         )
-    lines.append(f"| **total** | {kernels:,} | {human_size(jit.total)} | 100.0% | | |")
+    total = f"| **total** |{' |' if whole else ''} {kernels:,} | {human_size(jit.total)}"
+    lines.append(f"{total} | 100.0% | | |")
     return lines
