@@ -29,7 +29,7 @@ __all__ = ["budget_json", "compare_json", "history_json", "report_json"]
 
 
 def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
-    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``. With
+    """One report as a schema-2 object; several as ``{"schema": 2, "libraries": [...]}``. With
     ``binaries`` (libraries inside a binary), their accounts as a ``binaries`` key of the
     top-level object."""
     tail = ""
@@ -44,7 +44,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
 
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
-    """One comparison as a schema-1 object; several (targets holding several libraries) as
+    """One comparison as a schema-2 object; several (targets holding several libraries) as
     ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
     so the output is always one JSON document."""
     docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
@@ -55,7 +55,7 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
 
 def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
-    (builds with JIT families only) the JIT families' deltas in the host libraries. With
+    (builds with JIT units only) the JIT units' deltas in the host libraries. With
     ``compare --download``, the modelled download of both sides, per group and in total."""
     download = comparison.download_delta is not None
 
@@ -152,8 +152,8 @@ def _jit_dict(jit: JitComparison) -> dict[str, object]:
         "head_bytes": jit.head_total,
         "delta_bytes": jit.delta,
         "delta_percent": jit.percent,
-        "new_families": jit.new_families,
-        "families": [_delta_row(g, "kernel_count") for g in jit.groups],
+        "new_units": jit.new_units,
+        "units": [_delta_row(g, "kernel_count") for g in jit.groups],
     }
 
 
@@ -169,7 +169,7 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
             "limit": c.limit,
             "value": c.value,
             "passed": c.passed,
-            "unit": "functions" if c.name == "max-functions" else "bytes",
+            "counts": "functions" if c.name == "max-functions" else "bytes",
             "measured_in": list(c.measured_in),
         }
         if c.growth is not None:
