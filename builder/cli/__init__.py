@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "build": "build:build_command",
     "variants": "variants:variants_command",
     "embed": "embed:embed_command",
+    "sources": "sources:sources_command",
 }
 
 

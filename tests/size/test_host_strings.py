@@ -8,6 +8,7 @@ read from the file at the offset ``llvm-objdump --section-headers`` gives for ``
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import zipfile
@@ -18,6 +19,7 @@ import pytest
 from builder.inputs import wheels
 from builder.size.host_strings import demangle_plain, host_strings
 from tests.binaries import lipo, nm_addresses, tool
+from tests.clirun import run_cli
 
 
 def _run(args: list[str]) -> str:
@@ -260,3 +262,48 @@ def test_arm64_page_below_the_function() -> None:
     body = b"".join(w.to_bytes(4, "little") for w in (adrp, add, 0xD65F03C0))
     assert _arm64_target(body, 0x5004) == 0x4010
     assert _arm64_target(body[:8] + b"\0\0\0\0", 0x5004) is None  # not ret
+
+
+def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sources`` writes what ``host_strings`` finds, as JSON (-o) and a table."""
+    dylib = _dylib(tmp_path, "arm64")
+    symbols = {a: n for n, a in nm_addresses(dylib).items()}
+    found = _independent(dylib, None, symbols)
+    out = tmp_path / "sources.json"
+    code, _, err = run_cli(
+        ["sources", str(dylib), "--namespace", "demo::jit", "-o", str(out)], capsys
+    )
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "sources" and doc["namespace"] == "demo::jit"
+    rows = {r["function"]: (r["offset"], r["bytes"]) for r in doc["host_sources"]}
+    assert rows == {
+        "demo::jit::" + n[13:-2].lstrip("0123456789"): (where, len(raw))
+        for n, where, raw in found.values()
+        if n and n.startswith("__ZN4demo3jit")
+    }
+    assert doc["bytes"] == sum(b for _, b in rows.values())
+    code, table, _ = run_cli(["sources", str(dylib), "--format", "table"], capsys)
+    assert code == 0 and "demo::outside" in table and "demo::jit::gamma_one_line" not in table
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        (b"not a binary at all", [], "not a Mach-O binary"),
+        (b"\xcf\xfa\xed\xfe" + bytes(12), [], "cannot be read"),
+        (b"\x7fELF" + bytes(60), [], "ELF"),
+        (None, ["--namespace", "a b"], "not a C++ namespace"),
+    ],
+)
+def test_sources_bad_input_exits_2(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes | None,
+    args: list[str],
+    message: str,
+) -> None:
+    path = tmp_path / "lib.dylib"
+    path.write_bytes(content if content is not None else b"\xcf\xfa\xed\xfe")
+    code, out, err = run_cli(["sources", str(path), *args], capsys)
+    assert code == 2 and out == "" and message in err
