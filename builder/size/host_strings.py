@@ -116,8 +116,10 @@ def _section_address(section: Section, offset: int) -> int:
 def _candidates(image: Image) -> Iterator[tuple[int, str | None]]:
     """(file offset, symbol or None) of each function start: named ones, then unnamed ones."""
     named: dict[int, str] = {}
-    for symbol in image.symbols():
-        named.setdefault(symbol.offset, symbol.name)
+    for symbol in image.symbols():  # of aliases at one place, a plain function's name wins
+        kept = named.get(symbol.offset)
+        if kept is None or (demangle_plain(kept) is None and demangle_plain(symbol.name)):
+            named[symbol.offset] = symbol.name
     yield from named.items()
     for start in image.function_starts():
         if start not in named:
