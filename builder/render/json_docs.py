@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint
+    from builder.size.host_strings import HostString
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
 
-__all__ = ["budget_json", "compare_json", "history_json", "report_json"]
+__all__ = ["budget_json", "compare_json", "history_json", "report_json", "sources_json"]
 
 
 def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
@@ -212,4 +213,28 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
     }
     if any(p.download_bytes is not None for p in points):
         doc["download_method"] = DOWNLOAD_METHOD
+    return dumps(doc, indent=1) + "\n"
+
+
+def sources_json(path: str, found: Sequence[HostString], namespace: str | None) -> str:
+    """``{"schema": 1, "kind": "sources", "path", "namespace", "bytes", "host_sources": [...]}``:
+    each function returning a string literal, where its string sits and its bytes (NUL
+    included; ``function`` null where a stripped binary names it not)."""
+    doc: dict[str, object] = {
+        "schema": SCHEMA,
+        "kind": "sources",
+        "path": path,
+        "namespace": namespace,
+        "bytes": sum(s.size for s in found),
+        "host_sources": [
+            {
+                "function": s.function,
+                "arch": s.arch,
+                "address": s.address,
+                "offset": s.offset,
+                "bytes": s.size,
+            }
+            for s in found
+        ],
+    }
     return dumps(doc, indent=1) + "\n"
