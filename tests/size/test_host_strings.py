@@ -15,11 +15,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from binaries import lipo, nm_addresses, tool
+from clirun import run_cli
 
 from builder.inputs import wheels
 from builder.size.host_strings import demangle_plain, host_strings
-from tests.binaries import lipo, nm_addresses, tool
-from tests.clirun import run_cli
 
 
 def _run(args: list[str]) -> str:
