@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,12 @@ def _cstring(path: Path, arch: str | None) -> tuple[int, int, int]:
     args = [tool("llvm-objdump"), "--macho", "--section-headers"]
     args += [f"--arch={arch}"] if arch else []
     text = _run([*args, str(path)])
-    size, address = re.search(r"\d+\s+__cstring\s+([0-9a-f]+)\s+([0-9a-f]+)", text).groups()
+    found = re.search(r"\d+\s+__cstring\s+([0-9a-f]+)\s+([0-9a-f]+)", text)
+    assert found is not None, text
+    size, address = found.groups()
     headers = _run([tool("llvm-objdump"), "--macho", "--private-headers", *args[3:], str(path)])
     block = re.search(r"sectname __cstring\n\s+segname __TEXT\n(?:.*\n)*?\s+offset (\d+)", headers)
+    assert block is not None, headers
     return int(address, 16), int(size, 16), _slice_offset(path, arch) + int(block.group(1))
 
 
@@ -69,7 +73,7 @@ def _disassembly(path: Path, arch: str | None, wanted: set[int]) -> dict[int, st
     return found
 
 
-def _targets(path: Path, starts: dict[int, str | None], arch: str | None) -> dict[int, int]:
+def _targets(path: Path, starts: Mapping[int, str | None], arch: str | None) -> dict[int, int]:
     """Function address -> the address its first instructions return, from the disassembly:
     ``adrp x0, P`` + ``add x0, x0, #I`` + ``ret``, or ``leaq D(%rip), %rax`` + ``retq``, also
     inside ``pushq %rbp; movq %rsp, %rbp`` ... ``popq %rbp``; only functions whose whole body
@@ -94,7 +98,7 @@ def _targets(path: Path, starts: dict[int, str | None], arch: str | None) -> dic
 
 
 def _independent(
-    path: Path, arch: str | None, names: dict[int, str | None]
+    path: Path, arch: str | None, names: Mapping[int, str | None]
 ) -> dict[int, tuple[str | None, int, bytes]]:
     """Function address -> (symbol, file offset, bytes incl. NUL) of each string it returns."""
     address, size, offset = _cstring(path, arch)
@@ -137,7 +141,7 @@ def test_mlx_metal_preambles_match_llvm(tmp_path: Path) -> None:
         a: (where, len(raw)) for a, (_, where, raw) in wanted.items()
     }
     assert {s.function for s in ours} == {
-        "mlx::core::metal::" + re.sub(r"^\d+", "", n[19:-2]) for n, _, _ in wanted.values()
+        "mlx::core::metal::" + re.sub(r"^\d+", "", (n or "")[19:-2]) for n, _, _ in wanted.values()
     }
     # The issue's figures (12 preambles, 123,132 B) count the text without its NUL.
     assert (len(ours), sum(s.size - 1 for s in ours)) == (12, 123_132)
@@ -206,7 +210,7 @@ def test_synthetic_dylib_namespace_and_sources(tmp_path: Path, arch: str) -> Non
     data = dylib.read_bytes()
     assert all(
         data[s.offset : s.offset + s.size]
-        == by_name[f"__ZN4demo3jit{len(s.function) - 11}{s.function[11:]}Ev"][1]
+        == by_name[f"__ZN4demo3jit{len(s.function or '') - 11}{(s.function or '')[11:]}Ev"][1]
         for s in ours
     )
     # Without a namespace: every plain function whose string is source text (a line break).
