@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "presets": "presets:presets_command",
     "variants": "variants:variants_command",
     "embed": "embed:embed_command",
+    "sources": "sources:sources_command",
 }
 
 

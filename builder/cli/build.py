@@ -102,7 +102,7 @@ Examples:
     type=click.Choice(["table", "json"]),
     default="table",
     show_default=True,
-    help="table for people; json (schema 1) for scripts: what report BUILD_DIR "
+    help="table for people; json (schema 2) for scripts: what report BUILD_DIR "
     "--format json prints.",
 )
 def build_command(**kw: Any) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from builder.cli.kernels import emit_json
-from builder.errors import CheckFailed
+from builder.cli.tree_options import tree_options
+from builder.errors import CheckFailed, UsageError
 from builder.kernels.catalog import split_names
 
 __all__ = ["check_command"]
@@ -22,25 +23,19 @@ _DIR = click.Path(file_okay=False, path_type=Path)
 
 _SELECTION_OPTIONS = [
     click.option(
-        "--source-dir",
-        type=_DIR,
-        default=None,
-        help="Kernel tree to use (a directory with catalog.json). Default: the bundled metal_src.",
-    ),
-    click.option(
         "--kernels",
         "kernels",
         metavar="F,...",
         default=None,
-        help="Only these units (catalog families), comma-separated (e.g. unary,binary). "
-        "Default: all.",
+        help="Catalog trees only: these units (catalog families), comma-separated (e.g. "
+        "unary,binary). Default: all.",
     ),
     click.option(
         "--dtypes",
         metavar="D,...",
         default=None,
-        help="Only instantiations whose value dtypes are all listed (index dtypes are kept), "
-        "e.g. float16,float32. Default: all.",
+        help="Catalog trees only: instantiations whose value dtypes are all listed (index "
+        "dtypes are kept), e.g. float16,float32. Default: all.",
     ),
 ]
 
@@ -77,17 +72,17 @@ Examples:
   metallib-builder check
   metallib-builder check --kernels reduce --dtypes bfloat16
   metallib-builder check --source-dir /tmp/my_metal_src --format json
-Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++ compiler.
+  metallib-builder check --source-dir ggml/src/ggml-metal -I ggml/src
+  metallib-builder check --source-dir mlx/backend/metal/kernels -I . --exclude '*_nax.metal'
+Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no C++ compiler.
 """,
 )
-@_selection
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Parallel compiler processes. Default: the number of CPUs.",
+@tree_options(
+    default="the bundled metal_src",
+    jobs_help="Parallel compiler processes (catalog trees) or entry files preprocessed at once "
+    "(any other tree). Default: the number of CPUs.",
 )
+@_selection
 @click.option(
     "--compiler",
     metavar="CXX",
@@ -116,20 +111,47 @@ Exit status: 0 all instantiations compile, 1 errors found, 2 bad usage or no C++
 )
 def check_command(
     source_dir: Path | None,
+    include_dirs: tuple[Path, ...],
+    defines: tuple[str, ...],
+    exclude: tuple[str, ...],
+    config_file: Path | None,
+    jobs: int | None,
     kernels: str | None,
     dtypes: str | None,
-    jobs: int | None,
     compiler: str | None,
     syntax_only: bool,
     jit: bool,
     fmt: str,
 ) -> None:
-    """Compile every catalog instantiation as C++ against the Metal shim.
+    """Check a kernel tree with the host C++ compiler: what can be proven without Apple's.
 
-    No Metal compiler runs on Linux; this catches syntax errors and template errors in any dtype
-    path with the host compiler. Problems are reported at the kernel source line (not the shim's
-    or the generated file's), with the instantiations that hit them.
+    A catalog tree (catalog.json, like the bundled metal_src): every instantiation is compiled
+    as C++ against the Metal shim, which catches syntax and template errors in any dtype path;
+    problems are reported at the kernel source line, with the instantiations that hit them.
+
+    Any other folder of .metal files (as `kernels` discovers it), file by file: each entry file
+    preprocesses with the tree's -I and -D; each instantiation names a kernel template that a
+    file it reads defines; each run-time source a JIT build would embed compiles as C++ in its
+    string form. Its Metal code itself is not compiled: types, address spaces, attributes and
+    kernel bodies are for Apple's compiler (xcrun metal) alone.
     """
+    from builder.kernels.discovery import is_catalog_tree
+
+    if source_dir is not None and not source_dir.is_dir():
+        raise UsageError(f"--source-dir {source_dir}: not a folder")
+    if source_dir is not None and not is_catalog_tree(source_dir):
+        if kernels or dtypes or syntax_only:
+            raise UsageError(
+                f"--kernels, --dtypes and --syntax-only apply to catalog trees; {source_dir} "
+                "has no catalog.json"
+            )
+        _check_discovered(source_dir, include_dirs, defines, exclude, config_file, compiler, fmt)
+        return
+    if include_dirs or defines or exclude:
+        raise UsageError(
+            "-I, -D and --exclude apply to a folder of .metal entry files; "
+            f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
+        )
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -196,3 +218,43 @@ def check_command(
         )
     if not result.ok:
         raise CheckFailed(f"kernel check failed: {result.errors} error(s); see the lines above")
+
+
+def _check_discovered(
+    source_dir: Path,
+    include_dirs: tuple[Path, ...],
+    defines: tuple[str, ...],
+    exclude: tuple[str, ...],
+    config_file: Path | None,
+    compiler: str | None,
+    fmt: str,
+) -> None:
+    """``check`` on a discovered tree: one line per file, findings under it, a summary."""
+    from builder.jit.tree_check import check_tree
+    from builder.kernels.tree_config import find_config, merge_flags
+    from builder.render.text import visible
+
+    settings = find_config(source_dir, config_file, include_dirs)
+    result = check_tree(
+        source_dir, merge_flags(settings, include_dirs, defines, exclude), compiler=compiler
+    )
+    if fmt == "json":
+        emit_json(result.to_json())
+    else:
+        for file in result.files:
+            state = "ok" if file.ok else "FAILED"
+            what = f", {file.kernels} kernels" if file.kind == "entry file" else ""
+            click.echo(f"{visible(file.path)}: {file.kind}{what}: {state}")
+            for finding in file.findings:
+                click.echo(f"  {visible(finding)}")
+        failed = sum(1 for f in result.files if not f.ok)
+        entries = sum(1 for f in result.files if f.kind == "entry file")
+        click.echo(
+            f"check {'ok' if result.ok else 'FAILED'}: {entries} entry files and "
+            f"{len(result.files) - entries} run-time sources of {visible(str(source_dir))}, "
+            f"{failed} with findings ({result.compiler})"
+        )
+    if not result.ok:
+        raise CheckFailed(
+            f"kernel check failed: {sum(1 for f in result.files if not f.ok)} file(s)"
+        )

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from builder.cli.publishing import platform_option
 from builder.errors import CheckFailed, UsageError
 
 __all__ = ["list_command", "slim_command", "verify_command"]
@@ -212,11 +213,7 @@ Examples:
     help="Which metallib of a TARGET that holds several (a wheel member's path, as the error "
     "listing them spells it).",
 )
-@click.option(
-    "--platform",
-    default=None,
-    help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
-)
+@platform_option("a PACKAGE==VERSION target")
 @click.option(
     "--in-place",
     is_flag=True,

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from builder.cli.publishing import output_options
+from builder.cli.publishing import output_options, platform_option
 from builder.cli.tree_options import tree_options
 from builder.size.grouping import BY_CHOICES
 
@@ -39,11 +39,7 @@ _FORMATS = ("table", "json", "html")
     "modelled as report --download does; docs/download-size.md).",
 )
 @output_options(_FORMATS, "Output format (html: a self-contained page with line charts).")
-@click.option(
-    "--platform",
-    default=None,
-    help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].",
-)
+@platform_option("PACKAGE==VERSION targets")
 @tree_options
 def history_command(
     targets: tuple[str, ...],

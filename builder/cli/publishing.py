@@ -24,6 +24,18 @@ __all__ = ["output_options", "output_plan", "publish", "pull_request_for", "term
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def platform_option(what: str = "PACKAGE==VERSION targets") -> Callable[[F], F]:
+    """``--platform``, the wheel platform of ``what``, its default stated once
+    (``builder.inputs.DEFAULT_PLATFORM``)."""
+    from builder.inputs import DEFAULT_PLATFORM
+
+    return click.option(
+        "--platform",
+        default=None,
+        help=f"Wheel platform for {what} [default: {DEFAULT_PLATFORM}].",
+    )
+
+
 def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]:
     """``--format`` (one of ``formats``, ``table`` by default) and the repeatable ``-o FILE``,
     spelled and explained the same way by every command that publishes; the extensions listed

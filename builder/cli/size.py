@@ -15,6 +15,7 @@ from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
     output_options,
     output_plan,
+    platform_option,
     publish,
     pull_request_for,
     verdict,
@@ -64,11 +65,7 @@ def _common(func: Any) -> Any:
             "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
             "see docs/html-report.md).",
         ),
-        click.option(
-            "--platform",
-            default=None,
-            help="Wheel platform for PACKAGE==VERSION targets [default: macosx_14_0_arm64].",
-        ),
+        platform_option("PACKAGE==VERSION targets"),
         click.option(
             "--download",
             is_flag=True,

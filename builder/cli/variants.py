@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from builder.cli.build import no_wait_option
+from builder.cli.publishing import platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 
@@ -103,11 +104,7 @@ Examples:
     show_default=True,
     help="Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
 )
-@click.option(
-    "--platform",
-    default=None,
-    help="Wheel platform for a PACKAGE==VERSION target [default: macosx_14_0_arm64].",
-)
+@platform_option("a PACKAGE==VERSION target")
 @no_wait_option
 def variants_command(from_target: str, **kw: Any) -> None:
     """Write a library's AOT/JIT variants as real subsets and compare their sizes.

@@ -75,7 +75,7 @@ class PresetResult:
         if report is None:
             return None
         metallib = report.file_size if report.source.path is not None else 0
-        if not report.jit_families:
+        if not report.jit_units:
             return metallib
         return None if report.host_library is None else metallib + report.host_library.file_size
 

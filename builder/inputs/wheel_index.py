@@ -209,11 +209,15 @@ def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path |
     platform is not taken just because it would run there: the index may hold a better one
     (mlx-metal 0.32.0 has a macosx_26_0 wheel beside its macosx_14_0 one, with other kernels),
     and pip, not the cache, knows which it takes."""
+    from builder.files.reading import UnreadableFile, read_text
+
     record = _record(folder, name, version, platform)
-    try:
-        chosen = folder / record.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        chosen = None
+    chosen = None
+    if record.is_file():
+        try:
+            chosen = folder / read_text(record, "the wheel cache's record").strip()
+        except UnreadableFile:
+            chosen = None
     if chosen is not None and chosen.parent == folder and chosen.is_file():
         return chosen
     prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"

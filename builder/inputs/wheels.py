@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from builder.errors import UsageError
 from builder.files.bounds import MAX_EXTRACT
 from builder.files.reading import UnreadableFile, open_regular
+from builder.inputs import DEFAULT_PLATFORM
 from builder.inputs.wheel_cache import (
     CHUNK,
     STALE_AFTER_S,
@@ -77,7 +78,6 @@ __all__ = [
     "sweep_stale",
 ]
 
-DEFAULT_PLATFORM = "macosx_14_0_arm64"
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)$")
 # What reading a damaged archive can raise: zipfile's own error, a short read, a broken deflate
 # stream, an unsupported method or encryption, undecodable names, or the disk itself.

@@ -75,6 +75,7 @@ class Image:
     size: int
     sections: list[Section]
     table: Any = field(default=None, repr=False)  # its symbol table reader, or None
+    starts: Any = field(default=None, repr=False)  # its LC_FUNCTION_STARTS reader, or None
 
     def section_at(self, offset: int) -> Section | None:
         """The section holding file offset ``offset`` (zero-fill sections hold none)."""
@@ -86,6 +87,12 @@ class Image:
     def symbols(self) -> list[Symbol]:
         """Every defined symbol with a file offset, sorted by offset (read from the file)."""
         found: list[Symbol] = self.table.symbols() if self.table is not None else []
+        return found
+
+    def function_starts(self) -> list[int]:
+        """The file offset of each function ``LC_FUNCTION_STARTS`` records (Mach-O only): the
+        functions a stripped binary still has, without their names."""
+        found: list[int] = self.starts.offsets() if self.starts is not None else []
         return found
 
     def names_at(self, offsets: Iterable[int]) -> dict[int, str]:
@@ -189,7 +196,11 @@ class _HeadersOnly(io.RawIOBase):
 
 
 def _macho_layout(path: str, handle: IO[bytes], size: int, *, fat: bool) -> Layout:
-    from macholib.mach_o import CPU_TYPE_NAMES, LC_SYMTAB  # type: ignore[import-untyped]
+    from macholib.mach_o import (  # type: ignore[import-untyped]
+        CPU_TYPE_NAMES,
+        LC_FUNCTION_STARTS,
+        LC_SYMTAB,
+    )
     from macholib.MachO import MachO  # type: ignore[import-untyped]
 
     macho = MachO.__new__(MachO)  # its __init__ opens the path itself; load() takes the file
@@ -201,10 +212,14 @@ def _macho_layout(path: str, handle: IO[bytes], size: int, *, fat: bool) -> Layo
     images = []
     for header in macho.headers:
         base = header.offset
-        sections, symtab = [], None
+        sections, symtab, starts, text_file = [], None, None, 0
         for load, command, data in header.commands:
             if load.cmd == LC_SYMTAB:
                 symtab = command
+            elif load.cmd == LC_FUNCTION_STARTS:
+                starts = (command.dataoff, command.datasize)
+            elif _text(getattr(command, "segname", b"")) == "__TEXT":
+                text_file = command.fileoff
             for s in data if isinstance(data, list) else ():
                 zerofill = (s.flags & 0xFF) in (0x1, 0xC, 0x12)  # S_ZEROFILL, GB, TLV
                 where, length = (0, 0) if zerofill else (base + s.offset, s.size)
@@ -212,8 +227,35 @@ def _macho_layout(path: str, handle: IO[bytes], size: int, *, fat: bool) -> Layo
         arch = CPU_TYPE_NAMES.get(header.header.cputype, str(header.header.cputype)).lower()
         wide = header.header.magic in (0xFEEDFACF, 0xCFFAEDFE)
         table = None if symtab is None else _MachOSymbols(path, base, symtab, sections, wide)
-        images.append(Image(arch, base, header.size if fat else size, sections, table))
+        reader = None if starts is None else _FunctionStarts(path, base, base + text_file, starts)
+        images.append(Image(arch, base, header.size if fat else size, sections, table, reader))
     return Layout("fat Mach-O" if fat else "Mach-O", images)
+
+
+class _FunctionStarts:
+    """``LC_FUNCTION_STARTS``: ULEB128 deltas, the first from the ``__TEXT`` segment's start
+    (mach-o/loader.h), ended by a zero."""
+
+    def __init__(self, path: str, base: int, segment: int, where: tuple[int, int]) -> None:
+        self.path, self.base, self.segment = path, base, segment
+        self.dataoff, self.datasize = where
+
+    def offsets(self) -> list[int]:
+        with open_regular(self.path, "the binary") as handle:
+            handle.seek(self.base + self.dataoff)
+            data = handle.read(self.datasize)
+        found, at, value, shift = [], self.segment, 0, 0
+        for byte in data:
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte & 0x80:
+                continue
+            if value == 0:
+                break
+            at += value
+            found.append(at)
+            value, shift = 0, 0
+        return found
 
 
 class _MachOSymbols:

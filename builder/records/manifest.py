@@ -246,7 +246,7 @@ class BuildManifest:
     def folder(self) -> Path:
         return Path(self.path).parent
 
-    def family_of(self) -> dict[str, str]:
+    def unit_of(self) -> dict[str, str]:
         """host name -> its unit, for every AOT unit."""
         return {n: f.name for f in self.units if f.mode == "aot" for n in f.host_names}
 

@@ -1,9 +1,9 @@
 """The build presets ``variants`` (without ``--from``) built, side by side, as text.
 
-One column per built preset, one row per kernel family; each column adds up to what the preset
+One column per built preset, one row per kernel group; each column adds up to what the preset
 ships, its metallib plus its host library. The figures are each preset's size report, measured
-as ``report <its folder>`` measures a build (``builder.size.load``): an AOT family's function
-bytes in the metallib, a JIT family's symbol bytes in the host library, and the rows no family
+as ``report <its folder>`` measures a build (``builder.size.load``): an AOT unit's function
+bytes in the metallib, a JIT unit's symbol bytes in the host library, and the rows no unit
 owns under the names ``report`` gives them. ``build`` itself prints that report
 (``builder.cli.build``).
 """
@@ -23,24 +23,24 @@ if TYPE_CHECKING:
 __all__ = ["presets_text"]
 
 _LEGEND = (
-    "AOT: the family's function bytes in the metallib. JIT: the bytes of its symbols in the host",
+    "AOT: the unit's function bytes in the metallib. JIT: the bytes of its symbols in the host",
     "library, where its source is embedded and compiled at run time. Each column adds up to the",
     "total shipped: metallib file + host library file.",
 )
 
 HOST_WHOLE = "[host library, not split]"
-"""The row of a host library whose symbols could not be read: its bytes, no family's share."""
+"""The row of a host library whose symbols could not be read: its bytes, no unit's share."""
 
 
 class _Column(NamedTuple):
-    """One built preset's figures: a mode and bytes per family, the rows no family owns."""
+    """One built preset's figures: a mode and bytes per unit, the rows no unit owns."""
 
     modes: dict[str, str]
-    """``AOT`` or ``JIT`` per family."""
+    """``AOT`` or ``JIT`` per unit."""
     sizes: dict[str, int]
-    """Bytes per row (a JIT family has none when the host library's symbols were not read)."""
+    """Bytes per row (a JIT unit has none when the host library's symbols were not read)."""
     unowned: list[str]
-    """Rows that are no family's, in the order ``report`` shows them."""
+    """Rows that are no unit's, in the order ``report`` shows them."""
     notes: list[str]
 
 
@@ -54,7 +54,7 @@ def _column(report: Report) -> _Column:
     jit = jit_breakdown(report)
     if jit is None:
         return column
-    for row in jit.families:
+    for row in jit.units:
         column.modes[row.name] = "JIT"
         if jit.host_measured:
             column.sizes[row.name] = row.bytes
@@ -67,7 +67,7 @@ def _column(report: Report) -> _Column:
     elif host is not None:
         column.sizes[HOST_WHOLE] = host.file_size
         column.unowned.append(HOST_WHOLE)
-        column.notes.append(f"JIT families not split: {jit.origin}")
+        column.notes.append(f"JIT units not split: {jit.origin}")
     else:
         column.notes.append(f"no host library: {jit.origin}")
     return column
@@ -83,7 +83,7 @@ def _origins(result: PresetResult, report: Report) -> list[str]:
     if jit is not None and jit.host_measured:
         lines.append(f"  {visible(jit.origin)}")
     elif report.source.manifest:
-        lines.append(f"  manifest {visible(report.source.manifest)}: families and their modes")
+        lines.append(f"  manifest {visible(report.source.manifest)}: units and their modes")
     return lines
 
 
@@ -91,12 +91,12 @@ def _size(value: int | None, none: str = "") -> str:
     return none if value is None else human_size(value)
 
 
-def _cell(column: _Column, family: str) -> str:
+def _cell(column: _Column, unit: str) -> str:
     """``AOT 1.54 kB``, ``JIT 543 B``, ``JIT`` (symbols not read) or ``-`` (not in the build)."""
-    mode = column.modes.get(family)
+    mode = column.modes.get(unit)
     if mode is None:
         return "-"
-    size = column.sizes.get(family)
+    size = column.sizes.get(unit)
     return mode if size is None else f"{mode} {human_size(size)}"
 
 
@@ -115,7 +115,7 @@ def _table(head: list[list[str]], rows: list[list[str]], rules: set[int]) -> lis
 
 
 def presets_text(results: Sequence[PresetResult]) -> str:
-    """Families as rows, built presets as columns, then a total shipped row; under the table
+    """Units as rows, built presets as columns, then a total shipped row; under the table
     where each figure was measured, then the presets not built and why (each reason once)."""
     built = [(r, r.report) for r in results if r.report is not None and r.outcome is not None]
     lines: list[str] = []
@@ -128,7 +128,7 @@ def presets_text(results: Sequence[PresetResult]) -> str:
         unowned = list(dict.fromkeys(name for column in columns for name in column.unowned))
         head = [
             ["", *(r.name for r, _ in built)],
-            ["kernel family", *(r.description for r, _ in built)],
+            ["kernel group", *(r.description for r, _ in built)],
         ]
         rows = [
             [visible(name), *(_cell(column, name) for column in columns)]

@@ -14,9 +14,17 @@ if TYPE_CHECKING:
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import HistoryPoint
+    from builder.size.host_strings import HostString
     from builder.size.report import Report
 
-__all__ = ["budget_output", "comparison_output", "history_output", "report_output", "shown_top"]
+__all__ = [
+    "budget_output",
+    "comparison_output",
+    "history_output",
+    "report_output",
+    "shown_top",
+    "sources_output",
+]
 
 
 def shown_top(top: int | None, kind: str) -> int | None:
@@ -114,3 +122,21 @@ def history_output(
     if kind == "html":
         return show.history_html(points, shown, by)
     return show.history_table(points, shown, by, color=color, width=width)
+
+
+def sources_output(
+    path: str,
+    found: Sequence[HostString],
+    namespace: str | None,
+    kind: str,
+    color: bool,
+    width: int | None,
+) -> str:
+    """``sources --format kind``: a host library's run-time sources, as a table or JSON."""
+    if kind == "json":
+        from builder.render.json_docs import sources_json
+
+        return sources_json(path, found, namespace)
+    from builder.render.host_sources import host_sources_text
+
+    return host_sources_text(path, found, namespace, color=color, width=width or 100)

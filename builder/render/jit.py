@@ -1,9 +1,9 @@
 """The JIT side of reports and comparisons as text: rich tables, markdown, CSV rows, JSON.
 
-A build's JIT families are measured in its host library (``builder.size.jit_sizes``), never in the
+A build's JIT units are measured in its host library (``builder.size.jit_sizes``), never in the
 metallib, so they get tables of their own whose caption says what was measured and where. For a
-build with no metallib (every family JIT) these tables are the report; with a metallib they
-follow its table. Rows are always families, whatever ``--by`` says: the host library has no
+build with no metallib (every unit JIT) these tables are the report; with a metallib they
+follow its table. Rows are always units, whatever ``--by`` says: the host library has no
 per-function sizes.
 """
 
@@ -39,31 +39,31 @@ def jit_headline(jit: JitBreakdown) -> str:
 def _notes(report: Report) -> list[str]:
     notes = []
     if report.source.path is None:
-        notes.append("no metallib: every family is compiled at run time")
+        notes.append("no metallib: every unit is compiled at run time")
     if report.by != "kernel":
         notes.append(
-            f"rows are JIT families whatever --by {report.by} says: the host library "
+            f"rows are JIT units whatever --by {report.by} says: the host library "
             "has no per-function sizes"
         )
     return notes
 
 
 class _Line(NamedTuple):
-    """A row of a report's JIT table: a family, the folded rest, or host bytes no family owns."""
+    """A row of a report's JIT table: a unit, the folded rest, or host bytes no unit owns."""
 
     name: str
     """Escaped for the medium already for the rest and overhead rows (plain text)."""
     plain: bool
-    """``name`` is the tool's own words (rest, overhead), not an untrusted family name."""
+    """``name`` is the tool's own words (rest, overhead), not an untrusted unit name."""
     row: Rollup
     cumulative: int
 
 
 def _lines(jit: JitBreakdown, top: int | None) -> list[_Line]:
-    shown = top_rows(jit.families, top)
+    shown = top_rows(jit.units, top)
     rows = [(r.name, False, r) for r in shown.rows]
     if shown.rest is not None:
-        rows.append((f"rest ({shown.rest_groups} families)", True, shown.rest))
+        rows.append((f"rest ({shown.rest_groups} units)", True, shown.rest))
     rows += [(o.name, True, o) for o in jit.overhead]
     out, cumulative = [], 0
     for name, plain, row in rows:
@@ -79,18 +79,18 @@ def _embedded(row: Rollup) -> str:
 def report_jit_table(
     report: Report, jit: JitBreakdown, console: Console, top: int | None, *, fit: bool = False
 ) -> None:
-    """Print the JIT table of ``report``: families, the host bytes no family owns, the total."""
+    """Print the JIT table of ``report``: units, the host bytes no unit owns, the total."""
     from rich.markup import escape
     from rich.table import Table
 
-    kernels = sum(r.function_count for r in jit.families)
+    kernels = sum(r.function_count for r in jit.units)
     caption = "; ".join([f"measured: {rich_text(jit.origin)}", *map(escape, _notes(report))])
     if report.source.path is None:  # the metallib table, which names the provenance, is skipped
         caption += "\n" + rich_text(provenance_line(report.provenance))
     table = Table(
         title=rich_text(report.source.label)
         + escape(
-            f": {jit_headline(jit)}, {len(jit.families):,} families "
+            f": {jit_headline(jit)}, {len(jit.units):,} units "
             f"({kernels:,} kernels) compiled at run time"
         ),
         caption=caption,
@@ -98,11 +98,11 @@ def report_jit_table(
         caption_justify="left",
     )
     # a discovered tree's build with entry files embedded whole says which
-    how = {j.name: j.embedding for j in report.jit_families}
+    how = {j.name: j.embedding for j in report.jit_units}
     whole = "whole-file" in how.values()
-    names = ("JIT family", *(("embedding",) if whole else ()), "kernels", "size", "bytes")
+    names = ("JIT unit", *(("embedding",) if whole else ()), "kernels", "size", "bytes")
     for name in (*names, "share", "cumulative", "embedded"):
-        table.add_column(name, justify="left" if name in ("JIT family", "embedding") else "right")
+        table.add_column(name, justify="left" if name in ("JIT unit", "embedding") else "right")
     for line in _lines(jit, top):
         r = line.row
         table.add_row(
@@ -133,23 +133,23 @@ def report_jit_table(
 
 def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> list[str]:
     """Markdown lines for the JIT side of ``report`` (a heading of its own after a metallib)."""
-    kernels = sum(r.function_count for r in jit.families)
+    kernels = sum(r.function_count for r in jit.units)
     lines = (
         []
         if report.source.path is None
-        else [f"#### JIT families of {md_code(report.source.label)}\n"]
+        else [f"#### JIT units of {md_code(report.source.label)}\n"]
     )
     lines.append(
-        f"{jit_headline(jit)} ({jit.total:,} bytes), {len(jit.families):,} families "
+        f"{jit_headline(jit)} ({jit.total:,} bytes), {len(jit.units):,} units "
         f"({kernels:,} kernels) compiled at run time. Measured: {md_text(jit.origin)}.\n"
     )
     lines += [f"<sub>{md_text(note)}</sub>\n" for note in _notes(report)]
     if report.source.path is None:
         lines.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
-    how = {j.name: j.embedding for j in report.jit_families}
+    how = {j.name: j.embedding for j in report.jit_units}
     whole = "whole-file" in how.values()  # the column only when some unit is embedded whole
     lines += [
-        f"| JIT family |{' embedding |' if whole else ''} kernels | size | share | "
+        f"| JIT unit |{' embedding |' if whole else ''} kernels | size | share | "
         + "cumulative | embedded |",
         f"|---|{'---|' if whole else ''}---:|---:|---:|---:|---:|",
     ]

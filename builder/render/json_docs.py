@@ -22,14 +22,15 @@ if TYPE_CHECKING:
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint
+    from builder.size.host_strings import HostString
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
 
-__all__ = ["budget_json", "compare_json", "history_json", "report_json"]
+__all__ = ["budget_json", "compare_json", "history_json", "report_json", "sources_json"]
 
 
 def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
-    """One report as a schema-1 object; several as ``{"schema": 1, "libraries": [...]}``. With
+    """One report as a schema-2 object; several as ``{"schema": 2, "libraries": [...]}``. With
     ``binaries`` (libraries inside a binary), their accounts as a ``binaries`` key of the
     top-level object."""
     tail = ""
@@ -44,7 +45,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
 
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
-    """One comparison as a schema-1 object; several (targets holding several libraries) as
+    """One comparison as a schema-2 object; several (targets holding several libraries) as
     ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
     so the output is always one JSON document."""
     docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
@@ -55,7 +56,7 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
 
 def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
-    (builds with JIT families only) the JIT families' deltas in the host libraries. With
+    (builds with JIT units only) the JIT units' deltas in the host libraries. With
     ``compare --download``, the modelled download of both sides, per group and in total."""
     download = comparison.download_delta is not None
 
@@ -152,8 +153,8 @@ def _jit_dict(jit: JitComparison) -> dict[str, object]:
         "head_bytes": jit.head_total,
         "delta_bytes": jit.delta,
         "delta_percent": jit.percent,
-        "new_families": jit.new_families,
-        "families": [_delta_row(g, "kernel_count") for g in jit.groups],
+        "new_units": jit.new_units,
+        "units": [_delta_row(g, "kernel_count") for g in jit.groups],
     }
 
 
@@ -169,7 +170,7 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
             "limit": c.limit,
             "value": c.value,
             "passed": c.passed,
-            "unit": "functions" if c.name == "max-functions" else "bytes",
+            "counts": "functions" if c.name == "max-functions" else "bytes",
             "measured_in": list(c.measured_in),
         }
         if c.growth is not None:
@@ -212,4 +213,28 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
     }
     if any(p.download_bytes is not None for p in points):
         doc["download_method"] = DOWNLOAD_METHOD
+    return dumps(doc, indent=1) + "\n"
+
+
+def sources_json(path: str, found: Sequence[HostString], namespace: str | None) -> str:
+    """``{"schema": 1, "kind": "sources", "path", "namespace", "bytes", "host_sources": [...]}``:
+    each function returning a string literal, where its string sits and its bytes (NUL
+    included; ``function`` null where a stripped binary names it not)."""
+    doc: dict[str, object] = {
+        "schema": SCHEMA,
+        "kind": "sources",
+        "path": path,
+        "namespace": namespace,
+        "bytes": sum(s.size for s in found),
+        "host_sources": [
+            {
+                "function": s.function,
+                "arch": s.arch,
+                "address": s.address,
+                "offset": s.offset,
+                "bytes": s.size,
+            }
+            for s in found
+        ],
+    }
     return dumps(doc, indent=1) + "\n"

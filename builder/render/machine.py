@@ -212,11 +212,11 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
     jit = comparison.jit
     if jit is not None:
         lines += [_delta_line(f"jit:{g.name}", g, counts=not g.overhead) for g in jit.groups]
-        families = [g for g in jit.groups if not g.overhead]
+        units = [g for g in jit.groups if not g.overhead]
         total: list[str | int] = [
             "[jit total]",
-            sum(g.base_function_count or 0 for g in families),
-            sum(g.function_count for g in families),
+            sum(g.base_function_count or 0 for g in units),
+            sum(g.function_count for g in units),
             jit.base_total,
             jit.head_total,
             jit.delta,
@@ -228,7 +228,7 @@ def _comparison_rows(comparison: Comparison) -> list[str]:
 
 def _jit_lines(report: Report, jit: JitBreakdown, nested: bool) -> list[str]:
     """The JIT side of a report (``by`` is ``jit``; ``file`` the host library, or the manifest
-    when its symbols were not measured; ``function_count`` a family's kernels)."""
+    when its symbols were not measured; ``function_count`` a unit's kernels)."""
     library = report.host_library
     where = library.path if jit.host_measured and library else report.source.manifest or ""
     return [
@@ -243,5 +243,5 @@ def _jit_lines(report: Report, jit: JitBreakdown, nested: bool) -> list[str]:
                 share(r.bytes, jit.total),
             ]
         )
-        for r in [*jit.families, *jit.overhead]
+        for r in [*jit.units, *jit.overhead]
     ]

@@ -37,7 +37,7 @@ def report_markdown(reports: Sequence[Report], top: int | None = 20) -> str:
         if jit is not None:
             from builder.render.jit import report_jit_markdown
 
-            if report.source.path is None:  # no metallib: the JIT families are the report
+            if report.source.path is None:  # no metallib: the JIT units are the report
                 parts += [*report_jit_markdown(report, jit, top), ""]
                 continue
         parts.append(

@@ -94,7 +94,7 @@ def _group_row(g: Rollup, name: str) -> str:
 
 
 class _DeltaTable(NamedTuple):
-    """What ``_groups`` draws: the metallib's groups, or a JIT-only pair's families."""
+    """What ``_groups`` draws: the metallib's groups, or a JIT-only pair's units."""
 
     key: str
     groups: list[Rollup]
@@ -121,13 +121,13 @@ def _metallib_table(comparison: Comparison) -> _DeltaTable:
 
 def _jit_table(jit: JitComparison) -> _DeltaTable:
     return _DeltaTable(
-        "JIT family",
+        "JIT unit",
         [g for g in jit.groups if not g.overhead],
         [g for g in jit.groups if g.overhead],
         jit.base_total,
         jit.head_total,
         jit.percent,
-        "families",
+        "units",
     )
 
 
@@ -202,14 +202,14 @@ def _section(
     Budget: headline, verdicts and notes first (each line capped); the group table gets at
     most half of what is left; the collapsed sections share the rest equally, a section that
     needs less leaving its share to the ones after it. A pair with no metallib on either side
-    (every family JIT) shows its JIT families, measured in the host libraries, instead."""
+    (every unit JIT) shows its JIT units, measured in the host libraries, instead."""
     base, head = comparison.base, comparison.head
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
         footer = clip(
-            f"<sub>No metallib on either side: every family is compiled at run time. Measured: "
-            f"base {md_text(jit.base_origin or 'no JIT family')}; "
-            f"head {md_text(jit.head_origin or 'no JIT family')}.</sub>",
+            f"<sub>No metallib on either side: every unit is compiled at run time. Measured: "
+            f"base {md_text(jit.base_origin or 'no JIT unit')}; "
+            f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
         )
         table, headline = _jit_table(jit), _jit_headline(comparison, jit)
@@ -296,14 +296,14 @@ def _jit_headline(comparison: Comparison, jit: JitComparison) -> str:
     return clip(
         f"**{human_delta(jit.delta)}{pct}**: {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)} {_jit_what(jit)} ({md_code(base.source.label)} → "
-        f"{md_code(head.source.label)}), {len(base.jit_families):,} → "
-        f"{len(head.jit_families):,} JIT families.",
+        f"{md_code(head.source.label)}), {len(base.jit_units):,} → "
+        f"{len(head.jit_units):,} JIT units.",
         _LINE_CAP * 2,
     )
 
 
 def _jit_section(jit: JitComparison) -> _Section:
-    """A build's JIT families beside its metallib: one collapsed table, with its origin."""
+    """A build's JIT units beside its metallib: one collapsed table, with its origin."""
     rows = [_group_row(g, g.name if g.overhead else _code(g.name)) for g in jit.groups]
     rows.append(
         f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
@@ -311,18 +311,18 @@ def _jit_section(jit: JitComparison) -> _Section:
     )
     rows.append(
         clip(
-            f"| measured: base {md_text(jit.base_origin or 'no JIT family')}; head "
-            f"{md_text(jit.head_origin or 'no JIT family')} | | | | |",
+            f"| measured: base {md_text(jit.base_origin or 'no JIT unit')}; head "
+            f"{md_text(jit.head_origin or 'no JIT unit')} | | | | |",
             _LINE_CAP * 2,
         )
     )
     summary = (
-        f"JIT families ({_jit_what(jit)}): {human_size(jit.base_total)} → "
+        f"JIT units ({_jit_what(jit)}): {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)}, {human_delta(jit.delta)}"
     )
     return (
         summary,
-        ["| JIT family | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"],
+        ["| JIT unit | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"],
         rows,
     )
 

@@ -69,7 +69,7 @@ def report_table(
         if jit is not None:
             from builder.render.jit import report_jit_table
 
-            if report.source.path is None:  # no metallib: the JIT families are the report
+            if report.source.path is None:  # no metallib: the JIT units are the report
                 report_jit_table(report, jit, console, top, fit=width is None)
                 continue
         table = Table(
@@ -217,7 +217,7 @@ def compare_table(
     width: int | None = 100,
 ) -> str:
     """The human view of a comparison: the metallib table (skipped when neither side has a
-    metallib), the JIT families' table (builds with JIT families), notes and gate verdicts."""
+    metallib), the JIT units' table (builds with JIT units), notes and gate verdicts."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -330,7 +330,7 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
 
 
 def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
-    """The JIT comparison: per family, the host-library bytes on both sides."""
+    """The JIT comparison: per unit, the host-library bytes on both sides."""
     from rich.markup import escape
 
     jit = comparison.jit
@@ -338,12 +338,12 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
     base, head = comparison.base, comparison.head
     what = "JIT host library" if jit.host_measured else "embedded JIT source"
     caption = [
-        f"base measured: {rich_text(jit.base_origin or 'no JIT family')}",
-        f"head measured: {rich_text(jit.head_origin or 'no JIT family')}",
+        f"base measured: {rich_text(jit.base_origin or 'no JIT unit')}",
+        f"head measured: {rich_text(jit.head_origin or 'no JIT unit')}",
     ]
     if comparison.jit_only:
         caption += [
-            "no metallib on either side: every family is compiled at run time",
+            "no metallib on either side: every unit is compiled at run time",
             f"base {rich_text(provenance_line(base.provenance))}",
             f"head {rich_text(provenance_line(head.provenance))}",
         ]
@@ -351,21 +351,21 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
         f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
         f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
     )
-    families = [g for g in jit.groups if not g.overhead]
+    units = [g for g in jit.groups if not g.overhead]
     total = [
         "total",
-        f"{sum(g.base_function_count or 0 for g in families):,}",
-        f"{sum(g.function_count for g in families):,}",
+        f"{sum(g.base_function_count or 0 for g in units):,}",
+        f"{sum(g.function_count for g in units):,}",
         human_size(jit.base_total),
         human_size(jit.head_total),
         human_delta(jit.delta),
         signed_percent(jit.percent),
     ]
-    rows = delta_rows(jit.groups, top, "families")
+    rows = delta_rows(jit.groups, top, "units")
     return _delta_table(
         title,
         "\n".join(caption),
-        "JIT family",
+        "JIT unit",
         rows,
         total,
         counts="kernels",

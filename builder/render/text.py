@@ -116,7 +116,7 @@ def share(part: int, whole: int) -> str:
 def origin(report: Report) -> str:
     """Where a report's figures were measured: the file, and the wheel, manifest or saved report."""
     src = report.source
-    where = src.path or "(no metallib: all families JIT)"
+    where = src.path or "(no metallib: all units JIT)"
     if src.embedded is not None:
         where += f" ({embedded_place(src.embedded)})"
     extra = []

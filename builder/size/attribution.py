@@ -92,7 +92,7 @@ class Attribution:
 
     @classmethod
     def empty(cls) -> Attribution:
-        """No metallib at all (a build whose families are all JIT)."""
+        """No metallib at all (a build whose units are all JIT)."""
         return cls(0, "-", [], ([], [], [], [], []), [])
 
     @cached_property

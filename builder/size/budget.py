@@ -35,7 +35,7 @@ def download_bytes(report: Report) -> int:
 
     The one place ``budget`` (``max-download-size``) and ``history --download`` get download sizes
     from. A saved report gives the total it recorded with ``--download`` (UsageError without
-    one: its file was measured elsewhere); a build whose families are all JIT has no metallib,
+    one: its file was measured elsewhere); a build whose units are all JIT has no metallib,
     so its host library is compressed whole with the same codec and level."""
     if report.download is not None:
         return report.download.total
@@ -215,7 +215,7 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
 
 
 def _group_bytes(reports: Sequence[Report], by: str) -> dict[str, int]:
-    """Bytes per group over all libraries; grouped by kernel, a JIT family's bytes in the host
+    """Bytes per group over all libraries; grouped by kernel, a JIT unit's bytes in the host
     library count for its group too (everything shipped)."""
     from builder.size.jit_rows import jit_breakdown
 
@@ -224,7 +224,7 @@ def _group_bytes(reports: Sequence[Report], by: str) -> dict[str, int]:
         for group in report.groups:
             totals[group.name] = totals.get(group.name, 0) + group.bytes
         jit = jit_breakdown(report) if by == "kernel" else None
-        for row in jit.families if jit is not None else ():
+        for row in jit.units if jit is not None else ():
             totals[row.name] = totals.get(row.name, 0) + row.bytes
     return totals
 

@@ -93,16 +93,16 @@ class Gates:
 
 def shipped_sizes(comparison: Comparison) -> tuple[int, int, str]:
     """Base and head bytes of everything each side ships, and what that is: growth gates count the
-    host library of a build with JIT families, not only its metallib.
+    host library of a build with JIT units, not only its metallib.
 
-    The host libraries' file sizes when every side with JIT families has one on disk; otherwise
+    The host libraries' file sizes when every side with JIT units has one on disk; otherwise
     the JIT side as ``compare_jit`` measured it on both sides (embedded source bytes), like with
     like."""
     base, head, jit = comparison.base, comparison.head, comparison.jit
     if jit is None:
         return base.file_size, head.file_size, "metallib"
     metallib = "" if comparison.jit_only else "metallib + "
-    if all(r.host_library is not None for r in (base, head) if r.jit_families):
+    if all(r.host_library is not None for r in (base, head) if r.jit_units):
         return shipped_size(base), shipped_size(head), f"{metallib}JIT host library"
     return (
         base.file_size + jit.base_total,
@@ -141,7 +141,7 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
     if comparison.jit_only and jit is not None:  # no metallib on either side: gate the JIT side
         what = "JIT host library" if jit.host_measured else "embedded JIT source"
         head_label = f"the {what} of {label}"
-        head_size, new = jit.head_total, jit.new_families
+        head_size, new = jit.head_total, jit.new_units
     if gates.max_growth is not None:
         base_all, head_all, what = shipped_sizes(comparison)
         subject = (

@@ -46,23 +46,23 @@ class FunctionDelta:
 
 @dataclass(frozen=True)
 class JitComparison:
-    """The JIT families of two builds joined by name (``builder.size.jit_sizes``).
+    """The JIT units of two builds joined by name (``builder.size.jit_sizes``).
 
-    Host-library symbol bytes when every side with JIT families had its symbols measured (then
-    the rows no family owns follow as overhead rows and the totals are the host libraries' file
+    Host-library symbol bytes when every side with JIT units had its symbols measured (then
+    the rows no unit owns follow as overhead rows and the totals are the host libraries' file
     sizes); otherwise the manifests' embedded source bytes on both sides, so like is compared
-    with like. A side without JIT families counts as zero."""
+    with like. A side without JIT units counts as zero."""
 
     groups: list[Rollup]
-    """Families by absolute delta, largest first (a family's kernels are its function count);
+    """Units by absolute delta, largest first (a unit's kernels are its function count);
     then the host-library overhead rows."""
     base_total: int
     head_total: int
     host_measured: bool
     base_origin: str | None
     head_origin: str | None
-    new_families: list[str]
-    """Families JIT in head but not in base."""
+    new_units: list[str]
+    """Units JIT in head but not in base."""
 
     @property
     def delta(self) -> int:
@@ -86,11 +86,11 @@ class Comparison:
     changed: list[FunctionDelta]
     """Functions in both whose size changed, by absolute delta."""
     jit: JitComparison | None = None
-    """The JIT families of either side, measured in the host libraries (None: no JIT family)."""
+    """The JIT units of either side, measured in the host libraries (None: no JIT unit)."""
 
     @property
     def jit_only(self) -> bool:
-        """Neither side has a metallib (every family JIT): the host library is what was measured
+        """Neither side has a metallib (every unit JIT): the host library is what was measured
         and what the gates apply to."""
         return (
             self.jit is not None
@@ -167,7 +167,7 @@ def compare_reports(base: Report, head: Report) -> Comparison:
 
 
 def compare_jit(base: Report, head: Report) -> JitComparison | None:
-    """Join the JIT families of two reports (None when neither has any)."""
+    """Join the JIT units of two reports (None when neither has any)."""
     from builder.size.jit_rows import jit_breakdown
 
     sides = [jit_breakdown(r) for r in (base, head)]
@@ -175,8 +175,8 @@ def compare_jit(base: Report, head: Report) -> JitComparison | None:
         return None
     host = all(side.host_measured for side in sides if side is not None)
     b, h = jit_breakdown(base, host=host), jit_breakdown(head, host=host)
-    groups = join([*b.families, *b.overhead] if b else [], [*h.families, *h.overhead] if h else [])
-    known = {r.name for r in b.families} if b else set()
+    groups = join([*b.units, *b.overhead] if b else [], [*h.units, *h.overhead] if h else [])
+    known = {r.name for r in b.units} if b else set()
     return JitComparison(
         groups,
         b.total if b else 0,
@@ -184,7 +184,7 @@ def compare_jit(base: Report, head: Report) -> JitComparison | None:
         host,
         b.origin if b else None,
         h.origin if h else None,
-        [r.name for r in h.families if r.name not in known] if h else [],
+        [r.name for r in h.units if r.name not in known] if h else [],
     )
 
 

@@ -1,9 +1,9 @@
-"""Which group a function's bytes go to: kernel family, dtype, or the function itself.
+"""Which group a function's bytes go to: kernel group, dtype, or the function itself.
 
-Kernel families come from the best source available, in this order:
+Kernel groups come from the best source available, in this order:
 
-1. a build manifest of this project (exact: the build knows which family produced each name);
-2. a rule file given with ``--rules`` (ordered ``FAMILY REGEX`` lines, first match wins);
+1. a build manifest of this project (exact: the build knows which unit produced each name);
+2. a rule file given with ``--rules`` (ordered ``GROUP REGEX`` lines, first match wins);
 3. the built-in MLX rule set (``builder/size/rules/mlx.rules``) when most names look like MLX's;
 4. a generic fallback that strips dtype tokens and numeric parameters from the name.
 
@@ -32,7 +32,7 @@ __all__ = [
     "RuleSet",
     "Sources",
     "builtin_rules",
-    "generic_family",
+    "generic_group",
     "group_names",
     "load_rules",
     "parse_by",
@@ -105,8 +105,8 @@ def _strip_dtype(match: re.Match[str]) -> str:
 _NUMERIC_TOKEN = re.compile(r"^(?:\d+|[A-Za-z]{1,6}\d+|true|false)$")
 
 
-def generic_family(name: str) -> str:
-    """A family for names no rule knows: drop dtype tokens and numeric parameters.
+def generic_group(name: str) -> str:
+    """A group for names no rule knows: drop dtype tokens and numeric parameters.
 
     ``"mykernel_float16_bm64_bn32"`` -> ``"mykernel"``. The result is a readable stem, not a claim
     about how the library was built; reports label it "generic".
@@ -127,9 +127,9 @@ class Sources(NamedTuple):
 
 @dataclass(frozen=True)
 class Rule:
-    """``family`` applies to names that ``pattern`` matches at their start."""
+    """``group`` applies to names that ``pattern`` matches at their start."""
 
-    family: str
+    group: str
     pattern: str
     line: int = 0
 
@@ -154,15 +154,15 @@ class RuleSet:
                     raise UsageError(f"{where}: bad regex {rule.pattern!r}: {exc}") from None
             self._combined = None
         self._single_patterns: list[re.Pattern[str]] | None = None
-        self._families = {f"_r{i}": rule.family for i, rule in enumerate(self.rules)}
+        self._groups = {f"_r{i}": rule.group for i, rule in enumerate(self.rules)}
 
-    def family(self, name: str) -> str | None:
-        """The family of the first rule that matches ``name``, or None."""
+    def group(self, name: str) -> str | None:
+        """The group of the first rule that matches ``name``, or None."""
         if self._combined is not None:
             match = self._combined.match(name)
             if match is None:
                 return None
-            return self._families[match.lastgroup] if match.lastgroup else self._slow(name)
+            return self._groups[match.lastgroup] if match.lastgroup else self._slow(name)
         return self._slow(name)
 
     def _slow(self, name: str) -> str | None:
@@ -170,12 +170,12 @@ class RuleSet:
             self._single_patterns = [re.compile(rule.pattern) for rule in self.rules]
         for rule, regex in zip(self.rules, self._single_patterns):
             if regex.match(name):
-                return rule.family
+                return rule.group
         return None
 
 
 def parse_rules(text: str, origin: str) -> RuleSet:
-    """Parse ``FAMILY REGEX`` lines; a bad line or regex is a UsageError naming the line."""
+    """Parse ``GROUP REGEX`` lines; a bad line or regex is a UsageError naming the line."""
     rules = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -183,9 +183,9 @@ def parse_rules(text: str, origin: str) -> RuleSet:
             continue
         parts = line.split(None, 1)
         if len(parts) != 2:
-            raise UsageError(f"{origin}:{number}: expected 'FAMILY REGEX', got {line!r}")
-        family, pattern = parts[0], parts[1].strip()
-        rules.append(Rule(family, pattern, number))
+            raise UsageError(f"{origin}:{number}: expected 'GROUP REGEX', got {line!r}")
+        group, pattern = parts[0], parts[1].strip()
+        rules.append(Rule(group, pattern, number))
     if not rules:
         raise UsageError(f"{origin}: no rules found")
     return RuleSet(rules, origin)
@@ -224,13 +224,14 @@ def group_names(
     by: str = "kernel",
     *,
     rules: RuleSet | None = None,
-    families: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None,
     sources: Sources | None = None,
 ) -> Grouping:
-    """Label every name for ``by``; ``families`` maps host names from a build manifest, ``sources``
-    names each kernel's source file (from a manifest or from discovering a kernel tree).
+    """Label every name for ``by``; ``units`` maps host names to their units (a build
+    manifest), ``sources`` names each kernel's source file (from a manifest or from discovering
+    a kernel tree).
 
-    Names the mapping does not list go to "other" (no entry file or family the tool knows
+    Names the mapping does not list go to "other" (no entry file or unit the tool knows
     produced them). Without a mapping, ``--by source`` cannot be answered: a metallib does not
     record which ``.metal`` file a function came from.
     """
@@ -249,15 +250,15 @@ def group_names(
         return Grouping(by, sources.origin, [of.get(n, OTHER) for n in names])
     if by != "kernel":
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not {by!r}")
-    if families is not None:
-        return Grouping(by, "manifest", [families.get(n, OTHER) for n in names])
+    if units is not None:
+        return Grouping(by, "manifest", [units.get(n, OTHER) for n in names])
     if rules is not None:
         return Grouping(by, f"rules:{rules.origin}", _classify(rules, names))
     mlx = builtin_rules("mlx")
     labels = _classify(mlx, names)
     if names and sum(label != OTHER for label in labels) >= MLX_MIN_SHARE * len(names):
         return Grouping(by, f"rules:{mlx.origin}", labels)
-    return Grouping(by, "generic", [generic_family(n) for n in names])
+    return Grouping(by, "generic", [generic_group(n) for n in names])
 
 
 def parse_by(text: str) -> tuple[str, ...]:
@@ -274,5 +275,5 @@ def parse_by(text: str) -> tuple[str, ...]:
 
 
 def _classify(rules: RuleSet, names: Iterable[str]) -> list[str]:
-    family = rules.family
-    return [family(n) or OTHER for n in names]
+    group = rules.group
+    return [group(n) or OTHER for n in names]

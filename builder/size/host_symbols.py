@@ -1,14 +1,14 @@
-"""Per-family bytes of the host JIT library, from its ELF symbol table (pyelftools).
+"""Per-unit bytes of the host JIT library, from its ELF symbol table (pyelftools).
 
-The generator writes one translation unit per family (``<family>.cpp``) whose arrays live in an
-anonymous namespace, so their symbol names do not say which family they belong to; the symbol
+The generator writes one translation unit per unit (``<unit>.cpp``) whose arrays live in an
+anonymous namespace, so their symbol names do not say which unit they belong to; the symbol
 table does: the local symbols of a translation unit follow its ``STT_FILE`` symbol. A symbol is
-therefore counted for a family when it is local to ``<family>.cpp`` (a family named by a path,
+therefore counted for a unit when it is local to ``<unit>.cpp`` (a unit named by a path,
 such as an entry file ``steel/gemm.metal``, by its last part: compilers record the file name
-only, so ``gemm.metal.cpp``, when no other family ends the same way) or when its name holds the
-identifier ``family_<family>`` (a catalog family's registry entry), whole, or mangled (C++ writes
+only, so ``gemm.metal.cpp``, when no other unit ends the same way) or when its name holds the
+identifier ``family_<unit>`` (a catalog family's registry entry), whole, or mangled (C++ writes
 an identifier after its length, ``13family_arange``, and may follow it by anything). Everything else
-is ``(other)``: the runtime, the shared (deduplicated) pieces merged across families. Sizes are
+is ``(other)``: the runtime, the shared (deduplicated) pieces merged across units. Sizes are
 ``st_size`` of defined data and function symbols, so they are measured, not estimated; a non-ELF or
 stripped library gives None.
 """
@@ -29,33 +29,31 @@ OTHER = "(other)"
 
 @dataclass(frozen=True)
 class SymbolSizes:
-    """Bytes of defined symbols per family (plus ``OTHER``), and how they were measured."""
+    """Bytes of defined symbols per unit (plus ``OTHER``), and how they were measured."""
 
-    by_family: dict[str, int]
+    by_unit: dict[str, int]
     method: str
 
     @property
     def total(self) -> int:
-        return sum(self.by_family.values())
+        return sum(self.by_unit.values())
 
 
-def _registry_entry(family: str) -> re.Pattern[str]:
-    """The name ``family_<family>`` in a symbol: a C name, or a length-prefixed mangled one."""
-    ident = re.escape(f"family_{family}")
-    return re.compile(
-        rf"(?<![0-9]){len(family) + 7}{ident}|(?<![A-Za-z0-9_]){ident}(?![A-Za-z0-9_])"
-    )
+def _registry_entry(unit: str) -> re.Pattern[str]:
+    """The name ``family_<unit>`` in a symbol: a C name, or a length-prefixed mangled one."""
+    ident = re.escape(f"family_{unit}")
+    return re.compile(rf"(?<![0-9]){len(unit) + 7}{ident}|(?<![A-Za-z0-9_]){ident}(?![A-Za-z0-9_])")
 
 
-def symbol_sizes(path: Path, families: Iterable[str]) -> SymbolSizes | None:
-    """Symbol bytes per family of the ELF file at ``path``; None without pyelftools or symbols."""
+def symbol_sizes(path: Path, units: Iterable[str]) -> SymbolSizes | None:
+    """Symbol bytes per unit of the ELF file at ``path``; None without pyelftools or symbols."""
     try:
         from elftools.common.exceptions import ELFError
         from elftools.elf.elffile import ELFFile
         from elftools.elf.sections import SymbolTableSection
     except ImportError:
         return None
-    names = list(families)
+    names = list(units)
     by_name = [(f, _registry_entry(f)) for f in names]
     totals = dict.fromkeys([*names, OTHER], 0)
     last = [Path(f).name for f in names]

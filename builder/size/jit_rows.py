@@ -1,7 +1,7 @@
-"""A report's JIT families as rows that add up, with the sentence saying what was measured.
+"""A report's JIT units as rows that add up, with the sentence saying what was measured.
 
-The rows are ``builder.size.rollup.Rollup`` nodes like a report's groups (a family's kernels are
-its function count, the host-library bytes no family owns are overhead rows), so a comparison
+The rows are ``builder.size.rollup.Rollup`` nodes like a report's groups (a unit's kernels are
+its function count, the host-library bytes no unit owns are overhead rows), so a comparison
 joins them as it joins groups. ``JitBreakdown.origin`` is the sentence every rendering prints
 with these rows.
 """
@@ -23,14 +23,14 @@ HOST_UNMAPPED = "[not in any symbol]"
 
 
 class JitBreakdown(NamedTuple):
-    """JIT families as rows that add up to ``total``, with the sentence saying what they are.
+    """JIT units as rows that add up to ``total``, with the sentence saying what they are.
 
-    Measured (``host_measured``): symbol bytes per family plus ``overhead`` (shared symbols, bytes
+    Measured (``host_measured``): symbol bytes per unit plus ``overhead`` (shared symbols, bytes
     in no symbol), and ``total`` is the host library's file size. Otherwise: the manifest's
     embedded source bytes, ``overhead`` empty and ``total`` their sum.
     """
 
-    families: list[Rollup]
+    units: list[Rollup]
     """Largest first (ties by name); ``bytes`` are host-library symbol bytes when measured, else
     the manifest's embedded source bytes; ``embedded_bytes`` always the latter."""
     overhead: list[Rollup]
@@ -40,10 +40,10 @@ class JitBreakdown(NamedTuple):
 
 
 def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
-    """The JIT families of ``report`` as rows (None when it has none); ``host=False`` takes the
+    """The JIT units of ``report`` as rows (None when it has none); ``host=False`` takes the
     manifest's embedded bytes even when symbol sizes were measured (to compare like with like
     against a side whose symbols could not be read)."""
-    jit = report.jit_families
+    jit = report.jit_units
     if not jit:
         return None
     library = report.host_library

@@ -1,13 +1,13 @@
-"""The JIT side of a size report: what each run-time compiled family costs in the host library.
+"""The JIT side of a size report: what each run-time compiled unit costs in the host library.
 
-A family built JIT has no function in the metallib: its source is embedded in the host library
-and compiled at run time. A build whose families are all JIT has no metallib at all, so its
+A unit built JIT has no function in the metallib: its source is embedded in the host library
+and compiled at run time. A build whose units are all JIT has no metallib at all, so its
 size report must be about the host library instead. The figures are measured, never estimated:
 
-* per family, the bytes of its symbols in the host library (ELF ``st_size``, read by
-  ``builder.size.host_symbols`` from the ``.symtab``: the locals of its ``<family>.cpp`` and
-  its exported registry entry), plus the symbols no family owns (the runtime, source pieces
-  shared by families) and the file bytes in no symbol (ELF headers, symbol and string tables,
+* per unit, the bytes of its symbols in the host library (ELF ``st_size``, read by
+  ``builder.size.host_symbols`` from the ``.symtab``: the locals of its ``<unit>.cpp`` and
+  its exported registry entry), plus the symbols no unit owns (the runtime, source pieces
+  shared by units) and the file bytes in no symbol (ELF headers, symbol and string tables,
   padding). Together they are the host library's file size, as a metallib's functions and
   container overhead are its file size;
 * when the symbols cannot be read (a Mach-O dylib, a stripped library, a missing file), the
@@ -27,7 +27,7 @@ from builder.files.bounds import byte_count
 
 __all__ = [
     "HostLibrary",
-    "JitFamily",
+    "JitUnit",
     "host_from_dict",
     "host_to_dict",
     "measure_host",
@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 
-class JitFamily(NamedTuple):
-    """A family compiled at run time: its source is embedded in the host library."""
+class JitUnit(NamedTuple):
+    """A unit compiled at run time: its source is embedded in the host library."""
 
     name: str
     embedded_bytes: int
@@ -53,20 +53,20 @@ class JitFamily(NamedTuple):
 
 @dataclass(frozen=True)
 class HostLibrary:
-    """The host library a build embeds its JIT families in, as measured on disk."""
+    """The host library a build embeds its JIT units in, as measured on disk."""
 
     path: str
     file_size: int
     measured_by: str | None
     """How symbol sizes were read (``pyelftools .symtab``); None when they could not be."""
     shared_bytes: int | None = None
-    """Bytes of symbols no family owns: the runtime and source pieces shared by families."""
+    """Bytes of symbols no unit owns: the runtime and source pieces shared by units."""
 
 
 def measure_host(
-    path: Path, families: Sequence[tuple[str, int, int]]
-) -> tuple[list[JitFamily], HostLibrary | None]:
-    """Measure the host library at ``path`` for ``families`` = (name, embedded bytes, kernels).
+    path: Path, units: Sequence[tuple[str, int, int]]
+) -> tuple[list[JitUnit], HostLibrary | None]:
+    """Measure the host library at ``path`` for ``units`` = (name, embedded bytes, kernels).
 
     A missing file gives no ``HostLibrary`` (the rows fall back to the manifest's embedded
     bytes); a file whose symbols cannot be read gives one with ``measured_by`` None.
@@ -74,34 +74,32 @@ def measure_host(
     from builder.size.host_symbols import OTHER, symbol_sizes
 
     if not path.is_file():
-        return [JitFamily(n, e, None, k) for n, e, k in families], None
-    symbols = symbol_sizes(path, [name for name, _, _ in families])
+        return [JitUnit(n, e, None, k) for n, e, k in units], None
+    symbols = symbol_sizes(path, [name for name, _, _ in units])
     size = path.stat().st_size
     if symbols is None:
-        return [JitFamily(n, e, None, k) for n, e, k in families], HostLibrary(
-            str(path), size, None
-        )
-    jit = [JitFamily(n, e, symbols.by_family[n], k) for n, e, k in families]
-    return jit, HostLibrary(str(path), size, symbols.method, symbols.by_family[OTHER])
+        return [JitUnit(n, e, None, k) for n, e, k in units], HostLibrary(str(path), size, None)
+    jit = [JitUnit(n, e, symbols.by_unit[n], k) for n, e, k in units]
+    return jit, HostLibrary(str(path), size, symbols.method, symbols.by_unit[OTHER])
 
 
-def unmeasured_reason(host: HostLibrary | None, jit: Sequence[JitFamily]) -> str | None:
-    """None when the host library's symbol sizes cover every JIT family, else the reason."""
+def unmeasured_reason(host: HostLibrary | None, jit: Sequence[JitUnit]) -> str | None:
+    """None when the host library's symbol sizes cover every JIT unit, else the reason."""
     if host is None:
         return "host library not found"
     if host.measured_by is None or host.shared_bytes is None:
         return f"no symbol sizes in the host library {host.path}: not ELF, or stripped"
     if any(j.host_bytes is None for j in jit):
-        return f"no symbol sizes for some families in the host library {host.path}"
+        return f"no symbol sizes for some units in the host library {host.path}"
     return None
 
 
-def unattributed_bytes(host: HostLibrary, jit: Sequence[JitFamily]) -> int:
+def unattributed_bytes(host: HostLibrary, jit: Sequence[JitUnit]) -> int:
     """File bytes of the host library in no symbol (headers, tables, padding)."""
     return host.file_size - (host.shared_bytes or 0) - sum(j.host_bytes or 0 for j in jit)
 
 
-def host_to_dict(host: HostLibrary, jit: Sequence[JitFamily]) -> dict[str, object]:
+def host_to_dict(host: HostLibrary, jit: Sequence[JitUnit]) -> dict[str, object]:
     """The report JSON's ``host_library`` object (docs/report-schema.md)."""
     measured = unmeasured_reason(host, jit) is None
     return {
@@ -113,7 +111,7 @@ def host_to_dict(host: HostLibrary, jit: Sequence[JitFamily]) -> dict[str, objec
     }
 
 
-def host_from_dict(value: object, jit: Sequence[JitFamily]) -> HostLibrary | None:
+def host_from_dict(value: object, jit: Sequence[JitUnit]) -> HostLibrary | None:
     """Read ``host_library`` back; a measured one must add up to its file size (ValueError)."""
     if value is None:
         return None
@@ -137,7 +135,7 @@ def host_from_dict(value: object, jit: Sequence[JitFamily]) -> HostLibrary | Non
         if unmapped != unattributed_bytes(host, jit):
             total = host.file_size - unattributed_bytes(host, jit) + unmapped
             raise ValueError(
-                f"JIT families, shared and unattributed bytes add up to {total}, "
+                f"JIT units, shared and unattributed bytes add up to {total}, "
                 f"host_library.file_size says {host.file_size}"
             )
     return host

@@ -83,15 +83,15 @@ def growth_bytes(value: int, shown: object) -> int:
 
 def shipped_size(report: Report) -> int:
     """Bytes of everything ``report``'s library ships: the metallib file plus, for a build with JIT
-    families, its host library file (``--max-total-size``, budgets' ``max-total-size``).
+    units, its host library file (``--max-total-size``, budgets' ``max-total-size``).
 
-    A build whose manifest names JIT families but whose host library was not found cannot be
+    A build whose manifest names JIT units but whose host library was not found cannot be
     measured: UsageError (exit 2), so a gate never passes on the metallib alone."""
-    if not report.jit_families:
+    if not report.jit_units:
         return report.file_size
     if report.host_library is None:
         raise UsageError(
-            f"{report.source.label}: has JIT families but its host library was not "
+            f"{report.source.label}: has JIT units but its host library was not "
             "found; cannot measure everything it ships"
         )
     return report.file_size + report.host_library.file_size

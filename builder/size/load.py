@@ -13,7 +13,7 @@ from builder.inputs.targets import Library, Progress, resolve_target
 if TYPE_CHECKING:
     from builder.records.manifest import BuildManifest
     from builder.size.grouping import RuleSet, Sources
-    from builder.size.jit_sizes import HostLibrary, JitFamily
+    from builder.size.jit_sizes import HostLibrary, JitUnit
     from builder.size.report import Report
 
 __all__ = ["load_library", "load_reports"]
@@ -75,8 +75,8 @@ def load_library(
         member=lib.member,
         embedded=_embedded(lib),
     )
-    jit, host = _jit_families(manifest)
-    families = manifest.family_of() if manifest else None  # exact: wins over --rules
+    jit, host = _jit_units(manifest)
+    units = manifest.unit_of() if manifest else None  # exact: wins over --rules
     if sources is None and manifest is not None:
         from builder.size.grouping import Sources
 
@@ -91,9 +91,9 @@ def load_library(
             Attribution.empty(),
             source,
             by=by,
-            families=families,
+            units=units,
             sources=sources,
-            jit_families=jit,
+            jit_units=jit,
             host_library=host,
             provenance=build_provenance(None, build),
         )
@@ -114,9 +114,9 @@ def load_library(
         source,
         by=by,
         rules=rules,
-        families=families,
+        units=units,
         sources=sources,
-        jit_families=jit,
+        jit_units=jit,
         host_library=host,
         provenance=provenance,
         download=shares,
@@ -136,18 +136,18 @@ def _embedded(lib: Library) -> dict[str, object] | None:
     return {key: value for key, value in doc.items() if value is not None}
 
 
-def _jit_families(manifest: BuildManifest | None) -> tuple[list[JitFamily], HostLibrary | None]:
-    """A build's JIT families, measured in the host library its manifest names (if it exists)."""
-    from builder.size.jit_sizes import JitFamily, measure_host
+def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibrary | None]:
+    """A build's JIT units, measured in the host library its manifest names (if it exists)."""
+    from builder.size.jit_sizes import JitUnit, measure_host
 
     if manifest is None:
         return [], None
-    families = [
+    units = [
         (f.name, f.embedded_bytes, len(f.host_names)) for f in manifest.units if f.mode == "jit"
     ]
     how = {f.name: f.embedding for f in manifest.units}
-    if not families or manifest.host_library is None:
-        jit = [JitFamily(name, size, None, kernels) for name, size, kernels in families]
+    if not units or manifest.host_library is None:
+        jit = [JitUnit(name, size, None, kernels) for name, size, kernels in units]
         return [j._replace(embedding=how[j.name]) for j in jit], None
-    jit, host = measure_host(manifest.folder / manifest.host_library, families)
+    jit, host = measure_host(manifest.folder / manifest.host_library, units)
     return [j._replace(embedding=how[j.name]) for j in jit], host

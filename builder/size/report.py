@@ -1,11 +1,11 @@
 """A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
-user asked to see: groups by kernel family, dtype, source or function). ``report_to_dict``
+user asked to see: groups by kernel unit, dtype, source or function). ``report_to_dict``
 writes the JSON schema 1 (``docs/report-schema.md``) and
 ``builder.size.report_fields.report_from_dict`` reads it back, so a saved report is a target
-like any other. Every figure carries its origin in ``Report.source``. A build's JIT families,
-measured in its host library rather than the metallib, ride along in ``jit_families`` and
+like any other. Every figure carries its origin in ``Report.source``. A build's JIT units,
+measured in its host library rather than the metallib, ride along in ``jit_units`` and
 ``host_library`` (``builder.size.jit_sizes``).
 """
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from builder.metallib.structs import Span
 from builder.size.download_report import Download, add_download_fields
 from builder.size.grouping import Sources, group_names, parse_by
-from builder.size.jit_sizes import HostLibrary, JitFamily, host_to_dict
+from builder.size.jit_sizes import HostLibrary, JitUnit, host_to_dict
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA",
-    "JitFamily",
+    "JitUnit",
     "Report",
     "Source",
     "build_report",
@@ -39,7 +39,7 @@ __all__ = [
     "report_to_dict",
 ]
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Source:
     """Where a report's figures were measured: always a metallib file, reached through a target."""
 
     path: str | None
-    """The metallib file measured (None only for a build whose families are all JIT)."""
+    """The metallib file measured (None only for a build whose units are all JIT)."""
     target: str
     """The target as the user gave it (path, ``PACKAGE==VERSION``, build dir, report JSON)."""
     kind: str
@@ -96,9 +96,9 @@ class Report:
     """Largest first (ties by name); with two keys each carries its ``children``."""
     overhead: list[Rollup]
     """Bytes no function owns, by part of the container (``overhead_row``s)."""
-    jit_families: list[JitFamily] = field(default_factory=list)
+    jit_units: list[JitUnit] = field(default_factory=list)
     host_library: HostLibrary | None = None
-    """The host library of a build with JIT families, when it exists
+    """The host library of a build with JIT units, when it exists
     (``builder.size.jit_sizes``)."""
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
@@ -135,13 +135,13 @@ def _labels(
     names: Sequence[str],
     keys: Sequence[str],
     rules: RuleSet | None,
-    families: Mapping[str, str] | None,
+    units: Mapping[str, str] | None,
     sources: Sources | None,
 ) -> _Labels:
-    first = group_names(names, keys[0], rules=rules, families=families, sources=sources)
+    first = group_names(names, keys[0], rules=rules, units=units, sources=sources)
     if len(keys) == 1:
         return _Labels(first.labels, None, first.method, None)
-    second = group_names(names, keys[1], rules=rules, families=families, sources=sources)
+    second = group_names(names, keys[1], rules=rules, units=units, sources=sources)
     return _Labels(first.labels, second.labels, first.method, second.method)
 
 
@@ -168,7 +168,7 @@ def group_report(
     by: str,
     *,
     rules: RuleSet | None = None,
-    families: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None,
     sources: Sources | None = None,
 ) -> Report:
     """The same measurements grouped ``by`` one key or two (``kernel,dtype``): each function
@@ -178,7 +178,7 @@ def group_report(
     columns: list[Iterable[object]] = (
         list(zip(*functions)) if functions else [() for _ in FunctionRow._fields]
     )
-    labels = _labels([f.name for f in functions], keys, rules, families, sources)
+    labels = _labels([f.name for f in functions], keys, rules, units, sources)
     return _grouped(replace(report, by=",".join(keys)), columns, labels)
 
 
@@ -188,14 +188,14 @@ def build_report(
     *,
     by: str = "kernel",
     rules: RuleSet | None = None,
-    families: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None,
     sources: Sources | None = None,
-    jit_families: Sequence[JitFamily] = (),
+    jit_units: Sequence[JitUnit] = (),
     host_library: HostLibrary | None = None,
     provenance: Mapping[str, Any] | None = None,
     download: Download | None = None,
 ) -> Report:
-    """Group an attribution; ``families`` come from a build manifest, ``sources`` from a manifest
+    """Group an attribution; ``units`` come from a build manifest, ``sources`` from a manifest
     or a discovered kernel tree."""
     keys = parse_by(by)
     names = attribution.names
@@ -212,7 +212,7 @@ def build_report(
         functions=[],
         groups=[],
         overhead=[overhead_row(item.name, item.bytes) for item in attribution.overhead],
-        jit_families=list(jit_families),
+        jit_units=list(jit_units),
         host_library=host_library,
         provenance=dict(provenance or {}),
         download=download,
@@ -229,7 +229,7 @@ def build_report(
         repeat("", len(names)),
         range(len(names)),
     ]
-    return _grouped(measured, columns, _labels(names, keys, rules, families, sources))
+    return _grouped(measured, columns, _labels(names, keys, rules, units, sources))
 
 
 def report_json_text(report: Report) -> str:
@@ -318,7 +318,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, objec
         "overhead_bytes": report.overhead_bytes,
         "overhead": overhead,
         "groups": [_group_dict(g) for g in report.groups],
-        "jit_families": [
+        "jit_units": [
             {
                 "name": j.name,
                 "embedded_bytes": j.embedded_bytes,
@@ -326,12 +326,12 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, objec
                 "kernel_count": j.kernel_count,
                 "embedding": j.embedding,
             }
-            for j in report.jit_families
+            for j in report.jit_units
         ],
         "provenance": report.provenance,
     }
-    if report.host_library is not None:  # builds with JIT families only: other reports unchanged
-        doc["host_library"] = host_to_dict(report.host_library, report.jit_families)
+    if report.host_library is not None:  # builds with JIT units only: other reports unchanged
+        doc["host_library"] = host_to_dict(report.host_library, report.jit_units)
     add_download_fields(doc, overhead, report.download)  # --download only
     if functions:
         doc["functions"] = _function_dicts(report)

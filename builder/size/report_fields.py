@@ -15,7 +15,7 @@ from builder.errors import UsageError
 from builder.files.bounds import brief, byte_count
 from builder.size.download_report import download_from_dict
 from builder.size.grouping import parse_by
-from builder.size.jit_sizes import JitFamily, host_from_dict
+from builder.size.jit_sizes import JitUnit, host_from_dict
 from builder.size.report import JSON_FIELDS, SCHEMA, Report, Source
 from builder.size.rollup import FunctionRow, overhead_row, roll_up
 
@@ -183,16 +183,16 @@ def report_from_dict(data: object, where: str) -> Report:
             overhead = [overhead_row("overhead", overhead_bytes)]
         file_size = byte_count(data["file_size"], "file_size")
         jit = [
-            JitFamily(
-                text(j["name"], "jit_families[].name"),
-                byte_count(j["embedded_bytes"], "jit_families[].embedded_bytes"),
+            JitUnit(
+                text(j["name"], "jit_units[].name"),
+                byte_count(j["embedded_bytes"], "jit_units[].embedded_bytes"),
                 None
                 if j.get("host_bytes") is None
-                else byte_count(j["host_bytes"], "jit_families[].host_bytes"),
-                byte_count(j.get("kernel_count", 0), "jit_families[].kernel_count"),
+                else byte_count(j["host_bytes"], "jit_units[].host_bytes"),
+                byte_count(j.get("kernel_count", 0), "jit_units[].kernel_count"),
                 _embedding(j.get("embedding", "preamble")),
             )
-            for j in object_list(data.get("jit_families", []), "jit_families")
+            for j in object_list(data.get("jit_units", []), "jit_units")
         ]
         try:
             by = ",".join(parse_by(text(data.get("by", "kernel"), "by")))
@@ -213,7 +213,7 @@ def report_from_dict(data: object, where: str) -> Report:
                 functions, download.functions if download else None, nested=subgrouping is not None
             ),
             overhead=overhead,
-            jit_families=jit,
+            jit_units=jit,
             host_library=host_from_dict(data.get("host_library"), jit),
             provenance=provenance(data.get("provenance")),
             download=download,
@@ -236,5 +236,5 @@ def report_from_dict(data: object, where: str) -> Report:
 def _embedding(value: Any) -> str:
     """A JIT family's ``embedding`` (reports saved before the key: ``preamble``)."""
     if value not in ("whole-file", "preamble"):
-        raise UsageError(f"jit_families[].embedding {brief(value)} is not whole-file or preamble")
+        raise UsageError(f"jit_units[].embedding {brief(value)} is not whole-file or preamble")
     return str(value)

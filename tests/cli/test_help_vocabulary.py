@@ -203,11 +203,6 @@ def _jit_build(folder: Path) -> None:
 
 @pytest.mark.cmake
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="builder/render still heads tables 'JIT family' and 'kernel family' (render is being "
-    "rewritten on another branch; the renames are listed for it): remove this mark with them",
-)
 def test_table_headings_say_unit_and_group(
     tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:

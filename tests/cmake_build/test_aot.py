@@ -150,7 +150,7 @@ def test_manifest_describes_the_build(built_once) -> None:  # type: ignore[no-un
     assert "stand-in" in manifest["toolchain"]["compiler_version"]
     # the size report's reader accepts it and maps every function to its family
     parsed = read_manifest(built_once.build_dir / "manifest.json")
-    assert set(parsed.family_of().values()) == set(FAMILIES)
+    assert set(parsed.unit_of().values()) == set(FAMILIES)
 
 
 def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: ignore[no-untyped-def]

@@ -146,7 +146,7 @@ def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
     doc = json.loads(done.stdout)  # the JSON report of the build
     assert doc["file_size"] == (build_dir / "mlx.metallib").stat().st_size
     groups = {g["name"]: g for g in doc["groups"]}
-    assert set(groups) == {"unary", "arange"} and doc["jit_families"] == []
+    assert set(groups) == {"unary", "arange"} and doc["jit_units"] == []
     assert sum(g["bytes"] for g in groups.values()) + doc["overhead_bytes"] == doc["file_size"]
     # a second run configures nothing and builds nothing
     again = _cli(
@@ -198,11 +198,11 @@ def test_build_prints_what_report_prints(
         _cli("report", str(build_dir), "--format", "json").stdout
     )
     # the JIT table: every row of the host library, and their total is its file size
-    jit = built.stdout[built.stdout.index("JIT family") :]
+    jit = built.stdout[built.stdout.index("JIT unit") :]
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in jit.splitlines()]
     heading = [c.strip() for c in jit.splitlines()[0].split("┃")][:-1]
     at = heading.index("bytes")  # after "embedding" when an entry file is embedded whole
-    rows = {c[0]: c[at] for c in cells if len(c) > at and c[at]}  # JIT family -> bytes
+    rows = {c[0]: c[at] for c in cells if len(c) > at and c[at]}  # JIT unit -> bytes
     host = (build_dir / "libmetal_jit.so").stat().st_size
     assert {"[runtime, shared]", "[not in any symbol]", "total"} <= set(rows), jit
     parts = [int(v.replace(",", "")) for k, v in rows.items() if k != "total"]
@@ -276,11 +276,11 @@ def test_presets_with_standin_side_by_side(
     mixed = built["mixed"]["report"]
     modes = {
         **{g["name"]: "aot" for g in mixed["groups"]},
-        **{j["name"]: "jit" for j in mixed["jit_families"]},
+        **{j["name"]: "jit" for j in mixed["jit_units"]},
     }
     assert modes == {"arange": "aot", "copy": "jit", "softmax": "aot"}
     assert built["jit-on"]["report"]["source"]["path"] is None  # no metallib
-    assert "host_library" not in built["jit-off"]["report"]  # no JIT family
+    assert "host_library" not in built["jit-off"]["report"]  # no JIT unit
     for name, preset in built.items():  # what ships: the files on disk
         files = [tmp_path / "v" / name / f for f in ("mlx.metallib", "libmetal_jit.so")]
         assert preset["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
@@ -302,7 +302,7 @@ def test_presets_with_standin_side_by_side(
     spans = [m.span() for m in re.finditer(r"-+", lines[rules[0]])]  # the columns, by position
     cells = [[line[a:b].strip() for a, b in spans] for line in lines]
     names = cells[0][1:]
-    assert names == ["jit-on", "jit-off", "mixed"] and cells[1][0] == "kernel family"
+    assert names == ["jit-on", "jit-off", "mixed"] and cells[1][0] == "kernel group"
     body, total = cells[rules[0] + 1 : rules[1]], cells[rules[1] + 1]
     assert total[0] == "total shipped"
     for column, name in enumerate(names, start=1):
@@ -315,7 +315,7 @@ def test_presets_with_standin_side_by_side(
             exact.append(report["overhead_bytes"])
         if "host_library" in report:
             host = report["host_library"]
-            exact += [j["host_bytes"] for j in report["jit_families"]]
+            exact += [j["host_bytes"] for j in report["jit_units"]]
             exact += [host["shared_bytes"], host["unattributed_bytes"]]
         assert sum(exact) == preset["shipped_bytes"]
         shown = [row[column].removeprefix("AOT ").removeprefix("JIT ") for row in body]

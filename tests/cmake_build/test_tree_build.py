@@ -213,7 +213,7 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    rows = {r["name"]: r for r in json.loads(done.stdout)["jit_families"]}
+    rows = {r["name"]: r for r in json.loads(done.stdout)["jit_units"]}
     assert {n: r["kernel_count"] for n, r in rows.items()} == {e: len(BY_FILE[e]) for e in jit}
     assert rows["binary_subset.metal"]["host_bytes"] >= jit["binary_subset.metal"]["embedded_bytes"]
 

@@ -175,9 +175,9 @@ def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
     sizes = symbol_sizes(lib, ["unary", "copy"])
     assert sizes is not None, "pyelftools is a dependency: the symbol table must be read"
     assert sizes.method == "pyelftools .symtab"
-    assert sizes.by_family["unary"] >= 100 + 32
-    assert sizes.by_family["copy"] == 16  # family_copy, not family_copy_general
-    assert sizes.by_family[OTHER] >= 64 + 8
+    assert sizes.by_unit["unary"] >= 100 + 32
+    assert sizes.by_unit["copy"] == 16  # family_copy, not family_copy_general
+    assert sizes.by_unit[OTHER] >= 64 + 8
 
 
 def test_progress_display_bar_and_plain_lines() -> None:

@@ -56,7 +56,7 @@ def test_jit_star_builds_without_a_metal_compiler(
         n: sorted(k) for n, k in expected.items()
     }
     report = json.loads(done.stdout)
-    families = {j["name"]: j for j in report["jit_families"]}
+    families = {j["name"]: j for j in report["jit_units"]}
     assert {n: j["embedding"] for n, j in families.items()} == {
         n: u["embedding"] for n, u in units.items()
     }

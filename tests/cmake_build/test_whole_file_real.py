@@ -62,6 +62,4 @@ def test_jit_star_builds_llama_cpp_without_a_metal_compiler(
         cpp = (build_dir / "metal_jit" / f"{name}.cpp").read_text()
         assert re.search(rf'#line \d+ "ggml-metal/{re.escape(name)}"', cpp), name
     report = json.loads(built.stdout)
-    assert sum(j["kernel_count"] for j in report["jit_families"]) == sum(
-        map(len, discovered.values())
-    )
+    assert sum(j["kernel_count"] for j in report["jit_units"]) == sum(map(len, discovered.values()))

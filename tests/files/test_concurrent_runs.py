@@ -128,8 +128,8 @@ def test_two_builds_in_one_build_folder(tmp_path: Path) -> None:
     second_out, _ = second.communicate(timeout=300)
     assert first.returncode == 0, first_err
     assert second.returncode == 0, stderr.read_text()
-    assert [f["name"] for f in json.loads(first_out)["jit_families"]] == ["unary"]
-    assert [f["name"] for f in json.loads(second_out)["jit_families"]] == ["binary"]
+    assert [f["name"] for f in json.loads(first_out)["jit_units"]] == ["unary"]
+    assert [f["name"] for f in json.loads(second_out)["jit_units"]] == ["binary"]
     manifest = json.loads((build / "manifest.json").read_text())
     assert [f["name"] for f in manifest["units"]] == ["binary"]
     assert not (build / ".metallib-builder.lock").exists()

@@ -12,24 +12,11 @@ from pathlib import Path
 import pytest
 from binaries import macho_sections, nm_addresses
 from clirun import run_cli as run
+from support.real_wheels import libraries_or_skip
 
-from builder.inputs import wheels
-from builder.inputs.targets import Library, resolve_target
 from builder.size.binary_account import NO_SECTION
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
-
-_skipped: dict[str, str] = {}
-
-
-def _resolve(spec: str, platform: str) -> list[Library]:
-    if spec in _skipped:
-        pytest.skip(_skipped[spec])
-    try:
-        return resolve_target(spec, platform=platform)
-    except wheels.DownloadError as exc:
-        _skipped[spec] = f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}"
-        pytest.skip(_skipped[spec])
 
 
 def _own_header(path: Path, offset: int) -> tuple[str, int, int]:
@@ -45,7 +32,7 @@ def _own_header(path: Path, offset: int) -> tuple[str, int, int]:
 
 
 def test_torch_libtorch_cpu_holds_two_libraries_in_their_own_sections() -> None:
-    libs = _resolve("torch==2.14.1", "macosx_14_0_arm64")
+    libs = libraries_or_skip("torch==2.14.1", "macosx_14_0_arm64")
     assert [lib.member for lib in libs] == [
         "torch/lib/libtorch_cpu.dylib#1",
         "torch/lib/libtorch_cpu.dylib#2",
@@ -65,7 +52,7 @@ def test_torch_libtorch_cpu_holds_two_libraries_in_their_own_sections() -> None:
 
 
 def test_metal_flash_sdpa_through_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
-    [lib] = _resolve("metal-flash-sdpa==0.1.2", "macosx_11_0_arm64")
+    [lib] = libraries_or_skip("metal-flash-sdpa==0.1.2", "macosx_11_0_arm64")
     assert lib.path is not None and lib.window is not None and lib.location is not None
     version, size, functions = _own_header(lib.path, lib.window.offset)
     symbols = nm_addresses(lib.path)
@@ -93,7 +80,7 @@ def test_metal_flash_sdpa_through_the_command_line(capsys: pytest.CaptureFixture
 
 
 def test_metal_linalg_thirteen_libraries_each_named_by_its_symbol() -> None:
-    libs = _resolve("metal-linalg==2.19.0", "macosx_14_0_arm64")
+    libs = libraries_or_skip("metal-linalg==2.19.0", "macosx_14_0_arm64")
     assert len(libs) == 13
     path = libs[0].path
     assert path is not None
@@ -114,7 +101,7 @@ def test_metal_linalg_thirteen_libraries_each_named_by_its_symbol() -> None:
 
 
 def test_gpt4all_standalone_format_2_6(capsys: pytest.CaptureFixture[str]) -> None:
-    [lib] = _resolve("gpt4all==2.8.2", "macosx_10_15_universal2")
+    [lib] = libraries_or_skip("gpt4all==2.8.2", "macosx_10_15_universal2")
     assert lib.path is not None and lib.path.name == "default.metallib" and lib.window is None
     version, size, functions = _own_header(lib.path, 0)
     assert version == "2.6" and size == lib.path.stat().st_size
@@ -134,7 +121,7 @@ def test_a_binarys_report_accounts_for_every_byte(
     """Issue 26 item 3: the parts add up to the file's size; each library part is its own
     header's size; each section part is llvm-objdump's section size less the library bytes
     in it, and the bytes in no section are the file less llvm-objdump's sections."""
-    libs = _resolve(spec, platform)
+    libs = libraries_or_skip(spec, platform)
     code, out, err = run(["report", spec, "--platform", platform, "--format", "json"], capsys)
     assert code == 0, err
     [binary] = json.loads(out)["binaries"]

@@ -107,11 +107,11 @@ def test_the_field_is_named(
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ('{"schema": 1, "file_size": ' + "9" * 5000 + "}", ["more than 4,300 digits"]),
+        ('{"schema": 2, "file_size": ' + "9" * 5000 + "}", ["more than 4,300 digits"]),
         ("[" * 200_000 + "]" * 200_000, ["nested too deeply"]),
-        ('{"schema": 1, "functions": [' + '{"a": ' * 100_000, ["nested too deeply"]),
+        ('{"schema": 2, "functions": [' + '{"a": ' * 100_000, ["nested too deeply"]),
         ("\xff\xfe not text", ["not UTF-8"]),
-        ('{"schema": 1,', ["cannot read JSON"]),
+        ('{"schema": 2,', ["cannot read JSON"]),
     ],
 )
 def test_json_only_a_parser_limit_stops(

@@ -196,10 +196,11 @@ def test_jit_sources_blame_the_same_lines(tmp_path: Path, run_cli) -> None:
     assert code == 1 and "JIT sources" not in out
 
 
-def test_not_a_kernel_tree_is_usage_error(tmp_path: Path, run_cli) -> None:
+def test_a_folder_without_entry_files_is_usage_error(tmp_path: Path, run_cli) -> None:
+    """The words ``kernels`` uses for the same folder (never 'not a kernel source tree')."""
     code, out, err = run_cli(["check", "--source-dir", str(tmp_path)])
     assert code == 2 and out == ""
-    assert "not a kernel source tree" in err
+    assert "no .metal entry files and no catalog.json" in err
 
 
 def test_missing_compiler_is_one_clear_message(tmp_path: Path, run_cli, monkeypatch) -> None:

@@ -149,7 +149,7 @@ def test_saved_report_with_host_library_counts_it_in_max_total_size(
     lib = write_metallib("a.metallib", LIB)
     code, out, _ = run_cli(["report", str(lib), "--format", "json"], capsys)
     doc = json.loads(out)
-    doc["jit_families"] = [
+    doc["jit_units"] = [
         {"name": "rope", "embedded_bytes": 900, "host_bytes": None, "kernel_count": 2}
     ]
     doc["host_library"] = {

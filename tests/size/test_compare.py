@@ -341,7 +341,7 @@ def test_several_library_pairs_give_one_json_document_and_one_csv_table(
     code, out, err = _run(["compare", *wheels, "--format", "json"], capsys)
     assert code == 0, err
     doc = json.loads(out)  # one document, not two in a row
-    assert doc["schema"] == 1 and doc["kind"] == "comparisons"
+    assert doc["schema"] == 2 and doc["kind"] == "comparisons"
     members = [lib["head"]["member"] for lib in doc["libraries"]]
     assert members == ["pkg/lib/a.metallib", "pkg/lib/b.metallib"]
     assert doc["libraries"][1]["delta_bytes"] == 0 and doc["libraries"][0]["delta_bytes"] > 0

@@ -12,7 +12,7 @@ from builder.size.grouping import (
     OTHER,
     Sources,
     builtin_rules,
-    generic_family,
+    generic_group,
     group_names,
     load_rules,
     parse_dtypes,
@@ -93,7 +93,7 @@ MLX_EXAMPLES = {
 
 @pytest.mark.parametrize(("name", "family"), sorted(MLX_EXAMPLES.items()))
 def test_mlx_rules(name: str, family: str) -> None:
-    assert builtin_rules("mlx").family(name) == family
+    assert builtin_rules("mlx").group(name) == family
 
 
 def test_kernel_grouping_picks_mlx_rules_for_mlx_names() -> None:
@@ -108,7 +108,7 @@ def test_generic_fallback_for_unknown_libraries() -> None:
     grouping = group_names(names)
     assert grouping.method == "generic"
     assert grouping.labels == ["blur", "blur", "sharpen", "tonemap_aces"]
-    assert generic_family("steel_gemm_fused_nn_float16_float16_bm64_bn64") == "steel_gemm_fused_nn"
+    assert generic_group("steel_gemm_fused_nn_float16_float16_bm64_bn64") == "steel_gemm_fused_nn"
 
 
 def test_rule_file_first_match_wins(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_rule_file_first_match_wins(tmp_path: Path) -> None:
 def test_rule_file_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r":2: bad regex"):
         parse_rules("ok  a\nbad  (unclosed\n", "x.rules")
-    with pytest.raises(UsageError, match="FAMILY REGEX"):
+    with pytest.raises(UsageError, match="GROUP REGEX"):
         parse_rules("lonely\n", "x.rules")
     with pytest.raises(UsageError, match="no rules"):
         parse_rules("# nothing\n", "x.rules")
@@ -134,7 +134,7 @@ def test_rule_file_errors(tmp_path: Path) -> None:
 
 def test_rules_with_clashing_group_names_still_work() -> None:
     rules = parse_rules("a  (?P<x>foo)\nb  (?P<x>bar)\n", "t")
-    assert [rules.family(n) for n in ("foo1", "bar1", "baz")] == ["a", "b", None]
+    assert [rules.group(n) for n in ("foo1", "bar1", "baz")] == ["a", "b", None]
 
 
 def test_by_dtype_function_and_source() -> None:

@@ -43,6 +43,7 @@ def _build(build_dir: Path, *selection: str) -> None:
             "builder",
             "build",
             "--jit",
+            "*",
             "-j",
             "2",
             "--format",
@@ -148,19 +149,19 @@ def test_jit_only_report_shows_host_library_symbols(
         "symbol sizes (ELF st_size, pyelftools .symtab) in the host library",
         str(so),
         "not metallib bytes",
-        "no metallib: every family is compiled at run time",
+        "no metallib: every unit is compiled at run time",
     ):
         assert _has(out, part), part
     code, out, _ = run_cli(["report", str(build), "--format", "json"], capsys)
     doc = json.loads(out)
     assert doc["file_size"] == 0 and doc["functions"] == []  # the metallib part keeps its meaning
-    assert {j["name"]: j["host_bytes"] for j in doc["jit_families"]} == _host(sizes)
-    assert {j["name"]: j["kernel_count"] for j in doc["jit_families"]} == {
+    assert {j["name"]: j["host_bytes"] for j in doc["jit_units"]} == _host(sizes)
+    assert {j["name"]: j["kernel_count"] for j in doc["jit_units"]} == {
         name: f["kernels"] for name, f in sizes["families"].items()
     }
     host = doc["host_library"]
     assert host["file_size"] == so.stat().st_size == sizes["file_size"]
-    parts = sum(j["host_bytes"] for j in doc["jit_families"])
+    parts = sum(j["host_bytes"] for j in doc["jit_units"])
     assert parts + host["shared_bytes"] + host["unattributed_bytes"] == host["file_size"]
     code, out, _ = run_cli(["report", str(build), "--format", "csv"], capsys)
     table = list(csv.reader(io.StringIO(out)))[1:]
@@ -183,7 +184,7 @@ def test_saved_jit_report_round_trips_and_is_checked(
     code, again, _ = run_cli(["report", str(saved), "--format", "json"], capsys)
     first, second = json.loads(out), json.loads(again)
     assert second["source"]["kind"] == "report"
-    for key in ("jit_families", "host_library", "file_size", "provenance"):
+    for key in ("jit_units", "host_library", "file_size", "provenance"):
         assert second[key] == first[key], key
     doc = json.loads(out)
     doc["host_library"]["unattributed_bytes"] += 1
@@ -204,14 +205,14 @@ def test_compare_two_jit_builds_gives_real_deltas(
     assert jit["measured"] == "host library symbols"
     assert (jit["base_bytes"], jit["head_bytes"]) == (size_a, size_b)
     assert jit["delta_bytes"] == size_b - size_a != 0
-    families = {f["name"]: f for f in jit["families"] if not f["overhead"]}
+    families = {f["name"]: f for f in jit["units"] if not f["overhead"]}
     ha, hb = _host(sa), _host(sb)
     for name in ha:
         assert families[name]["delta_bytes"] == hb[name] - ha[name]
         assert families[name]["delta_percent"] is not None  # in both builds: not "new"
     assert families["arange"]["base_bytes"] == 0 and families["arange"]["delta_percent"] is None
-    assert jit["new_families"] == ["arange"]
-    assert sum(f["delta_bytes"] for f in jit["families"]) == jit["delta_bytes"]
+    assert jit["new_units"] == ["arange"]
+    assert sum(f["delta_bytes"] for f in jit["units"]) == jit["delta_bytes"]
     code, out, _ = run_cli(["compare", str(a), str(b)], capsys)
     title = out.split("┏")[0]
     assert "(new)" not in out.split("arange")[0]
@@ -235,7 +236,7 @@ def test_compare_two_jit_builds_gives_real_deltas(
     code, out, _ = run_cli(["compare", str(a), str(a), "--format", "json"], capsys)
     same = json.loads(out)["jit"]
     assert same["delta_bytes"] == 0 and same["delta_percent"] == 0.0
-    assert all(f["delta_bytes"] == 0 and f["delta_percent"] == 0.0 for f in same["families"])
+    assert all(f["delta_bytes"] == 0 and f["delta_percent"] == 0.0 for f in same["units"])
 
 
 def test_unreadable_host_library_falls_back_to_manifest_bytes(
@@ -295,7 +296,7 @@ def test_mixed_build_shows_the_metallib_then_its_jit_families(
     (mixed / "manifest.json").write_text(json.dumps(manifest))
     code, out, _ = run_cli(["report", str(mixed)], capsys)
     assert code == 0
-    metallib_at, jit_at = out.index("[container overhead]"), out.index("JIT family")
+    metallib_at, jit_at = out.index("[container overhead]"), out.index("JIT unit")
     assert metallib_at < jit_at  # the metallib's table first, then the host library's
     assert re.search(r"│ arange +│ +2 │", out[:jit_at])
     assert f"{sizes['file_size']:,}" in out[jit_at:]
@@ -305,7 +306,7 @@ def test_mixed_build_shows_the_metallib_then_its_jit_families(
     assert sum(f["bytes"] for f in doc["functions"]) + doc["overhead_bytes"] == doc["file_size"]
     assert doc["host_library"]["file_size"] == sizes["file_size"]
     code, out, _ = run_cli(["compare", str(mixed), str(mixed), "--format", "markdown"], capsys)
-    assert "<summary>JIT families (JIT host library)" in out
+    assert "<summary>JIT units (JIT host library)" in out
 
 
 def test_growth_gates_count_the_host_library_of_mixed_builds(

@@ -13,7 +13,7 @@ import pytest
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
-from builder.size.grouping import generic_family, parse_dtypes, primary_dtype
+from builder.size.grouping import generic_group, parse_dtypes, primary_dtype
 
 # Metal Shading Language scalar types (spec table 2.1) and their vectors; ggml.h's enum ggml_type.
 METAL_SCALARS = ["bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"]
@@ -49,7 +49,7 @@ def says_a_type(name: str, words: set[str]) -> bool:
 def test_labels_follow_what_the_name_says(name: str, primary: str, group: str | None) -> None:
     assert primary_dtype(name) == primary
     if group is not None:  # MLX's names are grouped by its rules, not generically
-        assert generic_family(name) == group
+        assert generic_group(name) == group
 
 
 def test_vectors_count_as_their_element() -> None:

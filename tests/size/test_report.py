@@ -47,7 +47,7 @@ def test_report_json_schema(write_metallib: Callable[..., Path]) -> None:
         "overhead_bytes",
     ):
         assert key in doc
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert doc["file_size"] == os.path.getsize(path)
     assert doc["source"]["path"] == str(path)
     assert sum(f["bytes"] for f in doc["functions"]) + doc["overhead_bytes"] == doc["file_size"]
@@ -91,7 +91,7 @@ def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path:
     with pytest.raises(UsageError, match="schema"):
         report_from_dict({"schema": 99}, "future.json")
     with pytest.raises(UsageError, match="malformed"):
-        report_from_dict({"schema": 1, "functions": [{}]}, "broken.json")
+        report_from_dict({"schema": 2, "functions": [{}]}, "broken.json")
 
 
 def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:
@@ -156,7 +156,7 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
     assert labels["rbits"] == "arith"
     # not listed by the manifest: "other", never a guess
     assert labels["steel_gemm_fused_nn_float16_float16_bm64_bn64"] == OTHER
-    assert [(j.name, j.embedded_bytes) for j in report.jit_families] == [("matmul", 12345)]
+    assert [(j.name, j.embedded_bytes) for j in report.jit_units] == [("matmul", 12345)]
     assert report.source.manifest == str(build / "manifest.json")
     from builder.size.grouping import parse_rules
 
@@ -166,7 +166,7 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
     (by_source,) = load_reports(str(build), by="source")
     assert {g.name for g in by_source.groups} == {"copy.metal", "binary.metal", OTHER}
     doc = json.loads(report_json([report]))
-    assert doc["jit_families"] == [
+    assert doc["jit_units"] == [
         {"name": "matmul", "embedded_bytes": 12345, "host_bytes": None, "kernel_count": 0}
     ]
     assert doc["source"]["manifest"].endswith("manifest.json")
@@ -234,7 +234,7 @@ def test_fast_json_equals_general_encoder(write_metallib: Callable[..., Path]) -
         (report,) = load_reports(str(path))
         assert json.loads(report_json_text(report)) == report_to_dict(report)
     two = json.loads(report_json(load_reports(str(plain)) * 2))
-    assert two["schema"] == 1 and len(two["libraries"]) == 2
+    assert two["schema"] == 2 and len(two["libraries"]) == 2
 
 
 def _wheel(tmp_path: Path, members: dict[str, bytes]) -> Path:
@@ -300,7 +300,7 @@ def test_cli_report_formats_and_errors(
     code, out, _ = run("report", str(build), "--top", "1")
     assert code == 0
     assert "rest (" in out and "manifest.json" in re.sub(r" *\n", "", out)  # rich wraps paths
-    assert "JIT family" in out and re.search(r"│ matmul +│ +0 │ 12.35 kB │ +12,345 │", out)
+    assert "JIT unit" in out and re.search(r"│ matmul +│ +0 │ 12.35 kB │ +12,345 │", out)
     code, out, _ = run("report", str(build), "--format", "markdown", "--by", "source")
     assert code == 0 and "`copy.metal`" in out
     code, out, _ = run("report", str(build / "lib" / "kernels.metallib"), "--format", "csv")

@@ -30,7 +30,7 @@ def _saved(
     code, out, _ = run_cli(["report", str(metallib), "--format", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    doc["jit_families"] = [
+    doc["jit_units"] = [
         {"name": "rope", "embedded_bytes": 4000, "host_bytes": None, "kernel_count": 4}
     ]
     doc["host_library"] = {

@@ -398,7 +398,7 @@ def test_bad_input_is_one_line_exit_2(
         ([*base], "-o OUTDIR"),
         (["variants", "--from", str(library), "-o", str(tmp_path / "b")], "--source-dir"),
         ([*base, "-o", str(tmp_path / "c"), "--kernels", "unary"], "--kernels"),
-        (["variants", *tree[2:], "--budget", "1MB"], "only go with --from"),
+        (["variants", *tree[2:], "--budget", "1MB"], "Missing option '--from'"),
         ([*base, "-o", str(tmp_path / "d"), "--budget", "lots"], "is not a size"),
         (
             [

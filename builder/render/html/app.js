@@ -63,7 +63,7 @@
     var o = l.origin;
     return {
       fn: 'metallib ' + (o.metallib || '-') + (o.wheel ? ' (from ' + o.wheel + ')' : ''),
-      group: l.grouping === 'manifest' ? 'families per build manifest ' + o.manifest
+      group: l.grouping === 'manifest' ? 'units per build manifest ' + o.manifest
         : l.grouping.indexOf('discovery:') === 0 ? 'entry files per kernel tree ' + l.grouping.slice(10)
         : 'grouping ' + l.grouping + ' of names in the metallib',
       jit: l.jit_measured ? l.jit_origin : 'host library ' + (o.host_library || '(path not in manifest)') + ', bytes per build manifest ' + o.manifest,
@@ -121,7 +121,7 @@
       var j = node('JIT source in the host library', 'jit', top), baseJ = {};
       j.origin = where.jit;
       baseJit.forEach(function (r) { baseJ[r[0]] = r[1]; });
-      jit.forEach(function (r) { var c = node(r[0], 'jitfamily', j); c.size = r[1]; c.base = baseJ[r[0]] || 0; c.origin = where.jit; });
+      jit.forEach(function (r) { var c = node(r[0], 'jitunit', j); c.size = r[1]; c.base = baseJ[r[0]] || 0; c.origin = where.jit; });
     }
     total(top);
     return top;
@@ -147,7 +147,7 @@
       var r = n.base ? (n.size - n.base) / n.base : 0, t = Math.min(1, Math.sqrt(Math.abs(r) / 0.5));
       return r > 0 ? mix([230, 230, 230], [215, 48, 39], t) : r < 0 ? mix([230, 230, 230], [69, 117, 180], t) : '#e6e6e6';
     }
-    if (n.kind === 'jit' || n.kind === 'jitfamily') return n.kind === 'jit' ? '#b98a3c' : '#e2c07d';
+    if (n.kind === 'jit' || n.kind === 'jitunit') return n.kind === 'jit' ? '#b98a3c' : '#e2c07d';
     var hue = (n.gi * 137.508) % 360;
     return 'hsl(' + hue.toFixed(1) + ',48%,' + (DEPTH_LIGHT[n.kind] || 70) + '%)';
   }
@@ -346,7 +346,7 @@
     var where = 'measured in <code>' + esc(o.metallib || '(no metallib)') + '</code>' + (o.wheel ? ' from ' + esc(o.target) : '') + (o.manifest ? '; manifest <code>' + esc(o.manifest) + '</code>' : '');
     if (COMPARE) {
       var b = lib.base, c = lib.counts;
-      if (!o.metallib && !b.origin.metallib && lib.jit_origin) s.innerHTML = 'No metallib on either side: every family is compiled at run time; base ' + esc(b.label) + ', head ' + esc(lib.label) + '.';
+      if (!o.metallib && !b.origin.metallib && lib.jit_origin) s.innerHTML = 'No metallib on either side: every unit is compiled at run time; base ' + esc(b.label) + ', head ' + esc(lib.label) + '.';
       else s.innerHTML = '<b>' + signed(lib.delta) + ' (' + relpct(b.file_size, lib.file_size) + ')</b>: ' + human(b.file_size) + ' → ' + human(lib.file_size) +
         ' (' + commas(b.function_count) + ' → ' + commas(lib.function_count) + ' functions); added ' + commas(c.added) + ', removed ' + commas(c.removed) +
         ', changed ' + commas(c.changed) + '.<br>base ' + esc(b.label) + ' measured in <code>' + esc(b.origin.metallib || '-') + '</code>; head ' + esc(lib.label) + ' ' + where;
@@ -356,7 +356,7 @@
       $('legend').innerHTML = '<span><i style="background:#b2182b"></i>added</span><span><i style="background:rgb(215,48,39)"></i>grew</span><span><i style="background:#e6e6e6"></i>same</span><span><i style="background:rgb(69,117,180)"></i>shrank</span><span>area = head ' + (SIZE === fn.download ? 'download bytes' : 'bytes') + '</span>';
       if (lib.download && b.download) s.innerHTML += '<br>download (modelled, zlib 6 as a wheel stores it): ' + human(b.download.total) + ' → ' + human(lib.download.total) + ', ' + signed(lib.download.total - b.download.total) + ' (' + relpct(b.download.total, lib.download.total) + ')';
     } else if (!o.metallib && lib.jit_origin) {
-      s.innerHTML = 'No metallib: every family is compiled at run time; ' + where;
+      s.innerHTML = 'No metallib: every unit is compiled at run time; ' + where;
       $('provenance').innerHTML = '<div>' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify(lib.provenance, null, 1)) + '</pre>';
       $('legend').textContent = 'area = bytes; click to zoom, Esc to zoom out';
     } else {

@@ -5,7 +5,7 @@ named in the function names, or with two ``--by`` keys the second key's group) f
 in the browser, so every function is present once (for the table and the search) and the treemap
 can aggregate small leaves at whatever zoom level is shown. Columns instead of objects keep the
 file small: a 17,000-function library is about 1.2 MB of JSON. Only measured numbers go in: a
-function's bytes are from the metallib, a JIT family's from the host library's symbols (or the
+function's bytes are from the metallib, a JIT unit's from the host library's symbols (or the
 build manifest when they cannot be read), and ``-1`` marks "absent on this side" in a comparison
 (never a guessed size).
 """
@@ -62,8 +62,8 @@ def _origin(report: Report) -> dict[str, object]:
 def _side(report: Report) -> dict[str, object]:
     """Everything about one measured library except its functions.
 
-    JIT families (``builder.size.jit_sizes``) are measured in the host library: their symbol bytes
-    plus the host bytes no family owns, or the manifest's embedded bytes when the symbols could
+    JIT units (``builder.size.jit_sizes``) are measured in the host library: their symbol bytes
+    plus the host bytes no unit owns, or the manifest's embedded bytes when the symbols could
     not be read; ``jit_total``/``jit_origin`` say which (present only for builds with JIT)."""
     jit = jit_breakdown(report)
     side = {
@@ -75,7 +75,7 @@ def _side(report: Report) -> dict[str, object]:
         "by": report.by,
         "grouping": report.grouping,
         "overhead": [[o.name, o.bytes] for o in report.overhead],
-        "jit": [[r.name, r.bytes] for r in jit.families] + [[o.name, o.bytes] for o in jit.overhead]
+        "jit": [[r.name, r.bytes] for r in jit.units] + [[o.name, o.bytes] for o in jit.overhead]
         if jit
         else [],
         "provenance": report.provenance,

@@ -1,0 +1,50 @@
+"""The run-time sources of a host library (``builder.size.host_strings``) as a table: one row
+per function returning a string literal, with the bytes its string holds in the file."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from builder.render.markup import rich_text
+from builder.render.text import human_size
+
+if TYPE_CHECKING:
+    from builder.size.host_strings import HostString
+
+__all__ = ["host_sources_text"]
+
+
+def host_sources_text(
+    shown: str, found: Sequence[HostString], namespace: str | None, *, color: bool, width: int
+) -> str:
+    """A rich table: function, architecture (a fat file lists each), file offset, bytes."""
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    total = sum(s.size for s in found)
+    where = f" in {namespace}" if namespace else ""
+    table = Table(
+        title=rich_text(
+            f"{shown}: {len(found)} run-time source(s){where}, {human_size(total)} "
+            f"({total:,} bytes, NULs included)"
+        ),
+        title_justify="left",
+    )
+    table.add_column("function")
+    archs = len({s.arch for s in found}) > 1
+    if archs:
+        table.add_column("arch")
+    table.add_column("offset", justify="right")
+    table.add_column("size", justify="right")
+    table.add_column("bytes", justify="right")
+    for item in found:
+        cells = [rich_text(item.label)] + ([item.arch] if archs else [])
+        table.add_row(*cells, f"{item.offset:#x}", human_size(item.size), f"{item.size:,}")
+    table.add_section()
+    table.add_row("total", *([""] if archs else []), "", human_size(total), f"{total:,}")
+    console.print(table)
+    return out.getvalue()

@@ -1,0 +1,207 @@
+"""Run-time sources a Mach-O host library returns from ``const char* name()`` functions.
+
+MLX embeds each JIT preamble as a function that returns a string literal. Compiled, such a
+function's whole body loads the literal's address and returns it, and the literal sits NUL-ended
+in ``__TEXT,__cstring``. Reading those bodies measures each run-time source in the binary itself,
+where a build's manifest is not at hand (a wheel's ``libmlx.dylib``).
+
+Two bodies are recognised, each decoded from its encoding alone (no disassembler):
+
+* arm64: ``adrp x0, page; add x0, x0, #off; ret`` (Arm ARM, C6.2.10 ADRP, C6.2.4 ADD
+  (immediate), C6.2.219 RET);
+* x86-64: ``lea rax, [rip + d32]; ret``, with or without the ``push rbp; mov rbp, rsp`` …
+  ``pop rbp`` frame macOS compilers keep (Intel SDM vol. 2, LEA 8D /r with ModRM 0x05 = RIP+disp32).
+
+Functions are found by symbol where the binary has them: a no-argument function (Itanium-mangled
+``_ZN…Ev`` or ``_Z…v``; a const member function's ``this`` is an argument) in the namespace asked
+for. A stripped binary (executorch's delegate keeps no local symbols) names none; there the
+function starts ``LC_FUNCTION_STARTS`` records are read instead, and without a namespace an
+unnamed function counts when its string is source text: it holds a line break (a primitive's
+``name()`` returns one word). Sizes are the bytes the file holds, the NUL included.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+from builder.files.reading import open_regular
+from builder.metallib.binary_sections import Image, Section, read_layout
+
+__all__ = ["HostString", "demangle_plain", "host_strings"]
+
+_RET = 0xD65F03C0  # RET (X30)
+_STRING_SECTION = "__cstring"
+_READ = 16  # the longest body recognised: x86-64 with a frame, 4 + 7 + 2 bytes
+
+
+@dataclass(frozen=True)
+class HostString:
+    """One function returning a string literal: its C++ name (None when the binary names it
+    not), the architecture of its image, and where its string sits (file offset, bytes incl.
+    the NUL)."""
+
+    function: str | None
+    arch: str
+    address: int
+    offset: int
+    size: int
+
+    @property
+    def label(self) -> str:
+        return self.function or f"(unnamed at {self.address:#x})"
+
+
+def demangle_plain(symbol: str) -> list[str] | None:
+    """The qualified name parts of a no-argument, non-member-const function's Itanium symbol
+    (``__ZN3mlx4core5metal5utilsEv`` -> ``["mlx", "core", "metal", "utils"]``); None for any
+    other symbol. Only plain source names are read: a template, ABI tag or substitution is
+    something else than MLX's preamble functions and gives None."""
+    name = symbol[1:] if symbol.startswith("__Z") else symbol  # Mach-O adds one underscore
+    if not name.startswith("_Z"):
+        return None
+    rest = name[2:].removeprefix("L")  # internal linkage at file scope
+    nested = rest.startswith("N")
+    rest = rest[1:] if nested else rest
+    parts: list[str] = []
+    while rest and rest[0].isdigit():
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        length = int(rest[:digits])
+        part, rest = rest[digits : digits + length], rest[digits + length :]
+        if len(part) != length:
+            return None
+        parts.append(part)
+        if not nested:
+            break
+        rest = rest.removeprefix("L")
+    if nested:
+        if not rest.startswith("E"):
+            return None
+        rest = rest[1:]
+    return parts if parts and rest == "v" else None
+
+
+def _arm64_target(body: bytes, address: int) -> int | None:
+    """The address ``adrp x0, P; add x0, x0, #I; ret`` returns, or None for any other body."""
+    if len(body) < 12:
+        return None
+    adrp, add, ret = (int(word) for word in struct.unpack_from("<III", body))
+    # ADRP: op=1, bits 28-24 = 10000, Rd = x0; ADD (imm, 64-bit): sf=1 op=0 S=0, 100010, Rn=Rd=0
+    if adrp & 0x9F00001F != 0x90000000 or add & 0xFF8003FF != 0x91000000 or ret != _RET:
+        return None
+    page = ((adrp >> 5) & 0x7FFFF) << 2 | (adrp >> 29) & 3  # immhi:immlo, 21 bits signed
+    page -= (page & 1 << 20) << 1
+    shift = 12 if add >> 22 & 1 else 0  # sh: imm12 << 12
+    return (address & ~0xFFF) + (page << 12) + (((add >> 10) & 0xFFF) << shift)
+
+
+def _x86_64_target(body: bytes, address: int) -> int | None:
+    """The address ``lea rax, [rip + d]; ret`` returns (also inside a ``push rbp`` frame)."""
+    framed = body.startswith(b"\x55\x48\x89\xe5")  # push rbp; mov rbp, rsp
+    at = 4 if framed else 0
+    tail = b"\x5d\xc3" if framed else b"\xc3"  # pop rbp; ret
+    if body[at : at + 3] != b"\x48\x8d\x05" or body[at + 7 : at + 7 + len(tail)] != tail:
+        return None
+    displacement = int(struct.unpack_from("<i", body, at + 3)[0])
+    return address + at + 7 + displacement  # RIP is the next instruction's address
+
+
+def _section_address(section: Section, offset: int) -> int:
+    return section.address + offset - section.offset
+
+
+def _candidates(image: Image) -> Iterator[tuple[int, str | None]]:
+    """(file offset, symbol or None) of each function start: named ones, then unnamed ones."""
+    named: dict[int, str] = {}
+    for symbol in image.symbols():  # of aliases at one place, a plain function's name wins
+        kept = named.get(symbol.offset)
+        if kept is None or (demangle_plain(kept) is None and demangle_plain(symbol.name)):
+            named[symbol.offset] = symbol.name
+    yield from named.items()
+    for start in image.function_starts():
+        if start not in named:
+            yield start, None
+
+
+def _string_size(handle: IO[bytes], section: Section, offset: int) -> int | None:
+    """Bytes of the NUL-ended string at ``offset`` of ``section``, the NUL included."""
+    read = handle.read
+    handle.seek(offset)
+    size, block = 0, 1 << 16
+    while offset + size < section.end:
+        chunk = read(min(block, section.end - offset - size))
+        if not chunk:
+            return None
+        end = chunk.find(b"\0")
+        if end >= 0:
+            return size + end + 1
+        size += len(chunk)
+    return None
+
+
+def host_strings(
+    path: str | os.PathLike[str], namespace: str | None = None
+) -> list[HostString] | None:
+    """Every function of the binary at ``path`` whose whole body returns a string literal,
+    in ``namespace`` (``mlx::core::metal``; its nested namespaces too) when one is given.
+
+    None when the file is no Mach-O (ELF host libraries are measured by ``host_symbols``);
+    the order is the images' then the functions' addresses.
+    """
+    layout = read_layout(path)
+    if layout is None or "Mach-O" not in layout.kind:
+        return None
+    wanted = namespace.split("::") if namespace else None
+    found: list[HostString] = []
+    with open_regular(os.fspath(path), "the host library") as handle:
+        for image in layout.images:
+            decode = {"arm64": _arm64_target, "x86_64": _x86_64_target}.get(image.arch)
+            text = next((s for s in image.sections if s.name == "__text"), None)
+            if decode is None or text is None:
+                continue
+            strings = [s for s in image.sections if s.name == _STRING_SECTION and s.size]
+            for offset, symbol in _candidates(image):
+                if not text.offset <= offset < text.end:
+                    continue
+                parts = demangle_plain(symbol) if symbol is not None else None
+                if symbol is not None and parts is None:
+                    continue
+                if wanted is not None and (parts is None or parts[:-1][: len(wanted)] != wanted):
+                    continue  # outside the namespace, or unnamed: its namespace is unknown
+                handle.seek(offset)
+                address = _section_address(text, offset)
+                target = decode(handle.read(_READ), address)
+                section = next(
+                    (s for s in strings if target is not None and 0 <= target - s.address < s.size),
+                    None,
+                )
+                if section is None or target is None:
+                    continue
+                where = section.offset + target - section.address
+                size = _string_size(handle, section, where)
+                if size is None:
+                    continue
+                if wanted is None and not _is_source(handle, where, size):
+                    continue
+                name = "::".join(parts) if parts else None
+                found.append(HostString(name, image.arch, address, where, size))
+    found.sort(key=lambda s: (s.arch, s.address))
+    return found
+
+
+def _is_source(handle: IO[bytes], offset: int, size: int) -> bool:
+    """Whether the string holds a line break: source text, not a one-word name."""
+    handle.seek(offset)
+    read = handle.read
+    left = size
+    while left > 0:
+        chunk = read(min(left, 1 << 16))
+        if not chunk:
+            return False
+        if b"\n" in chunk:
+            return True
+        left -= len(chunk)
+    return False
