@@ -167,7 +167,13 @@ def test_build_directory_uses_manifest(write_metallib: Callable[..., Path], tmp_
     assert {g.name for g in by_source.groups} == {"copy.metal", "binary.metal", OTHER}
     doc = json.loads(report_json([report]))
     assert doc["jit_units"] == [
-        {"name": "matmul", "embedded_bytes": 12345, "host_bytes": None, "kernel_count": 0}
+        {
+            "name": "matmul",
+            "embedded_bytes": 12345,
+            "host_bytes": None,
+            "kernel_count": 0,
+            "embedding": "preamble",  # a manifest without the key: MLX's embedding
+        }
     ]
     assert doc["source"]["manifest"].endswith("manifest.json")
 
