@@ -18,7 +18,7 @@ set(METALLIB_INCLUDE_DIRS "" CACHE STRING "Folder searched for quoted includes (
 set(METALLIB_DEFINES "" CACHE STRING "Preprocessor definition (repeatable); wins over metallib.toml and over Metal's predefined macros, e.g. -D __METAL_VERSION__=320.")
 set(METALLIB_EXCLUDE "" CACHE STRING "Skip entry files whose path relative to --source-dir matches (repeatable; fnmatch, '*' also crosses '/').")
 set(METALLIB_CONFIG "" CACHE FILEPATH "Settings file to use instead of DIR/metallib.toml.")
-set(METALLIB_JIT "" CACHE STRING "Units built JIT, the rest AOT: catalog families, or entry files of a tree without catalog.json (comma-separated names or globs, '*' crossing '/'; repeatable); '*' for all. Entry files [build] aot-only names, or that write their own kernel templates, stay AOT.")
+set(METALLIB_JIT "" CACHE STRING "Units built JIT, the rest AOT: catalog families, or entry files of a tree without catalog.json (comma-separated names or globs, '*' crossing '/'; repeatable); '*' for all. Entry files [build] aot-only names stay AOT; entry files that define their own kernels are embedded whole.")
 set(METALLIB_AOT "" CACHE STRING "Units built AOT, every other one JIT: catalog families, or entry files of a tree without catalog.json (comma-separated names or globs, '*' crossing '/'; repeatable).")
 set(METALLIB_KERNELS "" CACHE STRING "Catalog families to build (default: every family in the catalog).")
 set(METALLIB_DTYPES "" CACHE STRING "dtypes a catalog tree instantiates (default: all).")
