@@ -103,3 +103,52 @@ def test_ggml_names_are_read_as_ggml_writes_them(capsys: pytest.CaptureFixture[s
         f["group"] for f in grouped["functions"] if f["name"].startswith("kernel_mul_mm_id")
     }
     assert mul_mm_id == {"kernel_mul_mm_id"}
+
+
+# MLX's own spellings as its kernels write them (the vocabulary before other projects' names were
+# added): canonical words, Metal's and MLX's extra spellings; the short ones only as whole tokens.
+_MLX_SPELLINGS = {
+    **{w: w for w in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")},
+    **{w: w for w in ("uint64", "float16", "bfloat16", "float32", "complex64", "float64")},
+    "int8_t": "int8", "int16_t": "int16", "int32_t": "int32", "int64_t": "int64",
+    "uint8_t": "uint8", "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64",
+    "half": "float16", "bfloat16_t": "bfloat16", "float": "float32", "complex64_t": "complex64",
+    "bool_": "bool", "float16_t": "float16", "float2": "complex64", "complex32_t": "complex32",
+}  # fmt: skip
+_MLX_WORDS = {"float", "half", "bool", "float2"}
+
+
+def _mlx_label(name: str) -> str:
+    """The label MLX's spellings alone give: the first dtype not right after a mask word, else
+    the first at all, else "none" (an independent reading of the rule in docs/report-schema.md)."""
+    pattern = re.compile(
+        "|".join(re.escape(s) for s in sorted(_MLX_SPELLINGS, key=lambda s: -len(s)))
+    )
+    found: list[tuple[str, bool]] = []
+    for match in pattern.finditer(name):
+        text, start, end = match.group(), match.start(), match.end()
+        whole = (start == 0 or name[start - 1] == "_") and (end == len(name) or name[end] == "_")
+        if text in _MLX_WORDS and not whole:
+            continue
+        after_mask = name[:start].endswith(("mask", "mask_")) and not name[:start].endswith(
+            ("nomask", "nomask_")
+        )
+        found.append((_MLX_SPELLINGS[text], after_mask))
+    unmasked = [word for word, masked in found if not masked]
+    return (unmasked or [w for w, _ in found] or ["none"])[0]
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("version", ["0.32.1", "0.32.4"])
+def test_mlx_labels_do_not_move(version: str, mlx_metallib: Any) -> None:
+    """MLX's --by dtype labels are what MLX's own spellings give: the words of other projects
+    (int, uint, f16, q4_0...) change no MLX function's label."""
+    from builder.metallib import open_metallib
+
+    with open_metallib(mlx_metallib(version, "macosx_14_0_arm64")) as lib:
+        names = [f.name for f in lib.functions]
+    assert len(names) > 10_000
+    moved = [
+        (n, primary_dtype(n), _mlx_label(n)) for n in names if primary_dtype(n) != _mlx_label(n)
+    ]
+    assert not moved, moved[:5]
