@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from builder.cli.build_options import request_option
+from builder.cli.publishing import format_option
 from builder.cli.tree_options import BUILD_JOBS, tree_options
 
 __all__ = [
@@ -96,14 +97,9 @@ Examples:
 @_tree_options
 @no_wait_option
 @build_only_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table for people; json (schema 2) for scripts: what report BUILD_DIR "
-    "--format json prints.",
+@format_option(
+    ("table", "json"),
+    "table for people; json (schema 2) for scripts: what report BUILD_DIR --format json prints.",
 )
 def build_command(**kw: Any) -> None:
     """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from builder.cli.kernels import emit_json
+from builder.cli.publishing import format_option
 from builder.cli.tree_options import tree_options
 from builder.errors import CheckFailed, UsageError
 from builder.kernels.catalog import split_names
@@ -101,13 +102,9 @@ Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no
     help="Also compile each unit's JIT source (its inlined preamble with the "
     "instantiation lines appended). Default: --jit.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: one line per problem (path:line:col) and a summary; json (schema 2) for scripts.",
+@format_option(
+    ("text", "json"),
+    "text: one line per problem (path:line:col) and a summary; json (schema 2) for scripts.",
 )
 def check_command(
     source_dir: Path | None,

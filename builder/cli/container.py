@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from builder.cli.publishing import platform_option
+from builder.cli.publishing import format_option, platform_option
 from builder.errors import CheckFailed, UsageError
 
 __all__ = ["list_command", "slim_command", "verify_command"]
@@ -57,14 +57,7 @@ Examples:
 """,
 )
 @click.argument("file", type=_FILE)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table for people; json (schema 1) for scripts.",
-)
+@format_option(("table", "json"), "table for people; json (schema 1) for scripts.")
 @_MEMBER
 @click.option(
     "--sort",
@@ -104,14 +97,7 @@ output), 2 the file is unreadable or not a metallib.
 )
 @click.argument("file", type=_FILE)
 @_MEMBER
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text for people; json (schema 1) for scripts.",
-)
+@format_option(("text", "json"), "text for people; json (schema 1) for scripts.")
 def verify_command(file: Path, fmt: str, member: str | None) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
@@ -225,14 +211,7 @@ Examples:
     help="Copy kept functions whose module SHA-256 does not match their HASH tag (with a "
     "warning) instead of refusing.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text for people; json (schema 1) for scripts.",
-)
+@format_option(("text", "json"), "text for people; json (schema 1) for scripts.")
 def slim_command(
     target: str,
     output: Path,

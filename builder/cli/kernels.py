@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from builder.cli.publishing import format_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 from builder.files.jsontext import dumps
@@ -61,13 +62,9 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
     help="Catalog trees only: instantiations whose value dtypes are all listed (index dtypes are "
     "kept), e.g. float16,float32.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table: per family (catalog) or per entry file (discovered) with counts, then the "
+@format_option(
+    ("table", "json"),
+    "table: per family (catalog) or per entry file (discovered) with counts, then the "
     "run-time-only kernel templates and the .metal files that are headers; json (schema 1): "
     "also every kernel with name, source, template and args, runtime_only and metal_headers.",
 )

@@ -24,6 +24,18 @@ __all__ = ["output_options", "output_plan", "publish", "pull_request_for", "term
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def format_option(choices: Sequence[str], help_text: str) -> Callable[[F], F]:
+    """``--format`` of a command that prints to stdout; the first choice is the default."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default=choices[0],
+        show_default=True,
+        help=help_text,
+    )
+
+
 def platform_option(what: str = "PACKAGE==VERSION targets") -> Callable[[F], F]:
     """``--platform``, the wheel platform of ``what``, its default stated once
     (``builder.inputs.DEFAULT_PLATFORM``)."""
