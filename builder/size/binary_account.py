@@ -62,41 +62,27 @@ def account_binary(
     windows = [(offset, size) for _, offset, size, _ in ordered]
     rows = [Rollup(name, count, size, 0) for name, _, size, count in ordered]
     layout = read_layout(path)
-    in_sections = 0
+    library_bytes = sum(size for _, size in windows)
+    in_sections = covered_in_sections = 0
     kind = "binary"
     if layout is not None:
         kind = layout.kind
         fat = len(layout.images) > 1
         sections = [(image, s) for image in layout.images for s in image.sections]
         for image, section in sorted(sections, key=lambda pair: pair[1].offset):
-            in_sections += section.size
             rest = _outside(section.offset, section.end, windows)
+            in_sections += section.size
+            covered_in_sections += section.size - rest
             if rest:
                 label = f"{image.arch} {section.label}" if fat else section.label
                 rows.append(overhead_row(label, rest))
-    library_bytes = sum(size for _, size in windows)
-    outside_sections = file_size - in_sections - _outside_sections_covered(layout, windows)
-    rest = outside_sections if layout is not None else file_size - library_bytes
+    # in no section: the file less its sections, less the library bytes outside every section
+    rest = file_size - in_sections - (library_bytes - covered_in_sections)
     if rest:
         rows.append(overhead_row(NO_SECTION, rest))
     account = BinaryAccount(path, shown or path, kind, file_size, tuple(rows))
     assert sum(r.bytes for r in account.rows) == file_size, (path, account)
     return account
-
-
-def _outside_sections_covered(layout: object, windows: Sequence[tuple[int, int]]) -> int:
-    """Library bytes that lie in no section (a metallib appended after the last one)."""
-    if layout is None:
-        return 0
-    from builder.metallib.binary_sections import Layout
-
-    assert isinstance(layout, Layout)
-    spans = sorted((s.offset, s.end) for image in layout.images for s in image.sections)
-    total = 0
-    for offset, size in windows:
-        inside = sum(max(0, min(end, offset + size) - max(start, offset)) for start, end in spans)
-        total += size - inside
-    return total
 
 
 def binary_accounts(
