@@ -27,6 +27,27 @@ from support.shared import shared_folder
 from builder.kernels.compiler import find_compiler
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli_without_metal(
+    *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``metallib-builder ARGS`` from the checkout, with no Metal compiler to find (no
+    METAL_COMPILER, no xcrun on PATH), so a build takes the path a Linux machine takes."""
+    base = {k: v for k, v in os.environ.items() if k != "METAL_COMPILER"}
+    base["PATH"] = os.pathsep.join(
+        p for p in base.get("PATH", "").split(os.pathsep) if not (Path(p) / "xcrun").exists()
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**base, "NO_COLOR": "1", **(env or {})},
+    )
+
+
 STANDIN = Path(__file__).resolve().parent / "standin"
 METAL = STANDIN / "metal-standin"
 XCRUN_DIR = STANDIN / "xcrun-bin"

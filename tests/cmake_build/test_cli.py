@@ -14,27 +14,14 @@ import pytest
 
 from builder.render.text import human_size
 
+from .conftest import cli_without_metal
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k != "METAL_COMPILER"}
-    base["PATH"] = os.pathsep.join(
-        p for p in base.get("PATH", "").split(os.pathsep) if not (Path(p) / "xcrun").exists()
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "builder", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**base, "NO_COLOR": "1", **(env or {})},
-    )
 
 
 def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
     build_dir = tmp_path / "b"
-    done = _cli("build", "--kernels", "arange", "--build-dir", str(build_dir))
+    done = cli_without_metal("build", "--kernels", "arange", "--build-dir", str(build_dir))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr  # one line
     for part in (
@@ -59,7 +46,9 @@ def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
     toml = mlx_tree / "metallib.toml"
     toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
     build_dir = tmp_path / "b"
-    done = _cli("build", "--jit", "*", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir))
+    done = cli_without_metal(
+        "build", "--jit", "*", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir)
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert (
         "Asked to be JIT, these stay AOT: tiles/tile_copy.metal (named by [build] aot-only "
@@ -71,7 +60,7 @@ def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
 
 
 def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
-    done = _cli(
+    done = cli_without_metal(
         "build",
         "--kernels",
         "arange,copy",
@@ -84,9 +73,13 @@ def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
 
 
 def test_bad_selection_is_exit_2(tmp_path: Path) -> None:
-    done = _cli("build", "--jit", "*", "--kernels", "nope", "--build-dir", str(tmp_path / "b"))
+    done = cli_without_metal(
+        "build", "--jit", "*", "--kernels", "nope", "--build-dir", str(tmp_path / "b")
+    )
     assert done.returncode == 2 and "unknown catalog family 'nope'" in done.stderr
-    done = _cli("build", "--kernels", "arange", "--jit", "copy", "--build-dir", str(tmp_path / "b"))
+    done = cli_without_metal(
+        "build", "--kernels", "arange", "--jit", "copy", "--build-dir", str(tmp_path / "b")
+    )
     assert (
         done.returncode == 2 and "--jit 'copy' matches no unit of the catalog tree" in done.stderr
     )
@@ -126,7 +119,7 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
 def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
     metal = standin_tools
     build_dir = tmp_path / "b"
-    done = _cli(
+    done = cli_without_metal(
         "build",
         "--kernels",
         "unary,arange",
@@ -149,7 +142,7 @@ def test_build_aot_with_standin(tmp_path: Path, standin_tools: Path) -> None:
     assert set(groups) == {"unary", "arange"} and doc["jit_units"] == []
     assert sum(g["bytes"] for g in groups.values()) + doc["overhead_bytes"] == doc["file_size"]
     # a second run configures nothing and builds nothing
-    again = _cli(
+    again = cli_without_metal(
         "build",
         "--kernels",
         "unary,arange",
@@ -187,15 +180,15 @@ def test_build_prints_what_report_prints(
         "-j",
         "2",
     ]
-    built = _cli(*args)
+    built = cli_without_metal(*args)
     assert built.returncode == 0, built.stderr
-    reported = _cli("report", str(build_dir))
+    reported = cli_without_metal("report", str(build_dir))
     assert reported.returncode == 0, reported.stderr
     assert built.stdout == reported.stdout
-    built_json = _cli(*args, "--format", "json")
+    built_json = cli_without_metal(*args, "--format", "json")
     assert "(0 build steps)" in built_json.stderr  # measured again, not built again
     assert json.loads(built_json.stdout) == json.loads(
-        _cli("report", str(build_dir), "--format", "json").stdout
+        cli_without_metal("report", str(build_dir), "--format", "json").stdout
     )
     # the JIT table: every row of the host library, and their total is its file size
     jit = built.stdout[built.stdout.index("JIT unit") :]
@@ -221,7 +214,7 @@ def test_build_failure_shows_the_failing_command(
 ) -> None:
     header = kernel_tree / "arange" / "arange.h"
     header.write_text('#include "common/missing.h"\n' + header.read_text())
-    done = _cli(
+    done = cli_without_metal(
         "build",
         "--kernels",
         "arange",
@@ -239,7 +232,9 @@ def test_build_failure_shows_the_failing_command(
 @pytest.mark.cmake
 @pytest.mark.slow
 def test_presets_without_compiler_build_jit_only(tmp_path: Path, cxx_available: None) -> None:
-    done = _cli("presets", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v"))
+    done = cli_without_metal(
+        "presets", "--kernels", "arange,copy", "--build-dir", str(tmp_path / "v")
+    )
     assert done.returncode == 0, done.stderr
     reason = (
         "not built: jit-off, mixed: no Metal compiler (xcrun not found) — needs macOS with Xcode"
@@ -255,7 +250,7 @@ def test_presets_without_compiler_build_jit_only(tmp_path: Path, cxx_available: 
 def test_presets_with_standin_side_by_side(
     tmp_path: Path, standin_tools: Path, cxx_available: None
 ) -> None:
-    done = _cli(
+    done = cli_without_metal(
         "presets",
         "--kernels",
         "arange,copy,softmax",
@@ -285,7 +280,7 @@ def test_presets_with_standin_side_by_side(
         files = [tmp_path / "v" / name / f for f in ("mlx.metallib", "libmetal_jit.so")]
         assert preset["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
     # the table: each column adds up to the total shipped, which is the files' sizes
-    done = _cli(
+    done = cli_without_metal(
         "presets",
         "--kernels",
         "arange,copy,softmax",

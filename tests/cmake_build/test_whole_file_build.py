@@ -5,35 +5,18 @@ and the manifest and ``report`` say each unit's embedding and its kernels."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.whole_file_trees import SHAPES
 
-ROOT = Path(__file__).resolve().parents[2]
+from .conftest import cli_without_metal
+
 WHOLE = {
     "ggml": {"ops.metal"},
     "llama": {"kernels/norm.metal"},
     "candle": {"fill.metal", "unary.metal"},
 }
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "METAL_COMPILER"}
-    env["PATH"] = os.pathsep.join(
-        p for p in env.get("PATH", "").split(os.pathsep) if not (Path(p) / "xcrun").exists()
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "builder", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**env, "NO_COLOR": "1"},
-    )
 
 
 @pytest.mark.cmake
@@ -45,7 +28,7 @@ def test_jit_star_builds_without_a_metal_compiler(
     build_dir = tmp_path / "b"
     flags = [a for d in include_dirs for a in ("-I", str(d))]
     args = ["--source-dir", str(root), *flags, "--build-dir", str(build_dir)]
-    done = _cli("build", *args, "--jit", "*", "--format", "json")
+    done = cli_without_metal("build", *args, "--jit", "*", "--format", "json")
     assert done.returncode == 0, done.stderr
     manifest = json.loads((build_dir / "manifest.json").read_text())
     assert manifest["metallib"] is None  # nothing compiled by Apple's compiler
@@ -62,5 +45,5 @@ def test_jit_star_builds_without_a_metal_compiler(
     }
     assert sum(j["kernel_count"] for j in families.values()) == sum(map(len, expected.values()))
     # an AOT build of the same tree still needs the compiler, and --jit is the way out
-    aot = _cli("build", *args[:-1], str(tmp_path / "aot"))
+    aot = cli_without_metal("build", *args[:-1], str(tmp_path / "aot"))
     assert aot.returncode == 2 and "--jit '*'" in aot.stderr, aot.stderr

@@ -7,33 +7,15 @@ unit's text."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.real_sdists import ggml_metal_or_skip
 
+from .conftest import cli_without_metal
+
 pytestmark = [pytest.mark.realdata, pytest.mark.cmake, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "METAL_COMPILER"}
-    env["PATH"] = os.pathsep.join(
-        p for p in env.get("PATH", "").split(os.pathsep) if not (Path(p) / "xcrun").exists()
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "builder", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**env, "NO_COLOR": "1"},
-    )
 
 
 @pytest.mark.parametrize("version", ["0.3.2", "0.3.36"])
@@ -42,14 +24,14 @@ def test_jit_star_builds_llama_cpp_without_a_metal_compiler(
 ) -> None:
     tree = ggml_metal_or_skip(version)
     flags = ["-I", str(tree.parent), "-I", str(tree)]
-    listed = _cli("kernels", "--source-dir", str(tree), *flags, "--format", "json")
+    listed = cli_without_metal("kernels", "--source-dir", str(tree), *flags, "--format", "json")
     assert listed.returncode == 0, listed.stderr
     discovered: dict[str, set[str]] = {}
     for kernel in json.loads(listed.stdout)["kernels"]:
         discovered.setdefault(kernel["source"], set()).add(kernel["name"])
     build_dir = tmp_path / "b"
     args = ["--source-dir", str(tree), *flags, "--build-dir", str(build_dir), "--jit", "*"]
-    built = _cli("build", *args, "--format", "json")
+    built = cli_without_metal("build", *args, "--format", "json")
     assert built.returncode == 0, built.stderr
     manifest = json.loads((build_dir / "manifest.json").read_text())
     assert manifest["metallib"] is None and manifest["host_library"]
