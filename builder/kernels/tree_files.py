@@ -115,12 +115,31 @@ def metal_headers(source_dir: Path) -> dict[str, str]:
     ``included by F`` (a quoted include from another ``.metal`` file F, resolved against F's
     folder, then the tree's root) or ``#pragma once, no kernel`` (the word ``kernel`` nowhere
     in the text, comments included: a file that mentions it stays an entry file, the safe side,
-    since discovery then finds what it really defines)."""
+    since discovery then finds what it really defines).
+
+    One run asks several times (discovery, the run-time-only search, the cache key, the
+    listing); the texts are read again only when a file's size or time changed."""
     metal = _walk(source_dir, (ENTRY_SUFFIX,))
+    stamps = []
+    for name in metal:
+        try:
+            info = os.stat(source_dir / name)
+            stamps.append((name, info.st_size, info.st_mtime_ns))
+        except OSError:
+            stamps.append((name, -1, -1))  # read_source says what is wrong
+    return dict(_metal_headers(str(source_dir), tuple(stamps)))
+
+
+@functools.lru_cache(maxsize=16)
+def _metal_headers(
+    source_dir: str, stamps: tuple[tuple[str, int, int], ...]
+) -> tuple[tuple[str, str], ...]:
+    root = Path(source_dir)
+    metal = [name for name, _, _ in stamps]
     known = set(metal)
     why: dict[str, str] = {}
     for name in metal:
-        text = read_source(source_dir / name)
+        text = read_source(root / name)
         if _PRAGMA_ONCE.search(text) and not _KERNEL_WORD.search(text):
             why.setdefault(name, "#pragma once, no kernel")
         folder = PurePath(name).parent
@@ -131,7 +150,7 @@ def metal_headers(source_dir: Path) -> dict[str, str]:
                 if candidate in known and candidate != name:
                     why.setdefault(candidate, f"included by {name}")
                     break
-    return {name: why[name] for name in metal if name in why}
+    return tuple((name, why[name]) for name in metal if name in why)
 
 
 def entry_files(source_dir: Path, exclude: Sequence[str] = ()) -> list[str]:
