@@ -225,9 +225,11 @@ def host_program(kind: str, embed: dict[str, Any]) -> str:
 def host_sources(
     manifest: dict[str, Any], build_dir: Path, out: Path
 ) -> tuple[dict[str, list[str]], dict[str, Any] | None]:
-    """Write every run-time source of the build's host library into ``out`` through the host
-    program; for a catalog tree, the kernels the library names per family (None otherwise) is the
-    second part of the answer, and embed.json (None for a catalog tree) the first's."""
+    """Write every run-time source of the build's host library into ``out`` (emptied first)
+    through the host program. Returns the kernels the library names per family (a catalog tree;
+    empty otherwise) and the build's embed.json (a discovered tree; None for a catalog tree)."""
+    import shutil
+
     from builder.kernels.compiler import find_compiler
 
     jit = [u for u in manifest["units"] if u["mode"] == "jit"]
@@ -236,7 +238,8 @@ def host_sources(
     embed: dict[str, Any] = json.loads((embed_dir / "embed.json").read_text("utf-8"))
     kind = manifest["tree"]["kind"]
     library = (build_dir / manifest["host_library"]).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out, ignore_errors=True)  # no source of an earlier run is compiled again
+    out.mkdir(parents=True)
     source, program = out / "host_program.cpp", out / "host_program"
     source.write_text(host_program(kind, embed), encoding="utf-8")
     cxx = find_compiler()
@@ -273,9 +276,8 @@ def compile_source(
     result.update(file=str(path), bytes=path.stat().st_size, findings=[])
     done = run([*metal, "-x", "metal", "-c", str(path), "-o", str(air), "-MMD", "-MF", str(dep)])
     if done.returncode != 0:
-        result["findings"].append(
-            f"metal -c failed (exit {done.returncode}): {done.stderr.strip()}"
-        )
+        said = "\n".join(done.stderr.strip().splitlines()[:20])  # the first errors say enough
+        result["findings"].append(f"metal -c failed (exit {done.returncode}): {said}")
         return result
     result["findings"] += [
         f"reads {f}: a quoted include was left" for f in project_reads(dep, path)
@@ -284,7 +286,8 @@ def compile_source(
         library = path.with_suffix(".metallib")
         done = run([*metal, "-o", str(library), str(air)])
         if done.returncode != 0:
-            result["findings"].append(f"metal -o failed (exit {done.returncode}): {done.stderr}")
+            said = "\n".join(done.stderr.strip().splitlines()[:20])
+            result["findings"].append(f"metal -o failed (exit {done.returncode}): {said}")
             return result
         names, problems = library_names(library)
         result["kernels"] = len(names)

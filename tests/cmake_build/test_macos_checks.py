@@ -247,3 +247,37 @@ def test_tests_step_runs_pytest_in_the_checkout_and_passes_its_exit_status() -> 
     done = _run([*argv, "--no-such-option"], _env(os.environ["PATH"]))
     assert done.returncode == 4, done.stdout  # pytest's usage error, passed on
     assert "unrecognized arguments: --no-such-option" in done.stderr
+
+
+def _script_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("macos_checks", ROOT / SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_library_is_compared_with_the_recorded_names_exactly() -> None:
+    compare = _script_module().compare
+    assert compare(["a", "b"], ["b", "a"]) == []
+    assert compare(["a", "b", "b", "x"], ["a", "b", "c"]) == [
+        "1 recorded kernels missing, e.g. ['c']",
+        "1 functions the build did not record, e.g. ['x']",
+        "a function name appears twice",
+    ]
+
+
+def test_a_depfile_naming_a_project_file_is_a_finding(tmp_path: Path) -> None:
+    """Only files of the checkout count (Apple's own headers are no project files), and the
+    compiled source itself does not."""
+    reads = _script_module().project_reads
+    source = tmp_path / "unary.metal"
+    header = KERNELS / "utils.h"
+    dep = tmp_path / "unary.d"
+    dep.write_text(f"{tmp_path}/unary.air: {source} \\\n  /usr/include/metal/metal_stdlib\n")
+    assert reads(dep, source) == []
+    spaced = tmp_path / "a dir" / "x.metal"
+    dep.write_text(f"x.air: {str(spaced).replace(' ', chr(92) + ' ')} \\\n  {header}\n")
+    assert reads(dep, spaced) == [str(header)]
