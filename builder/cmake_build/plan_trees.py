@@ -214,5 +214,10 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         config.flags,
         compiles,
         tuple(preambles),
+        run_time={
+            "namespace": config.runtime.namespace,
+            "api": config.runtime.api,
+            "lookup": config.runtime.lookup,
+        },
         memo=memo,
     )

@@ -46,6 +46,7 @@ __all__ = [
     "include_dirs",
     "jit_sources",
     "preamble_specs",
+    "settings_of",
 ]
 
 ZLIB_LEVEL = 9
@@ -72,7 +73,7 @@ class JitSources:
     """``embed`` arguments writing the same file (before ``-o``)."""
 
 
-def _settings(tree: KernelTree) -> RuntimeSources:
+def settings_of(tree: KernelTree) -> RuntimeSources:
     """The tree's run-time source settings (a catalog tree: ``embed``'s defaults)."""
     return RuntimeSources() if tree.kind == "catalog" else tree.config.runtime
 
@@ -172,7 +173,7 @@ def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
     if not roots:
         return None
     dirs = include_dirs(tree)
-    settings = _settings(tree)
+    settings = settings_of(tree)
     text, preambles, given = _render(roots, dirs, settings)
     named = [(_function(p, hs, f), p) for p, (hs, f) in zip(preambles, roots)]
     raw = "".join(_stored_texts(named, settings).values()).encode("utf-8")
@@ -198,7 +199,7 @@ class EmbedCosts:
     def __init__(self, tree: KernelTree) -> None:
         self._tree = tree
         self._dirs = include_dirs(tree)
-        self._settings = _settings(tree)
+        self._settings = settings_of(tree)
         self._stored: dict[str, dict[str, str]] = {}
 
     def stored(self, entry: str) -> dict[str, str]:
