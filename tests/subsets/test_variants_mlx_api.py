@@ -7,7 +7,7 @@ The wheel ships the headers, not the ``.metal`` entry files, so the tree here ha
 entry file per entry file of MLX v0.32.1, each with that file's quoted includes (MLX's own
 lists, below) and no kernel: the function set and the embedded text depend only on which
 headers each entry file includes and on the headers themselves, which are MLX's.
-``metallib.toml`` is MLX's as docs/mlx.md gives it: ``[build.preambles]`` is MLX's
+``metallib.toml`` is MLX's, written here per platform: ``[build.preambles]`` is MLX's
 ``make_jit_source`` list (mlx/backend/metal/CMakeLists.txt), ``always-embed`` the preambles its
 host code uses whatever is JIT, ``aot-only`` the files MLX compiles ahead of time in a JIT build
 (mlx/backend/metal/kernels/CMakeLists.txt).
@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from binaries import tool
@@ -202,7 +203,9 @@ def mlx_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _variants(root: Path, platform: str, out: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+def _variants(
+    root: Path, platform: str, out: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
     (root / KERNELS / "metallib.toml").write_text(_toml(platform), encoding="utf-8")
     library = _member(_wheel("mlx-metal", VERSION), "mlx/lib/mlx.metallib", out.parent / "m.lib")
     args = ["variants", "--from", str(library), "--source-dir", str(root / KERNELS)]
