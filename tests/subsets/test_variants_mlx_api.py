@@ -361,3 +361,34 @@ def test_embedded_bytes_are_what_mlx_ships(
             f"{formatting:,}, source {source_gap:,}"
         )
         assert formatting > 0 and abs(source_gap) < 0.01 * theirs, (formatting, source_gap)
+
+
+def test_options_over_the_settings_and_the_bytes_each_api_stores(
+    mlx_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--jit-namespace / --jit-api / --jit-lookup win over metallib.toml; the string API stores
+    pieces shared by several functions once, so the same split embeds fewer bytes than with
+    cstring, and says so (deduplicated); a namespace that is no C++ name is exit 2."""
+    cstring = _variants(mlx_tree, "macos14", tmp_path / "c", capsys)["jit-mode"]
+    library = tmp_path / "m.lib"
+    args = ["variants", "--from", str(library), "--source-dir", str(mlx_tree / KERNELS)]
+    args += ["-I", str(mlx_tree), "-o", str(tmp_path / "s")]
+    options = ["--jit-api", "string", "--jit-namespace", "app::k", "--jit-lookup"]
+    code, _, err = run_cli([*args, *options], capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "s" / "variants.json").read_text(encoding="utf-8"))
+    assert doc["run_time_sources"]["storage"] == "deduplicated"
+    assert (doc["run_time_sources"]["namespace"], doc["run_time_sources"]["lookup"]) == (
+        "app::k",
+        True,
+    )
+    string = {v["name"]: v for v in doc["variants"]}["jit-mode"]
+    assert string["preambles"] == cstring["preambles"]
+    assert string["embedded_storage"] == "deduplicated"
+    assert 0 < string["embedded_bytes"] < cstring["embedded_bytes"]
+    text = Path(string["jit_sources_file"]).read_text(encoding="utf-8")
+    assert "namespace app::k {" in text and "std::string_view preamble(" in text
+    assert "--namespace=app::k" in string["embed_command"]
+    assert not any(a.startswith("--api") or "lookup" in a for a in string["embed_command"])
+    code, _, err = run_cli([*args[:-1], str(tmp_path / "bad"), "--jit-namespace", "a::"], capsys)
+    assert code == 2 and "--jit-namespace 'a::' is not a C++ namespace name" in err
