@@ -37,6 +37,7 @@ from builder.jit.literals import (
     split_text,
 )
 from builder.jit.preamble import Preamble
+from builder.kernels.cxx_names import CXX_IDENTIFIER, CXX_NAMESPACE, valid_namespace
 
 __all__ = [
     "CXX_IDENTIFIER",
@@ -157,19 +158,6 @@ def pool_pieces(
     return pieces
 
 
-CXX_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-"""A family name as it becomes part of a C++ name (``family_<name>``). cmake/MetalJit.cmake
-states the same pattern for FAMILIES; tests/jit/test_codegen.py checks the two agree."""
-CXX_NAMESPACE = rf"{CXX_IDENTIFIER}(::{CXX_IDENTIFIER})*"
-"""A (nested) C++ namespace name, ``a`` or ``a::b``: ``embed --namespace`` here and NAMESPACE of
-``metallib_add_jit_library`` in cmake/MetalJit.cmake (same pattern, checked by the same test)."""
-
-
-def valid_namespace(name: str) -> bool:
-    """``name`` can follow ``namespace`` in C++ (nested names allowed)."""
-    return re.fullmatch(CXX_NAMESPACE, name) is not None
-
-
 def render_family(
     family: str,
     preamble: Preamble,
@@ -263,18 +251,18 @@ def render_standalone(
     """A self-contained C++17 source with one preamble per entry ``(name, function, preamble)``.
 
     For other projects (``metallib-builder embed``): no dependency on our host library. Each
-    preamble is a function returning the assembled text, and ``preamble(name)`` looks one up by
-    the header name it was made from. Pieces shared between the preambles (common headers) are
-    stored once; a preamble is assembled from its pieces on first use (thread-safe: a function's
-    static). Without ``lookup`` there is no ``preamble(name)``: a host that calls the functions by
-    name (MLX) can then embed several sources into one namespace, and each would otherwise define
-    the same lookup. ``api`` chooses the return type:
+    preamble is a function returning its text, and ``preamble(name)`` looks one up by the header
+    name it was made from. Without ``lookup`` there is no ``preamble(name)``: a host that calls
+    the functions by name (MLX) can then embed several sources into one namespace, and each would
+    otherwise define the same lookup. ``api`` chooses the return type and so the storage
+    (:func:`preamble_code`):
 
-    - ``string``: ``const std::string& f()``, a function-local static string;
-    - ``cstring``: ``const char* f()`` (MLX's ``jit/includes.h``), pointing into a zero-initialized
-      static buffer sized at generation time (or at the piece itself when the preamble is one
-      piece). The buffer is never destroyed, so the pointer stays valid for the whole program,
-      static destructors included, and it costs no bytes in the binary (``.bss``).
+    - ``string``: ``const std::string& f()``, a function-local static string assembled on first
+      use (thread-safe) from pieces stored once however many preambles share them;
+    - ``cstring``: ``const char* f()`` (MLX's ``jit/includes.h``) returning the preamble's whole
+      text, one string literal (adjacent raw-string pieces under the literal limit, joined by the
+      compiler): each function's text stored on its own, as MLX's ``make_jit_source`` stores it,
+      valid for the whole program, static destructors included, with no copy at run time.
     """
     if not valid_namespace(namespace):
         raise ValueError(f"namespace {namespace!r} is not a C++ namespace name")
@@ -290,20 +278,16 @@ def render_standalone(
     lines += [f"//   {returns} {func}();  // {comment_text(name)}" for name, func, _ in entries]
     if lookup:
         lines.append('//   std::string_view preamble(std::string_view header);  // "" if unknown')
-    lines += [
-        "//   }",
-        "#include <cstddef>",
-        *(["#include <cstring>"] if api == "cstring" else []),
-        "#include <initializer_list>",
-        *(["#include <string>"] if api == "string" else []),
-        "#include <string_view>",
-        "",
-        f"namespace {namespace} {{",
-        "namespace {",
-        "",
-    ]
+    lines.append("//   }")
+    if api == "string":
+        lines += ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
+    if api == "string" or lookup:
+        lines.append("#include <string_view>")
+    lines += ["", f"namespace {namespace} {{", ""]
     code = preamble_code(entries, api=api)
-    lines += [*code.definitions, "", "}  // namespace", "", *code.functions]
+    if code.definitions:
+        lines += ["namespace {", "", *code.definitions, "", "}  // namespace", ""]
+    lines += list(code.functions)
     if lookup:
         lines.append("std::string_view preamble(std::string_view header) {")
         for name, func, _ in entries:
@@ -321,7 +305,8 @@ class PreambleCode:
     definitions: tuple[str, ...]
     functions: tuple[str, ...]
     stored_bytes: int
-    """Bytes the pieces' arrays store (a piece shared by several preambles once)."""
+    """Bytes the arrays and literals store, NULs included: with ``string`` a piece shared by
+    several preambles once; with ``cstring`` each preamble's whole text, once per function."""
 
 
 def preamble_code(
@@ -332,11 +317,15 @@ def preamble_code(
 ) -> PreambleCode:
     """The one writer of embedded preambles as C++ (``embed``, and the host library of a tree
     without a catalog, ``builder.cmake_build.tree_jit``): one function per entry ``(comment,
-    function, preamble)``, assembled on first use from pieces stored once per translation unit
-    (internal linkage). ``elsewhere`` names pieces the caller declares and defines once for
-    several translation units (:func:`exported_piece`): used here, not stored here. ``api`` as
-    for :func:`render_standalone`."""
-    returns = "const std::string&" if api == "string" else "const char*"
+    function, preamble)``. ``api`` as for :func:`render_standalone`:
+
+    - ``string``: assembled on first use from pieces stored once per translation unit (internal
+      linkage); ``elsewhere`` names pieces the caller declares and defines once for several
+      translation units (:func:`exported_piece`): used here, not stored here;
+    - ``cstring``: the function returns its whole text as one literal; nothing is shared, so
+      ``elsewhere`` does not apply."""
+    if api == "cstring":
+        return _cstring_code(entries)
     definitions: list[str] = []
     defined: dict[str, int] = {}
     functions: list[str] = []
@@ -348,22 +337,34 @@ def preamble_code(
                 # One translation unit: internal linkage. The text itself is never edited.
                 definitions.append(replace(piece, shared=False).definition())
         views = ", ".join(f"{{{p.name}, {p.raw_bytes}u}}" for p in pieces)
-        functions += [f"// {comment_text(comment)}", f"{returns} {func}() {{"]
-        if api == "string":
-            functions.append(f"  static const std::string text = join({{{views}}});")
-        elif len(pieces) == 1:  # the piece is the whole NUL-terminated text already
-            functions += [f"  return {pieces[0].name};", "}", ""]
-            continue
-        else:
-            size = sum(p.raw_bytes for p in pieces) + 1
-            functions += [
-                f"  static char buffer[{size}u];",
-                f"  static const char* const text = join(buffer, {{{views}}});",
-            ]
-        functions += ["  return text;", "}", ""]
-    if any("join(" in line for line in functions):  # an unused static function would warn
-        definitions += ["", *(_JOIN_STRING if api == "string" else _JOIN_CSTRING)]
+        functions += [
+            f"// {comment_text(comment)}",
+            f"const std::string& {func}() {{",
+            f"  static const std::string text = join({{{views}}});",
+            "  return text;",
+            "}",
+            "",
+        ]
+    if functions:
+        definitions += ["", *_JOIN_STRING]
     return PreambleCode(tuple(definitions), tuple(functions), sum(defined.values()))
+
+
+def _cstring_code(entries: Sequence[tuple[str, str, Preamble]]) -> PreambleCode:
+    """``const char* f() { return R"(...)" R"(...)"; }`` per entry: the compiler joins the
+    pieces (each under the literal limit) into one NUL-ended array (MSVC since Visual Studio
+    2022 17.0 has no limit on the joined length; GCC and Clang never had one)."""
+    functions: list[str] = []
+    stored = 0
+    for comment, func, preamble in entries:
+        parts = split_text(preamble.text)
+        functions += [f"// {comment_text(comment)}", f"const char* {func}() {{"]
+        functions.append(f"  return {raw_literal(parts[0])}")
+        functions += [f"         {raw_literal(part)}" for part in parts[1:]]
+        functions[-1] += ";"
+        functions += ["}", ""]
+        stored += len(preamble.text.encode("utf-8")) + 1
+    return PreambleCode((), tuple(functions), stored)
 
 
 def exported_piece(piece: StoredPiece, *, define: bool) -> str:
@@ -384,17 +385,5 @@ _JOIN_STRING = (
     "  text.reserve(size);",
     "  for (std::string_view part : parts) text.append(part);",
     "  return text;",
-    "}",
-)
-_JOIN_CSTRING = (
-    "// Copies the parts into `out`, which has room for them and the final NUL.",
-    "const char* join(char* out, std::initializer_list<std::string_view> parts) {",
-    "  char* end = out;",
-    "  for (std::string_view part : parts) {",
-    "    std::memcpy(end, part.data(), part.size());",
-    "    end += part.size();",
-    "  }",
-    "  *end = '\\0';",
-    "  return out;",
     "}",
 )

@@ -37,6 +37,7 @@ from builder.jit.cxx_keywords import CXX_KEYWORDS
 from builder.jit.depfile import write_depfile
 from builder.jit.embed_facts import embed_facts
 from builder.jit.preamble import Preamble, inline_preamble
+from builder.kernels.runtime_sources import APIS
 
 __all__ = [
     "EMBED_APIS",
@@ -276,10 +277,12 @@ def function_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-EMBED_APIS = ("string", "cstring")
+EMBED_APIS = APIS
 """What each embedded preamble's function returns: ``string`` gives ``const std::string& name()``
-(the default), ``cstring`` gives ``const char* name()``, the interface MLX's ``jit/includes.h``
-declares. Both keep their text for the whole program (see ``codegen.render_standalone``)."""
+(the default; pieces shared between preambles stored once), ``cstring`` gives
+``const char* name()``, the interface MLX's ``jit/includes.h`` declares (each preamble's whole
+text one literal, as MLX stores it). Both keep their text for the whole program (see
+``codegen.render_standalone``)."""
 
 
 Named = Sequence[tuple[str, Sequence[str | os.PathLike[str]]]]
