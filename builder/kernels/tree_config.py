@@ -15,6 +15,9 @@ and suggesting the closest known key. Schema (docs/discovery.md):
     exclude = ["steel/**/*_nax.metal"]         # entry files to skip (fnmatch; * crosses /)
     metal-version = 320                        # __METAL_VERSION__ (default 310)
 
+    [kernels.requires]                         # entry files only some platforms build
+    "fence.metal" = { metal-version = 320 }    # (builder.kernels.platforms)
+
     [build]
     library = "mlx"                            # output: mlx.metallib
     aot-only = ["arg_reduce.metal"]            # entry files that stay AOT in JIT mode (globs)
@@ -45,6 +48,7 @@ from builder.files.bounds import brief
 from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
+from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.preprocess import parse_define
 
 __all__ = [
@@ -120,6 +124,11 @@ class TreeConfig:
     embedding: tuple[tuple[str, str], ...] = ()
     """[build.embedding] (glob, ``whole-file`` or ``preamble``) in file order: how a JIT entry
     file is embedded, over the automatic choice (``builder.kernels.embedding``)."""
+    requires: tuple[Requirement, ...] = ()
+    """[kernels.requires]: entry files only platforms meeting some minimums build."""
+    platform: Platform | None = None
+    """The platform discovery assumes, once ``builder.kernels.platforms.for_platform`` has
+    applied it (its unmet ``requires`` added to ``exclude``); None before."""
 
 
 _Check = Callable[[Any], Any]
@@ -212,6 +221,7 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
         "defines": _define_list,
         "exclude": _strings,
         "metal-version": _version,
+        "requires": dict,
     },
     "build": {
         "library": _library,
@@ -312,6 +322,7 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
         deployment_target=build.get("deployment-target"),
         flags=build.get("flags", ()),
         embedding=tuple(embedding),
+        requires=parse_requires(path, kernels.get("requires", {}), ConfigError),
     )
 
 
