@@ -193,8 +193,9 @@ def _from(target: str, **kw: Any) -> None:
         jobs=kw["jobs"],
         platform=library_platform(target, kw["platform"], "variants --from"),
     )
-    click.echo(f"kernel tree {tree.root}: {tree_summary(tree)}", err=True)
     terminal = sys.stderr.isatty()
+    if terminal:  # progress, as the rest: scripts read warnings only
+        click.echo(f"kernel tree {tree.root}: {tree_summary(tree)}", err=True)
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
     # failed or killed run leaves the previous one (builder.files.output_folder).
