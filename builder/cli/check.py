@@ -228,13 +228,13 @@ def _check_discovered(
 ) -> None:
     """``check`` on a discovered tree: one line per file, findings under it, a summary."""
     from builder.jit.tree_check import check_tree
+    from builder.kernels.platforms import for_platform
     from builder.kernels.tree_config import find_config, merge_flags
     from builder.render.text import visible
 
     settings = find_config(source_dir, config_file, include_dirs)
-    result = check_tree(
-        source_dir, merge_flags(settings, include_dirs, defines, exclude), compiler=compiler
-    )
+    config = for_platform(merge_flags(settings, include_dirs, defines, exclude), given=defines)
+    result = check_tree(source_dir, config, compiler=compiler)
     if fmt == "json":
         emit_json(result.to_json())
     else:

@@ -14,6 +14,7 @@ import click
 
 if TYPE_CHECKING:
     from builder.size.grouping import Sources
+    from builder.size.load import TreeSources
     from builder.size.report import Report
 
 __all__ = ["check_output", "load", "measured_files"]
@@ -54,7 +55,7 @@ def load(
     by: str,
     rules_path: str | None,
     platform: str | None,
-    sources: Sources | None = None,
+    sources: Sources | TreeSources | None = None,
     download: bool = False,
 ) -> list[Report]:
     from builder.size.load import load_reports
@@ -102,7 +103,7 @@ def _warn_unattributed(reports: list[Report], origin: str) -> None:
                 f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
                 f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
                 f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude)?",
+                "--exclude, [kernels.requires])?",
                 err=True,
             )
 

@@ -12,9 +12,18 @@ import click
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
-    from builder.size.grouping import Sources
+    from builder.kernels.platforms import Platform
+    from builder.size.load import TreeSources
 
-__all__ = ["BUILD_JOBS", "load_tree_with_progress", "tree_of", "tree_options", "tree_sources"]
+__all__ = [
+    "BUILD_JOBS",
+    "library_platform",
+    "load_tree_with_progress",
+    "tree_of",
+    "tree_options",
+    "tree_sources",
+    "tree_summary",
+]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -125,9 +134,10 @@ def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
 
 def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
     """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (a
-    ``Sources``; None without one), from the kernel-tree options' values ``tree`` (emptied of
-    ``source_dir``). ``--source-dir`` alone means ``--by source``; shared by every command that
-    groups a library's functions by source file (report, compare, history)."""
+    ``TreeSources``, discovered for each library's platform; None without one), from the
+    kernel-tree options' values ``tree`` (emptied of ``source_dir``). ``--source-dir`` alone
+    means ``--by source``; shared by every command that groups a library's functions by source
+    file (report, compare, history)."""
     from builder.errors import UsageError
 
     source_dir = tree.pop("source_dir")
@@ -149,17 +159,53 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
     return by, tree_of(source_dir, **tree)
 
 
-def tree_of(source_dir: Path, **options: Any) -> Sources:
+def tree_of(source_dir: Path, **options: Any) -> TreeSources:
     """The entry file of every kernel of the tree at ``source_dir`` (``options``: the
-    kernel-tree options' values), loaded with progress and a line on stderr saying what was
-    found: for ``--source-dir`` and for a budget's ``source-dir`` alike."""
-    from builder.size.grouping import Sources
+    kernel-tree options' values), for each platform a measured library states: loaded with
+    progress and a line on stderr saying what was found, for ``--source-dir`` and for a
+    budget's ``source-dir`` alike. Loaded when the first library is measured."""
+    from builder.errors import UsageError
+    from builder.size.load import TreeSources
 
-    found = load_tree_with_progress(source_dir, **options)
-    click.echo(
-        f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
-        f"{len(found.sources):,} "
-        f"{'entry files' if found.kind == 'discovered' else 'family headers'}",
-        err=True,
+    if not source_dir.is_dir():
+        raise UsageError(f"--source-dir {source_dir}: not a folder")
+
+    def discover(platform: Platform | None) -> KernelTree:
+        found = load_tree_with_progress(source_dir, platform=platform, **options)
+        click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
+        return found
+
+    return TreeSources(discover)
+
+
+def tree_summary(found: KernelTree) -> str:
+    """What a loaded tree holds, for a line on stderr: its kernels and entry files, and for a
+    discovered tree the platform it was taken for and the entry files that platform's build
+    leaves out (``[kernels.requires]``)."""
+    from builder.kernels.platforms import left_out
+
+    units = "entry files" if found.kind == "discovered" else "family headers"
+    text = f"{len(found.kernels):,} kernels in {len(found.sources):,} {units}"
+    platform = found.config.platform
+    if found.kind != "discovered" or platform is None:
+        return text
+    text += f", for {platform.describe()}"
+    skipped = left_out(found.config)
+    return text + (f"; left out there: {', '.join(skipped)}" if skipped else "")
+
+
+def library_platform(target: str, wheel_platform: str | None, command: str) -> Platform | None:
+    """The platform the one library of ``target`` states (its header and ``VERS`` tags), which
+    ``command`` discovers the tree for; None when it states no Metal version. Resolving the
+    target here raises what the command itself would (no library, several)."""
+    from builder.inputs.targets import one_metallib, open_library, resolve_target
+    from builder.kernels.platforms import platform_of
+    from builder.metallib.provenance import library_provenance
+
+    found = resolve_target(target, platform=wheel_platform)
+    lib = one_metallib(
+        target, found, member=None, command=command, choose="name one .metallib file"
     )
-    return Sources(found.source_of(), f"discovery:{found.root}")
+    with open_library(lib) as metallib:
+        stated = library_provenance(metallib, sample=0).as_dict()
+    return platform_of(stated, Path(lib.member or lib.path or target).name)

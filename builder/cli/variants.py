@@ -154,6 +154,27 @@ def variants_command(from_target: str, **kw: Any) -> None:
     _from(from_target, **kw)
 
 
+def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> None:
+    """Say on stderr when the tree and the library do not match: whatever format stdout
+    has, a wrong release or platform must not pass silently (the run itself succeeded)."""
+    from builder.render.text import visible
+
+    if not_in_tree:
+        click.echo(
+            f"warning: {visible(target)}: {not_in_tree:,} function(s) of the library are "
+            f"produced by no entry file of {visible(str(root))} and stay AOT in every variant: "
+            "does the tree match the library (release, -D, --exclude, [kernels.requires])?",
+            err=True,
+        )
+    if missing:
+        click.echo(
+            f"warning: {visible(target)}: {missing:,} kernel(s) of {visible(str(root))} are "
+            "not in the library: another release, or entry files its platform's build leaves "
+            "out ([kernels.requires] in metallib.toml)?",
+            err=True,
+        )
+
+
 def _given(name: str) -> bool:
     """Whether option ``name`` was given on the command line (not its default)."""
     source = click.get_current_context().get_parameter_source(name)
@@ -181,7 +202,7 @@ def _interface(tree: Any, namespace: str | None, api: str | None, lookup: bool |
 
 
 def _from(target: str, **kw: Any) -> None:
-    from builder.cli.tree_options import load_tree_with_progress
+    from builder.cli.tree_options import library_platform, load_tree_with_progress, tree_summary
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.output_folder import replaced_folder
     from builder.render.variants import variants_json
@@ -212,9 +233,12 @@ def _from(target: str, **kw: Any) -> None:
         exclude=kw["exclude"],
         config_file=kw["config_file"],
         jobs=kw["jobs"],
+        platform=library_platform(target, kw["platform"], "variants --from"),
     )
     tree = _interface(tree, kw["jit_namespace"], kw["jit_api"], kw["jit_lookup"])
     terminal = sys.stderr.isatty()
+    if terminal:  # progress, as the rest: scripts read warnings only
+        click.echo(f"kernel tree {tree.root}: {tree_summary(tree)}", err=True)
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
     # failed or killed run leaves the previous one (builder.files.output_folder).
@@ -239,6 +263,7 @@ def _from(target: str, **kw: Any) -> None:
         run = moved(written, outdir)
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
+    _warn_mismatch(run.input.not_in_tree, run.input.missing, target, tree.root)
     fmt = kw["fmt"]
     if fmt == "json":
         text = document

@@ -138,6 +138,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     from builder.kernels.build_values import build_library
     from builder.kernels.discovery import discover
     from builder.kernels.discovery_cache import load_or_discover
+    from builder.kernels.platforms import for_platform
     from builder.kernels.preprocess import metal_defines, parse_define
     from builder.kernels.tree_config import find_config, merge_flags
     from builder.subsets.coverage import check_coverage, require_coverage
@@ -152,8 +153,12 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     settings = find_config(source_dir, asked.config_file, asked.include_dirs)
     config = merge_flags(settings, asked.include_dirs, asked.defines, asked.exclude)
     std, version = std_for(request, config)
-    # the __METAL_VERSION__ the record step discovers with, too
-    config = replace(config, metal_version=version)
+    # the __METAL_VERSION__ the record step discovers with, too, and the entry files this
+    # platform's build leaves out ([kernels.requires])
+    config = for_platform(
+        replace(config, metal_version=version),
+        deployment_target=request.toolchain.deployment_target,
+    )
     memo = None
     if cache_file is None:
         tree = discover(source_dir, config)
@@ -196,7 +201,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         "include_dirs": [str(d) for d in config.include_dirs],
         "defines": list(config.defines),
         "exclude": list(config.exclude),
-        "metal_version": version,
+        "metal_version": config.metal_version,
     }
     return BuildPlan(
         request,

@@ -32,6 +32,7 @@ from builder.kernels.confinement import confine_entries, tree_bounds
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.include_hint import with_hint
 from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_text
+from builder.kernels.platforms import Platform, check_requires, for_platform, left_out
 from builder.kernels.preprocess import (
     PreprocessError,
     check_regular,
@@ -155,6 +156,9 @@ class KernelTree:
                 {"name": n, "source": s, "template": t, "args": a} for n, s, t, a in self.kernels
             ],
             "runtime_only": [{"template": t, "source": s} for t, s in self.runtime_only],
+            "platform": None
+            if self.config.platform is None
+            else {**self.config.platform.as_dict(), "left_out": list(left_out(self.config))},
             "metal_headers": [
                 {"source": source, "why": why}
                 for source, why in (
@@ -181,6 +185,7 @@ def checked_entries(root: Path, config: TreeConfig) -> list[str]:
             origin = f" (from {config.path})" if config.path else ""
             raise UsageError(f"include folder {folder}{origin}: not a folder")
     everything = entry_files(root)
+    check_requires(root, config.requires, everything, config.path)
     settings = (config.path, config.file_exclude) if config.path else None
     check_excludes(root, config.exclude, everything, settings)
     entries = [e for e in everything if not path_matches(e, config.exclude)]
@@ -392,12 +397,15 @@ def load_tree(
     jobs: int | None = None,
     compiler: str | None = None,
     on_progress: Progress | None = None,
+    platform: Platform | None = None,
 ) -> KernelTree:
     """The tree at ``source_dir`` (default: the bundled catalog tree), whatever its kind.
 
-    For a discovered tree, ``metallib.toml`` in the folder (or ``config_file``) is read and the
-    flags are merged over it (``tree_config.merge_flags``). ``-I``/``-D``/``--exclude`` make no
-    sense for a catalog tree and are refused (exit 2) rather than silently ignored.
+    For a discovered tree, ``metallib.toml`` in the folder (or ``config_file``) is read, the
+    flags are merged over it (``tree_config.merge_flags``), and the tree is taken for
+    ``platform`` (a library's, ``builder.kernels.platforms``; None: the flags' and settings').
+    ``-I``/``-D``/``--exclude`` make no sense for a catalog tree and are refused (exit 2) rather
+    than silently ignored.
     """
     if source_dir is None:
         from builder.resources import metal_src_dir
@@ -411,5 +419,7 @@ def load_tree(
             )
         return catalog_tree(source_dir, config=find_config(source_dir, config_file))
     settings = find_config(source_dir, config_file, include_dirs)
-    config = merge_flags(settings, include_dirs, defines, exclude)
+    config = for_platform(
+        merge_flags(settings, include_dirs, defines, exclude), platform, given=defines
+    )
     return discover(source_dir, config, jobs=jobs, compiler=compiler, on_progress=on_progress)

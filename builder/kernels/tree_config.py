@@ -15,6 +15,9 @@ and suggesting the closest known key. Schema (docs/discovery.md):
     exclude = ["steel/**/*_nax.metal"]         # entry files to skip (fnmatch; * crosses /)
     metal-version = 320                        # __METAL_VERSION__ (default 310)
 
+    [kernels.requires]                         # entry files only some platforms build
+    "fence.metal" = { metal-version = 320 }    # (builder.kernels.platforms)
+
     [build]
     library = "mlx"                            # output: mlx.metallib
     aot-only = ["arg_reduce.metal"]            # entry files that stay AOT in JIT mode (globs)
@@ -50,6 +53,7 @@ from builder.files.bounds import brief
 from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
+from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.preprocess import parse_define
 from builder.kernels.runtime_sources import KEYS as RUNTIME_KEYS
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
@@ -129,6 +133,11 @@ class TreeConfig:
     runtime: RuntimeSources = field(default_factory=RuntimeSources)
     """[build] how the run-time sources are written: namespace, API, lookup, always-embedded
     preambles, preamble set (``builder.kernels.runtime_sources``)."""
+    requires: tuple[Requirement, ...] = ()
+    """[kernels.requires]: entry files only platforms meeting some minimums build."""
+    platform: Platform | None = None
+    """The platform discovery assumes, once ``builder.kernels.platforms.for_platform`` has
+    applied it (its unmet ``requires`` added to ``exclude``); None before."""
 
 
 _Check = Callable[[Any], Any]
@@ -221,6 +230,7 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
         "defines": _define_list,
         "exclude": _strings,
         "metal-version": _version,
+        "requires": dict,
     },
     "build": {
         "library": _library,
@@ -327,6 +337,7 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
         flags=build.get("flags", ()),
         embedding=tuple(embedding),
         runtime=runtime,
+        requires=parse_requires(path, kernels.get("requires", {}), ConfigError),
     )
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from builder.inputs.targets import Progress
     from builder.size.budget_file import Budget
-    from builder.size.grouping import Sources
+    from builder.size.load import TreeSources
     from builder.size.report import Report
 
 __all__ = ["TreeLoader", "check_budgets", "download_bytes", "tree_sources"]
@@ -73,10 +73,10 @@ def _deflated_size(path: str) -> int:
     return total + len(compressor.flush())
 
 
-TreeLoader = Callable[..., "Sources"]
-"""What turns a budget's kernel tree into the entry file of every kernel: called as
-``load_tree`` is (``source_dir``, then ``include_dirs``, ``defines``, ``exclude`` and
-``config_file``). The CLI passes the one its ``--source-dir`` options use
+TreeLoader = Callable[..., "TreeSources"]
+"""What turns a budget's kernel tree into the entry file of every kernel, for each library's
+platform: called as ``load_tree`` is (``source_dir``, then ``include_dirs``, ``defines``,
+``exclude`` and ``config_file``). The CLI passes the one its ``--source-dir`` options use
 (``builder.cli.tree_options.tree_of``)."""
 
 
@@ -139,14 +139,14 @@ def _check_tree(budget: Budget) -> None:
         raise UsageError(f"{budget.where}: 'config' {budget.config}: no such file")
 
 
-def tree_sources(source_dir: Path, **options: Any) -> Sources:
+def tree_sources(source_dir: Path, **options: Any) -> TreeSources:
     """The entry file of every kernel of the tree at ``source_dir`` (``load_tree``'s
-    ``options``), loaded without progress: the loader when ``check_budgets`` is given none."""
+    ``options``) for each library's platform, loaded without progress: the loader when
+    ``check_budgets`` is given none."""
     from builder.kernels.discovery import load_tree
-    from builder.size.grouping import Sources
+    from builder.size.load import TreeSources
 
-    tree = load_tree(source_dir, **options)
-    return Sources(tree.source_of(), f"discovery:{tree.root}")
+    return TreeSources(lambda platform: load_tree(source_dir, platform=platform, **options))
 
 
 def _targets(budget: Budget, text: str) -> list[str]:

@@ -18,6 +18,7 @@ from builder.size.rollup import Rollup, fold
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
     from builder.size.grouping import Sources
+    from builder.size.load import TreeSources
     from builder.size.report import Report
 
 __all__ = ["HistoryPoint", "measure_history", "top_groups"]
@@ -47,7 +48,7 @@ def measure_history(
     by: str = "kernel",
     platform: str | None = None,
     download: bool = False,
-    sources: Sources | None = None,
+    sources: Sources | TreeSources | None = None,
     progress: Progress | None = None,
 ) -> list[HistoryPoint]:
     """Measure each target in turn (``PACKAGE==VERSION`` wheels are downloaded and cached);

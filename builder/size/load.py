@@ -6,17 +6,58 @@ and measures a build's JIT host library, so ``report`` and ``compare`` start fro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from builder.inputs.targets import Library, Progress, resolve_target
 
 if TYPE_CHECKING:
+    from builder.kernels.discovery import KernelTree
+    from builder.kernels.platforms import Platform
     from builder.records.manifest import BuildManifest
     from builder.size.grouping import RuleSet, Sources
     from builder.size.jit_sizes import HostLibrary, JitUnit
     from builder.size.report import Report
 
-__all__ = ["load_library", "load_reports"]
+__all__ = ["TreeSources", "load_library", "load_reports"]
+
+
+class TreeSources:
+    """A kernel tree's entry file of every kernel, discovered once for each platform the
+    measured libraries state (``builder.kernels.platforms``): a macOS 14 and a macOS 26 library
+    of one release are each attributed to the entry files their own build compiled, with no
+    per-platform ``-D`` or ``--exclude``. ``discover`` loads the tree for a platform (None: the
+    library states none, so the flags' and settings' platform)."""
+
+    def __init__(self, discover: Callable[[Platform | None], KernelTree]) -> None:
+        self._discover = discover
+        self._found: dict[tuple[int, str, str | None] | None, Sources] = {}
+        self.origin = ""
+        """``discovery:<tree>``, once a platform was discovered (``Sources.origin``)."""
+
+    def __call__(self, platform: Platform | None) -> Sources:
+        from builder.size.grouping import Sources
+
+        key = None
+        if platform is not None:
+            key = (platform.metal_version, platform.name, platform.deployment_target)
+        if key not in self._found:
+            tree = self._discover(platform)
+            self.origin = f"discovery:{tree.root}"
+            self._found[key] = Sources(tree.source_of(), self.origin)
+        return self._found[key]
+
+
+def _for_library(
+    sources: Sources | TreeSources | None, stated: Mapping[str, Any] | None, label: str
+) -> Sources | None:
+    """``sources`` for a library whose provenance record is ``stated``."""
+    if not isinstance(sources, TreeSources):
+        return sources
+    from builder.kernels.platforms import platform_of
+
+    return sources(platform_of(stated, label))
 
 
 def load_reports(
@@ -26,13 +67,14 @@ def load_reports(
     rules: RuleSet | None = None,
     platform: str | None = None,
     progress: Progress | None = None,
-    sources: Sources | None = None,
+    sources: Sources | TreeSources | None = None,
     download: bool = False,
 ) -> list[Report]:
     """Resolve ``text`` and measure (or read back) every library behind it.
 
-    ``sources`` (a discovered kernel tree's entry file per kernel) answers ``--by source`` for
-    any library, and wins over what a build manifest records. ``download`` adds the download
+    ``sources`` (a discovered kernel tree's entry file per kernel, or a ``TreeSources`` that
+    discovers it for each library's platform) answers ``--by source`` for any library, and wins
+    over what a build manifest records. ``download`` adds the download
     shares (``builder.size.download``).
     """
     return [
@@ -46,13 +88,14 @@ def load_library(
     *,
     by: str = "kernel",
     rules: RuleSet | None = None,
-    sources: Sources | None = None,
+    sources: Sources | TreeSources | None = None,
     download: bool = False,
 ) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, group_report
     from builder.size.report_fields import report_from_dict
 
+    label = Path(lib.member or lib.path or lib.target).name  # whose header states a platform
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
         if download and report.download is None:
@@ -64,7 +107,8 @@ def load_library(
             )
         if report.by == by and rules is None and sources is None:
             return report
-        return group_report(report, by, rules=rules, sources=sources)
+        stated = report.provenance.get("library")
+        return group_report(report, by, rules=rules, sources=_for_library(sources, stated, label))
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
@@ -92,7 +136,7 @@ def load_library(
             source,
             by=by,
             units=units,
-            sources=sources,
+            sources=_for_library(sources, None, label),
             jit_units=jit,
             host_library=host,
             provenance=build_provenance(None, build),
@@ -103,7 +147,9 @@ def load_library(
 
     with open_library(lib) as metallib:
         attribution = attribute(metallib)
-        provenance = build_provenance(library_provenance(metallib), build)
+        stated = library_provenance(metallib)
+        provenance = build_provenance(stated, build)
+        sources = _for_library(sources, stated.as_dict(), label)
         shares = None
         if download:
             from builder.size.download_report import measure_download

@@ -1,0 +1,271 @@
+"""The platform a library is built for, and the entry files a tree's build leaves out on it.
+
+A kernel tree's own build chooses entry files by platform: MLX's ``kernels/CMakeLists.txt``
+compiles ``fence.metal`` only from MSL 3.2 on, and the ``*_nax.metal`` files only for MSL 4 with a
+macOS 26.2 deployment target. A tree writes that once in ``metallib.toml``:
+
+.. code-block:: toml
+
+    [kernels.requires]      # entry files compiled only where the platform meets every minimum
+    "fence.metal" = { metal-version = 320 }
+    "*_nax.metal" = { metal-version = 400, deployment-target = "26.2" }
+
+and a library states its platform itself: its header the OS and deployment target, its functions'
+``VERS`` tags the Metal language version (``builder.metallib.provenance``). :func:`for_platform`
+turns both into discovery's settings (``__METAL_VERSION__``, ``__METAL_IOS__``, the entry files
+left out), so ``report LIBRARY --source-dir TREE`` and ``variants --from LIBRARY`` need no
+per-platform ``-D`` or ``--exclude``. A ``-D __METAL_VERSION__`` on the command line still wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from builder.errors import UsageError
+from builder.files.bounds import brief
+from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
+from builder.kernels.tree_files import unmatched_glob
+from builder.metallib.model import PLATFORMS
+
+__all__ = [
+    "KEYS",
+    "Platform",
+    "Requirement",
+    "check_requires",
+    "for_platform",
+    "left_out",
+    "parse_requires",
+    "platform_of",
+]
+
+KEYS = ("metal-version", "deployment-target", "platform")
+"""What a ``[kernels.requires]`` entry may state: each a minimum (an OS: one of a list)."""
+_NAMES = tuple(dict.fromkeys(PLATFORMS.values()))
+_VERSION = re.compile(r"^([1-9])\.([0-9])$")  # a VERS tag's MSL version, as provenance spells it
+_TARGET = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}$")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What a library is built for, as discovery assumes it."""
+
+    metal_version: int
+    """``__METAL_VERSION__``: the Metal Shading Language version x 100 (MSL 3.1 -> 310)."""
+    name: str = "macOS"
+    """The OS (the header's ``platform``: macOS, iOS, ...)."""
+    deployment_target: str | None = None
+    """The OS version the library is built for (``26.2``); None when nothing states it."""
+    stated_by: str | None = None
+    """The library whose header stated this platform; None when it came from flags, settings or
+    defaults."""
+
+    def describe(self) -> str:
+        """``MSL 4.0, macOS 26.2`` (plus whose header said so)."""
+        version = f"MSL {self.metal_version // 100}.{self.metal_version % 100 // 10}"
+        target = f" {self.deployment_target}" if self.deployment_target else ""
+        said = f" ({self.stated_by}'s header)" if self.stated_by else ""
+        return f"{version}, {self.name}{target}{said}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "metal_version": self.metal_version,
+            "platform": self.name,
+            "deployment_target": self.deployment_target,
+            "stated_by": self.stated_by,
+        }
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One ``[kernels.requires]`` entry: the entry files ``glob`` matches are compiled only on a
+    platform that meets each minimum stated (None: not stated)."""
+
+    glob: str
+    metal_version: int | None = None
+    deployment_target: str | None = None
+    platforms: tuple[str, ...] = ()
+
+    def met_by(self, platform: Platform) -> bool:
+        """Whether ``platform`` meets every minimum. A deployment target the platform does not
+        state (no library, no ``[build] deployment-target``) is not checked: the Metal version,
+        which always has a value, decides."""
+        if self.metal_version is not None and platform.metal_version < self.metal_version:
+            return False
+        if self.platforms and platform.name not in self.platforms:
+            return False
+        if self.deployment_target is not None and platform.deployment_target is not None:
+            return _version_key(platform.deployment_target) >= _version_key(self.deployment_target)
+        return True
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(([int(p) for p in text.split(".")] + [0, 0, 0])[:3])
+
+
+def _entry(glob: str, value: Any) -> Requirement:
+    """One entry checked; TypeError says what is wrong (the caller names the file)."""
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"{brief(glob)} must be a table such as {{ metal-version = 320 }}, got {brief(value)}"
+        )
+    unknown = [k for k in value if k not in KEYS]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(KEYS)})"
+        raise TypeError(f"{brief(glob)}: unknown key {brief(unknown[0])}{hint}")
+    if not value:
+        raise TypeError(f"{brief(glob)} states no minimum: give one of {', '.join(KEYS)}")
+    version = value.get("metal-version")
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or not 100 <= version <= 999
+    ):
+        raise TypeError(
+            f"{brief(glob)} metal-version must be an integer such as 320 (MSL 3.2), "
+            f"got {brief(version)}"
+        )
+    target = value.get("deployment-target")
+    if target is not None and (not isinstance(target, str) or not _TARGET.fullmatch(target)):
+        raise TypeError(
+            f'{brief(glob)} deployment-target must be an OS version such as "26.2", '
+            f"got {brief(target)}"
+        )
+    names = value.get("platform", [])
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not all(n in _NAMES for n in names):
+        raise TypeError(
+            f"{brief(glob)} platform must be an OS name or a list of them "
+            f"({', '.join(_NAMES[:4])}, ...), got {brief(value.get('platform'))}"
+        )
+    return Requirement(glob, version, target, tuple(names))
+
+
+def parse_requires(
+    path: Path, table: Mapping[str, Any], error: Callable[[str], Exception]
+) -> tuple[Requirement, ...]:
+    """``[kernels.requires]`` of the settings file ``path``, in file order; ``error`` makes the
+    exception for a bad entry (the settings file's ConfigError, exit 2)."""
+    found = []
+    for glob, value in table.items():
+        if not glob or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in glob):
+            raise error(f"{path}: [kernels.requires] {brief(glob)} is not a glob")
+        try:
+            found.append(_entry(glob, value))
+        except TypeError as exc:
+            raise error(f"{path}: [kernels.requires] {exc}") from None
+    return tuple(found)
+
+
+def check_requires(
+    root: Path, requires: Sequence[Requirement], entries: Sequence[str], path: Path | None
+) -> None:
+    """UsageError naming a ``[kernels.requires]`` glob that matches no entry file (``entries``:
+    all of them, before exclusions): a typo would keep a file the platform's build leaves out."""
+    glob = unmatched_glob([r.glob for r in requires], entries)
+    if glob is not None:
+        raise UsageError(
+            f"{path}: [kernels.requires] {glob!r} matches no entry file of {root} "
+            f"({len(entries):,} entry files)"
+        )
+
+
+def platform_of(library: Mapping[str, Any] | None, label: str) -> Platform | None:
+    """The platform the provenance record ``library`` states (``Provenance.as_dict``, also what
+    a saved report keeps under ``provenance.library``); None when it states no Metal version.
+    A library holding several versions is taken at the highest, the newest its functions need.
+    The record may come from a saved report: anything not of the expected form is ignored."""
+    if not isinstance(library, Mapping):
+        return None
+    versions = library.get("metal_language_versions")
+    found = [
+        int(m.group(1)) * 100 + int(m.group(2)) * 10
+        for v in (versions if isinstance(versions, list) else [])
+        if isinstance(v, str) and (m := _VERSION.fullmatch(v))
+    ]
+    if not found:
+        return None
+    name = library.get("platform")
+    target = library.get("deployment_target")
+    return Platform(
+        max(found),
+        name if isinstance(name, str) and name in _NAMES else "macOS",
+        target if isinstance(target, str) and _TARGET.fullmatch(target) else None,
+        label,
+    )
+
+
+def _named(defines: Sequence[str], name: str) -> str | None:
+    """The value the last ``-D`` of ``name`` gives (``""`` for a bare ``-D NAME``), or None."""
+    value = None
+    for text in defines:
+        key, _, rest = text.partition("=")
+        if key.strip() == name:
+            value = rest.strip()
+    return value
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
+
+
+C = TypeVar("C")
+
+
+def for_platform(
+    config: C,
+    library: Platform | None = None,
+    *,
+    given: Sequence[str] = (),
+    deployment_target: str | None = None,
+) -> C:
+    """``config`` (a ``TreeConfig`` with the command line merged in) for the platform discovery
+    assumes, with the entry files that platform's build leaves out added to ``exclude``.
+
+    The Metal version is the command line's ``-D __METAL_VERSION__`` (``given``), else the
+    ``library``'s, else the settings' (``defines``, ``metal-version``), else 310. The OS is
+    ``library``'s unless ``given`` names ``__METAL_IOS__``; an iOS one defines ``__METAL_IOS__``.
+    The deployment target is the library's, else ``deployment_target`` (a build's
+    ``--deployment-target``), else ``[build] deployment-target``."""
+    settings: Any = config
+    defines = tuple(settings.defines)
+    version = _number(_named(given, "__METAL_VERSION__"))
+    if version is None and library is not None:
+        version = library.metal_version
+        # the library's header wins over the settings file's __METAL_VERSION__
+        defines = tuple(d for d in defines if parse_define(d)[0] != "__METAL_VERSION__")
+    if version is None:
+        version = _number(_named(defines, "__METAL_VERSION__"))
+    if version is None:
+        version = settings.metal_version or DEFAULT_METAL_VERSION
+    ios = _named(given, "__METAL_IOS__") is not None
+    name = "iOS" if ios else library.name if library is not None else None
+    if name is None:
+        name = "iOS" if _named(defines, "__METAL_IOS__") is not None else "macOS"
+    if name == "iOS" and _named(defines, "__METAL_IOS__") is None:
+        defines += ("__METAL_IOS__=1",)
+    target = library.deployment_target if library is not None else None
+    target = target or deployment_target or settings.deployment_target
+    platform = Platform(version, name, target, library.stated_by if library else None)
+    unmet = tuple(r.glob for r in settings.requires if not r.met_by(platform))
+    changed: C = replace(
+        settings,
+        defines=defines,
+        metal_version=version,
+        exclude=tuple(settings.exclude) + tuple(g for g in unmet if g not in settings.exclude),
+        platform=platform,
+    )
+    return changed
+
+
+def left_out(config: Any) -> tuple[str, ...]:
+    """The ``[kernels.requires]`` globs the config's platform does not meet: the entry files
+    its build leaves out (empty before :func:`for_platform`)."""
+    platform = config.platform
+    if platform is None:
+        return ()
+    return tuple(r.glob for r in config.requires if not r.met_by(platform))

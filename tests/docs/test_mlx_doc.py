@@ -1,0 +1,487 @@
+"""docs/mlx.md, run: its CMake, settings, build requirement and commands are read from the file
+and run on MLX v0.32.1's real headers and the real mlx-metal wheels (issue 28 items 4 and 5).
+
+The wheels ship MLX's headers, not its ``.metal`` files, so the commands run in a stand-in
+checkout: the headers and ``jit/includes.h`` of the mlx-metal 0.32.1 wheel, and at each of MLX's
+42 entry-file paths a file written here that includes its header and defines one kernel of the
+real library under its real name. The whole check on MLX's own tree (the doc's table) runs on a
+checkout named by METALLIB_BUILDER_MLX_CHECKOUT."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+
+from builder.cmake_build.cmake import find_tool
+from builder.inputs import wheels
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "mlx.md").read_text(encoding="utf-8")
+KERNELS = "mlx/backend/metal/kernels"
+VERSION = "0.32.1"
+MACOS14, MACOS26 = "macosx_14_0_arm64", "macosx_26_0_arm64"
+
+# One kernel of each MLX v0.32.1 entry file, by its name in the library (checked below).
+ENTRY_KERNELS = {
+    "arange.metal": "arangeint8",
+    "arg_reduce.metal": "argmin_int8",
+    "binary.metal": "ss_Addint8",
+    "binary_two.metal": "ss_DivModint8",
+    "conv.metal": "naive_unfold_nd_float32_1",
+    "copy.metal": "s_copyint8int8",
+    "dot.metal": "dot_product_float32_it32_tg512_sg16",
+    "fence.metal": "fence_wait",
+    "fft.metal": "fft_mem_256_float_float2",
+    "fp_quantized.metal": "nvfp4_gather_qmv_float_gs_16_b_4",
+    "fp_quantized_nax.metal": (
+        "nvfp4_gather_qmm_t_nax_float_gs_16_b_4_bm64_bn64_bk64_wm2_wn2_alN_true"
+    ),
+    "gemv.metal": "gemv_wide_float16_nv2_kl16",
+    "gemv_masked.metal": "gemv_outmask_bool__opmask_bool__float32_bm2_bn1_sm4_sn8_tm1_tn4_nc0",
+    "layer_norm.metal": "layer_normfloat32",
+    "logsumexp.metal": "block_logsumexp_float32",
+    "quantized.metal": "affine_quantize_float_gs_64_b_2",
+    "quantized_nax.metal": "affine_qmm_n_nax_float_gs_64_b_2_bm64_bn64_bk64_wm2_wn2_batch_1",
+    "random.metal": "rbits",
+    "reduce.metal": "all_reduce_orbool_",
+    "rms_norm.metal": "rmsfloat32",
+    "rope.metal": "rope_float16",
+    "scaled_dot_product_attention.metal": "sdpa_vector_float_64_64",
+    "scan.metal": "contig_scan_inclusive_sum_int8_int8",
+    "searchsorted.metal": "searchsorted_int8_left",
+    "softmax.metal": "block_softmax_float32",
+    "sort.metal": "c_block_sort_int8_int8_bn32_tn4",
+    "steel/attn/kernels/steel_attention.metal": (
+        "steel_attention_float16_bq32_bk32_bd96_wm4_wn1_maskbool_"
+    ),
+    "steel/attn/kernels/steel_attention_nax.metal": (
+        "steel_attention_float16_bq64_bk32_bd96_wm4_wn1_maskbool_"
+    ),
+    "steel/conv/kernels/steel_conv.metal": (
+        "implicit_gemm_conv_2d_float32_bm32_bn8_bk16_wm4_wn1_channel_l_filter_s"
+    ),
+    "steel/conv/kernels/steel_conv_3d.metal": (
+        "implicit_gemm_conv_3d_float32_bm32_bn8_bk16_wm4_wn1_filter_s"
+    ),
+    "steel/conv/kernels/steel_conv_general.metal": (
+        "implicit_gemm_conv_2d_general_float32_bm32_bn8_bk16_wm4_wn1"
+    ),
+    "steel/gemm/kernels/steel_gemm_fused.metal": (
+        "steel_gemm_fused_nn_float16_float16_bm64_bn32_bk8_wm4_wn1"
+    ),
+    "steel/gemm/kernels/steel_gemm_fused_nax.metal": (
+        "steel_gemm_fused_nax_nn_float16_float16_bm64_bn64_bk256_wm2_wn2"
+    ),
+    "steel/gemm/kernels/steel_gemm_gather.metal": (
+        "steel_gather_mm_nn_float16_float16_bm64_bn64_bk16_wm2_wn2"
+    ),
+    "steel/gemm/kernels/steel_gemm_gather_nax.metal": (
+        "steel_gather_mm_rhs_nax_nn_float16_float16_bm16_bn128_bk128_wm1_wn4"
+    ),
+    "steel/gemm/kernels/steel_gemm_masked.metal": (
+        "steel_gemm_block_outmask_bool__opmask_bool__nn_float16_float16_bm32_bn32_bk16_wm2_wn2"
+        "_MN_taligned_K_taligned"
+    ),
+    "steel/gemm/kernels/steel_gemm_segmented.metal": (
+        "steel_segmented_mm_nn_float16_float16_bm64_bn64_bk16_wm2_wn2"
+    ),
+    "steel/gemm/kernels/steel_gemm_segmented_nax.metal": (
+        "steel_segmented_mm_nax_nn_float16_float16_bm64_bn64_bk64_wm2_wn2"
+    ),
+    "steel/gemm/kernels/steel_gemm_splitk.metal": "steel_gemm_splitk_accum_float16_float32",
+    "steel/gemm/kernels/steel_gemm_splitk_nax.metal": (
+        "steel_gemm_splitk_nax_nn_float16_float32_bm64_bn64_bk256_wm2_wn2"
+    ),
+    "ternary.metal": "v_Selectint8",
+    "unary.metal": "v_Absint8int8",
+}
+MACOS14_ONLY_WITHOUT = {e for e in ENTRY_KERNELS if e == "fence.metal" or e.endswith("_nax.metal")}
+HEADER_OF = {"scaled_dot_product_attention.metal": "sdpa_vector.h"}
+
+
+def _blocks() -> list[tuple[str, list[str]]]:
+    """Every fenced block of the doc: (its language, its lines)."""
+    found: list[tuple[str, list[str]]] = []
+    current: tuple[str, list[str]] | None = None
+    for line in DOC.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = (line[3:].strip(), [])
+            else:
+                found.append(current)
+                current = None
+        elif current is not None:
+            current[1].append(line)
+    return found
+
+
+def block(language: str, first_line: str | None) -> str:
+    """The fenced block of ``language`` whose first line is ``first_line``, without that line
+    (``None``: the first block of ``language``, whole)."""
+    for lang, lines in _blocks():
+        if lang == language and first_line is None:
+            return "\n".join(lines) + "\n"
+        if lang == language and lines and lines[0] == first_line:
+            return "\n".join(lines[1:]) + "\n"
+    raise AssertionError(f"docs/mlx.md has no {language!r} block starting {first_line!r}")
+
+
+def _wheel(platform: str, version: str = VERSION) -> Path:
+    try:
+        return wheels.download_wheel("mlx-metal", version, platform)
+    except wheels.DownloadError as exc:
+        pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
+
+
+def _names(platform: str) -> set[str]:
+    from builder.inputs.targets import open_library, resolve_target
+
+    (lib,) = resolve_target(str(_wheel(platform)))
+    with open_library(lib) as metallib:
+        return set(metallib.columns().names)
+
+
+def _include_root(dest: Path) -> Path:
+    """The 0.32.1 wheel's include root (headers and jit/includes.h), copied to ``dest``."""
+    from mlx_tree import extract_kernel_headers
+
+    wheel = _wheel(MACOS14)
+    cached = wheels.cache_dir() / "kernel-headers" / wheel.name.removesuffix(".whl")
+    shutil.copytree(
+        extract_kernel_headers(wheel, cached), dest, ignore=shutil.ignore_patterns(".*")
+    )
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read("mlx/include/mlx/backend/metal/jit/includes.h")
+    (dest / "mlx/backend/metal/jit").mkdir(parents=True, exist_ok=True)
+    (dest / "mlx/backend/metal/jit/includes.h").write_bytes(text)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in MLX checkout: the wheel's headers, an entry file at each of MLX's entry-file
+    paths (its header included, one real kernel), and the doc's metallib.toml."""
+    root = _include_root(tmp_path_factory.mktemp("mlx") / "mlx-checkout")
+    kernels = root / KERNELS
+    for entry, name in ENTRY_KERNELS.items():
+        header = HEADER_OF.get(entry, entry.removesuffix(".metal") + ".h")
+        include = f'#include "{KERNELS}/{header}"\n' if (kernels / header).is_file() else ""
+        text = f"// stand-in for MLX's {entry}\n{include}[[kernel]] void {name}() {{}}\n"
+        (kernels / entry).parent.mkdir(parents=True, exist_ok=True)
+        (kernels / entry).write_text(text, encoding="utf-8")
+    settings = block("toml", f"# {KERNELS}/metallib.toml")
+    (kernels / "metallib.toml").write_text(settings, encoding="utf-8")
+    return root
+
+
+def _run(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _commands(first_line: str) -> list[str]:
+    return [
+        line for line in block("sh", first_line).splitlines() if line and not line.startswith("#")
+    ]
+
+
+@pytest.mark.realdata
+def test_the_stand_in_kernels_are_real_and_platform_bound() -> None:
+    """Each kernel named above is in the macOS 26 library; all but fence's and the NAX files'
+    are in the macOS 14 one, and those are not (what [kernels.requires] says)."""
+    macos14, macos26 = _names(MACOS14), _names(MACOS26)
+    assert set(ENTRY_KERNELS.values()) <= macos26
+    inside = {e for e, name in ENTRY_KERNELS.items() if name in macos14}
+    assert inside == set(ENTRY_KERNELS) - MACOS14_ONLY_WITHOUT
+
+
+@pytest.mark.realdata
+def test_the_commands_take_the_platform_from_each_library(checkout: Path) -> None:
+    """The doc's report and variants lines, run as written: no -D, no --exclude; the macOS 14
+    library is discovered without fence.metal and the NAX files, the macOS 26 one with all 42."""
+    lines = _commands(
+        "# size per entry file of each released library, platform from the library itself"
+    )
+    assert not any(" -D" in line or "--exclude" in line for line in lines)
+    done = [_run(line, checkout) for line in lines]
+    for line, run in zip(lines, done, strict=True):
+        assert run.returncode == 0, line + run.stderr
+    shown = re.escape(block("", None).strip())  # the line the doc shows, numbers aside
+    pattern = re.sub(r"\d[\d,]*", lambda _: r"[\d,]+", shown)
+    assert re.search(pattern, done[0].stderr), (pattern, done[0].stderr)
+    expected = {
+        "report-macos14.json": (
+            "MSL 3.1, macOS 14.0 (mlx.metallib's header); left out there: fence.metal, *_nax.metal",
+            set(ENTRY_KERNELS) - MACOS14_ONLY_WITHOUT,
+        ),
+        "report-macos26.json": (
+            "MSL 4.0, macOS 26.2 (mlx.metallib's header)\n",
+            set(ENTRY_KERNELS),
+        ),
+    }
+    for (name, (platform, entries)), run in zip(expected.items(), done, strict=False):
+        assert f" kernels in {len(entries)} entry files, for {platform}" in run.stderr
+        groups = {g["name"] for g in json.loads((checkout / name).read_text())["groups"]}
+        assert groups - {"other"} == entries  # each stand-in's kernel found in the library
+    variants = json.loads(done[2].stdout)
+    source = variants["source"]
+    assert (source["tree"]["entry_files"], source["tree_kernels_missing"]) == (34, 0)
+    held = {h["source"] for h in source["tree"]["held_aot"]}
+    aot_only = tomllib.loads(block("toml", f"# {KERNELS}/metallib.toml"))["build"]["aot-only"]
+    assert held == set(aot_only) - {"fence.metal"}  # fence.metal is not built on macOS 14
+    assert [v["name"] for v in variants["variants"]] == ["all-aot", "jit-mode"]
+
+
+def test_the_build_requirement_is_this_package() -> None:
+    from packaging.requirements import Requirement
+
+    import builder
+
+    requires = tomllib.loads(block("toml", "# pyproject.toml"))["build-system"]["requires"]
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [Requirement(r) for r in requires if Requirement(r).name == ours["name"]]
+    assert len(wanted) == 1 and wanted[0].specifier.contains(builder.__version__)
+
+
+def _cmake_dir() -> str:
+    """What the doc's setup.py lines hand CMake."""
+    scope: dict[str, Any] = {"subprocess": subprocess, "sys": sys, "cmake_args": []}
+    exec(  # noqa: S102 - the doc's own lines, as MLX's setup.py would run them
+        block("python", "# setup.py, in CMakeBuild.build_extension, beside the other cmake_args"),
+        scope,
+    )
+    (arg,) = scope["cmake_args"]
+    folder = arg.removeprefix("-DMetallibBuilder_DIR=")
+    assert (Path(folder) / "MetallibBuilderConfig.cmake").is_file()
+    return str(arg)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("jit", ["ON", "OFF"])
+def test_the_cmake_change_defines_what_includes_h_declares(tmp_path: Path, jit: str) -> None:
+    """The doc's CMake in an MLX-shaped project over the wheel's headers: with MLX_METAL_JIT the
+    library defines exactly the 49 functions jit/includes.h declares (compiled -Werror with
+    includes.h first), each returning the reference inliner's text; without it, the first 12."""
+    from support.reference_inliner import reference_preamble
+
+    src = _include_root(tmp_path / "src")
+    includes = src / "mlx/backend/metal/jit/includes.h"
+    top = block(
+        "cmake", "# CMakeLists.txt (top level), in if(MLX_BUILD_METAL), after the mlx target exists"
+    )
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\nproject(mlx LANGUAGES CXX)\n"
+        'option(MLX_METAL_JIT "JIT" OFF)\nadd_library(mlx STATIC)\n'
+        f'target_compile_options(mlx PRIVATE -Wall -Wextra -Werror -include "{includes}")\n'
+        f"{top}add_subdirectory(mlx/backend/metal)\n",
+        encoding="utf-8",
+    )
+    metal = src / "mlx/backend/metal"
+    metal.joinpath("CMakeLists.txt").write_text(
+        block(
+            "cmake",
+            "# mlx/backend/metal/CMakeLists.txt: the run-time sources (replaces make_jit_source)",
+        ),
+        encoding="utf-8",
+    )
+    for name in ("jit_kernels.cpp", "nojit_kernels.cpp"):
+        metal.joinpath(name).write_text("namespace mlx::core::metal {}\n", encoding="utf-8")
+    build = tmp_path / "build"
+    configure = subprocess.run(
+        [find_tool("cmake"), "-S", str(src), "-B", str(build), "-G", "Ninja",
+         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", _cmake_dir(), f"-DMLX_METAL_JIT={jit}",
+         "-DMLX_METAL_VERSION=400", "-DMACOS_SDK_VERSION=26.2",
+         "-DCMAKE_OSX_DEPLOYMENT_TARGET=26.2", f"-DPython3_EXECUTABLE={sys.executable}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    ninja = subprocess.run(
+        [find_tool("ninja"), "-C", str(build)], capture_output=True, text=True, check=False
+    )
+    assert ninja.returncode == 0, ninja.stdout + ninja.stderr
+    nm = subprocess.run(
+        ["nm", "-C", "--defined-only", str(build / "libmlx.a")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    defined = re.findall(r" T mlx::core::metal::(\w+)\(\)", nm)
+    declared = re.findall(r"const char\* (\w+)\(\);", includes.read_text())
+    # without MLX_METAL_JIT: the 12 that mlx-metal's own (non-JIT) libmlx.dylib holds
+    assert len(declared) == 49 and set(defined) == (
+        set(declared) if jit == "ON" else set(_dylib_preambles(tmp_path))
+    )
+    kernels = src / KERNELS
+    heads = {
+        name: kernels / "utils.h" if name == "utils" else next(kernels.rglob(f"{name}.h"))
+        for name in defined
+    }
+    dump = tmp_path / "dump.cpp"
+    dump.write_text(
+        "#include <cstdio>\n#include <cstring>\nnamespace mlx::core::metal {\n"
+        + "".join(f"const char* {n}();\n" for n in defined)
+        + "}\nint main() {\n"
+        + "".join(
+            f"  std::fputs(mlx::core::metal::{n}(), stdout); std::fputc(0, stdout);\n"
+            for n in defined
+        )
+        + "}\n"
+    )
+    exe = tmp_path / "dump"
+    subprocess.run(
+        ["g++", "-std=c++17", str(dump), str(build / "libmlx.a"), "-o", str(exe)], check=True
+    )
+    texts = subprocess.run([str(exe)], capture_output=True, check=True).stdout.decode().split("\0")
+    assert texts[:-1] == [reference_preamble(heads[n], [src], strip=False) for n in defined]
+
+
+@pytest.mark.realdata
+def test_the_ci_gates(checkout: Path, tmp_path: Path) -> None:
+    """The doc's CI lines and budget: with the 0.32.1 wheel in dist/ both pass; with 0.32.4's
+    (146,876,416 bytes of metallib against 135,484,384) both fail."""
+    lines = _commands("# after the wheel build: size gates on dist/, per entry file of the tree")
+    (checkout / "metallib-size.toml").write_text(block("toml", "# metallib-size.toml"))
+    dist = checkout / "dist"
+    for version, code in ((VERSION, 0), ("0.32.4", 1)):
+        shutil.rmtree(dist, ignore_errors=True)
+        dist.mkdir()
+        wheel = _wheel(MACOS14, version)
+        shutil.copy(wheel, dist / wheel.name)
+        done = [_run(line, checkout) for line in lines]
+        assert [d.returncode for d in done] == [code, code], done[1].stderr[-600:]
+        assert (checkout / "size.md").is_file() and (checkout / "budget.md").is_file()
+        if code:
+            assert "error: size gate failed" in done[0].stderr or "growth" in done[0].stderr
+            assert "error: budget exceeded: mlx-metal, macOS 14: max-size is" in done[1].stderr
+
+
+def _dylib_preambles(folder: Path) -> dict[str, str]:
+    """The preambles mlx-metal 0.32.1's libmlx.dylib (a build without MLX_METAL_JIT) holds,
+    read with what ``metallib-builder sources`` runs: name -> text."""
+    from builder.size.host_strings import host_strings
+
+    with zipfile.ZipFile(_wheel(MACOS14)) as archive:
+        data = archive.read("mlx/lib/libmlx.dylib")
+    path = folder / "libmlx.dylib"
+    path.write_bytes(data)
+    found = host_strings(path, "mlx::core::metal") or []
+    return {
+        s.function.rsplit("::", 1)[1]: data[s.offset : s.offset + s.size - 1].decode()
+        for s in found
+        if s.function
+    }
+
+
+def _files(text: str, marker: str) -> tuple[list[str], dict[str, list[str]]]:
+    """A preamble's lines per file (``marker`` names the file a run of lines comes from), without
+    blank lines, ``#line``, quoted includes and ``#pragma once``; and the files' order by their
+    first such line."""
+    lines: dict[str, list[str]] = {}
+    order: list[str] = []
+    where = None
+    for line in text.splitlines():
+        found = re.fullmatch(marker, line)
+        if found:
+            where = found.group(1)
+            continue
+        if where is None or not line.strip() or line.startswith("#line "):
+            continue
+        if re.match(r'\s*#\s*include\s*"', line) or line.strip() == "#pragma once":
+            continue
+        if where not in lines:
+            order.append(where)
+        lines.setdefault(where, []).append(line)
+    return order, lines
+
+
+@pytest.mark.realdata
+def test_the_differences_from_make_compiled_preamble(tmp_path: Path) -> None:
+    """The 12 preambles of mlx-metal 0.32.1's libmlx.dylib against the tool's: the same lines of
+    the same files; banners, #line numbering and file order as the doc says; the sizes it says."""
+    from builder.jit.preamble import inline_preamble
+
+    inc = _include_root(tmp_path / "inc")
+    theirs = _dylib_preambles(tmp_path)
+    assert len(theirs) == 12
+    kernels = inc / KERNELS
+    banner = r"///////////////////////////////////////////////////////////////////////////////"
+    ours: dict[str, str] = {}
+    moved = 0
+    for name, text in theirs.items():
+        header = kernels / "utils.h" if name == "utils" else next(kernels.rglob(f"{name}.h"))
+        ours[name] = inline_preamble([header], [inc]).text
+        assert text.startswith(
+            f"\n// Copyright © 2025 Apple Inc.\n\n// Auto generated source for {KERNELS}/"
+        )
+        # MLX's rules of slashes sit only around its banners: drop those lines with them
+        cleaned = re.sub(rf"{banner}\n(// Contents from \"[^\"]*\"\n){banner}\n", r"\1", text)
+        cleaned = cleaned.removesuffix(f"{banner}\n").removesuffix(banner)
+        their_order, their_lines = _files(cleaned, r'// Contents from "(.*)"')
+        our_order, our_lines = _files(ours[name], r'#line \d+ "(.*)"')
+        assert their_lines == our_lines, name
+        moved += their_order != our_order
+        assert "// Contents from" not in ours[name] and "Auto generated" not in ours[name]
+        assert len(re.findall(r'^#line 1 "', text, flags=re.MULTILINE)) == len(their_order)
+        for number, path, rest in re.findall(
+            r'^#line (\d+) "(.*)"\n(.*)$', ours[name], flags=re.MULTILINE
+        ):
+            line = (inc / path).read_text().splitlines()[int(number) - 1]
+            assert rest == ("" if line == "#pragma once" else line)  # the file's own numbering
+    assert moved > 0  # MLX's order differs for the preambles made of several files
+    stated = re.search(r"([\d,]+) bytes for the 12 against MLX's\s+([\d,]+)", DOC)
+    assert stated is not None
+    assert (int(stated[1].replace(",", "")), int(stated[2].replace(",", ""))) == (
+        sum(len(t.encode()) for t in ours.values()),
+        sum(len(t.encode()) for t in theirs.values()),
+    )
+
+
+CHECKOUT = os.environ.get("METALLIB_BUILDER_MLX_CHECKOUT")
+
+
+@pytest.mark.realdata
+@pytest.mark.skipif(
+    not CHECKOUT, reason="set METALLIB_BUILDER_MLX_CHECKOUT to a checkout of MLX v0.32.1"
+)
+@pytest.mark.parametrize("platform", [MACOS14, "macosx_15_0_arm64", MACOS26])
+def test_mlx_own_tree_matches_each_library_exactly(tmp_path: Path, platform: str) -> None:
+    """The doc's table, on MLX's own tree with the doc's metallib.toml: report leaves 0 bytes
+    unattributed and variants --from finds every function and no kernel the library lacks, with
+    no -D and no --exclude."""
+    root = Path(str(CHECKOUT))
+    settings = root / KERNELS / "metallib.toml"
+    settings.write_text(block("toml", f"# {KERNELS}/metallib.toml"), encoding="utf-8")
+    tool = [sys.executable, "-m", "builder"]
+    tree = ["--source-dir", KERNELS, "-I", ".", "--platform", platform]
+    report = subprocess.run([*tool, "report", f"mlx-metal=={VERSION}", *tree, "--format", "json"],
+                            cwd=root, capture_output=True, text=True, check=True)  # fmt: skip
+    doc = json.loads(report.stdout)
+    assert "other" not in {g["name"] for g in doc["groups"]} and "warning" not in report.stderr
+    variants = subprocess.run([*tool, "variants", "--from", f"mlx-metal=={VERSION}", *tree, "-o",
+                               str(tmp_path / "v"), "--format", "json"],
+                              cwd=root, capture_output=True, text=True, check=True)  # fmt: skip
+    source = json.loads(variants.stdout)["source"]
+    row = re.search(rf"^\| {platform} \|.*$", DOC, flags=re.MULTILINE)
+    assert row is not None
+    cells = [c.strip() for c in row.group().strip("|").split("|")]
+    entries, kernels, functions = (int(c.replace(",", "")) for c in cells[3:6])
+    assert (source["tree"]["entry_files"], source["tree"]["kernels"], source["function_count"]) == (
+        entries, kernels, functions,
+    )  # fmt: skip
+    assert (
+        (source["not_in_tree"], source["tree_kernels_missing"])
+        == (0, 0)
+        == tuple(int(c) for c in cells[6:8])
+    )
