@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from builder.cli.publishing import format_option, platform_option
 from builder.errors import CheckFailed, UsageError
 
+if TYPE_CHECKING:
+    from builder.metallib.reader import Metallib
+    from builder.subsets.slim import SlimResult
+
 __all__ = ["list_command", "slim_command", "verify_command"]
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _open(path: Path, member: str | None, command: str) -> tuple[Any, str]:
+def _open(path: Path, member: str | None, command: str) -> tuple[Metallib, str]:
     """The one metallib of FILE (a .metallib, or a binary or wheel holding metallibs: ``member``
     chooses among several) and the name to show for it."""
     from builder.inputs.targets import one_metallib, open_library, resolve_target
@@ -41,7 +46,7 @@ _MEMBER = click.option(
 )
 
 
-def _emit_json(document: dict[str, Any]) -> None:
+def _emit_json(document: Mapping[str, object]) -> None:
     """One compact JSON document (the C encoder; ``indent`` would force the slow one)."""
     from builder.files.jsontext import dumps
 
@@ -149,7 +154,10 @@ def verify_command(file: Path, fmt: str, member: str | None) -> None:
         )
 
 
-def _with_progress(work: Any, total: int) -> Any:
+T = TypeVar("T")
+
+
+def _with_progress(work: Callable[[Callable[[int], None] | None], T], total: int) -> T:
     """Run ``work(progress)`` with a progress bar on stderr when stderr is a terminal."""
     if not sys.stderr.isatty() or total < (32 << 20):
         return work(None)
@@ -299,7 +307,7 @@ def slim_command(
     click.echo(f"saved:  {saved} bytes ({_human(saved)}, {share:.1f}%)")
 
 
-def _slim_warnings(result: Any, keep_list: Path | None) -> None:
+def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
     """What slim let pass, on stderr: unmatched keep-list lines, functions with a bad hash."""
     from builder.subsets.slim import describe_mismatches
 

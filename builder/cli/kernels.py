@@ -8,8 +8,9 @@ lives in ``builder.cli.check``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,10 +20,14 @@ from builder.errors import UsageError
 from builder.files.jsontext import dumps
 from builder.kernels.catalog import split_names
 
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
+    from builder.kernels.discovery import KernelTree
+
 __all__ = ["emit_json", "kernels_command"]
 
 
-def emit_json(document: dict[str, Any]) -> None:
+def emit_json(document: Mapping[str, object]) -> None:
     """One compact JSON document on stdout (``kernels`` and ``check`` machine output)."""
     # No cycle check: documents are plain trees, and tens of thousands of kernels encode ~25%
     # faster without it.
@@ -69,12 +74,7 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
     "also every kernel with name, source, template and args, runtime_only and metal_headers.",
 )
 def kernels_command(
-    source_dir: Path | None,
-    include_dirs: tuple[Path, ...],
-    defines: tuple[str, ...],
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    jobs: int | None,
+    tree: TreeOptions,
     kernels: str | None,
     dtypes: str | None,
     fmt: str,
@@ -82,6 +82,7 @@ def kernels_command(
     """List the kernels of a tree: the bundled catalog, or any folder of .metal files."""
     from builder.kernels.discovery import is_catalog_tree
 
+    source_dir = tree.source_dir
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
     if source_dir is not None and not is_catalog_tree(source_dir):
@@ -89,32 +90,23 @@ def kernels_command(
             raise UsageError(
                 f"--kernels and --dtypes select catalog families; {source_dir} has no catalog.json"
             )
-        from builder.cli.tree_options import load_tree_with_progress
-
-        tree = load_tree_with_progress(
-            source_dir,
-            include_dirs=include_dirs,
-            defines=defines,
-            exclude=exclude,
-            config_file=config_file,
-            jobs=jobs,
-        )
+        found = tree.load()
         from builder.kernels.tree_files import metal_headers
 
         if fmt == "json":
-            emit_json({"schema": 1, **tree.to_json()})
+            emit_json({"schema": 1, **found.to_json()})
         else:
-            _discovered_table(tree, metal_headers(tree.root))
+            _discovered_table(found, metal_headers(found.root))
         return
-    if include_dirs or defines or exclude or jobs:
+    if tree.include_dirs or tree.defines or tree.exclude or tree.jobs:
         raise UsageError(
             "-I, -D, --exclude and -j apply to a folder of .metal entry files; "
             f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
         )
-    _catalog_listing(source_dir, config_file, kernels, dtypes, fmt)
+    _catalog_listing(source_dir, tree.config_file, kernels, dtypes, fmt)
 
 
-def _discovered_table(tree: Any, headers: dict[str, str]) -> None:
+def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
     """Entry files and their kernel counts. File names come from the tree (untrusted): each is
     shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
     from rich.console import Console

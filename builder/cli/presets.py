@@ -9,7 +9,6 @@ job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a vari
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -45,7 +44,14 @@ Examples:
 )
 @no_wait_option
 @build_only_options
-def presets_command(**kw: Any) -> None:
+def presets_command(
+    source_dir: Path | None,
+    jobs: int | None,
+    fmt: str,
+    verbose: bool,
+    no_wait: bool,
+    **options: object,
+) -> None:
     """Build the presets of CMakePresets.json side by side and compare their sizes.
 
     \b
@@ -63,19 +69,18 @@ def presets_command(**kw: Any) -> None:
     from builder.errors import CheckFailed
     from builder.render.build import presets_text
 
-    source_dir = kw["source_dir"]
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
-    request = build_request(**kw)
+    request = build_request({**options, "source_dir": source_dir})
     results = build_presets(
         request,
         request.build_dir,
-        jobs=kw["jobs"],
+        jobs=jobs,
         console=stderr_console(),
-        verbose=kw["verbose"],
-        wait=not kw["no_wait"],
+        verbose=verbose,
+        wait=not no_wait,
     )
-    if kw["fmt"] == "json":
+    if fmt == "json":
         click.echo(dumps(presets_to_dict(results), indent=1))
     else:
         click.echo(presets_text(results))

@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["output_options", "output_plan", "publish", "pull_request_for", "terminal"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def format_option(choices: Sequence[str], help_text: str) -> Callable[[F], F]:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import click
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.size.grouping import Sources
 
-__all__ = ["BUILD_JOBS", "load_tree_with_progress", "tree_of", "tree_options", "tree_sources"]
+__all__ = ["BUILD_JOBS", "TreeOptions", "tree_of", "tree_options", "tree_sources"]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -64,75 +66,115 @@ BUILD_JOBS = (
 """What ``-j`` means for a command that builds (``build``, ``presets``)."""
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    """The kernel-tree options' values as one record: what ``@tree_options`` hands a command
+    as its ``tree`` parameter (the fields of the build request's ``Tree`` part, and ``-j``)."""
+
+    source_dir: Path | None = None
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    config_file: Path | None = None
+    jobs: int | None = None
+
+    def load(self) -> KernelTree:
+        """``load_tree`` with a files-done bar on stderr, only when stderr is a terminal (rich
+        is not even imported otherwise: scripts and CI pay no start-up time for it)."""
+        from builder.errors import UsageError
+        from builder.kernels.discovery import load_tree
+
+        source_dir = self.source_dir
+        if source_dir is None or not source_dir.is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+
+        def read(on_progress: Callable[[int, int, str], None] | None = None) -> KernelTree:
+            return load_tree(
+                source_dir,
+                include_dirs=self.include_dirs,
+                defines=self.defines,
+                exclude=self.exclude,
+                config_file=self.config_file,
+                jobs=self.jobs,
+                on_progress=on_progress,
+            )
+
+        if not sys.stderr.isatty():
+            return read()
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        progress = Progress(
+            TextColumn("preprocess"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("entry files"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        task = progress.add_task("preprocess", total=None)
+
+        def advance(done: int, total: int, _entry: str) -> None:
+            progress.update(task, completed=done, total=total)
+
+        with progress:
+            return read(advance)
 
 
 @overload
-def tree_options(func: F) -> F: ...
+def tree_options(func: Callable[..., R]) -> Callable[..., R]: ...
 @overload
 def tree_options(
     *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
-) -> Callable[[F], F]: ...
+) -> Callable[[Callable[..., R]], Callable[..., R]]: ...
 def tree_options(
-    func: F | None = None, *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
-) -> Any:
-    """Add the kernel-tree options to a command (``@tree_options``, or
-    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means;
-    ``jobs_help`` says what ``-j`` runs in parallel when it is not the preprocessing)."""
+    func: Callable[..., R] | None = None,
+    *,
+    default: str | None = None,
+    jobs_help: str = _PREPROCESS_JOBS,
+) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
+    """Add the kernel-tree options to a command, which gets their values as one
+    ``tree: TreeOptions`` (``@tree_options``, or ``@tree_options(default="the bundled
+    metal_src")`` to say what no ``--source-dir`` means; ``jobs_help`` says what ``-j`` runs in
+    parallel when it is not the preprocessing)."""
 
-    def add(func: F) -> F:
-        func = click.option(
+    def add(func: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(func)
+        def command(
+            *args: object,
+            source_dir: Path | None,
+            include_dirs: tuple[Path, ...],
+            defines: tuple[str, ...],
+            exclude: tuple[str, ...],
+            config_file: Path | None,
+            jobs: int | None,
+            **values: object,
+        ) -> R:
+            tree = TreeOptions(source_dir, include_dirs, defines, exclude, config_file, jobs)
+            return func(*args, tree=tree, **values)
+
+        added: Callable[..., R] = click.option(
             "-j", "--jobs", type=click.IntRange(min=1), default=None, help=jobs_help
-        )(func)
+        )(command)
         for option in reversed(_OPTIONS):
-            func = option(func)
+            added = option(added)
         help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
-        added: F = click.option("--source-dir", type=_DIR, default=None, help=help_text)(func)
-        return added
+        return click.option("--source-dir", type=_DIR, default=None, help=help_text)(added)
 
     return add(func) if func is not None else add
 
 
-def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
-    """``load_tree`` with a files-done bar on stderr, only when stderr is a terminal (rich is
-    not even imported otherwise: scripts and CI pay no start-up time for it)."""
-    from builder.errors import UsageError
-    from builder.kernels.discovery import load_tree
-
-    if not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    if not sys.stderr.isatty():
-        return load_tree(source_dir, **options)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    progress = Progress(
-        TextColumn("preprocess"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("entry files"),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = progress.add_task("preprocess", total=None)
-
-    def advance(done: int, total: int, _entry: str) -> None:
-        progress.update(task, completed=done, total=total)
-
-    with progress:
-        return load_tree(source_dir, on_progress=advance, **options)
-
-
-def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
-    """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (a
-    ``Sources``; None without one), from the kernel-tree options' values ``tree`` (emptied of
-    ``source_dir``). ``--source-dir`` alone means ``--by source``; shared by every command that
+def tree_sources(by: str, tree: TreeOptions) -> tuple[str, Sources | None]:
+    """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (None
+    without one). ``--source-dir`` alone means ``--by source``; shared by every command that
     groups a library's functions by source file (report, compare, history)."""
     from builder.errors import UsageError
 
-    source_dir = tree.pop("source_dir")
-    if source_dir is None:
-        if any(tree.values()):
+    if tree.source_dir is None:
+        if replace(tree, source_dir=None) != TreeOptions():
             raise UsageError(
                 "-I, -D, --exclude, --config and -j describe a kernel tree; "
                 "name it with --source-dir"
@@ -146,16 +188,27 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
             f"--source-dir attributes functions to entry files; it goes with "
             f"--by source, not --by {by}"
         )
-    return by, tree_of(source_dir, **tree)
+    return by, _sources(tree.load())
 
 
-def tree_of(source_dir: Path, **options: Any) -> Sources:
-    """The entry file of every kernel of the tree at ``source_dir`` (``options``: the
-    kernel-tree options' values), loaded with progress and a line on stderr saying what was
-    found: for ``--source-dir`` and for a budget's ``source-dir`` alike."""
+def tree_of(
+    source_dir: Path,
+    *,
+    include_dirs: Sequence[Path] = (),
+    defines: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    config_file: Path | None = None,
+) -> Sources:
+    """The entry file of every kernel of the tree at ``source_dir``, loaded with progress and a
+    line on stderr saying what was found: a budget's ``source-dir`` (``check_budgets``'s tree
+    loader) read as ``--source-dir`` is."""
+    options = TreeOptions(source_dir, tuple(include_dirs), tuple(defines), tuple(exclude))
+    return _sources(replace(options, config_file=config_file).load())
+
+
+def _sources(found: KernelTree) -> Sources:
     from builder.size.grouping import Sources
 
-    found = load_tree_with_progress(source_dir, **options)
     click.echo(
         f"kernel tree {found.root}: {len(found.kernels):,} kernels in "
         f"{len(found.sources):,} "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +20,9 @@ from builder.cli.build import no_wait_option
 from builder.cli.publishing import platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
+
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
 
 __all__ = ["variants_command"]
 
@@ -106,7 +109,19 @@ Examples:
 )
 @platform_option("a PACKAGE==VERSION target")
 @no_wait_option
-def variants_command(from_target: str, **kw: Any) -> None:
+def variants_command(
+    from_target: str,
+    tree: TreeOptions,
+    aot: tuple[str, ...],
+    jit: tuple[str, ...],
+    budget: str | None,
+    budget_of: str,
+    download: bool,
+    outdir: Path | None,
+    fmt: str,
+    platform: str | None,
+    no_wait: bool,
+) -> None:
     """Write a library's AOT/JIT variants as real subsets and compare their sizes.
 
     \b
@@ -129,17 +144,6 @@ def variants_command(from_target: str, **kw: Any) -> None:
     metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
     --budget cannot be met (the message says the least reachable size).
     """
-    _from(from_target, **kw)
-
-
-def _given(name: str) -> bool:
-    """Whether option ``name`` was given on the command line (not its default)."""
-    source = click.get_current_context().get_parameter_source(name)
-    return source is not click.core.ParameterSource.DEFAULT
-
-
-def _from(target: str, **kw: Any) -> None:
-    from builder.cli.tree_options import load_tree_with_progress
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.output_folder import replaced_folder
     from builder.render.variants import variants_json
@@ -147,30 +151,24 @@ def _from(target: str, **kw: Any) -> None:
     from builder.subsets.out_folder import moved
     from builder.subsets.variants import make_variants
 
-    if kw["source_dir"] is None:
+    source_dir = tree.source_dir
+    if source_dir is None:
         raise UsageError(
             "variants --from needs --source-dir: the kernel tree the library was built from"
         )
-    outdir = kw["outdir"]
     if outdir is None:
         raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
-    budget = parse_size(kw["budget"]) if kw["budget"] is not None else None
-    if budget is not None and budget <= 0:
-        raise UsageError(f"--budget {kw['budget']}: must be more than 0 bytes")
-    if budget is None and _given("budget_of"):
+    size = parse_size(budget) if budget is not None else None
+    if size is not None and size <= 0:
+        raise UsageError(f"--budget {budget}: must be more than 0 bytes")
+    if size is None and _given("budget_of"):
         raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
-    source_dir = kw["source_dir"]
     check_not_an_input(
-        outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]], replaces_folder=True
+        outdir,
+        [from_target, source_dir, *tree.include_dirs, tree.config_file],
+        replaces_folder=True,
     )
-    tree = load_tree_with_progress(
-        source_dir,
-        include_dirs=kw["include_dirs"],
-        defines=kw["defines"],
-        exclude=kw["exclude"],
-        config_file=kw["config_file"],
-        jobs=kw["jobs"],
-    )
+    found = tree.load()
     terminal = sys.stderr.isatty()
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
@@ -178,25 +176,24 @@ def _from(target: str, **kw: Any) -> None:
     with replaced_folder(
         outdir,
         marker=RUN_FILE,
-        wait=not kw["no_wait"],
+        wait=not no_wait,
         on_wait=lambda line: click.echo(line, err=True),
     ) as staged:
         written = make_variants(
-            target,
-            tree,
+            from_target,
+            found,
             staged,
-            aot=kw["aot"],
-            jit=kw["jit"],
-            budget=budget,
-            platform=kw["platform"],
+            aot=aot,
+            jit=jit,
+            budget=size,
+            platform=platform,
             progress=progress,
-            budget_of=kw["budget_of"],
-            download=kw["download"],
+            budget_of=budget_of,
+            download=download,
         )
         run = moved(written, outdir)
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
-    fmt = kw["fmt"]
     if fmt == "json":
         text = document
     elif fmt == "markdown":
@@ -212,3 +209,9 @@ def _from(target: str, **kw: Any) -> None:
 
         text = variants_table(run)
     sys.stdout.write(text)
+
+
+def _given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not click.core.ParameterSource.DEFAULT

@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.errors import BuilderError, CheckFailed, UsageError
 from builder.files.reading import open_regular
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from builder.inputs.targets import Progress
     from builder.size.budget_file import Budget
     from builder.size.grouping import Sources
+    from builder.size.limits import Limit
     from builder.size.report import Report
 
 __all__ = ["TreeLoader", "check_budgets", "download_bytes", "tree_sources"]
@@ -139,13 +140,26 @@ def _check_tree(budget: Budget) -> None:
         raise UsageError(f"{budget.where}: 'config' {budget.config}: no such file")
 
 
-def tree_sources(source_dir: Path, **options: Any) -> Sources:
-    """The entry file of every kernel of the tree at ``source_dir`` (``load_tree``'s
-    ``options``), loaded without progress: the loader when ``check_budgets`` is given none."""
+def tree_sources(
+    source_dir: Path,
+    *,
+    include_dirs: Sequence[Path] = (),
+    defines: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    config_file: Path | None = None,
+) -> Sources:
+    """The entry file of every kernel of the tree at ``source_dir`` (read as ``load_tree``
+    reads it), loaded without progress: the loader when ``check_budgets`` is given none."""
     from builder.kernels.discovery import load_tree
     from builder.size.grouping import Sources
 
-    tree = load_tree(source_dir, **options)
+    tree = load_tree(
+        source_dir,
+        include_dirs=include_dirs,
+        defines=defines,
+        exclude=exclude,
+        config_file=config_file,
+    )
     return Sources(tree.source_of(), f"discovery:{tree.root}")
 
 
@@ -177,9 +191,27 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
     hosts = tuple(r.host_library.path for r in reports if r.host_library is not None)
 
     def add(
-        key: str, limit: int, value: int, measured: tuple[str, ...] = where, **extra: Any
+        key: str,
+        limit: int,
+        value: int,
+        measured: tuple[str, ...] = where,
+        *,
+        group: str | None = None,
+        growth: Limit | None = None,
+        base_value: int | None = None,
     ) -> None:
-        out.append(Check(key, name, limit, value, measured_in=measured, **extra))
+        out.append(
+            Check(
+                key,
+                name,
+                limit,
+                value,
+                growth=growth,
+                base_value=base_value,
+                group=group,
+                measured_in=measured,
+            )
+        )
 
     if budget.max_size is not None:
         add(
