@@ -69,7 +69,7 @@ def resolve_target(
     if path.exists():
         check_regular(path, "the target")  # a FIFO or a device: one line, as list and verify say
         if path.suffix == ".whl":
-            from builder.inputs.wheels import extract_metallibs
+            from builder.inputs.wheel_extract import extract_metallibs
 
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix not in (".json", ".metallib") and not _starts_with_magic(path):
