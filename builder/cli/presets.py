@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from builder.cli.build import build_only_options, build_request, no_wait_option
+from builder.cli.publishing import format_option
 from builder.cli.tree_options import BUILD_JOBS
 from builder.errors import UsageError
 from builder.files.jsontext import dumps
@@ -34,14 +35,7 @@ Examples:
     help="Catalog tree (a folder with catalog.json). Default: the bundled metal_src/.",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help=BUILD_JOBS)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json")),
-    default="table",
-    show_default=True,
-    help="Output on stdout: table, or json (schema 1).",
-)
+@format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
 @no_wait_option
 @build_only_options
 def presets_command(

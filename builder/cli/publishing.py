@@ -49,7 +49,7 @@ def platform_option(what: str = "PACKAGE==VERSION targets") -> Callable[[F], F]:
 
 
 def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]:
-    """``--format`` (one of ``formats``, ``table`` by default) and the repeatable ``-o FILE``,
+    """``--format`` (one of ``formats``, the first by default) and the repeatable ``-o FILE``,
     spelled and explained the same way by every command that publishes; the extensions listed
     in ``-o``'s help are the ones ``builder.publish.outputs`` maps to ``formats``."""
     from builder.publish.outputs import EXTENSIONS
@@ -59,14 +59,7 @@ def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]
         if name in formats:
             first.setdefault(name, extension)
     shown = " ".join(first.values())
-    as_format = click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(formats),
-        default="table",
-        show_default=True,
-        help=format_help,
-    )
+    as_format = format_option(formats, format_help)
     to_files = click.option(
         "-o",
         "--output",

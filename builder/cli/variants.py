@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.publishing import platform_option
+from builder.cli.publishing import format_option, platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 
@@ -99,13 +99,9 @@ Examples:
     "jit_sources.cpp, replaced as a whole when the run succeeds: a "
     "new or empty folder, or an earlier run's.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(_FORMATS),
-    default="table",
-    show_default=True,
-    help="Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
+@format_option(
+    _FORMATS,
+    "Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
 )
 @platform_option("a PACKAGE==VERSION target")
 @no_wait_option
