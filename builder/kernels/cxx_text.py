@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 __all__ = [
     "CHAR",
@@ -20,7 +21,7 @@ __all__ = [
     "declarator",
     "decode_literals",
     "join_literals",
-    "match_forward",
+    "matching",
     "normalize_arg",
     "split_top",
 ]
@@ -97,39 +98,28 @@ def split_top(text: str) -> list[str]:
     return [p for p in (q.strip() for q in parts) if p]
 
 
-def _match_back(text: str, end: int, close: str, open_: str) -> int:
-    """Index of the ``open_`` matching ``text[end] == close``; for angles, brackets inside
+def matching(text: str, at: int, pair: str, *, back: bool = False) -> int:
+    """Index of the bracket matching ``text[at]``, the opening one of ``pair`` (``"()"``,
+    ``"<>"``), or with ``back`` its closing one, read backwards; for angles, brackets inside
     parentheses are skipped. -1 if unbalanced. Visits bracket positions only."""
+    here, there = (pair[1], pair[0]) if back else (pair[0], pair[1])
+    inward, outward = (")]", "([") if back else ("([", ")]")
+    found: Iterable[re.Match[str]] = (
+        reversed(list(_BRACKETS.finditer(text, 0, at + 1)))
+        if back
+        else _BRACKETS.finditer(text, at)
+    )
     depth = paren = 0
-    angles = open_ == "<"
-    for match in reversed(list(_BRACKETS.finditer(text, 0, end + 1))):
+    angles = pair == "<>"
+    for match in found:
         ch = match.group()
-        if angles and ch in ")]":
+        if angles and ch in inward:
             paren += 1
-        elif angles and ch in "([":
+        elif angles and ch in outward:
             paren -= 1
-        elif paren == 0 and ch == close:
+        elif paren == 0 and ch == here:
             depth += 1
-        elif paren == 0 and ch == open_:
-            depth -= 1
-            if depth == 0:
-                return match.start()
-    return -1
-
-
-def match_forward(text: str, start: int, open_: str, close: str) -> int:
-    """Index of the ``close`` matching ``text[start] == open_``; angles skip parentheses."""
-    depth = paren = 0
-    angles = open_ == "<"
-    for match in _BRACKETS.finditer(text, start):
-        ch = match.group()
-        if angles and ch in "([":
-            paren += 1
-        elif angles and ch in ")]":
-            paren -= 1
-        elif paren == 0 and ch == open_:
-            depth += 1
-        elif paren == 0 and ch == close:
+        elif paren == 0 and ch == there:
             depth -= 1
             if depth == 0:
                 return match.start()
@@ -143,7 +133,7 @@ def _drop_decltype(text: str) -> str:
         if at < 0:
             return text
         open_ = text.find("(", at)
-        close = match_forward(text, open_, "(", ")") if open_ >= 0 else -1
+        close = matching(text, open_, "()") if open_ >= 0 else -1
         if close < 0:
             return text
         text = text[:at] + " " + text[close + 1 :]
@@ -153,13 +143,13 @@ def declarator(text: str) -> tuple[str, tuple[str, ...]] | None:
     """(function name, template arguments) of a declaration head without its attributes."""
     head = _drop_decltype(text).rstrip()
     if head.endswith(")"):
-        open_ = _match_back(head, len(head) - 1, ")", "(")
+        open_ = matching(head, len(head) - 1, "()", back=True)
         if open_ < 0:
             return None
         head = head[:open_].rstrip()
     args: tuple[str, ...] = ()
     if head.endswith(">"):
-        lt = _match_back(head, len(head) - 1, ">", "<")
+        lt = matching(head, len(head) - 1, "<>", back=True)
         if lt < 0:
             return None
         args = tuple(normalize_arg(a) for a in split_top(head[lt + 1 : -1]))

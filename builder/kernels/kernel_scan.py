@@ -38,7 +38,7 @@ from builder.kernels.cxx_text import (
     declarator,
     decode_literals,
     join_literals,
-    match_forward,
+    matching,
     normalize_arg,
     split_top,
 )
@@ -171,7 +171,7 @@ def _declaration(decl: str, has_body: bool) -> _Found | _TemplateDefinition | No
     if match:
         rest = plain[match.end() :]
         if rest.startswith("<"):
-            close = match_forward(rest, 0, "<", ">")
+            close = matching(rest, 0, "<>")
             if match.group(1) or close < 0:
                 return None  # extern, or unbalanced
             if rest[1:close].strip():  # a template definition: nothing of its own
