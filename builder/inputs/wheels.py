@@ -23,45 +23,23 @@ from pathlib import Path
 from builder.errors import UsageError
 from builder.inputs import DEFAULT_PLATFORM
 from builder.inputs.wheel_cache import (
-    STALE_AFTER_S,
-    CacheWriteError,
     CorruptWheelError,
     DownloadError,
-    UnsafeWheelError,
     UnusableWheelError,
-    WheelError,
     cache_dir,
     make_dir,
     prepare_cache,
     record_path,
-    sweep_stale,
     write_error,
 )
 from builder.inputs.wheel_extract import extract_metallibs
 from builder.inputs.wheel_index import (
     cached_wheel,
     check_remote,
-    holds_metallibs,
     remember_choice,
 )
 
-__all__ = [
-    "DEFAULT_PLATFORM",
-    "STALE_AFTER_S",
-    "CacheWriteError",
-    "CorruptWheelError",
-    "DownloadError",
-    "UnsafeWheelError",
-    "UnusableWheelError",
-    "WheelError",
-    "cache_dir",
-    "download_wheel",
-    "fetch_metallibs",
-    "holds_metallibs",
-    "metallibs_from_spec",
-    "parse_spec",
-    "sweep_stale",
-]
+__all__ = ["download_wheel", "fetch_metallibs", "metallibs_from_spec", "parse_spec"]
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)$")
 

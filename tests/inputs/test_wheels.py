@@ -89,7 +89,7 @@ def test_escaping_member_is_refused_before_anything_is_written(
     name = name.format(victim=victim)
     wheel = write_wheel(tmp_path / "in" / WHEEL_NAME, [(MEMBER, GOOD), (name, b"evil")])
     before = tree(tmp_path, skip=cache)
-    with pytest.raises(wheels.UnsafeWheelError) as info:
+    with pytest.raises(wheel_cache.UnsafeWheelError) as info:
         wheel_extract.extract_metallibs(wheel)
     message = str(info.value)
     assert str(wheel) in message and repr(name) in message and "\n" not in message
@@ -114,7 +114,7 @@ def test_cli_refuses_escaping_member(
 
 def test_member_named_twice_is_refused(tmp_path: Path, cache: Path) -> None:
     wheel = write_wheel(tmp_path / WHEEL_NAME, [(MEMBER, GOOD), (MEMBER, b"second")])
-    with pytest.raises(wheels.UnsafeWheelError, match="two members"):
+    with pytest.raises(wheel_cache.UnsafeWheelError, match="two members"):
         wheel_extract.extract_metallibs(wheel)
 
 
@@ -126,7 +126,9 @@ def test_symlink_planted_in_the_cache_is_not_followed(tmp_path: Path, cache: Pat
     planted = cache / "metallibs" / f"{wheel.stem}-{digest[:32]}"
     planted.mkdir(parents=True)
     (planted / "pkg").symlink_to(outside)
-    with pytest.raises(wheels.UnsafeWheelError, match="resolves outside the extraction folder"):
+    with pytest.raises(
+        wheel_cache.UnsafeWheelError, match="resolves outside the extraction folder"
+    ):
         wheel_extract.extract_metallibs(wheel)
     assert not any(outside.iterdir())
 
@@ -137,7 +139,7 @@ def test_symlink_planted_in_the_cache_is_not_followed(tmp_path: Path, cache: Pat
 def test_declared_size_beyond_free_space_is_refused(tmp_path: Path, cache: Path) -> None:
     wheel = _good_wheel(tmp_path, declared={MEMBER: 2**60})  # ZIP64 central directory entry
     assert wheel.stat().st_size < 10_000
-    with pytest.raises(wheels.CacheWriteError) as info:
+    with pytest.raises(wheel_cache.CacheWriteError) as info:
         wheel_extract.extract_metallibs(wheel)
     message = str(info.value)
     assert f"{2**60 / 1e9:,.1f} GB" in message and str(cache / "metallibs") in message
@@ -158,7 +160,7 @@ def test_free_space_check_uses_the_cache_file_system(
 
     monkeypatch.setattr(shutil, "disk_usage", disk_usage)
     if spare < 0:
-        with pytest.raises(wheels.CacheWriteError, match=f"only {len(GOOD) - 1:,} bytes free"):
+        with pytest.raises(wheel_cache.CacheWriteError, match=f"only {len(GOOD) - 1:,} bytes free"):
             wheel_extract.extract_metallibs(wheel)
         assert not list(cache.rglob("*.metallib"))
     else:
@@ -193,7 +195,7 @@ def test_member_longer_than_declared_is_never_written_past_its_size(
 ) -> None:
     wheel = _good_wheel(tmp_path, declared={MEMBER: 10})
     written = _record_extract_writes(monkeypatch, lambda call: None)
-    with pytest.raises(wheels.CorruptWheelError, match=repr(MEMBER)):
+    with pytest.raises(wheel_cache.CorruptWheelError, match=repr(MEMBER)):
         wheel_extract.extract_metallibs(wheel)
     assert sum(written) <= 10
     assert not list(cache.rglob("*.metallib")) and not temp_files(cache)
@@ -201,7 +203,7 @@ def test_member_longer_than_declared_is_never_written_past_its_size(
 
 def test_member_shorter_than_declared_is_corrupt(tmp_path: Path, cache: Path) -> None:
     wheel = _good_wheel(tmp_path, declared={MEMBER: len(GOOD) + 5_000_000})
-    with pytest.raises(wheels.CorruptWheelError, match="ends 5000000 bytes short"):
+    with pytest.raises(wheel_cache.CorruptWheelError, match="ends 5000000 bytes short"):
         wheel_extract.extract_metallibs(wheel)
     assert not list(cache.rglob("*.metallib")) and not temp_files(cache)
 
@@ -219,7 +221,7 @@ def test_disk_full_while_writing_is_one_error_and_no_temp_file(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     written = _record_extract_writes(monkeypatch, fail)
-    with pytest.raises(wheels.CacheWriteError) as info:
+    with pytest.raises(wheel_cache.CacheWriteError) as info:
         wheel_extract.extract_metallibs(wheel)
     assert written and sum(written) < len(GOOD)  # it did get part of the way
     message = str(info.value)
@@ -389,7 +391,7 @@ def test_corrupt_user_wheel_is_named_and_left_alone(
     elif damage == "text":
         wheel.write_text("<html>404 Not Found</html>\n")
     original = wheel.read_bytes()
-    with pytest.raises(wheels.CorruptWheelError) as info:
+    with pytest.raises(wheel_cache.CorruptWheelError) as info:
         wheel_extract.extract_metallibs(wheel)
     expected = f"member {MEMBER!r}" if damage == "crc" else "not a readable wheel"
     assert str(wheel) in str(info.value) and expected in str(info.value)
@@ -442,7 +444,7 @@ def test_download_that_stays_corrupt_is_a_clear_error(
     tmp_path: Path, cache: Path, fake_pip: SimpleNamespace, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_pip.served = _crc_broken(tmp_path / "index")
-    with pytest.raises(wheels.CorruptWheelError, match="still unreadable"):
+    with pytest.raises(wheel_cache.CorruptWheelError, match="still unreadable"):
         wheels.fetch_metallibs("pkg", "1.0")
     assert fake_pip.calls == 2
     assert not list((cache / "wheels").glob("*.whl")) and not temp_files(cache)
@@ -467,10 +469,10 @@ def test_cli_report_recovers_from_a_corrupt_cached_wheel(
 
 def test_errors_are_usage_errors() -> None:
     for error in (
-        wheels.UnsafeWheelError,
-        wheels.CorruptWheelError,
-        wheels.CacheWriteError,
-        wheels.DownloadError,
+        wheel_cache.UnsafeWheelError,
+        wheel_cache.CorruptWheelError,
+        wheel_cache.CacheWriteError,
+        wheel_cache.DownloadError,
     ):
         assert issubclass(error, UsageError) and error.exit_code == 2
 
@@ -503,7 +505,7 @@ def test_damaged_wheel_fails_cleanly_or_extracts_the_true_bytes(
     wheel.write_bytes(bytes(raw))
     try:
         paths = wheel_extract.extract_metallibs(wheel)
-    except wheels.WheelError as exc:
+    except wheel_cache.WheelError as exc:
         assert "\n" not in str(exc) and str(wheel) in str(exc)
     else:  # damage outside the metallibs' names and data: what came out is what went in
         assert all(p.read_bytes() in (GOOD, GOOD[:300]) for p in paths)
