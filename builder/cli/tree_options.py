@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, overload
@@ -14,6 +14,7 @@ import click
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
+    from builder.size.budget_file import Budget
     from builder.size.grouping import Sources
 
 __all__ = ["BUILD_JOBS", "TreeOptions", "tree_of", "tree_options", "tree_sources"]
@@ -191,19 +192,14 @@ def tree_sources(by: str, tree: TreeOptions) -> tuple[str, Sources | None]:
     return by, _sources(tree.load())
 
 
-def tree_of(
-    source_dir: Path,
-    *,
-    include_dirs: Sequence[Path] = (),
-    defines: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    config_file: Path | None = None,
-) -> Sources:
-    """The entry file of every kernel of the tree at ``source_dir``, loaded with progress and a
-    line on stderr saying what was found: a budget's ``source-dir`` (``check_budgets``'s tree
-    loader) read as ``--source-dir`` is."""
-    options = TreeOptions(source_dir, tuple(include_dirs), tuple(defines), tuple(exclude))
-    return _sources(replace(options, config_file=config_file).load())
+def tree_of(budget: Budget) -> Sources:
+    """The entry file of every kernel of a budget's tree, loaded with progress and a line on
+    stderr saying what was found: ``check_budgets``'s tree loader, reading a budget's
+    ``source-dir`` as ``--source-dir`` is read."""
+    tree = TreeOptions(
+        budget.source_dir, budget.include_dirs, budget.defines, budget.exclude, budget.config
+    )
+    return _sources(tree.load())
 
 
 def _sources(found: KernelTree) -> Sources:

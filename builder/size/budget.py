@@ -19,8 +19,6 @@ from builder.size.checks import Check
 from builder.size.limits import shipped_size
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from builder.inputs.targets import Progress
     from builder.size.budget_file import Budget
     from builder.size.grouping import Sources
@@ -74,11 +72,10 @@ def _deflated_size(path: str) -> int:
     return total + len(compressor.flush())
 
 
-TreeLoader = Callable[..., "Sources"]
-"""What turns a budget's kernel tree into the entry file of every kernel: called as
-``load_tree`` is (``source_dir``, then ``include_dirs``, ``defines``, ``exclude`` and
-``config_file``). The CLI passes the one its ``--source-dir`` options use
-(``builder.cli.tree_options.tree_of``)."""
+TreeLoader = Callable[["Budget"], "Sources"]
+"""What turns a budget's kernel tree (its ``source_dir``, ``include_dirs``, ``defines``,
+``exclude`` and ``config``) into the entry file of every kernel. The CLI passes the one its
+``--source-dir`` options use (``builder.cli.tree_options.tree_of``)."""
 
 
 def check_budgets(
@@ -112,13 +109,7 @@ def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> li
     sources = None
     if budget.source_dir is not None:
         _check_tree(budget)
-        sources = trees(
-            budget.source_dir,
-            include_dirs=budget.include_dirs,
-            defines=budget.defines,
-            exclude=budget.exclude,
-            config_file=budget.config,
-        )
+        sources = trees(budget)
 
     def load(text: str) -> list[Report]:
         # the base is grouped as the target is (its tree too), as compare groups both sides
@@ -140,25 +131,18 @@ def _check_tree(budget: Budget) -> None:
         raise UsageError(f"{budget.where}: 'config' {budget.config}: no such file")
 
 
-def tree_sources(
-    source_dir: Path,
-    *,
-    include_dirs: Sequence[Path] = (),
-    defines: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    config_file: Path | None = None,
-) -> Sources:
-    """The entry file of every kernel of the tree at ``source_dir`` (read as ``load_tree``
-    reads it), loaded without progress: the loader when ``check_budgets`` is given none."""
+def tree_sources(budget: Budget) -> Sources:
+    """The entry file of every kernel of the budget's tree, loaded without progress: the loader
+    when ``check_budgets`` is given none."""
     from builder.kernels.discovery import load_tree
     from builder.size.grouping import Sources
 
     tree = load_tree(
-        source_dir,
-        include_dirs=include_dirs,
-        defines=defines,
-        exclude=exclude,
-        config_file=config_file,
+        budget.source_dir,
+        include_dirs=budget.include_dirs,
+        defines=budget.defines,
+        exclude=budget.exclude,
+        config_file=budget.config,
     )
     return Sources(tree.source_of(), f"discovery:{tree.root}")
 
