@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.kernels import emit_json
-from builder.cli.publishing import format_option
+from builder.cli.publishing import emit_json, format_option
 from builder.cli.tree_options import tree_options
 from builder.errors import CheckFailed, UsageError
 from builder.kernels.catalog import split_names

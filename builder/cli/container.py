@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import format_option, platform_option
+from builder.cli.publishing import emit_json, format_option, platform_option
 from builder.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -44,13 +44,6 @@ _MEMBER = click.option(
     help="Which metallib of a FILE that holds several: a binary's '#2' (in file order), or "
     "a wheel member's path, as the error listing them spells it.",
 )
-
-
-def _emit_json(document: Mapping[str, object]) -> None:
-    """One compact JSON document (the C encoder; ``indent`` would force the slow one)."""
-    from builder.files.jsontext import dumps
-
-    sys.stdout.write(dumps(document, separators=(",", ":")) + "\n")
 
 
 @click.command(
@@ -117,7 +110,7 @@ def verify_command(file: Path, fmt: str, member: str | None) -> None:
     with opened as lib:
         report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
     if fmt == "json":
-        _emit_json(
+        emit_json(
             {
                 "schema": 1,
                 "source": shown,
@@ -279,7 +272,7 @@ def slim_command(
     )
     _slim_warnings(result, keep_list)
     if fmt == "json":
-        _emit_json(
+        emit_json(
             {
                 "schema": 1,
                 "target": target,

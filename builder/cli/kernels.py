@@ -7,32 +7,21 @@ lives in ``builder.cli.check``.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import format_option
+from builder.cli.publishing import emit_json, format_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
-from builder.files.jsontext import dumps
 from builder.kernels.catalog import split_names
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
     from builder.kernels.discovery import KernelTree
 
-__all__ = ["emit_json", "kernels_command"]
-
-
-def emit_json(document: Mapping[str, object]) -> None:
-    """One compact JSON document on stdout (``kernels`` and ``check`` machine output)."""
-    # No cycle check: documents are plain trees, and tens of thousands of kernels encode ~25%
-    # faster without it.
-    text = dumps(document, separators=(",", ":"), check_circular=False)
-    sys.stdout.write(text + "\n")
+__all__ = ["kernels_command"]
 
 
 @click.command(

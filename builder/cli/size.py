@@ -13,6 +13,7 @@ import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
+    github_comment_option,
     output_options,
     output_plan,
     platform_option,
@@ -234,13 +235,7 @@ def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) 
     is_flag=True,
     help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
 )
-@click.option(
-    "--github-comment",
-    is_flag=True,
-    help="Post the markdown as a pull-request comment, and edit that same comment on "
-    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
-)
+@github_comment_option
 @click.option(
     "--max-download-growth",
     default=None,
