@@ -7,15 +7,14 @@ per chunk otherwise), results on stdout.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 from builder.cli.publishing import emit_json, format_option
-from builder.cli.tree_options import tree_options
-from builder.errors import CheckFailed, UsageError
+from builder.cli.tree_options import catalog_selection, tree_options
+from builder.errors import CheckFailed
 from builder.kernels.catalog import split_names
 
 if TYPE_CHECKING:
@@ -23,35 +22,6 @@ if TYPE_CHECKING:
     from builder.kernels.check import CheckChunk
 
 __all__ = ["check_command"]
-
-_DIR = click.Path(file_okay=False, path_type=Path)
-
-_SELECTION_OPTIONS = [
-    click.option(
-        "--kernels",
-        "kernels",
-        metavar="F,...",
-        default=None,
-        help="Catalog trees only: these units (catalog families), comma-separated (e.g. "
-        "unary,binary). Default: all.",
-    ),
-    click.option(
-        "--dtypes",
-        metavar="D,...",
-        default=None,
-        help="Catalog trees only: instantiations whose value dtypes are all listed (index "
-        "dtypes are kept), e.g. float16,float32. Default: all.",
-    ),
-]
-
-
-F = TypeVar("F", bound=Callable[..., object])
-
-
-def _selection(func: F) -> F:
-    for option in reversed(_SELECTION_OPTIONS):
-        func = option(func)
-    return func
 
 
 def _jit_chunks(
@@ -89,7 +59,7 @@ Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no
     jobs_help="Parallel compiler processes (catalog trees) or entry files preprocessed at once "
     "(any other tree). Default: the number of CPUs.",
 )
-@_selection
+@catalog_selection
 @click.option(
     "--compiler",
     metavar="CXX",
@@ -133,24 +103,12 @@ def check_command(
     string form. Its Metal code itself is not compiled: types, address spaces, attributes and
     kernel bodies are for Apple's compiler (xcrun metal) alone.
     """
-    from builder.kernels.discovery import is_catalog_tree
-
-    source_dir = tree.source_dir
-    if source_dir is not None and not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    if source_dir is not None and not is_catalog_tree(source_dir):
-        if kernels or dtypes or syntax_only:
-            raise UsageError(
-                f"--kernels, --dtypes and --syntax-only apply to catalog trees; {source_dir} "
-                "has no catalog.json"
-            )
-        _check_discovered(source_dir, tree, compiler, fmt)
+    catalog_only = {"--kernels": kernels, "--dtypes": dtypes, "--syntax-only": syntax_only}
+    folder = tree.discovered(catalog_only, catalog_jobs=True)
+    if folder is not None:
+        _check_discovered(folder, tree, compiler, fmt)
         return
-    if tree.include_dirs or tree.defines or tree.exclude:
-        raise UsageError(
-            "-I, -D and --exclude apply to a folder of .metal entry files; "
-            f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
-        )
+    source_dir = tree.source_dir
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.publishing import emit_json, format_option
-from builder.cli.tree_options import tree_options
-from builder.errors import UsageError
+from builder.cli.tree_options import catalog_selection, tree_options
 from builder.kernels.catalog import split_names
 
 if TYPE_CHECKING:
@@ -42,20 +41,7 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
 """,
 )
 @tree_options(default="the bundled metal_src")
-@click.option(
-    "--kernels",
-    "kernels",
-    metavar="F,...",
-    default=None,
-    help="Catalog trees only: these families, comma-separated (e.g. unary,binary).",
-)
-@click.option(
-    "--dtypes",
-    metavar="D,...",
-    default=None,
-    help="Catalog trees only: instantiations whose value dtypes are all listed (index dtypes are "
-    "kept), e.g. float16,float32.",
-)
+@catalog_selection
 @format_option(
     ("table", "json"),
     "table: per family (catalog) or per entry file (discovered) with counts, then the "
@@ -69,16 +55,7 @@ def kernels_command(
     fmt: str,
 ) -> None:
     """List the kernels of a tree: the bundled catalog, or any folder of .metal files."""
-    from builder.kernels.discovery import is_catalog_tree
-
-    source_dir = tree.source_dir
-    if source_dir is not None and not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    if source_dir is not None and not is_catalog_tree(source_dir):
-        if kernels or dtypes:
-            raise UsageError(
-                f"--kernels and --dtypes select catalog families; {source_dir} has no catalog.json"
-            )
+    if tree.discovered({"--kernels": kernels, "--dtypes": dtypes}) is not None:
         found = tree.load()
         from builder.kernels.tree_files import metal_headers
 
@@ -87,12 +64,7 @@ def kernels_command(
         else:
             _discovered_table(found, metal_headers(found.root))
         return
-    if tree.include_dirs or tree.defines or tree.exclude or tree.jobs:
-        raise UsageError(
-            "-I, -D, --exclude and -j apply to a folder of .metal entry files; "
-            f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
-        )
-    _catalog_listing(source_dir, tree.config_file, kernels, dtypes, fmt)
+    _catalog_listing(tree.source_dir, tree.config_file, kernels, dtypes, fmt)
 
 
 def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:

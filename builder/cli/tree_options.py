@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, overload
@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from builder.size.budget_file import Budget
     from builder.size.grouping import Sources
 
-__all__ = ["BUILD_JOBS", "TreeOptions", "tree_of", "tree_options", "tree_sources"]
+__all__ = [
+    "BUILD_JOBS",
+    "TreeOptions",
+    "catalog_selection",
+    "tree_of",
+    "tree_options",
+    "tree_sources",
+]
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -58,6 +65,23 @@ _OPTIONS = [
         default=None,
         metavar="FILE",
         help="Settings file to use instead of DIR/metallib.toml.",
+    ),
+]
+_CATALOG_SELECTION = [
+    click.option(
+        "--kernels",
+        "kernels",
+        metavar="F,...",
+        default=None,
+        help="Catalog trees only: these units (catalog families), comma-separated (e.g. "
+        "unary,binary). Default: all.",
+    ),
+    click.option(
+        "--dtypes",
+        metavar="D,...",
+        default=None,
+        help="Catalog trees only: instantiations whose value dtypes are all listed (index "
+        "dtypes are kept), e.g. float16,float32. Default: all.",
     ),
 ]
 _PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPUs."
@@ -123,6 +147,51 @@ class TreeOptions:
 
         with progress:
             return read(advance)
+
+    def discovered(
+        self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False
+    ) -> Path | None:
+        """The folder of .metal entry files ``--source-dir`` names, or None for a catalog tree
+        (the bundled one when none is named). UsageError (exit 2) for a ``--source-dir`` that
+        is not a folder, for any of ``catalog_only`` (option -> value) given with a folder of
+        entry files, and for -I, -D, --exclude (and -j, unless ``catalog_jobs``) given with a
+        catalog tree."""
+        from builder.errors import UsageError
+        from builder.kernels.discovery import is_catalog_tree
+
+        source_dir = self.source_dir
+        if source_dir is not None and not source_dir.is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+        if source_dir is not None and not is_catalog_tree(source_dir):
+            if any(catalog_only.values()):
+                raise UsageError(
+                    f"{_listed(catalog_only)} apply to catalog trees; {source_dir} has no "
+                    "catalog.json"
+                )
+            return source_dir
+        flags: dict[str, object] = {"-I": self.include_dirs, "-D": self.defines}
+        flags["--exclude"] = self.exclude
+        if not catalog_jobs:
+            flags["-j"] = self.jobs
+        if any(flags.values()):
+            raise UsageError(
+                f"{_listed(flags)} apply to a folder of .metal entry files; "
+                f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
+            )
+        return None
+
+
+def _listed(names: Iterable[str]) -> str:
+    """``-I, -D and --exclude``."""
+    *rest, last = names
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
+def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
+    """Add ``--kernels`` and ``--dtypes``, the selection of a catalog tree's instantiations."""
+    for option in reversed(_CATALOG_SELECTION):
+        func = option(func)
+    return func
 
 
 @overload
