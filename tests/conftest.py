@@ -1,7 +1,8 @@
 """Shared fixtures: real metallibs from mlx-metal macOS wheels, downloaded once and cached.
 
-The wheels are cached outside the repository (see ``builder.inputs.wheels.cache_dir``). When the
-package index cannot be reached the tests that need them are skipped with a loud reason.
+The wheels are cached outside the repository (see ``builder.inputs.wheel_cache.cache_dir``).
+When the package index cannot be reached the tests that need them are skipped with a loud
+reason.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 from synthetic import Spec, synthetic_bytes
 
-from builder.inputs import wheels
+from builder.inputs import wheel_cache, wheels
 from builder.metallib.native import disabled
 
 # (version, platform) pairs the format tests cover: both writer generations under format 2.7
@@ -48,7 +49,7 @@ def _fetch(version: str, platform: str) -> Path:
         pytest.skip(_failures[key])
     try:
         paths = wheels.metallibs_from_spec(f"mlx-metal=={version}", platform)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         _failures[key] = f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}"
         pytest.skip(_failures[key])
     assert len(paths) == 1, paths
@@ -71,10 +72,10 @@ def mlx_headers() -> Path:
         pytest.skip(_header_failure[0])
     try:
         wheel = wheels.download_wheel("mlx-metal", MLX_VERSION, MLX_PLATFORM)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         _header_failure.append(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
         pytest.skip(_header_failure[0])
-    dest = wheels.cache_dir() / "kernel-headers" / wheel.name.removesuffix(".whl")
+    dest = wheel_cache.cache_dir() / "kernel-headers" / wheel.name.removesuffix(".whl")
     return extract_kernel_headers(wheel, dest)
 
 

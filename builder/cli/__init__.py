@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -164,8 +163,9 @@ def _show_click_error(exc: click.ClickException) -> None:
     click.echo(f"error: {visible(message)}{hint}", err=True)
 
 
-def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point: run the CLI and map library errors to exit codes."""
+def main(argv: list[str] | None = None) -> int | None:
+    """Console-script entry point: run the CLI and map library errors to exit codes (the
+    return value: click's, an exit code or None, as the console script hands it to sys.exit)."""
     from builder.errors import BuilderError
     from builder.files.temporaries import install_signal_cleanup
     from builder.metallib.errors import MetallibError
@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> Any:
     install_signal_cleanup()  # SIGTERM, SIGHUP: no temporary file or folder left behind
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        return cli.main(args=argv, prog_name="metallib-builder", standalone_mode=False)
+        code: int | None = cli.main(args=argv, prog_name="metallib-builder", standalone_mode=False)
+        return code
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:

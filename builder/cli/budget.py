@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from builder.cli.publishing import output_options
+from builder.cli.publishing import github_comment_option, output_options
 
 __all__ = ["budget_command"]
 
@@ -22,13 +22,7 @@ _FORMATS = ("table", "json", "markdown")
     is_flag=True,
     help="Print the verdict (on stderr, naming every exceeded limit) but exit 0.",
 )
-@click.option(
-    "--github-comment",
-    is_flag=True,
-    help="Post the markdown as a pull-request comment, and edit that same comment on "
-    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
-)
+@github_comment_option
 def budget_command(
     budget_file: Path | None,
     fmt: str,

@@ -9,15 +9,21 @@ settings are shared with ``presets`` (``builder.cli.presets``), which builds sev
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from builder.cli.build_options import request_option
 from builder.cli.publishing import format_option
 from builder.cli.tree_options import BUILD_JOBS, tree_options
+
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
+    from builder.cmake_build.request import BuildRequest
+    from builder.size.report import Report
 
 __all__ = [
     "build_command",
@@ -27,18 +33,13 @@ __all__ = [
     "no_wait_option",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 _BUILD_ONLY = [
     request_option("kernels"),
     request_option("dtypes"),
-    request_option(
-        "build_dir",
-        default=Path("build"),
-        show_default=True,
-        type=click.Path(file_okay=False, path_type=Path),
-    ),
+    request_option("build_dir", default=Path("build")),
     request_option("metal_compiler"),
     request_option("metal_flags"),
     request_option("std"),
@@ -65,12 +66,12 @@ def build_only_options(func: F) -> F:
     return func
 
 
-def build_request(**kw: Any) -> Any:
+def build_request(values: Mapping[str, object]) -> BuildRequest:
     """The ``BuildRequest`` of the build options' values (and the kernel-tree options'): each
     click parameter is named like its request field (``builder.cmake_build.request``)."""
     from builder.cmake_build.request import BuildRequest
 
-    return BuildRequest.from_options(kw)
+    return BuildRequest.from_options(values)
 
 
 _tree_options = tree_options(
@@ -101,7 +102,9 @@ Examples:
     ("table", "json"),
     "table for people; json (schema 2) for scripts: what report BUILD_DIR --format json prints.",
 )
-def build_command(**kw: Any) -> None:
+def build_command(
+    tree: TreeOptions, verbose: bool, no_wait: bool, fmt: str, **options: object
+) -> None:
     """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.
 
     The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
@@ -114,11 +117,11 @@ def build_command(**kw: Any) -> None:
     from builder.cmake_build.driver import run_build
 
     outcome = run_build(
-        build_request(**kw),
-        jobs=kw["jobs"],
+        build_request({**options, **asdict(tree)}),
+        jobs=tree.jobs,
         console=stderr_console(),
-        verbose=kw["verbose"],
-        wait=not kw["no_wait"],
+        verbose=verbose,
+        wait=not no_wait,
     )
     stderr_console().print(
         f"Built {outcome.request.build_dir} in {outcome.seconds:.1f} s "
@@ -127,10 +130,10 @@ def build_command(**kw: Any) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    click.echo(build_report_text(outcome.reports, as_json=kw["fmt"] == "json"), nl=False)
+    click.echo(build_report_text(outcome.reports, as_json=fmt == "json"), nl=False)
 
 
-def build_report_text(reports: list[Any], *, as_json: bool) -> str:
+def build_report_text(reports: list[Report], *, as_json: bool) -> str:
     """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
     one measurement and one rendering of a build, whichever command shows it."""
     if as_json:

@@ -8,48 +8,25 @@ per chunk otherwise), results on stdout.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.kernels import emit_json
-from builder.cli.publishing import format_option
-from builder.cli.tree_options import tree_options
-from builder.errors import CheckFailed, UsageError
+from builder.cli.publishing import emit_json, format_option
+from builder.cli.tree_options import catalog_selection, tree_options
+from builder.errors import CheckFailed
 from builder.kernels.catalog import split_names
 
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
+    from builder.kernels.check import CheckChunk
+
 __all__ = ["check_command"]
-
-_DIR = click.Path(file_okay=False, path_type=Path)
-
-_SELECTION_OPTIONS = [
-    click.option(
-        "--kernels",
-        "kernels",
-        metavar="F,...",
-        default=None,
-        help="Catalog trees only: these units (catalog families), comma-separated (e.g. "
-        "unary,binary). Default: all.",
-    ),
-    click.option(
-        "--dtypes",
-        metavar="D,...",
-        default=None,
-        help="Catalog trees only: instantiations whose value dtypes are all listed (index "
-        "dtypes are kept), e.g. float16,float32. Default: all.",
-    ),
-]
-
-
-def _selection(func: Any) -> Any:
-    for option in reversed(_SELECTION_OPTIONS):
-        func = option(func)
-    return func
 
 
 def _jit_chunks(
     source_dir: Path | None, families: list[str] | None, dtypes: list[str] | None
-) -> list[Any]:
+) -> list[CheckChunk]:
     """The JIT build's sources as check chunks: one per unit (a catalog family), its inlined
     preamble with every instantiation line appended."""
     from builder.jit.checking import jit_check_chunks
@@ -62,8 +39,7 @@ def _jit_chunks(
     preambles = {
         f: inline_preamble([root / catalog.families[f].header], [root]).text for f in selected
     }
-    chunks: list[Any] = jit_check_chunks(catalog, preambles, families, dtypes)
-    return chunks
+    return jit_check_chunks(catalog, preambles, families, dtypes)
 
 
 @click.command(
@@ -83,7 +59,7 @@ Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no
     jobs_help="Parallel compiler processes (catalog trees) or entry files preprocessed at once "
     "(any other tree). Default: the number of CPUs.",
 )
-@_selection
+@catalog_selection
 @click.option(
     "--compiler",
     metavar="CXX",
@@ -107,12 +83,7 @@ Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no
     "text: one line per problem (path:line:col) and a summary; json (schema 2) for scripts.",
 )
 def check_command(
-    source_dir: Path | None,
-    include_dirs: tuple[Path, ...],
-    defines: tuple[str, ...],
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    jobs: int | None,
+    tree: TreeOptions,
     kernels: str | None,
     dtypes: str | None,
     compiler: str | None,
@@ -132,27 +103,16 @@ def check_command(
     string form. Its Metal code itself is not compiled: types, address spaces, attributes and
     kernel bodies are for Apple's compiler (xcrun metal) alone.
     """
-    from builder.kernels.discovery import is_catalog_tree
-
-    if source_dir is not None and not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    if source_dir is not None and not is_catalog_tree(source_dir):
-        if kernels or dtypes or syntax_only:
-            raise UsageError(
-                f"--kernels, --dtypes and --syntax-only apply to catalog trees; {source_dir} "
-                "has no catalog.json"
-            )
-        _check_discovered(source_dir, include_dirs, defines, exclude, config_file, compiler, fmt)
+    catalog_only = {"--kernels": kernels, "--dtypes": dtypes, "--syntax-only": syntax_only}
+    folder = tree.discovered(catalog_only, catalog_jobs=True)
+    if folder is not None:
+        _check_discovered(folder, tree, compiler, fmt)
         return
-    if include_dirs or defines or exclude:
-        raise UsageError(
-            "-I, -D and --exclude apply to a folder of .metal entry files; "
-            f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
-        )
+    source_dir = tree.source_dir
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from builder.kernels.check import CheckChunk, ChunkResult, check_library
+    from builder.kernels.check import ChunkResult, check_library
 
     err = Console(stderr=True)
     # A live bar on a terminal; one line per finished chunk in logs (CI), where a bar is noise.
@@ -189,7 +149,7 @@ def check_command(
             families=split_names(kernels),
             dtypes=split_names(dtypes),
             compiler=compiler,
-            jobs=jobs,
+            jobs=tree.jobs,
             syntax_only=syntax_only,
             extra=extra,
             on_plan=planned,
@@ -217,23 +177,16 @@ def check_command(
         raise CheckFailed(f"kernel check failed: {result.errors} error(s); see the lines above")
 
 
-def _check_discovered(
-    source_dir: Path,
-    include_dirs: tuple[Path, ...],
-    defines: tuple[str, ...],
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    compiler: str | None,
-    fmt: str,
-) -> None:
+def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None, fmt: str) -> None:
     """``check`` on a discovered tree: one line per file, findings under it, a summary."""
     from builder.jit.tree_check import check_tree
     from builder.kernels.platforms import for_platform
     from builder.kernels.tree_config import find_config, merge_flags
     from builder.render.text import visible
 
-    settings = find_config(source_dir, config_file, include_dirs)
-    config = for_platform(merge_flags(settings, include_dirs, defines, exclude), given=defines)
+    settings = find_config(source_dir, tree.config_file, tree.include_dirs)
+    flags = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
+    config = for_platform(flags, given=tree.defines)
     result = check_tree(source_dir, config, compiler=compiler)
     if fmt == "json":
         emit_json(result.to_json())

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import format_option, platform_option
+from builder.cli.publishing import emit_json, format_option, platform_option
 from builder.errors import CheckFailed, UsageError
+
+if TYPE_CHECKING:
+    from builder.metallib.reader import Metallib
+    from builder.subsets.slim import SlimResult
 
 __all__ = ["list_command", "slim_command", "verify_command"]
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _open(path: Path, member: str | None, command: str) -> tuple[Any, str]:
+def _open(path: Path, member: str | None, command: str) -> tuple[Metallib, str]:
     """The one metallib of FILE (a .metallib, or a binary or wheel holding metallibs: ``member``
     chooses among several) and the name to show for it."""
     from builder.inputs.targets import one_metallib, open_library, resolve_target
@@ -39,13 +44,6 @@ _MEMBER = click.option(
     help="Which metallib of a FILE that holds several: a binary's '#2' (in file order), or "
     "a wheel member's path, as the error listing them spells it.",
 )
-
-
-def _emit_json(document: dict[str, Any]) -> None:
-    """One compact JSON document (the C encoder; ``indent`` would force the slow one)."""
-    from builder.files.jsontext import dumps
-
-    sys.stdout.write(dumps(document, separators=(",", ":")) + "\n")
 
 
 @click.command(
@@ -112,7 +110,7 @@ def verify_command(file: Path, fmt: str, member: str | None) -> None:
     with opened as lib:
         report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
     if fmt == "json":
-        _emit_json(
+        emit_json(
             {
                 "schema": 1,
                 "source": shown,
@@ -149,7 +147,10 @@ def verify_command(file: Path, fmt: str, member: str | None) -> None:
         )
 
 
-def _with_progress(work: Any, total: int) -> Any:
+T = TypeVar("T")
+
+
+def _with_progress(work: Callable[[Callable[[int], None] | None], T], total: int) -> T:
     """Run ``work(progress)`` with a progress bar on stderr when stderr is a terminal."""
     if not sys.stderr.isatty() or total < (32 << 20):
         return work(None)
@@ -271,7 +272,7 @@ def slim_command(
     )
     _slim_warnings(result, keep_list)
     if fmt == "json":
-        _emit_json(
+        emit_json(
             {
                 "schema": 1,
                 "target": target,
@@ -299,7 +300,7 @@ def slim_command(
     click.echo(f"saved:  {saved} bytes ({_human(saved)}, {share:.1f}%)")
 
 
-def _slim_warnings(result: Any, keep_list: Path | None) -> None:
+def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
     """What slim let pass, on stderr: unmatched keep-list lines, functions with a bad hash."""
     from builder.subsets.slim import describe_mismatches
 

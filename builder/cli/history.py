@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from builder.cli.publishing import output_options, platform_option
 from builder.cli.tree_options import tree_options
 from builder.size.grouping import BY_CHOICES
+
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
 
 __all__ = ["history_command"]
 
@@ -49,7 +52,7 @@ def history_command(
     fmt: str,
     outputs: tuple[str, ...],
     platform: str | None,
-    **tree: Any,
+    tree: TreeOptions,
 ) -> None:
     """Show how a library's size changed over releases or builds, in the order given.
 

@@ -7,27 +7,20 @@ lives in ``builder.cli.check``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import format_option
-from builder.cli.tree_options import tree_options
-from builder.errors import UsageError
-from builder.files.jsontext import dumps
+from builder.cli.publishing import emit_json, format_option
+from builder.cli.tree_options import catalog_selection, tree_options
 from builder.kernels.catalog import split_names
 
-__all__ = ["emit_json", "kernels_command"]
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
+    from builder.kernels.discovery import KernelTree
 
-
-def emit_json(document: dict[str, Any]) -> None:
-    """One compact JSON document on stdout (``kernels`` and ``check`` machine output)."""
-    # No cycle check: documents are plain trees, and tens of thousands of kernels encode ~25%
-    # faster without it.
-    text = dumps(document, separators=(",", ":"), check_circular=False)
-    sys.stdout.write(text + "\n")
+__all__ = ["kernels_command"]
 
 
 @click.command(
@@ -48,20 +41,7 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
 """,
 )
 @tree_options(default="the bundled metal_src")
-@click.option(
-    "--kernels",
-    "kernels",
-    metavar="F,...",
-    default=None,
-    help="Catalog trees only: these families, comma-separated (e.g. unary,binary).",
-)
-@click.option(
-    "--dtypes",
-    metavar="D,...",
-    default=None,
-    help="Catalog trees only: instantiations whose value dtypes are all listed (index dtypes are "
-    "kept), e.g. float16,float32.",
-)
+@catalog_selection
 @format_option(
     ("table", "json"),
     "table: per family (catalog) or per entry file (discovered) with counts, then the "
@@ -69,52 +49,25 @@ Metal compiler would emit is listed with its entry file. Settings can live in DI
     "also every kernel with name, source, template and args, runtime_only and metal_headers.",
 )
 def kernels_command(
-    source_dir: Path | None,
-    include_dirs: tuple[Path, ...],
-    defines: tuple[str, ...],
-    exclude: tuple[str, ...],
-    config_file: Path | None,
-    jobs: int | None,
+    tree: TreeOptions,
     kernels: str | None,
     dtypes: str | None,
     fmt: str,
 ) -> None:
     """List the kernels of a tree: the bundled catalog, or any folder of .metal files."""
-    from builder.kernels.discovery import is_catalog_tree
-
-    if source_dir is not None and not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    if source_dir is not None and not is_catalog_tree(source_dir):
-        if kernels or dtypes:
-            raise UsageError(
-                f"--kernels and --dtypes select catalog families; {source_dir} has no catalog.json"
-            )
-        from builder.cli.tree_options import load_tree_with_progress
-
-        tree = load_tree_with_progress(
-            source_dir,
-            include_dirs=include_dirs,
-            defines=defines,
-            exclude=exclude,
-            config_file=config_file,
-            jobs=jobs,
-        )
+    if tree.discovered({"--kernels": kernels, "--dtypes": dtypes}) is not None:
+        found = tree.load()
         from builder.kernels.tree_files import metal_headers
 
         if fmt == "json":
-            emit_json({"schema": 1, **tree.to_json()})
+            emit_json({"schema": 1, **found.to_json()})
         else:
-            _discovered_table(tree, metal_headers(tree.root))
+            _discovered_table(found, metal_headers(found.root))
         return
-    if include_dirs or defines or exclude or jobs:
-        raise UsageError(
-            "-I, -D, --exclude and -j apply to a folder of .metal entry files; "
-            f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
-        )
-    _catalog_listing(source_dir, config_file, kernels, dtypes, fmt)
+    _catalog_listing(tree.source_dir, tree.config_file, kernels, dtypes, fmt)
 
 
-def _discovered_table(tree: Any, headers: dict[str, str]) -> None:
+def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
     """Entry files and their kernel counts. File names come from the tree (untrusted): each is
     shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
     from rich.console import Console

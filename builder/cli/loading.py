@@ -8,11 +8,12 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
     from builder.size.grouping import Sources
     from builder.size.load import TreeSources
     from builder.size.report import Report
@@ -21,15 +22,15 @@ __all__ = ["check_output", "load", "measured_files"]
 
 
 def check_output(
-    outputs: Sequence[str], targets: Sequence[str], rules: str | None, tree: dict[str, Any]
+    outputs: Sequence[str], targets: Sequence[str], rules: str | None, tree: TreeOptions
 ) -> None:
     """Exit 2 before any work when an ``-o`` names a file the command reads: a target given as
     a path, the rule file, the kernel tree's settings file
     (``builder.files.atomic.check_not_an_input``)."""
     from builder.files.atomic import check_not_an_input
 
-    source_dir = tree.get("source_dir")
-    settings = [tree.get("config_file"), source_dir / "metallib.toml" if source_dir else None]
+    source_dir = tree.source_dir
+    settings = [tree.config_file, source_dir / "metallib.toml" if source_dir else None]
     for output in outputs:
         check_not_an_input(output, [*targets, rules, *settings])
 

@@ -9,11 +9,11 @@ job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a vari
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from builder.cli.build import build_only_options, build_request, no_wait_option
+from builder.cli.publishing import format_option
 from builder.cli.tree_options import BUILD_JOBS
 from builder.errors import UsageError
 from builder.files.jsontext import dumps
@@ -35,17 +35,17 @@ Examples:
     help="Catalog tree (a folder with catalog.json). Default: the bundled metal_src/.",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help=BUILD_JOBS)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json")),
-    default="table",
-    show_default=True,
-    help="Output on stdout: table, or json (schema 1).",
-)
+@format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
 @no_wait_option
 @build_only_options
-def presets_command(**kw: Any) -> None:
+def presets_command(
+    source_dir: Path | None,
+    jobs: int | None,
+    fmt: str,
+    verbose: bool,
+    no_wait: bool,
+    **options: object,
+) -> None:
     """Build the presets of CMakePresets.json side by side and compare their sizes.
 
     \b
@@ -63,19 +63,18 @@ def presets_command(**kw: Any) -> None:
     from builder.errors import CheckFailed
     from builder.render.build import presets_text
 
-    source_dir = kw["source_dir"]
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
-    request = build_request(**kw)
+    request = build_request({**options, "source_dir": source_dir})
     results = build_presets(
         request,
         request.build_dir,
-        jobs=kw["jobs"],
+        jobs=jobs,
         console=stderr_console(),
-        verbose=kw["verbose"],
-        wait=not kw["no_wait"],
+        verbose=verbose,
+        wait=not no_wait,
     )
-    if kw["fmt"] == "json":
+    if fmt == "json":
         click.echo(dumps(presets_to_dict(results), indent=1))
     else:
         click.echo(presets_text(results))

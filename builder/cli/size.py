@@ -6,13 +6,14 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
+    github_comment_option,
     output_options,
     output_plan,
     platform_option,
@@ -24,6 +25,7 @@ from builder.cli.tree_options import tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
     from builder.size.compare import Comparison
     from builder.size.limits import Limit
     from builder.size.report import Source
@@ -31,9 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["compare_command", "report_command"]
 
 _FORMATS = ("table", "json", "csv", "markdown", "html")
+R = TypeVar("R")
 
 
-def _common(func: Any) -> Any:
+def _common(func: Callable[..., R]) -> Callable[..., R]:
     options = [
         click.option(
             "--by",
@@ -75,10 +78,10 @@ def _common(func: Any) -> Any:
             "compressed sizes, and the model's error against its metallib member.",
         ),
     ]
-    func = tree_options(func)
+    command = tree_options(func)
     for option in reversed(options):
-        func = option(func)
-    return func
+        command = option(command)
+    return command
 
 
 def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -115,7 +118,7 @@ def report_command(
     outputs: tuple[str, ...],
     platform: str | None,
     download: bool,
-    **tree: Any,
+    tree: TreeOptions,
 ) -> None:
     """Show which kernels make a metallib big.
 
@@ -232,13 +235,7 @@ def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) 
     is_flag=True,
     help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
 )
-@click.option(
-    "--github-comment",
-    is_flag=True,
-    help="Post the markdown as a pull-request comment, and edit that same comment on "
-    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
-)
+@github_comment_option
 @click.option(
     "--max-download-growth",
     default=None,
@@ -266,7 +263,13 @@ def compare_command(
     warn_only: bool,
     github_comment: bool,
     download: bool,
-    **options: Any,
+    tree: TreeOptions,
+    max_growth: Limit | None,
+    max_size: int | None,
+    max_total_size: int | None,
+    fail_on_new_group: bool,
+    max_download_growth: Limit | None,
+    max_download_size: int | None,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
@@ -294,8 +297,14 @@ def compare_command(
     from builder.render.text import visible
     from builder.size.checks import Gates, check_pairs
 
-    gates = Gates(**{f.name: options.pop(f.name) for f in fields(Gates)})
-    tree = options
+    gates = Gates(
+        max_growth=max_growth,
+        max_size=max_size,
+        fail_on_new_group=fail_on_new_group,
+        max_total_size=max_total_size,
+        max_download_growth=max_download_growth,
+        max_download_size=max_download_size,
+    )
     if "," in by:
         from builder.errors import UsageError
 

@@ -3,22 +3,26 @@
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import click
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.kernels.platforms import Platform
+    from builder.size.budget_file import Budget
     from builder.size.load import TreeSources
 
 __all__ = [
     "BUILD_JOBS",
+    "TreeOptions",
+    "catalog_selection",
     "library_platform",
-    "load_tree_with_progress",
     "tree_of",
     "tree_options",
     "tree_sources",
@@ -66,6 +70,23 @@ _OPTIONS = [
         help="Settings file to use instead of DIR/metallib.toml.",
     ),
 ]
+_CATALOG_SELECTION = [
+    click.option(
+        "--kernels",
+        "kernels",
+        metavar="F,...",
+        default=None,
+        help="Catalog trees only: these units (catalog families), comma-separated (e.g. "
+        "unary,binary). Default: all.",
+    ),
+    click.option(
+        "--dtypes",
+        metavar="D,...",
+        default=None,
+        help="Catalog trees only: instantiations whose value dtypes are all listed (index "
+        "dtypes are kept), e.g. float16,float32. Default: all.",
+    ),
+]
 _PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPUs."
 BUILD_JOBS = (
     "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs)."
@@ -73,76 +94,163 @@ BUILD_JOBS = (
 """What ``-j`` means for a command that builds (``build``, ``presets``)."""
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    """The kernel-tree options' values as one record: what ``@tree_options`` hands a command
+    as its ``tree`` parameter (the fields of the build request's ``Tree`` part, and ``-j``)."""
+
+    source_dir: Path | None = None
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    config_file: Path | None = None
+    jobs: int | None = None
+
+    def load(self, platform: Platform | None = None) -> KernelTree:
+        """``load_tree`` (for ``platform``: None, the flags' and settings' platform) with a
+        files-done bar on stderr, only when stderr is a terminal (rich is not even imported
+        otherwise: scripts and CI pay no start-up time for it)."""
+        from builder.errors import UsageError
+        from builder.kernels.discovery import load_tree
+
+        source_dir = self.source_dir
+        if source_dir is None or not source_dir.is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+
+        def read(on_progress: Callable[[int, int, str], None] | None = None) -> KernelTree:
+            return load_tree(
+                source_dir,
+                include_dirs=self.include_dirs,
+                defines=self.defines,
+                exclude=self.exclude,
+                config_file=self.config_file,
+                jobs=self.jobs,
+                on_progress=on_progress,
+                platform=platform,
+            )
+
+        if not sys.stderr.isatty():
+            return read()
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        progress = Progress(
+            TextColumn("preprocess"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("entry files"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        task = progress.add_task("preprocess", total=None)
+
+        def advance(done: int, total: int, _entry: str) -> None:
+            progress.update(task, completed=done, total=total)
+
+        with progress:
+            return read(advance)
+
+    def discovered(
+        self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False
+    ) -> Path | None:
+        """The folder of .metal entry files ``--source-dir`` names, or None for a catalog tree
+        (the bundled one when none is named). UsageError (exit 2) for a ``--source-dir`` that
+        is not a folder, for any of ``catalog_only`` (option -> value) given with a folder of
+        entry files, and for -I, -D, --exclude (and -j, unless ``catalog_jobs``) given with a
+        catalog tree."""
+        from builder.errors import UsageError
+        from builder.kernels.discovery import is_catalog_tree
+
+        source_dir = self.source_dir
+        if source_dir is not None and not source_dir.is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+        if source_dir is not None and not is_catalog_tree(source_dir):
+            if any(catalog_only.values()):
+                raise UsageError(
+                    f"{_listed(catalog_only)} apply to catalog trees; {source_dir} has no "
+                    "catalog.json"
+                )
+            return source_dir
+        flags: dict[str, object] = {"-I": self.include_dirs, "-D": self.defines}
+        flags["--exclude"] = self.exclude
+        if not catalog_jobs:
+            flags["-j"] = self.jobs
+        if any(flags.values()):
+            raise UsageError(
+                f"{_listed(flags)} apply to a folder of .metal entry files; "
+                f"{source_dir or 'the bundled tree'} is a catalog tree (catalog.json)"
+            )
+        return None
+
+
+def _listed(names: Iterable[str]) -> str:
+    """``-I, -D and --exclude``."""
+    *rest, last = names
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
+def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
+    """Add ``--kernels`` and ``--dtypes``, the selection of a catalog tree's instantiations."""
+    for option in reversed(_CATALOG_SELECTION):
+        func = option(func)
+    return func
 
 
 @overload
-def tree_options(func: F) -> F: ...
+def tree_options(func: Callable[..., R]) -> Callable[..., R]: ...
 @overload
 def tree_options(
     *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
-) -> Callable[[F], F]: ...
+) -> Callable[[Callable[..., R]], Callable[..., R]]: ...
 def tree_options(
-    func: F | None = None, *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
-) -> Any:
-    """Add the kernel-tree options to a command (``@tree_options``, or
-    ``@tree_options(default="the bundled metal_src")`` to say what no ``--source-dir`` means;
-    ``jobs_help`` says what ``-j`` runs in parallel when it is not the preprocessing)."""
+    func: Callable[..., R] | None = None,
+    *,
+    default: str | None = None,
+    jobs_help: str = _PREPROCESS_JOBS,
+) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
+    """Add the kernel-tree options to a command, which gets their values as one
+    ``tree: TreeOptions`` (``@tree_options``, or ``@tree_options(default="the bundled
+    metal_src")`` to say what no ``--source-dir`` means; ``jobs_help`` says what ``-j`` runs in
+    parallel when it is not the preprocessing)."""
 
-    def add(func: F) -> F:
-        func = click.option(
+    def add(func: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(func)
+        def command(
+            *args: object,
+            source_dir: Path | None,
+            include_dirs: tuple[Path, ...],
+            defines: tuple[str, ...],
+            exclude: tuple[str, ...],
+            config_file: Path | None,
+            jobs: int | None,
+            **values: object,
+        ) -> R:
+            tree = TreeOptions(source_dir, include_dirs, defines, exclude, config_file, jobs)
+            return func(*args, tree=tree, **values)
+
+        added: Callable[..., R] = click.option(
             "-j", "--jobs", type=click.IntRange(min=1), default=None, help=jobs_help
-        )(func)
+        )(command)
         for option in reversed(_OPTIONS):
-            func = option(func)
+            added = option(added)
         help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
-        added: F = click.option("--source-dir", type=_DIR, default=None, help=help_text)(func)
-        return added
+        return click.option("--source-dir", type=_DIR, default=None, help=help_text)(added)
 
     return add(func) if func is not None else add
 
 
-def load_tree_with_progress(source_dir: Path, **options: Any) -> KernelTree:
-    """``load_tree`` with a files-done bar on stderr, only when stderr is a terminal (rich is
-    not even imported otherwise: scripts and CI pay no start-up time for it)."""
-    from builder.errors import UsageError
-    from builder.kernels.discovery import load_tree
-
-    if not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
-    if not sys.stderr.isatty():
-        return load_tree(source_dir, **options)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    progress = Progress(
-        TextColumn("preprocess"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("entry files"),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = progress.add_task("preprocess", total=None)
-
-    def advance(done: int, total: int, _entry: str) -> None:
-        progress.update(task, completed=done, total=total)
-
-    with progress:
-        return load_tree(source_dir, on_progress=advance, **options)
-
-
-def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
+def tree_sources(by: str, tree: TreeOptions) -> tuple[str, TreeSources | None]:
     """``--by`` and the entry file of every kernel of the tree named by ``--source-dir`` (a
-    ``TreeSources``, discovered for each library's platform; None without one), from the
-    kernel-tree options' values ``tree`` (emptied of ``source_dir``). ``--source-dir`` alone
-    means ``--by source``; shared by every command that groups a library's functions by source
-    file (report, compare, history)."""
+    ``TreeSources``, discovered for each library's platform; None without one).
+    ``--source-dir`` alone means ``--by source``; shared by every command that groups a
+    library's functions by source file (report, compare, history)."""
     from builder.errors import UsageError
 
-    source_dir = tree.pop("source_dir")
-    if source_dir is None:
-        if any(tree.values()):
+    if tree.source_dir is None:
+        if replace(tree, source_dir=None) != TreeOptions():
             raise UsageError(
                 "-I, -D, --exclude, --config and -j describe a kernel tree; "
                 "name it with --source-dir"
@@ -156,22 +264,30 @@ def tree_sources(by: str, tree: dict[str, Any]) -> tuple[str, Any]:
             f"--source-dir attributes functions to entry files; it goes with "
             f"--by source, not --by {by}"
         )
-    return by, tree_of(source_dir, **tree)
+    return by, _per_platform(tree)
 
 
-def tree_of(source_dir: Path, **options: Any) -> TreeSources:
-    """The entry file of every kernel of the tree at ``source_dir`` (``options``: the
-    kernel-tree options' values), for each platform a measured library states: loaded with
-    progress and a line on stderr saying what was found, for ``--source-dir`` and for a
-    budget's ``source-dir`` alike. Loaded when the first library is measured."""
+def tree_of(budget: Budget) -> TreeSources:
+    """The entry file of every kernel of a budget's tree, for each platform a measured library
+    states: ``check_budgets``'s tree loader, reading a budget's ``source-dir`` as
+    ``--source-dir`` is read."""
+    tree = TreeOptions(
+        budget.source_dir, budget.include_dirs, budget.defines, budget.exclude, budget.config
+    )
+    return _per_platform(tree)
+
+
+def _per_platform(tree: TreeOptions) -> TreeSources:
+    """``tree`` discovered, when the first library is measured, for that library's platform,
+    with progress and a line on stderr saying what was found."""
     from builder.errors import UsageError
     from builder.size.load import TreeSources
 
-    if not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
+    if tree.source_dir is None or not tree.source_dir.is_dir():
+        raise UsageError(f"--source-dir {tree.source_dir}: not a folder")
 
     def discover(platform: Platform | None) -> KernelTree:
-        found = load_tree_with_progress(source_dir, platform=platform, **options)
+        found = tree.load(platform)
         click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
         return found
 

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.publishing import platform_option
+from builder.cli.publishing import format_option, platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
+
+if TYPE_CHECKING:
+    from builder.cli.tree_options import TreeOptions
+    from builder.kernels.discovery import KernelTree
 
 __all__ = ["variants_command"]
 
@@ -118,17 +122,28 @@ Examples:
     "jit_sources.cpp, replaced as a whole when the run succeeds: a "
     "new or empty folder, or an earlier run's.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(_FORMATS),
-    default="table",
-    show_default=True,
-    help="Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
+@format_option(
+    _FORMATS,
+    "Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
 )
 @platform_option("a PACKAGE==VERSION target")
 @no_wait_option
-def variants_command(from_target: str, **kw: Any) -> None:
+def variants_command(
+    from_target: str,
+    tree: TreeOptions,
+    aot: tuple[str, ...],
+    jit: tuple[str, ...],
+    budget: str | None,
+    budget_of: str,
+    jit_namespace: str | None,
+    jit_api: str | None,
+    jit_lookup: bool | None,
+    download: bool,
+    outdir: Path | None,
+    fmt: str,
+    platform: str | None,
+    no_wait: bool,
+) -> None:
     """Write a library's AOT/JIT variants as real subsets and compare their sizes.
 
     \b
@@ -151,7 +166,82 @@ def variants_command(from_target: str, **kw: Any) -> None:
     metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
     --budget cannot be met (the message says the least reachable size).
     """
-    _from(from_target, **kw)
+    from builder.cli.tree_options import library_platform, tree_summary
+    from builder.files.atomic import check_not_an_input, write_atomic
+    from builder.files.output_folder import replaced_folder
+    from builder.render.variants import variants_json
+    from builder.size.limits import parse_size
+    from builder.subsets.out_folder import moved
+    from builder.subsets.variants import make_variants
+
+    source_dir = tree.source_dir
+    if source_dir is None:
+        raise UsageError(
+            "variants --from needs --source-dir: the kernel tree the library was built from"
+        )
+    if outdir is None:
+        raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
+    size = parse_size(budget) if budget is not None else None
+    if size is not None and size <= 0:
+        raise UsageError(f"--budget {budget}: must be more than 0 bytes")
+    if size is None and _given("budget_of"):
+        raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
+    check_not_an_input(
+        outdir,
+        [from_target, source_dir, *tree.include_dirs, tree.config_file],
+        replaces_folder=True,
+    )
+    found = tree.load(library_platform(from_target, platform, "variants --from"))
+    found = _interface(found, jit_namespace, jit_api, jit_lookup)
+    terminal = sys.stderr.isatty()
+    if terminal:  # progress, as the rest: scripts read warnings only
+        click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
+    progress = (lambda message: click.echo(message, err=True)) if terminal else None
+    # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
+    # failed or killed run leaves the previous one (builder.files.output_folder).
+    with replaced_folder(
+        outdir,
+        marker=RUN_FILE,
+        wait=not no_wait,
+        on_wait=lambda line: click.echo(line, err=True),
+    ) as staged:
+        written = make_variants(
+            from_target,
+            found,
+            staged,
+            aot=aot,
+            jit=jit,
+            budget=size,
+            platform=platform,
+            progress=progress,
+            budget_of=budget_of,
+            download=download,
+        )
+        run = moved(written, outdir)
+        document = variants_json(run)
+        write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
+    _warn_mismatch(run.input.not_in_tree, run.input.missing, from_target, found.root)
+    if fmt == "json":
+        text = document
+    elif fmt == "markdown":
+        from builder.render.variants import variants_markdown
+
+        text = variants_markdown(run)
+    elif fmt == "html":
+        from builder.render.variants import variants_html
+
+        text = variants_html(run)
+    else:
+        from builder.render.variants import variants_table
+
+        text = variants_table(run)
+    sys.stdout.write(text)
+
+
+def _given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not click.core.ParameterSource.DEFAULT
 
 
 def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> None:
@@ -175,13 +265,9 @@ def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> N
         )
 
 
-def _given(name: str) -> bool:
-    """Whether option ``name`` was given on the command line (not its default)."""
-    source = click.get_current_context().get_parameter_source(name)
-    return source is not click.core.ParameterSource.DEFAULT
-
-
-def _interface(tree: Any, namespace: str | None, api: str | None, lookup: bool | None) -> Any:
+def _interface(
+    tree: KernelTree, namespace: str | None, api: str | None, lookup: bool | None
+) -> KernelTree:
     """``tree`` with the command line's run-time source interface over its metallib.toml's."""
     from dataclasses import replace
 
@@ -196,87 +282,11 @@ def _interface(tree: Any, namespace: str | None, api: str | None, lookup: bool |
             "--jit-namespace, --jit-api and --jit-lookup apply to a folder of .metal entry "
             "files; a catalog tree's sources are written as embed writes them by default"
         )
-    given = {"namespace": namespace, "api": api, "lookup": lookup}
-    runtime = replace(tree.config.runtime, **{k: v for k, v in given.items() if v is not None})
+    old = tree.config.runtime
+    runtime = replace(
+        old,
+        namespace=old.namespace if namespace is None else namespace,
+        api=old.api if api is None else api,
+        lookup=old.lookup if lookup is None else lookup,
+    )
     return replace(tree, config=replace(tree.config, runtime=runtime))
-
-
-def _from(target: str, **kw: Any) -> None:
-    from builder.cli.tree_options import library_platform, load_tree_with_progress, tree_summary
-    from builder.files.atomic import check_not_an_input, write_atomic
-    from builder.files.output_folder import replaced_folder
-    from builder.render.variants import variants_json
-    from builder.size.limits import parse_size
-    from builder.subsets.out_folder import moved
-    from builder.subsets.variants import make_variants
-
-    if kw["source_dir"] is None:
-        raise UsageError(
-            "variants --from needs --source-dir: the kernel tree the library was built from"
-        )
-    outdir = kw["outdir"]
-    if outdir is None:
-        raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
-    budget = parse_size(kw["budget"]) if kw["budget"] is not None else None
-    if budget is not None and budget <= 0:
-        raise UsageError(f"--budget {kw['budget']}: must be more than 0 bytes")
-    if budget is None and _given("budget_of"):
-        raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
-    source_dir = kw["source_dir"]
-    check_not_an_input(
-        outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]], replaces_folder=True
-    )
-    tree = load_tree_with_progress(
-        source_dir,
-        include_dirs=kw["include_dirs"],
-        defines=kw["defines"],
-        exclude=kw["exclude"],
-        config_file=kw["config_file"],
-        jobs=kw["jobs"],
-        platform=library_platform(target, kw["platform"], "variants --from"),
-    )
-    tree = _interface(tree, kw["jit_namespace"], kw["jit_api"], kw["jit_lookup"])
-    terminal = sys.stderr.isatty()
-    if terminal:  # progress, as the rest: scripts read warnings only
-        click.echo(f"kernel tree {tree.root}: {tree_summary(tree)}", err=True)
-    progress = (lambda message: click.echo(message, err=True)) if terminal else None
-    # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
-    # failed or killed run leaves the previous one (builder.files.output_folder).
-    with replaced_folder(
-        outdir,
-        marker=RUN_FILE,
-        wait=not kw["no_wait"],
-        on_wait=lambda line: click.echo(line, err=True),
-    ) as staged:
-        written = make_variants(
-            target,
-            tree,
-            staged,
-            aot=kw["aot"],
-            jit=kw["jit"],
-            budget=budget,
-            platform=kw["platform"],
-            progress=progress,
-            budget_of=kw["budget_of"],
-            download=kw["download"],
-        )
-        run = moved(written, outdir)
-        document = variants_json(run)
-        write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
-    _warn_mismatch(run.input.not_in_tree, run.input.missing, target, tree.root)
-    fmt = kw["fmt"]
-    if fmt == "json":
-        text = document
-    elif fmt == "markdown":
-        from builder.render.variants import variants_markdown
-
-        text = variants_markdown(run)
-    elif fmt == "html":
-        from builder.render.variants import variants_html
-
-        text = variants_html(run)
-    else:
-        from builder.render.variants import variants_table
-
-        text = variants_table(run)
-    sys.stdout.write(text)

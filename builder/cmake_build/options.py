@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import Field
 from pathlib import Path
-from typing import Any
 
-from builder.cmake_build.request import DEFAULT_METAL_FLAGS, Option, option_fields
+from builder.cmake_build.option_values import option_of
+from builder.cmake_build.request import DEFAULT_METAL_FLAGS, option_fields
 from builder.files.reading import read_text
 
 __all__ = ["CMAKE_FILE", "cmake_text", "docs_table", "generated", "main"]
@@ -30,8 +31,8 @@ _SPLIT_COMMAS = ("names", "globs")
 """List kinds whose items may also be separated by ','."""
 
 
-def _default(f: Any) -> str:
-    option: Option = f.metadata["option"]
+def _default(f: Field[object]) -> str:
+    option = option_of(f)
     if option.cmake_default is not None:
         return option.cmake_default
     value = f.default
@@ -54,8 +55,8 @@ def _quoted(text: str, *, expand: bool = False) -> str:
     return '"' + (text if expand else text.replace("${", "$\\{")) + '"'
 
 
-def _request_lines(f: Any) -> list[str]:
-    option = f.metadata["option"]
+def _request_lines(f: Field[object]) -> list[str]:
+    option = option_of(f)
     var, kind, name = option.cmake, option.kind, f.name
     if kind == "bool":
         return [
@@ -144,8 +145,8 @@ def cmake_text() -> str:
     return "\n".join(lines)
 
 
-def _shown(f: Any) -> str:
-    option: Option = f.metadata["option"]
+def _shown(f: Field[object]) -> str:
+    option = option_of(f)
     if option.shown_default is not None:
         return option.shown_default
     text = _default(f)

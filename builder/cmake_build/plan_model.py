@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
@@ -24,6 +24,8 @@ __all__ = [
     "PLAN_FILE",
     "PLAN_SCHEMA",
     "BuildPlan",
+    "DiscoverySettings",
+    "PlannedPreamble",
     "Unit",
     "plan_text",
 ]
@@ -39,6 +41,28 @@ DISCOVERY_CACHE = "discovery.json"
 """Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
+
+
+class DiscoverySettings(TypedDict):
+    """How a discovered tree is read again after planning (``record`` discovers with it)."""
+
+    include_dirs: list[str]
+    defines: list[str]
+    """Every define, Metal's predefined macros included."""
+    exclude: list[str]
+    metal_version: int | None
+
+
+class PlannedPreamble(TypedDict):
+    """One run-time preamble of a discovered tree, as plan.json holds it."""
+
+    function: str
+    headers: list[str]
+    """Absolute paths, inlined in this order."""
+    entries: list[str]
+    """The JIT entry files that need it (empty: every build carries it)."""
+    embedding: str
+    """``whole-file`` or ``preamble`` (``builder.kernels.embedding``)."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +101,9 @@ class BuildPlan:
     """``-I`` of every AOT compile and of preamble inlining, in search order."""
     defines: tuple[str, ...]
     """``-D`` of every AOT compile (Metal's predefined macros left out: the compiler sets them)."""
-    discovery: dict[str, Any]
+    discovery: DiscoverySettings | None
     """How the build finds a discovered tree's kernels (include folders, every define, excludes,
-    ``__METAL_VERSION__``), as ``load_tree`` was given them."""
+    ``__METAL_VERSION__``), as ``load_tree`` was given them; None for a catalog tree."""
     metal_version: int | None
     std: str | None
     """The ``-std=`` the compiles get: the request's, else the tree's (``_std_for``)."""
@@ -89,7 +113,7 @@ class BuildPlan:
     """Compile flags the tree asks for (metallib.toml), added after the build's flags."""
     compiles: tuple[tuple[str, Path], ...] = ()
     """(unit, absolute .metal source) for every AOT compile, in link order."""
-    preambles: tuple[dict[str, Any], ...] = ()
+    preambles: tuple[PlannedPreamble, ...] = ()
     """JIT preambles of a discovered tree: function, headers (absolute), entries."""
     chunks: tuple[Chunk, ...] = field(default=(), compare=False)
     """A catalog tree's generated sources (written by ``plan.write_plan``)."""
@@ -108,8 +132,12 @@ class BuildPlan:
         return tuple(u.name for u in self.units if u.mode == "jit")
 
     @staticmethod
-    def _unit(unit: Unit) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": unit.name, "mode": unit.mode, "sources": list(unit.sources)}
+    def _unit(unit: Unit) -> dict[str, object]:
+        out: dict[str, object] = {
+            "name": unit.name,
+            "mode": unit.mode,
+            "sources": list(unit.sources),
+        }
         if unit.preambles:
             out["preambles"] = list(unit.preambles)
         if unit.reason:
@@ -118,7 +146,7 @@ class BuildPlan:
             out["embedding"] = unit.embedding
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The plan file: the plan itself, plus ``cmake``, the same facts as ';'-joined lists for
         CMakeLists.txt (one ``string(JSON GET)`` each)."""
 
@@ -141,7 +169,7 @@ class BuildPlan:
             "run_time": dict(self.run_time),
             "include_dirs": [str(d) for d in self.include_dirs],
             "defines": list(self.defines),
-            "discovery": self.discovery,
+            "discovery": self.discovery if self.discovery is not None else {},
             "metal_version": self.metal_version,
             "std": self.std,
             "deployment_target": self.deployment_target,
@@ -204,13 +232,13 @@ class BuildPlan:
                 units=units,
                 include_dirs=tuple(Path(d) for d in _strings(data["include_dirs"])),
                 defines=_strings(data["defines"]),
-                discovery=dict(data["discovery"]),
+                discovery=_discovery(data["discovery"]) if data["discovery"] else None,
                 metal_version=data["metal_version"],
                 std=data["std"],
                 deployment_target=data["deployment_target"],
                 flags=_strings(data["flags"]),
                 compiles=tuple((str(c["unit"]), Path(c["source"])) for c in data["compile"]),
-                preambles=tuple(dict(p) for p in data["preambles"]),
+                preambles=tuple(_preamble(p) for p in data["preambles"]),
                 run_time=dict(data.get("run_time", {})),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -225,13 +253,34 @@ class BuildPlan:
         return cls.from_json(data, str(path))
 
 
-def _strings(value: Any) -> tuple[str, ...]:
+def _discovery(data: Mapping[str, Any]) -> DiscoverySettings:
+    version = data["metal_version"]
+    if version is not None and not isinstance(version, int):
+        raise ValueError(f"metal_version {version!r} is not a number")
+    return DiscoverySettings(
+        include_dirs=list(_strings(data["include_dirs"])),
+        defines=list(_strings(data["defines"])),
+        exclude=list(_strings(data["exclude"])),
+        metal_version=version,
+    )
+
+
+def _preamble(data: Mapping[str, Any]) -> PlannedPreamble:
+    return PlannedPreamble(
+        function=str(data["function"]),
+        headers=list(_strings(data["headers"])),
+        entries=list(_strings(data["entries"])),
+        embedding=_one_of(data["embedding"], ("whole-file", "preamble")),
+    )
+
+
+def _strings(value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{value!r} is not a list of strings")
     return tuple(value)
 
 
-def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
+def _one_of(value: object, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
     return str(value)

@@ -7,15 +7,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from builder.cmake_build.plan_model import CATALOG_LIBRARY, GENERATED_SOURCES, BuildPlan, Unit
+from builder.cmake_build.plan_model import (
+    CATALOG_LIBRARY,
+    GENERATED_SOURCES,
+    BuildPlan,
+    DiscoverySettings,
+    PlannedPreamble,
+    Unit,
+)
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
     from builder.kernels.chunking import Chunk
+    from builder.kernels.tree_config import TreeConfig
 
 __all__ = ["catalog_plan", "discovered_plan", "jit_units", "select_families"]
 
@@ -58,7 +66,7 @@ def jit_units(units: Sequence[str], request: BuildRequest, where: str) -> set[st
     return named
 
 
-def std_for(request: BuildRequest, config: Any) -> tuple[str | None, int | None]:
+def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int | None]:
     """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
     follows the other when only one is stated (``--std``, then ``[build] std``; the version from
     ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
@@ -121,7 +129,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         units,
         (catalog.source_dir,),
         (),
-        {},
+        None,
         version,
         std,
         request.toolchain.deployment_target,
@@ -171,19 +179,19 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     wanted = jit_units(entries, request, f"{root}, after exclusions")
     jit = [e for e in entries if e in wanted and e not in held]
     embedding = embedding_of(tree)
-    preambles: list[dict[str, Any]] = []
+    preambles: list[PlannedPreamble] = []
     needs: dict[str, list[str]] = {}
     specs = jit_preambles(tree, jit)
     coverage = check_coverage(tree, jit, specs, [*config.include_dirs, root])
     require_coverage(coverage, "the build" + (" (--jit/--aot)" if wanted else ""))
     for spec in specs:
         preambles.append(
-            {
-                "function": spec.function,
-                "headers": [str(h) for h in spec.headers],
-                "entries": list(spec.entries),
-                "embedding": spec.embedding,
-            }
+            PlannedPreamble(
+                function=spec.function,
+                headers=[str(h) for h in spec.headers],
+                entries=list(spec.entries),
+                embedding=spec.embedding,
+            )
         )
         for entry in spec.entries:
             needs.setdefault(entry, []).append(spec.function)
@@ -197,12 +205,12 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
     target = request.toolchain.deployment_target or config.deployment_target
     compiles = tuple((u.name, root / u.name) for u in units if u.mode == "aot")
-    discovery = {
-        "include_dirs": [str(d) for d in config.include_dirs],
-        "defines": list(config.defines),
-        "exclude": list(config.exclude),
-        "metal_version": config.metal_version,
-    }
+    discovery = DiscoverySettings(
+        include_dirs=[str(d) for d in config.include_dirs],
+        defines=list(config.defines),
+        exclude=list(config.exclude),
+        metal_version=config.metal_version,
+    )
     return BuildPlan(
         request,
         "discovered",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.cmake_build.cmake import BuildFailed, build_folder_lock
 from builder.cmake_build.driver import BuildOutcome, run_build, split_units
@@ -148,7 +148,7 @@ def _build_each(
     return results
 
 
-def presets_to_dict(results: Sequence[PresetResult]) -> dict[str, Any]:
+def presets_to_dict(results: Sequence[PresetResult]) -> dict[str, object]:
     """``presets --format json``: per preset whether it was built (and why
     not), its build time, what it ships and its size report (the document ``report <its folder>
     --format json`` prints)."""

@@ -52,6 +52,8 @@ def unit_kernels(
     from builder.kernels.tree_config import TreeConfig
 
     found = plan.discovery
+    if found is None:
+        raise BuilderError("the plan of a discovered tree says nothing of its discovery")
     config = TreeConfig(
         include_dirs=tuple(Path(d) for d in found["include_dirs"]),
         defines=tuple(found["defines"]),
@@ -63,7 +65,7 @@ def unit_kernels(
     return {u.name: [k.name for k in by_source.get(u.name, [])] for u in plan.units}
 
 
-def plan_options(plan: BuildPlan) -> dict[str, Any]:
+def plan_options(plan: BuildPlan) -> dict[str, object]:
     """The plan's selection as the manifest's ``METALLIB_*`` options (CMake adds the compile
     options it resolved: flags, std, deployment target, SDK, compression): what was asked
     (``METALLIB_JIT``, ``METALLIB_AOT``: the globs) and what it chose (the units by mode)."""

@@ -20,14 +20,24 @@ only that; the CMake project CMake configures is :func:`project_dir`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
-from builder.cmake_build.option_values import Option, from_cli, from_json, meta, to_json
+from builder.cmake_build.option_values import (
+    Option,
+    from_cli,
+    from_json,
+    meta,
+    option_of,
+    to_json,
+)
 from builder.errors import UsageError
 from builder.kernels.chunking import DEFAULT_CHUNK_SIZE
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "DEFAULT_METAL_FLAGS",
@@ -287,7 +297,7 @@ class BuildRequest:
         flags = self.toolchain.metal_flags
         return DEFAULT_METAL_FLAGS if flags is None else flags
 
-    def replace(self, **changes: Any) -> BuildRequest:
+    def replace(self, **changes: object) -> BuildRequest:
         """A copy with the named fields (of any part) changed: ``request.replace(jit=("*",))``."""
         parts = {}
         for part, _ in _parts():
@@ -301,13 +311,13 @@ class BuildRequest:
         return replace(self, **parts)
 
     @classmethod
-    def from_options(cls, values: Mapping[str, Any]) -> BuildRequest:
+    def from_options(cls, values: Mapping[str, object]) -> BuildRequest:
         """The request of the CLI's values (click parameters named like the fields; a missing
         or None value is the field's default)."""
         return cls._build(lambda f: from_cli(f, values.get(f.name)))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BuildRequest:
+    def from_json(cls, data: Mapping[str, object]) -> BuildRequest:
         """The request :meth:`to_json` wrote, or a plain CMake run's cache as
         ``metallib_build_request`` words it (a missing field: its default). ValueError naming
         the field when a value has the wrong type."""
@@ -316,29 +326,39 @@ class BuildRequest:
             raise ValueError(f"no build option {', '.join(sorted(unknown))}")
         return cls._build(lambda f: from_json(f, data.get(f.name)))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Every field, for plan.json (flat: field names are unique)."""
         return {f.name: to_json(value) for f, value in self._values()}
 
     @classmethod
-    def _build(cls, value_of: Any) -> BuildRequest:
-        parts = {}
-        for part, part_cls in _parts():
-            given = {}
-            for f in fields(part_cls):
-                value = value_of(f)
-                if value is not None or f.default is None:
-                    given[f.name] = value
-            parts[part] = part_cls(**given)
-        return cls(**parts)
+    def _build(cls, value_of: Callable[[Field[object]], object]) -> BuildRequest:
+        return cls(
+            toolchain=_part(Toolchain, value_of),
+            tree=_part(Tree, value_of),
+            selection=_part(UnitSelection, value_of),
+            location=_part(BuildLocation, value_of),
+        )
 
-    def _values(self) -> Iterator[tuple[Any, Any]]:
+    def _values(self) -> Iterator[tuple[Field[object], object]]:
         for part, part_cls in _parts():
             for f in fields(part_cls):
                 yield f, getattr(getattr(self, part), f.name)
 
 
-def _parts() -> tuple[tuple[str, type[Any]], ...]:
+_Part = TypeVar("_Part", bound="DataclassInstance")
+
+
+def _part(part_cls: type[_Part], value_of: Callable[[Field[object]], object]) -> _Part:
+    """One part of a request from ``value_of`` each field (None: the field's default)."""
+    given = {}
+    for f in fields(part_cls):
+        value = value_of(f)
+        if value is not None or f.default is None:
+            given[f.name] = value
+    return part_cls(**given)
+
+
+def _parts() -> tuple[tuple[str, type[DataclassInstance]], ...]:
     return (
         ("toolchain", Toolchain),
         ("tree", Tree),
@@ -347,9 +367,9 @@ def _parts() -> tuple[tuple[str, type[Any]], ...]:
     )
 
 
-def option_fields() -> list[tuple[Any, Option]]:
+def option_fields() -> list[tuple[Field[object], Option]]:
     """Every request field with its :class:`Option`, in declaration order."""
-    return [(f, f.metadata["option"]) for _, cls in _parts() for f in fields(cls)]
+    return [(f, option_of(f)) for _, cls in _parts() for f in fields(cls)]
 
 
 def project_dir() -> Path:

@@ -38,13 +38,17 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts
 from builder.jit.tree_preambles import UNIT_LOOKUP
+
+if TYPE_CHECKING:
+    from builder.jit.codegen import StoredPiece
+    from builder.jit.preamble import Preamble
 
 __all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
@@ -78,7 +82,7 @@ def _lookup(whole: Sequence[tuple[str, str]], api: str = "string") -> list[str]:
     return lines
 
 
-def _pieces(preambles: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+def _pieces(preambles: Sequence[tuple[str, Preamble]]) -> dict[str, StoredPiece]:
     """Name -> StoredPiece of every piece ``preambles`` are stored in (as ``preamble_code``)."""
     from builder.jit.codegen import family_pieces
 
@@ -89,10 +93,12 @@ def _pieces(preambles: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _common(per_unit: Sequence[Sequence[tuple[str, Any]]]) -> dict[str, tuple[Any, list[int]]]:
+def _common(
+    per_unit: Sequence[Sequence[tuple[str, Preamble]]],
+) -> dict[str, tuple[StoredPiece, list[int]]]:
     """Pieces the own sources of several JIT entry files hold (ggml's ggml-common.h, inlined into
     each entry file embedded whole): name -> (piece, the indices of those units)."""
-    users: dict[str, tuple[Any, list[int]]] = {}
+    users: dict[str, tuple[StoredPiece, list[int]]] = {}
     for index, own in enumerate(per_unit):
         for name, piece in _pieces(own).items():
             users.setdefault(name, (piece, []))[1].append(index)
@@ -102,10 +108,10 @@ def _common(per_unit: Sequence[Sequence[tuple[str, Any]]]) -> dict[str, tuple[An
 def _render(
     title: str,
     namespace: str,
-    preambles: Sequence[tuple[str, Any]],
+    preambles: Sequence[tuple[str, Preamble]],
     extra: Sequence[str] = (),
     *,
-    common: Mapping[str, Any] | None = None,
+    common: Mapping[str, StoredPiece] | None = None,
     define_common: bool = False,
     api: str = "string",
 ) -> tuple[str, int]:
@@ -149,13 +155,9 @@ def _render(
     return "\n".join(lines), stored
 
 
-def _anonymous(definitions: Sequence[str]) -> list[str]:
-    return ["namespace {", "", *definitions, "", "}  // namespace", ""]
-
-
 def generate(
     plan: BuildPlan, out_dir: Path, namespace: str | None = None
-) -> tuple[dict[str, Any], list[Path]]:
+) -> tuple[dict[str, object], list[Path]]:
     """Write the sources for ``plan``'s JIT entry files; return embed.json's content and every
     file read. ``namespace`` (CMake's NAMESPACE) wins over the plan's."""
     from builder.jit.codegen import valid_namespace
@@ -174,11 +176,9 @@ def generate(
     inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
     owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
     whole = [
-        (p["entries"][0], p["function"])
-        for p in plan.preambles
-        if p.get("embedding") == "whole-file"
+        (p["entries"][0], p["function"]) for p in plan.preambles if p["embedding"] == "whole-file"
     ]
-    units: list[dict[str, Any]] = []
+    units: list[dict[str, object]] = []
     per_unit = [
         [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name] for unit in jit_units
     ]

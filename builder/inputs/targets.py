@@ -69,7 +69,7 @@ def resolve_target(
     if path.exists():
         check_regular(path, "the target")  # a FIFO or a device: one line, as list and verify say
         if path.suffix == ".whl":
-            from builder.inputs.wheels import extract_metallibs
+            from builder.inputs.wheel_extract import extract_metallibs
 
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix not in (".json", ".metallib") and not _starts_with_magic(path):
@@ -87,7 +87,7 @@ def resolve_target(
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
             return [Library(text, "report", path, saved=d) for d in docs]
         return [Library(text, "metallib", path)]
-    from builder.inputs import wheels
+    from builder.inputs import DEFAULT_PLATFORM, wheel_cache, wheels
 
     spec = wheels.parse_spec(text)
     if spec is None:
@@ -95,11 +95,11 @@ def resolve_target(
             f"{text}: no such file, and not a PACKAGE==VERSION spec "
             "(targets: .metallib, .whl, report .json, build directory, PACKAGE==VERSION)"
         )
-    chosen = platform or wheels.DEFAULT_PLATFORM
+    chosen = platform or DEFAULT_PLATFORM
     if progress is None:
         wheel, paths = wheels.fetch_metallibs(spec[0], spec[1], chosen)
     else:
-        progress(f"{text}: macOS wheel for {chosen} (cache: {wheels.cache_dir() / 'wheels'})")
+        progress(f"{text}: macOS wheel for {chosen} (cache: {wheel_cache.cache_dir() / 'wheels'})")
         # pip shows its own download progress bar; it writes to stdout, which belongs to the
         # report, so its output is sent to stderr for the duration of the download (and of the
         # one repeat download a corrupt cached wheel gets).

@@ -44,9 +44,12 @@ CACHE_SCHEMA = 1
 _CODE = (
     "discovery.py",
     "kernel_scan.py",
+    "cxx_text.py",
+    "kernel_tree.py",
     "definitions.py",
     "runtime_only.py",
     "preprocess.py",
+    "bounded_run.py",
     "prelude.h",
     "discovery_cache.py",
     "confinement.py",

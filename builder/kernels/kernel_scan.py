@@ -30,7 +30,20 @@ import functools
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["KernelRecord", "Scan", "ScanError", "normalize_arg", "scan_kernels", "scan_text"]
+from builder.kernels.cxx_text import (
+    CHAR,
+    LIT,
+    STRING,
+    WORD,
+    declarator,
+    decode_literals,
+    join_literals,
+    matching,
+    normalize_arg,
+    split_top,
+)
+
+__all__ = ["KernelRecord", "Scan", "ScanError", "scan_kernels", "scan_text"]
 
 
 class ScanError(ValueError):
@@ -76,66 +89,34 @@ class _TemplateDefinition(NamedTuple):
     name: str
 
 
-# Patterns are written as "unrolled loops" (normal* (special normal*)*): runs of plain
-# characters are consumed in one step and a failing match cannot backtrack exponentially.
-_LIT = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-_STRING = r"(?:u8|[uUL])?" + _LIT
-_CHAR = r"(?:u8|[uUL])?'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+# Patterns are unrolled loops, as in builder.kernels.cxx_text.
 # MLX's instantiate_kernel expansion in one piece; the literal "template" prefix keeps the search
 # fast. Arguments without parentheses or brackets, nested <> one level deep (And<bool>); anything
 # else takes the general path.
 _ARG_CHARS = r"[^<>()\"'\[\];{}]*"
 _PLAIN = rf"{_ARG_CHARS}(?:<{_ARG_CHARS}>{_ARG_CHARS})*"
 _FAST = re.compile(
-    rf"template\s*\[\[\s*host_name\s*\(\s*(?P<names>(?:{_LIT}\s*)+)\)\s*\]\]\s*"
+    rf"template\s*\[\[\s*host_name\s*\(\s*(?P<names>(?:{LIT}\s*)+)\)\s*\]\]\s*"
     r"\[\[\s*kernel\s*\]\]\s*decltype\s*\(\s*(?P<func>[A-Za-z_]\w*)\s*"
     rf"<(?P<args>{_PLAIN})>\s*\)\s*(?P=func)\s*<(?P=args)>\s*;"
 )
 _ANCHOR = re.compile(
     r"host_name|kernel|vertex|fragment|\[\[\s*(?:visible|stitchable|mesh|object|intersection)\b"
 )
-_ATTR = re.compile(rf"\[\[([^\]\"']*(?:(?:{_STRING}|{_CHAR}|\](?!\]))[^\]\"']*)*)\]\]")
-_HEAD = re.compile(rf"[^;{{}}\"']*(?:(?:{_STRING}|{_CHAR})[^;{{}}\"']*)*")
-_QUOTED = re.compile(_STRING + "|" + _CHAR + "|[\"']")
+_ATTR = re.compile(rf"\[\[([^\]\"']*(?:(?:{STRING}|{CHAR}|\](?!\]))[^\]\"']*)*)\]\]")
+_HEAD = re.compile(rf"[^;{{}}\"']*(?:(?:{STRING}|{CHAR})[^;{{}}\"']*)*")
+_QUOTED = re.compile(STRING + "|" + CHAR + "|[\"']")
 _ATTR_WORDS = re.compile(
     r"host_name|kernel|vertex|fragment|visible|stitchable|mesh|object|intersection"
 )
-_BRACKETS = re.compile(r"[<>()\[\]]")
-_SPLIT_AT = re.compile(r"[<>()\[\]{},]")
 _FAST_ARG = re.compile(r"[^,<]*(?:<[^<>]*>[^,<]*)*")
 _PP_LINE = re.compile(r"^[ \t]*#[^\n]*", re.MULTILINE)
-_LITERAL = re.compile(r'(?:u8|[uUL])?"([^"\\\n]*(?:\\.[^"\\\n]*)*)"')
-_LITERALS = re.compile(rf"\s*(?:{_STRING}\s*)+")
 _TEMPLATE = re.compile(r"(extern\s+)?template\b\s*")
 _STAGE_WORD = re.compile(r"\b(?:kernel|vertex|fragment)\b")
-_NAME_AT_END = re.compile(r"([A-Za-z_]\w*)\s*$")
 _ATTR_NAME = re.compile(r"\s*(?:metal\s*::\s*)?([A-Za-z_]\w*)")
-_TOKEN = re.compile(r"\w+|\S")
-_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)", re.DOTALL)
-_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 STAGE_ATTRIBUTES = frozenset(
     {"kernel", "vertex", "fragment", "visible", "stitchable", "mesh", "object", "intersection"}
 )
-_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def _unescape(match: re.Match[str]) -> str:
-    code = match.group(1)
-    if code[0] in "xuU":
-        return chr(int(code[1:], 16))
-    if code[0] in "01234567":
-        return chr(int(code, 8))
-    return _SIMPLE_ESCAPES.get(code, code)
-
-
-def _join_literals(text: str) -> str | None:
-    """Adjacent string literals as one string (C++ concatenation), or None if ``text`` holds
-    anything else."""
-    if not _LITERALS.fullmatch(text):
-        return None
-    # Escapes are decoded in each literal before they are joined ("\x5f" "f" is "_f", not
-    # "\x5ff"), as in C++'s translation phases 5 and 6.
-    return "".join(_ESCAPE.sub(_unescape, p) for p in _LITERAL.findall(text))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -146,119 +127,13 @@ def _split_args(text: str) -> tuple[str, ...]:
     return tuple(normalize_arg(a) for a in parts if a.strip())
 
 
-@functools.lru_cache(maxsize=4096)
-def normalize_arg(text: str) -> str:
-    """One template argument in a canonical spelling, whatever spaces macro expansion left: a
-    space only between two words and after each comma (``metal::vec<float, 4>``, ``(N>2)``,
-    ``unsigned int``, ``(1+1)``)."""
-    out: list[str] = []
-    for token in _TOKEN.findall(text):
-        if out and token[0] in _WORD and out[-1][-1] in _WORD:
-            out.append(" ")
-        out.append(token)
-        if token == ",":
-            out.append(" ")
-    return "".join(out).strip()
-
-
-def _split_top(text: str) -> list[str]:
-    """Split at commas outside (), [], {} and <> (angles only outside parentheses)."""
-    parts, depth, angle, start = [], 0, 0, 0
-    for match in _SPLIT_AT.finditer(text):
-        ch = match.group()
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and ch == "<":
-            angle += 1
-        elif depth == 0 and ch == ">":
-            angle -= 1
-        elif ch == "," and depth == 0 and angle <= 0:
-            parts.append(text[start : match.start()])
-            start = match.end()
-    parts.append(text[start:])
-    return [p for p in (q.strip() for q in parts) if p]
-
-
-def _match_back(text: str, end: int, close: str, open_: str) -> int:
-    """Index of the ``open_`` matching ``text[end] == close``; for angles, brackets inside
-    parentheses are skipped. -1 if unbalanced. Visits bracket positions only."""
-    depth = paren = 0
-    angles = open_ == "<"
-    for match in reversed(list(_BRACKETS.finditer(text, 0, end + 1))):
-        ch = match.group()
-        if angles and ch in ")]":
-            paren += 1
-        elif angles and ch in "([":
-            paren -= 1
-        elif paren == 0 and ch == close:
-            depth += 1
-        elif paren == 0 and ch == open_:
-            depth -= 1
-            if depth == 0:
-                return match.start()
-    return -1
-
-
-def _match_forward(text: str, start: int, open_: str, close: str) -> int:
-    """Index of the ``close`` matching ``text[start] == open_``; angles skip parentheses."""
-    depth = paren = 0
-    angles = open_ == "<"
-    for match in _BRACKETS.finditer(text, start):
-        ch = match.group()
-        if angles and ch in "([":
-            paren += 1
-        elif angles and ch in ")]":
-            paren -= 1
-        elif paren == 0 and ch == open_:
-            depth += 1
-        elif paren == 0 and ch == close:
-            depth -= 1
-            if depth == 0:
-                return match.start()
-    return -1
-
-
-def _drop_decltype(text: str) -> str:
-    """``decltype(...)`` removed (MLX's instantiation form names the function in its type)."""
-    while True:
-        at = text.find("decltype")
-        if at < 0:
-            return text
-        open_ = text.find("(", at)
-        close = _match_forward(text, open_, "(", ")") if open_ >= 0 else -1
-        if close < 0:
-            return text
-        text = text[:at] + " " + text[close + 1 :]
-
-
-def _declarator(text: str) -> tuple[str, tuple[str, ...]] | None:
-    """(function name, template arguments) of a declaration head without its attributes."""
-    head = _drop_decltype(text).rstrip()
-    if head.endswith(")"):
-        open_ = _match_back(head, len(head) - 1, ")", "(")
-        if open_ < 0:
-            return None
-        head = head[:open_].rstrip()
-    args: tuple[str, ...] = ()
-    if head.endswith(">"):
-        lt = _match_back(head, len(head) - 1, ">", "<")
-        if lt < 0:
-            return None
-        args = tuple(normalize_arg(a) for a in _split_top(head[lt + 1 : -1]))
-        head = head[:lt].rstrip()
-    match = _NAME_AT_END.search(head)
-    return (match.group(1), args) if match else None
-
-
 def _attributes(groups: list[str]) -> tuple[str | None, bool]:
     """(host name, has a stage attribute) from the bodies of ``[[...]]`` groups."""
     host_name, stage = None, False
     for body in groups:
         if not _ATTR_WORDS.search(body):
             continue  # [[buffer(0)]], [[thread_position_in_grid]]: parameter attributes
-        for item in _split_top(body) if "," in body else (body,):
+        for item in split_top(body) if "," in body else (body,):
             match = _ATTR_NAME.match(item)
             if match is None:
                 continue
@@ -268,7 +143,7 @@ def _attributes(groups: list[str]) -> tuple[str | None, bool]:
             elif word == "host_name":
                 rest = item[match.end() :].strip()
                 inner = rest[1:-1] if rest.startswith("(") and rest.endswith(")") else ""
-                joined = _join_literals(inner)
+                joined = join_literals(inner)
                 if joined is None:
                     raise ScanError(
                         "[[host_name(...)]] must hold string literals, got: "
@@ -296,14 +171,14 @@ def _declaration(decl: str, has_body: bool) -> _Found | _TemplateDefinition | No
     if match:
         rest = plain[match.end() :]
         if rest.startswith("<"):
-            close = _match_forward(rest, 0, "<", ">")
+            close = matching(rest, 0, "<>")
             if match.group(1) or close < 0:
                 return None  # extern, or unbalanced
             if rest[1:close].strip():  # a template definition: nothing of its own
                 if not has_body:
                     return None
                 head = rest[close + 1 :]
-                defined = _declarator(head)
+                defined = declarator(head)
                 if defined is None:
                     return None
                 # the qualifier comes before the name (not a parameter type named "kernel")
@@ -315,7 +190,7 @@ def _declaration(decl: str, has_body: bool) -> _Found | _TemplateDefinition | No
             return None  # extern template: declared here, instantiated elsewhere
         else:
             kind, plain = "instantiation", rest
-    found = _declarator(plain)
+    found = declarator(plain)
     if found is None:
         return None
     name, args = found
@@ -358,7 +233,7 @@ def _scan_gap(text: str, start: int, end: int, source: str, out: Scan) -> int:
         at, after = match.start(), match.end()
         word = text[at] != "["
         if word and (
-            (at > 0 and text[at - 1] in _WORD) or (after < len(text) and text[after] in _WORD)
+            (at > 0 and text[at - 1] in WORD) or (after < len(text) and text[after] in WORD)
         ):
             pos = after  # part of a longer identifier (kernel_size, my_kernel)
             continue
@@ -408,7 +283,7 @@ def scan_text(text: str, source: str = "", fast: bool = True) -> Scan:
                     continue
             names, func, args = match.group("names", "func", "args")
             if "\\" in names:
-                joined = "".join(_ESCAPE.sub(_unescape, p) for p in _LITERAL.findall(names))
+                joined = decode_literals(names)
             else:  # only literals and blanks: the contents are every other piece
                 joined = "".join(names.split('"')[1::2])
             append(KernelRecord(joined, source, func, _split_args(args)))

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
 from builder.files.reading import read_source
+from builder.kernels.bounded_run import PreprocessError
 from builder.kernels.confinement import TreeBounds
 from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
-from builder.kernels.preprocess import PreprocessError, Preprocessor, preprocess
+from builder.kernels.preprocess import Preprocessor, preprocess
 from builder.kernels.tree_files import entry_files, path_matches, tree_headers
 
 if TYPE_CHECKING:

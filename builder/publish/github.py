@@ -123,25 +123,18 @@ def post_sticky_comment(pr: PullRequest, body: str, marker: str) -> Posted:
         raise ValueError("the comment body must start with its marker")
     found = find_comment(pr, marker)
     if found is None:
-        reply, _ = call(
-            pr.api,
-            f"comment on pull request #{pr.number} in {pr.repository}",
+        what, method, path = (
+            f"comment on pull request #{pr.number}",
             "POST",
-            pr.api.repo_url(f"issues/{pr.number}/comments"),
-            {"body": body},
-            _HINTS,
+            f"issues/{pr.number}/comments",
         )
         action = "created"
     else:
-        reply, _ = call(
-            pr.api,
-            f"update comment {found} in {pr.repository}",
-            "PATCH",
-            pr.api.repo_url(f"issues/comments/{found}"),
-            {"body": body},
-            _HINTS,
-        )
+        what, method, path = f"update comment {found}", "PATCH", f"issues/comments/{found}"
         action = "updated"
+    reply, _ = call(
+        pr.api, f"{what} in {pr.repository}", method, pr.api.repo_url(path), {"body": body}, _HINTS
+    )
     reply = reply if isinstance(reply, dict) else {}
     comment_id = reply.get("id", found)
     url = reply.get("html_url")

@@ -61,14 +61,8 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
     download = comparison.download_delta is not None
 
     def side(report: Report) -> dict[str, object]:
-        src = report.source
         doc: dict[str, object] = {
-            "path": src.path,
-            "target": src.target,
-            "kind": src.kind,
-            "wheel": src.wheel,
-            "manifest": src.manifest,
-            "member": src.member,
+            **report.source.to_json(),
             "file_size": report.file_size,
             "function_count": report.function_count,
             "format_version": report.format_version,

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from builder.render.text import visible
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["clip", "csv_line", "csv_text", "md_code", "md_text", "print_table", "rich_text"]
 
@@ -94,7 +98,7 @@ _UNBOUNDED = 1 << 20
 """Columns a table may take when measured for its natural width (more than any real name)."""
 
 
-def print_table(console: Any, table: Any, *, fit: bool) -> None:
+def print_table(console: Console, table: Table, *, fit: bool) -> None:
     """Print a rich table; ``fit`` (stdout is not a terminal): as wide as its cells need rather
     than the console's width, so no function name is cut with an ellipsis or folded."""
     if fit:

@@ -73,12 +73,28 @@ class _Budget:
 
 def _headline(comparison: Comparison) -> str:
     base, head = comparison.base, comparison.head
-    pct = "" if comparison.percent is None else f" ({comparison.percent:+.2f}%)"
+    sizes = (comparison.base_size, comparison.head_size)
+    functions = (base.function_count, head.function_count)
+    return _change_line(comparison, comparison.delta, comparison.percent, sizes, functions)
+
+
+def _change_line(
+    comparison: Comparison,
+    delta: int,
+    percent: float | None,
+    sizes: tuple[int, int],
+    counts: tuple[int, int],
+    what: str = "",
+    counted: str = "functions",
+) -> str:
+    """``**+1.2 MB (+0.80%)**: 150 MB → 151 MB (base → head), 100 → 101 functions.``: the
+    first line of a comparison, of the metallib or (``what``, ``counted``) of its JIT side."""
+    base, head = comparison.base.source.label, comparison.head.source.label
+    pct = "" if percent is None else f" ({percent:+.2f}%)"
+    shown = f" {what}" if what else ""
     return clip(
-        f"**{human_delta(comparison.delta)}{pct}**: {human_size(comparison.base_size)} → "
-        f"{human_size(comparison.head_size)} ({md_code(base.source.label)} → "
-        f"{md_code(head.source.label)}), "
-        f"{base.function_count:,} → {head.function_count:,} functions.",
+        f"**{human_delta(delta)}{pct}**: {human_size(sizes[0])} → {human_size(sizes[1])}{shown} "
+        f"({md_code(base)} → {md_code(head)}), {counts[0]:,} → {counts[1]:,} {counted}.",
         _LINE_CAP * 2,
     )
 
@@ -291,14 +307,10 @@ def _jit_what(jit: JitComparison) -> str:
 
 
 def _jit_headline(comparison: Comparison, jit: JitComparison) -> str:
-    base, head = comparison.base, comparison.head
-    pct = "" if jit.percent is None else f" ({jit.percent:+.2f}%)"
-    return clip(
-        f"**{human_delta(jit.delta)}{pct}**: {human_size(jit.base_total)} → "
-        f"{human_size(jit.head_total)} {_jit_what(jit)} ({md_code(base.source.label)} → "
-        f"{md_code(head.source.label)}), {len(base.jit_units):,} → "
-        f"{len(head.jit_units):,} JIT units.",
-        _LINE_CAP * 2,
+    sizes = (jit.base_total, jit.head_total)
+    units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
+    return _change_line(
+        comparison, jit.delta, jit.percent, sizes, units, _jit_what(jit), "JIT units"
     )
 
 

@@ -51,7 +51,7 @@ def provenance_line(provenance: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _flat(value: Any) -> str:
+def _flat(value: object) -> str:
     if isinstance(value, bool):
         return "ON" if value else "OFF"
     if isinstance(value, (list, tuple)):

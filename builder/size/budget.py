@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.errors import BuilderError, CheckFailed, UsageError
 from builder.files.reading import open_regular
@@ -19,10 +19,9 @@ from builder.size.checks import Check
 from builder.size.limits import shipped_size
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from builder.inputs.targets import Progress
     from builder.size.budget_file import Budget
+    from builder.size.limits import Limit
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
@@ -73,11 +72,10 @@ def _deflated_size(path: str) -> int:
     return total + len(compressor.flush())
 
 
-TreeLoader = Callable[..., "TreeSources"]
-"""What turns a budget's kernel tree into the entry file of every kernel, for each library's
-platform: called as ``load_tree`` is (``source_dir``, then ``include_dirs``, ``defines``,
-``exclude`` and ``config_file``). The CLI passes the one its ``--source-dir`` options use
-(``builder.cli.tree_options.tree_of``)."""
+TreeLoader = Callable[["Budget"], "TreeSources"]
+"""What turns a budget's kernel tree (its ``source_dir``, ``include_dirs``, ``defines``,
+``exclude`` and ``config``) into the entry file of every kernel, for each library's platform.
+The CLI passes the one its ``--source-dir`` options use (``builder.cli.tree_options.tree_of``)."""
 
 
 def check_budgets(
@@ -111,13 +109,7 @@ def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> li
     sources = None
     if budget.source_dir is not None:
         _check_tree(budget)
-        sources = trees(
-            budget.source_dir,
-            include_dirs=budget.include_dirs,
-            defines=budget.defines,
-            exclude=budget.exclude,
-            config_file=budget.config,
-        )
+        sources = trees(budget)
 
     def load(text: str) -> list[Report]:
         # the base is grouped as the target is (its tree too), as compare groups both sides
@@ -139,14 +131,22 @@ def _check_tree(budget: Budget) -> None:
         raise UsageError(f"{budget.where}: 'config' {budget.config}: no such file")
 
 
-def tree_sources(source_dir: Path, **options: Any) -> TreeSources:
-    """The entry file of every kernel of the tree at ``source_dir`` (``load_tree``'s
-    ``options``) for each library's platform, loaded without progress: the loader when
-    ``check_budgets`` is given none."""
+def tree_sources(budget: Budget) -> TreeSources:
+    """The entry file of every kernel of the budget's tree for each library's platform, loaded
+    without progress: the loader when ``check_budgets`` is given none."""
     from builder.kernels.discovery import load_tree
     from builder.size.load import TreeSources
 
-    return TreeSources(lambda platform: load_tree(source_dir, platform=platform, **options))
+    return TreeSources(
+        lambda platform: load_tree(
+            budget.source_dir,
+            include_dirs=budget.include_dirs,
+            defines=budget.defines,
+            exclude=budget.exclude,
+            config_file=budget.config,
+            platform=platform,
+        )
+    )
 
 
 def _targets(budget: Budget, text: str) -> list[str]:
@@ -177,9 +177,27 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
     hosts = tuple(r.host_library.path for r in reports if r.host_library is not None)
 
     def add(
-        key: str, limit: int, value: int, measured: tuple[str, ...] = where, **extra: Any
+        key: str,
+        limit: int,
+        value: int,
+        measured: tuple[str, ...] = where,
+        *,
+        group: str | None = None,
+        growth: Limit | None = None,
+        base_value: int | None = None,
     ) -> None:
-        out.append(Check(key, name, limit, value, measured_in=measured, **extra))
+        out.append(
+            Check(
+                key,
+                name,
+                limit,
+                value,
+                growth=growth,
+                base_value=base_value,
+                group=group,
+                measured_in=measured,
+            )
+        )
 
     if budget.max_size is not None:
         add(

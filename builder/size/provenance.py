@@ -10,7 +10,7 @@ guessed: a field that could not be read is absent or an empty list.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from builder.metallib.provenance import Provenance
@@ -21,12 +21,12 @@ TOOL_NAME = "metallib-builder"
 
 
 def build_provenance(
-    library: Provenance | None, build: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+    library: Provenance | None, build: Mapping[str, object] | None = None
+) -> dict[str, object]:
     """The provenance record of a freshly measured report (see docs/report-schema.md)."""
     from builder import __version__
 
-    record: dict[str, Any] = {"tool": {"name": TOOL_NAME, "version": __version__}}
+    record: dict[str, object] = {"tool": {"name": TOOL_NAME, "version": __version__}}
     if library is not None:
         record["library"] = library.as_dict()
     if build is not None:

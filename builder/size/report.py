@@ -69,6 +69,18 @@ class Source:
             return None
         return Span(self.embedded["offset"], self.embedded["size"])
 
+    def to_json(self) -> dict[str, object]:
+        """How every JSON document names the library: path, target, kind, wheel, manifest and
+        member (a report's ``source`` adds ``embedded``)."""
+        return {
+            "path": self.path,
+            "target": self.target,
+            "kind": self.kind,
+            "wheel": self.wheel,
+            "manifest": self.manifest,
+            "member": self.member,
+        }
+
     @property
     def label(self) -> str:
         """A short name for tables: the target plus the member when there are several."""
@@ -301,12 +313,7 @@ def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, objec
     doc: dict[str, object] = {
         "schema": SCHEMA,
         "source": {
-            "path": src.path,
-            "target": src.target,
-            "kind": src.kind,
-            "wheel": src.wheel,
-            "manifest": src.manifest,
-            "member": src.member,
+            **src.to_json(),
             **({} if src.embedded is None else {"embedded": src.embedded}),
         },
         "file_size": report.file_size,

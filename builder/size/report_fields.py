@@ -9,8 +9,6 @@ on, and a wrong one is a TypeError or ValueError whose message names the field
 
 from __future__ import annotations
 
-from typing import Any
-
 from builder.errors import UsageError
 from builder.files.bounds import brief, byte_count
 from builder.size.download_report import download_from_dict
@@ -233,7 +231,7 @@ def report_from_dict(data: object, where: str) -> Report:
     return report
 
 
-def _embedding(value: Any) -> str:
+def _embedding(value: object) -> str:
     """A JIT family's ``embedding`` (reports saved before the key: ``preamble``)."""
     if value not in ("whole-file", "preamble"):
         raise UsageError(f"jit_units[].embedding {brief(value)} is not whole-file or preamble")

@@ -23,7 +23,7 @@ import pytest
 import tomllib
 
 from builder.cmake_build.cmake import find_tool
-from builder.inputs import wheels
+from builder.inputs import wheel_cache, wheels
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "mlx.md").read_text(encoding="utf-8")
@@ -139,7 +139,7 @@ def block(language: str, first_line: str | None) -> str:
 def _wheel(platform: str, version: str = VERSION) -> Path:
     try:
         return wheels.download_wheel("mlx-metal", version, platform)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
 
 
@@ -156,7 +156,7 @@ def _include_root(dest: Path) -> Path:
     from mlx_tree import extract_kernel_headers
 
     wheel = _wheel(MACOS14)
-    cached = wheels.cache_dir() / "kernel-headers" / wheel.name.removesuffix(".whl")
+    cached = wheel_cache.cache_dir() / "kernel-headers" / wheel.name.removesuffix(".whl")
     shutil.copytree(
         extract_kernel_headers(wheel, cached), dest, ignore=shutil.ignore_patterns(".*")
     )

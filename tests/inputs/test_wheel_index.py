@@ -17,7 +17,7 @@ import pytest
 from synthetic import synthetic_parts
 
 from builder.errors import UsageError
-from builder.inputs import wheels
+from builder.inputs import wheel_cache
 from builder.inputs.targets import resolve_target
 from builder.inputs.wheel_index import compatible
 from builder.metallib import library_bytes
@@ -111,7 +111,7 @@ def test_a_wheel_with_nothing_to_read_is_not_downloaded(index: type[_Index]) -> 
     reads = [entry for entry in index.log if entry[0].startswith("/files/")]
     assert reads and all(rng is not None for _, rng, _ in reads)  # only ranges, no whole GET
     assert sum(n for _, _, n in reads) < len(index.files[PURE])
-    assert not list((wheels.cache_dir() / "wheels").glob("*.whl"))
+    assert not list((wheel_cache.cache_dir() / "wheels").glob("*.whl"))
 
 
 def test_a_wheel_with_a_metallib_is_then_downloaded(index: type[_Index]) -> None:

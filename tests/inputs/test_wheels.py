@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from synthetic import synthetic_bytes
 
 from builder.errors import UsageError
-from builder.inputs import wheel_cache, wheels
+from builder.inputs import wheel_cache, wheel_extract, wheels
 from builder.size.load import load_reports
 
 from .hostile_wheels import WHEEL_NAME, corrupt_member, temp_files, tree, write_wheel
@@ -89,8 +89,8 @@ def test_escaping_member_is_refused_before_anything_is_written(
     name = name.format(victim=victim)
     wheel = write_wheel(tmp_path / "in" / WHEEL_NAME, [(MEMBER, GOOD), (name, b"evil")])
     before = tree(tmp_path, skip=cache)
-    with pytest.raises(wheels.UnsafeWheelError) as info:
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.UnsafeWheelError) as info:
+        wheel_extract.extract_metallibs(wheel)
     message = str(info.value)
     assert str(wheel) in message and repr(name) in message and "\n" not in message
     assert tree(tmp_path, skip=cache) == before  # victim intact, nothing new outside the cache
@@ -114,8 +114,8 @@ def test_cli_refuses_escaping_member(
 
 def test_member_named_twice_is_refused(tmp_path: Path, cache: Path) -> None:
     wheel = write_wheel(tmp_path / WHEEL_NAME, [(MEMBER, GOOD), (MEMBER, b"second")])
-    with pytest.raises(wheels.UnsafeWheelError, match="two members"):
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.UnsafeWheelError, match="two members"):
+        wheel_extract.extract_metallibs(wheel)
 
 
 def test_symlink_planted_in_the_cache_is_not_followed(tmp_path: Path, cache: Path) -> None:
@@ -126,8 +126,10 @@ def test_symlink_planted_in_the_cache_is_not_followed(tmp_path: Path, cache: Pat
     planted = cache / "metallibs" / f"{wheel.stem}-{digest[:32]}"
     planted.mkdir(parents=True)
     (planted / "pkg").symlink_to(outside)
-    with pytest.raises(wheels.UnsafeWheelError, match="resolves outside the extraction folder"):
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(
+        wheel_cache.UnsafeWheelError, match="resolves outside the extraction folder"
+    ):
+        wheel_extract.extract_metallibs(wheel)
     assert not any(outside.iterdir())
 
 
@@ -137,8 +139,8 @@ def test_symlink_planted_in_the_cache_is_not_followed(tmp_path: Path, cache: Pat
 def test_declared_size_beyond_free_space_is_refused(tmp_path: Path, cache: Path) -> None:
     wheel = _good_wheel(tmp_path, declared={MEMBER: 2**60})  # ZIP64 central directory entry
     assert wheel.stat().st_size < 10_000
-    with pytest.raises(wheels.CacheWriteError) as info:
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.CacheWriteError) as info:
+        wheel_extract.extract_metallibs(wheel)
     message = str(info.value)
     assert f"{2**60 / 1e9:,.1f} GB" in message and str(cache / "metallibs") in message
     assert "free" in message and str(wheel) in message
@@ -158,11 +160,11 @@ def test_free_space_check_uses_the_cache_file_system(
 
     monkeypatch.setattr(shutil, "disk_usage", disk_usage)
     if spare < 0:
-        with pytest.raises(wheels.CacheWriteError, match=f"only {len(GOOD) - 1:,} bytes free"):
-            wheels.extract_metallibs(wheel)
+        with pytest.raises(wheel_cache.CacheWriteError, match=f"only {len(GOOD) - 1:,} bytes free"):
+            wheel_extract.extract_metallibs(wheel)
         assert not list(cache.rglob("*.metallib"))
     else:
-        [path] = wheels.extract_metallibs(wheel)
+        [path] = wheel_extract.extract_metallibs(wheel)
         assert path.read_bytes() == GOOD
     assert asked == [cache / "metallibs"]
 
@@ -193,16 +195,16 @@ def test_member_longer_than_declared_is_never_written_past_its_size(
 ) -> None:
     wheel = _good_wheel(tmp_path, declared={MEMBER: 10})
     written = _record_extract_writes(monkeypatch, lambda call: None)
-    with pytest.raises(wheels.CorruptWheelError, match=repr(MEMBER)):
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.CorruptWheelError, match=repr(MEMBER)):
+        wheel_extract.extract_metallibs(wheel)
     assert sum(written) <= 10
     assert not list(cache.rglob("*.metallib")) and not temp_files(cache)
 
 
 def test_member_shorter_than_declared_is_corrupt(tmp_path: Path, cache: Path) -> None:
     wheel = _good_wheel(tmp_path, declared={MEMBER: len(GOOD) + 5_000_000})
-    with pytest.raises(wheels.CorruptWheelError, match="ends 5000000 bytes short"):
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.CorruptWheelError, match="ends 5000000 bytes short"):
+        wheel_extract.extract_metallibs(wheel)
     assert not list(cache.rglob("*.metallib")) and not temp_files(cache)
 
 
@@ -219,8 +221,8 @@ def test_disk_full_while_writing_is_one_error_and_no_temp_file(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     written = _record_extract_writes(monkeypatch, fail)
-    with pytest.raises(wheels.CacheWriteError) as info:
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.CacheWriteError) as info:
+        wheel_extract.extract_metallibs(wheel)
     assert written and sum(written) < len(GOOD)  # it did get part of the way
     message = str(info.value)
     assert "No space left on device (ENOSPC)" in message and str(cache / "metallibs") in message
@@ -274,7 +276,7 @@ def test_interrupt_while_writing_leaves_no_temp_file(
 
     _record_extract_writes(monkeypatch, fail)
     with pytest.raises(KeyboardInterrupt):
-        wheels.extract_metallibs(wheel)
+        wheel_extract.extract_metallibs(wheel)
     assert not list(cache.rglob("*.metallib")) and not temp_files(cache)
 
 
@@ -313,7 +315,7 @@ def test_stale_temp_files_of_a_killed_run_are_swept(tmp_path: Path, cache: Path)
     keeper = make(lib / "app.metallib")  # old, but not a temp file
     # The cache root may be shared with other things: only the tool's own folders are swept.
     foreign = [make(cache / ".extract-theirs"), make(cache / "other" / ".download-theirs")]
-    wheels.extract_metallibs(_good_wheel(tmp_path))
+    wheel_extract.extract_metallibs(_good_wheel(tmp_path))
     assert not dead_extract.exists() and not dead_record.exists() and not dead_download.exists()
     assert live_extract.exists() and busy_download.exists() and keeper.exists()
     assert all(path.exists() for path in foreign)
@@ -333,14 +335,14 @@ def test_same_file_name_different_wheels_give_their_own_metallibs(
         _good_wheel(tmp_path / "b", b_bytes, **stored),
     )
     assert wheel_a.name == wheel_b.name and wheel_a.stat().st_size == wheel_b.stat().st_size
-    [path_a] = wheels.extract_metallibs(wheel_a)
-    [path_b] = wheels.extract_metallibs(wheel_b)
+    [path_a] = wheel_extract.extract_metallibs(wheel_a)
+    [path_b] = wheel_extract.extract_metallibs(wheel_b)
     assert path_a.read_bytes() == a_bytes and path_b.read_bytes() == b_bytes
     # Replaced in place with the same size and mtime: still its own metallib, and its own report.
     before = wheel_a.stat()
     wheel_a.write_bytes(wheel_b.read_bytes())
     os.utime(wheel_a, ns=(before.st_atime_ns, before.st_mtime_ns))
-    [path_c] = wheels.extract_metallibs(wheel_a)
+    [path_c] = wheel_extract.extract_metallibs(wheel_a)
     assert path_c.read_bytes() == b_bytes
     [report] = load_reports(str(wheel_a))
     assert {f.name for f in report.functions} == {name for name, _ in B_FUNCS}
@@ -359,13 +361,13 @@ def test_unchanged_wheel_is_hashed_once(
         return real(*data)
 
     monkeypatch.setattr(wheel_cache, "hashlib", SimpleNamespace(sha256=sha256))
-    first = wheels.extract_metallibs(wheel)
-    assert wheels.extract_metallibs(wheel) == first and len(hashed) == 1
+    first = wheel_extract.extract_metallibs(wheel)
+    assert wheel_extract.extract_metallibs(wheel) == first and len(hashed) == 1
     os.utime(wheel, (time.time() + 5, time.time() + 5))  # touched: hash again, same folder
-    assert wheels.extract_metallibs(wheel) == first and len(hashed) == 2
+    assert wheel_extract.extract_metallibs(wheel) == first and len(hashed) == 2
     for record in (cache / "digests").glob("*.json"):
         record.write_text("{not json")
-    assert wheels.extract_metallibs(wheel) == first and len(hashed) == 3
+    assert wheel_extract.extract_metallibs(wheel) == first and len(hashed) == 3
     assert json.loads(next((cache / "digests").glob("*.json")).read_text())["sha256"] == (
         real(wheel.read_bytes()).hexdigest()
     )
@@ -389,8 +391,8 @@ def test_corrupt_user_wheel_is_named_and_left_alone(
     elif damage == "text":
         wheel.write_text("<html>404 Not Found</html>\n")
     original = wheel.read_bytes()
-    with pytest.raises(wheels.CorruptWheelError) as info:
-        wheels.extract_metallibs(wheel)
+    with pytest.raises(wheel_cache.CorruptWheelError) as info:
+        wheel_extract.extract_metallibs(wheel)
     expected = f"member {MEMBER!r}" if damage == "crc" else "not a readable wheel"
     assert str(wheel) in str(info.value) and expected in str(info.value)
     if damage == "crc":
@@ -442,7 +444,7 @@ def test_download_that_stays_corrupt_is_a_clear_error(
     tmp_path: Path, cache: Path, fake_pip: SimpleNamespace, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_pip.served = _crc_broken(tmp_path / "index")
-    with pytest.raises(wheels.CorruptWheelError, match="still unreadable"):
+    with pytest.raises(wheel_cache.CorruptWheelError, match="still unreadable"):
         wheels.fetch_metallibs("pkg", "1.0")
     assert fake_pip.calls == 2
     assert not list((cache / "wheels").glob("*.whl")) and not temp_files(cache)
@@ -467,10 +469,10 @@ def test_cli_report_recovers_from_a_corrupt_cached_wheel(
 
 def test_errors_are_usage_errors() -> None:
     for error in (
-        wheels.UnsafeWheelError,
-        wheels.CorruptWheelError,
-        wheels.CacheWriteError,
-        wheels.DownloadError,
+        wheel_cache.UnsafeWheelError,
+        wheel_cache.CorruptWheelError,
+        wheel_cache.CacheWriteError,
+        wheel_cache.DownloadError,
     ):
         assert issubclass(error, UsageError) and error.exit_code == 2
 
@@ -502,8 +504,8 @@ def test_damaged_wheel_fails_cleanly_or_extracts_the_true_bytes(
     wheel.parent.mkdir(exist_ok=True)
     wheel.write_bytes(bytes(raw))
     try:
-        paths = wheels.extract_metallibs(wheel)
-    except wheels.WheelError as exc:
+        paths = wheel_extract.extract_metallibs(wheel)
+    except wheel_cache.WheelError as exc:
         assert "\n" not in str(exc) and str(wheel) in str(exc)
     else:  # damage outside the metallibs' names and data: what came out is what went in
         assert all(p.read_bytes() in (GOOD, GOOD[:300]) for p in paths)

@@ -271,15 +271,16 @@ def test_mlx_layout_links_three_groups_embedded_from_another_directory(
     from mlx_tree import MLX_PLATFORM, extract_kernel_headers
     from support.reference_inliner import reference_preamble
 
-    from builder.inputs import wheels
+    from builder.inputs import wheel_cache, wheels
 
     try:
         wheel = wheels.download_wheel("mlx-metal", "0.32.1", MLX_PLATFORM)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
     inc = tmp_path / "include"
     shutil.copytree(
-        extract_kernel_headers(wheel, wheels.cache_dir() / "kernel-headers" / wheel.name[:-4]), inc
+        extract_kernel_headers(wheel, wheel_cache.cache_dir() / "kernel-headers" / wheel.name[:-4]),
+        inc,
     )
     with zipfile.ZipFile(wheel) as archive:
         declared_text = archive.read("mlx/include/mlx/backend/metal/jit/includes.h").decode()

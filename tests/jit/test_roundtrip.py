@@ -31,7 +31,7 @@ from mlx_tree import DATA, MLX_PLATFORM, extract_kernel_headers
 from support.reference_inliner import c_quote, reference_preamble
 from support.sanitized import EMIT, SANITIZE, compile_and_run, texts
 
-from builder.inputs import wheels
+from builder.inputs import wheel_cache, wheels
 from builder.jit.codegen import family_pieces, render_family
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.preamble import inline_preamble
@@ -70,9 +70,11 @@ def mlx_root(version: str) -> Path:
     """The include root of an mlx-metal wheel's kernel headers (cached)."""
     try:
         wheel = wheels.download_wheel("mlx-metal", version, MLX_PLATFORM)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
-    return extract_kernel_headers(wheel, wheels.cache_dir() / "kernel-headers" / wheel.name[:-4])
+    return extract_kernel_headers(
+        wheel, wheel_cache.cache_dir() / "kernel-headers" / wheel.name[:-4]
+    )
 
 
 def mlx_tree(label: str, root: Path) -> Tree:

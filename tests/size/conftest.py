@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from builder.inputs import wheels
+from builder.inputs import wheel_cache, wheels
 
 
 def mlx_wheel(version: str, platform: str = "macosx_14_0_arm64") -> Path:
     """A cached mlx-metal wheel (downloaded on first use; skipped loudly when unreachable)."""
     try:
         return wheels.download_wheel("mlx-metal", version, platform)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
 
 

@@ -19,7 +19,7 @@ import pytest
 from binaries import lipo, nm_addresses, tool
 from clirun import run_cli
 
-from builder.inputs import wheels
+from builder.inputs import wheel_cache, wheels
 from builder.size.host_strings import demangle_plain, host_strings
 
 
@@ -114,7 +114,7 @@ def _independent(
 def _wheel_member(name: str, version: str, member: str, tmp: Path) -> Path:
     try:
         wheel = wheels.download_wheel(name, version, "macosx_14_0_arm64")
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
     with zipfile.ZipFile(wheel) as archive:
         inner = next(n for n in archive.namelist() if n.endswith("/" + member))

@@ -28,7 +28,7 @@ import pytest
 from binaries import tool
 from clirun import run_cli
 
-from builder.inputs import wheels
+from builder.inputs import wheel_cache, wheels
 from builder.kernels.compiler import find_compiler
 from builder.size.host_strings import host_strings
 
@@ -176,7 +176,7 @@ def _toml(platform: str) -> str:
 def _wheel(name: str, version: str) -> Path:
     try:
         return wheels.download_wheel(name, version, PLATFORM)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
 
 
@@ -192,7 +192,9 @@ def mlx_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from mlx_tree import extract_kernel_headers
 
     wheel = _wheel("mlx-metal", VERSION)
-    cached = extract_kernel_headers(wheel, wheels.cache_dir() / "kernel-headers" / wheel.name[:-4])
+    cached = extract_kernel_headers(
+        wheel, wheel_cache.cache_dir() / "kernel-headers" / wheel.name[:-4]
+    )
     root = tmp_path_factory.mktemp("mlx") / "include"
     shutil.copytree(cached, root)
     _member(wheel, "mlx/backend/metal/jit/includes.h", root / "includes.h")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.inputs.wheels import cache_dir
+from builder.inputs.wheel_cache import cache_dir
 
 __all__ = ["ggml_metal_or_skip"]
 

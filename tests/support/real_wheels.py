@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from builder.inputs import wheels
+from builder.inputs import wheel_cache
 from builder.inputs.targets import Library, resolve_target
 
 _unreachable: dict[str, str] = {}
@@ -17,6 +17,6 @@ def libraries_or_skip(spec: str, platform: str) -> list[Library]:
         pytest.skip(_unreachable[spec])
     try:
         return resolve_target(spec, platform=platform)
-    except wheels.DownloadError as exc:
+    except wheel_cache.DownloadError as exc:
         _unreachable[spec] = f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}"
         pytest.skip(_unreachable[spec])

@@ -102,7 +102,7 @@ def test_flags_and_config(run_cli, tree_copy: Path, mlx_headers) -> None:
         ({"x.metal": '#include "gone.h"\n'}, [], "gone.h: No such file or directory"),
         ({"metallib.toml": "[kernels]\ndefine = []\n"}, [], "did you mean 'defines'?"),
         ({}, ["-D", "1X"], "-D 1X: expected NAME or NAME=VALUE"),
-        ({}, ["--kernels", "unary"], "--kernels and --dtypes select catalog families"),
+        ({}, ["--kernels", "unary"], "--kernels and --dtypes apply to catalog trees"),
         ({}, ["--config", "nope.toml"], "--config nope.toml: no such file"),
     ],
 )

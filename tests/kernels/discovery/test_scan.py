@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from builder.kernels.kernel_scan import KernelRecord, ScanError, normalize_arg, scan_kernels
+from builder.kernels.cxx_text import normalize_arg
+from builder.kernels.kernel_scan import KernelRecord, ScanError, scan_kernels
 
 
 def Emitted(name: str, template: str | None, args: tuple[str, ...]) -> KernelRecord:

@@ -1,0 +1,122 @@
+"""Running the host preprocessor within the bounds of ``builder.files.bounds``: its time, its
+memory and the size of what it writes, the compiler and its children killed as one process
+group; and the first diagnostic of a failed run, for the one line the user sees.
+``builder.kernels.preprocess`` builds the command lines."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from builder.errors import UsageError
+from builder.files.bounds import PP_MEMORY, PP_OUTPUT, PP_TIMEOUT
+
+__all__ = ["PreprocessError", "first_diagnostic", "run_bounded"]
+
+_ERROR_LINE = re.compile(r":\s*(?:fatal )?error:")
+
+
+class PreprocessError(UsageError):
+    """An entry file did not preprocess (exit 2): one line naming it and the first diagnostic."""
+
+
+def first_diagnostic(stderr: str) -> str:
+    """The compiler's first error line (``file:line:col: error: ...``), else its last line."""
+    # Entry files were named ./NAME (operand): the diagnostic names them as the user does.
+    lines = [line.strip().removeprefix("./") for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_LINE.search(line):
+            return line
+    return lines[-1] if lines else "no diagnostic printed"
+
+
+def _output_file() -> IO[bytes]:
+    """An unnamed file for the compiler's output: in memory where Linux offers one (memfd),
+    else an unlinked temporary file. Not a pipe: a pipe fills after 64 KiB and the compiler then
+    waits until Python (holding the GIL while it parses another file) drains it."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return open(os.memfd_create("metallib-builder-pp", os.MFD_CLOEXEC), "w+b")
+        except OSError:
+            pass
+    import tempfile
+
+    return tempfile.TemporaryFile()
+
+
+_BOUNDED = 'ulimit -v "$1" && ulimit -f "$2" && shift 2 && exec "$@"'
+"""Runs the preprocessor under /bin/sh with its address space (``-v``, KiB) and the size of any
+file it writes (``-f``, 512-byte blocks: the output; past it the kernel stops the writer with
+SIGXFSZ) bounded. A shell rather than ``preexec_fn``, which is unsafe with the threads discovery
+runs."""
+
+
+def _within_hard_limit(which: int, value: int, unit: int) -> int:
+    """``value`` (in ``unit`` bytes) lowered to the hard resource limit ``which`` in force."""
+    hard = resource.getrlimit(which)[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard // unit)
+
+
+def run_bounded(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``cmd`` run with the bounds of ``builder.files.bounds``
+    (time, memory, output); PreprocessError if it cannot start, runs out of time or writes too
+    much. The compiler and its children form their own process group, killed as a whole on
+    timeout (cc1plus blocked on a FIFO it was told to include must not outlive the run)."""
+    timeout = PP_TIMEOUT.value()
+    memory = PP_MEMORY.value()
+    output = PP_OUTPUT.value()
+    blocks = -(-output // 512)
+    # never above what this process may have itself: a shell cannot raise a hard limit
+    kib = _within_hard_limit(resource.RLIMIT_AS, -(-memory // 1024), 1024)
+    blocks = _within_hard_limit(resource.RLIMIT_FSIZE, blocks, 512)
+    bounded = ["/bin/sh", "-c", _BOUNDED, "sh", str(kib), str(blocks), *cmd]
+    with _output_file() as out, _output_file() as err:
+        try:
+            proc = subprocess.Popen(
+                bounded,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise PreprocessError(f"{entry}: {PP_TIMEOUT.exceeded(timeout)}") from None
+        except BaseException:  # Ctrl-C: no compiler left running
+            _kill_group(proc)
+            raise
+        if max(os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size) >= blocks * 512:
+            raise PreprocessError(f"{entry}: {PP_OUTPUT.exceeded(output)}")
+        out.seek(0)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+        if code != 0 and _OUT_OF_MEMORY.search(stderr):
+            raise PreprocessError(
+                f"{entry}: does not preprocess: {first_diagnostic(stderr)}; "
+                f"{PP_MEMORY.exceeded(memory)}"
+            )
+        return code, out.read().decode("utf-8", "replace"), stderr
+
+
+_OUT_OF_MEMORY = re.compile(
+    r"out of memory|memory exhausted|bad_alloc|cannot allocate", re.IGNORECASE
+)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # gone already
+        pass
+    proc.wait()
