@@ -7,22 +7,28 @@ kernels at run time from preambles, each a header with its quoted includes inlin
 build time (``metallib_add_tree_jit_library`` in cmake/MetalJit.cmake) and compiles the outputs
 into the host library:
 
-* ``<out>/<entry file>.cpp`` for each JIT entry file: the preambles only it needs;
-* ``<out>/_shared_preambles.cpp``: the preambles several JIT entry files need, the text pieces
-  several entry files' own sources hold (a header that entry files embedded whole all inline,
-  such as ggml's ``ggml-common.h``: stored once, with external linkage, declared where used), and
-  the lookup
+* ``<out>/<entry file>.cpp`` for each JIT entry file: the text pieces only it stores (of the
+  preambles only it needs), as ``const char`` arrays in the unit's own namespace
+  (``builder.jit.unit_names``) and nothing else: no function and no ``#include``, so the file
+  compiles for any target, and every symbol it defines names its unit;
+* ``<out>/_shared_preambles.cpp``: the runtime part. The preambles several JIT entry files need,
+  the text pieces several entry files' own sources hold (a header that entry files embedded
+  whole all inline, such as ggml's ``ggml-common.h``: stored once), each preamble's function
+  (``const std::string& <function>()`` in the given namespace, as ``embed`` writes it, built on
+  first use from the pieces, those of an entry file by their qualified name), and the lookup
   ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
   embedded whole (``builder.kernels.embedding``) by its name (``"ggml-metal.metal"``), ``""``
   for any other name;
-* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it embeds alone,
+* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it stores alone,
   and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
-One file per entry keeps the size report exact: the host library's local symbols of
-``unary.metal.cpp`` are what ``unary.metal`` costs (``builder.size.host_symbols``). Each
-preamble is ``const std::string& <function>()`` in the given namespace, as ``embed`` writes it.
-Every output is rewritten only when its bytes change. Standard library and ``builder`` only.
+Why the split: the size report measures a unit by the symbols that name it
+(``builder.size.host_symbols``), in an ELF ``.so`` and a Mach-O ``.dylib`` alike, and a unit's
+symbols are then exactly its arrays: its host bytes are its embedded bytes (in ELF; a Mach-O
+symbol also holds the alignment padding after it). The arrays have external linkage, hidden (no
+export: both linkers make them local symbols of the library). Every output is rewritten only
+when its bytes change. Standard library and ``builder`` only.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +60,11 @@ def unit_source(out_dir: Path, unit: str) -> Path:
 
 
 def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
-    """``unit_source(unit)`` over the whole-file units (unit, function), defined in their own
-    translation units."""
+    """``unit_source(unit)`` over the whole-file units (unit, function), whose functions come
+    before it in the same translation unit."""
     from builder.jit.literals import cxx_string
 
-    lines = [f"const std::string& {function}();" for _, function in whole]
-    lines += [
-        "",
+    return [
         '// The whole text of a JIT entry file embedded whole, by its name; "" for any other.',
         f"std::string_view {LOOKUP}(std::string_view unit) {{",
         *(f"  if (unit == {cxx_string(unit)}) return {function}();" for unit, function in whole),
@@ -68,7 +72,6 @@ def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
         "}",
         "",
     ]
-    return lines
 
 
 def _pieces(preambles: Sequence[tuple[str, Any]]) -> dict[str, Any]:
@@ -82,48 +85,57 @@ def _pieces(preambles: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _common(per_unit: Sequence[Sequence[tuple[str, Any]]]) -> dict[str, tuple[Any, list[int]]]:
-    """Pieces the own sources of several JIT entry files hold (ggml's ggml-common.h, inlined into
-    each entry file embedded whole): name -> (piece, the indices of those units)."""
-    users: dict[str, tuple[Any, list[int]]] = {}
-    for index, own in enumerate(per_unit):
-        for name, piece in _pieces(own).items():
-            users.setdefault(name, (piece, []))[1].append(index)
-    return {name: used for name, used in users.items() if len(used[1]) > 1}
-
-
-def _render(
-    title: str,
-    namespace: str,
-    preambles: Sequence[tuple[str, Any]],
-    extra: Sequence[str] = (),
-    *,
-    common: Mapping[str, Any] | None = None,
-    define_common: bool = False,
-) -> tuple[str, int]:
-    """One translation unit defining ``preambles`` = (function, Preamble) as ``embed`` writes
-    them (``builder.jit.codegen.preamble_code``), then ``extra`` lines; returns its text and the
-    bytes its arrays store (pieces shared by its preambles once). ``common`` pieces are stored
-    once for the library: defined here with ``define_common`` (all of them), else declared
-    (those used here) and not counted."""
-    from builder.jit.codegen import exported_piece, preamble_code
+def _unit_text(title: str, namespace: str, scope: str, pieces: Sequence[Any]) -> str:
+    """A JIT entry file's translation unit: its own pieces in its namespace ``scope``."""
     from builder.jit.literals import comment_text
+    from builder.jit.preamble_functions import unit_piece
 
-    common = common or {}
-    code = preamble_code([(", ".join(p.headers[:1]), f, p) for f, p in preambles], elsewhere=common)
-    here = _pieces(preambles)
-    shown = [p for n, p in common.items() if define_common or n in here]
-    exported = [exported_piece(p, define=define_common) for p in shown]
-    stored = code.stored_bytes + (sum(p.stored_bytes for p in shown) if define_common else 0)
     lines = [
         f"// Generated by metallib-builder: {comment_text(title)}. Do not edit.",
+        "// Data only, no #include: the text pieces only this entry file stores, in its own",
+        f"// namespace (each symbol names the unit); their functions are in {SHARED_SOURCE}.",
+        f"namespace {namespace} {{",
+        f"namespace {scope} {{",
+        "",
+        *(unit_piece(piece, define=True) for piece in pieces),
+        "",
+        f"}}  // namespace {scope}",
+        f"}}  // namespace {namespace}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _shared_text(
+    namespace: str,
+    entries: Sequence[tuple[str, Any]],
+    stored: Sequence[tuple[str, Sequence[Any]]],
+    whole: Sequence[tuple[str, str]],
+) -> tuple[str, int]:
+    """The runtime part: every preamble's function (``entries`` = (function, Preamble)), the
+    pieces no single entry file stores (defined here), the declarations of those ``stored`` =
+    (namespace, pieces) by the entry files, and the lookup. Returns its text and the bytes its
+    own arrays store."""
+    from builder.jit.preamble_functions import preamble_code, unit_piece
+
+    where = {piece.name: scope for scope, pieces in stored for piece in pieces}
+    code = preamble_code([(", ".join(p.headers[:1]), f, p) for f, p in entries], stored_in=where)
+    declared: list[str] = []
+    for scope, pieces in stored:
+        if pieces:
+            declared += [f"namespace {scope} {{", *(unit_piece(p, define=False) for p in pieces)]
+            declared += [f"}}  // namespace {scope}"]
+    lines = [
+        "// Generated by metallib-builder: run-time preambles several entry files need, the text",
+        "// their own sources share, the function of every preamble, and the lookup of entry",
+        "// files embedded whole. Do not edit.",
         "#include <cstddef>",
         "#include <initializer_list>",
         "#include <string>",
         "#include <string_view>",
         "",
         f"namespace {namespace} {{",
-        *exported,
+        *declared,
         "namespace {",
         "",
         *code.definitions,
@@ -131,11 +143,47 @@ def _render(
         "}  // namespace",
         "",
         *code.functions,
-        *extra,
+        *_lookup(whole),
         f"}}  // namespace {namespace}",
         "",
     ]
-    return "\n".join(lines), stored
+    return "\n".join(lines), code.stored_bytes
+
+
+def _holders(
+    per_unit: Sequence[Sequence[tuple[str, Any]]], shared: Sequence[tuple[str, Any]]
+) -> dict[str, list[int]]:
+    """Piece name -> which sources hold it: each JIT entry file's own preambles by index, the
+    shared preambles as -1. A piece more than one holds is stored once, in the shared source."""
+    held: dict[str, list[int]] = {}
+    for index, own in [*enumerate(per_unit), (-1, shared)]:
+        for name in _pieces(own):
+            held.setdefault(name, []).append(index)
+    return held
+
+
+def _shared_entries(
+    plan: BuildPlan,
+    jit_units: Sequence[Any],
+    per_unit: Sequence[Sequence[tuple[str, Any]]],
+    shared: Sequence[tuple[str, Any]],
+    held: dict[str, list[int]],
+) -> list[dict[str, Any]]:
+    """embed.json's ``shared``: each shared preamble with its entry files, then each piece the
+    own sources of an entry file and another source hold, with the entry files using it."""
+    users = {p["function"]: p["entries"] for p in plan.preambles}
+    in_shared: dict[str, list[str]] = {}  # piece -> entry files of the shared preambles using it
+    for function, preamble in shared:
+        for name in _pieces([(function, preamble)]):
+            in_shared.setdefault(name, []).extend(users[function])
+    found: list[dict[str, Any]] = [{"name": f, "units": users[f]} for f, _ in shared]
+    for name, piece in _pieces([e for own in per_unit for e in own]).items():
+        if len(held[name]) > 1:
+            using = [*(jit_units[i].name for i in held[name] if i >= 0), *in_shared.get(name, [])]
+            found.append(
+                {"name": name, "units": list(dict.fromkeys(using)), "bytes": piece.stored_bytes}
+            )
+    return found
 
 
 def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, Any], list[Path]]:
@@ -143,6 +191,7 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
     file read."""
     from builder.jit.codegen import valid_namespace
     from builder.jit.preamble import inline_preamble
+    from builder.jit.unit_names import unit_namespace
 
     if not valid_namespace(namespace):
         raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace")
@@ -155,20 +204,29 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
         for p in plan.preambles
         if p.get("embedding") == "whole-file"
     ]
-    units: list[dict[str, Any]] = []
     per_unit = [
         [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name] for unit in jit_units
     ]
-    common = _common(per_unit)
-    pieces = {name: piece for name, (piece, _) in common.items()}
-    for unit, own in zip(jit_units, per_unit):
+    shared = [
+        (p["function"], inlined[p["function"]])
+        for p in plan.preambles
+        if p["function"] not in owner
+    ]
+    held = _holders(per_unit, shared)
+    units: list[dict[str, Any]] = []
+    stored: list[tuple[str, list[Any]]] = []
+    for index, (unit, own) in enumerate(zip(jit_units, per_unit)):
         title = (
             f"the whole text of {unit.name}, its quoted includes inlined"
             if unit.embedding == "whole-file"
             else f"run-time preambles only {unit.name} needs"
         )
-        text, stored = _render(title, namespace, own, common=pieces)
-        write_if_changed(unit_source(out_dir, unit.name), text)
+        pieces = [p for n, p in _pieces(own).items() if held[n] == [index]]
+        scope = unit_namespace(unit.name)
+        stored.append((scope, pieces))
+        write_if_changed(
+            unit_source(out_dir, unit.name), _unit_text(title, namespace, scope, pieces)
+        )
         units.append(
             {
                 "name": unit.name,
@@ -176,41 +234,14 @@ def generate(plan: BuildPlan, out_dir: Path, namespace: str) -> tuple[dict[str, 
                 "preambles": [f for f, _ in own],
                 "headers": list(dict.fromkeys(h for _, p in own for h in p.headers)),
                 "source_bytes": sum(len(p.text.encode("utf-8")) for _, p in own),
-                "embedded_bytes": stored,
+                "embedded_bytes": sum(p.stored_bytes for p in pieces),
             }
         )
-    shared = [
-        (p["function"], inlined[p["function"]])
-        for p in plan.preambles
-        if p["function"] not in owner
-    ]
-    text, shared_bytes = _render(
-        "run-time preambles several entry files need, and the text their own sources share",
-        namespace,
-        shared,
-        _lookup(whole),
-        common=pieces,
-        define_common=True,
-    )
+    entries = [*shared, *(e for own in per_unit for e in own)]
+    text, shared_bytes = _shared_text(namespace, entries, stored, whole)
     write_if_changed(out_dir / SHARED_SOURCE, text)
-    entries = {p["function"]: p["entries"] for p in plan.preambles}
-    facts = embed_facts(
-        "entry_file",
-        units,
-        [
-            *({"name": f, "units": entries[f]} for f, _ in shared),
-            *(
-                {
-                    "name": name,
-                    "units": [jit_units[i].name for i in used],
-                    "bytes": piece.stored_bytes,
-                }
-                for name, (piece, used) in common.items()
-            ),
-        ],
-        shared_bytes,
-        compressed=False,
-    )
+    shared_list = _shared_entries(plan, jit_units, per_unit, shared, held)
+    facts = embed_facts("entry_file", units, shared_list, shared_bytes, compressed=False)
     files = list(dict.fromkeys(f for p in inlined.values() for f in p.files))
     return facts, files
 
@@ -221,6 +252,8 @@ def _generator_files() -> list[Path]:
         "builder.jit.lexing",
         "builder.jit.literals",
         "builder.jit.codegen",
+        "builder.jit.preamble_functions",
+        "builder.jit.unit_names",
     )
     here = Path(os.path.realpath(__file__))
     return [here, *(Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names)]

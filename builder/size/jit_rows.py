@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.size.host_symbols import method_words
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
 from builder.size.rollup import Rollup, overhead_row
 
@@ -57,7 +58,7 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
         ]
         total = library.file_size
         origin = (
-            f"symbol sizes (ELF st_size, {library.measured_by}) in the host library "
+            f"symbol sizes ({method_words(library.measured_by or '')}) in the host library "
             f"{library.path}, not metallib bytes; embedded source bytes per build "
             f"manifest {manifest}"
         )
