@@ -352,3 +352,58 @@ def test_growth_gates_count_the_host_library_of_mixed_builds(
         ["compare", str(a), str(b), "--max-total-size", str(lib + host_b - 1)], capsys
     )
     assert code == 1 and f"is {human_size(lib + host_b)} ({lib + host_b:,} bytes)" in err
+
+
+def test_report_of_a_build_whose_host_library_is_a_dylib(
+    builds: dict[str, tuple[Path, dict[str, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Mac build: the build's own generated family sources and index, compiled for arm64
+    macOS (Debian's clang and ld64.lld, no SDK: they include no standard header), are the
+    host library its manifest names. ``report`` measures each family in the dylib as in the
+    .so: the same rule, read by llvm-objdump here (Mach-O symbols are sized up to the next
+    one), and the rows add up to the dylib's size."""
+    from binaries import cxx_dylib, macho_symbols
+
+    build, sizes = builds["a"]
+    mac = tmp_path / "mac"
+    mac.mkdir()
+    manifest = json.loads((build / "manifest.json").read_text())
+    families = [f["name"] for f in manifest["units"]]
+    sources = [build / "metal_jit" / f"{f}.cpp" for f in families]
+    include = ROOT / "metal_src" / "host" / "include"
+    dylib = cxx_dylib(
+        mac / "libmetal_jit.dylib",
+        [*sources, build / "metal_jit" / "index.cpp"],
+        include_dirs=(include,),
+    )
+    manifest["host_library"] = dylib.name
+    (mac / "manifest.json").write_text(json.dumps(manifest))
+    scopes = {}
+    for name, source in zip(families, sources):
+        [scope] = re.findall(r"^namespace (mbjit_unit_\w+) \{", source.read_text(), re.MULTILINE)
+        scopes[scope] = name
+    wanted = dict.fromkeys([*families, "other"], 0)
+    for symbol in macho_symbols(dylib):
+        parts = symbol.name.split("::")
+        owner = next((scopes[p] for p in parts if p in scopes), None)
+        if owner is None and parts[-1].removeprefix("family_") in families:
+            owner = parts[-1].removeprefix("family_")
+        wanted[owner or "other"] += symbol.size
+    code, out, err = run_cli(["report", str(mac), "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {j["name"]: j["host_bytes"] for j in doc["jit_units"]} == {
+        f: wanted[f] for f in families
+    }
+    host = doc["host_library"]
+    assert host["measured_by"] == "Mach-O LC_SYMTAB" and host["shared_bytes"] == wanted["other"]
+    assert sum(wanted.values()) + host["unattributed_bytes"] == dylib.stat().st_size
+    # the registry strings and tables are the same bytes in both formats; the Family object
+    # (pointers) and alignment differ, so the figures are close, not equal
+    elf = _host(sizes)
+    assert all(abs(wanted[f] - elf[f]) <= 64 for f in families), (wanted, elf)
+    code, out, _ = run_cli(["report", str(mac)], capsys)
+    assert _has(out, "Mach-O LC_SYMTAB: each symbol up to the next one of its section")
+    assert _has(out, str(dylib))
