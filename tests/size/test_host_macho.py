@@ -15,11 +15,14 @@ generated source declares it.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from binaries import cxx_dylib, lipo, macho_symbols
+import pytest
+from binaries import cxx_dylib, lipo, macho_sections, macho_symbols
+from clirun import run_cli
 from support.whole_file_trees import SHAPES
 
 from builder.cmake_build.plan import make_plan
@@ -148,3 +151,33 @@ def test_catalog_families_in_an_arm64_dylib(tmp_path: Path) -> None:
     assert host.shared_bytes == reference["other"] > 0  # the pieces stored once for all
     assert all(reference[f] > 0 for f in families)
     assert unattributed_bytes(host, jit) == dylib.stat().st_size - sum(reference.values()) > 0
+
+
+def test_a_metallib_incbin_in_the_host_dylib(
+    tmp_path: Path, write_metallib: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A host library that also ships an AOT metallib, put in with ``.incbin`` from inline
+    assembly in a C++ source (no SDK needed): ``report`` finds the library where
+    llvm-objdump's section is, byte for byte, and the units measure as without it."""
+    sources, embedded = _tree_units(tmp_path, ["llama"])
+    lib = write_metallib("kernels.metallib", [("kernel_norm", 300), ("kernel_fa_f16", 200)])
+    blob = tmp_path / "blob.cpp"
+    blob.write_text(
+        'asm(".section __TEXT,__metallib\\n"\n'
+        '    ".globl _mbjit_test_metallib\\n_mbjit_test_metallib:\\n"\n'
+        f'    ".incbin \\"{lib}\\"\\n.text\\n");\n'
+    )
+    dylib = cxx_dylib(tmp_path / "libhost.dylib", [*sources.values(), blob])
+    assert _measured(dylib, sources) == embedded
+    sections = macho_sections(dylib)
+    offset, size = sections[("", "__TEXT", "__metallib")]
+    code, out, err = run_cli(["report", str(dylib), "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    place = doc["source"]["embedded"]
+    assert (place["offset"], place["size"]) == (offset, size) == (offset, lib.stat().st_size)
+    assert place["section"] == "__metallib" and place["symbol"] == "_mbjit_test_metallib"
+    assert dylib.read_bytes()[offset : offset + size] == lib.read_bytes()
+    assert doc["function_count"] == 2
+    [binary] = doc["binaries"]
+    assert sum(p["bytes"] for p in binary["parts"]) == dylib.stat().st_size
