@@ -162,4 +162,5 @@ def tree_of(source_dir: Path, **options: Any) -> Sources:
         f"{'entry files' if found.kind == 'discovered' else 'family headers'}",
         err=True,
     )
-    return Sources(found.source_of(), f"discovery:{found.root}")
+    folders = (found.root, *found.config.include_dirs)
+    return Sources(found.source_of(), f"discovery:{found.root}", folders)

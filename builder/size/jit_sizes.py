@@ -63,6 +63,9 @@ class HostLibrary:
     could not be."""
     shared_bytes: int | None = None
     """Bytes of symbols no unit owns: the runtime and source pieces shared by units."""
+    unmatched: tuple[str, ...] = ()
+    """Of a shipped host library measured by its run-time sources against a kernel tree
+    (``builder.size.host_sources``): the rows no header of the tree made. Not saved."""
 
 
 def measure_host(

@@ -1,11 +1,13 @@
 """Measure what a target resolved to: a report per library (or a saved report read back).
 
 ``builder.inputs.targets`` finds the libraries; this module attributes their bytes, groups them
-and measures a build's JIT host library, so ``report`` and ``compare`` start from here.
+and measures a build's JIT host library (or a shipped one given as the target, by its run-time
+sources), so ``report`` and ``compare`` start from here.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.inputs.targets import Library, Progress, resolve_target
@@ -35,9 +37,9 @@ def load_reports(
     any library, and wins over what a build manifest records. ``download`` adds the download
     shares (``builder.size.download``).
     """
+    found = resolve_target(text, platform=platform, progress=progress, host_libraries=True)
     return [
-        load_library(lib, by=by, rules=rules, sources=sources, download=download)
-        for lib in resolve_target(text, platform=platform, progress=progress)
+        load_library(lib, by=by, rules=rules, sources=sources, download=download) for lib in found
     ]
 
 
@@ -65,6 +67,8 @@ def load_library(
         if report.by == by and rules is None and sources is None:
             return report
         return group_report(report, by, rules=rules, sources=sources)
+    if lib.host is not None:
+        return _host_library(lib, lib.host, by, sources)
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
@@ -120,6 +124,31 @@ def load_library(
         host_library=host,
         provenance=provenance,
         download=shares,
+    )
+
+
+def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:
+    """A Mach-O binary holding no metallib, measured by the run-time sources it embeds
+    (``builder.size.host_sources``), named by the headers of the ``--source-dir`` tree."""
+    from builder.inputs.targets import no_metallib
+    from builder.size.attribution import Attribution
+    from builder.size.host_sources import measure_host_sources
+    from builder.size.provenance import build_provenance
+    from builder.size.report import Source, build_report
+
+    measured = measure_host_sources(path, sources.folders if sources is not None else ())
+    if measured is None:
+        raise no_metallib(lib.target, path, sources=True)
+    jit, host = measured
+    source = Source(path=None, target=lib.target, kind=lib.kind)
+    return build_report(
+        Attribution.empty(),
+        source,
+        by=by,
+        sources=sources,
+        jit_units=jit,
+        host_library=host,
+        provenance=build_provenance(None, None),
     )
 
 
