@@ -193,6 +193,10 @@ def test_the_table_a_saved_report_and_a_comparison(
     assert code == 0
     jit = json.loads(out)["jit"]
     assert jit["delta_bytes"] == 0 and jit["base_bytes"] == dylib.stat().st_size
+    code, out, _ = run_cli(["compare", str(saved), str(dylib)], capsys)
+    flat = re.sub(r"\s+", " ", out)
+    assert code == 0 and "run-time source" in flat.split("┡")[0]
+    assert "no metallib on either side: the run-time sources the host libraries embed" in flat
 
 
 def test_a_macho_with_neither_a_metallib_nor_a_source(
