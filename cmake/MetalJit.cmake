@@ -187,7 +187,8 @@ endfunction()
 #
 # The host library of a kernel tree without a catalog: the run-time preambles its JIT entry files
 # need (UNITS, the JIT entry files of the build plan written by builder.cmake_build.plan), each
-# `const std::string& <function>()` in NAMESPACE (default metal_jit). At build time
+# `const std::string& <function>()` (or the plan's API, metallib.toml's jit-api) in NAMESPACE
+# (default: the plan's jit-namespace, else metal_jit). At build time
 # `python -m builder.cmake_build.tree_jit` writes <target>/<entry file>.cpp (the preambles only that
 # entry needs), <target>/_shared_preambles.cpp (the others) and <target>/embed.json (their bytes);
 # its depfile names every header inlined, so touching one regenerates the sources.
@@ -197,8 +198,9 @@ function(metallib_add_tree_jit_library target)
     message(FATAL_ERROR "metallib_add_tree_jit_library(${target}): PLAN is required "
                         "(unknown arguments: ${arg_UNPARSED_ARGUMENTS})")
   endif()
-  if(NOT arg_NAMESPACE)
-    set(arg_NAMESPACE metal_jit)
+  set(namespace_args "")
+  if(arg_NAMESPACE)  # else the plan's (metallib.toml [build] jit-namespace), else metal_jit
+    set(namespace_args --namespace "${arg_NAMESPACE}")
   endif()
   _metallib_require_cxx("metallib_add_tree_jit_library(${target})")
   metallib_builder_python(python "${arg_PYTHON}")
@@ -212,7 +214,7 @@ function(metallib_add_tree_jit_library target)
   add_custom_command(
     OUTPUT "${gen_dir}/embed.json" ${sources}
     COMMAND ${tree_jit} --plan "${arg_PLAN}" --out-dir "${gen_dir}"
-            --namespace "${arg_NAMESPACE}" --depfile "${gen_dir}/embed.d"
+            ${namespace_args} --depfile "${gen_dir}/embed.d"
     DEPENDS "${arg_PLAN}"
     DEPFILE "${gen_dir}/embed.d"
     COMMENT "Embedding run-time preambles (${target})"

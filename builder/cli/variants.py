@@ -80,6 +80,28 @@ Examples:
     "compressed, planned on estimates and measured on the planned split.",
 )
 @click.option(
+    "--jit-namespace",
+    metavar="NS",
+    default=None,
+    help="C++ namespace of jit_sources.cpp's functions, over metallib.toml's jit-namespace "
+    "(default metal_jit).",
+)
+@click.option(
+    "--jit-api",
+    type=click.Choice(("string", "cstring")),
+    default=None,
+    help="What each run-time source function returns, over metallib.toml's jit-api: string "
+    "(const std::string&, shared pieces stored once; the default) or cstring (const char*, "
+    "each function's whole text on its own, as MLX stores it); the embedded bytes count what "
+    "it stores.",
+)
+@click.option(
+    "--jit-lookup/--no-jit-lookup",
+    default=None,
+    help="Define preamble(name) in jit_sources.cpp, over metallib.toml's jit-lookup "
+    "(default: defined).",
+)
+@click.option(
     "--download",
     is_flag=True,
     help="Also measure each variant's metallib as a wheel stores it (zlib "
@@ -138,6 +160,26 @@ def _given(name: str) -> bool:
     return source is not click.core.ParameterSource.DEFAULT
 
 
+def _interface(tree: Any, namespace: str | None, api: str | None, lookup: bool | None) -> Any:
+    """``tree`` with the command line's run-time source interface over its metallib.toml's."""
+    from dataclasses import replace
+
+    from builder.kernels.cxx_names import valid_namespace
+
+    if namespace is None and api is None and lookup is None:
+        return tree
+    if namespace is not None and not valid_namespace(namespace):
+        raise UsageError(f"--jit-namespace {namespace!r} is not a C++ namespace name")
+    if tree.kind == "catalog":
+        raise UsageError(
+            "--jit-namespace, --jit-api and --jit-lookup apply to a folder of .metal entry "
+            "files; a catalog tree's sources are written as embed writes them by default"
+        )
+    given = {"namespace": namespace, "api": api, "lookup": lookup}
+    runtime = replace(tree.config.runtime, **{k: v for k, v in given.items() if v is not None})
+    return replace(tree, config=replace(tree.config, runtime=runtime))
+
+
 def _from(target: str, **kw: Any) -> None:
     from builder.cli.tree_options import load_tree_with_progress
     from builder.files.atomic import check_not_an_input, write_atomic
@@ -171,6 +213,7 @@ def _from(target: str, **kw: Any) -> None:
         config_file=kw["config_file"],
         jobs=kw["jobs"],
     )
+    tree = _interface(tree, kw["jit_namespace"], kw["jit_api"], kw["jit_lookup"])
     terminal = sys.stderr.isatty()
     progress = (lambda message: click.echo(message, err=True)) if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a

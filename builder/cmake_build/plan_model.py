@@ -95,6 +95,9 @@ class BuildPlan:
     """A catalog tree's generated sources (written by ``plan.write_plan``)."""
     memo: DiscoveryMemo | None = field(default=None, compare=False)
     """A discovery the build directory does not remember yet (``write_plan`` saves it)."""
+    run_time: dict[str, Any] = field(default_factory=dict)
+    """How a discovered tree's run-time sources are written (metallib.toml ``[build]``):
+    ``namespace``, ``api``, ``lookup``; empty: the defaults (``builder.cmake_build.tree_jit``)."""
 
     @property
     def aot(self) -> tuple[str, ...]:
@@ -135,6 +138,7 @@ class BuildPlan:
             "units": [self._unit(u) for u in self.units],
             "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
             "preambles": list(self.preambles),
+            "run_time": dict(self.run_time),
             "include_dirs": [str(d) for d in self.include_dirs],
             "defines": list(self.defines),
             "discovery": self.discovery,
@@ -207,6 +211,7 @@ class BuildPlan:
                 flags=_strings(data["flags"]),
                 compiles=tuple((str(c["unit"]), Path(c["source"])) for c in data["compile"]),
                 preambles=tuple(dict(p) for p in data["preambles"]),
+                run_time=dict(data.get("run_time", {})),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: not a usable build plan: {exc}") from None

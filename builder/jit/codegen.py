@@ -38,6 +38,7 @@ from builder.jit.literals import (
 )
 from builder.jit.preamble import Preamble
 from builder.jit.unit_names import unit_namespace
+from builder.kernels.cxx_names import CXX_IDENTIFIER, CXX_NAMESPACE, valid_namespace
 
 __all__ = [
     "CXX_IDENTIFIER",
@@ -152,19 +153,6 @@ def pool_pieces(
         name = piece_name(part, compress).replace("mbjit_", "mbjit_s", 1)
         pieces.append(StoredPiece(name, part, data, compress, shared=False))
     return pieces
-
-
-CXX_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-"""A family name as it becomes part of a C++ name (``family_<name>``). cmake/MetalJit.cmake
-states the same pattern for FAMILIES; tests/jit/test_codegen.py checks the two agree."""
-CXX_NAMESPACE = rf"{CXX_IDENTIFIER}(::{CXX_IDENTIFIER})*"
-"""A (nested) C++ namespace name, ``a`` or ``a::b``: ``embed --namespace`` here and NAMESPACE of
-``metallib_add_jit_library`` in cmake/MetalJit.cmake (same pattern, checked by the same test)."""
-
-
-def valid_namespace(name: str) -> bool:
-    """``name`` can follow ``namespace`` in C++ (nested names allowed)."""
-    return re.fullmatch(CXX_NAMESPACE, name) is not None
 
 
 def render_family(

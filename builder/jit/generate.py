@@ -27,6 +27,7 @@ from builder.jit.cxx_keywords import CXX_KEYWORDS
 from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.preamble_functions import render_standalone
+from builder.kernels.runtime_sources import APIS
 
 __all__ = [
     "EMBED_APIS",
@@ -78,10 +79,11 @@ def function_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-EMBED_APIS = ("string", "cstring")
+EMBED_APIS = APIS
 """What each embedded preamble's function returns: ``string`` gives ``const std::string& name()``
-(the default), ``cstring`` gives ``const char* name()``, the interface MLX's ``jit/includes.h``
-declares. Both keep their text for the whole program (see
+(the default; pieces shared between preambles stored once), ``cstring`` gives
+``const char* name()``, the interface MLX's ``jit/includes.h`` declares (each preamble's whole
+text one literal, as MLX stores it). Both keep their text for the whole program (see
 ``preamble_functions.render_standalone``)."""
 
 

@@ -1,11 +1,12 @@
 """Preambles as C++ functions that return their text: ``embed``'s standalone source and the
 functions of a discovered tree's host library (``builder.cmake_build.tree_jit``).
 
-Each preamble is stored as pieces (``builder.jit.codegen.family_pieces``, dedup: a piece named
-after its text, so two preambles sharing a header store it once per translation unit) and
-assembled on first use by the function that returns it. The pieces may be stored in the same
-translation unit (internal linkage) or in another one of the library (:func:`unit_piece`: the
-data of a tree's JIT unit, which includes no header), used here by their qualified name.
+Two storages, by the API (:func:`render_standalone`): ``string`` stores each preamble as pieces
+(``builder.jit.codegen.family_pieces``, dedup: a piece named after its text, so two preambles
+sharing a header store it once per translation unit) and assembles it on first use;
+``cstring`` stores each preamble's whole text as one literal, as MLX does. Either may be stored
+in another translation unit of the library (:func:`unit_piece`, :func:`text_array`: the data of
+a tree's JIT unit, which includes no header), and is then used here by its qualified name.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from builder.jit.codegen import StoredPiece, family_pieces, valid_namespace
-from builder.jit.literals import comment_text, cxx_string, raw_literal
+from builder.jit.literals import comment_text, cxx_string, raw_literal, split_text
 from builder.jit.preamble import Preamble
 
-__all__ = ["PreambleCode", "preamble_code", "render_standalone", "unit_piece"]
+__all__ = ["PreambleCode", "preamble_code", "render_standalone", "text_array", "unit_piece"]
 
 
 def render_standalone(
@@ -31,18 +32,18 @@ def render_standalone(
     """A self-contained C++17 source with one preamble per entry ``(name, function, preamble)``.
 
     For other projects (``metallib-builder embed``): no dependency on our host library. Each
-    preamble is a function returning the assembled text, and ``preamble(name)`` looks one up by
-    the header name it was made from. Pieces shared between the preambles (common headers) are
-    stored once; a preamble is assembled from its pieces on first use (thread-safe: a function's
-    static). Without ``lookup`` there is no ``preamble(name)``: a host that calls the functions by
-    name (MLX) can then embed several sources into one namespace, and each would otherwise define
-    the same lookup. ``api`` chooses the return type:
+    preamble is a function returning its text, and ``preamble(name)`` looks one up by the header
+    name it was made from. Without ``lookup`` there is no ``preamble(name)``: a host that calls
+    the functions by name (MLX) can then embed several sources into one namespace, and each would
+    otherwise define the same lookup. ``api`` chooses the return type and so the storage
+    (:func:`preamble_code`):
 
-    - ``string``: ``const std::string& f()``, a function-local static string;
-    - ``cstring``: ``const char* f()`` (MLX's ``jit/includes.h``), pointing into a zero-initialized
-      static buffer sized at generation time (or at the piece itself when the preamble is one
-      piece). The buffer is never destroyed, so the pointer stays valid for the whole program,
-      static destructors included, and it costs no bytes in the binary (``.bss``).
+    - ``string``: ``const std::string& f()``, a function-local static string assembled on first
+      use (thread-safe) from pieces stored once however many preambles share them;
+    - ``cstring``: ``const char* f()`` (MLX's ``jit/includes.h``) returning the preamble's whole
+      text, one string literal (adjacent raw-string pieces under the literal limit, joined by the
+      compiler): each function's text stored on its own, as MLX's ``make_jit_source`` stores it,
+      valid for the whole program, static destructors included, with no copy at run time.
     """
     if not valid_namespace(namespace):
         raise ValueError(f"namespace {namespace!r} is not a C++ namespace name")
@@ -58,20 +59,16 @@ def render_standalone(
     lines += [f"//   {returns} {func}();  // {comment_text(name)}" for name, func, _ in entries]
     if lookup:
         lines.append('//   std::string_view preamble(std::string_view header);  // "" if unknown')
-    lines += [
-        "//   }",
-        "#include <cstddef>",
-        *(["#include <cstring>"] if api == "cstring" else []),
-        "#include <initializer_list>",
-        *(["#include <string>"] if api == "string" else []),
-        "#include <string_view>",
-        "",
-        f"namespace {namespace} {{",
-        "namespace {",
-        "",
-    ]
+    lines.append("//   }")
+    if api == "string":
+        lines += ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
+    if api == "string" or lookup:
+        lines.append("#include <string_view>")
+    lines += ["", f"namespace {namespace} {{", ""]
     code = preamble_code(entries, api=api)
-    lines += [*code.definitions, "", "}  // namespace", "", *code.functions]
+    if code.definitions:
+        lines += ["namespace {", "", *code.definitions, "", "}  // namespace", ""]
+    lines += list(code.functions)
     if lookup:
         lines.append("std::string_view preamble(std::string_view header) {")
         for name, func, _ in entries:
@@ -89,7 +86,8 @@ class PreambleCode:
     definitions: tuple[str, ...]
     functions: tuple[str, ...]
     stored_bytes: int
-    """Bytes the pieces' arrays store (a piece shared by several preambles once)."""
+    """Bytes the arrays and literals store, NULs included: with ``string`` a piece shared by
+    several preambles once; with ``cstring`` each preamble's whole text, once per function."""
 
 
 def preamble_code(
@@ -100,12 +98,19 @@ def preamble_code(
 ) -> PreambleCode:
     """The one writer of embedded preambles as C++ (``embed``, and the host library of a tree
     without a catalog, ``builder.cmake_build.tree_jit``): one function per entry ``(comment,
-    function, preamble)``, assembled on first use from pieces stored once per translation unit
-    (internal linkage). ``stored_in`` maps pieces another translation unit stores to the
-    namespace it stores them in (:func:`unit_piece`): used here by that qualified name, not
-    stored here. ``api`` as for :func:`render_standalone`."""
-    returns = "const std::string&" if api == "string" else "const char*"
+    function, preamble)``. ``api`` as for :func:`render_standalone`:
+
+    - ``string``: assembled on first use from pieces stored once per translation unit (internal
+      linkage);
+    - ``cstring``: the function returns its whole text as one literal; nothing is shared.
+
+    ``stored_in`` maps what another translation unit stores to the namespace it is stored in:
+    pieces by name (``string``, :func:`unit_piece`), a function's whole text by the function's
+    name (``cstring``, :func:`text_array`). It is used here by that qualified name and neither
+    stored nor counted here."""
     elsewhere = stored_in or {}
+    if api == "cstring":
+        return _cstring_code(entries, elsewhere)
     definitions: list[str] = []
     defined: dict[str, int] = {}
     functions: list[str] = []
@@ -120,22 +125,40 @@ def preamble_code(
             f"{elsewhere[p.name]}::{p.name}" if p.name in elsewhere else p.name for p in pieces
         ]
         views = ", ".join(f"{{{n}, {p.raw_bytes}u}}" for n, p in zip(names, pieces))
-        functions += [f"// {comment_text(comment)}", f"{returns} {func}() {{"]
-        if api == "string":
-            functions.append(f"  static const std::string text = join({{{views}}});")
-        elif len(pieces) == 1:  # the piece is the whole NUL-terminated text already
-            functions += [f"  return {names[0]};", "}", ""]
-            continue
-        else:
-            size = sum(p.raw_bytes for p in pieces) + 1
-            functions += [
-                f"  static char buffer[{size}u];",
-                f"  static const char* const text = join(buffer, {{{views}}});",
-            ]
-        functions += ["  return text;", "}", ""]
-    if any("join(" in line for line in functions):  # an unused static function would warn
-        definitions += ["", *(_JOIN_STRING if api == "string" else _JOIN_CSTRING)]
+        functions += [
+            f"// {comment_text(comment)}",
+            f"const std::string& {func}() {{",
+            f"  static const std::string text = join({{{views}}});",
+            "  return text;",
+            "}",
+            "",
+        ]
+    if functions:
+        definitions += ["", *_JOIN_STRING]
     return PreambleCode(tuple(definitions), tuple(functions), sum(defined.values()))
+
+
+def _cstring_code(
+    entries: Sequence[tuple[str, str, Preamble]], elsewhere: Mapping[str, str]
+) -> PreambleCode:
+    """``const char* f() { return R"(...)" R"(...)"; }`` per entry: the compiler joins the
+    pieces (each under the literal limit) into one NUL-ended array (MSVC since Visual Studio
+    2022 17.0 has no limit on the joined length; GCC and Clang never had one). A text another
+    translation unit stores is returned by its name there."""
+    functions: list[str] = []
+    stored = 0
+    for comment, func, preamble in entries:
+        functions += [f"// {comment_text(comment)}", f"const char* {func}() {{"]
+        if func in elsewhere:
+            functions += [f"  return {elsewhere[func]}::{func};", "}", ""]
+            continue
+        parts = split_text(preamble.text)
+        functions.append(f"  return {raw_literal(parts[0])}")
+        functions += [f"         {raw_literal(part)}" for part in parts[1:]]
+        functions[-1] += ";"
+        functions += ["}", ""]
+        stored += len(preamble.text.encode("utf-8")) + 1
+    return PreambleCode((), tuple(functions), stored)
 
 
 _HIDDEN = '__attribute__((visibility("hidden")))'
@@ -153,6 +176,18 @@ def unit_piece(piece: StoredPiece, *, define: bool) -> str:
     return f"{_HIDDEN} extern const char {piece.name}[] = {raw_literal(piece.text)};"
 
 
+def text_array(function: str, preamble: Preamble, *, define: bool) -> str:
+    """A ``cstring`` preamble's whole text as an array named after its ``function`` (in the
+    unit's namespace, where it cannot clash with the function), stored in one translation unit
+    and returned by the function in another: its definition (``define``, the literal pieces
+    joined by the compiler) or declaration, hidden like :func:`unit_piece`."""
+    if not define:
+        return f"{_HIDDEN} extern const char {function}[];"
+    parts = [raw_literal(part) for part in split_text(preamble.text)]
+    joined = "\n    ".join(parts)
+    return f"{_HIDDEN} extern const char {function}[] =\n    {joined};"
+
+
 _JOIN_STRING = (
     "std::string join(std::initializer_list<std::string_view> parts) {",
     "  std::string text;",
@@ -161,17 +196,5 @@ _JOIN_STRING = (
     "  text.reserve(size);",
     "  for (std::string_view part : parts) text.append(part);",
     "  return text;",
-    "}",
-)
-_JOIN_CSTRING = (
-    "// Copies the parts into `out`, which has room for them and the final NUL.",
-    "const char* join(char* out, std::initializer_list<std::string_view> parts) {",
-    "  char* end = out;",
-    "  for (std::string_view part : parts) {",
-    "    std::memcpy(end, part.data(), part.size());",
-    "    end += part.size();",
-    "  }",
-    "  *end = '\\0';",
-    "  return out;",
     "}",
 )

@@ -31,6 +31,16 @@ suffix when stems collide (``embed``'s rule), and after its whole path when even
 every preamble any split could need, so a header has the same function name in every build and
 variant. A clash left after that (two paths that spell the same C++ name, or a configured name
 equal to a header's) is an error naming both files and the metallib.toml line that settles it.
+
+**The table only.** With ``[build] preamble-set = "table"`` (``builder.kernels.runtime_sources``)
+the functions are exactly ``[build.preambles]``'s, as MLX's ``jit/includes.h`` declares its own: a
+header an entry file includes that is no table header (MLX's ``reduce.metal`` includes
+``atomic.h``, which ``reduce_utils.h`` inlines) is served by a table function whose inlined files
+hold it: one the entry file already needs, else an ``always-embed`` one, else the first in table
+order; none is an error naming the header and the key. A table function no JIT entry file needs
+is then embedded only when ``always-embed`` names it (or a run-time-only kernel needs it), so a
+table that lists the NAX preambles costs nothing where the NAX entry files are excluded. In both
+modes ``[build] always-embed`` functions come with every variant, all-AOT included.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from builder.errors import UsageError
 from builder.jit.generate import cxx_identifier, function_names
 from builder.jit.preamble import quoted_includes
 from builder.kernels.embedding import PREAMBLE, WHOLE_FILE, embeddings
+from builder.kernels.tree_files import path_matches
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
@@ -125,6 +136,7 @@ class _Universe:
 
     def __init__(self, tree: KernelTree) -> None:
         self.tree = tree
+        self.table_only = tree.config.runtime.table_only
         self.embedding = embeddings(tree)
         self.own = own_code_entries(tree)
         self.configured = {_real(h): f for f, hs in tree.config.preambles.items() for h in hs}
@@ -133,17 +145,57 @@ class _Universe:
             for e in tree.sources
         }
         loose: dict[Path, None] = {}
-        for headers in [*self.roots.values(), _runtime_headers(tree)]:
+        # With the table only, what is named after itself is a JIT entry file embedded whole
+        # (one that aot-only keeps AOT never is, so it takes no name).
+        aot_only = tree.config.aot_only
+        named = [
+            hs
+            for e, hs in self.roots.items()
+            if not self.table_only
+            or (self.embedding[e] == WHOLE_FILE and not path_matches(e, aot_only))
+        ]
+        for headers in [*named, [] if self.table_only else _runtime_headers(tree)]:
             for header in headers:
                 if header not in self.configured:
                     loose.setdefault(header)
         self.loose = list(loose)
         displays = [_display(h, tree) for h in self.loose]
         self.names = dict(zip(self.loose, function_names(displays)))
+        self.header_named = {f: h for h, f in self.names.items()}
+        self._inlined: dict[str, frozenset[Path]] | None = None
         self._check_clashes()
 
-    def function(self, header: Path) -> str:
-        return self.configured.get(header) or self.names[header]
+    def function(self, header: Path, preferred: Sequence[str] = ()) -> str:
+        """The function that embeds ``header``: its own (configured or named after it), or with
+        the table only, a table function inlining it (``preferred`` ones first)."""
+        found = self.configured.get(header) or self.names.get(header)
+        if found is not None:
+            return found
+        return self._serving(header, preferred)
+
+    def entry_functions(self, entry: str) -> list[str]:
+        """The functions ``entry``'s run-time source roots need, in order, each once (with the
+        table only, a header is served by a function its configured roots need first)."""
+        roots = self.roots[entry]
+        preferred = [self.configured[h] for h in roots if h in self.configured]
+        return list(dict.fromkeys(self.function(h, preferred) for h in roots))
+
+    def _serving(self, header: Path, preferred: Sequence[str]) -> str:
+        """With the table only: the table function whose inlined files hold ``header``."""
+        if self._inlined is None:
+            self._inlined = _inlined_files(self.tree)
+        serving = [f for f, files in self._inlined.items() if header in files]
+        always = self.tree.config.runtime.always
+        for pool in (preferred, always, serving):
+            for function in pool:
+                if function in serving:
+                    return function
+        toml = self.tree.config.path or self.tree.root / "metallib.toml"
+        raise UsageError(
+            f"{_display(header, self.tree)} is needed at run time, and no [build.preambles] "
+            f'function inlines it (preamble-set = "table" in {toml}); add it to '
+            "[build.preambles], or to the headers of the function that should carry it"
+        )
 
     def _check_clashes(self) -> None:
         owners: dict[str, Path] = {}
@@ -199,18 +251,49 @@ def always_preambles(tree: KernelTree) -> list[PreambleSpec]:
 
 
 def _always(universe: _Universe) -> list[PreambleSpec]:
+    """``always-embed`` functions, run-time-only kernels' headers, then (unless the table only
+    is asked for) ``[build.preambles]`` entries no entry file needs."""
     tree = universe.tree
     specs: dict[str, PreambleSpec] = {}
+    for function in tree.config.runtime.always:
+        specs[function] = PreambleSpec(function, tuple(tree.config.preambles[function]), ())
     for header in _runtime_headers(tree):
-        function = universe.function(header)
+        function = universe.function(header, list(specs))
         if function not in specs:
             headers = tree.config.preambles.get(function) or (header,)
             specs[function] = PreambleSpec(function, tuple(headers), ())
+    if universe.table_only:
+        return list(specs.values())
     used = {universe.function(h) for hs in universe.roots.values() for h in hs}
     for function, headers in tree.config.preambles.items():
         if function not in used and function not in specs:
             specs[function] = PreambleSpec(function, tuple(headers), ())
     return list(specs.values())
+
+
+def _inlined_files(tree: KernelTree) -> dict[str, frozenset[Path]]:
+    """Each ``[build.preambles]`` function's files: its headers and everything they reach
+    through quoted includes (what inlining them reads), as real paths."""
+    search = _search_path(tree)
+    reached: dict[Path, frozenset[Path]] = {}
+
+    def closure(start: Path) -> frozenset[Path]:
+        if start not in reached:
+            seen: dict[Path, None] = {}
+            todo = [start]
+            while todo:
+                path = todo.pop()
+                if path in seen:
+                    continue
+                seen[path] = None
+                todo.extend(quoted_includes(path, search))
+            reached[start] = frozenset(seen)
+        return reached[start]
+
+    return {
+        function: frozenset().union(*(closure(_real(h)) for h in headers))
+        for function, headers in tree.config.preambles.items()
+    }
 
 
 def embedding_of(tree: KernelTree) -> dict[str, str]:
@@ -226,12 +309,16 @@ def jit_preambles(tree: KernelTree, jit_entries: Sequence[str]) -> list[Preamble
     headers_of: dict[str, tuple[Path, ...]] = {}
     whole: set[str] = set()
     for entry in jit_entries:
-        for header in universe.roots[entry]:
-            function = universe.function(header)
-            if universe.embedding[entry] == WHOLE_FILE:
+        if universe.embedding[entry] == WHOLE_FILE:
+            for header in universe.roots[entry]:  # the file itself, never renamed
+                function = universe.function(header)
                 whole.add(function)
-                headers_of.setdefault(function, (header,))  # the file itself, never renamed
-            headers_of.setdefault(function, tree.config.preambles.get(function) or (header,))
+                headers_of.setdefault(function, (header,))
+                needed.setdefault(function, []).append(entry)
+            continue
+        for function in universe.entry_functions(entry):
+            headers = tree.config.preambles.get(function) or (universe.header_named[function],)
+            headers_of.setdefault(function, tuple(headers))
             users = needed.setdefault(function, [])
             if entry not in users:
                 users.append(entry)

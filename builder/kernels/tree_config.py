@@ -21,6 +21,11 @@ and suggesting the closest known key. Schema (docs/discovery.md):
     std = "metal3.1"                           # -std= of every AOT compile
     deployment-target = "14.0"                 # -mmacosx-version-min= (compile and link)
     flags = ["-Wno-c++17-extensions"]          # compile flags the tree needs, after the defaults
+    jit-namespace = "mlx::core::metal"         # C++ namespace of the run-time sources
+    jit-api = "cstring"                        # const char* f() (default "string")
+    jit-lookup = false                         # no preamble(name) lookup (default true)
+    always-embed = ["utils"]                   # [build.preambles] every variant embeds
+    preamble-set = "table"                     # functions: [build.preambles] only (or "includes")
 
     [build.preambles]                          # run-time (JIT) sources: function -> header(s)
     unary = "unary.h"
@@ -46,13 +51,14 @@ from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
 from builder.kernels.preprocess import parse_define
+from builder.kernels.runtime_sources import KEYS as RUNTIME_KEYS
+from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
 
 __all__ = [
     "CONFIG_FILE",
     "EMBEDDINGS",
     "ConfigError",
     "TreeConfig",
-    "build_library",
     "control_character",
     "find_config",
     "library_problem",
@@ -120,6 +126,9 @@ class TreeConfig:
     embedding: tuple[tuple[str, str], ...] = ()
     """[build.embedding] (glob, ``whole-file`` or ``preamble``) in file order: how a JIT entry
     file is embedded, over the automatic choice (``builder.kernels.embedding``)."""
+    runtime: RuntimeSources = field(default_factory=RuntimeSources)
+    """[build] how the run-time sources are written: namespace, API, lookup, always-embedded
+    preambles, preamble set (``builder.kernels.runtime_sources``)."""
 
 
 _Check = Callable[[Any], Any]
@@ -221,6 +230,7 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
         "std": _std,
         "deployment-target": _target,
         "flags": _strings,
+        **RUNTIME_KEYS,
     },
 }
 
@@ -298,6 +308,10 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
     include_dirs = tuple(_under(base, d) for d in folders)
     if tree is not None:
         confine_folders(path, "[kernels] include-dirs", folders, include_dirs, tree)
+    try:
+        runtime = runtime_sources(build, preambles)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     return TreeConfig(
         path=path,
         include_dirs=include_dirs,
@@ -312,6 +326,7 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
         deployment_target=build.get("deployment-target"),
         flags=build.get("flags", ()),
         embedding=tuple(embedding),
+        runtime=runtime,
     )
 
 
@@ -364,64 +379,3 @@ def merge_flags(
         defines=config.defines + tuple(defines),
         exclude=config.exclude + tuple(exclude),
     )
-
-
-# CMake list syntax: ';' separates items, '[' ']' group them, '\' escapes the next ';'; and
-# '$<' starts a generator expression.
-_CMAKE_SYNTAX = re.compile(r"[;\[\]\\]|\$<")
-# What CMake refuses in a custom command's OUTPUT (each entry file's .air is one), and what it
-# writes into build.ninja unescaped in the paths made from an entry's name: '|' (Ninja's
-# dependency separator) and '$' (CMake 4, in DEP_FILE).
-_NOT_IN_OUTPUT = re.compile(r"[#<>$|]")
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a file name byte that is not UTF-8
-
-
-def _unsafe_for_build(text: str, output: bool = False) -> str | None:
-    char = control_character(text)
-    if char is not None:
-        return f"holds the control character {char!r}, which would end a line of build.ninja"
-    found = _SURROGATE.search(text)
-    if found is not None:
-        return f"is not UTF-8 (byte \\x{ord(found.group()) & 0xFF:02x}), which CMake cannot carry"
-    found = _CMAKE_SYNTAX.search(text)
-    if found is not None:
-        return f"holds {found.group()!r}, which CMake reads as list or expression syntax"
-    found = _NOT_IN_OUTPUT.search(text) if output else None
-    if found is not None:
-        return f"holds {found.group()!r}, which CMake cannot name a build output with"
-    return None
-
-
-def build_library(config: TreeConfig, root: Path, entries: Sequence[str]) -> str:
-    """The library a build of the tree at ``root`` writes (``[build] library``, else the folder's
-    name), once every value of the tree that reaches CMake, build.ninja or a command line has
-    been checked: no control character (a newline would add lines to build.ninja) and no CMake
-    list syntax (``;`` would cut one flag in two). ConfigError names the key or the file."""
-    where = f"{config.path}: " if config.path else ""
-    values: list[tuple[str, Sequence[str]]] = [
-        ("source folder", [str(root)]),
-        ("include folder (-I or [kernels] include-dirs)", [str(d) for d in config.include_dirs]),
-        ("define (-D or [kernels] defines)", config.defines),
-        ("[build] flags", config.flags),
-        *((f"[build.preambles] {f}", [str(h) for h in hs]) for f, hs in config.preambles.items()),
-    ]
-    for key, items in values:
-        for item in items:
-            problem = _unsafe_for_build(item)
-            if problem is not None:
-                raise ConfigError(f"{where}{key} {item!r} {problem}; a build cannot carry it")
-    for entry in entries:
-        problem = _unsafe_for_build(entry, output=True)
-        if problem is not None:
-            raise ConfigError(
-                f"entry file {entry!r} {problem}; rename it, or --exclude it to build the others"
-            )
-    if config.library is not None:
-        return config.library
-    problem = library_problem(root.name)
-    if problem is not None:
-        raise ConfigError(
-            f"{root}: the folder's name {root.name!r} would name the library, and "
-            f"{problem}; set [build] library in {CONFIG_FILE}"
-        )
-    return root.name

@@ -1,9 +1,10 @@
 """``variants --from`` output: a table, JSON (schema in docs/report-schema.md), markdown, HTML.
 
 Every figure is measured on a written file (``builder.subsets.variants``), and the text says which:
-metallib bytes are the file's size; embedded bytes are the distinct preamble text pieces its
-``jit_sources.cpp`` stores; "ships in total" is their sum. Names and paths from the tree are
-untrusted text, shown through ``visible``/``md_code``.
+metallib bytes are the file's size; embedded bytes are what its ``jit_sources.cpp`` stores, as
+its API stores it (``string``: the distinct preamble text pieces, shared ones once; ``cstring``:
+each function's whole text on its own); "ships in total" is their sum. Names and paths from the
+tree are untrusted text, shown through ``visible``/``md_code``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from builder.render.text import visible
 from builder.subsets.variant_sources import COMPRESSION
 
 if TYPE_CHECKING:
+    from builder.kernels.runtime_sources import RuntimeSources
     from builder.subsets.variant_plan import Plan
     from builder.subsets.variants import Variant, VariantsRun
 
@@ -92,6 +94,7 @@ def _variant_dict(v: Variant) -> dict[str, object]:
         "function_count": v.function_count,
         "jit_sources_file": _path(v.sources_file),
         "embedded_bytes": v.embedded_bytes,
+        "embedded_storage": sources.storage if sources else None,
         "embedded_compressed_bytes": v.embedded_compressed_bytes,
         "total_bytes": v.total_bytes,
         "total_compressed_bytes": v.total_compressed_bytes,
@@ -152,6 +155,14 @@ def variants_to_dict(run: VariantsRun) -> dict[str, object]:
             "not_in_tree": src.not_in_tree,
             "tree_kernels_missing": src.missing,
         },
+        "run_time_sources": {
+            "namespace": src.interface.namespace,
+            "api": src.interface.api,
+            "lookup": src.interface.lookup,
+            "storage": src.interface.storage,
+            "preamble_set": src.interface.preamble_set,
+            "always_embed": list(src.interface.always),
+        },
         "compression": COMPRESSION,
         "variants": [_variant_dict(v) for v in run.variants],
     }
@@ -200,6 +211,22 @@ def _heading(run: VariantsRun) -> str:
     )
 
 
+def _embedded_note(interface: RuntimeSources) -> str:
+    """What the embedded column counts: what the chosen API stores."""
+    ns, api = interface.namespace, interface.api
+    lookup = "" if interface.lookup else ", no lookup"
+    if interface.storage == "separate":
+        stored = "each function's whole text, stored on its own as the cstring API stores it"
+        pieces = "those texts"
+    else:
+        stored = "the distinct preamble text pieces, shared ones stored once (string API)"
+        pieces = "those pieces"
+    return (
+        f"embedded: what OUTDIR/<variant>/jit_sources.cpp stores ({ns}, {api}{lookup}): "
+        f"{stored}; compressed: {pieces} as one stream, {COMPRESSION}"
+    )
+
+
 def _notes(run: VariantsRun) -> list[str]:
     src = run.input
     notes = [
@@ -207,10 +234,7 @@ def _notes(run: VariantsRun) -> list[str]:
             "metallib: size of OUTDIR/<variant>/<library>.metallib as written (a subset of the "
             "input, functions byte-identical)"
         ),
-        (
-            f"embedded: the distinct preamble text pieces in OUTDIR/<variant>/jit_sources.cpp "
-            f"(shared headers once); compressed: those pieces as one stream, {COMPRESSION}"
-        ),
+        _embedded_note(src.interface),
         "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
         "run-time kernels: the library's functions that the JIT entry files produce",
     ]

@@ -8,8 +8,9 @@ each would take seconds, so it works on estimates built from measured figures:
 * the metallib: the input's modelled download minus the download shares of the functions the
   split removes. The shares are built to predict removals (docs/download-size.md measures it:
   within 0.1% for MLX's kernel groups);
-* the embedded source: the distinct header texts of its JIT entry files, shared ones once,
-  compressed together (ordered by name, so it is a function of the set).
+* the embedded source: what its JIT entry files' preambles store as the tree's API stores them
+  (shared pieces once with ``string``, each function's text with ``cstring``), compressed
+  together (ordered by key, so it is a function of the set).
 
 The plan it returns is then checked on the real thing: the planned metallib is written to a
 temporary file and modelled, and its JIT source compressed; if that total is over the budget the
@@ -69,9 +70,9 @@ class DownloadEstimate:
         self._cache: dict[frozenset[str], int] = {}
 
     def embedded(self, jit: Iterable[str]) -> int:
-        """The distinct header texts of ``jit``, by name order, as one zlib stream."""
-        texts = sorted(set().union(*(self._texts.texts(s) for s in jit)))
-        return len(zlib.compress("".join(texts).encode("utf-8"), ZLIB_LEVEL)) if texts else 0
+        """What ``jit``'s source stores (``EmbedCosts``), by key order, as one zlib stream."""
+        text = self._texts.joined(jit)
+        return len(zlib.compress(text.encode("utf-8"), ZLIB_LEVEL)) if text else 0
 
     def __call__(self, jit: frozenset[str]) -> int:
         if jit not in self._cache:

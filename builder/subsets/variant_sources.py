@@ -11,10 +11,15 @@ headers, or the tree's naming settled a stem clash over the whole tree that this
 headers alone would not have) every preamble is given by name, ``embed --preamble NAME=HEADER``,
 and the command says so: every variant that embeds sources has one.
 
-Measured on what is written: ``embedded_bytes`` is the text of every distinct piece the file
-stores (a header shared by several preambles once; no NUL terminators), and
-``compressed_bytes`` those pieces back to back as one zlib stream at level 9, what an app
-storing them compressed would carry. The catalog tree's JIT unit is the family header itself.
+The interface is the tree's (``[build]`` ``jit-namespace``, ``jit-api``, ``jit-lookup`` of
+metallib.toml, ``builder.kernels.runtime_sources``): a host such as MLX links the file as it is.
+
+Measured on what is written, as the chosen API stores it (``storage``): with ``string`` the text
+of every distinct piece the file stores (a header shared by several preambles once:
+``deduplicated``), with ``cstring`` each function's whole text on its own (``separate``, as MLX
+ships its preambles); no NUL terminators either way. ``compressed_bytes`` is those texts back to
+back as one zlib stream at level 9, what an app storing them compressed would carry. The catalog
+tree's JIT unit is the family header itself.
 """
 
 from __future__ import annotations
@@ -29,24 +34,23 @@ from builder.jit.codegen import family_pieces
 from builder.jit.generate import cxx_identifier, embed_headers, root_names
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.tree_preambles import PreambleSpec, jit_preambles
+from builder.kernels.runtime_sources import RuntimeSources
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
 
 __all__ = [
     "COMPRESSION",
-    "NAMESPACE",
     "EmbedCosts",
     "JitSources",
     "include_dirs",
     "jit_sources",
     "preamble_specs",
+    "settings_of",
 ]
 
 ZLIB_LEVEL = 9
 COMPRESSION = f"zlib level {ZLIB_LEVEL}"
-NAMESPACE = "metal_jit"
-"""``embed``'s default namespace."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,18 @@ class JitSources:
     """Files inlined (headers and what they include), each once."""
     embedded_bytes: int
     compressed_bytes: int
+    storage: str
+    """How the API stores the texts: ``separate`` (``cstring``) or ``deduplicated``
+    (``string``), ``builder.kernels.runtime_sources.RuntimeSources.storage``."""
     headers: tuple[Path, ...]
     """The root headers, absolute, in order (``embed``'s arguments when it wrote the file)."""
     embed_args: tuple[str, ...]
     """``embed`` arguments writing the same file (before ``-o``)."""
+
+
+def settings_of(tree: KernelTree) -> RuntimeSources:
+    """The tree's run-time source settings (a catalog tree: ``embed``'s defaults)."""
+    return RuntimeSources() if tree.kind == "catalog" else tree.config.runtime
 
 
 def include_dirs(tree: KernelTree) -> list[Path]:
@@ -96,34 +108,63 @@ def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, .
 
 
 def _render(
-    roots: list[tuple[tuple[Path, ...], str | None]], dirs: list[Path]
+    roots: list[tuple[tuple[Path, ...], str | None]], dirs: list[Path], settings: RuntimeSources
 ) -> tuple[str, list[Preamble], tuple[str, ...]]:
     """The text, its preambles and the ``embed`` arguments (before ``-I``) that write it: each
     preamble one header under the name ``embed`` gives it, or else every one named with
-    ``--preamble`` (a configured name, several headers, or a name the tree's naming settled)."""
+    ``--preamble`` (a configured name, several headers, or a name the tree's naming settled);
+    then the interface options that are not ``embed``'s defaults."""
     from builder.jit.generate import function_names
 
+    ns, api, lookup = settings.namespace, settings.api, settings.lookup
+    options = _interface_args(settings)
     if all(len(headers) == 1 for headers, _ in roots):
-        text, preambles = embed_headers(
-            [headers[0] for headers, _ in roots], dirs, namespace=NAMESPACE
-        )
+        firsts = [headers[0] for headers, _ in roots]
+        text, preambles = embed_headers(firsts, dirs, namespace=ns, api=api, lookup=lookup)
         given = function_names([p.headers[0] for p in preambles])
         if all(function in (None, name) for (_, function), name in zip(roots, given)):
-            return text, preambles, tuple(str(headers[0]) for headers, _ in roots)
+            return text, preambles, (*(str(headers[0]) for headers, _ in roots), *options)
     # a catalog tree's names are embed's (None): only a discovered tree's come here, all named
     named = [(function or cxx_identifier(hs[0].stem), hs) for hs, function in roots]
-    text, preambles = embed_headers([], dirs, namespace=NAMESPACE, named=named)
+    text, preambles = embed_headers([], dirs, named=named, namespace=ns, api=api, lookup=lookup)
     args = tuple(f"--preamble={function}={h}" for function, hs in named for h in hs)
-    return text, preambles, args
+    return text, preambles, (*args, *options)
 
 
-def _distinct_texts(preambles: Iterable[Preamble]) -> list[str]:
-    """The texts of the pieces the generated file stores, each once, in the file's order."""
-    seen: dict[str, str] = {}
-    for preamble in preambles:
+def _interface_args(settings: RuntimeSources) -> tuple[str, ...]:
+    """``embed`` options for the interface, those that differ from its defaults."""
+    default = RuntimeSources()
+    args: list[str] = []
+    if settings.namespace != default.namespace:
+        args.append(f"--namespace={settings.namespace}")
+    if settings.api != default.api:
+        args.append(f"--api={settings.api}")
+    if not settings.lookup:
+        args.append("--no-lookup")
+    return tuple(args)
+
+
+def _stored_texts(
+    named: Iterable[tuple[str, Preamble]], settings: RuntimeSources
+) -> dict[str, str]:
+    """What the generated file stores, by key, in the file's order: with ``cstring`` each
+    function's whole text (key: the function), with ``string`` each distinct piece (key: the
+    piece's name, a hash of its text)."""
+    stored: dict[str, str] = {}
+    for function, preamble in named:
+        if settings.storage == "separate":
+            stored.setdefault(function, preamble.text)
+            continue
         for piece in family_pieces(preamble, dedup=True, compress=False):
-            seen.setdefault(piece.name, piece.text)
-    return list(seen.values())
+            stored.setdefault(piece.name, piece.text)
+    return stored
+
+
+def _function(preamble: Preamble, roots: tuple[Path, ...], function: str | None) -> str:
+    """A preamble's function name (a catalog family's: ``embed``'s, from its header)."""
+    from builder.jit.generate import function_names
+
+    return function or function_names([preamble.headers[0]])[0] if roots else ""
 
 
 def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
@@ -132,8 +173,10 @@ def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
     if not roots:
         return None
     dirs = include_dirs(tree)
-    text, preambles, given = _render(roots, dirs)
-    raw = "".join(_distinct_texts(preambles)).encode("utf-8")
+    settings = settings_of(tree)
+    text, preambles, given = _render(roots, dirs, settings)
+    named = [(_function(p, hs, f), p) for p, (hs, f) in zip(preambles, roots)]
+    raw = "".join(_stored_texts(named, settings).values()).encode("utf-8")
     headers = tuple(dict.fromkeys(h for hs, _ in roots for h in hs))
     args = ("embed", *given, *(a for d in dirs for a in ("-I", str(d))))
     return JitSources(
@@ -142,29 +185,43 @@ def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
         files=len({f for p in preambles for f in p.files}),
         embedded_bytes=len(raw),
         compressed_bytes=len(zlib.compress(raw, ZLIB_LEVEL)),
+        storage=settings.storage,
         headers=headers,
         embed_args=args,
     )
 
 
 class EmbedCosts:
-    """Embedded bytes of any set of JIT entry files, for the planner's ties: the union of the
-    text each file's preambles are made of (shared headers once), computed per file once."""
+    """Embedded bytes of any set of JIT entry files, for the planner's ties: the union of what
+    the file would store for each entry file's preambles (as the API stores it: shared pieces
+    once with ``string``, each function's text with ``cstring``), computed per file once."""
 
     def __init__(self, tree: KernelTree) -> None:
         self._tree = tree
         self._dirs = include_dirs(tree)
-        self._texts: dict[str, frozenset[str]] = {}
+        self._settings = settings_of(tree)
+        self._stored: dict[str, dict[str, str]] = {}
 
-    def texts(self, entry: str) -> frozenset[str]:
-        """The distinct texts ``entry``'s preambles are made of."""
-        if entry not in self._texts:
-            preambles = [inline_preamble(h, self._dirs) for h, _ in _roots(self._tree, [entry])]
-            self._texts[entry] = frozenset(_distinct_texts(preambles))
-        return self._texts[entry]
+    def stored(self, entry: str) -> dict[str, str]:
+        """What ``entry``'s preambles store, by key (a function, or a piece's name)."""
+        if entry not in self._stored:
+            named = [
+                (_function(p, h, f), p)
+                for h, f in _roots(self._tree, [entry])
+                for p in [inline_preamble(h, self._dirs)]
+            ]
+            self._stored[entry] = _stored_texts(named, self._settings)
+        return self._stored[entry]
+
+    def joined(self, entries: Iterable[str]) -> str:
+        """The union of what ``entries`` store, by key order, as one text."""
+        union: dict[str, str] = {}
+        for entry in entries:
+            union.update(self.stored(entry))
+        return "".join(union[k] for k in sorted(union))
 
     def __call__(self, entries: Iterable[str]) -> int:
-        texts: set[str] = set()
+        union: dict[str, str] = {}
         for entry in entries:
-            texts |= self.texts(entry)
-        return sum(len(t.encode("utf-8")) for t in texts)
+            union.update(self.stored(entry))
+        return sum(len(t.encode("utf-8")) for t in union.values())

@@ -147,13 +147,45 @@ def test_budget_and_history_on_a_binary(
     assert code == 1, (out, err)
 
 
+def test_a_damaged_module_is_reported_by_verify_not_hidden(
+    release: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A library inside a binary whose one module byte changed still parses whole: it is found
+    and numbered as its intact twin would be, and verify fails on it, naming the function,
+    while the intact library beside it verifies."""
+    from builder.metallib import open_metallib
+
+    damaged = bytearray(release["b1"].read_bytes())
+    with open_metallib(release["b1"]) as lib:
+        name, offset = lib.columns().names[3], lib.columns().module_offsets[3]
+    damaged[offset + 20] ^= 0xFF
+    (tmp_path / "b.metallib").write_bytes(bytes(damaged))
+    dylib = link_dylib(
+        tmp_path / "libdamaged.dylib",
+        [
+            ("__TEXT,metal_basic", None, release["a1"]),
+            ("__TEXT,__const", "_b", tmp_path / "b.metallib"),
+        ],
+    )
+    code, out, err = run(["report", str(dylib), "--format", "json"], capsys)
+    assert code == 0, err
+    members = [lib["source"]["member"] for lib in json.loads(out)["libraries"]]
+    assert members == ["libdamaged.dylib#1", "libdamaged.dylib#2"]
+    code, out, _ = run(["verify", str(dylib), "--member", "#1"], capsys)
+    assert code == 0 and out.startswith(f"OK: {dylib}#1: 5 functions")
+    code, out, err = run(["verify", str(dylib), "--member", "#2"], capsys)
+    assert code == 1 and f"FAIL {name}: " in out and "does not match its HASH tag" in out
+    assert out.count("FAIL ") == 1 and f"FAILED: {dylib}#2: 7 functions" in out
+    assert f"1 functions failed verification: {name}" in err
+
+
 def test_a_binary_without_metallibs_says_what_it_is(
     tmp_path: Path, release: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     other = _library(tmp_path / "x.metallib", 2, 3)
     elf = link_elf(tmp_path / "libnone.so", [(".rodata", "blob", other)])
     data = bytearray(elf.read_bytes())
-    data[data.find(b"MTLB") + 100] ^= 0xFF  # the metallib inside no longer matches its hashes
+    data[data.find(b"MTLB") + 100] ^= 0xFF  # a tag size in the function list: it no longer parses
     elf.write_bytes(bytes(data))
     code, _, err = run(["report", str(elf)], capsys)
     assert code == 2 and err.count("\n") == 1

@@ -202,3 +202,42 @@ def test_a_configured_preamble_no_entry_file_needs_is_in_every_split(tmp_path: P
     extra = ("gather", ((root / "gather.h").resolve(),), (), "preamble")
     assert [tuple(s) for s in jit_preambles(tree, [])] == [extra]
     assert [s.function for s in jit_preambles(tree, ["e.metal"])] == ["used_one", "e", "gather"]
+
+
+def test_the_table_only_serves_other_includes_from_the_functions_that_inline_them(
+    tmp_path: Path,
+) -> None:
+    """preamble-set = "table": the functions are [build.preambles]'s alone. An include that is
+    no table header is served by a table function inlining it (one the entry file needs first,
+    then an always-embed one); a table function no JIT entry file needs is embedded only when
+    always-embed names it; an include no function inlines is an error naming the header."""
+    table = (
+        '[build]\npreamble-set = "table"\nalways-embed = ["base"]\n[build.preambles]\n'
+        'base = "base.h"\nops = "ops.h"\nunused = "unused.h"\n'
+    )
+    files = {
+        "defs.h": "#pragma once\n",
+        "atomic.h": "#pragma once\n",
+        "base.h": '#pragma once\n#include "defs.h"\n#include "atomic.h"\n',
+        "ops.h": '#pragma once\n#include "atomic.h"\n',
+        "unused.h": "#pragma once\n",
+        # defs.h only base inlines; atomic.h both: ops, which r.metal needs itself, serves it
+        "r.metal": '#include "defs.h"\n#include "atomic.h"\n#include "ops.h"\n',
+        "s.metal": '#include "atomic.h"\n',  # needs no table root: the always-embed one serves
+        "metallib.toml": table + PREAMBLES,
+    }
+    tree = load_tree(_tree(tmp_path / "a", files))
+    specs = jit_preambles(tree, ["r.metal"])
+    assert [(s.function, s.entries) for s in specs] == [
+        ("base", ("r.metal",)),
+        ("ops", ("r.metal",)),
+    ]
+    assert [(s.function, s.entries) for s in jit_preambles(tree, ["s.metal"])] == [
+        ("base", ("s.metal",)),
+    ]
+    assert [s.function for s in jit_preambles(tree, [])] == ["base"]  # all-aot: always-embed
+    files["t.metal"] = '#include "loose.h"\n'
+    files["loose.h"] = "#pragma once\n"
+    tree = load_tree(_tree(tmp_path / "b", files))
+    with pytest.raises(UsageError, match=r"loose\.h is needed at run time, and no \[build"):
+        jit_preambles(tree, ["t.metal"])

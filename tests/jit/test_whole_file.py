@@ -116,3 +116,51 @@ def test_unit_source_returns_the_whole_file_as_the_reference_inliner_makes_it(
     assert len(whole) == sum(len(w) for w in WHOLE.values())
     # each file once: ggml's header and llama's common.h appear once in the text that needs them
     assert sum(t.count('#line 1 "common-types.h"') for t in whole) == 1
+
+
+def test_a_cstring_tree_build_returns_each_unit_s_whole_text_as_one_literal(
+    tmp_path: Path,
+) -> None:
+    """``[build] jit-api = "cstring"`` and ``jit-namespace`` reach the build's host library
+    (plan.json's ``run_time``): every function is ``const char*`` in that namespace, the
+    ``unit_source`` lookup still returns the reference inliner's text, embed.json counts each
+    function's text on its own (``separate``: text + NUL, nothing shared); without
+    ``jit-lookup`` no ``unit_source`` is defined."""
+    import subprocess
+
+    from builder.jit.preamble import inline_preamble
+    from builder.kernels.compiler import find_compiler
+
+    root, include_dirs, _ = SHAPES["ggml"](tmp_path / "ggml")
+    settings = '[build]\njit-namespace = "app::rt"\njit-api = "cstring"\n'
+    (root / "metallib.toml").write_text(settings, encoding="utf-8")
+    plan = _plan(root, include_dirs)
+    assert plan.run_time == {"namespace": "app::rt", "api": "cstring", "lookup": True}
+    out = tmp_path / "gen"
+    facts, _ = generate(plan, out)
+    assert facts["storage"] == "separate" and facts["shared_bytes"] == sum(
+        len(inline_preamble(p["headers"], [*include_dirs, root]).text.encode()) + 1
+        for p in plan.preambles
+        if len(p["entries"]) != 1
+    )
+    sources = {f"{i}.cpp": cpp.read_text() for i, cpp in enumerate(sorted(out.rglob("*.cpp")))}
+    assert not any("std::string&" in text for text in sources.values())
+    calls = [f"  emit(app::rt::unit_source({c_quote(u.name)}));" for u in plan.units]
+    sources["main.cpp"] = "\n".join(
+        [EMIT, "namespace app::rt { std::string_view unit_source(std::string_view); }"]
+        + ["int main() {", *calls, "  return 0;", "}", ""]
+    )
+    got = texts(compile_and_run(tmp_path / "build", sources))
+    dirs = [*include_dirs, root]
+    assert got == [
+        reference_preamble(root / u.name, dirs, False) if u.embedding == "whole-file" else ""
+        for u in plan.units
+    ]
+    (root / "metallib.toml").write_text(settings + "jit-lookup = false\n", encoding="utf-8")
+    facts, _ = generate(_plan(root, include_dirs), tmp_path / "no-lookup")
+    shared = tmp_path / "no-lookup" / "_shared_preambles.cpp"
+    obj = tmp_path / "shared.o"
+    flags = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-c"]
+    subprocess.run([find_compiler().path, *flags, str(shared), "-o", str(obj)], check=True)
+    nm = subprocess.run(["nm", "-C", str(obj)], capture_output=True, text=True, check=True)
+    assert "unit_source" not in nm.stdout

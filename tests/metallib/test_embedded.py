@@ -1,5 +1,5 @@
 """Metallibs inside real Mach-O (thin and fat) and ELF binaries, built here with clang and lld:
-found by their own header, proven by their hashes, located as LLVM's readers locate them."""
+found by their own header, proven by parsing them whole, located as LLVM's readers locate them."""
 
 from __future__ import annotations
 
@@ -53,9 +53,8 @@ def test_thin_dylib_libraries_where_llvm_objdump_puts_them(libs: dict[str, Path]
     found = find_metallibs(libs["dylib"])
     sections = macho_sections(libs["dylib"])
     symbols = nm_addresses(libs["dylib"])
-    # the broken copy between them is not a library: its magic and size are right, a hash is not
-    assert [e.number for e in found] == [1, 2]
-    first, second = found
+    assert [e.number for e in found] == [1, 2, 3]
+    first, broken, second = found
     assert first.span == Span(*sections[("", "__TEXT", "metal_basic")])  # the whole section
     assert first.location is not None and first.location.section == "metal_basic"
     assert first.location.segment == "__TEXT" and first.location.section_offset == 0
@@ -70,6 +69,24 @@ def test_thin_dylib_libraries_where_llvm_objdump_puts_them(libs: dict[str, Path]
     with open_metallib(libs["real"]) as lib:
         assert first.function_count == len(lib.columns()) and first.format_version == "2.7"
     assert second.format_version == "2.9"
+    assert broken.location is not None and broken.location.symbol == "_broken_metallib"
+
+
+def test_a_damaged_module_is_found_and_verify_names_it(libs: dict[str, Path]) -> None:
+    """The broken copy parses whole (magic, size, every span and chunk are right), so it is a
+    library, found and numbered; finding does not hash modules (a report never reads them), so
+    its one changed module byte is left to verify, which names that function and only it."""
+    [_, broken, _] = find_metallibs(libs["dylib"])
+    with open_metallib(libs["dylib"], broken.span) as inner:
+        table = inner.columns()
+        report = verify(inner)
+        assert not report.ok and report.bad_functions == [table.names[0]]
+        [problem] = report.problems
+        assert problem.message == "module SHA-256 does not match its HASH tag"
+        assert problem.offset == table.module_offsets[0]
+        assert verify(inner, hashes=False).ok  # what the finder checks
+    data = libs["dylib"].read_bytes()[broken.span.offset : broken.span.end]
+    assert data != libs["real"].read_bytes() and len(data) == libs["real"].stat().st_size
 
 
 def test_fat_binary_slices_in_file_order(libs: dict[str, Path]) -> None:
@@ -79,12 +96,13 @@ def test_fat_binary_slices_in_file_order(libs: dict[str, Path]) -> None:
         ("x86_64", "fat Mach-O"),
         ("arm64", "fat Mach-O"),
         ("arm64", "fat Mach-O"),
+        ("arm64", "fat Mach-O"),
     ]
     assert found[1].span == Span(*sections[("arm64", "__TEXT", "metal_basic")])
     x86_const, _ = sections[("x86_64", "__TEXT", "__const")]
     assert found[0].span.offset == x86_const + 3  # after the 3 padding bytes
     assert found[0].location is not None and found[0].location.symbol == "_x86_metallib"
-    assert found[2].location is not None and found[2].location.symbol == "_second_metallib"
+    assert found[3].location is not None and found[3].location.symbol == "_second_metallib"
 
 
 def test_elf_rodata(libs: dict[str, Path]) -> None:
@@ -127,7 +145,7 @@ def test_sections_and_symbols_match_llvm(libs: dict[str, Path]) -> None:
 
 def test_windowed_library_reads_as_the_file_does(libs: dict[str, Path]) -> None:
     """A library opened inside the binary lists and verifies as the same library on its own."""
-    [_, second] = find_metallibs(libs["dylib"])
+    [_, _, second] = find_metallibs(libs["dylib"])
     with open_metallib(libs["dylib"], second.span) as inner, open_metallib(libs["other"]) as alone:
         assert inner.file_offset == second.span.offset and alone.file_offset == 0
         assert inner.columns().names == alone.columns().names

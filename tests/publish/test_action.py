@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from publish.action_steps import ACTION, run_step
 from publish.standin_api import StandIn
+from support.workflow_lint import assert_lint_clean
 
 from builder.render.pr_comment import MARKER
 
@@ -170,21 +168,7 @@ def test_a_head_glob_must_match_exactly_one_path(tmp_path: Path) -> None:
     assert "::error::head 'dist dir/*.whl' matches 0 paths; it must match exactly one" in log
 
 
-def _lint(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the linter ``name`` (from the test extra) on action.yml."""
-    found = shutil.which(name)
-    if found is None and name == "zizmor" and sys.version_info < (3, 11):
-        pytest.skip("zizmor's wheel needs Python 3.11 or later")
-    assert found, f"{name} is missing: install the test extra (pip install -e '.[test]')"
-    return subprocess.run(
-        [found, *args, str(ACTION)], capture_output=True, text=True, timeout=120, check=False
-    )
-
-
 def test_action_yml_passes_the_schema_and_zizmor() -> None:
     """The GitHub action schema (check-jsonschema's own copy, offline) and zizmor's audits
     (offline): no finding at all, so no template injection and every action pinned by commit."""
-    schema = _lint("check-jsonschema", "--builtin-schema", "vendor.github-actions")
-    assert schema.returncode == 0, schema.stdout + schema.stderr
-    audit = _lint("zizmor", "--offline", "--no-progress")
-    assert audit.returncode == 0 and "No findings" in audit.stdout, audit.stdout + audit.stderr
+    assert_lint_clean(ACTION, "vendor.github-actions")

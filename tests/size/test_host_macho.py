@@ -62,7 +62,9 @@ def _reference(dylib: Path, sources: dict[str, Path], arch: str | None = None) -
     return sizes
 
 
-def _tree_units(tmp_path: Path, shapes: Sequence[str]) -> tuple[dict[str, Path], dict[str, int]]:
+def _tree_units(
+    tmp_path: Path, shapes: Sequence[str], settings: str = ""
+) -> tuple[dict[str, Path], dict[str, int]]:
     """The unit sources of discovered trees (every entry file JIT), generated as the build
     does, keyed ``shape:unit``, and the bytes each embeds (embed.json). Each tree's sources are
     in a namespace of their own (two trees may have units of one name)."""
@@ -70,6 +72,8 @@ def _tree_units(tmp_path: Path, shapes: Sequence[str]) -> tuple[dict[str, Path],
     embedded: dict[str, int] = {}
     for shape in shapes:
         root, include_dirs, _ = SHAPES[shape](tmp_path / shape)
+        if settings:  # metallib.toml: the interface of the run-time sources
+            (root / "metallib.toml").write_text(settings)
         request = BuildRequest().replace(source_dir=root, include_dirs=include_dirs, jit=("*",))
         out = tmp_path / f"gen-{shape}"
         facts, _ = generate(make_plan(request), out, f"metal_jit_{shape}")
@@ -91,11 +95,18 @@ def _measured(dylib: Path, sources: dict[str, Path]) -> dict[str, int]:
     return found
 
 
-def test_tree_units_in_an_arm64_dylib_measure_their_embedded_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("api", ["string", "cstring"])
+def test_tree_units_in_an_arm64_dylib_measure_their_embedded_bytes(
+    tmp_path: Path, api: str
+) -> None:
     """A discovered tree's unit sources compile and link for arm64 macOS with no SDK, and each
     unit's bytes in the dylib are what llvm-objdump gives and exactly the bytes it embeds
-    (arm64 packs char arrays); the sources define nothing else."""
-    sources, embedded = _tree_units(tmp_path, ["llama"])
+    (arm64 packs char arrays); the sources define nothing else. With ``jit-api = "cstring"``
+    a unit stores each of its functions' whole text, as one array named after the function."""
+    settings = '[build]\njit-api = "cstring"\n' if api == "cstring" else ""
+    sources, embedded = _tree_units(tmp_path, ["llama"], settings)
+    if api == "cstring":
+        assert "extern const char norm[] =" in sources["llama:kernels/norm.metal"].read_text()
     dylib = cxx_dylib(tmp_path / "libunits.dylib", list(sources.values()))
     sizes = symbol_sizes(dylib, [key.removeprefix("llama:") for key in sources])
     assert sizes is not None and sizes.method == MACHO_METHOD

@@ -53,6 +53,25 @@ def test_full_schema(tmp_path: Path) -> None:
     }
 
 
+def test_run_time_source_settings(tmp_path: Path) -> None:
+    """[build] jit-namespace / jit-api / jit-lookup / always-embed / preamble-set, and their
+    defaults (embed's: metal_jit, string, a lookup, the entry files' includes)."""
+    from builder.kernels.runtime_sources import RuntimeSources
+
+    assert load_config(_write(tmp_path / "none", FULL)).runtime == RuntimeSources()
+    text = FULL.replace(
+        "[build]\n",
+        '[build]\njit-namespace = "mlx::core::metal"\njit-api = "cstring"\n'
+        'jit-lookup = false\nalways-embed = ["utils", "unary", "utils"]\npreamble-set = "table"\n',
+    )
+    runtime = load_config(_write(tmp_path / "all", text)).runtime
+    assert runtime == RuntimeSources(
+        "mlx::core::metal", "cstring", False, ("utils", "unary"), "table"
+    )
+    assert (runtime.table_only, runtime.storage) == (True, "separate")
+    assert RuntimeSources().storage == "deduplicated"
+
+
 def test_flags_win(tmp_path: Path) -> None:
     config = load_config(_write(tmp_path, FULL))
     merged = merge_flags(config, [tmp_path / "first"], ["NDEBUG=0"], ["x.metal"])
@@ -126,6 +145,19 @@ def test_the_trees_own_include_dirs_stay_in_the_tree(value: str, tmp_path: Path)
         ("[build]\npreambles = 3\n", "[build] preambles must be a table"),
         ("[build.preambles]\nunary = 3\n", "[build.preambles] unary must be a header path"),
         ("[build.preambles]\n'not-a-name' = 'x.h'\n", "'not-a-name' is not a C++ function name"),
+        ("[build]\njit-api = 'char*'\n", "[build] jit-api must be one of 'string', 'cstring'"),
+        ("[build]\njit-namespace = 'a::'\n", "[build] jit-namespace must be a C++ namespace"),
+        ("[build]\njit-lookup = 'no'\n", "[build] jit-lookup must be true or false"),
+        ("[build]\njit-namspace = 'a'\n", "did you mean 'jit-namespace'?"),
+        ("[build]\npreamble-set = 'all'\n", "[build] preamble-set must be one of 'includes'"),
+        ("[build]\npreamble-set = 'table'\n", 'preamble-set = "table" needs a [build.preambles]'),
+        (
+            "[build]\nalways-embed = ['util']\n[build.preambles]\nutils = 'u.h'\n",
+            (
+                "[build] always-embed names 'util', which [build.preambles] does not define; "
+                "did you mean 'utils'?"
+            ),
+        ),
         ("kernels = 3\n", "[kernels] must be a table"),
         ("[kernels\n", "invalid TOML"),
     ],

@@ -1,0 +1,394 @@
+"""Issue 28 items 2 and 3 on MLX v0.32.1's real headers (mlx-metal 0.32.1 wheel): ``variants
+--from`` writes run-time sources in MLX's own interface, with exactly the functions MLX's
+``jit/includes.h`` declares, and counts their bytes as the ``cstring`` API stores them, checked
+against the strings libmlx.dylib (mlx-metal 0.32.1) and executorch 1.5.1's MLX delegate ship.
+
+The wheel ships the headers, not the ``.metal`` entry files, so the tree here has one stand-in
+entry file per entry file of MLX v0.32.1, each with that file's quoted includes (MLX's own
+lists, below) and no kernel: the function set and the embedded text depend only on which
+headers each entry file includes and on the headers themselves, which are MLX's.
+``metallib.toml`` is MLX's, written here per platform: ``[build.preambles]`` is MLX's
+``make_jit_source`` list (mlx/backend/metal/CMakeLists.txt), ``always-embed`` the preambles its
+host code uses whatever is JIT, ``aot-only`` the files MLX compiles ahead of time in a JIT build
+(mlx/backend/metal/kernels/CMakeLists.txt).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from binaries import tool
+from clirun import run_cli
+
+from builder.inputs import wheels
+from builder.kernels.compiler import find_compiler
+from builder.size.host_strings import host_strings
+
+pytestmark = pytest.mark.realdata
+
+KERNELS = "mlx/backend/metal/kernels"
+VERSION = "0.32.1"
+PLATFORM = "macosx_14_0_arm64"
+
+# MLX v0.32.1's make_jit_source calls: function -> header (relative to the kernel folder).
+PREAMBLES = {
+    "utils": "utils.h",
+    "unary_ops": "unary_ops.h",
+    "binary_ops": "binary_ops.h",
+    "ternary_ops": "ternary_ops.h",
+    "reduce_utils": "reduce_utils.h",
+    "scatter": "indexing/scatter.h",
+    "masked_scatter": "indexing/masked_scatter.h",
+    "gather": "indexing/gather.h",
+    "gather_front": "indexing/gather_front.h",
+    "gather_axis": "indexing/gather_axis.h",
+    "scatter_axis": "indexing/scatter_axis.h",
+    "hadamard": "hadamard.h",
+    "arange": "arange.h",
+    "copy": "copy.h",
+    "unary": "unary.h",
+    "binary": "binary.h",
+    "binary_two": "binary_two.h",
+    "fft": "fft.h",
+    "logsumexp": "logsumexp.h",
+    "ternary": "ternary.h",
+    "softmax": "softmax.h",
+    "scan": "scan.h",
+    "sort": "sort.h",
+    "searchsorted": "searchsorted.h",
+    "reduce": "reduce.h",
+    "gemm": "steel/gemm/gemm.h",
+    "steel_gemm_fused": "steel/gemm/kernels/steel_gemm_fused.h",
+    "steel_gemm_masked": "steel/gemm/kernels/steel_gemm_masked.h",
+    "steel_gemm_gather": "steel/gemm/kernels/steel_gemm_gather.h",
+    "steel_gemm_splitk": "steel/gemm/kernels/steel_gemm_splitk.h",
+    "steel_gemm_segmented": "steel/gemm/kernels/steel_gemm_segmented.h",
+    "conv": "steel/conv/conv.h",
+    "steel_conv": "steel/conv/kernels/steel_conv.h",
+    "steel_conv_3d": "steel/conv/kernels/steel_conv_3d.h",
+    "steel_conv_general": "steel/conv/kernels/steel_conv_general.h",
+    "quantized_utils": "quantized_utils.h",
+    "quantized": "quantized.h",
+    "fp_quantized": "fp_quantized.h",
+    "gemv": "gemv.h",
+    "gemv_masked": "gemv_masked.h",
+    "steel_attention": "steel/attn/kernels/steel_attention.h",
+    "gemm_nax": "steel/gemm/gemm_nax.h",
+    "steel_gemm_fused_nax": "steel/gemm/kernels/steel_gemm_fused_nax.h",
+    "steel_gemm_gather_nax": "steel/gemm/kernels/steel_gemm_gather_nax.h",
+    "steel_gemm_splitk_nax": "steel/gemm/kernels/steel_gemm_splitk_nax.h",
+    "steel_gemm_segmented_nax": "steel/gemm/kernels/steel_gemm_segmented_nax.h",
+    "quantized_nax": "quantized_nax.h",
+    "fp_quantized_nax": "fp_quantized_nax.h",
+    "steel_attention_nax": "steel/attn/kernels/steel_attention_nax.h",
+}
+# Used by MLX's host code whatever is JIT (compiled.cpp, indexing.cpp, ...).
+ALWAYS = ["utils", "unary_ops", "binary_ops", "ternary_ops", "reduce_utils", "gather"]
+# MLX's make_jit_source calls outside if(MLX_METAL_JIT): ALWAYS and the run-time-only kernels.
+UNCONDITIONAL = {*ALWAYS, "scatter", "masked_scatter", "gather_front", "gather_axis"}
+UNCONDITIONAL |= {"scatter_axis", "hadamard"}
+# Entry files MLX compiles ahead of time in a JIT build too.
+AOT_ONLY = ["arg_reduce", "conv", "dot", "layer_norm", "random", "rms_norm", "rope"]
+AOT_ONLY += ["scaled_dot_product_attention", "fence"]
+# Each v0.32.1 entry file's quoted includes (relative to the kernel folder, without ".h").
+ENTRY_INCLUDES = {
+    "arange": ["utils", "arange"],
+    "arg_reduce": ["utils"],
+    "binary": ["defines", "utils", "binary_ops", "binary"],
+    "binary_two": ["utils", "binary_ops", "binary_two"],
+    "conv": ["steel/conv/params", "utils"],
+    "copy": ["utils", "copy"],
+    "dot": ["dot"],
+    "fence": [],
+    "fft": ["defines", "fft"],
+    "fp_quantized": ["utils", "steel/gemm/gemm", "quantized_utils", "fp_quantized"],
+    "fp_quantized_nax": [
+        *["utils", "steel/gemm/gemm", "quantized_utils", "steel/gemm/nax", "fp_quantized_nax"]
+    ],
+    "gemv": ["gemv"],
+    "gemv_masked": ["utils", "gemv_masked"],
+    "layer_norm": ["utils"],
+    "logsumexp": ["utils", "logsumexp"],
+    "quantized": ["utils", "steel/gemm/gemm", "quantized_utils", "quantized"],
+    "quantized_nax": [
+        *["utils", "steel/gemm/gemm", "steel/gemm/nax", "steel/gemm/loader", "quantized_nax"]
+    ],
+    "random": ["utils"],
+    "reduce": ["defines", "utils", "atomic", "reduction/ops", "reduce"],
+    "rms_norm": ["utils"],
+    "rope": ["utils"],
+    "scaled_dot_product_attention": ["utils", "sdpa_vector"],
+    "scan": ["defines", "utils", "scan"],
+    "searchsorted": ["utils", "sort", "searchsorted"],
+    "softmax": ["utils", "softmax"],
+    "sort": ["utils", "sort"],
+    "ternary": ["utils", "ternary_ops", "ternary"],
+    "unary": ["utils", "unary_ops", "unary"],
+    **{
+        f"steel/attn/kernels/{n}": ["utils", f"steel/attn/kernels/{n}"]
+        for n in ("steel_attention", "steel_attention_nax")
+    },
+    **{
+        f"steel/conv/kernels/{n}": [
+            *["utils", "steel/gemm/mma", "steel/conv/conv", "steel/conv/params"],
+            *(["steel/utils"] if n == "steel_conv_general" else []),
+            f"steel/conv/kernels/{n}",
+        ]
+        for n in ("steel_conv", "steel_conv_3d", "steel_conv_general")
+    },
+    **{
+        f"steel/gemm/kernels/steel_gemm_{n}{nax}": [
+            "utils",
+            f"steel/gemm/gemm{nax}",
+            f"steel/gemm/kernels/steel_gemm_{n}{nax}",
+        ]
+        for n in ("fused", "gather", "masked", "segmented", "splitk")
+        for nax in ("", "_nax")
+        if not (n == "masked" and nax)
+    },
+}
+SETTINGS = {  # [kernels] per platform: macOS 14 (MSL 3.1, no NAX) and macOS 26 (MSL 4)
+    "macos14": 'exclude = ["fence.metal", "*_nax.metal"]\nmetal-version = 310\n',
+    "macos26": "metal-version = 400\n",
+}
+
+
+def _toml(platform: str) -> str:
+    """MLX v0.32.1's metallib.toml for one platform."""
+    listed = ", ".join(f'"{n}.metal"' for n in AOT_ONLY)
+    always = ", ".join(f'"{n}"' for n in ALWAYS)
+    table = "".join(f'{f} = "{h}"\n' for f, h in PREAMBLES.items())
+    return (
+        f'[kernels]\n{SETTINGS[platform]}\n[build]\nlibrary = "mlx"\naot-only = [{listed}]\n'
+        'jit-namespace = "mlx::core::metal"\njit-api = "cstring"\njit-lookup = false\n'
+        f'always-embed = [{always}]\npreamble-set = "table"\n\n[build.preambles]\n{table}'
+    )
+
+
+def _wheel(name: str, version: str) -> Path:
+    try:
+        return wheels.download_wheel(name, version, PLATFORM)
+    except wheels.DownloadError as exc:
+        pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
+
+
+def _member(wheel: Path, name: str, out: Path) -> Path:
+    with zipfile.ZipFile(wheel) as archive:
+        out.write_bytes(archive.read(next(n for n in archive.namelist() if n.endswith(name))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def mlx_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The include root: the wheel's headers and jit/includes.h, the stand-in entry files."""
+    from mlx_tree import extract_kernel_headers
+
+    wheel = _wheel("mlx-metal", VERSION)
+    cached = extract_kernel_headers(wheel, wheels.cache_dir() / "kernel-headers" / wheel.name[:-4])
+    root = tmp_path_factory.mktemp("mlx") / "include"
+    shutil.copytree(cached, root)
+    _member(wheel, "mlx/backend/metal/jit/includes.h", root / "includes.h")
+    for entry, includes in ENTRY_INCLUDES.items():
+        lines = "".join(f'#include "{KERNELS}/{h}.h"\n' for h in includes)
+        path = root / KERNELS / f"{entry}.metal"
+        path.write_text(f"// Stand-in for MLX v0.32.1's {entry}.metal: its includes.\n{lines}")
+    return root
+
+
+def _variants(
+    root: Path, platform: str, out: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
+    (root / KERNELS / "metallib.toml").write_text(_toml(platform), encoding="utf-8")
+    library = _member(_wheel("mlx-metal", VERSION), "mlx/lib/mlx.metallib", out.parent / "m.lib")
+    args = ["variants", "--from", str(library), "--source-dir", str(root / KERNELS)]
+    code, _, err = run_cli([*args, "-I", str(root), "-o", str(out)], capsys)
+    assert code == 0, err
+    doc = json.loads((out / "variants.json").read_text(encoding="utf-8"))
+    return {v["name"]: v for v in doc["variants"]} | {"": doc}
+
+
+def _declared(root: Path) -> list[str]:
+    return re.findall(r"const char\* (\w+)\(\);", (root / "includes.h").read_text("utf-8"))
+
+
+def _defined(source: Path, root: Path) -> set[str]:
+    """Compile ``source`` with includes.h first (-Wall -Wextra -Werror): the functions of
+    mlx::core::metal the object defines."""
+    obj = source.with_suffix(".o")
+    flags = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-include", str(root / "includes.h")]
+    run = subprocess.run(
+        [find_compiler().path, *flags, "-c", str(source), "-o", str(obj)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    nm = subprocess.run(
+        ["nm", "-C", "--defined-only", str(obj)], capture_output=True, text=True, check=True
+    )
+    return set(re.findall(r" T mlx::core::metal::(\w+)\(\)", nm.stdout))
+
+
+def test_the_jit_split_defines_exactly_what_includes_h_declares(
+    mlx_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """macOS 26 settings (NAX in): the JIT split defines the 49 functions jit/includes.h
+    declares and no other; all-aot the 12 MLX embeds outside if(MLX_METAL_JIT)."""
+    variants = _variants(mlx_tree, "macos26", tmp_path / "out", capsys)
+    declared = _declared(mlx_tree)
+    assert len(declared) == 49 and set(declared) == set(PREAMBLES)
+    jit = variants["jit-mode"]
+    assert _defined(Path(jit["jit_sources_file"]), mlx_tree) == set(declared)
+    assert len(jit["preambles"]) == 49 and jit["embedded_storage"] == "separate"
+    aot = variants["all-aot"]
+    assert _defined(Path(aot["jit_sources_file"]), mlx_tree) == UNCONDITIONAL
+    interface = variants[""]["run_time_sources"]
+    assert interface == {
+        "namespace": "mlx::core::metal",
+        "api": "cstring",
+        "lookup": False,
+        "storage": "separate",
+        "preamble_set": "table",
+        "always_embed": ALWAYS,
+    }
+    # The command each variant names writes the same file.
+    again = tmp_path / "again.cpp"
+    code, _, err = run_cli([*jit["embed_command"][1:-2], "-o", str(again)], capsys)
+    assert code == 0, err
+    assert again.read_bytes() == Path(jit["jit_sources_file"]).read_bytes()
+
+
+_FORMAT = re.compile(
+    r"^(#line .*|/{10,}|// Contents from .*|// Auto generated source for .*"
+    r"|// Copyright © 2025 Apple Inc\.|\s*)$"
+)
+
+
+def _shipped(dylib: Path, namespace: str | None) -> dict[str, str]:
+    """The run-time sources a Mach-O binary ships (``sources``), named by the header MLX's
+    generator names in each one's banner."""
+    data = dylib.read_bytes()
+    found = {}
+    for string in host_strings(dylib, namespace) or []:
+        text = data[string.offset : string.offset + string.size - 1].decode("utf-8")
+        named = re.search(rf"// Auto generated source for {KERNELS}/(\S+)\.h", text)
+        if named is not None:
+            found[Path(named.group(1)).name] = text
+    return found
+
+
+def _lines(text: str) -> collections.Counter[str]:
+    """The source lines of a preamble: formatting left out (MLX's banners, #line markers,
+    blank lines), so MLX's generator and ours compare on what the compiler reads."""
+    return collections.Counter(line for line in text.split("\n") if not _FORMAT.match(line))
+
+
+def _texts(jit_sources: Path) -> dict[str, str]:
+    """Each function's text in a cstring jit_sources.cpp, read back by compiling it for arm64
+    macOS and reading the dylib as ``sources`` does: what the file stores, byte for byte."""
+    obj, dylib = jit_sources.with_suffix(".o"), jit_sources.with_suffix(".dylib")
+    compile_ = [
+        tool("clang"),
+        "-target",
+        "arm64-apple-macos14",
+        "-O2",
+        "-std=c++17",
+        "-nostdinc++",
+        "-c",
+    ]
+    subprocess.run([*compile_, str(jit_sources), "-o", str(obj)], check=True)
+    link = [tool("ld64.lld"), "-dylib", "-arch", "arm64", "-platform_version", "macos", "14", "14"]
+    subprocess.run([*link, str(obj), "-o", str(dylib)], check=True)
+    data = dylib.read_bytes()
+    return {
+        (s.function or "").rpartition("::")[2]: data[s.offset : s.offset + s.size - 1].decode()
+        for s in host_strings(dylib, "mlx::core::metal") or []
+    }
+
+
+def test_embedded_bytes_are_what_mlx_ships(
+    mlx_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """macOS 14 settings: the variants' embedded bytes, as the cstring API stores them, are
+    what a binary built from jit_sources.cpp holds, and within 10% of what MLX ships:
+    libmlx.dylib (mlx-metal 0.32.1) for all-aot, executorch 1.5.1's delegate for the JIT split.
+    Every byte of the gap is accounted for: formatting (MLX's banners, our #line markers) and,
+    for executorch, whose MLX is newer than 0.32.1, source lines that differ."""
+    variants = _variants(mlx_tree, "macos14", tmp_path / "out", capsys)
+    libmlx = _shipped(
+        _member(_wheel("mlx-metal", VERSION), "lib/libmlx.dylib", tmp_path / "libmlx.dylib"),
+        "mlx::core::metal",
+    )
+    executorch = _shipped(
+        _member(
+            _wheel("executorch", "1.5.1"),
+            "libexecutorch_backend_mlx.dylib",
+            tmp_path / "delegate.dylib",
+        ),
+        None,
+    )
+    for name, shipped, formatting_only in (
+        ("all-aot", libmlx, True),
+        ("jit-mode", executorch, False),
+    ):
+        variant = variants[name]
+        ours = _texts(Path(variant["jit_sources_file"]))
+        assert set(ours) == set(shipped), name  # the same functions as the binary ships
+        assert sum(len(t.encode()) for t in ours.values()) == variant["embedded_bytes"]
+        theirs = sum(len(t.encode()) for t in shipped.values())
+        assert abs(variant["embedded_bytes"] - theirs) <= 0.10 * theirs, (name, theirs)
+        source_gap = 0
+        for function, text in shipped.items():
+            extra, missing = (
+                _lines(text) - _lines(ours[function]),
+                _lines(ours[function]) - _lines(text),
+            )
+            source_gap += sum(len(x.encode()) + 1 for x in extra.elements())
+            source_gap -= sum(len(x.encode()) + 1 for x in missing.elements())
+            if formatting_only:  # the same release: the same source lines, every one
+                assert not extra and not missing, function
+        formatting = theirs - variant["embedded_bytes"] - source_gap
+        print(
+            f"{name}: theirs {theirs:,}, ours {variant['embedded_bytes']:,}, formatting "
+            f"{formatting:,}, source {source_gap:,}"
+        )
+        assert formatting > 0 and abs(source_gap) < 0.01 * theirs, (formatting, source_gap)
+
+
+def test_options_over_the_settings_and_the_bytes_each_api_stores(
+    mlx_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--jit-namespace / --jit-api / --jit-lookup win over metallib.toml; the string API stores
+    pieces shared by several functions once, so the same split embeds fewer bytes than with
+    cstring, and says so (deduplicated); a namespace that is no C++ name is exit 2."""
+    cstring = _variants(mlx_tree, "macos14", tmp_path / "c", capsys)["jit-mode"]
+    library = tmp_path / "m.lib"
+    args = ["variants", "--from", str(library), "--source-dir", str(mlx_tree / KERNELS)]
+    args += ["-I", str(mlx_tree), "-o", str(tmp_path / "s")]
+    options = ["--jit-api", "string", "--jit-namespace", "app::k", "--jit-lookup"]
+    code, _, err = run_cli([*args, *options], capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "s" / "variants.json").read_text(encoding="utf-8"))
+    assert doc["run_time_sources"]["storage"] == "deduplicated"
+    assert (doc["run_time_sources"]["namespace"], doc["run_time_sources"]["lookup"]) == (
+        "app::k",
+        True,
+    )
+    string = {v["name"]: v for v in doc["variants"]}["jit-mode"]
+    assert string["preambles"] == cstring["preambles"]
+    assert string["embedded_storage"] == "deduplicated"
+    assert 0 < string["embedded_bytes"] < cstring["embedded_bytes"]
+    text = Path(string["jit_sources_file"]).read_text(encoding="utf-8")
+    assert "namespace app::k {" in text and "std::string_view preamble(" in text
+    assert "--namespace=app::k" in string["embed_command"]
+    assert not any(a.startswith("--api") or "lookup" in a for a in string["embed_command"])
+    code, _, err = run_cli([*args[:-1], str(tmp_path / "bad"), "--jit-namespace", "a::"], capsys)
+    assert code == 2 and "--jit-namespace 'a::' is not a C++ namespace name" in err
