@@ -9,15 +9,19 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 __all__ = [
+    "MachOSymbol",
+    "cxx_dylib",
     "elf_sections",
     "link_dylib",
     "link_elf",
     "lipo",
     "macho_sections",
+    "macho_symbols",
     "nm_addresses",
     "tool",
 ]
@@ -161,4 +165,81 @@ def nm_addresses(path: Path, arch: str | None = None) -> dict[str, int]:
         parts = line.split()
         if len(parts) == 3:
             found[parts[2]] = int(parts[0], 16)
+    return found
+
+
+def cxx_dylib(
+    out: Path, sources: list[Path], *, arch: str = "arm64", include_dirs: tuple[Path, ...] = ()
+) -> Path:
+    """A Mach-O dylib for macOS 14 of the C++17 ``sources``, compiled by Debian's clang for
+    ``arch``-apple-macos14 and linked by ``ld64.lld``. No Apple SDK exists here, so a source
+    that includes a standard header does not compile: the sources must need none."""
+    objects = []
+    for number, source in enumerate(sources):
+        obj = out.parent / f"{out.name}.{number}.{arch}.o"
+        flags = ["-std=c++17", "-O2", "-fPIC", *(f"-I{d}" for d in include_dirs)]
+        target = ["-target", f"{arch}-apple-macos14"]
+        _run(
+            [tool("clang"), *target, *flags, "-c", "-x", "c++", str(source), "-o", str(obj)],
+            out.parent,
+        )
+        objects.append(str(obj))
+    _run(
+        [tool("ld64.lld"), "-dylib", "-arch", arch, "-platform_version", "macos", "14.0", "14.0"]
+        + [*objects, "-o", str(out)],
+        out.parent,
+    )
+    return out
+
+
+class MachOSymbol(NamedTuple):
+    """A defined symbol of a Mach-O image with file bytes, demangled by ``llvm-cxxfilt``, and
+    the bytes up to the next symbol of its section (or the section's end)."""
+
+    name: str
+    section: str
+    address: int
+    size: int
+
+
+def macho_symbols(path: Path, arch: str | None = None) -> list[MachOSymbol]:
+    """Every defined symbol of ``path`` (one architecture of a fat file) in a section that holds
+    file bytes, sized as Mach-O implies (an nlist entry has no size): the sections' addresses
+    and sizes from ``llvm-objdump --macho --private-headers``, the symbols' addresses and
+    sections from ``llvm-objdump -t``; of several symbols at one address the first has the
+    bytes."""
+    picked = [f"--arch={arch}"] if arch else []
+    headers = _run(
+        [tool("llvm-objdump"), "--macho", "--private-headers", *picked, str(path)], path.parent
+    )
+    sections: dict[str, tuple[int, int]] = {}
+    for block in headers.split("Section\n")[1:]:
+        field: dict[str, str] = {}  # the first of each: the block runs on to the next command
+        for key, value in re.findall(
+            r"^\s+(sectname|segname|addr|size|type) (\S+)", block, re.MULTILINE
+        ):
+            field.setdefault(key, value)
+        if "ZEROFILL" not in field.get("type", ""):
+            name = f"{field['segname']},{field['sectname']}"
+            sections[name] = (int(field["addr"], 16), int(field["size"], 16))
+    table = _run([tool("llvm-objdump"), "-t", *picked, str(path)], path.parent)
+    rows = sorted(
+        (int(address, 16), section, name)
+        for address, section, name in re.findall(
+            r"^([0-9a-f]{16}) .{7} (\S+,\S+) (\S+)$", table, re.MULTILINE
+        )
+        if section in sections
+    )
+    args = [tool("llvm-cxxfilt"), "-_", *(name for _, _, name in rows)]
+    plain = _run(args, path.parent).splitlines() if rows else []
+    starts: dict[str, list[int]] = {}
+    for address, section, _ in rows:
+        starts.setdefault(section, []).append(address)
+    found, counted = [], set()
+    for (address, section, _), name in zip(rows, plain, strict=True):
+        start, size = sections[section]
+        end = min((a for a in starts[section] if a > address), default=start + size)
+        first = (section, address) not in counted
+        counted.add((section, address))
+        found.append(MachOSymbol(name, section, address, end - address if first else 0))
     return found

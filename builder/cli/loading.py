@@ -84,7 +84,29 @@ def load(
         )
     if sources is not None:
         _warn_unattributed(reports, sources.origin)
+        _warn_unmatched(reports, sources.origin)
     return reports
+
+
+def _warn_unmatched(reports: list[Report], origin: str) -> None:
+    """Say on stderr which run-time sources of a shipped host library no header of the tree
+    made (another release of the tree, or not its sources at all), as for a library's
+    functions."""
+    from builder.render.text import human_size, visible
+
+    for report in reports:
+        host = report.host_library
+        if host is None or not host.unmatched:
+            continue
+        rows = [j for j in report.jit_units if j.name in host.unmatched]
+        size = sum(j.host_bytes or 0 for j in rows)
+        shown = ", ".join(visible(j.name) for j in rows[:5]) + (", ..." if len(rows) > 5 else "")
+        click.echo(
+            f"warning: {visible(report.source.label)}: {len(rows):,} of "
+            f"{len(report.jit_units):,} run-time sources ({human_size(size)}, {size:,} bytes) "
+            f"are made from no header of {visible(origin.partition(':')[2])}: {shown}",
+            err=True,
+        )
 
 
 def _warn_unattributed(reports: list[Report], origin: str) -> None:

@@ -126,13 +126,16 @@ def report_command(
     ELF file: each metallib is reported as BINARY#N with its section), a .whl, PACKAGE==VERSION
     (the macOS wheel is downloaded and cached), a saved report .json, or a build directory of
     this project. Every byte is attributed to one function or to named container overhead; the
-    totals equal the metallib's size.
+    totals equal the metallib's size. A Mach-O host library that holds no metallib (MLX's
+    libmlx.dylib) is reported by the run-time sources it embeds, each with the bytes of its
+    string in the file; with --source-dir each is named by the tree's header it was made from.
 
     \b
     Examples:
       metallib-builder report mlx-metal==0.30.0
       metallib-builder report build/ --by source
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
+      metallib-builder report mlx/lib/libmlx.dylib --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report build/ --by source,dtype
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html

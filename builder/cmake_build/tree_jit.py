@@ -7,28 +7,37 @@ kernels at run time from preambles, each a header with its quoted includes inlin
 build time (``metallib_add_tree_jit_library`` in cmake/MetalJit.cmake) and compiles the outputs
 into the host library:
 
-* ``<out>/<entry file>.cpp`` for each JIT entry file: the preambles only it needs;
-* ``<out>/_shared_preambles.cpp``: the preambles several JIT entry files need, the text pieces
-  several entry files' own sources hold (a header that entry files embedded whole all inline,
-  such as ggml's ``ggml-common.h``: stored once, with external linkage, declared where used), and
-  the lookup
+* ``<out>/<entry file>.cpp`` for each JIT entry file: the text pieces only it stores (of the
+  preambles only it needs), as ``const char`` arrays in the unit's own namespace
+  (``builder.jit.unit_names``) and nothing else: no function and no ``#include``, so the file
+  compiles for any target, and every symbol it defines names its unit;
+* ``<out>/_shared_preambles.cpp``: the runtime part. The preambles several JIT entry files need,
+  the text pieces several entry files' own sources hold (a header that entry files embedded
+  whole all inline, such as ggml's ``ggml-common.h``: stored once), each preamble's function
+  (``const std::string& <function>()`` in the given namespace, as ``embed`` writes it, built on
+  first use from the pieces, those of an entry file by their qualified name), and the lookup
   ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
   embedded whole (``builder.kernels.embedding``) by its name (``"ggml-metal.metal"``), ``""``
   for any other name;
-* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it embeds alone,
+* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it stores alone,
   and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
-One file per entry keeps the size report exact: the host library's local symbols of
-``unary.metal.cpp`` are what ``unary.metal`` costs (``builder.size.host_symbols``). Each
-preamble is written as ``embed`` writes it, in the interface the tree's metallib.toml names
+Why the split: the size report measures a unit by the symbols that name it
+(``builder.size.host_symbols``), in an ELF ``.so`` and a Mach-O ``.dylib`` alike, and a unit's
+symbols are then exactly its arrays: its host bytes are its embedded bytes (in ELF; a Mach-O
+symbol also holds the alignment padding after it). The arrays have external linkage, hidden (no
+export: both linkers make them local symbols of the library).
+
+Each preamble is written as ``embed`` writes it, in the interface the tree's metallib.toml names
 (the plan's ``run_time``: ``[build] jit-namespace``, ``jit-api``, ``jit-lookup``;
 ``builder.kernels.runtime_sources``): ``const std::string& <function>()`` in ``metal_jit`` by
-default; with ``cstring`` ``const char* <function>()``, each function's whole text one literal
-(nothing shared between units, and string literals carry no symbol, so the size report counts
-them as the library's other bytes); without lookup no ``unit_source``. embed.json says which
-storage (``storage``: ``deduplicated`` or ``separate``). Every output is rewritten only when its
-bytes change. Standard library and ``builder`` only.
+default, its text stored as pieces shared where they can be; with ``cstring``
+``const char* <function>()``, each function's whole text one array of its own (nothing shared
+between units; in an entry file's source it is the array named after the function, in the
+shared source a literal); without lookup no ``unit_source``. embed.json says which storage
+(``storage``: ``deduplicated`` or ``separate``). Every output is rewritten only when its bytes
+change. Standard library and ``builder`` only.
 """
 
 from __future__ import annotations
@@ -36,19 +45,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, NamedTuple
 
 from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts
 from builder.jit.tree_preambles import UNIT_LOOKUP
-
-if TYPE_CHECKING:
-    from builder.jit.codegen import StoredPiece
-    from builder.jit.preamble import Preamble
 
 __all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
@@ -63,15 +68,12 @@ def unit_source(out_dir: Path, unit: str) -> Path:
     return out_dir / f"{unit}.cpp"
 
 
-def _lookup(whole: Sequence[tuple[str, str]], api: str = "string") -> list[str]:
-    """``unit_source(unit)`` over the whole-file units (unit, function), defined in their own
-    translation units."""
+def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
+    """``unit_source(unit)`` over the whole-file units (unit, function), whose functions come
+    before it in the same translation unit."""
     from builder.jit.literals import cxx_string
 
-    returns = "const char*" if api == "cstring" else "const std::string&"
-    lines = [f"{returns} {function}();" for _, function in whole]
-    lines += [
-        "",
+    return [
         '// The whole text of a JIT entry file embedded whole, by its name; "" for any other.',
         f"std::string_view {LOOKUP}(std::string_view unit) {{",
         *(f"  if (unit == {cxx_string(unit)}) return {function}();" for unit, function in whole),
@@ -79,10 +81,9 @@ def _lookup(whole: Sequence[tuple[str, str]], api: str = "string") -> list[str]:
         "}",
         "",
     ]
-    return lines
 
 
-def _pieces(preambles: Sequence[tuple[str, Preamble]]) -> dict[str, StoredPiece]:
+def _pieces(preambles: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """Name -> StoredPiece of every piece ``preambles`` are stored in (as ``preamble_code``)."""
     from builder.jit.codegen import family_pieces
 
@@ -93,75 +94,147 @@ def _pieces(preambles: Sequence[tuple[str, Preamble]]) -> dict[str, StoredPiece]
     }
 
 
-def _common(
-    per_unit: Sequence[Sequence[tuple[str, Preamble]]],
-) -> dict[str, tuple[StoredPiece, list[int]]]:
-    """Pieces the own sources of several JIT entry files hold (ggml's ggml-common.h, inlined into
-    each entry file embedded whole): name -> (piece, the indices of those units)."""
-    users: dict[str, tuple[StoredPiece, list[int]]] = {}
-    for index, own in enumerate(per_unit):
-        for name, piece in _pieces(own).items():
-            users.setdefault(name, (piece, []))[1].append(index)
-    return {name: used for name, used in users.items() if len(used[1]) > 1}
-
-
-def _render(
-    title: str,
-    namespace: str,
-    preambles: Sequence[tuple[str, Preamble]],
-    extra: Sequence[str] = (),
-    *,
-    common: Mapping[str, StoredPiece] | None = None,
-    define_common: bool = False,
-    api: str = "string",
-) -> tuple[str, int]:
-    """One translation unit defining ``preambles`` = (function, Preamble) as ``embed`` writes
-    them (``builder.jit.codegen.preamble_code``), then ``extra`` lines; returns its text and the
-    bytes its arrays store (pieces shared by its preambles once). ``common`` pieces are stored
-    once for the library: defined here with ``define_common`` (all of them), else declared
-    (those used here) and not counted."""
-    from builder.jit.codegen import exported_piece, preamble_code
+def _unit_text(title: str, namespace: str, scope: str, data: Sequence[str]) -> str:
+    """A JIT entry file's translation unit: its arrays' definitions ``data`` in its
+    namespace ``scope``."""
     from builder.jit.literals import comment_text
 
-    common = common or {}
-    entries = [(", ".join(p.headers[:1]), f, p) for f, p in preambles]
-    code = preamble_code(entries, elsewhere=common, api=api)
-    here = _pieces(preambles)
-    shown = [p for n, p in common.items() if define_common or n in here]
-    exported = [exported_piece(p, define=define_common) for p in shown]
-    stored = code.stored_bytes + (sum(p.stored_bytes for p in shown) if define_common else 0)
-    heads = (
-        ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
-        if api == "string"
-        else []
-    )
     lines = [
         f"// Generated by metallib-builder: {comment_text(title)}. Do not edit.",
-        *heads,
-        *(["#include <string_view>"] if api == "string" or extra else []),
+        "// Data only, no #include: the text only this entry file stores, in its own namespace",
+        f"// (each symbol names the unit); the functions returning it are in {SHARED_SOURCE}.",
+        f"namespace {namespace} {{",
+        f"namespace {scope} {{",
+        "",
+        *data,
+        "",
+        f"}}  // namespace {scope}",
+        f"}}  // namespace {namespace}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+class _Stored(NamedTuple):
+    """What one entry file's source stores: its namespace, the names used elsewhere (pieces, or
+    with cstring the functions whose text it holds), and their definitions and declarations."""
+
+    scope: str
+    names: tuple[str, ...]
+    definitions: tuple[str, ...]
+    declarations: tuple[str, ...]
+    stored_bytes: int
+
+
+def _stored(scope: str, own: Sequence[tuple[str, Any]], pieces: Sequence[Any], api: str) -> _Stored:
+    """An entry file's arrays: its own pieces (``string``), or each of its own preambles' whole
+    text (``cstring``)."""
+    from builder.jit.preamble_functions import text_array, unit_piece
+
+    if api == "cstring":
+        return _Stored(
+            scope,
+            tuple(f for f, _ in own),
+            tuple(text_array(f, p, define=True) for f, p in own),
+            tuple(text_array(f, p, define=False) for f, p in own),
+            sum(len(p.text.encode("utf-8")) + 1 for _, p in own),
+        )
+    return _Stored(
+        scope,
+        tuple(p.name for p in pieces),
+        tuple(unit_piece(p, define=True) for p in pieces),
+        tuple(unit_piece(p, define=False) for p in pieces),
+        sum(p.stored_bytes for p in pieces),
+    )
+
+
+def _shared_text(
+    namespace: str,
+    entries: Sequence[tuple[str, Any]],
+    stored: Sequence[_Stored],
+    lookup: Sequence[str],
+    api: str,
+) -> tuple[str, int]:
+    """The runtime part: every preamble's function (``entries`` = (function, Preamble)), the
+    text no single entry file stores (defined here), the declarations of what the entry files
+    ``stored``, and the ``lookup`` lines. Returns its text and the bytes it stores itself."""
+    from builder.jit.preamble_functions import preamble_code
+
+    where = {name: s.scope for s in stored for name in s.names}
+    listed = [(", ".join(p.headers[:1]), f, p) for f, p in entries]
+    code = preamble_code(listed, api=api, stored_in=where)
+    declared: list[str] = []
+    for unit in stored:
+        if unit.names:
+            declared += [f"namespace {unit.scope} {{", *unit.declarations]
+            declared += [f"}}  // namespace {unit.scope}"]
+    heads = ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
+    lines = [
+        "// Generated by metallib-builder: run-time preambles several entry files need, the text",
+        "// their own sources share, the function of every preamble, and the lookup of entry",
+        "// files embedded whole. Do not edit.",
+        *(heads if api == "string" else []),
+        *(["#include <string_view>"] if api == "string" or lookup else []),
         "",
         f"namespace {namespace} {{",
-        *exported,
+        *declared,
         *(
             ["namespace {", "", *code.definitions, "", "}  // namespace", ""]
             if code.definitions
             else []
         ),
         *code.functions,
-        *extra,
+        *lookup,
         f"}}  // namespace {namespace}",
         "",
     ]
-    return "\n".join(lines), stored
+    return "\n".join(lines), code.stored_bytes
+
+
+def _holders(
+    per_unit: Sequence[Sequence[tuple[str, Any]]], shared: Sequence[tuple[str, Any]]
+) -> dict[str, list[int]]:
+    """Piece name -> which sources hold it: each JIT entry file's own preambles by index, the
+    shared preambles as -1. A piece more than one holds is stored once, in the shared source."""
+    held: dict[str, list[int]] = {}
+    for index, own in [*enumerate(per_unit), (-1, shared)]:
+        for name in _pieces(own):
+            held.setdefault(name, []).append(index)
+    return held
+
+
+def _shared_entries(
+    plan: BuildPlan,
+    jit_units: Sequence[Any],
+    per_unit: Sequence[Sequence[tuple[str, Any]]],
+    shared: Sequence[tuple[str, Any]],
+    held: dict[str, list[int]],
+) -> list[dict[str, Any]]:
+    """embed.json's ``shared``: each shared preamble with its entry files, then each piece the
+    own sources of an entry file and another source hold, with the entry files using it."""
+    users = {p["function"]: p["entries"] for p in plan.preambles}
+    in_shared: dict[str, list[str]] = {}  # piece -> entry files of the shared preambles using it
+    for function, preamble in shared:
+        for name in _pieces([(function, preamble)]):
+            in_shared.setdefault(name, []).extend(users[function])
+    found: list[dict[str, Any]] = [{"name": f, "units": users[f]} for f, _ in shared]
+    for name, piece in _pieces([e for own in per_unit for e in own]).items():
+        if len(held.get(name, ())) > 1:
+            using = [*(jit_units[i].name for i in held[name] if i >= 0), *in_shared.get(name, [])]
+            found.append(
+                {"name": name, "units": list(dict.fromkeys(using)), "bytes": piece.stored_bytes}
+            )
+    return found
 
 
 def generate(
     plan: BuildPlan, out_dir: Path, namespace: str | None = None
-) -> tuple[dict[str, object], list[Path]]:
+) -> tuple[dict[str, Any], list[Path]]:
     """Write the sources for ``plan``'s JIT entry files; return embed.json's content and every
     file read. ``namespace`` (CMake's NAMESPACE) wins over the plan's."""
     from builder.jit.codegen import valid_namespace
     from builder.jit.preamble import inline_preamble
+    from builder.jit.unit_names import unit_namespace
 
     settings = plan.run_time
     namespace = namespace or str(settings.get("namespace") or "metal_jit")
@@ -176,21 +249,32 @@ def generate(
     inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
     owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
     whole = [
-        (p["entries"][0], p["function"]) for p in plan.preambles if p["embedding"] == "whole-file"
+        (p["entries"][0], p["function"])
+        for p in plan.preambles
+        if p.get("embedding") == "whole-file"
     ]
-    units: list[dict[str, object]] = []
     per_unit = [
         [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name] for unit in jit_units
     ]
-    common = _common(per_unit) if api == "string" else {}  # cstring: nothing is shared
-    pieces = {name: piece for name, (piece, _) in common.items()}
-    for unit, own in zip(jit_units, per_unit):
+    shared = [
+        (p["function"], inlined[p["function"]])
+        for p in plan.preambles
+        if p["function"] not in owner
+    ]
+    # cstring stores each function's text on its own: nothing is held by two sources
+    held = _holders(per_unit, shared) if api == "string" else {}
+    units: list[dict[str, Any]] = []
+    stored: list[_Stored] = []
+    for index, (unit, own) in enumerate(zip(jit_units, per_unit)):
         title = (
             f"the whole text of {unit.name}, its quoted includes inlined"
             if unit.embedding == "whole-file"
             else f"run-time preambles only {unit.name} needs"
         )
-        text, stored = _render(title, namespace, own, common=pieces, api=api)
+        pieces = [p for n, p in _pieces(own).items() if held.get(n) == [index]]
+        data = _stored(unit_namespace(unit.name), own, pieces, api)
+        stored.append(data)
+        text = _unit_text(title, namespace, data.scope, data.definitions)
         write_if_changed(unit_source(out_dir, unit.name), text)
         units.append(
             {
@@ -199,42 +283,17 @@ def generate(
                 "preambles": [f for f, _ in own],
                 "headers": list(dict.fromkeys(h for _, p in own for h in p.headers)),
                 "source_bytes": sum(len(p.text.encode("utf-8")) for _, p in own),
-                "embedded_bytes": stored,
+                "embedded_bytes": data.stored_bytes,
             }
         )
-    shared = [
-        (p["function"], inlined[p["function"]])
-        for p in plan.preambles
-        if p["function"] not in owner
-    ]
-    text, shared_bytes = _render(
-        "run-time preambles several entry files need, and the text their own sources share",
-        namespace,
-        shared,
-        _lookup(whole, api) if lookup else [],
-        common=pieces,
-        define_common=True,
-        api=api,
-    )
+    entries = [*shared, *(e for own in per_unit for e in own)]
+    found = _lookup(whole) if lookup else []
+    text, shared_bytes = _shared_text(namespace, entries, stored, found, api)
     write_if_changed(out_dir / SHARED_SOURCE, text)
-    entries = {p["function"]: p["entries"] for p in plan.preambles}
+    shared_list = _shared_entries(plan, jit_units, per_unit, shared, held)
+    storage = {"storage": "separate" if api == "cstring" else "deduplicated"}
     facts = embed_facts(
-        "entry_file",
-        units,
-        [
-            *({"name": f, "units": entries[f]} for f, _ in shared),
-            *(
-                {
-                    "name": name,
-                    "units": [jit_units[i].name for i in used],
-                    "bytes": piece.stored_bytes,
-                }
-                for name, (piece, used) in common.items()
-            ),
-        ],
-        shared_bytes,
-        compressed=False,
-        extra={"storage": "separate" if api == "cstring" else "deduplicated"},
+        "entry_file", units, shared_list, shared_bytes, compressed=False, extra=storage
     )
     files = list(dict.fromkeys(f for p in inlined.values() for f in p.files))
     return facts, files
@@ -246,6 +305,8 @@ def _generator_files() -> list[Path]:
         "builder.jit.lexing",
         "builder.jit.literals",
         "builder.jit.codegen",
+        "builder.jit.preamble_functions",
+        "builder.jit.unit_names",
     )
     here = Path(os.path.realpath(__file__))
     return [here, *(Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names)]

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from builder.metallib import Metallib, Span
     from builder.metallib.embedded import Location
 
-__all__ = ["Library", "Progress", "one_metallib", "open_library", "resolve_target"]
+__all__ = [
+    "Library",
+    "Progress",
+    "no_metallib",
+    "one_metallib",
+    "open_library",
+    "resolve_target",
+]
 
 Progress = Callable[[str], None]
 
@@ -46,6 +53,9 @@ class Library:
     """Where the metallib sits in ``path`` when ``path`` is a binary holding it (else None)."""
     location: Location | None = None
     """The binary's segment, section and symbol around it, where the binary has sections."""
+    host: Path | None = None
+    """A Mach-O binary that holds no metallib, to be measured by the run-time sources it embeds
+    (``resolve_target(..., host_libraries=True)``; ``builder.size.host_sources``)."""
 
 
 def open_library(lib: Library) -> Metallib:
@@ -57,9 +67,17 @@ def open_library(lib: Library) -> Metallib:
 
 
 def resolve_target(
-    text: str, *, platform: str | None = None, progress: Progress | None = None
+    text: str,
+    *,
+    platform: str | None = None,
+    progress: Progress | None = None,
+    host_libraries: bool = False,
 ) -> list[Library]:
-    """Find the libraries behind ``text`` (downloading a wheel for ``PACKAGE==VERSION``)."""
+    """Find the libraries behind ``text`` (downloading a wheel for ``PACKAGE==VERSION``).
+
+    ``host_libraries`` (the size commands): a Mach-O binary given as the target that holds no
+    metallib is one ``Library`` with ``host`` set, measured by its run-time sources, instead of
+    an error; the measuring side raises :func:`no_metallib` when it holds none either."""
     path = Path(text)
     if path.is_dir():
         manifest_path = path / MANIFEST_NAME
@@ -73,7 +91,7 @@ def resolve_target(
 
             return _from_wheel(text, path, extract_metallibs(path))
         if path.suffix not in (".json", ".metallib") and not _starts_with_magic(path):
-            return _from_binary(text, path, path.name, "binary")
+            return _from_binary(text, path, path.name, "binary", hosts=host_libraries)
         if path.suffix == ".json":
             data = read_json(path, "JSON")
             # a build manifest (units[]; families[] was schema 1: read_manifest says to rebuild)
@@ -177,10 +195,26 @@ def _starts_with_magic(path: Path) -> bool:
         return True  # the reader says what is wrong with the file
 
 
+def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
+    """The error for a binary that holds no metallib (``sources``: and, measured as a host
+    library, no run-time source either), naming what the file is."""
+    from builder.metallib.binary_sections import file_kind
+
+    with open_regular(path, "the target") as handle:
+        what = file_kind(handle.read(8)) or "a file of no kind this tool knows"
+    also = " nor run-time source (no function returning a source text)" if sources else ""
+    return UsageError(
+        f"{text}: {what} that holds no metallib (no MTLB header that parses whole and "
+        f"matches its hashes){also}; give a .metallib, a binary or wheel that ships one, or a "
+        "PACKAGE==VERSION"
+    )
+
+
 def _from_binary(
-    text: str, path: Path, name: str, kind: str, wheel: str | None = None
+    text: str, path: Path, name: str, kind: str, wheel: str | None = None, *, hosts: bool = False
 ) -> list[Library]:
-    """One library per metallib found in the binary at ``path``, named ``name#1``, ``#2``..."""
+    """One library per metallib found in the binary at ``path``, named ``name#1``, ``#2``...;
+    with ``hosts``, a Mach-O one that holds none is a host library to measure."""
     from builder.metallib import MetallibError
     from builder.metallib.embedded import find_metallibs
 
@@ -189,15 +223,9 @@ def _from_binary(
     except MetallibError as exc:
         raise UsageError(str(exc)) from None
     if not found and wheel is None:
-        from builder.metallib.binary_sections import file_kind
-
-        with open_regular(path, "the target") as handle:
-            what = file_kind(handle.read(8)) or "a file of no kind this tool knows"
-        raise UsageError(
-            f"{text}: {what} that holds no metallib (no MTLB header that parses whole and "
-            "matches its hashes); give a .metallib, a binary or wheel that ships one, or a "
-            "PACKAGE==VERSION"
-        )
+        if hosts and _is_macho(path):
+            return [Library(text, "host library", None, host=path)]
+        raise no_metallib(text, path)
     return [
         Library(
             text,
@@ -210,6 +238,13 @@ def _from_binary(
         )
         for e in found
     ]
+
+
+def _is_macho(path: Path) -> bool:
+    from builder.metallib.binary_sections import file_kind
+
+    with open_regular(path, "the target") as handle:
+        return "Mach-O" in (file_kind(handle.read(8)) or "")
 
 
 def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:

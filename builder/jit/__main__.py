@@ -63,13 +63,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one action; 0 on success, 2 (one error line) on unusable input."""
     args = _parser().parse_args(argv)
-    from builder.jit import generate
+    from builder.jit import family_source, generate
     from builder.jit.embed_facts import write_embed_facts
     from builder.kernels.catalog import split_names
 
     try:
         if args.action == "family":
-            generate.write_family(
+            family_source.write_family(
                 args.source_dir,
                 args.family,
                 args.out_dir,
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         elif args.action == "merge":
             facts = [read_json(p, "the embed facts") for p in args.facts]
-            merged = generate.merge_facts(
+            merged = family_source.merge_facts(
                 args.target, args.compress, not args.no_dedup, facts, args.strip_comments
             )
             write_embed_facts(args.out, merged)

@@ -1,242 +1,44 @@
-"""The JIT generator's actions: one family's source, the target's embed.json, ``embed``.
+"""``embed``: a standalone C++ source with one run-time preamble per header, and the names of
+its functions.
 
-CMake runs these at build time through ``python -m builder.jit`` (see ``cmake/MetalJit.cmake``
-and ``cmake/MetallibEmbed.cmake``); ``metallib-builder embed`` calls :func:`write_embed`. Only the
-standard library and ``builder.kernels``/``builder.errors`` are imported, because
+``metallib-builder embed`` calls :func:`write_embed`; CMake runs it at build time through
+``python -m builder.jit embed`` (``cmake/MetallibEmbed.cmake``, which checks this module imports).
+Only the standard library and ``builder.kernels``/``builder.errors`` are imported, because
 scikit-build-core runs the generator in an isolated build environment without click or rich.
+A catalog family's source, the other action CMake runs, is ``builder.jit.family_source``.
 
 Every output is written atomically and only when its bytes change, so a regenerated but
-identical file does not trigger a recompile (Ninja ``restat``). Depfiles (``builder.jit.depfile``)
-list every file the output was made from (a family's: catalog, headers, the generator's own
-modules; embed's: the headers inlined), so touching a header regenerates only what embeds it.
+identical file does not trigger a recompile (Ninja ``restat``). The depfile
+(``builder.jit.depfile``) lists the headers inlined, so touching one regenerates only what
+embeds it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from builder.errors import UsageError
 from builder.files.atomic import check_not_an_input, write_if_changed
-from builder.jit.codegen import (
-    Kernel,
-    StoredPiece,
-    family_pieces,
-    pool_pieces,
-    render_family,
-    render_standalone,
-    valid_namespace,
-)
+from builder.jit.codegen import valid_namespace
 from builder.jit.cxx_keywords import CXX_KEYWORDS
 from builder.jit.depfile import write_depfile
-from builder.jit.embed_facts import embed_facts
 from builder.jit.preamble import Preamble, inline_preamble
+from builder.jit.preamble_functions import render_standalone
 from builder.kernels.runtime_sources import APIS
 
 __all__ = [
     "EMBED_APIS",
-    "FACTS_SCHEMA",
-    "FamilySource",
     "Named",
+    "cxx_identifier",
     "embed_headers",
-    "family_source",
     "function_names",
-    "merge_facts",
     "named_preambles",
     "root_names",
     "write_embed",
-    "write_family",
 ]
-
-FACTS_SCHEMA = 1
-"""Of one family's facts file (``<family>.json``), which :func:`merge_facts` reads."""
-
-
-@dataclass(frozen=True)
-class FamilySource:
-    """A family's generated translation unit and the facts measured from it."""
-
-    family: str
-    preamble: Preamble
-    pieces: tuple[StoredPiece, ...]
-    kernels: tuple[Kernel, ...]
-    pool: tuple[StoredPiece, ...]  # the registry strings (names, arguments) as stored
-    lines: tuple[str, ...]  # the instantiation lines, catalog order
-    cpp: str
-
-    @property
-    def registry_bytes(self) -> int:
-        """Stored bytes of the registry strings (host names and arguments)."""
-        return sum(p.stored_bytes for p in self.pool)
-
-    def facts(self) -> dict[str, object]:
-        """Per-family record that :func:`merge_facts` turns into embed.json."""
-        return {
-            "schema": FACTS_SCHEMA,
-            "name": self.family,
-            "headers": list(self.preamble.headers),
-            "host_names": [k.host_name for k in self.kernels],
-            "source_bytes": len(self.preamble.text.encode("utf-8")),
-            "registry_bytes": self.registry_bytes,
-            "pieces": [
-                {
-                    "name": p.name,
-                    "bytes": p.stored_bytes,
-                    "raw_bytes": p.raw_bytes,
-                    "shared": p.shared,
-                }
-                for p in self.pieces
-            ],
-        }
-
-
-def family_source(
-    source_dir: Path,
-    family: str,
-    dtypes: Sequence[str] | None = None,
-    *,
-    compress: bool = False,
-    dedup: bool = True,
-    strip: bool = False,
-) -> FamilySource:
-    """Inline a catalog family's header and render its translation unit (nothing written)."""
-    from builder.kernels.catalog import INSTANTIATE_MACRO, load_catalog
-
-    catalog = load_catalog(source_dir)
-    items = catalog.expand([family], dtypes)
-    spec = catalog.families[family]
-    preamble = inline_preamble(
-        [catalog.source_dir / spec.header], [catalog.source_dir], strip=strip
-    )
-    head = f'{INSTANTIATE_MACRO}("'
-    kernels, lines = [], []
-    for inst in items:
-        line = inst.instantiation_line()
-        prefix = f'{head}{inst.host_name}", '
-        if not (line.startswith(prefix) and line.endswith(")")):
-            raise UsageError(f"{family}: unexpected instantiation line {line!r}")
-        kernels.append(Kernel(inst.host_name, line[len(prefix) : -1]))
-        lines.append(line)
-    pieces = family_pieces(preamble, dedup=dedup, compress=compress)
-    pool = pool_pieces(kernels, compress=compress)
-    origin = f"{catalog.path.name} and {spec.header}"
-    cpp = render_family(family, preamble, pieces, kernels, pool, head, origin)
-    return FamilySource(
-        family, preamble, tuple(pieces), tuple(kernels), tuple(pool), tuple(lines), cpp
-    )
-
-
-def _generator_files() -> list[Path]:
-    """The modules whose code shapes the output: a change to them must regenerate."""
-    names = (
-        "builder.jit.preamble",
-        "builder.jit.lexing",
-        "builder.jit.literals",
-        "builder.jit.codegen",
-        "builder.jit.generate",
-        "builder.kernels.catalog",
-        "builder.kernels.naming",
-        "builder.kernels.dtypes",
-    )
-    return [Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names]
-
-
-def write_family(
-    source_dir: Path,
-    family: str,
-    out_dir: Path,
-    dtypes: Sequence[str] | None = None,
-    *,
-    compress: bool = False,
-    dedup: bool = True,
-    strip: bool = False,
-    depfile: Path | None = None,
-) -> FamilySource:
-    """Write ``<out_dir>/<family>.cpp`` and ``<family>.json`` (+ depfile) for the CMake build."""
-    generated = family_source(
-        source_dir, family, dtypes, compress=compress, dedup=dedup, strip=strip
-    )
-    cpp_path = out_dir / f"{family}.cpp"
-    write_if_changed(cpp_path, generated.cpp)
-    facts = json.dumps(generated.facts(), indent=1, sort_keys=True) + "\n"
-    write_if_changed(out_dir / f"{family}.json", facts)
-    if depfile is not None:
-        catalog = Path(os.path.realpath(Path(source_dir) / "catalog.json"))
-        deps = [catalog, *generated.preamble.files, *_generator_files()]
-        write_depfile(depfile, os.path.abspath(cpp_path), deps)
-    return generated
-
-
-def merge_facts(
-    target: str,
-    compressed: bool,
-    dedup: bool,
-    family_facts: Sequence[Mapping[str, Any]],
-    stripped: bool = False,
-) -> dict[str, Any]:
-    """embed.json (``builder.jit.embed_facts``): per family what it embeds, with pieces shared by
-    families counted once.
-
-    Per family: ``source_bytes`` (its preamble's text), ``preamble_bytes`` (stored preamble
-    pieces only it uses), ``shared_bytes`` (stored pieces it uses with other families),
-    ``registry_bytes`` (its host-name/argument strings) and ``embedded_bytes`` = preamble_bytes +
-    registry_bytes. Shared pieces are listed under ``shared`` and counted once in the top-level
-    ``embedded_bytes``, which is then all the string data of the library.
-    """
-    users: dict[str, list[str]] = {}
-    sizes: dict[str, int] = {}
-    for facts in family_facts:
-        for piece in facts["pieces"]:
-            if piece["shared"]:
-                names = users.setdefault(piece["name"], [])
-                if facts["name"] not in names:
-                    names.append(str(facts["name"]))
-                sizes[piece["name"]] = int(piece["bytes"])
-    shared = {name for name, fams in users.items() if len(fams) > 1}
-    families: list[dict[str, Any]] = []
-    for facts in family_facts:
-        pieces = facts["pieces"]
-        own: dict[str, int] = {}
-        common: dict[str, int] = {}
-        for index, piece in enumerate(pieces):
-            key = str(piece["name"]) if piece["shared"] else f"#{index}"
-            (common if piece["name"] in shared else own)[key] = int(piece["bytes"])
-        registry = int(facts["registry_bytes"])
-        families.append(
-            {
-                "name": facts["name"],
-                "headers": facts["headers"],
-                "host_names": facts["host_names"],
-                "source_bytes": facts["source_bytes"],
-                "embedded_bytes": sum(own.values()) + registry,
-                "preamble_bytes": sum(own.values()),
-                "shared_bytes": sum(common.values()),
-                "registry_bytes": registry,
-            }
-        )
-    shared_list: list[dict[str, Any]] = [
-        {"name": name, "units": users[name], "bytes": sizes[name]} for name in sorted(shared)
-    ]
-    extra = {
-        "target": target,
-        "dedup": dedup,
-        "stripped": stripped,
-        "registry_bytes": sum(int(f["registry_bytes"]) for f in families),
-    }
-    return embed_facts(
-        "catalog_family",
-        families,
-        shared_list,
-        sum(int(s["bytes"]) for s in shared_list),
-        compressed=compressed,
-        extra=extra,
-    )
 
 
 def cxx_identifier(text: str) -> str:
@@ -282,7 +84,7 @@ EMBED_APIS = APIS
 (the default; pieces shared between preambles stored once), ``cstring`` gives
 ``const char* name()``, the interface MLX's ``jit/includes.h`` declares (each preamble's whole
 text one literal, as MLX stores it). Both keep their text for the whole program (see
-``codegen.render_standalone``)."""
+``preamble_functions.render_standalone``)."""
 
 
 Named = Sequence[tuple[str, Sequence[str | os.PathLike[str]]]]

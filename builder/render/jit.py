@@ -15,6 +15,7 @@ from builder.render.markup import md_code, md_text, print_table, rich_text
 from builder.render.provenance import provenance_line
 from builder.render.rows import top_rows
 from builder.render.text import human_size, percent
+from builder.size.jit_rows import by_strings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,6 +39,8 @@ def jit_headline(jit: JitBreakdown) -> str:
 
 def _notes(report: Report) -> list[str]:
     notes = []
+    if by_strings(report):  # a shipped host library: its run-time sources are the report
+        return ["no metallib: the run-time sources the host library embeds"]
     if report.source.path is None:
         notes.append("no metallib: every unit is compiled at run time")
     if report.by != "kernel":
@@ -59,17 +62,27 @@ class _Line(NamedTuple):
     cumulative: int
 
 
-def _lines(jit: JitBreakdown, top: int | None) -> list[_Line]:
+def _lines(jit: JitBreakdown, top: int | None, report: Report) -> list[_Line]:
     shown = top_rows(jit.units, top)
     rows = [(r.name, False, r) for r in shown.rows]
     if shown.rest is not None:
-        rows.append((f"rest ({shown.rest_groups} units)", True, shown.rest))
+        what = "run-time sources" if by_strings(report) else "units"
+        rows.append((f"rest ({shown.rest_groups} {what})", True, shown.rest))
     rows += [(o.name, True, o) for o in jit.overhead]
     out, cumulative = [], 0
     for name, plain, row in rows:
         cumulative += row.bytes
         out.append(_Line(name, plain, row, cumulative))
     return out
+
+
+def _counted(report: Report, jit: JitBreakdown) -> str:
+    """What the rows are, counted: ``3 units (92 kernels) compiled at run time``, or for a
+    shipped host library ``12 run-time sources``."""
+    if by_strings(report):
+        return f"{len(jit.units):,} run-time sources"
+    kernels = sum(r.function_count for r in jit.units)
+    return f"{len(jit.units):,} units ({kernels:,} kernels) compiled at run time"
 
 
 def _embedded(row: Rollup) -> str:
@@ -89,10 +102,7 @@ def report_jit_table(
         caption += "\n" + rich_text(provenance_line(report.provenance))
     table = Table(
         title=rich_text(report.source.label)
-        + escape(
-            f": {jit_headline(jit)}, {len(jit.units):,} units "
-            f"({kernels:,} kernels) compiled at run time"
-        ),
+        + escape(f": {jit_headline(jit)}, {_counted(report, jit)}"),
         caption=caption,
         title_justify="left",
         caption_justify="left",
@@ -100,32 +110,35 @@ def report_jit_table(
     # a discovered tree's build with entry files embedded whole says which
     how = {j.name: j.embedding for j in report.jit_units}
     whole = "whole-file" in how.values()
-    names = ("JIT unit", *(("embedding",) if whole else ()), "kernels", "size", "bytes")
-    for name in (*names, "share", "cumulative", "embedded"):
-        table.add_column(name, justify="left" if name in ("JIT unit", "embedding") else "right")
-    for line in _lines(jit, top):
+    # a shipped host library's run-time sources have no kernel count and no manifest's bytes
+    counts = not by_strings(report)
+    first = "JIT unit" if counts else "run-time source"
+    names = (first, *(("embedding",) if whole else ()), *(("kernels",) if counts else ()))
+    for name in (*names, "size", "bytes", "share", "cumulative", *(("embedded",) * counts)):
+        table.add_column(name, justify="left" if name in (first, "embedding") else "right")
+    for line in _lines(jit, top, report):
         r = line.row
         table.add_row(
             escape(line.name) if line.plain else rich_text(line.name),
             *(("" if r.overhead or line.plain else how.get(line.name, ""),) if whole else ()),
-            "" if r.overhead else f"{r.function_count:,}",
+            *(("" if r.overhead else f"{r.function_count:,}",) * counts),
             human_size(r.bytes),
             f"{r.bytes:,}",
             percent(r.bytes, jit.total),
             percent(line.cumulative, jit.total),
-            _embedded(r),
+            *((_embedded(r),) * counts),
             style="dim" if line.plain else "",
         )
     table.add_section()
     table.add_row(
         "total",
         *(("",) if whole else ()),
-        f"{kernels:,}",
+        *((f"{kernels:,}",) * counts),
         human_size(jit.total),
         f"{jit.total:,}",
         "100.0%" if jit.total else "-",
         "",
-        "",
+        *(("",) * counts),
         style="bold",
     )
     print_table(console, table, fit=fit)
@@ -140,29 +153,33 @@ def report_jit_markdown(report: Report, jit: JitBreakdown, top: int | None) -> l
         else [f"#### JIT units of {md_code(report.source.label)}\n"]
     )
     lines.append(
-        f"{jit_headline(jit)} ({jit.total:,} bytes), {len(jit.units):,} units "
-        f"({kernels:,} kernels) compiled at run time. Measured: {md_text(jit.origin)}.\n"
+        f"{jit_headline(jit)} ({jit.total:,} bytes), {_counted(report, jit)}. "
+        f"Measured: {md_text(jit.origin)}.\n"
     )
     lines += [f"<sub>{md_text(note)}</sub>\n" for note in _notes(report)]
     if report.source.path is None:
         lines.append(f"<sub>{md_text(provenance_line(report.provenance))}</sub>\n")
     how = {j.name: j.embedding for j in report.jit_units}
     whole = "whole-file" in how.values()  # the column only when some unit is embedded whole
+    counts = not by_strings(report)  # as in the table
+    first = "JIT unit" if counts else "run-time source"
     lines += [
-        f"| JIT unit |{' embedding |' if whole else ''} kernels | size | share | "
-        + "cumulative | embedded |",
-        f"|---|{'---|' if whole else ''}---:|---:|---:|---:|---:|",
+        f"| {first} |{' embedding |' if whole else ''}{' kernels |' * counts} size | share | "
+        + f"cumulative |{' embedded |' * counts}",
+        f"|---|{'---|' if whole else ''}{'---:|' * counts}---:|---:|---:|{'---:|' * counts}",
     ]
-    for line in _lines(jit, top):
+    for line in _lines(jit, top, report):
         r = line.row
         name = line.name if line.plain else md_code(line.name)
         embedding = how.get(line.name, "") if not (r.overhead or line.plain) else ""
-        kernel_cell = "" if r.overhead else f" {r.function_count:,}"
+        kernel_cell = f"{'' if r.overhead else f' {r.function_count:,}'} |" * counts
         lines.append(
-            f"| {name} |{f' {embedding} |' if whole else ''}{kernel_cell} | "
+            f"| {name} |{f' {embedding} |' if whole else ''}{kernel_cell} "
             f"{human_size(r.bytes)} | {percent(r.bytes, jit.total)} | "
-            f"{percent(line.cumulative, jit.total)} | {_embedded(r)} |".replace("|  |", "| |")
+            f"{percent(line.cumulative, jit.total)} |{f' {_embedded(r)} |' * counts}".replace(
+                "|  |", "| |"
+            )
         )
-    total = f"| **total** |{' |' if whole else ''} {kernels:,} | {human_size(jit.total)}"
-    lines.append(f"{total} | 100.0% | | |")
+    total = f"| **total** |{' |' if whole else ''}{f' {kernels:,} |' * counts}"
+    lines.append(f"{total} {human_size(jit.total)} | 100.0% | |{' |' * counts}")
     return lines

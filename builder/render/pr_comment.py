@@ -20,6 +20,7 @@ from builder.render.download import compare_download_line
 from builder.render.markup import clip, md_code, md_text
 from builder.render.provenance import provenance_line
 from builder.render.text import human_delta, human_size, origin, signed_percent
+from builder.size.jit_rows import by_strings
 
 if TYPE_CHECKING:
     from builder.size.checks import Check
@@ -222,8 +223,13 @@ def _section(
     base, head = comparison.base, comparison.head
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
+        what = (
+            "the run-time sources the host libraries embed"
+            if by_strings(base) and by_strings(head)
+            else "every unit is compiled at run time"
+        )
         footer = clip(
-            f"<sub>No metallib on either side: every unit is compiled at run time. Measured: "
+            f"<sub>No metallib on either side: {what}. Measured: "
             f"base {md_text(jit.base_origin or 'no JIT unit')}; "
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,

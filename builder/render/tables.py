@@ -31,7 +31,7 @@ from builder.render.text import (
     signed_percent,
     visible,
 )
-from builder.size.jit_rows import jit_breakdown
+from builder.size.jit_rows import by_strings, jit_breakdown
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -341,9 +341,15 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
         f"base measured: {rich_text(jit.base_origin or 'no JIT unit')}",
         f"head measured: {rich_text(jit.head_origin or 'no JIT unit')}",
     ]
+    sources = by_strings(base) and by_strings(head)  # two shipped host libraries
     if comparison.jit_only:
         caption += [
-            "no metallib on either side: every unit is compiled at run time",
+            "no metallib on either side: "
+            + (
+                "the run-time sources the host libraries embed"
+                if sources
+                else "every unit is compiled at run time"
+            ),
             f"base {rich_text(provenance_line(base.provenance))}",
             f"head {rich_text(provenance_line(head.provenance))}",
         ]
@@ -365,7 +371,7 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
     return _delta_table(
         title,
         "\n".join(caption),
-        "JIT unit",
+        "run-time source" if sources else "JIT unit",
         rows,
         total,
         counts="kernels",

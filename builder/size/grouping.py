@@ -123,6 +123,9 @@ class Sources(NamedTuple):
 
     of: Mapping[str, str]
     origin: str
+    folders: tuple[Path, ...] = ()
+    """A discovered tree's root, then its -I folders: where a shipped host library's run-time
+    sources find the headers they were made from (``builder.size.host_sources``)."""
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.size.host_sources import STRINGS_METHOD
+from builder.size.host_symbols import method_words
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
 from builder.size.rollup import Rollup, overhead_row
 
 if TYPE_CHECKING:
     from builder.size.report import Report
 
-__all__ = ["HOST_SHARED", "HOST_UNMAPPED", "JitBreakdown", "jit_breakdown"]
+__all__ = [
+    "HOST_REST",
+    "HOST_SHARED",
+    "HOST_UNMAPPED",
+    "JitBreakdown",
+    "by_strings",
+    "jit_breakdown",
+]
 
 HOST_SHARED = "[runtime, shared]"
 HOST_UNMAPPED = "[not in any symbol]"
+HOST_REST = "[rest of the host library]"
+"""A shipped host library measured by its run-time sources: the bytes of no such source."""
 
 
 class JitBreakdown(NamedTuple):
@@ -49,7 +60,17 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
     library = report.host_library
     manifest = report.source.manifest or "(no manifest path)"
     why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
-    if library is not None and why is None:
+    if library is not None and why is None and library.measured_by == STRINGS_METHOD:
+        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
+        overhead = [overhead_row(HOST_REST, unattributed_bytes(library, jit))]
+        total = library.file_size
+        tree = report.grouping.partition(":")[2] if report.grouping.startswith("discovery:") else ""
+        origin = (
+            f"each run-time source's string (a const char* function's __cstring literal, NUL "
+            f"included) in the host library {library.path}, not metallib bytes"
+            + (f"; named by the headers of {tree}" if tree else "")
+        )
+    elif library is not None and why is None:
         rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
         overhead = [
             overhead_row(HOST_SHARED, library.shared_bytes or 0),
@@ -57,7 +78,7 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
         ]
         total = library.file_size
         origin = (
-            f"symbol sizes (ELF st_size, {library.measured_by}) in the host library "
+            f"symbol sizes ({method_words(library.measured_by or '')}) in the host library "
             f"{library.path}, not metallib bytes; embedded source bytes per build "
             f"manifest {manifest}"
         )
@@ -71,3 +92,10 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
 
 def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
     return Rollup(name, kernels, size, 0, embedded_bytes=embedded)
+
+
+def by_strings(report: Report) -> bool:
+    """``report`` is of a shipped host library, its rows run-time sources found in the binary
+    (``builder.size.host_sources``), not a build's units."""
+    host = report.host_library
+    return host is not None and host.measured_by == STRINGS_METHOD

@@ -4,13 +4,13 @@ A unit built JIT has no function in the metallib: its source is embedded in the 
 and compiled at run time. A build whose units are all JIT has no metallib at all, so its
 size report must be about the host library instead. The figures are measured, never estimated:
 
-* per unit, the bytes of its symbols in the host library (ELF ``st_size``, read by
-  ``builder.size.host_symbols`` from the ``.symtab``: the locals of its ``<unit>.cpp`` and
-  its exported registry entry), plus the symbols no unit owns (the runtime, source pieces
-  shared by units) and the file bytes in no symbol (ELF headers, symbol and string tables,
-  padding). Together they are the host library's file size, as a metallib's functions and
-  container overhead are its file size;
-* when the symbols cannot be read (a Mach-O dylib, a stripped library, a missing file), the
+* per unit, the bytes of its symbols in the host library, an ELF ``.so`` or a Mach-O
+  ``.dylib`` (``builder.size.host_symbols``: the symbols whose names hold the unit's
+  namespace, and its registry entry; ELF ``st_size``, or in Mach-O each symbol up to the
+  next), plus the symbols no unit owns (the runtime, source pieces shared by units) and the
+  file bytes in no symbol (headers, symbol and string tables, padding). Together they are the
+  host library's file size, as a metallib's functions and container overhead are its file size;
+* when the symbols cannot be read (a stripped library, another format, a missing file), the
   embedded source bytes the build recorded in its manifest, and the report says so.
 
 The rows a report shows for them are ``builder.size.jit_rows``.
@@ -43,7 +43,8 @@ class JitUnit(NamedTuple):
     embedded_bytes: int
     """Source bytes stored for it, as the build manifest records them."""
     host_bytes: int | None = None
-    """Bytes of its symbols in the host library (ELF ``st_size``); None when not measured."""
+    """Bytes of its symbols in the host library (``builder.size.host_symbols``); None when not
+    measured."""
     kernel_count: int = 0
     """Instantiations it provides at run time (its host names in the manifest)."""
     embedding: str = "preamble"
@@ -58,9 +59,13 @@ class HostLibrary:
     path: str
     file_size: int
     measured_by: str | None
-    """How symbol sizes were read (``pyelftools .symtab``); None when they could not be."""
+    """How symbol sizes were read (``pyelftools .symtab``, ``Mach-O LC_SYMTAB``); None when they
+    could not be."""
     shared_bytes: int | None = None
     """Bytes of symbols no unit owns: the runtime and source pieces shared by units."""
+    unmatched: tuple[str, ...] = ()
+    """Of a shipped host library measured by its run-time sources against a kernel tree
+    (``builder.size.host_sources``): the rows no header of the tree made. Not saved."""
 
 
 def measure_host(
@@ -88,7 +93,10 @@ def unmeasured_reason(host: HostLibrary | None, jit: Sequence[JitUnit]) -> str |
     if host is None:
         return "host library not found"
     if host.measured_by is None or host.shared_bytes is None:
-        return f"no symbol sizes in the host library {host.path}: not ELF, or stripped"
+        return (
+            f"no symbol sizes in the host library {host.path}: stripped, not made by this "
+            "tool, or neither ELF nor Mach-O"
+        )
     if any(j.host_bytes is None for j in jit):
         return f"no symbol sizes for some units in the host library {host.path}"
     return None

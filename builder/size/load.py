@@ -1,7 +1,8 @@
 """Measure what a target resolved to: a report per library (or a saved report read back).
 
 ``builder.inputs.targets`` finds the libraries; this module attributes their bytes, groups them
-and measures a build's JIT host library, so ``report`` and ``compare`` start from here.
+and measures a build's JIT host library (or a shipped one given as the target, by its run-time
+sources), so ``report`` and ``compare`` start from here.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class TreeSources:
         if key not in self._found:
             tree = self._discover(platform)
             self.origin = f"discovery:{tree.root}"
-            self._found[key] = Sources(tree.source_of(), self.origin)
+            folders = (tree.root, *tree.config.include_dirs)
+            self._found[key] = Sources(tree.source_of(), self.origin, folders)
         return self._found[key]
 
 
@@ -77,9 +79,9 @@ def load_reports(
     over what a build manifest records. ``download`` adds the download
     shares (``builder.size.download``).
     """
+    found = resolve_target(text, platform=platform, progress=progress, host_libraries=True)
     return [
-        load_library(lib, by=by, rules=rules, sources=sources, download=download)
-        for lib in resolve_target(text, platform=platform, progress=progress)
+        load_library(lib, by=by, rules=rules, sources=sources, download=download) for lib in found
     ]
 
 
@@ -109,6 +111,8 @@ def load_library(
             return report
         stated = report.provenance.get("library")
         return group_report(report, by, rules=rules, sources=_for_library(sources, stated, label))
+    if lib.host is not None:
+        return _host_library(lib, lib.host, by, _for_library(sources, None, label))
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
@@ -166,6 +170,31 @@ def load_library(
         host_library=host,
         provenance=provenance,
         download=shares,
+    )
+
+
+def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:
+    """A Mach-O binary holding no metallib, measured by the run-time sources it embeds
+    (``builder.size.host_sources``), named by the headers of the ``--source-dir`` tree."""
+    from builder.inputs.targets import no_metallib
+    from builder.size.attribution import Attribution
+    from builder.size.host_sources import measure_host_sources
+    from builder.size.provenance import build_provenance
+    from builder.size.report import Source, build_report
+
+    measured = measure_host_sources(path, sources.folders if sources is not None else ())
+    if measured is None:
+        raise no_metallib(lib.target, path, sources=True)
+    jit, host = measured
+    source = Source(path=None, target=lib.target, kind=lib.kind)
+    return build_report(
+        Attribution.empty(),
+        source,
+        by=by,
+        sources=sources,
+        jit_units=jit,
+        host_library=host,
+        provenance=build_provenance(None, None),
     )
 
 

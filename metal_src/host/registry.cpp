@@ -7,6 +7,8 @@
 // copy; the assembled text lives as long as the library, so preamble() returns a string_view
 // and the C API returns borrowed names.
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>

@@ -150,11 +150,20 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
     assert m["options"] == {"METALLIB_JIT": [], "METALLIB_STD": "metal3.1"}
 
 
-def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
+def test_symbol_sizes_by_the_unit_namespace(tmp_path: Path) -> None:
+    """A symbol is a unit's when its name holds the unit's namespace (spelled here as
+    builder.jit.unit_names documents it) or ``family_<unit>``, whatever file defines it; a
+    ``.bss`` object holds no file bytes and counts for nobody."""
     (tmp_path / "unary.cpp").write_text(
-        "namespace { extern const char a[100]; const char a[100] = {1}; }\n"
-        "const char* ua() { return a; }\n"
+        # the anonymous namespace's mangled name ends in a digit (12_GLOBAL__N_1) right
+        # before the unit's namespace's length
+        "namespace { namespace mbjit_unit_unary { extern const char a[100]; "
+        "const char a[100] = {1}; } }\n"
+        "const char* ua() { return mbjit_unit_unary::a; }\n"
         "extern const int family_unary[8]; const int family_unary[8] = {1};\n"
+        "namespace mbjit_unit_steel2f_x2e_metal { extern const char t[40]; "
+        "const char t[40] = {1}; }\n"
+        "char zeros[4096];\n"
     )
     # a registry entry in a namespace, as the generator writes them: its name is mangled
     # (_ZN9metal_jit6detail11family_copyE); a longer name that starts the same is not it
@@ -163,6 +172,7 @@ def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
         "namespace metal_jit { namespace detail {\n"
         "extern const int family_copy[4]; const int family_copy[4] = {1};\n"
         "extern const int family_copy_general[2]; const int family_copy_general[2] = {1};\n"
+        "namespace mbjit_unit_unary { extern const char b[10]; const char b[10] = {1}; }\n"
         "} }\n"
     )
     lib = tmp_path / "lib.so"
@@ -172,12 +182,14 @@ def test_symbol_sizes_per_translation_unit(tmp_path: Path) -> None:
         cwd=tmp_path,
         check=True,
     )
-    sizes = symbol_sizes(lib, ["unary", "copy"])
+    sizes = symbol_sizes(lib, ["unary", "copy", "steel/x.metal"])
     assert sizes is not None, "pyelftools is a dependency: the symbol table must be read"
     assert sizes.method == "pyelftools .symtab"
-    assert sizes.by_unit["unary"] >= 100 + 32
+    assert sizes.by_unit["unary"] == 100 + 32 + 10
     assert sizes.by_unit["copy"] == 16  # family_copy, not family_copy_general
-    assert sizes.by_unit[OTHER] >= 64 + 8
+    assert sizes.by_unit["steel/x.metal"] == 40
+    assert 64 + 8 <= sizes.by_unit[OTHER] < 4096  # rt, family_copy_general, ua; not zeros
+    assert symbol_sizes(lib, ["softmax"]) is None  # no symbol names a unit
 
 
 def test_progress_display_bar_and_plain_lines() -> None:

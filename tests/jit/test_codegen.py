@@ -17,11 +17,12 @@ from builder.jit.codegen import (
     Kernel,
     pool_pieces,
     pool_text,
-    render_standalone,
     valid_namespace,
 )
-from builder.jit.generate import embed_headers, family_source, merge_facts
+from builder.jit.family_source import family_source, merge_facts
+from builder.jit.generate import embed_headers
 from builder.jit.literals import cxx_string
+from builder.jit.preamble_functions import render_standalone
 from builder.kernels.compiler import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
 

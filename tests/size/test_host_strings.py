@@ -10,129 +10,26 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import zipfile
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from binaries import lipo, nm_addresses, tool
+from binaries import cxx_dylib, lipo, nm_addresses
 from clirun import run_cli
+from support.llvm_strings import function_starts, independent_sources, wheel_member
 
-from builder.inputs import wheel_cache, wheels
 from builder.size.host_strings import demangle_plain, host_strings
-
-
-def _run(args: list[str]) -> str:
-    done = subprocess.run(args, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def _slice_offset(path: Path, arch: str | None) -> int:
-    if arch is None:
-        return 0
-    text = _run([tool("llvm-objdump"), "--macho", "--universal-headers", str(path)])
-    slices = dict(re.findall(r"architecture (\S+)\n(?:.*\n)*?\s+offset (\d+)", text))
-    return int(slices[arch])
-
-
-def _cstring(path: Path, arch: str | None) -> tuple[int, int, int]:
-    """(address, size, file offset) of ``__TEXT,__cstring`` by ``llvm-objdump``."""
-    args = [tool("llvm-objdump"), "--macho", "--section-headers"]
-    args += [f"--arch={arch}"] if arch else []
-    text = _run([*args, str(path)])
-    found = re.search(r"\d+\s+__cstring\s+([0-9a-f]+)\s+([0-9a-f]+)", text)
-    assert found is not None, text
-    size, address = found.groups()
-    headers = _run([tool("llvm-objdump"), "--macho", "--private-headers", *args[3:], str(path)])
-    block = re.search(r"sectname __cstring\n\s+segname __TEXT\n(?:.*\n)*?\s+offset (\d+)", headers)
-    assert block is not None, headers
-    return int(address, 16), int(size, 16), _slice_offset(path, arch) + int(block.group(1))
-
-
-def _disassembly(path: Path, arch: str | None, wanted: set[int]) -> dict[int, str]:
-    """Address -> instruction text (operands as ``llvm-objdump -d`` prints them) at each of
-    ``wanted``, from one disassembly of the whole file, read as it streams."""
-    if arch:  # one slice of a fat file, cut out by llvm-lipo (addresses are the slice's)
-        thin = path.with_name(f"{path.name}.{arch}")
-        _run([tool("llvm-lipo"), "-thin", arch, str(path), "-output", str(thin)])
-        path = thin
-    args = [tool("llvm-objdump"), "-d", "--no-show-raw-insn", "--print-imm-hex"]
-    line_rx = re.compile(r"^\s*([0-9a-f]+):\s+(.*)$")
-    found = {}
-    with subprocess.Popen([*args, str(path)], stdout=subprocess.PIPE, text=True) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            match = line_rx.match(line)
-            if match and int(match.group(1), 16) in wanted:
-                text = match.group(2).split("<")[0].split("//")[0].split("#", 1)
-                op = text[0] if not text[0].rstrip().endswith(",") else "#".join(text)
-                found[int(match.group(1), 16)] = re.sub(r"\s+", " ", op).strip()
-    assert proc.returncode == 0
-    return found
-
-
-def _targets(path: Path, starts: Mapping[int, str | None], arch: str | None) -> dict[int, int]:
-    """Function address -> the address its first instructions return, from the disassembly:
-    ``adrp x0, P`` + ``add x0, x0, #I`` + ``ret``, or ``leaq D(%rip), %rax`` + ``retq``, also
-    inside ``pushq %rbp; movq %rsp, %rbp`` ... ``popq %rbp``; only functions whose whole body
-    is that."""
-    steps = (0, 1, 4, 8, 11, 12)  # arm64: 0/4/8; x86-64: lea 0 (7 B), ret 7; framed 1, 4, 11, 12
-    code = _disassembly(path, arch, {a + d for a in starts for d in (*steps, 7)})
-    found = {}
-    for address in starts:
-        op = [code.get(address + d, "") for d in (0, 4, 8)]
-        add = re.fullmatch(r"add x0, x0, #(0x[0-9a-f]+|\d+)", op[1])
-        if op[0].startswith("adrp x0, ") and add and op[2] == "ret":
-            found[address] = int(op[0].split(", ")[1], 16) + int(add.group(1), 0)
-            continue
-        framed = code.get(address) == "pushq %rbp" and code.get(address + 1) == "movq %rsp, %rbp"
-        at = 4 if framed else 0
-        lea = re.fullmatch(r"leaq (-?0x[0-9a-f]+)\(%rip\), %rax", code.get(address + at, ""))
-        tail = [code.get(address + at + 7), code.get(address + at + 8)] if framed else []
-        ends = tail == ["popq %rbp", "retq"] if framed else code.get(address + 7) == "retq"
-        if lea and ends:
-            found[address] = address + at + 7 + int(lea.group(1), 16)  # RIP: the next one
-    return found
-
-
-def _independent(
-    path: Path, arch: str | None, names: Mapping[int, str | None]
-) -> dict[int, tuple[str | None, int, bytes]]:
-    """Function address -> (symbol, file offset, bytes incl. NUL) of each string it returns."""
-    address, size, offset = _cstring(path, arch)
-    data = path.read_bytes()
-    out = {}
-    for function, target in _targets(path, names, arch).items():
-        if address <= target < address + size:
-            where = offset + target - address
-            out[function] = (names[function], where, data[where : data.index(b"\0", where) + 1])
-    return out
-
-
-def _wheel_member(name: str, version: str, member: str, tmp: Path) -> Path:
-    try:
-        wheel = wheels.download_wheel(name, version, "macosx_14_0_arm64")
-    except wheel_cache.DownloadError as exc:
-        pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
-    with zipfile.ZipFile(wheel) as archive:
-        inner = next(n for n in archive.namelist() if n.endswith("/" + member))
-        out = tmp / member
-        out.write_bytes(archive.read(inner))
-    return out
 
 
 @pytest.mark.realdata
 def test_mlx_metal_preambles_match_llvm(tmp_path: Path) -> None:
     """libmlx.dylib of mlx-metal 0.32.1: the 12 preambles of ``mlx::core::metal``."""
-    dylib = _wheel_member("mlx-metal", "0.32.1", "libmlx.dylib", tmp_path)
+    dylib = wheel_member("mlx-metal", "0.32.1", "libmlx.dylib", tmp_path)
     symbols = {a: n for n, a in nm_addresses(dylib).items()}
     ours = host_strings(dylib, "mlx::core::metal")
     assert ours is not None
     wanted = {
         a: v
-        for a, v in _independent(
+        for a, v in independent_sources(
             dylib, None, {a: n for a, n in symbols.items() if n.startswith("__ZN3mlx4core5metal")}
         ).items()
         if re.fullmatch(r"__ZN3mlx4core5metal\d+\w+Ev", v[0] or "")
@@ -151,11 +48,10 @@ def test_mlx_metal_preambles_match_llvm(tmp_path: Path) -> None:
 def test_executorch_stripped_delegate_matches_llvm(tmp_path: Path) -> None:
     """executorch 1.5.1's MLX delegate keeps no local symbols: its functions are found by
     ``LC_FUNCTION_STARTS``, unnamed, and a source is a string holding a line break."""
-    dylib = _wheel_member("executorch", "1.5.1", "libexecutorch_backend_mlx.dylib", tmp_path)
-    text = _run([tool("llvm-objdump"), "--macho", "--function-starts", str(dylib)])
-    starts = {int(a, 16): None for a in re.findall(r"^([0-9a-f]{8,})", text, re.MULTILINE)}
+    dylib = wheel_member("executorch", "1.5.1", "libexecutorch_backend_mlx.dylib", tmp_path)
+    starts = dict.fromkeys(function_starts(dylib))
     named = {a: n for n, a in nm_addresses(dylib).items()}
-    found = _independent(dylib, None, {a: named.get(a) for a in starts})
+    found = independent_sources(dylib, None, {a: named.get(a) for a in starts})
     wanted = {a: v for a, v in found.items() if v[0] is None and b"\n" in v[2]}
     ours = host_strings(dylib)
     assert ours is not None and all(s.function is None for s in ours)
@@ -181,21 +77,14 @@ const char* global_source() { return "global\\nsource"; }
 def _dylib(tmp: Path, arch: str) -> Path:
     source = tmp / "host.cpp"
     source.write_text(SOURCE)
-    obj, out = tmp / f"host.{arch}.o", tmp / f"libhost.{arch}.dylib"
-    target = f"{arch}-apple-macos14"
-    _run([tool("clang"), "-target", target, "-O2", "-c", "-x", "c++", str(source), "-o", str(obj)])
-    _run(
-        [tool("ld64.lld"), "-dylib", "-arch", arch, "-platform_version", "macos", "14.0", "14.0"]
-        + [str(obj), "-o", str(out)]
-    )
-    return out
+    return cxx_dylib(tmp / f"libhost.{arch}.dylib", [source], arch=arch)
 
 
 @pytest.mark.parametrize("arch", ["arm64", "x86_64"])
 def test_synthetic_dylib_namespace_and_sources(tmp_path: Path, arch: str) -> None:
     dylib = _dylib(tmp_path, arch)
     symbols = {a: n for n, a in nm_addresses(dylib).items()}
-    found = _independent(dylib, None, symbols)
+    found = independent_sources(dylib, None, symbols)
     by_name = {n: (where, raw) for _, (n, where, raw) in found.items()}
     ours = host_strings(dylib, "demo::jit")
     assert ours is not None
@@ -230,7 +119,7 @@ def test_fat_binary_lists_each_architecture(tmp_path: Path) -> None:
     assert sorted({s.arch for s in ours}) == ["arm64", "x86_64"]
     for arch in ("arm64", "x86_64"):
         symbols = {a: n for n, a in nm_addresses(fat, arch).items()}
-        found = _independent(fat, arch, symbols)
+        found = independent_sources(fat, arch, symbols)
         wanted = {(where, len(raw)) for n, where, raw in found.values() if "4demo3jit" in (n or "")}
         assert {(s.offset, s.size) for s in ours if s.arch == arch} == wanted
 
@@ -272,7 +161,7 @@ def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     """``sources`` writes what ``host_strings`` finds, as JSON (-o) and a table."""
     dylib = _dylib(tmp_path, "arm64")
     symbols = {a: n for n, a in nm_addresses(dylib).items()}
-    found = _independent(dylib, None, symbols)
+    found = independent_sources(dylib, None, symbols)
     out = tmp_path / "sources.json"
     code, _, err = run_cli(
         ["sources", str(dylib), "--namespace", "demo::jit", "-o", str(out)], capsys

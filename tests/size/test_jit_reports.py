@@ -5,7 +5,8 @@ A build whose families are all JIT has no metallib; its report must show what it
 family's symbol bytes in the host library (with the bytes no family owns, adding up to the file
 size), say that this is what was measured and where, and compare two such builds family by
 family. The reference figures are independent of the tool: the symbol table as binutils'
-``readelf`` prints it, read by the rule docs/build.md states.
+``readelf`` prints it (names demangled by binutils), read by the rule docs/build.md states, with
+each family's namespace as its generated source declares it.
 """
 
 from __future__ import annotations
@@ -76,38 +77,39 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, di
 
 def _reference(build: Path) -> dict[str, Any]:
     """What a JIT build holds, without the tool: its families and their kernels from the manifest,
-    and from ``readelf -sW`` of the host library each family's symbol bytes (``st_size`` of the
-    defined functions and objects local to its ``<family>.cpp``, or named ``family_<name>``),
-    the bytes of the other symbols, and the file size."""
+    and from ``readelf -sW -C`` of the host library each family's symbol bytes (``st_size`` of
+    the defined functions and objects with file bytes, each address once, whose demangled name
+    has the namespace ``metal_jit/<family>.cpp`` declares, or is the registry entry
+    ``family_<name>``), the bytes of the other symbols, and the file size."""
     manifest = json.loads((build / "manifest.json").read_text())
     families = {f["name"]: f for f in manifest["units"]}
-    table = subprocess.run(
-        ["readelf", "-sW", str(build / HOST)], capture_output=True, text=True, check=True
-    ).stdout.split("Symbol table '.symtab'")[1]
+    scopes = {}
+    for name in families:
+        text = (build / "metal_jit" / f"{name}.cpp").read_text()
+        declared = re.findall(r"^namespace (mbjit_unit_\w+) \{", text, re.MULTILINE)
+        assert len(declared) == 1, (name, declared)
+        scopes[declared[0]] = name
+    headers = _readelf("-SW", build / HOST)
+    rows = re.findall(r"^\s*\[\s*(\d+)\]\s+\S+\s+(\S+)", headers, re.MULTILINE)
+    empty = {index for index, kind in rows if kind == "NOBITS"}
+    table = _readelf("-sW", build / HOST, "-C").split("Symbol table '.symtab'")[1]
     sizes = dict.fromkeys([*families, "other"], 0)
-    unit = None
+    seen = set()
     for line in table.splitlines():
-        fields = line.split()
+        fields = line.split(None, 7)
         if len(fields) < 8 or not fields[0].endswith(":"):
             continue
-        size, kind, bind, section, name = fields[2], fields[3], fields[4], fields[6], fields[7]
-        if kind == "FILE":
-            unit = name.removesuffix(".cpp") if name.removesuffix(".cpp") in families else None
+        value, size, kind, section, name = fields[1], fields[2], fields[3], fields[6], fields[7]
+        if kind not in ("FUNC", "OBJECT") or not section.isdigit() or int(size) == 0:
             continue
-        if kind not in ("FUNC", "OBJECT") or section == "UND" or int(size) == 0:
+        if section in empty or (section, value) in seen:
             continue
-        # family_<name> as a whole C name, or as a mangled one: its length, then the name
-        named = [
-            f
-            for f in families
-            if re.search(
-                rf"(?<![0-9]){len(f) + 7}family_{re.escape(f)}|"
-                rf"(?<![0-9A-Za-z_])family_{re.escape(f)}(?![0-9A-Za-z_])",
-                name,
-            )
-        ]
-        owner = unit if bind == "LOCAL" and unit else named[0] if named else "other"
-        sizes[owner] += int(size)
+        seen.add((section, value))
+        parts = name.split("::")
+        owner = next((scopes[p] for p in parts if p in scopes), None)
+        if owner is None and parts[-1].startswith("family_"):
+            owner = parts[-1].removeprefix("family_")
+        sizes[owner if owner in families else "other"] += int(size)
     return {
         "families": {
             n: {
@@ -120,6 +122,12 @@ def _reference(build: Path) -> dict[str, Any]:
         "other_bytes": sizes["other"],
         "file_size": (build / HOST).stat().st_size,
     }
+
+
+def _readelf(*args: str | Path) -> str:
+    return subprocess.run(
+        ["readelf", *map(str, args)], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def _host(reference: dict[str, Any]) -> dict[str, int]:
@@ -255,7 +263,7 @@ def test_unreadable_host_library_falls_back_to_manifest_bytes(
         ["strip", "--strip-all", "-o", str(stripped / HOST), str(build / HOST)], check=True
     )
     embedded = {name: f["embedded_bytes"] for name, f in sizes["families"].items()}
-    for where, why in ((missing, "host library not found"), (stripped, "not ELF, or stripped")):
+    for where, why in ((missing, "host library not found"), (stripped, "stripped")):
         code, out, _ = run_cli(["report", str(where)], capsys)
         assert code == 0
         for name, size in embedded.items():
@@ -344,3 +352,58 @@ def test_growth_gates_count_the_host_library_of_mixed_builds(
         ["compare", str(a), str(b), "--max-total-size", str(lib + host_b - 1)], capsys
     )
     assert code == 1 and f"is {human_size(lib + host_b)} ({lib + host_b:,} bytes)" in err
+
+
+def test_report_of_a_build_whose_host_library_is_a_dylib(
+    builds: dict[str, tuple[Path, dict[str, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Mac build: the build's own generated family sources and index, compiled for arm64
+    macOS (Debian's clang and ld64.lld, no SDK: they include no standard header), are the
+    host library its manifest names. ``report`` measures each family in the dylib as in the
+    .so: the same rule, read by llvm-objdump here (Mach-O symbols are sized up to the next
+    one), and the rows add up to the dylib's size."""
+    from binaries import cxx_dylib, macho_symbols
+
+    build, sizes = builds["a"]
+    mac = tmp_path / "mac"
+    mac.mkdir()
+    manifest = json.loads((build / "manifest.json").read_text())
+    families = [f["name"] for f in manifest["units"]]
+    sources = [build / "metal_jit" / f"{f}.cpp" for f in families]
+    include = ROOT / "metal_src" / "host" / "include"
+    dylib = cxx_dylib(
+        mac / "libmetal_jit.dylib",
+        [*sources, build / "metal_jit" / "index.cpp"],
+        include_dirs=(include,),
+    )
+    manifest["host_library"] = dylib.name
+    (mac / "manifest.json").write_text(json.dumps(manifest))
+    scopes = {}
+    for name, source in zip(families, sources):
+        [scope] = re.findall(r"^namespace (mbjit_unit_\w+) \{", source.read_text(), re.MULTILINE)
+        scopes[scope] = name
+    wanted = dict.fromkeys([*families, "other"], 0)
+    for symbol in macho_symbols(dylib):
+        parts = symbol.name.split("::")
+        owner = next((scopes[p] for p in parts if p in scopes), None)
+        if owner is None and parts[-1].removeprefix("family_") in families:
+            owner = parts[-1].removeprefix("family_")
+        wanted[owner or "other"] += symbol.size
+    code, out, err = run_cli(["report", str(mac), "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {j["name"]: j["host_bytes"] for j in doc["jit_units"]} == {
+        f: wanted[f] for f in families
+    }
+    host = doc["host_library"]
+    assert host["measured_by"] == "Mach-O LC_SYMTAB" and host["shared_bytes"] == wanted["other"]
+    assert sum(wanted.values()) + host["unattributed_bytes"] == dylib.stat().st_size
+    # the registry strings and tables are the same bytes in both formats; the Family object
+    # (pointers) and alignment differ, so the figures are close, not equal
+    elf = _host(sizes)
+    assert all(abs(wanted[f] - elf[f]) <= 64 for f in families), (wanted, elf)
+    code, out, _ = run_cli(["report", str(mac)], capsys)
+    assert _has(out, "Mach-O LC_SYMTAB: each symbol up to the next one of its section")
+    assert _has(out, str(dylib))

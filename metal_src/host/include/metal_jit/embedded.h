@@ -6,10 +6,10 @@
 // the registry derives offsets and the by-name order from the strings on first use, so a
 // kernel costs the library only its (compressible) name and arguments. A generated index
 // (written by CMake) lists the families of the library.
+//
+// No header is included: a family's source needs none, so it compiles for any target the
+// compiler knows, also without that target's C++ standard library (a Darwin target on Linux).
 #pragma once
-
-#include <cstddef>
-#include <cstdint>
 
 #ifndef METAL_JIT_NAMESPACE
 #define METAL_JIT_NAMESPACE metal_jit
@@ -18,12 +18,16 @@
 namespace METAL_JIT_NAMESPACE {
 namespace detail {
 
+using u32 = unsigned int;  // std::uint32_t without <cstdint>
+static_assert(sizeof(u32) == 4, "metal_jit needs a 32-bit unsigned int");
+using usize = decltype(sizeof 0);  // std::size_t without <cstddef>
+
 // One stored array. Text pieces hold `raw_size` bytes plus a NUL; compressed ones hold a zlib
 // stream of `size` bytes that inflates to `raw_size` bytes.
 struct Piece {
   const void* data;
-  std::uint32_t size;
-  std::uint32_t raw_size;
+  u32 size;
+  u32 raw_size;
   bool compressed;
 };
 
@@ -31,20 +35,20 @@ struct Family {
   const char* name;
   const char* line_head;  // e.g.  instantiate_kernel("
   const Piece* pieces;
-  std::uint32_t piece_count;
-  std::uint32_t preamble_size;  // bytes of the assembled preamble
+  u32 piece_count;
+  u32 preamble_size;  // bytes of the assembled preamble
   // Registry strings: for each kernel, in catalog order, "<host name>\0<args>\0"; pieces as
   // above (nullptr when the selection left no kernel). A kernel's instantiation line is
   //   <line_head><host name>", <args>)
   const Piece* pool;
-  std::uint32_t pool_piece_count;
-  std::uint32_t pool_size;
-  std::uint32_t kernel_count;
+  u32 pool_piece_count;
+  u32 pool_size;
+  u32 kernel_count;
 };
 
 struct FamilyTable {
   const Family* const* items;
-  std::size_t count;
+  usize count;
 };
 
 // Defined by the generated index source.
