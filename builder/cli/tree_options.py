@@ -163,12 +163,12 @@ def tree_of(source_dir: Path, **options: Any) -> TreeSources:
     """The entry file of every kernel of the tree at ``source_dir`` (``options``: the
     kernel-tree options' values), for each platform a measured library states: loaded with
     progress and a line on stderr saying what was found, for ``--source-dir`` and for a
-    budget's ``source-dir`` alike. Loaded when the first library is measured."""
-    from builder.errors import UsageError
+    budget's ``source-dir`` alike. Discovered when the first library is measured; its settings
+    and folders are checked now, before any target is resolved (or downloaded)."""
+    from builder.kernels.settings_check import check_settings
     from builder.size.load import TreeSources
 
-    if not source_dir.is_dir():
-        raise UsageError(f"--source-dir {source_dir}: not a folder")
+    check_settings(source_dir, **options)
 
     def discover(platform: Platform | None) -> KernelTree:
         found = load_tree_with_progress(source_dir, platform=platform, **options)

@@ -205,6 +205,7 @@ def _from(target: str, **kw: Any) -> None:
     from builder.cli.tree_options import library_platform, load_tree_with_progress, tree_summary
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.output_folder import replaced_folder
+    from builder.kernels.settings_check import check_settings
     from builder.render.variants import variants_json
     from builder.size.limits import parse_size
     from builder.subsets.out_folder import moved
@@ -226,12 +227,11 @@ def _from(target: str, **kw: Any) -> None:
     check_not_an_input(
         outdir, [target, source_dir, *kw["include_dirs"], kw["config_file"]], replaces_folder=True
     )
+    tree_flags = {k: kw[k] for k in ("include_dirs", "defines", "exclude", "config_file")}
+    check_settings(source_dir, **tree_flags)  # before the target is resolved (a download)
     tree = load_tree_with_progress(
         source_dir,
-        include_dirs=kw["include_dirs"],
-        defines=kw["defines"],
-        exclude=kw["exclude"],
-        config_file=kw["config_file"],
+        **tree_flags,
         jobs=kw["jobs"],
         platform=library_platform(target, kw["platform"], "variants --from"),
     )
