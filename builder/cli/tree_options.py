@@ -153,6 +153,20 @@ class TreeOptions:
         with progress:
             return read(advance)
 
+    def check(self) -> None:
+        """Raise what loading would for the tree's settings and folders (exit 2), without
+        preprocessing: run before a command resolves its target, which may be a download."""
+        from builder.kernels.settings_check import check_settings
+
+        if self.source_dir is not None:
+            check_settings(
+                self.source_dir,
+                include_dirs=self.include_dirs,
+                defines=self.defines,
+                exclude=self.exclude,
+                config_file=self.config_file,
+            )
+
     def discovered(
         self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False
     ) -> Path | None:
@@ -279,12 +293,14 @@ def tree_of(budget: Budget) -> TreeSources:
 
 def _per_platform(tree: TreeOptions) -> TreeSources:
     """``tree`` discovered, when the first library is measured, for that library's platform,
-    with progress and a line on stderr saying what was found."""
+    with progress and a line on stderr saying what was found; its settings and folders are
+    checked now, before any target is resolved (or downloaded)."""
     from builder.errors import UsageError
     from builder.size.load import TreeSources
 
     if tree.source_dir is None or not tree.source_dir.is_dir():
         raise UsageError(f"--source-dir {tree.source_dir}: not a folder")
+    tree.check()
 
     def discover(platform: Platform | None) -> KernelTree:
         found = tree.load(platform)

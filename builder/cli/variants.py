@@ -191,6 +191,7 @@ def variants_command(
         [from_target, source_dir, *tree.include_dirs, tree.config_file],
         replaces_folder=True,
     )
+    tree.check()  # before the target is resolved (a download)
     found = tree.load(library_platform(from_target, platform, "variants --from"))
     found = _interface(found, jit_namespace, jit_api, jit_lookup)
     terminal = sys.stderr.isatty()

@@ -21,13 +21,12 @@ from typing import Any
 
 import pytest
 import tomllib
+from support.mlx_doc import KERNELS, block, metallib_toml, stated_bytes, table_row
 
 from builder.cmake_build.cmake import find_tool
 from builder.inputs import wheel_cache, wheels
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = (ROOT / "docs" / "mlx.md").read_text(encoding="utf-8")
-KERNELS = "mlx/backend/metal/kernels"
 VERSION = "0.32.1"
 MACOS14, MACOS26 = "macosx_14_0_arm64", "macosx_26_0_arm64"
 
@@ -107,33 +106,10 @@ ENTRY_KERNELS = {
 }
 MACOS14_ONLY_WITHOUT = {e for e in ENTRY_KERNELS if e == "fence.metal" or e.endswith("_nax.metal")}
 HEADER_OF = {"scaled_dot_product_attention.metal": "sdpa_vector.h"}
-
-
-def _blocks() -> list[tuple[str, list[str]]]:
-    """Every fenced block of the doc: (its language, its lines)."""
-    found: list[tuple[str, list[str]]] = []
-    current: tuple[str, list[str]] | None = None
-    for line in DOC.splitlines():
-        if line.startswith("```"):
-            if current is None:
-                current = (line[3:].strip(), [])
-            else:
-                found.append(current)
-                current = None
-        elif current is not None:
-            current[1].append(line)
-    return found
-
-
-def block(language: str, first_line: str | None) -> str:
-    """The fenced block of ``language`` whose first line is ``first_line``, without that line
-    (``None``: the first block of ``language``, whole)."""
-    for lang, lines in _blocks():
-        if lang == language and first_line is None:
-            return "\n".join(lines) + "\n"
-        if lang == language and lines and lines[0] == first_line:
-            return "\n".join(lines[1:]) + "\n"
-    raise AssertionError(f"docs/mlx.md has no {language!r} block starting {first_line!r}")
+# the first line of the doc's block for mlx/backend/metal/CMakeLists.txt
+RUNTIME_CMAKE = (
+    "# mlx/backend/metal/CMakeLists.txt: the run-time sources (replaces make_jit_source)"
+)
 
 
 def _wheel(platform: str, version: str = VERSION) -> Path:
@@ -170,17 +146,28 @@ def _include_root(dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A stand-in MLX checkout: the wheel's headers, an entry file at each of MLX's entry-file
-    paths (its header included, one real kernel), and the doc's metallib.toml."""
+    paths including its header, one real kernel, and the doc's metallib.toml. The kernel is
+    written where MLX writes its kernels' code, in the entry file's header (no header reaches
+    another entry file's), so a JIT entry file is embedded as MLX embeds it: its header's
+    preamble, no text of its own. Seven AOT-only entry files have no header of their name and
+    write their kernel themselves."""
     root = _include_root(tmp_path_factory.mktemp("mlx") / "mlx-checkout")
     kernels = root / KERNELS
+    aot_only = tomllib.loads(metallib_toml())["build"]["aot-only"]
     for entry, name in ENTRY_KERNELS.items():
-        header = HEADER_OF.get(entry, entry.removesuffix(".metal") + ".h")
-        include = f'#include "{KERNELS}/{header}"\n' if (kernels / header).is_file() else ""
-        text = f"// stand-in for MLX's {entry}\n{include}[[kernel]] void {name}() {{}}\n"
+        kernel = f"[[kernel]] void {name}() {{}}\n"
+        header = kernels / HEADER_OF.get(entry, entry.removesuffix(".metal") + ".h")
+        text = f"// stand-in for MLX's {entry}\n"
+        if header.is_file():
+            with header.open("a", encoding="utf-8") as out:
+                out.write(f"// stand-in kernel of {entry}\n{kernel}")
+            text += f'#include "{header.relative_to(root).as_posix()}"\n'
+        else:
+            assert entry in aot_only, entry  # never JIT: no preamble of its own is asked for
+            text += kernel
         (kernels / entry).parent.mkdir(parents=True, exist_ok=True)
         (kernels / entry).write_text(text, encoding="utf-8")
-    settings = block("toml", f"# {KERNELS}/metallib.toml")
-    (kernels / "metallib.toml").write_text(settings, encoding="utf-8")
+    (kernels / "metallib.toml").write_text(metallib_toml(), encoding="utf-8")
     return root
 
 
@@ -239,7 +226,7 @@ def test_the_commands_take_the_platform_from_each_library(checkout: Path) -> Non
     source = variants["source"]
     assert (source["tree"]["entry_files"], source["tree_kernels_missing"]) == (34, 0)
     held = {h["source"] for h in source["tree"]["held_aot"]}
-    aot_only = tomllib.loads(block("toml", f"# {KERNELS}/metallib.toml"))["build"]["aot-only"]
+    aot_only = tomllib.loads(metallib_toml())["build"]["aot-only"]
     assert held == set(aot_only) - {"fence.metal"}  # fence.metal is not built on macOS 14
     assert [v["name"] for v in variants["variants"]] == ["all-aot", "jit-mode"]
 
@@ -253,6 +240,16 @@ def test_the_build_requirement_is_this_package() -> None:
     ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     wanted = [Requirement(r) for r in requires if Requirement(r).name == ours["name"]]
     assert len(wanted) == 1 and wanted[0].specifier.contains(builder.__version__)
+
+
+def test_the_settings_table_is_the_cmake_calls_headers() -> None:
+    """[build.preambles] of the doc's metallib.toml and the doc's three CMake calls name the same
+    49 headers in the same order, each function after its header's file name (as the calls
+    do): the analysis commands and MLX's build make the same functions."""
+    cmake = block("cmake", RUNTIME_CMAKE)
+    headers = re.findall(r"\$\{KERNELS\}/(\S+\.h)\b", cmake)
+    table = tomllib.loads(metallib_toml())["build"]["preambles"]
+    assert len(headers) == 49 and list(table.items()) == [(Path(h).stem, h) for h in headers]
 
 
 def _cmake_dir() -> str:
@@ -290,10 +287,7 @@ def test_the_cmake_change_defines_what_includes_h_declares(tmp_path: Path, jit: 
     )
     metal = src / "mlx/backend/metal"
     metal.joinpath("CMakeLists.txt").write_text(
-        block(
-            "cmake",
-            "# mlx/backend/metal/CMakeLists.txt: the run-time sources (replaces make_jit_source)",
-        ),
+        block("cmake", RUNTIME_CMAKE),
         encoding="utf-8",
     )
     for name in ("jit_kernels.cpp", "nojit_kernels.cpp"):
@@ -440,9 +434,7 @@ def test_the_differences_from_make_compiled_preamble(tmp_path: Path) -> None:
             line = (inc / path).read_text().splitlines()[int(number) - 1]
             assert rest == ("" if line == "#pragma once" else line)  # the file's own numbering
     assert moved > 0  # MLX's order differs for the preambles made of several files
-    stated = re.search(r"([\d,]+) bytes for the 12 against MLX's\s+([\d,]+)", DOC)
-    assert stated is not None
-    assert (int(stated[1].replace(",", "")), int(stated[2].replace(",", ""))) == (
+    assert stated_bytes(r"([\d,]+) bytes for the 12 against MLX's ([\d,]+)") == (
         sum(len(t.encode()) for t in ours.values()),
         sum(len(t.encode()) for t in theirs.values()),
     )
@@ -459,10 +451,11 @@ CHECKOUT = os.environ.get("METALLIB_BUILDER_MLX_CHECKOUT")
 def test_mlx_own_tree_matches_each_library_exactly(tmp_path: Path, platform: str) -> None:
     """The doc's table, on MLX's own tree with the doc's metallib.toml: report leaves 0 bytes
     unattributed and variants --from finds every function and no kernel the library lacks, with
-    no -D and no --exclude."""
+    no -D and no --exclude; the variants embed the bytes the doc's table of them says (measured
+    there on the stand-in tree: MLX's own gives the same)."""
     root = Path(str(CHECKOUT))
     settings = root / KERNELS / "metallib.toml"
-    settings.write_text(block("toml", f"# {KERNELS}/metallib.toml"), encoding="utf-8")
+    settings.write_text(metallib_toml(), encoding="utf-8")
     tool = [sys.executable, "-m", "builder"]
     tree = ["--source-dir", KERNELS, "-I", ".", "--platform", platform]
     report = subprocess.run([*tool, "report", f"mlx-metal=={VERSION}", *tree, "--format", "json"],
@@ -472,10 +465,9 @@ def test_mlx_own_tree_matches_each_library_exactly(tmp_path: Path, platform: str
     variants = subprocess.run([*tool, "variants", "--from", f"mlx-metal=={VERSION}", *tree, "-o",
                                str(tmp_path / "v"), "--format", "json"],
                               cwd=root, capture_output=True, text=True, check=True)  # fmt: skip
-    source = json.loads(variants.stdout)["source"]
-    row = re.search(rf"^\| {platform} \|.*$", DOC, flags=re.MULTILINE)
-    assert row is not None
-    cells = [c.strip() for c in row.group().strip("|").split("|")]
+    written = json.loads(variants.stdout)
+    source = written["source"]
+    cells = table_row(platform)
     entries, kernels, functions = (int(c.replace(",", "")) for c in cells[3:6])
     assert (source["tree"]["entry_files"], source["tree"]["kernels"], source["function_count"]) == (
         entries, kernels, functions,
@@ -485,3 +477,13 @@ def test_mlx_own_tree_matches_each_library_exactly(tmp_path: Path, platform: str
         == (0, 0)
         == tuple(int(c) for c in cells[6:8])
     )
+    # the doc's table of what the run-time sources weigh: its rows for this platform
+    rows = {MACOS14: ["all-aot", "jit-mode"], MACOS26: ["jit-mode"]}.get(platform, [])
+    weighed = {v["name"]: v for v in written["variants"]}
+    for name in rows:
+        row = f"`{name}`, macOS {platform.split('_')[1]}"
+        stated = dict(zip(table_row("variant"), table_row(row), strict=True))
+        assert (int(stated["functions"]), int(stated["embedded bytes"].replace(",", ""))) == (
+            len(weighed[name]["preambles"]),
+            weighed[name]["embedded_bytes"],
+        ), row

@@ -7,10 +7,10 @@ The wheel ships the headers, not the ``.metal`` entry files, so the tree here ha
 entry file per entry file of MLX v0.32.1, each with that file's quoted includes (MLX's own
 lists, below) and no kernel: the function set and the embedded text depend only on which
 headers each entry file includes and on the headers themselves, which are MLX's.
-``metallib.toml`` is MLX's, written here per platform: ``[build.preambles]`` is MLX's
-``make_jit_source`` list (mlx/backend/metal/CMakeLists.txt), ``always-embed`` the preambles its
-host code uses whatever is JIT, ``aot-only`` the files MLX compiles ahead of time in a JIT build
-(mlx/backend/metal/kernels/CMakeLists.txt).
+``metallib.toml`` is docs/mlx.md's, read from the doc (``support.mlx_doc``), one file for every
+platform: its ``[kernels.requires]`` leaves out what the macOS 14 library's build left out, its
+``[build]`` gives the interface, the table of functions and what is always embedded. The
+numbers docs/mlx.md states about the embedded bytes are checked against what is measured here.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from binaries import tool
 from clirun import run_cli
+from support.mlx_doc import KERNELS, metallib_toml, table_row
 
 from builder.inputs import wheel_cache, wheels
 from builder.kernels.compiler import find_compiler
@@ -34,70 +36,15 @@ from builder.size.host_strings import host_strings
 
 pytestmark = pytest.mark.realdata
 
-KERNELS = "mlx/backend/metal/kernels"
 VERSION = "0.32.1"
-PLATFORM = "macosx_14_0_arm64"
+MACOS14, MACOS26 = "macosx_14_0_arm64", "macosx_26_0_arm64"
 
-# MLX v0.32.1's make_jit_source calls: function -> header (relative to the kernel folder).
-PREAMBLES = {
-    "utils": "utils.h",
-    "unary_ops": "unary_ops.h",
-    "binary_ops": "binary_ops.h",
-    "ternary_ops": "ternary_ops.h",
-    "reduce_utils": "reduce_utils.h",
-    "scatter": "indexing/scatter.h",
-    "masked_scatter": "indexing/masked_scatter.h",
-    "gather": "indexing/gather.h",
-    "gather_front": "indexing/gather_front.h",
-    "gather_axis": "indexing/gather_axis.h",
-    "scatter_axis": "indexing/scatter_axis.h",
-    "hadamard": "hadamard.h",
-    "arange": "arange.h",
-    "copy": "copy.h",
-    "unary": "unary.h",
-    "binary": "binary.h",
-    "binary_two": "binary_two.h",
-    "fft": "fft.h",
-    "logsumexp": "logsumexp.h",
-    "ternary": "ternary.h",
-    "softmax": "softmax.h",
-    "scan": "scan.h",
-    "sort": "sort.h",
-    "searchsorted": "searchsorted.h",
-    "reduce": "reduce.h",
-    "gemm": "steel/gemm/gemm.h",
-    "steel_gemm_fused": "steel/gemm/kernels/steel_gemm_fused.h",
-    "steel_gemm_masked": "steel/gemm/kernels/steel_gemm_masked.h",
-    "steel_gemm_gather": "steel/gemm/kernels/steel_gemm_gather.h",
-    "steel_gemm_splitk": "steel/gemm/kernels/steel_gemm_splitk.h",
-    "steel_gemm_segmented": "steel/gemm/kernels/steel_gemm_segmented.h",
-    "conv": "steel/conv/conv.h",
-    "steel_conv": "steel/conv/kernels/steel_conv.h",
-    "steel_conv_3d": "steel/conv/kernels/steel_conv_3d.h",
-    "steel_conv_general": "steel/conv/kernels/steel_conv_general.h",
-    "quantized_utils": "quantized_utils.h",
-    "quantized": "quantized.h",
-    "fp_quantized": "fp_quantized.h",
-    "gemv": "gemv.h",
-    "gemv_masked": "gemv_masked.h",
-    "steel_attention": "steel/attn/kernels/steel_attention.h",
-    "gemm_nax": "steel/gemm/gemm_nax.h",
-    "steel_gemm_fused_nax": "steel/gemm/kernels/steel_gemm_fused_nax.h",
-    "steel_gemm_gather_nax": "steel/gemm/kernels/steel_gemm_gather_nax.h",
-    "steel_gemm_splitk_nax": "steel/gemm/kernels/steel_gemm_splitk_nax.h",
-    "steel_gemm_segmented_nax": "steel/gemm/kernels/steel_gemm_segmented_nax.h",
-    "quantized_nax": "quantized_nax.h",
-    "fp_quantized_nax": "fp_quantized_nax.h",
-    "steel_attention_nax": "steel/attn/kernels/steel_attention_nax.h",
-}
+# What MLX v0.32.1 ships, which the doc's metallib.toml must give.
 # Used by MLX's host code whatever is JIT (compiled.cpp, indexing.cpp, ...).
 ALWAYS = ["utils", "unary_ops", "binary_ops", "ternary_ops", "reduce_utils", "gather"]
 # MLX's make_jit_source calls outside if(MLX_METAL_JIT): ALWAYS and the run-time-only kernels.
 UNCONDITIONAL = {*ALWAYS, "scatter", "masked_scatter", "gather_front", "gather_axis"}
 UNCONDITIONAL |= {"scatter_axis", "hadamard"}
-# Entry files MLX compiles ahead of time in a JIT build too.
-AOT_ONLY = ["arg_reduce", "conv", "dot", "layer_norm", "random", "rms_norm", "rope"]
-AOT_ONLY += ["scaled_dot_product_attention", "fence"]
 # Each v0.32.1 entry file's quoted includes (relative to the kernel folder, without ".h").
 ENTRY_INCLUDES = {
     "arange": ["utils", "arange"],
@@ -155,27 +102,11 @@ ENTRY_INCLUDES = {
         if not (n == "masked" and nax)
     },
 }
-SETTINGS = {  # [kernels] per platform: macOS 14 (MSL 3.1, no NAX) and macOS 26 (MSL 4)
-    "macos14": 'exclude = ["fence.metal", "*_nax.metal"]\nmetal-version = 310\n',
-    "macos26": "metal-version = 400\n",
-}
 
 
-def _toml(platform: str) -> str:
-    """MLX v0.32.1's metallib.toml for one platform."""
-    listed = ", ".join(f'"{n}.metal"' for n in AOT_ONLY)
-    always = ", ".join(f'"{n}"' for n in ALWAYS)
-    table = "".join(f'{f} = "{h}"\n' for f, h in PREAMBLES.items())
-    return (
-        f'[kernels]\n{SETTINGS[platform]}\n[build]\nlibrary = "mlx"\naot-only = [{listed}]\n'
-        'jit-namespace = "mlx::core::metal"\njit-api = "cstring"\njit-lookup = false\n'
-        f'always-embed = [{always}]\npreamble-set = "table"\n\n[build.preambles]\n{table}'
-    )
-
-
-def _wheel(name: str, version: str) -> Path:
+def _wheel(name: str, version: str, platform: str = MACOS14) -> Path:
     try:
-        return wheels.download_wheel(name, version, PLATFORM)
+        return wheels.download_wheel(name, version, platform)
     except wheel_cache.DownloadError as exc:
         pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
 
@@ -188,7 +119,8 @@ def _member(wheel: Path, name: str, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def mlx_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The include root: the wheel's headers and jit/includes.h, the stand-in entry files."""
+    """The include root: the wheel's headers and jit/includes.h, the stand-in entry files and
+    docs/mlx.md's metallib.toml in the kernel folder."""
     from mlx_tree import extract_kernel_headers
 
     wheel = _wheel("mlx-metal", VERSION)
@@ -202,14 +134,17 @@ def mlx_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         lines = "".join(f'#include "{KERNELS}/{h}.h"\n' for h in includes)
         path = root / KERNELS / f"{entry}.metal"
         path.write_text(f"// Stand-in for MLX v0.32.1's {entry}.metal: its includes.\n{lines}")
+    (root / KERNELS / "metallib.toml").write_text(metallib_toml(), encoding="utf-8")
     return root
 
 
 def _variants(
     root: Path, platform: str, out: Path, capsys: pytest.CaptureFixture[str]
 ) -> dict[str, Any]:
-    (root / KERNELS / "metallib.toml").write_text(_toml(platform), encoding="utf-8")
-    library = _member(_wheel("mlx-metal", VERSION), "mlx/lib/mlx.metallib", out.parent / "m.lib")
+    """``variants --from`` the mlx-metal 0.32.1 library of ``platform`` (a wheel tag): the
+    platform is the library's own, the settings the doc's, nothing on the command line."""
+    wheel = _wheel("mlx-metal", VERSION, platform)
+    library = _member(wheel, "mlx/lib/mlx.metallib", out.parent / "m.lib")
     args = ["variants", "--from", str(library), "--source-dir", str(root / KERNELS)]
     code, _, err = run_cli([*args, "-I", str(root), "-o", str(out)], capsys)
     assert code == 0, err
@@ -239,19 +174,38 @@ def _defined(source: Path, root: Path) -> set[str]:
     return set(re.findall(r" T mlx::core::metal::(\w+)\(\)", nm.stdout))
 
 
+def _stated(variant: str) -> dict[str, str]:
+    """The row of docs/mlx.md's table of embedded bytes for ``variant`` (its first cell)."""
+    header = table_row("variant")
+    return dict(zip(header, table_row(variant), strict=True))
+
+
+def _number(cell: str) -> int:
+    return int(cell.replace(",", ""))
+
+
 def test_the_jit_split_defines_exactly_what_includes_h_declares(
     mlx_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """macOS 26 settings (NAX in): the JIT split defines the 49 functions jit/includes.h
-    declares and no other; all-aot the 12 MLX embeds outside if(MLX_METAL_JIT)."""
-    variants = _variants(mlx_tree, "macos26", tmp_path / "out", capsys)
+    """The macOS 26 library (NAX in): the doc's [build.preambles] is jit/includes.h's 49
+    declarations; the JIT split defines them and no other; all-aot the 12 MLX embeds outside
+    if(MLX_METAL_JIT); the bytes are the doc's."""
+    settings = tomllib.loads(metallib_toml())["build"]
     declared = _declared(mlx_tree)
-    assert len(declared) == 49 and set(declared) == set(PREAMBLES)
+    assert len(declared) == 49 and sorted(settings["preambles"]) == sorted(declared)
+    assert all((mlx_tree / KERNELS / h).is_file() for h in settings["preambles"].values())
+    assert settings["always-embed"] == ALWAYS
+    variants = _variants(mlx_tree, MACOS26, tmp_path / "out", capsys)
     jit = variants["jit-mode"]
     assert _defined(Path(jit["jit_sources_file"]), mlx_tree) == set(declared)
     assert len(jit["preambles"]) == 49 and jit["embedded_storage"] == "separate"
     aot = variants["all-aot"]
     assert _defined(Path(aot["jit_sources_file"]), mlx_tree) == UNCONDITIONAL
+    stated = _stated("`jit-mode`, macOS 26")
+    assert (_number(stated["functions"]), _number(stated["embedded bytes"])) == (
+        len(jit["preambles"]),
+        jit["embedded_bytes"],
+    )
     interface = variants[""]["run_time_sources"]
     assert interface == {
         "namespace": "mlx::core::metal",
@@ -319,12 +273,13 @@ def _texts(jit_sources: Path) -> dict[str, str]:
 def test_embedded_bytes_are_what_mlx_ships(
     mlx_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """macOS 14 settings: the variants' embedded bytes, as the cstring API stores them, are
+    """The macOS 14 library: the variants' embedded bytes, as the cstring API stores them, are
     what a binary built from jit_sources.cpp holds, and within 10% of what MLX ships:
     libmlx.dylib (mlx-metal 0.32.1) for all-aot, executorch 1.5.1's delegate for the JIT split.
     Every byte of the gap is accounted for: formatting (MLX's banners, our #line markers) and,
-    for executorch, whose MLX is newer than 0.32.1, source lines that differ."""
-    variants = _variants(mlx_tree, "macos14", tmp_path / "out", capsys)
+    for executorch, whose MLX is newer than 0.32.1, source lines that differ. docs/mlx.md's
+    table says each of these numbers."""
+    variants = _variants(mlx_tree, MACOS14, tmp_path / "out", capsys)
     libmlx = _shipped(
         _member(_wheel("mlx-metal", VERSION), "lib/libmlx.dylib", tmp_path / "libmlx.dylib"),
         "mlx::core::metal",
@@ -359,10 +314,14 @@ def test_embedded_bytes_are_what_mlx_ships(
                 assert not extra and not missing, function
         formatting = theirs - variant["embedded_bytes"] - source_gap
         print(
-            f"{name}: theirs {theirs:,}, ours {variant['embedded_bytes']:,}, formatting "
-            f"{formatting:,}, source {source_gap:,}"
+            f"{name}: {len(ours)} functions, theirs {theirs:,}, ours "
+            f"{variant['embedded_bytes']:,}, formatting {formatting:,}, source {source_gap:,}"
         )
         assert formatting > 0 and abs(source_gap) < 0.01 * theirs, (formatting, source_gap)
+        stated = _stated(f"`{name}`, macOS 14")
+        measured = [len(ours), variant["embedded_bytes"], theirs, formatting, source_gap]
+        cells = ["functions", "embedded bytes", "bytes MLX ships", "formatting", "source lines"]
+        assert [_number(stated[c]) for c in cells] == measured, (name, measured)
 
 
 def test_options_over_the_settings_and_the_bytes_each_api_stores(
@@ -371,7 +330,7 @@ def test_options_over_the_settings_and_the_bytes_each_api_stores(
     """--jit-namespace / --jit-api / --jit-lookup win over metallib.toml; the string API stores
     pieces shared by several functions once, so the same split embeds fewer bytes than with
     cstring, and says so (deduplicated); a namespace that is no C++ name is exit 2."""
-    cstring = _variants(mlx_tree, "macos14", tmp_path / "c", capsys)["jit-mode"]
+    cstring = _variants(mlx_tree, MACOS14, tmp_path / "c", capsys)["jit-mode"]
     library = tmp_path / "m.lib"
     args = ["variants", "--from", str(library), "--source-dir", str(mlx_tree / KERNELS)]
     args += ["-I", str(mlx_tree), "-o", str(tmp_path / "s")]
