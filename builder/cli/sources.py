@@ -1,11 +1,12 @@
 """``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
-functions (MLX's preambles), each with the bytes its string holds in the binary."""
+functions (MLX's preambles), each with the bytes its string holds in the binary; of a binary,
+or of each binary member of a wheel (``builder.inputs.host_binaries``)."""
 
 from __future__ import annotations
 
 import click
 
-from builder.cli.publishing import output_options
+from builder.cli.publishing import output_options, platform_option
 
 __all__ = ["sources_command"]
 
@@ -13,7 +14,7 @@ _FORMATS = ("table", "json")
 
 
 @click.command("sources")
-@click.argument("binary", type=click.Path(dir_okay=False))
+@click.argument("target")
 @click.option(
     "--namespace",
     default=None,
@@ -21,50 +22,82 @@ _FORMATS = ("table", "json")
     help="Only functions in this C++ namespace (and those nested in it), e.g. "
     "mlx::core::metal. Without it: every function whose string holds a line break.",
 )
+@platform_option()
 @output_options(_FORMATS, "Output format.")
-def sources_command(binary: str, namespace: str | None, fmt: str, outputs: tuple[str, ...]) -> None:
+def sources_command(
+    target: str, namespace: str | None, platform: str | None, fmt: str, outputs: tuple[str, ...]
+) -> None:
     """List the run-time sources a host library embeds as string-returning functions.
 
     A function counts when its whole body returns a string literal of __TEXT,__cstring
     (arm64 'adrp x0; add x0; ret', x86-64 'lea rax, [rip+d]; ret'); each row gives its C++
     name, where its string sits in the file and its bytes, NUL included. A stripped binary
     names no local function: its functions come from LC_FUNCTION_STARTS, shown unnamed, and
-    --namespace finds none of them. BINARY is a Mach-O file, thin or fat; take a .dylib out
-    of a wheel with unzip first. ELF host libraries are measured by symbol in 'report
-    BUILD_DIR' (docs/jit.md).
+    --namespace finds none of them.
+
+    TARGET is a Mach-O file (thin or fat), a .whl or PACKAGE==VERSION (the macOS wheel,
+    downloaded once and cached as for 'report'): a wheel lists each Mach-O member that
+    returns any source, one table each, and JSON names the member of every row. ELF host
+    libraries are measured by symbol in 'report BUILD_DIR' (docs/jit.md).
 
     \b
     Examples:
+      metallib-builder sources mlx-metal==0.32.1 --namespace mlx::core::metal
       metallib-builder sources mlx/lib/libmlx.dylib --namespace mlx::core::metal
-      metallib-builder sources executorch/lib/libexecutorch_backend_mlx.dylib --format json
-      metallib-builder sources libmlx.dylib --namespace mlx::core::metal -o sources.json
+      metallib-builder sources executorch==1.5.1 --format json -o sources.json
     """
     from builder.cli.publishing import output_plan, terminal
     from builder.errors import UsageError
-    from builder.files.reading import open_regular
-    from builder.metallib.binary_sections import file_kind
+    from builder.inputs.host_binaries import resolve_binaries
     from builder.publish.outputs import write_outputs
     from builder.render.formats import sources_output
-    from builder.size.host_strings import host_strings
+    from builder.size.host_strings import HostString, host_strings
 
     plan = output_plan(outputs, fmt, _FORMATS)
     if namespace is not None and not all(p.isidentifier() for p in namespace.split("::")):
         raise UsageError(f"--namespace {namespace!r} is not a C++ namespace like mlx::core::metal")
-    found = host_strings(binary, namespace)
-    if found is None:
-        with open_regular(binary, "the binary") as handle:
-            kind = file_kind(handle.read(8))
-        what = (
-            f"{kind} whose load commands cannot be read"
-            if kind and "Mach-O" in kind
-            else f"not a Mach-O binary ({kind or 'no file kind the tool knows'})"
-        )
-        raise UsageError(
-            f"{binary}: {what}; 'sources' reads Mach-O host libraries, "
-            "'report BUILD_DIR' measures an ELF one by symbol"
-        )
+    binaries = resolve_binaries(
+        target, platform=platform, progress=lambda m: click.echo(m, err=True)
+    )
+    found: list[tuple[str | None, list[HostString]]] = []
+    if len(binaries) == 1 and binaries[0].member is None:
+        one = host_strings(binaries[0].path, namespace)
+        if one is None:
+            raise _not_macho(target)
+        found.append((None, one))
+    else:
+        for binary in binaries:
+            sources = host_strings(binary.path, namespace)
+            if sources:
+                found.append((binary.member, sources))
+        if not found:
+            where = f" in {namespace}" if namespace else ""
+            searched = ", ".join(b.member or "" for b in binaries) or "none"
+            raise UsageError(
+                f"{target}: no binary of the wheel returns a run-time source{where} "
+                f"(binaries searched: {searched})"
+            )
 
     def render(kind: str, to_stdout: bool) -> str:
-        return sources_output(binary, found, namespace, kind, *terminal(to_stdout))
+        return sources_output(target, found, namespace, kind, *terminal(to_stdout))
 
     write_outputs(plan, render)
+
+
+def _not_macho(binary: str) -> Exception:
+    """The error for a binary whose Mach-O load commands cannot be read, or no Mach-O."""
+    from builder.errors import UsageError
+    from builder.files.reading import open_regular
+    from builder.metallib.binary_sections import file_kind
+
+    with open_regular(binary, "the binary") as handle:
+        kind = file_kind(handle.read(8))
+    what = (
+        f"{kind} whose load commands cannot be read"
+        if kind and "Mach-O" in kind
+        else f"not a Mach-O binary ({kind or 'no file kind the tool knows'})"
+    )
+    return UsageError(
+        f"{binary}: {what}; 'sources' reads Mach-O host libraries, "
+        "'report BUILD_DIR' measures an ELF one by symbol"
+    )

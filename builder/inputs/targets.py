@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Library",
     "Progress",
+    "common_root",
+    "fetch_spec",
     "no_metallib",
     "one_metallib",
     "open_library",
@@ -105,27 +107,35 @@ def resolve_target(
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
             return [Library(text, "report", path, saved=d) for d in docs]
         return [Library(text, "metallib", path)]
-    from builder.inputs import DEFAULT_PLATFORM, wheel_cache, wheels
-
-    spec = wheels.parse_spec(text)
-    if spec is None:
+    fetched = fetch_spec(text, platform=platform, progress=progress)
+    if fetched is None:
         raise UsageError(
             f"{text}: no such file, and not a PACKAGE==VERSION spec "
             "(targets: .metallib, .whl, report .json, build directory, PACKAGE==VERSION)"
         )
+    return _from_wheel(text, *fetched, kind="spec")
+
+
+def fetch_spec(
+    text: str, *, platform: str | None = None, progress: Progress | None = None
+) -> tuple[Path, list[Path]] | None:
+    """The wheel ``text`` (``PACKAGE==VERSION``) names for ``platform``, downloaded or from the
+    cache, and its extracted members that may hold metallibs (each ``.metallib`` and binary,
+    ``builder.inputs.wheel_extract``); None when ``text`` is no such spec."""
+    from builder.inputs import DEFAULT_PLATFORM, wheel_cache, wheels
+
+    spec = wheels.parse_spec(text)
+    if spec is None:
+        return None
     chosen = platform or DEFAULT_PLATFORM
     if progress is None:
-        wheel, paths = wheels.fetch_metallibs(spec[0], spec[1], chosen)
-    else:
-        progress(f"{text}: macOS wheel for {chosen} (cache: {wheel_cache.cache_dir() / 'wheels'})")
-        # pip shows its own download progress bar; it writes to stdout, which belongs to the
-        # report, so its output is sent to stderr for the duration of the download (and of the
-        # one repeat download a corrupt cached wheel gets).
-        with _stdout_to_stderr():
-            wheel, paths = wheels.fetch_metallibs(
-                spec[0], spec[1], chosen, quiet=False, notice=progress
-            )
-    return _from_wheel(text, wheel, paths, kind="spec")
+        return wheels.fetch_metallibs(spec[0], spec[1], chosen)
+    progress(f"{text}: macOS wheel for {chosen} (cache: {wheel_cache.cache_dir() / 'wheels'})")
+    # pip shows its own download progress bar; it writes to stdout, which belongs to the
+    # report, so its output is sent to stderr for the duration of the download (and of the
+    # one repeat download a corrupt cached wheel gets).
+    with _stdout_to_stderr():
+        return wheels.fetch_metallibs(spec[0], spec[1], chosen, quiet=False, notice=progress)
 
 
 def one_metallib(
@@ -248,7 +258,7 @@ def _is_macho(path: Path) -> bool:
 
 
 def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:
-    root = _common_root(paths) if paths else wheel.parent
+    root = common_root(paths) if paths else wheel.parent
     found: list[Library] = []
     for p in paths:
         name = p.relative_to(root).as_posix()
@@ -266,7 +276,8 @@ def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") 
     return found
 
 
-def _common_root(paths: list[Path]) -> Path:
+def common_root(paths: list[Path]) -> Path:
+    """The folder a wheel's extracted members are named relative to."""
     # Members are named relative to the wheel's extraction folder
     # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.inputs.wheel_cache).
     first = paths[0]

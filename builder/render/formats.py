@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from builder.render.host_sources import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import HistoryPoint
-    from builder.size.host_strings import HostString
     from builder.size.report import Report
 
 __all__ = [
@@ -126,7 +126,7 @@ def history_output(
 
 def sources_output(
     path: str,
-    found: Sequence[HostString],
+    found: Found,
     namespace: str | None,
     kind: str,
     color: bool,

@@ -1,5 +1,6 @@
-"""The run-time sources of a host library (``builder.size.host_strings``) as a table: one row
-per function returning a string literal, with the bytes its string holds in the file."""
+"""The run-time sources of host libraries (``builder.size.host_strings``) as tables: one per
+binary (a wheel's member each), one row per function returning a string literal, with the bytes
+its string holds in the file."""
 
 from __future__ import annotations
 
@@ -11,20 +12,34 @@ from builder.render.markup import rich_text
 from builder.render.text import human_size
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from builder.size.host_strings import HostString
 
 __all__ = ["host_sources_text"]
 
+Found = Sequence[tuple[str | None, Sequence["HostString"]]]
+"""Each binary's member path in the wheel (None: the binary given itself) and its sources."""
+
 
 def host_sources_text(
-    shown: str, found: Sequence[HostString], namespace: str | None, *, color: bool, width: int
+    shown: str, found: Found, namespace: str | None, *, color: bool, width: int
 ) -> str:
-    """A rich table: function, architecture (a fat file lists each), file offset, bytes."""
+    """One rich table per binary, titled by its member of the wheel ``shown`` when it is one:
+    function, architecture (a fat file lists each), file offset, bytes."""
     from rich.console import Console
-    from rich.table import Table
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    for member, sources in found:
+        title = shown if member is None else f"{member} of {shown}"
+        console.print(_table(title, sources, namespace))
+    return out.getvalue()
+
+
+def _table(shown: str, found: Sequence[HostString], namespace: str | None) -> Table:
+    from rich.table import Table
+
     total = sum(s.size for s in found)
     where = f" in {namespace}" if namespace else ""
     table = Table(
@@ -46,5 +61,4 @@ def host_sources_text(
         table.add_row(*cells, f"{item.offset:#x}", human_size(item.size), f"{item.size:,}")
     table.add_section()
     table.add_row("total", *([""] if archs else []), "", human_size(total), f"{total:,}")
-    console.print(table)
-    return out.getvalue()
+    return table

@@ -18,11 +18,11 @@ from builder.render.text import limit_text
 from builder.size.report import SCHEMA, report_json_text
 
 if TYPE_CHECKING:
+    from builder.render.host_sources import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint
-    from builder.size.host_strings import HostString
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
 
@@ -210,25 +210,28 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
     return dumps(doc, indent=1) + "\n"
 
 
-def sources_json(path: str, found: Sequence[HostString], namespace: str | None) -> str:
+def sources_json(path: str, found: Found, namespace: str | None) -> str:
     """``{"schema": 1, "kind": "sources", "path", "namespace", "bytes", "host_sources": [...]}``:
-    each function returning a string literal, where its string sits and its bytes (NUL
-    included; ``function`` null where a stripped binary names it not)."""
+    each function returning a string literal, the wheel member holding it (``member``, null for
+    a binary given itself), where its string sits and its bytes (NUL included; ``function`` null
+    where a stripped binary names it not)."""
     doc: dict[str, object] = {
         "schema": SCHEMA,
         "kind": "sources",
         "path": path,
         "namespace": namespace,
-        "bytes": sum(s.size for s in found),
+        "bytes": sum(s.size for _, sources in found for s in sources),
         "host_sources": [
             {
+                "member": member,
                 "function": s.function,
                 "arch": s.arch,
                 "address": s.address,
                 "offset": s.offset,
                 "bytes": s.size,
             }
-            for s in found
+            for member, sources in found
+            for s in sources
         ],
     }
     return dumps(doc, indent=1) + "\n"
