@@ -91,17 +91,6 @@ line. CMake re-runs configuration when one changes (CMAKE_CONFIGURE_DEPENDS), so
 what really ran, never a hand-kept one."""
 
 
-def _own_modules() -> list[str]:
-    """The files of this package's modules loaded in this process, sorted."""
-    package = Path(__file__).resolve().parents[1]
-    found = set()
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and path.endswith(".py") and Path(path).resolve().is_relative_to(package):
-            found.add(Path(path).resolve().as_posix())
-    return sorted(found)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the plan of a plain CMake run (configure time) from its request (the cache
     variables as the request's JSON), or with ``--select`` only validate catalog families and
@@ -137,8 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan_file = args.build_dir / PLAN_FILE
         write_plan(make_plan(request, cache_file=plan_file.parent / DISCOVERY_CACHE), plan_file)
         from builder.files.atomic import write_if_changed
+        from builder.jit.depfile import own_modules
 
-        modules = "".join(f"{m}\n" for m in _own_modules())
+        modules = "".join(f"{m.as_posix()}\n" for m in own_modules())
         write_if_changed(plan_file.parent / PLANNER_MODULES, modules)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)

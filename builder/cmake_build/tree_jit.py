@@ -43,7 +43,6 @@ change. Standard library and ``builder`` only.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -299,19 +298,6 @@ def generate(
     return facts, files
 
 
-def _generator_files() -> list[Path]:
-    names = (
-        "builder.jit.preamble",
-        "builder.jit.lexing",
-        "builder.jit.literals",
-        "builder.jit.codegen",
-        "builder.jit.preamble_functions",
-        "builder.jit.unit_names",
-    )
-    here = Path(os.path.realpath(__file__))
-    return [here, *(Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names)]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Generate; exit 2 with one line for an unusable tree (a missing include)."""
     parser = argparse.ArgumentParser(
@@ -328,9 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         embed = args.out_dir / "embed.json"
         write_embed_facts(embed, facts)
         if args.depfile is not None:
-            from builder.jit.depfile import write_depfile
+            from builder.jit.depfile import own_modules, write_depfile
 
-            deps = [args.plan.resolve(), *files, *_generator_files()]
+            deps = [args.plan.resolve(), *files, *own_modules()]
             write_depfile(args.depfile, embed.resolve(), deps)
     except BuilderError as exc:
         print(f"error: {exc}", file=sys.stderr)

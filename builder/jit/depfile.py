@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.atomic import write_if_changed
 
-__all__ = ["depfile_text", "escape_make_path", "write_depfile"]
+__all__ = ["depfile_text", "escape_make_path", "own_modules", "write_depfile"]
 
 _BLANK = re.compile(r"(\\*)([ \t])")
 
@@ -55,3 +57,16 @@ def write_depfile(
     """Write the depfile at ``path`` (atomically, only on change); True when it was written."""
     text = depfile_text(target, prerequisites)
     return write_if_changed(path, text.encode("utf-8", "surrogateescape"))
+
+
+def own_modules() -> list[Path]:
+    """The files of this package's modules loaded in this process, sorted: what a generator or
+    the planner ran, so what its output depends on besides its inputs. Read from the process,
+    never a hand-kept list, so a module that shapes the output cannot be left out of it."""
+    package = Path(__file__).resolve().parents[1]
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and path.endswith(".py") and Path(path).resolve().is_relative_to(package):
+            found.add(Path(path).resolve())
+    return sorted(found)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 from builder.errors import UsageError
 from builder.files.atomic import write_if_changed
 from builder.jit.codegen import Kernel, StoredPiece, family_pieces, pool_pieces, render_family
-from builder.jit.depfile import write_depfile
+from builder.jit.depfile import own_modules, write_depfile
 from builder.jit.embed_facts import embed_facts
 from builder.jit.preamble import Preamble, inline_preamble
 
@@ -108,22 +107,6 @@ def family_source(
     )
 
 
-def _generator_files() -> list[Path]:
-    """The modules whose code shapes the output: a change to them must regenerate."""
-    names = (
-        "builder.jit.preamble",
-        "builder.jit.lexing",
-        "builder.jit.literals",
-        "builder.jit.codegen",
-        "builder.jit.family_source",
-        "builder.jit.unit_names",
-        "builder.kernels.catalog",
-        "builder.kernels.naming",
-        "builder.kernels.dtypes",
-    )
-    return [Path(os.path.realpath(sys.modules[n].__file__ or "")) for n in names]
-
-
 def write_family(
     source_dir: Path,
     family: str,
@@ -145,7 +128,7 @@ def write_family(
     write_if_changed(out_dir / f"{family}.json", facts)
     if depfile is not None:
         catalog = Path(os.path.realpath(Path(source_dir) / "catalog.json"))
-        deps = [catalog, *generated.preamble.files, *_generator_files()]
+        deps = [catalog, *generated.preamble.files, *own_modules()]
         write_depfile(depfile, os.path.abspath(cpp_path), deps)
     return generated
 
