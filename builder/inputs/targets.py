@@ -214,9 +214,8 @@ def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
         what = file_kind(handle.read(8)) or "a file of no kind this tool knows"
     also = " nor run-time source (no function returning a source text)" if sources else ""
     return UsageError(
-        f"{text}: {what} that holds no metallib (no MTLB header that parses whole and "
-        f"matches its hashes){also}; give a .metallib, a binary or wheel that ships one, or a "
-        "PACKAGE==VERSION"
+        f"{text}: {what} that holds no metallib (no MTLB header that parses whole){also}; "
+        "give a .metallib, a binary or wheel that ships one, or a PACKAGE==VERSION"
     )
 
 
