@@ -112,6 +112,13 @@ def load_library(
         stated = report.provenance.get("library")
         return group_report(report, by, rules=rules, sources=_for_library(sources, stated, label))
     if lib.host is not None:
+        if download:
+            from builder.errors import UsageError
+
+            raise UsageError(
+                f"{lib.target}: --download models a metallib's share of its wheel; a host "
+                "library holds no metallib (report the wheel with --download instead)"
+            )
         return _host_library(lib, lib.host, by, _for_library(sources, None, label))
     manifest = lib.manifest
     source = Source(

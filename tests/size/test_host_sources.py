@@ -209,3 +209,14 @@ def test_a_macho_with_neither_a_metallib_nor_a_source(
     assert "a Mach-O binary that holds no metallib" in err and "nor run-time source" in err
     code, out, err = run_cli(["list", str(dylib)], capsys)
     assert code == 2 and "holds no metallib" in err and "run-time source" not in err
+
+
+def test_download_of_a_host_library_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--download`` is a metallib's share of its wheel: a host library has none to model, so
+    it is a usage error rather than a report that silently leaves the figures out."""
+    _, dylib, _ = _tree_and_host(tmp_path)
+    code, out, err = run_cli(["report", str(dylib), "--download"], capsys)
+    assert code == 2 and out == ""
+    assert "--download" in err and "holds no metallib" in err and "Traceback" not in err
