@@ -46,7 +46,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
     """One comparison as a schema-2 object; several (targets holding several libraries) as
-    ``{"schema": 1, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
+    ``{"schema": SCHEMA, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
     so the output is always one JSON document."""
     docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
     if len(docs) == 1:
@@ -153,7 +153,7 @@ def _jit_dict(jit: JitComparison) -> dict[str, object]:
 
 
 def budget_json(checks: Sequence[Check], source: str) -> str:
-    """``{"schema": 1, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
+    """``{"schema": SCHEMA, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
     bytes (functions for ``max-functions``) with the files it was measured in."""
 
     def row(c: Check) -> dict[str, object]:
@@ -182,8 +182,8 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
 
 
 def history_json(points: Sequence[HistoryPoint], by: str) -> str:
-    """``{"schema": 1, "kind": "history", "by", "points": [{"target", "bytes", "groups", ...}]}``
-    with every group of every point."""
+    """``{"schema": SCHEMA, "kind": "history", "by",
+    "points": [{"target", "bytes", "groups", ...}]}`` with every group of every point."""
 
     def point(p: HistoryPoint) -> dict[str, object]:
         doc: dict[str, object] = {
@@ -211,10 +211,10 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
 
 
 def sources_json(path: str, found: Found, namespace: str | None) -> str:
-    """``{"schema": 1, "kind": "sources", "path", "namespace", "bytes", "host_sources": [...]}``:
-    each function returning a string literal, the wheel member holding it (``member``, null for
-    a binary given itself), where its string sits and its bytes (NUL included; ``function`` null
-    where a stripped binary names it not)."""
+    """``{"schema": SCHEMA, "kind": "sources", "path", "namespace", "bytes",
+    "host_sources": [...]}``: each function returning a string literal, the wheel member
+    holding it (``member``, null for a binary given itself), where its string sits and its bytes
+    (NUL included; ``function`` null where a stripped binary names it not)."""
     doc: dict[str, object] = {
         "schema": SCHEMA,
         "kind": "sources",
