@@ -89,9 +89,11 @@ def _not_macho(binary: str) -> Exception:
     from builder.errors import UsageError
     from builder.files.reading import open_regular
     from builder.metallib.binary_sections import file_kind
+    from builder.metallib.structs import MAGIC
 
     with open_regular(binary, "the binary") as handle:
-        kind = file_kind(handle.read(8))
+        head = handle.read(8)
+    kind = "a metallib: 'report' measures it" if head.startswith(MAGIC) else file_kind(head)
     what = (
         f"{kind} whose load commands cannot be read"
         if kind and "Mach-O" in kind
