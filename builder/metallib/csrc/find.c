@@ -8,10 +8,8 @@
  * page of it is mapped, so memory stays the same whatever the file's size. Each block is
  * searched 16 positions at a time, comparing the needle's first and last byte at once (GCC's and
  * Clang's vector extensions: SSE2 or NEON), and only the positions where both match are
- * compared whole. Over torch 2.14.1's libtorch_cpu.dylib (386 MB, page cache warm, development
- * VM) this search takes about 18 ms of CPU beside the kernel's 41 ms copy (59 ms in all);
- * glibc's memmem took 86 ms for the same search, CPython's mmap.find 283 ms (its page faults
- * included).
+ * compared whole: a fifth of glibc's memmem's CPU over the same blocks (docs/performance.md,
+ * "The search", has the figures and how they were measured).
  */
 #include "native.h"
 
