@@ -307,7 +307,15 @@ def _per_platform(tree: TreeOptions) -> TreeSources:
         click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
         return found
 
-    return TreeSources(discover)
+    def folders() -> tuple[Path, ...]:
+        from builder.kernels.tree_config import find_config, merge_flags
+
+        assert tree.source_dir is not None
+        settings = find_config(tree.source_dir, tree.config_file, tree.include_dirs)
+        config = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
+        return (tree.source_dir.resolve(), *config.include_dirs)
+
+    return TreeSources(discover, folders)
 
 
 def tree_summary(found: KernelTree) -> str:

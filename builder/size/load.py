@@ -31,8 +31,14 @@ class TreeSources:
     per-platform ``-D`` or ``--exclude``. ``discover`` loads the tree for a platform (None: the
     library states none, so the flags' and settings' platform)."""
 
-    def __init__(self, discover: Callable[[Platform | None], KernelTree]) -> None:
+    def __init__(
+        self,
+        discover: Callable[[Platform | None], KernelTree],
+        folders: Callable[[], tuple[Path, ...]] | None = None,
+    ) -> None:
         self._discover = discover
+        self._folders = folders
+        """The tree's root and -I folders from its settings alone, without discovery."""
         self._found: dict[tuple[int, str, str | None] | None, Sources] = {}
         self.origin = ""
         """``discovery:<tree>``, once a platform was discovered (``Sources.origin``)."""
@@ -49,6 +55,18 @@ class TreeSources:
             folders = (tree.root, *tree.config.include_dirs)
             self._found[key] = Sources(tree.source_of(), self.origin, folders)
         return self._found[key]
+
+    def folders_only(self) -> Sources:
+        """No kernels, only where the tree's headers are: what naming a shipped host library's
+        run-time sources needs (``builder.size.host_sources``), which preprocesses nothing when
+        the settings name the folders."""
+        from builder.size.grouping import Sources
+
+        if self._folders is None:
+            return self(None)
+        folders = self._folders()
+        self.origin = self.origin or f"discovery:{folders[0]}"
+        return Sources({}, self.origin, folders)
 
 
 def _for_library(
@@ -119,7 +137,8 @@ def load_library(
                 f"{lib.target}: --download models a metallib's share of its wheel; a host "
                 "library holds no metallib (report the wheel with --download instead)"
             )
-        return _host_library(lib, lib.host, by, _for_library(sources, None, label))
+        named_by = sources.folders_only() if isinstance(sources, TreeSources) else sources
+        return _host_library(lib, lib.host, by, named_by)
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
