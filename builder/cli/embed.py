@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
+
 __all__ = ["embed_command"]
 
 
@@ -64,15 +66,15 @@ Examples:
 )
 @click.option(
     "--namespace",
-    default="metal_jit",
+    default=DEFAULT_NAMESPACE,
     show_default=True,
     metavar="NS",
     help="C++ namespace of the generated functions (nested names like a::b allowed).",
 )
 @click.option(
     "--api",
-    type=click.Choice(["string", "cstring"]),
-    default="string",
+    type=click.Choice(APIS),
+    default=APIS[0],
     show_default=True,
     help="What each function returns: 'string' gives const std::string& NAME(), 'cstring' gives "
     "const char* NAME() (MLX's jit/includes.h interface), valid for the whole program, static "

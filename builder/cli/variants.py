@@ -20,6 +20,7 @@ from builder.cli.build import no_wait_option
 from builder.cli.publishing import format_option, platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
+from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
@@ -88,11 +89,11 @@ Examples:
     metavar="NS",
     default=None,
     help="C++ namespace of jit_sources.cpp's functions, over metallib.toml's jit-namespace "
-    "(default metal_jit).",
+    f"(default {DEFAULT_NAMESPACE}).",
 )
 @click.option(
     "--jit-api",
-    type=click.Choice(("string", "cstring")),
+    type=click.Choice(APIS),
     default=None,
     help="What each run-time source function returns, over metallib.toml's jit-api: string "
     "(const std::string&, shared pieces stored once; the default) or cstring (const char*, "

@@ -53,6 +53,7 @@ from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts
 from builder.jit.tree_preambles import UNIT_LOOKUP
+from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
 
 __all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
@@ -236,11 +237,11 @@ def generate(
     from builder.jit.unit_names import unit_namespace
 
     settings = plan.run_time
-    namespace = namespace or str(settings.get("namespace") or "metal_jit")
-    api = str(settings.get("api") or "string")
+    namespace = namespace or str(settings.get("namespace") or DEFAULT_NAMESPACE)
+    api = str(settings.get("api") or APIS[0])
     lookup = bool(settings.get("lookup", True))
-    if api not in ("string", "cstring"):
-        raise BuilderError(f"api {api!r} is neither string nor cstring")
+    if api not in APIS:
+        raise BuilderError(f"api {api!r}: the plan's run_time api is one of {', '.join(APIS)}")
     if not valid_namespace(namespace):
         raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace")
     include_dirs = list(plan.include_dirs)
@@ -290,7 +291,7 @@ def generate(
     text, shared_bytes = _shared_text(namespace, entries, stored, found, api)
     write_if_changed(out_dir / SHARED_SOURCE, text)
     shared_list = _shared_entries(plan, jit_units, per_unit, shared, held)
-    storage = {"storage": "separate" if api == "cstring" else "deduplicated"}
+    storage = {"storage": RuntimeSources(api=api).storage}
     facts = embed_facts(
         "entry_file", units, shared_list, shared_bytes, compressed=False, extra=storage
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from builder.errors import BuilderError
 from builder.files.reading import read_json
+from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 __all__ = ["main"]
 
@@ -51,8 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     emb.add_argument("-I", dest="include_dirs", action="append", default=[])
     emb.add_argument("-D", dest="defines", action="append", default=[])
     emb.add_argument("-o", dest="output", type=Path, required=True)
-    emb.add_argument("--namespace", default="metal_jit")
-    emb.add_argument("--api", choices=("string", "cstring"), default="string")
+    emb.add_argument("--namespace", default=DEFAULT_NAMESPACE)
+    emb.add_argument("--api", choices=APIS, default=APIS[0])
     emb.add_argument("--no-lookup", action="store_true")
     emb.add_argument("--depfile", type=Path, default=None)
     emb.add_argument("--strip-comments", action="store_true")

@@ -27,7 +27,7 @@ from builder.jit.cxx_keywords import CXX_KEYWORDS
 from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.preamble_functions import render_standalone
-from builder.kernels.runtime_sources import APIS
+from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 __all__ = [
     "EMBED_APIS",
@@ -96,7 +96,7 @@ def embed_headers(
     headers: Sequence[str | os.PathLike[str]],
     include_dirs: Sequence[str | os.PathLike[str]],
     defines: Sequence[str] = (),
-    namespace: str = "metal_jit",
+    namespace: str = DEFAULT_NAMESPACE,
     *,
     named: Named = (),
     strip: bool = False,
@@ -174,7 +174,7 @@ def write_embed(
     include_dirs: Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
     defines: Sequence[str] = (),
-    namespace: str = "metal_jit",
+    namespace: str = DEFAULT_NAMESPACE,
     *,
     strip: bool = False,
     api: str = "string",

@@ -7,7 +7,7 @@ per unit. Instead, every array a unit's generated source stores is declared in a
 after the unit, so the unit is in each symbol's (mangled) name whatever the object format:
 
     namespace metal_jit::detail { namespace { namespace mbjit_unit_unary { ... } } }
-    -> _ZN9metal_jit6detail12_GLOBAL__N_116mbjit_unit_unary18family_unary_poolE
+    -> _ZN9metal_jit6detail12_GLOBAL__N_116mbjit_unit_unary17family_unary_poolE
 
 The name is ``mbjit_unit_`` and the unit's name encoded one to one: ``[A-Za-z0-9]`` stays, any
 other byte of its UTF-8 becomes two lowercase hex digits and a ``_`` (``unary_subset.metal`` ->

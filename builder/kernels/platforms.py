@@ -119,8 +119,6 @@ def _entry(glob: str, value: Any) -> Requirement:
         close = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(KEYS)})"
         raise TypeError(f"{brief(glob)}: unknown key {brief(unknown[0])}{hint}")
-    if not value:
-        raise TypeError(f"{brief(glob)} states no minimum: give one of {', '.join(KEYS)}")
     version = value.get("metal-version")
     if version is not None and (
         isinstance(version, bool) or not isinstance(version, int) or not 100 <= version <= 999
@@ -142,6 +140,8 @@ def _entry(glob: str, value: Any) -> Requirement:
             f"{brief(glob)} platform must be an OS name or a list of them "
             f"({', '.join(_NAMES[:4])}, ...), got {brief(value.get('platform'))}"
         )
+    if version is None and target is None and not names:  # {} or { platform = [] }
+        raise TypeError(f"{brief(glob)} states no minimum: give one of {', '.join(KEYS)}")
     return Requirement(glob, version, target, tuple(names))
 
 
@@ -203,9 +203,9 @@ def _named(defines: Sequence[str], name: str) -> str | None:
     """The value the last ``-D`` of ``name`` gives (``""`` for a bare ``-D NAME``), or None."""
     value = None
     for text in defines:
-        key, _, rest = text.partition("=")
-        if key.strip() == name:
-            value = rest.strip()
+        key, arg = parse_define(text)  # checked already: the settings file and -D were
+        if key == name:
+            value = arg.partition("=")[2].strip()
     return value
 
 
@@ -251,7 +251,7 @@ def for_platform(
     target = library.deployment_target if library is not None else None
     target = target or deployment_target or settings.deployment_target
     platform = Platform(version, name, target, library.stated_by if library else None)
-    unmet = tuple(r.glob for r in settings.requires if not r.met_by(platform))
+    unmet = _unmet(settings.requires, platform)
     changed: C = replace(
         settings,
         defines=defines,
@@ -265,7 +265,8 @@ def for_platform(
 def left_out(config: Any) -> tuple[str, ...]:
     """The ``[kernels.requires]`` globs the config's platform does not meet: the entry files
     its build leaves out (empty before :func:`for_platform`)."""
-    platform = config.platform
-    if platform is None:
-        return ()
-    return tuple(r.glob for r in config.requires if not r.met_by(platform))
+    return () if config.platform is None else _unmet(config.requires, config.platform)
+
+
+def _unmet(requires: Sequence[Requirement], platform: Platform) -> tuple[str, ...]:
+    return tuple(r.glob for r in requires if not r.met_by(platform))

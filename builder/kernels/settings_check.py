@@ -28,13 +28,10 @@ def check_settings(
     defines: Sequence[str] = (),
     exclude: Sequence[str] = (),
     config_file: Path | None = None,
-    **_discovery_only: object,
 ) -> None:
     """Raise what ``load_tree`` would for ``source_dir``'s settings and folders (UsageError,
     exit 2), without preprocessing anything. The platform's own exclusions are not applied:
-    they only ever leave out more, and the checks here hold for every platform. Options that
-    only steer discovery (``jobs``, ``compiler``) are accepted and ignored, so a command passes
-    the options it gives ``load_tree``."""
+    they only ever leave out more, and the checks here hold for every platform."""
     if not Path(source_dir).is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
     if is_catalog_tree(source_dir):  # reading a catalog is cheap: its own checks, whole

@@ -213,15 +213,17 @@ class EmbedCosts:
             self._stored[entry] = _stored_texts(named, self._settings)
         return self._stored[entry]
 
-    def joined(self, entries: Iterable[str]) -> str:
-        """The union of what ``entries`` store, by key order, as one text."""
+    def _union(self, entries: Iterable[str]) -> dict[str, str]:
+        """What ``entries`` store together: a key two of them store, once."""
         union: dict[str, str] = {}
         for entry in entries:
             union.update(self.stored(entry))
+        return union
+
+    def joined(self, entries: Iterable[str]) -> str:
+        """The union of what ``entries`` store, by key order, as one text."""
+        union = self._union(entries)
         return "".join(union[k] for k in sorted(union))
 
     def __call__(self, entries: Iterable[str]) -> int:
-        union: dict[str, str] = {}
-        for entry in entries:
-            union.update(self.stored(entry))
-        return sum(len(t.encode("utf-8")) for t in union.values())
+        return sum(len(t.encode("utf-8")) for t in self._union(entries).values())

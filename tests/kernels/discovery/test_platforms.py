@@ -105,6 +105,7 @@ def test_an_ios_library_defines_metal_ios_and_meets_no_macos_requirement(tmp_pat
     [
         ('"a.metal" = 320', "'a.metal' must be a table such as { metal-version = 320 }, got 320"),
         ('"a.metal" = {}', "'a.metal' states no minimum: give one of metal-version,"),
+        ('"a.metal" = { platform = [] }', "'a.metal' states no minimum: give one of"),
         (
             '"a.metal" = { metal-versoin = 320 }',
             "'a.metal': unknown key 'metal-versoin'; did you mean 'metal-version'?",
