@@ -42,9 +42,15 @@ def _output_file() -> IO[bytes]:
     waits until Python (holding the GIL while it parses another file) drains it."""
     if hasattr(os, "memfd_create"):
         try:
-            return open(os.memfd_create("metallib-builder-pp", os.MFD_CLOEXEC), "w+b")
+            fd = os.memfd_create("metallib-builder-pp", os.MFD_CLOEXEC)
         except OSError:
             pass
+        else:
+            try:
+                return open(fd, "w+b")
+            except BaseException:
+                os.close(fd)  # not left open when the file object cannot be made
+                raise
     import tempfile
 
     return tempfile.TemporaryFile()

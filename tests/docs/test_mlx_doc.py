@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from support.mlx_doc import KERNELS, block, metallib_toml, stated_bytes, table_row
 
 from builder.cmake_build.cmake import find_tool
+from builder.files.tomltext import parse_toml
 from builder.inputs import wheel_cache, wheels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,6 +112,11 @@ RUNTIME_CMAKE = (
 )
 
 
+def _toml(text: str) -> dict[str, Any]:
+    """``text`` parsed as the tool parses settings (tomllib, or tomli on Python 3.10)."""
+    return parse_toml(text.encode("utf-8"), "the TOML text of this test")
+
+
 def _wheel(platform: str, version: str = VERSION) -> Path:
     try:
         return wheels.download_wheel("mlx-metal", version, platform)
@@ -153,7 +158,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write their kernel themselves."""
     root = _include_root(tmp_path_factory.mktemp("mlx") / "mlx-checkout")
     kernels = root / KERNELS
-    aot_only = tomllib.loads(metallib_toml())["build"]["aot-only"]
+    aot_only = _toml(metallib_toml())["build"]["aot-only"]
     for entry, name in ENTRY_KERNELS.items():
         kernel = f"[[kernel]] void {name}() {{}}\n"
         header = kernels / HEADER_OF.get(entry, entry.removesuffix(".metal") + ".h")
@@ -226,7 +231,7 @@ def test_the_commands_take_the_platform_from_each_library(checkout: Path) -> Non
     source = variants["source"]
     assert (source["tree"]["entry_files"], source["tree_kernels_missing"]) == (34, 0)
     held = {h["source"] for h in source["tree"]["held_aot"]}
-    aot_only = tomllib.loads(metallib_toml())["build"]["aot-only"]
+    aot_only = _toml(metallib_toml())["build"]["aot-only"]
     assert held == set(aot_only) - {"fence.metal"}  # fence.metal is not built on macOS 14
     assert [v["name"] for v in variants["variants"]] == ["all-aot", "jit-mode"]
 
@@ -236,8 +241,8 @@ def test_the_build_requirement_is_this_package() -> None:
 
     import builder
 
-    requires = tomllib.loads(block("toml", "# pyproject.toml"))["build-system"]["requires"]
-    ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requires = _toml(block("toml", "# pyproject.toml"))["build-system"]["requires"]
+    ours = _toml((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     wanted = [Requirement(r) for r in requires if Requirement(r).name == ours["name"]]
     assert len(wanted) == 1 and wanted[0].specifier.contains(builder.__version__)
 
@@ -248,7 +253,7 @@ def test_the_settings_table_is_the_cmake_calls_headers() -> None:
     do): the analysis commands and MLX's build make the same functions."""
     cmake = block("cmake", RUNTIME_CMAKE)
     headers = re.findall(r"\$\{KERNELS\}/(\S+\.h)\b", cmake)
-    table = tomllib.loads(metallib_toml())["build"]["preambles"]
+    table = _toml(metallib_toml())["build"]["preambles"]
     assert len(headers) == 49 and list(table.items()) == [(Path(h).stem, h) for h in headers]
 
 

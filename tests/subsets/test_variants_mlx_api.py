@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from binaries import tool
 from clirun import run_cli
 from support.mlx_doc import KERNELS, metallib_toml, table_row
 
+from builder.files.tomltext import parse_toml
 from builder.inputs import wheel_cache, wheels
 from builder.kernels.compiler import find_compiler
 from builder.size.host_strings import host_strings
@@ -102,6 +102,11 @@ ENTRY_INCLUDES = {
         if not (n == "masked" and nax)
     },
 }
+
+
+def _toml(text: str) -> dict[str, Any]:
+    """``text`` parsed as the tool parses settings (tomllib, or tomli on Python 3.10)."""
+    return parse_toml(text.encode("utf-8"), "the TOML text of this test")
 
 
 def _wheel(name: str, version: str, platform: str = MACOS14) -> Path:
@@ -190,7 +195,7 @@ def test_the_jit_split_defines_exactly_what_includes_h_declares(
     """The macOS 26 library (NAX in): the doc's [build.preambles] is jit/includes.h's 49
     declarations; the JIT split defines them and no other; all-aot the 12 MLX embeds outside
     if(MLX_METAL_JIT); the bytes are the doc's."""
-    settings = tomllib.loads(metallib_toml())["build"]
+    settings = _toml(metallib_toml())["build"]
     declared = _declared(mlx_tree)
     assert len(declared) == 49 and sorted(settings["preambles"]) == sorted(declared)
     assert all((mlx_tree / KERNELS / h).is_file() for h in settings["preambles"].values())
