@@ -136,9 +136,9 @@ def _metallib_table(comparison: Comparison) -> _DeltaTable:
     )
 
 
-def _jit_table(jit: JitComparison) -> _DeltaTable:
+def _jit_table(jit: JitComparison, row: str = "JIT unit") -> _DeltaTable:
     return _DeltaTable(
-        "JIT unit",
+        row,
         [g for g in jit.groups if not g.overhead],
         [g for g in jit.groups if g.overhead],
         jit.base_total,
@@ -223,9 +223,10 @@ def _section(
     base, head = comparison.base, comparison.head
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
+        shipped = by_strings(base) and by_strings(head)  # two shipped host libraries
         what = (
             "the run-time sources the host libraries embed"
-            if by_strings(base) and by_strings(head)
+            if shipped
             else "every unit is compiled at run time"
         )
         footer = clip(
@@ -234,7 +235,11 @@ def _section(
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
         )
-        table, headline = _jit_table(jit), _jit_headline(comparison, jit)
+        if shipped:  # rows are the run-time sources the binaries return, not build units
+            table = _jit_table(jit, "run-time source")
+            headline = _jit_headline(comparison, jit, "run-time sources")
+        else:
+            table, headline = _jit_table(jit), _jit_headline(comparison, jit)
     else:
         footer = clip(
             f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
@@ -312,12 +317,10 @@ def _jit_what(jit: JitComparison) -> str:
     return "JIT host library" if jit.host_measured else "embedded JIT source"
 
 
-def _jit_headline(comparison: Comparison, jit: JitComparison) -> str:
+def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT units") -> str:
     sizes = (jit.base_total, jit.head_total)
     units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
-    return _change_line(
-        comparison, jit.delta, jit.percent, sizes, units, _jit_what(jit), "JIT units"
-    )
+    return _change_line(comparison, jit.delta, jit.percent, sizes, units, _jit_what(jit), rows)
 
 
 def _jit_section(jit: JitComparison) -> _Section:

@@ -267,26 +267,27 @@ def _delta_table(
     rows: Sequence[tuple[Rollup, str]],
     total: Sequence[str],
     *,
-    counts: str = "fns",
+    counts: str | None = "fns",
     overhead_counts: bool = True,
     download: bool = False,
 ) -> Table:
-    """A joined table (``builder.size.rollup.join``, rows from ``delta_rows``): counts and bytes
-    of base and head, the delta, then ``total``."""
+    """A joined table (``builder.size.rollup.join``, rows from ``delta_rows``): counts (none
+    when ``counts`` is None) and bytes of base and head, the delta, then ``total``."""
     from rich.table import Table
 
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column(key)
     downloads = ("dl base", "dl head", "dl delta") if download else ()
-    for col in (f"{counts} base", f"{counts} head", "base", "head", "delta", "delta %", *downloads):
+    count_columns = (f"{counts} base", f"{counts} head") if counts else ()
+    for col in (*count_columns, "base", "head", "delta", "delta %", *downloads):
         table.add_column(col, justify="right")
     for g, style in rows:
         assert g.base_bytes is not None
         shown = overhead_counts or not g.overhead
+        cells = (f"{g.base_function_count:,}", f"{g.function_count:,}") if shown else ("", "")
         table.add_row(
             rich_text(g.name),
-            f"{g.base_function_count:,}" if shown else "",
-            f"{g.function_count:,}" if shown else "",
+            *(cells if counts else ()),
             human_size(g.base_bytes),
             human_size(g.bytes),
             human_delta(g.delta),
@@ -295,7 +296,7 @@ def _delta_table(
             style=style,
         )
     table.add_section()
-    table.add_row(*total, style="bold")
+    table.add_row(*(total if counts else (total[0], *total[3:])), style="bold")
     return table
 
 
@@ -374,6 +375,6 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
         "run-time source" if sources else "JIT unit",
         rows,
         total,
-        counts="kernels",
+        counts=None if sources else "kernels",  # a shipped host library counts no kernels
         overhead_counts=False,
     )

@@ -195,8 +195,13 @@ def test_the_table_a_saved_report_and_a_comparison(
     assert jit["delta_bytes"] == 0 and jit["base_bytes"] == dylib.stat().st_size
     code, out, _ = run_cli(["compare", str(saved), str(dylib)], capsys)
     flat = re.sub(r"\s+", " ", out)
-    assert code == 0 and "run-time source" in flat.split("┡")[0]
+    heading = flat.split("┡")[0]
+    assert code == 0 and "run-time source" in heading
+    assert "kernels" not in heading  # a shipped host library counts no kernels: no columns
     assert "no metallib on either side: the run-time sources the host libraries embed" in flat
+    code, out, _ = run_cli(["compare", str(saved), str(dylib), "--format", "markdown"], capsys)
+    assert code == 0 and "| run-time source | base | head | delta | delta % |" in out
+    assert "5 → 5 run-time sources" in out and "JIT unit" not in out
 
 
 def test_a_macho_with_neither_a_metallib_nor_a_source(
