@@ -47,6 +47,9 @@ _BUILD_ONLY = [
     request_option("sdk"),
     request_option("chunk_size"),
     request_option("compress"),
+    request_option("jit_namespace"),
+    request_option("jit_api"),
+    request_option("jit_lookup"),
     click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
 ]
 no_wait_option = click.option(

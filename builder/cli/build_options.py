@@ -44,6 +44,8 @@ def request_option(name: str, *, default: Path | None = None) -> Callable[[F], F
     kind_type = types.get(kind)
     if option.choices:
         kind_type, shown = click.Choice(option.choices), f.default
+    if kind == "switch":  # --x/--no-x, None when neither is given
+        return click.option(option.flag, name, help=option.help, default=None)
     return click.option(
         *option.flag.split("/"),
         name,

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
+from builder.cli.build_options import request_option
 from builder.cli.publishing import format_option, platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
-from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
@@ -84,28 +84,9 @@ Examples:
     "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
     "compressed, planned on estimates and measured on the planned split.",
 )
-@click.option(
-    "--jit-namespace",
-    metavar="NS",
-    default=None,
-    help="C++ namespace of jit_sources.cpp's functions, over metallib.toml's jit-namespace "
-    f"(default {DEFAULT_NAMESPACE}).",
-)
-@click.option(
-    "--jit-api",
-    type=click.Choice(APIS),
-    default=None,
-    help="What each run-time source function returns, over metallib.toml's jit-api: string "
-    "(const std::string&, shared pieces stored once; the default) or cstring (const char*, "
-    "each function's whole text on its own, as MLX stores it); the embedded bytes count what "
-    "it stores.",
-)
-@click.option(
-    "--jit-lookup/--no-jit-lookup",
-    default=None,
-    help="Define preamble(name) in jit_sources.cpp, over metallib.toml's jit-lookup "
-    "(default: defined).",
-)
+@request_option("jit_namespace")
+@request_option("jit_api")
+@request_option("jit_lookup")
 @click.option(
     "--download",
     is_flag=True,
@@ -270,25 +251,14 @@ def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> N
 def _interface(
     tree: KernelTree, namespace: str | None, api: str | None, lookup: bool | None
 ) -> KernelTree:
-    """``tree`` with the command line's run-time source interface over its metallib.toml's."""
+    """``tree`` with the command line's run-time source interface over its metallib.toml's
+    (``builder.kernels.runtime_sources.over_file``, as ``build`` does)."""
     from dataclasses import replace
 
-    from builder.kernels.cxx_names import valid_namespace
+    from builder.kernels.runtime_sources import over_file
 
-    if namespace is None and api is None and lookup is None:
+    catalog = tree.kind == "catalog"
+    runtime = over_file(tree.config.runtime, namespace, api, lookup, catalog=catalog)
+    if runtime is tree.config.runtime:
         return tree
-    if namespace is not None and not valid_namespace(namespace):
-        raise UsageError(f"--jit-namespace {namespace!r} is not a C++ namespace name")
-    if tree.kind == "catalog":
-        raise UsageError(
-            "--jit-namespace, --jit-api and --jit-lookup apply to a folder of .metal entry "
-            "files; a catalog tree's sources are written as embed writes them by default"
-        )
-    old = tree.config.runtime
-    runtime = replace(
-        old,
-        namespace=old.namespace if namespace is None else namespace,
-        api=old.api if api is None else api,
-        lookup=old.lookup if lookup is None else lookup,
-    )
     return replace(tree, config=replace(tree.config, runtime=runtime))

@@ -22,7 +22,8 @@ class Option:
     line and in CMake, and its kind (how a value is read from the CLI and from JSON)."""
 
     kind: str
-    """text, flags, path, real_path, paths, texts, names, globs, int, bool."""
+    """text, flags, path, real_path, paths, texts, names, globs, int, bool, switch (a bool
+    that may be unset: ``--x/--no-x``, None when neither is given)."""
     help: str
     flag: str | None = None
     """The command-line option (None: set another way)."""
@@ -128,7 +129,8 @@ def from_json(f: Field[object], value: object) -> object:
     kind = option.kind
     if value is None:
         return None
-    single: dict[str, type] = {"bool": bool, "int": int, "text": str, "path": str, "real_path": str}
+    single: dict[str, type] = {"bool": bool, "switch": bool, "int": int, "text": str}
+    single |= {"path": str, "real_path": str}
     expected = single.get(kind, list)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise ValueError(f"build option {f.name!r}: {value!r} is not a {kind}")

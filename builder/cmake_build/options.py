@@ -66,6 +66,17 @@ def _request_lines(f: Field[object]) -> list[str]:
             f'    string(JSON json SET "${{json}}" {name} false)',
             "  endif()",
         ]
+    if kind == "switch":  # ON, OFF (any CMake spelling) or empty: not given
+        return [
+            f'  string(TOUPPER "${{{var}}}" value)',
+            '  if(value MATCHES "^(ON|YES|TRUE|Y|1)$")',
+            f'    string(JSON json SET "${{json}}" {name} true)',
+            '  elseif(value MATCHES "^(OFF|NO|FALSE|N|0)$")',
+            f'    string(JSON json SET "${{json}}" {name} false)',
+            '  elseif(NOT value STREQUAL "")',
+            f'    message(FATAL_ERROR "{var}=${{{var}}}: ON, OFF or empty")',
+            "  endif()",
+        ]
     if kind == "int":
         return [
             f'  if(NOT "${{{var}}}" MATCHES "^[0-9]+$")',

@@ -19,6 +19,7 @@ from builder.cmake_build.plan_model import (
 )
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
+from builder.kernels.runtime_sources import RuntimeSources, over_file
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -98,6 +99,14 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     from builder.kernels.tree_config import TreeConfig
 
     tree, selection = request.tree, request.selection
+    # refused when given: a catalog's host library is a registry with embed's interface
+    over_file(
+        RuntimeSources(),
+        selection.jit_namespace,
+        selection.jit_api,
+        selection.jit_lookup,
+        catalog=True,
+    )
     if tree.include_dirs or tree.defines or tree.exclude or tree.config_file:
         raise UsageError(
             f"{source_dir} is a catalog tree (catalog.json); -I, -D, --exclude and "
@@ -159,6 +168,10 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
             "families; choose entry files with --exclude, and JIT ones with --jit or --aot"
         )
     settings = find_config(source_dir, asked.config_file, asked.include_dirs)
+    # the command line's interface over metallib.toml's, as on variants --from
+    runtime = over_file(
+        settings.runtime, selection.jit_namespace, selection.jit_api, selection.jit_lookup
+    )
     config = merge_flags(settings, asked.include_dirs, asked.defines, asked.exclude)
     std, version = std_for(request, config)
     # the __METAL_VERSION__ the record step discovers with, too, and the entry files this
@@ -227,10 +240,6 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         config.flags,
         compiles,
         tuple(preambles),
-        run_time={
-            "namespace": config.runtime.namespace,
-            "api": config.runtime.api,
-            "lookup": config.runtime.lookup,
-        },
+        run_time={"namespace": runtime.namespace, "api": runtime.api, "lookup": runtime.lookup},
         memo=memo,
     )

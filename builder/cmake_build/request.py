@@ -35,6 +35,7 @@ from builder.cmake_build.option_values import (
 )
 from builder.errors import UsageError
 from builder.kernels.chunking import DEFAULT_CHUNK_SIZE
+from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -261,6 +262,45 @@ class UnitSelection:
             "Compress the sources a catalog tree embeds in the host library.",
             flag="--compress",
             cmake="METALLIB_JIT_COMPRESS",
+        ),
+    )
+    jit_namespace: str | None = field(
+        default=None,
+        metadata=meta(
+            "text",
+            "C++ namespace of the run-time sources' functions (a or a::b), over [build] "
+            f"jit-namespace of metallib.toml (default {DEFAULT_NAMESPACE}); a tree of entry files "
+            "only.",
+            flag="--jit-namespace",
+            cmake="METALLIB_JIT_NAMESPACE",
+            metavar="NS",
+            shown_default=f"[build] jit-namespace, else `{DEFAULT_NAMESPACE}`",
+        ),
+    )
+    jit_api: str | None = field(
+        default=None,
+        metadata=meta(
+            "text",
+            "What each run-time source function returns, over [build] jit-api of metallib.toml: "
+            "string (const std::string&, shared pieces stored once; the default) or cstring "
+            "(const char*, each function's whole text on its own, as MLX stores it); the "
+            "embedded bytes count what it stores. A tree of entry files only.",
+            flag="--jit-api",
+            cmake="METALLIB_JIT_API",
+            choices=APIS,
+            shown_default="[build] jit-api, else `string`",
+        ),
+    )
+    jit_lookup: bool | None = field(
+        default=None,
+        metadata=meta(
+            "switch",
+            "Define the lookup by name, preamble(name) (and a build's unit_source(unit)), over "
+            "[build] jit-lookup of metallib.toml (default: defined). In CMake ON, OFF or empty "
+            "(metallib.toml's). A tree of entry files only.",
+            flag="--jit-lookup/--no-jit-lookup",
+            cmake="METALLIB_JIT_LOOKUP",
+            shown_default="[build] jit-lookup, else defined",
         ),
     )
 

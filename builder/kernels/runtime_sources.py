@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from builder.errors import UsageError
 from builder.kernels.cxx_names import valid_namespace
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "KEYS",
     "PREAMBLE_SETS",
     "RuntimeSources",
+    "over_file",
     "runtime_sources",
 ]
 
@@ -130,4 +132,36 @@ def runtime_sources(build: Mapping[str, Any], preambles: Mapping[str, object]) -
         lookup=build.get("jit-lookup", True),
         always=always,
         preamble_set=preamble_set,
+    )
+
+
+def over_file(
+    runtime: RuntimeSources,
+    namespace: str | None,
+    api: str | None,
+    lookup: bool | None,
+    *,
+    catalog: bool = False,
+) -> RuntimeSources:
+    """``runtime`` (metallib.toml's) with the command line's ``--jit-namespace``,
+    ``--jit-api`` and ``--jit-lookup`` over it (None: not given), for ``variants --from`` and
+    ``build`` alike. UsageError (exit 2) for a namespace that is no C++ name, and for any of
+    them on a ``catalog`` tree, whose host library is a registry of families that ``embed``'s
+    interface fixes."""
+    if namespace is None and api is None and lookup is None:
+        return runtime
+    if namespace is not None and not valid_namespace(namespace):
+        raise UsageError(f"--jit-namespace {namespace!r} is not a C++ namespace name")
+    if api is not None and api not in APIS:
+        raise UsageError(f"--jit-api {api!r} is not one of {', '.join(APIS)}")
+    if catalog:
+        raise UsageError(
+            "--jit-namespace, --jit-api and --jit-lookup apply to a folder of .metal entry "
+            "files; a catalog tree's sources are written as embed writes them by default"
+        )
+    return replace(
+        runtime,
+        namespace=runtime.namespace if namespace is None else namespace,
+        api=runtime.api if api is None else api,
+        lookup=runtime.lookup if lookup is None else lookup,
     )
