@@ -68,8 +68,19 @@ def unit_kernels(
 def plan_options(plan: BuildPlan) -> dict[str, object]:
     """The plan's selection as the manifest's ``METALLIB_*`` options (CMake adds the compile
     options it resolved: flags, std, deployment target, SDK, compression): what was asked
-    (``METALLIB_JIT``, ``METALLIB_AOT``: the globs) and what it chose (the units by mode)."""
+    (``METALLIB_JIT``, ``METALLIB_AOT``: the globs) and what it chose (the units by mode, and
+    for a discovered tree the run-time sources' interface, from the options or metallib.toml)."""
     selection = plan.request.selection
+    run_time = plan.run_time
+    interface = (
+        {
+            "METALLIB_JIT_NAMESPACE": run_time["namespace"],
+            "METALLIB_JIT_API": run_time["api"],
+            "METALLIB_JIT_LOOKUP": run_time["lookup"],
+        }
+        if run_time
+        else {}
+    )
     return {
         "METALLIB_JIT": list(selection.jit),
         "METALLIB_AOT": list(selection.aot),
@@ -78,6 +89,7 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
         "METALLIB_JIT_UNITS": list(plan.jit),
         "METALLIB_DTYPES": list(selection.dtypes),
         "METALLIB_AOT_CHUNK_SIZE": selection.chunk_size,
+        **interface,
     }
 
 

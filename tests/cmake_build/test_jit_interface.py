@@ -61,6 +61,10 @@ def test_build_options_set_the_host_library_s_interface_over_metallib_toml(
     assert not any(re.search(r"unit_source|preamble\(", name) for name in defined)  # no lookup
     plan = json.loads((build_dir / "metal_plan" / "plan.json").read_text())
     assert plan["run_time"] == {"namespace": "a::b", "api": "cstring", "lookup": False}
+    options = json.loads((build_dir / "manifest.json").read_text())["options"]  # the record
+    recorded = {k: options[k] for k in ("METALLIB_JIT_NAMESPACE", "METALLIB_JIT_API")}
+    assert recorded == {"METALLIB_JIT_NAMESPACE": "a::b", "METALLIB_JIT_API": "cstring"}
+    assert options["METALLIB_JIT_LOOKUP"] is False
     # each function is const char*: a program declaring it so reads the file's whole text
     declared = " ".join(f"const char* {f}();" for f in functions)
     calls = "".join(
