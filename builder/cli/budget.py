@@ -35,6 +35,7 @@ def budget_command(
     BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
     directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
+    (member: one library of it, as 'report --member')
     and any of max-size, max-total-size (metallib + JIT host library), max-download-size,
     max-functions, groups (with by) and max-growth against a base report; by = "source" names
     its kernel tree with source-dir, include-dirs, defines, exclude and config, read as

@@ -58,6 +58,7 @@ def load(
     platform: str | None,
     sources: Sources | TreeSources | None = None,
     download: bool = False,
+    member: str | None = None,
 ) -> list[Report]:
     from builder.size.load import load_reports
 
@@ -75,6 +76,7 @@ def load(
             progress=_progress,
             sources=sources,
             download=download,
+            member=member,
         )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(

@@ -77,6 +77,15 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "docs/download-size.md). A wheel also lists its files with their real "
             "compressed sizes, and the model's error against its metallib member.",
         ),
+        click.option(
+            "--member",
+            default=None,
+            metavar="NAME",
+            help="Report only this library of a target that holds several: a wheel member's "
+            "path or '#N' (the N-th metallib of a binary), as the error listing them spells "
+            "it. A wheel's binary member that holds no metallib (mlx-metal's "
+            "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
+        ),
     ]
     command = tree_options(func)
     for option in reversed(options):
@@ -118,6 +127,7 @@ def report_command(
     outputs: tuple[str, ...],
     platform: str | None,
     download: bool,
+    member: str | None,
     tree: TreeOptions,
 ) -> None:
     """Show which kernels make a metallib big.
@@ -136,6 +146,7 @@ def report_command(
       metallib-builder report build/ --by source
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx/lib/libmlx.dylib --source-dir mlx/backend/metal/kernels -I .
+      metallib-builder report mlx-metal==0.32.1 --member mlx/lib/libmlx.dylib --source-dir TREE
       metallib-builder report build/ --by source,dtype
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report mlx-metal==0.32.0 --format html -o size.html
@@ -145,7 +156,7 @@ def report_command(
     check_output(outputs, [target], rules, tree)
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = tree_sources(by, tree)
-    reports = load(target, by, rules, platform, sources, download)
+    reports = load(target, by, rules, platform, sources, download, member)
     from builder.size.binary_account import binary_accounts
 
     binaries = binary_accounts(
@@ -266,6 +277,7 @@ def compare_command(
     warn_only: bool,
     github_comment: bool,
     download: bool,
+    member: str | None,
     tree: TreeOptions,
     max_growth: Limit | None,
     max_size: int | None,
@@ -320,7 +332,9 @@ def compare_command(
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
     download = download or gates.download
-    loaded = [load(target, by, rules, platform, sources, download) for target in (base, head)]
+    loaded = [
+        load(target, by, rules, platform, sources, download, member) for target in (base, head)
+    ]
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     def render(kind: str, terminal: bool) -> str:

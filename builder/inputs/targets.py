@@ -74,12 +74,28 @@ def resolve_target(
     platform: str | None = None,
     progress: Progress | None = None,
     host_libraries: bool = False,
+    member: str | None = None,
 ) -> list[Library]:
     """Find the libraries behind ``text`` (downloading a wheel for ``PACKAGE==VERSION``).
 
     ``host_libraries`` (the size commands): a Mach-O binary given as the target that holds no
     metallib is one ``Library`` with ``host`` set, measured by its run-time sources, instead of
-    an error; the measuring side raises :func:`no_metallib` when it holds none either."""
+    an error; the measuring side raises :func:`no_metallib` when it holds none either. So is a
+    wheel's binary member that holds none when ``member`` names it (its path in the wheel).
+    ``member`` keeps the one library it names, as :func:`one_metallib` matches names."""
+    found = _resolve(text, platform, progress, host_libraries, member)
+    if member is None:
+        return found
+    return _matching(text, found, member)
+
+
+def _resolve(
+    text: str,
+    platform: str | None,
+    progress: Progress | None,
+    hosts: bool,
+    member: str | None,
+) -> list[Library]:
     path = Path(text)
     if path.is_dir():
         manifest_path = path / MANIFEST_NAME
@@ -91,9 +107,9 @@ def resolve_target(
         if path.suffix == ".whl":
             from builder.inputs.wheel_extract import extract_metallibs
 
-            return _from_wheel(text, path, extract_metallibs(path))
+            return _from_wheel(text, path, extract_metallibs(path), host=(member, hosts))
         if path.suffix not in (".json", ".metallib") and not _starts_with_magic(path):
-            return _from_binary(text, path, path.name, "binary", hosts=host_libraries)
+            return _from_binary(text, path, path.name, "binary", hosts=hosts)
         if path.suffix == ".json":
             data = read_json(path, "JSON")
             # a build manifest (units[]; families[] was schema 1: read_manifest says to rebuild)
@@ -113,7 +129,7 @@ def resolve_target(
             f"{text}: no such file, and not a PACKAGE==VERSION spec "
             "(targets: .metallib, .whl, report .json, build directory, PACKAGE==VERSION)"
         )
-    return _from_wheel(text, *fetched, kind="spec")
+    return _from_wheel(text, *fetched, kind="spec", host=(member, hosts))
 
 
 def fetch_spec(
@@ -150,22 +166,9 @@ def one_metallib(
     member's path or a library's file name, chooses among several; ``choose`` says how, for a
     command without ``--member``): a saved report or a build with no metallib is refused, since
     there are no functions' bytes to read."""
-    names = [lib.member or (lib.path.name if lib.path else lib.target) for lib in libraries]
+    names = _names(libraries)
     if member is not None:
-        # '#2' names the second library of a binary when the target holds one binary
-        chosen = [
-            lib
-            for lib, name in zip(libraries, names, strict=True)
-            if name == member or (member.startswith("#") and name.endswith(member))
-        ]
-        if len(chosen) > 1:
-            raise UsageError(
-                f"{target}: {member!r} names {len(chosen)} metallibs; give the whole name "
-                f"({', '.join(n for n in names if n.endswith(member))})"
-            )
-        if not chosen:
-            raise UsageError(f"{target}: no metallib {member!r} (it holds: {', '.join(names)})")
-        libraries = chosen
+        libraries = _matching(target, libraries, member)
     if len(libraries) > 1:
         raise UsageError(
             f"{target}: holds {len(libraries)} metallibs; {choose} ({', '.join(names)})"
@@ -179,6 +182,31 @@ def one_metallib(
     if lib.path is None:
         raise UsageError(f"{target}: the build has no metallib (every unit JIT)")
     return lib
+
+
+def _names(libraries: list[Library]) -> list[str]:
+    """How ``--member`` names each library: its member path (``BINARY#N`` inside a binary),
+    else its file's name."""
+    return [lib.member or (lib.path.name if lib.path else lib.target) for lib in libraries]
+
+
+def _matching(target: str, libraries: list[Library], member: str) -> list[Library]:
+    """The one library ``member`` names: its whole name, or ``#N`` for the N-th of the one
+    binary the target holds."""
+    names = _names(libraries)
+    chosen = [
+        lib
+        for lib, name in zip(libraries, names, strict=True)
+        if name == member or (member.startswith("#") and name.endswith(member))
+    ]
+    if len(chosen) > 1:
+        raise UsageError(
+            f"{target}: {member!r} names {len(chosen)} metallibs; give the whole name "
+            f"({', '.join(n for n in names if n.endswith(member))})"
+        )
+    if not chosen:
+        raise UsageError(f"{target}: no metallib {member!r} (it holds: {', '.join(names)})")
+    return chosen
 
 
 @contextmanager
@@ -256,15 +284,28 @@ def _is_macho(path: Path) -> bool:
         return "Mach-O" in (file_kind(handle.read(8)) or "")
 
 
-def _from_wheel(text: str, wheel: Path, paths: list[Path], kind: str = "wheel") -> list[Library]:
+def _from_wheel(
+    text: str,
+    wheel: Path,
+    paths: list[Path],
+    kind: str = "wheel",
+    host: tuple[str | None, bool] = (None, False),
+) -> list[Library]:
+    """The wheel's libraries; ``host`` (a member path, and whether a host library may be
+    measured): that binary member when it holds no metallib, as a binary given itself is."""
     root = common_root(paths) if paths else wheel.parent
     found: list[Library] = []
     for p in paths:
         name = p.relative_to(root).as_posix()
         if p.suffix == ".metallib":
             found.append(Library(text, kind, p, wheel=str(wheel), member=name))
-        else:
-            found += _from_binary(text, p, name, kind, wheel=str(wheel))
+            continue
+        inside = _from_binary(text, p, name, kind, wheel=str(wheel))
+        if not inside and name == host[0]:  # the member named: a binary holding no metallib
+            if host[1] and _is_macho(p):
+                return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
+            raise no_metallib(f"{text}:{name}", p)
+        found += inside
     if not found:
         raise UsageError(
             f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "

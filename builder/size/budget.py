@@ -111,13 +111,19 @@ def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> li
         _check_tree(budget)
         sources = trees(budget)
 
-    def load(text: str) -> list[Report]:
+    def load(text: str, member: str | None = None) -> list[Report]:
         # the base is grouped as the target is (its tree too), as compare groups both sides
         return load_reports(
-            text, by=budget.by, platform=budget.platform, sources=sources, progress=progress
+            text,
+            by=budget.by,
+            platform=budget.platform,
+            sources=sources,
+            progress=progress,
+            member=member,
         )
 
-    reports = [r for text in _targets(budget, budget.target) for r in load(text)]
+    targets = _targets(budget, budget.target)
+    reports = [r for text in targets for r in load(text, budget.member)]
     base = None
     if budget.base is not None:
         base = [r for text in _targets(budget, budget.base) for r in load(text)]

@@ -9,6 +9,7 @@ A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.to
     name = "mlx, macOS 26"                    # optional; the target otherwise
     target = "mlx-metal==0.32.4"              # path, glob, build folder or PACKAGE==VERSION
     platform = "macosx_26_0_arm64"            # wheel platform of a PACKAGE==VERSION target
+    # member = "mlx/lib/libmlx.dylib"         # one library of the target, as report --member
     max-size = "220MB"                        # the metallib(s)
     max-total-size = "230MB"                  # metallib(s) + a build's JIT host library
     max-download-size = "80MB"                # compressed, as a wheel stores it (report --download)
@@ -68,7 +69,7 @@ _LIMITS = (
 _TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
 """The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
 --config, loaded the same way (``builder.cli.tree_options``)."""
-_KEYS = ("name", "target", "platform", "by", *_TREE, "base", *_LIMITS)
+_KEYS = ("name", "target", "member", "platform", "by", *_TREE, "base", *_LIMITS)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class Budget:
     root: Path
     """The budget file's folder: relative paths start here."""
     platform: str | None = None
+    member: str | None = None
+    """The one library of the target measured, as ``report --member`` names it (a wheel's
+    binary member holding no metallib: its host library); the base is read whole."""
     by: str = "kernel"
     source_dir: Path | None = None
     include_dirs: tuple[Path, ...] = ()
@@ -236,6 +240,7 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
         target,
         root,
         platform=_text(raw, "platform", where),
+        member=_text(raw, "member", where),
         by=by,
         source_dir=None if source_dir is None else _path(root, source_dir),
         include_dirs=tuple(_path(root, i) for i in include),

@@ -89,15 +89,19 @@ def load_reports(
     progress: Progress | None = None,
     sources: Sources | TreeSources | None = None,
     download: bool = False,
+    member: str | None = None,
 ) -> list[Report]:
     """Resolve ``text`` and measure (or read back) every library behind it.
 
     ``sources`` (a discovered kernel tree's entry file per kernel, or a ``TreeSources`` that
     discovers it for each library's platform) answers ``--by source`` for any library, and wins
     over what a build manifest records. ``download`` adds the download
-    shares (``builder.size.download``).
+    shares (``builder.size.download``). ``member`` keeps the one library it names (a wheel's
+    binary member holding no metallib: its host library, as the binary given itself).
     """
-    found = resolve_target(text, platform=platform, progress=progress, host_libraries=True)
+    found = resolve_target(
+        text, platform=platform, progress=progress, host_libraries=True, member=member
+    )
     return [
         load_library(lib, by=by, rules=rules, sources=sources, download=download) for lib in found
     ]
@@ -210,9 +214,10 @@ def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) ->
 
     measured = measure_host_sources(path, sources.folders if sources is not None else ())
     if measured is None:
-        raise no_metallib(lib.target, path, sources=True)
+        named = f"{lib.target}:{lib.member}" if lib.member else lib.target
+        raise no_metallib(named, path, sources=True)
     jit, host = measured
-    source = Source(path=None, target=lib.target, kind=lib.kind)
+    source = Source(path=None, target=lib.target, kind=lib.kind, wheel=lib.wheel, member=lib.member)
     return build_report(
         Attribution.empty(),
         source,
