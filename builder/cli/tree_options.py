@@ -15,6 +15,7 @@ import click
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.kernels.platforms import Platform
+    from builder.kernels.tree_config import TreeConfig
     from builder.size.budget_file import Budget
     from builder.size.load import TreeSources
 
@@ -153,19 +154,22 @@ class TreeOptions:
         with progress:
             return read(advance)
 
-    def check(self) -> None:
+    def check(self) -> TreeConfig:
         """Raise what loading would for the tree's settings and folders (exit 2), without
-        preprocessing: run before a command resolves its target, which may be a download."""
+        preprocessing: run before a command resolves its target, which may be a download.
+        Returns the settings with the flags over them."""
+        from builder.errors import UsageError
         from builder.kernels.settings_check import check_settings
 
-        if self.source_dir is not None:
-            check_settings(
-                self.source_dir,
-                include_dirs=self.include_dirs,
-                defines=self.defines,
-                exclude=self.exclude,
-                config_file=self.config_file,
-            )
+        if self.source_dir is None:
+            raise UsageError("no --source-dir: name the kernel tree")
+        return check_settings(
+            self.source_dir,
+            include_dirs=self.include_dirs,
+            defines=self.defines,
+            exclude=self.exclude,
+            config_file=self.config_file,
+        )
 
     def discovered(
         self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False
@@ -295,27 +299,17 @@ def _per_platform(tree: TreeOptions) -> TreeSources:
     """``tree`` discovered, when the first library is measured, for that library's platform,
     with progress and a line on stderr saying what was found; its settings and folders are
     checked now, before any target is resolved (or downloaded)."""
-    from builder.errors import UsageError
     from builder.size.load import TreeSources
 
-    if tree.source_dir is None or not tree.source_dir.is_dir():
-        raise UsageError(f"--source-dir {tree.source_dir}: not a folder")
-    tree.check()
+    config = tree.check()
+    assert tree.source_dir is not None  # check() refuses a tree without one
 
     def discover(platform: Platform | None) -> KernelTree:
         found = tree.load(platform)
         click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
         return found
 
-    def folders() -> tuple[Path, ...]:
-        from builder.kernels.tree_config import find_config, merge_flags
-
-        assert tree.source_dir is not None
-        settings = find_config(tree.source_dir, tree.config_file, tree.include_dirs)
-        config = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
-        return (tree.source_dir.resolve(), *config.include_dirs)
-
-    return TreeSources(discover, folders)
+    return TreeSources(discover, (tree.source_dir.resolve(), *config.include_dirs))
 
 
 def tree_summary(found: KernelTree) -> str:

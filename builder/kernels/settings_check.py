@@ -16,7 +16,7 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.kernels.discovery import checked_entries, is_catalog_tree, load_tree
-from builder.kernels.tree_config import find_config, merge_flags
+from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
 
 __all__ = ["check_settings"]
 
@@ -28,20 +28,22 @@ def check_settings(
     defines: Sequence[str] = (),
     exclude: Sequence[str] = (),
     config_file: Path | None = None,
-) -> None:
+) -> TreeConfig:
     """Raise what ``load_tree`` would for ``source_dir``'s settings and folders (UsageError,
-    exit 2), without preprocessing anything. The platform's own exclusions are not applied:
-    they only ever leave out more, and the checks here hold for every platform."""
+    exit 2), without preprocessing anything; return the settings with the flags over them.
+    The platform's own exclusions are not applied: they only ever leave out more, and the
+    checks here hold for every platform."""
     if not Path(source_dir).is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
     if is_catalog_tree(source_dir):  # reading a catalog is cheap: its own checks, whole
-        load_tree(
+        return load_tree(
             source_dir,
             include_dirs=include_dirs,
             defines=defines,
             exclude=exclude,
             config_file=config_file,
-        )
-        return
+        ).config
     settings = find_config(source_dir, config_file, include_dirs)
-    checked_entries(Path(source_dir), merge_flags(settings, include_dirs, defines, exclude))
+    config = merge_flags(settings, include_dirs, defines, exclude)
+    checked_entries(Path(source_dir), config)
+    return config

@@ -34,11 +34,11 @@ class TreeSources:
     def __init__(
         self,
         discover: Callable[[Platform | None], KernelTree],
-        folders: Callable[[], tuple[Path, ...]] | None = None,
+        folders: tuple[Path, ...] = (),
     ) -> None:
         self._discover = discover
         self._folders = folders
-        """The tree's root and -I folders from its settings alone, without discovery."""
+        """The tree's root and -I folders from its settings alone (none: only discovery says)."""
         self._found: dict[tuple[int, str, str | None] | None, Sources] = {}
         self.origin = ""
         """``discovery:<tree>``, once a platform was discovered (``Sources.origin``)."""
@@ -62,11 +62,10 @@ class TreeSources:
         the settings name the folders."""
         from builder.size.grouping import Sources
 
-        if self._folders is None:
+        if not self._folders:
             return self(None)
-        folders = self._folders()
-        self.origin = self.origin or f"discovery:{folders[0]}"
-        return Sources({}, self.origin, folders)
+        self.origin = self.origin or f"discovery:{self._folders[0]}"
+        return Sources({}, self.origin, self._folders)
 
 
 def _for_library(
