@@ -6,7 +6,9 @@ they are shown. Exit codes: 1 means a check ran and failed, 2 means the input or
 
 from __future__ import annotations
 
-__all__ = ["BuilderError", "CheckFailed", "OutputError", "UsageError"]
+from collections.abc import Sequence
+
+__all__ = ["BuilderError", "CheckFailed", "OutputError", "UsageError", "closest_hint"]
 
 
 class BuilderError(Exception):
@@ -34,3 +36,14 @@ class OutputError(BuilderError):
     """
 
     exit_code = 2
+
+
+def closest_hint(word: str, known: Sequence[str], *, list_known: bool = True) -> str:
+    """What an unknown-word message ends with: ``; did you mean 'x'?`` for the known word
+    closest to ``word``, else `` (known: a, b)`` (nothing without ``list_known``)."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f" (known: {', '.join(known)})" if list_known else ""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from builder.errors import UsageError
+from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
 from builder.kernels.tree_files import unmatched_glob
@@ -114,10 +114,7 @@ def _entry(glob: str, value: Any) -> Requirement:
         )
     unknown = [k for k in value if k not in KEYS]
     if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(KEYS)})"
+        hint = closest_hint(str(unknown[0]), KEYS)
         raise TypeError(f"{brief(glob)}: unknown key {brief(unknown[0])}{hint}")
     version = value.get("metal-version")
     if version is not None and (

@@ -26,12 +26,11 @@ result in ``TreeConfig.runtime``. Standard library only.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from builder.errors import UsageError
+from builder.errors import UsageError, closest_hint
 from builder.kernels.cxx_names import valid_namespace
 
 __all__ = [
@@ -117,11 +116,9 @@ def runtime_sources(build: Mapping[str, Any], preambles: Mapping[str, object]) -
     always = build.get("always-embed", ())
     for name in always:
         if name not in preambles:
-            close = difflib.get_close_matches(name, list(preambles), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ValueError(
                 f"[build] always-embed names {name!r}, which [build.preambles] does not "
-                f"define{hint}"
+                f"define{closest_hint(name, list(preambles), list_known=False)}"
             )
     preamble_set = build.get("preamble-set", "includes")
     if preamble_set == "table" and not preambles:

@@ -48,7 +48,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from builder.errors import UsageError
+from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
@@ -246,11 +246,7 @@ _SCHEMA: dict[str, dict[str, _Check]] = {
 
 
 def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigError:
-    import difflib
-
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-    return ConfigError(f"{path}: unknown key {where}{brief(key)}{hint}")
+    return ConfigError(f"{path}: unknown key {where}{brief(key)}{closest_hint(key, known)}")
 
 
 def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.errors import UsageError
+from builder.errors import UsageError, closest_hint
 from builder.files.bounds import LARGEST_COUNT, brief
 from builder.files.reading import read_bytes
 from builder.files.tomltext import parse_toml
@@ -146,11 +146,7 @@ def _tool_tables(raw: dict[str, object]) -> dict[str, object]:
 
 
 def _unknown(where: str, key: str, known: Sequence[str]) -> UsageError:
-    import difflib
-
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-    return UsageError(f"{where}: unknown key {brief(key)}{hint}")
+    return UsageError(f"{where}: unknown key {brief(key)}{closest_hint(key, known)}")
 
 
 def read_budget_file(path: Path) -> BudgetFile:
