@@ -129,7 +129,7 @@ class _Stored(NamedTuple):
 def _stored(scope: str, own: Sequence[tuple[str, Any]], pieces: Sequence[Any], api: str) -> _Stored:
     """An entry file's arrays: its own pieces (``string``), or each of its own preambles' whole
     text (``cstring``)."""
-    from builder.jit.preamble_functions import text_array, unit_piece
+    from builder.jit.preamble_functions import cstring_bytes, text_array, unit_piece
 
     if api == "cstring":
         return _Stored(
@@ -137,7 +137,7 @@ def _stored(scope: str, own: Sequence[tuple[str, Any]], pieces: Sequence[Any], a
             tuple(f for f, _ in own),
             tuple(text_array(f, p, define=True) for f, p in own),
             tuple(text_array(f, p, define=False) for f, p in own),
-            sum(len(p.text.encode("utf-8")) + 1 for _, p in own),
+            sum(cstring_bytes(p) for _, p in own),
         )
     return _Stored(
         scope,

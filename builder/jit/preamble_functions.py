@@ -19,7 +19,14 @@ from builder.jit.literals import comment_text, cxx_string, raw_literal, split_te
 from builder.jit.preamble import Preamble
 from builder.kernels.runtime_sources import APIS
 
-__all__ = ["PreambleCode", "preamble_code", "render_standalone", "text_array", "unit_piece"]
+__all__ = [
+    "PreambleCode",
+    "cstring_bytes",
+    "preamble_code",
+    "render_standalone",
+    "text_array",
+    "unit_piece",
+]
 
 
 def render_standalone(
@@ -158,8 +165,13 @@ def _cstring_code(
         functions += [f"         {raw_literal(part)}" for part in parts[1:]]
         functions[-1] += ";"
         functions += ["}", ""]
-        stored += len(preamble.text.encode("utf-8")) + 1
+        stored += cstring_bytes(preamble)
     return PreambleCode((), tuple(functions), stored)
+
+
+def cstring_bytes(preamble: Preamble) -> int:
+    """What a ``cstring`` text stores: its UTF-8 bytes and the NUL that ends the array."""
+    return len(preamble.text.encode("utf-8")) + 1
 
 
 _HIDDEN = '__attribute__((visibility("hidden")))'
