@@ -46,7 +46,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
@@ -54,6 +54,11 @@ from builder.files.atomic import write_if_changed
 from builder.jit.embed_facts import embed_facts, write_embed_facts
 from builder.jit.tree_preambles import UNIT_LOOKUP
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
+
+if TYPE_CHECKING:
+    from builder.cmake_build.plan_model import Unit
+    from builder.jit.codegen import StoredPiece
+    from builder.jit.preamble import Preamble
 
 __all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
@@ -83,7 +88,7 @@ def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
     ]
 
 
-def _pieces(preambles: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+def _pieces(preambles: Sequence[tuple[str, Preamble]]) -> dict[str, StoredPiece]:
     """Name -> StoredPiece of every piece ``preambles`` are stored in (as ``preamble_code``)."""
     from builder.jit.codegen import family_pieces
 
@@ -126,7 +131,9 @@ class _Stored(NamedTuple):
     stored_bytes: int
 
 
-def _stored(scope: str, own: Sequence[tuple[str, Any]], pieces: Sequence[Any], api: str) -> _Stored:
+def _stored(
+    scope: str, own: Sequence[tuple[str, Preamble]], pieces: Sequence[StoredPiece], api: str
+) -> _Stored:
     """An entry file's arrays: its own pieces (``string``), or each of its own preambles' whole
     text (``cstring``)."""
     from builder.jit.preamble_functions import cstring_bytes, text_array, unit_piece
@@ -150,7 +157,7 @@ def _stored(scope: str, own: Sequence[tuple[str, Any]], pieces: Sequence[Any], a
 
 def _shared_text(
     namespace: str,
-    entries: Sequence[tuple[str, Any]],
+    entries: Sequence[tuple[str, Preamble]],
     stored: Sequence[_Stored],
     lookup: Sequence[str],
     api: str,
@@ -192,7 +199,7 @@ def _shared_text(
 
 
 def _holders(
-    per_unit: Sequence[Sequence[tuple[str, Any]]], shared: Sequence[tuple[str, Any]]
+    per_unit: Sequence[Sequence[tuple[str, Preamble]]], shared: Sequence[tuple[str, Preamble]]
 ) -> dict[str, list[int]]:
     """Piece name -> which sources hold it: each JIT entry file's own preambles by index, the
     shared preambles as -1. A piece more than one holds is stored once, in the shared source."""
@@ -205,11 +212,11 @@ def _holders(
 
 def _shared_entries(
     plan: BuildPlan,
-    jit_units: Sequence[Any],
-    per_unit: Sequence[Sequence[tuple[str, Any]]],
-    shared: Sequence[tuple[str, Any]],
+    jit_units: Sequence[Unit],
+    per_unit: Sequence[Sequence[tuple[str, Preamble]]],
+    shared: Sequence[tuple[str, Preamble]],
     held: dict[str, list[int]],
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """embed.json's ``shared``: each shared preamble with its entry files, then each piece the
     own sources of an entry file and another source hold, with the entry files using it."""
     users = {p["function"]: p["entries"] for p in plan.preambles}
@@ -217,7 +224,7 @@ def _shared_entries(
     for function, preamble in shared:
         for name in _pieces([(function, preamble)]):
             in_shared.setdefault(name, []).extend(users[function])
-    found: list[dict[str, Any]] = [{"name": f, "units": users[f]} for f, _ in shared]
+    found: list[dict[str, object]] = [{"name": f, "units": users[f]} for f, _ in shared]
     for name, piece in _pieces([e for own in per_unit for e in own]).items():
         if len(held.get(name, ())) > 1:
             using = [*(jit_units[i].name for i in held[name] if i >= 0), *in_shared.get(name, [])]
@@ -263,7 +270,7 @@ def generate(
     ]
     # cstring stores each function's text on its own: nothing is held by two sources
     held = _holders(per_unit, shared) if api == "string" else {}
-    units: list[dict[str, Any]] = []
+    units: list[dict[str, object]] = []
     stored: list[_Stored] = []
     for index, (unit, own) in enumerate(zip(jit_units, per_unit)):
         title = (
