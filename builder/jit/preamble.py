@@ -55,6 +55,7 @@ __all__ = [
     "confine",
     "define_lines",
     "inline_preamble",
+    "inlined_files",
     "quoted_includes",
 ]
 
@@ -237,6 +238,20 @@ def quoted_includes(
                 raise OutsideError(_outside(path, item.line, item.name, target, roots))
             found.setdefault(target)
     return list(found)
+
+
+def inlined_files(roots: Iterable[Path], include_dirs: Sequence[Path]) -> set[Path]:
+    """Real paths of every file inlining ``roots`` reads: each root and, transitively, its
+    quoted includes (``#if`` not evaluated, as the inliner does)."""
+    seen: set[Path] = set()
+    todo = [Path(os.path.realpath(r)) for r in roots]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(quoted_includes(path, include_dirs))
+    return seen
 
 
 def define_lines(defines: Iterable[str]) -> str:

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
 from builder.jit.generate import cxx_identifier, function_names
-from builder.jit.preamble import quoted_includes
+from builder.jit.preamble import inlined_files, quoted_includes
 from builder.kernels.embedding import PREAMBLE, WHOLE_FILE, embeddings
 from builder.kernels.tree_files import path_matches
 
@@ -275,23 +275,8 @@ def _inlined_files(tree: KernelTree) -> dict[str, frozenset[Path]]:
     """Each ``[build.preambles]`` function's files: its headers and everything they reach
     through quoted includes (what inlining them reads), as real paths."""
     search = _search_path(tree)
-    reached: dict[Path, frozenset[Path]] = {}
-
-    def closure(start: Path) -> frozenset[Path]:
-        if start not in reached:
-            seen: dict[Path, None] = {}
-            todo = [start]
-            while todo:
-                path = todo.pop()
-                if path in seen:
-                    continue
-                seen[path] = None
-                todo.extend(quoted_includes(path, search))
-            reached[start] = frozenset(seen)
-        return reached[start]
-
     return {
-        function: frozenset().union(*(closure(_real(h)) for h in headers))
+        function: frozenset(inlined_files(headers, search))
         for function, headers in tree.config.preambles.items()
     }
 

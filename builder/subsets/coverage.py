@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.errors import CheckFailed
-from builder.jit.preamble import quoted_includes
+from builder.jit.preamble import inlined_files
 
 if TYPE_CHECKING:
     from builder.jit.tree_preambles import PreambleSpec
     from builder.kernels.discovery import KernelTree
 
-__all__ = ["Coverage", "Lost", "check_coverage", "inlined_files", "require_coverage"]
+__all__ = ["Coverage", "Lost", "check_coverage", "require_coverage"]
 
 
 @dataclass(frozen=True)
@@ -65,20 +65,6 @@ class Coverage:
     @property
     def complete(self) -> bool:
         return not self.lost
-
-
-def inlined_files(roots: Iterable[Path], include_dirs: Sequence[Path]) -> set[Path]:
-    """Real paths of every file inlining ``roots`` reads: each root and, transitively, its
-    quoted includes (``#if`` not evaluated, as the inliner does)."""
-    seen: set[Path] = set()
-    todo = [Path(os.path.realpath(r)) for r in roots]
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        todo.extend(quoted_includes(path, include_dirs))
-    return seen
 
 
 def _real(tree: KernelTree, name: str) -> Path:

@@ -24,13 +24,13 @@ from support.deadline import deadline
 from synthetic import synthetic_bytes
 
 from builder.errors import CheckFailed
+from builder.jit.preamble import inlined_files
 from builder.jit.tree_preambles import PreambleSpec
 from builder.kernels.discovery import KernelTree, load_tree
 from builder.subsets.coverage import (
     Coverage,
     Lost,
     check_coverage,
-    inlined_files,
     require_coverage,
 )
 
