@@ -23,16 +23,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
 from builder.kernels.tree_files import unmatched_glob
 from builder.metallib.model import PLATFORMS
-
-if TYPE_CHECKING:  # tree_config reads [kernels.requires] with this module
-    from builder.kernels.tree_config import TreeConfig
 
 __all__ = [
     "KEYS",
@@ -213,14 +210,17 @@ def _number(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
+C = TypeVar("C")
+
+
 def for_platform(
-    config: TreeConfig,
+    config: C,
     library: Platform | None = None,
     *,
     given: Sequence[str] = (),
     deployment_target: str | None = None,
-) -> TreeConfig:
-    """``config`` (the settings with the command line merged in) for the platform discovery
+) -> C:
+    """``config`` (a ``TreeConfig`` with the command line merged in) for the platform discovery
     assumes, with the entry files that platform's build leaves out added to ``exclude``.
 
     The Metal version is the command line's ``-D __METAL_VERSION__`` (``given``), else the
@@ -228,7 +228,8 @@ def for_platform(
     ``library``'s unless ``given`` names ``__METAL_IOS__``; an iOS one defines ``__METAL_IOS__``.
     The deployment target is the library's, else ``deployment_target`` (a build's
     ``--deployment-target``), else ``[build] deployment-target``."""
-    defines = tuple(config.defines)
+    settings: Any = config
+    defines = tuple(settings.defines)
     version = _number(_named(given, "__METAL_VERSION__"))
     if version is None and library is not None:
         version = library.metal_version
@@ -237,7 +238,7 @@ def for_platform(
     if version is None:
         version = _number(_named(defines, "__METAL_VERSION__"))
     if version is None:
-        version = config.metal_version or DEFAULT_METAL_VERSION
+        version = settings.metal_version or DEFAULT_METAL_VERSION
     ios = _named(given, "__METAL_IOS__") is not None
     name = "iOS" if ios else library.name if library is not None else None
     if name is None:
@@ -245,19 +246,20 @@ def for_platform(
     if name == "iOS" and _named(defines, "__METAL_IOS__") is None:
         defines += ("__METAL_IOS__=1",)
     target = library.deployment_target if library is not None else None
-    target = target or deployment_target or config.deployment_target
+    target = target or deployment_target or settings.deployment_target
     platform = Platform(version, name, target, library.stated_by if library else None)
-    unmet = _unmet(config.requires, platform)
-    return replace(
-        config,
+    unmet = _unmet(settings.requires, platform)
+    changed: C = replace(
+        settings,
         defines=defines,
         metal_version=version,
-        exclude=tuple(config.exclude) + tuple(g for g in unmet if g not in config.exclude),
+        exclude=tuple(settings.exclude) + tuple(g for g in unmet if g not in settings.exclude),
         platform=platform,
     )
+    return changed
 
 
-def left_out(config: TreeConfig) -> tuple[str, ...]:
+def left_out(config: Any) -> tuple[str, ...]:
     """The ``[kernels.requires]`` globs the config's platform does not meet: the entry files
     its build leaves out (empty before :func:`for_platform`)."""
     return () if config.platform is None else _unmet(config.requires, config.platform)
