@@ -213,3 +213,65 @@ def test_a_wheel_and_its_package_version_list_and_verify_every_member(
         )
         assert code == 0 and out.count("\n") == 1 and "3 functions" in out
     assert asked == [("kern", "1.0", "macosx_15_0_arm64")] * 3
+
+
+def test_history_of_binaries_is_one_history_per_library(
+    two: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three releases of a dylib: the second library grows by two functions in release 2 and
+    is gone in release 3. Each library has its own points; none is the sum of both."""
+    releases = [two["dylib"]]
+    a2 = two["a"]
+    b2 = _library(tmp_path / "b2.metallib", 9, 2, dynamic=True)
+    (tmp_path / "r2").mkdir()
+    (tmp_path / "r3").mkdir()
+    releases.append(
+        link_dylib(
+            tmp_path / "r2" / "libkernels.dylib",
+            [("__TEXT,metal_basic", None, a2), ("__TEXT,__const", "_second", b2)],
+        )
+    )
+    releases.append(
+        link_dylib(tmp_path / "r3" / "libkernels.dylib", [("__TEXT,metal_basic", None, a2)])
+    )
+    targets = list(map(str, releases))
+    code, out, err = run(["history", *targets, "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "points" not in doc
+    first, second = doc["libraries"]
+    assert first["library"] == _members(targets[0])[0]
+    assert second["library"] == _members(targets[0])[1]
+    assert [p["target"] for p in first["points"]] == targets
+    assert [p["bytes"] for p in first["points"]] == [two["a"].stat().st_size] * 3
+    assert [p["target"] for p in second["points"]] == targets[:2]
+    assert [p["bytes"] for p in second["points"]] == [
+        two["b"].stat().st_size,
+        b2.stat().st_size,
+    ]
+    assert [p["function_count"] for p in second["points"]] == [7, 9]
+
+    code, out, err = run(["history", *targets[:2], "--member", second["library"]], capsys)
+    assert code == 0, err
+    code, out, err = run(
+        ["history", *targets[:2], "--member", second["library"], "--format", "json"], capsys
+    )
+    assert code == 0, err
+    assert [p["bytes"] for p in json.loads(out)["points"]] == [
+        two["b"].stat().st_size,
+        b2.stat().st_size,
+    ]
+
+    code, out, err = run(["history", *targets], capsys)
+    assert code == 0, err
+    flat = " ".join(out.split())  # the table may wrap its title
+    assert f"Size history of {first['library']} in 3 targets" in flat
+    assert f"Size history of {second['library']} in 2 targets" in flat
+
+    page = tmp_path / "history.html"
+    code, _, err = run(["history", *targets, "-o", str(page)], capsys)
+    assert code == 0, err
+    html = page.read_text()
+    total = html.split("<svg")[1]
+    assert total.count("<polyline") == 2  # a line per library in the total chart
+    assert html.count("<h2>") == 2 and html.count("<table>") == 2

@@ -59,6 +59,25 @@ def test_verify_torch_checks_both_libraries(capsys: pytest.CaptureFixture[str]) 
         assert (checked["format_version"], checked["function_count"]) == (version, functions)
 
 
+def test_history_of_torch_is_each_librarys_not_their_sum(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, sections = _torch()
+    code, out, err = run(["history", "torch==2.14.1", "--format", "json"], capsys)
+    assert code == 0, err
+    histories = json.loads(out)["libraries"]
+    assert [[p["bytes"] for p in h["points"]] for h in histories] == [
+        [size] for _, size in sections
+    ]
+    assert [h["points"][0]["function_count"] for h in histories] == [16024, 16653]
+    code, out, err = run(
+        ["history", "torch==2.14.1", "--member", histories[1]["library"], "--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    assert [p["bytes"] for p in json.loads(out)["points"]] == [sections[1][1]]
+
+
 def test_list_metal_linalg_shows_its_thirteen_libraries(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
