@@ -19,6 +19,8 @@ from binaries import macho_sections, nm_addresses
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
+from builder.resources import metal_src_dir
+
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 
@@ -98,3 +100,41 @@ def test_list_metal_linalg_shows_its_thirteen_libraries(
     code, out, err = run(["list", "metal-linalg==2.19.0"], capsys)
     assert code == 0, err
     assert sum(line.startswith("# metal-linalg==2.19.0:") for line in out.splitlines()) == 13
+
+
+def test_variants_from_metal_flash_sdpas_wheel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its library is inside the wheel's extension module: the variant holding every function
+    is that library's bytes, cut from the binary at its symbol (llvm-nm) for the size its own
+    header states."""
+    [lib] = libraries_or_skip("metal-flash-sdpa==0.1.2", "macosx_11_0_arm64")
+    assert lib.path is not None and lib.location is not None
+    offset = nm_addresses(lib.path)[lib.location.symbol or ""]
+    _, size, functions = _own_header(lib.path, offset)
+    assert functions == 42  # REAL_DATA.md
+    out = tmp_path / "v"
+    code, stdout, err = run(
+        [
+            "variants",
+            "--from",
+            "metal-flash-sdpa==0.1.2",
+            "--platform",
+            "macosx_11_0_arm64",
+            "--source-dir",
+            str(metal_src_dir()),  # a tree that produces none of its kernels: all stay AOT
+            "-o",
+            str(out),
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["source"]["function_count"] == functions and doc["source"]["file_size"] == size
+    [all_aot] = [v for v in doc["variants"] if v["name"] == "all-aot"]
+    with open(lib.path, "rb") as handle:
+        handle.seek(offset)
+        assert Path(all_aot["metallib"]).read_bytes() == handle.read(size)
+    assert "42 function(s) of the library are produced by no entry file" in err
