@@ -1,9 +1,14 @@
-"""``list``, ``verify`` and ``slim``: commands over one metallib file."""
+"""``list``, ``verify`` and ``slim``: commands over the functions of metallibs.
+
+``list`` and ``verify`` take every library a target holds in turn (a binary or wheel may hold
+several: one block each, ``--member`` narrows to one); ``slim`` writes one.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -13,7 +18,8 @@ from builder.cli.publishing import emit_json, format_option, platform_option
 from builder.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
-    from builder.metallib.reader import Metallib
+    from builder.inputs.targets import Library
+    from builder.metallib.verify import VerifyReport
     from builder.subsets.slim import SlimResult
 
 __all__ = ["list_command", "slim_command", "verify_command"]
@@ -21,28 +27,39 @@ __all__ = ["list_command", "slim_command", "verify_command"]
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-def _open(path: Path, member: str | None, command: str) -> tuple[Metallib, str]:
-    """The one metallib of FILE (a .metallib, or a binary or wheel holding metallibs: ``member``
-    chooses among several) and the name to show for it."""
-    from builder.inputs.targets import one_metallib, open_library, resolve_target
+def _libraries(
+    target: str, member: str | None, platform: str | None, command: str
+) -> list[tuple[Library, str]]:
+    """Every library of TARGET whose functions ``command`` reads (``member`` keeps the one it
+    names), each with the name to show for it; a saved report or a build with no metallib is
+    refused, as for one library."""
+    from builder.inputs.targets import one_metallib, resolve_target
 
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    library = one_metallib(str(path), resolve_target(str(path)), member=member, command=command)
-    shown = str(path)
-    if library.member is not None:
-        number = library.member.rpartition("#")[2]
-        local = library.window is not None and library.wheel is None
-        shown = f"{path}#{number}" if local else f"{path}:{library.member}"
-    return open_library(library), shown
+    found = resolve_target(
+        target, platform=platform, member=member, progress=lambda m: click.echo(m, err=True)
+    )
+    return [
+        (one_metallib(target, [lib], member=None, command=command), _shown(target, lib))
+        for lib in found
+    ]
+
+
+def _shown(target: str, library: Library) -> str:
+    """TARGET itself for its one library; ``TARGET#N`` for one inside a binary given by its
+    path; ``TARGET:MEMBER`` for one inside a wheel or build."""
+    if library.member is None:
+        return target
+    if library.window is not None and library.wheel is None:
+        return f"{target}#{library.member.rpartition('#')[2]}"
+    return f"{target}:{library.member}"
 
 
 _MEMBER = click.option(
     "--member",
     metavar="NAME",
     default=None,
-    help="Which metallib of a FILE that holds several: a binary's '#2' (in file order), or "
-    "a wheel member's path, as the error listing them spells it.",
+    help="Only this metallib of a TARGET that holds several: a binary's '#2' (in file order), "
+    "or a wheel member's path, as the output names them.",
 )
 
 
@@ -52,9 +69,10 @@ _MEMBER = click.option(
 Examples:
   metallib-builder list mlx.metallib --sort size | head
   metallib-builder list mlx.metallib --format json | jq '.functions[0]'
+  metallib-builder list metal-linalg==2.19.0 --format json | jq '.libraries[].source'
 """,
 )
-@click.argument("file", type=_FILE)
+@click.argument("target")
 @format_option(("table", "json"), "table for people; json (schema 1) for scripts.")
 @_MEMBER
 @click.option(
@@ -64,21 +82,45 @@ Examples:
     show_default=True,
     help="Order of the rows: file order, by name, or largest module first.",
 )
-def list_command(file: Path, fmt: str, sort: str, member: str | None) -> None:
+@platform_option("a PACKAGE==VERSION target")
+def list_command(
+    target: str, fmt: str, sort: str, member: str | None, platform: str | None
+) -> None:
     """List the functions in a metallib with their type and sizes.
 
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
     included); bytes is everything the function owns: its list entry, metadata pieces, module
-    and reflection piece. All sizes are read from FILE: a .metallib, or a binary (Mach-O, ELF)
-    or wheel that holds metallibs (--member chooses one of several).
+    and reflection piece. All sizes are read from TARGET: a .metallib, a binary (Mach-O, ELF),
+    a .whl, PACKAGE==VERSION (the macOS wheel, downloaded and cached) or a build folder. A
+    TARGET holding several metallibs lists each in turn (JSON: one document, its "libraries");
+    --member lists one.
     """
+    from builder.inputs.targets import open_library
     from builder.render.listing import function_rows, rows_json, rows_table
 
-    opened, shown = _open(file, member, "list")
-    with opened as lib:
-        rows = function_rows(lib, sort)
-        render = rows_json if fmt == "json" else rows_table
-        sys.stdout.write(render(lib, shown, rows) + "\n")
+    libraries = _libraries(target, member, platform, "list")
+    documents = []
+    for number, (library, shown) in enumerate(libraries):
+        with open_library(library) as lib:
+            rows = function_rows(lib, sort)
+            if fmt == "json":
+                documents.append(rows_json(lib, shown, rows, library.member))
+            else:
+                sys.stdout.write(("\n" if number else "") + rows_table(lib, shown, rows) + "\n")
+    if fmt == "json":
+        sys.stdout.write(_one_document(target, documents) + "\n")
+
+
+def _one_document(target: str, documents: list[str]) -> str:
+    """One library's JSON object (text) as it is; several as ``{"schema": 1, "source":
+    TARGET, "libraries": [...]}``, so stdout is always one document."""
+    if len(documents) == 1:
+        return documents[0]
+    from json.encoder import encode_basestring_ascii as quote
+
+    from builder.files.jsontext import clean
+
+    return f'{{"schema":1,"source":{quote(clean(target))},"libraries":[{",".join(documents)}]}}'
 
 
 @click.command(
@@ -87,64 +129,66 @@ def list_command(file: Path, fmt: str, sort: str, member: str | None) -> None:
 Examples:
   metallib-builder verify mlx.metallib
   metallib-builder verify build/mlx.metallib --format json | jq '.problems'
+  metallib-builder verify torch==2.14.1 --member '#2'
 
 \b
 Exit status: 0 every check passed, 1 a function failed a check (named in the
 output), 2 the file is unreadable or not a metallib.
 """,
 )
-@click.argument("file", type=_FILE)
+@click.argument("target")
 @_MEMBER
 @format_option(("text", "json"), "text for people; json (schema 1) for scripts.")
-def verify_command(file: Path, fmt: str, member: str | None) -> None:
+@platform_option("a PACKAGE==VERSION target")
+def verify_command(target: str, fmt: str, member: str | None, platform: str | None) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
     Parsing checks the header, every offset and size, and that no regions overlap; then each
     module is hashed and compared with its HASH tag, and each module wrapper, metadata piece and
-    reflection piece is walked. FILE may be a binary or wheel holding metallibs, as for 'list'.
+    reflection piece is walked. TARGET is what 'list' takes; a TARGET holding several metallibs
+    has each checked in turn, one block each and a last line with the verdict over all (JSON:
+    one document, "ok" over all and its "libraries"); exit 1 when any fails. --member checks one.
     """
+    from builder.inputs.targets import open_library
     from builder.metallib import verify
-    from builder.render.text import visible  # names are untrusted: ESC, BEL, newline shown escaped
+    from builder.render.verifying import verify_dict, verify_lines, verify_verdict
 
-    opened, shown = _open(file, member, "verify")
-    with opened as lib:
-        report = _with_progress(lambda progress: verify(lib, progress), lib.header.bitcode.size)
+    libraries = _libraries(target, member, platform, "verify")
+    documents = []
+    failed: list[tuple[str, VerifyReport]] = []
+    for library, shown in libraries:
+        with open_library(library) as lib:
+            size = lib.header.bitcode.size
+            report = _with_progress(partial(verify, lib), size)
+        if not report.ok:
+            failed.append((shown, report))
+        if fmt == "json":
+            documents.append(verify_dict(report, shown, library.member))
+        else:
+            click.echo("\n".join(verify_lines(report, shown)))
     if fmt == "json":
         emit_json(
-            {
-                "schema": 1,
-                "source": shown,
-                "ok": report.ok,
-                "file_size": report.file_size,
-                "format_version": report.format_version,
-                "function_count": report.function_count,
-                "hashed_bytes": report.hashed_bytes,
-                "problems": [
-                    {"function": p.function, "offset": p.offset, "message": p.message}
-                    for p in report.problems
-                ],
-            }
+            documents[0]
+            if len(documents) == 1
+            else {"schema": 1, "source": target, "ok": not failed, "libraries": documents}
         )
-    else:
-        for problem in report.problems[:50]:
-            who = visible(problem.function) if problem.function is not None else "(container)"
-            click.echo(f"FAIL {who}: byte offset {problem.offset}: {visible(problem.message)}")
-        if len(report.problems) > 50:
-            click.echo(f"... and {len(report.problems) - 50} more problems")
-        verdict = "OK" if report.ok else "FAILED"
-        click.echo(
-            f"{verdict}: {visible(shown)}: {report.function_count} functions, "
-            f"format {report.format_version}, "
-            f"{report.hashed_bytes} module bytes hashed ({_human(report.hashed_bytes)})"
-        )
-    if not report.ok:
+    elif len(libraries) > 1:
+        click.echo(verify_verdict(target, len(libraries), [shown for shown, _ in failed]))
+    if failed:
+        raise CheckFailed(_failure(failed, len(libraries)))
+
+
+def _failure(failed: list[tuple[str, VerifyReport]], count: int) -> str:
+    """The error line: the functions that failed (and in which library, of several)."""
+    parts = []
+    for shown, report in failed:
         bad = report.bad_functions  # main() escapes the error line
         names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise CheckFailed(
-            f"{len(bad)} functions failed verification: {names}"
-            if bad
-            else "container check failed"
-        )
+        what = f"{len(bad)} functions failed verification: {names}" if bad else None
+        if count == 1:
+            return what or "container check failed"
+        parts.append(f"{shown} ({what or 'its container check failed'})")
+    return f"{len(failed)} of {count} libraries failed verification: " + "; ".join(parts)
 
 
 T = TypeVar("T")

@@ -41,6 +41,13 @@ _FORMATS = ("table", "json", "html")
     help="Add the download size: each library as a wheel stores it (zlib level 6, "
     "modelled as report --download does; docs/download-size.md).",
 )
+@click.option(
+    "--member",
+    metavar="NAME",
+    default=None,
+    help="Only this library of targets that hold several: its name as the output gives it "
+    "(a binary's '#2', a wheel member's path).",
+)
 @output_options(_FORMATS, "Output format (html: a self-contained page with line charts).")
 @platform_option("PACKAGE==VERSION targets")
 @tree_options
@@ -49,6 +56,7 @@ def history_command(
     by: str,
     top: int,
     download: bool,
+    member: str | None,
     fmt: str,
     outputs: tuple[str, ...],
     platform: str | None,
@@ -59,7 +67,9 @@ def history_command(
     Each TARGET is measured as 'report' measures it (a .metallib, .whl, PACKAGE==VERSION, saved
     report .json or build folder): total size, functions, the largest groups and, with
     --download, the download size. JSON has one entry in "points" per target ("target", "bytes",
-    "groups"); the HTML page draws them as line charts without scripts or network. With
+    "groups"); the HTML page draws them as line charts without scripts or network. Targets that
+    hold several libraries (a binary or wheel) have a history per library, paired by its name
+    (JSON: "libraries", each with its "points"), never their sum; --member shows one. With
     --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups are the entry
     files of that kernel tree, for every target: releases built from one tree compare by file.
 
@@ -68,6 +78,7 @@ def history_command(
       metallib-builder history mlx-metal==0.30.0 mlx-metal==0.31.0 mlx-metal==0.32.4
       metallib-builder history mlx-metal=={0.28.0,0.29.0,0.30.0,0.31.0,0.32.4} -o history.html
       metallib-builder history reports/*.json --format json --download
+      metallib-builder history torch==2.13.0 torch==2.14.1 --member '#2'
       metallib-builder history mlx-metal==0.32.0 mlx-metal==0.32.1 \\
           --source-dir mlx/backend/metal/kernels -I . --exclude fence.metal --exclude '*_nax*'
     """
@@ -75,7 +86,7 @@ def history_command(
     from builder.cli.tree_options import tree_sources
     from builder.publish.outputs import write_outputs
     from builder.render.formats import history_output
-    from builder.size.history import measure_history, top_groups
+    from builder.size.history import library_histories, measure_history
 
     plan = output_plan(outputs, fmt, _FORMATS)
     by, sources = tree_sources(by, tree)
@@ -86,10 +97,11 @@ def history_command(
         download=download,
         sources=sources,
         progress=lambda line: click.echo(line, err=True),
+        member=member,
     )
-    shown = top_groups(points, top or None)
+    histories = library_histories(points, top or None)
 
     def render(kind: str, to_stdout: bool) -> str:
-        return history_output(points, shown, by, kind, *terminal(to_stdout))
+        return history_output(histories, by, kind, *terminal(to_stdout))
 
     write_outputs(plan, render)

@@ -328,18 +328,19 @@ def tree_summary(found: KernelTree) -> str:
     return text + (f"; left out there: {', '.join(skipped)}" if skipped else "")
 
 
-def library_platform(target: str, wheel_platform: str | None, command: str) -> Platform | None:
-    """The platform the one library of ``target`` states (its header and ``VERS`` tags), which
-    ``command`` discovers the tree for; None when it states no Metal version. Resolving the
-    target here raises what the command itself would (no library, several)."""
+def library_platform(
+    target: str, wheel_platform: str | None, command: str, member: str | None = None
+) -> Platform | None:
+    """The platform the one library of ``target`` (``member``: the one it names) states (its
+    header and ``VERS`` tags), which ``command`` discovers the tree for; None when it states no
+    Metal version. Resolving the target here raises what the command itself would (no
+    library, several)."""
     from builder.inputs.targets import one_metallib, open_library, resolve_target
     from builder.kernels.platforms import platform_of
     from builder.metallib.provenance import library_provenance
 
-    found = resolve_target(target, platform=wheel_platform)
-    lib = one_metallib(
-        target, found, member=None, command=command, choose="name one .metallib file"
-    )
+    found = resolve_target(target, platform=wheel_platform, member=member)
+    lib = one_metallib(target, found, member=None, command=command)
     with open_library(lib) as metallib:
         stated = library_provenance(metallib, sample=0).as_dict()
     return platform_of(stated, Path(lib.member or lib.path or target).name)

@@ -40,6 +40,8 @@ Examples:
   metallib-builder variants --from build/ --source-dir kernels --budget 60MB -o variants/
   metallib-builder variants --from mlx-metal==0.32.1 --source-dir kernels -I . \\
       --budget 10MB --budget-of download -o variants/
+  metallib-builder variants --from metal-flash-sdpa==0.1.2 --platform macosx_11_0_arm64 \\
+      --source-dir sdpa-metal -o variants/
 """
 
 
@@ -49,8 +51,15 @@ Examples:
     "from_target",
     metavar="TARGET",
     required=True,
-    help="Write the variants as subsets of this library (.metallib, .whl, "
-    "PACKAGE==VERSION, build folder); needs --source-dir and -o.",
+    help="Write the variants as subsets of this library (.metallib, a binary or .whl "
+    "holding one, PACKAGE==VERSION, build folder); needs --source-dir and -o.",
+)
+@click.option(
+    "--member",
+    metavar="NAME",
+    default=None,
+    help="Which library of a --from TARGET that holds several: a binary's '#2', a wheel "
+    "member's path, as 'list' names them.",
 )
 @tree_options
 @click.option(
@@ -112,6 +121,7 @@ Examples:
 @no_wait_option
 def variants_command(
     from_target: str,
+    member: str | None,
     tree: TreeOptions,
     aot: tuple[str, ...],
     jit: tuple[str, ...],
@@ -174,7 +184,7 @@ def variants_command(
         replaces_folder=True,
     )
     tree.check()  # before the target is resolved (a download)
-    found = tree.load(library_platform(from_target, platform, "variants --from"))
+    found = tree.load(library_platform(from_target, platform, "variants --from", member))
     found = _interface(found, jit_namespace, jit_api, jit_lookup)
     terminal = sys.stderr.isatty()
     if terminal:  # progress, as the rest: scripts read warnings only
@@ -199,6 +209,7 @@ def variants_command(
             progress=progress,
             budget_of=budget_of,
             download=download,
+            member=member,
         )
         run = moved(written, outdir)
         document = variants_json(run)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from subprocess import DEVNULL, PIPE, STDOUT
 
 from builder.errors import UsageError
 from builder.inputs import DEFAULT_PLATFORM
@@ -53,7 +54,12 @@ def parse_spec(spec: str) -> tuple[str, str] | None:
 def download_wheel(
     name: str, version: str, platform: str = DEFAULT_PLATFORM, *, quiet: bool = True
 ) -> Path:
-    """Return the path of ``name==version``'s wheel for ``platform``, downloading it if needed."""
+    """Return the path of ``name==version``'s wheel for ``platform``, downloading it if needed.
+
+    pip's output is kept, never shown: a download pip refuses is one ``DownloadError`` line
+    naming the cause pip gave (:func:`refusal`), and pip's whole output is left in
+    ``wheels/pip-NAME-VERSION-PLATFORM.log`` of the cache, which the line names. ``quiet=False``
+    (a command with progress on stderr) asks pip for its informational lines too, in that log."""
     cache = prepare_cache()
     folder = cache / "wheels"
     make_dir(folder)
@@ -80,19 +86,31 @@ def download_wheel(
             "--python-version",
             "3.12",
             "--disable-pip-version-check",
+            "--progress-bar",
+            "off",
             "-d",
             tmp,
             f"{name}=={version}",
         ]
         if quiet:
             cmd.insert(4, "-q")
-        result = subprocess.run(cmd, capture_output=quiet, text=True, check=False)
+        # stdin closed: pip never waits for a password prompt; its output goes to the log only
+        result = subprocess.run(
+            cmd,
+            stdin=DEVNULL,
+            stdout=PIPE,
+            stderr=STDOUT,
+            text=True,
+            errors="replace",
+            check=False,
+        )
         wheels = list(Path(tmp).glob("*.whl"))
         if result.returncode != 0 or not wheels:
-            detail = (result.stderr or "").strip().splitlines()[-1:] if quiet else []
+            output = (result.stdout or "") + (result.stderr or "")
+            log = _pip_log(folder, name, version, platform, output)
+            where = f"; pip's output: {log}" if log is not None else ""
             raise DownloadError(
-                f"could not download {name}=={version} for {platform} from the package index"
-                + (f": {detail[0]}" if detail else "")
+                f"{name}=={version}: {refusal(output, name, platform, result.returncode)}{where}"
             )
         target = folder / wheels[0].name
         try:
@@ -101,6 +119,68 @@ def download_wheel(
             raise write_error(folder, exc, f"storing {target.name}") from None
     remember_choice(folder, name, version, platform, target)
     return target
+
+
+_NO_VERSION = re.compile(
+    r"Could not find a version that satisfies the requirement \S+ \(from versions: (.*)\)"
+)
+_UNREACHABLE = re.compile(
+    r"(Could not fetch URL \S+: .*|Failed to establish a new connection: [^'\")]*"
+    r"|Name or service not known|Temporary failure in name resolution|Connection refused"
+    r"|Read timed out|certificate verify failed)"
+)
+
+
+def refusal(output: str, name: str, platform: str, code: int) -> str:
+    """Why ``pip download`` of ``name`` for ``platform`` failed, in a few words, from pip's
+    ``output``: no reachable index; no wheel of that version for ``platform`` (with the
+    versions pip found one for); a download that does not match the index's hash; else pip's
+    last error line."""
+    found = _NO_VERSION.search(output)
+    if found is not None:
+        offline = _UNREACHABLE.search(output)
+        if offline is not None:
+            return f"the package index cannot be reached ({offline[1].strip().rstrip(':')})"
+        listed = [v.strip() for v in found[1].split(",") if v.strip() not in ("", "none")]
+        if not listed:
+            return (
+                f"no macOS wheel for {platform} on the package index, in any version of {name} "
+                "(or no such package)"
+            )
+        older = f" and {len(listed) - 5} older" if len(listed) > 5 else ""
+        return (
+            f"no macOS wheel for {platform} on the package index: no such version, or none "
+            f"built for that platform (versions with one: {', '.join(listed[-5:])}{older})"
+        )
+    if "DO NOT MATCH THE HASHES" in output:
+        return "pip refused the download: it does not match the index's SHA-256"
+    errors = [
+        line.removeprefix("ERROR:").strip()
+        for line in output.splitlines()
+        if line.startswith("ERROR:") and line.removeprefix("ERROR:").strip()
+    ]
+    if errors:
+        return f"pip could not download it for {platform}: {errors[-1]}"
+    if code == 0:
+        return f"pip downloaded no wheel for {platform}"
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    said = f": {lines[-1]}" if lines else " and said nothing"
+    return f"pip could not download it for {platform} (exit status {code}){said}"
+
+
+def _pip_log(folder: Path, name: str, version: str, platform: str, output: str) -> Path | None:
+    """pip's whole output of a failed download, in the cache beside the wheels (replaced by
+    the next failure of the same download); None when it cannot be written."""
+    from builder.errors import OutputError
+    from builder.files.atomic import write_atomic
+
+    canonical = re.sub(r"[-_.]+", "_", name).lower()
+    log = folder / f"pip-{canonical}-{version}-{platform}.log"
+    try:
+        write_atomic(log, output)
+    except (OutputError, UsageError):
+        return None
+    return log
 
 
 def fetch_metallibs(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from builder.render.host_sources import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
-    from builder.size.history import HistoryPoint
+    from builder.size.history import LibraryHistory
     from builder.size.report import Report
 
 __all__ = [
@@ -110,18 +110,19 @@ def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, 
 
 
 def history_output(
-    points: Sequence[HistoryPoint], shown: list[str], by: str, kind: str, color: bool, width: int
+    histories: Sequence[LibraryHistory], by: str, kind: str, color: bool, width: int
 ) -> str:
-    """``history --format kind``; ``shown`` are the groups drawn (``top_groups``)."""
+    """``history --format kind``: each library's history (one, unless a target holds
+    several), with the groups it shows (``LibraryHistory.top``)."""
     from builder.render import history as show
 
     if kind == "json":
         from builder.render.json_docs import history_json
 
-        return history_json(points, by)
+        return history_json(histories, by)
     if kind == "html":
-        return show.history_html(points, shown, by)
-    return show.history_table(points, shown, by, color=color, width=width)
+        return show.history_html(histories, by)
+    return show.histories_table(histories, by, color=color, width=width)
 
 
 def sources_output(

@@ -1,5 +1,7 @@
 """Size history for people and machines: a table, JSON (``points``) and a self-contained HTML page
-with line charts (total and download size; the top groups) drawn as inline SVG.
+with line charts (total and download size; the top groups) drawn as inline SVG. Targets holding
+several libraries have a history per library (``builder.size.history.LibraryHistory``): a table
+each, and on the page a line each in the total chart, then each one's groups and figures.
 
 The page has no script and makes no request (its Content-Security-Policy allows neither), so it
 opens anywhere, offline, and is the same bytes for the same figures. Names (targets, groups)
@@ -20,9 +22,9 @@ from builder.render.text import human_delta, human_size, visible
 from builder.size.download import MODEL
 
 if TYPE_CHECKING:
-    from builder.size.history import HistoryPoint
+    from builder.size.history import HistoryPoint, LibraryHistory
 
-__all__ = ["DOWNLOAD_METHOD", "history_html", "history_table"]
+__all__ = ["DOWNLOAD_METHOD", "histories_table", "history_html", "history_table", "library_name"]
 
 DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
@@ -44,16 +46,33 @@ def _group_sizes(point: HistoryPoint) -> dict[str, int]:
     return {g.name: g.bytes for g in point.groups}
 
 
+def library_name(library: str | None) -> str:
+    """How a library of a history is named where several are shown: its name in its targets."""
+    return library if library is not None else "(the target's one library)"
+
+
+def histories_table(
+    histories: Sequence[LibraryHistory], by: str, *, color: bool = False, width: int = 100
+) -> str:
+    """A table per library (one history: the table as it always was)."""
+    return "\n".join(
+        history_table(h.points, h.top, by, library=h.library, color=color, width=width)
+        for h in histories
+    )
+
+
 def history_table(
     points: Sequence[HistoryPoint],
     top: list[str],
     by: str,
     *,
+    library: str | None = None,
     color: bool = False,
     width: int = 100,
 ) -> str:
     """A row per target: size, change from the previous row, download, functions, then as many
-    of the ``top`` groups as fit in ``width`` (the caption says how many did not)."""
+    of the ``top`` groups as fit in ``width`` (the caption says how many did not). ``library``
+    names the one library of each target the rows are (in the title)."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
@@ -95,8 +114,9 @@ def history_table(
     if download:
         caption += f"\ndownload: {escape(DOWNLOAD_METHOD)}"
     what = f"{package}==VERSION" if package else "target"
+    of = f"{visible(library)} in " if library is not None else ""
     table = Table(
-        title=rich_text(f"Size history of {len(points)} targets ({what}, groups by {by})"),
+        title=rich_text(f"Size history of {of}{len(points)} targets ({what}, groups by {by})"),
         title_justify="left",
         caption=caption,
         caption_justify="left",
@@ -143,9 +163,12 @@ def _tick(value: float) -> str:
 Series = tuple[str, list[int | None]]
 
 
-def _chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> str:
+def _chart(
+    title: str, labels: Sequence[str], series: Sequence[Series], *, keep_end: bool = False
+) -> str:
     """One SVG line chart: x = the targets in order, y = bytes from 0; a marker with a tooltip
-    (``<title>``) on every measured point; the legend on the right."""
+    (``<title>``) on every measured point; the legend on the right (a long name cut at its end,
+    or with ``keep_end`` at its start: libraries' names differ at the end)."""
     longest = min(32, max(map(len, labels), default=0))
     width, left, right, top, bottom = 960, 80, 200, 36, 30 + 6 * longest // 2  # labels at -30°
     height = 270 + top + bottom
@@ -199,10 +222,17 @@ def _chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> str:
             f'<line x1="{width - right + 16}" x2="{width - right + 36}" y1="{ly + 6}" '
             f'y2="{ly + 6}" stroke="{colour}" stroke-width="3"/><text '
             f'x="{width - right + 42}" y="{ly + 10}" class="legend">'
-            f"{_text(name if len(name) <= 24 else name[:23] + '…')}</text>"
+            f"{_text(_cut(name, keep_end))}</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _cut(name: str, keep_end: bool) -> str:
+    """``name`` in at most 24 characters for a legend."""
+    if len(name) <= 24:
+        return name
+    return "…" + name[-23:] if keep_end else name[:23] + "…"
 
 
 _STYLE = """body{font:14px system-ui,sans-serif;margin:24px;color:#1b1f24}
@@ -213,33 +243,34 @@ svg{display:block;margin:8px 0 20px;max-width:100%;height:auto}
 .legend{font-size:12px;fill:#1b1f24}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}
+h2{font-size:16px;margin:20px 0 4px}
 th{background:#f6f8fa}footer{margin-top:16px;font-size:12px;color:#57606a;word-break:break-all}"""
 
 
-def history_html(points: Sequence[HistoryPoint], top: list[str], by: str) -> str:
-    """The page: the total (and download) chart, the top groups' chart, the figures as a table,
-    and where each was measured."""
-    package = _one_package([p.target for p in points])
-    labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
-    totals: list[Series] = [("metallib size", [p.bytes for p in points])]
+def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
+    """The page: the total (and download) chart, a line per library; then, per library, its top
+    groups' chart and its figures as a table; and where each was measured."""
+    points = [p for h in histories for p in h.points]
+    targets = list(dict.fromkeys(p.target for h in histories for p in h.points))
+    package = _one_package(targets)
+    labels = [t.split("==", 1)[1] if package else t for t in targets]
+    several = len(histories) > 1
     download = any(p.download_bytes is not None for p in points)
-    if download:
-        totals.append(("download size", [p.download_bytes for p in points]))
-    sizes = [_group_sizes(p) for p in points]
-    groups: list[Series] = [(name, [s.get(name) for s in sizes]) for name in top]
-    head = ["target", "size", *(["download"] if download else []), "functions", *top]
-    rows = []
-    for point, size in zip(points, sizes):
-        cells = [_text(point.target), human_size(point.bytes)]
+    totals: list[Series] = []
+    for h in histories:
+        at = {p.target: p for p in h.points}
+        name = library_name(h.library)
+        sizes, downloads = (
+            [_bytes(at.get(t)) for t in targets],
+            [_download(at.get(t)) for t in targets],
+        )
+        totals.append((name if several else "metallib size", sizes))
         if download:
-            cells.append(
-                human_size(point.download_bytes) if point.download_bytes is not None else ""
-            )
-        cells.append(f"{point.function_count:,}")
-        cells += [human_size(size[name]) if name in size else "-" for name in top]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+            totals.append((f"{name} download" if several else "download size", downloads))
+    sections = [_library_section(h, by, targets, labels, download, several) for h in histories]
     measured = "<br>".join(_text(m) for p in points for m in p.measured_in)
     note = f"<br>Download size: {_text(DOWNLOAD_METHOD)}." if download else ""
+    libraries = f"; {len(histories)} libraries, each its own history" if several else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -253,18 +284,56 @@ def history_html(points: Sequence[HistoryPoint], top: list[str], by: str) -> str
 </head>
 <body>
 <h1>Metallib size history</h1>
-<p>{len(points)} targets in the order given\
-{f" (versions of {_text(package)})" if package else ""}; groups by {_text(by)}; hover a point\
- for its bytes.</p>
-{_chart("Total size", labels, totals)}
-{_chart(f"Top {len(top)} groups (by {by})", labels, groups) if top else ""}
-<table>
+<p>{len(targets)} targets in the order given\
+{f" (versions of {_text(package)})" if package else ""}{_text(libraries)}; groups by {_text(by)};\
+ hover a point for its bytes.</p>
+{_chart("Total size" + (" of each library" if several else ""), labels, totals, keep_end=several)}
+{"".join(sections)}
+<footer>Measured in:<br>{measured}{note}</footer>
+</body>
+</html>
+"""
+
+
+def _bytes(point: HistoryPoint | None) -> int | None:
+    return point.bytes if point is not None else None
+
+
+def _download(point: HistoryPoint | None) -> int | None:
+    return point.download_bytes if point is not None else None
+
+
+def _library_section(
+    history: LibraryHistory,
+    by: str,
+    targets: Sequence[str],
+    labels: Sequence[str],
+    download: bool,
+    several: bool,
+) -> str:
+    """One library's top groups chart (over every target: none where it is missing) and its
+    figures, a row per target holding it; headed by its name when there are several."""
+    top = history.top
+    at = {p.target: _group_sizes(p) for p in history.points}
+    groups: list[Series] = [(name, [at.get(t, {}).get(name) for t in targets]) for name in top]
+    head = ["target", "size", *(["download"] if download else []), "functions", *top]
+    rows = []
+    for point in history.points:
+        size = at[point.target]
+        cells = [_text(point.target), human_size(point.bytes)]
+        if download:
+            cells.append(
+                human_size(point.download_bytes) if point.download_bytes is not None else ""
+            )
+        cells.append(f"{point.function_count:,}")
+        cells += [human_size(size[name]) if name in size else "-" for name in top]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    heading = f"<h2>{_text(library_name(history.library))}</h2>\n" if several else ""
+    chart = _chart(f"Top {len(top)} groups (by {by})", labels, groups) + "\n" if top else ""
+    return f"""{heading}{chart}<table>
 <thead><tr>{"".join(f"<th>{_text(h)}</th>" for h in head)}</tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody>
 </table>
-<footer>Measured in:<br>{measured}{note}</footer>
-</body>
-</html>
 """

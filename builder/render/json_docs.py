@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
-    from builder.size.history import HistoryPoint
+    from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
 
@@ -181,9 +181,11 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
     return dumps(doc, indent=1) + "\n"
 
 
-def history_json(points: Sequence[HistoryPoint], by: str) -> str:
-    """``{"schema": SCHEMA, "kind": "history", "by",
-    "points": [{"target", "bytes", "groups", ...}]}`` with every group of every point."""
+def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
+    """``{"schema": SCHEMA, "kind": "history", "by", "points": [{"target", "bytes", "groups",
+    ...}]}`` with every group of every point; targets holding several libraries: a history per
+    library, ``"libraries": [{"library": NAME, "points": [...]}]`` instead of ``points`` (the
+    rule ``report`` and ``compare`` follow), never a sum over alternatives."""
 
     def point(p: HistoryPoint) -> dict[str, object]:
         doc: dict[str, object] = {
@@ -199,13 +201,14 @@ def history_json(points: Sequence[HistoryPoint], by: str) -> str:
             doc["host_library_bytes"] = p.host_library_bytes
         return doc
 
-    doc: dict[str, object] = {
-        "schema": SCHEMA,
-        "kind": "history",
-        "by": by,
-        "points": [point(p) for p in points],
-    }
-    if any(p.download_bytes is not None for p in points):
+    doc: dict[str, object] = {"schema": SCHEMA, "kind": "history", "by": by}
+    if len(histories) == 1:
+        doc["points"] = [point(p) for p in histories[0].points]
+    else:
+        doc["libraries"] = [
+            {"library": h.library, "points": [point(p) for p in h.points]} for h in histories
+        ]
+    if any(p.download_bytes is not None for h in histories for p in h.points):
         doc["download_method"] = DOWNLOAD_METHOD
     return dumps(doc, indent=1) + "\n"
 

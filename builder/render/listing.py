@@ -58,14 +58,19 @@ def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
     return rows
 
 
-def rows_json(lib: Metallib, source: str, rows: list[FunctionRow]) -> str:
-    """The ``list --format json`` document (schema 1), one line."""
+def rows_json(
+    lib: Metallib, source: str, rows: list[FunctionRow], member: str | None = None
+) -> str:
+    """The ``list --format json`` object of one library (schema 1), one line; ``member`` is
+    its name in the target (null: the target is the library)."""
+    named = "null" if member is None else _quote(clean(member))
     items = ",".join(
         f'{{"name":{_quote(r.name)},"type":"{r.type}","bitcode_bytes":{r.bitcode_bytes},"bytes":{r.bytes}}}'
         for r in rows
     )
     return (
-        f'{{"schema":1,"source":{_quote(clean(source))},"file_size":{lib.file_size},'
+        f'{{"schema":1,"source":{_quote(clean(source))},"member":{named},'
+        f'"file_size":{lib.file_size},'
         f'"format_version":"{lib.header.format_version_text}","function_count":{len(rows)},'
         f'"functions":[{items}]}}'
     )

@@ -139,6 +139,7 @@ def variants_to_dict(run: VariantsRun) -> dict[str, object]:
         "source": {
             "target": src.target,
             "metallib": _path(src.metallib),
+            "member": src.member,
             "wheel": src.wheel,
             "file_size": src.file_size,
             "function_count": src.function_count,
@@ -204,8 +205,9 @@ def _heading(run: VariantsRun) -> str:
     src = run.input
     wheel = f" (from {os.path.basename(src.wheel)})" if src.wheel else ""
     named = "" if src.target == os.fspath(src.metallib) else f"{src.target}: "
+    inside = f" (its library {src.member})" if src.member is not None else ""
     return (
-        f"{named}{src.metallib}{wheel}, {src.file_size:,} bytes, "
+        f"{named}{src.metallib}{inside}{wheel}, {src.file_size:,} bytes, "
         f"{src.function_count:,} functions; kernel tree {src.tree_root}: "
         f"{src.entry_files:,} entry files, {src.tree_kernels:,} kernels"
     )

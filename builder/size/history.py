@@ -1,10 +1,13 @@
-"""Size across releases: one point per target, in the order given (``history``).
+"""Size across releases: one point per library of each target, in the order given
+(``history``).
 
 A maintainer before a release wants the trend, not one diff: total bytes, the biggest groups and,
 with ``download``, what users download, for (say) every mlx-metal from 0.28.0 to 0.32.4 on one
 platform. Each point is measured like ``report`` measures (``builder.size.load``), then reduced to
-numbers, so many large libraries never sit in memory together. Pure data: rendering is
-``builder.render.history``.
+numbers, so many large libraries never sit in memory together. A target holding several
+libraries (torch's dylib holds two alternatives, of which a device loads one) gives a point per
+library, never their sum: each library has its own history (``LibraryHistory``), its points
+paired across targets by the library's name. Pure data: rendering is ``builder.render.history``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.size.rollup import Rollup, fold
+from builder.size.rollup import Rollup
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
@@ -21,25 +24,39 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["HistoryPoint", "measure_history", "top_groups"]
+__all__ = ["HistoryPoint", "LibraryHistory", "library_histories", "measure_history", "top_groups"]
 
 
 @dataclass(frozen=True)
 class HistoryPoint:
-    """One target's measured sizes, summed over the libraries it holds."""
+    """One library of one target, measured."""
 
     target: str
     bytes: int
-    """The metallib files' sizes."""
+    """The metallib's size."""
     function_count: int
     groups: list[Rollup]
-    """Every group, summed over the libraries, largest first (ties by name)."""
+    """Every group, largest first (ties by name)."""
     measured_in: tuple[str, ...]
-    """The metallib files (or saved reports) measured."""
+    """The metallib file (or saved report) measured."""
     download_bytes: int | None = None
-    """With ``download``: ``builder.size.budget.download_bytes`` of each library, summed."""
+    """With ``download``: ``builder.size.budget.download_bytes`` of the library."""
     host_library_bytes: int | None = None
     """A build's JIT host library, when it has one."""
+    library: str | None = None
+    """The library's name in the target (``report``'s ``source.member``); None: the target is
+    the library itself."""
+
+
+@dataclass(frozen=True)
+class LibraryHistory:
+    """One library's points, in the order of the targets that hold it, and the groups shown."""
+
+    library: str | None
+    """Its name, the same in every target; None when each target holds one library."""
+    points: list[HistoryPoint]
+    top: list[str]
+    """The groups shown (``top_groups``)."""
 
 
 def measure_history(
@@ -50,38 +67,54 @@ def measure_history(
     download: bool = False,
     sources: Sources | TreeSources | None = None,
     progress: Progress | None = None,
+    member: str | None = None,
 ) -> list[HistoryPoint]:
-    """Measure each target in turn (``PACKAGE==VERSION`` wheels are downloaded and cached);
-    ``sources``, a kernel tree's entry file of each kernel, groups every target ``by`` source."""
+    """Measure each target in turn (``PACKAGE==VERSION`` wheels are downloaded and cached), a
+    point per library it holds (``member``: only the one it names); ``sources``, a kernel
+    tree's entry file of each kernel, groups every target ``by`` source."""
     from builder.size.budget import download_bytes
     from builder.size.load import load_reports
 
     points = []
     for target in targets:
-        reports = load_reports(target, by=by, platform=platform, sources=sources, progress=progress)
-        groups: dict[str, Rollup] = {}
-        for report in reports:
-            for group in report.groups:
-                seen = groups.get(group.name)
-                groups[group.name] = group if seen is None else fold(group.name, [seen, group])
-        hosts = [r.host_library.file_size for r in reports if r.host_library is not None]
-        points.append(
-            HistoryPoint(
-                target=target,
-                bytes=sum(r.file_size for r in reports),
-                function_count=sum(r.function_count for r in reports),
-                groups=sorted(groups.values(), key=lambda g: (-g.bytes, g.name)),
-                measured_in=tuple(
-                    f"saved report {r.source.target}"
-                    if r.source.kind == "report"
-                    else _measured_in(r)
-                    for r in reports
-                ),
-                download_bytes=sum(map(download_bytes, reports)) if download else None,
-                host_library_bytes=sum(hosts) if hosts else None,
-            )
+        reports = load_reports(
+            target, by=by, platform=platform, sources=sources, progress=progress, member=member
         )
+        for report in reports:
+            host = report.host_library
+            points.append(
+                HistoryPoint(
+                    target=target,
+                    bytes=report.file_size,
+                    function_count=report.function_count,
+                    groups=sorted(report.groups, key=lambda g: (-g.bytes, g.name)),
+                    measured_in=(
+                        f"saved report {report.source.target}"
+                        if report.source.kind == "report"
+                        else _measured_in(report),
+                    ),
+                    download_bytes=download_bytes(report) if download else None,
+                    host_library_bytes=host.file_size if host is not None else None,
+                    library=report.source.member,
+                )
+            )
     return points
+
+
+def library_histories(points: Sequence[HistoryPoint], top: int | None) -> list[LibraryHistory]:
+    """The points as one history per library: one when no target holds several (whatever
+    each one's name), else one per library name, in the order first met, each point paired
+    with the same name in the other targets (a library one target lacks has no point there).
+    ``top`` groups of each (``top_groups``)."""
+    per_target: dict[str, int] = {}
+    for point in points:
+        per_target[point.target] = per_target.get(point.target, 0) + 1
+    if all(count == 1 for count in per_target.values()):
+        return [LibraryHistory(None, list(points), top_groups(points, top))]
+    named: dict[str | None, list[HistoryPoint]] = {}
+    for point in points:
+        named.setdefault(point.library, []).append(point)
+    return [LibraryHistory(name, ps, top_groups(ps, top)) for name, ps in named.items()]
 
 
 def top_groups(points: Sequence[HistoryPoint], top: int | None) -> list[str]:

@@ -46,6 +46,8 @@ class VariantsInput:
     interface: RuntimeSources = field(default_factory=RuntimeSources)
     """How every variant's ``jit_sources.cpp`` is written and its bytes stored (the tree's
     ``[build]`` settings; a catalog tree: ``embed``'s defaults)."""
+    member: str | None = None
+    """For a library inside a binary (``metallib`` is then the binary): its name there."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from builder.subsets.variant_sources import (
 from builder.subsets.variant_writer import VariantWriter, function_bytes, remove_stale
 
 if TYPE_CHECKING:
+    from builder.inputs.targets import Library
     from builder.kernels.discovery import KernelTree
 
 __all__ = [
@@ -68,22 +69,24 @@ Progress = Callable[[str], None]
 
 
 def _resolve(
-    target: str, platform: str | None, progress: Progress | None
-) -> tuple[Path, str | None]:
-    """The one metallib behind ``target`` (a file, wheel, PACKAGE==VERSION or build folder)."""
+    target: str, platform: str | None, progress: Progress | None, member: str | None
+) -> Library:
+    """The one metallib behind ``target`` (a file, binary, wheel, PACKAGE==VERSION or build
+    folder; ``member`` chooses one of several): a file of its own, or its bytes in a binary."""
     from builder.inputs.targets import one_metallib, resolve_target
 
-    found = resolve_target(target, platform=platform, progress=progress)
-    lib = one_metallib(
-        target, found, member=None, command="variants --from", choose="name one .metallib file"
-    )
+    found = resolve_target(target, platform=platform, progress=progress, member=member)
+    lib = one_metallib(target, found, member=None, command="variants --from")
     assert lib.path is not None  # one_metallib refuses a build without a metallib
-    if lib.window is not None:
-        raise UsageError(
-            f"{target}: its metallib {lib.member} is inside a binary; write it out first "
-            f"(slim {target} --member '{lib.member}' --keep '*' -o LIB.metallib)"
-        )
-    return lib.path, lib.wheel
+    return lib
+
+
+def _stem(lib: Library) -> str:
+    """The written libraries' name when the tree's settings give none: the input file's
+    stem, or for a library inside a binary the binary's name up to its first dot
+    (``_C.cpython-312-darwin.so`` -> ``_C``)."""
+    assert lib.path is not None
+    return lib.path.name.split(".")[0] if lib.window is not None else lib.path.stem
 
 
 def _plan(
@@ -140,15 +143,19 @@ def make_variants(
     progress: Progress | None = None,
     budget_of: str = "metallib",
     download: bool = False,
+    member: str | None = None,
 ) -> VariantsRun:
     """Write and measure every variant; see the module docstring. ``CheckFailed`` (exit 1) when
     ``budget`` is below the least reachable size (nothing written then); ``UsageError`` for bad
     globs, an unusable target or an output that would overwrite the input. ``budget_of``:
     ``metallib`` (the file's bytes) or ``download`` (``builder.subsets.variant_download``; it
-    implies ``download``: each variant's metallib download measured, one zlib pass each)."""
+    implies ``download``: each variant's metallib download measured, one zlib pass each).
+    ``member`` chooses the library of a target holding several (a binary's ``#2``)."""
     say = progress or (lambda _message: None)
-    path, wheel = _resolve(target, platform, progress)
-    with open_metallib(path) as lib:
+    library = _resolve(target, platform, progress, member)
+    path, wheel = library.path, library.wheel
+    assert path is not None  # _resolve refuses a build without a metallib
+    with open_metallib(path, library.window) as lib:
         index = index_library(lib.columns().names, function_bytes(lib), tree)
         specs = requested_variants(index, aot, jit)
         writer = VariantWriter(lib, index)
@@ -157,7 +164,7 @@ def make_variants(
             say(f"planning for --budget {budget:,} bytes of {budget_of}")
             spec, plan = _plan(tree, index, writer, budget, budget_of)
             specs.append(spec)
-        name = f"{tree.config.library or path.stem}.metallib"
+        name = f"{tree.config.library or _stem(library)}.metallib"
         for spec in specs:
             if (outdir / spec.name / name).resolve() == path.resolve():
                 raise UsageError(f"{outdir / spec.name / name}: refusing to write over the input")
@@ -187,6 +194,7 @@ def make_variants(
             target=target,
             metallib=path,
             wheel=wheel,
+            member=library.member if library.window is not None else None,
             file_size=lib.file_size,
             function_count=index.function_count,
             tree_root=tree.root,

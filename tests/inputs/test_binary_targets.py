@@ -73,7 +73,7 @@ def test_list_verify_and_slim_choose_with_member(
     release: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dylib = str(release["dylib1"])
-    code, _, err = run(["list", dylib], capsys)
+    code, _, err = run(["slim", dylib, "--keep", "*", "-o", str(tmp_path / "x.metallib")], capsys)
     assert code == 2 and "--member" in err and "libkernels.dylib#2" in err
     code, out, err = run(["list", dylib, "--member", "#2", "--format", "json"], capsys)
     assert code == 0, err
@@ -134,10 +134,12 @@ def test_budget_and_history_on_a_binary(
         ["history", str(release["dylib1"]), str(release["dylib2"]), "--format", "json"], capsys
     )
     assert code == 0, err
-    points = json.loads(out)["points"]
-    sizes = [release[f"a{n}"].stat().st_size + release[f"b{n}"].stat().st_size for n in (1, 2)]
-    assert [p["bytes"] for p in points] == sizes
-    assert points[1]["measured_in"] == [f"{release['dylib2']}#1", f"{release['dylib2']}#2"]
+    # a history per library (never their sum: issue 33), each measured in its own library
+    first, second = (h["points"] for h in json.loads(out)["libraries"])
+    assert [p["bytes"] for p in first] == [release[f"a{n}"].stat().st_size for n in (1, 2)]
+    assert [p["bytes"] for p in second] == [release[f"b{n}"].stat().st_size for n in (1, 2)]
+    assert first[1]["measured_in"] == [f"{release['dylib2']}#1"]
+    assert second[1]["measured_in"] == [f"{release['dylib2']}#2"]
     budget = tmp_path / "metallib-size.toml"
     budget.write_text(f'[[budget]]\ntarget = "{release["dylib2"]}"\nmax-functions = 14\n')
     code, out, err = run(["budget", str(budget), "--format", "json"], capsys)
