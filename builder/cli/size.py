@@ -179,7 +179,7 @@ def _binary_name(source: Source) -> str:
     """How a binary holding libraries is named: the target itself, or its path in a wheel."""
     if source.kind == "binary":
         return source.target
-    return (source.member or "").rpartition("#")[0] or source.target
+    return source.binary or source.target
 
 
 def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:
@@ -333,8 +333,13 @@ def compare_command(
     by, sources = tree_sources(by, tree)
     download = download or gates.download
     loaded = [
-        load(target, by, rules, platform, sources, download, member) for target in (base, head)
+        load(target, by, rules, platform, sources, download, member, absent_ok=True)
+        for target in (base, head)
     ]
+    if member is not None and not any(loaded):
+        from builder.errors import UsageError
+
+        raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     def render(kind: str, terminal: bool) -> str:

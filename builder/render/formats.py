@@ -91,9 +91,12 @@ def comparison_output(
 
         return compare_html(evaluated)
     from builder.render.tables import compare_table
+    from builder.render.text import pairs_summary
 
     shown = shown_top(top, kind)
-    return "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
+    summary = pairs_summary([c for c, _ in evaluated])
+    tables = "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
+    return tables if summary is None else f"{summary}\n{tables}"
 
 
 def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, width: int) -> str:

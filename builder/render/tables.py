@@ -27,6 +27,7 @@ from builder.render.text import (
     human_delta,
     human_size,
     origin,
+    pair_sides,
     percent,
     signed_percent,
     visible,
@@ -303,15 +304,19 @@ def _delta_table(
 def _metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
     """The rich table of a comparison's metallib groups."""
     base, head = comparison.base, comparison.head
+    names = pair_sides(comparison)
     title = (
-        f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
+        f"{rich_text(names[0])} → {rich_text(names[1])}: "
         f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
     )
-    caption = (
-        f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
-        f"base {rich_text(provenance_line(base.provenance))}\n"
-        f"head {rich_text(provenance_line(head.provenance))}"
-    )
+    lines = []
+    for side, report, name in (("base", base, names[0]), ("head", head, names[1])):
+        present = report is comparison.library or comparison.change == "paired"
+        lines.append(f"{side}: {rich_text(origin(report) if present else name)}")
+    for side, report in (("base", base), ("head", head)):
+        if report is comparison.library or comparison.change == "paired":
+            lines.append(f"{side} {rich_text(provenance_line(report.provenance))}")
+    caption = "\n".join(lines)
     total = [
         "total",
         f"{base.function_count:,}",
@@ -354,7 +359,8 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
             f"base {rich_text(provenance_line(base.provenance))}",
             f"head {rich_text(provenance_line(head.provenance))}",
         ]
-    title = f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: " + escape(
+    names = pair_sides(comparison)
+    title = f"{rich_text(names[0])} → {rich_text(names[1])}: " + escape(
         f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
         f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
     )
