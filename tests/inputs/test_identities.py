@@ -412,3 +412,28 @@ def test_identity_rule() -> None:
         "_k@arm64",
         "_k@x86_64",
     ]
+
+
+def test_the_html_page_says_which_library_is_on_one_side_only(
+    made: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    page = tmp_path / "diff.html"
+    code, _, err = run(["compare", str(made["r1"]), str(made["r2"]), "-o", str(page)], capsys)
+    assert code == 0, err
+    found = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>',
+        page.read_text(encoding="utf-8"),
+        re.DOTALL,
+    )
+    assert found is not None
+    libraries = json.loads(found.group(1))["libraries"]
+    one_side = {lib["change"]: lib for lib in libraries if lib["change"] != "paired"}
+    added, removed = one_side["added"], one_side["removed"]
+    assert added["title"] == f"{made['r2']}#_k_gamma_metallib (added library)"
+    assert added["base"]["label"] == "(not in base)" and added["base"]["file_size"] == 0
+    assert added["base"]["origin"]["metallib"] is None
+    assert removed["label"] == "(not in head)" and removed["file_size"] == 0
+    assert removed["base"]["label"] == f"{made['r1']}#_k_alpha_metallib"
+    assert removed["fn"]["bytes"] == [-1]  # its one function: absent in head
