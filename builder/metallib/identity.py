@@ -9,7 +9,10 @@ So a library inside a binary is named by the first of these that names it alone 
 3. its ordinal, its number in file order from 1 (``3``): all that is left to name it by.
 
 A symbol or section that names libraries in several slices of a fat binary, one in each, is
-qualified by the slice's architecture (``__TEXT,metal@arm64``). An identity never holds ``#``,
+qualified by the slice's architecture (``__TEXT,metal@arm64``). Symbols the assembler makes
+(mapping symbols ``$d``, ``ltmp3``, ``.L…``) name a place, not a library, and are passed over.
+The ordinal only says where a library is: ``compare`` pairs by it only within files of the same
+name (``builder.size.compare.pair_reports``). An identity never holds ``#``,
 is never empty and is never all digits unless it is the ordinal, so ``FILE#IDENTITY`` splits at
 its last ``#`` and ``#3`` always means the third library.
 """

@@ -29,7 +29,8 @@ __all__ = ["compare_csv", "report_csv"]
 
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
-    """One row per group (and the overhead), with the file each figure was measured in. With
+    """One row per group (and the overhead), with the file each figure was measured in (a
+    library inside a binary: ``BINARY#IDENTITY``, as several libraries share the binary). With
     download figures (``--download``) two more columns, and a row per file of a wheel
     (``by`` = ``wheel file``, ``file`` = the wheel)."""
     downloads = any(r.download is not None for r in reports)
@@ -53,7 +54,9 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
         if jit is not None and report.source.path is None:  # no metallib: its rows would be 0
             lines += _jit_lines(report, jit, nested)
             continue
-        path = csv_text(report.source.path or "")
+        src = report.source
+        inside = f"#{src.identity}" if src.identity is not None and src.path else ""
+        path = csv_text((src.path or "") + inside)
         by = csv_text(report.by)
         whole = report.file_size
         dl = DownloadColumn.of(report)

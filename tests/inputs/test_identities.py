@@ -9,6 +9,8 @@ symbol there by ``llvm-nm``, its section by ``llvm-objdump``."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 import zipfile
@@ -110,6 +112,10 @@ def test_each_library_is_named_by_its_identity(
         assert [s["embedded"]["ordinal"] for s in sources] == [1, 2, 3]
         # what position would pair: the first library of each release is another one
         assert expected[0][1] == f"_k_{blobs[0]}_metallib"
+        code, out, err = run(["report", str(made[release]), "--format", "csv"], capsys)
+        assert code == 0, err
+        files = {row[0] for row in list(csv.reader(io.StringIO(out)))[1:]}
+        assert files == {f"{made[release]}#{i}" for _, i in expected}
 
 
 def test_compare_pairs_by_identity_and_reports_added_and_removed(
