@@ -372,9 +372,9 @@ def comment_markdown(
     ``top`` = None shows every group that fits. Each pair gets an equal share of the budget.
     """
     head_lines = [marker, "### Metallib size", ""]
-    summary = pairs_summary([comparison for comparison, _ in pairs])
+    summary = pairs_summary([comparison for comparison, _ in pairs], lambda n: md_code(n, 200))
     if summary is not None:  # which libraries are on one side only, before any detail
-        head_lines += [clip(md_text(summary[0].upper() + summary[1:]) + ".", _LINE_CAP * 2), ""]
+        head_lines += [clip(summary[0].upper() + summary[1:] + ".", _LINE_CAP * 4), ""]
     budget = limit - sum(map(_size, head_lines)) - 1
     share = budget // max(1, len(pairs))
     lines = list(head_lines)

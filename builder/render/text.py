@@ -7,7 +7,7 @@ Human output uses decimal units, matching what ``ls -lh --si`` and package index
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -143,9 +143,13 @@ def pair_sides(comparison: Comparison) -> tuple[str, str]:
     return base, head
 
 
-def pairs_summary(comparisons: Sequence[Comparison]) -> str | None:
+def pairs_summary(
+    comparisons: Sequence[Comparison], name: Callable[[str], str] | None = None
+) -> str | None:
     """``libraries: 11 paired, 2 added (a, b), 1 removed (c)`` when the two targets' libraries
-    did not all pair (None when they did): which library is on one side only."""
+    did not all pair (None when they did): which library is on one side only, each name shown
+    by ``name`` (default ``visible``)."""
+    show = name or visible
     added = [c.library.source.label for c in comparisons if c.change == "added"]
     removed = [c.library.source.label for c in comparisons if c.change == "removed"]
     if not added and not removed:
@@ -154,7 +158,7 @@ def pairs_summary(comparisons: Sequence[Comparison]) -> str | None:
     parts = [f"libraries: {paired:,} paired"]
     for word, names in (("added", added), ("removed", removed)):
         if names:
-            parts.append(f"{len(names):,} {word} ({', '.join(visible(n) for n in names)})")
+            parts.append(f"{len(names):,} {word} ({', '.join(show(n) for n in names)})")
     return ", ".join(parts)
 
 
