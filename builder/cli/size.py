@@ -81,10 +81,13 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "--member",
             default=None,
             metavar="NAME",
-            help="Report only this library of a target that holds several: a wheel member's "
-            "path or '#N' (the N-th metallib of a binary), as the error listing them spells "
-            "it. A wheel's binary member that holds no metallib (mlx-metal's "
-            "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
+            help="Report only this library of a target that holds several: its name as the "
+            "error listing them spells it (a wheel member's path, BINARY#IDENTITY), or a "
+            "shorter form naming one only: a unique base name, '#N' (the N-th metallib of a "
+            "binary), its symbol or section. compare takes it from both sides (one side "
+            "only: an added or removed library). A wheel's binary member that holds no "
+            "metallib (mlx-metal's mlx/lib/libmlx.dylib) is reported as a host library, as "
+            "the binary given itself.",
         ),
     ]
     command = tree_options(func)
