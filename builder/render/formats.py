@@ -90,8 +90,8 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
+    from builder.render.pairs import pairs_summary
     from builder.render.tables import compare_table
-    from builder.render.text import pairs_summary
 
     shown = shown_top(top, kind)
     summary = pairs_summary([c for c, _ in evaluated])

@@ -18,15 +18,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.render.checks import gate_message
 from builder.render.download import compare_download_line
 from builder.render.markup import clip, md_code, md_text
+from builder.render.pairs import pair_sides, pairs_summary
 from builder.render.provenance import provenance_line
-from builder.render.text import (
-    human_delta,
-    human_size,
-    origin,
-    pair_sides,
-    pairs_summary,
-    signed_percent,
-)
+from builder.render.text import human_delta, human_size, origin, signed_percent
 from builder.size.jit_rows import by_strings
 
 if TYPE_CHECKING:
@@ -249,8 +243,8 @@ def _section(
             table, headline = _jit_table(jit), _jit_headline(comparison, jit)
     else:
         sides = [
-            md_code(origin(r)) if comparison.change == "paired" or r is comparison.library else n
-            for r, n in zip((base, head), pair_sides(comparison), strict=True)
+            md_code(origin(r)) if comparison.holds(r) else name
+            for r, name in zip((base, head), pair_sides(comparison), strict=True)
         ]
         footer = clip(
             f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
@@ -290,7 +284,7 @@ def _section(
     produced = [
         clip(f"- {side}: {md_text(provenance_line(r.provenance))}", _LINE_CAP)
         for side, r in (("base", base), ("head", head))
-        if comparison.change == "paired" or r is comparison.library
+        if comparison.holds(r)
     ]
     sections.append(("How these were measured and built", [], produced))
     for index, section in enumerate(sections):

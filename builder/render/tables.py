@@ -19,6 +19,7 @@ from builder.render.download import (
     wheels_of,
 )
 from builder.render.markup import print_table, rich_text
+from builder.render.pairs import pair_sides
 from builder.render.provenance import provenance_line
 from builder.render.rows import delta_rows, report_lines
 from builder.render.text import (
@@ -27,7 +28,6 @@ from builder.render.text import (
     human_delta,
     human_size,
     origin,
-    pair_sides,
     percent,
     signed_percent,
     visible,
@@ -309,13 +309,10 @@ def _metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
         f"{rich_text(names[0])} → {rich_text(names[1])}: "
         f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
     )
-    lines = []
-    for side, report, name in (("base", base, names[0]), ("head", head, names[1])):
-        present = report is comparison.library or comparison.change == "paired"
-        lines.append(f"{side}: {rich_text(origin(report) if present else name)}")
-    for side, report in (("base", base), ("head", head)):
-        if report is comparison.library or comparison.change == "paired":
-            lines.append(f"{side} {rich_text(provenance_line(report.provenance))}")
+    sides = (("base", base, names[0]), ("head", head, names[1]))
+    lines = [f"{s}: {rich_text(origin(r) if comparison.holds(r) else n)}" for s, r, n in sides]
+    held = [(s, r) for s, r, _ in sides if comparison.holds(r)]
+    lines += [f"{s} {rich_text(provenance_line(r.provenance))}" for s, r in held]
     caption = "\n".join(lines)
     total = [
         "total",

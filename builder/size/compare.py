@@ -102,6 +102,10 @@ class Comparison:
         """The side that holds the library: head, or base for a removed one."""
         return self.base if self.change == "removed" else self.head
 
+    def holds(self, side: Report) -> bool:
+        """Whether ``side`` (``base`` or ``head``) holds the library: both, when paired."""
+        return self.change == "paired" or side is self.library
+
     @property
     def jit_only(self) -> bool:
         """Neither side has a metallib (every unit JIT): the host library is what was measured
