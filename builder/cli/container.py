@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import emit_json, format_option, platform_option
+from builder.cli.publishing import emit_json, format_option, member_option, platform_option
 from builder.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -54,13 +54,7 @@ def _shown(target: str, library: Library) -> str:
     return f"{target}:{library.member}"
 
 
-_MEMBER = click.option(
-    "--member",
-    metavar="NAME",
-    default=None,
-    help="Only this metallib of a TARGET that holds several: a binary's '#2' (in file order), "
-    "or a wheel member's path, as the output names them.",
-)
+_MEMBER = member_option("Only this metallib of a TARGET that holds several")
 
 
 @click.command(
@@ -237,13 +231,7 @@ Examples:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="A file of names or globs to keep, one per line ('#' starts a comment).",
 )
-@click.option(
-    "--member",
-    metavar="NAME",
-    default=None,
-    help="Which metallib of a TARGET that holds several (a wheel member's path, as the error "
-    "listing them spells it).",
-)
+@member_option("Which metallib of a TARGET that holds several")
 @platform_option("a PACKAGE==VERSION target")
 @click.option(
     "--in-place",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import output_options, platform_option
+from builder.cli.publishing import member_option, output_options, platform_option
 from builder.cli.tree_options import tree_options
 from builder.size.grouping import BY_CHOICES
 
@@ -41,13 +41,7 @@ _FORMATS = ("table", "json", "html")
     help="Add the download size: each library as a wheel stores it (zlib level 6, "
     "modelled as report --download does; docs/download-size.md).",
 )
-@click.option(
-    "--member",
-    metavar="NAME",
-    default=None,
-    help="Only this library of targets that hold several: its name as the output gives it "
-    "(a binary's '#2', a wheel member's path).",
-)
+@member_option("Only this library of targets that hold several")
 @output_options(_FORMATS, "Output format (html: a self-contained page with line charts).")
 @platform_option("PACKAGE==VERSION targets")
 @tree_options

@@ -59,6 +59,7 @@ def load(
     sources: Sources | TreeSources | None = None,
     download: bool = False,
     member: str | None = None,
+    absent_ok: bool = False,
 ) -> list[Report]:
     from builder.size.load import load_reports
 
@@ -77,6 +78,7 @@ def load(
             sources=sources,
             download=download,
             member=member,
+            absent_ok=absent_ok,
         )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
         click.echo(

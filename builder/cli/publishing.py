@@ -67,6 +67,20 @@ def platform_option(what: str = "PACKAGE==VERSION targets") -> Callable[[F], F]:
     )
 
 
+MEMBER_FORMS = (
+    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
+    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
+    "symbol or section"
+)
+"""How ``--member`` names one library, said once for every command that takes it
+(``builder.inputs.member_names`` matches these forms)."""
+
+
+def member_option(what: str) -> Callable[[F], F]:
+    """``--member``: ``what`` the chosen library is for, then the forms it may be named by."""
+    return click.option("--member", metavar="NAME", default=None, help=f"{what}: {MEMBER_FORMS}.")
+
+
 def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]:
     """``--format`` (one of ``formats``, the first by default) and the repeatable ``-o FILE``,
     spelled and explained the same way by every command that publishes; the extensions listed

@@ -13,6 +13,7 @@ import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
+    MEMBER_FORMS,
     github_comment_option,
     output_options,
     output_plan,
@@ -81,9 +82,9 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "--member",
             default=None,
             metavar="NAME",
-            help="Report only this library of a target that holds several: a wheel member's "
-            "path or '#N' (the N-th metallib of a binary), as the error listing them spells "
-            "it. A wheel's binary member that holds no metallib (mlx-metal's "
+            help=f"Report only this library of a target that holds several: {MEMBER_FORMS}. "
+            "compare takes it from both sides (one side only: an added or removed library). "
+            "A wheel's binary member that holds no metallib (mlx-metal's "
             "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
         ),
     ]
@@ -179,7 +180,7 @@ def _binary_name(source: Source) -> str:
     """How a binary holding libraries is named: the target itself, or its path in a wheel."""
     if source.kind == "binary":
         return source.target
-    return (source.member or "").rpartition("#")[0] or source.target
+    return source.binary or source.target
 
 
 def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:
@@ -333,8 +334,13 @@ def compare_command(
     by, sources = tree_sources(by, tree)
     download = download or gates.download
     loaded = [
-        load(target, by, rules, platform, sources, download, member) for target in (base, head)
+        load(target, by, rules, platform, sources, download, member, absent_ok=True)
+        for target in (base, head)
     ]
+    if member is not None and not any(loaded):
+        from builder.errors import UsageError
+
+        raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     def render(kind: str, terminal: bool) -> str:

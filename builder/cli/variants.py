@@ -18,7 +18,7 @@ import click
 
 from builder.cli.build import no_wait_option
 from builder.cli.build_options import request_option
-from builder.cli.publishing import format_option, platform_option
+from builder.cli.publishing import format_option, member_option, platform_option
 from builder.cli.tree_options import tree_options
 from builder.errors import UsageError
 
@@ -54,13 +54,7 @@ Examples:
     help="Write the variants as subsets of this library (.metallib, a binary or .whl "
     "holding one, PACKAGE==VERSION, build folder); needs --source-dir and -o.",
 )
-@click.option(
-    "--member",
-    metavar="NAME",
-    default=None,
-    help="Which library of a --from TARGET that holds several: a binary's '#2', a wheel "
-    "member's path, as 'list' names them.",
-)
+@member_option("Which library of a --from TARGET that holds several")
 @tree_options
 @click.option(
     "--aot",

@@ -14,12 +14,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
 from builder.files.reading import check_regular, open_regular, read_json
+from builder.inputs.member_names import Named, forms, legacy_names
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
@@ -58,6 +59,17 @@ class Library:
     host: Path | None = None
     """A Mach-O binary that holds no metallib, to be measured by the run-time sources it embeds
     (``resolve_target(..., host_libraries=True)``; ``builder.size.host_sources``)."""
+    identity: str | None = None
+    """A library inside a binary: its identity there (``builder.metallib.identity``), the part
+    of ``member`` after its last ``#``."""
+    ordinal: int | None = None
+    """A library inside a binary: its number there in file order, from 1 (``#N``)."""
+
+    @property
+    def named(self) -> Named:
+        """Its name (``builder.inputs.member_names``): the member, else the file's name."""
+        name = self.member or (self.path.name if self.path else self.target)
+        return Named(name, self.identity, self.ordinal)
 
 
 def open_library(lib: Library) -> Metallib:
@@ -75,6 +87,7 @@ def resolve_target(
     progress: Progress | None = None,
     host_libraries: bool = False,
     member: str | None = None,
+    absent_ok: bool = False,
 ) -> list[Library]:
     """Find the libraries behind ``text`` (downloading a wheel for ``PACKAGE==VERSION``).
 
@@ -82,10 +95,14 @@ def resolve_target(
     metallib is one ``Library`` with ``host`` set, measured by its run-time sources, instead of
     an error; the measuring side raises :func:`no_metallib` when it holds none either. So is a
     wheel's binary member that holds none when ``member`` names it (its path in the wheel).
-    ``member`` keeps the one library it names, as :func:`one_metallib` matches names."""
+    ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
+    ``absent_ok`` a target that holds no library of that name gives none instead of an error
+    (``compare``: a library on one side only is an added or a removed one)."""
     found = _resolve(text, platform, progress, host_libraries, member)
     if member is None:
         return found
+    if absent_ok and not named_by(found, member):
+        return []
     return _matching(text, found, member)
 
 
@@ -121,7 +138,10 @@ def _resolve(
             )
             if not isinstance(docs, list) or not docs:
                 raise UsageError(f"{text}: not a usable size report: empty 'libraries'")
-            return [Library(text, "report", path, saved=d) for d in docs]
+            return [
+                Library(text, "report", path, saved=d, **_saved_name(named))
+                for d, named in zip(docs, legacy_names(docs), strict=True)
+            ]
         return [Library(text, "metallib", path)]
     fetched = fetch_spec(text, platform=platform, progress=progress)
     if fetched is None:
@@ -162,11 +182,11 @@ def one_metallib(
     command: str,
     choose: str = "choose one with --member",
 ) -> Library:
-    """The one library of ``target`` whose metallib ``command`` reads (``member``, a wheel
-    member's path or a library's file name, chooses among several; ``choose`` says how, for a
-    command without ``--member``): a saved report or a build with no metallib is refused, since
-    there are no functions' bytes to read."""
-    names = _names(libraries)
+    """The one library of ``target`` whose metallib ``command`` reads (``member`` chooses among
+    several, named as ``builder.inputs.member_names`` says; ``choose`` says how, for a command
+    without ``--member``): a saved report or a build with no metallib is refused, since there
+    are no functions' bytes to read."""
+    names = [lib.named.name for lib in libraries]
     if member is not None:
         libraries = _matching(target, libraries, member)
     if len(libraries) > 1:
@@ -184,29 +204,35 @@ def one_metallib(
     return lib
 
 
-def _names(libraries: list[Library]) -> list[str]:
-    """How ``--member`` names each library: its member path (``BINARY#N`` inside a binary),
-    else its file's name."""
-    return [lib.member or (lib.path.name if lib.path else lib.target) for lib in libraries]
+def named_by(libraries: list[Library], member: str) -> list[Library]:
+    """Every library ``member`` names: those whose whole name it is, else those that answer
+    to it in a shorter form (``builder.inputs.member_names.forms``)."""
+    found = [forms(lib.named) for lib in libraries]
+    whole = [lib for lib, (names, _) in zip(libraries, found, strict=True) if member in names]
+    if whole:
+        return whole
+    return [lib for lib, (_, short) in zip(libraries, found, strict=True) if member in short]
 
 
 def _matching(target: str, libraries: list[Library], member: str) -> list[Library]:
-    """The one library ``member`` names: its whole name, or ``#N`` for the N-th of the one
-    binary the target holds."""
-    names = _names(libraries)
-    chosen = [
-        lib
-        for lib, name in zip(libraries, names, strict=True)
-        if name == member or (member.startswith("#") and name.endswith(member))
-    ]
+    """The one library ``member`` names (``named_by``)."""
+    chosen = named_by(libraries, member)
     if len(chosen) > 1:
         raise UsageError(
             f"{target}: {member!r} names {len(chosen)} metallibs; give the whole name "
-            f"({', '.join(n for n in names if n.endswith(member))})"
+            f"({', '.join(lib.named.name for lib in chosen)})"
         )
     if not chosen:
-        raise UsageError(f"{target}: no metallib {member!r} (it holds: {', '.join(names)})")
+        names = ", ".join(lib.named.name for lib in libraries)
+        raise UsageError(f"{target}: no metallib {member!r} (it holds: {names})")
     return chosen
+
+
+def _saved_name(named: Named | None) -> dict[str, Any]:
+    """A saved report's ``Library`` fields for its name (none when the document has none)."""
+    if named is None:
+        return {}
+    return {"member": named.name, "identity": named.identity, "ordinal": named.ordinal}
 
 
 @contextmanager
@@ -250,8 +276,9 @@ def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
 def _from_binary(
     text: str, path: Path, name: str, kind: str, wheel: str | None = None, *, hosts: bool = False
 ) -> list[Library]:
-    """One library per metallib found in the binary at ``path``, named ``name#1``, ``#2``...;
-    with ``hosts``, a Mach-O one that holds none is a host library to measure."""
+    """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
+    (``builder.inputs.member_names``); with ``hosts``, a Mach-O one that holds none is a host
+    library to measure."""
     from builder.metallib import MetallibError
     from builder.metallib.embedded import find_metallibs
 
@@ -269,9 +296,11 @@ def _from_binary(
             kind,
             path,
             wheel=wheel,
-            member=f"{name}#{e.number}",
+            member=f"{name}#{e.identity}",
             window=e.span,
             location=e.location,
+            identity=e.identity,
+            ordinal=e.number,
         )
         for e in found
     ]
@@ -294,14 +323,15 @@ def _from_wheel(
     """The wheel's libraries; ``host`` (a member path, and whether a host library may be
     measured): that binary member when it holds no metallib, as a binary given itself is."""
     root = common_root(paths) if paths else wheel.parent
+    names = [p.relative_to(root).as_posix() for p in paths]
+    chosen = _named_file(names, host[0])
     found: list[Library] = []
-    for p in paths:
-        name = p.relative_to(root).as_posix()
+    for p, name in zip(paths, names, strict=True):
         if p.suffix == ".metallib":
             found.append(Library(text, kind, p, wheel=str(wheel), member=name))
             continue
         inside = _from_binary(text, p, name, kind, wheel=str(wheel))
-        if not inside and name == host[0]:  # the member named: a binary holding no metallib
+        if not inside and name == chosen:  # the member named: a binary holding no metallib
             if host[1] and _is_macho(p):
                 return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
             raise no_metallib(f"{text}:{name}", p)
@@ -311,19 +341,35 @@ def _from_wheel(
             f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
             "none inside its binaries)"
         )
-    if len(found) == 1 and found[0].window is None:
-        return [replace(found[0], member=None)]
     return found
 
 
+def _named_file(names: list[str], member: str | None) -> str | None:
+    """The wheel path ``member`` names: itself, or the one path whose base name it is."""
+    if member is None or member in names:
+        return member
+    same = [name for name in names if name.rpartition("/")[2] == member]
+    return same[0] if len(same) == 1 else None
+
+
 def common_root(paths: list[Path]) -> Path:
-    """The folder a wheel's extracted members are named relative to."""
-    # Members are named relative to the wheel's extraction folder
-    # (cache/metallibs/<wheel stem>-<sha256 prefix>, see builder.inputs.wheel_cache).
+    """The folder a wheel's extracted members are named relative to: the wheel's extraction
+    folder, ``CACHE/metallibs/<wheel stem>-<sha256 prefix>`` (``builder.inputs.wheel_cache``),
+    found by the cache's own path, so that a member's folder called ``metallibs`` is only a
+    folder (``a/metallibs/b/x.metallib``)."""
+    from builder.inputs.wheel_cache import cache_dir
+
+    extracted = cache_dir() / "metallibs"
     first = paths[0]
     for parent in first.parents:
-        if parent.parent.name == "metallibs":
+        if parent.parent == extracted:
             return parent
+    try:  # the same folder reached by another spelling (a relative or linked cache path)
+        for parent in first.parents:
+            if parent.parent.samefile(extracted):
+                return parent
+    except OSError:
+        pass
     return first.parent
 
 

@@ -15,9 +15,10 @@ with ``pread`` into one buffer; without it, it runs ``mmap.find`` window by wind
 pages behind the cursor (``MADV_DONTNEED``). Either way peak memory does not grow with the file,
 and a proven library is skipped over whole: bytes inside it are never searched.
 
-Each library is numbered in file order (``#1``, ``#2``: a name that stays the same across
-releases as long as the order does), and where the file has sections (``binary_sections``) it
-says which one holds it and the symbol that starts there, if any.
+Each library is numbered in file order (``#1``, ``#2``), and where the file has sections
+(``binary_sections``) it says which one holds it and the symbol that starts there, if any. Its
+identity, the name that survives releases that reorder libraries, is made from those
+(``builder.metallib.identity``: symbol, else section, else the number).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class Embedded:
     format_version: str
     function_count: int
     location: Location | None
+    identity: str = ""
+    """Its name in the binary across releases (``builder.metallib.identity``)."""
 
 
 def find_metallibs(path: str | os.PathLike[str]) -> list[Embedded]:
@@ -179,4 +182,25 @@ def _located(name: str, spans: list[tuple[Span, str, int]]) -> list[Embedded]:
                 names.get(span.offset),
             )
         out.append(Embedded(number, span, version, count, location))
-    return out
+    return _identified(out)
+
+
+def _identified(found: list[Embedded]) -> list[Embedded]:
+    """``found`` with each library's identity (``builder.metallib.identity``)."""
+    from dataclasses import replace
+
+    from builder.metallib.identity import Place, identities
+
+    places = [
+        Place(None, None, None)
+        if e.location is None
+        else Place(
+            e.location.arch,
+            e.location.symbol,
+            None
+            if e.location.section is None
+            else ",".join(p for p in (e.location.segment, e.location.section) if p),
+        )
+        for e in found
+    ]
+    return [replace(e, identity=i) for e, i in zip(found, identities(places), strict=True)]

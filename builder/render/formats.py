@@ -90,10 +90,13 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
+    from builder.render.pairs import pairs_summary
     from builder.render.tables import compare_table
 
     shown = shown_top(top, kind)
-    return "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
+    summary = pairs_summary([c for c, _ in evaluated])
+    tables = "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
+    return tables if summary is None else f"{summary}\n{tables}"
 
 
 def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, width: int) -> str:

@@ -57,7 +57,9 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
 def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT units only) the JIT units' deltas in the host libraries. With
-    ``compare --download``, the modelled download of both sides, per group and in total."""
+    ``compare --download``, the modelled download of both sides, per group and in total. A
+    library on one side only (``change``: ``added``, ``removed``) has null for the other side,
+    and its deltas are against nothing."""
     download = comparison.download_delta is not None
 
     def side(report: Report) -> dict[str, object]:
@@ -84,8 +86,9 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
     doc: dict[str, object] = {
         "schema": SCHEMA,
         "kind": "comparison",
-        "base": side(comparison.base),
-        "head": side(comparison.head),
+        "change": comparison.change,
+        "base": None if comparison.change == "added" else side(comparison.base),
+        "head": None if comparison.change == "removed" else side(comparison.head),
         "delta_bytes": comparison.delta,
         "delta_percent": comparison.percent,
         "groups": [_delta_row(g, "function_count", download) for g in comparison.groups],

@@ -29,7 +29,8 @@ __all__ = ["compare_csv", "report_csv"]
 
 
 def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
-    """One row per group (and the overhead), with the file each figure was measured in. With
+    """One row per group (and the overhead), with the file each figure was measured in (a
+    library inside a binary: ``BINARY#IDENTITY``, as several libraries share the binary). With
     download figures (``--download``) two more columns, and a row per file of a wheel
     (``by`` = ``wheel file``, ``file`` = the wheel)."""
     downloads = any(r.download is not None for r in reports)
@@ -53,7 +54,9 @@ def report_csv(reports: Sequence[Report], top: int | None = None) -> str:
         if jit is not None and report.source.path is None:  # no metallib: its rows would be 0
             lines += _jit_lines(report, jit, nested)
             continue
-        path = csv_text(report.source.path or "")
+        src = report.source
+        inside = f"#{src.identity}" if src.identity is not None and src.path else ""
+        path = csv_text((src.path or "") + inside)
         by = csv_text(report.by)
         whole = report.file_size
         dl = DownloadColumn.of(report)
@@ -140,8 +143,10 @@ def _number(value: int | None) -> str | int:
 
 
 def compare_csv(pairs: Evaluated) -> str:
-    """One row per group: base, head, delta (bytes) and delta %. With several library pairs, one
-    table whose first column, ``library``, names each pair's head library."""
+    """One row per group: base, head, delta (bytes) and delta %. With several library pairs, or
+    a library on one side only, one table whose first columns name each pair's library
+    (``library``; base's for a removed one) and say whether it is in both (``change``:
+    ``paired``, ``added``, ``removed``)."""
     header = [
         "group",
         "base_function_count",
@@ -153,12 +158,13 @@ def compare_csv(pairs: Evaluated) -> str:
     ]
     if any(c.download_delta is not None for c, _ in pairs):
         header += ["base_download_bytes", "head_download_bytes", "delta_download_bytes"]
-    if len(pairs) == 1:
+    if len(pairs) == 1 and pairs[0][0].change == "paired":
         return csv_line(header) + "".join(_comparison_rows(pairs[0][0]))
-    lines = [csv_line(["library", *header])]
+    lines = [csv_line(["library", "change", *header])]
     for comparison, _ in pairs:
-        library = csv_text(comparison.head.source.member or comparison.head.source.label)
-        lines += [f"{csv_line([library])[:-1]},{row}" for row in _comparison_rows(comparison)]
+        source = comparison.library.source
+        named = csv_line([csv_text(source.member or source.label), comparison.change])[:-1]
+        lines += [f"{named},{row}" for row in _comparison_rows(comparison)]
     return "".join(lines)
 
 

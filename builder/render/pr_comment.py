@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.render.checks import gate_message
 from builder.render.download import compare_download_line
 from builder.render.markup import clip, md_code, md_text
+from builder.render.pairs import pair_sides, pairs_summary
 from builder.render.provenance import provenance_line
 from builder.render.text import human_delta, human_size, origin, signed_percent
 from builder.size.jit_rows import by_strings
@@ -90,7 +91,7 @@ def _change_line(
 ) -> str:
     """``**+1.2 MB (+0.80%)**: 150 MB → 151 MB (base → head), 100 → 101 functions.``: the
     first line of a comparison, of the metallib or (``what``, ``counted``) of its JIT side."""
-    base, head = comparison.base.source.label, comparison.head.source.label
+    base, head = pair_sides(comparison)
     pct = "" if percent is None else f" ({percent:+.2f}%)"
     shown = f" {what}" if what else ""
     return clip(
@@ -241,9 +242,13 @@ def _section(
         else:
             table, headline = _jit_table(jit), _jit_headline(comparison, jit)
     else:
+        sides = [
+            md_code(origin(r)) if comparison.holds(r) else name
+            for r, name in zip((base, head), pair_sides(comparison), strict=True)
+        ]
         footer = clip(
             f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
-            f"{md_code(origin(base))} and head {md_code(origin(head))}.</sub>",
+            f"{sides[0]} and head {sides[1]}.</sub>",
             _LINE_CAP * 2,
         )
         table, headline = _metallib_table(comparison), _headline(comparison)
@@ -277,8 +282,9 @@ def _section(
             )
         )
     produced = [
-        clip(f"- base: {md_text(provenance_line(base.provenance))}", _LINE_CAP),
-        clip(f"- head: {md_text(provenance_line(head.provenance))}", _LINE_CAP),
+        clip(f"- {side}: {md_text(provenance_line(r.provenance))}", _LINE_CAP)
+        for side, r in (("base", base), ("head", head))
+        if comparison.holds(r)
     ]
     sections.append(("How these were measured and built", [], produced))
     for index, section in enumerate(sections):
@@ -360,12 +366,16 @@ def comment_markdown(
     ``top`` = None shows every group that fits. Each pair gets an equal share of the budget.
     """
     head_lines = [marker, "### Metallib size", ""]
+    summary = pairs_summary([comparison for comparison, _ in pairs], lambda n: md_code(n, 200))
+    if summary is not None:  # which libraries are on one side only, before any detail
+        head_lines += [clip(summary[0].upper() + summary[1:] + ".", _LINE_CAP * 4), ""]
     budget = limit - sum(map(_size, head_lines)) - 1
     share = budget // max(1, len(pairs))
     lines = list(head_lines)
     for comparison, gates in pairs:
-        if len(pairs) > 1:
-            title = f"#### {_code(comparison.head.source.label)}"
+        if len(pairs) > 1 or comparison.change != "paired":
+            what = "" if comparison.change == "paired" else f" ({comparison.change} library)"
+            title = f"#### {_code(comparison.library.source.label)}{what}"
             lines += [title, ""]
             section = _section(comparison, gates, top, share - _size(title) - 1)
         else:

@@ -19,6 +19,7 @@ from builder.render.download import (
     wheels_of,
 )
 from builder.render.markup import print_table, rich_text
+from builder.render.pairs import pair_sides
 from builder.render.provenance import provenance_line
 from builder.render.rows import delta_rows, report_lines
 from builder.render.text import (
@@ -303,15 +304,16 @@ def _delta_table(
 def _metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
     """The rich table of a comparison's metallib groups."""
     base, head = comparison.base, comparison.head
+    names = pair_sides(comparison)
     title = (
-        f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: "
+        f"{rich_text(names[0])} → {rich_text(names[1])}: "
         f"{human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
     )
-    caption = (
-        f"base: {rich_text(origin(base))}\nhead: {rich_text(origin(head))}\n"
-        f"base {rich_text(provenance_line(base.provenance))}\n"
-        f"head {rich_text(provenance_line(head.provenance))}"
-    )
+    sides = (("base", base, names[0]), ("head", head, names[1]))
+    lines = [f"{s}: {rich_text(origin(r) if comparison.holds(r) else n)}" for s, r, n in sides]
+    held = [(s, r) for s, r, _ in sides if comparison.holds(r)]
+    lines += [f"{s} {rich_text(provenance_line(r.provenance))}" for s, r in held]
+    caption = "\n".join(lines)
     total = [
         "total",
         f"{base.function_count:,}",
@@ -354,7 +356,8 @@ def _jit_delta_table(comparison: Comparison, top: int | None) -> Table:
             f"base {rich_text(provenance_line(base.provenance))}",
             f"head {rich_text(provenance_line(head.provenance))}",
         ]
-    title = f"{rich_text(base.source.label)} → {rich_text(head.source.label)}: " + escape(
+    names = pair_sides(comparison)
+    title = f"{rich_text(names[0])} → {rich_text(names[1])}: " + escape(
         f"{what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
         f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
     )

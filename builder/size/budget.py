@@ -127,7 +127,17 @@ def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> li
     base = None
     if budget.base is not None:
         base = [r for text in _targets(budget, budget.base) for r in load(text)]
+        if budget.member is not None:  # the same library in the base, not all of the base's
+            base = _partners(base, reports)
     return _check(budget, reports, base)
+
+
+def _partners(base: list[Report], reports: list[Report]) -> list[Report]:
+    """The libraries of ``base`` that are ``reports``' (``pair_reports``: by name, then by
+    identity); none for a library the base lacks, whose bytes are then all growth."""
+    from builder.size.compare import pair_reports
+
+    return [b for b, h in pair_reports(base, reports) if b is not None and h is not None]
 
 
 def _check_tree(budget: Budget) -> None:

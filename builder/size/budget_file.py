@@ -85,7 +85,8 @@ class Budget:
     platform: str | None = None
     member: str | None = None
     """The one library of the target measured, as ``report --member`` names it (a wheel's
-    binary member holding no metallib: its host library); the base is read whole."""
+    binary member holding no metallib: its host library); from the base, the same library,
+    paired as ``compare`` pairs (by name, then by identity; none there: all of it is growth)."""
     by: str = "kernel"
     source_dir: Path | None = None
     include_dirs: tuple[Path, ...] = ()

@@ -132,9 +132,15 @@ def _growth(name: str, subject: str, limit: Limit, base: int, head: int) -> Chec
 
 
 def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
-    """Check each gate that was asked for, keeping the measured sizes it was checked against."""
+    """Check each gate that was asked for, keeping the measured sizes it was checked against.
+
+    A library head adds (``Comparison.change``) is checked as growth from nothing: all its bytes
+    are growth, so a percentage allows none of them. One head removes is checked by the growth
+    gates only (it shrank by all its bytes); head holds nothing of it for the others."""
     results = []
-    label = comparison.head.source.label
+    label = comparison.library.source.label
+    if comparison.change != "paired":
+        label = f"{label} ({comparison.change} library)"
     head_label = label
     head_size, new = comparison.head_size, comparison.new_groups
     jit = comparison.jit
@@ -152,13 +158,14 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
             else f"{label} ({what})"
         )
         results.append(_growth("max-growth", subject, gates.max_growth, base_all, head_all))
-    if gates.max_size is not None:
+    in_head = comparison.change != "removed"
+    if gates.max_size is not None and in_head:
         results.append(Check("max-size", head_label, gates.max_size, head_size))
-    if gates.max_total_size is not None:
+    if gates.max_total_size is not None and in_head:
         subject = f"{label} (metallib + JIT host library)" if jit is not None else label
         total = shipped_size(comparison.head)
         results.append(Check("max-total-size", subject, gates.max_total_size, total))
-    if gates.fail_on_new_group:
+    if gates.fail_on_new_group and in_head:
         results.append(Check("fail-on-new-group", head_label, 0, len(new), new_groups=tuple(new)))
     if gates.download:
         base_dl, head_dl = download_totals(comparison.base, comparison.head)
@@ -166,7 +173,7 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
         if gates.max_download_growth is not None:
             limit = gates.max_download_growth
             results.append(_growth("max-download-growth", subject, limit, base_dl, head_dl))
-        if gates.max_download_size is not None:
+        if gates.max_download_size is not None and in_head:
             size = gates.max_download_size
             results.append(Check("max-download-size", subject, size, head_dl))
     return results
@@ -180,11 +187,11 @@ def check_pairs(
 ) -> list[tuple[Comparison, list[Check]]]:
     """Pair the libraries of two targets (``pair_reports``), compare each pair (then tell
     ``compared``, before its gates are checked) and check its gates: what ``compare`` renders."""
-    from builder.size.compare import compare_reports, pair_reports
+    from builder.size.compare import compare_pair, pair_reports
 
     out = []
     for b, h in pair_reports(base, head):
-        comparison = compare_reports(b, h)
+        comparison = compare_pair(b, h)
         compared(comparison)
         out.append((comparison, evaluate_gates(comparison, gates)))
     return out

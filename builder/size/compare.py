@@ -5,11 +5,15 @@ Following bloaty's diff mode, a comparison is two rollups joined by group name i
 (``builder.size.rollup.Rollup``: head's measures and base's); the container overhead is one more
 row, so the group deltas add up to the file-size difference exactly. Functions are matched by
 name: added = head - base, removed = base - head.
+
+The libraries of two targets are paired by name, then by identity (``pair_reports``); a library
+on one side only is compared with nothing on the other (``Comparison.change`` ``added`` or
+``removed``): all its bytes are growth, or shrinkage.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from builder.size.rollup import Rollup, join, overhead_row
@@ -26,7 +30,9 @@ __all__ = [
     "Comparison",
     "FunctionDelta",
     "JitComparison",
+    "Pair",
     "compare_jit",
+    "compare_pair",
     "compare_reports",
     "pair_reports",
 ]
@@ -87,6 +93,18 @@ class Comparison:
     """Functions in both whose size changed, by absolute delta."""
     jit: JitComparison | None = None
     """The JIT units of either side, measured in the host libraries (None: no JIT unit)."""
+    change: str = "paired"
+    """``paired``; ``added``: the library is in head only, and ``base`` is nothing (no bytes,
+    no functions, its source head's); ``removed``: in base only, ``head`` is nothing."""
+
+    @property
+    def library(self) -> Report:
+        """The side that holds the library: head, or base for a removed one."""
+        return self.base if self.change == "removed" else self.head
+
+    def holds(self, side: Report) -> bool:
+        """Whether ``side`` (``base`` or ``head``) holds the library: both, when paired."""
+        return self.change == "paired" or side is self.library
 
     @property
     def jit_only(self) -> bool:
@@ -192,21 +210,89 @@ def _largest(fn: FunctionRow) -> tuple[int, str]:
     return (-fn.bytes, fn.name)
 
 
-def pair_reports(base: list[Report], head: list[Report]) -> list[tuple[Report, Report]]:
-    """Match the libraries of two targets: one each pairs directly, otherwise by member path.
+def compare_pair(base: Report | None, head: Report | None) -> Comparison:
+    """``compare_reports`` of a pair from ``pair_reports``: a library on one side only is
+    compared with nothing (``Comparison.change``)."""
+    if base is not None and head is not None:
+        return compare_reports(base, head)
+    if head is not None:
+        return replace(compare_reports(_nothing(head), head), change="added")
+    assert base is not None
+    return replace(compare_reports(base, _nothing(base)), change="removed")
 
-    Raises UsageError (exit 2) when a library has no partner, so a gate never silently skips one.
-    """
-    from builder.errors import UsageError
 
-    if len(base) == 1 and len(head) == 1:
-        return [(base[0], head[0])]
-    base_by = {r.source.member or r.source.path: r for r in base}
-    head_by = {r.source.member or r.source.path: r for r in head}
-    missing = sorted(set(base_by) ^ set(head_by), key=str)
-    if missing:
-        raise UsageError(
-            "cannot pair the libraries of base and head; unmatched: "
-            + ", ".join(str(m) for m in missing)
-        )
-    return [(base_by[key], head_by[key]) for key in base_by]
+def _nothing(present: Report) -> Report:
+    """The other side of a library that one side lacks: no bytes, no functions, no JIT units,
+    named by the library it stands against, its download (when measured) nothing either."""
+    from builder.size.download_report import Download
+
+    download = present.download
+    if download is not None:
+        download = Download(0, [], [], download.model)
+    return replace(
+        present,
+        file_size=0,
+        functions=[],
+        groups=[],
+        overhead=[],
+        jit_units=[],
+        host_library=None,
+        provenance={},
+        download=download,
+    )
+
+
+Pair = tuple["Report | None", "Report | None"]
+"""Two libraries that are one across two targets; None on the side that lacks it."""
+
+
+def pair_reports(base: list[Report], head: list[Report]) -> list[Pair]:
+    """Match the libraries of two targets, each at most once:
+
+    1. by name (``Source.member``: a wheel path, ``BINARY#IDENTITY``; else the file's path);
+    2. left over, by identity alone (a symbol or section, not an ordinal) that names one
+       library on each side: the same library in a binary of another name (torch's dylib
+       copied under another file name);
+    3. one library on each side in all (two files given themselves) pairs directly, unless
+       each is named by its own symbol or section and those differ.
+
+    Paired first (in base's order), then head's libraries base lacks, ``(None, head)``, then
+    base's that head lacks, ``(base, None)``: none is dropped, so no gate skips one."""
+    pairs: list[tuple[Report, Report]] = []
+    left_base, left_head = list(base), list(head)
+    for key in (_name, _identity):
+        head_keys = [key(r) for r in left_head]
+        base_keys = [key(r) for r in left_base]
+        for b, k in zip(list(left_base), base_keys, strict=True):
+            if k is None or base_keys.count(k) > 1 or head_keys.count(k) != 1:
+                continue
+            h = left_head[head_keys.index(k)]
+            pairs.append((b, h))
+            left_base.remove(b)
+            head_keys.pop(left_head.index(h))
+            left_head.remove(h)
+    if len(base) == len(head) == 1 and left_base and left_head:
+        b, h = left_base[0], left_head[0]
+        if _identity(b) is None or _identity(h) is None:
+            pairs.append((b, h))
+            left_base, left_head = [], []
+    order = {id(r): n for n, r in enumerate(base)}
+    pairs.sort(key=lambda pair: order[id(pair[0])])
+    return [
+        *pairs,
+        *((None, h) for h in left_head),
+        *((b, None) for b in left_base),
+    ]
+
+
+def _name(report: Report) -> str | None:
+    return report.source.member or report.source.path
+
+
+def _identity(report: Report) -> str | None:
+    """The identity that names the library across binaries: a symbol or a section (an ordinal
+    only says where it is in its own binary)."""
+    from builder.metallib.identity import is_ordinal
+
+    identity = report.source.identity
+    return None if identity is None or is_ordinal(identity) else identity

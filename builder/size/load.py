@@ -89,6 +89,7 @@ def load_reports(
     sources: Sources | TreeSources | None = None,
     download: bool = False,
     member: str | None = None,
+    absent_ok: bool = False,
 ) -> list[Report]:
     """Resolve ``text`` and measure (or read back) every library behind it.
 
@@ -96,10 +97,16 @@ def load_reports(
     discovers it for each library's platform) answers ``--by source`` for any library, and wins
     over what a build manifest records. ``download`` adds the download
     shares (``builder.size.download``). ``member`` keeps the one library it names (a wheel's
-    binary member holding no metallib: its host library, as the binary given itself).
+    binary member holding no metallib: its host library, as the binary given itself);
+    ``absent_ok``: none when ``text`` holds no library of that name (``resolve_target``).
     """
     found = resolve_target(
-        text, platform=platform, progress=progress, host_libraries=True, member=member
+        text,
+        platform=platform,
+        progress=progress,
+        host_libraries=True,
+        member=member,
+        absent_ok=absent_ok,
     )
     return [
         load_library(lib, by=by, rules=rules, sources=sources, download=download) for lib in found
@@ -121,6 +128,11 @@ def load_library(
     label = Path(lib.member or lib.path or lib.target).name  # whose header states a platform
     if lib.saved is not None:
         report = report_from_dict(lib.saved, lib.target)
+        if lib.identity is not None and report.source.identity is None:  # saved before them
+            from dataclasses import replace
+
+            named = replace(report.source, member=lib.member, identity=lib.identity)
+            report = replace(report, source=named)
         if download and report.download is None:
             from builder.errors import UsageError
 
@@ -151,6 +163,7 @@ def load_library(
         manifest=manifest.path if manifest else None,
         member=lib.member,
         embedded=_embedded(lib),
+        identity=lib.identity,
     )
     jit, host = _jit_units(manifest)
     units = manifest.unit_of() if manifest else None  # exact: wins over --rules
@@ -233,6 +246,8 @@ def _embedded(lib: Library) -> dict[str, object] | None:
     if lib.window is None:
         return None
     doc: dict[str, object] = {"offset": lib.window.offset, "size": lib.window.size}
+    if lib.ordinal is not None:
+        doc["ordinal"] = lib.ordinal
     where = lib.location
     if where is not None:
         doc.update(format=where.kind, arch=where.arch, segment=where.segment)

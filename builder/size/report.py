@@ -55,12 +55,16 @@ class Source:
     wheel: str | None = None
     manifest: str | None = None
     member: str | None = None
-    """The metallib's path inside its wheel or build directory, or ``BINARY#N`` for the N-th
-    in a binary (used to pair libraries)."""
+    """The library's name (``builder.inputs.member_names``): the metallib's path inside its
+    wheel or build directory, or ``BINARY#IDENTITY`` for one inside a binary (libraries are
+    paired by it, then by ``identity``)."""
     embedded: dict[str, Any] | None = None
-    """For a metallib inside a binary (``path``): its ``offset`` and ``size`` there, and where
-    the binary has sections ``format``, ``arch``, ``segment``, ``section``,
+    """For a metallib inside a binary (``path``): its ``offset``, ``size`` and ``ordinal``
+    there, and where the binary has sections ``format``, ``arch``, ``segment``, ``section``,
     ``section_offset`` and ``symbol`` (docs/report-schema.md)."""
+    identity: str | None = None
+    """For a metallib inside a binary: its identity there, which survives releases
+    (``builder.metallib.identity``: symbol, else section, else ordinal)."""
 
     @property
     def window(self) -> Span | None:
@@ -70,8 +74,8 @@ class Source:
         return Span(self.embedded["offset"], self.embedded["size"])
 
     def to_json(self) -> dict[str, object]:
-        """How every JSON document names the library: path, target, kind, wheel, manifest and
-        member (a report's ``source`` adds ``embedded``)."""
+        """How every JSON document names the library: path, target, kind, wheel, manifest,
+        member and identity (a report's ``source`` adds ``embedded``)."""
         return {
             "path": self.path,
             "target": self.target,
@@ -79,6 +83,7 @@ class Source:
             "wheel": self.wheel,
             "manifest": self.manifest,
             "member": self.member,
+            "identity": self.identity,
         }
 
     @property
@@ -86,9 +91,17 @@ class Source:
         """A short name for tables: the target plus the member when there are several."""
         if not self.member:
             return self.target
-        if self.kind == "binary":  # the binary itself was the target: its N-th metallib
-            return f"{self.target}#{self.member.rpartition('#')[2]}"
+        if self.kind == "binary" and self.identity is not None:  # the binary was the target
+            return f"{self.target}#{self.identity}"
         return f"{self.target}:{self.member}"
+
+    @property
+    def binary(self) -> str | None:
+        """The name of the binary holding the library (``member`` less ``#IDENTITY``); None
+        for a library that is a file of its own."""
+        if self.identity is None or not self.member:
+            return None
+        return self.member.removesuffix(f"#{self.identity}")
 
 
 @dataclass(frozen=True)

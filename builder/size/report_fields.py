@@ -113,7 +113,7 @@ def embedded(value: object, field: str) -> dict[str, object] | None:
         return None
     doc = as_object(value, field)
     out: dict[str, object] = {}
-    for key in ("offset", "size", "section_offset"):
+    for key in ("offset", "size", "section_offset", "ordinal"):
         if doc.get(key) is not None:
             out[key] = byte_count(doc[key], f"{field}.{key}")
     for key in ("format", "arch", "segment", "section", "symbol"):
@@ -152,6 +152,7 @@ def report_from_dict(data: object, where: str) -> Report:
             manifest=optional_text(src.get("manifest"), "source.manifest"),
             member=optional_text(src.get("member"), "source.member"),
             embedded=embedded(src.get("embedded"), "source.embedded"),
+            identity=optional_text(src.get("identity"), "source.identity"),
         )
         fn_docs = object_list(data["functions"], "functions")
         functions = [

@@ -1,5 +1,6 @@
 """A Mach-O or ELF binary is a TARGET: every command reads the metallibs inside it, named
-``BINARY#N`` in file order, so ``compare`` pairs the same library across two releases."""
+``BINARY#IDENTITY`` (its symbol, else its section, else its number in file order), so
+``compare`` pairs the same library across two releases."""
 
 from __future__ import annotations
 
@@ -53,8 +54,14 @@ def test_report_names_and_places_each_library(
     code, out, err = run(["report", str(release["dylib1"]), "--format", "json"], capsys)
     assert code == 0, err
     first, second = json.loads(out)["libraries"]
-    assert first["source"]["member"] == "libkernels.dylib#1"
-    assert second["source"]["member"] == "libkernels.dylib#2"
+    # named by section (no symbol) and by symbol, as llvm-objdump and the assembly place them
+    assert first["source"]["member"] == "libkernels.dylib#__TEXT,metal_basic"
+    assert second["source"]["member"] == "libkernels.dylib#_second"
+    assert (first["source"]["identity"], second["source"]["identity"]) == (
+        "__TEXT,metal_basic",
+        "_second",
+    )
+    assert [d["source"]["embedded"]["ordinal"] for d in (first, second)] == [1, 2]
     assert first["file_size"] == release["a1"].stat().st_size
     assert second["function_count"] == 7
     place = second["source"]["embedded"]
@@ -65,7 +72,7 @@ def test_report_names_and_places_each_library(
     assert first["source"]["embedded"]["section"] == "metal_basic"
     code, out, _ = run(["report", str(release["dylib1"])], capsys)
     flat = "".join(out.split())  # the table wraps long lines anywhere
-    assert code == 0 and "libkernels.dylib#2:" in flat
+    assert code == 0 and "libkernels.dylib#_second:" in flat
     assert "in__TEXT,__const+3,symbol_second)" in flat and "in__TEXT,metal_basic)" in flat
 
 
@@ -74,13 +81,13 @@ def test_list_verify_and_slim_choose_with_member(
 ) -> None:
     dylib = str(release["dylib1"])
     code, _, err = run(["slim", dylib, "--keep", "*", "-o", str(tmp_path / "x.metallib")], capsys)
-    assert code == 2 and "--member" in err and "libkernels.dylib#2" in err
+    assert code == 2 and "--member" in err and "libkernels.dylib#_second" in err
     code, out, err = run(["list", dylib, "--member", "#2", "--format", "json"], capsys)
     assert code == 0, err
     listed = json.loads(out)
-    assert listed["source"] == f"{dylib}#2" and listed["function_count"] == 7
+    assert listed["source"] == f"{dylib}#_second" and listed["function_count"] == 7
     code, out, _ = run(["verify", dylib, "--member", "libkernels.dylib#1"], capsys)
-    assert code == 0 and out.startswith(f"OK: {dylib}#1: 5 functions")
+    assert code == 0 and out.startswith(f"OK: {dylib}#__TEXT,metal_basic: 5 functions")
     out_path = tmp_path / "cut.metallib"
     code, _, err = run(
         ["slim", dylib, "--member", "#2", "--keep", "*", "-o", str(out_path)], capsys
@@ -105,7 +112,11 @@ def test_compare_pairs_libraries_across_releases(
     assert code == 0, err
     doc = json.loads(out)
     pairs = doc["libraries"]
-    assert [p["base"]["member"] for p in pairs] == ["libkernels.dylib#1", "libkernels.dylib#2"]
+    assert [p["base"]["member"] for p in pairs] == [
+        "libkernels.dylib#__TEXT,metal_basic",
+        "libkernels.dylib#_second",
+    ]
+    assert [p["change"] for p in pairs] == ["paired", "paired"]
     growth = [p["head"]["function_count"] - p["base"]["function_count"] for p in pairs]
     assert growth == [0, 2]
 
@@ -116,7 +127,10 @@ def test_wheel_finds_libraries_inside_its_binaries(
     code, out, err = run(["report", str(release["wheel"]), "--format", "json"], capsys)
     assert code == 0, err
     members = [lib["source"]["member"] for lib in json.loads(out)["libraries"]]
-    assert members == ["kern/lib/libkernels.dylib#1", "kern/lib/libkernels.dylib#2"]
+    assert members == [
+        "kern/lib/libkernels.dylib#__TEXT,metal_basic",
+        "kern/lib/libkernels.dylib#_second",
+    ]
     code, out, err = run(
         ["report", str(release["wheel"]), "--download", "--format", "json"], capsys
     )
@@ -138,8 +152,8 @@ def test_budget_and_history_on_a_binary(
     first, second = (h["points"] for h in json.loads(out)["libraries"])
     assert [p["bytes"] for p in first] == [release[f"a{n}"].stat().st_size for n in (1, 2)]
     assert [p["bytes"] for p in second] == [release[f"b{n}"].stat().st_size for n in (1, 2)]
-    assert first[1]["measured_in"] == [f"{release['dylib2']}#1"]
-    assert second[1]["measured_in"] == [f"{release['dylib2']}#2"]
+    assert first[1]["measured_in"] == [f"{release['dylib2']}#__TEXT,metal_basic"]
+    assert second[1]["measured_in"] == [f"{release['dylib2']}#_second"]
     budget = tmp_path / "metallib-size.toml"
     budget.write_text(f'[[budget]]\ntarget = "{release["dylib2"]}"\nmax-functions = 14\n')
     code, out, err = run(["budget", str(budget), "--format", "json"], capsys)
@@ -172,12 +186,12 @@ def test_a_damaged_module_is_reported_by_verify_not_hidden(
     code, out, err = run(["report", str(dylib), "--format", "json"], capsys)
     assert code == 0, err
     members = [lib["source"]["member"] for lib in json.loads(out)["libraries"]]
-    assert members == ["libdamaged.dylib#1", "libdamaged.dylib#2"]
+    assert members == ["libdamaged.dylib#__TEXT,metal_basic", "libdamaged.dylib#_b"]
     code, out, _ = run(["verify", str(dylib), "--member", "#1"], capsys)
-    assert code == 0 and out.startswith(f"OK: {dylib}#1: 5 functions")
-    code, out, err = run(["verify", str(dylib), "--member", "#2"], capsys)
+    assert code == 0 and out.startswith(f"OK: {dylib}#__TEXT,metal_basic: 5 functions")
+    code, out, err = run(["verify", str(dylib), "--member", "_b"], capsys)
     assert code == 1 and f"FAIL {name}: " in out and "does not match its HASH tag" in out
-    assert out.count("FAIL ") == 1 and f"FAILED: {dylib}#2: 7 functions" in out
+    assert out.count("FAIL ") == 1 and f"FAILED: {dylib}#_b: 7 functions" in out
     assert f"1 functions failed verification: {name}" in err
 
 

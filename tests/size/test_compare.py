@@ -19,7 +19,6 @@ import pytest
 
 from builder import __version__
 from builder.cli import main
-from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.render.pr_comment import compare_markdown
 from builder.size.checks import Gates, evaluate_gates
@@ -276,9 +275,10 @@ def test_markdown_snapshot(pair: tuple[Path, Path], tmp_path: Path) -> None:
 def test_pairing(write_metallib: Callable[..., Path]) -> None:
     a = load_reports(str(write_metallib("a.metallib", BASE)))
     b = load_reports(str(write_metallib("b.metallib", HEAD)))
-    assert pair_reports(a, b) == [(a[0], b[0])]
-    with pytest.raises(UsageError, match="cannot pair"):
-        pair_reports(a + b, b)
+    assert pair_reports(a, b) == [(a[0], b[0])]  # one each: paired whatever their names
+    # two against one: b pairs with itself by name, a is on the base side only (removed)
+    assert pair_reports(a + b, b) == [(b[0], b[0]), (a[0], None)]
+    assert pair_reports(b, a + b) == [(b[0], b[0]), (None, a[0])]
 
 
 @pytest.mark.realdata
@@ -349,12 +349,12 @@ def test_several_library_pairs_give_one_json_document_and_one_csv_table(
     assert code == 0, err
     lines = out.splitlines()
     assert (
-        lines[0].startswith("library,group,")
+        lines[0].startswith("library,change,group,")
         and sum(line.startswith("library,") for line in lines) == 1
     )
-    assert {line.split(",")[0] for line in lines[1:]} == {
-        "pkg/lib/a.metallib",
-        "pkg/lib/b.metallib",
+    assert {tuple(line.split(",")[:2]) for line in lines[1:]} == {
+        ("pkg/lib/a.metallib", "paired"),
+        ("pkg/lib/b.metallib", "paired"),
     }
 
 

@@ -70,6 +70,7 @@ def test_a_wheel_member_reads_as_the_binary_itself(
             "wheel": str(wheel),
             "manifest": None,
             "member": MEMBER,
+            "identity": None,
         }
         measured = doc["host_library"]
         assert isinstance(measured, dict) and measured == {**host, "path": measured["path"]}
@@ -84,18 +85,25 @@ def test_a_wheel_member_reads_as_the_binary_itself(
 
 def test_members_that_are_no_host_library(capsys: pytest.CaptureFixture[str]) -> None:
     """A member holding neither a metallib nor a source says so as the binary itself would,
-    naming the member; a name the wheel lacks lists what it holds; the metallib member is
-    chosen as ``list --member`` chooses it; without ``--member`` the wheel's report is its
-    metallib alone."""
+    naming the member; a binary member is named by its path or its unique base name; a name
+    the wheel lacks lists what it holds; the metallib member is chosen as ``list --member``
+    chooses it; without ``--member`` the wheel's report is its metallib alone."""
     code, out, err = run_cli(["report", SPEC, "--member", "mlx/lib/libjaccl.dylib"], capsys)
     assert code == 2 and out == "" and "Traceback" not in err
     assert f"{SPEC}:mlx/lib/libjaccl.dylib: a Mach-O binary that holds no metallib" in err
     assert "nor run-time source" in err
-    code, out, err = run_cli(["report", SPEC, "--member", "libmlx.dylib"], capsys)
-    assert code == 2 and "no metallib 'libmlx.dylib' (it holds: mlx.metallib)" in err
+    by_name = _json(capsys, "report", SPEC, "--member", "libmlx.dylib")
+    assert by_name == _json(capsys, "report", SPEC, "--member", MEMBER)
+    source = by_name["source"]
+    assert isinstance(source, dict) and source["member"] == MEMBER and by_name["host_library"]
+    code, out, err = run_cli(["report", SPEC, "--member", "libnone.dylib"], capsys)
+    assert code == 2 and "no metallib 'libnone.dylib' (it holds: mlx/lib/mlx.metallib)" in err
     whole = _json(capsys, "report", SPEC)
-    chosen = _json(capsys, "report", SPEC, "--member", "mlx.metallib")
-    assert chosen == whole and whole["jit_units"] == [] and "host_library" not in whole
+    source = whole["source"]
+    assert isinstance(source, dict) and source["member"] == "mlx/lib/mlx.metallib"
+    for member in ("mlx.metallib", "mlx/lib/mlx.metallib"):
+        chosen = _json(capsys, "report", SPEC, "--member", member)
+        assert chosen == whole and whole["jit_units"] == [] and "host_library" not in whole
 
 
 def test_a_budget_names_the_member(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -83,6 +83,7 @@ def test_mlx_preambles_are_named_by_the_trees_headers(
         "wheel": None,
         "manifest": None,
         "member": None,
+        "identity": None,
     }
     host = doc["host_library"]
     assert isinstance(host, dict) and host["measured_by"] == "run-time source strings"

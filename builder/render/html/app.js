@@ -350,6 +350,7 @@
       else s.innerHTML = '<b>' + signed(lib.delta) + ' (' + relpct(b.file_size, lib.file_size) + ')</b>: ' + human(b.file_size) + ' → ' + human(lib.file_size) +
         ' (' + commas(b.function_count) + ' → ' + commas(lib.function_count) + ' functions); added ' + commas(c.added) + ', removed ' + commas(c.removed) +
         ', changed ' + commas(c.changed) + '.<br>base ' + esc(b.label) + ' measured in <code>' + esc(b.origin.metallib || '-') + '</code>; head ' + esc(lib.label) + ' ' + where;
+      if (lib.change && lib.change !== 'paired') s.innerHTML = '<b>' + esc(lib.title) + '</b>: ' + (lib.change === 'added' ? 'not in base' : 'not in head') + '.<br>' + s.innerHTML;
       $('gates').innerHTML = lib.gates.map(function (g) { return '<div class="' + (g.passed ? 'pass">pass' : 'fail">FAIL') + ': ' + esc(g.message) + '</div>'; }).join('') +
         lib.notes.map(function (n) { return '<div>note: ' + esc(n) + '</div>'; }).join('');
       $('provenance').innerHTML = '<div>base ' + esc(b.provenance_line) + '</div><div>head ' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify({ base: b.provenance, head: lib.provenance }, null, 1)) + '</pre>';
@@ -450,7 +451,7 @@
     var hash = readHash();
     if (DATA.libraries.length > 1) {
       $('library-pick').hidden = false;
-      $('library').innerHTML = DATA.libraries.map(function (l, k) { return '<option value="' + k + '">' + esc(l.label) + '</option>'; }).join('');
+      $('library').innerHTML = DATA.libraries.map(function (l, k) { return '<option value="' + k + '">' + esc(l.title || l.label) + '</option>'; }).join('');
     }
     if (COMPARE) $('status-pick').hidden = false;
     if (DATA.libraries.some(function (l) { return !!l.fn.download; })) $('measure-pick').hidden = false;

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from builder.render.checks import gate_message
+from builder.render.pairs import pair_sides
 from builder.render.provenance import provenance_line
 from builder.size.grouping import group_names
 from builder.size.jit_rows import jit_breakdown
@@ -172,8 +173,15 @@ def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> dict
         rows += [(f.name, f.group, -1, f.bytes) for f in comparison.removed]
         names = [r[0] for r in rows]
         index = (_Index(), _Index())
-        lib = _side(head)
-        lib["base"] = _side(base)
+        lib, base_side = _side(head), _side(base)
+        lib["change"] = comparison.change
+        if comparison.change != "paired":  # a library on one side only: the other is nothing
+            base_side["label"], lib["label"] = pair_sides(comparison)
+            named = comparison.library.source.label
+            lib["title"] = f"{named} ({comparison.change} library)"
+            absent = base_side if comparison.change == "added" else lib
+            absent["origin"] = {**_origin(comparison.library), "metallib": None}
+        lib["base"] = base_side
         fn = _columns(names, (r[1] for r in rows), _subgroups(head, names), index)
         fn["bytes"] = [r[2] for r in rows]
         fn["base"] = [r[3] for r in rows]
