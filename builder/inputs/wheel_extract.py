@@ -36,6 +36,7 @@ from builder.inputs.wheel_cache import (
     write_error,
 )
 from builder.inputs.wheel_index import holds_metallibs
+from builder.inputs.zip_directory import check_entries
 
 __all__ = ["extract_metallibs"]
 
@@ -68,6 +69,7 @@ def extract_metallibs(wheel: Path) -> list[Path]:
         # Hash and unzip through one open file: what is hashed is what gets extracted.
         digest = wheel_digest(cache, wheel, handle)
         try:
+            check_entries(handle, wheel)  # before zipfile makes an object of every entry
             handle.seek(0)
             archive = zipfile.ZipFile(handle)
         except _READ_ERRORS as exc:
