@@ -10,6 +10,7 @@ file preprocesses in about a second to a few MB) and an environment variable tha
 variable                           default     what it bounds
 =================================  ==========  ==============================================
 METALLIB_BUILDER_MAX_EXTRACT       1 GiB       bytes written while extracting one wheel
+METALLIB_BUILDER_CACHE_MAX         10 GiB      wheels and extracted members kept in the cache
 METALLIB_BUILDER_MAX_JSON          256 MiB     size of a report or manifest JSON file read
 METALLIB_BUILDER_MAX_JSON_OBJECTS  500,000     objects (``{...}``) in one JSON document read
 METALLIB_BUILDER_MAX_MEMBERS       100,000     entries in a wheel's central directory
@@ -39,6 +40,7 @@ from typing import Any
 from builder.errors import UsageError
 
 __all__ = [
+    "CACHE_MAX",
     "HTTP_DEADLINE",
     "LARGEST_COUNT",
     "LARGEST_SECONDS",
@@ -151,6 +153,9 @@ class Bound:
 
 
 MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 1024**3, "extracting the wheel")
+CACHE_MAX = Bound("METALLIB_BUILDER_CACHE_MAX", 10 * 1024**3, "the cache")
+"""Not a refusal: past it, the least recently used wheels and extracted members are removed
+(``builder.inputs.cache_prune``). The issue's trial grew the cache to 4.3 GB."""
 MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
 MAX_JSON_OBJECTS = Bound(
     "METALLIB_BUILDER_MAX_JSON_OBJECTS", 500_000, "the count of JSON objects", "objects"
