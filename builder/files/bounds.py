@@ -10,7 +10,10 @@ file preprocesses in about a second to a few MB) and an environment variable tha
 variable                           default     what it bounds
 =================================  ==========  ==============================================
 METALLIB_BUILDER_MAX_EXTRACT       1 GiB       bytes written while extracting one wheel
+METALLIB_BUILDER_CACHE_MAX         10 GiB      wheels and extracted members kept in the cache
 METALLIB_BUILDER_MAX_JSON          256 MiB     size of a report or manifest JSON file read
+METALLIB_BUILDER_MAX_JSON_OBJECTS  500,000     objects (``{...}``) in one JSON document read
+METALLIB_BUILDER_MAX_MEMBERS       100,000     entries in a wheel's central directory
 METALLIB_BUILDER_PP_TIMEOUT        300         seconds one preprocessor run may take
 METALLIB_BUILDER_PP_MEMORY         4 GiB       address space of one preprocessor process
 METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one preprocessor run
@@ -25,6 +28,7 @@ The reads themselves go through ``builder.files.reading``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -36,11 +40,14 @@ from typing import Any
 from builder.errors import UsageError
 
 __all__ = [
+    "CACHE_MAX",
     "HTTP_DEADLINE",
     "LARGEST_COUNT",
     "LARGEST_SECONDS",
     "MAX_EXTRACT",
     "MAX_JSON",
+    "MAX_JSON_OBJECTS",
+    "MAX_MEMBERS",
     "MAX_SOURCE",
     "MAX_TEXT",
     "PP_MEMORY",
@@ -119,7 +126,8 @@ class Bound:
     default: int
     what: str
     unit: str = "bytes"
-    """``bytes`` (read with :func:`parse_size`) or ``seconds``."""
+    """``bytes`` (read with :func:`parse_size`), ``seconds``, or what a count counts
+    (``objects``, ``entries``: read like a size, so ``2000000`` and ``2M`` both work)."""
 
     def value(self, env: Mapping[str, str] | None = None) -> int:
         """The bound in force: the variable's value when set (UsageError if it is not a positive
@@ -128,13 +136,13 @@ class Bound:
         if not text:
             return self.default
         try:
-            value = parse_size(text) if self.unit == "bytes" else _seconds(text)
+            value = _seconds(text) if self.unit == "seconds" else parse_size(text)
         except (UsageError, ValueError):
             value = 0
         if value <= 0:
             raise UsageError(
                 f"{self.variable}={brief(text)}: expected a positive number of {self.unit}"
-                + ("" if self.unit == "bytes" else f", at most {LARGEST_SECONDS:,}")
+                + (f", at most {LARGEST_SECONDS:,}" if self.unit == "seconds" else "")
             )
         return value
 
@@ -145,7 +153,22 @@ class Bound:
 
 
 MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 1024**3, "extracting the wheel")
+CACHE_MAX = Bound("METALLIB_BUILDER_CACHE_MAX", 10 * 1024**3, "the cache")
+"""Not a refusal: past it, the least recently used wheels and extracted members are removed
+(``builder.inputs.cache_prune``). The issue's trial grew the cache to 4.3 GB."""
 MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
+MAX_JSON_OBJECTS = Bound(
+    "METALLIB_BUILDER_MAX_JSON_OBJECTS", 500_000, "the count of JSON objects", "objects"
+)
+"""Parsed JSON costs memory per object, not per byte: ``{"name":"k1","bytes":1}`` is 24 bytes
+of text but about 400 bytes as a dict and its strings, and a saved report's function becomes a
+row too (a 38 MB report of 1.3 million such functions took 0.57-1.0 GB). The largest real
+report (torch's wheel, two libraries) holds about 33,000 functions."""
+MAX_MEMBERS = Bound(
+    "METALLIB_BUILDER_MAX_MEMBERS", 100_000, "the wheel's central directory", "entries"
+)
+"""zipfile parses a wheel's whole central directory into one object per entry (about 500 bytes
+each) before anything else; torch's wheel has 13,668 entries."""
 PP_TIMEOUT = Bound("METALLIB_BUILDER_PP_TIMEOUT", 300, "preprocessing", "seconds")
 PP_MEMORY = Bound("METALLIB_BUILDER_PP_MEMORY", 4 * 1024**3, "the preprocessor's memory use")
 PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor's output")
@@ -172,10 +195,22 @@ def byte_count(value: Any, field: str) -> int:
 
 def parse_json(data: bytes) -> Any:
     """``data`` (already read within a size bound) as JSON: numbers of at most Python's 4,300
-    digits, nesting as deep as the parser's recursion allows. Anything else is a ValueError whose
-    text says why in words for a message (a reply nested 5,000 deep is not a RecursionError)."""
+    digits, nesting as deep as the parser's recursion allows, at most ``MAX_JSON_OBJECTS``
+    objects (counted as the parser makes them, so a document of millions stops at the bound,
+    not after all are built). Anything else is a ValueError whose text says why in words for a
+    message (a reply nested 5,000 deep is not a RecursionError)."""
+    limit = MAX_JSON_OBJECTS.value()
+    made = itertools.count(1)
+
+    def counted(obj: dict[str, Any]) -> dict[str, Any]:
+        if next(made) > limit:
+            raise _TooMany
+        return obj
+
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"), object_hook=counted)
+    except _TooMany:
+        raise ValueError(MAX_JSON_OBJECTS.exceeded(limit)) from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
     except RecursionError:
@@ -185,3 +220,7 @@ def parse_json(data: bytes) -> Any:
         if "integer string conversion" in why:
             why = "a number has more than 4,300 digits"
         raise ValueError(why) from None
+
+
+class _TooMany(Exception):
+    """Raised inside the JSON parser at the first object past ``MAX_JSON_OBJECTS``."""

@@ -4,7 +4,12 @@ Layout under ``$METALLIB_BUILDER_CACHE`` (default ``$XDG_CACHE_HOME/metallib-bui
 
     wheels/<file>.whl                        wheels downloaded by ``pip download``
     metallibs/<wheel stem>-<sha256[:32]>/    extracted metallibs, keyed by the wheel's content
+        .members.json                        each member's SHA-256 and file stamp when written
     digests/<hash of the wheel's path>.json  a wheel's SHA-256 with its size, times, inode
+
+A record's mtime is when its entry was last used: the least recently used entries go first when
+the cache passes ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.cache_prune``). Extracted
+members are checked against their record on every reuse (``builder.inputs.member_records``).
 
 Temporary files (``.extract-*``, ``.download-*``, ``.record-*``) are removed on every failure,
 Ctrl-C included; only a killed process leaves them behind. The first cache use in each process
@@ -39,7 +44,12 @@ __all__ = [
     "UnusableWheelError",
     "WheelError",
     "cache_dir",
+    "file_stamp",
+    "is_sha256",
+    "save_record",
+    "sha256_of",
     "sweep_stale",
+    "touch",
     "wheel_digest",
 ]
 
@@ -175,15 +185,7 @@ def wheel_digest(cache: Path, wheel: Path, handle: IO[bytes]) -> str:
     SHA instructions or from a cold disk), so the digest is reused while the file's size, mtime,
     ctime, inode and device are all unchanged; rewriting a file in place changes its ctime.
     """
-    st = os.fstat(handle.fileno())
-    stamp = {
-        "path": os.path.abspath(wheel),
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "ctime_ns": st.st_ctime_ns,
-        "inode": st.st_ino,
-        "device": st.st_dev,
-    }
+    stamp = {"path": os.path.abspath(wheel), **file_stamp(os.fstat(handle.fileno()))}
     record = record_path(cache, wheel)
     try:
         saved = read_json(record, "the digest record")
@@ -192,22 +194,56 @@ def wheel_digest(cache: Path, wheel: Path, handle: IO[bytes]) -> str:
     if (
         isinstance(saved, dict)
         and all(saved.get(k) == v for k, v in stamp.items())
-        and re.fullmatch(r"[0-9a-f]{64}", str(saved.get("sha256")))
+        and is_sha256(saved.get("sha256"))
     ):
+        touch(record)  # the wheel's last use, for the cache's size limit (cache_prune)
         return str(saved["sha256"])
-    sha = hashlib.sha256()
     try:
         handle.seek(0)
-        while block := handle.read(CHUNK):
-            sha.update(block)
+        digest = sha256_of(handle)
     except OSError as exc:
         raise CorruptWheelError(f"{wheel}: cannot read the wheel: {exc.strerror or exc}") from None
-    digest = sha.hexdigest()
-    _save_record(record, {**stamp, "sha256": digest})
+    save_record(record, {**stamp, "sha256": digest})
     return digest
 
 
-def _save_record(record: Path, data: dict[str, object]) -> None:
+def file_stamp(st: os.stat_result) -> dict[str, int]:
+    """What changes whenever a file's bytes do: its size, mtime, ctime, inode and device. No
+    process can set a ctime (the kernel sets it to the present on every change, ``utime``
+    included), so a file edited in place or replaced has a new stamp."""
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "inode": st.st_ino,
+        "device": st.st_dev,
+    }
+
+
+def is_sha256(value: object) -> bool:
+    """Whether ``value`` is a SHA-256 in lower-case hex, as records hold it."""
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
+
+
+def sha256_of(handle: IO[bytes]) -> str:
+    """SHA-256 of what is left to read in ``handle`` (read in ``CHUNK``s; OSError passes)."""
+    sha = hashlib.sha256()
+    while block := handle.read(CHUNK):
+        sha.update(block)
+    return sha.hexdigest()
+
+
+def touch(path: Path) -> None:
+    """Set ``path``'s mtime to now: a record's mtime is when its entry was last used. Best
+    effort (a read-only cache is still usable)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def save_record(record: Path, data: dict[str, object]) -> None:
+    """Write a cache record (JSON) atomically; best effort: a record only saves work."""
     tmp: str | None = None
     try:
         record.parent.mkdir(parents=True, exist_ok=True)

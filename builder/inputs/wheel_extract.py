@@ -13,15 +13,20 @@ and the wheel's digest record. Downloading is ``builder.inputs.wheels``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from builder.files.bounds import MAX_EXTRACT
 from builder.files.reading import UnreadableFile, open_regular
+from builder.inputs.cache_prune import prune_cache
+from builder.inputs.member_records import MemberRecords
 from builder.inputs.wheel_cache import (
     CHUNK,
     CacheWriteError,
@@ -36,6 +41,7 @@ from builder.inputs.wheel_cache import (
     write_error,
 )
 from builder.inputs.wheel_index import holds_metallibs
+from builder.inputs.zip_directory import check_entries
 
 __all__ = ["extract_metallibs"]
 
@@ -52,12 +58,16 @@ _READ_ERRORS = (
 )
 
 
-def extract_metallibs(wheel: Path) -> list[Path]:
+def extract_metallibs(wheel: Path, notice: Callable[[str], None] | None = None) -> list[Path]:
     """Extract every member of ``wheel`` that may hold metallibs (``holds_metallibs``: each
     ``*.metallib`` and each binary) into the cache; return their paths in wheel order.
 
     The folder is keyed by the wheel's SHA-256, so two different wheels with the same file name
-    never share extracted files. ``wheel`` itself is only read.
+    never share extracted files. A member already in the cache is reused only when it holds the
+    bytes recorded when it was written (``builder.inputs.member_records``); one that was altered
+    is extracted again, and ``notice`` (default: a line on stderr) is told. Then the cache is
+    kept under ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.cache_prune``). ``wheel``
+    itself is only read.
     """
     cache = prepare_cache()
     try:
@@ -68,29 +78,50 @@ def extract_metallibs(wheel: Path) -> list[Path]:
         # Hash and unzip through one open file: what is hashed is what gets extracted.
         digest = wheel_digest(cache, wheel, handle)
         try:
+            check_entries(handle, wheel)  # before zipfile makes an object of every entry
             handle.seek(0)
             archive = zipfile.ZipFile(handle)
         except _READ_ERRORS as exc:
             raise CorruptWheelError(f"{wheel}: not a readable wheel: {exc}") from None
         try:
             with archive:
-                return _extract_all(cache, wheel, archive, digest)
+                targets = _extract_all(cache, wheel, archive, digest, notice or _to_stderr)
         except BaseException:
             unlink_quietly(record_path(cache, wheel))  # nothing of an unusable wheel stays
             raise
+    prune_cache(cache, keep=[_root(cache, wheel, digest), wheel], notice=notice or _to_stderr)
+    return targets
 
 
-def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str) -> list[Path]:
+def _to_stderr(message: str) -> None:
+    sys.stderr.write(f"note: {message}\n")
+
+
+def _root(cache: Path, wheel: Path, digest: str) -> Path:
+    """The wheel's folder in the cache."""
+    return cache / "metallibs" / f"{wheel.stem[:100]}-{digest[:32]}"
+
+
+def _extract_all(
+    cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str, notice: Callable[[str], None]
+) -> list[Path]:
     parent = cache / "metallibs"
-    root = parent / f"{wheel.stem[:100]}-{digest[:32]}"
+    root = _root(cache, wheel, digest)
     members = [i for i in archive.infolist() if holds_metallibs(i.filename) and not i.is_dir()]
     targets = _member_targets(wheel, root, members)  # all checked before anything is written
-    todo = [
-        (info, target)
-        for info, target in zip(members, targets)
-        if not (target.is_file() and target.stat().st_size == info.file_size)
-    ]
+    records = MemberRecords(root)
+    todo = []
+    for info, target in zip(members, targets):
+        why = records.changed(info.filename, target, info.file_size)
+        if why == "altered":
+            notice(
+                f"{wheel.name}: the cached copy of {info.filename!r} ({target}) is not what was "
+                "extracted (its SHA-256 differs from the one recorded then); extracting it again"
+            )
+        if why is not None:
+            todo.append((info, target))
     if not todo:
+        records.save()
         return targets
     make_dir(parent)
     declared = sum(info.file_size for info, _ in todo)
@@ -98,8 +129,9 @@ def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str
     written: list[Path] = []
     try:
         for info, target in todo:
-            _extract_one(wheel, archive, info, target, budget)
+            sha256 = _extract_one(wheel, archive, info, target, budget)
             written.append(target)
+            records.add(info.filename, target, sha256)
         for info, target in todo:  # (after the bounds: a bomb is named as one first)
             if info.filename.endswith(".metallib"):  # binaries are searched, not opened whole
                 _check_metallib(wheel, info, target)  # the cache keeps usable files only
@@ -112,6 +144,7 @@ def _extract_all(cache: Path, wheel: Path, archive: zipfile.ZipFile, digest: str
             except OSError:
                 pass  # not empty: metallibs of an earlier, complete extraction
         raise
+    records.save()
     return targets
 
 
@@ -211,8 +244,9 @@ def _check_space(wheel: Path, folder: Path, needed: int) -> int:
 
 def _extract_one(
     wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget
-) -> None:
-    """Copy one member to a temp file beside ``target``, then rename; no temp file survives."""
+) -> str:
+    """Copy one member to a temp file beside ``target``, then rename; no temp file survives.
+    Returns the SHA-256 of the bytes written."""
     folder = target.parent
     doing = f"extracting {info.filename!r} from {wheel.name}"
     tmp: str | None = None
@@ -224,7 +258,7 @@ def _extract_one(
             raise write_error(folder, exc, doing) from None
         copied = False
         try:
-            _copy_member(wheel, archive, info, fd, folder, doing, budget)
+            sha256 = _copy_member(wheel, archive, info, fd, folder, doing, budget)
             copied = True
         finally:
             try:
@@ -240,6 +274,7 @@ def _extract_one(
     finally:
         if tmp is not None:
             unlink_quietly(tmp)
+    return sha256
 
 
 def _check_metallib(wheel: Path, info: zipfile.ZipInfo, path: Path) -> None:
@@ -269,9 +304,11 @@ def _copy_member(
     folder: Path,
     doing: str,
     budget: _Budget,
-) -> None:
+) -> str:
     """Stream ``info`` into ``fd``, never writing more than it declares or ``budget`` allows;
-    zipfile checks the CRC when the member's last byte has been read."""
+    zipfile checks the CRC when the member's last byte has been read. Returns the SHA-256 of
+    what was written (hashed on the way: about 0.1 s for mlx-metal's 130 MB metallib)."""
+    sha = hashlib.sha256()
 
     def corrupt(why: object) -> CorruptWheelError:
         return CorruptWheelError(
@@ -296,6 +333,7 @@ def _copy_member(
                 raise corrupt(f"it holds more than the {info.file_size} bytes it declares")
             left -= len(chunk)
             budget.spend(len(chunk))
+            sha.update(chunk)
             view = memoryview(chunk)
             while view:
                 try:
@@ -304,3 +342,4 @@ def _copy_member(
                     raise write_error(folder, exc, doing) from None
     if left:
         raise corrupt(f"it ends {left} bytes short of the {info.file_size} bytes it declares")
+    return sha.hexdigest()

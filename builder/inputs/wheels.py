@@ -199,7 +199,7 @@ def fetch_metallibs(
     for attempt in (1, 2):
         wheel = download_wheel(name, version, platform, quiet=quiet)
         try:
-            return wheel, extract_metallibs(wheel)
+            return wheel, extract_metallibs(wheel, notice)
         except UnusableWheelError:
             _forget(wheel)  # downloading it again would give the same bytes
             raise

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from builder.errors import UsageError
 from builder.files.atomic import write_atomic
-from builder.files.bounds import byte_count
+from builder.files.bounds import brief, byte_count
 from builder.files.reading import read_json
 
 __all__ = [
@@ -286,7 +286,34 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
         embedded = byte_count(data.get("embedded_bytes", 0), "embedded_bytes")
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
+    for key, value in (("metallib", metallib), ("host_library", host)):
+        if value is not None:
+            _confine(where, key, value)
     return BuildManifest(where, units, metallib, host, embedded, _build_facts(data, where))
+
+
+def _confine(where: str, key: str, value: str) -> None:
+    """UsageError unless the file ``value`` (the manifest's ``key``) lies in the build folder,
+    the manifest's own folder, compared as real paths (``..`` and symbolic links resolved). A
+    manifest may come from anyone (docs/security.md): one naming ``/etc/passwd`` as its metallib
+    used to have the metallib reader's error show that file's first bytes. Nothing is opened
+    here; the line names the manifest, the key and the value, never the file's contents."""
+    bad = f"{where}: not a usable build manifest: {key!r} is {brief(value, 200)}"
+    folder = os.path.realpath(Path(where).parent)
+    named = os.path.normpath(Path(folder) / value)
+    try:
+        target = os.path.realpath(named)
+    except ValueError:  # a NUL byte
+        raise UsageError(f"{bad}, not a file name") from None
+    try:
+        inside = os.path.commonpath([folder, target]) == folder
+    except ValueError:  # another drive
+        inside = False
+    if not inside:
+        via = f" (a link to {target})" if target != named else ""
+        raise UsageError(
+            f"{bad}{via}, outside the build folder {folder}; a build's outputs are inside it"
+        )
 
 
 def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:

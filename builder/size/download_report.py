@@ -106,10 +106,15 @@ def read_wheel_files(wheel: str) -> WheelFiles:
     """The zip directory of ``wheel``: names, sizes and compressed sizes (nothing is extracted)."""
     import zipfile
 
+    from builder.inputs.zip_directory import check_entries
+
     try:
-        with open_regular(wheel, "the wheel") as handle, zipfile.ZipFile(handle) as archive:
-            size = os.fstat(handle.fileno()).st_size
-            infos = archive.infolist()
+        with open_regular(wheel, "the wheel") as handle:
+            check_entries(handle, wheel)  # before zipfile makes an object of every entry
+            handle.seek(0)
+            with zipfile.ZipFile(handle) as archive:
+                size = os.fstat(handle.fileno()).st_size
+                infos = archive.infolist()
     except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise UsageError(f"{wheel}: cannot read the wheel's file list: {exc}") from None
     files = [WheelFile(i.filename, i.file_size, i.compress_size) for i in infos if not i.is_dir()]

@@ -152,3 +152,71 @@ def test_a_hostile_build_manifest_is_one_line_too(tmp_path: Path, cli: Cli) -> N
         manifest.write_text(text)
         code, _, err = cli("report", build)
         assert_one_error_line(code, err, str(manifest), *words)
+
+
+def _build_folder(root: Path, metallib: str | None, host: str | None = None) -> Path:
+    """A build folder whose manifest names ``metallib`` and ``host`` (one JIT unit when a host
+    library is named, so that it is measured)."""
+    build = root / "build"
+    build.mkdir(exist_ok=True)
+    units = (
+        [{"name": "u", "kind": "entry_file", "mode": "jit", "embedded_bytes": 5}] if host else []
+    )
+    doc = {"schema": 2, "metallib": metallib, "host_library": host, "units": units}
+    (build / "manifest.json").write_text(json.dumps(doc))
+    return build
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("metallib", "/etc/passwd", ["'/etc/passwd'"]),
+        ("metallib", "../outside.metallib", ["'../outside.metallib'"]),
+        ("metallib", "{outside}", ["outside.metallib"]),  # absolute, to a real metallib
+        ("metallib", "out.metallib", ["(a link to", "outside.metallib"]),  # a link out
+        ("metallib", "sub/../../outside.metallib", ["'sub/../../outside.metallib'"]),
+        ("host_library", "/etc/passwd", ["'/etc/passwd'"]),
+        ("host_library", "../outside.metallib", ["'../outside.metallib'"]),
+    ],
+)
+def test_a_manifest_names_files_in_its_build_folder_only(
+    key: str, value: str, words: list[str], tmp_path: Path, cli: Cli
+) -> None:
+    """Outside the folder is refused even where the file is a valid metallib (so the refusal is
+    the confinement, not a failed read), with one line naming the manifest and the key and
+    nothing of the file's bytes."""
+    outside = tmp_path / "outside.metallib"
+    outside.write_bytes(library_with(["k_out"]))
+    value = value.format(outside=outside)
+    build = _build_folder(tmp_path, value if key == "metallib" else None, None)
+    if key == "host_library":
+        build = _build_folder(tmp_path, None, value)
+    (build / "out.metallib").symlink_to(outside)
+    passwd_start = Path("/etc/passwd").read_bytes()[:8]  # "root:x:0"
+    for args in (["report", build], ["report", build / "manifest.json"], ["compare", build, build]):
+        code, out, err = cli(*args)
+        line = assert_one_error_line(
+            code, err, str(build / "manifest.json"), f"{key!r} is", "outside the build folder"
+        )
+        for word in words:
+            assert word in line
+        assert "k_out" not in out + err
+        assert passwd_start.decode() not in line and passwd_start[:4].hex(" ") not in line
+
+
+def test_files_inside_the_build_folder_are_read(tmp_path: Path, cli: Cli) -> None:
+    """Inside stays allowed however it is written: through ``..`` that comes back, by an
+    absolute path, through a link that stays inside."""
+    build = tmp_path / "build"
+    (build / "lib").mkdir(parents=True)
+    (build / "lib" / "real.metallib").write_bytes(library_with(["k_in"]))
+    (build / "link.metallib").symlink_to(build / "lib" / "real.metallib")
+    for value in (
+        "lib/../lib/real.metallib",
+        str(build / "lib" / "real.metallib"),
+        "link.metallib",
+    ):
+        _build_folder(tmp_path, value)
+        code, out, err = cli("report", build, "--format", "json")
+        assert code == 0, (value, err)
+        assert [f["name"] for f in json.loads(out)["functions"]] == ["k_in"]
