@@ -196,7 +196,10 @@ def main(argv: list[str] | None = None) -> int | None:
             raise
         from builder.render.text import visible  # messages may quote names from untrusted files
 
-        click.echo(f"error: {visible(str(exc))}", err=True)
+        message, detail = (exc.message, exc.detail) if isinstance(exc, BuilderError) else (exc, "")
+        click.echo(f"error: {visible(str(message))}", err=True)
+        for line in detail.split("\n") if detail else ():  # a tool's output: its own lines
+            click.echo(visible(line.expandtabs()), err=True)
         sys.exit(getattr(exc, "exit_code", 2))
     except Exception:  # a bug: never exit 1, which reads as "gate failed"
         if debug:

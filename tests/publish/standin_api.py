@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from builder.metallib import library_bytes, new_function, new_library
 
 TOKEN = "ghs_standin_token_0123456789"
-BOT = {"login": "github-actions[bot]", "databaseId": 41898282}
+BOT: dict[str, Any] = {"login": "github-actions[bot]", "databaseId": 41898282}
 """The account a workflow's GITHUB_TOKEN writes comments as (its REST ``user.id`` is the
 GraphQL ``databaseId``)."""
 REPOSITORY = "octo/metal"
