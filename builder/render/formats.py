@@ -96,7 +96,9 @@ def comparison_output(
     return "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
 
 
-def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, width: int) -> str:
+def budget_output(
+    checks: Sequence[Check], source: str, kind: str, color: bool, width: int | None
+) -> str:
     """``budget --format kind``."""
     from builder.render import checks as show
 
@@ -110,7 +112,12 @@ def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, 
 
 
 def history_output(
-    points: Sequence[HistoryPoint], shown: list[str], by: str, kind: str, color: bool, width: int
+    points: Sequence[HistoryPoint],
+    shown: list[str],
+    by: str,
+    kind: str,
+    color: bool,
+    width: int | None,
 ) -> str:
     """``history --format kind``; ``shown`` are the groups drawn (``top_groups``)."""
     from builder.render import history as show
@@ -139,4 +146,4 @@ def sources_output(
         return sources_json(path, found, namespace)
     from builder.render.host_sources import host_sources_text
 
-    return host_sources_text(path, found, namespace, color=color, width=width or 100)
+    return host_sources_text(path, found, namespace, color=color, width=width)
