@@ -63,7 +63,7 @@ def test_report_of_a_fat_binary_keeps_its_path_whole(
     deep: Path, tmp_path: Path, write_metallib: Callable[..., Path]
 ) -> None:
     lib = write_metallib("k.metallib", [("kernel_one_float32", 400), ("kernel_two_half", 300)])
-    blobs = [("__TEXT,metal_basic", "_thing_metallib", lib)]
+    blobs: list[tuple[str, str | None, Path]] = [("__TEXT,metal_basic", "_thing_metallib", lib)]
     thin = [link_dylib(deep / f"libthing_{a}.dylib", blobs, arch=a) for a in ("arm64", "x86_64")]
     fat = lipo(deep / "libthing_universal_release_build.dylib", thin)
     shown = str(fat.relative_to(tmp_path))
