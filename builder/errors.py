@@ -12,9 +12,27 @@ __all__ = ["BuilderError", "CheckFailed", "OutputError", "UsageError", "closest_
 
 
 class BuilderError(Exception):
-    """Root of the tool's own errors; ``exit_code`` is what the CLI exits with."""
+    """Root of the tool's own errors; ``exit_code`` is what the CLI exits with.
+
+    The message is one line. ``detail`` is the output of another tool that the error quotes
+    (Ninja's failing command and its output, CMake's log): the CLI prints it below the message
+    line by line, each line escaped on its own, so a compiler's diagnostics read as they were
+    written while a newline in a name within the message still cannot start a line of its own.
+    ``str()`` gives both, the message first."""
 
     exit_code = 2
+
+    def __init__(self, message: str = "", *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+    @property
+    def message(self) -> str:
+        """The one line, without the detail."""
+        return super().__str__()
+
+    def __str__(self) -> str:
+        return f"{self.message}\n{self.detail}" if self.detail else self.message
 
 
 class UsageError(BuilderError):

@@ -44,15 +44,17 @@ function(metallib_add_jit_library target)
       "(no catalog.json)")
   endif()
   get_filename_component(source_dir "${arg_SOURCE_DIR}" ABSOLUTE)
-  # A family name becomes part of a C++ name; NAMESPACE may be nested (a::b). The same patterns
-  # as builder.jit.codegen.CXX_IDENTIFIER and CXX_NAMESPACE (tests/jit/test_codegen.py checks).
+  # A family name becomes part of a C++ name: the same pattern as
+  # builder.jit.codegen.CXX_IDENTIFIER (tests/jit/test_codegen.py checks). NAMESPACE may be nested
+  # (a::b), no part a C++ keyword: MetallibPython.cmake's rule, builder.kernels.cxx_names's.
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
-  set(cxx_namespace "${cxx_identifier}(::${cxx_identifier})*")
   if(NOT arg_NAMESPACE)
     set(arg_NAMESPACE metal_jit)
   endif()
-  if(NOT arg_NAMESPACE MATCHES "^${cxx_namespace}$")
-    message(FATAL_ERROR "metallib_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace")
+  _metallib_namespace_problem(problem "${arg_NAMESPACE}")
+  if(problem)
+    message(FATAL_ERROR "metallib_add_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' is "
+                        "not a C++ namespace (${problem})")
   endif()
   _metallib_require_cxx("metallib_add_jit_library(${target})")
   get_filename_component(host_dir "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../metal_src/host" ABSOLUTE)

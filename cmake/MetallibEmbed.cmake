@@ -78,15 +78,14 @@ function(metallib_embed_headers target)
   _metallib_require_cxx("${me}")
   get_target_property(target_dir "${target}" SOURCE_DIR)
 
-  # The same patterns as builder.jit.codegen.CXX_IDENTIFIER and CXX_NAMESPACE
-  # (tests/jit/test_codegen.py checks).
+  # The same pattern as builder.jit.codegen.CXX_IDENTIFIER (tests/jit/test_codegen.py checks).
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
-  set(cxx_namespace "${cxx_identifier}(::${cxx_identifier})*")
   if(NOT DEFINED arg_NAMESPACE)
     message(FATAL_ERROR "${me}: NAMESPACE <ns> is required (the C++ namespace of the functions)")
   endif()
-  if(NOT arg_NAMESPACE MATCHES "^${cxx_namespace}$")
-    message(FATAL_ERROR "${me}: NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace (a or a::b)")
+  _metallib_namespace_problem(problem "${arg_NAMESPACE}")
+  if(problem)
+    message(FATAL_ERROR "${me}: NAMESPACE '${arg_NAMESPACE}' is not a C++ namespace (${problem})")
   endif()
   if(NOT DEFINED arg_API)
     set(arg_API string)

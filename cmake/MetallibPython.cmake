@@ -16,6 +16,11 @@
 #   _metallib_require_cxx(<caller>)
 #       Stops unless C++ is enabled: every generator writes C++ sources. (enable_language() cannot
 #       run in a function, and including a module must not enable a language.)
+#   _metallib_namespace_problem(<out-var> <name>)
+#       Empty when <name> can follow `namespace` in C++ (a or a::b, no part a C++ keyword), else
+#       why not, for a message: the rule of builder.kernels.cxx_names.namespace_problem, with the
+#       same pattern and keywords (tests/jit/test_codegen.py checks that both accept the same
+#       names). NAMESPACE of metallib_add_jit_library and metallib_embed_headers.
 #   metallib_find_python3([REQUIRED] <component>...)
 #       find_package(Python3 3.10 ...) in the caller's scope: the one place the package asks
 #       FindPython3 (MetallibNative adds Development.Module).
@@ -36,6 +41,34 @@ function(_metallib_require_cxx caller)
     message(FATAL_ERROR "${caller}: the generated sources are C++: enable it first "
                         "(project(... LANGUAGES CXX) or enable_language(CXX))")
   endif()
+endfunction()
+
+function(_metallib_namespace_problem out name)
+  set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
+  set(cxx_namespace "${cxx_identifier}(::${cxx_identifier})*")
+  set(cxx_keywords
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
+    char8_t class co_await co_return co_yield compl concept const const_cast consteval constexpr
+    constinit continue decltype default delete do double dynamic_cast else enum explicit export
+    extern false float for friend goto if inline int long mutable namespace new noexcept not
+    not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
+    return short signed sizeof static static_assert static_cast struct switch template this
+    thread_local throw true try typedef typeid typename union unsigned using virtual void
+    volatile wchar_t while xor xor_eq)
+  if(NOT name MATCHES "^${cxx_namespace}$")
+    set(${out} "letters, digits and _ in names joined by ::, not starting with a digit"
+        PARENT_SCOPE)
+    return()
+  endif()
+  string(REPLACE "::" ";" parts "${name}")
+  foreach(part IN LISTS parts)
+    list(FIND cxx_keywords "${part}" at)
+    if(NOT at EQUAL -1)
+      set(${out} "'${part}' is a C++ keyword" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${out} "" PARENT_SCOPE)
 endfunction()
 
 macro(metallib_find_python3)

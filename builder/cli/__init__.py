@@ -2,7 +2,10 @@
 
 Subcommands live in sibling modules and are imported only when used, so ``--help`` and quick
 commands stay fast. Errors from the library become one line on stderr and an exit code
-(0 ok, 1 a check failed, 2 unusable input); ``--debug`` shows the traceback instead.
+(0 ok, 1 a check failed, 2 unusable input); ``--debug`` shows the traceback instead. Exit 1 is
+a failed gate or check and nothing else: a reader that closes the pipe leaves the exit code the
+run would have had (``console.guard_closed_pipes``), and a bug (an exception the tool did not
+expect) is exit 3 with its traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import click
 
 from builder import __version__
 
-__all__ = ["COMMANDS", "cmake_package_dir", "main"]
+__all__ = ["COMMANDS", "INTERNAL_ERROR", "cmake_package_dir", "main"]
+
+INTERNAL_ERROR = 3
+"""The exit code of a bug (an exception the tool did not expect): never 1, a failed gate."""
 
 # command name -> "module:attribute" (relative to builder.cli)
 COMMANDS: dict[str, str] = {
@@ -166,11 +172,13 @@ def _show_click_error(exc: click.ClickException) -> None:
 def main(argv: list[str] | None = None) -> int | None:
     """Console-script entry point: run the CLI and map library errors to exit codes (the
     return value: click's, an exit code or None, as the console script hands it to sys.exit)."""
+    from builder.cli.console import guard_closed_pipes
     from builder.errors import BuilderError
     from builder.files.temporaries import install_signal_cleanup
     from builder.metallib.errors import MetallibError
 
     install_signal_cleanup()  # SIGTERM, SIGHUP: no temporary file or folder left behind
+    guard_closed_pipes()  # `| head`: the rest of the output is dropped, the verdict stands
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         code: int | None = cli.main(args=argv, prog_name="metallib-builder", standalone_mode=False)
@@ -188,7 +196,20 @@ def main(argv: list[str] | None = None) -> int | None:
             raise
         from builder.render.text import visible  # messages may quote names from untrusted files
 
-        click.echo(f"error: {visible(str(exc))}", err=True)
+        message, detail = (exc.message, exc.detail) if isinstance(exc, BuilderError) else (exc, "")
+        click.echo(f"error: {visible(str(message))}", err=True)
+        for line in detail.split("\n") if detail else ():  # a tool's output: its own lines
+            click.echo(visible(line.expandtabs()), err=True)
         sys.exit(getattr(exc, "exit_code", 2))
-    except BrokenPipeError:
-        sys.exit(0)
+    except Exception:  # a bug: never exit 1, which reads as "gate failed"
+        if debug:
+            raise
+        import traceback
+
+        traceback.print_exc()
+        click.echo(
+            f"error: internal error in metallib-builder {__version__} (a bug; the traceback "
+            "above says where): exit 3",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)

@@ -7,6 +7,7 @@ lives in ``builder.cli.check``.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ from builder.cli.tree_options import catalog_selection, tree_options
 from builder.kernels.catalog import split_names
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from builder.cli.tree_options import TreeOptions
     from builder.kernels.discovery import KernelTree
 
@@ -70,10 +73,9 @@ def kernels_command(
 def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
     """Entry files and their kernel counts. File names come from the tree (untrusted): each is
     shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
-    from rich.console import Console
     from rich.table import Table
 
-    from builder.render.markup import rich_text
+    from builder.render.markup import print_table, rich_text
 
     groups = tree.by_source()
     origin = f", settings from {rich_text(str(tree.config.path))}" if tree.config.path else ""
@@ -88,8 +90,8 @@ def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
         table.add_row(rich_text(source), str(len(records)))
     table.add_section()
     table.add_row("total", str(len(tree.kernels)))
-    console = Console(soft_wrap=True)
-    console.print(table)
+    console, fit = _stdout_console()
+    print_table(console, table, fit=fit)
     if headers:
         listed = Table(
             title=f"{len(headers)} .metal files are headers, not entry files",
@@ -99,7 +101,7 @@ def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
         listed.add_column("why")
         for source, why in headers.items():
             listed.add_row(rich_text(source), rich_text(why))
-        console.print(listed)
+        print_table(console, listed, fit=fit)
     if tree.runtime_only:
         from rich.text import Text
 
@@ -115,7 +117,7 @@ def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
         extra.add_column("kernel templates")
         for header, templates in by_header.items():  # names from the tree: plain text
             extra.add_row(Text(header), Text(", ".join(templates)))
-        console.print(extra)
+        print_table(console, extra, fit=fit)
 
 
 def _catalog_listing(
@@ -178,10 +180,10 @@ def _catalog_listing(
             }
         )
         return
-    from rich.console import Console
     from rich.table import Table
 
-    from builder.render.markup import rich_text  # catalog.json is the tree's, as untrusted
+    # catalog.json is the tree's: its names are as untrusted as file names
+    from builder.render.markup import print_table, rich_text
 
     table = Table(
         title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations", title_justify="left"
@@ -207,4 +209,15 @@ def _catalog_listing(
                 )
         table.add_section()
     table.add_row("total", "", "", "", str(len(items)))
-    Console(soft_wrap=True).print(table)
+    console, fit = _stdout_console()
+    print_table(console, table, fit=fit)
+
+
+def _stdout_console() -> tuple[Console, bool]:
+    """The console for stdout, and whether tables fit their cells: a terminal's width on a
+    terminal; on a pipe or in a file nothing is wrapped or cut (``text_console``)."""
+    from builder.cli.console import stdout_color, stdout_table_width
+    from builder.render.markup import text_console
+
+    width = stdout_table_width()
+    return text_console(sys.stdout, color=stdout_color(), width=width), width is None

@@ -153,12 +153,13 @@ def publish(markdown: Callable[[], str], marker: str, pull_request: PullRequest 
         click.echo(line, err=True)
 
 
-def terminal(to_stdout: bool) -> tuple[bool, int]:
-    """Colour (stdout is a terminal and NO_COLOR is unset) and table width for a rendering: the
-    terminal's (80 to 160 columns) on stdout, 160 in a file."""
-    from builder.cli.console import stdout_color, table_width
+def terminal(to_stdout: bool) -> tuple[bool, int | None]:
+    """Colour (stdout is a terminal and NO_COLOR is unset) and width for a rendering: the
+    terminal's (80 to 160 columns) on a terminal; None for a pipe or a file, which are never
+    wrapped (each table as wide as its cells, each line whole)."""
+    from builder.cli.console import stdout_color, stdout_table_width
 
-    return (stdout_color(), table_width()) if to_stdout else (False, 160)
+    return (stdout_color(), stdout_table_width()) if to_stdout else (False, None)
 
 
 def verdict(

@@ -180,7 +180,7 @@ class BuildTree:
         result = run(cmd, env=self.env, on_line=on_line)
         if result.returncode != 0:
             text = "\n".join(line for line in result.lines if line.strip())
-            raise UsageError(f"CMake configuration failed in {self.build_dir}:\n{text}")
+            raise UsageError(f"CMake configuration failed in {self.build_dir}:", detail=text)
         write_atomic(marker, self._settings_key())
 
     def build(
@@ -197,5 +197,5 @@ class BuildTree:
         cmd = [self.ninja, "-C", os.path.abspath(self.build_dir)] + ([f"-j{jobs}"] if jobs else [])
         result = run(cmd, env={**self.env, "NINJA_STATUS": NINJA_STATUS}, on_line=feed)
         if result.returncode != 0:
-            raise BuildFailed(f"build failed in {self.build_dir}:\n{output.failure_text()}")
+            raise BuildFailed(f"build failed in {self.build_dir}:", detail=output.failure_text())
         return output

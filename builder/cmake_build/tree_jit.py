@@ -239,7 +239,7 @@ def generate(
 ) -> tuple[dict[str, Any], list[Path]]:
     """Write the sources for ``plan``'s JIT entry files; return embed.json's content and every
     file read. ``namespace`` (CMake's NAMESPACE) wins over the plan's."""
-    from builder.jit.codegen import valid_namespace
+    from builder.jit.codegen import namespace_problem
     from builder.jit.preamble import inline_preamble
     from builder.jit.unit_names import unit_namespace
 
@@ -249,8 +249,9 @@ def generate(
     lookup = bool(settings.get("lookup", True))
     if api not in APIS:
         raise BuilderError(f"api {api!r}: the plan's run_time api is one of {', '.join(APIS)}")
-    if not valid_namespace(namespace):
-        raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace")
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace ({problem})")
     include_dirs = list(plan.include_dirs)
     jit_units = [u for u in plan.units if u.mode == "jit"]
     inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}

@@ -38,7 +38,12 @@ from builder.jit.literals import (
 )
 from builder.jit.preamble import Preamble
 from builder.jit.unit_names import unit_namespace
-from builder.kernels.cxx_names import CXX_IDENTIFIER, CXX_NAMESPACE, valid_namespace
+from builder.kernels.cxx_names import (
+    CXX_IDENTIFIER,
+    CXX_NAMESPACE,
+    namespace_problem,
+    valid_namespace,
+)
 
 __all__ = [
     "CXX_IDENTIFIER",
@@ -46,6 +51,7 @@ __all__ = [
     "Kernel",
     "StoredPiece",
     "family_pieces",
+    "namespace_problem",
     "pool_pieces",
     "pool_text",
     "render_family",

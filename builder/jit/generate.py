@@ -22,11 +22,11 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.atomic import check_not_an_input, write_if_changed
-from builder.jit.codegen import valid_namespace
-from builder.jit.cxx_keywords import CXX_KEYWORDS
+from builder.jit.codegen import namespace_problem
 from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.preamble_functions import render_standalone
+from builder.kernels.cxx_keywords import CXX_KEYWORDS
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 __all__ = [
@@ -114,8 +114,9 @@ def embed_headers(
     """
     if not headers and not named:
         raise UsageError("embed needs at least one header (HEADER or --preamble NAME=HEADER)")
-    if not valid_namespace(namespace):
-        raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name")
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name ({problem})")
     if api not in EMBED_APIS:
         raise UsageError(f"--api {api!r}: choose one of {', '.join(EMBED_APIS)}")
 

@@ -46,6 +46,7 @@ from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
 from builder.jit.lexing import directive_lines, strip_comments
 from builder.jit.literals import cxx_string
+from builder.kernels.tree_config import control_character
 
 __all__ = [
     "Fragment",
@@ -255,10 +256,18 @@ def inlined_files(roots: Iterable[Path], include_dirs: Sequence[Path]) -> set[Pa
 
 
 def define_lines(defines: Iterable[str]) -> str:
-    """``NAME=VALUE`` / ``NAME`` (= 1, as with ``-D``) as ``#define`` lines."""
+    """``NAME=VALUE`` / ``NAME`` (= 1, as with ``-D``) as ``#define`` lines. UsageError for a
+    name that is no macro name, and for a control character anywhere: a newline would end the
+    ``#define`` and start a line of its own in every preamble (``X=1\\n#include "/etc/passwd"``),
+    as a tree's ``defines`` already refuse (``builder.kernels.tree_config``)."""
     out = []
     for item in defines:
         name, sep, value = item.partition("=")
+        char = control_character(item)
+        if char is not None:
+            raise UsageError(
+                f"-D {item!r} holds the control character {char!r}; a #define is one line"
+            )
         if not _IDENT.fullmatch(name):
             raise UsageError(f"-D {item!r}: {name!r} is not a macro name")
         out.append(f"#define {name} {value if sep else '1'}".rstrip() + "\n")

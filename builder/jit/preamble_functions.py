@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from builder.jit.codegen import StoredPiece, family_pieces, valid_namespace
+from builder.jit.codegen import StoredPiece, family_pieces, namespace_problem
 from builder.jit.literals import comment_text, cxx_string, raw_literal, split_text
 from builder.jit.preamble import Preamble
 from builder.kernels.runtime_sources import APIS
@@ -53,8 +53,9 @@ def render_standalone(
       compiler): each function's text stored on its own, as MLX's ``make_jit_source`` stores it,
       valid for the whole program, static destructors included, with no copy at run time.
     """
-    if not valid_namespace(namespace):
-        raise ValueError(f"namespace {namespace!r} is not a C++ namespace name")
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise ValueError(f"namespace {namespace!r} is not a C++ namespace name ({problem})")
     if api not in APIS:
         raise ValueError(f"api {api!r} is none of {', '.join(APIS)}")
     returns = "const std::string&" if api == "string" else "const char*"

@@ -26,14 +26,21 @@ class PreprocessError(UsageError):
     """An entry file did not preprocess (exit 2): one line naming it and the first diagnostic."""
 
 
-def first_diagnostic(stderr: str) -> str:
-    """The compiler's first error line (``file:line:col: error: ...``), else its last line."""
+def first_diagnostic(stderr: str, entry: str | None = None) -> str:
+    """The compiler's first error line (``file:line:col: error: ...``), else its last line.
+
+    ``entry``: the file the compiler ran on. The compiler prints its name as it is, so a line
+    break in the name (``n<newline>l.metal``) would cut the diagnostic in two and leave
+    ``l.metal:1:2: error: ...``; the name is kept whole (the CLI shows it escaped)."""
+    token = "\x00entry\x00"
+    whole = entry if entry is not None and entry.splitlines() != [entry] else None
+    if whole is not None:
+        stderr = stderr.replace(whole, token)
     # Entry files were named ./NAME (operand): the diagnostic names them as the user does.
     lines = [line.strip().removeprefix("./") for line in stderr.splitlines() if line.strip()]
-    for line in lines:
-        if _ERROR_LINE.search(line):
-            return line
-    return lines[-1] if lines else "no diagnostic printed"
+    found = next((line for line in lines if _ERROR_LINE.search(line)), None)
+    line = found or (lines[-1] if lines else "no diagnostic printed")
+    return line.replace(token, whole) if whole is not None else line
 
 
 def _output_file() -> IO[bytes]:
@@ -109,7 +116,7 @@ def run_bounded(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, st
         stderr = err.read().decode("utf-8", "replace")
         if code != 0 and _OUT_OF_MEMORY.search(stderr):
             raise PreprocessError(
-                f"{entry}: does not preprocess: {first_diagnostic(stderr)}; "
+                f"{entry}: does not preprocess: {first_diagnostic(stderr, entry)}; "
                 f"{PP_MEMORY.exceeded(memory)}"
             )
         return code, out.read().decode("utf-8", "replace"), stderr

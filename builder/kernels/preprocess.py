@@ -306,6 +306,6 @@ def preprocess(
         )
         check_run(entry, out, err if code != 0 else "", cwd, confine, _OWN)
         if code != 0:
-            raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err)}")
+            raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err, entry)}")
         result.append(out)
     return result

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from builder.errors import UsageError, closest_hint
-from builder.kernels.cxx_names import valid_namespace
+from builder.kernels.cxx_names import namespace_problem
 
 __all__ = [
     "APIS",
@@ -73,8 +73,10 @@ class RuntimeSources:
 
 
 def _namespace(value: Any) -> str:
-    if not isinstance(value, str) or not valid_namespace(value):
-        raise TypeError('a C++ namespace such as "metal_jit" or "mlx::core::metal"')
+    problem = namespace_problem(value) if isinstance(value, str) else None
+    if not isinstance(value, str) or problem is not None:
+        why = f" ({problem})" if problem else ""
+        raise TypeError(f'a C++ namespace such as "metal_jit" or "mlx::core::metal"{why}')
     return value
 
 
@@ -147,8 +149,9 @@ def over_file(
     interface fixes."""
     if namespace is None and api is None and lookup is None:
         return runtime
-    if namespace is not None and not valid_namespace(namespace):
-        raise UsageError(f"--jit-namespace {namespace!r} is not a C++ namespace name")
+    problem = namespace_problem(namespace) if namespace is not None else None
+    if problem is not None:
+        raise UsageError(f"--jit-namespace {namespace!r} is not a C++ namespace name ({problem})")
     if api is not None and api not in APIS:
         raise UsageError(f"--jit-api {api!r} is not one of {', '.join(APIS)}")
     if catalog:

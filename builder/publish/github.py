@@ -2,7 +2,11 @@
 
 One comment per pull request and marker: the first run creates it, later runs find it by the
 hidden marker its body starts with (``<!-- metallib-builder:size-comment -->``) and edit it, so a
-pull request shows the current figures once instead of one comment per push. Everything comes
+pull request shows the current figures once instead of one comment per push. Only a comment the
+token's own account wrote is edited: anyone may post a comment that starts with the marker, and
+editing theirs would put the figures under their name (or fail the step where the token may not
+edit it). Who the token is comes from GraphQL's ``viewer``, which answers for every kind of token
+(REST ``GET /user`` refuses the ``GITHUB_TOKEN`` of a workflow). Everything comes
 from the environment a GitHub Actions job has: ``GITHUB_TOKEN`` (passed by the workflow),
 ``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` and the pull request's number in the event payload at
 ``GITHUB_EVENT_PATH``.
@@ -25,14 +29,18 @@ from builder.errors import OutputError, UsageError
 from builder.files.reading import read_json
 from builder.publish.rest import ENVIRONMENT as API_ENVIRONMENT
 from builder.publish.rest import Api, api_from_env, call, pages
+from builder.render.text import visible
 
 __all__ = [
     "ENVIRONMENT",
+    "Identity",
     "Posted",
     "PullRequest",
     "find_comment",
     "post_sticky_comment",
     "pull_request_from_env",
+    "token_identity",
+    "written_by",
 ]
 
 ENVIRONMENT = (*API_ENVIRONMENT, "GITHUB_EVENT_PATH")
@@ -100,25 +108,76 @@ def _event_number(path: str) -> int:
     return number
 
 
+class Identity(NamedTuple):
+    """The account a token acts as: a person's for a personal token, ``github-actions[bot]``
+    for a workflow's ``GITHUB_TOKEN``, ``SLUG[bot]`` for a GitHub App's token."""
+
+    login: str
+    user_id: int | None
+    """The account's id (the ``user.id`` of the comments it wrote), when the API gave one."""
+
+
+_VIEWER = "query { viewer { login databaseId } }"
+
+
+def token_identity(api: Api) -> Identity:
+    """Who ``api``'s token is, from GraphQL's ``viewer`` (one request; OutputError naming what
+    failed)."""
+    doing = "learn which account the token is (GraphQL viewer)"
+    reply, _ = call(api, doing, "POST", api.graphql_url, {"query": _VIEWER})
+    data = reply.get("data") if isinstance(reply, dict) else None
+    viewer = data.get("viewer") if isinstance(data, dict) else None
+    login = viewer.get("login") if isinstance(viewer, dict) else None
+    if not isinstance(login, str) or not login:
+        errors = reply.get("errors") if isinstance(reply, dict) else None
+        first = errors[0] if isinstance(errors, list) and errors else None
+        said = first.get("message") if isinstance(first, dict) else None
+        why = f": {visible(str(said))[:200]}" if said else ""
+        raise OutputError(f"GitHub API: cannot {doing}: the reply names no login{why}")
+    user_id = viewer.get("databaseId") if isinstance(viewer, dict) else None
+    ok_id = isinstance(user_id, int) and not isinstance(user_id, bool)
+    return Identity(login, user_id if ok_id else None)
+
+
+def written_by(comment: Mapping[str, object], me: Identity) -> bool:
+    """Whether ``comment`` (as the REST API lists it) was written by ``me``: its ``user.id``
+    equals the token's id, or, when either id is missing, its ``user.login`` equals the token's
+    login (logins are unique, and a ``[bot]`` login cannot be taken by a person)."""
+    user = comment.get("user")
+    if not isinstance(user, dict):
+        return False
+    their_id = user.get("id")
+    if me.user_id is not None and isinstance(their_id, int) and not isinstance(their_id, bool):
+        return their_id == me.user_id
+    return user.get("login") == me.login
+
+
 def find_comment(pr: PullRequest, marker: str) -> int | None:
-    """The id of the pull request's first comment whose body starts with ``marker``."""
+    """The id of the pull request's first comment whose body starts with ``marker`` and that
+    the token's own account wrote; comments by anyone else are passed over. Who the token is
+    is asked only once a comment with the marker turns up (a first run makes no such request)."""
     url = pr.api.repo_url(f"issues/{pr.number}/comments?per_page={PER_PAGE}")
     doing = f"list the comments of pull request #{pr.number} in {pr.repository}"
+    me: Identity | None = None
     for comments in pages(pr.api, doing, url, MAX_PAGES, _HINTS):
         if not isinstance(comments, list):
             raise OutputError(f"GitHub API: cannot {doing}: the reply is not a list of comments")
         for comment in comments:
             body = comment.get("body") if isinstance(comment, dict) else None
-            if isinstance(body, str) and body.lstrip().startswith(marker):
-                found = comment.get("id")
-                if isinstance(found, int) and not isinstance(found, bool):
-                    return found
+            if not (isinstance(comment, dict) and isinstance(body, str)):
+                continue
+            if not body.lstrip().startswith(marker):
+                continue
+            me = me or token_identity(pr.api)
+            found = comment.get("id")
+            if isinstance(found, int) and not isinstance(found, bool) and written_by(comment, me):
+                return found
     return None
 
 
 def post_sticky_comment(pr: PullRequest, body: str, marker: str) -> Posted:
-    """Edit the comment that starts with ``marker``, or create it; ``body`` must start with the
-    marker so that the next run finds it."""
+    """Edit the token's own comment that starts with ``marker`` (``find_comment``), or create
+    it; ``body`` must start with the marker so that the next run finds it."""
     if not body.lstrip().startswith(marker):
         raise ValueError("the comment body must start with its marker")
     found = find_comment(pr, marker)

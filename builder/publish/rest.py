@@ -58,6 +58,16 @@ class Api:
         """``{url}/repos/{owner}/{name}/{path}`` (``path`` without a leading slash)."""
         return f"{self.url}/repos/{self.repository}" + (f"/{path}" if path else "")
 
+    @property
+    def graphql_url(self) -> str:
+        """The GraphQL endpoint on the same server: ``https://api.github.com/graphql`` for
+        ``https://api.github.com``, ``https://HOST/api/graphql`` for a GitHub Enterprise Server's
+        ``https://HOST/api/v3`` (GitHub's own layout; the token stays on ``GITHUB_API_URL``'s
+        server)."""
+        if self.url.endswith("/api/v3"):
+            return self.url.removesuffix("/v3") + "/graphql"
+        return f"{self.url}/graphql"
+
 
 def api_from_env(
     environ: Mapping[str, str], needed_by: str, also: Sequence[str] = (), where: str = ""

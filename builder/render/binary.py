@@ -7,7 +7,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.markup import md_code, rich_text
+from builder.render.markup import md_code, print_table, rich_text, text_console
 from builder.render.text import human_size, percent
 
 if TYPE_CHECKING:
@@ -27,13 +27,10 @@ def _title(account: BinaryAccount) -> str:
 
 def binary_text(accounts: Sequence[BinaryAccount], *, color: bool, width: int | None) -> str:
     """One rich table per binary: part, bytes, share of the file."""
-    from rich.console import Console
     from rich.table import Table
 
     out = io.StringIO()
-    console = Console(
-        file=out, force_terminal=color, no_color=not color, width=width or 100, emoji=False
-    )
+    console = text_console(out, color=color, width=width)
     for account in accounts:
         table = Table(title=rich_text(_title(account)), title_justify="left")
         table.add_column("part of the binary")
@@ -54,7 +51,7 @@ def binary_text(accounts: Sequence[BinaryAccount], *, color: bool, width: int | 
         table.add_row(
             "total", "", human_size(account.file_size), f"{account.file_size:,}", "100.0%"
         )
-        console.print(table)
+        print_table(console, table, fit=width is None)
     return out.getvalue()
 
 

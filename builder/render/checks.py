@@ -12,7 +12,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.markup import clip, md_code, md_text, rich_text
+from builder.render.markup import clip, md_code, md_text, print_table, rich_text, text_console
 from builder.render.text import human_delta, human_size, limit_text
 from builder.size.checks import GROWTH
 
@@ -90,10 +90,10 @@ def failures(checks: Sequence[Check]) -> list[str]:
 
 
 def budget_table(
-    checks: Sequence[Check], source: str, *, color: bool = False, width: int = 100
+    checks: Sequence[Check], source: str, *, color: bool = False, width: int | None = 100
 ) -> str:
-    """The size-limit view: a row per limit, pass or FAIL, and where each value was measured."""
-    from rich.console import Console
+    """The size-limit view: a row per limit, pass or FAIL, and where each value was measured
+    (``width`` None: not a terminal, nothing wrapped or cut)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -122,9 +122,7 @@ def budget_table(
             style="" if c.passed else "bold red",
         )
     out = io.StringIO()
-    Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False).print(
-        table
-    )
+    print_table(text_console(out, color=color, width=width), table, fit=width is None)
     return out.getvalue()
 
 

@@ -99,7 +99,9 @@ def comparison_output(
     return tables if summary is None else f"{summary}\n{tables}"
 
 
-def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, width: int) -> str:
+def budget_output(
+    checks: Sequence[Check], source: str, kind: str, color: bool, width: int | None
+) -> str:
     """``budget --format kind``."""
     from builder.render import checks as show
 
@@ -113,7 +115,7 @@ def budget_output(checks: Sequence[Check], source: str, kind: str, color: bool, 
 
 
 def history_output(
-    histories: Sequence[LibraryHistory], by: str, kind: str, color: bool, width: int
+    histories: Sequence[LibraryHistory], by: str, kind: str, color: bool, width: int | None
 ) -> str:
     """``history --format kind``: each library's history (one, unless a target holds
     several), with the groups it shows (``LibraryHistory.top``)."""
@@ -143,4 +145,4 @@ def sources_output(
         return sources_json(path, found, namespace)
     from builder.render.host_sources import host_sources_text
 
-    return host_sources_text(path, found, namespace, color=color, width=width or 100)
+    return host_sources_text(path, found, namespace, color=color, width=width)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.render.markup import rich_text
+from builder.render.markup import print_table, rich_text, text_console
 from builder.render.text import human_delta, human_size, visible
 from builder.size.download import MODEL
 
@@ -52,7 +52,11 @@ def library_name(library: str | None) -> str:
 
 
 def histories_table(
-    histories: Sequence[LibraryHistory], by: str, *, color: bool = False, width: int = 100
+    histories: Sequence[LibraryHistory],
+    by: str,
+    *,
+    color: bool = False,
+    width: int | None = 100,
 ) -> str:
     """A table per library (one history: the table as it always was)."""
     return "\n".join(
@@ -68,13 +72,13 @@ def history_table(
     *,
     library: str | None = None,
     color: bool = False,
-    width: int = 100,
+    width: int | None = 100,
 ) -> str:
     """A row per target: size, change from the previous row, download, functions, then as many
-    of the ``top`` groups as fit in ``width`` (the caption says how many did not). ``library``
-    names the one library of each target the rows are (in the title)."""
+    of the ``top`` groups as fit in ``width`` (the caption says how many did not; ``width``
+    None, not a terminal: every one of them, nothing wrapped or cut). ``library`` names the one
+    library of each target the rows are (in the title)."""
     from rich import box
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -97,7 +101,8 @@ def history_table(
         )
     columns.append(("functions", [f"{p.function_count:,}" for p in points]))
     sizes = [_group_sizes(p) for p in points]
-    room = width - 1 - sum(max(map(len, [h, *cells])) + 3 for h, cells in columns)  # pad, rule
+    fixed = sum(max(map(len, [h, *cells])) + 3 for h, cells in columns)  # pad, rule
+    room = float("inf") if width is None else width - 1 - fixed
     left_out = 0
     for name in top:
         cells = [human_size(s[name]) if name in s else "-" for s in sizes]
@@ -127,9 +132,7 @@ def history_table(
     for row in zip(*(cells for _, cells in columns)):
         table.add_row(*(escape(cell) for cell in row))
     out = io.StringIO()
-    Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False).print(
-        table
-    )
+    print_table(text_console(out, color=color, width=width), table, fit=width is None)
     return out.getvalue()
 
 

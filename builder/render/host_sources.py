@@ -8,7 +8,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.markup import rich_text
+from builder.render.markup import print_table, rich_text, text_console
 from builder.render.text import human_size
 
 if TYPE_CHECKING:
@@ -23,17 +23,16 @@ Found = Sequence[tuple[str | None, Sequence["HostString"]]]
 
 
 def host_sources_text(
-    shown: str, found: Found, namespace: str | None, *, color: bool, width: int
+    shown: str, found: Found, namespace: str | None, *, color: bool, width: int | None
 ) -> str:
     """One rich table per binary, titled by its member of the wheel ``shown`` when it is one:
-    function, architecture (a fat file lists each), file offset, bytes."""
-    from rich.console import Console
-
+    function, architecture (a fat file lists each), file offset, bytes (``width`` None: not a
+    terminal, nothing wrapped or cut)."""
     out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, width=width, emoji=False)
+    console = text_console(out, color=color, width=width)
     for member, sources in found:
         title = shown if member is None else f"{member} of {shown}"
-        console.print(_table(title, sources, namespace))
+        print_table(console, _table(title, sources, namespace), fit=width is None)
     return out.getvalue()
 
 

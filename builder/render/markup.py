@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from builder.render.text import visible
 
@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["clip", "csv_line", "csv_text", "md_code", "md_text", "print_table", "rich_text"]
+__all__ = [
+    "clip",
+    "csv_line",
+    "csv_text",
+    "md_code",
+    "md_text",
+    "print_table",
+    "rich_text",
+    "text_console",
+]
 
 
 def rich_text(text: str) -> str:
@@ -96,6 +105,23 @@ def md_text(text: str) -> str:
 
 _UNBOUNDED = 1 << 20
 """Columns a table may take when measured for its natural width (more than any real name)."""
+
+
+def text_console(out: IO[str], *, color: bool, width: int | None) -> Console:
+    """The rich console a text rendering writes to ``out``: ``width`` columns (a terminal's).
+    ``width`` None (stdout is a pipe, a file, a CI log): nothing is wrapped or cut. Lines,
+    titles and captions stay whole (soft wrap: a path is never broken mid-word), and tables
+    printed with ``print_table(fit=True)`` are as wide as their cells."""
+    from rich.console import Console
+
+    return Console(
+        file=out,
+        force_terminal=color,
+        no_color=not color,
+        width=width or 100,
+        soft_wrap=width is None,
+        emoji=False,
+    )
 
 
 def print_table(console: Console, table: Table, *, fit: bool) -> None:

@@ -18,7 +18,7 @@ from builder.render.download import (
     wheel_file_rows,
     wheels_of,
 )
-from builder.render.markup import print_table, rich_text
+from builder.render.markup import print_table, rich_text, text_console
 from builder.render.pairs import pair_sides
 from builder.render.provenance import provenance_line
 from builder.render.rows import delta_rows, report_lines
@@ -57,14 +57,11 @@ def report_table(
 
     ``width`` None (stdout is not a terminal): each table as wide as its cells need, so no
     function name is ever cut."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     out = io.StringIO()
-    console = Console(
-        file=out, force_terminal=color, no_color=not color, width=width or 100, emoji=False
-    )
+    console = text_console(out, color=color, width=width)
     for report in reports:
         jit = jit_breakdown(report)
         if jit is not None:
@@ -219,13 +216,10 @@ def compare_table(
 ) -> str:
     """The human view of a comparison: the metallib table (skipped when neither side has a
     metallib), the JIT units' table (builds with JIT units), notes and gate verdicts."""
-    from rich.console import Console
     from rich.markup import escape
 
     out = io.StringIO()
-    console = Console(
-        file=out, force_terminal=color, no_color=not color, width=width or 100, emoji=False
-    )
+    console = text_console(out, color=color, width=width)
     if not comparison.jit_only:
         print_table(console, _metallib_delta_table(comparison, top), fit=width is None)
         line = compare_download_line(comparison)

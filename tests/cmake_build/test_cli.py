@@ -212,8 +212,11 @@ def test_build_prints_what_report_prints(
 def test_build_failure_shows_the_failing_command(
     tmp_path: Path, kernel_tree: Path, standin_tools: Path
 ) -> None:
+    """Ninja's FAILED block comes out as the lines Ninja wrote (it used to be one line with
+    literal \\n)."""
     header = kernel_tree / "arange" / "arange.h"
     header.write_text('#include "common/missing.h"\n' + header.read_text())
+    build_dir = tmp_path / "b"
     done = cli_without_metal(
         "build",
         "--kernels",
@@ -221,12 +224,51 @@ def test_build_failure_shows_the_failing_command(
         "--source-dir",
         str(kernel_tree),
         "--build-dir",
-        str(tmp_path / "b"),
+        str(build_dir),
         "--metal-compiler",
         str(standin_tools),
     )
     assert done.returncode == 1
-    assert "FAILED:" in done.stderr and "common/missing.h" in done.stderr
+    lines = done.stderr.splitlines()
+    at = lines.index(f"error: build failed in {build_dir}:")
+    failed, command, *output = lines[at + 1 :]
+    assert failed.startswith("FAILED: ")
+    assert failed.split()[-1] == str(build_dir / "metal_aot.air" / "arange_v_int8.air")
+    assert command.startswith(f"cd {build_dir} && ") and "metal-standin" in command
+    assert output[-1] == "ninja: build stopped: subcommand failed."
+    assert any(
+        line.startswith("metal-standin: error: arange_v_int8.metal: does not preprocess: ")
+        and line.endswith("common/missing.h: No such file or directory")
+        for line in output
+    ), output
+    assert "\\n" not in done.stderr
+
+
+@pytest.mark.cmake
+def test_cmake_log_keeps_its_lines_and_escapes_within_them(
+    tmp_path: Path, kernel_tree: Path, standin_tools: Path
+) -> None:
+    """CMake refuses a build folder whose name holds an ESC sequence: its log comes out as its
+    own lines, and the ESC, in the message and in every line of the log, as ``\\x1b``."""
+    build_dir = tmp_path / "b\x1b[31mred"
+    done = cli_without_metal(
+        "build",
+        "--kernels",
+        "arange",
+        "--source-dir",
+        str(kernel_tree),
+        "--build-dir",
+        str(build_dir),
+        "--metal-compiler",
+        str(standin_tools),
+    )
+    assert done.returncode == 2
+    shown = str(build_dir).replace("\x1b", "\\x1b")
+    lines = done.stderr.splitlines()
+    at = lines.index(f"error: CMake configuration failed in {shown}:")
+    log = lines[at + 1 :]
+    assert len(log) > 1 and "CMake Generate step failed." in log[-1]
+    assert any(shown in line for line in log) and not any("\x1b" in line for line in log)
 
 
 @pytest.mark.cmake

@@ -90,15 +90,21 @@ def test_a_catalog_tree_refuses_them(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
 
 
-def test_a_namespace_that_is_no_cxx_name_is_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("namespace", "why"),
+    [("a::", "letters, digits and _"), ("int", "'int' is a C++ keyword")],
+)
+def test_a_namespace_that_is_no_cxx_name_is_exit_2(
+    namespace: str, why: str, tmp_path: Path
+) -> None:
     root, _ = _tree(tmp_path)
     done = cli_without_metal(
-        "build", "--source-dir", str(root), "--jit", "*", "--jit-namespace", "a::",
+        "build", "--source-dir", str(root), "--jit", "*", "--jit-namespace", namespace,
         "--build-dir", str(tmp_path / "b"),
     )  # fmt: skip
-    assert (
-        done.returncode == 2 and "--jit-namespace 'a::' is not a C++ namespace name" in done.stderr
-    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    said = f"--jit-namespace '{namespace}' is not a C++ namespace name ({why}"
+    assert said in done.stderr
     assert not (tmp_path / "b").exists()
 
 

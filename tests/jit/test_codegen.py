@@ -24,6 +24,7 @@ from builder.jit.generate import embed_headers
 from builder.jit.literals import cxx_string
 from builder.jit.preamble_functions import render_standalone
 from builder.kernels.compiler import find_compiler
+from builder.kernels.cxx_keywords import CXX_KEYWORDS
 from builder.resources import cmake_dir, metal_src_dir
 
 HOST_INCLUDE = metal_src_dir() / "host" / "include"
@@ -114,28 +115,42 @@ NAMES = [
     "a::9",
     "metal_jit\n",
     "é",
+    "int",
+    "a::class",
+    "xor_eq::b",
+    "char8_t",
+    "final",  # contextual: `namespace final {` compiles
+    "module::import",
+    "Int::inta",
 ]
 
 
 @pytest.mark.parametrize("module_name", ["MetalJit.cmake", "MetallibEmbed.cmake"])
 def test_namespace_rule_is_the_same_in_python_and_cmake(tmp_path: Path, module_name: str) -> None:
     """embed --namespace (Python), metallib_add_jit_library(NAMESPACE) / FAMILIES and
-    metallib_embed_headers(NAMESPACE) (CMake) accept exactly the same names: the modules' patterns
-    are Python's, and CMake's regex engine agrees with Python's on names either side of the rule."""
+    metallib_embed_headers(NAMESPACE) (CMake) accept exactly the same names: both modules ask
+    MetallibPython.cmake's _metallib_namespace_problem, whose pattern and keywords are Python's,
+    and CMake, running that function, agrees with Python on names either side of the rule."""
     module = (cmake_dir() / module_name).read_text(encoding="utf-8")
-    stated = dict(
-        re.findall(r'^\s*set\((cxx_identifier|cxx_namespace) "([^"]*)"\)$', module, re.MULTILINE)
-    )
+    shared = (cmake_dir() / "MetallibPython.cmake").read_text(encoding="utf-8")
+    stated = dict(re.findall(r'^\s*set\((cxx_identifier) "([^"]*)"\)$', module, re.MULTILINE))
     assert stated["cxx_identifier"] == CXX_IDENTIFIER
-    assert stated["cxx_namespace"].replace("${cxx_identifier}", CXX_IDENTIFIER) == CXX_NAMESPACE
-    assert 'arg_NAMESPACE MATCHES "^${cxx_namespace}$"' in module
+    assert '_metallib_namespace_problem(problem "${arg_NAMESPACE}")' in module
     if module_name == "MetalJit.cmake":
         assert 'family MATCHES "^${cxx_identifier}$"' in module
+    patterns = dict(
+        re.findall(r'^\s*set\((cxx_identifier|cxx_namespace) "([^"]*)"\)$', shared, re.MULTILINE)
+    )
+    assert patterns["cxx_namespace"].replace("${cxx_identifier}", CXX_IDENTIFIER) == CXX_NAMESPACE
+    keywords = re.search(r"set\(cxx_keywords\s([^)]*)\)", shared)
+    assert keywords is not None and set(keywords.group(1).split()) == CXX_KEYWORDS
     script = tmp_path / "names.cmake"
-    lines = [f'set({k} "{v}")' for k, v in stated.items()]
+    lines = [f'include("{cmake_dir() / "MetallibPython.cmake"}")']
+    lines += [f'set({k} "{v}")' for k, v in stated.items()]
     for i, name in enumerate(NAMES):
         lines.append(f"set(name{i} [==[{name}]==])")
-        lines.append(f'if(name{i} MATCHES "^${{cxx_namespace}}$")\n  message("{i} ns")\nendif()')
+        lines.append(f'_metallib_namespace_problem(problem "${{name{i}}}")')
+        lines.append(f'if(NOT problem)\n  message("{i} ns")\nendif()')
         lines.append(f'if(name{i} MATCHES "^${{cxx_identifier}}$")\n  message("{i} id")\nendif()')
     script.write_text("\n".join(lines) + "\n", encoding="utf-8")
     run = subprocess.run(
@@ -146,6 +161,28 @@ def test_namespace_rule_is_the_same_in_python_and_cmake(tmp_path: Path, module_n
         assert (f"{i} ns" in by_cmake) == valid_namespace(name), name
         assert (f"{i} id" in by_cmake) == (re.fullmatch(CXX_IDENTIFIER, name) is not None), name
     assert {valid_namespace(n) for n in NAMES} == {True, False}
+
+
+def test_a_namespace_is_refused_exactly_when_the_compiler_refuses_it(tmp_path: Path) -> None:
+    """The reference is g++ itself: ``namespace NAME {}`` (nested names as written) compiles
+    for every name the rule accepts and fails for every C++20 keyword it refuses (one file per
+    keyword, one g++ run: each file must have its own error)."""
+    accepted = [n for n in NAMES if valid_namespace(n)] + ["override", "import", "std_"]
+    ok = tmp_path / "ok.cpp"
+    ok.write_text("".join(f"namespace {n} {{ int x{i}; }}\n" for i, n in enumerate(accepted)))
+    files = {}
+    for keyword in sorted(CXX_KEYWORDS):
+        assert not valid_namespace(keyword) and not valid_namespace(f"app::{keyword}"), keyword
+        files[keyword] = tmp_path / f"kw_{keyword}.cpp"
+        files[keyword].write_text(f"namespace app::{keyword} {{ int x; }}\n")
+    run = [_cxx(), "-std=c++20", "-fsyntax-only"]
+    done = subprocess.run([*run, str(ok)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [*run, *map(str, files.values())], capture_output=True, text=True, check=False
+    )
+    refused = set(re.findall(r"kw_(\w+)\.cpp:\d+:\d+: error:", done.stderr))
+    assert refused == CXX_KEYWORDS, sorted(CXX_KEYWORDS - refused)
 
 
 def test_embed_refuses_a_namespace_outside_the_rule(tmp_path: Path) -> None:

@@ -136,6 +136,10 @@ def test_embeds_into_a_target_and_regenerates_through_the_depfile(
         (CALL.replace("NAMESPACE mlx::core::metal ", ""), "NAMESPACE <ns> is required"),
         (CALL.replace("mlx::core::metal", "mlx::"), "NAMESPACE 'mlx::' is not a C++ namespace"),
         (
+            CALL.replace("mlx::core::metal", "mlx::int::metal"),
+            "NAMESPACE 'mlx::int::metal' is not a C++ namespace ('int' is a C++ keyword)",
+        ),
+        (
             CALL.replace("unary.h", "nope.h"),
             f"HEADERS: 'mlx headers/{KERNELS}/nope.h' is not a file",
         ),

@@ -1,10 +1,11 @@
 """A stand-in for the GitHub REST API, and the synthetic libraries the publishing tests compare.
 
-The stand-in is ``http.server`` on 127.0.0.1 in a thread: it keeps issue comments, workflow runs
-and artifacts in memory, pages lists (``Link: <...>; rel="next"``, at most ``page_size`` per page
-whatever ``per_page`` asks), checks the bearer token, records every request, and refuses a method
-with a chosen status when told to, or hands a request to a hostile ``answer`` of the test's. No
-request leaves the machine.
+The stand-in is ``http.server`` on 127.0.0.1 in a thread: it keeps issue comments (each with its
+author's login and id, as the REST API lists them), workflow runs and artifacts in memory,
+answers GraphQL's ``viewer`` with the token's account (``BOT`` unless told otherwise), pages
+lists (``Link: <...>; rel="next"``, at most ``page_size`` per page whatever ``per_page`` asks),
+checks the bearer token, records every request, and refuses a method with a chosen status when
+told to, or hands a request to a hostile ``answer`` of the test's. No request leaves the machine.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-__all__ = ["BASE", "HEAD", "PR", "REPOSITORY", "TOKEN", "StandIn", "handler", "library"]
+__all__ = ["BASE", "BOT", "HEAD", "PR", "REPOSITORY", "TOKEN", "StandIn", "handler", "library"]
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from builder.metallib import library_bytes, new_function, new_library
 
 TOKEN = "ghs_standin_token_0123456789"
+BOT: dict[str, Any] = {"login": "github-actions[bot]", "databaseId": 41898282}
+"""The account a workflow's GITHUB_TOKEN writes comments as (its REST ``user.id`` is the
+GraphQL ``databaseId``)."""
 REPOSITORY = "octo/metal"
 PR = 17
 BASE = [
@@ -66,10 +70,23 @@ class StandIn:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     """Newest first, as the API lists them."""
 
+    viewer: dict[str, Any] = field(default_factory=lambda: dict(BOT))
+    """Who the token is: what GraphQL's ``viewer`` answers (a workflow's GITHUB_TOKEN)."""
+    users: dict[str, int] = field(default_factory=lambda: {BOT["login"]: BOT["databaseId"]})
+    """Login -> user id of every account that wrote a comment."""
+
     def add(self, body: str, login: str = "someone") -> int:
+        """A comment written by ``login`` (a new account, with its own id, unless known)."""
         self.next_id += 1
-        self.comments.append({"id": self.next_id, "body": body, "user": {"login": login}})
+        user_id = self.users.setdefault(login, 100 + len(self.users))
+        user = {"login": login, "id": user_id, "type": "Bot" if "[bot]" in login else "User"}
+        self.comments.append({"id": self.next_id, "body": body, "user": user})
         return self.next_id
+
+    def mine(self, body: str) -> int:
+        """A comment written by the token's own account (as an earlier run made it)."""
+        self.users[self.viewer["login"]] = self.viewer["databaseId"]
+        return self.add(body, self.viewer["login"])
 
     def upload(
         self,
@@ -173,8 +190,12 @@ def handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                 return self._page(rows, lambda page: {"total_count": len(rows), "artifacts": page})
             if method == "GET" and run and int(run.group(1)) in state.runs:
                 return self._reply(200, state.runs[int(run.group(1))])
+            if method == "POST" and url.path == "/graphql":
+                if "viewer" not in str(payload.get("query")):
+                    return self._reply(200, {"errors": [{"message": "unexpected query"}]})
+                return self._reply(200, {"data": {"viewer": state.viewer}})
             if method == "POST" and listing and int(listing.group(1)) == PR:
-                new = state.add(payload["body"], "github-actions[bot]")
+                new = state.mine(payload["body"])
                 return self._reply(
                     201,
                     {

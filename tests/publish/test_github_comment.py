@@ -1,6 +1,6 @@
 """``--github-comment``: one sticky comment per pull request, through the REST API (a stand-in on
 127.0.0.1, see conftest.py): created on the first run, edited on later ones, found across pages,
-and every refusal reported in one line without the token."""
+never a comment someone else wrote, and every refusal reported in one line without the token."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from publish.standin_api import PR, REPOSITORY, TOKEN, StandIn
+from publish.standin_api import BOT, PR, REPOSITORY, TOKEN, StandIn
 
+from builder.publish.github import Identity, written_by
+from builder.publish.rest import Api
 from builder.render.checks import MARKER as BUDGET_MARKER
 from builder.render.pr_comment import MARKER
 
@@ -39,7 +41,8 @@ def test_first_run_creates_the_comment_later_runs_edit_it(
     assert code == 1  # the gate fails, and the comment still carries the verdict
     (comment,) = _ours(github)
     assert comment["id"] == first and len(github.comments) == 2
-    assert [m for m, _ in github.requests] == ["GET", "POST", "GET", "PATCH"]
+    assert [m for m, _ in github.requests] == ["GET", "POST", "GET", "POST", "PATCH"]
+    assert github.requests[3] == ("POST", "/graphql")  # who the token is: its comment only
     assert github.requests[-1][1] == f"/repos/{REPOSITORY}/issues/comments/{first}"
     assert "❌ **FAIL**: --max-growth 1%" in str(comment["body"])
     assert f"updated the size comment on pull request #{PR}" in err and TOKEN not in err
@@ -51,12 +54,13 @@ def test_the_comment_is_found_on_a_later_page(
     github.page_size = 10
     for n in range(23):
         github.add(f"review comment {n} mentioning {MARKER} inside")  # not at the start: not ours
-    ours = github.add(MARKER + "\nold figures")
+    ours = github.mine(MARKER + "\nold figures")
     github.add("after")
     code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
     assert code == 0, err
     pages = [p for m, p in github.requests if m == "GET"]
     assert len(pages) == 3 and pages[1].endswith("page=2") and pages[2].endswith("page=3")
+    assert ("POST", "/graphql") in github.requests  # who the token is, once a marker turned up
     assert github.requests[-1] == ("PATCH", f"/repos/{REPOSITORY}/issues/comments/{ours}")
     assert len(github.comments) == 25 and len(_ours(github)) == 1
     assert "old figures" not in str(_ours(github)[0]["body"])
@@ -137,3 +141,92 @@ def test_an_event_without_a_pull_request_is_refused(
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(push))
     code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
     assert code == 2 and "not a pull request event (no pull_request.number)" in err
+
+
+def test_a_strangers_marker_comment_is_never_edited(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stranger posts the marker first, with fake numbers: the bot creates its own comment and
+    edits only that one on later runs; the stranger's stays as they wrote it."""
+    fake = MARKER + "\n✅ no growth (fake)"
+    stranger = github.add(fake, "mallory")
+    lookalike = github.add(fake, "github-actions")  # a person's login, not the bot's
+    for run in range(2):
+        github.requests.clear()
+        code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+        assert code == 0, err
+        ours = [c for c in _ours(github) if c["id"] not in (stranger, lookalike)]
+        assert len(ours) == 1 and ours[0]["user"] == {**_user(BOT), "type": "Bot"}
+        assert [c["body"] for c in github.comments[:2]] == [fake, fake]
+        edits = [p for m, p in github.requests if m == "PATCH"]
+        assert edits == (
+            [] if run == 0 else [f"/repos/{REPOSITORY}/issues/comments/{ours[0]['id']}"]
+        )
+        assert ("POST", "/graphql") in github.requests
+        assert ("created" if run == 0 else "updated") + " the size comment" in err
+
+
+def test_a_personal_token_edits_its_own_comment_only(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a personal token (GraphQL viewer: a person), the bot's marker comment from an
+    earlier GITHUB_TOKEN run is someone else's; the person's own one is edited."""
+    github.add(MARKER + "\nfrom the workflow token", BOT["login"])
+    github.viewer = {"login": "alice", "databaseId": 7}
+    alice = github.mine(MARKER + "\nold figures")
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 0, err
+    assert github.requests[-1] == ("PATCH", f"/repos/{REPOSITORY}/issues/comments/{alice}")
+    assert str(github.comments[0]["body"]).endswith("from the workflow token")
+
+
+def test_a_viewer_reply_without_a_login_is_one_line(
+    pair: tuple[Path, Path], github: StandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.add(MARKER + "\nsomeone's")
+    github.viewer = {"login": None}
+    code, _, err = run_cli(["compare", *map(str, pair), "--github-comment"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and TOKEN not in err
+    assert "cannot learn which account the token is (GraphQL viewer)" in err
+    assert [m for m, _ in github.requests] == ["GET", "POST"]  # no comment posted or edited
+
+
+def _user(account: dict[str, object]) -> dict[str, object]:
+    return {"login": account["login"], "id": account["databaseId"]}
+
+
+@pytest.mark.parametrize(
+    ("user", "me", "ours"),
+    [
+        (
+            {"login": "github-actions[bot]", "id": 41898282},
+            Identity("github-actions[bot]", 41898282),
+            True,
+        ),
+        (
+            {"login": "github-actions[bot]", "id": 5},
+            Identity("github-actions[bot]", 41898282),
+            False,
+        ),
+        ({"login": "github-actions", "id": 9}, Identity("github-actions[bot]", 41898282), False),
+        ({"login": "alice"}, Identity("alice", 7), True),  # no id: the login decides
+        ({"login": "alice", "id": 7}, Identity("alice", None), True),
+        ({"login": "Alice", "id": 8}, Identity("alice", None), False),
+        (None, Identity("alice", 7), False),
+    ],
+)
+def test_written_by_compares_the_id_else_the_login(
+    user: dict[str, object] | None, me: Identity, ours: bool
+) -> None:
+    assert written_by({"id": 1, "body": MARKER, "user": user}, me) is ours
+
+
+@pytest.mark.parametrize(
+    ("api", "graphql"),
+    [
+        ("https://api.github.com", "https://api.github.com/graphql"),
+        ("https://ghe.example/api/v3", "https://ghe.example/api/graphql"),
+    ],
+)
+def test_graphql_is_on_the_api_server(api: str, graphql: str) -> None:
+    assert Api(api, REPOSITORY, TOKEN).graphql_url == graphql

@@ -1,5 +1,8 @@
 """C++20's keywords: names no generated function may take (``builder.jit.generate.cxx_identifier``
-gives such a name a trailing ``_``). A table of its own, kept out of the generator's logic."""
+gives such a name a trailing ``_``) and no part of a namespace may be
+(``builder.kernels.cxx_names.namespace_problem``; cmake/MetallibPython.cmake states the same list,
+tests/jit/test_codegen.py checks the two agree). A table of its own, kept below ``builder.jit``
+with the name rules that use it."""
 
 from __future__ import annotations
 
