@@ -141,18 +141,24 @@ class Extent:
 def refuse_outside(path: str, extents: Sequence[Extent], file_size: int) -> None:
     """Raise when a part of the file runs outside it: ``TruncatedBinaryError`` past the end of
     the file, naming the part the end cuts through (the innermost: a section rather than its
-    segment), or the first one past it when the end falls between parts; ``BinaryFormatError``
-    past the end of its slice."""
+    segment), or else the first one that starts past it (the end falls between parts, or a
+    header points far past it); ``BinaryFormatError`` past the end of its slice."""
     past = [e for e in extents if e.end > file_size]
-    if past:
-        cut = [e for e in past if e.start < file_size]
-        named = (
-            max(cut, key=lambda e: (e.start, -e.size)) if cut else min(past, key=lambda e: e.start)
-        )
+    cut = [e for e in past if e.start < file_size]
+    if cut:  # the end of the file falls inside these: name the innermost
+        named = max(cut, key=lambda e: (e.start, -e.size))
         raise TruncatedBinaryError(
             named.end,
             f"truncated: {named.what}, from byte {named.start}, would end here, past the end "
             f"of the file ({file_size} bytes)",
+            path,
+        )
+    if past:  # the end falls between parts, or a header points far past it
+        named = min(past, key=lambda e: e.start)
+        raise TruncatedBinaryError(
+            named.start,
+            f"truncated or malformed: {named.what}, {named.size} bytes, would start here, at "
+            f"or past the end of the file ({file_size} bytes)",
             path,
         )
     for extent in extents:
