@@ -69,6 +69,7 @@ def macho_layout(path: str, handle: IO[bytes], size: int, *, fat: bool) -> Layou
         )
         extents.append(commands)
         if commands.end <= min(size, limit):
+            _walk(path, fd, commands, header.size, _u32(head, 16, order), order, of)
             image, parts = _image(path, fd, commands, of, wide, length)
             images.append(image)
             extents += parts
@@ -123,6 +124,32 @@ class _HeadersOnly:
         return os.pread(self.fd, size, at)
 
 
+def _walk(
+    path: str, fd: int, commands: Extent, first: int, count: int, order: str, of: str
+) -> None:
+    """Check that the ``count`` load commands tile the bytes the header gives them (each of 8
+    bytes at least, none past the last), as a loader reads them, before macholib does."""
+    data = os.pread(fd, commands.size - first, commands.start + first)
+    at = 0
+    for number in range(count):
+        size = _u32(data, at + 4, order) if at + 8 <= len(data) else 0
+        if size < 8 or at + size > len(data):
+            raise BinaryFormatError(
+                commands.start + first + at,
+                f"malformed: load command {number}{of} (cmdsize {size}) does not fit in the "
+                f"{len(data)} bytes of load commands the header gives",
+                path,
+            )
+        at += size
+    if at != len(data):
+        raise BinaryFormatError(
+            commands.start + first + at,
+            f"malformed: the {count} load commands{of} end here, not at the end of the "
+            f"{len(data)} bytes the header gives them",
+            path,
+        )
+
+
 def _load_commands(path: str, fd: int, commands: Extent, of: str) -> Any:
     """macholib's header of the image whose header and load commands are ``commands``."""
     from macholib.MachO import MachO  # type: ignore[import-untyped]
@@ -135,7 +162,7 @@ def _load_commands(path: str, fd: int, commands: Extent, of: str) -> Any:
         reader = _HeadersOnly(fd, commands.start, commands.end)
         macho.load_header(reader, commands.start, _ENDLESS)
     except _PARSE_ERRORS as exc:
-        said = exc.args[0] if exc.args and isinstance(exc.args[0], str) else type(exc).__name__
+        said = str(exc.args[0]) if len(exc.args) == 1 else type(exc).__name__
         raise BinaryFormatError(
             commands.start, f"malformed: the load commands{of} do not parse ({said})", path
         ) from None
