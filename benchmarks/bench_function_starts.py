@@ -4,13 +4,14 @@ A dylib made here with clang and ld64.lld, whose ``__text`` holds ``--megabytes`
 gets that many MB of function-start data appended to ``__LINKEDIT``, every byte ``0x01``: one
 start per byte of ``__TEXT``, the most the data can claim (issue 33 measured ``sources`` at
 1.7 GB on a 42 MB file of this kind, 0.86 GB on 21 MB). Measured in child processes (peak RSS
-and CPU from ``os.wait4``), for this checkout's interpreter and, with ``--baseline-python``,
-another one whose installed metallib-builder is the code to compare with (an editable install
-takes precedence over ``PYTHONPATH``, so a baseline is its own virtual environment):
+from the child's own ``VmHWM``, CPU from ``os.wait4``), for this checkout's interpreter and,
+with ``--baseline-python``, another one whose installed metallib-builder is the code to compare
+with (an editable install takes precedence over ``PYTHONPATH``, so a baseline is its own
+virtual environment):
 
-* ``nothing``: the interpreter importing the package, the floor of the figures below;
+* ``nothing``: the interpreter importing the command line, the floor of the figures below;
 * ``starts``: ``read_layout`` and every start counted (``Image.function_starts``);
-* ``sources`` (with ``--sources``): the whole ``sources FILE --format json`` command, which
+* ``sources`` (with ``--sources``): the whole ``sources FILE`` command, which
   reads 16 bytes at each start (slow: minutes for 21 MB).
 
     python benchmarks/bench_function_starts.py --megabytes 21 \\
@@ -36,12 +37,30 @@ from _timing import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
 
-_COUNT = """
-import sys
+# The child's own peak (VmHWM: its memory since exec); ru_maxrss of a child starts at the
+# parent's peak, as Linux carries it across fork and exec.
+_PEAK = """
+import atexit, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        print(next(l for l in status if l.startswith("VmHWM")).split()[1], file=sys.stderr)
+atexit.register(_peak)
+"""
+_COUNT = (
+    _PEAK
+    + """
 from builder.metallib.binary_sections import read_layout
 [image] = read_layout(sys.argv[1]).images
 print(sum(1 for _ in image.function_starts()))
 """
+)
+_COMMAND = (
+    _PEAK
+    + """
+from builder.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+)
 
 
 def crafted(folder: Path, megabytes: int) -> Path:
@@ -74,7 +93,8 @@ def crafted(folder: Path, megabytes: int) -> Path:
 
 
 def measure(cmd: list[str]) -> tuple[int, float, float, str]:
-    """(peak RSS in KiB, CPU seconds, wall seconds, first output line) of one child."""
+    """(peak RSS in KiB, CPU seconds, wall seconds, first output line) of one child, which
+    prints its peak last on stderr."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -85,7 +105,8 @@ def measure(cmd: list[str]) -> tuple[int, float, float, str]:
         if os.waitstatus_to_exitcode(status):
             sys.exit(f"failed: {' '.join(cmd)}\n{err.read().decode()[-2000:]}")
         first = out.read(200).decode().split("\n", 1)[0]
-    return usage.ru_maxrss, usage.ru_utime + usage.ru_stime, wall, first
+        peak = int(err.read().decode().split()[-1])
+    return peak, usage.ru_utime + usage.ru_stime, wall, first
 
 
 def main() -> None:
@@ -101,18 +122,10 @@ def main() -> None:
         dylib = crafted(Path(folder), args.megabytes)
         print(f"{dylib.stat().st_size:,} bytes, {args.megabytes} MB of function starts")
         for name, python in pythons.items():
-            cases = {"nothing": [python, "-c", "import builder"]}  # the floor
+            cases = {"nothing": [python, "-c", _PEAK + "import builder.cli"]}  # the floor
             cases["starts"] = [python, "-c", _COUNT, str(dylib)]
             if args.sources:
-                cases["sources"] = [
-                    python,
-                    "-m",
-                    "builder",
-                    "sources",
-                    str(dylib),
-                    "--format",
-                    "json",
-                ]
+                cases["sources"] = [python, "-c", _COMMAND, "sources", str(dylib)]
             for case, cmd in cases.items():
                 rss, cpu, wall, first = measure(cmd)
                 print(
