@@ -104,7 +104,7 @@ def measure(cmd: list[str]) -> tuple[int, float, float, str]:
         err.seek(0)
         if os.waitstatus_to_exitcode(status):
             sys.exit(f"failed: {' '.join(cmd)}\n{err.read().decode()[-2000:]}")
-        first = out.read(200).decode().split("\n", 1)[0]
+        first = out.read(200).decode(errors="replace").split("\n", 1)[0]
         peak = int(err.read().decode().split()[-1])
     return peak, usage.ru_utime + usage.ru_stime, wall, first
 
