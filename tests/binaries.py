@@ -14,12 +14,18 @@ from typing import NamedTuple
 import pytest
 
 __all__ = [
+    "LoadCommand",
     "MachOSymbol",
     "cxx_dylib",
+    "elf_header",
+    "elf_section_numbers",
     "elf_sections",
+    "fat_slices",
     "link_dylib",
     "link_elf",
     "lipo",
+    "llvm_refusal",
+    "load_commands",
     "macho_sections",
     "macho_symbols",
     "nm_addresses",
@@ -121,8 +127,7 @@ def macho_sections(path: Path) -> dict[tuple[str, str, str], tuple[int, int]]:
     """(arch, segment, section) -> (file offset, size), as ``llvm-objdump`` reads them: slice
     offsets from the fat header (``--universal-headers``) plus each section's offset."""
     objdump = tool("llvm-objdump")
-    universal = _run([objdump, "--macho", "--universal-headers", str(path)], path.parent)
-    slices = dict(re.findall(r"architecture (\S+)\n(?:.*\n)*?\s+offset (\d+)", universal))
+    slices = {arch: offset for arch, (offset, _) in fat_slices(path).items()}
     text = _run([objdump, "--macho", "--private-headers", "--arch=all", str(path)], path.parent)
     found: dict[tuple[str, str, str], tuple[int, int]] = {}
     current: dict[str, str] = {}
@@ -143,6 +148,15 @@ def macho_sections(path: Path) -> dict[tuple[str, str, str], tuple[int, int]]:
                     found[where] = (base + int(value), int(current["size"], 16))
                     current = {}
     return found
+
+
+def fat_slices(path: Path) -> dict[str, tuple[int, int]]:
+    """Architecture -> (offset, size) of each slice of a fat file, as ``llvm-objdump --macho
+    --universal-headers`` reads the fat header (empty for a thin file)."""
+    args = [tool("llvm-objdump"), "--macho", "--universal-headers", str(path)]
+    text = _run(args, path.parent)
+    found = re.findall(r"architecture (\S+)\n(?:.*\n)*?\s+offset (\d+)\n\s+size (\d+)", text)
+    return {arch: (int(offset), int(size)) for arch, offset, size in found}
 
 
 def elf_sections(path: Path) -> dict[str, tuple[int, int, int]]:
@@ -169,18 +183,24 @@ def nm_addresses(path: Path, arch: str | None = None) -> dict[str, int]:
 
 
 def cxx_dylib(
-    out: Path, sources: list[Path], *, arch: str = "arm64", include_dirs: tuple[Path, ...] = ()
+    out: Path,
+    sources: list[Path],
+    *,
+    arch: str = "arm64",
+    include_dirs: tuple[Path, ...] = (),
+    flags: tuple[str, ...] = (),
 ) -> Path:
     """A Mach-O dylib for macOS 14 of the C++17 ``sources``, compiled by Debian's clang for
-    ``arch``-apple-macos14 and linked by ``ld64.lld``. No Apple SDK exists here, so a source
-    that includes a standard header does not compile: the sources must need none."""
+    ``arch``-apple-macos14 (and ``flags``, such as ``-g``) and linked by ``ld64.lld``. No Apple
+    SDK exists here, so a source that includes a standard header does not compile: the sources
+    must need none."""
     objects = []
     for number, source in enumerate(sources):
         obj = out.parent / f"{out.name}.{number}.{arch}.o"
-        flags = ["-std=c++17", "-O2", "-fPIC", *(f"-I{d}" for d in include_dirs)]
+        options = ["-std=c++17", "-O2", "-fPIC", *flags, *(f"-I{d}" for d in include_dirs)]
         target = ["-target", f"{arch}-apple-macos14"]
         _run(
-            [tool("clang"), *target, *flags, "-c", "-x", "c++", str(source), "-o", str(obj)],
+            [tool("clang"), *target, *options, "-c", "-x", "c++", str(source), "-o", str(obj)],
             out.parent,
         )
         objects.append(str(obj))
@@ -243,3 +263,68 @@ def macho_symbols(path: Path, arch: str | None = None) -> list[MachOSymbol]:
         counted.add((section, address))
         found.append(MachOSymbol(name, section, address, end - address if first else 0))
     return found
+
+
+class LoadCommand(NamedTuple):
+    """A load command as ``llvm-objdump --macho --private-headers`` lists it: its name, its
+    offset from the image's start, its numeric fields (``cmdsize``, ``symoff``, ``nsyms``,
+    ``dataoff``, ``fileoff``...; of a segment, its own before its sections') and, of a segment,
+    its name and its sections' names, in order."""
+
+    cmd: str
+    offset: int
+    fields: dict[str, int]
+    segname: str
+    sectnames: tuple[str, ...]
+
+
+def load_commands(path: Path, arch: str | None = None) -> list[LoadCommand]:
+    """Each load command of ``path`` (one architecture of a fat file), in order. The first
+    follows the 32-byte header of a 64-bit image (28 bytes for 32-bit)."""
+    picked = [f"--arch={arch}"] if arch else []
+    text = _run(
+        [tool("llvm-objdump"), "--macho", "--private-headers", *picked, str(path)], path.parent
+    )
+    at = 32 if "MH_MAGIC_64" in text else 28
+    found = []
+    for block in re.split(r"^Load command \d+$", text, flags=re.MULTILINE)[1:]:
+        fields: dict[str, int] = {}
+        for key, value in re.findall(r"^\s*(\w+) (\d+|0x[0-9a-f]+)$", block, re.MULTILINE):
+            fields.setdefault(key, int(value, 0))
+        command = re.search(r"^\s*cmd (\S+)$", block, re.MULTILINE)
+        assert command is not None, block
+        segment = re.search(r"^\s*segname (\S+)$", block, re.MULTILINE)
+        names = tuple(re.findall(r"^\s*sectname (\S+)$", block, re.MULTILINE))
+        found.append(
+            LoadCommand(command.group(1), at, fields, segment.group(1) if segment else "", names)
+        )
+        at += fields["cmdsize"]
+    return found
+
+
+def llvm_refusal(path: Path) -> str:
+    """What LLVM's reader says is wrong with ``path`` ('' when it reads it whole): the error of
+    ``llvm-objdump --macho --section-headers`` for Mach-O, of ``llvm-objdump --section-headers
+    --full-contents`` (every section's bytes read) for ELF."""
+    elf = path.read_bytes()[:4] == b"\x7fELF"
+    args = [tool("llvm-objdump"), "--section-headers", str(path)]
+    args += ["--full-contents"] if elf else ["--macho"]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    return done.stderr.strip() if done.returncode or done.stderr.strip() else ""
+
+
+def elf_header(path: Path) -> dict[str, int]:
+    """The ELF header's numbers as ``llvm-readelf -h`` states them, by its own words
+    (``Start of section headers``, ``Size of section headers``, ``Number of section
+    headers``...)."""
+    text = _run([tool("llvm-readelf"), "-h", str(path)], path.parent)
+    return {
+        key.strip(): int(value)
+        for key, value in re.findall(r"^\s*([A-Z][\w ]+):\s+(\d+)(?: \(|$)", text, re.MULTILINE)
+    }
+
+
+def elf_section_numbers(path: Path) -> dict[str, int]:
+    """Section name -> its index in the section header table, as ``llvm-readelf -S`` lists it."""
+    text = _run([tool("llvm-readelf"), "-S", "-W", str(path)], path.parent)
+    return {name: int(number) for number, name in re.findall(r"\[\s*(\d+)\] (\S+)", text)}

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from builder.files.reading import open_regular
+from builder.metallib.binary_sections import check_complete
 from builder.metallib.errors import MetallibError
 from builder.metallib.native import native_module
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U64, Span
@@ -68,6 +69,7 @@ def find_metallibs(path: str | os.PathLike[str]) -> list[Embedded]:
     """Every metallib in ``path``, proven, in file order (empty when there is none)."""
     name = os.fspath(path)
     try:
+        check_complete(name)  # a binary cut short is refused, not searched
         with open_regular(name, "the binary") as handle:
             fd = handle.fileno()
             size = os.fstat(fd).st_size

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["InternalError", "MetallibError", "MetallibFormatError", "MetallibUnsupportedError"]
+__all__ = [
+    "BinaryFormatError",
+    "InternalError",
+    "MetallibError",
+    "MetallibFormatError",
+    "MetallibUnsupportedError",
+    "TruncatedBinaryError",
+]
 
 
 class MetallibError(Exception):
@@ -27,6 +34,17 @@ class MetallibFormatError(MetallibError):
     def with_path(self, path: str) -> MetallibFormatError:
         """The same error, naming the file it came from."""
         return MetallibFormatError(self.offset, self.message, path)
+
+
+class BinaryFormatError(MetallibFormatError):
+    """A Mach-O or ELF file whose layout cannot be trusted: a header, table, segment or section
+    that lies outside its slice, or load commands that do not parse. What such a file holds
+    cannot be told (a cut may have taken a library with it), so it is refused, not searched."""
+
+
+class TruncatedBinaryError(BinaryFormatError):
+    """A Mach-O or ELF file whose headers point past its end: the file was cut short (``offset``
+    is where the named section or table would end)."""
 
 
 class MetallibUnsupportedError(MetallibError):

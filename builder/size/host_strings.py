@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from builder.files.reading import open_regular
-from builder.metallib.binary_sections import Image, Section, read_layout
+from builder.metallib.binary_sections import Image, Section, file_kind, read_layout
 
 __all__ = ["HostString", "demangle_plain", "host_strings"]
 
@@ -149,10 +149,13 @@ def host_strings(
     in ``namespace`` (``mlx::core::metal``; its nested namespaces too) when one is given.
 
     None when the file is no Mach-O (ELF host libraries are measured by ``host_symbols``);
-    the order is the images' then the functions' addresses.
+    the order is the images' then the functions' addresses. A Mach-O file cut short, or whose
+    load commands point outside it, is refused (``read_layout``: exit 2, one line).
     """
-    layout = read_layout(path)
-    if layout is None or "Mach-O" not in layout.kind:
+    with open_regular(os.fspath(path), "the host library") as handle:
+        kind = file_kind(handle.read(8)) or ""
+    layout = read_layout(path) if "Mach-O" in kind else None
+    if layout is None:
         return None
     wanted = namespace.split("::") if namespace else None
     found: list[HostString] = []

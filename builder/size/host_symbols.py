@@ -103,10 +103,14 @@ def _owner(name: str, owners: dict[str, str]) -> str:
 
 def symbol_sizes(path: Path, units: Iterable[str]) -> SymbolSizes | None:
     """Symbol bytes per unit of the ELF or Mach-O file at ``path``; None when they cannot be
-    read (another format, no symbol table, no symbol naming a unit)."""
+    read (another format, no symbol table, no symbol naming a unit). A binary cut short, or
+    whose headers point outside it, is refused (``check_complete``: exit 2, one line)."""
+    from builder.metallib.binary_sections import check_complete
+
     names = list(units)
     owners = _owners(names)
     try:
+        check_complete(path)
         with open_regular(path, "the host library") as handle:
             head = handle.read(4)
         if head == b"\x7fELF":
@@ -154,7 +158,7 @@ def _elf_sizes(path: Path, owners: dict[str, str]) -> tuple[list[tuple[str, int]
                     continue
                 seen.add(where)
                 found.append((_owner(sym.name, owners), size))
-    except ELFError:
+    except (ELFError, ValueError):  # a table pyelftools cannot read (entry size 0...)
         return None
     return found, ELF_METHOD
 

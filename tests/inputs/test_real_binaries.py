@@ -10,7 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from binaries import macho_sections, nm_addresses
+from binaries import llvm_refusal, macho_sections, nm_addresses
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
@@ -142,3 +142,36 @@ def test_a_binarys_report_accounts_for_every_byte(
         assert by_name.get(f"{segment},{section}", 0) == size - inside, (segment, section)
     in_sections = sum(size for _, size in sections.values())
     assert by_name[NO_SECTION] == binary["file_size"] - in_sections
+
+
+def test_torch_dylib_cut_at_230_mb_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33 item 1: ``head -c 230000000 libtorch_cpu.dylib`` listed one library and
+    verified OK (the cut had taken most of ``metal_40``). A copy of the first 230,000,000 bytes
+    of the 386 MB file: llvm-objdump refuses it, and list, verify and report stop with exit 2
+    naming the section llvm-objdump puts across the cut, where it would end and the size."""
+    libs = libraries_or_skip("torch==2.14.1", "macosx_14_0_arm64")
+    dylib = libs[0].path
+    assert dylib is not None
+    cut = 230_000_000
+    [(label, start, end)] = [
+        (f"{segment},{name}", offset, offset + size)
+        for (_, segment, name), (offset, size) in macho_sections(dylib).items()
+        if offset < cut < offset + size
+    ]
+    path = tmp_path / "libtorch_cpu.dylib"
+    try:
+        with open(dylib, "rb") as source, open(path, "wb") as copy:
+            while copy.tell() < cut:
+                copy.write(source.read(min(1 << 24, cut - copy.tell())))
+        assert "truncated" in llvm_refusal(path)
+        line = (
+            f"error: {path}: byte offset {end} (0x{end:x}): truncated: section {label}, from "
+            f"byte {start}, would end here, past the end of the file ({cut} bytes)\n"
+        )
+        for args in (["list"], ["verify", "--member", "#1"], ["report", "--format", "json"]):
+            code, out, err = run([args[0], str(path), *args[1:]], capsys)
+            assert (code, out, err) == (2, "", line)
+    finally:
+        path.unlink(missing_ok=True)

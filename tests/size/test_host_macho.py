@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -192,3 +193,44 @@ def test_a_metallib_incbin_in_the_host_dylib(
     assert doc["function_count"] == 2
     [binary] = doc["binaries"]
     assert sum(p["bytes"] for p in binary["parts"]) == dylib.stat().st_size
+
+
+def test_a_cut_or_hostile_host_library_is_refused_not_measured(tmp_path: Path) -> None:
+    """Issue 33 items 1 and 7 on the host-library path: a dylib cut inside its symbol table, and
+    an ELF file whose ``.symtab`` says offset 2^63 (pyelftools' ValueError, a traceback, before),
+    are refused with the binary layer's one line; an ELF ``.symtab`` of entry size 0, which
+    pyelftools refuses, is a clean absence (no symbol sizes)."""
+    from binaries import elf_header, elf_section_numbers, link_elf, load_commands
+
+    from builder.metallib.errors import BinaryFormatError, TruncatedBinaryError
+
+    source = tmp_path / "unit.cpp"
+    source.write_text(
+        "namespace mbjit_unit_unary { extern const char a[64]; const char a[64] = {1}; }\n"
+    )
+    dylib = cxx_dylib(tmp_path / "libhost.dylib", [source])
+    assert symbol_sizes(dylib, ["unary"]) is not None
+    [symtab] = [c.fields for c in load_commands(dylib) if c.cmd == "LC_SYMTAB"]
+    cut = tmp_path / "libcut.dylib"
+    cut.write_bytes(dylib.read_bytes()[: symtab["symoff"] + 8])
+    with pytest.raises(TruncatedBinaryError, match="truncated: the symbol table"):
+        symbol_sizes(cut, ["unary"])
+    (tmp_path / "blob.bin").write_bytes(bytes(64))
+    unit = "_ZN16mbjit_unit_unary1aE"  # mbjit_unit_unary::a
+    elf = link_elf(tmp_path / "libhost.so", [(".rodata", unit, tmp_path / "blob.bin")])
+    measured = symbol_sizes(elf, ["unary"])
+    assert measured is not None and measured.by_unit["unary"] == 64
+    header, numbers = elf_header(elf), elf_section_numbers(elf)
+    entry = (
+        header["Start of section headers"] + numbers[".symtab"] * header["Size of section headers"]
+    )
+    for field, value, outcome in ((24, 1 << 63, "refused"), (56, 0, None)):  # sh_offset, sh_entsize
+        data = bytearray(elf.read_bytes())
+        struct.pack_into("<Q", data, entry + field, value)
+        hostile = tmp_path / "libhostile.so"
+        hostile.write_bytes(bytes(data))
+        if outcome is None:
+            assert symbol_sizes(hostile, ["unary"]) is None
+        else:
+            with pytest.raises(BinaryFormatError, match=r"malformed: section \.symtab, \d+ bytes"):
+                symbol_sizes(hostile, ["unary"])

@@ -185,7 +185,7 @@ def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     [
         (b"not a binary at all", [], "not a Mach-O binary"),
         (b"MTLB" + bytes(60), [], "(a metallib: 'report' measures it)"),
-        (b"\xcf\xfa\xed\xfe" + bytes(12), [], "cannot be read"),
+        (b"\xcf\xfa\xed\xfe" + bytes(12), [], "truncated: the Mach-O header, from byte 0"),
         (b"\x7fELF" + bytes(60), [], "ELF"),
         (None, ["--namespace", "a b"], "not a C++ namespace"),
     ],
