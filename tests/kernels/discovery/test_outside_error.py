@@ -120,3 +120,15 @@ def test_a_run_checks_its_diagnostic_when_no_marker_shows_the_file(
     with pytest.raises(OutsideTreeError) as info:
         check_run("k.metal", cut, done.stderr, tree, bounds, ())
     assert str(info.value).startswith(f"k.metal:2: includes {outside / 'err.h'}, outside the tree")
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_a_run_without_bounds_is_not_checked(tmp_path: Path, compiler: str) -> None:
+    """``confine=None`` is a Python caller's choice (``preprocess(..., confine=None)``): the
+    same run that is refused within the tree's bounds passes unchecked."""
+    tree, _ = _layout(tmp_path)
+    done = _run(compiler, tree)
+    assert "err.h" in done.stdout and "err.h" in done.stderr
+    check_run("k.metal", done.stdout, done.stderr, tree, None, ())
+    with pytest.raises(OutsideTreeError):
+        check_run("k.metal", done.stdout, done.stderr, tree, tree_bounds(tree, []), ())
