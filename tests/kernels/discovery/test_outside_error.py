@@ -132,3 +132,20 @@ def test_a_run_without_bounds_is_not_checked(tmp_path: Path, compiler: str) -> N
     check_run("k.metal", done.stdout, done.stderr, tree, None, ())
     with pytest.raises(OutsideTreeError):
         check_run("k.metal", done.stdout, done.stderr, tree, tree_bounds(tree, []), ())
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_an_error_in_an_entry_file_that_leads_out_is_named_by_the_entry(
+    tmp_path: Path, compiler: str
+) -> None:
+    """No include chain: the entry file itself is a link to err.h outside (discovery refuses
+    such an entry before running anything; the diagnostic check holds on its own too)."""
+    tree, outside = _layout(tmp_path)
+    (tree / "k.metal").unlink()
+    (tree / "k.metal").symlink_to(outside / "err.h")
+    done = _run(compiler, tree)
+    assert done.returncode != 0 and "PLANTED" in done.stderr
+    assert "included from" not in done.stderr and "k.metal:1:" in done.stderr
+    with pytest.raises(OutsideTreeError) as info:
+        check_diagnostic("k.metal", done.stderr, tree, tree_bounds(tree, []))
+    assert str(info.value).startswith(f"k.metal: includes {outside / 'err.h'}, outside the tree")
