@@ -6,7 +6,7 @@ what they do not look at. This script makes such mutants with ``ast`` (no third-
 runs each module's test files against each one in a temporary copy of the checkout (the real
 files are never edited) and prints the score per module and every survivor.
 
-    .venv/bin/python scripts/mutate.py                     # every mutant of the five modules
+    .venv/bin/python scripts/mutate.py                     # every mutant of MODULES
     .venv/bin/python scripts/mutate.py --max-mutants 40 --seed 1   # a seeded sample per module
     .venv/bin/python scripts/mutate.py --only preamble:236:25:sub  # named mutants only
     .venv/bin/python scripts/mutate.py --list              # the mutants, without running them
@@ -71,6 +71,25 @@ MODULES: dict[str, list[str]] = {
         "tests/jit/test_preamble.py",
         "tests/jit/test_embed_untrusted.py",
         "tests/jit/test_tree_preambles.py",
+    ],
+    # issue 33: three modules added since issue 24's pass
+    "builder/size/host_sources.py": [
+        "tests/size/test_host_source_neighbours.py",
+        "tests/size/test_host_sources.py",
+        "tests/size/test_host_members.py",
+    ],
+    "builder/kernels/platforms.py": [
+        "tests/kernels/discovery/test_platform_defines.py",
+        "tests/kernels/discovery/test_platform_edges.py",
+        "tests/kernels/discovery/test_platforms.py",
+        "tests/kernels/discovery/test_tree_config.py",
+    ],
+    "builder/kernels/confinement.py": [
+        "tests/kernels/discovery/test_outside_error.py",
+        "tests/kernels/discovery/test_preamble_confinement.py",
+        "tests/kernels/discovery/test_confinement.py",
+        "tests/kernels/test_tree_confinement.py",
+        "tests/jit/test_embed_untrusted.py",
     ],
 }
 
@@ -377,16 +396,18 @@ def _tests_of(root: Path, module: str, given: Sequence[str] | None) -> list[str]
     else its row of :data:`MODULES`, else ``tests/PACKAGE`` for ``builder/PACKAGE/...`` (the
     folder of its package's tests). ValueError when none is found."""
     if given:
-        missing = [t for t in given if not (root / t.partition("::")[0]).exists()]
-        if missing:
-            raise ValueError(f"--tests {missing[0]}: no such file or folder in {root}")
-        return list(given)
-    if root == ROOT and module in MODULES:
-        return MODULES[module]
-    parts = Path(module).parts
-    if len(parts) > 2 and parts[0] == "builder" and (root / "tests" / parts[1]).is_dir():
-        return [f"tests/{parts[1]}"]
-    raise ValueError(f"{module}: no tests known for it: name them with --tests")
+        tests, source = list(given), "--tests"
+    elif root == ROOT and module in MODULES:
+        tests, source = MODULES[module], f"MODULES[{module!r}]"
+    else:
+        parts = Path(module).parts
+        if len(parts) <= 2 or parts[0] != "builder" or not (root / "tests" / parts[1]).is_dir():
+            raise ValueError(f"{module}: no tests known for it: name them with --tests")
+        tests, source = [f"tests/{parts[1]}"], "its package's tests"
+    missing = [t for t in tests if not (root / t.partition("::")[0]).exists()]
+    if missing:
+        raise ValueError(f"{source}: {missing[0]}: no such file or folder in {root}")
+    return tests
 
 
 def _chosen(args: argparse.Namespace, root: Path) -> dict[str, list[Mutant]]:
@@ -407,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "modules",
         nargs="*",
-        help="modules (paths) to mutate, any of the checkout's; default: the five of MODULES",
+        help="modules (paths) to mutate, any of the checkout's; default: those of MODULES",
     )
     parser.add_argument(
         "--tests",

@@ -141,7 +141,7 @@ def test_results_do_not_depend_on_the_temporary_folders_path(tmp_path: Path) -> 
     ("module", "tests", "words"),
     [
         ("pkg/nothing.py", "tests", "pkg/nothing.py: not a Python file of"),
-        ("tests/conftest.py", "nowhere", "--tests nowhere: no such file or folder in"),
+        ("tests/conftest.py", "nowhere", "--tests: nowhere: no such file or folder in"),
         ("../outside.py", "tests", "../outside.py: not a Python file of"),
     ],
 )
@@ -153,6 +153,17 @@ def test_a_module_or_test_it_cannot_use_is_one_line(
     done = _mutate(root, module, "--tests", tests, "--list")
     assert done.returncode == 2 and done.stdout == ""
     assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_module_and_test_file_of_modules_exists() -> None:
+    """``--list`` with no module: every module of MODULES is read and its test files found
+    (a renamed file would make the default run stop)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--list"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    stems = {line.split(":")[0] for line in done.stdout.splitlines()}
+    assert {"host_sources", "platforms", "confinement", "writer", "preamble"} <= stems
 
 
 def test_any_module_of_the_checkout_can_be_named() -> None:
