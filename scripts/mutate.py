@@ -6,15 +6,19 @@ what they do not look at. This script makes such mutants with ``ast`` (no third-
 runs each module's test files against each one in a temporary copy of the checkout (the real
 files are never edited) and prints the score per module and every survivor.
 
-    .venv/bin/python scripts/mutate.py                     # every mutant of the five modules
+    .venv/bin/python scripts/mutate.py                     # every mutant of MODULES
     .venv/bin/python scripts/mutate.py --max-mutants 40 --seed 1   # a seeded sample per module
     .venv/bin/python scripts/mutate.py --only preamble:236:25:sub  # named mutants only
     .venv/bin/python scripts/mutate.py --list              # the mutants, without running them
+    .venv/bin/python scripts/mutate.py builder/kernels/platforms.py \
+        --tests tests/kernels/discovery/test_platforms.py   # any module, with its tests
 
-A mutant is killed when a test fails (or collection does, or it runs past ``--timeout``: a loop
-that never ends is a failure the tests caught). Scores and the survivors judged equivalent are
-in docs/testing.md. Exit status: 0 when no mutant survived, 1 otherwise, 2 when the unmutated
-copy already fails its tests (the scores would mean nothing).
+A mutant is killed when its tests do not pass: a test fails, collection does (pytest exits 2, or
+4 when a conftest cannot import the mutant), pytest ends in any other error or signal, or the run
+passes ``--timeout`` (a loop that never ends is a failure the tests caught). Scores and the
+survivors judged equivalent are in docs/testing.md. Exit status: 0 when no mutant survived, 1
+otherwise, 2 when the unmutated copy already fails its tests (the scores would mean nothing) or
+the command line names no module it can mutate.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TEMP_ROOT = Path("/tmp")
+"""Where the copy and the tests' temporary folders are made, whatever ``TMPDIR`` says (unless
+there is no writable /tmp): a path a test prints then has the same length wherever the caller's
+temporary folder is, so no message wraps differently and no mutant's fate depends on it."""
 
 # Each module with the test files that hold its invariants, fastest and most direct first (the
 # run stops at the first failure).
@@ -63,6 +71,25 @@ MODULES: dict[str, list[str]] = {
         "tests/jit/test_preamble.py",
         "tests/jit/test_embed_untrusted.py",
         "tests/jit/test_tree_preambles.py",
+    ],
+    # issue 33: three modules added since issue 24's pass
+    "builder/size/host_sources.py": [
+        "tests/size/test_host_source_neighbours.py",
+        "tests/size/test_host_sources.py",
+        "tests/size/test_host_members.py",
+    ],
+    "builder/kernels/platforms.py": [
+        "tests/kernels/discovery/test_platform_defines.py",
+        "tests/kernels/discovery/test_platform_edges.py",
+        "tests/kernels/discovery/test_platforms.py",
+        "tests/kernels/discovery/test_tree_config.py",
+    ],
+    "builder/kernels/confinement.py": [
+        "tests/kernels/discovery/test_outside_error.py",
+        "tests/kernels/discovery/test_preamble_confinement.py",
+        "tests/kernels/discovery/test_confinement.py",
+        "tests/kernels/test_tree_confinement.py",
+        "tests/jit/test_embed_untrusted.py",
     ],
 }
 
@@ -191,10 +218,10 @@ def _variants(node: ast.AST, last: bool) -> Iterator[tuple[str, ast.AST | None]]
         yield "augop", ast.AugAssign(node.target, _BINARY[type(node.op)](), node.value)
 
 
-def mutants_of(module: str) -> list[Mutant]:
-    """Every mutant of ``module`` (a path relative to the checkout), in source order, each one
-    checked to compile and to differ from the original."""
-    source = (ROOT / module).read_bytes()
+def mutants_of(module: str, root: Path = ROOT) -> list[Mutant]:
+    """Every mutant of ``module`` (a path relative to the checkout ``root``), in source order,
+    each one checked to compile and to differ from the original."""
+    source = (root / module).read_bytes()
     tree = ast.parse(source)
     skipped = _skipped(tree)
     last = _last_statements(tree)
@@ -205,9 +232,10 @@ def mutants_of(module: str) -> list[Mutant]:
     stem = Path(module).stem
     out: list[Mutant] = []
     for node in ast.walk(tree):
-        if id(node) in skipped or not hasattr(node, "end_col_offset"):
+        if id(node) in skipped or not isinstance(node, ast.expr | ast.stmt):
             continue
         start = line_starts[node.lineno - 1] + node.col_offset
+        assert node.end_lineno is not None and node.end_col_offset is not None  # parsed source
         end = line_starts[node.end_lineno - 1] + node.end_col_offset
         for op, new in _variants(node, id(node) in last):
             if new is None:
@@ -243,7 +271,7 @@ checkout, also when the project is installed in editable mode (whose finder maps
 checkout)."""
 import os, sys
 _copy = os.environ["MUTATE_COPY"]
-for _finder in sys.meta_path:
+for _finder in sys.meta_path if os.path.isdir(_copy + "builder") else ():
     _files = getattr(_finder, "known_source_files", None)
     if isinstance(_files, dict) and "builder" in _files:
         _real = os.path.dirname(os.path.dirname(_files["builder"])) + os.sep
@@ -259,12 +287,23 @@ _IGNORED = shutil.ignore_patterns(
 )
 
 
-class Copy:
-    """A temporary copy of the checkout in which one module at a time is mutated."""
+def _temp_root() -> Path:
+    """:data:`TEMP_ROOT` when it is a writable folder, else the system's temporary folder."""
+    if TEMP_ROOT.is_dir() and os.access(TEMP_ROOT, os.W_OK | os.X_OK):
+        return TEMP_ROOT
+    return Path(tempfile.gettempdir())
 
-    def __init__(self, parent: Path) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="copy-", dir=parent))
-        shutil.copytree(ROOT, self.root, ignore=_IGNORED, dirs_exist_ok=True, symlinks=True)
+
+class Copy:
+    """A temporary copy of the checkout ``source`` in which one module at a time is mutated:
+    ``SCRATCH/c``, its tests' temporary folders under ``SCRATCH/t`` (``scratch``: a fresh folder
+    of a fixed-length name, outside the copy, so that no test's folder lies inside a checkout)."""
+
+    def __init__(self, source: Path, scratch: Path) -> None:
+        self.source = source
+        self.root = scratch / "c"
+        self.basetemp = scratch / "t"
+        shutil.copytree(source, self.root, ignore=_IGNORED, symlinks=True)
         (self.root / "sitecustomize.py").write_text(_REDIRECT)
         self.env = {
             **os.environ,
@@ -273,20 +312,37 @@ class Copy:
             "MUTATE_COPY": str(self.root) + os.sep,
         }
 
-    def check_imports(self) -> None:
-        """Stop unless the tests will import the copy (else every mutant would survive)."""
-        probe = "import builder.jit.preamble as m; print(m.__file__)"
-        found = subprocess.run(
-            [sys.executable, "-c", probe], env=self.env, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        if not found.startswith(str(self.root)):
-            sys.exit(f"mutate: the copy imports builder from {found}, not from {self.root}")
+    def check_imports(self, module: str) -> None:
+        """Stop unless the tests will import ``module`` from the copy (else every mutant would
+        survive). A module no import name finds (a script the tests load by path) is not
+        checked."""
+        name = ".".join(Path(module).with_suffix("").parts)
+        probe = (
+            "import importlib.util, sys\n"
+            f"spec = importlib.util.find_spec({name!r})\n"
+            "print(spec.origin if spec and spec.origin else '')"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        found = done.stdout.strip()
+        if done.returncode == 0 and found and not found.startswith(str(self.root) + os.sep):
+            sys.exit(f"mutate: the copy imports {name} from {found}, not from {self.root}")
 
-    def run(self, tests: Sequence[str], timeout: float) -> tuple[str, float]:
-        """Run ``tests`` in the copy: (``passed``, ``failed`` or ``timeout``, seconds)."""
+    def run(self, tests: Sequence[str], timeout: float) -> tuple[str, float, int | None]:
+        """Run ``tests`` in the copy: (outcome, seconds, pytest's exit code; None on a timeout).
+        The outcome is ``passed`` (exit 0), ``failed`` (1: a test failed), ``broken`` (any other
+        exit: 2 collection errors, 3 an internal error, 4 a conftest that cannot import, 5 no
+        test left to collect), ``crashed`` (ended by a signal) or ``timeout``. The unmutated
+        copy passes, so each of the others is the mutant's doing: a kill."""
         command = [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n0", "-x", "-q",
-            "--no-header", f"--basetemp={self.root / '.pytest-tmp'}", *tests,
+            "--no-header", f"--basetemp={self.basetemp}", *tests,
         ]  # fmt: skip
         began = time.monotonic()
         child = subprocess.Popen(
@@ -302,15 +358,14 @@ class Copy:
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-            return "timeout", time.monotonic() - began
+            return "timeout", time.monotonic() - began, None
         took = time.monotonic() - began
-        if code in (0, 1, 2):  # 2: a collection error (the mutant broke an import)
-            return ("passed" if code == 0 else "failed"), took
-        raise SystemExit(f"mutate: pytest exited {code} on {' '.join(tests)} (not a test result)")
+        outcome = {0: "passed", 1: "failed"}.get(code, "crashed" if code < 0 else "broken")
+        return outcome, took, code
 
     def apply(self, mutant: Mutant | None, module: str) -> None:
         """Write ``module`` in the copy as it is in the checkout, with ``mutant`` applied."""
-        source = (ROOT / module).read_bytes()
+        source = (self.source / module).read_bytes()
         if mutant is not None:
             source = source[: mutant.start] + mutant.text.encode() + source[mutant.end :]
         (self.root / module).write_bytes(source)
@@ -326,11 +381,40 @@ def _named(mutant: Mutant, name: str) -> bool:
     return mutant.id == name or mutant.id.startswith(name + ":")
 
 
-def _chosen(args: argparse.Namespace) -> dict[str, list[Mutant]]:
+def _module(root: Path, given: str) -> str:
+    """``given`` (a path, relative to the checkout ``root`` or absolute) as a POSIX path
+    relative to ``root``; ValueError unless it is a Python file inside it."""
+    path = Path(given) if Path(given).is_absolute() else root / given
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root) or real.suffix != ".py" or not real.is_file():
+        raise ValueError(f"{given}: not a Python file of {root}")
+    return real.relative_to(root).as_posix()
+
+
+def _tests_of(root: Path, module: str, given: Sequence[str] | None) -> list[str]:
+    """The test files or folders run against ``module``'s mutants: ``given`` (``--tests``),
+    else its row of :data:`MODULES`, else ``tests/PACKAGE`` for ``builder/PACKAGE/...`` (the
+    folder of its package's tests). ValueError when none is found."""
+    if given:
+        tests, source = list(given), "--tests"
+    elif root == ROOT and module in MODULES:
+        tests, source = MODULES[module], f"MODULES[{module!r}]"
+    else:
+        parts = Path(module).parts
+        if len(parts) <= 2 or parts[0] != "builder" or not (root / "tests" / parts[1]).is_dir():
+            raise ValueError(f"{module}: no tests known for it: name them with --tests")
+        tests, source = [f"tests/{parts[1]}"], "its package's tests"
+    missing = [t for t in tests if not (root / t.partition("::")[0]).exists()]
+    if missing:
+        raise ValueError(f"{source}: {missing[0]}: no such file or folder in {root}")
+    return tests
+
+
+def _chosen(args: argparse.Namespace, root: Path) -> dict[str, list[Mutant]]:
     rng = random.Random(args.seed)
     chosen: dict[str, list[Mutant]] = {}
-    for module in args.modules or MODULES:
-        every = mutants_of(module)
+    for module in args.modules:
+        every = mutants_of(module, root)
         if args.only:
             every = [m for m in every if any(_named(m, name) for name in args.only)]
         elif args.max_mutants is not None and len(every) > args.max_mutants:
@@ -341,7 +425,20 @@ def _chosen(args: argparse.Namespace) -> dict[str, list[Mutant]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="*", help="modules (paths) to mutate; default: all five")
+    parser.add_argument(
+        "modules",
+        nargs="*",
+        help="modules (paths) to mutate, any of the checkout's; default: those of MODULES",
+    )
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        help="test files or folders to run against the named modules (default: their MODULES "
+        "row, else tests/PACKAGE)",
+    )
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout to copy (default: this one)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     parser.add_argument("--max-mutants", type=int, help="at most this many per module, sampled")
     parser.add_argument(
@@ -353,35 +450,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants; run nothing")
     parser.add_argument("--json", type=Path, help="also write every result to this JSON file")
     args = parser.parse_args(argv)
-    unknown = [m for m in args.modules if m not in MODULES]
-    if unknown:
-        parser.error(f"not a mutated module: {', '.join(unknown)} (see MODULES)")
-    chosen = _chosen(args)
+    root = Path(os.path.realpath(args.root))
+    if not args.modules and root != ROOT:
+        parser.error("name the modules to mutate (MODULES are this checkout's)")
+    try:
+        args.modules = [_module(root, m) for m in args.modules or MODULES]
+        tests = {m: _tests_of(root, m, args.tests) for m in args.modules}
+    except ValueError as exc:
+        parser.error(str(exc))
+    chosen = _chosen(args, root)
     if args.list:
         for mutants in chosen.values():
             for m in mutants:
                 print(f"{m.id:32} {m.description}")
         return 0
     results: list[dict[str, object]] = []
-    with tempfile.TemporaryDirectory(prefix="mutate-") as scratch:
-        work = Copy(Path(scratch))
-        work.check_imports()
+    with tempfile.TemporaryDirectory(prefix="mutate-", dir=_temp_root()) as scratch:
+        work = Copy(root, Path(scratch))
         for module, mutants in chosen.items():
-            tests = MODULES[module]
+            work.check_imports(module)
             work.apply(None, module)
-            outcome, baseline = work.run(tests, timeout=3600)
+            outcome, baseline, code = work.run(tests[module], timeout=3600)
             if outcome != "passed":
-                print(f"mutate: {module}: its tests fail without a mutant", file=sys.stderr)
+                print(
+                    f"mutate: {module}: its tests fail without a mutant ({outcome}, "
+                    f"pytest exit {code}): {' '.join(tests[module])}",
+                    file=sys.stderr,
+                )
                 return 2
             timeout = args.timeout or max(30.0, 4 * baseline)
             print(f"== {module}: {len(mutants)} mutants, tests {baseline:.0f} s", flush=True)
             for mutant in mutants:
                 work.apply(mutant, module)
-                outcome, took = work.run(tests, timeout)
+                outcome, took, code = work.run(tests[module], timeout)
                 verdict = "SURVIVED" if outcome == "passed" else outcome.upper()
                 shown = f"{verdict:8} {mutant.id:32} {took:5.1f} s  {mutant.description}"
                 print(f"  {shown}", flush=True)
-                results.append({**asdict(mutant), "outcome": outcome, "seconds": round(took, 1)})
+                results.append(
+                    {**asdict(mutant), "outcome": outcome, "exit": code, "seconds": round(took, 1)}
+                )
             work.apply(None, module)
     return _summary(chosen, results, args)
 

@@ -206,7 +206,13 @@ def check_diagnostic(entry: str, stderr: str, cwd: Path, bounds: TreeBounds) -> 
         found = _LOCATION.match(line)
         if found is None:
             continue
-        chain.append((found.group("file"), found.group("line")))
+        place = (found.group("file"), found.group("line"))
+        # GCC names the innermost including file first, the outer ones on "   from" lines;
+        # clang writes one "In file included from" line per level, outermost first
+        if line.startswith("In file included from ") and chain:
+            chain.insert(0, place)
+        else:
+            chain.append(place)
         if line.startswith(("In file included from ", " ")):
             continue
         # chain[-1] is where the diagnostic is; chain[:-1] included it, innermost first

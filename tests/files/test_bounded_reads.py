@@ -39,7 +39,6 @@ class Run:
     err: str
     peak_rss: int
     """The child's peak resident memory in bytes (``ru_maxrss`` from ``wait4``)."""
-    seconds: float
 
 
 def _limit() -> None:
@@ -73,17 +72,16 @@ def run_bounded(args: list[object], cwd: Path, **env: str) -> Run:
             proc.returncode = -9
             pytest.fail(f"metallib-builder {args} still running after {DEADLINE_S:.0f} s: hung")
         time.sleep(0.02)
-    seconds = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     text = err.read_text(encoding="utf-8", errors="replace")
-    return Run(proc.returncode, out.read_text(), text, usage.ru_maxrss * 1024, seconds)
+    return Run(proc.returncode, out.read_text(), text, usage.ru_maxrss * 1024)
 
 
 def refused(run: Run, *words: str) -> str:
-    """Exit 2, one line holding ``words``, within the memory and time bounds."""
+    """Exit 2, one line holding ``words``, within the memory bound (a run past ``DEADLINE_S``
+    has failed the test already, in :func:`run_bounded`: a hang guard, not a bound on speed)."""
     line = assert_one_error_line(run.code, run.err, *words)
     assert run.peak_rss < PEAK_RSS, f"peak RSS {run.peak_rss:,} bytes"
-    assert run.seconds < DEADLINE_S
     return line
 
 

@@ -1,8 +1,11 @@
 """A GitHub API that answers with hostile replies (the stand-in on 127.0.0.1 told to misbehave):
 a reply nested 5,000 deep, and a server that sends one byte every half second, in the headers
-or in the body. Each ends in one line on stderr and exit 2, within the request's total deadline
-plus a small margin, with bounded memory: the CLI runs as its own process here, so its time and
-peak memory are its own (its VmHWM, written as it exits)."""
+or in the body. Each ends in one line on stderr and exit 2 naming the request's total deadline,
+with bounded memory: the CLI runs as its own process here, so its peak memory is its own (its
+VmHWM, written as it exits). That the deadline is total, not per read: the client hangs up
+before the end of a reply whose every byte comes well within a per-read timeout, and says the
+request exceeded the deadline; a client without it would be killed at the hang guard. How long
+the refusal takes is benchmarks/bench_refusals.py's."""
 
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ from clirun import run_cli
 from publish.standin_api import REPOSITORY, TOKEN, StandIn
 
 DEADLINE = 3
-MARGIN = 5.0
-"""Seconds past the deadline allowed for starting Python, measuring the pair and exiting."""
+HANG = 120
+"""Seconds after which the CLI counts as never ending: a hang guard, not a bound on speed."""
 PEAK_MB = 200
 
 
@@ -38,11 +41,17 @@ def _deep(status: int) -> Callable[[BaseHTTPRequestHandler], None]:
     return answer
 
 
-def _drip(where: str) -> Callable[[BaseHTTPRequestHandler], None]:
+class _Drip:
     """Start a reply, then send the rest one byte per 0.5 s (each read succeeds well within a
-    per-read timeout) until the client hangs up, for at most a minute."""
+    per-read timeout: the whole takes over 8 minutes) until the client hangs up, for at most
+    2 x ``HANG`` s; ``left`` counts the bytes of the rest not sent."""
 
-    def answer(handler: BaseHTTPRequestHandler) -> None:
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.left = 0
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        where = self.where
         if where == "headers":
             handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
             rest = b"X-Slow: " + b"a" * 1000 + b"\r\n\r\n[]"
@@ -52,17 +61,21 @@ def _drip(where: str) -> Callable[[BaseHTTPRequestHandler], None]:
             handler.send_header("Content-Length", "1000")
             handler.end_headers()
             rest = b"[" + b" " * 998 + b"]"
-        end = time.monotonic() + 60
+        self.left = len(rest)
+        end = time.monotonic() + 2 * HANG
         try:
             for byte in rest:
                 if time.monotonic() > end:
                     return
                 handler.wfile.write(bytes([byte]))
+                self.left -= 1
                 time.sleep(0.5)
         except OSError:  # the client gave up: what the deadline is for
             return
 
-    return answer
+
+def _drip(where: str) -> _Drip:
+    return _Drip(where)
 
 
 _MEASURED = """\
@@ -79,17 +92,15 @@ keeps the parent's high-water mark through the exec that follows a vfork, so und
 pytest worker every child would read as that worker's size."""
 
 
-def _cli(args: list[str], tmp_path: Path) -> tuple[int, str, float, float]:
-    """``python -m builder ARGS`` with the request deadline set to DEADLINE: exit code, stderr,
-    seconds taken and peak memory (MB, the process's own VmHWM); killed at 4 x DEADLINE + 20 s
-    if it never ends."""
+def _cli(args: list[str], tmp_path: Path) -> tuple[int, str, float]:
+    """``python -m builder ARGS`` with the request deadline set to DEADLINE: exit code, stderr
+    and peak memory (MB, the process's own VmHWM); killed at ``HANG`` s if it never ends."""
     peak_file = tmp_path / "peak_kb"
     env = {
         **os.environ,
         "METALLIB_BUILDER_HTTP_DEADLINE": str(DEADLINE),
         "PEAK_FILE": str(peak_file),
     }
-    started = time.monotonic()
     try:
         done = subprocess.run(
             [sys.executable, "-c", _MEASURED, *args],
@@ -98,13 +109,12 @@ def _cli(args: list[str], tmp_path: Path) -> tuple[int, str, float, float]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=4 * DEADLINE + 20,
+            timeout=HANG,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{args[0]} did not end within {4 * DEADLINE + 20} s")
-    elapsed = time.monotonic() - started
-    return done.returncode, done.stderr, elapsed, int(peak_file.read_text()) / 1024
+        pytest.fail(f"{args[0]} did not end within {HANG} s")
+    return done.returncode, done.stderr, int(peak_file.read_text()) / 1024
 
 
 def _compare(pair: tuple[Path, Path]) -> list[str]:
@@ -137,11 +147,12 @@ def test_a_hostile_reply_is_one_line_within_the_deadline(
     tmp_path: Path,
 ) -> None:
     github.answer = answer
-    code, err, elapsed, peak = _cli(command(pair), tmp_path)
+    code, err, peak = _cli(command(pair), tmp_path)
     assert code == 2, (code, err[-2000:])
     assert "Traceback" not in err and len(err.splitlines()) == 1, err[-2000:]
     assert err.startswith("error: GitHub API: cannot ") and words in err, err
-    assert elapsed < DEADLINE + MARGIN, elapsed
+    if isinstance(answer, _Drip):  # the client hung up before the reply's end
+        assert answer.left > 0
     assert peak < PEAK_MB, peak
     assert TOKEN not in err and REPOSITORY in err
 

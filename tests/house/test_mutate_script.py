@@ -1,0 +1,182 @@
+"""``scripts/mutate.py`` on a tiny project made here (a module, a conftest that imports it, two
+tests): a mutant that breaks collection is killed, any module of a checkout can be named, and
+what a mutant's tests see does not depend on the length of the caller's temporary folder's path.
+
+Each run starts pytest a few times (the unmutated copy, then one per mutant), so each test
+names only the mutants it is about with ``--only``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "mutate.py"
+
+TINY = """\
+LIMIT = 3
+RANGE = range(LIMIT)  # read at import: without LIMIT the module cannot be imported
+
+
+def clamp(x: int) -> int:
+    return min(x, LIMIT)
+
+
+def label(path: object) -> str:
+    return f"wrote {path}"
+"""
+CONFTEST = "import pkg.tiny  # noqa: F401  (a mutant that cannot be imported breaks collection)\n"
+TESTS = """\
+import textwrap
+
+from pkg.tiny import clamp, label
+
+
+def test_clamp():
+    assert (clamp(5), clamp(2)) == (3, 2)
+
+
+def test_label(tmp_path):
+    # as a table on a pipe shows it: wrapped at 80 columns, a long word broken
+    shown = textwrap.fill(label(tmp_path / "out.bin"), 80)
+    assert str(tmp_path / "out.bin") in shown
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    for name, text in {
+        "pkg/tiny.py": TINY,
+        "tests/conftest.py": CONFTEST,
+        "tests/test_tiny.py": TESTS,
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _mutate(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _outcomes(report: Path) -> dict[str, tuple[str, int | None]]:
+    results = json.loads(report.read_text())["results"]
+    return {r["id"]: (r["outcome"], r["exit"]) for r in results}
+
+
+def test_a_mutant_that_breaks_collection_is_killed(tmp_path: Path) -> None:
+    """Deleting ``LIMIT = 3`` makes the module fail at import, so the conftest that imports it
+    cannot load and pytest exits 4: the mutant is killed (``broken``), and the run goes on to
+    the next mutants instead of stopping."""
+    root = _project(tmp_path)
+    report = tmp_path / "results.json"
+    done = _mutate(
+        root, "pkg/tiny.py", "--tests", "tests", "--only", "tiny:1", "--json", str(report)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _outcomes(report) == {
+        "tiny:1:0:delete": ("broken", pytest.ExitCode.USAGE_ERROR),
+        "tiny:1:8:plus1": ("failed", 1),
+        "tiny:1:8:minus1": ("failed", 1),
+    }
+    assert re.search(r"^  BROKEN +tiny:1:0:delete ", done.stdout, re.MULTILINE)
+    assert re.search(r"^pkg/tiny.py +3 +3 +100%$", done.stdout, re.MULTILINE), done.stdout
+
+
+def test_a_survivor_is_reported_and_the_exit_status_says_so(tmp_path: Path) -> None:
+    """A mutant no test looks at (``label`` returning None once ``test_label`` is gone)
+    survives: it is named, and the run exits 1."""
+    root = _project(tmp_path)
+    (root / "tests" / "test_tiny.py").write_text(TESTS.split("\n\n\ndef test_label")[0] + "\n")
+    report = tmp_path / "results.json"
+    done = _mutate(
+        root, "pkg/tiny.py", "--tests", "tests", "--only", "tiny:10", "--json", str(report)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _outcomes(report) == {"tiny:10:4:return": ("passed", 0)}
+    assert "survivors (1):" in done.stdout and "tiny:10:4:return" in done.stdout
+
+
+def test_results_do_not_depend_on_the_temporary_folders_path(tmp_path: Path) -> None:
+    """``test_label`` fails when its tmp_path is longer than a line (as a path in a table
+    would wrap): the unmutated copy must pass and the mutant be killed the same way with a
+    short and with a 200-character TMPDIR."""
+    root = _project(tmp_path)
+    long = tmp_path / ("t" * 200)
+    long.mkdir()
+    seen = []
+    for temp in (tmp_path, long):
+        report = tmp_path / "results.json"
+        done = _mutate(
+            root,
+            "pkg/tiny.py",
+            "--tests",
+            "tests/test_tiny.py::test_label",
+            "--only",
+            "tiny:10",
+            "--json",
+            str(report),
+            env={"TMPDIR": str(temp)},
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        seen.append(_outcomes(report))
+    assert seen[0] == seen[1] == {"tiny:10:4:return": ("failed", 1)}
+
+
+@pytest.mark.parametrize(
+    ("module", "tests", "words"),
+    [
+        ("pkg/nothing.py", "tests", "pkg/nothing.py: not a Python file of"),
+        ("tests/conftest.py", "nowhere", "--tests: nowhere: no such file or folder in"),
+        ("../outside.py", "tests", "../outside.py: not a Python file of"),
+    ],
+)
+def test_a_module_or_test_it_cannot_use_is_one_line(
+    tmp_path: Path, module: str, tests: str, words: str
+) -> None:
+    root = _project(tmp_path)
+    (tmp_path / "outside.py").write_text("X = 1\n")
+    done = _mutate(root, module, "--tests", tests, "--list")
+    assert done.returncode == 2 and done.stdout == ""
+    assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_module_and_test_file_of_modules_exists() -> None:
+    """``--list`` with no module: every module of MODULES is read and its test files found
+    (a renamed file would make the default run stop)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--list"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    stems = {line.split(":")[0] for line in done.stdout.splitlines()}
+    assert {"host_sources", "platforms", "confinement", "writer", "preamble"} <= stems
+
+
+def test_any_module_of_the_checkout_can_be_named() -> None:
+    """A builder module outside MODULES is listed (its tests default to its package's folder);
+    ids are ``stem:line:column:operator`` and every one points into the module's source."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "builder/kernels/platforms.py", "--list"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    ids = [line.split()[0] for line in done.stdout.splitlines()]
+    assert len(ids) > 35 and all(i.startswith("platforms:") for i in ids)
+    lines = (ROOT / "builder/kernels/platforms.py").read_text().splitlines()
+    assert all(int(i.split(":")[1]) <= len(lines) for i in ids)
