@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import re
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 from typing import NamedTuple
@@ -29,6 +30,7 @@ __all__ = [
     "macho_sections",
     "macho_symbols",
     "nm_addresses",
+    "own_header",
     "tool",
 ]
 
@@ -328,3 +330,16 @@ def elf_section_numbers(path: Path) -> dict[str, int]:
     """Section name -> its index in the section header table, as ``llvm-readelf -S`` lists it."""
     text = _run([tool("llvm-readelf"), "-S", "-W", str(path)], path.parent)
     return {name: int(number) for number, name in re.findall(r"\[\s*(\d+)\] (\S+)", text)}
+
+
+def own_header(path: Path, offset: int) -> tuple[str, int, int]:
+    """(format version, size, function count) as the library at ``offset`` of ``path`` states
+    them in its own header, read here with ``struct`` (not by the tool's reader)."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        head = handle.read(92)
+    assert head[:4] == b"MTLB"
+    major, minor = struct.unpack_from("<HH", head, 6)
+    size, list_at = struct.unpack_from("<QQ", head, 16)
+    assert list_at == 88
+    return f"{major}.{minor}", size, struct.unpack_from("<I", head, 88)[0]

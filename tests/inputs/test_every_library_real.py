@@ -11,29 +11,16 @@ from its own header with ``struct``; the function counts agree with the figures 
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import pytest
-from binaries import macho_sections, nm_addresses
+from binaries import macho_sections, nm_addresses, own_header
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
 from builder.resources import metal_src_dir
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
-
-
-def _own_header(path: Path, offset: int) -> tuple[str, int, int]:
-    """(format version, size, function count) as the library's own header states them."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        head = handle.read(92)
-    assert head[:4] == b"MTLB"
-    major, minor = struct.unpack_from("<HH", head, 6)
-    size, list_at = struct.unpack_from("<QQ", head, 16)
-    assert list_at == 88
-    return f"{major}.{minor}", size, struct.unpack_from("<I", head, 88)[0]
 
 
 def _torch() -> tuple[Path, list[tuple[int, int]]]:
@@ -47,7 +34,7 @@ def _torch() -> tuple[Path, list[tuple[int, int]]]:
 
 def test_verify_torch_checks_both_libraries(capsys: pytest.CaptureFixture[str]) -> None:
     dylib, sections = _torch()
-    headers = [_own_header(dylib, offset) for offset, _ in sections]
+    headers = [own_header(dylib, offset) for offset, _ in sections]
     assert [h[2] for h in headers] == [16024, 16653]  # REAL_DATA.md
     code, out, err = run(["verify", "torch==2.14.1", "--format", "json"], capsys)
     assert code == 0, err
@@ -93,7 +80,7 @@ def test_list_metal_linalg_shows_its_thirteen_libraries(
     listed = json.loads(out)["libraries"]
     assert len(listed) == 13
     for library, offset in zip(listed, offsets):
-        version, size, functions = _own_header(path, offset)
+        version, size, functions = own_header(path, offset)
         assert (library["file_size"], library["function_count"]) == (size, functions)
         assert library["format_version"] == version == "2.7"
         assert len(library["functions"]) == functions
@@ -111,7 +98,7 @@ def test_variants_from_metal_flash_sdpas_wheel(
     [lib] = libraries_or_skip("metal-flash-sdpa==0.1.2", "macosx_11_0_arm64")
     assert lib.path is not None and lib.location is not None
     offset = nm_addresses(lib.path)[lib.location.symbol or ""]
-    _, size, functions = _own_header(lib.path, offset)
+    _, size, functions = own_header(lib.path, offset)
     assert functions == 42  # REAL_DATA.md
     out = tmp_path / "v"
     code, stdout, err = run(

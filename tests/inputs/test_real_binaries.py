@@ -6,29 +6,16 @@ library's size, format and function count from its own header with ``struct``.""
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import pytest
-from binaries import llvm_refusal, macho_sections, nm_addresses
+from binaries import llvm_refusal, macho_sections, nm_addresses, own_header
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
 from builder.size.binary_account import NO_SECTION
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
-
-
-def _own_header(path: Path, offset: int) -> tuple[str, int, int]:
-    """(format version, size, function count) as the library's own header states them."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        head = handle.read(92)
-    assert head[:4] == b"MTLB"
-    major, minor = struct.unpack_from("<HH", head, 6)
-    size, list_at = struct.unpack_from("<QQ", head, 16)
-    assert list_at == 88
-    return f"{major}.{minor}", size, struct.unpack_from("<I", head, 88)[0]
 
 
 def test_torch_libtorch_cpu_holds_two_libraries_in_their_own_sections() -> None:
@@ -49,13 +36,13 @@ def test_torch_libtorch_cpu_holds_two_libraries_in_their_own_sections() -> None:
         # each library is a whole section of __TEXT
         assert (lib.window.offset, lib.window.size) == sections[("", "__TEXT", section)]
         assert (lib.location.segment, lib.location.section) == ("__TEXT", section)
-        assert _own_header(dylib, lib.window.offset) == (version, lib.window.size, functions)
+        assert own_header(dylib, lib.window.offset) == (version, lib.window.size, functions)
 
 
 def test_metal_flash_sdpa_through_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     [lib] = libraries_or_skip("metal-flash-sdpa==0.1.2", "macosx_11_0_arm64")
     assert lib.path is not None and lib.window is not None and lib.location is not None
-    version, size, functions = _own_header(lib.path, lib.window.offset)
+    version, size, functions = own_header(lib.path, lib.window.offset)
     symbols = nm_addresses(lib.path)
     assert symbols[lib.location.symbol or ""] == lib.window.offset  # a dylib linked at 0
     [named] = [name for name, address in symbols.items() if address == lib.window.offset]
@@ -100,13 +87,13 @@ def test_metal_linalg_thirteen_libraries_each_named_by_its_symbol() -> None:
         with open(path, "rb") as handle:
             handle.seek(length_at)
             stated = int.from_bytes(handle.read(8), "little")
-        assert stated == lib.window.size == _own_header(path, lib.window.offset)[1]
+        assert stated == lib.window.size == own_header(path, lib.window.offset)[1]
 
 
 def test_gpt4all_standalone_format_2_6(capsys: pytest.CaptureFixture[str]) -> None:
     [lib] = libraries_or_skip("gpt4all==2.8.2", "macosx_10_15_universal2")
     assert lib.path is not None and lib.path.name == "default.metallib" and lib.window is None
-    version, size, functions = _own_header(lib.path, 0)
+    version, size, functions = own_header(lib.path, 0)
     assert version == "2.6" and size == lib.path.stat().st_size
     code, out, err = run(["verify", str(lib.path), "--format", "json"], capsys)
     assert code == 0, err
@@ -133,7 +120,7 @@ def test_a_binarys_report_accounts_for_every_byte(
     windows = sorted((lib.window.offset, lib.window.size) for lib in libs if lib.window)
     library_parts = [p for p in binary["parts"] if p["library"]]
     assert [p["bytes"] for p in library_parts] == [size for _, size in windows]
-    assert [_own_header(path, offset)[1] for offset, _ in windows] == [s for _, s in windows]
+    assert [own_header(path, offset)[1] for offset, _ in windows] == [s for _, s in windows]
     # zero-fill sections (__bss, __thread_bss) take no bytes of the file: offset 0 in objdump
     sections = {k: v for k, v in macho_sections(path).items() if v[0] != 0}
     by_name = {p["name"]: p["bytes"] for p in binary["parts"] if not p["library"]}
