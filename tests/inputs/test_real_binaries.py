@@ -14,6 +14,8 @@ from binaries import macho_sections, nm_addresses
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
+from builder.metallib import MetallibFormatError
+from builder.metallib.embedded import find_metallibs
 from builder.size.binary_account import NO_SECTION
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -139,3 +141,26 @@ def test_a_binarys_report_accounts_for_every_byte(
         assert by_name.get(f"{segment},{section}", 0) == size - inside, (segment, section)
     in_sections = sum(size for _, size in sections.values())
     assert by_name[NO_SECTION] == binary["file_size"] - in_sections
+
+
+def test_metal_linalg_cut_inside_its_fifth_library_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33 item 1 on a real binary: ``head -c`` through the fifth of metal-linalg's 13
+    libraries. The four before it are whole and were found before; the file is refused, naming
+    where the fifth starts and ends by its own header and where the file ends, not listed as
+    four libraries."""
+    libs = libraries_or_skip("metal-linalg==2.19.0", "macosx_14_0_arm64")
+    path, fifth = libs[0].path, libs[4].window
+    assert path is not None and fifth is not None
+    _, size, _ = _own_header(path, fifth.offset)
+    keep = fifth.offset + size // 2
+    cut = tmp_path / "_core.cpython-312-darwin.so"
+    with open(path, "rb") as source:
+        cut.write_bytes(source.read(keep))
+    with pytest.raises(MetallibFormatError) as caught:
+        find_metallibs(cut)
+    assert caught.value.offset == fifth.offset
+    assert f"to byte {fifth.offset + size}, but the file ends at {keep}" in str(caught.value)
+    code, _, err = run(["list", str(cut), "--member", "#1"], capsys)
+    assert code == 2 and err.count("\n") == 1 and str(keep) in err, err
