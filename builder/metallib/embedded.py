@@ -92,9 +92,10 @@ def plausible_header(head: bytes) -> bool:
     sooner) could start a metallib: checks that every real library passes (Apple's writers and
     this tool's; format 2.6 to 2.9 seen), made from the header alone, so that a text hit of the
     magic or random bytes never reaches a whole parse. ``csrc/find.c`` makes the same checks."""
-    if len(head) < HEADER_SIZE:
-        padded = head[:_PREFIX] + bytes(HEADER_SIZE - _PREFIX) if len(head) >= _PREFIX else b""
-        return bool(padded) and _checks(padded, whole=False)
+    if len(head) < _PREFIX:
+        return False
+    if len(head) < HEADER_SIZE:  # the regions' fields are not there: the size must hold one
+        return _checks(head[:_PREFIX] + bytes(HEADER_SIZE - _PREFIX), whole=False)
     return _checks(head, whole=True)
 
 
