@@ -141,10 +141,10 @@ def main() -> None:
             for key, (cmd, env) in cases.items():
                 if wall[key] and wall[key][-1] == float("inf"):
                     continue  # timed out once: not again
-                seconds, used, code = run(cmd, env, args.timeout)
+                seconds, used, status = run(cmd, env, args.timeout)
                 wall[key].append(seconds)
                 cpu[key].append(used)
-                exits[key] = code
+                exits[key] = status
         load = os.getloadavg()[0]
         print(
             f"list BINARY --member '#1', medians of {args.runs} interleaved rounds; load "
