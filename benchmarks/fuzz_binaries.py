@@ -26,8 +26,9 @@ counted as a traceback: an exception, exit 1 from another command, a message of 
 a child past its time is a hang, one past its memory a traceback (MemoryError) or a kill.
 
 Usage: ``python benchmarks/fuzz_binaries.py [--inputs 50000] [--seed 33] [--jobs 2] [--json]
-[--keep DIR]``; exit 1 when any traceback or hang was found. ``tests/inputs/
-test_fuzz_binaries.py`` runs a few hundred of them.
+[--keep DIR] [--no-extension] [--no-real]``; exit 1 when any traceback or hang was found.
+``--no-extension`` runs the pure-Python container code, ``--no-real`` only the seeds built here.
+``tests/inputs/test_fuzz_binaries.py`` runs a few hundred of them.
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ def run(
     timeout: float = 60.0,
     memory: int = 4 << 30,
     real: bool = True,
+    extension: bool = True,
     keep: Path | None = None,
 ) -> Result:
     """Fuzz ``inputs`` mutants, round-robin over the seeds, from ``seed``."""
@@ -265,7 +267,7 @@ def run(
                 target = folder / f"input{suffix}"
                 target.write_bytes(data)
                 base = work / f"seed-{seeds.index(choice)}{choice.suffix}"
-                pid = _spawn(folder, target, base, memory)
+                pid = _spawn(folder, target, base, memory, extension)
                 running[pid] = (ident, time.perf_counter(), folder, choice)
                 number += 1
             _reap(running, result, timeout, keep)
@@ -290,12 +292,16 @@ def _warm_up(work: Path, seeds: list[Seed]) -> None:
             os.environ["METALLIB_BUILDER_CACHE"] = saved
 
 
-def _spawn(folder: Path, target: Path, base: Path, memory: int) -> int:
+def _spawn(folder: Path, target: Path, base: Path, memory: int, extension: bool) -> int:
     pid = os.fork()
     if pid:
         return pid
     try:  # the child: never returns
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if not extension:  # the pure-Python container code, as METALLIB_BUILDER_NATIVE=0
+            from builder.metallib.native import disabled
+
+            disabled().__enter__()
         os.environ["METALLIB_BUILDER_CACHE"] = str(folder / "cache")
         os.environ.pop("GITHUB_STEP_SUMMARY", None)
         null = os.open(os.devnull, os.O_WRONLY)
@@ -452,6 +458,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per input")
     parser.add_argument("--memory", type=int, default=4 << 30, help="RLIMIT_AS per input")
     parser.add_argument("--no-real", action="store_true", help="only the seeds built here")
+    parser.add_argument(
+        "--no-extension", action="store_true", help="the pure-Python container code in each input"
+    )
     parser.add_argument("--keep", type=Path, default=None, help="write failing inputs here")
     parser.add_argument("--json", action="store_true", help="machine output on stdout")
     args = parser.parse_args()
@@ -462,6 +471,7 @@ def main() -> int:
         timeout=args.timeout,
         memory=args.memory,
         real=not args.no_real,
+        extension=not args.no_extension,
         keep=args.keep,
     )
     command = " ".join(["python benchmarks/fuzz_binaries.py", *sys.argv[1:]])
