@@ -20,6 +20,8 @@ METALLIB_BUILDER_PP_OUTPUT         512 MiB     output (and error text) of one pr
 METALLIB_BUILDER_MAX_SOURCE        64 MiB      one source file of a tree read by the tool itself
 METALLIB_BUILDER_MAX_TEXT          16 MiB      a settings, budget, keep-list or rule file
 METALLIB_BUILDER_HTTP_DEADLINE     30          seconds one GitHub API request may take, in all
+METALLIB_BUILDER_MAX_BAD_HEADERS   16          metallib headers in one binary that pass the
+                                               header checks but do not parse whole
 =================================  ==========  ==============================================
 
 Sizes take the notation of the size gates (``512``, ``64MB``, ``2GiB``: :func:`parse_size`).
@@ -44,6 +46,7 @@ __all__ = [
     "HTTP_DEADLINE",
     "LARGEST_COUNT",
     "LARGEST_SECONDS",
+    "MAX_BAD_HEADERS",
     "MAX_EXTRACT",
     "MAX_JSON",
     "MAX_JSON_OBJECTS",
@@ -127,7 +130,8 @@ class Bound:
     what: str
     unit: str = "bytes"
     """``bytes`` (read with :func:`parse_size`), ``seconds``, or what a count counts
-    (``objects``, ``entries``: read like a size, so ``2000000`` and ``2M`` both work)."""
+    (``objects``, ``entries``, ``headers``: read like a size, so ``2000000`` and ``2M`` both
+    work)."""
 
     def value(self, env: Mapping[str, str] | None = None) -> int:
         """The bound in force: the variable's value when set (UsageError if it is not a positive
@@ -175,6 +179,9 @@ PP_OUTPUT = Bound("METALLIB_BUILDER_PP_OUTPUT", 512 * 1024**2, "the preprocessor
 MAX_SOURCE = Bound("METALLIB_BUILDER_MAX_SOURCE", 64 * 1024**2, "the source file")
 MAX_TEXT = Bound("METALLIB_BUILDER_MAX_TEXT", 16 * 1024**2, "the file")
 HTTP_DEADLINE = Bound("METALLIB_BUILDER_HTTP_DEADLINE", 30, "the request", "seconds")
+MAX_BAD_HEADERS = Bound(
+    "METALLIB_BUILDER_MAX_BAD_HEADERS", 16, "the search for metallibs in a binary", "headers"
+)
 
 
 def _seconds(text: str) -> int:

@@ -17,7 +17,7 @@ from types import ModuleType
 
 __all__ = ["ABI", "disabled", "has_native_sha256", "native_module", "status"]
 
-ABI = 12
+ABI = 13
 """The extension's result layout. Stated only here: CMake reads this line (``file(STRINGS)`` in
 cmake/MetallibNative.cmake) and compiles it in, and an extension built for another number is not
 used. Bump it whenever a native function's arguments or results change."""

@@ -10,8 +10,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from binaries import link_dylib, link_elf
+from binaries import link_dylib, link_elf, macho_sections
 from clirun import run_cli as run
+from support.hostile import assert_one_error_line
 from synthetic import synthetic_parts
 
 from builder.metallib import library_bytes
@@ -265,3 +266,40 @@ def test_an_elf_and_a_fat_binary_are_accounted_byte_for_byte(
     assert parts.keys() and len(listed) >= 4
     code, out, _ = run(["report", str(fat)], capsys)
     assert code == 0 and "fat Mach-O" in out and "the rest by section" in out
+
+
+def test_a_cut_binary_is_refused_naming_where_its_library_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33 item 1, a library's own size: a binary cut inside a library (``head -c``) is
+    refused by ``list``, ``verify`` and ``report`` with exit 2 and one line saying truncated,
+    naming where the library starts, its declared end and the file's size, also when the cut
+    library is the only one (not "holds no metallib"). The library first lies after the Mach-O's
+    last section (appended: the load commands are whole), then in its own section, and the
+    library on its own, cut, is refused the same way."""
+    first = _library(tmp_path / "a.metallib", 5, 1)
+    second = _library(tmp_path / "b.metallib", 7, 2, dynamic=True)
+    dylib = link_dylib(tmp_path / "libone.dylib", [("__TEXT,__const", "_first", first)])
+    whole = dylib.read_bytes() + second.read_bytes()
+    start, end = dylib.stat().st_size, len(whole)
+    cut = tmp_path / "cut.dylib"
+    for keep in (end - 1, start + 100):
+        cut.write_bytes(whole[:keep])  # head -c KEEP
+        for command in ("list", "verify", "report"):
+            code, _, err = run([command, str(cut), "--member", "#1"], capsys)
+            line = assert_one_error_line(code, err, "truncated")
+            assert f"byte offset {start} " in line and f"to byte {end}," in line
+            assert line.endswith(f"the file ends at {keep}")
+    alone = link_dylib(tmp_path / "libalone.dylib", [("__TEXT,metal_only", None, second)])
+    (offset, size) = macho_sections(alone)[("", "__TEXT", "metal_only")]
+    assert size == second.stat().st_size
+    cut.write_bytes(alone.read_bytes()[: offset + size // 2])
+    for command in ("list", "verify", "report"):
+        code, _, err = run([command, str(cut)], capsys)
+        line = assert_one_error_line(code, err, str(offset + size // 2))
+        assert "holds no metallib" not in line
+    cut_library = tmp_path / "cut.metallib"
+    cut_library.write_bytes(second.read_bytes()[:500])
+    for command in ("list", "verify", "report"):
+        code, _, err = run([command, str(cut_library)], capsys)
+        assert_one_error_line(code, err, "truncated", "500")

@@ -13,6 +13,8 @@ from binaries import llvm_refusal, macho_sections, nm_addresses, own_header
 from clirun import run_cli as run
 from support.real_wheels import libraries_or_skip
 
+from builder.metallib import MetallibFormatError
+from builder.metallib.embedded import find_metallibs
 from builder.size.binary_account import NO_SECTION
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -162,3 +164,30 @@ def test_torch_dylib_cut_at_230_mb_is_refused(
             assert (code, out, err) == (2, "", line)
     finally:
         path.unlink(missing_ok=True)
+
+
+def test_metal_linalg_cut_inside_its_fifth_library_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33 item 1 on a real binary: ``head -c`` through the fifth of metal-linalg's 13
+    libraries. The four before it are whole and were found before; the file is refused, naming
+    where the fifth starts and ends by its own header and where the file ends, not listed as
+    four libraries. The Mach-O header's first 4 bytes are left out of the copy, so the file is
+    no binary whose layout refuses it first (the layout's own refusal of a cut binary is the
+    torch test above): the library's header alone says it was cut."""
+    libs = libraries_or_skip("metal-linalg==2.19.0", "macosx_14_0_arm64")
+    path, fifth = libs[0].path, libs[4].window
+    assert path is not None and fifth is not None
+    _, size, _ = own_header(path, fifth.offset)
+    keep = fifth.offset + size // 2
+    cut = tmp_path / "_core.bin"
+    with open(path, "rb") as source:
+        source.seek(4)
+        cut.write_bytes(source.read(keep - 4))
+    start, ends = fifth.offset - 4, keep - 4
+    with pytest.raises(MetallibFormatError) as caught:
+        find_metallibs(cut)
+    assert caught.value.offset == start
+    assert f"to byte {start + size}, but the file ends at {ends}" in str(caught.value)
+    code, _, err = run(["list", str(cut), "--member", "#1"], capsys)
+    assert code == 2 and err.count("\n") == 1 and str(ends) in err, err

@@ -4,14 +4,18 @@ found by their own header, proven by parsing them whole, located as LLVM's reade
 from __future__ import annotations
 
 import os
+import random
+import struct
 from pathlib import Path
 
 import pytest
 from binaries import elf_sections, link_dylib, link_elf, lipo, macho_sections, nm_addresses
+from hypothesis import given, settings
+from support.metallib_headers import GOOD, header, headers, reference
 
-from builder.metallib import open_metallib, verify
+from builder.metallib import Metallib, MetallibFormatError, embedded, open_metallib, verify
 from builder.metallib.binary_sections import read_layout
-from builder.metallib.embedded import find_metallibs
+from builder.metallib.embedded import find_metallibs, plausible_header
 from builder.metallib.structs import Span
 
 
@@ -162,3 +166,165 @@ def test_magic_alone_is_not_a_library(tmp_path: Path, libs: dict[str, Path]) -> 
     path.write_bytes(b"MTLBinaryArchive\0" * 40 + fake + b"MTLB" + real)
     [only] = find_metallibs(path)
     assert only.span == Span(17 * 40 + len(fake) + 4, len(real)) and only.location is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(head=headers())
+def test_header_checks_are_the_reference(head: bytes) -> None:
+    """The header checks against a reference written from the format notes, on headers at and
+    around where each check turns; a header cut by the end of the file (at least its first 32
+    bytes: magic, version, size, the function list's offset) is judged on what is there."""
+    assert plausible_header(head) == reference(head)
+    fixed = reference(head[:32] + header(GOOD)[32:]) and struct.unpack_from("<Q", head, 16)[0] >= 96
+    assert plausible_header(head[:32]) == plausible_header(head[:87]) == fixed
+    assert not plausible_header(head[:31])
+
+
+def _fields(library: bytes) -> list[int]:
+    """A library's header fields as ``header`` takes them: version, size, the four regions."""
+    return [*struct.unpack_from("<HH", library, 6), *struct.unpack_from("<9Q", library, 16)]
+
+
+def _count_proofs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The offsets of the candidates ``find_metallibs`` parses whole, from now on."""
+    proofs: list[int] = []
+    prove = embedded._prove
+
+    def counted(name: str, offset: int, size: int) -> tuple[str, int] | None:
+        proofs.append(offset)
+        return prove(name, offset, size)
+
+    monkeypatch.setattr(embedded, "_prove", counted)
+    return proofs
+
+
+def test_header_checks_keep_candidates_from_the_whole_parse(
+    tmp_path: Path, libs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies of a real header with one field wrong (so each check is tried on its own; the size
+    fits the file, so the search before the checks parsed them whole), magics back to back, a
+    magic before random bytes and text hits never reach the whole parse: it runs once per
+    library."""
+    proofs = _count_proofs(monkeypatch)
+    real, other = libs["real"].read_bytes(), libs["other"].read_bytes()
+    good = _fields(real)
+    assert plausible_header(header(tuple(good)))
+    rng = random.Random(8)
+    misses = []
+    for index, value in ((0, 0), (0, 10), (1, 100), (3, 89), (4, good[5] - 95), (6, good[5] - 1)):
+        fields = list(good)
+        fields[index] = value
+        misses.append(header(tuple(fields)) + real[88:])
+    for index in (7, 9):  # private metadata, bitcode: start one byte before the region ahead ends
+        fields = list(good)
+        fields[index] = fields[index - 2] + fields[index - 1] - 1
+        misses.append(header(tuple(fields)) + real[88:])
+    fields = list(good)
+    fields[10] = fields[2] - fields[9] + 1  # the bitcode runs one byte past the declared end
+    misses.append(header(tuple(fields)) + real[88:])
+    noise = b"".join(misses) + b"MTLB" * 1000 + b"MTLBinaryArchive\0" * 40
+    noise += b"".join(b"MTLB" + rng.randbytes(rng.randrange(4, 90)) for _ in range(1000))
+    path = tmp_path / "noise.bin"
+    path.write_bytes(noise + real + noise + other + noise)
+    found = find_metallibs(path)
+    assert [e.span for e in found] == [
+        Span(len(noise), len(real)),
+        Span(2 * len(noise) + len(real), len(other)),
+    ]
+    assert proofs == [e.span.offset for e in found]
+
+
+def test_headers_that_do_not_parse_are_bounded(
+    tmp_path: Path, libs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real header before random bytes passes the checks and fails the whole parse: 16 of
+    them are parsed and skipped, the 17th stops the search with one line naming the limit and
+    its variable."""
+    proofs = _count_proofs(monkeypatch)
+    real = libs["real"].read_bytes()
+    rng = random.Random(3)
+    fakes = [real[:88] + rng.randbytes(len(real) - 88) for _ in range(17)]
+    path = tmp_path / "fakes.bin"
+    path.write_bytes(b"".join(fakes[:16]) + real)
+    [found] = find_metallibs(path)
+    assert found.span == Span(16 * len(real), len(real)) and len(proofs) == 17
+    path.write_bytes(b"".join(fakes) + real)
+    proofs.clear()
+    with pytest.raises(MetallibFormatError) as caught:
+        find_metallibs(path)
+    assert len(proofs) == 17 and caught.value.offset == 16 * len(real)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: byte offset {16 * len(real)}") and "\n" not in message
+    assert "this metallib header and 16 before it" in message
+    assert "set METALLIB_BUILDER_MAX_BAD_HEADERS to allow more than 16" in message
+    monkeypatch.setenv("METALLIB_BUILDER_MAX_BAD_HEADERS", "17")
+    [found] = find_metallibs(path)
+    assert found.span == Span(17 * len(real), len(real))
+
+
+def test_a_library_cut_by_the_end_of_the_file(tmp_path: Path, libs: dict[str, Path]) -> None:
+    """A library whose header passes but whose declared size runs past the end of the file
+    refuses the file, naming where it starts, its declared end and the file's size, whether a
+    library before it was found or not; cut inside the header's first 32 bytes, it is not known
+    for a library, and the one before it is all there is."""
+    real, other = libs["real"].read_bytes(), libs["other"].read_bytes()
+    data = b"\7" * 100 + other + b"\7" * 50 + real
+    start = 100 + len(other) + 50
+    path = tmp_path / "cut.bin"
+    for keep in (len(data) - 1, start + 1000, start + 88, start + 87, start + 32):
+        path.write_bytes(data[:keep])
+        with pytest.raises(MetallibFormatError) as caught:
+            find_metallibs(path)
+        assert caught.value.offset == start
+        assert str(caught.value) == (
+            f"{path}: byte offset {start} (0x{start:x}): truncated: the metallib here declares "
+            f"{len(real)} bytes, to byte {start + len(real)}, but the file ends at {keep}"
+        )
+        path.write_bytes(data[start:keep])  # no library before it
+        with pytest.raises(MetallibFormatError, match="truncated"):
+            find_metallibs(path)
+    path.write_bytes(data[: start + 31])
+    assert [e.span for e in find_metallibs(path)] == [Span(100, len(other))]
+    path.write_bytes(data)
+    assert len(find_metallibs(path)) == 2
+
+
+def _damaged(library: bytes, how: str) -> bytes:
+    """``library`` with one thing wrong that the reader lets through and ``verify`` (without
+    hashes) does not: a module wrapper's magic, a metadata chunk's ENDT, bytes after the last
+    section (the declared size grown to hold them)."""
+    data = bytearray(library)
+    with Metallib(bytes(library)) as lib:
+        table = lib.columns()
+        if how == "module wrapper":
+            data[table.module_offsets[1]] ^= 0xFF
+        elif how == "metadata chunk":
+            at = table.public_md_offsets[2]
+            data[at + 4 : at + 8] = b"ENDX"
+        else:
+            data += bytes(16)
+            struct.pack_into("<Q", data, 16, len(data))
+    return bytes(data)
+
+
+def test_a_library_that_parses_but_fails_verify_is_not_found(
+    tmp_path: Path, libs: dict[str, Path]
+) -> None:
+    """Each damaged copy opens as a library (the reader's checks pass) but fails ``verify``
+    without hashes; inside a dylib beside a good library, only the good one is found."""
+    good = libs["other"].read_bytes()
+    blobs: list[tuple[str, str | None, Path]] = []
+    for number, how in enumerate(("module wrapper", "metadata chunk", "trailing bytes")):
+        bad = _damaged(good, how)
+        path = tmp_path / f"bad{number}.metallib"
+        path.write_bytes(bad)
+        with open_metallib(path) as lib:
+            assert len(lib.columns()) == 7
+            assert not verify(lib, hashes=False).ok, how
+        blobs.append(("__TEXT,__const", f"_bad{number}", path))
+    dylib = link_dylib(
+        tmp_path / "libmixed.dylib", [*blobs, ("__TEXT,__const", "_good", libs["other"])]
+    )
+    [found] = find_metallibs(dylib)
+    assert found.span.offset == nm_addresses(dylib)["_good"] and found.span.size == len(good)
+    assert found.location is not None and found.location.symbol == "_good"

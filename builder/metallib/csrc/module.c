@@ -4,7 +4,7 @@
  * screen.c         screen_functions: which functions need verify's detailed checks
  * reflection.c     reflection_chunks: FlatBuffer sizes and canonical flags for a rewrite
  * runs.c           coalesce_runs: pieces of the source merged into runs to copy
- * find.c           find_bytes: the next place a file holds a byte string (the magic search)
+ * find.c           find_header: the next metallib header in a file (the search for metallibs)
  * sha256.c         sha256_spans: module hashes on several threads (only when built with OpenSSL)
  * deflate_share.c  deflate_share: the download model's parallel zlib pass (only with zlib;
  *                  its caller is builder/size/download.py)
@@ -36,10 +36,11 @@ static PyMethodDef methods[] = {
     {"coalesce_runs", coalesce_runs, METH_VARARGS,
      "coalesce_runs(offsets, sizes) -> list of (start, length)\n\n"
      "The pieces merged where one ends where the next starts; empty pieces skipped."},
-    {"find_bytes", find_bytes, METH_VARARGS,
-     "find_bytes(fd, needle, start, end) -> int\n\n"
-     "The first file offset in [start, end - len(needle)] where the open file fd holds needle,\n"
-     "or -1; the file is read with pread() without the GIL, nothing of it is mapped."},
+    {"find_header", find_header, METH_VARARGS,
+     "find_header(fd, start, end) -> int\n\n"
+     "The first file offset o in [start, end - 88] where the open file fd holds the magic MTLB and\n"
+     "a header that passes the header checks (builder/metallib/embedded.py, plausible_header), or\n"
+     "-1; the file is read with pread() without the GIL, nothing of it is mapped."},
 #ifdef METALLIB_NATIVE_SHA256
     {"sha256_spans", sha256_spans, METH_VARARGS,
      "sha256_spans(buffer, offsets, sizes, threads, fd=-1) -> bytes\n\n"

@@ -30,7 +30,7 @@ PyObject *parse_function_list(PyObject *module, PyObject *args);
 PyObject *screen_functions(PyObject *module, PyObject *args);
 PyObject *reflection_chunks(PyObject *module, PyObject *args);
 PyObject *coalesce_runs(PyObject *module, PyObject *args);
-PyObject *find_bytes(PyObject *module, PyObject *args);
+PyObject *find_header(PyObject *module, PyObject *args);
 #ifdef METALLIB_NATIVE_SHA256
 PyObject *sha256_spans(PyObject *module, PyObject *args);
 #endif
