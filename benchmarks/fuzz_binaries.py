@@ -358,7 +358,9 @@ def _cause(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "/builder/" in f.filename] or frames
     where = f"{Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno}" if ours else "?"
-    return f"{type(exc).__name__} at {where}: {str(exc)[:160]}"
+    kind = type(exc)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return f"{name} at {where}: {str(exc)[:160]}"
 
 
 def _reap(
