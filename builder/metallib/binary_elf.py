@@ -61,7 +61,7 @@ def elf_layout(path: str, handle: IO[bytes], size: int) -> Layout:
     refuse_outside(path, extents, size)
     rows = [shdr.unpack_from(r) for r in _rows(fd, shoff, shnum, shentsize)]
     programs = [phdr.unpack_from(r) for r in _rows(fd, phoff, phnum, phentsize)]
-    names = _names(fd, rows, shstrndx)
+    names = _names(fd, rows, shstrndx, size)
     for number, (p_type, offset, *_, filesize) in enumerate(programs):
         if p_type == _PT_LOAD and filesize:
             extents.append(Extent(f"segment {number} (PT_LOAD)", offset, filesize, size))
@@ -115,11 +115,14 @@ def _rows(fd: int, offset: int, count: int, entsize: int) -> list[bytes]:
     return [data[i : i + entsize] for i in range(0, count * entsize, entsize)]
 
 
-def _names(fd: int, rows: list[tuple[int, ...]], shstrndx: int) -> list[str]:
-    """Each section's name from the section name table ('' where there is none)."""
+def _names(fd: int, rows: list[tuple[int, ...]], shstrndx: int, size: int) -> list[str]:
+    """Each section's name from the section name table ('' where there is none, or where the
+    table does not lie inside the file: the sections' check then refuses it by its number)."""
     if not 0 < shstrndx < len(rows) or rows[shstrndx][1] in _NO_BYTES:
         return [""] * len(rows)
     _, _, _, _, base, length, _ = rows[shstrndx]
+    if base + length > size:
+        return [""] * len(rows)
     names = []
     for index, *_ in rows:
         raw = os.pread(fd, min(_NAME, length - index), base + index) if index < length else b""

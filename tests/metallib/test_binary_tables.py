@@ -136,6 +136,25 @@ def test_an_elf_table_at_offset_2_to_the_63_is_refused(
     )
 
 
+@pytest.mark.parametrize("offset", [1 << 63, 2**64 - 1])
+def test_an_elf_section_name_table_past_the_file_is_refused_by_its_number(
+    offset: int, libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The section name table is read for the names the checks give: at 2^64-1 it was read
+    before being checked (OverflowError, a traceback: the fuzz sample's input 2033:17). With no
+    names to give, the sections' check refuses it by its number, as llvm-readelf numbers it."""
+    elf = libs["elf"]
+    number = elf_section_numbers(elf)[".shstrtab"]
+    path = _patched(elf, tmp_path, ("<Q", _elf_field(elf, ".shstrtab", 24), offset))
+    assert llvm_refusal(path)
+    size = elf_sections(elf)[".shstrtab"][1]
+    assert _refused(path, capsys).endswith(
+        f"byte offset {offset} (0x{offset:x}): truncated or malformed: section {number}, "
+        f"{size} bytes, would start here, at or past the end of the file "
+        f"({elf.stat().st_size} bytes)\n"
+    )
+
+
 def test_a_section_address_at_the_top_of_memory_loses_only_the_symbol(
     libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
