@@ -31,5 +31,35 @@ def small_real_metallib(
     return out.read_bytes()
 
 
+@pytest.fixture(scope="session")
+def linked_binaries(
+    small_real_metallib: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """Real binaries linked here with clang and lld (tests/binaries.py): an arm64 dylib with the
+    real metallib as the section ``__TEXT,metal_basic`` and a synthetic one in ``__const``
+    behind ``_second_metallib``; an x86-64 dylib holding none (``plain``); fat files of the two,
+    the metallibs in the second slice and in the first; an x86-64 ELF file with the real one in
+    ``.rodata`` behind ``elf_metallib``. Tests copy them before changing a byte."""
+    from binaries import link_dylib, link_elf, lipo
+
+    folder = tmp_path_factory.mktemp("linked")
+    real = folder / "real.metallib"
+    real.write_bytes(small_real_metallib)
+    other = folder / "other.metallib"
+    other.write_bytes(library_bytes(synthetic_parts(5, seed=4)))
+    dylib = link_dylib(
+        folder / "libtwo.dylib",
+        [("__TEXT,metal_basic", None, real), ("__TEXT,__const", "_second_metallib", other)],
+    )
+    plain = link_dylib(folder / "libplain.dylib", [], arch="x86_64")
+    return {
+        "dylib": dylib,
+        "plain": plain,
+        "fat, second slice": lipo(folder / "libfat2.dylib", [plain, dylib]),
+        "fat, first slice": lipo(folder / "libfat1.dylib", [dylib, plain]),
+        "elf": link_elf(folder / "libelf.so", [(".rodata", "elf_metallib", real)]),
+    }
+
+
 def sha256(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()

@@ -22,9 +22,6 @@ from binaries import (
     elf_section_numbers,
     elf_sections,
     fat_slices,
-    link_dylib,
-    link_elf,
-    lipo,
     llvm_refusal,
     load_commands,
     macho_sections,
@@ -40,31 +37,10 @@ from builder.metallib.errors import BinaryFormatError
 
 
 @pytest.fixture(scope="module")
-def libs(small_real_metallib: bytes, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """An arm64 dylib with a real metallib as a section and a synthetic one in ``__const`` behind
-    ``_second_metallib``; fat files of it and an x86-64 dylib holding none, in both orders; an
-    x86-64 ELF file with the real one in ``.rodata`` behind ``elf_metallib``."""
-    from synthetic import synthetic_parts
-
-    from builder.metallib import library_bytes
-
-    folder = tmp_path_factory.mktemp("tables")
-    real = folder / "real.metallib"
-    real.write_bytes(small_real_metallib)
-    other = folder / "other.metallib"
-    other.write_bytes(library_bytes(synthetic_parts(5, seed=4)))
-    dylib = link_dylib(
-        folder / "libtwo.dylib",
-        [("__TEXT,metal_basic", None, real), ("__TEXT,__const", "_second_metallib", other)],
-    )
-    plain = link_dylib(folder / "libplain.dylib", [], arch="x86_64")
-    return {
-        "dylib": dylib,
-        "plain": plain,
-        "fat, second slice": lipo(folder / "libfat2.dylib", [plain, dylib]),
-        "fat, first slice": lipo(folder / "libfat1.dylib", [dylib, plain]),
-        "elf": link_elf(folder / "libelf.so", [(".rodata", "elf_metallib", real)]),
-    }
+def libs(linked_binaries: dict[str, Path]) -> dict[str, Path]:
+    """conftest's linked binaries: a dylib with two metallibs, a plain one, fat files of the
+    two in both orders, an ELF file."""
+    return linked_binaries
 
 
 def _patched(binary: Path, folder: Path, *edits: tuple[str, int, int]) -> Path:

@@ -18,9 +18,6 @@ from binaries import (
     elf_header,
     elf_sections,
     fat_slices,
-    link_dylib,
-    link_elf,
-    lipo,
     llvm_refusal,
     load_commands,
     macho_sections,
@@ -33,27 +30,15 @@ from builder.metallib.errors import BinaryFormatError, TruncatedBinaryError
 
 
 @pytest.fixture(scope="module")
-def libs(small_real_metallib: bytes, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A thin arm64 dylib holding a real metallib as its own section and a synthetic one in
-    ``__const`` behind a symbol; a fat file of an x86-64 dylib holding none and that one; an
-    x86-64 ELF file holding the real one in ``.rodata``."""
-    from synthetic import synthetic_parts
-
-    from builder.metallib import library_bytes
-
-    folder = tmp_path_factory.mktemp("cut")
-    real = folder / "real.metallib"
-    real.write_bytes(small_real_metallib)
-    other = folder / "other.metallib"
-    other.write_bytes(library_bytes(synthetic_parts(5, seed=3)))
-    dylib = link_dylib(
-        folder / "libtwo.dylib",
-        [("__TEXT,metal_basic", None, real), ("__TEXT,__const", "_second_metallib", other)],
-    )
-    plain = link_dylib(folder / "libplain.dylib", [], arch="x86_64")
-    fat = lipo(folder / "libfat.dylib", [plain, dylib])
-    elf = link_elf(folder / "libelf.so", [(".rodata", "elf_metallib", real)])
-    return {"dylib": dylib, "fat": fat, "elf": elf}
+def libs(linked_binaries: dict[str, Path]) -> dict[str, Path]:
+    """conftest's linked binaries: a thin arm64 dylib holding a real metallib as its own section
+    and a synthetic one in ``__const`` behind a symbol; a fat file of an x86-64 dylib holding
+    none and that one; an x86-64 ELF file holding the real one in ``.rodata``."""
+    return {
+        "dylib": linked_binaries["dylib"],
+        "fat": linked_binaries["fat, second slice"],
+        "elf": linked_binaries["elf"],
+    }
 
 
 CUTS = [
