@@ -43,6 +43,14 @@ for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_disassembly_per_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """LLVM's reading of a real binary is made once per run (``support.llvm_strings``)."""
+    from support.llvm_strings import share_disassembly
+
+    share_disassembly(tmp_path_factory)
+
+
 def _fetch(version: str, platform: str) -> Path:
     key = (version, platform)
     if key in _failures:

@@ -9,6 +9,8 @@ from the file at the offset ``llvm-objdump --section-headers`` gives for ``__cst
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import subprocess
 import zipfile
@@ -16,11 +18,21 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from binaries import tool
+from binaries import nm_addresses, tool
 
 from builder.inputs import wheel_cache, wheels
+from support.shared import shared_folder
 
-__all__ = ["function_starts", "independent_sources", "wheel_member"]
+__all__ = ["function_starts", "independent_sources", "share_disassembly", "wheel_member"]
+
+_factory: list[pytest.TempPathFactory] = []
+"""The run's temporary-path factory, once ``share_disassembly`` has been given it."""
+
+
+def share_disassembly(factory: pytest.TempPathFactory) -> None:
+    """Make each thin binary's disassembly once per test run, for every worker (``_returns``):
+    libmlx.dylib (21 MB) takes 11 s of CPU to disassemble, and six tests read it."""
+    _factory[:] = [factory]
 
 
 def _run(args: list[str]) -> str:
@@ -74,6 +86,29 @@ def _disassembly(path: Path, arch: str | None, wanted: set[int]) -> dict[int, st
 
 
 def _targets(path: Path, starts: Mapping[int, str | None], arch: str | None) -> dict[int, int]:
+    """``_returns`` of ``starts``. A function's first instructions do not depend on which
+    others are asked for, so in a thin binary they are read once for every function it has
+    (``LC_FUNCTION_STARTS`` and every symbol), shared by the whole run, and then looked up."""
+    if arch is not None or not _factory:
+        return _returns(path, starts, arch)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def make(folder: Path) -> None:
+        every = dict.fromkeys([*function_starts(path), *nm_addresses(path).values()])
+        found = _returns(path, every, None)
+        doc = {"read": sorted(every), "returns": sorted(found.items())}
+        (folder / "returns.json").write_text(json.dumps(doc))
+
+    doc = json.loads(
+        (shared_folder(_factory[0], f"llvm-{digest}", make) / "returns.json").read_text()
+    )
+    if not set(starts) <= set(doc["read"]):  # an address that is no function start nor symbol
+        return _returns(path, starts, arch)
+    every_return = dict(doc["returns"])
+    return {a: every_return[a] for a in starts if a in every_return}
+
+
+def _returns(path: Path, starts: Mapping[int, str | None], arch: str | None) -> dict[int, int]:
     """Function address -> the address its first instructions return, from the disassembly:
     ``adrp x0, P`` + ``add x0, x0, #I`` + ``ret``, or ``leaq D(%rip), %rax`` + ``retq``, also
     inside ``pushq %rbp; movq %rsp, %rbp`` ... ``popq %rbp``; only functions whose whole body
