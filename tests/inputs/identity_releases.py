@@ -15,7 +15,7 @@ from binaries import link_dylib, macho_sections, nm_addresses
 from clirun import run_cli as run
 from synthetic import synthetic_bytes
 
-__all__ = ["SPECS", "cli_json", "make_releases", "reference"]
+__all__ = ["SPECS", "cli_json", "make_releases", "reference", "releases"]
 
 SPECS = {
     "alpha": [("alpha_k", 2000)],
@@ -26,28 +26,33 @@ SPECS = {
 }
 
 
-def make_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+def releases(folder: Path) -> dict[str, Path]:
+    """The files ``make_releases`` writes into ``folder``: each library of ``SPECS`` by its
+    name, and each release's dylib as ``r1``, ``r2``."""
+    files = {name: folder / f"{name}.metallib" for name in SPECS}
+    return {**files, "r1": folder / "r1" / "libk.dylib", "r2": folder / "r2" / "libk.dylib"}
+
+
+def make_releases(folder: Path) -> None:
     """Two releases of ``libk.dylib``: release 1 holds alpha, beta, basic; release 2 drops
     alpha, puts gamma first (so the first library of each release is another one) and beta
     gains a function. alpha, beta and gamma carry a symbol in ``__TEXT,__const``; basic is the
     whole of ``__TEXT,metal_basic``, with no symbol (as torch keeps its libraries)."""
-    monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
-    files = {}
+    files = releases(folder)
     for name, spec in SPECS.items():
-        files[name] = tmp_path / f"{name}.metallib"
         files[name].write_bytes(synthetic_bytes(spec))
     for version, first, beta in ((1, "alpha", "beta1"), (2, "gamma", "beta2")):
-        folder = tmp_path / f"r{version}"
-        folder.mkdir()
-        files[f"r{version}"] = link_dylib(
-            folder / "libk.dylib",
+        out = files[f"r{version}"]
+        out.parent.mkdir()
+        linked = link_dylib(
+            out,
             [
                 ("__TEXT,__const", f"_k_{first}_metallib", files[first]),
                 ("__TEXT,__const", "_k_beta_metallib", files[beta]),
                 ("__TEXT,metal_basic", None, files["basic"]),
             ],
         )
-    return files
+        assert linked == out
 
 
 def reference(binary: Path, blobs: list[Path]) -> list[tuple[int, str]]:

@@ -16,14 +16,9 @@ from clirun import run_cli as run
 
 from builder.metallib.identity import Place, identities
 
-from .identity_releases import SPECS, cli_json, make_releases, reference
+from .identity_releases import SPECS, cli_json, reference
 
 pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
-
-
-@pytest.fixture
-def made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    return make_releases(tmp_path, monkeypatch)
 
 
 def test_each_library_is_named_by_its_identity(

@@ -16,14 +16,9 @@ from typing import Any
 import pytest
 from clirun import run_cli as run
 
-from .identity_releases import SPECS, cli_json, make_releases, reference
+from .identity_releases import SPECS, cli_json, reference
 
 pytestmark = pytest.mark.both_container_codes  # reads containers: both codes
-
-
-@pytest.fixture
-def made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    return make_releases(tmp_path, monkeypatch)
 
 
 def test_compare_pairs_by_identity_and_reports_added_and_removed(
