@@ -6,13 +6,12 @@ as its own process here with stdout a pipe and no COLUMNS, as in a CI log or ``>
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from binaries import link_dylib, lipo
+from support.spawn import run_cli_process
 
 DEEP = (
     "a_folder_name_long_enough_to_pass_any_terminal/and_another_level_deeper_still"
@@ -23,16 +22,7 @@ DEEP = (
 def _piped(args: list[str], cwd: Path) -> tuple[int, list[str]]:
     """``metallib-builder ARGS | cat``: the exit code and stdout's lines."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    done = subprocess.run(
-        [sys.executable, "-m", "builder", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_cli_process(args, cwd=cwd, env=env, capture_output=True, text=True)
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, done.stdout.splitlines()
 

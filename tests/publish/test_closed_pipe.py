@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from publish.standin_api import StandIn
+from support.spawn import CLI, run_cli_process
 
 from builder.render.pr_comment import MARKER
 
@@ -22,15 +22,7 @@ def _into_closed_pipe(args: list[str], cwd: Path) -> int:
     read, write = os.pipe()
     os.close(read)
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "builder", *args],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=write,
-            stderr=write,
-            timeout=300,
-            check=False,
-        )
+        done = run_cli_process(args, cwd=cwd, stdout=write, stderr=write)
     finally:
         os.close(write)
     return done.returncode
@@ -39,7 +31,7 @@ def _into_closed_pipe(args: list[str], cwd: Path) -> int:
 def _first_line_then_close(args: list[str], cwd: Path) -> tuple[bytes, int]:
     """``metallib-builder ARGS 2>&1 | head -1``: the first line and the tool's exit code."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "builder", *args],
+        [*CLI, *args],
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -60,13 +52,8 @@ def test_a_closed_pipe_leaves_the_verdict(
 ) -> None:
     base, head = map(str, pair)
     # the verdict with a reader: the reference the closed pipe must not change
-    done = subprocess.run(
-        [sys.executable, "-m", "builder", "compare", base, head, gate],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = run_cli_process(
+        ["compare", base, head, gate], cwd=tmp_path, capture_output=True, text=True
     )
     assert done.returncode == verdict, done.stderr
     assert ("size gates passed" if verdict == 0 else "FAIL") in done.stdout + done.stderr

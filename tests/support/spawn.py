@@ -21,7 +21,18 @@ import subprocess
 import sys
 from typing import Any, NamedTuple
 
-__all__ = ["Child", "Pause", "resume", "start", "wait_paused"]
+__all__ = ["CLI", "Child", "Pause", "resume", "run_cli_process", "start", "wait_paused"]
+
+CLI = [sys.executable, "-m", "builder"]
+"""``metallib-builder`` as a command line of this interpreter."""
+
+
+def run_cli_process(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    """``metallib-builder ARGS`` as its own process run to its end (stdin empty, at most
+    300 s, any exit code); ``kwargs`` go to ``subprocess.run`` (cwd, env, where output goes)."""
+    options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "timeout": 300}
+    return subprocess.run([*CLI, *args], check=False, **{**options, **kwargs})
+
 
 _LAUNCH = r"""
 import importlib, os, signal, sys
