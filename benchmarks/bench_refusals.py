@@ -42,6 +42,7 @@ from _timing import ENV, ROOT
 sys.path.insert(0, str(ROOT))
 
 from builder.metallib import library_bytes, new_function, new_library
+from tests.support.drip import BYTE_EVERY, start_reply
 
 DEADLINE = 3
 
@@ -105,19 +106,11 @@ class _Drip(BaseHTTPRequestHandler):
     where = "body"
 
     def do_GET(self) -> None:
-        if self.where == "headers":
-            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-            rest = b"X-Slow: " + b"a" * 1000 + b"\r\n\r\n[]"
-        else:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "1000")
-            self.end_headers()
-            rest = b"[" + b" " * 998 + b"]"
+        rest = start_reply(self, self.where)
         try:
             for byte in rest:
                 self.wfile.write(bytes([byte]))
-                time.sleep(0.5)
+                time.sleep(BYTE_EVERY)
         except OSError:  # the client hung up
             return
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 from publish.standin_api import REPOSITORY, TOKEN, StandIn
+from support.drip import BYTE_EVERY, start_reply
 
 DEADLINE = 3
 HANG = 120
@@ -51,16 +52,7 @@ class _Drip:
         self.left = 0
 
     def __call__(self, handler: BaseHTTPRequestHandler) -> None:
-        where = self.where
-        if where == "headers":
-            handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-            rest = b"X-Slow: " + b"a" * 1000 + b"\r\n\r\n[]"
-        else:
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", "1000")
-            handler.end_headers()
-            rest = b"[" + b" " * 998 + b"]"
+        rest = start_reply(handler, self.where)
         self.left = len(rest)
         end = time.monotonic() + 2 * HANG
         try:
@@ -69,7 +61,7 @@ class _Drip:
                     return
                 handler.wfile.write(bytes([byte]))
                 self.left -= 1
-                time.sleep(0.5)
+                time.sleep(BYTE_EVERY)
         except OSError:  # the client gave up: what the deadline is for
             return
 
