@@ -345,10 +345,13 @@ class Copy:
             "--no-header", f"--basetemp={self.basetemp}", *tests,
         ]  # fmt: skip
         began = time.monotonic()
+        # byte-code of its own: a mutant can have its original's size and time, so a shared
+        # cache (the suite's conftest sets one) could hand it the original's compiled module
+        cache = tempfile.mkdtemp(prefix="pyc-", dir=self.basetemp.parent)
         child = subprocess.Popen(
             command,
             cwd=self.root,
-            env=self.env,
+            env={**self.env, "PYTHONPYCACHEPREFIX": cache},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: a timeout ends all it started
@@ -359,6 +362,8 @@ class Copy:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             return "timeout", time.monotonic() - began, None
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
         took = time.monotonic() - began
         outcome = {0: "passed", 1: "failed"}.get(code, "crashed" if code < 0 else "broken")
         return outcome, took, code
