@@ -308,9 +308,13 @@ class Copy:
         self.env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(self.root), os.environ.get("PYTHONPATH", "")]),
-            "PYTHONDONTWRITEBYTECODE": "1",  # a mutant and its original can share size and mtime
+            # byte-code compiled once for the whole session, beside the copy (``apply`` keeps
+            # a mutant from being served its original's)
+            "PYTHONPYCACHEPREFIX": str(scratch / "pyc"),
             "MUTATE_COPY": str(self.root) + os.sep,
         }
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+        self._stamp = int(time.time())
 
     def check_imports(self, module: str) -> None:
         """Stop unless the tests will import ``module`` from the copy (else every mutant would
@@ -345,13 +349,10 @@ class Copy:
             "--no-header", f"--basetemp={self.basetemp}", *tests,
         ]  # fmt: skip
         began = time.monotonic()
-        # byte-code of its own: a mutant can have its original's size and time, so a shared
-        # cache (the suite's conftest sets one) could hand it the original's compiled module
-        cache = tempfile.mkdtemp(prefix="pyc-", dir=self.basetemp.parent)
         child = subprocess.Popen(
             command,
             cwd=self.root,
-            env={**self.env, "PYTHONPYCACHEPREFIX": cache},
+            env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: a timeout ends all it started
@@ -362,8 +363,6 @@ class Copy:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             return "timeout", time.monotonic() - began, None
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
         took = time.monotonic() - began
         outcome = {0: "passed", 1: "failed"}.get(code, "crashed" if code < 0 else "broken")
         return outcome, took, code
@@ -373,7 +372,13 @@ class Copy:
         source = (self.source / module).read_bytes()
         if mutant is not None:
             source = source[: mutant.start] + mutant.text.encode() + source[mutant.end :]
-        (self.root / module).write_bytes(source)
+        path = self.root / module
+        path.write_bytes(source)
+        # Python reuses a compiled module whose source has the same size and modification
+        # second; a mutant can have its original's size and be written within the second, so
+        # each version written gets a second of its own
+        self._stamp = max(self._stamp + 1, int(time.time()))
+        os.utime(path, (self._stamp, self._stamp))
 
 
 def _named(mutant: Mutant, name: str) -> bool:

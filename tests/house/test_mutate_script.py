@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,20 +156,49 @@ def test_a_module_or_test_it_cannot_use_is_one_line(
     assert words in done.stderr and "Traceback" not in done.stderr
 
 
-def test_every_module_and_test_file_of_modules_exists() -> None:
-    """Every module of MODULES and each test file its row names is in the checkout (a renamed
-    file would make the default run stop). Read from the script itself, without making every
-    module's mutants as ``--list`` does (that took 23 s; ``--list`` is run on one module below)."""
+@pytest.fixture(scope="module")
+def script() -> Any:
+    """scripts/mutate.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("mutate_script", SCRIPT)
     assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = script  # its dataclasses look their module up there
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     try:
-        spec.loader.exec_module(script)
+        spec.loader.exec_module(module)
     finally:
         del sys.modules[spec.name]
+    return module
+
+
+def test_no_version_of_a_module_can_be_taken_for_another(tmp_path: Path, script: Any) -> None:
+    """The copy's runs share compiled modules (one PYTHONPYCACHEPREFIX for the session), and
+    Python reuses a compiled module whose source has the same size and modification second. A
+    mutant of its original's size (``LIMIT = 4`` for ``LIMIT = 3``) written within the second
+    would be run as the original and survive: each version the copy writes has a second of
+    its own, after the original's."""
+    root = _project(tmp_path)
+    copy = script.Copy(root, tmp_path / "scratch")
+    assert "PYTHONDONTWRITEBYTECODE" not in copy.env
+    assert copy.env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "scratch" / "pyc")
+    at = TINY.index("3")
+    plus = script.Mutant("tiny:1:8:plus1", "pkg/tiny.py", 1, at, at + 1, "4", "3 -> 4")
+    minus = script.Mutant("tiny:1:8:minus1", "pkg/tiny.py", 1, at, at + 1, "2", "3 -> 2")
+    written = copy.root / "pkg" / "tiny.py"
+    seen = [(written.stat().st_size, int(written.stat().st_mtime))]
+    for mutant in (plus, None, minus, None, plus):
+        copy.apply(mutant, "pkg/tiny.py")
+        seen.append((written.stat().st_size, int(written.stat().st_mtime)))
+    assert len({size for size, _ in seen}) == 1  # every version the same size
+    assert [second for _, second in seen] == sorted({second for _, second in seen})
+    assert written.read_text() == TINY.replace("LIMIT = 3", "LIMIT = 4")
+
+
+def test_every_module_and_test_file_of_modules_exists(script: Any) -> None:
+    """Every module of MODULES and each test file its row names is in the checkout (a renamed
+    file would make the default run stop). Read from the script itself, without making every
+    module's mutants as ``--list`` does (that took 23 s; ``--list`` is run on one module below)."""
     missing = [
         path
         for module, tests in script.MODULES.items()
