@@ -43,7 +43,7 @@ os.environ["PATH"] = os.pathsep.join([sysconfig.get_path("scripts"), os.environ.
 # a process). Where the environment says not to write byte-code (PYTHONDONTWRITEBYTECODE) it
 # goes to the virtual environment's pycache/, never into the checkout, unless
 # PYTHONPYCACHEPREFIX names another place. Python checks each file against its source's size
-# and time before using it; scripts/mutate.py gives each mutant run a prefix of its own.
+# and time before using it (scripts/mutate.py, whose mutants can match both, stamps each one).
 os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(sys.prefix, "pycache"))
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
