@@ -9,7 +9,12 @@ comment.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["comment_spans", "directive_lines", "strip_comments"]
+
+_START = re.compile(r"""[/"']""")
+"""The characters that can start a comment or a literal: the scan jumps from one to the next."""
 
 _RAW_PREFIXES = frozenset({"R", "uR", "UR", "LR", "u8R"})
 _LONGEST_RAW_PREFIX = max(map(len, _RAW_PREFIXES))
@@ -83,8 +88,9 @@ def comment_spans(text: str) -> list[tuple[int, int]]:
                 i += 1
             else:
                 i = _skip_quoted(text, i, "'")
-        else:
-            i += 1
+        else:  # a slash that starts no comment, or any other character: to the next candidate
+            found = _START.search(text, i + 1)
+            i = found.start() if found else n
     return spans
 
 
