@@ -1,4 +1,4 @@
-"""The seeded fuzz pass of ``benchmarks/fuzz_binaries.py``, small enough for every CI run: 300
+"""The seeded fuzz pass of ``benchmarks/fuzz_binaries.py``, small enough for every CI run: 150
 mutated binaries and wheels (thin, fat and ELF binaries holding metallibs, a host library, a
 wheel; built here with clang and lld), each given to ``list``, ``verify``, ``report``,
 ``sources``, ``slim`` and ``compare``, each command ending in its normal result or exit 2 and one
@@ -21,9 +21,9 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "fuzz_binaries.py"
 pytestmark = pytest.mark.slow
 
 
-def test_300_seeded_inputs_end_in_no_traceback(tmp_path: Path) -> None:
+def test_150_seeded_inputs_end_in_no_traceback(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--inputs", "300", "--seed", "2033", "--jobs", "2"]
+        [sys.executable, str(SCRIPT), "--inputs", "150", "--seed", "2033", "--jobs", "2"]
         + ["--no-real", "--json", "--keep", str(tmp_path / "failed")],
         capture_output=True,
         text=True,
@@ -34,7 +34,7 @@ def test_300_seeded_inputs_end_in_no_traceback(tmp_path: Path) -> None:
     assert result["tracebacks"] == 0, json.dumps(result["examples"], indent=1)
     assert result["hangs"] == [] and result["killed"] == []
     assert done.returncode == 0
-    assert result["inputs"] == 300 and result["commands"] == 6 * 300
+    assert result["inputs"] == 150 and result["commands"] == 6 * 150
     assert set(result["per_seed"]) == {"thin Mach-O", "fat Mach-O", "ELF", "host library", "wheel"}
     # the mutations reach past the readers: every command both succeeds and refuses some inputs
     for command in ("list", "verify", "report", "sources", "slim", "compare"):

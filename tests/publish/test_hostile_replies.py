@@ -22,7 +22,7 @@ from clirun import run_cli
 from publish.standin_api import REPOSITORY, TOKEN, StandIn
 from support.drip import BYTE_EVERY, start_reply
 
-DEADLINE = 3
+DEADLINE = 2
 HANG = 120
 """Seconds after which the CLI counts as never ending: a hang guard, not a bound on speed."""
 PEAK_MB = 200
