@@ -208,6 +208,14 @@ def test_build_prints_what_report_prints(
     assert len(parts) == len(jit_entries) + 2 >= 4  # each JIT entry file, shared, in no symbol
 
 
+def _build_arange(tree: Path, build_dir: Path, tools: Path) -> subprocess.CompletedProcess[str]:
+    """``build --kernels arange`` of ``tree`` into ``build_dir`` with the stand-in ``tools``."""
+    return cli_without_metal(
+        *("build", "--kernels", "arange", "--source-dir", str(tree)),
+        *("--build-dir", str(build_dir), "--metal-compiler", str(tools)),
+    )
+
+
 @pytest.mark.cmake
 def test_build_failure_shows_the_failing_command(
     tmp_path: Path, kernel_tree: Path, standin_tools: Path
@@ -217,17 +225,7 @@ def test_build_failure_shows_the_failing_command(
     header = kernel_tree / "arange" / "arange.h"
     header.write_text('#include "common/missing.h"\n' + header.read_text())
     build_dir = tmp_path / "b"
-    done = cli_without_metal(
-        "build",
-        "--kernels",
-        "arange",
-        "--source-dir",
-        str(kernel_tree),
-        "--build-dir",
-        str(build_dir),
-        "--metal-compiler",
-        str(standin_tools),
-    )
+    done = _build_arange(kernel_tree, build_dir, standin_tools)
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     at = lines.index(f"error: build failed in {build_dir}:")
@@ -251,17 +249,7 @@ def test_cmake_log_keeps_its_lines_and_escapes_within_them(
     """CMake refuses a build folder whose name holds an ESC sequence: its log comes out as its
     own lines, and the ESC, in the message and in every line of the log, as ``\\x1b``."""
     build_dir = tmp_path / "b\x1b[31mred"
-    done = cli_without_metal(
-        "build",
-        "--kernels",
-        "arange",
-        "--source-dir",
-        str(kernel_tree),
-        "--build-dir",
-        str(build_dir),
-        "--metal-compiler",
-        str(standin_tools),
-    )
+    done = _build_arange(kernel_tree, build_dir, standin_tools)
     assert done.returncode == 2
     shown = str(build_dir).replace("\x1b", "\\x1b")
     lines = done.stderr.splitlines()

@@ -14,9 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-from binaries import cxx_dylib, nm_addresses
 from clirun import run_cli
-from support.llvm_strings import independent_sources
+from support.llvm_strings import mlx_style_host
 
 HOST = r"""
 namespace mlx { namespace core { namespace metal {
@@ -38,19 +37,9 @@ TREE = {
 
 def _host(tmp_path: Path) -> tuple[Path, Path, dict[str, tuple[int, bytes]]]:
     """The tree, the dylib, and each function's (file offset, bytes incl. NUL)."""
-    for name, text in TREE.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    source = tmp_path / "host.cpp"
-    source.write_text(HOST)
-    dylib = cxx_dylib(tmp_path / "libhost.dylib", [source])
-    names = {a: n for n, a in nm_addresses(dylib).items()}
-    strings = {
-        re.sub(r"^__ZN3mlx4core5metal\d+(\w+)Ev$", r"\1", n or ""): (offset, raw)
-        for n, offset, raw in independent_sources(dylib, None, names).values()
-    }
+    kernels, dylib, strings = mlx_style_host(tmp_path, TREE, HOST)
     assert set(strings) == {"plain", "gather", "marked", "tail"}
-    return tmp_path / "kernels", dylib, strings
+    return kernels, dylib, strings
 
 
 def _follows(strings: dict[str, tuple[int, bytes]], first: str, second: str) -> bool:

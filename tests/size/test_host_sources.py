@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 import pytest
-from binaries import cxx_dylib, link_dylib, nm_addresses
+from binaries import link_dylib, nm_addresses
 from clirun import run_cli
-from support.llvm_strings import function_starts, independent_sources, wheel_member
+from support.llvm_strings import function_starts, independent_sources, mlx_style_host, wheel_member
 
 MLX_HEADER = re.compile(rb"// Auto generated source for (\S+)")
 
@@ -126,20 +126,10 @@ const char* outside() { return "// Auto generated source for ../../kernels/utils
 
 def _tree_and_host(tmp_path: Path) -> tuple[Path, Path, dict[str, int]]:
     """A small tree, a dylib of five source functions, and each function's string's bytes."""
-    for name, text in TREE.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    source = tmp_path / "host.cpp"
-    source.write_text(HOST)
-    dylib = cxx_dylib(tmp_path / "libhost.dylib", [source])
-    names = {a: n for n, a in nm_addresses(dylib).items()}
-    found = independent_sources(dylib, None, names)
-    sizes = {
-        re.sub(r"^__ZN3mlx4core5metal\d+(\w+)Ev$", r"\1", n or ""): len(raw)
-        for n, _, raw in found.values()
-    }
+    kernels, dylib, strings = mlx_style_host(tmp_path, TREE, HOST)
+    sizes = {name: len(raw) for name, (_, raw) in strings.items()}
     assert set(sizes) == {"gather", "utils", "gone", "plain", "outside"}
-    return tmp_path / "kernels", dylib, sizes
+    return kernels, dylib, sizes
 
 
 def test_a_source_finds_its_header_in_the_tree(

@@ -18,12 +18,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from binaries import nm_addresses, tool
+from binaries import cxx_dylib, nm_addresses, tool
 
 from builder.inputs import wheel_cache, wheels
 from support.shared import shared_folder
 
-__all__ = ["function_starts", "independent_sources", "share_disassembly", "wheel_member"]
+__all__ = [
+    "function_starts",
+    "independent_sources",
+    "mlx_style_host",
+    "share_disassembly",
+    "wheel_member",
+]
 
 _factory: list[pytest.TempPathFactory] = []
 """The run's temporary-path factory, once ``share_disassembly`` has been given it."""
@@ -163,3 +169,24 @@ def function_starts(path: Path) -> list[int]:
     """The addresses ``llvm-objdump --function-starts`` lists (a stripped binary's functions)."""
     text = _run([tool("llvm-objdump"), "--macho", "--function-starts", str(path)])
     return [int(a, 16) for a in re.findall(r"^([0-9a-f]{8,})", text, re.MULTILINE)]
+
+
+def mlx_style_host(
+    folder: Path, tree: Mapping[str, str], host: str
+) -> tuple[Path, Path, dict[str, tuple[int, bytes]]]:
+    """A kernel tree and a host dylib written as MLX's are: ``tree`` (path -> text) written under
+    ``folder``, ``host`` (C++ functions in ``mlx::core::metal`` returning sources) compiled into
+    ``libhost.dylib``; returns ``folder/kernels``, the dylib, and each function's string (by its
+    plain name) as LLVM's tools find it: (file offset, bytes incl. NUL)."""
+    for name, text in tree.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    source = folder / "host.cpp"
+    source.write_text(host)
+    dylib = cxx_dylib(folder / "libhost.dylib", [source])
+    names: dict[int, str | None] = {a: n for n, a in nm_addresses(dylib).items()}
+    strings = {
+        re.sub(r"^__ZN3mlx4core5metal\d+(\w+)Ev$", r"\1", n or ""): (offset, raw)
+        for n, offset, raw in independent_sources(dylib, None, names).values()
+    }
+    return folder / "kernels", dylib, strings
