@@ -12,8 +12,8 @@ string out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 
 from builder.render.checks import gate_message
 from builder.render.download import compare_download_line
@@ -45,6 +45,32 @@ def _size(text: str) -> int:
 def _code(name: str) -> str:
     """A name as inline code, capped so one name cannot take a row's whole budget."""
     return md_code(name, _NAME_CAP)
+
+
+_T = TypeVar("_T")
+
+
+class _Rendered(Sequence[str], Generic[_T]):
+    """Table rows made when read: a comment shows the few hundred rows that fit of up to tens
+    of thousands (every function of two MLX libraries), so only those are rendered."""
+
+    def __init__(self, items: Sequence[_T], render: Callable[[_T], str]) -> None:
+        self._items = items
+        self._render = render
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> _Rendered[_T]: ...
+
+    def __getitem__(self, index: int | slice) -> str | _Rendered[_T]:
+        if isinstance(index, slice):
+            return _Rendered(self._items[index], self._render)
+        return self._render(self._items[index])
 
 
 class _Budget:
@@ -149,7 +175,7 @@ def _jit_table(jit: JitComparison, row: str = "JIT unit") -> _DeltaTable:
     )
 
 
-def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list[str]:
+def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> Sequence[str]:
     """The top-N group table in at most ``cap`` bytes; returns the rows of the groups it folded.
 
     Groups past ``top``, or past what fits, are folded into one "rest" row (so the table always
@@ -157,7 +183,7 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> list
     from builder.size.rollup import fold
 
     groups = table.groups
-    rows = [_group_row(g, _code(g.name)) for g in groups]
+    rows = _Rendered(groups, lambda g: _group_row(g, _code(g.name)))
     wanted = len(rows) if top is None else min(top, len(rows))
     total = (
         f"| **total** | {human_size(table.base_total)} | "
@@ -208,8 +234,10 @@ def _details(out: _Budget, section: _Section, cap: int) -> None:
     out.add(*closing)
 
 
-def _function_rows(rows: Sequence[FunctionRow]) -> list[str]:
-    return [f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |" for r in rows]
+def _function_rows(rows: Sequence[FunctionRow]) -> Sequence[str]:
+    return _Rendered(
+        rows, lambda r: f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |"
+    )
 
 
 def _section(
@@ -304,11 +332,13 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
             (summary, ["| function | group | size |", "|---|---|---:|"], _function_rows(fns))
         )
     if comparison.changed:
-        changed = [
-            f"| {_code(c.name)} | {human_size(c.base_bytes)} | {human_size(c.head_bytes)} | "
-            f"{human_delta(c.delta)} |"
-            for c in comparison.changed
-        ]
+        changed = _Rendered(
+            comparison.changed,
+            lambda c: (
+                f"| {_code(c.name)} | {human_size(c.base_bytes)} | "
+                f"{human_size(c.head_bytes)} | {human_delta(c.delta)} |"
+            ),
+        )
         sections.append(
             (
                 f"Functions changed in size: {len(changed):,}",
