@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from builder.files.bounds import MAX_BAD_HEADERS
 from builder.files.reading import open_regular
-from builder.metallib.binary_sections import check_complete
+from builder.metallib.binary_sections import Layout, read_layout
 from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.native import native_module
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U64, Span
@@ -121,7 +121,7 @@ def find_metallibs(path: str | os.PathLike[str]) -> list[Embedded]:
     ``MetallibError`` for a library cut short by the end of the file."""
     name = os.fspath(path)
     try:
-        check_complete(name)  # a binary cut short is refused, not searched
+        layout = read_layout(name)  # a binary cut short is refused, not searched
         with open_regular(name, "the binary") as handle:
             fd = handle.fileno()
             size = os.fstat(fd).st_size
@@ -146,7 +146,7 @@ def find_metallibs(path: str | os.PathLike[str]) -> list[Embedded]:
                     )
     except OSError as exc:
         raise MetallibError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    return _located(name, spans)
+    return _located(spans, layout)
 
 
 def _proven_spans(
@@ -247,12 +247,11 @@ def _prove(name: str, offset: int, size: int) -> tuple[str, int] | None:
         return None
 
 
-def _located(name: str, spans: list[tuple[Span, str, int]]) -> list[Embedded]:
+def _located(spans: list[tuple[Span, str, int]], layout: Layout | None) -> list[Embedded]:
+    """The proven libraries, numbered, each with where it sits in ``layout`` (None: the file
+    has no sections to say it) and its identity."""
     if not spans:
         return []
-    from builder.metallib.binary_sections import read_layout
-
-    layout = read_layout(name)
     names = layout.names_at(span.offset for span, _, _ in spans) if layout else {}
     out = []
     for number, (span, version, count) in enumerate(spans, 1):
