@@ -25,9 +25,12 @@ from builder.files.reading import open_regular
 from builder.metallib.binary_layout import Extent, Image, Layout, Section, Symbol, refuse_outside
 from builder.metallib.errors import BinaryFormatError
 
-__all__ = ["macho_layout"]
+__all__ = ["MACHO_MAGICS", "macho_layout"]
 
-_MACHO = {b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce"}
+MACHO_MAGICS = frozenset(
+    {b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce"}
+)
+"""The first four bytes of a thin Mach-O image: 64- and 32-bit, either byte order."""
 _LITTLE = {b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe"}
 _WIDE = {b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf"}
 _FAT_ARCH = struct.Struct(">IIII4x")  # cputype, cpusubtype, offset, size, align (mach-o/fat.h)
@@ -52,7 +55,7 @@ def macho_layout(path: str, handle: IO[bytes], size: int, *, fat: bool) -> Layou
         if cputype is not None:
             extents.append(Extent(f"the {_arch(cputype)} slice", base, length, size))
         head = os.pread(fd, 32, base) if base < size else b""
-        if len(head) >= 4 and head[:4] not in _MACHO:
+        if len(head) >= 4 and head[:4] not in MACHO_MAGICS:
             raise BinaryFormatError(
                 base,
                 f"malformed: no Mach-O header{of} (its first bytes: {head[:4].hex(' ')})",

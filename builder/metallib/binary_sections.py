@@ -21,18 +21,17 @@ import struct
 from builder.files.reading import open_regular
 from builder.metallib.binary_elf import elf_layout
 from builder.metallib.binary_layout import Image, Layout, Section, Symbol
-from builder.metallib.binary_macho import macho_layout
+from builder.metallib.binary_macho import MACHO_MAGICS, macho_layout
 
 __all__ = ["Image", "Layout", "Section", "Symbol", "check_complete", "file_kind", "read_layout"]
 
-_MACHO = {b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce"}
 _FAT = {b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"}
 _ELF = b"\x7fELF"
 
 
 def file_kind(head: bytes) -> str | None:
     """What the first bytes of a file say it is, in words for an error message (None: unknown)."""
-    if head[:4] in _MACHO:
+    if head[:4] in MACHO_MAGICS:
         return "a Mach-O binary"
     if head[:4] in _FAT:
         # Java class files share 0xCAFEBABE; their next field (a version) is large.
@@ -59,7 +58,7 @@ def read_layout(path: str | os.PathLike[str]) -> Layout | None:
     with open_regular(name, "the binary") as handle:
         head = handle.read(8)
         size = os.fstat(handle.fileno()).st_size
-        if head[:4] in _MACHO or (head[:4] in _FAT and file_kind(head) is not None):
+        if head[:4] in MACHO_MAGICS or (head[:4] in _FAT and file_kind(head) is not None):
             return macho_layout(name, handle, size, fat=head[:4] in _FAT)
         if head[:4] == _ELF:
             return elf_layout(name, handle, size)
