@@ -31,6 +31,7 @@ from builder.errors import UsageError
 __all__ = [
     "RangeFile",
     "cached_wheel",
+    "canonical_name",
     "check_remote",
     "compatible",
     "holds_metallibs",
@@ -127,12 +128,18 @@ def _index_url() -> str:
     return found[1] if found else "https://pypi.org/simple"
 
 
+def canonical_name(name: str, separator: str = "-") -> str:
+    """A project's name as the package index normalizes it (PEP 503: runs of ``-_.`` become
+    one ``-``, lower case); ``separator="_"`` as wheel file names spell it."""
+    return re.sub(r"[-_.]+", separator, name).lower()
+
+
 def _files(index: str, name: str) -> list[tuple[str, str]]:
     """(file name, absolute URL) of each file the simple index lists for ``name``."""
     import urllib.parse
     import urllib.request
 
-    page = urllib.parse.urljoin(index.rstrip("/") + "/", re.sub(r"[-_.]+", "-", name).lower() + "/")
+    page = urllib.parse.urljoin(index.rstrip("/") + "/", canonical_name(name) + "/")
     request = urllib.request.Request(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
     with urllib.request.urlopen(request, timeout=_TIMEOUT) as response:
         kind, body = response.headers.get("Content-Type", ""), response.read(64 << 20)
@@ -185,7 +192,7 @@ RESOLVED = ".resolved"
 
 
 def _record(folder: Path, name: str, version: str, platform: str) -> Path:
-    canonical = re.sub(r"[-_.]+", "_", name).lower()
+    canonical = canonical_name(name, "_")
     return folder / RESOLVED / f"{canonical}-{version}-{platform}"
 
 

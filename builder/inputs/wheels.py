@@ -36,6 +36,7 @@ from builder.inputs.wheel_cache import (
 from builder.inputs.wheel_extract import extract_metallibs
 from builder.inputs.wheel_index import (
     cached_wheel,
+    canonical_name,
     check_remote,
     remember_choice,
 )
@@ -174,7 +175,7 @@ def _pip_log(folder: Path, name: str, version: str, platform: str, output: str) 
     from builder.errors import OutputError
     from builder.files.atomic import write_atomic
 
-    canonical = re.sub(r"[-_.]+", "_", name).lower()
+    canonical = canonical_name(name, "_")
     log = folder / f"pip-{canonical}-{version}-{platform}.log"
     try:
         write_atomic(log, output)
