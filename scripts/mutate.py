@@ -57,7 +57,7 @@ MODULES: dict[str, list[str]] = {
         "tests/metallib/test_writer_paths.py",
         "tests/metallib/test_synthetic.py",
     ],
-    "builder/metallib/subset.py": [
+    "builder/metallib/parts.py": [
         "tests/metallib/test_subset_tags.py",
         "tests/metallib/test_writer_paths.py",
         "tests/metallib/test_synthetic.py",
