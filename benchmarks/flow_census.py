@@ -14,9 +14,9 @@ It measures the structure of a flow, not its speed: profiling slows each process
     python benchmarks/flow_census.py build               # build --source-dir TREE --jit '*'
 
 Without METALLIB, the report flow reads mlx-metal 0.32.4's macOS 14 library (downloaded once into
-the cache). The build flow builds a small tree the script writes (a template header instantiated under host
-names, and an entry file of plain kernels) with every unit JIT (no Metal compiler is needed for
-that), in a temporary folder.
+the cache). The build flow builds a small tree the script writes (a template header instantiated
+under host names, and an entry file of plain kernels) with every unit JIT (no Metal compiler is
+needed for that), in a temporary folder.
 """
 
 from __future__ import annotations
