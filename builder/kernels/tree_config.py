@@ -53,6 +53,7 @@ from builder.files.bounds import brief
 from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
+from builder.kernels.cxx_text import control_character
 from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.preprocess import parse_define
 from builder.kernels.runtime_sources import KEYS as RUNTIME_KEYS
@@ -73,7 +74,6 @@ __all__ = [
 ]
 
 CONFIG_FILE = "metallib.toml"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # What a library name may hold: it becomes a file name in the build folder, a Ninja path and an
 # item of CMake lists, so letters, digits and . _ + - only, and no leading . (hidden, or . and ..)
 # or - (an option).
@@ -146,13 +146,6 @@ EMBEDDINGS = ("whole-file", "preamble")
 """How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
 run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
 writes the instantiation lines)."""
-
-
-def control_character(text: str) -> str | None:
-    """The first control character in ``text`` (C0, DEL, C1: a newline would end a line of
-    build.ninja, a NUL a C string), or None."""
-    found = _CONTROL.search(text)
-    return found.group() if found else None
 
 
 def library_problem(name: str) -> str | None:
