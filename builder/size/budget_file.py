@@ -42,12 +42,13 @@ from builder.errors import UsageError, closest_hint
 from builder.files.bounds import LARGEST_COUNT, brief
 from builder.files.reading import read_bytes
 from builder.files.tomltext import parse_toml
-from builder.kernels.preprocess import parse_define
+from builder.settings.declared import BUDGET_LIMITS, SETTINGS, setting
 from builder.size.grouping import BY_CHOICES
 from builder.size.limits import Limit, growth_bytes, parse_limit, parse_size
 
 __all__ = [
     "BUDGET_FILE",
+    "KEYS",
     "PYPROJECT",
     "Budget",
     "BudgetFile",
@@ -58,18 +59,12 @@ __all__ = [
 BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
 _TOOL = "metallib-builder"
-_LIMITS = (
-    "max-size",
-    "max-total-size",
-    "max-download-size",
-    "max-functions",
-    "groups",
-    "max-growth",
-)
+_LIMITS = BUDGET_LIMITS
 _TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
 """The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
 --config, loaded the same way (``builder.cli.tree_options``)."""
-_KEYS = ("name", "target", "member", "platform", "by", *_TREE, "base", *_LIMITS)
+KEYS = tuple(s.budget for s in SETTINGS.values() if s.budget is not None)
+"""Every key of a budget table: the settings that declare one (``builder.settings.declared``)."""
 
 
 @dataclass(frozen=True)
@@ -177,8 +172,8 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
     name = _text(raw, "name", where) or _text(raw, "target", where)
     where = f"{where} ({name})" if name is not None else where
     for key in raw:
-        if key not in _KEYS:
-            raise _unknown(where, key, _KEYS)
+        if key not in KEYS:
+            raise _unknown(where, key, KEYS)
     target = _text(raw, "target", where)
     if target is None or name is None:
         raise UsageError(
@@ -191,14 +186,7 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
         raise UsageError(f"{where}: 'by' must be one of {', '.join(BY_CHOICES)}, got {by!r}")
     source_dir = _text(raw, "source-dir", where)
     include = _strings(raw, "include-dirs", where, "folder paths")
-    defines = _strings(raw, "defines", where, "NAME or NAME=VALUE strings, as -D takes them")
-    for define in defines:
-        try:
-            parse_define(define)
-        except ValueError:
-            raise UsageError(
-                f"{where}: 'defines': {brief(define)} is not NAME or NAME=VALUE"
-            ) from None
+    defines = setting("defines").read(raw.get("defines", []), f"{where}: 'defines'")
     exclude = _strings(raw, "exclude", where, "globs of entry files, as --exclude takes them")
     config = _text(raw, "config", where)
     tree_keys = [key for key in _TREE[1:] if key in raw]

@@ -1,0 +1,431 @@
+"""Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
+how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources,
+the rest of ``metallib.toml``, and a budget's keys.
+
+Adding a setting is one declaration here, plus its use: the command that takes it lists its
+name (``builder.cli.tree_options.option``), a build request part that carries it holds its
+field (``builder.cmake_build.request``), and ``python -m builder.cmake_build.options --write``
+regenerates the CMake cache block and the docs table of a setting with a cache variable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.settings import Setting
+from builder.settings import checks as c
+
+__all__ = [
+    "APIS",
+    "BUDGET_LIMITS",
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_METAL_FLAGS",
+    "DEFAULT_NAMESPACE",
+    "EMBEDDINGS",
+    "PREAMBLE_SETS",
+    "SDKS",
+    "SETTINGS",
+    "setting",
+    "setting_field",
+    "toml_keys",
+]
+
+DEFAULT_METAL_FLAGS = ("-Wall", "-Wextra", "-fno-fast-math")
+"""The flags of every AOT compile when none are asked for (MetalAot.cmake's
+METALLIB_DEFAULT_FLAGS says the same; ``options --check`` compares them)."""
+SDKS = ("macosx", "iphoneos", "iphonesimulator")
+"""The xcrun SDKs a build may ask for."""
+DEFAULT_CHUNK_SIZE = 250
+"""Mean instantiations per generated AOT source of a catalog tree (``builder.kernels.chunking``)."""
+APIS = ("string", "cstring")
+"""What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
+DEFAULT_NAMESPACE = "metal_jit"
+PREAMBLE_SETS = ("includes", "table")
+EMBEDDINGS = ("whole-file", "preamble")
+"""How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
+run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
+writes the instantiation lines)."""
+
+_UNITS = (
+    "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
+    "globs, '*' crossing '/'; repeatable)"
+)
+_TOML = "of metallib.toml"
+
+_TREE = (
+    Setting(
+        "source_dir",
+        "Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
+        "(discovered with the host preprocessor).",
+        kind="real_path",
+        budget="source-dir",
+        cmake="METALLIB_SOURCE_DIR",
+        cmake_default="${PROJECT_SOURCE_DIR}/metal_src",
+        shown_default="the bundled metal_src/ (a catalog tree)",
+    ),
+    Setting(
+        "include_dirs",
+        "Folder searched for quoted includes (repeatable); before the ones in metallib.toml.",
+        kind="paths",
+        default=(),
+        flag="-I/--include-dir",
+        toml="kernels.include-dirs",
+        budget="include-dirs",
+        cmake="METALLIB_INCLUDE_DIRS",
+        metavar="DIR",
+    ),
+    Setting(
+        "defines",
+        "Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
+        "predefined macros, e.g. -D __METAL_VERSION__=320.",
+        kind="texts",
+        default=(),
+        flag="-D/--define",
+        toml="kernels.defines",
+        budget="defines",
+        cmake="METALLIB_DEFINES",
+        check=c.define,
+        metavar="NAME[=VALUE]",
+    ),
+    Setting(
+        "exclude",
+        "Skip entry files whose path relative to --source-dir matches (repeatable; "
+        "fnmatch, '*' also crosses '/').",
+        kind="texts",
+        default=(),
+        toml="kernels.exclude",
+        budget="exclude",
+        cmake="METALLIB_EXCLUDE",
+        metavar="GLOB",
+    ),
+    Setting(
+        "config",
+        "Settings file to use instead of DIR/metallib.toml.",
+        kind="path",
+        budget="config",
+        cmake="METALLIB_CONFIG",
+        metavar="FILE",
+    ),
+    Setting(
+        "jobs",
+        "Entry files preprocessed at once. Default: the number of CPUs.",
+        kind="int",
+        flag="-j/--jobs",
+    ),
+    Setting(
+        "build_jobs",
+        "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs).",
+        kind="int",
+        flag="-j/--jobs",
+        param="jobs",
+    ),
+    Setting(
+        "check_jobs",
+        "Parallel compiler processes (catalog trees) or entry files preprocessed at once "
+        "(any other tree). Default: the number of CPUs.",
+        kind="int",
+        flag="-j/--jobs",
+        param="jobs",
+    ),
+    Setting(
+        "metal_version",
+        "__METAL_VERSION__ discovery assumes (MSL version x 100; default 310).",
+        kind="int",
+        flag=None,
+        toml="kernels.metal-version",
+        check=c.metal_version,
+        expected="an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)",
+    ),
+    Setting(
+        "requires",
+        "Entry files only some platforms build: file -> minimums (builder.kernels.platforms).",
+        kind="table",
+        flag=None,
+        toml="kernels.requires",
+    ),
+)
+
+_TOOLCHAIN = (
+    Setting(
+        "metal_compiler",
+        "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then "
+        "xcrun -sdk SDK metal).",
+        cmake="METALLIB_COMPILER",
+        metavar="PATH",
+        shown_default="via xcrun",
+    ),
+    Setting(
+        "metal_flags",
+        f"Flags of every AOT compile, replacing the default {' '.join(DEFAULT_METAL_FLAGS)} "
+        "(words as a shell reads them; repeatable; --metal-flags '' for none). In CMake a "
+        "list: ',' before a '-' separates too.",
+        kind="flags",
+        cmake="METALLIB_AOT_FLAGS",
+        metavar="FLAGS",
+        cmake_default=";".join(DEFAULT_METAL_FLAGS),
+    ),
+    Setting(
+        "std",
+        "Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
+        "macos-metal2.4 (default: [build] std of metallib.toml, else from the stated Metal "
+        "version, else the compiler's).",
+        toml="build.std",
+        cmake="METALLIB_STD",
+        check=c.std,
+        expected='a Metal language standard such as "metal3.1" or "macos-metal2.4"',
+        metavar="STD",
+    ),
+    Setting(
+        "deployment_target",
+        "OS version the AOT library targets: -mmacosx-version-min= (with --sdk iphoneos "
+        "-mios-version-min=) on compile and link (default: [build] deployment-target of "
+        "metallib.toml, else none).",
+        toml="build.deployment-target",
+        cmake="METALLIB_DEPLOYMENT_TARGET",
+        check=c.deployment_target,
+        expected='an OS version such as "14.0"',
+        metavar="VERSION",
+    ),
+    Setting(
+        "sdk",
+        "xcrun SDK of the Metal compiler (and of the deployment-target flag).",
+        default=SDKS[0],
+        cmake="METALLIB_SDK",
+        choices=SDKS,
+    ),
+    Setting(
+        "flags",
+        "Compile flags the tree needs, after the build's (default) flags.",
+        kind="texts",
+        default=(),
+        flag=None,
+        toml="build.flags",
+    ),
+)
+
+_SELECTION = (
+    Setting(
+        "jit",
+        f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
+        "aot-only names stay AOT; entry files that define their own kernels are embedded "
+        "whole.",
+        kind="globs",
+        default=(),
+        cmake="METALLIB_JIT",
+        metavar="GLOBS",
+        shown_default="none (`*` under `pip install`)",
+    ),
+    Setting(
+        "aot",
+        f"Units built AOT, every other one JIT: {_UNITS}.",
+        kind="globs",
+        default=(),
+        cmake="METALLIB_AOT",
+        metavar="GLOBS",
+        shown_default="none",
+    ),
+    Setting(
+        "kernels",
+        "Catalog trees only: these units (catalog families), comma-separated (e.g. "
+        "unary,binary); repeatable. Default: all.",
+        kind="names",
+        default=(),
+        cmake="METALLIB_KERNELS",
+        metavar="F,...",
+        shown_default="all",
+    ),
+    Setting(
+        "dtypes",
+        "Catalog trees only: instantiations whose value dtypes are all listed (index dtypes "
+        "are kept), e.g. float16,float32. Default: all.",
+        kind="names",
+        default=(),
+        cmake="METALLIB_DTYPES",
+        metavar="D,...",
+        shown_default="all",
+    ),
+    Setting(
+        "chunk_size",
+        "Mean instantiations per chunk (one generated AOT source) of a catalog tree's "
+        f"AOT units. Default: {DEFAULT_CHUNK_SIZE}.",
+        kind="int",
+        default=DEFAULT_CHUNK_SIZE,
+        cmake="METALLIB_AOT_CHUNK_SIZE",
+    ),
+    Setting(
+        "variant_aot",
+        "A variant with these entry files AOT (comma-separated globs, relative to "
+        "--source-dir) and every other one JIT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--aot",
+        param="aot",
+        metavar="GLOBS",
+    ),
+    Setting(
+        "variant_jit",
+        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--jit",
+        param="jit",
+        metavar="GLOBS",
+    ),
+    Setting(
+        "compress",
+        "Compress the sources a catalog tree embeds in the host library.",
+        kind="bool",
+        default=False,
+        cmake="METALLIB_JIT_COMPRESS",
+    ),
+    Setting(
+        "aot_only",
+        "Entry files (globs) that stay AOT when the build is asked JIT.",
+        kind="texts",
+        default=(),
+        flag=None,
+        toml="build.aot-only",
+    ),
+    Setting(
+        "build_dir",
+        "Build directory.",
+        kind="real_path",
+    ),
+    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
+    Setting(
+        "no_wait",
+        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
+        "once instead of waiting for it to finish.",
+        kind="bool",
+    ),
+    Setting(
+        "library",
+        "The output library's name, without .metallib (default: the tree's folder name).",
+        flag=None,
+        toml="build.library",
+        check=c.library,
+        expected='a file name without folders or .metallib, such as "mlx"',
+    ),
+)
+
+_RUNTIME = (
+    Setting(
+        "jit_namespace",
+        "C++ namespace (a or a::b) of the run-time sources' functions: the one written (over "
+        f"[build] jit-namespace {_TOML}; default {DEFAULT_NAMESPACE}), or for sources the one "
+        "read (default: any).",
+        toml="build.jit-namespace",
+        cmake="METALLIB_JIT_NAMESPACE",
+        check=c.namespace,
+        metavar="NS",
+        shown_default=f"[build] jit-namespace, else `{DEFAULT_NAMESPACE}`",
+    ),
+    Setting(
+        "jit_api",
+        f"What each run-time source function returns, over [build] jit-api {_TOML}: string "
+        "(const std::string&, shared pieces stored once; the default) or cstring (const "
+        "char*, each function's whole text on its own, as MLX's jit/includes.h declares "
+        "them); the embedded bytes count what it stores.",
+        toml="build.jit-api",
+        cmake="METALLIB_JIT_API",
+        choices=APIS,
+        shown_default="[build] jit-api, else `string`",
+    ),
+    Setting(
+        "jit_lookup",
+        "Define the lookup by name, preamble(name) (and a build's unit_source(unit)), over "
+        f"[build] jit-lookup {_TOML} (default: defined); --no-jit-lookup for a host that "
+        "calls the functions by name (MLX). In CMake ON, OFF or empty (metallib.toml's).",
+        kind="switch",
+        flag="--jit-lookup/--no-jit-lookup",
+        toml="build.jit-lookup",
+        cmake="METALLIB_JIT_LOOKUP",
+        shown_default="[build] jit-lookup, else defined",
+    ),
+    Setting(
+        "always_embed",
+        "[build.preambles] functions every variant and build embeds, all-AOT included.",
+        kind="texts",
+        default=(),
+        flag=None,
+        toml="build.always-embed",
+    ),
+    Setting(
+        "preamble_set",
+        "Which functions exist: includes (each JIT entry file's direct includes) or table "
+        "([build.preambles] only).",
+        default="includes",
+        flag=None,
+        toml="build.preamble-set",
+        choices=PREAMBLE_SETS,
+    ),
+    Setting(
+        "preambles",
+        "Run-time source functions: name -> header(s) inlined into it.",
+        kind="table",
+        flag=None,
+        toml="build.preambles",
+    ),
+    Setting(
+        "embedding",
+        "How a JIT entry file is embedded, by glob: whole-file or preamble (later globs win).",
+        kind="table",
+        flag=None,
+        toml="build.embedding",
+    ),
+)
+
+BUDGET_LIMITS = (
+    "max-size",
+    "max-total-size",
+    "max-download-size",
+    "max-functions",
+    "groups",
+    "max-growth",
+)
+"""The budget keys that are limits (a budget needs one)."""
+
+
+def _budget(key: str, help: str) -> Setting:
+    """A key of a budget table only (``builder.size.budget_file`` reads its value)."""
+    return Setting(key.replace("-", "_"), help, flag=None, budget=key)
+
+
+_BUDGET = (
+    _budget("name", "The budget's name (default: its target)."),
+    _budget("target", "What is measured: a path, a glob (summed), a build folder or a wheel."),
+    _budget("member", "One library of the target, as report --member names it."),
+    _budget("platform", "The wheel platform of a PACKAGE==VERSION target."),
+    _budget("by", "What the groups are: kernel, dtype, source or function."),
+    _budget("base", "A saved report or any target: what max-growth is against."),
+    _budget("max-size", "The metallib(s), as compare --max-size."),
+    _budget("max-total-size", "The metallib(s) plus a build's host library."),
+    _budget("max-download-size", "The download size, as compare --max-download-size."),
+    _budget("max-functions", "The number of functions in the metallib(s)."),
+    _budget("groups", "Per-group limits: group = size."),
+    _budget("max-growth", "Growth of everything shipped against base: a percentage or bytes."),
+)
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_BUDGET)
+}
+"""Every setting by name."""
+
+
+def setting(name: str) -> Setting:
+    """The setting ``name`` declares (KeyError: none)."""
+    return SETTINGS[name]
+
+
+def setting_field(name: str) -> Any:
+    """The dataclass field of a document holding the setting ``name`` (``Setting.field``)."""
+    return SETTINGS[name].field()
+
+
+def toml_keys(table: str) -> dict[str, Setting]:
+    """The settings of one ``metallib.toml`` table (``kernels``, ``build``) by key."""
+    found = {}
+    for s in SETTINGS.values():
+        if s.toml is not None and s.toml.partition(".")[0] == table:
+            found[s.toml.partition(".")[2]] = s
+    return found
