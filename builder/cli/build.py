@@ -35,22 +35,20 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., object])
 
 
-_BUILD_ONLY = [
-    option("kernels"),
-    option("dtypes"),
-    option("build_dir", default=Path("build")),
-    option("metal_compiler"),
-    option("metal_flags"),
-    option("std"),
-    option("deployment_target"),
-    option("sdk"),
-    option("chunk_size"),
-    option("compress"),
-    option("jit_namespace"),
-    option("jit_api"),
-    option("jit_lookup"),
-    option("verbose"),
-]
+def _build_only() -> list[Callable[[F], F]]:
+    """The options of every build setting the kernel-tree options and ``--jit``/``--aot`` do
+    not add, in declaration order: a build setting added to the request is on ``build`` and
+    ``presets`` with nothing more said here."""
+    from dataclasses import fields
+
+    from builder.cmake_build.request import Tree, request_settings
+
+    placed = {f.name for f in fields(Tree)} | {"jit", "aot", "build_dir"}
+    names = [name for name in request_settings() if name not in placed]
+    return [option("build_dir", default=Path("build")), *map(option, names), option("verbose")]
+
+
+_BUILD_ONLY = _build_only()
 no_wait_option = option("no_wait")
 """Shared by ``build``, ``presets`` and ``variants`` (each locks the folder it writes)."""
 
