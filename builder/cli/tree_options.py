@@ -141,20 +141,30 @@ class TreeOptions(Tree):
 
     def check(self) -> TreeConfig:
         """Raise what loading would for the tree's settings and folders (exit 2), without
-        preprocessing: run before a command resolves its target, which may be a download.
-        Returns the settings with the flags over them."""
-        from builder.errors import UsageError
-        from builder.kernels.settings_check import check_settings
+        preprocessing, and return the settings with the flags over them.
 
-        if self.source_dir is None:
+        ``report LIBRARY --source-dir TREE`` and ``variants --from LIBRARY`` discover the tree
+        for the platform the library states (``builder.kernels.platforms``), so discovery waits
+        until the library is resolved, which for ``PACKAGE==VERSION`` is a wheel download. A
+        mistake in the tree's own settings (a bad ``metallib.toml``, an include folder that is
+        not there, a ``[kernels.requires]`` or ``--exclude`` glob matching no entry file) does
+        not depend on the platform: it is reported here at once, with nothing downloaded. The
+        platform's own exclusions are not applied: they only ever leave out more."""
+        from builder.errors import UsageError
+        from builder.kernels.discovery import checked_entries, is_catalog_tree
+        from builder.kernels.tree_config import find_config, merge_flags
+
+        source_dir = self.source_dir
+        if source_dir is None:
             raise UsageError("no --source-dir: name the kernel tree")
-        return check_settings(
-            self.source_dir,
-            include_dirs=self.include_dirs,
-            defines=self.defines,
-            exclude=self.exclude,
-            config_file=self.config,
-        )
+        if not Path(source_dir).is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+        if is_catalog_tree(source_dir):  # reading a catalog is cheap: its own checks, whole
+            return self.load().config
+        settings = find_config(source_dir, self.config, self.include_dirs)
+        config = merge_flags(settings, self.include_dirs, self.defines, self.exclude)
+        checked_entries(Path(source_dir), config)
+        return config
 
     def discovered(
         self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False

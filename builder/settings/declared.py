@@ -1,6 +1,6 @@
 """Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
-how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources,
-the rest of ``metallib.toml``, and a budget's keys.
+how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
+with those only a file's key (``builder.settings.file_keys``), the registry of them all.
 
 Adding a setting is one declaration here, plus its use: the command that takes it lists its
 name (``builder.cli.tree_options.option``), a build request part that carries it holds its
@@ -14,6 +14,7 @@ from typing import Any
 
 from builder.settings import Setting
 from builder.settings import checks as c
+from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, PREAMBLE_SETS
 
 __all__ = [
     "APIS",
@@ -40,17 +41,12 @@ DEFAULT_CHUNK_SIZE = 250
 APIS = ("string", "cstring")
 """What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
 DEFAULT_NAMESPACE = "metal_jit"
-PREAMBLE_SETS = ("includes", "table")
-EMBEDDINGS = ("whole-file", "preamble")
-"""How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
-run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
-writes the instantiation lines)."""
 
 _UNITS = (
     "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
     "globs, '*' crossing '/'; repeatable)"
 )
-_TOML = "of metallib.toml"
+_TOML = "of metallib.toml"  # the settings a flag and a key give (the flag wins)
 
 _TREE = (
     Setting(
@@ -127,22 +123,6 @@ _TREE = (
         flag="-j/--jobs",
         param="jobs",
     ),
-    Setting(
-        "metal_version",
-        "__METAL_VERSION__ discovery assumes (MSL version x 100; default 310).",
-        kind="int",
-        flag=None,
-        toml="kernels.metal-version",
-        check=c.metal_version,
-        expected="an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)",
-    ),
-    Setting(
-        "requires",
-        "Entry files only some platforms build: file -> minimums (builder.kernels.platforms).",
-        kind="table",
-        flag=None,
-        toml="kernels.requires",
-    ),
 )
 
 _TOOLCHAIN = (
@@ -192,14 +172,6 @@ _TOOLCHAIN = (
         default=SDKS[0],
         cmake="METALLIB_SDK",
         choices=SDKS,
-    ),
-    Setting(
-        "flags",
-        "Compile flags the tree needs, after the build's (default) flags.",
-        kind="texts",
-        default=(),
-        flag=None,
-        toml="build.flags",
     ),
 )
 
@@ -279,14 +251,6 @@ _SELECTION = (
         cmake="METALLIB_JIT_COMPRESS",
     ),
     Setting(
-        "aot_only",
-        "Entry files (globs) that stay AOT when the build is asked JIT.",
-        kind="texts",
-        default=(),
-        flag=None,
-        toml="build.aot-only",
-    ),
-    Setting(
         "build_dir",
         "Build directory.",
         kind="real_path",
@@ -297,14 +261,6 @@ _SELECTION = (
         "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
         "once instead of waiting for it to finish.",
         kind="bool",
-    ),
-    Setting(
-        "library",
-        "The output library's name, without .metallib (default: the tree's folder name).",
-        flag=None,
-        toml="build.library",
-        check=c.library,
-        expected='a file name without folders or .metallib, such as "mlx"',
     ),
 )
 
@@ -342,72 +298,10 @@ _RUNTIME = (
         cmake="METALLIB_JIT_LOOKUP",
         shown_default="[build] jit-lookup, else defined",
     ),
-    Setting(
-        "always_embed",
-        "[build.preambles] functions every variant and build embeds, all-AOT included.",
-        kind="texts",
-        default=(),
-        flag=None,
-        toml="build.always-embed",
-    ),
-    Setting(
-        "preamble_set",
-        "Which functions exist: includes (each JIT entry file's direct includes) or table "
-        "([build.preambles] only).",
-        default="includes",
-        flag=None,
-        toml="build.preamble-set",
-        choices=PREAMBLE_SETS,
-    ),
-    Setting(
-        "preambles",
-        "Run-time source functions: name -> header(s) inlined into it.",
-        kind="table",
-        flag=None,
-        toml="build.preambles",
-    ),
-    Setting(
-        "embedding",
-        "How a JIT entry file is embedded, by glob: whole-file or preamble (later globs win).",
-        kind="table",
-        flag=None,
-        toml="build.embedding",
-    ),
-)
-
-BUDGET_LIMITS = (
-    "max-size",
-    "max-total-size",
-    "max-download-size",
-    "max-functions",
-    "groups",
-    "max-growth",
-)
-"""The budget keys that are limits (a budget needs one)."""
-
-
-def _budget(key: str, help: str) -> Setting:
-    """A key of a budget table only (``builder.size.budget_file`` reads its value)."""
-    return Setting(key.replace("-", "_"), help, flag=None, budget=key)
-
-
-_BUDGET = (
-    _budget("name", "The budget's name (default: its target)."),
-    _budget("target", "What is measured: a path, a glob (summed), a build folder or a wheel."),
-    _budget("member", "One library of the target, as report --member names it."),
-    _budget("platform", "The wheel platform of a PACKAGE==VERSION target."),
-    _budget("by", "What the groups are: kernel, dtype, source or function."),
-    _budget("base", "A saved report or any target: what max-growth is against."),
-    _budget("max-size", "The metallib(s), as compare --max-size."),
-    _budget("max-total-size", "The metallib(s) plus a build's host library."),
-    _budget("max-download-size", "The download size, as compare --max-download-size."),
-    _budget("max-functions", "The number of functions in the metallib(s)."),
-    _budget("groups", "Per-group limits: group = size."),
-    _budget("max-growth", "Growth of everything shipped against base: a percentage or bytes."),
 )
 
 SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_BUDGET)
+    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *FILE_KEYS)
 }
 """Every setting by name."""
 
