@@ -61,8 +61,8 @@ def option(name: str, *, note: str | None = None, default: object = None) -> Cal
     help_text = f"{s.help} {note}" if note else s.help
 
     def checked(_ctx: click.Context, _param: click.Parameter, value: object) -> object:
-        s.from_cli(value)  # the setting's one check: UsageError (exit 2) naming the flag
-        return value
+        read = s.from_cli(value)  # the setting's one check: UsageError (exit 2) naming the flag
+        return read if s.kind in ("size", "growth") else value  # a limit: as it was read
 
     if s.kind == "switch":  # --x/--no-x, None when neither is given
         return click.option(flag, param, help=help_text, default=None, callback=checked)

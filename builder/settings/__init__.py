@@ -36,13 +36,15 @@ __all__ = ["LIST_KINDS", "Kind", "Setting", "setting_of", "split_names"]
 
 Kind = Literal[
     "text", "texts", "names", "globs", "path", "paths", "real_path", "flags", "int", "bool",
-    "switch", "table",
+    "switch", "table", "count", "size", "growth", "sizes",
 ]  # fmt: skip
 """How a value is read. text: a string; texts: repeatable strings; names, globs: repeatable,
 each comma-separated (``unary,binary``); path (a file), real_path (a folder, links resolved),
 paths: absolute paths; flags: compiler flags, each value split as a shell splits words; int: a
 whole number from 1; bool: a flag (on or off); switch: ``--x/--no-x``, None when neither is
-given; table: a TOML table."""
+given; table: a TOML table; count: a whole number from 0; size: a size limit (bytes, or text
+with a unit: ``30MB``); growth: a size limit or a percentage (``1%``); sizes: a table of
+name = size limit."""
 LIST_KINDS = frozenset({"texts", "names", "globs", "paths", "flags"})
 _TYPE_WORDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "text": (str, "text"),
@@ -52,6 +54,7 @@ _TYPE_WORDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "bool": (bool, "true or false"),
     "switch": (bool, "true or false"),
     "table": (dict, "a table"),
+    "count": (int, "a whole number"),
 }
 
 
@@ -126,11 +129,27 @@ class Setting:
             return self._read(value, base)
         except _Refused as exc:
             raise error(f"{where} must be {exc}, got {brief(exc.value)}") from None
+        except UsageError as exc:  # a limit's refusal names the value itself
+            raise error(f"{where}: {exc.message}") from None
         except (TypeError, ValueError) as exc:
             raise error(f"{where} must be {exc}, got {brief(value)}") from None
 
     def _read(self, value: Any, base: Path | None) -> Any:
+        from builder.settings.checks import growth_limit, size_limit
+
         kind = self.kind
+        if kind in ("size", "growth"):
+            return size_limit(value) if kind == "size" else growth_limit(value)
+        if kind == "sizes":
+            if not isinstance(value, dict):
+                raise TypeError("a table of name = size")
+            limits = {}
+            for name, item in value.items():
+                try:
+                    limits[str(name)] = size_limit(item)
+                except UsageError as exc:
+                    raise UsageError(f"{brief(name)}: {exc.message}") from None
+            return limits
         if kind in LIST_KINDS:
             item = (str, PurePath) if kind == "paths" else str  # a path read back is a Path
             if not isinstance(value, (list, tuple)) or not all(isinstance(v, item) for v in value):

@@ -12,24 +12,35 @@ Standard library only: CMake runs this.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
+
+from builder.errors import UsageError
+from builder.files.bounds import LARGEST_COUNT, brief, parse_size
 
 __all__ = [
     "CXX_IDENTIFIER",
     "CXX_KEYWORDS",
     "CXX_NAMESPACE",
+    "LARGEST_PERCENT",
+    "Limit",
     "choice",
     "control_character",
+    "count",
     "define",
     "deployment_target",
+    "growth_bytes",
+    "growth_limit",
     "library_problem",
     "metal_version",
     "namespace",
     "namespace_problem",
     "parse_define",
+    "parse_limit",
     "plain_text",
+    "size_limit",
     "std",
     "std_version",
     "valid_namespace",
@@ -186,3 +197,90 @@ def choice(options: tuple[str, ...]) -> Callable[[Any], str]:
         return str(value)
 
     return check
+
+
+def count(value: int) -> int:
+    """A number of things (functions), 0 to the largest byte count."""
+    if not 0 <= value <= LARGEST_COUNT:
+        raise ValueError(f"a count from 0 to {LARGEST_COUNT:,}")
+    return value
+
+
+# Limits: a size limit is a byte count; a growth limit is one, or a percentage of the base. Their
+# refusals name the value themselves (UsageError), as the size parser's do: ``Setting.read``
+# puts where it was given in front (``--max-size: '5XB' is not a size; ...``).
+
+
+class Limit(NamedTuple):
+    """A growth limit: either an absolute byte count or a percentage of the base size."""
+
+    bytes: int | None = None
+    percent: float | None = None
+
+    def allowed(self, base_size: int) -> float:
+        """The largest allowed growth in bytes for a base of ``base_size`` bytes."""
+        if self.percent is not None:
+            return base_size * self.percent / 100.0
+        return float(self.bytes or 0)
+
+
+LARGEST_PERCENT = 1_000_000.0
+"""The largest growth percentage (ten thousand times the base): anything larger is a typo, and
+``1e308%`` of a base would be infinity bytes."""
+
+_PERCENT = re.compile(r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*%\s*$")
+
+
+def parse_limit(text: str) -> Limit:
+    """``"5%"`` -> Limit(percent=5); ``"100KB"`` -> Limit(bytes=100000).
+
+    A percentage is a plain decimal number from 0 to :data:`LARGEST_PERCENT`: ``nan%``, ``inf%``
+    or ``1e308%`` would pass or fail every gate without saying so (or overflow when turned into
+    bytes), so they are refused like any other bad text. A growth limit is not negative, in
+    bytes or in percent: one would fail on every library that did not shrink, a verdict of
+    exit 1 that no change to the library can be meant to earn."""
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        match = _PERCENT.match(stripped) if len(stripped) < 100 else None
+        percent = float(match["num"]) if match else math.nan
+        if not 0 <= percent <= LARGEST_PERCENT:
+            raise UsageError(
+                f"{brief(text)} is not a percentage from 0% to {LARGEST_PERCENT:,.0f}%"
+                if math.isnan(percent) or percent > 0
+                else f"{text!r}: a growth limit must not be negative"
+            )
+        return Limit(percent=percent)
+    return Limit(bytes=growth_bytes(parse_size(stripped), text))
+
+
+def growth_bytes(value: int, shown: object) -> int:
+    """``value`` as a growth limit in bytes: UsageError when it is negative (``shown`` is how the
+    user wrote it) or past :data:`~builder.files.bounds.LARGEST_COUNT`."""
+    if value < 0:
+        raise UsageError(f"{brief(shown)}: a growth limit must not be negative")
+    if value > LARGEST_COUNT:
+        raise UsageError(f"{brief(shown)} is more than {LARGEST_COUNT:,} bytes")
+    return value
+
+
+def growth_limit(value: Any) -> Limit:
+    """A growth limit as a flag or a budget key gives it: text (``"1%"``, ``"100kB"``) or a
+    number of bytes."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"{brief(value)} is not a size or a percentage")
+    if isinstance(value, str):
+        return parse_limit(value)
+    return Limit(bytes=growth_bytes(value, value))
+
+
+def size_limit(value: Any) -> int:
+    """A size limit as a flag or a budget key gives it: text (``"30MB"``) or a number of
+    bytes, not negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"{brief(value)} is not a size")
+    size = parse_size(value) if isinstance(value, str) else value
+    if size < 0:
+        raise UsageError(f"{brief(value)}: a size limit must not be negative")
+    if size > LARGEST_COUNT:
+        raise UsageError(f"{brief(value)} is more than {LARGEST_COUNT:,} bytes")
+    return size

@@ -6,6 +6,9 @@ registry with the rest.
 
 from __future__ import annotations
 
+from typing import Any
+
+from builder.files.bounds import LARGEST_COUNT
 from builder.settings import Setting
 from builder.settings import checks as c
 
@@ -102,9 +105,10 @@ BUDGET_LIMITS = (
 """The budget keys that are limits (a budget needs one)."""
 
 
-def _budget(key: str, help: str) -> Setting:
-    """A key of a budget table only (``builder.size.budget_file`` reads its value)."""
-    return Setting(key.replace("-", "_"), help, flag=None, budget=key)
+def _budget(key: str, help: str, **more: Any) -> Setting:
+    """A key of a budget table only (``builder.size.budget_file`` reads its value; a text unless
+    ``more`` says otherwise)."""
+    return Setting(key.replace("-", "_"), help, flag=None, budget=key, **more)
 
 
 _BUDGET = (
@@ -114,12 +118,14 @@ _BUDGET = (
     _budget("platform", "The wheel platform of a PACKAGE==VERSION target."),
     _budget("by", "What the groups are: kernel, dtype, source or function."),
     _budget("base", "A saved report or any target: what max-growth is against."),
-    _budget("max-size", "The metallib(s), as compare --max-size."),
-    _budget("max-total-size", "The metallib(s) plus a build's host library."),
-    _budget("max-download-size", "The download size, as compare --max-download-size."),
-    _budget("max-functions", "The number of functions in the metallib(s)."),
-    _budget("groups", "Per-group limits: group = size."),
-    _budget("max-growth", "Growth of everything shipped against base: a percentage or bytes."),
+    _budget(
+        "max-functions",
+        "The number of functions in the metallib(s).",
+        kind="count",
+        check=c.count,
+        expected=f"a count from 0 to {LARGEST_COUNT:,}",
+    ),
+    _budget("groups", "Per-group limits: group = size.", kind="sizes"),
 )
 
 FILE_KEYS = (*_TOML, *_BUDGET)
