@@ -13,11 +13,9 @@ import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
-    MEMBER_FORMS,
     github_comment_option,
     output_options,
     output_plan,
-    platform_option,
     publish,
     pull_request_for,
     verdict,
@@ -69,7 +67,7 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
             "see docs/html-report.md).",
         ),
-        platform_option("PACKAGE==VERSION targets"),
+        option("platform"),
         click.option(
             "--download",
             is_flag=True,
@@ -78,13 +76,10 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "docs/download-size.md). A wheel also lists its files with their real "
             "compressed sizes, and the model's error against its metallib member.",
         ),
-        click.option(
-            "--member",
-            default=None,
-            metavar="NAME",
-            help=f"Report only this library of a target that holds several: {MEMBER_FORMS}. "
-            "compare takes it from both sides (one side only: an added or removed library). "
-            "A wheel's binary member that holds no metallib (mlx-metal's "
+        option(
+            "member",
+            note="compare takes it from both sides (one side only: an added or removed "
+            "library). A wheel's binary member that holds no metallib (mlx-metal's "
             "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
         ),
     ]

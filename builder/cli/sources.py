@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from builder.cli.publishing import output_options, platform_option
+from builder.cli.publishing import output_options
 from builder.cli.tree_options import option
 
 __all__ = ["sources_command"]
@@ -17,7 +17,7 @@ _FORMATS = ("table", "json")
 @click.command("sources")
 @click.argument("target")
 @option("jit_namespace")
-@platform_option()
+@option("platform")
 @output_options(_FORMATS, "Output format.")
 def sources_command(
     target: str,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.publishing import format_option, member_option, platform_option
+from builder.cli.publishing import format_option
 from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
@@ -53,7 +53,7 @@ Examples:
     help="Write the variants as subsets of this library (.metallib, a binary or .whl "
     "holding one, PACKAGE==VERSION, build folder); needs --source-dir and -o.",
 )
-@member_option("Which library of a --from TARGET that holds several")
+@option("member")
 @tree_options
 @option("variant_aot")
 @option("variant_jit")
@@ -98,7 +98,7 @@ Examples:
     _FORMATS,
     "Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
 )
-@platform_option("a PACKAGE==VERSION target")
+@option("platform")
 @no_wait_option
 def variants_command(
     from_target: str,

@@ -22,7 +22,9 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_METAL_FLAGS",
     "DEFAULT_NAMESPACE",
+    "DEFAULT_PLATFORM",
     "EMBEDDINGS",
+    "MEMBER_FORMS",
     "PREAMBLE_SETS",
     "SDKS",
     "SETTINGS",
@@ -41,6 +43,16 @@ DEFAULT_CHUNK_SIZE = 250
 APIS = ("string", "cstring")
 """What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
 DEFAULT_NAMESPACE = "metal_jit"
+
+DEFAULT_PLATFORM = "macosx_14_0_arm64"
+"""The wheel platform a ``PACKAGE==VERSION`` target is fetched for unless ``--platform`` says
+otherwise (the oldest macOS MLX supports, whose wheels are the most used)."""
+MEMBER_FORMS = (
+    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
+    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
+    "symbol or section"
+)
+"""How ``--member`` names one library (``builder.inputs.member_names`` matches these forms)."""
 
 _UNITS = (
     "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
@@ -300,6 +312,21 @@ _RUNTIME = (
     ),
 )
 
+_TARGETS = (
+    Setting(
+        "member",
+        f"Only this library of a target that holds several: {MEMBER_FORMS}.",
+        budget="member",
+        metavar="NAME",
+    ),
+    Setting(
+        "platform",
+        f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
+        budget="platform",
+    ),
+)
+"""What a target (a command's, a budget's) is narrowed to."""
+
 _GATES = (
     Setting(
         "max_growth",
@@ -342,7 +369,7 @@ _GATES = (
 ``max-size`` are read and refused alike)."""
 
 SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_GATES, *FILE_KEYS)
+    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_TARGETS, *_GATES, *FILE_KEYS)
 }
 """Every setting by name."""
 

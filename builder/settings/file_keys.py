@@ -114,8 +114,6 @@ def _budget(key: str, help: str, **more: Any) -> Setting:
 _BUDGET = (
     _budget("name", "The budget's name (default: its target)."),
     _budget("target", "What is measured: a path, a glob (summed), a build folder or a wheel."),
-    _budget("member", "One library of the target, as report --member names it."),
-    _budget("platform", "The wheel platform of a PACKAGE==VERSION target."),
     _budget("by", "What the groups are: kernel, dtype, source or function."),
     _budget("base", "A saved report or any target: what max-growth is against."),
     _budget(
