@@ -142,3 +142,31 @@ def test_docs_rows_are_the_settings() -> None:
     table = text.split("<!-- options:begin -->", 1)[1].split("<!-- options:end -->", 1)[0]
     rows = set(re.findall(r"^\| `(METALLIB_\w+)` \|", table, re.MULTILINE))
     assert rows == {s.cmake for s in SETTINGS.values() if s.cmake}
+
+
+def _table(doc: str, heading: str) -> list[str]:
+    """The first cells of the docs table whose header row is ``heading``."""
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    rows = text.split(heading + "\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return [row.split(" | ")[0].removeprefix("| ") for row in rows]
+
+
+def test_the_metallib_toml_table_is_the_settings() -> None:
+    """docs/discovery.md's table of metallib.toml keys has a row per setting with a key."""
+    shown = set()
+    for cell in _table("discovery.md", "| key | type | meaning |"):
+        table, _, key = cell.strip("`").partition("] ")
+        shown.add(f"{table.lstrip('[')}.{key}" if key else table.strip("[]"))
+    assert shown == {s.toml for s in SETTINGS.values() if s.toml}
+
+
+def test_the_budget_tables_are_the_settings() -> None:
+    """docs/ci-recipe.md's table of budget keys names every budget key and no other; its table
+    of compare's gates names every gate's flag, and no flag that is not a command's."""
+    keys = {k for cell in _table("ci-recipe.md", "| key | checks |") for k in cell.split("`")[1::2]}
+    assert keys == {s.budget for s in SETTINGS.values() if s.budget}
+    gates = {
+        cell.split("`")[1].split()[0] for cell in _table("ci-recipe.md", "| option | fails when |")
+    }
+    declared = {s.option for s in SETTINGS.values() if s.name.startswith("max_") and s.option}
+    assert declared <= gates and gates - declared <= NOT_YET
