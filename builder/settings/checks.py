@@ -43,6 +43,7 @@ __all__ = [
     "size_limit",
     "std",
     "std_version",
+    "valid_deployment_target",
     "valid_namespace",
 ]
 
@@ -74,7 +75,7 @@ _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DO
 # or - (an option).
 _LIBRARY = re.compile(r"^(?![.-])[\w.+-]+$")
 _STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
-_TARGET = re.compile(r"^[0-9]+(?:\.[0-9]+){0,2}$")
+_TARGET = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}$")
 
 
 def control_character(text: str) -> str | None:
@@ -132,9 +133,14 @@ def std(value: str) -> str:
     return value
 
 
+def valid_deployment_target(value: str) -> bool:
+    """An OS version such as ``14``, ``14.0`` or ``15.2.1`` (a library's header states one too)."""
+    return _TARGET.fullmatch(value) is not None
+
+
 def deployment_target(value: str) -> str:
-    """An OS version such as ``14``, ``14.0`` or ``15.2.1``."""
-    if not _TARGET.fullmatch(value):
+    """An OS version, as :func:`valid_deployment_target` says."""
+    if not valid_deployment_target(value):
         raise ValueError('an OS version such as "14.0"')
     return value
 
