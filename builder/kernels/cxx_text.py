@@ -18,7 +18,6 @@ __all__ = [
     "LIT",
     "STRING",
     "WORD",
-    "control_character",
     "declarator",
     "decode_literals",
     "join_literals",
@@ -38,15 +37,6 @@ _BRACKETS = re.compile(r"[<>()\[\]]")
 _SPLIT_AT = re.compile(r"[<>()\[\]{},]")
 _NAME_AT_END = re.compile(r"([A-Za-z_]\w*)\s*$")
 _TOKEN = re.compile(r"\w+|\S")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def control_character(text: str) -> str | None:
-    """The first control character in ``text`` (C0, DEL, C1: a newline would end a line of
-    build.ninja, a NUL a C string), or None."""
-    found = _CONTROL.search(text)
-    return found.group() if found else None
-
 
 WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
