@@ -19,7 +19,7 @@ It is a script, not a test: timings depend on the machine (docs/performance.md).
 from __future__ import annotations
 
 import argparse
-import os
+import tempfile
 from pathlib import Path
 
 from _timing import ENV, default_metallib, interleaved, load_average
@@ -48,7 +48,8 @@ def main() -> int:
             side: ["env", f"PYTHONPATH={envs[side]['PYTHONPATH']}", *cmd]
             for side, cmd in cases.items()
         }
-        results[label] = interleaved(wrapped, args.runs, cwd=Path(os.getcwd()))
+        # run outside both checkouts: ``python -m`` puts the working directory first on sys.path
+        results[label] = interleaved(wrapped, args.runs, cwd=Path(tempfile.gettempdir()))
     print(f"{head.name}: medians of {args.runs} interleaved rounds, load average {load_average()}")
     for label, sides in results.items():
         (bw, bc), (aw, ac) = sides["before"], sides["after"]

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
 from builder import __version__
+
+if TYPE_CHECKING:
+    from pathlib import Path  # imported where used: --help need not pay for pathlib
 
 __all__ = ["COMMANDS", "INTERNAL_ERROR", "Entry", "LazyGroup", "cli", "cmake_package_dir", "main"]
 
@@ -136,6 +138,8 @@ def cmake_package_dir() -> Path | None:
     checkout while its installed files (this folder among them) sit in site-packages, so the
     distribution's file list is asked next: both are facts of the install, not path guesses.
     """
+    from pathlib import Path
+
     import builder
 
     beside = Path(builder.__file__).resolve().parent / "_data" / "cmake"
@@ -159,6 +163,8 @@ def _print_cmake_dir(ctx: click.Context, _param: click.Parameter, value: bool) -
         return
     found = cmake_package_dir()
     if found is None:
+        from pathlib import Path
+
         import builder
 
         click.echo(

@@ -10,6 +10,8 @@ comment.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 
 __all__ = ["comment_spans", "directive_lines", "strip_comments"]
 
@@ -96,16 +98,14 @@ def comment_spans(text: str) -> list[tuple[int, int]]:
 
 def directive_lines(text: str) -> list[bool]:
     """For each line of ``text`` (split on "\\n"), whether it starts outside a comment."""
-    spans = comment_spans(text)
-    starts, k = [], 0
-    position = 0
-    for line in text.split("\n"):
-        while k < len(spans) and spans[k][1] <= position:
-            k += 1
-        inside = k < len(spans) and spans[k][0] < position < spans[k][1]
-        starts.append(not inside)
-        position += len(line) + 1
-    return starts
+    starts = list(accumulate((len(line) + 1 for line in text.split("\n")), initial=0))[:-1]
+    free = [True] * len(starts)
+    for start, end in comment_spans(text):
+        # the lines that start inside the comment (after its first character, before its end)
+        first, stop = bisect_right(starts, start), bisect_left(starts, end)
+        if first < stop:
+            free[first:stop] = [False] * (stop - first)
+    return free
 
 
 def _in_directive(text: str, position: int) -> bool:

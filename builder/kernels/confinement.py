@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.errors import UsageError
@@ -84,14 +84,24 @@ class TreeBounds:
     own: tuple[Path, ...] = ()
     """The tool's own files (the preprocessor's stand-ins and prelude)."""
 
+    seen: dict[tuple[tuple[Path, ...], str], bool] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Answers of :meth:`allows` so far, shared by the copies :meth:`with_own` makes: every entry
+    file's line markers name the same headers (MLX's 34 entry files: about 2,000 look-ups of 100
+    files, each resolving symbolic links component by component)."""
+
     def allows(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` (absolute) may be read."""
-        if inside(Path(os.path.realpath(path)), (*self.roots, *self.own)):
-            return True
-        return bool(self.chosen) and inside(Path(os.path.normpath(path)), self.chosen)
+        key = (self.own, os.fspath(path))
+        if key not in self.seen:
+            self.seen[key] = inside(Path(os.path.realpath(path)), (*self.roots, *self.own)) or (
+                bool(self.chosen) and inside(Path(os.path.normpath(path)), self.chosen)
+            )
+        return self.seen[key]
 
     def with_own(self, own: Sequence[Path]) -> TreeBounds:
-        return TreeBounds(self.roots, self.chosen, (*self.own, *own))
+        return TreeBounds(self.roots, self.chosen, (*self.own, *own), self.seen)
 
     def shown(self) -> str:
         return _shown(self.roots)
@@ -177,15 +187,11 @@ def check_markers(entry: str, text: str, cwd: Path, bounds: TreeBounds) -> None:
     checked: set[str] = set()
     for start, match in _MARKER.finditer(text):
         line, name, flags = int(match.group(1)), marker_file(match.group(2)), match.group(3)
-        if "1" in flags.split() and stack:
-            parent, parent_line, offset = stack[-1]
-            at = parent_line + text.count("\n", offset, start)
-            place = f"{tree_path(parent, cwd)}:{at}" if not parent.startswith("<") else entry
-        else:
-            place = entry
+        entering = "1" in flags.split()
+        including = stack[-1] if entering and stack else None  # named only if it leads out
         if "2" in flags.split() and stack:
             stack.pop()
-        if "1" in flags.split() or not stack:
+        if entering or not stack:
             stack.append((name, line, match.end() + 1))
         else:
             stack[-1] = (name, line, match.end() + 1)
@@ -194,6 +200,11 @@ def check_markers(entry: str, text: str, cwd: Path, bounds: TreeBounds) -> None:
         checked.add(name)
         path = Path(os.path.join(cwd, name))
         if not bounds.allows(path):
+            place = entry
+            if including is not None and not including[0].startswith("<"):
+                parent, parent_line, offset = including
+                at = parent_line + text.count("\n", offset, start)
+                place = f"{tree_path(parent, cwd)}:{at}"
             raise _outside_include(place, path, bounds)
 
 

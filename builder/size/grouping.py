@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +148,7 @@ def generic_groups(names: Sequence[str]) -> list[str]:
     a character none of them holds, and each step one regular expression over the whole text
     (dtype tokens become "_", numeric ``_`` tokens go, then the ``_`` left over), so that no step
     is a Python loop over the names (torch's 16,024 names: 4 us each, name by name)."""
-    sep = next(c for c in _SEPARATORS if not any(c in n for n in names))
+    sep = _separator(names)
     ends = "_" + sep
     text = sep + sep.join(names) + sep  # each name between two separators
     text = _DTYPE_RE.sub(lambda match: _strip_dtype(match, ends), text)
@@ -157,9 +158,19 @@ def generic_groups(names: Sequence[str]) -> list[str]:
     return [label or name for label, name in zip(text[1:-1].split(sep), names)]
 
 
-# Characters that no dtype spelling or numeric token holds, to join names with: the first that no
-# name holds (names from a library hold no NUL: a metallib ends each with one).
-_SEPARATORS = "\x00\n\x01\x02\x03\x04\x05\x06\x07"
+def _separator(names: Sequence[str]) -> str:
+    """A character none of ``names`` holds, to join them with: NUL (a metallib ends each name
+    with one, so no name of a library holds it), else the first free character that no dtype
+    spelling or numeric token can hold (not a letter, a digit, ``_`` or a newline)."""
+    if not any("\x00" in n for n in names):
+        return "\x00"
+    used = set().union(*names)
+    for char in map(chr, range(1, sys.maxunicode + 1)):
+        if char not in used and not char.isalnum() and char not in "_\n":
+            return char
+    raise UsageError("names that hold every character cannot be grouped")  # not a real input
+
+
 _UNDERSCORES = re.compile("_{2,}")
 
 

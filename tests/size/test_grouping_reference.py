@@ -13,9 +13,14 @@ from support.real_wheels import libraries_or_skip
 
 from builder.inputs.targets import open_library
 from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
-from builder.size.grouping import MLX_MIN_SHARE, OTHER, builtin_rules, group_names
-
-pytestmark = pytest.mark.realdata
+from builder.size.grouping import (
+    MLX_MIN_SHARE,
+    OTHER,
+    builtin_rules,
+    generic_group,
+    generic_groups,
+    group_names,
+)
 
 LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and two libraries of another
     ("mlx-metal==0.32.4", "macosx_14_0_arm64", "mlx.metallib"),
@@ -72,6 +77,7 @@ def primary(name: str) -> str:
     return NAME_SPELLINGS[tokens[0][2]] if tokens else "none"
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(("spec", "platform", "member"), LIBRARIES)
 def test_labels_are_the_references(spec: str, platform: str, member: str) -> None:
     (library,) = [lib for lib in libraries_or_skip(spec, platform) if member in (lib.member or "")]
@@ -82,3 +88,30 @@ def test_labels_are_the_references(spec: str, platform: str, member: str) -> Non
     assert group_names(names, "dtype").labels == [primary(n) for n in names]
     expected = "generic" if "torch" in spec else "rules:builtin:mlx"
     assert kernel.method == expected  # both paths of the choice are checked
+
+
+ODD_NAMES = [
+    "a_12\x00b",  # a NUL: the names are joined by another character
+    "x\n_12",  # a newline ends a token as "$" lets it: "12\n" is numeric, "x\n" is not
+    "12\n",
+    "float_12\n_y",
+    "\x00",
+    "",
+    "_",
+    "__",
+    "k_float16_bm64_bn32",
+    "a\x01b_float",
+    "tq1_0_x",
+    "maskbool",
+    "x_bool_",
+    "xuint8_t",
+    "a_true_false_1",
+]
+
+
+def test_generic_stems_of_odd_names() -> None:
+    """The stems of names that hold the characters the names are joined by, alone and together,
+    are the reference's, name by name."""
+    assert generic_groups(ODD_NAMES) == [generic(n) for n in ODD_NAMES]
+    assert generic_groups(ODD_NAMES[2:]) == [generic(n) for n in ODD_NAMES[2:]]
+    assert [generic_group(n) for n in ODD_NAMES] == [generic(n) for n in ODD_NAMES]
