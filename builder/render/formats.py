@@ -44,7 +44,6 @@ def report_output(
 ) -> str:
     """``report --format kind``; ``binaries``: the account of each binary the libraries sit in
     (after the libraries in text and markdown, ``binaries`` in JSON; not in CSV or HTML)."""
-    shown = shown_top(top, kind)
     if kind == "html":
         from builder.render.html import report_html
 
@@ -53,21 +52,15 @@ def report_output(
         from builder.render.json_docs import report_json
 
         return report_json(reports, binaries)
+    from builder.render import writers
+    from builder.render.report_tables import report_tables
+
+    tables = report_tables(reports, shown_top(top, kind), binaries)
     if kind == "csv":
-        from builder.render.machine import report_csv
-
-        return report_csv(reports, shown)
+        return writers.csv_records(tables)
     if kind == "markdown":
-        from builder.render.binary import binary_markdown
-        from builder.render.markdown import report_markdown
-
-        tail = f"\n{binary_markdown(binaries)}" if binaries else ""
-        return report_markdown(reports, shown) + tail
-    from builder.render.binary import binary_text
-    from builder.render.tables import report_table
-
-    text = report_table(reports, shown, color=color, width=width)
-    return text + (binary_text(binaries, color=color, width=width) if binaries else "")
+        return writers.markdown_tables(tables)
+    return writers.text_tables(tables, color=color, width=width)
 
 
 def comparison_output(
@@ -78,10 +71,6 @@ def comparison_output(
         from builder.render.json_docs import compare_json
 
         return compare_json(evaluated)
-    if kind == "csv":
-        from builder.render.machine import compare_csv
-
-        return compare_csv(evaluated)
     if kind == "markdown":
         from builder.render.pr_comment import comment_markdown
 
@@ -90,13 +79,15 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
-    from builder.render.pairs import pairs_summary
-    from builder.render.tables import compare_table
+    from builder.render import writers
+    from builder.render.compare_tables import compare_preface, compare_tables
 
-    shown = shown_top(top, kind)
-    summary = pairs_summary([c for c, _ in evaluated])
-    tables = "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
-    return tables if summary is None else f"{summary}\n{tables}"
+    if kind == "csv":
+        several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
+        return writers.csv_records(compare_tables(evaluated, None, context=several))
+    tables = compare_tables(evaluated, shown_top(top, kind))
+    preface = compare_preface(evaluated)
+    return writers.text_tables(tables, color=color, width=width, preface=preface)
 
 
 def budget_output(

@@ -35,8 +35,6 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
     top-level object."""
     tail = ""
     if binaries:
-        from builder.render.binary import binary_json
-
         tail = ',"binaries":' + dumps(binary_json(binaries), separators=(",", ":"))
     if len(reports) == 1:
         return report_json_text(reports[0])[:-1] + tail + "}\n"
@@ -241,3 +239,25 @@ def sources_json(path: str, found: Found, namespace: str | None) -> str:
         ],
     }
     return dumps(doc, indent=1) + "\n"
+
+
+def binary_json(accounts: Sequence[BinaryAccount]) -> list[dict[str, object]]:
+    """``binaries`` of the report JSON (docs/report-schema.md)."""
+    return [
+        {
+            "path": account.path,
+            "binary": account.shown,
+            "kind": account.kind,
+            "file_size": account.file_size,
+            "parts": [
+                {
+                    "name": row.name,
+                    "library": not row.overhead,
+                    "function_count": row.function_count,
+                    "bytes": row.bytes,
+                }
+                for row in account.rows
+            ],
+        }
+        for account in accounts
+    ]

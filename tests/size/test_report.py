@@ -14,10 +14,8 @@ from clirun import run_cli
 from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.records.manifest import read_manifest
+from builder.render.formats import report_output
 from builder.render.json_docs import report_json
-from builder.render.machine import report_csv
-from builder.render.markdown import report_markdown
-from builder.render.tables import report_table
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
 from builder.size.report import report_to_dict
@@ -97,11 +95,14 @@ def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path:
 def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:
     path = write_metallib("lib.metallib", FUNCTIONS)
     reports = load_reports(str(path))
-    for text in (report_markdown(reports, 2), report_table(reports, 2, width=200)):
+    for text in (
+        report_output(reports, "markdown", 2, False, None),
+        report_output(reports, "table", 2, False, 200),
+    ):
         assert str(path) in "".join(text.split())  # a table's title wraps a long path
         assert "rest (" in text
         assert "[container overhead]" in text
-    rows = report_csv(reports).splitlines()
+    rows = report_output(reports, "csv", None, False, None).splitlines()
     assert rows[0].startswith("file,by,group")
     total = sum(int(r.split(",")[4]) for r in rows[1:])
     assert total == os.path.getsize(path)

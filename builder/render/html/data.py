@@ -92,7 +92,7 @@ def _side(report: Report) -> dict[str, object]:
 
 def _download(report: Report) -> dict[str, object] | None:
     """The modelled download (``--download``): total, overhead rows, the model's line."""
-    from builder.render.download import download_line
+    from builder.render.report_tables import download_line
 
     download = report.download
     if download is None:
