@@ -1,0 +1,189 @@
+"""Every writer of every result prints its model's values, and JSON agrees with them.
+
+Each result is made into tables (``builder.render.table``) as the CLI makes it; the test renders
+them with each writer and reads every cell back: the terminal table, markdown and CSV must show
+each row's value as its column's kind says (``cell_text``), in the model's order, and each key the
+result's JSON shares with a column must hold the same number. A writer that computes a figure of
+its own, drops a row or shifts a column fails here, for whichever result it happens in.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from builder.render.compare_tables import compare_tables
+from builder.render.formats import comparison_output, report_output
+from builder.render.report_tables import report_tables
+from builder.render.table import Table, cell_text
+from builder.render.text import visible
+from builder.size.checks import Gates, evaluate_gates
+from builder.size.compare import compare_reports
+from builder.size.limits import Limit
+from builder.size.load import load_reports
+
+BASE = [
+    ("v_copyfloat32float32", 300),
+    ("v_copyfloat16float16", 200),
+    ("vv_Addfloat32", 500),
+    ("vv_Addfloat16", 450),
+    ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2000),
+    ("arange_float32", 120),
+    ("rbits", 50),
+]
+HEAD = [*BASE[:4], ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2600), ("rope_float32", 333)]
+
+
+def _text_blocks(out: str) -> Iterator[tuple[list[str], list[list[str]]]]:
+    """Each rich table printed to a pipe: its headings and its rows' cells."""
+    header: list[str] = []
+    rows: list[list[str]] = []
+    for line in out.splitlines():
+        if line.startswith("┃"):
+            header = [c.strip() for c in line.strip("┃").split("┃")]
+        elif line.startswith("│"):
+            rows.append([c.strip() for c in line.strip("│").split("│")])
+        elif line.startswith("└"):
+            yield header, rows
+            header, rows = [], []
+
+
+def _md_blocks(out: str) -> Iterator[tuple[list[str], list[list[str]]]]:
+    lines = out.splitlines()
+    at = 0
+    while at < len(lines):
+        if lines[at].startswith("|") and at + 1 < len(lines) and lines[at + 1].startswith("|---"):
+            header = [c.strip() for c in lines[at].split("|")[1:-1]]
+            rows, at = [], at + 2
+            while at < len(lines) and lines[at].startswith("|"):
+                rows.append([c.strip() for c in re.split(r"(?<!\\)\|", lines[at])[1:-1]])
+                at += 1
+            yield header, rows
+        at += 1
+
+
+def _check_text(tables: list[Table], out: str) -> None:
+    blocks = list(_text_blocks(out))
+    assert len(blocks) == len(tables)
+    for table, (header, cells) in zip(tables, blocks, strict=True):
+        columns = [c for c in table.columns if "text" in c.media]
+        assert header == [c.heading for c in columns]
+        rows = [r for r in table.rows if "text" in r.media]
+        expected = []
+        for row in rows:
+            line = [cell_text(c.kind, row.values[table.columns.index(c)], "text") for c in columns]
+            line = [visible(cell) for cell in line]
+            if row.depth:
+                line[0] = "└ " + line[0]
+            expected.append(line)
+        assert cells == expected
+
+
+def _check_markdown(tables: list[Table], out: str) -> None:
+    blocks = list(_md_blocks(out))
+    assert len(blocks) == len(tables)
+    for table, (header, cells) in zip(tables, blocks, strict=True):
+        columns = [c for c in table.columns if "markdown" in c.media]
+        assert header == [c.heading for c in columns]
+        rows = [r for r in table.rows if "markdown" in r.media]
+        assert len(cells) == len(rows)
+        for row, printed in zip(rows, cells, strict=True):
+            for column, cell in zip(columns, printed, strict=True):
+                value = cell_text(column.kind, row.values[table.columns.index(column)], "markdown")
+                assert cell.strip("*`").removeprefix("↳ ").strip("`") == value
+
+
+def _check_csv(tables: list[Table], out: str) -> None:
+    records = list(csv.DictReader(io.StringIO(out)))
+    expected = []
+    for table in tables:
+        rows = [r for r in table.rows if "csv" in r.media]
+        for at, row in enumerate(rows):
+            if row.role == "total" and table.csv_total is None:
+                continue
+            if at + 1 < len(rows) and rows[at + 1].depth > row.depth:
+                continue  # a group written as its children
+            fields = {
+                c.key: cell_text(c.kind, v, "csv")
+                for c, v in zip(table.columns, row.values, strict=True)
+                if "csv" in c.media
+            }
+            fields.pop(table.columns[0].key)
+            expected.append({**dict(table.context), **fields})
+    assert len(records) == len(expected)
+    for record, fields in zip(records, expected, strict=True):
+        assert {k: record[k] for k in fields} == fields
+
+
+def _check_json(tables: list[Table], objects: list[dict[str, object]]) -> None:
+    """Each named row's numbers equal the JSON object of the same name, key by key."""
+    by_name = {o["name"]: o for o in objects}
+    checked = 0
+    for table in tables:
+        for row in table.rows:
+            if row.role != "row" or row.depth:
+                continue
+            found = by_name[row.values[0]]
+            for column, value in zip(table.columns, row.values, strict=True):
+                if column.key in found and column.kind != "text":
+                    assert found[column.key] == value, (row.values[0], column.key)
+                    checked += 1
+    assert checked
+
+
+@pytest.fixture
+def paths(write_metallib: Callable[..., Path]) -> tuple[str, str]:
+    return str(write_metallib("a.metallib", BASE)), str(write_metallib("b.metallib", HEAD))
+
+
+@pytest.mark.parametrize(
+    ("by", "download", "top"),
+    [
+        ("kernel", False, 2),
+        ("kernel,dtype", False, 1),
+        ("function", True, 3),
+        ("dtype", True, None),
+    ],
+)
+def test_every_report_format_prints_the_model(
+    paths: tuple[str, str], by: str, download: bool, top: int | None
+) -> None:
+    reports = load_reports(paths[0], by=by, download=download)
+    tables = report_tables(reports, top)
+    _check_text(tables, report_output(reports, "table", top, False, None))
+    _check_markdown(tables, report_output(reports, "markdown", top, False, None))
+    _check_csv(tables, report_output(reports, "csv", top, False, None))
+    doc = json.loads(report_output(reports, "json", top, False, None))
+    _check_json(tables, doc["groups"])
+
+
+@pytest.mark.parametrize("download", [False, True])
+def test_every_comparison_format_prints_the_model(paths: tuple[str, str], download: bool) -> None:
+    (base,) = load_reports(paths[0], download=download)
+    (head,) = load_reports(paths[1], download=download)
+    comparison = compare_reports(base, head)
+    evaluated = [(comparison, evaluate_gates(comparison, Gates(max_growth=Limit(percent=1.0))))]
+    tables = compare_tables(evaluated, 2)
+    _check_text(tables, comparison_output(evaluated, "table", 2, False, None))
+    _check_csv(compare_tables(evaluated, None), comparison_output(evaluated, "csv", 2, False, None))
+    doc = json.loads(comparison_output(evaluated, "json", 2, False, None))
+    _check_json(compare_tables(evaluated, None), doc["groups"])
+    # the PR comment writes the same rows in its columns
+    comment = comparison_output(evaluated, "markdown", None, False, None)
+    (header, rows), *_ = _md_blocks(comment)
+    table = compare_tables(evaluated, None)[0]
+    assert header[:5] == [table.columns[0].heading, "base", "head", "delta", "delta %"]
+    for row, printed in zip(table.rows, rows, strict=True):
+        keys = ["base_bytes", "head_bytes", "delta_bytes", "delta_percent"]
+        values = [
+            cell_text(c.kind, table.value(row, c.key), "markdown")
+            for c in table.columns
+            if c.key in keys
+        ]
+        assert [c.strip("*") for c in printed[1:5]] == values
