@@ -27,8 +27,8 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
+    from builder.size.checks import Limit
     from builder.size.compare import Comparison
-    from builder.size.limits import Limit
     from builder.size.report import Source
 
 __all__ = ["compare_command", "report_command"]
@@ -187,7 +187,7 @@ def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) ->
     """A size gate's limit in bytes (None when not given). A negative limit would fail every
     run whatever the library holds, so it is a usage error (exit 2) like a budget file's."""
     from builder.errors import UsageError
-    from builder.size.limits import parse_size
+    from builder.size.checks import parse_size
 
     if text is None:
         return None
@@ -205,7 +205,7 @@ def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) 
     ``LARGEST_PERCENT``, is a usage error (exit 2), as in a budget file: a gate that only a
     shrinking library passes is written as ``--max-size``."""
     from builder.errors import UsageError
-    from builder.size.limits import parse_limit
+    from builder.size.checks import parse_limit
 
     if text is None:
         return None

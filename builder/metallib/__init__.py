@@ -17,13 +17,13 @@ from builder.metallib.errors import (
 from builder.metallib.reader import Metallib, open_metallib
 from builder.metallib.structs import Span
 
-# The writer, parts, subset and verify modules are imported on first use, so that opening and
+# The writer, parts and verify modules are imported on first use, so that opening and
 # listing a library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
 _LAZY = {
-    "FUNCTION_TYPES": "model",
-    "ExtensionTag": "model",
-    "Header": "model",
-    "Region": "model",
+    "FUNCTION_TYPES": "structs",
+    "ExtensionTag": "structs",
+    "Header": "structs",
+    "Region": "structs",
     "FunctionEntry": "table",
     "FunctionTable": "table",
     "Piece": "table",
@@ -32,7 +32,7 @@ _LAZY = {
     "new_function": "parts",
     "new_library": "parts",
     "wrap_bitcode": "parts",
-    "parts_from_library": "subset",
+    "parts_from_library": "parts",
     "Problem": "verify",
     "VerifyReport": "verify",
     "verify": "verify",
@@ -43,15 +43,15 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, Header, Region
     from builder.metallib.parts import (
         FunctionParts,
         LibraryParts,
         new_function,
         new_library,
+        parts_from_library,
         wrap_bitcode,
     )
-    from builder.metallib.subset import parts_from_library
+    from builder.metallib.structs import FUNCTION_TYPES, ExtensionTag, Header, Region
     from builder.metallib.table import FunctionEntry, FunctionTable, Piece
     from builder.metallib.verify import Problem, VerifyReport, verify
     from builder.metallib.writer import atomic_output, layout, library_bytes, write_library

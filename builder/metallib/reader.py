@@ -22,13 +22,15 @@ from typing import Any
 from builder.files.reading import UnreadableFile, open_regular
 from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.function_list import parse_function_list
-from builder.metallib.model import ExtensionTag, Header, Region
 from builder.metallib.structs import (
     HEADER_SIZE,
     MAGIC,
     SPAN,
     U16,
     U64,
+    ExtensionTag,
+    Header,
+    Region,
     Span,
     show_code,
     tag_start,

@@ -22,8 +22,15 @@ import struct
 from typing import NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
-from builder.metallib.model import Header
-from builder.metallib.structs import MIN_ENTRY_SIZE, U32, Span, show_code, tag_start, walk_tags
+from builder.metallib.structs import (
+    MIN_ENTRY_SIZE,
+    U32,
+    Header,
+    Span,
+    show_code,
+    tag_start,
+    walk_tags,
+)
 from builder.metallib.table import BadName, FunctionTable
 
 __all__ = ["reference_table"]

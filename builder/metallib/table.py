@@ -18,9 +18,8 @@ from collections.abc import Iterator, Sequence
 from enum import IntEnum
 from typing import Any, NamedTuple
 
-from builder.metallib.model import FUNCTION_TYPES
 from builder.metallib.native import native_module
-from builder.metallib.structs import REFLECTION_HEAD, Span, walk_tags
+from builder.metallib.structs import FUNCTION_TYPES, REFLECTION_HEAD, Span, walk_tags
 
 __all__ = ["COLUMNS", "BadName", "FunctionEntry", "FunctionTable", "Piece", "coalesce"]
 

@@ -43,8 +43,8 @@ from builder.files.bounds import LARGEST_COUNT, brief
 from builder.files.reading import read_bytes
 from builder.files.tomltext import parse_toml
 from builder.kernels.preprocess import parse_define
+from builder.size.checks import Limit, growth_bytes, parse_limit, parse_size
 from builder.size.grouping import BY_CHOICES
-from builder.size.limits import Limit, growth_bytes, parse_limit, parse_size
 
 __all__ = [
     "BUDGET_FILE",

@@ -125,7 +125,7 @@ class Sources(NamedTuple):
     origin: str
     folders: tuple[Path, ...] = ()
     """A discovered tree's root, then its -I folders: where a shipped host library's run-time
-    sources find the headers they were made from (``builder.size.host_sources``)."""
+    sources find the headers they were made from (``builder.size.host_strings``)."""
 
 
 @dataclass(frozen=True)
