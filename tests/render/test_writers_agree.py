@@ -23,9 +23,8 @@ from builder.render.formats import comparison_output, report_output
 from builder.render.report_tables import report_tables
 from builder.render.table import Table, cell_text
 from builder.render.text import visible
-from builder.size.checks import Gates, evaluate_gates
+from builder.size.checks import Gates, Limit, evaluate_gates
 from builder.size.compare import compare_reports
-from builder.size.limits import Limit
 from builder.size.load import load_reports
 
 BASE = [
