@@ -102,7 +102,12 @@ def budget_output(
         return budget_json(checks, source)
     if kind == "markdown":
         return show.budget_markdown(checks, source)
-    return show.budget_table(checks, source, color=color, width=width)
+    from builder.render import writers
+
+    table = show.budget_table(checks, source)
+    if kind == "csv":
+        return writers.csv_records([table])
+    return writers.text_tables([table], color=color, width=width)
 
 
 def history_output(

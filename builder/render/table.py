@@ -40,10 +40,12 @@ __all__ = [
     "share_of",
 ]
 
-Kind = Literal["text", "count", "size", "bytes", "share", "delta", "percent"]
+Kind = Literal["text", "count", "size", "bytes", "share", "delta", "percent", "verdict"]
 """How a value is written: ``count`` and ``bytes`` exact (``1,234``), ``size`` and ``delta``
 human (``1.23 kB``, ``+512 B``), ``share`` a fraction (``12.5%``), ``percent`` a change in
-percent (``+1.2%``, ``new``). CSV writes every number as it is, a share with six places."""
+percent (``+1.2%``, ``new``), ``verdict`` a check's result (``pass``/``FAIL``; a failed row is
+red in the terminal). CSV writes every number as it is, a share with six places, a verdict as
+``true``/``false``."""
 
 Role = Literal["row", "rest", "overhead", "total"]
 
@@ -120,6 +122,9 @@ class Table:
         raise KeyError(key)
 
 
+_VERDICTS = {"text": ("FAIL", "pass"), "markdown": ("❌ **FAIL**", "✅ pass")}
+
+
 def share_of(part: int, whole: int) -> float:
     """``part`` as a fraction of ``whole``; NaN for an empty whole (``-`` for people, an empty
     CSV cell)."""
@@ -141,6 +146,8 @@ def cell_text(kind: Kind, value: object, medium: str) -> str:
         return "new" if kind == "percent" and medium != "csv" else ""
     if kind == "text":
         return str(value)
+    if kind == "verdict":
+        return ("true" if value else "false") if medium == "csv" else _VERDICTS[medium][bool(value)]
     number = cast(float, value)
     if medium == "csv":
         if kind == "share":

@@ -43,6 +43,9 @@ def _style(table: Table, row: Row) -> str:
     dim, the total bold."""
     if row.role != "row":
         return _STYLES[row.role]
+    for column, value in zip(table.columns, row.values, strict=True):
+        if column.kind == "verdict" and value is False:
+            return "bold red"
     delta = _delta(table, row)
     return "" if not delta else "red" if delta > 0 else "green"
 

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from builder.render.checks import budget_table
 from builder.render.compare_tables import compare_tables
-from builder.render.formats import comparison_output, report_output
+from builder.render.formats import budget_output, comparison_output, report_output
 from builder.render.report_tables import report_tables
 from builder.render.table import Table, cell_text
 from builder.render.text import visible
-from builder.size.checks import Gates, Limit, evaluate_gates
+from builder.size.checks import Check, Gates, Limit, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.load import load_reports
 
@@ -95,7 +96,12 @@ def _check_markdown(tables: list[Table], out: str) -> None:
         for row, printed in zip(rows, cells, strict=True):
             for column, cell in zip(columns, printed, strict=True):
                 value = cell_text(column.kind, row.values[table.columns.index(column)], "markdown")
-                assert cell.strip("*`").removeprefix("↳ ").strip("`") == value
+                assert _plain(cell.removeprefix("↳ ")) == _plain(value)
+
+
+def _plain(cell: str) -> str:
+    """A markdown cell without its emphasis and code marks."""
+    return cell.replace("*", "").replace("`", "")
 
 
 def _check_csv(tables: list[Table], out: str) -> None:
@@ -186,3 +192,22 @@ def test_every_comparison_format_prints_the_model(paths: tuple[str, str], downlo
             if c.key in keys
         ]
         assert [c.strip("*") for c in printed[1:5]] == values
+
+
+def test_every_budget_format_prints_the_model() -> None:
+    checks = [
+        Check("max-size", "mlx, macOS 26", 1_000, 1_500, measured_in=("a.metallib",)),
+        Check("groups", "mlx, macOS 26", 600, 700, group="gemm", measured_in=("a.metallib",)),
+        Check("max-functions", "mlx, macOS 26", 20, 12, measured_in=("a.metallib",)),
+    ]
+    table = budget_table(checks, "pyproject.toml")
+    _check_text([table], budget_output(checks, "pyproject.toml", "table", False, None))
+    _check_markdown([table], budget_output(checks, "pyproject.toml", "markdown", False, None))
+    _check_csv([table], budget_output(checks, "pyproject.toml", "csv", False, None))
+    doc = json.loads(budget_output(checks, "pyproject.toml", "json", False, None))
+    for row, check in zip(table.rows, doc["checks"], strict=True):
+        assert (table.value(row, "passed"), row.values[5], row.values[7]) == (
+            check["passed"],
+            check["limit"],
+            check["value"],
+        )
