@@ -32,7 +32,7 @@ from _timing import ENV, ROOT, default_metallib
 
 # Installed into every Python process of the command through PYTHONPATH (sitecustomize runs at
 # start-up); it writes one JSON file per process into the census folder when the process ends.
-_SITECUSTOMIZE = r'''
+_SITECUSTOMIZE = r"""
 import atexit, json, os, sys
 _out = os.environ.get("FLOW_CENSUS_DIR")
 if _out:
@@ -58,7 +58,7 @@ if _out:
 
     atexit.register(_write)
     sys.setprofile(_profile)
-'''
+"""
 
 
 def census(cmd: list[str], cwd: Path) -> dict[str, object]:
@@ -109,7 +109,7 @@ def _small_tree(folder: Path) -> Path:
     (folder / "scale.metal").write_text(
         '#include "scale.h"\n'
         "#define instantiate_scale(name, type) \\\n"
-        "  template [[host_name(\"scale_\" #name)]] [[kernel]] void scale<type>( \\\n"
+        '  template [[host_name("scale_" #name)]] [[kernel]] void scale<type>( \\\n'
         "      device type* out [[buffer(0)]], uint i [[thread_position_in_grid]]);\n"
         "instantiate_scale(float32, float)\ninstantiate_scale(float16, half)\n"
         "instantiate_scale(int32, int)\n"

@@ -3,7 +3,7 @@ and for ``budget`` one table (budget, limit, value, result) as size-limit prints
 markdown that is both the step summary and the sticky PR comment.
 
 Pure: checks in, text out. Names (budgets from the file, groups from a metallib) pass through
-the medium's escaping (``builder.render.markup``).
+the medium's escaping (``builder.render.text``).
 """
 
 from __future__ import annotations
@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.markup import clip, md_text
-from builder.render.table import PEOPLE, Column, Name, Row, Said, Table
-from builder.render.text import human_delta, human_size, limit_text
-from builder.render.writers import markdown_header, markdown_row
+from builder.render.table import (
+    PEOPLE,
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    markdown_header,
+    markdown_row,
+)
+from builder.render.text import clip, human_delta, human_size, limit_text, md_text
 from builder.size.checks import GROWTH
 
 if TYPE_CHECKING:

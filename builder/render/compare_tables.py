@@ -6,15 +6,20 @@ and rest row of ``compare``'s formats is made here, once; the PR comment
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from builder.render.checks import gate_message
-from builder.render.pairs import pair_sides, pairs_summary
-from builder.render.provenance import provenance_line
 from builder.render.report_tables import shown_count
 from builder.render.table import Column, Name, Row, Said, Table, Words
-from builder.render.text import human_delta, human_size, origin, signed_percent, visible
+from builder.render.text import (
+    human_delta,
+    human_size,
+    origin,
+    provenance_line,
+    signed_percent,
+    visible,
+)
 from builder.size.jit_rows import by_strings
 from builder.size.rollup import Rollup, fold
 
@@ -31,6 +36,8 @@ __all__ = [
     "delta_row",
     "jit_delta_table",
     "metallib_delta_table",
+    "pair_sides",
+    "pairs_summary",
 ]
 
 
@@ -251,3 +258,33 @@ def compare_preface(pairs: Evaluated) -> list[Words]:
     pair."""
     summary = pairs_summary([c for c, _ in pairs])
     return [] if summary is None else [(summary,)]
+
+
+def pair_sides(comparison: Comparison) -> tuple[str, str]:
+    """How a comparison's base and head are named: each side's library, or for a library on
+    one side only, what the other side lacks (``not in base`` for an added one)."""
+    base, head = comparison.base.source.label, comparison.head.source.label
+    if comparison.change == "added":
+        return "(not in base)", head
+    if comparison.change == "removed":
+        return base, "(not in head)"
+    return base, head
+
+
+def pairs_summary(
+    comparisons: Sequence[Comparison], name: Callable[[str], str] | None = None
+) -> str | None:
+    """``libraries: 11 paired, 2 added (a, b), 1 removed (c)`` when the two targets' libraries
+    did not all pair (None when they did): which library is on one side only, each name shown
+    by ``name`` (default ``visible``)."""
+    show = name or visible
+    added = [c.library.source.label for c in comparisons if c.change == "added"]
+    removed = [c.library.source.label for c in comparisons if c.change == "removed"]
+    if not added and not removed:
+        return None
+    paired = len(comparisons) - len(added) - len(removed)
+    parts = [f"libraries: {paired:,} paired"]
+    for word, names in (("added", added), ("removed", removed)):
+        if names:
+            parts.append(f"{len(names):,} {word} ({', '.join(show(n) for n in names)})")
+    return ", ".join(parts)

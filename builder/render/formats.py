@@ -52,7 +52,7 @@ def report_output(
         from builder.render.json_docs import report_json
 
         return report_json(reports, binaries)
-    from builder.render import writers
+    from builder.render import table as writers
     from builder.render.report_tables import report_tables
 
     tables = report_tables(reports, shown_top(top, kind), binaries)
@@ -79,7 +79,7 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
-    from builder.render import writers
+    from builder.render import table as writers
     from builder.render.compare_tables import compare_preface, compare_tables
 
     if kind == "csv":
@@ -102,7 +102,7 @@ def budget_output(
         return budget_json(checks, source)
     if kind == "markdown":
         return show.budget_markdown(checks, source)
-    from builder.render import writers
+    from builder.render import table as writers
 
     table = show.budget_table(checks, source)
     if kind == "csv":

@@ -17,8 +17,14 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.render.markup import print_table, rich_text, text_console
-from builder.render.text import human_delta, human_size, visible
+from builder.render.text import (
+    human_delta,
+    human_size,
+    print_table,
+    rich_text,
+    text_console,
+    visible,
+)
 from builder.size.download import MODEL
 
 if TYPE_CHECKING:

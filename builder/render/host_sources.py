@@ -8,8 +8,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.markup import print_table, rich_text, text_console
-from builder.render.text import human_size
+from builder.render.text import human_size, print_table, rich_text, text_console
 
 if TYPE_CHECKING:
     from rich.table import Table

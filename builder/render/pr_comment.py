@@ -16,13 +16,23 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 
 from builder.render.checks import gate_message
-from builder.render.compare_tables import compare_download_line, delta_columns, delta_row
-from builder.render.markup import clip, md_code, md_text
-from builder.render.pairs import pair_sides, pairs_summary
-from builder.render.provenance import provenance_line
-from builder.render.table import Name, Role, Row
-from builder.render.text import human_delta, human_size, origin
-from builder.render.writers import markdown_header, markdown_row
+from builder.render.compare_tables import (
+    compare_download_line,
+    delta_columns,
+    delta_row,
+    pair_sides,
+    pairs_summary,
+)
+from builder.render.table import Name, Role, Row, markdown_header, markdown_row
+from builder.render.text import (
+    clip,
+    human_delta,
+    human_size,
+    md_code,
+    md_text,
+    origin,
+    provenance_line,
+)
 from builder.size.jit_rows import by_strings
 
 if TYPE_CHECKING:

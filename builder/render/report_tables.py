@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from builder.render.provenance import provenance_line
 from builder.render.table import (
     CSV,
     PEOPLE,
@@ -33,6 +32,7 @@ from builder.render.text import (
     human_size,
     origin,
     percent,
+    provenance_line,
 )
 from builder.size.jit_rows import by_strings, jit_breakdown
 from builder.size.rollup import Rollup, fold

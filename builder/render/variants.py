@@ -13,8 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from builder.files.jsontext import dumps
-from builder.render.markup import md_code, md_text
-from builder.render.text import visible
+from builder.render.text import md_code, md_text, visible
 from builder.subsets.variant_sources import COMPRESSION
 
 if TYPE_CHECKING:
