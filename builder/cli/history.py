@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["history_command"]
 
-_FORMATS = ("table", "json", "html")
+_FORMATS = ("table", "json", "html", "markdown", "csv")
 
 
 @click.command("history")

@@ -123,7 +123,14 @@ def history_output(
         return history_json(histories, by)
     if kind == "html":
         return show.history_html(histories, by)
-    return show.histories_table(histories, by, color=color, width=width)
+    from builder.render import table as writers
+
+    if kind == "csv":
+        return writers.csv_records(show.history_tables(histories, by))
+    if kind == "markdown":
+        return writers.markdown_tables(show.history_tables(histories, by))
+    tables = show.history_tables(histories, by, width)
+    return writers.text_tables(tables, color=color, width=width)
 
 
 def sources_output(

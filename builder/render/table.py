@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, cast
 
 from builder.render.text import (
@@ -129,8 +129,9 @@ class Table:
     nested: bool = False
     csv_total: str | None = None
     csv_prefix: str = ""
-    rich: dict[str, str] = field(default_factory=dict)
-    """Row styles for the terminal by role (``builder.render.table.text``)."""
+    compact: bool = False
+    """In the terminal, a rule under the heading only (rich's ``SIMPLE_HEAD``): a wide table
+    whose rows are read across, such as a history."""
 
     def value(self, row: Row, key: str) -> object:
         """``row``'s value in the first column keyed ``key``."""
@@ -220,6 +221,7 @@ def text_tables(
 ) -> str:
     """``preface`` lines, rich tables each followed by its notes, then ``lines``. ``width``
     None (not a terminal): each table as wide as its cells need, so no name is cut."""
+    from rich import box
     from rich.table import Table as RichTable
 
     from builder.render.text import text_console
@@ -231,6 +233,7 @@ def text_tables(
     for table in tables:
         shown = [c for c in table.columns if "text" in c.media]
         rich = RichTable(
+            box=box.SIMPLE_HEAD if table.compact else box.HEAVY_HEAD,
             title=_rich_words(table.title),
             caption="\n".join(map(_rich_words, table.caption)) or None,
             title_justify="left",

@@ -20,12 +20,19 @@ import pytest
 
 from builder.render.checks import budget_table
 from builder.render.compare_tables import compare_tables
-from builder.render.formats import budget_output, comparison_output, report_output
+from builder.render.formats import (
+    budget_output,
+    comparison_output,
+    history_output,
+    report_output,
+)
+from builder.render.history import history_tables
 from builder.render.report_tables import report_tables
 from builder.render.table import Table, cell_text
 from builder.render.text import visible
 from builder.size.checks import Check, Gates, Limit, evaluate_gates
 from builder.size.compare import compare_reports
+from builder.size.history import library_histories, measure_history
 from builder.size.load import load_reports
 
 BASE = [
@@ -41,10 +48,13 @@ HEAD = [*BASE[:4], ("steel_gemm_fused_nn_float16_float16_bm64_bn64", 2600), ("ro
 
 
 def _text_blocks(out: str) -> Iterator[tuple[list[str], list[list[str]]]]:
-    """Each rich table printed to a pipe: its headings and its rows' cells."""
+    """Each rich table printed to a pipe: its headings and its rows' cells (boxed tables, and
+    compact ones: a rule under the heading, cells apart by two spaces or more)."""
     header: list[str] = []
     rows: list[list[str]] = []
-    for line in out.splitlines():
+    lines = out.splitlines()
+    compact = False
+    for at, line in enumerate(lines):
         if line.startswith("┃"):
             header = [c.strip() for c in line.strip("┃").split("┃")]
         elif line.startswith("│"):
@@ -52,6 +62,13 @@ def _text_blocks(out: str) -> Iterator[tuple[list[str], list[list[str]]]]:
         elif line.startswith("└"):
             yield header, rows
             header, rows = [], []
+        elif line.strip().startswith("─") and at and set(line.strip()) == {"─"}:
+            header, compact = re.split(r"\s{2,}", lines[at - 1].strip()), True
+        elif compact and line.strip():  # an empty cell leaves no trace here: marked None
+            rows.append([*re.split(r"\s{2,}", line.strip()), None])  # type: ignore[list-item]
+        elif compact:
+            yield header, rows
+            header, rows, compact = [], [], False
 
 
 def _md_blocks(out: str) -> Iterator[tuple[list[str], list[list[str]]]]:
@@ -82,6 +99,9 @@ def _check_text(tables: list[Table], out: str) -> None:
             if row.depth:
                 line[0] = "└ " + line[0]
             expected.append(line)
+        if any(c and c[-1] is None for c in cells):  # compact: compare the cells that show
+            cells = [c[:-1] for c in cells]
+            expected = [[e for e in line if e] for line in expected]
         assert cells == expected
 
 
@@ -211,3 +231,21 @@ def test_every_budget_format_prints_the_model() -> None:
             check["limit"],
             check["value"],
         )
+
+
+def test_every_history_format_prints_the_model(paths: tuple[str, str]) -> None:
+    points = measure_history(list(paths), download=True)
+    histories = library_histories(points, 3)
+    tables = history_tables(histories, "kernel")
+    _check_text(tables, history_output(histories, "kernel", "table", False, None))
+    _check_markdown(tables, history_output(histories, "kernel", "markdown", False, None))
+    _check_csv(tables, history_output(histories, "kernel", "csv", False, None))
+    doc = json.loads(history_output(histories, "kernel", "json", False, None))
+    (table,) = tables
+    for row, point in zip(table.rows, doc["points"], strict=True):
+        groups = {g["name"]: g["bytes"] for g in point["groups"]}
+        assert table.value(row, "bytes") == point["bytes"]
+        assert table.value(row, "download_bytes") == point["download_bytes"]
+        assert table.value(row, "function_count") == point["function_count"]
+        for column in table.columns[5:]:
+            assert table.value(row, column.key) == groups.get(column.key)
