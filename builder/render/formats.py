@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builder.render.host_sources import Found
+    from builder.render.library import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import LibraryHistory
@@ -146,6 +146,8 @@ def sources_output(
         from builder.render.json_docs import sources_json
 
         return sources_json(path, found, namespace)
-    from builder.render.host_sources import host_sources_text
+    from builder.render import table as writers
+    from builder.render.library import sources_tables
 
-    return host_sources_text(path, found, namespace, color=color, width=width)
+    tables = sources_tables(path, found, namespace)
+    return writers.text_tables(tables, color=color, width=width)

@@ -33,7 +33,7 @@ from builder.size.report_fields import (
 )
 
 if TYPE_CHECKING:
-    from builder.render.host_sources import Found
+    from builder.render.library import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison

@@ -29,7 +29,7 @@ class FunctionRow(NamedTuple):
     group (and, with two ``--by`` keys, the subgroup) a report put it in.
 
     The one function-row shape of the tool: ``report`` fills the groups, ``list`` the position
-    and type (``builder.render.listing``).
+    and type (``builder.render.library``).
     """
 
     name: str

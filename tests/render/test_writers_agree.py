@@ -25,14 +25,17 @@ from builder.render.formats import (
     comparison_output,
     history_output,
     report_output,
+    sources_output,
 )
 from builder.render.history import history_tables
+from builder.render.library import sources_tables
 from builder.render.report_tables import report_tables
-from builder.render.table import Table, cell_text
+from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
 from builder.size.checks import Check, Gates, Limit, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
+from builder.size.host_strings import HostString
 from builder.size.load import load_reports
 
 BASE = [
@@ -249,3 +252,25 @@ def test_every_history_format_prints_the_model(paths: tuple[str, str]) -> None:
         assert table.value(row, "function_count") == point["function_count"]
         for column in table.columns[5:]:
             assert table.value(row, column.key) == groups.get(column.key)
+
+
+def test_every_sources_format_prints_the_model() -> None:
+    found = [
+        (
+            "mlx/lib/libmlx.dylib",
+            [
+                HostString("mlx::core::metal::utils", "arm64", 0x1000, 0x2000, 4_000),
+                HostString(None, "x86_64", 0x3000, 0x5000, 120),
+            ],
+        )
+    ]
+    tables = sources_tables("mlx-metal==0.32.0", found, None)
+    _check_text(tables, sources_output("mlx-metal==0.32.0", found, None, "table", False, None))
+    doc = json.loads(sources_output("mlx-metal==0.32.0", found, None, "json", False, None))
+    (table,) = tables
+    assert [table.value(r, "bytes") for r in table.rows[:-1]] == [
+        s["bytes"] for s in doc["host_sources"]
+    ]
+    assert table.value(table.rows[-1], "bytes") == doc["bytes"]
+    _check_markdown(tables, markdown_tables(tables))
+    _check_csv(tables, csv_records(tables))
