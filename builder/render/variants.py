@@ -380,10 +380,11 @@ def variants_markdown(run: VariantsRun) -> str:
 
 def variants_html(run: VariantsRun) -> str:
     """One self-contained page: a bar per variant split by entry file, a search box."""
-    from builder.render.html.variants_page import variants_page
+    from builder.render.html import page
 
     title = f"Variants of {os.path.basename(run.input.metallib)} ({run.input.target})"
     data = variants_to_dict(run)
     data["notes"] = _notes(run)
     data["heading"] = _heading(run)
-    return variants_page(title, data)
+    # the report page's one-pass filling, with the variants' template and script
+    return page(title, data, template="variants.html", scripts=("variants.js",))
