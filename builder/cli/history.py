@@ -1,4 +1,5 @@
-"""``history``: size across releases or builds, as a table, JSON or an HTML line chart."""
+"""``history``: size across releases or builds, as a table, JSON, markdown, CSV or an HTML line
+chart."""
 
 from __future__ import annotations
 
