@@ -15,9 +15,6 @@ from typing import TYPE_CHECKING, cast
 
 from builder.files.dataclass_json import dump
 from builder.files.jsontext import dumps
-from builder.render.checks import gate_message
-from builder.render.history import DOWNLOAD_METHOD
-from builder.render.text import limit_text
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
 from builder.size.report import SCHEMA
 from builder.size.report_fields import (
@@ -180,6 +177,14 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
     return f'{{"schema":{SCHEMA},"libraries":[{body}]{tail}}}\n'
 
 
+def _gate_message(gate: Check) -> str:
+    # imported here: the gates' words (and the table model behind them) are not on the path of
+    # ``report --format json``
+    from builder.render.checks import gate_message
+
+    return gate_message(gate)
+
+
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
     """One comparison as a schema-2 object; several (targets holding several libraries) as
     ``{"schema": SCHEMA, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
@@ -244,7 +249,7 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
             ],
         },
         "gates": [
-            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
+            {"name": f"--{g.name}", "passed": g.passed, "message": _gate_message(g)} for g in gates
         ],
         "notes": comparison.notes,
     }
@@ -307,6 +312,8 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
             "measured_in": list(c.measured_in),
         }
         if c.growth is not None:
+            from builder.render.text import limit_text
+
             doc.update(max_growth=limit_text(c.growth), base_value=c.base_value)
         return doc
 
@@ -348,6 +355,8 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
             {"library": h.library, "points": [point(p) for p in h.points]} for h in histories
         ]
     if any(p.download_bytes is not None for h in histories for p in h.points):
+        from builder.render.history import DOWNLOAD_METHOD
+
         doc["download_method"] = DOWNLOAD_METHOD
     return dumps(doc, indent=1) + "\n"
 
