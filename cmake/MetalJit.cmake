@@ -46,7 +46,7 @@ function(metallib_add_jit_library target)
   get_filename_component(source_dir "${arg_SOURCE_DIR}" ABSOLUTE)
   # A family name becomes part of a C++ name: the same pattern as
   # builder.jit.codegen.CXX_IDENTIFIER (tests/jit/test_codegen.py checks). NAMESPACE may be nested
-  # (a::b), no part a C++ keyword: MetallibPython.cmake's rule, builder.kernels.cxx_names's.
+  # (a::b), no part a C++ keyword: MetallibPython.cmake's rule, builder.settings.checks'.
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
   if(NOT arg_NAMESPACE)
     set(arg_NAMESPACE metal_jit)
@@ -202,7 +202,7 @@ function(metallib_add_tree_jit_library target)
   endif()
   set(namespace_args "")
   if(arg_NAMESPACE)  # else the plan's (metallib.toml [build] jit-namespace), else metal_jit
-    set(namespace_args --namespace "${arg_NAMESPACE}")
+    set(namespace_args --jit-namespace "${arg_NAMESPACE}")
   endif()
   _metallib_require_cxx("metallib_add_tree_jit_library(${target})")
   metallib_builder_python(python "${arg_PYTHON}")

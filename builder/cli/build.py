@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.build_options import request_option
 from builder.cli.publishing import format_option
-from builder.cli.tree_options import BUILD_JOBS, tree_options
+from builder.cli.tree_options import option, tree_options
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
@@ -36,36 +35,29 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., object])
 
 
-_BUILD_ONLY = [
-    request_option("kernels"),
-    request_option("dtypes"),
-    request_option("build_dir", default=Path("build")),
-    request_option("metal_compiler"),
-    request_option("metal_flags"),
-    request_option("std"),
-    request_option("deployment_target"),
-    request_option("sdk"),
-    request_option("chunk_size"),
-    request_option("compress"),
-    request_option("jit_namespace"),
-    request_option("jit_api"),
-    request_option("jit_lookup"),
-    click.option("-v", "--verbose", is_flag=True, help="Show CMake's and Ninja's output."),
-]
-no_wait_option = click.option(
-    "--no-wait",
-    is_flag=True,
-    help="When another run is writing the same build folder (or variants OUTDIR), exit 2 at once "
-    "instead of waiting for it to finish.",
-)
+def _build_only() -> list[Callable[[F], F]]:
+    """The options of every build setting the kernel-tree options and ``--jit``/``--aot`` do
+    not add, in declaration order: a build setting added to the request is on ``build`` and
+    ``presets`` with nothing more said here."""
+    from dataclasses import fields
+
+    from builder.cmake_build.request import Tree, request_settings
+
+    placed = {f.name for f in fields(Tree)} | {"jit", "aot", "build_dir"}
+    names = [name for name in request_settings() if name not in placed]
+    return [option("build_dir", default=Path("build")), *map(option, names), option("verbose")]
+
+
+_BUILD_ONLY = _build_only()
+no_wait_option = option("no_wait")
 """Shared by ``build``, ``presets`` and ``variants`` (each locks the folder it writes)."""
 
 
 def build_only_options(func: F) -> F:
     """Add the options only a build takes (``-j`` and ``--source-dir`` come with the kernel-tree
     options, ``builder.cli.tree_options``)."""
-    for option in reversed(_BUILD_ONLY):
-        func = option(func)
+    for add in reversed(_BUILD_ONLY):
+        func = add(func)
     return func
 
 
@@ -77,9 +69,7 @@ def build_request(values: Mapping[str, object]) -> BuildRequest:
     return BuildRequest.from_options(values)
 
 
-_tree_options = tree_options(
-    default="the bundled metal_src/ (a catalog tree)", jobs_help=BUILD_JOBS
-)
+_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)", jobs="build_jobs")
 
 
 @click.command(
@@ -96,8 +86,8 @@ Examples:
   METAL_COMPILER=/path/to/metal metallib-builder build --metal-flags '-Wall -O3'
 """,
 )
-@request_option("jit")
-@request_option("aot")
+@option("jit")
+@option("aot")
 @_tree_options
 @no_wait_option
 @build_only_options

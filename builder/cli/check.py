@@ -54,11 +54,7 @@ Examples:
 Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no C++ compiler.
 """,
 )
-@tree_options(
-    default="the bundled metal_src",
-    jobs_help="Parallel compiler processes (catalog trees) or entry files preprocessed at once "
-    "(any other tree). Default: the number of CPUs.",
-)
+@tree_options(default="the bundled metal_src", jobs="check_jobs")
 @catalog_selection
 @click.option(
     "--compiler",
@@ -184,7 +180,7 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
     from builder.kernels.tree_config import find_config, merge_flags
     from builder.render.text import visible
 
-    settings = find_config(source_dir, tree.config_file, tree.include_dirs)
+    settings = find_config(source_dir, tree.config, tree.include_dirs)
     flags = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
     config = for_platform(flags, given=tree.defines)
     result = check_tree(source_dir, config, compiler=compiler)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import emit_json, format_option, member_option, platform_option
+from builder.cli.publishing import emit_json, format_option
+from builder.cli.tree_options import option
 from builder.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def _shown(target: str, library: Library) -> str:
     return f"{target}:{library.member}"
 
 
-_MEMBER = member_option("Only this metallib of a TARGET that holds several")
+_MEMBER = option("member")
 
 
 @click.command(
@@ -76,7 +77,7 @@ Examples:
     show_default=True,
     help="Order of the rows: file order, by name, or largest module first.",
 )
-@platform_option("a PACKAGE==VERSION target")
+@option("platform")
 def list_command(
     target: str, fmt: str, sort: str, member: str | None, platform: str | None
 ) -> None:
@@ -133,7 +134,7 @@ output), 2 the file is unreadable or not a metallib.
 @click.argument("target")
 @_MEMBER
 @format_option(("text", "json"), "text for people; json (schema 1) for scripts.")
-@platform_option("a PACKAGE==VERSION target")
+@option("platform")
 def verify_command(target: str, fmt: str, member: str | None, platform: str | None) -> None:
     """Check a metallib's structure and every function's SHA-256.
 
@@ -231,8 +232,8 @@ Examples:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="A file of names or globs to keep, one per line ('#' starts a comment).",
 )
-@member_option("Which metallib of a TARGET that holds several")
-@platform_option("a PACKAGE==VERSION target")
+@option("member")
+@option("platform")
 @click.option(
     "--in-place",
     is_flag=True,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
+from builder.cli.tree_options import option
+from builder.settings.declared import APIS, DEFAULT_NAMESPACE
 
 __all__ = ["embed_command"]
 
@@ -23,8 +24,8 @@ Examples:
   metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
   metallib-builder embed --preamble common=utils.h --preamble common=binary_ops.h -I . -o c.cpp
   metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
-      -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --namespace mlx::core::metal \\
-      --api cstring --depfile mlx_preambles.d
+      -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --jit-namespace mlx::core::metal \\
+      --jit-api cstring --no-jit-lookup --depfile mlx_preambles.d
 """,
 )
 @click.argument("headers", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
@@ -64,30 +65,9 @@ Examples:
     type=click.Path(dir_okay=False, path_type=Path),
     help="The C++ source to write (atomically; left untouched when unchanged).",
 )
-@click.option(
-    "--namespace",
-    default=DEFAULT_NAMESPACE,
-    show_default=True,
-    metavar="NS",
-    help="C++ namespace of the generated functions (nested names like a::b allowed).",
-)
-@click.option(
-    "--api",
-    type=click.Choice(APIS),
-    default=APIS[0],
-    show_default=True,
-    help="What each function returns: 'string' gives const std::string& NAME(), 'cstring' gives "
-    "const char* NAME() (MLX's jit/includes.h interface), valid for the whole program, static "
-    "destructors included.",
-)
-@click.option(
-    "--lookup/--no-lookup",
-    default=True,
-    show_default=True,
-    help="Also define preamble(name), which returns a preamble by its header name. --no-lookup "
-    "for a host that calls the functions by name (MLX): then several sources may share one "
-    "namespace.",
-)
+@option("jit_namespace")
+@option("jit_api")
+@option("jit_lookup")
 @click.option(
     "--depfile",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -114,9 +94,9 @@ def embed_command(
     include_dirs: tuple[Path, ...],
     defines: tuple[str, ...],
     output: Path,
-    namespace: str,
-    api: str,
-    lookup: bool,
+    jit_namespace: str | None,
+    jit_api: str | None,
+    jit_lookup: bool | None,
     depfile: Path | None,
     strip_comments: bool,
     allow_outside_includes: bool,
@@ -138,10 +118,10 @@ def embed_command(
         include_dirs,
         output,
         defines,
-        namespace,
+        jit_namespace or DEFAULT_NAMESPACE,
         strip=strip_comments,
-        api=api,
-        lookup=lookup,
+        api=jit_api or APIS[0],
+        lookup=jit_lookup is not False,
         depfile=depfile,
         allow_outside_includes=allow_outside_includes,
         named=named,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import member_option, output_options, platform_option
-from builder.cli.tree_options import tree_options
+from builder.cli.publishing import output_options
+from builder.cli.tree_options import option, tree_options
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ _FORMATS = ("table", "json", "html", "markdown", "csv")
     help="Add the download size: each library as a wheel stores it (zlib level 6, "
     "modelled as report --download does; docs/download-size.md).",
 )
-@member_option("Only this library of targets that hold several")
+@option("member")
 @output_options(_FORMATS, "Output format (html: a self-contained page with line charts).")
-@platform_option("PACKAGE==VERSION targets")
+@option("platform")
 @tree_options
 def history_command(
     targets: tuple[str, ...],

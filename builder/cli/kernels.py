@@ -67,7 +67,7 @@ def kernels_command(
         else:
             _discovered_table(found, metal_headers(found.root))
         return
-    _catalog_listing(tree.source_dir, tree.config_file, kernels, dtypes, fmt)
+    _catalog_listing(tree.source_dir, tree.config, kernels, dtypes, fmt)
 
 
 def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:

@@ -30,7 +30,7 @@ def check_output(
     from builder.files.atomic import check_not_an_input
 
     source_dir = tree.source_dir
-    settings = [tree.config_file, source_dir / "metallib.toml" if source_dir else None]
+    settings = [tree.config, source_dir / "metallib.toml" if source_dir else None]
     for output in outputs:
         check_not_an_input(output, [*targets, rules, *settings])
 

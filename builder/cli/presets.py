@@ -14,7 +14,7 @@ import click
 
 from builder.cli.build import build_only_options, build_request, no_wait_option
 from builder.cli.publishing import format_option
-from builder.cli.tree_options import BUILD_JOBS
+from builder.cli.tree_options import option
 from builder.errors import UsageError
 
 __all__ = ["presets_command"]
@@ -27,13 +27,8 @@ Examples:
 
 
 @click.command("presets", epilog=_EPILOG)
-@click.option(
-    "--source-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Catalog tree (a folder with catalog.json). Default: the bundled metal_src/.",
-)
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help=BUILD_JOBS)
+@option("source_dir", note="presets: a catalog tree only. Default: the bundled metal_src/.")
+@option("build_jobs")
 @format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
 @no_wait_option
 @build_only_options

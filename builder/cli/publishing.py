@@ -24,7 +24,6 @@ __all__ = [
     "github_comment_option",
     "output_options",
     "output_plan",
-    "platform_option",
     "publish",
     "pull_request_for",
     "terminal",
@@ -53,32 +52,6 @@ def format_option(choices: Sequence[str], help_text: str) -> Callable[[F], F]:
         show_default=True,
         help=help_text,
     )
-
-
-def platform_option(what: str = "PACKAGE==VERSION targets") -> Callable[[F], F]:
-    """``--platform``, the wheel platform of ``what``, its default stated once
-    (``builder.inputs.DEFAULT_PLATFORM``)."""
-    from builder.inputs import DEFAULT_PLATFORM
-
-    return click.option(
-        "--platform",
-        default=None,
-        help=f"Wheel platform for {what} [default: {DEFAULT_PLATFORM}].",
-    )
-
-
-MEMBER_FORMS = (
-    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
-    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
-    "symbol or section"
-)
-"""How ``--member`` names one library, said once for every command that takes it
-(``builder.inputs.member_names`` matches these forms)."""
-
-
-def member_option(what: str) -> Callable[[F], F]:
-    """``--member``: ``what`` the chosen library is for, then the forms it may be named by."""
-    return click.option("--member", metavar="NAME", default=None, help=f"{what}: {MEMBER_FORMS}.")
 
 
 def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]:

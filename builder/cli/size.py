@@ -13,16 +13,14 @@ import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
-    MEMBER_FORMS,
     github_comment_option,
     output_options,
     output_plan,
-    platform_option,
     publish,
     pull_request_for,
     verdict,
 )
-from builder.cli.tree_options import tree_options, tree_sources
+from builder.cli.tree_options import option, tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
@@ -69,7 +67,7 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
             "see docs/html-report.md).",
         ),
-        platform_option("PACKAGE==VERSION targets"),
+        option("platform"),
         click.option(
             "--download",
             is_flag=True,
@@ -78,19 +76,16 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "docs/download-size.md). A wheel also lists its files with their real "
             "compressed sizes, and the model's error against its metallib member.",
         ),
-        click.option(
-            "--member",
-            default=None,
-            metavar="NAME",
-            help=f"Report only this library of a target that holds several: {MEMBER_FORMS}. "
-            "compare takes it from both sides (one side only: an added or removed library). "
-            "A wheel's binary member that holds no metallib (mlx-metal's "
+        option(
+            "member",
+            note="compare takes it from both sides (one side only: an added or removed "
+            "library). A wheel's binary member that holds no metallib (mlx-metal's "
             "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
         ),
     ]
     command = tree_options(func)
-    for option in reversed(options):
-        command = option(command)
+    for add in reversed(options):
+        command = add(command)
     return command
 
 
@@ -183,65 +178,13 @@ def _binary_name(source: Source) -> str:
     return source.binary or source.target
 
 
-def _size_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> int | None:
-    """A size gate's limit in bytes (None when not given). A negative limit would fail every
-    run whatever the library holds, so it is a usage error (exit 2) like a budget file's."""
-    from builder.errors import UsageError
-    from builder.size.checks import parse_size
-
-    if text is None:
-        return None
-    try:
-        size = parse_size(text)
-    except UsageError as exc:
-        raise UsageError(f"{param.opts[0]}: {exc}") from None
-    if size < 0:
-        raise UsageError(f"{param.opts[0]} {text}: a size limit must not be negative")
-    return size
-
-
-def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> Limit | None:
-    """A growth gate's limit (None when not given). A negative one, or a percentage past
-    ``LARGEST_PERCENT``, is a usage error (exit 2), as in a budget file: a gate that only a
-    shrinking library passes is written as ``--max-size``."""
-    from builder.errors import UsageError
-    from builder.size.checks import parse_limit
-
-    if text is None:
-        return None
-    try:
-        return parse_limit(text)
-    except UsageError as exc:
-        raise UsageError(f"{param.opts[0]}: {exc}") from None
-
-
 @click.command("compare")
 @click.argument("base")
 @click.argument("head")
 @_common
-@click.option(
-    "--max-growth",
-    default=None,
-    callback=_growth_limit,
-    metavar="N",
-    help="Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
-    "suffixes, or N% of base. Counts everything shipped: a build's JIT host "
-    "library too.",
-)
-@click.option(
-    "--max-size",
-    default=None,
-    callback=_size_limit,
-    metavar="N",
-    help="Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
-)
-@click.option(
-    "--max-total-size",
-    default=None,
-    callback=_size_limit,
-    metavar="N",
-    help="Fail when head's metallib plus its JIT host library is larger than N.",
-)
+@option("max_growth")
+@option("max_size")
+@option("max_total_size")
 @click.option(
     "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
 )
@@ -251,21 +194,8 @@ def _growth_limit(ctx: click.Context, param: click.Parameter, text: str | None) 
     help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
 )
 @github_comment_option
-@click.option(
-    "--max-download-growth",
-    default=None,
-    callback=_growth_limit,
-    metavar="N",
-    help="Fail when head's modelled download (as --download) is more than N larger "
-    "than base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
-)
-@click.option(
-    "--max-download-size",
-    default=None,
-    callback=_size_limit,
-    metavar="N",
-    help="Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
-)
+@option("max_download_growth")
+@option("max_download_size")
 def compare_command(
     base: str,
     head: str,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from builder.cli.publishing import output_options, platform_option
+from builder.cli.publishing import output_options
+from builder.cli.tree_options import option
 
 __all__ = ["sources_command"]
 
@@ -15,17 +16,15 @@ _FORMATS = ("table", "json")
 
 @click.command("sources")
 @click.argument("target")
-@click.option(
-    "--namespace",
-    default=None,
-    metavar="NS",
-    help="Only functions in this C++ namespace (and those nested in it), e.g. "
-    "mlx::core::metal. Without it: every function whose string holds a line break.",
-)
-@platform_option()
+@option("jit_namespace")
+@option("platform")
 @output_options(_FORMATS, "Output format.")
 def sources_command(
-    target: str, namespace: str | None, platform: str | None, fmt: str, outputs: tuple[str, ...]
+    target: str,
+    jit_namespace: str | None,
+    platform: str | None,
+    fmt: str,
+    outputs: tuple[str, ...],
 ) -> None:
     """List the run-time sources a host library embeds as string-returning functions.
 
@@ -33,7 +32,9 @@ def sources_command(
     (arm64 'adrp x0; add x0; ret', x86-64 'lea rax, [rip+d]; ret'); each row gives its C++
     name, where its string sits in the file and its bytes, NUL included. A stripped binary
     names no local function: its functions come from LC_FUNCTION_STARTS, shown unnamed, and
-    --namespace finds none of them.
+    --jit-namespace finds none of them. With --jit-namespace, only the functions in that C++
+    namespace (and those nested in it); without it, every function whose string holds a line
+    break.
 
     TARGET is a Mach-O file (thin or fat), a .whl or PACKAGE==VERSION (the macOS wheel,
     downloaded once and cached as for 'report'): a wheel lists each Mach-O member that
@@ -42,8 +43,8 @@ def sources_command(
 
     \b
     Examples:
-      metallib-builder sources mlx-metal==0.32.1 --namespace mlx::core::metal
-      metallib-builder sources mlx/lib/libmlx.dylib --namespace mlx::core::metal
+      metallib-builder sources mlx-metal==0.32.1 --jit-namespace mlx::core::metal
+      metallib-builder sources mlx/lib/libmlx.dylib --jit-namespace mlx::core::metal
       metallib-builder sources executorch==1.5.1 --format json -o sources.json
     """
     from builder.cli.publishing import output_plan, terminal
@@ -54,8 +55,7 @@ def sources_command(
     from builder.size.host_strings import HostString, host_strings
 
     plan = output_plan(outputs, fmt, _FORMATS)
-    if namespace is not None and not all(p.isidentifier() for p in namespace.split("::")):
-        raise UsageError(f"--namespace {namespace!r} is not a C++ namespace like mlx::core::metal")
+    namespace = jit_namespace
     binaries = resolve_binaries(
         target, platform=platform, progress=lambda m: click.echo(m, err=True)
     )

@@ -1,5 +1,7 @@
-"""The options that name a kernel tree (``--source-dir``, ``-I``, ``-D``, ``--exclude``,
-``--config``, ``-j``), shared by every command that reads one, and loading it with progress."""
+"""The click options of the settings (``option``: one made from each setting's declaration in
+``builder.settings.declared``), the kernel-tree options (``--source-dir``, ``-I``, ``-D``,
+``--exclude``, ``--config``, ``-j``) shared by every command that reads a tree, and loading it
+with progress."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import TYPE_CHECKING, TypeVar, overload
 
 import click
 
+from builder.cmake_build.request import Tree
+
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.kernels.platforms import Platform
@@ -20,94 +24,75 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
 
 __all__ = [
-    "BUILD_JOBS",
     "TreeOptions",
     "catalog_selection",
     "library_platform",
+    "option",
     "tree_of",
     "tree_options",
     "tree_sources",
     "tree_summary",
 ]
 
-_DIR = click.Path(file_okay=False, path_type=Path)
-
-_SOURCE_DIR_HELP = (
-    "Kernel tree: a folder with catalog.json, or any folder of .metal entry files (discovered "
-    "with the host preprocessor)."
-)
-_OPTIONS = [
-    click.option(
-        "-I",
-        "--include-dir",
-        "include_dirs",
-        multiple=True,
-        type=click.Path(path_type=Path),
-        metavar="DIR",
-        help="Folder searched for quoted includes (repeatable); before the ones in metallib.toml.",
-    ),
-    click.option(
-        "-D",
-        "--define",
-        "defines",
-        multiple=True,
-        metavar="NAME[=VALUE]",
-        help="Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
-        "predefined macros, e.g. -D __METAL_VERSION__=320.",
-    ),
-    click.option(
-        "--exclude",
-        multiple=True,
-        metavar="GLOB",
-        help="Skip entry files whose path relative to --source-dir matches (repeatable; "
-        "fnmatch, '*' also crosses '/').",
-    ),
-    click.option(
-        "--config",
-        "config_file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        metavar="FILE",
-        help="Settings file to use instead of DIR/metallib.toml.",
-    ),
-]
-_CATALOG_SELECTION = [
-    click.option(
-        "--kernels",
-        "kernels",
-        metavar="F,...",
-        default=None,
-        help="Catalog trees only: these units (catalog families), comma-separated (e.g. "
-        "unary,binary). Default: all.",
-    ),
-    click.option(
-        "--dtypes",
-        metavar="D,...",
-        default=None,
-        help="Catalog trees only: instantiations whose value dtypes are all listed (index "
-        "dtypes are kept), e.g. float16,float32. Default: all.",
-    ),
-]
-_PREPROCESS_JOBS = "Entry files preprocessed at once. Default: the number of CPUs."
-BUILD_JOBS = (
-    "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs)."
-)
-"""What ``-j`` means for a command that builds (``build``, ``presets``)."""
-
-
+F = TypeVar("F", bound=Callable[..., object])
 R = TypeVar("R")
 
+_CLICK_TYPES = {
+    "paths": click.Path(path_type=Path),
+    "path": click.Path(dir_okay=False, path_type=Path),
+    "real_path": click.Path(file_okay=False, path_type=Path),
+    "int": click.IntRange(min=1),
+}
+_MULTIPLE = ("flags", "paths", "texts", "globs")
+"""Kinds whose flag repeats (``names`` take one comma-separated value)."""
 
-@dataclass(frozen=True)
-class TreeOptions:
+
+def option(name: str, *, note: str | None = None, default: object = None) -> Callable[[F], F]:
+    """The click option of the setting ``name`` (``builder.settings.declared``), with its flag,
+    help, metavar, type and choices as declared; ``note`` is a sentence the command adds to the
+    help (what no value means there), ``default`` the command's own default where it has one
+    (the build folder). The parameter is named like the setting (or its ``param``)."""
+    from builder.settings.declared import setting
+
+    s = setting(name)
+    flag, param = s.option, s.param or s.name
+    if flag is None:
+        raise ValueError(f"setting {name} has no command-line flag")
+    help_text = f"{s.help} {note}" if note else s.help
+
+    def checked(_ctx: click.Context, _param: click.Parameter, value: object) -> object:
+        read = s.from_cli(value)  # the setting's one check: UsageError (exit 2) naming the flag
+        return read if s.kind in ("size", "growth") else value  # a limit: as it was read
+
+    if s.kind == "switch":  # --x/--no-x, None when neither is given
+        return click.option(flag, param, help=help_text, default=None, callback=checked)
+    shown, kind_type = default, _CLICK_TYPES.get(s.kind)
+    if s.choices:
+        kind_type, shown = click.Choice(s.choices), s.default
+    return click.option(
+        *flag.split("/"),
+        param,
+        help=help_text,
+        metavar=s.metavar,
+        type=kind_type,
+        multiple=s.kind in _MULTIPLE,
+        is_flag=True if s.kind == "bool" else None,
+        default=False if s.kind == "bool" else shown,
+        show_default=shown is not None,
+        callback=checked,
+    )
+
+
+def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
+    """Add ``--kernels`` and ``--dtypes``, the selection of a catalog tree's instantiations."""
+    return option("kernels")(option("dtypes")(func))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeOptions(Tree):
     """The kernel-tree options' values as one record: what ``@tree_options`` hands a command
-    as its ``tree`` parameter (the fields of the build request's ``Tree`` part, and ``-j``)."""
+    as its ``tree`` parameter (the build request's ``Tree`` part, and ``-j``)."""
 
-    source_dir: Path | None = None
-    include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    config_file: Path | None = None
     jobs: int | None = None
 
     def load(self, platform: Platform | None = None) -> KernelTree:
@@ -127,7 +112,7 @@ class TreeOptions:
                 include_dirs=self.include_dirs,
                 defines=self.defines,
                 exclude=self.exclude,
-                config_file=self.config_file,
+                config_file=self.config,
                 jobs=self.jobs,
                 on_progress=on_progress,
                 platform=platform,
@@ -156,20 +141,30 @@ class TreeOptions:
 
     def check(self) -> TreeConfig:
         """Raise what loading would for the tree's settings and folders (exit 2), without
-        preprocessing: run before a command resolves its target, which may be a download.
-        Returns the settings with the flags over them."""
-        from builder.errors import UsageError
-        from builder.kernels.settings_check import check_settings
+        preprocessing, and return the settings with the flags over them.
 
-        if self.source_dir is None:
+        ``report LIBRARY --source-dir TREE`` and ``variants --from LIBRARY`` discover the tree
+        for the platform the library states (``builder.kernels.platforms``), so discovery waits
+        until the library is resolved, which for ``PACKAGE==VERSION`` is a wheel download. A
+        mistake in the tree's own settings (a bad ``metallib.toml``, an include folder that is
+        not there, a ``[kernels.requires]`` or ``--exclude`` glob matching no entry file) does
+        not depend on the platform: it is reported here at once, with nothing downloaded. The
+        platform's own exclusions are not applied: they only ever leave out more."""
+        from builder.errors import UsageError
+        from builder.kernels.discovery import checked_entries, is_catalog_tree
+        from builder.kernels.tree_config import find_config, merge_flags
+
+        source_dir = self.source_dir
+        if source_dir is None:
             raise UsageError("no --source-dir: name the kernel tree")
-        return check_settings(
-            self.source_dir,
-            include_dirs=self.include_dirs,
-            defines=self.defines,
-            exclude=self.exclude,
-            config_file=self.config_file,
-        )
+        if not Path(source_dir).is_dir():
+            raise UsageError(f"--source-dir {source_dir}: not a folder")
+        if is_catalog_tree(source_dir):  # reading a catalog is cheap: its own checks, whole
+            return self.load().config
+        settings = find_config(source_dir, self.config, self.include_dirs)
+        config = merge_flags(settings, self.include_dirs, self.defines, self.exclude)
+        checked_entries(Path(source_dir), config)
+        return config
 
     def discovered(
         self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False
@@ -210,29 +205,23 @@ def _listed(names: Iterable[str]) -> str:
     return f"{', '.join(rest)} and {last}" if rest else last
 
 
-def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
-    """Add ``--kernels`` and ``--dtypes``, the selection of a catalog tree's instantiations."""
-    for option in reversed(_CATALOG_SELECTION):
-        func = option(func)
-    return func
-
-
 @overload
 def tree_options(func: Callable[..., R]) -> Callable[..., R]: ...
 @overload
 def tree_options(
-    *, default: str | None = None, jobs_help: str = _PREPROCESS_JOBS
+    *, default: str | None = None, jobs: str = "jobs"
 ) -> Callable[[Callable[..., R]], Callable[..., R]]: ...
 def tree_options(
     func: Callable[..., R] | None = None,
     *,
     default: str | None = None,
-    jobs_help: str = _PREPROCESS_JOBS,
+    jobs: str = "jobs",
 ) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
     """Add the kernel-tree options to a command, which gets their values as one
     ``tree: TreeOptions`` (``@tree_options``, or ``@tree_options(default="the bundled
-    metal_src")`` to say what no ``--source-dir`` means; ``jobs_help`` says what ``-j`` runs in
-    parallel when it is not the preprocessing)."""
+    metal_src")`` to say what no ``--source-dir`` means; ``jobs`` names the setting ``-j`` is
+    when it is not the preprocessing: ``build_jobs``, ``check_jobs``)."""
+    jobs_setting = jobs
 
     def add(func: Callable[..., R]) -> Callable[..., R]:
         @functools.wraps(func)
@@ -242,20 +231,25 @@ def tree_options(
             include_dirs: tuple[Path, ...],
             defines: tuple[str, ...],
             exclude: tuple[str, ...],
-            config_file: Path | None,
+            config: Path | None,
             jobs: int | None,
             **values: object,
         ) -> R:
-            tree = TreeOptions(source_dir, include_dirs, defines, exclude, config_file, jobs)
+            tree = TreeOptions(
+                source_dir=source_dir,
+                include_dirs=include_dirs,
+                defines=defines,
+                exclude=exclude,
+                config=config,
+                jobs=jobs,
+            )
             return func(*args, tree=tree, **values)
 
-        added: Callable[..., R] = click.option(
-            "-j", "--jobs", type=click.IntRange(min=1), default=None, help=jobs_help
-        )(command)
-        for option in reversed(_OPTIONS):
-            added = option(added)
-        help_text = _SOURCE_DIR_HELP + (f" Default: {default}." if default else "")
-        return click.option("--source-dir", type=_DIR, default=None, help=help_text)(added)
+        added: Callable[..., R] = option(jobs_setting)(command)
+        for name in ("config", "exclude", "defines", "include_dirs"):
+            added = option(name)(added)
+        note = f"Default: {default}." if default else None
+        return option("source_dir", note=note)(added)
 
     return add(func) if func is not None else add
 
@@ -290,7 +284,11 @@ def tree_of(budget: Budget) -> TreeSources:
     states: ``check_budgets``'s tree loader, reading a budget's ``source-dir`` as
     ``--source-dir`` is read."""
     tree = TreeOptions(
-        budget.source_dir, budget.include_dirs, budget.defines, budget.exclude, budget.config
+        source_dir=budget.source_dir,
+        include_dirs=budget.include_dirs,
+        defines=budget.defines,
+        exclude=budget.exclude,
+        config=budget.config,
     )
     return _per_platform(tree)
 

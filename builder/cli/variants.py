@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.build_options import request_option
-from builder.cli.publishing import format_option, member_option, platform_option
-from builder.cli.tree_options import tree_options
+from builder.cli.publishing import format_option
+from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
@@ -54,22 +53,10 @@ Examples:
     help="Write the variants as subsets of this library (.metallib, a binary or .whl "
     "holding one, PACKAGE==VERSION, build folder); needs --source-dir and -o.",
 )
-@member_option("Which library of a --from TARGET that holds several")
+@option("member")
 @tree_options
-@click.option(
-    "--aot",
-    multiple=True,
-    metavar="GLOBS",
-    help="A variant with these entry files AOT (comma-separated globs, "
-    "relative to --source-dir) and every other one JIT; repeatable, one variant "
-    "each.",
-)
-@click.option(
-    "--jit",
-    multiple=True,
-    metavar="GLOBS",
-    help="A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
-)
+@option("variant_aot")
+@option("variant_jit")
 @click.option(
     "--budget",
     metavar="SIZE",
@@ -87,9 +74,9 @@ Examples:
     "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
     "compressed, planned on estimates and measured on the planned split.",
 )
-@request_option("jit_namespace")
-@request_option("jit_api")
-@request_option("jit_lookup")
+@option("jit_namespace")
+@option("jit_api")
+@option("jit_lookup")
 @click.option(
     "--download",
     is_flag=True,
@@ -111,7 +98,7 @@ Examples:
     _FORMATS,
     "Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
 )
-@platform_option("a PACKAGE==VERSION target")
+@option("platform")
 @no_wait_option
 def variants_command(
     from_target: str,
@@ -173,7 +160,7 @@ def variants_command(
         raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
     check_not_an_input(
         outdir,
-        [from_target, source_dir, *tree.include_dirs, tree.config_file],
+        [from_target, source_dir, *tree.include_dirs, tree.config],
         replaces_folder=True,
     )
     tree.check()  # before the target is resolved (a download)

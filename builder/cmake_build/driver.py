@@ -96,7 +96,7 @@ def run_build(
     if kernels.source_dir is not None and not kernels.source_dir.is_dir():
         raise UsageError(f"--source-dir {kernels.source_dir}: not a folder")
     build_dir = request.build_dir
-    check_not_an_input(build_dir, [kernels.source_dir, kernels.config_file, *kernels.include_dirs])
+    check_not_an_input(build_dir, [kernels.source_dir, kernels.config, *kernels.include_dirs])
     plan = build_plan(request)
     split = Split(plan.aot, plan.jit)
     found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)

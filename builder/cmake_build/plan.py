@@ -50,11 +50,7 @@ def make_plan(request: BuildRequest, *, cache_file: Path | None = None) -> Build
     (``memo``) until :func:`write_plan` remembers it; None: discover every time. The plan's
     request names the tree it planned (the bundled one when the request names none)."""
     from builder.kernels.discovery import is_catalog_tree
-    from builder.kernels.tree_config import valid_deployment_target
 
-    target = request.toolchain.deployment_target
-    if target and not valid_deployment_target(target):
-        raise UsageError(f"--deployment-target {target}: expected an OS version such as 14.0")
     if request.tree.source_dir is None:
         from builder.resources import metal_src_dir
 

@@ -71,14 +71,9 @@ def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int 
     """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
     follows the other when only one is stated (``--std``, then ``[build] std``; the version from
     ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
-    from builder.kernels.tree_config import std_version
+    from builder.settings.checks import std_version
 
-    std = request.toolchain.std or config.std
-    if std is not None and std_version(std) is None:
-        raise UsageError(
-            f"--std {std}: not a Metal language standard (metal3.1, macos-metal2.4, "
-            "ios-metal2.4, ...)"
-        )
+    std = request.toolchain.std or config.std  # each checked as its setting is read
     version = config.metal_version
     for define in config.defines:
         name, _, value = define.partition("=")
@@ -107,7 +102,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         selection.jit_lookup,
         catalog=True,
     )
-    if tree.include_dirs or tree.defines or tree.exclude or tree.config_file:
+    if tree.include_dirs or tree.defines or tree.exclude or tree.config:
         raise UsageError(
             f"{source_dir} is a catalog tree (catalog.json); -I, -D, --exclude and "
             "--config apply only to a folder of .metal entry files"
@@ -167,7 +162,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
             f"{source_dir} has no catalog.json: --kernels and --dtypes select catalog "
             "families; choose entry files with --exclude, and JIT ones with --jit or --aot"
         )
-    settings = find_config(source_dir, asked.config_file, asked.include_dirs)
+    settings = find_config(source_dir, asked.config, asked.include_dirs)
     # the command line's interface over metallib.toml's, as on variants --from
     runtime = over_file(
         settings.runtime, selection.jit_namespace, selection.jit_api, selection.jit_lookup

@@ -314,12 +314,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--plan", type=Path, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
-    parser.add_argument("--namespace", default=None, help="default: the plan's, else metal_jit")
+    parser.add_argument("--jit-namespace", default=None, help="default: the plan's, else metal_jit")
     parser.add_argument("--depfile", type=Path)
     args = parser.parse_args(argv)
     try:
         plan = BuildPlan.read(args.plan)
-        facts, files = generate(plan, args.out_dir, args.namespace)
+        facts, files = generate(plan, args.out_dir, args.jit_namespace)
         embed = args.out_dir / "embed.json"
         write_embed_facts(embed, facts)
         if args.depfile is not None:

@@ -21,6 +21,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any, Literal, TypeVar, Union
 
 from builder.files.bounds import brief
@@ -78,6 +79,8 @@ def dump(value: Any) -> Any:
         return [dump(item) for item in value]
     if isinstance(value, dict):
         return {key: dump(item) for key, item in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
     return value
 
 
@@ -158,6 +161,8 @@ def _make_reader(hint: Any) -> Reader:
         return _integer
     if hint is float:
         return _number
+    if isinstance(hint, type) and issubclass(hint, PurePath):
+        return _path_reader(hint)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (Union, types.UnionType):
@@ -194,6 +199,17 @@ def _number(value: Any, where: str) -> float:
     if type(value) is int:
         return float(value)
     raise TypeError(f"{_name(where)!r} is {brief(value)}, not a number")
+
+
+def _path_reader(kind: type) -> Reader:
+    """A path is written as its text (``dump``) and read back as ``kind``."""
+
+    def read(value: Any, where: str) -> Any:
+        if type(value) is not str:
+            raise TypeError(f"{_name(where)!r} is {brief(value)}, not a path")
+        return kind(value)
+
+    return read
 
 
 def _union_reader(args: tuple[Any, ...]) -> Reader:

@@ -4,7 +4,6 @@ Everything here reads untrusted input (a path, a wheel from the package index, a
 turns it into files on disk with bounds checked; nothing here measures.
 """
 
-DEFAULT_PLATFORM = "macosx_14_0_arm64"
-"""The wheel platform a ``PACKAGE==VERSION`` target is fetched for unless ``--platform`` says
-otherwise (the oldest macOS MLX supports, whose wheels are the most used). Stated here, where
-importing it costs nothing, so every command's help takes it from code."""
+from builder.settings.declared import DEFAULT_PLATFORM
+
+__all__ = ["DEFAULT_PLATFORM"]

@@ -52,9 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     emb.add_argument("-I", dest="include_dirs", action="append", default=[])
     emb.add_argument("-D", dest="defines", action="append", default=[])
     emb.add_argument("-o", dest="output", type=Path, required=True)
-    emb.add_argument("--namespace", default=DEFAULT_NAMESPACE)
-    emb.add_argument("--api", choices=APIS, default=APIS[0])
-    emb.add_argument("--no-lookup", action="store_true")
+    emb.add_argument("--jit-namespace", default=DEFAULT_NAMESPACE)
+    emb.add_argument("--jit-api", choices=APIS, default=APIS[0])
+    emb.add_argument("--no-jit-lookup", action="store_true")
     emb.add_argument("--depfile", type=Path, default=None)
     emb.add_argument("--strip-comments", action="store_true")
     emb.add_argument("--allow-outside-includes", action="store_true")
@@ -92,10 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.include_dirs,
                 args.output,
                 args.defines,
-                args.namespace,
+                args.jit_namespace,
                 strip=args.strip_comments,
-                api=args.api,
-                lookup=not args.no_lookup,
+                api=args.jit_api,
+                lookup=not args.no_jit_lookup,
                 depfile=args.depfile,
                 allow_outside_includes=args.allow_outside_includes,
                 named=generate.named_preambles(args.preambles),

@@ -38,7 +38,7 @@ from builder.jit.literals import (
 )
 from builder.jit.preamble import Preamble
 from builder.jit.unit_names import unit_namespace
-from builder.kernels.cxx_names import (
+from builder.settings.checks import (
     CXX_IDENTIFIER,
     CXX_NAMESPACE,
     namespace_problem,

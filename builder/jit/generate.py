@@ -26,8 +26,8 @@ from builder.jit.codegen import namespace_problem
 from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.preamble_functions import render_standalone
-from builder.kernels.cxx_keywords import CXX_KEYWORDS
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
+from builder.settings.checks import CXX_KEYWORDS
 
 __all__ = [
     "EMBED_APIS",

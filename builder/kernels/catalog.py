@@ -24,6 +24,7 @@ from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_json
 from builder.kernels.dtypes import DTYPES, METAL_TYPES
 from builder.kernels.naming import FAMILIES, format_host_name, valid_token
+from builder.settings import split_names
 
 __all__ = [
     "CATALOG_FILE",
@@ -46,14 +47,6 @@ INSTANTIATE_MACRO = "instantiate_kernel"
 # addresses memory, not what it computes on, so choosing "float32" keeps float32 gathers whole.
 UNFILTERED_SETS = frozenset({"index"})
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
-
-
-def split_names(value: str | None) -> list[str] | None:
-    """``"unary, binary"`` -> ``["unary", "binary"]``: a selection as the command line, CMake and
-    the build scripts pass it (comma-separated, blanks ignored). None or nothing left means "no
-    filter" (None), which is what ``Catalog.expand`` takes for "all"."""
-    names = [part.strip() for part in value.split(",")] if value else []
-    return [name for name in names if name] or None
 
 
 class CatalogError(UsageError):

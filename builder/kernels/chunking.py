@@ -32,11 +32,10 @@ from pathlib import Path
 from builder.errors import UsageError
 from builder.files.atomic import write_if_changed
 from builder.kernels.catalog import Catalog, FamilySpec, Instantiation, render_translation_unit
+from builder.settings.declared import DEFAULT_CHUNK_SIZE
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "Chunk", "catalog_chunks", "chunk_family", "write_sources"]
 
-DEFAULT_CHUNK_SIZE = 250
-"""Mean instantiations per generated source: binary (~1,850) becomes about 8 sources."""
 MAX_CHUNKS_PER_CUT = 4
 """A source holds at most this many times ``chunk_size`` instantiations (no content cut came)."""
 _FILE_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")

@@ -30,6 +30,8 @@ from builder.files.bounds import brief
 from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
 from builder.kernels.tree_files import unmatched_glob
 from builder.metallib.structs import PLATFORMS
+from builder.settings.checks import valid_deployment_target
+from builder.settings.declared import setting
 
 __all__ = [
     "KEYS",
@@ -46,7 +48,6 @@ KEYS = ("metal-version", "deployment-target", "platform")
 """What a ``[kernels.requires]`` entry may state: each a minimum (an OS: one of a list)."""
 _NAMES = tuple(dict.fromkeys(PLATFORMS.values()))
 _VERSION = re.compile(r"^([1-9])\.([0-9])$")  # a VERS tag's MSL version, as provenance spells it
-_TARGET = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}$")
 
 
 @dataclass(frozen=True)
@@ -116,20 +117,10 @@ def _entry(glob: str, value: Any) -> Requirement:
     if unknown:
         hint = closest_hint(str(unknown[0]), KEYS)
         raise TypeError(f"{brief(glob)}: unknown key {brief(unknown[0])}{hint}")
-    version = value.get("metal-version")
-    if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or not 100 <= version <= 999
-    ):
-        raise TypeError(
-            f"{brief(glob)} metal-version must be an integer such as 320 (MSL 3.2), "
-            f"got {brief(version)}"
-        )
-    target = value.get("deployment-target")
-    if target is not None and (not isinstance(target, str) or not _TARGET.fullmatch(target)):
-        raise TypeError(
-            f'{brief(glob)} deployment-target must be an OS version such as "26.2", '
-            f"got {brief(target)}"
-        )
+    version, target = value.get("metal-version"), value.get("deployment-target")
+    for key, stated in (("metal-version", version), ("deployment-target", target)):
+        if stated is not None:  # each a minimum of the setting of that name, checked as it is
+            setting(key.replace("-", "_")).read(stated, f"{brief(glob)} {key}", error=TypeError)
     names = value.get("platform", [])
     names = [names] if isinstance(names, str) else names
     if not isinstance(names, list) or not all(n in _NAMES for n in names):
@@ -191,7 +182,7 @@ def platform_of(library: Mapping[str, Any] | None, label: str) -> Platform | Non
     return Platform(
         max(found),
         name if isinstance(name, str) and name in _NAMES else "macOS",
-        target if isinstance(target, str) and _TARGET.fullmatch(target) else None,
+        target if isinstance(target, str) and valid_deployment_target(target) else None,
         label,
     )
 

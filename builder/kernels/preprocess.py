@@ -30,6 +30,8 @@ from builder.errors import UsageError
 from builder.files.reading import file_kind
 from builder.kernels.bounded_run import PreprocessError, first_diagnostic, run_bounded
 from builder.kernels.confinement import TreeBounds, check_run
+from builder.kernels.definitions import LineStarts
+from builder.settings.checks import parse_define
 
 __all__ = [
     "CANDIDATES",
@@ -97,10 +99,9 @@ METAL_HEADERS = (
 # MLX supports and the platform of its most used wheels (kernels guarded by ">= 320" then stay
 # out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
 DEFAULT_METAL_VERSION = 310
-_DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
-_MARKER = re.compile(r'^__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?', re.MULTILINE)
+_MARKER = LineStarts(r'__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?')
 
 
 @dataclass(frozen=True)
@@ -116,17 +117,6 @@ class Preprocessor:
         as its OUTPUT file."""
         names = (os.path.basename(self.path), os.path.basename(os.path.realpath(self.path)))
         return not any(_BARE_CPP.search(name) for name in names)
-
-
-def parse_define(text: str) -> tuple[str, str]:
-    """``"NAME=VALUE"`` -> ``("NAME", "NAME=VALUE")``: the macro's name (the key that overrides
-    an earlier definition) and the ``-D`` argument. ``NAME(x)=x`` function-like macros are fine.
-    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]`` or holds a control
-    character (a newline would end the ``-D`` line of a build file)."""
-    match = _DEFINE.match(text.strip())
-    if not match or _CONTROL.search(text):
-        raise ValueError(f"{text!r} is not NAME[=VALUE]")
-    return match.group(1), text.strip()
 
 
 def metal_defines(defines: Sequence[str], metal_version: int | None = None) -> list[str]:
@@ -238,8 +228,16 @@ def _c_quoted(name: str) -> str:
 def _split(text: str, entries: Sequence[str]) -> list[str] | None:
     """The batch output cut at the prelude's markers, one text per entry (marker lines
     dropped), or None if the markers do not name ``entries`` in order."""
-    pieces = _MARKER.split(text)
-    names, texts = pieces[1::2], pieces[2::2]
+    names: list[str] = []
+    texts: list[str] = []
+    last = -1  # the text before the first marker is the prelude's
+    for start, match in _MARKER.finditer(text):
+        if last >= 0:
+            texts.append(text[last:start])
+        names.append(match.group(1))
+        last = match.end()
+    if last >= 0:
+        texts.append(text[last:])
     wanted = [_c_quoted(operand(e)) for e in entries]
     if len(names) != len(entries) or any(n != w for n, w in zip(names, wanted)):
         return None

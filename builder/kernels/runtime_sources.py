@@ -20,33 +20,28 @@ interface is the host's, not this tool's: MLX's ``jit/includes.h`` declares
   of ``[build.preambles]``: an include that is no table header is found inside a table function
   that inlines it (``builder.jit.tree_preambles``), as MLX's own list of preambles is.
 
-Parsed here, for ``builder.kernels.tree_config`` (the one reader of the file), which puts the
-result in ``TreeConfig.runtime``. Standard library only.
+Each key is a setting (``builder.settings.declared``: its check, its help);
+``builder.kernels.tree_config`` (the one reader of the file) checks them and hands the table here,
+which puts the result in ``TreeConfig.runtime``. Standard library only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from builder.errors import UsageError, closest_hint
-from builder.kernels.cxx_names import namespace_problem
+from builder.settings.declared import APIS, DEFAULT_NAMESPACE, PREAMBLE_SETS
 
 __all__ = [
     "APIS",
     "DEFAULT_NAMESPACE",
-    "KEYS",
     "PREAMBLE_SETS",
     "RuntimeSources",
     "over_file",
     "runtime_sources",
 ]
-
-APIS = ("string", "cstring")
-"""What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
-PREAMBLE_SETS = ("includes", "table")
-DEFAULT_NAMESPACE = "metal_jit"
 
 
 @dataclass(frozen=True)
@@ -72,50 +67,11 @@ class RuntimeSources:
         return "separate" if self.api == "cstring" else "deduplicated"
 
 
-def _namespace(value: Any) -> str:
-    problem = namespace_problem(value) if isinstance(value, str) else None
-    if not isinstance(value, str) or problem is not None:
-        why = f" ({problem})" if problem else ""
-        raise TypeError(f'a C++ namespace such as "metal_jit" or "mlx::core::metal"{why}')
-    return value
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if value not in options:
-            raise TypeError(f"one of {', '.join(repr(o) for o in options)}")
-        return str(value)
-
-    return check
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError("true or false")
-    return value
-
-
-def _names(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("a list of [build.preambles] function names")
-    return tuple(dict.fromkeys(value))
-
-
-KEYS: dict[str, Callable[[Any], Any]] = {
-    "jit-namespace": _namespace,
-    "jit-api": _choice(APIS),
-    "jit-lookup": _flag,
-    "always-embed": _names,
-    "preamble-set": _choice(PREAMBLE_SETS),
-}
-"""The ``[build]`` keys read here, each with its check (TypeError says what it must be)."""
-
-
 def runtime_sources(build: Mapping[str, Any], preambles: Mapping[str, object]) -> RuntimeSources:
     """The settings from ``build`` (the checked ``[build]`` table). ValueError (the caller adds
     the file) when ``always-embed`` names a function ``[build.preambles]`` does not define, or
     ``preamble-set = "table"`` has no table to take."""
-    always = build.get("always-embed", ())
+    always = tuple(dict.fromkeys(build.get("always-embed", ())))
     for name in always:
         if name not in preambles:
             raise ValueError(
@@ -143,17 +99,12 @@ def over_file(
     catalog: bool = False,
 ) -> RuntimeSources:
     """``runtime`` (metallib.toml's) with the command line's ``--jit-namespace``,
-    ``--jit-api`` and ``--jit-lookup`` over it (None: not given), for ``variants --from`` and
-    ``build`` alike. UsageError (exit 2) for a namespace that is no C++ name, and for any of
-    them on a ``catalog`` tree, whose host library is a registry of families that ``embed``'s
+    ``--jit-api`` and ``--jit-lookup`` over it (None: not given; each was checked as its setting
+    is read), for ``variants --from`` and ``build`` alike. UsageError (exit 2) for any of them
+    on a ``catalog`` tree, whose host library is a registry of families that ``embed``'s
     interface fixes."""
     if namespace is None and api is None and lookup is None:
         return runtime
-    problem = namespace_problem(namespace) if namespace is not None else None
-    if problem is not None:
-        raise UsageError(f"--jit-namespace {namespace!r} is not a C++ namespace name ({problem})")
-    if api is not None and api not in APIS:
-        raise UsageError(f"--jit-api {api!r} is not one of {', '.join(APIS)}")
     if catalog:
         raise UsageError(
             "--jit-namespace, --jit-api and --jit-lookup apply to a folder of .metal entry "

@@ -41,8 +41,7 @@ and suggesting the closest known key. Schema (docs/discovery.md):
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -54,9 +53,14 @@ from builder.files.reading import UnreadableFile, read_bytes
 from builder.files.tomltext import parse_toml
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
 from builder.kernels.platforms import Platform, Requirement, parse_requires
-from builder.kernels.preprocess import parse_define
-from builder.kernels.runtime_sources import KEYS as RUNTIME_KEYS
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
+from builder.settings.checks import (
+    control_character,
+    library_problem,
+    parse_define,
+    std_version,
+)
+from builder.settings.declared import EMBEDDINGS, toml_keys
 
 __all__ = [
     "CONFIG_FILE",
@@ -69,30 +73,9 @@ __all__ = [
     "load_config",
     "merge_flags",
     "std_version",
-    "valid_deployment_target",
 ]
 
 CONFIG_FILE = "metallib.toml"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# What a library name may hold: it becomes a file name in the build folder, a Ninja path and an
-# item of CMake lists, so letters, digits and . _ + - only, and no leading . (hidden, or . and ..)
-# or - (an option).
-_LIBRARY = re.compile(r"^(?![.-])[\w.+-]+$")
-_STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
-_TARGET = re.compile(r"^[0-9]+(?:\.[0-9]+){0,2}$")
-
-
-def std_version(std: str) -> int | None:
-    """``__METAL_VERSION__`` for a ``-std=`` value (``metal3.1`` -> 310, ``ios-metal2.4`` -> 240),
-    or None when ``std`` is not one of the spellings Apple's compiler takes: ``metalX.Y``
-    (MSL 3.0 and later) and the older ``macos-metalX.Y``, ``osx-metalX.Y``, ``ios-metalX.Y``."""
-    match = _STD.fullmatch(std)
-    return int(match.group(1)) * 100 + int(match.group(2)) * 10 if match else None
-
-
-def valid_deployment_target(value: str) -> bool:
-    """An OS version such as ``14``, ``14.0`` or ``15.2.1``."""
-    return bool(_TARGET.fullmatch(value))
 
 
 class ConfigError(UsageError):
@@ -140,109 +123,23 @@ class TreeConfig:
     applied it (its unmet ``requires`` added to ``exclude``); None before."""
 
 
-_Check = Callable[[Any], Any]
-
-EMBEDDINGS = ("whole-file", "preamble")
-"""How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
-run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
-writes the instantiation lines)."""
-
-
-def control_character(text: str) -> str | None:
-    """The first control character in ``text`` (C0, DEL, C1: a newline would end a line of
-    build.ninja, a NUL a C string), or None."""
-    found = _CONTROL.search(text)
-    return found.group() if found else None
-
-
-def library_problem(name: str) -> str | None:
-    """Why ``name`` cannot name a build's library (``<name>.metallib``), or None."""
-    if _LIBRARY.match(name) is None:
-        return (
-            "a library name is a plain file name: letters, digits and . _ + -, not "
-            "starting with . or -"
-        )
-    return None
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str) and (char := control_character(value)) is not None:
-        raise TypeError(f"text without control characters; it holds {char!r}")
-    return str(value)
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("a list of strings")
-    return tuple(_text(v) for v in value)
-
-
-def _define_list(value: Any) -> tuple[str, ...]:
-    items = _strings(value)
-    for item in items:
-        try:
-            parse_define(item)
-        except ValueError:
-            raise TypeError(f"NAME or NAME=VALUE strings; {brief(item)} is neither") from None
-    return items
-
-
-def _version(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 999:
-        raise TypeError("an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)")
-    return value
-
-
-def _library(value: Any) -> str:
-    if not isinstance(value, str) or not value or "/" in value or "\\" in value:
-        raise TypeError('a file name without folders or .metallib, such as "mlx"')
-    name = value.removesuffix(".metallib")
-    if library_problem(name) is not None:
-        raise TypeError(
-            'a plain file name such as "mlx": letters, digits and . _ + -, not starting with . or -'
-        )
-    return name
-
-
-def _std(value: Any) -> str:
-    if not isinstance(value, str) or std_version(value) is None:
-        raise TypeError('a Metal language standard such as "metal3.1" or "macos-metal2.4"')
-    return value
-
-
-def _target(value: Any) -> str:
-    if not isinstance(value, str) or not valid_deployment_target(value):
-        raise TypeError('an OS version such as "14.0"')
-    return value
+_TABLES = ("kernels", "build")
+"""The tables of the file; each key of one is a setting (``builder.settings.declared``)."""
 
 
 def _preamble(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
-        return (_text(value),)
+        value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise TypeError("a header path or a non-empty list of them")
     return tuple(_text(v) for v in value)
 
 
-_SCHEMA: dict[str, dict[str, _Check]] = {
-    "kernels": {
-        "include-dirs": _strings,
-        "defines": _define_list,
-        "exclude": _strings,
-        "metal-version": _version,
-        "requires": dict,
-    },
-    "build": {
-        "library": _library,
-        "aot-only": _strings,
-        "preambles": dict,
-        "embedding": dict,
-        "std": _std,
-        "deployment-target": _target,
-        "flags": _strings,
-        **RUNTIME_KEYS,
-    },
-}
+def _text(value: str) -> str:
+    char = control_character(value)
+    if char is not None:
+        raise TypeError(f"text without control characters; it holds {char!r}")
+    return value
 
 
 def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigError:
@@ -250,24 +147,19 @@ def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigEr
 
 
 def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """One table's keys, each read and checked as its setting says (paths from the file's
+    folder)."""
     table = raw.get(name, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [{name}] must be a table")
     out: dict[str, Any] = {}
-    schema = _SCHEMA[name]
+    schema = toml_keys(name)
+    base = path.resolve().parent
     for key, value in table.items():
         if key not in schema:
             raise _unknown(path, f"in [{name}]: ", key, list(schema))
-        check = schema[key]
-        if check is dict:
-            if not isinstance(value, dict):
-                raise ConfigError(f"{path}: [{name}] {key} must be a table")
-            out[key] = value
-            continue
-        try:
-            out[key] = check(value)
-        except TypeError as exc:
-            raise ConfigError(f"{path}: [{name}] {key} must be {exc}, got {brief(value)}") from None
+        where = f"{path}: [{name}] {key}"
+        out[key] = schema[key].read(value, where, error=ConfigError, base=base)
     return out
 
 
@@ -287,8 +179,8 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
         raise ConfigError(str(exc)) from None
     raw = parse_toml(data, path, ConfigError)
     for key in raw:
-        if key not in _SCHEMA:
-            raise _unknown(path, "", key, [f"{k}" for k in _SCHEMA])
+        if key not in _TABLES:
+            raise _unknown(path, "", key, list(_TABLES))
     kernels = _table(path, raw, "kernels")
     build = _table(path, raw, "build")
     base = path.resolve().parent
@@ -310,8 +202,8 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
                 f"{', '.join(repr(e) for e in EMBEDDINGS)}, got {brief(value)}"
             )
         embedding.append((_text(glob), value))
-    folders = kernels.get("include-dirs", ())
-    include_dirs = tuple(_under(base, d) for d in folders)
+    folders = tuple(raw["kernels"]["include-dirs"]) if "include-dirs" in kernels else ()
+    include_dirs = kernels.get("include-dirs", ())
     if tree is not None:
         confine_folders(path, "[kernels] include-dirs", folders, include_dirs, tree)
     try:

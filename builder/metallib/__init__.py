@@ -6,7 +6,8 @@ This package knows nothing of the command line. Layout notes: ``docs/metallib-fo
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up: --version)
 
 from builder.metallib.errors import (
     InternalError,
@@ -14,12 +15,14 @@ from builder.metallib.errors import (
     MetallibFormatError,
     MetallibUnsupportedError,
 )
-from builder.metallib.reader import Metallib, open_metallib
-from builder.metallib.structs import Span
 
-# The writer, parts and verify modules are imported on first use, so that opening and
-# listing a library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
+# Every module but the errors is imported on first use: opening and listing a library (the hot
+# path of list/report) does not pay for hashlib, tempfile and friends, and the command line's
+# start-up (``--version`` asks builder.metallib.native) not for the reader.
 _LAZY = {
+    "Metallib": "reader",
+    "open_metallib": "reader",
+    "Span": "structs",
     "FUNCTION_TYPES": "structs",
     "ExtensionTag": "structs",
     "Header": "structs",
@@ -43,6 +46,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from builder.metallib.parts import (
         FunctionParts,
         LibraryParts,
@@ -51,7 +56,8 @@ if TYPE_CHECKING:
         parts_from_library,
         wrap_bitcode,
     )
-    from builder.metallib.structs import FUNCTION_TYPES, ExtensionTag, Header, Region
+    from builder.metallib.reader import Metallib, open_metallib
+    from builder.metallib.structs import FUNCTION_TYPES, ExtensionTag, Header, Region, Span
     from builder.metallib.table import FunctionEntry, FunctionTable, Piece
     from builder.metallib.verify import Problem, VerifyReport, verify
     from builder.metallib.writer import atomic_output, layout, library_bytes, write_library

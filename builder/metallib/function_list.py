@@ -19,7 +19,7 @@ __all__ = ["function_count", "native_table", "parse_function_list"]
 
 def function_count(data: memoryview, header: Header, reflection_list: Span | None) -> int:
     """The function list's count, after the checks that keep a corrupt count (or reflection
-    count) from sizing anything: each entry needs 8 bytes, each reflection chunk 16."""
+    count) from sizing anything: each entry needs 8 bytes, each reflection piece 16."""
     start = header.function_list.offset
     count = read_u32(data, start, "function count")
     if count * MIN_ENTRY_SIZE > header.function_list.size:

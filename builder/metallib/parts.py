@@ -34,7 +34,7 @@ __all__ = [
     "new_function",
     "new_library",
     "parts_from_library",
-    "reflection_chunk",
+    "reflection_piece",
     "tag_bytes",
     "wrap_bitcode",
 ]
@@ -94,7 +94,7 @@ class LibraryParts:
         """The functions to write, in order, as a table over the bytes that hold them."""
         self.starts = tuple(starts)
         """Per ``Piece``: where that kind of piece starts in ``functions.data`` when the whole
-        source is kept (first entry, first chunk of each section). A kind whose pieces fill one
+        source is kept (first entry, first piece of each section). A kind whose pieces fill one
         run from there keeps every offset in the output, and its entries need no patching."""
         self.dynamic_header = dynamic_header
         self.uuid = uuid
@@ -190,8 +190,8 @@ def tag_bytes(code: bytes, payload: Bytes) -> bytes:
 def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[int, ...]]:
     """The functions in memory as a library holds them, as a table over those bytes.
 
-    Entries, then the public and private metadata chunks, the modules, and a reflection list
-    (u32 count, then chunks whose FlatBuffers start 16-aligned), each kind back to back, every
+    Entries, then the public and private metadata pieces, the modules, and a reflection list
+    (u32 count, then pieces whose FlatBuffers start 16-aligned), each kind back to back, every
     entry's OFFT, RFLT and MDSZ saying where its pieces are: the writer then copies these bytes
     like those of a library it keeps whole.
     """
@@ -212,14 +212,14 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
     reflection_list = len(data)
     data += U32.pack(sum(fn.reflection is not None for fn in functions))
     starts.append(len(data))
-    chunk_offsets: list[int | None] = []
-    chunk_sizes: list[int] = []
+    rflt_offsets: list[int | None] = []
+    rflt_sizes: list[int] = []
     for fn in functions:
         at = len(data)
         if fn.reflection is not None:
-            data += reflection_chunk(-(at + 12) % 16, fn.reflection)
-        chunk_offsets.append(None if fn.reflection is None else at)
-        chunk_sizes.append(len(data) - at)
+            data += reflection_piece(-(at + 12) % 16, fn.reflection)
+        rflt_offsets.append(None if fn.reflection is None else at)
+        rflt_sizes.append(len(data) - at)
     offsets = [
         list(accumulate(piece_sizes, initial=start))[:-1]
         for piece_sizes, start in zip(sizes, starts)
@@ -232,10 +232,10 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
         ]
         for offt in entry.offt:
             _OFFT.pack_into(data, at + offt, *relative)
-        chunk = chunk_offsets[index]
-        if chunk is not None:
+        own = rflt_offsets[index]
+        if own is not None:
             for rflt in entry.rflt:
-                U64.pack_into(data, at + rflt, chunk - reflection_list)
+                U64.pack_into(data, at + rflt, own - reflection_list)
     columns = [
         [fn.name for fn in functions],
         [e.type for e in entries],
@@ -251,8 +251,8 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
         sizes[Piece.PRIVATE_MD],
         offsets[Piece.MODULE],
         sizes[Piece.MODULE],
-        chunk_offsets,
-        chunk_sizes,
+        rflt_offsets,
+        rflt_sizes,
     ]
     return FunctionTable(memoryview(bytes(data)), columns), tuple(starts)
 
@@ -267,7 +267,7 @@ class _NewEntry:
             raise MetallibError(f"function {fn.name!r} has no OFFT tag")
         if (b"RFLT" in codes) != (fn.reflection is not None):
             raise MetallibError(
-                f"function {fn.name!r}: RFLT tag and reflection chunk must go together"
+                f"function {fn.name!r}: RFLT tag and reflection piece must go together"
             )
         data = bytearray(4)
         self.offt: list[int] = []
@@ -299,8 +299,8 @@ class _NewEntry:
         """The HASH payload (zeros when a test's entry has none)."""
 
 
-def reflection_chunk(pad: int, flatbuffer: Bytes) -> bytes:
-    """A reflection chunk as stored: u32 size, RBUF, u32 payload length, ``pad`` zero bytes (so
+def reflection_piece(pad: int, flatbuffer: Bytes) -> bytes:
+    """A reflection piece as stored: u32 size, RBUF, u32 payload length, ``pad`` zero bytes (so
     the FlatBuffer starts 16-aligned in the file), the FlatBuffer, ENDT."""
     n = pad + len(flatbuffer)
     return U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad) + bytes(flatbuffer) + b"ENDT"

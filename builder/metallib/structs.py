@@ -45,7 +45,7 @@ U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 SPAN = struct.Struct("<QQ")
-# A reflection chunk starts with its u32 size, RBUF and the u32 payload length.
+# A reflection piece starts with its u32 size, RBUF and the u32 payload length.
 REFLECTION_HEAD = struct.Struct("<I4sI")
 
 

@@ -37,17 +37,19 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from builder.errors import UsageError, closest_hint
-from builder.files.bounds import LARGEST_COUNT, brief
+from builder.files.bounds import brief
 from builder.files.reading import read_bytes
 from builder.files.tomltext import parse_toml
-from builder.kernels.preprocess import parse_define
-from builder.size.checks import Limit, growth_bytes, parse_limit, parse_size
+from builder.settings.checks import Limit
+from builder.settings.declared import BUDGET_LIMITS, SETTINGS, setting
 from builder.size.grouping import BY_CHOICES
 
 __all__ = [
     "BUDGET_FILE",
+    "KEYS",
     "PYPROJECT",
     "Budget",
     "BudgetFile",
@@ -58,18 +60,12 @@ __all__ = [
 BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
 _TOOL = "metallib-builder"
-_LIMITS = (
-    "max-size",
-    "max-total-size",
-    "max-download-size",
-    "max-functions",
-    "groups",
-    "max-growth",
-)
+_LIMITS = BUDGET_LIMITS
 _TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
 """The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
 --config, loaded the same way (``builder.cli.tree_options``)."""
-_KEYS = ("name", "target", "member", "platform", "by", *_TREE, "base", *_LIMITS)
+KEYS = tuple(s.budget for s in SETTINGS.values() if s.budget is not None)
+"""Every key of a budget table: the settings that declare one (``builder.settings.declared``)."""
 
 
 @dataclass(frozen=True)
@@ -177,8 +173,8 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
     name = _text(raw, "name", where) or _text(raw, "target", where)
     where = f"{where} ({name})" if name is not None else where
     for key in raw:
-        if key not in _KEYS:
-            raise _unknown(where, key, _KEYS)
+        if key not in KEYS:
+            raise _unknown(where, key, KEYS)
     target = _text(raw, "target", where)
     if target is None or name is None:
         raise UsageError(
@@ -191,14 +187,7 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
         raise UsageError(f"{where}: 'by' must be one of {', '.join(BY_CHOICES)}, got {by!r}")
     source_dir = _text(raw, "source-dir", where)
     include = _strings(raw, "include-dirs", where, "folder paths")
-    defines = _strings(raw, "defines", where, "NAME or NAME=VALUE strings, as -D takes them")
-    for define in defines:
-        try:
-            parse_define(define)
-        except ValueError:
-            raise UsageError(
-                f"{where}: 'defines': {brief(define)} is not NAME or NAME=VALUE"
-            ) from None
+    defines = setting("defines").read(raw.get("defines", []), f"{where}: 'defines'")
     exclude = _strings(raw, "exclude", where, "globs of entry files, as --exclude takes them")
     config = _text(raw, "config", where)
     tree_keys = [key for key in _TREE[1:] if key in raw]
@@ -221,16 +210,14 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
         raise UsageError(
             f"{where}: 'max-growth' and 'base' go together (growth against a base report)"
         )
-    functions = raw.get("max-functions")
-    if functions is not None and (
-        isinstance(functions, bool)
-        or not isinstance(functions, int)
-        or not 0 <= functions <= LARGEST_COUNT
-    ):
-        raise UsageError(
-            f"{where}: 'max-functions' must be a count from 0 to {LARGEST_COUNT:,}, "
-            f"got {brief(functions)}"
-        )
+
+    def limit(key: str) -> Any:
+        """A limit key's value, read and refused as its setting says (None: not given)."""
+        value = raw.get(key)
+        if value is None:
+            return None
+        return setting(key.replace("-", "_")).read(value, f"{where}: {key!r}")
+
     return Budget(
         where,
         name,
@@ -244,13 +231,13 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
         defines=defines,
         exclude=exclude,
         config=None if config is None else _path(root, config),
-        max_size=_size(raw, "max-size", where),
-        max_total_size=_size(raw, "max-total-size", where),
-        max_download_size=_size(raw, "max-download-size", where),
-        max_functions=functions,
-        groups={str(g): _size(groups, g, f"{where}: groups") or 0 for g in groups},
+        max_size=limit("max-size"),
+        max_total_size=limit("max-total-size"),
+        max_download_size=limit("max-download-size"),
+        max_functions=limit("max-functions"),
+        groups=setting("groups").read(groups, f"{where}: groups"),
         base=base,
-        max_growth=None if growth is None else _growth(growth, where),
+        max_growth=limit("max-growth"),
     )
 
 
@@ -266,34 +253,6 @@ def _strings(raw: Mapping[str, object], key: str, where: str, what: str) -> tupl
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UsageError(f"{where}: {key!r} must be a list of {what}, got {brief(value)}")
     return tuple(value)
-
-
-def _size(raw: Mapping[str, object], key: str, where: str) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    try:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise UsageError(f"{brief(value)} is not a size")
-        size = parse_size(value) if isinstance(value, str) else value
-    except UsageError as exc:
-        raise UsageError(f'{where}: {key!r}: {exc} (e.g. "30MB")') from None
-    if size < 0:
-        raise UsageError(f"{where}: {key!r} must not be negative, got {brief(value)}")
-    if size > LARGEST_COUNT:
-        raise UsageError(f"{where}: {key!r} is {brief(value)}, more than {LARGEST_COUNT:,} bytes")
-    return size
-
-
-def _growth(value: object, where: str) -> Limit:
-    try:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise UsageError(f"{brief(value)} is not a size or a percentage")
-        if isinstance(value, str):
-            return parse_limit(value)
-        return Limit(bytes=growth_bytes(value, value))
-    except UsageError as exc:
-        raise UsageError(f'{where}: \'max-growth\': {exc} (e.g. "1%" or "100kB")') from None
 
 
 def _path(root: Path, text: str) -> Path:

@@ -136,11 +136,11 @@ def _interface_args(settings: RuntimeSources) -> tuple[str, ...]:
     default = RuntimeSources()
     args: list[str] = []
     if settings.namespace != default.namespace:
-        args.append(f"--namespace={settings.namespace}")
+        args.append(f"--jit-namespace={settings.namespace}")
     if settings.api != default.api:
-        args.append(f"--api={settings.api}")
+        args.append(f"--jit-api={settings.api}")
     if not settings.lookup:
-        args.append("--no-lookup")
+        args.append("--no-jit-lookup")
     return tuple(args)
 
 

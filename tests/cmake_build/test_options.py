@@ -1,5 +1,5 @@
-"""Each build option is declared once (BuildRequest's field metadata); the files generated from it
-must be what the generator writes now."""
+"""Each build option is declared once (a setting, builder/settings/declared.py, held by a field of
+BuildRequest); the files generated from it must be what the generator writes now."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from builder.cmake_build.options import CMAKE_FILE, DOCS_FILE, cmake_text, docs_table, main
-from builder.cmake_build.request import option_fields
+from builder.cmake_build.request import request_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def test_check_names_a_stale_file(tmp_path: Path) -> None:
 def test_every_option_is_metallib_prefixed_and_documented() -> None:
     """No global METAL_* name reaches a cache; each cache variable has its row."""
     table = docs_table()
-    for _, option in option_fields():
+    for option in request_settings().values():
         if option.cmake:
             assert option.cmake.startswith("METALLIB_")
             assert f"`{option.cmake}`" in table and f"{option.cmake} " in cmake_text()

@@ -91,7 +91,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
         ({"kernels": ("unary",)}, "--kernels and --dtypes select catalog families"),
         ({"exclude": ("*",)}, "all 7 entry files are excluded"),
         ({"include_dirs": (Path("/nonexistent"),)}, "include folder /nonexistent"),
-        ({"std": "metal3"}, "not a Metal language standard"),
+        ({"std": "metal3"}, "--std must be a Metal language standard"),
     ],
 )
 def test_discovered_refusals(mlx_style: Path, request_: dict[str, object], words: str) -> None:

@@ -1,7 +1,8 @@
 """The package layering a newcomer sees in the tree, checked on every import in the code.
 
 Bottom to top (docs/architecture.md): the foundation modules (errors, resources), files in and
-out (``files``: bounded reads, crash-safe writes), a build's records (``records``), the container
+out (``files``: bounded reads, crash-safe writes), every setting declared once (``settings``), a
+build's records (``records``), the container
 (``metallib``), kernel
 trees (``kernels``), acquiring inputs (``inputs``), JIT embedding (``jit``), measuring (``size``),
 writing subsets (``subsets``), the build side
@@ -22,6 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "builder"
 FOUNDATION = ("builder", "builder.errors", "builder.resources")
 LAYERS = (
     "files",
+    "settings",
     "records",
     "metallib",
     "kernels",

@@ -24,8 +24,8 @@ from builder.jit.generate import embed_headers
 from builder.jit.literals import cxx_string
 from builder.jit.preamble_functions import render_standalone
 from builder.kernels.compiler import find_compiler
-from builder.kernels.cxx_keywords import CXX_KEYWORDS
 from builder.resources import cmake_dir, metal_src_dir
+from builder.settings.checks import CXX_KEYWORDS
 
 HOST_INCLUDE = metal_src_dir() / "host" / "include"
 

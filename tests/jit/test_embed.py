@@ -98,7 +98,7 @@ def test_embed_round_trip_through_the_compiler(
             "JIT=1",
             "-o",
             str(out),
-            "--namespace",
+            "--jit-namespace",
             "ns::jit",
         ],
         capsys,
@@ -129,7 +129,7 @@ def test_embed_cstring_round_trip_matches_the_string_api(
         out = tmp_path / api / "pre.cpp"
         out.parent.mkdir()
         args = ["embed", *(str(root / h) for h in headers), "-I", str(root), "-o", str(out)]
-        code, _, err = run_cli([*args, "--api", api], capsys)
+        code, _, err = run_cli([*args, "--jit-api", api], capsys)
         assert code == 0, err
         texts[api] = _compile_and_dump(out, headers)
     assert texts["cstring"] == texts["string"]
@@ -191,7 +191,7 @@ def test_embed_usage_errors(
 ) -> None:
     root = kernel_tree(TREE)
     base = ["embed", str(root / "kern/add.h"), "-I", str(root), "-o", str(tmp_path / "o.cpp")]
-    assert run_cli([*base, "--namespace", "not a ns"], capsys)[0] == 2
+    assert run_cli([*base, "--jit-namespace", "not a ns"], capsys)[0] == 2
     assert run_cli([*base, "-D", "9X"], capsys)[0] == 2
     assert run_cli(["embed", str(root / "nope.h"), "-o", str(tmp_path / "o.cpp")], capsys)[0] == 2
     code, out, _ = run_cli(["embed", "--help"], capsys)

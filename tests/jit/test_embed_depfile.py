@@ -63,7 +63,7 @@ def test_ninja_reads_every_inlined_header_back(
     (build / "build.ninja").write_text(
         "rule embed\n"
         f"  command = env PYTHONPATH={quoted(python)} {quoted(Path(sys.executable))} -m builder.jit"
-        f" embed {quoted(inc / 'k/top.h')} -I {quoted(inc)} -o $out --api cstring"
+        f" embed {quoted(inc / 'k/top.h')} -I {quoted(inc)} -o $out --jit-api cstring"
         " --depfile $out.d\n"
         "  depfile = $out.d\n  deps = gcc\n  restat = 1\n"
         "build pre.cpp: embed\n",
@@ -110,8 +110,8 @@ def test_cstring_refuses_text_with_a_nul(
     tree = kernel_tree({"k/n.h": "int n; // \0\n"})
     out = tmp_path / "n.cpp"
     base = ["embed", str(tree / "k/n.h"), "-I", str(tree), "-o", str(out)]
-    code, _, err = run_cli([*base, "--api", "cstring"], capsys)
+    code, _, err = run_cli([*base, "--jit-api", "cstring"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "NUL" in err
     assert not out.exists()
-    assert run_cli([*base, "--api", "string"], capsys)[0] == 0
-    assert run_cli([*base, "--api", "wide"], capsys)[0] == 2
+    assert run_cli([*base, "--jit-api", "string"], capsys)[0] == 0
+    assert run_cli([*base, "--jit-api", "wide"], capsys)[0] == 2

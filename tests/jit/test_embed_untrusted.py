@@ -82,7 +82,7 @@ def test_hostile_names_stay_inside_literals_and_round_trip(
     headers = [hostile_tree / n for n in ROOT_NAMES]
     source = tmp_path / "out" / "pre.cpp"
     code, _, err = run_cli(
-        ["embed", *map(str, headers), "-I", str(hostile_tree), "-o", str(source), "--api", api],
+        ["embed", *map(str, headers), "-I", str(hostile_tree), "-o", str(source), "--jit-api", api],
         capsys,
     )
     assert code == 0, err

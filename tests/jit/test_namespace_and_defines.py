@@ -1,10 +1,10 @@
 """What reaches the written C++ from the command line and metallib.toml is refused before
 anything is written when it would not compile or would add lines of its own:
 
-- a namespace with a C++ keyword as a part (``--namespace int``, ``--jit-namespace app::class``,
-  ``jit-namespace = "int"``): ``namespace int {`` does not compile, so the written
-  ``jit_sources.cpp`` would not either. The reference is g++: the accepted namespace's file
-  compiles, and the same file with the keyword does not;
+- a namespace with a C++ keyword as a part (``embed --jit-namespace int``,
+  ``--jit-namespace app::class``, ``jit-namespace = "int"``): ``namespace int {`` does not
+  compile, so the written ``jit_sources.cpp`` would not either. The reference is g++: the
+  accepted namespace's file compiles, and the same file with the keyword does not;
 - a ``-D`` of ``embed`` holding a control character (``X=1<newline>#include "/etc/passwd"``
   would put an ``#include`` line of its own into every preamble), as a tree's ``defines`` are.
 
@@ -71,8 +71,8 @@ def test_variants_writes_a_namespace_that_compiles_and_refuses_a_keyword(
         kw = name.split("::")[-1]
         assert code == 2 and err.count("\n") == 1, err
         assert err == (
-            f"error: --jit-namespace '{name}' is not a C++ namespace name "
-            f"('{kw}' is a C++ keyword)\n"
+            'error: --jit-namespace must be a C++ namespace such as "metal_jit" or '
+            f"\"mlx::core::metal\" ('{kw}' is a C++ keyword), got '{name}'\n"
         )
         assert not bad.exists()
 
@@ -98,8 +98,8 @@ def test_a_keyword_in_metallib_toml_is_one_line(
 @pytest.mark.parametrize(
     ("option", "said"),
     [
-        (["--namespace", "int"], "--namespace 'int' is not a C++ namespace name"),
-        (["--namespace", "a::while::b"], "('while' is a C++ keyword)"),
+        (["--jit-namespace", "int"], "--jit-namespace must be a C++ namespace such as"),
+        (["--jit-namespace", "a::while::b"], "('while' is a C++ keyword)"),
         (["-D", 'X=1\n#include "/etc/passwd"'], "holds the control character"),
         (["-D", "X=\x1b[31m"], "holds the control character"),
         (["-D", "X=1\r"], "holds the control character"),

@@ -181,7 +181,10 @@ def test_saved_report_with_host_library_counts_it_in_max_total_size(
         ('max-size = "1MB"', "'target' is missing"),
         ('target = "a.metallib"', "no limit; give any of max-size"),
         ('target = "a.metallib"\nmax-size = "lots"', "'max-size': 'lots' is not a size"),
-        ('target = "a.metallib"\nmax-size = -5', "'max-size' must not be negative"),
+        (
+            'target = "a.metallib"\nmax-size = -5',
+            "'max-size': -5: a size limit must not be negative",
+        ),
         ('target = "a.metallib"\nmax-functions = "many"', "'max-functions' must be a count"),
         ('target = "a.metallib"\ngroups = {}', "'groups' must be a table of group = limit"),
         ('target = "a.metallib"\ngroups = { gemm = "big" }', "groups: 'gemm': 'big' is not a size"),

@@ -125,7 +125,7 @@ def test_tree_keys_mean_what_the_command_line_options_mean(
         (
             'target = "a.metallib"\nsource-dir = "."\ndefines = ["=1"]\nmax-size = 1',
             {},
-            ["'defines': '=1' is not NAME or NAME=VALUE"],
+            ["'defines' must be NAME or NAME=VALUE, without control characters, got '=1'"],
         ),
     ],
     ids=["missing-target", "bad-library", "missing-base", "bad-tree", "no-config", "no-tree", "-D"],

@@ -190,12 +190,12 @@ def test_unusable_input_exits_2(
         ("--max-growth", "nan%", "--max-growth: 'nan%' is not a percentage"),
         ("--max-growth", "inf%", "--max-growth: 'inf%' is not a percentage"),
         ("--max-download-growth", "-inf%", "--max-download-growth: '-inf%' is not a percentage"),
-        ("--max-size", "-3MB", "--max-size -3MB: a size limit must not be negative"),
-        ("--max-total-size", "-1", "--max-total-size -1: a size limit must not be negative"),
+        ("--max-size", "-3MB", "--max-size: '-3MB': a size limit must not be negative"),
+        ("--max-total-size", "-1", "--max-total-size: '-1': a size limit must not be negative"),
         (
             "--max-download-size",
             "-1KB",
-            "--max-download-size -1KB: a size limit must not be negative",
+            "--max-download-size: '-1KB': a size limit must not be negative",
         ),
         ("--max-size", "5XB", "--max-size: '5XB' is not a size"),
         # a negative growth limit fails every library that did not shrink (exit 1 for no

@@ -164,7 +164,7 @@ def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     found = independent_sources(dylib, None, symbols)
     out = tmp_path / "sources.json"
     code, _, err = run_cli(
-        ["sources", str(dylib), "--namespace", "demo::jit", "-o", str(out)], capsys
+        ["sources", str(dylib), "--jit-namespace", "demo::jit", "-o", str(out)], capsys
     )
     assert code == 0, err
     doc = json.loads(out.read_text())
@@ -187,7 +187,7 @@ def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFi
         (b"MTLB" + bytes(60), [], "(a metallib: 'report' measures it)"),
         (b"\xcf\xfa\xed\xfe" + bytes(12), [], "truncated: the Mach-O header, from byte 0"),
         (b"\x7fELF" + bytes(60), [], "ELF"),
-        (None, ["--namespace", "a b"], "not a C++ namespace"),
+        (None, ["--jit-namespace", "a b"], "--jit-namespace must be a C++ namespace"),
     ],
 )
 def test_sources_bad_input_exits_2(

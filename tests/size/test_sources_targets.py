@@ -50,7 +50,7 @@ def test_mlx_metal_spec_and_wheel_list_libmlx(
     dylib = wheel_member("mlx-metal", "0.32.1", "libmlx.dylib", tmp_path)
     spec = ["mlx-metal==0.32.1", "--platform", "macosx_14_0_arm64"]
     code, _, err = run_cli(
-        ["sources", *spec, "--namespace", "mlx::core::metal", "-o", str(tmp_path / "a.json")],
+        ["sources", *spec, "--jit-namespace", "mlx::core::metal", "-o", str(tmp_path / "a.json")],
         capsys,
     )
     assert code == 0, err
@@ -63,7 +63,14 @@ def test_mlx_metal_spec_and_wheel_list_libmlx(
     # The same wheel given as a file: the same rows.
     wheel = wheels.download_wheel("mlx-metal", "0.32.1", "macosx_14_0_arm64")
     code, _, err = run_cli(
-        ["sources", str(wheel), "--namespace", "mlx::core::metal", "-o", str(tmp_path / "b.json")],
+        [
+            "sources",
+            str(wheel),
+            "--jit-namespace",
+            "mlx::core::metal",
+            "-o",
+            str(tmp_path / "b.json"),
+        ],
         capsys,
     )
     assert code == 0, err
@@ -86,7 +93,7 @@ def test_mlx_metal_spec_and_wheel_list_libmlx(
     for r in json.loads(out)["host_sources"]:
         got.setdefault(r["member"], set()).add((r["offset"], r["bytes"]))
     assert got == expected and set(got) == {_MLX} and len(members) == 2
-    code, table, _ = run_cli(["sources", *spec, "--namespace", "mlx::core::metal"], capsys)
+    code, table, _ = run_cli(["sources", *spec, "--jit-namespace", "mlx::core::metal"], capsys)
     assert code == 0 and f"{_MLX} of mlx-metal==0.32.1" in " ".join(table.split())
 
 
@@ -120,7 +127,7 @@ def test_synthetic_wheel_lists_only_members_with_sources(
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
     wheel, host = _wheel(tmp_path)
     code, out, err = run_cli(
-        ["sources", str(wheel), "--namespace", "demo::jit", "--format", "json"], capsys
+        ["sources", str(wheel), "--jit-namespace", "demo::jit", "--format", "json"], capsys
     )
     assert code == 0, err
     rows = json.loads(out)["host_sources"]
@@ -131,7 +138,7 @@ def test_synthetic_wheel_lists_only_members_with_sources(
     code, out, _ = run_cli(["sources", str(host), "--format", "json"], capsys)
     assert code == 0 and {r["member"] for r in json.loads(out)["host_sources"]} == {None}
     # No member in the namespace: exit 2, naming the binaries searched.
-    code, out, err = run_cli(["sources", str(wheel), "--namespace", "other"], capsys)
+    code, out, err = run_cli(["sources", str(wheel), "--jit-namespace", "other"], capsys)
     assert code == 2 and out == ""
     assert "pkg/lib/libplain.dylib, pkg/lib/libhost.dylib, pkg/_native.so" in err
 

@@ -354,7 +354,12 @@ def test_options_over_the_settings_and_the_bytes_each_api_stores(
     assert 0 < string["embedded_bytes"] < cstring["embedded_bytes"]
     text = Path(string["jit_sources_file"]).read_text(encoding="utf-8")
     assert "namespace app::k {" in text and "std::string_view preamble(" in text
-    assert "--namespace=app::k" in string["embed_command"]
-    assert not any(a.startswith("--api") or "lookup" in a for a in string["embed_command"])
+    assert "--jit-namespace=app::k" in string["embed_command"]
+    command = string["embed_command"]
+    assert not any(a.startswith("--jit-api") or "lookup" in a for a in command)
     code, _, err = run_cli([*args[:-1], str(tmp_path / "bad"), "--jit-namespace", "a::"], capsys)
-    assert code == 2 and "--jit-namespace 'a::' is not a C++ namespace name" in err
+    assert (
+        code == 2
+        and "--jit-namespace must be a C++ namespace such as" in err
+        and "got 'a::'" in err
+    )

@@ -101,7 +101,11 @@ def test_flags_and_config(run_cli, tree_copy: Path, mlx_headers) -> None:
         ),
         ({"x.metal": '#include "gone.h"\n'}, [], "gone.h: No such file or directory"),
         ({"metallib.toml": "[kernels]\ndefine = []\n"}, [], "did you mean 'defines'?"),
-        ({}, ["-D", "1X"], "-D 1X: expected NAME or NAME=VALUE"),
+        (
+            {},
+            ["-D", "1X"],
+            "--define must be NAME or NAME=VALUE, without control characters, got '1X'",
+        ),
         ({}, ["--kernels", "unary"], "--kernels and --dtypes apply to catalog trees"),
         ({}, ["--config", "nope.toml"], "--config nope.toml: no such file"),
     ],

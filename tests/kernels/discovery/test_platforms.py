@@ -112,11 +112,14 @@ def test_an_ios_library_defines_metal_ios_and_meets_no_macos_requirement(tmp_pat
         ),
         (
             '"a.metal" = { metal-version = "3.2" }',
-            "'a.metal' metal-version must be an integer such as 320 (MSL 3.2), got '3.2'",
+            (
+                "'a.metal' metal-version must be an integer such as 310 (MSL 3.1) or 320 "
+                "(MSL 3.2), got '3.2'"
+            ),
         ),
         (
             '"a.metal" = { deployment-target = "macOS 14" }',
-            "'a.metal' deployment-target must be an OS version such as \"26.2\", got 'macOS 14'",
+            "'a.metal' deployment-target must be an OS version such as \"14.0\", got 'macOS 14'",
         ),
         ('"a.metal" = { platform = "macos" }', "'a.metal' platform must be an OS name or a list"),
     ],

@@ -135,7 +135,10 @@ def test_the_trees_own_include_dirs_stay_in_the_tree(value: str, tmp_path: Path)
             "[kernels]\ninclude-dirs = 'a'\n",
             "[kernels] include-dirs must be a list of strings, got 'a'",
         ),
-        ("[kernels]\ndefines = ['1BAD']\n", "[kernels] defines must be NAME or NAME=VALUE strings"),
+        (
+            "[kernels]\ndefines = ['1BAD']\n",
+            "[kernels] defines must be NAME or NAME=VALUE, without",
+        ),
         (
             "[kernels]\nmetal-version = '3.2'\n",
             "[kernels] metal-version must be an integer such as 310",

@@ -1,0 +1,252 @@
+"""Settings: every option of the tool declared once, as scikit-build-core and cibuildwheel keep
+theirs, with everything said about it in one :class:`Setting`: its command-line flag, its
+``metallib.toml`` key and its budget-file key, its CMake cache variable, its kind (how a value
+is read), its check (``builder.settings.checks``), its help and its default.
+
+The declarations are in ``builder.settings.declared``; everything else is made from them or
+checked against them: the click options of every command (``builder.cli.tree_options.option``),
+the request a build carries (``builder.cmake_build.request``, whose fields are settings, read
+back from plan.json by ``builder.files.dataclass_json``), the ``metallib.toml`` schema
+(``builder.kernels.tree_config``), the budget keys (``builder.size.budget_file``), the CMake
+cache variables and the option table of docs/build.md (``builder.cmake_build.options``);
+tests/house/test_settings.py fails when a flag, key, cache variable or docs row exists that no
+setting declares, or the other way round.
+
+One spelling per setting: the name is the JSON key (plan.json's request), the flag and the
+TOML keys are the name with ``-`` for ``_`` unless the declaration says otherwise, and a value
+refused anywhere is worded one way, ``<where> must be <what>, got <value>``
+(:meth:`Setting.read`). Standard library only: a CMake run reads settings too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+from builder.errors import UsageError
+from builder.files import dataclass_json
+from builder.files.bounds import brief
+
+__all__ = ["LIST_KINDS", "Kind", "Setting", "setting_of", "split_names"]
+
+Kind = Literal[
+    "text", "texts", "names", "globs", "path", "paths", "real_path", "flags", "int", "bool",
+    "switch", "table", "count", "size", "growth", "sizes",
+]  # fmt: skip
+"""How a value is read. text: a string; texts: repeatable strings; names, globs: repeatable,
+each comma-separated (``unary,binary``); path (a file), real_path (a folder, links resolved),
+paths: absolute paths; flags: compiler flags, each value split as a shell splits words; int: a
+whole number from 1; bool: a flag (on or off); switch: ``--x/--no-x``, None when neither is
+given; table: a TOML table; count: a whole number from 0; size: a size limit (bytes, or text
+with a unit: ``30MB``); growth: a size limit or a percentage (``1%``); sizes: a table of
+name = size limit."""
+LIST_KINDS = frozenset({"texts", "names", "globs", "paths", "flags"})
+_TYPE_WORDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "text": (str, "text"),
+    "path": ((str, PurePath), "a path"),
+    "real_path": ((str, PurePath), "a path"),
+    "int": (int, "a whole number"),
+    "bool": (bool, "true or false"),
+    "switch": (bool, "true or false"),
+    "table": (dict, "a table"),
+    "count": (int, "a whole number"),
+}
+
+
+def split_names(text: str | None) -> list[str] | None:
+    """``"unary, binary"`` -> ``["unary", "binary"]``; None when nothing is left (no filter):
+    the one rule for every comma-separated selection (``--kernels``, ``--dtypes``, ``--jit``,
+    ``--aot``, the lists CMake hands to the generators)."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    return names or None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting and every way it is spelled and read."""
+
+    name: str
+    """The identifier: a request field, the JSON key of plan.json's request."""
+    help: str
+    kind: Kind = "text"
+    default: Any = None
+    """The value when none is given (None: unset; a command or a tree's file decides)."""
+    flag: str | None = ""
+    """The command-line option: ``""`` the name's (``--jit-namespace``), ``"-I/--include-dir"``
+    a short form too, ``"--x/--no-x"`` a switch's pair, None none."""
+    toml: str | None = None
+    """The key of ``metallib.toml``, ``table.key`` (``build.jit-namespace``); None: not one."""
+    budget: str | None = None
+    """The key of a budget table; None: not one."""
+    cmake: str | None = None
+    """The CMake cache variable (``METALLIB_*``); None: not one."""
+    check: Callable[[Any], Any] | None = None
+    """Run on each value (each item of a list): returns it, or ValueError saying what it must
+    be (``builder.settings.checks``)."""
+    choices: tuple[str, ...] = ()
+    expected: str | None = None
+    """What a value must be when it has the wrong type, for a message (None: the kind says)."""
+    metavar: str | None = None
+    param: str | None = None
+    """The command's parameter when it is not :attr:`name` (three settings are ``-j``)."""
+    shown_default: str | None = None
+    """The default as the docs' table words it (None: from :attr:`default`)."""
+    cmake_default: str | None = None
+    """The cache variable's default when it is not :attr:`default`'s (a path in the project)."""
+
+    @property
+    def option(self) -> str | None:
+        """The flag as the command line spells it: ``--jit-namespace`` (None: no flag)."""
+        if self.flag is None:
+            return None
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def long_flag(self) -> str | None:
+        """The long form alone (``--include-dir``, ``--jit-lookup``), for messages."""
+        option = self.option
+        return None if option is None else option.split("/")[-1 if option[1] != "-" else 0]
+
+    def read(
+        self,
+        value: Any,
+        where: str,
+        *,
+        error: type[Exception] = UsageError,
+        base: Path | None = None,
+    ) -> Any:
+        """``value`` from JSON or TOML, checked and normalized: paths absolute (relative ones
+        from ``base``, the file's folder; None: the working directory), names split, lists as
+        tuples. ``error`` says ``<where> must be <what>, got <value>``."""
+        try:
+            return self._read(value, base)
+        except _Refused as exc:
+            raise error(f"{where} must be {exc}, got {brief(exc.value)}") from None
+        except UsageError as exc:  # a limit's refusal names the value itself
+            raise error(f"{where}: {exc.message}") from None
+        except (TypeError, ValueError) as exc:
+            raise error(f"{where} must be {exc}, got {brief(value)}") from None
+
+    def _read(self, value: Any, base: Path | None) -> Any:
+        from builder.settings.checks import growth_limit, size_limit
+
+        kind = self.kind
+        if kind in ("size", "growth"):
+            return size_limit(value) if kind == "size" else growth_limit(value)
+        if kind == "sizes":
+            if not isinstance(value, dict):
+                raise TypeError("a table of name = size")
+            limits = {}
+            for name, item in value.items():
+                try:
+                    limits[str(name)] = size_limit(item)
+                except UsageError as exc:
+                    raise UsageError(f"{brief(name)}: {exc.message}") from None
+            return limits
+        if kind in LIST_KINDS:
+            item = (str, PurePath) if kind == "paths" else str  # a path read back is a Path
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, item) for v in value):
+                raise TypeError("a list of strings")
+            items: Iterable[Any] = value
+            if kind in ("names", "globs"):
+                items = [n for text in value for n in split_names(text.replace(";", ",")) or ()]
+            if kind == "paths":
+                items = [_absolute(v, base) for v in value]
+            return tuple(self._checked(v) for v in items)
+        expected, words = _TYPE_WORDS[kind]
+        if not _is(value, expected) or (expected is int and isinstance(value, bool)):
+            raise TypeError(self.expected or words)
+        if kind == "int" and value < 1:
+            raise ValueError("a whole number from 1")
+        if kind == "path":
+            return _absolute(value, base)
+        if kind == "real_path":
+            return Path(value).resolve()
+        return self._checked(value)
+
+    def _checked(self, value: Any) -> Any:
+        """``value`` (one item of a list) through the checks; _Refused names the item."""
+        from builder.settings.checks import choice, plain_text
+
+        try:
+            if isinstance(value, str):
+                plain_text(value)
+                if self.choices:
+                    choice(self.choices)(value)
+            return value if self.check is None else self.check(value)
+        except ValueError as exc:
+            raise _Refused(str(exc), value) from None
+
+    def from_cli(self, value: Any) -> Any:
+        """A click value as the setting's type (None: not given), checked: UsageError names
+        the flag."""
+        kind, flag = self.kind, self.long_flag
+        if value is None or (value == () and kind != "flags"):
+            return None
+        if isinstance(value, (bool, int)):
+            return self.read(value, str(flag))
+        texts = (value,) if isinstance(value, (str, Path)) else tuple(value)
+        if kind == "flags":
+            if not texts:
+                return None
+            try:
+                value = [flag for text in texts for flag in shlex.split(str(text))]
+            except ValueError as exc:
+                raise UsageError(f"{flag}: {exc}") from None
+        elif kind in LIST_KINDS:
+            value = [str(v) for v in texts]
+        elif kind in ("path", "real_path", "text"):
+            value = str(value)
+        read = self.read(value, str(flag))
+        if kind == "globs" and not read:
+            raise UsageError(f"{flag} {' '.join(map(str, texts))!r}: names no unit")
+        return read
+
+    def field(self, **kwargs: Any) -> Any:
+        """The dataclass field of a document holding this setting (the build request's parts):
+        its default, the setting in its metadata, and plan.json's reading checked by
+        :meth:`read`."""
+        default = self.default
+        if isinstance(default, list):
+            default = tuple(default)
+        return dataclass_json.field(
+            default=default,
+            check=lambda value, where: (
+                None if value is None else self.read(value, repr(where), error=ValueError)
+            ),
+            metadata={"setting": self},
+            **kwargs,
+        )
+
+
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance`` that leaves ``value`` typed as it was (Any), for the reading above."""
+    return isinstance(value, kind)
+
+
+def _absolute(path: str, base: Path | None) -> Path:
+    """``path`` from ``base`` (None: the working directory), ``..`` folded, links kept."""
+    return Path(os.path.normpath(base / path) if base is not None else os.path.abspath(path))
+
+
+class _Refused(ValueError):
+    """A value (one item of a list) a check refused, with the item."""
+
+    def __init__(self, what: str, value: Any) -> None:
+        super().__init__(what)
+        self.value = value
+
+
+def setting_of(f: dataclasses.Field[Any]) -> Setting:
+    """The setting a document's field holds (:meth:`Setting.field`)."""
+    found = f.metadata.get("setting")
+    if not isinstance(found, Setting):
+        raise TypeError(f"field {f.name} holds no setting")
+    return found

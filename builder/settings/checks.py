@@ -1,0 +1,292 @@
+"""The checks of setting values, each stated once and run wherever the setting is read (a flag,
+a ``metallib.toml`` or budget key, plan.json's request, a CMake run's cache).
+
+A check takes the value (already of the setting's type) and returns it, or raises ValueError
+whose text says what the value must be, as a noun phrase (``a Metal language standard such as
+"metal3.1"``): every surface words the refusal the same way, ``<where> must be <that>, got
+<value>`` (``builder.settings.Setting.read``). The C++ name rules (identifiers, namespaces, the
+keywords) are here too, because a namespace setting and the generated sources share them;
+cmake/MetallibPython.cmake states the same rule (tests/jit/test_codegen.py checks they agree).
+Standard library only: CMake runs this.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from builder.errors import UsageError
+from builder.files.bounds import LARGEST_COUNT, brief, parse_size
+
+__all__ = [
+    "CXX_IDENTIFIER",
+    "CXX_KEYWORDS",
+    "CXX_NAMESPACE",
+    "LARGEST_PERCENT",
+    "Limit",
+    "choice",
+    "control_character",
+    "count",
+    "define",
+    "deployment_target",
+    "growth_bytes",
+    "growth_limit",
+    "library_problem",
+    "metal_version",
+    "namespace",
+    "namespace_problem",
+    "parse_define",
+    "parse_limit",
+    "plain_text",
+    "size_limit",
+    "std",
+    "std_version",
+    "valid_deployment_target",
+    "valid_namespace",
+]
+
+CXX_KEYWORDS = frozenset(
+    """
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
+    char16_t char32_t class compl concept const consteval constexpr constinit const_cast
+    continue co_await co_return co_yield decltype default delete do double dynamic_cast else
+    enum explicit export extern false float for friend goto if inline int long mutable
+    namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+    register reinterpret_cast requires return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid
+    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+    """.split()  # noqa: SIM905 (a block of words reads as the standard's table does)
+)
+"""C++20's keywords: names no generated function may take (``builder.jit.generate``
+gives such a name a trailing ``_``) and no part of a namespace may be."""
+CXX_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+"""A family name as it becomes part of a C++ name (``family_<name>``). cmake/MetalJit.cmake
+states the same pattern for FAMILIES; tests/jit/test_codegen.py checks the two agree."""
+CXX_NAMESPACE = rf"{CXX_IDENTIFIER}(::{CXX_IDENTIFIER})*"
+"""The form of a (nested) C++ namespace name, ``a`` or ``a::b``; no part may be a keyword
+besides (:func:`namespace_problem`)."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DOTALL)
+# What a library name may hold: it becomes a file name in the build folder, a Ninja path and an
+# item of CMake lists, so letters, digits and . _ + - only, and no leading . (hidden, or . and ..)
+# or - (an option).
+_LIBRARY = re.compile(r"^(?![.-])[\w.+-]+$")
+_STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
+_TARGET = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}$")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` (C0, DEL, C1: a newline would end a line of
+    build.ninja, a NUL a C string), or None."""
+    found = _CONTROL.search(text)
+    return found.group() if found else None
+
+
+def plain_text(value: str) -> str:
+    """Text without control characters (it reaches build files and command lines)."""
+    char = control_character(value)
+    if char is not None:
+        raise ValueError(f"text without control characters; it holds {char!r}")
+    return value
+
+
+def namespace_problem(name: str) -> str | None:
+    """Why ``name`` cannot follow ``namespace`` in C++, for a message's parentheses, or None
+    when it can: ``letters, digits and _ in names joined by ::`` or ``'int' is a C++ keyword``
+    (``namespace int {`` does not compile)."""
+    if re.fullmatch(CXX_NAMESPACE, name) is None:
+        return "letters, digits and _ in names joined by ::, not starting with a digit"
+    keyword = next((part for part in name.split("::") if part in CXX_KEYWORDS), None)
+    if keyword is not None:
+        return f"{keyword!r} is a C++ keyword"
+    return None
+
+
+def valid_namespace(name: str) -> bool:
+    """``name`` can follow ``namespace`` in C++ (nested names allowed, no keyword)."""
+    return namespace_problem(name) is None
+
+
+def namespace(value: str) -> str:
+    """A C++ namespace name (``a`` or ``a::b``, no part a keyword)."""
+    problem = namespace_problem(value)
+    if problem is not None:
+        raise ValueError(f'a C++ namespace such as "metal_jit" or "mlx::core::metal" ({problem})')
+    return value
+
+
+def std_version(std: str) -> int | None:
+    """``__METAL_VERSION__`` for a ``-std=`` value (``metal3.1`` -> 310, ``ios-metal2.4`` -> 240),
+    or None when ``std`` is not one of the spellings Apple's compiler takes: ``metalX.Y``
+    (MSL 3.0 and later) and the older ``macos-metalX.Y``, ``osx-metalX.Y``, ``ios-metalX.Y``."""
+    match = _STD.fullmatch(std)
+    return int(match.group(1)) * 100 + int(match.group(2)) * 10 if match else None
+
+
+def std(value: str) -> str:
+    """A Metal language standard, as ``-std=`` takes it."""
+    if std_version(value) is None:
+        raise ValueError('a Metal language standard such as "metal3.1" or "macos-metal2.4"')
+    return value
+
+
+def valid_deployment_target(value: str) -> bool:
+    """An OS version such as ``14``, ``14.0`` or ``15.2.1`` (a library's header states one too)."""
+    return _TARGET.fullmatch(value) is not None
+
+
+def deployment_target(value: str) -> str:
+    """An OS version, as :func:`valid_deployment_target` says."""
+    if not valid_deployment_target(value):
+        raise ValueError('an OS version such as "14.0"')
+    return value
+
+
+def metal_version(value: int) -> int:
+    """``__METAL_VERSION__``: MSL version x 100."""
+    if not 100 <= value <= 999:
+        raise ValueError("an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)")
+    return value
+
+
+def parse_define(text: str) -> tuple[str, str]:
+    """``"NAME=VALUE"`` -> ``("NAME", "NAME=VALUE")``: the macro's name (the key that overrides
+    an earlier definition) and the ``-D`` argument. ``NAME(x)=x`` function-like macros are fine.
+    Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]`` or holds a control
+    character (a newline would end the ``-D`` line of a build file)."""
+    match = _DEFINE.match(text.strip())
+    if not match or _CONTROL.search(text):
+        raise ValueError(f"{text!r} is not NAME[=VALUE]")
+    return match.group(1), text.strip()
+
+
+def define(value: str) -> str:
+    """One ``-D`` argument, ``NAME[=VALUE]``."""
+    try:
+        parse_define(value)
+    except ValueError:
+        raise ValueError("NAME or NAME=VALUE, without control characters") from None
+    return value
+
+
+def library_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a build's library (``<name>.metallib``), or None."""
+    if _LIBRARY.match(name) is None:
+        return (
+            "a library name is a plain file name: letters, digits and . _ + -, not "
+            "starting with . or -"
+        )
+    return None
+
+
+def library(value: str) -> str:
+    """A library's name: a plain file name (``.metallib`` is dropped)."""
+    if not value or "/" in value or "\\" in value:
+        raise ValueError('a file name without folders or .metallib, such as "mlx"')
+    name = value.removesuffix(".metallib")
+    if library_problem(name) is not None:
+        raise ValueError(
+            'a plain file name such as "mlx": letters, digits and . _ + -, not starting with . or -'
+        )
+    return name
+
+
+def choice(options: tuple[str, ...]) -> Callable[[Any], str]:
+    """One of ``options``."""
+
+    def check(value: Any) -> str:
+        if value not in options:
+            raise ValueError(f"one of {', '.join(repr(o) for o in options)}")
+        return str(value)
+
+    return check
+
+
+def count(value: int) -> int:
+    """A number of things (functions), 0 to the largest byte count."""
+    if not 0 <= value <= LARGEST_COUNT:
+        raise ValueError(f"a count from 0 to {LARGEST_COUNT:,}")
+    return value
+
+
+# Limits: a size limit is a byte count; a growth limit is one, or a percentage of the base. Their
+# refusals name the value themselves (UsageError), as the size parser's do: ``Setting.read``
+# puts where it was given in front (``--max-size: '5XB' is not a size; ...``).
+
+
+class Limit(NamedTuple):
+    """A growth limit: either an absolute byte count or a percentage of the base size."""
+
+    bytes: int | None = None
+    percent: float | None = None
+
+    def allowed(self, base_size: int) -> float:
+        """The largest allowed growth in bytes for a base of ``base_size`` bytes."""
+        if self.percent is not None:
+            return base_size * self.percent / 100.0
+        return float(self.bytes or 0)
+
+
+LARGEST_PERCENT = 1_000_000.0
+"""The largest growth percentage (ten thousand times the base): anything larger is a typo, and
+``1e308%`` of a base would be infinity bytes."""
+
+_PERCENT = re.compile(r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*%\s*$")
+
+
+def parse_limit(text: str) -> Limit:
+    """``"5%"`` -> Limit(percent=5); ``"100KB"`` -> Limit(bytes=100000).
+
+    A percentage is a plain decimal number from 0 to :data:`LARGEST_PERCENT`: ``nan%``, ``inf%``
+    or ``1e308%`` would pass or fail every gate without saying so (or overflow when turned into
+    bytes), so they are refused like any other bad text. A growth limit is not negative, in
+    bytes or in percent: one would fail on every library that did not shrink, a verdict of
+    exit 1 that no change to the library can be meant to earn."""
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        match = _PERCENT.match(stripped) if len(stripped) < 100 else None
+        percent = float(match["num"]) if match else math.nan
+        if not 0 <= percent <= LARGEST_PERCENT:
+            raise UsageError(
+                f"{brief(text)} is not a percentage from 0% to {LARGEST_PERCENT:,.0f}%"
+                if math.isnan(percent) or percent > 0
+                else f"{text!r}: a growth limit must not be negative"
+            )
+        return Limit(percent=percent)
+    return Limit(bytes=growth_bytes(parse_size(stripped), text))
+
+
+def growth_bytes(value: int, shown: object) -> int:
+    """``value`` as a growth limit in bytes: UsageError when it is negative (``shown`` is how the
+    user wrote it) or past :data:`~builder.files.bounds.LARGEST_COUNT`."""
+    if value < 0:
+        raise UsageError(f"{brief(shown)}: a growth limit must not be negative")
+    if value > LARGEST_COUNT:
+        raise UsageError(f"{brief(shown)} is more than {LARGEST_COUNT:,} bytes")
+    return value
+
+
+def growth_limit(value: Any) -> Limit:
+    """A growth limit as a flag or a budget key gives it: text (``"1%"``, ``"100kB"``) or a
+    number of bytes."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"{brief(value)} is not a size or a percentage")
+    if isinstance(value, str):
+        return parse_limit(value)
+    return Limit(bytes=growth_bytes(value, value))
+
+
+def size_limit(value: Any) -> int:
+    """A size limit as a flag or a budget key gives it: text (``"30MB"``) or a number of
+    bytes, not negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"{brief(value)} is not a size")
+    size = parse_size(value) if isinstance(value, str) else value
+    if size < 0:
+        raise UsageError(f"{brief(value)}: a size limit must not be negative")
+    if size > LARGEST_COUNT:
+        raise UsageError(f"{brief(value)} is more than {LARGEST_COUNT:,} bytes")
+    return size

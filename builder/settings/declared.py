@@ -1,0 +1,393 @@
+"""Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
+how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
+with those only a file's key (``builder.settings.file_keys``), the registry of them all.
+
+Adding a setting is one declaration here, plus its use: the command that takes it lists its
+name (``builder.cli.tree_options.option``), a build request part that carries it holds its
+field (``builder.cmake_build.request``), and ``python -m builder.cmake_build.options --write``
+regenerates the CMake cache block and the docs table of a setting with a cache variable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.settings import Setting
+from builder.settings import checks as c
+from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, PREAMBLE_SETS
+
+__all__ = [
+    "APIS",
+    "BUDGET_LIMITS",
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_METAL_FLAGS",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_PLATFORM",
+    "EMBEDDINGS",
+    "MEMBER_FORMS",
+    "PREAMBLE_SETS",
+    "SDKS",
+    "SETTINGS",
+    "setting",
+    "setting_field",
+    "toml_keys",
+]
+
+DEFAULT_METAL_FLAGS = ("-Wall", "-Wextra", "-fno-fast-math")
+"""The flags of every AOT compile when none are asked for (MetalAot.cmake's
+METALLIB_DEFAULT_FLAGS says the same; ``options --check`` compares them)."""
+SDKS = ("macosx", "iphoneos", "iphonesimulator")
+"""The xcrun SDKs a build may ask for."""
+DEFAULT_CHUNK_SIZE = 250
+"""Mean instantiations per generated AOT source of a catalog tree (``builder.kernels.chunking``)."""
+APIS = ("string", "cstring")
+"""What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
+DEFAULT_NAMESPACE = "metal_jit"
+
+DEFAULT_PLATFORM = "macosx_14_0_arm64"
+"""The wheel platform a ``PACKAGE==VERSION`` target is fetched for unless ``--platform`` says
+otherwise (the oldest macOS MLX supports, whose wheels are the most used)."""
+MEMBER_FORMS = (
+    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
+    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
+    "symbol or section"
+)
+"""How ``--member`` names one library (``builder.inputs.member_names`` matches these forms)."""
+
+_UNITS = (
+    "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
+    "globs, '*' crossing '/'; repeatable)"
+)
+_TOML = "of metallib.toml"  # the settings a flag and a key give (the flag wins)
+
+_TREE = (
+    Setting(
+        "source_dir",
+        "Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
+        "(discovered with the host preprocessor).",
+        kind="real_path",
+        budget="source-dir",
+        cmake="METALLIB_SOURCE_DIR",
+        cmake_default="${PROJECT_SOURCE_DIR}/metal_src",
+        shown_default="the bundled metal_src/ (a catalog tree)",
+    ),
+    Setting(
+        "include_dirs",
+        "Folder searched for quoted includes (repeatable); before the ones in metallib.toml.",
+        kind="paths",
+        default=(),
+        flag="-I/--include-dir",
+        toml="kernels.include-dirs",
+        budget="include-dirs",
+        cmake="METALLIB_INCLUDE_DIRS",
+        metavar="DIR",
+    ),
+    Setting(
+        "defines",
+        "Preprocessor definition (repeatable); wins over metallib.toml and over Metal's "
+        "predefined macros, e.g. -D __METAL_VERSION__=320.",
+        kind="texts",
+        default=(),
+        flag="-D/--define",
+        toml="kernels.defines",
+        budget="defines",
+        cmake="METALLIB_DEFINES",
+        check=c.define,
+        metavar="NAME[=VALUE]",
+    ),
+    Setting(
+        "exclude",
+        "Skip entry files whose path relative to --source-dir matches (repeatable; "
+        "fnmatch, '*' also crosses '/').",
+        kind="texts",
+        default=(),
+        toml="kernels.exclude",
+        budget="exclude",
+        cmake="METALLIB_EXCLUDE",
+        metavar="GLOB",
+    ),
+    Setting(
+        "config",
+        "Settings file to use instead of DIR/metallib.toml.",
+        kind="path",
+        budget="config",
+        cmake="METALLIB_CONFIG",
+        metavar="FILE",
+    ),
+    Setting(
+        "jobs",
+        "Entry files preprocessed at once. Default: the number of CPUs.",
+        kind="int",
+        flag="-j/--jobs",
+    ),
+    Setting(
+        "build_jobs",
+        "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs).",
+        kind="int",
+        flag="-j/--jobs",
+        param="jobs",
+    ),
+    Setting(
+        "check_jobs",
+        "Parallel compiler processes (catalog trees) or entry files preprocessed at once "
+        "(any other tree). Default: the number of CPUs.",
+        kind="int",
+        flag="-j/--jobs",
+        param="jobs",
+    ),
+)
+
+_TOOLCHAIN = (
+    Setting(
+        "metal_compiler",
+        "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then "
+        "xcrun -sdk SDK metal).",
+        cmake="METALLIB_COMPILER",
+        metavar="PATH",
+        shown_default="via xcrun",
+    ),
+    Setting(
+        "metal_flags",
+        f"Flags of every AOT compile, replacing the default {' '.join(DEFAULT_METAL_FLAGS)} "
+        "(words as a shell reads them; repeatable; --metal-flags '' for none). In CMake a "
+        "list: ',' before a '-' separates too.",
+        kind="flags",
+        cmake="METALLIB_AOT_FLAGS",
+        metavar="FLAGS",
+        cmake_default=";".join(DEFAULT_METAL_FLAGS),
+    ),
+    Setting(
+        "std",
+        "Metal language standard of the AOT compiles (-std=), e.g. metal3.1 or "
+        "macos-metal2.4 (default: [build] std of metallib.toml, else from the stated Metal "
+        "version, else the compiler's).",
+        toml="build.std",
+        cmake="METALLIB_STD",
+        check=c.std,
+        expected='a Metal language standard such as "metal3.1" or "macos-metal2.4"',
+        metavar="STD",
+    ),
+    Setting(
+        "deployment_target",
+        "OS version the AOT library targets: -mmacosx-version-min= (with --sdk iphoneos "
+        "-mios-version-min=) on compile and link (default: [build] deployment-target of "
+        "metallib.toml, else none).",
+        toml="build.deployment-target",
+        cmake="METALLIB_DEPLOYMENT_TARGET",
+        check=c.deployment_target,
+        expected='an OS version such as "14.0"',
+        metavar="VERSION",
+    ),
+    Setting(
+        "sdk",
+        "xcrun SDK of the Metal compiler (and of the deployment-target flag).",
+        default=SDKS[0],
+        cmake="METALLIB_SDK",
+        choices=SDKS,
+    ),
+)
+
+_SELECTION = (
+    Setting(
+        "jit",
+        f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
+        "aot-only names stay AOT; entry files that define their own kernels are embedded "
+        "whole.",
+        kind="globs",
+        default=(),
+        cmake="METALLIB_JIT",
+        metavar="GLOBS",
+        shown_default="none (`*` under `pip install`)",
+    ),
+    Setting(
+        "aot",
+        f"Units built AOT, every other one JIT: {_UNITS}.",
+        kind="globs",
+        default=(),
+        cmake="METALLIB_AOT",
+        metavar="GLOBS",
+        shown_default="none",
+    ),
+    Setting(
+        "kernels",
+        "Catalog trees only: these units (catalog families), comma-separated (e.g. "
+        "unary,binary); repeatable. Default: all.",
+        kind="names",
+        default=(),
+        cmake="METALLIB_KERNELS",
+        metavar="F,...",
+        shown_default="all",
+    ),
+    Setting(
+        "dtypes",
+        "Catalog trees only: instantiations whose value dtypes are all listed (index dtypes "
+        "are kept), e.g. float16,float32. Default: all.",
+        kind="names",
+        default=(),
+        cmake="METALLIB_DTYPES",
+        metavar="D,...",
+        shown_default="all",
+    ),
+    Setting(
+        "chunk_size",
+        "Mean instantiations per chunk (one generated AOT source) of a catalog tree's "
+        f"AOT units. Default: {DEFAULT_CHUNK_SIZE}.",
+        kind="int",
+        default=DEFAULT_CHUNK_SIZE,
+        cmake="METALLIB_AOT_CHUNK_SIZE",
+    ),
+    Setting(
+        "variant_aot",
+        "A variant with these entry files AOT (comma-separated globs, relative to "
+        "--source-dir) and every other one JIT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--aot",
+        param="aot",
+        metavar="GLOBS",
+    ),
+    Setting(
+        "variant_jit",
+        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--jit",
+        param="jit",
+        metavar="GLOBS",
+    ),
+    Setting(
+        "compress",
+        "Compress the sources a catalog tree embeds in the host library.",
+        kind="bool",
+        default=False,
+        cmake="METALLIB_JIT_COMPRESS",
+    ),
+    Setting(
+        "build_dir",
+        "Build directory.",
+        kind="real_path",
+    ),
+    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
+    Setting(
+        "no_wait",
+        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
+        "once instead of waiting for it to finish.",
+        kind="bool",
+    ),
+)
+
+_RUNTIME = (
+    Setting(
+        "jit_namespace",
+        "C++ namespace (a or a::b) of the run-time sources' functions: the one written (over "
+        f"[build] jit-namespace {_TOML}; default {DEFAULT_NAMESPACE}), or for sources the one "
+        "read (default: any).",
+        toml="build.jit-namespace",
+        cmake="METALLIB_JIT_NAMESPACE",
+        check=c.namespace,
+        metavar="NS",
+        shown_default=f"[build] jit-namespace, else `{DEFAULT_NAMESPACE}`",
+    ),
+    Setting(
+        "jit_api",
+        f"What each run-time source function returns, over [build] jit-api {_TOML}: string "
+        "(const std::string&, shared pieces stored once; the default) or cstring (const "
+        "char*, each function's whole text on its own, as MLX's jit/includes.h declares "
+        "them); the embedded bytes count what it stores.",
+        toml="build.jit-api",
+        cmake="METALLIB_JIT_API",
+        choices=APIS,
+        shown_default="[build] jit-api, else `string`",
+    ),
+    Setting(
+        "jit_lookup",
+        "Define the lookup by name, preamble(name) (and a build's unit_source(unit)), over "
+        f"[build] jit-lookup {_TOML} (default: defined); --no-jit-lookup for a host that "
+        "calls the functions by name (MLX). In CMake ON, OFF or empty (metallib.toml's).",
+        kind="switch",
+        flag="--jit-lookup/--no-jit-lookup",
+        toml="build.jit-lookup",
+        cmake="METALLIB_JIT_LOOKUP",
+        shown_default="[build] jit-lookup, else defined",
+    ),
+)
+
+_TARGETS = (
+    Setting(
+        "member",
+        f"Only this library of a target that holds several: {MEMBER_FORMS}.",
+        budget="member",
+        metavar="NAME",
+    ),
+    Setting(
+        "platform",
+        f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
+        budget="platform",
+    ),
+)
+"""What a target (a command's, a budget's) is narrowed to."""
+
+_GATES = (
+    Setting(
+        "max_growth",
+        "Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
+        "suffixes, or N% of base. Counts everything shipped: a build's JIT host library too.",
+        kind="growth",
+        budget="max-growth",
+        metavar="N",
+    ),
+    Setting(
+        "max_size",
+        "Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
+        kind="size",
+        budget="max-size",
+        metavar="N",
+    ),
+    Setting(
+        "max_total_size",
+        "Fail when head's metallib plus its JIT host library is larger than N.",
+        kind="size",
+        budget="max-total-size",
+        metavar="N",
+    ),
+    Setting(
+        "max_download_growth",
+        "Fail when head's modelled download (as --download) is more than N larger than "
+        "base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
+        kind="growth",
+        metavar="N",
+    ),
+    Setting(
+        "max_download_size",
+        "Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
+        kind="size",
+        budget="max-download-size",
+        metavar="N",
+    ),
+)
+"""The limits of ``compare``'s gates and of a budget (one setting each: ``--max-size`` and
+``max-size`` are read and refused alike)."""
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_TARGETS, *_GATES, *FILE_KEYS)
+}
+"""Every setting by name."""
+
+
+def setting(name: str) -> Setting:
+    """The setting ``name`` declares (KeyError: none)."""
+    return SETTINGS[name]
+
+
+def setting_field(name: str) -> Any:
+    """The dataclass field of a document holding the setting ``name`` (``Setting.field``)."""
+    return SETTINGS[name].field()
+
+
+def toml_keys(table: str) -> dict[str, Setting]:
+    """The settings of one ``metallib.toml`` table (``kernels``, ``build``) by key."""
+    found = {}
+    for s in SETTINGS.values():
+        if s.toml is not None and s.toml.partition(".")[0] == table:
+            found[s.toml.partition(".")[2]] = s
+    return found

@@ -1,0 +1,130 @@
+"""The settings that are only a key of a file: the rest of ``metallib.toml`` (what only a tree's
+own file says of it) and the keys of a budget table (``builder.size.budget_file``). Declared as
+every setting is (``builder.settings.Setting``); ``builder.settings.declared`` holds them in the
+registry with the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.files.bounds import LARGEST_COUNT
+from builder.settings import Setting
+from builder.settings import checks as c
+
+__all__ = ["BUDGET_LIMITS", "EMBEDDINGS", "FILE_KEYS", "PREAMBLE_SETS"]
+
+PREAMBLE_SETS = ("includes", "table")
+EMBEDDINGS = ("whole-file", "preamble")
+"""How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
+run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
+writes the instantiation lines)."""
+
+_TOML = (
+    Setting(
+        "metal_version",
+        "__METAL_VERSION__ discovery assumes (MSL version x 100; default 310).",
+        kind="int",
+        flag=None,
+        toml="kernels.metal-version",
+        check=c.metal_version,
+        expected="an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)",
+    ),
+    Setting(
+        "requires",
+        "Entry files only some platforms build: file -> minimums (builder.kernels.platforms).",
+        kind="table",
+        flag=None,
+        toml="kernels.requires",
+    ),
+    Setting(
+        "flags",
+        "Compile flags the tree needs, after the build's (default) flags.",
+        kind="texts",
+        default=(),
+        flag=None,
+        toml="build.flags",
+    ),
+    Setting(
+        "aot_only",
+        "Entry files (globs) that stay AOT when the build is asked JIT.",
+        kind="texts",
+        default=(),
+        flag=None,
+        toml="build.aot-only",
+    ),
+    Setting(
+        "library",
+        "The output library's name, without .metallib (default: the tree's folder name).",
+        flag=None,
+        toml="build.library",
+        check=c.library,
+        expected='a file name without folders or .metallib, such as "mlx"',
+    ),
+    Setting(
+        "always_embed",
+        "[build.preambles] functions every variant and build embeds, all-AOT included.",
+        kind="texts",
+        default=(),
+        flag=None,
+        toml="build.always-embed",
+    ),
+    Setting(
+        "preamble_set",
+        "Which functions exist: includes (each JIT entry file's direct includes) or table "
+        "([build.preambles] only).",
+        default="includes",
+        flag=None,
+        toml="build.preamble-set",
+        choices=PREAMBLE_SETS,
+    ),
+    Setting(
+        "preambles",
+        "Run-time source functions: name -> header(s) inlined into it.",
+        kind="table",
+        flag=None,
+        toml="build.preambles",
+    ),
+    Setting(
+        "embedding",
+        "How a JIT entry file is embedded, by glob: whole-file or preamble (later globs win).",
+        kind="table",
+        flag=None,
+        toml="build.embedding",
+    ),
+)
+
+BUDGET_LIMITS = (
+    "max-size",
+    "max-total-size",
+    "max-download-size",
+    "max-functions",
+    "groups",
+    "max-growth",
+)
+"""The budget keys that are limits (a budget needs one)."""
+
+
+def _budget(key: str, help: str, **more: Any) -> Setting:
+    """A key of a budget table only (``builder.size.budget_file`` reads its value; a text unless
+    ``more`` says otherwise)."""
+    return Setting(key.replace("-", "_"), help, flag=None, budget=key, **more)
+
+
+_BUDGET = (
+    _budget("name", "The budget's name (default: its target)."),
+    _budget("target", "What is measured: a path, a glob (summed), a build folder or a wheel."),
+    _budget("by", "What the groups are: kernel, dtype, source or function."),
+    _budget("base", "A saved report or any target: what max-growth is against."),
+    _budget(
+        "max-functions",
+        "The number of functions in the metallib(s).",
+        kind="count",
+        check=c.count,
+        expected=f"a count from 0 to {LARGEST_COUNT:,}",
+    ),
+    _budget("groups", "Per-group limits: group = size.", kind="sizes"),
+)
+
+FILE_KEYS = (*_TOML, *_BUDGET)
+"""Every setting that has no flag, only a key."""
