@@ -234,8 +234,11 @@ def text_tables(
         shown = [c for c in table.columns if "text" in c.media]
         rich = RichTable(
             box=box.SIMPLE_HEAD if table.compact else box.HEAVY_HEAD,
+            pad_edge=not table.compact,
+            show_edge=not table.compact,
             title=_rich_words(table.title),
-            caption="\n".join(map(_rich_words, table.caption)) or None,
+            # a compact table's caption follows it after a blank line (below): no edge to end it
+            caption=None if table.compact else "\n".join(map(_rich_words, table.caption)) or None,
             title_justify="left",
             caption_justify="left",
         )
@@ -248,6 +251,10 @@ def text_tables(
             cells = [_text_cell(table, c, row) for c in shown]
             rich.add_row(*cells, style=_style(table, row))
         print_table(console, rich, fit=width is None)
+        if table.compact and table.caption:
+            console.print()
+            for line in table.caption:
+                console.print(_rich_words(line), highlight=False)
         for note in table.notes:
             console.print(_rich_words(note), highlight=False)
     for line in lines:
