@@ -43,7 +43,7 @@ def report_output(
     binaries: Sequence[BinaryAccount] = (),
 ) -> str:
     """``report --format kind``; ``binaries``: the account of each binary the libraries sit in
-    (after the libraries in text and markdown, ``binaries`` in JSON; not in CSV or HTML)."""
+    (tables after the libraries', ``binaries`` in JSON; not in HTML)."""
     if kind == "html":
         from builder.render.html import report_html
 
@@ -52,15 +52,11 @@ def report_output(
         from builder.render.json_docs import report_json
 
         return report_json(reports, binaries)
-    from builder.render import table as writers
     from builder.render.report_tables import report_tables
+    from builder.render.table import written
 
     tables = report_tables(reports, shown_top(top, kind), binaries)
-    if kind == "csv":
-        return writers.csv_records(tables)
-    if kind == "markdown":
-        return writers.markdown_tables(tables)
-    return writers.text_tables(tables, color=color, width=width)
+    return written(tables, kind, color=color, width=width)
 
 
 def comparison_output(
@@ -79,15 +75,15 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
-    from builder.render import table as writers
     from builder.render.compare_tables import compare_preface, compare_tables
+    from builder.render.table import written
 
     if kind == "csv":
         several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
-        return writers.csv_records(compare_tables(evaluated, None, context=several))
+        return written(compare_tables(evaluated, None, context=several), kind)
     tables = compare_tables(evaluated, shown_top(top, kind))
     preface = compare_preface(evaluated)
-    return writers.text_tables(tables, color=color, width=width, preface=preface)
+    return written(tables, kind, color=color, width=width, preface=preface)
 
 
 def budget_output(
@@ -102,12 +98,9 @@ def budget_output(
         return budget_json(checks, source)
     if kind == "markdown":
         return show.budget_markdown(checks, source)
-    from builder.render import table as writers
+    from builder.render.table import written
 
-    table = show.budget_table(checks, source)
-    if kind == "csv":
-        return writers.csv_records([table])
-    return writers.text_tables([table], color=color, width=width)
+    return written([show.budget_table(checks, source)], kind, color=color, width=width)
 
 
 def history_output(
@@ -123,14 +116,10 @@ def history_output(
         return history_json(histories, by)
     if kind == "html":
         return show.history_html(histories, by)
-    from builder.render import table as writers
+    from builder.render.table import written
 
-    if kind == "csv":
-        return writers.csv_records(show.history_tables(histories, by))
-    if kind == "markdown":
-        return writers.markdown_tables(show.history_tables(histories, by))
-    tables = show.history_tables(histories, by, width)
-    return writers.text_tables(tables, color=color, width=width)
+    fit = width if kind == "table" else None  # as many group columns as a terminal shows
+    return written(show.history_tables(histories, by, fit), kind, color=color, width=width)
 
 
 def sources_output(
@@ -146,8 +135,7 @@ def sources_output(
         from builder.render.json_docs import sources_json
 
         return sources_json(path, found, namespace)
-    from builder.render import table as writers
     from builder.render.library import sources_tables
+    from builder.render.table import written
 
-    tables = sources_tables(path, found, namespace)
-    return writers.text_tables(tables, color=color, width=width)
+    return written(sources_tables(path, found, namespace), kind, color=color, width=width)

@@ -56,6 +56,7 @@ __all__ = [
     "markdown_tables",
     "share_of",
     "text_tables",
+    "written",
 ]
 
 Kind = Literal["text", "count", "size", "bytes", "share", "delta", "percent", "verdict"]
@@ -386,3 +387,19 @@ def _csv_rows(table: Table, header: list[str]) -> list[str]:
             cells[column.key] = csv_text(text) if column.kind == "text" else text
         lines.append(csv_line([cells.get(k, "") for k in header]))
     return lines
+
+
+def written(
+    tables: Sequence[Table],
+    kind: str,
+    *,
+    color: bool = False,
+    width: int | None = None,
+    preface: Sequence[Words] = (),
+) -> str:
+    """``tables`` in the format ``kind`` names: ``csv``, ``markdown``, else the terminal's."""
+    if kind == "csv":
+        return csv_records(tables)
+    if kind == "markdown":
+        return markdown_tables(tables)
+    return text_tables(tables, color=color, width=width, preface=preface)
