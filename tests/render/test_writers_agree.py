@@ -132,17 +132,23 @@ def _check_csv(tables: list[Table], out: str) -> None:
     expected = []
     for table in tables:
         rows = [r for r in table.rows if "csv" in r.media]
+        parent = ""
         for at, row in enumerate(rows):
             if row.role == "total" and table.csv_total is None:
                 continue
+            name = table.csv_prefix + ("[rest]" if row.role == "rest" else str(row.values[0]))
             if at + 1 < len(rows) and rows[at + 1].depth > row.depth:
+                parent = name
                 continue  # a group written as its children
             fields = {
                 c.key: cell_text(c.kind, v, "csv")
                 for c, v in zip(table.columns, row.values, strict=True)
                 if "csv" in c.media
             }
-            fields.pop(table.columns[0].key)
+            key = table.columns[0].key
+            fields[key] = (table.csv_total or "") if row.role == "total" else name
+            if row.depth:
+                fields[key], fields["subgroup"] = parent, name
             expected.append({**dict(table.context), **fields})
     assert len(records) == len(expected)
     for record, fields in zip(records, expected, strict=True):
