@@ -245,7 +245,8 @@ def text_tables(
         )
         for column in shown:
             right = column.kind != "text"
-            rich.add_column(column.heading, justify="right" if right else "left")
+            # a heading may be a name (a history's group columns): escaped as every cell is
+            rich.add_column(rich_text(column.heading), justify="right" if right else "left")
         for row in (r for r in table.rows if "text" in r.media):
             if row.role == "total":
                 rich.add_section()
@@ -314,7 +315,7 @@ def _md_columns(columns: Sequence[Column], keys: Sequence[str] | None) -> list[t
 def markdown_header(columns: Sequence[Column], keys: Sequence[str] | None = None) -> list[str]:
     """A markdown table's header and alignment lines."""
     columns = [c for _, c in _md_columns(columns, keys)]
-    heads = "| " + " | ".join(c.heading for c in columns) + " |"
+    heads = "| " + " | ".join(md_text(c.heading) for c in columns) + " |"
     return [heads, "|" + "".join("---|" if c.kind == "text" else "---:|" for c in columns)]
 
 
@@ -355,7 +356,7 @@ def csv_records(tables: Sequence[Table]) -> str:
             keys["subgroup"] = None
         keys.update(dict.fromkeys(c.key for _, c in columns[1:]))
     header = list(keys)
-    out = [csv_line(header)]
+    out = [csv_line([csv_text(key) for key in header])]  # a key may be a name (a group's)
     for table in tables:
         out += _csv_rows(table, header)
     return "".join(out)

@@ -14,6 +14,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -280,3 +281,23 @@ def test_every_sources_format_prints_the_model() -> None:
     assert table.value(table.rows[-1], "bytes") == doc["bytes"]
     _check_markdown(tables, markdown_tables(tables))
     _check_csv(tables, csv_records(tables))
+
+
+def test_a_group_named_like_markup_heads_a_history_column_inert(
+    write_metallib: Callable[..., Path],
+) -> None:
+    """A history's group columns are headed by group names, untrusted like any name: in the
+    terminal, markdown and CSV the heading is escaped as a cell is."""
+    hostile = "=x[bold]\x1b[2J|y"
+    path = str(write_metallib("h.metallib", [("kernel_a", 900), ("kernel_b", 300)]))
+    points = measure_history([path], by="function")
+    points = [replace(p, groups=[replace(g, name=hostile) for g in p.groups[:1]]) for p in points]
+    histories = library_histories(points, 3)
+    text = history_output(histories, "function", "table", False, None)
+    assert "\x1b" not in text and "\\x1b[2J" in text and "[bold]" in text
+    markdown = history_output(histories, "function", "markdown", False, None)
+    assert "\x1b" not in markdown and "\\|y" in markdown and "\\[bold\\]" in markdown
+    header = next(
+        csv.reader(io.StringIO(history_output(histories, "function", "csv", False, None)))
+    )
+    assert header[-1] == "'" + hostile.replace("\x1b", "\\x1b")
