@@ -134,7 +134,7 @@ def budget_table(checks: Sequence[Check], source: str) -> Table:
     return Table(
         columns,
         rows,
-        title=(f"Size budgets ({source})",),
+        title=("Size budgets (", Said(source), ")"),
         caption=(("measured in ", Said("; ".join(measured))),),
     )
 

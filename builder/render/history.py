@@ -109,7 +109,7 @@ def _history_table(
     return Table(
         tuple(columns),
         tuple(Row(tuple(v)) for v in values),
-        title=("Size history of ", *of, f"{len(points)} targets ({what}, groups by {by})"),
+        title=("Size history of ", *of, Said(f"{len(points)} targets ({what}, groups by {by})")),
         caption=tuple(caption),
         context=(("library", library or ""),) if library is not None else (),
         compact=True,
