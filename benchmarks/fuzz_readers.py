@@ -343,15 +343,12 @@ def _report_seeds(work: Path) -> list[bytes]:
 
 
 def _read_report(path: Path) -> None:
-    from builder.render.html import report_html
-    from builder.render.json_docs import report_json
-    from builder.render.machine import report_csv
-    from builder.render.markdown import report_markdown
+    from builder.render.formats import report_output
     from builder.size.load import load_reports
 
     reports = load_reports(str(path))
-    for render in (report_json, report_csv, report_markdown, report_html):
-        render(reports).encode("utf-8")  # what writing it out needs
+    for kind in ("json", "csv", "markdown", "html"):
+        report_output(reports, kind, None, False, None).encode("utf-8")  # what writing needs
 
 
 def readers(work: Path) -> list[Reader]:

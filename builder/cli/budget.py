@@ -11,7 +11,7 @@ from builder.cli.publishing import github_comment_option, output_options
 
 __all__ = ["budget_command"]
 
-_FORMATS = ("table", "json", "markdown")
+_FORMATS = ("table", "json", "markdown", "csv")
 
 
 @click.command("budget")

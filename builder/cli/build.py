@@ -134,6 +134,6 @@ def build_report_text(reports: list[Report], *, as_json: bool) -> str:
 
         return report_json(reports)
     from builder.cli.console import stdout_color, stdout_table_width
-    from builder.render.tables import report_table
+    from builder.render.formats import report_output
 
-    return report_table(reports, 20, color=stdout_color(), width=stdout_table_width())
+    return report_output(reports, "table", 20, stdout_color(), stdout_table_width())

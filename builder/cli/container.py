@@ -91,7 +91,7 @@ def list_command(
     --member lists one.
     """
     from builder.inputs.targets import open_library
-    from builder.render.listing import function_rows, rows_json, rows_table
+    from builder.render.library import function_rows, rows_json, rows_table
 
     libraries = _libraries(target, member, platform, "list")
     documents = []
@@ -146,7 +146,7 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
     """
     from builder.inputs.targets import open_library
     from builder.metallib import verify
-    from builder.render.verifying import verify_dict, verify_lines, verify_verdict
+    from builder.render.library import verify_dict, verify_lines, verify_verdict
 
     libraries = _libraries(target, member, platform, "verify")
     documents = []

@@ -1,4 +1,5 @@
-"""``history``: size across releases or builds, as a table, JSON or an HTML line chart."""
+"""``history``: size across releases or builds, as a table, JSON, markdown, CSV or an HTML line
+chart."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["history_command"]
 
-_FORMATS = ("table", "json", "html")
+_FORMATS = ("table", "json", "html", "markdown", "csv")
 
 
 @click.command("history")

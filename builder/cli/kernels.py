@@ -75,7 +75,7 @@ def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
     shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
     from rich.table import Table
 
-    from builder.render.markup import print_table, rich_text
+    from builder.render.text import print_table, rich_text
 
     groups = tree.by_source()
     origin = f", settings from {rich_text(str(tree.config.path))}" if tree.config.path else ""
@@ -183,7 +183,7 @@ def _catalog_listing(
     from rich.table import Table
 
     # catalog.json is the tree's: its names are as untrusted as file names
-    from builder.render.markup import print_table, rich_text
+    from builder.render.text import print_table, rich_text
 
     table = Table(
         title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations", title_justify="left"
@@ -217,7 +217,7 @@ def _stdout_console() -> tuple[Console, bool]:
     """The console for stdout, and whether tables fit their cells: a terminal's width on a
     terminal; on a pipe or in a file nothing is wrapped or cut (``text_console``)."""
     from builder.cli.console import stdout_color, stdout_table_width
-    from builder.render.markup import text_console
+    from builder.render.text import text_console
 
     width = stdout_table_width()
     return text_console(sys.stdout, color=stdout_color(), width=width), width is None

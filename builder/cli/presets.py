@@ -16,7 +16,6 @@ from builder.cli.build import build_only_options, build_request, no_wait_option
 from builder.cli.publishing import format_option
 from builder.cli.tree_options import option
 from builder.errors import UsageError
-from builder.files.jsontext import dumps
 
 __all__ = ["presets_command"]
 
@@ -54,9 +53,9 @@ def presets_command(
     To write subsets of a built library instead, see 'variants --from'.
     """
     from builder.cli.console import stderr_console
-    from builder.cmake_build.presets import build_presets, presets_to_dict
+    from builder.cmake_build.presets import build_presets
     from builder.errors import CheckFailed
-    from builder.render.build import presets_text
+    from builder.render.build import presets_json, presets_text
 
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
@@ -70,7 +69,7 @@ def presets_command(
         wait=not no_wait,
     )
     if fmt == "json":
-        click.echo(dumps(presets_to_dict(results), indent=1))
+        click.echo(presets_json(results))
     else:
         click.echo(presets_text(results))
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]

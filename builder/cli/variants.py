@@ -206,9 +206,9 @@ def variants_command(
 
         text = variants_html(run)
     else:
-        from builder.render.variants import variants_table
+        from builder.render.variants import variants_text
 
-        text = variants_table(run)
+        text = variants_text(run)
     sys.stdout.write(text)
 
 

@@ -17,7 +17,6 @@ measures a build (``builder.size.load``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 
     from builder.size.report import Report
 
-__all__ = ["PresetResult", "build_presets", "mixed_jit_units", "presets_to_dict"]
+__all__ = ["PresetResult", "build_presets", "mixed_jit_units"]
 
 PRESETS_FILE = "CMakePresets.json"
 
@@ -146,26 +145,3 @@ def _build_each(
         (report,) = outcome.reports
         results.append(PresetResult(name, description, outcome, None, report))
     return results
-
-
-def presets_to_dict(results: Sequence[PresetResult]) -> dict[str, object]:
-    """``presets --format json``: per preset whether it was built (and why
-    not), its build time, what it ships and its size report (the document ``report <its folder>
-    --format json`` prints)."""
-    from builder.size.report import report_to_dict
-
-    return {
-        "schema": 1,
-        "presets": [
-            {
-                "name": r.name,
-                "description": r.description,
-                "built": r.outcome is not None,
-                "reason": r.reason,
-                "seconds": round(r.outcome.seconds, 3) if r.outcome else None,
-                "shipped_bytes": r.shipped_bytes,
-                "report": report_to_dict(r.report) if r.report is not None else None,
-            }
-            for r in results
-        ],
-    }

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from builder.cmake_build.presets import PresetResult
     from builder.size.report import Report
 
-__all__ = ["presets_text"]
+__all__ = ["presets_json", "presets_text"]
 
 _LEGEND = (
     "AOT: the unit's function bytes in the metallib. JIT: the bytes of its symbols in the host",
@@ -163,3 +163,28 @@ def presets_text(results: Sequence[PresetResult]) -> str:
     for reason, names in reasons.items():
         lines.append(f"not built: {', '.join(names)}: {reason}")
     return "\n".join(lines)
+
+
+def presets_json(results: Sequence[PresetResult]) -> str:
+    """``presets --format json`` (schema 1): per preset whether it was built (and why not), its
+    build time, what it ships and its size report (the document ``report <its folder> --format
+    json`` prints)."""
+    from builder.files.jsontext import dumps
+    from builder.render.json_docs import report_dict
+
+    doc = {
+        "schema": 1,
+        "presets": [
+            {
+                "name": r.name,
+                "description": r.description,
+                "built": r.outcome is not None,
+                "reason": r.reason,
+                "seconds": round(r.outcome.seconds, 3) if r.outcome else None,
+                "shipped_bytes": r.shipped_bytes,
+                "report": report_dict(r.report) if r.report is not None else None,
+            }
+            for r in results
+        ],
+    }
+    return dumps(doc, indent=1)

@@ -3,17 +3,25 @@ and for ``budget`` one table (budget, limit, value, result) as size-limit prints
 markdown that is both the step summary and the sticky PR comment.
 
 Pure: checks in, text out. Names (budgets from the file, groups from a metallib) pass through
-the medium's escaping (``builder.render.markup``).
+the medium's escaping (``builder.render.text``).
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.markup import clip, md_code, md_text, print_table, rich_text, text_console
-from builder.render.text import human_delta, human_size, limit_text
+from builder.render.table import (
+    PEOPLE,
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    markdown_header,
+    markdown_row,
+)
+from builder.render.text import clip, human_delta, human_size, limit_text, md_text
 from builder.size.checks import GROWTH
 
 if TYPE_CHECKING:
@@ -28,6 +36,7 @@ __all__ = [
     "gate_message",
 ]
 
+CSV_ONLY = frozenset({"csv"})
 MARKER = "<!-- metallib-builder:budget-comment -->"
 """First line of the budget comment (the size comparison has its own marker)."""
 _LIMIT = 60_000
@@ -89,48 +98,52 @@ def failures(checks: Sequence[Check]) -> list[str]:
     ]
 
 
-def budget_table(
-    checks: Sequence[Check], source: str, *, color: bool = False, width: int | None = 100
-) -> str:
-    """The size-limit view: a row per limit, pass or FAIL, and where each value was measured
-    (``width`` None: not a terminal, nothing wrapped or cut)."""
-    from rich.markup import escape
-    from rich.table import Table
-
+def budget_table(checks: Sequence[Check], source: str) -> Table:
+    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
+    each value was measured; CSV gets the key, group and numbers as measured."""
     measured = sorted({m for c in checks for m in c.measured_in})
-    table = Table(
-        title=escape(f"Size budgets ({source})"),
-        title_justify="left",
-        caption="measured in " + rich_text("; ".join(measured)),
-        caption_justify="left",
+    columns = (
+        Column("budget", "budget", "text"),
+        Column("check", "check", "text", PEOPLE),
+        Column("key", "key", "text", CSV_ONLY),
+        Column("group", "group", "text", CSV_ONLY),
+        Column("limit", "limit", "text", PEOPLE),
+        Column("limit", "limit", "count", CSV_ONLY),
+        Column("value", "value", "text", PEOPLE),
+        Column("value", "value", "count", CSV_ONLY),
+        Column("counts", "counts", "text", CSV_ONLY),
+        Column("passed", "result", "verdict"),
     )
-    for column, justify in (
-        ("budget", "left"),
-        ("check", "left"),
-        ("limit", "right"),
-        ("value", "right"),
-        ("result", "left"),
-    ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for c in checks:
-        table.add_row(
-            rich_text(c.subject),
-            rich_text(check_label(c)),
-            escape(_limit(c)),
-            escape(_value(c)),
-            "pass" if c.passed else "FAIL",
-            style="" if c.passed else "bold red",
+    rows = tuple(
+        Row(
+            (
+                Name(c.subject),
+                Name(check_label(c)),
+                c.name,
+                c.group,
+                _limit(c),
+                c.limit,
+                _value(c),
+                c.value,
+                "functions" if c.name == "max-functions" else "bytes",
+                c.passed,
+            )
         )
-    out = io.StringIO()
-    print_table(text_console(out, color=color, width=width), table, fit=width is None)
-    return out.getvalue()
+        for c in checks
+    )
+    return Table(
+        columns,
+        rows,
+        title=("Size budgets (", Said(source), ")"),
+        caption=(("measured in ", Said("; ".join(measured))),),
+    )
 
 
 def budget_markdown(
     checks: Sequence[Check], source: str, *, marker: str = MARKER, limit: int = _LIMIT
 ) -> str:
-    """The verdict first, then the table; under ``limit`` UTF-8 bytes whatever the input (rows
-    are capped, and the ones that do not fit are counted)."""
+    """The verdict first, then the table (failures first); under ``limit`` UTF-8 bytes whatever
+    the input (rows are capped, and the ones that do not fit are counted)."""
     failed = sum(not c.passed for c in checks)
     verdict = (
         f"❌ **{failed} of {len(checks)} limits exceeded**"
@@ -142,28 +155,16 @@ def budget_markdown(
         f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",
         2000,
     )
-    lines = [
-        marker,
-        "### Metallib size budget",
-        "",
-        verdict,
-        "",
-        "| budget | check | limit | value | result |",
-        "|---|---|---:|---:|---|",
-    ]
+    table = budget_table(checks, source)
+    lines = [marker, "### Metallib size budget", "", verdict, "", *markdown_header(table.columns)]
     left = limit - sum(len(x.encode()) + 1 for x in [*lines, footer]) - 200
-    rows = sorted(checks, key=lambda c: c.passed)  # failures first
-    for shown, c in enumerate(rows):
-        row = clip(
-            f"| {md_code(c.subject, 120)} | {md_code(check_label(c), 160)} | {_limit(c)} | "
-            f"{_value(c)} | {'✅ pass' if c.passed else '❌ **FAIL**'} |",
-            600,
-        )
-        if len(row.encode()) + 1 > left:
-            lines.append(
-                f"| … {len(rows) - shown:,} more not shown (see `budget --format json`) | | | | |"
-            )
+    rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first
+    for shown, row in enumerate(rows):
+        line = clip(markdown_row(table.columns, row, cap=160), 600)
+        if len(line.encode()) + 1 > left:
+            more = len(rows) - shown
+            lines.append(f"| … {more:,} more not shown (see `budget --format json`) | | | | |")
             break
-        lines.append(row)
-        left -= len(row.encode()) + 1
+        lines.append(line)
+        left -= len(line.encode()) + 1
     return "\n".join([*lines, "", footer]) + "\n"

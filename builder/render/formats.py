@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from builder.render.host_sources import Found
+    from builder.render.library import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import LibraryHistory
@@ -43,8 +43,7 @@ def report_output(
     binaries: Sequence[BinaryAccount] = (),
 ) -> str:
     """``report --format kind``; ``binaries``: the account of each binary the libraries sit in
-    (after the libraries in text and markdown, ``binaries`` in JSON; not in CSV or HTML)."""
-    shown = shown_top(top, kind)
+    (tables after the libraries', ``binaries`` in JSON; not in HTML)."""
     if kind == "html":
         from builder.render.html import report_html
 
@@ -53,21 +52,11 @@ def report_output(
         from builder.render.json_docs import report_json
 
         return report_json(reports, binaries)
-    if kind == "csv":
-        from builder.render.machine import report_csv
+    from builder.render.report_tables import report_tables
+    from builder.render.table import written
 
-        return report_csv(reports, shown)
-    if kind == "markdown":
-        from builder.render.binary import binary_markdown
-        from builder.render.markdown import report_markdown
-
-        tail = f"\n{binary_markdown(binaries)}" if binaries else ""
-        return report_markdown(reports, shown) + tail
-    from builder.render.binary import binary_text
-    from builder.render.tables import report_table
-
-    text = report_table(reports, shown, color=color, width=width)
-    return text + (binary_text(binaries, color=color, width=width) if binaries else "")
+    tables = report_tables(reports, shown_top(top, kind), binaries)
+    return written(tables, kind, color=color, width=width)
 
 
 def comparison_output(
@@ -78,10 +67,6 @@ def comparison_output(
         from builder.render.json_docs import compare_json
 
         return compare_json(evaluated)
-    if kind == "csv":
-        from builder.render.machine import compare_csv
-
-        return compare_csv(evaluated)
     if kind == "markdown":
         from builder.render.pr_comment import comment_markdown
 
@@ -90,13 +75,15 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
-    from builder.render.pairs import pairs_summary
-    from builder.render.tables import compare_table
+    from builder.render.compare_tables import compare_preface, compare_tables
+    from builder.render.table import written
 
-    shown = shown_top(top, kind)
-    summary = pairs_summary([c for c, _ in evaluated])
-    tables = "".join(compare_table(c, r, shown, color=color, width=width) for c, r in evaluated)
-    return tables if summary is None else f"{summary}\n{tables}"
+    if kind == "csv":
+        several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
+        return written(compare_tables(evaluated, None, context=several), kind)
+    tables = compare_tables(evaluated, shown_top(top, kind))
+    preface = compare_preface(evaluated)
+    return written(tables, kind, color=color, width=width, preface=preface)
 
 
 def budget_output(
@@ -111,7 +98,9 @@ def budget_output(
         return budget_json(checks, source)
     if kind == "markdown":
         return show.budget_markdown(checks, source)
-    return show.budget_table(checks, source, color=color, width=width)
+    from builder.render.table import written
+
+    return written([show.budget_table(checks, source)], kind, color=color, width=width)
 
 
 def history_output(
@@ -127,7 +116,10 @@ def history_output(
         return history_json(histories, by)
     if kind == "html":
         return show.history_html(histories, by)
-    return show.histories_table(histories, by, color=color, width=width)
+    from builder.render.table import written
+
+    fit = width if kind == "table" else None  # as many group columns as a terminal shows
+    return written(show.history_tables(histories, by, fit), kind, color=color, width=width)
 
 
 def sources_output(
@@ -143,6 +135,7 @@ def sources_output(
         from builder.render.json_docs import sources_json
 
         return sources_json(path, found, namespace)
-    from builder.render.host_sources import host_sources_text
+    from builder.render.library import sources_tables
+    from builder.render.table import written
 
-    return host_sources_text(path, found, namespace, color=color, width=width)
+    return written(sources_tables(path, found, namespace), kind, color=color, width=width)

@@ -11,20 +11,19 @@ are untrusted: HTML-escaped with control characters shown (``visible``).
 from __future__ import annotations
 
 import html
-import io
 import math
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.render.markup import print_table, rich_text, text_console
-from builder.render.text import human_delta, human_size, visible
+from builder.render.table import Column, Name, Row, Said, Table, Words
+from builder.render.text import human_size, visible
 from builder.size.download import MODEL
 
 if TYPE_CHECKING:
     from builder.size.history import HistoryPoint, LibraryHistory
 
-__all__ = ["DOWNLOAD_METHOD", "histories_table", "history_html", "history_table", "library_name"]
+__all__ = ["DOWNLOAD_METHOD", "history_html", "history_tables", "library_name"]
 
 DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
@@ -51,89 +50,70 @@ def library_name(library: str | None) -> str:
     return library if library is not None else "(the target's one library)"
 
 
-def histories_table(
-    histories: Sequence[LibraryHistory],
-    by: str,
-    *,
-    color: bool = False,
-    width: int | None = 100,
-) -> str:
-    """A table per library (one history: the table as it always was)."""
-    return "\n".join(
-        history_table(h.points, h.top, by, library=h.library, color=color, width=width)
-        for h in histories
-    )
+def history_tables(
+    histories: Sequence[LibraryHistory], by: str, width: int | None = None
+) -> list[Table]:
+    """A table per library: a row per target (size, change from the previous row, download,
+    functions), then a column per group of its ``top``; with a terminal's ``width``, as many
+    of them as fit (the caption says how many did not)."""
+    return [_history_table(h.points, h.top, by, h.library, width) for h in histories]
 
 
-def history_table(
+def _history_table(
     points: Sequence[HistoryPoint],
     top: list[str],
     by: str,
-    *,
-    library: str | None = None,
-    color: bool = False,
-    width: int | None = 100,
-) -> str:
-    """A row per target: size, change from the previous row, download, functions, then as many
-    of the ``top`` groups as fit in ``width`` (the caption says how many did not; ``width``
-    None, not a terminal: every one of them, nothing wrapped or cut). ``library`` names the one
-    library of each target the rows are (in the title)."""
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
+    library: str | None,
+    width: int | None,
+) -> Table:
     download = any(p.download_bytes is not None for p in points)
     package = _one_package([p.target for p in points])
+    labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
     columns = [
-        (
-            "version" if package else "target",
-            [visible(p.target.split("==", 1)[1] if package else p.target) for p in points],
-        )
+        Column("target", "version" if package else "target", "text"),
+        Column("bytes", "size", "size"),
+        Column("change", "change", "delta"),
+        *([Column("download_bytes", "download", "size")] if download else []),
+        Column("function_count", "functions", "count"),
     ]
-    columns.append(("size", [human_size(p.bytes) for p in points]))
-    columns.append(("change", [""] + [human_delta(b.bytes - a.bytes) for a, b in pairwise(points)]))
-    if download:
-        columns.append(
-            (
-                "download",
-                ["" if p.download_bytes is None else human_size(p.download_bytes) for p in points],
-            )
-        )
-    columns.append(("functions", [f"{p.function_count:,}" for p in points]))
+    changes = [None, *(b.bytes - a.bytes for a, b in pairwise(points))]
+    values = [
+        [Name(label), p.bytes, change, *([p.download_bytes] if download else []), p.function_count]
+        for label, p, change in zip(labels, points, changes, strict=True)
+    ]
     sizes = [_group_sizes(p) for p in points]
-    fixed = sum(max(map(len, [h, *cells])) + 3 for h, cells in columns)  # pad, rule
+    fixed = sum(max(len(c.heading), 10) + 3 for c in columns) + max(map(len, labels), default=0)
     room = float("inf") if width is None else width - 1 - fixed
     left_out = 0
     for name in top:
-        cells = [human_size(s[name]) if name in s else "-" for s in sizes]
-        need = max(map(len, [visible(name), *cells])) + 3
+        cells = [s.get(name) for s in sizes]
+        need = max(len(visible(name)), 9) + 3
         if need > room:
             left_out += 1
             continue
         room -= need
-        columns.append((name, cells))
-    measured = "; ".join(m for p in points for m in p.measured_in)
-    caption = f"measured in {rich_text(measured)}"
+        columns.append(Column(name, name, "size"))
+        for row, cell in zip(values, cells, strict=True):
+            row.append(cell)
+    caption: list[Words] = [
+        ("measured in ", Said("; ".join(m for p in points for m in p.measured_in)))
+    ]
     if left_out:
-        caption += f"\n{left_out} more of the top {len(top)} groups do not fit (--format json)"
+        caption.append(
+            (f"{left_out} more of the top {len(top)} groups do not fit (--format json)",)
+        )
     if download:
-        caption += f"\ndownload: {escape(DOWNLOAD_METHOD)}"
+        caption.append((f"download: {DOWNLOAD_METHOD}",))
     what = f"{package}==VERSION" if package else "target"
-    of = f"{visible(library)} in " if library is not None else ""
-    table = Table(
-        title=rich_text(f"Size history of {of}{len(points)} targets ({what}, groups by {by})"),
-        title_justify="left",
-        caption=caption,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
+    of = (Said(library), " in ") if library is not None else ()
+    return Table(
+        tuple(columns),
+        tuple(Row(tuple(v)) for v in values),
+        title=("Size history of ", *of, Said(f"{len(points)} targets ({what}, groups by {by})")),
+        caption=tuple(caption),
+        context=(("library", library or ""),) if library is not None else (),
+        compact=True,
     )
-    for index, (header, _) in enumerate(columns):
-        table.add_column(rich_text(header), justify="left" if index == 0 else "right", no_wrap=True)
-    for row in zip(*(cells for _, cells in columns)):
-        table.add_row(*(escape(cell) for cell in row))
-    out = io.StringIO()
-    print_table(text_console(out, color=color, width=width), table, fit=width is None)
-    return out.getvalue()
 
 
 def _one_package(targets: Sequence[str]) -> str | None:

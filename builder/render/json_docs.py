@@ -1,32 +1,167 @@
-"""Every JSON document of a size result, built here from the model (docs/report-schema.md):
-``report``, ``compare`` (with its gates and the JIT side), ``budget`` and ``history``.
+"""Every JSON document of a size result, written here and nowhere else (docs/report-schema.md):
+``report``, ``compare`` (with its gates and the JIT side), ``budget``, ``history``, ``sources``.
 
-One module so that a key is spelled once and the documents agree: a report's own object (schema
-1, also the saved-report format that ``builder.size.report`` reads back) is
-``builder.size.report.report_to_dict``, which this module wraps for output.
+One module so that a key is spelled once and the documents agree. A report's own object is the
+document ``builder.size.report_fields.ReportDoc`` (which reads a saved report back): made here from
+a ``Report`` and written by the shared codec, its functions row by row (``report_json_text``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from operator import itemgetter
+from typing import TYPE_CHECKING, cast
 
+from builder.files.dataclass_json import dump
 from builder.files.jsontext import dumps
-from builder.render.checks import gate_message
-from builder.render.history import DOWNLOAD_METHOD
-from builder.render.text import limit_text
-from builder.size.report import SCHEMA, report_json_text
+from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
+from builder.size.report import SCHEMA
+from builder.size.report_fields import (
+    FUNCTION_FIELDS,
+    EmbeddedDoc,
+    HostLibraryDoc,
+    JitUnitDoc,
+    OverheadDoc,
+    ReportDoc,
+    SourceDoc,
+    WheelDoc,
+    WheelFileDoc,
+)
 
 if TYPE_CHECKING:
-    from builder.render.host_sources import Found
+    from builder.render.library import Found
     from builder.size.binary_account import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint, LibraryHistory
-    from builder.size.report import Report
+    from builder.size.report import Report, Source
     from builder.size.rollup import FunctionRow, Rollup
 
-__all__ = ["budget_json", "compare_json", "history_json", "report_json", "sources_json"]
+__all__ = [
+    "budget_json",
+    "compare_json",
+    "history_json",
+    "report_dict",
+    "report_doc",
+    "report_json",
+    "report_json_text",
+    "sources_json",
+]
+
+
+def _source(source: Source, embedded: bool = True) -> SourceDoc:
+    """How every JSON document names the library (a report's own ``source`` adds where it
+    sits in its binary)."""
+    place = source.embedded if embedded else None
+    return SourceDoc(
+        source.path,
+        source.target,
+        source.kind,
+        source.wheel,
+        source.manifest,
+        source.member,
+        source.identity,
+        None if place is None else EmbeddedDoc(**place),
+    )
+
+
+def report_doc(report: Report) -> ReportDoc:
+    """The report's document, its functions left out (``report_json_text`` writes them)."""
+    download = report.download
+    shares = download.overhead if download else [None] * len(report.overhead)
+    jit, host = report.jit_units, report.host_library
+    doc = ReportDoc(
+        schema=SCHEMA,
+        source=_source(report.source),
+        file_size=report.file_size,
+        format_version=report.format_version,
+        function_count=report.function_count,
+        by=report.by,
+        grouping=report.grouping,
+        subgrouping=report.subgrouping,
+        overhead_bytes=report.overhead_bytes,
+        overhead=[OverheadDoc(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
+        groups=report.groups,
+        jit_units=[
+            JitUnitDoc(j.name, j.embedded_bytes, j.host_bytes, j.kernel_count, j.embedding)  # type: ignore[arg-type]
+            for j in jit
+        ],
+        provenance=report.provenance,
+        host_library=None
+        if host is None
+        else HostLibraryDoc(
+            host.path,
+            host.file_size,
+            host.measured_by,
+            host.shared_bytes,
+            unattributed_bytes(host, jit) if unmeasured_reason(host, jit) is None else None,
+        ),
+    )
+    if download is None:
+        return doc
+    member, wheel = download.member, download.wheel
+    from dataclasses import replace
+
+    return replace(
+        doc,
+        download_bytes=download.total,
+        overhead_download_bytes=download.overhead_bytes,
+        download_model=download.model,
+        download_member=None if member is None else WheelFileDoc(*member),
+        download_model_error_bytes=None if member is None else download.model_error,
+        wheel=None
+        if wheel is None
+        else WheelDoc(
+            wheel.path,
+            wheel.bytes,
+            wheel.download_bytes,
+            [WheelFileDoc(*f) for f in wheel.files],
+        ),
+    )
+
+
+def report_json_text(report: Report) -> str:
+    """The report's JSON, compact. Its functions (17,000 in MLX's library) are formatted directly
+    when every name and group is plain printable ASCII without quotes or backslashes (always true
+    for Metal host names); otherwise the general encoder writes them. Field order and values are
+    identical either way."""
+    head = dumps(dump(report_doc(report)), separators=(",", ":"))
+    text = "".join(f.name + f.group for f in report.functions)
+    if report.download is not None or report.subgrouping is not None or not _PLAIN.fullmatch(text):
+        rows = dumps(_function_dicts(report), separators=(",", ":"))
+        return head[:-1] + ',"functions":' + rows + "}"
+    body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_VALUES, report.functions)))
+    return head[:-1] + ',"functions":[' + body + "]}"
+
+
+_PLAIN = re.compile(r"[ !#-\[\]-~]*")
+_TEXT_FIELDS = ("name", "group")
+_FUNCTION_JSON = (
+    "{"
+    + ",".join(f'"{n}":' + ('"%s"' if n in _TEXT_FIELDS else "%d") for n in FUNCTION_FIELDS)
+    + "}"
+)
+_JSON_VALUES = itemgetter(slice(0, len(FUNCTION_FIELDS)))
+
+
+def _function_dicts(report: Report) -> list[dict[str, object]]:
+    rows = [dict(zip(FUNCTION_FIELDS, f)) for f in report.functions]
+    if report.subgrouping is not None:  # two --by keys: each function's second label too
+        rows = [
+            {"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
+            for row, f in zip(rows, report.functions)
+        ]
+    for row, share in zip(rows, report.download.functions if report.download else ()):
+        row["download_bytes"] = share
+    return rows
+
+
+def report_dict(report: Report) -> dict[str, object]:
+    """The report's JSON object with its functions (``presets``' documents embed it)."""
+    doc = cast(dict[str, object], dump(report_doc(report)))
+    doc["functions"] = _function_dicts(report)
+    return doc
 
 
 def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
@@ -35,13 +170,19 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
     top-level object."""
     tail = ""
     if binaries:
-        from builder.render.binary import binary_json
-
         tail = ',"binaries":' + dumps(binary_json(binaries), separators=(",", ":"))
     if len(reports) == 1:
         return report_json_text(reports[0])[:-1] + tail + "}\n"
     body = ",".join(report_json_text(r) for r in reports)
     return f'{{"schema":{SCHEMA},"libraries":[{body}]{tail}}}\n'
+
+
+def _gate_message(gate: Check) -> str:
+    # imported here: the gates' words (and the table model behind them) are not on the path of
+    # ``report --format json``
+    from builder.render.checks import gate_message
+
+    return gate_message(gate)
 
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
@@ -64,7 +205,7 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
 
     def side(report: Report) -> dict[str, object]:
         doc: dict[str, object] = {
-            **report.source.to_json(),
+            **dump(_source(report.source, embedded=False)),
             "file_size": report.file_size,
             "function_count": report.function_count,
             "format_version": report.format_version,
@@ -108,7 +249,7 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
             ],
         },
         "gates": [
-            {"name": f"--{g.name}", "passed": g.passed, "message": gate_message(g)} for g in gates
+            {"name": f"--{g.name}", "passed": g.passed, "message": _gate_message(g)} for g in gates
         ],
         "notes": comparison.notes,
     }
@@ -171,6 +312,8 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
             "measured_in": list(c.measured_in),
         }
         if c.growth is not None:
+            from builder.render.text import limit_text
+
             doc.update(max_growth=limit_text(c.growth), base_value=c.base_value)
         return doc
 
@@ -212,6 +355,8 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
             {"library": h.library, "points": [point(p) for p in h.points]} for h in histories
         ]
     if any(p.download_bytes is not None for h in histories for p in h.points):
+        from builder.render.history import DOWNLOAD_METHOD
+
         doc["download_method"] = DOWNLOAD_METHOD
     return dumps(doc, indent=1) + "\n"
 
@@ -241,3 +386,25 @@ def sources_json(path: str, found: Found, namespace: str | None) -> str:
         ],
     }
     return dumps(doc, indent=1) + "\n"
+
+
+def binary_json(accounts: Sequence[BinaryAccount]) -> list[dict[str, object]]:
+    """``binaries`` of the report JSON (docs/report-schema.md)."""
+    return [
+        {
+            "path": account.path,
+            "binary": account.shown,
+            "kind": account.kind,
+            "file_size": account.file_size,
+            "parts": [
+                {
+                    "name": row.name,
+                    "library": not row.overhead,
+                    "function_count": row.function_count,
+                    "bytes": row.bytes,
+                }
+                for row in account.rows
+            ],
+        }
+        for account in accounts
+    ]

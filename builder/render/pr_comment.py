@@ -16,11 +16,23 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 
 from builder.render.checks import gate_message
-from builder.render.download import compare_download_line
-from builder.render.markup import clip, md_code, md_text
-from builder.render.pairs import pair_sides, pairs_summary
-from builder.render.provenance import provenance_line
-from builder.render.text import human_delta, human_size, origin, signed_percent
+from builder.render.compare_tables import (
+    compare_download_line,
+    delta_columns,
+    delta_row,
+    pair_sides,
+    pairs_summary,
+)
+from builder.render.table import Name, Role, Row, markdown_header, markdown_row
+from builder.render.text import (
+    clip,
+    human_delta,
+    human_size,
+    md_code,
+    md_text,
+    origin,
+    provenance_line,
+)
 from builder.size.jit_rows import by_strings
 
 if TYPE_CHECKING:
@@ -127,14 +139,28 @@ def _change_line(
     )
 
 
-def _group_row(g: Rollup, name: str) -> str:
-    download = g.download_delta  # compare --download only
-    assert g.base_bytes is not None
-    return (
-        f"| {name} | {human_size(g.base_bytes)} | {human_size(g.bytes)} | "
-        f"{human_delta(g.delta)} | {signed_percent(g.percent)} |"
-        + ("" if download is None else f" {human_delta(download)} |")
+_KEYS = (
+    "group",
+    "base_bytes",
+    "head_bytes",
+    "delta_bytes",
+    "delta_percent",
+    "delta_download_bytes",
+)
+"""The columns of the comparison's table (``builder.render.compare_tables``) a comment shows."""
+
+
+def _group_row(g: Rollup, role: Role = "row", name: str | None = None) -> str:
+    """A joined row as the comparison's model makes it, written in the comment's columns."""
+    download = g.download_delta is not None  # compare --download only
+    row = delta_row(
+        g, Name(g.name) if name is None else name, role, counts=False, download=download
     )
+    return markdown_row(delta_columns("", None, download), row, _KEYS, _NAME_CAP)
+
+
+def _header(key: str, download: bool) -> list[str]:
+    return markdown_header(delta_columns(key, None, download), _KEYS)
 
 
 class _DeltaTable(NamedTuple):
@@ -183,30 +209,28 @@ def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> Sequ
     from builder.size.rollup import fold
 
     groups = table.groups
-    rows = _Rendered(groups, lambda g: _group_row(g, _code(g.name)))
+    rows = _Rendered(groups, _group_row)
     wanted = len(rows) if top is None else min(top, len(rows))
-    total = (
-        f"| **total** | {human_size(table.base_total)} | "
-        f"{human_size(table.head_total)} | "
-        f"**{human_delta(table.head_total - table.base_total)}** | "
-        f"{signed_percent(table.percent)} |"
-    )
     download = table.download_delta is not None
-    if table.download_delta is not None:
-        total += f" **{human_delta(table.download_delta)}** |"
-    out.add(
-        f"| {table.key} | base | head | delta | delta % |"
-        + (" download delta |" if download else ""),
-        "|---|---:|---:|---:|---:|" + ("---:|" if download else ""),
-    )
+    total = _total_row(table.base_total, table.head_total, table.percent, table.download_delta)
+    out.add(*_header(table.key, download))
     tail = (1 + len(table.overhead)) * 100 + _size(total)  # rest row, overhead rows, total row
     shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
     rest = groups[shown:]
     if rest:
         folded = fold(f"rest ({len(rest):,} {table.unit})", rest)
-        out.add(_group_row(folded, folded.name))
-    out.add(*(_group_row(g, g.name) for g in table.overhead), total, "")
+        out.add(_group_row(folded, "rest", folded.name))
+    out.add(*(_group_row(g, "overhead", g.name) for g in table.overhead), total, "")
     return rows[shown:]
+
+
+def _total_row(base: int, head: int, percent: float | None, download: int | None) -> str:
+    """The total row, its delta (and download delta) in bold."""
+    values: tuple[object, ...] = ("total", base, head, head - base, percent)
+    if download is not None:
+        values += (None, None, download)
+    columns = delta_columns("", None, download is not None)
+    return markdown_row(columns, Row(values, "total"), _KEYS)
 
 
 _Section = tuple[str, Sequence[str], Sequence[str]]
@@ -299,15 +323,7 @@ def _section(
     if folded:
         extra = table.download_delta is not None
         sections.append(
-            (
-                f"Other {table.key} {table.unit}: {len(folded):,}",
-                [
-                    f"| {table.key} | base | head | delta | delta % |"
-                    + (" download delta |" if extra else ""),
-                    "|---|---:|---:|---:|---:|" + ("---:|" if extra else ""),
-                ],
-                folded,
-            )
+            (f"Other {table.key} {table.unit}: {len(folded):,}", _header(table.key, extra), folded)
         )
     produced = [
         clip(f"- {side}: {md_text(provenance_line(r.provenance))}", _LINE_CAP)
@@ -361,11 +377,8 @@ def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT u
 
 def _jit_section(jit: JitComparison) -> _Section:
     """A build's JIT units beside its metallib: one collapsed table, with its origin."""
-    rows = [_group_row(g, g.name if g.overhead else _code(g.name)) for g in jit.groups]
-    rows.append(
-        f"| **total** | {human_size(jit.base_total)} | {human_size(jit.head_total)} | "
-        f"**{human_delta(jit.delta)}** | {signed_percent(jit.percent)} |"
-    )
+    rows = [_group_row(g, "overhead", g.name) if g.overhead else _group_row(g) for g in jit.groups]
+    rows.append(_total_row(jit.base_total, jit.head_total, jit.percent, None))
     rows.append(
         clip(
             f"| measured: base {md_text(jit.base_origin or 'no JIT unit')}; head "
@@ -377,11 +390,7 @@ def _jit_section(jit: JitComparison) -> _Section:
         f"JIT units ({_jit_what(jit)}): {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)}, {human_delta(jit.delta)}"
     )
-    return (
-        summary,
-        ["| JIT unit | base | head | delta | delta % |", "|---|---:|---:|---:|---:|"],
-        rows,
-    )
+    return (summary, _header("JIT unit", False), rows)
 
 
 def comment_markdown(

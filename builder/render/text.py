@@ -1,29 +1,48 @@
-"""Byte counts and names for people: ``1.2 MB``, ``+512 B``, ``5%``, and untrusted names shown
-(``visible``) without letting them drive the terminal.
+"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), where a report was measured and
+what produced it (``provenance_line``), and untrusted text escaped for each medium: the terminal
+(``visible``, ``rich_text``), CSV cells, GitHub markdown; the rich console every text table is
+printed on.
 
-Human output uses decimal units, matching what ``ls -lh --si`` and package indexes show.
+Human output uses decimal units, matching what ``ls -lh --si`` and package indexes show. Names
+and other untrusted text (a saved report's target or grouping) reach tables, CSV and markdown only
+through these functions, each of which shows control characters escaped; JSON needs nothing more
+than its own escaping (and ``builder.files.jsontext`` for file names that are not UTF-8).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+from builder.size.provenance import TOOL_NAME
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from builder.size.checks import Limit
     from builder.size.report import Report
 
 __all__ = [
     "OVERHEAD_LABEL",
+    "clip",
+    "csv_line",
+    "csv_text",
     "grouping_text",
     "human_delta",
     "human_size",
     "limit_text",
+    "md_code",
+    "md_text",
     "origin",
     "percent",
+    "print_table",
+    "provenance_line",
+    "rich_text",
     "share",
     "signed_percent",
+    "text_console",
     "visible",
 ]
 
@@ -151,3 +170,156 @@ def grouping_text(report: Report) -> str:
     if report.subgrouping is None:
         return report.grouping
     return f"{report.grouping}, then {report.subgrouping}"
+
+
+def rich_text(text: str) -> str:
+    """Untrusted text for a rich table or line: control characters shown escaped (``visible``)
+    and ``[`` escaped so a name is never read as rich markup (the consoles also have emoji codes
+    such as ``:x:`` turned off)."""
+    from rich.markup import escape
+
+    return escape(visible(text))
+
+
+_FORMULA_START = ("=", "+", "-", "@")  # a tab or CR at the start is escaped by visible()
+
+
+_CSV_QUOTED = re.compile(r'[,"\r\n]')
+
+
+def csv_text(text: str) -> str:
+    """A text cell that neither a terminal nor a spreadsheet acts on: control and invisible
+    characters shown escaped (``visible``: ``cat report.csv`` runs no escape sequence, a CR
+    starts no row), and OWASP's rule, a leading ``'`` before a cell that starts with ``=``,
+    ``+``, ``-`` or ``@``. Only for text columns: numbers (negative deltas included) are written
+    as they are."""
+    clean = visible(text)
+    return "'" + clean if clean.startswith(_FORMULA_START) else clean
+
+
+def csv_line(cells: Sequence[str | int]) -> str:
+    """One CSV record (RFC 4180), ``\\n``-terminated: a cell holding a comma, quote, CR or LF is
+    quoted with its quotes doubled. Written here rather than with the csv module, whose writer
+    leaves a CR unquoted when rows end in ``\\n`` (a spreadsheet then starts a new row there)."""
+    out = []
+    for cell in cells:
+        text = str(cell)
+        if _CSV_QUOTED.search(text):
+            text = '"' + text.replace('"', '""') + '"'
+        out.append(text)
+    return ",".join(out) + "\n"
+
+
+def clip(text: str, cap: int) -> str:
+    """``text`` cut to ``cap`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+def md_code(text: str, cap: int | None = None) -> str:
+    """Untrusted text as inline code that cannot break out: control characters shown escaped
+    (``visible``, so no newline ends a table row), backticks (which would end the span) become
+    ``'`` and pipes are escaped for tables. Inside a code span GitHub renders HTML tags, links
+    and mentions as plain text."""
+    clean = visible(text)
+    if cap is not None:
+        clean = clip(clean, cap)
+    return "`" + clean.replace("`", "'").replace("|", "\\|") + "`"
+
+
+_MARKDOWN_ACTIVE = re.compile(r"[<>`|\[\]@]")
+
+
+_MARKDOWN_QUOTED = {"<": "&lt;", ">": "&gt;", "@": "`@`"}
+
+
+def md_text(text: str) -> str:
+    """Untrusted text (a saved report's target or grouping, gate messages and notes naming it,
+    provenance) as plain markdown that stays plain: control characters shown escaped, no HTML
+    tag (``<`` ``>`` as entities), no code span, link or image (backticks and brackets
+    backslash-escaped), no table cell break (``\\|``), no mention (``@`` as code). Ordinary
+    text is returned unchanged."""
+    clean = visible(text)
+    if _MARKDOWN_ACTIVE.search(clean) is None:
+        return clean
+    return _MARKDOWN_ACTIVE.sub(lambda m: _MARKDOWN_QUOTED.get(m.group(), "\\" + m.group()), clean)
+
+
+_UNBOUNDED = 1 << 20
+"""Columns a table may take when measured for its natural width (more than any real name)."""
+
+
+def text_console(out: IO[str], *, color: bool, width: int | None) -> Console:
+    """The rich console a text rendering writes to ``out``: ``width`` columns (a terminal's).
+    ``width`` None (stdout is a pipe, a file, a CI log): nothing is wrapped or cut. Lines,
+    titles and captions stay whole (soft wrap: a path is never broken mid-word), and tables
+    printed with ``print_table(fit=True)`` are as wide as their cells."""
+    from rich.console import Console
+
+    return Console(
+        file=out,
+        force_terminal=color,
+        no_color=not color,
+        width=width or 100,
+        soft_wrap=width is None,
+        emoji=False,
+    )
+
+
+def print_table(console: Console, table: Table, *, fit: bool) -> None:
+    """Print a rich table; ``fit`` (stdout is not a terminal): as wide as its cells need rather
+    than the console's width, so no function name is cut with an ellipsis or folded."""
+    if fit:
+        unbounded = console.options.update_width(_UNBOUNDED)
+        width = console.width
+        console.width = max(width, console.measure(table, options=unbounded).maximum)
+        try:
+            console.print(table)
+        finally:
+            console.width = width
+    else:
+        console.print(table)
+
+
+def provenance_line(provenance: Mapping[str, Any]) -> str:
+    """One line for people: measuring tool; the library's format, AIR/MSL versions and compiler;
+    for a build, its generator and options."""
+    if not provenance:
+        return "provenance: not recorded"
+    parts = []
+    tool = provenance.get("tool") or {}
+    if tool:
+        parts.append(f"measured by {tool.get('name', TOOL_NAME)} {tool.get('version', '?')}")
+    lib = provenance.get("library") or {}
+    if lib:
+        parts.append(f"metallib format {lib.get('format_version', '?')}")
+        if lib.get("deployment_target"):
+            # a library for another OS says which (older reports have no platform: macOS)
+            platform = lib.get("platform") or "macOS"
+            shown = f"{platform} " if platform != "macOS" else ""
+            parts.append(f"deployment target {shown}{lib['deployment_target']}")
+        parts.append("AIR " + (", ".join(lib.get("air_versions") or []) or "?"))
+        parts.append("Metal " + (", ".join(lib.get("metal_language_versions") or []) or "?"))
+        compilers = lib.get("compilers") or []
+        parts.append("compiler " + ("; ".join(compilers) if compilers else "not found"))
+    build = provenance.get("build") or {}
+    if build:
+        built = f"built by {_flat(build.get('generator') or TOOL_NAME)}"
+        options = build.get("options")
+        if isinstance(options, Mapping) and options:
+            text = " ".join(f"{k}={_flat(v)}" for k, v in sorted(options.items()))
+            parts.append(f"{built} with build options {text}")
+        elif options:
+            parts.append(f"{built} with build options {_flat(options)}")
+        else:
+            parts.append(f"{built}; no build options in the manifest")
+    return "; ".join(parts)
+
+
+def _flat(value: object) -> str:
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(_flat, value))
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}={_flat(v)}" for k, v in sorted(value.items())) + "}"
+    return str(value)

@@ -13,8 +13,19 @@ import os
 from typing import TYPE_CHECKING
 
 from builder.files.jsontext import dumps
-from builder.render.markup import md_code, md_text
-from builder.render.text import visible
+from builder.render.table import (
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    Words,
+    markdown_header,
+    markdown_line,
+    markdown_row,
+    text_tables,
+)
+from builder.render.text import md_code, md_text, visible
 from builder.subsets.variant_sources import COMPRESSION
 
 if TYPE_CHECKING:
@@ -27,22 +38,11 @@ __all__ = [
     "variants_json",
     "variants_markdown",
     "variants_table",
+    "variants_text",
     "variants_to_dict",
 ]
 
 SCHEMA = 1
-
-_COLUMNS = (
-    "variant",
-    "metallib",
-    "embedded",
-    f"embedded ({COMPRESSION})",
-    "ships in total",
-    "total (compressed)",
-    "run-time kernels",
-    "JIT files",
-)
-_DOWNLOAD_COLUMNS = ("metallib download", "total download")  # variants --download
 
 
 def _path(path: os.PathLike[str] | None) -> str | None:
@@ -173,32 +173,61 @@ def variants_json(run: VariantsRun) -> str:
     return dumps(variants_to_dict(run), indent=1) + "\n"
 
 
-def _columns(run: VariantsRun) -> tuple[str, ...]:
-    return _COLUMNS + (_DOWNLOAD_COLUMNS if _measured(run) else ())
-
-
 def _measured(run: VariantsRun) -> bool:
     """Whether the variants' download was measured (``--download``)."""
     return any(v.metallib_download_bytes is not None for v in run.variants)
 
 
-def _cells(v: Variant) -> list[str]:
-    download = (
-        []
-        if v.metallib_download_bytes is None
-        else [f"{v.metallib_download_bytes:,}", f"{v.total_download_bytes:,}"]
-    )
-    return [
-        v.name,
-        f"{v.metallib_bytes:,}",
-        f"{v.embedded_bytes:,}",
-        f"{v.embedded_compressed_bytes:,}",
-        f"{v.total_bytes:,}",
-        f"{v.total_compressed_bytes:,}",
-        f"{v.jit_kernels:,}",
-        f"{len(v.jit):,}",
-        *download,
+def variants_table(run: VariantsRun) -> Table:
+    """Variants as rows, their measured figures as columns (the keys are ``variants.json``'s),
+    what each variant is and how it was planned as notes under it."""
+    columns = [
+        Column("name", "variant", "text"),
+        Column("metallib_bytes", "metallib", "bytes"),
+        Column("embedded_bytes", "embedded", "bytes"),
+        Column("embedded_compressed_bytes", f"embedded ({COMPRESSION})", "bytes"),
+        Column("total_bytes", "ships in total", "bytes"),
+        Column("total_compressed_bytes", "total (compressed)", "bytes"),
+        Column("jit_kernels", "run-time kernels", "count"),
+        Column("jit_files", "JIT files", "count"),
     ]
+    measured = _measured(run)
+    if measured:
+        columns += [
+            Column("metallib_download_bytes", "metallib download", "bytes"),
+            Column("total_download_bytes", "total download", "bytes"),
+        ]
+    rows = [
+        Row(
+            (
+                Name(v.name),
+                v.metallib_bytes,
+                v.embedded_bytes,
+                v.embedded_compressed_bytes,
+                v.total_bytes,
+                v.total_compressed_bytes,
+                v.jit_kernels,
+                len(v.jit),
+                *((v.metallib_download_bytes, v.total_download_bytes) if measured else ()),
+            )
+        )
+        for v in run.variants
+    ]
+    notes: list[Words] = [("",)]
+    for v in run.variants:
+        where = _path(v.metallib) or "no metallib: no function stays AOT"
+        notes.append((f"{v.name}: ", Said(v.description), "; ", Said(where)))
+        if v.plan is not None:
+            notes += [(Said(line),) for line in _plan_lines(v.plan)]
+    notes += [("",), *((Said(note),) for note in _notes(run))]
+    return Table(
+        tuple(columns),
+        tuple(rows),
+        title=(Said(_heading(run)),),
+        heading=("Variants of ", Name(os.path.basename(run.input.metallib))),
+        notes=tuple(notes),
+        compact=True,
+    )
 
 
 def _heading(run: VariantsRun) -> str:
@@ -315,43 +344,23 @@ def _plan_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def variants_table(run: VariantsRun) -> str:
-    """Variants as rows, the measured figures as columns, then what each variant is."""
-    columns = _columns(run)
-    rows = [list(columns), *(_cells(v) for v in run.variants)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
-    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    lines = [
-        visible(_heading(run)),
-        "",
-        fmt.format(*rows[0]),
-        fmt.format(*("-" * w for w in widths)),
-    ]
-    lines += [fmt.format(*row) for row in rows[1:]]
-    lines.append("")
-    for v in run.variants:
-        where = _path(v.metallib) or "no metallib: no function stays AOT"
-        lines.append(f"{v.name}: {visible(v.description)}; {visible(where)}")
-        if v.plan is not None:
-            lines += _plan_lines(v.plan)
-    lines += ["", *(visible(note) for note in _notes(run))]
-    return "\n".join(lines) + "\n"
+def variants_text(run: VariantsRun, *, color: bool = False) -> str:
+    """The table, then what each variant is, its plan and where the figures come from."""
+    return text_tables([variants_table(run)], color=color, width=None)
 
 
 def variants_markdown(run: VariantsRun) -> str:
-    """The table as GitHub markdown, with each variant's description and the plan."""
+    """The table as GitHub markdown, each variant's description, and the plan's files."""
+    table = variants_table(run)
     lines = [
-        f"### Variants of {md_code(os.path.basename(run.input.metallib))}",
+        f"### {markdown_line(table.heading)}",
         "",
-        md_text(_heading(run)),
+        markdown_line(table.title),
         "",
-        "| " + " | ".join(_columns(run)) + " |",
-        "|---|" + "---:|" * (len(_columns(run)) - 1),
+        *markdown_header(table.columns),
+        *(markdown_row(table.columns, row) for row in table.rows),
+        "",
     ]
-    for v in run.variants:
-        cells = _cells(v)
-        lines.append("| " + " | ".join([md_code(cells[0]), *cells[1:]]) + " |")
-    lines.append("")
     for v in run.variants:
         lines.append(f"- {md_code(v.name)}: {md_text(v.description)}")
     for v in run.variants:
@@ -362,17 +371,17 @@ def variants_markdown(run: VariantsRun) -> str:
         if not plan.files:
             lines += ["", heading, "", "Nothing moved to JIT: every entry file fits AOT."]
             continue
+        estimate = "" if plan.budget_of == "metallib" else " (estimate)"
+        what = "metallib" if plan.budget_of == "metallib" else "download"
+        files = (
+            Column("source", "moved to JIT", "text"),
+            Column("kernels", "kernels", "count"),
+            Column("saved_bytes", f"saves{estimate}", "bytes"),
+            Column("metallib_bytes_if_aot", f"{what} if AOT again{estimate}", "bytes"),
+        )
+        lines += ["", heading, "", *markdown_header(files)]
         lines += [
-            "",
-            heading,
-            "",
-            "| moved to JIT | kernels | saves | metallib if AOT again |"
-            if plan.budget_of == "metallib"
-            else "| moved to JIT | kernels | saves (estimate) | download if AOT again (estimate) |",
-            "|---|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {md_code(f.source)} | {f.kernels:,} | {f.saved_bytes:,} | {f.back_bytes:,} |"
+            markdown_row(files, Row((Name(f.source), f.kernels, f.saved_bytes, f.back_bytes)))
             for f in plan.files
         ]
     lines += ["", *(f"<sub>{md_text(note)}</sub><br>" for note in _notes(run))]
@@ -381,10 +390,11 @@ def variants_markdown(run: VariantsRun) -> str:
 
 def variants_html(run: VariantsRun) -> str:
     """One self-contained page: a bar per variant split by entry file, a search box."""
-    from builder.render.html.variants_page import variants_page
+    from builder.render.html import page
 
     title = f"Variants of {os.path.basename(run.input.metallib)} ({run.input.target})"
     data = variants_to_dict(run)
     data["notes"] = _notes(run)
     data["heading"] = _heading(run)
-    return variants_page(title, data)
+    # the report page's one-pass filling, with the variants' template and script
+    return page(title, data, template="variants.html", scripts=("variants.js",))

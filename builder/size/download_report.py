@@ -26,8 +26,6 @@ __all__ = [
     "Download",
     "WheelFile",
     "WheelFiles",
-    "add_download_fields",
-    "download_from_dict",
     "measure_download",
     "read_wheel_files",
 ]
@@ -129,80 +127,3 @@ def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
     text = Path(path).as_posix()
     found = [f for f in files.files if f.name.endswith(".metallib") and text.endswith("/" + f.name)]
     return max(found, key=lambda f: len(f.name)) if found else None
-
-
-def add_download_fields(
-    doc: dict[str, object], overhead: list[dict[str, object]], download: Download | None
-) -> None:
-    """Add the download fields to a report's JSON object (``report_to_dict``) and its
-    ``overhead`` rows, in place; the functions' and groups' ``download_bytes`` are added where
-    their objects are made."""
-    if download is None:
-        return
-    for row, share in zip(overhead, download.overhead):
-        row["download_bytes"] = share
-    doc["download_bytes"] = download.total
-    doc["overhead_download_bytes"] = download.overhead_bytes
-    doc["download_model"] = download.model
-    if download.member is not None:
-        doc["download_member"] = download.member._asdict()
-        doc["download_model_error_bytes"] = download.model_error
-    if download.wheel is not None:
-        wheel = download.wheel
-        doc["wheel"] = {
-            "path": wheel.path,
-            "bytes": wheel.bytes,
-            "download_bytes": wheel.download_bytes,
-            "files": [f._asdict() for f in wheel.files],
-        }
-
-
-def download_from_dict(
-    data: dict[str, object],
-    functions_in: list[dict[str, object]],
-    rows: list[dict[str, object]],
-    overhead_rows: int,
-    where: str,
-) -> Download | None:
-    """The download figures of a saved report (None when it was made without ``--download``);
-    the sums are re-checked, so an edited report cannot pass a download gate."""
-    if "download_bytes" not in data:
-        return None
-
-    def bad(why: str) -> UsageError:
-        return UsageError(f"{where}: not a usable size report: {why}")
-
-    functions = [_count(f.get("download_bytes")) for f in functions_in]
-    overhead_total = _count(data.get("overhead_download_bytes"))
-    shares = [_count(o.get("download_bytes", 0)) for o in rows]
-    if len(shares) != overhead_rows or sum(shares) != overhead_total:
-        shares = [overhead_total] if overhead_rows else []
-    total = _count(data["download_bytes"])
-    if sum(functions) + sum(shares) != total:
-        raise bad(
-            f"functions and overhead download {sum(functions) + sum(shares)} bytes, "
-            f"download_bytes says {total}"
-        )
-    model = data.get("download_model")
-    member = data.get("download_member")
-    wheel = data.get("wheel")
-    return Download(
-        total,
-        functions,
-        shares,
-        model if isinstance(model, dict) else {},
-        _file(member) if isinstance(member, dict) else None,
-        WheelFiles(str(wheel["path"]), _count(wheel["bytes"]), [_file(f) for f in wheel["files"]])
-        if isinstance(wheel, dict)
-        else None,
-    )
-
-
-def _file(value: dict[str, object]) -> WheelFile:
-    return WheelFile(str(value["name"]), _count(value["bytes"]), _count(value["download_bytes"]))
-
-
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{value!r} is not a byte count")
-    return value

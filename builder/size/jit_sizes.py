@@ -18,18 +18,14 @@ The rows a report shows for them are ``builder.size.jit_rows``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from builder.files.bounds import byte_count
-
 __all__ = [
     "HostLibrary",
     "JitUnit",
-    "host_from_dict",
-    "host_to_dict",
     "measure_host",
     "unattributed_bytes",
     "unmeasured_reason",
@@ -105,45 +101,3 @@ def unmeasured_reason(host: HostLibrary | None, jit: Sequence[JitUnit]) -> str |
 def unattributed_bytes(host: HostLibrary, jit: Sequence[JitUnit]) -> int:
     """File bytes of the host library in no symbol (headers, tables, padding)."""
     return host.file_size - (host.shared_bytes or 0) - sum(j.host_bytes or 0 for j in jit)
-
-
-def host_to_dict(host: HostLibrary, jit: Sequence[JitUnit]) -> dict[str, object]:
-    """The report JSON's ``host_library`` object (docs/report-schema.md)."""
-    measured = unmeasured_reason(host, jit) is None
-    return {
-        "path": host.path,
-        "file_size": host.file_size,
-        "measured_by": host.measured_by,
-        "shared_bytes": host.shared_bytes,
-        "unattributed_bytes": unattributed_bytes(host, jit) if measured else None,
-    }
-
-
-def host_from_dict(value: object, jit: Sequence[JitUnit]) -> HostLibrary | None:
-    """Read ``host_library`` back; a measured one must add up to its file size (ValueError)."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise TypeError("'host_library' is not an object")
-    measured_by = value["measured_by"]
-    if measured_by is not None and not isinstance(measured_by, str):
-        raise TypeError("'host_library.measured_by' is not a string")
-    shared = value.get("shared_bytes")
-    path = value["path"]
-    if not isinstance(path, str):
-        raise TypeError("'host_library.path' is not a string")
-    host = HostLibrary(
-        path,
-        byte_count(value["file_size"], "host_library.file_size"),
-        measured_by,
-        None if shared is None else byte_count(shared, "host_library.shared_bytes"),
-    )
-    if unmeasured_reason(host, jit) is None:
-        unmapped = byte_count(value["unattributed_bytes"], "host_library.unattributed_bytes")
-        if unmapped != unattributed_bytes(host, jit):
-            total = host.file_size - unattributed_bytes(host, jit) + unmapped
-            raise ValueError(
-                f"JIT units, shared and unattributed bytes add up to {total}, "
-                f"host_library.file_size says {host.file_size}"
-            )
-    return host

@@ -3,7 +3,7 @@
 A size figure is only comparable with another when both were produced the same way, so every
 report carries this record (JSON ``provenance``, one line in tables and markdown, a panel in the
 HTML view). It is plain data: a dict of JSON types, built once where the metallib is open
-(``builder.size.load``); ``builder.render.provenance`` shows it as one line. Nothing in it is
+(``builder.size.load``); ``builder.render.text`` shows it as one line. Nothing in it is
 guessed: a field that could not be read is absent or an empty list.
 """
 

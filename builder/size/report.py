@@ -1,28 +1,26 @@
 """A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
-user asked to see: groups by kernel unit, dtype, source or function). ``report_to_dict``
-writes the JSON schema 1 (``docs/report-schema.md``) and
-``builder.size.report_fields.report_from_dict`` reads it back, so a saved report is a target
-like any other. Every figure carries its origin in ``Report.source``. A build's JIT units,
-measured in its host library rather than the metallib, ride along in ``jit_units`` and
-``host_library`` (``builder.size.jit_sizes``).
+user asked to see: groups by kernel unit, dtype, source or function). Its JSON (schema 2,
+``docs/report-schema.md``) is the document ``builder.size.report_fields.ReportDoc``, written by
+``builder.render.json_docs`` and read back by ``report_fields.report_from_dict``, so a saved
+report is a target like any other. Every figure carries its origin in ``Report.source``. A
+build's JIT units, measured in its host library rather than the metallib, ride along in
+``jit_units`` and ``host_library`` (``builder.size.jit_sizes``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from dataclasses import fields as fields_of
 from itertools import repeat
-from operator import add, itemgetter
+from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.metallib.structs import Span
-from builder.size.download_report import Download, add_download_fields
+from builder.size.download_report import Download
 from builder.size.grouping import Sources, group_names, parse_by
-from builder.size.jit_sizes import HostLibrary, JitUnit, host_to_dict
+from builder.size.jit_sizes import HostLibrary, JitUnit
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
@@ -36,7 +34,6 @@ __all__ = [
     "Source",
     "build_report",
     "group_report",
-    "report_to_dict",
 ]
 
 SCHEMA = 2
@@ -72,19 +69,6 @@ class Source:
         if self.embedded is None:
             return None
         return Span(self.embedded["offset"], self.embedded["size"])
-
-    def to_json(self) -> dict[str, object]:
-        """How every JSON document names the library: path, target, kind, wheel, manifest,
-        member and identity (a report's ``source`` adds ``embedded``)."""
-        return {
-            "path": self.path,
-            "target": self.target,
-            "kind": self.kind,
-            "wheel": self.wheel,
-            "manifest": self.manifest,
-            "member": self.member,
-            "identity": self.identity,
-        }
 
     @property
     def label(self) -> str:
@@ -255,104 +239,3 @@ def build_report(
         range(len(names)),
     ]
     return _grouped(measured, columns, _labels(names, keys, rules, units, sources))
-
-
-def report_json_text(report: Report) -> str:
-    """``json.dumps(report_to_dict(report))``, compact, but several times faster on big libraries.
-
-    The function objects are formatted directly when every name and group is plain printable
-    ASCII without quotes or backslashes (always true for Metal host names); otherwise the
-    general encoder runs. Field order and values are identical either way.
-    """
-    from builder.files.jsontext import dumps
-
-    doc = report_to_dict(report, functions=False)
-    text = "".join(f.name + f.group for f in report.functions)
-    nested = report.subgrouping is not None
-    if report.download is not None or nested or not _PLAIN.fullmatch(text):
-        doc["functions"] = _function_dicts(report)
-        return dumps(doc, separators=(",", ":"))
-    head = dumps(doc, separators=(",", ":"))
-    body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_VALUES, report.functions)))
-    return head[:-1] + ',"functions":[' + body + "]}"
-
-
-_PLAIN = re.compile(r"[ !#-\[\]-~]*")
-JSON_FIELDS = FunctionRow._fields[:7]
-"""The fields of ``FunctionRow`` a report's JSON writes for each function, in its order (the
-other fields are ``list``'s and the second ``--by`` label, written as ``subgroup``)."""
-_TEXT_FIELDS = ("name", "group")
-_FUNCTION_JSON = (
-    "{" + ",".join(f'"{n}":' + ('"%s"' if n in _TEXT_FIELDS else "%d") for n in JSON_FIELDS) + "}"
-)
-_JSON_VALUES = itemgetter(slice(0, len(JSON_FIELDS)))
-
-
-def _function_dicts(report: Report) -> list[dict[str, object]]:
-    rows = [dict(zip(JSON_FIELDS, f)) for f in report.functions]
-    if report.subgrouping is not None:  # two --by keys: each function's second label too
-        rows = [
-            {"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
-            for row, f in zip(rows, report.functions)
-        ]
-    for row, share in zip(rows, report.download.functions if report.download else ()):
-        row["download_bytes"] = share
-    return rows
-
-
-def _group_dict(group: Rollup) -> dict[str, object]:
-    """A rollup node as JSON: every field of ``Rollup`` in its order (so a new measure needs no
-    change here), a measure that was not taken (None) left out, ``children`` only when nested."""
-    doc: dict[str, object] = {}
-    for name in _ROLLUP_FIELDS:
-        value = getattr(group, name)
-        if name == "children":
-            if value:
-                doc[name] = [_group_dict(child) for child in value]
-        elif value is not None:
-            doc[name] = value
-    return doc
-
-
-_ROLLUP_FIELDS = tuple(f.name for f in fields_of(Rollup))
-
-
-def report_to_dict(report: Report, *, functions: bool = True) -> dict[str, object]:
-    """The report as JSON schema 1 (``docs/report-schema.md``)."""
-    src = report.source
-    overhead: list[dict[str, object]] = [
-        {"name": o.name, "bytes": o.bytes} for o in report.overhead
-    ]
-    doc: dict[str, object] = {
-        "schema": SCHEMA,
-        "source": {
-            **src.to_json(),
-            **({} if src.embedded is None else {"embedded": src.embedded}),
-        },
-        "file_size": report.file_size,
-        "format_version": report.format_version,
-        "function_count": report.function_count,
-        "by": report.by,
-        "grouping": report.grouping,
-        **({} if report.subgrouping is None else {"subgrouping": report.subgrouping}),
-        "overhead_bytes": report.overhead_bytes,
-        "overhead": overhead,
-        "groups": [_group_dict(g) for g in report.groups],
-        "jit_units": [
-            {
-                "name": j.name,
-                "embedded_bytes": j.embedded_bytes,
-                "host_bytes": j.host_bytes,
-                "kernel_count": j.kernel_count,
-                "embedding": j.embedding,
-            }
-            for j in report.jit_units
-        ],
-        "provenance": report.provenance,
-    }
-    if report.host_library is not None:  # builds with JIT units only: other reports unchanged
-        doc["host_library"] = host_to_dict(report.host_library, report.jit_units)
-    add_download_fields(doc, overhead, report.download)  # --download only
-    if functions:
-        doc["functions"] = _function_dicts(report)
-    return doc

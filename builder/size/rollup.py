@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from builder.files.dataclass_json import field
+
 __all__ = ["FunctionRow", "Rollup", "fold", "join", "overhead_row", "roll_up"]
 
 
@@ -27,7 +29,7 @@ class FunctionRow(NamedTuple):
     group (and, with two ``--by`` keys, the subgroup) a report put it in.
 
     The one function-row shape of the tool: ``report`` fills the groups, ``list`` the position
-    and type (``builder.render.listing``).
+    and type (``builder.render.library``).
     """
 
     name: str
@@ -57,18 +59,18 @@ class Rollup:
     function_count: int
     bytes: int
     bitcode_bytes: int
-    download_bytes: int | None = None
+    download_bytes: int | None = field(omit="none", default=None)
     """The functions' shares of the modelled download (``--download``), else None."""
-    children: tuple[Rollup, ...] = ()
+    children: tuple[Rollup, ...] = field(omit="empty", default=())
     """Largest first (ties by name); empty without a second key."""
-    base_function_count: int | None = None
-    base_bytes: int | None = None
-    base_download_bytes: int | None = None
+    base_function_count: int | None = field(omit="none", default=None)
+    base_bytes: int | None = field(omit="none", default=None)
+    base_download_bytes: int | None = field(omit="none", default=None)
     """Base's download bytes (``compare --download``)."""
     overhead: bool = False
     """Bytes no function owns (the container overhead, a host library's unowned symbols); the
     function counts of such a row are 0."""
-    embedded_bytes: int | None = None
+    embedded_bytes: int | None = field(omit="none", default=None)
     """A JIT unit's source bytes embedded in the host library (``builder.size.jit_rows``)."""
 
     @property

@@ -10,7 +10,7 @@ import pytest
 from clirun import run_cli
 from synthetic import synthetic_bytes
 
-import builder.render.listing
+import builder.render.library
 
 
 def _boom(*args: object, **kwargs: object) -> None:
@@ -23,7 +23,7 @@ def test_a_bug_is_exit_3_not_1(
     lib = tmp_path / "a.metallib"
     lib.write_bytes(synthetic_bytes([("k", 100)]))
     assert run_cli(["list", str(lib)], capsys)[0] == 0
-    monkeypatch.setattr(builder.render.listing, "function_rows", _boom)
+    monkeypatch.setattr(builder.render.library, "function_rows", _boom)
     code, out, err = run_cli(["list", str(lib)], capsys)
     assert code == 3 and out == ""
     assert "Traceback" in err and "RuntimeError: a bug planted by the test" in err

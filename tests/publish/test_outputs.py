@@ -5,6 +5,8 @@ summary must get the markdown, with the gate verdict, once."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -130,17 +132,22 @@ def test_budget_writes_json_markdown_and_table(
             str(tmp_path / "b.md"),
             "-o",
             str(tmp_path / "b.txt"),
+            "-o",
+            str(tmp_path / "b.csv"),
         ],
         capsys,
     )
     assert code == 1 and out == ""
     (check,) = json.loads((tmp_path / "b.json").read_text())["checks"]
     assert (check["value"], check["limit"], check["passed"]) == (size, size - 1, False)
+    (record,) = csv.DictReader(io.StringIO((tmp_path / "b.csv").read_text()))
+    assert (record["key"], record["value"]) == ("max-size", str(size))
+    assert (record["limit"], record["passed"]) == (str(size - 1), "false")
     assert summary.read_text() == (tmp_path / "b.md").read_text()
     assert "❌ **1 of 1 limits exceeded**" in summary.read_text()
     assert "FAIL" in (tmp_path / "b.txt").read_text()
     code, _, err = run_cli(["budget", str(budget), "-o", str(tmp_path / "b.html")], capsys)
-    assert code == 2 and "(use .md, .markdown, .json, .txt" in err
+    assert code == 2 and "(use .md, .markdown, .json, .csv, .txt" in err
 
 
 def test_outputs_are_written_all_or_none_when_one_folder_cannot_be_written(

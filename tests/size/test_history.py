@@ -88,8 +88,8 @@ def test_download_size_is_the_deflate_size_a_zip_stores(
 def test_history_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(["history", str(tmp_path / "none.metallib")], capsys)
     assert code == 2 and out == "" and "no such file" in err
-    code, _, err = run_cli(["history", "x.metallib", "-o", str(tmp_path / "h.md")], capsys)
-    assert code == 2 and "(use .html, .htm, .json, .txt" in err
+    code, _, err = run_cli(["history", "x.metallib", "-o", str(tmp_path / "h.pdf")], capsys)
+    assert code == 2 and "(use .md, .markdown, .html, .htm, .json, .csv, .txt" in err
 
 
 def test_by_source_groups_every_target_by_the_trees_entry_files(

@@ -21,8 +21,7 @@ import pytest
 from clirun import run_cli
 
 from builder.metallib import open_metallib
-from builder.render.markup import md_code, md_text
-from builder.render.text import visible
+from builder.render.text import md_code, md_text, visible
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+SUM(1)", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 CONTROL = [

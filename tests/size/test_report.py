@@ -14,13 +14,10 @@ from clirun import run_cli
 from builder.errors import UsageError
 from builder.metallib import open_metallib
 from builder.records.manifest import read_manifest
-from builder.render.json_docs import report_json
-from builder.render.machine import report_csv
-from builder.render.markdown import report_markdown
-from builder.render.tables import report_table
+from builder.render.formats import report_output
+from builder.render.json_docs import report_dict, report_json, report_json_text
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
-from builder.size.report import report_to_dict
 from builder.size.report_fields import report_from_dict
 
 FUNCTIONS = [
@@ -82,7 +79,7 @@ def test_saved_report_round_trip_and_regroup(
 def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path: Path) -> None:
     path = write_metallib("lib.metallib", FUNCTIONS)
     (report,) = load_reports(str(path))
-    doc = report_to_dict(report)
+    doc = report_dict(report)
     functions = doc["functions"]
     assert isinstance(functions, list)
     functions[0]["bytes"] += 1
@@ -97,11 +94,14 @@ def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path:
 def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:
     path = write_metallib("lib.metallib", FUNCTIONS)
     reports = load_reports(str(path))
-    for text in (report_markdown(reports, 2), report_table(reports, 2, width=200)):
+    for text in (
+        report_output(reports, "markdown", 2, False, None),
+        report_output(reports, "table", 2, False, 200),
+    ):
         assert str(path) in "".join(text.split())  # a table's title wraps a long path
         assert "rest (" in text
         assert "[container overhead]" in text
-    rows = report_csv(reports).splitlines()
+    rows = report_output(reports, "csv", None, False, None).splitlines()
     assert rows[0].startswith("file,by,group")
     total = sum(int(r.split(",")[4]) for r in rows[1:])
     assert total == os.path.getsize(path)
@@ -232,13 +232,12 @@ def test_mlx_rules_leave_little_in_other(
 
 def test_fast_json_equals_general_encoder(write_metallib: Callable[..., Path]) -> None:
     """The formatted fast path and json.dumps agree, including names that need escaping."""
-    from builder.size.report import report_json_text
 
     plain = write_metallib("plain.metallib", FUNCTIONS)
     odd = write_metallib("odd.metallib", [*FUNCTIONS, ('we"ird\\name_é', 10)])
     for path in (plain, odd):
         (report,) = load_reports(str(path))
-        assert json.loads(report_json_text(report)) == report_to_dict(report)
+        assert json.loads(report_json_text(report)) == report_dict(report)
     two = json.loads(report_json(load_reports(str(plain)) * 2))
     assert two["schema"] == 2 and len(two["libraries"]) == 2
 

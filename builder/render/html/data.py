@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from builder.render.checks import gate_message
-from builder.render.pairs import pair_sides
-from builder.render.provenance import provenance_line
+from builder.render.compare_tables import pair_sides
+from builder.render.text import provenance_line
 from builder.size.grouping import group_names
 from builder.size.jit_rows import jit_breakdown
 
@@ -92,7 +92,7 @@ def _side(report: Report) -> dict[str, object]:
 
 def _download(report: Report) -> dict[str, object] | None:
     """The modelled download (``--download``): total, overhead rows, the model's line."""
-    from builder.render.download import download_line
+    from builder.render.report_tables import download_line
 
     download = report.download
     if download is None:

@@ -1,0 +1,290 @@
+"""A comparison as tables (``builder.render.table``): the metallib's groups joined base to head,
+and a build's JIT units joined the same way (``builder.size.rollup.join``). Every delta, percent
+and rest row of ``compare``'s formats is made here, once; the PR comment
+(``builder.render.pr_comment``) writes these rows within its byte budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from builder.render.checks import gate_message
+from builder.render.report_tables import shown_count
+from builder.render.table import Column, Name, Row, Said, Table, Words
+from builder.render.text import (
+    human_delta,
+    human_size,
+    origin,
+    provenance_line,
+    signed_percent,
+    visible,
+)
+from builder.size.jit_rows import by_strings
+from builder.size.rollup import Rollup, fold
+
+if TYPE_CHECKING:
+    from builder.size.checks import Check, Evaluated
+    from builder.size.compare import Comparison
+    from builder.size.rollup import FunctionRow
+
+__all__ = [
+    "compare_download_line",
+    "compare_preface",
+    "compare_tables",
+    "delta_columns",
+    "delta_row",
+    "jit_delta_table",
+    "metallib_delta_table",
+    "pair_sides",
+    "pairs_summary",
+]
+
+
+def delta_columns(key: str, counts: str | None, download: bool) -> tuple[Column, ...]:
+    """A joined table's columns: the name, the counts of base and head (``counts`` names what
+    they count; None: no counts), bytes of base and head, the delta, the delta in percent, and
+    with download figures the same three for the modelled download."""
+    columns = [Column("group", key, "text")]
+    if counts is not None:
+        columns += [
+            Column("base_function_count", f"{counts} base", "count"),
+            Column("head_function_count", f"{counts} head", "count"),
+        ]
+    columns += [
+        Column("base_bytes", "base", "size"),
+        Column("head_bytes", "head", "size"),
+        Column("delta_bytes", "delta", "delta"),
+        Column("delta_percent", "delta %", "percent"),
+    ]
+    if download:
+        columns += [
+            Column("base_download_bytes", "dl base", "size"),
+            Column("head_download_bytes", "dl head", "size"),
+            Column("delta_download_bytes", "download delta", "delta"),
+        ]
+    return tuple(columns)
+
+
+def delta_row(
+    g: Rollup, name: str, role: str, *, counts: bool, download: bool, shown_counts: bool = True
+) -> Row:
+    """A joined row: base and head counts (empty for an overhead row when not
+    ``shown_counts``), bytes, the delta and its percent (None: the group is new)."""
+    assert g.base_bytes is not None
+    values: list[object] = [name]
+    if counts:
+        values += [g.base_function_count, g.function_count] if shown_counts else [None, None]
+    values += [g.base_bytes, g.bytes, g.delta, g.percent]
+    if download:
+        values += [g.base_download_bytes, g.download_bytes, g.download_delta]
+    return Row(tuple(values), role)  # type: ignore[arg-type]
+
+
+def _rows(
+    groups: Sequence[Rollup],
+    top: int | None,
+    unit: str,
+    *,
+    counts: bool,
+    download: bool = False,
+    overhead_counts: bool = True,
+) -> list[Row]:
+    """The ``top`` largest changes, the others folded into one rest row, then the overhead
+    rows."""
+    changed = [g for g in groups if not g.overhead]
+    shown = changed[: shown_count(len(changed), top)]
+    rows = [delta_row(g, Name(g.name), "row", counts=counts, download=download) for g in shown]
+    rest = changed[len(shown) :]
+    if rest:
+        folded = fold(f"rest ({len(rest)} {unit})", rest)
+        rows.append(delta_row(folded, folded.name, "rest", counts=counts, download=download))
+    rows += [  # the tool's own rows: the container's overhead, a host library's
+        delta_row(
+            g, g.name, "overhead", counts=counts, download=download, shown_counts=overhead_counts
+        )
+        for g in groups
+        if g.overhead
+    ]
+    return rows
+
+
+def compare_download_line(comparison: Comparison) -> str | None:
+    """The modelled download of both sides and its change, in one line."""
+    base, head = comparison.base.download, comparison.head.download
+    delta = comparison.download_delta
+    if base is None or head is None or delta is None:
+        return None
+    return (
+        f"download (modelled, zlib 6 as a wheel stores it): {human_size(base.total)} → "
+        f"{human_size(head.total)}, {human_delta(delta)} "
+        f"({signed_percent(comparison.download_percent)})"
+    )
+
+
+def metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
+    """A comparison's metallib groups, its overhead row and the total."""
+    base, head = comparison.base, comparison.head
+    names = pair_sides(comparison)
+    download = comparison.download_delta is not None
+    rows = _rows(comparison.groups, top, "groups", counts=True, download=download)
+    total: list[object] = ["total", base.function_count, head.function_count]
+    total += [comparison.base_size, comparison.head_size, comparison.delta, comparison.percent]
+    if download and base.download and head.download:
+        total += [base.download.total, head.download.total, comparison.download_delta]
+    rows.append(Row(tuple(total), "total"))
+    sides = (("base", base, names[0]), ("head", head, names[1]))
+    caption: list[Words] = [
+        (f"{s}: ", Name(origin(r) if comparison.holds(r) else n)) for s, r, n in sides
+    ]
+    caption += [
+        (f"{s} ", Said(provenance_line(r.provenance))) for s, r, _ in sides if comparison.holds(r)
+    ]
+    line = compare_download_line(comparison)
+    return Table(
+        delta_columns(head.by, "fns", download),
+        tuple(rows),
+        title=(
+            Name(names[0]),
+            " → ",
+            Name(names[1]),
+            f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})",
+        ),
+        caption=tuple(caption),
+        notes=() if line is None else ((line,),),
+        csv_total="[total]",
+    )
+
+
+def jit_delta_table(comparison: Comparison, top: int | None) -> Table:
+    """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides."""
+    jit = comparison.jit
+    assert jit is not None
+    base, head = comparison.base, comparison.head
+    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    sources = by_strings(base) and by_strings(head)  # two shipped host libraries
+    caption: list[Words] = [
+        ("base measured: ", Said(jit.base_origin or "no JIT unit")),
+        ("head measured: ", Said(jit.head_origin or "no JIT unit")),
+    ]
+    if comparison.jit_only:
+        caption += [
+            (
+                "no metallib on either side: "
+                + (
+                    "the run-time sources the host libraries embed"
+                    if sources
+                    else "every unit is compiled at run time"
+                ),
+            ),
+            ("base ", Said(provenance_line(base.provenance))),
+            ("head ", Said(provenance_line(head.provenance))),
+        ]
+    names = pair_sides(comparison)
+    counts = None if sources else "kernels"  # a shipped host library counts no kernels
+    rows = _rows(jit.groups, top, "units", counts=counts is not None, overhead_counts=False)
+    units = [g for g in jit.groups if not g.overhead]
+    total: list[object] = ["total"]
+    if counts:
+        total += [
+            sum(g.base_function_count or 0 for g in units),
+            sum(g.function_count for g in units),
+        ]
+    total += [jit.base_total, jit.head_total, jit.delta, jit.percent]
+    rows.append(Row(tuple(total), "total"))
+    return Table(
+        delta_columns("run-time source" if sources else "JIT unit", counts, False),
+        tuple(rows),
+        title=(
+            Name(names[0]),
+            " → ",
+            Name(names[1]),
+            (
+                f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
+                f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
+            ),
+        ),
+        caption=tuple(caption),
+        csv_total="[jit total]",
+        csv_prefix="jit:",
+    )
+
+
+def _name_list(rows: Sequence[FunctionRow], limit: int) -> str:
+    return ", ".join(f"{visible(r.name)} ({human_size(r.bytes)})" for r in rows[:limit])
+
+
+def _pair_lines(comparison: Comparison, gates: Sequence[Check]) -> list[Words]:
+    """After a pair's tables: functions added and removed, notes, gate verdicts."""
+    lines: list[Words] = []
+    if not comparison.jit_only:
+        for label, rows, sign in (
+            ("added", comparison.added, 1),
+            ("removed", comparison.removed, -1),
+        ):
+            total = human_delta(sign * sum(r.bytes for r in rows))
+            largest = f"; largest: {_name_list(rows, 5)}" if rows else ""
+            lines.append((f"functions {label}: {len(rows):,} ({total})", Said(largest)))
+    lines += [("note: ", Said(note)) for note in comparison.notes]
+    lines += [("PASS " if g.passed else "FAIL ", Said(gate_message(g))) for g in gates]
+    return lines
+
+
+def compare_tables(pairs: Evaluated, top: int | None, *, context: bool = False) -> list[Table]:
+    """Every table of ``compare``: per library pair the metallib's groups (skipped when neither
+    side has a metallib) and the JIT units, the pair's lines after its last table. With
+    ``context`` (the CSV of several pairs, or of a library on one side only) each table names
+    its pair's library and ``change``."""
+    from dataclasses import replace
+
+    tables = []
+    for comparison, gates in pairs:
+        own = []
+        if not comparison.jit_only:
+            own.append(metallib_delta_table(comparison, top))
+        if comparison.jit is not None:
+            own.append(jit_delta_table(comparison, top))
+        own[-1] = replace(own[-1], notes=(*own[-1].notes, *_pair_lines(comparison, gates)))
+        if context:
+            source = comparison.library.source
+            named = (("library", source.member or source.label), ("change", comparison.change))
+            own = [replace(t, context=named) for t in own]
+        tables += own
+    return tables
+
+
+def compare_preface(pairs: Evaluated) -> list[Words]:
+    """``libraries: 11 paired, 2 added (a, b), ...`` when the targets' libraries did not all
+    pair."""
+    summary = pairs_summary([c for c, _ in pairs])
+    return [] if summary is None else [(summary,)]
+
+
+def pair_sides(comparison: Comparison) -> tuple[str, str]:
+    """How a comparison's base and head are named: each side's library, or for a library on
+    one side only, what the other side lacks (``not in base`` for an added one)."""
+    base, head = comparison.base.source.label, comparison.head.source.label
+    if comparison.change == "added":
+        return "(not in base)", head
+    if comparison.change == "removed":
+        return base, "(not in head)"
+    return base, head
+
+
+def pairs_summary(
+    comparisons: Sequence[Comparison], name: Callable[[str], str] | None = None
+) -> str | None:
+    """``libraries: 11 paired, 2 added (a, b), 1 removed (c)`` when the two targets' libraries
+    did not all pair (None when they did): which library is on one side only, each name shown
+    by ``name`` (default ``visible``)."""
+    show = name or visible
+    added = [c.library.source.label for c in comparisons if c.change == "added"]
+    removed = [c.library.source.label for c in comparisons if c.change == "removed"]
+    if not added and not removed:
+        return None
+    paired = len(comparisons) - len(added) - len(removed)
+    parts = [f"libraries: {paired:,} paired"]
+    for word, names in (("added", added), ("removed", removed)):
+        if names:
+            parts.append(f"{len(names):,} {word} ({', '.join(show(n) for n in names)})")
+    return ", ".join(parts)

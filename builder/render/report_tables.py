@@ -1,0 +1,351 @@
+"""A report as tables (``builder.render.table``): its groups, its JIT units, its wheel's files
+and the binaries holding its libraries. Every share, cumulative share and rest row of every
+format of ``report`` is computed here, once.
+
+A build's JIT units are measured in its host library (``builder.size.jit_rows``), never in the
+metallib, so they get a table of their own whose caption says what was measured and where; for a
+build with no metallib (every unit JIT) it is the report. Rows are always units, whatever
+``--by`` says: the host library has no per-function sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from builder.render.table import (
+    CSV,
+    PEOPLE,
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    Words,
+    cumulative_shares,
+    share_of,
+)
+from builder.render.text import (
+    OVERHEAD_LABEL,
+    grouping_text,
+    human_delta,
+    human_size,
+    origin,
+    percent,
+    provenance_line,
+)
+from builder.size.jit_rows import by_strings, jit_breakdown
+from builder.size.rollup import Rollup, fold
+
+if TYPE_CHECKING:
+    from builder.size.binary_account import BinaryAccount
+    from builder.size.download_report import WheelFiles
+    from builder.size.jit_rows import JitBreakdown
+    from builder.size.report import Report
+
+__all__ = ["Shown", "download_line", "report_tables", "shown_count", "top_rows"]
+
+
+class Shown(NamedTuple):
+    """The rows of one level to show, and the others summed into ``rest`` (None when every row
+    is shown)."""
+
+    rows: Sequence[Rollup]
+    rest: Rollup | None
+    rest_groups: int
+
+
+def shown_count(count: int, top: int | None) -> int:
+    """How many of ``count`` rows a table limited to ``top`` shows (all when None). A rest row
+    stands for two rows or more: folding a single one would hide its name and save no line."""
+    return count if top is None or top >= count - 1 else max(top, 0)
+
+
+def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
+    """The largest ``top`` groups (all when None), and the others summed into one rollup."""
+    top = shown_count(len(groups), top)
+    if top >= len(groups):
+        return Shown(groups, None, 0)
+    return Shown(groups[:top], fold("", groups[top:]), len(groups) - top)
+
+
+def _size_columns(first: Column, count: str = "functions") -> list[Column]:
+    """A name, a count, the size (human, and exact in the terminal and CSV), share, cumulative."""
+    return [
+        first,
+        Column("function_count", count, "count"),
+        Column("bytes", "size", "size", PEOPLE),
+        Column("bytes", "bytes", "bytes", CSV),
+        Column("share", "share", "share"),
+        Column("cumulative", "cumulative", "share", PEOPLE),
+    ]
+
+
+def _download_columns() -> list[Column]:
+    return [
+        Column("download_bytes", "download", "size"),
+        Column("download_share", "dl share", "share"),
+    ]
+
+
+def _group_table(report: Report, top: int | None) -> Table:
+    """The largest groups with their share and the cumulative share (groups only), then the
+    rest, the overhead and the total; with two ``--by`` keys each group's largest children
+    follow it (and their rest)."""
+    whole = report.file_size
+    download = report.download
+    columns = _size_columns(Column("group", report.by, "text"))
+    if download is not None:
+        columns += _download_columns()
+
+    def row(name: str, g: Rollup, cumulative: float | None, role: str, depth: int = 0) -> Row:
+        values = [name, g.function_count, g.bytes, g.bytes, share_of(g.bytes, whole), cumulative]
+        if download is not None:
+            values += [g.download_bytes or 0, share_of(g.download_bytes or 0, download.total)]
+        return Row(tuple(values), role, depth)  # type: ignore[arg-type]
+
+    shown = top_rows(report.groups, top)
+    tops = [*shown.rows, *([shown.rest] if shown.rest else [])]
+    overhead = Rollup(
+        OVERHEAD_LABEL, 0, report.overhead_bytes, 0, download.overhead_bytes if download else None
+    )
+    running = iter(cumulative_shares([g.bytes for g in [*tops, overhead]], whole))
+    rows = []
+    for group in shown.rows:
+        rows.append(row(Name(group.name), group, next(running), "row"))
+        children = top_rows(group.children, top)
+        rows += [row(Name(c.name), c, None, "row", 1) for c in children.rows]
+        if children.rest is not None:
+            rows.append(
+                row(f"rest ({children.rest_groups} groups)", children.rest, None, "rest", 1)
+            )
+    if shown.rest is not None:
+        rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
+    last = row(OVERHEAD_LABEL, overhead, next(running), "overhead")
+    rows.append(Row((OVERHEAD_LABEL, None, *last.values[2:]), "overhead"))  # no function count
+    total = [
+        "total",
+        report.function_count,
+        whole,
+        whole,
+        share_of(whole, whole),
+        None,
+        *([download.total, share_of(download.total, download.total)] if download else []),
+    ]
+    rows.append(Row(tuple(total), "total"))
+    src = report.source
+    inside = f"#{src.identity}" if src.identity is not None and src.path else ""
+    return Table(
+        tuple(columns),
+        tuple(rows),
+        title=(
+            Name(src.label),
+            f": {human_size(whole)}, {report.function_count:,} functions, by {report.by}",
+        ),
+        heading=("Size of ", Name(src.label)),
+        caption=(
+            ("measured in ", Name(origin(report)), "; grouping: ", Said(grouping_text(report))),
+            (Said(provenance_line(report.provenance)),),
+        ),
+        notes=_download_notes(report),
+        context=(("file", (src.path or "") + inside), ("by", report.by)),
+        nested=report.subgrouping is not None,
+    )
+
+
+def download_line(report: Report) -> str | None:
+    """What the download column is and how close it came: one line under a table."""
+    download = report.download
+    if download is None:
+        return None
+    level = download.model.get("level", "?")
+    line = (
+        f"download: {human_size(download.total)} ({download.total:,} bytes, "
+        f"{percent(download.total, report.file_size)} of the file), modelled as a wheel "
+        f"stores it (zlib level {level}; docs/download-size.md)"
+    )
+    member = download.member
+    if member is not None and download.model_error is not None:
+        line += (
+            f"; the wheel's {member.name} is {member.download_bytes:,} bytes compressed: "
+            f"model {human_delta(download.model_error)} "
+            f"({100.0 * download.model_error / max(member.download_bytes, 1):+.4f}%)"
+        )
+    return line
+
+
+def _download_notes(report: Report) -> tuple[Words, ...]:
+    line = download_line(report)
+    return () if line is None else ((Said(line),),)
+
+
+def _jit_notes(report: Report) -> list[str]:
+    if by_strings(report):  # a shipped host library: its run-time sources are the report
+        return ["no metallib: the run-time sources the host library embeds"]
+    notes = []
+    if report.source.path is None:
+        notes.append("no metallib: every unit is compiled at run time")
+    if report.by != "kernel":
+        notes.append(
+            f"rows are JIT units whatever --by {report.by} says: the host library "
+            "has no per-function sizes"
+        )
+    return notes
+
+
+def jit_headline(jit: JitBreakdown) -> str:
+    """``JIT host library 350.5 kB`` or ``embedded JIT source 296.9 kB``: what the total is."""
+    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    return f"{what} {human_size(jit.total)}"
+
+
+def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
+    """The JIT units (the largest ``top``, the rest folded), the host bytes no unit owns, the
+    total. The cumulative share runs over every row."""
+    strings = by_strings(report)  # a shipped host library: no kernel counts, no manifest bytes
+    how = {j.name: j.embedding for j in report.jit_units}
+    whole = "whole-file" in how.values()  # an embedding column when some unit is embedded whole
+    first = "run-time source" if strings else "JIT unit"
+    columns = [Column("group", first, "text")]
+    if whole:
+        columns.append(Column("embedding", "embedding", "text", PEOPLE))
+    sizes = _size_columns(columns[0], "kernels")[1:]  # a shipped host library counts no kernels
+    columns += sizes[1:] if strings else sizes
+    if not strings:
+        columns.append(Column("embedded_bytes", "embedded", "size", PEOPLE))
+    shown = top_rows(jit.units, top)
+    what = "run-time sources" if strings else "units"
+    named: list[tuple[str, Rollup, str]] = [(Name(r.name), r, "row") for r in shown.rows]
+    if shown.rest is not None:
+        named.append((f"rest ({shown.rest_groups} {what})", shown.rest, "rest"))
+    named += [(o.name, o, "overhead") for o in jit.overhead]
+    cumulative = cumulative_shares([r.bytes for _, r, _ in named], jit.total)
+    rows = []
+    for (name, r, role), running in zip(named, cumulative, strict=True):
+        values: list[object] = [name]
+        if whole:
+            values.append(how.get(r.name) if role == "row" else None)
+        if not strings:
+            values.append(None if r.overhead else r.function_count)
+        values += [r.bytes, r.bytes, share_of(r.bytes, jit.total), running]
+        if not strings:
+            values.append(None if r.overhead else r.embedded_bytes or 0)
+        rows.append(Row(tuple(values), role))  # type: ignore[arg-type]
+    kernels = sum(r.function_count for r in jit.units)
+    total: list[object] = ["total", *([None] if whole else []), *([] if strings else [kernels])]
+    total += [jit.total, jit.total, share_of(jit.total, jit.total), None]
+    rows.append(Row(tuple(total + ([] if strings else [None])), "total"))
+    counted = (
+        f"{len(jit.units):,} run-time sources"
+        if strings
+        else f"{len(jit.units):,} units ({kernels:,} kernels) compiled at run time"
+    )
+    caption: list[Words] = [
+        ("measured: ", Said(jit.origin), *(f"; {n}" for n in _jit_notes(report)))
+    ]
+    if report.source.path is None:  # the metallib table, which names the provenance, is absent
+        caption.append((Said(provenance_line(report.provenance)),))
+    library = report.host_library
+    where = library.path if jit.host_measured and library else report.source.manifest or ""
+    return Table(
+        tuple(columns),
+        tuple(rows),
+        title=(Name(report.source.label), f": {jit_headline(jit)}, {counted}"),
+        heading=("JIT units of ", Name(report.source.label))
+        if report.source.path
+        else ("Size of ", Name(report.source.label)),
+        caption=tuple(caption),
+        context=(("file", where), ("by", "jit")),
+    )
+
+
+def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
+    """Every file of a wheel (the largest ``top`` by download), with the zip's real compressed
+    sizes; the zip's own bytes and the total make the download column add up to the file."""
+    columns = (
+        Column("group", "file", "text"),
+        Column("bytes", "size", "size"),
+        Column("download_bytes", "download", "size"),
+        Column("download_share", "dl share", "share"),
+    )
+    files = sorted(wheel.files, key=lambda f: (-f.download_bytes, f.name))
+    shown = top_rows([Rollup(f.name, 0, f.bytes, 0, f.download_bytes) for f in files], top)
+    whole = wheel.bytes
+    rows = [
+        Row((Name(f.name), f.bytes, f.download_bytes, share_of(f.download_bytes or 0, whole)))
+        for f in shown.rows
+    ]
+    if shown.rest is not None:
+        rest = shown.rest.download_bytes or 0
+        name = f"rest ({shown.rest_groups:,} files)"
+        rows.append(Row((name, shown.rest.bytes, rest, share_of(rest, whole)), "rest"))
+    headers = whole - wheel.download_bytes
+    zip_headers = ("[zip headers]", None, headers, share_of(headers, whole))
+    rows.append(Row(zip_headers, "overhead", media=PEOPLE))  # the CSV's rows are the files
+    files_bytes = sum(f.bytes for f in wheel.files)
+    rows.append(
+        Row(("total (the wheel file)", files_bytes, whole, share_of(whole, whole)), "total")
+    )
+    return Table(
+        columns,
+        tuple(rows),
+        title=(Name(wheel.path), f": {human_size(whole)} wheel, {len(wheel.files):,} files"),
+        heading=("Files in ", Name(wheel.path)),
+        caption=(("bytes and download (compressed) bytes from the wheel's zip directory",),),
+        context=(("file", wheel.path), ("by", "wheel file")),
+    )
+
+
+def _binary_table(account: BinaryAccount) -> Table:
+    """A binary's parts (its libraries, each section's other bytes, the bytes in no section),
+    adding up to the file."""
+    whole = account.file_size
+    columns = _size_columns(Column("group", "part of the binary", "text"))[:-1]
+    rows = [
+        Row(
+            (
+                Name(r.name),
+                None if r.overhead else r.function_count,
+                r.bytes,
+                r.bytes,
+                share_of(r.bytes, whole),
+            ),
+            "overhead" if r.overhead else "row",
+        )
+        for r in account.rows
+    ]
+    rows.append(Row(("total", None, whole, whole, share_of(whole, whole)), "total"))
+    libraries = sum(1 for r in account.rows if not r.overhead)
+    return Table(
+        tuple(columns),
+        tuple(rows),
+        title=(
+            Name(account.shown),
+            (
+                f": {account.kind}, {human_size(whole)} ({whole:,} bytes); {libraries} "
+                f"metallib(s) {percent(account.library_bytes, whole)}, the rest by section"
+            ),
+        ),
+        heading=("Binary ", Name(account.shown)),
+        context=(("file", account.path), ("by", "binary part")),
+    )
+
+
+def report_tables(
+    reports: Sequence[Report], top: int | None, binaries: Sequence[BinaryAccount] = ()
+) -> list[Table]:
+    """Every table of ``report``: per library its groups (none for a build with no metallib)
+    and its JIT units; then each wheel's files (``--download``) and each binary's parts."""
+    tables = []
+    wheels: dict[str, WheelFiles] = {}
+    for report in reports:
+        jit = jit_breakdown(report)
+        if report.source.path is not None or jit is None:
+            tables.append(_group_table(report, top))
+        if jit is not None:
+            tables.append(_jit_table(report, jit, top))
+        wheel = report.download.wheel if report.download else None
+        if wheel is not None:
+            wheels.setdefault(wheel.path, wheel)
+    tables += [_wheel_table(w, top) for w in wheels.values()]
+    return tables + [_binary_table(a) for a in binaries]
