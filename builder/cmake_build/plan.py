@@ -14,16 +14,16 @@ Either way the record step (``builder.cmake_build.record``) and the JIT generato
 file, and a discovered tree's discovery is remembered beside it (``discovery.json``), so each entry
 file is preprocessed once per build.
 
-A **unit** is what gets one mode: a catalog family (``binary``; its AOT sources are generated
-into the build directory by ``builder.kernels.chunking``) or an entry file of a discovered tree
-(``unary.metal``, compiled as it is). ``--jit GLOBS`` (``METALLIB_JIT``) names the JIT units and
-``--aot GLOBS`` the AOT ones (every other unit JIT), by name or glob, for both tree kinds, as
-``variants --from --jit/--aot`` do; a glob that names no unit is refused (exit 2). An entry file
-stays AOT when asked JIT if ``[build] aot-only`` names it
-(``builder.subsets.variant_select.held_aot``; the unit says why); a JIT entry file is embedded
-whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its ``embedding``,
-``builder.kernels.embedding``), and every build of a tree with
-run-time-only kernels embeds their headers in the host library, AOT builds included. The plan of
+A **unit** is what gets one mode: a catalog family (``binary``; the catalog is expanded into
+ordinary entry files in the build directory by ``builder.kernels.catalog_tree``) or an entry
+file of a discovered tree (``unary.metal``, compiled as it is). ``--jit GLOBS``
+(``METALLIB_JIT``) names the JIT units and ``--aot GLOBS`` the AOT ones (every other unit JIT),
+by name or glob, for both tree kinds, as ``variants --from --jit/--aot`` do; a glob that names
+no unit is refused (exit 2). An entry file stays AOT when asked JIT if ``[build] aot-only``
+names it (``builder.subsets.variant_select.held_aot``; the unit says why); a JIT entry file is
+embedded whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its
+``embedding``, ``builder.kernels.embedding``), and every build of a tree with run-time-only
+kernels embeds their headers in the host library, AOT builds included. The plan of
 a discovered tree passes the coverage check (``builder.subsets.coverage``) or is refused (exit 1).
 """
 
@@ -71,15 +71,15 @@ def make_plan(request: BuildRequest, *, cache_file: Path | None = None) -> Build
 
 
 def write_plan(plan: BuildPlan, path: Path) -> bool:
-    """Write a catalog tree's generated sources (into the plan's generation folder), the
-    discovery the plan made (beside ``path``) and ``path``, each only when its bytes change;
-    True when the plan file was written."""
+    """Write a catalog tree's generated entry files (into the build folder), the discovery the
+    plan made (beside ``path``) and ``path``, each only when its bytes change; True when the
+    plan file was written."""
     from builder.files.atomic import write_if_changed
-    from builder.kernels.chunking import write_sources
+    from builder.kernels.catalog_tree import write_tree
     from builder.kernels.discovery_cache import remember
 
-    if plan.kind == "catalog" and plan.compiles:
-        write_sources(plan.chunks, plan.compiles[0][1].parent)
+    if plan.generated is not None:
+        write_tree(plan.generated, plan.source_root)
     if plan.memo is not None:
         remember(path.parent / DISCOVERY_CACHE, plan.memo)
     return write_if_changed(path, plan_text(plan))

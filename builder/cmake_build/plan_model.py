@@ -14,13 +14,12 @@ from typing import Any, TypedDict
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 from builder.files.reading import read_json
-from builder.kernels.chunking import Chunk
+from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
 
 __all__ = [
     "CATALOG_LIBRARY",
     "DISCOVERY_CACHE",
-    "GENERATED_SOURCES",
     "PLAN_FILE",
     "PLAN_SCHEMA",
     "BuildPlan",
@@ -35,8 +34,6 @@ PLAN_SCHEMA = 3
 compiler, SDK, flags, dtypes and compression among the ``cmake`` lists."""
 PLAN_FILE = "metal_plan/plan.json"
 """Where the plan is written, relative to the build folder."""
-GENERATED_SOURCES = "metal_aot/src"
-"""Where a catalog tree's AOT sources are generated, relative to the build folder."""
 DISCOVERY_CACHE = "discovery.json"
 """Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
@@ -115,8 +112,9 @@ class BuildPlan:
     """(unit, absolute .metal source) for every AOT compile, in link order."""
     preambles: tuple[PlannedPreamble, ...] = ()
     """JIT preambles of a discovered tree: function, headers (absolute), entries."""
-    chunks: tuple[Chunk, ...] = field(default=(), compare=False)
-    """A catalog tree's generated sources (written by ``plan.write_plan``)."""
+    generated: GeneratedTree | None = field(default=None, compare=False)
+    """A catalog tree's entry files (``builder.kernels.catalog_tree``), written into the build
+    folder by ``plan.write_plan``; None for a discovered tree, or without a build folder."""
     memo: DiscoveryMemo | None = field(default=None, compare=False)
     """A discovery the build directory does not remember yet (``write_plan`` saves it)."""
     run_time: dict[str, Any] = field(default_factory=dict)
@@ -130,6 +128,15 @@ class BuildPlan:
     @property
     def jit(self) -> tuple[str, ...]:
         return tuple(u.name for u in self.units if u.mode == "jit")
+
+    @property
+    def source_root(self) -> Path:
+        """The tree whose entry files the AOT units compile: a catalog's generated one in the
+        build folder, else the kernel tree itself."""
+        build_dir = self.request.location.build_dir
+        if self.kind == "catalog" and build_dir is not None:
+            return Path(build_dir) / GENERATED_TREE
+        return self.source_dir
 
     @staticmethod
     def _unit(unit: Unit) -> dict[str, object]:
@@ -177,11 +184,7 @@ class BuildPlan:
             "cmake": {
                 "kind": self.kind,
                 "library": self.library,
-                "source_root": str(
-                    self.compiles[0][1].parent
-                    if self.kind == "catalog" and self.compiles
-                    else self.source_dir
-                ),
+                "source_root": str(self.source_root),
                 "source_dir": str(self.source_dir),
                 "compiler": self.request.toolchain.metal_compiler or "",
                 "sdk": self.request.toolchain.sdk,

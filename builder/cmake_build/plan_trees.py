@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from builder.cmake_build.plan_model import (
     CATALOG_LIBRARY,
-    GENERATED_SOURCES,
     BuildPlan,
     DiscoverySettings,
     PlannedPreamble,
@@ -23,7 +22,6 @@ from builder.kernels.runtime_sources import RuntimeSources, over_file
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
-    from builder.kernels.chunking import Chunk
     from builder.kernels.tree_config import TreeConfig
 
 __all__ = ["catalog_plan", "discovered_plan", "jit_units", "select_families"]
@@ -93,9 +91,11 @@ def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int 
 
 
 def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
-    """The plan of a catalog tree: families, each AOT (sources generated and chunked) or JIT."""
+    """The plan of a catalog tree: families, each AOT (its generated entry files compiled) or
+    JIT. With a build folder the catalog is expanded into the entry files of the tree the build
+    writes there (``builder.kernels.catalog_tree``)."""
     from builder.kernels.catalog import load_catalog
-    from builder.kernels.chunking import catalog_chunks
+    from builder.kernels.catalog_tree import GENERATED_TREE, generate_tree
     from builder.kernels.tree_config import TreeConfig
 
     tree, selection = request.tree, request.selection
@@ -122,13 +122,12 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         for name in selected
     )
     std, version = std_for(request, TreeConfig())
-    chunks: list[Chunk] = []
+    generated = None
     compiles: list[tuple[str, Path]] = []
-    aot = [u.name for u in units if u.mode == "aot"]
-    if request.location.build_dir is not None and aot:
-        gen_dir = request.location.build_dir / GENERATED_SOURCES
-        chunks = catalog_chunks(catalog, aot, selection.dtypes or None, selection.chunk_size)
-        compiles = [(c.family, gen_dir / f"{c.name}.metal") for c in chunks]
+    if request.location.build_dir is not None:
+        root = request.location.build_dir / GENERATED_TREE
+        generated = generate_tree(catalog, selected, selection.dtypes or None, selection.chunk_size)
+        compiles = [(e.unit, root / e.path) for e in generated.entries if e.unit not in jit]
     return BuildPlan(
         request,
         "catalog",
@@ -145,7 +144,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         (),
         tuple(compiles),
         (),
-        tuple(chunks),
+        generated,
     )
 
 

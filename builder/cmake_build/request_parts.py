@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.cmake_build.option_values import meta
-from builder.kernels.chunking import DEFAULT_CHUNK_SIZE
+from builder.kernels.catalog_tree import DEFAULT_CHUNK_SIZE
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
 __all__ = [

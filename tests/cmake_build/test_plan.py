@@ -33,10 +33,20 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
     assert (plan.kind, plan.library) == ("catalog", "mlx")
     assert plan.aot == ("unary", "arange") and plan.jit == ("copy",)  # catalog order
     assert {unit for unit, _ in plan.compiles} == {"unary", "arange"}
-    assert all(path.parent == tmp_path / "metal_aot" / "src" for _, path in plan.compiles)
-    held = sorted(i.host_name for c in plan.chunks for i in c.instantiations)
+    # the catalog expands into entry files of a tree in the build folder, one folder per unit;
+    # the AOT units' entry files are compiled, and between them hold each AOT kernel once
+    assert all(path.parent == tmp_path / "metal_gen" / unit for unit, path in plan.compiles)
+    assert plan.generated is not None and plan.source_root == tmp_path / "metal_gen"
+    compiled = {str(path) for _, path in plan.compiles}
+    held = sorted(
+        i.host_name
+        for e in plan.generated.entries
+        if str(tmp_path / "metal_gen" / e.path) in compiled
+        for i in e.instantiations
+    )
     expected = load_catalog().expand(["unary", "arange"], ["float32"])
     assert held == sorted(i.host_name for i in expected)
+    assert {e.unit for e in plan.generated.entries} == {"unary", "copy", "arange"}
     every = make_plan(BuildRequest().replace(jit=("*",)))
     assert every.jit == load_catalog().family_names and every.aot == () and not every.compiles
 

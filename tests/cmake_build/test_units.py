@@ -23,7 +23,7 @@ from builder.cmake_build.toolchain import (
 )
 from builder.errors import BuilderError, UsageError
 from builder.kernels import load_catalog
-from builder.kernels.chunking import catalog_chunks, write_sources
+from builder.kernels.catalog_tree import generate_tree, write_tree
 from builder.kernels.compiler import find_compiler
 from builder.records.manifest import build_manifest
 from builder.size.host_symbols import OTHER, symbol_sizes
@@ -73,18 +73,26 @@ def test_toolchain_through_xcrun_runs_it_with_the_sdk() -> None:
     assert found.compiler.endswith("metal-standin") and found.explicit is None
 
 
-def test_sources_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> None:
+def test_generated_tree_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> None:
     catalog = load_catalog()
-    out = tmp_path / "src"
-    chunks = catalog_chunks(catalog, ["unary"], ["float32"], 30)
-    paths = write_sources(chunks, out)
-    assert sorted(paths) == sorted(out.glob("*.metal")) and len(paths) == len(chunks) > 1
+    out = tmp_path / "metal_gen"
+    tree = generate_tree(catalog, ["unary"], ["float32"], 30)
+    paths = write_tree(tree, out)
+    assert (
+        sorted(paths) == sorted(out.glob("unary/*.metal")) and len(paths) == len(tree.entries) > 1
+    )
     mtimes = [p.stat().st_mtime_ns for p in paths]
-    write_sources(catalog_chunks(catalog, ["unary"], ["float32"], 30), out)
+    again = generate_tree(catalog, ["unary"], ["float32"], 30)
+    assert again == tree  # deterministic: the same inputs, the same entry files
+    write_tree(again, out)
     assert [p.stat().st_mtime_ns for p in paths] == mtimes
-    one = catalog_chunks(catalog, ["unary"], ["float32"], 100_000)
-    write_sources(one, out)
-    assert [p.name for p in out.glob("*.metal")] == [f"{one[0].name}.metal"]
+    one = generate_tree(catalog, ["unary"], ["float32"], 100_000)
+    write_tree(one, out)
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*.metal")] == [one.entries[0].path]
+    # an ordinary tree: each file includes its family header and instantiates, nothing else
+    text = (out / one.entries[0].path).read_text()
+    assert '#include "unary/unary.h"' in text
+    assert text.count("instantiate_kernel(") == len(catalog.expand(["unary"], ["float32"]))
 
 
 def test_select_families_catalog_order_and_errors() -> None:
