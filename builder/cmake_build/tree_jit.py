@@ -9,8 +9,9 @@ into the host library:
 
 * ``<out>/<entry file>.cpp`` for each JIT entry file: the text pieces only it stores (of the
   preambles only it needs), as ``const char`` arrays in the unit's own namespace
-  (``builder.jit.unit_names``) and nothing else: no function and no ``#include``, so the file
-  compiles for any target, and every symbol it defines names its unit;
+  (``builder.jit.literals.unit_namespace``) and nothing else: no function and no
+  ``#include``, so the file compiles for any target, and every symbol it defines names its
+  unit;
 * ``<out>/_shared_preambles.cpp``: the runtime part. The preambles several JIT entry files need,
   the text pieces several entry files' own sources hold (a header that entry files embedded
   whole all inline, such as ggml's ``ggml-common.h``: stored once), each preamble's function
@@ -57,8 +58,8 @@ from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSour
 
 if TYPE_CHECKING:
     from builder.cmake_build.plan_model import Unit
-    from builder.jit.codegen import StoredPiece
     from builder.jit.preamble import Preamble
+    from builder.jit.writer import StoredPiece
 
 __all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
@@ -90,12 +91,12 @@ def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
 
 def _pieces(preambles: Sequence[tuple[str, Preamble]]) -> dict[str, StoredPiece]:
     """Name -> StoredPiece of every piece ``preambles`` are stored in (as ``preamble_code``)."""
-    from builder.jit.codegen import family_pieces
+    from builder.jit.writer import stored_pieces
 
     return {
         piece.name: piece
         for _, preamble in preambles
-        for piece in family_pieces(preamble, dedup=True, compress=False)
+        for piece in stored_pieces(preamble, dedup=True, compress=False)
     }
 
 
@@ -136,7 +137,7 @@ def _stored(
 ) -> _Stored:
     """An entry file's arrays: its own pieces (``string``), or each of its own preambles' whole
     text (``cstring``)."""
-    from builder.jit.preamble_functions import cstring_bytes, text_array, unit_piece
+    from builder.jit.writer import cstring_bytes, text_array, unit_piece
 
     if api == "cstring":
         return _Stored(
@@ -165,7 +166,7 @@ def _shared_text(
     """The runtime part: every preamble's function (``entries`` = (function, Preamble)), the
     text no single entry file stores (defined here), the declarations of what the entry files
     ``stored``, and the ``lookup`` lines. Returns its text and the bytes it stores itself."""
-    from builder.jit.preamble_functions import preamble_code
+    from builder.jit.writer import preamble_code
 
     where = {name: s.scope for s in stored for name in s.names}
     listed = [(", ".join(p.headers[:1]), f, p) for f, p in entries]
@@ -239,9 +240,9 @@ def generate(
 ) -> tuple[dict[str, Any], list[Path]]:
     """Write the sources for ``plan``'s JIT entry files; return embed.json's content and every
     file read. ``namespace`` (CMake's NAMESPACE) wins over the plan's."""
-    from builder.jit.codegen import namespace_problem
+    from builder.jit.literals import unit_namespace
     from builder.jit.preamble import inline_preamble
-    from builder.jit.unit_names import unit_namespace
+    from builder.kernels.cxx_names import namespace_problem
 
     settings = plan.run_time
     namespace = namespace or str(settings.get("namespace") or DEFAULT_NAMESPACE)

@@ -4,7 +4,7 @@
 ``metallib.toml`` names the namespace of a tree's run-time sources
 (``builder.kernels.runtime_sources``), ``embed --namespace`` and ``--jit-namespace`` name one on
 the command line, and CMake's NAMESPACE reaches the generators: every one is checked by
-``namespace_problem`` here, which ``builder.jit.codegen`` re-exports and cmake/MetallibPython.cmake
+``namespace_problem`` here, which ``builder.jit`` uses and cmake/MetallibPython.cmake
 states again (``_metallib_namespace_problem``; tests/jit/test_codegen.py checks the two agree).
 Kept below ``builder.jit`` so the settings reader needs nothing above it.
 """

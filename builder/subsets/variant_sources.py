@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.jit.codegen import family_pieces
 from builder.jit.generate import cxx_identifier, embed_headers, root_names
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.tree_preambles import PreambleSpec, jit_preambles
+from builder.jit.writer import stored_pieces
 from builder.kernels.runtime_sources import RuntimeSources
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def _stored_texts(
         if settings.storage == "separate":
             stored.setdefault(function, preamble.text)
             continue
-        for piece in family_pieces(preamble, dedup=True, compress=False):
+        for piece in stored_pieces(preamble, dedup=True, compress=False):
             stored.setdefault(piece.name, piece.text)
     return stored
 

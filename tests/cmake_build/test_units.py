@@ -160,8 +160,8 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
 
 def test_symbol_sizes_by_the_unit_namespace(tmp_path: Path) -> None:
     """A symbol is a unit's when its name holds the unit's namespace (spelled here as
-    builder.jit.unit_names documents it) or ``family_<unit>``, whatever file defines it; a
-    ``.bss`` object holds no file bytes and counts for nobody."""
+    builder.jit.literals.unit_namespace documents it) or ``family_<unit>``, whatever file
+    defines it; a ``.bss`` object holds no file bytes and counts for nobody."""
     (tmp_path / "unary.cpp").write_text(
         # the anonymous namespace's mangled name ends in a digit (12_GLOBAL__N_1) right
         # before the unit's namespace's length

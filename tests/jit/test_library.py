@@ -13,7 +13,7 @@ import pytest
 from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
 from support.jit_library import JitLibrary, JitLibraryError
 
-from builder.jit.checking import anchor_line_markers, jit_check_chunks
+from builder.jit.family_source import anchor_line_markers, jit_check_chunks
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.check import CheckChunk, run_check
