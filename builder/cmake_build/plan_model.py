@@ -13,9 +13,11 @@ from typing import Any, TypedDict
 
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
+from builder.files.dataclass_json import dump, load
 from builder.files.reading import read_json
 from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
+from builder.records.manifest import Unit
 
 __all__ = [
     "CATALOG_LIBRARY",
@@ -60,24 +62,6 @@ class PlannedPreamble(TypedDict):
     """The JIT entry files that need it (empty: every build carries it)."""
     embedding: str
     """``whole-file`` or ``preamble`` (``builder.kernels.embedding``)."""
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One catalog family or one entry file, and the mode it is built in."""
-
-    name: str
-    mode: str
-    """``aot`` or ``jit``."""
-    sources: tuple[str, ...]
-    """The family header or the entry file, relative to the tree."""
-    preambles: tuple[str, ...] = ()
-    """JIT entry file: the run-time preamble functions it needs."""
-    reason: str | None = None
-    """Why an entry file stays AOT in JIT mode (``[build] aot-only`` names it)."""
-    embedding: str | None = None
-    """JIT entry file: ``whole-file`` (its text, includes inlined, is one run-time source) or
-    ``preamble`` (MLX's: its headers); None for an AOT unit or a catalog family."""
 
 
 @dataclass(frozen=True)
@@ -138,21 +122,6 @@ class BuildPlan:
             return Path(build_dir) / GENERATED_TREE
         return self.source_dir
 
-    @staticmethod
-    def _unit(unit: Unit) -> dict[str, object]:
-        out: dict[str, object] = {
-            "name": unit.name,
-            "mode": unit.mode,
-            "sources": list(unit.sources),
-        }
-        if unit.preambles:
-            out["preambles"] = list(unit.preambles)
-        if unit.reason:
-            out["reason"] = unit.reason
-        if unit.embedding:
-            out["embedding"] = unit.embedding
-        return out
-
     def to_json(self) -> dict[str, object]:
         """The plan file: the plan itself, plus ``cmake``, the same facts as ';'-joined lists for
         CMakeLists.txt (one ``string(JSON GET)`` each)."""
@@ -170,7 +139,7 @@ class BuildPlan:
             "source_dir": str(self.source_dir),
             "config": str(self.config) if self.config else None,
             "library": self.library,
-            "units": [self._unit(u) for u in self.units],
+            "units": dump(self.units),
             "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
             "preambles": list(self.preambles),
             "run_time": dict(self.run_time),
@@ -212,19 +181,7 @@ class BuildPlan:
                 f"{where}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
             )
         try:
-            units = tuple(
-                Unit(
-                    str(u["name"]),
-                    _one_of(u["mode"], ("aot", "jit")),
-                    _strings(u["sources"]),
-                    _strings(u.get("preambles", [])),
-                    u.get("reason"),
-                    _one_of(u["embedding"], ("whole-file", "preamble"))
-                    if "embedding" in u
-                    else None,
-                )
-                for u in data["units"]
-            )
+            units = load(tuple[Unit, ...], data["units"], "units")
             config = data["config"]
             return cls(
                 request=BuildRequest.from_json(data["request"]),

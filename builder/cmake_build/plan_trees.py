@@ -19,6 +19,7 @@ from builder.cmake_build.plan_model import (
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 from builder.kernels.runtime_sources import RuntimeSources, over_file
+from builder.records.manifest import Embedding
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -63,6 +64,13 @@ def jit_units(units: Sequence[str], request: BuildRequest, where: str) -> set[st
     if selection.aot:
         return {u for u in units if u not in named}
     return named
+
+
+def _embedding(value: str) -> Embedding:
+    """An entry file's embedding as the unit states it (``builder.kernels.embedding``'s words)."""
+    if value not in ("whole-file", "preamble"):
+        raise ValueError(f"embedding {value!r}")
+    return "whole-file" if value == "whole-file" else "preamble"
 
 
 def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int | None]:
@@ -208,7 +216,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         for entry in spec.entries:
             needs.setdefault(entry, []).append(spec.function)
     units = tuple(
-        Unit(e, "jit", (e,), tuple(needs.get(e, ())), embedding=embedding[e])
+        Unit(e, "jit", (e,), tuple(needs.get(e, ())), embedding=_embedding(embedding[e]))
         if e in jit
         else Unit(e, "aot", (e,), reason=held.get(e) if e in wanted else None)
         for e in entries

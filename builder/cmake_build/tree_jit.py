@@ -302,7 +302,7 @@ def generate(
     shared_list = _shared_entries(plan, jit_units, per_unit, shared, held)
     storage = {"storage": RuntimeSources(api=api).storage}
     facts = embed_facts(
-        "entry_file", units, shared_list, shared_bytes, compressed=False, extra=storage
+        "discovered", units, shared_list, shared_bytes, compressed=False, extra=storage
     )
     files = list(dict.fromkeys(f for p in inlined.values() for f in p.files))
     return facts, files

@@ -4,7 +4,7 @@ discovered tree's (``metallib_add_tree_jit_library``: ``builder.cmake_build.tree
 
 Shape (schema 2)::
 
-    {"schema": 2, "kind": "catalog_family" | "entry_file", "compressed": bool,
+    {"schema": 2, "kind": "catalog" | "discovered", "compressed": bool,
      "embedded_bytes": int, "shared_bytes": int, ...writer-specific totals...,
      "units": [{"name", "headers", "source_bytes", "embedded_bytes", ...}],
      "shared": [{"name", "units", ["bytes"]}]}
@@ -40,7 +40,7 @@ def embed_facts(
 ) -> dict[str, Any]:
     """The embed.json document: ``units`` each with ``name`` and ``embedded_bytes`` (its own
     stored bytes), ``shared`` the entries several units use (``name``, ``units``)."""
-    if kind not in ("catalog_family", "entry_file"):
+    if kind not in ("catalog", "discovered"):
         raise ValueError(f"embed.json kind {kind!r}")
     return {
         "schema": EMBED_SCHEMA,

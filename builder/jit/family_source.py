@@ -373,7 +373,7 @@ def merge_facts(
         "registry_bytes": sum(int(f["registry_bytes"]) for f in families),
     }
     return embed_facts(
-        "catalog_family",
+        "catalog",
         families,
         shared_list,
         sum(int(s["bytes"]) for s in shared_list),

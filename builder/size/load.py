@@ -263,9 +263,9 @@ def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibra
     if manifest is None:
         return [], None
     units = [
-        (f.name, f.embedded_bytes, len(f.host_names)) for f in manifest.units if f.mode == "jit"
+        (f.name, f.embedded_bytes or 0, len(f.kernels)) for f in manifest.units if f.mode == "jit"
     ]
-    how = {f.name: f.embedding for f in manifest.units}
+    how = {f.name: f.embedding or "preamble" for f in manifest.units}
     if not units or manifest.host_library is None:
         jit = [JitUnit(name, size, None, kernels) for name, size, kernels in units]
         return [j._replace(embedding=how[j.name]) for j in jit], None
