@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import BuildTree, build_folder_lock
-from builder.cmake_build.progress import ProgressDisplay
+from builder.cmake_build.cmake import BuildTree, ProgressDisplay, build_folder_lock
 from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError

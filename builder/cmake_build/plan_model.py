@@ -61,7 +61,7 @@ class PlannedPreamble(TypedDict):
     entries: list[str]
     """The JIT entry files that need it (empty: every build carries it)."""
     embedding: str
-    """``whole-file`` or ``preamble`` (``builder.kernels.embedding``)."""
+    """``whole-file`` or ``preamble`` (``KernelTree.embeddings``)."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ into the host library:
   (``const std::string& <function>()`` in the given namespace, as ``embed`` writes it, built on
   first use from the pieces, those of an entry file by their qualified name), and the lookup
   ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
-  embedded whole (``builder.kernels.embedding``) by its name (``"ggml-metal.metal"``), ``""``
+  embedded whole (``KernelTree.embeddings``) by its name (``"ggml-metal.metal"``), ``""``
   for any other name;
 * ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it stores alone,
   and the shared bytes once (the build manifest reads it);

@@ -45,7 +45,7 @@ MANIFEST_NAME = "manifest.json"
 
 Mode = Literal["aot", "jit"]
 Embedding = Literal["whole-file", "preamble"]
-"""How a JIT unit's source is embedded (``builder.kernels.embedding``, which this module, run
+"""How a JIT unit's source is embedded (``KernelTree.embeddings``, which this module, run
 inside CMake with the standard library, does not import)."""
 
 

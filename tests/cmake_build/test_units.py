@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from builder.cmake_build.cmake import NinjaOutput, parse_status
+from builder.cmake_build.plan import select_families
 from builder.cmake_build.plan_model import Unit
-from builder.cmake_build.plan_trees import select_families
 from builder.cmake_build.presets import mixed_jit_units
-from builder.cmake_build.progress import NinjaOutput, parse_status
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.cmake_build.toolchain import (
     MetalToolchain,
@@ -207,7 +207,7 @@ def test_progress_display_bar_and_plain_lines() -> None:
 
     from rich.console import Console
 
-    from builder.cmake_build.progress import ProgressDisplay, Status
+    from builder.cmake_build.cmake import ProgressDisplay, Status
 
     for terminal in (True, False):
         buf = io.StringIO()
