@@ -74,14 +74,13 @@ class JitSources:
 
 
 def settings_of(tree: KernelTree) -> RuntimeSources:
-    """The tree's run-time source settings (a catalog tree: ``embed``'s defaults)."""
-    return RuntimeSources() if tree.kind == "catalog" else tree.config.runtime
+    """The tree's run-time source settings (a catalog tree has none: ``embed``'s defaults)."""
+    return tree.config.runtime
 
 
 def include_dirs(tree: KernelTree) -> list[Path]:
-    """Where quoted includes resolve: the tree's -I folders, then the tree (as discovery)."""
-    if tree.kind == "catalog":
-        return [tree.root.resolve()]
+    """Where quoted includes resolve: the tree's -I folders (a catalog tree has none), then the
+    tree (as discovery)."""
     return [*tree.config.include_dirs, tree.root.resolve()]
 
 
@@ -101,10 +100,10 @@ def preamble_specs(tree: KernelTree, entries: Sequence[str]) -> list[PreambleSpe
 
 def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, ...], str | None]]:
     """Each preamble's headers and its function name (None: the catalog's, ``embed``'s)."""
-    specs = preamble_specs(tree, entries)
-    if tree.kind == "catalog":
-        return [(spec.headers, None) for spec in specs]
-    return [(spec.headers, spec.function) for spec in specs]
+    catalog = tree.kind == "catalog"
+    return [
+        (spec.headers, None if catalog else spec.function) for spec in preamble_specs(tree, entries)
+    ]
 
 
 def _render(
