@@ -20,8 +20,8 @@ into the host library:
   ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
   embedded whole (``KernelTree.embeddings``) by its name (``"ggml-metal.metal"``), ``""``
   for any other name;
-* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it stores alone,
-  and the shared bytes once (the build manifest reads it);
+* ``<out>/embed.json`` (``builder.records.manifest.embed_facts``): per entry file the bytes it
+  stores alone, and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
 Why the split: the size report measures a unit by the symbols that name it
@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
-from builder.jit.embed_facts import embed_facts, write_embed_facts
 from builder.jit.tree_preambles import UNIT_LOOKUP
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
+from builder.records.manifest import embed_facts, write_embed_facts
 
 if TYPE_CHECKING:
     from builder.cmake_build.plan_model import Unit

@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any
 from builder.errors import UsageError
 from builder.files.atomic import write_if_changed
 from builder.jit.depfile import own_modules, write_depfile
-from builder.jit.embed_facts import embed_facts
 from builder.jit.literals import LITERAL_LIMIT, comment_text, cxx_string, piece_name, unit_namespace
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import ZLIB_LEVEL, StoredPiece, stored_pieces
 from builder.kernels.cxx_names import CXX_IDENTIFIER
+from builder.records.manifest import embed_facts
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
@@ -323,8 +323,8 @@ def merge_facts(
     family_facts: Sequence[Mapping[str, Any]],
     stripped: bool = False,
 ) -> dict[str, Any]:
-    """embed.json (``builder.jit.embed_facts``): per family what it embeds, with pieces shared by
-    families counted once.
+    """embed.json (``builder.records.manifest.embed_facts``): per family what it embeds, with
+    pieces shared by families counted once.
 
     Per family: ``source_bytes`` (its preamble's text), ``preamble_bytes`` (stored preamble
     pieces only it uses), ``shared_bytes`` (stored pieces it uses with other families),

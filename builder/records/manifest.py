@@ -9,7 +9,9 @@ the ``.air`` file of every compiled source) and the JIT generator's ``embed.json
 deterministic: plan order, paths relative to the build directory (sources relative to the kernel
 tree), no timestamps. :func:`read_manifest` gives the size report (``report BUILD_DIR``, and
 ``build`` and ``variants`` after building) its typed view (docs/report-schema.md); docs/build.md
-lists every field. Standard library and
+lists every field. ``embed.json``, what a host JIT library embeds per unit, is written here too
+(:func:`embed_facts`, :func:`write_embed_facts`: one shape for the catalog's host library and a
+discovered tree's) and read back by :func:`build_manifest`. Standard library and
 ``builder.errors``/``builder.files.atomic`` only: it runs inside pip's isolated build environment.
 """
 
@@ -23,18 +25,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from builder.errors import UsageError
-from builder.files.atomic import write_atomic
+from builder.files.atomic import write_atomic, write_if_changed
 from builder.files.bounds import brief, byte_count
 from builder.files.dataclass_json import dump, field, load
 from builder.files.reading import read_json
 
 __all__ = [
+    "EMBED_SCHEMA",
     "MANIFEST_NAME",
     "SCHEMA",
     "BuildManifest",
     "Unit",
     "build_manifest",
+    "embed_facts",
     "read_manifest",
+    "write_embed_facts",
     "write_manifest",
 ]
 
@@ -150,6 +155,52 @@ def _jit_unit(
     )
 
 
+# -- embed.json --------------------------------------------------------------------------------
+EMBED_SCHEMA = 2
+"""2: ``units`` (with the document's ``kind``) instead of ``families``; ``shared[].units``."""
+
+
+def embed_facts(
+    kind: str,
+    units: Sequence[Mapping[str, Any]],
+    shared: Sequence[Mapping[str, Any]],
+    shared_bytes: int,
+    *,
+    compressed: bool,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The embed.json document: ``units`` each with ``name`` and ``embedded_bytes`` (its own
+    stored bytes), ``shared`` the entries several units use (``name``, ``units``). The
+    document's ``embedded_bytes`` is every stored byte: each unit's own plus ``shared_bytes``
+    once.
+
+    Shape (schema 2)::
+
+        {"schema": 2, "kind": "catalog" | "discovered", "compressed": bool,
+         "embedded_bytes": int, "shared_bytes": int, ...writer-specific totals...,
+         "units": [{"name", "headers", "source_bytes", "embedded_bytes", ...}],
+         "shared": [{"name", "units", ["bytes"]}]}
+    """
+    if kind not in ("catalog", "discovered"):
+        raise ValueError(f"embed.json kind {kind!r}")
+    return {
+        "schema": EMBED_SCHEMA,
+        "kind": kind,
+        "compressed": compressed,
+        "embedded_bytes": shared_bytes + sum(int(u["embedded_bytes"]) for u in units),
+        "shared_bytes": shared_bytes,
+        **(extra or {}),
+        "units": [dict(u) for u in units],
+        "shared": [dict(s) for s in shared],
+    }
+
+
+def write_embed_facts(path: Path, facts: Mapping[str, Any]) -> bool:
+    """Write ``facts`` to ``path`` only when its bytes change (Ninja's restat then skips what
+    follows); True when written."""
+    return write_if_changed(path, json.dumps(facts, indent=1) + "\n")
+
+
 def _file(path: str | None, build_dir: Path) -> dict[str, Any] | None:
     if not path:
         return None
@@ -177,7 +228,7 @@ def build_manifest(
     selection as ``METAL_*`` values; ``kernels`` maps each unit to its host names; ``config`` is
     the configure-time build config (``objects``: compiled source -> ``.air``; ``options``,
     ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json,
-    ``builder.jit.embed_facts``: ``units`` by name) found in ``embed_dir``.
+    ``embed_facts``: ``units`` by name) found in ``embed_dir``.
     """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
