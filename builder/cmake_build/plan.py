@@ -247,9 +247,9 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         preambles.append(
             PlannedPreamble(
                 function=spec.function,
-                headers=[str(h) for h in spec.headers],
-                entries=list(spec.entries),
-                embedding=spec.embedding,
+                headers=tuple(str(h) for h in spec.headers),
+                entries=tuple(spec.entries),
+                embedding=_embedding(spec.embedding),
             )
         )
         for entry in spec.entries:
@@ -265,9 +265,9 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     target = request.toolchain.deployment_target or config.deployment_target
     compiles = tuple((u.name, root / u.name) for u in units if u.mode == "aot")
     discovery = DiscoverySettings(
-        include_dirs=[str(d) for d in config.include_dirs],
-        defines=list(config.defines),
-        exclude=list(config.exclude),
+        include_dirs=tuple(str(d) for d in config.include_dirs),
+        defines=tuple(config.defines),
+        exclude=tuple(config.exclude),
         metal_version=config.metal_version,
     )
     return BuildPlan(

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal
 
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
-from builder.files.dataclass_json import dump, load
+from builder.files.dataclass_json import dump, field, load
 from builder.files.reading import read_json
 from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
-from builder.records.manifest import Unit
+from builder.records.manifest import Embedding, Unit
 
 __all__ = [
     "CATALOG_LIBRARY",
@@ -42,26 +42,55 @@ CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
 
 
-class DiscoverySettings(TypedDict):
+@dataclass(frozen=True)
+class DiscoverySettings:
     """How a discovered tree is read again after planning (``record`` discovers with it)."""
 
-    include_dirs: list[str]
-    defines: list[str]
+    include_dirs: tuple[str, ...]
+    defines: tuple[str, ...]
     """Every define, Metal's predefined macros included."""
-    exclude: list[str]
+    exclude: tuple[str, ...]
     metal_version: int | None
 
 
-class PlannedPreamble(TypedDict):
+@dataclass(frozen=True)
+class PlannedPreamble:
     """One run-time preamble of a discovered tree, as plan.json holds it."""
 
     function: str
-    headers: list[str]
+    headers: tuple[str, ...]
     """Absolute paths, inlined in this order."""
-    entries: list[str]
+    entries: tuple[str, ...]
     """The JIT entry files that need it (empty: every build carries it)."""
-    embedding: str
+    embedding: Embedding
     """``whole-file`` or ``preamble`` (``KernelTree.embeddings``)."""
+
+
+@dataclass(frozen=True)
+class _Compile:
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class _PlanFile:
+    """plan.json as the codec reads it back (the request is read by its own ``from_json``)."""
+
+    kind: Literal["catalog", "discovered"]
+    source_dir: str
+    config: str | None
+    library: str
+    units: tuple[Unit, ...]
+    compile: tuple[_Compile, ...]
+    preambles: tuple[PlannedPreamble, ...]
+    include_dirs: tuple[str, ...]
+    defines: tuple[str, ...]
+    discovery: DiscoverySettings | None
+    metal_version: int | None
+    std: str | None
+    deployment_target: str | None
+    flags: tuple[str, ...]
+    run_time: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -141,11 +170,11 @@ class BuildPlan:
             "library": self.library,
             "units": dump(self.units),
             "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
-            "preambles": list(self.preambles),
+            "preambles": dump(self.preambles),
             "run_time": dict(self.run_time),
             "include_dirs": [str(d) for d in self.include_dirs],
             "defines": list(self.defines),
-            "discovery": self.discovery if self.discovery is not None else {},
+            "discovery": dump(self.discovery),
             "metal_version": self.metal_version,
             "std": self.std,
             "deployment_target": self.deployment_target,
@@ -181,28 +210,28 @@ class BuildPlan:
                 f"{where}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
             )
         try:
-            units = load(tuple[Unit, ...], data["units"], "units")
-            config = data["config"]
-            return cls(
-                request=BuildRequest.from_json(data["request"]),
-                kind=_one_of(data["kind"], ("catalog", "discovered")),
-                source_dir=Path(data["source_dir"]),
-                config=Path(config) if config is not None else None,
-                library=str(data["library"]),
-                units=units,
-                include_dirs=tuple(Path(d) for d in _strings(data["include_dirs"])),
-                defines=_strings(data["defines"]),
-                discovery=_discovery(data["discovery"]) if data["discovery"] else None,
-                metal_version=data["metal_version"],
-                std=data["std"],
-                deployment_target=data["deployment_target"],
-                flags=_strings(data["flags"]),
-                compiles=tuple((str(c["unit"]), Path(c["source"])) for c in data["compile"]),
-                preambles=tuple(_preamble(p) for p in data["preambles"]),
-                run_time=dict(data.get("run_time", {})),
-            )
+            plan = load(_PlanFile, data)
+            request = BuildRequest.from_json(data["request"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: not a usable build plan: {exc}") from None
+        return cls(
+            request=request,
+            kind=plan.kind,
+            source_dir=Path(plan.source_dir),
+            config=Path(plan.config) if plan.config is not None else None,
+            library=plan.library,
+            units=plan.units,
+            include_dirs=tuple(Path(d) for d in plan.include_dirs),
+            defines=plan.defines,
+            discovery=plan.discovery,
+            metal_version=plan.metal_version,
+            std=plan.std,
+            deployment_target=plan.deployment_target,
+            flags=plan.flags,
+            compiles=tuple((c.unit, Path(c.source)) for c in plan.compile),
+            preambles=plan.preambles,
+            run_time=dict(plan.run_time),
+        )
 
     @classmethod
     def read(cls, path: Path) -> BuildPlan:
@@ -211,39 +240,6 @@ class BuildPlan:
         if not isinstance(data, dict):
             raise UsageError(f"{path}: not a usable build plan: not a JSON object")
         return cls.from_json(data, str(path))
-
-
-def _discovery(data: Mapping[str, Any]) -> DiscoverySettings:
-    version = data["metal_version"]
-    if version is not None and not isinstance(version, int):
-        raise ValueError(f"metal_version {version!r} is not a number")
-    return DiscoverySettings(
-        include_dirs=list(_strings(data["include_dirs"])),
-        defines=list(_strings(data["defines"])),
-        exclude=list(_strings(data["exclude"])),
-        metal_version=version,
-    )
-
-
-def _preamble(data: Mapping[str, Any]) -> PlannedPreamble:
-    return PlannedPreamble(
-        function=str(data["function"]),
-        headers=list(_strings(data["headers"])),
-        entries=list(_strings(data["entries"])),
-        embedding=_one_of(data["embedding"], ("whole-file", "preamble")),
-    )
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{value!r} is not a list of strings")
-    return tuple(value)
-
-
-def _one_of(value: object, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
-    return str(value)
 
 
 def plan_text(plan: BuildPlan) -> str:

@@ -55,10 +55,10 @@ def unit_kernels(
     if found is None:
         raise BuilderError("the plan of a discovered tree says nothing of its discovery")
     config = TreeConfig(
-        include_dirs=tuple(Path(d) for d in found["include_dirs"]),
-        defines=tuple(found["defines"]),
-        exclude=tuple(found["exclude"]),
-        metal_version=found["metal_version"],
+        include_dirs=tuple(Path(d) for d in found.include_dirs),
+        defines=found.defines,
+        exclude=found.exclude,
+        metal_version=found.metal_version,
     )
     tree = discover_cached(plan.source_dir, config, cache_file)
     by_source = tree.by_source()

@@ -220,7 +220,7 @@ def _shared_entries(
 ) -> list[dict[str, object]]:
     """embed.json's ``shared``: each shared preamble with its entry files, then each piece the
     own sources of an entry file and another source hold, with the entry files using it."""
-    users = {p["function"]: p["entries"] for p in plan.preambles}
+    users = {p.function: p.entries for p in plan.preambles}
     in_shared: dict[str, list[str]] = {}  # piece -> entry files of the shared preambles using it
     for function, preamble in shared:
         for name in _pieces([(function, preamble)]):
@@ -255,21 +255,13 @@ def generate(
         raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace ({problem})")
     include_dirs = list(plan.include_dirs)
     jit_units = [u for u in plan.units if u.mode == "jit"]
-    inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
-    owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
-    whole = [
-        (p["entries"][0], p["function"])
-        for p in plan.preambles
-        if p.get("embedding") == "whole-file"
-    ]
+    inlined = {p.function: inline_preamble(p.headers, include_dirs) for p in plan.preambles}
+    owner = {p.function: p.entries[0] for p in plan.preambles if len(p.entries) == 1}
+    whole = [(p.entries[0], p.function) for p in plan.preambles if p.embedding == "whole-file"]
     per_unit = [
         [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name] for unit in jit_units
     ]
-    shared = [
-        (p["function"], inlined[p["function"]])
-        for p in plan.preambles
-        if p["function"] not in owner
-    ]
+    shared = [(p.function, inlined[p.function]) for p in plan.preambles if p.function not in owner]
     # cstring stores each function's text on its own: nothing is held by two sources
     held = _holders(per_unit, shared) if api == "string" else {}
     units: list[dict[str, object]] = []

@@ -13,7 +13,7 @@ from kernels.discovery.expected import BY_FILE
 
 from builder.cmake_build.driver import build_plan
 from builder.cmake_build.plan import make_plan
-from builder.cmake_build.plan_model import BuildPlan, plan_text
+from builder.cmake_build.plan_model import BuildPlan, PlannedPreamble, plan_text
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 from builder.kernels import load_catalog
@@ -74,12 +74,12 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
         "whole-file",
         ("plain_kernels",),
     )
-    whole = next(p for p in plan.preambles if p["function"] == "plain_kernels")
-    assert whole["headers"] == [str(mlx_tree.resolve() / "plain_kernels.metal")]
+    whole = next(p for p in plan.preambles if p.function == "plain_kernels")
+    assert whole.headers == (str(mlx_tree.resolve() / "plain_kernels.metal"),)
     assert BuildPlan.from_json(plan.to_json()).units == plan.units  # the embedding read back
     # the compiler defines Metal's own macros itself; discovery gets every define
     assert plan.defines == ("NDEBUG",) and plan.discovery is not None
-    assert plan.discovery["metal_version"] == 320
+    assert plan.discovery.metal_version == 320
     assert plan.std == "metal3.2"  # the version discovery assumes is the one compiled for
     assert make_plan(BuildRequest().replace(source_dir=mlx_tree)).jit == ()
 
@@ -92,7 +92,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
             source_dir=mlx_style, include_dirs=(mlx_headers,), std="ios-metal2.4"
         )
     )
-    assert ios.discovery is not None and ios.discovery["metal_version"] == 240
+    assert ios.discovery is not None and ios.discovery.metal_version == 240
 
 
 @pytest.mark.parametrize(
@@ -192,12 +192,12 @@ def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tre
     cmake = plan.to_json()["cmake"]
     assert plan.jit == () and isinstance(cmake, dict) and cmake["jit_library"] == "ON"
     assert plan.preambles == (
-        {
-            "function": "scatter_rows",
-            "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
-            "entries": [],
-            "embedding": "preamble",
-        },
+        PlannedPreamble(
+            function="scatter_rows",
+            headers=(str((mlx_tree / "indexing/scatter_rows.h").resolve()),),
+            entries=(),
+            embedding="preamble",
+        ),
     )
     assert all(u.reason is None for u in plan.units)  # nothing held back: nothing was asked JIT
 

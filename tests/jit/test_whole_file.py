@@ -46,9 +46,9 @@ def test_jit_star_plans_every_entry_file_jit_in_its_embedding(shape: str, tmp_pa
         whole = unit.name in WHOLE[shape]
         assert unit.embedding == ("whole-file" if whole else "preamble"), unit.name
         if whole:  # one run-time source: the file itself, named after it
-            [spec] = [p for p in plan.preambles if p["function"] in unit.preambles]
-            assert spec["headers"] == [str((root / unit.name).resolve())]
-            assert spec["entries"] == [unit.name] and spec["embedding"] == "whole-file"
+            [spec] = [p for p in plan.preambles if p.function in unit.preambles]
+            assert spec.headers == (str((root / unit.name).resolve()),)
+            assert spec.entries == (unit.name,) and spec.embedding == "whole-file"
 
 
 def test_metallib_toml_overrides_the_embedding_per_glob(tmp_path: Path) -> None:
@@ -138,9 +138,9 @@ def test_a_cstring_tree_build_returns_each_unit_s_whole_text_as_one_literal(
     out = tmp_path / "gen"
     facts, _ = generate(plan, out)
     assert facts["storage"] == "separate" and facts["shared_bytes"] == sum(
-        len(inline_preamble(p["headers"], [*include_dirs, root]).text.encode()) + 1
+        len(inline_preamble(p.headers, [*include_dirs, root]).text.encode()) + 1
         for p in plan.preambles
-        if len(p["entries"]) != 1
+        if len(p.entries) != 1
     )
     sources = {f"{i}.cpp": cpp.read_text() for i, cpp in enumerate(sorted(out.rglob("*.cpp")))}
     assert not any("std::string&" in text for text in sources.values())
