@@ -45,7 +45,7 @@ function(metallib_add_jit_library target)
   endif()
   get_filename_component(source_dir "${arg_SOURCE_DIR}" ABSOLUTE)
   # A family name becomes part of a C++ name: the same pattern as
-  # builder.jit.codegen.CXX_IDENTIFIER (tests/jit/test_codegen.py checks). NAMESPACE may be nested
+  # builder.settings.checks.CXX_IDENTIFIER (tests/jit/test_codegen.py checks). NAMESPACE may be nested
   # (a::b), no part a C++ keyword: MetallibPython.cmake's rule, builder.settings.checks'.
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
   if(NOT arg_NAMESPACE)

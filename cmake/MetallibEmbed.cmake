@@ -78,7 +78,7 @@ function(metallib_embed_headers target)
   _metallib_require_cxx("${me}")
   get_target_property(target_dir "${target}" SOURCE_DIR)
 
-  # The same pattern as builder.jit.codegen.CXX_IDENTIFIER (tests/jit/test_codegen.py checks).
+  # The same pattern as builder.settings.checks.CXX_IDENTIFIER (tests/jit/test_codegen.py checks).
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
   if(NOT DEFINED arg_NAMESPACE)
     message(FATAL_ERROR "${me}: NAMESPACE <ns> is required (the C++ namespace of the functions)")
@@ -173,7 +173,7 @@ function(metallib_embed_headers target)
   if(package)
     # The generator's modules whose code shapes the output: a new version regenerates. (Stated
     # here, not at include time: include_guard(GLOBAL) skips a second directory's include.)
-    foreach(module IN ITEMS preamble lexing literals codegen generate depfile __main__)
+    foreach(module IN ITEMS preamble lexing literals writer generate depfile __main__)
       set(file "${package}/builder/jit/${module}.py")
       if(EXISTS "${file}")
         list(APPEND generator_files "${file}")

@@ -29,7 +29,7 @@ def _jit_chunks(
 ) -> list[CheckChunk]:
     """The JIT build's sources as check chunks: one per unit (a catalog family), its inlined
     preamble with every instantiation line appended."""
-    from builder.jit.checking import jit_check_chunks
+    from builder.jit.family_source import jit_check_chunks
     from builder.jit.preamble import inline_preamble
     from builder.kernels import load_catalog
 

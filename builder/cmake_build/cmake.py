@@ -1,4 +1,5 @@
-"""CMake and Ninja behind two objects: the located tools and a configured build tree.
+"""CMake and Ninja behind two objects, the located tools and a configured build tree, and Ninja's
+output as progress.
 
 ``BuildTree`` configures the CMake project (``request.project_dir``) for a build plan: CMake
 gets one option, ``-DMETALLIB_PLAN=<plan.json>``, and reads everything from the plan (skipped
@@ -6,33 +7,160 @@ when the tree was configured so already: Ninja re-runs CMake itself when plan.js
 CMake input changes), and builds with Ninja, feeding its status lines to a callback. Every
 subprocess goes through :func:`run`. One run at a time uses a build folder
 (:func:`build_folder_lock`).
+
+Ninja prints one status line per finished edge (``NINJA_STATUS``, set to ``[%f/%t] ``) and, when a
+command fails, ``FAILED: <outputs>`` followed by the command and its output. ``NinjaOutput``
+parses lines as they arrive; ``failure_text`` returns what a person needs to see when the build
+stopped. The display (:class:`ProgressDisplay`) is a rich bar on a terminal and plain status
+lines otherwise (CI logs).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
 
-from builder.cmake_build.progress import NINJA_STATUS, NinjaOutput, Status
 from builder.cmake_build.request import project_dir
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.files.atomic import make_dirs, write_atomic
 from builder.files.reading import read_text
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
 __all__ = [
+    "NINJA_STATUS",
     "BuildFailed",
     "BuildTree",
+    "NinjaOutput",
+    "ProgressDisplay",
     "RunResult",
+    "Status",
     "build_folder_lock",
     "find_tool",
+    "parse_status",
     "run",
 ]
+
+NINJA_STATUS = "[%f/%t] "
+_STATUS = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
+
+
+@dataclass(frozen=True)
+class Status:
+    """One status line: edges finished, edges in total (may grow), and the edge's description."""
+
+    done: int
+    total: int
+    description: str
+
+
+def parse_status(line: str) -> Status | None:
+    """The status in ``line``, or None for any other output."""
+    match = _STATUS.match(line)
+    if match is None:
+        return None
+    return Status(int(match.group(1)), int(match.group(2)), match.group(3).strip())
+
+
+@dataclass
+class NinjaOutput:
+    """Everything Ninja printed, divided into status lines and the rest."""
+
+    statuses: list[Status] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+    def feed(self, line: str) -> Status | None:
+        status = parse_status(line)
+        if status is None:
+            self.other.append(line)
+        else:
+            self.statuses.append(status)
+        return status
+
+    @property
+    def edges_run(self) -> int:
+        return len(self.statuses)
+
+    def failure_text(self) -> str:
+        """From the first ``FAILED:`` line on (the failing command and its output), else all."""
+        for i, line in enumerate(self.other):
+            if line.startswith("FAILED:"):
+                return "\n".join(self.other[i:])
+        return "\n".join(self.other[-40:])
+
+
+class ProgressDisplay:
+    """A context manager turning statuses into a rich bar (TTY) or plain lines (no TTY)."""
+
+    def __init__(self, console: Console, title: str) -> None:
+        self._console = console
+        self._title = title
+        self._bar: object | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> Callable[[Status], None]:
+        if self._console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[edge]}"),
+                console=self._console,
+                transient=False,
+            )
+            progress.start()
+            self._task = progress.add_task(self._title, total=None, edge="")
+            self._bar = progress
+            return self._update_bar
+        return self._print_line
+
+    def _update_bar(self, status: Status) -> None:
+        from rich.progress import Progress
+
+        assert isinstance(self._bar, Progress) and self._task is not None
+        self._bar.update(
+            self._task, completed=status.done, total=status.total, edge=status.description
+        )
+
+    def _print_line(self, status: Status) -> None:
+        self._console.print(
+            f"[{status.done}/{status.total}] {status.description}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        from rich.progress import Progress
+
+        if isinstance(self._bar, Progress):
+            self._bar.stop()
+
 
 LOCK_FILE = ".metallib-builder.lock"
 """Held (``builder.files.locks``) while a run configures, builds and measures a build folder."""

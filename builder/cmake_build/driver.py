@@ -14,13 +14,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import BuildTree, build_folder_lock
-from builder.cmake_build.progress import ProgressDisplay
+from builder.cmake_build.cmake import BuildTree, ProgressDisplay, build_folder_lock
 from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.toolchain import MetalToolchain
 from builder.errors import UsageError
 from builder.files.atomic import check_not_an_input
-from builder.size.load import load_reports
+from builder.size.load import load_build
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,5 +133,5 @@ def run_build(
         if verbose:
             for line in output.other:
                 say(line)
-        reports = load_reports(str(build_dir))
+        reports = load_build(build_dir)
     return BuildOutcome(request, split, toolchain, output.edges_run, seconds, reports)

@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal
 
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
+from builder.files.dataclass_json import dump, field, load
 from builder.files.reading import read_json
-from builder.kernels.chunking import Chunk
+from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
+from builder.records.manifest import Embedding, Unit
 
 __all__ = [
     "CATALOG_LIBRARY",
     "DISCOVERY_CACHE",
-    "GENERATED_SOURCES",
     "PLAN_FILE",
     "PLAN_SCHEMA",
     "BuildPlan",
@@ -35,52 +36,61 @@ PLAN_SCHEMA = 3
 compiler, SDK, flags, dtypes and compression among the ``cmake`` lists."""
 PLAN_FILE = "metal_plan/plan.json"
 """Where the plan is written, relative to the build folder."""
-GENERATED_SOURCES = "metal_aot/src"
-"""Where a catalog tree's AOT sources are generated, relative to the build folder."""
 DISCOVERY_CACHE = "discovery.json"
 """Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
 
 
-class DiscoverySettings(TypedDict):
+@dataclass(frozen=True)
+class DiscoverySettings:
     """How a discovered tree is read again after planning (``record`` discovers with it)."""
 
-    include_dirs: list[str]
-    defines: list[str]
+    include_dirs: tuple[str, ...]
+    defines: tuple[str, ...]
     """Every define, Metal's predefined macros included."""
-    exclude: list[str]
+    exclude: tuple[str, ...]
     metal_version: int | None
 
 
-class PlannedPreamble(TypedDict):
+@dataclass(frozen=True)
+class PlannedPreamble:
     """One run-time preamble of a discovered tree, as plan.json holds it."""
 
     function: str
-    headers: list[str]
+    headers: tuple[str, ...]
     """Absolute paths, inlined in this order."""
-    entries: list[str]
+    entries: tuple[str, ...]
     """The JIT entry files that need it (empty: every build carries it)."""
-    embedding: str
-    """``whole-file`` or ``preamble`` (``builder.kernels.embedding``)."""
+    embedding: Embedding
+    """``whole-file`` or ``preamble`` (``KernelTree.embeddings``)."""
 
 
 @dataclass(frozen=True)
-class Unit:
-    """One catalog family or one entry file, and the mode it is built in."""
+class _Compile:
+    unit: str
+    source: str
 
-    name: str
-    mode: str
-    """``aot`` or ``jit``."""
-    sources: tuple[str, ...]
-    """The family header or the entry file, relative to the tree."""
-    preambles: tuple[str, ...] = ()
-    """JIT entry file: the run-time preamble functions it needs."""
-    reason: str | None = None
-    """Why an entry file stays AOT in JIT mode (``[build] aot-only`` names it)."""
-    embedding: str | None = None
-    """JIT entry file: ``whole-file`` (its text, includes inlined, is one run-time source) or
-    ``preamble`` (MLX's: its headers); None for an AOT unit or a catalog family."""
+
+@dataclass(frozen=True)
+class _PlanFile:
+    """plan.json as the codec reads it back (the request is read by its own ``from_json``)."""
+
+    kind: Literal["catalog", "discovered"]
+    source_dir: str
+    config: str | None
+    library: str
+    units: tuple[Unit, ...]
+    compile: tuple[_Compile, ...]
+    preambles: tuple[PlannedPreamble, ...]
+    include_dirs: tuple[str, ...]
+    defines: tuple[str, ...]
+    discovery: DiscoverySettings | None
+    metal_version: int | None
+    std: str | None
+    deployment_target: str | None
+    flags: tuple[str, ...]
+    run_time: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,8 +125,9 @@ class BuildPlan:
     """(unit, absolute .metal source) for every AOT compile, in link order."""
     preambles: tuple[PlannedPreamble, ...] = ()
     """JIT preambles of a discovered tree: function, headers (absolute), entries."""
-    chunks: tuple[Chunk, ...] = field(default=(), compare=False)
-    """A catalog tree's generated sources (written by ``plan.write_plan``)."""
+    generated: GeneratedTree | None = field(default=None, compare=False)
+    """A catalog tree's entry files (``builder.kernels.catalog_tree``), written into the build
+    folder by ``plan.write_plan``; None for a discovered tree, or without a build folder."""
     memo: DiscoveryMemo | None = field(default=None, compare=False)
     """A discovery the build directory does not remember yet (``write_plan`` saves it)."""
     run_time: dict[str, Any] = field(default_factory=dict)
@@ -131,20 +142,14 @@ class BuildPlan:
     def jit(self) -> tuple[str, ...]:
         return tuple(u.name for u in self.units if u.mode == "jit")
 
-    @staticmethod
-    def _unit(unit: Unit) -> dict[str, object]:
-        out: dict[str, object] = {
-            "name": unit.name,
-            "mode": unit.mode,
-            "sources": list(unit.sources),
-        }
-        if unit.preambles:
-            out["preambles"] = list(unit.preambles)
-        if unit.reason:
-            out["reason"] = unit.reason
-        if unit.embedding:
-            out["embedding"] = unit.embedding
-        return out
+    @property
+    def source_root(self) -> Path:
+        """The tree whose entry files the AOT units compile: a catalog's generated one in the
+        build folder, else the kernel tree itself."""
+        build_dir = self.request.location.build_dir
+        if self.kind == "catalog" and build_dir is not None:
+            return Path(build_dir) / GENERATED_TREE
+        return self.source_dir
 
     def to_json(self) -> dict[str, object]:
         """The plan file: the plan itself, plus ``cmake``, the same facts as ';'-joined lists for
@@ -163,13 +168,13 @@ class BuildPlan:
             "source_dir": str(self.source_dir),
             "config": str(self.config) if self.config else None,
             "library": self.library,
-            "units": [self._unit(u) for u in self.units],
+            "units": dump(self.units),
             "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
-            "preambles": list(self.preambles),
+            "preambles": dump(self.preambles),
             "run_time": dict(self.run_time),
             "include_dirs": [str(d) for d in self.include_dirs],
             "defines": list(self.defines),
-            "discovery": self.discovery if self.discovery is not None else {},
+            "discovery": dump(self.discovery),
             "metal_version": self.metal_version,
             "std": self.std,
             "deployment_target": self.deployment_target,
@@ -177,11 +182,7 @@ class BuildPlan:
             "cmake": {
                 "kind": self.kind,
                 "library": self.library,
-                "source_root": str(
-                    self.compiles[0][1].parent
-                    if self.kind == "catalog" and self.compiles
-                    else self.source_dir
-                ),
+                "source_root": str(self.source_root),
                 "source_dir": str(self.source_dir),
                 "compiler": self.request.toolchain.metal_compiler or "",
                 "sdk": self.request.toolchain.sdk,
@@ -209,40 +210,28 @@ class BuildPlan:
                 f"{where}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
             )
         try:
-            units = tuple(
-                Unit(
-                    str(u["name"]),
-                    _one_of(u["mode"], ("aot", "jit")),
-                    _strings(u["sources"]),
-                    _strings(u.get("preambles", [])),
-                    u.get("reason"),
-                    _one_of(u["embedding"], ("whole-file", "preamble"))
-                    if "embedding" in u
-                    else None,
-                )
-                for u in data["units"]
-            )
-            config = data["config"]
-            return cls(
-                request=BuildRequest.from_json(data["request"]),
-                kind=_one_of(data["kind"], ("catalog", "discovered")),
-                source_dir=Path(data["source_dir"]),
-                config=Path(config) if config is not None else None,
-                library=str(data["library"]),
-                units=units,
-                include_dirs=tuple(Path(d) for d in _strings(data["include_dirs"])),
-                defines=_strings(data["defines"]),
-                discovery=_discovery(data["discovery"]) if data["discovery"] else None,
-                metal_version=data["metal_version"],
-                std=data["std"],
-                deployment_target=data["deployment_target"],
-                flags=_strings(data["flags"]),
-                compiles=tuple((str(c["unit"]), Path(c["source"])) for c in data["compile"]),
-                preambles=tuple(_preamble(p) for p in data["preambles"]),
-                run_time=dict(data.get("run_time", {})),
-            )
+            plan = load(_PlanFile, data)
+            request = BuildRequest.from_json(data["request"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: not a usable build plan: {exc}") from None
+        return cls(
+            request=request,
+            kind=plan.kind,
+            source_dir=Path(plan.source_dir),
+            config=Path(plan.config) if plan.config is not None else None,
+            library=plan.library,
+            units=plan.units,
+            include_dirs=tuple(Path(d) for d in plan.include_dirs),
+            defines=plan.defines,
+            discovery=plan.discovery,
+            metal_version=plan.metal_version,
+            std=plan.std,
+            deployment_target=plan.deployment_target,
+            flags=plan.flags,
+            compiles=tuple((c.unit, Path(c.source)) for c in plan.compile),
+            preambles=plan.preambles,
+            run_time=dict(plan.run_time),
+        )
 
     @classmethod
     def read(cls, path: Path) -> BuildPlan:
@@ -251,39 +240,6 @@ class BuildPlan:
         if not isinstance(data, dict):
             raise UsageError(f"{path}: not a usable build plan: not a JSON object")
         return cls.from_json(data, str(path))
-
-
-def _discovery(data: Mapping[str, Any]) -> DiscoverySettings:
-    version = data["metal_version"]
-    if version is not None and not isinstance(version, int):
-        raise ValueError(f"metal_version {version!r} is not a number")
-    return DiscoverySettings(
-        include_dirs=list(_strings(data["include_dirs"])),
-        defines=list(_strings(data["defines"])),
-        exclude=list(_strings(data["exclude"])),
-        metal_version=version,
-    )
-
-
-def _preamble(data: Mapping[str, Any]) -> PlannedPreamble:
-    return PlannedPreamble(
-        function=str(data["function"]),
-        headers=list(_strings(data["headers"])),
-        entries=list(_strings(data["entries"])),
-        embedding=_one_of(data["embedding"], ("whole-file", "preamble")),
-    )
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{value!r} is not a list of strings")
-    return tuple(value)
-
-
-def _one_of(value: object, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
-    return str(value)
 
 
 def plan_text(plan: BuildPlan) -> str:

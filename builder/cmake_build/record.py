@@ -55,10 +55,10 @@ def unit_kernels(
     if found is None:
         raise BuilderError("the plan of a discovered tree says nothing of its discovery")
     config = TreeConfig(
-        include_dirs=tuple(Path(d) for d in found["include_dirs"]),
-        defines=tuple(found["defines"]),
-        exclude=tuple(found["exclude"]),
-        metal_version=found["metal_version"],
+        include_dirs=tuple(Path(d) for d in found.include_dirs),
+        defines=found.defines,
+        exclude=found.exclude,
+        metal_version=found.metal_version,
     )
     tree = discover_cached(plan.source_dir, config, cache_file)
     by_source = tree.by_source()
@@ -66,10 +66,11 @@ def unit_kernels(
 
 
 def plan_options(plan: BuildPlan) -> dict[str, object]:
-    """The plan's selection as the manifest's ``METALLIB_*`` options (CMake adds the compile
-    options it resolved: flags, std, deployment target, SDK, compression): what was asked
-    (``METALLIB_JIT``, ``METALLIB_AOT``: the globs) and what it chose (the units by mode, and
-    for a discovered tree the run-time sources' interface, from the options or metallib.toml)."""
+    """The plan as the manifest's ``METALLIB_*`` options, stated once, here (CMake adds only
+    what it resolved itself: the deployment target the compiles got): what was asked
+    (``METALLIB_JIT``, ``METALLIB_AOT``: the globs), what it chose (the units by mode, and for a
+    discovered tree the run-time sources' interface, from the options or metallib.toml) and
+    what every compile gets (its flags, in order, the standard, the SDK, compression)."""
     selection = plan.request.selection
     run_time = plan.run_time
     interface = (
@@ -90,6 +91,10 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
         "METALLIB_DTYPES": list(selection.dtypes),
         "METALLIB_AOT_CHUNK_SIZE": selection.chunk_size,
         **interface,
+        "METALLIB_AOT_FLAGS": [*plan.request.metal_flags, *plan.flags],
+        "METALLIB_STD": plan.std or "",
+        "METALLIB_SDK": plan.request.toolchain.sdk,
+        "METALLIB_JIT_COMPRESS": selection.compress,
     }
 
 

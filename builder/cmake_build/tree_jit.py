@@ -9,18 +9,19 @@ into the host library:
 
 * ``<out>/<entry file>.cpp`` for each JIT entry file: the text pieces only it stores (of the
   preambles only it needs), as ``const char`` arrays in the unit's own namespace
-  (``builder.jit.unit_names``) and nothing else: no function and no ``#include``, so the file
-  compiles for any target, and every symbol it defines names its unit;
+  (``builder.jit.literals.unit_namespace``) and nothing else: no function and no
+  ``#include``, so the file compiles for any target, and every symbol it defines names its
+  unit;
 * ``<out>/_shared_preambles.cpp``: the runtime part. The preambles several JIT entry files need,
   the text pieces several entry files' own sources hold (a header that entry files embedded
   whole all inline, such as ggml's ``ggml-common.h``: stored once), each preamble's function
   (``const std::string& <function>()`` in the given namespace, as ``embed`` writes it, built on
   first use from the pieces, those of an entry file by their qualified name), and the lookup
   ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
-  embedded whole (``builder.kernels.embedding``) by its name (``"ggml-metal.metal"``), ``""``
+  embedded whole (``KernelTree.embeddings``) by its name (``"ggml-metal.metal"``), ``""``
   for any other name;
-* ``<out>/embed.json`` (``builder.jit.embed_facts``): per entry file the bytes it stores alone,
-  and the shared bytes once (the build manifest reads it);
+* ``<out>/embed.json`` (``builder.records.manifest.embed_facts``): per entry file the bytes it
+  stores alone, and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
 Why the split: the size report measures a unit by the symbols that name it
@@ -51,14 +52,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from builder.cmake_build.plan_model import BuildPlan
 from builder.errors import BuilderError
 from builder.files.atomic import write_if_changed
-from builder.jit.embed_facts import embed_facts, write_embed_facts
 from builder.jit.tree_preambles import UNIT_LOOKUP
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
+from builder.records.manifest import embed_facts, write_embed_facts
 
 if TYPE_CHECKING:
     from builder.cmake_build.plan_model import Unit
-    from builder.jit.codegen import StoredPiece
     from builder.jit.preamble import Preamble
+    from builder.jit.writer import StoredPiece
 
 __all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
 
@@ -90,12 +91,12 @@ def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
 
 def _pieces(preambles: Sequence[tuple[str, Preamble]]) -> dict[str, StoredPiece]:
     """Name -> StoredPiece of every piece ``preambles`` are stored in (as ``preamble_code``)."""
-    from builder.jit.codegen import family_pieces
+    from builder.jit.writer import stored_pieces
 
     return {
         piece.name: piece
         for _, preamble in preambles
-        for piece in family_pieces(preamble, dedup=True, compress=False)
+        for piece in stored_pieces(preamble, dedup=True, compress=False)
     }
 
 
@@ -136,7 +137,7 @@ def _stored(
 ) -> _Stored:
     """An entry file's arrays: its own pieces (``string``), or each of its own preambles' whole
     text (``cstring``)."""
-    from builder.jit.preamble_functions import cstring_bytes, text_array, unit_piece
+    from builder.jit.writer import cstring_bytes, text_array, unit_piece
 
     if api == "cstring":
         return _Stored(
@@ -165,7 +166,7 @@ def _shared_text(
     """The runtime part: every preamble's function (``entries`` = (function, Preamble)), the
     text no single entry file stores (defined here), the declarations of what the entry files
     ``stored``, and the ``lookup`` lines. Returns its text and the bytes it stores itself."""
-    from builder.jit.preamble_functions import preamble_code
+    from builder.jit.writer import preamble_code
 
     where = {name: s.scope for s in stored for name in s.names}
     listed = [(", ".join(p.headers[:1]), f, p) for f, p in entries]
@@ -219,7 +220,7 @@ def _shared_entries(
 ) -> list[dict[str, object]]:
     """embed.json's ``shared``: each shared preamble with its entry files, then each piece the
     own sources of an entry file and another source hold, with the entry files using it."""
-    users = {p["function"]: p["entries"] for p in plan.preambles}
+    users = {p.function: p.entries for p in plan.preambles}
     in_shared: dict[str, list[str]] = {}  # piece -> entry files of the shared preambles using it
     for function, preamble in shared:
         for name in _pieces([(function, preamble)]):
@@ -239,9 +240,9 @@ def generate(
 ) -> tuple[dict[str, Any], list[Path]]:
     """Write the sources for ``plan``'s JIT entry files; return embed.json's content and every
     file read. ``namespace`` (CMake's NAMESPACE) wins over the plan's."""
-    from builder.jit.codegen import namespace_problem
+    from builder.jit.literals import unit_namespace
     from builder.jit.preamble import inline_preamble
-    from builder.jit.unit_names import unit_namespace
+    from builder.settings.checks import namespace_problem
 
     settings = plan.run_time
     namespace = namespace or str(settings.get("namespace") or DEFAULT_NAMESPACE)
@@ -254,21 +255,13 @@ def generate(
         raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace ({problem})")
     include_dirs = list(plan.include_dirs)
     jit_units = [u for u in plan.units if u.mode == "jit"]
-    inlined = {p["function"]: inline_preamble(p["headers"], include_dirs) for p in plan.preambles}
-    owner = {p["function"]: p["entries"][0] for p in plan.preambles if len(p["entries"]) == 1}
-    whole = [
-        (p["entries"][0], p["function"])
-        for p in plan.preambles
-        if p.get("embedding") == "whole-file"
-    ]
+    inlined = {p.function: inline_preamble(p.headers, include_dirs) for p in plan.preambles}
+    owner = {p.function: p.entries[0] for p in plan.preambles if len(p.entries) == 1}
+    whole = [(p.entries[0], p.function) for p in plan.preambles if p.embedding == "whole-file"]
     per_unit = [
         [(f, inlined[f]) for f in unit.preambles if owner.get(f) == unit.name] for unit in jit_units
     ]
-    shared = [
-        (p["function"], inlined[p["function"]])
-        for p in plan.preambles
-        if p["function"] not in owner
-    ]
+    shared = [(p.function, inlined[p.function]) for p in plan.preambles if p.function not in owner]
     # cstring stores each function's text on its own: nothing is held by two sources
     held = _holders(per_unit, shared) if api == "string" else {}
     units: list[dict[str, object]] = []
@@ -301,7 +294,7 @@ def generate(
     shared_list = _shared_entries(plan, jit_units, per_unit, shared, held)
     storage = {"storage": RuntimeSources(api=api).storage}
     facts = embed_facts(
-        "entry_file", units, shared_list, shared_bytes, compressed=False, extra=storage
+        "discovered", units, shared_list, shared_bytes, compressed=False, extra=storage
     )
     files = list(dict.fromkeys(f for p in inlined.values() for f in p.files))
     return facts, files

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Library",
     "Progress",
+    "build_library",
     "common_root",
     "fetch_spec",
     "no_metallib",
@@ -118,7 +119,7 @@ def _resolve(
         manifest_path = path / MANIFEST_NAME
         if not manifest_path.exists():  # (one that is not a file: read_manifest says so)
             raise UsageError(f"{text}: a directory but not a build directory (no {MANIFEST_NAME})")
-        return [_from_manifest(text, read_manifest(manifest_path))]
+        return [build_library(text, read_manifest(manifest_path))]
     if path.exists():
         check_regular(path, "the target")  # a FIFO or a device: one line, as list and verify say
         if path.suffix == ".whl":
@@ -132,7 +133,7 @@ def _resolve(
             # a build manifest (units[]; families[] was schema 1: read_manifest says to rebuild)
             is_manifest = isinstance(data, dict) and ("units" in data or "families" in data)
             if is_manifest and "functions" not in data:
-                return [_from_manifest(text, read_manifest(path))]
+                return [build_library(text, read_manifest(path))]
             docs = (
                 data.get("libraries") if isinstance(data, dict) and "libraries" in data else [data]
             )
@@ -373,7 +374,9 @@ def common_root(paths: list[Path]) -> Path:
     return first.parent
 
 
-def _from_manifest(text: str, manifest: BuildManifest) -> Library:
+def build_library(text: str, manifest: BuildManifest) -> Library:
+    """The library of a build whose manifest is read already (``text``: how it was named): its
+    metallib, or none when every unit is JIT."""
     if manifest.metallib is None:
         return Library(text, "build", None, manifest=manifest)
     lib = Path(manifest.path).parent / manifest.metallib

@@ -65,8 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one action; 0 on success, 2 (one error line) on unusable input."""
     args = _parser().parse_args(argv)
     from builder.jit import family_source, generate
-    from builder.jit.embed_facts import write_embed_facts
     from builder.kernels.catalog import split_names
+    from builder.records.manifest import write_embed_facts
 
     try:
         if args.action == "family":

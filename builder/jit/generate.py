@@ -22,12 +22,11 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.atomic import check_not_an_input, write_if_changed
-from builder.jit.codegen import namespace_problem
 from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
-from builder.jit.preamble_functions import render_standalone
+from builder.jit.writer import render_standalone
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
-from builder.settings.checks import CXX_KEYWORDS
+from builder.settings.checks import CXX_KEYWORDS, namespace_problem
 
 __all__ = [
     "EMBED_APIS",
@@ -84,7 +83,7 @@ EMBED_APIS = APIS
 (the default; pieces shared between preambles stored once), ``cstring`` gives
 ``const char* name()``, the interface MLX's ``jit/includes.h`` declares (each preamble's whole
 text one literal, as MLX stores it). Both keep their text for the whole program (see
-``preamble_functions.render_standalone``)."""
+``builder.jit.writer.render_standalone``)."""
 
 
 Named = Sequence[tuple[str, Sequence[str | os.PathLike[str]]]]

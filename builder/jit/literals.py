@@ -15,6 +15,23 @@ File names come from the kernel tree, which may be someone else's (a pull reques
 comment of generated C++. :func:`cxx_string` writes any text as an ordinary string literal made
 of printable ASCII only; :func:`comment_text` writes a name for a ``//`` comment (as it is when
 that is safe, else as such a literal).
+
+**The unit namespace** (:func:`unit_namespace`) carries a JIT unit's name into the symbols of its
+generated arrays. A host library is measured per unit by symbol (``builder.size.host_symbols``).
+Telling which unit a symbol belongs to used to rest on ELF's ``STT_FILE`` symbols (the locals
+after ``unary.cpp``'s file symbol are ``unary``'s); Mach-O has none, so a Mac build's ``.dylib``
+could not be measured per unit. Instead, every array a unit's generated source stores is
+declared in a namespace named after the unit, so the unit is in each symbol's (mangled) name
+whatever the object format::
+
+    namespace metal_jit::detail { namespace { namespace mbjit_unit_unary { ... } } }
+    -> _ZN9metal_jit6detail12_GLOBAL__N_116mbjit_unit_unary17family_unary_poolE
+
+The name is ``mbjit_unit_`` and the unit's name encoded one to one: ``[A-Za-z0-9]`` stays, any
+other byte of its UTF-8 becomes two lowercase hex digits and a ``_`` (``unary_subset.metal`` ->
+``mbjit_unit_unary5f_subset2e_metal``). The ``_`` follows the two hex digits, so no two
+underscores ever meet (a C++ identifier holding ``__`` is reserved) and no two units share a
+namespace. Standard library only: the generator runs in CMake's build environment.
 """
 
 from __future__ import annotations
@@ -24,6 +41,7 @@ import re
 
 __all__ = [
     "LITERAL_LIMIT",
+    "UNIT_NAMESPACE_PREFIX",
     "byte_array",
     "comment_text",
     "cxx_string",
@@ -31,6 +49,7 @@ __all__ = [
     "raw_delimiter",
     "raw_literal",
     "split_text",
+    "unit_namespace",
 ]
 
 LITERAL_LIMIT = 16_000  # bytes per literal piece: under MSVC's 16,380 (C2026), with margin
@@ -124,3 +143,15 @@ def comment_text(name: str) -> str:
     (nothing in it can end the line or splice the next one into the comment), else quoted as
     :func:`cxx_string` writes it."""
     return name if _COMMENT_SAFE.fullmatch(name) else cxx_string(name)
+
+
+UNIT_NAMESPACE_PREFIX = "mbjit_unit_"
+
+_KEPT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def unit_namespace(unit: str) -> str:
+    """The namespace holding ``unit``'s arrays (``steel/gemm.metal`` ->
+    ``mbjit_unit_steel2f_gemm2e_metal``); distinct units give distinct names."""
+    encoded = "".join(chr(b) if b in _KEPT else f"{b:02x}_" for b in unit.encode("utf-8"))
+    return UNIT_NAMESPACE_PREFIX + encoded

@@ -30,7 +30,7 @@ The output is a list of :class:`Fragment`: the runs of a file's lines between tw
 includes, each starting with a ``#line N "path"`` marker (path relative to the include
 directory it was found in), so compiler diagnostics name the real file and line. A fragment's
 text depends only on its file, not on which preamble it is part of; that is what lets the host
-library store a header shared by several families once (see ``builder.jit.codegen``).
+library store a header shared by several families once (see ``builder.jit.writer``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ or ``kernel void`` with a body in the ``.metal`` file, not in a header it includ
 preamble too, after its includes; a kernel written in a header (MLX's
 ``generate_bluestein_twiddles``, in ``fft.h``) is in that header's preamble already.
 
-An entry file with the **whole-file** embedding (``builder.kernels.embedding``: it writes its own
+An entry file with the **whole-file** embedding (``KernelTree.embeddings``: it writes its own
 kernel templates, or all its kernels are its own) is one run-time source instead: the file itself,
 its includes inlined into it, named after the file, needed by that file alone. Its includes are
 no preambles of their own for it.
@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.errors import UsageError
 from builder.jit.generate import cxx_identifier, function_names
 from builder.jit.preamble import inlined_files, quoted_includes
-from builder.kernels.embedding import PREAMBLE, WHOLE_FILE, embeddings
+from builder.kernels.kernel_tree import PREAMBLE, WHOLE_FILE
 from builder.kernels.tree_files import path_matches
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class _Universe:
     def __init__(self, tree: KernelTree) -> None:
         self.tree = tree
         self.table_only = tree.config.runtime.table_only
-        self.embedding = embeddings(tree)
+        self.embedding = tree.embeddings()
         self.own = own_code_entries(tree)
         self.configured = {_real(h): f for f, hs in tree.config.preambles.items() for h in hs}
         self.roots: dict[str, list[Path]] = {
@@ -282,7 +282,7 @@ def _inlined_files(tree: KernelTree) -> dict[str, frozenset[Path]]:
 
 
 def embedding_of(tree: KernelTree) -> dict[str, str]:
-    """Entry file -> its embedding (``builder.kernels.embedding``), settled once per tree."""
+    """Entry file -> its embedding (``KernelTree.embeddings``), settled once per tree."""
     return dict(_universe(tree).embedding)
 
 

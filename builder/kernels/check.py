@@ -27,7 +27,7 @@ from pathlib import Path
 from builder.files.bounds import MAX_JSON
 from builder.files.reading import read_text
 from builder.kernels.catalog import Catalog, Instantiation, load_catalog
-from builder.kernels.chunking import DEFAULT_CHUNK_SIZE, catalog_chunks
+from builder.kernels.catalog_tree import DEFAULT_CHUNK_SIZE, generate_tree
 from builder.kernels.compiler import Compiler, find_compiler
 from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
 
@@ -159,15 +159,15 @@ def aot_chunks(
     dtypes: Iterable[str] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> list[CheckChunk]:
-    """The chunks of the catalog's AOT units, cut as the build cuts them
-    (``builder.kernels.chunking``: the same content-defined sources, named alike), so a check
+    """The catalog's generated entry files as chunks, the same texts the build compiles
+    (``builder.kernels.catalog_tree``: the same content-defined cuts, named alike), so a check
     compiles what a build compiles."""
     wanted = set(families) if families is not None else None
     chosen = [f for f in catalog.family_names if wanted is None or f in wanted]
     if wanted is not None:
         catalog.expand(sorted(wanted), None)  # an unknown family is the usual UsageError
-    chunks = catalog_chunks(catalog, chosen, list(dtypes) if dtypes else None, chunk_size)
-    return [CheckChunk(c.name, c.text(), c.family) for c in chunks]
+    tree = generate_tree(catalog, chosen, list(dtypes) if dtypes else None, chunk_size)
+    return [CheckChunk(e.name, e.text(), e.unit) for e in tree.entries]
 
 
 def jit_chunk(name: str, source: str, instantiations: Sequence[Instantiation]) -> CheckChunk:

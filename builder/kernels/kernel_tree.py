@@ -1,7 +1,25 @@
 """A kernel tree as the build and the size report see it (:class:`KernelTree`), whatever its
 kind: its entry files (or a catalog's family headers), every kernel with the entry file it comes
 from, where each kernel's code is written, and the kernel templates no entry file instantiates.
-``builder.kernels.discovery`` makes one (``load_tree``) and exports it."""
+``builder.kernels.discovery`` makes one (``load_tree``) and exports it.
+
+**Embedding** (:meth:`KernelTree.embeddings`): how each entry file of a discovered tree is embedded
+when it is JIT. Two embeddings of one entry file as run-time source:
+
+- **whole-file**: the entry file's own text, its quoted includes inlined (each file once, with
+  ``#line`` markers), is one run-time source. The host compiles it and gets every kernel the file
+  defines, instantiations included: what ggml's ``GGML_METAL_EMBED_LIBRARY`` and candle's
+  ``new_library_with_source`` do.
+- **preamble**: MLX's way. The headers the entry file includes are preambles (shared ones once),
+  and the host writes the instantiation lines itself.
+
+The choice is automatic: an entry file that writes its own kernel templates (MLX's
+``arg_reduce.metal``, ggml's ``ggml-metal.metal``), or that defines its kernels itself with none of
+them written in a header (candle's ``unary.metal``), gets the whole-file embedding; no header
+holds its code, so a host working from preambles could not build it. Every other entry file keeps
+the preamble embedding. ``[build.embedding]`` in metallib.toml overrides the choice per glob
+(later globs win); a glob that matches no entry file is an error naming it.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder.errors import UsageError
 from builder.kernels.kernel_scan import KernelRecord
 from builder.kernels.platforms import left_out
 from builder.kernels.runtime_only import RuntimeTemplate
 from builder.kernels.tree_config import TreeConfig
-from builder.kernels.tree_files import metal_headers
+from builder.kernels.tree_files import entry_files, metal_headers, path_matches, unmatched_glob
 
-__all__ = ["KernelTree"]
+__all__ = ["PREAMBLE", "WHOLE_FILE", "KernelTree"]
+
+WHOLE_FILE = "whole-file"
+PREAMBLE = "preamble"
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,47 @@ class KernelTree:
             if template is not None and where == source:
                 own.setdefault(source, []).append(template)
         return own
+
+    def automatic_embedding(self) -> dict[str, str]:
+        """Entry file -> its embedding without settings, for every entry file in tree order."""
+        if self.kind == "catalog":
+            return {source: PREAMBLE for source in self.sources}
+        own_templates = self.own_templates()
+        in_entry: dict[str, bool] = {}  # entry file -> every kernel's code written in it
+        for (source, _, _), (where, _count) in self.code_sites.items():
+            in_entry[source] = in_entry.get(source, True) and where == source
+        return {
+            source: WHOLE_FILE if source in own_templates or in_entry.get(source) else PREAMBLE
+            for source in self.sources
+        }
+
+    def embeddings(self) -> dict[str, str]:
+        """Entry file -> ``whole-file`` or ``preamble``: the automatic choice with
+        ``[build.embedding]`` over it. UsageError (exit 2) for a glob that names no entry file
+        (one that names only excluded files is no typo) or for settings on a catalog tree."""
+        chosen = self.automatic_embedding()
+        settings = self.config.embedding
+        if not settings:
+            return chosen
+        if self.kind == "catalog":
+            raise UsageError(
+                f"{self.config.path}: [build.embedding] applies to a folder of .metal entry "
+                f"files; {self.root} is a catalog tree, whose families are embedded as preambles"
+            )
+        globs = [glob for glob, _ in settings]
+        if unmatched_glob(globs, self.sources) is not None:
+            missing = unmatched_glob(globs, entry_files(self.root))
+            if missing is not None:
+                count = len(self.sources)
+                raise UsageError(
+                    f"{self.config.path}: [build.embedding] {missing!r} matches no entry file of "
+                    f"{self.root} ({count:,} entry file{'s' if count != 1 else ''})"
+                )
+        for source in chosen:
+            for glob, value in settings:
+                if path_matches(source, [glob]):
+                    chosen[source] = value
+        return chosen
 
     def source_of(self) -> dict[str, str]:
         """Kernel name -> entry file; a name two entry files produce goes to the first."""

@@ -112,7 +112,7 @@ class TreeConfig:
     """[build] compile flags the tree needs, added after the build's (default) flags."""
     embedding: tuple[tuple[str, str], ...] = ()
     """[build.embedding] (glob, ``whole-file`` or ``preamble``) in file order: how a JIT entry
-    file is embedded, over the automatic choice (``builder.kernels.embedding``)."""
+    file is embedded, over the automatic choice (``KernelTree.embeddings``)."""
     runtime: RuntimeSources = field(default_factory=RuntimeSources)
     """[build] how the run-time sources are written: namespace, API, lookup, always-embedded
     preambles, preamble set (``builder.kernels.runtime_sources``)."""

@@ -9,7 +9,9 @@ the ``.air`` file of every compiled source) and the JIT generator's ``embed.json
 deterministic: plan order, paths relative to the build directory (sources relative to the kernel
 tree), no timestamps. :func:`read_manifest` gives the size report (``report BUILD_DIR``, and
 ``build`` and ``variants`` after building) its typed view (docs/report-schema.md); docs/build.md
-lists every field. Standard library and
+lists every field. ``embed.json``, what a host JIT library embeds per unit, is written here too
+(:func:`embed_facts`, :func:`write_embed_facts`: one shape for the catalog's host library and a
+discovered tree's) and read back by :func:`build_manifest`. Standard library and
 ``builder.errors``/``builder.files.atomic`` only: it runs inside pip's isolated build environment.
 """
 
@@ -18,29 +20,38 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal
 
 from builder.errors import UsageError
-from builder.files.atomic import write_atomic
+from builder.files.atomic import write_atomic, write_if_changed
 from builder.files.bounds import brief, byte_count
+from builder.files.dataclass_json import dump, field, load
 from builder.files.reading import read_json
 
 __all__ = [
+    "EMBED_SCHEMA",
     "MANIFEST_NAME",
     "SCHEMA",
     "BuildManifest",
-    "ManifestUnit",
-    "PlannedUnit",
+    "Unit",
     "build_manifest",
+    "embed_facts",
     "read_manifest",
+    "write_embed_facts",
     "write_manifest",
 ]
 
 SCHEMA = 2
-"""2: ``units`` (each with its ``kind``) instead of ``families``."""
+"""2: ``units`` instead of ``families``. Units no longer say their ``kind`` (``tree.kind`` says
+what every unit of the build is); a reader ignores it where an older build wrote it."""
 MANIFEST_NAME = "manifest.json"
+
+Mode = Literal["aot", "jit"]
+Embedding = Literal["whole-file", "preamble"]
+"""How a JIT unit's source is embedded (``KernelTree.embeddings``, which this module, run
+inside CMake with the standard library, does not import)."""
 
 
 def _rel(path: str | os.PathLike[str], base: Path) -> str:
@@ -51,86 +62,143 @@ def _rel(path: str | os.PathLike[str], base: Path) -> str:
         return Path(path).as_posix()
 
 
-class PlannedUnit(Protocol):
-    """A unit of the build plan (``builder.cmake_build.plan.Unit``), as the manifest needs it."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def mode(self) -> str: ...
-    @property
-    def sources(self) -> tuple[str, ...]: ...
-    @property
-    def preambles(self) -> tuple[str, ...]: ...
+def _bytes(value: int | None, where: str) -> int | None:
+    return None if value is None else byte_count(value, where)
 
 
-EMBEDDINGS = ("whole-file", "preamble")
-"""How a JIT unit's source is embedded (``builder.kernels.embedding``, which this module, run
-inside CMake with the standard library, does not import)."""
+@dataclass(frozen=True)
+class Unit:
+    """One unit of a build: a catalog family or an entry file of a discovered tree (the build's
+    ``tree.kind`` says which), the mode it is built in and, once built, what it became.
 
-UNIT_KINDS = ("catalog_family", "entry_file")
-"""What a unit is: a catalog family (its header and instantiations) or an entry file of a
-discovered tree (compiled as it is)."""
+    The one unit type of the build plan (``plan.json``, which writes the fields up to
+    ``embedding``) and of the manifest (which adds the rest, measured on the outputs)."""
+
+    name: str
+    mode: Mode
+    """``aot`` (its kernels linked into the metallib) or ``jit`` (its source embedded in the
+    host library)."""
+    sources: tuple[str, ...] = ()
+    """The family header or the entry file, relative to the tree; a JIT family: every header
+    inlined, in order."""
+    preambles: tuple[str, ...] = field(default=(), omit="empty")
+    """A JIT entry file: the run-time preamble functions it needs."""
+    reason: str | None = field(default=None, omit="none")
+    """Why an entry file stays AOT in JIT mode (``[build] aot-only`` names it)."""
+    embedding: Embedding | None = field(default=None, omit="none")
+    """A JIT unit: ``whole-file`` (an entry file's text, includes inlined, is one run-time
+    source) or ``preamble`` (MLX's: its headers; every catalog family)."""
+    generated_sources: tuple[str, ...] | None = field(default=None, omit="none")
+    """Built: its generated ``.metal`` entry files (AOT) or ``.cpp`` source (JIT), relative to
+    the build folder."""
+    host_names: tuple[str, ...] | None = field(default=None, omit="none")
+    """Built: the kernels it holds, linked into the metallib or compiled at run time."""
+    outputs: tuple[str, ...] | None = field(default=None, omit="none")
+    generated_bytes: int | None = field(default=None, omit="none", check=_bytes)
+    source_bytes: int | None = field(default=None, omit="none", check=_bytes)
+    """Built, JIT: bytes of the inlined source before storage."""
+    embedded_bytes: int | None = field(default=None, omit="none", check=_bytes)
+    """Built: bytes stored in the host library for it alone (0 for an AOT unit)."""
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        return self.host_names or ()
 
 
 def _aot_unit(
-    unit: PlannedUnit,
-    kind: str,
+    unit: Unit,
     sources: Sequence[str],
     names: Sequence[str],
     objects: Mapping[str, str],
     build_dir: Path,
     metallib: str,
-) -> dict[str, Any]:
+) -> Unit:
     """An AOT unit: its compiled sources (generated ones counted), their ``.air`` files."""
     generated = [s for s in sources if not _rel(s, build_dir).startswith("../")]
-    return {
-        "name": unit.name,
-        "kind": kind,
-        "mode": "aot",
-        "sources": list(unit.sources),
-        "generated_sources": [_rel(s, build_dir) for s in generated],
-        "host_names": list(names),
-        "outputs": [*(_rel(objects[s], build_dir) for s in sources if s in objects), metallib],
-        "generated_bytes": sum(Path(s).stat().st_size for s in generated),
-        "embedded_bytes": 0,
-    }
+    return replace(
+        unit,
+        generated_sources=tuple(_rel(s, build_dir) for s in generated),
+        host_names=tuple(names),
+        outputs=(*(_rel(objects[s], build_dir) for s in sources if s in objects), metallib),
+        generated_bytes=sum(Path(s).stat().st_size for s in generated),
+        embedded_bytes=0,
+    )
 
 
 def _jit_unit(
-    unit: PlannedUnit,
-    kind: str,
+    unit: Unit,
+    family: bool,
     facts: Mapping[str, Any],
     names: Sequence[str],
     embed_dir: Path,
     build_dir: Path,
     host_library: str | None,
-) -> dict[str, Any]:
+) -> Unit:
     """A JIT unit: the generated C++ source beside embed.json and what it stores."""
-    entry_file = kind == "entry_file"
     cpp = embed_dir / f"{unit.name}.cpp"
     generated = [cpp] if cpp.is_file() else []
-    out: dict[str, Any] = {
-        "name": unit.name,
-        "kind": kind,
-        "mode": "jit",
+    return replace(
+        unit,
         # an entry file: itself (its kernels' source); a catalog family: every header inlined
-        "sources": list(unit.sources) if entry_file else [str(h) for h in facts.get("headers", [])],
-        "generated_sources": [_rel(p, build_dir) for p in generated],
-        "host_names": list(names),
-        "outputs": [
+        sources=tuple(str(h) for h in facts.get("headers", [])) if family else unit.sources,
+        generated_sources=tuple(_rel(p, build_dir) for p in generated),
+        host_names=tuple(names),
+        outputs=(
             *(_rel(p, build_dir) for p in generated),
             *([host_library] if host_library else []),
-        ],
-        "generated_bytes": sum(p.stat().st_size for p in generated),
-        "source_bytes": int(facts.get("source_bytes", 0)),
-        "embedded_bytes": int(facts.get("embedded_bytes", 0)),
+        ),
+        generated_bytes=sum(p.stat().st_size for p in generated),
+        source_bytes=int(facts.get("source_bytes", 0)),
+        embedded_bytes=int(facts.get("embedded_bytes", 0)),
+        # whole-file: the entry file's text is the run-time source; preamble: headers
+        embedding=facts.get("embedding", "preamble"),
+    )
+
+
+# -- embed.json --------------------------------------------------------------------------------
+EMBED_SCHEMA = 2
+"""2: ``units`` (with the document's ``kind``) instead of ``families``; ``shared[].units``."""
+
+
+def embed_facts(
+    kind: str,
+    units: Sequence[Mapping[str, Any]],
+    shared: Sequence[Mapping[str, Any]],
+    shared_bytes: int,
+    *,
+    compressed: bool,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The embed.json document: ``units`` each with ``name`` and ``embedded_bytes`` (its own
+    stored bytes), ``shared`` the entries several units use (``name``, ``units``). The
+    document's ``embedded_bytes`` is every stored byte: each unit's own plus ``shared_bytes``
+    once.
+
+    Shape (schema 2)::
+
+        {"schema": 2, "kind": "catalog" | "discovered", "compressed": bool,
+         "embedded_bytes": int, "shared_bytes": int, ...writer-specific totals...,
+         "units": [{"name", "headers", "source_bytes", "embedded_bytes", ...}],
+         "shared": [{"name", "units", ["bytes"]}]}
+    """
+    if kind not in ("catalog", "discovered"):
+        raise ValueError(f"embed.json kind {kind!r}")
+    return {
+        "schema": EMBED_SCHEMA,
+        "kind": kind,
+        "compressed": compressed,
+        "embedded_bytes": shared_bytes + sum(int(u["embedded_bytes"]) for u in units),
+        "shared_bytes": shared_bytes,
+        **(extra or {}),
+        "units": [dict(u) for u in units],
+        "shared": [dict(s) for s in shared],
     }
-    if entry_file:
-        out["preambles"] = list(unit.preambles)
-    # whole-file: the entry file's text is the run-time source; preamble: headers (a family's)
-    out["embedding"] = str(facts.get("embedding", "preamble"))
-    return out
+
+
+def write_embed_facts(path: Path, facts: Mapping[str, Any]) -> bool:
+    """Write ``facts`` to ``path`` only when its bytes change (Ninja's restat then skips what
+    follows); True when written."""
+    return write_if_changed(path, json.dumps(facts, indent=1) + "\n")
 
 
 def _file(path: str | None, build_dir: Path) -> dict[str, Any] | None:
@@ -144,7 +212,7 @@ def build_manifest(
     config: Mapping[str, Any],
     *,
     tree: Mapping[str, Any],
-    units: Sequence[PlannedUnit],
+    units: Sequence[Unit],
     compiled: Mapping[str, Sequence[str]],
     options: Mapping[str, Any],
     kernels: Mapping[str, Sequence[str]],
@@ -160,11 +228,11 @@ def build_manifest(
     selection as ``METAL_*`` values; ``kernels`` maps each unit to its host names; ``config`` is
     the configure-time build config (``objects``: compiled source -> ``.air``; ``options``,
     ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json,
-    ``builder.jit.embed_facts``: ``units`` by name) found in ``embed_dir``.
+    ``embed_facts``: ``units`` by name) found in ``embed_dir``.
     """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
-    kind = "catalog_family" if tree.get("kind") == "catalog" else "entry_file"
+    family = tree.get("kind") == "catalog"
     objects = config.get("objects", {})
     facts = {f["name"]: f for f in (embed or {}).get("units", [])}
     entries = []
@@ -173,13 +241,13 @@ def build_manifest(
         if unit.mode == "aot" and metallib_rel is not None:
             entries.append(
                 _aot_unit(
-                    unit, kind, compiled.get(unit.name, []), names, objects, build_dir, metallib_rel
+                    unit, compiled.get(unit.name, []), names, objects, build_dir, metallib_rel
                 )
             )
         elif unit.mode == "jit" and embed_dir is not None:
             entries.append(
                 _jit_unit(
-                    unit, kind, facts.get(unit.name, {}), names, embed_dir, build_dir, host_rel
+                    unit, family, facts.get(unit.name, {}), names, embed_dir, build_dir, host_rel
                 )
             )
     return {
@@ -198,7 +266,7 @@ def build_manifest(
             "metallib": _file(metallib, build_dir),
             "host_library": _file(host_library, build_dir),
         },
-        "units": entries,
+        "units": dump(entries),
     }
 
 
@@ -210,21 +278,21 @@ def write_manifest(path: Path, manifest: Mapping[str, Any]) -> None:
 
 # -- reading -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ManifestUnit:
-    """One unit of a build (a catalog family or an entry file), as the manifest records it."""
+class _Tree:
+    kind: Literal["catalog", "discovered"]
+    """What every unit is: a catalog family, or an entry file of a discovered tree."""
+    library: str | None = None
 
-    name: str
-    kind: str
-    """``catalog_family`` or ``entry_file``."""
-    mode: str
-    """``aot`` (instantiations linked into the metallib) or ``jit`` (source embedded in the
-    host)."""
-    host_names: list[str]
-    embedded_bytes: int
-    sources: list[str] = field(default_factory=list)
-    embedding: str = "preamble"
-    """A JIT unit's: ``whole-file`` or ``preamble`` (every catalog family, and manifests written
-    before entry files could be embedded whole)."""
+
+@dataclass(frozen=True)
+class _Read:
+    """What the size report reads of a manifest (the codec checks each field's type)."""
+
+    units: tuple[Unit, ...]
+    tree: _Tree | None = None
+    metallib: str | None = None
+    host_library: str | None = None
+    embedded_bytes: int = field(default=0, check=byte_count)
 
 
 @dataclass(frozen=True)
@@ -232,7 +300,7 @@ class BuildManifest:
     """A build manifest (schema 2) as the size report reads it."""
 
     path: str
-    units: list[ManifestUnit]
+    units: tuple[Unit, ...]
     metallib: str | None
     """Path of the built metallib relative to the manifest's directory; None if all JIT."""
     host_library: str | None = None
@@ -248,7 +316,7 @@ class BuildManifest:
 
     def unit_of(self) -> dict[str, str]:
         """host name -> its unit, for every AOT unit."""
-        return {n: f.name for f in self.units if f.mode == "aot" for n in f.host_names}
+        return {n: f.name for f in self.units if f.mode == "aot" for n in f.kernels}
 
     def source_of(self) -> dict[str, str]:
         """host name -> its unit's source file(s), joined with ``+`` when there are several."""
@@ -256,7 +324,7 @@ class BuildManifest:
             n: "+".join(f.sources) if f.sources else f.name
             for f in self.units
             if f.mode == "aot"
-            for n in f.host_names
+            for n in f.kernels
         }
 
 
@@ -265,31 +333,19 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
     where = os.fspath(path)
     data = read_json(Path(where), "build manifest")
     try:
-        if data["schema"] != SCHEMA:
-            raise ValueError(f"schema {data['schema']!r}, expected {SCHEMA}")
-        units = [
-            ManifestUnit(
-                name=str(f["name"]),
-                kind=_one_of(f["kind"], UNIT_KINDS, "kind"),
-                mode=_one_of(f["mode"], ("aot", "jit"), "mode"),
-                host_names=[str(n) for n in f.get("host_names", [])],
-                embedded_bytes=byte_count(f.get("embedded_bytes", 0), "units[].embedded_bytes"),
-                sources=[str(s) for s in f.get("sources", [])],
-                embedding=_one_of(f.get("embedding", "preamble"), EMBEDDINGS, "embedding"),
-            )
-            for f in data["units"]
-        ]
-        metallib, host = data.get("metallib"), data.get("host_library")
-        for key, value in (("metallib", metallib), ("host_library", host)):
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"{key!r} must be a relative path or null")
-        embedded = byte_count(data.get("embedded_bytes", 0), "embedded_bytes")
-    except (KeyError, TypeError, ValueError) as exc:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            found = data.get("schema") if isinstance(data, dict) else None
+            raise ValueError(f"schema {found!r}, expected {SCHEMA}")
+        read = load(_Read, data)
+    except (TypeError, ValueError) as exc:
         raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
-    for key, value in (("metallib", metallib), ("host_library", host)):
+    for key, value in (("metallib", read.metallib), ("host_library", read.host_library)):
         if value is not None:
             _confine(where, key, value)
-    return BuildManifest(where, units, metallib, host, embedded, _build_facts(data, where))
+    facts = _build_facts(data, where)
+    return BuildManifest(
+        where, read.units, read.metallib, read.host_library, read.embedded_bytes, facts
+    )
 
 
 def _confine(where: str, key: str, value: str) -> None:
@@ -323,9 +379,3 @@ def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:
         if data.get(key) is not None:
             facts[key] = data[key]
     return facts
-
-
-def _one_of(value: Any, allowed: Sequence[str], what: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"{what} {value!r} is not one of {', '.join(allowed)}")
-    return str(value)

@@ -39,7 +39,7 @@ METALLIB_DEFAULT_FLAGS says the same; ``options --check`` compares them)."""
 SDKS = ("macosx", "iphoneos", "iphonesimulator")
 """The xcrun SDKs a build may ask for."""
 DEFAULT_CHUNK_SIZE = 250
-"""Mean instantiations per generated AOT source of a catalog tree (``builder.kernels.chunking``)."""
+"""Mean instantiations per generated entry file of a catalog tree (``kernels.catalog_tree``)."""
 APIS = ("string", "cstring")
 """What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
 DEFAULT_NAMESPACE = "metal_jit"

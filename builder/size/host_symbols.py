@@ -1,15 +1,15 @@
 """Per-unit bytes of a host JIT library from its symbol table: an ELF ``.so`` or Mach-O ``.dylib``.
 
-**Which unit.** The generator declares every array a unit stores in a namespace named after
-the unit (``builder.jit.unit_names``: ``mbjit_unit_unary``, ``mbjit_unit_steel2f_gemm2e_metal``),
-so the unit is spelled in each such symbol's mangled name, whatever the object format. A symbol
-counts for a unit when one identifier of its name is that namespace, or is ``family_<unit>``
-(a catalog family's registry entry, which the registry's index names). Identifiers are read
-from the Itanium mangling left to right, ``<length><identifier>`` after ``<length>``, so a name
-that ends in a digit (``12_GLOBAL__N_1`` before ``16mbjit_unit_unary``) is never read as a
-length; a C name is its own identifier, and Mach-O's leading ``_`` is dropped first. Everything
-else is ``(other)``: the runtime (the registry, the preambles' functions) and the pieces several
-units share (stored once). This used to rest on ELF's ``STT_FILE`` symbols (the locals after
+**Which unit.** The generator declares every array a unit stores in a namespace named after the unit
+(``builder.jit.literals.unit_namespace``: ``mbjit_unit_unary``,
+``mbjit_unit_steel2f_gemm2e_metal``), so the unit is spelled in each such symbol's mangled name,
+whatever the object format. A symbol counts for a unit when one identifier of its name is that
+namespace, or is ``family_<unit>`` (a catalog family's registry entry, which the registry's index
+names). Identifiers are read from the Itanium mangling left to right, ``<length><identifier>`` after
+``<length>``, so a name that ends in a digit (``12_GLOBAL__N_1`` before ``16mbjit_unit_unary``) is
+never read as a length; a C name is its own identifier, and Mach-O's leading ``_`` is dropped first.
+Everything else is ``(other)``: the runtime (the registry, the preambles' functions) and the pieces
+several units share (stored once). This used to rest on ELF's ``STT_FILE`` symbols (the locals after
 ``unary.cpp``'s file symbol); Mach-O has none, and the names work for both.
 
 **How big.** ELF: ``st_size`` of the defined data and function symbols that hold file bytes
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.files.reading import UnreadableFile, open_regular
-from builder.jit.unit_names import unit_namespace
+from builder.jit.literals import unit_namespace
 
 __all__ = [
     "ELF_METHOD",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.inputs.targets import Library, Progress, resolve_target
+from builder.inputs.targets import Library, Progress, build_library, resolve_target
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from builder.size.jit_sizes import HostLibrary, JitUnit
     from builder.size.report import Report
 
-__all__ = ["TreeSources", "load_library", "load_reports"]
+__all__ = ["TreeSources", "load_build", "load_library", "load_reports"]
 
 
 class TreeSources:
@@ -111,6 +111,16 @@ def load_reports(
     return [
         load_library(lib, by=by, rules=rules, sources=sources, download=download) for lib in found
     ]
+
+
+def load_build(build_dir: Path) -> list[Report]:
+    """The build at ``build_dir`` measured from its manifest, read directly: ``build`` and
+    ``presets`` measure what they just built, as ``report BUILD_DIR`` does, without asking the
+    target resolver what the folder's name might be."""
+    from builder.records.manifest import MANIFEST_NAME, read_manifest
+
+    manifest = read_manifest(build_dir / MANIFEST_NAME)
+    return [load_library(build_library(str(build_dir), manifest))]
 
 
 def load_library(
@@ -263,9 +273,9 @@ def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibra
     if manifest is None:
         return [], None
     units = [
-        (f.name, f.embedded_bytes, len(f.host_names)) for f in manifest.units if f.mode == "jit"
+        (f.name, f.embedded_bytes or 0, len(f.kernels)) for f in manifest.units if f.mode == "jit"
     ]
-    how = {f.name: f.embedding for f in manifest.units}
+    how = {f.name: f.embedding or "preamble" for f in manifest.units}
     if not units or manifest.host_library is None:
         jit = [JitUnit(name, size, None, kernels) for name, size, kernels in units]
         return [j._replace(embedding=how[j.name]) for j in jit], None

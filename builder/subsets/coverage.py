@@ -9,7 +9,7 @@ preambles. So, for each kernel:
   could ship it); or
 - its entry file is JIT, and the file its code is written in (``KernelTree.defined_in``: the
   header holding its template, or the function itself) is one of the files the run-time sources
-  inline. An entry file embedded whole (``builder.kernels.embedding``) is its own run-time
+  inline. An entry file embedded whole (``KernelTree.embeddings``) is its own run-time
   source, so it ships every kernel written in it or in what it quote-includes; only a kernel
   behind a computed include (``#include SOME_MACRO``, left to the run-time compiler) is lost.
 

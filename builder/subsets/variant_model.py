@@ -42,7 +42,7 @@ class VariantsInput:
     runtime_only: tuple[tuple[str, str], ...] = ()
     """(kernel template, header) of the tree's run-time-only kernels."""
     whole_file: tuple[str, ...] = ()
-    """Entry files embedded whole when JIT (``builder.kernels.embedding``), in tree order."""
+    """Entry files embedded whole when JIT (``KernelTree.embeddings``), in tree order."""
     interface: RuntimeSources = field(default_factory=RuntimeSources)
     """How every variant's ``jit_sources.cpp`` is written and its bytes stored (the tree's
     ``[build]`` settings; a catalog tree: ``embed``'s defaults)."""

@@ -8,7 +8,7 @@ split needs no compiler, only discovery's name -> entry file map and the library
 Some entry files stay AOT in every split (:func:`held_aot`): the ones ``[build] aot-only`` names.
 ``--jit`` naming one keeps it AOT and says so; the ``--budget`` planner never moves one. An entry
 file that writes its own kernel templates (MLX's ``arg_reduce.metal``, ggml's
-``ggml-metal.metal``) is not held: it goes JIT embedded whole (``builder.kernels.embedding``).
+``ggml-metal.metal``) is not held: it goes JIT embedded whole (``KernelTree.embeddings``).
 
 Pure functions (names and numbers in, indices out), so the planner and the tests can ask "what
 would this split keep?" without writing anything.

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.jit.codegen import family_pieces
 from builder.jit.generate import cxx_identifier, embed_headers, root_names
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.tree_preambles import PreambleSpec, jit_preambles
+from builder.jit.writer import stored_pieces
 from builder.kernels.runtime_sources import RuntimeSources
 
 if TYPE_CHECKING:
@@ -74,14 +74,13 @@ class JitSources:
 
 
 def settings_of(tree: KernelTree) -> RuntimeSources:
-    """The tree's run-time source settings (a catalog tree: ``embed``'s defaults)."""
-    return RuntimeSources() if tree.kind == "catalog" else tree.config.runtime
+    """The tree's run-time source settings (a catalog tree has none: ``embed``'s defaults)."""
+    return tree.config.runtime
 
 
 def include_dirs(tree: KernelTree) -> list[Path]:
-    """Where quoted includes resolve: the tree's -I folders, then the tree (as discovery)."""
-    if tree.kind == "catalog":
-        return [tree.root.resolve()]
+    """Where quoted includes resolve: the tree's -I folders (a catalog tree has none), then the
+    tree (as discovery)."""
     return [*tree.config.include_dirs, tree.root.resolve()]
 
 
@@ -101,10 +100,10 @@ def preamble_specs(tree: KernelTree, entries: Sequence[str]) -> list[PreambleSpe
 
 def _roots(tree: KernelTree, entries: Sequence[str]) -> list[tuple[tuple[Path, ...], str | None]]:
     """Each preamble's headers and its function name (None: the catalog's, ``embed``'s)."""
-    specs = preamble_specs(tree, entries)
-    if tree.kind == "catalog":
-        return [(spec.headers, None) for spec in specs]
-    return [(spec.headers, spec.function) for spec in specs]
+    catalog = tree.kind == "catalog"
+    return [
+        (spec.headers, None if catalog else spec.function) for spec in preamble_specs(tree, entries)
+    ]
 
 
 def _render(
@@ -155,7 +154,7 @@ def _stored_texts(
         if settings.storage == "separate":
             stored.setdefault(function, preamble.text)
             continue
-        for piece in family_pieces(preamble, dedup=True, compress=False):
+        for piece in stored_pieces(preamble, dedup=True, compress=False):
             stored.setdefault(piece.name, piece.text)
     return stored
 

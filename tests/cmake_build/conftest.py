@@ -175,7 +175,7 @@ class StandinBuild:
         return out
 
     def generated_sources(self) -> list[Path]:
-        return sorted((self.build_dir / "metal_aot" / "src").glob("*.metal"))
+        return sorted((self.build_dir / "metal_gen").glob("*/*.metal"))
 
     def manifest(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.build_dir / "manifest.json").read_text())

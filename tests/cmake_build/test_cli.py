@@ -231,7 +231,7 @@ def test_build_failure_shows_the_failing_command(
     at = lines.index(f"error: build failed in {build_dir}:")
     failed, command, *output = lines[at + 1 :]
     assert failed.startswith("FAILED: ")
-    assert failed.split()[-1] == str(build_dir / "metal_aot.air" / "arange_v_int8.air")
+    assert failed.split()[-1] == str(build_dir / "metal_aot.air" / "arange" / "arange_v_int8.air")
     assert command.startswith(f"cd {build_dir} && ") and "metal-standin" in command
     assert output[-1] == "ninja: build stopped: subcommand failed."
     assert any(

@@ -170,8 +170,8 @@ def test_a_plain_configure_depends_on_the_modules_its_planner_ran(standin_build)
     package = Path(plan.__file__).resolve().parents[1]
     assert listed == sorted(listed) and all(Path(m).is_file() for m in listed)
     assert all(Path(m).is_relative_to(package) for m in listed)
-    made_by = ["cmake_build/plan.py", "cmake_build/plan_model.py", "cmake_build/plan_trees.py"]
-    made_by += ["cmake_build/request.py", "kernels/chunking.py", "kernels/catalog.py"]
+    made_by = ["cmake_build/plan.py", "cmake_build/plan_model.py"]
+    made_by += ["cmake_build/request.py", "kernels/catalog_tree.py", "kernels/catalog.py"]
     assert {(package / m).as_posix() for m in made_by} <= set(listed)
     query = subprocess.run(
         [

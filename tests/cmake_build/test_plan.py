@@ -13,7 +13,7 @@ from kernels.discovery.expected import BY_FILE
 
 from builder.cmake_build.driver import build_plan
 from builder.cmake_build.plan import make_plan
-from builder.cmake_build.plan_model import BuildPlan, plan_text
+from builder.cmake_build.plan_model import BuildPlan, PlannedPreamble, plan_text
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
 from builder.kernels import load_catalog
@@ -33,10 +33,20 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
     assert (plan.kind, plan.library) == ("catalog", "mlx")
     assert plan.aot == ("unary", "arange") and plan.jit == ("copy",)  # catalog order
     assert {unit for unit, _ in plan.compiles} == {"unary", "arange"}
-    assert all(path.parent == tmp_path / "metal_aot" / "src" for _, path in plan.compiles)
-    held = sorted(i.host_name for c in plan.chunks for i in c.instantiations)
+    # the catalog expands into entry files of a tree in the build folder, one folder per unit;
+    # the AOT units' entry files are compiled, and between them hold each AOT kernel once
+    assert all(path.parent == tmp_path / "metal_gen" / unit for unit, path in plan.compiles)
+    assert plan.generated is not None and plan.source_root == tmp_path / "metal_gen"
+    compiled = {str(path) for _, path in plan.compiles}
+    held = sorted(
+        i.host_name
+        for e in plan.generated.entries
+        if str(tmp_path / "metal_gen" / e.path) in compiled
+        for i in e.instantiations
+    )
     expected = load_catalog().expand(["unary", "arange"], ["float32"])
     assert held == sorted(i.host_name for i in expected)
+    assert {e.unit for e in plan.generated.entries} == {"unary", "copy", "arange"}
     every = make_plan(BuildRequest().replace(jit=("*",)))
     assert every.jit == load_catalog().family_names and every.aot == () and not every.compiles
 
@@ -64,12 +74,12 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
         "whole-file",
         ("plain_kernels",),
     )
-    whole = next(p for p in plan.preambles if p["function"] == "plain_kernels")
-    assert whole["headers"] == [str(mlx_tree.resolve() / "plain_kernels.metal")]
+    whole = next(p for p in plan.preambles if p.function == "plain_kernels")
+    assert whole.headers == (str(mlx_tree.resolve() / "plain_kernels.metal"),)
     assert BuildPlan.from_json(plan.to_json()).units == plan.units  # the embedding read back
     # the compiler defines Metal's own macros itself; discovery gets every define
     assert plan.defines == ("NDEBUG",) and plan.discovery is not None
-    assert plan.discovery["metal_version"] == 320
+    assert plan.discovery.metal_version == 320
     assert plan.std == "metal3.2"  # the version discovery assumes is the one compiled for
     assert make_plan(BuildRequest().replace(source_dir=mlx_tree)).jit == ()
 
@@ -82,7 +92,7 @@ def test_library_defaults_to_the_folder_name(mlx_style: Path, mlx_headers: Path)
             source_dir=mlx_style, include_dirs=(mlx_headers,), std="ios-metal2.4"
         )
     )
-    assert ios.discovery is not None and ios.discovery["metal_version"] == 240
+    assert ios.discovery is not None and ios.discovery.metal_version == 240
 
 
 @pytest.mark.parametrize(
@@ -173,8 +183,8 @@ def test_cmake_writes_the_plan_the_cli_computes(tree: str, mlx_tree: Path, tmp_p
     assert [(u.name, u.mode) for u in plan.units] == [
         (f["name"], f["mode"]) for f in manifest["units"]
     ]
-    kind = "entry_file" if tree == "discovered" else "catalog_family"
-    assert {f["kind"] for f in manifest["units"]} == {kind}
+    # the units' kind is said once, by the tree; a unit has no kind of its own
+    assert manifest["tree"]["kind"] == tree and not any("kind" in f for f in manifest["units"])
 
 
 def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tree: Path) -> None:
@@ -182,12 +192,12 @@ def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tre
     cmake = plan.to_json()["cmake"]
     assert plan.jit == () and isinstance(cmake, dict) and cmake["jit_library"] == "ON"
     assert plan.preambles == (
-        {
-            "function": "scatter_rows",
-            "headers": [str((mlx_tree / "indexing/scatter_rows.h").resolve())],
-            "entries": [],
-            "embedding": "preamble",
-        },
+        PlannedPreamble(
+            function="scatter_rows",
+            headers=(str((mlx_tree / "indexing/scatter_rows.h").resolve()),),
+            entries=(),
+            embedding="preamble",
+        ),
     )
     assert all(u.reason is None for u in plan.units)  # nothing held back: nothing was asked JIT
 

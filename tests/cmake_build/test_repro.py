@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.cmake, pytest.mark.slow]
 
 def _outputs(build_dir: Path) -> dict[str, bytes]:
     files = [
-        *(build_dir / "metal_aot" / "src").glob("*.metal"),
+        *(build_dir / "metal_gen").glob("*/*.metal"),
         *(build_dir / "metal_jit").glob("*.cpp"),
         build_dir / "manifest.json",
         build_dir / "mlx.metallib",

@@ -108,7 +108,8 @@ def test_the_library_holds_exactly_the_discovered_kernels(built_once) -> None:  
     raw = built_once.manifest()
     assert raw["tree"] == {"kind": "discovered", "library": "mlx"}
     assert [f["name"] for f in raw["units"]] == sorted(BY_FILE)
-    assert {f["kind"] for f in raw["units"]} == {"entry_file"}
+    # one word for what the units are: the tree's kind, not a kind per unit
+    assert not any("kind" in f for f in raw["units"])
     # run-time-only kernels (indexing/scatter_rows.h: no entry file instantiates them) are in
     # no metallib: even an AOT build embeds their header in the host library
     assert raw["host_library"] and raw["embedded_bytes"] > 0

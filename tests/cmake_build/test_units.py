@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from builder.cmake_build.cmake import NinjaOutput, parse_status
+from builder.cmake_build.plan import select_families
 from builder.cmake_build.plan_model import Unit
-from builder.cmake_build.plan_trees import select_families
 from builder.cmake_build.presets import mixed_jit_units
-from builder.cmake_build.progress import NinjaOutput, parse_status
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.cmake_build.toolchain import (
     MetalToolchain,
@@ -22,8 +22,9 @@ from builder.cmake_build.toolchain import (
     missing_message,
 )
 from builder.errors import BuilderError, UsageError
+from builder.files.dataclass_json import load
 from builder.kernels import load_catalog
-from builder.kernels.chunking import catalog_chunks, write_sources
+from builder.kernels.catalog_tree import generate_tree, write_tree
 from builder.kernels.compiler import find_compiler
 from builder.records.manifest import build_manifest
 from builder.size.host_symbols import OTHER, symbol_sizes
@@ -73,18 +74,26 @@ def test_toolchain_through_xcrun_runs_it_with_the_sdk() -> None:
     assert found.compiler.endswith("metal-standin") and found.explicit is None
 
 
-def test_sources_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> None:
+def test_generated_tree_rewritten_only_on_change_and_stale_removed(tmp_path: Path) -> None:
     catalog = load_catalog()
-    out = tmp_path / "src"
-    chunks = catalog_chunks(catalog, ["unary"], ["float32"], 30)
-    paths = write_sources(chunks, out)
-    assert sorted(paths) == sorted(out.glob("*.metal")) and len(paths) == len(chunks) > 1
+    out = tmp_path / "metal_gen"
+    tree = generate_tree(catalog, ["unary"], ["float32"], 30)
+    paths = write_tree(tree, out)
+    assert (
+        sorted(paths) == sorted(out.glob("unary/*.metal")) and len(paths) == len(tree.entries) > 1
+    )
     mtimes = [p.stat().st_mtime_ns for p in paths]
-    write_sources(catalog_chunks(catalog, ["unary"], ["float32"], 30), out)
+    again = generate_tree(catalog, ["unary"], ["float32"], 30)
+    assert again == tree  # deterministic: the same inputs, the same entry files
+    write_tree(again, out)
     assert [p.stat().st_mtime_ns for p in paths] == mtimes
-    one = catalog_chunks(catalog, ["unary"], ["float32"], 100_000)
-    write_sources(one, out)
-    assert [p.name for p in out.glob("*.metal")] == [f"{one[0].name}.metal"]
+    one = generate_tree(catalog, ["unary"], ["float32"], 100_000)
+    write_tree(one, out)
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*.metal")] == [one.entries[0].path]
+    # an ordinary tree: each file includes its family header and instantiates, nothing else
+    text = (out / one.entries[0].path).read_text()
+    assert '#include "unary/unary.h"' in text
+    assert text.count("instantiate_kernel(") == len(catalog.expand(["unary"], ["float32"]))
 
 
 def test_select_families_catalog_order_and_errors() -> None:
@@ -135,10 +144,11 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
         embed_dir=tmp_path / "metal_jit",
         host_library=str(tmp_path / "libmetal_jit.so"),
     )
-    assert [(f["name"], f["kind"]) for f in m["units"]] == [
-        ("unary", "catalog_family"),
-        ("copy", "catalog_family"),
-    ]
+    # what the units are is the tree's kind, said once; a unit's record is the plan's unit
+    # with what the build made of it
+    assert m["tree"]["kind"] == "catalog" and [f["name"] for f in m["units"]] == ["unary", "copy"]
+    assert not any("kind" in f for f in m["units"])
+    assert load(Unit, m["units"][0]).sources == units[0].sources
     unary, copy = m["units"]
     assert unary["outputs"] == ["metal_aot.air/unary_v_abs_float32.air", "mlx.metallib"]
     assert unary["generated_sources"] == ["metal_aot/src/unary_v_abs_float32.metal"]
@@ -152,8 +162,8 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
 
 def test_symbol_sizes_by_the_unit_namespace(tmp_path: Path) -> None:
     """A symbol is a unit's when its name holds the unit's namespace (spelled here as
-    builder.jit.unit_names documents it) or ``family_<unit>``, whatever file defines it; a
-    ``.bss`` object holds no file bytes and counts for nobody."""
+    builder.jit.literals.unit_namespace documents it) or ``family_<unit>``, whatever file
+    defines it; a ``.bss`` object holds no file bytes and counts for nobody."""
     (tmp_path / "unary.cpp").write_text(
         # the anonymous namespace's mangled name ends in a digit (12_GLOBAL__N_1) right
         # before the unit's namespace's length
@@ -197,7 +207,7 @@ def test_progress_display_bar_and_plain_lines() -> None:
 
     from rich.console import Console
 
-    from builder.cmake_build.progress import ProgressDisplay, Status
+    from builder.cmake_build.cmake import ProgressDisplay, Status
 
     for terminal in (True, False):
         buf = io.StringIO()

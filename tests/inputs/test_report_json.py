@@ -146,7 +146,7 @@ def test_a_hostile_build_manifest_is_one_line_too(tmp_path: Path, cli: Cli) -> N
         (
             '{"schema": 2, "metallib": null, "units": [{"name": "f", "kind": "entry_file", '
             '"mode": "jit", "embedded_bytes": ' + "1" * 400 + "}]}",
-            ["'units[].embedded_bytes' is a 400-digit number"],
+            ["'units[0].embedded_bytes' is a 400-digit number"],
         ),
     ]:
         manifest.write_text(text)

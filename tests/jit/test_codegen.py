@@ -11,21 +11,13 @@ import pytest
 
 from builder.cmake_build.cmake import find_tool
 from builder.errors import UsageError
-from builder.jit.codegen import (
-    CXX_IDENTIFIER,
-    CXX_NAMESPACE,
-    Kernel,
-    pool_pieces,
-    pool_text,
-    valid_namespace,
-)
-from builder.jit.family_source import family_source, merge_facts
+from builder.jit.family_source import Kernel, family_source, merge_facts, pool_pieces, pool_text
 from builder.jit.generate import embed_headers
 from builder.jit.literals import cxx_string
-from builder.jit.preamble_functions import render_standalone
+from builder.jit.writer import render_standalone
 from builder.kernels.compiler import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
-from builder.settings.checks import CXX_KEYWORDS
+from builder.settings.checks import CXX_IDENTIFIER, CXX_KEYWORDS, CXX_NAMESPACE, valid_namespace
 
 HOST_INCLUDE = metal_src_dir() / "host" / "include"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from builder.jit.checking import anchor_line_markers
+from builder.jit.family_source import anchor_line_markers
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.literals import cxx_string
 from builder.jit.preamble import IncludeError, OutsideError, confine, inline_preamble

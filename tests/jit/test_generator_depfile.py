@@ -39,7 +39,7 @@ def test_the_depfile_names_every_package_module_the_generator_imported(tmp_path:
         check=True,
     )
     imported = set(re.findall(r"\|\s+(builder(?:\.\w+)*)\s*$", run.stderr, re.MULTILINE))
-    assert "builder.jit.family_source" in imported and "builder.jit.codegen" in imported
+    assert "builder.jit.family_source" in imported and "builder.jit.writer" in imported
     package = Path(builder.__file__).resolve().parent
     listed = {
         Path(p).resolve()

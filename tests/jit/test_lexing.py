@@ -10,7 +10,7 @@ from typing import SupportsIndex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.jit.checking import jit_check_chunks
+from builder.jit.family_source import jit_check_chunks
 from builder.jit.lexing import comment_spans, directive_lines, strip_comments
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog

@@ -13,7 +13,7 @@ import pytest
 from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
 from support.jit_library import JitLibrary, JitLibraryError
 
-from builder.jit.checking import anchor_line_markers, jit_check_chunks
+from builder.jit.family_source import anchor_line_markers, jit_check_chunks
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.check import CheckChunk, run_check
@@ -74,7 +74,7 @@ def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
 def test_embed_json_is_measured_from_the_output(jit_build: JitBuild) -> None:
     facts = json.loads((jit_build.gen_dir / "embed.json").read_text(encoding="utf-8"))
     lib = JitLibrary(jit_build.library)
-    assert facts["schema"] == 2 and facts["kind"] == "catalog_family" and facts["target"] == "mbjit"
+    assert facts["schema"] == 2 and facts["kind"] == "catalog" and facts["target"] == "mbjit"
     assert facts["compressed"] is False and facts["dedup"] is True
     assert [f["name"] for f in facts["units"]] == list(FAMILIES)
     root = metal_src_dir()

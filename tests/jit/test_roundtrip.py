@@ -32,9 +32,10 @@ from support.reference_inliner import c_quote, reference_preamble
 from support.sanitized import EMIT, SANITIZE, compile_and_run, texts
 
 from builder.inputs import wheel_cache, wheels
-from builder.jit.codegen import family_pieces, render_family
+from builder.jit.family_source import render_family
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.preamble import inline_preamble
+from builder.jit.writer import stored_pieces
 from builder.kernels.compiler import find_compiler
 from builder.resources import metal_src_dir
 
@@ -136,7 +137,7 @@ def registry_program(
         for i, header in enumerate(tree.headers):
             family = f"t{k}_{i}"
             preamble = inline_preamble([header], tree.include_dirs, strip=strip)
-            pieces = family_pieces(preamble, dedup=dedup, compress=compress)
+            pieces = stored_pieces(preamble, dedup=dedup, compress=compress)
             units.append(render_family(family, preamble, pieces, [], [], "", tree.label))
             families.append(family)
         sources[f"t{k}.cpp"] = "".join(units)  # a unity build of the tree's families

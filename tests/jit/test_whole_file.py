@@ -18,7 +18,6 @@ from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.tree_jit import generate
 from builder.errors import UsageError
 from builder.kernels.discovery import load_tree
-from builder.kernels.embedding import embeddings
 from builder.kernels.tree_config import ConfigError
 
 # read off the files: a file that writes its own templates, or all of whose kernels are its own,
@@ -40,16 +39,16 @@ def test_jit_star_plans_every_entry_file_jit_in_its_embedding(shape: str, tmp_pa
     root, include_dirs, expected = SHAPES[shape](tmp_path)
     tree = load_tree(root, include_dirs=include_dirs)
     assert {s: [r.name for r in rs] for s, rs in tree.by_source().items()} == expected
-    assert {s for s, how in embeddings(tree).items() if how == "whole-file"} == WHOLE[shape]
+    assert {s for s, how in tree.embeddings().items() if how == "whole-file"} == WHOLE[shape]
     plan = _plan(root, include_dirs)  # the coverage check passed, or this raised
     assert plan.aot == () and plan.compiles == () and set(plan.jit) == set(expected)
     for unit in plan.units:
         whole = unit.name in WHOLE[shape]
         assert unit.embedding == ("whole-file" if whole else "preamble"), unit.name
         if whole:  # one run-time source: the file itself, named after it
-            [spec] = [p for p in plan.preambles if p["function"] in unit.preambles]
-            assert spec["headers"] == [str((root / unit.name).resolve())]
-            assert spec["entries"] == [unit.name] and spec["embedding"] == "whole-file"
+            [spec] = [p for p in plan.preambles if p.function in unit.preambles]
+            assert spec.headers == (str((root / unit.name).resolve()),)
+            assert spec.entries == (unit.name,) and spec.embedding == "whole-file"
 
 
 def test_metallib_toml_overrides_the_embedding_per_glob(tmp_path: Path) -> None:
@@ -59,7 +58,7 @@ def test_metallib_toml_overrides_the_embedding_per_glob(tmp_path: Path) -> None:
         '[build.embedding]\n"kernels/*.metal" = "whole-file"\n"kernels/norm.metal" = "preamble"\n'
     )
     tree = load_tree(root, include_dirs=include_dirs)
-    assert embeddings(tree) == {  # later globs win
+    assert tree.embeddings() == {  # later globs win
         "kernels/fa_f16.metal": "whole-file",
         "kernels/fa_f32.metal": "whole-file",
         "kernels/norm.metal": "preamble",
@@ -69,7 +68,7 @@ def test_metallib_toml_overrides_the_embedding_per_glob(tmp_path: Path) -> None:
     assert norm.preambles == ("common", "norm")  # its include, then itself: it writes a kernel
     toml.write_text('[build.embedding]\n"kernel/*.metal" = "whole-file"\n')
     with pytest.raises(UsageError, match=r"\[build.embedding\] 'kernel/\*.metal' matches no entry"):
-        embeddings(load_tree(root, include_dirs=include_dirs))
+        load_tree(root, include_dirs=include_dirs).embeddings()
     toml.write_text('[build.embedding]\n"kernels/*.metal" = "whole"\n')
     with pytest.raises(ConfigError, match="must be one of 'whole-file', 'preamble', got 'whole'"):
         load_tree(root, include_dirs=include_dirs)
@@ -139,9 +138,9 @@ def test_a_cstring_tree_build_returns_each_unit_s_whole_text_as_one_literal(
     out = tmp_path / "gen"
     facts, _ = generate(plan, out)
     assert facts["storage"] == "separate" and facts["shared_bytes"] == sum(
-        len(inline_preamble(p["headers"], [*include_dirs, root]).text.encode()) + 1
+        len(inline_preamble(p.headers, [*include_dirs, root]).text.encode()) + 1
         for p in plan.preambles
-        if len(p["entries"]) != 1
+        if len(p.entries) != 1
     )
     sources = {f"{i}.cpp": cpp.read_text() for i, cpp in enumerate(sorted(out.rglob("*.cpp")))}
     assert not any("std::string&" in text for text in sources.values())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.kernels.catalog import load_catalog
-from builder.kernels.chunking import DEFAULT_CHUNK_SIZE, catalog_chunks
+from builder.kernels.catalog_tree import DEFAULT_CHUNK_SIZE, generate_tree
 from builder.resources import metal_src_dir
 
 # g++ comes with scripts/setup.sh: without a host compiler these tests fail (exit 2, naming what
@@ -158,8 +158,8 @@ def test_selection_by_dtype_checks_fewer(run_cli, raw, catalog_counter) -> None:
     code, out, _ = run_cli(args)
     result = json.loads(out)
     assert code == 0
-    build = catalog_chunks(load_catalog(), ["reduce"], ["bfloat16"], DEFAULT_CHUNK_SIZE)
-    assert [c["chunk"] for c in result["chunks"]] == [c.name for c in build] + ["jit.reduce"]
+    build = generate_tree(load_catalog(), ["reduce"], ["bfloat16"], DEFAULT_CHUNK_SIZE).entries
+    assert [c["chunk"] for c in result["chunks"]] == [e.name for e in build] + ["jit.reduce"]
     assert result["instantiations"] == 2 * catalog_counter(raw, ["reduce"], ["bfloat16"])
 
 
@@ -174,9 +174,9 @@ def test_jit_sources_blame_the_same_lines(tmp_path: Path, run_cli) -> None:
     )
     result = json.loads(out)
     assert code == 1
-    build = catalog_chunks(load_catalog(tree), ["ternary"], None, DEFAULT_CHUNK_SIZE)
+    build = generate_tree(load_catalog(tree), ["ternary"], None, DEFAULT_CHUNK_SIZE).entries
     assert {c["chunk"]: c["ok"] for c in result["chunks"]} == {
-        **{c.name: False for c in build},
+        **{e.name: False for e in build},
         "jit.ternary": False,
     }
     assert [(d["path"], d["line"]) for d in result["diagnostics"]] == [

@@ -185,11 +185,14 @@ def test_manifest_errors(tmp_path: Path) -> None:
     )
     with pytest.raises(UsageError, match="mode"):
         read_manifest(bad)
-    # a unit is a catalog family or an entry file, and a schema-1 manifest (families[]) is old
+    # the units are catalog families or entry files (the tree's kind says which), and a
+    # schema-1 manifest (families[]) is old
     bad.write_text(
-        json.dumps({"schema": 2, "units": [{"name": "x", "kind": "family", "mode": "aot"}]})
+        json.dumps(
+            {"schema": 2, "tree": {"kind": "family"}, "units": [{"name": "x", "mode": "aot"}]}
+        )
     )
-    with pytest.raises(UsageError, match="kind 'family' is not one of catalog_family"):
+    with pytest.raises(UsageError, match="'tree.kind' is 'family', not one of 'catalog'"):
         read_manifest(bad)
     bad.write_text(json.dumps({"schema": 1, "families": [{"name": "x", "mode": "aot"}]}))
     with pytest.raises(UsageError, match="schema 1, expected 2"):

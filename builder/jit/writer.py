@@ -1,32 +1,104 @@
-"""Preambles as C++ functions that return their text: ``embed``'s standalone source and the
-functions of a discovered tree's host library (``builder.cmake_build.tree_jit``).
+"""The one writer of run-time (JIT) C++: preambles as stored text and as functions returning it.
+
+Every generated source that embeds kernel text is written here: ``embed``'s standalone source
+(:func:`render_standalone`, which ``variants`` writes too), a tree's host library
+(``builder.cmake_build.tree_jit``: each unit's data in its own translation unit, the functions
+in a shared one) and the bundled catalog's registry (``builder.jit.family_source``, whose
+preamble pieces are these).
+
+A preamble is a list of fragments (``builder.jit.preamble``), stored as *pieces*: each fragment
+cut under the literal limit (``builder.jit.literals``). With dedup a piece is named after a hash
+of its text, so two preambles sharing a header store it once (per translation unit, or per
+library with C++17 ``inline`` variables); with compression each piece is a zlib stream (level
+9) and its raw size is stored so the run-time side can inflate it in one call.
 
 Two storages, by the API (:func:`render_standalone`): ``string`` stores each preamble as pieces
-(``builder.jit.codegen.family_pieces``, dedup: a piece named after its text, so two preambles
-sharing a header store it once per translation unit) and assembles it on first use;
-``cstring`` stores each preamble's whole text as one literal, as MLX does. Either may be stored
-in another translation unit of the library (:func:`unit_piece`, :func:`text_array`: the data of
-a tree's JIT unit, which includes no header), and is then used here by its qualified name.
+and assembles it on first use; ``cstring`` stores each preamble's whole text as one literal, as
+MLX does. Either may be stored in another translation unit of the library (:func:`unit_piece`,
+:func:`text_array`: the data of a tree's JIT unit, which includes no header), and is then used
+here by its qualified name. Standard library and ``builder`` only (runs in CMake).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from builder.jit.codegen import StoredPiece, family_pieces, namespace_problem
-from builder.jit.literals import comment_text, cxx_string, raw_literal, split_text
+from builder.jit.literals import (
+    LITERAL_LIMIT,
+    byte_array,
+    comment_text,
+    cxx_string,
+    piece_name,
+    raw_literal,
+    split_text,
+)
 from builder.jit.preamble import Preamble
 from builder.kernels.runtime_sources import APIS
+from builder.settings.checks import namespace_problem
 
 __all__ = [
+    "ZLIB_LEVEL",
     "PreambleCode",
+    "StoredPiece",
     "cstring_bytes",
     "preamble_code",
     "render_standalone",
+    "stored_pieces",
     "text_array",
     "unit_piece",
 ]
+
+ZLIB_LEVEL = 9
+
+
+@dataclass(frozen=True)
+class StoredPiece:
+    """One stored array: its C++ name, the text it holds and the bytes it occupies."""
+
+    name: str
+    text: str
+    data: bytes  # what the array holds: UTF-8 text (+ NUL) or the zlib stream
+    compressed: bool
+    shared: bool  # external (inline) linkage: merged across translation units
+
+    @property
+    def stored_bytes(self) -> int:
+        return len(self.data)
+
+    @property
+    def raw_bytes(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+    def definition(self) -> str:
+        linkage = "inline constexpr" if self.shared else "constexpr"
+        if self.compressed:
+            return f"{linkage} unsigned char {self.name}[] = {byte_array(self.data)};"
+        if "\0" in self.text:  # a string pool: raw strings cannot hold NULs portably
+            parts = [cxx_string(t + "\0") for t in self.text.split("\0")[:-1]]
+            return f"{linkage} char {self.name}[] =\n    " + "\n    ".join(parts) + ";"
+        return f"{linkage} char {self.name}[] = {raw_literal(self.text)};"
+
+
+def stored_pieces(
+    preamble: Preamble, *, dedup: bool, compress: bool, limit: int = LITERAL_LIMIT
+) -> list[StoredPiece]:
+    """The pieces that store ``preamble``, in order (their texts concatenate to it)."""
+    texts: list[str] = []
+    if dedup:
+        for fragment in preamble.fragments:
+            texts.extend(split_text(fragment.text, limit))
+    elif compress:
+        texts = [preamble.text]  # byte arrays have no literal limit; one stream compresses best
+    else:
+        texts = split_text(preamble.text, limit)
+    pieces = []
+    for text in texts:
+        raw = text.encode("utf-8")
+        data = zlib.compress(raw, ZLIB_LEVEL) if compress else raw + b"\0"
+        pieces.append(StoredPiece(piece_name(text, compress), text, data, compress, dedup))
+    return pieces
 
 
 def render_standalone(
@@ -124,7 +196,7 @@ def preamble_code(
     defined: dict[str, int] = {}
     functions: list[str] = []
     for comment, func, preamble in entries:
-        pieces = family_pieces(preamble, dedup=True, compress=False)
+        pieces = stored_pieces(preamble, dedup=True, compress=False)
         for piece in pieces:
             if piece.name not in defined and piece.name not in elsewhere:
                 defined[piece.name] = piece.stored_bytes
