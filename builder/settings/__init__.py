@@ -175,12 +175,13 @@ class Setting:
         """``value`` (one item of a list) through the checks; _Refused names the item."""
         from builder.settings.checks import choice, plain_text
 
-        try:
+        try:  # the setting's own check first: it says best what the value must be
+            value = value if self.check is None else self.check(value)
             if isinstance(value, str):
                 plain_text(value)
                 if self.choices:
                     choice(self.choices)(value)
-            return value if self.check is None else self.check(value)
+            return value
         except ValueError as exc:
             raise _Refused(str(exc), value) from None
 
@@ -197,7 +198,7 @@ class Setting:
             if not texts:
                 return None
             try:
-                value = [flag for text in texts for flag in shlex.split(str(text))]
+                value = [word for text in texts for word in shlex.split(str(text))]
             except ValueError as exc:
                 raise UsageError(f"{flag}: {exc}") from None
         elif kind in LIST_KINDS:
