@@ -320,6 +320,12 @@ _TARGETS = (
         metavar="NAME",
     ),
     Setting(
+        "download",
+        "Add the download size: the library as a wheel stores it (zlib level 6, modelled; "
+        "docs/download-size.md).",
+        kind="bool",
+    ),
+    Setting(
         "platform",
         f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
         budget="platform",
@@ -328,6 +334,11 @@ _TARGETS = (
 """What a target (a command's, a budget's) is narrowed to."""
 
 _GATES = (
+    Setting(
+        "warn_only",
+        "Print the verdict (on stderr, naming every failing gate or exceeded limit) but exit 0.",
+        kind="bool",
+    ),
     Setting(
         "max_growth",
         "Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "

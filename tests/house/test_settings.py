@@ -22,10 +22,10 @@ VIEWS_OPTIONS = {"--format", "-o/--output"}
 are each command's formats)."""
 NOT_YET = {
     "--allow-hash-mismatch", "--allow-outside-includes", "--branch", "--budget", "--budget-of",
-    "--by", "--compiler", "--depfile", "--download", "--drop", "--fail-on-new-group", "--from",
+    "--by", "--compiler", "--depfile", "--drop", "--fail-on-new-group", "--from",
     "--github-comment", "--in-place", "--jit/--no-jit", "--keep", "--keep-list",
     "--preamble", "--rules", "--sort", "--strip-comments", "--syntax-only", "--top",
-    "--warn-only", "-D/--define", "-I/--include-dir",
+    "-D/--define", "-I/--include-dir",
 }  # fmt: skip
 """Command options still declared at their command (one command's own, or shared through one
 decorator) and not yet settings. The list may only shrink: a new option is a setting."""
