@@ -29,7 +29,6 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from builder.errors import UsageError
-from builder.files import dataclass_json
 from builder.files.bounds import brief
 
 __all__ = ["LIST_KINDS", "Kind", "Setting", "setting_of", "split_names"]
@@ -214,6 +213,8 @@ class Setting:
         """The dataclass field of a document holding this setting (the build request's parts):
         its default, the setting in its metadata, and plan.json's reading checked by
         :meth:`read`."""
+        from builder.files import dataclass_json  # documents only: a command's start-up skips it
+
         default = self.default
         if isinstance(default, list):
             default = tuple(default)
