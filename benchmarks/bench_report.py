@@ -1,11 +1,15 @@
-"""Benchmark: ``report --format json`` and ``list --format json`` (whole processes) vs a \
-struct walk.
+"""Benchmark: ``report --format json`` and ``list --format json`` (whole processes) against the
+least work that answers them.
 
-All sides are measured as separate Python processes in the same run, so interpreter start-up is
-paid by each. The baseline is the least work any size tool must do: map the file and walk every
-function-list entry's tags with ``struct``, summing MDSZ (``benchmarks/mdsz_walk.py``: no names,
-no rows). The target is a ratio of at most 1.5. ``import builder.cli`` and ``python -c pass`` are
-timed too, to show what start-up alone costs.
+All sides are measured as separate Python processes in the same run, interleaved, so interpreter
+start-up is paid by each. Two baselines:
+
+- ``json_rows_walk.py`` (issue 34 item 10, target: ``report`` at most 1.0x): map the file, walk
+  the function list with ``struct``, label each name with the MLX rules and write the same
+  function and group rows as JSON. The script checks first that its rows equal the report's.
+- ``mdsz_walk.py`` (issue 11, target 1.5x): only sum every function's ``MDSZ`` (no names, no rows).
+
+``import builder.cli`` and ``python -c pass`` are timed too, to show what start-up alone costs.
 
     python benchmarks/bench_report.py                       # mlx-metal 0.32.4 (cached wheel)
     python benchmarks/bench_report.py path/to/mlx.metallib --runs 11
@@ -19,26 +23,26 @@ happens under ``PYTHONDONTWRITEBYTECODE=1``.
 from __future__ import annotations
 
 import argparse
-import statistics
+import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from _timing import BENCH, ENV, ROOT, default_metallib
+from _timing import BENCH, ENV, ROOT, default_metallib, interleaved, print_medians
 
 
-def _time_interleaved(
-    cases: dict[str, list[str]], runs: int, env: dict[str, str]
-) -> dict[str, list[float]]:
-    """Run the cases round-robin so that a change in machine load hits all of them alike."""
-    times: dict[str, list[float]] = {label: [] for label in cases}
-    for _ in range(runs):
-        for label, cmd in cases.items():
-            start = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
-            times[label].append(time.perf_counter() - start)
-    return times
+def check_rows(py: str, path: Path, env: dict[str, str]) -> None:
+    """The baseline writes the report's function rows and group totals, value for value."""
+
+    def run(cmd: list[str]) -> dict:
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, env=env).stdout)
+
+    walk = run([py, str(BENCH / "json_rows_walk.py"), str(path)])
+    report = run([py, "-m", "builder", "report", str(path), "--format", "json"])
+    groups = [{k: g[k] for k in walk["groups"][0]} for g in report["groups"] if not g["overhead"]]
+    if walk["functions"] != report["functions"] or walk["groups"] != groups:
+        sys.exit("json_rows_walk.py does not write the report's rows: no baseline for them")
+    print(f"baseline checked: the same {len(walk['functions']):,} function rows and groups")
 
 
 def main() -> None:
@@ -52,6 +56,7 @@ def main() -> None:
     path = Path(args.metallib) if args.metallib else default_metallib()
     py = sys.executable
     cases = {
+        "JSON rows walk": [py, str(BENCH / "json_rows_walk.py"), str(path)],
         "MDSZ walk": [py, str(BENCH / "mdsz_walk.py"), str(path)],
         "report --format json": [py, "-m", "builder", "report", str(path), "--format", "json"],
         "list --format json": [py, "-m", "builder", "list", str(path), "--format", "json"],
@@ -62,23 +67,20 @@ def main() -> None:
     if args.no_bytecode_cache:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.pop("PYTHONPYCACHEPREFIX")
-    for cmd in cases.values():  # warm the page cache and the bytecode cache
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
+    check_rows(py, path, env)
     mode = "no bytecode cache" if args.no_bytecode_cache else "bytecode cached"
-    print(f"{path} ({path.stat().st_size:,} bytes), {args.runs} interleaved runs, {mode}")
-    times = _time_interleaved(cases, args.runs, env)
-    for label, values in times.items():
+    print(f"{path} ({path.stat().st_size:,} bytes), {mode}")
+    results = interleaved(cases, args.runs, cwd=ROOT, env=env)
+    print_medians(results, args.runs)
+    for label, base, target in (
+        ("report --format json", "JSON rows walk", 1.0),
+        ("report --format json", "MDSZ walk", 1.5),
+        ("list --format json", "MDSZ walk", 1.5),
+    ):
+        (wall, cpu), (base_wall, base_cpu) = results[label], results[base]
         print(
-            f"  {label:<22} median {statistics.median(values) * 1000:7.1f} ms"
-            f"   min {min(values) * 1000:7.1f} ms"
-        )
-    walk = times["MDSZ walk"]
-    for label in ("report --format json", "list --format json"):
-        ours = times[label]
-        ratio = statistics.median(ours) / statistics.median(walk)
-        print(
-            f"{label} / MDSZ walk: {ratio:.2f} by medians, "
-            f"{min(ours) / min(walk):.2f} by minima (target <= 1.5)"
+            f"{label} / {base}: {wall / base_wall:.2f} wall, {cpu / base_cpu:.2f} CPU "
+            f"(target <= {target:g})"
         )
 
 

@@ -33,7 +33,7 @@ def measure(source: Path, runs: int) -> dict[str, float]:
     from builder.metallib.hashing import SpanHashes, hash_spans
 
     verify = importlib.import_module("builder.metallib.verify")
-    sink = importlib.import_module("builder.metallib.sink")
+    sink = importlib.import_module("builder.metallib.writer")
     times: dict[str, list[float]] = {step: [] for step in STEPS}
     copying = [0.0]
     kernel_copy = sink._kernel_copy  # internal steps, timed alone: the benchmark wraps them

@@ -13,38 +13,91 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
 from builder import __version__
 
-__all__ = ["COMMANDS", "INTERNAL_ERROR", "cmake_package_dir", "main"]
+__all__ = ["COMMANDS", "INTERNAL_ERROR", "Entry", "LazyGroup", "cli", "cmake_package_dir", "main"]
 
 INTERNAL_ERROR = 3
 """The exit code of a bug (an exception the tool did not expect): never 1, a failed gate."""
 
-# command name -> "module:attribute" (relative to builder.cli)
-COMMANDS: dict[str, str] = {
-    "list": "container:list_command",
-    "verify": "container:verify_command",
-    "slim": "container:slim_command",
-    "report": "size:report_command",
-    "compare": "size:compare_command",
-    "budget": "budget:budget_command",
-    "base-artifact": "base_artifact:base_artifact_command",
-    "history": "history:history_command",
-    "kernels": "kernels:kernels_command",
-    "check": "check:check_command",
-    "build": "build:build_command",
-    "presets": "presets:presets_command",
-    "variants": "variants:variants_command",
-    "embed": "embed:embed_command",
-    "sources": "sources:sources_command",
+
+class Entry(NamedTuple):
+    """A command as ``--help`` lists it, without importing its module."""
+
+    target: str
+    """``module:attribute`` of the click command, relative to builder.cli."""
+    help: str
+    """Its one-line help: the first sentence of its docstring, which click shortens to fit."""
+
+
+COMMANDS: dict[str, Entry] = {
+    "list": Entry(
+        "container:list_command", "List the functions in a metallib with their type and sizes."
+    ),
+    "verify": Entry(
+        "container:verify_command", "Check a metallib's structure and every function's SHA-256."
+    ),
+    "slim": Entry(
+        "container:slim_command", "Write a metallib holding a subset of TARGET's functions."
+    ),
+    "report": Entry("size:report_command", "Show which kernels make a metallib big."),
+    "compare": Entry(
+        "size:compare_command",
+        "Compare two libraries per group and gate on the growth (exit 1 when a gate fails).",
+    ),
+    "budget": Entry(
+        "budget:budget_command",
+        "Check every size budget of the project: one row per limit, exit 1 if any is exceeded.",
+    ),
+    "base-artifact": Entry(
+        "base_artifact:base_artifact_command",
+        "Find the newest artifact NAME that a push to BRANCH of this repository uploaded.",
+    ),
+    "history": Entry(
+        "history:history_command",
+        "Show how a library's size changed over releases or builds, in the order given.",
+    ),
+    "kernels": Entry(
+        "kernels:kernels_command",
+        "List the kernels of a tree: the bundled catalog, or any folder of .metal files.",
+    ),
+    "check": Entry(
+        "check:check_command",
+        "Check a kernel tree with the host C++ compiler: what can be proven without Apple's.",
+    ),
+    "build": Entry(
+        "build:build_command",
+        "Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.",
+    ),
+    "presets": Entry(
+        "presets:presets_command",
+        "Build the presets of CMakePresets.json side by side and compare their sizes.",
+    ),
+    "variants": Entry(
+        "variants:variants_command",
+        "Write a library's AOT/JIT variants as real subsets and compare their sizes.",
+    ),
+    "embed": Entry(
+        "embed:embed_command",
+        "Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).",
+    ),
+    "sources": Entry(
+        "sources:sources_command",
+        "List the run-time sources a host library embeds as string-returning functions.",
+    ),
 }
+"""Every command, by name. ``tests/cli/test_command_registry.py`` holds each entry equal to the
+command it names (name, one-line help)."""
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
+    """A group whose subcommands are imported on first use (click's lazy-loading pattern), and
+    whose ``--help`` lists them from :data:`COMMANDS` without importing any: importing every
+    command's module made ``--help`` 8.4x a bare interpreter's start-up."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -52,18 +105,23 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
-        module_name, attr = COMMANDS[cmd_name].split(":")
+        module_name, attr = COMMANDS[cmd_name].target.split(":")
         module = importlib.import_module(f"builder.cli.{module_name}")
         command: click.Command = getattr(module, attr)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's own listing, of stand-ins that carry each command's one-line help."""
+        stand_ins = {name: click.Command(name, help=COMMANDS[name].help) for name in COMMANDS}
+        click.Group(commands=stand_ins).format_commands(ctx, formatter)
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from builder.metallib.native import status
+    from builder.metallib.native import version_text
 
-    click.echo(f"metallib-builder, version {__version__}\nnative container reader: {status()}")
+    click.echo(version_text())
     ctx.exit()
 
 
@@ -150,6 +208,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
     Build:                build, presets, embed
     Subsets of a library: slim, variants
     """
+    from builder.files.temporaries import install_signal_cleanup
+
+    install_signal_cleanup()  # SIGTERM, SIGHUP: no temporary file or folder left behind
     ctx.obj = {"debug": debug}
 
 
@@ -174,10 +235,8 @@ def main(argv: list[str] | None = None) -> int | None:
     return value: click's, an exit code or None, as the console script hands it to sys.exit)."""
     from builder.cli.console import guard_closed_pipes
     from builder.errors import BuilderError
-    from builder.files.temporaries import install_signal_cleanup
     from builder.metallib.errors import MetallibError
 
-    install_signal_cleanup()  # SIGTERM, SIGHUP: no temporary file or folder left behind
     guard_closed_pipes()  # `| head`: the rest of the output is dropped, the verdict stands
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

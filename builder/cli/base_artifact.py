@@ -1,5 +1,5 @@
 """``base-artifact``: which workflow run's artifact holds the base report a pull request is
-compared with (``builder.publish.base_artifact``: pushes of this repository only, never a fork's
+compared with (``builder.publish.github``: pushes of this repository only, never a fork's
 branch that happens to be named ``main``).
 
 It prints ``run-id=N`` and ``artifact-id=N`` lines, the format of ``$GITHUB_OUTPUT``, so that a
@@ -37,7 +37,7 @@ def base_artifact_command(name: str, branch: str) -> None:
     taken, whatever their branch is named. Needs GITHUB_TOKEN, GITHUB_REPOSITORY and
     GITHUB_API_URL; exit 2 when there is no such artifact.
     """
-    from builder.publish.base_artifact import find_base_artifact
+    from builder.publish.github import find_base_artifact
     from builder.publish.rest import api_from_env
 
     api = api_from_env(os.environ, "base-artifact")

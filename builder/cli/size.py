@@ -25,8 +25,8 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
+    from builder.size.checks import Limit
     from builder.size.compare import Comparison
-    from builder.size.limits import Limit
     from builder.size.report import Source
 
 __all__ = ["compare_command", "report_command"]

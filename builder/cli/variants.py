@@ -141,9 +141,8 @@ def variants_command(
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.output_folder import replaced_folder
     from builder.render.variants import variants_json
-    from builder.size.limits import parse_size
-    from builder.subsets.out_folder import moved
-    from builder.subsets.variants import make_variants
+    from builder.size.checks import parse_size
+    from builder.subsets.variants import make_variants, moved
 
     source_dir = tree.source_dir
     if source_dir is None:

@@ -58,7 +58,7 @@ class Library:
     """The binary's segment, section and symbol around it, where the binary has sections."""
     host: Path | None = None
     """A Mach-O binary that holds no metallib, to be measured by the run-time sources it embeds
-    (``resolve_target(..., host_libraries=True)``; ``builder.size.host_sources``)."""
+    (``resolve_target(..., host_libraries=True)``; ``builder.size.host_strings``)."""
     identity: str | None = None
     """A library inside a binary: its identity there (``builder.metallib.identity``), the part
     of ``member`` after its last ``#``."""

@@ -8,7 +8,7 @@ Layout under ``$METALLIB_BUILDER_CACHE`` (default ``$XDG_CACHE_HOME/metallib-bui
     digests/<hash of the wheel's path>.json  a wheel's SHA-256 with its size, times, inode
 
 A record's mtime is when its entry was last used: the least recently used entries go first when
-the cache passes ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.cache_prune``). Extracted
+the cache passes ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.member_records``). Extracted
 members are checked against their record on every reuse (``builder.inputs.member_records``).
 
 Temporary files (``.extract-*``, ``.download-*``, ``.record-*``) are removed on every failure,
@@ -196,7 +196,9 @@ def wheel_digest(cache: Path, wheel: Path, handle: IO[bytes]) -> str:
         and all(saved.get(k) == v for k, v in stamp.items())
         and is_sha256(saved.get("sha256"))
     ):
-        touch(record)  # the wheel's last use, for the cache's size limit (cache_prune)
+        touch(
+            record
+        )  # the wheel's last use, for the cache's size limit (member_records.prune_cache)
         return str(saved["sha256"])
     try:
         handle.seek(0)

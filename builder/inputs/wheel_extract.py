@@ -25,8 +25,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from builder.files.bounds import MAX_EXTRACT
 from builder.files.reading import UnreadableFile, open_regular
-from builder.inputs.cache_prune import prune_cache
-from builder.inputs.member_records import MemberRecords
+from builder.inputs.member_records import MemberRecords, prune_cache
 from builder.inputs.wheel_cache import (
     CHUNK,
     CacheWriteError,
@@ -40,8 +39,7 @@ from builder.inputs.wheel_cache import (
     wheel_digest,
     write_error,
 )
-from builder.inputs.wheel_index import holds_metallibs
-from builder.inputs.zip_directory import check_entries
+from builder.inputs.wheel_index import check_entries, holds_metallibs
 
 __all__ = ["extract_metallibs"]
 
@@ -66,7 +64,7 @@ def extract_metallibs(wheel: Path, notice: Callable[[str], None] | None = None) 
     never share extracted files. A member already in the cache is reused only when it holds the
     bytes recorded when it was written (``builder.inputs.member_records``); one that was altered
     is extracted again, and ``notice`` (default: a line on stderr) is told. Then the cache is
-    kept under ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.cache_prune``). ``wheel``
+    kept under ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.member_records``). ``wheel``
     itself is only read.
     """
     cache = prepare_cache()

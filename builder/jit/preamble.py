@@ -46,7 +46,7 @@ from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
 from builder.jit.lexing import directive_lines, strip_comments
 from builder.jit.literals import cxx_string
-from builder.kernels.tree_config import control_character
+from builder.settings.checks import control_character
 
 __all__ = [
     "Fragment",

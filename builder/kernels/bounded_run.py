@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import select
 import signal
 import subprocess
 from collections.abc import Sequence
@@ -102,7 +103,7 @@ def run_bounded(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, st
         except OSError as exc:
             raise PreprocessError(f"{entry}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
         try:
-            code = proc.wait(timeout=timeout)
+            code = _wait(proc, timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             raise PreprocessError(f"{entry}: {PP_TIMEOUT.exceeded(timeout)}") from None
@@ -120,6 +121,26 @@ def run_bounded(cmd: Sequence[str], cwd: Path, entry: str) -> tuple[int, str, st
                 f"{PP_MEMORY.exceeded(memory)}"
             )
         return code, out.read().decode("utf-8", "replace"), stderr
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """``proc``'s exit status once it ends (TimeoutExpired after ``timeout`` seconds).
+
+    ``Popen.wait(timeout)`` polls with sleeps that double up to 50 ms, so a compiler run was
+    noticed up to 50 ms after it ended; on Linux the process's pidfd is waited on with
+    ``poll()``, which returns when it ends."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: Python's own wait
+        return proc.wait(timeout=timeout)
+    try:
+        ended = select.poll()
+        ended.register(pidfd, select.POLLIN)
+        if not ended.poll(timeout * 1000):
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+    finally:
+        os.close(pidfd)
+    return proc.wait()  # it has ended: this only reaps it
 
 
 _OUT_OF_MEMORY = re.compile(

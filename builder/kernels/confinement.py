@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import UsageError
-from builder.kernels.definitions import marker_file, tree_path
+from builder.kernels.definitions import LineStarts, marker_file, tree_path
 
 __all__ = [
     "OutsideTreeError",
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 # "# LINE "FILE" FLAGS": flag 1 enters an included file, 2 returns to the including one.
-_MARKER = re.compile(r'^# (\d+) "((?:[^"\\\n]|\\.)*)"((?: \d+)*)[ \t]*$', re.MULTILINE)
+_MARKER = LineStarts(r'# (\d+) "((?:[^"\\\n]|\\.)*)"((?: \d+)*)[ \t]*$', re.MULTILINE)
 # Where GCC and clang name a place: "In file included from F:L:", "   from F:L,", "F:L:C: ..."
 _LOCATION = re.compile(r"^(?:In file included from |\s+from )?(?P<file>[^\s:][^:]*):(?P<line>\d+)")
 _HINT = "a folder outside the tree comes only from the command line (-I DIR)"
@@ -175,11 +175,11 @@ def check_markers(entry: str, text: str, cwd: Path, bounds: TreeBounds) -> None:
     including file's ``#include`` line was."""
     stack: list[tuple[str, int, int]] = []  # (file as marked, its line at offset, offset)
     checked: set[str] = set()
-    for match in _MARKER.finditer(text):
+    for start, match in _MARKER.finditer(text):
         line, name, flags = int(match.group(1)), marker_file(match.group(2)), match.group(3)
         if "1" in flags.split() and stack:
             parent, parent_line, offset = stack[-1]
-            at = parent_line + text.count("\n", offset, match.start())
+            at = parent_line + text.count("\n", offset, start)
             place = f"{tree_path(parent, cwd)}:{at}" if not parent.startswith("<") else entry
         else:
             place = entry

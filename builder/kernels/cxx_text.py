@@ -37,6 +37,7 @@ _BRACKETS = re.compile(r"[<>()\[\]]")
 _SPLIT_AT = re.compile(r"[<>()\[\]{},]")
 _NAME_AT_END = re.compile(r"([A-Za-z_]\w*)\s*$")
 _TOKEN = re.compile(r"\w+|\S")
+
 WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 

@@ -17,14 +17,38 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["FileRuns", "marker_file", "split_markers", "tree_path"]
+__all__ = ["FileRuns", "LineStarts", "marker_file", "split_markers", "tree_path"]
+
+
+class LineStarts:
+    """A regular expression matched where lines start, found quickly in a long text.
+
+    ``re.MULTILINE``'s ``^`` makes the engine try the pattern at every character (110 ms for the
+    2 MB that four of MLX's entry files preprocess to); a pattern that starts with a newline is
+    searched for by that character (4 ms). :meth:`finditer` gives where each matching line
+    starts and the match, made after the newline, so its groups and its end are the pattern's
+    own."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._first = re.compile(pattern, flags)
+        self._next = re.compile("\n" + pattern, flags)
+
+    def finditer(self, text: str) -> Iterator[tuple[int, re.Match[str]]]:
+        match = self._first.match(text)
+        if match is not None:
+            yield 0, match
+        pos = 0
+        while (match := self._next.search(text, pos)) is not None:
+            pos = match.start() + 1  # the next line may start where this match ends
+            yield pos, match
+
 
 # GCC and clang: "# LINE "FILE" FLAGS..." at the start of a line; the name is a C string literal
 # (backslash and quote escaped, a newline as \n, other bytes as octal escapes).
-_MARKER = re.compile(r'^# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?', re.MULTILINE)
+_MARKER = LineStarts(r'# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?')
 _ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
 _NAMED = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 r"""C's named escapes (GCC writes a newline in a file name as ``\n``); any other escaped character
@@ -74,8 +98,8 @@ def split_markers(text: str) -> tuple[str, FileRuns]:
     starts: list[int] = []
     files: list[str] = []
     last = length = 0
-    for match in _MARKER.finditer(text):
-        piece = text[last : match.start()]
+    for start, match in _MARKER.finditer(text):
+        piece = text[last:start]
         pieces.append(piece)
         length += len(piece)
         starts.append(length)

@@ -30,6 +30,7 @@ from builder.errors import UsageError
 from builder.files.reading import file_kind
 from builder.kernels.bounded_run import PreprocessError, first_diagnostic, run_bounded
 from builder.kernels.confinement import TreeBounds, check_run
+from builder.kernels.definitions import LineStarts
 from builder.settings.checks import parse_define
 
 __all__ = [
@@ -100,7 +101,7 @@ METAL_HEADERS = (
 DEFAULT_METAL_VERSION = 310
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
-_MARKER = re.compile(r'^__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?', re.MULTILINE)
+_MARKER = LineStarts(r'__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?')
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,16 @@ def _c_quoted(name: str) -> str:
 def _split(text: str, entries: Sequence[str]) -> list[str] | None:
     """The batch output cut at the prelude's markers, one text per entry (marker lines
     dropped), or None if the markers do not name ``entries`` in order."""
-    pieces = _MARKER.split(text)
-    names, texts = pieces[1::2], pieces[2::2]
+    names: list[str] = []
+    texts: list[str] = []
+    last = -1  # the text before the first marker is the prelude's
+    for start, match in _MARKER.finditer(text):
+        if last >= 0:
+            texts.append(text[last:start])
+        names.append(match.group(1))
+        last = match.end()
+    if last >= 0:
+        texts.append(text[last:])
     wanted = [_c_quoted(operand(e)) for e in entries]
     if len(names) != len(entries) or any(n != w for n, w in zip(names, wanted)):
         return None

@@ -6,7 +6,8 @@ This package knows nothing of the command line. Layout notes: ``docs/metallib-fo
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up: --version)
 
 from builder.metallib.errors import (
     InternalError,
@@ -14,16 +15,18 @@ from builder.metallib.errors import (
     MetallibFormatError,
     MetallibUnsupportedError,
 )
-from builder.metallib.reader import Metallib, open_metallib
-from builder.metallib.structs import Span
 
-# The writer, parts, subset and verify modules are imported on first use, so that opening and
-# listing a library (the hot path of list/report) does not pay for hashlib, tempfile and friends.
+# Every module but the errors is imported on first use: opening and listing a library (the hot
+# path of list/report) does not pay for hashlib, tempfile and friends, and the command line's
+# start-up (``--version`` asks builder.metallib.native) not for the reader.
 _LAZY = {
-    "FUNCTION_TYPES": "model",
-    "ExtensionTag": "model",
-    "Header": "model",
-    "Region": "model",
+    "Metallib": "reader",
+    "open_metallib": "reader",
+    "Span": "structs",
+    "FUNCTION_TYPES": "structs",
+    "ExtensionTag": "structs",
+    "Header": "structs",
+    "Region": "structs",
     "FunctionEntry": "table",
     "FunctionTable": "table",
     "Piece": "table",
@@ -32,7 +35,7 @@ _LAZY = {
     "new_function": "parts",
     "new_library": "parts",
     "wrap_bitcode": "parts",
-    "parts_from_library": "subset",
+    "parts_from_library": "parts",
     "Problem": "verify",
     "VerifyReport": "verify",
     "verify": "verify",
@@ -43,15 +46,18 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from builder.metallib.model import FUNCTION_TYPES, ExtensionTag, Header, Region
+    from typing import Any
+
     from builder.metallib.parts import (
         FunctionParts,
         LibraryParts,
         new_function,
         new_library,
+        parts_from_library,
         wrap_bitcode,
     )
-    from builder.metallib.subset import parts_from_library
+    from builder.metallib.reader import Metallib, open_metallib
+    from builder.metallib.structs import FUNCTION_TYPES, ExtensionTag, Header, Region, Span
     from builder.metallib.table import FunctionEntry, FunctionTable, Piece
     from builder.metallib.verify import Problem, VerifyReport, verify
     from builder.metallib.writer import atomic_output, layout, library_bytes, write_library

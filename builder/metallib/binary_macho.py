@@ -260,11 +260,11 @@ class _FunctionStarts:
             handle.seek(self.data[0])
             left = self.data[1]
             while left > 0:
-                chunk = handle.read(min(left, 1 << 16))
-                if not chunk:
+                block = handle.read(min(left, 1 << 16))
+                if not block:
                     return
-                left -= len(chunk)
-                for byte in chunk:
+                left -= len(block)
+                for byte in block:
                     value |= (byte & 0x7F) << shift
                     shift += 7
                     if byte & 0x80:

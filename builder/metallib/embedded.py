@@ -8,7 +8,7 @@ magic's text hits (Mach-O binaries hold dozens of ``MTLBinaryArchive`` strings) 
 bytes, so only a header that passes them is proven by parsing it whole: the reader's checks
 (every region and span in bounds, nothing overlapping) and ``verify``'s without the module
 hashes (every byte tiled by a section and a function, every module wrapper, metadata and
-reflection chunk well formed). The hashes are left to ``verify``, as they are for a
+reflection piece well formed). The hashes are left to ``verify``, as they are for a
 ``.metallib`` on its own: a library with a damaged module is found, numbered and reported, and
 ``verify`` names the module; hashing here would read every library's modules for a ``report``
 that never reads them (for torch's libtorch_cpu.dylib, 212 MB).

@@ -10,9 +10,8 @@ copied: both read the list through the map, and modules, metadata and reflection
 from __future__ import annotations
 
 from builder.metallib.errors import MetallibFormatError
-from builder.metallib.model import Header
 from builder.metallib.native import native_module
-from builder.metallib.structs import MIN_ENTRY_SIZE, Span, read_u32
+from builder.metallib.structs import MIN_ENTRY_SIZE, Header, Span, read_u32
 from builder.metallib.table import FunctionTable
 
 __all__ = ["function_count", "native_table", "parse_function_list"]
@@ -20,7 +19,7 @@ __all__ = ["function_count", "native_table", "parse_function_list"]
 
 def function_count(data: memoryview, header: Header, reflection_list: Span | None) -> int:
     """The function list's count, after the checks that keep a corrupt count (or reflection
-    count) from sizing anything: each entry needs 8 bytes, each reflection chunk 16."""
+    count) from sizing anything: each entry needs 8 bytes, each reflection piece 16."""
     start = header.function_list.offset
     count = read_u32(data, start, "function count")
     if count * MIN_ENTRY_SIZE > header.function_list.size:

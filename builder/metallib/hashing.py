@@ -72,9 +72,9 @@ def _native_hash(
         return native.sha256_spans(data, offsets, sizes, threads, file)  # type: ignore[no-any-return]
     parts, done = [], 0
     for at in range(0, len(offsets), _BATCH):
-        chunk = sizes[at : at + _BATCH]
-        parts.append(native.sha256_spans(data, offsets[at : at + _BATCH], chunk, threads, file))
-        done += sum(chunk)
+        batch = sizes[at : at + _BATCH]
+        parts.append(native.sha256_spans(data, offsets[at : at + _BATCH], batch, threads, file))
+        done += sum(batch)
         progress(done)
     return b"".join(parts)
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from importlib import import_module
 from types import ModuleType
 
-__all__ = ["ABI", "disabled", "has_native_sha256", "native_module", "status"]
+__all__ = ["ABI", "disabled", "has_native_sha256", "native_module", "status", "version_text"]
 
 ABI = 13
 """The extension's result layout. Stated only here: CMake reads this line (``file(STRINGS)`` in
@@ -59,6 +59,13 @@ def has_native_sha256() -> bool:
 def status() -> str:
     """One line saying whether the native parser is used, and why not."""
     return _STATUS
+
+
+def version_text() -> str:
+    """What ``metallib-builder --version`` prints: the tool's version and :func:`status`."""
+    from builder import __version__
+
+    return f"metallib-builder, version {__version__}\nnative container reader: {status()}"
 
 
 @contextmanager

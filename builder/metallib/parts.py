@@ -11,11 +11,20 @@ are laid out in memory first by ``new_library``, the way a library holds them.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
-from builder.metallib.errors import MetallibError
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC, U32, U64, WIDE_TAGS
+from builder.metallib.errors import MetallibError, MetallibUnsupportedError
+from builder.metallib.reader import Metallib
+from builder.metallib.structs import (
+    MODULE_WRAPPER_MAGIC,
+    OFFSET_TAGS,
+    U32,
+    U64,
+    WIDE_TAGS,
+    show_code,
+)
 from builder.metallib.table import FunctionTable, Piece
 
 __all__ = [
@@ -24,10 +33,12 @@ __all__ = [
     "LibraryParts",
     "new_function",
     "new_library",
-    "reflection_chunk",
+    "parts_from_library",
+    "reflection_piece",
     "tag_bytes",
     "wrap_bitcode",
 ]
+
 
 Bytes = bytes | bytearray | memoryview
 
@@ -83,7 +94,7 @@ class LibraryParts:
         """The functions to write, in order, as a table over the bytes that hold them."""
         self.starts = tuple(starts)
         """Per ``Piece``: where that kind of piece starts in ``functions.data`` when the whole
-        source is kept (first entry, first chunk of each section). A kind whose pieces fill one
+        source is kept (first entry, first piece of each section). A kind whose pieces fill one
         run from there keeps every offset in the output, and its entries need no patching."""
         self.dynamic_header = dynamic_header
         self.uuid = uuid
@@ -179,8 +190,8 @@ def tag_bytes(code: bytes, payload: Bytes) -> bytes:
 def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[int, ...]]:
     """The functions in memory as a library holds them, as a table over those bytes.
 
-    Entries, then the public and private metadata chunks, the modules, and a reflection list
-    (u32 count, then chunks whose FlatBuffers start 16-aligned), each kind back to back, every
+    Entries, then the public and private metadata pieces, the modules, and a reflection list
+    (u32 count, then pieces whose FlatBuffers start 16-aligned), each kind back to back, every
     entry's OFFT, RFLT and MDSZ saying where its pieces are: the writer then copies these bytes
     like those of a library it keeps whole.
     """
@@ -201,14 +212,14 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
     reflection_list = len(data)
     data += U32.pack(sum(fn.reflection is not None for fn in functions))
     starts.append(len(data))
-    chunk_offsets: list[int | None] = []
-    chunk_sizes: list[int] = []
+    rflt_offsets: list[int | None] = []
+    rflt_sizes: list[int] = []
     for fn in functions:
         at = len(data)
         if fn.reflection is not None:
-            data += reflection_chunk(-(at + 12) % 16, fn.reflection)
-        chunk_offsets.append(None if fn.reflection is None else at)
-        chunk_sizes.append(len(data) - at)
+            data += reflection_piece(-(at + 12) % 16, fn.reflection)
+        rflt_offsets.append(None if fn.reflection is None else at)
+        rflt_sizes.append(len(data) - at)
     offsets = [
         list(accumulate(piece_sizes, initial=start))[:-1]
         for piece_sizes, start in zip(sizes, starts)
@@ -221,10 +232,10 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
         ]
         for offt in entry.offt:
             _OFFT.pack_into(data, at + offt, *relative)
-        chunk = chunk_offsets[index]
-        if chunk is not None:
+        own = rflt_offsets[index]
+        if own is not None:
             for rflt in entry.rflt:
-                U64.pack_into(data, at + rflt, chunk - reflection_list)
+                U64.pack_into(data, at + rflt, own - reflection_list)
     columns = [
         [fn.name for fn in functions],
         [e.type for e in entries],
@@ -240,8 +251,8 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
         sizes[Piece.PRIVATE_MD],
         offsets[Piece.MODULE],
         sizes[Piece.MODULE],
-        chunk_offsets,
-        chunk_sizes,
+        rflt_offsets,
+        rflt_sizes,
     ]
     return FunctionTable(memoryview(bytes(data)), columns), tuple(starts)
 
@@ -256,7 +267,7 @@ class _NewEntry:
             raise MetallibError(f"function {fn.name!r} has no OFFT tag")
         if (b"RFLT" in codes) != (fn.reflection is not None):
             raise MetallibError(
-                f"function {fn.name!r}: RFLT tag and reflection chunk must go together"
+                f"function {fn.name!r}: RFLT tag and reflection piece must go together"
             )
         data = bytearray(4)
         self.offt: list[int] = []
@@ -288,8 +299,87 @@ class _NewEntry:
         """The HASH payload (zeros when a test's entry has none)."""
 
 
-def reflection_chunk(pad: int, flatbuffer: Bytes) -> bytes:
-    """A reflection chunk as stored: u32 size, RBUF, u32 payload length, ``pad`` zero bytes (so
+def reflection_piece(pad: int, flatbuffer: Bytes) -> bytes:
+    """A reflection piece as stored: u32 size, RBUF, u32 payload length, ``pad`` zero bytes (so
     the FlatBuffer starts 16-aligned in the file), the FlatBuffer, ENDT."""
     n = pad + len(flatbuffer)
     return U32.pack(16 + n) + b"RBUF" + U32.pack(n) + bytes(pad) + bytes(flatbuffer) + b"ENDT"
+
+
+# ---------------------------------------------------------------------------------------------
+# The functions of an existing library chosen for a rewrite (``slim``, an identity rewrite).
+#
+# Nothing is copied: the parts are the library's own ``FunctionTable`` (or a selection of its
+# rows) over the memory map, so building them for 17,000 functions costs list arithmetic, and the
+# writer copies unchanged runs of the source in the kernel.
+
+
+_UNSUPPORTED_FUNCTION_TAGS = frozenset({b"SOFF"})
+
+
+def parts_from_library(lib: Metallib, indices: Sequence[int] | None = None) -> LibraryParts:
+    """The parts of ``lib`` for the functions at ``indices`` (all when None), in file order.
+
+    Keeping every function keeps the input's UUID, so the rewrite is byte-identical; a proper
+    subset gets ``uuid=None`` and the writer derives a new one from the output's content.
+    """
+    unsupported = [tag.code for tag in lib.extension if tag.code in OFFSET_TAGS]
+    if unsupported:
+        names = ", ".join(show_code(code) for code in unsupported)
+        raise MetallibUnsupportedError(
+            f"{lib.display_name}: cannot rewrite a library with {names} sections "
+            "(embedded sources or symbol lists are not supported)"
+        )
+    table = lib.columns()
+    count = len(table)
+    chosen = range(count) if indices is None else sorted(set(indices))
+    if len(chosen) and not 0 <= chosen[0] <= chosen[-1] < count:
+        raise IndexError(f"function index out of range 0..{count - 1}")
+    for index in _entries_containing(lib, table, b"SOFF", chosen):
+        if any(code in _UNSUPPORTED_FUNCTION_TAGS for code, _, _ in table[index].tags):
+            raise MetallibUnsupportedError(
+                f"{lib.display_name}: function {table.names[index]!r} has an SOFF tag (embedded "
+                "source); rewriting such libraries is not supported"
+            )
+    h = lib.header
+    rlst = lib.reflection_list
+    starts = (
+        h.function_list.offset + 4,
+        h.public_metadata.offset,
+        h.private_metadata.offset,
+        h.bitcode.offset,
+        rlst.offset + 4 if rlst is not None else 0,
+    )
+    data = lib.data
+    extension: list[tuple[bytes, Bytes]] = [
+        (tag.code, data[tag.offset : tag.offset + tag.length]) for tag in lib.extension
+    ]
+    dynamic = None
+    if lib.dynamic_header is not None:
+        dynamic = data[lib.dynamic_header.offset : lib.dynamic_header.end]
+    return LibraryParts(
+        raw_version=h.raw_version,
+        extension=extension,
+        functions=table.select(chosen),
+        starts=starts,
+        dynamic_header=dynamic,
+        uuid=lib.uuid if len(chosen) == count else None,
+        source=lib.file_source(),
+    )
+
+
+def _entries_containing(
+    lib: Metallib, table: FunctionTable, needle: bytes, chosen: Sequence[int]
+) -> list[int]:
+    """Indices of the ``chosen`` entries whose bytes contain ``needle`` (a cheap pre-filter: the
+    bytes also occur by chance, e.g. a HASH ending in S before OFFT)."""
+    start = lib.header.function_list.offset
+    end = start + 4 + lib.header.function_list.size
+    offsets = table.entry_offsets
+    found: set[int] = set()
+    at = lib.find(needle, start, end)
+    while at >= 0:
+        found.add(bisect_right(offsets, at) - 1)
+        at = lib.find(needle, at + 1, end)
+    wanted = chosen if isinstance(chosen, range) else set(chosen)
+    return sorted(index for index in found if index in wanted)

@@ -1,7 +1,7 @@
 """Read a metallib: memory-mapped, lazy, every offset checked.
 
 ``open_metallib`` parses only the header and the header extension. The function list is parsed on
-first use of ``functions``; module bytes, metadata chunks and reflection chunks are memoryview
+first use of ``functions``; module bytes, metadata pieces and reflection pieces are memoryview
 slices of the map, so nothing is copied. Every structural inconsistency raises
 ``MetallibFormatError`` with the byte offset where it was found, and no allocation is ever sized
 from a count read out of the file without first checking the count against the bytes available.
@@ -22,13 +22,15 @@ from typing import Any
 from builder.files.reading import UnreadableFile, open_regular
 from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.function_list import parse_function_list
-from builder.metallib.model import ExtensionTag, Header, Region
 from builder.metallib.structs import (
     HEADER_SIZE,
     MAGIC,
     SPAN,
     U16,
     U64,
+    ExtensionTag,
+    Header,
+    Region,
     Span,
     show_code,
     tag_start,

@@ -10,10 +10,10 @@ when the extension is not built, is turned off, or declines a list.
 An entry is a u32 size, then tags (``walk_tags``) up to an ``ENDT`` that ends the entry exactly.
 NAME (NUL-terminated), HASH (32 bytes) and OFFT (24 bytes: public, private and module offsets,
 relative to their sections) are required; TYPE, VERS (8), MDSZ (8, the module's size) and RFLT
-(8, the reflection chunk's offset in the RLST list) are optional; other tags are kept as they
-are. No tag may appear twice. Then the pieces are placed: metadata chunk i runs from its offset to
+(8, the reflection piece's offset in the RLST list) are optional; other tags are kept as they
+are. No tag may appear twice. Then the pieces are placed: metadata piece i runs from its offset to
 function i+1's (the last to its section's end), module i is MDSZ bytes (older writers: up to the
-next module), reflection chunk i runs to the next function's RFLT (the last to the list's end).
+next module), reflection piece i runs to the next function's RFLT (the last to the list's end).
 """
 
 from __future__ import annotations
@@ -22,8 +22,15 @@ import struct
 from typing import NamedTuple
 
 from builder.metallib.errors import MetallibFormatError
-from builder.metallib.model import Header
-from builder.metallib.structs import MIN_ENTRY_SIZE, U32, Span, show_code, tag_start, walk_tags
+from builder.metallib.structs import (
+    MIN_ENTRY_SIZE,
+    U32,
+    Header,
+    Span,
+    show_code,
+    tag_start,
+    walk_tags,
+)
 from builder.metallib.table import BadName, FunctionTable
 
 __all__ = ["reference_table"]
@@ -78,10 +85,10 @@ def reference_table(
     if pos != end:
         raise MetallibFormatError(pos, f"function list entries end at {pos}, header says {end}")
 
-    public = _chunk_spans(
+    public = _piece_spans(
         entries, [e.public for e in entries], header.public_metadata, "public metadata"
     )
-    private = _chunk_spans(
+    private = _piece_spans(
         entries, [e.private for e in entries], header.private_metadata, "private metadata"
     )
     modules = _module_spans(entries, header.bitcode)
@@ -192,17 +199,17 @@ def _name_problem(raw: bytes) -> tuple[int, str] | None:
     return problem
 
 
-def _chunk_spans(
+def _piece_spans(
     entries: list[_Entry], starts: list[int], section: Span, what: str
 ) -> list[tuple[int, int]]:
-    """Metadata chunk i runs from its offset to function i+1's, the last to the section's end."""
+    """Metadata piece i runs from its offset to function i+1's, the last to the section's end."""
     spans = []
     for index, start in enumerate(starts):
         stop = starts[index + 1] if index + 1 < len(starts) else section.size
         if start > stop or stop > section.size:
             raise MetallibFormatError(
                 entries[index].offset,
-                f"function {entries[index].name!r}: {what} chunk {start}..{stop} is out of order "
+                f"function {entries[index].name!r}: {what} piece {start}..{stop} is out of order "
                 f"or past the section ({section.size} bytes)",
             )
         spans.append((section.offset + start, stop - start))
@@ -238,9 +245,9 @@ def _module_spans(entries: list[_Entry], bitcode: Span) -> list[tuple[int, int]]
 def _reflection_spans(
     entries: list[_Entry], reflection_list: Span | None
 ) -> list[tuple[int | None, int]]:
-    """Reflection chunk i runs from its RFLT to the next function's that has one (the last to
+    """Reflection piece i runs from its RFLT to the next function's that has one (the last to
     the list's end): the first after the list's u32 count, each at least 16 bytes. Functions
-    without RFLT have none (offset None, size 0). Each chunk's own size field is checked by
+    without RFLT have none (offset None, size 0). Each piece's own size field is checked by
     ``verify``, so parsing never touches the reflection pages."""
     if reflection_list is None:
         for entry in entries:
@@ -261,7 +268,7 @@ def _reflection_spans(
         if start < previous_end or stop > reflection_list.size or stop - start < 16:
             raise MetallibFormatError(
                 entries[index].offset,
-                f"function {entries[index].name!r}: reflection chunk {start}..{stop} "
+                f"function {entries[index].name!r}: reflection piece {start}..{stop} "
                 "overlaps another, is shorter than 16 bytes or lies outside the reflection list "
                 f"({reflection_list.size} bytes)",
             )

@@ -8,7 +8,7 @@ code that wants one function at a time; it holds no data of its own.
 
 Offsets are absolute file offsets, sizes are in bytes. ``offt_rel`` and ``rflt_rel`` are where the
 OFFT and RFLT payloads lie inside each entry (small numbers, which Python does not allocate), so a
-rewrite can patch them; a function without a reflection chunk has offset None and size 0.
+rewrite can patch them; a function without a reflection piece has offset None and size 0.
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ from collections.abc import Iterator, Sequence
 from enum import IntEnum
 from typing import Any, NamedTuple
 
-from builder.metallib.model import FUNCTION_TYPES
 from builder.metallib.native import native_module
-from builder.metallib.structs import REFLECTION_HEAD, Span, walk_tags
+from builder.metallib.structs import FUNCTION_TYPES, REFLECTION_HEAD, Span, walk_tags
 
 __all__ = ["COLUMNS", "BadName", "FunctionEntry", "FunctionTable", "Piece", "coalesce"]
 
 
 class Piece(IntEnum):
-    """The five pieces a function owns, in file order: its function-list entry, then one chunk in
+    """The five pieces a function owns, in file order: its function-list entry, then one piece in
     each of the sections that follow. The C code numbers them the same (``csrc/pieces.h``; a test
     compares the two)."""
 
@@ -100,13 +99,13 @@ class FunctionTable:
     module_bytes: list[int]
     reflection_offsets: list[int | None]
     reflection_bytes: list[int]
-    """Each reflection chunk's size as stored: header, padding, FlatBuffer and ENDT."""
+    """Each reflection piece's size as stored: header, padding, FlatBuffer and ENDT."""
 
     def __init__(
         self, data: memoryview, columns: Sequence[Any], bad_names: Sequence[BadName] = ()
     ) -> None:
         """``columns`` in ``COLUMNS`` order; an offsets column may come packed (bytes of one
-        native u64 per function, all ones for "no chunk"), as the native parser sends it."""
+        native u64 per function, all ones for "no piece"), as the native parser sends it."""
         if len(columns) != len(COLUMNS):
             raise ValueError(f"a function table has {len(COLUMNS)} columns, got {len(columns)}")
         self._packed: dict[str, bytes] = {}
@@ -178,7 +177,7 @@ class FunctionTable:
     def runs(self, piece: Piece) -> list[tuple[int, int]]:
         """The ``(start, length)`` runs of the source holding every piece of this kind, pieces
         back to back merged (one run when a whole section is kept); functions without a
-        reflection chunk have none."""
+        reflection piece have none."""
         if piece not in self._runs:
             offsets, sizes = self.offsets(piece), self.sizes(piece)
             if None in offsets:
@@ -195,8 +194,8 @@ class FunctionTable:
 
     def reflection_payloads(self) -> tuple[list[int | None], list[bool]]:
         """Per function: its reflection FlatBuffer's size (the payload without the alignment
-        padding; None without a chunk), and whether the chunk is canonical: its size field counts
-        exactly header, padding, FlatBuffer and ENDT. A canonical chunk whose padding stays the
+        padding; None without a piece), and whether the piece is canonical: its size field counts
+        exactly header, padding, FlatBuffer and ENDT. A canonical piece whose padding stays the
         same is copied unchanged by a rewrite."""
         if self._payloads is None:
             native = native_module()
@@ -205,7 +204,7 @@ class FunctionTable:
         return self._payloads
 
     def flatbuffer(self, index: int) -> memoryview | None:
-        """Function ``index``'s reflection FlatBuffer without padding (None without a chunk)."""
+        """Function ``index``'s reflection FlatBuffer without padding (None without a piece)."""
         at, size = self.reflection_offsets[index], self.reflection_payloads()[0][index]
         if at is None or size is None:
             return None
@@ -214,13 +213,13 @@ class FunctionTable:
 
 
 def _reflection_payloads(
-    data: memoryview, offsets: list[int | None], chunk_sizes: list[int]
+    data: memoryview, offsets: list[int | None], piece_sizes: list[int]
 ) -> tuple[list[int | None], list[bool]]:
     """``FunctionTable.reflection_payloads`` in Python (the C form: ``csrc/reflection.c``)."""
     head = REFLECTION_HEAD.unpack_from
     sizes: list[int | None] = []
     canonical: list[bool] = []
-    for at, size in zip(offsets, chunk_sizes):
+    for at, size in zip(offsets, piece_sizes):
         if at is None:
             sizes.append(None)
             canonical.append(True)  # nothing to rewrite
@@ -291,7 +290,7 @@ class FunctionEntry:
         return self.table.hash(self.index)
 
     def span(self, piece: Piece) -> Span | None:
-        """Where one of the function's pieces lies (None: it has no reflection chunk)."""
+        """Where one of the function's pieces lies (None: it has no reflection piece)."""
         at = self.table.offsets(piece)[self.index]
         return None if at is None else Span(at, self.table.sizes(piece)[self.index])
 
@@ -317,7 +316,7 @@ class FunctionEntry:
 
     @property
     def reflection(self) -> Span | None:
-        """The whole RBUF chunk (None in files without a reflection list)."""
+        """The whole RBUF piece (None in files without a reflection list)."""
         return self.span(Piece.REFLECTION)
 
     @property

@@ -1,8 +1,8 @@
-"""Deep checks of a parsed metallib: module hashes, wrappers, metadata and reflection chunks.
+"""Deep checks of a parsed metallib: module hashes, wrappers, metadata and reflection pieces.
 
 The reader already guarantees that every region and span is in bounds and that nothing overlaps;
 ``verify`` goes further and reads every byte of every function. Problems found here are per
-function (a hash mismatch, a malformed chunk, a name that is not valid UTF-8 or holds a NUL) or
+function (a hash mismatch, a malformed piece, a name that is not valid UTF-8 or holds a NUL) or
 per container (bytes that belong to no section or no function), and are reported, not raised, so
 the CLI can name every problem at once.
 """
@@ -89,7 +89,7 @@ def verify(
 
     Hashing is most of the work, so it runs on both cores with the extension (``hashing``;
     ``parallel`` chooses the way, for tests), then a quick screen of every function's wrapper and
-    chunks runs over pages the hashing brought in. Only functions that fail the screen get the
+    pieces runs over pages the hashing brought in. Only functions that fail the screen get the
     detailed checks, which say what is wrong.
     """
     table = lib.columns(accept_bad_names=True)  # bad names are reported here, not raised
@@ -119,13 +119,13 @@ def verify(
     report.hashed_bytes = sum(table.module_bytes) if hashes else 0
     if lib.reflection_list is not None:
         declared = U32.unpack_from(lib.data, lib.reflection_list.offset)[0]
-        chunks = len(table) - table.reflection_offsets.count(None)
-        if declared != chunks:
+        owners = len(table) - table.reflection_offsets.count(None)
+        if declared != owners:
             report.problems.append(
                 Problem(
                     None,
                     lib.reflection_list.offset,
-                    f"reflection list count {declared} but {chunks} functions have chunks",
+                    f"reflection list count {declared} but {owners} functions have reflection",
                 )
             )
     report.problems.sort(key=lambda p: p.offset)
@@ -136,8 +136,8 @@ def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> 
     """Every byte belongs to a section, and inside the function sections to a function.
 
     Apple's files tile exactly: no gap between sections, nothing after the last, no alignment
-    gaps (padding lives inside modules and reflection chunks), metadata chunks and modules back
-    to back from their section's start, the first reflection chunk right after the list's count.
+    gaps (padding lives inside modules and reflection pieces), metadata pieces and modules back
+    to back from their section's start, the first reflection piece right after the list's count.
     The reader accepts other layouts (``list`` and ``report`` count stray bytes as overhead, a
     rewrite drops them); ``verify`` names the first stray byte of each run.
     """
@@ -163,11 +163,11 @@ def _check_tiling(lib: Metallib, table: FunctionTable, report: VerifyReport) -> 
         _check_filled(what, section.offset, section.end, offsets, sizes, report)  # type: ignore[arg-type]
     rlst = lib.reflection_list
     if rlst is not None and rlst.size >= 4:
-        chunks, chunk_sizes = table.reflection_offsets, table.reflection_bytes
-        if None in chunks:  # functions without a chunk own no bytes of the list
-            chunk_sizes = [n for at, n in zip(chunks, chunk_sizes) if at is not None]
-            chunks = [at for at in chunks if at is not None]
-        _check_filled("reflection list", rlst.offset + 4, rlst.end, chunks, chunk_sizes, report)  # type: ignore[arg-type]
+        starts, sizes = table.reflection_offsets, table.reflection_bytes
+        if None in starts:  # functions without a piece own no bytes of the list
+            sizes = [n for at, n in zip(starts, sizes) if at is not None]
+            starts = [at for at in starts if at is not None]
+        _check_filled("reflection list", rlst.offset + 4, rlst.end, starts, sizes, report)  # type: ignore[arg-type]
     hdyn = lib.dynamic_header
     if hdyn is not None:
         try:
@@ -212,11 +212,11 @@ screen takes them (``csrc/screen.c``)."""
 
 
 def _suspects(lib: Metallib, table: FunctionTable) -> list[int]:
-    """Indices of functions that fail a quick screen of their wrapper and chunks.
+    """Indices of functions that fail a quick screen of their wrapper and pieces.
 
-    The screen accepts only the common, well-formed shapes (an empty metadata chunk, a canonical
-    reflection chunk) in one tight loop (in C when the extension is built: ``csrc/screen.c``,
-    which also passes metadata chunks that hold tags); everything else gets the detailed checks
+    The screen accepts only the common, well-formed shapes (an empty metadata piece, a canonical
+    reflection piece) in one tight loop (in C when the extension is built: ``csrc/screen.c``,
+    which also passes metadata pieces that hold tags); everything else gets the detailed checks
     below, which say what is wrong. Same verdicts, a fraction of the time.
     """
     data = lib.data
@@ -271,8 +271,8 @@ def _suspects(lib: Metallib, table: FunctionTable) -> list[int]:
 
 def _check_structure(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
     _check_wrapper(lib, fn, report)
-    _check_chunk(lib, fn, "public metadata", fn.public_md.offset, fn.public_md.end, report)
-    _check_chunk(lib, fn, "private metadata", fn.private_md.offset, fn.private_md.end, report)
+    _check_piece(lib, fn, "public metadata", fn.public_md.offset, fn.public_md.end, report)
+    _check_piece(lib, fn, "private metadata", fn.private_md.offset, fn.private_md.end, report)
     if fn.reflection is not None:
         _check_reflection(lib, fn, fn.reflection, report)
 
@@ -294,14 +294,14 @@ def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> No
         )
 
 
-def _check_chunk(
+def _check_piece(
     lib: Metallib, fn: FunctionEntry, what: str, start: int, end: int, report: VerifyReport
 ) -> None:
     if end - start == 8 and lib.data[start + 4 : end].tobytes() == b"ENDT":
-        return  # the common empty chunk
+        return  # the common empty piece
     if end - start < 8:
         report.problems.append(
-            Problem(fn.name, start, f"{what} chunk of {end - start} bytes is too short")
+            Problem(fn.name, start, f"{what} piece of {end - start} bytes is too short")
         )
         return
     try:
@@ -311,30 +311,30 @@ def _check_chunk(
         return
     if tag_end != end:
         report.problems.append(
-            Problem(fn.name, tag_end, f"{what} chunk ends at {tag_end}, next chunk starts at {end}")
+            Problem(fn.name, tag_end, f"{what} piece ends at {tag_end}, next piece starts at {end}")
         )
 
 
-def _check_reflection(lib: Metallib, fn: FunctionEntry, chunk: Span, report: VerifyReport) -> None:
-    at, size = chunk
+def _check_reflection(lib: Metallib, fn: FunctionEntry, piece: Span, report: VerifyReport) -> None:
+    at, size = piece
     data = lib.data
     if data[at + 4 : at + 8].tobytes() != b"RBUF":
         report.problems.append(
-            Problem(fn.name, at + 4, "reflection chunk does not start with RBUF")
+            Problem(fn.name, at + 4, "reflection piece does not start with RBUF")
         )
         return
     declared = U32.unpack_from(data, at)[0]
     if declared != size:
         report.problems.append(
             Problem(
-                fn.name, at, f"reflection chunk says {declared} bytes, the next RFLT leaves {size}"
+                fn.name, at, f"reflection piece says {declared} bytes, the next RFLT leaves {size}"
             )
         )
         return
     payload = U32.unpack_from(data, at + 8)[0]
     if 16 + payload != size or data[at + 12 + payload : at + 16 + payload].tobytes() != b"ENDT":
         report.problems.append(
-            Problem(fn.name, at, f"reflection chunk of {size} bytes holds a {payload}-byte RBUF")
+            Problem(fn.name, at, f"reflection piece of {size} bytes holds a {payload}-byte RBUF")
         )
         return
     pad = (-(at + 12)) % 16

@@ -17,16 +17,24 @@ import os
 import stat
 import struct
 from itertools import accumulate
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from builder.files.atomic import atomic_write as atomic_output  # the project's one output helper
 from builder.metallib.errors import InternalError, MetallibError
-from builder.metallib.parts import Bytes, LibraryParts, reflection_chunk, tag_bytes
-from builder.metallib.sink import OutputSink
+from builder.metallib.parts import Bytes, LibraryParts, reflection_piece, tag_bytes
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 from builder.metallib.table import Piece
 
-__all__ = ["Layout", "atomic_output", "check_written", "layout", "library_bytes", "write_library"]
+__all__ = [
+    "Layout",
+    "OutputSink",
+    "atomic_output",
+    "check_written",
+    "layout",
+    "library_bytes",
+    "write_library",
+]
+
 
 _HEADER_TAIL = struct.Struct("<QQQQQQQQQ")
 _OFFSETS = struct.Struct("<QQQ")
@@ -37,7 +45,7 @@ _SECTIONS = (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)
 
 class Layout:
     """Absolute offsets and sizes of every region of the output, and where each function's
-    reflection chunk goes."""
+    reflection piece goes."""
 
     def __init__(self, parts: LibraryParts) -> None:
         fns = parts.functions
@@ -57,11 +65,11 @@ class Layout:
         self.has_reflection = parts.has_reflection_list
         placed = _place_reflection(parts, self.reflection)
         self.rflt: list[int | None] = placed.rflt
-        """Each function's RFLT value (its chunk's offset in the list), None without a chunk."""
+        """Each function's RFLT value (its piece's offset in the list), None without a piece."""
         self.pads: list[int] = placed.pads
-        """Each new chunk's zero padding (empty when ``reflection_unchanged``)."""
+        """Each new piece's zero padding (empty when ``reflection_unchanged``)."""
         self.reflection_unchanged = placed.unchanged
-        """Every reflection chunk is copied as it is in the source."""
+        """Every reflection piece is copied as it is in the source."""
         self.reflection_count = len(self.rflt) - self.rflt.count(None)
         self.reflection_size = placed.size
         self.file_size = self.reflection + self.reflection_size
@@ -75,14 +83,14 @@ class _Reflection(NamedTuple):
 
 
 def _place_reflection(parts: LibraryParts, list_at: int) -> _Reflection:
-    """Where each reflection chunk goes in a list written at ``list_at``: after the u32 count,
-    each FlatBuffer 16-aligned in the file. When every chunk is canonical, they lie back to back
+    """Where each reflection piece goes in a list written at ``list_at``: after the u32 count,
+    each FlatBuffer 16-aligned in the file. When every piece is canonical, they lie back to back
     in the source and the list moves by a multiple of 16 bytes, each keeps its padding and
     offset, and the list is copied as it is."""
     fns = parts.functions
     if not parts.has_reflection_list:
         return _Reflection([None] * len(fns), [0] * len(fns), 0, False)
-    first = parts.starts[Piece.REFLECTION]  # the source's first chunk, after its list's count
+    first = parts.starts[Piece.REFLECTION]  # the source's first piece, after its list's count
     sizes, canonical = fns.reflection_payloads()
     if (list_at + 4 - first) % 16 == 0 and all(canonical) and fns.in_place(Piece.REFLECTION, first):
         rflt = [None if at is None else at - first + 4 for at in fns.reflection_offsets]
@@ -136,7 +144,7 @@ def _write_entries(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
         if rflt_rel is not None:
             if rflt is None:
                 raise MetallibError(
-                    f"function {fns.names[index]!r} has an RFLT tag but no reflection chunk"
+                    f"function {fns.names[index]!r} has an RFLT tag but no reflection piece"
                 )
             pack_u64(buf, at + rflt_rel, rflt)
     sink.write(buf)
@@ -201,7 +209,7 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
 
 
 def _write_reflection(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
-    """RLST: count, then one RBUF chunk per function whose FlatBuffer starts 16-aligned."""
+    """RLST: count, then one RBUF piece per function whose FlatBuffer starts 16-aligned."""
     sink.write(U32.pack(lay.reflection_count))
     fns = parts.functions
     if lay.reflection_unchanged:
@@ -210,19 +218,19 @@ def _write_reflection(sink: OutputSink, parts: LibraryParts, lay: Layout) -> Non
         return
     _, canonical = fns.reflection_payloads()
     rows = zip(fns.reflection_offsets, fns.reflection_bytes, canonical, lay.pads)
-    for index, (old, chunk, same_form, pad) in enumerate(rows):
+    for index, (old, size, same_form, pad) in enumerate(rows):
         if old is None:
             continue
         if same_form and -(old + 12) % 16 == pad:
-            sink.copy(old, chunk)  # same padding: the chunk is unchanged
+            sink.copy(old, size)  # same padding: the piece is unchanged
             continue
         flatbuffer = fns.flatbuffer(index)
         if flatbuffer is None:
             raise InternalError(
-                f"function {fns.names[index]!r}: a reflection chunk without a FlatBuffer",
+                f"function {fns.names[index]!r}: a reflection piece without a FlatBuffer",
                 offset=old,
             )
-        sink.write(reflection_chunk(pad, flatbuffer))
+        sink.write(reflection_piece(pad, flatbuffer))
 
 
 def derive_uuid(md5_digest: bytes) -> bytes:
@@ -261,3 +269,111 @@ def write_library(parts: LibraryParts, path: str | os.PathLike[str]) -> Layout:
         lay = write_to(parts, out)
         check_written(out, lay, path)
     return lay
+
+
+# ---------------------------------------------------------------------------------------------
+# Sequential output for the writer: new bytes, and runs of the source copied (by the kernel when
+# both sides are files).
+
+
+class OutputSink:
+    """Sequential output with two kinds of writes: new bytes, and runs of the source file.
+
+    Adjacent source runs are merged and copied in one piece, in the kernel when both sides are
+    files (``os.copy_file_range``), else through the map. When ``digest`` is set, everything
+    written while ``hashing`` is on also feeds it (the derived UUID).
+    """
+
+    def __init__(
+        self, out: BinaryIO, data: memoryview, source: tuple[int, int] | None, digest: Any
+    ) -> None:
+        self.out = out
+        self.data = data
+        # the file ``data`` maps and where ``data`` starts in it (an embedded library's offset)
+        self.source_fd: int | None = source[0] if source is not None else None
+        self.source_base = source[1] if source is not None else 0
+        self.out_fd = _fileno(out)
+        self.digest = digest
+        self.hashing = digest is not None
+        self.position = out.tell()
+        self.run: tuple[int, int] | None = None  # pending source run [start, end)
+
+    def write(self, data: Bytes) -> None:
+        if self.run is not None:
+            self._flush_run(self.run)
+        self.out.write(data)
+        self.position += len(data)
+        if self.hashing:
+            self.digest.update(data)
+
+    def copy(self, start: int, length: int) -> None:
+        """Append ``length`` bytes of the source file starting at ``start``."""
+        if self.run is not None and self.run[1] == start:
+            self.run = (self.run[0], start + length)
+            return
+        if self.run is not None:
+            self._flush_run(self.run)
+        self.run = (start, start + length)
+
+    def set_hashing(self, on: bool) -> None:
+        if self.run is not None:
+            self._flush_run(self.run)
+        self.hashing = on and self.digest is not None
+
+    def finish(self) -> None:
+        if self.run is not None:
+            self._flush_run(self.run)
+        self.out.flush()
+
+    def _flush_run(self, run: tuple[int, int]) -> None:
+        start, end = run
+        self.run = None
+        view = self.data[start:end]
+        if self.hashing:
+            self.digest.update(view)
+        if (
+            self.source_fd is not None
+            and self.out_fd is not None
+            and _kernel_copy(
+                self.out,
+                self.source_fd,
+                self.out_fd,
+                self.source_base + start,
+                end - start,
+                self.position,
+            )
+        ):
+            self.position += end - start
+            return
+        self.out.write(view)
+        self.position += end - start
+
+
+def _fileno(out: BinaryIO) -> int | None:
+    try:
+        return out.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _kernel_copy(out: BinaryIO, src: int, dst: int, start: int, length: int, position: int) -> bool:
+    """Copy with ``copy_file_range``; False (nothing written) where the kernel cannot."""
+    copy_range = getattr(os, "copy_file_range", None)
+    if copy_range is None:
+        return False
+    out.flush()
+    done = 0
+    try:
+        while done < length:
+            n = copy_range(src, dst, length - done, start + done, position + done)
+            if n == 0:
+                break
+            done += n
+    except OSError:
+        if done:
+            raise
+        return False
+    if done != length:
+        raise MetallibError(f"short copy: {done} of {length} bytes")
+    out.seek(position + length)
+    return True

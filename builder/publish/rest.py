@@ -1,7 +1,7 @@
 """One GitHub REST API request, bounded: the only module that talks to ``GITHUB_API_URL``.
 
-Both the sticky comment (``github.py``) and the base-artifact look-up (``base_artifact.py``) send
-their requests through ``call``, so each of them gets the same guarantees:
+The sticky comment and the base-artifact look-up (``github.py``) send their requests through
+``call``, so each of them gets the same guarantees:
 
 * the token goes to ``GITHUB_API_URL`` only: redirects are not followed, and a next page on
   another origin is refused;

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from builder.size.limits import Limit
+    from builder.size.checks import Limit
     from builder.size.report import Report
 
 __all__ = [

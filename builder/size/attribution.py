@@ -1,7 +1,7 @@
 """Byte accounting: every byte of a metallib belongs to one function or to named overhead.
 
-A function owns five pieces: its function-list entry, its public and private metadata chunks, its
-bitcode module and its reflection chunk. Everything else (the header, the list count, the header
+A function owns five pieces: its function-list entry, its public and private metadata pieces, its
+bitcode module and its reflection piece. Everything else (the header, the list count, the header
 extension, the dynamic header, section framing such as the reflection-list count, and any gap) is
 container overhead, named after the region it sits in. The reader's regions tile the file, so
 

@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING
 from builder.errors import BuilderError, CheckFailed, UsageError
 from builder.files.reading import open_regular
 from builder.metallib.errors import MetallibError
-from builder.size.checks import Check
-from builder.size.limits import shipped_size
+from builder.size.checks import Check, shipped_size
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
     from builder.size.budget_file import Budget
-    from builder.size.limits import Limit
+    from builder.size.checks import Limit
     from builder.size.load import TreeSources
     from builder.size.report import Report
 

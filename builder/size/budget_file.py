@@ -43,9 +43,9 @@ from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.reading import read_bytes
 from builder.files.tomltext import parse_toml
+from builder.settings.checks import Limit
 from builder.settings.declared import BUDGET_LIMITS, SETTINGS, setting
 from builder.size.grouping import BY_CHOICES
-from builder.size.limits import Limit
 
 __all__ = [
     "BUDGET_FILE",

@@ -3,6 +3,13 @@ for it (``--max-growth``, a gate) or a budget file was (``max-growth``, ``builde
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
 name. Checking is pure data in, pure data out; ``builder.render.checks`` words the results.
+
+Size limits as users write them for CI gates: ``10KB``, ``2.5MiB``, ``5%``, and what a
+whole-target limit is checked against (``shipped_size``: the metallib plus the host library).
+
+Gates are given on the command line in whatever unit is convenient: sizes are read by
+``builder.files.bounds.parse_size`` (decimal and binary suffixes, a bare number is bytes).
+Showing a limit is presentation's job (``builder.render.text.limit_text``).
 """
 
 from __future__ import annotations
@@ -11,22 +18,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.size.limits import Limit, shipped_size
+from builder.errors import UsageError
+from builder.files.bounds import parse_size
+from builder.settings.checks import LARGEST_PERCENT, Limit, growth_bytes, parse_limit
+
+__all__ = [
+    "GROWTH",
+    "LARGEST_PERCENT",
+    "Check",
+    "Evaluated",
+    "Gates",
+    "Limit",
+    "check_pairs",
+    "download_totals",
+    "evaluate_gates",
+    "growth_bytes",
+    "parse_limit",
+    "parse_size",  # builder.files.bounds', shared with the bounds on untrusted input
+    "shipped_size",
+    "shipped_sizes",
+]
+
 
 if TYPE_CHECKING:
     from builder.size.compare import Comparison
     from builder.size.report import Report
-
-__all__ = [
-    "GROWTH",
-    "Check",
-    "Evaluated",
-    "Gates",
-    "check_pairs",
-    "download_totals",
-    "evaluate_gates",
-    "shipped_sizes",
-]
 
 GROWTH = ("max-growth", "max-download-growth")
 """The limits on growth since a base: ``limit`` and ``value`` are bytes grown."""
@@ -80,7 +96,7 @@ class Gates:
     max_size: int | None = None
     fail_on_new_group: bool = False
     max_total_size: int | None = None
-    """The metallib plus the host library (``builder.size.limits.shipped_size``)."""
+    """The metallib plus the host library (``builder.size.checks.shipped_size``)."""
     max_download_growth: Limit | None = None
     """On the modelled download (``download_totals``)."""
     max_download_size: int | None = None
@@ -195,3 +211,19 @@ def check_pairs(
         compared(comparison)
         out.append((comparison, evaluate_gates(comparison, gates)))
     return out
+
+
+def shipped_size(report: Report) -> int:
+    """Bytes of everything ``report``'s library ships: the metallib file plus, for a build with JIT
+    units, its host library file (``--max-total-size``, budgets' ``max-total-size``).
+
+    A build whose manifest names JIT units but whose host library was not found cannot be
+    measured: UsageError (exit 2), so a gate never passes on the metallib alone."""
+    if not report.jit_units:
+        return report.file_size
+    if report.host_library is None:
+        raise UsageError(
+            f"{report.source.label}: has JIT units but its host library was not "
+            "found; cannot measure everything it ships"
+        )
+    return report.file_size + report.host_library.file_size

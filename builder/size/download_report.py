@@ -106,7 +106,7 @@ def read_wheel_files(wheel: str) -> WheelFiles:
     """The zip directory of ``wheel``: names, sizes and compressed sizes (nothing is extracted)."""
     import zipfile
 
-    from builder.inputs.zip_directory import check_entries
+    from builder.inputs.wheel_index import check_entries
 
     try:
         with open_regular(wheel, "the wheel") as handle:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from builder.size.host_sources import STRINGS_METHOD
+from builder.size.host_strings import STRINGS_METHOD
 from builder.size.host_symbols import method_words
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
 from builder.size.rollup import Rollup, overhead_row
@@ -96,6 +96,6 @@ def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
 
 def by_strings(report: Report) -> bool:
     """``report`` is of a shipped host library, its rows run-time sources found in the binary
-    (``builder.size.host_sources``), not a build's units."""
+    (``builder.size.host_strings``), not a build's units."""
     host = report.host_library
     return host is not None and host.measured_by == STRINGS_METHOD

@@ -65,7 +65,7 @@ class HostLibrary:
     """Bytes of symbols no unit owns: the runtime and source pieces shared by units."""
     unmatched: tuple[str, ...] = ()
     """Of a shipped host library measured by its run-time sources against a kernel tree
-    (``builder.size.host_sources``): the rows no header of the tree made. Not saved."""
+    (``builder.size.host_strings``): the rows no header of the tree made. Not saved."""
 
 
 def measure_host(

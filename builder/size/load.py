@@ -58,7 +58,7 @@ class TreeSources:
 
     def folders_only(self) -> Sources:
         """No kernels, only where the tree's headers are: what naming a shipped host library's
-        run-time sources needs (``builder.size.host_sources``), which preprocesses nothing when
+        run-time sources needs (``builder.size.host_strings``), which preprocesses nothing when
         the settings name the folders."""
         from builder.size.grouping import Sources
 
@@ -217,10 +217,10 @@ def load_library(
 
 def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:
     """A Mach-O binary holding no metallib, measured by the run-time sources it embeds
-    (``builder.size.host_sources``), named by the headers of the ``--source-dir`` tree."""
+    (``builder.size.host_strings``), named by the headers of the ``--source-dir`` tree."""
     from builder.inputs.targets import no_metallib
     from builder.size.attribution import Attribution
-    from builder.size.host_sources import measure_host_sources
+    from builder.size.host_strings import measure_host_sources
     from builder.size.provenance import build_provenance
     from builder.size.report import Source, build_report
 

@@ -14,12 +14,22 @@ other variant is written (``builder.subsets.variant_writer``; the records it ret
 ``builder.subsets.variant_model``'s). Every figure is then measured on the files written: the
 metallib's size and its bytes per entry file (attribution of the written file), the embedded
 bytes of the C++ source as its API stores them.
+
+Where a ``variants --from`` run is written versus where its files end up.
+
+The variants are written into a new sibling folder that replaces OUTDIR as a whole only once
+every file, ``variants.json`` last, is complete (``builder.files.output_folder``): a run that fails
+or
+is killed leaves the previous OUTDIR as it was, and OUTDIR never mixes two runs. Every path a run
+records (and ``variants.json`` shows) names the files where they end up, so the run is moved
+before it is described.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,10 +60,6 @@ from builder.subsets.variant_sources import (
 )
 from builder.subsets.variant_writer import VariantWriter, function_bytes, remove_stale
 
-if TYPE_CHECKING:
-    from builder.inputs.targets import Library
-    from builder.kernels.discovery import KernelTree
-
 __all__ = [
     "NOT_IN_TREE",
     "SOURCES_FILE",
@@ -62,7 +68,13 @@ __all__ = [
     "VariantsInput",
     "VariantsRun",
     "make_variants",
+    "moved",
 ]
+
+
+if TYPE_CHECKING:
+    from builder.inputs.targets import Library
+    from builder.kernels.discovery import KernelTree
 
 SOURCES_FILE = "jit_sources.cpp"
 Progress = Callable[[str], None]
@@ -300,3 +312,16 @@ def _one(
         coverage=coverage,
         metallib_download_bytes=downloaded,
     )
+
+
+def moved(run: VariantsRun, outdir: Path) -> VariantsRun:
+    """``run`` as it reads once its folder ``run.outdir`` has become ``outdir``."""
+
+    def there(path: Path | None) -> Path | None:
+        return None if path is None else outdir / path.relative_to(run.outdir)
+
+    variants = tuple(
+        replace(v, metallib=there(v.metallib), sources_file=there(v.sources_file))
+        for v in run.variants
+    )
+    return replace(run, variants=variants, outdir=outdir)

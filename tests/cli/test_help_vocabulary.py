@@ -5,6 +5,7 @@ a folder of many files (``variants --from -o OUTDIR``); and each word of the glo
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import os
@@ -126,6 +127,38 @@ def test_glossary_names_each_concept_once() -> None:
 def test_help_says_each_word_in_its_one_meaning(pattern: str) -> None:
     """No help text uses a word in a meaning the glossary gives another word."""
     bad = [(w, t) for w, t in help_blocks() if re.search(pattern, t)]
+    assert not bad, f"say {_MISUSED[pattern]}: {bad}"
+
+
+def _code_strings() -> list[tuple[str, str]]:
+    """(where, text) of every string the code can show or write: each string constant of
+    builder/ that is not a docstring (error and progress messages, JSON keys, the names of the
+    files a build writes, table headings), f-strings piece by piece."""
+    found: list[tuple[str, str]] = []
+    for path in sorted((ROOT / "builder").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Constant) or id(node) in docstrings:
+                continue
+            if isinstance(node.value, str):
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                found.append((where, " ".join(node.value.split())))
+    return found
+
+
+@pytest.mark.parametrize("pattern", sorted(_MISUSED))
+def test_code_says_each_word_in_its_one_meaning(pattern: str) -> None:
+    """Beyond --help: no message, JSON key or file name the code writes uses a word in a
+    meaning the glossary gives another word (a user-facing error said "metadata chunk" for what
+    the glossary calls a piece)."""
+    bad = [(w, t) for w, t in _code_strings() if re.search(pattern, t)]
     assert not bad, f"say {_MISUSED[pattern]}: {bad}"
 
 

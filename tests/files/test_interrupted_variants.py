@@ -118,7 +118,9 @@ def _kill(proc: subprocess.Popen[str], signum: int = signal.SIGKILL) -> None:
 
 MOMENTS = {
     "new folder made": Pause("builder.metallib.writer:write_to"),
-    "first metallib half written": Pause("builder.metallib.sink:OutputSink._flush_run", 1, "after"),
+    "first metallib half written": Pause(
+        "builder.metallib.writer:OutputSink._flush_run", 1, "after"
+    ),
     "second variant begun": Pause("builder.metallib.writer:write_to", 2),
     "last metallib written": Pause("builder.subsets.variant_writer:VariantWriter.measure", 3),
     "OUT swapped": Pause("builder.files.output_folder:_swap", 1, "after"),

@@ -30,7 +30,7 @@ print("locked", flush=True)
 time.sleep(120)
 """
 """A live writer of a temporary file, as far as the lock shows: it holds the file's flock."""
-HALF_WRITTEN = Pause("builder.metallib.sink:OutputSink._flush_run", when="after")
+HALF_WRITTEN = Pause("builder.metallib.writer:OutputSink._flush_run", when="after")
 """After the first run of the input is copied: the temporary file holds the output's start."""
 
 

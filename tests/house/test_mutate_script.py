@@ -207,7 +207,7 @@ def test_every_module_and_test_file_of_modules_exists(script: Any) -> None:
     ]
     assert missing == []
     stems = {Path(module).stem for module in script.MODULES}
-    assert {"host_sources", "platforms", "confinement", "writer", "preamble"} <= stems
+    assert {"host_strings", "platforms", "confinement", "writer", "preamble"} <= stems
 
 
 def test_any_module_of_the_checkout_can_be_named() -> None:

@@ -21,7 +21,7 @@ import pytest
 from support.hostile import Cli, assert_one_error_line, library_with
 
 from builder.files.bounds import MAX_JSON_OBJECTS, MAX_MEMBERS
-from builder.inputs.zip_directory import directory_entries
+from builder.inputs.wheel_index import directory_entries
 
 WHEEL = "pkg-1.0-py3-none-macosx_14_0_arm64.whl"
 _ENTRY = struct.Struct("<4s4B4HL2L5H2L")
@@ -221,7 +221,7 @@ def test_the_count_is_zipfiles_count(
     with path.open("rb") as handle:
         found = directory_entries(handle)
     assert found is not None and found[0] == expected
-    from builder.inputs.zip_directory import check_entries
+    from builder.inputs.wheel_index import check_entries
 
     monkeypatch.setenv("METALLIB_BUILDER_MAX_MEMBERS", str(expected))
     with path.open("rb") as handle:
@@ -235,7 +235,7 @@ def test_long_names_across_chunks_are_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Entries whose names span the walk's 1 MiB reads are counted once each."""
-    from builder.inputs.zip_directory import check_entries
+    from builder.inputs.wheel_index import check_entries
 
     path = tmp_path / "long.zip"
     with zipfile.ZipFile(path, "w") as archive:

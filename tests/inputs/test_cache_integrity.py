@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.hostile import Cli, library_with
 
-from builder.inputs.cache_prune import cache_entries
+from builder.inputs.member_records import cache_entries
 
 MEMBER = "pkg/lib/kernels.metallib"
 

@@ -77,7 +77,7 @@ def test_thin_dylib_libraries_where_llvm_objdump_puts_them(libs: dict[str, Path]
 
 
 def test_a_damaged_module_is_found_and_verify_names_it(libs: dict[str, Path]) -> None:
-    """The broken copy parses whole (magic, size, every span and chunk are right), so it is a
+    """The broken copy parses whole (magic, size, every span and piece are right), so it is a
     library, found and numbered; finding does not hash modules (a report never reads them), so
     its one changed module byte is left to verify, which names that function and only it."""
     [_, broken, _] = find_metallibs(libs["dylib"])
@@ -291,14 +291,14 @@ def test_a_library_cut_by_the_end_of_the_file(tmp_path: Path, libs: dict[str, Pa
 
 def _damaged(library: bytes, how: str) -> bytes:
     """``library`` with one thing wrong that the reader lets through and ``verify`` (without
-    hashes) does not: a module wrapper's magic, a metadata chunk's ENDT, bytes after the last
+    hashes) does not: a module wrapper's magic, a metadata piece's ENDT, bytes after the last
     section (the declared size grown to hold them)."""
     data = bytearray(library)
     with Metallib(bytes(library)) as lib:
         table = lib.columns()
         if how == "module wrapper":
             data[table.module_offsets[1]] ^= 0xFF
-        elif how == "metadata chunk":
+        elif how == "metadata piece":
             at = table.public_md_offsets[2]
             data[at + 4 : at + 8] = b"ENDX"
         else:
@@ -314,7 +314,7 @@ def test_a_library_that_parses_but_fails_verify_is_not_found(
     without hashes; inside a dylib beside a good library, only the good one is found."""
     good = libs["other"].read_bytes()
     blobs: list[tuple[str, str | None, Path]] = []
-    for number, how in enumerate(("module wrapper", "metadata chunk", "trailing bytes")):
+    for number, how in enumerate(("module wrapper", "metadata piece", "trailing bytes")):
         bad = _damaged(good, how)
         path = tmp_path / f"bad{number}.metallib"
         path.write_bytes(bad)

@@ -377,7 +377,7 @@ def _same_verdicts(data: bytes) -> list[tuple[str | None, int, str]] | str:
 def metadata_real_metallib(
     mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory
 ) -> bytes:
-    """Real functions of the macOS 26 library whose public metadata chunks hold tags (CNST)."""
+    """Real functions of the macOS 26 library whose public metadata pieces hold tags (CNST)."""
     out = tmp_path_factory.mktemp("real26") / "small.metallib"
     slim_file(
         mlx_metallib("0.32.0", "macosx_26_0_arm64"),
@@ -389,7 +389,7 @@ def metadata_real_metallib(
 
 @needs_native
 @pytest.mark.realdata
-def test_screen_passes_tagged_metadata_chunks(metadata_real_metallib: bytes) -> None:
+def test_screen_passes_tagged_metadata_pieces(metadata_real_metallib: bytes) -> None:
     lib = Metallib.from_bytes(metadata_real_metallib)
     table = lib.columns()
     assert any(size > 8 for size in table.public_md_bytes), (
@@ -431,9 +431,9 @@ def test_screen_verdicts_agree_on_mutated_real_libraries(
     _same_verdicts(bytes(data))
 
 
-# -- reflection chunk facts for a rewrite: native and Python agree -------------------------------
-def _chunk_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
-    """The reflection chunk facts, native and Python alike (None when the library is rejected)."""
+# -- reflection piece facts for a rewrite: native and Python agree -------------------------------
+def _piece_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
+    """The reflection piece facts, native and Python alike (None when the library is rejected)."""
     try:
         lib = Metallib.from_bytes(data)
         table = lib.columns()
@@ -447,7 +447,7 @@ def _chunk_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
 
 
 @needs_native
-def test_reflection_chunk_facts_agree_on_mutated_libraries() -> None:
+def test_reflection_piece_facts_agree_on_mutated_libraries() -> None:
     compared: list[bool] = []
 
     @settings(max_examples=200, deadline=None)
@@ -457,7 +457,7 @@ def test_reflection_chunk_facts_agree_on_mutated_libraries() -> None:
         rlst = data.find(b"RBUF") - 4  # mutate the reflection list: sizes, payload lengths, padding
         for at, value in mutations:
             data[rlst + at % (len(data) - rlst)] = value
-        compared.append(_chunk_facts(bytes(data)) is not None)
+        compared.append(_piece_facts(bytes(data)) is not None)
 
     mutate()
     _compared_enough(compared, 100)  # nearly all 200
@@ -465,8 +465,8 @@ def test_reflection_chunk_facts_agree_on_mutated_libraries() -> None:
 
 @needs_native
 @pytest.mark.realdata
-def test_reflection_chunk_facts_agree_on_a_real_library(metadata_real_metallib: bytes) -> None:
-    facts = _chunk_facts(metadata_real_metallib)
+def test_reflection_piece_facts_agree_on_a_real_library(metadata_real_metallib: bytes) -> None:
+    facts = _piece_facts(metadata_real_metallib)
     assert facts is not None
     sizes, canonical = facts
     assert all(canonical) and all(size is not None and size > 0 for size in sizes)

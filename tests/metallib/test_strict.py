@@ -181,7 +181,7 @@ def test_stray_bytes_inside_a_section_fail_verify(
     h = lib.header
     second = lib.functions[1]
     cases = [
-        ("public metadata", h.public_metadata.offset),  # before the first chunk
+        ("public metadata", h.public_metadata.offset),  # before the first piece
         ("private metadata", h.private_metadata.offset),
         ("bitcode", second.module.offset),  # between two modules
         ("bitcode", h.bitcode.end),  # after the last module

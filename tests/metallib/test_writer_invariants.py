@@ -4,7 +4,7 @@ The other writer tests compare two ways into the writer, or read the output back
 project's reader, which shares the writer's assumptions (it finds a FlatBuffer where alignment
 says it must be). Here the output is walked by the few lines below, written from
 docs/metallib-format.md: every reflection FlatBuffer starts 16-aligned and holds the function's
-own bytes, each RFLT points at its function's chunk, the UUID is the MD5 of every byte outside the
+own bytes, each RFLT points at its function's piece, the UUID is the MD5 of every byte outside the
 bitcode section with the UUID zeroed and RFC 4122 version-3 bits set, and ``write_library``
 refuses to rename a file whose size is not the layout's.
 """
@@ -64,26 +64,26 @@ def _name(tags: dict[bytes, tuple[int, bytes]]) -> str:
 
 
 def _check_reflection(data: bytes, flatbuffers: dict[str, bytes]) -> None:
-    """Every function's RFLT leads to its own FlatBuffer, 16-aligned, chunks back to back."""
+    """Every function's RFLT leads to its own FlatBuffer, 16-aligned, pieces back to back."""
     walked = _walk(data)
     rlst, rlst_size = struct.unpack("<QQ", walked["extension"][b"RLST"][1])
-    (chunks,) = struct.unpack_from("<I", data, rlst)
+    (pieces,) = struct.unpack_from("<I", data, rlst)
     cursor = 4
-    with_chunk = [tags for tags in walked["entries"] if b"RFLT" in tags]
-    assert chunks == len(with_chunk) == len(flatbuffers)
-    for tags in with_chunk:
+    with_piece = [tags for tags in walked["entries"] if b"RFLT" in tags]
+    assert pieces == len(with_piece) == len(flatbuffers)
+    for tags in with_piece:
         (rflt,) = struct.unpack("<Q", tags[b"RFLT"][1])
-        assert rflt == cursor, _name(tags)  # the chunks follow each other in function order
-        chunk = rlst + rflt
-        size, code, length = struct.unpack_from("<I4sI", data, chunk)
+        assert rflt == cursor, _name(tags)  # the pieces follow each other in function order
+        piece = rlst + rflt
+        size, code, length = struct.unpack_from("<I4sI", data, piece)
         flatbuffer = flatbuffers[_name(tags)]
         pad = length - len(flatbuffer)
-        start = chunk + 12 + pad
+        start = piece + 12 + pad
         assert code == b"RBUF" and size == 16 + length and 0 <= pad < 16
         assert start % 16 == 0, f"{_name(tags)}: FlatBuffer at {start}"
-        assert data[chunk + 12 : start] == bytes(pad)
+        assert data[piece + 12 : start] == bytes(pad)
         assert data[start : start + len(flatbuffer)] == flatbuffer
-        assert data[start + len(flatbuffer) : chunk + size] == b"ENDT"
+        assert data[start + len(flatbuffer) : piece + size] == b"ENDT"
         cursor += size
     assert cursor == rlst_size and rlst + rlst_size == len(data)
 
@@ -117,9 +117,9 @@ def _rlst(data: bytes) -> int:
 def test_an_in_place_reflection_list_moved_by_an_odd_amount_is_padded_afresh(
     seed: int, dynamic: bool
 ) -> None:
-    """Dropping the last function leaves the other chunks where they were, back to back from
+    """Dropping the last function leaves the other pieces where they were, back to back from
     the list's start (``in_place``), while the list moves by that function's entry, metadata and
-    module: not a multiple of 16 here (asserted), so copying the chunks as they are would leave
+    module: not a multiple of 16 here (asserted), so copying the pieces as they are would leave
     their FlatBuffers off alignment."""
     lib, flatbuffers = _library(7, seed, dynamic)
     kept = range(6)
@@ -133,9 +133,9 @@ def test_an_in_place_reflection_list_moved_by_an_odd_amount_is_padded_afresh(
 
 @pytest.mark.parametrize("extra", range(42))
 def test_a_reflection_list_pushed_later_by_the_extension_stays_aligned(extra: int) -> None:
-    """Every function kept, so every chunk is in place, and a tag of ``extra`` payload bytes
+    """Every function kept, so every piece is in place, and a tag of ``extra`` payload bytes
     added to the header extension pushes the list ``6 + extra`` bytes later: by a multiple of
-    16 the chunks are copied as they are, by anything else each is padded afresh."""
+    16 the pieces are copied as they are, by anything else each is padded afresh."""
     lib, flatbuffers = _library(5, seed=extra)
     parts = parts_from_library(lib)
     parts.extension.insert(0, (b"XTRA", bytes(extra)))
@@ -146,19 +146,19 @@ def test_a_reflection_list_pushed_later_by_the_extension_stays_aligned(extra: in
 
 
 def test_a_non_canonical_chunk_is_rewritten_even_when_nothing_moves() -> None:
-    """A chunk whose size field says 4 bytes more than it holds (the reader takes its span from
-    the next RFLT) is written canonical, though every other chunk could be copied."""
+    """A piece whose size field says 4 bytes more than it holds (the reader takes its span from
+    the next RFLT) is written canonical, though every other piece could be copied."""
     lib, flatbuffers = _library(5, seed=3)
     data = bytearray(lib.data.tobytes())
     walked = _walk(bytes(data))
-    chunk = _rlst(bytes(data)) + struct.unpack("<Q", walked["entries"][2][b"RFLT"][1])[0]
-    struct.pack_into("<I", data, chunk, struct.unpack_from("<I", data, chunk)[0] + 4)
+    piece = _rlst(bytes(data)) + struct.unpack("<Q", walked["entries"][2][b"RFLT"][1])[0]
+    struct.pack_into("<I", data, piece, struct.unpack_from("<I", data, piece)[0] + 4)
     out = library_bytes(parts_from_library(Metallib.from_bytes(bytes(data))))
     _check_reflection(out, flatbuffers)
 
 
 def _mixed(name_length: int) -> tuple[Metallib, dict[str, bytes]]:
-    """Function 0 without a reflection chunk (its name ``name_length`` letters), four with."""
+    """Function 0 without a reflection piece (its name ``name_length`` letters), four with."""
     functions = [new_function("k" * name_length, b"BC\xc0\xde" + bytes(40))]
     functions += synthetic_functions(4, seed=8)
     lib = Metallib.from_bytes(library_bytes(new_library(functions)))
@@ -166,8 +166,8 @@ def _mixed(name_length: int) -> tuple[Metallib, dict[str, bytes]]:
 
 
 def test_rflt_is_patched_when_only_the_chunks_stay_in_place() -> None:
-    """Dropping function 0, which has no chunk, moves every entry and section but leaves the
-    chunks back to back from the list's start; with a name length that moves the list by a
+    """Dropping function 0, which has no piece, moves every entry and section but leaves the
+    pieces back to back from the list's start; with a name length that moves the list by a
     multiple of 16 they are copied as they are, and each entry's RFLT is written anew."""
     moves = {}
     for length in range(1, 17):
@@ -180,18 +180,18 @@ def test_rflt_is_patched_when_only_the_chunks_stay_in_place() -> None:
 
 
 def test_a_chunk_whose_padding_stays_is_copied_not_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chunks are rebuilt only where their padding changes (the others are copied)."""
+    """Pieces are rebuilt only where their padding changes (the others are copied)."""
     lib, flatbuffers = _library(12, seed=21)
     names = lib.columns().names
     source = lib.data.tobytes()
     rebuilt: list[int] = []
-    real = parts_module.reflection_chunk  # what the writer calls, by its own name
+    real = parts_module.reflection_piece  # what the writer calls, by its own name
 
     def counted(pad: int, flatbuffer: Any) -> bytes:
         rebuilt.append(pad)
         return real(pad, flatbuffer)
 
-    monkeypatch.setattr(writer_module, "reflection_chunk", counted)
+    monkeypatch.setattr(writer_module, "reflection_piece", counted)
     kept_pads = 0
     for kept in ([0, 2, 3, 5, 8, 11], [1, 4, 5, 6, 7], [3, 9, 10]):
         rebuilt.clear()
@@ -202,12 +202,12 @@ def test_a_chunk_whose_padding_stays_is_copied_not_rebuilt(monkeypatch: pytest.M
         changed = sum(before[name] != pad for name, pad in after.items())
         assert len(rebuilt) == changed, kept
         kept_pads += len(after) - changed
-    assert kept_pads, "no chunk kept its padding: the copy was not exercised"
+    assert kept_pads, "no piece kept its padding: the copy was not exercised"
 
 
 def _pad(data: bytes, tags: dict[bytes, tuple[int, bytes]]) -> int:
-    chunk = _rlst(data) + int(struct.unpack("<Q", tags[b"RFLT"][1])[0])
-    return -(chunk + 12) % 16
+    piece = _rlst(data) + int(struct.unpack("<Q", tags[b"RFLT"][1])[0])
+    return -(piece + 12) % 16
 
 
 @pytest.mark.parametrize("code", [b"SBUF", b"XTRA"])

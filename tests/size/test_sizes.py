@@ -4,7 +4,7 @@ import pytest
 
 from builder.errors import UsageError
 from builder.render.text import human_delta, human_size
-from builder.size.limits import Limit, parse_limit, parse_size
+from builder.size.checks import Limit, parse_limit, parse_size
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 /* The function-list parser of the builder.metallib._native extension.
  *
- * parse_function_list(...) walks every entry of a function list, checks where its chunks and
+ * parse_function_list(...) walks every entry of a function list, checks where its pieces and
  * module lie, and returns the results as parallel lists (columns), or None when anything is not
  * in the plain, well-formed shape. None is not an error: the Python parser
  * (builder/metallib/reference.py) then walks the list itself and raises MetallibFormatError with
@@ -14,7 +14,7 @@
  * refuses a repeated tag, _refuse_repeated_tags); at most MAX_UNKNOWN unknown tags, skipped (they
  * stay in the entry bytes); the entries fill the list exactly. A name that is not valid UTF-8 or
  * holds a NUL is declined too: the Python walk collects it for verify (BadName). The span rules
- * are those of reference.py (_chunk_spans, _module_spans, _reflection_spans).
+ * are those of reference.py (_piece_spans, _module_spans, _reflection_spans).
  */
 #include "native.h"
 
@@ -29,7 +29,7 @@ enum {
 #define COL_BYTES(piece) (COL_ENTRY_BYTES + 2 * (piece))
 
 /* The offset columns are returned packed: a bytes object of one native-endian u64 per function
- * (ABSENT for a function without a reflection chunk), which the table unpacks into a list only
+ * (ABSENT for a function without a reflection piece), which the table unpacks into a list only
  * when a command reads it. list and report never do, and 17,000 fewer ints per column is a
  * measurable share of their run time. The HASH payloads are one bytes object too. */
 #define ABSENT UINT64_MAX
@@ -131,8 +131,8 @@ typedef struct {
 static uint64_t entry_u64(const unsigned char *buf, Py_ssize_t at) { return at < 0 ? 0 : u64_at(buf + at); }
 
 /* Chunk i runs from its offset to the next function's (the section end for the last); 0 when
- * the chunks are out of order or leave the section. */
-static int chunk_sizes(const uint64_t *starts, Py_ssize_t count, const Section *s, uint64_t *sizes)
+ * the pieces are out of order or leave the section. */
+static int piece_sizes(const uint64_t *starts, Py_ssize_t count, const Section *s, uint64_t *sizes)
 {
     for (Py_ssize_t i = 0; i < count; i++) {
         uint64_t start = starts[i];
@@ -167,7 +167,7 @@ static int module_sizes(const Offsets *o, Py_ssize_t count, const Section *bitco
     return 1;
 }
 
-/* Reflection chunk i runs from its RFLT to the next present RFLT (the list end for the last):
+/* Reflection piece i runs from its RFLT to the next present RFLT (the list end for the last):
  * the first after the list's u32 count, each at least 16 bytes. 0 when not so. */
 static int reflection_sizes(const Offsets *o, Py_ssize_t count, const Section *rlst, uint64_t *sizes)
 {
@@ -337,7 +337,7 @@ PyObject *parse_function_list(PyObject *module, PyObject *args)
     if (pos != limit)
         goto fallback;
     /* without an RLST no entry has RFLT (checked above) and the reflection sizes stay 0 */
-    if (!chunk_sizes(o.pub, count, &sections[0], spans[0]) || !chunk_sizes(o.priv, count, &sections[1], spans[1]) ||
+    if (!piece_sizes(o.pub, count, &sections[0], spans[0]) || !piece_sizes(o.priv, count, &sections[1], spans[1]) ||
         !module_sizes(&o, count, &sections[2], spans[2]) ||
         (has_rlst && !reflection_sizes(&o, count, &sections[3], spans[3])))
         goto fallback;

@@ -21,18 +21,18 @@ static PyMethodDef methods[] = {
      "sections are (offset, size) pairs, reflection_list None when the file has no RLST. Columns\n"
      "(builder/metallib/table.py, COLUMNS): names, types, VERS tuples, the HASH payloads as one\n"
      "bytes object, entry offsets and sizes, OFFT and RFLT payload offsets in the entry, then the\n"
-     "absolute offset and size of each function's public and private metadata chunk, module and\n"
-     "reflection chunk. None when anything is not in the plain shape; the Python parser then\n"
+     "absolute offset and size of each function's public and private metadata piece, module and\n"
+     "reflection piece. None when anything is not in the plain shape; the Python parser then\n"
      "reports the problem."},
     {"screen_functions", screen_functions, METH_VARARGS,
      "screen_functions(buffer, public_offsets, public_sizes, private_offsets, private_sizes,\n"
      "module_offsets, module_sizes, reflection_offsets, reflection_sizes) -> list[int]\n\n"
-     "Indices of the functions whose module wrapper, metadata chunks or reflection chunk are not in\n"
+     "Indices of the functions whose module wrapper, metadata pieces or reflection piece are not in\n"
      "the common well-formed shape (verify checks those in detail)."},
     {"reflection_chunks", reflection_chunks, METH_VARARGS,
-     "reflection_chunks(buffer, offsets, chunk_sizes) -> (flatbuffer_sizes, canonical)\n\n"
-     "Per reflection chunk: the FlatBuffer's size without padding, and whether the chunk's size\n"
-     "field counts exactly its header, padding, FlatBuffer and ENDT (None/True without a chunk)."},
+     "reflection_chunks(buffer, offsets, piece_sizes) -> (flatbuffer_sizes, canonical)\n\n"
+     "Per reflection piece: the FlatBuffer's size without padding, and whether the piece's size\n"
+     "field counts exactly its header, padding, FlatBuffer and ENDT (None/True without a piece)."},
     {"coalesce_runs", coalesce_runs, METH_VARARGS,
      "coalesce_runs(offsets, sizes) -> list of (start, length)\n\n"
      "The pieces merged where one ends where the next starts; empty pieces skipped."},

@@ -1,4 +1,4 @@
-/* The pieces a function owns, in file order: its function-list entry, then one chunk in each of
+/* The pieces a function owns, in file order: its function-list entry, then one piece in each of
  * the sections that follow. The same numbers as builder/metallib/table.py's Piece; a test
  * (tests/metallib/test_native_contract.py) reads this file and compares. */
 #ifndef METALLIB_PIECES_H

@@ -6,8 +6,8 @@
  * offsets and sizes of each piece after the entry, in Piece order (pieces.h).
  *
  * A function passes when its module starts with a bitcode wrapper whose bitcode fits the module,
- * both metadata chunks are tag lists that end with ENDT exactly at the chunk's end (as
- * _check_chunk requires), and its reflection chunk, if any, is canonical: u32 size equal to the chunk, RBUF, u32 payload with 16 + payload = size, zero
+ * both metadata pieces are tag lists that end with ENDT exactly at the piece's end (as
+ * _check_piece requires), and its reflection piece, if any, is canonical: u32 size equal to the piece, RBUF, u32 payload with 16 + payload = size, zero
  * padding up to a 16-aligned FlatBuffer, ENDT at the end. Everything else is a suspect, including
  * anything that would read outside the buffer; verify then runs the detailed checks on it.
  */
@@ -22,7 +22,7 @@
 
 static const unsigned char zeros[16] = {0};
 
-/* A list item as u64; None (an absent reflection chunk) reads as UINT64_MAX. -1 on error. */
+/* A list item as u64; None (an absent reflection piece) reads as UINT64_MAX. -1 on error. */
 static int item_u64(PyObject *list, Py_ssize_t i, uint64_t *out)
 {
     PyObject *item = PyList_GET_ITEM(list, i);
@@ -36,8 +36,8 @@ static int item_u64(PyObject *list, Py_ssize_t i, uint64_t *out)
 
 static int fits(uint64_t at, uint64_t n, uint64_t limit) { return at <= limit && n <= limit - at; }
 
-/* A metadata chunk: u32, then tags up to an ENDT that ends exactly at the chunk's end. */
-static int chunk_ok(const unsigned char *buf, uint64_t limit, uint64_t at, uint64_t size)
+/* A metadata piece: u32, then tags up to an ENDT that ends exactly at the piece's end. */
+static int piece_ok(const unsigned char *buf, uint64_t limit, uint64_t at, uint64_t size)
 {
     if (size < 8 || !fits(at, size, limit))
         return 0;
@@ -67,19 +67,19 @@ static int function_passes(const unsigned char *buf, uint64_t limit, const uint6
     if (u32_at(buf + mod) != WRAPPER_MAGIC ||
         (uint64_t)u32_at(buf + mod + 8) + u32_at(buf + mod + 12) > mod_n)
         return 0;
-    if (!chunk_ok(buf, limit, f[OFFSET_OF(PIECE_PUBLIC_MD)], f[SIZE_OF(PIECE_PUBLIC_MD)]) ||
-        !chunk_ok(buf, limit, f[OFFSET_OF(PIECE_PRIVATE_MD)], f[SIZE_OF(PIECE_PRIVATE_MD)]))
+    if (!piece_ok(buf, limit, f[OFFSET_OF(PIECE_PUBLIC_MD)], f[SIZE_OF(PIECE_PUBLIC_MD)]) ||
+        !piece_ok(buf, limit, f[OFFSET_OF(PIECE_PRIVATE_MD)], f[SIZE_OF(PIECE_PRIVATE_MD)]))
         return 0;
     uint64_t refl = f[OFFSET_OF(PIECE_REFLECTION)], refl_n = f[SIZE_OF(PIECE_REFLECTION)];
     if (refl == UINT64_MAX)
         return 1;
     if (refl_n < 16 || !fits(refl, refl_n, limit))
         return 0;
-    const unsigned char *chunk = buf + refl;
-    uint64_t payload = u32_at(chunk + 8);
+    const unsigned char *piece = buf + refl;
+    uint64_t payload = u32_at(piece + 8);
     uint64_t pad = (16 - (refl + 12) % 16) % 16;
-    return u32_at(chunk) == refl_n && code_is(chunk + 4, "RBUF") && payload + 16 == refl_n && pad <= payload &&
-           code_is(chunk + 12 + payload, "ENDT") && memcmp(chunk + 12, zeros, pad) == 0;
+    return u32_at(piece) == refl_n && code_is(piece + 4, "RBUF") && payload + 16 == refl_n && pad <= payload &&
+           code_is(piece + 12 + payload, "ENDT") && memcmp(piece + 12, zeros, pad) == 0;
 }
 
 PyObject *screen_functions(PyObject *module, PyObject *args)

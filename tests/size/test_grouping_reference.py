@@ -1,0 +1,84 @@
+"""Kernel groups and dtypes of real libraries against a reference written here: the grouping as
+the issue 27 rules state it, in the plainest form (every MLX rule tried in order on every name,
+the share counted over all names, dtype spellings tried longest first at each position). The
+tool's grouping is built for speed (one trie for the spellings, rules marked at their end, the
+MLX share decided as soon as it is certain, issue 34 item 14); its labels must be these."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from support.real_wheels import libraries_or_skip
+
+from builder.inputs.targets import open_library
+from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
+from builder.size.grouping import MLX_MIN_SHARE, OTHER, builtin_rules, group_names
+
+pytestmark = pytest.mark.realdata
+
+LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and two libraries of another
+    ("mlx-metal==0.32.4", "macosx_14_0_arm64", "mlx.metallib"),
+    ("mlx-metal==0.28.0", "macosx_14_0_arm64", "mlx.metallib"),
+    ("torch==2.14.1", "macosx_14_0_arm64", "metal_basic"),
+    ("torch==2.14.1", "macosx_14_0_arm64", "metal_40"),
+]
+STARTING = {  # first character -> the spellings that start with it, longest first
+    c: sorted((s for s in NAME_SPELLINGS if s[0] == c), key=len, reverse=True)
+    for c in {s[0] for s in NAME_SPELLINGS}
+}
+
+
+def dtype_tokens(name: str, skip_masks: bool = False) -> list[tuple[int, int, str]]:
+    """(start, end, spelling) of each dtype token, left to right: at each position the longest
+    spelling that starts there, a word-only spelling only between underscores or the ends."""
+    found, i = [], 0
+    while i < len(name):
+        word = next((s for s in STARTING.get(name[i], ()) if name.startswith(s, i)), None)
+        if word is None:
+            i += 1
+            continue
+        end = i + len(word)
+        delimited = (i == 0 or name[i - 1] == "_") and (end == len(name) or name[end] == "_")
+        before = name[:i]
+        mask = before.endswith(("mask", "mask_")) and not before.endswith(("nomask", "nomask_"))
+        if (word not in WORD_ONLY_SPELLINGS or delimited) and not (skip_masks and mask):
+            found.append((i, end, word))
+        i = end
+    return found
+
+
+def generic(name: str) -> str:
+    out, last = [], 0
+    for start, end, _ in dtype_tokens(name):
+        out.append(name[last:start] + "_")
+        last = end
+    stripped = "".join(out) + name[last:]
+    numeric = re.compile(r"^(?:\d+|[A-Za-z]{1,6}\d+|true|false)$")
+    tokens = [t for t in stripped.split("_") if t and not numeric.match(t)]
+    return "_".join(tokens) or name
+
+
+def kernel_labels(names: list[str]) -> tuple[str, list[str]]:
+    rules = [(r.group, re.compile(r.pattern)) for r in builtin_rules("mlx").rules]
+    labels = [next((g for g, regex in rules if regex.match(n)), OTHER) for n in names]
+    if names and sum(label != OTHER for label in labels) >= MLX_MIN_SHARE * len(names):
+        return "rules:builtin:mlx", labels
+    return "generic", [generic(n) for n in names]
+
+
+def primary(name: str) -> str:
+    tokens = dtype_tokens(name, skip_masks=True) or dtype_tokens(name)
+    return NAME_SPELLINGS[tokens[0][2]] if tokens else "none"
+
+
+@pytest.mark.parametrize(("spec", "platform", "member"), LIBRARIES)
+def test_labels_are_the_references(spec: str, platform: str, member: str) -> None:
+    (library,) = [lib for lib in libraries_or_skip(spec, platform) if member in (lib.member or "")]
+    with open_library(library) as lib:
+        names = list(lib.columns().names)
+    kernel = group_names(names, "kernel")
+    assert (kernel.method, kernel.labels) == kernel_labels(names)
+    assert group_names(names, "dtype").labels == [primary(n) for n in names]
+    expected = "generic" if "torch" in spec else "rules:builtin:mlx"
+    assert kernel.method == expected  # both paths of the choice are checked
