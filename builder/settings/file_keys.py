@@ -1,5 +1,6 @@
 """The settings that are only a key of a file: the rest of ``metallib.toml`` (what only a tree's
-own file says of it) and the keys of a budget table (``builder.size.budget_file``). Declared as
+own file says of it), the keys of a budget table (``builder.size.budget_file``) and the two cache
+variables of CMakeLists.txt that no build request carries. Declared as
 every setting is (``builder.settings.Setting``); ``builder.settings.declared`` holds them in the
 registry with the rest.
 """
@@ -126,5 +127,24 @@ _BUDGET = (
     _budget("groups", "Per-group limits: group = size.", kind="sizes"),
 )
 
-FILE_KEYS = (*_TOML, *_BUDGET)
-"""Every setting that has no flag, only a key."""
+_CMAKE = (
+    Setting(
+        "plan",
+        "The build plan to read (the CLI's); empty: plan from the METALLIB_* options.",
+        kind="path",
+        flag=None,
+        cmake="METALLIB_PLAN",
+    ),
+    Setting(
+        "compiler_launcher",
+        "Command list prepended to every metal compile (a cache or remote executor).",
+        kind="texts",
+        flag=None,
+        cmake="METALLIB_COMPILER_LAUNCHER",
+    ),
+)
+"""The cache variables of this project's CMakeLists.txt that no request carries: the CLI's
+one argument to CMake, and CMake's own compiler launcher."""
+
+FILE_KEYS = (*_TOML, *_BUDGET, *_CMAKE)
+"""Every setting that has no flag, only a key (or a cache variable)."""
