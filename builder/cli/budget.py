@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from builder.cli.publishing import github_comment_option, output_options
+from builder.cli.tree_options import option
 
 __all__ = ["budget_command"]
 
@@ -17,11 +18,7 @@ _FORMATS = ("table", "json", "markdown", "csv")
 @click.command("budget")
 @click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @output_options(_FORMATS, "Output format (markdown: the step summary and PR comment).")
-@click.option(
-    "--warn-only",
-    is_flag=True,
-    help="Print the verdict (on stderr, naming every exceeded limit) but exit 0.",
-)
+@option("warn_only")
 @github_comment_option
 def budget_command(
     budget_file: Path | None,

@@ -36,12 +36,7 @@ _FORMATS = ("table", "json", "html", "markdown", "csv")
     show_default=True,
     help="Groups shown per target, the largest at any point (0 = all).",
 )
-@click.option(
-    "--download",
-    is_flag=True,
-    help="Add the download size: each library as a wheel stores it (zlib level 6, "
-    "modelled as report --download does; docs/download-size.md).",
-)
+@option("download")
 @option("member")
 @output_options(_FORMATS, "Output format (html: a self-contained page with line charts).")
 @option("platform")

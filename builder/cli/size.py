@@ -68,13 +68,10 @@ def _common(func: Callable[..., R]) -> Callable[..., R]:
             "see docs/html-report.md).",
         ),
         option("platform"),
-        click.option(
-            "--download",
-            is_flag=True,
-            help="Add download bytes: each function's and group's share of the library "
-            "compressed as a wheel stores it (zlib 6, modelled on both cores; "
-            "docs/download-size.md). A wheel also lists its files with their real "
-            "compressed sizes, and the model's error against its metallib member.",
+        option(
+            "download",
+            note="Each function's and group's share of it; a wheel also lists its files with "
+            "their real compressed sizes, and the model's error against its metallib member.",
         ),
         option(
             "member",
@@ -188,11 +185,7 @@ def _binary_name(source: Source) -> str:
 @click.option(
     "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
 )
-@click.option(
-    "--warn-only",
-    is_flag=True,
-    help="Print the gate verdict (on stderr, naming any failing gate) but exit 0.",
-)
+@option("warn_only")
 @github_comment_option
 @option("max_download_growth")
 @option("max_download_size")

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, TypeVar, overload
 
 import click
 
-from builder.cmake_build.request import Tree
-
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.kernels.platforms import Platform
@@ -89,10 +87,17 @@ def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TreeOptions(Tree):
+class TreeOptions:
     """The kernel-tree options' values as one record: what ``@tree_options`` hands a command
-    as its ``tree`` parameter (the build request's ``Tree`` part, and ``-j``)."""
+    as its ``tree`` parameter. Its fields are the build request's ``Tree`` part, named and
+    typed as there (``builder.cmake_build.request.Tree``: the settings, read and checked), and
+    ``-j``; a record of its own so that a command's start-up imports no request."""
 
+    source_dir: Path | None = None
+    include_dirs: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    config: Path | None = None
     jobs: int | None = None
 
     def load(self, platform: Platform | None = None) -> KernelTree:

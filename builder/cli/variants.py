@@ -77,12 +77,10 @@ Examples:
 @option("jit_namespace")
 @option("jit_api")
 @option("jit_lookup")
-@click.option(
-    "--download",
-    is_flag=True,
-    help="Also measure each variant's metallib as a wheel stores it (zlib "
-    "6, modelled; one compression pass per variant) and its total download "
-    "(docs/download-size.md). --budget-of download implies it.",
+@option(
+    "download",
+    note="Each variant's metallib's and its total download (one compression pass per "
+    "variant); --budget-of download implies it.",
 )
 @click.option(
     "-o",

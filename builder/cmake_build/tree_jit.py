@@ -242,17 +242,14 @@ def generate(
     file read. ``namespace`` (CMake's NAMESPACE) wins over the plan's."""
     from builder.jit.literals import unit_namespace
     from builder.jit.preamble import inline_preamble
-    from builder.settings.checks import namespace_problem
+    from builder.settings.declared import setting
 
     settings = plan.run_time
     namespace = namespace or str(settings.get("namespace") or DEFAULT_NAMESPACE)
     api = str(settings.get("api") or APIS[0])
     lookup = bool(settings.get("lookup", True))
-    if api not in APIS:
-        raise BuilderError(f"api {api!r}: the plan's run_time api is one of {', '.join(APIS)}")
-    problem = namespace_problem(namespace)
-    if problem is not None:
-        raise BuilderError(f"NAMESPACE {namespace!r} is not a C++ namespace ({problem})")
+    setting("jit_api").read(api, "the plan's run_time api", error=BuilderError)
+    setting("jit_namespace").read(namespace, "NAMESPACE", error=BuilderError)
     include_dirs = list(plan.include_dirs)
     jit_units = [u for u in plan.units if u.mode == "jit"]
     inlined = {p.function: inline_preamble(p.headers, include_dirs) for p in plan.preambles}

@@ -26,7 +26,8 @@ from builder.jit.depfile import write_depfile
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import render_standalone
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
-from builder.settings.checks import CXX_KEYWORDS, namespace_problem
+from builder.settings.checks import CXX_KEYWORDS
+from builder.settings.declared import setting
 
 __all__ = [
     "EMBED_APIS",
@@ -113,11 +114,8 @@ def embed_headers(
     """
     if not headers and not named:
         raise UsageError("embed needs at least one header (HEADER or --preamble NAME=HEADER)")
-    problem = namespace_problem(namespace)
-    if problem is not None:
-        raise UsageError(f"--namespace {namespace!r} is not a C++ namespace name ({problem})")
-    if api not in EMBED_APIS:
-        raise UsageError(f"--api {api!r}: choose one of {', '.join(EMBED_APIS)}")
+    setting("jit_namespace").read(namespace, "--jit-namespace")  # each as its setting is read
+    setting("jit_api").read(api, "--jit-api")
 
     def inline(roots: Sequence[str | os.PathLike[str]]) -> Preamble:
         return inline_preamble(

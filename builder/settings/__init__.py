@@ -29,7 +29,6 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from builder.errors import UsageError
-from builder.files import dataclass_json
 from builder.files.bounds import brief
 
 __all__ = ["LIST_KINDS", "Kind", "Setting", "setting_of", "split_names"]
@@ -175,12 +174,13 @@ class Setting:
         """``value`` (one item of a list) through the checks; _Refused names the item."""
         from builder.settings.checks import choice, plain_text
 
-        try:
+        try:  # the setting's own check first: it says best what the value must be
+            value = value if self.check is None else self.check(value)
             if isinstance(value, str):
                 plain_text(value)
                 if self.choices:
                     choice(self.choices)(value)
-            return value if self.check is None else self.check(value)
+            return value
         except ValueError as exc:
             raise _Refused(str(exc), value) from None
 
@@ -197,7 +197,7 @@ class Setting:
             if not texts:
                 return None
             try:
-                value = [flag for text in texts for flag in shlex.split(str(text))]
+                value = [word for text in texts for word in shlex.split(str(text))]
             except ValueError as exc:
                 raise UsageError(f"{flag}: {exc}") from None
         elif kind in LIST_KINDS:
@@ -213,6 +213,8 @@ class Setting:
         """The dataclass field of a document holding this setting (the build request's parts):
         its default, the setting in its metadata, and plan.json's reading checked by
         :meth:`read`."""
+        from builder.files import dataclass_json  # documents only: a command's start-up skips it
+
         default = self.default
         if isinstance(default, list):
             default = tuple(default)

@@ -14,7 +14,7 @@ from typing import Any
 
 from builder.settings import Setting
 from builder.settings import checks as c
-from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, PREAMBLE_SETS
+from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, GATES, PREAMBLE_SETS
 
 __all__ = [
     "APIS",
@@ -320,6 +320,12 @@ _TARGETS = (
         metavar="NAME",
     ),
     Setting(
+        "download",
+        "Add the download size: the library as a wheel stores it (zlib level 6, modelled; "
+        "docs/download-size.md).",
+        kind="bool",
+    ),
+    Setting(
         "platform",
         f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
         budget="platform",
@@ -327,49 +333,8 @@ _TARGETS = (
 )
 """What a target (a command's, a budget's) is narrowed to."""
 
-_GATES = (
-    Setting(
-        "max_growth",
-        "Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
-        "suffixes, or N% of base. Counts everything shipped: a build's JIT host library too.",
-        kind="growth",
-        budget="max-growth",
-        metavar="N",
-    ),
-    Setting(
-        "max_size",
-        "Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
-        kind="size",
-        budget="max-size",
-        metavar="N",
-    ),
-    Setting(
-        "max_total_size",
-        "Fail when head's metallib plus its JIT host library is larger than N.",
-        kind="size",
-        budget="max-total-size",
-        metavar="N",
-    ),
-    Setting(
-        "max_download_growth",
-        "Fail when head's modelled download (as --download) is more than N larger than "
-        "base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
-        kind="growth",
-        metavar="N",
-    ),
-    Setting(
-        "max_download_size",
-        "Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
-        kind="size",
-        budget="max-download-size",
-        metavar="N",
-    ),
-)
-"""The limits of ``compare``'s gates and of a budget (one setting each: ``--max-size`` and
-``max-size`` are read and refused alike)."""
-
 SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_TARGETS, *_GATES, *FILE_KEYS)
+    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_TARGETS, *GATES, *FILE_KEYS)
 }
 """Every setting by name."""
 

@@ -1,5 +1,7 @@
-"""The settings that are only a key of a file: the rest of ``metallib.toml`` (what only a tree's
-own file says of it) and the keys of a budget table (``builder.size.budget_file``). Declared as
+"""The settings of files: the rest of ``metallib.toml`` (what only a tree's own file says of it),
+the keys of a budget table (``builder.size.budget_file``) with its limits, which are ``compare``'s
+gates too (``GATES``: ``max-size`` and ``--max-size`` are one setting), and the two cache
+variables of CMakeLists.txt that no build request carries. Declared as
 every setting is (``builder.settings.Setting``); ``builder.settings.declared`` holds them in the
 registry with the rest.
 """
@@ -12,7 +14,7 @@ from builder.files.bounds import LARGEST_COUNT
 from builder.settings import Setting
 from builder.settings import checks as c
 
-__all__ = ["BUDGET_LIMITS", "EMBEDDINGS", "FILE_KEYS", "PREAMBLE_SETS"]
+__all__ = ["BUDGET_LIMITS", "EMBEDDINGS", "FILE_KEYS", "GATES", "PREAMBLE_SETS"]
 
 PREAMBLE_SETS = ("includes", "table")
 EMBEDDINGS = ("whole-file", "preamble")
@@ -94,6 +96,52 @@ _TOML = (
     ),
 )
 
+GATES = (
+    Setting(
+        "warn_only",
+        "Print the verdict (on stderr, naming every failing gate or exceeded limit) but exit 0.",
+        kind="bool",
+    ),
+    Setting(
+        "max_growth",
+        "Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
+        "suffixes, or N% of base. Counts everything shipped: a build's JIT host library too.",
+        kind="growth",
+        budget="max-growth",
+        metavar="N",
+    ),
+    Setting(
+        "max_size",
+        "Fail when head's metallib is larger than N (bytes, KB/MB/KiB/MiB).",
+        kind="size",
+        budget="max-size",
+        metavar="N",
+    ),
+    Setting(
+        "max_total_size",
+        "Fail when head's metallib plus its JIT host library is larger than N.",
+        kind="size",
+        budget="max-total-size",
+        metavar="N",
+    ),
+    Setting(
+        "max_download_growth",
+        "Fail when head's modelled download (as --download) is more than N larger than "
+        "base's: bytes with KB/MB/KiB/MiB suffixes, or N% of base.",
+        kind="growth",
+        metavar="N",
+    ),
+    Setting(
+        "max_download_size",
+        "Fail when head's modelled download is larger than N (bytes, KB/MB/KiB/MiB).",
+        kind="size",
+        budget="max-download-size",
+        metavar="N",
+    ),
+)
+"""The limits of ``compare``'s gates and of a budget (one setting each: ``--max-size`` and
+``max-size`` are read and refused alike)."""
+
 BUDGET_LIMITS = (
     "max-size",
     "max-total-size",
@@ -126,5 +174,24 @@ _BUDGET = (
     _budget("groups", "Per-group limits: group = size.", kind="sizes"),
 )
 
-FILE_KEYS = (*_TOML, *_BUDGET)
-"""Every setting that has no flag, only a key."""
+_CMAKE = (
+    Setting(
+        "plan",
+        "The build plan to read (the CLI's); empty: plan from the METALLIB_* options.",
+        kind="path",
+        flag=None,
+        cmake="METALLIB_PLAN",
+    ),
+    Setting(
+        "compiler_launcher",
+        "Command list prepended to every metal compile (a cache or remote executor).",
+        kind="texts",
+        flag=None,
+        cmake="METALLIB_COMPILER_LAUNCHER",
+    ),
+)
+"""The cache variables of this project's CMakeLists.txt that no request carries: the CLI's
+one argument to CMake, and CMake's own compiler launcher."""
+
+FILE_KEYS = (*_TOML, *_BUDGET, *_CMAKE)
+"""Every setting that has no flag, only a key (or a cache variable)."""

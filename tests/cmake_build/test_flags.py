@@ -202,8 +202,8 @@ def test_xcrun_runs_the_compiler_of_the_sdk_asked_for(tmp_path: Path) -> None:
 def test_bad_std_or_target_is_one_line(tmp_path: Path) -> None:
     log = tmp_path / "log"
     for option, value, words in (
-        ("--std", "metal3", "not a Metal language standard"),
-        ("--deployment-target", "fourteen", "OS version"),
+        ("--std", "metal3", "--std must be a Metal language standard"),
+        ("--deployment-target", "fourteen", "--deployment-target must be an OS version"),
     ):
         done = _cli(
             "build",

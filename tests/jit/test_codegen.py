@@ -181,8 +181,8 @@ def test_embed_refuses_a_namespace_outside_the_rule(tmp_path: Path) -> None:
     header = tmp_path / "k.h"
     header.write_text("int k;\n")
     for name in ("a::", "a b", "metal_jit\n"):
-        with pytest.raises(ValueError, match="not a C\\+\\+ namespace name"):
+        with pytest.raises(ValueError, match="namespace must be a C\\+\\+ namespace such as"):
             render_standalone([], name, "k.h")
-        with pytest.raises(UsageError, match="is not a C\\+\\+ namespace name"):
+        with pytest.raises(UsageError, match="namespace must be a C\\+\\+ namespace such as"):
             embed_headers([header], [tmp_path], namespace=name)
     assert "namespace a::b {" in embed_headers([header], [tmp_path], namespace="a::b")[0]
