@@ -176,8 +176,8 @@ class Setting:
 
         try:  # the setting's own check first: it says best what the value must be
             value = value if self.check is None else self.check(value)
-            if isinstance(value, str):
-                plain_text(value)
+            if isinstance(value, (str, PurePath)):  # a path is text that build files carry too
+                plain_text(str(value))
                 if self.choices:
                     choice(self.choices)(value)
             return value

@@ -137,13 +137,9 @@ def _code_strings() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for path in sorted((ROOT / "builder").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = {
-            id(node.body[0].value)
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body
-            and isinstance(node.body[0], ast.Expr)
-        }
+        # a string standing alone as a statement documents (a docstring, or an attribute's
+        # docstring below a field); the code never shows it
+        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
         for node in ast.walk(tree):
             if not isinstance(node, ast.Constant) or id(node) in docstrings:
                 continue

@@ -40,8 +40,13 @@ def test_each_library_is_named_by_its_identity(
         assert expected[0][1] == f"_k_{blobs[0]}_metallib"
         code, out, err = run(["report", str(made[release]), "--format", "csv"], capsys)
         assert code == 0, err
-        files = {row[0] for row in list(csv.reader(io.StringIO(out)))[1:]}
-        assert files == {f"{made[release]}#{i}" for _, i in expected}
+        rows = list(csv.reader(io.StringIO(out)))[1:]
+        named = {f"{made[release]}#{i}" for _, i in expected}
+        assert {row[0] for row in rows if row[1] != "binary part"} == named
+        # the binary's own account (its parts) names each library the same way
+        parts = [row for row in rows if row[1] == "binary part"]
+        assert {row[0] for row in parts} == {str(made[release])}
+        assert {row[2] for row in parts if "#" in row[2]} == named
 
 
 @pytest.mark.parametrize(
