@@ -113,7 +113,7 @@ def _one_document(target: str, documents: list[str]) -> str:
         return documents[0]
     from json.encoder import encode_basestring_ascii as quote
 
-    from builder.files.jsontext import clean
+    from builder.files.dataclass_json import clean
 
     return f'{{"schema":1,"source":{quote(clean(target))},"libraries":[{",".join(documents)}]}}'
 

@@ -37,7 +37,7 @@ def emit_json(document: Mapping[str, object]) -> None:
     """One compact JSON document on stdout (the C encoder: ``indent`` would force the slow one;
     no cycle check, as documents are plain trees: tens of thousands of kernels encode ~25%
     faster without it). The machine output of ``list``, ``verify``, ``kernels`` and ``check``."""
-    from builder.files.jsontext import dumps
+    from builder.files.dataclass_json import dumps
 
     sys.stdout.write(dumps(document, separators=(",", ":"), check_circular=False) + "\n")
 
@@ -117,8 +117,7 @@ def pull_request_for(wanted: bool) -> PullRequest | None:
 def publish(markdown: Callable[[], str], marker: str, pull_request: PullRequest | None) -> None:
     """The step summary (once per run) and the sticky comment; what was done, on stderr. The
     markdown is rendered only when one of them wants it."""
-    from builder.publish.deliver import publish_markdown
-    from builder.publish.summary import STEP_SUMMARY
+    from builder.publish.outputs import STEP_SUMMARY, publish_markdown
 
     if pull_request is None and not os.environ.get(STEP_SUMMARY):
         return

@@ -1,4 +1,4 @@
-"""Dataclasses to JSON and back: the one codec for every document the tool writes and reads.
+r"""Dataclasses to JSON and back: the one codec for every document the tool writes and reads.
 
 A document (a saved report, a build record, a settings file's values) is declared once, as a
 dataclass; :func:`dump` writes it and :func:`load` reads it back, checking every field against its
@@ -13,11 +13,23 @@ its key, when it is left out, and a check beyond its type (a byte count, a name 
 
 Readers are compiled once per type (a closure per field), so reading 17,000 function rows costs
 a dictionary look-up and an ``isinstance`` per value.
+
+JSON text every parser accepts, even when a file name is not UTF-8.
+
+Python reads a file name whose bytes are not UTF-8 with "surrogate escapes": byte 0xE9 becomes
+the lone surrogate U+DCE9. ``json.dumps`` writes that as ``"\udce9"``, which strict parsers
+(and any UTF-8 encoder) reject. Every JSON document the tool prints goes through :func:`dumps`,
+which writes such a byte as the four characters ``\xe9`` instead, as Python's
+``backslashreplace`` shows it (docs/report-schema.md, "Names that are not UTF-8"); any other lone
+surrogate (from a JSON input) as ``\udXXX`` text. Documents without them are written exactly as
+``json.dumps`` writes them, at the same cost.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -26,7 +38,8 @@ from typing import Any, Literal, TypeVar, Union
 
 from builder.files.bounds import brief
 
-__all__ = ["dump", "field", "load"]
+__all__ = ["clean", "dump", "dumps", "field", "load"]
+
 
 T = TypeVar("T")
 
@@ -301,3 +314,35 @@ def _late(hint: Any) -> Reader:
         return made[0](value, where)
 
     return read
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# In ensure_ascii output a surrogate is an escape; any \ud8xx-\udfxx escape sends the document
+# through clean() (a real non-BMP character costs only that detour).
+_ESCAPED_SURROGATE = re.compile(r"\\ud[89a-f]", re.IGNORECASE)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def clean(value: Any) -> Any:
+    """``value`` (JSON data: dicts, lists, strings, numbers) with every string's lone surrogates
+    written as escape text; strings without them are returned as they are."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(_escape, value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)``, with file names that are not UTF-8 made valid
+    (:func:`clean`)."""
+    text = json.dumps(value, **options)
+    if _ESCAPED_SURROGATE.search(text) is None and _SURROGATE.search(text) is None:
+        return text
+    return json.dumps(clean(value), **options)

@@ -22,8 +22,14 @@ if TYPE_CHECKING:
         split_names,
     )
     from builder.kernels.discovery import KernelRecord, KernelTree, load_tree
-    from builder.kernels.dtypes import DTYPES, METAL_TYPES
-    from builder.kernels.naming import FAMILIES, ParsedName, format_host_name, parse_host_name
+    from builder.kernels.dtypes import (
+        DTYPES,
+        FAMILIES,
+        METAL_TYPES,
+        ParsedName,
+        format_host_name,
+        parse_host_name,
+    )
     from builder.kernels.tree_config import TreeConfig
 
 _HOME = {

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_json
-from builder.kernels.dtypes import DTYPES, METAL_TYPES
-from builder.kernels.naming import FAMILIES, format_host_name, valid_token
+from builder.kernels.dtypes import DTYPES, FAMILIES, METAL_TYPES, format_host_name, valid_token
 from builder.settings import split_names
 
 __all__ = [

@@ -31,7 +31,7 @@ from builder.kernels.bounded_run import PreprocessError
 from builder.kernels.confinement import confine_entries, tree_bounds
 from builder.kernels.cxx_text import normalize_arg
 from builder.kernels.definitions import split_markers, tree_path
-from builder.kernels.include_hint import with_hint
+from builder.kernels.diagnostics import with_hint
 from builder.kernels.kernel_scan import KernelRecord, ScanError, scan_text
 from builder.kernels.kernel_tree import KernelTree
 from builder.kernels.platforms import Platform, check_requires, for_platform
@@ -138,7 +138,7 @@ def discover(
     ``-I`` folders are the config's, then ``source_dir`` itself. Raises UsageError (exit 2) for
     a missing folder, no entry files, no preprocessor, or a file that does not preprocess: then
     the message names the first such file in tree order, whatever ``jobs`` is (and, for a quoted
-    include not found, the ``-I`` folder in the tree that would find it: ``include_hint``).
+    include not found, the ``-I`` folder in the tree that would find it: ``diagnostics.with_hint``).
     """
     root = Path(source_dir)
     config = config or TreeConfig()

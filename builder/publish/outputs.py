@@ -4,18 +4,42 @@ Each ``-o`` file's format comes from its extension, so one measurement feeds the
 HTML artifact and the JSON kept for the next run. The plan is made before anything is measured,
 so a typo in an extension costs nothing; every format is rendered once, and every file is written
 atomically (``builder.files.atomic``).
+
+The GitHub Actions step summary: the run's markdown, with its verdict, appended once per run.
+
+Actions gives every step its own file (``GITHUB_STEP_SUMMARY``) and shows what was appended to it
+on the run's page. A command that writes several outputs still appends one summary: the caller
+passes the markdown once, after every gate has been decided.
+
+A run's markdown to where CI readers see it: the step summary (once) and the sticky comment.
+
+``compare`` and ``budget`` call ``publish_markdown`` once per run, after every gate is decided, so
+the summary and the comment always carry the verdict. The pull request is looked up before any
+measuring (``pull_request_from_env``), so a job missing its token fails in a second, not after a
+download.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import NamedTuple
 
-from builder.errors import UsageError
+from builder.errors import OutputError, UsageError
+from builder.publish.github import PullRequest, post_sticky_comment
 
-__all__ = ["EXTENSIONS", "Destination", "plan_outputs", "write_outputs"]
+__all__ = [
+    "EXTENSIONS",
+    "STEP_SUMMARY",
+    "Destination",
+    "append_step_summary",
+    "plan_outputs",
+    "publish_markdown",
+    "write_outputs",
+]
+
 
 EXTENSIONS: dict[str, str] = {
     ".md": "markdown",
@@ -111,3 +135,48 @@ def write_outputs(
         data = texts[key].encode("utf-8")
         write_atomic(path, data)
         sys.stderr.write(f"wrote {path} ({len(data):,} bytes)\n")
+
+
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+def append_step_summary(markdown: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Append ``markdown`` to the step summary file; its path, or None outside Actions.
+
+    A summary that cannot be written is an ``OutputError`` (exit 2) naming the path: a CI step
+    that asked for a summary should not pass without one."""
+    path = environ.get(STEP_SUMMARY)
+    if not path:
+        return None
+    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot append to {STEP_SUMMARY} {path}: {exc.strerror or exc}"
+        ) from None
+    return path
+
+
+def publish_markdown(
+    markdown: str,
+    *,
+    marker: str,
+    pull_request: PullRequest | None,
+    environ: Mapping[str, str] = os.environ,
+) -> list[str]:
+    """Append ``markdown`` to the step summary (when Actions set one) and, given a pull request,
+    create or edit its comment that starts with ``marker``. Returns what was done, one line each,
+    for stderr."""
+    done = []
+    summary = append_step_summary(markdown, environ)
+    if summary is not None:
+        done.append(f"appended the markdown to the step summary {summary}")
+    if pull_request is not None:
+        posted = post_sticky_comment(pull_request, markdown, marker)
+        where = posted.url or f"comment {posted.comment_id}"
+        done.append(
+            f"{posted.action} the size comment on pull request #{pull_request.number}: {where}"
+        )
+    return done

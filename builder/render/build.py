@@ -169,7 +169,7 @@ def presets_json(results: Sequence[PresetResult]) -> str:
     """``presets --format json`` (schema 1): per preset whether it was built (and why not), its
     build time, what it ships and its size report (the document ``report <its folder> --format
     json`` prints)."""
-    from builder.files.jsontext import dumps
+    from builder.files.dataclass_json import dumps
     from builder.render.json_docs import report_dict
 
     doc = {

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, cast
 
-from builder.files.dataclass_json import dump
-from builder.files.jsontext import dumps
+from builder.files.dataclass_json import dump, dumps
 from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
 from builder.size.report import SCHEMA
 from builder.size.report_fields import (

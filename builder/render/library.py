@@ -16,7 +16,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from operator import add
 from typing import TYPE_CHECKING
 
-from builder.files.jsontext import clean
+from builder.files.dataclass_json import clean
 from builder.metallib import FUNCTION_TYPES, Metallib
 from builder.render.table import CSV, PEOPLE, Column, Name, Row, Said, Table
 from builder.render.text import human_size, visible

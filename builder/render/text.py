@@ -6,7 +6,7 @@ printed on.
 Human output uses decimal units, matching what ``ls -lh --si`` and package indexes show. Names
 and other untrusted text (a saved report's target or grouping) reach tables, CSV and markdown only
 through these functions, each of which shows control characters escaped; JSON needs nothing more
-than its own escaping (and ``builder.files.jsontext`` for file names that are not UTF-8).
+than its own escaping (and ``builder.files.dataclass_json`` for file names that are not UTF-8).
 """
 
 from __future__ import annotations
@@ -79,9 +79,8 @@ def human_delta(n: int) -> str:
 # line/paragraph separators, and the invisible format characters used to disguise text (soft
 # hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM), and lone
 # surrogates: a file name byte that is not UTF-8 (U+DC80-U+DCFF from surrogateescape) is shown as
-# the byte, ``\xe9``, as JSON output writes it (builder.files.jsontext). The backslash is escaped
-# too,
-# so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
+# the byte, ``\xe9``, as JSON output writes it (builder.files.dataclass_json). The backslash is
+# escaped too, so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
 _UNSAFE = re.compile(
     r"[\\\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
     r"\ufeff\ufff9-\ufffb\ud800-\udfff]"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
+from builder.files.dataclass_json import dumps
 from builder.render.table import (
     Column,
     Name,

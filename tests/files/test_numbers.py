@@ -184,7 +184,7 @@ def test_every_report_format_writes_a_lone_surrogate_escaped(
             "</script>"
         )[0]
         names = set(json.loads(data)["libraries"][0]["fn"]["name"])
-        # the page spells them as the JSON output does (builder.files.jsontext)
+        # the page spells them as the JSON output does (builder.files.dataclass_json)
         assert {"x\\ud800y", "caf\\xe9"} <= names, names
     else:
         assert "\\ud800" in out and ("\\xe9" in out or "\\udce9" in out), out

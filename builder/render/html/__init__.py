@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.files.jsontext import dumps
+from builder.files.dataclass_json import dumps
 from builder.files.reading import read_text
 from builder.render.html.data import comparison_data, report_data
 from builder.render.text import visible
@@ -38,7 +38,7 @@ def _asset(name: str) -> str:
 def _script_json(data: object) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``<`` can end or open a tag,
     and a lone surrogate (a name from a saved report, a file name that is not UTF-8) is written
-    as escape text, as the JSON output writes it (``builder.files.jsontext``): the page is
+    as escape text, as the JSON output writes it (``builder.files.dataclass_json``): the page is
     UTF-8, which cannot encode one."""
     text = dumps(data, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

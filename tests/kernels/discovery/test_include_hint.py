@@ -13,8 +13,8 @@ import pytest
 from clirun import run_cli
 
 from builder.errors import UsageError
+from builder.kernels.diagnostics import MAX_FOLDERS, missing_include, resolving_folder
 from builder.kernels.discovery import load_tree
-from builder.kernels.include_hint import MAX_FOLDERS, missing_include, resolving_folder
 
 ENTRY = "arange_subset.metal"  # includes "mlx/backend/metal/kernels/utils.h"
 
