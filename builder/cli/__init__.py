@@ -56,7 +56,7 @@ COMMANDS: dict[str, Entry] = {
         "Check every size budget of the project: one row per limit, exit 1 if any is exceeded.",
     ),
     "base-artifact": Entry(
-        "base_artifact:base_artifact_command",
+        "publishing:base_artifact_command",
         "Find the newest artifact NAME that a push to BRANCH of this repository uploaded.",
     ),
     "history": Entry(
@@ -76,7 +76,7 @@ COMMANDS: dict[str, Entry] = {
         "Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.",
     ),
     "presets": Entry(
-        "presets:presets_command",
+        "build:presets_command",
         "Build the presets of CMakePresets.json side by side and compare their sizes.",
     ),
     "variants": Entry(

@@ -5,7 +5,7 @@ Nothing is compiled: discovery maps every function of TARGET to its entry file a
 ``builder.subsets.variants`` writes each split's metallib and JIT source under ``-o OUTDIR``,
 measured. Figures go to stdout (table, JSON, markdown or HTML); progress goes to stderr, and
 only on a terminal. Building the presets of CMakePresets.json is another job, ``presets``
-(``builder.cli.presets``): a variant is a subset, a preset a build.
+(``builder.cli.build``): a variant is a subset, a preset a build.
 """
 
 from __future__ import annotations

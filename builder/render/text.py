@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from builder.size.provenance import TOOL_NAME
+from builder.size.load import TOOL_NAME
 
 if TYPE_CHECKING:
     from rich.console import Console

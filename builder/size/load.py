@@ -3,6 +3,14 @@
 ``builder.inputs.targets`` finds the libraries; this module attributes their bytes, groups them
 and measures a build's JIT host library (or a shipped one given as the target, by its run-time
 sources), so ``report`` and ``compare`` start from here.
+
+What produced a report: the tool, the library's own version facts, and the build options.
+
+A size figure is only comparable with another when both were produced the same way, so every
+report carries this record (JSON ``provenance``, one line in tables and markdown, a panel in the
+HTML view). It is plain data: a dict of JSON types, built once where the metallib is open
+(``builder.size.load``); ``builder.render.text`` shows it as one line. Nothing in it is
+guessed: a field that could not be read is absent or an empty list.
 """
 
 from __future__ import annotations
@@ -16,12 +24,20 @@ from builder.inputs.targets import Library, Progress, build_library, resolve_tar
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.kernels.platforms import Platform
+    from builder.metallib.provenance import Provenance
     from builder.records.manifest import BuildManifest
     from builder.size.grouping import RuleSet, Sources
     from builder.size.jit_sizes import HostLibrary, JitUnit
     from builder.size.report import Report
 
-__all__ = ["TreeSources", "load_build", "load_library", "load_reports"]
+__all__ = [
+    "TOOL_NAME",
+    "TreeSources",
+    "build_provenance",
+    "load_build",
+    "load_library",
+    "load_reports",
+]
 
 
 class TreeSources:
@@ -181,7 +197,7 @@ def load_library(
         from builder.size.grouping import Sources
 
         sources = Sources(manifest.source_of(), "manifest")
-    from builder.size.provenance import build_provenance
+    from builder.size.load import build_provenance
 
     build = manifest.build if manifest else None
     if lib.path is None:
@@ -231,7 +247,7 @@ def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) ->
     from builder.inputs.targets import no_metallib
     from builder.size.attribution import Attribution
     from builder.size.host_strings import measure_host_sources
-    from builder.size.provenance import build_provenance
+    from builder.size.load import build_provenance
     from builder.size.report import Source, build_report
 
     measured = measure_host_sources(path, sources.folders if sources is not None else ())
@@ -281,3 +297,20 @@ def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibra
         return [j._replace(embedding=how[j.name]) for j in jit], None
     jit, host = measure_host(manifest.folder / manifest.host_library, units)
     return [j._replace(embedding=how[j.name]) for j in jit], host
+
+
+TOOL_NAME = "metallib-builder"
+
+
+def build_provenance(
+    library: Provenance | None, build: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """The provenance record of a freshly measured report (see docs/report-schema.md)."""
+    from builder import __version__
+
+    record: dict[str, object] = {"tool": {"name": TOOL_NAME, "version": __version__}}
+    if library is not None:
+        record["library"] = library.as_dict()
+    if build is not None:
+        record["build"] = dict(build)
+    return record

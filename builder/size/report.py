@@ -111,7 +111,7 @@ class Report:
     (``builder.size.jit_sizes``)."""
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
-    compiler identity, the build's options (``builder.size.provenance``)."""
+    compiler identity, the build's options (``builder.size.load``)."""
     download: Download | None = None
     """Download shares (``report --download``; ``builder.size.download_report``)."""
     subgrouping: str | None = None

@@ -5,7 +5,7 @@
 A report JSON may come from anyone (docs/security.md): every field is checked against its type
 (``load`` names the dotted field of a wrong one: ``'source.target' is 5, not a string``), every
 count is bounded (``builder.files.bounds.byte_count``), the provenance must have the shape
-``builder.size.provenance`` writes, and the totals are re-checked, so a hand-edited or truncated
+``builder.size.load`` writes, and the totals are re-checked, so a hand-edited or truncated
 report cannot pass a gate. Keys added by later versions are ignored; keys older reports lack take
 their defaults (``kernel_count`` 0, ``embedding`` ``preamble``, ``provenance`` ``{}``).
 """
@@ -128,7 +128,7 @@ class WheelDoc:
     files: list[WheelFileDoc] = field(default_factory=list)
 
 
-# The provenance record's shape (builder.size.provenance): what each renderer may rely on.
+# The provenance record's shape (builder.size.load): what each renderer may rely on.
 _PROVENANCE_TEXT = {
     "tool": ("name", "version"),
     "library": ("format_version", "deployment_target", "platform", "compiler_source"),
