@@ -44,8 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from builder.errors import BuilderError
-from builder.metallib.errors import MetallibError
+from builder.errors import BuilderError, MetallibError
 
 BUDGET_SEED = """\
 [[budget]]

@@ -7,7 +7,7 @@
 The workflow runs it with Apple's compiler; tests/cmake_build/test_macos_checks.py runs the same
 subcommands on Linux with the stand-in compiler of tests/cmake_build/standin (its ``xcrun`` first
 on PATH), so only the compiler differs. The compiler is the one the tool itself finds
-(``METAL_COMPILER``, else ``xcrun -sdk macosx metal``: ``builder.cmake_build.toolchain``).
+(``METAL_COMPILER``, else ``xcrun -sdk macosx metal``: ``builder.cmake_build.driver``).
 
 * ``aot``: builds each tree AOT (``metallib-builder build``), verifies the metallib (every
   module's SHA-256) and checks that its functions are exactly the host names the build manifest
@@ -67,7 +67,7 @@ def tool(*args: str) -> list[str]:
 
 def find_metal() -> tuple[list[str], str]:
     """The Metal compiler command and its ``--version`` line, or exit 1 saying what is missing."""
-    from builder.cmake_build.toolchain import MetalToolchain, find_metal_toolchain, missing_message
+    from builder.cmake_build.driver import MetalToolchain, find_metal_toolchain, missing_message
 
     found = find_metal_toolchain()
     if not isinstance(found, MetalToolchain):

@@ -240,8 +240,7 @@ def main(argv: list[str] | None = None) -> int | None:
     """Console-script entry point: run the CLI and map library errors to exit codes (the
     return value: click's, an exit code or None, as the console script hands it to sys.exit)."""
     from builder.cli.console import guard_closed_pipes
-    from builder.errors import BuilderError
-    from builder.metallib.errors import MetallibError
+    from builder.errors import BuilderError, MetallibError
 
     guard_closed_pipes()  # `| head`: the rest of the output is dropped, the verdict stands
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])

@@ -22,9 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.cmake import BuildFailed, build_folder_lock
-from builder.cmake_build.driver import BuildOutcome, run_build, split_units
+from builder.cmake_build.driver import (
+    BuildOutcome,
+    ToolchainMissing,
+    find_metal_toolchain,
+    run_build,
+    split_units,
+)
 from builder.cmake_build.request import BuildRequest, project_dir
-from builder.cmake_build.toolchain import ToolchainMissing, find_metal_toolchain
 from builder.errors import BuilderError, UsageError
 from builder.files.reading import read_json
 

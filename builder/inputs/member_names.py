@@ -5,7 +5,7 @@ A library's name is the path of the file holding it as ``unzip -l`` shows it in 
 (``mlx/lib/mlx.metallib``; a file given itself: its file name), and for a library inside a
 binary ``#`` and its identity (``torch/lib/libtorch_cpu.dylib#__TEXT,metal_basic``,
 ``metal_linalg/_core.cpython-312-darwin.so#_metal_linalg_QR_Unblocked_metallib``,
-``x.so#3``; ``builder.metallib.identity``). ``--member`` takes the whole name, or any shorter
+``x.so#3``; ``builder.metallib.binary_sections``). ``--member`` takes the whole name, or any shorter
 form that names one library only: the file's path or its base name (a binary holding one
 library), the base name with ``#IDENTITY``, ``#N`` (the N-th library of its binary in file
 order, as before identities), or the identity alone (a symbol also without Mach-O's leading
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from builder.metallib.identity import Place, identities, is_ordinal
+from builder.metallib.binary_sections import Place, identities, is_ordinal
 
 __all__ = ["Named", "forms", "legacy_names", "split_name"]
 

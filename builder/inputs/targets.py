@@ -61,8 +61,8 @@ class Library:
     """A Mach-O binary that holds no metallib, to be measured by the run-time sources it embeds
     (``resolve_target(..., host_libraries=True)``; ``builder.size.host_strings``)."""
     identity: str | None = None
-    """A library inside a binary: its identity there (``builder.metallib.identity``), the part
-    of ``member`` after its last ``#``."""
+    """A library inside a binary: its identity there (``builder.metallib.binary_sections``), the
+    part of ``member`` after its last ``#``."""
     ordinal: int | None = None
     """A library inside a binary: its number there in file order, from 1 (``#N``)."""
 

@@ -49,8 +49,7 @@ from typing import Any
 
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
-from builder.files.reading import UnreadableFile, read_bytes
-from builder.files.tomltext import parse_toml
+from builder.files.reading import UnreadableFile, parse_toml, read_bytes
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
 from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources

@@ -9,7 +9,7 @@ from importlib import import_module
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up: --version)
 
-from builder.metallib.errors import (
+from builder.errors import (
     InternalError,
     MetallibError,
     MetallibFormatError,

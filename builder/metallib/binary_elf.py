@@ -14,9 +14,9 @@ import os
 import struct
 from typing import IO
 
+from builder.errors import BinaryFormatError
 from builder.files.reading import open_regular
 from builder.metallib.binary_layout import Extent, Image, Layout, Section, Symbol, refuse_outside
-from builder.metallib.errors import BinaryFormatError
 
 __all__ = ["elf_layout"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from builder.metallib.errors import BinaryFormatError, TruncatedBinaryError
+from builder.errors import BinaryFormatError, TruncatedBinaryError
 
 __all__ = ["Extent", "Image", "Layout", "Section", "Symbol", "refuse_outside"]
 

@@ -21,9 +21,9 @@ import struct
 from collections.abc import Iterator
 from typing import IO, Any
 
+from builder.errors import BinaryFormatError
 from builder.files.reading import open_regular
 from builder.metallib.binary_layout import Extent, Image, Layout, Section, Symbol, refuse_outside
-from builder.metallib.errors import BinaryFormatError
 
 __all__ = ["MACHO_MAGICS", "macho_layout"]
 

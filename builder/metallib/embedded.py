@@ -30,7 +30,7 @@ skipped over whole: bytes inside it are never searched.
 Each library is numbered in file order (``#1``, ``#2``), and where the file has sections
 (``binary_sections``) it says which one holds it and the symbol that starts there, if any. Its
 identity, the name that survives releases that reorder libraries, is made from those
-(``builder.metallib.identity``: symbol, else section, else the number).
+(``builder.metallib.binary_sections``: symbol, else section, else the number).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from builder.errors import MetallibError, MetallibFormatError
 from builder.files.bounds import MAX_BAD_HEADERS
 from builder.files.reading import open_regular
 from builder.metallib.binary_sections import Layout, read_layout
-from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.native import native_module
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U64, Span
 
@@ -88,7 +88,7 @@ class Embedded:
     function_count: int
     location: Location | None
     identity: str = ""
-    """Its name in the binary across releases (``builder.metallib.identity``)."""
+    """Its name in the binary across releases (``builder.metallib.binary_sections``)."""
 
 
 def plausible_header(head: bytes) -> bool:
@@ -272,10 +272,10 @@ def _located(spans: list[tuple[Span, str, int]], layout: Layout | None) -> list[
 
 
 def _identified(found: list[Embedded]) -> list[Embedded]:
-    """``found`` with each library's identity (``builder.metallib.identity``)."""
+    """``found`` with each library's identity (``builder.metallib.binary_sections``)."""
     from dataclasses import replace
 
-    from builder.metallib.identity import Place, identities
+    from builder.metallib.binary_sections import Place, identities
 
     places = [
         Place(None, None, None)

@@ -9,7 +9,7 @@ copied: both read the list through the map, and modules, metadata and reflection
 
 from __future__ import annotations
 
-from builder.metallib.errors import MetallibFormatError
+from builder.errors import MetallibFormatError
 from builder.metallib.native import native_module
 from builder.metallib.structs import MIN_ENTRY_SIZE, Header, Span, read_u32
 from builder.metallib.table import FunctionTable

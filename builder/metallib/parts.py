@@ -15,7 +15,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
-from builder.metallib.errors import MetallibError, MetallibUnsupportedError
+from builder.errors import MetallibError, MetallibUnsupportedError
 from builder.metallib.reader import Metallib
 from builder.metallib.structs import (
     MODULE_WRAPPER_MAGIC,

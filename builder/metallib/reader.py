@@ -19,8 +19,8 @@ from functools import cached_property
 from types import TracebackType
 from typing import Any
 
+from builder.errors import MetallibError, MetallibFormatError
 from builder.files.reading import UnreadableFile, open_regular
-from builder.metallib.errors import MetallibError, MetallibFormatError
 from builder.metallib.function_list import parse_function_list
 from builder.metallib.structs import (
     HEADER_SIZE,

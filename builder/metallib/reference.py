@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from builder.metallib.errors import MetallibFormatError
+from builder.errors import MetallibFormatError
 from builder.metallib.structs import (
     MIN_ENTRY_SIZE,
     U32,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from builder.metallib.errors import MetallibFormatError
+from builder.errors import MetallibFormatError
 
 __all__ = [
     "ENDT",

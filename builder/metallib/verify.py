@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from builder.metallib.errors import MetallibFormatError
+from builder.errors import MetallibFormatError
 from builder.metallib.hashing import Mode, hash_spans
 from builder.metallib.native import native_module
 from builder.metallib.reader import Metallib

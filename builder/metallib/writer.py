@@ -19,8 +19,8 @@ import struct
 from itertools import accumulate
 from typing import Any, BinaryIO, NamedTuple
 
+from builder.errors import InternalError, MetallibError
 from builder.files.atomic import atomic_write as atomic_output  # the project's one output helper
-from builder.metallib.errors import InternalError, MetallibError
 from builder.metallib.parts import Bytes, LibraryParts, reflection_piece, tag_bytes
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
 from builder.metallib.table import Piece

@@ -31,7 +31,7 @@ from functools import cached_property
 from operator import add, itemgetter, le
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from builder.metallib.errors import InternalError
+from builder.errors import InternalError
 from builder.metallib.table import Piece
 
 if TYPE_CHECKING:

@@ -12,9 +12,8 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from builder.errors import BuilderError, CheckFailed, UsageError
+from builder.errors import BuilderError, CheckFailed, MetallibError, UsageError
 from builder.files.reading import open_regular
-from builder.metallib.errors import MetallibError
 from builder.size.checks import Check, shipped_size
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ folder, as size-limit does. Keys are checked strictly: an unknown key, a wrong t
 that is no byte count (negative, past 2^63-1, a percentage that is not a plain decimal from 0 to
 1,000,000) or a limit without what it needs is a ``UsageError`` (exit 2) naming the file, the
 budget and the key; TOML that Python's parser cannot hold (a 5,000-digit integer, arrays nested
-50,000 deep) too (``builder.files.tomltext``). Checking the budgets read here is
+50,000 deep) too (``builder.files.reading``). Checking the budgets read here is
 ``builder.size.budget``.
 """
 
@@ -41,8 +41,7 @@ from typing import Any
 
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
-from builder.files.reading import read_bytes
-from builder.files.tomltext import parse_toml
+from builder.files.reading import parse_toml, read_bytes
 from builder.settings.checks import Limit
 from builder.settings.declared import BUDGET_LIMITS, SETTINGS, setting
 from builder.size.grouping import BY_CHOICES

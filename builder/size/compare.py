@@ -292,7 +292,7 @@ def _name(report: Report) -> str | None:
 def _identity(report: Report) -> str | None:
     """The identity that names the library across binaries: a symbol or a section (an ordinal
     only says where it is in its own binary)."""
-    from builder.metallib.identity import is_ordinal
+    from builder.metallib.binary_sections import is_ordinal
 
     identity = report.source.identity
     return None if identity is None or is_ordinal(identity) else identity

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from builder.metallib.errors import InternalError
+from builder.errors import InternalError
 from builder.metallib.native import native_module
 from builder.metallib.table import Piece
 

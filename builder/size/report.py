@@ -61,7 +61,7 @@ class Source:
     ``section_offset`` and ``symbol`` (docs/report-schema.md)."""
     identity: str | None = None
     """For a metallib inside a binary: its identity there, which survives releases
-    (``builder.metallib.identity``: symbol, else section, else ordinal)."""
+    (``builder.metallib.binary_sections``: symbol, else section, else ordinal)."""
 
     @property
     def window(self) -> Span | None:

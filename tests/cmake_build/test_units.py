@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from builder.cmake_build.cmake import NinjaOutput, parse_status
-from builder.cmake_build.plan import select_families
-from builder.cmake_build.plan_model import Unit
-from builder.cmake_build.presets import mixed_jit_units
-from builder.cmake_build.request import BuildRequest, project_dir
-from builder.cmake_build.toolchain import (
+from builder.cmake_build.driver import (
     MetalToolchain,
     ToolchainMissing,
     find_metal_toolchain,
     missing_message,
 )
+from builder.cmake_build.plan import select_families
+from builder.cmake_build.plan_model import Unit
+from builder.cmake_build.presets import mixed_jit_units
+from builder.cmake_build.request import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import load
 from builder.kernels import load_catalog

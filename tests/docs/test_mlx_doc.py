@@ -23,7 +23,7 @@ import pytest
 from support.mlx_doc import KERNELS, block, metallib_toml, stated_bytes, table_row
 
 from builder.cmake_build.cmake import find_tool
-from builder.files.tomltext import parse_toml
+from builder.files.reading import parse_toml
 from builder.inputs import wheel_cache, wheels
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from binaries import link_dylib, link_elf, lipo, macho_sections
 from clirun import run_cli as run
 
-from builder.metallib.identity import Place, identities
+from builder.metallib.binary_sections import Place, identities
 
 from .identity_releases import SPECS, cli_json, reference
 

@@ -31,9 +31,9 @@ from binaries import (
 from clirun import run_cli
 from support.llvm_strings import function_starts
 
+from builder.errors import BinaryFormatError
 from builder.metallib.binary_sections import read_layout
 from builder.metallib.embedded import find_metallibs
-from builder.metallib.errors import BinaryFormatError
 
 
 @pytest.fixture(scope="module")

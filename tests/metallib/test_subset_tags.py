@@ -16,8 +16,8 @@ from clirun import run_cli
 from support.deadline import deadline
 from synthetic import synthetic_parts
 
+from builder.errors import MetallibUnsupportedError
 from builder.metallib import Metallib, library_bytes, parts_from_library, verify
-from builder.metallib.errors import MetallibUnsupportedError
 
 Tags = list[tuple[bytes, bytes]]
 

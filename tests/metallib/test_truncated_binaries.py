@@ -24,9 +24,9 @@ from binaries import (
 )
 from clirun import run_cli
 
+from builder.errors import BinaryFormatError, TruncatedBinaryError
 from builder.metallib.binary_sections import check_complete, read_layout
 from builder.metallib.embedded import find_metallibs
-from builder.metallib.errors import BinaryFormatError, TruncatedBinaryError
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from synthetic import synthetic_functions
 
+from builder.errors import MetallibError
 from builder.metallib import (
     Metallib,
     library_bytes,
@@ -28,7 +29,6 @@ from builder.metallib import (
 )
 from builder.metallib import parts as parts_module
 from builder.metallib import writer as writer_module
-from builder.metallib.errors import MetallibError
 
 
 def _tags(data: bytes, at: int) -> tuple[dict[bytes, tuple[int, bytes]], int]:

@@ -202,7 +202,7 @@ def test_a_cut_or_hostile_host_library_is_refused_not_measured(tmp_path: Path) -
     pyelftools refuses, is a clean absence (no symbol sizes)."""
     from binaries import elf_header, elf_section_numbers, link_elf, load_commands
 
-    from builder.metallib.errors import BinaryFormatError, TruncatedBinaryError
+    from builder.errors import BinaryFormatError, TruncatedBinaryError
 
     source = tmp_path / "unit.cpp"
     source.write_text(

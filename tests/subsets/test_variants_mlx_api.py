@@ -29,7 +29,7 @@ from binaries import tool
 from clirun import run_cli
 from support.mlx_doc import KERNELS, metallib_toml, table_row
 
-from builder.files.tomltext import parse_toml
+from builder.files.reading import parse_toml
 from builder.inputs import wheel_cache, wheels
 from builder.kernels.compiler import find_compiler
 from builder.size.host_strings import host_strings
