@@ -230,7 +230,7 @@ def host_sources(
     empty otherwise) and the build's embed.json (a discovered tree; None for a catalog tree)."""
     import shutil
 
-    from builder.kernels.compiler import find_compiler
+    from builder.kernels.bounded_run import find_compiler
 
     jit = [u for u in manifest["units"] if u["mode"] == "jit"]
     generated = jit[0]["generated_sources"][0]  # <embed dir>/<unit>.cpp

@@ -52,7 +52,7 @@ COMMANDS: dict[str, Entry] = {
         "Compare two libraries per group and gate on the growth (exit 1 when a gate fails).",
     ),
     "budget": Entry(
-        "budget:budget_command",
+        "size:budget_command",
         "Check every size budget of the project: one row per limit, exit 1 if any is exceeded.",
     ),
     "base-artifact": Entry(

@@ -193,12 +193,11 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
 def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | None) -> BuildPlan:
     """The plan of a tree of entry files: each entry file AOT or JIT, checked for coverage."""
     from builder.jit.tree_preambles import embedding_of, jit_preambles
-    from builder.kernels.build_values import build_library
     from builder.kernels.discovery import discover
     from builder.kernels.discovery_cache import load_or_discover
     from builder.kernels.platforms import for_platform
     from builder.kernels.preprocess import metal_defines, parse_define
-    from builder.kernels.tree_config import find_config, merge_flags
+    from builder.kernels.tree_config import build_library, find_config, merge_flags
     from builder.subsets.coverage import check_coverage, require_coverage
     from builder.subsets.variant_select import held_aot
 

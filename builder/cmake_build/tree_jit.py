@@ -25,7 +25,7 @@ into the host library:
 * a depfile naming every file read, so touching a header regenerates the sources.
 
 Why the split: the size report measures a unit by the symbols that name it
-(``builder.size.host_symbols``), in an ELF ``.so`` and a Mach-O ``.dylib`` alike, and a unit's
+(``builder.size.jit_sizes``), in an ELF ``.so`` and a Mach-O ``.dylib`` alike, and a unit's
 symbols are then exactly its arrays: its host bytes are its embedded bytes (in ELF; a Mach-O
 symbol also holds the alignment padding after it). The arrays have external linkage, hidden (no
 export: both linkers make them local symbols of the library).

@@ -17,7 +17,7 @@ of printable ASCII only; :func:`comment_text` writes a name for a ``//`` comment
 that is safe, else as such a literal).
 
 **The unit namespace** (:func:`unit_namespace`) carries a JIT unit's name into the symbols of its
-generated arrays. A host library is measured per unit by symbol (``builder.size.host_symbols``).
+generated arrays. A host library is measured per unit by symbol (``builder.size.jit_sizes``).
 Telling which unit a symbol belongs to used to rest on ELF's ``STT_FILE`` symbols (the locals
 after ``unary.cpp``'s file symbol are ``unary``'s); Mach-O has none, so a Mac build's ``.dylib``
 could not be measured per unit. Instead, every array a unit's generated source stores is

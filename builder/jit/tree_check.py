@@ -28,7 +28,7 @@ from pathlib import Path
 from builder.errors import UsageError
 from builder.jit.generate import embed_headers
 from builder.jit.tree_preambles import jit_preambles
-from builder.kernels.compiler import Compiler, find_compiler
+from builder.kernels.bounded_run import Compiler, find_compiler
 from builder.kernels.discovery import KernelTree, discover
 from builder.kernels.tree_config import TreeConfig
 from builder.kernels.tree_files import entry_files

@@ -44,10 +44,10 @@ _HOME = {
     "load_tree": "discovery",
     "DTYPES": "dtypes",
     "METAL_TYPES": "dtypes",
-    "FAMILIES": "naming",
-    "ParsedName": "naming",
-    "format_host_name": "naming",
-    "parse_host_name": "naming",
+    "FAMILIES": "dtypes",
+    "ParsedName": "dtypes",
+    "format_host_name": "dtypes",
+    "parse_host_name": "dtypes",
     "TreeConfig": "tree_config",
 }
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from builder.files.bounds import MAX_JSON
 from builder.files.reading import read_text
+from builder.kernels.bounded_run import Compiler, find_compiler
 from builder.kernels.catalog import Catalog, Instantiation, load_catalog
 from builder.kernels.catalog_tree import DEFAULT_CHUNK_SIZE, generate_tree
-from builder.kernels.compiler import Compiler, find_compiler
 from builder.kernels.diagnostics import Diagnostic, Locator, parse_compiler_output
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from builder.render.library import Found
-    from builder.size.binary_account import BinaryAccount
+    from builder.size.attribution import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import LibraryHistory
     from builder.size.report import Report

@@ -30,7 +30,7 @@ from builder.size.report_fields import (
 
 if TYPE_CHECKING:
     from builder.render.library import Found
-    from builder.size.binary_account import BinaryAccount
+    from builder.size.attribution import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint, LibraryHistory

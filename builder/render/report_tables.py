@@ -38,7 +38,7 @@ from builder.size.jit_rows import by_strings, jit_breakdown
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
-    from builder.size.binary_account import BinaryAccount
+    from builder.size.attribution import BinaryAccount
     from builder.size.download_report import WheelFiles
     from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.size.host_strings import STRINGS_METHOD
-from builder.size.host_symbols import method_words
-from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
+from builder.size.jit_sizes import method_words, unattributed_bytes, unmeasured_reason
 from builder.size.rollup import Rollup, overhead_row
 
 if TYPE_CHECKING:

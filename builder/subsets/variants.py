@@ -11,7 +11,7 @@ coverage check (``builder.subsets.coverage``: each kernel in its metallib or its
 embedded sources; exit 1 otherwise). The input is parsed once; its modules are hashed once, beside
 the first write (``all-aot``, the input as it is), and checked against their HASH tags before any
 other variant is written (``builder.subsets.variant_writer``; the records it returns are
-``builder.subsets.variant_model``'s). Every figure is then measured on the files written: the
+``builder.subsets.variant_writer``'s). Every figure is then measured on the files written: the
 metallib's size and its bytes per entry file (attribution of the written file), the embedded
 bytes of the C++ source as its API stores them.
 
@@ -36,13 +36,6 @@ from typing import TYPE_CHECKING
 from builder.errors import UsageError
 from builder.metallib import InternalError, open_metallib
 from builder.subsets.coverage import Coverage, check_coverage, require_coverage
-from builder.subsets.variant_model import (
-    NOT_IN_TREE,
-    SourceBytes,
-    Variant,
-    VariantsInput,
-    VariantsRun,
-)
 from builder.subsets.variant_plan import Candidate, Plan, plan_budget
 from builder.subsets.variant_select import (
     LibraryIndex,
@@ -58,7 +51,16 @@ from builder.subsets.variant_sources import (
     preamble_specs,
     settings_of,
 )
-from builder.subsets.variant_writer import VariantWriter, function_bytes, remove_stale
+from builder.subsets.variant_writer import (
+    NOT_IN_TREE,
+    SourceBytes,
+    Variant,
+    VariantsInput,
+    VariantsRun,
+    VariantWriter,
+    function_bytes,
+    remove_stale,
+)
 
 __all__ = [
     "NOT_IN_TREE",

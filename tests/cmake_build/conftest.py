@@ -24,7 +24,7 @@ import pytest
 from mlx_tree import DATA
 from support.shared import shared_folder
 
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import pytest
 from support.reference_inliner import reference_preamble
 from support.whole_file_trees import candle_tree
 
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 
 from .conftest import StandinBuild, cli_without_metal
 

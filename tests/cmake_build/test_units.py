@@ -24,10 +24,10 @@ from builder.cmake_build.request import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import load
 from builder.kernels import load_catalog
+from builder.kernels.bounded_run import find_compiler
 from builder.kernels.catalog_tree import generate_tree, write_tree
-from builder.kernels.compiler import find_compiler
 from builder.records.manifest import build_manifest
-from builder.size.host_symbols import OTHER, symbol_sizes
+from builder.size.jit_sizes import OTHER, symbol_sizes
 
 ROOT = Path(__file__).resolve().parents[2]
 

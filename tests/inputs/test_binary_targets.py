@@ -235,7 +235,7 @@ def test_an_elf_and_a_fat_binary_are_accounted_byte_for_byte(
     sections name their architecture."""
     from binaries import elf_sections, lipo, macho_sections
 
-    from builder.size.binary_account import NO_SECTION
+    from builder.size.attribution import NO_SECTION
 
     lib = _library(tmp_path / "a.metallib", 3, 1)
     elf = link_elf(tmp_path / "liba.so", [(".rodata", "blob", lib)])

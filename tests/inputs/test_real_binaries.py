@@ -15,7 +15,7 @@ from support.real_wheels import libraries_or_skip
 
 from builder.metallib import MetallibFormatError
 from builder.metallib.embedded import find_metallibs
-from builder.size.binary_account import NO_SECTION
+from builder.size.attribution import NO_SECTION
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 

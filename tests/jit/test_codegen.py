@@ -15,7 +15,7 @@ from builder.jit.family_source import Kernel, family_source, merge_facts, pool_p
 from builder.jit.generate import embed_headers
 from builder.jit.literals import cxx_string
 from builder.jit.writer import render_standalone
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
 from builder.settings.checks import CXX_IDENTIFIER, CXX_KEYWORDS, CXX_NAMESPACE, valid_namespace
 

@@ -14,7 +14,7 @@ from clirun import run_cli
 
 from builder.jit.literals import LITERAL_LIMIT, raw_delimiter, raw_literal, split_text
 from builder.jit.preamble import inline_preamble
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 
 TREE = {
     "kern/add.h": (

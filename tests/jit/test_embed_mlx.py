@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.kernels.preprocess import (
     STANDIN_DIR,
     find_preprocessor,

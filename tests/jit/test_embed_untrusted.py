@@ -22,7 +22,7 @@ from builder.jit.family_source import anchor_line_markers
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.literals import cxx_string
 from builder.jit.preamble import IncludeError, OutsideError, confine, inline_preamble
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 
 PLANT = 'static int planted{k} = __builtin_puts("PLANTED {k}");'
 # Root headers (relative to the include folder) with names meant to break out of a #line string,

@@ -14,8 +14,8 @@ from builder.jit.family_source import jit_check_chunks
 from builder.jit.lexing import comment_spans, directive_lines, strip_comments
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
+from builder.kernels.bounded_run import find_compiler
 from builder.kernels.check import run_check
-from builder.kernels.compiler import find_compiler
 
 
 def _comments(text: str) -> list[str]:

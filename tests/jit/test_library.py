@@ -16,8 +16,8 @@ from support.jit_library import JitLibrary, JitLibraryError
 from builder.jit.family_source import anchor_line_markers, jit_check_chunks
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
+from builder.kernels.bounded_run import find_compiler
 from builder.kernels.check import CheckChunk, run_check
-from builder.kernels.compiler import find_compiler
 from builder.resources import metal_src_dir
 
 pytestmark = pytest.mark.cmake

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.resources import metal_src_dir
 
 

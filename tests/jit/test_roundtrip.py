@@ -36,7 +36,7 @@ from builder.jit.family_source import render_family
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.preamble import inline_preamble
 from builder.jit.writer import stored_pieces
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.resources import metal_src_dir
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # about 2-4 s per configuration, 2 idle cores

@@ -128,7 +128,7 @@ def test_a_cstring_tree_build_returns_each_unit_s_whole_text_as_one_literal(
     import subprocess
 
     from builder.jit.preamble import inline_preamble
-    from builder.kernels.compiler import find_compiler
+    from builder.kernels.bounded_run import find_compiler
 
     root, include_dirs, _ = SHAPES["ggml"](tmp_path / "ggml")
     settings = '[build]\njit-namespace = "app::rt"\njit-api = "cstring"\n'

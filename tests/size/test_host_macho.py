@@ -31,8 +31,13 @@ from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.tree_jit import SHARED_SOURCE, generate, unit_source
 from builder.jit.family_source import family_source
 from builder.resources import metal_src_dir
-from builder.size.host_symbols import MACHO_METHOD, OTHER, symbol_sizes
-from builder.size.jit_sizes import measure_host, unattributed_bytes
+from builder.size.jit_sizes import (
+    MACHO_METHOD,
+    OTHER,
+    measure_host,
+    symbol_sizes,
+    unattributed_bytes,
+)
 
 HOST_INCLUDE = metal_src_dir() / "host" / "include"
 

@@ -31,7 +31,7 @@ from support.mlx_doc import KERNELS, metallib_toml, table_row
 
 from builder.files.reading import parse_toml
 from builder.inputs import wheel_cache, wheels
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.size.host_strings import host_strings
 
 pytestmark = pytest.mark.realdata

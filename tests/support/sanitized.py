@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.resources import metal_src_dir
 
 __all__ = ["EMIT", "SANITIZE", "compile_and_run", "texts"]

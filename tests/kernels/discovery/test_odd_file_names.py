@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from builder.kernels.compiler import find_compiler
+from builder.kernels.bounded_run import find_compiler
 from builder.kernels.definitions import marker_file
 
 ODD = ["n\nl.h", "t\tab.h", 'q"uote.h', "back\\slash.h", "e\x1bsc.h", "é ü.h", "o\\no.h"]
