@@ -3,7 +3,8 @@
 For one command, every Python process it starts (the CLI, and for a build every generator step
 CMake runs) is profiled with ``sys.setprofile``, and the census counts, over all of them:
 
-* functions called: distinct ``builder`` functions (file and qualified name) entered at least once;
+* functions called: distinct ``builder`` functions (file and qualified name) entered at least once
+  (module and class bodies, comprehensions and lambdas left out, as an import is not a call);
 * modules entered: distinct ``builder`` source files those functions are in;
 * data shapes: distinct ``builder``-defined classes of the values those functions return (the
   records a flow hands from one step to the next: rows, tables, reports, plans, units).
@@ -41,7 +42,10 @@ if _out:
 
     def _profile(frame, event, arg):
         code = frame.f_code
-        if not code.co_filename.startswith(_root):
+        # functions only: module and class bodies (no CO_NEWLOCALS) and comprehensions,
+        # generator expressions and lambdas (named <...>) are left out
+        ours = code.co_filename.startswith(_root)
+        if not ours or not code.co_flags & 2 or code.co_name[0] == "<":
             return
         if event == "call":
             _functions.add((code.co_filename, code.co_qualname))
