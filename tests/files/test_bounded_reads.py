@@ -38,7 +38,8 @@ class Run:
     out: str
     err: str
     peak_rss: int
-    """The child's peak resident memory in bytes (``ru_maxrss`` from ``wait4``)."""
+    """The CLI's own peak resident memory in bytes (``ru_maxrss`` from ``wait4``, in the
+    launcher below)."""
 
 
 def _limit() -> None:
@@ -47,34 +48,51 @@ def _limit() -> None:
         signal.signal(sig, signal.SIG_DFL)  # whatever the test runner's own dispositions
 
 
+# ``ru_maxrss`` of a process counts the memory of the one it was forked from (Linux keeps the
+# larger high-water mark across fork and exec), so a child of a pytest worker that has grown past
+# PEAK_RSS would "use" the worker's memory. The CLI is therefore started by a small launcher (no
+# site, no imports but os and sys): the launcher's child is forked from the launcher, and the
+# launcher writes that child's own peak to a file, then exits as the child did.
+_LAUNCHER = """
+import os, sys
+report, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_bounded(args: list[object], cwd: Path, **env: str) -> Run:
     """``metallib-builder ARGS`` in a child process under ``ADDRESS_SPACE``, killed at
     ``DEADLINE_S``; fails the test when it is killed (a read that blocked)."""
-    out, err = cwd / ".stdout", cwd / ".stderr"
+    out, err, peak = cwd / ".stdout", cwd / ".stderr", cwd / ".peak"
+    command = [sys.executable, "-m", "builder", *map(str, args)]
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "builder", *map(str, args)],
+            [sys.executable, "-S", "-c", _LAUNCHER, str(peak), *command],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
             env={**os.environ, **env},
+            start_new_session=True,  # the launcher and the CLI are killed together
             preexec_fn=_limit,  # noqa: PLW1509 (setrlimit and signal only, before exec)
         )
     start = time.monotonic()
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    while proc.poll() is None:
         if time.monotonic() - start > DEADLINE_S:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             pytest.fail(f"metallib-builder {args} still running after {DEADLINE_S:.0f} s: hung")
         time.sleep(0.02)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     text = err.read_text(encoding="utf-8", errors="replace")
-    return Run(proc.returncode, out.read_text(), text, usage.ru_maxrss * 1024)
+    return Run(proc.returncode, out.read_text(), text, int(peak.read_text()) * 1024)
 
 
 def refused(run: Run, *words: str) -> str:
