@@ -363,8 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         request = request.replace(build_dir=args.build_dir.resolve())
         plan_file = args.build_dir / PLAN_FILE
         write_plan(make_plan(request, cache_file=plan_file.parent / DISCOVERY_CACHE), plan_file)
-        from builder.files.atomic import write_if_changed
-        from builder.jit.depfile import own_modules
+        from builder.files.atomic import own_modules, write_if_changed
 
         modules = "".join(f"{m.as_posix()}\n" for m in own_modules())
         write_if_changed(plan_file.parent / PLANNER_MODULES, modules)

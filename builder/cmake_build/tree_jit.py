@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         embed = args.out_dir / "embed.json"
         write_embed_facts(embed, facts)
         if args.depfile is not None:
-            from builder.jit.depfile import own_modules, write_depfile
+            from builder.files.atomic import own_modules, write_depfile
 
             deps = [args.plan.resolve(), *files, *own_modules()]
             write_depfile(args.depfile, embed.resolve(), deps)

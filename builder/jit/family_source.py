@@ -23,7 +23,7 @@ offsets and the by-name order on first use), so a kernel costs only its compress
 
 Every output is written atomically and only when its bytes change, so a regenerated but
 identical file does not trigger a recompile (Ninja ``restat``). A family's depfile
-(``builder.jit.depfile``) lists the catalog, the headers and the generator's own modules, so
+(``builder.files.atomic``) lists the catalog, the headers and the generator's own modules, so
 touching a header regenerates only the families that embed it.
 
 For ``check``, a run-time source is a family preamble followed by one instantiation line, so
@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
-from builder.files.atomic import write_if_changed
-from builder.jit.depfile import own_modules, write_depfile
+from builder.files.atomic import own_modules, write_depfile, write_if_changed
 from builder.jit.literals import LITERAL_LIMIT, comment_text, cxx_string, piece_name, unit_namespace
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import ZLIB_LEVEL, StoredPiece, stored_pieces

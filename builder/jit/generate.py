@@ -9,7 +9,7 @@ A catalog family's source, the other action CMake runs, is ``builder.jit.family_
 
 Every output is written atomically and only when its bytes change, so a regenerated but
 identical file does not trigger a recompile (Ninja ``restat``). The depfile
-(``builder.jit.depfile``) lists the headers inlined, so touching one regenerates only what
+(``builder.files.atomic``) lists the headers inlined, so touching one regenerates only what
 embeds it.
 """
 
@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from builder.errors import UsageError
-from builder.files.atomic import check_not_an_input, write_if_changed
-from builder.jit.depfile import write_depfile
+from builder.files.atomic import check_not_an_input, write_depfile, write_if_changed
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import render_standalone
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE

@@ -21,7 +21,7 @@ from typing import Any
 
 from builder.errors import MetallibError, MetallibFormatError
 from builder.files.reading import UnreadableFile, open_regular
-from builder.metallib.function_list import parse_function_list
+from builder.metallib.reference import parse_function_list
 from builder.metallib.structs import (
     HEADER_SIZE,
     MAGIC,

@@ -19,7 +19,7 @@ from clirun import run_cli
 import builder
 from builder.cmake_build.cmake import find_tool
 from builder.errors import UsageError
-from builder.jit.depfile import depfile_text, escape_make_path
+from builder.files.atomic import depfile_text, escape_make_path
 
 ODD = "odd dir $HOME #1"  # a space, a Make/Ninja variable, a Make comment
 

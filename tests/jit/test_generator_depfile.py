@@ -1,6 +1,6 @@
 """A generated family source's depfile names the package modules its generator ran.
 
-The list is read from the generating process (``builder.jit.depfile.own_modules``), not kept by
+The list is read from the generating process (``builder.files.atomic.own_modules``), not kept by
 hand, so a module that shapes the output cannot be missing from it. The reference here is
 CPython's own record of what the process imported (``-X importtime``), read independently of the
 tool.

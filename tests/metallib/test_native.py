@@ -30,9 +30,8 @@ from builder.metallib import (
     new_library,
     verify,
 )
-from builder.metallib.function_list import function_count, native_table
 from builder.metallib.native import disabled, native_module, status
-from builder.metallib.reference import reference_table
+from builder.metallib.reference import function_count, native_table, reference_table
 from builder.subsets.slim import slim_file
 
 pytestmark = pytest.mark.picks_container_code
