@@ -29,7 +29,7 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.size.checks import Limit
+    from builder.settings.checks import Limit
     from builder.size.compare import Comparison
     from builder.size.report import Source
 

@@ -139,9 +139,9 @@ def variants_command(
     """
     from builder.cli.tree_options import library_platform, tree_summary
     from builder.files.atomic import check_not_an_input, write_atomic
+    from builder.files.bounds import parse_size
     from builder.files.output_folder import replaced_folder
     from builder.render.variants import variants_json
-    from builder.size.checks import parse_size
     from builder.subsets.variants import make_variants, moved
 
     source_dir = tree.source_dir

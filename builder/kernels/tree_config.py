@@ -72,7 +72,6 @@ __all__ = [
     "ConfigError",
     "TreeConfig",
     "build_library",
-    "control_character",
     "find_config",
     "library_problem",
     "load_config",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from builder.size.checks import Limit
+    from builder.settings.checks import Limit
     from builder.size.report import Report
 
 __all__ = [

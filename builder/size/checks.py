@@ -19,22 +19,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
-from builder.files.bounds import parse_size
-from builder.settings.checks import LARGEST_PERCENT, Limit, growth_bytes, parse_limit
+from builder.settings.checks import Limit
 
 __all__ = [
     "GROWTH",
-    "LARGEST_PERCENT",
     "Check",
     "Evaluated",
     "Gates",
-    "Limit",
     "check_pairs",
     "download_totals",
     "evaluate_gates",
-    "growth_bytes",
-    "parse_limit",
-    "parse_size",  # builder.files.bounds', shared with the bounds on untrusted input
     "shipped_size",
     "shipped_sizes",
 ]

@@ -33,7 +33,8 @@ from builder.render.library import sources_tables
 from builder.render.report_tables import report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
-from builder.size.checks import Check, Gates, Limit, evaluate_gates
+from builder.settings.checks import Limit
+from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
 from builder.size.host_strings import HostString

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 
 from builder.errors import UsageError
+from builder.files.bounds import parse_size
 from builder.render.text import human_delta, human_size
-from builder.size.checks import Limit, parse_limit, parse_size
+from builder.settings.checks import Limit, parse_limit
 
 
 @pytest.mark.parametrize(
