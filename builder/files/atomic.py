@@ -21,7 +21,7 @@ manifest, ``variants.json``) goes through :func:`atomic_write`:
 :func:`check_not_an_input` is the one check that no command writes over what it reads
 (``report X -o X``, ``compare A B -o B``, ``slim IN -o IN``, ``variants --from L -o`` a folder
 holding L). A whole output folder is replaced by ``builder.files.output_folder``; one run at a time
-writes a build or output folder (``builder.files.locks``).
+writes a build or output folder (``builder.files.temporaries``).
 
 :func:`write_if_changed` serves generators that run on every configure or build step: rewriting
 an identical file would bump its mtime and make Ninja rebuild everything downstream.

@@ -15,7 +15,7 @@ the same ``<hex>``. The next run that writes OUT, holding OUT's lock, finishes t
 anything else (the ``.tmp`` holding the new result becomes OUT; were it gone, the ``.old`` goes
 back), then removes every other temporary left for OUT. A failure or a signal before the swap
 removes the new folder and leaves OUT as it was. The whole run holds ``.OUT.lock``
-(``builder.files.locks``), so two runs never write the same OUT at once.
+(``builder.files.temporaries``), so two runs never write the same OUT at once.
 
 OUT must be missing, empty, or hold ``marker`` (the file an earlier run of the same command
 wrote): replacing a folder as a whole must never take away files the user put there.
@@ -34,8 +34,8 @@ from pathlib import Path
 
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.files.atomic import PathArg, make_dirs
-from builder.files.locks import exclusive_lock
 from builder.files.temporaries import (
+    exclusive_lock,
     forget,
     register,
     remove_stale,
