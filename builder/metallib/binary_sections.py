@@ -10,7 +10,7 @@ inside the file before anything reads it: one that runs past the end is ``Trunca
 naming the part, where it would end and the file's size; one outside its slice, or load commands
 that do not parse, ``BinaryFormatError``. Both are one line and exit 2 (docs/security.md). Mach-O
 is read by ``binary_macho`` (macholib on the load commands only), ELF by ``binary_elf``; what
-they return is ``binary_layout``'s.
+they return is ``structs``'s.
 
 An embedded library's identity: a name for it that stays the same across releases.
 
@@ -41,8 +41,8 @@ from typing import NamedTuple
 
 from builder.files.reading import open_regular
 from builder.metallib.binary_elf import elf_layout
-from builder.metallib.binary_layout import Image, Layout, Section, Symbol
 from builder.metallib.binary_macho import MACHO_MAGICS, macho_layout
+from builder.metallib.structs import Image, Layout, Section, Symbol
 
 __all__ = [
     "Image",

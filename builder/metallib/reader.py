@@ -32,8 +32,8 @@ from builder.metallib.structs import (
     Header,
     Region,
     Span,
+    refuse_repeated_tags,
     show_code,
-    tag_start,
     walk_tags,
 )
 from builder.metallib.table import FunctionEntry, FunctionTable
@@ -228,19 +228,7 @@ class Metallib:
     def _parse_extension(self) -> tuple[list[ExtensionTag], Span]:
         start = self.header.function_list.offset + 4 + self.header.function_list.size
         tags, end = walk_tags(self.data, start, self.file_size, "header extension")
-        seen: dict[bytes, int] = {}
-        for (
-            code,
-            at,
-            _,
-        ) in tags:  # one tag of each kind: a reader and a writer could take different ones
-            if code in seen:
-                raise MetallibFormatError(
-                    tag_start(code, at),
-                    f"header extension: second {show_code(code)} tag "
-                    f"(the first is at {seen[code]})",
-                )
-            seen[code] = tag_start(code, at)
+        refuse_repeated_tags(tags, "header extension")
         return [ExtensionTag(code, at, length) for code, at, length in tags], Span(
             start, end - start
         )
