@@ -159,7 +159,7 @@ class Bound:
 MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 1024**3, "extracting the wheel")
 CACHE_MAX = Bound("METALLIB_BUILDER_CACHE_MAX", 10 * 1024**3, "the cache")
 """Not a refusal: past it, the least recently used wheels and extracted members are removed
-(``builder.inputs.member_records``). The issue's trial grew the cache to 4.3 GB."""
+(``builder.inputs.wheel_cache``). The issue's trial grew the cache to 4.3 GB."""
 MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
 MAX_JSON_OBJECTS = Bound(
     "METALLIB_BUILDER_MAX_JSON_OBJECTS", 500_000, "the count of JSON objects", "objects"
