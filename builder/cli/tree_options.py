@@ -340,7 +340,7 @@ def library_platform(
     library, several)."""
     from builder.inputs.targets import one_metallib, open_library, resolve_target
     from builder.kernels.platforms import platform_of
-    from builder.metallib.provenance import library_provenance
+    from builder.metallib.reader import library_provenance
 
     found = resolve_target(target, platform=wheel_platform, member=member)
     lib = one_metallib(target, found, member=None, command=command)

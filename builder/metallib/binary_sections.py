@@ -54,6 +54,7 @@ __all__ = [
     "file_kind",
     "identities",
     "is_ordinal",
+    "not_a_metallib",
     "read_layout",
 ]
 
@@ -81,6 +82,17 @@ def file_kind(head: bytes) -> str | None:
     if head[:1] in (b"{", b"["):
         return "text (JSON?); a saved report is read when its name ends in .json"
     return None
+
+
+def not_a_metallib(head: bytes) -> str:
+    """What a file that does not start with the magic is, and what to do: one line. The bytes
+    are written as hex digits once (a ``repr`` would be escaped again on the way to stderr)."""
+    shown = " ".join(f"{b:02x}" for b in head[:4]) or "nothing"
+    kind = file_kind(head)
+    what = f"; it is {kind}" if kind else ""
+    if kind and ("Mach-O" in kind or "ELF" in kind):
+        what += " (give it as a TARGET to report, list, verify or slim: they find its metallibs)"
+    return f"not a metallib: its magic (first 4 bytes) is {shown}, not MTLB (4d 54 4c 42){what}"
 
 
 def read_layout(path: str | os.PathLike[str]) -> Layout | None:

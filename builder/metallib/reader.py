@@ -9,12 +9,21 @@ A tag twice in an entry or in the header extension is such an inconsistency; a f
 that is not valid UTF-8 or holds a NUL is refused by ``functions``/``columns`` and reported by
 ``verify``; bytes that belong to no section are accepted (``regions`` names them ``gap``) and
 reported by ``verify``. Why each: docs/metallib-format.md, "Strictness".
+
+What produced a library (``library_provenance``): the header gives the format version and
+deployment target, each function's ``VERS`` tag the AIR and Metal Shading Language versions. The
+compiler identity is not in the container: it is the ``llvm.ident`` string inside each module
+("Apple metal version 32023.883 (metalfe-32023.883)"), which LLVM stores as plain characters in
+the module's metadata string table, so it can be found without decoding the bitstream. Only a
+few modules are read.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import re
+from dataclasses import dataclass
 from functools import cached_property
 from types import TracebackType
 from typing import Any
@@ -38,7 +47,7 @@ from builder.metallib.structs import (
 )
 from builder.metallib.table import FunctionEntry, FunctionTable
 
-__all__ = ["Metallib", "not_a_metallib", "open_metallib"]
+__all__ = ["Metallib", "Provenance", "library_provenance", "open_metallib"]
 
 
 def open_metallib(path: str | os.PathLike[str], window: Span | None = None) -> Metallib:
@@ -77,19 +86,6 @@ def open_metallib(path: str | os.PathLike[str], window: Span | None = None) -> M
         mapped.close()
         handle.close()
         raise exc.with_path(name) from None
-
-
-def not_a_metallib(head: bytes) -> str:
-    """What a file that does not start with the magic is, and what to do: one line. The bytes
-    are written as hex digits once (a ``repr`` would be escaped again on the way to stderr)."""
-    from builder.metallib.binary_sections import file_kind
-
-    shown = " ".join(f"{b:02x}" for b in head[:4]) or "nothing"
-    kind = file_kind(head)
-    what = f"; it is {kind}" if kind else ""
-    if kind and ("Mach-O" in kind or "ELF" in kind):
-        what += " (give it as a TARGET to report, list, verify or slim: they find its metallibs)"
-    return f"not a metallib: its magic (first 4 bytes) is {shown}, not MTLB (4d 54 4c 42){what}"
 
 
 class Metallib:
@@ -153,13 +149,6 @@ class Metallib:
         at = self._buffer.find(needle, base + start, base + end)
         return at - base if at >= 0 else -1
 
-    def fileno(self) -> int | None:
-        """The open file's descriptor, when the library is the whole file (None for in-memory
-        libraries and embedded ones: callers read offsets relative to the library)."""
-        if self._file is None or self.file_offset:
-            return None
-        return int(self._file.fileno())
-
     def file_spans(self, offsets: list[int]) -> tuple[memoryview, list[int], int | None]:
         """The buffer, offsets and descriptor for ``hashing.hash_spans`` to read the spans at
         ``offsets`` (relative to the library) from the file with ``pread``: an embedded
@@ -191,6 +180,8 @@ class Metallib:
     def _parse_header(self) -> Header:
         data = self.data
         if self.file_size < 4 or bytes(data[:4]) != MAGIC:
+            from builder.metallib.binary_sections import not_a_metallib  # only on this error
+
             raise MetallibFormatError(0, not_a_metallib(bytes(data[:8])))
         if self.file_size < HEADER_SIZE:
             raise MetallibFormatError(
@@ -229,9 +220,8 @@ class Metallib:
         start = self.header.function_list.offset + 4 + self.header.function_list.size
         tags, end = walk_tags(self.data, start, self.file_size, "header extension")
         refuse_repeated_tags(tags, "header extension")
-        return [ExtensionTag(code, at, length) for code, at, length in tags], Span(
-            start, end - start
-        )
+        extension = [ExtensionTag(code, at, length) for code, at, length in tags]
+        return extension, Span(start, end - start)
 
     def extension_tag(self, code: bytes) -> ExtensionTag | None:
         """The first header-extension tag with this code, if any."""
@@ -349,3 +339,60 @@ class Metallib:
 
 
 _SECTION_NAMES = ("function list", "public metadata", "private metadata", "bitcode section")
+
+
+_IDENT = re.compile(rb"Apple metal version [0-9][0-9.]* \([A-Za-z0-9_.-]+\)")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Facts read from the library; each list holds the distinct values found, in order."""
+
+    format_version: str
+    deployment_target: str
+    air_versions: tuple[str, ...]
+    language_versions: tuple[str, ...]
+    compilers: tuple[str, ...]
+    modules_sampled: int
+    platform: str = "macOS"
+    """The OS of the deployment target (``Header.platform``): macOS, iOS, ..."""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "format_version": self.format_version,
+            "deployment_target": self.deployment_target,
+            "platform": self.platform,
+            "air_versions": list(self.air_versions),
+            "metal_language_versions": list(self.language_versions),
+            "compilers": list(self.compilers),
+            "compiler_source": f"llvm.ident of {self.modules_sampled} sampled modules",
+        }
+
+
+def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
+    """Read provenance from the header, every VERS tag, and ``sample`` modules spread over the
+    file."""
+    columns = lib.columns()
+    versions = dict.fromkeys(v for v in columns.versions if v is not None)
+    air = dict.fromkeys(f"{v[0]}.{v[1]}" for v in versions)
+    msl = dict.fromkeys(f"{v[2]}.{v[3]}" for v in versions)
+    count = len(columns.names)
+    step = max(1, count // max(sample, 1))
+    chosen = range(0, count, step)[:sample]
+    compilers: dict[str, None] = {}
+    data = lib.data
+    for index in chosen:
+        at = columns.module_offsets[index]
+        match = _IDENT.search(data[at : at + columns.module_bytes[index]])
+        if match:
+            compilers.setdefault(match.group().decode("ascii"))
+    major, minor = lib.header.deployment_target
+    return Provenance(
+        format_version=lib.header.format_version_text,
+        deployment_target=f"{major}.{minor}",
+        air_versions=tuple(air),
+        language_versions=tuple(msl),
+        compilers=tuple(compilers),
+        modules_sampled=len(chosen),
+        platform=lib.header.platform,
+    )

@@ -11,7 +11,7 @@ from llvm import disassemble
 from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, library_bytes, open_metallib
-from builder.metallib.provenance import library_provenance
+from builder.metallib.reader import library_provenance
 
 
 def _named_metadata(text: str, name: str) -> str:
