@@ -199,7 +199,7 @@ class FunctionTable:
         same is copied unchanged by a rewrite."""
         if self._payloads is None:
             native = native_module()
-            compute = native.reflection_chunks if native is not None else _reflection_payloads
+            compute = native.reflection_pieces if native is not None else _reflection_payloads
             self._payloads = compute(self.data, self.reflection_offsets, self.reflection_bytes)
         return self._payloads
 

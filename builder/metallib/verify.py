@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import MetallibFormatError
-from builder.metallib.hashing import Mode, hash_spans
-from builder.metallib.native import native_module
+from builder.metallib.native import hash_spans, native_module
 from builder.metallib.reader import Metallib
 from builder.metallib.structs import MODULE_WRAPPER_MAGIC, REFLECTION_HEAD, U32, Span, walk_tags
 from builder.metallib.table import FunctionEntry, FunctionTable, Piece
+
+if TYPE_CHECKING:
+    from builder.metallib.native import Mode
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
@@ -87,7 +89,7 @@ def verify(
     ``hashes=False`` checks everything but the module hashes (``slim`` hashes the modules it
     copies while it writes them).
 
-    Hashing is most of the work, so it runs on both cores with the extension (``hashing``;
+    Hashing is most of the work, so it runs on both cores with the extension (``native.hash_spans``;
     ``parallel`` chooses the way, for tests), then a quick screen of every function's wrapper and
     pieces runs over pages the hashing brought in. Only functions that fail the screen get the
     detailed checks, which say what is wrong.

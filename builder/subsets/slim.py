@@ -157,7 +157,7 @@ class _ModuleHashes:
     then compared with their HASH tags. ``close`` before the input's map is closed."""
 
     def __init__(self, table: FunctionTable, lib: Metallib) -> None:
-        from builder.metallib.hashing import SpanHashes
+        from builder.metallib.native import SpanHashes
 
         self._table = table
         data, offsets, fd = lib.file_spans(table.module_offsets)  # read at their place in the file

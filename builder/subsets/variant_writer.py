@@ -29,7 +29,7 @@ from builder.subsets.variant_sources import JitSources
 
 if TYPE_CHECKING:
     from builder.metallib import LibraryParts, Metallib
-    from builder.metallib.hashing import SpanHashes
+    from builder.metallib.native import SpanHashes
 
 __all__ = [
     "NOT_IN_TREE",
@@ -99,7 +99,7 @@ class VariantWriter:
         return lay.file_size
 
     def _start_hashes(self) -> SpanHashes:
-        from builder.metallib.hashing import SpanHashes
+        from builder.metallib.native import SpanHashes
 
         table = self.lib.columns()
         data, offsets, fd = self.lib.file_spans(table.module_offsets)
