@@ -55,13 +55,13 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
 from builder.errors import OutputError, UsageError
 from builder.files.reading import open_regular, read_text
-from builder.files.temporaries import create_temp_file, forget
+from builder.files.temporaries import create_temp_file, forget, remove_temporary
 
 __all__ = [
     "PathArg",
@@ -159,7 +159,7 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
         lock = os.dup(fd)  # holds the temporary file's lock until it is renamed or removed
     except OSError as exc:
         os.close(fd)
-        _discard(tmp)
+        remove_temporary(tmp)
         forget(tmp)
         raise _cannot("write", path, exc) from exc
     try:
@@ -171,10 +171,10 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
             os.fchmod(fd, mode)  # created 0600
         os.replace(tmp, target)
     except OSError as exc:
-        _discard(tmp)
+        remove_temporary(tmp)
         raise _cannot("write", path, exc) from exc
     except BaseException:
-        _discard(tmp)
+        remove_temporary(tmp)
         raise
     finally:
         forget(tmp)
@@ -202,17 +202,8 @@ def _keep_owner(fd: int, existing: os.stat_result) -> None:
     now = os.fstat(fd)
     if (now.st_uid, now.st_gid) == (existing.st_uid, existing.st_gid):
         return
-    try:
+    with suppress(OSError):
         os.fchown(fd, existing.st_uid, existing.st_gid)
-    except OSError:
-        pass
-
-
-def _discard(tmp: Path) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass  # already gone, or the file system went read-only: nothing more to do
 
 
 def write_atomic(path: PathArg, data: bytes | str) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -39,6 +38,7 @@ from builder.files.temporaries import (
     forget,
     register,
     remove_stale,
+    remove_temporary,
     signals_deferred,
     temp_path,
 )
@@ -83,15 +83,6 @@ def lock_path(folder: Path) -> Path:
     return folder.parent / f".{folder.name}.lock"
 
 
-def _remove_tree(path: Path) -> None:
-    """Remove a temporary folder of ours (never through a symbolic link)."""
-    try:
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path)
-    except OSError:
-        pass  # the next run that writes this output tries again
-
-
 def _recover(target: Path) -> None:
     """Finish (or undo) a swap a killed run left half done, then remove every other temporary
     folder left for ``target``. Call only holding ``target``'s lock."""
@@ -103,7 +94,7 @@ def _recover(target: Path) -> None:
         os.rename(settled, target)
         left.remove(settled)
     for path in left:
-        _remove_tree(path)
+        remove_temporary(path, folder=True)
 
 
 def _check_replaceable(folder: PathArg, target: Path, marker: str) -> None:
@@ -128,7 +119,7 @@ def _swap(staged: Path, target: Path) -> None:
         forget(staged)
         return
     if exchange_paths(staged, target):
-        _remove_tree(staged)  # it holds the old content now
+        remove_temporary(staged, folder=True)  # it holds the old content now
         forget(staged)
         return
     old = staged.with_name(staged.name[: -len("tmp")] + "old")
@@ -142,7 +133,7 @@ def _swap(staged: Path, target: Path) -> None:
             forget(old)
             raise
         forget(staged)
-    _remove_tree(old)
+    remove_temporary(old, folder=True)
     forget(old)
 
 
@@ -198,7 +189,7 @@ def replaced_folder(
             except OSError as exc:
                 raise _failed(folder, exc) from exc
         except BuilderError as exc:
-            _remove_tree(staged)
+            remove_temporary(staged, folder=True)
             forget(staged)
             # Name the files where the user will look for them, not in the removed folder.
             if exc.args and isinstance(exc.args[0], str):
@@ -208,6 +199,6 @@ def replaced_folder(
                 )
             raise
         except BaseException:
-            _remove_tree(staged)
+            remove_temporary(staged, folder=True)
             forget(staged)
             raise

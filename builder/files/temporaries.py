@@ -41,7 +41,7 @@ import shutil
 import signal
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 
@@ -55,6 +55,7 @@ __all__ = [
     "is_temp_name",
     "register",
     "remove_stale",
+    "remove_temporary",
     "signals_deferred",
     "temp_path",
 ]
@@ -97,22 +98,22 @@ def forget(path: Path) -> None:
     _registered.pop(os.fspath(path), None)
 
 
-def _remove(path: str, folder: bool) -> None:
-    try:
-        if folder:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                shutil.rmtree(path, ignore_errors=True)
-        else:
+def remove_temporary(path: str | os.PathLike[str], *, folder: bool = False) -> None:
+    """Remove a temporary of ours: a file, or a folder whole (never through a symbolic link).
+    Best effort: what is gone already (renamed into place) or cannot be removed is left, and the
+    next run that writes the same output tries again."""
+    with suppress(OSError):
+        if not folder:
             os.unlink(path)
-    except OSError:
-        pass  # gone already (renamed into place), or cannot be: nothing more to do
+        elif stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _die(signum: int) -> None:
     """Remove the registered temporaries (the newest first: files inside a folder before it),
     then die of ``signum`` with its default action, as if no handler had been set."""
     for path, folder in reversed(list(_registered.items())):
-        _remove(path, folder)
+        remove_temporary(path, folder=folder)
     _registered.clear()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
@@ -317,17 +318,13 @@ def exclusive_lock(
     fd = _acquire(path, what, wait, on_wait)
     register(path)  # SIGTERM, SIGHUP: removed like a temporary file (the lock is ours)
     try:
-        try:
+        with suppress(OSError):  # the process id only improves another run's message
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        except OSError:
-            pass  # the process id only improves another run's message
         yield
     finally:
         forget(path)
-        try:
+        with suppress(OSError):  # a folder gone read-only: the file stays, unlocked, and is reused
             if _still_at(fd, path):
                 os.unlink(path)
-        except OSError:
-            pass  # a folder gone read-only: the file stays, unlocked, and is reused
         os.close(fd)

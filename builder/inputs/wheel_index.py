@@ -36,6 +36,7 @@ import struct
 import subprocess
 import sys
 import zipfile
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -224,11 +225,9 @@ def remember_choice(folder: Path, name: str, version: str, platform: str, wheel:
     from builder.files.atomic import make_dirs, write_atomic
 
     record = _record(folder, name, version, platform)
-    try:
+    with suppress(OutputError):
         make_dirs(record.parent)
         write_atomic(record, wheel.name)
-    except OutputError:
-        pass
 
 
 def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path | None:

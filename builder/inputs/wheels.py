@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from subprocess import DEVNULL, PIPE, STDOUT
 
@@ -228,7 +229,5 @@ def metallibs_from_spec(spec: str, platform: str = DEFAULT_PLATFORM) -> list[Pat
 def _forget(wheel: Path) -> None:
     """Delete a cached wheel we downloaded, and its digest record."""
     for path in (wheel, record_path(cache_dir(), wheel)):
-        try:
+        with suppress(OSError):  # the next attempt reports whatever is wrong with the folder
             path.unlink(missing_ok=True)
-        except OSError:
-            pass  # the next attempt reports whatever is wrong with the folder

@@ -74,6 +74,11 @@ _HINTS = {
 }
 
 
+def _number(value: Any) -> int | None:
+    """``value`` when it is an integer (JSON's ``true`` is not one), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 @dataclass(frozen=True)
 class PullRequest:
     """Where the comment goes: the API (with the token that may write it) and the number."""
@@ -117,10 +122,10 @@ def _event_number(path: str) -> int:
         pull = event.get("pull_request")
         issue = event.get("issue")
         if isinstance(pull, dict):
-            number = pull.get("number")
+            number = _number(pull.get("number"))
         elif isinstance(issue, dict) and "pull_request" in issue:
-            number = issue.get("number")
-    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+            number = _number(issue.get("number"))
+    if number is None or number <= 0:
         raise UsageError(
             f"GITHUB_EVENT_PATH {path}: not a pull request event (no "
             "pull_request.number); post the comment from a pull_request workflow"
@@ -154,9 +159,7 @@ def token_identity(api: Api) -> Identity:
         said = first.get("message") if isinstance(first, dict) else None
         why = f": {visible(str(said))[:200]}" if said else ""
         raise OutputError(f"GitHub API: cannot {doing}: the reply names no login{why}")
-    user_id = viewer.get("databaseId") if isinstance(viewer, dict) else None
-    ok_id = isinstance(user_id, int) and not isinstance(user_id, bool)
-    return Identity(login, user_id if ok_id else None)
+    return Identity(login, _number(viewer.get("databaseId")) if isinstance(viewer, dict) else None)
 
 
 def written_by(comment: Mapping[str, object], me: Identity) -> bool:
@@ -166,8 +169,8 @@ def written_by(comment: Mapping[str, object], me: Identity) -> bool:
     user = comment.get("user")
     if not isinstance(user, dict):
         return False
-    their_id = user.get("id")
-    if me.user_id is not None and isinstance(their_id, int) and not isinstance(their_id, bool):
+    their_id = _number(user.get("id"))
+    if me.user_id is not None and their_id is not None:
         return their_id == me.user_id
     return user.get("login") == me.login
 
@@ -189,8 +192,8 @@ def find_comment(pr: PullRequest, marker: str) -> int | None:
             if not body.lstrip().startswith(marker):
                 continue
             me = me or token_identity(pr.api)
-            found = comment.get("id")
-            if isinstance(found, int) and not isinstance(found, bool) and written_by(comment, me):
+            found = _number(comment.get("id"))
+            if found is not None and written_by(comment, me):
                 return found
     return None
 
@@ -242,10 +245,6 @@ class BaseArtifact:
     run_id: int
     branch: str
     head_sha: str
-
-
-def _number(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _id_of(thing: Any) -> int | None:

@@ -29,6 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,10 +120,8 @@ class _Deadline:
         with self._lock:
             self.expired = True
             for sock in self._sockets:
-                try:
+                with suppress(OSError):  # already closed by the other side
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:  # already closed by the other side
-                    pass
 
     def close(self) -> None:
         self._timer.cancel()
