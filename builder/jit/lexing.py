@@ -13,6 +13,8 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterator
 
+from builder.kernels.definitions import LineStarts
+
 __all__ = ["comment_spans", "directives", "strip_comments"]
 
 _START = re.compile(r"""[/"']""")
@@ -96,15 +98,13 @@ def comment_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def directives(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, re.Match[str]]]:
-    """(line number, match) of each line that ``pattern`` matches and that starts outside a
-    comment. ``pattern`` is searched in ``"\\n" + text`` and starts with that newline, so the
-    engine looks only where a line starts and no Python runs per line."""
+def directives(text: str, lines: LineStarts) -> Iterator[tuple[int, re.Match[str]]]:
+    """(line number, match) of each line that ``lines`` matches and that starts outside a
+    comment: the engine looks only where lines start, and no Python runs per line."""
     spans = comment_spans(text)
     span_starts = [start for start, _ in spans]
     number, counted = 1, 0
-    for match in pattern.finditer("\n" + text):
-        at = match.start()  # where the line starts in ``text``
+    for at, match in lines.finditer(text):
         number += text.count("\n", counted, at)
         counted = at
         # inside a comment: after its first character, before its end

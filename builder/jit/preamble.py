@@ -46,6 +46,7 @@ from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
 from builder.jit.lexing import directives, strip_comments
 from builder.jit.literals import cxx_string
+from builder.kernels.definitions import LineStarts
 from builder.settings.checks import control_character
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
     "quoted_includes",
 ]
 
-_DIRECTIVE = re.compile(r'\n[ \t]*#[ \t]*(?:include[ \t]*"([^"\n]+)"|pragma[ \t]+once\b)')
+_DIRECTIVE = LineStarts(r'[ \t]*#[ \t]*(?:include[ \t]*"([^"\n]+)"|pragma[ \t]+once\b)')
 """A line that quote-includes a file (its name: group 1) or says ``#pragma once``."""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LONE_CR = re.compile(r"\r(?!\n)")

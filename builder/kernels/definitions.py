@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from builder.kernels.cxx_text import unescape
+
 __all__ = ["FileRuns", "LineStarts", "marker_file", "split_markers", "tree_path"]
 
 
@@ -49,29 +51,12 @@ class LineStarts:
 # GCC and clang: "# LINE "FILE" FLAGS..." at the start of a line; the name is a C string literal
 # (backslash and quote escaped, a newline as \n, other bytes as octal escapes).
 _MARKER = LineStarts(r'# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?')
-_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
-_NAMED = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-r"""C's named escapes (GCC writes a newline in a file name as ``\n``); any other escaped character
-(``\\``, ``\"``) stands for itself."""
-
-
-def _unescape(match: re.Match[str]) -> str:
-    code = match.group(1)
-    if code[0] in "01234567":
-        return chr(int(code, 8))
-    return _NAMED.get(code, code)
 
 
 def marker_file(name: str) -> str:
     """A line marker's file name (the text between its quotes) with its escapes undone: GCC's
     ``n\\nl.metal`` is the file ``n<newline>l.metal``, not ``nnl.metal``."""
-    if "\\" not in name:
-        return name
-    raw = _ESCAPE.sub(_unescape, name)
-    try:  # octal escapes are bytes of a UTF-8 name
-        return raw.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return raw
+    return unescape(name, utf8_bytes=True)
 
 
 class FileRuns:

@@ -16,6 +16,7 @@ from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
 from builder.kernels.check import run_check
+from builder.kernels.definitions import LineStarts
 
 
 def _comments(text: str) -> list[str]:
@@ -41,9 +42,9 @@ def test_directives_know_block_comments() -> None:
     """Every line that starts outside a comment, by number: not the two inside the block
     comment, and the first one although a comment starts on it."""
     text = '/* start\n#include "x.h"\nend */\n#include "y.h"\n'
-    every_line = re.compile("\n")
+    every_line = LineStarts("")
     assert [number for number, _ in directives(text, every_line)] == [1, 4, 5]
-    includes = re.compile(r'\n#include "([^"]+)"')
+    includes = LineStarts(r'#include "([^"]+)"')
     assert [(n, m.group(1)) for n, m in directives(text, includes)] == [(4, "y.h")]
     continued = 'int a; // x \\\n#include "z.h"\n#include "w.h"\n'
     assert [m.group(1) for _, m in directives(continued, includes)] == ["w.h"]
