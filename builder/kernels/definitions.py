@@ -22,7 +22,14 @@ from pathlib import Path
 
 from builder.kernels.cxx_text import unescape
 
-__all__ = ["FileRuns", "LineStarts", "marker_file", "split_markers", "tree_path"]
+__all__ = [
+    "FileRuns",
+    "LineStarts",
+    "marker_file",
+    "real_tree_path",
+    "split_markers",
+    "tree_path",
+]
 
 
 class LineStarts:
@@ -98,8 +105,13 @@ def tree_path(name: str, root: Path) -> str:
     """A file named by a line marker (relative to the preprocessor's working directory, ``root``,
     or absolute) as the tree names it: relative to ``root`` with ``/`` separators when inside it,
     else its absolute path."""
-    full = os.path.realpath(os.path.join(root, name))
-    relative = os.path.relpath(full, os.path.realpath(root))
+    return real_tree_path(os.path.realpath(os.path.join(root, name)), os.path.realpath(root))
+
+
+def real_tree_path(real: str, real_root: str) -> str:
+    """:func:`tree_path` of a real path, the tree's root given as its real path too (no
+    symbolic link resolved again: each one costs a ``stat`` per folder of the path)."""
+    relative = os.path.relpath(real, real_root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return Path(full).as_posix()
+        return Path(real).as_posix()
     return Path(relative).as_posix()
