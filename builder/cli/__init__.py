@@ -9,6 +9,7 @@ shows (the commands, the group's texts) and writes that help itself (:func:`prin
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -175,19 +176,17 @@ def _help_width() -> int:
     except ValueError:
         columns = 0
     if columns <= 0:
-        stdout = sys.__stdout__
         try:
-            columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
-        except (ValueError, OSError):  # not a terminal, or closed
-            columns = 0
-        columns = columns or 80
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout, not a terminal
+            columns = 80
     return max(min(columns, 100) - 2, 50)
 
 
 def top_help(width: int) -> str:
     """The group's ``--help`` as click writes it at ``width`` (its usage line, description,
-    option and command lists and epilog); ``tests/cli/test_command_registry.py`` holds the two
-    byte-identical at every width."""
+    option and command lists, each help shortened as click does, and epilog);
+    ``tests/cli/test_command_registry.py`` holds the two byte-identical at every width."""
     import textwrap
 
     def wrap(text: str, width: int, indent: str = "") -> list[str]:
@@ -195,57 +194,40 @@ def top_help(width: int) -> str:
         out: list[str] = []
         for paragraph in text.split("\n\n"):
             lines = paragraph.split("\n")
-            if out:
-                out.append("")
+            out += [""] if out else []
             if lines[0] == "\b":
                 out += [indent + line for line in lines[1:]]
             else:
-                wrapper = textwrap.TextWrapper(
-                    width, initial_indent=indent, subsequent_indent=indent, replace_whitespace=False
-                )
+                wrapper = textwrap.TextWrapper(width, indent, indent, replace_whitespace=False)
                 out += wrapper.wrap(" ".join(lines))
         return out
 
     def listing(heading: str, rows: list[tuple[str, str]]) -> list[str]:
-        """click's ``write_dl`` under a heading: terms in a column of at most 30, then 2 spaces."""
-        first = min(max(len(term) for term, _ in rows), 30) + 2
+        """click's ``write_dl`` under a heading, of terms that fit its first column (<= 30)."""
+        first = max(len(term) for term, _ in rows) + 2
         out = ["", f"{heading}:"]
         for term, text in rows:
-            lines = wrap(text, max(width - first - 2, 10))
-            if len(term) <= first - 2:
-                out.append(f"  {term:<{first}}{lines[0]}")
-            else:
-                out += [f"  {term}", f"{'':>{first + 2}}{lines[0]}"]
-            out += [f"{'':>{first + 2}}{line}" for line in lines[1:]]
+            head, *rest = wrap(text, width - first - 2)
+            out += [f"  {term:<{first}}{head}", *(" " * (first + 2) + line for line in rest)]
         return out
 
     usage = "Usage: metallib-builder "
     limit = width - 6 - max(map(len, COMMANDS))  # what click leaves each command's help
-    commands = [(name, _short_help(COMMANDS[name].help, limit)) for name in sorted(COMMANDS)]
+    shorten = functools.partial(textwrap.shorten, placeholder="...", break_on_hyphens=False)
+    usage_lines = textwrap.wrap(
+        "[OPTIONS] COMMAND [ARGS]...",
+        width,
+        initial_indent=usage,
+        subsequent_indent=" " * len(usage),
+    )
     return "\n".join(
         [
-            *textwrap.wrap(
-                "[OPTIONS] COMMAND [ARGS]...",
-                width,
-                initial_indent=usage,
-                subsequent_indent=" " * len(usage),
-                replace_whitespace=False,
-            ),
+            *usage_lines,
             "",
             *wrap(DESCRIPTION, width, "  "),
             *listing("Options", list(OPTION_HELP.items())),
-            *listing("Commands", commands),
+            *listing("Commands", [(n, shorten(COMMANDS[n].help, limit)) for n in sorted(COMMANDS)]),
             "",
             *wrap(EPILOG, width, "  "),
         ]
     )
-
-
-def _short_help(text: str, limit: int) -> str:
-    """click's short help of a one-sentence help: as is when it fits, else the words that fit
-    before "..." """
-    if len(text) <= limit:
-        return text
-    import textwrap
-
-    return textwrap.shorten(text, limit, placeholder="...", break_on_hyphens=False)

@@ -20,8 +20,6 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from builder.kernels.cxx_text import unescape
-
 __all__ = [
     "FileRuns",
     "LineStarts",
@@ -63,6 +61,10 @@ _MARKER = LineStarts(r'# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?')
 def marker_file(name: str) -> str:
     """A line marker's file name (the text between its quotes) with its escapes undone: GCC's
     ``n\\nl.metal`` is the file ``n<newline>l.metal``, not ``nnl.metal``."""
+    if "\\" not in name:
+        return name
+    from builder.kernels.cxx_text import unescape  # its patterns: not for embed's LineStarts
+
     return unescape(name, utf8_bytes=True)
 
 
