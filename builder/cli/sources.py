@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -29,8 +30,10 @@ from builder.cli.publishing import output_options
 from builder.cli.tree_options import option
 from builder.errors import UsageError
 from builder.files.reading import check_regular
-from builder.inputs.targets import Progress, common_root, fetch_spec
 from builder.settings.declared import APIS, DEFAULT_NAMESPACE
+
+if TYPE_CHECKING:  # the target readers: imported by `sources`, not by `embed`
+    from builder.inputs.targets import Progress
 
 __all__ = ["Binary", "embed_command", "resolve_binaries", "sources_command"]
 
@@ -143,6 +146,8 @@ def resolve_binaries(
 ) -> list[Binary]:
     """The binaries ``text`` names: the file itself, or each binary member of the wheel it is
     or names (downloaded for ``platform`` and cached, as ``report`` does), in wheel order."""
+    from builder.inputs.targets import common_root, fetch_spec
+
     path = Path(text)
     if path.is_dir():
         raise UsageError(

@@ -25,10 +25,12 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import OutputError, UsageError
-from builder.publish.github import PullRequest, post_sticky_comment
+
+if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to post
+    from builder.publish.github import PullRequest
 
 __all__ = [
     "EXTENSIONS",
@@ -174,6 +176,8 @@ def publish_markdown(
     if summary is not None:
         done.append(f"appended the markdown to the step summary {summary}")
     if pull_request is not None:
+        from builder.publish.github import post_sticky_comment
+
         posted = post_sticky_comment(pull_request, markdown, marker)
         where = posted.url or f"comment {posted.comment_id}"
         done.append(

@@ -18,7 +18,8 @@ import click
 import pytest
 from clirun import run_cli as run
 
-from builder.cli import COMMANDS, cli
+from builder.cli import COMMANDS
+from builder.cli.group import cli
 
 FOLDER_OUTPUTS = {"variants"}
 """Commands whose -o names a folder: they write many files."""

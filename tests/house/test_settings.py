@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 import pytest
 
-from builder.cli import COMMANDS, cli
+from builder.cli import COMMANDS
+from builder.cli.group import cli
 from builder.settings.declared import SETTINGS, toml_keys
 
 ROOT = Path(__file__).resolve().parents[2]

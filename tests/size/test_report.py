@@ -279,7 +279,7 @@ def test_spec_download_keeps_stdout_clean(
     """pip's progress output goes to stderr; stdout carries only the JSON report."""
     from synthetic import synthetic_bytes
 
-    from builder.cli import main
+    from builder.cli.group import main
     from builder.inputs import wheels
 
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))
