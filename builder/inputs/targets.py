@@ -86,7 +86,7 @@ def resolve_target(
     *,
     platform: str | None = None,
     progress: Progress | None = None,
-    host_libraries: bool = False,
+    host_libraries: bool | str = False,
     member: str | None = None,
     absent_ok: bool = False,
 ) -> list[Library]:
@@ -98,7 +98,9 @@ def resolve_target(
     wheel's binary member that holds none when ``member`` names it (its path in the wheel).
     ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
     ``absent_ok`` a target that holds no library of that name gives none instead of an error
-    (``compare``: a library on one side only is an added or a removed one)."""
+    (``compare``: a library on one side only is an added or a removed one). ``host_libraries=
+    "every"`` (``sources``): every binary member of a wheel is a host library, whatever its
+    kind and whether it holds a metallib, and a wheel holding none is no error."""
     found = _resolve(text, platform, progress, host_libraries, member)
     if member is None:
         return found
@@ -111,7 +113,7 @@ def _resolve(
     text: str,
     platform: str | None,
     progress: Progress | None,
-    hosts: bool,
+    hosts: bool | str,
     member: str | None,
 ) -> list[Library]:
     path = Path(text)
@@ -275,7 +277,13 @@ def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
 
 
 def _from_binary(
-    text: str, path: Path, name: str, kind: str, wheel: str | None = None, *, hosts: bool = False
+    text: str,
+    path: Path,
+    name: str,
+    kind: str,
+    wheel: str | None = None,
+    *,
+    hosts: bool | str = False,
 ) -> list[Library]:
     """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
     (``builder.inputs.member_names``); with ``hosts``, a Mach-O one that holds none is a host
@@ -319,10 +327,11 @@ def _from_wheel(
     wheel: Path,
     paths: list[Path],
     kind: str = "wheel",
-    host: tuple[str | None, bool] = (None, False),
+    host: tuple[str | None, bool | str] = (None, False),
 ) -> list[Library]:
     """The wheel's libraries; ``host`` (a member path, and whether a host library may be
-    measured): that binary member when it holds no metallib, as a binary given itself is."""
+    measured): that binary member when it holds no metallib, as a binary given itself is
+    (``"every"``: each binary member)."""
     root = common_root(paths) if paths else wheel.parent
     names = [p.relative_to(root).as_posix() for p in paths]
     chosen = _named_file(names, host[0])
@@ -331,13 +340,16 @@ def _from_wheel(
         if p.suffix == ".metallib":
             found.append(Library(text, kind, p, wheel=str(wheel), member=name))
             continue
+        if host[1] == "every":  # read for what it returns, not searched for metallibs
+            found.append(Library(text, kind, None, wheel=str(wheel), member=name, host=p))
+            continue
         inside = _from_binary(text, p, name, kind, wheel=str(wheel))
         if not inside and name == chosen:  # the member named: a binary holding no metallib
             if host[1] and _is_macho(p):
                 return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
             raise no_metallib(f"{text}:{name}", p)
         found += inside
-    if not found:
+    if not found and host[1] != "every":
         raise UsageError(
             f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
             "none inside its binaries)"
