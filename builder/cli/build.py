@@ -84,7 +84,7 @@ def build_request(values: Mapping[str, object]) -> BuildRequest:
     return BuildRequest.from_options(values)
 
 
-_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)", jobs="build_jobs")
+_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
 
 
 @click.command(
@@ -163,7 +163,7 @@ Examples:
 
 @click.command("presets", epilog=_EPILOG)
 @option("source_dir", note="presets: a catalog tree only. Default: the bundled metal_src/.")
-@option("build_jobs")
+@option("jobs")
 @format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
 @no_wait_option
 @build_only_options
@@ -219,7 +219,8 @@ Examples:
   metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
   metallib-builder embed --preamble common=utils.h --preamble common=binary_ops.h -I . -o c.cpp
   metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
-      -I . -D MLX_METAL_JIT=1 -o mlx_preambles.cpp --jit-namespace mlx::core::metal \\
+      -I . --preamble-define MLX_METAL_JIT=1 -o mlx_preambles.cpp \\
+      --jit-namespace mlx::core::metal \\
       --jit-api cstring --no-jit-lookup --depfile mlx_preambles.d
 """,
 )
@@ -233,25 +234,13 @@ Examples:
     "same preamble, inlined in the order given), after the HEADERs, as a tree's "
     "[build.preambles] names them. variants --from prints embed commands with it.",
 )
-@click.option(
-    "-I",
-    "--include-dir",
+@option(
     "include_dirs",
-    multiple=True,
-    metavar="DIR",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Directory to resolve quoted includes in (after the including file's own directory), "
-    "in order; repeatable. #line markers name files relative to the first -I that holds them.",
+    note="Searched after the including file's own folder; #line markers name files relative "
+    "to the first -I that holds them.",
 )
-@click.option(
-    "-D",
-    "--define",
-    "defines",
-    multiple=True,
-    metavar="NAME[=VALUE]",
-    help="Emit '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble; "
-    "repeatable.",
-)
+@option("preamble_defines")
+@click.option("-D", "--define", "old_defines", multiple=True, hidden=True)  # deprecated: scripts
 @click.option(
     "-o",
     "--output",
@@ -287,7 +276,8 @@ def embed_command(
     headers: tuple[Path, ...],
     preambles: tuple[str, ...],
     include_dirs: tuple[Path, ...],
-    defines: tuple[str, ...],
+    preamble_defines: tuple[str, ...],
+    old_defines: tuple[str, ...],
     output: Path,
     jit_namespace: str | None,
     jit_api: str | None,
@@ -308,12 +298,15 @@ def embed_command(
     from builder.jit.generate import named_preambles, write_embed
     from builder.settings.declared import APIS, DEFAULT_NAMESPACE
 
+    for folder in include_dirs:  # a folder that is not there would quietly resolve nothing
+        if not folder.is_dir():
+            raise UsageError(f"-I {folder}: not a folder")
     named = named_preambles(preambles)
     changed, written = write_embed(
         headers,
         include_dirs,
         output,
-        defines,
+        (*preamble_defines, *old_defines),
         jit_namespace or DEFAULT_NAMESPACE,
         strip=strip_comments,
         api=jit_api or APIS[0],
