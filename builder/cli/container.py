@@ -30,29 +30,15 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 def _libraries(
     target: str, member: str | None, platform: str | None, command: str
-) -> list[tuple[Library, str]]:
+) -> list[Library]:
     """Every library of TARGET whose functions ``command`` reads (``member`` keeps the one it
-    names), each with the name to show for it; a saved report or a build with no metallib is
-    refused, as for one library."""
+    names); a saved report or a build with no metallib is refused, as for one library."""
     from builder.inputs.targets import one_metallib, resolve_target
 
     found = resolve_target(
         target, platform=platform, member=member, progress=lambda m: click.echo(m, err=True)
     )
-    return [
-        (one_metallib(target, [lib], member=None, command=command), _shown(target, lib))
-        for lib in found
-    ]
-
-
-def _shown(target: str, library: Library) -> str:
-    """TARGET itself for its one library; ``TARGET#N`` for one inside a binary given by its
-    path; ``TARGET:MEMBER`` for one inside a wheel or build."""
-    if library.member is None:
-        return target
-    if library.window is not None and library.wheel is None:
-        return f"{target}#{library.member.rpartition('#')[2]}"
-    return f"{target}:{library.member}"
+    return [one_metallib(target, [lib], member=None, command=command) for lib in found]
 
 
 _MEMBER = option("member")
@@ -95,13 +81,14 @@ def list_command(
 
     libraries = _libraries(target, member, platform, "list")
     documents = []
-    for number, (library, shown) in enumerate(libraries):
+    for number, library in enumerate(libraries):
         with open_library(library) as lib:
             rows = function_rows(lib, sort)
             if fmt == "json":
-                documents.append(rows_json(lib, shown, rows, library.member))
+                documents.append(rows_json(lib, library.label, rows, library.member))
             else:
-                sys.stdout.write(("\n" if number else "") + rows_table(lib, shown, rows) + "\n")
+                text = rows_table(lib, library.label, rows)
+                sys.stdout.write(("\n" if number else "") + text + "\n")
     if fmt == "json":
         sys.stdout.write(_one_document(target, documents) + "\n")
 
@@ -151,7 +138,8 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
     libraries = _libraries(target, member, platform, "verify")
     documents = []
     failed: list[tuple[str, VerifyReport]] = []
-    for library, shown in libraries:
+    for library in libraries:
+        shown = library.label
         with open_library(library) as lib:
             size = lib.header.bitcode.size
             report = _with_progress(partial(verify, lib), size)
@@ -168,7 +156,7 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
             else {"schema": 1, "source": target, "ok": not failed, "libraries": documents}
         )
     elif len(libraries) > 1:
-        click.echo(verify_verdict(target, len(libraries), [shown for shown, _ in failed]))
+        click.echo(verify_verdict(target, len(libraries), [name for name, _ in failed]))
     if failed:
         raise CheckFailed(_failure(failed, len(libraries)))
 

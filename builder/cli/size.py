@@ -22,6 +22,7 @@ from builder.cli.publishing import (
     output_plan,
     publish,
     pull_request_for,
+    terminal,
     verdict,
 )
 from builder.cli.tree_options import option, tree_options, tree_sources
@@ -105,14 +106,6 @@ def _notes(comparison: Comparison) -> None:
         click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
 
 
-def _screen(terminal: bool) -> tuple[bool, int | None]:
-    """Colour and width of a table: a terminal's (colour unless NO_COLOR); for a pipe or a file
-    none, and as wide as the cells need (no function name cut)."""
-    from builder.cli.console import stdout_color, stdout_table_width
-
-    return (stdout_color() and terminal, stdout_table_width() if terminal else None)
-
-
 @click.command("report")
 @click.argument("target")
 @_common
@@ -164,8 +157,8 @@ def report_command(
         ]
     )
 
-    def render(kind: str, terminal: bool) -> str:
-        return report_output(reports, kind, top, *_screen(terminal), binaries)
+    def render(kind: str, to_stdout: bool) -> str:
+        return report_output(reports, kind, top, *terminal(to_stdout), binaries)
 
     from builder.publish.outputs import write_outputs
     from builder.render.formats import report_output
@@ -271,8 +264,8 @@ def compare_command(
         raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
-    def render(kind: str, terminal: bool) -> str:
-        return comparison_output(evaluated, kind, top, *_screen(terminal))
+    def render(kind: str, to_stdout: bool) -> str:
+        return comparison_output(evaluated, kind, top, *terminal(to_stdout))
 
     write_outputs(plan, render, [*measured_files(loaded[0]), *measured_files(loaded[1])])
     publish(lambda: render("markdown", False), MARKER, pull_request)
@@ -324,7 +317,6 @@ def budget_command(
       metallib-builder budget ci/metallib-size.toml --format json
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
-    from builder.cli.publishing import output_plan, publish, pull_request_for, terminal, verdict
     from builder.cli.tree_options import tree_of
     from builder.publish.outputs import write_outputs
     from builder.render.checks import MARKER, failures

@@ -33,6 +33,7 @@ __all__ = [
     "build_library",
     "common_root",
     "fetch_spec",
+    "library_label",
     "no_metallib",
     "one_metallib",
     "open_library",
@@ -67,10 +68,26 @@ class Library:
     """A library inside a binary: its number there in file order, from 1 (``#N``)."""
 
     @property
+    def label(self) -> str:
+        """How tables and messages name it (:func:`library_label`)."""
+        return library_label(self.target, self.kind, self.member, self.identity)
+
+    @property
     def named(self) -> Named:
         """Its name (``builder.inputs.member_names``): the member, else the file's name."""
         name = self.member or (self.path.name if self.path else self.target)
         return Named(name, self.identity, self.ordinal)
+
+
+def library_label(target: str, kind: str, member: str | None, identity: str | None) -> str:
+    """A library's short name: the target, plus the member when there are several:
+    ``TARGET#IDENTITY`` inside a binary given itself, ``TARGET:MEMBER`` inside a wheel or
+    build. The one spelling of ``list``, ``verify`` and every report (``Source.label``)."""
+    if not member:
+        return target
+    if kind == "binary" and identity is not None:
+        return f"{target}#{identity}"
+    return f"{target}:{member}"
 
 
 def open_library(lib: Library) -> Metallib:
