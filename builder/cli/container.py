@@ -328,7 +328,9 @@ def slim_command(
     click.echo(
         f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})"
     )
-    click.echo(f"saved:  {saved} bytes ({_human(saved)}, {share:.1f}%)")
+    from builder.render.text import human_size  # not imported at start-up: text output only
+
+    click.echo(f"saved:  {saved} bytes ({human_size(saved)}, {share:.1f}%)")
 
 
 def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
@@ -350,11 +352,3 @@ def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
             f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}",
             err=True,
         )
-
-
-def _human(size: int) -> str:
-    from builder.render.text import (
-        human_size,  # not imported at start-up: only text output needs it
-    )
-
-    return human_size(size)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -30,7 +30,6 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.settings.checks import Limit
     from builder.size.compare import Comparison
     from builder.size.report import Source
 
@@ -201,12 +200,7 @@ def compare_command(
     download: bool,
     member: str | None,
     tree: TreeOptions,
-    max_growth: Limit | None,
-    max_size: int | None,
-    max_total_size: int | None,
-    fail_on_new_group: bool,
-    max_download_growth: Limit | None,
-    max_download_size: int | None,
+    **limits: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
@@ -234,14 +228,7 @@ def compare_command(
     from builder.render.text import visible
     from builder.size.checks import Gates, check_pairs
 
-    gates = Gates(
-        max_growth=max_growth,
-        max_size=max_size,
-        fail_on_new_group=fail_on_new_group,
-        max_total_size=max_total_size,
-        max_download_growth=max_download_growth,
-        max_download_size=max_download_size,
-    )
+    gates = Gates(**limits)  # the gate options are named as Gates' fields
     if "," in by:
         from builder.errors import UsageError
 

@@ -279,13 +279,18 @@ def _starts_with_magic(path: Path) -> bool:
         return True  # the reader says what is wrong with the file
 
 
-def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
-    """The error for a binary that holds no metallib (``sources``: and, measured as a host
-    library, no run-time source either), naming what the file is."""
+def _kind(path: Path) -> str | None:
+    """What the file is by its first bytes (``builder.metallib.binary_sections.file_kind``)."""
     from builder.metallib.binary_sections import file_kind
 
     with open_regular(path, "the target") as handle:
-        what = file_kind(handle.read(8)) or "a file of no kind this tool knows"
+        return file_kind(handle.read(8))
+
+
+def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
+    """The error for a binary that holds no metallib (``sources``: and, measured as a host
+    library, no run-time source either), naming what the file is."""
+    what = _kind(path) or "a file of no kind this tool knows"
     also = " nor run-time source (no function returning a source text)" if sources else ""
     return UsageError(
         f"{text}: {what} that holds no metallib (no MTLB header that parses whole){also}; "
@@ -313,7 +318,7 @@ def _from_binary(
     except MetallibError as exc:
         raise UsageError(str(exc)) from None
     if not found and wheel is None:
-        if hosts and _is_macho(path):
+        if hosts and "Mach-O" in (_kind(path) or ""):
             return [Library(text, "host library", None, host=path)]
         raise no_metallib(text, path)
     return [
@@ -330,13 +335,6 @@ def _from_binary(
         )
         for e in found
     ]
-
-
-def _is_macho(path: Path) -> bool:
-    from builder.metallib.binary_sections import file_kind
-
-    with open_regular(path, "the target") as handle:
-        return "Mach-O" in (file_kind(handle.read(8)) or "")
 
 
 def _from_wheel(
@@ -362,7 +360,7 @@ def _from_wheel(
             continue
         inside = _from_binary(text, p, name, kind, wheel=str(wheel))
         if not inside and name == chosen:  # the member named: a binary holding no metallib
-            if host[1] and _is_macho(p):
+            if host[1] and "Mach-O" in (_kind(p) or ""):
                 return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
             raise no_metallib(f"{text}:{name}", p)
         found += inside
