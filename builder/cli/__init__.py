@@ -90,11 +90,11 @@ COMMANDS: dict[str, Entry] = {
         "Write a library's AOT/JIT variants as real subsets and compare their sizes.",
     ),
     "embed": Entry(
-        "sources:embed_command",
+        "build:embed_command",
         "Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).",
     ),
     "sources": Entry(
-        "sources:sources_command",
+        "loading:sources_command",
         "List the run-time sources a host library embeds as string-returning functions.",
     ),
 }
