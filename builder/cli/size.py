@@ -235,10 +235,9 @@ def compare_command(
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
     from builder.publish.outputs import write_outputs
-    from builder.render.checks import gate_message
     from builder.render.formats import comparison_output
     from builder.render.pr_comment import MARKER
-    from builder.render.text import visible
+    from builder.render.text import gate_message, visible
     from builder.size.checks import Gates, check_pairs
 
     gates = Gates(
@@ -327,8 +326,9 @@ def budget_command(
     from builder.cli.publishing import output_plan, publish, pull_request_for, terminal, verdict
     from builder.cli.tree_options import tree_of
     from builder.publish.outputs import write_outputs
-    from builder.render.checks import MARKER, failures
     from builder.render.formats import budget_output
+    from builder.render.pr_comment import BUDGET_MARKER as MARKER
+    from builder.render.text import failures
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 

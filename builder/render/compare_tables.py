@@ -1,7 +1,8 @@
 """A comparison as tables (``builder.render.table``): the metallib's groups joined base to head,
-and a build's JIT units joined the same way (``builder.size.rollup.join``). Every delta, percent
-and rest row of ``compare``'s formats is made here, once; the PR comment
-(``builder.render.pr_comment``) writes these rows within its byte budget.
+and a build's JIT units joined the same way (``builder.size.rollup.join``); and the checks of
+``budget`` as size-limit shows them. Every delta, percent and rest row of ``compare``'s formats
+is made here, once; the PR comments (``builder.render.pr_comment``) write these rows within
+their byte budget.
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.checks import gate_message
 from builder.render.report_tables import shown_count
-from builder.render.table import Column, Name, Row, Said, Table, Words
+from builder.render.table import PEOPLE, Column, Name, Row, Said, Table, Words
 from builder.render.text import (
+    check_label,
+    gate_limit,
+    gate_message,
+    gate_value,
     human_delta,
     human_size,
     origin,
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
     from builder.size.rollup import FunctionRow
 
 __all__ = [
+    "budget_table",
     "compare_download_line",
     "compare_preface",
     "compare_tables",
@@ -89,15 +94,17 @@ def _rows(
     counts: bool,
     download: bool = False,
     overhead_counts: bool = True,
+    exact: bool = False,
 ) -> list[Row]:
     """The ``top`` largest changes, the others folded into one rest row, then the overhead
-    rows."""
+    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what
+    its byte budget leaves out)."""
     changed = [g for g in groups if not g.overhead]
-    shown = changed[: shown_count(len(changed), top)]
+    shown = changed[: top if exact and top is not None else shown_count(len(changed), top)]
     rows = [delta_row(g, Name(g.name), "row", counts=counts, download=download) for g in shown]
     rest = changed[len(shown) :]
     if rest:
-        folded = fold(f"rest ({len(rest)} {unit})", rest)
+        folded = fold(f"rest ({len(rest):,} {unit})", rest)
         rows.append(delta_row(folded, folded.name, "rest", counts=counts, download=download))
     rows += [  # the tool's own rows: the container's overhead, a host library's
         delta_row(
@@ -122,12 +129,12 @@ def compare_download_line(comparison: Comparison) -> str | None:
     )
 
 
-def metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
+def metallib_delta_table(comparison: Comparison, top: int | None, *, exact: bool = False) -> Table:
     """A comparison's metallib groups, its overhead row and the total."""
     base, head = comparison.base, comparison.head
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
-    rows = _rows(comparison.groups, top, "groups", counts=True, download=download)
+    rows = _rows(comparison.groups, top, "groups", counts=True, download=download, exact=exact)
     total: list[object] = ["total", base.function_count, head.function_count]
     total += [comparison.base_size, comparison.head_size, comparison.delta, comparison.percent]
     if download and base.download and head.download:
@@ -156,7 +163,7 @@ def metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
     )
 
 
-def jit_delta_table(comparison: Comparison, top: int | None) -> Table:
+def jit_delta_table(comparison: Comparison, top: int | None, *, exact: bool = False) -> Table:
     """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides."""
     jit = comparison.jit
     assert jit is not None
@@ -182,7 +189,9 @@ def jit_delta_table(comparison: Comparison, top: int | None) -> Table:
         ]
     names = pair_sides(comparison)
     counts = None if sources else "kernels"  # a shipped host library counts no kernels
-    rows = _rows(jit.groups, top, "units", counts=counts is not None, overhead_counts=False)
+    rows = _rows(
+        jit.groups, top, "units", counts=counts is not None, overhead_counts=False, exact=exact
+    )
     units = [g for g in jit.groups if not g.overhead]
     total: list[object] = ["total"]
     if counts:
@@ -251,6 +260,50 @@ def compare_tables(pairs: Evaluated, top: int | None, *, context: bool = False) 
             own = [replace(t, context=named) for t in own]
         tables += own
     return tables
+
+
+_CSV_ONLY = frozenset({"csv"})
+
+
+def budget_table(checks: Sequence[Check], source: str) -> Table:
+    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
+    each value was measured; CSV gets the key, group and numbers as measured."""
+    measured = sorted({m for c in checks for m in c.measured_in})
+    columns = (
+        Column("budget", "budget", "text"),
+        Column("check", "check", "text", PEOPLE),
+        Column("key", "key", "text", _CSV_ONLY),
+        Column("group", "group", "text", _CSV_ONLY),
+        Column("limit", "limit", "text", PEOPLE),
+        Column("limit", "limit", "count", _CSV_ONLY),
+        Column("value", "value", "text", PEOPLE),
+        Column("value", "value", "count", _CSV_ONLY),
+        Column("counts", "counts", "text", _CSV_ONLY),
+        Column("passed", "result", "verdict"),
+    )
+    rows = tuple(
+        Row(
+            (
+                Name(c.subject),
+                Name(check_label(c)),
+                c.name,
+                c.group,
+                gate_limit(c),
+                c.limit,
+                gate_value(c),
+                c.value,
+                "functions" if c.name == "max-functions" else "bytes",
+                c.passed,
+            )
+        )
+        for c in checks
+    )
+    return Table(
+        columns,
+        rows,
+        title=("Size budgets (", Said(source), ")"),
+        caption=(("measured in ", Said("; ".join(measured))),),
+    )
 
 
 def compare_preface(pairs: Evaluated) -> list[Words]:

@@ -90,17 +90,18 @@ def budget_output(
     checks: Sequence[Check], source: str, kind: str, color: bool, width: int | None
 ) -> str:
     """``budget --format kind``."""
-    from builder.render import checks as show
-
     if kind == "json":
         from builder.render.json_docs import budget_json
 
         return budget_json(checks, source)
     if kind == "markdown":
-        return show.budget_markdown(checks, source)
+        from builder.render.pr_comment import budget_markdown
+
+        return budget_markdown(checks, source)
+    from builder.render.compare_tables import budget_table
     from builder.render.table import written
 
-    return written([show.budget_table(checks, source)], kind, color=color, width=width)
+    return written([budget_table(checks, source)], kind, color=color, width=width)
 
 
 def history_output(

@@ -179,7 +179,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
 def _gate_message(gate: Check) -> str:
     # imported here: the gates' words (and the table model behind them) are not on the path of
     # ``report --format json``
-    from builder.render.checks import gate_message
+    from builder.render.text import gate_message
 
     return gate_message(gate)
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.render.checks import budget_table
-from builder.render.compare_tables import compare_tables
+from builder.render.compare_tables import budget_table, compare_tables
 from builder.render.formats import (
     budget_output,
     comparison_output,
