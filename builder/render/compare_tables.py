@@ -1,22 +1,20 @@
-"""A comparison as tables (``builder.render.table``): the metallib's groups joined base to head,
-and a build's JIT units joined the same way (``builder.size.rollup.join``); and the checks of
-``budget`` as size-limit shows them. Every delta, percent and rest row of ``compare``'s formats
-is made here, once; the PR comments (``builder.render.pr_comment``) write these rows within
-their byte budget.
+"""Changes as tables (``builder.render.table``): a comparison's metallib groups joined base to
+head, a build's JIT units joined the same way (``builder.size.rollup.join``); a history, a row
+per target in order with its change from the one before. Every delta, percent and rest row of
+``compare``'s and ``history``'s formats is made here, once; the PR comment
+(``builder.render.pr_comment``) writes these rows within its byte budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from builder.render.report_tables import shown_count
-from builder.render.table import PEOPLE, Column, Name, Row, Said, Table, Words
+from builder.render.table import Column, Name, Row, Said, Table, Words
 from builder.render.text import (
-    check_label,
-    gate_limit,
     gate_message,
-    gate_value,
     human_delta,
     human_size,
     origin,
@@ -24,23 +22,28 @@ from builder.render.text import (
     signed_percent,
     visible,
 )
+from builder.size.download import MODEL
 from builder.size.jit_rows import by_strings
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison
+    from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.rollup import FunctionRow
 
 __all__ = [
-    "budget_table",
+    "DOWNLOAD_METHOD",
     "compare_download_line",
     "compare_preface",
     "compare_tables",
     "delta_columns",
     "delta_row",
+    "history_tables",
     "jit_delta_table",
+    "library_name",
     "metallib_delta_table",
+    "one_package",
     "pair_sides",
     "pairs_summary",
 ]
@@ -262,50 +265,6 @@ def compare_tables(pairs: Evaluated, top: int | None, *, context: bool = False) 
     return tables
 
 
-_CSV_ONLY = frozenset({"csv"})
-
-
-def budget_table(checks: Sequence[Check], source: str) -> Table:
-    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
-    each value was measured; CSV gets the key, group and numbers as measured."""
-    measured = sorted({m for c in checks for m in c.measured_in})
-    columns = (
-        Column("budget", "budget", "text"),
-        Column("check", "check", "text", PEOPLE),
-        Column("key", "key", "text", _CSV_ONLY),
-        Column("group", "group", "text", _CSV_ONLY),
-        Column("limit", "limit", "text", PEOPLE),
-        Column("limit", "limit", "count", _CSV_ONLY),
-        Column("value", "value", "text", PEOPLE),
-        Column("value", "value", "count", _CSV_ONLY),
-        Column("counts", "counts", "text", _CSV_ONLY),
-        Column("passed", "result", "verdict"),
-    )
-    rows = tuple(
-        Row(
-            (
-                Name(c.subject),
-                Name(check_label(c)),
-                c.name,
-                c.group,
-                gate_limit(c),
-                c.limit,
-                gate_value(c),
-                c.value,
-                "functions" if c.name == "max-functions" else "bytes",
-                c.passed,
-            )
-        )
-        for c in checks
-    )
-    return Table(
-        columns,
-        rows,
-        title=("Size budgets (", Said(source), ")"),
-        caption=(("measured in ", Said("; ".join(measured))),),
-    )
-
-
 def compare_preface(pairs: Evaluated) -> list[Words]:
     """``libraries: 11 paired, 2 added (a, b), ...`` when the targets' libraries did not all
     pair."""
@@ -341,3 +300,89 @@ def pairs_summary(
         if names:
             parts.append(f"{len(names):,} {word} ({', '.join(show(n) for n in names)})")
     return ", ".join(parts)
+
+
+DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
+"""What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
+
+
+def _group_sizes(point: HistoryPoint) -> dict[str, int]:
+    return {g.name: g.bytes for g in point.groups}
+
+
+def library_name(library: str | None) -> str:
+    """How a library of a history is named where several are shown: its name in its targets."""
+    return library if library is not None else "(the target's one library)"
+
+
+def history_tables(
+    histories: Sequence[LibraryHistory], by: str, width: int | None = None
+) -> list[Table]:
+    """A table per library: a row per target (size, change from the previous row, download,
+    functions), then a column per group of its ``top``; with a terminal's ``width``, as many
+    of them as fit (the caption says how many did not)."""
+    return [_history_table(h.points, h.top, by, h.library, width) for h in histories]
+
+
+def _history_table(
+    points: Sequence[HistoryPoint],
+    top: list[str],
+    by: str,
+    library: str | None,
+    width: int | None,
+) -> Table:
+    download = any(p.download_bytes is not None for p in points)
+    package = one_package([p.target for p in points])
+    labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
+    columns = [
+        Column("target", "version" if package else "target", "text"),
+        Column("bytes", "size", "size"),
+        Column("change", "change", "delta"),
+        *([Column("download_bytes", "download", "size")] if download else []),
+        Column("function_count", "functions", "count"),
+    ]
+    changes = [None, *(b.bytes - a.bytes for a, b in pairwise(points))]
+    values = [
+        [Name(label), p.bytes, change, *([p.download_bytes] if download else []), p.function_count]
+        for label, p, change in zip(labels, points, changes, strict=True)
+    ]
+    sizes = [_group_sizes(p) for p in points]
+    fixed = sum(max(len(c.heading), 10) + 3 for c in columns) + max(map(len, labels), default=0)
+    room = float("inf") if width is None else width - 1 - fixed
+    left_out = 0
+    for name in top:
+        cells = [s.get(name) for s in sizes]
+        need = max(len(visible(name)), 9) + 3
+        if need > room:
+            left_out += 1
+            continue
+        room -= need
+        columns.append(Column(name, name, "size"))
+        for row, cell in zip(values, cells, strict=True):
+            row.append(cell)
+    caption: list[Words] = [
+        ("measured in ", Said("; ".join(m for p in points for m in p.measured_in)))
+    ]
+    if left_out:
+        caption.append(
+            (f"{left_out} more of the top {len(top)} groups do not fit (--format json)",)
+        )
+    if download:
+        caption.append((f"download: {DOWNLOAD_METHOD}",))
+    what = f"{package}==VERSION" if package else "target"
+    of = (Said(library), " in ") if library is not None else ()
+    return Table(
+        tuple(columns),
+        tuple(Row(tuple(v)) for v in values),
+        title=("Size history of ", *of, Said(f"{len(points)} targets ({what}, groups by {by})")),
+        caption=tuple(caption),
+        context=(("library", library or ""),) if library is not None else (),
+        compact=True,
+    )
+
+
+def one_package(targets: Sequence[str]) -> str | None:
+    """The package when every target is ``PACKAGE==VERSION`` of the same one (the table then
+    shows versions only)."""
+    names = {t.split("==", 1)[0] if "==" in t else None for t in targets}
+    return next(iter(names)) if len(names) == 1 else None

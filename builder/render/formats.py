@@ -98,7 +98,7 @@ def budget_output(
         from builder.render.pr_comment import budget_markdown
 
         return budget_markdown(checks, source)
-    from builder.render.compare_tables import budget_table
+    from builder.render.pr_comment import budget_table
     from builder.render.table import written
 
     return written([budget_table(checks, source)], kind, color=color, width=width)
@@ -109,18 +109,19 @@ def history_output(
 ) -> str:
     """``history --format kind``: each library's history (one, unless a target holds
     several), with the groups it shows (``LibraryHistory.top``)."""
-    from builder.render import history as show
-
     if kind == "json":
         from builder.render.json_docs import history_json
 
         return history_json(histories, by)
     if kind == "html":
-        return show.history_html(histories, by)
+        from builder.render.html import history_html
+
+        return history_html(histories, by)
+    from builder.render.compare_tables import history_tables
     from builder.render.table import written
 
     fit = width if kind == "table" else None  # as many group columns as a terminal shows
-    return written(show.history_tables(histories, by, fit), kind, color=color, width=width)
+    return written(history_tables(histories, by, fit), kind, color=color, width=width)
 
 
 def sources_output(

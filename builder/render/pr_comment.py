@@ -1,5 +1,6 @@
 """The sticky pull-request comments, ``compare``'s and ``budget``'s: the markdown view of their
-tables (``builder.render.compare_tables``) cut to a hard length bound.
+tables (``builder.render.compare_tables``; the budget's, a row per limit as size-limit shows it,
+is made here) cut to a hard length bound.
 
 CI bots post one comment per pull request and edit it on every push. The first line is a hidden
 HTML marker (``MARKER``) a CI step searches for to find its own comment; the totals and gate
@@ -17,17 +18,28 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from builder.render.compare_tables import (
-    budget_table,
     compare_download_line,
     jit_delta_table,
     metallib_delta_table,
     pair_sides,
     pairs_summary,
 )
-from builder.render.table import Column, Name, Row, Table, markdown_header, markdown_row
+from builder.render.table import (
+    PEOPLE,
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    markdown_header,
+    markdown_row,
+)
 from builder.render.text import (
+    check_label,
     clip,
+    gate_limit,
     gate_message,
+    gate_value,
     human_delta,
     human_size,
     md_code,
@@ -46,6 +58,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MARKER",
     "budget_markdown",
+    "budget_table",
     "comment_markdown",
     "compare_markdown",
 ]
@@ -65,14 +78,11 @@ def _size(text: str) -> int:
 
 
 class _Budget:
-    """Lines collected under a byte budget; ``fits`` checks before ``add`` commits."""
+    """Lines collected under a byte budget: ``add`` commits, ``fill`` takes rows while they fit."""
 
     def __init__(self, limit: int) -> None:
         self.left = limit
         self.lines: list[str] = []
-
-    def fits(self, lines: Iterable[str], reserve: int = 0) -> bool:
-        return sum(map(_size, lines)) + reserve <= self.left
 
     def add(self, *lines: str) -> None:
         for line in lines:
@@ -85,18 +95,11 @@ class _Budget:
         thousands (every function of two MLX libraries), so only those are written."""
         count = 0
         for row in rows:
-            if not self.fits([row], reserve):
+            if _size(row) + reserve > self.left:
                 break
             self.add(row)
             count += 1
         return count
-
-
-def _headline(comparison: Comparison) -> str:
-    base, head = comparison.base, comparison.head
-    sizes = (comparison.base_size, comparison.head_size)
-    functions = (base.function_count, head.function_count)
-    return _change_line(comparison, comparison.delta, comparison.percent, sizes, functions)
 
 
 def _change_line(
@@ -224,7 +227,9 @@ def _section(
             f"{sides[0]} and head {sides[1]}.</sub>",
             _LINE_CAP * 2,
         )
-        headline = _headline(comparison)
+        sizes = (comparison.base_size, comparison.head_size)
+        counts = (base.function_count, head.function_count)
+        headline = _change_line(comparison, comparison.delta, comparison.percent, sizes, counts)
     out = _Budget(limit - _size(footer))
     out.add(headline, "")
     download = None if comparison.jit_only else compare_download_line(comparison)
@@ -354,6 +359,50 @@ def compare_markdown(
 ) -> str:
     """The comment for one library pair (see ``comment_markdown``)."""
     return comment_markdown([(comparison, gates)], top, limit=limit)
+
+
+_CSV_ONLY = frozenset({"csv"})
+
+
+def budget_table(checks: Sequence[Check], source: str) -> Table:
+    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
+    each value was measured; CSV gets the key, group and numbers as measured."""
+    measured = sorted({m for c in checks for m in c.measured_in})
+    columns = (
+        Column("budget", "budget", "text"),
+        Column("check", "check", "text", PEOPLE),
+        Column("key", "key", "text", _CSV_ONLY),
+        Column("group", "group", "text", _CSV_ONLY),
+        Column("limit", "limit", "text", PEOPLE),
+        Column("limit", "limit", "count", _CSV_ONLY),
+        Column("value", "value", "text", PEOPLE),
+        Column("value", "value", "count", _CSV_ONLY),
+        Column("counts", "counts", "text", _CSV_ONLY),
+        Column("passed", "result", "verdict"),
+    )
+    rows = tuple(
+        Row(
+            (
+                Name(c.subject),
+                Name(check_label(c)),
+                c.name,
+                c.group,
+                gate_limit(c),
+                c.limit,
+                gate_value(c),
+                c.value,
+                "functions" if c.name == "max-functions" else "bytes",
+                c.passed,
+            )
+        )
+        for c in checks
+    )
+    return Table(
+        columns,
+        rows,
+        title=("Size budgets (", Said(source), ")"),
+        caption=(("measured in ", Said("; ".join(measured))),),
+    )
 
 
 def budget_markdown(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.render.compare_tables import budget_table, compare_tables
+from builder.render.compare_tables import compare_tables, history_tables
 from builder.render.formats import (
     budget_output,
     comparison_output,
@@ -27,8 +27,8 @@ from builder.render.formats import (
     report_output,
     sources_output,
 )
-from builder.render.history import history_tables
 from builder.render.library import sources_tables
+from builder.render.pr_comment import budget_table
 from builder.render.report_tables import report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
