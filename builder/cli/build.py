@@ -139,14 +139,11 @@ def build_command(
 def build_report_text(reports: list[Report], *, as_json: bool) -> str:
     """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
     one measurement and one rendering of a build, whichever command shows it."""
-    if as_json:
-        from builder.render.json_docs import report_json
-
-        return report_json(reports)
     from builder.cli.console import stdout_color, stdout_table_width
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output
 
-    return report_output(reports, "table", 20, stdout_color(), stdout_table_width())
+    kind = "json" if as_json else "table"
+    return report_output(reports, kind, 20, stdout_color(), stdout_table_width())
 
 
 _EPILOG = """\b
@@ -159,7 +156,10 @@ Examples:
 @click.command("presets", epilog=_EPILOG)
 @option("source_dir", note="presets: a catalog tree only. Default: the bundled metal_src/.")
 @option("build_jobs")
-@format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
+@format_option(
+    ("table", "json", "markdown", "csv"),
+    "Output on stdout: table, json (schema 1), markdown, or csv (a preset's mode and bytes apart).",
+)
 @no_wait_option
 @build_only_options
 def presets_command(
@@ -185,7 +185,7 @@ def presets_command(
     from builder.cli.console import stderr_console
     from builder.cmake_build.presets import build_presets
     from builder.errors import CheckFailed
-    from builder.render.build import presets_json, presets_text
+    from builder.publish.outputs import presets_output
 
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
@@ -198,10 +198,7 @@ def presets_command(
         verbose=verbose,
         wait=not no_wait,
     )
-    if fmt == "json":
-        click.echo(presets_json(results))
-    else:
-        click.echo(presets_text(results))
+    click.echo(presets_output(results, fmt), nl=False)
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
     if failed:
         raise CheckFailed(f"preset(s) {', '.join(failed)} failed to build")

@@ -167,8 +167,7 @@ def report_command(
     def render(kind: str, terminal: bool) -> str:
         return report_output(reports, kind, top, *_screen(terminal), binaries)
 
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output, write_outputs
 
     write_outputs(plan, render, measured_files(reports))
 
@@ -234,8 +233,7 @@ def compare_command(
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import comparison_output
+    from builder.publish.outputs import comparison_output, write_outputs
     from builder.render.pr_comment import MARKER
     from builder.render.text import gate_message, visible
     from builder.size.checks import Gates, check_pairs
@@ -325,8 +323,7 @@ def budget_command(
     """
     from builder.cli.publishing import output_plan, publish, pull_request_for, terminal, verdict
     from builder.cli.tree_options import tree_of
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import budget_output
+    from builder.publish.outputs import budget_output, write_outputs
     from builder.render.pr_comment import BUDGET_MARKER as MARKER
     from builder.render.text import failures
     from builder.size.budget import check_budgets

@@ -47,7 +47,6 @@ __all__ = [
     "print_table",
     "provenance_line",
     "rich_text",
-    "share",
     "signed_percent",
     "text_console",
     "visible",
@@ -189,11 +188,6 @@ def percent(part: int, whole: int) -> str:
 def signed_percent(value: float | None) -> str:
     """A change in percent, ``+1.2%``; ``new`` when there was nothing before."""
     return "new" if value is None else f"{value:+.1f}%"
-
-
-def share(part: int, whole: int) -> str:
-    """``part / whole`` as a plain fraction for CSV (six places; empty for an empty whole)."""
-    return f"{part / whole:.6f}" if whole else ""
 
 
 def origin(report: Report) -> str:
