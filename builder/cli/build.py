@@ -30,12 +30,10 @@ from builder.errors import UsageError
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
     from builder.cmake_build.request import BuildRequest
-    from builder.size.report import Report
 
 __all__ = [
     "build_command",
     "build_only_options",
-    "build_report_text",
     "build_request",
     "no_wait_option",
     "presets_command",
@@ -102,8 +100,9 @@ Examples:
 @no_wait_option
 @build_only_options
 @format_option(
-    ("table", "json"),
-    "table for people; json (schema 2) for scripts: what report BUILD_DIR --format json prints.",
+    ("table", "json", "markdown", "csv"),
+    "table for people; json (schema 2) for scripts; markdown, csv: what report BUILD_DIR "
+    "--format FMT prints.",
 )
 def build_command(
     tree: TreeOptions, verbose: bool, no_wait: bool, fmt: str, **options: object
@@ -133,17 +132,12 @@ def build_command(
         highlight=False,
         soft_wrap=True,
     )
-    click.echo(build_report_text(outcome.reports, as_json=fmt == "json"), nl=False)
-
-
-def build_report_text(reports: list[Report], *, as_json: bool) -> str:
-    """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
-    one measurement and one rendering of a build, whichever command shows it."""
+    # what `report BUILD_DIR --format FMT` prints: one measurement and one view of a build
     from builder.cli.console import stdout_color, stdout_table_width
     from builder.publish.outputs import report_output
 
-    kind = "json" if as_json else "table"
-    return report_output(reports, kind, 20, stdout_color(), stdout_table_width())
+    shown = report_output(outcome.reports, fmt, None, stdout_color(), stdout_table_width())
+    click.echo(shown, nl=False)
 
 
 _EPILOG = """\b

@@ -11,18 +11,13 @@ HTML artifact and the JSON kept for the next run. The plan is made before anythi
 so a typo in an extension costs nothing; every format is rendered once, and every file is written
 atomically (``builder.files.atomic``).
 
-The GitHub Actions step summary: the run's markdown, with its verdict, appended once per run.
-
-Actions gives every step its own file (``GITHUB_STEP_SUMMARY``) and shows what was appended to it
-on the run's page. A command that writes several outputs still appends one summary: the caller
-passes the markdown once, after every gate has been decided.
-
-A run's markdown to where CI readers see it: the step summary (once) and the sticky comment.
-
-``compare`` and ``budget`` call ``publish_markdown`` once per run, after every gate is decided, so
-the summary and the comment always carry the verdict. The pull request is looked up before any
-measuring (``pull_request_from_env``), so a job missing its token fails in a second, not after a
-download.
+A run's markdown goes where CI readers see it: the GitHub Actions step summary and the sticky
+comment. Actions gives every step its own summary file (``GITHUB_STEP_SUMMARY``) and shows what
+was appended to it on the run's page; ``compare`` and ``budget`` call ``publish_markdown`` once
+per run, after every gate is decided, so however many outputs a command writes, the summary is
+appended once and it and the comment always carry the verdict. The pull request is looked up
+before any measuring (``pull_request_from_env``), so a job missing its token fails in a second,
+not after a download.
 """
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ __all__ = [
     "delta_row",
     "history_tables",
     "jit_delta_table",
-    "library_name",
     "metallib_delta_table",
     "one_package",
     "pair_sides",
@@ -308,11 +307,6 @@ DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 
 def _group_sizes(point: HistoryPoint) -> dict[str, int]:
     return {g.name: g.bytes for g in point.groups}
-
-
-def library_name(library: str | None) -> str:
-    """How a library of a history is named where several are shown: its name in its targets."""
-    return library if library is not None else "(the target's one library)"
 
 
 def history_tables(

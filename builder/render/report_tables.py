@@ -22,6 +22,7 @@ from builder.render.table import (
     Said,
     Table,
     Words,
+    cell_text,
     cumulative_shares,
     share_of,
 )
@@ -31,7 +32,6 @@ from builder.render.text import (
     human_delta,
     human_size,
     origin,
-    percent,
     provenance_line,
 )
 from builder.size.jit_rows import by_strings, jit_breakdown
@@ -67,6 +67,11 @@ def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
     if top >= len(groups):
         return Shown(groups, None, 0)
     return Shown(groups[:top], fold("", groups[top:]), len(groups) - top)
+
+
+def _share(part: int, whole: int) -> str:
+    """A share in a line of words, as the share columns write it."""
+    return cell_text("share", share_of(part, whole), "text")
 
 
 def _size_columns(first: Column, count: str = "functions") -> list[Column]:
@@ -161,7 +166,7 @@ def download_line(report: Report) -> str | None:
     level = download.model.get("level", "?")
     line = (
         f"download: {human_size(download.total)} ({download.total:,} bytes, "
-        f"{percent(download.total, report.file_size)} of the file), modelled as a wheel "
+        f"{_share(download.total, report.file_size)} of the file), modelled as a wheel "
         f"stores it (zlib level {level}; docs/download-size.md)"
     )
     member = download.member
@@ -323,7 +328,7 @@ def _binary_table(account: BinaryAccount) -> Table:
             Name(account.shown),
             (
                 f": {account.kind}, {human_size(whole)} ({whole:,} bytes); {libraries} "
-                f"metallib(s) {percent(account.library_bytes, whole)}, the rest by section"
+                f"metallib(s) {_share(account.library_bytes, whole)}, the rest by section"
             ),
         ),
         heading=("Binary ", Name(account.shown)),

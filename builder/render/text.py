@@ -43,7 +43,6 @@ __all__ = [
     "md_code",
     "md_text",
     "origin",
-    "percent",
     "print_table",
     "provenance_line",
     "rich_text",
@@ -178,11 +177,6 @@ def visible(text: str) -> str:
 
 
 OVERHEAD_LABEL = "[container overhead]"
-
-
-def percent(part: int, whole: int) -> str:
-    """``part`` as a share of ``whole``: ``12.5%`` (``-`` for an empty whole)."""
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
 def signed_percent(value: float | None) -> str:

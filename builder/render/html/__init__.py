@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from builder.files.dataclass_json import dumps
 from builder.files.reading import read_text
-from builder.render.compare_tables import DOWNLOAD_METHOD, library_name, one_package
+from builder.render.compare_tables import DOWNLOAD_METHOD, history_tables, one_package
 from builder.render.html.data import comparison_data, report_data
+from builder.render.table import Table, cell_text
 from builder.render.text import human_size, visible
 
 if TYPE_CHECKING:
@@ -102,6 +103,11 @@ _COLOURS = (
     "#bcbd22",
     "#17becf",
 )
+
+
+def _library_name(library: str | None) -> str:
+    """How a library of a history is named where several are shown: its name in its targets."""
+    return library if library is not None else "(the target's one library)"
 
 
 def _group_sizes(point: HistoryPoint) -> dict[str, int]:
@@ -227,7 +233,7 @@ def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
     totals: list[Series] = []
     for h in histories:
         at = {p.target: p for p in h.points}
-        name = library_name(h.library)
+        name = _library_name(h.library)
         sizes, downloads = (
             [_bytes(at.get(t)) for t in targets],
             [_download(at.get(t)) for t in targets],
@@ -235,7 +241,7 @@ def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
         totals.append((name if several else "metallib size", sizes))
         if download:
             totals.append((f"{name} download" if several else "download size", downloads))
-    sections = [_library_section(h, by, targets, labels, download, several) for h in histories]
+    sections = [_library_section(h, by, targets, labels, several) for h in histories]
     measured = "<br>".join(_text(m) for p in points for m in p.measured_in)
     note = f"<br>Download size: {_text(DOWNLOAD_METHOD)}." if download else ""
     libraries = f"; {len(histories)} libraries, each its own history" if several else ""
@@ -276,32 +282,30 @@ def _library_section(
     by: str,
     targets: Sequence[str],
     labels: Sequence[str],
-    download: bool,
     several: bool,
 ) -> str:
     """One library's top groups chart (over every target: none where it is missing) and its
-    figures, a row per target holding it; headed by its name when there are several."""
+    figures, the history's table (``history_tables``: a row per target holding it); headed by
+    its name when there are several."""
     top = history.top
     at = {p.target: _group_sizes(p) for p in history.points}
     groups: list[Series] = [(name, [at.get(t, {}).get(name) for t in targets]) for name in top]
-    head = ["target", "size", *(["download"] if download else []), "functions", *top]
-    rows = []
-    for point in history.points:
-        size = at[point.target]
-        cells = [_text(point.target), human_size(point.bytes)]
-        if download:
-            cells.append(
-                human_size(point.download_bytes) if point.download_bytes is not None else ""
-            )
-        cells.append(f"{point.function_count:,}")
-        cells += [human_size(size[name]) if name in size else "-" for name in top]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    heading = f"<h2>{_text(library_name(history.library))}</h2>\n" if several else ""
+    heading = f"<h2>{_text(_library_name(history.library))}</h2>\n" if several else ""
     chart = _chart(f"Top {len(top)} groups (by {by})", labels, groups) + "\n" if top else ""
-    return f"""{heading}{chart}<table>
-<thead><tr>{"".join(f"<th>{_text(h)}</th>" for h in head)}</tr></thead>
-<tbody>
-{chr(10).join(rows)}
-</tbody>
-</table>
-"""
+    return heading + chart + _table_html(history_tables([history], by)[0])
+
+
+def _table_html(table: Table) -> str:
+    """A table of the model as a plain HTML table (a page without script): each cell as the
+    terminal writes it, escaped."""
+    shown = [(at, c) for at, c in enumerate(table.columns) if "text" in c.media]
+    head = "".join(f"<th>{_text(c.heading)}</th>" for _, c in shown)
+    rows = [
+        "<tr>"
+        + "".join(f"<td>{_text(cell_text(c.kind, row.values[at], 'text'))}</td>" for at, c in shown)
+        + "</tr>"
+        for row in table.rows
+        if "text" in row.media
+    ]
+    body = "\n".join(rows)
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
