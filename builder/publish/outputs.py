@@ -271,7 +271,7 @@ def budget_output(
         from builder.render.pr_comment import budget_markdown
 
         return budget_markdown(checks, source)
-    from builder.render.pr_comment import budget_table
+    from builder.render.report_tables import budget_table
     from builder.render.table import written
 
     return written([budget_table(checks, source)], kind, color=color, width=width)

@@ -1,6 +1,6 @@
 """The sticky pull-request comments, ``compare``'s and ``budget``'s: the markdown view of their
-tables (``builder.render.compare_tables``; the budget's, a row per limit as size-limit shows it,
-is made here) cut to a hard length bound.
+tables (``builder.render.compare_tables``, ``report_tables.budget_table``) cut to a hard length
+bound.
 
 CI bots post one comment per pull request and edit it on every push. The first line is a hidden
 HTML marker (``MARKER``) a CI step searches for to find its own comment; the totals and gate
@@ -24,22 +24,18 @@ from builder.render.compare_tables import (
     pair_sides,
     pairs_summary,
 )
+from builder.render.report_tables import budget_table
 from builder.render.table import (
-    PEOPLE,
     Column,
     Name,
     Row,
-    Said,
     Table,
     markdown_header,
     markdown_row,
 )
 from builder.render.text import (
-    check_label,
     clip,
-    gate_limit,
     gate_message,
-    gate_value,
     human_delta,
     human_size,
     md_code,
@@ -58,7 +54,6 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MARKER",
     "budget_markdown",
-    "budget_table",
     "comment_markdown",
     "compare_markdown",
 ]
@@ -359,50 +354,6 @@ def compare_markdown(
 ) -> str:
     """The comment for one library pair (see ``comment_markdown``)."""
     return comment_markdown([(comparison, gates)], top, limit=limit)
-
-
-_CSV_ONLY = frozenset({"csv"})
-
-
-def budget_table(checks: Sequence[Check], source: str) -> Table:
-    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
-    each value was measured; CSV gets the key, group and numbers as measured."""
-    measured = sorted({m for c in checks for m in c.measured_in})
-    columns = (
-        Column("budget", "budget", "text"),
-        Column("check", "check", "text", PEOPLE),
-        Column("key", "key", "text", _CSV_ONLY),
-        Column("group", "group", "text", _CSV_ONLY),
-        Column("limit", "limit", "text", PEOPLE),
-        Column("limit", "limit", "count", _CSV_ONLY),
-        Column("value", "value", "text", PEOPLE),
-        Column("value", "value", "count", _CSV_ONLY),
-        Column("counts", "counts", "text", _CSV_ONLY),
-        Column("passed", "result", "verdict"),
-    )
-    rows = tuple(
-        Row(
-            (
-                Name(c.subject),
-                Name(check_label(c)),
-                c.name,
-                c.group,
-                gate_limit(c),
-                c.limit,
-                gate_value(c),
-                c.value,
-                "functions" if c.name == "max-functions" else "bytes",
-                c.passed,
-            )
-        )
-        for c in checks
-    )
-    return Table(
-        columns,
-        rows,
-        title=("Size budgets (", Said(source), ")"),
-        caption=(("measured in ", Said("; ".join(measured))),),
-    )
 
 
 def budget_markdown(

@@ -34,8 +34,7 @@ from builder.publish.outputs import (
 from builder.render.build import presets_table
 from builder.render.compare_tables import compare_tables, history_tables
 from builder.render.library import sources_tables
-from builder.render.pr_comment import budget_table
-from builder.render.report_tables import report_tables
+from builder.render.report_tables import budget_table, report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
 from builder.render.variants import variants_tables
