@@ -97,16 +97,18 @@ def _rows(
     download: bool = False,
     overhead_counts: bool = True,
     exact: bool = False,
+    rest: bool = True,
 ) -> list[Row]:
     """The ``top`` largest changes, the others folded into one rest row, then the overhead
     rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what
-    its byte budget leaves out)."""
+    its byte budget leaves out); ``rest`` False: no rest row (the comment's rows that could fit,
+    before it knows how many do)."""
     changed = [g for g in groups if not g.overhead]
     shown = changed[: top if exact and top is not None else shown_count(len(changed), top)]
     rows = [delta_row(g, Name(g.name), "row", counts=counts, download=download) for g in shown]
-    rest = changed[len(shown) :]
-    if rest:
-        folded = fold(f"rest ({len(rest):,} {unit})", rest)
+    others = changed[len(shown) :]
+    if others and rest:
+        folded = fold(f"rest ({len(others):,} {unit})", others)
         rows.append(delta_row(folded, folded.name, "rest", counts=counts, download=download))
     rows += [  # the tool's own rows: the container's overhead, a host library's
         delta_row(
@@ -131,12 +133,15 @@ def compare_download_line(comparison: Comparison) -> str | None:
     )
 
 
-def metallib_delta_table(comparison: Comparison, top: int | None, *, exact: bool = False) -> Table:
+def metallib_delta_table(
+    comparison: Comparison, top: int | None, *, exact: bool = False, rest: bool = True
+) -> Table:
     """A comparison's metallib groups, its overhead row and the total."""
     base, head = comparison.base, comparison.head
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
-    rows = _rows(comparison.groups, top, "groups", counts=True, download=download, exact=exact)
+    cut = {"exact": exact, "rest": rest}
+    rows = _rows(comparison.groups, top, "groups", counts=True, download=download, **cut)
     total: list[object] = ["total", base.function_count, head.function_count]
     total += [comparison.base_size, comparison.head_size, comparison.delta, comparison.percent]
     if download and base.download and head.download:
@@ -165,7 +170,9 @@ def metallib_delta_table(comparison: Comparison, top: int | None, *, exact: bool
     )
 
 
-def jit_delta_table(comparison: Comparison, top: int | None, *, exact: bool = False) -> Table:
+def jit_delta_table(
+    comparison: Comparison, top: int | None, *, exact: bool = False, rest: bool = True
+) -> Table:
     """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides."""
     jit = comparison.jit
     assert jit is not None
@@ -192,7 +199,13 @@ def jit_delta_table(comparison: Comparison, top: int | None, *, exact: bool = Fa
     names = pair_sides(comparison)
     counts = None if sources else "kernels"  # a shipped host library counts no kernels
     rows = _rows(
-        jit.groups, top, "units", counts=counts is not None, overhead_counts=False, exact=exact
+        jit.groups,
+        top,
+        "units",
+        counts=counts is not None,
+        overhead_counts=False,
+        exact=exact,
+        rest=rest,
     )
     units = [g for g in jit.groups if not g.overhead]
     total: list[object] = ["total"]

@@ -129,6 +129,11 @@ _KEYS = (
 """The columns of the comparison's tables (``builder.render.compare_tables``) a comment shows."""
 
 
+_SHORTEST = 30
+"""Bytes of the shortest row in those columns: ``| `` | 0 B | 0 B | 0 B | new |`` and its
+newline are 31."""
+
+
 def _lines(table: Table, rows: Iterable[Row]) -> Iterator[str]:
     """``rows`` of ``table`` in the comment's columns, written one at a time as read."""
     return (markdown_row(table.columns, row, _KEYS, _NAME_CAP) for row in rows)
@@ -143,25 +148,27 @@ def _groups(comparison: Comparison, top: int | None, out: _Budget, cap: int) -> 
     top N rows in at most ``cap`` bytes; returns the section listing the groups it folded.
 
     Rows past ``top``, or past what fits, are folded into one "rest" row by the model (so the
-    table always adds up to the total) and listed again in a collapsed section."""
+    table always adds up to the total) and listed again in a collapsed section. The model makes
+    only the rows that could fit, here or in that section, of up to tens of thousands."""
     delta_table = jit_delta_table if comparison.jit_only else metallib_delta_table
-    table = delta_table(comparison, None)
+    groups = comparison.jit.groups if comparison.jit_only and comparison.jit else comparison.groups
+    count = sum(not g.overhead for g in groups)
+    table = delta_table(comparison, out.left // _SHORTEST + 1, exact=True, rest=False)
     rows = [row for row in table.rows if row.role == "row"]
-    tail = [row for row in table.rows if row.role != "row"]  # overhead rows, the total
-    wanted = len(rows) if top is None else min(top, len(rows))
+    overhead = [row for row in table.rows if row.role == "overhead"]
+    wanted = count if top is None else min(top, count)
     header = markdown_header(table.columns, _KEYS)
     out.add(*header)
-    reserve = len(tail) * 100 + _size(next(_lines(table, tail[-1:])))  # rest, overhead, total
+    reserve = (1 + len(overhead)) * 100 + _size(next(_lines(table, table.rows[-1:])))
     shown = out.fill(_lines(table, rows[:wanted]), max(reserve, out.left - cap + reserve))
     if shown < len(rows):
-        folded = delta_table(comparison, shown, exact=True)
-        tail = [row for row in folded.rows if row.role != "row"]  # now with the rest row
-    out.add(*_lines(table, tail), "")
-    if shown == len(rows):
+        table = delta_table(comparison, shown, exact=True)  # the rest row folds what is left
+    out.add(*_lines(table, (row for row in table.rows if row.role != "row")), "")
+    if shown == count:
         return None
     unit = "units" if comparison.jit_only else "groups"
-    what = f"Other {table.columns[0].heading} {unit}: {len(rows) - shown:,}"
-    return (what, header, len(rows) - shown, _lines(table, rows[shown:]))
+    what = f"Other {table.columns[0].heading} {unit}: {count - shown:,}"
+    return (what, header, count - shown, _lines(table, rows[shown:]))
 
 
 def _details(out: _Budget, section: _Section, cap: int) -> None:
