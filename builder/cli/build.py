@@ -34,12 +34,10 @@ from builder.errors import UsageError
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
     from builder.cmake_build.request import BuildRequest
-    from builder.size.report import Report
 
 __all__ = [
     "build_command",
     "build_only_options",
-    "build_report_text",
     "build_request",
     "embed_command",
     "no_wait_option",
@@ -107,8 +105,9 @@ Examples:
 @no_wait_option
 @build_only_options
 @format_option(
-    ("table", "json"),
-    "table for people; json (schema 2) for scripts: what report BUILD_DIR --format json prints.",
+    ("table", "json", "markdown", "csv"),
+    "table for people; json (schema 2) for scripts; markdown, csv: what report BUILD_DIR "
+    "--format FMT prints.",
 )
 def build_command(
     tree: TreeOptions, verbose: bool, no_wait: bool, fmt: str, **options: object
@@ -138,20 +137,12 @@ def build_command(
         highlight=False,
         soft_wrap=True,
     )
-    click.echo(build_report_text(outcome.reports, as_json=fmt == "json"), nl=False)
-
-
-def build_report_text(reports: list[Report], *, as_json: bool) -> str:
-    """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
-    one measurement and one rendering of a build, whichever command shows it."""
-    if as_json:
-        from builder.render.json_docs import report_json
-
-        return report_json(reports)
+    # what `report BUILD_DIR --format FMT` prints: one measurement and one view of a build
     from builder.cli.console import stdout_color, stdout_table_width
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output
 
-    return report_output(reports, "table", 20, stdout_color(), stdout_table_width())
+    shown = report_output(outcome.reports, fmt, None, stdout_color(), stdout_table_width())
+    click.echo(shown, nl=False)
 
 
 _EPILOG = """\b
@@ -164,7 +155,10 @@ Examples:
 @click.command("presets", epilog=_EPILOG)
 @option("source_dir", note="presets: a catalog tree only. Default: the bundled metal_src/.")
 @option("jobs")
-@format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
+@format_option(
+    ("table", "json", "markdown", "csv"),
+    "Output on stdout: table, json (schema 1), markdown, or csv (a preset's mode and bytes apart).",
+)
 @no_wait_option
 @build_only_options
 def presets_command(
@@ -190,7 +184,7 @@ def presets_command(
     from builder.cli.console import stderr_console
     from builder.cmake_build.presets import build_presets
     from builder.errors import CheckFailed
-    from builder.render.build import presets_json, presets_text
+    from builder.publish.outputs import presets_output
 
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
@@ -203,10 +197,7 @@ def presets_command(
         verbose=verbose,
         wait=not no_wait,
     )
-    if fmt == "json":
-        click.echo(presets_json(results))
-    else:
-        click.echo(presets_text(results))
+    click.echo(presets_output(results, fmt), nl=False)
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
     if failed:
         raise CheckFailed(f"preset(s) {', '.join(failed)} failed to build")

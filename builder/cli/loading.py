@@ -197,8 +197,7 @@ def sources_command(
     """
     from builder.cli.publishing import output_plan, terminal
     from builder.errors import UsageError
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import sources_output
+    from builder.publish.outputs import sources_output, write_outputs
     from builder.size.host_strings import HostString, host_strings
 
     plan = output_plan(outputs, fmt, _FORMATS)

@@ -159,8 +159,7 @@ def report_command(
     def render(kind: str, to_stdout: bool) -> str:
         return report_output(reports, kind, top, *terminal(to_stdout), binaries)
 
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output, write_outputs
 
     write_outputs(plan, render, measured_files(reports))
 
@@ -221,11 +220,9 @@ def compare_command(
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.publish.outputs import write_outputs
-    from builder.render.checks import gate_message
-    from builder.render.formats import comparison_output
+    from builder.publish.outputs import comparison_output, write_outputs
     from builder.render.pr_comment import MARKER
-    from builder.render.text import visible
+    from builder.render.text import gate_message, visible
     from builder.size.checks import Gates, check_pairs
 
     gates = Gates(**limits)  # the gate options are named as Gates' fields
@@ -305,9 +302,9 @@ def budget_command(
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
     from builder.cli.tree_options import tree_of
-    from builder.publish.outputs import write_outputs
-    from builder.render.checks import MARKER, failures
-    from builder.render.formats import budget_output
+    from builder.publish.outputs import budget_output, write_outputs
+    from builder.render.pr_comment import BUDGET_MARKER as MARKER
+    from builder.render.text import failures
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 

@@ -13,8 +13,8 @@ from clirun import run_cli
 
 from builder.errors import UsageError
 from builder.metallib import open_metallib
+from builder.publish.outputs import report_output
 from builder.records.manifest import read_manifest
-from builder.render.formats import report_output
 from builder.render.json_docs import report_dict, report_json, report_json_text
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
