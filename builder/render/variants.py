@@ -26,7 +26,7 @@ from builder.render.table import (
     text_tables,
 )
 from builder.render.text import md_code, md_text, visible
-from builder.subsets.variant_sources import COMPRESSION
+from builder.subsets.coverage import COMPRESSION
 
 if TYPE_CHECKING:
     from builder.kernels.runtime_sources import RuntimeSources
