@@ -141,7 +141,12 @@ def variants_command(
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.bounds import parse_size
     from builder.files.output_folder import replaced_folder
-    from builder.render.variants import variants_json
+    from builder.render.variants import (
+        variants_html,
+        variants_json,
+        variants_markdown,
+        variants_text,
+    )
     from builder.subsets.variants import make_variants
 
     source_dir = tree.source_dir
@@ -193,21 +198,8 @@ def variants_command(
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
     _warn_mismatch(run.input.not_in_tree, run.input.missing, from_target, found.root)
-    if fmt == "json":
-        text = document
-    elif fmt == "markdown":
-        from builder.render.variants import variants_markdown
-
-        text = variants_markdown(run)
-    elif fmt == "html":
-        from builder.render.variants import variants_html
-
-        text = variants_html(run)
-    else:
-        from builder.render.variants import variants_text
-
-        text = variants_text(run)
-    sys.stdout.write(text)
+    views = {"markdown": variants_markdown, "html": variants_html, "table": variants_text}
+    sys.stdout.write(document if fmt == "json" else views[fmt](run))
 
 
 def _given(name: str) -> bool:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.errors import CheckFailed
+from builder.files.dataclass_json import field
 from builder.jit.generate import cxx_identifier, embed_headers, function_names, root_names
 from builder.jit.preamble import Preamble, inlined_files
 from builder.jit.tree_preambles import PreambleSpec, jit_preambles
@@ -95,11 +96,12 @@ class Coverage:
     """Kernels discovery finds."""
     in_metallib: int
     in_sources: int
-    absent: int
+    absent: int = field(key="not_in_input", default=0)
     """Kernels of AOT entry files that the input library does not hold (another release)."""
-    runtime_only: int
+    runtime_only: int = field(key="runtime_only_templates", default=0)
     """Run-time-only kernel templates, each with its header embedded."""
-    lost: tuple[Lost, ...]
+    lost: tuple[Lost, ...] = field(default=(), omit="empty")
+    """Empty in a written variant (a split that loses kernels is not written): not recorded."""
 
     @property
     def complete(self) -> bool:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import CheckFailed
+from builder.files.dataclass_json import field
 
 if TYPE_CHECKING:
     from builder.subsets.coverage import EmbedCosts
@@ -76,7 +77,8 @@ class Candidate(NamedTuple):
     """Estimated metallib bytes moving it saves (its functions' bytes in the input)."""
 
 
-class Step(NamedTuple):
+@dataclass(frozen=True)
+class Step:
     """An improvement over the starting answer, with exact metallib sizes."""
 
     action: str
@@ -88,36 +90,41 @@ class Step(NamedTuple):
     swapped_for: str | None = None
 
 
-class PlannedFile(NamedTuple):
+@dataclass(frozen=True)
+class PlannedFile:
     """A chosen JIT entry file: what it saves and why it cannot go back."""
 
     source: str
     kernels: int
     saved_bytes: int
     """Exact: the metallib were this file AOT again, minus the planned metallib."""
-    back_bytes: int
+    back_bytes: int = field(key="metallib_bytes_if_aot", default=0)
     """Exact size of the metallib were this file AOT again: over the budget."""
 
 
 @dataclass(frozen=True)
 class Plan:
+    """The planner's answer (every field given; the defaults only let the JSON keys that differ
+    from a field's name be declared), its fields in the order ``variants.json`` gives them."""
+
     budget: int
     all_aot_bytes: int
     least_bytes: int
     """The metallib with every movable entry file JIT: the smallest reachable."""
-    jit: tuple[str, ...]
     metallib_bytes: int
-    kernels: int
-    embedded_bytes: int
-    start: str
-    """Which answer the improvement started from: ``greedy``, ``knapsack`` or ``all-aot``."""
-    steps: tuple[Step, ...]
-    files: tuple[PlannedFile, ...]
-    exact_layouts: int
-    """Exact sizes computed (each a layout of the subset)."""
+    kernels: int = field(key="jit_kernels", default=0)
     budget_of: str = "metallib"
     """What the sizes are: ``metallib`` bytes (exact), or ``download`` (estimates from the
-    input's download shares, the total measured: :class:`DownloadMeasure`)."""
+    input's download shares, the total measured: ``DownloadMeasure``)."""
+    start: str = "all-aot"
+    """Which answer the improvement started from: ``greedy``, ``knapsack`` or ``all-aot``."""
+    steps: tuple[Step, ...] = ()
+    files: tuple[PlannedFile, ...] = ()
+    exact_layouts: int = 0
+    """Exact sizes computed (each a layout of the subset)."""
+    jit: tuple[str, ...] = field(default=(), omit="always")
+    """The JIT entry files, in candidate order (the variant's own)."""
+    embedded_bytes: int = field(default=0, omit="always")
 
 
 class _Search:

@@ -19,13 +19,14 @@ leaves the previous OUTDIR as it was. Every path a run records names where its f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.errors import InternalError, UsageError
+from builder.files.dataclass_json import field
 from builder.kernels.discovery import path_matches
 from builder.kernels.runtime_sources import RuntimeSources
 from builder.metallib import open_metallib
@@ -55,6 +56,7 @@ from builder.subsets.variant_library import (
 from builder.subsets.variant_plan import Plan, plan_variant
 
 if TYPE_CHECKING:
+    from builder.inputs.targets import Progress
     from builder.kernels.discovery import KernelTree
 
 __all__ = [
@@ -69,7 +71,6 @@ __all__ = [
 ]
 
 SOURCES_FILE = "jit_sources.cpp"
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -106,58 +107,47 @@ class VariantsInput:
 @dataclass(frozen=True)
 class Variant:
     """One split: selected (its name, description and JIT entry files), then written and
-    measured (every other field, measured on the files written)."""
+    measured into the same value (every figure measured on the files written). Its fields are
+    its record in ``variants.json``, in order (``builder.files.dataclass_json.dump``)."""
 
     name: str
     """Its output folder: ``all-aot``, ``jit-mode``, ``aot-N``, ``jit-N`` or ``planned``."""
     description: str
-    jit: tuple[str, ...]
-    """JIT entry files, in tree order; every other entry file stays AOT."""
-    aot: tuple[str, ...] = ()
     metallib: Path | None = None
     """None when no function stays AOT (nothing to ship as a metallib)."""
     metallib_bytes: int = 0
     function_count: int = 0
+    sources_file: Path | None = field(default=None, key="jit_sources_file")
+    embedded_bytes: int = 0
+    """What ``jit_sources.cpp`` stores, as its API stores it (``embedded_storage``)."""
+    embedded_storage: str | None = None
+    embedded_compressed_bytes: int = 0
+    total_bytes: int = 0
+    """What ships: the metallib file plus the embedded source text."""
+    total_compressed_bytes: int = 0
+    metallib_download_bytes: int | None = None
+    """The metallib as a wheel stores it, modelled (``builder.size.download``; 0: no metallib;
+    None: not measured, ``download`` was not asked for)."""
+    total_download_bytes: int | None = None
+    """What a user downloads: the metallib compressed as in a wheel, the source compressed."""
+    jit: tuple[str, ...] = field(default=(), key="jit_sources")
+    """JIT entry files, in tree order; every other entry file stays AOT."""
+    aot: tuple[str, ...] = field(default=(), key="aot_sources")
     jit_kernels: int = 0
     """Functions of the library its JIT entry files produce: compiled at run time."""
     jit_kernels_discovered: int = 0
     aot_kernels: int = 0
     other_kernels: int = 0
-    sources: JitSources | None = None
-    sources_file: Path | None = None
-    by_source: tuple[SourceBytes, ...] = ()
+    preambles: tuple[str, ...] = ()
+    embed_command: tuple[str, ...] | None = None
+    """The ``embed`` command that writes the same ``jit_sources.cpp``."""
+    by_source: tuple[SourceBytes, ...] = field(default=(), key="bytes_by_source")
     overhead_bytes: int = 0
     plan: Plan | None = None
     coverage: Coverage | None = None
     """Where the tree's kernels ship in this variant (checked complete before writing)."""
-    metallib_download_bytes: int | None = None
-    """The metallib as a wheel stores it, modelled (``builder.size.download``; 0: no metallib;
-    None: not measured, ``download`` was not asked for)."""
-
-    @property
-    def total_download_bytes(self) -> int | None:
-        """What a user downloads: the metallib compressed as in a wheel, the source compressed."""
-        if self.metallib_download_bytes is None:
-            return None
-        return self.metallib_download_bytes + self.embedded_compressed_bytes
-
-    @property
-    def embedded_bytes(self) -> int:
-        """What ``jit_sources.cpp`` stores, as its API stores it (``JitSources.storage``)."""
-        return self.sources.embedded_bytes if self.sources else 0
-
-    @property
-    def embedded_compressed_bytes(self) -> int:
-        return self.sources.compressed_bytes if self.sources else 0
-
-    @property
-    def total_bytes(self) -> int:
-        """What ships: the metallib file plus the embedded source text."""
-        return self.metallib_bytes + self.embedded_bytes
-
-    @property
-    def total_compressed_bytes(self) -> int:
-        return self.metallib_bytes + self.embedded_compressed_bytes
+    sources: JitSources | None = field(default=None, omit="always")
+    """The source written to ``sources_file`` (its text is not part of the record)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +195,7 @@ def requested_variants(
     per ``--aot`` value (those AOT, every other one JIT) and per ``--jit`` value (those JIT).
     Entry files ``held_aot`` names stay AOT in every variant."""
     every = set(index.entries)
-    variants = [Variant("all-aot", "every entry file AOT: the input library as it is", ())]
+    variants = [Variant("all-aot", "every entry file AOT: the input library as it is", jit=())]
     held = {s for s, e in index.entries.items() if e.held == AOT_ONLY}
     if held:
         variants.append(
@@ -213,7 +203,7 @@ def requested_variants(
                 "jit-mode",
                 f"metallib.toml's JIT mode: {len(held)} aot-only entry file(s) AOT, every "
                 f"other one JIT{_kept_note(index, every - held)}",
-                _movable(index, every),
+                jit=_movable(index, every),
             )
         )
     for number, value in enumerate(aot, start=1):
@@ -223,7 +213,7 @@ def requested_variants(
                 f"aot-{number}",
                 f"--aot {value}: {len(named)} entry file(s) AOT, every other one "
                 f"JIT{_kept_note(index, every - named)}",
-                _movable(index, every - named),
+                jit=_movable(index, every - named),
             )
         )
     for number, value in enumerate(jit, start=1):
@@ -234,7 +224,7 @@ def requested_variants(
                 f"jit-{number}",
                 f"--jit {value}: {len(moved)} entry file(s) "
                 f"JIT{_kept_note(index, named)}, the rest AOT",
-                moved,
+                jit=moved,
             )
         )
     return variants
@@ -257,7 +247,7 @@ def _planned(tree: KernelTree, writer: VariantWriter, budget: int, budget_of: st
         "planned",
         f"--budget {budget:,} bytes of {budget_of}: {len(plan.jit)} entry file(s) JIT, "
         "chosen for the fewest kernels compiled at run time",
-        plan.jit,
+        jit=plan.jit,
         plan=plan,
     )
 
@@ -278,12 +268,10 @@ def make_variants(
     member: str | None = None,
 ) -> VariantsRun:
     """Write and measure every variant into ``staged`` (default: ``outdir``), recording the
-    paths under ``outdir``; see the module docstring. ``CheckFailed`` (exit 1) when ``budget``
-    is below the least reachable size (nothing written then); ``UsageError`` for bad globs, an
-    unusable target or an output that would overwrite the input. ``budget_of``: ``metallib``
-    (the file's bytes) or ``download`` (it implies ``download``: each variant's metallib
-    download measured, one zlib pass each). ``member`` chooses the library of a target holding
-    several (a binary's ``#2``)."""
+    paths under ``outdir``. ``CheckFailed`` (exit 1) when ``budget`` is below the least
+    reachable size (nothing written then); ``UsageError`` for bad globs, an unusable target or an
+    output over the input. ``budget_of``: ``metallib`` or ``download`` (which implies
+    ``download``: each variant's download measured). ``member``: as ``--member``."""
     say = progress or (lambda _message: None)
     written_in = staged or outdir
     library = resolve_input(target, platform, progress, member)
@@ -371,21 +359,34 @@ def _one(
     else:
         remove_stale(path.parent / SOURCES_FILE)
     aot = index.aot_sources(variant.jit)
+    embedded = sources.embedded_bytes if sources is not None else 0
+    compressed = sources.compressed_bytes if sources is not None else 0
+    sources_file = shown.parent / SOURCES_FILE if sources is not None else None
     measured = replace(
         variant,
-        aot=aot,
         metallib=shown if kept else None,
         metallib_bytes=size,
         function_count=len(kept),
+        sources_file=sources_file,
+        embedded_bytes=embedded,
+        embedded_storage=sources.storage if sources is not None else None,
+        embedded_compressed_bytes=compressed,
+        total_bytes=size + embedded,
+        total_compressed_bytes=size + compressed,
+        metallib_download_bytes=downloaded,
+        total_download_bytes=None if downloaded is None else downloaded + compressed,
+        aot=aot,
         jit_kernels=index.kernels(variant.jit),
         jit_kernels_discovered=sum(index.entries[s].discovered for s in variant.jit),
         aot_kernels=index.kernels(aot),
         other_kernels=len(index.other),
-        sources=sources,
-        sources_file=shown.parent / SOURCES_FILE if sources is not None else None,
+        preambles=sources.preambles if sources is not None else (),
+        embed_command=None
+        if sources is None
+        else ("metallib-builder", *sources.embed_args, "-o", str(sources_file)),
         by_source=tuple(by_source),
         overhead_bytes=overhead,
-        metallib_download_bytes=downloaded,
+        sources=sources,
     )
     plan = variant.plan
     if plan is not None:
