@@ -142,8 +142,13 @@ def variants_command(
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.bounds import parse_size
     from builder.files.output_folder import replaced_folder
-    from builder.render.variants import variants_json
-    from builder.subsets.variants import make_variants, moved
+    from builder.render.variants import (
+        variants_html,
+        variants_json,
+        variants_markdown,
+        variants_text,
+    )
+    from builder.subsets.variants import make_variants
 
     source_dir = tree.source_dir
     if source_dir is None:
@@ -177,10 +182,11 @@ def variants_command(
         wait=not no_wait,
         on_wait=lambda line: click.echo(line, err=True),
     ) as staged:
-        written = make_variants(
+        run = make_variants(
             from_target,
             found,
-            staged,
+            outdir,
+            staged=staged,
             aot=aot,
             jit=jit,
             budget=size,
@@ -190,7 +196,6 @@ def variants_command(
             download=download,
             member=member,
         )
-        run = moved(written, outdir)
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
     _warn_mismatch(run.input.not_in_tree, run.input.missing, from_target, found.root)

@@ -20,7 +20,7 @@ file of a discovered tree (``unary.metal``, compiled as it is). ``--jit GLOBS``
 (``METALLIB_JIT``) names the JIT units and ``--aot GLOBS`` the AOT ones (every other unit JIT),
 by name or glob, for both tree kinds, as ``variants --from --jit/--aot`` do; a glob that names
 no unit is refused (exit 2). An entry file stays AOT when asked JIT if ``[build] aot-only``
-names it (``builder.subsets.variant_select.held_aot``; the unit says why); a JIT entry file is
+names it (``builder.subsets.variant_library.held_aot``; the unit says why); a JIT entry file is
 embedded whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its
 ``embedding``, ``KernelTree.embeddings``), and every build of a tree with run-time-only
 kernels embeds their headers in the host library, AOT builds included. The plan of
@@ -199,7 +199,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     from builder.kernels.preprocess import metal_defines, parse_define
     from builder.kernels.tree_config import build_library, find_config, merge_flags
     from builder.subsets.coverage import check_coverage, require_coverage
-    from builder.subsets.variant_select import held_aot
+    from builder.subsets.variant_library import held_aot
 
     asked, selection = request.tree, request.selection
     if selection.kernels or selection.dtypes:

@@ -43,9 +43,10 @@ __all__ = ["clean", "dump", "dumps", "field", "load"]
 
 T = TypeVar("T")
 
-Omit = Literal["never", "none", "empty", "default"]
+Omit = Literal["never", "none", "empty", "default", "always"]
 """When a field's key is left out of the JSON: never; when it is None; when it is None or an
-empty list, tuple, dict or string; when it equals its default."""
+empty list, tuple, dict or string; when it equals its default; always (a value the model holds
+in memory that its document does not carry, such as a generated text written to its own file)."""
 
 _META = "dataclass_json"
 
@@ -110,6 +111,8 @@ def _dump_fields(value: Any) -> dict[str, Any]:
 def _omitted(omit: Omit, item: Any, f: dataclasses.Field[Any]) -> bool:
     if omit == "never":
         return False
+    if omit == "always":
+        return True
     if omit == "none":
         return item is None
     if omit == "empty":

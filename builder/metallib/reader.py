@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from builder.errors import MetallibError, MetallibFormatError
+from builder.files.dataclass_json import dump
 from builder.files.reading import UnreadableFile, open_regular
 from builder.metallib.reference import parse_function_list
 from builder.metallib.structs import (
@@ -346,27 +347,21 @@ _IDENT = re.compile(rb"Apple metal version [0-9][0-9.]* \([A-Za-z0-9_.-]+\)")
 
 @dataclass(frozen=True)
 class Provenance:
-    """Facts read from the library; each list holds the distinct values found, in order."""
+    """Facts read from the library; each list holds the distinct values found, in order. Its
+    JSON (:meth:`as_dict`, the one codec) is the ``library`` record of a saved report."""
 
     format_version: str
     deployment_target: str
-    air_versions: tuple[str, ...]
-    language_versions: tuple[str, ...]
-    compilers: tuple[str, ...]
-    modules_sampled: int
-    platform: str = "macOS"
+    platform: str
     """The OS of the deployment target (``Header.platform``): macOS, iOS, ..."""
+    air_versions: tuple[str, ...]
+    metal_language_versions: tuple[str, ...]
+    compilers: tuple[str, ...]
+    compiler_source: str
+    """Where ``compilers`` were read: ``llvm.ident of N sampled modules``."""
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "format_version": self.format_version,
-            "deployment_target": self.deployment_target,
-            "platform": self.platform,
-            "air_versions": list(self.air_versions),
-            "metal_language_versions": list(self.language_versions),
-            "compilers": list(self.compilers),
-            "compiler_source": f"llvm.ident of {self.modules_sampled} sampled modules",
-        }
+        return dict(dump(self))
 
 
 def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
@@ -390,9 +385,9 @@ def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
     return Provenance(
         format_version=lib.header.format_version_text,
         deployment_target=f"{major}.{minor}",
-        air_versions=tuple(air),
-        language_versions=tuple(msl),
-        compilers=tuple(compilers),
-        modules_sampled=len(chosen),
         platform=lib.header.platform,
+        air_versions=tuple(air),
+        metal_language_versions=tuple(msl),
+        compilers=tuple(compilers),
+        compiler_source=f"llvm.ident of {len(chosen)} sampled modules",
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from builder.files.dataclass_json import dumps
 from builder.render.table import Column, Name, Row, Said, Table, Words
-from builder.subsets.variant_sources import COMPRESSION
+from builder.subsets.coverage import COMPRESSION
 
 if TYPE_CHECKING:
     from builder.kernels.runtime_sources import RuntimeSources
