@@ -72,14 +72,13 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
     discovered tree the run-time sources' interface, from the options or metallib.toml) and
     what every compile gets (its flags, in order, the standard, the SDK, compression)."""
     selection = plan.request.selection
-    run_time = plan.run_time
     interface = (
         {
-            "METALLIB_JIT_NAMESPACE": run_time["namespace"],
-            "METALLIB_JIT_API": run_time["api"],
-            "METALLIB_JIT_LOOKUP": run_time["lookup"],
+            "METALLIB_JIT_NAMESPACE": plan.jit_namespace,
+            "METALLIB_JIT_API": plan.jit_api,
+            "METALLIB_JIT_LOOKUP": plan.jit_lookup,
         }
-        if run_time
+        if plan.kind == "discovered"
         else {}
     )
     return {
@@ -121,8 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = BuildPlan.read(args.plan)
         embed = _load(args.embed)
         compiled: dict[str, list[str]] = {}
-        for unit, source in plan.compiles:
-            compiled.setdefault(unit, []).append(str(source))
+        for c in plan.compiles:
+            compiled.setdefault(c.unit, []).append(str(c.source))
         manifest = build_manifest(
             args.build_dir.resolve(),
             _load(args.config) or {},

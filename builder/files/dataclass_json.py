@@ -43,9 +43,10 @@ __all__ = ["clean", "dump", "dumps", "field", "load"]
 
 T = TypeVar("T")
 
-Omit = Literal["never", "none", "empty", "default"]
+Omit = Literal["never", "none", "empty", "default", "always"]
 """When a field's key is left out of the JSON: never; when it is None; when it is None or an
-empty list, tuple, dict or string; when it equals its default."""
+empty list, tuple, dict or string; when it equals its default; always (what a value carries
+beside its document, read back as its default)."""
 
 _META = "dataclass_json"
 
@@ -108,8 +109,8 @@ def _dump_fields(value: Any) -> dict[str, Any]:
 
 
 def _omitted(omit: Omit, item: Any, f: dataclasses.Field[Any]) -> bool:
-    if omit == "never":
-        return False
+    if omit in ("never", "always"):
+        return omit == "always"
     if omit == "none":
         return item is None
     if omit == "empty":
@@ -284,6 +285,8 @@ def _dataclass_reader(cls: type) -> Reader:
     hints = typing.get_type_hints(cls)
     plan: list[tuple[str, str, Reader, Callable[[Any, str], Any] | None, bool]] = []
     for f, meta in _fields(cls):
+        if meta.omit == "always":  # never written, so never read either
+            continue
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         plan.append((f.name, meta.key or f.name, _late(hints[f.name]), meta.check, required))
 
