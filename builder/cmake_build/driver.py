@@ -43,22 +43,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BuildOutcome",
     "MetalToolchain",
-    "Split",
     "ToolchainMissing",
     "build_plan",
     "find_metal_toolchain",
     "missing_message",
     "run_build",
-    "split_units",
 ]
-
-
-@dataclass(frozen=True)
-class Split:
-    """Selected units (catalog families or entry files) in plan order, divided by mode."""
-
-    aot: tuple[str, ...]
-    jit: tuple[str, ...]
 
 
 def build_plan(request: BuildRequest) -> BuildPlan:
@@ -70,17 +60,9 @@ def build_plan(request: BuildRequest) -> BuildPlan:
     return make_plan(request, cache_file=(request.build_dir / PLAN_FILE).parent / DISCOVERY_CACHE)
 
 
-def split_units(request: BuildRequest) -> Split:
-    """Validate the selection and divide it by mode, as the build will (exit 2 if bad)."""
-    plan = build_plan(request)
-    return Split(plan.aot, plan.jit)
-
-
 @dataclass(frozen=True)
 class BuildOutcome:
     request: BuildRequest
-    split: Split
-    toolchain: MetalToolchain | None
     edges_run: int
     seconds: float
     reports: list[Report]
@@ -114,10 +96,9 @@ def run_build(
     build_dir = request.build_dir
     check_not_an_input(build_dir, [kernels.source_dir, kernels.config, *kernels.include_dirs])
     plan = build_plan(request)
-    split = Split(plan.aot, plan.jit)
     found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)
-    toolchain = found if isinstance(found, MetalToolchain) and split.aot else None
-    if split.aot and isinstance(found, ToolchainMissing):
+    toolchain = found if isinstance(found, MetalToolchain) and plan.aot else None
+    if plan.aot and isinstance(found, ToolchainMissing):
         held = [f"{u.name} ({u.reason})" for u in plan.units if u.reason]
         stays = f" Asked to be JIT, these stay AOT: {'; '.join(held)}." if held else ""
         # --jit helps unless every AOT unit is held AOT whatever is asked
@@ -140,8 +121,8 @@ def run_build(
         changed = write_plan(plan, tree.plan_file)
         if changed or not tree.is_configured():
             say(
-                f"Configuring {build_dir} (AOT: {', '.join(split.aot) or '-'}; "
-                f"JIT: {', '.join(split.jit) or '-'})"
+                f"Configuring {build_dir} (AOT: {', '.join(plan.aot) or '-'}; "
+                f"JIT: {', '.join(plan.jit) or '-'})"
             )
             tree.configure(on_line=echo, again=changed)
         with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
@@ -151,7 +132,7 @@ def run_build(
             for line in output.other:
                 say(line)
         reports = load_build(build_dir)
-    return BuildOutcome(request, split, toolchain, output.edges_run, seconds, reports)
+    return BuildOutcome(request, output.edges_run, seconds, reports)
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from builder.cmake_build.cmake import BuildFailed, build_folder_lock
 from builder.cmake_build.driver import (
     BuildOutcome,
     ToolchainMissing,
+    build_plan,
     find_metal_toolchain,
     run_build,
-    split_units,
 )
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
@@ -90,9 +90,9 @@ def _preset_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, Bui
         ("jit-on", "every unit JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
         ("jit-off", "every unit AOT", common.replace(build_dir=root / "jit-off")),
     ]
-    split = split_units(common)
-    mixed = tuple(f for f in mixed_jit_units(project_dir()) if f in split.aot)
-    if mixed and len(mixed) < len(split.aot):
+    aot = build_plan(common).aot
+    mixed = tuple(f for f in mixed_jit_units(project_dir()) if f in aot)
+    if mixed and len(mixed) < len(aot):
         out.append(
             (
                 "mixed",
@@ -137,7 +137,7 @@ def _build_each(
     toolchain = find_metal_toolchain(base.toolchain.metal_compiler, sdk=base.toolchain.sdk)
     results = []
     for name, description, request in _preset_requests(base, root):
-        if split_units(request).aot and isinstance(toolchain, ToolchainMissing):
+        if build_plan(request).aot and isinstance(toolchain, ToolchainMissing):
             why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
             results.append(PresetResult(name, description, None, why))
             continue
