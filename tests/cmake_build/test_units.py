@@ -16,10 +16,10 @@ from builder.cmake_build.driver import (
     ToolchainMissing,
     find_metal_toolchain,
     missing_message,
+    mixed_jit_units,
 )
 from builder.cmake_build.plan import select_families
 from builder.cmake_build.plan_model import Unit
-from builder.cmake_build.presets import mixed_jit_units
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import dump, load
