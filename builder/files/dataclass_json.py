@@ -45,8 +45,8 @@ T = TypeVar("T")
 
 Omit = Literal["never", "none", "empty", "default", "always"]
 """When a field's key is left out of the JSON: never; when it is None; when it is None or an
-empty list, tuple, dict or string; when it equals its default; always (what a value carries
-beside its document, read back as its default)."""
+empty list, tuple, dict or string; when it equals its default; always (a value the model holds
+in memory that its document does not carry, such as a generated text written to its own file)."""
 
 _META = "dataclass_json"
 
@@ -109,8 +109,10 @@ def _dump_fields(value: Any) -> dict[str, Any]:
 
 
 def _omitted(omit: Omit, item: Any, f: dataclasses.Field[Any]) -> bool:
-    if omit in ("never", "always"):
-        return omit == "always"
+    if omit == "never":
+        return False
+    if omit == "always":
+        return True
     if omit == "none":
         return item is None
     if omit == "empty":

@@ -80,6 +80,11 @@ def test_discovered_units_are_entry_files(mlx_tree: Path, tmp_path: Path) -> Non
     written = tmp_path / "plan.json"
     written.write_text(plan_text(plan))
     assert BuildPlan.read(written) == plan
+    # what the plan carries beside its file (a discovery to remember) is neither written nor
+    # read: a plan.json naming one is read without it
+    assert plan.memo is None and "memo" not in json.loads(written.read_text())
+    written.write_text(json.dumps({**json.loads(plan_text(plan)), "memo": {"files": 1}}))
+    assert BuildPlan.read(written).memo is None
     # the compiler defines Metal's own macros itself; discovery gets every define
     assert plan.defines == ("NDEBUG",) and plan.discovery is not None
     assert plan.discovery.metal_version == 320
