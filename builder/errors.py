@@ -8,7 +8,7 @@ Errors raised by the metallib format library.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "BinaryFormatError",
@@ -22,6 +22,7 @@ __all__ = [
     "TruncatedBinaryError",
     "UsageError",
     "closest_hint",
+    "step_exit",
 ]
 
 
@@ -136,3 +137,18 @@ class InternalError(MetallibError):
             f"{where}byte offset {offset} (0x{offset:x}): internal error, a bug in "
             f"metallib-builder (please report it with this line): {message}"
         )
+
+
+def step_exit(step: Callable[[], object], *also: type[Exception]) -> int:
+    """Run ``step``, a build step CMake runs as ``python -m``, for its exit code: 0, or 2 with one
+    ``error:`` line on stderr when its input is unusable (a BuilderError, or one of ``also``).
+    CMake shows the line as it is and stops the build; a traceback would bury it."""
+    import sys
+
+    caught: tuple[type[Exception], ...] = (BuilderError, *also)
+    try:
+        step()
+    except caught as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

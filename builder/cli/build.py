@@ -13,7 +13,7 @@ a thin command over ``builder.jit.generate.write_embed`` (the generated text: do
 and compare their sizes.
 
 The bundled (catalog) tree is built with CMake + Ninja once per preset, each in a subfolder of
-``--build-dir`` (``builder.cmake_build.presets``). Writing subsets of a built library is another
+``--build-dir`` (``builder.cmake_build.driver``). Writing subsets of a built library is another
 job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a variant a subset.
 """
 
@@ -182,7 +182,7 @@ def presets_command(
     To write subsets of a built library instead, see 'variants --from'.
     """
     from builder.cli.console import stderr_console
-    from builder.cmake_build.presets import build_presets
+    from builder.cmake_build.driver import build_presets
     from builder.errors import CheckFailed
     from builder.publish.outputs import presets_output
 

@@ -287,6 +287,8 @@ def _dataclass_reader(cls: type) -> Reader:
     hints = typing.get_type_hints(cls)
     plan: list[tuple[str, str, Reader, Callable[[Any, str], Any] | None, bool]] = []
     for f, meta in _fields(cls):
+        if meta.omit == "always":  # never written, so never read either
+            continue
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         plan.append((f.name, meta.key or f.name, _late(hints[f.name]), meta.check, required))
 

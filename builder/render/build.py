@@ -18,7 +18,7 @@ from builder.render.text import OVERHEAD_LABEL, human_size
 from builder.size.jit_rows import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.cmake_build.presets import PresetResult
+    from builder.cmake_build.driver import PresetResult
     from builder.size.report import Report
 
 __all__ = ["HOST_WHOLE", "presets_json", "presets_table"]
