@@ -142,12 +142,7 @@ def variants_command(
     from builder.files.atomic import check_not_an_input, write_atomic
     from builder.files.bounds import parse_size
     from builder.files.output_folder import replaced_folder
-    from builder.render.variants import (
-        variants_html,
-        variants_json,
-        variants_markdown,
-        variants_text,
-    )
+    from builder.render.variants import variants_json
     from builder.subsets.variants import make_variants
 
     source_dir = tree.source_dir

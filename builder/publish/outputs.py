@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to po
     from builder.publish.github import PullRequest
 
 if TYPE_CHECKING:
-    from builder.cmake_build.presets import PresetResult
+    from builder.cmake_build.driver import PresetResult
     from builder.render.library import Found
     from builder.size.attribution import BinaryAccount
     from builder.size.checks import Check, Evaluated

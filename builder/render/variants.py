@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
-from builder.files.dataclass_json import dumps
+from builder.files.dataclass_json import dump, dumps
 from builder.render.table import Column, Name, Row, Said, Table, Words
 from builder.subsets.coverage import COMPRESSION
 
@@ -37,23 +37,9 @@ def _path(path: os.PathLike[str] | None) -> str | None:
     return None if path is None else os.fspath(path)
 
 
-_FILE_KEYS = ("source", "kernels", "saved_bytes", "metallib_bytes_if_aot")
-"""A planned file's keys, in ``PlannedFile``'s order (``back_bytes``: the size were it AOT)."""
-
-
 def _plan_dict(plan: Plan) -> dict[str, object]:
-    return {
-        "budget": plan.budget,
-        "all_aot_bytes": plan.all_aot_bytes,
-        "least_bytes": plan.least_bytes,
-        "metallib_bytes": plan.metallib_bytes,
-        "jit_kernels": plan.kernels,
-        "budget_of": plan.budget_of,
-        "start": plan.start,
-        "steps": [step._asdict() for step in plan.steps],  # keyed as its fields
-        "files": [dict(zip(_FILE_KEYS, planned, strict=True)) for planned in plan.files],
-        "exact_layouts": plan.exact_layouts,
-    }
+    """The plan's record: its fields are variants.json's keys, in order (the one codec)."""
+    return dict(dump(plan))
 
 
 def _variant_dict(v: Variant) -> dict[str, object]:

@@ -12,7 +12,7 @@ from binaries import cxx_dylib, link_elf, nm_addresses
 from clirun import run_cli
 from support.llvm_strings import independent_sources
 
-from builder.records.manifest import MANIFEST_NAME, build_manifest, write_manifest
+from builder.records.manifest import MANIFEST_NAME, Tree, build_manifest, write_manifest
 
 HOST = """
 namespace demo { namespace jit {
@@ -29,7 +29,7 @@ def _build(folder: Path, host: Path | None) -> Path:
     manifest = build_manifest(
         folder,
         {},
-        tree={"kind": "discovered", "library": "demo"},
+        tree=Tree("discovered", "demo"),
         units=[],
         compiled={},
         options={},

@@ -20,8 +20,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
 
 import pytest
+from builder.cmake_build.driver import PresetResult
+from builder.subsets.variant_sources import JitSources
+from builder.subsets.variant_writer import Variant, VariantsInput, VariantsRun
 
-from builder.cmake_build.presets import PresetResult
 from builder.publish.outputs import (
     budget_output,
     comparison_output,
@@ -45,8 +47,6 @@ from builder.size.history import library_histories, measure_history
 from builder.size.host_strings import HostString
 from builder.size.load import load_reports
 from builder.subsets.variant_plan import Plan, PlannedFile, Step
-from builder.subsets.variant_sources import JitSources
-from builder.subsets.variant_writer import Variant, VariantsInput, VariantsRun
 
 if TYPE_CHECKING:
     from builder.cmake_build.driver import BuildOutcome
