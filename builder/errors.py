@@ -1,9 +1,8 @@
 """Errors the CLI turns into one line of text and an exit code.
 
-Library code raises these (or ``builder.metallib.MetallibError``); only ``builder.cli`` decides how
-they are shown. Exit codes: 1 means a check ran and failed, 2 means the input or the usage was bad.
-
-Errors raised by the metallib format library.
+Library code raises these (the container's own: ``MetallibError`` and what derives from it); only
+``builder.cli`` decides how they are shown. Exit codes: 1 means a check ran and failed, 2 means
+the input or the usage was bad.
 """
 
 from __future__ import annotations
@@ -53,8 +52,6 @@ class BuilderError(Exception):
 class UsageError(BuilderError):
     """The user asked for something that cannot be done (bad selection, missing file...)."""
 
-    exit_code = 2
-
 
 class CheckFailed(BuilderError):
     """A check ran to completion and its verdict is negative (hash mismatch, size gate)."""
@@ -67,8 +64,6 @@ class OutputError(BuilderError):
 
     The message names the path and the operating system's reason; nothing partial is left behind.
     """
-
-    exit_code = 2
 
 
 def closest_hint(word: str, known: Sequence[str], *, list_known: bool = True) -> str:

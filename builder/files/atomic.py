@@ -60,12 +60,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from builder.errors import OutputError, UsageError
-from builder.files.reading import open_regular, read_text
+from builder.files.reading import PathArg, open_regular, read_text
 from builder.files.temporaries import create_temp_file, forget, remove_temporary
 
 __all__ = [
-    "PathArg",
     "atomic_write",
+    "cannot",
     "check_can_write",
     "check_not_an_input",
     "depfile_text",
@@ -78,10 +78,7 @@ __all__ = [
 ]
 
 
-PathArg = str | os.PathLike[str]
-
-
-def _cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
+def cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
     """The one-line error; callers raise it ``from exc`` so that --debug shows the OSError."""
     return OutputError(f"cannot {verb} {os.fspath(path)}: {exc.strerror or exc}")
 
@@ -96,7 +93,7 @@ def check_can_write(path: PathArg) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
 
 
 def _mkdirs(folder: Path) -> None:
@@ -113,7 +110,7 @@ def make_dirs(path: PathArg) -> Path:
     try:
         _mkdirs(folder)
     except OSError as exc:
-        raise _cannot("create folder", folder, exc) from exc
+        raise cannot("create folder", folder, exc) from exc
     return folder
 
 
@@ -144,7 +141,7 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
     except OSError:
         existing = None  # missing, or unreachable: creating the temporary file says why
     if existing is not None and stat.S_ISDIR(existing.st_mode):
-        raise _cannot("write", path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+        raise cannot("write", path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
     if existing is not None and not stat.S_ISREG(existing.st_mode):
         with _direct(path) as handle:
             yield handle
@@ -154,14 +151,14 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
     try:
         fd, tmp = create_temp_file(target)
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     try:
         lock = os.dup(fd)  # holds the temporary file's lock until it is renamed or removed
     except OSError as exc:
         os.close(fd)
         remove_temporary(tmp)
         forget(tmp)
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -172,7 +169,7 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
         os.replace(tmp, target)
     except OSError as exc:
         remove_temporary(tmp)
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     except BaseException:
         remove_temporary(tmp)
         raise
@@ -187,12 +184,12 @@ def _direct(path: PathArg) -> Iterator[BinaryIO]:
     try:
         handle = open(path, "wb")  # noqa: SIM115 - closed below, errors mapped
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     try:
         with handle:
             yield handle
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
 
 
 def _keep_owner(fd: int, existing: os.stat_result) -> None:
@@ -226,7 +223,7 @@ def write_if_changed(path: PathArg, data: bytes | str) -> bool:
     try:
         _mkdirs(Path(os.path.realpath(path)).parent)
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     write_atomic(path, raw)
     return True
 

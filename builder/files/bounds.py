@@ -59,6 +59,7 @@ __all__ = [
     "Bound",
     "brief",
     "byte_count",
+    "json_int",
     "parse_json",
     "parse_size",
 ]
@@ -189,6 +190,12 @@ def _seconds(text: str) -> int:
     :data:`LARGEST_SECONDS`."""
     value = float(text)
     return round(value) if math.isfinite(value) and value <= LARGEST_SECONDS else 0
+
+
+def json_int(value: Any) -> int | None:
+    """``value`` when it is an integer (JSON's ``true`` is not one, though Python's ``bool`` is an
+    ``int``), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def byte_count(value: Any, field: str) -> int:

@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from builder.errors import BuilderError, OutputError, UsageError
-from builder.files.atomic import PathArg, make_dirs
+from builder.errors import BuilderError, UsageError
+from builder.files.atomic import cannot, make_dirs
+from builder.files.reading import PathArg
 from builder.files.temporaries import (
     exclusive_lock,
     forget,
@@ -147,10 +148,6 @@ def _keep_mode(staged: Path, target: Path) -> None:
     os.chmod(staged, mode)
 
 
-def _failed(folder: PathArg, exc: OSError) -> OutputError:
-    return OutputError(f"cannot write {os.fspath(folder)}: {exc.strerror or exc}")
-
-
 @contextmanager
 def replaced_folder(
     folder: PathArg,
@@ -180,14 +177,14 @@ def replaced_folder(
                 os.mkdir(staged)
                 register(staged, folder=True)
         except OSError as exc:
-            raise _failed(folder, exc) from exc
+            raise cannot("write", folder, exc) from exc
         try:
             yield staged
             try:
                 _keep_mode(staged, target)
                 _swap(staged, target)
             except OSError as exc:
-                raise _failed(folder, exc) from exc
+                raise cannot("write", folder, exc) from exc
         except BuilderError as exc:
             remove_temporary(staged, folder=True)
             forget(staged)

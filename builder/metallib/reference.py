@@ -21,14 +21,16 @@ next module), reflection piece i runs to the next function's RFLT (the last to t
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
 from builder.errors import MetallibFormatError
 from builder.metallib.native import native_module
 from builder.metallib.structs import (
     MIN_ENTRY_SIZE,
+    OFFT,
     U32,
+    U64,
+    VERS,
     Header,
     Span,
     read_u32,
@@ -41,9 +43,6 @@ __all__ = ["function_count", "native_table", "parse_function_list", "reference_t
 
 
 _FIXED_LENGTHS = {b"HASH": 32, b"OFFT": 24, b"VERS": 8, b"MDSZ": 8, b"RFLT": 8}
-_U64 = struct.Struct("<Q")
-_OFFT = struct.Struct("<QQQ")
-_VERS = struct.Struct("<HHHH")
 
 
 class _Entry(NamedTuple):
@@ -153,7 +152,7 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
     problem = _name_problem(raw_name)
     hash_at = found[b"HASH"][0]
     offt_at = found[b"OFFT"][0]
-    public, private, module = _OFFT.unpack_from(data, offt_at)
+    public, private, module = OFFT.unpack_from(data, offt_at)
     type_at, type_length = found.get(b"TYPE", (0, 0))
     rflt_at = found[b"RFLT"][0] if b"RFLT" in found else None
     return _Entry(
@@ -161,7 +160,7 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
         bad_name=None if problem is None else BadName(index, name_at + problem[0], problem[1]),
         shown_name=raw_name.decode("utf-8", "backslashreplace").replace("\0", "\\x00"),
         type=data[type_at] if type_length else None,
-        version=_VERS.unpack_from(data, found[b"VERS"][0]) if b"VERS" in found else None,
+        version=VERS.unpack_from(data, found[b"VERS"][0]) if b"VERS" in found else None,
         hash=bytes(data[hash_at : hash_at + 32]),
         offset=pos,
         size=size,
@@ -170,8 +169,8 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
         public=public,
         private=private,
         module=module,
-        module_size=_U64.unpack_from(data, found[b"MDSZ"][0])[0] if b"MDSZ" in found else None,
-        reflection=None if rflt_at is None else _U64.unpack_from(data, rflt_at)[0],
+        module_size=U64.unpack_from(data, found[b"MDSZ"][0])[0] if b"MDSZ" in found else None,
+        reflection=None if rflt_at is None else U64.unpack_from(data, rflt_at)[0],
     )
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "refuse_repeated_tags",
     "show_code",
     "tag_start",
+    "type_name",
     "walk_tags",
 ]
 
@@ -65,6 +66,12 @@ U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 SPAN = struct.Struct("<QQ")
+# OFFT's payload: the public metadata, private metadata and module offsets, each relative to its
+# section; VERS's: AIR major, minor, Metal language major, minor.
+OFFT = struct.Struct("<QQQ")
+VERS = struct.Struct("<HHHH")
+# A module's Darwin bitcode wrapper: magic, version, bitcode offset, bitcode size, CPU type.
+MODULE_WRAPPER = struct.Struct("<IIIII")
 # A reflection piece starts with its u32 size, RBUF and the u32 payload length.
 REFLECTION_HEAD = struct.Struct("<I4sI")
 
@@ -81,15 +88,10 @@ class Span(NamedTuple):
         return self.offset + self.size
 
 
-def _need(buf: memoryview | bytes, offset: int, size: int, what: str) -> None:
-    if offset < 0 or offset + size > len(buf):
-        raise MetallibFormatError(
-            offset, f"{what} needs {size} bytes but the file ends at {len(buf)}"
-        )
-
-
 def read_u32(buf: memoryview | bytes, offset: int, what: str) -> int:
-    _need(buf, offset, 4, what)
+    """The u32 at ``offset``; ``MetallibFormatError`` when the buffer ends before its 4 bytes."""
+    if offset < 0 or offset + 4 > len(buf):
+        raise MetallibFormatError(offset, f"{what} needs 4 bytes but the file ends at {len(buf)}")
     return int(U32.unpack_from(buf, offset)[0])
 
 
@@ -149,12 +151,9 @@ def show_code(code: bytes) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The parsed records of a metallib's container: header, extension tags, regions.
-#
-# These are plain records that ``reader.Metallib`` builds from a memory map. The functions are not
-# here: they are columns (``table.FunctionTable``). Offsets are absolute file offsets unless a name
-# says otherwise.
-
+# The parsed records of a metallib's container: header, extension tags, regions, which
+# ``reader.Metallib`` builds from a memory map (the functions are columns: ``table.FunctionTable``).
+# Offsets are absolute file offsets unless a name says otherwise.
 
 # TYPE tag values (public sources; every function in mlx.metallib is a kernel).
 FUNCTION_TYPES: dict[int, str] = {
@@ -166,6 +165,11 @@ FUNCTION_TYPES: dict[int, str] = {
     5: "extern",
     6: "intersection",
 }
+
+
+def type_name(code: int | None) -> str:
+    """A TYPE tag's value in words (``kernel``; ``none`` for a function without the tag)."""
+    return "none" if code is None else FUNCTION_TYPES.get(code, f"type{code}")
 
 
 # Mach-O platform numbers (mach-o/loader.h, PLATFORM_*), as the target-OS byte holds them.

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from builder.errors import OutputError, UsageError
+from builder.files.bounds import json_int
 from builder.files.reading import read_json
 from builder.publish.rest import ENVIRONMENT as API_ENVIRONMENT
 from builder.publish.rest import Api, api_from_env, call, pages
@@ -74,11 +75,6 @@ _HINTS = {
 }
 
 
-def _number(value: Any) -> int | None:
-    """``value`` when it is an integer (JSON's ``true`` is not one), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 @dataclass(frozen=True)
 class PullRequest:
     """Where the comment goes: the API (with the token that may write it) and the number."""
@@ -110,10 +106,10 @@ def pull_request_from_env(environ: Mapping[str, str] = os.environ) -> PullReques
         also=("GITHUB_EVENT_PATH",),
         where=" in a pull_request workflow",
     )
-    return PullRequest(api, _event_number(environ["GITHUB_EVENT_PATH"]))
+    return PullRequest(api, _eventjson_int(environ["GITHUB_EVENT_PATH"]))
 
 
-def _event_number(path: str) -> int:
+def _eventjson_int(path: str) -> int:
     """The pull request's number in the event payload (``pull_request`` events, or an
     ``issue_comment`` on a pull request)."""
     event = read_json(path, "the event (GITHUB_EVENT_PATH)")  # a regular file, bounded
@@ -122,9 +118,9 @@ def _event_number(path: str) -> int:
         pull = event.get("pull_request")
         issue = event.get("issue")
         if isinstance(pull, dict):
-            number = _number(pull.get("number"))
+            number = json_int(pull.get("number"))
         elif isinstance(issue, dict) and "pull_request" in issue:
-            number = _number(issue.get("number"))
+            number = json_int(issue.get("number"))
     if number is None or number <= 0:
         raise UsageError(
             f"GITHUB_EVENT_PATH {path}: not a pull request event (no "
@@ -159,7 +155,7 @@ def token_identity(api: Api) -> Identity:
         said = first.get("message") if isinstance(first, dict) else None
         why = f": {visible(str(said))[:200]}" if said else ""
         raise OutputError(f"GitHub API: cannot {doing}: the reply names no login{why}")
-    return Identity(login, _number(viewer.get("databaseId")) if isinstance(viewer, dict) else None)
+    return Identity(login, json_int(viewer.get("databaseId")) if isinstance(viewer, dict) else None)
 
 
 def written_by(comment: Mapping[str, object], me: Identity) -> bool:
@@ -169,7 +165,7 @@ def written_by(comment: Mapping[str, object], me: Identity) -> bool:
     user = comment.get("user")
     if not isinstance(user, dict):
         return False
-    their_id = _number(user.get("id"))
+    their_id = json_int(user.get("id"))
     if me.user_id is not None and their_id is not None:
         return their_id == me.user_id
     return user.get("login") == me.login
@@ -192,7 +188,7 @@ def find_comment(pr: PullRequest, marker: str) -> int | None:
             if not body.lstrip().startswith(marker):
                 continue
             me = me or token_identity(pr.api)
-            found = _number(comment.get("id"))
+            found = json_int(comment.get("id"))
             if found is not None and written_by(comment, me):
                 return found
     return None
@@ -248,7 +244,7 @@ class BaseArtifact:
 
 
 def _id_of(thing: Any) -> int | None:
-    return _number(thing.get("id")) if isinstance(thing, dict) else None
+    return json_int(thing.get("id")) if isinstance(thing, dict) else None
 
 
 def is_own_push(run: Mapping[str, Any], repository_id: int, branch: str) -> bool:
@@ -270,11 +266,11 @@ def _from_here(artifact: Any, name: str, repository_id: int, branch: str) -> boo
     run = artifact.get("workflow_run")
     return (
         isinstance(run, dict)
-        and _number(run.get("id")) is not None
-        and _number(artifact.get("id")) is not None
+        and json_int(run.get("id")) is not None
+        and json_int(artifact.get("id")) is not None
         and run.get("head_branch") == branch
-        and _number(run.get("head_repository_id")) == repository_id
-        and _number(run.get("repository_id")) == repository_id
+        and json_int(run.get("head_repository_id")) == repository_id
+        and json_int(run.get("repository_id")) == repository_id
     )
 
 

@@ -17,7 +17,8 @@ from operator import add
 from typing import TYPE_CHECKING
 
 from builder.files.dataclass_json import clean
-from builder.metallib import FUNCTION_TYPES, Metallib
+from builder.metallib import Metallib
+from builder.metallib.structs import type_name
 from builder.render.table import CSV, PEOPLE, Column, Name, Row, Said, Table
 from builder.render.text import human_size, visible
 from builder.size.rollup import FunctionRow
@@ -81,17 +82,11 @@ def sources_tables(shown: str, found: Found, namespace: str | None) -> list[Tabl
     return tables
 
 
-def _type_name(code: int | None) -> str:
-    if code is None:
-        return "none"
-    return FUNCTION_TYPES.get(code, f"type{code}")
-
-
 def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
     """One row per function (the report's ``FunctionRow``, without groups), in ``sort`` order
     (:func:`sorted_rows`)."""
     c = lib.columns()
-    type_names = {code: _type_name(code) for code in set(c.types)}
+    type_names = {code: type_name(code) for code in set(c.types)}
     metadata = list(map(add, c.public_md_bytes, c.private_md_bytes))
     totals = map(sum, zip(c.entry_bytes, metadata, c.module_bytes, c.reflection_bytes))
     rows = list(
