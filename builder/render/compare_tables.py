@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.render.report_tables import shown_count
+from builder.render.report_tables import jit_what, no_metallib, shown_count
 from builder.render.table import Column, Name, Row, Said, Table, Words
 from builder.render.text import (
     gate_message,
@@ -177,7 +177,7 @@ def jit_delta_table(
     jit = comparison.jit
     assert jit is not None
     base, head = comparison.base, comparison.head
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    what = jit_what(jit.host_measured)
     sources = by_strings(base) and by_strings(head)  # two shipped host libraries
     caption: list[Words] = [
         ("base measured: ", Said(jit.base_origin or "no JIT unit")),
@@ -185,14 +185,7 @@ def jit_delta_table(
     ]
     if comparison.jit_only:
         caption += [
-            (
-                "no metallib on either side: "
-                + (
-                    "the run-time sources the host libraries embed"
-                    if sources
-                    else "every unit is compiled at run time"
-                ),
-            ),
+            (f"no metallib on either side: {no_metallib(sources)}",),
             ("base ", Said(provenance_line(base.provenance))),
             ("head ", Said(provenance_line(head.provenance))),
         ]

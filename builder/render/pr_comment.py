@@ -24,7 +24,7 @@ from builder.render.compare_tables import (
     pair_sides,
     pairs_summary,
 )
-from builder.render.report_tables import budget_table
+from builder.render.report_tables import budget_table, jit_what, no_metallib
 from builder.render.table import (
     Column,
     Name,
@@ -206,13 +206,8 @@ def _section(
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
         shipped = by_strings(base) and by_strings(head)  # two shipped host libraries
-        what = (
-            "the run-time sources the host libraries embed"
-            if shipped
-            else "every unit is compiled at run time"
-        )
         footer = clip(
-            f"<sub>No metallib on either side: {what}. Measured: "
+            f"<sub>No metallib on either side: {no_metallib(shipped)}. Measured: "
             f"base {md_text(jit.base_origin or 'no JIT unit')}; "
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
@@ -294,14 +289,12 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
     return sections
 
 
-def _jit_what(jit: JitComparison) -> str:
-    return "JIT host library" if jit.host_measured else "embedded JIT source"
-
-
 def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT units") -> str:
     sizes = (jit.base_total, jit.head_total)
     units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
-    return _change_line(comparison, jit.delta, jit.percent, sizes, units, _jit_what(jit), rows)
+    return _change_line(
+        comparison, jit.delta, jit.percent, sizes, units, jit_what(jit.host_measured), rows
+    )
 
 
 def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
@@ -316,7 +309,7 @@ def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
         )
     )
     summary = (
-        f"JIT units ({_jit_what(jit)}): {human_size(jit.base_total)} → "
+        f"JIT units ({jit_what(jit.host_measured)}): {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)}, {human_delta(jit.delta)}"
     )
     return (summary, markdown_header(table.columns, _KEYS), len(rows), rows)

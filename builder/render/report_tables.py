@@ -48,7 +48,16 @@ if TYPE_CHECKING:
     from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
 
-__all__ = ["Shown", "budget_table", "download_line", "report_tables", "shown_count", "top_rows"]
+__all__ = [
+    "Shown",
+    "budget_table",
+    "download_line",
+    "jit_what",
+    "no_metallib",
+    "report_tables",
+    "shown_count",
+    "top_rows",
+]
 
 
 class Shown(NamedTuple):
@@ -194,7 +203,7 @@ def _jit_notes(report: Report) -> list[str]:
         return ["no metallib: the run-time sources the host library embeds"]
     notes = []
     if report.source.path is None:
-        notes.append("no metallib: every unit is compiled at run time")
+        notes.append(f"no metallib: {no_metallib(False)}")
     if report.by != "kernel":
         notes.append(
             f"rows are JIT units whatever --by {report.by} says: the host library "
@@ -203,10 +212,17 @@ def _jit_notes(report: Report) -> list[str]:
     return notes
 
 
-def jit_headline(jit: JitBreakdown) -> str:
-    """``JIT host library 350.5 kB`` or ``embedded JIT source 296.9 kB``: what the total is."""
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    return f"{what} {human_size(jit.total)}"
+def jit_what(host_measured: bool) -> str:
+    """What a JIT total measures: the host library's symbols, or the embedded source."""
+    return "JIT host library" if host_measured else "embedded JIT source"
+
+
+def no_metallib(shipped: bool) -> str:
+    """Why there is no metallib: shipped host libraries embed their run-time sources, or every
+    unit of a build is compiled at run time."""
+    if shipped:
+        return "the run-time sources the host libraries embed"
+    return "every unit is compiled at run time"
 
 
 def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
@@ -260,7 +276,10 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
     return Table(
         tuple(columns),
         tuple(rows),
-        title=(Name(report.source.label), f": {jit_headline(jit)}, {counted}"),
+        title=(
+            Name(report.source.label),
+            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {counted}",
+        ),
         heading=("JIT units of ", Name(report.source.label))
         if report.source.path
         else ("Size of ", Name(report.source.label)),
