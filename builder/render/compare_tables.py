@@ -11,12 +11,14 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.render.report_tables import jit_what, no_metallib, shown_count
+from builder.render.report_tables import shown_count
 from builder.render.table import Column, Name, Row, Said, Table, Words
 from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
+    jit_what,
+    no_metallib,
     origin,
     provenance_line,
     signed_percent,

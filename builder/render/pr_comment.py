@@ -24,7 +24,7 @@ from builder.render.compare_tables import (
     pair_sides,
     pairs_summary,
 )
-from builder.render.report_tables import budget_table, jit_what, no_metallib
+from builder.render.report_tables import budget_table
 from builder.render.table import (
     Column,
     Name,
@@ -38,8 +38,10 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
+    jit_what,
     md_code,
     md_text,
+    no_metallib,
     origin,
     provenance_line,
 )

@@ -35,6 +35,8 @@ from builder.render.text import (
     grouping_text,
     human_delta,
     human_size,
+    jit_what,
+    no_metallib,
     origin,
     provenance_line,
 )
@@ -52,8 +54,6 @@ __all__ = [
     "Shown",
     "budget_table",
     "download_line",
-    "jit_what",
-    "no_metallib",
     "report_tables",
     "shown_count",
     "top_rows",
@@ -210,19 +210,6 @@ def _jit_notes(report: Report) -> list[str]:
             "has no per-function sizes"
         )
     return notes
-
-
-def jit_what(host_measured: bool) -> str:
-    """What a JIT total measures: the host library's symbols, or the embedded source."""
-    return "JIT host library" if host_measured else "embedded JIT source"
-
-
-def no_metallib(shipped: bool) -> str:
-    """Why there is no metallib: shipped host libraries embed their run-time sources, or every
-    unit of a build is compiled at run time."""
-    if shipped:
-        return "the run-time sources the host libraries embed"
-    return "every unit is compiled at run time"
 
 
 def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
