@@ -17,6 +17,8 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
+    jit_what,
+    no_metallib,
     origin,
     provenance_line,
     signed_percent,
@@ -177,7 +179,7 @@ def jit_delta_table(
     jit = comparison.jit
     assert jit is not None
     base, head = comparison.base, comparison.head
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    what = jit_what(jit.host_measured)
     sources = by_strings(base) and by_strings(head)  # two shipped host libraries
     caption: list[Words] = [
         ("base measured: ", Said(jit.base_origin or "no JIT unit")),
@@ -185,14 +187,7 @@ def jit_delta_table(
     ]
     if comparison.jit_only:
         caption += [
-            (
-                "no metallib on either side: "
-                + (
-                    "the run-time sources the host libraries embed"
-                    if sources
-                    else "every unit is compiled at run time"
-                ),
-            ),
+            (f"no metallib on either side: {no_metallib(sources)}",),
             ("base ", Said(provenance_line(base.provenance))),
             ("head ", Said(provenance_line(head.provenance))),
         ]

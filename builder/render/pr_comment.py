@@ -38,8 +38,10 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
+    jit_what,
     md_code,
     md_text,
+    no_metallib,
     origin,
     provenance_line,
 )
@@ -206,13 +208,8 @@ def _section(
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
         shipped = by_strings(base) and by_strings(head)  # two shipped host libraries
-        what = (
-            "the run-time sources the host libraries embed"
-            if shipped
-            else "every unit is compiled at run time"
-        )
         footer = clip(
-            f"<sub>No metallib on either side: {what}. Measured: "
+            f"<sub>No metallib on either side: {no_metallib(shipped)}. Measured: "
             f"base {md_text(jit.base_origin or 'no JIT unit')}; "
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
@@ -294,14 +291,12 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
     return sections
 
 
-def _jit_what(jit: JitComparison) -> str:
-    return "JIT host library" if jit.host_measured else "embedded JIT source"
-
-
 def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT units") -> str:
     sizes = (jit.base_total, jit.head_total)
     units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
-    return _change_line(comparison, jit.delta, jit.percent, sizes, units, _jit_what(jit), rows)
+    return _change_line(
+        comparison, jit.delta, jit.percent, sizes, units, jit_what(jit.host_measured), rows
+    )
 
 
 def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
@@ -316,7 +311,7 @@ def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
         )
     )
     summary = (
-        f"JIT units ({_jit_what(jit)}): {human_size(jit.base_total)} → "
+        f"JIT units ({jit_what(jit.host_measured)}): {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)}, {human_delta(jit.delta)}"
     )
     return (summary, markdown_header(table.columns, _KEYS), len(rows), rows)

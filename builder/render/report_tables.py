@@ -35,6 +35,8 @@ from builder.render.text import (
     grouping_text,
     human_delta,
     human_size,
+    jit_what,
+    no_metallib,
     origin,
     provenance_line,
 )
@@ -48,7 +50,14 @@ if TYPE_CHECKING:
     from builder.size.jit_rows import JitBreakdown
     from builder.size.report import Report
 
-__all__ = ["Shown", "budget_table", "download_line", "report_tables", "shown_count", "top_rows"]
+__all__ = [
+    "Shown",
+    "budget_table",
+    "download_line",
+    "report_tables",
+    "shown_count",
+    "top_rows",
+]
 
 
 class Shown(NamedTuple):
@@ -194,19 +203,13 @@ def _jit_notes(report: Report) -> list[str]:
         return ["no metallib: the run-time sources the host library embeds"]
     notes = []
     if report.source.path is None:
-        notes.append("no metallib: every unit is compiled at run time")
+        notes.append(f"no metallib: {no_metallib(False)}")
     if report.by != "kernel":
         notes.append(
             f"rows are JIT units whatever --by {report.by} says: the host library "
             "has no per-function sizes"
         )
     return notes
-
-
-def jit_headline(jit: JitBreakdown) -> str:
-    """``JIT host library 350.5 kB`` or ``embedded JIT source 296.9 kB``: what the total is."""
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    return f"{what} {human_size(jit.total)}"
 
 
 def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
@@ -260,7 +263,10 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
     return Table(
         tuple(columns),
         tuple(rows),
-        title=(Name(report.source.label), f": {jit_headline(jit)}, {counted}"),
+        title=(
+            Name(report.source.label),
+            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {counted}",
+        ),
         heading=("JIT units of ", Name(report.source.label))
         if report.source.path
         else ("Size of ", Name(report.source.label)),

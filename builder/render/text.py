@@ -1,7 +1,8 @@
-"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), where a report was measured and
-what produced it (``provenance_line``), and untrusted text escaped for each medium: the terminal
+"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), a check's verdict
+(``gate_message``, ``failures``), what a JIT total measures, where a report was measured and what
+produced it (``provenance_line``), and untrusted text escaped for each medium: the terminal
 (``visible``, ``rich_text``), CSV cells, GitHub markdown; the rich console every text table is
-printed on.
+printed on. Every view words these things here, once.
 
 Human output uses decimal units, matching what ``ls -lh --si`` and package indexes show. Names
 and other untrusted text (a saved report's target or grouping) reach tables, CSV and markdown only
@@ -39,9 +40,11 @@ __all__ = [
     "grouping_text",
     "human_delta",
     "human_size",
+    "jit_what",
     "limit_text",
     "md_code",
     "md_text",
+    "no_metallib",
     "origin",
     "print_table",
     "provenance_line",
@@ -215,6 +218,19 @@ def embedded_place(embedded: Mapping[str, Any]) -> str:
     if embedded.get("symbol"):
         text += f", symbol {embedded['symbol']}"
     return visible(text)
+
+
+def jit_what(host_measured: bool) -> str:
+    """What a JIT total measures: the host library's symbols, or the embedded source."""
+    return "JIT host library" if host_measured else "embedded JIT source"
+
+
+def no_metallib(shipped: bool) -> str:
+    """Why there is no metallib: shipped host libraries embed their run-time sources, or every
+    unit of a build is compiled at run time."""
+    if shipped:
+        return "the run-time sources the host libraries embed"
+    return "every unit is compiled at run time"
 
 
 def grouping_text(report: Report) -> str:
