@@ -351,5 +351,5 @@ class DownloadMeasure:
                 path = Path(scratch) / "planned.metallib"
                 self._writer.write(kept, path)
                 metallib = self._writer.measure(path, kept, download=True)[2] or 0
-        sources = jit_sources(self._tree, jit) if jit else None
+        sources = jit_sources(self._tree, jit)  # with no JIT file too: run-time-only headers
         return metallib + (sources.compressed_bytes if sources is not None else 0)

@@ -157,28 +157,10 @@ def test_each_variant_record_is_its_model_written_by_the_one_codec(
     library, _ = catalog_library
     out = tmp_path / "v"
     budget = library.stat().st_size - 500  # one family or more must go JIT
+    argv = ["variants", "--from", str(library), "--source-dir", str(metal_src_dir())]
     for extra in ((), ("--download",)):
-        code, stdout, err = run_cli(
-            [
-                "variants",
-                "--from",
-                str(library),
-                "--source-dir",
-                str(metal_src_dir()),
-                "-o",
-                str(out),
-                "--jit",
-                "unary/*,binary/*",
-                "--budget",
-                str(budget),
-                "--format",
-                "json",
-                *extra,
-            ],
-            capsys,
-        )
-        assert code == 0, err
-        written = json.loads(stdout)["variants"]
+        options = ["-o", str(out), "--jit", "unary/*,binary/*", "--budget", str(budget), *extra]
+        written = list(_run([*argv, *options], capsys).values())
         run = make_variants(
             str(library),
             load_tree(metal_src_dir()),
