@@ -11,7 +11,7 @@ paths from the tree are untrusted text (``Name``/``Said``).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from builder.files.dataclass_json import dump, dumps
@@ -21,7 +21,7 @@ from builder.subsets.coverage import COMPRESSION
 if TYPE_CHECKING:
     from builder.kernels.runtime_sources import RuntimeSources
     from builder.subsets.variant_plan import Plan
-    from builder.subsets.variants import Variant, VariantsRun
+    from builder.subsets.variants import VariantsRun
 
 __all__ = [
     "variants_html",
@@ -35,58 +35,6 @@ SCHEMA = 1
 
 def _path(path: os.PathLike[str] | None) -> str | None:
     return None if path is None else os.fspath(path)
-
-
-def _plan_dict(plan: Plan) -> dict[str, object]:
-    """The plan's record: its fields are variants.json's keys, in order (the one codec)."""
-    return dict(dump(plan))
-
-
-def _variant_dict(v: Variant) -> dict[str, object]:
-    sources = v.sources
-    embed = None
-    if sources is not None:
-        embed = ["metallib-builder", *sources.embed_args, "-o", _path(v.sources_file)]
-    return {
-        "name": v.name,
-        "description": v.description,
-        "metallib": _path(v.metallib),
-        "metallib_bytes": v.metallib_bytes,
-        "function_count": v.function_count,
-        "jit_sources_file": _path(v.sources_file),
-        "embedded_bytes": v.embedded_bytes,
-        "embedded_storage": sources.storage if sources else None,
-        "embedded_compressed_bytes": v.embedded_compressed_bytes,
-        "total_bytes": v.total_bytes,
-        "total_compressed_bytes": v.total_compressed_bytes,
-        "metallib_download_bytes": v.metallib_download_bytes,
-        "total_download_bytes": v.total_download_bytes,
-        "jit_sources": list(v.jit),
-        "aot_sources": list(v.aot),
-        "jit_kernels": v.jit_kernels,
-        "jit_kernels_discovered": v.jit_kernels_discovered,
-        "aot_kernels": v.aot_kernels,
-        "other_kernels": v.other_kernels,
-        "preambles": list(sources.preambles) if sources else [],
-        "embed_command": embed,
-        "bytes_by_source": [asdict(row) for row in v.by_source],
-        "overhead_bytes": v.overhead_bytes,
-        "plan": _plan_dict(v.plan) if v.plan is not None else None,
-        "coverage": _coverage_dict(v),
-    }
-
-
-def _coverage_dict(v: Variant) -> dict[str, int] | None:
-    c = v.coverage
-    if c is None:
-        return None
-    return {
-        "kernels": c.kernels,
-        "in_metallib": c.in_metallib,
-        "in_sources": c.in_sources,
-        "not_in_input": c.absent,
-        "runtime_only_templates": c.runtime_only,
-    }
 
 
 def variants_to_dict(run: VariantsRun) -> dict[str, object]:
@@ -123,7 +71,7 @@ def variants_to_dict(run: VariantsRun) -> dict[str, object]:
             "always_embed": list(src.interface.always),
         },
         "compression": COMPRESSION,
-        "variants": [_variant_dict(v) for v in run.variants],
+        "variants": [dump(v) for v in run.variants],
     }
 
 

@@ -20,10 +20,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
 
 import pytest
-from builder.cmake_build.driver import PresetResult
-from builder.subsets.variant_sources import JitSources
-from builder.subsets.variant_writer import Variant, VariantsInput, VariantsRun
 
+from builder.cmake_build.driver import PresetResult
 from builder.publish.outputs import (
     budget_output,
     comparison_output,
@@ -46,7 +44,9 @@ from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
 from builder.size.host_strings import HostString
 from builder.size.load import load_reports
+from builder.subsets.coverage import JitSources
 from builder.subsets.variant_plan import Plan, PlannedFile, Step
+from builder.subsets.variants import Variant, VariantsInput, VariantsRun
 
 if TYPE_CHECKING:
     from builder.cmake_build.driver import BuildOutcome
@@ -327,6 +327,7 @@ def _variants_run(download: bool) -> VariantsRun:
         storage="deduplicated",
         headers=(),
         embed_args=("embed", "unary.metal"),
+        stored={},
     )
     moved = Plan(
         budget=9_000,
@@ -344,24 +345,37 @@ def _variants_run(download: bool) -> VariantsRun:
     kept = replace(moved, budget=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
 
     def variant(name: str, jit: tuple[str, ...], size: int, plan: Plan | None) -> Variant:
+        file = Path(f"out/{name}/jit_sources.cpp") if jit else None
+        downloaded = size // 3 if download else None
         return Variant(
             name=name,
             description=f"{name} [of] `a`",
-            jit=jit,
-            aot=("binary.metal",),
             metallib=Path(f"out/{name}/a.metallib"),
             metallib_bytes=size,
             function_count=7,
+            sources_file=file,
+            embedded_bytes=sources.embedded_bytes if jit else 0,
+            embedded_storage=sources.storage if jit else None,
+            embedded_compressed_bytes=sources.compressed_bytes if jit else 0,
+            total_bytes=size + (sources.embedded_bytes if jit else 0),
+            total_compressed_bytes=size + (sources.compressed_bytes if jit else 0),
+            metallib_download_bytes=downloaded,
+            total_download_bytes=None
+            if downloaded is None
+            else downloaded + (sources.compressed_bytes if jit else 0),
+            jit=jit,
+            aot=("binary.metal",),
             jit_kernels=21 if jit else 0,
             jit_kernels_discovered=21 if jit else 0,
             aot_kernels=4,
             other_kernels=0,
-            sources=sources if jit else None,
-            sources_file=Path(f"out/{name}/jit_sources.cpp") if jit else None,
-            by_source=(),
+            preambles=sources.preambles if jit else (),
+            embed_command=("metallib-builder", *sources.embed_args, "-o", str(file))
+            if jit
+            else None,
             overhead_bytes=144,
             plan=plan,
-            metallib_download_bytes=size // 3 if download else None,
+            sources=sources if jit else None,
         )
 
     source = VariantsInput(
