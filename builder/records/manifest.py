@@ -94,8 +94,9 @@ class Unit:
     """A JIT unit: ``whole-file`` (an entry file's text, includes inlined, is one run-time
     source) or ``preamble`` (MLX's: its headers; every catalog family)."""
     headers: tuple[str, ...] | None = field(default=None, omit="none")
-    """Built, a JIT entry file: the files inlined into its run-time sources, in order (a
-    catalog family's are its ``sources``)."""
+    """Built, a JIT entry file: the headers its own source stores, inlined, in order (those of
+    preambles several units use are under the manifest's ``shared``; a catalog family's
+    headers are its ``sources``)."""
     generated_sources: tuple[str, ...] | None = field(default=None, omit="none")
     """Built: its generated ``.metal`` entry files (AOT) or ``.cpp`` source (JIT), relative to
     the build folder."""
