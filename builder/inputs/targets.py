@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
 from builder.files.reading import check_regular, open_regular, read_json
-from builder.inputs.member_names import Named, forms, legacy_names
+from builder.inputs.member_names import Named, forms, label, legacy_names
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ __all__ = [
     "build_library",
     "common_root",
     "fetch_spec",
-    "library_label",
     "no_metallib",
     "one_metallib",
     "open_library",
@@ -69,25 +68,14 @@ class Library:
 
     @property
     def label(self) -> str:
-        """How tables and messages name it (:func:`library_label`)."""
-        return library_label(self.target, self.kind, self.member, self.identity)
+        """How tables and messages name it (``builder.inputs.member_names.label``)."""
+        return label(self.target, self.kind, self.member, self.identity)
 
     @property
     def named(self) -> Named:
         """Its name (``builder.inputs.member_names``): the member, else the file's name."""
         name = self.member or (self.path.name if self.path else self.target)
         return Named(name, self.identity, self.ordinal)
-
-
-def library_label(target: str, kind: str, member: str | None, identity: str | None) -> str:
-    """A library's short name: the target, plus the member when there are several:
-    ``TARGET#IDENTITY`` inside a binary given itself, ``TARGET:MEMBER`` inside a wheel or
-    build. The one spelling of ``list``, ``verify`` and every report (``Source.label``)."""
-    if not member:
-        return target
-    if kind == "binary" and identity is not None:
-        return f"{target}#{identity}"
-    return f"{target}:{member}"
 
 
 def open_library(lib: Library) -> Metallib:
@@ -200,18 +188,17 @@ def one_metallib(
     *,
     member: str | None,
     command: str,
-    choose: str = "choose one with --member",
 ) -> Library:
     """The one library of ``target`` whose metallib ``command`` reads (``member`` chooses among
-    several, named as ``builder.inputs.member_names`` says; ``choose`` says how, for a command
-    without ``--member``): a saved report or a build with no metallib is refused, since there
-    are no functions' bytes to read."""
+    several, named as ``builder.inputs.member_names`` says): a saved report or a build with no
+    metallib is refused, since there are no functions' bytes to read."""
     names = [lib.named.name for lib in libraries]
     if member is not None:
         libraries = _matching(target, libraries, member)
     if len(libraries) > 1:
         raise UsageError(
-            f"{target}: holds {len(libraries)} metallibs; {choose} ({', '.join(names)})"
+            f"{target}: holds {len(libraries)} metallibs; choose one with --member "
+            f"({', '.join(names)})"
         )
     lib = libraries[0]
     if lib.saved is not None:
