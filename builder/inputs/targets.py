@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from builder.errors import UsageError
 from builder.files.reading import check_regular, open_regular, read_json
@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+Hosts = bool | Literal["every"]  # may a binary holding no metallib be a host library
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def resolve_target(
     *,
     platform: str | None = None,
     progress: Progress | None = None,
-    host_libraries: bool | str = False,
+    host_libraries: Hosts = False,
     member: str | None = None,
     absent_ok: bool = False,
 ) -> list[Library]:
@@ -103,9 +104,8 @@ def resolve_target(
     wheel's binary member that holds none when ``member`` names it (its path in the wheel).
     ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
     ``absent_ok`` a target that holds no library of that name gives none instead of an error
-    (``compare``: a library on one side only is an added or a removed one). ``host_libraries=
-    "every"`` (``sources``): every binary member of a wheel is a host library, whatever its
-    kind and whether it holds a metallib, and a wheel holding none is no error."""
+    (``compare``: a library on one side only is an added or a removed one). ``"every"``
+    (``sources``): every binary member of a wheel is a host library, whatever it holds."""
     found = _resolve(text, platform, progress, host_libraries, member)
     if member is None:
         return found
@@ -118,7 +118,7 @@ def _resolve(
     text: str,
     platform: str | None,
     progress: Progress | None,
-    hosts: bool | str,
+    hosts: Hosts,
     member: str | None,
 ) -> list[Library]:
     path = Path(text)
@@ -292,7 +292,7 @@ def _from_binary(
     kind: str,
     wheel: str | None = None,
     *,
-    hosts: bool | str = False,
+    hosts: Hosts = False,
 ) -> list[Library]:
     """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
     (``builder.inputs.member_names``); with ``hosts``, a Mach-O one that holds none is a host
@@ -329,7 +329,7 @@ def _from_wheel(
     wheel: Path,
     paths: list[Path],
     kind: str = "wheel",
-    host: tuple[str | None, bool | str] = (None, False),
+    host: tuple[str | None, Hosts] = (None, False),
 ) -> list[Library]:
     """The wheel's libraries; ``host`` (a member path, and whether a host library may be
     measured): that binary member when it holds no metallib, as a binary given itself is
