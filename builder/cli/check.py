@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.publishing import emit_json, format_option
-from builder.cli.tree_options import catalog_selection, tree_options
+from builder.cli.tree_options import catalog_selection, option, tree_options
 from builder.errors import CheckFailed
 from builder.kernels.catalog import split_names
 
@@ -67,13 +67,8 @@ Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no
     is_flag=True,
     help="Stop after semantic analysis (-fsyntax-only): faster, still instantiates every template.",
 )
-@click.option(
-    "--jit/--no-jit",
-    "jit",
-    default=True,
-    help="Also compile each unit's JIT source (its inlined preamble with the "
-    "instantiation lines appended). Default: --jit.",
-)
+@option("jit_sources")
+@click.option("--jit/--no-jit", "old_jit", default=None, hidden=True)  # deprecated: scripts
 @format_option(
     ("text", "json"),
     "text: one line per problem (path:line:col) and a summary; json (schema 2) for scripts.",
@@ -84,7 +79,8 @@ def check_command(
     dtypes: str | None,
     compiler: str | None,
     syntax_only: bool,
-    jit: bool,
+    jit_sources: bool | None,
+    old_jit: bool | None,
     fmt: str,
 ) -> None:
     """Check a kernel tree with the host C++ compiler: what can be proven without Apple's.
@@ -99,6 +95,7 @@ def check_command(
     string form. Its Metal code itself is not compiled: types, address spaces, attributes and
     kernel bodies are for Apple's compiler (xcrun metal) alone.
     """
+    jit = (jit_sources if old_jit is None else old_jit) is not False
     catalog_only = {"--kernels": kernels, "--dtypes": dtypes, "--syntax-only": syntax_only}
     folder = tree.discovered(catalog_only, catalog_jobs=True)
     if folder is not None:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from builder.files.bounds import json_int
 from builder.metallib.binary_sections import Place, identities, is_ordinal
 
-__all__ = ["Named", "forms", "legacy_names", "split_name"]
+__all__ = ["Named", "forms", "label", "legacy_names", "split_name"]
 
 
 class Named(NamedTuple):
@@ -103,3 +103,14 @@ def legacy_names(docs: Sequence[Any]) -> list[Named | None]:
 def _ordinal(src: dict[str, Any]) -> int | None:
     place = src.get("embedded")
     return json_int(place.get("ordinal")) if isinstance(place, dict) else None
+
+
+def label(target: str, kind: str, member: str | None, identity: str | None) -> str:
+    """A library's short name: the target, plus the member when there are several:
+    ``TARGET#IDENTITY`` inside a binary given itself, ``TARGET:MEMBER`` inside a wheel or
+    build: what ``list``, ``verify`` and every report (``Source.label``) call it."""
+    if not member:
+        return target
+    if kind == "binary" and identity is not None:
+        return f"{target}#{identity}"
+    return f"{target}:{member}"

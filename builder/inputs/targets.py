@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from builder.errors import UsageError
 from builder.files.reading import check_regular, open_regular, read_json
-from builder.inputs.member_names import Named, forms, legacy_names
+from builder.inputs.member_names import Named, forms, label, legacy_names
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ __all__ = [
     "build_library",
     "common_root",
     "fetch_spec",
-    "library_label",
     "no_metallib",
     "one_metallib",
     "open_library",
@@ -41,6 +40,7 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+Hosts = bool | Literal["every"]  # may a binary holding no metallib be a host library
 
 
 @dataclass(frozen=True)
@@ -69,25 +69,14 @@ class Library:
 
     @property
     def label(self) -> str:
-        """How tables and messages name it (:func:`library_label`)."""
-        return library_label(self.target, self.kind, self.member, self.identity)
+        """How tables and messages name it (``builder.inputs.member_names.label``)."""
+        return label(self.target, self.kind, self.member, self.identity)
 
     @property
     def named(self) -> Named:
         """Its name (``builder.inputs.member_names``): the member, else the file's name."""
         name = self.member or (self.path.name if self.path else self.target)
         return Named(name, self.identity, self.ordinal)
-
-
-def library_label(target: str, kind: str, member: str | None, identity: str | None) -> str:
-    """A library's short name: the target, plus the member when there are several:
-    ``TARGET#IDENTITY`` inside a binary given itself, ``TARGET:MEMBER`` inside a wheel or
-    build. The one spelling of ``list``, ``verify`` and every report (``Source.label``)."""
-    if not member:
-        return target
-    if kind == "binary" and identity is not None:
-        return f"{target}#{identity}"
-    return f"{target}:{member}"
 
 
 def open_library(lib: Library) -> Metallib:
@@ -103,7 +92,7 @@ def resolve_target(
     *,
     platform: str | None = None,
     progress: Progress | None = None,
-    host_libraries: bool | str = False,
+    host_libraries: Hosts = False,
     member: str | None = None,
     absent_ok: bool = False,
 ) -> list[Library]:
@@ -115,9 +104,8 @@ def resolve_target(
     wheel's binary member that holds none when ``member`` names it (its path in the wheel).
     ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
     ``absent_ok`` a target that holds no library of that name gives none instead of an error
-    (``compare``: a library on one side only is an added or a removed one). ``host_libraries=
-    "every"`` (``sources``): every binary member of a wheel is a host library, whatever its
-    kind and whether it holds a metallib, and a wheel holding none is no error."""
+    (``compare``: a library on one side only is an added or a removed one). ``"every"``
+    (``sources``): every binary member of a wheel is a host library, whatever it holds."""
     found = _resolve(text, platform, progress, host_libraries, member)
     if member is None:
         return found
@@ -130,7 +118,7 @@ def _resolve(
     text: str,
     platform: str | None,
     progress: Progress | None,
-    hosts: bool | str,
+    hosts: Hosts,
     member: str | None,
 ) -> list[Library]:
     path = Path(text)
@@ -200,18 +188,17 @@ def one_metallib(
     *,
     member: str | None,
     command: str,
-    choose: str = "choose one with --member",
 ) -> Library:
     """The one library of ``target`` whose metallib ``command`` reads (``member`` chooses among
-    several, named as ``builder.inputs.member_names`` says; ``choose`` says how, for a command
-    without ``--member``): a saved report or a build with no metallib is refused, since there
-    are no functions' bytes to read."""
+    several, named as ``builder.inputs.member_names`` says): a saved report or a build with no
+    metallib is refused, since there are no functions' bytes to read."""
     names = [lib.named.name for lib in libraries]
     if member is not None:
         libraries = _matching(target, libraries, member)
     if len(libraries) > 1:
         raise UsageError(
-            f"{target}: holds {len(libraries)} metallibs; {choose} ({', '.join(names)})"
+            f"{target}: holds {len(libraries)} metallibs; choose one with --member "
+            f"({', '.join(names)})"
         )
     lib = libraries[0]
     if lib.saved is not None:
@@ -305,7 +292,7 @@ def _from_binary(
     kind: str,
     wheel: str | None = None,
     *,
-    hosts: bool | str = False,
+    hosts: Hosts = False,
 ) -> list[Library]:
     """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
     (``builder.inputs.member_names``); with ``hosts``, a Mach-O one that holds none is a host
@@ -342,7 +329,7 @@ def _from_wheel(
     wheel: Path,
     paths: list[Path],
     kind: str = "wheel",
-    host: tuple[str | None, bool | str] = (None, False),
+    host: tuple[str | None, Hosts] = (None, False),
 ) -> list[Library]:
     """The wheel's libraries; ``host`` (a member path, and whether a host library may be
     measured): that binary member when it holds no metallib, as a binary given itself is

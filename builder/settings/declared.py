@@ -265,6 +265,14 @@ _SELECTION = (
 
 _RUNTIME = (
     Setting(
+        "jit_sources",
+        "Also compile each unit's JIT source (its inlined preamble with the "
+        "instantiation lines appended); on unless --no-jit-sources. (--jit means units built "
+        "JIT on build and variants; check's old --jit/--no-jit is read, hidden, for scripts.)",
+        kind="switch",
+        flag="--jit-sources/--no-jit-sources",
+    ),
+    Setting(
         "preamble_defines",
         "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
         "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "

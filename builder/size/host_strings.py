@@ -163,18 +163,20 @@ def _candidates(image: Image) -> Iterator[tuple[int, str | None]]:
             yield start, None
 
 
-def _string_size(handle: IO[bytes], section: Section, offset: int) -> int | None:
-    """Bytes of the NUL-ended string at ``offset`` of ``section``, the NUL included."""
+def _string_size(handle: IO[bytes], section: Section, offset: int) -> tuple[int, bool] | None:
+    """Bytes of the NUL-ended string at ``offset`` of ``section``, the NUL included, and whether
+    it holds a line break (source text, not a one-word name)."""
     read = handle.read
     handle.seek(offset)
-    size, block = 0, 1 << 16
+    size, block, lines = 0, 1 << 16, False
     while offset + size < section.end:
         chunk = read(min(block, section.end - offset - size))
         if not chunk:
             return None
         end = chunk.find(b"\0")
+        lines = lines or b"\n" in (chunk if end < 0 else chunk[:end])
         if end >= 0:
-            return size + end + 1
+            return size + end + 1, lines
         size += len(chunk)
     return None
 
@@ -221,30 +223,14 @@ def host_strings(
                 if section is None or target is None:
                     continue
                 where = section.offset + target - section.address
-                size = _string_size(handle, section, where)
-                if size is None:
-                    continue
-                if wanted is None and not _is_source(handle, where, size):
-                    continue
+                measured = _string_size(handle, section, where)
+                if measured is None or (wanted is None and not measured[1]):
+                    continue  # no string, or (without a namespace) no source text
+                size = measured[0]
                 name = "::".join(parts) if parts else None
                 found.append(HostString(name, image.arch, address, where, size))
     found.sort(key=lambda s: (s.arch, s.address))
     return found
-
-
-def _is_source(handle: IO[bytes], offset: int, size: int) -> bool:
-    """Whether the string holds a line break: source text, not a one-word name."""
-    handle.seek(offset)
-    read = handle.read
-    left = size
-    while left > 0:
-        chunk = read(min(left, 1 << 16))
-        if not chunk:
-            return False
-        if b"\n" in chunk:
-            return True
-        left -= len(chunk)
-    return False
 
 
 STRINGS_METHOD = "run-time source strings"

@@ -73,9 +73,9 @@ class Source:
     @property
     def label(self) -> str:
         """A short name for tables: the target plus the member when there are several."""
-        from builder.inputs.targets import library_label
+        from builder.inputs.member_names import label
 
-        return library_label(self.target, self.kind, self.member, self.identity)
+        return label(self.target, self.kind, self.member, self.identity)
 
     @property
     def binary(self) -> str | None:

@@ -74,7 +74,8 @@ def test_one_meaning_per_flag() -> None:
     run at once, saying what they are for each command (``build -j`` was Ninja's jobs and
     ``kernels -j`` the preprocessing, under two helps); ``-D`` is the tree's preprocessor
     definition (embed's '#define' in its preambles is ``--preamble-define``, its old ``-D`` a
-    hidden alias); ``-I`` a folder searched for quoted includes."""
+    hidden alias); ``-I`` a folder searched for quoted includes; ``--jit`` the units built JIT
+    (check's own switch, whether it also compiles the JIT sources, is ``--jit-sources``)."""
     for flag, commands, meaning in (
         ("-j", {"build", "check", "kernels", "presets", "variants"}, "Processes run at once"),
         ("-D", {"build", "check", "kernels", "report", "variants"}, "Preprocessor definition"),
@@ -87,6 +88,11 @@ def test_one_meaning_per_flag() -> None:
         assert len({p.opts[-1] for p in options.values()}) == 1, flag
     jobs = " ".join((_visible("-j")["build"].help or "").split())
     assert "Ninja's jobs" in jobs and "preprocessed" in jobs and "compiles" in jobs
+    check = {p.name: p for p in command("check").params if isinstance(p, click.Option)}
+    assert check["jit_sources"].opts == ["--jit-sources"] and check["old_jit"].hidden
+    jit = _visible("--jit")
+    assert set(jit) == {"build", "variants"}  # units built JIT, the rest AOT
+    assert all("JIT" in (p.help or "") and "AOT" in (p.help or "") for p in jit.values())
     embed = {p.name: p for p in command("embed").params if isinstance(p, click.Option)}
     assert embed["preamble_defines"].opts == ["--preamble-define"]
     assert embed["old_defines"].hidden and embed["old_defines"].opts == ["-D", "--define"]

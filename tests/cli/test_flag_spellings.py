@@ -1,9 +1,12 @@
-"""embed's flags mean what they mean on every other command (issue 34 item 9): ``-I`` is the
-tree setting's folder for quoted includes, and embed's '#define' written into its preambles is
-``--preamble-define``, with ``-D`` kept as its hidden old spelling for scripts."""
+"""A flag means on one command what it means on every other (issue 34 item 9). embed: ``-I`` is
+the tree setting's folder for quoted includes, and embed's '#define' written into its preambles
+is ``--preamble-define``, with ``-D`` kept as its hidden old spelling for scripts. check:
+whether it also compiles the JIT sources is ``--jit-sources`` (``--jit`` names the units built
+JIT on build and variants), with ``--jit/--no-jit`` kept hidden."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,3 +53,23 @@ def test_bad_flags_exit_2_with_one_line(
     code, stdout, err = run_cli(["embed", str(header), *args, "-o", str(out)], capsys)
     assert code == 2 and stdout == "" and err.count("\n") == 1 and said in err, err
     assert not out.exists()
+
+
+def _check(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, int]:
+    """(AOT, JIT) instantiations ``check`` compiled for the bundled catalog's arange family."""
+    base = ["check", "--kernels", "arange", "--syntax-only", "--format", "json"]
+    code, out, err = run_cli([*base, *args], capsys)
+    assert code == 0, err
+    chunks = json.loads(out)["chunks"]
+    jit = sum(c["instantiations"] for c in chunks if c["chunk"].startswith("jit."))
+    aot = sum(c["instantiations"] for c in chunks if not c["chunk"].startswith("jit."))
+    return aot, jit
+
+
+def test_check_jit_sources_and_its_old_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    """On by default; --no-jit-sources and the old --no-jit leave the JIT sources out; each JIT
+    source instantiates what the AOT chunks do (the same catalog lines)."""
+    aot, jit = _check([], capsys)
+    assert aot > 0 and jit == aot
+    assert _check(["--jit-sources"], capsys) == _check(["--jit"], capsys) == (aot, jit)
+    assert _check(["--no-jit-sources"], capsys) == _check(["--no-jit"], capsys) == (aot, 0)
