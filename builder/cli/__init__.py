@@ -158,29 +158,14 @@ OPTION_HELP = {
 def print_help() -> int:
     """Write the top-level ``--help`` without importing click (importing click alone costs four
     times a bare interpreter's start-up); the exit code, 0, as click's."""
+    import shutil
+
     from builder.cli.console import guard_closed_pipes
 
     guard_closed_pipes()
-    sys.stdout.write(top_help(_help_width()) + "\n")
+    columns = shutil.get_terminal_size().columns  # as click's formatter: within 100, less 2
+    sys.stdout.write(top_help(max(min(columns, 100) - 2, 50)) + "\n")
     return 0
-
-
-def _help_width() -> int:
-    """The width click's help formatter uses: the terminal's (``COLUMNS`` first, then the
-    terminal of stdout, else 80, as ``shutil.get_terminal_size``) within the group's 100, less 2,
-    at least 50."""
-    import os
-
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):  # no stdout, not a terminal
-            columns = 80
-    return max(min(columns, 100) - 2, 50)
 
 
 def top_help(width: int) -> str:
