@@ -5,7 +5,7 @@ its functions.
 ``python -m builder.jit embed`` (``cmake/MetallibEmbed.cmake``, which checks this module imports).
 Only the standard library and ``builder.kernels``/``builder.errors`` are imported, because
 scikit-build-core runs the generator in an isolated build environment without click or rich.
-A catalog family's source, the other action CMake runs, is ``builder.jit.family_source``.
+A tree's host library, a catalog's too, is ``builder.cmake_build.tree_jit``.
 
 Every output is written atomically and only when its bytes change, so a regenerated but
 identical file does not trigger a recompile (Ninja ``restat``). The depfile
