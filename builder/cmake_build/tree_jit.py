@@ -1,27 +1,25 @@
-"""``python -m builder.cmake_build.tree_jit``: a discovered tree's run-time preambles as C++
-sources.
+"""``python -m builder.cmake_build.tree_jit``: a kernel tree's run-time preambles as C++ sources,
+the one JIT path of every tree (a catalog's generated tree too).
 
-A JIT entry file of a kernel tree without a catalog is not compiled: the host compiles its
-kernels at run time from preambles, each a header with its quoted includes inlined
-(``builder.jit.tree_preambles`` says which, under which function names). CMake runs this at
-build time (``metallib_add_tree_jit_library`` in cmake/MetalJit.cmake) and compiles the outputs
-into the host library:
+A JIT unit (an entry file; a catalog family) is not compiled: the host compiles its kernels at
+run time from preambles, each a header with its quoted includes inlined (the plan says which,
+under which function names: ``builder.jit.tree_preambles``; a catalog family's header is one
+preamble named after it). CMake runs this at build time (``metallib_add_tree_jit_library`` in
+cmake/MetalJit.cmake) and compiles the outputs into the host library:
 
-* ``<out>/<entry file>.cpp`` for each JIT entry file: the text pieces only it stores (of the
-  preambles only it needs), as ``const char`` arrays in the unit's own namespace
-  (``builder.jit.literals.unit_namespace``) and nothing else: no function and no
-  ``#include``, so the file compiles for any target, and every symbol it defines names its
-  unit;
-* ``<out>/_shared_preambles.cpp``: the runtime part. The preambles several JIT entry files need,
-  the text pieces several entry files' own sources hold (a header that entry files embedded
-  whole all inline, such as ggml's ``ggml-common.h``: stored once), each preamble's function
-  (``const std::string& <function>()`` in the given namespace, as ``embed`` writes it, built on
-  first use from the pieces, those of an entry file by their qualified name), and the lookup
-  ``std::string_view unit_source(std::string_view unit)``: the whole text of a JIT entry file
-  embedded whole (``KernelTree.embeddings``) by its name (``"ggml-metal.metal"``), ``""``
-  for any other name;
-* ``<out>/embed.json`` (``builder.records.manifest.embed_facts``): per entry file the bytes it
-  stores alone, and the shared bytes once (the build manifest reads it);
+* ``<out>/<unit>.cpp`` for each JIT unit: the text pieces only it stores (of the preambles only
+  it needs; a catalog family's kernel-table strings too), as arrays in the unit's own namespace
+  (``builder.jit.literals.unit_namespace``) and nothing else: no function and no ``#include``,
+  so the file compiles for any target, and every symbol it defines names its unit;
+* ``<out>/_shared_preambles.cpp``: the runtime part. The preambles several units need, the text
+  pieces several units' own sources hold (ggml's ``ggml-common.h``, inlined into every entry
+  file embedded whole: stored once), each preamble's function (as ``embed`` writes it, built on
+  first use from the pieces), the lookup ``std::string_view unit_source(std::string_view unit)``
+  of the units embedded whole (``KernelTree.embeddings``; ``""`` for any other name), and for a
+  catalog the kernel table (``builder.jit.writer.kernel_table``), which
+  ``metal_src/host/registry.cpp`` serves as ``metal_jit::source_for``;
+* ``<out>/embed.json`` (``builder.records.manifest.embed_facts``): per unit the bytes it stores
+  alone, and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
 Why the split: the size report measures a unit by the symbols that name it
@@ -30,15 +28,12 @@ symbols are then exactly its arrays: its host bytes are its embedded bytes (in E
 symbol also holds the alignment padding after it). The arrays have external linkage, hidden (no
 export: both linkers make them local symbols of the library).
 
-Each preamble is written as ``embed`` writes it, in the interface the tree's metallib.toml names
-(the plan's ``run_time``: ``[build] jit-namespace``, ``jit-api``, ``jit-lookup``;
-``builder.kernels.runtime_sources``): ``const std::string& <function>()`` in ``metal_jit`` by
-default, its text stored as pieces shared where they can be; with ``cstring``
-``const char* <function>()``, each function's whole text one array of its own (nothing shared
-between units; in an entry file's source it is the array named after the function, in the
-shared source a literal); without lookup no ``unit_source``. embed.json says which storage
-(``storage``: ``deduplicated`` or ``separate``). Every output is rewritten only when its bytes
-change. Standard library and ``builder`` only.
+The functions take the interface the tree's metallib.toml names (the plan's ``run_time``:
+``jit-namespace``, ``jit-api``, ``jit-lookup``; ``builder.kernels.runtime_sources``): with
+``string`` the text is stored as pieces shared where they can be; with ``cstring`` each
+function's whole text is one array of its own (embed.json's ``storage``: ``deduplicated`` or
+``separate``). Every output is rewritten only when its bytes change. Standard library and
+``builder`` only.
 """
 
 from __future__ import annotations
@@ -61,32 +56,15 @@ if TYPE_CHECKING:
     from builder.jit.preamble import Preamble
     from builder.jit.writer import StoredPiece
 
-__all__ = ["LOOKUP", "SHARED_SOURCE", "generate", "main", "unit_source"]
+__all__ = ["SHARED_SOURCE", "generate", "main", "unit_source"]
 
 SHARED_SOURCE = "_shared_preambles.cpp"
-LOOKUP = UNIT_LOOKUP
-"""The host library's lookup of a whole-file unit's text by the unit's name."""
 
 
 def unit_source(out_dir: Path, unit: str) -> Path:
     """The generated source of a JIT entry file (``tiles/x.metal`` ->
     ``<out>/tiles/x.metal.cpp``)."""
     return out_dir / f"{unit}.cpp"
-
-
-def _lookup(whole: Sequence[tuple[str, str]]) -> list[str]:
-    """``unit_source(unit)`` over the whole-file units (unit, function), whose functions come
-    before it in the same translation unit."""
-    from builder.jit.literals import cxx_string
-
-    return [
-        '// The whole text of a JIT entry file embedded whole, by its name; "" for any other.',
-        f"std::string_view {LOOKUP}(std::string_view unit) {{",
-        *(f"  if (unit == {cxx_string(unit)}) return {function}();" for unit, function in whole),
-        '  return "";  // not null: a host may hand data() to a C API',
-        "}",
-        "",
-    ]
 
 
 class _Storage(NamedTuple):
@@ -257,20 +235,6 @@ def _shared_entries(
     return found
 
 
-def _kernels(plan: BuildPlan, units: Sequence[Unit]) -> dict[str, tuple[tuple[str, str], ...]]:
-    """A catalog tree's kernel table: per JIT unit (a family) its kernels in catalog order, each
-    the host name and the rest of its instantiation line; empty for any other tree."""
-    if plan.kind != "catalog":
-        return {}
-    from builder.kernels.catalog import load_catalog
-
-    catalog, dtypes = load_catalog(plan.source_dir), plan.request.selection.dtypes or None
-    return {
-        u.name: tuple((i.host_name, i.arguments) for i in catalog.expand([u.name], dtypes))
-        for u in units
-    }
-
-
 def generate(
     plan: BuildPlan,
     out_dir: Path,
@@ -288,8 +252,8 @@ def generate(
     (comments left out) are for a catalog's ``metallib_add_jit_library``."""
     from builder.jit.literals import unit_namespace
     from builder.jit.preamble import inline_preamble
-    from builder.jit.writer import TableUnit, kernel_table, table_pieces
-    from builder.kernels.catalog import LINE_HEAD
+    from builder.jit.writer import TableUnit, kernel_table, table_pieces, unit_lookup
+    from builder.kernels.catalog import LINE_HEAD, load_catalog
     from builder.settings.declared import setting
 
     settings = plan.run_time
@@ -318,7 +282,10 @@ def generate(
     shared = [(p.function, inlined[p.function]) for p in preambles if p.function not in owner]
     # cstring stores each function's text on its own: nothing is held by two sources
     held = _holders(per_unit, shared, storage) if api == "string" else {}
-    kernels = _kernels(plan, jit_units)
+    kernels = {}  # a catalog's kernel table: per family, its kernels (catalog order)
+    if plan.kind == "catalog":
+        catalog, dtypes = load_catalog(plan.source_dir), plan.request.selection.dtypes or None
+        kernels = {u.name: catalog.table_strings(u.name, dtypes) for u in jit_units}
     units_facts: list[dict[str, object]] = []
     stored: list[_Stored] = []
     table: list[tuple[TableUnit, str, list[StoredPiece]]] = []
@@ -335,12 +302,11 @@ def generate(
             entry = TableUnit(unit.name, own[0][0], own[0][1], kernels[unit.name])
             strings = table_pieces(entry, compress=storage.compress)
             table.append((entry, unit_namespace(unit.name), strings))
+            common = [p for n, p in everything.items() if len(held.get(n, ())) > 1]
             extra = {
                 "host_names": [name for name, _ in entry.kernels],
                 "preamble_bytes": sum(p.stored_bytes for p in pieces),
-                "shared_bytes": sum(
-                    p.stored_bytes for n, p in everything.items() if len(held.get(n, ())) > 1
-                ),
+                "shared_bytes": sum(p.stored_bytes for p in common),
                 "registry_bytes": sum(p.stored_bytes for p in strings),
             }
             pieces += strings
@@ -360,7 +326,7 @@ def generate(
             }
         )
     entries = [*shared, *(e for own in per_unit for e in own)]
-    found = _lookup(whole) if lookup else []
+    found = unit_lookup(whole, UNIT_LOOKUP) if lookup else []
     rows = []
     if plan.kind == "catalog":
         rows = kernel_table(table, namespace, LINE_HEAD, compressed=storage.compress)
@@ -368,18 +334,14 @@ def generate(
     write_if_changed(out_dir / SHARED_SOURCE, text)
     shared_list = _shared_entries(plan, jit_units, per_unit, shared, held, storage)
     extra_facts: dict[str, object] = {"storage": RuntimeSources(api=api).storage}
-    extra_facts.update(dedup=storage.dedup, stripped=strip)
-    if target is not None:
-        extra_facts["target"] = target
+    extra_facts.update(
+        dedup=storage.dedup, stripped=strip, **({"target": target} if target else {})
+    )
     if plan.kind == "catalog":
         extra_facts["registry_bytes"] = sum(p.stored_bytes for _, _, ps in table for p in ps)
+    compressed = storage.compress
     facts = embed_facts(
-        plan.kind,
-        units_facts,
-        shared_list,
-        shared_bytes,
-        compressed=storage.compress,
-        extra=extra_facts,
+        plan.kind, units_facts, shared_list, shared_bytes, compressed=compressed, extra=extra_facts
     )
     files = list(dict.fromkeys(f for p in inlined.values() for f in p.files))
     if plan.kind == "catalog":  # the kernel table's source

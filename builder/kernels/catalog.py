@@ -151,6 +151,13 @@ class Catalog:
         """Family names in catalog order."""
         return tuple(self.families)
 
+    def table_strings(
+        self, family: str, dtypes: Iterable[str] | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """A family's kernels as the host library's kernel table holds them, in catalog order:
+        each host name and what follows it in its instantiation line."""
+        return tuple((i.host_name, i.arguments) for i in self.expand([family], dtypes))
+
     def form_lines(self) -> dict[str, int]:
         """Host name -> line of its form's declaration in catalog.json (where a bad template
         name or argument pattern would have to be fixed: ``check`` points there)."""

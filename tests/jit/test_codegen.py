@@ -15,10 +15,10 @@ from builder.cmake_build.plan import make_plan
 from builder.cmake_build.request import BuildRequest
 from builder.cmake_build.tree_jit import generate
 from builder.errors import UsageError
-from builder.jit.generate import embed_headers
+from builder.jit.generate import embed_headers, render_standalone
 from builder.jit.literals import cxx_string
 from builder.jit.preamble import Preamble
-from builder.jit.writer import TableUnit, render_standalone, table_pieces
+from builder.jit.writer import TableUnit, table_pieces
 from builder.kernels.bounded_run import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
 from builder.settings.checks import CXX_IDENTIFIER, CXX_KEYWORDS, CXX_NAMESPACE, valid_namespace
