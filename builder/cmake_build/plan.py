@@ -161,19 +161,16 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     if selection.dtypes:
         catalog.expand([], selection.dtypes)  # validates the dtype names
     jit = jit_units(selected, request, f"the catalog tree {source_dir}")
-    units = tuple(
-        Unit(name, "jit", (catalog.families[name].header,), (name,), embedding="preamble")
-        if name in jit
-        else Unit(name, "aot", (catalog.families[name].header,))
-        for name in selected
-    )
-    preambles = tuple(
-        PlannedPreamble(
-            name, (str(catalog.source_dir / catalog.families[name].header),), (name,), "preamble"
-        )
-        for name in selected
-        if name in jit
-    )
+    units: list[Unit] = []
+    preambles: list[PlannedPreamble] = []
+    for name in selected:
+        header = catalog.families[name].header
+        if name not in jit:
+            units.append(Unit(name, "aot", (header,)))
+            continue
+        units.append(Unit(name, "jit", (header,), (name,), embedding="preamble"))
+        path = str(catalog.source_dir / header)  # one run-time preamble, named after the family
+        preambles.append(PlannedPreamble(name, (path,), (name,), "preamble"))
     std, version = std_for(request, TreeConfig())
     generated = None
     compiles: list[tuple[str, Path]] = []
@@ -187,7 +184,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         catalog.source_dir,
         None,
         CATALOG_LIBRARY,
-        units,
+        tuple(units),
         (catalog.source_dir,),
         (),
         None,
@@ -196,7 +193,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         request.toolchain.deployment_target,
         (),
         tuple(compiles),
-        preambles,
+        tuple(preambles),
         generated,
         run_time={"namespace": DEFAULT_NAMESPACE, "api": "string", "lookup": False},
     )
