@@ -169,8 +169,8 @@ def main() -> int:
             end="",
         )
     print(
-        f"\n\nGenerator: {len(families)} families generated sequentially in {gen:.2f} s"
-        " (python -m builder.jit family, one process each)"
+        f"\n\nGenerator: {len(families)} families generated in {gen:.2f} s"
+        " (python -m builder.cmake_build.tree_jit, one process)"
     )
     return 0
 
