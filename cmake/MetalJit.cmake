@@ -132,8 +132,11 @@ function(metallib_add_tree_jit_library target)
     list(APPEND sources "${gen_dir}/${unit}.cpp")
   endforeach()
   list(APPEND sources "${gen_dir}/_shared_preambles.cpp")
-  list(JOIN arg_UNITS "$<SEMICOLON>" units)  # one argument
   set(options "")
+  if(kind STREQUAL "catalog")  # the families in the order the library lists them (C++ names)
+    list(JOIN arg_UNITS "$<SEMICOLON>" units)  # one argument
+    list(APPEND options "--units=${units}")  # "--units=" when none
+  endif()
   if(arg_NO_DEDUP)
     list(APPEND options --no-dedup)
   endif()
@@ -144,7 +147,7 @@ function(metallib_add_tree_jit_library target)
   add_custom_command(
     OUTPUT "${gen_dir}/embed.json" ${sources}
     COMMAND ${tree_jit} --plan "${arg_PLAN}" --out-dir "${gen_dir}" --jit-namespace "${arg_NAMESPACE}"
-            --units "${units}" --target "${target}" ${options} --depfile "${gen_dir}/embed.d"
+            --target "${target}" ${options} --depfile "${gen_dir}/embed.d"
     DEPENDS "${arg_PLAN}"
     DEPFILE "${gen_dir}/embed.d"
     COMMENT "Embedding run-time preambles (${target})"
