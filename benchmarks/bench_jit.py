@@ -5,7 +5,7 @@ storage modes no-dedup / dedup, each plain / COMPRESS, and dedup + COMPRESS + ST
 each it reports what embed.json measured (preamble bytes stored, registry strings), the library's
 file size and its size after `strip --strip-unneeded`, the full build time and a no-op rebuild time;
 then per family the preamble size and what it costs in each mode; and the generator's own time
-(every family generated once, sequentially, `python -m builder.jit family`).
+(every family generated once, `python -m builder.cmake_build.tree_jit`).
 
     python benchmarks/bench_jit.py [--families unary,binary] [--jobs 2] [--json]
 
@@ -77,25 +77,14 @@ def build(root: Path, families: list[str], options: str, jobs: int) -> dict[str,
 
 
 def generation_seconds(families: list[str]) -> float:
-    """Every family generated once by the generator process CMake runs (sequential)."""
+    """Every family's sources generated once by the generator process CMake runs (one
+    ``python -m builder.cmake_build.tree_jit`` over the plan that builds them all JIT)."""
     with tempfile.TemporaryDirectory(prefix="bench-jit-gen-") as tmp:
-        total = 0.0
-        for family in families:
-            total += _run(
-                [
-                    sys.executable,
-                    "-m",
-                    "builder.jit",
-                    "family",
-                    "--source-dir",
-                    str(ROOT / "metal_src"),
-                    "--family",
-                    family,
-                    "--out-dir",
-                    tmp,
-                ]
-            )
-        return total
+        plan = [sys.executable, "-m", "builder.cmake_build.plan", "--select"]
+        plan += ["--source-dir", str(ROOT / "metal_src"), "--kernels", ",".join(families)]
+        subprocess.run([*plan, "--build-dir", tmp], check=True, capture_output=True, env=ENV)
+        tree_jit = [sys.executable, "-m", "builder.cmake_build.tree_jit", "--out-dir", tmp]
+        return _run([*tree_jit, "--plan", f"{tmp}/metal_plan/plan.json"])
 
 
 def main() -> int:
@@ -180,8 +169,8 @@ def main() -> int:
             end="",
         )
     print(
-        f"\n\nGenerator: {len(families)} families generated sequentially in {gen:.2f} s"
-        " (python -m builder.jit family, one process each)"
+        f"\n\nGenerator: {len(families)} families generated in {gen:.2f} s"
+        " (python -m builder.cmake_build.tree_jit, one process)"
     )
     return 0
 

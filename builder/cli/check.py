@@ -1,7 +1,7 @@
 """``check``: every catalog instantiation (and each JIT unit's run-time source) compiled as C++
 against the Metal shim, with problems reported at the kernel source line.
 
-A thin command over ``builder.kernels.check``: progress on stderr (a bar on a terminal, one line
+A thin command over ``builder.jit.check``: progress on stderr (a bar on a terminal, one line
 per chunk otherwise), results on stdout.
 """
 
@@ -19,27 +19,9 @@ from builder.kernels.catalog import split_names
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.kernels.check import CheckChunk
+    from builder.jit.check import CheckChunk
 
 __all__ = ["check_command"]
-
-
-def _jit_chunks(
-    source_dir: Path | None, families: list[str] | None, dtypes: list[str] | None
-) -> list[CheckChunk]:
-    """The JIT build's sources as check chunks: one per unit (a catalog family), its inlined
-    preamble with every instantiation line appended."""
-    from builder.jit.family_source import jit_check_chunks
-    from builder.jit.preamble import inline_preamble
-    from builder.kernels import load_catalog
-
-    catalog = load_catalog(source_dir)
-    selected = dict.fromkeys(inst.family for inst in catalog.expand(families, dtypes))
-    root = catalog.source_dir
-    preambles = {
-        f: inline_preamble([root / catalog.families[f].header], [root]).text for f in selected
-    }
-    return jit_check_chunks(catalog, preambles, families, dtypes)
 
 
 @click.command(
@@ -105,7 +87,7 @@ def check_command(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from builder.kernels.check import ChunkResult, check_library
+    from builder.jit.check import ChunkResult, check_library
 
     err = Console(stderr=True)
     # A live bar on a terminal; one line per finished chunk in logs (CI), where a bar is noise.
@@ -135,7 +117,6 @@ def check_command(
                 err=True,
             )
 
-    extra = _jit_chunks(source_dir, split_names(kernels), split_names(dtypes)) if jit else []
     try:
         result = check_library(
             source_dir,
@@ -144,7 +125,7 @@ def check_command(
             compiler=compiler,
             jobs=tree.jobs,
             syntax_only=syntax_only,
-            extra=extra,
+            jit=jit,
             on_plan=planned,
             on_done=done,
         )
@@ -157,10 +138,9 @@ def check_command(
         for diag in diagnostics:
             click.echo(diag.format())
         verdict = "ok" if result.ok else "FAILED"
-        jit_names = {c.name for c in extra}
-        n_jit = sum(c.instantiations for c in result.chunks if c.chunk in jit_names)
+        n_jit = sum(c.instantiations for c in result.chunks if c.chunk.startswith("jit."))
         scope = f"{result.instantiations - n_jit} instantiations"
-        scope += f" (+{n_jit} in JIT sources)" if jit_names else ""
+        scope += f" (+{n_jit} in JIT sources)" if jit else ""
         click.echo(
             f"check {verdict}: {scope} in {len(result.chunks)} chunks, "
             f"{result.errors} errors, {result.warnings} warnings, {result.seconds:.1f}s "
@@ -172,7 +152,7 @@ def check_command(
 
 def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None, fmt: str) -> None:
     """``check`` on a discovered tree: one line per file, findings under it, a summary."""
-    from builder.jit.tree_check import check_tree
+    from builder.jit.check import check_tree
     from builder.kernels.platforms import for_platform
     from builder.kernels.tree_config import find_config, merge_flags
     from builder.render.text import visible

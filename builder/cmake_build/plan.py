@@ -49,7 +49,7 @@ from builder.cmake_build.plan_model import (
 )
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError, step_exit
-from builder.kernels.runtime_sources import RuntimeSources, over_file
+from builder.kernels.runtime_sources import DEFAULT_NAMESPACE, RuntimeSources, over_file
 from builder.records.manifest import Embedding
 
 if TYPE_CHECKING:
@@ -134,8 +134,10 @@ def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int 
 
 def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     """The plan of a catalog tree: families, each AOT (its generated entry files compiled) or
-    JIT. With a build folder the catalog is expanded into the entry files of the tree the build
-    writes there (``builder.kernels.catalog_tree``)."""
+    JIT (its header one run-time preamble named after the family, embedded as any tree's by
+    ``builder.cmake_build.tree_jit``, which adds the kernel table). With a build folder the
+    catalog is expanded into the entry files of the tree the build writes there
+    (``builder.kernels.catalog_tree``)."""
     from builder.kernels.catalog import load_catalog
     from builder.kernels.catalog_tree import GENERATED_TREE, generate_tree
     from builder.kernels.tree_config import TreeConfig
@@ -159,10 +161,16 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     if selection.dtypes:
         catalog.expand([], selection.dtypes)  # validates the dtype names
     jit = jit_units(selected, request, f"the catalog tree {source_dir}")
-    units = tuple(
-        Unit(name, "jit" if name in jit else "aot", (catalog.families[name].header,))
-        for name in selected
-    )
+    units: list[Unit] = []
+    preambles: list[PlannedPreamble] = []
+    for name in selected:
+        header = catalog.families[name].header
+        if name not in jit:
+            units.append(Unit(name, "aot", (header,)))
+            continue
+        units.append(Unit(name, "jit", (header,), (name,), embedding="preamble"))
+        path = str(catalog.source_dir / header)  # one run-time preamble, named after the family
+        preambles.append(PlannedPreamble(name, (path,), (name,), "preamble"))
     std, version = std_for(request, TreeConfig())
     generated = None
     compiles: list[Compile] = []
@@ -176,7 +184,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         catalog.source_dir,
         None,
         CATALOG_LIBRARY,
-        units,
+        tuple(units),
         (catalog.source_dir,),
         (),
         None,
@@ -185,6 +193,10 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         request.toolchain.deployment_target,
         (),
         tuple(compiles),
+        tuple(preambles),
+        jit_namespace=DEFAULT_NAMESPACE,
+        jit_api="string",
+        jit_lookup=False,
         generated=generated,
     )
 
@@ -332,14 +344,17 @@ what really ran, never a hand-kept one."""
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the plan of a plain CMake run (configure time) from its request (the cache
-    variables as the request's JSON), or with ``--select`` only validate catalog families and
-    print them (``metallib_add_jit_library``). Exit 2 with one line on bad input."""
+    variables as the request's JSON), or with ``--select`` validate catalog families and print
+    them (``metallib_add_jit_library``), with ``--build-dir`` also writing the plan that builds
+    them all JIT. Exit 2 with one line on bad input."""
     parser = argparse.ArgumentParser(prog="python -m builder.cmake_build.plan", allow_abbrev=False)
     parser.add_argument("--request", help="the build request as JSON (BuildRequest.from_json)")
     parser.add_argument("--build-dir", type=Path, help="the build folder (CMAKE_BINARY_DIR)")
     parser.add_argument("--select", action="store_true", help="validate --kernels and print them")
     parser.add_argument("--source-dir", type=Path, help="--select: the catalog tree")
     parser.add_argument("--kernels", default="", help="--select: the families asked for")
+    parser.add_argument("--dtypes", default="", help="--select: the dtypes asked for")
+    parser.add_argument("--compress", action="store_true", help="--select: compress the text")
     args = parser.parse_args(argv)
     if args.select and args.source_dir is None:
         parser.error("--select needs --source-dir")
@@ -349,12 +364,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _select(args: argparse.Namespace) -> None:
-    """Print the catalog families ``--kernels`` names, validated, as CMake's list."""
+    """Print the catalog families ``--kernels`` names, validated, as CMake's list; with
+    ``--build-dir`` also write the plan that builds them all JIT."""
     from builder.kernels.catalog import load_catalog, split_names
 
     catalog = load_catalog(args.source_dir)
     asked = tuple(split_names(args.kernels.replace(";", ",")) or ())
-    print(";".join(select_families(catalog, asked, keep_order=True)))
+    chosen = select_families(catalog, asked, keep_order=True)
+    if args.build_dir is not None:
+        request = BuildRequest().replace(
+            source_dir=args.source_dir.resolve(),
+            kernels=chosen,
+            dtypes=tuple(split_names(args.dtypes.replace(";", ",")) or ()),
+            jit=("*",),
+            compress=args.compress,
+            build_dir=args.build_dir.resolve(),
+        )
+        write_plan(make_plan(request), args.build_dir / PLAN_FILE)
+    print(";".join(chosen))
 
 
 def _plan(args: argparse.Namespace) -> None:

@@ -54,6 +54,7 @@ __all__ = [
     "IncludeError",
     "OutsideError",
     "Preamble",
+    "anchor_line_markers",
     "confine",
     "define_lines",
     "inline_preamble",
@@ -331,3 +332,15 @@ def inline_preamble(
         files.append(real)
         visit(real, path)
     return Preamble(tuple(fragments), tuple(seen.values()), tuple(files))
+
+
+_MARKER = re.compile(r'^#line (\d+) "((?:[^"\\/]|\\.)(?:[^"\\]|\\.)*)"$', re.MULTILINE)
+
+
+def anchor_line_markers(text: str, source_dir: Path) -> str:
+    """``#line N "rel/path"`` -> ``#line N "<source_dir>/rel/path"`` (absolute ones unchanged).
+
+    The path in a marker is a C string literal (escapes included); the folder is written as one
+    too and the two literals' contents joined, so escaped names stay exactly what they were."""
+    root = cxx_string(Path(source_dir).resolve().as_posix() + "/")[:-1]  # without its closing "
+    return _MARKER.sub(lambda m: f'#line {m.group(1)} {root}{m.group(2)}"', text)

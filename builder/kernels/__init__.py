@@ -1,5 +1,5 @@
-"""The kernel library's Python side: trees (catalog or discovered), host-name grammar, source
-check.
+"""The kernel library's Python side: trees (catalog or discovered) and the host-name grammar
+(the check of a tree is ``builder.jit.check``).
 
 This package must not import click or rich; ``builder.cli.kernels`` and ``builder.cli.check``
 render its results.

@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import UsageError
-from builder.files.reading import UnreadableFile, read_json
+from builder.files.bounds import MAX_JSON
+from builder.files.reading import UnreadableFile, read_json, read_text
 from builder.kernels.dtypes import DTYPES, FAMILIES, METAL_TYPES, format_host_name, valid_token
 from builder.settings import split_names
 
 __all__ = [
     "CATALOG_FILE",
     "INSTANTIATE_MACRO",
+    "LINE_HEAD",
     "Catalog",
     "CatalogError",
     "FamilySpec",
@@ -42,6 +44,8 @@ __all__ = [
 CATALOG_FILE = "catalog.json"
 SCHEMA = 1
 INSTANTIATE_MACRO = "instantiate_kernel"
+LINE_HEAD = f'{INSTANTIATE_MACRO}("'
+"""How every instantiation line starts (the host library's kernel table stores the rest)."""
 # dtype sets whose axis is not narrowed by a dtype selection: index dtypes are how a kernel
 # addresses memory, not what it computes on, so choosing "float32" keeps float32 gathers whole.
 UNFILTERED_SETS = frozenset({"index"})
@@ -98,12 +102,15 @@ class Instantiation:
     template: str
     template_args: tuple[str, ...]
 
+    @property
+    def arguments(self) -> str:
+        """What follows the host name in the instantiation line: the template and its
+        arguments."""
+        return f"{self.template}, {', '.join(self.template_args)}"
+
     def instantiation_line(self) -> str:
         """The one line that instantiates this kernel, identical in AOT and JIT sources."""
-        return (
-            f'{INSTANTIATE_MACRO}("{self.host_name}", {self.template}, '
-            f"{', '.join(self.template_args)})"
-        )
+        return f'{LINE_HEAD}{self.host_name}", {self.arguments})'
 
 
 def render_translation_unit(instantiations: Sequence[Instantiation]) -> str:
@@ -143,6 +150,27 @@ class Catalog:
     def family_names(self) -> tuple[str, ...]:
         """Family names in catalog order."""
         return tuple(self.families)
+
+    def table_strings(
+        self, family: str, dtypes: Iterable[str] | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """A family's kernels as the host library's kernel table holds them, in catalog order:
+        each host name and what follows it in its instantiation line."""
+        return tuple((i.host_name, i.arguments) for i in self.expand([family], dtypes))
+
+    def form_lines(self) -> dict[str, int]:
+        """Host name -> line of its form's declaration in catalog.json (where a bad template
+        name or argument pattern would have to be fixed: ``check`` points there)."""
+        text = read_text(self.path, "the catalog", MAX_JSON)
+        form_line: dict[tuple[str, str], int] = {}
+        for family in self.families.values():
+            start = text.find(f'"{family.name}": {{', text.find('"families"'))
+            for form in family.forms:
+                pos = text.find(f'"{form.name}": {{', max(start, 0))
+                form_line[(family.name, form.name)] = (
+                    text.count("\n", 0, pos) + 1 if pos >= 0 else 1
+                )
+        return {inst.host_name: form_line[(inst.family, inst.form)] for inst in self.expand()}
 
     def _select(
         self, families: Iterable[str] | None, dtypes: Iterable[str] | None

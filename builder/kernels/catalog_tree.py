@@ -82,9 +82,6 @@ class GeneratedTree:
 
     entries: tuple[EntryFile, ...]
 
-    def of_unit(self, unit: str) -> tuple[EntryFile, ...]:
-        return tuple(e for e in self.entries if e.unit == unit)
-
 
 def _order(
     catalog: Catalog, spec: FamilySpec, items: Sequence[Instantiation]

@@ -31,14 +31,22 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from builder.kernels.bounded_run import Compiler
 
 __all__ = [
+    "CHECK_SCHEMA",
     "MAX_FOLDERS",
+    "CheckResult",
+    "ChunkResult",
     "Diagnostic",
     "Locator",
     "missing_include",
     "parse_compiler_output",
     "resolving_folder",
+    "shim_dir_for",
     "with_hint",
 ]
 
@@ -279,3 +287,102 @@ def with_hint(message: str, source_dir: Path, include_dirs: Sequence[Path] = ())
     if shown.startswith(".."):
         shown = str(folder)
     return f"{message}; did you mean -I {shown}?"
+
+
+def shim_dir_for(source_dir: Path) -> Path:
+    """The tree's own shim when it has one, else the bundled shim."""
+    own = source_dir / "shim"
+    if (own / "metal_stdlib").is_file():
+        return own
+    from builder.resources import metal_src_dir
+
+    return metal_src_dir() / "shim"
+
+
+# -- results of a check (``builder.jit.check``) ----------------------------------------------
+CHECK_SCHEMA = 2
+"""2: ``chunks[]`` with ``chunk`` and ``unit`` (1 said ``units[]`` with ``unit`` and ``family``)."""
+
+
+@dataclass
+class ChunkResult:
+    """The outcome of compiling one chunk."""
+
+    chunk: str
+    unit: str | None
+    instantiations: int
+    returncode: int
+    seconds: float
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not any(d.severity == "error" for d in self.diagnostics)
+
+
+@dataclass
+class CheckResult:
+    """All chunks' outcomes plus totals; ``ok`` is the verdict."""
+
+    compiler: Compiler
+    source_dir: Path
+    mode: str
+    chunks: list[ChunkResult]
+    seconds: float
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Diagnostics of all chunks, merged when several chunks hit the same line."""
+        merged: dict[tuple[str, int, int, str, str], Diagnostic] = {}
+        for chunk in self.chunks:
+            for diag in chunk.diagnostics:
+                key = (diag.path, diag.line, diag.column, diag.severity, diag.message)
+                if key in merged:
+                    seen = merged[key].host_names
+                    seen.extend(h for h in diag.host_names if h not in seen)
+                else:
+                    merged[key] = Diagnostic(
+                        **{**diag.__dict__, "host_names": list(diag.host_names)}
+                    )
+        return list(merged.values())
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == "warning")
+
+    @property
+    def instantiations(self) -> int:
+        return sum(c.instantiations for c in self.chunks)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.chunks)
+
+    def to_json(self) -> dict[str, object]:
+        """The machine-readable result (schema :data:`CHECK_SCHEMA`)."""
+        return {
+            "schema": CHECK_SCHEMA,
+            "ok": self.ok,
+            "compiler": self.compiler.version,
+            "mode": self.mode,
+            "source_dir": str(self.source_dir),
+            "instantiations": self.instantiations,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "seconds": round(self.seconds, 3),
+            "chunks": [
+                {
+                    "chunk": c.chunk,
+                    "unit": c.unit,
+                    "instantiations": c.instantiations,
+                    "ok": c.ok,
+                    "seconds": round(c.seconds, 3),
+                }
+                for c in self.chunks
+            ],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }

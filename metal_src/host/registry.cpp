@@ -1,11 +1,12 @@
-// Registry of embedded kernel sources: assembly of preambles from pieces, lookup by host name,
+// Registry of embedded kernel sources: lookup by host name over the generated kernel table,
 // and the C API the Python binding loads.
 //
-// A family's preamble and its registry strings (host names, instantiation arguments) are each
-// assembled lazily, once (std::call_once), from their stored pieces (inflated when the library
-// was built with COMPRESS). A lookup then costs one binary search per family plus one string
-// copy; the assembled text lives as long as the library, so preamble() returns a string_view
-// and the C API returns borrowed names.
+// A unit (a catalog family) has its preamble function, written by the one writer of run-time
+// C++ (assembled on first use, inflated when the library was built with COMPRESS), and its
+// kernel strings (host names, instantiation arguments), assembled lazily, once
+// (std::call_once), from their stored pieces. A lookup then costs one binary search per unit
+// plus one string copy; the assembled text lives as long as the library, so preamble()
+// returns a string_view and the C API returns borrowed names.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -26,16 +27,10 @@
 namespace METAL_JIT_NAMESPACE {
 namespace {
 
-using detail::Family;
 using detail::Piece;
+using detail::Unit;
 
-struct Assembled {
-  std::once_flag once;
-  std::string text;
-  bool ok = false;
-};
-
-// A family's registry strings with what is derived from them on first use: where each
+// A unit's kernel strings with what is derived from them on first use: where each
 // kernel's name starts (catalog order) and the kernels sorted by name (for binary search).
 struct Index {
   std::once_flag once;
@@ -45,13 +40,8 @@ struct Index {
   bool ok = false;
 };
 
-struct Slot {
-  Assembled preamble;
-  Index index;
-};
-
-Slot* slots() {
-  static const std::unique_ptr<Slot[]> table(new Slot[detail::family_table().count + 1]);
+Index* slots() {
+  static const std::unique_ptr<Index[]> table(new Index[detail::unit_table().count + 1]);
   return table.get();
 }
 
@@ -72,30 +62,20 @@ bool append_piece(const Piece& piece, std::string& out) {
 #endif
 }
 
-// Concatenate (inflating as needed) `count` pieces once; nullptr if a piece failed to inflate.
-const std::string* assemble(Assembled& slot, const Piece* pieces, std::uint32_t count,
-                            std::uint32_t size) {
-  std::call_once(slot.once, [&] {
-    slot.text.reserve(size);
-    bool ok = true;
-    for (std::uint32_t i = 0; i < count && ok; ++i) ok = append_piece(pieces[i], slot.text);
-    slot.ok = ok && slot.text.size() == size;
-  });
-  return slot.ok ? &slot.text : nullptr;
-}
+const Unit& family_at(std::size_t index) { return detail::unit_table().items[index]; }
 
-const Family& family_at(std::size_t index) { return *detail::family_table().items[index]; }
-
+// The unit's preamble; nullptr if it failed to inflate.
 const std::string* assembled(std::size_t index) {
-  const Family& f = family_at(index);
-  return assemble(slots()[index].preamble, f.pieces, f.piece_count, f.preamble_size);
+  const Unit& f = family_at(index);
+  const std::string& text = f.preamble();
+  return text.size() == f.preamble_size ? &text : nullptr;
 }
 
-// The family's registry index; nullptr if its strings failed to inflate or are malformed.
+// The unit's kernel index; nullptr if its strings failed to inflate or are malformed.
 const Index* index_of(std::size_t family_index) {
-  Index& index = slots()[family_index].index;
+  Index& index = slots()[family_index];
   std::call_once(index.once, [&index, family_index] {
-    const Family& f = family_at(family_index);
+    const Unit& f = family_at(family_index);
     index.text.reserve(f.pool_size);
     bool ok = true;
     for (std::uint32_t i = 0; i < f.pool_piece_count && ok; ++i) {
@@ -127,9 +107,9 @@ const Index* index_of(std::size_t family_index) {
 }
 
 std::ptrdiff_t family_index(std::string_view name) {
-  const auto& table = detail::family_table();
+  const auto& table = detail::unit_table();
   for (std::size_t i = 0; i < table.count; ++i) {
-    if (name == table.items[i]->name) return static_cast<std::ptrdiff_t>(i);
+    if (name == table.items[i].name) return static_cast<std::ptrdiff_t>(i);
   }
   return -1;
 }
@@ -141,9 +121,9 @@ struct Found {
 
 // Binary search in each family's by-name permutation (families are few).
 bool find_kernel(std::string_view host_name, Found& found) {
-  const auto& table = detail::family_table();
+  const auto& table = detail::unit_table();
   for (std::size_t f = 0; f < table.count; ++f) {
-    if (table.items[f]->kernel_count == 0) continue;
+    if (table.items[f].kernel_count == 0) continue;
     const Index* index = index_of(f);
     if (index == nullptr) continue;
     std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(index->by_name.size());
@@ -168,11 +148,11 @@ Status build_source(std::string_view host_name, std::string& out) {
   if (!find_kernel(host_name, found)) return Status::unknown;
   const std::string* text = assembled(found.family);
   if (text == nullptr) return Status::corrupt;
-  const Family& family = family_at(found.family);
   std::string_view args(found.host_name + host_name.size() + 1);
-  out.reserve(text->size() + std::strlen(family.line_head) + host_name.size() + args.size() + 5);
+  const char* head = detail::unit_table().line_head;
+  out.reserve(text->size() + std::strlen(head) + host_name.size() + args.size() + 5);
   out.append(*text);
-  out.append(family.line_head).append(host_name).append("\", ").append(args).append(")\n");
+  out.append(head).append(host_name).append("\", ").append(args).append(")\n");
   return Status::ok;
 }
 
@@ -193,20 +173,20 @@ std::optional<std::string> source_for(std::string_view host_name) {
 std::string_view family_of(std::string_view host_name) {
   Found found{};
   if (!find_kernel(host_name, found)) return {};
-  return detail::family_table().items[found.family]->name;
+  return detail::unit_table().items[found.family].name;
 }
 
 std::size_t kernel_count() {
   std::size_t n = 0;
-  const auto& table = detail::family_table();
-  for (std::size_t f = 0; f < table.count; ++f) n += table.items[f]->kernel_count;
+  const auto& table = detail::unit_table();
+  for (std::size_t f = 0; f < table.count; ++f) n += table.items[f].kernel_count;
   return n;
 }
 
 std::string_view kernel_name(std::size_t index) {
-  const auto& table = detail::family_table();
+  const auto& table = detail::unit_table();
   for (std::size_t f = 0; f < table.count; ++f) {
-    const Family& family = *table.items[f];
+    const Unit& family = table.items[f];
     if (index < family.kernel_count) {
       const Index* built = index_of(f);
       return built ? std::string_view(built->text.data() + built->offsets[index])
@@ -217,11 +197,11 @@ std::string_view kernel_name(std::size_t index) {
   return {};
 }
 
-std::size_t family_count() { return detail::family_table().count; }
+std::size_t family_count() { return detail::unit_table().count; }
 
 std::string_view family_name(std::size_t index) {
-  const auto& table = detail::family_table();
-  return index < table.count ? std::string_view(table.items[index]->name) : std::string_view();
+  const auto& table = detail::unit_table();
+  return index < table.count ? std::string_view(table.items[index].name) : std::string_view();
 }
 
 }  // namespace METAL_JIT_NAMESPACE
@@ -276,18 +256,6 @@ int mbjit_preamble(const char* family, const char** out, std::size_t* len) {
   return 0;
 }
 
-int mbjit_compressed(void) {
-  const auto& table = mj::detail::family_table();
-  for (std::size_t f = 0; f < table.count; ++f) {
-    const auto& family = *table.items[f];
-    for (std::uint32_t i = 0; i < family.piece_count; ++i) {
-      if (family.pieces[i].compressed) return 1;
-    }
-    for (std::uint32_t i = 0; i < family.pool_piece_count; ++i) {
-      if (family.pool[i].compressed) return 1;
-    }
-  }
-  return 0;
-}
+int mbjit_compressed(void) { return mj::detail::unit_table().compressed ? 1 : 0; }
 
 }  // extern "C"

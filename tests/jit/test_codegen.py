@@ -1,20 +1,24 @@
-"""Generated family sources without CMake: registry-string pools, escapes, empty selections, and
-the facts merged into embed.json."""
+"""A catalog's host library sources without CMake (the one tree JIT path): kernel-table strings,
+escapes, empty selections, the facts in embed.json, and the namespace rule."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from builder.cmake_build.cmake import find_tool
+from builder.cmake_build.plan import make_plan
+from builder.cmake_build.request import BuildRequest
+from builder.cmake_build.tree_jit import generate
 from builder.errors import UsageError
-from builder.jit.family_source import Kernel, family_source, merge_facts, pool_pieces, pool_text
-from builder.jit.generate import embed_headers
+from builder.jit.generate import embed_headers, render_standalone
 from builder.jit.literals import cxx_string
-from builder.jit.writer import render_standalone
+from builder.jit.preamble import Preamble
+from builder.jit.writer import TableUnit, table_pieces
 from builder.kernels.bounded_run import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
 from builder.settings.checks import CXX_IDENTIFIER, CXX_KEYWORDS, CXX_NAMESPACE, valid_namespace
@@ -28,17 +32,29 @@ def _cxx() -> str:
     return find_compiler().path
 
 
-def test_pool_pieces_cut_at_entries_under_the_limit() -> None:
-    kernels = [Kernel(f"fam_v_op{i}_float32", f"fam_v, float, Op{i}") for i in range(300)]
-    text, offsets = pool_text(kernels)
-    pieces = pool_pieces(kernels, compress=False, limit=1000)
+def test_table_pieces_cut_at_entries_under_the_limit() -> None:
+    kernels = tuple((f"fam_v_op{i}_float32", f"fam_v, float, Op{i}") for i in range(300))
+    unit = TableUnit("fam", "fam", Preamble((), ()), kernels)
+    text = "".join(f"{name}\0{arguments}\0" for name, arguments in kernels)
+    pieces = table_pieces(unit, compress=False, limit=1000)
     assert len(pieces) > 1
     assert "".join(p.text for p in pieces) == text
     assert all(p.raw_bytes <= 1000 and p.text.endswith("\0") for p in pieces)
     assert all(p.stored_bytes == p.raw_bytes + 1 for p in pieces)
-    assert text[offsets[7] :].startswith("fam_v_op7_float32\0fam_v, float, Op7\0")
-    (packed,) = pool_pieces(kernels, compress=True)
+    assert "\0fam_v_op7_float32\0fam_v, float, Op7\0" in text
+    (packed,) = table_pieces(unit, compress=True)
     assert packed.compressed and packed.text == text and packed.stored_bytes < len(text) // 4
+
+
+def _catalog_library(
+    out: Path, families: tuple[str, ...], dtypes: tuple[str, ...] = (), compress: bool = False
+) -> dict[str, Any]:
+    """A catalog selection's host library sources, written by the one tree JIT path."""
+    request = BuildRequest().replace(
+        kernels=families, dtypes=dtypes, jit=("*",), compress=compress, build_dir=out / "build"
+    )
+    facts, _ = generate(make_plan(request), out)
+    return facts
 
 
 def test_string_escapes_survive_the_compiler(tmp_path: Path) -> None:
@@ -56,40 +72,41 @@ def test_string_escapes_survive_the_compiler(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("compress", [False, True])
-def test_family_source_with_no_kernels_compiles(compress: bool, tmp_path: Path) -> None:
-    generated = family_source(metal_src_dir(), "arange", ["bool"], compress=compress)
-    assert generated.kernels == () and generated.pool == ()
-    path = tmp_path / "arange.cpp"
-    path.write_text(generated.cpp, encoding="utf-8")
-    subprocess.run(
-        [
-            _cxx(),
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-fsyntax-only",
-            "-I",
-            str(HOST_INCLUDE),
-            str(path),
-        ],
-        check=True,
-    )
+def test_a_family_with_no_kernels_compiles(compress: bool, tmp_path: Path) -> None:
+    facts = _catalog_library(tmp_path, ("arange",), ("bool",), compress)
+    [unit] = facts["units"]
+    assert unit["host_names"] == [] and unit["registry_bytes"] == 0
+    for source in (tmp_path / "arange.cpp", tmp_path / "_shared_preambles.cpp"):
+        subprocess.run(
+            [
+                _cxx(),
+                "-std=c++17",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-fsyntax-only",
+                "-I",
+                str(HOST_INCLUDE),
+                str(source),
+            ],
+            check=True,
+        )
 
 
-def test_merge_counts_shared_pieces_once() -> None:
-    root = metal_src_dir()
-    facts = [family_source(root, f).facts() for f in ("unary", "arange", "softmax")]
-    merged = merge_facts("t", False, True, facts)
-    stored: dict[str, int] = {}
-    for family in facts:
-        for piece in family["pieces"]:  # type: ignore[attr-defined]
-            stored[piece["name"]] = piece["bytes"]
-    registry = sum(int(f["registry_bytes"]) for f in facts)  # type: ignore[call-overload]
-    assert merged["embedded_bytes"] == sum(stored.values()) + registry
-    assert merged["registry_bytes"] == registry
-    shared = {s["name"] for s in merged["shared"]}
-    assert shared and all(name in stored for name in shared)
+def test_shared_pieces_are_counted_once(tmp_path: Path) -> None:
+    facts = _catalog_library(tmp_path, ("unary", "arange", "softmax"))
+    units = facts["units"]
+    registry = sum(int(u["registry_bytes"]) for u in units)
+    assert facts["registry_bytes"] == registry
+    assert all(u["embedded_bytes"] == u["preamble_bytes"] + u["registry_bytes"] for u in units)
+    shared_bytes = sum(int(s["bytes"]) for s in facts["shared"])
+    assert facts["embedded_bytes"] == sum(int(u["embedded_bytes"]) for u in units) + shared_bytes
+    shared = {s["name"] for s in facts["shared"]}
+    source = (tmp_path / "_shared_preambles.cpp").read_text(encoding="utf-8")
+    assert shared and all(f"char {name}[] = " in source for name in shared)
+    for unit in units:  # a unit stores no shared piece itself
+        own = (tmp_path / f"{unit['name']}.cpp").read_text(encoding="utf-8")
+        assert not any(f" {name}[]" in own for name in shared)
 
 
 NAMES = [

@@ -18,10 +18,15 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from builder.jit.family_source import anchor_line_markers
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.literals import cxx_string
-from builder.jit.preamble import IncludeError, OutsideError, confine, inline_preamble
+from builder.jit.preamble import (
+    IncludeError,
+    OutsideError,
+    anchor_line_markers,
+    confine,
+    inline_preamble,
+)
 from builder.kernels.bounded_run import find_compiler
 
 PLANT = 'static int planted{k} = __builtin_puts("PLANTED {k}");'

@@ -1,4 +1,5 @@
-"""A generated family source's depfile names the package modules its generator ran.
+"""A catalog family's generated host library sources (the one tree JIT path): their depfile names
+the package modules the generator ran.
 
 The list is read from the generating process (``builder.files.atomic.own_modules``), not kept by
 hand, so a module that shapes the output cannot be missing from it. The reference here is
@@ -19,9 +20,11 @@ from builder.resources import metal_src_dir
 _SCRIPT = """
 import sys
 from pathlib import Path
-from builder.jit.family_source import write_family
+from builder.cmake_build import plan, tree_jit
 out = Path(sys.argv[1])
-write_family(Path(sys.argv[2]), "unary", out, depfile=out / "unary.d")
+plan.main(["--select", "--source-dir", sys.argv[2], "--kernels", "unary", "--build-dir", str(out)])
+tree_jit.main(["--plan", str(out / "metal_plan" / "plan.json"), "--out-dir", str(out),
+               "--units", "unary", "--depfile", str(out / "unary.d")])
 """
 
 
@@ -39,7 +42,7 @@ def test_the_depfile_names_every_package_module_the_generator_imported(tmp_path:
         check=True,
     )
     imported = set(re.findall(r"\|\s+(builder(?:\.\w+)*)\s*$", run.stderr, re.MULTILINE))
-    assert "builder.jit.family_source" in imported and "builder.jit.writer" in imported
+    assert "builder.cmake_build.tree_jit" in imported and "builder.jit.writer" in imported
     package = Path(builder.__file__).resolve().parent
     listed = {
         Path(p).resolve()

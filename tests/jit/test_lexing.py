@@ -10,12 +10,11 @@ from typing import SupportsIndex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.jit.family_source import jit_check_chunks
+from builder.jit.check import jit_chunks, run_check
 from builder.jit.lexing import comment_spans, directives, strip_comments
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
-from builder.kernels.check import run_check
 from builder.kernels.definitions import LineStarts
 
 
@@ -84,7 +83,7 @@ def test_stripped_preambles_keep_markers_and_pass_the_check() -> None:
             at += 1
         preambles[name] = stripped.text
     result = run_check(
-        jit_check_chunks(catalog, preambles),
+        jit_chunks(catalog, preambles=preambles),
         source_dir=root,
         compiler=find_compiler(),
         syntax_only=True,

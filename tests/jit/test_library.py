@@ -13,11 +13,10 @@ import pytest
 from jit.conftest import ALL_FAMILIES, FAMILIES, JitBuild, build_jit
 from support.jit_library import JitLibrary, JitLibraryError
 
-from builder.jit.family_source import anchor_line_markers, jit_check_chunks
-from builder.jit.preamble import inline_preamble
+from builder.jit.check import CheckChunk, jit_chunks, run_check
+from builder.jit.preamble import anchor_line_markers, inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
-from builder.kernels.check import CheckChunk, run_check
 from builder.resources import metal_src_dir
 
 pytestmark = pytest.mark.cmake
@@ -63,7 +62,7 @@ def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
     """Each family's preamble read back from the library, with all its instantiation lines."""
     lib = JitLibrary(jit_build.library)
     catalog = load_catalog()
-    chunks = jit_check_chunks(catalog, {f: lib.preamble(f) for f in FAMILIES}, FAMILIES)
+    chunks = jit_chunks(catalog, FAMILIES, preambles={f: lib.preamble(f) for f in FAMILIES})
     result = run_check(
         chunks, source_dir=catalog.source_dir, compiler=find_compiler(), syntax_only=True
     )
@@ -91,14 +90,15 @@ def test_embed_json_is_measured_from_the_output(jit_build: JitBuild) -> None:
         s["bytes"] for s in facts["shared"]
     )
     assert facts["embedded_bytes"] == total
-    # Every shared piece is defined once in the library's read-only data.
+    # Every shared piece is defined once, in the shared source, and once in the library's
+    # read-only data.
     data = jit_build.library.read_bytes()
-    for family in facts["units"]:
-        per = json.loads((jit_build.gen_dir / f"{family['name']}.json").read_text())
-        for piece in per["pieces"]:
-            if piece["name"] in {s["name"] for s in facts["shared"]}:
-                text = _piece_text(jit_build.gen_dir / f"{family['name']}.cpp", piece["name"])
-                assert data.count(text.encode() + b"\0") == 1
+    for piece in facts["shared"]:
+        text = _piece_text(jit_build.gen_dir / "_shared_preambles.cpp", piece["name"])
+        assert data.count(text.encode() + b"\0") == 1
+        for family in facts["units"]:
+            own = (jit_build.gen_dir / f"{family['name']}.cpp").read_text(encoding="utf-8")
+            assert piece["name"] not in own
 
 
 def _piece_text(cpp: Path, name: str) -> str:
@@ -179,20 +179,22 @@ def test_noop_and_incremental_rebuilds(tree_copy: Path, tmp_path: Path) -> None:
     build, _ = build_jit(tmp_path / "inc", source_dir=tree_copy)
     assert "no work to do" in build.ninja().stdout
     before = {p.name: p.stat().st_mtime_ns for p in build.gen_dir.glob("*.cpp")}
-    # Touching a header without changing it regenerates its families but recompiles nothing.
+    # Touching a header without changing it regenerates the sources but recompiles nothing.
     (tree_copy / "softmax/softmax.h").touch()
     touched = build.ninja()
-    assert "Embedding JIT unit softmax" in touched.stdout
-    assert "Embedding JIT unit unary" not in touched.stdout
+    assert "Embedding run-time preambles" in touched.stdout
     assert "Building CXX" not in touched.stdout
-    # Editing it regenerates and recompiles that family only.
+    # Editing it recompiles that family's source and the shared one (its functions) only.
     with (tree_copy / "softmax/softmax.h").open("a", encoding="utf-8") as handle:
         handle.write("// edited\n")
     edited = build.ninja()
     compiled = re.findall(r"Building CXX object \S+/(\w+)\.cpp\.o", edited.stdout)
-    assert compiled == ["softmax"], edited.stdout
+    assert sorted(compiled) == ["_shared_preambles", "softmax"], edited.stdout
     after = {p.name: p.stat().st_mtime_ns for p in build.gen_dir.glob("*.cpp")}
-    assert [n for n in before if before[n] != after[n]] == ["softmax.cpp"]
+    assert sorted(n for n in before if before[n] != after[n]) == [
+        "_shared_preambles.cpp",
+        "softmax.cpp",
+    ]
     assert "// edited" in JitLibrary(build.library).preamble("softmax")
 
 
@@ -264,7 +266,7 @@ def test_broken_kernel_fails_the_check(tree_copy: Path) -> None:
     catalog = load_catalog(tree_copy)
     spec = catalog.families["softmax"]
     preamble = inline_preamble([tree_copy / spec.header], [tree_copy]).text
-    chunks = jit_check_chunks(catalog, {"softmax": preamble}, ["softmax"])
+    chunks = jit_chunks(catalog, ["softmax"], preambles={"softmax": preamble})
     result = run_check(chunks, source_dir=tree_copy, compiler=find_compiler(), syntax_only=True)
     assert not result.ok
     assert any(
@@ -281,7 +283,7 @@ def test_every_family_source_passes_the_check() -> None:
         for name, spec in catalog.families.items()
     }
     result = run_check(
-        jit_check_chunks(catalog, preambles),
+        jit_chunks(catalog, preambles=preambles),
         source_dir=root,
         compiler=find_compiler(),
         syntax_only=True,

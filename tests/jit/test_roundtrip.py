@@ -11,7 +11,8 @@ the header:
 - ``embed`` (``--api string`` and ``--api cstring``, with and without ``--strip-comments``):
   each header's function and the ``preamble(header)`` lookup;
 - the host JIT library's registry (dedup or not, zlib or not, comments stripped or not): one
-  family per header, read back through ``preamble(family)`` and the C API ``mbjit_preamble``.
+  unit per header, its preamble function written by the one writer of run-time C++, read back
+  through ``preamble(family)`` and the C API ``mbjit_preamble``.
 
 The reference is written from the documentation, not from the product: its own comment finder
 (one regular expression over the C++ tokens that can hide ``//`` or ``/*``), its own include
@@ -32,11 +33,11 @@ from support.reference_inliner import c_quote, reference_preamble
 from support.sanitized import EMIT, SANITIZE, compile_and_run, texts
 
 from builder.inputs import wheel_cache, wheels
-from builder.jit.family_source import render_family
 from builder.jit.generate import embed_headers, function_names
 from builder.jit.preamble import inline_preamble
-from builder.jit.writer import stored_pieces
+from builder.jit.writer import StoredPiece, TableUnit, kernel_table, preamble_code
 from builder.kernels.bounded_run import find_compiler
+from builder.kernels.catalog import LINE_HEAD
 from builder.resources import metal_src_dir
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]  # about 2-4 s per configuration, 2 idle cores
@@ -128,30 +129,35 @@ def embed_program(trees: Sequence[Tree], api: str, strip: bool) -> dict[str, str
 def registry_program(
     trees: Sequence[Tree], dedup: bool, compress: bool, strip: bool
 ) -> dict[str, str]:
-    """The host JIT library with one family per header (``t<k>_<i>``), each tree's families in
-    one translation unit, the family table, and a main emitting each family's preamble through
-    the C++ API and the C API."""
-    sources, families = {}, []
+    """The host JIT library with one unit per header (``t<k>_<i>``, its preamble function named
+    alike), each tree's functions in one translation unit as the one writer of run-time C++
+    writes them, the kernel table, and a main emitting each unit's preamble through the C++ API
+    and the C API."""
+    heads = ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
+    heads += ["#include <string_view>", *(["#include <zlib.h>"] if compress else [])]
+    sources: dict[str, str] = {}
+    families: list[str] = []
+    table: list[tuple[TableUnit, str, list[StoredPiece]]] = []
     for k, tree in enumerate(trees):
-        units = []
+        entries = []
         for i, header in enumerate(tree.headers):
             family = f"t{k}_{i}"
             preamble = inline_preamble([header], tree.include_dirs, strip=strip)
-            pieces = stored_pieces(preamble, dedup=dedup, compress=compress)
-            units.append(render_family(family, preamble, pieces, [], [], "", tree.label))
+            entries.append((tree.label, family, preamble))
+            table.append((TableUnit(family, family, preamble, ()), "", []))
             families.append(family)
-        sources[f"t{k}.cpp"] = "".join(units)  # a unity build of the tree's families
-    sources["index.cpp"] = "\n".join(
+        code = preamble_code(entries, dedup=dedup, compress=compress)
+        sources[f"t{k}.cpp"] = "\n".join(
+            [*heads, "namespace metal_jit {", "namespace {", *code.definitions, "}"]
+            + [*code.functions, "}  // namespace metal_jit", ""]
+        )
+    sources["table.cpp"] = "\n".join(
         [
             '#include "metal_jit/embedded.h"',
-            "namespace metal_jit::detail {",
-            *(f"extern const Family family_{f};" for f in families),
-            "const Family* const kItems[] = {" + ", ".join(f"&family_{f}" for f in families) + "};",
-            "const FamilyTable& family_table() {",
-            f"  static constexpr FamilyTable table{{kItems, {len(families)}}};",
-            "  return table;",
-            "}",
-            "}  // namespace metal_jit::detail",
+            "namespace metal_jit {",
+            *(f"const std::string& {f}();" for f in families),
+            *kernel_table(table, "metal_jit", LINE_HEAD, compressed=compress),
+            "}  // namespace metal_jit",
             "",
         ]
     )

@@ -262,7 +262,7 @@ def test_library_imports_no_cli_or_test_dependencies() -> None:
     """builder.kernels, and what CMake runs (the catalog's tree generator, the JIT generator),
     run inside CMake and pip's isolated build environment: no click, rich or numpy."""
     code = (
-        "import sys, builder.kernels, builder.kernels.check, builder.kernels.catalog, "
+        "import sys, builder.kernels, builder.jit.check, builder.kernels.catalog, "
         "builder.kernels.catalog_tree, builder.jit.__main__, builder.jit.generate; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich', 'numpy')))"
     )

@@ -237,15 +237,22 @@ def test_missing_compiler_is_one_clear_message(tmp_path: Path, run_cli, monkeypa
 def test_jit_style_chunk_is_checked(tmp_path: Path) -> None:
     """A JIT source (headers inlined by a generator) plus appended instantiation lines is checked
     like an AOT chunk; a broken one names its instantiation."""
+    from builder.jit.check import CheckChunk, check_library
     from builder.kernels import load_catalog
-    from builder.kernels.check import check_library, jit_chunk
 
     catalog = load_catalog()
     insts = catalog.expand(["arange"], ["float32", "int32"])
-    good = jit_chunk("jit_arange", '#include "arange/arange.h"\n', insts)
+
+    def jit_chunk(name: str, source: str, lines: list[str]) -> CheckChunk:
+        return CheckChunk(name, source + "\n".join(lines) + "\n", "arange")
+
+    lines = [i.instantiation_line() for i in insts]
+    good = jit_chunk("jit_arange", '#include "arange/arange.h"\n', lines)
     assert good.text.rstrip().endswith(insts[-1].instantiation_line())
     bad = jit_chunk(
-        "jit_bad", '#include "arange/arange.h"\nstruct Broken { int x = ; };\n', insts[:1]
+        "jit_bad",
+        '#include "arange/arange.h"\nstruct Broken { int x = ; };\n',
+        [insts[0].instantiation_line()],
     )
     result = check_library(families=["softmax"], extra=[good, bad], syntax_only=True)
     assert not result.ok

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Union
 from builder.errors import UsageError
 from builder.kernels.bounded_run import Compiler, find_compiler
 from builder.kernels.catalog import Catalog, Instantiation, load_catalog
-from builder.kernels.check import shim_dir_for
+from builder.kernels.diagnostics import shim_dir_for
 from builder.kernels.dtypes import METAL_TYPES
 
 if TYPE_CHECKING:

@@ -1,15 +1,16 @@
-// The data layout shared by the generated family sources and the registry (not for apps).
+// The data layout shared by the generated kernel table and the registry (not for apps).
 //
-// Each family's generated translation unit (python -m builder.jit family) defines one
-// `Family`: its preamble as an ordered list of pieces (raw text, or zlib streams when the
-// library is built with COMPRESS), and its kernels' strings. No per-kernel table is stored:
-// the registry derives offsets and the by-name order from the strings on first use, so a
-// kernel costs the library only its (compressible) name and arguments. A generated index
-// (written by CMake) lists the families of the library.
-//
-// No header is included: a family's source needs none, so it compiles for any target the
-// compiler knows, also without that target's C++ standard library (a Darwin target on Linux).
+// A catalog tree's host library is a tree's host library (builder.cmake_build.tree_jit): each
+// unit's preamble is a function `const std::string& <unit>()` written by the one writer of
+// run-time C++, its text stored in the unit's own source. The kernel table (written beside the
+// functions) adds, per unit, its kernels' strings: no per-kernel table is stored; the registry
+// derives offsets and the by-name order from the strings on first use, so a kernel costs the
+// library only its (compressible) name and arguments.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
 
 #ifndef METAL_JIT_NAMESPACE
 #define METAL_JIT_NAMESPACE metal_jit
@@ -18,41 +19,37 @@
 namespace METAL_JIT_NAMESPACE {
 namespace detail {
 
-using u32 = unsigned int;  // std::uint32_t without <cstdint>
-static_assert(sizeof(u32) == 4, "metal_jit needs a 32-bit unsigned int");
-using usize = decltype(sizeof 0);  // std::size_t without <cstddef>
-
 // One stored array. Text pieces hold `raw_size` bytes plus a NUL; compressed ones hold a zlib
 // stream of `size` bytes that inflates to `raw_size` bytes.
 struct Piece {
   const void* data;
-  u32 size;
-  u32 raw_size;
+  std::uint32_t size;
+  std::uint32_t raw_size;
   bool compressed;
 };
 
-struct Family {
+struct Unit {
   const char* name;
-  const char* line_head;  // e.g.  instantiate_kernel("
-  const Piece* pieces;
-  u32 piece_count;
-  u32 preamble_size;  // bytes of the assembled preamble
-  // Registry strings: for each kernel, in catalog order, "<host name>\0<args>\0"; pieces as
-  // above (nullptr when the selection left no kernel). A kernel's instantiation line is
+  const std::string& (*preamble)();  // the unit's preamble function
+  std::uint32_t preamble_size;       // its bytes; a text of another size failed to inflate
+  // Kernel strings: for each kernel, in table order, "<host name>\0<args>\0"; pieces as above
+  // (nullptr when the selection left no kernel). A kernel's instantiation line is
   //   <line_head><host name>", <args>)
   const Piece* pool;
-  u32 pool_piece_count;
-  u32 pool_size;
-  u32 kernel_count;
+  std::uint32_t pool_piece_count;
+  std::uint32_t pool_size;
+  std::uint32_t kernel_count;
 };
 
-struct FamilyTable {
-  const Family* const* items;
-  usize count;
+struct UnitTable {
+  const Unit* items;
+  std::size_t count;
+  const char* line_head;  // e.g.  instantiate_kernel("
+  bool compressed;        // any piece is a zlib stream
 };
 
-// Defined by the generated index source.
-const FamilyTable& family_table();
+// Defined by the generated kernel table.
+const UnitTable& unit_table();
 
 }  // namespace detail
 }  // namespace METAL_JIT_NAMESPACE
