@@ -112,7 +112,7 @@ function(metallib_add_tree_jit_library target)
   string(JSON kind GET "${plan_json}" kind)
   string(JSON compress GET "${plan_json}" cmake compress)
   if(NOT arg_NAMESPACE)  # else the plan's (metallib.toml [build] jit-namespace), else metal_jit
-    string(JSON arg_NAMESPACE ERROR_VARIABLE no_namespace GET "${plan_json}" run_time namespace)
+    string(JSON arg_NAMESPACE ERROR_VARIABLE no_namespace GET "${plan_json}" jit_namespace)
     if(no_namespace OR NOT arg_NAMESPACE)
       set(arg_NAMESPACE metal_jit)
     endif()
