@@ -39,9 +39,8 @@ from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
-    from builder.size.download_report import WheelFiles
     from builder.size.jit_rows import JitBreakdown
-    from builder.size.report import Report
+    from builder.size.report import Report, WheelFiles
 
 __all__ = ["Shown", "download_line", "report_tables", "shown_count", "top_rows"]
 

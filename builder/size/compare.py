@@ -224,7 +224,7 @@ def compare_pair(base: Report | None, head: Report | None) -> Comparison:
 def _nothing(present: Report) -> Report:
     """The other side of a library that one side lacks: no bytes, no functions, no JIT units,
     named by the library it stands against, its download (when measured) nothing either."""
-    from builder.size.download_report import Download
+    from builder.size.report import Download
 
     download = present.download
     if download is not None:

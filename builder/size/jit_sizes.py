@@ -44,8 +44,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal
 
+from builder.files.dataclass_json import count, field
 from builder.files.reading import UnreadableFile, open_regular
 from builder.jit.literals import unit_namespace
 
@@ -65,34 +66,36 @@ __all__ = [
 ]
 
 
-class JitUnit(NamedTuple):
+@dataclass(frozen=True)
+class JitUnit:
     """A unit compiled at run time: its source is embedded in the host library."""
 
     name: str
-    embedded_bytes: int
+    embedded_bytes: int = count()
     """Source bytes stored for it, as the build manifest records them."""
-    host_bytes: int | None = None
+    host_bytes: int | None = count(default=None)
     """Bytes of its symbols in the host library (``builder.size.jit_sizes``); None when not
     measured."""
-    kernel_count: int = 0
+    kernel_count: int = count(default=0)
     """Instantiations it provides at run time (its host names in the manifest)."""
-    embedding: str = "preamble"
+    embedding: Literal["whole-file", "preamble"] = "preamble"
     """``whole-file`` (an entry file's text, includes inlined) or ``preamble`` (headers the host
     adds instantiation lines to; every catalog family)."""
 
 
 @dataclass(frozen=True)
 class HostLibrary:
-    """The host library a build embeds its JIT units in, as measured on disk."""
+    """The host library a build embeds its JIT units in, as measured on disk. Its saved form
+    adds the bytes in no symbol (``unattributed_bytes``), which the report's JIT units decide."""
 
     path: str
-    file_size: int
-    measured_by: str | None
+    file_size: int = count()
+    measured_by: str | None = None
     """How symbol sizes were read (``pyelftools .symtab``, ``Mach-O LC_SYMTAB``); None when they
     could not be."""
-    shared_bytes: int | None = None
+    shared_bytes: int | None = count(default=None)
     """Bytes of symbols no unit owns: the runtime and source pieces shared by units."""
-    unmatched: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = field(omit="always", default=())
     """Of a shipped host library measured by its run-time sources against a kernel tree
     (``builder.size.host_strings``): the rows no header of the tree made. Not saved."""
 

@@ -149,11 +149,11 @@ def load_library(
 ) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, group_report
-    from builder.size.report_fields import report_from_dict
+    from builder.size.saved import read_report
 
     label = Path(lib.member or lib.path or lib.target).name  # whose header states a platform
     if lib.saved is not None:
-        report = report_from_dict(lib.saved, lib.target)
+        report = read_report(lib.saved, lib.target)
         if lib.identity is not None and report.source.identity is None:  # saved before them
             from dataclasses import replace
 
@@ -224,7 +224,7 @@ def load_library(
         sources = _for_library(sources, stated.as_dict(), label)
         shares = None
         if download:
-            from builder.size.download_report import measure_download
+            from builder.size.download import measure_download
 
             shares = measure_download(metallib, attribution, lib.wheel)
     return build_report(
@@ -269,21 +269,33 @@ def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) ->
 
 def _embedded(lib: Library) -> dict[str, object] | None:
     """``Source.embedded``: where the metallib sits in the binary ``lib.path``."""
+    from dataclasses import replace
+
+    from builder.files.dataclass_json import dump
+    from builder.size.report import Embedded
+
     if lib.window is None:
         return None
-    doc: dict[str, object] = {"offset": lib.window.offset, "size": lib.window.size}
-    if lib.ordinal is not None:
-        doc["ordinal"] = lib.ordinal
+    place = Embedded(lib.window.offset, lib.window.size, lib.ordinal)
     where = lib.location
     if where is not None:
-        doc.update(format=where.kind, arch=where.arch, segment=where.segment)
-        doc.update(section=where.section, section_offset=where.section_offset)
-        doc.update(symbol=where.symbol)
-    return {key: value for key, value in doc.items() if value is not None}
+        place = replace(
+            place,
+            format=where.kind,
+            arch=where.arch,
+            segment=where.segment,
+            section=where.section,
+            section_offset=where.section_offset,
+            symbol=where.symbol,
+        )
+    found: dict[str, object] = dump(place)
+    return found
 
 
 def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibrary | None]:
     """A build's JIT units, measured in the host library its manifest names (if it exists)."""
+    from dataclasses import replace
+
     from builder.size.jit_sizes import JitUnit, measure_host
 
     if manifest is None:
@@ -294,9 +306,9 @@ def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibra
     how = {f.name: f.embedding or "preamble" for f in manifest.units}
     if not units or manifest.host_library is None:
         jit = [JitUnit(name, size, None, kernels) for name, size, kernels in units]
-        return [j._replace(embedding=how[j.name]) for j in jit], None
+        return [replace(j, embedding=how[j.name]) for j in jit], None
     jit, host = measure_host(manifest.folder / manifest.host_library, units)
-    return [j._replace(embedding=how[j.name]) for j in jit], host
+    return [replace(j, embedding=how[j.name]) for j in jit], host
 
 
 TOOL_NAME = "metallib-builder"

@@ -1,24 +1,27 @@
 """A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
-user asked to see: groups by kernel unit, dtype, source or function). Its JSON (schema 2,
-``docs/report-schema.md``) is the document ``builder.size.report_fields.ReportDoc``, written by
-``builder.render.json_docs`` and read back by ``report_fields.report_from_dict``, so a saved
-report is a target like any other. Every figure carries its origin in ``Report.source``. A
-build's JIT units, measured in its host library rather than the metallib, ride along in
-``jit_units`` and ``host_library`` (``builder.size.jit_sizes``).
+user asked to see: groups by kernel unit, dtype, source or function). The models are their
+JSON documents (schema 2, ``docs/report-schema.md``): their fields carry the codec's metadata
+(``builder.files.dataclass_json``), ``builder.size.saved`` lays a report out and reads one back,
+so a saved report is a target like any other. Every figure carries its origin in
+``Report.source``. A build's JIT units, measured in its host library rather than the metallib,
+ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``); ``jit_breakdown``
+makes them rows. With ``--download``, a ``Download`` holds the modelled shares
+(``builder.size.download``) and a wheel's files with their real compressed sizes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import repeat
 from operator import add
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from builder.files.dataclass_json import count, dump, field, load
 from builder.metallib.structs import Span
-from builder.size.download_report import Download
 from builder.size.grouping import Sources, group_names, parse_by
 from builder.size.jit_sizes import HostLibrary, JitUnit
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
@@ -29,14 +32,39 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA",
+    "Download",
+    "Embedded",
     "JitUnit",
     "Report",
     "Source",
+    "WheelFile",
+    "WheelFiles",
     "build_report",
     "group_report",
 ]
 
 SCHEMA = 2
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Where a metallib sits in the binary holding it: its bytes and ordinal there, and where
+    the binary has sections, which one (``Source.embedded``, docs/report-schema.md)."""
+
+    offset: int = count()
+    size: int = count()
+    ordinal: int | None = count(omit="none", default=None)
+    format: str | None = field(omit="none", default=None)
+    arch: str | None = field(omit="none", default=None)
+    segment: str | None = field(omit="none", default=None)
+    section: str | None = field(omit="none", default=None)
+    section_offset: int | None = count(omit="none", default=None)
+    symbol: str | None = field(omit="none", default=None)
+
+
+def _embedded(value: dict[str, Any] | None, where: str) -> dict[str, Any] | None:
+    """A saved ``Source.embedded`` checked against its shape (keys it does not have dropped)."""
+    return None if value is None else cast(dict[str, Any], dump(load(Embedded, value, where)))
 
 
 @dataclass(frozen=True)
@@ -55,13 +83,11 @@ class Source:
     """The library's name (``builder.inputs.member_names``): the metallib's path inside its
     wheel or build directory, or ``BINARY#IDENTITY`` for one inside a binary (libraries are
     paired by it, then by ``identity``)."""
-    embedded: dict[str, Any] | None = None
-    """For a metallib inside a binary (``path``): its ``offset``, ``size`` and ``ordinal``
-    there, and where the binary has sections ``format``, ``arch``, ``segment``, ``section``,
-    ``section_offset`` and ``symbol`` (docs/report-schema.md)."""
     identity: str | None = None
     """For a metallib inside a binary: its identity there, which survives releases
     (``builder.metallib.binary_sections``: symbol, else section, else ordinal)."""
+    embedded: dict[str, Any] | None = field(omit="none", default=None, check=_embedded)
+    """For a metallib inside a binary (``path``): its ``Embedded`` place there, as JSON data."""
 
     @property
     def window(self) -> Span | None:
@@ -89,6 +115,55 @@ class Source:
 
 
 @dataclass(frozen=True)
+class WheelFile:
+    """One file of a wheel: its size and its compressed size, both from the zip's directory."""
+
+    name: str
+    bytes: int = count()
+    download_bytes: int = count()
+
+
+@dataclass(frozen=True)
+class WheelFiles:
+    """Every file of a wheel, in archive order, and the wheel file's own size."""
+
+    path: str
+    bytes: int = count()
+    """The ``.whl`` file on disk: what the package index serves."""
+    download_bytes: int = count(init=False, default=0)
+    """The members' compressed bytes together (the rest of ``bytes`` is zip headers)."""
+    files: list[WheelFile] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "download_bytes", sum(f.download_bytes for f in self.files))
+
+
+@dataclass(frozen=True)
+class Download:
+    """A library's modelled download and everyone's share of it (``builder.size.download``)."""
+
+    total: int
+    functions: list[int]
+    """Per function, aligned with ``Report.functions``."""
+    overhead: list[int]
+    """Per overhead row, aligned with ``Report.overhead``."""
+    model: dict[str, object]
+    """What the figures mean and how they were computed (JSON ``download_model``)."""
+    member: WheelFile | None = None
+    """The metallib's own entry in its wheel: the real compressed size the model estimates."""
+    wheel: WheelFiles | None = None
+
+    @property
+    def overhead_bytes(self) -> int:
+        return sum(self.overhead)
+
+    @property
+    def model_error(self) -> int | None:
+        """Modelled minus real compressed bytes (None without a wheel member to compare with)."""
+        return None if self.member is None else self.total - self.member.download_bytes
+
+
+@dataclass(frozen=True)
 class Report:
     """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``)."""
 
@@ -105,15 +180,15 @@ class Report:
     """Largest first (ties by name); with two keys each carries its ``children``."""
     overhead: list[Rollup]
     """Bytes no function owns, by part of the container (``overhead_row``s)."""
-    jit_units: list[JitUnit] = field(default_factory=list)
+    jit_units: list[JitUnit] = dataclasses.field(default_factory=list)
     host_library: HostLibrary | None = None
     """The host library of a build with JIT units, when it exists
     (``builder.size.jit_sizes``)."""
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.load``)."""
     download: Download | None = None
-    """Download shares (``report --download``; ``builder.size.download_report``)."""
+    """Download shares (``report --download``; ``builder.size.download``)."""
     subgrouping: str | None = None
     """How the second key's labels were obtained (None with one key)."""
 

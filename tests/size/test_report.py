@@ -18,7 +18,7 @@ from builder.render.formats import report_output
 from builder.render.json_docs import report_dict, report_json, report_json_text
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
-from builder.size.report_fields import report_from_dict
+from builder.size.saved import read_report
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),
@@ -84,11 +84,11 @@ def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path:
     assert isinstance(functions, list)
     functions[0]["bytes"] += 1
     with pytest.raises(UsageError, match="add up"):
-        report_from_dict(doc, "edited.json")
+        read_report(doc, "edited.json")
     with pytest.raises(UsageError, match="schema"):
-        report_from_dict({"schema": 99}, "future.json")
+        read_report({"schema": 99}, "future.json")
     with pytest.raises(UsageError, match="malformed"):
-        report_from_dict({"schema": 2, "functions": [{}]}, "broken.json")
+        read_report({"schema": 2, "functions": [{}]}, "broken.json")
 
 
 def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:
