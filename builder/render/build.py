@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.render.text import OVERHEAD_LABEL, human_size, visible
-from builder.size.jit_rows import jit_breakdown
+from builder.size.report import jit_breakdown
 
 if TYPE_CHECKING:
     from builder.cmake_build.presets import PresetResult

@@ -20,7 +20,7 @@ from builder.render.text import (
     signed_percent,
     visible,
 )
-from builder.size.jit_rows import by_strings
+from builder.size.report import by_strings
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:

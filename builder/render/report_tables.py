@@ -2,7 +2,7 @@
 and the binaries holding its libraries. Every share, cumulative share and rest row of every
 format of ``report`` is computed here, once.
 
-A build's JIT units are measured in its host library (``builder.size.jit_rows``), never in the
+A build's JIT units are measured in its host library (``builder.size.report``), never in the
 metallib, so they get a table of their own whose caption says what was measured and where; for a
 build with no metallib (every unit JIT) it is the report. Rows are always units, whatever
 ``--by`` says: the host library has no per-function sizes.
@@ -34,13 +34,12 @@ from builder.render.text import (
     percent,
     provenance_line,
 )
-from builder.size.jit_rows import by_strings, jit_breakdown
+from builder.size.report import by_strings, jit_breakdown
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
-    from builder.size.jit_rows import JitBreakdown
-    from builder.size.report import Report, WheelFiles
+    from builder.size.report import JitBreakdown, Report, WheelFiles
 
 __all__ = ["Shown", "download_line", "report_tables", "shown_count", "top_rows"]
 

@@ -186,7 +186,7 @@ def compare_reports(base: Report, head: Report) -> Comparison:
 
 def compare_jit(base: Report, head: Report) -> JitComparison | None:
     """Join the JIT units of two reports (None when neither has any)."""
-    from builder.size.jit_rows import jit_breakdown
+    from builder.size.report import jit_breakdown
 
     sides = [jit_breakdown(r) for r in (base, head)]
     if sides == [None, None]:

@@ -272,7 +272,7 @@ def _embedded(lib: Library) -> dict[str, object] | None:
     from dataclasses import replace
 
     from builder.files.dataclass_json import dump
-    from builder.size.report import Embedded
+    from builder.size.saved import Embedded
 
     if lib.window is None:
         return None

@@ -9,8 +9,8 @@ the base measures of the same group, from which the deltas follow. A new measure
 a line in ``roll_up`` and one in ``fold``; the renderers show the fields they know.
 
 Every table-shaped result is such rows: a report's groups and overhead, a build's JIT units and
-the host-library bytes no unit owns (``builder.size.jit_rows``). ``join`` is the one join of a
-base and a head table, whatever the rows are.
+the host-library bytes no unit owns (``builder.size.report.jit_breakdown``). ``join`` is the one
+join of a base and a head table, whatever the rows are.
 """
 
 from __future__ import annotations
@@ -134,7 +134,8 @@ class Rollup:
     """Bytes no function owns (the container overhead, a host library's unowned symbols); the
     function counts of such a row are 0."""
     embedded_bytes: int | None = field(omit="none", default=None)
-    """A JIT unit's source bytes embedded in the host library (``builder.size.jit_rows``)."""
+    """A JIT unit's source bytes embedded in the host library
+    (``builder.size.report.jit_breakdown``)."""
 
     @property
     def delta(self) -> int:

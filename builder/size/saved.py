@@ -26,7 +26,23 @@ from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unm
 from builder.size.report import SCHEMA, Download, Report, Source, WheelFile, WheelFiles
 from builder.size.rollup import FunctionRow, overhead_row, read_functions, roll_up
 
-__all__ = ["Saved", "read_report"]
+__all__ = ["Embedded", "Saved", "read_report"]
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Where a metallib sits in the binary holding it: its bytes and ordinal there, and where
+    the binary has sections, which one (``Source.embedded``, docs/report-schema.md)."""
+
+    offset: int = count()
+    size: int = count()
+    ordinal: int | None = count(omit="none", default=None)
+    format: str | None = field(omit="none", default=None)
+    arch: str | None = field(omit="none", default=None)
+    segment: str | None = field(omit="none", default=None)
+    section: str | None = field(omit="none", default=None)
+    section_offset: int | None = count(omit="none", default=None)
+    symbol: str | None = field(omit="none", default=None)
 
 
 # The provenance record's shape (``builder.size.load.build_provenance``): what each view may
@@ -213,8 +229,11 @@ def _report(saved: Saved, data: dict[str, Any]) -> Report:
     if (saved.subgrouping is None) != ("," not in by):
         raise ValueError(f"'by' is {by!r} but subgrouping is {brief(saved.subgrouping)}")
     download = _download(saved, data["functions"], len(overhead))
+    place = saved.source.embedded  # checked against its shape, keys it does not have dropped
+    if place is not None:
+        place = cast(dict[str, Any], dump(load(Embedded, place, "source.embedded")))
     return Report(
-        source=replace(saved.source, kind="report"),
+        source=replace(saved.source, kind="report", embedded=place),
         file_size=saved.file_size,
         format_version=saved.format_version,
         by=by,

@@ -19,7 +19,7 @@ from builder.render.checks import gate_message
 from builder.render.compare_tables import pair_sides
 from builder.render.text import provenance_line
 from builder.size.grouping import group_names
-from builder.size.jit_rows import jit_breakdown
+from builder.size.report import jit_breakdown
 
 if TYPE_CHECKING:
     from builder.size.checks import Check
