@@ -42,7 +42,7 @@ its local symbols) gives None.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -100,23 +100,19 @@ class HostLibrary:
     (``builder.size.host_strings``): the rows no header of the tree made. Not saved."""
 
 
-def measure_host(
-    path: Path, units: Sequence[tuple[str, int, int]]
-) -> tuple[list[JitUnit], HostLibrary | None]:
-    """Measure the host library at ``path`` for ``units`` = (name, embedded bytes, kernels).
+def measure_host(path: Path, units: Sequence[JitUnit]) -> tuple[list[JitUnit], HostLibrary | None]:
+    """``units`` with their bytes in the host library at ``path``, and the library.
 
-    A missing file gives no ``HostLibrary`` (the rows fall back to the manifest's embedded
-    bytes); a file whose symbols cannot be read gives one with ``measured_by`` None.
+    A missing file gives no ``HostLibrary`` (the rows keep the manifest's embedded bytes); a
+    file whose symbols cannot be read gives one with ``measured_by`` None.
     """
-    from builder.size.jit_sizes import OTHER, symbol_sizes
-
     if not path.is_file():
-        return [JitUnit(n, e, None, k) for n, e, k in units], None
-    symbols = symbol_sizes(path, [name for name, _, _ in units])
+        return list(units), None
+    symbols = symbol_sizes(path, [unit.name for unit in units])
     size = path.stat().st_size
     if symbols is None:
-        return [JitUnit(n, e, None, k) for n, e, k in units], HostLibrary(str(path), size, None)
-    jit = [JitUnit(n, e, symbols.by_unit[n], k) for n, e, k in units]
+        return list(units), HostLibrary(str(path), size, None)
+    jit = [replace(unit, host_bytes=symbols.by_unit[unit.name]) for unit in units]
     return jit, HostLibrary(str(path), size, symbols.method, symbols.by_unit[OTHER])
 
 

@@ -294,21 +294,18 @@ def _embedded(lib: Library) -> dict[str, object] | None:
 
 def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibrary | None]:
     """A build's JIT units, measured in the host library its manifest names (if it exists)."""
-    from dataclasses import replace
-
     from builder.size.jit_sizes import JitUnit, measure_host
 
     if manifest is None:
         return [], None
-    units = [
-        (f.name, f.embedded_bytes or 0, len(f.kernels)) for f in manifest.units if f.mode == "jit"
+    jit = [
+        JitUnit(f.name, f.embedded_bytes or 0, None, len(f.kernels), f.embedding or "preamble")
+        for f in manifest.units
+        if f.mode == "jit"
     ]
-    how = {f.name: f.embedding or "preamble" for f in manifest.units}
-    if not units or manifest.host_library is None:
-        jit = [JitUnit(name, size, None, kernels) for name, size, kernels in units]
-        return [replace(j, embedding=how[j.name]) for j in jit], None
-    jit, host = measure_host(manifest.folder / manifest.host_library, units)
-    return [replace(j, embedding=how[j.name]) for j in jit], host
+    if not jit or manifest.host_library is None:
+        return jit, None
+    return measure_host(manifest.folder / manifest.host_library, jit)
 
 
 TOOL_NAME = "metallib-builder"

@@ -15,7 +15,7 @@ Keys added by later versions are ignored; keys older reports lack take their def
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, cast
 
 from builder.errors import UsageError
@@ -145,40 +145,29 @@ class Saved:
 
     @classmethod
     def of(cls, report: Report) -> Saved:
-        """The document of ``report``, its functions left out."""
+        """The document of ``report``, its functions left out (``json_docs`` writes them): each
+        field the report has under the same name as it is, the rest laid out here."""
         download, host, jit = report.download, report.host_library, report.jit_units
         shares = download.overhead if download else [None] * len(report.overhead)
-        host_doc = None if host is None else cast(dict[str, object], dump(host))
-        if host is not None and host_doc is not None:
+        laid_out: dict[str, Any] = {
+            "schema": SCHEMA,
+            "overhead": [_Overhead(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
+        }
+        if host is not None:
             measured = unmeasured_reason(host, jit) is None
-            host_doc["unattributed_bytes"] = unattributed_bytes(host, jit) if measured else None
-        saved = cls(
-            schema=SCHEMA,
-            source=report.source,
-            file_size=report.file_size,
-            format_version=report.format_version,
-            function_count=report.function_count,
-            by=report.by,
-            grouping=report.grouping,
-            subgrouping=report.subgrouping,
-            overhead_bytes=report.overhead_bytes,
-            overhead=[_Overhead(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
-            groups=report.groups,
-            jit_units=jit,
-            provenance=report.provenance,
-            host_library=host_doc,
-        )
-        if download is None:
-            return saved
-        return replace(
-            saved,
-            download_bytes=download.total,
-            overhead_download_bytes=download.overhead_bytes,
-            download_model=download.model,
-            download_member=download.member,
-            download_model_error_bytes=download.model_error,
-            wheel=download.wheel,
-        )
+            unmapped = unattributed_bytes(host, jit) if measured else None
+            laid_out["host_library"] = {**dump(host), "unattributed_bytes": unmapped}
+        if download is not None:
+            laid_out.update(
+                download_bytes=download.total,
+                overhead_download_bytes=download.overhead_bytes,
+                download_model=download.model,
+                download_member=download.member,
+                download_model_error_bytes=download.model_error,
+                wheel=download.wheel,
+            )
+        same = [f.name for f in fields(cls) if f.name not in laid_out and hasattr(report, f.name)]
+        return cls(**{name: getattr(report, name) for name in same}, **laid_out)
 
 
 def read_report(data: object, where: str) -> Report:

@@ -34,6 +34,7 @@ from builder.resources import metal_src_dir
 from builder.size.jit_sizes import (
     MACHO_METHOD,
     OTHER,
+    JitUnit,
     measure_host,
     symbol_sizes,
     unattributed_bytes,
@@ -161,7 +162,7 @@ def test_catalog_families_in_an_arm64_dylib(tmp_path: Path) -> None:
         tmp_path / "libfamilies.dylib", list(sources.values()), include_dirs=(HOST_INCLUDE,)
     )
     reference = _reference(dylib, sources)
-    units = [(f, 0, 0) for f in families]
+    units = [JitUnit(f, 0) for f in families]
     jit, host = measure_host(dylib, units)
     assert host is not None and host.measured_by == MACHO_METHOD
     assert {j.name: j.host_bytes for j in jit} == {f: reference[f] for f in families}
