@@ -269,25 +269,16 @@ def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) ->
 
 def _embedded(lib: Library) -> dict[str, object] | None:
     """``Source.embedded``: where the metallib sits in the binary ``lib.path``."""
-    from dataclasses import replace
-
     from builder.files.dataclass_json import dump
     from builder.size.saved import Embedded
 
     if lib.window is None:
         return None
-    place = Embedded(lib.window.offset, lib.window.size, lib.ordinal)
-    where = lib.location
-    if where is not None:
-        place = replace(
-            place,
-            format=where.kind,
-            arch=where.arch,
-            segment=where.segment,
-            section=where.section,
-            section_offset=where.section_offset,
-            symbol=where.symbol,
-        )
+    offset, size, at = lib.window.offset, lib.window.size, lib.location
+    place = Embedded(offset, size, lib.ordinal)
+    if at is not None:  # the binary has sections: which one holds it
+        where = (at.kind, at.arch, at.segment, at.section, at.section_offset, at.symbol)
+        place = Embedded(offset, size, lib.ordinal, *where)
     found: dict[str, object] = dump(place)
     return found
 
