@@ -37,7 +37,7 @@ COPY = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
 MEMORY_PROBE = r"""
 import json, sys, tracemalloc
 tracemalloc.start()
-from builder.cli import main
+from builder.cli.group import main
 try:
     main(sys.argv[1:])
 except SystemExit:

@@ -57,7 +57,7 @@ print(sum(1 for _ in image.function_starts()))
 _COMMAND = (
     _PEAK
     + """
-from builder.cli import main
+from builder.cli.group import main
 sys.exit(main(sys.argv[1:]))
 """
 )

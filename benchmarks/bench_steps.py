@@ -30,7 +30,7 @@ STEPS = ("parse", "hash", "screen", "slim-plan", "slim-copy", "slim-and-hash")
 def measure(source: Path, runs: int) -> dict[str, float]:
     sys.path.insert(0, str(ROOT))
     from builder.metallib import open_metallib, parts_from_library, write_library
-    from builder.metallib.hashing import SpanHashes, hash_spans
+    from builder.metallib.native import SpanHashes, hash_spans
 
     verify = importlib.import_module("builder.metallib.verify")
     sink = importlib.import_module("builder.metallib.writer")

@@ -327,7 +327,7 @@ def _commands(target: Path, base: Path, folder: Path) -> list[list[str]]:
 
 def _command(args: list[str], target: Path) -> dict[str, Any]:
     """Run one command in this process: its exit code, its stderr, or its traceback."""
-    from builder.cli import main
+    from builder.cli.group import main
 
     out, err = io.StringIO(), io.StringIO()
     saved = sys.stdout, sys.stderr

@@ -342,7 +342,7 @@ def _report_seeds(work: Path) -> list[bytes]:
 
 
 def _read_report(path: Path) -> None:
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output
     from builder.size.load import load_reports
 
     reports = load_reports(str(path))

@@ -1,14 +1,13 @@
 """Errors the CLI turns into one line of text and an exit code.
 
-Library code raises these (or ``builder.metallib.MetallibError``); only ``builder.cli`` decides how
-they are shown. Exit codes: 1 means a check ran and failed, 2 means the input or the usage was bad.
-
-Errors raised by the metallib format library.
+Library code raises these (the container's own: ``MetallibError`` and what derives from it); only
+``builder.cli`` decides how they are shown. Exit codes: 1 means a check ran and failed, 2 means
+the input or the usage was bad.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "BinaryFormatError",
@@ -22,6 +21,7 @@ __all__ = [
     "TruncatedBinaryError",
     "UsageError",
     "closest_hint",
+    "step_exit",
 ]
 
 
@@ -52,8 +52,6 @@ class BuilderError(Exception):
 class UsageError(BuilderError):
     """The user asked for something that cannot be done (bad selection, missing file...)."""
 
-    exit_code = 2
-
 
 class CheckFailed(BuilderError):
     """A check ran to completion and its verdict is negative (hash mismatch, size gate)."""
@@ -66,8 +64,6 @@ class OutputError(BuilderError):
 
     The message names the path and the operating system's reason; nothing partial is left behind.
     """
-
-    exit_code = 2
 
 
 def closest_hint(word: str, known: Sequence[str], *, list_known: bool = True) -> str:
@@ -136,3 +132,18 @@ class InternalError(MetallibError):
             f"{where}byte offset {offset} (0x{offset:x}): internal error, a bug in "
             f"metallib-builder (please report it with this line): {message}"
         )
+
+
+def step_exit(step: Callable[[], object], *also: type[Exception]) -> int:
+    """Run ``step``, a build step CMake runs as ``python -m``, for its exit code: 0, or 2 with one
+    ``error:`` line on stderr when its input is unusable (a BuilderError, or one of ``also``).
+    CMake shows the line as it is and stops the build; a traceback would bury it."""
+    import sys
+
+    caught: tuple[type[Exception], ...] = (BuilderError, *also)
+    try:
+        step()
+    except caught as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -14,7 +14,7 @@ set(METALLIB_STD "" CACHE STRING "Metal language standard of the AOT compiles (-
 set(METALLIB_DEPLOYMENT_TARGET "" CACHE STRING "OS version the AOT library targets: -mmacosx-version-min= (with --sdk iphoneos -mios-version-min=) on compile and link (default: [build] deployment-target of metallib.toml, else none).")
 set(METALLIB_SDK "macosx" CACHE STRING "xcrun SDK of the Metal compiler (and of the deployment-target flag).")
 set(METALLIB_SOURCE_DIR "${PROJECT_SOURCE_DIR}/metal_src" CACHE PATH "Kernel tree: a folder with catalog.json, or any folder of .metal entry files (discovered with the host preprocessor).")
-set(METALLIB_INCLUDE_DIRS "" CACHE STRING "Folder searched for quoted includes (repeatable); before the ones in metallib.toml.")
+set(METALLIB_INCLUDE_DIRS "" CACHE STRING "Folder searched for quoted includes, in order (repeatable); a tree's before the ones in its metallib.toml.")
 set(METALLIB_DEFINES "" CACHE STRING "Preprocessor definition (repeatable); wins over metallib.toml and over Metal's predefined macros, e.g. -D __METAL_VERSION__=320.")
 set(METALLIB_EXCLUDE "" CACHE STRING "Skip entry files whose path relative to --source-dir matches (repeatable; fnmatch, '*' also crosses '/').")
 set(METALLIB_CONFIG "" CACHE FILEPATH "Settings file to use instead of DIR/metallib.toml.")

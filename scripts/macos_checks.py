@@ -15,7 +15,7 @@ on PATH), so only the compiler differs. The compiler is the one the tool itself 
 * ``jit``: builds each tree JIT (``--jit '*'``). A host program, C++ linked against the built host
   library, asks the library for every run-time source it embeds through its API, as an app does
   before compiling at run time: each preamble or whole entry file a discovered tree's
-  ``embed.json`` lists, and for a catalog tree each family's preamble followed by the
+  build manifest lists, and for a catalog tree each family's preamble followed by the
   instantiation line of every kernel ``source_for`` returns. Each text is its own ``.metal`` file,
   compiled alone with ``metal -c`` and ``-MMD``: its depfile must name no project file (every
   quoted include is inlined). A text that defines kernels (a catalog family, an entry file embedded
@@ -185,17 +185,17 @@ int main(int argc, char** argv) {
 """
 
 
-def host_program(kind: str, embed: dict[str, Any]) -> str:
+def host_program(manifest: dict[str, Any]) -> str:
     """The C++ host program that writes every run-time source of a host library into argv[1]."""
     from builder.jit.literals import cxx_string
 
-    if kind == "catalog":
+    if manifest["tree"]["kind"] == "catalog":
         return _EMIT + _CATALOG_MAIN
-    preambles = [
-        p for u in embed["units"] if u["embedding"] != "whole-file" for p in u["preambles"]
-    ]
-    preambles += [s["name"] for s in embed["shared"] if "bytes" not in s]  # pieces have bytes
-    whole = {u["name"]: u["preambles"][0] for u in embed["units"] if u["embedding"] == "whole-file"}
+    jit = [u for u in manifest["units"] if u["mode"] == "jit"]
+    preambles = [p for u in jit if u["embedding"] != "whole-file" for p in u["preambles"]]
+    # the preambles no unit needs (run-time-only kernels): pieces have bytes, preambles not
+    preambles += [s["name"] for s in manifest.get("shared", []) if "bytes" not in s]
+    whole = {u["name"]: u["preambles"][0] for u in jit if u["embedding"] == "whole-file"}
     functions = list(dict.fromkeys([*preambles, *whole.values()]))
     ns = NAMESPACE
     lines = [
@@ -222,26 +222,19 @@ def host_program(kind: str, embed: dict[str, Any]) -> str:
     return "\n".join([*lines, "  return 0;", "}", ""])
 
 
-def host_sources(
-    manifest: dict[str, Any], build_dir: Path, out: Path
-) -> tuple[dict[str, list[str]], dict[str, Any] | None]:
+def host_sources(manifest: dict[str, Any], build_dir: Path, out: Path) -> dict[str, list[str]]:
     """Write every run-time source of the build's host library into ``out`` (emptied first)
     through the host program. Returns the kernels the library names per family (a catalog tree;
-    empty otherwise) and the build's embed.json (a discovered tree; None for a catalog tree)."""
+    empty otherwise)."""
     import shutil
 
     from builder.kernels.bounded_run import find_compiler
 
-    jit = [u for u in manifest["units"] if u["mode"] == "jit"]
-    generated = jit[0]["generated_sources"][0]  # <embed dir>/<unit>.cpp
-    embed_dir = build_dir / generated[: -len(jit[0]["name"] + ".cpp")]
-    embed: dict[str, Any] = json.loads((embed_dir / "embed.json").read_text("utf-8"))
-    kind = manifest["tree"]["kind"]
     library = (build_dir / manifest["host_library"]).resolve()
     shutil.rmtree(out, ignore_errors=True)  # no source of an earlier run is compiled again
     out.mkdir(parents=True)
     source, program = out / "host_program.cpp", out / "host_program"
-    source.write_text(host_program(kind, embed), encoding="utf-8")
+    source.write_text(host_program(manifest), encoding="utf-8")
     cxx = find_compiler()
     done = run(
         [cxx.path, "-std=c++17", "-I", str(REGISTRY_INCLUDE), str(source), str(library)]
@@ -256,7 +249,7 @@ def host_sources(
     for line in done.stdout.splitlines():
         family, name = line.split(" ", 1)
         per_family.setdefault(family, []).append(name)
-    return per_family, (None if kind == "catalog" else embed)
+    return per_family
 
 
 def project_reads(depfile: Path, source: Path) -> list[str]:
@@ -301,17 +294,15 @@ def check_jit(
     build_dir, out = work / f"jit-{tree}", work / f"jit-{tree}-sources"
     manifest = build(tree, build_dir, [*selection, "--jit", "*"])
     units = {u["name"]: u for u in manifest["units"] if u["mode"] == "jit"}
-    per_family, embed = host_sources(manifest, build_dir, out)
+    per_family = host_sources(manifest, build_dir, out)
     # (file, kind, the kernels it must define or None, findings before compiling)
     todo: list[tuple[Path, str, list[str] | None, list[str]]] = []
-    if embed is None:  # a catalog tree: one file per family, its kernels as the manifest says
+    if manifest["tree"]["kind"] == "catalog":  # one file per family, kernels as the manifest says
         for family, unit in units.items():
             named = compare(per_family.get(family, []), unit["host_names"])
             todo.append((out / f"{family}.metal", "catalog family", unit["host_names"], named))
     else:
-        whole = {
-            u["preambles"][0]: u["name"] for u in embed["units"] if u["embedding"] == "whole-file"
-        }
+        whole = {u["preambles"][0]: n for n, u in units.items() if u["embedding"] == "whole-file"}
         for path in sorted(out.glob("*.metal")):
             unit = whole.get(path.stem)
             expected = units[unit]["host_names"] if unit else None

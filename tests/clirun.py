@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 
 __all__ = ["run_cli"]
 

@@ -1,27 +1,33 @@
 """The ``metallib-builder`` command line: a thin shell over the library.
 
 Subcommands live in sibling modules and are imported only when used, so ``--help`` and quick
-commands stay fast. Errors from the library become one line on stderr and an exit code
-(0 ok, 1 a check failed, 2 unusable input); ``--debug`` shows the traceback instead. Exit 1 is
-a failed gate or check and nothing else: a reader that closes the pipe leaves the exit code the
-run would have had (``console.guard_closed_pipes``), and a bug (an exception the tool did not
-expect) is exit 3 with its traceback.
+commands stay fast; the click group they hang from, and how errors become exit codes, is
+``builder.cli.group``. This module imports no click: it holds what the top-level ``--help``
+shows (the commands, the group's texts) and writes that help itself (:func:`print_help`, which
+``builder/__main__.py`` calls before click is imported).
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 import sys
 from typing import TYPE_CHECKING, NamedTuple
-
-import click
-
-from builder import __version__
 
 if TYPE_CHECKING:
     from pathlib import Path  # imported where used: --help need not pay for pathlib
 
-__all__ = ["COMMANDS", "INTERNAL_ERROR", "Entry", "LazyGroup", "cli", "cmake_package_dir", "main"]
+__all__ = [
+    "COMMANDS",
+    "DESCRIPTION",
+    "EPILOG",
+    "INTERNAL_ERROR",
+    "OPTION_HELP",
+    "PACKAGE_CONFIG",
+    "Entry",
+    "cmake_package_dir",
+    "print_help",
+    "top_help",
+]
 
 INTERNAL_ERROR = 3
 """The exit code of a bug (an exception the tool did not expect): never 1, a failed gate."""
@@ -84,47 +90,16 @@ COMMANDS: dict[str, Entry] = {
         "Write a library's AOT/JIT variants as real subsets and compare their sizes.",
     ),
     "embed": Entry(
-        "sources:embed_command",
+        "build:embed_command",
         "Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).",
     ),
     "sources": Entry(
-        "sources:sources_command",
+        "loading:sources_command",
         "List the run-time sources a host library embeds as string-returning functions.",
     ),
 }
 """Every command, by name. ``tests/cli/test_command_registry.py`` holds each entry equal to the
 command it names (name, one-line help)."""
-
-
-class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use (click's lazy-loading pattern), and
-    whose ``--help`` lists them from :data:`COMMANDS` without importing any: importing every
-    command's module made ``--help`` 8.4x a bare interpreter's start-up."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        module_name, attr = COMMANDS[cmd_name].target.split(":")
-        module = importlib.import_module(f"builder.cli.{module_name}")
-        command: click.Command = getattr(module, attr)
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Click's own listing, of stand-ins that carry each command's one-line help."""
-        stand_ins = {name: click.Command(name, help=COMMANDS[name].help) for name in COMMANDS}
-        click.Group(commands=stand_ins).format_commands(ctx, formatter)
-
-
-def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    from builder.metallib.native import version_text
-
-    click.echo(version_text())
-    ctx.exit()
 
 
 PACKAGE_CONFIG = "MetallibBuilderConfig.cmake"
@@ -158,122 +133,101 @@ def cmake_package_dir() -> Path | None:
     return None
 
 
-def _print_cmake_dir(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    found = cmake_package_dir()
-    if found is None:
-        from pathlib import Path
+DESCRIPTION = """Build size-minimized Metal kernel libraries and measure what is in them.
 
-        import builder
-
-        click.echo(
-            f"error: no installed CMake package ({PACKAGE_CONFIG}) for the metallib-builder "
-            f"running from {Path(builder.__file__).resolve().parent}: install it "
-            "(pip install . or pip install -e . in the checkout, or bash scripts/setup.sh)",
-            err=True,
-        )
-        ctx.exit(2)
-    click.echo(str(found))
-    ctx.exit()
-
-
-@click.group(
-    cls=LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog="Run 'metallib-builder COMMAND --help' for a command's options and examples.",
-)
-@click.option(
-    "-V",
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Show the version and whether the native container reader is in use, then exit.",
-)
-@click.option(
-    "--cmake-dir",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_cmake_dir,
-    help="Print the folder of the installed CMake package (MetallibBuilderConfig.cmake) for "
-    "-DMetallibBuilder_DIR=..., then exit.",
-)
-@click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """Build size-minimized Metal kernel libraries and measure what is in them.
-
-    \b
-    Inspect a metallib:   list, verify, report
-    Compare two / gate:   compare, budget
-    Over releases:        history
-    Kernel sources:       kernels, check
-    Build:                build, presets, embed
-    Subsets of a library: slim, variants
-    """
-    from builder.files.temporaries import install_signal_cleanup
-
-    install_signal_cleanup()  # SIGTERM, SIGHUP: no temporary file or folder left behind
-    ctx.obj = {"debug": debug}
+\b
+Inspect a metallib:   list, verify, report
+Compare two / gate:   compare, budget
+Over releases:        history
+Kernel sources:       kernels, check
+Build:                build, presets, embed
+Subsets of a library: slim, variants"""
+"""The group's help, as click shows it (``\\b``: the block below is not rewrapped)."""
+EPILOG = "Run 'metallib-builder COMMAND --help' for a command's options and examples."
+OPTION_HELP = {
+    "-V, --version": "Show the version and whether the native container reader is in use, then "
+    "exit.",
+    "--cmake-dir": "Print the folder of the installed CMake package (MetallibBuilderConfig.cmake) "
+    "for -DMetallibBuilder_DIR=..., then exit.",
+    "--debug": "Show full tracebacks instead of one-line errors.",
+    "-h, --help": "Show this message and exit.",  # click's own help option
+}
+"""The group's options as its help lists them, in order."""
 
 
-def _show_click_error(exc: click.ClickException) -> None:
-    """A usage error as the one line every other error is (Click's own form is four: usage,
-    hint, blank, error), naming the command's --help; run without a command, the tool still
-    shows its help."""
-    from builder.render.text import visible
-
-    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
-        exc.show()
-        return
-    message = " ".join(exc.format_message().split("\n"))
-    ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else "metallib-builder"
-    hint = f" (see '{command} --help')" if isinstance(exc, click.UsageError) else ""
-    click.echo(f"error: {visible(message)}{hint}", err=True)
-
-
-def main(argv: list[str] | None = None) -> int | None:
-    """Console-script entry point: run the CLI and map library errors to exit codes (the
-    return value: click's, an exit code or None, as the console script hands it to sys.exit)."""
+def print_help() -> int:
+    """Write the top-level ``--help`` without importing click (importing click alone costs four
+    times a bare interpreter's start-up); the exit code, 0, as click's."""
     from builder.cli.console import guard_closed_pipes
-    from builder.errors import BuilderError, MetallibError
 
-    guard_closed_pipes()  # `| head`: the rest of the output is dropped, the verdict stands
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    guard_closed_pipes()
+    sys.stdout.write(top_help(_help_width()) + "\n")
+    return 0
+
+
+def _help_width() -> int:
+    """The width click's help formatter uses: the terminal's (``COLUMNS`` first, then the
+    terminal of stdout, else 80, as ``shutil.get_terminal_size``) within the group's 100, less 2,
+    at least 50."""
+    import os
+
     try:
-        code: int | None = cli.main(args=argv, prog_name="metallib-builder", standalone_mode=False)
-        return code
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        _show_click_error(exc)
-        sys.exit(exc.exit_code)
-    except (BuilderError, MetallibError) as exc:
-        if debug:
-            raise
-        from builder.render.text import visible  # messages may quote names from untrusted files
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout, not a terminal
+            columns = 80
+    return max(min(columns, 100) - 2, 50)
 
-        message, detail = (exc.message, exc.detail) if isinstance(exc, BuilderError) else (exc, "")
-        click.echo(f"error: {visible(str(message))}", err=True)
-        for line in detail.split("\n") if detail else ():  # a tool's output: its own lines
-            click.echo(visible(line.expandtabs()), err=True)
-        sys.exit(getattr(exc, "exit_code", 2))
-    except Exception:  # a bug: never exit 1, which reads as "gate failed"
-        if debug:
-            raise
-        import traceback
 
-        traceback.print_exc()
-        click.echo(
-            f"error: internal error in metallib-builder {__version__} (a bug; the traceback "
-            "above says where): exit 3",
-            err=True,
-        )
-        sys.exit(INTERNAL_ERROR)
+def top_help(width: int) -> str:
+    """The group's ``--help`` as click writes it at ``width`` (its usage line, description,
+    option and command lists, each help shortened as click does, and epilog);
+    ``tests/cli/test_command_registry.py`` holds the two byte-identical at every width."""
+    import textwrap
+
+    def wrap(text: str, width: int, indent: str = "") -> list[str]:
+        """click's ``wrap_text`` of paragraphs that are not indented: a ``\\b`` block as is."""
+        out: list[str] = []
+        for paragraph in text.split("\n\n"):
+            lines = paragraph.split("\n")
+            out += [""] if out else []
+            if lines[0] == "\b":
+                out += [indent + line for line in lines[1:]]
+            else:
+                wrapper = textwrap.TextWrapper(width, indent, indent, replace_whitespace=False)
+                out += wrapper.wrap(" ".join(lines))
+        return out
+
+    def listing(heading: str, rows: list[tuple[str, str]]) -> list[str]:
+        """click's ``write_dl`` under a heading, of terms that fit its first column (<= 30)."""
+        first = max(len(term) for term, _ in rows) + 2
+        out = ["", f"{heading}:"]
+        for term, text in rows:
+            head, *rest = wrap(text, width - first - 2)
+            out += [f"  {term:<{first}}{head}", *(" " * (first + 2) + line for line in rest)]
+        return out
+
+    usage = "Usage: metallib-builder "
+    limit = width - 6 - max(map(len, COMMANDS))  # what click leaves each command's help
+    shorten = functools.partial(textwrap.shorten, placeholder="...", break_on_hyphens=False)
+    usage_lines = textwrap.wrap(
+        "[OPTIONS] COMMAND [ARGS]...",
+        width,
+        initial_indent=usage,
+        subsequent_indent=" " * len(usage),
+    )
+    return "\n".join(
+        [
+            *usage_lines,
+            "",
+            *wrap(DESCRIPTION, width, "  "),
+            *listing("Options", list(OPTION_HELP.items())),
+            *listing("Commands", [(n, shorten(COMMANDS[n].help, limit)) for n in sorted(COMMANDS)]),
+            "",
+            *wrap(EPILOG, width, "  "),
+        ]
+    )

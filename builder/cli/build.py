@@ -6,16 +6,20 @@ configuring when AOT is asked for without a Metal compiler or the selection is b
 the build itself fails. The build options and
 settings are shared with ``presets`` (``builder.cli.build``), which builds several.
 
+``embed``: kernel headers inlined into a C++ source of run-time preambles (any kernel tree),
+a thin command over ``builder.jit.generate.write_embed`` (the generated text: docs/jit.md).
+
 ``presets``: build every preset of CMakePresets.json this machine can build, side by side,
 and compare their sizes.
 
 The bundled (catalog) tree is built with CMake + Ninja once per preset, each in a subfolder of
-``--build-dir`` (``builder.cmake_build.presets``). Writing subsets of a built library is another
+``--build-dir`` (``builder.cmake_build.driver``). Writing subsets of a built library is another
 job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a variant a subset.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -30,13 +34,12 @@ from builder.errors import UsageError
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
     from builder.cmake_build.request import BuildRequest
-    from builder.size.report import Report
 
 __all__ = [
     "build_command",
     "build_only_options",
-    "build_report_text",
     "build_request",
+    "embed_command",
     "no_wait_option",
     "presets_command",
 ]
@@ -79,7 +82,7 @@ def build_request(values: Mapping[str, object]) -> BuildRequest:
     return BuildRequest.from_options(values)
 
 
-_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)", jobs="build_jobs")
+_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
 
 
 @click.command(
@@ -102,8 +105,9 @@ Examples:
 @no_wait_option
 @build_only_options
 @format_option(
-    ("table", "json"),
-    "table for people; json (schema 2) for scripts: what report BUILD_DIR --format json prints.",
+    ("table", "json", "markdown", "csv"),
+    "table for people; json (schema 2) for scripts; markdown, csv: what report BUILD_DIR "
+    "--format FMT prints.",
 )
 def build_command(
     tree: TreeOptions, verbose: bool, no_wait: bool, fmt: str, **options: object
@@ -133,20 +137,12 @@ def build_command(
         highlight=False,
         soft_wrap=True,
     )
-    click.echo(build_report_text(outcome.reports, as_json=fmt == "json"), nl=False)
-
-
-def build_report_text(reports: list[Report], *, as_json: bool) -> str:
-    """What ``report BUILD_DIR`` prints for the build (its table, or with ``as_json`` its JSON):
-    one measurement and one rendering of a build, whichever command shows it."""
-    if as_json:
-        from builder.render.json_docs import report_json
-
-        return report_json(reports)
+    # what `report BUILD_DIR --format FMT` prints: one measurement and one view of a build
     from builder.cli.console import stdout_color, stdout_table_width
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output
 
-    return report_output(reports, "table", 20, stdout_color(), stdout_table_width())
+    shown = report_output(outcome.reports, fmt, None, stdout_color(), stdout_table_width())
+    click.echo(shown, nl=False)
 
 
 _EPILOG = """\b
@@ -158,8 +154,11 @@ Examples:
 
 @click.command("presets", epilog=_EPILOG)
 @option("source_dir", note="presets: a catalog tree only. Default: the bundled metal_src/.")
-@option("build_jobs")
-@format_option(("table", "json"), "Output on stdout: table, or json (schema 1).")
+@option("jobs")
+@format_option(
+    ("table", "json", "markdown", "csv"),
+    "Output on stdout: table, json (schema 1), markdown, or csv (a preset's mode and bytes apart).",
+)
 @no_wait_option
 @build_only_options
 def presets_command(
@@ -183,9 +182,9 @@ def presets_command(
     To write subsets of a built library instead, see 'variants --from'.
     """
     from builder.cli.console import stderr_console
-    from builder.cmake_build.presets import build_presets
+    from builder.cmake_build.driver import build_presets
     from builder.errors import CheckFailed
-    from builder.render.build import presets_json, presets_text
+    from builder.publish.outputs import presets_output
 
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
@@ -198,10 +197,119 @@ def presets_command(
         verbose=verbose,
         wait=not no_wait,
     )
-    if fmt == "json":
-        click.echo(presets_json(results))
-    else:
-        click.echo(presets_text(results))
+    click.echo(presets_output(results, fmt), nl=False)
     failed = [r.name for r in results if r.reason and r.reason.startswith("build failed")]
     if failed:
         raise CheckFailed(f"preset(s) {', '.join(failed)} failed to build")
+
+
+@click.command(
+    "embed",
+    epilog="""\b
+Examples:
+  metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
+  metallib-builder embed --preamble common=utils.h --preamble common=binary_ops.h -I . -o c.cpp
+  metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
+      -I . --preamble-define MLX_METAL_JIT=1 -o mlx_preambles.cpp \\
+      --jit-namespace mlx::core::metal \\
+      --jit-api cstring --no-jit-lookup --depfile mlx_preambles.d
+""",
+)
+@click.argument("headers", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--preamble",
+    "preambles",
+    multiple=True,
+    metavar="NAME=HEADER",
+    help="A preamble under the function name NAME (repeatable; NAME again adds HEADER to the "
+    "same preamble, inlined in the order given), after the HEADERs, as a tree's "
+    "[build.preambles] names them. variants --from prints embed commands with it.",
+)
+@option(
+    "include_dirs",
+    note="Searched after the including file's own folder; #line markers name files relative "
+    "to the first -I that holds them.",
+)
+@option("preamble_defines")
+@click.option("-D", "--define", "old_defines", multiple=True, hidden=True)  # deprecated: scripts
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The C++ source to write (atomically; left untouched when unchanged).",
+)
+@option("jit_namespace")
+@option("jit_api")
+@option("jit_lookup")
+@click.option(
+    "--depfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write a Make-syntax depfile: OUT depends on every file inlined (for Ninja, Make, "
+    "CMake's DEPFILE); written atomically, left untouched when unchanged.",
+)
+@click.option(
+    "--strip-comments",
+    is_flag=True,
+    help="Leave comments out of the embedded text (line numbers are kept, so #line markers "
+    "stay exact). Smaller; run-time diagnostics show code without its comments.",
+)
+@click.option(
+    "--allow-outside-includes",
+    is_flag=True,
+    help="Inline quoted includes that resolve outside the -I folders and the HEADERs' folders "
+    "(refused by default: a tree from someone else must not embed files of this machine).",
+)
+def embed_command(
+    headers: tuple[Path, ...],
+    preambles: tuple[str, ...],
+    include_dirs: tuple[Path, ...],
+    preamble_defines: tuple[str, ...],
+    old_defines: tuple[str, ...],
+    output: Path,
+    jit_namespace: str | None,
+    jit_api: str | None,
+    jit_lookup: bool | None,
+    depfile: Path | None,
+    strip_comments: bool,
+    allow_outside_includes: bool,
+) -> None:
+    """Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).
+
+    Each preamble is the header with its quoted includes inlined in inclusion order (each file
+    once, with #line markers), angle includes kept for the run-time compiler; nothing else of
+    the text is edited. No Metal compiler is needed. Exit 2 with one line naming the file: a
+    quoted include that cannot be found, or that resolves outside the -I folders and the
+    HEADERs' folders (see --allow-outside-includes); an OUT or FILE that is one of the files read;
+    an OUT that cannot be written (nothing partial is left).
+    """
+    from builder.jit.generate import named_preambles, write_embed
+    from builder.settings.declared import APIS, DEFAULT_NAMESPACE
+
+    for folder in include_dirs:  # a folder that is not there would quietly resolve nothing
+        if not folder.is_dir():
+            raise UsageError(f"-I {folder}: not a folder")
+    named = named_preambles(preambles)
+    changed, written = write_embed(
+        headers,
+        include_dirs,
+        output,
+        (*preamble_defines, *old_defines),
+        jit_namespace or DEFAULT_NAMESPACE,
+        strip=strip_comments,
+        api=jit_api or APIS[0],
+        lookup=jit_lookup is not False,
+        depfile=depfile,
+        allow_outside_includes=allow_outside_includes,
+        named=named,
+    )
+    files = len({f for p in written for f in p.files})
+    click.echo(
+        f"embed: {len(written)} preamble(s) from {files} file(s), "
+        f"{sum(len(p.text.encode()) for p in written):,} bytes -> {output}"
+        f"{'' if changed else ' (unchanged)'}",
+        file=sys.stderr,
+    )

@@ -54,7 +54,7 @@ Examples:
 Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no C++ compiler.
 """,
 )
-@tree_options(default="the bundled metal_src", jobs="check_jobs")
+@tree_options(default="the bundled metal_src")
 @catalog_selection
 @click.option(
     "--compiler",

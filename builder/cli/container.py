@@ -21,6 +21,7 @@ from builder.errors import CheckFailed, UsageError
 if TYPE_CHECKING:
     from builder.inputs.targets import Library
     from builder.metallib.verify import VerifyReport
+    from builder.size.rollup import FunctionRow
     from builder.subsets.slim import SlimResult
 
 __all__ = ["list_command", "slim_command", "verify_command"]
@@ -30,29 +31,38 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 def _libraries(
     target: str, member: str | None, platform: str | None, command: str
-) -> list[tuple[Library, str]]:
+) -> list[Library]:
     """Every library of TARGET whose functions ``command`` reads (``member`` keeps the one it
-    names), each with the name to show for it; a saved report or a build with no metallib is
-    refused, as for one library."""
+    names); a build with no metallib is refused, as for one library, and so is a saved report
+    but by ``list``, which shows the functions it records."""
     from builder.inputs.targets import one_metallib, resolve_target
 
     found = resolve_target(
         target, platform=platform, member=member, progress=lambda m: click.echo(m, err=True)
     )
     return [
-        (one_metallib(target, [lib], member=None, command=command), _shown(target, lib))
+        lib
+        if lib.saved is not None and command == "list"
+        else one_metallib(target, [lib], member=None, command=command)
         for lib in found
     ]
 
 
-def _shown(target: str, library: Library) -> str:
-    """TARGET itself for its one library; ``TARGET#N`` for one inside a binary given by its
-    path; ``TARGET:MEMBER`` for one inside a wheel or build."""
-    if library.member is None:
-        return target
-    if library.window is not None and library.wheel is None:
-        return f"{target}#{library.member.rpartition('#')[2]}"
-    return f"{target}:{library.member}"
+def _listed(library: Library, sort: str) -> tuple[tuple[int, str], list[FunctionRow]]:
+    """The file size and format version of ``library`` and its function rows: read from the
+    metallib, or from the saved report (``builder.size.saved``: the report model's
+    function rows, checked as ``report`` reads them back)."""
+    from builder.render.library import function_rows, sorted_rows
+
+    if library.saved is not None:
+        from builder.size.saved import read_report
+
+        report = read_report(library.saved, library.target)
+        return (report.file_size, report.format_version), sorted_rows(report.functions, sort)
+    from builder.inputs.targets import open_library
+
+    with open_library(library) as lib:
+        return (lib.file_size, lib.header.format_version_text), function_rows(lib, sort)
 
 
 _MEMBER = option("member")
@@ -86,22 +96,21 @@ def list_command(
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
     included); bytes is everything the function owns: its list entry, metadata pieces, module
     and reflection piece. All sizes are read from TARGET: a .metallib, a binary (Mach-O, ELF),
-    a .whl, PACKAGE==VERSION (the macOS wheel, downloaded and cached) or a build folder. A
-    TARGET holding several metallibs lists each in turn (JSON: one document, its "libraries");
-    --member lists one.
+    a .whl, PACKAGE==VERSION (the macOS wheel, downloaded and cached), a build folder, or a
+    saved report .json (the functions it records; their type is not recorded: '-', null in
+    JSON). A TARGET holding several metallibs lists each in turn (JSON: one document, its
+    "libraries"); --member lists one.
     """
-    from builder.inputs.targets import open_library
-    from builder.render.library import function_rows, rows_json, rows_table
+    from builder.render.library import rows_json, rows_table
 
-    libraries = _libraries(target, member, platform, "list")
     documents = []
-    for number, (library, shown) in enumerate(libraries):
-        with open_library(library) as lib:
-            rows = function_rows(lib, sort)
-            if fmt == "json":
-                documents.append(rows_json(lib, shown, rows, library.member))
-            else:
-                sys.stdout.write(("\n" if number else "") + rows_table(lib, shown, rows) + "\n")
+    for number, library in enumerate(_libraries(target, member, platform, "list")):
+        file, rows = _listed(library, sort)
+        if fmt == "json":
+            documents.append(rows_json(file, library.label, rows, library.member))
+        else:
+            text = rows_table(file, library.label, rows)
+            sys.stdout.write(("\n" if number else "") + text + "\n")
     if fmt == "json":
         sys.stdout.write(_one_document(target, documents) + "\n")
 
@@ -151,7 +160,8 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
     libraries = _libraries(target, member, platform, "verify")
     documents = []
     failed: list[tuple[str, VerifyReport]] = []
-    for library, shown in libraries:
+    for library in libraries:
+        shown = library.label
         with open_library(library) as lib:
             size = lib.header.bitcode.size
             report = _with_progress(partial(verify, lib), size)
@@ -168,7 +178,7 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
             else {"schema": 1, "source": target, "ok": not failed, "libraries": documents}
         )
     elif len(libraries) > 1:
-        click.echo(verify_verdict(target, len(libraries), [shown for shown, _ in failed]))
+        click.echo(verify_verdict(target, len(libraries), [name for name, _ in failed]))
     if failed:
         raise CheckFailed(_failure(failed, len(libraries)))
 
@@ -305,22 +315,10 @@ def slim_command(
     )
     _slim_warnings(result, keep_list)
     if fmt == "json":
-        emit_json(
-            {
-                "schema": 1,
-                "target": target,
-                "input": result.input,
-                "output": result.output,
-                "functions_before": result.functions_before,
-                "functions_after": result.functions_after,
-                "bytes_before": result.bytes_before,
-                "bytes_after": result.bytes_after,
-                "unmatched_keep_list": list(result.unmatched_keep_list),
-                "hash_mismatches": [
-                    {"function": m.function, "offset": m.offset} for m in result.hash_mismatches
-                ],
-            }
-        )
+        doc = result._asdict()
+        del doc["kept"]  # the output's own function list names them
+        doc["hash_mismatches"] = [m._asdict() for m in result.hash_mismatches]
+        emit_json({"schema": 1, "target": target, **doc})
         return
     saved = result.bytes_before - result.bytes_after
     share = 100.0 * saved / result.bytes_before if result.bytes_before else 0.0
@@ -330,7 +328,9 @@ def slim_command(
     click.echo(
         f"after:  {result.functions_after} functions, {result.bytes_after} bytes ({result.output})"
     )
-    click.echo(f"saved:  {saved} bytes ({_human(saved)}, {share:.1f}%)")
+    from builder.render.text import human_size  # not imported at start-up: text output only
+
+    click.echo(f"saved:  {saved} bytes ({human_size(saved)}, {share:.1f}%)")
 
 
 def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
@@ -352,11 +352,3 @@ def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
             f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}",
             err=True,
         )
-
-
-def _human(size: int) -> str:
-    from builder.render.text import (
-        human_size,  # not imported at start-up: only text output needs it
-    )
-
-    return human_size(size)

@@ -74,8 +74,7 @@ def history_command(
     """
     from builder.cli.publishing import output_plan, terminal
     from builder.cli.tree_options import tree_sources
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import history_output
+    from builder.publish.outputs import history_output, write_outputs
     from builder.size.history import library_histories, measure_history
 
     plan = output_plan(outputs, fmt, _FORMATS)

@@ -15,7 +15,7 @@ import click
 
 from builder.cli.publishing import emit_json, format_option
 from builder.cli.tree_options import catalog_selection, tree_options
-from builder.kernels.catalog import split_names
+from builder.settings import split_names
 
 if TYPE_CHECKING:
     from rich.console import Console

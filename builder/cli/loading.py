@@ -1,6 +1,12 @@
 """Loading the targets ``report`` and ``compare`` read: each as reports, with what the user
 should know on stderr (the rules not used, the bytes no entry file of ``--source-dir`` makes),
 and the check that no ``-o`` names one of the files read.
+
+``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
+functions (MLX's preambles), each with the bytes its string holds in the binary, read by the
+reader a host library's report uses (``builder.size.host_strings``). Its target goes through
+the one resolver (``builder.inputs.targets``): a binary, each binary member of a wheel (a
+``.whl`` or ``PACKAGE==VERSION``, from ``report``'s cache) or a build folder's host library.
 """
 
 from __future__ import annotations
@@ -8,9 +14,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from builder.cli.publishing import output_options
+from builder.cli.tree_options import option
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
@@ -18,7 +28,7 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["check_output", "load", "measured_files"]
+__all__ = ["check_output", "load", "measured_files", "sources_command"]
 
 
 def check_output(
@@ -146,3 +156,118 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+_FORMATS = ("table", "json")
+
+
+@click.command("sources")
+@click.argument("target")
+@option("jit_namespace")
+@option("platform")
+@output_options(_FORMATS, "Output format.")
+def sources_command(
+    target: str,
+    jit_namespace: str | None,
+    platform: str | None,
+    fmt: str,
+    outputs: tuple[str, ...],
+) -> None:
+    """List the run-time sources a host library embeds as string-returning functions.
+
+    A function counts when its whole body returns a string literal of __TEXT,__cstring
+    (arm64 'adrp x0; add x0; ret', x86-64 'lea rax, [rip+d]; ret'); each row gives its C++
+    name, where its string sits in the file and its bytes, NUL included. A stripped binary
+    names no local function: its functions come from LC_FUNCTION_STARTS, shown unnamed, and
+    --jit-namespace finds none of them. With --jit-namespace, only the functions in that C++
+    namespace (and those nested in it); without it, every function whose string holds a line
+    break.
+
+    TARGET is a Mach-O file (thin or fat), a .whl or PACKAGE==VERSION (the macOS wheel,
+    downloaded once and cached as for 'report') or a build folder (its host library): a
+    wheel lists each Mach-O member that returns any source, one table each, and JSON names
+    the member of every row. ELF host libraries are measured by symbol in 'report BUILD_DIR'
+    (docs/jit.md).
+
+    \b
+    Examples:
+      metallib-builder sources mlx-metal==0.32.1 --jit-namespace mlx::core::metal
+      metallib-builder sources mlx/lib/libmlx.dylib --jit-namespace mlx::core::metal
+      metallib-builder sources executorch==1.5.1 --format json -o sources.json
+    """
+    from builder.cli.publishing import output_plan, terminal
+    from builder.errors import UsageError
+    from builder.publish.outputs import sources_output, write_outputs
+    from builder.size.host_strings import HostString, host_strings
+
+    plan = output_plan(outputs, fmt, _FORMATS)
+    namespace = jit_namespace
+    binaries = _host_binaries(target, platform)
+    found: list[tuple[str | None, list[HostString]]] = []
+    if len(binaries) == 1 and binaries[0][1] is None:
+        one = host_strings(binaries[0][0], namespace)
+        if one is None:
+            raise _not_macho(str(binaries[0][0]))
+        found.append((None, one))
+    else:
+        for path, member in binaries:
+            sources = host_strings(path, namespace)
+            if sources:
+                found.append((member, sources))
+        if not found:
+            where = f" in {namespace}" if namespace else ""
+            searched = ", ".join(member or "" for _, member in binaries) or "none"
+            raise UsageError(
+                f"{target}: no binary of the wheel returns a run-time source{where} "
+                f"(binaries searched: {searched})"
+            )
+
+    def render(kind: str, to_stdout: bool) -> str:
+        return sources_output(target, found, namespace, kind, *terminal(to_stdout))
+
+    write_outputs(plan, render)
+
+
+def _not_macho(binary: str) -> Exception:
+    """The error for a binary whose Mach-O load commands cannot be read, or no Mach-O."""
+    from builder.errors import UsageError
+    from builder.files.reading import open_regular
+    from builder.metallib.binary_sections import file_kind
+    from builder.metallib.structs import MAGIC
+
+    with open_regular(binary, "the binary") as handle:
+        head = handle.read(8)
+    kind = "a metallib: 'report' measures it" if head.startswith(MAGIC) else file_kind(head)
+    what = (
+        f"{kind} whose load commands cannot be read"
+        if kind and "Mach-O" in kind
+        else f"not a Mach-O binary ({kind or 'no file kind the tool knows'})"
+    )
+    return UsageError(
+        f"{binary}: {what}; 'sources' reads Mach-O host libraries, "
+        "'report BUILD_DIR' measures an ELF one by symbol"
+    )
+
+
+def _host_binaries(target: str, platform: str | None) -> list[tuple[Path, str | None]]:
+    """The binaries ``sources`` reads, each with its member path in the wheel (None: the binary
+    given itself, or a build's host library): a file is read as the binary it is (the error
+    for one that is not says what it is); anything else goes through the one resolver."""
+    from builder.errors import UsageError
+    from builder.files.reading import check_regular
+    from builder.inputs.targets import resolve_target
+
+    path = Path(target)
+    if path.exists() and not path.is_dir() and path.suffix != ".whl":
+        check_regular(path, "the target")
+        return [(path, None)]
+    found = resolve_target(target, platform=platform, progress=_progress, host_libraries="every")
+    binaries: dict[Path, str | None] = {}
+    for lib in found:
+        if lib.manifest is not None:
+            if lib.manifest.host_library is None:
+                raise UsageError(f"{target}: the build has no host library (no unit is JIT)")
+            binaries[lib.manifest.folder / lib.manifest.host_library] = None
+        elif lib.host is not None:
+            binaries[lib.host] = lib.member  # (a wheel's .metallib member: no host code)
+    return list(binaries.items())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -22,6 +22,7 @@ from builder.cli.publishing import (
     output_plan,
     publish,
     pull_request_for,
+    terminal,
     verdict,
 )
 from builder.cli.tree_options import option, tree_options, tree_sources
@@ -29,7 +30,6 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.settings.checks import Limit
     from builder.size.compare import Comparison
     from builder.size.report import Source
 
@@ -105,14 +105,6 @@ def _notes(comparison: Comparison) -> None:
         click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
 
 
-def _screen(terminal: bool) -> tuple[bool, int | None]:
-    """Colour and width of a table: a terminal's (colour unless NO_COLOR); for a pipe or a file
-    none, and as wide as the cells need (no function name cut)."""
-    from builder.cli.console import stdout_color, stdout_table_width
-
-    return (stdout_color() and terminal, stdout_table_width() if terminal else None)
-
-
 @click.command("report")
 @click.argument("target")
 @_common
@@ -164,11 +156,10 @@ def report_command(
         ]
     )
 
-    def render(kind: str, terminal: bool) -> str:
-        return report_output(reports, kind, top, *_screen(terminal), binaries)
+    def render(kind: str, to_stdout: bool) -> str:
+        return report_output(reports, kind, top, *terminal(to_stdout), binaries)
 
-    from builder.publish.outputs import write_outputs
-    from builder.render.formats import report_output
+    from builder.publish.outputs import report_output, write_outputs
 
     write_outputs(plan, render, measured_files(reports))
 
@@ -208,12 +199,7 @@ def compare_command(
     download: bool,
     member: str | None,
     tree: TreeOptions,
-    max_growth: Limit | None,
-    max_size: int | None,
-    max_total_size: int | None,
-    fail_on_new_group: bool,
-    max_download_growth: Limit | None,
-    max_download_size: int | None,
+    **limits: Any,
 ) -> None:
     """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
 
@@ -234,21 +220,12 @@ def compare_command(
       metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.publish.outputs import write_outputs
-    from builder.render.checks import gate_message
-    from builder.render.formats import comparison_output
+    from builder.publish.outputs import comparison_output, write_outputs
     from builder.render.pr_comment import MARKER
-    from builder.render.text import visible
+    from builder.render.text import gate_message, visible
     from builder.size.checks import Gates, check_pairs
 
-    gates = Gates(
-        max_growth=max_growth,
-        max_size=max_size,
-        fail_on_new_group=fail_on_new_group,
-        max_total_size=max_total_size,
-        max_download_growth=max_download_growth,
-        max_download_size=max_download_size,
-    )
+    gates = Gates(**limits)  # the gate options are named as Gates' fields
     if "," in by:
         from builder.errors import UsageError
 
@@ -271,8 +248,8 @@ def compare_command(
         raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
-    def render(kind: str, terminal: bool) -> str:
-        return comparison_output(evaluated, kind, top, *_screen(terminal))
+    def render(kind: str, to_stdout: bool) -> str:
+        return comparison_output(evaluated, kind, top, *terminal(to_stdout))
 
     write_outputs(plan, render, [*measured_files(loaded[0]), *measured_files(loaded[1])])
     publish(lambda: render("markdown", False), MARKER, pull_request)
@@ -324,11 +301,10 @@ def budget_command(
       metallib-builder budget ci/metallib-size.toml --format json
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
-    from builder.cli.publishing import output_plan, publish, pull_request_for, terminal, verdict
     from builder.cli.tree_options import tree_of
-    from builder.publish.outputs import write_outputs
-    from builder.render.checks import MARKER, failures
-    from builder.render.formats import budget_output
+    from builder.publish.outputs import budget_output, write_outputs
+    from builder.render.pr_comment import BUDGET_MARKER as MARKER
+    from builder.render.text import failures
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 

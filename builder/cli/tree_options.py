@@ -214,19 +214,16 @@ def _listed(names: Iterable[str]) -> str:
 def tree_options(func: Callable[..., R]) -> Callable[..., R]: ...
 @overload
 def tree_options(
-    *, default: str | None = None, jobs: str = "jobs"
+    *, default: str | None = None
 ) -> Callable[[Callable[..., R]], Callable[..., R]]: ...
 def tree_options(
     func: Callable[..., R] | None = None,
     *,
     default: str | None = None,
-    jobs: str = "jobs",
 ) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
     """Add the kernel-tree options to a command, which gets their values as one
     ``tree: TreeOptions`` (``@tree_options``, or ``@tree_options(default="the bundled
-    metal_src")`` to say what no ``--source-dir`` means; ``jobs`` names the setting ``-j`` is
-    when it is not the preprocessing: ``build_jobs``, ``check_jobs``)."""
-    jobs_setting = jobs
+    metal_src")`` to say what no ``--source-dir`` means)."""
 
     def add(func: Callable[..., R]) -> Callable[..., R]:
         @functools.wraps(func)
@@ -250,7 +247,7 @@ def tree_options(
             )
             return func(*args, tree=tree, **values)
 
-        added: Callable[..., R] = option(jobs_setting)(command)
+        added: Callable[..., R] = option("jobs")(command)
         for name in ("config", "exclude", "defines", "include_dirs"):
             added = option(name)(added)
         note = f"Default: {default}." if default else None
@@ -340,7 +337,7 @@ def library_platform(
     library, several)."""
     from builder.inputs.targets import one_metallib, open_library, resolve_target
     from builder.kernels.platforms import platform_of
-    from builder.metallib.provenance import library_provenance
+    from builder.metallib.reader import library_provenance
 
     found = resolve_target(target, platform=wheel_platform, member=member)
     lib = one_metallib(target, found, member=None, command=command)

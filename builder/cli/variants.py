@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["variants_command"]
 
-_FORMATS = ("table", "json", "markdown", "html")
+_FORMATS = ("table", "json", "markdown", "csv", "html")
 RUN_FILE = "variants.json"
 _EPILOG = """\b
 Examples:
@@ -94,7 +94,8 @@ Examples:
 )
 @format_option(
     _FORMATS,
-    "Output on stdout: table, json (schema 1), markdown or html (one self-contained page).",
+    "Output on stdout: table, json (schema 1), markdown, csv (a row per variant) or html (one "
+    "self-contained page).",
 )
 @option("platform")
 @no_wait_option
@@ -142,7 +143,7 @@ def variants_command(
     from builder.files.bounds import parse_size
     from builder.files.output_folder import replaced_folder
     from builder.render.variants import variants_json
-    from builder.subsets.variants import make_variants, moved
+    from builder.subsets.variants import make_variants
 
     source_dir = tree.source_dir
     if source_dir is None:
@@ -176,10 +177,11 @@ def variants_command(
         wait=not no_wait,
         on_wait=lambda line: click.echo(line, err=True),
     ) as staged:
-        written = make_variants(
+        run = make_variants(
             from_target,
             found,
-            staged,
+            outdir,
+            staged=staged,
             aot=aot,
             jit=jit,
             budget=size,
@@ -189,25 +191,12 @@ def variants_command(
             download=download,
             member=member,
         )
-        run = moved(written, outdir)
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote
     _warn_mismatch(run.input.not_in_tree, run.input.missing, from_target, found.root)
-    if fmt == "json":
-        text = document
-    elif fmt == "markdown":
-        from builder.render.variants import variants_markdown
+    from builder.publish.outputs import variants_output
 
-        text = variants_markdown(run)
-    elif fmt == "html":
-        from builder.render.variants import variants_html
-
-        text = variants_html(run)
-    else:
-        from builder.render.variants import variants_text
-
-        text = variants_text(run)
-    sys.stdout.write(text)
+    sys.stdout.write(document if fmt == "json" else variants_output(run, fmt))
 
 
 def _given(name: str) -> bool:

@@ -163,7 +163,8 @@ class ProgressDisplay:
 
 
 LOCK_FILE = ".metallib-builder.lock"
-"""Held (``builder.files.locks``) while a run configures, builds and measures a build folder."""
+"""Held (``builder.files.temporaries.exclusive_lock``) while a run configures, builds and
+measures a build folder."""
 SETTINGS_FILE = "metallib-builder-settings.json"
 
 
@@ -220,7 +221,7 @@ def build_folder_lock(
     """Create ``build_dir`` and hold its lock for the block: two runs building in one folder at
     once would each measure a mix of the other's configuration and outputs. The second waits
     (``on_wait`` gets a line to show) or, with ``wait=False``, stops: ``UsageError``, exit 2."""
-    from builder.files.locks import exclusive_lock
+    from builder.files.temporaries import exclusive_lock
 
     make_dirs(build_dir)
     with exclusive_lock(

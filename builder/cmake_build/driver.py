@@ -1,11 +1,12 @@
-"""One build from request to outputs: plan, check the toolchain, configure, build.
+"""One build from request to outputs (plan, check the toolchain, configure, build), and every
+build preset of ``presets``, each such a build.
 
-Shared by ``build`` and ``presets``, which then measure the build directory as ``report BUILD_DIR``
-does (``builder.size.load``). The selection is the build plan's
-(``builder.cmake_build.plan``), made once per run, here: a bad selection or AOT units without
-a Metal compiler fail before any directory is created. Then the plan is written into the build
-folder (only when its bytes change) and CMake is configured to read it (``-DMETALLIB_PLAN``;
-once per folder: Ninja re-runs CMake when plan.json changes, e.g. when an entry file appeared).
+``build`` and ``presets`` then measure the build directory as ``report BUILD_DIR`` does
+(``builder.size.load``). The selection is the build plan's (``builder.cmake_build.plan``), made
+once per run, here: a bad selection or AOT units without a Metal compiler fail before any
+directory is created. Then the plan is written into the build folder (only when its bytes
+change) and CMake is configured to read it (``-DMETALLIB_PLAN``; once per folder: Ninja re-runs
+CMake when plan.json changes, e.g. when an entry file appeared).
 
 Is there a Metal compiler? Asked before configuring, so an AOT request fails in one line.
 
@@ -15,6 +16,19 @@ printing a configure log; the CLI checks first with the same resolution order: a
 --find metal``. One driver compiles and links (``metal -o lib.metallib *.air``, as MLX does), so
 there is no separate linker to find. A compiler found through xcrun is run as ``xcrun -sdk <sdk>
 metal`` (:attr:`MetalToolchain.command`), so the SDK is the one asked for.
+
+The presets (``presets``; a *variant* is something else, a subset that ``variants --from``
+writes), each in ``<build dir>/<name>``, are CMakePresets.json's (a catalog tree: each unit is a
+catalog family):
+
+* ``jit-on``: every selected unit JIT (host C++ compiler only);
+* ``jit-off``: every selected unit AOT into the metallib (needs the Metal compiler);
+* ``mixed``: the largest units (by instantiation count) JIT, the rest AOT. Which ones is
+  stated once, by the ``mixed`` preset of CMakePresets.json (``METALLIB_JIT``), so
+  ``cmake --preset mixed`` and ``presets`` build the same thing.
+
+A preset that needs the Metal compiler on a machine without one is reported as not built, with
+the reason, instead of failing the run.
 """
 
 from __future__ import annotations
@@ -28,10 +42,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import BuildTree, ProgressDisplay, build_folder_lock
-from builder.cmake_build.request import BuildRequest
-from builder.errors import UsageError
+from builder.cmake_build.cmake import BuildFailed, BuildTree, ProgressDisplay, build_folder_lock
+from builder.cmake_build.request import BuildRequest, project_dir
+from builder.errors import BuilderError, UsageError
 from builder.files.atomic import check_not_an_input
+from builder.files.reading import read_json
 from builder.size.load import load_build
 
 if TYPE_CHECKING:
@@ -43,22 +58,15 @@ if TYPE_CHECKING:
 __all__ = [
     "BuildOutcome",
     "MetalToolchain",
-    "Split",
+    "PresetResult",
     "ToolchainMissing",
     "build_plan",
+    "build_presets",
     "find_metal_toolchain",
     "missing_message",
+    "mixed_jit_units",
     "run_build",
-    "split_units",
 ]
-
-
-@dataclass(frozen=True)
-class Split:
-    """Selected units (catalog families or entry files) in plan order, divided by mode."""
-
-    aot: tuple[str, ...]
-    jit: tuple[str, ...]
 
 
 def build_plan(request: BuildRequest) -> BuildPlan:
@@ -70,17 +78,9 @@ def build_plan(request: BuildRequest) -> BuildPlan:
     return make_plan(request, cache_file=(request.build_dir / PLAN_FILE).parent / DISCOVERY_CACHE)
 
 
-def split_units(request: BuildRequest) -> Split:
-    """Validate the selection and divide it by mode, as the build will (exit 2 if bad)."""
-    plan = build_plan(request)
-    return Split(plan.aot, plan.jit)
-
-
 @dataclass(frozen=True)
 class BuildOutcome:
     request: BuildRequest
-    split: Split
-    toolchain: MetalToolchain | None
     edges_run: int
     seconds: float
     reports: list[Report]
@@ -114,10 +114,9 @@ def run_build(
     build_dir = request.build_dir
     check_not_an_input(build_dir, [kernels.source_dir, kernels.config, *kernels.include_dirs])
     plan = build_plan(request)
-    split = Split(plan.aot, plan.jit)
     found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)
-    toolchain = found if isinstance(found, MetalToolchain) and split.aot else None
-    if split.aot and isinstance(found, ToolchainMissing):
+    toolchain = found if isinstance(found, MetalToolchain) and plan.aot else None
+    if plan.aot and isinstance(found, ToolchainMissing):
         held = [f"{u.name} ({u.reason})" for u in plan.units if u.reason]
         stays = f" Asked to be JIT, these stay AOT: {'; '.join(held)}." if held else ""
         # --jit helps unless every AOT unit is held AOT whatever is asked
@@ -140,8 +139,8 @@ def run_build(
         changed = write_plan(plan, tree.plan_file)
         if changed or not tree.is_configured():
             say(
-                f"Configuring {build_dir} (AOT: {', '.join(split.aot) or '-'}; "
-                f"JIT: {', '.join(split.jit) or '-'})"
+                f"Configuring {build_dir} (AOT: {', '.join(plan.aot) or '-'}; "
+                f"JIT: {', '.join(plan.jit) or '-'})"
             )
             tree.configure(on_line=echo, again=changed)
         with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
@@ -151,7 +150,7 @@ def run_build(
             for line in output.other:
                 say(line)
         reports = load_build(build_dir)
-    return BuildOutcome(request, split, toolchain, output.edges_run, seconds, reports)
+    return BuildOutcome(request, output.edges_run, seconds, reports)
 
 
 @dataclass(frozen=True)
@@ -232,3 +231,115 @@ def missing_message(missing: ToolchainMissing, *, jit_helps: bool = True) -> str
         "AOT compilation needs macOS with Xcode or the Metal toolchain. Point at a compiler with "
         f"--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal{way_out}"
     )
+
+
+PRESETS_FILE = "CMakePresets.json"
+
+
+def mixed_jit_units(project_dir: Path) -> tuple[str, ...]:
+    """The JIT units of the mixed preset: ``METALLIB_JIT`` of the ``mixed`` configure
+    preset in ``project_dir``/CMakePresets.json (a CMake list). BuilderError (exit 2) naming the
+    file when it cannot be read or has no such preset: an incomplete checkout or install."""
+    path = project_dir / PRESETS_FILE
+    try:
+        presets = read_json(path, "the presets")["configurePresets"]
+        (mixed,) = [p for p in presets if p.get("name") == "mixed"]
+        value = mixed["cacheVariables"]["METALLIB_JIT"]
+    except (UsageError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BuilderError(
+            f"{path}: no readable 'mixed' preset with METALLIB_JIT ({exc})"
+        ) from None
+    if not isinstance(value, str):
+        raise BuilderError(f"{path}: METALLIB_JIT of the 'mixed' preset is not a string")
+    return tuple(name for name in value.split(";") if name)
+
+
+@dataclass(frozen=True)
+class PresetResult:
+    name: str
+    description: str
+    outcome: BuildOutcome | None
+    reason: str | None
+    """Why it was not built (None when it was)."""
+    report: Report | None = None
+    """The build measured as ``report <its folder>`` measures it (None when not built)."""
+
+    @property
+    def shipped_bytes(self) -> int | None:
+        """What the preset ships: its metallib's and its host library's file sizes (None when
+        not built, or when its host library is missing)."""
+        report = self.report
+        if report is None:
+            return None
+        metallib = report.file_size if report.source.path is not None else 0
+        if not report.jit_units:
+            return metallib
+        return None if report.host_library is None else metallib + report.host_library.file_size
+
+
+def _preset_requests(base: BuildRequest, root: Path) -> list[tuple[str, str, BuildRequest]]:
+    common = base.replace(jit=(), aot=())
+    out = [
+        ("jit-on", "every unit JIT", common.replace(jit=("*",), build_dir=root / "jit-on")),
+        ("jit-off", "every unit AOT", common.replace(build_dir=root / "jit-off")),
+    ]
+    aot = build_plan(common).aot
+    mixed = tuple(f for f in mixed_jit_units(project_dir()) if f in aot)
+    if mixed and len(mixed) < len(aot):
+        out.append(
+            (
+                "mixed",
+                f"{'+'.join(mixed)} JIT, the rest AOT",
+                common.replace(jit=mixed, build_dir=root / "mixed"),
+            )
+        )
+    return out
+
+
+def build_presets(
+    base: BuildRequest,
+    root: Path,
+    *,
+    jobs: int | None,
+    console: Console,
+    verbose: bool = False,
+    wait: bool = True,
+) -> list[PresetResult]:
+    """Build and measure each preset; a missing compiler or a failed build is recorded, not
+    raised. Why a preset was not built is not printed here: the table (or JSON) says it, once;
+    only a failed build's output goes to ``console`` (stderr), as ``build`` shows it. The whole
+    run holds ``root``'s lock (each preset's build its own folder's too): two runs in one root
+    wait for each other, or with ``wait=False`` the second is refused."""
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    with build_folder_lock(root, wait=wait, on_wait=say):
+        return _build_each(base, root, jobs=jobs, console=console, verbose=verbose, wait=wait)
+
+
+def _build_each(
+    base: BuildRequest,
+    root: Path,
+    *,
+    jobs: int | None,
+    console: Console,
+    verbose: bool,
+    wait: bool,
+) -> list[PresetResult]:
+    toolchain = find_metal_toolchain(base.toolchain.metal_compiler, sdk=base.toolchain.sdk)
+    results = []
+    for name, description, request in _preset_requests(base, root):
+        if build_plan(request).aot and isinstance(toolchain, ToolchainMissing):
+            why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
+            results.append(PresetResult(name, description, None, why))
+            continue
+        try:
+            outcome = run_build(request, jobs=jobs, console=console, verbose=verbose, wait=wait)
+        except BuildFailed as exc:
+            console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
+            results.append(PresetResult(name, description, None, f"build failed: {exc}"))
+            continue
+        (report,) = outcome.reports
+        results.append(PresetResult(name, description, outcome, None, report))
+    return results

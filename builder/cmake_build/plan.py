@@ -20,7 +20,7 @@ file of a discovered tree (``unary.metal``, compiled as it is). ``--jit GLOBS``
 (``METALLIB_JIT``) names the JIT units and ``--aot GLOBS`` the AOT ones (every other unit JIT),
 by name or glob, for both tree kinds, as ``variants --from --jit/--aot`` do; a glob that names
 no unit is refused (exit 2). An entry file stays AOT when asked JIT if ``[build] aot-only``
-names it (``builder.subsets.variant_select.held_aot``; the unit says why); a JIT entry file is
+names it (``builder.subsets.variant_library.held_aot``; the unit says why); a JIT entry file is
 embedded whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its
 ``embedding``, ``KernelTree.embeddings``), and every build of a tree with run-time-only
 kernels embeds their headers in the host library, AOT builds included. The plan of
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,13 +41,14 @@ from builder.cmake_build.plan_model import (
     DISCOVERY_CACHE,
     PLAN_FILE,
     BuildPlan,
+    Compile,
     DiscoverySettings,
     PlannedPreamble,
     Unit,
     plan_text,
 )
 from builder.cmake_build.request import BuildRequest
-from builder.errors import BuilderError, UsageError
+from builder.errors import UsageError, step_exit
 from builder.kernels.runtime_sources import RuntimeSources, over_file
 from builder.records.manifest import Embedding
 
@@ -165,11 +165,11 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     )
     std, version = std_for(request, TreeConfig())
     generated = None
-    compiles: list[tuple[str, Path]] = []
+    compiles: list[Compile] = []
     if request.location.build_dir is not None:
         root = request.location.build_dir / GENERATED_TREE
         generated = generate_tree(catalog, selected, selection.dtypes or None, selection.chunk_size)
-        compiles = [(e.unit, root / e.path) for e in generated.entries if e.unit not in jit]
+        compiles = [Compile(e.unit, root / e.path) for e in generated.entries if e.unit not in jit]
     return BuildPlan(
         request,
         "catalog",
@@ -185,8 +185,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         request.toolchain.deployment_target,
         (),
         tuple(compiles),
-        (),
-        generated,
+        generated=generated,
     )
 
 
@@ -199,7 +198,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     from builder.kernels.preprocess import metal_defines, parse_define
     from builder.kernels.tree_config import build_library, find_config, merge_flags
     from builder.subsets.coverage import check_coverage, require_coverage
-    from builder.subsets.variant_select import held_aot
+    from builder.subsets.variant_library import held_aot
 
     asked, selection = request.tree, request.selection
     if selection.kernels or selection.dtypes:
@@ -257,7 +256,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
     target = request.toolchain.deployment_target or config.deployment_target
-    compiles = tuple((u.name, root / u.name) for u in units if u.mode == "aot")
+    compiles = tuple(Compile(u.name, root / u.name) for u in units if u.mode == "aot")
     discovery = DiscoverySettings(
         include_dirs=tuple(str(d) for d in config.include_dirs),
         defines=tuple(config.defines),
@@ -280,7 +279,9 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         config.flags,
         compiles,
         tuple(preambles),
-        run_time={"namespace": runtime.namespace, "api": runtime.api, "lookup": runtime.lookup},
+        jit_namespace=runtime.namespace,
+        jit_api=runtime.api,
+        jit_lookup=runtime.lookup,
         memo=memo,
     )
 
@@ -340,37 +341,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--source-dir", type=Path, help="--select: the catalog tree")
     parser.add_argument("--kernels", default="", help="--select: the families asked for")
     args = parser.parse_args(argv)
+    if args.select and args.source_dir is None:
+        parser.error("--select needs --source-dir")
+    if not args.select and (args.request is None or args.build_dir is None):
+        parser.error("--request and --build-dir are required to write a plan")
+    return step_exit(lambda: _select(args) if args.select else _plan(args))
+
+
+def _select(args: argparse.Namespace) -> None:
+    """Print the catalog families ``--kernels`` names, validated, as CMake's list."""
+    from builder.kernels.catalog import load_catalog, split_names
+
+    catalog = load_catalog(args.source_dir)
+    asked = tuple(split_names(args.kernels.replace(";", ",")) or ())
+    print(";".join(select_families(catalog, asked, keep_order=True)))
+
+
+def _plan(args: argparse.Namespace) -> None:
+    """Write the plan of the request ``--request`` and the planner's module list."""
+    from builder.files.atomic import own_modules, write_if_changed
+
     try:
-        if args.select:
-            from builder.kernels.catalog import load_catalog, split_names
-
-            if args.source_dir is None:
-                parser.error("--select needs --source-dir")
-            catalog = load_catalog(args.source_dir)
-            asked = tuple(split_names(args.kernels.replace(";", ",")) or ())
-            chosen = select_families(catalog, asked, keep_order=True)
-            print(";".join(chosen))
-            return 0
-        if args.request is None or args.build_dir is None:
-            parser.error("--request and --build-dir are required to write a plan")
-        try:
-            data = json.loads(args.request)
-            if not isinstance(data, dict):
-                raise UsageError("the build request: not a JSON object")
-            request = BuildRequest.from_json(data)
-        except ValueError as exc:
-            raise UsageError(f"the build request: {exc}") from None
-        request = request.replace(build_dir=args.build_dir.resolve())
-        plan_file = args.build_dir / PLAN_FILE
-        write_plan(make_plan(request, cache_file=plan_file.parent / DISCOVERY_CACHE), plan_file)
-        from builder.files.atomic import own_modules, write_if_changed
-
-        modules = "".join(f"{m.as_posix()}\n" for m in own_modules())
-        write_if_changed(plan_file.parent / PLANNER_MODULES, modules)
-    except BuilderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        data = json.loads(args.request)
+        if not isinstance(data, dict):
+            raise UsageError("the build request: not a JSON object")
+        request = BuildRequest.from_json(data)
+    except ValueError as exc:
+        raise UsageError(f"the build request: {exc}") from None
+    request = request.replace(build_dir=args.build_dir.resolve())
+    plan_file = args.build_dir / PLAN_FILE
+    write_plan(make_plan(request, cache_file=plan_file.parent / DISCOVERY_CACHE), plan_file)
+    modules = "".join(f"{m.as_posix()}\n" for m in own_modules())
+    write_if_changed(plan_file.parent / PLANNER_MODULES, modules)
 
 
 if __name__ == "__main__":

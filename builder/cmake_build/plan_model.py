@@ -1,15 +1,16 @@
-"""The build plan as data: its units, and plan.json (:meth:`BuildPlan.to_json`, read back by
-:meth:`BuildPlan.from_json`). ``builder.cmake_build.plan`` computes it; CMakeLists.txt reads its
-``cmake`` lists; ``record`` and ``tree_jit`` read the rest. Standard library and ``builder``
-only (runs in CMake)."""
+"""The build plan as data: its units, and plan.json (:func:`plan_text`, read back by
+:meth:`BuildPlan.read`). ``builder.cmake_build.plan`` computes it; CMakeLists.txt reads its
+``cmake`` lists; ``record`` and ``tree_jit`` read the rest. plan.json is CMake's input (CMake
+configures again when it changes), not a record: what a build made is in manifest.json.
+Standard library and ``builder`` only (runs in CMake)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError
@@ -18,6 +19,7 @@ from builder.files.reading import read_json
 from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
 from builder.records.manifest import Embedding, Unit
+from builder.settings.declared import setting
 
 __all__ = [
     "CATALOG_LIBRARY",
@@ -25,15 +27,18 @@ __all__ = [
     "PLAN_FILE",
     "PLAN_SCHEMA",
     "BuildPlan",
+    "Compile",
     "DiscoverySettings",
     "PlannedPreamble",
     "Unit",
     "plan_text",
 ]
 
-PLAN_SCHEMA = 3
-"""3: the whole request (``request``, every option: CMake reads the plan, not its cache) and the
-compiler, SDK, flags, dtypes and compression among the ``cmake`` lists."""
+PLAN_SCHEMA = 4
+"""4: ``jit_namespace``, ``jit_api``, ``jit_lookup`` (the settings' words) instead of
+``run_time``. 3: the
+whole request (every option: CMake reads the plan, not its cache) and the compiler, SDK, flags,
+dtypes and compression among the ``cmake`` lists."""
 PLAN_FILE = "metal_plan/plan.json"
 """Where the plan is written, relative to the build folder."""
 DISCOVERY_CACHE = "discovery.json"
@@ -67,40 +72,21 @@ class PlannedPreamble:
 
 
 @dataclass(frozen=True)
-class _Compile:
+class Compile:
+    """One AOT compile: the unit and its ``.metal`` source (absolute), in link order."""
+
     unit: str
-    source: str
-
-
-@dataclass(frozen=True)
-class _PlanFile:
-    """plan.json as the codec reads it back (the request is read by its own ``from_json``)."""
-
-    kind: Literal["catalog", "discovered"]
-    source_dir: str
-    config: str | None
-    library: str
-    units: tuple[Unit, ...]
-    compile: tuple[_Compile, ...]
-    preambles: tuple[PlannedPreamble, ...]
-    include_dirs: tuple[str, ...]
-    defines: tuple[str, ...]
-    discovery: DiscoverySettings | None
-    metal_version: int | None
-    std: str | None
-    deployment_target: str | None
-    flags: tuple[str, ...]
-    run_time: dict[str, object] = field(default_factory=dict)
+    source: Path
 
 
 @dataclass(frozen=True)
 class BuildPlan:
-    """The plan of one build; :meth:`to_json` is what ``plan.json`` holds."""
+    """The plan of one build, and the document ``plan.json`` holds (:func:`plan_text`, read back
+    by :meth:`read`): its fields are the file's keys, each checked on reading."""
 
     request: BuildRequest
     """What was asked for, whole (CMake takes the compiler, flags, SDK and compression from it)."""
-    kind: str
-    """``catalog`` or ``discovered``."""
+    kind: Literal["catalog", "discovered"]
     source_dir: Path
     """The kernel tree (absolute)."""
     config: Path | None
@@ -121,18 +107,21 @@ class BuildPlan:
     """The request's, else the tree's ``[build] deployment-target``."""
     flags: tuple[str, ...]
     """Compile flags the tree asks for (metallib.toml), added after the build's flags."""
-    compiles: tuple[tuple[str, Path], ...] = ()
-    """(unit, absolute .metal source) for every AOT compile, in link order."""
+    compiles: tuple[Compile, ...] = field(default=(), key="compile")
+    """Every AOT compile, in link order."""
     preambles: tuple[PlannedPreamble, ...] = ()
     """JIT preambles of a discovered tree: function, headers (absolute), entries."""
-    generated: GeneratedTree | None = field(default=None, compare=False)
+    jit_namespace: str | None = setting("jit_namespace").field(omit="none")
+    jit_api: str | None = setting("jit_api").field(omit="none")
+    jit_lookup: bool | None = setting("jit_lookup").field(omit="none")
+    """How a discovered tree's run-time sources are written: the request's, else metallib.toml
+    ``[build]``'s, else the defaults (``builder.kernels.runtime_sources``); None for a catalog
+    tree, whose host library is a registry."""
+    generated: GeneratedTree | None = field(default=None, compare=False, omit="always")
     """A catalog tree's entry files (``builder.kernels.catalog_tree``), written into the build
     folder by ``plan.write_plan``; None for a discovered tree, or without a build folder."""
-    memo: DiscoveryMemo | None = field(default=None, compare=False)
+    memo: DiscoveryMemo | None = field(default=None, compare=False, omit="always")
     """A discovery the build directory does not remember yet (``write_plan`` saves it)."""
-    run_time: dict[str, Any] = field(default_factory=dict)
-    """How a discovered tree's run-time sources are written (metallib.toml ``[build]``):
-    ``namespace``, ``api``, ``lookup``; empty: the defaults (``builder.cmake_build.tree_jit``)."""
 
     @property
     def aot(self) -> tuple[str, ...]:
@@ -151,9 +140,9 @@ class BuildPlan:
             return Path(build_dir) / GENERATED_TREE
         return self.source_dir
 
-    def to_json(self) -> dict[str, object]:
-        """The plan file: the plan itself, plus ``cmake``, the same facts as ';'-joined lists for
-        CMakeLists.txt (one ``string(JSON GET)`` each)."""
+    def cmake_lists(self) -> dict[str, str]:
+        """plan.json's ``cmake``: the facts CMakeLists.txt reads, as ';'-joined lists (one
+        ``string(JSON GET)`` each)."""
 
         def joined(items: Sequence[object]) -> str:
             return ";".join(str(i) for i in items)
@@ -162,86 +151,46 @@ class BuildPlan:
         if self.kind == "catalog":
             depends.append(self.source_dir / "catalog.json")
         return {
-            "schema": PLAN_SCHEMA,
-            "request": self.request.to_json(),
             "kind": self.kind,
-            "source_dir": str(self.source_dir),
-            "config": str(self.config) if self.config else None,
             "library": self.library,
-            "units": dump(self.units),
-            "compile": [{"unit": unit, "source": str(path)} for unit, path in self.compiles],
-            "preambles": dump(self.preambles),
-            "run_time": dict(self.run_time),
-            "include_dirs": [str(d) for d in self.include_dirs],
-            "defines": list(self.defines),
-            "discovery": dump(self.discovery),
-            "metal_version": self.metal_version,
-            "std": self.std,
-            "deployment_target": self.deployment_target,
-            "flags": list(self.flags),
-            "cmake": {
-                "kind": self.kind,
-                "library": self.library,
-                "source_root": str(self.source_root),
-                "source_dir": str(self.source_dir),
-                "compiler": self.request.toolchain.metal_compiler or "",
-                "sdk": self.request.toolchain.sdk,
-                "aot_flags": joined(self.request.metal_flags),
-                "dtypes": joined(self.request.selection.dtypes),
-                "compress": "ON" if self.request.selection.compress else "",
-                "std": self.std or "",
-                "deployment_target": self.deployment_target or "",
-                "aot_sources": joined([p for _, p in self.compiles]),
-                "jit_units": joined(self.jit),
-                "jit_library": "ON" if self.jit or self.preambles else "",
-                "include_dirs": joined(self.include_dirs),
-                "defines": joined(self.defines),
-                "flags": joined(self.flags),
-                "configure_depends": joined(depends),
-            },
+            "source_root": str(self.source_root),
+            "source_dir": str(self.source_dir),
+            "compiler": self.request.toolchain.metal_compiler or "",
+            "sdk": self.request.toolchain.sdk,
+            "aot_flags": joined(self.request.metal_flags),
+            "dtypes": joined(self.request.selection.dtypes),
+            "compress": "ON" if self.request.selection.compress else "",
+            "std": self.std or "",
+            "deployment_target": self.deployment_target or "",
+            "aot_sources": joined([c.source for c in self.compiles]),
+            "jit_units": joined(self.jit),
+            "jit_library": "ON" if self.jit or self.preambles else "",
+            "include_dirs": joined(self.include_dirs),
+            "defines": joined(self.defines),
+            "flags": joined(self.flags),
+            "configure_depends": joined(depends),
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str = "plan.json") -> BuildPlan:
-        """The plan :meth:`to_json` wrote, typed and checked: UsageError (exit 2) naming
-        ``where`` when it is not one (another schema, a missing or mistyped field)."""
-        if data.get("schema") != PLAN_SCHEMA:
-            raise UsageError(
-                f"{where}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
-            )
-        try:
-            plan = load(_PlanFile, data)
-            request = BuildRequest.from_json(data["request"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"{where}: not a usable build plan: {exc}") from None
-        return cls(
-            request=request,
-            kind=plan.kind,
-            source_dir=Path(plan.source_dir),
-            config=Path(plan.config) if plan.config is not None else None,
-            library=plan.library,
-            units=plan.units,
-            include_dirs=tuple(Path(d) for d in plan.include_dirs),
-            defines=plan.defines,
-            discovery=plan.discovery,
-            metal_version=plan.metal_version,
-            std=plan.std,
-            deployment_target=plan.deployment_target,
-            flags=plan.flags,
-            compiles=tuple((c.unit, Path(c.source)) for c in plan.compile),
-            preambles=plan.preambles,
-            run_time=dict(plan.run_time),
-        )
-
-    @classmethod
     def read(cls, path: Path) -> BuildPlan:
-        """A plan file written by :func:`write_plan` (UsageError when unreadable)."""
+        """A plan file written by ``plan.write_plan``, typed and checked: UsageError (exit 2)
+        naming ``path`` when it is not one (another schema, a missing or mistyped field)."""
         data = read_json(path, "build plan")
         if not isinstance(data, dict):
             raise UsageError(f"{path}: not a usable build plan: not a JSON object")
-        return cls.from_json(data, str(path))
+        if data.get("schema") != PLAN_SCHEMA:
+            raise UsageError(
+                f"{path}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
+            )
+        try:  # the request in its one JSON form, a plain CMake run's too (BuildRequest.to_json)
+            return load(cls, {**data, "request": dump(BuildRequest.from_json(data["request"]))})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{path}: not a usable build plan: {exc}") from None
 
 
 def plan_text(plan: BuildPlan) -> str:
-    """The bytes of ``plan.json`` (deterministic: compare it to tell whether a plan changed)."""
-    return json.dumps(plan.to_json(), indent=1) + "\n"
+    """The bytes of ``plan.json`` (deterministic: compare it to tell whether a plan changed):
+    the plan, and the ``cmake`` lists made from it."""
+    document = {"schema": PLAN_SCHEMA, **dump(plan), "cmake": plan.cmake_lists()}
+    document["request"] = plan.request.to_json()
+    return json.dumps(document, indent=1) + "\n"

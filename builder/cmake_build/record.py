@@ -1,9 +1,9 @@
 """``python -m builder.cmake_build.record``: write a build's manifest.json once its outputs exist.
 
-CMake runs this as the last step of a build (after the metallib and the host library). It finds
-the kernels of every unit of the plan and hands everything to ``builder.records.manifest``, the
-module
-that writes the file:
+CMake runs this as the last step of a build (after the metallib and the host library), with
+what only CMake knows on its command line (:func:`configured`). It finds the kernels of every
+unit of the plan and hands everything to ``builder.records.manifest``, the module that writes
+the file:
 
 * a catalog tree: each family's host names from the catalog (the same expansion that generated
   its sources); a JIT unit's as the JIT generator recorded them;
@@ -18,13 +18,12 @@ Standard library and ``builder`` only (it runs in pip's isolated build environme
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from builder.cmake_build.plan_model import DISCOVERY_CACHE, BuildPlan
-from builder.errors import BuilderError
+from builder.errors import BuilderError, step_exit
 from builder.files.reading import read_json
 
 __all__ = ["main", "plan_options", "unit_kernels"]
@@ -72,14 +71,13 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
     discovered tree the run-time sources' interface, from the options or metallib.toml) and
     what every compile gets (its flags, in order, the standard, the SDK, compression)."""
     selection = plan.request.selection
-    run_time = plan.run_time
     interface = (
         {
-            "METALLIB_JIT_NAMESPACE": run_time["namespace"],
-            "METALLIB_JIT_API": run_time["api"],
-            "METALLIB_JIT_LOOKUP": run_time["lookup"],
+            "METALLIB_JIT_NAMESPACE": plan.jit_namespace,
+            "METALLIB_JIT_API": plan.jit_api,
+            "METALLIB_JIT_LOOKUP": plan.jit_lookup,
         }
-        if run_time
+        if plan.kind == "discovered"
         else {}
     )
     return {
@@ -98,8 +96,23 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
     }
 
 
-def _load(path: Path | None) -> dict[str, Any] | None:
-    return read_json(path, "the build's record") if path else None
+def configured(args: argparse.Namespace) -> dict[str, Any]:
+    """What CMake resolved at configure time, as its command line states it (Ninja runs the
+    step again when that changes): the generator, the deployment target the compiles got, the
+    Metal toolchain (None without AOT units), the host compiler and each source's ``.air``."""
+    toolchain = None
+    if args.compiler is not None:
+        toolchain = {"compiler": args.compiler, "compiler_version": args.compiler_version}
+        if args.via:
+            toolchain["via"] = args.via
+        toolchain["launcher"] = ";".join(args.launcher)  # CMake's list, as it was given
+    return {
+        "generator": args.generator,
+        "options": {"METALLIB_DEPLOYMENT_TARGET": args.deployment_target},
+        "toolchain": toolchain,
+        "host_compiler": args.host_compiler,
+        "objects": dict(args.object),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -109,38 +122,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--build-dir", type=Path, required=True)
     parser.add_argument("--plan", type=Path, required=True)
-    parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--metallib")
     parser.add_argument("--embed", type=Path)
     parser.add_argument("--host-library")
+    parser.add_argument("--generator", default="metallib-builder")
+    parser.add_argument("--deployment-target", default="")
+    parser.add_argument("--compiler")
+    parser.add_argument("--compiler-version", default="")
+    parser.add_argument("--via")
+    parser.add_argument("--launcher", action="append", default=[])
+    parser.add_argument("--host-compiler")
+    parser.add_argument("--object", nargs=2, action="append", default=[])
     args = parser.parse_args(argv)
-    from builder.records.manifest import build_manifest, write_manifest
+    return step_exit(lambda: _record(args), OSError, ValueError)
 
-    try:
-        plan = BuildPlan.read(args.plan)
-        embed = _load(args.embed)
-        compiled: dict[str, list[str]] = {}
-        for unit, source in plan.compiles:
-            compiled.setdefault(unit, []).append(str(source))
-        manifest = build_manifest(
-            args.build_dir.resolve(),
-            _load(args.config) or {},
-            tree={"kind": plan.kind, "library": plan.library},
-            units=plan.units,
-            compiled=compiled,
-            options=plan_options(plan),
-            kernels=unit_kernels(plan, embed, args.plan.parent / DISCOVERY_CACHE),
-            metallib=args.metallib,
-            embed=embed,
-            embed_dir=args.embed.parent if args.embed else None,
-            host_library=args.host_library,
-        )
-        write_manifest(args.out, manifest)
-    except (BuilderError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+def _record(args: argparse.Namespace) -> None:
+    from builder.records.manifest import Tree, build_manifest, write_manifest
+
+    plan = BuildPlan.read(args.plan)
+    embed = read_json(args.embed, "the JIT library's facts") if args.embed else None
+    compiled: dict[str, list[str]] = {}
+    for c in plan.compiles:
+        compiled.setdefault(c.unit, []).append(str(c.source))
+    manifest = build_manifest(
+        args.build_dir.resolve(),
+        configured(args),
+        tree=Tree(plan.kind, plan.library),
+        units=plan.units,
+        compiled=compiled,
+        options=plan_options(plan),
+        kernels=unit_kernels(plan, embed, args.plan.parent / DISCOVERY_CACHE),
+        metallib=args.metallib,
+        embed=embed,
+        embed_dir=args.embed.parent if args.embed else None,
+        host_library=args.host_library,
+    )
+    write_manifest(args.out, manifest)
 
 
 if __name__ == "__main__":

@@ -31,26 +31,24 @@ symbol also holds the alignment padding after it). The arrays have external link
 export: both linkers make them local symbols of the library).
 
 Each preamble is written as ``embed`` writes it, in the interface the tree's metallib.toml names
-(the plan's ``run_time``: ``[build] jit-namespace``, ``jit-api``, ``jit-lookup``;
-``builder.kernels.runtime_sources``): ``const std::string& <function>()`` in ``metal_jit`` by
-default, its text stored as pieces shared where they can be; with ``cstring``
+(the plan's ``jit_namespace``, ``jit_api``, ``jit_lookup``: ``[build] jit-namespace``, ``jit-api``,
+``jit-lookup``; ``builder.kernels.runtime_sources``): ``const std::string& <function>()`` in
+``metal_jit`` by default, its text stored as pieces shared where they can be; with ``cstring``
 ``const char* <function>()``, each function's whole text one array of its own (nothing shared
-between units; in an entry file's source it is the array named after the function, in the
-shared source a literal); without lookup no ``unit_source``. embed.json says which storage
-(``storage``: ``deduplicated`` or ``separate``). Every output is rewritten only when its bytes
-change. Standard library and ``builder`` only.
-"""
+between units; in an entry file's source it is the array named after the function, in the shared
+source a literal); without lookup no ``unit_source``. embed.json says which storage (``storage``:
+``deduplicated`` or ``separate``). Every output is rewritten only when its bytes change. Standard
+library and ``builder`` only."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.cmake_build.plan_model import BuildPlan
-from builder.errors import BuilderError
+from builder.errors import BuilderError, step_exit
 from builder.files.atomic import write_if_changed
 from builder.jit.tree_preambles import UNIT_LOOKUP
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
@@ -244,11 +242,9 @@ def generate(
     from builder.jit.preamble import inline_preamble
     from builder.settings.declared import setting
 
-    settings = plan.run_time
-    namespace = namespace or str(settings.get("namespace") or DEFAULT_NAMESPACE)
-    api = str(settings.get("api") or APIS[0])
-    lookup = bool(settings.get("lookup", True))
-    setting("jit_api").read(api, "the plan's run_time api", error=BuilderError)
+    namespace = namespace or plan.jit_namespace or DEFAULT_NAMESPACE
+    api = plan.jit_api or APIS[0]
+    lookup = plan.jit_lookup is not False
     setting("jit_namespace").read(namespace, "NAMESPACE", error=BuilderError)
     include_dirs = list(plan.include_dirs)
     jit_units = [u for u in plan.units if u.mode == "jit"]
@@ -307,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jit-namespace", default=None, help="default: the plan's, else metal_jit")
     parser.add_argument("--depfile", type=Path)
     args = parser.parse_args(argv)
-    try:
+
+    def step() -> None:
         plan = BuildPlan.read(args.plan)
         facts, files = generate(plan, args.out_dir, args.jit_namespace)
         embed = args.out_dir / "embed.json"
@@ -317,10 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             deps = [args.plan.resolve(), *files, *own_modules()]
             write_depfile(args.depfile, embed.resolve(), deps)
-    except BuilderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return step_exit(step)
 
 
 if __name__ == "__main__":

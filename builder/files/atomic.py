@@ -21,7 +21,7 @@ manifest, ``variants.json``) goes through :func:`atomic_write`:
 :func:`check_not_an_input` is the one check that no command writes over what it reads
 (``report X -o X``, ``compare A B -o B``, ``slim IN -o IN``, ``variants --from L -o`` a folder
 holding L). A whole output folder is replaced by ``builder.files.output_folder``; one run at a time
-writes a build or output folder (``builder.files.locks``).
+writes a build or output folder (``builder.files.temporaries``).
 
 :func:`write_if_changed` serves generators that run on every configure or build step: rewriting
 an identical file would bump its mtime and make Ninja rebuild everything downstream.
@@ -55,17 +55,17 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
 from builder.errors import OutputError, UsageError
-from builder.files.reading import open_regular, read_text
-from builder.files.temporaries import create_temp_file, forget
+from builder.files.reading import PathArg, open_regular, read_text
+from builder.files.temporaries import create_temp_file, forget, remove_temporary
 
 __all__ = [
-    "PathArg",
     "atomic_write",
+    "cannot",
     "check_can_write",
     "check_not_an_input",
     "depfile_text",
@@ -78,10 +78,7 @@ __all__ = [
 ]
 
 
-PathArg = str | os.PathLike[str]
-
-
-def _cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
+def cannot(verb: str, path: PathArg, exc: OSError) -> OutputError:
     """The one-line error; callers raise it ``from exc`` so that --debug shows the OSError."""
     return OutputError(f"cannot {verb} {os.fspath(path)}: {exc.strerror or exc}")
 
@@ -96,7 +93,7 @@ def check_can_write(path: PathArg) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
 
 
 def _mkdirs(folder: Path) -> None:
@@ -113,7 +110,7 @@ def make_dirs(path: PathArg) -> Path:
     try:
         _mkdirs(folder)
     except OSError as exc:
-        raise _cannot("create folder", folder, exc) from exc
+        raise cannot("create folder", folder, exc) from exc
     return folder
 
 
@@ -144,7 +141,7 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
     except OSError:
         existing = None  # missing, or unreachable: creating the temporary file says why
     if existing is not None and stat.S_ISDIR(existing.st_mode):
-        raise _cannot("write", path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+        raise cannot("write", path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
     if existing is not None and not stat.S_ISREG(existing.st_mode):
         with _direct(path) as handle:
             yield handle
@@ -154,14 +151,14 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
     try:
         fd, tmp = create_temp_file(target)
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     try:
         lock = os.dup(fd)  # holds the temporary file's lock until it is renamed or removed
     except OSError as exc:
         os.close(fd)
-        _discard(tmp)
+        remove_temporary(tmp)
         forget(tmp)
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -171,10 +168,10 @@ def atomic_write(path: PathArg) -> Iterator[BinaryIO]:
             os.fchmod(fd, mode)  # created 0600
         os.replace(tmp, target)
     except OSError as exc:
-        _discard(tmp)
-        raise _cannot("write", path, exc) from exc
+        remove_temporary(tmp)
+        raise cannot("write", path, exc) from exc
     except BaseException:
-        _discard(tmp)
+        remove_temporary(tmp)
         raise
     finally:
         forget(tmp)
@@ -187,12 +184,12 @@ def _direct(path: PathArg) -> Iterator[BinaryIO]:
     try:
         handle = open(path, "wb")  # noqa: SIM115 - closed below, errors mapped
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     try:
         with handle:
             yield handle
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
 
 
 def _keep_owner(fd: int, existing: os.stat_result) -> None:
@@ -202,17 +199,8 @@ def _keep_owner(fd: int, existing: os.stat_result) -> None:
     now = os.fstat(fd)
     if (now.st_uid, now.st_gid) == (existing.st_uid, existing.st_gid):
         return
-    try:
+    with suppress(OSError):
         os.fchown(fd, existing.st_uid, existing.st_gid)
-    except OSError:
-        pass
-
-
-def _discard(tmp: Path) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass  # already gone, or the file system went read-only: nothing more to do
 
 
 def write_atomic(path: PathArg, data: bytes | str) -> None:
@@ -235,7 +223,7 @@ def write_if_changed(path: PathArg, data: bytes | str) -> bool:
     try:
         _mkdirs(Path(os.path.realpath(path)).parent)
     except OSError as exc:
-        raise _cannot("write", path, exc) from exc
+        raise cannot("write", path, exc) from exc
     write_atomic(path, raw)
     return True
 

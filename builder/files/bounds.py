@@ -59,6 +59,7 @@ __all__ = [
     "Bound",
     "brief",
     "byte_count",
+    "json_int",
     "parse_json",
     "parse_size",
 ]
@@ -159,7 +160,7 @@ class Bound:
 MAX_EXTRACT = Bound("METALLIB_BUILDER_MAX_EXTRACT", 1024**3, "extracting the wheel")
 CACHE_MAX = Bound("METALLIB_BUILDER_CACHE_MAX", 10 * 1024**3, "the cache")
 """Not a refusal: past it, the least recently used wheels and extracted members are removed
-(``builder.inputs.member_records``). The issue's trial grew the cache to 4.3 GB."""
+(``builder.inputs.wheel_cache``). The issue's trial grew the cache to 4.3 GB."""
 MAX_JSON = Bound("METALLIB_BUILDER_MAX_JSON", 256 * 1024**2, "the JSON file")
 MAX_JSON_OBJECTS = Bound(
     "METALLIB_BUILDER_MAX_JSON_OBJECTS", 500_000, "the count of JSON objects", "objects"
@@ -189,6 +190,12 @@ def _seconds(text: str) -> int:
     :data:`LARGEST_SECONDS`."""
     value = float(text)
     return round(value) if math.isfinite(value) and value <= LARGEST_SECONDS else 0
+
+
+def json_int(value: Any) -> int | None:
+    """``value`` when it is an integer (JSON's ``true`` is not one, though Python's ``bool`` is an
+    ``int``), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def byte_count(value: Any, field: str) -> int:

@@ -45,8 +45,8 @@ T = TypeVar("T")
 
 Omit = Literal["never", "none", "empty", "default", "always"]
 """When a field's key is left out of the JSON: never; when it is None; when it is None or an
-empty list, tuple, dict or string; when it equals its default; always (a field of the model that
-is no part of its document; still read when present)."""
+empty list, tuple, dict or string; when it equals its default; always (a value the model holds
+in memory that its document does not carry, such as a generated text written to its own file)."""
 
 _META = "dataclass_json"
 
@@ -302,6 +302,8 @@ def _dataclass_reader(cls: type) -> Reader:
     hints = typing.get_type_hints(cls)
     plan: list[tuple[str | None, str, Reader, Callable[[Any, str], Any] | None, bool]] = []
     for f, meta in _fields(cls):
+        if meta.omit == "always":  # never written, so never read either
+            continue
         required = f.init and f.default is dataclasses.MISSING
         required = required and f.default_factory is dataclasses.MISSING
         # a derived field is checked when present, then left to the model to recompute

@@ -15,7 +15,7 @@ the same ``<hex>``. The next run that writes OUT, holding OUT's lock, finishes t
 anything else (the ``.tmp`` holding the new result becomes OUT; were it gone, the ``.old`` goes
 back), then removes every other temporary left for OUT. A failure or a signal before the swap
 removes the new folder and leaves OUT as it was. The whole run holds ``.OUT.lock``
-(``builder.files.locks``), so two runs never write the same OUT at once.
+(``builder.files.temporaries``), so two runs never write the same OUT at once.
 
 OUT must be missing, empty, or hold ``marker`` (the file an earlier run of the same command
 wrote): replacing a folder as a whole must never take away files the user put there.
@@ -25,20 +25,21 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from builder.errors import BuilderError, OutputError, UsageError
-from builder.files.atomic import PathArg, make_dirs
-from builder.files.locks import exclusive_lock
+from builder.errors import BuilderError, UsageError
+from builder.files.atomic import cannot, make_dirs
+from builder.files.reading import PathArg
 from builder.files.temporaries import (
+    exclusive_lock,
     forget,
     register,
     remove_stale,
+    remove_temporary,
     signals_deferred,
     temp_path,
 )
@@ -83,15 +84,6 @@ def lock_path(folder: Path) -> Path:
     return folder.parent / f".{folder.name}.lock"
 
 
-def _remove_tree(path: Path) -> None:
-    """Remove a temporary folder of ours (never through a symbolic link)."""
-    try:
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path)
-    except OSError:
-        pass  # the next run that writes this output tries again
-
-
 def _recover(target: Path) -> None:
     """Finish (or undo) a swap a killed run left half done, then remove every other temporary
     folder left for ``target``. Call only holding ``target``'s lock."""
@@ -103,7 +95,7 @@ def _recover(target: Path) -> None:
         os.rename(settled, target)
         left.remove(settled)
     for path in left:
-        _remove_tree(path)
+        remove_temporary(path, folder=True)
 
 
 def _check_replaceable(folder: PathArg, target: Path, marker: str) -> None:
@@ -128,7 +120,7 @@ def _swap(staged: Path, target: Path) -> None:
         forget(staged)
         return
     if exchange_paths(staged, target):
-        _remove_tree(staged)  # it holds the old content now
+        remove_temporary(staged, folder=True)  # it holds the old content now
         forget(staged)
         return
     old = staged.with_name(staged.name[: -len("tmp")] + "old")
@@ -142,7 +134,7 @@ def _swap(staged: Path, target: Path) -> None:
             forget(old)
             raise
         forget(staged)
-    _remove_tree(old)
+    remove_temporary(old, folder=True)
     forget(old)
 
 
@@ -154,10 +146,6 @@ def _keep_mode(staged: Path, target: Path) -> None:
     except FileNotFoundError:
         return
     os.chmod(staged, mode)
-
-
-def _failed(folder: PathArg, exc: OSError) -> OutputError:
-    return OutputError(f"cannot write {os.fspath(folder)}: {exc.strerror or exc}")
 
 
 @contextmanager
@@ -189,16 +177,16 @@ def replaced_folder(
                 os.mkdir(staged)
                 register(staged, folder=True)
         except OSError as exc:
-            raise _failed(folder, exc) from exc
+            raise cannot("write", folder, exc) from exc
         try:
             yield staged
             try:
                 _keep_mode(staged, target)
                 _swap(staged, target)
             except OSError as exc:
-                raise _failed(folder, exc) from exc
+                raise cannot("write", folder, exc) from exc
         except BuilderError as exc:
-            _remove_tree(staged)
+            remove_temporary(staged, folder=True)
             forget(staged)
             # Name the files where the user will look for them, not in the removed folder.
             if exc.args and isinstance(exc.args[0], str):
@@ -208,6 +196,6 @@ def replaced_folder(
                 )
             raise
         except BaseException:
-            _remove_tree(staged)
+            remove_temporary(staged, folder=True)
             forget(staged)
             raise

@@ -1,9 +1,10 @@
-"""Temporary files and folders beside an output, and removing them when a run ends early.
+"""What a run holds while it writes an output, and removing it when the run ends early:
+temporary files and folders beside the output, and the lock of a build or output folder.
 
 An output ``NAME`` is prepared as ``.NAME.<12 hex digits>.tmp`` in the same folder (a file for
 ``builder.files.atomic.atomic_write``, a folder for
-``builder.files.output_folder.replaced_folder``), then
-renamed into place. A name of exactly that form is taken as ours; nothing else is ever removed.
+``builder.files.output_folder.replaced_folder``), then renamed into place. A name of exactly that
+form is taken as ours; nothing else is ever removed.
 
 A run that ends early leaves no temporary behind:
 
@@ -16,7 +17,18 @@ A run that ends early leaves no temporary behind:
   temporary *file* is removed only when no process holds the ``flock`` its writer takes on it for
   its whole life (:func:`create_temp_file`; the kernel drops it when the writer dies, however it
   dies). A temporary *folder* is made and removed only by a run that holds its output's lock
-  (``builder.files.locks``), so any other one it finds is left from a dead run.
+  (:func:`exclusive_lock`), so any other one it finds is left from a dead run.
+
+One run at a time per output (:func:`exclusive_lock`, an exclusive ``flock`` on a lock file):
+``build`` and ``variants`` lock their build folder (``BUILD/.metallib-builder.lock``) and
+``variants --from`` its output folder (``.OUT.lock`` beside OUT): two runs writing the same place
+at once would mix their results (one's settings, the other's numbers). The second run waits, and
+says so on stderr, or with ``wait=False`` (``--no-wait``) stops at once: exit 2, one line. The
+kernel releases a ``flock`` when its holder exits, however it exits, so a lock is never left
+behind by a dead run. The holder writes its process id into the file, for the message another run
+shows, and removes the file when it lets go (registered like a temporary, so on SIGTERM and SIGHUP
+too; after kill -9 the next run does); a run that was waiting on the removed file then finds it
+gone (or replaced) and locks the path anew, so two runs never both hold it.
 """
 
 from __future__ import annotations
@@ -28,21 +40,26 @@ import re
 import shutil
 import signal
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 
+from builder.errors import OutputError, UsageError
+
 __all__ = [
     "create_temp_file",
+    "exclusive_lock",
     "forget",
     "install_signal_cleanup",
     "is_temp_name",
     "register",
     "remove_stale",
+    "remove_temporary",
     "signals_deferred",
     "temp_path",
 ]
+
 
 _TOKEN_BYTES = 6
 _FLAGS = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
@@ -81,22 +98,22 @@ def forget(path: Path) -> None:
     _registered.pop(os.fspath(path), None)
 
 
-def _remove(path: str, folder: bool) -> None:
-    try:
-        if folder:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                shutil.rmtree(path, ignore_errors=True)
-        else:
+def remove_temporary(path: str | os.PathLike[str], *, folder: bool = False) -> None:
+    """Remove a temporary of ours: a file, or a folder whole (never through a symbolic link).
+    Best effort: what is gone already (renamed into place) or cannot be removed is left, and the
+    next run that writes the same output tries again."""
+    with suppress(OSError):
+        if not folder:
             os.unlink(path)
-    except OSError:
-        pass  # gone already (renamed into place), or cannot be: nothing more to do
+        elif stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _die(signum: int) -> None:
     """Remove the registered temporaries (the newest first: files inside a folder before it),
     then die of ``signum`` with its default action, as if no handler had been set."""
     for path, folder in reversed(list(_registered.items())):
-        _remove(path, folder)
+        remove_temporary(path, folder=folder)
     _registered.clear()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
@@ -218,3 +235,96 @@ def remove_stale(target: Path, *, folders: bool = False) -> list[Path]:
         elif name.endswith(".tmp"):  # (only a folder is ever moved aside as .old)
             _remove_dead_file(path)
     return left
+
+
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _holder(fd: int) -> str:
+    """`` (pid N)`` from the lock file, or nothing when it holds no process id yet."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """True when ``path`` still names the file open on ``fd`` (its holder did not remove it)."""
+    try:
+        now, held = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _open(path: Path, what: str) -> int | None:
+    """The lock file open; None when its holder removed it meanwhile (open it again)."""
+    try:
+        fd = os.open(path, _LOCK_FLAGS, 0o666)
+    except OSError as exc:
+        raise OutputError(f"cannot lock {what}: {path}: {exc.strerror or exc}") from exc
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+        return fd
+    os.close(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:
+        return None
+    # A link or another kind of file: writing a process id into it would write elsewhere.
+    raise OutputError(f"cannot lock {what}: {path} is not a plain lock file; remove it")
+
+
+def _acquire(path: Path, what: str, wait: bool, on_wait: Callable[[str], None] | None) -> int:
+    told = False
+    while True:
+        fd = _open(path, what)
+        if fd is None:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(fd)
+                if not wait:
+                    raise UsageError(
+                        f"{what} is in use by another metallib-builder run{holder}; "
+                        "run again when it has finished (without --no-wait this run waits)"
+                    ) from None
+                if on_wait is not None and not told:
+                    on_wait(
+                        f"waiting for another metallib-builder run{holder} to finish with "
+                        f"{what} ..."
+                    )
+                    told = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                raise OutputError(f"cannot lock {what}: {path}: {exc.strerror or exc}") from exc
+            if _still_at(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the holder removed it as it let go: lock the path anew
+
+
+@contextmanager
+def exclusive_lock(
+    path: Path, *, what: str, wait: bool = True, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Hold lock file ``path`` (created if needed) for the block; ``what`` names the locked
+    place in messages. While another process holds it: wait, after calling ``on_wait`` once
+    with a line to show, or with ``wait=False`` raise ``UsageError`` (exit 2). ``OutputError``
+    when the lock file cannot be created."""
+    fd = _acquire(path, what, wait, on_wait)
+    register(path)  # SIGTERM, SIGHUP: removed like a temporary file (the lock is ours)
+    try:
+        with suppress(OSError):  # the process id only improves another run's message
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        forget(path)
+        with suppress(OSError):  # a folder gone read-only: the file stays, unlocked, and is reused
+            if _still_at(fd, path):
+                os.unlink(path)
+        os.close(fd)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from builder.files.bounds import json_int
 from builder.metallib.binary_sections import Place, identities, is_ordinal
 
 __all__ = ["Named", "forms", "legacy_names", "split_name"]
@@ -101,5 +102,4 @@ def legacy_names(docs: Sequence[Any]) -> list[Named | None]:
 
 def _ordinal(src: dict[str, Any]) -> int | None:
     place = src.get("embedded")
-    number = place.get("ordinal") if isinstance(place, dict) else None
-    return number if isinstance(number, int) and not isinstance(number, bool) else None
+    return json_int(place.get("ordinal")) if isinstance(place, dict) else None

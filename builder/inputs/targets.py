@@ -33,6 +33,7 @@ __all__ = [
     "build_library",
     "common_root",
     "fetch_spec",
+    "library_label",
     "no_metallib",
     "one_metallib",
     "open_library",
@@ -67,10 +68,26 @@ class Library:
     """A library inside a binary: its number there in file order, from 1 (``#N``)."""
 
     @property
+    def label(self) -> str:
+        """How tables and messages name it (:func:`library_label`)."""
+        return library_label(self.target, self.kind, self.member, self.identity)
+
+    @property
     def named(self) -> Named:
         """Its name (``builder.inputs.member_names``): the member, else the file's name."""
         name = self.member or (self.path.name if self.path else self.target)
         return Named(name, self.identity, self.ordinal)
+
+
+def library_label(target: str, kind: str, member: str | None, identity: str | None) -> str:
+    """A library's short name: the target, plus the member when there are several:
+    ``TARGET#IDENTITY`` inside a binary given itself, ``TARGET:MEMBER`` inside a wheel or
+    build. The one spelling of ``list``, ``verify`` and every report (``Source.label``)."""
+    if not member:
+        return target
+    if kind == "binary" and identity is not None:
+        return f"{target}#{identity}"
+    return f"{target}:{member}"
 
 
 def open_library(lib: Library) -> Metallib:
@@ -86,7 +103,7 @@ def resolve_target(
     *,
     platform: str | None = None,
     progress: Progress | None = None,
-    host_libraries: bool = False,
+    host_libraries: bool | str = False,
     member: str | None = None,
     absent_ok: bool = False,
 ) -> list[Library]:
@@ -98,7 +115,9 @@ def resolve_target(
     wheel's binary member that holds none when ``member`` names it (its path in the wheel).
     ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
     ``absent_ok`` a target that holds no library of that name gives none instead of an error
-    (``compare``: a library on one side only is an added or a removed one)."""
+    (``compare``: a library on one side only is an added or a removed one). ``host_libraries=
+    "every"`` (``sources``): every binary member of a wheel is a host library, whatever its
+    kind and whether it holds a metallib, and a wheel holding none is no error."""
     found = _resolve(text, platform, progress, host_libraries, member)
     if member is None:
         return found
@@ -111,7 +130,7 @@ def _resolve(
     text: str,
     platform: str | None,
     progress: Progress | None,
-    hosts: bool,
+    hosts: bool | str,
     member: str | None,
 ) -> list[Library]:
     path = Path(text)
@@ -260,13 +279,18 @@ def _starts_with_magic(path: Path) -> bool:
         return True  # the reader says what is wrong with the file
 
 
-def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
-    """The error for a binary that holds no metallib (``sources``: and, measured as a host
-    library, no run-time source either), naming what the file is."""
+def _kind(path: Path) -> str | None:
+    """What the file is by its first bytes (``builder.metallib.binary_sections.file_kind``)."""
     from builder.metallib.binary_sections import file_kind
 
     with open_regular(path, "the target") as handle:
-        what = file_kind(handle.read(8)) or "a file of no kind this tool knows"
+        return file_kind(handle.read(8))
+
+
+def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
+    """The error for a binary that holds no metallib (``sources``: and, measured as a host
+    library, no run-time source either), naming what the file is."""
+    what = _kind(path) or "a file of no kind this tool knows"
     also = " nor run-time source (no function returning a source text)" if sources else ""
     return UsageError(
         f"{text}: {what} that holds no metallib (no MTLB header that parses whole){also}; "
@@ -275,7 +299,13 @@ def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
 
 
 def _from_binary(
-    text: str, path: Path, name: str, kind: str, wheel: str | None = None, *, hosts: bool = False
+    text: str,
+    path: Path,
+    name: str,
+    kind: str,
+    wheel: str | None = None,
+    *,
+    hosts: bool | str = False,
 ) -> list[Library]:
     """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
     (``builder.inputs.member_names``); with ``hosts``, a Mach-O one that holds none is a host
@@ -288,7 +318,7 @@ def _from_binary(
     except MetallibError as exc:
         raise UsageError(str(exc)) from None
     if not found and wheel is None:
-        if hosts and _is_macho(path):
+        if hosts and "Mach-O" in (_kind(path) or ""):
             return [Library(text, "host library", None, host=path)]
         raise no_metallib(text, path)
     return [
@@ -307,22 +337,16 @@ def _from_binary(
     ]
 
 
-def _is_macho(path: Path) -> bool:
-    from builder.metallib.binary_sections import file_kind
-
-    with open_regular(path, "the target") as handle:
-        return "Mach-O" in (file_kind(handle.read(8)) or "")
-
-
 def _from_wheel(
     text: str,
     wheel: Path,
     paths: list[Path],
     kind: str = "wheel",
-    host: tuple[str | None, bool] = (None, False),
+    host: tuple[str | None, bool | str] = (None, False),
 ) -> list[Library]:
     """The wheel's libraries; ``host`` (a member path, and whether a host library may be
-    measured): that binary member when it holds no metallib, as a binary given itself is."""
+    measured): that binary member when it holds no metallib, as a binary given itself is
+    (``"every"``: each binary member)."""
     root = common_root(paths) if paths else wheel.parent
     names = [p.relative_to(root).as_posix() for p in paths]
     chosen = _named_file(names, host[0])
@@ -331,13 +355,16 @@ def _from_wheel(
         if p.suffix == ".metallib":
             found.append(Library(text, kind, p, wheel=str(wheel), member=name))
             continue
+        if host[1] == "every":  # read for what it returns, not searched for metallibs
+            found.append(Library(text, kind, None, wheel=str(wheel), member=name, host=p))
+            continue
         inside = _from_binary(text, p, name, kind, wheel=str(wheel))
         if not inside and name == chosen:  # the member named: a binary holding no metallib
-            if host[1] and _is_macho(p):
+            if host[1] and "Mach-O" in (_kind(p) or ""):
                 return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
             raise no_metallib(f"{text}:{name}", p)
         found += inside
-    if not found:
+    if not found and host[1] != "every":
         raise UsageError(
             f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
             "none inside its binaries)"

@@ -1,4 +1,4 @@
-"""The wheel cache's folder, its errors, stale temp-file cleanup and wheel content digests.
+"""The wheel cache: its folder and errors, the records of what it holds, and its bounds.
 
 Layout under ``$METALLIB_BUILDER_CACHE`` (default ``$XDG_CACHE_HOME/metallib-builder``)::
 
@@ -7,14 +7,28 @@ Layout under ``$METALLIB_BUILDER_CACHE`` (default ``$XDG_CACHE_HOME/metallib-bui
         .members.json                        each member's SHA-256 and file stamp when written
     digests/<hash of the wheel's path>.json  a wheel's SHA-256 with its size, times, inode
 
-A record's mtime is when its entry was last used: the least recently used entries go first when
-the cache passes ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.member_records``). Extracted
-members are checked against their record on every reuse (``builder.inputs.member_records``).
+A wheel's folder of members is reused on every later run, and anyone with access to the cache can
+write to it: trusting a cached file because its size matched let a member edited in place
+(``gemm`` renamed ``EVIL``) be reported and verified as the wheel's. So extraction records the
+SHA-256 of the bytes it wrote (hashed while copying) and the file's stamp (``file_stamp``). On
+reuse (``MemberRecords.changed``): the stamp unchanged, the file is the one written (no process
+can set a ctime back), for one ``stat`` where hashing torch's 386 MB dylib costs 0.33 s of CPU;
+the stamp changed (a copied or restored cache, a ``touch``), the file is hashed again, and the
+same SHA-256 keeps it; no record, or another SHA-256, and it is extracted again from the wheel,
+with a notice naming it.
 
-Temporary files (``.extract-*``, ``.download-*``, ``.record-*``) are removed on every failure,
-Ctrl-C included; only a killed process leaves them behind. The first cache use in each process
-deletes those older than ``STALE_AFTER_S`` (an hour: far longer than any extraction or download
-in flight, so a concurrent run is never disturbed).
+A record's mtime is when its entry was last used. The cache grew without bound (4.3 GB in one
+trial of the issue's), so after each extraction ``prune_cache`` removes the least recently used
+entries (a wheel's folder of members; a downloaded wheel with its digest record) until the cache
+is under ``METALLIB_BUILDER_CACHE_MAX``. The entries of the run itself are never removed, even
+when they alone pass the bound; an entry removed is fetched or extracted again when next needed.
+Records, the choice records in ``wheels/.resolved`` and temporary files are not counted, and
+other folders under the cache root are not ours.
+
+Temporary files (``.extract-*``, ``.download-*``) are removed on every failure, Ctrl-C included;
+only a killed process leaves them behind. The first cache use in each process deletes those
+older than ``STALE_AFTER_S`` (an hour: far longer than any extraction or download in flight, so
+a concurrent run is never disturbed).
 """
 
 from __future__ import annotations
@@ -26,17 +40,23 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
 from typing import IO
 
-from builder.errors import UsageError
+from builder.errors import OutputError, UsageError
+from builder.files.atomic import make_dirs, write_atomic
+from builder.files.bounds import CACHE_MAX
 from builder.files.reading import read_json
 
 __all__ = [
+    "RECORD_NAME",
     "STALE_AFTER_S",
+    "CacheEntry",
     "CacheWriteError",
     "CorruptWheelError",
     "DownloadError",
@@ -44,8 +64,10 @@ __all__ = [
     "UnusableWheelError",
     "WheelError",
     "cache_dir",
+    "cache_entries",
     "file_stamp",
     "is_sha256",
+    "prune_cache",
     "save_record",
     "sha256_of",
     "sweep_stale",
@@ -53,9 +75,10 @@ __all__ = [
     "wheel_digest",
 ]
 
+
 STALE_AFTER_S = 3600.0
 CHUNK = 1 << 20
-_TEMP_PREFIXES = (".extract-", ".download-", ".record-")
+_TEMP_PREFIXES = (".extract-", ".download-", ".record-")  # .record-: records of earlier versions
 
 
 class WheelError(UsageError):
@@ -116,10 +139,8 @@ def make_dir(path: Path) -> None:
 
 def unlink_quietly(path: str | Path) -> None:
     """Remove a file we created; if that fails too, the sweep gets it later."""
-    try:
+    with suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 _swept: set[str] = set()
@@ -142,9 +163,10 @@ def sweep_stale(cache: Path, max_age_s: float = STALE_AFTER_S) -> list[Path]:
     """
     cutoff = time.time() - max_age_s
     removed = []
-    # Only the tool's own folders: the cache root may be a folder holding other things too.
-    walks = [os.walk(cache / "metallibs"), _top(cache / "wheels"), _top(cache / "digests")]
-    for folder, dirs, files in (entry for walk in walks for entry in walk):
+    # Only the tool's own folders (the cache root may hold other things too); in wheels/ and
+    # digests/ only their own entries.
+    tops = [islice(os.walk(cache / name), 1) for name in ("wheels", "digests")]
+    for folder, dirs, files in chain(os.walk(cache / "metallibs"), *tops):
         for name in [*dirs, *files]:
             if not name.startswith(_TEMP_PREFIXES):
                 continue
@@ -154,22 +176,12 @@ def sweep_stale(cache: Path, max_age_s: float = STALE_AFTER_S) -> list[Path]:
                 inner = [Path(d, f).lstat().st_mtime for d, _, fs in os.walk(path) for f in fs]
                 if max([info.st_mtime, *inner]) >= cutoff:
                     continue
-                if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
+                _delete(path)
             except OSError:
                 continue  # gone already, or not ours to delete: never fatal
             removed.append(path)
         dirs[:] = [d for d in dirs if not d.startswith(_TEMP_PREFIXES)]
     return removed
-
-
-def _top(folder: Path) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk`` of ``folder`` without descending."""
-    for entry in os.walk(folder):
-        yield entry
-        return
 
 
 def record_path(cache: Path, wheel: Path) -> Path:
@@ -196,9 +208,7 @@ def wheel_digest(cache: Path, wheel: Path, handle: IO[bytes]) -> str:
         and all(saved.get(k) == v for k, v in stamp.items())
         and is_sha256(saved.get("sha256"))
     ):
-        touch(
-            record
-        )  # the wheel's last use, for the cache's size limit (member_records.prune_cache)
+        touch(record)  # the wheel's last use, for the cache's size bound (prune_cache)
         return str(saved["sha256"])
     try:
         handle.seek(0)
@@ -238,24 +248,120 @@ def sha256_of(handle: IO[bytes]) -> str:
 def touch(path: Path) -> None:
     """Set ``path``'s mtime to now: a record's mtime is when its entry was last used. Best
     effort (a read-only cache is still usable)."""
-    try:
+    with suppress(OSError):
         os.utime(path)
-    except OSError:
-        pass
 
 
 def save_record(record: Path, data: dict[str, object]) -> None:
-    """Write a cache record (JSON) atomically; best effort: a record only saves work."""
-    tmp: str | None = None
+    """Write a cache record (JSON) atomically (``files.atomic.write_atomic``); best effort: the
+    record only saves a re-hash, and a cache that cannot take it fails at extraction."""
+    with suppress(OutputError):
+        make_dirs(record.parent)
+        write_atomic(record, json.dumps(data))
+
+
+RECORD_NAME = ".members.json"
+"""The file name of a wheel folder's member record (``wheel_extract.MemberRecords``; no wheel
+member is extracted under a name that does not end as a library: ``holds_metallibs``)."""
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One removable part of the cache: its path, bytes, and when it was last used."""
+
+    path: Path
+    size: int
+    used: float
+    """Seconds since the epoch (a record's mtime)."""
+    record: Path | None = None
+    """A wheel's digest record, removed with it."""
+
+
+def cache_entries(cache: Path) -> list[CacheEntry]:
+    """Every wheel folder and downloaded wheel in ``cache``, with its size and last use."""
+    entries: list[CacheEntry] = []
+    for folder in _listing(cache / "metallibs"):
+        if folder.name.startswith(_TEMP_PREFIXES) or not folder.is_dir() or folder.is_symlink():
+            continue
+        size, newest = 0, 0.0
+        for here, _, files in os.walk(folder):
+            for name in files:
+                try:
+                    st = os.lstat(os.path.join(here, name))
+                except OSError:
+                    continue
+                size += st.st_size
+                newest = max(newest, st.st_mtime)
+        used = _mtime(folder / RECORD_NAME)
+        entries.append(CacheEntry(folder, size, newest if used is None else used))
+    for wheel in _listing(cache / "wheels"):
+        if wheel.suffix != ".whl" or wheel.name.startswith(_TEMP_PREFIXES):
+            continue
+        try:
+            st = os.lstat(wheel)
+        except OSError:
+            continue
+        record = record_path(cache, wheel)
+        used = _mtime(record)
+        entries.append(CacheEntry(wheel, st.st_size, st.st_mtime if used is None else used, record))
+    return entries
+
+
+def prune_cache(cache: Path, keep: Iterable[Path], notice: Callable[[str], None]) -> list[Path]:
+    """Remove least recently used entries of ``cache`` (never those at ``keep``) until it holds
+    at most ``METALLIB_BUILDER_CACHE_MAX`` bytes; tell ``notice`` what went. Returns it."""
+    limit = CACHE_MAX.value()
+    entries = cache_entries(cache)
+    total = sum(e.size for e in entries)
+    if total <= limit:
+        return []
+    kept = {os.path.abspath(p) for p in keep}
+    removed: list[Path] = []
+    freed = 0
+    for entry in sorted(entries, key=lambda e: e.used):
+        if total - freed <= limit:
+            break
+        if os.path.abspath(entry.path) in kept or not _remove(entry):
+            continue
+        freed += entry.size
+        removed.append(entry.path)
+    if removed:
+        notice(
+            f"removed the {len(removed)} least recently used cache entries ({freed:,} bytes) "
+            f"from {cache} to keep it under {limit:,} bytes (METALLIB_BUILDER_CACHE_MAX)"
+        )
+    return removed
+
+
+def _listing(folder: Path) -> list[Path]:
     try:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=record.parent, prefix=".record-")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(tmp, record)
-        tmp = None
+        return sorted(folder.iterdir())
     except OSError:
-        pass  # the record only saves a re-hash; a cache that cannot take it fails at extraction
-    finally:
-        if tmp is not None:
-            unlink_quietly(tmp)
+        return []
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _remove(entry: CacheEntry) -> bool:
+    """Delete ``entry`` (a folder whole, a wheel with its digest record); False if it could
+    not be (never fatal: the bound is kept on the next run)."""
+    try:
+        _delete(entry.path)
+        if entry.record is not None:
+            entry.record.unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def _delete(path: Path) -> None:
+    """Remove a file, or a folder whole (never through a symbolic link); OSError passes."""
+    if stat.S_ISDIR(path.lstat().st_mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink()

@@ -8,7 +8,8 @@ size, the bytes actually written are counted against that free space and
 ``METALLIB_BUILDER_MAX_EXTRACT`` (``builder.files.bounds``: a deflate bomb that declares its true
 size stops there), and each CRC is checked while copying. Each member must then open as a
 metallib. A failed extraction (a member that is not a metallib included) removes what it wrote
-and the wheel's digest record. Downloading is ``builder.inputs.wheels``.
+and the wheel's digest record. What each member was when written is recorded beside the members
+(``MemberRecords``; why: ``builder.inputs.wheel_cache``). Downloading is ``builder.inputs.wheels``.
 """
 
 from __future__ import annotations
@@ -21,27 +22,35 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from builder.errors import UsageError
 from builder.files.bounds import MAX_EXTRACT
-from builder.files.reading import UnreadableFile, open_regular
-from builder.inputs.member_records import MemberRecords, prune_cache
+from builder.files.reading import UnreadableFile, open_regular, read_json
 from builder.inputs.wheel_cache import (
     CHUNK,
+    RECORD_NAME,
     CacheWriteError,
     CorruptWheelError,
     UnsafeWheelError,
     UnusableWheelError,
+    file_stamp,
+    is_sha256,
     make_dir,
     prepare_cache,
+    prune_cache,
     record_path,
+    save_record,
+    sha256_of,
+    touch,
     unlink_quietly,
     wheel_digest,
     write_error,
 )
 from builder.inputs.wheel_index import check_entries, holds_metallibs
 
-__all__ = ["extract_metallibs"]
+__all__ = ["MemberRecords", "extract_metallibs"]
 
 # What reading a damaged archive can raise: zipfile's own error, a short read, a broken deflate
 # stream, an unsupported method or encryption, undecodable names, or the disk itself.
@@ -62,10 +71,9 @@ def extract_metallibs(wheel: Path, notice: Callable[[str], None] | None = None) 
 
     The folder is keyed by the wheel's SHA-256, so two different wheels with the same file name
     never share extracted files. A member already in the cache is reused only when it holds the
-    bytes recorded when it was written (``builder.inputs.member_records``); one that was altered
-    is extracted again, and ``notice`` (default: a line on stderr) is told. Then the cache is
-    kept under ``METALLIB_BUILDER_CACHE_MAX`` (``builder.inputs.member_records``). ``wheel``
-    itself is only read.
+    bytes recorded when it was written (``MemberRecords``); one that was altered is extracted
+    again, and ``notice`` (default: a line on stderr) is told. Then the cache is kept under
+    ``METALLIB_BUILDER_CACHE_MAX`` (``wheel_cache.prune_cache``). ``wheel`` is only read.
     """
     cache = prepare_cache()
     try:
@@ -122,8 +130,7 @@ def _extract_all(
         records.save()
         return targets
     make_dir(parent)
-    declared = sum(info.file_size for info, _ in todo)
-    budget = _Budget(wheel, MAX_EXTRACT.value(), _check_space(wheel, parent, declared), parent)
+    budget = _Budget(wheel, parent, sum(info.file_size for info, _ in todo))
     written: list[Path] = []
     try:
         for info, target in todo:
@@ -137,22 +144,31 @@ def _extract_all(
         for path in written:  # a wheel that fails half-way leaves nothing of itself behind
             unlink_quietly(path)
         for folder, _, _ in sorted(os.walk(root), reverse=True):  # nor empty folders
-            try:
+            with suppress(OSError):  # not empty: metallibs of an earlier, complete extraction
                 os.rmdir(folder)
-            except OSError:
-                pass  # not empty: metallibs of an earlier, complete extraction
         raise
     records.save()
     return targets
 
 
 class _Budget:
-    """Bytes one extraction may still write: the smaller of the cap and the free space found
-    before it started, counted on what is actually written (never on what members declare)."""
+    """Bytes one extraction may still write: the smaller of the cap and the free space of the
+    cache's file system before it started, counted on what is actually written (never on what
+    members declare). CacheWriteError at once when the members declare more than is free."""
 
-    def __init__(self, wheel: Path, cap: int, free: int, folder: Path) -> None:
-        self.wheel, self.cap, self.free, self.folder = wheel, cap, free, folder
-        self.left = min(cap, free)
+    def __init__(self, wheel: Path, folder: Path, declared: int) -> None:
+        self.wheel, self.cap, self.folder = wheel, MAX_EXTRACT.value(), folder
+        try:
+            self.free = shutil.disk_usage(folder).free
+        except OSError as exc:
+            raise write_error(folder, exc, "checking its free space") from None
+        if declared > self.free:
+            raise CacheWriteError(
+                f"{wheel}: its metallibs declare {_size(declared)} but the cache folder {folder} "
+                f"has only {_size(self.free)} free; free some space or point "
+                "METALLIB_BUILDER_CACHE elsewhere"
+            )
+        self.left = min(self.cap, self.free)
 
     def spend(self, n: int) -> None:
         self.left -= n
@@ -224,20 +240,6 @@ def _size(n: int) -> str:
     if n < 10**6:
         return f"{n:,} bytes"
     return f"{n / 1e6:,.1f} MB" if n < 10**9 else f"{n / 1e9:,.1f} GB"
-
-
-def _check_space(wheel: Path, folder: Path, needed: int) -> int:
-    """The free bytes of ``folder``'s file system; CacheWriteError when ``needed`` is more."""
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError as exc:
-        raise write_error(folder, exc, "checking its free space") from None
-    if needed > free:
-        raise CacheWriteError(
-            f"{wheel}: its metallibs declare {_size(needed)} but the cache folder {folder} has "
-            f"only {_size(free)} free; free some space or point METALLIB_BUILDER_CACHE elsewhere"
-        )
-    return free
 
 
 def _extract_one(
@@ -341,3 +343,66 @@ def _copy_member(
     if left:
         raise corrupt(f"it ends {left} bytes short of the {info.file_size} bytes it declares")
     return sha.hexdigest()
+
+
+class MemberRecords:
+    """The record of one wheel's extraction folder ``root``: member name -> SHA-256 and stamp."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / RECORD_NAME
+        self.entries: dict[str, dict[str, object]] = {}
+        self._dirty = False
+        try:
+            data = read_json(self.path, "the cache's member record")
+        except UsageError:  # none yet, or damaged: every member counts as unrecorded
+            return
+        members = data.get("members") if isinstance(data, dict) else None
+        if isinstance(members, dict):
+            self.entries = {
+                name: entry
+                for name, entry in members.items()
+                if isinstance(entry, dict) and is_sha256(entry.get("sha256"))
+            }
+
+    def changed(self, name: str, target: Path, size: int) -> str | None:
+        """None when ``target`` holds the bytes recorded for member ``name`` (of ``size``
+        bytes); else why it is to be extracted again: ``"missing"``, ``"unrecorded"`` or
+        ``"altered"`` (its SHA-256 is not the one recorded when it was written)."""
+        try:
+            st = os.stat(target)
+        except OSError:
+            return "missing"
+        entry = self.entries.get(name)
+        if entry is None or st.st_size != size:
+            return "unrecorded" if entry is None else "altered"
+        stamp = file_stamp(st)
+        if all(entry.get(key) == value for key, value in stamp.items()):
+            return None
+        try:
+            with open_regular(target, "the cached member") as handle:
+                digest = sha256_of(handle)
+        except (UsageError, OSError):
+            return "missing"
+        if digest != entry["sha256"]:
+            return "altered"
+        self.entries[name] = {"sha256": digest, **stamp}  # the same bytes, a new stamp
+        self._dirty = True
+        return None
+
+    def add(self, name: str, target: Path, digest: str) -> None:
+        """Record member ``name``, just written to ``target`` with SHA-256 ``digest``."""
+        try:
+            stamp = file_stamp(os.stat(target))
+        except OSError:
+            return  # gone already (a concurrent prune): it is extracted again next time
+        self.entries[name] = {"sha256": digest, **stamp}
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write the record if anything changed, else mark it used now (its mtime is the
+        folder's last use, for ``wheel_cache.prune_cache``)."""
+        if self._dirty:
+            save_record(self.path, {"members": self.entries})
+            self._dirty = False
+        else:
+            touch(self.path)

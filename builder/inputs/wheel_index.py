@@ -36,6 +36,7 @@ import struct
 import subprocess
 import sys
 import zipfile
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -147,9 +148,12 @@ def _index_url() -> str:
 
 
 def canonical_name(name: str, separator: str = "-") -> str:
-    """A project's name as the package index normalizes it (PEP 503: runs of ``-_.`` become
-    one ``-``, lower case); ``separator="_"`` as wheel file names spell it."""
-    return re.sub(r"[-_.]+", separator, name).lower()
+    """A project's name as the package index normalizes it (PEP 503, by pip's ``packaging``:
+    runs of ``-_.`` become one ``-``, lower case); ``separator="_"`` as wheel file names spell
+    it."""
+    from pip._vendor.packaging.utils import canonicalize_name
+
+    return canonicalize_name(name).replace("-", separator)
 
 
 def _files(index: str, name: str) -> list[tuple[str, str]]:
@@ -221,11 +225,9 @@ def remember_choice(folder: Path, name: str, version: str, platform: str, wheel:
     from builder.files.atomic import make_dirs, write_atomic
 
     record = _record(folder, name, version, platform)
-    try:
+    with suppress(OutputError):
         make_dirs(record.parent)
         write_atomic(record, wheel.name)
-    except OutputError:
-        pass
 
 
 def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path | None:
@@ -245,7 +247,7 @@ def cached_wheel(folder: Path, name: str, version: str, platform: str) -> Path |
             chosen = None
     if chosen is not None and chosen.parent == folder and chosen.is_file():
         return chosen
-    prefix = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
+    prefix = f"{canonical_name(name, '_')}-{version}-"
     for wheel in sorted(folder.glob("*.whl")):
         exact = wheel.name.removesuffix(".whl").split("-")[-1].split(".")
         if (

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from subprocess import DEVNULL, PIPE, STDOUT
 
@@ -75,26 +76,10 @@ def download_wheel(
     except OSError as exc:
         raise write_error(folder, exc, f"downloading {name}=={version}") from None
     with tmpdir as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--platform",
-            platform,
-            "--python-version",
-            "3.12",
-            "--disable-pip-version-check",
-            "--progress-bar",
-            "off",
-            "-d",
-            tmp,
-            f"{name}=={version}",
-        ]
-        if quiet:
-            cmd.insert(4, "-q")
+        cmd = [sys.executable, "-m", "pip", "download", *(["-q"] if quiet else [])]
+        cmd += ["--no-deps", "--only-binary=:all:", "--disable-pip-version-check"]
+        cmd += ["--platform", platform, "--python-version", "3.12", "--progress-bar", "off"]
+        cmd += ["-d", tmp, f"{name}=={version}"]
         # stdin closed: pip never waits for a password prompt; its output goes to the log only
         result = subprocess.run(
             cmd,
@@ -228,7 +213,5 @@ def metallibs_from_spec(spec: str, platform: str = DEFAULT_PLATFORM) -> list[Pat
 def _forget(wheel: Path) -> None:
     """Delete a cached wheel we downloaded, and its digest record."""
     for path in (wheel, record_path(cache_dir(), wheel)):
-        try:
+        with suppress(OSError):  # the next attempt reports whatever is wrong with the folder
             path.unlink(missing_ok=True)
-        except OSError:
-            pass  # the next attempt reports whatever is wrong with the folder

@@ -13,11 +13,10 @@ family): the build fails at that step and says why.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from builder.errors import BuilderError
+from builder.errors import step_exit
 from builder.files.reading import read_json
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
 
@@ -64,46 +63,45 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one action; 0 on success, 2 (one error line) on unusable input."""
     args = _parser().parse_args(argv)
+    return step_exit(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> None:
     from builder.jit import family_source, generate
     from builder.kernels.catalog import split_names
     from builder.records.manifest import write_embed_facts
 
-    try:
-        if args.action == "family":
-            family_source.write_family(
-                args.source_dir,
-                args.family,
-                args.out_dir,
-                split_names(args.dtypes),
-                compress=args.compress,
-                dedup=not args.no_dedup,
-                strip=args.strip_comments,
-                depfile=args.depfile,
-            )
-        elif args.action == "merge":
-            facts = [read_json(p, "the embed facts") for p in args.facts]
-            merged = family_source.merge_facts(
-                args.target, args.compress, not args.no_dedup, facts, args.strip_comments
-            )
-            write_embed_facts(args.out, merged)
-        else:
-            generate.write_embed(
-                args.headers,
-                args.include_dirs,
-                args.output,
-                args.defines,
-                args.jit_namespace,
-                strip=args.strip_comments,
-                api=args.jit_api,
-                lookup=not args.no_jit_lookup,
-                depfile=args.depfile,
-                allow_outside_includes=args.allow_outside_includes,
-                named=generate.named_preambles(args.preambles),
-            )
-    except BuilderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    if args.action == "family":
+        family_source.write_family(
+            args.source_dir,
+            args.family,
+            args.out_dir,
+            split_names(args.dtypes),
+            compress=args.compress,
+            dedup=not args.no_dedup,
+            strip=args.strip_comments,
+            depfile=args.depfile,
+        )
+    elif args.action == "merge":
+        facts = [read_json(p, "the embed facts") for p in args.facts]
+        merged = family_source.merge_facts(
+            args.target, args.compress, not args.no_dedup, facts, args.strip_comments
+        )
+        write_embed_facts(args.out, merged)
+    else:
+        generate.write_embed(
+            args.headers,
+            args.include_dirs,
+            args.output,
+            args.defines,
+            args.jit_namespace,
+            strip=args.strip_comments,
+            api=args.jit_api,
+            lookup=not args.no_jit_lookup,
+            depfile=args.depfile,
+            allow_outside_includes=args.allow_outside_includes,
+            named=generate.named_preambles(args.preambles),
+        )
 
 
 if __name__ == "__main__":

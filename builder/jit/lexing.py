@@ -10,10 +10,12 @@ comment.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
-from itertools import accumulate
+from bisect import bisect_left
+from collections.abc import Iterator
 
-__all__ = ["comment_spans", "directive_lines", "strip_comments"]
+from builder.kernels.definitions import LineStarts
+
+__all__ = ["comment_spans", "directives", "strip_comments"]
 
 _START = re.compile(r"""[/"']""")
 """The characters that can start a comment or a literal: the scan jumps from one to the next."""
@@ -96,16 +98,19 @@ def comment_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def directive_lines(text: str) -> list[bool]:
-    """For each line of ``text`` (split on "\\n"), whether it starts outside a comment."""
-    starts = list(accumulate((len(line) + 1 for line in text.split("\n")), initial=0))[:-1]
-    free = [True] * len(starts)
-    for start, end in comment_spans(text):
-        # the lines that start inside the comment (after its first character, before its end)
-        first, stop = bisect_right(starts, start), bisect_left(starts, end)
-        if first < stop:
-            free[first:stop] = [False] * (stop - first)
-    return free
+def directives(text: str, lines: LineStarts) -> Iterator[tuple[int, re.Match[str]]]:
+    """(line number, match) of each line that ``lines`` matches and that starts outside a
+    comment: the engine looks only where lines start, and no Python runs per line."""
+    spans = comment_spans(text)
+    span_starts = [start for start, _ in spans]
+    number, counted = 1, 0
+    for at, match in lines.finditer(text):
+        number += text.count("\n", counted, at)
+        counted = at
+        # inside a comment: after its first character, before its end
+        inside = bisect_left(span_starts, at) - 1
+        if inside < 0 or at >= spans[inside][1]:
+            yield number, match
 
 
 def _in_directive(text: str, position: int) -> bool:

@@ -44,8 +44,9 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
-from builder.jit.lexing import directive_lines, strip_comments
+from builder.jit.lexing import directives, strip_comments
 from builder.jit.literals import cxx_string
+from builder.kernels.definitions import LineStarts
 from builder.settings.checks import control_character
 
 __all__ = [
@@ -60,8 +61,8 @@ __all__ = [
     "quoted_includes",
 ]
 
-_QUOTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"')
-_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b")
+_DIRECTIVE = LineStarts(r'[ \t]*#[ \t]*(?:include[ \t]*"([^"\n]+)"|pragma[ \t]+once\b)')
+"""A line that quote-includes a file (its name: group 1) or says ``#pragma once``."""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LONE_CR = re.compile(r"\r(?!\n)")
 
@@ -131,7 +132,7 @@ class _Include:
 @dataclass(frozen=True)
 class _Run:
     first_line: int
-    lines: tuple[str, ...]
+    body: str  # its lines, each ending in "\n"
 
 
 def _parse(real_path: str, strip: bool) -> tuple[_Include | _Run, ...]:
@@ -168,24 +169,22 @@ def _parse_file(
     if original and original[-1] == "":
         original.pop()
         lines = lines[: len(original)]
-    free = directive_lines(text)
     items: list[_Include | _Run] = []
-    run: list[str] = []
     run_start = 1
-    for number, line in enumerate(lines, start=1):
-        source_line = original[number - 1]
-        match = _QUOTED.match(source_line) if free[number - 1] else None
-        if match:
-            if any(s.strip() for s in run):
-                items.append(_Run(run_start, tuple(run)))
-            items.append(_Include(match.group(1), number))
-            run, run_start = [], number + 1
+
+    def add_run(stop: int) -> None:  # the lines from run_start up to line ``stop``, excluded
+        body = "\n".join(lines[run_start - 1 : stop - 1]) + "\n"
+        if not body.isspace():
+            items.append(_Run(run_start, body))
+
+    for number, match in directives(text, _DIRECTIVE):
+        if match.group(1) is None:  # #pragma once: the line stays, blank
+            lines[number - 1] = ""
             continue
-        if free[number - 1] and _PRAGMA_ONCE.match(source_line):
-            line = ""
-        run.append(line)
-    if any(s.strip() for s in run):
-        items.append(_Run(run_start, tuple(run)))
+        add_run(number)
+        items.append(_Include(match.group(1), number))
+        run_start = number + 1
+    add_run(len(original) + 1)
     return tuple(items)
 
 
@@ -304,9 +303,8 @@ def inline_preamble(
         display = seen[real]
         for item in _parse(str(real), strip):
             if isinstance(item, _Run):
-                body = "".join(line + "\n" for line in item.lines)
                 marker = f"#line {item.first_line} {cxx_string(display)}\n"
-                fragments.append(Fragment(display, item.first_line, marker + body))
+                fragments.append(Fragment(display, item.first_line, marker + item.body))
                 continue
             target = _resolve(item.name, real, dirs)
             if target is None:

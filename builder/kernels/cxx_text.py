@@ -24,6 +24,7 @@ __all__ = [
     "matching",
     "normalize_arg",
     "split_top",
+    "unescape",
 ]
 
 LIT = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
@@ -44,7 +45,24 @@ WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789
 def decode_literals(text: str) -> str:
     """The string literals in ``text`` joined, each one's escapes decoded first ("\\x5f" "f" is
     "_f", not "\\x5ff"), as in C++'s translation phases 5 and 6."""
-    return "".join(_ESCAPE.sub(_unescape, p) for p in _LITERAL.findall(text))
+    return "".join(unescape(p) for p in _LITERAL.findall(text))
+
+
+def unescape(body: str, *, utf8_bytes: bool = False) -> str:
+    """A C string literal's body (between its quotes) with its escapes undone: hexadecimal,
+    universal, octal, the named ones (``\\n``), and any other escaped character as itself
+    (``\\\\``, ``\\"``). ``utf8_bytes``: the numeric escapes are bytes of UTF-8 text, as in the
+    file names of a preprocessor's line markers (GCC writes ``\\303\\251`` for é); the result is
+    that text when the bytes are UTF-8, else one character per byte."""
+    if "\\" not in body:
+        return body
+    text = _ESCAPE.sub(_unescape, body)
+    if utf8_bytes:
+        try:
+            return text.encode("latin-1").decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            pass
+    return text
 
 
 def _unescape(match: re.Match[str]) -> str:

@@ -20,7 +20,14 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["FileRuns", "LineStarts", "marker_file", "split_markers", "tree_path"]
+__all__ = [
+    "FileRuns",
+    "LineStarts",
+    "marker_file",
+    "real_tree_path",
+    "split_markers",
+    "tree_path",
+]
 
 
 class LineStarts:
@@ -49,17 +56,6 @@ class LineStarts:
 # GCC and clang: "# LINE "FILE" FLAGS..." at the start of a line; the name is a C string literal
 # (backslash and quote escaped, a newline as \n, other bytes as octal escapes).
 _MARKER = LineStarts(r'# \d+ "((?:[^"\\\n]|\\.)*)"[ \d]*\n?')
-_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
-_NAMED = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-r"""C's named escapes (GCC writes a newline in a file name as ``\n``); any other escaped character
-(``\\``, ``\"``) stands for itself."""
-
-
-def _unescape(match: re.Match[str]) -> str:
-    code = match.group(1)
-    if code[0] in "01234567":
-        return chr(int(code, 8))
-    return _NAMED.get(code, code)
 
 
 def marker_file(name: str) -> str:
@@ -67,11 +63,9 @@ def marker_file(name: str) -> str:
     ``n\\nl.metal`` is the file ``n<newline>l.metal``, not ``nnl.metal``."""
     if "\\" not in name:
         return name
-    raw = _ESCAPE.sub(_unescape, name)
-    try:  # octal escapes are bytes of a UTF-8 name
-        return raw.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return raw
+    from builder.kernels.cxx_text import unescape  # its patterns: not for embed's LineStarts
+
+    return unescape(name, utf8_bytes=True)
 
 
 class FileRuns:
@@ -113,8 +107,13 @@ def tree_path(name: str, root: Path) -> str:
     """A file named by a line marker (relative to the preprocessor's working directory, ``root``,
     or absolute) as the tree names it: relative to ``root`` with ``/`` separators when inside it,
     else its absolute path."""
-    full = os.path.realpath(os.path.join(root, name))
-    relative = os.path.relpath(full, os.path.realpath(root))
+    return real_tree_path(os.path.realpath(os.path.join(root, name)), os.path.realpath(root))
+
+
+def real_tree_path(real: str, real_root: str) -> str:
+    """:func:`tree_path` of a real path, the tree's root given as its real path too (no
+    symbolic link resolved again: each one costs a ``stat`` per folder of the path)."""
+    relative = os.path.relpath(real, real_root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return Path(full).as_posix()
+        return Path(real).as_posix()
     return Path(relative).as_posix()

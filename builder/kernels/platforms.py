@@ -11,10 +11,11 @@ macOS 26.2 deployment target. A tree writes that once in ``metallib.toml``:
     "*_nax.metal" = { metal-version = 400, deployment-target = "26.2" }
 
 and a library states its platform itself: its header the OS and deployment target, its functions'
-``VERS`` tags the Metal language version (``builder.metallib.provenance``). :func:`for_platform`
-turns both into discovery's settings (``__METAL_VERSION__``, ``__METAL_IOS__``, the entry files
-left out), so ``report LIBRARY --source-dir TREE`` and ``variants --from LIBRARY`` need no
-per-platform ``-D`` or ``--exclude``. A ``-D __METAL_VERSION__`` on the command line still wins.
+``VERS`` tags the Metal language version (``builder.metallib.reader.library_provenance``).
+:func:`for_platform` turns both into discovery's settings (``__METAL_VERSION__``,
+``__METAL_IOS__``, the entry files left out), so ``report LIBRARY --source-dir TREE`` and
+``variants --from LIBRARY`` need no per-platform ``-D`` or ``--exclude``. A
+``-D __METAL_VERSION__`` on the command line still wins.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from builder.errors import UsageError
 from builder.files.reading import read_source
 from builder.kernels.bounded_run import PreprocessError
 from builder.kernels.confinement import TreeBounds
-from builder.kernels.definitions import split_markers, tree_path
+from builder.kernels.definitions import real_tree_path, split_markers, tree_path
 from builder.kernels.kernel_scan import ScanError, scan_text
 from builder.kernels.preprocess import Preprocessor, preprocess
 from builder.kernels.tree_files import entry_files, path_matches, tree_headers
@@ -66,27 +66,32 @@ def _reached(starts: Iterable[Path], search: Sequence[Path], root: Path) -> set[
     """Tree paths of every file the includes of ``starts`` lead to, read as text (no ``#if``
     settled: everything a file might include). A quoted include is looked for beside the file
     first, an angle one only in ``search``."""
-    seen: set[str] = set()
-    todo = [p.resolve() for p in starts]
+    seen: set[str] = set()  # real paths
+    followed: set[str] = set()  # includes already found (as written: folder/name), each once
+    todo = [os.path.realpath(p) for p in starts]
     while todo:
         path = todo.pop()
-        key = tree_path(str(path), root)
-        if key in seen:
+        if path in seen:
             continue
-        seen.add(key)
+        seen.add(path)
         try:
-            data = read_source(path)
+            data = read_source(Path(path))
         except (OSError, UsageError):  # not a file to scan: preprocessing names what is wrong
             continue
         for match in _INCLUDE.finditer(data):
             quoted, angle = match.groups()
             name = (quoted or angle).decode("utf-8", "replace")
-            for folder in [path.parent, *search] if quoted else search:
-                candidate = folder / name
-                if candidate.is_file():
-                    todo.append(candidate.resolve())
+            folders: list[str | Path] = [os.path.dirname(path), *search] if quoted else [*search]
+            for folder in folders:
+                candidate = os.path.join(folder, name)
+                if candidate in followed:
                     break
-    return seen
+                if os.path.isfile(candidate):
+                    followed.add(candidate)
+                    todo.append(os.path.realpath(candidate))
+                    break
+    real_root = os.path.realpath(root)
+    return {real_tree_path(path, real_root) for path in seen}
 
 
 def _texts(

@@ -9,12 +9,10 @@ from importlib import import_module
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up: --version)
 
-from builder.errors import (
-    InternalError,
-    MetallibError,
-    MetallibFormatError,
-    MetallibUnsupportedError,
-)
+from builder.errors import InternalError as InternalError
+from builder.errors import MetallibError as MetallibError
+from builder.errors import MetallibFormatError as MetallibFormatError
+from builder.errors import MetallibUnsupportedError as MetallibUnsupportedError
 
 # Every module but the errors is imported on first use: opening and listing a library (the hot
 # path of list/report) does not pay for hashlib, tempfile and friends, and the command line's
@@ -45,22 +43,32 @@ _LAZY = {
     "write_library": "writer",
 }
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the names of _LAZY, re-exported for type checkers
     from typing import Any
 
-    from builder.metallib.parts import (
-        FunctionParts,
-        LibraryParts,
-        new_function,
-        new_library,
-        parts_from_library,
-        wrap_bitcode,
-    )
-    from builder.metallib.reader import Metallib, open_metallib
-    from builder.metallib.structs import FUNCTION_TYPES, ExtensionTag, Header, Region, Span
-    from builder.metallib.table import FunctionEntry, FunctionTable, Piece
-    from builder.metallib.verify import Problem, VerifyReport, verify
-    from builder.metallib.writer import atomic_output, layout, library_bytes, write_library
+    from builder.metallib.parts import FunctionParts as FunctionParts
+    from builder.metallib.parts import LibraryParts as LibraryParts
+    from builder.metallib.parts import new_function as new_function
+    from builder.metallib.parts import new_library as new_library
+    from builder.metallib.parts import parts_from_library as parts_from_library
+    from builder.metallib.parts import wrap_bitcode as wrap_bitcode
+    from builder.metallib.reader import Metallib as Metallib
+    from builder.metallib.reader import open_metallib as open_metallib
+    from builder.metallib.structs import FUNCTION_TYPES as FUNCTION_TYPES
+    from builder.metallib.structs import ExtensionTag as ExtensionTag
+    from builder.metallib.structs import Header as Header
+    from builder.metallib.structs import Region as Region
+    from builder.metallib.structs import Span as Span
+    from builder.metallib.table import FunctionEntry as FunctionEntry
+    from builder.metallib.table import FunctionTable as FunctionTable
+    from builder.metallib.table import Piece as Piece
+    from builder.metallib.verify import Problem as Problem
+    from builder.metallib.verify import VerifyReport as VerifyReport
+    from builder.metallib.verify import verify as verify
+    from builder.metallib.writer import atomic_output as atomic_output
+    from builder.metallib.writer import layout as layout
+    from builder.metallib.writer import library_bytes as library_bytes
+    from builder.metallib.writer import write_library as write_library
 
 
 def __getattr__(name: str) -> Any:
@@ -70,34 +78,3 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module(f"builder.metallib.{module}"), name)
     globals()[name] = value
     return value
-
-
-__all__ = [
-    "FUNCTION_TYPES",
-    "ExtensionTag",
-    "FunctionEntry",
-    "FunctionParts",
-    "FunctionTable",
-    "Header",
-    "InternalError",
-    "LibraryParts",
-    "Metallib",
-    "MetallibError",
-    "MetallibFormatError",
-    "MetallibUnsupportedError",
-    "Piece",
-    "Problem",
-    "Region",
-    "Span",
-    "VerifyReport",
-    "atomic_output",
-    "layout",
-    "library_bytes",
-    "new_function",
-    "new_library",
-    "open_metallib",
-    "parts_from_library",
-    "verify",
-    "wrap_bitcode",
-    "write_library",
-]

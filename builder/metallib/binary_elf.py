@@ -16,7 +16,7 @@ from typing import IO
 
 from builder.errors import BinaryFormatError
 from builder.files.reading import open_regular
-from builder.metallib.binary_layout import Extent, Image, Layout, Section, Symbol, refuse_outside
+from builder.metallib.structs import Extent, Image, Layout, Section, Symbol, refuse_outside
 
 __all__ = ["elf_layout"]
 

@@ -7,7 +7,7 @@ reads the file through ``_HeadersOnly``: the image's header and load commands, i
 nothing else (any other read returns nothing). Its work is then bounded by the load commands'
 size, which is checked against the file first. Every part the load commands declare (segments,
 sections, the symbol and string tables, the link-edit data) is then checked against the end of
-the file and of its slice (``binary_layout.refuse_outside``) before anything reads it.
+the file and of its slice (``structs.refuse_outside``) before anything reads it.
 
 macholib's symbol-table reader builds an object per entry (36 s for the 430,434 entries of
 libtorch_cpu.dylib), so the entries, 16 bytes each at the place ``LC_SYMTAB`` gives, are
@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from builder.errors import BinaryFormatError
 from builder.files.reading import open_regular
-from builder.metallib.binary_layout import Extent, Image, Layout, Section, Symbol, refuse_outside
+from builder.metallib.structs import Extent, Image, Layout, Section, Symbol, refuse_outside
 
 __all__ = ["MACHO_MAGICS", "macho_layout"]
 

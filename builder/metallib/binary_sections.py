@@ -10,7 +10,7 @@ inside the file before anything reads it: one that runs past the end is ``Trunca
 naming the part, where it would end and the file's size; one outside its slice, or load commands
 that do not parse, ``BinaryFormatError``. Both are one line and exit 2 (docs/security.md). Mach-O
 is read by ``binary_macho`` (macholib on the load commands only), ELF by ``binary_elf``; what
-they return is ``binary_layout``'s.
+they return is ``structs``'s.
 
 An embedded library's identity: a name for it that stays the same across releases.
 
@@ -41,8 +41,8 @@ from typing import NamedTuple
 
 from builder.files.reading import open_regular
 from builder.metallib.binary_elf import elf_layout
-from builder.metallib.binary_layout import Image, Layout, Section, Symbol
 from builder.metallib.binary_macho import MACHO_MAGICS, macho_layout
+from builder.metallib.structs import Image, Layout, Section, Symbol
 
 __all__ = [
     "Image",
@@ -54,6 +54,7 @@ __all__ = [
     "file_kind",
     "identities",
     "is_ordinal",
+    "not_a_metallib",
     "read_layout",
 ]
 
@@ -81,6 +82,17 @@ def file_kind(head: bytes) -> str | None:
     if head[:1] in (b"{", b"["):
         return "text (JSON?); a saved report is read when its name ends in .json"
     return None
+
+
+def not_a_metallib(head: bytes) -> str:
+    """What a file that does not start with the magic is, and what to do: one line. The bytes
+    are written as hex digits once (a ``repr`` would be escaped again on the way to stderr)."""
+    shown = " ".join(f"{b:02x}" for b in head[:4]) or "nothing"
+    kind = file_kind(head)
+    what = f"; it is {kind}" if kind else ""
+    if kind and ("Mach-O" in kind or "ELF" in kind):
+        what += " (give it as a TARGET to report, list, verify or slim: they find its metallibs)"
+    return f"not a metallib: its magic (first 4 bytes) is {shown}, not MTLB (4d 54 4c 42){what}"
 
 
 def read_layout(path: str | os.PathLike[str]) -> Layout | None:

@@ -40,12 +40,12 @@ import os
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from builder.errors import MetallibError, MetallibFormatError
 from builder.files.bounds import MAX_BAD_HEADERS
 from builder.files.reading import open_regular
-from builder.metallib.binary_sections import Layout, read_layout
+from builder.metallib.binary_sections import Layout, Place, identities, read_layout
 from builder.metallib.native import native_module
 from builder.metallib.structs import HEADER_SIZE, MAGIC, U64, Span
 
@@ -249,13 +249,13 @@ def _prove(name: str, offset: int, size: int) -> tuple[str, int] | None:
 
 def _located(spans: list[tuple[Span, str, int]], layout: Layout | None) -> list[Embedded]:
     """The proven libraries, numbered, each with where it sits in ``layout`` (None: the file
-    has no sections to say it) and its identity."""
+    has no sections to say it) and its identity (``binary_sections.identities``)."""
     if not spans:
         return []
     names = layout.names_at(span.offset for span, _, _ in spans) if layout else {}
-    out = []
+    out, places = [], []
     for number, (span, version, count) in enumerate(spans, 1):
-        location = None
+        location, place = None, Place(None, None, None)
         image = layout.image_at(span.offset) if layout else None
         if layout is not None and image is not None:
             section = image.section_at(span.offset)
@@ -267,26 +267,7 @@ def _located(spans: list[tuple[Span, str, int]], layout: Layout | None) -> list[
                 span.offset - section.offset if section else None,
                 names.get(span.offset),
             )
+            place = Place(image.arch, location.symbol, section.label if section else None)
         out.append(Embedded(number, span, version, count, location))
-    return _identified(out)
-
-
-def _identified(found: list[Embedded]) -> list[Embedded]:
-    """``found`` with each library's identity (``builder.metallib.binary_sections``)."""
-    from dataclasses import replace
-
-    from builder.metallib.binary_sections import Place, identities
-
-    places = [
-        Place(None, None, None)
-        if e.location is None
-        else Place(
-            e.location.arch,
-            e.location.symbol,
-            None
-            if e.location.section is None
-            else ",".join(p for p in (e.location.segment, e.location.section) if p),
-        )
-        for e in found
-    ]
-    return [replace(e, identity=i) for e, i in zip(found, identities(places), strict=True)]
+        places.append(place)
+    return [replace(e, identity=i) for e, i in zip(out, identities(places), strict=True)]

@@ -13,15 +13,19 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 
 from builder.errors import MetallibError, MetallibUnsupportedError
 from builder.metallib.reader import Metallib
 from builder.metallib.structs import (
+    MODULE_WRAPPER,
     MODULE_WRAPPER_MAGIC,
     OFFSET_TAGS,
+    OFFT,
     U32,
     U64,
+    VERS,
     WIDE_TAGS,
     show_code,
 )
@@ -43,6 +47,7 @@ __all__ = [
 Bytes = bytes | bytearray | memoryview
 
 
+@dataclass(slots=True, repr=False)
 class FunctionParts:
     """A function to be built: its entry's tags (no ENDT) and the bytes of its four pieces.
 
@@ -50,58 +55,38 @@ class FunctionParts:
     edit ``tags`` (unknown tags, repeated ones) before handing the function to ``new_library``.
     """
 
-    __slots__ = ("module", "name", "private_md", "public_md", "reflection", "tags")
-
-    def __init__(
-        self,
-        name: str,
-        tags: list[tuple[bytes, Bytes]],
-        public_md: Bytes,
-        private_md: Bytes,
-        module: Bytes,
-        reflection: Bytes | None,
-    ) -> None:
-        self.name = name
-        self.tags = tags
-        self.public_md = public_md
-        self.private_md = private_md
-        self.module = module
-        self.reflection = reflection
-        """The reflection FlatBuffer without padding; None for a function without one."""
+    name: str
+    tags: list[tuple[bytes, Bytes]]
+    public_md: Bytes
+    private_md: Bytes
+    module: Bytes
+    reflection: Bytes | None
+    """The reflection FlatBuffer without padding; None for a function without one."""
 
     def __repr__(self) -> str:
         return f"FunctionParts({self.name!r}, module={len(self.module)} bytes)"
 
 
+@dataclass(repr=False)
 class LibraryParts:
     """Everything needed to write a library."""
 
-    def __init__(
-        self,
-        raw_version: bytes,
-        extension: list[tuple[bytes, Bytes]],
-        functions: FunctionTable,
-        starts: Sequence[int],
-        dynamic_header: Bytes | None = None,
-        uuid: bytes | None = None,
-        source: tuple[int, int] | None = None,
-    ) -> None:
-        self.raw_version = raw_version
-        """Header bytes 4-15, verbatim."""
-        self.extension = extension
-        """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
-        self.functions = functions
-        """The functions to write, in order, as a table over the bytes that hold them."""
-        self.starts = tuple(starts)
-        """Per ``Piece``: where that kind of piece starts in ``functions.data`` when the whole
-        source is kept (first entry, first piece of each section). A kind whose pieces fill one
-        run from there keeps every offset in the output, and its entries need no patching."""
-        self.dynamic_header = dynamic_header
-        self.uuid = uuid
-        """UUID to write; None with a UUID tag present means derive one from the content."""
-        self.source = source
-        """A file descriptor of ``functions.data``'s file and where ``functions.data`` starts in
-        it, for copies in the kernel (or None)."""
+    raw_version: bytes
+    """Header bytes 4-15, verbatim."""
+    extension: list[tuple[bytes, Bytes]]
+    """Header-extension tags in order; RLST/HDYN payloads are recomputed, UUID per ``uuid``."""
+    functions: FunctionTable
+    """The functions to write, in order, as a table over the bytes that hold them."""
+    starts: tuple[int, ...]
+    """Per ``Piece``: where that kind of piece starts in ``functions.data`` when the whole
+    source is kept (first entry, first piece of each section). A kind whose pieces fill one
+    run from there keeps every offset in the output, and its entries need no patching."""
+    dynamic_header: Bytes | None = None
+    uuid: bytes | None = None
+    """UUID to write; None with a UUID tag present means derive one from the content."""
+    source: tuple[int, int] | None = None
+    """A file descriptor of ``functions.data``'s file and where ``functions.data`` starts in
+    it, for copies in the kernel (or None)."""
 
     def __repr__(self) -> str:
         return (
@@ -115,16 +100,14 @@ class LibraryParts:
 
 
 # -- building libraries from scratch (tests, the stand-in linker) ----------------------------------
-_WRAPPER = struct.Struct("<IIIII")
-_EMPTY_CHUNK = struct.pack("<I", 8) + b"ENDT"
+_EMPTY_PIECE = struct.pack("<I", 8) + b"ENDT"
 _TAG = struct.Struct("<4sH")
-_OFFT = struct.Struct("<QQQ")
 
 
 def wrap_bitcode(raw: bytes) -> bytes:
     """Wrap raw bitcode as a module the way Apple's tools store it: Darwin wrapper + zero pad to
     16."""
-    body = _WRAPPER.pack(MODULE_WRAPPER_MAGIC, 0, 20, len(raw), 0xFFFFFFFF) + raw
+    body = MODULE_WRAPPER.pack(MODULE_WRAPPER_MAGIC, 0, 20, len(raw), 0xFFFFFFFF) + raw
     return body + bytes(-len(body) % 16)
 
 
@@ -135,8 +118,8 @@ def new_function(
     type_: int = 2,
     version: tuple[int, int, int, int] = (2, 6, 3, 1),
     reflection: bytes | None = None,
-    public_md: bytes = _EMPTY_CHUNK,
-    private_md: bytes = _EMPTY_CHUNK,
+    public_md: bytes = _EMPTY_PIECE,
+    private_md: bytes = _EMPTY_PIECE,
 ) -> FunctionParts:
     """A kernel function whose module wraps ``bitcode``, with tags in Apple's current order."""
     from hashlib import sha256  # only tests and the stand-in linker build functions
@@ -147,8 +130,8 @@ def new_function(
         (b"TYPE", bytes([type_])),
         (b"HASH", sha256(module).digest()),
         (b"OFFT", bytes(24)),
-        (b"VERS", struct.pack("<4H", *version)),
-        (b"MDSZ", struct.pack("<Q", len(module))),
+        (b"VERS", VERS.pack(*version)),
+        (b"MDSZ", U64.pack(len(module))),
     ]
     if reflection is not None:
         tags.append((b"RFLT", bytes(8)))
@@ -231,7 +214,7 @@ def _lay_out(functions: Sequence[FunctionParts]) -> tuple[FunctionTable, tuple[i
             for piece in (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)
         ]
         for offt in entry.offt:
-            _OFFT.pack_into(data, at + offt, *relative)
+            OFFT.pack_into(data, at + offt, *relative)
         own = rflt_offsets[index]
         if own is not None:
             for rflt in entry.rflt:
@@ -276,7 +259,7 @@ class _NewEntry:
         first: dict[bytes, Bytes] = {}
         for code, payload in fn.tags:
             if code == b"OFFT":
-                payload = bytes(_OFFT.size)
+                payload = bytes(OFFT.size)
             elif code == b"RFLT":
                 payload = bytes(8)
             elif code == b"MDSZ":
@@ -293,7 +276,7 @@ class _NewEntry:
         kind = first.get(b"TYPE", b"")
         self.type = kind[0] if len(kind) else None
         vers = first.get(b"VERS", b"")
-        self.version = struct.unpack("<4H", vers) if len(vers) == 8 else None
+        self.version = VERS.unpack(vers) if len(vers) == 8 else None
         digest = bytes(first.get(b"HASH", b""))
         self.hash = digest if len(digest) == 32 else bytes(32)
         """The HASH payload (zeros when a test's entry has none)."""

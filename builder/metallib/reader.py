@@ -9,17 +9,27 @@ A tag twice in an entry or in the header extension is such an inconsistency; a f
 that is not valid UTF-8 or holds a NUL is refused by ``functions``/``columns`` and reported by
 ``verify``; bytes that belong to no section are accepted (``regions`` names them ``gap``) and
 reported by ``verify``. Why each: docs/metallib-format.md, "Strictness".
+
+What produced a library (``library_provenance``): the header gives the format version and
+deployment target, each function's ``VERS`` tag the AIR and Metal Shading Language versions. The
+compiler identity is not in the container: it is the ``llvm.ident`` string inside each module
+("Apple metal version 32023.883 (metalfe-32023.883)"), which LLVM stores as plain characters in
+the module's metadata string table, so it can be found without decoding the bitstream. Only a
+few modules are read.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import re
+from dataclasses import dataclass
 from functools import cached_property
 from types import TracebackType
 from typing import Any
 
 from builder.errors import MetallibError, MetallibFormatError
+from builder.files.dataclass_json import dump
 from builder.files.reading import UnreadableFile, open_regular
 from builder.metallib.reference import parse_function_list
 from builder.metallib.structs import (
@@ -32,13 +42,13 @@ from builder.metallib.structs import (
     Header,
     Region,
     Span,
+    refuse_repeated_tags,
     show_code,
-    tag_start,
     walk_tags,
 )
 from builder.metallib.table import FunctionEntry, FunctionTable
 
-__all__ = ["Metallib", "not_a_metallib", "open_metallib"]
+__all__ = ["Metallib", "Provenance", "library_provenance", "open_metallib"]
 
 
 def open_metallib(path: str | os.PathLike[str], window: Span | None = None) -> Metallib:
@@ -77,19 +87,6 @@ def open_metallib(path: str | os.PathLike[str], window: Span | None = None) -> M
         mapped.close()
         handle.close()
         raise exc.with_path(name) from None
-
-
-def not_a_metallib(head: bytes) -> str:
-    """What a file that does not start with the magic is, and what to do: one line. The bytes
-    are written as hex digits once (a ``repr`` would be escaped again on the way to stderr)."""
-    from builder.metallib.binary_sections import file_kind
-
-    shown = " ".join(f"{b:02x}" for b in head[:4]) or "nothing"
-    kind = file_kind(head)
-    what = f"; it is {kind}" if kind else ""
-    if kind and ("Mach-O" in kind or "ELF" in kind):
-        what += " (give it as a TARGET to report, list, verify or slim: they find its metallibs)"
-    return f"not a metallib: its magic (first 4 bytes) is {shown}, not MTLB (4d 54 4c 42){what}"
 
 
 class Metallib:
@@ -153,13 +150,6 @@ class Metallib:
         at = self._buffer.find(needle, base + start, base + end)
         return at - base if at >= 0 else -1
 
-    def fileno(self) -> int | None:
-        """The open file's descriptor, when the library is the whole file (None for in-memory
-        libraries and embedded ones: callers read offsets relative to the library)."""
-        if self._file is None or self.file_offset:
-            return None
-        return int(self._file.fileno())
-
     def file_spans(self, offsets: list[int]) -> tuple[memoryview, list[int], int | None]:
         """The buffer, offsets and descriptor for ``hashing.hash_spans`` to read the spans at
         ``offsets`` (relative to the library) from the file with ``pread``: an embedded
@@ -191,6 +181,8 @@ class Metallib:
     def _parse_header(self) -> Header:
         data = self.data
         if self.file_size < 4 or bytes(data[:4]) != MAGIC:
+            from builder.metallib.binary_sections import not_a_metallib  # only on this error
+
             raise MetallibFormatError(0, not_a_metallib(bytes(data[:8])))
         if self.file_size < HEADER_SIZE:
             raise MetallibFormatError(
@@ -228,22 +220,9 @@ class Metallib:
     def _parse_extension(self) -> tuple[list[ExtensionTag], Span]:
         start = self.header.function_list.offset + 4 + self.header.function_list.size
         tags, end = walk_tags(self.data, start, self.file_size, "header extension")
-        seen: dict[bytes, int] = {}
-        for (
-            code,
-            at,
-            _,
-        ) in tags:  # one tag of each kind: a reader and a writer could take different ones
-            if code in seen:
-                raise MetallibFormatError(
-                    tag_start(code, at),
-                    f"header extension: second {show_code(code)} tag "
-                    f"(the first is at {seen[code]})",
-                )
-            seen[code] = tag_start(code, at)
-        return [ExtensionTag(code, at, length) for code, at, length in tags], Span(
-            start, end - start
-        )
+        refuse_repeated_tags(tags, "header extension")
+        extension = [ExtensionTag(code, at, length) for code, at, length in tags]
+        return extension, Span(start, end - start)
 
     def extension_tag(self, code: bytes) -> ExtensionTag | None:
         """The first header-extension tag with this code, if any."""
@@ -361,3 +340,54 @@ class Metallib:
 
 
 _SECTION_NAMES = ("function list", "public metadata", "private metadata", "bitcode section")
+
+
+_IDENT = re.compile(rb"Apple metal version [0-9][0-9.]* \([A-Za-z0-9_.-]+\)")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Facts read from the library; each list holds the distinct values found, in order. Its
+    JSON (:meth:`as_dict`, the one codec) is the ``library`` record of a saved report."""
+
+    format_version: str
+    deployment_target: str
+    platform: str
+    """The OS of the deployment target (``Header.platform``): macOS, iOS, ..."""
+    air_versions: tuple[str, ...]
+    metal_language_versions: tuple[str, ...]
+    compilers: tuple[str, ...]
+    compiler_source: str
+    """Where ``compilers`` were read: ``llvm.ident of N sampled modules``."""
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(dump(self))
+
+
+def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
+    """Read provenance from the header, every VERS tag, and ``sample`` modules spread over the
+    file."""
+    columns = lib.columns()
+    versions = dict.fromkeys(v for v in columns.versions if v is not None)
+    air = dict.fromkeys(f"{v[0]}.{v[1]}" for v in versions)
+    msl = dict.fromkeys(f"{v[2]}.{v[3]}" for v in versions)
+    count = len(columns.names)
+    step = max(1, count // max(sample, 1))
+    chosen = range(0, count, step)[:sample]
+    compilers: dict[str, None] = {}
+    data = lib.data
+    for index in chosen:
+        at = columns.module_offsets[index]
+        match = _IDENT.search(data[at : at + columns.module_bytes[index]])
+        if match:
+            compilers.setdefault(match.group().decode("ascii"))
+    major, minor = lib.header.deployment_target
+    return Provenance(
+        format_version=lib.header.format_version_text,
+        deployment_target=f"{major}.{minor}",
+        platform=lib.header.platform,
+        air_versions=tuple(air),
+        metal_language_versions=tuple(msl),
+        compilers=tuple(compilers),
+        compiler_source=f"llvm.ident of {len(chosen)} sampled modules",
+    )

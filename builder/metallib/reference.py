@@ -1,11 +1,14 @@
-"""The pure-Python parser of the function list: the reference for what a valid list is, and for
-every error message.
+"""The function list: where it lies, and its parse into a checked ``FunctionTable``.
 
-The native parser (``csrc/function_list.c``) does the same work quickly for the plain shape
-Apple's writer produces and declines everything else. This module takes any list, entry by entry
-and tag by tag, and either returns the checked ``FunctionTable`` or raises ``MetallibFormatError``
-naming the byte offset of the first problem. It is written to be read, not to be fast; it runs
-when the extension is not built, is turned off, or declines a list.
+This is the hot path of every command (about 17,000 entries in mlx.metallib). The native parser
+(``csrc/function_list.c``) walks the list and checks every span in one C pass when everything is
+in the plain shape Apple's writer produces, and declines everything else. The pure-Python parser
+here (``reference_table``) is the reference for what a valid list is, and for every error
+message: it takes any list, entry by entry and tag by tag, and either returns the table or raises
+``MetallibFormatError`` naming the byte offset of the first problem. It is written to be read,
+not to be fast; it runs when the extension is not built, is turned off, or declines a list.
+Nothing is copied: both read the list through the map, and modules, metadata and reflection stay
+there too.
 
 An entry is a u32 size, then tags (``walk_tags``) up to an ``ENDT`` that ends the entry exactly.
 NAME (NUL-terminated), HASH (32 bytes) and OFFT (24 bytes: public, private and module offsets,
@@ -14,31 +17,24 @@ relative to their sections) are required; TYPE, VERS (8), MDSZ (8, the module's 
 are. No tag may appear twice. Then the pieces are placed: metadata piece i runs from its offset to
 function i+1's (the last to its section's end), module i is MDSZ bytes (older writers: up to the
 next module), reflection piece i runs to the next function's RFLT (the last to the list's end).
-
-The function list: where it lies, and its parse into a ``FunctionTable``.
-
-This is the hot path of every command (about 17,000 entries in mlx.metallib). The native parser
-(``csrc/function_list.c``) walks the list and checks every span in one C pass when everything is
-in the plain shape Apple's writer produces; otherwise, or without the extension, the reference
-parser (``reference.py``) does the same in Python and names any error's byte offset. Nothing is
-copied: both read the list through the map, and modules, metadata and reflection stay there too.
 """
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
 from builder.errors import MetallibFormatError
 from builder.metallib.native import native_module
 from builder.metallib.structs import (
     MIN_ENTRY_SIZE,
+    OFFT,
     U32,
+    U64,
+    VERS,
     Header,
     Span,
     read_u32,
-    show_code,
-    tag_start,
+    refuse_repeated_tags,
     walk_tags,
 )
 from builder.metallib.table import BadName, FunctionTable
@@ -47,9 +43,6 @@ __all__ = ["function_count", "native_table", "parse_function_list", "reference_t
 
 
 _FIXED_LENGTHS = {b"HASH": 32, b"OFFT": 24, b"VERS": 8, b"MDSZ": 8, b"RFLT": 8}
-_U64 = struct.Struct("<Q")
-_OFFT = struct.Struct("<QQQ")
-_VERS = struct.Struct("<HHHH")
 
 
 class _Entry(NamedTuple):
@@ -136,7 +129,7 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
         raise MetallibFormatError(
             stop - 4, f"function {index}: ENDT at {stop - 4}, entry ends at {pos + size}"
         )
-    _refuse_repeated_tags(tags, index)
+    refuse_repeated_tags(tags, f"function {index}", " in one entry")
 
     found: dict[bytes, tuple[int, int]] = {}
     for code, at, length in tags:
@@ -159,7 +152,7 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
     problem = _name_problem(raw_name)
     hash_at = found[b"HASH"][0]
     offt_at = found[b"OFFT"][0]
-    public, private, module = _OFFT.unpack_from(data, offt_at)
+    public, private, module = OFFT.unpack_from(data, offt_at)
     type_at, type_length = found.get(b"TYPE", (0, 0))
     rflt_at = found[b"RFLT"][0] if b"RFLT" in found else None
     return _Entry(
@@ -167,7 +160,7 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
         bad_name=None if problem is None else BadName(index, name_at + problem[0], problem[1]),
         shown_name=raw_name.decode("utf-8", "backslashreplace").replace("\0", "\\x00"),
         type=data[type_at] if type_length else None,
-        version=_VERS.unpack_from(data, found[b"VERS"][0]) if b"VERS" in found else None,
+        version=VERS.unpack_from(data, found[b"VERS"][0]) if b"VERS" in found else None,
         hash=bytes(data[hash_at : hash_at + 32]),
         offset=pos,
         size=size,
@@ -176,23 +169,9 @@ def _read_entry(data: memoryview, pos: int, end: int, index: int) -> _Entry:
         public=public,
         private=private,
         module=module,
-        module_size=_U64.unpack_from(data, found[b"MDSZ"][0])[0] if b"MDSZ" in found else None,
-        reflection=None if rflt_at is None else _U64.unpack_from(data, rflt_at)[0],
+        module_size=U64.unpack_from(data, found[b"MDSZ"][0])[0] if b"MDSZ" in found else None,
+        reflection=None if rflt_at is None else U64.unpack_from(data, rflt_at)[0],
     )
-
-
-def _refuse_repeated_tags(tags: list[tuple[bytes, int, int]], index: int) -> None:
-    """An entry holds each tag at most once: with two RFLT (say) a reader and a writer could each
-    take a different one, so the entry is ambiguous and refused at the second tag's offset."""
-    first: dict[bytes, int] = {}
-    for code, at, _ in tags:
-        if code in first:
-            raise MetallibFormatError(
-                tag_start(code, at),
-                f"function {index}: second {show_code(code)} tag in one entry "
-                f"(the first is at {first[code]})",
-            )
-        first[code] = tag_start(code, at)
 
 
 def _name_problem(raw: bytes) -> tuple[int, str] | None:
@@ -341,6 +320,4 @@ def parse_function_list(
     table = native_table(data, header, reflection_list, count)
     if table is not None:
         return table
-    from builder.metallib.reference import reference_table  # imported only when it is needed
-
     return reference_table(data, header, reflection_list, count)

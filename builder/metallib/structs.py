@@ -1,16 +1,29 @@
-"""Binary layout of the MTLB container: constants and bounds-checked readers.
+"""The records of what a file's headers say, and the checks that keep every read inside the file.
 
-Every read goes through ``Cursor``-free helpers that take an absolute offset and check it against
-the end of the buffer, so a corrupt offset becomes a ``MetallibFormatError`` naming the byte
-offset, never an IndexError or a huge allocation. Layout notes: ``docs/metallib-format.md``.
+Two kinds of file: a metallib (MTLB) container, and a Mach-O or ELF binary that may hold some.
+For the container: its constants, the bounds-checked readers of its tag lists (each takes an
+absolute offset and checks it against the end of the buffer, so a corrupt offset becomes a
+``MetallibFormatError`` naming the byte offset, never an IndexError or a huge allocation) and the
+parsed records of its header, extension tags and regions (layout notes:
+``docs/metallib-format.md``).
+
+For a binary (read by ``binary_macho`` and ``binary_elf``): its sections, symbols and images, and
+every part its headers declare (a fat file's slices, each image's load commands, segments,
+sections and symbol tables, an ELF file's header tables and sections) as an ``Extent``.
+``refuse_outside`` refuses the file when one runs past the end of the file (it was cut short:
+``TruncatedBinaryError``) or past the end of its slice (a fat file's slices do not hold what their
+headers say: ``BinaryFormatError``). Only after that are its sections used or its tables read, so
+every later read is inside the file.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
 
-from builder.errors import MetallibFormatError
+from builder.errors import BinaryFormatError, MetallibFormatError, TruncatedBinaryError
 
 __all__ = [
     "ENDT",
@@ -20,12 +33,20 @@ __all__ = [
     "MODULE_WRAPPER_MAGIC",
     "OFFSET_TAGS",
     "ExtensionTag",
+    "Extent",
     "Header",
+    "Image",
+    "Layout",
     "Region",
+    "Section",
     "Span",
+    "Symbol",
     "read_u32",
+    "refuse_outside",
+    "refuse_repeated_tags",
     "show_code",
     "tag_start",
+    "type_name",
     "walk_tags",
 ]
 
@@ -45,6 +66,12 @@ U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
 SPAN = struct.Struct("<QQ")
+# OFFT's payload: the public metadata, private metadata and module offsets, each relative to its
+# section; VERS's: AIR major, minor, Metal language major, minor.
+OFFT = struct.Struct("<QQQ")
+VERS = struct.Struct("<HHHH")
+# A module's Darwin bitcode wrapper: magic, version, bitcode offset, bitcode size, CPU type.
+MODULE_WRAPPER = struct.Struct("<IIIII")
 # A reflection piece starts with its u32 size, RBUF and the u32 payload length.
 REFLECTION_HEAD = struct.Struct("<I4sI")
 
@@ -61,40 +88,21 @@ class Span(NamedTuple):
         return self.offset + self.size
 
 
-def _need(buf: memoryview | bytes, offset: int, size: int, what: str) -> None:
-    if offset < 0 or offset + size > len(buf):
-        raise MetallibFormatError(
-            offset, f"{what} needs {size} bytes but the file ends at {len(buf)}"
-        )
-
-
 def read_u32(buf: memoryview | bytes, offset: int, what: str) -> int:
-    _need(buf, offset, 4, what)
+    """The u32 at ``offset``; ``MetallibFormatError`` when the buffer ends before its 4 bytes."""
+    if offset < 0 or offset + 4 > len(buf):
+        raise MetallibFormatError(offset, f"{what} needs 4 bytes but the file ends at {len(buf)}")
     return int(U32.unpack_from(buf, offset)[0])
 
 
 def walk_tags(
-    buf: memoryview | bytes, start: int, limit: int, what: str, base: int = 0
+    buf: memoryview | bytes, start: int, limit: int, what: str
 ) -> tuple[list[tuple[bytes, int, int]], int]:
     """Read a tag list from ``start`` up to its ``ENDT``, which must end by ``limit``.
 
     Returns ``([(code, payload_offset, payload_length), ...], end_offset)`` where ``end_offset`` is
-    just past ``ENDT``. Wide tags (``RBUF`` ...) carry a u32 length. Offsets are relative to
-    ``buf``; ``base`` is added to the offset in errors when ``buf`` is a slice of the file.
+    just past ``ENDT``. Wide tags (``RBUF`` ...) carry a u32 length.
     """
-    try:
-        return _walk_tags(buf, start, limit, what)
-    except MetallibFormatError as exc:
-        if not base:
-            raise
-        raise MetallibFormatError(
-            exc.offset + base, exc.message.replace(f" at {limit}", f" at {limit + base}")
-        ) from None
-
-
-def _walk_tags(
-    buf: memoryview | bytes, start: int, limit: int, what: str
-) -> tuple[list[tuple[bytes, int, int]], int]:
     tags: list[tuple[bytes, int, int]] = []
     pos = start
     while True:
@@ -103,26 +111,32 @@ def _walk_tags(
         code = bytes(buf[pos : pos + 4])
         if code == ENDT:
             return tags, pos + 4
-        if code in WIDE_TAGS:
-            if pos + 8 > limit:
-                raise MetallibFormatError(
-                    pos, f"{what}: tag {show_code(code)} header runs past {limit}"
-                )
-            length = U32.unpack_from(buf, pos + 4)[0]
-            payload = pos + 8
-        else:
-            if pos + 6 > limit:
-                raise MetallibFormatError(
-                    pos, f"{what}: tag {show_code(code)} header runs past {limit}"
-                )
-            length = U16.unpack_from(buf, pos + 4)[0]
-            payload = pos + 6
+        wide = code in WIDE_TAGS
+        payload = pos + (8 if wide else 6)
+        if payload > limit:
+            raise MetallibFormatError(
+                pos, f"{what}: tag {show_code(code)} header runs past {limit}"
+            )
+        length = (U32 if wide else U16).unpack_from(buf, pos + 4)[0]
         if payload + length > limit:
             raise MetallibFormatError(
                 pos, f"{what}: tag {show_code(code)} of {length} bytes runs past its end at {limit}"
             )
         tags.append((code, payload, length))
         pos = payload + length
+
+
+def refuse_repeated_tags(tags: list[tuple[bytes, int, int]], what: str, within: str = "") -> None:
+    """A tag list holds each tag at most once: with two RFLT (say) a reader and a writer could
+    each take a different one, so the list is ambiguous and refused at the second tag's offset."""
+    first: dict[bytes, int] = {}
+    for code, at, _ in tags:
+        if code in first:
+            raise MetallibFormatError(
+                tag_start(code, at),
+                f"{what}: second {show_code(code)} tag{within} (the first is at {first[code]})",
+            )
+        first[code] = tag_start(code, at)
 
 
 def tag_start(code: bytes, payload: int) -> int:
@@ -137,12 +151,9 @@ def show_code(code: bytes) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The parsed records of a metallib's container: header, extension tags, regions.
-#
-# These are plain records that ``reader.Metallib`` builds from a memory map. The functions are not
-# here: they are columns (``table.FunctionTable``). Offsets are absolute file offsets unless a name
-# says otherwise.
-
+# The parsed records of a metallib's container: header, extension tags, regions, which
+# ``reader.Metallib`` builds from a memory map (the functions are columns: ``table.FunctionTable``).
+# Offsets are absolute file offsets unless a name says otherwise.
 
 # TYPE tag values (public sources; every function in mlx.metallib is a kernel).
 FUNCTION_TYPES: dict[int, str] = {
@@ -154,6 +165,11 @@ FUNCTION_TYPES: dict[int, str] = {
     5: "extern",
     6: "intersection",
 }
+
+
+def type_name(code: int | None) -> str:
+    """A TYPE tag's value in words (``kernel``; ``none`` for a function without the tag)."""
+    return "none" if code is None else FUNCTION_TYPES.get(code, f"type{code}")
 
 
 # Mach-O platform numbers (mach-o/loader.h, PLATFORM_*), as the target-OS byte holds them.
@@ -224,3 +240,159 @@ class Region(NamedTuple):
     @property
     def end(self) -> int:
         return self.offset + self.size
+
+
+# ---------------------------------------------------------------------------------------------
+# A Mach-O or ELF binary's records, as ``binary_macho`` and ``binary_elf`` read them, and the
+# check that every part its headers declare lies inside the file.
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section with its place in the file (``offset`` from the start of the file, also in a
+    fat file) and in memory (``address``). ELF has no segment names: ``segment`` is None."""
+
+    segment: str | None
+    name: str
+    offset: int
+    size: int
+    address: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+    @property
+    def label(self) -> str:
+        return f"{self.segment},{self.name}" if self.segment else self.name
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A defined symbol, at a file offset; ``size`` from ELF, or up to the next symbol of the
+    section in Mach-O (which records none)."""
+
+    name: str
+    offset: int
+    size: int
+
+
+class SymbolTable(Protocol):
+    """An image's symbol table, read from the file on use."""
+
+    def symbols(self) -> list[Symbol]: ...
+
+    def names_at(self, wanted: set[int]) -> dict[int, str]: ...
+
+
+class FunctionStarts(Protocol):
+    """An image's ``LC_FUNCTION_STARTS``, decoded from the file on use."""
+
+    def offsets(self) -> Iterator[int]: ...
+
+
+@dataclass
+class Image:
+    """One Mach-O image (a fat file holds one per architecture) or the ELF file."""
+
+    arch: str
+    offset: int
+    size: int
+    sections: list[Section]
+    table: SymbolTable | None = field(default=None, repr=False)
+    starts: FunctionStarts | None = field(default=None, repr=False)
+
+    def section_at(self, offset: int) -> Section | None:
+        """The section holding file offset ``offset`` (zero-fill sections hold none)."""
+        for section in self.sections:
+            if section.offset <= offset < section.end:
+                return section
+        return None
+
+    def symbols(self) -> list[Symbol]:
+        """Every defined symbol with a file offset, sorted by offset (read from the file)."""
+        return self.table.symbols() if self.table is not None else []
+
+    def function_starts(self) -> Iterator[int]:
+        """The file offset of each function ``LC_FUNCTION_STARTS`` records (Mach-O only): the
+        functions a stripped binary still has, without their names. Decoded as it is iterated
+        (a stripped dylib records hundreds of thousands), each inside the ``__TEXT`` segment."""
+        return self.starts.offsets() if self.starts is not None else iter(())
+
+    def names_at(self, offsets: Iterable[int]) -> dict[int, str]:
+        """The name of a symbol starting exactly at each of ``offsets`` that has one: one pass
+        over the table, names read only for those."""
+        wanted = set(offsets)
+        if self.table is None or not wanted:
+            return {}
+        return self.table.names_at(wanted)
+
+
+@dataclass
+class Layout:
+    """What ``read_layout`` found: the kind of file and its images."""
+
+    kind: str
+    images: list[Image]
+
+    def image_at(self, offset: int) -> Image | None:
+        return next((i for i in self.images if i.offset <= offset < i.offset + i.size), None)
+
+    def names_at(self, offsets: Iterable[int]) -> dict[int, str]:
+        """``Image.names_at`` over every image."""
+        found: dict[int, str] = {}
+        wanted = list(offsets)
+        for image in self.images:
+            found.update(
+                image.names_at(o for o in wanted if image.offset <= o < image.offset + image.size)
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class Extent:
+    """A part of the file its headers declare: ``what`` it is (``section __TEXT,metal_40``, ``the
+    symbol table (LC_SYMTAB)``), where it starts (from the start of the file) and its bytes;
+    ``limit`` is where its slice ends (the file's size for a thin file or ELF)."""
+
+    what: str
+    start: int
+    size: int
+    limit: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+
+def refuse_outside(path: str, extents: Sequence[Extent], file_size: int) -> None:
+    """Raise when a part of the file runs outside it: ``TruncatedBinaryError`` past the end of
+    the file, naming the part the end cuts through (the innermost: a section rather than its
+    segment), or else the first one that starts past it (the end falls between parts, or a
+    header points far past it); ``BinaryFormatError`` past the end of its slice."""
+    past = [e for e in extents if e.end > file_size]
+    cut = [e for e in past if e.start < file_size]
+    if cut:  # the end of the file falls inside these: name the innermost
+        named = max(cut, key=lambda e: (e.start, -e.size))
+        raise TruncatedBinaryError(
+            named.end,
+            f"truncated: {named.what}, from byte {named.start}, would end here, past the end "
+            f"of the file ({file_size} bytes)",
+            path,
+        )
+    if past:  # the end falls between parts, or a header points far past it
+        named = min(past, key=lambda e: e.start)
+        raise TruncatedBinaryError(
+            named.start,
+            f"truncated or malformed: {named.what}, {named.size} bytes, would start here, at "
+            f"or past the end of the file ({file_size} bytes)",
+            path,
+        )
+    for extent in extents:
+        if extent.end > extent.limit:
+            raise BinaryFormatError(
+                extent.end,
+                f"malformed: {extent.what}, from byte {extent.start}, ends here, past the end "
+                f"of its slice (byte {extent.limit})",
+                path,
+            )

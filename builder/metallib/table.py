@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from builder.metallib.native import native_module
-from builder.metallib.structs import FUNCTION_TYPES, REFLECTION_HEAD, Span, walk_tags
+from builder.metallib.structs import REFLECTION_HEAD, Span, walk_tags
 
 __all__ = ["COLUMNS", "BadName", "FunctionEntry", "FunctionTable", "Piece", "coalesce"]
 
@@ -41,28 +41,6 @@ class Piece(IntEnum):
         return self.name.lower()
 
 
-COLUMNS = (
-    "names",
-    "types",
-    "versions",
-    "hashes",
-    "offt_rel",
-    "rflt_rel",
-    "entry_offsets",
-    "entry_bytes",
-    "public_md_offsets",
-    "public_md_bytes",
-    "private_md_offsets",
-    "private_md_bytes",
-    "module_offsets",
-    "module_bytes",
-    "reflection_offsets",
-    "reflection_bytes",
-)
-"""The columns in the order both parsers produce them (``csrc/function_list.c``, ``COL_*``).
-``hashes`` is one bytes object: the 32-byte HASH payloads of all functions back to back. The
-pieces' columns come last, two per piece in ``Piece`` order (offsets, then sizes)."""
-
 _DIGEST = 32
 _PACKED = frozenset(f"{piece.column}_offsets" for piece in Piece)
 _ABSENT = (1 << 64) - 1
@@ -81,7 +59,13 @@ class BadName(NamedTuple):
 
 
 class FunctionTable:
-    """The checked function list as columns over the library's bytes (``data``)."""
+    """The checked function list as columns over the library's bytes (``data``).
+
+    The columns are declared below in the order both parsers produce them (``COLUMNS``;
+    ``csrc/function_list.c``, ``COL_*``). ``hashes`` is one bytes object: the 32-byte HASH
+    payloads of all functions back to back. The pieces' columns come last, two per piece in
+    ``Piece`` order (offsets, then sizes).
+    """
 
     names: list[str]
     types: list[int | None]
@@ -199,7 +183,7 @@ class FunctionTable:
         same is copied unchanged by a rewrite."""
         if self._payloads is None:
             native = native_module()
-            compute = native.reflection_chunks if native is not None else _reflection_payloads
+            compute = native.reflection_pieces if native is not None else _reflection_payloads
             self._payloads = compute(self.data, self.reflection_offsets, self.reflection_bytes)
         return self._payloads
 
@@ -210,6 +194,10 @@ class FunctionTable:
             return None
         start = at + 12 + (-(at + 12) % 16)
         return self.data[start : start + size]
+
+
+COLUMNS = tuple(FunctionTable.__annotations__)
+"""The column names, in the order ``FunctionTable`` declares them (and both parsers give them)."""
 
 
 def _reflection_payloads(
@@ -275,11 +263,6 @@ class FunctionEntry:
         return self.table.types[self.index]
 
     @property
-    def type_name(self) -> str:
-        code = self.type
-        return "none" if code is None else FUNCTION_TYPES.get(code, f"type{code}")
-
-    @property
     def version(self) -> tuple[int, int, int, int] | None:
         """The VERS tag: AIR major, minor, Metal language major, minor (None without one)."""
         return self.table.versions[self.index]
@@ -294,25 +277,26 @@ class FunctionEntry:
         at = self.table.offsets(piece)[self.index]
         return None if at is None else Span(at, self.table.sizes(piece)[self.index])
 
+    def _span(self, piece: Piece) -> Span:
+        """Where a piece every function has lies (all but the reflection piece)."""
+        at: int = self.table.offsets(piece)[self.index]  # type: ignore[assignment]
+        return Span(at, self.table.sizes(piece)[self.index])
+
     @property
     def entry(self) -> Span:
-        return Span(self.table.entry_offsets[self.index], self.table.entry_bytes[self.index])
+        return self._span(Piece.ENTRY)
 
     @property
     def public_md(self) -> Span:
-        return Span(
-            self.table.public_md_offsets[self.index], self.table.public_md_bytes[self.index]
-        )
+        return self._span(Piece.PUBLIC_MD)
 
     @property
     def private_md(self) -> Span:
-        return Span(
-            self.table.private_md_offsets[self.index], self.table.private_md_bytes[self.index]
-        )
+        return self._span(Piece.PRIVATE_MD)
 
     @property
     def module(self) -> Span:
-        return Span(self.table.module_offsets[self.index], self.table.module_bytes[self.index])
+        return self._span(Piece.MODULE)
 
     @property
     def reflection(self) -> Span | None:

@@ -9,16 +9,25 @@ the CLI can name every problem at once.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import MetallibFormatError
-from builder.metallib.hashing import Mode, hash_spans
-from builder.metallib.native import native_module
+from builder.metallib.native import hash_spans, native_module
 from builder.metallib.reader import Metallib
-from builder.metallib.structs import MODULE_WRAPPER_MAGIC, REFLECTION_HEAD, U32, Span, walk_tags
+from builder.metallib.structs import (
+    MODULE_WRAPPER,
+    MODULE_WRAPPER_MAGIC,
+    REFLECTION_HEAD,
+    U32,
+    Span,
+    walk_tags,
+)
 from builder.metallib.table import FunctionEntry, FunctionTable, Piece
+
+if TYPE_CHECKING:
+    from builder.metallib.native import Mode
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
@@ -39,29 +48,15 @@ class Problem(NamedTuple):
         return self.function is None and self.message.endswith(_STRAY)
 
 
+@dataclass
 class VerifyReport:
     """What ``verify`` checked and found."""
 
-    def __init__(
-        self,
-        file_size: int,
-        format_version: str,
-        function_count: int,
-        hashed_bytes: int = 0,
-        problems: list[Problem] | None = None,
-    ) -> None:
-        self.file_size = file_size
-        self.format_version = format_version
-        self.function_count = function_count
-        self.hashed_bytes = hashed_bytes
-        self.problems: list[Problem] = problems if problems is not None else []
-
-    def __repr__(self) -> str:
-        return (
-            f"VerifyReport(file_size={self.file_size}, format_version={self.format_version!r}, "
-            f"function_count={self.function_count}, hashed_bytes={self.hashed_bytes}, "
-            f"problems={self.problems!r})"
-        )
+    file_size: int
+    format_version: str
+    function_count: int
+    hashed_bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,7 +82,7 @@ def verify(
     ``hashes=False`` checks everything but the module hashes (``slim`` hashes the modules it
     copies while it writes them).
 
-    Hashing is most of the work, so it runs on both cores with the extension (``hashing``;
+    Hashing is most of the work, so it runs on both cores with the extension (``native.hash_spans``;
     ``parallel`` chooses the way, for tests), then a quick screen of every function's wrapper and
     pieces runs over pages the hashing brought in. Only functions that fail the screen get the
     detailed checks, which say what is wrong.
@@ -220,26 +215,17 @@ def _suspects(lib: Metallib, table: FunctionTable) -> list[int]:
     below, which say what is wrong. Same verdicts, a fraction of the time.
     """
     data = lib.data
+    columns = [
+        column for piece in _SCREENED for column in (table.offsets(piece), table.sizes(piece))
+    ]
     native = native_module()
     if native is not None:
-        columns = [
-            column for piece in _SCREENED for column in (table.offsets(piece), table.sizes(piece))
-        ]
         return native.screen_functions(data, *columns)  # type: ignore[no-any-return]
-    wrapper = _WRAPPER.unpack_from
+    wrapper = MODULE_WRAPPER.unpack_from
     head = REFLECTION_HEAD.unpack_from
     magic = MODULE_WRAPPER_MAGIC
     out = []
-    rows = zip(
-        table.public_md_offsets,
-        table.public_md_bytes,
-        table.private_md_offsets,
-        table.private_md_bytes,
-        table.module_offsets,
-        table.module_bytes,
-        table.reflection_offsets,
-        table.reflection_bytes,
-    )
+    rows = zip(*columns)
     for index, (pub, pub_n, priv, priv_n, mod, mod_n, refl, refl_n) in enumerate(rows):
         if mod_n < 20 or pub_n != 8 or priv_n != 8:
             out.append(index)
@@ -277,15 +263,12 @@ def _check_structure(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> 
         _check_reflection(lib, fn, fn.reflection, report)
 
 
-_WRAPPER = struct.Struct("<5I")
-
-
 def _check_wrapper(lib: Metallib, fn: FunctionEntry, report: VerifyReport) -> None:
     at, size = fn.module
     if size < 20:
         report.problems.append(Problem(fn.name, at, f"module of {size} bytes has no wrapper"))
         return
-    magic, _, start, length, _ = _WRAPPER.unpack_from(lib.data, at)
+    magic, _, start, length, _ = MODULE_WRAPPER.unpack_from(lib.data, at)
     if magic != MODULE_WRAPPER_MAGIC:
         report.problems.append(Problem(fn.name, at, f"module wrapper magic is 0x{magic:08x}"))
     elif start + length > size:

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, NamedTuple
 from builder.errors import InternalError, MetallibError
 from builder.files.atomic import atomic_write as atomic_output  # the project's one output helper
 from builder.metallib.parts import Bytes, LibraryParts, reflection_piece, tag_bytes
-from builder.metallib.structs import HEADER_SIZE, MAGIC, U32, U64, WIDE_TAGS
+from builder.metallib.structs import HEADER_SIZE, MAGIC, OFFT, SPAN, U32, U64, WIDE_TAGS
 from builder.metallib.table import Piece
 
 __all__ = [
@@ -37,8 +37,6 @@ __all__ = [
 
 
 _HEADER_TAIL = struct.Struct("<QQQQQQQQQ")
-_OFFSETS = struct.Struct("<QQQ")
-_SPAN = struct.Struct("<QQ")
 _SECTIONS = (Piece.PUBLIC_MD, Piece.PRIVATE_MD, Piece.MODULE)
 """The pieces written as whole sections, in file order, between the extension and the rest."""
 
@@ -130,7 +128,7 @@ def _write_entries(sink: OutputSink, parts: LibraryParts, lay: Layout) -> None:
     buf = bytearray()
     for start, length in fns.runs(Piece.ENTRY):
         buf += fns.data[start : start + length]
-    pack_offsets = _OFFSETS.pack_into
+    pack_offsets = OFFT.pack_into
     pack_u64 = U64.pack_into
     rows = zip(
         accumulate(fns.entry_bytes, initial=0),
@@ -180,9 +178,9 @@ def write_to(parts: LibraryParts, out: BinaryIO) -> Layout:
     uuid_at = None
     for code, payload in parts.extension:
         if code == b"RLST":
-            payload = _SPAN.pack(lay.reflection, lay.reflection_size)
+            payload = SPAN.pack(lay.reflection, lay.reflection_size)
         elif code == b"HDYN":
-            payload = _SPAN.pack(lay.dynamic, lay.dynamic_size)
+            payload = SPAN.pack(lay.dynamic, lay.dynamic_size)
         elif code == b"UUID":
             uuid_at = sink.position + 6
             payload = parts.uuid if parts.uuid is not None else bytes(16)

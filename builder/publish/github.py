@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from builder.errors import OutputError, UsageError
+from builder.files.bounds import json_int
 from builder.files.reading import read_json
 from builder.publish.rest import ENVIRONMENT as API_ENVIRONMENT
 from builder.publish.rest import Api, api_from_env, call, pages
@@ -105,10 +106,10 @@ def pull_request_from_env(environ: Mapping[str, str] = os.environ) -> PullReques
         also=("GITHUB_EVENT_PATH",),
         where=" in a pull_request workflow",
     )
-    return PullRequest(api, _event_number(environ["GITHUB_EVENT_PATH"]))
+    return PullRequest(api, _eventjson_int(environ["GITHUB_EVENT_PATH"]))
 
 
-def _event_number(path: str) -> int:
+def _eventjson_int(path: str) -> int:
     """The pull request's number in the event payload (``pull_request`` events, or an
     ``issue_comment`` on a pull request)."""
     event = read_json(path, "the event (GITHUB_EVENT_PATH)")  # a regular file, bounded
@@ -117,10 +118,10 @@ def _event_number(path: str) -> int:
         pull = event.get("pull_request")
         issue = event.get("issue")
         if isinstance(pull, dict):
-            number = pull.get("number")
+            number = json_int(pull.get("number"))
         elif isinstance(issue, dict) and "pull_request" in issue:
-            number = issue.get("number")
-    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+            number = json_int(issue.get("number"))
+    if number is None or number <= 0:
         raise UsageError(
             f"GITHUB_EVENT_PATH {path}: not a pull request event (no "
             "pull_request.number); post the comment from a pull_request workflow"
@@ -154,9 +155,7 @@ def token_identity(api: Api) -> Identity:
         said = first.get("message") if isinstance(first, dict) else None
         why = f": {visible(str(said))[:200]}" if said else ""
         raise OutputError(f"GitHub API: cannot {doing}: the reply names no login{why}")
-    user_id = viewer.get("databaseId") if isinstance(viewer, dict) else None
-    ok_id = isinstance(user_id, int) and not isinstance(user_id, bool)
-    return Identity(login, user_id if ok_id else None)
+    return Identity(login, json_int(viewer.get("databaseId")) if isinstance(viewer, dict) else None)
 
 
 def written_by(comment: Mapping[str, object], me: Identity) -> bool:
@@ -166,8 +165,8 @@ def written_by(comment: Mapping[str, object], me: Identity) -> bool:
     user = comment.get("user")
     if not isinstance(user, dict):
         return False
-    their_id = user.get("id")
-    if me.user_id is not None and isinstance(their_id, int) and not isinstance(their_id, bool):
+    their_id = json_int(user.get("id"))
+    if me.user_id is not None and their_id is not None:
         return their_id == me.user_id
     return user.get("login") == me.login
 
@@ -189,8 +188,8 @@ def find_comment(pr: PullRequest, marker: str) -> int | None:
             if not body.lstrip().startswith(marker):
                 continue
             me = me or token_identity(pr.api)
-            found = comment.get("id")
-            if isinstance(found, int) and not isinstance(found, bool) and written_by(comment, me):
+            found = json_int(comment.get("id"))
+            if found is not None and written_by(comment, me):
                 return found
     return None
 
@@ -244,12 +243,8 @@ class BaseArtifact:
     head_sha: str
 
 
-def _number(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _id_of(thing: Any) -> int | None:
-    return _number(thing.get("id")) if isinstance(thing, dict) else None
+    return json_int(thing.get("id")) if isinstance(thing, dict) else None
 
 
 def is_own_push(run: Mapping[str, Any], repository_id: int, branch: str) -> bool:
@@ -271,11 +266,11 @@ def _from_here(artifact: Any, name: str, repository_id: int, branch: str) -> boo
     run = artifact.get("workflow_run")
     return (
         isinstance(run, dict)
-        and _number(run.get("id")) is not None
-        and _number(artifact.get("id")) is not None
+        and json_int(run.get("id")) is not None
+        and json_int(artifact.get("id")) is not None
         and run.get("head_branch") == branch
-        and _number(run.get("head_repository_id")) == repository_id
-        and _number(run.get("repository_id")) == repository_id
+        and json_int(run.get("head_repository_id")) == repository_id
+        and json_int(run.get("repository_id")) == repository_id
     )
 
 

@@ -1,22 +1,23 @@
-"""Several outputs from one run: ``-o size.md -o size.html -o size.json``.
+"""Several outputs from one run: ``-o size.md -o size.html -o size.json``; and which view draws
+each result in each format, the one dispatch every command's output goes through (``*_output``):
+a result is made into tables once (``builder.render.table``) and written by the generic writers,
+JSON by ``builder.render.json_docs``, HTML by ``builder.render.html``, the PR comment is the
+markdown of ``compare`` and ``budget`` (``builder.render.pr_comment``). Heavy views (rich, the
+HTML page) are imported only for the format asked for, so ``report --format json`` pays for
+none of them.
 
 Each ``-o`` file's format comes from its extension, so one measurement feeds the PR comment, the
 HTML artifact and the JSON kept for the next run. The plan is made before anything is measured,
 so a typo in an extension costs nothing; every format is rendered once, and every file is written
 atomically (``builder.files.atomic``).
 
-The GitHub Actions step summary: the run's markdown, with its verdict, appended once per run.
-
-Actions gives every step its own file (``GITHUB_STEP_SUMMARY``) and shows what was appended to it
-on the run's page. A command that writes several outputs still appends one summary: the caller
-passes the markdown once, after every gate has been decided.
-
-A run's markdown to where CI readers see it: the step summary (once) and the sticky comment.
-
-``compare`` and ``budget`` call ``publish_markdown`` once per run, after every gate is decided, so
-the summary and the comment always carry the verdict. The pull request is looked up before any
-measuring (``pull_request_from_env``), so a job missing its token fails in a second, not after a
-download.
+A run's markdown goes where CI readers see it: the GitHub Actions step summary and the sticky
+comment. Actions gives every step its own summary file (``GITHUB_STEP_SUMMARY``) and shows what
+was appended to it on the run's page; ``compare`` and ``budget`` call ``publish_markdown`` once
+per run, after every gate is decided, so however many outputs a command writes, the summary is
+appended once and it and the comment always carry the verdict. The pull request is looked up
+before any measuring (``pull_request_from_env``), so a job missing its token fails in a second,
+not after a download.
 """
 
 from __future__ import annotations
@@ -25,18 +26,37 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import OutputError, UsageError
-from builder.publish.github import PullRequest, post_sticky_comment
+
+if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to post
+    from builder.publish.github import PullRequest
+
+if TYPE_CHECKING:
+    from builder.cmake_build.driver import PresetResult
+    from builder.render.library import Found
+    from builder.size.attribution import BinaryAccount
+    from builder.size.checks import Check, Evaluated
+    from builder.size.history import LibraryHistory
+    from builder.size.report import Report
+    from builder.subsets.variants import VariantsRun
 
 __all__ = [
     "EXTENSIONS",
     "STEP_SUMMARY",
     "Destination",
     "append_step_summary",
+    "budget_output",
+    "comparison_output",
+    "history_output",
     "plan_outputs",
+    "presets_output",
     "publish_markdown",
+    "report_output",
+    "shown_top",
+    "sources_output",
+    "variants_output",
     "write_outputs",
 ]
 
@@ -174,9 +194,154 @@ def publish_markdown(
     if summary is not None:
         done.append(f"appended the markdown to the step summary {summary}")
     if pull_request is not None:
+        from builder.publish.github import post_sticky_comment
+
         posted = post_sticky_comment(pull_request, markdown, marker)
         where = posted.url or f"comment {posted.comment_id}"
         done.append(
             f"{posted.action} the size comment on pull request #{pull_request.number}: {where}"
         )
     return done
+
+
+def shown_top(top: int | None, kind: str) -> int | None:
+    """``--top`` for ``kind``: by default 20 rows for people, all for machines; 0 is all."""
+    if top is None:
+        return None if kind in ("csv", "json") else 20
+    return None if top <= 0 else top
+
+
+def report_output(
+    reports: Sequence[Report],
+    kind: str,
+    top: int | None,
+    color: bool,
+    width: int | None,
+    binaries: Sequence[BinaryAccount] = (),
+) -> str:
+    """``report --format kind``; ``binaries``: the account of each binary the libraries sit in
+    (tables after the libraries', ``binaries`` in JSON; not in HTML)."""
+    if kind == "html":
+        from builder.render.html import report_html
+
+        return report_html(reports)
+    if kind == "json":
+        from builder.render.json_docs import report_json
+
+        return report_json(reports, binaries)
+    from builder.render.report_tables import report_tables
+    from builder.render.table import written
+
+    tables = report_tables(reports, shown_top(top, kind), binaries)
+    return written(tables, kind, color=color, width=width)
+
+
+def comparison_output(
+    evaluated: Evaluated, kind: str, top: int | None, color: bool, width: int | None
+) -> str:
+    """``compare --format kind``: every library pair with its gate verdicts."""
+    if kind == "json":
+        from builder.render.json_docs import compare_json
+
+        return compare_json(evaluated)
+    if kind == "markdown":
+        from builder.render.pr_comment import comment_markdown
+
+        return comment_markdown(evaluated, shown_top(top, kind))
+    if kind == "html":
+        from builder.render.html import compare_html
+
+        return compare_html(evaluated)
+    from builder.render.compare_tables import compare_preface, compare_tables
+    from builder.render.table import written
+
+    if kind == "csv":
+        several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
+        return written(compare_tables(evaluated, None, context=several), kind)
+    tables = compare_tables(evaluated, shown_top(top, kind))
+    preface = compare_preface(evaluated)
+    return written(tables, kind, color=color, width=width, preface=preface)
+
+
+def budget_output(
+    checks: Sequence[Check], source: str, kind: str, color: bool, width: int | None
+) -> str:
+    """``budget --format kind``."""
+    if kind == "json":
+        from builder.render.json_docs import budget_json
+
+        return budget_json(checks, source)
+    if kind == "markdown":
+        from builder.render.pr_comment import budget_markdown
+
+        return budget_markdown(checks, source)
+    from builder.render.report_tables import budget_table
+    from builder.render.table import written
+
+    return written([budget_table(checks, source)], kind, color=color, width=width)
+
+
+def history_output(
+    histories: Sequence[LibraryHistory], by: str, kind: str, color: bool, width: int | None
+) -> str:
+    """``history --format kind``: each library's history (one, unless a target holds
+    several), with the groups it shows (``LibraryHistory.top``)."""
+    if kind == "json":
+        from builder.render.json_docs import history_json
+
+        return history_json(histories, by)
+    if kind == "html":
+        from builder.render.html import history_html
+
+        return history_html(histories, by)
+    from builder.render.compare_tables import history_tables
+    from builder.render.table import written
+
+    fit = width if kind == "table" else None  # as many group columns as a terminal shows
+    return written(history_tables(histories, by, fit), kind, color=color, width=width)
+
+
+def sources_output(
+    path: str,
+    found: Found,
+    namespace: str | None,
+    kind: str,
+    color: bool,
+    width: int | None,
+) -> str:
+    """``sources --format kind``: a host library's run-time sources, as a table or JSON."""
+    if kind == "json":
+        from builder.render.json_docs import sources_json
+
+        return sources_json(path, found, namespace)
+    from builder.render.library import sources_tables
+    from builder.render.table import written
+
+    return written(sources_tables(path, found, namespace), kind, color=color, width=width)
+
+
+def variants_output(run: VariantsRun, kind: str) -> str:
+    """``variants --from --format kind``: the variants and their plans (CSV: the variants)."""
+    if kind == "json":
+        from builder.render.variants import variants_json
+
+        return variants_json(run)
+    from builder.render.variants import variants_html, variants_tables
+
+    if kind == "html":
+        return variants_html(run)
+    from builder.render.table import written
+
+    tables = variants_tables(run)
+    return written(tables[:1] if kind == "csv" else tables, kind)
+
+
+def presets_output(results: Sequence[PresetResult], kind: str) -> str:
+    """``presets --format kind``: the presets side by side."""
+    from builder.render.build import presets_json, presets_table
+
+    if kind == "json":
+        return presets_json(results) + "\n"
+    from builder.render.table import written
+
+    return written([presets_table(results)], kind)

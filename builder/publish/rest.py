@@ -18,7 +18,6 @@ what was being done; the token is never printed.
 
 from __future__ import annotations
 
-import functools
 import http.client
 import json
 import re
@@ -28,7 +27,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,10 +119,8 @@ class _Deadline:
         with self._lock:
             self.expired = True
             for sock in self._sockets:
-                try:
+                with suppress(OSError):  # already closed by the other side
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:  # already closed by the other side
-                    pass
 
     def close(self) -> None:
         self._timer.cancel()
@@ -131,42 +129,29 @@ class _Deadline:
                 sock.close()
 
 
-def _watched_connect(deadline: _Deadline) -> Any:
-    """What http.client opens its sockets with (to the server, or to a proxy), each one then
-    watched by ``deadline``: ``socket.create_connection``'s signature."""
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """urllib with redirects refused and every connection watched by ``deadline``: each socket
+    http.client opens (to the server, or to a proxy; the TLS handshake runs on it too) goes
+    through ``_create_connection``, http.client's hook for this."""
 
     def connect(address: tuple[str, int], timeout: float, source: Any) -> socket.socket:
         return deadline.watch(socket.create_connection(address, timeout, source))
 
-    return connect
+    def watched(kind: type[http.client.HTTPConnection]) -> Callable[..., Any]:
+        def connection(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            made = kind(host, **kwargs)
+            made._create_connection = connect  # type: ignore[attr-defined]
+            return made
 
-
-class _WatchedHTTP(http.client.HTTPConnection):
-    """A connection whose sockets a deadline watches."""
-
-    def __init__(self, host: str, *, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(host, **kwargs)
-        self._create_connection = _watched_connect(deadline)  # http.client's hook for this
-
-
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    """The TLS twin of ``_WatchedHTTP`` (the handshake is watched too: it runs on the socket)."""
-
-    def __init__(self, host: str, *, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(host, **kwargs)
-        self._create_connection = _watched_connect(deadline)
-
-
-def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
-    """urllib with redirects refused and every connection watched by ``deadline``."""
+        return connection
 
     class Http(urllib.request.HTTPHandler):
         def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-            return self.do_open(functools.partial(_WatchedHTTP, deadline=deadline), req)
+            return self.do_open(watched(http.client.HTTPConnection), req)
 
     class Https(urllib.request.HTTPSHandler):
         def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-            return self.do_open(functools.partial(_WatchedHTTPS, deadline=deadline), req)
+            return self.do_open(watched(http.client.HTTPSConnection), req)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:

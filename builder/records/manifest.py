@@ -1,18 +1,20 @@
-"""``manifest.json``, the record of what a build produced: the one module that writes and reads it.
+"""``manifest.json``, the one record of a build: the one module that writes and reads it.
 
 A build writes it at the root of its build directory at build time, after the metallib and the
 host JIT library exist, so every byte count in it was measured on the real outputs (CMake runs
 ``python -m builder.cmake_build.record``, which gathers the inputs and calls
 :func:`write_manifest`). Inputs: the build plan (``builder.cmake_build.plan``: units and modes),
-the kernels of each unit, the configure-time build config (compile options, toolchain identity,
-the ``.air`` file of every compiled source) and the JIT generator's ``embed.json``. Output is
-deterministic: plan order, paths relative to the build directory (sources relative to the kernel
-tree), no timestamps. :func:`read_manifest` gives the size report (``report BUILD_DIR``, and
-``build`` and ``variants`` after building) its typed view (docs/report-schema.md); docs/build.md
-lists every field. ``embed.json``, what a host JIT library embeds per unit, is written here too
+the kernels of each unit, what CMake resolved at configure time (toolchain identity, deployment
+target, the ``.air`` file of every compiled source: on the record step's command line) and the
+JIT library's facts (``embed.json``), which the manifest takes over. Output is deterministic:
+plan order, paths relative to the build directory (sources relative to the kernel tree), no
+timestamps. :class:`BuildManifest` is the document, written and read back (:func:`read_manifest`)
+by the one codec; the size report (``report BUILD_DIR``, and ``build`` and ``presets`` after
+building) reads nothing else of a build (docs/report-schema.md; docs/build.md lists every
+field). ``embed.json``, what one host JIT library target embeds per unit, is written here too
 (:func:`embed_facts`, :func:`write_embed_facts`: one shape for the catalog's host library and a
-discovered tree's) and read back by :func:`build_manifest`. Standard library and
-``builder.errors``/``builder.files.atomic`` only: it runs inside pip's isolated build environment.
+discovered tree's). Standard library and ``builder.errors``/``builder.files`` only: it runs
+inside pip's isolated build environment.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ __all__ = [
     "MANIFEST_NAME",
     "SCHEMA",
     "BuildManifest",
+    "BuiltFile",
+    "Shared",
+    "Tree",
     "Unit",
     "build_manifest",
     "embed_facts",
@@ -88,6 +93,9 @@ class Unit:
     embedding: Embedding | None = field(default=None, omit="none")
     """A JIT unit: ``whole-file`` (an entry file's text, includes inlined, is one run-time
     source) or ``preamble`` (MLX's: its headers; every catalog family)."""
+    headers: tuple[str, ...] | None = field(default=None, omit="none")
+    """Built, a JIT entry file: the files inlined into its run-time sources, in order (a
+    catalog family's are its ``sources``)."""
     generated_sources: tuple[str, ...] | None = field(default=None, omit="none")
     """Built: its generated ``.metal`` entry files (AOT) or ``.cpp`` source (JIT), relative to
     the build folder."""
@@ -141,6 +149,7 @@ def _jit_unit(
         unit,
         # an entry file: itself (its kernels' source); a catalog family: every header inlined
         sources=tuple(str(h) for h in facts.get("headers", [])) if family else unit.sources,
+        headers=None if family else tuple(str(h) for h in facts.get("headers", [])),
         generated_sources=tuple(_rel(p, build_dir) for p in generated),
         host_names=tuple(names),
         outputs=(
@@ -201,118 +210,71 @@ def write_embed_facts(path: Path, facts: Mapping[str, Any]) -> bool:
     return write_if_changed(path, json.dumps(facts, indent=1) + "\n")
 
 
-def _file(path: str | None, build_dir: Path) -> dict[str, Any] | None:
-    if not path:
-        return None
-    return {"path": _rel(path, build_dir), "bytes": Path(path).stat().st_size}
-
-
-def build_manifest(
-    build_dir: Path,
-    config: Mapping[str, Any],
-    *,
-    tree: Mapping[str, Any],
-    units: Sequence[Unit],
-    compiled: Mapping[str, Sequence[str]],
-    options: Mapping[str, Any],
-    kernels: Mapping[str, Sequence[str]],
-    metallib: str | None = None,
-    embed: Mapping[str, Any] | None = None,
-    embed_dir: Path | None = None,
-    host_library: str | None = None,
-) -> dict[str, Any]:
-    """The manifest as a dict, one entry per unit of the plan, in plan order.
-
-    ``tree`` is the plan's ``kind`` (``catalog`` or ``discovered``) and ``library``;
-    ``compiled`` maps each AOT unit to its compiled sources (absolute); ``options`` the plan's
-    selection as ``METAL_*`` values; ``kernels`` maps each unit to its host names; ``config`` is
-    the configure-time build config (``objects``: compiled source -> ``.air``; ``options``,
-    ``toolchain``, ``host_compiler``); ``embed`` the JIT generator's facts (embed.json,
-    ``embed_facts``: ``units`` by name) found in ``embed_dir``.
-    """
-    metallib_rel = _rel(metallib, build_dir) if metallib else None
-    host_rel = _rel(host_library, build_dir) if host_library else None
-    family = tree.get("kind") == "catalog"
-    objects = config.get("objects", {})
-    facts = {f["name"]: f for f in (embed or {}).get("units", [])}
-    entries = []
-    for unit in units:
-        names = kernels.get(unit.name, ())
-        if unit.mode == "aot" and metallib_rel is not None:
-            entries.append(
-                _aot_unit(
-                    unit, compiled.get(unit.name, []), names, objects, build_dir, metallib_rel
-                )
-            )
-        elif unit.mode == "jit" and embed_dir is not None:
-            entries.append(
-                _jit_unit(
-                    unit, family, facts.get(unit.name, {}), names, embed_dir, build_dir, host_rel
-                )
-            )
-    return {
-        "schema": SCHEMA,
-        "generator": config.get("generator", "metallib-builder"),
-        "tree": {"kind": tree.get("kind"), "library": tree.get("library")},
-        "options": {**options, **config.get("options", {})},
-        "toolchain": config.get("toolchain"),
-        "host_compiler": config.get("host_compiler"),
-        "metallib": metallib_rel,
-        "host_library": host_rel,
-        "compressed": bool((embed or {}).get("compressed", False)),
-        # All stored source bytes (with deduplication, pieces shared by units count once).
-        "embedded_bytes": int((embed or {}).get("embedded_bytes", 0)),
-        "files": {
-            "metallib": _file(metallib, build_dir),
-            "host_library": _file(host_library, build_dir),
-        },
-        "units": dump(entries),
-    }
-
-
-def write_manifest(path: Path, manifest: Mapping[str, Any]) -> None:
-    """Write ``manifest.json`` atomically (always, not only on change: Ninja must see the output
-    newer than its inputs)."""
-    write_atomic(path, json.dumps(manifest, indent=1) + "\n")
-
-
-# -- reading -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Tree:
+class Tree:
     kind: Literal["catalog", "discovered"]
     """What every unit is: a catalog family, or an entry file of a discovered tree."""
     library: str | None = None
 
 
 @dataclass(frozen=True)
-class _Read:
-    """What the size report reads of a manifest (the codec checks each field's type)."""
+class BuiltFile:
+    """An output of the build, relative to the build folder, and its size when recorded."""
 
-    units: tuple[Unit, ...]
-    tree: _Tree | None = None
-    metallib: str | None = None
-    host_library: str | None = None
-    embedded_bytes: int = field(default=0, check=byte_count)
+    path: str
+    bytes: int = field(check=byte_count)
 
 
 @dataclass(frozen=True)
-class BuildManifest:
-    """A build manifest (schema 2) as the size report reads it."""
+class Shared:
+    """Stored source that several JIT units use, counted once: a preamble (no ``bytes``: its
+    pieces are listed) or a piece."""
 
-    path: str
-    units: tuple[Unit, ...]
-    metallib: str | None
+    name: str
+    units: tuple[str, ...]
+    bytes: int | None = field(default=None, omit="none", check=_bytes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildManifest:
+    """``manifest.json`` (schema 2): the one record of a build, written by
+    :func:`build_manifest` and read by :func:`read_manifest`, one type for both."""
+
+    generator: str = "metallib-builder"
+    tree: Tree | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    """The build's ``METALLIB_*`` options, as the plan and CMake resolved them."""
+    toolchain: dict[str, Any] | None = None
+    host_compiler: str | None = None
+    metallib: str | None = None
     """Path of the built metallib relative to the manifest's directory; None if all JIT."""
     host_library: str | None = None
     """Path of the host JIT library relative to the manifest's directory; None if all AOT."""
-    embedded_bytes: int = 0
-    """All embedded source bytes (pieces shared by families counted once)."""
-    build: dict[str, Any] = field(default_factory=dict)
-    """Options, toolchain and generator as the manifest records them (for report provenance)."""
+    compressed: bool = False
+    embedded_bytes: int = field(default=0, check=byte_count)
+    """All embedded source bytes: each JIT unit's own plus ``shared_bytes`` once."""
+    shared_bytes: int = field(default=0, omit="default", check=byte_count)
+    storage: str | None = field(default=None, omit="none")
+    """A discovered tree's host library: ``deduplicated`` or ``separate`` (``jit-api``)."""
+    files: dict[str, BuiltFile | None] = field(default_factory=dict)
+    units: tuple[Unit, ...]
+    shared: tuple[Shared, ...] = field(default=(), omit="empty")
+    path: str = field(default="", omit="always")
+    """Where it was read from (not written)."""
 
     @property
     def folder(self) -> Path:
         return Path(self.path).parent
+
+    @property
+    def build(self) -> dict[str, Any]:
+        """Options, toolchain and generator as the manifest records them (a report's
+        provenance)."""
+        facts: dict[str, Any] = {"manifest": self.path}
+        for key in ("options", "toolchain", "generator", "host_library"):
+            if getattr(self, key) is not None:
+                facts[key] = getattr(self, key)
+        return facts
 
     def unit_of(self) -> dict[str, str]:
         """host name -> its unit, for every AOT unit."""
@@ -328,6 +290,84 @@ class BuildManifest:
         }
 
 
+def _file(path: str | None, build_dir: Path) -> BuiltFile | None:
+    return BuiltFile(_rel(path, build_dir), Path(path).stat().st_size) if path else None
+
+
+def build_manifest(
+    build_dir: Path,
+    config: Mapping[str, Any],
+    *,
+    tree: Tree,
+    units: Sequence[Unit],
+    compiled: Mapping[str, Sequence[str]],
+    options: Mapping[str, Any],
+    kernels: Mapping[str, Sequence[str]],
+    metallib: str | None = None,
+    embed: Mapping[str, Any] | None = None,
+    embed_dir: Path | None = None,
+    host_library: str | None = None,
+) -> BuildManifest:
+    """The manifest, one entry per unit of the plan, in plan order.
+
+    ``tree`` is the plan's; ``compiled`` maps each AOT unit to its compiled sources (absolute);
+    ``options`` the plan's selection as ``METALLIB_*`` values; ``kernels`` maps each unit to its
+    host names; ``config`` what CMake resolved at configure time (``objects``: compiled source
+    -> ``.air``; ``options``, ``toolchain``, ``host_compiler``, ``generator``); ``embed`` the
+    JIT generator's facts (``embed_facts``: ``units`` by name) found in ``embed_dir``, whose
+    totals and shared entries the manifest takes over.
+    """
+    metallib_rel = _rel(metallib, build_dir) if metallib else None
+    host_rel = _rel(host_library, build_dir) if host_library else None
+    family = tree.kind == "catalog"
+    objects = config.get("objects", {})
+    embed = embed or {}
+    facts = {f["name"]: f for f in embed.get("units", [])}
+    entries = []
+    for unit in units:
+        names = kernels.get(unit.name, ())
+        if unit.mode == "aot" and metallib_rel is not None:
+            entries.append(
+                _aot_unit(
+                    unit, compiled.get(unit.name, []), names, objects, build_dir, metallib_rel
+                )
+            )
+        elif unit.mode == "jit" and embed_dir is not None:
+            entries.append(
+                _jit_unit(
+                    unit, family, facts.get(unit.name, {}), names, embed_dir, build_dir, host_rel
+                )
+            )
+    return BuildManifest(
+        generator=config.get("generator", "metallib-builder"),
+        tree=tree,
+        options={**options, **config.get("options", {})},
+        toolchain=config.get("toolchain"),
+        host_compiler=config.get("host_compiler"),
+        metallib=metallib_rel,
+        host_library=host_rel,
+        compressed=bool(embed.get("compressed", False)),
+        embedded_bytes=int(embed.get("embedded_bytes", 0)),
+        shared_bytes=int(embed.get("shared_bytes", 0)),
+        storage=embed.get("storage"),
+        files={
+            "metallib": _file(metallib, build_dir),
+            "host_library": _file(host_library, build_dir),
+        },
+        units=tuple(entries),
+        shared=tuple(
+            Shared(str(s["name"]), tuple(s["units"]), s.get("bytes"))
+            for s in embed.get("shared", [])
+        ),
+    )
+
+
+def write_manifest(path: Path, manifest: BuildManifest) -> None:
+    """Write ``manifest.json`` atomically (always, not only on change: Ninja must see the output
+    newer than its inputs)."""
+    write_atomic(path, json.dumps({"schema": SCHEMA, **dump(manifest)}, indent=1) + "\n")
+
+
 def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
     """Read ``manifest.json``; a missing, unreadable or malformed one is a UsageError (exit 2)."""
     where = os.fspath(path)
@@ -336,16 +376,14 @@ def read_manifest(path: str | os.PathLike[str]) -> BuildManifest:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             found = data.get("schema") if isinstance(data, dict) else None
             raise ValueError(f"schema {found!r}, expected {SCHEMA}")
-        read = load(_Read, data)
+        manifest = replace(load(BuildManifest, data), path=where)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{where}: not a usable build manifest: {exc}") from None
-    for key, value in (("metallib", read.metallib), ("host_library", read.host_library)):
+    for key in ("metallib", "host_library"):
+        value = getattr(manifest, key)
         if value is not None:
             _confine(where, key, value)
-    facts = _build_facts(data, where)
-    return BuildManifest(
-        where, read.units, read.metallib, read.host_library, read.embedded_bytes, facts
-    )
+    return manifest
 
 
 def _confine(where: str, key: str, value: str) -> None:
@@ -370,12 +408,3 @@ def _confine(where: str, key: str, value: str) -> None:
         raise UsageError(
             f"{bad}{via}, outside the build folder {folder}; a build's outputs are inside it"
         )
-
-
-def _build_facts(data: dict[str, Any], path: str) -> dict[str, Any]:
-    """The build part of a report's provenance: options, toolchain, generator."""
-    facts: dict[str, Any] = {"manifest": path}
-    for key in ("options", "toolchain", "generator", "host_library"):
-        if data.get(key) is not None:
-            facts[key] = data[key]
-    return facts

@@ -1,35 +1,36 @@
-"""The build presets ``variants`` (without ``--from``) built, side by side, as text.
+"""The build presets ``presets`` built, side by side: one column per built preset, one row per
+unit, on the table model (``builder.render.table``), and JSON.
 
-One column per built preset, one row per kernel group; each column adds up to what the preset
-ships, its metallib plus its host library. The figures are each preset's size report, measured
-as ``report <its folder>`` measures a build (``builder.size.load``): an AOT unit's function
-bytes in the metallib, a JIT unit's symbol bytes in the host library, and the rows no unit
-owns under the names ``report`` gives them. ``build`` itself prints that report
-(``builder.cli.build``).
+Each column adds up to what the preset ships, its metallib plus its host library. The figures
+are each preset's size report, measured as ``report <its folder>`` measures a build
+(``builder.size.load``): an AOT unit's function bytes in the metallib, a JIT unit's symbol bytes
+in the host library, and the rows no unit owns under the names ``report`` gives them. ``build``
+itself prints that report (``builder.cli.build``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from builder.render.text import OVERHEAD_LABEL, human_size, visible
+from builder.render.table import PEOPLE, Column, Name, Row, Said, Table, Words
+from builder.render.text import OVERHEAD_LABEL, human_size
 from builder.size.report import jit_breakdown
 
 if TYPE_CHECKING:
-    from builder.cmake_build.presets import PresetResult
+    from builder.cmake_build.driver import PresetResult
     from builder.size.report import Report
 
-__all__ = ["presets_json", "presets_text"]
-
-_LEGEND = (
-    "AOT: the unit's function bytes in the metallib. JIT: the bytes of its symbols in the host",
-    "library, where its source is embedded and compiled at run time. Each column adds up to the",
-    "total shipped: metallib file + host library file.",
-)
+__all__ = ["HOST_WHOLE", "presets_json", "presets_table"]
 
 HOST_WHOLE = "[host library, not split]"
 """The row of a host library whose symbols could not be read: its bytes, no unit's share."""
+_CSV_ONLY = frozenset({"csv"})
+_LEGEND = (
+    "AOT: the unit's function bytes in the metallib. JIT: the bytes of its symbols in the host "
+    "library, where its source is embedded and compiled at run time. Each column adds up to the "
+    "total shipped: metallib file + host library file."
+)
 
 
 class _Column(NamedTuple):
@@ -73,96 +74,95 @@ def _column(report: Report) -> _Column:
     return column
 
 
-def _origins(result: PresetResult, report: Report) -> list[str]:
-    lines = [f"{result.name} ({result.description}):"]
+def _origins(result: PresetResult, report: Report, column: _Column) -> list[Words]:
+    """Where a preset's figures were measured, and what could not be split."""
+    lines: list[Words] = [(Name(result.name), " (", Said(result.description), "):")]
     if report.source.path is not None:
         lines.append(
-            f"  metallib {visible(report.source.path)}: function bytes, as report measures them"
+            ("  metallib ", Said(report.source.path), ": function bytes, as report measures them")
         )
     jit = jit_breakdown(report)
     if jit is not None and jit.host_measured:
-        lines.append(f"  {visible(jit.origin)}")
+        lines.append(("  ", Said(jit.origin)))
     elif report.source.manifest:
-        lines.append(f"  manifest {visible(report.source.manifest)}: units and their modes")
-    return lines
+        lines.append(("  manifest ", Said(report.source.manifest), ": units and their modes"))
+    return lines + [("  ", Said(note)) for note in column.notes]
 
 
-def _size(value: int | None, none: str = "") -> str:
-    return none if value is None else human_size(value)
+def _cell(mode: str | None, size: int | None) -> str:
+    """``AOT 1.54 kB``, ``JIT 543 B``, ``JIT`` (symbols not read), ``1.20 kB`` (a row no unit
+    owns) or ``-`` (not in the build)."""
+    if size is None:
+        return mode or "-"
+    return human_size(size) if mode is None else f"{mode} {human_size(size)}"
 
 
-def _cell(column: _Column, unit: str) -> str:
-    """``AOT 1.54 kB``, ``JIT 543 B``, ``JIT`` (symbols not read) or ``-`` (not in the build)."""
-    mode = column.modes.get(unit)
-    if mode is None:
-        return "-"
-    size = column.sizes.get(unit)
-    return mode if size is None else f"{mode} {human_size(size)}"
-
-
-def _table(head: list[list[str]], rows: list[list[str]], rules: set[int]) -> list[str]:
-    """Left-aligned first column, right-aligned others; a dashed rule after the header and
-    before each row index in ``rules``."""
-    widths = [max(len(r[i]) for r in [*head, *rows]) for i in range(len(head[0]))]
-    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    rule = fmt.format(*("-" * w for w in widths))
-    lines = [fmt.format(*h) for h in head] + [rule]
-    for at, row in enumerate(rows):
-        if at in rules:
-            lines.append(rule)
-        lines.append(fmt.format(*row))
-    return lines
-
-
-def presets_text(results: Sequence[PresetResult]) -> str:
-    """Units as rows, built presets as columns, then a total shipped row; under the table
-    where each figure was measured, then the presets not built and why (each reason once)."""
+def presets_table(results: Sequence[PresetResult]) -> Table:
+    """Units as rows, built presets as columns (``AOT 1.54 kB`` for people; the mode and the
+    bytes apart in CSV), then what each ships; under it where each figure was measured, then the
+    presets not built and why (each reason once)."""
     built = [(r, r.report) for r in results if r.report is not None and r.outcome is not None]
-    lines: list[str] = []
-    if built:
-        columns = [_column(report) for _, report in built]
-        largest: dict[str, int] = {}
-        for column in columns:
-            for name in column.modes:
-                largest[name] = max(largest.get(name, 0), column.sizes.get(name, 0))
-        unowned = list(dict.fromkeys(name for column in columns for name in column.unowned))
-        head = [
-            ["", *(r.name for r, _ in built)],
-            ["kernel group", *(r.description for r, _ in built)],
+    columns = [_column(report) for _, report in built]
+    largest: dict[str, int] = {}
+    for column in columns:
+        for name in column.modes:
+            largest[name] = max(largest.get(name, 0), column.sizes.get(name, 0))
+    heads = [Column("group", "kernel group", "text")]
+    for result, _ in built:
+        heads += [
+            Column(result.name, result.name, "text", PEOPLE),
+            Column(f"{result.name}_mode", f"{result.name} mode", "text", _CSV_ONLY),
+            Column(f"{result.name}_bytes", f"{result.name} bytes", "bytes", _CSV_ONLY),
         ]
-        rows = [
-            [visible(name), *(_cell(column, name) for column in columns)]
-            for name in sorted(largest, key=lambda n: (-largest[n], n))
-        ]
-        rows += [[name, *(_size(column.sizes.get(name)) for column in columns)] for name in unowned]
-        total_at = len(rows)
-        reports = [report for _, report in built]
-        rows += [
-            ["total shipped", *(_size(r.shipped_bytes, "-") for r, _ in built)],
-            [
-                "  metallib file",
-                *(_size(r.file_size if r.source.path is not None else None, "-") for r in reports),
-            ],
-            [
-                "  host library file",
-                *(
-                    _size(r.host_library.file_size if r.host_library else None, "-")
-                    for r in reports
-                ),
-            ],
-            ["build time", *(f"{r.outcome.seconds:.1f} s" for r, _ in built if r.outcome)],
-        ]
-        lines += _table(head, rows, {total_at})
-        lines += ["", *_LEGEND]
-        for (result, report), column in zip(built, columns):
-            lines += _origins(result, report) + [f"  {visible(n)}" for n in column.notes]
+
+    def row(name: str, modes: list[str | None], sizes: list[int | None], **how: Any) -> Row:
+        cells = [(_cell(m, s), m, s) for m, s in zip(modes, sizes, strict=True)]
+        return Row((name, *(value for cell in cells for value in cell)), **how)
+
+    def each(name: str) -> Row:
+        return row(
+            Name(name), [c.modes.get(name) for c in columns], [c.sizes.get(name) for c in columns]
+        )
+
+    none: list[str | None] = [None] * len(built)
+    unowned = dict.fromkeys(name for column in columns for name in column.unowned)
+    reports = [report for _, report in built]
+    rows = [each(name) for name in sorted(largest, key=lambda n: (-largest[n], n))]
+    rows += [each(name) for name in unowned]
+    rows += [
+        row("total shipped", none, [r.shipped_bytes for r, _ in built], role="total"),
+        row("metallib file", none, [r.file_size if r.source.path else None for r in reports]),
+        row(
+            "host library file",
+            none,
+            [r.host_library.file_size if r.host_library else None for r in reports],
+        ),
+        Row(
+            ("build time", *(v for r, _ in built for v in (_seconds(r), None, None))),
+            media=PEOPLE,
+        ),
+    ]
+    caption: list[Words] = [(_LEGEND,)] if built else []
+    for (result, report), column in zip(built, columns, strict=True):
+        caption += _origins(result, report, column)
     reasons: dict[str, list[str]] = {}
     for r in results:
         if r.report is None:
             reasons.setdefault(r.reason or "not measured", []).append(r.name)
-    for reason, names in reasons.items():
-        lines.append(f"not built: {', '.join(names)}: {reason}")
-    return "\n".join(lines)
+    return Table(
+        tuple(heads),
+        tuple(rows),
+        title=("Presets side by side",),
+        caption=tuple(caption),
+        notes=tuple(
+            (f"not built: {', '.join(names)}: ", Said(why)) for why, names in reasons.items()
+        ),
+        csv_total="total shipped",
+    )
+
+
+def _seconds(result: PresetResult) -> str:
+    return f"{result.outcome.seconds:.1f} s" if result.outcome else "-"
 
 
 def presets_json(results: Sequence[PresetResult]) -> str:

@@ -1,41 +1,50 @@
-"""A comparison as tables (``builder.render.table``): the metallib's groups joined base to head,
-and a build's JIT units joined the same way (``builder.size.rollup.join``). Every delta, percent
-and rest row of ``compare``'s formats is made here, once; the PR comment
+"""Changes as tables (``builder.render.table``): a comparison's metallib groups joined base to
+head, a build's JIT units joined the same way (``builder.size.rollup.join``); a history, a row
+per target in order with its change from the one before. Every delta, percent and rest row of
+``compare``'s and ``history``'s formats is made here, once; the PR comment
 (``builder.render.pr_comment``) writes these rows within its byte budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.render.checks import gate_message
 from builder.render.report_tables import shown_count
 from builder.render.table import Column, Name, Row, Said, Table, Words
 from builder.render.text import (
+    gate_message,
     human_delta,
     human_size,
+    jit_what,
+    no_metallib,
     origin,
     provenance_line,
     signed_percent,
     visible,
 )
+from builder.size.download import MODEL
 from builder.size.report import by_strings
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison
+    from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.rollup import FunctionRow
 
 __all__ = [
+    "DOWNLOAD_METHOD",
     "compare_download_line",
     "compare_preface",
     "compare_tables",
     "delta_columns",
     "delta_row",
+    "history_tables",
     "jit_delta_table",
     "metallib_delta_table",
+    "one_package",
     "pair_sides",
     "pairs_summary",
 ]
@@ -89,15 +98,19 @@ def _rows(
     counts: bool,
     download: bool = False,
     overhead_counts: bool = True,
+    exact: bool = False,
+    rest: bool = True,
 ) -> list[Row]:
     """The ``top`` largest changes, the others folded into one rest row, then the overhead
-    rows."""
+    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what
+    its byte budget leaves out); ``rest`` False: no rest row (the comment's rows that could fit,
+    before it knows how many do)."""
     changed = [g for g in groups if not g.overhead]
-    shown = changed[: shown_count(len(changed), top)]
+    shown = changed[: top if exact and top is not None else shown_count(len(changed), top)]
     rows = [delta_row(g, Name(g.name), "row", counts=counts, download=download) for g in shown]
-    rest = changed[len(shown) :]
-    if rest:
-        folded = fold(f"rest ({len(rest)} {unit})", rest)
+    others = changed[len(shown) :]
+    if others and rest:
+        folded = fold(f"rest ({len(others):,} {unit})", others)
         rows.append(delta_row(folded, folded.name, "rest", counts=counts, download=download))
     rows += [  # the tool's own rows: the container's overhead, a host library's
         delta_row(
@@ -122,12 +135,15 @@ def compare_download_line(comparison: Comparison) -> str | None:
     )
 
 
-def metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
+def metallib_delta_table(
+    comparison: Comparison, top: int | None, *, exact: bool = False, rest: bool = True
+) -> Table:
     """A comparison's metallib groups, its overhead row and the total."""
     base, head = comparison.base, comparison.head
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
-    rows = _rows(comparison.groups, top, "groups", counts=True, download=download)
+    cut = {"exact": exact, "rest": rest}
+    rows = _rows(comparison.groups, top, "groups", counts=True, download=download, **cut)
     total: list[object] = ["total", base.function_count, head.function_count]
     total += [comparison.base_size, comparison.head_size, comparison.delta, comparison.percent]
     if download and base.download and head.download:
@@ -156,12 +172,14 @@ def metallib_delta_table(comparison: Comparison, top: int | None) -> Table:
     )
 
 
-def jit_delta_table(comparison: Comparison, top: int | None) -> Table:
+def jit_delta_table(
+    comparison: Comparison, top: int | None, *, exact: bool = False, rest: bool = True
+) -> Table:
     """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides."""
     jit = comparison.jit
     assert jit is not None
     base, head = comparison.base, comparison.head
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
+    what = jit_what(jit.host_measured)
     sources = by_strings(base) and by_strings(head)  # two shipped host libraries
     caption: list[Words] = [
         ("base measured: ", Said(jit.base_origin or "no JIT unit")),
@@ -169,20 +187,21 @@ def jit_delta_table(comparison: Comparison, top: int | None) -> Table:
     ]
     if comparison.jit_only:
         caption += [
-            (
-                "no metallib on either side: "
-                + (
-                    "the run-time sources the host libraries embed"
-                    if sources
-                    else "every unit is compiled at run time"
-                ),
-            ),
+            (f"no metallib on either side: {no_metallib(sources)}",),
             ("base ", Said(provenance_line(base.provenance))),
             ("head ", Said(provenance_line(head.provenance))),
         ]
     names = pair_sides(comparison)
     counts = None if sources else "kernels"  # a shipped host library counts no kernels
-    rows = _rows(jit.groups, top, "units", counts=counts is not None, overhead_counts=False)
+    rows = _rows(
+        jit.groups,
+        top,
+        "units",
+        counts=counts is not None,
+        overhead_counts=False,
+        exact=exact,
+        rest=rest,
+    )
     units = [g for g in jit.groups if not g.overhead]
     total: list[object] = ["total"]
     if counts:
@@ -288,3 +307,84 @@ def pairs_summary(
         if names:
             parts.append(f"{len(names):,} {word} ({', '.join(show(n) for n in names)})")
     return ", ".join(parts)
+
+
+DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
+"""What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
+
+
+def _group_sizes(point: HistoryPoint) -> dict[str, int]:
+    return {g.name: g.bytes for g in point.groups}
+
+
+def history_tables(
+    histories: Sequence[LibraryHistory], by: str, width: int | None = None
+) -> list[Table]:
+    """A table per library: a row per target (size, change from the previous row, download,
+    functions), then a column per group of its ``top``; with a terminal's ``width``, as many
+    of them as fit (the caption says how many did not)."""
+    return [_history_table(h.points, h.top, by, h.library, width) for h in histories]
+
+
+def _history_table(
+    points: Sequence[HistoryPoint],
+    top: list[str],
+    by: str,
+    library: str | None,
+    width: int | None,
+) -> Table:
+    download = any(p.download_bytes is not None for p in points)
+    package = one_package([p.target for p in points])
+    labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
+    columns = [
+        Column("target", "version" if package else "target", "text"),
+        Column("bytes", "size", "size"),
+        Column("change", "change", "delta"),
+        *([Column("download_bytes", "download", "size")] if download else []),
+        Column("function_count", "functions", "count"),
+    ]
+    changes = [None, *(b.bytes - a.bytes for a, b in pairwise(points))]
+    values = [
+        [Name(label), p.bytes, change, *([p.download_bytes] if download else []), p.function_count]
+        for label, p, change in zip(labels, points, changes, strict=True)
+    ]
+    sizes = [_group_sizes(p) for p in points]
+    fixed = sum(max(len(c.heading), 10) + 3 for c in columns) + max(map(len, labels), default=0)
+    room = float("inf") if width is None else width - 1 - fixed
+    left_out = 0
+    for name in top:
+        cells = [s.get(name) for s in sizes]
+        need = max(len(visible(name)), 9) + 3
+        if need > room:
+            left_out += 1
+            continue
+        room -= need
+        columns.append(Column(name, name, "size"))
+        for row, cell in zip(values, cells, strict=True):
+            row.append(cell)
+    caption: list[Words] = [
+        ("measured in ", Said("; ".join(m for p in points for m in p.measured_in)))
+    ]
+    if left_out:
+        caption.append(
+            (f"{left_out} more of the top {len(top)} groups do not fit (--format json)",)
+        )
+    if download:
+        caption.append((f"download: {DOWNLOAD_METHOD}",))
+    what = f"{package}==VERSION" if package else "target"
+    of = (Said(library), " in ") if library is not None else ()
+    return Table(
+        tuple(columns),
+        tuple(Row(tuple(v)) for v in values),
+        title=("Size history of ", *of, Said(f"{len(points)} targets ({what}, groups by {by})")),
+        caption=tuple(caption),
+        context=(("library", library or ""),) if library is not None else (),
+        compact=True,
+    )
+
+
+def one_package(targets: Sequence[str]) -> str | None:
+    """The package when every target is ``PACKAGE==VERSION`` of the same one (the table then
+    shows versions only)."""
+    names = {t.split("==", 1)[0] if "==" in t else None for t in targets}
+    return next(iter(names)) if len(names) == 1 else None

@@ -96,7 +96,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
 def _gate_message(gate: Check) -> str:
     # imported here: the gates' words (and the table model behind them) are not on the path of
     # ``report --format json``
-    from builder.render.checks import gate_message
+    from builder.render.text import gate_message
 
     return gate_message(gate)
 
@@ -271,7 +271,7 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
             {"library": h.library, "points": [point(p) for p in h.points]} for h in histories
         ]
     if any(p.download_bytes is not None for h in histories for p in h.points):
-        from builder.render.history import DOWNLOAD_METHOD
+        from builder.render.compare_tables import DOWNLOAD_METHOD
 
         doc["download_method"] = DOWNLOAD_METHOD
     return dumps(doc, indent=1) + "\n"

@@ -17,7 +17,8 @@ from operator import add
 from typing import TYPE_CHECKING
 
 from builder.files.dataclass_json import clean
-from builder.metallib import FUNCTION_TYPES, Metallib
+from builder.metallib import Metallib
+from builder.metallib.structs import type_name
 from builder.render.table import CSV, PEOPLE, Column, Name, Row, Said, Table
 from builder.render.text import human_size, visible
 from builder.size.rollup import FunctionRow
@@ -32,6 +33,7 @@ __all__ = [
     "function_rows",
     "rows_json",
     "rows_table",
+    "sorted_rows",
     "sources_tables",
     "verify_dict",
     "verify_lines",
@@ -80,17 +82,11 @@ def sources_tables(shown: str, found: Found, namespace: str | None) -> list[Tabl
     return tables
 
 
-def _type_name(code: int | None) -> str:
-    if code is None:
-        return "none"
-    return FUNCTION_TYPES.get(code, f"type{code}")
-
-
 def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
-    """One row per function (the report's ``FunctionRow``, without groups): file order, by
-    ``name``, or largest module first (``size``)."""
+    """One row per function (the report's ``FunctionRow``, without groups), in ``sort`` order
+    (:func:`sorted_rows`)."""
     c = lib.columns()
-    type_names = {code: _type_name(code) for code in set(c.types)}
+    type_names = {code: type_name(code) for code in set(c.types)}
     metadata = list(map(add, c.public_md_bytes, c.private_md_bytes))
     totals = map(sum, zip(c.entry_bytes, metadata, c.module_bytes, c.reflection_bytes))
     rows = list(
@@ -110,6 +106,11 @@ def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
             ),
         )
     )
+    return sorted_rows(rows, sort)
+
+
+def sorted_rows(rows: list[FunctionRow], sort: str) -> list[FunctionRow]:
+    """``rows`` in file order (``index``), by ``name``, or largest module first (``size``)."""
     if sort == "name":
         rows.sort(key=lambda r: r.name)
     elif sort == "size":
@@ -120,25 +121,29 @@ def function_rows(lib: Metallib, sort: str = "index") -> list[FunctionRow]:
 
 
 def rows_json(
-    lib: Metallib, source: str, rows: list[FunctionRow], member: str | None = None
+    file: tuple[int, str], source: str, rows: list[FunctionRow], member: str | None = None
 ) -> str:
-    """The ``list --format json`` object of one library (schema 1), one line; ``member`` is
-    its name in the target (null: the target is the library)."""
+    """The ``list --format json`` object of one library (schema 1), one line: ``file`` is its
+    size and format version, ``member`` its name in the target (null: the target is the
+    library). A function's ``type`` is null where a saved report, which does not record it,
+    is listed."""
     named = "null" if member is None else _quote(clean(member))
+    typed = {t: f'"{t}"' if t else "null" for t in {r.type for r in rows}}  # the tool's words
     items = ",".join(
-        f'{{"name":{_quote(r.name)},"type":"{r.type}","bitcode_bytes":{r.bitcode_bytes},"bytes":{r.bytes}}}'
+        f'{{"name":{_quote(r.name)},"type":{typed[r.type]},'
+        f'"bitcode_bytes":{r.bitcode_bytes},"bytes":{r.bytes}}}'
         for r in rows
     )
     return (
         f'{{"schema":1,"source":{_quote(clean(source))},"member":{named},'
-        f'"file_size":{lib.file_size},'
-        f'"format_version":"{lib.header.format_version_text}","function_count":{len(rows)},'
+        f'"file_size":{file[0]},"format_version":{_quote(file[1])},"function_count":{len(rows)},'
         f'"functions":[{items}]}}'
     )
 
 
-def rows_table(lib: Metallib, source: str, rows: list[FunctionRow]) -> str:
-    """Aligned plain text: a title line naming the file, a header, one line per function.
+def rows_table(file: tuple[int, str], source: str, rows: list[FunctionRow]) -> str:
+    """Aligned plain text: a title line naming the file, a header, one line per function (its
+    type ``-`` where a saved report, which does not record it, is listed).
 
     Names and the path are shown through ``visible``: a name holding ESC, BEL or a newline is
     printed as ``\\x1b``, ``\\x07``, ``\\n``, so it can neither drive the terminal nor fake rows.
@@ -146,14 +151,12 @@ def rows_table(lib: Metallib, source: str, rows: list[FunctionRow]) -> str:
     names = [visible(r.name) for r in rows]
     width = max(map(len, names), default=4)
     out = [
-        (
-            f"# {visible(source)}: {len(rows)} functions, {lib.file_size} bytes, "
-            f"format {lib.header.format_version_text}"
-        ),
+        f"# {visible(source)}: {len(rows)} functions, {file[0]} bytes, format {visible(file[1])}",
         f"{'#':>6}  {'name':<{width}}  {'type':<8}  {'bitcode':>10}  {'bytes':>10}",
     ]
     out += [
-        f"{r.position:>6}  {name:<{width}}  {r.type:<8}  {r.bitcode_bytes:>10}  {r.bytes:>10}"
+        f"{r.position:>6}  {name:<{width}}  {r.type or '-':<8}  {r.bitcode_bytes:>10}  "
+        f"{r.bytes:>10}"
         for r, name in zip(rows, names)
     ]
     return "\n".join(out)

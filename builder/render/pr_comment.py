@@ -1,35 +1,47 @@
-"""The comparison as one sticky pull-request comment: markdown with a hard length bound.
+"""The sticky pull-request comments, ``compare``'s and ``budget``'s: the markdown view of their
+tables (``builder.render.compare_tables``, ``report_tables.budget_table``) cut to a hard length
+bound.
 
-CI bots post one comment per pull request and edit it on every push. This renderer is built for
-that: the first line is a hidden HTML marker (``MARKER``) a CI step searches for to find its own
-comment; the totals and gate verdicts come first; then the top N groups by |delta|; then
-collapsed ``<details>`` sections (added, removed and resized functions, the remaining groups, what
-produced each side). GitHub rejects comments over 65,536 characters, so the whole text is kept
-under ``limit`` UTF-8 bytes (60 KB by default) whatever the input: every row is length-capped and
-each section takes rows only while they fit, then says how many it left out. Pure: data in,
-string out.
+CI bots post one comment per pull request and edit it on every push. The first line is a hidden
+HTML marker (``MARKER``) a CI step searches for to find its own comment; the totals and gate
+verdicts come first; then the top N groups by |delta|; then collapsed ``<details>`` sections
+(added, removed and resized functions, the remaining groups, what produced each side). GitHub
+rejects comments over 65,536 characters, so the whole text is kept under ``limit`` UTF-8 bytes
+(60 KB by default) whatever the input: every row is length-capped and each section takes rows
+only while they fit, then says how many it left out. Rows, totals and rest rows are the model's;
+only the cutting is the comment's own. Pure: data in, string out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from builder.render.checks import gate_message
 from builder.render.compare_tables import (
     compare_download_line,
-    delta_columns,
-    delta_row,
+    jit_delta_table,
+    metallib_delta_table,
     pair_sides,
     pairs_summary,
 )
-from builder.render.table import Name, Role, Row, markdown_header, markdown_row
+from builder.render.report_tables import budget_table
+from builder.render.table import (
+    Column,
+    Name,
+    Row,
+    Table,
+    markdown_header,
+    markdown_row,
+)
 from builder.render.text import (
     clip,
+    gate_message,
     human_delta,
     human_size,
+    jit_what,
     md_code,
     md_text,
+    no_metallib,
     origin,
     provenance_line,
 )
@@ -38,11 +50,19 @@ from builder.size.report import by_strings
 if TYPE_CHECKING:
     from builder.size.checks import Check
     from builder.size.compare import Comparison, JitComparison
-    from builder.size.rollup import FunctionRow, Rollup
 
-__all__ = ["DEFAULT_LIMIT", "MARKER", "comment_markdown", "compare_markdown"]
+__all__ = [
+    "BUDGET_MARKER",
+    "DEFAULT_LIMIT",
+    "MARKER",
+    "budget_markdown",
+    "comment_markdown",
+    "compare_markdown",
+]
 
 MARKER = "<!-- metallib-builder:size-comment -->"
+BUDGET_MARKER = "<!-- metallib-builder:budget-comment -->"
+"""First line of the budget comment (the size comparison has its own marker)."""
 DEFAULT_LIMIT = 60_000
 """Bytes; GitHub's limit is 65,536 characters, and a UTF-8 byte count is never smaller."""
 _NAME_CAP = 160
@@ -54,68 +74,29 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8")) + 1  # + newline
 
 
-def _code(name: str) -> str:
-    """A name as inline code, capped so one name cannot take a row's whole budget."""
-    return md_code(name, _NAME_CAP)
-
-
-_T = TypeVar("_T")
-
-
-class _Rendered(Sequence[str], Generic[_T]):
-    """Table rows made when read: a comment shows the few hundred rows that fit of up to tens
-    of thousands (every function of two MLX libraries), so only those are rendered."""
-
-    def __init__(self, items: Sequence[_T], render: Callable[[_T], str]) -> None:
-        self._items = items
-        self._render = render
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> _Rendered[_T]: ...
-
-    def __getitem__(self, index: int | slice) -> str | _Rendered[_T]:
-        if isinstance(index, slice):
-            return _Rendered(self._items[index], self._render)
-        return self._render(self._items[index])
-
-
 class _Budget:
-    """Lines collected under a byte budget; ``fits`` checks before ``add`` commits."""
+    """Lines collected under a byte budget: ``add`` commits, ``fill`` takes rows while they fit."""
 
     def __init__(self, limit: int) -> None:
         self.left = limit
         self.lines: list[str] = []
-
-    def fits(self, lines: Iterable[str], reserve: int = 0) -> bool:
-        return sum(map(_size, lines)) + reserve <= self.left
 
     def add(self, *lines: str) -> None:
         for line in lines:
             self.left -= _size(line)
             self.lines.append(line)
 
-    def fill(self, rows: Sequence[str], reserve: int) -> int:
-        """Add rows while they fit, keeping ``reserve`` bytes free; returns how many were added."""
+    def fill(self, rows: Iterable[str], reserve: int) -> int:
+        """Add rows while they fit, keeping ``reserve`` bytes free; returns how many were added.
+        ``rows`` may be lazy: a comment shows the few hundred rows that fit of up to tens of
+        thousands (every function of two MLX libraries), so only those are written."""
         count = 0
         for row in rows:
-            if not self.fits([row], reserve):
+            if _size(row) + reserve > self.left:
                 break
             self.add(row)
             count += 1
         return count
-
-
-def _headline(comparison: Comparison) -> str:
-    base, head = comparison.base, comparison.head
-    sizes = (comparison.base_size, comparison.head_size)
-    functions = (base.function_count, head.function_count)
-    return _change_line(comparison, comparison.delta, comparison.percent, sizes, functions)
 
 
 def _change_line(
@@ -147,93 +128,49 @@ _KEYS = (
     "delta_percent",
     "delta_download_bytes",
 )
-"""The columns of the comparison's table (``builder.render.compare_tables``) a comment shows."""
+"""The columns of the comparison's tables (``builder.render.compare_tables``) a comment shows."""
 
 
-def _group_row(g: Rollup, role: Role = "row", name: str | None = None) -> str:
-    """A joined row as the comparison's model makes it, written in the comment's columns."""
-    download = g.download_delta is not None  # compare --download only
-    row = delta_row(
-        g, Name(g.name) if name is None else name, role, counts=False, download=download
-    )
-    return markdown_row(delta_columns("", None, download), row, _KEYS, _NAME_CAP)
+_SHORTEST = 30
+"""Bytes of the shortest row in those columns: ``| `` | 0 B | 0 B | 0 B | new |`` and its
+newline are 31."""
 
 
-def _header(key: str, download: bool) -> list[str]:
-    return markdown_header(delta_columns(key, None, download), _KEYS)
+def _lines(table: Table, rows: Iterable[Row]) -> Iterator[str]:
+    """``rows`` of ``table`` in the comment's columns, written one at a time as read."""
+    return (markdown_row(table.columns, row, _KEYS, _NAME_CAP) for row in rows)
 
 
-class _DeltaTable(NamedTuple):
-    """What ``_groups`` draws: the metallib's groups, or a JIT-only pair's units."""
-
-    key: str
-    groups: list[Rollup]
-    overhead: list[Rollup]
-    base_total: int
-    head_total: int
-    percent: float | None
-    unit: str
-    download_delta: int | None = None
+_Section = tuple[str, Sequence[str], int, Iterable[str]]
+"""A collapsed section: its summary, header lines, how many rows and the rows (lazy)."""
 
 
-def _metallib_table(comparison: Comparison) -> _DeltaTable:
-    return _DeltaTable(
-        comparison.head.by,
-        [g for g in comparison.groups if not g.overhead],
-        [g for g in comparison.groups if g.overhead],
-        comparison.base_size,
-        comparison.head_size,
-        comparison.percent,
-        "groups",
-        comparison.download_delta,
-    )
+def _groups(comparison: Comparison, top: int | None, out: _Budget, cap: int) -> _Section | None:
+    """The comparison's first table (its metallib's groups, or a JIT-only pair's units), the
+    top N rows in at most ``cap`` bytes; returns the section listing the groups it folded.
 
-
-def _jit_table(jit: JitComparison, row: str = "JIT unit") -> _DeltaTable:
-    return _DeltaTable(
-        row,
-        [g for g in jit.groups if not g.overhead],
-        [g for g in jit.groups if g.overhead],
-        jit.base_total,
-        jit.head_total,
-        jit.percent,
-        "units",
-    )
-
-
-def _groups(table: _DeltaTable, top: int | None, out: _Budget, cap: int) -> Sequence[str]:
-    """The top-N group table in at most ``cap`` bytes; returns the rows of the groups it folded.
-
-    Groups past ``top``, or past what fits, are folded into one "rest" row (so the table always
-    adds up to the total) and listed again in a collapsed section."""
-    from builder.size.rollup import fold
-
-    groups = table.groups
-    rows = _Rendered(groups, _group_row)
-    wanted = len(rows) if top is None else min(top, len(rows))
-    download = table.download_delta is not None
-    total = _total_row(table.base_total, table.head_total, table.percent, table.download_delta)
-    out.add(*_header(table.key, download))
-    tail = (1 + len(table.overhead)) * 100 + _size(total)  # rest row, overhead rows, total row
-    shown = out.fill(rows[:wanted], max(tail, out.left - cap + tail))
-    rest = groups[shown:]
-    if rest:
-        folded = fold(f"rest ({len(rest):,} {table.unit})", rest)
-        out.add(_group_row(folded, "rest", folded.name))
-    out.add(*(_group_row(g, "overhead", g.name) for g in table.overhead), total, "")
-    return rows[shown:]
-
-
-def _total_row(base: int, head: int, percent: float | None, download: int | None) -> str:
-    """The total row, its delta (and download delta) in bold."""
-    values: tuple[object, ...] = ("total", base, head, head - base, percent)
-    if download is not None:
-        values += (None, None, download)
-    columns = delta_columns("", None, download is not None)
-    return markdown_row(columns, Row(values, "total"), _KEYS)
-
-
-_Section = tuple[str, Sequence[str], Sequence[str]]
+    Rows past ``top``, or past what fits, are folded into one "rest" row by the model (so the
+    table always adds up to the total) and listed again in a collapsed section. The model makes
+    only the rows that could fit, here or in that section, of up to tens of thousands."""
+    delta_table = jit_delta_table if comparison.jit_only else metallib_delta_table
+    groups = comparison.jit.groups if comparison.jit_only and comparison.jit else comparison.groups
+    count = sum(not g.overhead for g in groups)
+    table = delta_table(comparison, out.left // _SHORTEST + 1, exact=True, rest=False)
+    rows = [row for row in table.rows if row.role == "row"]
+    overhead = [row for row in table.rows if row.role == "overhead"]
+    wanted = count if top is None else min(top, count)
+    header = markdown_header(table.columns, _KEYS)
+    out.add(*header)
+    reserve = (1 + len(overhead)) * 100 + _size(next(_lines(table, table.rows[-1:])))
+    shown = out.fill(_lines(table, rows[:wanted]), max(reserve, out.left - cap + reserve))
+    if shown < len(rows):
+        table = delta_table(comparison, shown, exact=True)  # the rest row folds what is left
+    out.add(*_lines(table, (row for row in table.rows if row.role != "row")), "")
+    if shown == count:
+        return None
+    unit = "units" if comparison.jit_only else "groups"
+    what = f"Other {table.columns[0].heading} {unit}: {count - shown:,}"
+    return (what, header, count - shown, _lines(table, rows[shown:]))
 
 
 def _details(out: _Budget, section: _Section, cap: int) -> None:
@@ -241,27 +178,21 @@ def _details(out: _Budget, section: _Section, cap: int) -> None:
 
     When not even its frame fits, the summary alone is kept as a bold line (the count and total
     are the part a reader needs most)."""
-    summary, header, rows = section
+    summary, header, count, rows = section
     summary = clip(summary, _LINE_CAP)
     opening = ["<details>", f"<summary>{summary}</summary>", "", *header]
     closing = ["", "</details>", ""]
-    more = _size(_MORE.format(n=len(rows)))
+    more = _size(_MORE.format(n=count))
     frame = sum(map(_size, [*opening, *closing])) + more
-    if not rows or frame > cap:
+    if not count or frame > cap:
         out.fill([f"**{summary}**", ""], 0)
         return
     out.add(*opening)
     keep = out.left - cap + frame  # bytes this section must leave to the ones after it
     shown = out.fill(rows, max(keep, sum(map(_size, closing)) + more))
-    if shown < len(rows):
-        out.add(_MORE.format(n=len(rows) - shown))
+    if shown < count:
+        out.add(_MORE.format(n=count - shown))
     out.add(*closing)
-
-
-def _function_rows(rows: Sequence[FunctionRow]) -> Sequence[str]:
-    return _Rendered(
-        rows, lambda r: f"| {_code(r.name)} | {_code(r.group)} | {human_size(r.bytes)} |"
-    )
 
 
 def _section(
@@ -277,22 +208,14 @@ def _section(
     jit = comparison.jit
     if comparison.jit_only and jit is not None:
         shipped = by_strings(base) and by_strings(head)  # two shipped host libraries
-        what = (
-            "the run-time sources the host libraries embed"
-            if shipped
-            else "every unit is compiled at run time"
-        )
         footer = clip(
-            f"<sub>No metallib on either side: {what}. Measured: "
+            f"<sub>No metallib on either side: {no_metallib(shipped)}. Measured: "
             f"base {md_text(jit.base_origin or 'no JIT unit')}; "
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
         )
-        if shipped:  # rows are the run-time sources the binaries return, not build units
-            table = _jit_table(jit, "run-time source")
-            headline = _jit_headline(comparison, jit, "run-time sources")
-        else:
-            table, headline = _jit_table(jit), _jit_headline(comparison, jit)
+        # rows are the run-time sources the binaries return, not build units
+        headline = _jit_headline(comparison, jit, "run-time sources" if shipped else "JIT units")
     else:
         sides = [
             md_code(origin(r)) if comparison.holds(r) else name
@@ -303,7 +226,9 @@ def _section(
             f"{sides[0]} and head {sides[1]}.</sub>",
             _LINE_CAP * 2,
         )
-        table, headline = _metallib_table(comparison), _headline(comparison)
+        sizes = (comparison.base_size, comparison.head_size)
+        counts = (base.function_count, head.function_count)
+        headline = _change_line(comparison, comparison.delta, comparison.percent, sizes, counts)
     out = _Budget(limit - _size(footer))
     out.add(headline, "")
     download = None if comparison.jit_only else compare_download_line(comparison)
@@ -316,69 +241,68 @@ def _section(
         out.fill([clip(f"- note: {md_text(note)}", _LINE_CAP)], 0)
     if gates or comparison.notes:
         out.add("")
-    folded = _groups(table, top, out, cap=out.left // 2)
+    folded = _groups(comparison, top, out, cap=out.left // 2)
     sections: list[_Section] = [] if comparison.jit_only else _function_sections(comparison)
     if jit is not None and not comparison.jit_only:
-        sections.append(_jit_section(jit))
-    if folded:
-        extra = table.download_delta is not None
-        sections.append(
-            (f"Other {table.key} {table.unit}: {len(folded):,}", _header(table.key, extra), folded)
-        )
+        sections.append(_jit_section(comparison, jit))
+    if folded is not None:
+        sections.append(folded)
     produced = [
         clip(f"- {side}: {md_text(provenance_line(r.provenance))}", _LINE_CAP)
         for side, r in (("base", base), ("head", head))
         if comparison.holds(r)
     ]
-    sections.append(("How these were measured and built", [], produced))
+    sections.append(("How these were measured and built", [], len(produced), produced))
     for index, section in enumerate(sections):
         _details(out, section, out.left // (len(sections) - index))
     out.add(footer)
     return out.lines
 
 
+_FUNCTIONS = (
+    Column("function", "function", "text"),
+    Column("group", "group", "text"),
+    Column("bytes", "size", "size"),
+)
+_CHANGED = (
+    Column("function", "function", "text"),
+    Column("base_bytes", "base", "size"),
+    Column("head_bytes", "head", "size"),
+    Column("delta", "delta", "delta"),
+)
+
+
 def _function_sections(comparison: Comparison) -> list[_Section]:
-    """Added, removed and resized functions (matched by name)."""
+    """Added, removed and resized functions (matched by name), each row written as read."""
     sections: list[_Section] = []
     for label, fns, sign in (("added", comparison.added, 1), ("removed", comparison.removed, -1)):
         summary = (
             f"Functions {label}: {len(fns):,} ({human_delta(sign * sum(r.bytes for r in fns))})"
         )
-        sections.append(
-            (summary, ["| function | group | size |", "|---|---|---:|"], _function_rows(fns))
-        )
+        rows = (Row((Name(r.name), Name(r.group), r.bytes)) for r in fns)
+        lines = (markdown_row(_FUNCTIONS, row, cap=_NAME_CAP) for row in rows)
+        sections.append((summary, markdown_header(_FUNCTIONS), len(fns), lines))
     if comparison.changed:
-        changed = _Rendered(
-            comparison.changed,
-            lambda c: (
-                f"| {_code(c.name)} | {human_size(c.base_bytes)} | "
-                f"{human_size(c.head_bytes)} | {human_delta(c.delta)} |"
-            ),
-        )
-        sections.append(
-            (
-                f"Functions changed in size: {len(changed):,}",
-                ["| function | base | head | delta |", "|---|---:|---:|---:|"],
-                changed,
-            )
-        )
+        changed = comparison.changed
+        rows = (Row((Name(c.name), c.base_bytes, c.head_bytes, c.delta)) for c in changed)
+        lines = (markdown_row(_CHANGED, row, cap=_NAME_CAP) for row in rows)
+        summary = f"Functions changed in size: {len(changed):,}"
+        sections.append((summary, markdown_header(_CHANGED), len(changed), lines))
     return sections
-
-
-def _jit_what(jit: JitComparison) -> str:
-    return "JIT host library" if jit.host_measured else "embedded JIT source"
 
 
 def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT units") -> str:
     sizes = (jit.base_total, jit.head_total)
     units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
-    return _change_line(comparison, jit.delta, jit.percent, sizes, units, _jit_what(jit), rows)
+    return _change_line(
+        comparison, jit.delta, jit.percent, sizes, units, jit_what(jit.host_measured), rows
+    )
 
 
-def _jit_section(jit: JitComparison) -> _Section:
+def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
     """A build's JIT units beside its metallib: one collapsed table, with its origin."""
-    rows = [_group_row(g, "overhead", g.name) if g.overhead else _group_row(g) for g in jit.groups]
-    rows.append(_total_row(jit.base_total, jit.head_total, jit.percent, None))
+    table = jit_delta_table(comparison, None)
+    rows = [*_lines(table, table.rows)]
     rows.append(
         clip(
             f"| measured: base {md_text(jit.base_origin or 'no JIT unit')}; head "
@@ -387,10 +311,10 @@ def _jit_section(jit: JitComparison) -> _Section:
         )
     )
     summary = (
-        f"JIT units ({_jit_what(jit)}): {human_size(jit.base_total)} → "
+        f"JIT units ({jit_what(jit.host_measured)}): {human_size(jit.base_total)} → "
         f"{human_size(jit.head_total)}, {human_delta(jit.delta)}"
     )
-    return (summary, _header("JIT unit", False), rows)
+    return (summary, markdown_header(table.columns, _KEYS), len(rows), rows)
 
 
 def comment_markdown(
@@ -414,7 +338,7 @@ def comment_markdown(
     for comparison, gates in pairs:
         if len(pairs) > 1 or comparison.change != "paired":
             what = "" if comparison.change == "paired" else f" ({comparison.change} library)"
-            title = f"#### {_code(comparison.library.source.label)}{what}"
+            title = f"#### {md_code(comparison.library.source.label, _NAME_CAP)}{what}"
             lines += [title, ""]
             section = _section(comparison, gates, top, share - _size(title) - 1)
         else:
@@ -432,3 +356,31 @@ def compare_markdown(
 ) -> str:
     """The comment for one library pair (see ``comment_markdown``)."""
     return comment_markdown([(comparison, gates)], top, limit=limit)
+
+
+def budget_markdown(
+    checks: Sequence[Check], source: str, *, marker: str = BUDGET_MARKER, limit: int = DEFAULT_LIMIT
+) -> str:
+    """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
+    whatever the input (rows are capped, and the ones that do not fit are counted)."""
+    failed = sum(not c.passed for c in checks)
+    verdict = (
+        f"❌ **{failed} of {len(checks)} limits exceeded**"
+        if failed
+        else f"✅ all {len(checks)} limits pass"
+    )
+    measured = sorted({m for c in checks for m in c.measured_in})
+    footer = clip(
+        f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",
+        2000,
+    )
+    table = budget_table(checks, source)
+    out = _Budget(limit - _size(footer) - 200)
+    out.add(marker, "### Metallib size budget", "", verdict, "", *markdown_header(table.columns))
+    rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first
+    lines = (clip(markdown_row(table.columns, row, cap=_NAME_CAP), _LINE_CAP) for row in rows)
+    shown = out.fill(lines, 0)
+    if shown < len(rows):
+        more = len(rows) - shown
+        out.add(f"| … {more:,} more not shown (see `budget --format json`) | | | | |")
+    return "\n".join([*out.lines, "", footer]) + "\n"

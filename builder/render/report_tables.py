@@ -1,5 +1,6 @@
 """A report as tables (``builder.render.table``): its groups, its JIT units, its wheel's files
-and the binaries holding its libraries. Every share, cumulative share and rest row of every
+and the binaries holding its libraries; and the budget's checks of reports, a row per limit as
+size-limit shows it. Every share, cumulative share and rest row of every
 format of ``report`` is computed here, once.
 
 A build's JIT units are measured in its host library (``builder.size.report``), never in the
@@ -22,16 +23,21 @@ from builder.render.table import (
     Said,
     Table,
     Words,
+    cell_text,
     cumulative_shares,
     share_of,
 )
 from builder.render.text import (
     OVERHEAD_LABEL,
+    check_label,
+    gate_limit,
+    gate_value,
     grouping_text,
     human_delta,
     human_size,
+    jit_what,
+    no_metallib,
     origin,
-    percent,
     provenance_line,
 )
 from builder.size.report import by_strings, jit_breakdown
@@ -39,9 +45,17 @@ from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
+    from builder.size.checks import Check
     from builder.size.report import JitBreakdown, Report, WheelFiles
 
-__all__ = ["Shown", "download_line", "report_tables", "shown_count", "top_rows"]
+__all__ = [
+    "Shown",
+    "budget_table",
+    "download_line",
+    "report_tables",
+    "shown_count",
+    "top_rows",
+]
 
 
 class Shown(NamedTuple):
@@ -65,6 +79,11 @@ def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
     if top >= len(groups):
         return Shown(groups, None, 0)
     return Shown(groups[:top], fold("", groups[top:]), len(groups) - top)
+
+
+def _share(part: int, whole: int) -> str:
+    """A share in a line of words, as the share columns write it."""
+    return cell_text("share", share_of(part, whole), "text")
 
 
 def _size_columns(first: Column, count: str = "functions") -> list[Column]:
@@ -159,7 +178,7 @@ def download_line(report: Report) -> str | None:
     level = download.model.get("level", "?")
     line = (
         f"download: {human_size(download.total)} ({download.total:,} bytes, "
-        f"{percent(download.total, report.file_size)} of the file), modelled as a wheel "
+        f"{_share(download.total, report.file_size)} of the file), modelled as a wheel "
         f"stores it (zlib level {level}; docs/download-size.md)"
     )
     member = download.member
@@ -182,19 +201,13 @@ def _jit_notes(report: Report) -> list[str]:
         return ["no metallib: the run-time sources the host library embeds"]
     notes = []
     if report.source.path is None:
-        notes.append("no metallib: every unit is compiled at run time")
+        notes.append(f"no metallib: {no_metallib(False)}")
     if report.by != "kernel":
         notes.append(
             f"rows are JIT units whatever --by {report.by} says: the host library "
             "has no per-function sizes"
         )
     return notes
-
-
-def jit_headline(jit: JitBreakdown) -> str:
-    """``JIT host library 350.5 kB`` or ``embedded JIT source 296.9 kB``: what the total is."""
-    what = "JIT host library" if jit.host_measured else "embedded JIT source"
-    return f"{what} {human_size(jit.total)}"
 
 
 def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
@@ -248,7 +261,10 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
     return Table(
         tuple(columns),
         tuple(rows),
-        title=(Name(report.source.label), f": {jit_headline(jit)}, {counted}"),
+        title=(
+            Name(report.source.label),
+            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {counted}",
+        ),
         heading=("JIT units of ", Name(report.source.label))
         if report.source.path
         else ("Size of ", Name(report.source.label)),
@@ -321,7 +337,7 @@ def _binary_table(account: BinaryAccount) -> Table:
             Name(account.shown),
             (
                 f": {account.kind}, {human_size(whole)} ({whole:,} bytes); {libraries} "
-                f"metallib(s) {percent(account.library_bytes, whole)}, the rest by section"
+                f"metallib(s) {_share(account.library_bytes, whole)}, the rest by section"
             ),
         ),
         heading=("Binary ", Name(account.shown)),
@@ -347,3 +363,47 @@ def report_tables(
             wheels.setdefault(wheel.path, wheel)
     tables += [_wheel_table(w, top) for w in wheels.values()]
     return tables + [_binary_table(a) for a in binaries]
+
+
+_CSV_ONLY = frozenset({"csv"})
+
+
+def budget_table(checks: Sequence[Check], source: str) -> Table:
+    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
+    each value was measured; CSV gets the key, group and numbers as measured."""
+    measured = sorted({m for c in checks for m in c.measured_in})
+    columns = (
+        Column("budget", "budget", "text"),
+        Column("check", "check", "text", PEOPLE),
+        Column("key", "key", "text", _CSV_ONLY),
+        Column("group", "group", "text", _CSV_ONLY),
+        Column("limit", "limit", "text", PEOPLE),
+        Column("limit", "limit", "count", _CSV_ONLY),
+        Column("value", "value", "text", PEOPLE),
+        Column("value", "value", "count", _CSV_ONLY),
+        Column("counts", "counts", "text", _CSV_ONLY),
+        Column("passed", "result", "verdict"),
+    )
+    rows = tuple(
+        Row(
+            (
+                Name(c.subject),
+                Name(check_label(c)),
+                c.name,
+                c.group,
+                gate_limit(c),
+                c.limit,
+                gate_value(c),
+                c.value,
+                "functions" if c.name == "max-functions" else "bytes",
+                c.passed,
+            )
+        )
+        for c in checks
+    )
+    return Table(
+        columns,
+        rows,
+        title=("Size budgets (", Said(source), ")"),
+        caption=(("measured in ", Said("; ".join(measured))),),
+    )

@@ -1,7 +1,8 @@
-"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), where a report was measured and
-what produced it (``provenance_line``), and untrusted text escaped for each medium: the terminal
+"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), a check's verdict
+(``gate_message``, ``failures``), what a JIT total measures, where a report was measured and what
+produced it (``provenance_line``), and untrusted text escaped for each medium: the terminal
 (``visible``, ``rich_text``), CSV cells, GitHub markdown; the rich console every text table is
-printed on.
+printed on. Every view words these things here, once.
 
 Human output uses decimal units, matching what ``ls -lh --si`` and package indexes show. Names
 and other untrusted text (a saved report's target or grouping) reach tables, CSV and markdown only
@@ -15,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from builder.size.checks import GROWTH
 from builder.size.load import TOOL_NAME
 
 if TYPE_CHECKING:
@@ -22,25 +24,31 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from builder.settings.checks import Limit
+    from builder.size.checks import Check
     from builder.size.report import Report
 
 __all__ = [
     "OVERHEAD_LABEL",
+    "check_label",
     "clip",
     "csv_line",
     "csv_text",
+    "failures",
+    "gate_limit",
+    "gate_message",
+    "gate_value",
     "grouping_text",
     "human_delta",
     "human_size",
+    "jit_what",
     "limit_text",
     "md_code",
     "md_text",
+    "no_metallib",
     "origin",
-    "percent",
     "print_table",
     "provenance_line",
     "rich_text",
-    "share",
     "signed_percent",
     "text_console",
     "visible",
@@ -72,6 +80,64 @@ def human_delta(n: int) -> str:
     if n == 0:
         return "0 B"
     return ("+" if n > 0 else "") + human_size(n)
+
+
+def check_label(check: Check) -> str:
+    """``max-size``, ``group quantized``, ``max-growth 1%``."""
+    if check.name == "groups":
+        return f"group {check.group}"
+    if check.growth is not None:
+        return f"{check.name} {limit_text(check.growth)}"
+    return check.name
+
+
+def _amount(check: Check, n: int) -> str:
+    if check.name == "max-functions":
+        return f"{n:,} functions"
+    if check.name in GROWTH:
+        return human_delta(n)
+    return human_size(n)
+
+
+def _percent(check: Check) -> str:
+    return "" if check.percent is None else f" ({check.percent:+.2f}%)"
+
+
+def gate_value(check: Check) -> str:
+    """A check's measured value, a growth with its percent."""
+    return _amount(check, check.value) + (_percent(check) if check.name in GROWTH else "")
+
+
+def gate_limit(check: Check) -> str:
+    """A check's limit; a growth limit with the base it is a share of."""
+    if check.name in GROWTH and check.base_value is not None:
+        return f"{human_size(check.limit)} (of {human_size(check.base_value)})"
+    return _amount(check, check.limit).lstrip("+")
+
+
+def gate_message(gate: Check) -> str:
+    """A ``compare`` gate's verdict in one line, named by its option (the CLI, tables, markdown,
+    HTML and JSON)."""
+    option = f"--{gate.name}"
+    if gate.name in GROWTH and gate.growth is not None:
+        return (
+            f"{option} {limit_text(gate.growth)}: {gate.subject} grew by "
+            f"{human_delta(gate.value)}{_percent(gate)}; allowed {human_size(gate.limit)}"
+        )
+    if gate.name == "fail-on-new-group":
+        new = gate.new_groups
+        return f"{option}: " + (f"new groups in head: {', '.join(new)}" if new else "no new groups")
+    size = human_size(gate.value)
+    return f"{option} {human_size(gate.limit)}: {gate.subject} is {size} ({gate.value:,} bytes)"
+
+
+def failures(checks: Sequence[Check]) -> list[str]:
+    """One phrase per failed budget limit: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``."""
+    return [
+        f"{c.subject}: {check_label(c)} is {gate_value(c)}, limit {gate_limit(c)}"
+        for c in checks
+        if not c.passed
+    ]
 
 
 # Characters a terminal or a text viewer acts on instead of showing: C0 controls (ESC starts
@@ -116,19 +182,9 @@ def visible(text: str) -> str:
 OVERHEAD_LABEL = "[container overhead]"
 
 
-def percent(part: int, whole: int) -> str:
-    """``part`` as a share of ``whole``: ``12.5%`` (``-`` for an empty whole)."""
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
-
-
 def signed_percent(value: float | None) -> str:
     """A change in percent, ``+1.2%``; ``new`` when there was nothing before."""
     return "new" if value is None else f"{value:+.1f}%"
-
-
-def share(part: int, whole: int) -> str:
-    """``part / whole`` as a plain fraction for CSV (six places; empty for an empty whole)."""
-    return f"{part / whole:.6f}" if whole else ""
 
 
 def origin(report: Report) -> str:
@@ -162,6 +218,19 @@ def embedded_place(embedded: Mapping[str, Any]) -> str:
     if embedded.get("symbol"):
         text += f", symbol {embedded['symbol']}"
     return visible(text)
+
+
+def jit_what(host_measured: bool) -> str:
+    """What a JIT total measures: the host library's symbols, or the embedded source."""
+    return "JIT host library" if host_measured else "embedded JIT source"
+
+
+def no_metallib(shipped: bool) -> str:
+    """Why there is no metallib: shipped host libraries embed their run-time sources, or every
+    unit of a build is compiled at run time."""
+    if shipped:
+        return "the run-time sources the host libraries embed"
+    return "every unit is compiled at run time"
 
 
 def grouping_text(report: Report) -> str:

@@ -1,32 +1,22 @@
-"""``variants --from`` output: a table, JSON (schema in docs/report-schema.md), markdown, HTML.
+"""``variants --from`` as tables (``builder.render.table``: a row per variant, a table per
+plan), JSON (schema in docs/report-schema.md) and an HTML page.
 
-Every figure is measured on a written file (``builder.subsets.variants``), and the text says which:
-metallib bytes are the file's size; embedded bytes are what its ``jit_sources.cpp`` stores, as
-its API stores it (``string``: the distinct preamble text pieces, shared ones once; ``cstring``:
-each function's whole text on its own); "ships in total" is their sum. Names and paths from the
-tree are untrusted text, shown through ``visible``/``md_code``.
+Every figure is measured on a written file (``builder.subsets.variants``), and the notes say
+which: metallib bytes are the file's size; embedded bytes are what its ``jit_sources.cpp``
+stores, as its API stores it (``string``: the distinct preamble text pieces, shared ones once;
+``cstring``: each function's whole text on its own); "ships in total" is their sum. Names and
+paths from the tree are untrusted text (``Name``/``Said``).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
-from builder.files.dataclass_json import dumps
-from builder.render.table import (
-    Column,
-    Name,
-    Row,
-    Said,
-    Table,
-    Words,
-    markdown_header,
-    markdown_line,
-    markdown_row,
-    text_tables,
-)
-from builder.render.text import md_code, md_text, visible
-from builder.subsets.variant_sources import COMPRESSION
+from builder.files.dataclass_json import dump, dumps
+from builder.render.table import Column, Name, Row, Said, Table, Words
+from builder.subsets.coverage import COMPRESSION
 
 if TYPE_CHECKING:
     from builder.kernels.runtime_sources import RuntimeSources
@@ -36,9 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "variants_html",
     "variants_json",
-    "variants_markdown",
-    "variants_table",
-    "variants_text",
+    "variants_tables",
     "variants_to_dict",
 ]
 
@@ -50,35 +38,8 @@ def _path(path: os.PathLike[str] | None) -> str | None:
 
 
 def _plan_dict(plan: Plan) -> dict[str, object]:
-    return {
-        "budget": plan.budget,
-        "all_aot_bytes": plan.all_aot_bytes,
-        "least_bytes": plan.least_bytes,
-        "metallib_bytes": plan.metallib_bytes,
-        "jit_kernels": plan.kernels,
-        "budget_of": plan.budget_of,
-        "start": plan.start,
-        "steps": [
-            {
-                "action": s.action,
-                "source": s.source,
-                "kernels": s.kernels,
-                "metallib_bytes": s.metallib_bytes,
-                "swapped_for": s.swapped_for,
-            }
-            for s in plan.steps
-        ],
-        "files": [
-            {
-                "source": f.source,
-                "kernels": f.kernels,
-                "saved_bytes": f.saved_bytes,
-                "metallib_bytes_if_aot": f.back_bytes,
-            }
-            for f in plan.files
-        ],
-        "exact_layouts": plan.exact_layouts,
-    }
+    """The plan's record: its fields are variants.json's keys, in order (the one codec)."""
+    return dict(dump(plan))
 
 
 def _variant_dict(v: Variant) -> dict[str, object]:
@@ -108,10 +69,7 @@ def _variant_dict(v: Variant) -> dict[str, object]:
         "other_kernels": v.other_kernels,
         "preambles": list(sources.preambles) if sources else [],
         "embed_command": embed,
-        "bytes_by_source": [
-            {"source": row.source, "function_count": row.function_count, "bytes": row.bytes}
-            for row in v.by_source
-        ],
+        "bytes_by_source": [asdict(row) for row in v.by_source],
         "overhead_bytes": v.overhead_bytes,
         "plan": _plan_dict(v.plan) if v.plan is not None else None,
         "coverage": _coverage_dict(v),
@@ -178,9 +136,10 @@ def _measured(run: VariantsRun) -> bool:
     return any(v.metallib_download_bytes is not None for v in run.variants)
 
 
-def variants_table(run: VariantsRun) -> Table:
+def variants_tables(run: VariantsRun) -> list[Table]:
     """Variants as rows, their measured figures as columns (the keys are ``variants.json``'s),
-    what each variant is and how it was planned as notes under it."""
+    what each variant is as notes under it; then per planned variant the entry files its plan
+    moved to JIT; where the figures come from after the last table."""
     columns = [
         Column("name", "variant", "text"),
         Column("metallib_bytes", "metallib", "bytes"),
@@ -216,16 +175,46 @@ def variants_table(run: VariantsRun) -> Table:
     notes: list[Words] = [("",)]
     for v in run.variants:
         where = _path(v.metallib) or "no metallib: no function stays AOT"
-        notes.append((f"{v.name}: ", Said(v.description), "; ", Said(where)))
-        if v.plan is not None:
-            notes += [(Said(line),) for line in _plan_lines(v.plan)]
-    notes += [("",), *((Said(note),) for note in _notes(run))]
+        notes.append(("- ", Name(v.name), ": ", Said(v.description), "; ", Said(where)))
+    plans = [_plan_table(v.name, v.plan) for v in run.variants if v.plan is not None]
+    for v in run.variants:
+        if v.plan is not None and not v.plan.files:
+            notes.append(("plan of ", Name(v.name), ": ", Said(_plan_lines(v.plan)[0])))
+            notes.append(("Nothing moved to JIT: every entry file fits AOT.",))
+    tables = [
+        Table(
+            tuple(columns),
+            tuple(rows),
+            title=(Said(_heading(run)),),
+            heading=("Variants of ", Name(os.path.basename(run.input.metallib))),
+            notes=tuple(notes),
+            compact=True,
+        ),
+        *(t for t in plans if t.rows),
+    ]
+    general = [("",), *(("- ", Said(note)) for note in _notes(run))]  # a list in markdown
+    tables[-1] = replace(tables[-1], notes=(*tables[-1].notes, *general))
+    return tables
+
+
+def _plan_table(name: str, plan: Plan) -> Table:
+    """The entry files a plan moved to JIT: what each saves, and the size were it AOT again
+    (over the budget: why it stays JIT); the plan's steps under it."""
+    estimate = "" if plan.budget_of == "metallib" else " (estimate)"
+    what = "metallib" if plan.budget_of == "metallib" else "download"
+    columns = (
+        Column("source", "moved to JIT", "text"),
+        Column("kernels", "kernels", "count"),
+        Column("saved_bytes", f"saves{estimate}", "bytes"),
+        Column("metallib_bytes_if_aot", f"{what} if AOT again{estimate}", "bytes"),
+    )
+    rows = (Row((Name(f.source), f.kernels, f.saved_bytes, f.back_bytes)) for f in plan.files)
+    headline, *steps = _plan_lines(plan)
     return Table(
-        tuple(columns),
+        columns,
         tuple(rows),
-        title=(Said(_heading(run)),),
-        heading=("Variants of ", Name(os.path.basename(run.input.metallib))),
-        notes=tuple(notes),
+        title=("plan of ", Name(name), ": ", Said(headline)),
+        notes=(("",), *((Said(step),) for step in steps)) if steps else (),
         compact=True,
     )
 
@@ -303,10 +292,11 @@ def _notes(run: VariantsRun) -> list[str]:
 
 
 def _plan_lines(plan: Plan) -> list[str]:
-    if plan.budget_of == "download":  # the steps and files below are estimates
+    """The plan's headline (its budget, what it reached, where it started), then its steps."""
+    if plan.budget_of == "download":  # the steps and files are estimates
         return [
             (
-                f"  budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
+                f"budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
                 f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
                 f"compiled at run time (planned on the input's download shares: estimated all "
                 f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
@@ -314,7 +304,7 @@ def _plan_lines(plan: Plan) -> list[str]:
             )
         ]
     lines = [
-        f"  budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
+        f"budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
         + f"(all AOT: {plan.all_aot_bytes:,}; least reachable: {plan.least_bytes:,}); "
         + f"started from the {plan.start} answer, {plan.exact_layouts} exact layouts"
@@ -322,70 +312,14 @@ def _plan_lines(plan: Plan) -> list[str]:
     for step in plan.steps:
         if step.action == "aot":
             lines.append(
-                f"  - {visible(step.source)} back to AOT (not needed): metallib "
-                f"{step.metallib_bytes:,} bytes"
+                f"- {step.source} back to AOT (not needed): metallib {step.metallib_bytes:,} bytes"
             )
         else:
             lines.append(
-                f"  - swapped {visible(step.swapped_for or '')} for {visible(step.source)} "
+                f"- swapped {step.swapped_for or ''} for {step.source} "
                 f"({step.kernels:,} kernels): metallib {step.metallib_bytes:,} bytes"
             )
-    if plan.files:
-        width = max(len(visible(f.source)) for f in plan.files)
-        lines.append(
-            f"  {'moved to JIT':<{width}}  {'kernels':>8}  {'saves':>12}  "
-            f"{'metallib if AOT again':>22}"
-        )
-        for f in plan.files:
-            lines.append(
-                f"  {visible(f.source):<{width}}  {f.kernels:>8,}  {f.saved_bytes:>12,}  "
-                f"{f.back_bytes:>13,} > budget"
-            )
     return lines
-
-
-def variants_text(run: VariantsRun, *, color: bool = False) -> str:
-    """The table, then what each variant is, its plan and where the figures come from."""
-    return text_tables([variants_table(run)], color=color, width=None)
-
-
-def variants_markdown(run: VariantsRun) -> str:
-    """The table as GitHub markdown, each variant's description, and the plan's files."""
-    table = variants_table(run)
-    lines = [
-        f"### {markdown_line(table.heading)}",
-        "",
-        markdown_line(table.title),
-        "",
-        *markdown_header(table.columns),
-        *(markdown_row(table.columns, row) for row in table.rows),
-        "",
-    ]
-    for v in run.variants:
-        lines.append(f"- {md_code(v.name)}: {md_text(v.description)}")
-    for v in run.variants:
-        if v.plan is None:
-            continue
-        plan = v.plan
-        heading = f"**{md_code(v.name)}** ({md_text(_plan_lines(plan)[0].strip())})"
-        if not plan.files:
-            lines += ["", heading, "", "Nothing moved to JIT: every entry file fits AOT."]
-            continue
-        estimate = "" if plan.budget_of == "metallib" else " (estimate)"
-        what = "metallib" if plan.budget_of == "metallib" else "download"
-        files = (
-            Column("source", "moved to JIT", "text"),
-            Column("kernels", "kernels", "count"),
-            Column("saved_bytes", f"saves{estimate}", "bytes"),
-            Column("metallib_bytes_if_aot", f"{what} if AOT again{estimate}", "bytes"),
-        )
-        lines += ["", heading, "", *markdown_header(files)]
-        lines += [
-            markdown_row(files, Row((Name(f.source), f.kernels, f.saved_bytes, f.back_bytes)))
-            for f in plan.files
-        ]
-    lines += ["", *(f"<sub>{md_text(note)}</sub><br>" for note in _notes(run))]
-    return "\n".join(lines) + "\n"
 
 
 def variants_html(run: VariantsRun) -> str:

@@ -94,7 +94,8 @@ class Setting:
     """What a value must be when it has the wrong type, for a message (None: the kind says)."""
     metavar: str | None = None
     param: str | None = None
-    """The command's parameter when it is not :attr:`name` (three settings are ``-j``)."""
+    """The command's parameter when it is not :attr:`name` (``variants --jit`` and ``--aot``
+    are settings of their own, each a list of variants)."""
     shown_default: str | None = None
     """The default as the docs' table words it (None: from :attr:`default`)."""
     cmake_default: str | None = None

@@ -73,7 +73,8 @@ _TREE = (
     ),
     Setting(
         "include_dirs",
-        "Folder searched for quoted includes (repeatable); before the ones in metallib.toml.",
+        "Folder searched for quoted includes, in order (repeatable); a tree's before the ones "
+        "in its metallib.toml.",
         kind="paths",
         default=(),
         flag="-I/--include-dir",
@@ -116,24 +117,10 @@ _TREE = (
     ),
     Setting(
         "jobs",
-        "Entry files preprocessed at once. Default: the number of CPUs.",
+        "Processes run at once: entry files preprocessed, compiles (check) or Ninja's jobs "
+        "(build, presets: ninja -j N). Default: from the number of CPUs.",
         kind="int",
         flag="-j/--jobs",
-    ),
-    Setting(
-        "build_jobs",
-        "Ninja's parallel jobs (-j of ninja; default: Ninja's own choice from the number of CPUs).",
-        kind="int",
-        flag="-j/--jobs",
-        param="jobs",
-    ),
-    Setting(
-        "check_jobs",
-        "Parallel compiler processes (catalog trees) or entry files preprocessed at once "
-        "(any other tree). Default: the number of CPUs.",
-        kind="int",
-        flag="-j/--jobs",
-        param="jobs",
     ),
 )
 
@@ -277,6 +264,17 @@ _SELECTION = (
 )
 
 _RUNTIME = (
+    Setting(
+        "preamble_defines",
+        "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
+        "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "
+        "preprocessor definition elsewhere, is its deprecated spelling on embed.",
+        kind="texts",
+        default=(),
+        flag="--preamble-define",
+        check=c.define,
+        metavar="NAME[=VALUE]",
+    ),
     Setting(
         "jit_namespace",
         "C++ namespace (a or a::b) of the run-time sources' functions: the one written (over "

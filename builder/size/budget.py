@@ -2,7 +2,7 @@
 budget's targets, check every limit.
 
 A glob's libraries are summed. Checking returns numbers only (``builder.size.checks.Check``,
-the model ``compare``'s gates share); presentation words them (``builder.render.checks``).
+the model ``compare``'s gates share); presentation words them (``render.text.gate_message``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 for it (``--max-growth``, a gate) or a budget file was (``max-growth``, ``builder.size.budget``).
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
-name. Checking is pure data in, pure data out; ``builder.render.checks`` words the results.
+name. Checking is pure data in, pure data out; ``builder.render.text`` words the results.
 
 Size limits as users write them for CI gates: ``10KB``, ``2.5MiB``, ``5%``, and what a
 whole-target limit is checked against (``shipped_size``: the metallib plus the host library).

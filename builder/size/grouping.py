@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -121,17 +121,21 @@ def primary_dtype(name: str) -> str:
     return next(_dtype_tokens(name, skip_masks=True), None) or next(_dtype_tokens(name), NO_DTYPE)
 
 
-def _strip_dtype(match: re.Match[str], ends: str = "_") -> str:
-    """A dtype token's replacement: "_", or the text itself for a short word inside a longer
-    one. ``ends``: the characters that end a token besides the text's ends (``_``, and the
-    separator between names where several are stripped at once)."""
-    text, start, end = match.group(), match.start(), match.end()
-    name = match.string
-    if text in WORD_ONLY_SPELLINGS and (
-        (start and name[start - 1] not in ends) or (end < len(name) and name[end] not in ends)
-    ):
-        return text
-    return "_"
+def _dtype_stripper(ends: str) -> Callable[[re.Match[str]], str]:
+    """A dtype token's replacement in a text of names joined by a separator (``ends``: ``_``
+    and that separator, which also stands at the text's two ends): "_", or the text itself for
+    a short word inside a longer one. One Python call per token, the word looked up first."""
+
+    def strip(match: re.Match[str]) -> str:
+        text = match.group()
+        if text in WORD_ONLY_SPELLINGS:
+            start, end = match.span()
+            name = match.string
+            if name[start - 1] not in ends or name[end] not in ends:
+                return text
+        return "_"
+
+    return strip
 
 
 def generic_group(name: str) -> str:
@@ -151,7 +155,7 @@ def generic_groups(names: Sequence[str]) -> list[str]:
     sep = _separator(names)
     ends = "_" + sep
     text = sep + sep.join(names) + sep  # each name between two separators
-    text = _DTYPE_RE.sub(lambda match: _strip_dtype(match, ends), text)
+    text = _DTYPE_RE.sub(_dtype_stripper(ends), text)
     for start, pattern in _numeric_tokens(sep):
         text = pattern.sub(start, text)
     text = _UNDERSCORES.sub("_", text).replace(sep + "_", sep).replace("_" + sep, sep)
@@ -364,11 +368,14 @@ def _mlx_labels(mlx: RuleSet, names: Sequence[str]) -> list[str] | None:
     block as :func:`_classify` does."""
     allowed = len(names) - MLX_MIN_SHARE * len(names)  # misses that still leave the share
     labels: list[str] = []
+    misses = 0
     for start in range(0, len(names), _BLOCK):
-        labels += _classify(mlx, names[start : start + _BLOCK])
-        if labels.count(OTHER) > allowed:
+        block = _classify(mlx, names[start : start + _BLOCK])
+        labels += block
+        misses += block.count(OTHER)
+        if misses > allowed:
             return None
     return labels if names else None
 
 
-_BLOCK = 2048
+_BLOCK = 256

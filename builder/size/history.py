@@ -7,7 +7,8 @@ platform. Each point is measured like ``report`` measures (``builder.size.load``
 numbers, so many large libraries never sit in memory together. A target holding several
 libraries (torch's dylib holds two alternatives, of which a device loads one) gives a point per
 library, never their sum: each library has its own history (``LibraryHistory``), its points
-paired across targets by the library's name. Pure data: rendering is ``builder.render.history``.
+paired across targets by the library's name. Pure data: shown by
+``builder.render.compare_tables`` (tables) and ``builder.render.html`` (the page).
 """
 
 from __future__ import annotations

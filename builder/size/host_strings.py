@@ -289,8 +289,6 @@ def measure_host_sources(
     """The run-time sources of the Mach-O host library at ``path`` as JIT rows, named by the
     tree whose root and -I folders are ``folders`` (none: the binary's names), and the host
     library they add up to; None when it holds none (or is no Mach-O)."""
-    from builder.size.host_strings import host_strings
-
     found = host_strings(path)
     if not found:
         return None

@@ -24,7 +24,7 @@ from builder.inputs.targets import Library, Progress, build_library, resolve_tar
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
     from builder.kernels.platforms import Platform
-    from builder.metallib.provenance import Provenance
+    from builder.metallib.reader import Provenance
     from builder.records.manifest import BuildManifest
     from builder.size.grouping import RuleSet, Sources
     from builder.size.jit_sizes import HostLibrary, JitUnit
@@ -214,7 +214,7 @@ def load_library(
             provenance=build_provenance(None, build),
         )
     from builder.inputs.targets import open_library
-    from builder.metallib.provenance import library_provenance
+    from builder.metallib.reader import library_provenance
     from builder.size.attribution import attribute
 
     with open_library(lib) as metallib:

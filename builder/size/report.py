@@ -91,11 +91,9 @@ class Source:
     @property
     def label(self) -> str:
         """A short name for tables: the target plus the member when there are several."""
-        if not self.member:
-            return self.target
-        if self.kind == "binary" and self.identity is not None:  # the binary was the target
-            return f"{self.target}#{self.identity}"
-        return f"{self.target}:{self.member}"
+        from builder.inputs.targets import library_label
+
+        return library_label(self.target, self.kind, self.member, self.identity)
 
     @property
     def binary(self) -> str | None:

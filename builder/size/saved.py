@@ -141,7 +141,8 @@ class Saved:
     download_member: WheelFile | None = field(omit="none", default=None)
     download_model_error_bytes: int | None = field(omit="none", default=None)
     wheel: WheelFiles | None = field(omit="none", default=None)
-    functions: object = field(check=read_functions, omit="always", default=())
+    functions: object = field(check=read_functions, omit="empty", default=())
+    """Read here (``read_functions``); written by ``json_docs``, row by row."""
 
     @classmethod
     def of(cls, report: Report) -> Saved:
@@ -151,6 +152,7 @@ class Saved:
         shares = download.overhead if download else [None] * len(report.overhead)
         laid_out: dict[str, Any] = {
             "schema": SCHEMA,
+            "functions": (),
             "overhead": [_Overhead(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
         }
         if host is not None:

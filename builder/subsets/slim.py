@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ChosenFunctions",
     "HashMismatch",
+    "ModuleHashes",
     "SlimResult",
     "choose_functions",
     "describe_mismatches",
@@ -151,13 +152,13 @@ class SlimResult(NamedTuple):
     """Copied although their hash is wrong (only with ``allow_hash_mismatch``)."""
 
 
-class _ModuleHashes:
+class ModuleHashes:
     """The SHA-256 of the kept modules, computed while the output is written (``SpanHashes``:
     a thread hashes beside the copy, which runs in the kernel, and this one joins in after it),
     then compared with their HASH tags. ``close`` before the input's map is closed."""
 
     def __init__(self, table: FunctionTable, lib: Metallib) -> None:
-        from builder.metallib.hashing import SpanHashes
+        from builder.metallib.native import SpanHashes
 
         self._table = table
         data, offsets, fd = lib.file_spans(table.module_offsets)  # read at their place in the file
@@ -239,7 +240,7 @@ def slim_file(
         _check_input(lib, source, output, {names[i] for i in indices})
         with atomic_output(output) as out:  # first: an unwritable output fails before any work
             parts = parts_from_library(lib, indices)
-            hashes = _ModuleHashes(parts.functions, lib)  # first: it overlaps the writing
+            hashes = ModuleHashes(parts.functions, lib)  # first: it overlaps the writing
             try:
                 lay = write_to(parts, out)
                 check_written(out, lay, output)

@@ -1,66 +1,63 @@
 """``variants --from``: every AOT/JIT split of a kernel tree, written and measured from the full
 library Apple's compiler produced, on any OS, without a rebuild.
 
-For each variant (``builder.subsets.variant_select``; ``--budget`` adds the planner's,
-``builder.subsets.variant_plan``) this writes ``OUTDIR/<variant>/<library>.metallib``, a real subset
-of the input through the container writer (kept functions byte-identical, copied in the kernel),
-and ``OUTDIR/<variant>/jit_sources.cpp``, its JIT entry files' headers (and the run-time-only
-kernels' headers every variant carries) embedded as ``embed`` does
-(``builder.subsets.variant_sources``). Before anything is written, every variant passes the
-coverage check (``builder.subsets.coverage``: each kernel in its metallib or its code among its
-embedded sources; exit 1 otherwise). The input is parsed once; its modules are hashed once, beside
-the first write (``all-aot``, the input as it is), and checked against their HASH tags before any
-other variant is written (``builder.subsets.variant_writer``; the records it returns are
-``builder.subsets.variant_writer``'s). Every figure is then measured on the files written: the
-metallib's size and its bytes per entry file (attribution of the written file), the embedded
-bytes of the C++ source as its API stores them.
+A :class:`Variant` is one split, from its selection (:func:`requested_variants`; ``--budget`` adds
+the planner's, ``builder.subsets.variant_plan``) to its record (``variants.json``): for each,
+:func:`make_variants` writes ``OUTDIR/<variant>/<library>.metallib``, a real subset of the input
+through the container writer (kept functions byte-identical, copied in the kernel;
+``builder.subsets.variant_library``), and ``OUTDIR/<variant>/jit_sources.cpp``, its JIT entry
+files' headers (and the run-time-only kernels' headers every variant carries) written by
+``embed``'s writer (``builder.subsets.coverage``). Before anything is written, every variant
+passes the coverage check (each kernel in its metallib or its code among its embedded sources;
+exit 1 otherwise). Every figure is measured on the files written: the metallib's size and its
+bytes per entry file, the embedded bytes of the C++ source as its API stores them.
 
-Where a ``variants --from`` run is written versus where its files end up.
-
-The variants are written into a new sibling folder that replaces OUTDIR as a whole only once
-every file, ``variants.json`` last, is complete (``builder.files.output_folder``): a run that fails
-or
-is killed leaves the previous OUTDIR as it was, and OUTDIR never mixes two runs. Every path a run
-records (and ``variants.json`` shows) names the files where they end up, so the run is moved
-before it is described.
+The command writes them into a sibling folder (``staged``) that replaces OUTDIR as a whole once
+every file, ``variants.json`` last, is complete (``builder.files.output_folder``): a failed run
+leaves the previous OUTDIR as it was. Every path a run records names where its file ends up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.errors import UsageError
-from builder.metallib import InternalError, open_metallib
-from builder.subsets.coverage import Coverage, check_coverage, require_coverage
-from builder.subsets.variant_plan import Candidate, Plan, plan_budget
-from builder.subsets.variant_select import (
-    LibraryIndex,
-    VariantSpec,
-    index_library,
-    requested_variants,
-)
-from builder.subsets.variant_sources import (
+from builder.errors import InternalError, UsageError
+from builder.files.dataclass_json import field
+from builder.kernels.discovery import path_matches
+from builder.kernels.runtime_sources import RuntimeSources
+from builder.metallib import open_metallib
+from builder.subsets.coverage import (
+    Coverage,
     EmbedCosts,
     JitSources,
-    include_dirs,
     jit_sources,
-    preamble_specs,
-    settings_of,
+    split_coverage,
+    whole_files,
 )
-from builder.subsets.variant_writer import (
+from builder.subsets.variant_library import (
+    AOT_ONLY,
     NOT_IN_TREE,
+    DownloadMeasure,
+    LibraryIndex,
+    MetallibMeasure,
     SourceBytes,
-    Variant,
-    VariantsInput,
-    VariantsRun,
     VariantWriter,
+    counted,
     function_bytes,
+    index_library,
+    library_stem,
     remove_stale,
+    resolve_input,
 )
+from builder.subsets.variant_plan import Plan, plan_variant
+
+if TYPE_CHECKING:
+    from builder.inputs.targets import Progress
+    from builder.kernels.discovery import KernelTree
 
 __all__ = [
     "NOT_IN_TREE",
@@ -70,79 +67,189 @@ __all__ = [
     "VariantsInput",
     "VariantsRun",
     "make_variants",
-    "moved",
+    "requested_variants",
 ]
 
-
-if TYPE_CHECKING:
-    from builder.inputs.targets import Library
-    from builder.kernels.discovery import KernelTree
-
 SOURCES_FILE = "jit_sources.cpp"
-Progress = Callable[[str], None]
 
 
-def _resolve(
-    target: str, platform: str | None, progress: Progress | None, member: str | None
-) -> Library:
-    """The one metallib behind ``target`` (a file, binary, wheel, PACKAGE==VERSION or build
-    folder; ``member`` chooses one of several): a file of its own, or its bytes in a binary."""
-    from builder.inputs.targets import one_metallib, resolve_target
+@dataclass(frozen=True)
+class VariantsInput:
+    """Where the figures come from: the input library and the kernel tree."""
 
-    found = resolve_target(target, platform=platform, progress=progress, member=member)
-    lib = one_metallib(target, found, member=None, command="variants --from")
-    assert lib.path is not None  # one_metallib refuses a build without a metallib
-    return lib
+    target: str
+    metallib: Path
+    wheel: str | None
+    file_size: int
+    function_count: int
+    tree_root: Path
+    tree_kind: str
+    config: Path | None
+    entry_files: int
+    tree_kernels: int
+    not_in_tree: int
+    """Functions of the library no entry file produces (AOT in every variant)."""
+    missing: int
+    """Kernels of the tree the library does not have."""
+    held: tuple[tuple[str, str], ...] = ()
+    """(entry file, reason) of the entry files that stay AOT in every variant."""
+    runtime_only: tuple[tuple[str, str], ...] = ()
+    """(kernel template, header) of the tree's run-time-only kernels."""
+    whole_file: tuple[str, ...] = ()
+    """Entry files embedded whole when JIT (``KernelTree.embeddings``), in tree order."""
+    interface: RuntimeSources = field(default_factory=RuntimeSources)
+    """How every variant's ``jit_sources.cpp`` is written and its bytes stored (the tree's
+    ``[build]`` settings; a catalog tree: ``embed``'s defaults)."""
+    member: str | None = None
+    """For a library inside a binary (``metallib`` is then the binary): its name there."""
 
 
-def _stem(lib: Library) -> str:
-    """The written libraries' name when the tree's settings give none: the input file's
-    stem, or for a library inside a binary the binary's name up to its first dot
-    (``_C.cpython-312-darwin.so`` -> ``_C``)."""
-    assert lib.path is not None
-    return lib.path.name.split(".")[0] if lib.window is not None else lib.path.stem
+@dataclass(frozen=True)
+class Variant:
+    """One split: selected (its name, description and JIT entry files), then written and
+    measured into the same value (every figure measured on the files written). Its fields are
+    its record in ``variants.json``, in order (``builder.files.dataclass_json.dump``)."""
+
+    name: str
+    """Its output folder: ``all-aot``, ``jit-mode``, ``aot-N``, ``jit-N`` or ``planned``."""
+    description: str
+    metallib: Path | None = None
+    """None when no function stays AOT (nothing to ship as a metallib)."""
+    metallib_bytes: int = 0
+    function_count: int = 0
+    sources_file: Path | None = field(default=None, key="jit_sources_file")
+    embedded_bytes: int = 0
+    """What ``jit_sources.cpp`` stores, as its API stores it (``embedded_storage``)."""
+    embedded_storage: str | None = None
+    embedded_compressed_bytes: int = 0
+    total_bytes: int = 0
+    """What ships: the metallib file plus the embedded source text."""
+    total_compressed_bytes: int = 0
+    metallib_download_bytes: int | None = None
+    """The metallib as a wheel stores it, modelled (``builder.size.download``; 0: no metallib;
+    None: not measured, ``download`` was not asked for)."""
+    total_download_bytes: int | None = None
+    """What a user downloads: the metallib compressed as in a wheel, the source compressed."""
+    jit: tuple[str, ...] = field(default=(), key="jit_sources")
+    """JIT entry files, in tree order; every other entry file stays AOT."""
+    aot: tuple[str, ...] = field(default=(), key="aot_sources")
+    jit_kernels: int = 0
+    """Functions of the library its JIT entry files produce: compiled at run time."""
+    jit_kernels_discovered: int = 0
+    aot_kernels: int = 0
+    other_kernels: int = 0
+    preambles: tuple[str, ...] = ()
+    embed_command: tuple[str, ...] | None = None
+    """The ``embed`` command that writes the same ``jit_sources.cpp``."""
+    by_source: tuple[SourceBytes, ...] = field(default=(), key="bytes_by_source")
+    overhead_bytes: int = 0
+    plan: Plan | None = None
+    coverage: Coverage | None = None
+    """Where the tree's kernels ship in this variant (checked complete before writing)."""
+    sources: JitSources | None = field(default=None, omit="always")
+    """The source written to ``sources_file`` (its text is not part of the record)."""
 
 
-def _plan(
-    tree: KernelTree, index: LibraryIndex, writer: VariantWriter, budget: int, budget_of: str
-) -> tuple[VariantSpec, Plan]:
-    candidates = [
-        Candidate(s, len(e.functions), e.bytes) for s, e in index.entries.items() if not e.held
-    ]
+@dataclass(frozen=True)
+class VariantsRun:
+    input: VariantsInput
+    variants: tuple[Variant, ...]
+    outdir: Path
+
+
+def _matching(index: LibraryIndex, option: str, value: str) -> set[str]:
+    """The entry files one ``--aot``/``--jit`` value names (comma-separated globs); a glob that
+    names no entry file is a typo (exit 2)."""
+    from builder.kernels.catalog import split_names
+
+    globs = split_names(value)
+    if not globs:
+        raise UsageError(f"{option} {value!r}: names no entry file glob")
+    found: set[str] = set()
+    for glob in globs:
+        hits = {s for s in index.entries if path_matches(s, [glob])}
+        if not hits:
+            raise UsageError(
+                f"{option} {glob!r} matches no entry file of {index.root or 'the tree'} "
+                f"({counted(index.entries)}, after exclusions)"
+            )
+        found |= hits
+    return found
+
+
+def _movable(index: LibraryIndex, sources: Iterable[str]) -> tuple[str, ...]:
+    chosen = set(sources)
+    return tuple(s for s, e in index.entries.items() if s in chosen and not e.held)
+
+
+def _kept_note(index: LibraryIndex, asked: set[str]) -> str:
+    held = [s for s in index.entries if s in asked and index.entries[s].held]
+    verb = "stays" if len(held) == 1 else "stay"
+    return f" ({', '.join(held)} {verb} AOT)" if held else ""
+
+
+def requested_variants(
+    index: LibraryIndex, aot: Sequence[str] = (), jit: Sequence[str] = ()
+) -> list[Variant]:
+    """``all-aot``, the JIT mode of metallib.toml when it names aot-only files, then one variant
+    per ``--aot`` value (those AOT, every other one JIT) and per ``--jit`` value (those JIT).
+    Entry files ``held_aot`` names stay AOT in every variant."""
+    every = set(index.entries)
+    variants = [Variant("all-aot", "every entry file AOT: the input library as it is", jit=())]
+    held = {s for s, e in index.entries.items() if e.held == AOT_ONLY}
+    if held:
+        variants.append(
+            Variant(
+                "jit-mode",
+                f"metallib.toml's JIT mode: {len(held)} aot-only entry file(s) AOT, every "
+                f"other one JIT{_kept_note(index, every - held)}",
+                jit=_movable(index, every),
+            )
+        )
+    for number, value in enumerate(aot, start=1):
+        named = _matching(index, "--aot", value)
+        variants.append(
+            Variant(
+                f"aot-{number}",
+                f"--aot {value}: {len(named)} entry file(s) AOT, every other one "
+                f"JIT{_kept_note(index, every - named)}",
+                jit=_movable(index, every - named),
+            )
+        )
+    for number, value in enumerate(jit, start=1):
+        named = _matching(index, "--jit", value)
+        moved = _movable(index, named)
+        variants.append(
+            Variant(
+                f"jit-{number}",
+                f"--jit {value}: {len(moved)} entry file(s) "
+                f"JIT{_kept_note(index, named)}, the rest AOT",
+                jit=moved,
+            )
+        )
+    return variants
+
+
+def _planned(tree: KernelTree, writer: VariantWriter, budget: int, budget_of: str) -> Variant:
+    """The variant ``--budget`` adds: the planner's split by ``budget_of``'s measure."""
+    index = writer.index
     held = sum(bool(e.held) for e in index.entries.values())
     fixed = (
         f"{held} entry file(s) that stay AOT, {len(index.other):,} function(s) no entry "
         "file produces and the container's framing"
     )
-    if budget_of == "download":
-        from builder.subsets.variant_download import plan_download
-
-        plan = plan_download(
-            tree,
-            index,
-            writer.lib,
-            budget,
-            write=writer.write,
-            fixed=fixed,
-            sources_compressed=lambda jit: _compressed(tree, jit),
-        )
-    else:
-        plan = plan_budget(
-            candidates, budget, size_of=writer.size_of, embedded_of=EmbedCosts(tree), fixed=fixed
-        )
-    spec = VariantSpec(
+    costs = EmbedCosts(tree)
+    measure = (
+        DownloadMeasure(writer, tree, costs) if budget_of == "download" else MetallibMeasure(writer)
+    )
+    plan = plan_variant(index, budget, measure, embedded_of=costs, fixed=fixed)
+    return Variant(
         "planned",
         f"--budget {budget:,} bytes of {budget_of}: {len(plan.jit)} entry file(s) JIT, "
         "chosen for the fewest kernels compiled at run time",
-        plan.jit,
+        jit=plan.jit,
+        plan=plan,
     )
-    return spec, plan
-
-
-def _compressed(tree: KernelTree, jit: tuple[str, ...]) -> int:
-    """The embedded source of ``jit`` compressed, as a variant with them JIT measures it."""
-    sources = jit_sources(tree, jit) if jit else None
-    return sources.compressed_bytes if sources is not None else 0
 
 
 def make_variants(
@@ -150,6 +257,7 @@ def make_variants(
     tree: KernelTree,
     outdir: Path,
     *,
+    staged: Path | None = None,
     aot: Sequence[str] = (),
     jit: Sequence[str] = (),
     budget: int | None = None,
@@ -159,55 +267,51 @@ def make_variants(
     download: bool = False,
     member: str | None = None,
 ) -> VariantsRun:
-    """Write and measure every variant; see the module docstring. ``CheckFailed`` (exit 1) when
-    ``budget`` is below the least reachable size (nothing written then); ``UsageError`` for bad
-    globs, an unusable target or an output that would overwrite the input. ``budget_of``:
-    ``metallib`` (the file's bytes) or ``download`` (``builder.subsets.variant_download``; it
-    implies ``download``: each variant's metallib download measured, one zlib pass each).
-    ``member`` chooses the library of a target holding several (a binary's ``#2``)."""
+    """Write and measure every variant into ``staged`` (default: ``outdir``), recording the
+    paths under ``outdir``. ``CheckFailed`` (exit 1) when ``budget`` is below the least
+    reachable size (nothing written then); ``UsageError`` for bad globs, an unusable target or an
+    output over the input. ``budget_of``: ``metallib`` or ``download`` (which implies
+    ``download``: each variant's download measured). ``member``: as ``--member``."""
     say = progress or (lambda _message: None)
-    library = _resolve(target, platform, progress, member)
-    path, wheel = library.path, library.wheel
-    assert path is not None  # _resolve refuses a build without a metallib
+    written_in = staged or outdir
+    library = resolve_input(target, platform, progress, member)
+    path = library.path
+    assert path is not None  # resolve_input refuses a build without a metallib
     with open_metallib(path, library.window) as lib:
-        index = index_library(lib.columns().names, function_bytes(lib), tree)
-        specs = requested_variants(index, aot, jit)
+        names = lib.columns().names
+        index = index_library(names, function_bytes(lib), tree)
+        variants = requested_variants(index, aot, jit)
         writer = VariantWriter(lib, index)
-        plan = None
         if budget is not None:
             say(f"planning for --budget {budget:,} bytes of {budget_of}")
-            spec, plan = _plan(tree, index, writer, budget, budget_of)
-            specs.append(spec)
-        name = f"{tree.config.library or _stem(library)}.metallib"
-        for spec in specs:
-            if (outdir / spec.name / name).resolve() == path.resolve():
-                raise UsageError(f"{outdir / spec.name / name}: refusing to write over the input")
-        coverage = _check_coverage(tree, index, lib.columns().names, specs)
+            variants.append(_planned(tree, writer, budget, budget_of))
+        name = f"{tree.config.library or library_stem(library)}.metallib"
+        for v in variants:
+            if (written_in / v.name / name).resolve() == path.resolve():
+                raise UsageError(f"{written_in / v.name / name}: refusing to write over the input")
+        for number, v in enumerate(variants):  # all checked before anything is written
+            kept = {names[i] for i in index.kept(v.jit)}
+            variants[number] = replace(v, coverage=split_coverage(tree, v.jit, kept, v.name))
         # The JIT sources are made on a thread while the metallibs are copied (in the kernel,
         # without the GIL): inlining the headers is the larger share of the Python work.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jit-sources")
         try:
-            sources = {s.name: pool.submit(jit_sources, tree, s.jit) for s in specs}
-            variants = []
-            for number, spec in enumerate(specs, start=1):
-                say(f"[{number}/{len(specs)}] {spec.name}")
-                variants.append(
-                    _one(
-                        writer,
-                        spec,
-                        outdir / spec.name / name,
-                        sources.get(spec.name),
-                        plan if spec.name == "planned" else None,
-                        coverage[spec.name],
-                        download or budget_of == "download",
-                    )
+            sources = [pool.submit(jit_sources, tree, v.jit) for v in variants]
+            for number, (v, made) in enumerate(zip(variants, sources), start=1):
+                say(f"[{number}/{len(variants)}] {v.name}")
+                variants[number - 1] = _one(
+                    writer,
+                    v,
+                    (written_in / v.name / name, outdir / v.name / name),
+                    made,
+                    download or budget_of == "download",
                 )
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         source = VariantsInput(
             target=target,
             metallib=path,
-            wheel=wheel,
+            wheel=library.wheel,
             member=library.member if library.window is not None else None,
             file_size=lib.file_size,
             function_count=index.function_count,
@@ -220,51 +324,27 @@ def make_variants(
             missing=index.missing,
             held=tuple((s, e.held) for s, e in index.entries.items() if e.held),
             runtime_only=tuple((t.template, t.source) for t in tree.runtime_only),
-            whole_file=_whole_files(tree),
-            interface=settings_of(tree),
+            whole_file=whole_files(tree),
+            interface=tree.config.runtime,
         )
     return VariantsRun(source, tuple(variants), outdir)
 
 
-def _whole_files(tree: KernelTree) -> tuple[str, ...]:
-    if tree.kind == "catalog":
-        return ()
-    from builder.jit.tree_preambles import embedding_of
-
-    return tuple(s for s, how in embedding_of(tree).items() if how == "whole-file")
-
-
-def _check_coverage(
-    tree: KernelTree, index: LibraryIndex, names: Sequence[str], specs: Sequence[VariantSpec]
-) -> dict[str, Coverage]:
-    """Every variant's coverage; CheckFailed (exit 1) for the first that would lose kernels."""
-    dirs = include_dirs(tree)
-    found: dict[str, Coverage] = {}
-    present = set(names)
-    for spec in specs:
-        kept = present - {names[i] for s in spec.jit for i in index.entries[s].functions}
-        coverage = check_coverage(
-            tree, spec.jit, preamble_specs(tree, spec.jit), dirs, in_metallib=kept.__contains__
-        )
-        require_coverage(coverage, f"variant {spec.name}")
-        found[spec.name] = coverage
-    return found
-
-
 def _one(
     writer: VariantWriter,
-    spec: VariantSpec,
-    path: Path,
-    made: Future[JitSources | None] | None,
-    plan: Plan | None,
-    coverage: Coverage,
+    variant: Variant,
+    paths: tuple[Path, Path],
+    made: Future[JitSources | None],
     download: bool,
 ) -> Variant:
+    """``variant`` written (to the first of ``paths``) and measured, as it reads where its files
+    end up (the second); its plan's figure checked against what was measured."""
     from builder.files.atomic import make_dirs, write_if_changed
 
+    path, shown = paths
     index = writer.index
     make_dirs(path.parent)
-    kept = index.kept(spec.jit)
+    kept = index.kept(variant.jit)
     by_source: list[SourceBytes] = []
     overhead = size = 0
     downloaded: int | None = 0 if download else None
@@ -273,57 +353,48 @@ def _one(
         by_source, overhead, downloaded = writer.measure(path, kept, download)
     else:
         remove_stale(path)
-    if plan is not None and plan.budget_of == "metallib" and size != plan.metallib_bytes:
-        raise InternalError(
-            f"planned a {plan.metallib_bytes}-byte metallib, wrote {size} bytes", path=str(path)
-        )
-    sources = made.result() if made is not None else None
-    sources_file = path.parent / SOURCES_FILE
+    sources = made.result()
     if sources is not None:
-        write_if_changed(sources_file, sources.text)
+        write_if_changed(path.parent / SOURCES_FILE, sources.text)
     else:
-        remove_stale(sources_file)
-    if (
-        plan is not None
-        and plan.budget_of == "download"
-        and (
-            (downloaded or 0) + (sources.compressed_bytes if sources else 0) != plan.metallib_bytes
-        )
-    ):
-        raise InternalError(
-            f"planned a {plan.metallib_bytes}-byte download, measured another", path=str(path)
-        )
-    aot = index.aot_sources(spec.jit)
-    return Variant(
-        name=spec.name,
-        description=spec.description,
-        jit=spec.jit,
-        aot=aot,
-        metallib=path if kept else None,
+        remove_stale(path.parent / SOURCES_FILE)
+    aot = index.aot_sources(variant.jit)
+    embedded = sources.embedded_bytes if sources is not None else 0
+    compressed = sources.compressed_bytes if sources is not None else 0
+    sources_file = shown.parent / SOURCES_FILE if sources is not None else None
+    measured = replace(
+        variant,
+        metallib=shown if kept else None,
         metallib_bytes=size,
         function_count=len(kept),
-        jit_kernels=index.kernels(spec.jit),
-        jit_kernels_discovered=sum(index.entries[s].discovered for s in spec.jit),
+        sources_file=sources_file,
+        embedded_bytes=embedded,
+        embedded_storage=sources.storage if sources is not None else None,
+        embedded_compressed_bytes=compressed,
+        total_bytes=size + embedded,
+        total_compressed_bytes=size + compressed,
+        metallib_download_bytes=downloaded,
+        total_download_bytes=None if downloaded is None else downloaded + compressed,
+        aot=aot,
+        jit_kernels=index.kernels(variant.jit),
+        jit_kernels_discovered=sum(index.entries[s].discovered for s in variant.jit),
         aot_kernels=index.kernels(aot),
         other_kernels=len(index.other),
-        sources=sources,
-        sources_file=sources_file if sources is not None else None,
+        preambles=sources.preambles if sources is not None else (),
+        embed_command=None
+        if sources is None
+        else ("metallib-builder", *sources.embed_args, "-o", str(sources_file)),
         by_source=tuple(by_source),
         overhead_bytes=overhead,
-        plan=plan,
-        coverage=coverage,
-        metallib_download_bytes=downloaded,
+        sources=sources,
     )
-
-
-def moved(run: VariantsRun, outdir: Path) -> VariantsRun:
-    """``run`` as it reads once its folder ``run.outdir`` has become ``outdir``."""
-
-    def there(path: Path | None) -> Path | None:
-        return None if path is None else outdir / path.relative_to(run.outdir)
-
-    variants = tuple(
-        replace(v, metallib=there(v.metallib), sources_file=there(v.sources_file))
-        for v in run.variants
-    )
-    return replace(run, variants=variants, outdir=outdir)
+    plan = variant.plan
+    if plan is not None:
+        of_download = plan.budget_of == "download"
+        figure = measured.total_download_bytes if of_download else size
+        if figure != plan.metallib_bytes:
+            said = "measured another" if of_download else f"wrote {size} bytes"
+            raise InternalError(
+                f"planned a {plan.metallib_bytes}-byte {plan.budget_of}, {said}", path=str(path)
+            )
+    return measured

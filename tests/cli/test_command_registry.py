@@ -17,7 +17,8 @@ from clirun import run_cli
 
 import builder
 import builder.cli
-from builder.cli import COMMANDS, LazyGroup, cli
+from builder.cli import COMMANDS, print_help, top_help
+from builder.cli.group import LazyGroup, cli, main
 
 
 def real_commands() -> dict[str, tuple[set[str], click.Command]]:
@@ -27,7 +28,7 @@ def real_commands() -> dict[str, tuple[set[str], click.Command]]:
     for info in pkgutil.iter_modules(builder.cli.__path__):
         module = importlib.import_module(f"builder.cli.{info.name}")
         for attr, value in vars(module).items():
-            if isinstance(value, click.Command):
+            if isinstance(value, click.Command) and value is not cli:  # the group itself
                 assert value.name is not None
                 places, command = found.setdefault(value.name, (set(), value))
                 assert command is value, f"two commands named {value.name}"
@@ -71,12 +72,11 @@ def test_help_lists_what_an_eager_group_lists(width: int) -> None:
 def test_help_imports_no_command() -> None:
     script = (
         "import sys, json\n"
-        "from builder.cli import main\n"
-        "try:\n"
-        "    main(['--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('builder.'))))\n"
+        "sys.argv = ['metallib-builder', '--help']\n"
+        "from builder.__main__ import main\n"
+        "assert main() == 0\n"
+        "ours = [m for m in sys.modules if m.split('.')[0] in ('builder', 'click')]\n"
+        "print(json.dumps(sorted(ours)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
@@ -86,6 +86,28 @@ def test_help_imports_no_command() -> None:
     assert "Commands:" in done.stdout
     assert not loaded & commands, sorted(loaded & commands)
     assert "builder.metallib.reader" not in loaded
+    assert "builder.cli.group" not in loaded  # nor click: the group's module imports it
+    assert "click" not in loaded
+
+
+def test_help_without_click_is_clicks_help(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The top-level ``--help`` written without click is byte for byte what the click group
+    writes, at every terminal width (click clamps it to 50..98) and without COLUMNS (not a
+    terminal: 80), for ``-h`` as well."""
+    for columns in [*range(30, 125), None, "not a number"]:
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", str(columns))
+        for flag in ("--help", "-h"):
+            assert main([flag]) == 0  # click's
+            by_click = capsys.readouterr()
+            assert print_help() == 0
+            assert capsys.readouterr() == by_click, (columns, flag)
+            assert by_click.out.startswith("Usage: metallib-builder [OPTIONS] COMMAND")
+    assert top_help(98).count("\n") < top_help(50).count("\n")  # the width was used
 
 
 def test_version_is_answered_before_click(capsys: pytest.CaptureFixture[str]) -> None:

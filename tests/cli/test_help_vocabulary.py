@@ -18,7 +18,8 @@ import click
 import pytest
 from clirun import run_cli as run
 
-from builder.cli import COMMANDS, cli
+from builder.cli import COMMANDS
+from builder.cli.group import cli
 
 FOLDER_OUTPUTS = {"variants"}
 """Commands whose -o names a folder: they write many files."""
@@ -58,11 +59,37 @@ def test_one_spelling_per_option(name: str) -> None:
             assert p.opts == ["-D", "--define"], (name, p.opts)
 
 
-def test_j_says_what_runs_in_parallel(capsys: pytest.CaptureFixture[str]) -> None:
-    """``build -j`` is Ninja's jobs; ``kernels -j`` is the preprocessing."""
-    for name, meaning in (("build", "Ninja's parallel jobs"), ("kernels", "preprocessed at once")):
-        jobs = next(p for p in command(name).params if "-j" in getattr(p, "opts", ()))
-        assert isinstance(jobs, click.Option) and meaning in (jobs.help or ""), name
+def _visible(flag: str) -> dict[str, click.Option]:
+    """command -> its visible option spelled ``flag``, for every command that has one."""
+    found = {}
+    for name in sorted(COMMANDS):
+        for p in command(name).params:
+            if isinstance(p, click.Option) and flag in p.opts and not p.hidden:
+                found[name] = p
+    return found
+
+
+def test_one_meaning_per_flag() -> None:
+    """A flag means one thing on every command (issue 34 item 9): ``-j`` is how many processes
+    run at once, saying what they are for each command (``build -j`` was Ninja's jobs and
+    ``kernels -j`` the preprocessing, under two helps); ``-D`` is the tree's preprocessor
+    definition (embed's '#define' in its preambles is ``--preamble-define``, its old ``-D`` a
+    hidden alias); ``-I`` a folder searched for quoted includes."""
+    for flag, commands, meaning in (
+        ("-j", {"build", "check", "kernels", "presets", "variants"}, "Processes run at once"),
+        ("-D", {"build", "check", "kernels", "report", "variants"}, "Preprocessor definition"),
+        ("-I", {"build", "check", "embed", "kernels", "report"}, "Folder searched for quoted"),
+    ):
+        options = _visible(flag)
+        assert commands <= set(options), (flag, commands - set(options))
+        helps = {" ".join((p.help or "").split()) for p in options.values()}
+        assert all(h.startswith(meaning) for h in helps), (flag, helps)
+        assert len({p.opts[-1] for p in options.values()}) == 1, flag
+    jobs = " ".join((_visible("-j")["build"].help or "").split())
+    assert "Ninja's jobs" in jobs and "preprocessed" in jobs and "compiles" in jobs
+    embed = {p.name: p for p in command("embed").params if isinstance(p, click.Option)}
+    assert embed["preamble_defines"].opts == ["--preamble-define"]
+    assert embed["old_defines"].hidden and embed["old_defines"].opts == ["-D", "--define"]
 
 
 # --- One word per concept: the glossary of docs/architecture.md, checked against the help texts

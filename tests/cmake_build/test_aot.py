@@ -166,6 +166,7 @@ def test_compiler_launcher_wraps_every_compile(standin_build) -> None:  # type: 
     compiles = standin_build.calls("compile")
     assert len(compiles) == 2 and all(c["tag"] == "launched" for c in compiles)
     assert standin_build.calls("link")[0]["tag"] is None  # the launcher wraps compiles only
+    assert standin_build.manifest()["toolchain"]["launcher"] == launcher  # recorded whole
 
 
 def test_broken_include_fails_the_compile(standin_build) -> None:  # type: ignore[no-untyped-def]

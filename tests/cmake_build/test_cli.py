@@ -3,9 +3,10 @@ presets side by side."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -309,30 +310,23 @@ def test_presets_with_standin_side_by_side(
     for name, preset in built.items():  # what ships: the files on disk
         files = [tmp_path / "v" / name / f for f in ("mlx.metallib", "libmetal_jit.so")]
         assert preset["shipped_bytes"] == sum(f.stat().st_size for f in files if f.exists())
-    # the table: each column adds up to the total shipped, which is the files' sizes
-    done = cli_without_metal(
-        "presets",
-        "--kernels",
-        "arange,copy,softmax",
-        "--dtypes",
-        "float32",
-        "--build-dir",
-        str(tmp_path / "v"),
-        "--metal-compiler",
-        str(standin_tools),
-    )
+    # the table: each column adds up to the total shipped, which is the files' sizes (CSV: the
+    # mode and the exact bytes of each preset apart; the terminal table: the same in words)
+    args = ["presets", "--kernels", "arange,copy,softmax", "--dtypes", "float32"]
+    args += ["--build-dir", str(tmp_path / "v"), "--metal-compiler", str(standin_tools)]
+    done = cli_without_metal(*args, "--format", "csv")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    spans = [m.span() for m in re.finditer(r"-+", lines[rules[0]])]  # the columns, by position
-    cells = [[line[a:b].strip() for a, b in spans] for line in lines]
-    names = cells[0][1:]
-    assert names == ["jit-on", "jit-off", "mixed"] and cells[1][0] == "kernel group"
-    body, total = cells[rules[0] + 1 : rules[1]], cells[rules[1] + 1]
-    assert total[0] == "total shipped"
-    for column, name in enumerate(names, start=1):
+    records = list(csv.DictReader(io.StringIO(done.stdout)))
+    names = [key.removesuffix("_bytes") for key in records[0] if key.endswith("_bytes")]
+    assert names == ["jit-on", "jit-off", "mixed"]
+    total = next(r for r in records if r["group"] == "total shipped")
+    body = records[: records.index(total)]
+    assert {r["group"]: r["mixed_mode"] for r in body if r["mixed_mode"]} == {
+        name: mode.upper() for name, mode in modes.items()
+    }
+    for name in names:
         preset = built[name]
-        assert total[column] == human_size(preset["shipped_bytes"])
+        assert int(total[f"{name}_bytes"]) == preset["shipped_bytes"]
         # the rows of the column are the report's figures, which add up to what ships
         report = preset["report"]
         exact = [g["bytes"] for g in report["groups"]]
@@ -343,5 +337,10 @@ def test_presets_with_standin_side_by_side(
             exact += [j["host_bytes"] for j in report["jit_units"]]
             exact += [host["shared_bytes"], host["unattributed_bytes"]]
         assert sum(exact) == preset["shipped_bytes"]
-        shown = [row[column].removeprefix("AOT ").removeprefix("JIT ") for row in body]
-        assert sorted(c for c in shown if c not in ("", "-")) == sorted(map(human_size, exact))
+        shown = [int(r[f"{name}_bytes"]) for r in body if r[f"{name}_bytes"]]
+        assert sorted(shown) == sorted(exact)
+    done = cli_without_metal(*args)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "total shipped" in x)
+    shipped = [human_size(built[name]["shipped_bytes"]) for name in names]
+    assert [cell.strip() for cell in line.strip("│ ").split("│")] == ["total shipped", *shipped]

@@ -60,7 +60,8 @@ def test_build_options_set_the_host_library_s_interface_over_metallib_toml(
     assert not any("toml_ns" in name for name in defined)  # metallib.toml's namespace lost
     assert not any(re.search(r"unit_source|preamble\(", name) for name in defined)  # no lookup
     plan = json.loads((build_dir / "metal_plan" / "plan.json").read_text())
-    assert plan["run_time"] == {"namespace": "a::b", "api": "cstring", "lookup": False}
+    interface = (plan["jit_namespace"], plan["jit_api"], plan["jit_lookup"])
+    assert interface == ("a::b", "cstring", False)
     options = json.loads((build_dir / "manifest.json").read_text())["options"]  # the record
     recorded = {k: options[k] for k in ("METALLIB_JIT_NAMESPACE", "METALLIB_JIT_API")}
     assert recorded == {"METALLIB_JIT_NAMESPACE": "a::b", "METALLIB_JIT_API": "cstring"}
@@ -111,8 +112,9 @@ def test_a_namespace_that_is_no_cxx_name_is_exit_2(
 
 @pytest.mark.cmake
 def test_plain_cmake_cache_variables_say_the_same(tmp_path: Path) -> None:
-    """-DMETALLIB_JIT_NAMESPACE/-API/-LOOKUP reach plan.json's run_time over metallib.toml; an
-    empty LOOKUP is metallib.toml's, a value that is no CMake boolean stops configuring."""
+    """-DMETALLIB_JIT_NAMESPACE/-API/-LOOKUP reach plan.json's jit_namespace, jit_api and jit_lookup
+    over metallib.toml; an empty LOOKUP is metallib.toml's, a value that is no CMake boolean stops
+    configuring."""
     root, _ = _tree(tmp_path)
     defines = {"METALLIB_JIT": "*", "METALLIB_JIT_NAMESPACE": "a::b", "METALLIB_JIT_API": "cstring"}
     for lookup, expected in (("off", False), ("", True)):
@@ -120,7 +122,8 @@ def test_plain_cmake_cache_variables_say_the_same(tmp_path: Path) -> None:
         build.defines["METALLIB_JIT_LOOKUP"] = lookup
         build.configure()
         plan = json.loads((build.build_dir / "metal_plan" / "plan.json").read_text())
-        assert plan["run_time"] == {"namespace": "a::b", "api": "cstring", "lookup": expected}
+        interface = (plan["jit_namespace"], plan["jit_api"], plan["jit_lookup"])
+        assert interface == ("a::b", "cstring", expected)
     build = StandinBuild(tmp_path / "bad", root, tmp_path / "log", {**defines})
     build.defines["METALLIB_JIT_LOOKUP"] = "maybe"
     done = build.configure(check=False)

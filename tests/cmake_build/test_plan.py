@@ -32,12 +32,12 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
     )
     assert (plan.kind, plan.library) == ("catalog", "mlx")
     assert plan.aot == ("unary", "arange") and plan.jit == ("copy",)  # catalog order
-    assert {unit for unit, _ in plan.compiles} == {"unary", "arange"}
+    assert {c.unit for c in plan.compiles} == {"unary", "arange"}
     # the catalog expands into entry files of a tree in the build folder, one folder per unit;
     # the AOT units' entry files are compiled, and between them hold each AOT kernel once
-    assert all(path.parent == tmp_path / "metal_gen" / unit for unit, path in plan.compiles)
+    assert all(c.source.parent == tmp_path / "metal_gen" / c.unit for c in plan.compiles)
     assert plan.generated is not None and plan.source_root == tmp_path / "metal_gen"
-    compiled = {str(path) for _, path in plan.compiles}
+    compiled = {str(c.source) for c in plan.compiles}
     held = sorted(
         i.host_name
         for e in plan.generated.entries
@@ -51,7 +51,7 @@ def test_catalog_units_are_families_split_by_mode(tmp_path: Path) -> None:
     assert every.jit == load_catalog().family_names and every.aot == () and not every.compiles
 
 
-def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
+def test_discovered_units_are_entry_files(mlx_tree: Path, tmp_path: Path) -> None:
     toml = mlx_tree / "metallib.toml"
     toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
     plan = make_plan(
@@ -65,7 +65,7 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     assert plan.aot == ("tiles/tile_copy.metal",)
     reasons = {u.name: u.reason for u in plan.units if u.mode == "aot"}
     assert reasons == {"tiles/tile_copy.metal": "named by [build] aot-only in metallib.toml"}
-    assert [p for _, p in plan.compiles] == [mlx_tree.resolve() / "tiles" / "tile_copy.metal"]
+    assert [c.source for c in plan.compiles] == [mlx_tree.resolve() / "tiles" / "tile_copy.metal"]
     unary = next(u for u in plan.units if u.name == "unary_subset.metal")
     assert unary.preambles == ("utils", "unary_ops", "unary") and unary.embedding == "preamble"
     plain = next(u for u in plan.units if u.name == "plain_kernels.metal")
@@ -76,7 +76,15 @@ def test_discovered_units_are_entry_files(mlx_tree: Path) -> None:
     )
     whole = next(p for p in plan.preambles if p.function == "plain_kernels")
     assert whole.headers == (str(mlx_tree.resolve() / "plain_kernels.metal"),)
-    assert BuildPlan.from_json(plan.to_json()).units == plan.units  # the embedding read back
+    # the whole plan read back from its file's text, the embedding included
+    written = tmp_path / "plan.json"
+    written.write_text(plan_text(plan))
+    assert BuildPlan.read(written) == plan
+    # what the plan carries beside its file (a discovery to remember) is neither written nor
+    # read: a plan.json naming one is read without it
+    assert plan.memo is None and "memo" not in json.loads(written.read_text())
+    written.write_text(json.dumps({**json.loads(plan_text(plan)), "memo": {"files": 1}}))
+    assert BuildPlan.read(written).memo is None
     # the compiler defines Metal's own macros itself; discovery gets every define
     assert plan.defines == ("NDEBUG",) and plan.discovery is not None
     assert plan.discovery.metal_version == 320
@@ -189,8 +197,7 @@ def test_cmake_writes_the_plan_the_cli_computes(tree: str, mlx_tree: Path, tmp_p
 
 def test_run_time_only_kernels_make_a_host_library_even_for_an_aot_build(mlx_tree: Path) -> None:
     plan = make_plan(BuildRequest().replace(source_dir=mlx_tree))
-    cmake = plan.to_json()["cmake"]
-    assert plan.jit == () and isinstance(cmake, dict) and cmake["jit_library"] == "ON"
+    assert plan.jit == () and plan.cmake_lists()["jit_library"] == "ON"
     assert plan.preambles == (
         PlannedPreamble(
             function="scatter_rows",

@@ -197,6 +197,17 @@ def test_jit_mode_keeps_aot_only_entry_files_and_embeds_the_rest(
     assert jit["unary_subset.metal"]["preambles"] == ["utils", "unary_ops", "unary"]
     assert jit["unary_subset.metal"]["embedded_bytes"] == 0
     assert jit["binary_subset.metal"]["embedded_bytes"] > 0
+    # the one record of the build: the JIT library's facts are the manifest's, each stored byte
+    # counted once (every unit's own, then the shared ones), and no other record is left
+    facts = json.loads((tree_build.build_dir / "metal_jit" / "embed.json").read_text())
+    keys = ("embedded_bytes", "shared_bytes", "storage", "shared")
+    assert {k: manifest[k] for k in keys} == {k: facts[k] for k in keys}
+    assert {n: u["headers"] for n, u in jit.items()} == {
+        u["name"]: u["headers"] for u in facts["units"]
+    }
+    alone = sum(u["embedded_bytes"] for u in jit.values())
+    assert manifest["embedded_bytes"] == alone + manifest["shared_bytes"] > alone
+    assert not (tree_build.build_dir / "build-config.json").exists()
     # each preamble function returns its header with the quoted includes inlined; the
     # functions are the shared source's, an entry file's own source holds its text only
     kernels = mlx_headers / "mlx" / "backend" / "metal" / "kernels"

@@ -16,17 +16,17 @@ from builder.cmake_build.driver import (
     ToolchainMissing,
     find_metal_toolchain,
     missing_message,
+    mixed_jit_units,
 )
 from builder.cmake_build.plan import select_families
 from builder.cmake_build.plan_model import Unit
-from builder.cmake_build.presets import mixed_jit_units
 from builder.cmake_build.request import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
-from builder.files.dataclass_json import load
+from builder.files.dataclass_json import dump, load
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
 from builder.kernels.catalog_tree import generate_tree, write_tree
-from builder.records.manifest import build_manifest
+from builder.records.manifest import Tree, build_manifest
 from builder.size.jit_sizes import OTHER, symbol_sizes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,10 +131,10 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
         ],
     }
     config = {"options": {"METALLIB_STD": "metal3.1"}, "objects": {str(src): str(air)}}
-    m = build_manifest(
+    built = build_manifest(
         tmp_path,
         config,
-        tree={"kind": "catalog", "library": "mlx"},
+        tree=Tree("catalog", "mlx"),
         units=units,
         compiled={"unary": [str(src)]},
         options={"METALLIB_JIT": []},
@@ -144,6 +144,7 @@ def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
         embed_dir=tmp_path / "metal_jit",
         host_library=str(tmp_path / "libmetal_jit.so"),
     )
+    m = dump(built)
     # what the units are is the tree's kind, said once; a unit's record is the plan's unit
     # with what the build made of it
     assert m["tree"]["kind"] == "catalog" and [f["name"] for f in m["units"]] == ["unary", "copy"]

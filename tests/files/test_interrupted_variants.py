@@ -122,7 +122,7 @@ MOMENTS = {
         "builder.metallib.writer:OutputSink._flush_run", 1, "after"
     ),
     "second variant begun": Pause("builder.metallib.writer:write_to", 2),
-    "last metallib written": Pause("builder.subsets.variant_writer:VariantWriter.measure", 3),
+    "last metallib written": Pause("builder.subsets.variant_library:VariantWriter.measure", 3),
     "OUT swapped": Pause("builder.files.output_folder:_swap", 1, "after"),
 }
 """Where run B (three metallibs: all-aot, aot-1, jit-1) is stopped for each kill."""

@@ -1,8 +1,7 @@
-"""``builder.files.locks.exclusive_lock`` between real processes: the holder removes the lock file
-as it
-lets go, so a run waiting on the removed file must lock the path anew, never hold it alongside
-the next one. Four processes add 1 to a counter file 40 times each under the lock, reading,
-pausing and writing back: any two holding it at once would lose an addition."""
+"""``builder.files.temporaries.exclusive_lock`` between real processes: the holder removes the
+lock file as it lets go, so a run waiting on the removed file must lock the path anew, never
+hold it alongside the next one. Four processes add 1 to a counter file 40 times each under the
+lock, reading, pausing and writing back: any two holding it at once would lose an addition."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ WORKER = """
 import sys, time
 from pathlib import Path
 
-from builder.files.locks import exclusive_lock
+from builder.files.temporaries import exclusive_lock
 
 lock, counter = Path(sys.argv[1]), Path(sys.argv[2])
 for _ in range(40):

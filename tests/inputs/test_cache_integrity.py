@@ -1,7 +1,7 @@
 """The wheel cache is checked, not trusted, and kept under its size limit (issue 33, item 10).
 
 A member extracted into the cache is reused only when it holds the bytes written then: the
-SHA-256 recorded at extraction (``builder.inputs.member_records``). Edited in place with its size
+SHA-256 recorded at extraction (``builder.inputs.wheel_extract``). Edited in place with its size
 kept (``gemm`` renamed ``EVIL``: the issue's attack), the member is extracted again, with a notice,
 and every command reads the wheel's bytes. The reference is the metallib written into the wheel
 here. Past ``METALLIB_BUILDER_CACHE_MAX`` the least recently used wheels and folders go.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.hostile import Cli, library_with
 
-from builder.inputs.member_records import cache_entries
+from builder.inputs.wheel_cache import cache_entries
 
 MEMBER = "pkg/lib/kernels.metallib"
 

@@ -144,14 +144,54 @@ def test_what_holds_no_functions_is_still_exit_2(
     assert code == 0, err
     saved = tmp_path / "saved.json"
     saved.write_text(out)
+    code, out, err = run(["verify", str(saved)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "a saved size report holds sizes, not functions" in err
     for command in ("list", "verify"):
-        code, out, err = run([command, str(saved)], capsys)
-        assert code == 2 and out == "" and err.count("\n") == 1
-        assert "a saved size report holds sizes, not functions" in err
         code, _, err = run([command, str(tmp_path / "gone.dylib")], capsys)
         assert code == 2 and "no such file" in err
         code, _, err = run([command, str(two["dylib"]), "--member", "#9"], capsys)
         assert code == 2 and "no metallib '#9'" in err
+
+
+def test_list_shows_the_functions_a_saved_report_records(
+    two: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A saved report is a TARGET of ``list`` too (issue 34 item 9): each library's functions
+    with the sizes the report records, in file order; their type is not recorded (null, '-').
+    The reference is the reader's own columns of the two libraries."""
+    code, out, err = run(["report", str(two["dylib"]), "--format", "json"], capsys)
+    assert code == 0, err
+    saved = tmp_path / "saved.json"
+    saved.write_text(out)
+    code, out, err = run(["list", str(saved), "--format", "json"], capsys)
+    assert code == 0, err
+    libraries = json.loads(out)["libraries"]
+    assert len(libraries) == 2
+    for listed, path in zip(libraries, (two["a"], two["b"]), strict=True):
+        with open_metallib(path) as lib:
+            c = lib.columns()
+            owned = [
+                sum(parts)
+                for parts in zip(
+                    c.entry_bytes,
+                    c.public_md_bytes,
+                    c.private_md_bytes,
+                    c.module_bytes,
+                    c.reflection_bytes,
+                )
+            ]
+            wanted = list(zip(c.names, c.module_bytes, owned))
+            version = lib.header.format_version_text
+        assert listed["file_size"] == path.stat().st_size and listed["format_version"] == version
+        assert [(f["name"], f["bitcode_bytes"], f["bytes"]) for f in listed["functions"]] == wanted
+        assert {f["type"] for f in listed["functions"]} == {None}
+    code, out, err = run(["list", str(saved), "--sort", "size"], capsys)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s+\d+\s", line)]
+    assert {row[2] for row in rows} == {"-"} and len(rows) == 5 + 7
+    first = [int(row[3]) for row in rows[:5]]
+    assert first == sorted(first, reverse=True)
 
 
 def _wheel(tmp_path: Path, two: dict[str, Path]) -> Path:

@@ -89,6 +89,30 @@ def test_list_metal_linalg_shows_its_thirteen_libraries(
     assert sum(line.startswith("# metal-linalg==2.19.0:") for line in out.splitlines()) == 13
 
 
+def test_list_of_a_saved_report_of_metal_linalg(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A saved report is a TARGET of ``list`` (issue 34 item 9): the report of
+    metal-linalg==2.19.0 saved, then listed, gives each of its 13 libraries with the size,
+    format and function count its own header states."""
+    libs = libraries_or_skip("metal-linalg==2.19.0", "macosx_14_0_arm64")
+    path = libs[0].path
+    assert path is not None
+    offsets = sorted(a for name, a in nm_addresses(path).items() if name.endswith("_metallib"))
+    saved = tmp_path / "saved.json"
+    code, _, err = run(["report", "metal-linalg==2.19.0", "-o", str(saved)], capsys)
+    assert code == 0, err
+    code, out, err = run(["list", str(saved), "--format", "json"], capsys)
+    assert code == 0, err
+    listed = json.loads(out)["libraries"]
+    assert len(listed) == len(offsets) == 13
+    for library, offset in zip(listed, offsets):
+        version, size, functions = own_header(path, offset)
+        assert (library["file_size"], library["format_version"]) == (size, version)
+        assert library["function_count"] == len(library["functions"]) == functions
+        assert library["source"].startswith(f"{saved}:")
+
+
 def test_variants_from_metal_flash_sdpas_wheel(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

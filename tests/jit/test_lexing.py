@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.jit.family_source import jit_check_chunks
-from builder.jit.lexing import comment_spans, directive_lines, strip_comments
+from builder.jit.lexing import comment_spans, directives, strip_comments
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
 from builder.kernels.check import run_check
+from builder.kernels.definitions import LineStarts
 
 
 def _comments(text: str) -> list[str]:
@@ -37,9 +38,16 @@ def test_line_comment_continues_over_a_backslash() -> None:
     assert strip_comments(text) == "int a;\n\nint b;\n"
 
 
-def test_directive_lines_know_block_comments() -> None:
+def test_directives_know_block_comments() -> None:
+    """Every line that starts outside a comment, by number: not the two inside the block
+    comment, and the first one although a comment starts on it."""
     text = '/* start\n#include "x.h"\nend */\n#include "y.h"\n'
-    assert directive_lines(text) == [True, False, False, True, True]
+    every_line = LineStarts("")
+    assert [number for number, _ in directives(text, every_line)] == [1, 4, 5]
+    includes = LineStarts(r'#include "([^"]+)"')
+    assert [(n, m.group(1)) for n, m in directives(text, includes)] == [(4, "y.h")]
+    continued = 'int a; // x \\\n#include "z.h"\n#include "w.h"\n'
+    assert [m.group(1) for _, m in directives(continued, includes)] == ["w.h"]
 
 
 def test_strip_keeps_line_structure_and_token_boundaries() -> None:

@@ -121,9 +121,9 @@ def test_a_cstring_tree_build_returns_each_unit_s_whole_text_as_one_literal(
     tmp_path: Path,
 ) -> None:
     """``[build] jit-api = "cstring"`` and ``jit-namespace`` reach the build's host library
-    (plan.json's ``run_time``): every function is ``const char*`` in that namespace, the
-    ``unit_source`` lookup still returns the reference inliner's text, embed.json counts each
-    function's text on its own (``separate``: text + NUL, nothing shared); without
+    (plan.json's ``jit_namespace``, ``jit_api``): every function is ``const char*`` in that
+    namespace, the ``unit_source`` lookup still returns the reference inliner's text, embed.json
+    counts each function's text on its own (``separate``: text + NUL, nothing shared); without
     ``jit-lookup`` no ``unit_source`` is defined."""
     import subprocess
 
@@ -134,7 +134,7 @@ def test_a_cstring_tree_build_returns_each_unit_s_whole_text_as_one_literal(
     settings = '[build]\njit-namespace = "app::rt"\njit-api = "cstring"\n'
     (root / "metallib.toml").write_text(settings, encoding="utf-8")
     plan = _plan(root, include_dirs)
-    assert plan.run_time == {"namespace": "app::rt", "api": "cstring", "lookup": True}
+    assert (plan.jit_namespace, plan.jit_api, plan.jit_lookup) == ("app::rt", "cstring", True)
     out = tmp_path / "gen"
     facts, _ = generate(plan, out)
     assert facts["storage"] == "separate" and facts["shared_bytes"] == sum(

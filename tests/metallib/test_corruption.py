@@ -25,8 +25,7 @@ from builder.metallib import (
     open_metallib,
     verify,
 )
-from builder.metallib.hashing import PARALLEL_MIN
-from builder.metallib.native import native_module
+from builder.metallib.native import PARALLEL_MIN, native_module
 from builder.metallib.native import status as native_status
 
 

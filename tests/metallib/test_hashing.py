@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder.metallib.hashing import SpanHashes, hash_spans
-from builder.metallib.native import has_native_sha256, native_module, status
+from builder.metallib.native import SpanHashes, has_native_sha256, hash_spans, native_module, status
 
 pytestmark = pytest.mark.picks_container_code
 

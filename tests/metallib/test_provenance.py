@@ -11,7 +11,7 @@ from llvm import disassemble
 from synthetic import synthetic_parts
 
 from builder.metallib import Metallib, library_bytes, open_metallib
-from builder.metallib.provenance import library_provenance
+from builder.metallib.reader import library_provenance
 
 
 def _named_metadata(text: str, name: str) -> str:
@@ -39,12 +39,12 @@ def test_provenance_matches_llvm_dis(
     air = [int(v) for v in re.findall(r"i32 (\d+)", _named_metadata(text, "air.version"))]
     assert found.air_versions == (f"{air[0]}.{air[1]}",)
     language = re.findall(r"i32 (\d+)", _named_metadata(text, "air.language_version"))
-    assert found.language_versions == (f"{language[0]}.{language[1]}",)
+    assert found.metal_language_versions == (f"{language[0]}.{language[1]}",)
 
 
 def test_provenance_of_a_library_without_compiler_ident() -> None:
     lib = Metallib.from_bytes(library_bytes(synthetic_parts(3)))
     found = library_provenance(lib)
     assert found.compilers == ()
-    assert found.air_versions == ("2.6",) and found.language_versions == ("3.1",)
+    assert found.air_versions == ("2.6",) and found.metal_language_versions == ("3.1",)
     assert found.format_version == "2.7" and found.deployment_target == "14.0"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 from builder.size.compare import compare_reports
 from builder.size.load import load_reports
 

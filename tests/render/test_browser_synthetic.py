@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 from builder.metallib import library_bytes, new_function, new_library
 from builder.render.text import human_size
 from builder.size.load import load_reports

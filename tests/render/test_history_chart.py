@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

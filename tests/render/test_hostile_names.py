@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 from builder.render.html import page
 
 NAMES = [

@@ -12,7 +12,7 @@ import pytest
 from binaries import link_dylib
 from synthetic import synthetic_bytes
 
-from builder.cli import main
+from builder.cli.group import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.cli import main
+from builder.cli.group import main
 from builder.render.html import compare_html, report_html
 from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports

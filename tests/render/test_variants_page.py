@@ -18,7 +18,7 @@ from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
 from render.chromium import Browser, chromium_path
 from support.shared import shared_folder
 
-from builder.cli import main
+from builder.cli.group import main
 
 pytestmark = [pytest.mark.realdata, pytest.mark.browser]
 

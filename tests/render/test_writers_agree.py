@@ -16,29 +16,40 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
+from builder.cmake_build.driver import PresetResult
+from builder.subsets.variant_sources import JitSources
+from builder.subsets.variant_writer import Variant, VariantsInput, VariantsRun
 
-from builder.render.checks import budget_table
-from builder.render.compare_tables import compare_tables
-from builder.render.formats import (
+from builder.publish.outputs import (
     budget_output,
     comparison_output,
     history_output,
+    presets_output,
     report_output,
     sources_output,
+    variants_output,
 )
-from builder.render.history import history_tables
+from builder.render.build import presets_table
+from builder.render.compare_tables import compare_tables, history_tables
 from builder.render.library import sources_tables
-from builder.render.report_tables import report_tables
+from builder.render.report_tables import budget_table, report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
+from builder.render.variants import variants_tables
 from builder.settings.checks import Limit
 from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
 from builder.size.host_strings import HostString
 from builder.size.load import load_reports
+from builder.subsets.variant_plan import Plan, PlannedFile, Step
+
+if TYPE_CHECKING:
+    from builder.cmake_build.driver import BuildOutcome
 
 BASE = [
     ("v_copyfloat32float32", 300),
@@ -302,3 +313,123 @@ def test_a_group_named_like_markup_heads_a_history_column_inert(
         csv.reader(io.StringIO(history_output(histories, "function", "csv", False, None)))
     )
     assert header[-1] == "'" + hostile.replace("\x1b", "\\x1b")
+
+
+def _variants_run(download: bool) -> VariantsRun:
+    """A run of three variants as ``variants --from`` makes them: the input as it is, one with
+    an entry file JIT (its plan moved it), one whose plan moved nothing."""
+    sources = JitSources(
+        text="",
+        preambles=("utils",),
+        files=1,
+        embedded_bytes=4_321,
+        compressed_bytes=1_234,
+        storage="deduplicated",
+        headers=(),
+        embed_args=("embed", "unary.metal"),
+    )
+    moved = Plan(
+        budget=9_000,
+        all_aot_bytes=10_000,
+        least_bytes=7_000,
+        jit=("unary.metal",),
+        metallib_bytes=8_500,
+        kernels=21,
+        embedded_bytes=4_321,
+        start="greedy",
+        steps=(Step("aot", "binary.metal", 4, 8_500),),
+        files=(PlannedFile("unary.metal", 21, 1_500, 10_000),),
+        exact_layouts=3,
+    )
+    kept = replace(moved, budget=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
+
+    def variant(name: str, jit: tuple[str, ...], size: int, plan: Plan | None) -> Variant:
+        return Variant(
+            name=name,
+            description=f"{name} [of] `a`",
+            jit=jit,
+            aot=("binary.metal",),
+            metallib=Path(f"out/{name}/a.metallib"),
+            metallib_bytes=size,
+            function_count=7,
+            jit_kernels=21 if jit else 0,
+            jit_kernels_discovered=21 if jit else 0,
+            aot_kernels=4,
+            other_kernels=0,
+            sources=sources if jit else None,
+            sources_file=Path(f"out/{name}/jit_sources.cpp") if jit else None,
+            by_source=(),
+            overhead_bytes=144,
+            plan=plan,
+            metallib_download_bytes=size // 3 if download else None,
+        )
+
+    source = VariantsInput(
+        target="a.metallib",
+        metallib=Path("a.metallib"),
+        wheel=None,
+        file_size=10_000,
+        function_count=7,
+        tree_root=Path("kernels"),
+        tree_kind="tree",
+        config=None,
+        entry_files=2,
+        tree_kernels=25,
+        not_in_tree=0,
+        missing=0,
+    )
+    variants = (
+        variant("all-aot", (), 10_000, None),
+        variant("planned", ("unary.metal",), 8_500, moved),
+        variant("fits", (), 10_000, kept),
+    )
+    return VariantsRun(source, variants, Path("out"))
+
+
+@pytest.mark.parametrize("download", [False, True])
+def test_every_variants_format_prints_the_model(download: bool) -> None:
+    run = _variants_run(download)
+    tables = variants_tables(run)
+    assert len(tables) == 2  # the variants, the plan that moved a file (the other says so)
+    _check_text(tables, variants_output(run, "table"))
+    _check_markdown(tables, variants_output(run, "markdown"))
+    _check_csv(tables[:1], variants_output(run, "csv"))
+    doc = json.loads(variants_output(run, "json"))
+    _check_json(tables[:1], doc["variants"])
+    (plan,) = [v["plan"] for v in doc["variants"] if v["plan"] and v["plan"]["files"]]
+    for row, moved in zip(tables[1].rows, plan["files"], strict=True):
+        assert {c.key: v for c, v in zip(tables[1].columns, row.values, strict=True)} == moved
+    assert "Nothing moved to JIT" in variants_output(run, "markdown")
+
+
+def test_every_presets_format_prints_the_model(paths: tuple[str, str]) -> None:
+    """Two builds side by side: each column's rows are its report's groups and overhead, and
+    add up to what the preset ships."""
+    results = [
+        PresetResult(
+            name,
+            f"{name} [build]",
+            cast("BuildOutcome", SimpleNamespace(seconds=1.25)),
+            None,
+            report,
+        )
+        for name, path in (("one", paths[0]), ("two", paths[1]))
+        for report in load_reports(path)
+    ]
+    results.append(PresetResult("three", "needs Metal", None, "no Metal compiler"))
+    table = presets_table(results)
+    _check_text([table], presets_output(results, "table"))
+    _check_markdown([table], presets_output(results, "markdown"))
+    _check_csv([table], presets_output(results, "csv"))
+    doc = json.loads(presets_output(results, "json"))
+    for preset in doc["presets"][:2]:
+        name, report = preset["name"], preset["report"]
+        sizes = {table.value(r, "group"): table.value(r, f"{name}_bytes") for r in table.rows}
+        assert sizes["total shipped"] == preset["shipped_bytes"]
+        for group in report["groups"]:
+            assert sizes[group["name"]] == group["bytes"]
+        assert sizes["[container overhead]"] == report["overhead_bytes"]
+        rows = table.rows[: [r.role for r in table.rows].index("total")]  # the units, overhead
+        column = [cast("int | None", table.value(r, f"{name}_bytes")) for r in rows]
+        assert sum(size or 0 for size in column) == preset["shipped_bytes"]
+    assert "not built: three" in presets_output(results, "table")

@@ -30,7 +30,7 @@ def zip_members(wheel: Path) -> dict[str, tuple[int, int]]:
 @pytest.fixture(scope="session")
 def download_report_28(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the mlx-metal 0.28.0 wheel, its ``report --download --format json`` saved), run once."""
-    from builder.cli import main
+    from builder.cli.group import main
 
     wheel = mlx_wheel("0.28.0")
     out = tmp_path_factory.mktemp("download") / "r28.json"

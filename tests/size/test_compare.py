@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from builder import __version__
-from builder.cli import main
+from builder.cli.group import main
 from builder.metallib import open_metallib
 from builder.render.pr_comment import compare_markdown
 from builder.settings.checks import parse_limit

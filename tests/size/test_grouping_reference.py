@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.real_wheels import libraries_or_skip
 
 from builder.inputs.targets import open_library
@@ -115,3 +117,17 @@ def test_generic_stems_of_odd_names() -> None:
     assert generic_groups(ODD_NAMES) == [generic(n) for n in ODD_NAMES]
     assert generic_groups(ODD_NAMES[2:]) == [generic(n) for n in ODD_NAMES[2:]]
     assert [generic_group(n) for n in ODD_NAMES] == [generic(n) for n in ODD_NAMES]
+
+
+SOUP = [*NAME_SPELLINGS, "_", "__", "x", "u", "mask", "nomask", "12", "bm64", "true", "\n", "\x00"]
+"""Pieces of names: every dtype spelling (so that spellings touch, overlap and hold one
+another), token ends, numeric tokens, the mask words and the characters names are joined by."""
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(SOUP), max_size=7).map("".join), min_size=1, max_size=30))
+def test_generic_stems_of_spelling_soup(names: list[str]) -> None:
+    """Names made of spellings run together: the stems found for all names at once are the
+    reference's, name by name (a short word inside a longer one stays, one between token ends
+    goes)."""
+    assert generic_groups(names) == [generic(n) for n in names]

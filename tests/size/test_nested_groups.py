@@ -103,7 +103,7 @@ def kernel_dtype(
     mlx_metallib: Callable[[str, str], Path], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     """``report --by kernel,dtype --top 0`` of mlx-metal 0.32.0 in every format, from one run."""
-    from builder.cli import main
+    from builder.cli.group import main
 
     library = mlx_metallib(MLX_VERSION, MLX_PLATFORM)
     folder = tmp_path_factory.mktemp("nested")

@@ -207,7 +207,7 @@ def test_reports_record_what_produced_them(
 @pytest.mark.realdata
 def test_real_provenance(mlx_metallib: Callable[[str, str], Path]) -> None:
     from builder.metallib import open_metallib
-    from builder.metallib.provenance import library_provenance
+    from builder.metallib.reader import library_provenance
 
     path = mlx_metallib("0.32.0", "macosx_26_0_arm64")
     (report,) = load_reports(str(path))

@@ -13,8 +13,8 @@ from clirun import run_cli
 
 from builder.errors import UsageError
 from builder.metallib import open_metallib
+from builder.publish.outputs import report_output
 from builder.records.manifest import read_manifest
-from builder.render.formats import report_output
 from builder.render.json_docs import report_dict, report_json, report_json_text
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
@@ -329,7 +329,7 @@ def test_spec_download_keeps_stdout_clean(
     """pip's progress output goes to stderr; stdout carries only the JSON report."""
     from synthetic import synthetic_bytes
 
-    from builder.cli import main
+    from builder.cli.group import main
     from builder.inputs import wheels
 
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(tmp_path / "cache"))

@@ -152,3 +152,30 @@ def test_budget_of_needs_a_budget(
         capsys,
     )
     assert code == 2 and out == "" and "--budget-of" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_download_budget_counts_the_headers_every_variant_embeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every variant, one with no JIT entry file too, embeds the headers of the tree's
+    run-time-only kernel templates; the planned download counts them, so a budget that every
+    entry file AOT meets plans that split and measures what it planned (it was an internal error,
+    exit 2: the plan left out the embedded source of a split with no JIT entry file)."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "rt.h").write_text("template <typename T>\n[[kernel]] void rt_a(device T* x) { }\n")
+    (root / "p.metal").write_text(
+        "kernel void p0(device float* x) { }\nkernel void p1(device float* x) { }\n"
+    )
+    library = tmp_path / "in.metallib"
+    parts = [new_function(n, hashlib.shake_256(n.encode()).digest(3000)) for n in ("p0", "p1")]
+    library.write_bytes(library_bytes(new_library(parts)))
+    argv = ["variants", "--from", str(library), "--source-dir", str(root), "-o"]
+    variants = _variants(
+        [*argv, str(tmp_path / "v"), "--budget", "10MB", "--budget-of", "download"], capsys
+    )
+    planned = variants["planned"]
+    assert planned["jit_sources"] == [] and planned["embedded_compressed_bytes"] > 0
+    total = _zip_stream(Path(planned["metallib"])) + planned["embedded_compressed_bytes"]
+    assert planned["plan"]["metallib_bytes"] == planned["total_download_bytes"] == total
+    assert planned["total_download_bytes"] == variants["all-aot"]["total_download_bytes"]

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
+from builder.files.dataclass_json import dump
 from builder.kernels.discovery import load_tree
 from builder.metallib import open_metallib
 from builder.resources import metal_src_dir
+from builder.subsets.variants import make_variants
 
 FAMILIES = ("unary/unary.h", "binary/binary.h", "arange/arange.h")
 
@@ -142,3 +144,31 @@ def test_a_wrong_module_hash_writes_nothing(
     assert code == 2 and stdout == "" and err.count("\n") == 1, err
     assert "does not match its HASH tag" in err and fn.name in err
     assert not list(out.rglob("*.metallib")) and not list(out.rglob("*.cpp"))
+
+
+def test_each_variant_record_is_its_model_written_by_the_one_codec(
+    catalog_library: tuple[Path, dict[str, list[str]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A ``Variant`` carries its record: ``dump`` of each variant ``make_variants`` returns (the
+    JSON codec, ``builder.files.dataclass_json``) equals that variant in the document the command
+    writes, planned variant and coverage included, with and without ``--download``."""
+    library, _ = catalog_library
+    out = tmp_path / "v"
+    budget = library.stat().st_size - 500  # one family or more must go JIT
+    argv = ["variants", "--from", str(library), "--source-dir", str(metal_src_dir())]
+    for extra in ((), ("--download",)):
+        options = ["-o", str(out), "--jit", "unary/*,binary/*", "--budget", str(budget), *extra]
+        written = list(_run([*argv, *options], capsys).values())
+        run = make_variants(
+            str(library),
+            load_tree(metal_src_dir()),
+            out,
+            jit=["unary/*,binary/*"],
+            budget=budget,
+            download=bool(extra),
+        )
+        assert [v["name"] for v in written] == ["all-aot", "jit-1", "planned"]
+        assert written[2]["plan"]["files"] and written[1]["coverage"]["in_sources"] > 0
+        assert [json.loads(json.dumps(dump(v))) for v in run.variants] == written

@@ -488,6 +488,6 @@ def test_a_budget_every_entry_file_fits_says_nothing_moved(
         "markdown",
     )
     assert done.returncode == 0, done.stderr
-    planned = done.stdout[done.stdout.index("**`planned`**") :]
+    planned = done.stdout[done.stdout.index("plan of `planned`") :]
     assert "Nothing moved to JIT: every entry file fits AOT." in planned
     assert "| moved to JIT |" not in planned

@@ -68,7 +68,7 @@ if spec:
 
     setattr(owner, name, paused)
 
-from builder.cli import main
+from builder.cli.group import main
 
 main()
 """

@@ -2,7 +2,7 @@
  *
  * function_list.c  parse_function_list: the function list as checked columns
  * screen.c         screen_functions: which functions need verify's detailed checks
- * reflection.c     reflection_chunks: FlatBuffer sizes and canonical flags for a rewrite
+ * reflection.c     reflection_pieces: FlatBuffer sizes and canonical flags for a rewrite
  * runs.c           coalesce_runs: pieces of the source merged into runs to copy
  * find.c           find_header: the next metallib header in a file (the search for metallibs)
  * sha256.c         sha256_spans: module hashes on several threads (only when built with OpenSSL)
@@ -29,8 +29,8 @@ static PyMethodDef methods[] = {
      "module_offsets, module_sizes, reflection_offsets, reflection_sizes) -> list[int]\n\n"
      "Indices of the functions whose module wrapper, metadata pieces or reflection piece are not in\n"
      "the common well-formed shape (verify checks those in detail)."},
-    {"reflection_chunks", reflection_chunks, METH_VARARGS,
-     "reflection_chunks(buffer, offsets, piece_sizes) -> (flatbuffer_sizes, canonical)\n\n"
+    {"reflection_pieces", reflection_pieces, METH_VARARGS,
+     "reflection_pieces(buffer, offsets, piece_sizes) -> (flatbuffer_sizes, canonical)\n\n"
      "Per reflection piece: the FlatBuffer's size without padding, and whether the piece's size\n"
      "field counts exactly its header, padding, FlatBuffer and ENDT (None/True without a piece)."},
     {"coalesce_runs", coalesce_runs, METH_VARARGS,

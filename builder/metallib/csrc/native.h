@@ -28,7 +28,7 @@ static inline int code_is(const unsigned char *p, const char *code) { return mem
 
 PyObject *parse_function_list(PyObject *module, PyObject *args);
 PyObject *screen_functions(PyObject *module, PyObject *args);
-PyObject *reflection_chunks(PyObject *module, PyObject *args);
+PyObject *reflection_pieces(PyObject *module, PyObject *args);
 PyObject *coalesce_runs(PyObject *module, PyObject *args);
 PyObject *find_header(PyObject *module, PyObject *args);
 #ifdef METALLIB_NATIVE_SHA256

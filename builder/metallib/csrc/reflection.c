@@ -1,24 +1,24 @@
-/* reflection_chunks: what a rewrite needs to know about each reflection piece (the C form of
+/* reflection_pieces: what a rewrite needs to know about each reflection piece (the C form of
  * _reflection_payloads in builder/metallib/table.py, which documents the rules).
  *
- * reflection_chunks(buffer, offsets, piece sizes) -> (FlatBuffer sizes, canonical flags). An
+ * reflection_pieces(buffer, offsets, piece sizes) -> (FlatBuffer sizes, canonical flags). An
  * offset of None (no piece) gives None and True. Offsets and sizes come from a checked parse;
  * a piece that would be read outside the buffer raises ValueError.
  */
 #include "native.h"
 
-PyObject *reflection_chunks(PyObject *module, PyObject *args)
+PyObject *reflection_pieces(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     PyObject *offsets, *piece_sizes;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*O!O!:reflection_chunks", &view, &PyList_Type, &offsets, &PyList_Type,
+    if (!PyArg_ParseTuple(args, "y*O!O!:reflection_pieces", &view, &PyList_Type, &offsets, &PyList_Type,
                           &piece_sizes))
         return NULL;
     PyObject *sizes = NULL, *canonical = NULL, *result = NULL;
     Py_ssize_t count = PyList_GET_SIZE(offsets);
     if (PyList_GET_SIZE(piece_sizes) != count) {
-        PyErr_SetString(PyExc_ValueError, "reflection_chunks: the columns differ in length");
+        PyErr_SetString(PyExc_ValueError, "reflection_pieces: the columns differ in length");
         goto done;
     }
     sizes = PyList_New(count);
@@ -39,7 +39,7 @@ PyObject *reflection_chunks(PyObject *module, PyObject *args)
         if (PyErr_Occurred())
             goto done;
         if (size < 16 || at > limit || limit - at < 12) {
-            PyErr_Format(PyExc_ValueError, "reflection_chunks: piece %zd at %llu is outside the buffer", i,
+            PyErr_Format(PyExc_ValueError, "reflection_pieces: piece %zd at %llu is outside the buffer", i,
                          (unsigned long long)at);
             goto done;
         }

@@ -12,7 +12,7 @@
  * each span costs an object or three and the threads contend for the GIL between calls; here the
  * spans are split by bytes between `threads` POSIX threads that run without the GIL, each with
  * one reused digest context. OpenSSL's SHA-256 uses the CPU's SHA extensions where present.
- * Built only when CMake finds OpenSSL (METALLIB_NATIVE_SHA256); hashing.py falls back to hashlib.
+ * Built only when CMake finds OpenSSL (METALLIB_NATIVE_SHA256); native.py falls back to hashlib.
  */
 #include "native.h"
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.checks import gate_message
 from builder.render.compare_tables import pair_sides
-from builder.render.text import provenance_line
+from builder.render.text import gate_message, provenance_line
 from builder.size.grouping import group_names
 from builder.size.report import jit_breakdown
 

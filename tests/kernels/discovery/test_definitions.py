@@ -19,7 +19,8 @@ from kernels.discovery.expected import (
     WRITTEN_IN,
 )
 
-from builder.kernels.definitions import split_markers, tree_path
+from builder.kernels.cxx_text import decode_literals, unescape
+from builder.kernels.definitions import marker_file, split_markers, tree_path
 from builder.kernels.discovery import RuntimeTemplate, load_tree
 from builder.kernels.kernel_scan import scan_text
 
@@ -178,3 +179,15 @@ def test_line_markers_name_the_file_of_every_offset(tmp_path: Path) -> None:
     assert tree_path("sub/../sub/x.h", tmp_path) == "sub/x.h"
     assert tree_path(str(tmp_path / "sub" / "x.h"), tmp_path) == "sub/x.h"
     assert tree_path("/elsewhere/y.h", tmp_path) == "/elsewhere/y.h"
+
+
+def test_one_reader_for_string_literals_and_marker_names() -> None:
+    """A string literal and a line marker's file name are both a C string's body: the same
+    escapes mean the same characters, and only in a marker name are numeric escapes the bytes
+    of a UTF-8 name (GCC writes é as \303\251)."""
+    body = r"a\\b\"c\n\t\101\x42\u00e9\303\251\q"
+    assert unescape(body) == 'a\\b"c\n\tABé\xc3\xa9q'
+    assert decode_literals(f'"{body}" "\\x5f" "f"') == unescape(body) + "_f"
+    assert marker_file(r"n\nl\303\251.metal") == "n\nlé.metal"
+    assert marker_file(r"\377.metal") == "\xff.metal"  # not UTF-8: one character per byte
+    assert marker_file("plain.metal") == "plain.metal"
