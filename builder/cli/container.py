@@ -50,14 +50,14 @@ def _libraries(
 
 def _listed(library: Library, sort: str) -> tuple[tuple[int, str], list[FunctionRow]]:
     """The file size and format version of ``library`` and its function rows: read from the
-    metallib, or from the saved report (``builder.size.report_fields``: the report model's
+    metallib, or from the saved report (``builder.size.saved``: the report model's
     function rows, checked as ``report`` reads them back)."""
     from builder.render.library import function_rows, sorted_rows
 
     if library.saved is not None:
-        from builder.size.report_fields import report_from_dict
+        from builder.size.saved import read_report
 
-        report = report_from_dict(library.saved, library.target)
+        report = read_report(library.saved, library.target)
         return (report.file_size, report.format_version), sorted_rows(report.functions, sort)
     from builder.inputs.targets import open_library
 

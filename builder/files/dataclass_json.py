@@ -36,9 +36,9 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any, Literal, TypeVar, Union
 
-from builder.files.bounds import brief
+from builder.files.bounds import brief, byte_count
 
-__all__ = ["clean", "dump", "dumps", "field", "load"]
+__all__ = ["clean", "count", "dump", "dumps", "field", "load"]
 
 
 T = TypeVar("T")
@@ -74,6 +74,16 @@ def field(
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
+def count(**kwargs: Any) -> Any:
+    """A :func:`field` holding a byte count, checked on reading (``byte_count``: an integer from
+    0 to ``LARGEST_COUNT``; None where the field's type allows it)."""
+    return field(check=_count, **kwargs)
+
+
+def _count(value: Any, where: str) -> Any:
+    return None if value is None else byte_count(value, where)
+
+
 def _meta(f: dataclasses.Field[Any]) -> _Meta:
     meta = f.metadata.get(_META)
     return meta if isinstance(meta, _Meta) else _Meta(None, "never", None)
@@ -85,7 +95,8 @@ def _meta(f: dataclasses.Field[Any]) -> _Meta:
 
 def dump(value: Any) -> Any:
     """``value`` as JSON-ready data: a dataclass as an object of its fields in declaration order
-    (keys and omissions as their metadata says), tuples and lists as lists, dicts with their
+    (keys and omissions as their metadata says; a field the model derives, ``init=False``, is
+    written in its place and never read back), tuples and lists as lists, dicts with their
     values dumped, anything else as it is."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _dump_fields(value)
@@ -128,9 +139,13 @@ _FIELDS: dict[type, tuple[tuple[dataclasses.Field[Any], _Meta], ...]] = {}
 
 
 def _fields(cls: type) -> tuple[tuple[dataclasses.Field[Any], _Meta], ...]:
+    """The fields of ``cls`` its document holds: those ``__init__`` takes, and the ones the model
+    derives (``init=False``) that have JSON metadata."""
     found = _FIELDS.get(cls)
     if found is None:
-        found = tuple((f, _meta(f)) for f in dataclasses.fields(cls) if f.init)
+        found = tuple(
+            (f, _meta(f)) for f in dataclasses.fields(cls) if f.init or _META in f.metadata
+        )
         _FIELDS[cls] = found
     return found
 
@@ -285,12 +300,15 @@ def _mapping_reader(item: Reader) -> Reader:
 
 def _dataclass_reader(cls: type) -> Reader:
     hints = typing.get_type_hints(cls)
-    plan: list[tuple[str, str, Reader, Callable[[Any, str], Any] | None, bool]] = []
+    plan: list[tuple[str | None, str, Reader, Callable[[Any, str], Any] | None, bool]] = []
     for f, meta in _fields(cls):
         if meta.omit == "always":  # never written, so never read either
             continue
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        plan.append((f.name, meta.key or f.name, _late(hints[f.name]), meta.check, required))
+        required = f.init and f.default is dataclasses.MISSING
+        required = required and f.default_factory is dataclasses.MISSING
+        # a derived field is checked when present, then left to the model to recompute
+        name = f.name if f.init else None
+        plan.append((name, meta.key or f.name, _late(hints[f.name]), meta.check, required))
 
     def read(value: Any, where: str) -> Any:
         if type(value) is not dict:
@@ -303,7 +321,9 @@ def _dataclass_reader(cls: type) -> Reader:
                     raise ValueError(f"{inner!r} is missing")
                 continue
             item = reader(value[key], inner)
-            kwargs[name] = check(item, inner) if check is not None else item
+            item = check(item, inner) if check is not None else item
+            if name is not None:
+                kwargs[name] = item
         return cls(**kwargs)
 
     return read

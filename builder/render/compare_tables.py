@@ -25,7 +25,7 @@ from builder.render.text import (
     visible,
 )
 from builder.size.download import MODEL
-from builder.size.jit_rows import by_strings
+from builder.size.report import by_strings
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:

@@ -1,32 +1,23 @@
 """Every JSON document of a size result, written here and nowhere else (docs/report-schema.md):
 ``report``, ``compare`` (with its gates and the JIT side), ``budget``, ``history``, ``sources``.
 
-One module so that a key is spelled once and the documents agree. A report's own object is the
-document ``builder.size.report_fields.ReportDoc`` (which reads a saved report back): made here from
-a ``Report`` and written by the shared codec, its functions row by row (``report_json_text``).
+One module so that a key is spelled once and the documents agree. A report's own object is
+``builder.size.report.Saved``, which lays a ``Report`` out as its document and reads a saved one
+back, written by the shared codec, its functions row by row (``report_json_text``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, cast
 
 from builder.files.dataclass_json import dump, dumps
-from builder.size.jit_sizes import unattributed_bytes, unmeasured_reason
 from builder.size.report import SCHEMA
-from builder.size.report_fields import (
-    FUNCTION_FIELDS,
-    EmbeddedDoc,
-    HostLibraryDoc,
-    JitUnitDoc,
-    OverheadDoc,
-    ReportDoc,
-    SourceDoc,
-    WheelDoc,
-    WheelFileDoc,
-)
+from builder.size.rollup import SAVED_FIELDS
+from builder.size.saved import Saved
 
 if TYPE_CHECKING:
     from builder.render.library import Found
@@ -34,7 +25,7 @@ if TYPE_CHECKING:
     from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint, LibraryHistory
-    from builder.size.report import Report, Source
+    from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
 
 __all__ = [
@@ -42,82 +33,10 @@ __all__ = [
     "compare_json",
     "history_json",
     "report_dict",
-    "report_doc",
     "report_json",
     "report_json_text",
     "sources_json",
 ]
-
-
-def _source(source: Source, embedded: bool = True) -> SourceDoc:
-    """How every JSON document names the library (a report's own ``source`` adds where it
-    sits in its binary)."""
-    place = source.embedded if embedded else None
-    return SourceDoc(
-        source.path,
-        source.target,
-        source.kind,
-        source.wheel,
-        source.manifest,
-        source.member,
-        source.identity,
-        None if place is None else EmbeddedDoc(**place),
-    )
-
-
-def report_doc(report: Report) -> ReportDoc:
-    """The report's document, its functions left out (``report_json_text`` writes them)."""
-    download = report.download
-    shares = download.overhead if download else [None] * len(report.overhead)
-    jit, host = report.jit_units, report.host_library
-    doc = ReportDoc(
-        schema=SCHEMA,
-        source=_source(report.source),
-        file_size=report.file_size,
-        format_version=report.format_version,
-        function_count=report.function_count,
-        by=report.by,
-        grouping=report.grouping,
-        subgrouping=report.subgrouping,
-        overhead_bytes=report.overhead_bytes,
-        overhead=[OverheadDoc(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
-        groups=report.groups,
-        jit_units=[
-            JitUnitDoc(j.name, j.embedded_bytes, j.host_bytes, j.kernel_count, j.embedding)  # type: ignore[arg-type]
-            for j in jit
-        ],
-        provenance=report.provenance,
-        host_library=None
-        if host is None
-        else HostLibraryDoc(
-            host.path,
-            host.file_size,
-            host.measured_by,
-            host.shared_bytes,
-            unattributed_bytes(host, jit) if unmeasured_reason(host, jit) is None else None,
-        ),
-    )
-    if download is None:
-        return doc
-    member, wheel = download.member, download.wheel
-    from dataclasses import replace
-
-    return replace(
-        doc,
-        download_bytes=download.total,
-        overhead_download_bytes=download.overhead_bytes,
-        download_model=download.model,
-        download_member=None if member is None else WheelFileDoc(*member),
-        download_model_error_bytes=None if member is None else download.model_error,
-        wheel=None
-        if wheel is None
-        else WheelDoc(
-            wheel.path,
-            wheel.bytes,
-            wheel.download_bytes,
-            [WheelFileDoc(*f) for f in wheel.files],
-        ),
-    )
 
 
 def report_json_text(report: Report) -> str:
@@ -125,7 +44,7 @@ def report_json_text(report: Report) -> str:
     when every name and group is plain printable ASCII without quotes or backslashes (always true
     for Metal host names); otherwise the general encoder writes them. Field order and values are
     identical either way."""
-    head = dumps(dump(report_doc(report)), separators=(",", ":"))
+    head = dumps(dump(Saved.of(report)), separators=(",", ":"))
     text = "".join(f.name + f.group for f in report.functions)
     if report.download is not None or report.subgrouping is not None or not _PLAIN.fullmatch(text):
         rows = dumps(_function_dicts(report), separators=(",", ":"))
@@ -137,15 +56,13 @@ def report_json_text(report: Report) -> str:
 _PLAIN = re.compile(r"[ !#-\[\]-~]*")
 _TEXT_FIELDS = ("name", "group")
 _FUNCTION_JSON = (
-    "{"
-    + ",".join(f'"{n}":' + ('"%s"' if n in _TEXT_FIELDS else "%d") for n in FUNCTION_FIELDS)
-    + "}"
+    "{" + ",".join(f'"{n}":' + ('"%s"' if n in _TEXT_FIELDS else "%d") for n in SAVED_FIELDS) + "}"
 )
-_JSON_VALUES = itemgetter(slice(0, len(FUNCTION_FIELDS)))
+_JSON_VALUES = itemgetter(slice(0, len(SAVED_FIELDS)))
 
 
 def _function_dicts(report: Report) -> list[dict[str, object]]:
-    rows = [dict(zip(FUNCTION_FIELDS, f)) for f in report.functions]
+    rows = [dict(zip(SAVED_FIELDS, f)) for f in report.functions]
     if report.subgrouping is not None:  # two --by keys: each function's second label too
         rows = [
             {"name": row["name"], "group": row["group"], "subgroup": f.subgroup, **row}
@@ -158,7 +75,7 @@ def _function_dicts(report: Report) -> list[dict[str, object]]:
 
 def report_dict(report: Report) -> dict[str, object]:
     """The report's JSON object with its functions (``presets``' documents embed it)."""
-    doc = cast(dict[str, object], dump(report_doc(report)))
+    doc = cast(dict[str, object], dump(Saved.of(report)))
     doc["functions"] = _function_dicts(report)
     return doc
 
@@ -204,7 +121,7 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
 
     def side(report: Report) -> dict[str, object]:
         doc: dict[str, object] = {
-            **dump(_source(report.source, embedded=False)),
+            **dump(replace(report.source, embedded=None)),
             "file_size": report.file_size,
             "function_count": report.function_count,
             "format_version": report.format_version,

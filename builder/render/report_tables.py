@@ -3,7 +3,7 @@ and the binaries holding its libraries; and the budget's checks of reports, a ro
 size-limit shows it. Every share, cumulative share and rest row of every
 format of ``report`` is computed here, once.
 
-A build's JIT units are measured in its host library (``builder.size.jit_rows``), never in the
+A build's JIT units are measured in its host library (``builder.size.report``), never in the
 metallib, so they get a table of their own whose caption says what was measured and where; for a
 build with no metallib (every unit JIT) it is the report. Rows are always units, whatever
 ``--by`` says: the host library has no per-function sizes.
@@ -40,15 +40,13 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
-from builder.size.jit_rows import by_strings, jit_breakdown
+from builder.size.report import by_strings, jit_breakdown
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
     from builder.size.checks import Check
-    from builder.size.download_report import WheelFiles
-    from builder.size.jit_rows import JitBreakdown
-    from builder.size.report import Report
+    from builder.size.report import JitBreakdown, Report, WheelFiles
 
 __all__ = [
     "Shown",

@@ -186,7 +186,7 @@ def compare_reports(base: Report, head: Report) -> Comparison:
 
 def compare_jit(base: Report, head: Report) -> JitComparison | None:
     """Join the JIT units of two reports (None when neither has any)."""
-    from builder.size.jit_rows import jit_breakdown
+    from builder.size.report import jit_breakdown
 
     sides = [jit_breakdown(r) for r in (base, head)]
     if sides == [None, None]:
@@ -224,7 +224,7 @@ def compare_pair(base: Report | None, head: Report | None) -> Comparison:
 def _nothing(present: Report) -> Report:
     """The other side of a library that one side lacks: no bytes, no functions, no JIT units,
     named by the library it stands against, its download (when measured) nothing either."""
-    from builder.size.download_report import Download
+    from builder.size.report import Download
 
     download = present.download
     if download is not None:

@@ -33,9 +33,11 @@ import zlib
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.errors import InternalError
+from builder.errors import InternalError, UsageError
+from builder.files.reading import open_regular
 from builder.metallib.native import native_module
 from builder.metallib.table import Piece
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
     from builder.metallib import Metallib, Region
     from builder.size.attribution import Attribution
+    from builder.size.report import Download, WheelFile, WheelFiles
 
 __all__ = [
     "LEVEL",
@@ -57,6 +60,8 @@ __all__ = [
     "deflate_share",
     "download_share",
     "download_total",
+    "measure_download",
+    "read_wheel_files",
     "segments",
 ]
 
@@ -335,3 +340,55 @@ def _whole_bytes(bits: list[int], total: int) -> list[int]:
     for index in sorted(range(len(bits)), key=lambda i: (-(bits[i] & 7), i))[:left]:
         shares[index] += 1
     return shares
+
+
+def measure_download(lib: Metallib, attribution: Attribution, wheel: str | None) -> Download:
+    """Model ``lib``'s download; with the wheel it came from, list the wheel's files too."""
+    from builder.size.report import Download
+
+    share = download_share(lib, attribution)
+    model = {
+        "description": MODEL,
+        "codec": "raw deflate",
+        "zlib": zlib.ZLIB_RUNTIME_VERSION,
+        "level": LEVEL,
+        "window_bytes": WINDOW,
+        "part_bytes": PART_BYTES,
+        "step_bytes": STEP,
+        "parts": share.parts,
+    }
+    files = read_wheel_files(wheel) if wheel else None
+    # a metallib inside a binary is not a wheel file of its own: no member to check the model on
+    member = _member(lib.path, files) if files and not lib.file_offset else None
+    return Download(share.total, share.functions, share.overhead, model, member, files)
+
+
+def read_wheel_files(wheel: str) -> WheelFiles:
+    """The zip directory of ``wheel``: names, sizes and compressed sizes (nothing is extracted)."""
+    import zipfile
+
+    from builder.inputs.wheel_index import check_entries
+
+    try:
+        with open_regular(wheel, "the wheel") as handle:
+            check_entries(handle, wheel)  # before zipfile makes an object of every entry
+            handle.seek(0)
+            with zipfile.ZipFile(handle) as archive:
+                size = os.fstat(handle.fileno()).st_size
+                infos = archive.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise UsageError(f"{wheel}: cannot read the wheel's file list: {exc}") from None
+    from builder.size.report import WheelFile, WheelFiles
+
+    files = [WheelFile(i.filename, i.file_size, i.compress_size) for i in infos if not i.is_dir()]
+    return WheelFiles(wheel, size, files=files)
+
+
+def _member(path: str | None, files: WheelFiles) -> WheelFile | None:
+    """The wheel entry the extracted metallib at ``path`` came from: the longest member name
+    that ends its path (extraction keeps member paths, ``builder.inputs.wheels``)."""
+    if path is None:
+        return None
+    text = Path(path).as_posix()
+    found = [f for f in files.files if f.name.endswith(".metallib") and text.endswith("/" + f.name)]
+    return max(found, key=lambda f: len(f.name)) if found else None

@@ -13,7 +13,7 @@ size report must be about the host library instead. The figures are measured, ne
 * when the symbols cannot be read (a stripped library, another format, a missing file), the
   embedded source bytes the build recorded in its manifest, and the report says so.
 
-The rows a report shows for them are ``builder.size.jit_rows``.
+The rows a report shows for them are ``builder.size.report.jit_breakdown``.
 
 Per-unit bytes of a host JIT library from its symbol table: an ELF ``.so`` or Mach-O ``.dylib``.
 
@@ -42,10 +42,11 @@ its local symbols) gives None.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal
 
+from builder.files.dataclass_json import count, field
 from builder.files.reading import UnreadableFile, open_regular
 from builder.jit.literals import unit_namespace
 
@@ -65,55 +66,53 @@ __all__ = [
 ]
 
 
-class JitUnit(NamedTuple):
+@dataclass(frozen=True)
+class JitUnit:
     """A unit compiled at run time: its source is embedded in the host library."""
 
     name: str
-    embedded_bytes: int
+    embedded_bytes: int = count()
     """Source bytes stored for it, as the build manifest records them."""
-    host_bytes: int | None = None
+    host_bytes: int | None = count(default=None)
     """Bytes of its symbols in the host library (``builder.size.jit_sizes``); None when not
     measured."""
-    kernel_count: int = 0
+    kernel_count: int = count(default=0)
     """Instantiations it provides at run time (its host names in the manifest)."""
-    embedding: str = "preamble"
+    embedding: Literal["whole-file", "preamble"] = "preamble"
     """``whole-file`` (an entry file's text, includes inlined) or ``preamble`` (headers the host
     adds instantiation lines to; every catalog family)."""
 
 
 @dataclass(frozen=True)
 class HostLibrary:
-    """The host library a build embeds its JIT units in, as measured on disk."""
+    """The host library a build embeds its JIT units in, as measured on disk. Its saved form
+    adds the bytes in no symbol (``unattributed_bytes``), which the report's JIT units decide."""
 
     path: str
-    file_size: int
-    measured_by: str | None
+    file_size: int = count()
+    measured_by: str | None = None
     """How symbol sizes were read (``pyelftools .symtab``, ``Mach-O LC_SYMTAB``); None when they
     could not be."""
-    shared_bytes: int | None = None
+    shared_bytes: int | None = count(default=None)
     """Bytes of symbols no unit owns: the runtime and source pieces shared by units."""
-    unmatched: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = field(omit="always", default=())
     """Of a shipped host library measured by its run-time sources against a kernel tree
     (``builder.size.host_strings``): the rows no header of the tree made. Not saved."""
 
 
-def measure_host(
-    path: Path, units: Sequence[tuple[str, int, int]]
-) -> tuple[list[JitUnit], HostLibrary | None]:
-    """Measure the host library at ``path`` for ``units`` = (name, embedded bytes, kernels).
+def measure_host(path: Path, units: Sequence[JitUnit]) -> tuple[list[JitUnit], HostLibrary | None]:
+    """``units`` with their bytes in the host library at ``path``, and the library.
 
-    A missing file gives no ``HostLibrary`` (the rows fall back to the manifest's embedded
-    bytes); a file whose symbols cannot be read gives one with ``measured_by`` None.
+    A missing file gives no ``HostLibrary`` (the rows keep the manifest's embedded bytes); a
+    file whose symbols cannot be read gives one with ``measured_by`` None.
     """
-    from builder.size.jit_sizes import OTHER, symbol_sizes
-
     if not path.is_file():
-        return [JitUnit(n, e, None, k) for n, e, k in units], None
-    symbols = symbol_sizes(path, [name for name, _, _ in units])
+        return list(units), None
+    symbols = symbol_sizes(path, [unit.name for unit in units])
     size = path.stat().st_size
     if symbols is None:
-        return [JitUnit(n, e, None, k) for n, e, k in units], HostLibrary(str(path), size, None)
-    jit = [JitUnit(n, e, symbols.by_unit[n], k) for n, e, k in units]
+        return list(units), HostLibrary(str(path), size, None)
+    jit = [replace(unit, host_bytes=symbols.by_unit[unit.name]) for unit in units]
     return jit, HostLibrary(str(path), size, symbols.method, symbols.by_unit[OTHER])
 
 

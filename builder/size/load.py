@@ -149,11 +149,11 @@ def load_library(
 ) -> Report:
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, group_report
-    from builder.size.report_fields import report_from_dict
+    from builder.size.saved import read_report
 
     label = Path(lib.member or lib.path or lib.target).name  # whose header states a platform
     if lib.saved is not None:
-        report = report_from_dict(lib.saved, lib.target)
+        report = read_report(lib.saved, lib.target)
         if lib.identity is not None and report.source.identity is None:  # saved before them
             from dataclasses import replace
 
@@ -224,7 +224,7 @@ def load_library(
         sources = _for_library(sources, stated.as_dict(), label)
         shares = None
         if download:
-            from builder.size.download_report import measure_download
+            from builder.size.download import measure_download
 
             shares = measure_download(metallib, attribution, lib.wheel)
     return build_report(
@@ -269,17 +269,18 @@ def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) ->
 
 def _embedded(lib: Library) -> dict[str, object] | None:
     """``Source.embedded``: where the metallib sits in the binary ``lib.path``."""
+    from builder.files.dataclass_json import dump
+    from builder.size.saved import Embedded
+
     if lib.window is None:
         return None
-    doc: dict[str, object] = {"offset": lib.window.offset, "size": lib.window.size}
-    if lib.ordinal is not None:
-        doc["ordinal"] = lib.ordinal
-    where = lib.location
-    if where is not None:
-        doc.update(format=where.kind, arch=where.arch, segment=where.segment)
-        doc.update(section=where.section, section_offset=where.section_offset)
-        doc.update(symbol=where.symbol)
-    return {key: value for key, value in doc.items() if value is not None}
+    offset, size, at = lib.window.offset, lib.window.size, lib.location
+    place = Embedded(offset, size, lib.ordinal)
+    if at is not None:  # the binary has sections: which one holds it
+        where = (at.kind, at.arch, at.segment, at.section, at.section_offset, at.symbol)
+        place = Embedded(offset, size, lib.ordinal, *where)
+    found: dict[str, object] = dump(place)
+    return found
 
 
 def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibrary | None]:
@@ -288,15 +289,14 @@ def _jit_units(manifest: BuildManifest | None) -> tuple[list[JitUnit], HostLibra
 
     if manifest is None:
         return [], None
-    units = [
-        (f.name, f.embedded_bytes or 0, len(f.kernels)) for f in manifest.units if f.mode == "jit"
+    jit = [
+        JitUnit(f.name, f.embedded_bytes or 0, None, len(f.kernels), f.embedding or "preamble")
+        for f in manifest.units
+        if f.mode == "jit"
     ]
-    how = {f.name: f.embedding or "preamble" for f in manifest.units}
-    if not units or manifest.host_library is None:
-        jit = [JitUnit(name, size, None, kernels) for name, size, kernels in units]
-        return [j._replace(embedding=how[j.name]) for j in jit], None
-    jit, host = measure_host(manifest.folder / manifest.host_library, units)
-    return [j._replace(embedding=how[j.name]) for j in jit], host
+    if not jit or manifest.host_library is None:
+        return jit, None
+    return measure_host(manifest.folder / manifest.host_library, jit)
 
 
 TOOL_NAME = "metallib-builder"

@@ -1,26 +1,36 @@
 """A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
-user asked to see: groups by kernel unit, dtype, source or function). Its JSON (schema 2,
-``docs/report-schema.md``) is the document ``builder.size.report_fields.ReportDoc``, written by
-``builder.render.json_docs`` and read back by ``report_fields.report_from_dict``, so a saved
-report is a target like any other. Every figure carries its origin in ``Report.source``. A
-build's JIT units, measured in its host library rather than the metallib, ride along in
-``jit_units`` and ``host_library`` (``builder.size.jit_sizes``).
+user asked to see: groups by kernel unit, dtype, source or function). The models are their
+JSON documents (schema 2, ``docs/report-schema.md``): their fields carry the codec's metadata
+(``builder.files.dataclass_json``), ``builder.size.saved`` lays a report out and reads one back,
+so a saved report is a target like any other. Every figure carries its origin in
+``Report.source``. A build's JIT units, measured in its host library rather than the metallib,
+ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``); ``jit_breakdown``
+makes them rows. With ``--download``, a ``Download`` holds the modelled shares
+(``builder.size.download``) and a wheel's files with their real compressed sizes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import repeat
 from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from builder.files.dataclass_json import count, field
 from builder.metallib.structs import Span
-from builder.size.download_report import Download
 from builder.size.grouping import Sources, group_names, parse_by
-from builder.size.jit_sizes import HostLibrary, JitUnit
+from builder.size.host_strings import STRINGS_METHOD
+from builder.size.jit_sizes import (
+    HostLibrary,
+    JitUnit,
+    method_words,
+    unattributed_bytes,
+    unmeasured_reason,
+)
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
@@ -28,12 +38,21 @@ if TYPE_CHECKING:
     from builder.size.grouping import RuleSet
 
 __all__ = [
+    "HOST_REST",
+    "HOST_SHARED",
+    "HOST_UNMAPPED",
     "SCHEMA",
+    "Download",
+    "JitBreakdown",
     "JitUnit",
     "Report",
     "Source",
+    "WheelFile",
+    "WheelFiles",
     "build_report",
+    "by_strings",
     "group_report",
+    "jit_breakdown",
 ]
 
 SCHEMA = 2
@@ -55,13 +74,12 @@ class Source:
     """The library's name (``builder.inputs.member_names``): the metallib's path inside its
     wheel or build directory, or ``BINARY#IDENTITY`` for one inside a binary (libraries are
     paired by it, then by ``identity``)."""
-    embedded: dict[str, Any] | None = None
-    """For a metallib inside a binary (``path``): its ``offset``, ``size`` and ``ordinal``
-    there, and where the binary has sections ``format``, ``arch``, ``segment``, ``section``,
-    ``section_offset`` and ``symbol`` (docs/report-schema.md)."""
     identity: str | None = None
     """For a metallib inside a binary: its identity there, which survives releases
     (``builder.metallib.binary_sections``: symbol, else section, else ordinal)."""
+    embedded: dict[str, Any] | None = field(omit="none", default=None)
+    """For a metallib inside a binary (``path``): its place there, the JSON data of a
+    ``builder.size.saved.Embedded``."""
 
     @property
     def window(self) -> Span | None:
@@ -87,6 +105,55 @@ class Source:
 
 
 @dataclass(frozen=True)
+class WheelFile:
+    """One file of a wheel: its size and its compressed size, both from the zip's directory."""
+
+    name: str
+    bytes: int = count()
+    download_bytes: int = count()
+
+
+@dataclass(frozen=True)
+class WheelFiles:
+    """Every file of a wheel, in archive order, and the wheel file's own size."""
+
+    path: str
+    bytes: int = count()
+    """The ``.whl`` file on disk: what the package index serves."""
+    download_bytes: int = count(init=False, default=0)
+    """The members' compressed bytes together (the rest of ``bytes`` is zip headers)."""
+    files: list[WheelFile] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "download_bytes", sum(f.download_bytes for f in self.files))
+
+
+@dataclass(frozen=True)
+class Download:
+    """A library's modelled download and everyone's share of it (``builder.size.download``)."""
+
+    total: int
+    functions: list[int]
+    """Per function, aligned with ``Report.functions``."""
+    overhead: list[int]
+    """Per overhead row, aligned with ``Report.overhead``."""
+    model: dict[str, object]
+    """What the figures mean and how they were computed (JSON ``download_model``)."""
+    member: WheelFile | None = None
+    """The metallib's own entry in its wheel: the real compressed size the model estimates."""
+    wheel: WheelFiles | None = None
+
+    @property
+    def overhead_bytes(self) -> int:
+        return sum(self.overhead)
+
+    @property
+    def model_error(self) -> int | None:
+        """Modelled minus real compressed bytes (None without a wheel member to compare with)."""
+        return None if self.member is None else self.total - self.member.download_bytes
+
+
+@dataclass(frozen=True)
 class Report:
     """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``)."""
 
@@ -103,15 +170,15 @@ class Report:
     """Largest first (ties by name); with two keys each carries its ``children``."""
     overhead: list[Rollup]
     """Bytes no function owns, by part of the container (``overhead_row``s)."""
-    jit_units: list[JitUnit] = field(default_factory=list)
+    jit_units: list[JitUnit] = dataclasses.field(default_factory=list)
     host_library: HostLibrary | None = None
     """The host library of a build with JIT units, when it exists
     (``builder.size.jit_sizes``)."""
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.load``)."""
     download: Download | None = None
-    """Download shares (``report --download``; ``builder.size.download_report``)."""
+    """Download shares (``report --download``; ``builder.size.download``)."""
     subgrouping: str | None = None
     """How the second key's labels were obtained (None with one key)."""
 
@@ -237,3 +304,83 @@ def build_report(
         range(len(names)),
     ]
     return _grouped(measured, columns, _labels(names, keys, rules, units, sources))
+
+
+# ---------------------------------------------------------------------------------------------
+# A report's JIT units as rows that add up, with the sentence saying what was measured. The rows
+# are ``Rollup`` nodes like a report's groups (a unit's kernels are its function count, the
+# host-library bytes no unit owns are overhead rows), so a comparison joins them as it joins
+# groups. ``JitBreakdown.origin`` is the sentence every rendering prints with these rows.
+
+HOST_SHARED = "[runtime, shared]"
+HOST_UNMAPPED = "[not in any symbol]"
+HOST_REST = "[rest of the host library]"
+"""A shipped host library measured by its run-time sources: the bytes of no such source."""
+
+
+class JitBreakdown(NamedTuple):
+    """JIT units as rows that add up to ``total``, with the sentence saying what they are.
+
+    Measured (``host_measured``): symbol bytes per unit plus ``overhead`` (shared symbols, bytes
+    in no symbol), and ``total`` is the host library's file size. Otherwise: the manifest's
+    embedded source bytes, ``overhead`` empty and ``total`` their sum.
+    """
+
+    units: list[Rollup]
+    """Largest first (ties by name); ``bytes`` are host-library symbol bytes when measured, else
+    the manifest's embedded source bytes; ``embedded_bytes`` always the latter."""
+    overhead: list[Rollup]
+    total: int
+    host_measured: bool
+    origin: str
+
+
+def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
+    """The JIT units of ``report`` as rows (None when it has none); ``host=False`` takes the
+    manifest's embedded bytes even when symbol sizes were measured (to compare like with like
+    against a side whose symbols could not be read)."""
+    jit = report.jit_units
+    if not jit:
+        return None
+    library = report.host_library
+    manifest = report.source.manifest or "(no manifest path)"
+    why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
+    if library is not None and why is None and library.measured_by == STRINGS_METHOD:
+        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
+        overhead = [overhead_row(HOST_REST, unattributed_bytes(library, jit))]
+        total = library.file_size
+        tree = report.grouping.partition(":")[2] if report.grouping.startswith("discovery:") else ""
+        origin = (
+            f"each run-time source's string (a const char* function's __cstring literal, NUL "
+            f"included) in the host library {library.path}, not metallib bytes"
+            + (f"; named by the headers of {tree}" if tree else "")
+        )
+    elif library is not None and why is None:
+        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
+        overhead = [
+            overhead_row(HOST_SHARED, library.shared_bytes or 0),
+            overhead_row(HOST_UNMAPPED, unattributed_bytes(library, jit)),
+        ]
+        total = library.file_size
+        origin = (
+            f"symbol sizes ({method_words(library.measured_by or '')}) in the host library "
+            f"{library.path}, not metallib bytes; embedded source bytes per build "
+            f"manifest {manifest}"
+        )
+    else:
+        rows = [_row(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
+        overhead, total = [], sum(r.bytes for r in rows)
+        origin = f"embedded source bytes per build manifest {manifest} ({why}), not metallib bytes"
+    rows.sort(key=lambda r: (-r.bytes, r.name))
+    return JitBreakdown(rows, overhead, total, why is None, origin)
+
+
+def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
+    return Rollup(name, kernels, size, 0, embedded_bytes=embedded)
+
+
+def by_strings(report: Report) -> bool:
+    """``report`` is of a shipped host library, its rows run-time sources found in the binary
+    (``builder.size.host_strings``), not a build's units."""
+    host = report.host_library
+    return host is not None and host.measured_by == STRINGS_METHOD

@@ -10,7 +10,7 @@ from typing import Literal
 import pytest
 
 from builder.files.bounds import byte_count
-from builder.files.dataclass_json import dump, field, load
+from builder.files.dataclass_json import count, dump, field, load
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,32 @@ def test_a_long_wrong_value_is_shown_briefly() -> None:
     with pytest.raises(TypeError) as caught:
         load(Leaf, {"name": ["x" * 1000], "bytes": 1})
     assert len(str(caught.value)) < 100
+
+
+@dataclass(frozen=True)
+class Files:
+    """A model with a figure it derives (written in its place, never read back) and a field
+    that is no part of its document."""
+
+    path: str
+    total: int = count(init=False, default=0)
+    sizes: list[int] = field(default_factory=list)
+    scratch: str = field(omit="always", default="")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "total", sum(self.sizes))
+
+
+def test_a_derived_field_is_written_in_place_and_recomputed_on_reading() -> None:
+    files = Files("w", sizes=[3, 4], scratch="kept out")
+    assert list(dump(files).items()) == [("path", "w"), ("total", 7), ("sizes", [3, 4])]
+    edited = load(Files, {"path": "w", "total": 99, "sizes": [1, 2]})
+    assert edited.total == 3 and edited.scratch == ""
+    assert load(Files, {"path": "w", "sizes": [5]}).total == 5
+
+
+def test_a_derived_field_of_the_wrong_type_is_still_refused() -> None:
+    with pytest.raises(ValueError, match="'total' is -1, not a byte count"):
+        load(Files, {"path": "w", "total": -1})
+    with pytest.raises(TypeError, match="'total' is 'x', not an integer"):
+        load(Files, {"path": "w", "total": "x"})

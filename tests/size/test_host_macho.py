@@ -34,6 +34,7 @@ from builder.jit.writer import stored_pieces, unit_piece
 from builder.size.jit_sizes import (
     MACHO_METHOD,
     OTHER,
+    JitUnit,
     measure_host,
     symbol_sizes,
     unattributed_bytes,
@@ -168,7 +169,7 @@ def test_catalog_families_in_an_arm64_dylib(tmp_path: Path) -> None:
     sources, shared = _family_sources(tmp_path, families)
     dylib = cxx_dylib(tmp_path / "libfamilies.dylib", [*sources.values(), shared])
     reference = _reference(dylib, sources)
-    units = [(f, 0, 0) for f in families]
+    units = [JitUnit(f, 0) for f in families]
     jit, host = measure_host(dylib, units)
     assert host is not None and host.measured_by == MACHO_METHOD
     assert {j.name: j.host_bytes for j in jit} == {f: reference[f] for f in families}

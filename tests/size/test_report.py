@@ -18,7 +18,7 @@ from builder.records.manifest import read_manifest
 from builder.render.json_docs import report_dict, report_json, report_json_text
 from builder.size.grouping import OTHER
 from builder.size.load import load_reports
-from builder.size.report_fields import report_from_dict
+from builder.size.saved import read_report
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),
@@ -84,11 +84,61 @@ def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path:
     assert isinstance(functions, list)
     functions[0]["bytes"] += 1
     with pytest.raises(UsageError, match="add up"):
-        report_from_dict(doc, "edited.json")
+        read_report(doc, "edited.json")
     with pytest.raises(UsageError, match="schema"):
-        report_from_dict({"schema": 99}, "future.json")
+        read_report({"schema": 99}, "future.json")
     with pytest.raises(UsageError, match="malformed"):
-        report_from_dict({"schema": 2, "functions": [{}]}, "broken.json")
+        read_report({"schema": 2, "functions": [{}]}, "broken.json")
+
+
+def test_a_saved_report_lacking_newer_keys_reads_with_their_defaults() -> None:
+    """A report saved by an older version (no source, provenance, kernel counts, embedding or
+    measuring method) reads with the defaults docs/report-schema.md states, its target the file
+    it was read from; and it is written back with every key in place."""
+    old = {
+        "schema": 2,
+        "file_size": 30,
+        "overhead_bytes": 10,
+        "functions": [{"name": "a", "bytes": 20}],
+        "jit_units": [{"name": "u", "embedded_bytes": 5, "host_bytes": None}],
+        "host_library": {"path": "libu.so", "file_size": 100},
+    }
+    report = read_report(old, "old.json")
+    assert (report.source.target, report.source.kind, report.source.path) == (
+        "old.json",
+        "report",
+        None,
+    )
+    assert (report.format_version, report.by, report.grouping, report.provenance) == (
+        "?",
+        "kernel",
+        "saved",
+        {},
+    )
+    (unit,) = report.jit_units
+    assert (unit.kernel_count, unit.embedding) == (0, "preamble")
+    host = report.host_library
+    assert host is not None and host.measured_by is None and host.shared_bytes is None
+    written = report_dict(report)
+    assert written["function_count"] == 1 and written["overhead"] == [
+        {"name": "overhead", "bytes": 10}
+    ]
+    assert written["host_library"] == {
+        "path": "libu.so",
+        "file_size": 100,
+        "measured_by": None,
+        "shared_bytes": None,
+        "unattributed_bytes": None,
+    }
+    assert written["jit_units"] == [
+        {
+            "name": "u",
+            "embedded_bytes": 5,
+            "host_bytes": None,
+            "kernel_count": 0,
+            "embedding": "preamble",
+        }
+    ]
 
 
 def test_renderers_name_the_file(write_metallib: Callable[..., Path]) -> None:

@@ -1,0 +1,285 @@
+"""A saved report: the JSON document of a ``Report`` (schema 2, docs/report-schema.md), written by
+``builder.render.json_docs`` and read back here, so that a saved report is a target like any other.
+
+The document is the model: each part (``Source``, ``JitUnit``, ``HostLibrary``, a wheel's files)
+is written and read by the shared codec (``builder.files.dataclass_json``) from the fields of its
+own dataclass. What ``Saved`` adds is the layout: where the figures a report derives (counts,
+sums, the download shares of its rows) sit in the document. A report JSON may come from anyone
+(docs/security.md): every field is checked against its type (``load`` names the dotted field of
+a wrong one: ``'source.target' is 5, not a string``), every count is bounded
+(``builder.files.bounds.byte_count``), the provenance must have the shape ``builder.size.load``
+writes, and the totals are re-checked, so a hand-edited or truncated report cannot pass a gate.
+Keys added by later versions are ignored; keys older reports lack take their defaults
+(``kernel_count`` 0, ``embedding`` ``preamble``, ``provenance`` ``{}``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, cast
+
+from builder.errors import UsageError
+from builder.files.bounds import brief, byte_count
+from builder.files.dataclass_json import count, dump, field, load
+from builder.size.grouping import parse_by
+from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unmeasured_reason
+from builder.size.report import SCHEMA, Download, Report, Source, WheelFile, WheelFiles
+from builder.size.rollup import FunctionRow, overhead_row, read_functions, roll_up
+
+__all__ = ["Embedded", "Saved", "read_report"]
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Where a metallib sits in the binary holding it: its bytes and ordinal there, and where
+    the binary has sections, which one (``Source.embedded``, docs/report-schema.md)."""
+
+    offset: int = count()
+    size: int = count()
+    ordinal: int | None = count(omit="none", default=None)
+    format: str | None = field(omit="none", default=None)
+    arch: str | None = field(omit="none", default=None)
+    segment: str | None = field(omit="none", default=None)
+    section: str | None = field(omit="none", default=None)
+    section_offset: int | None = count(omit="none", default=None)
+    symbol: str | None = field(omit="none", default=None)
+
+
+# The provenance record's shape (``builder.size.load.build_provenance``): what each view may
+# rely on.
+_PROVENANCE_TEXT = {
+    "tool": ("name", "version"),
+    "library": ("format_version", "deployment_target", "platform", "compiler_source"),
+}
+_PROVENANCE_LISTS = {"library": ("air_versions", "metal_language_versions", "compilers")}
+_PROVENANCE_DEPTH = 8
+
+
+def _object(value: object, where: str) -> dict[str, object]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{where!r} is {brief(value)}, not an object")
+    return value
+
+
+def _provenance(record: dict[str, object], where: str) -> dict[str, object]:
+    """A saved provenance record: ``tool`` and ``library`` hold strings and lists of strings,
+    ``build`` any JSON at most eight levels deep."""
+    for part in ("tool", "library", "build"):
+        inner = _object(record.get(part), f"{where}.{part}")
+        for key in _PROVENANCE_TEXT.get(part, ()):
+            value = inner.get(key)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"'{where}.{part}.{key}' is {brief(value)}, not a string")
+        for key in _PROVENANCE_LISTS.get(part, ()):
+            items = inner.get(key)
+            if items is not None and (
+                not isinstance(items, list) or not all(isinstance(i, str) for i in items)
+            ):
+                raise TypeError(f"'{where}.{part}.{key}' is not a list of strings")
+    if _depth(record.get("build")) > _PROVENANCE_DEPTH:
+        raise ValueError(f"'{where}.build' is nested deeper than {_PROVENANCE_DEPTH} levels")
+    host = _object(record.get("build"), f"{where}.build").get("host_library")
+    if host is not None and not isinstance(host, str):
+        raise TypeError(f"'{where}.build.host_library' is {brief(host)}, not a path")
+    return record
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value`` nests lists and objects (0 for a scalar), counted without recursion
+    and only up to one level past the limit."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= _PROVENANCE_DEPTH:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is not None:
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+@dataclass(frozen=True)
+class _Overhead:
+    """An overhead row as saved: its bytes, and with ``--download`` its share."""
+
+    name: str
+    bytes: int = count()
+    download_bytes: int | None = count(omit="none", default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Saved:
+    """A ``Report`` as its JSON document lays it out (schema 2, docs/report-schema.md): its
+    parts (``Source``, ``JitUnit``, the wheel's files) as the codec writes them, and the figures
+    the report derives (counts, sums, download shares) where readers look for them.
+    ``builder.render.json_docs`` writes it (its functions row by row: 17,000 in MLX's library),
+    ``read_report`` reads it back; keys older reports lack take their defaults."""
+
+    schema: int
+    source: Source
+    file_size: int = count()
+    format_version: str = "?"
+    function_count: int | None = None
+    by: str = "kernel"
+    grouping: str = "saved"
+    subgrouping: str | None = field(omit="none", default=None)
+    overhead_bytes: int = count()
+    overhead: list[_Overhead] = field(default_factory=list)
+    groups: object = field(default=None, omit="none")
+    """Written for readers; not read (``read_report`` rolls the functions up again)."""
+    jit_units: list[JitUnit] = field(default_factory=list)
+    provenance: dict[str, object] = field(default_factory=dict, check=_provenance)
+    host_library: dict[str, object] | None = field(omit="none", default=None)
+    """``HostLibrary`` and, when its symbols were measured, the bytes in no symbol
+    (``unattributed_bytes``)."""
+    download_bytes: int | None = count(omit="none", default=None)
+    overhead_download_bytes: int | None = count(omit="none", default=None)
+    download_model: dict[str, object] | None = field(omit="none", default=None)
+    download_member: WheelFile | None = field(omit="none", default=None)
+    download_model_error_bytes: int | None = field(omit="none", default=None)
+    wheel: WheelFiles | None = field(omit="none", default=None)
+    functions: object = field(check=read_functions, omit="empty", default=())
+    """Read here (``read_functions``); written by ``json_docs``, row by row."""
+
+    @classmethod
+    def of(cls, report: Report) -> Saved:
+        """The document of ``report``, its functions left out (``json_docs`` writes them): each
+        field the report has under the same name as it is, the rest laid out here."""
+        download, host, jit = report.download, report.host_library, report.jit_units
+        shares = download.overhead if download else [None] * len(report.overhead)
+        laid_out: dict[str, Any] = {
+            "schema": SCHEMA,
+            "functions": (),
+            "overhead": [_Overhead(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
+        }
+        if host is not None:
+            measured = unmeasured_reason(host, jit) is None
+            unmapped = unattributed_bytes(host, jit) if measured else None
+            laid_out["host_library"] = {**dump(host), "unattributed_bytes": unmapped}
+        if download is not None:
+            laid_out.update(
+                download_bytes=download.total,
+                overhead_download_bytes=download.overhead_bytes,
+                download_model=download.model,
+                download_member=download.member,
+                download_model_error_bytes=download.model_error,
+                wheel=download.wheel,
+            )
+        same = [f.name for f in fields(cls) if f.name not in laid_out and hasattr(report, f.name)]
+        return cls(**{name: getattr(report, name) for name in same}, **laid_out)
+
+
+def read_report(data: object, where: str) -> Report:
+    """A saved report read back (a saved report is a target like any other). It may come from
+    anyone (docs/security.md): every field is checked against its type, every count bounded,
+    and the sums re-checked, so that a hand-edited or truncated report cannot pass a gate; a
+    bad one is a UsageError (exit 2) naming the field."""
+
+    def bad(why: str) -> UsageError:
+        return UsageError(f"{where}: not a usable size report: {why}")
+
+    if not isinstance(data, dict):
+        raise bad("the top level is not an object")
+    if data.get("schema") != SCHEMA:
+        raise bad(f"schema is {brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
+    if "functions" not in data:
+        raise bad("missing or malformed field: 'functions' is missing")
+    source = data.get("source", {})
+    if isinstance(source, dict):  # a report's target is the file it was read from
+        source = {"path": None, "kind": "report", **source}
+        data = {**data, "source": {**source, "target": source.get("target") or where}}
+    try:
+        saved = load(Saved, data)
+        report = _report(saved, data)
+    except UsageError as exc:
+        raise bad(str(exc)) from None
+    except (TypeError, ValueError) as exc:
+        why = str(exc)
+        raise bad(f"missing or malformed field: {why}" if "missing" in why else why) from None
+    total = sum(f.bytes for f in report.functions) + report.overhead_bytes
+    if total != report.file_size:
+        raise bad(
+            f"functions and overhead add up to {total} bytes, file_size says {report.file_size}"
+        )
+    if saved.function_count is not None and saved.function_count != report.function_count:
+        listed = report.function_count
+        raise bad(f"function_count {saved.function_count} but {listed} functions listed")
+    return report
+
+
+def _report(saved: Saved, data: dict[str, Any]) -> Report:
+    """The ``Report`` a saved document describes (groups rolled up again, sums re-checked)."""
+    functions = cast(list[FunctionRow], saved.functions)
+    overhead = [overhead_row(o.name, o.bytes) for o in saved.overhead]
+    if sum(o.bytes for o in overhead) != saved.overhead_bytes:
+        overhead = [overhead_row("overhead", saved.overhead_bytes)]
+    by = ",".join(parse_by(saved.by))
+    if (saved.subgrouping is None) != ("," not in by):
+        raise ValueError(f"'by' is {by!r} but subgrouping is {brief(saved.subgrouping)}")
+    download = _download(saved, data["functions"], len(overhead))
+    place = saved.source.embedded  # checked against its shape, keys it does not have dropped
+    if place is not None:
+        place = cast(dict[str, Any], dump(load(Embedded, place, "source.embedded")))
+    return Report(
+        source=replace(saved.source, kind="report", embedded=place),
+        file_size=saved.file_size,
+        format_version=saved.format_version,
+        by=by,
+        grouping=saved.grouping,
+        functions=functions,
+        groups=roll_up(
+            functions,
+            download.functions if download else None,
+            nested=saved.subgrouping is not None,
+        ),
+        overhead=overhead,
+        jit_units=saved.jit_units,
+        host_library=_host(saved.host_library, saved.jit_units),
+        provenance=saved.provenance,
+        download=download,
+        subgrouping=saved.subgrouping,
+    )
+
+
+def _host(saved: dict[str, object] | None, jit: list[JitUnit]) -> HostLibrary | None:
+    """The host library; a measured one must add up to its file size."""
+    if saved is None:
+        return None
+    host = load(HostLibrary, saved, "host_library")
+    where = "host_library.unattributed_bytes"
+    unmapped = saved.get("unattributed_bytes")
+    if unmapped is not None:
+        byte_count(unmapped, where)
+    if unmeasured_reason(host, jit) is None:
+        unmapped = byte_count(unmapped, where)
+        if unmapped != unattributed_bytes(host, jit):
+            total = host.file_size - unattributed_bytes(host, jit) + unmapped
+            raise ValueError(
+                f"JIT units, shared and unattributed bytes add up to {total}, "
+                f"host_library.file_size says {host.file_size}"
+            )
+    return host
+
+
+def _download(saved: Saved, functions: list[dict[str, Any]], overhead_rows: int) -> Download | None:
+    """The download figures (None for a report made without ``--download``), their sums
+    re-checked so that an edited report cannot pass a download gate."""
+    if saved.download_bytes is None:
+        return None
+    shares = [byte_count(f.get("download_bytes"), "functions[].download_bytes") for f in functions]
+    overhead_total = byte_count(saved.overhead_download_bytes, "overhead_download_bytes")
+    overhead = [o.download_bytes or 0 for o in saved.overhead]
+    if len(overhead) != overhead_rows or sum(overhead) != overhead_total:
+        overhead = [overhead_total] if overhead_rows else []
+    if sum(shares) + sum(overhead) != saved.download_bytes:
+        raise UsageError(
+            f"functions and overhead download {sum(shares) + sum(overhead)} bytes, "
+            f"download_bytes says {saved.download_bytes}"
+        )
+    model = saved.download_model or {}
+    return Download(
+        saved.download_bytes, shares, overhead, model, saved.download_member, saved.wheel
+    )
