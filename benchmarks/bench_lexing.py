@@ -32,7 +32,7 @@ from _timing import ROOT, compare
 
 sys.path.insert(0, str(ROOT))
 
-from builder.jit.lexing import comment_spans, strip_comments
+from builder.jit.literals import comment_spans, strip_comments
 
 LINE = 'x = "a//b"; c = \'/\'; n = 1\'000; // note\n/* b */ s = R"(r)"; t = u8R"d(x)d";\n'
 

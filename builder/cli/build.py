@@ -33,7 +33,7 @@ from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.cmake_build.request import BuildRequest
+    from builder.cmake_build.plan_model import BuildRequest
 
 __all__ = [
     "build_command",
@@ -54,7 +54,7 @@ def _build_only() -> list[Callable[[F], F]]:
     ``presets`` with nothing more said here."""
     from dataclasses import fields
 
-    from builder.cmake_build.request import Tree, request_settings
+    from builder.cmake_build.plan_model import Tree, request_settings
 
     placed = {f.name for f in fields(Tree)} | {"jit", "aot", "build_dir"}
     names = [name for name in request_settings() if name not in placed]
@@ -76,8 +76,8 @@ def build_only_options(func: F) -> F:
 
 def build_request(values: Mapping[str, object]) -> BuildRequest:
     """The ``BuildRequest`` of the build options' values (and the kernel-tree options'): each
-    click parameter is named like its request field (``builder.cmake_build.request``)."""
-    from builder.cmake_build.request import BuildRequest
+    click parameter is named like its request field (``builder.cmake_build.plan_model``)."""
+    from builder.cmake_build.plan_model import BuildRequest
 
     return BuildRequest.from_options(values)
 

@@ -90,7 +90,7 @@ def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
 class TreeOptions:
     """The kernel-tree options' values as one record: what ``@tree_options`` hands a command
     as its ``tree`` parameter. Its fields are the build request's ``Tree`` part, named and
-    typed as there (``builder.cmake_build.request.Tree``: the settings, read and checked), and
+    typed as there (``builder.cmake_build.plan_model.Tree``: the settings, read and checked), and
     ``-j``; a record of its own so that a command's start-up imports no request."""
 
     source_dir: Path | None = None

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.request import project_dir
+from builder.cmake_build.plan_model import project_dir
 from builder.errors import BuilderError, OutputError, UsageError
 from builder.files.atomic import make_dirs, write_atomic
 from builder.files.reading import read_text

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.cmake import BuildFailed, BuildTree, ProgressDisplay, build_folder_lock
-from builder.cmake_build.request import BuildRequest, project_dir
+from builder.cmake_build.plan_model import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.atomic import check_not_an_input
 from builder.files.reading import read_json

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from builder.cmake_build.request import request_settings
+from builder.cmake_build.plan_model import request_settings
 from builder.files.reading import read_text
 from builder.settings import Setting
 from builder.settings.declared import DEFAULT_METAL_FLAGS

@@ -41,13 +41,13 @@ from builder.cmake_build.plan_model import (
     DISCOVERY_CACHE,
     PLAN_FILE,
     BuildPlan,
+    BuildRequest,
     Compile,
     DiscoverySettings,
     PlannedPreamble,
     Unit,
     plan_text,
 )
-from builder.cmake_build.request import BuildRequest
 from builder.errors import UsageError, step_exit
 from builder.kernels.runtime_sources import DEFAULT_NAMESPACE, RuntimeSources, over_file
 from builder.records.manifest import Embedding

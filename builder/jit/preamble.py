@@ -20,7 +20,7 @@ ties generation to macOS and expands macros away. Here the work is purely textua
   (``#include SOME_MACRO``) are left for the run-time compiler.
 
 With ``strip=True`` comments and trailing blanks are left out of the kept text (every newline
-stays; see ``builder.jit.lexing``).
+stays; see ``builder.jit.literals``).
 
 Nothing else of the text is edited: files are read as bytes and decoded as UTF-8, line ends
 are kept as written (a file's last line gets the newline it may lack), and ``#line`` paths are
@@ -44,8 +44,7 @@ from pathlib import Path
 
 from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
-from builder.jit.lexing import directives, strip_comments
-from builder.jit.literals import cxx_string
+from builder.jit.literals import cxx_string, directives, strip_comments
 from builder.kernels.definitions import LineStarts
 from builder.settings.checks import control_character
 

@@ -7,14 +7,13 @@ absolute offset and checks it against the end of the buffer, so a corrupt offset
 parsed records of its header, extension tags and regions (layout notes:
 ``docs/metallib-format.md``).
 
-For a binary (read by ``binary_macho`` and ``binary_elf``): its sections, symbols and images, and
-every part its headers declare (a fat file's slices, each image's load commands, segments,
+For a binary (read by ``binary_macho`` and ``binary_sections``): its sections, symbols and images,
+and every part its headers declare (a fat file's slices, each image's load commands, segments,
 sections and symbol tables, an ELF file's header tables and sections) as an ``Extent``.
 ``refuse_outside`` refuses the file when one runs past the end of the file (it was cut short:
 ``TruncatedBinaryError``) or past the end of its slice (a fat file's slices do not hold what their
 headers say: ``BinaryFormatError``). Only after that are its sections used or its tables read, so
-every later read is inside the file.
-"""
+every later read is inside the file."""
 
 from __future__ import annotations
 
@@ -243,7 +242,7 @@ class Region(NamedTuple):
 
 
 # ---------------------------------------------------------------------------------------------
-# A Mach-O or ELF binary's records, as ``binary_macho`` and ``binary_elf`` read them, and the
+# A Mach-O or ELF binary's records, as ``binary_macho`` and ``binary_sections`` read them, and the
 # check that every part its headers declare lies inside the file.
 
 

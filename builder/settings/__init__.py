@@ -5,7 +5,7 @@ is read), its check (``builder.settings.checks``), its help and its default.
 
 The declarations are in ``builder.settings.declared``; everything else is made from them or
 checked against them: the click options of every command (``builder.cli.tree_options.option``),
-the request a build carries (``builder.cmake_build.request``, whose fields are settings, read
+the request a build carries (``builder.cmake_build.plan_model``, whose fields are settings, read
 back from plan.json by ``builder.files.dataclass_json``), the ``metallib.toml`` schema
 (``builder.kernels.tree_config``), the budget keys (``builder.size.budget_file``), the CMake
 cache variables and the option table of docs/build.md (``builder.cmake_build.options``);

@@ -4,7 +4,7 @@ with those only a file's key (``builder.settings.file_keys``), the registry of t
 
 Adding a setting is one declaration here, plus its use: the command that takes it lists its
 name (``builder.cli.tree_options.option``), a build request part that carries it holds its
-field (``builder.cmake_build.request``), and ``python -m builder.cmake_build.options --write``
+field (``builder.cmake_build.plan_model``), and ``python -m builder.cmake_build.options --write``
 regenerates the CMake cache block and the docs table of a setting with a cache variable.
 """
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from builder.cmake_build.options import CMAKE_FILE, DOCS_FILE, cmake_text, docs_table, main
-from builder.cmake_build.request import request_settings
+from builder.cmake_build.plan_model import request_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

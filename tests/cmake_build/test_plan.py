@@ -13,8 +13,7 @@ from kernels.discovery.expected import BY_FILE
 
 from builder.cmake_build.driver import build_plan
 from builder.cmake_build.plan import make_plan
-from builder.cmake_build.plan_model import BuildPlan, PlannedPreamble, plan_text
-from builder.cmake_build.request import BuildRequest
+from builder.cmake_build.plan_model import BuildPlan, BuildRequest, PlannedPreamble, plan_text
 from builder.errors import UsageError
 from builder.kernels import load_catalog
 

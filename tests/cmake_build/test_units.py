@@ -19,8 +19,7 @@ from builder.cmake_build.driver import (
     mixed_jit_units,
 )
 from builder.cmake_build.plan import select_families
-from builder.cmake_build.plan_model import Unit
-from builder.cmake_build.request import BuildRequest, project_dir
+from builder.cmake_build.plan_model import BuildRequest, Unit, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import dump, load
 from builder.kernels import load_catalog

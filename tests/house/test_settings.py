@@ -145,7 +145,7 @@ def test_cmake_cache_variables_are_the_settings() -> None:
 def test_docs_rows_are_the_settings() -> None:
     """The option table of docs/build.md has a row per build setting with a cache variable, and
     no other (its text is generated: tests/cmake_build/test_options.py)."""
-    from builder.cmake_build.request import request_settings
+    from builder.cmake_build.plan_model import request_settings
 
     text = (ROOT / "docs" / "build.md").read_text(encoding="utf-8")
     table = text.split("<!-- options:begin -->", 1)[1].split("<!-- options:end -->", 1)[0]

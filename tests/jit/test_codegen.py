@@ -12,7 +12,7 @@ import pytest
 
 from builder.cmake_build.cmake import find_tool
 from builder.cmake_build.plan import make_plan
-from builder.cmake_build.request import BuildRequest
+from builder.cmake_build.plan_model import BuildRequest
 from builder.cmake_build.tree_jit import generate
 from builder.errors import UsageError
 from builder.jit.generate import embed_headers, render_standalone

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.jit.check import jit_chunks, run_check
-from builder.jit.lexing import comment_spans, directives, strip_comments
+from builder.jit.literals import comment_spans, directives, strip_comments
 from builder.jit.preamble import inline_preamble
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler

@@ -14,7 +14,7 @@ from support.sanitized import EMIT, compile_and_run, texts
 from support.whole_file_trees import SHAPES
 
 from builder.cmake_build.plan import make_plan
-from builder.cmake_build.request import BuildRequest
+from builder.cmake_build.plan_model import BuildRequest
 from builder.cmake_build.tree_jit import generate
 from builder.errors import UsageError
 from builder.kernels.discovery import load_tree

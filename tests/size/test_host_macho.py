@@ -27,7 +27,7 @@ from clirun import run_cli
 from support.whole_file_trees import SHAPES
 
 from builder.cmake_build.plan import make_plan
-from builder.cmake_build.request import BuildRequest
+from builder.cmake_build.plan_model import BuildRequest
 from builder.cmake_build.tree_jit import SHARED_SOURCE, generate, unit_source
 from builder.jit.preamble import inline_preamble
 from builder.jit.writer import stored_pieces, unit_piece

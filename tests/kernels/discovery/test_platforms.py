@@ -253,7 +253,7 @@ def test_a_build_leaves_out_what_its_platform_does_not_build(
     tmp_path: Path, options: dict[str, str], units: list[str]
 ) -> None:
     from builder.cmake_build.plan import make_plan
-    from builder.cmake_build.request import BuildRequest
+    from builder.cmake_build.plan_model import BuildRequest
 
     plan = make_plan(BuildRequest().replace(source_dir=_tree(tmp_path), **options))
     assert [u.name for u in plan.units] == units
