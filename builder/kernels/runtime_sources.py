@@ -68,23 +68,23 @@ class RuntimeSources:
 
 
 def runtime_sources(build: Mapping[str, Any], preambles: Mapping[str, object]) -> RuntimeSources:
-    """The settings from ``build`` (the checked ``[build]`` table). ValueError (the caller adds
-    the file) when ``always-embed`` names a function ``[build.preambles]`` does not define, or
-    ``preamble-set = "table"`` has no table to take."""
-    always = tuple(dict.fromkeys(build.get("always-embed", ())))
+    """The settings from ``build`` (the checked ``[build]`` table, by setting name). ValueError
+    (the caller adds the file) when ``always-embed`` names a function ``[build.preambles]``
+    does not define, or ``preamble-set = "table"`` has no table to take."""
+    always = tuple(dict.fromkeys(build.get("always_embed", ())))
     for name in always:
         if name not in preambles:
             raise ValueError(
                 f"[build] always-embed names {name!r}, which [build.preambles] does not "
                 f"define{closest_hint(name, list(preambles), list_known=False)}"
             )
-    preamble_set = build.get("preamble-set", "includes")
+    preamble_set = build.get("preamble_set", "includes")
     if preamble_set == "table" and not preambles:
         raise ValueError('[build] preamble-set = "table" needs a [build.preambles] table')
     return RuntimeSources(
-        namespace=build.get("jit-namespace", DEFAULT_NAMESPACE),
-        api=build.get("jit-api", "string"),
-        lookup=build.get("jit-lookup", True),
+        namespace=build.get("jit_namespace", DEFAULT_NAMESPACE),
+        api=build.get("jit_api", "string"),
+        lookup=build.get("jit_lookup", True),
         always=always,
         preamble_set=preamble_set,
     )

@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -63,6 +63,7 @@ from builder.files.reading import UnreadableFile, parse_toml, read_bytes
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
 from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
+from builder.settings import read_table
 from builder.settings.checks import control_character, library_problem, parse_define, std_version
 from builder.settings.declared import EMBEDDINGS, toml_keys
 
@@ -130,6 +131,8 @@ class TreeConfig:
 
 _TABLES = ("kernels", "build")
 """The tables of the file; each key of one is a setting (``builder.settings.declared``)."""
+_PLAIN = {f.name for f in fields(TreeConfig)} - {"preambles", "embedding", "requires"}
+"""The settings of the file a :class:`TreeConfig` holds as they are read."""
 
 
 def _preamble(value: Any) -> tuple[str, ...]:
@@ -147,25 +150,20 @@ def _text(value: str) -> str:
     return value
 
 
-def _unknown(path: Path, where: str, key: str, known: Sequence[str]) -> ConfigError:
-    return ConfigError(f"{path}: unknown key {where}{brief(key)}{closest_hint(key, known)}")
-
-
 def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:
     """One table's keys, each read and checked as its setting says (paths from the file's
-    folder)."""
+    folder), by setting name."""
     table = raw.get(name, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [{name}] must be a table")
-    out: dict[str, Any] = {}
-    schema = toml_keys(name)
-    base = path.resolve().parent
-    for key, value in table.items():
-        if key not in schema:
-            raise _unknown(path, f"in [{name}]: ", key, list(schema))
-        where = f"{path}: [{name}] {key}"
-        out[key] = schema[key].read(value, where, error=ConfigError, base=base)
-    return out
+    return read_table(
+        table,
+        toml_keys(name),
+        lambda key: f"{path}: [{name}] {key}",
+        f"{path}: unknown key in [{name}]: ",
+        error=ConfigError,
+        base=path.resolve().parent,
+    )
 
 
 def _under(base: Path, relative: str) -> Path:
@@ -185,7 +183,7 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
     raw = parse_toml(data, path, ConfigError)
     for key in raw:
         if key not in _TABLES:
-            raise _unknown(path, "", key, list(_TABLES))
+            raise ConfigError(f"{path}: unknown key {brief(key)}{closest_hint(key, _TABLES)}")
     kernels = _table(path, raw, "kernels")
     build = _table(path, raw, "build")
     base = path.resolve().parent
@@ -207,27 +205,22 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
                 f"{', '.join(repr(e) for e in EMBEDDINGS)}, got {brief(value)}"
             )
         embedding.append((_text(glob), value))
-    folders = tuple(raw["kernels"]["include-dirs"]) if "include-dirs" in kernels else ()
-    include_dirs = kernels.get("include-dirs", ())
+    folders = tuple(raw["kernels"]["include-dirs"]) if "include_dirs" in kernels else ()
     if tree is not None:
-        confine_folders(path, "[kernels] include-dirs", folders, include_dirs, tree)
+        confine_folders(
+            path, "[kernels] include-dirs", folders, kernels.get("include_dirs", ()), tree
+        )
     try:
         runtime = runtime_sources(build, preambles)
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    # the settings a TreeConfig holds as read; the tables' others are made into its records
+    plain = {k: v for k, v in {**kernels, **build}.items() if k in _PLAIN}
     return TreeConfig(
         path=path,
-        include_dirs=include_dirs,
-        defines=kernels.get("defines", ()),
-        exclude=kernels.get("exclude", ()),
+        **plain,
         file_exclude=kernels.get("exclude", ()),
-        metal_version=kernels.get("metal-version"),
-        library=build.get("library"),
-        aot_only=build.get("aot-only", ()),
         preambles=MappingProxyType(preambles),
-        std=build.get("std"),
-        deployment_target=build.get("deployment-target"),
-        flags=build.get("flags", ()),
         embedding=tuple(embedding),
         runtime=runtime,
         requires=parse_requires(path, kernels.get("requires", {}), ConfigError),

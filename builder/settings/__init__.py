@@ -23,15 +23,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from builder.errors import UsageError
+from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 
-__all__ = ["LIST_KINDS", "Kind", "Setting", "setting_of", "split_names"]
+__all__ = ["LIST_KINDS", "Kind", "Setting", "read_table", "setting_of", "split_names"]
 
 Kind = Literal[
     "text", "texts", "names", "globs", "path", "paths", "real_path", "flags", "int", "bool",
@@ -168,7 +168,7 @@ class Setting:
         if kind == "path":
             return _absolute(value, base)
         if kind == "real_path":
-            return Path(value).resolve()
+            return _absolute(value, base).resolve()
         return self._checked(value)
 
     def _checked(self, value: Any) -> Any:
@@ -245,6 +245,28 @@ class _Refused(ValueError):
     def __init__(self, what: str, value: Any) -> None:
         super().__init__(what)
         self.value = value
+
+
+def read_table(
+    table: Mapping[str, Any],
+    keys: Mapping[str, Setting],
+    where: Callable[[str], str],
+    unknown: str,
+    *,
+    error: type[Exception] = UsageError,
+    base: Path | None = None,
+) -> dict[str, Any]:
+    """A file's table (a ``metallib.toml`` table, a budget) read by its settings, ``keys`` (key
+    -> setting): each value as its setting's :meth:`Setting.read` reads it, by setting name, so
+    that a record of the file is its settings' values (``Budget(**values)``). ``where(key)``
+    names a key in a refusal; an unknown key is refused as ``<unknown>'key'`` with the closest
+    known one."""
+    values = {}
+    for key, value in table.items():
+        if key not in keys:
+            raise error(f"{unknown}{brief(key)}{closest_hint(key, list(keys))}")
+        values[keys[key].name] = keys[key].read(value, where(key), error=error, base=base)
+    return values
 
 
 def setting_of(f: dataclasses.Field[Any]) -> Setting:

@@ -37,13 +37,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.reading import parse_toml, read_bytes
+from builder.settings import read_table
 from builder.settings.checks import Limit
-from builder.settings.declared import BUDGET_LIMITS, SETTINGS, setting
+from builder.settings.declared import BUDGET_LIMITS, SETTINGS
 from builder.size.grouping import BY_CHOICES
 
 __all__ = [
@@ -63,8 +63,10 @@ _LIMITS = BUDGET_LIMITS
 _TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
 """The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
 --config, loaded the same way (``builder.cli.tree_options``)."""
-KEYS = tuple(s.budget for s in SETTINGS.values() if s.budget is not None)
-"""Every key of a budget table: the settings that declare one (``builder.settings.declared``)."""
+_KEYS = {s.budget: s for s in SETTINGS.values() if s.budget is not None}
+KEYS = tuple(_KEYS)
+"""Every key of a budget table: the settings that declare one (``builder.settings.declared``),
+each read by its setting (``builder.settings.read_table``)."""
 
 
 @dataclass(frozen=True)
@@ -171,73 +173,43 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
     # the budget's name first, so that every error below names it
     name = _text(raw, "name", where) or _text(raw, "target", where)
     where = f"{where} ({name})" if name is not None else where
-    for key in raw:
-        if key not in KEYS:
-            raise _unknown(where, key, KEYS)
-    target = _text(raw, "target", where)
+    for key in ("name", "target", "by", "base"):
+        _text(raw, key, where)  # a text key of a budget is not blank
+    values = read_table(
+        raw,
+        _KEYS,
+        lambda key: f"{where}: {key}" if key == "groups" else f"{where}: {key!r}",
+        f"{where}: unknown key ",
+        base=root,
+    )
+    target = values.get("target")
     if target is None or name is None:
         raise UsageError(
             f"{where}: 'target' is missing (a path, glob, build folder or PACKAGE==VERSION)"
         )
     if not any(key in raw for key in _LIMITS):
         raise UsageError(f"{where}: no limit; give any of {', '.join(_LIMITS)}")
-    by = _text(raw, "by", where) or "kernel"
+    by = values.setdefault("by", "kernel")
     if by not in BY_CHOICES:
         raise UsageError(f"{where}: 'by' must be one of {', '.join(BY_CHOICES)}, got {by!r}")
-    source_dir = _text(raw, "source-dir", where)
-    include = _strings(raw, "include-dirs", where, "folder paths")
-    defines = setting("defines").read(raw.get("defines", []), f"{where}: 'defines'")
-    exclude = _strings(raw, "exclude", where, "globs of entry files, as --exclude takes them")
-    config = _text(raw, "config", where)
     tree_keys = [key for key in _TREE[1:] if key in raw]
-    if tree_keys and source_dir is None:
+    if tree_keys and "source-dir" not in raw:
         raise UsageError(f"{where}: {tree_keys[0]!r} is for the tree named by 'source-dir'")
-    if by == "source" and source_dir is None and not (root / target).is_dir():
+    if by == "source" and "source-dir" not in raw and not (root / target).is_dir():
         raise UsageError(
             f"{where}: by = \"source\" needs 'source-dir' (the kernel tree the "
             "library was built from): a metallib does not record source files"
         )
-    groups = raw.get("groups", {})
-    if not isinstance(groups, dict) or ("groups" in raw and not groups):
+    if "groups" in raw and not values["groups"]:
         raise UsageError(
             f"{where}: 'groups' must be a table of group = limit, e.g. "
             'groups = { "quantized" = "30MB" }'
         )
-    base = _text(raw, "base", where)
-    growth = raw.get("max-growth")
-    if (base is None) != (growth is None):
+    if ("base" in raw) != ("max-growth" in raw):
         raise UsageError(
             f"{where}: 'max-growth' and 'base' go together (growth against a base report)"
         )
-
-    def limit(key: str) -> Any:
-        """A limit key's value, read and refused as its setting says (None: not given)."""
-        value = raw.get(key)
-        if value is None:
-            return None
-        return setting(key.replace("-", "_")).read(value, f"{where}: {key!r}")
-
-    return Budget(
-        where,
-        name,
-        target,
-        root,
-        platform=_text(raw, "platform", where),
-        member=_text(raw, "member", where),
-        by=by,
-        source_dir=None if source_dir is None else _path(root, source_dir),
-        include_dirs=tuple(_path(root, i) for i in include),
-        defines=defines,
-        exclude=exclude,
-        config=None if config is None else _path(root, config),
-        max_size=limit("max-size"),
-        max_total_size=limit("max-total-size"),
-        max_download_size=limit("max-download-size"),
-        max_functions=limit("max-functions"),
-        groups=setting("groups").read(groups, f"{where}: groups"),
-        base=base,
-        max_growth=limit("max-growth"),
-    )
+    return Budget(where=where, root=root, **{**values, "name": name})
 
 
 def _text(raw: Mapping[str, object], key: str, where: str) -> str | None:
@@ -245,13 +217,6 @@ def _text(raw: Mapping[str, object], key: str, where: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise UsageError(f"{where}: {key!r} must be a non-empty string, got {brief(value)}")
     return value
-
-
-def _strings(raw: Mapping[str, object], key: str, where: str, what: str) -> tuple[str, ...]:
-    value = raw.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise UsageError(f"{where}: {key!r} must be a list of {what}, got {brief(value)}")
-    return tuple(value)
 
 
 def _path(root: Path, text: str) -> Path:
