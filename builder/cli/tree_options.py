@@ -8,11 +8,13 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import click
+
+from builder.settings.declared import Tree
 
 if TYPE_CHECKING:
     from builder.kernels.discovery import KernelTree
@@ -42,6 +44,8 @@ _CLICK_TYPES = {
     "int": click.IntRange(min=1),
 }
 _MULTIPLE = ("flags", "paths", "texts", "globs")
+_TREE = [f.name for f in fields(Tree)]
+"""The kernel-tree options, ``--source-dir`` first (``builder.settings.declared.Tree``)."""
 """Kinds whose flag repeats (``names`` take one comma-separated value)."""
 
 
@@ -87,17 +91,11 @@ def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TreeOptions:
+class TreeOptions(Tree):
     """The kernel-tree options' values as one record: what ``@tree_options`` hands a command
-    as its ``tree`` parameter. Its fields are the build request's ``Tree`` part, named and
-    typed as there (``builder.cmake_build.plan_model.Tree``: the settings, read and checked), and
-    ``-j``; a record of its own so that a command's start-up imports no request."""
+    as its ``tree`` parameter. The tree (``builder.settings.declared.Tree``, the build request's
+    part: the settings, read and checked) and ``-j``."""
 
-    source_dir: Path | None = None
-    include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    config: Path | None = None
     jobs: int | None = None
 
     def load(self, platform: Platform | None = None) -> KernelTree:
@@ -227,28 +225,12 @@ def tree_options(
 
     def add(func: Callable[..., R]) -> Callable[..., R]:
         @functools.wraps(func)
-        def command(
-            *args: object,
-            source_dir: Path | None,
-            include_dirs: tuple[Path, ...],
-            defines: tuple[str, ...],
-            exclude: tuple[str, ...],
-            config: Path | None,
-            jobs: int | None,
-            **values: object,
-        ) -> R:
-            tree = TreeOptions(
-                source_dir=source_dir,
-                include_dirs=include_dirs,
-                defines=defines,
-                exclude=exclude,
-                config=config,
-                jobs=jobs,
-            )
+        def command(*args: object, jobs: int | None, **values: Any) -> R:
+            tree = TreeOptions(jobs=jobs, **{name: values.pop(name) for name in _TREE})
             return func(*args, tree=tree, **values)
 
         added: Callable[..., R] = option("jobs")(command)
-        for name in ("config", "exclude", "defines", "include_dirs"):
+        for name in reversed(_TREE[1:]):
             added = option(name)(added)
         note = f"Default: {default}." if default else None
         return option("source_dir", note=note)(added)
@@ -285,13 +267,7 @@ def tree_of(budget: Budget) -> TreeSources:
     """The entry file of every kernel of a budget's tree, for each platform a measured library
     states: ``check_budgets``'s tree loader, reading a budget's ``source-dir`` as
     ``--source-dir`` is read."""
-    tree = TreeOptions(
-        source_dir=budget.source_dir,
-        include_dirs=budget.include_dirs,
-        defines=budget.defines,
-        exclude=budget.exclude,
-        config=budget.config,
-    )
+    tree = TreeOptions(**{name: getattr(budget, name) for name in _TREE})
     return _per_platform(tree)
 
 

@@ -43,7 +43,7 @@ from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
 from builder.records.manifest import Embedding, Unit
 from builder.settings import Setting, setting_of
-from builder.settings.declared import DEFAULT_METAL_FLAGS, SDKS, setting, setting_field
+from builder.settings.declared import DEFAULT_METAL_FLAGS, SDKS, Tree, setting, setting_field
 
 __all__ = [
     "CATALOG_LIBRARY",
@@ -240,18 +240,6 @@ class Toolchain:
     std: str | None = setting_field("std")
     deployment_target: str | None = setting_field("deployment_target")
     sdk: str = setting_field("sdk")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tree:
-    """The kernel tree and how to read it (also the kernel-tree options of every command that
-    reads a tree: ``builder.cli.tree_options.TreeOptions``)."""
-
-    source_dir: Path | None = setting_field("source_dir")
-    include_dirs: tuple[Path, ...] = setting_field("include_dirs")
-    defines: tuple[str, ...] = setting_field("defines")
-    exclude: tuple[str, ...] = setting_field("exclude")
-    config: Path | None = setting_field("config")
 
 
 @dataclass(frozen=True, kw_only=True)

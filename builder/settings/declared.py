@@ -10,6 +10,8 @@ regenerates the CMake cache block and the docs table of a setting with a cache v
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from builder.settings import Setting
@@ -28,6 +30,7 @@ __all__ = [
     "PREAMBLE_SETS",
     "SDKS",
     "SETTINGS",
+    "Tree",
     "setting",
     "setting_field",
     "toml_keys",
@@ -362,3 +365,17 @@ def toml_keys(table: str) -> dict[str, Setting]:
         if s.toml is not None and s.toml.partition(".")[0] == table:
             found[s.toml.partition(".")[2]] = s
     return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tree:
+    """A kernel tree and how to read it, as every surface names one: the build request's part
+    (``builder.cmake_build.plan_model``), the kernel-tree options of every command that reads a
+    tree (``builder.cli.tree_options.TreeOptions``, which adds ``-j``) and a budget's tree
+    (``builder.size.budget_file.Budget``, ``by = "source"``)."""
+
+    source_dir: Path | None = setting_field("source_dir")
+    include_dirs: tuple[Path, ...] = setting_field("include_dirs")
+    defines: tuple[str, ...] = setting_field("defines")
+    exclude: tuple[str, ...] = setting_field("exclude")
+    config: Path | None = setting_field("config")

@@ -43,7 +43,7 @@ from builder.files.bounds import brief
 from builder.files.reading import parse_toml, read_bytes
 from builder.settings import read_table
 from builder.settings.checks import Limit
-from builder.settings.declared import BUDGET_LIMITS, SETTINGS
+from builder.settings.declared import BUDGET_LIMITS, SETTINGS, Tree
 from builder.size.grouping import BY_CHOICES
 
 __all__ = [
@@ -69,9 +69,11 @@ KEYS = tuple(_KEYS)
 each read by its setting (``builder.settings.read_table``)."""
 
 
-@dataclass(frozen=True)
-class Budget:
-    """One budget table, checked and with its paths made absolute."""
+@dataclass(frozen=True, kw_only=True)
+class Budget(Tree):
+    """One budget table, checked and with its paths made absolute; its kernel tree's keys
+    (``by = "source"``: source-dir, include-dirs, defines, exclude, config) are those of the
+    command line's tree (``builder.settings.declared.Tree``)."""
 
     where: str
     """How errors name it: ``pyproject.toml: [[tool.metallib-builder.budget]] #1``."""
@@ -85,14 +87,6 @@ class Budget:
     binary member holding no metallib: its host library); from the base, the same library,
     paired as ``compare`` pairs (by name, then by identity; none there: all of it is growth)."""
     by: str = "kernel"
-    source_dir: Path | None = None
-    include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()
-    """``NAME[=VALUE]``, as ``-D`` takes them."""
-    exclude: tuple[str, ...] = ()
-    """Globs of entry files relative to ``source_dir``, as ``--exclude`` takes them."""
-    config: Path | None = None
-    """A settings file used instead of ``source_dir/metallib.toml``, as ``--config``."""
     max_size: int | None = None
     max_total_size: int | None = None
     max_download_size: int | None = None
