@@ -65,7 +65,7 @@ from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
 from builder.settings import read_table
 from builder.settings.checks import control_character, library_problem, parse_define, std_version
-from builder.settings.declared import EMBEDDINGS, toml_keys
+from builder.settings.declared import EMBEDDINGS, setting_field, toml_keys
 
 __all__ = [
     "CONFIG_FILE",
@@ -90,32 +90,28 @@ class ConfigError(UsageError):
 
 @dataclass(frozen=True)
 class TreeConfig:
-    """A kernel tree's settings, from metallib.toml and the command line (flags first)."""
+    """A kernel tree's settings, from metallib.toml and the command line (flags first): a field
+    holding a setting (``setting_field``) is that setting's value; the others are made from the
+    file's tables."""
 
     path: Path | None = None
     """The file these settings came from; None when there is none (flags and defaults only)."""
-    include_dirs: tuple[Path, ...] = ()
+    include_dirs: tuple[Path, ...] = setting_field("include_dirs")
     """``-I`` folders, absolute, in search order (flags' folders before the file's)."""
-    defines: tuple[str, ...] = ()
-    """``-D`` arguments ``NAME[=VALUE]``; for one NAME the later one wins (flags come last)."""
-    exclude: tuple[str, ...] = ()
-    """Globs of entry files (relative to the source folder) that discovery skips."""
+    defines: tuple[str, ...] = setting_field("defines")
+    """For one NAME the later one wins (flags come last)."""
+    exclude: tuple[str, ...] = setting_field("exclude")
     file_exclude: tuple[str, ...] = ()
     """Those of ``exclude`` the settings file gave (the others came from ``--exclude``)."""
-    metal_version: int | None = None
-    """``__METAL_VERSION__`` (MSL version x 100); None means the default, 310."""
-    library: str | None = None
-    """[build] output library name without ``.metallib``; None means the build's default."""
-    aot_only: tuple[str, ...] = ()
-    """[build] globs of entry files that stay ahead-of-time compiled in JIT mode."""
+    metal_version: int | None = setting_field("metal_version")
+    """None means the default, 310."""
+    library: str | None = setting_field("library")
+    aot_only: tuple[str, ...] = setting_field("aot_only")
     preambles: Mapping[str, tuple[Path, ...]] = field(default_factory=lambda: MappingProxyType({}))
     """[build.preambles] JIT source function name -> headers (absolute) inlined into it."""
-    std: str | None = None
-    """[build] ``-std=`` of the AOT compiles (``metal3.1``); None: the build's choice."""
-    deployment_target: str | None = None
-    """[build] OS version for ``-mmacosx-version-min=`` (or the iOS form); None: none given."""
-    flags: tuple[str, ...] = ()
-    """[build] compile flags the tree needs, added after the build's (default) flags."""
+    std: str | None = setting_field("std")
+    deployment_target: str | None = setting_field("deployment_target")
+    flags: tuple[str, ...] = setting_field("flags")
     embedding: tuple[tuple[str, str], ...] = ()
     """[build.embedding] (glob, ``whole-file`` or ``preamble``) in file order: how a JIT entry
     file is embedded, over the automatic choice (``KernelTree.embeddings``)."""
@@ -131,8 +127,9 @@ class TreeConfig:
 
 _TABLES = ("kernels", "build")
 """The tables of the file; each key of one is a setting (``builder.settings.declared``)."""
-_PLAIN = {f.name for f in fields(TreeConfig)} - {"preambles", "embedding", "requires"}
-"""The settings of the file a :class:`TreeConfig` holds as they are read."""
+_PLAIN = {f.name for f in fields(TreeConfig) if "setting" in f.metadata}
+"""The settings of the file a :class:`TreeConfig` holds as they are read (its fields named
+like their settings, which say what each is: ``builder.settings.declared``)."""
 
 
 def _preamble(value: Any) -> tuple[str, ...]:
