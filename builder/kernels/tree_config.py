@@ -64,7 +64,13 @@ from builder.kernels.confinement import confine_folders, confine_preambles, insi
 from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
 from builder.settings import read_table
-from builder.settings.checks import control_character, library_problem, parse_define, std_version
+from builder.settings.checks import (
+    control_character,
+    library_problem,
+    parse_define,
+    plain_text,
+    std_version,
+)
 from builder.settings.declared import EMBEDDINGS, setting_field, toml_keys
 
 __all__ = [
@@ -137,14 +143,7 @@ def _preamble(value: Any) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise TypeError("a header path or a non-empty list of them")
-    return tuple(_text(v) for v in value)
-
-
-def _text(value: str) -> str:
-    char = control_character(value)
-    if char is not None:
-        raise TypeError(f"text without control characters; it holds {char!r}")
-    return value
+    return tuple(plain_text(v) for v in value)
 
 
 def _table(path: Path, raw: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -190,18 +189,20 @@ def load_config(path: Path, tree: Path | None = None) -> TreeConfig:
             raise ConfigError(f"{path}: [build.preambles] {brief(name)} is not a C++ function name")
         try:
             preambles[name] = tuple(_under(base, h) for h in _preamble(headers))
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise ConfigError(
                 f"{path}: [build.preambles] {name} must be {exc}, got {brief(headers)}"
             ) from None
     embedding: list[tuple[str, str]] = []
     for glob, value in build.get("embedding", {}).items():
+        if control_character(glob) is not None:
+            raise ConfigError(f"{path}: [build.embedding] {brief(glob)} holds a control character")
         if value not in EMBEDDINGS:
             raise ConfigError(
                 f"{path}: [build.embedding] {brief(glob)} must be one of "
                 f"{', '.join(repr(e) for e in EMBEDDINGS)}, got {brief(value)}"
             )
-        embedding.append((_text(glob), value))
+        embedding.append((glob, value))
     folders = tuple(raw["kernels"]["include-dirs"]) if "include_dirs" in kernels else ()
     if tree is not None:
         confine_folders(

@@ -161,6 +161,10 @@ def test_the_trees_own_include_dirs_stay_in_the_tree(value: str, tmp_path: Path)
                 "did you mean 'utils'?"
             ),
         ),
+        (  # a control character in a glob was a TypeError (exit 3) before
+            '[build.embedding]\n"a\\u0001" = "preamble"\n',
+            "[build.embedding] 'a\\x01' holds a control character",
+        ),
         ("kernels = 3\n", "[kernels] must be a table"),
         ("[kernels\n", "invalid TOML"),
     ],
