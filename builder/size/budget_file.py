@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from builder.errors import UsageError, closest_hint
@@ -60,9 +60,9 @@ BUDGET_FILE = "metallib-size.toml"
 PYPROJECT = "pyproject.toml"
 _TOOL = "metallib-builder"
 _LIMITS = BUDGET_LIMITS
-_TREE = ("source-dir", "include-dirs", "defines", "exclude", "config")
-"""The kernel tree of ``by = "source"``: the command line's --source-dir, -I, -D, --exclude and
---config, loaded the same way (``builder.cli.tree_options``)."""
+_TREE = [SETTINGS[f.name].budget for f in fields(Tree)]
+"""The kernel tree of ``by = "source"``, ``source-dir`` first: the command line's --source-dir,
+-I, -D, --exclude and --config (``Tree``), loaded the same way (``builder.cli.tree_options``)."""
 _KEYS = {s.budget: s for s in SETTINGS.values() if s.budget is not None}
 KEYS = tuple(_KEYS)
 """Every key of a budget table: the settings that declare one (``builder.settings.declared``),
