@@ -7,9 +7,10 @@ JSON documents (schema 2, ``docs/report-schema.md``): their fields carry the cod
 (counts, sums, download shares) written as fields the model computes; ``builder.size.saved``
 reads one back, so a saved report is a target like any other. Every figure carries its origin in
 ``Report.source``. A build's JIT units, measured in its host library rather than the metallib,
-ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``); ``jit_breakdown``
-makes them rows. With ``--download``, a ``Download`` holds the modelled shares
-(``builder.size.download``) and a wheel's files with their real compressed sizes.
+ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``);
+``builder.size.compare.jit_breakdown`` makes them rows. With ``--download``, a ``Download`` holds
+the modelled shares (``builder.size.download``) and a wheel's files with their real compressed
+sizes.
 """
 
 from __future__ import annotations
@@ -23,13 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from builder.files.dataclass_json import count, dump, field
 from builder.metallib.structs import Span
 from builder.size.grouping import Sources, group_names, parse_by
-from builder.size.jit_sizes import (
-    HostLibrary,
-    JitUnit,
-    method_words,
-    unattributed_bytes,
-    unmeasured_reason,
-)
+from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unmeasured_reason
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
@@ -37,12 +32,8 @@ if TYPE_CHECKING:
     from builder.size.grouping import RuleSet
 
 __all__ = [
-    "HOST_REST",
-    "HOST_SHARED",
-    "HOST_UNMAPPED",
     "SCHEMA",
     "Download",
-    "JitBreakdown",
     "JitUnit",
     "OverheadShare",
     "Report",
@@ -50,9 +41,7 @@ __all__ = [
     "WheelFile",
     "WheelFiles",
     "build_report",
-    "by_strings",
     "group_report",
-    "jit_breakdown",
 ]
 
 SCHEMA = 2
@@ -355,87 +344,3 @@ def build_report(
         range(len(names)),
     ]
     return _grouped(measured, columns, _labels(names, keys, rules, units, sources))
-
-
-# ---------------------------------------------------------------------------------------------
-# A report's JIT units as rows that add up, with the sentence saying what was measured. The rows
-# are ``Rollup`` nodes like a report's groups (a unit's kernels are its function count, the
-# host-library bytes no unit owns are overhead rows), so a comparison joins them as it joins
-# groups. ``JitBreakdown.origin`` is the sentence every rendering prints with these rows.
-
-HOST_SHARED = "[runtime, shared]"
-HOST_UNMAPPED = "[not in any symbol]"
-HOST_REST = "[rest of the host library]"
-"""A shipped host library measured by its run-time sources: the bytes of no such source."""
-
-
-class JitBreakdown(NamedTuple):
-    """JIT units as rows that add up to ``total``, with the sentence saying what they are.
-
-    Measured (``host_measured``): symbol bytes per unit plus ``overhead`` (shared symbols, bytes
-    in no symbol), and ``total`` is the host library's file size. Otherwise: the manifest's
-    embedded source bytes, ``overhead`` empty and ``total`` their sum.
-    """
-
-    units: list[Rollup]
-    """Largest first (ties by name); ``bytes`` are host-library symbol bytes when measured, else
-    the manifest's embedded source bytes; ``embedded_bytes`` always the latter."""
-    overhead: list[Rollup]
-    total: int
-    host_measured: bool
-    origin: str
-
-
-def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
-    """The JIT units of ``report`` as rows (None when it has none); ``host=False`` takes the
-    manifest's embedded bytes even when symbol sizes were measured (to compare like with like
-    against a side whose symbols could not be read)."""
-    jit = report.jit_units
-    if not jit:
-        return None
-    from builder.size.host_strings import STRINGS_METHOD  # not on the report path
-
-    library = report.host_library
-    manifest = report.source.manifest or "(no manifest path)"
-    why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
-    if library is not None and why is None and library.measured_by == STRINGS_METHOD:
-        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
-        overhead = [overhead_row(HOST_REST, unattributed_bytes(library, jit))]
-        total = library.file_size
-        tree = report.grouping.partition(":")[2] if report.grouping.startswith("discovery:") else ""
-        origin = (
-            f"each run-time source's string (a const char* function's __cstring literal, NUL "
-            f"included) in the host library {library.path}, not metallib bytes"
-            + (f"; named by the headers of {tree}" if tree else "")
-        )
-    elif library is not None and why is None:
-        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
-        overhead = [
-            overhead_row(HOST_SHARED, library.shared_bytes or 0),
-            overhead_row(HOST_UNMAPPED, unattributed_bytes(library, jit)),
-        ]
-        total = library.file_size
-        origin = (
-            f"symbol sizes ({method_words(library.measured_by or '')}) in the host library "
-            f"{library.path}, not metallib bytes; embedded source bytes per build "
-            f"manifest {manifest}"
-        )
-    else:
-        rows = [_row(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
-        overhead, total = [], sum(r.bytes for r in rows)
-        origin = f"embedded source bytes per build manifest {manifest} ({why}), not metallib bytes"
-    rows.sort(key=lambda r: (-r.bytes, r.name))
-    return JitBreakdown(rows, overhead, total, why is None, origin)
-
-
-def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
-    return Rollup(name, kernels, size, 0, embedded_bytes=embedded)
-
-
-def by_strings(report: Report) -> bool:
-    """``report`` is of a shipped host library, its rows run-time sources found in the binary
-    (``builder.size.host_strings``), not a build's units."""
-    from builder.size.host_strings import STRINGS_METHOD
-
-    host = report.host_library
-    return host is not None and host.measured_by == STRINGS_METHOD
