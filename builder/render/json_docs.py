@@ -43,11 +43,10 @@ def report_json_text(report: Report) -> str:
     when every name and group is plain printable ASCII without quotes or backslashes (always true
     for Metal host names); otherwise the general encoder writes them. Field order and values are
     identical either way."""
-    head = dumps(dump(report), separators=(",", ":"))
     text = "".join(f.name + f.group for f in report.functions)
     if report.download is not None or report.subgrouping is not None or not _PLAIN.fullmatch(text):
-        rows = dumps(_function_dicts(report), separators=(",", ":"))
-        return head[:-1] + ',"functions":' + rows + "}"
+        return dumps(report_dict(report), separators=(",", ":"))
+    head = dumps(dump(report), separators=(",", ":"))
     body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_VALUES, report.functions)))
     return head[:-1] + ',"functions":[' + body + "]}"
 
