@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.render.table import PEOPLE, Column, Name, Row, Said, Table, Words
 from builder.render.text import OVERHEAD_LABEL, human_size
-from builder.size.report import jit_breakdown
+from builder.size.compare import jit_breakdown
 
 if TYPE_CHECKING:
     from builder.cmake_build.driver import PresetResult

@@ -24,8 +24,8 @@ from builder.render.text import (
     signed_percent,
     visible,
 )
+from builder.size.compare import by_strings
 from builder.size.download import MODEL
-from builder.size.report import by_strings
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:

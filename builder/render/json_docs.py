@@ -2,8 +2,8 @@
 ``report``, ``compare`` (with its gates and the JIT side), ``budget``, ``history``, ``sources``.
 
 One module so that a key is spelled once and the documents agree. A report's own object is
-``builder.size.report.Saved``, which lays a ``Report`` out as its document and reads a saved one
-back, written by the shared codec, its functions row by row (``report_json_text``).
+``dump(report)`` (the codec, ``builder.files.dataclass_json``), its functions written row by row
+(``report_json_text``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, cast
 from builder.files.dataclass_json import dump, dumps
 from builder.size.report import SCHEMA
 from builder.size.rollup import SAVED_FIELDS
-from builder.size.saved import Saved
 
 if TYPE_CHECKING:
     from builder.render.library import Found
@@ -44,11 +43,10 @@ def report_json_text(report: Report) -> str:
     when every name and group is plain printable ASCII without quotes or backslashes (always true
     for Metal host names); otherwise the general encoder writes them. Field order and values are
     identical either way."""
-    head = dumps(dump(Saved.of(report)), separators=(",", ":"))
     text = "".join(f.name + f.group for f in report.functions)
     if report.download is not None or report.subgrouping is not None or not _PLAIN.fullmatch(text):
-        rows = dumps(_function_dicts(report), separators=(",", ":"))
-        return head[:-1] + ',"functions":' + rows + "}"
+        return dumps(report_dict(report), separators=(",", ":"))
+    head = dumps(dump(report), separators=(",", ":"))
     body = ",".join(map(_FUNCTION_JSON.__mod__, map(_JSON_VALUES, report.functions)))
     return head[:-1] + ',"functions":[' + body + "]}"
 
@@ -75,7 +73,7 @@ def _function_dicts(report: Report) -> list[dict[str, object]]:
 
 def report_dict(report: Report) -> dict[str, object]:
     """The report's JSON object with its functions (``presets``' documents embed it)."""
-    doc = cast(dict[str, object], dump(Saved.of(report)))
+    doc = cast(dict[str, object], dump(report))
     doc["functions"] = _function_dicts(report)
     return doc
 

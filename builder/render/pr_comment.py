@@ -45,7 +45,7 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
-from builder.size.report import by_strings
+from builder.size.compare import by_strings
 
 if TYPE_CHECKING:
     from builder.size.checks import Check

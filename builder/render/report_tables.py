@@ -40,13 +40,14 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
-from builder.size.report import by_strings, jit_breakdown
+from builder.size.compare import by_strings, jit_breakdown
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
     from builder.size.checks import Check
-    from builder.size.report import JitBreakdown, Report, WheelFiles
+    from builder.size.compare import JitBreakdown
+    from builder.size.report import Report, WheelFiles
 
 __all__ = [
     "Shown",

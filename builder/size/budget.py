@@ -249,7 +249,7 @@ def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> 
 def _group_bytes(reports: Sequence[Report], by: str) -> dict[str, int]:
     """Bytes per group over all libraries; grouped by kernel, a JIT unit's bytes in the host
     library count for its group too (everything shipped)."""
-    from builder.size.report import jit_breakdown
+    from builder.size.compare import jit_breakdown
 
     totals: dict[str, int] = {}
     for report in reports:

@@ -13,7 +13,7 @@ size report must be about the host library instead. The figures are measured, ne
 * when the symbols cannot be read (a stripped library, another format, a missing file), the
   embedded source bytes the build recorded in its manifest, and the report says so.
 
-The rows a report shows for them are ``builder.size.report.jit_breakdown``.
+The rows a report shows for them are ``builder.size.compare.jit_breakdown``.
 
 Per-unit bytes of a host JIT library from its symbol table: an ELF ``.so`` or Mach-O ``.dylib``.
 

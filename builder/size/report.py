@@ -3,34 +3,28 @@
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
 user asked to see: groups by kernel unit, dtype, source or function). The models are their
 JSON documents (schema 2, ``docs/report-schema.md``): their fields carry the codec's metadata
-(``builder.files.dataclass_json``), ``builder.size.saved`` lays a report out and reads one back,
-so a saved report is a target like any other. Every figure carries its origin in
+(``builder.files.dataclass_json``): ``dump(report)`` is the saved report, the figures it derives
+(counts, sums, download shares) written as fields the model computes; ``builder.size.saved``
+reads one back, so a saved report is a target like any other. Every figure carries its origin in
 ``Report.source``. A build's JIT units, measured in its host library rather than the metallib,
-ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``); ``jit_breakdown``
-makes them rows. With ``--download``, a ``Download`` holds the modelled shares
-(``builder.size.download``) and a wheel's files with their real compressed sizes.
+ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``);
+``builder.size.compare.jit_breakdown`` makes them rows. With ``--download``, a ``Download`` holds
+the modelled shares (``builder.size.download``) and a wheel's files with their real compressed
+sizes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
 from operator import add
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from builder.files.dataclass_json import count, field
+from builder.files.dataclass_json import count, dump, field
 from builder.metallib.structs import Span
 from builder.size.grouping import Sources, group_names, parse_by
-from builder.size.host_strings import STRINGS_METHOD
-from builder.size.jit_sizes import (
-    HostLibrary,
-    JitUnit,
-    method_words,
-    unattributed_bytes,
-    unmeasured_reason,
-)
+from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unmeasured_reason
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
@@ -38,21 +32,16 @@ if TYPE_CHECKING:
     from builder.size.grouping import RuleSet
 
 __all__ = [
-    "HOST_REST",
-    "HOST_SHARED",
-    "HOST_UNMAPPED",
     "SCHEMA",
     "Download",
-    "JitBreakdown",
     "JitUnit",
+    "OverheadShare",
     "Report",
     "Source",
     "WheelFile",
     "WheelFiles",
     "build_report",
-    "by_strings",
     "group_report",
-    "jit_breakdown",
 ]
 
 SCHEMA = 2
@@ -154,41 +143,92 @@ class Download:
 
 
 @dataclass(frozen=True)
-class Report:
-    """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``)."""
+class OverheadShare:
+    """An overhead row as a saved report writes it: its bytes, and with ``--download`` its share."""
 
+    name: str
+    bytes: int = count()
+    download_bytes: int | None = count(omit="none", default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``).
+
+    Its document (``dump``) is the saved report, in the order of the fields: the model's own
+    (``omit="always"``: functions, groups, overhead, host library, download) are written by
+    their derived twins, which ``__post_init__`` computes; ``builder.render.json_docs`` writes
+    the functions row by row. Defaults are what older saved reports lack."""
+
+    schema: int = field(init=False, default=SCHEMA)
     source: Source
-    file_size: int
-    format_version: str
-    by: str
+    file_size: int = count()
+    format_version: str = "?"
+    function_count: int = field(init=False, default=0)
+    by: str = "kernel"
     """The key, or two keys joined by a comma (the groups, then each group's children)."""
-    grouping: str
+    grouping: str = "saved"
     """How the first key's labels were obtained (``builder.size.grouping.Grouping.method``)."""
-    functions: list[FunctionRow]
-    """In file order."""
-    groups: list[Rollup]
-    """Largest first (ties by name); with two keys each carries its ``children``."""
-    overhead: list[Rollup]
-    """Bytes no function owns, by part of the container (``overhead_row``s)."""
-    jit_units: list[JitUnit] = dataclasses.field(default_factory=list)
-    host_library: HostLibrary | None = None
-    """The host library of a build with JIT units, when it exists
-    (``builder.size.jit_sizes``)."""
-    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
+    subgrouping: str | None = field(omit="none", default=None)
+    """How the second key's labels were obtained (None with one key)."""
+    overhead_bytes: int = count(init=False, default=0)
+    saved_overhead: list[OverheadShare] = field(key="overhead", init=False, default_factory=list)
+    saved_groups: object = field(key="groups", init=False, default=None)
+    """Written for readers; not read (``builder.size.saved`` rolls the functions up again)."""
+    jit_units: list[JitUnit] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.load``)."""
-    download: Download | None = None
+    saved_host: dict[str, object] | None = field(
+        key="host_library", init=False, omit="none", default=None
+    )
+    """``HostLibrary`` and, when its symbols were measured, the bytes in no symbol
+    (``unattributed_bytes``)."""
+    download_bytes: int | None = count(init=False, omit="none", default=None)
+    overhead_download_bytes: int | None = count(init=False, omit="none", default=None)
+    download_model: dict[str, object] | None = field(init=False, omit="none", default=None)
+    download_member: WheelFile | None = field(init=False, omit="none", default=None)
+    download_model_error_bytes: int | None = field(init=False, omit="none", default=None)
+    wheel: WheelFiles | None = field(init=False, omit="none", default=None)
+    functions: list[FunctionRow] = field(omit="always", default_factory=list)
+    """In file order."""
+    groups: list[Rollup] = field(omit="always", default_factory=list)
+    """Largest first (ties by name); with two keys each carries its ``children``."""
+    overhead: list[Rollup] = field(omit="always", default_factory=list)
+    """Bytes no function owns, by part of the container (``overhead_row``s)."""
+    host_library: HostLibrary | None = field(omit="always", default=None)
+    """The host library of a build with JIT units, when it exists
+    (``builder.size.jit_sizes``)."""
+    download: Download | None = field(omit="always", default=None)
     """Download shares (``report --download``; ``builder.size.download``)."""
-    subgrouping: str | None = None
-    """How the second key's labels were obtained (None with one key)."""
 
-    @property
-    def overhead_bytes(self) -> int:
-        return sum(row.bytes for row in self.overhead)
-
-    @property
-    def function_count(self) -> int:
-        return len(self.functions)
+    def __post_init__(self) -> None:
+        """The figures the saved report carries beside the model, derived from it."""
+        download, host, jit = self.download, self.host_library, self.jit_units
+        shares = download.overhead if download else [None] * len(self.overhead)
+        derived: dict[str, Any] = {
+            "function_count": len(self.functions),
+            "overhead_bytes": sum(row.bytes for row in self.overhead),
+            "saved_overhead": [
+                OverheadShare(o.name, o.bytes, s) for o, s in zip(self.overhead, shares)
+            ],
+            "saved_groups": self.groups,
+        }
+        if host is not None:
+            measured = unmeasured_reason(host, jit) is None
+            unmapped = unattributed_bytes(host, jit) if measured else None
+            derived["saved_host"] = {**dump(host), "unattributed_bytes": unmapped}
+        if download is not None:
+            derived.update(
+                download_bytes=download.total,
+                overhead_download_bytes=download.overhead_bytes,
+                download_model=download.model,
+                download_member=download.member,
+                download_model_error_bytes=download.model_error,
+                wheel=download.wheel,
+            )
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -304,83 +344,3 @@ def build_report(
         range(len(names)),
     ]
     return _grouped(measured, columns, _labels(names, keys, rules, units, sources))
-
-
-# ---------------------------------------------------------------------------------------------
-# A report's JIT units as rows that add up, with the sentence saying what was measured. The rows
-# are ``Rollup`` nodes like a report's groups (a unit's kernels are its function count, the
-# host-library bytes no unit owns are overhead rows), so a comparison joins them as it joins
-# groups. ``JitBreakdown.origin`` is the sentence every rendering prints with these rows.
-
-HOST_SHARED = "[runtime, shared]"
-HOST_UNMAPPED = "[not in any symbol]"
-HOST_REST = "[rest of the host library]"
-"""A shipped host library measured by its run-time sources: the bytes of no such source."""
-
-
-class JitBreakdown(NamedTuple):
-    """JIT units as rows that add up to ``total``, with the sentence saying what they are.
-
-    Measured (``host_measured``): symbol bytes per unit plus ``overhead`` (shared symbols, bytes
-    in no symbol), and ``total`` is the host library's file size. Otherwise: the manifest's
-    embedded source bytes, ``overhead`` empty and ``total`` their sum.
-    """
-
-    units: list[Rollup]
-    """Largest first (ties by name); ``bytes`` are host-library symbol bytes when measured, else
-    the manifest's embedded source bytes; ``embedded_bytes`` always the latter."""
-    overhead: list[Rollup]
-    total: int
-    host_measured: bool
-    origin: str
-
-
-def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
-    """The JIT units of ``report`` as rows (None when it has none); ``host=False`` takes the
-    manifest's embedded bytes even when symbol sizes were measured (to compare like with like
-    against a side whose symbols could not be read)."""
-    jit = report.jit_units
-    if not jit:
-        return None
-    library = report.host_library
-    manifest = report.source.manifest or "(no manifest path)"
-    why = unmeasured_reason(library, jit) if host else "the other side's symbols could not be read"
-    if library is not None and why is None and library.measured_by == STRINGS_METHOD:
-        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
-        overhead = [overhead_row(HOST_REST, unattributed_bytes(library, jit))]
-        total = library.file_size
-        tree = report.grouping.partition(":")[2] if report.grouping.startswith("discovery:") else ""
-        origin = (
-            f"each run-time source's string (a const char* function's __cstring literal, NUL "
-            f"included) in the host library {library.path}, not metallib bytes"
-            + (f"; named by the headers of {tree}" if tree else "")
-        )
-    elif library is not None and why is None:
-        rows = [_row(j.name, j.kernel_count, j.host_bytes or 0, j.embedded_bytes) for j in jit]
-        overhead = [
-            overhead_row(HOST_SHARED, library.shared_bytes or 0),
-            overhead_row(HOST_UNMAPPED, unattributed_bytes(library, jit)),
-        ]
-        total = library.file_size
-        origin = (
-            f"symbol sizes ({method_words(library.measured_by or '')}) in the host library "
-            f"{library.path}, not metallib bytes; embedded source bytes per build "
-            f"manifest {manifest}"
-        )
-    else:
-        rows = [_row(j.name, j.kernel_count, j.embedded_bytes, j.embedded_bytes) for j in jit]
-        overhead, total = [], sum(r.bytes for r in rows)
-        origin = f"embedded source bytes per build manifest {manifest} ({why}), not metallib bytes"
-    rows.sort(key=lambda r: (-r.bytes, r.name))
-    return JitBreakdown(rows, overhead, total, why is None, origin)
-
-
-def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
-    return Rollup(name, kernels, size, 0, embedded_bytes=embedded)
-
-
-def by_strings(report: Report) -> bool:
-    """``report`` is of a shipped host library, its rows run-time sources found in the binary
-    (``builder.size.host_strings``), not a build's units."""
-    host = report.host_library
-    return host is not None and host.measured_by == STRINGS_METHOD

@@ -9,7 +9,7 @@ the base measures of the same group, from which the deltas follow. A new measure
 a line in ``roll_up`` and one in ``fold``; the renderers show the fields they know.
 
 Every table-shaped result is such rows: a report's groups and overhead, a build's JIT units and
-the host-library bytes no unit owns (``builder.size.report.jit_breakdown``). ``join`` is the one
+the host-library bytes no unit owns (``builder.size.compare.jit_breakdown``). ``join`` is the one
 join of a base and a head table, whatever the rows are.
 """
 
@@ -135,7 +135,7 @@ class Rollup:
     function counts of such a row are 0."""
     embedded_bytes: int | None = field(omit="none", default=None)
     """A JIT unit's source bytes embedded in the host library
-    (``builder.size.report.jit_breakdown``)."""
+    (``builder.size.compare.jit_breakdown``)."""
 
     @property
     def delta(self) -> int:

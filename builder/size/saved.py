@@ -1,12 +1,12 @@
 """A saved report: the JSON document of a ``Report`` (schema 2, docs/report-schema.md), written by
 ``builder.render.json_docs`` and read back here, so that a saved report is a target like any other.
 
-The document is the model: each part (``Source``, ``JitUnit``, ``HostLibrary``, a wheel's files)
-is written and read by the shared codec (``builder.files.dataclass_json``) from the fields of its
-own dataclass. What ``Saved`` adds is the layout: where the figures a report derives (counts,
-sums, the download shares of its rows) sit in the document. A report JSON may come from anyone
-(docs/security.md): every field is checked against its type (``load`` names the dotted field of
-a wrong one: ``'source.target' is 5, not a string``), every count is bounded
+The document is the model: ``dump(report)`` writes it, the figures a report derives (counts,
+sums, the download shares of its rows) as fields ``Report`` computes, and ``load(Report, ...)``
+reads and checks every field (``builder.files.dataclass_json``); what is left here is making
+the model's own fields from the derived ones read back, and re-checking them. A report JSON may
+come from anyone (docs/security.md): every field is checked against its type (``load`` names the
+dotted field of a wrong one: ``'source.target' is 5, not a string``), every count is bounded
 (``builder.files.bounds.byte_count``), the provenance must have the shape ``builder.size.load``
 writes, and the totals are re-checked, so a hand-edited or truncated report cannot pass a gate.
 Keys added by later versions are ignored; keys older reports lack take their defaults
@@ -15,7 +15,7 @@ Keys added by later versions are ignored; keys older reports lack take their def
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from builder.errors import UsageError
@@ -23,10 +23,10 @@ from builder.files.bounds import brief, byte_count
 from builder.files.dataclass_json import count, dump, field, load
 from builder.size.grouping import parse_by
 from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unmeasured_reason
-from builder.size.report import SCHEMA, Download, Report, Source, WheelFile, WheelFiles
-from builder.size.rollup import FunctionRow, overhead_row, read_functions, roll_up
+from builder.size.report import SCHEMA, Download, OverheadShare, Report, WheelFile, WheelFiles
+from builder.size.rollup import overhead_row, read_functions, roll_up
 
-__all__ = ["Embedded", "Saved", "read_report"]
+__all__ = ["Embedded", "read_report"]
 
 
 @dataclass(frozen=True)
@@ -101,77 +101,6 @@ def _depth(value: object) -> int:
     return deepest
 
 
-@dataclass(frozen=True)
-class _Overhead:
-    """An overhead row as saved: its bytes, and with ``--download`` its share."""
-
-    name: str
-    bytes: int = count()
-    download_bytes: int | None = count(omit="none", default=None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Saved:
-    """A ``Report`` as its JSON document lays it out (schema 2, docs/report-schema.md): its
-    parts (``Source``, ``JitUnit``, the wheel's files) as the codec writes them, and the figures
-    the report derives (counts, sums, download shares) where readers look for them.
-    ``builder.render.json_docs`` writes it (its functions row by row: 17,000 in MLX's library),
-    ``read_report`` reads it back; keys older reports lack take their defaults."""
-
-    schema: int
-    source: Source
-    file_size: int = count()
-    format_version: str = "?"
-    function_count: int | None = None
-    by: str = "kernel"
-    grouping: str = "saved"
-    subgrouping: str | None = field(omit="none", default=None)
-    overhead_bytes: int = count()
-    overhead: list[_Overhead] = field(default_factory=list)
-    groups: object = field(default=None, omit="none")
-    """Written for readers; not read (``read_report`` rolls the functions up again)."""
-    jit_units: list[JitUnit] = field(default_factory=list)
-    provenance: dict[str, object] = field(default_factory=dict, check=_provenance)
-    host_library: dict[str, object] | None = field(omit="none", default=None)
-    """``HostLibrary`` and, when its symbols were measured, the bytes in no symbol
-    (``unattributed_bytes``)."""
-    download_bytes: int | None = count(omit="none", default=None)
-    overhead_download_bytes: int | None = count(omit="none", default=None)
-    download_model: dict[str, object] | None = field(omit="none", default=None)
-    download_member: WheelFile | None = field(omit="none", default=None)
-    download_model_error_bytes: int | None = field(omit="none", default=None)
-    wheel: WheelFiles | None = field(omit="none", default=None)
-    functions: object = field(check=read_functions, omit="empty", default=())
-    """Read here (``read_functions``); written by ``json_docs``, row by row."""
-
-    @classmethod
-    def of(cls, report: Report) -> Saved:
-        """The document of ``report``, its functions left out (``json_docs`` writes them): each
-        field the report has under the same name as it is, the rest laid out here."""
-        download, host, jit = report.download, report.host_library, report.jit_units
-        shares = download.overhead if download else [None] * len(report.overhead)
-        laid_out: dict[str, Any] = {
-            "schema": SCHEMA,
-            "functions": (),
-            "overhead": [_Overhead(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)],
-        }
-        if host is not None:
-            measured = unmeasured_reason(host, jit) is None
-            unmapped = unattributed_bytes(host, jit) if measured else None
-            laid_out["host_library"] = {**dump(host), "unattributed_bytes": unmapped}
-        if download is not None:
-            laid_out.update(
-                download_bytes=download.total,
-                overhead_download_bytes=download.overhead_bytes,
-                download_model=download.model,
-                download_member=download.member,
-                download_model_error_bytes=download.model_error,
-                wheel=download.wheel,
-            )
-        same = [f.name for f in fields(cls) if f.name not in laid_out and hasattr(report, f.name)]
-        return cls(**{name: getattr(report, name) for name in same}, **laid_out)
-
-
 def read_report(data: object, where: str) -> Report:
     """A saved report read back (a saved report is a target like any other). It may come from
     anyone (docs/security.md): every field is checked against its type, every count bounded,
@@ -191,9 +120,12 @@ def read_report(data: object, where: str) -> Report:
     if isinstance(source, dict):  # a report's target is the file it was read from
         source = {"path": None, "kind": "report", **source}
         data = {**data, "source": {**source, "target": source.get("target") or where}}
+    if data.get("function_count", 0) is None:  # older reports wrote null
+        data = {key: value for key, value in data.items() if key != "function_count"}
     try:
-        saved = load(Saved, data)
-        report = _report(saved, data)
+        if "overhead_bytes" not in data:
+            raise ValueError("'overhead_bytes' is missing")
+        report = _report(load(Report, data), data)
     except UsageError as exc:
         raise bad(str(exc)) from None
     except (TypeError, ValueError) as exc:
@@ -204,31 +136,33 @@ def read_report(data: object, where: str) -> Report:
         raise bad(
             f"functions and overhead add up to {total} bytes, file_size says {report.file_size}"
         )
-    if saved.function_count is not None and saved.function_count != report.function_count:
-        listed = report.function_count
-        raise bad(f"function_count {saved.function_count} but {listed} functions listed")
+    stated = data.get("function_count")
+    if stated is not None and stated != report.function_count:
+        raise bad(f"function_count {stated} but {report.function_count} functions listed")
     return report
 
 
-def _report(saved: Saved, data: dict[str, Any]) -> Report:
-    """The ``Report`` a saved document describes (groups rolled up again, sums re-checked)."""
-    functions = cast(list[FunctionRow], saved.functions)
-    overhead = [overhead_row(o.name, o.bytes) for o in saved.overhead]
-    if sum(o.bytes for o in overhead) != saved.overhead_bytes:
-        overhead = [overhead_row("overhead", saved.overhead_bytes)]
+def _report(saved: Report, data: dict[str, Any]) -> Report:
+    """The ``Report`` a saved document describes: the codec has read and checked every field,
+    its derived ones included; the model's own are made here from them (groups rolled up
+    again, sums re-checked)."""
+    _provenance(saved.provenance, "provenance")
+    functions = read_functions(data["functions"], "functions")
+    rows = [load(OverheadShare, row) for row in data.get("overhead", [])]
+    overhead = [overhead_row(o.name, o.bytes) for o in rows]
+    if sum(o.bytes for o in overhead) != data["overhead_bytes"]:
+        overhead = [overhead_row("overhead", data["overhead_bytes"])]
     by = ",".join(parse_by(saved.by))
     if (saved.subgrouping is None) != ("," not in by):
         raise ValueError(f"'by' is {by!r} but subgrouping is {brief(saved.subgrouping)}")
-    download = _download(saved, data["functions"], len(overhead))
+    download = _download(data, rows, len(overhead))
     place = saved.source.embedded  # checked against its shape, keys it does not have dropped
     if place is not None:
         place = cast(dict[str, Any], dump(load(Embedded, place, "source.embedded")))
-    return Report(
+    return replace(
+        saved,
         source=replace(saved.source, kind="report", embedded=place),
-        file_size=saved.file_size,
-        format_version=saved.format_version,
         by=by,
-        grouping=saved.grouping,
         functions=functions,
         groups=roll_up(
             functions,
@@ -236,11 +170,8 @@ def _report(saved: Saved, data: dict[str, Any]) -> Report:
             nested=saved.subgrouping is not None,
         ),
         overhead=overhead,
-        jit_units=saved.jit_units,
-        host_library=_host(saved.host_library, saved.jit_units),
-        provenance=saved.provenance,
+        host_library=_host(data.get("host_library"), saved.jit_units),
         download=download,
-        subgrouping=saved.subgrouping,
     )
 
 
@@ -264,22 +195,32 @@ def _host(saved: dict[str, object] | None, jit: list[JitUnit]) -> HostLibrary | 
     return host
 
 
-def _download(saved: Saved, functions: list[dict[str, Any]], overhead_rows: int) -> Download | None:
+def _download(
+    data: dict[str, Any], rows: list[OverheadShare], overhead_rows: int
+) -> Download | None:
     """The download figures (None for a report made without ``--download``), their sums
     re-checked so that an edited report cannot pass a download gate."""
-    if saved.download_bytes is None:
+    total = data.get("download_bytes")
+    if total is None:
         return None
-    shares = [byte_count(f.get("download_bytes"), "functions[].download_bytes") for f in functions]
-    overhead_total = byte_count(saved.overhead_download_bytes, "overhead_download_bytes")
-    overhead = [o.download_bytes or 0 for o in saved.overhead]
+    shares = [
+        byte_count(f.get("download_bytes"), "functions[].download_bytes") for f in data["functions"]
+    ]
+    overhead_total = byte_count(data.get("overhead_download_bytes"), "overhead_download_bytes")
+    overhead = [o.download_bytes or 0 for o in rows]
     if len(overhead) != overhead_rows or sum(overhead) != overhead_total:
         overhead = [overhead_total] if overhead_rows else []
-    if sum(shares) + sum(overhead) != saved.download_bytes:
+    if sum(shares) + sum(overhead) != total:
         raise UsageError(
             f"functions and overhead download {sum(shares) + sum(overhead)} bytes, "
-            f"download_bytes says {saved.download_bytes}"
+            f"download_bytes says {total}"
         )
-    model = saved.download_model or {}
+    member, wheel = data.get("download_member"), data.get("wheel")
     return Download(
-        saved.download_bytes, shares, overhead, model, saved.download_member, saved.wheel
+        total,
+        shares,
+        overhead,
+        data.get("download_model") or {},
+        None if member is None else load(WheelFile, member),
+        None if wheel is None else load(WheelFiles, wheel),
     )

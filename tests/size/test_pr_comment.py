@@ -55,14 +55,14 @@ def _synthetic(count: int, *, seed: int, name_len: int, by: str = "function") ->
     overhead = [overhead_row("header", 88)]
     size = sum(f.bytes for f in functions) + 88
     return Report(
-        Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"),
-        size,
-        "2.7",
-        by,
-        by,
-        functions,
-        roll_up(functions),
-        overhead,
+        source=Source(f"/tmp/{seed}.metallib", f"{seed}.metallib", "metallib"),
+        file_size=size,
+        format_version="2.7",
+        by=by,
+        grouping=by,
+        functions=functions,
+        groups=roll_up(functions),
+        overhead=overhead,
     )
 
 

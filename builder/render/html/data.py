@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from builder.render.compare_tables import pair_sides
 from builder.render.text import gate_message, provenance_line
+from builder.size.compare import jit_breakdown
 from builder.size.grouping import group_names
-from builder.size.report import jit_breakdown
 
 if TYPE_CHECKING:
     from builder.size.checks import Check
