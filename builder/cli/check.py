@@ -84,22 +84,14 @@ def check_command(
         _check_discovered(folder, tree, compiler, fmt)
         return
     source_dir = tree.source_dir
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
 
+    from builder.cli.console import stderr_bar
     from builder.jit.check import ChunkResult, check_library
 
-    err = Console(stderr=True)
-    # A live bar on a terminal; one line per finished chunk in logs (CI), where a bar is noise.
-    progress = Progress(
-        TextColumn("check"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("instantiations"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    # A live bar on a terminal; one line per finished chunk in logs (CI).
+    progress = stderr_bar(
+        "check", BarColumn(), MofNCompleteColumn(), "instantiations", TimeElapsedColumn()
     )
     task = progress.add_task("check", total=None)
 
@@ -109,7 +101,7 @@ def check_command(
 
     def done(chunk: ChunkResult) -> None:
         progress.advance(task, chunk.instantiations)
-        if not err.is_terminal:
+        if progress.disable:
             state = "ok" if chunk.ok else "FAILED"
             click.echo(
                 f"check: {chunk.chunk}: {chunk.instantiations} instantiations "

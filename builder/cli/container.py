@@ -203,17 +203,11 @@ def _with_progress(work: Callable[[Callable[[int], None] | None], T], total: int
     """Run ``work(progress)`` with a progress bar on stderr when stderr is a terminal."""
     if not sys.stderr.isatty() or total < (32 << 20):
         return work(None)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+    from rich.progress import BarColumn, DownloadColumn
 
-    from builder.cli.console import stderr_console
+    from builder.cli.console import stderr_bar
 
-    with Progress(
-        TextColumn("hashing modules"),
-        BarColumn(),
-        DownloadColumn(),
-        console=stderr_console(),
-        transient=True,
-    ) as bar:
+    with stderr_bar("hashing modules", BarColumn(), DownloadColumn()) as bar:
         task = bar.add_task("hash", total=total)
         return work(lambda done: bar.update(task, completed=done))
 

@@ -36,11 +36,9 @@ Examples:
   metallib-builder kernels --source-dir mlx/backend/metal/kernels -I . \\
       --exclude 'fence.metal' --exclude '*_nax.metal'
   metallib-builder kernels --source-dir shaders/ -D __METAL_VERSION__=320 --format json
-\b
-A folder without catalog.json is discovered: each .metal file is run through the host C++
-preprocessor (g++, clang++ or cpp; Metal's headers are empty stand-ins) and every kernel the
-Metal compiler would emit is listed with its entry file. Settings can live in DIR/metallib.toml
-(see docs/discovery.md). Exit 2 when a file does not preprocess (the first error is printed).
+
+A folder without catalog.json is discovered with the host C++ preprocessor, settings in
+DIR/metallib.toml (docs/discovery.md); exit 2 when a file does not preprocess.
 """,
 )
 @tree_options(default="the bundled metal_src")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -195,9 +196,9 @@ def sources_command(
       metallib-builder sources mlx/lib/libmlx.dylib --jit-namespace mlx::core::metal
       metallib-builder sources executorch==1.5.1 --format json -o sources.json
     """
-    from builder.cli.publishing import output_plan, terminal
+    from builder.cli.publishing import deliver, output_plan
     from builder.errors import UsageError
-    from builder.publish.outputs import sources_output, write_outputs
+    from builder.publish.outputs import sources_output
     from builder.size.host_strings import HostString, host_strings
 
     plan = output_plan(outputs, fmt, _FORMATS)
@@ -221,11 +222,7 @@ def sources_command(
                 f"{target}: no binary of the wheel returns a run-time source{where} "
                 f"(binaries searched: {searched})"
             )
-
-    def render(kind: str, to_stdout: bool) -> str:
-        return sources_output(target, found, namespace, kind, *terminal(to_stdout))
-
-    write_outputs(plan, render)
+    deliver(plan, partial(sources_output, target, found, namespace))
 
 
 def _not_macho(binary: str) -> Exception:

@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "base_artifact_command",
+    "deliver",
     "emit_json",
     "format_option",
     "github_comment_option",
+    "given",
     "output_options",
     "output_plan",
     "publish",
@@ -103,15 +105,32 @@ github_comment_option = click.option(
 :func:`pull_request_for`)."""
 
 
+def given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not click.core.ParameterSource.DEFAULT
+
+
 def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Destination]:
     """Where each rendering goes (``builder.publish.outputs.plan_outputs``); ``--format`` counts
     as given when it was on the command line."""
     from builder.publish.outputs import plan_outputs
 
-    source = click.get_current_context().get_parameter_source("fmt")
-    return plan_outputs(
-        outputs, fmt, explicit=source is not click.core.ParameterSource.DEFAULT, formats=formats
-    )
+    return plan_outputs(outputs, fmt, explicit=given("fmt"), formats=formats)
+
+
+def deliver(
+    plan: Sequence[Destination],
+    view: Callable[[str, bool, int | None], str],
+    inputs: Sequence[str | None] = (),
+) -> Callable[[], str]:
+    """Write each output of ``plan`` (``builder.publish.outputs.write_outputs``) as
+    ``view(format, colour, width)`` renders it, with the terminal's colour and width for stdout
+    only (:func:`terminal`); returns the markdown rendering, for :func:`publish`."""
+    from builder.publish.outputs import write_outputs
+
+    write_outputs(plan, lambda kind, to_stdout: view(kind, *terminal(to_stdout)), inputs)
+    return lambda: view("markdown", False, None)
 
 
 def pull_request_for(wanted: bool) -> PullRequest | None:

@@ -13,6 +13,7 @@ chart.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,12 +21,12 @@ import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
+    deliver,
     github_comment_option,
     output_options,
     output_plan,
     publish,
     pull_request_for,
-    terminal,
     verdict,
 )
 from builder.cli.tree_options import option, tree_options, tree_sources
@@ -136,13 +137,10 @@ def report_command(
     \b
     Examples:
       metallib-builder report mlx-metal==0.30.0
-      metallib-builder report build/ --by source
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
-      metallib-builder report mlx/lib/libmlx.dylib --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx-metal==0.32.1 --member mlx/lib/libmlx.dylib --source-dir TREE
       metallib-builder report build/ --by source,dtype
       metallib-builder report mlx.metallib --by dtype --format json > report.json
-      metallib-builder report mlx-metal==0.32.0 --format html -o size.html
       metallib-builder report build/ -o report.json -o report.html
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
@@ -159,12 +157,13 @@ def report_command(
         ]
     )
 
-    def render(kind: str, to_stdout: bool) -> str:
-        return report_output(reports, kind, top, *terminal(to_stdout), binaries)
+    from builder.publish.outputs import report_output
 
-    from builder.publish.outputs import report_output, write_outputs
-
-    write_outputs(plan, render, measured_files(reports))
+    deliver(
+        plan,
+        lambda kind, color, width: report_output(reports, kind, top, color, width, binaries),
+        measured_files(reports),
+    )
 
 
 def _binary_name(source: Source) -> str:
@@ -219,11 +218,10 @@ def compare_command(
       metallib-builder compare base/ head/ --max-growth 1% --format markdown
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
       metallib-builder compare base.json build/ -o size.md -o size.html -o size.json
-      metallib-builder compare base.json build/ --max-growth 1% --github-comment
-      metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
+      metallib-builder compare base.json build/ --max-growth 1% --github-comment --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.publish.outputs import comparison_output, write_outputs
+    from builder.publish.outputs import comparison_output
     from builder.render.pr_comment import MARKER
     from builder.render.text import gate_message, visible
     from builder.size.checks import Gates, check_pairs
@@ -251,11 +249,12 @@ def compare_command(
         raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
-    def render(kind: str, to_stdout: bool) -> str:
-        return comparison_output(evaluated, kind, top, *terminal(to_stdout))
-
-    write_outputs(plan, render, [*measured_files(loaded[0]), *measured_files(loaded[1])])
-    publish(lambda: render("markdown", False), MARKER, pull_request)
+    markdown = deliver(
+        plan,
+        lambda kind, color, width: comparison_output(evaluated, kind, top, color, width),
+        [*measured_files(loaded[0]), *measured_files(loaded[1])],
+    )
+    publish(markdown, MARKER, pull_request)
     failed = [gate_message(r) for _, results in evaluated for r in results if not r.passed]
     passed = "size gates passed" if gates != Gates() else None
     verdict(failed, warn_only, "size gate failed", passed, visible)
@@ -305,7 +304,7 @@ def budget_command(
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
     from builder.cli.tree_options import tree_of
-    from builder.publish.outputs import budget_output, write_outputs
+    from builder.publish.outputs import budget_output
     from builder.render.pr_comment import BUDGET_MARKER as MARKER
     from builder.render.text import failures
     from builder.size.budget import check_budgets
@@ -320,11 +319,8 @@ def budget_command(
         parsed.budgets, progress=lambda line: click.echo(line, err=True), trees=tree_of
     )
 
-    def render(kind: str, to_stdout: bool) -> str:
-        return budget_output(checks, str(path), kind, *terminal(to_stdout))
-
-    write_outputs(plan, render)
-    publish(lambda: render("markdown", False), MARKER, pull_request)
+    markdown = deliver(plan, partial(budget_output, checks, str(path)))
+    publish(markdown, MARKER, pull_request)
     verdict(failures(checks), warn_only, "budget exceeded", f"all {len(checks)} budget limits pass")
 
 
@@ -384,9 +380,7 @@ def history_command(
       metallib-builder history mlx-metal==0.32.0 mlx-metal==0.32.1 \\
           --source-dir mlx/backend/metal/kernels -I . --exclude fence.metal --exclude '*_nax*'
     """
-    from builder.cli.publishing import output_plan, terminal
-    from builder.cli.tree_options import tree_sources
-    from builder.publish.outputs import history_output, write_outputs
+    from builder.publish.outputs import history_output
     from builder.size.history import library_histories, measure_history
 
     plan = output_plan(outputs, fmt, _HISTORY_FORMATS)
@@ -400,9 +394,4 @@ def history_command(
         progress=lambda line: click.echo(line, err=True),
         member=member,
     )
-    histories = library_histories(points, top or None)
-
-    def render(kind: str, to_stdout: bool) -> str:
-        return history_output(histories, by, kind, *terminal(to_stdout))
-
-    write_outputs(plan, render)
+    deliver(plan, partial(history_output, library_histories(points, top or None), by))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.publishing import format_option
+from builder.cli.publishing import format_option, given
 from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
@@ -155,7 +155,7 @@ def variants_command(
     size = parse_size(budget) if budget is not None else None
     if size is not None and size <= 0:
         raise UsageError(f"--budget {budget}: must be more than 0 bytes")
-    if size is None and _given("budget_of"):
+    if size is None and given("budget_of"):
         raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
     check_not_an_input(
         outdir,
@@ -197,12 +197,6 @@ def variants_command(
     from builder.publish.outputs import variants_output
 
     sys.stdout.write(document if fmt == "json" else variants_output(run, fmt))
-
-
-def _given(name: str) -> bool:
-    """Whether option ``name`` was given on the command line (not its default)."""
-    source = click.get_current_context().get_parameter_source(name)
-    return source is not click.core.ParameterSource.DEFAULT
 
 
 def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> None:
