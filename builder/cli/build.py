@@ -1,19 +1,10 @@
-"""``build``: drive CMake + Ninja, then print what the build produced, measured.
+"""``build`` (CMake + Ninja, then what the build produced, measured), ``presets`` (several
+builds side by side, ``builder.cmake_build.driver``) and ``embed`` (run-time preambles,
+``builder.jit.generate.write_embed``).
 
 Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); then stdout gets
-what ``report BUILD_DIR`` prints for the build (``--format json``: its JSON report). Exit 2 before
-configuring when AOT is asked for without a Metal compiler or the selection is bad; exit 1 when
-the build itself fails.
-
-``embed``: kernel headers inlined into a C++ source of run-time preambles (any kernel tree),
-a thin command over ``builder.jit.generate.write_embed`` (the generated text: docs/jit.md).
-
-``presets``: build every preset of CMakePresets.json this machine can build, side by side,
-and compare their sizes.
-
-The bundled (catalog) tree is built with CMake + Ninja once per preset, each in a subfolder of
-``--build-dir`` (``builder.cmake_build.driver``). Writing subsets of a built library is another
-job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a variant a subset.
+what ``report BUILD_DIR`` prints for the build. Writing subsets of a built library is another
+job, ``variants --from``: a preset is a build, a variant a subset.
 """
 
 from __future__ import annotations

@@ -153,6 +153,7 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
     flags = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
     config = for_platform(flags, given=tree.defines)
     result = check_tree(source_dir, config, compiler=compiler)
+    failed = sum(1 for f in result.files if not f.ok)
     if fmt == "json":
         emit_json(result.to_json())
     else:
@@ -162,7 +163,6 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
             click.echo(f"{visible(file.path)}: {file.kind}{what}: {state}")
             for finding in file.findings:
                 click.echo(f"  {visible(finding)}")
-        failed = sum(1 for f in result.files if not f.ok)
         entries = sum(1 for f in result.files if f.kind == "entry file")
         click.echo(
             f"check {'ok' if result.ok else 'FAILED'}: {entries} entry files and "
@@ -170,6 +170,4 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
             f"{failed} with findings ({result.compiler})"
         )
     if not result.ok:
-        raise CheckFailed(
-            f"kernel check failed: {sum(1 for f in result.files if not f.ok)} file(s)"
-        )
+        raise CheckFailed(f"kernel check failed: {failed} file(s)")

@@ -95,11 +95,9 @@ def list_command(
 
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
     included); bytes is everything the function owns: its list entry, metadata pieces, module
-    and reflection piece. All sizes are read from TARGET: a .metallib, a binary (Mach-O, ELF),
-    a .whl, PACKAGE==VERSION (the macOS wheel, downloaded and cached), a build folder, or a
-    saved report .json (the functions it records; their type is not recorded: '-', null in
-    JSON). A TARGET holding several metallibs lists each in turn (JSON: one document, its
-    "libraries"); --member lists one.
+    and reflection piece. TARGET is any target 'report' takes (a saved report .json: the
+    functions it records, without their type: '-', null in JSON). A TARGET holding several
+    metallibs lists each in turn (JSON: one document, its "libraries"); --member lists one.
     """
     from builder.render.library import rows_json, rows_table
 
@@ -264,10 +262,8 @@ def slim_command(
 ) -> None:
     """Write a metallib holding a subset of TARGET's functions.
 
-    TARGET is a .metallib, a binary holding metallibs (Mach-O, ELF: the output is the chosen one
-    as a standalone metallib), a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and
-    cached) or a build directory of this project, as for 'report'; a saved report .json has no
-    functions to copy. A wheel or binary holding several metallibs needs --member ('#2').
+    TARGET is any target 'report' takes but a saved report .json (no functions to copy); one
+    holding several metallibs needs --member ('#2'), a binary's is written as a standalone one.
 
     Kept functions keep their modules, metadata and reflection data byte for byte, in their
     original order; offsets, counts and sizes are recomputed and the subset gets a new UUID

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import emit_json, format_option
+from builder.cli.publishing import emit_json, format_option, terminal
 from builder.cli.tree_options import catalog_selection, tree_options
 from builder.settings import split_names
 
@@ -214,8 +214,7 @@ def _catalog_listing(
 def _stdout_console() -> tuple[Console, bool]:
     """The console for stdout, and whether tables fit their cells: a terminal's width on a
     terminal; on a pipe or in a file nothing is wrapped or cut (``text_console``)."""
-    from builder.cli.console import stdout_color, stdout_table_width
     from builder.render.text import text_console
 
-    width = stdout_table_width()
-    return text_console(sys.stdout, color=stdout_color(), width=width), width is None
+    color, width = terminal(True)
+    return text_console(sys.stdout, color=color, width=width), width is None

@@ -3,10 +3,7 @@ should know on stderr (the rules not used, the bytes no entry file of ``--source
 and the check that no ``-o`` names one of the files read.
 
 ``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
-functions (MLX's preambles), each with the bytes its string holds in the binary, read by the
-reader a host library's report uses (``builder.size.host_strings``). Its target goes through
-the one resolver (``builder.inputs.targets``): a binary, each binary member of a wheel (a
-``.whl`` or ``PACKAGE==VERSION``, from ``report``'s cache) or a build folder's host library.
+functions, read as a host library's report reads them (``builder.size.host_strings``).
 """
 
 from __future__ import annotations
@@ -184,11 +181,10 @@ def sources_command(
     namespace (and those nested in it); without it, every function whose string holds a line
     break.
 
-    TARGET is a Mach-O file (thin or fat), a .whl or PACKAGE==VERSION (the macOS wheel,
-    downloaded once and cached as for 'report') or a build folder (its host library): a
-    wheel lists each Mach-O member that returns any source, one table each, and JSON names
-    the member of every row. ELF host libraries are measured by symbol in 'report BUILD_DIR'
-    (docs/jit.md).
+    TARGET is a Mach-O file (thin or fat) or a wheel or build folder as 'report' takes them (a
+    build: its host library). A wheel lists each Mach-O member that returns any source, one
+    table each, and JSON names the member of every row. ELF host libraries are measured by
+    symbol in 'report BUILD_DIR' (docs/jit.md).
 
     \b
     Examples:

@@ -1,13 +1,7 @@
-"""``report`` and ``compare``: thin Click shells over targets, report, compare and render.
+"""The size commands: ``report``, ``compare``, ``budget`` and ``history``.
 
 Everything heavy is imported inside the commands, so ``report --format json`` pays only for what
 it uses (no rich). Data goes to stdout; progress and errors go to stderr.
-
-``budget``: check the size budgets committed with the project (pyproject.toml or
-metallib-size.toml), print one table, exit 1 when any limit is exceeded.
-
-``history``: size across releases or builds, as a table, JSON, markdown, CSV or an HTML line
-chart.
 """
 
 from __future__ import annotations
@@ -279,14 +273,14 @@ def budget_command(
 
     BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
-    directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
-    (member: one library of it, as 'report --member')
-    and any of max-size, max-total-size (metallib + JIT host library), max-download-size,
-    max-functions, groups (with by) and max-growth against a base report; by = "source" names
-    its kernel tree with source-dir, include-dirs, defines, exclude and config, read as
-    --source-dir, -I, -D, --exclude and --config are. Exit codes: 0 every
-    limit holds, 1 one is exceeded (the message names it), 2 a bad budget file (naming the key)
-    or an unusable target. With GITHUB_STEP_SUMMARY set, the markdown is appended there once.
+    directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION;
+    member: one library of it, as 'report --member') and any of max-size, max-total-size
+    (metallib + JIT host library), max-download-size, max-functions, groups (with by) and
+    max-growth against a base report; by = "source" names its kernel tree with source-dir,
+    include-dirs, defines, exclude and config, read as --source-dir, -I, -D, --exclude and
+    --config are. Exit codes: 0 every limit holds, 1 one is exceeded (the message names it), 2 a
+    bad budget file (naming the key) or an unusable target. With GITHUB_STEP_SUMMARY set, the
+    markdown is appended there once.
 
     \b
     Example pyproject.toml:

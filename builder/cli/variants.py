@@ -1,11 +1,6 @@
-"""``variants --from TARGET``: write every AOT/JIT split of a kernel tree (a variant) as a real
-subset of an Apple-built library, and compare their sizes.
-
-Nothing is compiled: discovery maps every function of TARGET to its entry file and
-``builder.subsets.variants`` writes each split's metallib and JIT source under ``-o OUTDIR``,
-measured. Figures go to stdout (table, JSON, markdown or HTML); progress goes to stderr, and
-only on a terminal. Building the presets of CMakePresets.json is another job, ``presets``
-(``builder.cli.build``): a variant is a subset, a preset a build.
+"""``variants --from TARGET``: every AOT/JIT split of a kernel tree written as a real subset of
+a built library (``builder.subsets.variants``), measured; nothing is compiled. Figures go to
+stdout; progress goes to stderr, and only on a terminal.
 """
 
 from __future__ import annotations
