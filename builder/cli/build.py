@@ -9,7 +9,6 @@ job, ``variants --from``: a preset is a build, a variant a subset.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import format_option, terminal
+from builder.cli.publishing import format_option, say, terminal
 from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
@@ -288,9 +287,8 @@ def embed_command(
         named=named,
     )
     files = len({f for p in written for f in p.files})
-    click.echo(
+    say(
         f"embed: {len(written)} preamble(s) from {files} file(s), "
         f"{sum(len(p.text.encode()) for p in written):,} bytes -> {output}"
-        f"{'' if changed else ' (unchanged)'}",
-        file=sys.stderr,
+        f"{'' if changed else ' (unchanged)'}"
     )

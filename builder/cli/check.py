@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import emit_json, format_option
+from builder.cli.publishing import emit_json, format_option, say
 from builder.cli.tree_options import catalog_selection, option, tree_options
 from builder.errors import CheckFailed
 from builder.kernels.catalog import split_names
@@ -103,10 +103,9 @@ def check_command(
         progress.advance(task, chunk.instantiations)
         if progress.disable:
             state = "ok" if chunk.ok else "FAILED"
-            click.echo(
+            say(
                 f"check: {chunk.chunk}: {chunk.instantiations} instantiations "
-                f"{state} ({chunk.seconds:.1f}s)",
-                err=True,
+                f"{state} ({chunk.seconds:.1f}s)"
             )
 
     try:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import emit_json, format_option
+from builder.cli.publishing import emit_json, format_option, say
 from builder.cli.tree_options import option
 from builder.errors import CheckFailed, UsageError
 
@@ -37,9 +37,7 @@ def _libraries(
     but by ``list``, which shows the functions it records."""
     from builder.inputs.targets import one_metallib, resolve_target
 
-    found = resolve_target(
-        target, platform=platform, member=member, progress=lambda m: click.echo(m, err=True)
-    )
+    found = resolve_target(target, platform=platform, member=member, progress=say)
     return [
         lib
         if lib.saved is not None and command == "list"
@@ -65,9 +63,6 @@ def _listed(library: Library, sort: str) -> tuple[tuple[int, str], list[Function
         return (lib.file_size, lib.header.format_version_text), function_rows(lib, sort)
 
 
-_MEMBER = option("member")
-
-
 @click.command(
     "list",
     epilog="""\b
@@ -79,7 +74,7 @@ Examples:
 )
 @click.argument("target")
 @format_option(("table", "json"), "table for people; json (schema 1) for scripts.")
-@_MEMBER
+@option("member")
 @click.option(
     "--sort",
     type=click.Choice(["index", "name", "size"]),
@@ -139,7 +134,7 @@ output), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("target")
-@_MEMBER
+@option("member")
 @format_option(("text", "json"), "text for people; json (schema 1) for scripts.")
 @option("platform")
 def verify_command(target: str, fmt: str, member: str | None, platform: str | None) -> None:
@@ -284,7 +279,7 @@ def slim_command(
     listed = read_keep_list(keep_list) if keep_list else []
     if not keep and not listed and not drop:
         raise UsageError("say what to keep or drop: --keep GLOB, --drop GLOB or --keep-list FILE")
-    found = resolve_target(target, platform=platform, progress=lambda m: click.echo(m, err=True))
+    found = resolve_target(target, platform=platform, progress=say)
     library = one_metallib(target, found, member=member, command="slim")
     if in_place and library.kind != "metallib":
         raise UsageError(
@@ -330,15 +325,13 @@ def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
     missing = result.unmatched_keep_list
     if missing:
         shown = ", ".join(repr(p) for p in missing[:5]) + (" ..." if len(missing) > 5 else "")
-        click.echo(
+        say(
             f"warning: {keep_list}: {len(missing)} line(s) match no function in {result.input}: "
-            f"{shown}",
-            err=True,
+            f"{shown}"
         )
     bad = result.hash_mismatches
     if bad:
-        click.echo(
+        say(
             f"warning: copied {len(bad)} function(s) whose module SHA-256 does not match its "
-            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}",
-            err=True,
+            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}"
         )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import output_options
+from builder.cli.publishing import output_options, say
 from builder.cli.tree_options import option
 
 if TYPE_CHECKING:
@@ -55,10 +55,6 @@ def measured_files(reports: Sequence[Report]) -> list[str | None]:
     return files
 
 
-def _progress(message: str) -> None:
-    click.echo(message, err=True)
-
-
 def load(
     target: str,
     by: str,
@@ -82,17 +78,16 @@ def load(
             by=by,
             rules=rules,
             platform=platform,
-            progress=_progress,
+            progress=say,
             sources=sources,
             download=download,
             member=member,
             absent_ok=absent_ok,
         )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
-        click.echo(
+        say(
             f"note: {target}: kernel groups come from its build manifest; --rules "
-            "is not used for it",
-            err=True,
+            "is not used for it"
         )
     if sources is not None:
         _warn_unattributed(reports, sources.origin)
@@ -113,11 +108,10 @@ def _warn_unmatched(reports: list[Report], origin: str) -> None:
         rows = [j for j in report.jit_units if j.name in host.unmatched]
         size = sum(j.host_bytes or 0 for j in rows)
         shown = ", ".join(visible(j.name) for j in rows[:5]) + (", ..." if len(rows) > 5 else "")
-        click.echo(
+        say(
             f"warning: {visible(report.source.label)}: {len(rows):,} of "
             f"{len(report.jit_units):,} run-time sources ({human_size(size)}, {size:,} bytes) "
-            f"are made from no header of {visible(origin.partition(':')[2])}: {shown}",
-            err=True,
+            f"are made from no header of {visible(origin.partition(':')[2])}: {shown}"
         )
 
 
@@ -133,13 +127,12 @@ def _warn_unattributed(reports: list[Report], origin: str) -> None:
             continue  # grouped by its manifest or a saved report, not by the tree
         row = next((g for g in report.groups if g.name == OTHER), None)
         if row is not None and row.function_count:
-            click.echo(
+            say(
                 f"warning: {visible(report.source.label)}: {row.function_count:,} of "
                 f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
                 f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
                 f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude, [kernels.requires])?",
-                err=True,
+                "--exclude, [kernels.requires])?"
             )
 
 
@@ -254,7 +247,7 @@ def _host_binaries(target: str, platform: str | None) -> list[tuple[Path, str | 
     if path.exists() and not path.is_dir() and path.suffix != ".whl":
         check_regular(path, "the target")
         return [(path, None)]
-    found = resolve_target(target, platform=platform, progress=_progress, host_libraries="every")
+    found = resolve_target(target, platform=platform, progress=say, host_libraries="every")
     binaries: dict[Path, str | None] = {}
     for lib in found:
         if lib.manifest is not None:

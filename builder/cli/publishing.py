@@ -36,12 +36,18 @@ __all__ = [
     "output_plan",
     "publish",
     "pull_request_for",
+    "say",
     "terminal",
     "verdict",
 ]
 
 
 F = TypeVar("F", bound=Callable[..., object])
+
+
+def say(line: str) -> None:
+    """One line for the person watching, on stderr (progress, notes): stdout stays data."""
+    click.echo(line, err=True)
 
 
 def emit_json(document: Mapping[str, object]) -> None:
@@ -150,7 +156,7 @@ def publish(markdown: Callable[[], str], marker: str, pull_request: PullRequest 
     if pull_request is None and not os.environ.get(STEP_SUMMARY):
         return
     for line in publish_markdown(markdown(), marker=marker, pull_request=pull_request):
-        click.echo(line, err=True)
+        say(line)
 
 
 def terminal(to_stdout: bool) -> tuple[bool, int | None]:
@@ -174,11 +180,11 @@ def verdict(
     from builder.errors import CheckFailed
 
     if failed and warn_only:
-        click.echo(f"warning: {what} (--warn-only: exit 0): " + shown("; ".join(failed)), err=True)
+        say(f"warning: {what} (--warn-only: exit 0): " + shown("; ".join(failed)))
     elif failed:
         raise CheckFailed(f"{what}: " + "; ".join(failed))
     elif passed is not None:
-        click.echo(passed, err=True)
+        say(passed)
 
 
 @click.command(
@@ -209,8 +215,7 @@ def base_artifact_command(name: str, branch: str) -> None:
     api = api_from_env(os.environ, "base-artifact")
     found = find_base_artifact(api, name, branch)
     click.echo(f"run-id={found.run_id}\nartifact-id={found.artifact_id}")
-    click.echo(
+    say(
         f"base: artifact {found.name!r} #{found.artifact_id} of run {found.run_id} "
-        f"(a push to {found.branch} of {api.repository}, commit {found.head_sha[:12] or '?'})",
-        err=True,
+        f"(a push to {found.branch} of {api.repository}, commit {found.head_sha[:12] or '?'})"
     )

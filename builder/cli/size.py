@@ -21,6 +21,7 @@ from builder.cli.publishing import (
     output_plan,
     publish,
     pull_request_for,
+    say,
     verdict,
 )
 from builder.cli.tree_options import option, tree_options, tree_sources
@@ -100,7 +101,7 @@ def _notes(comparison: Comparison) -> None:
     from builder.render.text import visible
 
     for note in comparison.notes:
-        click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
+        say(f"note: {visible(note)}")  # a saved report's grouping: untrusted
 
 
 @click.command("report")
@@ -215,6 +216,7 @@ def compare_command(
       metallib-builder compare base.json build/ --max-growth 1% --github-comment --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
+    from builder.errors import UsageError
     from builder.publish.outputs import comparison_output
     from builder.render.pr_comment import MARKER
     from builder.render.text import gate_message, visible
@@ -222,8 +224,6 @@ def compare_command(
 
     gates = Gates(**limits)  # the gate options are named as Gates' fields
     if "," in by:
-        from builder.errors import UsageError
-
         raise UsageError(
             f"compare groups by one key, not --by {by}: nested groups are shown by "
             f"'report --by {by}' (run it on each side)"
@@ -238,15 +238,13 @@ def compare_command(
         for target in (base, head)
     ]
     if member is not None and not any(loaded):
-        from builder.errors import UsageError
-
         raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
     markdown = deliver(
         plan,
         lambda kind, color, width: comparison_output(evaluated, kind, top, color, width),
-        [*measured_files(loaded[0]), *measured_files(loaded[1])],
+        measured_files([*loaded[0], *loaded[1]]),
     )
     publish(markdown, MARKER, pull_request)
     failed = [gate_message(r) for _, results in evaluated for r in results if not r.passed]
@@ -308,10 +306,8 @@ def budget_command(
     pull_request = pull_request_for(github_comment)
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
-    click.echo(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})", err=True)
-    checks = check_budgets(
-        parsed.budgets, progress=lambda line: click.echo(line, err=True), trees=tree_of
-    )
+    say(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})")
+    checks = check_budgets(parsed.budgets, progress=say, trees=tree_of)
 
     markdown = deliver(plan, partial(budget_output, checks, str(path)))
     publish(markdown, MARKER, pull_request)
@@ -385,7 +381,7 @@ def history_command(
         platform=platform,
         download=download,
         sources=sources,
-        progress=lambda line: click.echo(line, err=True),
+        progress=say,
         member=member,
     )
     deliver(plan, partial(history_output, library_histories(points, top or None), by))

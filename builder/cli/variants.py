@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.publishing import format_option, given
+from builder.cli.publishing import format_option, given, say
 from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
@@ -162,15 +162,15 @@ def variants_command(
     found = _interface(found, jit_namespace, jit_api, jit_lookup)
     terminal = sys.stderr.isatty()
     if terminal:  # progress, as the rest: scripts read warnings only
-        click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
-    progress = (lambda message: click.echo(message, err=True)) if terminal else None
+        say(f"kernel tree {found.root}: {tree_summary(found)}")
+    progress = say if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
     # failed or killed run leaves the previous one (builder.files.output_folder).
     with replaced_folder(
         outdir,
         marker=RUN_FILE,
         wait=not no_wait,
-        on_wait=lambda line: click.echo(line, err=True),
+        on_wait=say,
     ) as staged:
         run = make_variants(
             from_target,
@@ -200,18 +200,16 @@ def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> N
     from builder.render.text import visible
 
     if not_in_tree:
-        click.echo(
+        say(
             f"warning: {visible(target)}: {not_in_tree:,} function(s) of the library are "
             f"produced by no entry file of {visible(str(root))} and stay AOT in every variant: "
-            "does the tree match the library (release, -D, --exclude, [kernels.requires])?",
-            err=True,
+            "does the tree match the library (release, -D, --exclude, [kernels.requires])?"
         )
     if missing:
-        click.echo(
+        say(
             f"warning: {visible(target)}: {missing:,} kernel(s) of {visible(str(root))} are "
             "not in the library: another release, or entry files its platform's build leaves "
-            "out ([kernels.requires] in metallib.toml)?",
-            err=True,
+            "out ([kernels.requires] in metallib.toml)?"
         )
 
 
