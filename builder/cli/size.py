@@ -352,14 +352,14 @@ def history_command(
 ) -> None:
     """Show how a library's size changed over releases or builds, in the order given.
 
-    Each TARGET is measured as 'report' measures it (a .metallib, .whl, PACKAGE==VERSION, saved
-    report .json or build folder): total size, functions, the largest groups and, with
-    --download, the download size. JSON has one entry in "points" per target ("target", "bytes",
-    "groups"); the HTML page draws them as line charts without scripts or network. Targets that
-    hold several libraries (a binary or wheel) have a history per library, paired by its name
-    (JSON: "libraries", each with its "points"), never their sum; --member shows one. With
-    --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups are the entry
-    files of that kernel tree, for every target: releases built from one tree compare by file.
+    Each TARGET is measured as 'report' measures it: total size, functions, the largest groups
+    and, with --download, the download size. JSON has one entry in "points" per target
+    ("target", "bytes", "groups"); the HTML page draws them as line charts without scripts or
+    network. Targets that hold several libraries (a binary or wheel) have a history per library,
+    paired by its name (JSON: "libraries", each with its "points"), never their sum; --member
+    shows one. With --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups
+    are the entry files of that kernel tree, for every target: releases built from one tree
+    compare by file.
 
     \b
     Examples:

@@ -119,9 +119,8 @@ def variants_command(
     CMakePresets.json instead, see 'presets'): OUTDIR/<variant>/<library>.metallib holds
     the functions of its AOT entry files (byte-identical; functions no entry file produces stay
     too) and OUTDIR/<variant>/jit_sources.cpp its JIT entry files' headers as 'embed' writes
-    them; OUTDIR/variants.json describes the run (the JSON output). OUTDIR is replaced as a
-    whole, only once the run has written everything: a failed or interrupted run leaves the
-    previous one, and one run at a time writes it (--no-wait: exit 2 instead of waiting).
+    them; OUTDIR/variants.json describes the run (the JSON output). A failed or interrupted
+    run leaves the previous OUTDIR as it was (-o, --no-wait).
     Variants:
       all-aot   the input as it is
       jit-mode  metallib.toml's aot-only entry files AOT, every other JIT (when it names some)
