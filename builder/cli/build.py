@@ -1,44 +1,31 @@
-"""``build``: drive CMake + Ninja, then print what the build produced, measured.
+"""``build`` (CMake + Ninja, then what the build produced, measured), ``presets`` (several
+builds side by side, ``builder.cmake_build.driver``) and ``embed`` (run-time preambles,
+``builder.jit.generate.write_embed``).
 
 Progress goes to stderr (a bar on a terminal, plain ``[n/N]`` lines otherwise); then stdout gets
-what ``report BUILD_DIR`` prints for the build (``--format json``: its JSON report). Exit 2 before
-configuring when AOT is asked for without a Metal compiler or the selection is bad; exit 1 when
-the build itself fails. The build options and
-settings are shared with ``presets`` (``builder.cli.build``), which builds several.
-
-``embed``: kernel headers inlined into a C++ source of run-time preambles (any kernel tree),
-a thin command over ``builder.jit.generate.write_embed`` (the generated text: docs/jit.md).
-
-``presets``: build every preset of CMakePresets.json this machine can build, side by side,
-and compare their sizes.
-
-The bundled (catalog) tree is built with CMake + Ninja once per preset, each in a subfolder of
-``--build-dir`` (``builder.cmake_build.driver``). Writing subsets of a built library is another
-job, ``variants --from`` (``builder.cli.variants``): a preset is a build, a variant a subset.
+what ``report BUILD_DIR`` prints for the build. Writing subsets of a built library is another
+job, ``variants --from``: a preset is a build, a variant a subset.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import format_option
+from builder.cli.publishing import format_option, say, terminal
 from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.cmake_build.plan_model import BuildRequest
 
 __all__ = [
     "build_command",
     "build_only_options",
-    "build_request",
     "embed_command",
     "no_wait_option",
     "presets_command",
@@ -51,7 +38,8 @@ F = TypeVar("F", bound=Callable[..., object])
 def _build_only() -> list[Callable[[F], F]]:
     """The options of every build setting the kernel-tree options and ``--jit``/``--aot`` do
     not add, in declaration order: a build setting added to the request is on ``build`` and
-    ``presets`` with nothing more said here."""
+    ``presets`` with nothing more said here (``-j`` and ``--source-dir`` come with the
+    kernel-tree options, ``builder.cli.tree_options``)."""
     from dataclasses import fields
 
     from builder.cmake_build.plan_model import Tree, request_settings
@@ -67,19 +55,11 @@ no_wait_option = option("no_wait")
 
 
 def build_only_options(func: F) -> F:
-    """Add the options only a build takes (``-j`` and ``--source-dir`` come with the kernel-tree
-    options, ``builder.cli.tree_options``)."""
+    """Add the options only a build takes; each click parameter is named like its field of the
+    ``BuildRequest`` (``BuildRequest.from_options``)."""
     for add in reversed(_BUILD_ONLY):
         func = add(func)
     return func
-
-
-def build_request(values: Mapping[str, object]) -> BuildRequest:
-    """The ``BuildRequest`` of the build options' values (and the kernel-tree options'): each
-    click parameter is named like its request field (``builder.cmake_build.plan_model``)."""
-    from builder.cmake_build.plan_model import BuildRequest
-
-    return BuildRequest.from_options(values)
 
 
 _tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
@@ -122,9 +102,10 @@ def build_command(
     """
     from builder.cli.console import stderr_console
     from builder.cmake_build.driver import run_build
+    from builder.cmake_build.plan_model import BuildRequest
 
     outcome = run_build(
-        build_request({**options, **asdict(tree)}),
+        BuildRequest.from_options({**options, **asdict(tree)}),
         jobs=tree.jobs,
         console=stderr_console(),
         verbose=verbose,
@@ -138,21 +119,19 @@ def build_command(
         soft_wrap=True,
     )
     # what `report BUILD_DIR --format FMT` prints: one measurement and one view of a build
-    from builder.cli.console import stdout_color, stdout_table_width
     from builder.publish.outputs import report_output
 
-    shown = report_output(outcome.reports, fmt, None, stdout_color(), stdout_table_width())
-    click.echo(shown, nl=False)
+    click.echo(report_output(outcome.reports, fmt, None, *terminal(True)), nl=False)
 
 
-_EPILOG = """\b
+@click.command(
+    "presets",
+    epilog="""\b
 Examples:
   metallib-builder presets --build-dir build -j 2
   metallib-builder presets --kernels unary,binary --build-dir build --format json
-"""
-
-
-@click.command("presets", epilog=_EPILOG)
+""",
+)
 @option("source_dir", note="presets: a catalog tree only. Default: the bundled metal_src/.")
 @option("jobs")
 @format_option(
@@ -183,12 +162,13 @@ def presets_command(
     """
     from builder.cli.console import stderr_console
     from builder.cmake_build.driver import build_presets
+    from builder.cmake_build.plan_model import BuildRequest
     from builder.errors import CheckFailed
     from builder.publish.outputs import presets_output
 
     if source_dir is not None and not source_dir.is_dir():
         raise UsageError(f"--source-dir {source_dir}: not a folder")
-    request = build_request({**options, "source_dir": source_dir})
+    request = BuildRequest.from_options({**options, "source_dir": source_dir})
     results = build_presets(
         request,
         request.build_dir,
@@ -307,9 +287,8 @@ def embed_command(
         named=named,
     )
     files = len({f for p in written for f in p.files})
-    click.echo(
+    say(
         f"embed: {len(written)} preamble(s) from {files} file(s), "
         f"{sum(len(p.text.encode()) for p in written):,} bytes -> {output}"
-        f"{'' if changed else ' (unchanged)'}",
-        file=sys.stderr,
+        f"{'' if changed else ' (unchanged)'}"
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import emit_json, format_option
+from builder.cli.publishing import emit_json, format_option, say
 from builder.cli.tree_options import catalog_selection, option, tree_options
 from builder.errors import CheckFailed
 from builder.kernels.catalog import split_names
@@ -84,22 +84,14 @@ def check_command(
         _check_discovered(folder, tree, compiler, fmt)
         return
     source_dir = tree.source_dir
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
 
+    from builder.cli.console import stderr_bar
     from builder.jit.check import ChunkResult, check_library
 
-    err = Console(stderr=True)
-    # A live bar on a terminal; one line per finished chunk in logs (CI), where a bar is noise.
-    progress = Progress(
-        TextColumn("check"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("instantiations"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    # A live bar on a terminal; one line per finished chunk in logs (CI).
+    progress = stderr_bar(
+        "check", BarColumn(), MofNCompleteColumn(), "instantiations", TimeElapsedColumn()
     )
     task = progress.add_task("check", total=None)
 
@@ -109,12 +101,11 @@ def check_command(
 
     def done(chunk: ChunkResult) -> None:
         progress.advance(task, chunk.instantiations)
-        if not err.is_terminal:
+        if progress.disable:
             state = "ok" if chunk.ok else "FAILED"
-            click.echo(
+            say(
                 f"check: {chunk.chunk}: {chunk.instantiations} instantiations "
-                f"{state} ({chunk.seconds:.1f}s)",
-                err=True,
+                f"{state} ({chunk.seconds:.1f}s)"
             )
 
     try:
@@ -161,6 +152,7 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
     flags = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
     config = for_platform(flags, given=tree.defines)
     result = check_tree(source_dir, config, compiler=compiler)
+    failed = sum(1 for f in result.files if not f.ok)
     if fmt == "json":
         emit_json(result.to_json())
     else:
@@ -170,7 +162,6 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
             click.echo(f"{visible(file.path)}: {file.kind}{what}: {state}")
             for finding in file.findings:
                 click.echo(f"  {visible(finding)}")
-        failed = sum(1 for f in result.files if not f.ok)
         entries = sum(1 for f in result.files if f.kind == "entry file")
         click.echo(
             f"check {'ok' if result.ok else 'FAILED'}: {entries} entry files and "
@@ -178,6 +169,4 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
             f"{failed} with findings ({result.compiler})"
         )
     if not result.ok:
-        raise CheckFailed(
-            f"kernel check failed: {sum(1 for f in result.files if not f.ok)} file(s)"
-        )
+        raise CheckFailed(f"kernel check failed: {failed} file(s)")

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
     from rich.console import Console
+    from rich.progress import Progress, ProgressColumn
 
 __all__ = [
     "guard_closed_pipes",
+    "stderr_bar",
     "stderr_console",
     "stdout_color",
     "stdout_table_width",
@@ -98,6 +100,15 @@ def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+
+
+def stderr_bar(*columns: str | ProgressColumn) -> Progress:
+    """A progress bar on stderr that goes away when done, shown only on a terminal: in logs
+    (CI) a bar is noise."""
+    from rich.progress import Progress
+
+    console = stderr_console()
+    return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
 
 
 def stdout_color() -> bool:

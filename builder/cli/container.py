@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from builder.cli.publishing import emit_json, format_option
+from builder.cli.publishing import emit_json, format_option, say
 from builder.cli.tree_options import option
 from builder.errors import CheckFailed, UsageError
 
@@ -37,9 +37,7 @@ def _libraries(
     but by ``list``, which shows the functions it records."""
     from builder.inputs.targets import one_metallib, resolve_target
 
-    found = resolve_target(
-        target, platform=platform, member=member, progress=lambda m: click.echo(m, err=True)
-    )
+    found = resolve_target(target, platform=platform, member=member, progress=say)
     return [
         lib
         if lib.saved is not None and command == "list"
@@ -65,9 +63,6 @@ def _listed(library: Library, sort: str) -> tuple[tuple[int, str], list[Function
         return (lib.file_size, lib.header.format_version_text), function_rows(lib, sort)
 
 
-_MEMBER = option("member")
-
-
 @click.command(
     "list",
     epilog="""\b
@@ -79,7 +74,7 @@ Examples:
 )
 @click.argument("target")
 @format_option(("table", "json"), "table for people; json (schema 1) for scripts.")
-@_MEMBER
+@option("member")
 @click.option(
     "--sort",
     type=click.Choice(["index", "name", "size"]),
@@ -95,11 +90,9 @@ def list_command(
 
     bitcode is the size of the function's module in the bitcode section (wrapper and padding
     included); bytes is everything the function owns: its list entry, metadata pieces, module
-    and reflection piece. All sizes are read from TARGET: a .metallib, a binary (Mach-O, ELF),
-    a .whl, PACKAGE==VERSION (the macOS wheel, downloaded and cached), a build folder, or a
-    saved report .json (the functions it records; their type is not recorded: '-', null in
-    JSON). A TARGET holding several metallibs lists each in turn (JSON: one document, its
-    "libraries"); --member lists one.
+    and reflection piece. TARGET is any target 'report' takes (a saved report .json: the
+    functions it records, without their type: '-', null in JSON). A TARGET holding several
+    metallibs lists each in turn (JSON: one document, its "libraries"); --member lists one.
     """
     from builder.render.library import rows_json, rows_table
 
@@ -141,7 +134,7 @@ output), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("target")
-@_MEMBER
+@option("member")
 @format_option(("text", "json"), "text for people; json (schema 1) for scripts.")
 @option("platform")
 def verify_command(target: str, fmt: str, member: str | None, platform: str | None) -> None:
@@ -203,17 +196,11 @@ def _with_progress(work: Callable[[Callable[[int], None] | None], T], total: int
     """Run ``work(progress)`` with a progress bar on stderr when stderr is a terminal."""
     if not sys.stderr.isatty() or total < (32 << 20):
         return work(None)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+    from rich.progress import BarColumn, DownloadColumn
 
-    from builder.cli.console import stderr_console
+    from builder.cli.console import stderr_bar
 
-    with Progress(
-        TextColumn("hashing modules"),
-        BarColumn(),
-        DownloadColumn(),
-        console=stderr_console(),
-        transient=True,
-    ) as bar:
+    with stderr_bar("hashing modules", BarColumn(), DownloadColumn()) as bar:
         task = bar.add_task("hash", total=total)
         return work(lambda done: bar.update(task, completed=done))
 
@@ -270,10 +257,8 @@ def slim_command(
 ) -> None:
     """Write a metallib holding a subset of TARGET's functions.
 
-    TARGET is a .metallib, a binary holding metallibs (Mach-O, ELF: the output is the chosen one
-    as a standalone metallib), a .whl, PACKAGE==VERSION (the macOS wheel is downloaded and
-    cached) or a build directory of this project, as for 'report'; a saved report .json has no
-    functions to copy. A wheel or binary holding several metallibs needs --member ('#2').
+    TARGET is any target 'report' takes but a saved report .json (no functions to copy); one
+    holding several metallibs needs --member ('#2'), a binary's is written as a standalone one.
 
     Kept functions keep their modules, metadata and reflection data byte for byte, in their
     original order; offsets, counts and sizes are recomputed and the subset gets a new UUID
@@ -294,7 +279,7 @@ def slim_command(
     listed = read_keep_list(keep_list) if keep_list else []
     if not keep and not listed and not drop:
         raise UsageError("say what to keep or drop: --keep GLOB, --drop GLOB or --keep-list FILE")
-    found = resolve_target(target, platform=platform, progress=lambda m: click.echo(m, err=True))
+    found = resolve_target(target, platform=platform, progress=say)
     library = one_metallib(target, found, member=member, command="slim")
     if in_place and library.kind != "metallib":
         raise UsageError(
@@ -340,15 +325,13 @@ def _slim_warnings(result: SlimResult, keep_list: Path | None) -> None:
     missing = result.unmatched_keep_list
     if missing:
         shown = ", ".join(repr(p) for p in missing[:5]) + (" ..." if len(missing) > 5 else "")
-        click.echo(
+        say(
             f"warning: {keep_list}: {len(missing)} line(s) match no function in {result.input}: "
-            f"{shown}",
-            err=True,
+            f"{shown}"
         )
     bad = result.hash_mismatches
     if bad:
-        click.echo(
+        say(
             f"warning: copied {len(bad)} function(s) whose module SHA-256 does not match its "
-            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}",
-            err=True,
+            f"HASH tag (--allow-hash-mismatch): {describe_mismatches(bad)}"
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import click
 
@@ -78,29 +79,20 @@ def _print_cmake_dir(ctx: click.Context, _param: click.Parameter, value: bool) -
     ctx.exit()
 
 
+def _eager(shown: str) -> dict[str, Any]:
+    """What a flag that answers and exits before any command runs is (its help, as the
+    top-level ``--help`` shows it under ``shown``)."""
+    return {"is_flag": True, "expose_value": False, "is_eager": True, "help": OPTION_HELP[shown]}
+
+
 @click.group(
     cls=LazyGroup,
     help=DESCRIPTION,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=EPILOG,
 )
-@click.option(
-    "-V",
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help=OPTION_HELP["-V, --version"],
-)
-@click.option(
-    "--cmake-dir",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_cmake_dir,
-    help=OPTION_HELP["--cmake-dir"],
-)
+@click.option("-V", "--version", callback=_print_version, **_eager("-V, --version"))
+@click.option("--cmake-dir", callback=_print_cmake_dir, **_eager("--cmake-dir"))
 @click.option("--debug", is_flag=True, help=OPTION_HELP["--debug"])
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import emit_json, format_option
+from builder.cli.publishing import emit_json, format_option, terminal
 from builder.cli.tree_options import catalog_selection, tree_options
 from builder.settings import split_names
 
@@ -36,11 +36,9 @@ Examples:
   metallib-builder kernels --source-dir mlx/backend/metal/kernels -I . \\
       --exclude 'fence.metal' --exclude '*_nax.metal'
   metallib-builder kernels --source-dir shaders/ -D __METAL_VERSION__=320 --format json
-\b
-A folder without catalog.json is discovered: each .metal file is run through the host C++
-preprocessor (g++, clang++ or cpp; Metal's headers are empty stand-ins) and every kernel the
-Metal compiler would emit is listed with its entry file. Settings can live in DIR/metallib.toml
-(see docs/discovery.md). Exit 2 when a file does not preprocess (the first error is printed).
+
+A folder without catalog.json is discovered with the host C++ preprocessor, settings in
+DIR/metallib.toml (docs/discovery.md); exit 2 when a file does not preprocess.
 """,
 )
 @tree_options(default="the bundled metal_src")
@@ -216,8 +214,7 @@ def _catalog_listing(
 def _stdout_console() -> tuple[Console, bool]:
     """The console for stdout, and whether tables fit their cells: a terminal's width on a
     terminal; on a pipe or in a file nothing is wrapped or cut (``text_console``)."""
-    from builder.cli.console import stdout_color, stdout_table_width
     from builder.render.text import text_console
 
-    width = stdout_table_width()
-    return text_console(sys.stdout, color=stdout_color(), width=width), width is None
+    color, width = terminal(True)
+    return text_console(sys.stdout, color=color, width=width), width is None

@@ -3,10 +3,7 @@ should know on stderr (the rules not used, the bytes no entry file of ``--source
 and the check that no ``-o`` names one of the files read.
 
 ``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
-functions (MLX's preambles), each with the bytes its string holds in the binary, read by the
-reader a host library's report uses (``builder.size.host_strings``). Its target goes through
-the one resolver (``builder.inputs.targets``): a binary, each binary member of a wheel (a
-``.whl`` or ``PACKAGE==VERSION``, from ``report``'s cache) or a build folder's host library.
+functions, read as a host library's report reads them (``builder.size.host_strings``).
 """
 
 from __future__ import annotations
@@ -14,12 +11,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import output_options
+from builder.cli.publishing import output_options, say
 from builder.cli.tree_options import option
 
 if TYPE_CHECKING:
@@ -57,10 +55,6 @@ def measured_files(reports: Sequence[Report]) -> list[str | None]:
     return files
 
 
-def _progress(message: str) -> None:
-    click.echo(message, err=True)
-
-
 def load(
     target: str,
     by: str,
@@ -84,17 +78,16 @@ def load(
             by=by,
             rules=rules,
             platform=platform,
-            progress=_progress,
+            progress=say,
             sources=sources,
             download=download,
             member=member,
             absent_ok=absent_ok,
         )
     if rules is not None and any(r.grouping == "manifest" for r in reports):
-        click.echo(
+        say(
             f"note: {target}: kernel groups come from its build manifest; --rules "
-            "is not used for it",
-            err=True,
+            "is not used for it"
         )
     if sources is not None:
         _warn_unattributed(reports, sources.origin)
@@ -115,11 +108,10 @@ def _warn_unmatched(reports: list[Report], origin: str) -> None:
         rows = [j for j in report.jit_units if j.name in host.unmatched]
         size = sum(j.host_bytes or 0 for j in rows)
         shown = ", ".join(visible(j.name) for j in rows[:5]) + (", ..." if len(rows) > 5 else "")
-        click.echo(
+        say(
             f"warning: {visible(report.source.label)}: {len(rows):,} of "
             f"{len(report.jit_units):,} run-time sources ({human_size(size)}, {size:,} bytes) "
-            f"are made from no header of {visible(origin.partition(':')[2])}: {shown}",
-            err=True,
+            f"are made from no header of {visible(origin.partition(':')[2])}: {shown}"
         )
 
 
@@ -135,13 +127,12 @@ def _warn_unattributed(reports: list[Report], origin: str) -> None:
             continue  # grouped by its manifest or a saved report, not by the tree
         row = next((g for g in report.groups if g.name == OTHER), None)
         if row is not None and row.function_count:
-            click.echo(
+            say(
                 f"warning: {visible(report.source.label)}: {row.function_count:,} of "
                 f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
                 f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
                 f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude, [kernels.requires])?",
-                err=True,
+                "--exclude, [kernels.requires])?"
             )
 
 
@@ -183,11 +174,10 @@ def sources_command(
     namespace (and those nested in it); without it, every function whose string holds a line
     break.
 
-    TARGET is a Mach-O file (thin or fat), a .whl or PACKAGE==VERSION (the macOS wheel,
-    downloaded once and cached as for 'report') or a build folder (its host library): a
-    wheel lists each Mach-O member that returns any source, one table each, and JSON names
-    the member of every row. ELF host libraries are measured by symbol in 'report BUILD_DIR'
-    (docs/jit.md).
+    TARGET is a Mach-O file (thin or fat) or a wheel or build folder as 'report' takes them (a
+    build: its host library). A wheel lists each Mach-O member that returns any source, one
+    table each, and JSON names the member of every row. ELF host libraries are measured by
+    symbol in 'report BUILD_DIR' (docs/jit.md).
 
     \b
     Examples:
@@ -195,9 +185,9 @@ def sources_command(
       metallib-builder sources mlx/lib/libmlx.dylib --jit-namespace mlx::core::metal
       metallib-builder sources executorch==1.5.1 --format json -o sources.json
     """
-    from builder.cli.publishing import output_plan, terminal
+    from builder.cli.publishing import deliver, output_plan
     from builder.errors import UsageError
-    from builder.publish.outputs import sources_output, write_outputs
+    from builder.publish.outputs import sources_output
     from builder.size.host_strings import HostString, host_strings
 
     plan = output_plan(outputs, fmt, _FORMATS)
@@ -221,11 +211,7 @@ def sources_command(
                 f"{target}: no binary of the wheel returns a run-time source{where} "
                 f"(binaries searched: {searched})"
             )
-
-    def render(kind: str, to_stdout: bool) -> str:
-        return sources_output(target, found, namespace, kind, *terminal(to_stdout))
-
-    write_outputs(plan, render)
+    deliver(plan, partial(sources_output, target, found, namespace))
 
 
 def _not_macho(binary: str) -> Exception:
@@ -261,7 +247,7 @@ def _host_binaries(target: str, platform: str | None) -> list[tuple[Path, str | 
     if path.exists() and not path.is_dir() and path.suffix != ".whl":
         check_regular(path, "the target")
         return [(path, None)]
-    found = resolve_target(target, platform=platform, progress=_progress, host_libraries="every")
+    found = resolve_target(target, platform=platform, progress=say, host_libraries="every")
     binaries: dict[Path, str | None] = {}
     for lib in found:
         if lib.manifest is not None:

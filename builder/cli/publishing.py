@@ -27,19 +27,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "base_artifact_command",
+    "deliver",
     "emit_json",
     "format_option",
     "github_comment_option",
+    "given",
     "output_options",
     "output_plan",
     "publish",
     "pull_request_for",
+    "say",
     "terminal",
     "verdict",
 ]
 
 
 F = TypeVar("F", bound=Callable[..., object])
+
+
+def say(line: str) -> None:
+    """One line for the person watching, on stderr (progress, notes): stdout stays data."""
+    click.echo(line, err=True)
 
 
 def emit_json(document: Mapping[str, object]) -> None:
@@ -103,15 +111,32 @@ github_comment_option = click.option(
 :func:`pull_request_for`)."""
 
 
+def given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not click.core.ParameterSource.DEFAULT
+
+
 def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Destination]:
     """Where each rendering goes (``builder.publish.outputs.plan_outputs``); ``--format`` counts
     as given when it was on the command line."""
     from builder.publish.outputs import plan_outputs
 
-    source = click.get_current_context().get_parameter_source("fmt")
-    return plan_outputs(
-        outputs, fmt, explicit=source is not click.core.ParameterSource.DEFAULT, formats=formats
-    )
+    return plan_outputs(outputs, fmt, explicit=given("fmt"), formats=formats)
+
+
+def deliver(
+    plan: Sequence[Destination],
+    view: Callable[[str, bool, int | None], str],
+    inputs: Sequence[str | None] = (),
+) -> Callable[[], str]:
+    """Write each output of ``plan`` (``builder.publish.outputs.write_outputs``) as
+    ``view(format, colour, width)`` renders it, with the terminal's colour and width for stdout
+    only (:func:`terminal`); returns the markdown rendering, for :func:`publish`."""
+    from builder.publish.outputs import write_outputs
+
+    write_outputs(plan, lambda kind, to_stdout: view(kind, *terminal(to_stdout)), inputs)
+    return lambda: view("markdown", False, None)
 
 
 def pull_request_for(wanted: bool) -> PullRequest | None:
@@ -131,7 +156,7 @@ def publish(markdown: Callable[[], str], marker: str, pull_request: PullRequest 
     if pull_request is None and not os.environ.get(STEP_SUMMARY):
         return
     for line in publish_markdown(markdown(), marker=marker, pull_request=pull_request):
-        click.echo(line, err=True)
+        say(line)
 
 
 def terminal(to_stdout: bool) -> tuple[bool, int | None]:
@@ -155,11 +180,11 @@ def verdict(
     from builder.errors import CheckFailed
 
     if failed and warn_only:
-        click.echo(f"warning: {what} (--warn-only: exit 0): " + shown("; ".join(failed)), err=True)
+        say(f"warning: {what} (--warn-only: exit 0): " + shown("; ".join(failed)))
     elif failed:
         raise CheckFailed(f"{what}: " + "; ".join(failed))
     elif passed is not None:
-        click.echo(passed, err=True)
+        say(passed)
 
 
 @click.command(
@@ -190,8 +215,7 @@ def base_artifact_command(name: str, branch: str) -> None:
     api = api_from_env(os.environ, "base-artifact")
     found = find_base_artifact(api, name, branch)
     click.echo(f"run-id={found.run_id}\nartifact-id={found.artifact_id}")
-    click.echo(
+    say(
         f"base: artifact {found.name!r} #{found.artifact_id} of run {found.run_id} "
-        f"(a push to {found.branch} of {api.repository}, commit {found.head_sha[:12] or '?'})",
-        err=True,
+        f"(a push to {found.branch} of {api.repository}, commit {found.head_sha[:12] or '?'})"
     )

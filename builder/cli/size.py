@@ -1,18 +1,13 @@
-"""``report`` and ``compare``: thin Click shells over targets, report, compare and render.
+"""The size commands: ``report``, ``compare``, ``budget`` and ``history``.
 
 Everything heavy is imported inside the commands, so ``report --format json`` pays only for what
 it uses (no rich). Data goes to stdout; progress and errors go to stderr.
-
-``budget``: check the size budgets committed with the project (pyproject.toml or
-metallib-size.toml), print one table, exit 1 when any limit is exceeded.
-
-``history``: size across releases or builds, as a table, JSON, markdown, CSV or an HTML line
-chart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,12 +15,13 @@ import click
 
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
+    deliver,
     github_comment_option,
     output_options,
     output_plan,
     publish,
     pull_request_for,
-    terminal,
+    say,
     verdict,
 )
 from builder.cli.tree_options import option, tree_options, tree_sources
@@ -105,7 +101,7 @@ def _notes(comparison: Comparison) -> None:
     from builder.render.text import visible
 
     for note in comparison.notes:
-        click.echo(f"note: {visible(note)}", err=True)  # a saved report's grouping: untrusted
+        say(f"note: {visible(note)}")  # a saved report's grouping: untrusted
 
 
 @click.command("report")
@@ -136,13 +132,10 @@ def report_command(
     \b
     Examples:
       metallib-builder report mlx-metal==0.30.0
-      metallib-builder report build/ --by source
       metallib-builder report mlx-metal==0.32.1 --source-dir mlx/backend/metal/kernels -I .
-      metallib-builder report mlx/lib/libmlx.dylib --source-dir mlx/backend/metal/kernels -I .
       metallib-builder report mlx-metal==0.32.1 --member mlx/lib/libmlx.dylib --source-dir TREE
       metallib-builder report build/ --by source,dtype
       metallib-builder report mlx.metallib --by dtype --format json > report.json
-      metallib-builder report mlx-metal==0.32.0 --format html -o size.html
       metallib-builder report build/ -o report.json -o report.html
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
@@ -159,12 +152,13 @@ def report_command(
         ]
     )
 
-    def render(kind: str, to_stdout: bool) -> str:
-        return report_output(reports, kind, top, *terminal(to_stdout), binaries)
+    from builder.publish.outputs import report_output
 
-    from builder.publish.outputs import report_output, write_outputs
-
-    write_outputs(plan, render, measured_files(reports))
+    deliver(
+        plan,
+        lambda kind, color, width: report_output(reports, kind, top, color, width, binaries),
+        measured_files(reports),
+    )
 
 
 def _binary_name(source: Source) -> str:
@@ -219,19 +213,17 @@ def compare_command(
       metallib-builder compare base/ head/ --max-growth 1% --format markdown
       metallib-builder compare base.json head.metallib --max-size 120MB --fail-on-new-group
       metallib-builder compare base.json build/ -o size.md -o size.html -o size.json
-      metallib-builder compare base.json build/ --max-growth 1% --github-comment
-      metallib-builder compare base/ head/ --format html -o size-diff.html --warn-only
+      metallib-builder compare base.json build/ --max-growth 1% --github-comment --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
     """
-    from builder.publish.outputs import comparison_output, write_outputs
+    from builder.errors import UsageError
+    from builder.publish.outputs import comparison_output
     from builder.render.pr_comment import MARKER
     from builder.render.text import gate_message, visible
     from builder.size.checks import Gates, check_pairs
 
     gates = Gates(**limits)  # the gate options are named as Gates' fields
     if "," in by:
-        from builder.errors import UsageError
-
         raise UsageError(
             f"compare groups by one key, not --by {by}: nested groups are shown by "
             f"'report --by {by}' (run it on each side)"
@@ -246,16 +238,15 @@ def compare_command(
         for target in (base, head)
     ]
     if member is not None and not any(loaded):
-        from builder.errors import UsageError
-
         raise UsageError(f"no metallib {member!r} in {base} nor in {head}")
     evaluated = check_pairs(loaded[0], loaded[1], gates, _notes)
 
-    def render(kind: str, to_stdout: bool) -> str:
-        return comparison_output(evaluated, kind, top, *terminal(to_stdout))
-
-    write_outputs(plan, render, [*measured_files(loaded[0]), *measured_files(loaded[1])])
-    publish(lambda: render("markdown", False), MARKER, pull_request)
+    markdown = deliver(
+        plan,
+        lambda kind, color, width: comparison_output(evaluated, kind, top, color, width),
+        measured_files([*loaded[0], *loaded[1]]),
+    )
+    publish(markdown, MARKER, pull_request)
     failed = [gate_message(r) for _, results in evaluated for r in results if not r.passed]
     passed = "size gates passed" if gates != Gates() else None
     verdict(failed, warn_only, "size gate failed", passed, visible)
@@ -280,14 +271,14 @@ def budget_command(
 
     BUDGET_FILE is a pyproject.toml with [[tool.metallib-builder.budget]] tables or a
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
-    directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION)
-    (member: one library of it, as 'report --member')
-    and any of max-size, max-total-size (metallib + JIT host library), max-download-size,
-    max-functions, groups (with by) and max-growth against a base report; by = "source" names
-    its kernel tree with source-dir, include-dirs, defines, exclude and config, read as
-    --source-dir, -I, -D, --exclude and --config are. Exit codes: 0 every
-    limit holds, 1 one is exceeded (the message names it), 2 a bad budget file (naming the key)
-    or an unusable target. With GITHUB_STEP_SUMMARY set, the markdown is appended there once.
+    directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION;
+    member: one library of it, as 'report --member') and any of max-size, max-total-size
+    (metallib + JIT host library), max-download-size, max-functions, groups (with by) and
+    max-growth against a base report; by = "source" names its kernel tree with source-dir,
+    include-dirs, defines, exclude and config, read as --source-dir, -I, -D, --exclude and
+    --config are. Exit codes: 0 every limit holds, 1 one is exceeded (the message names it), 2 a
+    bad budget file (naming the key) or an unusable target. With GITHUB_STEP_SUMMARY set, the
+    markdown is appended there once.
 
     \b
     Example pyproject.toml:
@@ -305,7 +296,7 @@ def budget_command(
       metallib-builder budget -o budget.md -o budget.json --github-comment
     """
     from builder.cli.tree_options import tree_of
-    from builder.publish.outputs import budget_output, write_outputs
+    from builder.publish.outputs import budget_output
     from builder.render.pr_comment import BUDGET_MARKER as MARKER
     from builder.render.text import failures
     from builder.size.budget import check_budgets
@@ -315,16 +306,11 @@ def budget_command(
     pull_request = pull_request_for(github_comment)
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
-    click.echo(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})", err=True)
-    checks = check_budgets(
-        parsed.budgets, progress=lambda line: click.echo(line, err=True), trees=tree_of
-    )
+    say(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})")
+    checks = check_budgets(parsed.budgets, progress=say, trees=tree_of)
 
-    def render(kind: str, to_stdout: bool) -> str:
-        return budget_output(checks, str(path), kind, *terminal(to_stdout))
-
-    write_outputs(plan, render)
-    publish(lambda: render("markdown", False), MARKER, pull_request)
+    markdown = deliver(plan, partial(budget_output, checks, str(path)))
+    publish(markdown, MARKER, pull_request)
     verdict(failures(checks), warn_only, "budget exceeded", f"all {len(checks)} budget limits pass")
 
 
@@ -366,14 +352,14 @@ def history_command(
 ) -> None:
     """Show how a library's size changed over releases or builds, in the order given.
 
-    Each TARGET is measured as 'report' measures it (a .metallib, .whl, PACKAGE==VERSION, saved
-    report .json or build folder): total size, functions, the largest groups and, with
-    --download, the download size. JSON has one entry in "points" per target ("target", "bytes",
-    "groups"); the HTML page draws them as line charts without scripts or network. Targets that
-    hold several libraries (a binary or wheel) have a history per library, paired by its name
-    (JSON: "libraries", each with its "points"), never their sum; --member shows one. With
-    --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups are the entry
-    files of that kernel tree, for every target: releases built from one tree compare by file.
+    Each TARGET is measured as 'report' measures it: total size, functions, the largest groups
+    and, with --download, the download size. JSON has one entry in "points" per target
+    ("target", "bytes", "groups"); the HTML page draws them as line charts without scripts or
+    network. Targets that hold several libraries (a binary or wheel) have a history per library,
+    paired by its name (JSON: "libraries", each with its "points"), never their sum; --member
+    shows one. With --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups
+    are the entry files of that kernel tree, for every target: releases built from one tree
+    compare by file.
 
     \b
     Examples:
@@ -384,9 +370,7 @@ def history_command(
       metallib-builder history mlx-metal==0.32.0 mlx-metal==0.32.1 \\
           --source-dir mlx/backend/metal/kernels -I . --exclude fence.metal --exclude '*_nax*'
     """
-    from builder.cli.publishing import output_plan, terminal
-    from builder.cli.tree_options import tree_sources
-    from builder.publish.outputs import history_output, write_outputs
+    from builder.publish.outputs import history_output
     from builder.size.history import library_histories, measure_history
 
     plan = output_plan(outputs, fmt, _HISTORY_FORMATS)
@@ -397,12 +381,7 @@ def history_command(
         platform=platform,
         download=download,
         sources=sources,
-        progress=lambda line: click.echo(line, err=True),
+        progress=say,
         member=member,
     )
-    histories = library_histories(points, top or None)
-
-    def render(kind: str, to_stdout: bool) -> str:
-        return history_output(histories, by, kind, *terminal(to_stdout))
-
-    write_outputs(plan, render)
+    deliver(plan, partial(history_output, library_histories(points, top or None), by))

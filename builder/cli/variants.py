@@ -1,11 +1,6 @@
-"""``variants --from TARGET``: write every AOT/JIT split of a kernel tree (a variant) as a real
-subset of an Apple-built library, and compare their sizes.
-
-Nothing is compiled: discovery maps every function of TARGET to its entry file and
-``builder.subsets.variants`` writes each split's metallib and JIT source under ``-o OUTDIR``,
-measured. Figures go to stdout (table, JSON, markdown or HTML); progress goes to stderr, and
-only on a terminal. Building the presets of CMakePresets.json is another job, ``presets``
-(``builder.cli.build``): a variant is a subset, a preset a build.
+"""``variants --from TARGET``: every AOT/JIT split of a kernel tree written as a real subset of
+a built library (``builder.subsets.variants``), measured; nothing is compiled. Figures go to
+stdout; progress goes to stderr, and only on a terminal.
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.build import no_wait_option
-from builder.cli.publishing import format_option
+from builder.cli.publishing import format_option, given, say
 from builder.cli.tree_options import option, tree_options
 from builder.errors import UsageError
 
@@ -124,9 +119,8 @@ def variants_command(
     CMakePresets.json instead, see 'presets'): OUTDIR/<variant>/<library>.metallib holds
     the functions of its AOT entry files (byte-identical; functions no entry file produces stay
     too) and OUTDIR/<variant>/jit_sources.cpp its JIT entry files' headers as 'embed' writes
-    them; OUTDIR/variants.json describes the run (the JSON output). OUTDIR is replaced as a
-    whole, only once the run has written everything: a failed or interrupted run leaves the
-    previous one, and one run at a time writes it (--no-wait: exit 2 instead of waiting).
+    them; OUTDIR/variants.json describes the run (the JSON output). A failed or interrupted
+    run leaves the previous OUTDIR as it was (-o, --no-wait).
     Variants:
       all-aot   the input as it is
       jit-mode  metallib.toml's aot-only entry files AOT, every other JIT (when it names some)
@@ -155,7 +149,7 @@ def variants_command(
     size = parse_size(budget) if budget is not None else None
     if size is not None and size <= 0:
         raise UsageError(f"--budget {budget}: must be more than 0 bytes")
-    if size is None and _given("budget_of"):
+    if size is None and given("budget_of"):
         raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
     check_not_an_input(
         outdir,
@@ -167,15 +161,15 @@ def variants_command(
     found = _interface(found, jit_namespace, jit_api, jit_lookup)
     terminal = sys.stderr.isatty()
     if terminal:  # progress, as the rest: scripts read warnings only
-        click.echo(f"kernel tree {found.root}: {tree_summary(found)}", err=True)
-    progress = (lambda message: click.echo(message, err=True)) if terminal else None
+        say(f"kernel tree {found.root}: {tree_summary(found)}")
+    progress = say if terminal else None
     # OUTDIR is replaced as a whole once this run's files are complete, variants.json last: a
     # failed or killed run leaves the previous one (builder.files.output_folder).
     with replaced_folder(
         outdir,
         marker=RUN_FILE,
         wait=not no_wait,
-        on_wait=lambda line: click.echo(line, err=True),
+        on_wait=say,
     ) as staged:
         run = make_variants(
             from_target,
@@ -199,30 +193,22 @@ def variants_command(
     sys.stdout.write(document if fmt == "json" else variants_output(run, fmt))
 
 
-def _given(name: str) -> bool:
-    """Whether option ``name`` was given on the command line (not its default)."""
-    source = click.get_current_context().get_parameter_source(name)
-    return source is not click.core.ParameterSource.DEFAULT
-
-
 def _warn_mismatch(not_in_tree: int, missing: int, target: str, root: Path) -> None:
     """Say on stderr when the tree and the library do not match: whatever format stdout
     has, a wrong release or platform must not pass silently (the run itself succeeded)."""
     from builder.render.text import visible
 
     if not_in_tree:
-        click.echo(
+        say(
             f"warning: {visible(target)}: {not_in_tree:,} function(s) of the library are "
             f"produced by no entry file of {visible(str(root))} and stay AOT in every variant: "
-            "does the tree match the library (release, -D, --exclude, [kernels.requires])?",
-            err=True,
+            "does the tree match the library (release, -D, --exclude, [kernels.requires])?"
         )
     if missing:
-        click.echo(
+        say(
             f"warning: {visible(target)}: {missing:,} kernel(s) of {visible(str(root))} are "
             "not in the library: another release, or entry files its platform's build leaves "
-            "out ([kernels.requires] in metallib.toml)?",
-            err=True,
+            "out ([kernels.requires] in metallib.toml)?"
         )
 
 
