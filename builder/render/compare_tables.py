@@ -12,7 +12,21 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from builder.render.report_tables import shown_count
-from builder.render.table import Column, Name, Row, Said, Table, Words
+from builder.render.table import (
+    BASE,
+    DELTA,
+    DOWNLOAD,
+    FUNCTIONS,
+    HEAD,
+    PERCENT,
+    SIZE,
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    Words,
+)
 from builder.render.text import (
     gate_message,
     human_delta,
@@ -61,10 +75,10 @@ def delta_columns(key: str, counts: str | None, download: bool) -> tuple[Column,
             Column("head_function_count", f"{counts} head", "count"),
         ]
     columns += [
-        Column("base_bytes", "base", "size"),
-        Column("head_bytes", "head", "size"),
-        Column("delta_bytes", "delta", "delta"),
-        Column("delta_percent", "delta %", "percent"),
+        BASE,
+        HEAD,
+        DELTA,
+        PERCENT,
     ]
     if download:
         columns += [
@@ -338,10 +352,10 @@ def _history_table(
     labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
     columns = [
         Column("target", "version" if package else "target", "text"),
-        Column("bytes", "size", "size"),
+        SIZE,
         Column("change", "change", "delta"),
-        *([Column("download_bytes", "download", "size")] if download else []),
-        Column("function_count", "functions", "count"),
+        *([DOWNLOAD] if download else []),
+        FUNCTIONS,
     ]
     changes = [None, *(b.bytes - a.bytes for a, b in pairwise(points))]
     values = [

@@ -26,6 +26,10 @@ from builder.render.compare_tables import (
 )
 from builder.render.report_tables import budget_table
 from builder.render.table import (
+    BASE,
+    DELTA,
+    HEAD,
+    SIZE,
     Column,
     Name,
     Row,
@@ -262,13 +266,13 @@ def _section(
 _FUNCTIONS = (
     Column("function", "function", "text"),
     Column("group", "group", "text"),
-    Column("bytes", "size", "size"),
+    SIZE,
 )
 _CHANGED = (
     Column("function", "function", "text"),
-    Column("base_bytes", "base", "size"),
-    Column("head_bytes", "head", "size"),
-    Column("delta", "delta", "delta"),
+    BASE,
+    HEAD,
+    DELTA,
 )
 
 

@@ -12,11 +12,19 @@ build with no metallib (every unit JIT) it is the report. Rows are always units,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.render.table import (
-    CSV,
+    CSV_ONLY,
+    CUMULATIVE,
+    DOWNLOAD,
+    DOWNLOAD_SHARE,
+    FUNCTIONS,
     PEOPLE,
+    SHARE,
+    SIZE,
+    SIZES,
     Column,
     Name,
     Row,
@@ -88,21 +96,7 @@ def _share(part: int, whole: int) -> str:
 
 def _size_columns(first: Column, count: str = "functions") -> list[Column]:
     """A name, a count, the size (human, and exact in the terminal and CSV), share, cumulative."""
-    return [
-        first,
-        Column("function_count", count, "count"),
-        Column("bytes", "size", "size", PEOPLE),
-        Column("bytes", "bytes", "bytes", CSV),
-        Column("share", "share", "share"),
-        Column("cumulative", "cumulative", "share", PEOPLE),
-    ]
-
-
-def _download_columns() -> list[Column]:
-    return [
-        Column("download_bytes", "download", "size"),
-        Column("download_share", "dl share", "share"),
-    ]
+    return [first, replace(FUNCTIONS, heading=count), *SIZES, SHARE, CUMULATIVE]
 
 
 def _group_table(report: Report, top: int | None) -> Table:
@@ -113,7 +107,7 @@ def _group_table(report: Report, top: int | None) -> Table:
     download = report.download
     columns = _size_columns(Column("group", report.by, "text"))
     if download is not None:
-        columns += _download_columns()
+        columns += [DOWNLOAD, DOWNLOAD_SHARE]
 
     def row(name: str, g: Rollup, cumulative: float | None, role: str, depth: int = 0) -> Row:
         values = [name, g.function_count, g.bytes, g.bytes, share_of(g.bytes, whole), cumulative]
@@ -278,9 +272,9 @@ def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
     sizes; the zip's own bytes and the total make the download column add up to the file."""
     columns = (
         Column("group", "file", "text"),
-        Column("bytes", "size", "size"),
-        Column("download_bytes", "download", "size"),
-        Column("download_share", "dl share", "share"),
+        SIZE,
+        DOWNLOAD,
+        DOWNLOAD_SHARE,
     )
     files = sorted(wheel.files, key=lambda f: (-f.download_bytes, f.name))
     shown = top_rows([Rollup(f.name, 0, f.bytes, 0, f.download_bytes) for f in files], top)
@@ -365,9 +359,6 @@ def report_tables(
     return tables + [_binary_table(a) for a in binaries]
 
 
-_CSV_ONLY = frozenset({"csv"})
-
-
 def budget_table(checks: Sequence[Check], source: str) -> Table:
     """The size-limit view: a row per limit (its check, limit, value and verdict), with where
     each value was measured; CSV gets the key, group and numbers as measured."""
@@ -375,13 +366,13 @@ def budget_table(checks: Sequence[Check], source: str) -> Table:
     columns = (
         Column("budget", "budget", "text"),
         Column("check", "check", "text", PEOPLE),
-        Column("key", "key", "text", _CSV_ONLY),
-        Column("group", "group", "text", _CSV_ONLY),
+        Column("key", "key", "text", CSV_ONLY),
+        Column("group", "group", "text", CSV_ONLY),
         Column("limit", "limit", "text", PEOPLE),
-        Column("limit", "limit", "count", _CSV_ONLY),
+        Column("limit", "limit", "count", CSV_ONLY),
         Column("value", "value", "text", PEOPLE),
-        Column("value", "value", "count", _CSV_ONLY),
-        Column("counts", "counts", "text", _CSV_ONLY),
+        Column("value", "value", "count", CSV_ONLY),
+        Column("counts", "counts", "text", CSV_ONLY),
         Column("passed", "result", "verdict"),
     )
     rows = tuple(

@@ -37,8 +37,20 @@ from builder.render.text import (
 
 __all__ = [
     "ALL",
+    "BASE",
     "CSV",
+    "CSV_ONLY",
+    "CUMULATIVE",
+    "DELTA",
+    "DOWNLOAD",
+    "DOWNLOAD_SHARE",
+    "FUNCTIONS",
+    "HEAD",
     "PEOPLE",
+    "PERCENT",
+    "SHARE",
+    "SIZE",
+    "SIZES",
     "Column",
     "Kind",
     "Name",
@@ -72,6 +84,7 @@ ALL = frozenset({"text", "markdown", "csv"})
 PEOPLE = frozenset({"text", "markdown"})
 CSV = frozenset({"text", "csv"})
 """Media of the exact ``bytes`` column: the terminal table shows it beside the human size."""
+CSV_ONLY = frozenset({"csv"})
 
 
 class Name(str):
@@ -141,6 +154,21 @@ class Table:
                 return value
         raise KeyError(key)
 
+
+# The columns results share, declared once so that a figure has one key and one heading in
+# every table that shows it.
+SIZE = Column("bytes", "size", "size")
+SIZES = (Column("bytes", "size", "size", PEOPLE), Column("bytes", "bytes", "bytes", CSV))
+"""A size human for people, and exact beside it in the terminal and in CSV."""
+SHARE = Column("share", "share", "share")
+CUMULATIVE = Column("cumulative", "cumulative", "share", PEOPLE)
+FUNCTIONS = Column("function_count", "functions", "count")
+DOWNLOAD = Column("download_bytes", "download", "size")
+DOWNLOAD_SHARE = Column("download_share", "dl share", "share")
+BASE = Column("base_bytes", "base", "size")
+HEAD = Column("head_bytes", "head", "size")
+DELTA = Column("delta_bytes", "delta", "delta")
+PERCENT = Column("delta_percent", "delta %", "percent")
 
 _VERDICTS = {"text": ("FAIL", "pass"), "markdown": ("❌ **FAIL**", "✅ pass")}
 
