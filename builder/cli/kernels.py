@@ -71,53 +71,48 @@ def kernels_command(
 
 
 def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
-    """Entry files and their kernel counts. File names come from the tree (untrusted): each is
-    shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
-    from rich.table import Table
-
-    from builder.render.text import print_table, rich_text
+    """Entry files and their kernel counts, the headers that are not entry files, the run-time
+    only templates: tables on the one model (``builder.render.table``). File and kernel names
+    come from the tree (untrusted): each is a ``Name``, shown escaped on its row."""
+    from builder.cli.console import stdout_color, stdout_table_width
+    from builder.render.table import Column, Name, Row, Said, Table, text_tables
 
     groups = tree.by_source()
-    origin = f", settings from {rich_text(str(tree.config.path))}" if tree.config.path else ""
-    table = Table(
-        title=f"{rich_text(str(tree.root))}: {len(tree.kernels)} kernels in {len(groups)} entry "
-        f"files (discovered{origin})",
-        title_justify="left",
-    )
-    table.add_column("entry file")
-    table.add_column("kernels", justify="right")
-    for source, records in groups.items():
-        table.add_row(rich_text(source), str(len(records)))
-    table.add_section()
-    table.add_row("total", str(len(tree.kernels)))
-    console, fit = _stdout_console()
-    print_table(console, table, fit=fit)
-    if headers:
-        listed = Table(
-            title=f"{len(headers)} .metal files are headers, not entry files",
-            title_justify="left",
+    origin = (", settings from ", Said(str(tree.config.path))) if tree.config.path else ()
+    files = [Row((Name(source), len(records))) for source, records in groups.items()]
+    tables = [
+        Table(
+            (Column("entry_file", "entry file", "text"), Column("kernels", "kernels", "count")),
+            (*files, Row(("total", len(tree.kernels)), "total")),
+            title=(
+                Said(str(tree.root)),
+                f": {len(tree.kernels)} kernels in {len(groups)} entry files (discovered",
+                *origin,
+                ")",
+            ),
         )
-        listed.add_column("header")
-        listed.add_column("why")
-        for source, why in headers.items():
-            listed.add_row(rich_text(source), rich_text(why))
-        print_table(console, listed, fit=fit)
+    ]
+    if headers:
+        tables.append(
+            Table(
+                (Column("header", "header", "text"), Column("why", "why", "text")),
+                tuple(Row((Name(source), Said(why))) for source, why in headers.items()),
+                title=(f"{len(headers)} .metal files are headers, not entry files",),
+            )
+        )
     if tree.runtime_only:
-        from rich.text import Text
-
         by_header: dict[str, list[str]] = {}
         for template, header in tree.runtime_only:
             by_header.setdefault(header, []).append(template)
-        extra = Table(
-            title=f"run-time only: {len(tree.runtime_only)} kernel templates no entry file "
-            "instantiates (compiled only at run time; every variant embeds their headers)",
-            title_justify="left",
+        title = (
+            f"run-time only: {len(tree.runtime_only)} kernel templates no entry file instantiates "
+            "(compiled only at run time; every variant embeds their headers)"
         )
-        extra.add_column("header")
-        extra.add_column("kernel templates")
-        for header, templates in by_header.items():  # names from the tree: plain text
-            extra.add_row(Text(header), Text(", ".join(templates)))
-        print_table(console, extra, fit=fit)
+        rows = tuple(Row((Name(h), Name(", ".join(t)))) for h, t in by_header.items())
+        templates = Column("templates", "kernel templates", "text")
+        tables.append(Table((Column("header", "header", "text"), templates), rows, title=(title,)))
+    width = stdout_table_width()
+    sys.stdout.write(text_tables(tables, color=stdout_color(), width=width))
 
 
 def _catalog_listing(
