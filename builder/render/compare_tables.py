@@ -13,12 +13,9 @@ from typing import TYPE_CHECKING
 
 from builder.render.report_tables import shown_count
 from builder.render.table import (
-    BASE,
-    DELTA,
+    CHANGE,
     DOWNLOAD,
     FUNCTIONS,
-    HEAD,
-    PERCENT,
     SIZE,
     Column,
     Name,
@@ -74,12 +71,7 @@ def delta_columns(key: str, counts: str | None, download: bool) -> tuple[Column,
             Column("base_function_count", f"{counts} base", "count"),
             Column("head_function_count", f"{counts} head", "count"),
         ]
-    columns += [
-        BASE,
-        HEAD,
-        DELTA,
-        PERCENT,
-    ]
+    columns += CHANGE
     if download:
         columns += [
             Column("base_download_bytes", "dl base", "size"),
@@ -174,11 +166,8 @@ def metallib_delta_table(
     return Table(
         delta_columns(head.by, "fns", download),
         tuple(rows),
-        title=(
-            Name(names[0]),
-            " → ",
-            Name(names[1]),
-            f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})",
+        title=_pair_title(
+            comparison, f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
         ),
         caption=tuple(caption),
         notes=() if line is None else ((line,),),
@@ -205,7 +194,6 @@ def jit_delta_table(
             ("base ", Said(provenance_line(base.provenance))),
             ("head ", Said(provenance_line(head.provenance))),
         ]
-    names = pair_sides(comparison)
     counts = None if sources else "kernels"  # a shipped host library counts no kernels
     rows = _rows(
         jit.groups,
@@ -228,19 +216,21 @@ def jit_delta_table(
     return Table(
         delta_columns("run-time source" if sources else "JIT unit", counts, False),
         tuple(rows),
-        title=(
-            Name(names[0]),
-            " → ",
-            Name(names[1]),
-            (
-                f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
-                f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
-            ),
+        title=_pair_title(
+            comparison,
+            f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
+            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})",
         ),
         caption=tuple(caption),
         csv_total="[jit total]",
         csv_prefix="jit:",
     )
+
+
+def _pair_title(comparison: Comparison, change: str) -> Words:
+    """``base → head`` and what changed: a joined table's title."""
+    base, head = pair_sides(comparison)
+    return (Name(base), " → ", Name(head), change)
 
 
 def _name_list(rows: Sequence[FunctionRow], limit: int) -> str:

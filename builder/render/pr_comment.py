@@ -26,9 +26,7 @@ from builder.render.compare_tables import (
 )
 from builder.render.report_tables import budget_table
 from builder.render.table import (
-    BASE,
-    DELTA,
-    HEAD,
+    CHANGE,
     SIZE,
     Column,
     Name,
@@ -270,9 +268,7 @@ _FUNCTIONS = (
 )
 _CHANGED = (
     Column("function", "function", "text"),
-    BASE,
-    HEAD,
-    DELTA,
+    *CHANGE[:3],  # no percent
 )
 
 

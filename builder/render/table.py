@@ -37,17 +37,14 @@ from builder.render.text import (
 
 __all__ = [
     "ALL",
-    "BASE",
+    "CHANGE",
     "CSV",
     "CSV_ONLY",
     "CUMULATIVE",
-    "DELTA",
     "DOWNLOAD",
     "DOWNLOAD_SHARE",
     "FUNCTIONS",
-    "HEAD",
     "PEOPLE",
-    "PERCENT",
     "SHARE",
     "SIZE",
     "SIZES",
@@ -147,6 +144,10 @@ class Table:
     """In the terminal, a rule under the heading only (rich's ``SIMPLE_HEAD``): a wide table
     whose rows are read across, such as a history."""
 
+    def shown(self, medium: str) -> list[tuple[int, Column]]:
+        """The columns ``medium`` shows, each with its index in a row's values."""
+        return [(i, c) for i, c in enumerate(self.columns) if medium in c.media]
+
     def value(self, row: Row, key: str) -> object:
         """``row``'s value in the first column keyed ``key``."""
         for column, value in zip(self.columns, row.values, strict=True):
@@ -165,10 +166,13 @@ CUMULATIVE = Column("cumulative", "cumulative", "share", PEOPLE)
 FUNCTIONS = Column("function_count", "functions", "count")
 DOWNLOAD = Column("download_bytes", "download", "size")
 DOWNLOAD_SHARE = Column("download_share", "dl share", "share")
-BASE = Column("base_bytes", "base", "size")
-HEAD = Column("head_bytes", "head", "size")
-DELTA = Column("delta_bytes", "delta", "delta")
-PERCENT = Column("delta_percent", "delta %", "percent")
+CHANGE = (
+    Column("base_bytes", "base", "size"),
+    Column("head_bytes", "head", "size"),
+    Column("delta_bytes", "delta", "delta"),
+    Column("delta_percent", "delta %", "percent"),
+)
+"""A size on both sides of a change, the change and the change in percent."""
 
 _VERDICTS = {"text": ("FAIL", "pass"), "markdown": ("❌ **FAIL**", "✅ pass")}
 
@@ -260,7 +264,7 @@ def text_tables(
     for line in preface:
         console.print(_rich_words(line), highlight=False)
     for table in tables:
-        shown = [c for c in table.columns if "text" in c.media]
+        shown = table.shown("text")
         rich = RichTable(
             box=box.SIMPLE_HEAD if table.compact else box.HEAVY_HEAD,
             pad_edge=not table.compact,
@@ -271,14 +275,14 @@ def text_tables(
             title_justify="left",
             caption_justify="left",
         )
-        for column in shown:
+        for _, column in shown:
             right = column.kind != "text"
             # a heading may be a name (a history's group columns): escaped as every cell is
             rich.add_column(rich_text(column.heading), justify="right" if right else "left")
         for row in (r for r in table.rows if "text" in r.media):
             if row.role == "total":
                 rich.add_section()
-            cells = [_text_cell(table, c, row) for c in shown]
+            cells = [_text_cell(row, at, column) for at, column in shown]
             rich.add_row(*cells, style=_style(table, row))
         print_table(console, rich, fit=width is None)
         if table.compact and table.caption:
@@ -292,14 +296,9 @@ def text_tables(
     return out.getvalue()
 
 
-def _cells(table: Table, medium: str) -> list[tuple[int, Column]]:
-    return [(i, c) for i, c in enumerate(table.columns) if medium in c.media]
-
-
-def _text_cell(table: Table, column: Column, row: Row) -> str:
+def _text_cell(row: Row, index: int, column: Column) -> str:
     """Every cell escaped for rich (names may hold ``[`` or control characters; so do our own
     words, such as ``[container overhead]``)."""
-    index = table.columns.index(column)
     text = rich_text(cell_text(column.kind, row.values[index], "text"))
     return "  └ " + text if index == 0 and row.depth else text
 
@@ -378,7 +377,7 @@ def csv_records(tables: Sequence[Table]) -> str:
     for table in tables:
         keys.update(dict.fromkeys(k for k, _ in table.context))
     for table in tables:
-        columns = _cells(table, "csv")
+        columns = table.shown("csv")
         keys[columns[0][1].key] = None
         if nested:
             keys["subgroup"] = None
@@ -391,7 +390,7 @@ def csv_records(tables: Sequence[Table]) -> str:
 
 
 def _csv_rows(table: Table, header: list[str]) -> list[str]:
-    columns = _cells(table, "csv")
+    columns = table.shown("csv")
     context = [(k, csv_text(v)) for k, v in table.context]
     lines, parent = [], ""
     rows = table.rows

@@ -279,7 +279,7 @@ def _figures(table: Table, rows_at: Sequence[str], targets: Sequence[str]) -> li
 def _table_html(table: Table) -> str:
     """A table of the model as a plain HTML table (a page without script): each cell as the
     terminal writes it, escaped."""
-    shown = [(at, c) for at, c in enumerate(table.columns) if "text" in c.media]
+    shown = table.shown("text")
     head = "".join(f"<th>{_text(c.heading)}</th>" for _, c in shown)
     rows = [
         "<tr>"
