@@ -29,6 +29,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import OutputError, UsageError
+from builder.render.table import written  # rich is imported by the text writer only
 
 if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to post
     from builder.publish.github import PullRequest
@@ -230,7 +231,6 @@ def report_output(
 
         return report_json(reports, binaries)
     from builder.render.report_tables import report_tables
-    from builder.render.table import written
 
     tables = report_tables(reports, shown_top(top, kind), binaries)
     return written(tables, kind, color=color, width=width)
@@ -253,7 +253,6 @@ def comparison_output(
 
         return compare_html(evaluated)
     from builder.render.compare_tables import compare_preface, compare_tables
-    from builder.render.table import written
 
     if kind == "csv":
         several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
@@ -276,7 +275,6 @@ def budget_output(
 
         return budget_markdown(checks, source)
     from builder.render.report_tables import budget_table
-    from builder.render.table import written
 
     return written([budget_table(checks, source)], kind, color=color, width=width)
 
@@ -295,7 +293,6 @@ def history_output(
 
         return history_html(histories, by)
     from builder.render.compare_tables import history_tables
-    from builder.render.table import written
 
     fit = width if kind == "table" else None  # as many group columns as a terminal shows
     return written(history_tables(histories, by, fit), kind, color=color, width=width)
@@ -315,7 +312,6 @@ def sources_output(
 
         return sources_json(path, found, namespace)
     from builder.render.library import sources_tables
-    from builder.render.table import written
 
     return written(sources_tables(path, found, namespace), kind, color=color, width=width)
 
@@ -330,8 +326,6 @@ def variants_output(run: VariantsRun, kind: str) -> str:
 
     if kind == "html":
         return variants_html(run)
-    from builder.render.table import written
-
     tables = variants_tables(run)
     return written(tables[:1] if kind == "csv" else tables, kind)
 
@@ -342,6 +336,4 @@ def presets_output(results: Sequence[PresetResult], kind: str) -> str:
 
     if kind == "json":
         return presets_json(results) + "\n"
-    from builder.render.table import written
-
     return written([presets_table(results)], kind)
