@@ -59,7 +59,6 @@ __all__ = [
     "MARKER",
     "budget_markdown",
     "comment_markdown",
-    "compare_markdown",
 ]
 
 MARKER = "<!-- metallib-builder:size-comment -->"
@@ -345,17 +344,6 @@ def comment_markdown(
             section = _section(comparison, gates, top, share)
         lines += [*section, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def compare_markdown(
-    comparison: Comparison,
-    gates: Sequence[Check] = (),
-    top: int | None = 15,
-    *,
-    limit: int = DEFAULT_LIMIT,
-) -> str:
-    """The comment for one library pair (see ``comment_markdown``)."""
-    return comment_markdown([(comparison, gates)], top, limit=limit)
 
 
 def budget_markdown(
