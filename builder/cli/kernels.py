@@ -18,7 +18,6 @@ from builder.cli.tree_options import catalog_selection, tree_options
 from builder.settings import split_names
 
 if TYPE_CHECKING:
-    from rich.console import Console
 
     from builder.cli.tree_options import TreeOptions
     from builder.kernels.discovery import KernelTree
@@ -175,44 +174,30 @@ def _catalog_listing(
             }
         )
         return
-    from rich.table import Table
+    from builder.cli.console import stdout_color, stdout_table_width
+    from builder.render.table import Column, Name, Row, Said, Table, text_tables
 
     # catalog.json is the tree's: its names are as untrusted as file names
-    from builder.render.text import print_table, rich_text
-
-    table = Table(
-        title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations", title_justify="left"
+    columns = (
+        Column("family", "family", "text"),
+        Column("form", "form", "text"),
+        Column("template", "template", "text"),
+        Column("ops", "ops", "count"),
+        Column("instantiations", "instantiations", "count"),
     )
-    for column, justify in [
-        ("family", "left"),
-        ("form", "left"),
-        ("template", "left"),
-        ("ops", "right"),
-        ("instantiations", "right"),
-    ]:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    rows = []
     for family in families:
-        n_ops = str(len(family.ops)) if family.ops else "-"
-        for form in family.forms:
-            if (family.name, form.name) in counts:
-                table.add_row(
-                    rich_text(family.name),
-                    rich_text(form.name),
-                    rich_text(form.template),
-                    n_ops,
-                    str(counts[(family.name, form.name)]),
-                )
-        table.add_section()
-    table.add_row("total", "", "", "", str(len(items)))
-    console, fit = _stdout_console()
-    print_table(console, table, fit=fit)
-
-
-def _stdout_console() -> tuple[Console, bool]:
-    """The console for stdout, and whether tables fit their cells: a terminal's width on a
-    terminal; on a pipe or in a file nothing is wrapped or cut (``text_console``)."""
-    from builder.cli.console import stdout_color, stdout_table_width
-    from builder.render.text import text_console
-
+        forms = [form for form in family.forms if (family.name, form.name) in counts]
+        rows += [  # a rule under each family
+            Row(
+                (Name(family.name), Name(form.name), Name(form.template), len(family.ops) or None)
+                + (counts[(family.name, form.name)],),
+                rule=at == len(forms) - 1,
+            )
+            for at, form in enumerate(forms)
+        ]
+    rows.append(Row(("total", None, None, None, len(items)), "total"))
+    title = (Said(str(catalog.path)), f": {len(items)} instantiations")
+    table = Table(columns, tuple(rows), title=title)
     width = stdout_table_width()
-    return text_console(sys.stdout, color=stdout_color(), width=width), width is None
+    sys.stdout.write(text_tables([table], color=stdout_color(), width=width))

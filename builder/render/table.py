@@ -114,12 +114,14 @@ class Column:
 @dataclass(frozen=True)
 class Row:
     """One row's values, one per column (None: an empty cell), its role and nesting depth,
-    and the media that show it."""
+    the media that show it, and whether a rule ends its section in the terminal (the total's
+    section always starts with one)."""
 
     values: tuple[object, ...]
     role: Role = "row"
     depth: int = 0
     media: frozenset[str] = ALL
+    rule: bool = False
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ def text_tables(
             if row.role == "total":
                 rich.add_section()
             cells = [_text_cell(row, at, column) for at, column in shown]
-            rich.add_row(*cells, style=_style(table, row))
+            rich.add_row(*cells, style=_style(table, row), end_section=row.rule)
         print_table(console, rich, fit=width is None)
         if table.compact and table.caption:
             console.print()
