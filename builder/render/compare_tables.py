@@ -317,10 +317,6 @@ DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
 
 
-def _group_sizes(point: HistoryPoint) -> dict[str, int]:
-    return {g.name: g.bytes for g in point.groups}
-
-
 def history_tables(
     histories: Sequence[LibraryHistory], by: str, width: int | None = None
 ) -> list[Table]:
@@ -352,7 +348,7 @@ def _history_table(
         [Name(label), p.bytes, change, *([p.download_bytes] if download else []), p.function_count]
         for label, p, change in zip(labels, points, changes, strict=True)
     ]
-    sizes = [_group_sizes(p) for p in points]
+    sizes = [{g.name: g.bytes for g in p.groups} for p in points]
     fixed = sum(max(len(c.heading), 10) + 3 for c in columns) + max(map(len, labels), default=0)
     room = float("inf") if width is None else width - 1 - fixed
     left_out = 0

@@ -144,6 +144,7 @@ def _group_table(report: Report, top: int | None) -> Table:
         *([download.total, share_of(download.total, download.total)] if download else []),
     ]
     rows.append(Row(tuple(total), "total"))
+    line = download_line(report)  # what the download column is, under the table
     src = report.source
     inside = f"#{src.identity}" if src.identity is not None and src.path else ""
     return Table(
@@ -158,7 +159,7 @@ def _group_table(report: Report, top: int | None) -> Table:
             ("measured in ", Name(origin(report)), "; grouping: ", Said(grouping_text(report))),
             (Said(provenance_line(report.provenance)),),
         ),
-        notes=_download_notes(report),
+        notes=() if line is None else ((Said(line),),),
         context=(("file", (src.path or "") + inside), ("by", report.by)),
         nested=report.subgrouping is not None,
     )
@@ -183,11 +184,6 @@ def download_line(report: Report) -> str | None:
             f"({100.0 * download.model_error / max(member.download_bytes, 1):+.4f}%)"
         )
     return line
-
-
-def _download_notes(report: Report) -> tuple[Words, ...]:
-    line = download_line(report)
-    return () if line is None else ((Said(line),),)
 
 
 def _jit_notes(report: Report) -> list[str]:

@@ -122,11 +122,6 @@ _COLOURS = (
 )
 
 
-def _library_name(library: str | None) -> str:
-    """How a library of a history is named where several are shown: its name in its targets."""
-    return library if library is not None else "(the target's one library)"
-
-
 def _text(value: str) -> str:
     return html.escape(visible(value))
 
@@ -240,7 +235,7 @@ def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
     totals: list[Series] = []
     sections = []
     for h, table in zip(histories, history_tables(histories, by), strict=True):
-        name = _library_name(h.library)
+        name = h.library if h.library is not None else "(the target's one library)"
         figures = _figures(table, [p.target for p in h.points], targets)
         keys = [key for key, _ in figures]
         totals.append((name if several else "metallib size", figures[keys.index("bytes")][1]))
