@@ -215,8 +215,11 @@ def _section(
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
         )
+        sizes = (jit.base_total, jit.head_total)
+        units = (len(base.jit_units), len(head.jit_units))
         # rows are the run-time sources the binaries return, not build units
-        headline = _jit_headline(comparison, jit, "run-time sources" if shipped else "JIT units")
+        what, counted = jit_what(jit.host_measured), "run-time sources" if shipped else "JIT units"
+        headline = _change_line(comparison, jit.delta, jit.percent, sizes, units, what, counted)
     else:
         sides = [
             md_code(origin(r)) if comparison.holds(r) else name
@@ -288,14 +291,6 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
         summary = f"Functions changed in size: {len(changed):,}"
         sections.append((summary, markdown_header(_CHANGED), len(changed), lines))
     return sections
-
-
-def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT units") -> str:
-    sizes = (jit.base_total, jit.head_total)
-    units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
-    return _change_line(
-        comparison, jit.delta, jit.percent, sizes, units, jit_what(jit.host_measured), rows
-    )
 
 
 def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
