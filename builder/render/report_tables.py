@@ -99,6 +99,11 @@ def _size_columns(first: Column, count: str = "functions") -> list[Column]:
     return [first, replace(FUNCTIONS, heading=count), *SIZES, SHARE, CUMULATIVE]
 
 
+def _sized(part: int, whole: int) -> tuple[int, int, float]:
+    """The values of the ``SIZES`` and ``SHARE`` columns: ``part`` bytes of ``whole``."""
+    return part, part, share_of(part, whole)
+
+
 def _group_table(report: Report, top: int | None) -> Table:
     """The largest groups with their share and the cumulative share (groups only), then the
     rest, the overhead and the total; with two ``--by`` keys each group's largest children
@@ -110,7 +115,7 @@ def _group_table(report: Report, top: int | None) -> Table:
         columns += [DOWNLOAD, DOWNLOAD_SHARE]
 
     def row(name: str, g: Rollup, cumulative: float | None, role: str, depth: int = 0) -> Row:
-        values = [name, g.function_count, g.bytes, g.bytes, share_of(g.bytes, whole), cumulative]
+        values = [name, g.function_count, *_sized(g.bytes, whole), cumulative]
         if download is not None:
             values += [g.download_bytes or 0, share_of(g.download_bytes or 0, download.total)]
         return Row(tuple(values), role, depth)  # type: ignore[arg-type]
@@ -134,15 +139,8 @@ def _group_table(report: Report, top: int | None) -> Table:
         rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
     last = row(OVERHEAD_LABEL, overhead, next(running), "overhead")
     rows.append(Row((OVERHEAD_LABEL, None, *last.values[2:]), "overhead"))  # no function count
-    total = [
-        "total",
-        report.function_count,
-        whole,
-        whole,
-        share_of(whole, whole),
-        None,
-        *([download.total, share_of(download.total, download.total)] if download else []),
-    ]
+    total = ["total", report.function_count, *_sized(whole, whole), None]
+    total += [download.total, share_of(download.total, download.total)] if download else []
     rows.append(Row(tuple(total), "total"))
     line = download_line(report)  # what the download column is, under the table
     src = report.source
@@ -228,13 +226,13 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
             values.append(how.get(r.name) if role == "row" else None)
         if not strings:
             values.append(None if r.overhead else r.function_count)
-        values += [r.bytes, r.bytes, share_of(r.bytes, jit.total), running]
+        values += [*_sized(r.bytes, jit.total), running]
         if not strings:
             values.append(None if r.overhead else r.embedded_bytes or 0)
         rows.append(Row(tuple(values), role))  # type: ignore[arg-type]
     kernels = sum(r.function_count for r in jit.units)
     total: list[object] = ["total", *([None] if whole else []), *([] if strings else [kernels])]
-    total += [jit.total, jit.total, share_of(jit.total, jit.total), None]
+    total += [*_sized(jit.total, jit.total), None]
     rows.append(Row(tuple(total + ([] if strings else [None])), "total"))
     counted = (
         f"{len(jit.units):,} run-time sources"
@@ -307,18 +305,12 @@ def _binary_table(account: BinaryAccount) -> Table:
     columns = _size_columns(Column("group", "part of the binary", "text"))[:-1]
     rows = [
         Row(
-            (
-                Name(r.name),
-                None if r.overhead else r.function_count,
-                r.bytes,
-                r.bytes,
-                share_of(r.bytes, whole),
-            ),
+            (Name(r.name), None if r.overhead else r.function_count, *_sized(r.bytes, whole)),
             "overhead" if r.overhead else "row",
         )
         for r in account.rows
     ]
-    rows.append(Row(("total", None, whole, whole, share_of(whole, whole)), "total"))
+    rows.append(Row(("total", None, *_sized(whole, whole)), "total"))
     libraries = sum(1 for r in account.rows if not r.overhead)
     return Table(
         tuple(columns),
