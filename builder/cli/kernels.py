@@ -18,7 +18,6 @@ from builder.cli.tree_options import catalog_selection, tree_options
 from builder.settings import split_names
 
 if TYPE_CHECKING:
-
     from builder.cli.tree_options import TreeOptions
     from builder.kernels.discovery import KernelTree
 
