@@ -11,6 +11,7 @@ build with no metallib (every unit JIT) it is the report. Rows are always units,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
@@ -32,8 +33,6 @@ from builder.render.table import (
     Table,
     Words,
     cell_text,
-    cumulative_shares,
-    share_of,
 )
 from builder.render.text import (
     OVERHEAD_LABEL,
@@ -87,6 +86,21 @@ def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
     if top >= len(groups):
         return Shown(groups, None, 0)
     return Shown(groups[:top], fold("", groups[top:]), len(groups) - top)
+
+
+def share_of(part: int, whole: int) -> float:
+    """``part`` as a fraction of ``whole``; NaN for an empty whole (``-`` for people, an empty
+    CSV cell)."""
+    return part / whole if whole else math.nan
+
+
+def cumulative_shares(parts: Sequence[int], whole: int) -> list[float]:
+    """The running share of ``whole`` after each of ``parts``: the cumulative column."""
+    out, total = [], 0
+    for part in parts:
+        total += part
+        out.append(share_of(total, whole))
+    return out
 
 
 def _share(part: int, whole: int) -> str:

@@ -58,14 +58,11 @@ __all__ = [
     "Words",
     "cell_text",
     "csv_records",
-    "cumulative_shares",
     "markdown_header",
     "markdown_line",
     "markdown_row",
     "markdown_tables",
-    "share_of",
     "text_tables",
-    "written",
 ]
 
 Kind = Literal["text", "count", "size", "bytes", "share", "delta", "percent", "verdict"]
@@ -177,21 +174,6 @@ CHANGE = (
 """A size on both sides of a change, the change and the change in percent."""
 
 _VERDICTS = {"text": ("FAIL", "pass"), "markdown": ("❌ **FAIL**", "✅ pass")}
-
-
-def share_of(part: int, whole: int) -> float:
-    """``part`` as a fraction of ``whole``; NaN for an empty whole (``-`` for people, an empty
-    CSV cell)."""
-    return part / whole if whole else math.nan
-
-
-def cumulative_shares(parts: Sequence[int], whole: int) -> list[float]:
-    """The running share of ``whole`` after each of ``parts``: the cumulative column."""
-    out, total = [], 0
-    for part in parts:
-        total += part
-        out.append(share_of(total, whole))
-    return out
 
 
 def cell_text(kind: Kind, value: object, medium: str) -> str:
@@ -417,19 +399,3 @@ def _csv_rows(table: Table, header: list[str]) -> list[str]:
             cells[column.key] = csv_text(text) if column.kind == "text" else text
         lines.append(csv_line([cells.get(k, "") for k in header]))
     return lines
-
-
-def written(
-    tables: Sequence[Table],
-    kind: str,
-    *,
-    color: bool = False,
-    width: int | None = None,
-    preface: Sequence[Words] = (),
-) -> str:
-    """``tables`` in the format ``kind`` names: ``csv``, ``markdown``, else the terminal's."""
-    if kind == "csv":
-        return csv_records(tables)
-    if kind == "markdown":
-        return markdown_tables(tables)
-    return text_tables(tables, color=color, width=width, preface=preface)
