@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.publishing import emit_json, format_option, terminal
+from builder.cli.publishing import emit_json, format_option
 from builder.cli.tree_options import catalog_selection, tree_options
 from builder.settings import split_names
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from builder.cli.tree_options import TreeOptions
     from builder.kernels.discovery import KernelTree
 
@@ -69,53 +67,48 @@ def kernels_command(
 
 
 def _discovered_table(tree: KernelTree, headers: dict[str, str]) -> None:
-    """Entry files and their kernel counts. File names come from the tree (untrusted): each is
-    shown through ``rich_text``, so ESC or a newline in a name is printed escaped, on its row."""
-    from rich.table import Table
-
-    from builder.render.text import print_table, rich_text
+    """Entry files and their kernel counts, the headers that are not entry files, the run-time
+    only templates: tables on the one model (``builder.render.table``). File and kernel names
+    come from the tree (untrusted): each is a ``Name``, shown escaped on its row."""
+    from builder.cli.console import stdout_color, stdout_table_width
+    from builder.render.table import Column, Name, Row, Said, Table, text_tables
 
     groups = tree.by_source()
-    origin = f", settings from {rich_text(str(tree.config.path))}" if tree.config.path else ""
-    table = Table(
-        title=f"{rich_text(str(tree.root))}: {len(tree.kernels)} kernels in {len(groups)} entry "
-        f"files (discovered{origin})",
-        title_justify="left",
-    )
-    table.add_column("entry file")
-    table.add_column("kernels", justify="right")
-    for source, records in groups.items():
-        table.add_row(rich_text(source), str(len(records)))
-    table.add_section()
-    table.add_row("total", str(len(tree.kernels)))
-    console, fit = _stdout_console()
-    print_table(console, table, fit=fit)
-    if headers:
-        listed = Table(
-            title=f"{len(headers)} .metal files are headers, not entry files",
-            title_justify="left",
+    origin = (", settings from ", Said(str(tree.config.path))) if tree.config.path else ()
+    files = [Row((Name(source), len(records))) for source, records in groups.items()]
+    tables = [
+        Table(
+            (Column("entry_file", "entry file", "text"), Column("kernels", "kernels", "count")),
+            (*files, Row(("total", len(tree.kernels)), "total")),
+            title=(
+                Said(str(tree.root)),
+                f": {len(tree.kernels)} kernels in {len(groups)} entry files (discovered",
+                *origin,
+                ")",
+            ),
         )
-        listed.add_column("header")
-        listed.add_column("why")
-        for source, why in headers.items():
-            listed.add_row(rich_text(source), rich_text(why))
-        print_table(console, listed, fit=fit)
+    ]
+    if headers:
+        tables.append(
+            Table(
+                (Column("header", "header", "text"), Column("why", "why", "text")),
+                tuple(Row((Name(source), Said(why))) for source, why in headers.items()),
+                title=(f"{len(headers)} .metal files are headers, not entry files",),
+            )
+        )
     if tree.runtime_only:
-        from rich.text import Text
-
         by_header: dict[str, list[str]] = {}
         for template, header in tree.runtime_only:
             by_header.setdefault(header, []).append(template)
-        extra = Table(
-            title=f"run-time only: {len(tree.runtime_only)} kernel templates no entry file "
-            "instantiates (compiled only at run time; every variant embeds their headers)",
-            title_justify="left",
+        title = (
+            f"run-time only: {len(tree.runtime_only)} kernel templates no entry file instantiates "
+            "(compiled only at run time; every variant embeds their headers)"
         )
-        extra.add_column("header")
-        extra.add_column("kernel templates")
-        for header, templates in by_header.items():  # names from the tree: plain text
-            extra.add_row(Text(header), Text(", ".join(templates)))
-        print_table(console, extra, fit=fit)
+        rows = tuple(Row((Name(h), Name(", ".join(t)))) for h, t in by_header.items())
+        templates = Column("templates", "kernel templates", "text")
+        tables.append(Table((Column("header", "header", "text"), templates), rows, title=(title,)))
+    width = stdout_table_width()
+    sys.stdout.write(text_tables(tables, color=stdout_color(), width=width))
 
 
 def _catalog_listing(
@@ -178,43 +171,30 @@ def _catalog_listing(
             }
         )
         return
-    from rich.table import Table
+    from builder.cli.console import stdout_color, stdout_table_width
+    from builder.render.table import Column, Name, Row, Said, Table, text_tables
 
     # catalog.json is the tree's: its names are as untrusted as file names
-    from builder.render.text import print_table, rich_text
-
-    table = Table(
-        title=f"{rich_text(str(catalog.path))}: {len(items)} instantiations", title_justify="left"
+    columns = (
+        Column("family", "family", "text"),
+        Column("form", "form", "text"),
+        Column("template", "template", "text"),
+        Column("ops", "ops", "count"),
+        Column("instantiations", "instantiations", "count"),
     )
-    for column, justify in [
-        ("family", "left"),
-        ("form", "left"),
-        ("template", "left"),
-        ("ops", "right"),
-        ("instantiations", "right"),
-    ]:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    rows = []
     for family in families:
-        n_ops = str(len(family.ops)) if family.ops else "-"
-        for form in family.forms:
-            if (family.name, form.name) in counts:
-                table.add_row(
-                    rich_text(family.name),
-                    rich_text(form.name),
-                    rich_text(form.template),
-                    n_ops,
-                    str(counts[(family.name, form.name)]),
-                )
-        table.add_section()
-    table.add_row("total", "", "", "", str(len(items)))
-    console, fit = _stdout_console()
-    print_table(console, table, fit=fit)
-
-
-def _stdout_console() -> tuple[Console, bool]:
-    """The console for stdout, and whether tables fit their cells: a terminal's width on a
-    terminal; on a pipe or in a file nothing is wrapped or cut (``text_console``)."""
-    from builder.render.text import text_console
-
-    color, width = terminal(True)
-    return text_console(sys.stdout, color=color, width=width), width is None
+        forms = [form for form in family.forms if (family.name, form.name) in counts]
+        rows += [  # a rule under each family
+            Row(
+                (Name(family.name), Name(form.name), Name(form.template), len(family.ops) or None)
+                + (counts[(family.name, form.name)],),
+                rule=at == len(forms) - 1,
+            )
+            for at, form in enumerate(forms)
+        ]
+    rows.append(Row(("total", None, None, None, len(items)), "total"))
+    title = (Said(str(catalog.path)), f": {len(items)} instantiations")
+    table = Table(columns, tuple(rows), title=title)
+    width = stdout_table_width()
+    sys.stdout.write(text_tables([table], color=stdout_color(), width=width))

@@ -29,6 +29,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import OutputError, UsageError
+from builder.render.table import csv_records, markdown_tables, text_tables  # rich: text only
 
 if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to post
     from builder.publish.github import PullRequest
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to po
 if TYPE_CHECKING:
     from builder.cmake_build.driver import PresetResult
     from builder.render.library import Found
+    from builder.render.table import Table, Words
     from builder.size.attribution import BinaryAccount
     from builder.size.checks import Check, Evaluated
     from builder.size.history import LibraryHistory
@@ -204,6 +206,22 @@ def publish_markdown(
     return done
 
 
+def _written(
+    tables: Sequence[Table],
+    kind: str,
+    *,
+    color: bool = False,
+    width: int | None = None,
+    preface: Sequence[Words] = (),
+) -> str:
+    """``tables`` in the format ``kind`` names: ``csv``, ``markdown``, else the terminal's."""
+    if kind == "csv":
+        return csv_records(tables)
+    if kind == "markdown":
+        return markdown_tables(tables)
+    return text_tables(tables, color=color, width=width, preface=preface)
+
+
 def shown_top(top: int | None, kind: str) -> int | None:
     """``--top`` for ``kind``: by default 20 rows for people, all for machines; 0 is all."""
     if top is None:
@@ -230,10 +248,9 @@ def report_output(
 
         return report_json(reports, binaries)
     from builder.render.report_tables import report_tables
-    from builder.render.table import written
 
     tables = report_tables(reports, shown_top(top, kind), binaries)
-    return written(tables, kind, color=color, width=width)
+    return _written(tables, kind, color=color, width=width)
 
 
 def comparison_output(
@@ -253,14 +270,13 @@ def comparison_output(
 
         return compare_html(evaluated)
     from builder.render.compare_tables import compare_preface, compare_tables
-    from builder.render.table import written
 
     if kind == "csv":
         several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
-        return written(compare_tables(evaluated, None, context=several), kind)
+        return _written(compare_tables(evaluated, None, context=several), kind)
     tables = compare_tables(evaluated, shown_top(top, kind))
     preface = compare_preface(evaluated)
-    return written(tables, kind, color=color, width=width, preface=preface)
+    return _written(tables, kind, color=color, width=width, preface=preface)
 
 
 def budget_output(
@@ -276,9 +292,8 @@ def budget_output(
 
         return budget_markdown(checks, source)
     from builder.render.report_tables import budget_table
-    from builder.render.table import written
 
-    return written([budget_table(checks, source)], kind, color=color, width=width)
+    return _written([budget_table(checks, source)], kind, color=color, width=width)
 
 
 def history_output(
@@ -295,10 +310,9 @@ def history_output(
 
         return history_html(histories, by)
     from builder.render.compare_tables import history_tables
-    from builder.render.table import written
 
     fit = width if kind == "table" else None  # as many group columns as a terminal shows
-    return written(history_tables(histories, by, fit), kind, color=color, width=width)
+    return _written(history_tables(histories, by, fit), kind, color=color, width=width)
 
 
 def sources_output(
@@ -315,9 +329,8 @@ def sources_output(
 
         return sources_json(path, found, namespace)
     from builder.render.library import sources_tables
-    from builder.render.table import written
 
-    return written(sources_tables(path, found, namespace), kind, color=color, width=width)
+    return _written(sources_tables(path, found, namespace), kind, color=color, width=width)
 
 
 def variants_output(run: VariantsRun, kind: str) -> str:
@@ -330,10 +343,8 @@ def variants_output(run: VariantsRun, kind: str) -> str:
 
     if kind == "html":
         return variants_html(run)
-    from builder.render.table import written
-
     tables = variants_tables(run)
-    return written(tables[:1] if kind == "csv" else tables, kind)
+    return _written(tables[:1] if kind == "csv" else tables, kind)
 
 
 def presets_output(results: Sequence[PresetResult], kind: str) -> str:
@@ -342,6 +353,4 @@ def presets_output(results: Sequence[PresetResult], kind: str) -> str:
 
     if kind == "json":
         return presets_json(results) + "\n"
-    from builder.render.table import written
-
-    return written([presets_table(results)], kind)
+    return _written([presets_table(results)], kind)

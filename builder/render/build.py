@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from builder.render.table import PEOPLE, Column, Name, Row, Said, Table, Words
+from builder.render.table import CSV_ONLY, PEOPLE, Column, Name, Row, Said, Table, Words
 from builder.render.text import OVERHEAD_LABEL, human_size
 from builder.size.compare import jit_breakdown
 
@@ -25,7 +25,6 @@ __all__ = ["HOST_WHOLE", "presets_json", "presets_table"]
 
 HOST_WHOLE = "[host library, not split]"
 """The row of a host library whose symbols could not be read: its bytes, no unit's share."""
-_CSV_ONLY = frozenset({"csv"})
 _LEGEND = (
     "AOT: the unit's function bytes in the metallib. JIT: the bytes of its symbols in the host "
     "library, where its source is embedded and compiled at run time. Each column adds up to the "
@@ -111,8 +110,8 @@ def presets_table(results: Sequence[PresetResult]) -> Table:
     for result, _ in built:
         heads += [
             Column(result.name, result.name, "text", PEOPLE),
-            Column(f"{result.name}_mode", f"{result.name} mode", "text", _CSV_ONLY),
-            Column(f"{result.name}_bytes", f"{result.name} bytes", "bytes", _CSV_ONLY),
+            Column(f"{result.name}_mode", f"{result.name} mode", "text", CSV_ONLY),
+            Column(f"{result.name}_bytes", f"{result.name} bytes", "bytes", CSV_ONLY),
         ]
 
     def row(name: str, modes: list[str | None], sizes: list[int | None], **how: Any) -> Row:

@@ -12,7 +12,18 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from builder.render.report_tables import shown_count
-from builder.render.table import Column, Name, Row, Said, Table, Words
+from builder.render.table import (
+    CHANGE,
+    DOWNLOAD,
+    FUNCTIONS,
+    SIZE,
+    Column,
+    Name,
+    Row,
+    Said,
+    Table,
+    Words,
+)
 from builder.render.text import (
     gate_message,
     human_delta,
@@ -60,12 +71,7 @@ def delta_columns(key: str, counts: str | None, download: bool) -> tuple[Column,
             Column("base_function_count", f"{counts} base", "count"),
             Column("head_function_count", f"{counts} head", "count"),
         ]
-    columns += [
-        Column("base_bytes", "base", "size"),
-        Column("head_bytes", "head", "size"),
-        Column("delta_bytes", "delta", "delta"),
-        Column("delta_percent", "delta %", "percent"),
-    ]
+    columns += CHANGE
     if download:
         columns += [
             Column("base_download_bytes", "dl base", "size"),
@@ -160,11 +166,8 @@ def metallib_delta_table(
     return Table(
         delta_columns(head.by, "fns", download),
         tuple(rows),
-        title=(
-            Name(names[0]),
-            " → ",
-            Name(names[1]),
-            f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})",
+        title=_pair_title(
+            comparison, f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
         ),
         caption=tuple(caption),
         notes=() if line is None else ((line,),),
@@ -191,7 +194,6 @@ def jit_delta_table(
             ("base ", Said(provenance_line(base.provenance))),
             ("head ", Said(provenance_line(head.provenance))),
         ]
-    names = pair_sides(comparison)
     counts = None if sources else "kernels"  # a shipped host library counts no kernels
     rows = _rows(
         jit.groups,
@@ -214,19 +216,21 @@ def jit_delta_table(
     return Table(
         delta_columns("run-time source" if sources else "JIT unit", counts, False),
         tuple(rows),
-        title=(
-            Name(names[0]),
-            " → ",
-            Name(names[1]),
-            (
-                f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
-                f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})"
-            ),
+        title=_pair_title(
+            comparison,
+            f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
+            f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})",
         ),
         caption=tuple(caption),
         csv_total="[jit total]",
         csv_prefix="jit:",
     )
+
+
+def _pair_title(comparison: Comparison, change: str) -> Words:
+    """``base → head`` and what changed: a joined table's title."""
+    base, head = pair_sides(comparison)
+    return (Name(base), " → ", Name(head), change)
 
 
 def _name_list(rows: Sequence[FunctionRow], limit: int) -> str:
@@ -313,10 +317,6 @@ DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
 
 
-def _group_sizes(point: HistoryPoint) -> dict[str, int]:
-    return {g.name: g.bytes for g in point.groups}
-
-
 def history_tables(
     histories: Sequence[LibraryHistory], by: str, width: int | None = None
 ) -> list[Table]:
@@ -338,17 +338,17 @@ def _history_table(
     labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
     columns = [
         Column("target", "version" if package else "target", "text"),
-        Column("bytes", "size", "size"),
+        SIZE,
         Column("change", "change", "delta"),
-        *([Column("download_bytes", "download", "size")] if download else []),
-        Column("function_count", "functions", "count"),
+        *([DOWNLOAD] if download else []),
+        FUNCTIONS,
     ]
     changes = [None, *(b.bytes - a.bytes for a, b in pairwise(points))]
     values = [
         [Name(label), p.bytes, change, *([p.download_bytes] if download else []), p.function_count]
         for label, p, change in zip(labels, points, changes, strict=True)
     ]
-    sizes = [_group_sizes(p) for p in points]
+    sizes = [{g.name: g.bytes for g in p.groups} for p in points]
     fixed = sum(max(len(c.heading), 10) + 3 for c in columns) + max(map(len, labels), default=0)
     room = float("inf") if width is None else width - 1 - fixed
     left_out = 0

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from builder.files.dataclass_json import clean
 from builder.metallib import Metallib
 from builder.metallib.structs import type_name
-from builder.render.table import CSV, PEOPLE, Column, Name, Row, Said, Table
+from builder.render.table import SIZES, Column, Name, Row, Said, Table
 from builder.render.text import human_size, visible
 from builder.size.rollup import FunctionRow
 
@@ -56,8 +56,7 @@ def sources_tables(shown: str, found: Found, namespace: str | None) -> list[Tabl
             Column("function", "function", "text"),
             *([Column("arch", "arch", "text")] if archs else []),
             Column("offset", "offset", "text"),
-            Column("bytes", "size", "size", PEOPLE),
-            Column("bytes", "bytes", "bytes", CSV),
+            *SIZES,
         )
         rows = [
             Row((Name(s.label), *([s.arch] if archs else []), f"{s.offset:#x}", s.size, s.size))

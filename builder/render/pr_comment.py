@@ -26,6 +26,8 @@ from builder.render.compare_tables import (
 )
 from builder.render.report_tables import budget_table
 from builder.render.table import (
+    CHANGE,
+    SIZE,
     Column,
     Name,
     Row,
@@ -57,7 +59,6 @@ __all__ = [
     "MARKER",
     "budget_markdown",
     "comment_markdown",
-    "compare_markdown",
 ]
 
 MARKER = "<!-- metallib-builder:size-comment -->"
@@ -214,8 +215,11 @@ def _section(
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
             _LINE_CAP * 2,
         )
+        sizes = (jit.base_total, jit.head_total)
+        units = (len(base.jit_units), len(head.jit_units))
         # rows are the run-time sources the binaries return, not build units
-        headline = _jit_headline(comparison, jit, "run-time sources" if shipped else "JIT units")
+        what, counted = jit_what(jit.host_measured), "run-time sources" if shipped else "JIT units"
+        headline = _change_line(comparison, jit.delta, jit.percent, sizes, units, what, counted)
     else:
         sides = [
             md_code(origin(r)) if comparison.holds(r) else name
@@ -262,13 +266,11 @@ def _section(
 _FUNCTIONS = (
     Column("function", "function", "text"),
     Column("group", "group", "text"),
-    Column("bytes", "size", "size"),
+    SIZE,
 )
 _CHANGED = (
     Column("function", "function", "text"),
-    Column("base_bytes", "base", "size"),
-    Column("head_bytes", "head", "size"),
-    Column("delta", "delta", "delta"),
+    *CHANGE[:3],  # no percent
 )
 
 
@@ -289,14 +291,6 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
         summary = f"Functions changed in size: {len(changed):,}"
         sections.append((summary, markdown_header(_CHANGED), len(changed), lines))
     return sections
-
-
-def _jit_headline(comparison: Comparison, jit: JitComparison, rows: str = "JIT units") -> str:
-    sizes = (jit.base_total, jit.head_total)
-    units = (len(comparison.base.jit_units), len(comparison.head.jit_units))
-    return _change_line(
-        comparison, jit.delta, jit.percent, sizes, units, jit_what(jit.host_measured), rows
-    )
 
 
 def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
@@ -345,17 +339,6 @@ def comment_markdown(
             section = _section(comparison, gates, top, share)
         lines += [*section, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def compare_markdown(
-    comparison: Comparison,
-    gates: Sequence[Check] = (),
-    top: int | None = 15,
-    *,
-    limit: int = DEFAULT_LIMIT,
-) -> str:
-    """The comment for one library pair (see ``comment_markdown``)."""
-    return comment_markdown([(comparison, gates)], top, limit=limit)
 
 
 def budget_markdown(

@@ -11,12 +11,21 @@ build with no metallib (every unit JIT) it is the report. Rows are always units,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.render.table import (
-    CSV,
+    CSV_ONLY,
+    CUMULATIVE,
+    DOWNLOAD,
+    DOWNLOAD_SHARE,
+    FUNCTIONS,
     PEOPLE,
+    SHARE,
+    SIZE,
+    SIZES,
     Column,
     Name,
     Row,
@@ -24,8 +33,6 @@ from builder.render.table import (
     Table,
     Words,
     cell_text,
-    cumulative_shares,
-    share_of,
 )
 from builder.render.text import (
     OVERHEAD_LABEL,
@@ -82,6 +89,21 @@ def top_rows(groups: Sequence[Rollup], top: int | None) -> Shown:
     return Shown(groups[:top], fold("", groups[top:]), len(groups) - top)
 
 
+def share_of(part: int, whole: int) -> float:
+    """``part`` as a fraction of ``whole``; NaN for an empty whole (``-`` for people, an empty
+    CSV cell)."""
+    return part / whole if whole else math.nan
+
+
+def cumulative_shares(parts: Sequence[int], whole: int) -> list[float]:
+    """The running share of ``whole`` after each of ``parts``: the cumulative column."""
+    out, total = [], 0
+    for part in parts:
+        total += part
+        out.append(share_of(total, whole))
+    return out
+
+
 def _share(part: int, whole: int) -> str:
     """A share in a line of words, as the share columns write it."""
     return cell_text("share", share_of(part, whole), "text")
@@ -89,21 +111,12 @@ def _share(part: int, whole: int) -> str:
 
 def _size_columns(first: Column, count: str = "functions") -> list[Column]:
     """A name, a count, the size (human, and exact in the terminal and CSV), share, cumulative."""
-    return [
-        first,
-        Column("function_count", count, "count"),
-        Column("bytes", "size", "size", PEOPLE),
-        Column("bytes", "bytes", "bytes", CSV),
-        Column("share", "share", "share"),
-        Column("cumulative", "cumulative", "share", PEOPLE),
-    ]
+    return [first, replace(FUNCTIONS, heading=count), *SIZES, SHARE, CUMULATIVE]
 
 
-def _download_columns() -> list[Column]:
-    return [
-        Column("download_bytes", "download", "size"),
-        Column("download_share", "dl share", "share"),
-    ]
+def _sized(part: int, whole: int) -> tuple[int, int, float]:
+    """The values of the ``SIZES`` and ``SHARE`` columns: ``part`` bytes of ``whole``."""
+    return part, part, share_of(part, whole)
 
 
 def _group_table(report: Report, top: int | None) -> Table:
@@ -114,10 +127,10 @@ def _group_table(report: Report, top: int | None) -> Table:
     download = report.download
     columns = _size_columns(Column("group", report.by, "text"))
     if download is not None:
-        columns += _download_columns()
+        columns += [DOWNLOAD, DOWNLOAD_SHARE]
 
     def row(name: str, g: Rollup, cumulative: float | None, role: str, depth: int = 0) -> Row:
-        values = [name, g.function_count, g.bytes, g.bytes, share_of(g.bytes, whole), cumulative]
+        values = [name, g.function_count, *_sized(g.bytes, whole), cumulative]
         if download is not None:
             values += [g.download_bytes or 0, share_of(g.download_bytes or 0, download.total)]
         return Row(tuple(values), role, depth)  # type: ignore[arg-type]
@@ -141,16 +154,10 @@ def _group_table(report: Report, top: int | None) -> Table:
         rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
     last = row(OVERHEAD_LABEL, overhead, next(running), "overhead")
     rows.append(Row((OVERHEAD_LABEL, None, *last.values[2:]), "overhead"))  # no function count
-    total = [
-        "total",
-        report.function_count,
-        whole,
-        whole,
-        share_of(whole, whole),
-        None,
-        *([download.total, share_of(download.total, download.total)] if download else []),
-    ]
+    total = ["total", report.function_count, *_sized(whole, whole), None]
+    total += [download.total, share_of(download.total, download.total)] if download else []
     rows.append(Row(tuple(total), "total"))
+    line = download_line(report)  # what the download column is, under the table
     src = report.source
     inside = f"#{src.identity}" if src.identity is not None and src.path else ""
     return Table(
@@ -165,7 +172,7 @@ def _group_table(report: Report, top: int | None) -> Table:
             ("measured in ", Name(origin(report)), "; grouping: ", Said(grouping_text(report))),
             (Said(provenance_line(report.provenance)),),
         ),
-        notes=_download_notes(report),
+        notes=() if line is None else ((Said(line),),),
         context=(("file", (src.path or "") + inside), ("by", report.by)),
         nested=report.subgrouping is not None,
     )
@@ -190,11 +197,6 @@ def download_line(report: Report) -> str | None:
             f"({100.0 * download.model_error / max(member.download_bytes, 1):+.4f}%)"
         )
     return line
-
-
-def _download_notes(report: Report) -> tuple[Words, ...]:
-    line = download_line(report)
-    return () if line is None else ((Said(line),),)
 
 
 def _jit_notes(report: Report) -> list[str]:
@@ -239,13 +241,13 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
             values.append(how.get(r.name) if role == "row" else None)
         if not strings:
             values.append(None if r.overhead else r.function_count)
-        values += [r.bytes, r.bytes, share_of(r.bytes, jit.total), running]
+        values += [*_sized(r.bytes, jit.total), running]
         if not strings:
             values.append(None if r.overhead else r.embedded_bytes or 0)
         rows.append(Row(tuple(values), role))  # type: ignore[arg-type]
     kernels = sum(r.function_count for r in jit.units)
     total: list[object] = ["total", *([None] if whole else []), *([] if strings else [kernels])]
-    total += [jit.total, jit.total, share_of(jit.total, jit.total), None]
+    total += [*_sized(jit.total, jit.total), None]
     rows.append(Row(tuple(total + ([] if strings else [None])), "total"))
     counted = (
         f"{len(jit.units):,} run-time sources"
@@ -279,9 +281,9 @@ def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
     sizes; the zip's own bytes and the total make the download column add up to the file."""
     columns = (
         Column("group", "file", "text"),
-        Column("bytes", "size", "size"),
-        Column("download_bytes", "download", "size"),
-        Column("download_share", "dl share", "share"),
+        SIZE,
+        DOWNLOAD,
+        DOWNLOAD_SHARE,
     )
     files = sorted(wheel.files, key=lambda f: (-f.download_bytes, f.name))
     shown = top_rows([Rollup(f.name, 0, f.bytes, 0, f.download_bytes) for f in files], top)
@@ -318,18 +320,12 @@ def _binary_table(account: BinaryAccount) -> Table:
     columns = _size_columns(Column("group", "part of the binary", "text"))[:-1]
     rows = [
         Row(
-            (
-                Name(r.name),
-                None if r.overhead else r.function_count,
-                r.bytes,
-                r.bytes,
-                share_of(r.bytes, whole),
-            ),
+            (Name(r.name), None if r.overhead else r.function_count, *_sized(r.bytes, whole)),
             "overhead" if r.overhead else "row",
         )
         for r in account.rows
     ]
-    rows.append(Row(("total", None, whole, whole, share_of(whole, whole)), "total"))
+    rows.append(Row(("total", None, *_sized(whole, whole)), "total"))
     libraries = sum(1 for r in account.rows if not r.overhead)
     return Table(
         tuple(columns),
@@ -366,9 +362,6 @@ def report_tables(
     return tables + [_binary_table(a) for a in binaries]
 
 
-_CSV_ONLY = frozenset({"csv"})
-
-
 def budget_table(checks: Sequence[Check], source: str) -> Table:
     """The size-limit view: a row per limit (its check, limit, value and verdict), with where
     each value was measured; CSV gets the key, group and numbers as measured."""
@@ -376,13 +369,13 @@ def budget_table(checks: Sequence[Check], source: str) -> Table:
     columns = (
         Column("budget", "budget", "text"),
         Column("check", "check", "text", PEOPLE),
-        Column("key", "key", "text", _CSV_ONLY),
-        Column("group", "group", "text", _CSV_ONLY),
+        Column("key", "key", "text", CSV_ONLY),
+        Column("group", "group", "text", CSV_ONLY),
         Column("limit", "limit", "text", PEOPLE),
-        Column("limit", "limit", "count", _CSV_ONLY),
+        Column("limit", "limit", "count", CSV_ONLY),
         Column("value", "value", "text", PEOPLE),
-        Column("value", "value", "count", _CSV_ONLY),
-        Column("counts", "counts", "text", _CSV_ONLY),
+        Column("value", "value", "count", CSV_ONLY),
+        Column("counts", "counts", "text", CSV_ONLY),
         Column("passed", "result", "verdict"),
     )
     rows = tuple(

@@ -37,8 +37,17 @@ from builder.render.text import (
 
 __all__ = [
     "ALL",
+    "CHANGE",
     "CSV",
+    "CSV_ONLY",
+    "CUMULATIVE",
+    "DOWNLOAD",
+    "DOWNLOAD_SHARE",
+    "FUNCTIONS",
     "PEOPLE",
+    "SHARE",
+    "SIZE",
+    "SIZES",
     "Column",
     "Kind",
     "Name",
@@ -49,14 +58,11 @@ __all__ = [
     "Words",
     "cell_text",
     "csv_records",
-    "cumulative_shares",
     "markdown_header",
     "markdown_line",
     "markdown_row",
     "markdown_tables",
-    "share_of",
     "text_tables",
-    "written",
 ]
 
 Kind = Literal["text", "count", "size", "bytes", "share", "delta", "percent", "verdict"]
@@ -72,6 +78,7 @@ ALL = frozenset({"text", "markdown", "csv"})
 PEOPLE = frozenset({"text", "markdown"})
 CSV = frozenset({"text", "csv"})
 """Media of the exact ``bytes`` column: the terminal table shows it beside the human size."""
+CSV_ONLY = frozenset({"csv"})
 
 
 class Name(str):
@@ -104,12 +111,14 @@ class Column:
 @dataclass(frozen=True)
 class Row:
     """One row's values, one per column (None: an empty cell), its role and nesting depth,
-    and the media that show it."""
+    the media that show it, and whether a rule ends its section in the terminal (the total's
+    section always starts with one)."""
 
     values: tuple[object, ...]
     role: Role = "row"
     depth: int = 0
     media: frozenset[str] = ALL
+    rule: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,10 @@ class Table:
     """In the terminal, a rule under the heading only (rich's ``SIMPLE_HEAD``): a wide table
     whose rows are read across, such as a history."""
 
+    def shown(self, medium: str) -> list[tuple[int, Column]]:
+        """The columns ``medium`` shows, each with its index in a row's values."""
+        return [(i, c) for i, c in enumerate(self.columns) if medium in c.media]
+
     def value(self, row: Row, key: str) -> object:
         """``row``'s value in the first column keyed ``key``."""
         for column, value in zip(self.columns, row.values, strict=True):
@@ -142,22 +155,25 @@ class Table:
         raise KeyError(key)
 
 
+# The columns results share, declared once so that a figure has one key and one heading in
+# every table that shows it.
+SIZE = Column("bytes", "size", "size")
+SIZES = (Column("bytes", "size", "size", PEOPLE), Column("bytes", "bytes", "bytes", CSV))
+"""A size human for people, and exact beside it in the terminal and in CSV."""
+SHARE = Column("share", "share", "share")
+CUMULATIVE = Column("cumulative", "cumulative", "share", PEOPLE)
+FUNCTIONS = Column("function_count", "functions", "count")
+DOWNLOAD = Column("download_bytes", "download", "size")
+DOWNLOAD_SHARE = Column("download_share", "dl share", "share")
+CHANGE = (
+    Column("base_bytes", "base", "size"),
+    Column("head_bytes", "head", "size"),
+    Column("delta_bytes", "delta", "delta"),
+    Column("delta_percent", "delta %", "percent"),
+)
+"""A size on both sides of a change, the change and the change in percent."""
+
 _VERDICTS = {"text": ("FAIL", "pass"), "markdown": ("❌ **FAIL**", "✅ pass")}
-
-
-def share_of(part: int, whole: int) -> float:
-    """``part`` as a fraction of ``whole``; NaN for an empty whole (``-`` for people, an empty
-    CSV cell)."""
-    return part / whole if whole else math.nan
-
-
-def cumulative_shares(parts: Sequence[int], whole: int) -> list[float]:
-    """The running share of ``whole`` after each of ``parts``: the cumulative column."""
-    out, total = [], 0
-    for part in parts:
-        total += part
-        out.append(share_of(total, whole))
-    return out
 
 
 def cell_text(kind: Kind, value: object, medium: str) -> str:
@@ -232,7 +248,7 @@ def text_tables(
     for line in preface:
         console.print(_rich_words(line), highlight=False)
     for table in tables:
-        shown = [c for c in table.columns if "text" in c.media]
+        shown = table.shown("text")
         rich = RichTable(
             box=box.SIMPLE_HEAD if table.compact else box.HEAVY_HEAD,
             pad_edge=not table.compact,
@@ -243,15 +259,15 @@ def text_tables(
             title_justify="left",
             caption_justify="left",
         )
-        for column in shown:
+        for _, column in shown:
             right = column.kind != "text"
             # a heading may be a name (a history's group columns): escaped as every cell is
             rich.add_column(rich_text(column.heading), justify="right" if right else "left")
         for row in (r for r in table.rows if "text" in r.media):
             if row.role == "total":
                 rich.add_section()
-            cells = [_text_cell(table, c, row) for c in shown]
-            rich.add_row(*cells, style=_style(table, row))
+            cells = [_text_cell(row, at, column) for at, column in shown]
+            rich.add_row(*cells, style=_style(table, row), end_section=row.rule)
         print_table(console, rich, fit=width is None)
         if table.compact and table.caption:
             console.print()
@@ -264,14 +280,9 @@ def text_tables(
     return out.getvalue()
 
 
-def _cells(table: Table, medium: str) -> list[tuple[int, Column]]:
-    return [(i, c) for i, c in enumerate(table.columns) if medium in c.media]
-
-
-def _text_cell(table: Table, column: Column, row: Row) -> str:
+def _text_cell(row: Row, index: int, column: Column) -> str:
     """Every cell escaped for rich (names may hold ``[`` or control characters; so do our own
     words, such as ``[container overhead]``)."""
-    index = table.columns.index(column)
     text = rich_text(cell_text(column.kind, row.values[index], "text"))
     return "  └ " + text if index == 0 and row.depth else text
 
@@ -350,7 +361,7 @@ def csv_records(tables: Sequence[Table]) -> str:
     for table in tables:
         keys.update(dict.fromkeys(k for k, _ in table.context))
     for table in tables:
-        columns = _cells(table, "csv")
+        columns = table.shown("csv")
         keys[columns[0][1].key] = None
         if nested:
             keys["subgroup"] = None
@@ -363,7 +374,7 @@ def csv_records(tables: Sequence[Table]) -> str:
 
 
 def _csv_rows(table: Table, header: list[str]) -> list[str]:
-    columns = _cells(table, "csv")
+    columns = table.shown("csv")
     context = [(k, csv_text(v)) for k, v in table.context]
     lines, parent = [], ""
     rows = table.rows
@@ -388,19 +399,3 @@ def _csv_rows(table: Table, header: list[str]) -> list[str]:
             cells[column.key] = csv_text(text) if column.kind == "text" else text
         lines.append(csv_line([cells.get(k, "") for k in header]))
     return lines
-
-
-def written(
-    tables: Sequence[Table],
-    kind: str,
-    *,
-    color: bool = False,
-    width: int | None = None,
-    preface: Sequence[Words] = (),
-) -> str:
-    """``tables`` in the format ``kind`` names: ``csv``, ``markdown``, else the terminal's."""
-    if kind == "csv":
-        return csv_records(tables)
-    if kind == "markdown":
-        return markdown_tables(tables)
-    return text_tables(tables, color=color, width=width, preface=preface)

@@ -279,4 +279,10 @@ def variants_html(run: VariantsRun) -> str:
     data["notes"] = _notes(run)
     data["heading"] = _heading(run)
     # the report page's one-pass filling, with the variants' template and script
-    return page(title, data, template="variants.html", scripts=("variants.js",))
+    return page(
+        title,
+        data,
+        body="variants.html",
+        styles=("style.css", "variants.css"),
+        scripts=("variants.js",),
+    )

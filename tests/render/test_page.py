@@ -140,3 +140,38 @@ def test_twenty_thousand_functions_stay_under_the_bound(
     ]
     page = report_html(load_reports(str(write_metallib("big.metallib", functions))))
     assert len(page.encode("utf-8")) <= MAX_BYTES
+
+
+def test_every_page_has_the_one_head(write_metallib: Callable[..., Path], tmp_path: Path) -> None:
+    """The report and the history page are the one shell's: the same head lines, each with its
+    own title and Content-Security-Policy (the history page runs no script, so allows none)."""
+    lib = write_metallib("a.metallib", FUNCTIONS)
+    report = report_html(load_reports(str(lib)))
+    history_file = tmp_path / "history.html"
+    main(["history", str(lib), str(lib), "-o", str(history_file)])
+    history = history_file.read_text(encoding="utf-8")
+    heads = [page[: page.index("<body>")] for page in (report, history)]
+    policy = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
+    scripted = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+    assert [policy.findall(head) for head in heads] == [
+        [scripted + "; img-src data:"],
+        ["default-src 'none'; style-src 'unsafe-inline'"],
+    ]
+    own = re.compile(
+        r"<title>.*?</title>|<style>.*?</style>|content=\"default-src[^\"]*\"", re.DOTALL
+    )
+    assert own.sub("", heads[0]) == own.sub("", heads[1])
+    assert '<meta name="viewport"' in heads[1] and "<script" not in history
+
+
+def test_history_chart_points_are_the_files_sizes(
+    write_metallib: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The total chart is drawn from the history's rows: each point's tooltip names the size of
+    its target's file, in the order given."""
+    libs = [write_metallib(f"r{n}.metallib", FUNCTIONS[: n + 2]) for n in range(3)]
+    page = tmp_path / "history.html"
+    main(["history", *map(str, libs), "-o", str(page)])
+    total_chart = page.read_text(encoding="utf-8").split("</svg>")[0]
+    points = re.findall(r"<title>metallib size, [^<]*\(([\d,]+) bytes\)</title>", total_chart)
+    assert [int(p.replace(",", "")) for p in points] == [lib.stat().st_size for lib in libs]

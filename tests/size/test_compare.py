@@ -20,7 +20,7 @@ import pytest
 from builder import __version__
 from builder.cli.group import main
 from builder.metallib import open_metallib
-from builder.render.pr_comment import compare_markdown
+from builder.render.pr_comment import comment_markdown
 from builder.settings.checks import parse_limit
 from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports, pair_reports
@@ -265,7 +265,7 @@ def test_markdown_snapshot(pair: tuple[Path, Path], tmp_path: Path) -> None:
     (base,), (head,) = load_reports(str(pair[0])), load_reports(str(pair[1]))
     comparison = compare_reports(base, head)
     gates = evaluate_gates(comparison, Gates(max_growth=parse_limit("5%"), fail_on_new_group=True))
-    text = compare_markdown(comparison, gates).replace(str(tmp_path), "<tmp>")
+    text = comment_markdown([(comparison, gates)]).replace(str(tmp_path), "<tmp>")
     text = text.replace(f"metallib-builder {__version__};", "metallib-builder <version>;")
     if os.environ.get("METALLIB_BUILDER_UPDATE_SNAPSHOTS"):
         SNAPSHOT.write_text(text, encoding="utf-8")
@@ -315,7 +315,7 @@ def test_note_when_groupings_differ(pair: tuple[Path, Path]) -> None:
     (head,) = load_reports(str(pair[1]), by="dtype")
     comparison = compare_reports(base, head)
     assert comparison.notes and "different groupings" in comparison.notes[0]
-    assert "note: base is grouped by kernel" in compare_markdown(comparison)
+    assert "note: base is grouped by kernel" in comment_markdown([(comparison, ())])
     (same,) = load_reports(str(pair[1]))
     assert compare_reports(base, same).notes == []
 

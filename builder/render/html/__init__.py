@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from builder.files.dataclass_json import dumps
 from builder.files.reading import read_text
@@ -27,7 +27,7 @@ from builder.render.text import human_size, visible
 if TYPE_CHECKING:
     from builder.size.checks import Check
     from builder.size.compare import Comparison
-    from builder.size.history import HistoryPoint, LibraryHistory
+    from builder.size.history import LibraryHistory
     from builder.size.report import Report
 
 __all__ = ["compare_html", "history_html", "page", "report_html"]
@@ -49,17 +49,34 @@ def _script_json(data: object) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-_PLACEHOLDER = re.compile(r"\{\{TITLE\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\*/|\{\{DATA\}\}")
+_PLACEHOLDER = re.compile(
+    r"\{\{(?:TITLE|CSP|BODY|DATA)\}\}|/\*\{\{STYLE\}\}\*/|/\*\{\{SCRIPT\}\}\*/"
+)
+_SCRIPTED = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+)
+"""What a page drawn by its script may load: its own inline script and style, images as data."""
 
 
 def page(
     title: str,
     data: dict[str, object],
     *,
-    template: str = "page.html",
+    body: str = "page.html",
+    styles: tuple[str, ...] = ("style.css",),
     scripts: tuple[str, ...] = ("treemap.js", "app.js"),
 ) -> str:
-    """``template`` with the stylesheet, ``scripts`` and data inlined.
+    """The page shell (``shell.html``, every page's head) around ``body``, with ``styles``,
+    ``scripts`` and data inlined."""
+    template = _asset("shell.html").replace("{{BODY}}", _asset(body))  # our own files
+    inlined = {"/*{{SCRIPT}}*/": "\n".join(map(_asset, scripts)), "{{DATA}}": _script_json(data)}
+    return _filled(template, title, _SCRIPTED, styles, inlined)
+
+
+def _filled(
+    template: str, title: str, csp: str, styles: tuple[str, ...], parts: dict[str, str]
+) -> str:
+    """``template`` with its placeholders filled.
 
     One pass over the template: each placeholder is replaced where it stands in the template and
     inserted text is never searched again, so a title (a target's name) or a function name that
@@ -68,11 +85,11 @@ def page(
     """
     parts = {
         "{{TITLE}}": html.escape(visible(title)),
-        "/*{{STYLE}}*/": _asset("style.css"),
-        "/*{{SCRIPT}}*/": "\n".join(_asset(name) for name in scripts),
-        "{{DATA}}": _script_json(data),
+        "{{CSP}}": csp,
+        "/*{{STYLE}}*/": "\n".join(map(_asset, styles)),
+        **parts,
     }
-    return _PLACEHOLDER.sub(lambda match: parts[match.group()], _asset(template))
+    return _PLACEHOLDER.sub(lambda match: parts[match.group()], template)
 
 
 def report_html(reports: Sequence[Report]) -> str:
@@ -103,15 +120,6 @@ _COLOURS = (
     "#bcbd22",
     "#17becf",
 )
-
-
-def _library_name(library: str | None) -> str:
-    """How a library of a history is named where several are shown: its name in its targets."""
-    return library if library is not None else "(the target's one library)"
-
-
-def _group_sizes(point: HistoryPoint) -> dict[str, int]:
-    return {g.name: g.bytes for g in point.groups}
 
 
 def _text(value: str) -> str:
@@ -209,96 +217,64 @@ def _cut(name: str, keep_end: bool) -> str:
     return "…" + name[-23:] if keep_end else name[:23] + "…"
 
 
-_STYLE = """body{font:14px system-ui,sans-serif;margin:24px;color:#1b1f24}
-h1{font-size:20px;margin:0 0 4px}p{margin:4px 0 12px;color:#57606a}
-svg{display:block;margin:8px 0 20px;max-width:100%;height:auto}
-.title{font-size:15px;font-weight:600;fill:#1b1f24}.grid{stroke:#e1e4e8}
-.ytick{font-size:11px;text-anchor:end;fill:#57606a}.xtick{font-size:11px;text-anchor:end;fill:#57606a}
-.legend{font-size:12px;fill:#1b1f24}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:right}\
-td:first-child,th:first-child{text-align:left}
-h2{font-size:16px;margin:20px 0 4px}
-th{background:#f6f8fa}footer{margin-top:16px;font-size:12px;color:#57606a;word-break:break-all}"""
+_HISTORY_CSP = "default-src 'none'; style-src 'unsafe-inline'"
+"""The history page has no script: only its inline style."""
 
 
 def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
     """The page: the total (and download) chart, a line per library; then, per library, its top
-    groups' chart and its figures as a table; and where each was measured."""
+    groups' chart and its figures as a table; and where each was measured. The charts are drawn
+    from the history's tables (``history_tables``, every group column), so a line and its
+    table's row cannot disagree."""
     points = [p for h in histories for p in h.points]
-    targets = list(dict.fromkeys(p.target for h in histories for p in h.points))
+    targets = list(dict.fromkeys(p.target for p in points))
     package = one_package(targets)
     labels = [t.split("==", 1)[1] if package else t for t in targets]
     several = len(histories) > 1
     download = any(p.download_bytes is not None for p in points)
     totals: list[Series] = []
-    for h in histories:
-        at = {p.target: p for p in h.points}
-        name = _library_name(h.library)
-        sizes, downloads = (
-            [_bytes(at.get(t)) for t in targets],
-            [_download(at.get(t)) for t in targets],
-        )
-        totals.append((name if several else "metallib size", sizes))
-        if download:
-            totals.append((f"{name} download" if several else "download size", downloads))
-    sections = [_library_section(h, by, targets, labels, several) for h in histories]
+    sections = []
+    for h, table in zip(histories, history_tables(histories, by), strict=True):
+        name = h.library if h.library is not None else "(the target's one library)"
+        figures = _figures(table, [p.target for p in h.points], targets)
+        keys = [key for key, _ in figures]
+        totals.append((name if several else "metallib size", figures[keys.index("bytes")][1]))
+        if download:  # a library without download figures has no line points
+            line = figures[keys.index("download_bytes")][1] if "download_bytes" in keys else []
+            totals.append((f"{name} download" if several else "download size", line))
+        groups = figures[keys.index("function_count") + 1 :]  # the columns after the fixed ones
+        heading = f"<h2>{_text(name)}</h2>\n" if several else ""
+        chart = _chart(f"Top {len(groups)} groups (by {by})", labels, groups) + "\n"
+        sections.append(heading + (chart if groups else "") + _table_html(table))
     measured = "<br>".join(_text(m) for p in points for m in p.measured_in)
     note = f"<br>Download size: {_text(DOWNLOAD_METHOD)}." if download else ""
     libraries = f"; {len(histories)} libraries, each its own history" if several else ""
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<meta name="generator" content="metallib-builder">
-<title>Metallib size history</title>
-<style>
-{_STYLE}
-</style>
-</head>
-<body>
-<h1>Metallib size history</h1>
+    body = f"""<h1>Metallib size history</h1>
 <p>{len(targets)} targets in the order given\
 {f" (versions of {_text(package)})" if package else ""}{_text(libraries)}; groups by {_text(by)};\
  hover a point for its bytes.</p>
 {_chart("Total size" + (" of each library" if several else ""), labels, totals, keep_end=several)}
 {"".join(sections)}
 <footer>Measured in:<br>{measured}{note}</footer>
-</body>
-</html>
 """
+    title = "Metallib size history"
+    return _filled(_asset("shell.html"), title, _HISTORY_CSP, ("history.css",), {"{{BODY}}": body})
 
 
-def _bytes(point: HistoryPoint | None) -> int | None:
-    return point.bytes if point is not None else None
-
-
-def _download(point: HistoryPoint | None) -> int | None:
-    return point.download_bytes if point is not None else None
-
-
-def _library_section(
-    history: LibraryHistory,
-    by: str,
-    targets: Sequence[str],
-    labels: Sequence[str],
-    several: bool,
-) -> str:
-    """One library's top groups chart (over every target: none where it is missing) and its
-    figures, the history's table (``history_tables``: a row per target holding it); headed by
-    its name when there are several."""
-    top = history.top
-    at = {p.target: _group_sizes(p) for p in history.points}
-    groups: list[Series] = [(name, [at.get(t, {}).get(name) for t in targets]) for name in top]
-    heading = f"<h2>{_text(_library_name(history.library))}</h2>\n" if several else ""
-    chart = _chart(f"Top {len(top)} groups (by {by})", labels, groups) + "\n" if top else ""
-    return heading + chart + _table_html(history_tables([history], by)[0])
+def _figures(table: Table, rows_at: Sequence[str], targets: Sequence[str]) -> list[Series]:
+    """Each column of a history's ``table`` as a chart's series: its key and its value per
+    target of the page, None where the library has no row (``rows_at``: each row's target)."""
+    at = dict(zip(rows_at, table.rows, strict=True))
+    return [
+        (c.key, [cast(int, at[t].values[i]) if t in at else None for t in targets])
+        for i, c in enumerate(table.columns)
+    ]
 
 
 def _table_html(table: Table) -> str:
     """A table of the model as a plain HTML table (a page without script): each cell as the
     terminal writes it, escaped."""
-    shown = [(at, c) for at, c in enumerate(table.columns) if "text" in c.media]
+    shown = table.shown("text")
     head = "".join(f"<th>{_text(c.heading)}</th>" for _, c in shown)
     rows = [
         "<tr>"
