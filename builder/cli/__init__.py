@@ -90,7 +90,7 @@ COMMANDS: dict[str, Entry] = {
         "Write a library's AOT/JIT variants as real subsets and compare their sizes.",
     ),
     "embed": Entry(
-        "build:embed_command",
+        "loading:embed_command",
         "Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).",
     ),
     "sources": Entry(

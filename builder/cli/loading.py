@@ -3,7 +3,10 @@ should know on stderr (the rules not used, the bytes no entry file of ``--source
 and the check that no ``-o`` names one of the files read.
 
 ``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
-functions, read as a host library's report reads them (``builder.size.host_strings``).
+functions, read as a host library's report reads them (``builder.size.host_strings``), and
+``embed``, which writes run-time sources (``builder.jit.generate.write_embed``). ``embed`` lives
+here, not with ``build``: importing the build commands plans their options from the build
+request, which ``embed`` has no use for (it made ``embed`` 1.5 times slower).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import click
 
 from builder.cli.publishing import output_options, say
 from builder.cli.tree_options import option
+from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["check_output", "load", "measured_files", "sources_command"]
+__all__ = ["check_output", "embed_command", "load", "measured_files", "sources_command"]
 
 
 def check_output(
@@ -257,3 +261,114 @@ def _host_binaries(target: str, platform: str | None) -> list[tuple[Path, str | 
         elif lib.host is not None:
             binaries[lib.host] = lib.member  # (a wheel's .metallib member: no host code)
     return list(binaries.items())
+
+
+@click.command(
+    "embed",
+    epilog="""\b
+Examples:
+  metallib-builder embed metal_src/unary/unary.h -I metal_src -o unary_jit.cpp
+  metallib-builder embed --preamble common=utils.h --preamble common=binary_ops.h -I . -o c.cpp
+  metallib-builder embed mlx/backend/metal/kernels/unary.h mlx/backend/metal/kernels/binary.h \\
+      -I . --preamble-define MLX_METAL_JIT=1 -o mlx_preambles.cpp \\
+      --jit-namespace mlx::core::metal \\
+      --jit-api cstring --no-jit-lookup --depfile mlx_preambles.d
+""",
+)
+@click.argument("headers", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--preamble",
+    "preambles",
+    multiple=True,
+    metavar="NAME=HEADER",
+    help="A preamble under the function name NAME (repeatable; NAME again adds HEADER to the "
+    "same preamble, inlined in the order given), after the HEADERs, as a tree's "
+    "[build.preambles] names them. variants --from prints embed commands with it.",
+)
+@option(
+    "include_dirs",
+    note="Searched after the including file's own folder; #line markers name files relative "
+    "to the first -I that holds them.",
+)
+@option("preamble_defines")
+@click.option("-D", "--define", "old_defines", multiple=True, hidden=True)  # deprecated: scripts
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The C++ source to write (atomically; left untouched when unchanged).",
+)
+@option("jit_namespace")
+@option("jit_api")
+@option("jit_lookup")
+@click.option(
+    "--depfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write a Make-syntax depfile: OUT depends on every file inlined (for Ninja, Make, "
+    "CMake's DEPFILE); written atomically, left untouched when unchanged.",
+)
+@click.option(
+    "--strip-comments",
+    is_flag=True,
+    help="Leave comments out of the embedded text (line numbers are kept, so #line markers "
+    "stay exact). Smaller; run-time diagnostics show code without its comments.",
+)
+@click.option(
+    "--allow-outside-includes",
+    is_flag=True,
+    help="Inline quoted includes that resolve outside the -I folders and the HEADERs' folders "
+    "(refused by default: a tree from someone else must not embed files of this machine).",
+)
+def embed_command(
+    headers: tuple[Path, ...],
+    preambles: tuple[str, ...],
+    include_dirs: tuple[Path, ...],
+    preamble_defines: tuple[str, ...],
+    old_defines: tuple[str, ...],
+    output: Path,
+    jit_namespace: str | None,
+    jit_api: str | None,
+    jit_lookup: bool | None,
+    depfile: Path | None,
+    strip_comments: bool,
+    allow_outside_includes: bool,
+) -> None:
+    """Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).
+
+    Each preamble is the header with its quoted includes inlined in inclusion order (each file
+    once, with #line markers), angle includes kept for the run-time compiler; nothing else of
+    the text is edited. No Metal compiler is needed. Exit 2 with one line naming the file: a
+    quoted include that cannot be found, or that resolves outside the -I folders and the
+    HEADERs' folders (see --allow-outside-includes); an OUT or FILE that is one of the files read;
+    an OUT that cannot be written (nothing partial is left).
+    """
+    from builder.jit.generate import named_preambles, write_embed
+    from builder.settings.declared import APIS, DEFAULT_NAMESPACE
+
+    for folder in include_dirs:  # a folder that is not there would quietly resolve nothing
+        if not folder.is_dir():
+            raise UsageError(f"-I {folder}: not a folder")
+    named = named_preambles(preambles)
+    changed, written = write_embed(
+        headers,
+        include_dirs,
+        output,
+        (*preamble_defines, *old_defines),
+        jit_namespace or DEFAULT_NAMESPACE,
+        strip=strip_comments,
+        api=jit_api or APIS[0],
+        lookup=jit_lookup is not False,
+        depfile=depfile,
+        allow_outside_includes=allow_outside_includes,
+        named=named,
+    )
+    files = len({f for p in written for f in p.files})
+    say(
+        f"embed: {len(written)} preamble(s) from {files} file(s), "
+        f"{sum(len(p.text.encode()) for p in written):,} bytes -> {output}"
+        f"{'' if changed else ' (unchanged)'}"
+    )

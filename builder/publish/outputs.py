@@ -29,7 +29,6 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import OutputError, UsageError
-from builder.render.table import csv_records, markdown_tables, text_tables  # rich: text only
 
 if TYPE_CHECKING:  # the GitHub client (http.client, ssl) is imported only to post
     from builder.publish.github import PullRequest
@@ -215,6 +214,10 @@ def _written(
     preface: Sequence[Words] = (),
 ) -> str:
     """``tables`` in the format ``kind`` names: ``csv``, ``markdown``, else the terminal's."""
+    # imported here: every command with -o imports this module, and the writers bring the
+    # size readers with them (embed's start-up, issue 34 item 12)
+    from builder.render.table import csv_records, markdown_tables, text_tables
+
     if kind == "csv":
         return csv_records(tables)
     if kind == "markdown":
