@@ -2,7 +2,8 @@
 the issue 27 rules state it, in the plainest form (every MLX rule tried in order on every name,
 the share counted over all names, dtype spellings tried longest first at each position). The
 tool's grouping is built for speed (one trie for the spellings, rules marked at their end, the
-MLX share decided as soon as it is certain, issue 34 item 14); its labels must be these."""
+MLX share decided as soon as it is certain, the generic stems in C when the extension is built,
+issue 34 item 14); its labels must be these, on both codes (native and pure Python)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from support.real_wheels import libraries_or_skip
 
 from builder.inputs.targets import open_library
 from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
+from builder.metallib import native
 from builder.size.grouping import (
     MLX_MIN_SHARE,
     OTHER,
@@ -23,6 +25,8 @@ from builder.size.grouping import (
     generic_groups,
     group_names,
 )
+
+pytestmark = pytest.mark.both_container_codes  # the generic stems have a C and a Python path
 
 LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and two libraries of another
     ("mlx-metal==0.32.4", "macosx_14_0_arm64", "mlx.metallib"),
@@ -122,6 +126,9 @@ def test_generic_stems_of_odd_names() -> None:
 SOUP = [*NAME_SPELLINGS, "_", "__", "x", "u", "mask", "nomask", "12", "bm64", "true", "\n", "\x00"]
 """Pieces of names: every dtype spelling (so that spellings touch, overlap and hold one
 another), token ends, numeric tokens, the mask words and the characters names are joined by."""
+SOUP += ["false", "abcdefg1", "Ab12", "T", "2\n\n", "\u0663", "\u00e9"]
+"""Numeric tokens at the letters' limit and beyond, letters that are not ASCII, and a digit that
+is not ASCII (Python's \\d takes it; the C path declines names that are not ASCII)."""
 
 
 @settings(max_examples=100, deadline=None)
@@ -129,5 +136,21 @@ another), token ends, numeric tokens, the mask words and the characters names ar
 def test_generic_stems_of_spelling_soup(names: list[str]) -> None:
     """Names made of spellings run together: the stems found for all names at once are the
     reference's, name by name (a short word inside a longer one stays, one between token ends
-    goes)."""
+    goes). The ASCII names alone too: one name that is not ASCII sends all to Python."""
     assert generic_groups(names) == [generic(n) for n in names]
+    ascii_names = [n for n in names if n.isascii()]
+    assert generic_groups(ascii_names) == [generic(n) for n in ascii_names]
+
+
+@pytest.mark.picks_container_code
+def test_the_extension_decides_ascii_names_and_declines_others() -> None:
+    """With the extension, ASCII names' stems come from C (the tests above then compare C with
+    the reference); a name that is not ASCII sends every name to the Python path."""
+    module = native.native_module()
+    if module is None:
+        pytest.skip(f"native code not in use: {native.status()}")
+    spellings, names = tuple(NAME_SPELLINGS), ["k_float16_bm64", "copyint32", "abc_true"]
+    assert module.generic_stems(names, spellings, WORD_ONLY_SPELLINGS) == [
+        generic(n) for n in names
+    ]
+    assert module.generic_stems([*names, "k_\u0663"], spellings, WORD_ONLY_SPELLINGS) is None

@@ -5,6 +5,8 @@
  * reflection.c     reflection_pieces: FlatBuffer sizes and canonical flags for a rewrite
  * runs.c           coalesce_runs: pieces of the source merged into runs to copy
  * find.c           find_header: the next metallib header in a file (the search for metallibs)
+ * stems.c          generic_stems: the generic group of every name (its caller is
+ *                  builder/size/grouping.py)
  * sha256.c         sha256_spans: module hashes on several threads (only when built with OpenSSL)
  * deflate_share.c  deflate_share: the download model's parallel zlib pass (only with zlib;
  *                  its caller is builder/size/download.py)
@@ -41,6 +43,11 @@ static PyMethodDef methods[] = {
      "The first file offset o in [start, end - 88] where the open file fd holds the magic MTLB and\n"
      "a header that passes the header checks (builder/metallib/embedded.py, plausible_header), or\n"
      "-1; the file is read with pread() without the GIL, nothing of it is mapped."},
+    {"generic_stems", generic_stems, METH_VARARGS,
+     "generic_stems(names, spellings, word_only) -> list of str, or None\n\n"
+     "The generic group of every name (builder/size/grouping.py, generic_groups): dtype spellings\n"
+     "stripped, longest first, the word_only ones only between '_' or the ends, then empty and\n"
+     "numeric tokens dropped. None when a name or spelling is not ASCII."},
 #ifdef METALLIB_NATIVE_SHA256
     {"sha256_spans", sha256_spans, METH_VARARGS,
      "sha256_spans(buffer, offsets, sizes, threads, fd=-1) -> bytes\n\n"

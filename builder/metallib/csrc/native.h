@@ -31,6 +31,7 @@ PyObject *screen_functions(PyObject *module, PyObject *args);
 PyObject *reflection_pieces(PyObject *module, PyObject *args);
 PyObject *coalesce_runs(PyObject *module, PyObject *args);
 PyObject *find_header(PyObject *module, PyObject *args);
+PyObject *generic_stems(PyObject *module, PyObject *args);
 #ifdef METALLIB_NATIVE_SHA256
 PyObject *sha256_spans(PyObject *module, PyObject *args);
 #endif
