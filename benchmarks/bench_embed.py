@@ -10,6 +10,13 @@ checks first that it writes exactly the preamble text ``embed`` embeds. Target: 
 
     python benchmarks/bench_embed.py --runs 11
     python benchmarks/bench_embed.py --header path/to/x.metal -I path/to
+    python benchmarks/bench_embed.py --runs 11 --floor
+
+``--floor`` also times, interleaved with both, ``python -c pass``, ``import click`` and the
+imports of every ``builder`` module ``embed`` loads (found with ``-X importtime``), and in this
+process the command's work (``write_embed``, imports done); it prints where ``embed``'s CPU
+time goes and the least a click command can cost: ``import click`` plus the plain inliner's own
+work (its time less ``python -c pass``).
 
 It is a script, not a test: timings depend on the machine (docs/performance.md).
 """
@@ -18,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _timing import BENCH, ROOT, interleaved, print_medians
+from _timing import BENCH, ENV, ROOT, interleaved, print_medians
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
@@ -43,6 +52,7 @@ def main() -> int:
     parser.add_argument("--header", type=Path)
     parser.add_argument("-I", dest="include", action="append", type=Path, default=[])
     parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--floor", action="store_true", help="also time the parts of embed")
     args = parser.parse_args()
     header, include = (args.header, args.include) if args.header else ggml_metal()
     from builder.jit.preamble import inline_preamble
@@ -64,7 +74,10 @@ def main() -> int:
         }
         os.chdir(cwd)  # both name files relative to here, as embed's markers do
         expected = inline_preamble([header.name], include).text
+        if args.floor:
+            cases |= floor_cases(cases["embed"])
         results = interleaved(cases, args.runs, cwd=cwd)
+        work = embed_work(header.name, include, Path(tmp, "w.cpp"), args.runs) if args.floor else 0
         written = Path(tmp, "p.cpp").read_text(encoding="utf-8")
         if written != f'const char preamble[] = R"mbjit({expected})mbjit";\n':
             sys.exit("plain_inliner.py does not write embed's text: no baseline for it")
@@ -78,7 +91,76 @@ def main() -> int:
         f"embed / plain inliner: {wall / base_wall:.2f} wall, {cpu / base_cpu:.2f} CPU "
         f"(target <= {TARGET:g})"
     )
+    if args.floor:
+        print_floor({label: cpu for label, (_, cpu) in results.items()}, work)
     return 0 if wall / base_wall <= TARGET else 1
+
+
+def floor_cases(embed: list[str]) -> dict[str, list[str]]:
+    """``python -c pass``, ``import click``, and importing every ``builder`` module that
+    ``embed`` imports (as ``-X importtime`` lists them; click and the standard library come
+    with them), each a whole process."""
+    traced = subprocess.run(
+        [embed[0], "-X", "importtime", *embed[1:]],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    )
+    found = [line.rsplit("|", 1)[-1].strip() for line in traced.stderr.splitlines()]
+    modules = [name for name in found if name.startswith("builder.")]
+    py = embed[0]
+    return {
+        "python -c pass": [py, "-c", "pass"],
+        "import click": [py, "-c", "import click"],
+        f"embed's imports ({len(modules)} modules)": [py, "-c", f"import {', '.join(modules)}"],
+    }
+
+
+def embed_work(header: str, include: list[Path], out: Path, runs: int) -> float:
+    """Median CPU seconds of ``embed``'s work, each run in a fresh process with the command's
+    modules imported first (a process caches the files it parsed): the header inlined, the C++
+    source rendered and written (the output removed before, so it is written every time)."""
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from builder.jit.generate import write_embed\n"
+        "start = time.process_time()\n"
+        "write_embed([sys.argv[1]], [Path(p) for p in sys.argv[3:]], sys.argv[2])\n"
+        "print(time.process_time() - start)\n"
+    )
+    times = []
+    for _ in range(runs):
+        out.unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code, header, str(out), *map(str, include)],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            check=True,
+        )
+        times.append(float(done.stdout))
+    return statistics.median(times)
+
+
+def print_floor(cpu: dict[str, float], work: float) -> None:
+    """Where ``embed``'s CPU time goes, and the least a click command doing the plain inliner's
+    work costs, as a multiple of the plain inliner."""
+    python, click = cpu["python -c pass"], cpu["import click"]
+    imports = next(value for label, value in cpu.items() if label.startswith("embed's imports"))
+    embed, plain = cpu["embed"], cpu["plain inliner"]
+    ms = 1000
+    print(f"embed's CPU, {embed * ms:.1f} ms:")
+    print(f"  the interpreter (python -c pass)           {python * ms:6.1f} ms")
+    print(f"  click (import click, less the interpreter) {(click - python) * ms:6.1f} ms")
+    print(f"  builder's modules and the rest they import {(imports - click) * ms:6.1f} ms")
+    print(f"  the work (write_embed, in a fresh process) {work * ms:6.1f} ms")
+    print(f"  the rest (arguments, output, exit)         {(embed - imports - work) * ms:6.1f} ms")
+    least = click + plain - python
+    print(
+        f"a click command doing the plain inliner's work: at least {least * ms:.1f} ms, "
+        f"{least / plain:.2f} x the plain inliner ({plain * ms:.1f} ms)"
+    )
 
 
 if __name__ == "__main__":
