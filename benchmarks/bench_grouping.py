@@ -14,7 +14,9 @@ average is printed. ``--check`` also writes each library's labels to compare acr
     python benchmarks/bench_grouping.py --before /tmp/base/builder/size/grouping.py
 
 ``--before`` times another commit's ``grouping.py`` beside this one, interleaved (it imports the
-rest of ``builder`` from here).
+rest of ``builder`` from here). The generic stems are made in C when the extension is built
+(``generic_stems``, csrc/stems.c); ``METALLIB_BUILDER_NATIVE=0`` times the pure-Python path. The
+script prints which is in use.
 
 It is a script, not a test: timings depend on the machine (docs/performance.md).
 """
@@ -35,6 +37,7 @@ from _timing import ROOT, load_average
 sys.path.insert(0, str(ROOT))
 
 from builder.inputs.targets import open_library, resolve_target
+from builder.metallib.native import status
 from builder.size.grouping import OTHER, Grouping, group_names
 
 LIBRARIES = {
@@ -99,6 +102,7 @@ def main() -> int:
             times[label].append(per_name(work, some))
     med = {label: statistics.median(values) for label, values in times.items()}
     print(f"medians of {args.runs} interleaved runs, load average {load_average()}")
+    print(f"native code: {status()}")
     for label, value in med.items():
         count = len(cases[label][1])
         print(f"  {label:<48} {value * 1e6:6.2f} us CPU per name ({count:,} names)")
