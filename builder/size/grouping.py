@@ -150,13 +150,12 @@ def generic_group(name: str) -> str:
 
 
 def generic_groups(names: Sequence[str]) -> list[str]:
-    """:func:`generic_group` of every name, by the C extension when it is built (ASCII names:
-    ``generic_stems`` in csrc/stems.c, about 0.1 us a name), else found for all of them at once
-    here: the names joined by a character none of them holds, and each step one regular
-    expression over the whole text (dtype tokens become "_", numeric ``_`` tokens go, then the
-    ``_`` left over), so that no step is a Python loop over the names (torch's 16,024 names: 4
-    us each, name by name; 3 us so, most of it a Python call per dtype token, which CPython
-    3.11 makes for any replacement that is not a plain string)."""
+    """:func:`generic_group` of every name: by the C extension when it is built (ASCII names,
+    ``generic_stems`` in csrc/stems.c: here each dtype token costs a Python call, which CPython
+    3.11 makes for any replacement that is not a plain string), else all at once here, the
+    names joined by a character none of them holds and each step one regular expression over
+    the whole text (dtype tokens become "_", numeric ``_`` tokens go, then the ``_`` left over),
+    not a Python loop over the names. This path is the reference the C one is tested against."""
     native = getattr(native_module(), "generic_stems", None)
     if native is not None:
         found: list[str] | None = native(names, _SPELLINGS, WORD_ONLY_SPELLINGS)
