@@ -13,10 +13,11 @@ checks first that it writes exactly the preamble text ``embed`` embeds. Target: 
     python benchmarks/bench_embed.py --runs 11 --floor
 
 ``--floor`` also times, interleaved with both, ``python -c pass``, ``import click`` and the
-imports of every ``builder`` module ``embed`` loads (found with ``-X importtime``), and in this
-process the command's work (``write_embed``, imports done); it prints where ``embed``'s CPU
-time goes and the least a click command can cost: ``import click`` plus the plain inliner's own
-work (its time less ``python -c pass``).
+imports of every ``builder`` module ``embed`` loads (found with ``-X importtime``), then in fresh
+processes the command's work (``write_embed``, imports done) and each import ``embed`` makes
+after click's, one at a time in its order; it prints where ``embed``'s CPU time goes and the
+least a click command can cost: ``import click`` plus the plain inliner's own work (its time
+less ``python -c pass``).
 
 It is a script, not a test: timings depend on the machine (docs/performance.md).
 """
@@ -74,10 +75,12 @@ def main() -> int:
         }
         os.chdir(cwd)  # both name files relative to here, as embed's markers do
         expected = inline_preamble([header.name], include).text
+        roots: list[str] = []
         if args.floor:
-            cases |= floor_cases(cases["embed"])
+            cases |= floor_cases(cases["embed"], roots)
         results = interleaved(cases, args.runs, cwd=cwd)
         work = embed_work(header.name, include, Path(tmp, "w.cpp"), args.runs) if args.floor else 0
+        imports = import_times(roots, args.runs) if args.floor else {}
         written = Path(tmp, "p.cpp").read_text(encoding="utf-8")
         if written != f'const char preamble[] = R"mbjit({expected})mbjit";\n':
             sys.exit("plain_inliner.py does not write embed's text: no baseline for it")
@@ -93,13 +96,18 @@ def main() -> int:
     )
     if args.floor:
         print_floor({label: cpu for label, (_, cpu) in results.items()}, work)
+        print("embed's imports after click's, one at a time in their order (CPU, 1 ms or more):")
+        for name, seconds in imports.items():
+            if seconds >= 0.001:
+                print(f"  {name:<42} {seconds * 1000:6.1f} ms")
     return 0 if wall / base_wall <= TARGET else 1
 
 
-def floor_cases(embed: list[str]) -> dict[str, list[str]]:
+def floor_cases(embed: list[str], roots: list[str]) -> dict[str, list[str]]:
     """``python -c pass``, ``import click``, and importing every ``builder`` module that
     ``embed`` imports (as ``-X importtime`` lists them; click and the standard library come
-    with them), each a whole process."""
+    with them), each a whole process. ``roots`` gets the imports not made by another module,
+    from the first ``builder`` one on, in their order."""
     traced = subprocess.run(
         [embed[0], "-X", "importtime", *embed[1:]],
         capture_output=True,
@@ -107,8 +115,11 @@ def floor_cases(embed: list[str]) -> dict[str, list[str]]:
         env=ENV,
         check=True,
     )
-    found = [line.rsplit("|", 1)[-1].strip() for line in traced.stderr.splitlines()]
+    listed = [line.rsplit("|", 1)[-1] for line in traced.stderr.splitlines() if "|" in line]
+    found = [name.strip() for name in listed]
     modules = [name for name in found if name.startswith("builder.")]
+    top = [name.strip() for name in listed if not name.startswith("  ")]  # " name": depth 0
+    roots += top[next(i for i, name in enumerate(top) if name.startswith("builder")) :]
     py = embed[0]
     return {
         "python -c pass": [py, "-c", "pass"],
@@ -141,6 +152,31 @@ def embed_work(header: str, include: list[Path], out: Path, runs: int) -> float:
         )
         times.append(float(done.stdout))
     return statistics.median(times)
+
+
+def import_times(roots: list[str], runs: int) -> dict[str, float]:
+    """Median CPU seconds of importing each of ``roots`` in its turn, click first, in fresh
+    processes: what each import adds to click's."""
+    code = (
+        "import importlib, sys, time\n"
+        "import click\n"
+        "for name in sys.argv[1:]:\n"
+        "    start = time.process_time()\n"
+        "    importlib.import_module(name)\n"
+        "    print(time.process_time() - start)\n"
+    )
+    found: dict[str, list[float]] = {name: [] for name in roots}
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *roots],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            check=True,
+        )
+        for name, seconds in zip(roots, done.stdout.split()):
+            found[name].append(float(seconds))
+    return {name: statistics.median(times) for name, times in found.items()}
 
 
 def print_floor(cpu: dict[str, float], work: float) -> None:
