@@ -149,6 +149,7 @@ def test_the_extension_decides_ascii_names_and_declines_others() -> None:
     module = native.native_module()
     if module is None:
         pytest.skip(f"native code not in use: {native.status()}")
+    assert hasattr(module, "generic_stems"), f"{module.__file__}: built before stems.c, reinstall"
     spellings, names = tuple(NAME_SPELLINGS), ["k_float16_bm64", "copyint32", "abc_true"]
     assert module.generic_stems(names, spellings, WORD_ONLY_SPELLINGS) == [
         generic(n) for n in names
