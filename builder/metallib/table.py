@@ -277,6 +277,11 @@ class FunctionEntry:
         at = self.table.offsets(piece)[self.index]
         return None if at is None else Span(at, self.table.sizes(piece)[self.index])
 
+    def stored(self, piece: Piece) -> memoryview:
+        """One of the function's pieces as stored (empty: it has no reflection piece)."""
+        at = self.table.offsets(piece)[self.index] or 0
+        return self.table.data[at : at + self.table.sizes(piece)[self.index]]
+
     def _span(self, piece: Piece) -> Span:
         """Where a piece every function has lies (all but the reflection piece)."""
         at: int = self.table.offsets(piece)[self.index]  # type: ignore[assignment]

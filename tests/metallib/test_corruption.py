@@ -118,7 +118,7 @@ def _check_outcome(data: bytes) -> None:
         lib.regions()
         verify(lib)
         for fn in functions:
-            lib.reflection_flatbuffer(fn)
+            lib.columns().flatbuffer(fn.index)
             _ = fn.tags
     except MetallibFormatError as error:
         assert 0 <= error.offset <= len(data), error

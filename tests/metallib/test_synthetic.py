@@ -9,7 +9,14 @@ from collections.abc import Callable
 import pytest
 from synthetic import synthetic_functions, synthetic_parts
 
-from builder.metallib import Metallib, library_bytes, new_library, parts_from_library, verify
+from builder.metallib import (
+    Metallib,
+    Piece,
+    library_bytes,
+    new_library,
+    parts_from_library,
+    verify,
+)
 
 
 @pytest.mark.parametrize("reflection", [True, False])
@@ -22,9 +29,9 @@ def test_parts_survive_write_and_read(reflection: bool, dynamic: bool) -> None:
     assert lib.file_size == len(data) == struct.unpack_from("<Q", data, 16)[0]
     assert [fn.name for fn in lib.functions] == [fn.name for fn in functions]
     for fn, part in zip(lib.functions, functions):
-        assert bytes(lib.module_bytes(fn)) == part.module
+        assert bytes(fn.stored(Piece.MODULE)) == part.module
         assert fn.hash == hashlib.sha256(part.module).digest()
-        flatbuffer = lib.reflection_flatbuffer(fn)
+        flatbuffer = lib.columns().flatbuffer(fn.index)
         assert (None if flatbuffer is None else bytes(flatbuffer)) == part.reflection
         if fn.reflection is not None:  # every flatbuffer starts 16-aligned in the file
             assert (fn.reflection.offset + 12 + (-(fn.reflection.offset + 12) % 16)) % 16 == 0
@@ -70,8 +77,8 @@ def test_unknown_tags_are_kept_byte_for_byte() -> None:
     parts.extension.insert(0, (b"QQQQ", b"opaque"))
     data = library_bytes(parts)
     lib = Metallib.from_bytes(data)
-    payload = lib.tag_payload(lib.functions[1], b"ZZZZ")
-    assert payload is not None and payload.tobytes() == b"\x01\x02\x03"
+    payload = next(data[at : at + n] for code, at, n in lib.functions[1].tags if code == b"ZZZZ")
+    assert payload == b"\x01\x02\x03"
     assert lib.extension[0].code == b"QQQQ"
     assert library_bytes(parts_from_library(lib)) == data
     assert verify(lib).ok
@@ -93,7 +100,7 @@ def test_parts_from_a_library_are_its_table() -> None:
             old.reflection,
             old.tags,
         )
-        flatbuffer = lib.reflection_flatbuffer(old)
+        flatbuffer = lib.columns().flatbuffer(old.index)
         assert flatbuffer is not None and bytes(subset.flatbuffer(new.index) or b"") == bytes(
             flatbuffer
         )
