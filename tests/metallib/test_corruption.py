@@ -14,17 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_parts
+from synthetic import new_function, new_library, synthetic_parts
 
-from builder.metallib import (
-    Metallib,
-    MetallibFormatError,
-    library_bytes,
-    new_function,
-    new_library,
-    open_metallib,
-    verify,
-)
+from builder.metallib import Metallib, MetallibFormatError, library_bytes, open_metallib, verify
 from builder.metallib.native import PARALLEL_MIN, native_module
 from builder.metallib.native import status as native_status
 

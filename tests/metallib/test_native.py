@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_parts
+from synthetic import new_function, new_library, synthetic_parts
 
 from builder.metallib import (
     FunctionTable,
@@ -26,8 +26,6 @@ from builder.metallib import (
     MetallibFormatError,
     Piece,
     library_bytes,
-    new_function,
-    new_library,
     verify,
 )
 from builder.metallib.native import disabled, native_module, status

@@ -20,16 +20,9 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from synthetic import synthetic_parts
+from synthetic import new_function, new_library, synthetic_parts
 
-from builder.metallib import (
-    Metallib,
-    MetallibFormatError,
-    library_bytes,
-    new_function,
-    new_library,
-    verify,
-)
+from builder.metallib import Metallib, MetallibFormatError, library_bytes, verify
 from builder.metallib.native import disabled
 from builder.subsets.slim import slim_file
 

@@ -7,16 +7,9 @@ import struct
 from collections.abc import Callable
 
 import pytest
-from synthetic import synthetic_functions, synthetic_parts
+from synthetic import new_library, synthetic_functions, synthetic_parts
 
-from builder.metallib import (
-    Metallib,
-    Piece,
-    library_bytes,
-    new_library,
-    parts_from_library,
-    verify,
-)
+from builder.metallib import Metallib, Piece, library_bytes, parts_from_library, verify
 
 
 @pytest.mark.parametrize("reflection", [True, False])

@@ -17,16 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from synthetic import synthetic_functions
+from synthetic import new_function, new_library, synthetic_functions
 
 from builder.errors import MetallibError
-from builder.metallib import (
-    Metallib,
-    library_bytes,
-    new_function,
-    new_library,
-    parts_from_library,
-)
+from builder.metallib import Metallib, library_bytes, parts_from_library
 from builder.metallib import parts as parts_module
 from builder.metallib import writer as writer_module
 

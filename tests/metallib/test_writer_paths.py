@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_functions
+from synthetic import new_library, synthetic_functions
 
 from builder.metallib import (
     Metallib,
     Piece,
     library_bytes,
-    new_library,
     parts_from_library,
     verify,
     write_library,
