@@ -309,29 +309,8 @@ class FunctionEntry:
         return self.span(Piece.REFLECTION)
 
     @property
-    def offt_offset(self) -> int:
-        """Absolute offset of the OFFT payload (three u64: public, private, module offsets)."""
-        return self.table.entry_offsets[self.index] + self.table.offt_rel[self.index]
-
-    @property
-    def rflt_offset(self) -> int | None:
-        """Absolute offset of the RFLT payload, if the entry has one."""
-        rel = self.table.rflt_rel[self.index]
-        return None if rel is None else self.table.entry_offsets[self.index] + rel
-
-    @property
     def tags(self) -> tuple[tuple[bytes, int, int], ...]:
         """``(code, absolute payload offset, length)`` of every tag, in entry order (no ENDT)."""
         at, size = self.entry
         found, _ = walk_tags(self.table.data, at + 4, at + size, f"function {self.index}")
         return tuple(found)
-
-    @property
-    def bitcode_bytes(self) -> int:
-        """Size of the function's module in the bitcode section (wrapper and padding included)."""
-        return self.table.module_bytes[self.index]
-
-    @property
-    def total_bytes(self) -> int:
-        """Every byte that belongs to this function alone."""
-        return sum(self.table.sizes(piece)[self.index] for piece in Piece)

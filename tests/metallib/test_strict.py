@@ -94,11 +94,12 @@ def _insert(data: bytes, at: int, junk: bytes, into: str | None = None) -> bytes
             struct.pack_into("<QQ", out, tag.offset, offset, size)
     for fn in lib.functions if into else ():
         if into == "reflection list":
-            assert lib.reflection_list is not None and fn.rflt_offset is not None
-            field, section_start = fn.rflt_offset, lib.reflection_list.offset
+            rflt = fn.table.rflt_rel[fn.index]
+            assert lib.reflection_list is not None and rflt is not None
+            field, section_start = fn.entry.offset + rflt, lib.reflection_list.offset
         else:
             field_index = _HEADER_SECTIONS[into][1]  # type: ignore[index]
-            field = fn.offt_offset + 8 * field_index
+            field = fn.entry.offset + fn.table.offt_rel[fn.index] + 8 * field_index
             section_start = struct.unpack_from("<Q", data, _HEADER_SECTIONS[into][0])[0]  # type: ignore[index]
         value = struct.unpack_from("<Q", data, field)[0]
         if section_start + value >= at:
