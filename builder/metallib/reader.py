@@ -120,14 +120,6 @@ class Metallib:
             self._whole.release()
             raise
 
-    @classmethod
-    def from_bytes(cls, data: bytes | bytearray, path: str | None = None) -> Metallib:
-        """Parse an in-memory metallib (tests, fuzzing, freshly written output)."""
-        try:
-            return cls(data, path)
-        except MetallibFormatError as exc:
-            raise (exc.with_path(path) if path else exc) from None
-
     # -- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
         """Release the memory map (deferred to the last live slice, if any)."""

@@ -43,7 +43,7 @@ def test_provenance_matches_llvm_dis(
 
 
 def test_provenance_of_a_library_without_compiler_ident() -> None:
-    lib = Metallib.from_bytes(library_bytes(synthetic_parts(3)))
+    lib = Metallib(library_bytes(synthetic_parts(3)))
     found = library_provenance(lib)
     assert found.compilers == ()
     assert found.air_versions == ("2.6",) and found.metal_language_versions == ("3.1",)

@@ -37,7 +37,7 @@ def test_totals_invariant_synthetic(
     data = synthetic_bytes(
         list(zip(names, sizes)), reflection=reflection, install_name=install_name
     )
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     result = attribute(lib)
     result.check()
     assert attribute(lib, verify=True) == result
@@ -54,7 +54,7 @@ def test_totals_invariant_synthetic(
 
 def test_overhead_is_named_by_region() -> None:
     data = synthetic_bytes([("a_float32", 40), ("b_int8", 70)], install_name="x.metallib")
-    result = attribute(Metallib.from_bytes(data))
+    result = attribute(Metallib(data))
     by_name = {o.name: o.bytes for o in result.overhead}
     assert by_name["header"] == 88
     assert by_name["function list framing"] == 4  # the u32 count
@@ -122,7 +122,7 @@ def test_gap_between_sections_is_named_overhead() -> None:
     patched = data[:bitcode_offset] + bytes(16) + data[bitcode_offset:]
     struct.pack_into("<Q", patched, 16, len(patched))  # file size
     struct.pack_into("<Q", patched, 72, bitcode_offset + 16)  # bitcode section offset
-    lib = Metallib.from_bytes(bytes(patched))
+    lib = Metallib(bytes(patched))
     result = attribute(lib)
     result.check()
     assert attribute(lib, verify=True) == result
@@ -130,7 +130,7 @@ def test_gap_between_sections_is_named_overhead() -> None:
     assert [(g.name, g.offset, g.bytes) for g in gaps] == [
         (f"gap at {bitcode_offset}", bitcode_offset, 16)
     ]
-    assert result.overhead_bytes == attribute(Metallib.from_bytes(bytes(data))).overhead_bytes + 16
+    assert result.overhead_bytes == attribute(Metallib(bytes(data))).overhead_bytes + 16
 
 
 # -- a broken invariant is a bug in this tool: one clear line, exit 2, never a traceback ----------
