@@ -151,8 +151,10 @@ def _fresh(out: Path) -> None:
 
 
 def _synthetic(path: Path, count: int, module_size: int) -> None:
-    sys.path.insert(0, str(ROOT))
-    from builder.metallib import new_function, new_library, write_library
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # tests/synthetic.py builds libraries
+    from synthetic import new_function, new_library
+
+    from builder.metallib import write_library
 
     payload = bytes(range(256)) * (module_size // 256)
     functions = [new_function(f"kernel_{i}", payload, reflection=bytes(48)) for i in range(count)]

@@ -39,9 +39,11 @@ from pathlib import Path
 
 from _timing import ENV, ROOT
 
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # tests/synthetic.py builds libraries
 
-from builder.metallib import library_bytes, new_function, new_library
+from synthetic import new_function, new_library
+
+from builder.metallib import library_bytes
 from tests.support.drip import BYTE_EVERY, start_reply
 
 DEADLINE = 3

@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _folder in (str(ROOT), str(ROOT / "tests")):  # tests/synthetic.py builds libraries
+    if _folder not in sys.path:
+        sys.path.insert(0, _folder)
 
 from builder.errors import BuilderError, MetallibError
 
@@ -324,7 +325,9 @@ def _structural(rng: random.Random, data: bytes, toml: bool) -> bytes:
 
 def _report_seeds(work: Path) -> list[bytes]:
     """Reports as ``report --format json`` writes them, of a library written here."""
-    from builder.metallib import library_bytes, new_function, new_library
+    from synthetic import new_function, new_library
+
+    from builder.metallib import library_bytes
     from builder.render.json_docs import report_json
     from builder.size.load import load_reports
 

@@ -52,7 +52,6 @@ __all__ = [
     "exclusive_lock",
     "forget",
     "install_signal_cleanup",
-    "is_temp_name",
     "register",
     "remove_stale",
     "remove_temporary",
@@ -73,11 +72,6 @@ def temp_path(target: Path, suffix: str = "tmp") -> Path:
 
 def _pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"\.{re.escape(name)}\.([0-9a-f]{{{2 * _TOKEN_BYTES}}})\.(tmp|old)\Z")
-
-
-def is_temp_name(name: str, target_name: str) -> bool:
-    """True when file name ``name`` is one of ours for an output named ``target_name``."""
-    return _pattern(target_name).match(name) is not None
 
 
 # -- removing what a run leaves when it ends early ---------------------------------------------

@@ -137,12 +137,6 @@ def make_dir(path: Path) -> None:
         raise write_error(path, exc, "creating it") from None
 
 
-def unlink_quietly(path: str | Path) -> None:
-    """Remove a file we created; if that fails too, the sweep gets it later."""
-    with suppress(OSError):
-        os.unlink(path)
-
-
 _swept: set[str] = set()
 
 

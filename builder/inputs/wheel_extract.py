@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from builder.errors import UsageError
 from builder.files.bounds import MAX_EXTRACT
 from builder.files.reading import UnreadableFile, open_regular, read_json
+from builder.files.temporaries import remove_temporary
 from builder.inputs.wheel_cache import (
     CHUNK,
     RECORD_NAME,
@@ -44,7 +45,6 @@ from builder.inputs.wheel_cache import (
     save_record,
     sha256_of,
     touch,
-    unlink_quietly,
     wheel_digest,
     write_error,
 )
@@ -93,7 +93,7 @@ def extract_metallibs(wheel: Path, notice: Callable[[str], None] | None = None) 
             with archive:
                 targets = _extract_all(cache, wheel, archive, digest, notice or _to_stderr)
         except BaseException:
-            unlink_quietly(record_path(cache, wheel))  # nothing of an unusable wheel stays
+            remove_temporary(record_path(cache, wheel))  # nothing of an unusable wheel stays
             raise
     prune_cache(cache, keep=[_root(cache, wheel, digest), wheel], notice=notice or _to_stderr)
     return targets
@@ -142,7 +142,7 @@ def _extract_all(
                 _check_metallib(wheel, info, target)  # the cache keeps usable files only
     except BaseException:
         for path in written:  # a wheel that fails half-way leaves nothing of itself behind
-            unlink_quietly(path)
+            remove_temporary(path)
         for folder, _, _ in sorted(os.walk(root), reverse=True):  # nor empty folders
             with suppress(OSError):  # not empty: metallibs of an earlier, complete extraction
                 os.rmdir(folder)
@@ -273,7 +273,7 @@ def _extract_one(
         tmp = None
     finally:
         if tmp is not None:
-            unlink_quietly(tmp)
+            remove_temporary(tmp)
     return sha256
 
 

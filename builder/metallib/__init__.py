@@ -28,11 +28,7 @@ _LAZY = {
     "FunctionEntry": "table",
     "FunctionTable": "table",
     "Piece": "table",
-    "FunctionParts": "parts",
     "LibraryParts": "parts",
-    "new_function": "parts",
-    "new_library": "parts",
-    "wrap_bitcode": "parts",
     "parts_from_library": "parts",
     "Problem": "verify",
     "VerifyReport": "verify",
@@ -46,12 +42,8 @@ _LAZY = {
 if TYPE_CHECKING:  # the names of _LAZY, re-exported for type checkers
     from typing import Any
 
-    from builder.metallib.parts import FunctionParts as FunctionParts
     from builder.metallib.parts import LibraryParts as LibraryParts
-    from builder.metallib.parts import new_function as new_function
-    from builder.metallib.parts import new_library as new_library
     from builder.metallib.parts import parts_from_library as parts_from_library
-    from builder.metallib.parts import wrap_bitcode as wrap_bitcode
     from builder.metallib.reader import Metallib as Metallib
     from builder.metallib.reader import open_metallib as open_metallib
     from builder.metallib.structs import FUNCTION_TYPES as FUNCTION_TYPES

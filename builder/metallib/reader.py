@@ -120,14 +120,6 @@ class Metallib:
             self._whole.release()
             raise
 
-    @classmethod
-    def from_bytes(cls, data: bytes | bytearray, path: str | None = None) -> Metallib:
-        """Parse an in-memory metallib (tests, fuzzing, freshly written output)."""
-        try:
-            return cls(data, path)
-        except MetallibFormatError as exc:
-            raise (exc.with_path(path) if path else exc) from None
-
     # -- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
         """Release the memory map (deferred to the last live slice, if any)."""
@@ -316,27 +308,6 @@ class Metallib:
     def functions(self) -> list[FunctionEntry]:
         """Every function, in file order: views of the rows of ``columns()``."""
         return list(self.columns())
-
-    def module_bytes(self, function: FunctionEntry) -> memoryview:
-        """The function's module as stored (Darwin bitcode wrapper + bitcode + zero padding)."""
-        return self.data[function.module.offset : function.module.end]
-
-    def public_metadata_bytes(self, function: FunctionEntry) -> memoryview:
-        return self.data[function.public_md.offset : function.public_md.end]
-
-    def private_metadata_bytes(self, function: FunctionEntry) -> memoryview:
-        return self.data[function.private_md.offset : function.private_md.end]
-
-    def reflection_flatbuffer(self, function: FunctionEntry) -> memoryview | None:
-        """The reflection FlatBuffer without its alignment padding (None if the file has none)."""
-        return function.table.flatbuffer(function.index)
-
-    def tag_payload(self, function: FunctionEntry, code: bytes) -> memoryview | None:
-        """The payload of a function-list tag, or None if the entry has no such tag."""
-        for tag_code, at, length in function.tags:
-            if tag_code == code:
-                return self.data[at : at + length]
-        return None
 
 
 _SECTION_NAMES = ("function list", "public metadata", "private metadata", "bitcode section")

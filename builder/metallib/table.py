@@ -277,6 +277,11 @@ class FunctionEntry:
         at = self.table.offsets(piece)[self.index]
         return None if at is None else Span(at, self.table.sizes(piece)[self.index])
 
+    def stored(self, piece: Piece) -> memoryview:
+        """One of the function's pieces as stored (empty: it has no reflection piece)."""
+        at = self.table.offsets(piece)[self.index] or 0
+        return self.table.data[at : at + self.table.sizes(piece)[self.index]]
+
     def _span(self, piece: Piece) -> Span:
         """Where a piece every function has lies (all but the reflection piece)."""
         at: int = self.table.offsets(piece)[self.index]  # type: ignore[assignment]
@@ -304,29 +309,8 @@ class FunctionEntry:
         return self.span(Piece.REFLECTION)
 
     @property
-    def offt_offset(self) -> int:
-        """Absolute offset of the OFFT payload (three u64: public, private, module offsets)."""
-        return self.table.entry_offsets[self.index] + self.table.offt_rel[self.index]
-
-    @property
-    def rflt_offset(self) -> int | None:
-        """Absolute offset of the RFLT payload, if the entry has one."""
-        rel = self.table.rflt_rel[self.index]
-        return None if rel is None else self.table.entry_offsets[self.index] + rel
-
-    @property
     def tags(self) -> tuple[tuple[bytes, int, int], ...]:
         """``(code, absolute payload offset, length)`` of every tag, in entry order (no ENDT)."""
         at, size = self.entry
         found, _ = walk_tags(self.table.data, at + 4, at + size, f"function {self.index}")
         return tuple(found)
-
-    @property
-    def bitcode_bytes(self) -> int:
-        """Size of the function's module in the bitcode section (wrapper and padding included)."""
-        return self.table.module_bytes[self.index]
-
-    @property
-    def total_bytes(self) -> int:
-        """Every byte that belongs to this function alone."""
-        return sum(self.table.sizes(piece)[self.index] for piece in Piece)

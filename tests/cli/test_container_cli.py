@@ -35,7 +35,7 @@ def test_list_json_matches_the_reader(library: Path, capsys: pytest.CaptureFixtu
     code, out, _ = run(["list", str(library), "--format", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    lib = Metallib.from_bytes(library.read_bytes())
+    lib = Metallib(library.read_bytes())
     assert doc["schema"] == 1
     assert doc["file_size"] == library.stat().st_size
     assert doc["format_version"] == "2.7"
@@ -58,7 +58,7 @@ def test_verify_exit_codes(
     assert run(["verify", str(library)], capsys)[0] == 0
     broken = tmp_path / "broken.metallib"
     data = bytearray(library.read_bytes())
-    victim = Metallib.from_bytes(bytes(data)).functions[3]
+    victim = Metallib(bytes(data)).functions[3]
     data[victim.module.offset + 24] ^= 0x55
     broken.write_bytes(bytes(data))
     code, out, err = run(["verify", str(broken)], capsys)
@@ -75,7 +75,7 @@ def test_verify_json_names_problems(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = bytearray(library.read_bytes())
-    victim = Metallib.from_bytes(bytes(data)).functions[0]
+    victim = Metallib(bytes(data)).functions[0]
     data[victim.module.offset + 21] ^= 1
     broken = tmp_path / "b.metallib"
     broken.write_bytes(bytes(data))

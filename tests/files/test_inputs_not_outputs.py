@@ -148,7 +148,7 @@ def test_variants_never_empties_a_folder_it_did_not_write(
     from builder.kernels.discovery import load_tree
 
     names = [k.name for k in load_tree(metal_src_dir()).by_source()["unary/unary.h"][:2]]
-    from builder.metallib import new_function, new_library
+    from synthetic import new_function, new_library
 
     library = tmp_path / "unary.metallib"
     library.write_bytes(

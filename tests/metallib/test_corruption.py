@@ -14,17 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_parts
+from synthetic import new_function, new_library, synthetic_parts
 
-from builder.metallib import (
-    Metallib,
-    MetallibFormatError,
-    library_bytes,
-    new_function,
-    new_library,
-    open_metallib,
-    verify,
-)
+from builder.metallib import Metallib, MetallibFormatError, library_bytes, open_metallib, verify
 from builder.metallib.native import PARALLEL_MIN, native_module
 from builder.metallib.native import status as native_status
 
@@ -35,7 +27,7 @@ def _valid() -> bytearray:
 
 def _error(data: bytes | bytearray) -> MetallibFormatError:
     with pytest.raises(MetallibFormatError) as caught:
-        lib = Metallib.from_bytes(bytes(data))
+        lib = Metallib(bytes(data))
         _ = lib.functions
     return caught.value
 
@@ -94,7 +86,7 @@ def test_overlapping_sections() -> None:
 
 def test_module_offset_past_the_bitcode_section() -> None:
     data = _valid()
-    lib = Metallib.from_bytes(bytes(data))
+    lib = Metallib(bytes(data))
     first = lib.functions[0]
     offt = next(at for code, at, _ in first.tags if code == b"OFFT")
     struct.pack_into("<Q", data, offt + 16, lib.header.bitcode.size + 1)
@@ -104,21 +96,21 @@ def test_module_offset_past_the_bitcode_section() -> None:
 
 def test_hash_mismatch_is_a_verify_problem_not_a_parse_error() -> None:
     data = _valid()
-    lib = Metallib.from_bytes(bytes(data))
+    lib = Metallib(bytes(data))
     target = lib.functions[2]
     data[target.module.offset + 30] ^= 0xFF
-    report = verify(Metallib.from_bytes(bytes(data)))
+    report = verify(Metallib(bytes(data)))
     assert report.bad_functions == [target.name]
 
 
 def _check_outcome(data: bytes) -> None:
     try:
-        lib = Metallib.from_bytes(data)
+        lib = Metallib(data)
         functions = lib.functions
         lib.regions()
         verify(lib)
         for fn in functions:
-            lib.reflection_flatbuffer(fn)
+            lib.columns().flatbuffer(fn.index)
             _ = fn.tags
     except MetallibFormatError as error:
         assert 0 <= error.offset <= len(data), error
@@ -168,7 +160,7 @@ def test_random_mutations_of_a_real_library(
 @pytest.mark.parametrize("size", [0, 1, 4, 87, 88, 89])
 def test_tiny_inputs(size: int, synthetic_bytes: Callable[..., bytes]) -> None:
     with pytest.raises(MetallibFormatError):
-        _ = Metallib.from_bytes(synthetic_bytes(2)[:size]).functions
+        _ = Metallib(synthetic_bytes(2)[:size]).functions
 
 
 @pytest.mark.picks_container_code
@@ -185,7 +177,7 @@ def test_hash_mismatch_found_whichever_way_modules_are_hashed(
     functions = [new_function(f"k{i}", b"BC\xc0\xde" + bytes([i]) * (3 << 20)) for i in range(4)]
     data = bytearray(library_bytes(new_library(functions)))
     assert len(data) > PARALLEL_MIN
-    first, *_, last = Metallib.from_bytes(bytes(data)).functions
+    first, *_, last = Metallib(bytes(data)).functions
     for victim in (first, last):
         data[victim.module.offset + 25] ^= 0x10
     path = tmp_path / "bad.metallib"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_parts
+from synthetic import new_function, new_library, synthetic_parts
 
 from builder.metallib import (
     FunctionTable,
@@ -26,8 +26,6 @@ from builder.metallib import (
     MetallibFormatError,
     Piece,
     library_bytes,
-    new_function,
-    new_library,
     verify,
 )
 from builder.metallib.native import disabled, native_module, status
@@ -57,7 +55,7 @@ Columns = tuple[object, ...]
 
 def _both(data: bytes) -> tuple[Columns | None, Columns | MetallibFormatError]:
     """(native columns or None, Python columns or the error it raised); header errors propagate."""
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     where = (lib.data, lib.header, lib.reflection_list)
     try:
         count = function_count(*where)
@@ -253,7 +251,7 @@ def test_a_bad_name_is_declined_by_native_and_collected_by_python(name: bytes, b
     found, expected = _both(data)
     assert found is None
     assert isinstance(expected, tuple)
-    table = Metallib.from_bytes(data).columns(accept_bad_names=True)
+    table = Metallib(data).columns(accept_bad_names=True)
     names_at = [
         at + 6
         for at in range(len(data))
@@ -358,7 +356,7 @@ def test_parsers_agree_on_mutated_real_libraries(small_real_metallib: bytes) -> 
 # -- verify's structural screen: native and Python must give the same verdicts ------------------
 def _verdicts(data: bytes) -> list[tuple[str | None, int, str]] | str:
     try:
-        lib = Metallib.from_bytes(data)
+        lib = Metallib(data)
         return [(p.function, p.offset, p.message) for p in verify(lib, parallel="inline").problems]
     except MetallibFormatError as error:
         return f"format error at {error.offset}"
@@ -389,7 +387,7 @@ def metadata_real_metallib(
 @needs_native
 @pytest.mark.realdata
 def test_screen_passes_tagged_metadata_pieces(metadata_real_metallib: bytes) -> None:
-    lib = Metallib.from_bytes(metadata_real_metallib)
+    lib = Metallib(metadata_real_metallib)
     table = lib.columns()
     assert any(size > 8 for size in table.public_md_bytes), (
         "the fixture must hold non-empty metadata"
@@ -434,7 +432,7 @@ def test_screen_verdicts_agree_on_mutated_real_libraries(
 def _piece_facts(data: bytes) -> tuple[list[int | None], list[bool]] | None:
     """The reflection piece facts, native and Python alike (None when the library is rejected)."""
     try:
-        lib = Metallib.from_bytes(data)
+        lib = Metallib(data)
         table = lib.columns()
     except MetallibFormatError:
         return None

@@ -10,7 +10,7 @@ import pytest
 from llvm import disassemble
 from synthetic import synthetic_parts
 
-from builder.metallib import Metallib, library_bytes, open_metallib
+from builder.metallib import Metallib, Piece, library_bytes, open_metallib
 from builder.metallib.reader import library_provenance
 
 
@@ -32,7 +32,7 @@ def test_provenance_matches_llvm_dis(
     with open_metallib(mlx_metallib(version, platform)) as lib:
         found = library_provenance(lib)
         module = tmp_path / "first.air"
-        module.write_bytes(lib.module_bytes(lib.functions[0]))
+        module.write_bytes(lib.functions[0].stored(Piece.MODULE))
     text = disassemble(module)
     ident = _named_metadata(text, "llvm.ident")
     assert found.compilers == (ident.strip('!"'),)
@@ -43,7 +43,7 @@ def test_provenance_matches_llvm_dis(
 
 
 def test_provenance_of_a_library_without_compiler_ident() -> None:
-    lib = Metallib.from_bytes(library_bytes(synthetic_parts(3)))
+    lib = Metallib(library_bytes(synthetic_parts(3)))
     found = library_provenance(lib)
     assert found.compilers == ()
     assert found.air_versions == ("2.6",) and found.metal_language_versions == ("3.1",)

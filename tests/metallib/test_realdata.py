@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from llvm import disassemble
 
-from builder.metallib import open_metallib, parts_from_library, verify, write_library
+from builder.metallib import Piece, open_metallib, parts_from_library, verify, write_library
 from builder.subsets.slim import slim_file
 
 pytestmark = pytest.mark.realdata
@@ -78,13 +78,10 @@ def test_slim_keeps_exactly_the_selection(
         assert result.functions_after == len(expected) > 0
         assert verify(slim).ok
         for old, new in zip(expected, slim.functions):
-            assert bytes(slim.module_bytes(new)) == bytes(full.module_bytes(old))
+            for piece in (Piece.MODULE, Piece.PUBLIC_MD, Piece.PRIVATE_MD):
+                assert bytes(new.stored(piece)) == bytes(old.stored(piece))
             assert new.hash == old.hash
-            assert bytes(slim.public_metadata_bytes(new)) == bytes(full.public_metadata_bytes(old))
-            assert bytes(slim.private_metadata_bytes(new)) == bytes(
-                full.private_metadata_bytes(old)
-            )
-            old_fb, new_fb = full.reflection_flatbuffer(old), slim.reflection_flatbuffer(new)
+            old_fb, new_fb = old.table.flatbuffer(old.index), new.table.flatbuffer(new.index)
             assert (old_fb is None) == (new_fb is None)
             if new_fb is not None and old_fb is not None:
                 assert bytes(new_fb) == bytes(old_fb)
@@ -124,5 +121,5 @@ def test_modules_are_air_bitcode_that_llvm_reads(
         functions = lib.functions
         for fn in functions[:: len(functions) // 5][:5]:
             module = tmp_path / "module.air"
-            module.write_bytes(lib.module_bytes(fn))
+            module.write_bytes(fn.stored(Piece.MODULE))
             assert f'source_filename = "{fn.name}"' in disassemble(module)

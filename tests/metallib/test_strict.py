@@ -20,16 +20,9 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from synthetic import synthetic_parts
+from synthetic import new_function, new_library, synthetic_parts
 
-from builder.metallib import (
-    Metallib,
-    MetallibFormatError,
-    library_bytes,
-    new_function,
-    new_library,
-    verify,
-)
+from builder.metallib import Metallib, MetallibFormatError, library_bytes, verify
 from builder.metallib.native import disabled
 from builder.subsets.slim import slim_file
 
@@ -79,7 +72,7 @@ def _insert(data: bytes, at: int, junk: bytes, into: str | None = None) -> bytes
     """``data`` with ``junk`` inserted at ``at`` and every offset after it moved, so that only the
     inserted bytes are wrong. ``into`` names the section that grows to hold them (its functions'
     relative offsets at or after ``at`` move); None leaves them between or after sections."""
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     assert at >= lib.extension_span.end, "the header extension and the list cannot hold a gap"
     n = len(junk)
     out = bytearray(data[:at] + junk + data[at:])
@@ -101,11 +94,12 @@ def _insert(data: bytes, at: int, junk: bytes, into: str | None = None) -> bytes
             struct.pack_into("<QQ", out, tag.offset, offset, size)
     for fn in lib.functions if into else ():
         if into == "reflection list":
-            assert lib.reflection_list is not None and fn.rflt_offset is not None
-            field, section_start = fn.rflt_offset, lib.reflection_list.offset
+            rflt = fn.table.rflt_rel[fn.index]
+            assert lib.reflection_list is not None and rflt is not None
+            field, section_start = fn.entry.offset + rflt, lib.reflection_list.offset
         else:
             field_index = _HEADER_SECTIONS[into][1]  # type: ignore[index]
-            field = fn.offt_offset + 8 * field_index
+            field = fn.entry.offset + fn.table.offt_rel[fn.index] + 8 * field_index
             section_start = struct.unpack_from("<Q", data, _HEADER_SECTIONS[into][0])[0]  # type: ignore[index]
         value = struct.unpack_from("<Q", data, field)[0]
         if section_start + value >= at:
@@ -119,7 +113,7 @@ _JUNK = bytes(range(16))  # 16 bytes keep every later reflection FlatBuffer 16-a
 def _problems(data: bytes) -> list[tuple[str | None, int, str]]:
     return [
         (p.function, p.offset, p.message)
-        for p in verify(Metallib.from_bytes(data), parallel="inline").problems
+        for p in verify(Metallib(data), parallel="inline").problems
     ]
 
 
@@ -137,7 +131,7 @@ def test_stray_bytes_after_each_section_fail_verify_only(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = _real(request, which)
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     assert [r.name for r in lib.regions()].count("gap") == 0
     after = [r for r in lib.sections() if r.end >= lib.extension_span.end]
     assert len(after) >= 4
@@ -177,7 +171,7 @@ def test_stray_bytes_inside_a_section_fail_verify(
     which: str, request: pytest.FixtureRequest, parser: str
 ) -> None:
     data = _real(request, which)
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     h = lib.header
     second = lib.functions[1]
     cases = [
@@ -193,14 +187,12 @@ def test_stray_bytes_inside_a_section_fail_verify(
         assert _problems(bad) == [
             (None, at, f"{section}: 16 bytes at {at} belong to no function")
         ], section
-        assert len(Metallib.from_bytes(bad).functions) == len(
-            lib.functions
-        )  # the reader still takes it
+        assert len(Metallib(bad).functions) == len(lib.functions)  # the reader still takes it
 
 
 def test_dynamic_header_with_bytes_after_its_endt(parser: str) -> None:
     data = _synthetic()
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     assert lib.dynamic_header is not None
     at = lib.dynamic_header.end
     bad = bytearray(_insert(data, at, _JUNK))
@@ -264,13 +256,13 @@ def test_a_tag_twice_in_an_entry_is_refused_everywhere(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = bytearray(_real(request, which))
-    lib = Metallib.from_bytes(bytes(data))
+    lib = Metallib(bytes(data))
     victim = 2
     first, original = _tag_at(lib, victim, renamed), _tag_at(lib, victim, as_code)
     data[first : first + 4] = as_code
     second = max(first, original)
     with pytest.raises(MetallibFormatError) as caught:
-        _ = Metallib.from_bytes(bytes(data)).functions
+        _ = Metallib(bytes(data)).functions
     assert caught.value.offset == second
     assert f"second {as_code.decode()} tag" in caught.value.message
 
@@ -297,7 +289,7 @@ def test_an_unknown_tag_twice_is_refused_at_the_second(parser: str) -> None:
     second = entry + size - 4 - 9  # the last tag before ENDT: 'ZZZZ' u16 'two'
     assert data[second : second + 4] == b"ZZZZ"
     with pytest.raises(MetallibFormatError) as caught:
-        _ = Metallib.from_bytes(data).functions
+        _ = Metallib(data).functions
     assert caught.value.offset == second and caught.value.message == (
         f"function 0: second ZZZZ tag in one entry (the first is at {second - 9})"
     )
@@ -310,13 +302,13 @@ def test_a_tag_twice_in_the_header_extension_is_refused(
     which: str, request: pytest.FixtureRequest
 ) -> None:
     data = bytearray(_real(request, which))
-    lib = Metallib.from_bytes(bytes(data))
+    lib = Metallib(bytes(data))
     # HDYN, RLST and UUID all have 16-byte payloads: rename the last tag as the first
     first, last = lib.extension[0], lib.extension[-1]
     assert first.code != last.code and first.length == last.length == 16
     data[last.offset - 6 : last.offset - 2] = first.code
     with pytest.raises(MetallibFormatError) as caught:
-        Metallib.from_bytes(bytes(data))
+        Metallib(bytes(data))
     assert caught.value.offset == last.offset - 6
     assert caught.value.message == (
         f"header extension: second {first.code.decode()} tag (the first is at {first.offset - 6})"
@@ -338,7 +330,7 @@ def test_bad_name_fails_verify_and_is_refused_elsewhere(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = bytearray(_real(request, which))
-    lib = Metallib.from_bytes(bytes(data))
+    lib = Metallib(bytes(data))
     victim = 1
     name_at = _tag_at(lib, victim, b"NAME") + 6
     at = name_at + 3
@@ -349,7 +341,7 @@ def test_bad_name_fails_verify_and_is_refused_elsewhere(
     assert [(p[0], p[1]) for p in problems] == [(shown, at)]
     assert problems[0][2].startswith(f"name {what}")
     with pytest.raises(MetallibFormatError) as caught:
-        _ = Metallib.from_bytes(bytes(data)).functions
+        _ = Metallib(bytes(data)).functions
     assert caught.value.offset == at
     assert caught.value.message.startswith(f"function {victim}: name '{shown}' {what}")
 
@@ -393,6 +385,6 @@ def test_valid_non_ascii_names_are_taken_as_they_are(parser: str) -> None:
     parts = new_library(
         [new_function(name, b"BC\xc0\xde" + bytes(8), reflection=bytes(16)) for name in names]
     )
-    lib = Metallib.from_bytes(library_bytes(parts))
+    lib = Metallib(library_bytes(parts))
     assert [fn.name for fn in lib.functions] == names
     assert verify(lib, parallel="inline").ok

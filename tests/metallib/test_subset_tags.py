@@ -36,18 +36,18 @@ def _with_soff(soff: set[int], count: int = 6) -> tuple[bytes, list[str]]:
         return tags
 
     data = library_bytes(synthetic_parts(count, tags=edit))
-    return data, list(Metallib.from_bytes(data).columns().names)
+    return data, list(Metallib(data).columns().names)
 
 
 @pytest.mark.parametrize("soff", [{2}, {0}, {5}, {2, 4}], ids=str)
 def test_functions_without_soff_are_kept_and_one_with_it_is_refused(soff: set[int]) -> None:
     data, names = _with_soff(soff)
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     others = [i for i in range(len(names)) if i not in soff]
     assert 1 in others  # the name holding "SOFF" does not make its function refused
     with deadline():
         out = library_bytes(parts_from_library(lib, others))
-    written = Metallib.from_bytes(out)
+    written = Metallib(out)
     assert written.columns().names == [names[i] for i in others]
     assert verify(written, parallel="inline").ok
     for index in soff:
@@ -63,18 +63,18 @@ def test_functions_without_soff_are_kept_and_one_with_it_is_refused(soff: set[in
 
 def test_a_library_without_soff_whose_names_hold_it_is_rewritten() -> None:
     data, names = _with_soff(set())
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     with deadline():
         assert library_bytes(parts_from_library(lib)) == data
         sub = library_bytes(parts_from_library(lib, [1, 3]))
-    assert Metallib.from_bytes(sub).columns().names == [names[1], names[3]]
+    assert Metallib(sub).columns().names == [names[1], names[3]]
 
 
 @pytest.mark.parametrize("code", [b"HSRD", b"HSRC", b"VLST", b"ILST", b"SLST"])
 def test_a_library_with_a_section_the_writer_cannot_lay_out_is_refused(code: bytes) -> None:
     parts = synthetic_parts(3)
     parts.extension.insert(0, (code, bytes(16)))
-    lib = Metallib.from_bytes(library_bytes(parts))
+    lib = Metallib(library_bytes(parts))
     with pytest.raises(MetallibUnsupportedError, match=f"with {code.decode()} sections"):
         parts_from_library(lib, [0])
 
@@ -89,7 +89,7 @@ def test_slim_keeps_the_others_and_refuses_the_soff_function(
     with deadline(60):
         code, _, err = run_cli(["slim", str(source), "-o", str(out), "--drop", names[3]], capsys)
     assert code == 0, err
-    with Metallib.from_bytes(out.read_bytes()) as written:
+    with Metallib(out.read_bytes()) as written:
         assert written.columns().names == [n for n in names if n != names[3]]
     refused = tmp_path / "refused.metallib"
     with deadline(60):
@@ -104,7 +104,7 @@ def test_slim_keeps_the_others_and_refuses_the_soff_function(
 @pytest.mark.parametrize("indices", [[6], [-1], [0, 6], [-1, 2]], ids=str)
 def test_an_index_outside_the_library_is_refused(indices: list[int]) -> None:
     """A negative index would otherwise pick a function from the end, silently."""
-    lib = Metallib.from_bytes(library_bytes(synthetic_parts(6)))
+    lib = Metallib(library_bytes(synthetic_parts(6)))
     with pytest.raises(IndexError) as caught:
         parts_from_library(lib, indices)
     assert str(caught.value) == "function index out of range 0..5"

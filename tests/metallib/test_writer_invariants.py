@@ -17,16 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from synthetic import synthetic_functions
+from synthetic import new_function, new_library, synthetic_functions
 
 from builder.errors import MetallibError
-from builder.metallib import (
-    Metallib,
-    library_bytes,
-    new_function,
-    new_library,
-    parts_from_library,
-)
+from builder.metallib import Metallib, library_bytes, parts_from_library
 from builder.metallib import parts as parts_module
 from builder.metallib import writer as writer_module
 
@@ -104,7 +98,7 @@ def _expected_uuid(data: bytes) -> bytes:
 def _library(count: int, seed: int, dynamic: bool = False) -> tuple[Metallib, dict[str, bytes]]:
     functions = synthetic_functions(count, seed=seed)
     install = "mlx.metallib" if dynamic else None
-    lib = Metallib.from_bytes(library_bytes(new_library(functions, install_name=install)))
+    lib = Metallib(library_bytes(new_library(functions, install_name=install)))
     return lib, {f.name: bytes(f.reflection) for f in functions if f.reflection is not None}
 
 
@@ -128,7 +122,7 @@ def test_an_in_place_reflection_list_moved_by_an_odd_amount_is_padded_afresh(
     assert moved % 16, f"seed {seed}: the list moves by {moved}, a multiple of 16"
     names = lib.columns().names
     _check_reflection(out, {names[i]: flatbuffers[names[i]] for i in kept})
-    assert Metallib.from_bytes(out).columns().names == [names[i] for i in kept]
+    assert Metallib(out).columns().names == [names[i] for i in kept]
 
 
 @pytest.mark.parametrize("extra", range(42))
@@ -153,7 +147,7 @@ def test_a_non_canonical_chunk_is_rewritten_even_when_nothing_moves() -> None:
     walked = _walk(bytes(data))
     piece = _rlst(bytes(data)) + struct.unpack("<Q", walked["entries"][2][b"RFLT"][1])[0]
     struct.pack_into("<I", data, piece, struct.unpack_from("<I", data, piece)[0] + 4)
-    out = library_bytes(parts_from_library(Metallib.from_bytes(bytes(data))))
+    out = library_bytes(parts_from_library(Metallib(bytes(data))))
     _check_reflection(out, flatbuffers)
 
 
@@ -161,7 +155,7 @@ def _mixed(name_length: int) -> tuple[Metallib, dict[str, bytes]]:
     """Function 0 without a reflection piece (its name ``name_length`` letters), four with."""
     functions = [new_function("k" * name_length, b"BC\xc0\xde" + bytes(40))]
     functions += synthetic_functions(4, seed=8)
-    lib = Metallib.from_bytes(library_bytes(new_library(functions)))
+    lib = Metallib(library_bytes(new_library(functions)))
     return lib, {f.name: bytes(f.reflection) for f in functions if f.reflection is not None}
 
 
@@ -220,7 +214,7 @@ def test_an_extension_tag_is_laid_out_with_its_own_length_field(code: bytes) -> 
     assert _walk(out)["extension"][code][1] == b"payload"
     names = lib.columns().names
     _check_reflection(out, {names[i]: flatbuffers[names[i]] for i in (0, 2)})
-    assert Metallib.from_bytes(out).columns().names == [names[0], names[2]]
+    assert Metallib(out).columns().names == [names[0], names[2]]
 
 
 @pytest.mark.parametrize(
@@ -253,7 +247,7 @@ def test_keeping_every_function_keeps_the_input_uuid() -> None:
 
 @pytest.mark.realdata
 def test_a_real_subset_uuid_is_recomputed(small_real_metallib: bytes) -> None:
-    lib = Metallib.from_bytes(small_real_metallib)
+    lib = Metallib(small_real_metallib)
     count = len(lib.columns())
     out = library_bytes(parts_from_library(lib, range(0, count, 3)))
     assert _walk(out)["extension"][b"UUID"][1] == _expected_uuid(out)

@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import synthetic_functions
+from synthetic import new_library, synthetic_functions
 
 from builder.metallib import (
     Metallib,
     Piece,
     library_bytes,
-    new_library,
     parts_from_library,
     verify,
     write_library,
@@ -40,13 +39,13 @@ def _both_paths(
 ) -> bytes:
     functions = synthetic_functions(count, reflection=reflection, seed=seed)
     install_name = "mlx.metallib" if dynamic else None
-    lib = Metallib.from_bytes(library_bytes(new_library(functions, install_name=install_name)))
+    lib = Metallib(library_bytes(new_library(functions, install_name=install_name)))
     out = library_bytes(parts_from_library(lib, indices))
     kept = range(count) if indices is None else sorted(set(indices))
     assert out == library_bytes(
         new_library([functions[i] for i in kept], install_name=install_name)
     )
-    written = Metallib.from_bytes(out)
+    written = Metallib(out)
     assert written.columns().names == [lib.columns().names[i] for i in kept]
     assert verify(written, parallel="inline").ok
     return out
@@ -80,12 +79,12 @@ def test_both_paths_agree_on_synthetic_libraries(reflection: bool, dynamic: bool
 
 @pytest.mark.realdata
 def test_keeping_everything_rewrites_a_real_library_identically(small_real_metallib: bytes) -> None:
-    lib = Metallib.from_bytes(small_real_metallib)
+    lib = Metallib(small_real_metallib)
     count = len(lib.columns())
     assert library_bytes(parts_from_library(lib)) == small_real_metallib
     assert library_bytes(parts_from_library(lib, range(count))) == small_real_metallib
     for indices in _selections(count)[2:]:
-        written = Metallib.from_bytes(library_bytes(parts_from_library(lib, indices)))
+        written = Metallib(library_bytes(parts_from_library(lib, indices)))
         assert written.columns().names == [lib.columns().names[i] for i in indices]  # type: ignore[union-attr]
         assert verify(written, parallel="inline").ok
 

@@ -20,7 +20,9 @@ from typing import Any
 __all__ = ["BASE", "BOT", "HEAD", "PR", "REPOSITORY", "TOKEN", "StandIn", "handler", "library"]
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from builder.metallib import library_bytes, new_function, new_library
+from synthetic import new_function, new_library
+
+from builder.metallib import library_bytes
 
 TOKEN = "ghs_standin_token_0123456789"
 BOT: dict[str, Any] = {"login": "github-actions[bot]", "databaseId": 41898282}

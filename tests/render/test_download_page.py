@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic import new_function, new_library
 
 from builder.cli.group import main
-from builder.metallib import library_bytes, new_function, new_library
+from builder.metallib import library_bytes
 from builder.render.text import human_size
 from builder.size.load import load_reports
 

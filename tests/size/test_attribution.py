@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from synthetic import synthetic_bytes
 
-from builder.metallib import Metallib, Region, Span, open_metallib
+from builder.metallib import Metallib, Piece, Region, Span, open_metallib
 from builder.size.attribution import attribute, piece_spans, range_map
 
 
 def _independent_total(lib: Metallib) -> int:
     """Sum of the reader's own per-function sizes plus the regions no function touches."""
-    return sum(fn.total_bytes for fn in lib.functions)
+    return sum(len(fn.stored(piece)) for fn in lib.functions for piece in Piece)
 
 
 @given(
@@ -37,15 +37,16 @@ def test_totals_invariant_synthetic(
     data = synthetic_bytes(
         list(zip(names, sizes)), reflection=reflection, install_name=install_name
     )
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     result = attribute(lib)
     result.check()
     assert attribute(lib, verify=True) == result
     assert sum(fn.bytes for fn in result.functions) + result.overhead_bytes == len(data)
     assert [fn.name for fn in result.functions] == names
     # each function owns exactly what the reader says it owns
-    assert [fn.bytes for fn in result.functions] == [fn.total_bytes for fn in lib.functions]
-    assert [fn.module for fn in result.functions] == [fn.bitcode_bytes for fn in lib.functions]
+    owned = [sum(len(fn.stored(piece)) for piece in Piece) for fn in lib.functions]
+    assert [fn.bytes for fn in result.functions] == owned
+    assert [fn.module for fn in result.functions] == [fn.module.size for fn in lib.functions]
     names_of_overhead = {o.name for o in result.overhead}
     assert "header" in names_of_overhead
     assert all(o.bytes > 0 for o in result.overhead)
@@ -53,7 +54,7 @@ def test_totals_invariant_synthetic(
 
 def test_overhead_is_named_by_region() -> None:
     data = synthetic_bytes([("a_float32", 40), ("b_int8", 70)], install_name="x.metallib")
-    result = attribute(Metallib.from_bytes(data))
+    result = attribute(Metallib(data))
     by_name = {o.name: o.bytes for o in result.overhead}
     assert by_name["header"] == 88
     assert by_name["function list framing"] == 4  # the u32 count
@@ -121,7 +122,7 @@ def test_gap_between_sections_is_named_overhead() -> None:
     patched = data[:bitcode_offset] + bytes(16) + data[bitcode_offset:]
     struct.pack_into("<Q", patched, 16, len(patched))  # file size
     struct.pack_into("<Q", patched, 72, bitcode_offset + 16)  # bitcode section offset
-    lib = Metallib.from_bytes(bytes(patched))
+    lib = Metallib(bytes(patched))
     result = attribute(lib)
     result.check()
     assert attribute(lib, verify=True) == result
@@ -129,7 +130,7 @@ def test_gap_between_sections_is_named_overhead() -> None:
     assert [(g.name, g.offset, g.bytes) for g in gaps] == [
         (f"gap at {bitcode_offset}", bitcode_offset, 16)
     ]
-    assert result.overhead_bytes == attribute(Metallib.from_bytes(bytes(data))).overhead_bytes + 16
+    assert result.overhead_bytes == attribute(Metallib(bytes(data))).overhead_bytes + 16
 
 
 # -- a broken invariant is a bug in this tool: one clear line, exit 2, never a traceback ----------

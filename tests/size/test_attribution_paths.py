@@ -137,7 +137,7 @@ def test_fast_path_leaves_empty_kinds_unplaced() -> None:
 
 # -- _by_sizes: the reader's guarantee, checked once per kind --------------------------------------
 def _lib() -> Metallib:
-    return Metallib.from_bytes(synthetic_bytes([("a_float32", 40), ("b_int8", 70), ("c", 9)]))
+    return Metallib(synthetic_bytes([("a_float32", 40), ("b_int8", 70), ("c", 9)]))
 
 
 def test_by_sizes_declines_sections_that_do_not_match_the_regions() -> None:
@@ -187,7 +187,7 @@ def test_a_well_formed_library_takes_the_fast_paths(
         reflection=reflection,
         install_name=install_name,
     )
-    _check_both_paths(Metallib.from_bytes(data), monkeypatch)
+    _check_both_paths(Metallib(data), monkeypatch)
 
 
 @pytest.mark.realdata

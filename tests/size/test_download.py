@@ -105,7 +105,7 @@ def test_c_and_python_give_the_same_numbers_on_real_data(
 def test_parts_are_what_zlib_gives_each_part_primed_with_the_32_kib_before_it() -> None:
     """An independent reference for the part sizes: zlib, part by part, as the docs state it."""
     data = synthetic_bytes([(f"k{i}_float32", 5000 + 37 * i) for i in range(400)])
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     layout = segments(lib, attribute(lib))
     parts = cuts(layout.starts, len(data), part_bytes=200_000)
     assert len(parts) > 3
@@ -135,7 +135,7 @@ def test_bits_go_to_the_bytes_they_encode() -> None:
 
 def test_shares_match_between_c_and_python_on_a_whole_library() -> None:
     data = synthetic_bytes([(f"f{i}_int32", 300 + 101 * i) for i in range(60)])
-    lib = Metallib.from_bytes(data)
+    lib = Metallib(data)
     attribution = attribute(lib)
     native = download_share(lib, attribution)
     python = download_share(lib, attribution, native=False)

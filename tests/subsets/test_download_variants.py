@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
+from synthetic import new_function, new_library
 
 from builder.kernels.discovery import load_tree
-from builder.metallib import library_bytes, new_function, new_library
+from builder.metallib import library_bytes
 from builder.resources import metal_src_dir
 
 FAMILIES = ("unary/unary.h", "binary/binary.h", "arange/arange.h")

@@ -53,7 +53,7 @@ def corrupt(source: Path, dest: Path, *indices: int) -> list[tuple[str, int]]:
     """Copy ``source`` to ``dest`` with one bitcode byte flipped in each function at ``indices``
     (the wrapper stays valid, so only the hash tells); returns (name, module offset) of each."""
     data = bytearray(source.read_bytes())
-    lib = Metallib.from_bytes(bytes(data))
+    lib = Metallib(bytes(data))
     victims = []
     for index in indices:
         fn = lib.functions[index]

@@ -28,7 +28,7 @@ from llvm import disassemble
 from mlx_tree import DATA, MLX_PLATFORM, MLX_VERSION
 from support.shared import shared_folder
 
-from builder.metallib import layout, open_metallib, parts_from_library, verify
+from builder.metallib import Piece, layout, open_metallib, parts_from_library, verify
 
 pytestmark = pytest.mark.realdata
 
@@ -196,13 +196,13 @@ def test_each_metallib_holds_exactly_its_aot_kernels_byte_identical(
                 assert out.columns().names == expected
                 for fn in out.functions:  # byte-identical to the input
                     was = original[fn.name]
-                    assert out.module_bytes(fn) == lib.module_bytes(was), fn.name
+                    assert fn.stored(Piece.MODULE) == was.stored(Piece.MODULE), fn.name
                     assert fn.hash == was.hash
                 report = verify(out)
                 assert report.ok, report.problems
                 kept_aot = [f for f in out.functions if PRODUCER.get(f.name)]
                 module = tmp_path / "module.air"
-                module.write_bytes(out.module_bytes(kept_aot[0]))
+                module.write_bytes(kept_aot[0].stored(Piece.MODULE))
                 assert f'source_filename = "{kept_aot[0].name}"' in disassemble(module)
             by_source = {row["source"]: row for row in v["bytes_by_source"]}
             assert by_source["[not in tree]"]["function_count"] == len(not_in_tree)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
+from synthetic import new_function, new_library
 
-from builder.metallib import library_bytes, new_function, new_library
+from builder.metallib import library_bytes
 
 __all__ = ["Cli", "assert_one_error_line", "budget_error", "cli", "library_with"]
 

@@ -228,10 +228,12 @@ def link(argv: list[str], args: Args) -> None:
         fail("expected [-m<os>-version-min=V] -o OUT.metallib IN.air...")
     if not args.output.endswith(".metallib"):
         fail(f"output {args.output} is not a .metallib file")
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # tests/synthetic.py builds the functions
     import hashlib
 
-    from builder.metallib import new_function, new_library, write_library
+    from synthetic import new_function, new_library
+
+    from builder.metallib import write_library
 
     functions = []
     seen: dict[str, str] = {}

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
+from synthetic import new_function, new_library
 
 from builder.errors import UsageError
 from builder.kernels.discovery import load_tree
 from builder.kernels.platforms import Platform, left_out, platform_of
-from builder.metallib import library_bytes, new_function, new_library
+from builder.metallib import library_bytes
 
 REQUIRES = """
 [kernels.requires]
