@@ -2,10 +2,10 @@
 how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
 with those only a file's key (``builder.settings.file_keys``), the registry of them all.
 
-Adding a setting is one declaration here, plus its use: the command that takes it lists its
-name (``builder.cli.tree_options.option``), a build request part that carries it holds its
-field (``builder.cmake_build.plan_model``), and ``python -m builder.cmake_build.options --write``
-regenerates the CMake cache block and the docs table of a setting with a cache variable.
+Adding a setting is one declaration here, plus its use. A build setting (one of ``REQUEST``'s
+groups) is then in the build request, on ``build`` and ``presets`` and, with a cache variable,
+in the CMake module and the docs table (``python -m builder.cmake_build.options --write``
+regenerates both); another command lists the setting's name (``builder.cli.tree_options.option``).
 """
 
 from __future__ import annotations
@@ -19,17 +19,32 @@ from builder.settings import checks as c
 from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, GATES, PREAMBLE_SETS
 
 __all__ = [
+    "AOT",
     "APIS",
     "BUDGET_LIMITS",
+    "BUILD_DIR",
+    "CHUNK_SIZE",
+    "COMPRESS",
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_METAL_FLAGS",
     "DEFAULT_NAMESPACE",
     "DEFAULT_PLATFORM",
+    "DEPLOYMENT_TARGET",
+    "DTYPES",
     "EMBEDDINGS",
+    "JIT",
+    "JIT_API",
+    "JIT_LOOKUP",
+    "JIT_NAMESPACE",
+    "KERNELS",
     "MEMBER_FORMS",
+    "METAL_COMPILER",
     "PREAMBLE_SETS",
+    "REQUEST",
+    "SDK",
     "SDKS",
     "SETTINGS",
+    "STD",
     "Tree",
     "setting",
     "setting_field",
@@ -63,7 +78,7 @@ _UNITS = (
 )
 _TOML = "of metallib.toml"  # the settings a flag and a key give (the flag wins)
 
-_TREE = (
+_TREE: tuple[Setting[Any], ...] = (
     Setting(
         "source_dir",
         "Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
@@ -118,16 +133,9 @@ _TREE = (
         cmake="METALLIB_CONFIG",
         metavar="FILE",
     ),
-    Setting(
-        "jobs",
-        "Processes run at once: entry files preprocessed, compiles (check) or Ninja's jobs "
-        "(build, presets: ninja -j N). Default: from the number of CPUs.",
-        kind="int",
-        flag="-j/--jobs",
-    ),
 )
 
-_TOOLCHAIN = (
+_TOOLCHAIN: tuple[Setting[Any], ...] = (
     Setting(
         "metal_compiler",
         "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then "
@@ -177,7 +185,7 @@ _TOOLCHAIN = (
     ),
 )
 
-_SELECTION = (
+_SELECTION: tuple[Setting[Any], ...] = (
     Setting(
         "jit",
         f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
@@ -227,65 +235,15 @@ _SELECTION = (
         cmake="METALLIB_AOT_CHUNK_SIZE",
     ),
     Setting(
-        "variant_aot",
-        "A variant with these entry files AOT (comma-separated globs, relative to "
-        "--source-dir) and every other one JIT; repeatable, one variant each.",
-        kind="texts",
-        default=(),
-        flag="--aot",
-        param="aot",
-        metavar="GLOBS",
-    ),
-    Setting(
-        "variant_jit",
-        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
-        kind="texts",
-        default=(),
-        flag="--jit",
-        param="jit",
-        metavar="GLOBS",
-    ),
-    Setting(
         "compress",
         "Compress the sources a catalog tree embeds in the host library.",
         kind="bool",
         default=False,
         cmake="METALLIB_JIT_COMPRESS",
     ),
-    Setting(
-        "build_dir",
-        "Build directory.",
-        kind="real_path",
-    ),
-    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
-    Setting(
-        "no_wait",
-        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
-        "once instead of waiting for it to finish.",
-        kind="bool",
-    ),
 )
 
-_RUNTIME = (
-    Setting(
-        "jit_sources",
-        "Also compile each unit's JIT source (its inlined preamble with the "
-        "instantiation lines appended); on unless --no-jit-sources. (--jit means units built "
-        "JIT on build and variants; check's old --jit/--no-jit is read, hidden, for scripts.)",
-        kind="switch",
-        flag="--jit-sources/--no-jit-sources",
-    ),
-    Setting(
-        "preamble_defines",
-        "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
-        "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "
-        "preprocessor definition elsewhere, is its deprecated spelling on embed.",
-        kind="texts",
-        default=(),
-        flag="--preamble-define",
-        check=c.define,
-        metavar="NAME[=VALUE]",
-    ),
+_RUNTIME: tuple[Setting[Any], ...] = (
     Setting(
         "jit_namespace",
         "C++ namespace (a or a::b) of the run-time sources' functions: the one written (over "
@@ -321,7 +279,70 @@ _RUNTIME = (
     ),
 )
 
-_TARGETS = (
+_LOCATION: tuple[Setting[Any], ...] = (Setting("build_dir", "Build directory.", kind="real_path"),)
+"""The build request's settings, in the order of plan.json's request: a build setting is one
+declaration in one of these groups (``builder.cmake_build.plan_model.BuildRequest`` holds its
+value, ``build`` and ``presets`` take its flag, the CMake module and docs/build.md its cache
+variable)."""
+REQUEST = (*_TOOLCHAIN, *_TREE, *_SELECTION, *_RUNTIME, *_LOCATION)
+
+_COMMAND: tuple[Setting[Any], ...] = (
+    Setting(
+        "jobs",
+        "Processes run at once: entry files preprocessed, compiles (check) or Ninja's jobs "
+        "(build, presets: ninja -j N). Default: from the number of CPUs.",
+        kind="int",
+        flag="-j/--jobs",
+    ),
+    Setting(
+        "variant_aot",
+        "A variant with these entry files AOT (comma-separated globs, relative to "
+        "--source-dir) and every other one JIT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--aot",
+        param="aot",
+        metavar="GLOBS",
+    ),
+    Setting(
+        "variant_jit",
+        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--jit",
+        param="jit",
+        metavar="GLOBS",
+    ),
+    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
+    Setting(
+        "no_wait",
+        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
+        "once instead of waiting for it to finish.",
+        kind="bool",
+    ),
+    Setting(
+        "jit_sources",
+        "Also compile each unit's JIT source (its inlined preamble with the "
+        "instantiation lines appended); on unless --no-jit-sources. (--jit means units built "
+        "JIT on build and variants; check's old --jit/--no-jit is read, hidden, for scripts.)",
+        kind="switch",
+        flag="--jit-sources/--no-jit-sources",
+    ),
+    Setting(
+        "preamble_defines",
+        "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
+        "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "
+        "preprocessor definition elsewhere, is its deprecated spelling on embed.",
+        kind="texts",
+        default=(),
+        flag="--preamble-define",
+        check=c.define,
+        metavar="NAME[=VALUE]",
+    ),
+)
+"""What one command takes for its own run, not a build request's."""
+
+_TARGETS: tuple[Setting[Any], ...] = (
     Setting(
         "member",
         f"Only this library of a target that holds several: {MEMBER_FORMS}.",
@@ -342,13 +363,29 @@ _TARGETS = (
 )
 """What a target (a command's, a budget's) is narrowed to."""
 
-SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_TARGETS, *GATES, *FILE_KEYS)
+SETTINGS: dict[str, Setting[Any]] = {
+    s.name: s for s in (*REQUEST, *_COMMAND, *_TARGETS, *GATES, *FILE_KEYS)
 }
 """Every setting by name."""
 
+# The build settings the planner reads, typed: ``request[STD]`` is a ``str | None``.
+METAL_COMPILER: Setting[str | None] = SETTINGS["metal_compiler"]
+STD: Setting[str | None] = SETTINGS["std"]
+DEPLOYMENT_TARGET: Setting[str | None] = SETTINGS["deployment_target"]
+SDK: Setting[str] = SETTINGS["sdk"]
+JIT: Setting[tuple[str, ...]] = SETTINGS["jit"]
+AOT: Setting[tuple[str, ...]] = SETTINGS["aot"]
+KERNELS: Setting[tuple[str, ...]] = SETTINGS["kernels"]
+DTYPES: Setting[tuple[str, ...]] = SETTINGS["dtypes"]
+CHUNK_SIZE: Setting[int] = SETTINGS["chunk_size"]
+COMPRESS: Setting[bool] = SETTINGS["compress"]
+JIT_NAMESPACE: Setting[str | None] = SETTINGS["jit_namespace"]
+JIT_API: Setting[str | None] = SETTINGS["jit_api"]
+JIT_LOOKUP: Setting[bool | None] = SETTINGS["jit_lookup"]
+BUILD_DIR: Setting[Path | None] = SETTINGS["build_dir"]
 
-def setting(name: str) -> Setting:
+
+def setting(name: str) -> Setting[Any]:
     """The setting ``name`` declares (KeyError: none)."""
     return SETTINGS[name]
 
@@ -358,7 +395,7 @@ def setting_field(name: str) -> Any:
     return SETTINGS[name].field()
 
 
-def toml_keys(table: str) -> dict[str, Setting]:
+def toml_keys(table: str) -> dict[str, Setting[Any]]:
     """The settings of one ``metallib.toml`` table (``kernels``, ``build``) by key."""
     found = {}
     for s in SETTINGS.values():

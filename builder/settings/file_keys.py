@@ -22,7 +22,7 @@ EMBEDDINGS = ("whole-file", "preamble")
 run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
 writes the instantiation lines)."""
 
-_TOML = (
+_TOML: tuple[Setting[Any], ...] = (
     Setting(
         "metal_version",
         "__METAL_VERSION__ discovery assumes (MSL version x 100; default 310).",
@@ -96,7 +96,7 @@ _TOML = (
     ),
 )
 
-GATES = (
+GATES: tuple[Setting[Any], ...] = (
     Setting(
         "warn_only",
         "Print the verdict (on stderr, naming every failing gate or exceeded limit) but exit 0.",
@@ -153,7 +153,7 @@ BUDGET_LIMITS = (
 """The budget keys that are limits (a budget needs one)."""
 
 
-def _budget(key: str, help: str, **more: Any) -> Setting:
+def _budget(key: str, help: str, **more: Any) -> Setting[Any]:
     """A key of a budget table only (``builder.size.budget_file`` reads its value; a text unless
     ``more`` says otherwise)."""
     return Setting(key.replace("-", "_"), help, flag=None, budget=key, **more)
@@ -174,7 +174,7 @@ _BUDGET = (
     _budget("groups", "Per-group limits: group = size.", kind="sizes"),
 )
 
-_CMAKE = (
+_CMAKE: tuple[Setting[Any], ...] = (
     Setting(
         "plan",
         "The build plan to read (the CLI's); empty: plan from the METALLIB_* options.",

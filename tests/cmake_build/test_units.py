@@ -26,6 +26,7 @@ from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
 from builder.kernels.catalog_tree import generate_tree, write_tree
 from builder.records.manifest import Tree, build_manifest
+from builder.settings.declared import CHUNK_SIZE, JIT
 from builder.size.jit_sizes import OTHER, symbol_sizes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,8 +269,8 @@ def test_the_request_travels_one_way(tmp_path: Path) -> None:
         "build_dir": tmp_path / "b",
     }
     request = BuildRequest.from_options(values)
-    assert request.selection.jit == ("unary", "co*") and request.selection.chunk_size == 64
-    assert request.toolchain.metal_flags == ("-Wall", "-O3", "-DX=a b")
+    assert request[JIT] == ("unary", "co*") and request[CHUNK_SIZE] == 64
+    assert request.metal_flags == ("-Wall", "-O3", "-DX=a b")
     assert BuildRequest.from_json(request.to_json()) == request
     with pytest.raises(ValueError, match="chunk_size"):
         BuildRequest.from_json({**request.to_json(), "chunk_size": "64"})
