@@ -6,7 +6,6 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,7 +23,7 @@ from builder.cli.publishing import (
     say,
     verdict,
 )
-from builder.cli.tree_options import option, tree_options, tree_sources
+from builder.cli.tree_options import option, options, tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
@@ -39,62 +38,59 @@ _FORMATS = ("table", "json", "csv", "markdown", "html")
 R = TypeVar("R")
 
 
-def _common(func: Callable[..., R]) -> Callable[..., R]:
-    options = [
-        click.option(
-            "--by",
-            default="kernel",
-            show_default=True,
-            callback=_by_keys,
-            metavar="KEY[,KEY]",
-            help=f"Group bytes by kernel group, dtype, source file (from a build "
-            f"manifest, or from the kernel tree given with --source-dir) or "
-            f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-            f"divides each source file's bytes by dtype (report only).",
-        ),
-        click.option(
-            "--rules",
-            type=click.Path(dir_okay=False),
-            default=None,
-            help="Rule file for --by kernel: 'GROUP REGEX' lines, first match wins "
-            "(default: the build manifest's units, else built-in MLX rules, else generic).",
-        ),
-        click.option(
-            "--top",
-            type=int,
-            default=None,
-            help="Show the N largest groups and fold the rest into one row "
-            "(default 20 for table/markdown, all for csv/json; 0 = all).",
-        ),
-        output_options(
-            _FORMATS,
-            "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
-            "see docs/html-report.md).",
-        ),
-        option("platform"),
-        option(
-            "download",
-            note="Each function's and group's share of it; a wheel also lists its files with "
-            "their real compressed sizes, and the model's error against its metallib member.",
-        ),
-        option(
-            "member",
-            note="compare takes it from both sides (one side only: an added or removed "
-            "library). A wheel's binary member that holds no metallib (mlx-metal's "
-            "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
-        ),
-    ]
-    command = tree_options(func)
-    for add in reversed(options):
-        command = add(command)
-    return command
-
-
 def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """``--by`` checked and spelled one way (``source, dtype`` -> ``source,dtype``)."""
     from builder.size.grouping import parse_by
 
     return ",".join(parse_by(value))
+
+
+_common = options(
+    click.option(
+        "--by",
+        default="kernel",
+        show_default=True,
+        callback=_by_keys,
+        metavar="KEY[,KEY]",
+        help=f"Group bytes by kernel group, dtype, source file (from a build "
+        f"manifest, or from the kernel tree given with --source-dir) or "
+        f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
+        f"divides each source file's bytes by dtype (report only).",
+    ),
+    click.option(
+        "--rules",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Rule file for --by kernel: 'GROUP REGEX' lines, first match wins "
+        "(default: the build manifest's units, else built-in MLX rules, else generic).",
+    ),
+    click.option(
+        "--top",
+        type=int,
+        default=None,
+        help="Show the N largest groups and fold the rest into one row "
+        "(default 20 for table/markdown, all for csv/json; 0 = all).",
+    ),
+    output_options(
+        _FORMATS,
+        "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
+        "see docs/html-report.md).",
+    ),
+    option("platform"),
+    option(
+        "download",
+        note="Each function's and group's share of it; a wheel also lists its files with "
+        "their real compressed sizes, and the model's error against its metallib member.",
+    ),
+    option(
+        "member",
+        note="compare takes it from both sides (one side only: an added or removed "
+        "library). A wheel's binary member that holds no metallib (mlx-metal's "
+        "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
+    ),
+    tree_options(),
+)
+"""The options ``report`` and ``compare`` share."""
 
 
 def _notes(comparison: Comparison) -> None:
@@ -338,7 +334,7 @@ _HISTORY_FORMATS = ("table", "json", "html", "markdown", "csv")
 @option("member")
 @output_options(_HISTORY_FORMATS, "Output format (html: a self-contained page with line charts).")
 @option("platform")
-@tree_options
+@tree_options()
 def history_command(
     targets: tuple[str, ...],
     by: str,

@@ -20,7 +20,6 @@ refused anywhere is worded one way, ``<where> must be <what>, got <value>``
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping
@@ -31,7 +30,7 @@ from typing import Any, Generic, Literal, TypeVar
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 
-__all__ = ["LIST_KINDS", "Kind", "Setting", "read_table", "setting_of", "split_names"]
+__all__ = ["LIST_KINDS", "Kind", "Setting", "read_table", "split_names"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -270,11 +269,3 @@ def read_table(
             raise error(f"{unknown}{brief(key)}{closest_hint(key, list(keys))}")
         values[keys[key].name] = keys[key].read(value, where(key), error=error, base=base)
     return values
-
-
-def setting_of(f: dataclasses.Field[Any]) -> Setting[Any]:
-    """The setting a document's field holds (:meth:`Setting.field`)."""
-    found = f.metadata.get("setting")
-    if not isinstance(found, Setting):
-        raise TypeError(f"field {f.name} holds no setting")
-    return found
