@@ -30,7 +30,6 @@ __all__ = [
     "deliver",
     "emit_json",
     "format_option",
-    "github_comment_option",
     "given",
     "output_options",
     "output_plan",
@@ -98,17 +97,6 @@ def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]
         return as_format(to_files(func))
 
     return add
-
-
-github_comment_option = click.option(
-    "--github-comment",
-    is_flag=True,
-    help="Post the markdown as a pull-request comment, and edit that same comment on "
-    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
-)
-"""``--github-comment`` of ``compare`` and ``budget`` (its pull request:
-:func:`pull_request_for`)."""
 
 
 def given(name: str) -> bool:

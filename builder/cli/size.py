@@ -15,7 +15,6 @@ import click
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
     deliver,
-    github_comment_option,
     output_options,
     output_plan,
     publish,
@@ -168,16 +167,8 @@ def _binary_name(source: Source) -> str:
 @click.argument("base")
 @click.argument("head")
 @_common
-@option("max_growth")
-@option("max_size")
-@option("max_total_size")
-@click.option(
-    "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
-)
-@option("warn_only")
-@github_comment_option
-@option("max_download_growth")
-@option("max_download_size")
+@options("max_growth", "max_size", "max_total_size", "fail_on_new_group", "warn_only")
+@options("github_comment", "max_download_growth", "max_download_size")
 def compare_command(
     base: str,
     head: str,
@@ -254,8 +245,7 @@ _BUDGET_FORMATS = ("table", "json", "markdown", "csv")
 @click.command("budget")
 @click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @output_options(_BUDGET_FORMATS, "Output format (markdown: the step summary and PR comment).")
-@option("warn_only")
-@github_comment_option
+@options("warn_only", "github_comment")
 def budget_command(
     budget_file: Path | None,
     fmt: str,

@@ -1,6 +1,7 @@
 """Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
-how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
-with those only a file's key (``builder.settings.file_keys``), the registry of them all.
+how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources,
+what a command takes for its own run; with those of files, gates and targets
+(``builder.settings.file_keys``), the registry of them all.
 
 Adding a setting is one declaration here, plus its use. A build setting (one of ``REQUEST``'s
 groups) is then in the build request, on ``build`` and ``presets`` and, with a cache variable,
@@ -16,7 +17,16 @@ from typing import Any
 
 from builder.settings import Setting
 from builder.settings import checks as c
-from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, GATES, PREAMBLE_SETS
+from builder.settings.file_keys import (
+    BUDGET_LIMITS,
+    DEFAULT_PLATFORM,
+    EMBEDDINGS,
+    FILE_KEYS,
+    GATES,
+    MEMBER_FORMS,
+    PREAMBLE_SETS,
+    TARGETS,
+)
 
 __all__ = [
     "AOT",
@@ -62,15 +72,6 @@ APIS = ("string", "cstring")
 """What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
 DEFAULT_NAMESPACE = "metal_jit"
 
-DEFAULT_PLATFORM = "macosx_14_0_arm64"
-"""The wheel platform a ``PACKAGE==VERSION`` target is fetched for unless ``--platform`` says
-otherwise (the oldest macOS MLX supports, whose wheels are the most used)."""
-MEMBER_FORMS = (
-    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
-    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
-    "symbol or section"
-)
-"""How ``--member`` names one library (``builder.inputs.member_names`` matches these forms)."""
 
 _UNITS = (
     "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
@@ -339,32 +340,18 @@ _COMMAND: tuple[Setting[Any], ...] = (
         check=c.define,
         metavar="NAME[=VALUE]",
     ),
+    Setting(
+        "github_comment",
+        "Post the markdown as a pull-request comment, and edit that same comment on later runs "
+        "(GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_EVENT_PATH; "
+        "docs/ci-recipe.md).",
+        kind="bool",
+    ),
 )
 """What one command takes for its own run, not a build request's."""
 
-_TARGETS: tuple[Setting[Any], ...] = (
-    Setting(
-        "member",
-        f"Only this library of a target that holds several: {MEMBER_FORMS}.",
-        budget="member",
-        metavar="NAME",
-    ),
-    Setting(
-        "download",
-        "Add the download size: the library as a wheel stores it (zlib level 6, modelled; "
-        "docs/download-size.md).",
-        kind="bool",
-    ),
-    Setting(
-        "platform",
-        f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
-        budget="platform",
-    ),
-)
-"""What a target (a command's, a budget's) is narrowed to."""
-
 SETTINGS: dict[str, Setting[Any]] = {
-    s.name: s for s in (*REQUEST, *_COMMAND, *_TARGETS, *GATES, *FILE_KEYS)
+    s.name: s for s in (*REQUEST, *_COMMAND, *TARGETS, *GATES, *FILE_KEYS)
 }
 """Every setting by name."""
 
