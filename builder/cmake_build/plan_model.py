@@ -251,6 +251,9 @@ class BuildRequest:
 
     def __post_init__(self) -> None:
         defaults = {name: _default(s) for name, s in request_settings().items()}
+        unknown = set(self.values) - set(defaults)
+        if unknown:
+            raise TypeError(f"no build option {', '.join(sorted(unknown))}")
         object.__setattr__(self, "values", defaults | dict(self.values))
 
     def __getitem__(self, s: Setting[T]) -> T:
@@ -280,12 +283,8 @@ class BuildRequest:
         """A copy with the named settings changed, each checked as its flag's value is:
         ``request.replace(jit=("*",))``."""
         known = request_settings()
-        unknown = set(changes) - set(known)
-        if unknown:
-            raise TypeError(f"no build option {', '.join(sorted(unknown))}")
-        return BuildRequest(
-            {**self.values, **{k: _checked(known[k], v) for k, v in changes.items()}}
-        )
+        checked = {k: _checked(known[k], v) for k, v in changes.items() if k in known}
+        return BuildRequest({**self.values, **changes, **checked})  # unknown: TypeError
 
     @classmethod
     def from_options(cls, values: Mapping[str, object]) -> BuildRequest:
