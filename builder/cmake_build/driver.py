@@ -43,11 +43,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.cmake import BuildFailed, BuildTree, ProgressDisplay, build_folder_lock
-from builder.cmake_build.plan_model import BuildRequest, project_dir
+from builder.cmake_build.plan_model import METAL_COMPILER, SDK, BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.atomic import check_not_an_input
 from builder.files.reading import read_json
-from builder.settings.declared import METAL_COMPILER, SDK
 from builder.size.load import load_build
 
 if TYPE_CHECKING:

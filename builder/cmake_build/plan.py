@@ -37,9 +37,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.plan_model import (
+    AOT,
+    BUILD_DIR,
     CATALOG_LIBRARY,
+    CHUNK_SIZE,
+    DEPLOYMENT_TARGET,
     DISCOVERY_CACHE,
+    DTYPES,
+    JIT,
+    JIT_API,
+    JIT_LOOKUP,
+    JIT_NAMESPACE,
+    KERNELS,
     PLAN_FILE,
+    STD,
     BuildPlan,
     BuildRequest,
     Compile,
@@ -51,19 +62,6 @@ from builder.cmake_build.plan_model import (
 from builder.errors import UsageError, step_exit
 from builder.kernels.runtime_sources import DEFAULT_NAMESPACE, RuntimeSources, over_file
 from builder.records.manifest import Embedding
-from builder.settings.declared import (
-    AOT,
-    BUILD_DIR,
-    CHUNK_SIZE,
-    DEPLOYMENT_TARGET,
-    DTYPES,
-    JIT,
-    JIT_API,
-    JIT_LOOKUP,
-    JIT_NAMESPACE,
-    KERNELS,
-    STD,
-)
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog

@@ -40,26 +40,29 @@ from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
 from builder.records.manifest import Embedding, Unit
 from builder.settings import Setting
-from builder.settings.declared import (
-    BUILD_DIR,
-    COMPRESS,
-    DEFAULT_METAL_FLAGS,
-    DTYPES,
-    METAL_COMPILER,
-    REQUEST,
-    SDK,
-    SDKS,
-    Tree,
-    setting,
-)
+from builder.settings.declared import DEFAULT_METAL_FLAGS, REQUEST, SDKS, Tree, setting
 
 __all__ = [
+    "AOT",
+    "BUILD_DIR",
     "CATALOG_LIBRARY",
+    "CHUNK_SIZE",
+    "COMPRESS",
     "DEFAULT_METAL_FLAGS",
+    "DEPLOYMENT_TARGET",
     "DISCOVERY_CACHE",
+    "DTYPES",
+    "JIT",
+    "JIT_API",
+    "JIT_LOOKUP",
+    "JIT_NAMESPACE",
+    "KERNELS",
+    "METAL_COMPILER",
     "PLAN_FILE",
     "PLAN_SCHEMA",
+    "SDK",
     "SDKS",
+    "STD",
     "BuildPlan",
     "BuildRequest",
     "Compile",
@@ -85,6 +88,23 @@ DISCOVERY_CACHE = "discovery.json"
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
 T = TypeVar("T")
+
+# The build settings the planner reads, typed (a build setting needs one only to be read
+# here): ``request[STD]`` is a ``str | None``.
+METAL_COMPILER: Setting[str | None] = setting("metal_compiler")
+STD: Setting[str | None] = setting("std")
+DEPLOYMENT_TARGET: Setting[str | None] = setting("deployment_target")
+SDK: Setting[str] = setting("sdk")
+JIT: Setting[tuple[str, ...]] = setting("jit")
+AOT: Setting[tuple[str, ...]] = setting("aot")
+KERNELS: Setting[tuple[str, ...]] = setting("kernels")
+DTYPES: Setting[tuple[str, ...]] = setting("dtypes")
+CHUNK_SIZE: Setting[int] = setting("chunk_size")
+COMPRESS: Setting[bool] = setting("compress")
+JIT_NAMESPACE: Setting[str | None] = setting("jit_namespace")
+JIT_API: Setting[str | None] = setting("jit_api")
+JIT_LOOKUP: Setting[bool | None] = setting("jit_lookup")
+BUILD_DIR: Setting[Path | None] = setting("build_dir")
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from builder.cmake_build.plan_model import DISCOVERY_CACHE, BuildPlan
+from builder.cmake_build.plan_model import (
+    AOT,
+    CHUNK_SIZE,
+    COMPRESS,
+    DISCOVERY_CACHE,
+    DTYPES,
+    JIT,
+    SDK,
+    BuildPlan,
+)
 from builder.errors import BuilderError, step_exit
 from builder.files.reading import read_json
-from builder.settings.declared import AOT, CHUNK_SIZE, COMPRESS, DTYPES, JIT, SDK
 
 __all__ = ["main", "plan_options", "unit_kernels"]
 

@@ -43,13 +43,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from builder.cmake_build.plan_model import BuildPlan
+from builder.cmake_build.plan_model import COMPRESS, DTYPES, BuildPlan
 from builder.errors import BuilderError, step_exit
 from builder.files.atomic import write_if_changed
 from builder.jit.tree_preambles import UNIT_LOOKUP
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
 from builder.records.manifest import embed_facts, write_embed_facts
-from builder.settings.declared import COMPRESS, DTYPES
 
 if TYPE_CHECKING:
     from builder.cmake_build.plan_model import Unit

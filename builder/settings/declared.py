@@ -23,38 +23,22 @@ from builder.settings.file_keys import (
     EMBEDDINGS,
     FILE_KEYS,
     GATES,
-    MEMBER_FORMS,
     PREAMBLE_SETS,
     TARGETS,
 )
 
 __all__ = [
-    "AOT",
     "APIS",
     "BUDGET_LIMITS",
-    "BUILD_DIR",
-    "CHUNK_SIZE",
-    "COMPRESS",
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_METAL_FLAGS",
     "DEFAULT_NAMESPACE",
     "DEFAULT_PLATFORM",
-    "DEPLOYMENT_TARGET",
-    "DTYPES",
     "EMBEDDINGS",
-    "JIT",
-    "JIT_API",
-    "JIT_LOOKUP",
-    "JIT_NAMESPACE",
-    "KERNELS",
-    "MEMBER_FORMS",
-    "METAL_COMPILER",
     "PREAMBLE_SETS",
     "REQUEST",
-    "SDK",
     "SDKS",
     "SETTINGS",
-    "STD",
     "Tree",
     "setting",
     "setting_field",
@@ -354,22 +338,6 @@ SETTINGS: dict[str, Setting[Any]] = {
     s.name: s for s in (*REQUEST, *_COMMAND, *TARGETS, *GATES, *FILE_KEYS)
 }
 """Every setting by name."""
-
-# The build settings the planner reads, typed: ``request[STD]`` is a ``str | None``.
-METAL_COMPILER: Setting[str | None] = SETTINGS["metal_compiler"]
-STD: Setting[str | None] = SETTINGS["std"]
-DEPLOYMENT_TARGET: Setting[str | None] = SETTINGS["deployment_target"]
-SDK: Setting[str] = SETTINGS["sdk"]
-JIT: Setting[tuple[str, ...]] = SETTINGS["jit"]
-AOT: Setting[tuple[str, ...]] = SETTINGS["aot"]
-KERNELS: Setting[tuple[str, ...]] = SETTINGS["kernels"]
-DTYPES: Setting[tuple[str, ...]] = SETTINGS["dtypes"]
-CHUNK_SIZE: Setting[int] = SETTINGS["chunk_size"]
-COMPRESS: Setting[bool] = SETTINGS["compress"]
-JIT_NAMESPACE: Setting[str | None] = SETTINGS["jit_namespace"]
-JIT_API: Setting[str | None] = SETTINGS["jit_api"]
-JIT_LOOKUP: Setting[bool | None] = SETTINGS["jit_lookup"]
-BUILD_DIR: Setting[Path | None] = SETTINGS["build_dir"]
 
 
 def setting(name: str) -> Setting[Any]:

@@ -19,14 +19,13 @@ from builder.cmake_build.driver import (
     mixed_jit_units,
 )
 from builder.cmake_build.plan import select_families
-from builder.cmake_build.plan_model import BuildRequest, Unit, project_dir
+from builder.cmake_build.plan_model import CHUNK_SIZE, JIT, BuildRequest, Unit, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import dump, load
 from builder.kernels import load_catalog
 from builder.kernels.bounded_run import find_compiler
 from builder.kernels.catalog_tree import generate_tree, write_tree
 from builder.records.manifest import Tree, build_manifest
-from builder.settings.declared import CHUNK_SIZE, JIT
 from builder.size.jit_sizes import OTHER, symbol_sizes
 
 ROOT = Path(__file__).resolve().parents[2]
