@@ -105,12 +105,15 @@ def given(name: str) -> bool:
     return source is not click.core.ParameterSource.DEFAULT
 
 
-def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Destination]:
-    """Where each rendering goes (``builder.publish.outputs.plan_outputs``); ``--format`` counts
-    as given when it was on the command line."""
+def output_plan(outputs: Sequence[str], fmt: str) -> list[Destination]:
+    """Where each rendering goes (``builder.publish.outputs.plan_outputs``), in the formats the
+    command's ``--format`` offers; ``--format`` counts as given when it was on the command line."""
     from builder.publish.outputs import plan_outputs
 
-    return plan_outputs(outputs, fmt, explicit=given("fmt"), formats=formats)
+    ctx = click.get_current_context()
+    choice = next(p.type for p in ctx.command.params if p.name == "fmt")
+    assert isinstance(choice, click.Choice)  # format_option's
+    return plan_outputs(outputs, fmt, explicit=given("fmt"), formats=choice.choices)
 
 
 def deliver(

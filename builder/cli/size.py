@@ -135,7 +135,7 @@ def report_command(
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
     check_output(outputs, [target], rules, tree)
-    plan = output_plan(outputs, fmt, _FORMATS)
+    plan = output_plan(outputs, fmt)
     by, sources = tree_sources(by, tree)
     reports = load(target, by, rules, platform, sources, download, member)
     from builder.size.attribution import binary_accounts
@@ -216,7 +216,7 @@ def compare_command(
             f"'report --by {by}' (run it on each side)"
         )
     check_output(outputs, [base, head], rules, tree)
-    plan = output_plan(outputs, fmt, _FORMATS)
+    plan = output_plan(outputs, fmt)
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
     download = download or gates.download
@@ -239,12 +239,12 @@ def compare_command(
     verdict(failed, warn_only, "size gate failed", passed, visible)
 
 
-_BUDGET_FORMATS = ("table", "json", "markdown", "csv")
-
-
 @click.command("budget")
 @click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@output_options(_BUDGET_FORMATS, "Output format (markdown: the step summary and PR comment).")
+@output_options(
+    ("table", "json", "markdown", "csv"),
+    "Output format (markdown: the step summary and PR comment).",
+)
 @options("warn_only", "github_comment")
 def budget_command(
     budget_file: Path | None,
@@ -288,7 +288,7 @@ def budget_command(
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 
-    plan = output_plan(outputs, fmt, _BUDGET_FORMATS)
+    plan = output_plan(outputs, fmt)
     pull_request = pull_request_for(github_comment)
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
@@ -298,9 +298,6 @@ def budget_command(
     markdown = deliver(plan, partial(budget_output, checks, str(path)))
     publish(markdown, MARKER, pull_request)
     verdict(failures(checks), warn_only, "budget exceeded", f"all {len(checks)} budget limits pass")
-
-
-_HISTORY_FORMATS = ("table", "json", "html", "markdown", "csv")
 
 
 @click.command("history")
@@ -322,7 +319,10 @@ _HISTORY_FORMATS = ("table", "json", "html", "markdown", "csv")
 )
 @option("download")
 @option("member")
-@output_options(_HISTORY_FORMATS, "Output format (html: a self-contained page with line charts).")
+@output_options(
+    ("table", "json", "html", "markdown", "csv"),
+    "Output format (html: a self-contained page with line charts).",
+)
 @option("platform")
 @tree_options()
 def history_command(
@@ -359,7 +359,7 @@ def history_command(
     from builder.publish.outputs import history_output
     from builder.size.history import library_histories, measure_history
 
-    plan = output_plan(outputs, fmt, _HISTORY_FORMATS)
+    plan = output_plan(outputs, fmt)
     by, sources = tree_sources(by, tree)
     points = measure_history(
         targets,
