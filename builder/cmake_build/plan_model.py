@@ -263,8 +263,8 @@ def plan_text(plan: BuildPlan) -> str:
 class BuildRequest:
     """Everything one build is asked to be: a value for every build setting
     (``builder.settings.declared.REQUEST``), by name; ``request[STD]`` reads one, typed by its
-    declaration. Nothing here names a setting: a build setting declared there is in the request,
-    its JSON and its flags."""
+    handle above. Nothing here names a setting: a build setting declared there is in the request,
+    its JSON and its flags; it needs a handle only for Python to read it."""
 
     values: Mapping[str, Any] = field(default_factory=dict, omit="always", hash=False)
     """Every build setting's value (its default when not given); written by :meth:`to_json`."""
