@@ -8,59 +8,38 @@ job, ``variants --from``: a preset is a build, a variant a subset.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 from builder.cli.publishing import format_option, terminal
-from builder.cli.tree_options import option, tree_options
+from builder.cli.tree_options import option, options, tree_options
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
 
-__all__ = [
-    "build_command",
-    "build_only_options",
-    "no_wait_option",
-    "presets_command",
-]
+__all__ = ["build_command", "build_only_options", "presets_command"]
 
 
-F = TypeVar("F", bound=Callable[..., object])
-
-
-def _build_only() -> list[Callable[[F], F]]:
-    """The options of every build setting the kernel-tree options and ``--jit``/``--aot`` do
-    not add, in declaration order: a build setting added to the request is on ``build`` and
-    ``presets`` with nothing more said here (``-j`` and ``--source-dir`` come with the
-    kernel-tree options, ``builder.cli.tree_options``)."""
-    from dataclasses import fields
-
-    from builder.cmake_build.plan_model import Tree, request_settings
+def _build_only() -> list[str]:
+    """Every build setting the kernel-tree options and ``--jit``/``--aot`` do not add, in
+    declaration order: a build setting (``builder.settings.declared.REQUEST``) is on ``build``
+    and ``presets`` with nothing more said here (``-j`` and ``--source-dir`` come with the
+    kernel-tree options, ``builder.cli.tree_options``). Each click parameter is named like its
+    setting (``BuildRequest.from_options``)."""
+    from builder.settings.declared import REQUEST, Tree
 
     placed = {f.name for f in fields(Tree)} | {"jit", "aot", "build_dir"}
-    names = [name for name in request_settings() if name not in placed]
-    return [option("build_dir", default=Path("build")), *map(option, names), option("verbose")]
+    return [s.name for s in REQUEST if s.name not in placed]
 
 
-_BUILD_ONLY = _build_only()
-no_wait_option = option("no_wait")
-"""Shared by ``build``, ``presets`` and ``variants`` (each locks the folder it writes)."""
-
-
-def build_only_options(func: F) -> F:
-    """Add the options only a build takes; each click parameter is named like its field of the
-    ``BuildRequest`` (``BuildRequest.from_options``)."""
-    for add in reversed(_BUILD_ONLY):
-        func = add(func)
-    return func
-
-
-_tree_options = tree_options(default="the bundled metal_src/ (a catalog tree)")
+build_only_options = options(
+    "no_wait", option("build_dir", default=Path("build")), *_build_only(), "verbose"
+)
+"""``--no-wait`` and the options only a build takes."""
 
 
 @click.command(
@@ -77,10 +56,8 @@ Examples:
   METAL_COMPILER=/path/to/metal metallib-builder build --metal-flags '-Wall -O3'
 """,
 )
-@option("jit")
-@option("aot")
-@_tree_options
-@no_wait_option
+@options("jit", "aot")
+@tree_options("the bundled metal_src/ (a catalog tree)")
 @build_only_options
 @format_option(
     ("table", "json", "markdown", "csv"),
@@ -136,7 +113,6 @@ Examples:
     ("table", "json", "markdown", "csv"),
     "Output on stdout: table, json (schema 1), markdown, or csv (a preset's mode and bytes apart).",
 )
-@no_wait_option
 @build_only_options
 def presets_command(
     source_dir: Path | None,

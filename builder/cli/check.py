@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.publishing import emit_json, format_option, say
-from builder.cli.tree_options import catalog_selection, option, tree_options
+from builder.cli.tree_options import option, options, tree_options
 from builder.errors import CheckFailed
 from builder.kernels.catalog import split_names
 
@@ -36,8 +36,8 @@ Examples:
 Exit status: 0 clean, 1 a finding (a file that fails a check), 2 bad usage or no C++ compiler.
 """,
 )
-@tree_options(default="the bundled metal_src")
-@catalog_selection
+@tree_options("the bundled metal_src")
+@options("kernels", "dtypes")
 @click.option(
     "--compiler",
     metavar="CXX",
@@ -145,12 +145,9 @@ def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None,
     """``check`` on a discovered tree: one line per file, findings under it, a summary."""
     from builder.jit.check import check_tree
     from builder.kernels.platforms import for_platform
-    from builder.kernels.tree_config import find_config, merge_flags
     from builder.render.text import visible
 
-    settings = find_config(source_dir, tree.config, tree.include_dirs)
-    flags = merge_flags(settings, tree.include_dirs, tree.defines, tree.exclude)
-    config = for_platform(flags, given=tree.defines)
+    config = for_platform(tree.settings(source_dir), given=tree.defines)
     result = check_tree(source_dir, config, compiler=compiler)
     failed = sum(1 for f in result.files if not f.ok)
     if fmt == "json":

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from builder.cli.publishing import emit_json, format_option
-from builder.cli.tree_options import catalog_selection, tree_options
+from builder.cli.tree_options import options, tree_options
 from builder.settings import split_names
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ A folder without catalog.json is discovered with the host C++ preprocessor, sett
 DIR/metallib.toml (docs/discovery.md); exit 2 when a file does not preprocess.
 """,
 )
-@tree_options(default="the bundled metal_src")
-@catalog_selection
+@tree_options("the bundled metal_src")
+@options("kernels", "dtypes")
 @format_option(
     ("table", "json"),
     "table: per family (catalog) or per entry file (discovered) with counts, then the "

@@ -153,14 +153,11 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_FORMATS = ("table", "json")
-
-
 @click.command("sources")
 @click.argument("target")
 @option("jit_namespace")
 @option("platform")
-@output_options(_FORMATS, "Output format.")
+@output_options(("table", "json"), "Output format.")
 def sources_command(
     target: str,
     jit_namespace: str | None,
@@ -194,7 +191,7 @@ def sources_command(
     from builder.publish.outputs import sources_output
     from builder.size.host_strings import HostString, host_strings
 
-    plan = output_plan(outputs, fmt, _FORMATS)
+    plan = output_plan(outputs, fmt)
     namespace = jit_namespace
     binaries = _host_binaries(target, platform)
     found: list[tuple[str | None, list[HostString]]] = []

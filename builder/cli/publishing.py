@@ -30,7 +30,6 @@ __all__ = [
     "deliver",
     "emit_json",
     "format_option",
-    "github_comment_option",
     "given",
     "output_options",
     "output_plan",
@@ -100,29 +99,21 @@ def output_options(formats: Sequence[str], format_help: str) -> Callable[[F], F]
     return add
 
 
-github_comment_option = click.option(
-    "--github-comment",
-    is_flag=True,
-    help="Post the markdown as a pull-request comment, and edit that same comment on "
-    "later runs (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, "
-    "GITHUB_EVENT_PATH; docs/ci-recipe.md).",
-)
-"""``--github-comment`` of ``compare`` and ``budget`` (its pull request:
-:func:`pull_request_for`)."""
-
-
 def given(name: str) -> bool:
     """Whether option ``name`` was given on the command line (not its default)."""
     source = click.get_current_context().get_parameter_source(name)
     return source is not click.core.ParameterSource.DEFAULT
 
 
-def output_plan(outputs: Sequence[str], fmt: str, formats: Sequence[str]) -> list[Destination]:
-    """Where each rendering goes (``builder.publish.outputs.plan_outputs``); ``--format`` counts
-    as given when it was on the command line."""
+def output_plan(outputs: Sequence[str], fmt: str) -> list[Destination]:
+    """Where each rendering goes (``builder.publish.outputs.plan_outputs``), in the formats the
+    command's ``--format`` offers; ``--format`` counts as given when it was on the command line."""
     from builder.publish.outputs import plan_outputs
 
-    return plan_outputs(outputs, fmt, explicit=given("fmt"), formats=formats)
+    ctx = click.get_current_context()
+    choice = next(p.type for p in ctx.command.params if p.name == "fmt")
+    assert isinstance(choice, click.Choice)  # format_option's
+    return plan_outputs(outputs, fmt, explicit=given("fmt"), formats=choice.choices)
 
 
 def deliver(

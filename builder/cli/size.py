@@ -6,7 +6,6 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,7 +15,6 @@ import click
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
     deliver,
-    github_comment_option,
     output_options,
     output_plan,
     publish,
@@ -24,7 +22,7 @@ from builder.cli.publishing import (
     say,
     verdict,
 )
-from builder.cli.tree_options import option, tree_options, tree_sources
+from builder.cli.tree_options import option, options, tree_options, tree_sources
 from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
@@ -39,62 +37,59 @@ _FORMATS = ("table", "json", "csv", "markdown", "html")
 R = TypeVar("R")
 
 
-def _common(func: Callable[..., R]) -> Callable[..., R]:
-    options = [
-        click.option(
-            "--by",
-            default="kernel",
-            show_default=True,
-            callback=_by_keys,
-            metavar="KEY[,KEY]",
-            help=f"Group bytes by kernel group, dtype, source file (from a build "
-            f"manifest, or from the kernel tree given with --source-dir) or "
-            f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-            f"divides each source file's bytes by dtype (report only).",
-        ),
-        click.option(
-            "--rules",
-            type=click.Path(dir_okay=False),
-            default=None,
-            help="Rule file for --by kernel: 'GROUP REGEX' lines, first match wins "
-            "(default: the build manifest's units, else built-in MLX rules, else generic).",
-        ),
-        click.option(
-            "--top",
-            type=int,
-            default=None,
-            help="Show the N largest groups and fold the rest into one row "
-            "(default 20 for table/markdown, all for csv/json; 0 = all).",
-        ),
-        output_options(
-            _FORMATS,
-            "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
-            "see docs/html-report.md).",
-        ),
-        option("platform"),
-        option(
-            "download",
-            note="Each function's and group's share of it; a wheel also lists its files with "
-            "their real compressed sizes, and the model's error against its metallib member.",
-        ),
-        option(
-            "member",
-            note="compare takes it from both sides (one side only: an added or removed "
-            "library). A wheel's binary member that holds no metallib (mlx-metal's "
-            "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
-        ),
-    ]
-    command = tree_options(func)
-    for add in reversed(options):
-        command = add(command)
-    return command
-
-
 def _by_keys(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """``--by`` checked and spelled one way (``source, dtype`` -> ``source,dtype``)."""
     from builder.size.grouping import parse_by
 
     return ",".join(parse_by(value))
+
+
+_common = options(
+    click.option(
+        "--by",
+        default="kernel",
+        show_default=True,
+        callback=_by_keys,
+        metavar="KEY[,KEY]",
+        help=f"Group bytes by kernel group, dtype, source file (from a build "
+        f"manifest, or from the kernel tree given with --source-dir) or "
+        f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
+        f"divides each source file's bytes by dtype (report only).",
+    ),
+    click.option(
+        "--rules",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Rule file for --by kernel: 'GROUP REGEX' lines, first match wins "
+        "(default: the build manifest's units, else built-in MLX rules, else generic).",
+    ),
+    click.option(
+        "--top",
+        type=int,
+        default=None,
+        help="Show the N largest groups and fold the rest into one row "
+        "(default 20 for table/markdown, all for csv/json; 0 = all).",
+    ),
+    output_options(
+        _FORMATS,
+        "Output format (JSON and CSV for machines; html: a self-contained treemap page, "
+        "see docs/html-report.md).",
+    ),
+    option("platform"),
+    option(
+        "download",
+        note="Each function's and group's share of it; a wheel also lists its files with "
+        "their real compressed sizes, and the model's error against its metallib member.",
+    ),
+    option(
+        "member",
+        note="compare takes it from both sides (one side only: an added or removed "
+        "library). A wheel's binary member that holds no metallib (mlx-metal's "
+        "mlx/lib/libmlx.dylib) is reported as a host library, as the binary given itself.",
+    ),
+    tree_options(),
+)
+"""The options ``report`` and ``compare`` share."""
 
 
 def _notes(comparison: Comparison) -> None:
@@ -140,7 +135,7 @@ def report_command(
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
     """
     check_output(outputs, [target], rules, tree)
-    plan = output_plan(outputs, fmt, _FORMATS)
+    plan = output_plan(outputs, fmt)
     by, sources = tree_sources(by, tree)
     reports = load(target, by, rules, platform, sources, download, member)
     from builder.size.attribution import binary_accounts
@@ -172,16 +167,8 @@ def _binary_name(source: Source) -> str:
 @click.argument("base")
 @click.argument("head")
 @_common
-@option("max_growth")
-@option("max_size")
-@option("max_total_size")
-@click.option(
-    "--fail-on-new-group", is_flag=True, help="Fail when head has a group that base does not."
-)
-@option("warn_only")
-@github_comment_option
-@option("max_download_growth")
-@option("max_download_size")
+@options("max_growth", "max_size", "max_total_size", "fail_on_new_group", "warn_only")
+@options("github_comment", "max_download_growth", "max_download_size")
 def compare_command(
     base: str,
     head: str,
@@ -229,7 +216,7 @@ def compare_command(
             f"'report --by {by}' (run it on each side)"
         )
     check_output(outputs, [base, head], rules, tree)
-    plan = output_plan(outputs, fmt, _FORMATS)
+    plan = output_plan(outputs, fmt)
     pull_request = pull_request_for(github_comment)
     by, sources = tree_sources(by, tree)
     download = download or gates.download
@@ -252,14 +239,13 @@ def compare_command(
     verdict(failed, warn_only, "size gate failed", passed, visible)
 
 
-_BUDGET_FORMATS = ("table", "json", "markdown", "csv")
-
-
 @click.command("budget")
 @click.argument("budget_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@output_options(_BUDGET_FORMATS, "Output format (markdown: the step summary and PR comment).")
-@option("warn_only")
-@github_comment_option
+@output_options(
+    ("table", "json", "markdown", "csv"),
+    "Output format (markdown: the step summary and PR comment).",
+)
+@options("warn_only", "github_comment")
 def budget_command(
     budget_file: Path | None,
     fmt: str,
@@ -302,7 +288,7 @@ def budget_command(
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 
-    plan = output_plan(outputs, fmt, _BUDGET_FORMATS)
+    plan = output_plan(outputs, fmt)
     pull_request = pull_request_for(github_comment)
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
@@ -312,9 +298,6 @@ def budget_command(
     markdown = deliver(plan, partial(budget_output, checks, str(path)))
     publish(markdown, MARKER, pull_request)
     verdict(failures(checks), warn_only, "budget exceeded", f"all {len(checks)} budget limits pass")
-
-
-_HISTORY_FORMATS = ("table", "json", "html", "markdown", "csv")
 
 
 @click.command("history")
@@ -336,9 +319,12 @@ _HISTORY_FORMATS = ("table", "json", "html", "markdown", "csv")
 )
 @option("download")
 @option("member")
-@output_options(_HISTORY_FORMATS, "Output format (html: a self-contained page with line charts).")
+@output_options(
+    ("table", "json", "html", "markdown", "csv"),
+    "Output format (html: a self-contained page with line charts).",
+)
 @option("platform")
-@tree_options
+@tree_options()
 def history_command(
     targets: tuple[str, ...],
     by: str,
@@ -373,7 +359,7 @@ def history_command(
     from builder.publish.outputs import history_output
     from builder.size.history import library_histories, measure_history
 
-    plan = output_plan(outputs, fmt, _HISTORY_FORMATS)
+    plan = output_plan(outputs, fmt)
     by, sources = tree_sources(by, tree)
     points = measure_history(
         targets,

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TreeOptions",
-    "catalog_selection",
     "library_platform",
     "option",
+    "options",
     "tree_of",
     "tree_options",
     "tree_sources",
@@ -44,9 +44,9 @@ _CLICK_TYPES = {
     "int": click.IntRange(min=1),
 }
 _MULTIPLE = ("flags", "paths", "texts", "globs")
+"""Kinds whose flag repeats (``names`` take one comma-separated value)."""
 _TREE = [f.name for f in fields(Tree)]
 """The kernel-tree options, ``--source-dir`` first (``builder.settings.declared.Tree``)."""
-"""Kinds whose flag repeats (``names`` take one comma-separated value)."""
 
 
 def option(name: str, *, note: str | None = None, default: object = None) -> Callable[[F], F]:
@@ -85,9 +85,16 @@ def option(name: str, *, note: str | None = None, default: object = None) -> Cal
     )
 
 
-def catalog_selection(func: Callable[..., R]) -> Callable[..., R]:
-    """Add ``--kernels`` and ``--dtypes``, the selection of a catalog tree's instantiations."""
-    return option("kernels")(option("dtypes")(func))
+def options(*added: str | Callable[[Any], Any]) -> Callable[[F], F]:
+    """The options of the settings named (or other option decorators) together, in ``--help``
+    in the order given: ``@options("kernels", "dtypes")``."""
+
+    def add(func: F) -> F:
+        for item in reversed(added):
+            func = option(item)(func) if isinstance(item, str) else item(func)
+        return func
+
+    return add
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,24 +130,13 @@ class TreeOptions(Tree):
 
         if not sys.stderr.isatty():
             return read()
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import BarColumn, MofNCompleteColumn
 
-        progress = Progress(
-            TextColumn("preprocess"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("entry files"),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        task = progress.add_task("preprocess", total=None)
+        from builder.cli.console import stderr_bar
 
-        def advance(done: int, total: int, _entry: str) -> None:
-            progress.update(task, completed=done, total=total)
-
-        with progress:
-            return read(advance)
+        with stderr_bar("preprocess", BarColumn(), MofNCompleteColumn(), "entry files") as bar:
+            task = bar.add_task("preprocess", total=None)
+            return read(lambda done, total, _entry: bar.update(task, completed=done, total=total))
 
     def check(self) -> TreeConfig:
         """Raise what loading would for the tree's settings and folders (exit 2), without
@@ -155,7 +151,6 @@ class TreeOptions(Tree):
         platform's own exclusions are not applied: they only ever leave out more."""
         from builder.errors import UsageError
         from builder.kernels.discovery import checked_entries, is_catalog_tree
-        from builder.kernels.tree_config import find_config, merge_flags
 
         source_dir = self.source_dir
         if source_dir is None:
@@ -164,10 +159,16 @@ class TreeOptions(Tree):
             raise UsageError(f"--source-dir {source_dir}: not a folder")
         if is_catalog_tree(source_dir):  # reading a catalog is cheap: its own checks, whole
             return self.load().config
-        settings = find_config(source_dir, self.config, self.include_dirs)
-        config = merge_flags(settings, self.include_dirs, self.defines, self.exclude)
+        config = self.settings(source_dir)
         checked_entries(Path(source_dir), config)
         return config
+
+    def settings(self, source_dir: Path) -> TreeConfig:
+        """The tree's settings file (metallib.toml, or ``--config``) with the flags over it."""
+        from builder.kernels.tree_config import find_config, merge_flags
+
+        found = find_config(source_dir, self.config, self.include_dirs)
+        return merge_flags(found, self.include_dirs, self.defines, self.exclude)
 
     def discovered(
         self, catalog_only: Mapping[str, object], *, catalog_jobs: bool = False
@@ -208,20 +209,10 @@ def _listed(names: Iterable[str]) -> str:
     return f"{', '.join(rest)} and {last}" if rest else last
 
 
-@overload
-def tree_options(func: Callable[..., R]) -> Callable[..., R]: ...
-@overload
-def tree_options(
-    *, default: str | None = None
-) -> Callable[[Callable[..., R]], Callable[..., R]]: ...
-def tree_options(
-    func: Callable[..., R] | None = None,
-    *,
-    default: str | None = None,
-) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
+def tree_options(default: str | None = None) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Add the kernel-tree options to a command, which gets their values as one
-    ``tree: TreeOptions`` (``@tree_options``, or ``@tree_options(default="the bundled
-    metal_src")`` to say what no ``--source-dir`` means)."""
+    ``tree: TreeOptions``; ``default`` says what no ``--source-dir`` means
+    (``@tree_options("the bundled metal_src")``)."""
 
     def add(func: Callable[..., R]) -> Callable[..., R]:
         @functools.wraps(func)
@@ -229,13 +220,10 @@ def tree_options(
             tree = TreeOptions(jobs=jobs, **{name: values.pop(name) for name in _TREE})
             return func(*args, tree=tree, **values)
 
-        added: Callable[..., R] = option("jobs")(command)
-        for name in reversed(_TREE[1:]):
-            added = option(name)(added)
         note = f"Default: {default}." if default else None
-        return option("source_dir", note=note)(added)
+        return options(option("source_dir", note=note), *_TREE[1:], "jobs")(command)
 
-    return add(func) if func is not None else add
+    return add
 
 
 def tree_sources(by: str, tree: TreeOptions) -> tuple[str, TreeSources | None]:

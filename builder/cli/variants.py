@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from builder.cli.build import no_wait_option
 from builder.cli.publishing import format_option, given, say
-from builder.cli.tree_options import option, tree_options
+from builder.cli.tree_options import option, options, tree_options
 from builder.errors import UsageError
 
 if TYPE_CHECKING:
@@ -49,9 +48,8 @@ Examples:
     "holding one, PACKAGE==VERSION, build folder); needs --source-dir and -o.",
 )
 @option("member")
-@tree_options
-@option("variant_aot")
-@option("variant_jit")
+@tree_options()
+@options("variant_aot", "variant_jit")
 @click.option(
     "--budget",
     metavar="SIZE",
@@ -69,9 +67,7 @@ Examples:
     "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
     "compressed, planned on estimates and measured on the planned split.",
 )
-@option("jit_namespace")
-@option("jit_api")
-@option("jit_lookup")
+@options("jit_namespace", "jit_api", "jit_lookup")
 @option(
     "download",
     note="Each variant's metallib's and its total download (one compression pass per "
@@ -92,8 +88,7 @@ Examples:
     "Output on stdout: table, json (schema 1), markdown, csv (a row per variant) or html (one "
     "self-contained page).",
 )
-@option("platform")
-@no_wait_option
+@options("platform", "no_wait")
 def variants_command(
     from_target: str,
     member: str | None,

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.cmake import BuildFailed, BuildTree, ProgressDisplay, build_folder_lock
-from builder.cmake_build.plan_model import BuildRequest, project_dir
+from builder.cmake_build.plan_model import METAL_COMPILER, SDK, BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.atomic import check_not_an_input
 from builder.files.reading import read_json
@@ -114,7 +114,7 @@ def run_build(
     build_dir = request.build_dir
     check_not_an_input(build_dir, [kernels.source_dir, kernels.config, *kernels.include_dirs])
     plan = build_plan(request)
-    found = find_metal_toolchain(request.toolchain.metal_compiler, sdk=request.toolchain.sdk)
+    found = find_metal_toolchain(request[METAL_COMPILER], sdk=request[SDK])
     toolchain = found if isinstance(found, MetalToolchain) and plan.aot else None
     if plan.aot and isinstance(found, ToolchainMissing):
         held = [f"{u.name} ({u.reason})" for u in plan.units if u.reason]
@@ -327,7 +327,7 @@ def _build_each(
     verbose: bool,
     wait: bool,
 ) -> list[PresetResult]:
-    toolchain = find_metal_toolchain(base.toolchain.metal_compiler, sdk=base.toolchain.sdk)
+    toolchain = find_metal_toolchain(base[METAL_COMPILER], sdk=base[SDK])
     results = []
     for name, description, request in _preset_requests(base, root):
         if build_plan(request).aot and isinstance(toolchain, ToolchainMissing):

@@ -31,7 +31,7 @@ _SPLIT_COMMAS = ("names", "globs")
 """List kinds whose items may also be separated by ','."""
 
 
-def _default(option: Setting) -> str:
+def _default(option: Setting[object]) -> str:
     if option.cmake_default is not None:
         return option.cmake_default
     value = option.default
@@ -54,7 +54,7 @@ def _quoted(text: str, *, expand: bool = False) -> str:
     return '"' + (text if expand else text.replace("${", "$\\{")) + '"'
 
 
-def _request_lines(option: Setting) -> list[str]:
+def _request_lines(option: Setting[object]) -> list[str]:
     var, kind, name = option.cmake, option.kind, option.name
     if kind == "bool":
         return [
@@ -154,7 +154,7 @@ def cmake_text() -> str:
     return "\n".join(lines)
 
 
-def _shown(option: Setting) -> str:
+def _shown(option: Setting[object]) -> str:
     if option.shown_default is not None:
         return option.shown_default
     text = _default(option)

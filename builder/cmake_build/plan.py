@@ -37,9 +37,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.plan_model import (
+    AOT,
+    BUILD_DIR,
     CATALOG_LIBRARY,
+    CHUNK_SIZE,
+    DEPLOYMENT_TARGET,
     DISCOVERY_CACHE,
+    DTYPES,
+    JIT,
+    JIT_API,
+    JIT_LOOKUP,
+    JIT_NAMESPACE,
+    KERNELS,
     PLAN_FILE,
+    STD,
     BuildPlan,
     BuildRequest,
     Compile,
@@ -89,10 +100,10 @@ def jit_units(units: Sequence[str], request: BuildRequest, where: str) -> set[st
     silently keep its mode."""
     from builder.kernels.discovery import path_matches
 
-    selection = request.selection
-    if selection.jit and selection.aot:
+    jit, aot = request[JIT], request[AOT]
+    if jit and aot:
         raise UsageError("--jit and --aot both choose the JIT units: give one of them")
-    asked, flag = (selection.jit, "--jit") if selection.jit else (selection.aot, "--aot")
+    asked, flag = (jit, "--jit") if jit else (aot, "--aot")
     named: set[str] = set()
     for glob in asked:
         hits = {u for u in units if path_matches(u, [glob])}
@@ -100,7 +111,7 @@ def jit_units(units: Sequence[str], request: BuildRequest, where: str) -> set[st
             count = f"{len(units):,} unit{'s' if len(units) != 1 else ''}"
             raise UsageError(f"{flag} {glob!r} matches no unit of {where} ({count})")
         named |= hits
-    if selection.aot:
+    if aot:
         return {u for u in units if u not in named}
     return named
 
@@ -118,7 +129,7 @@ def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int 
     ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
     from builder.settings.checks import std_version
 
-    std = request.toolchain.std or config.std  # each checked as its setting is read
+    std = request[STD] or config.std  # each checked as its setting is read
     version = config.metal_version
     for define in config.defines:
         name, _, value = define.partition("=")
@@ -142,13 +153,13 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     from builder.kernels.catalog_tree import GENERATED_TREE, generate_tree
     from builder.kernels.tree_config import TreeConfig
 
-    tree, selection = request.tree, request.selection
+    tree = request.tree
     # refused when given: a catalog's host library is a registry with embed's interface
     over_file(
         RuntimeSources(),
-        selection.jit_namespace,
-        selection.jit_api,
-        selection.jit_lookup,
+        request[JIT_NAMESPACE],
+        request[JIT_API],
+        request[JIT_LOOKUP],
         catalog=True,
     )
     if tree.include_dirs or tree.defines or tree.exclude or tree.config:
@@ -157,9 +168,9 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
             "--config apply only to a folder of .metal entry files"
         )
     catalog = load_catalog(source_dir)
-    selected = select_families(catalog, selection.kernels)
-    if selection.dtypes:
-        catalog.expand([], selection.dtypes)  # validates the dtype names
+    selected = select_families(catalog, request[KERNELS])
+    if request[DTYPES]:
+        catalog.expand([], request[DTYPES])  # validates the dtype names
     jit = jit_units(selected, request, f"the catalog tree {source_dir}")
     units: list[Unit] = []
     preambles: list[PlannedPreamble] = []
@@ -174,9 +185,9 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     std, version = std_for(request, TreeConfig())
     generated = None
     compiles: list[Compile] = []
-    if request.location.build_dir is not None:
-        root = request.location.build_dir / GENERATED_TREE
-        generated = generate_tree(catalog, selected, selection.dtypes or None, selection.chunk_size)
+    if request[BUILD_DIR] is not None:
+        root = request.build_dir / GENERATED_TREE
+        generated = generate_tree(catalog, selected, request[DTYPES] or None, request[CHUNK_SIZE])
         compiles = [Compile(e.unit, root / e.path) for e in generated.entries if e.unit not in jit]
     return BuildPlan(
         request,
@@ -190,7 +201,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         None,
         version,
         std,
-        request.toolchain.deployment_target,
+        request[DEPLOYMENT_TARGET],
         (),
         tuple(compiles),
         tuple(preambles),
@@ -212,8 +223,8 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     from builder.subsets.coverage import check_coverage, require_coverage
     from builder.subsets.variant_library import held_aot
 
-    asked, selection = request.tree, request.selection
-    if selection.kernels or selection.dtypes:
+    asked = request.tree
+    if request[KERNELS] or request[DTYPES]:
         raise UsageError(
             f"{source_dir} has no catalog.json: --kernels and --dtypes select catalog "
             "families; choose entry files with --exclude, and JIT ones with --jit or --aot"
@@ -221,7 +232,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     settings = find_config(source_dir, asked.config, asked.include_dirs)
     # the command line's interface over metallib.toml's, as on variants --from
     runtime = over_file(
-        settings.runtime, selection.jit_namespace, selection.jit_api, selection.jit_lookup
+        settings.runtime, request[JIT_NAMESPACE], request[JIT_API], request[JIT_LOOKUP]
     )
     config = merge_flags(settings, asked.include_dirs, asked.defines, asked.exclude)
     std, version = std_for(request, config)
@@ -229,7 +240,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     # platform's build leaves out ([kernels.requires])
     config = for_platform(
         replace(config, metal_version=version),
-        deployment_target=request.toolchain.deployment_target,
+        deployment_target=request[DEPLOYMENT_TARGET],
     )
     memo = None
     if cache_file is None:
@@ -267,7 +278,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     )
     names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
-    target = request.toolchain.deployment_target or config.deployment_target
+    target = request[DEPLOYMENT_TARGET] or config.deployment_target
     compiles = tuple(Compile(u.name, root / u.name) for u in units if u.mode == "aot")
     discovery = DiscoverySettings(
         include_dirs=tuple(str(d) for d in config.include_dirs),

@@ -5,19 +5,17 @@ will be built). The build plan as data: its units, and plan.json (:func:`plan_te
 configures again when it changes), not a record: what a build made is in manifest.json. Standard
 library and ``builder`` only (runs in CMake).
 
-The build request: every setting of a build, typed, in one frozen dataclass tree.
-
-Each field is a setting declared in ``builder.settings.declared`` (its flag, CMake cache
-variable, check, help and default are said there once); a part holds the field
-(``setting_field("std")``). From that declaration come:
+The build request: a value for every build setting declared in ``builder.settings.declared``
+(``REQUEST``: its flag, CMake cache variable, check, help and default are said there once, and
+nothing here names it). From that declaration come:
 
 * the click options of ``build`` and ``presets`` (``builder.cli.tree_options.option``; the CLI
   builds the request with :meth:`BuildRequest.from_options`, a click parameter named like its
-  field);
+  setting);
 * ``cmake/MetallibBuildOptions.cmake``, the cache variables of a plain CMake run, and the option
   table of docs/build.md (``python -m builder.cmake_build.options --write``);
-* plan.json's ``request``: :meth:`to_json` and :meth:`from_json` are
-  ``builder.files.dataclass_json`` over the parts, each value checked by its setting.
+* plan.json's ``request``: :meth:`to_json` and :meth:`from_json`, each value checked by its
+  setting.
 
 The request travels one way: ``BuildRequest`` -> plan.json's ``request`` -> :meth:`from_json`.
 A plain CMake run hands its cache variables to the planner as that same JSON object
@@ -33,35 +31,45 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from builder.errors import UsageError
-from builder.files import dataclass_json
 from builder.files.dataclass_json import dump, field, load
 from builder.files.reading import read_json
 from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
 from builder.records.manifest import Embedding, Unit
-from builder.settings import Setting, setting_of
-from builder.settings.declared import DEFAULT_METAL_FLAGS, SDKS, Tree, setting, setting_field
+from builder.settings import Setting
+from builder.settings.declared import DEFAULT_METAL_FLAGS, REQUEST, SDKS, Tree, setting
 
 __all__ = [
+    "AOT",
+    "BUILD_DIR",
     "CATALOG_LIBRARY",
+    "CHUNK_SIZE",
+    "COMPRESS",
     "DEFAULT_METAL_FLAGS",
+    "DEPLOYMENT_TARGET",
     "DISCOVERY_CACHE",
+    "DTYPES",
+    "JIT",
+    "JIT_API",
+    "JIT_LOOKUP",
+    "JIT_NAMESPACE",
+    "KERNELS",
+    "METAL_COMPILER",
     "PLAN_FILE",
     "PLAN_SCHEMA",
+    "SDK",
     "SDKS",
-    "BuildLocation",
+    "STD",
     "BuildPlan",
     "BuildRequest",
     "Compile",
     "DiscoverySettings",
     "PlannedPreamble",
-    "Toolchain",
     "Tree",
     "Unit",
-    "UnitSelection",
     "plan_text",
     "project_dir",
     "request_settings",
@@ -79,6 +87,24 @@ DISCOVERY_CACHE = "discovery.json"
 """Discovery's memory, beside ``plan.json`` in the build directory."""
 CATALOG_LIBRARY = "mlx"
 """The output library of a catalog tree (mlx.metallib, as MLX names its own)."""
+T = TypeVar("T")
+
+# The build settings the planner reads, typed (a build setting needs one only to be read
+# here): ``request[STD]`` is a ``str | None``.
+METAL_COMPILER: Setting[str | None] = setting("metal_compiler")
+STD: Setting[str | None] = setting("std")
+DEPLOYMENT_TARGET: Setting[str | None] = setting("deployment_target")
+SDK: Setting[str] = setting("sdk")
+JIT: Setting[tuple[str, ...]] = setting("jit")
+AOT: Setting[tuple[str, ...]] = setting("aot")
+KERNELS: Setting[tuple[str, ...]] = setting("kernels")
+DTYPES: Setting[tuple[str, ...]] = setting("dtypes")
+CHUNK_SIZE: Setting[int] = setting("chunk_size")
+COMPRESS: Setting[bool] = setting("compress")
+JIT_NAMESPACE: Setting[str | None] = setting("jit_namespace")
+JIT_API: Setting[str | None] = setting("jit_api")
+JIT_LOOKUP: Setting[bool | None] = setting("jit_lookup")
+BUILD_DIR: Setting[Path | None] = setting("build_dir")
 
 
 @dataclass(frozen=True)
@@ -169,7 +195,7 @@ class BuildPlan:
     def source_root(self) -> Path:
         """The tree whose entry files the AOT units compile: a catalog's generated one in the
         build folder, else the kernel tree itself."""
-        build_dir = self.request.location.build_dir
+        build_dir = self.request[BUILD_DIR]
         if self.kind == "catalog" and build_dir is not None:
             return Path(build_dir) / GENERATED_TREE
         return self.source_dir
@@ -189,11 +215,11 @@ class BuildPlan:
             "library": self.library,
             "source_root": str(self.source_root),
             "source_dir": str(self.source_dir),
-            "compiler": self.request.toolchain.metal_compiler or "",
-            "sdk": self.request.toolchain.sdk,
+            "compiler": self.request[METAL_COMPILER] or "",
+            "sdk": self.request[SDK],
             "aot_flags": joined(self.request.metal_flags),
-            "dtypes": joined(self.request.selection.dtypes),
-            "compress": "ON" if self.request.selection.compress else "",
+            "dtypes": joined(self.request[DTYPES]),
+            "compress": "ON" if self.request[COMPRESS] else "",
             "std": self.std or "",
             "deployment_target": self.deployment_target or "",
             "aot_sources": joined([c.source for c in self.compiles]),
@@ -217,7 +243,10 @@ class BuildPlan:
                 f"{path}: build plan schema {data.get('schema')!r}, expected {PLAN_SCHEMA}"
             )
         try:  # the request in its one JSON form, a plain CMake run's too (BuildRequest.to_json)
-            return load(cls, {**data, "request": dump(BuildRequest.from_json(data["request"]))})
+            if not isinstance(data.get("request"), dict):
+                raise TypeError("'request' is not an object")
+            request = BuildRequest.from_json(data["request"])
+            return replace(load(cls, {**data, "request": {}}), request=request)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"{path}: not a usable build plan: {exc}") from None
 
@@ -230,90 +259,57 @@ def plan_text(plan: BuildPlan) -> str:
     return json.dumps(document, indent=1) + "\n"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Toolchain:
-    """How AOT units are compiled."""
-
-    metal_compiler: str | None = setting_field("metal_compiler")
-    metal_flags: tuple[str, ...] | None = setting_field("metal_flags")
-    """None: :data:`DEFAULT_METAL_FLAGS`."""
-    std: str | None = setting_field("std")
-    deployment_target: str | None = setting_field("deployment_target")
-    sdk: str = setting_field("sdk")
-
-
-@dataclass(frozen=True, kw_only=True)
-class UnitSelection:
-    """Which units are built, and in which mode (the split: ``jit``/``aot``), and the
-    interface of the run-time sources a tree of entry files embeds."""
-
-    jit: tuple[str, ...] = setting_field("jit")
-    aot: tuple[str, ...] = setting_field("aot")
-    kernels: tuple[str, ...] = setting_field("kernels")
-    dtypes: tuple[str, ...] = setting_field("dtypes")
-    chunk_size: int = setting_field("chunk_size")
-    compress: bool = setting_field("compress")
-    jit_namespace: str | None = setting_field("jit_namespace")
-    jit_api: str | None = setting_field("jit_api")
-    jit_lookup: bool | None = setting_field("jit_lookup")
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildLocation:
-    """Where the build goes (CMake's ``-B``: not a cache variable)."""
-
-    build_dir: Path | None = setting_field("build_dir")
-
-
-_PARTS: dict[str, type[Any]] = {
-    "toolchain": Toolchain,
-    "tree": Tree,
-    "selection": UnitSelection,
-    "location": BuildLocation,
-}
-
-
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class BuildRequest:
-    """Everything one build is asked to be."""
+    """Everything one build is asked to be: a value for every build setting
+    (``builder.settings.declared.REQUEST``), by name; ``request[STD]`` reads one, typed by its
+    handle above. Nothing here names a setting: a build setting declared there is in the request,
+    its JSON and its flags; it needs a handle only for Python to read it."""
 
-    toolchain: Toolchain = field(default_factory=Toolchain)
-    tree: Tree = field(default_factory=Tree)
-    selection: UnitSelection = field(default_factory=UnitSelection)
-    location: BuildLocation = field(default_factory=BuildLocation)
+    values: Mapping[str, Any] = field(default_factory=dict, omit="always", hash=False)
+    """Every build setting's value (its default when not given); written by :meth:`to_json`."""
+
+    def __post_init__(self) -> None:
+        defaults = {name: _default(s) for name, s in request_settings().items()}
+        unknown = set(self.values) - set(defaults)
+        if unknown:
+            raise TypeError(f"no build option {', '.join(sorted(unknown))}")
+        object.__setattr__(self, "values", defaults | dict(self.values))
+
+    def __getitem__(self, s: Setting[T]) -> T:
+        value: T = self.values[s.name]
+        return value
+
+    @property
+    def tree(self) -> Tree:
+        """The kernel tree and how to read it (the record a budget and the CLI share)."""
+        return Tree(**{f.name: self.values[f.name] for f in fields(Tree)})
 
     @property
     def build_dir(self) -> Path:
         """The build folder (the CLI always names one)."""
-        if self.location.build_dir is None:
+        build_dir = self[BUILD_DIR]
+        if build_dir is None:
             raise UsageError("the build request names no build folder")
-        return self.location.build_dir
+        return build_dir
 
     @property
     def metal_flags(self) -> tuple[str, ...]:
         """The flags every AOT compile gets (the default when none are asked for)."""
-        flags = self.toolchain.metal_flags
+        flags: tuple[str, ...] | None = self.values["metal_flags"]
         return DEFAULT_METAL_FLAGS if flags is None else flags
 
     def replace(self, **changes: object) -> BuildRequest:
-        """A copy with the named fields (of any part) changed, each checked as its flag's
-        value is: ``request.replace(jit=("*",))``."""
-        known = {f.name: f for part in _PARTS.values() for f in fields(part)}
-        unknown = set(changes) - set(known)
-        if unknown:
-            raise TypeError(f"no build option {', '.join(sorted(unknown))}")
-        checked = {k: _checked(setting_of(known[k]), v) for k, v in changes.items()}
-        parts = {}
-        for name, part in _PARTS.items():
-            mine = {f.name: checked[f.name] for f in fields(part) if f.name in checked}
-            if mine:
-                parts[name] = replace(getattr(self, name), **mine)
-        return replace(self, **parts)
+        """A copy with the named settings changed, each checked as its flag's value is:
+        ``request.replace(jit=("*",))``."""
+        known = request_settings()
+        checked = {k: _checked(known[k], v) for k, v in changes.items() if k in known}
+        return BuildRequest({**self.values, **changes, **checked})  # unknown: TypeError
 
     @classmethod
     def from_options(cls, values: Mapping[str, object]) -> BuildRequest:
-        """The request of the CLI's values (click parameters named like the fields; a missing
-        or None value is the field's default), each read as its setting reads a flag."""
+        """The request of the CLI's values (click parameters named like the settings; a missing
+        or None value is the default), each read as its setting reads a flag."""
         given = {}
         for name, s in request_settings().items():
             value = s.from_cli(values.get(name))
@@ -324,36 +320,43 @@ class BuildRequest:
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> BuildRequest:
         """The request :meth:`to_json` wrote, or a plain CMake run's cache as
-        ``metallib_build_request`` words it (a missing field: its default). ValueError naming
-        the field when a value has the wrong type or fails its setting's check."""
-        unknown = set(data) - set(request_settings())
+        ``metallib_build_request`` words it (a missing setting: its default). ValueError naming
+        the setting when a value has the wrong type or fails its setting's check (null only
+        where the default is)."""
+        known = request_settings()
+        unknown = set(data) - set(known)
         if unknown:
             raise ValueError(f"no build option {', '.join(sorted(unknown))}")
-        try:
-            parts = {name: dataclass_json.load(part, data) for name, part in _PARTS.items()}
-        except TypeError as exc:
-            raise ValueError(str(exc)) from None
-        return cls(**parts)
+        read = {}
+        for name, value in data.items():
+            s = known[name]
+            if value is not None or s.default is not None:
+                read[name] = s.read(value, repr(name), error=ValueError)
+        return cls(read)
 
     def to_json(self) -> dict[str, object]:
-        """Every field, for plan.json (flat: field names are unique)."""
-        flat: dict[str, object] = {}
-        for name in _PARTS:
-            flat |= dataclass_json.dump(getattr(self, name))
-        return flat
+        """Every setting's value, for plan.json's ``request``."""
+        return {name: dump(value) for name, value in self.values.items()}
 
 
-def _checked(s: Setting, value: object) -> object:
-    """``value`` of a request field checked as its flag's value is (paths and switches have
+def _default(s: Setting[Any]) -> Any:
+    """A setting's value when none is given (a list default as a tuple, as values are)."""
+    return tuple(s.default) if isinstance(s.default, list) else s.default
+
+
+def _checked(s: Setting[Any], value: object) -> object:
+    """``value`` of a request setting checked as its flag's value is (paths and switches have
     nothing more to check; None: the default)."""
-    if value is None or s.kind in ("path", "real_path", "paths", "bool", "switch"):
+    if value is None:
+        return _default(s)
+    if s.kind in ("path", "real_path", "paths", "bool", "switch"):
         return value
     return s.read(list(value) if isinstance(value, tuple) else value, str(s.long_flag))
 
 
-def request_settings() -> dict[str, Setting]:
-    """Every setting a build request holds, by field name, in declaration order."""
-    return {f.name: setting_of(f) for part in _PARTS.values() for f in fields(part)}
+def request_settings() -> dict[str, Setting[Any]]:
+    """Every setting a build request holds, by name, in plan.json's order."""
+    return {s.name: s for s in REQUEST}
 
 
 def project_dir() -> Path:

@@ -22,7 +22,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from builder.cmake_build.plan_model import DISCOVERY_CACHE, BuildPlan
+from builder.cmake_build.plan_model import (
+    AOT,
+    CHUNK_SIZE,
+    COMPRESS,
+    DISCOVERY_CACHE,
+    DTYPES,
+    JIT,
+    SDK,
+    BuildPlan,
+)
 from builder.errors import BuilderError, step_exit
 from builder.files.reading import read_json
 
@@ -38,7 +47,7 @@ def unit_kernels(
         from builder.kernels.catalog import load_catalog
 
         catalog = load_catalog(plan.source_dir)
-        dtypes = plan.request.selection.dtypes or None
+        dtypes = plan.request[DTYPES] or None
         out = {
             u.name: [i.host_name for i in catalog.expand([u.name], dtypes)]
             for u in plan.units
@@ -70,7 +79,7 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
     (``METALLIB_JIT``, ``METALLIB_AOT``: the globs), what it chose (the units by mode, and for a
     discovered tree the run-time sources' interface, from the options or metallib.toml) and
     what every compile gets (its flags, in order, the standard, the SDK, compression)."""
-    selection = plan.request.selection
+    request = plan.request
     interface = (
         {
             "METALLIB_JIT_NAMESPACE": plan.jit_namespace,
@@ -81,18 +90,18 @@ def plan_options(plan: BuildPlan) -> dict[str, object]:
         else {}
     )
     return {
-        "METALLIB_JIT": list(selection.jit),
-        "METALLIB_AOT": list(selection.aot),
+        "METALLIB_JIT": list(request[JIT]),
+        "METALLIB_AOT": list(request[AOT]),
         "METALLIB_KERNELS": [u.name for u in plan.units],
         "METALLIB_AOT_UNITS": list(plan.aot),
         "METALLIB_JIT_UNITS": list(plan.jit),
-        "METALLIB_DTYPES": list(selection.dtypes),
-        "METALLIB_AOT_CHUNK_SIZE": selection.chunk_size,
+        "METALLIB_DTYPES": list(request[DTYPES]),
+        "METALLIB_AOT_CHUNK_SIZE": request[CHUNK_SIZE],
         **interface,
-        "METALLIB_AOT_FLAGS": [*plan.request.metal_flags, *plan.flags],
+        "METALLIB_AOT_FLAGS": [*request.metal_flags, *plan.flags],
         "METALLIB_STD": plan.std or "",
-        "METALLIB_SDK": plan.request.toolchain.sdk,
-        "METALLIB_JIT_COMPRESS": selection.compress,
+        "METALLIB_SDK": request[SDK],
+        "METALLIB_JIT_COMPRESS": request[COMPRESS],
     }
 
 

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from builder.cmake_build.plan_model import BuildPlan
+from builder.cmake_build.plan_model import COMPRESS, DTYPES, BuildPlan
 from builder.errors import BuilderError, step_exit
 from builder.files.atomic import write_if_changed
 from builder.jit.tree_preambles import UNIT_LOOKUP
@@ -259,7 +259,7 @@ def generate(
     api = plan.jit_api or APIS[0]
     lookup = plan.jit_lookup is not False
     setting("jit_namespace").read(namespace, "NAMESPACE", error=BuilderError)
-    storage = _Storage(dedup, plan.kind == "catalog" and plan.request.selection.compress)
+    storage = _Storage(dedup, plan.kind == "catalog" and plan.request[COMPRESS])
     include_dirs = list(plan.include_dirs)
     jit_units = [u for u in plan.units if u.mode == "jit"]
     if units is not None:
@@ -281,7 +281,7 @@ def generate(
     held = _holders(per_unit, shared, storage) if api == "string" else {}
     kernels = {}  # a catalog's kernel table: per family, its kernels (catalog order)
     if plan.kind == "catalog":
-        catalog, dtypes = load_catalog(plan.source_dir), plan.request.selection.dtypes or None
+        catalog, dtypes = load_catalog(plan.source_dir), plan.request[DTYPES] or None
         kernels = {u.name: catalog.table_strings(u.name, dtypes) for u in jit_units}
     units_facts: list[dict[str, object]] = []
     stored: list[_Stored] = []

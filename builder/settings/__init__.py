@@ -20,18 +20,19 @@ refused anywhere is worded one way, ``<where> must be <what>, got <value>``
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 
-__all__ = ["LIST_KINDS", "Kind", "Setting", "read_table", "setting_of", "split_names"]
+__all__ = ["LIST_KINDS", "Kind", "Setting", "read_table", "split_names"]
+
+T_co = TypeVar("T_co", covariant=True)
 
 Kind = Literal[
     "text", "texts", "names", "globs", "path", "paths", "real_path", "flags", "int", "bool",
@@ -68,8 +69,9 @@ def split_names(text: str | None) -> list[str] | None:
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One setting and every way it is spelled and read."""
+class Setting(Generic[T_co]):
+    """One setting and every way it is spelled and read; ``T_co`` is the type of its value, which
+    a document holding it returns (``BuildRequest[setting]``)."""
 
     name: str
     """The identifier: a request field, the JSON key of plan.json's request."""
@@ -249,7 +251,7 @@ class _Refused(ValueError):
 
 def read_table(
     table: Mapping[str, Any],
-    keys: Mapping[str, Setting],
+    keys: Mapping[str, Setting[Any]],
     where: Callable[[str], str],
     unknown: str,
     *,
@@ -267,11 +269,3 @@ def read_table(
             raise error(f"{unknown}{brief(key)}{closest_hint(key, list(keys))}")
         values[keys[key].name] = keys[key].read(value, where(key), error=error, base=base)
     return values
-
-
-def setting_of(f: dataclasses.Field[Any]) -> Setting:
-    """The setting a document's field holds (:meth:`Setting.field`)."""
-    found = f.metadata.get("setting")
-    if not isinstance(found, Setting):
-        raise TypeError(f"field {f.name} holds no setting")
-    return found

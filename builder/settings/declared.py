@@ -1,11 +1,12 @@
 """Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
-how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
-with those only a file's key (``builder.settings.file_keys``), the registry of them all.
+how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources,
+what a command takes for its own run; with those of files, gates and targets
+(``builder.settings.file_keys``), the registry of them all.
 
-Adding a setting is one declaration here, plus its use: the command that takes it lists its
-name (``builder.cli.tree_options.option``), a build request part that carries it holds its
-field (``builder.cmake_build.plan_model``), and ``python -m builder.cmake_build.options --write``
-regenerates the CMake cache block and the docs table of a setting with a cache variable.
+Adding a setting is one declaration here, plus its use. A build setting (one of ``REQUEST``'s
+groups) is then in the build request, on ``build`` and ``presets`` and, with a cache variable,
+in the CMake module and the docs table (``python -m builder.cmake_build.options --write``
+regenerates both); another command lists the setting's name (``builder.cli.tree_options.option``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from typing import Any
 
 from builder.settings import Setting
 from builder.settings import checks as c
-from builder.settings.file_keys import BUDGET_LIMITS, EMBEDDINGS, FILE_KEYS, GATES, PREAMBLE_SETS
+from builder.settings.file_keys import (
+    BUDGET_LIMITS,
+    DEFAULT_PLATFORM,
+    EMBEDDINGS,
+    FILE_KEYS,
+    GATES,
+    PREAMBLE_SETS,
+    TARGETS,
+)
 
 __all__ = [
     "APIS",
@@ -26,8 +35,8 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_PLATFORM",
     "EMBEDDINGS",
-    "MEMBER_FORMS",
     "PREAMBLE_SETS",
+    "REQUEST",
     "SDKS",
     "SETTINGS",
     "Tree",
@@ -47,15 +56,6 @@ APIS = ("string", "cstring")
 """What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
 DEFAULT_NAMESPACE = "metal_jit"
 
-DEFAULT_PLATFORM = "macosx_14_0_arm64"
-"""The wheel platform a ``PACKAGE==VERSION`` target is fetched for unless ``--platform`` says
-otherwise (the oldest macOS MLX supports, whose wheels are the most used)."""
-MEMBER_FORMS = (
-    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
-    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
-    "symbol or section"
-)
-"""How ``--member`` names one library (``builder.inputs.member_names`` matches these forms)."""
 
 _UNITS = (
     "catalog families, or entry files of a tree without catalog.json (comma-separated names or "
@@ -63,7 +63,7 @@ _UNITS = (
 )
 _TOML = "of metallib.toml"  # the settings a flag and a key give (the flag wins)
 
-_TREE = (
+_TREE: tuple[Setting[Any], ...] = (
     Setting(
         "source_dir",
         "Kernel tree: a folder with catalog.json, or any folder of .metal entry files "
@@ -118,16 +118,9 @@ _TREE = (
         cmake="METALLIB_CONFIG",
         metavar="FILE",
     ),
-    Setting(
-        "jobs",
-        "Processes run at once: entry files preprocessed, compiles (check) or Ninja's jobs "
-        "(build, presets: ninja -j N). Default: from the number of CPUs.",
-        kind="int",
-        flag="-j/--jobs",
-    ),
 )
 
-_TOOLCHAIN = (
+_TOOLCHAIN: tuple[Setting[Any], ...] = (
     Setting(
         "metal_compiler",
         "Metal compiler driver for AOT, which also links (default: $METAL_COMPILER, then "
@@ -177,7 +170,7 @@ _TOOLCHAIN = (
     ),
 )
 
-_SELECTION = (
+_SELECTION: tuple[Setting[Any], ...] = (
     Setting(
         "jit",
         f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
@@ -227,65 +220,15 @@ _SELECTION = (
         cmake="METALLIB_AOT_CHUNK_SIZE",
     ),
     Setting(
-        "variant_aot",
-        "A variant with these entry files AOT (comma-separated globs, relative to "
-        "--source-dir) and every other one JIT; repeatable, one variant each.",
-        kind="texts",
-        default=(),
-        flag="--aot",
-        param="aot",
-        metavar="GLOBS",
-    ),
-    Setting(
-        "variant_jit",
-        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
-        kind="texts",
-        default=(),
-        flag="--jit",
-        param="jit",
-        metavar="GLOBS",
-    ),
-    Setting(
         "compress",
         "Compress the sources a catalog tree embeds in the host library.",
         kind="bool",
         default=False,
         cmake="METALLIB_JIT_COMPRESS",
     ),
-    Setting(
-        "build_dir",
-        "Build directory.",
-        kind="real_path",
-    ),
-    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
-    Setting(
-        "no_wait",
-        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
-        "once instead of waiting for it to finish.",
-        kind="bool",
-    ),
 )
 
-_RUNTIME = (
-    Setting(
-        "jit_sources",
-        "Also compile each unit's JIT source (its inlined preamble with the "
-        "instantiation lines appended); on unless --no-jit-sources. (--jit means units built "
-        "JIT on build and variants; check's old --jit/--no-jit is read, hidden, for scripts.)",
-        kind="switch",
-        flag="--jit-sources/--no-jit-sources",
-    ),
-    Setting(
-        "preamble_defines",
-        "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
-        "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "
-        "preprocessor definition elsewhere, is its deprecated spelling on embed.",
-        kind="texts",
-        default=(),
-        flag="--preamble-define",
-        check=c.define,
-        metavar="NAME[=VALUE]",
-    ),
+_RUNTIME: tuple[Setting[Any], ...] = (
     Setting(
         "jit_namespace",
         "C++ namespace (a or a::b) of the run-time sources' functions: the one written (over "
@@ -321,34 +264,83 @@ _RUNTIME = (
     ),
 )
 
-_TARGETS = (
+_LOCATION: tuple[Setting[Any], ...] = (Setting("build_dir", "Build directory.", kind="real_path"),)
+"""The build request's settings, in the order of plan.json's request: a build setting is one
+declaration in one of these groups (``builder.cmake_build.plan_model.BuildRequest`` holds its
+value, ``build`` and ``presets`` take its flag, the CMake module and docs/build.md its cache
+variable)."""
+REQUEST = (*_TOOLCHAIN, *_TREE, *_SELECTION, *_RUNTIME, *_LOCATION)
+
+_COMMAND: tuple[Setting[Any], ...] = (
     Setting(
-        "member",
-        f"Only this library of a target that holds several: {MEMBER_FORMS}.",
-        budget="member",
-        metavar="NAME",
+        "jobs",
+        "Processes run at once: entry files preprocessed, compiles (check) or Ninja's jobs "
+        "(build, presets: ninja -j N). Default: from the number of CPUs.",
+        kind="int",
+        flag="-j/--jobs",
     ),
     Setting(
-        "download",
-        "Add the download size: the library as a wheel stores it (zlib level 6, modelled; "
-        "docs/download-size.md).",
+        "variant_aot",
+        "A variant with these entry files AOT (comma-separated globs, relative to "
+        "--source-dir) and every other one JIT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--aot",
+        param="aot",
+        metavar="GLOBS",
+    ),
+    Setting(
+        "variant_jit",
+        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
+        kind="texts",
+        default=(),
+        flag="--jit",
+        param="jit",
+        metavar="GLOBS",
+    ),
+    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
+    Setting(
+        "no_wait",
+        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
+        "once instead of waiting for it to finish.",
         kind="bool",
     ),
     Setting(
-        "platform",
-        f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
-        budget="platform",
+        "jit_sources",
+        "Also compile each unit's JIT source (its inlined preamble with the "
+        "instantiation lines appended); on unless --no-jit-sources. (--jit means units built "
+        "JIT on build and variants; check's old --jit/--no-jit is read, hidden, for scripts.)",
+        kind="switch",
+        flag="--jit-sources/--no-jit-sources",
+    ),
+    Setting(
+        "preamble_defines",
+        "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
+        "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "
+        "preprocessor definition elsewhere, is its deprecated spelling on embed.",
+        kind="texts",
+        default=(),
+        flag="--preamble-define",
+        check=c.define,
+        metavar="NAME[=VALUE]",
+    ),
+    Setting(
+        "github_comment",
+        "Post the markdown as a pull-request comment, and edit that same comment on later runs "
+        "(GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_EVENT_PATH; "
+        "docs/ci-recipe.md).",
+        kind="bool",
     ),
 )
-"""What a target (a command's, a budget's) is narrowed to."""
+"""What one command takes for its own run, not a build request's."""
 
-SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (*_TREE, *_TOOLCHAIN, *_SELECTION, *_RUNTIME, *_TARGETS, *GATES, *FILE_KEYS)
+SETTINGS: dict[str, Setting[Any]] = {
+    s.name: s for s in (*REQUEST, *_COMMAND, *TARGETS, *GATES, *FILE_KEYS)
 }
 """Every setting by name."""
 
 
-def setting(name: str) -> Setting:
+def setting(name: str) -> Setting[Any]:
     """The setting ``name`` declares (KeyError: none)."""
     return SETTINGS[name]
 
@@ -358,7 +350,7 @@ def setting_field(name: str) -> Any:
     return SETTINGS[name].field()
 
 
-def toml_keys(table: str) -> dict[str, Setting]:
+def toml_keys(table: str) -> dict[str, Setting[Any]]:
     """The settings of one ``metallib.toml`` table (``kernels``, ``build``) by key."""
     found = {}
     for s in SETTINGS.values():

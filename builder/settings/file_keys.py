@@ -1,9 +1,9 @@
 """The settings of files: the rest of ``metallib.toml`` (what only a tree's own file says of it),
-the keys of a budget table (``builder.size.budget_file``) with its limits, which are ``compare``'s
-gates too (``GATES``: ``max-size`` and ``--max-size`` are one setting), and the two cache
-variables of CMakeLists.txt that no build request carries. Declared as
-every setting is (``builder.settings.Setting``); ``builder.settings.declared`` holds them in the
-registry with the rest.
+the keys of a budget table (``builder.size.budget_file``): what narrows its target (``TARGETS``,
+a command's ``--member`` too) and its limits, which are ``compare``'s gates too (``GATES``:
+``max-size`` and ``--max-size`` are one setting), and the two cache variables of CMakeLists.txt
+that no build request carries. Declared as every setting is (``builder.settings.Setting``);
+``builder.settings.declared`` holds them in the registry with the rest.
 """
 
 from __future__ import annotations
@@ -14,15 +14,33 @@ from builder.files.bounds import LARGEST_COUNT
 from builder.settings import Setting
 from builder.settings import checks as c
 
-__all__ = ["BUDGET_LIMITS", "EMBEDDINGS", "FILE_KEYS", "GATES", "PREAMBLE_SETS"]
+__all__ = [
+    "BUDGET_LIMITS",
+    "DEFAULT_PLATFORM",
+    "EMBEDDINGS",
+    "FILE_KEYS",
+    "GATES",
+    "MEMBER_FORMS",
+    "PREAMBLE_SETS",
+    "TARGETS",
+]
 
+DEFAULT_PLATFORM = "macosx_14_0_arm64"
+"""The wheel platform a ``PACKAGE==VERSION`` target is fetched for unless ``--platform`` says
+otherwise (the oldest macOS MLX supports, whose wheels are the most used)."""
+MEMBER_FORMS = (
+    "its name as the output spells it (a wheel member's path, BINARY#IDENTITY), or a shorter "
+    "form naming one only: a unique base name, '#N' (the N-th metallib of a binary), its "
+    "symbol or section"
+)
+"""How ``--member`` names one library (``builder.inputs.member_names`` matches these forms)."""
 PREAMBLE_SETS = ("includes", "table")
 EMBEDDINGS = ("whole-file", "preamble")
 """How a JIT entry file is embedded: its whole text with its quoted includes inlined (one
 run-time source holding every kernel it defines), or MLX's preambles (its headers; the host
 writes the instantiation lines)."""
 
-_TOML = (
+_TOML: tuple[Setting[Any], ...] = (
     Setting(
         "metal_version",
         "__METAL_VERSION__ discovery assumes (MSL version x 100; default 310).",
@@ -96,12 +114,34 @@ _TOML = (
     ),
 )
 
-GATES = (
+TARGETS: tuple[Setting[Any], ...] = (
+    Setting(
+        "member",
+        f"Only this library of a target that holds several: {MEMBER_FORMS}.",
+        budget="member",
+        metavar="NAME",
+    ),
+    Setting(
+        "download",
+        "Add the download size: the library as a wheel stores it (zlib level 6, modelled; "
+        "docs/download-size.md).",
+        kind="bool",
+    ),
+    Setting(
+        "platform",
+        f"Wheel platform of a PACKAGE==VERSION target [default: {DEFAULT_PLATFORM}].",
+        budget="platform",
+    ),
+)
+"""What a target (a command's, a budget's) is narrowed to."""
+
+GATES: tuple[Setting[Any], ...] = (
     Setting(
         "warn_only",
         "Print the verdict (on stderr, naming every failing gate or exceeded limit) but exit 0.",
         kind="bool",
     ),
+    Setting("fail_on_new_group", "Fail when head has a group that base does not.", kind="bool"),
     Setting(
         "max_growth",
         "Fail when head is more than N larger than base: bytes, with KB/MB/KiB/MiB "
@@ -153,7 +193,7 @@ BUDGET_LIMITS = (
 """The budget keys that are limits (a budget needs one)."""
 
 
-def _budget(key: str, help: str, **more: Any) -> Setting:
+def _budget(key: str, help: str, **more: Any) -> Setting[Any]:
     """A key of a budget table only (``builder.size.budget_file`` reads its value; a text unless
     ``more`` says otherwise)."""
     return Setting(key.replace("-", "_"), help, flag=None, budget=key, **more)
@@ -174,7 +214,7 @@ _BUDGET = (
     _budget("groups", "Per-group limits: group = size.", kind="sizes"),
 )
 
-_CMAKE = (
+_CMAKE: tuple[Setting[Any], ...] = (
     Setting(
         "plan",
         "The build plan to read (the CLI's); empty: plan from the METALLIB_* options.",

@@ -19,7 +19,7 @@ from builder.cmake_build.driver import (
     mixed_jit_units,
 )
 from builder.cmake_build.plan import select_families
-from builder.cmake_build.plan_model import BuildRequest, Unit, project_dir
+from builder.cmake_build.plan_model import CHUNK_SIZE, JIT, BuildRequest, Unit, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import dump, load
 from builder.kernels import load_catalog
@@ -268,8 +268,8 @@ def test_the_request_travels_one_way(tmp_path: Path) -> None:
         "build_dir": tmp_path / "b",
     }
     request = BuildRequest.from_options(values)
-    assert request.selection.jit == ("unary", "co*") and request.selection.chunk_size == 64
-    assert request.toolchain.metal_flags == ("-Wall", "-O3", "-DX=a b")
+    assert request[JIT] == ("unary", "co*") and request[CHUNK_SIZE] == 64
+    assert request.metal_flags == ("-Wall", "-O3", "-DX=a b")
     assert BuildRequest.from_json(request.to_json()) == request
     with pytest.raises(ValueError, match="chunk_size"):
         BuildRequest.from_json({**request.to_json(), "chunk_size": "64"})
