@@ -149,12 +149,10 @@ def metallib_delta_table(
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
     cut = {"exact": exact, "rest": rest}
-    rows = _rows(comparison.groups, top, "groups", counts=True, download=download, **cut)
-    total: list[object] = ["total", base.function_count, head.function_count]
-    total += [comparison.base_size, comparison.head_size, comparison.delta, comparison.percent]
-    if download and base.download and head.download:
-        total += [base.download.total, head.download.total, comparison.download_delta]
-    rows.append(Row(tuple(total), "total"))
+    measures = {"counts": True, "download": download}
+    rows = _rows(comparison.groups, top, "groups", **measures, **cut)
+    # the rows (the overhead one included) add up to both files, and to both downloads
+    rows.append(delta_row(fold("total", comparison.groups), "total", "total", **measures))
     sides = (("base", base, names[0]), ("head", head, names[1]))
     caption: list[Words] = [
         (f"{s}: ", Name(origin(r) if comparison.holds(r) else n)) for s, r, n in sides
