@@ -230,7 +230,7 @@ def _section(
             f"{sides[0]} and head {sides[1]}.</sub>",
             _LINE_CAP * 2,
         )
-        sizes = (comparison.base_size, comparison.head_size)
+        sizes = (base.file_size, head.file_size)
         counts = (base.function_count, head.function_count)
         headline = _change_line(comparison, comparison.delta, comparison.percent, sizes, counts)
     out = _Budget(limit - _size(footer))

@@ -152,7 +152,7 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
     if comparison.change != "paired":
         label = f"{label} ({comparison.change} library)"
     head_label = label
-    head_size, new = comparison.head_size, comparison.new_groups
+    head_size, new = comparison.head.file_size, comparison.new_groups
     jit = comparison.jit
     if comparison.jit_only and jit is not None:  # no metallib on either side: gate the JIT side
         what = "JIT host library" if jit.host_measured else "embedded JIT source"

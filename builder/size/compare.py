@@ -124,20 +124,12 @@ class Comparison:
         )
 
     @property
-    def base_size(self) -> int:
-        return self.base.file_size
-
-    @property
-    def head_size(self) -> int:
-        return self.head.file_size
-
-    @property
     def delta(self) -> int:
         return self.head.file_size - self.base.file_size
 
     @property
     def percent(self) -> float | None:
-        return 100.0 * self.delta / self.base_size if self.base_size else None
+        return 100.0 * self.delta / self.base.file_size if self.base.file_size else None
 
     @property
     def notes(self) -> list[str]:
