@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DOWNLOAD_METHOD",
     "compare_download_line",
-    "compare_preface",
     "compare_tables",
     "delta_columns",
     "delta_row",
@@ -272,13 +271,6 @@ def compare_tables(pairs: Evaluated, top: int | None, *, context: bool = False) 
             own = [replace(t, context=named) for t in own]
         tables += own
     return tables
-
-
-def compare_preface(pairs: Evaluated) -> list[Words]:
-    """``libraries: 11 paired, 2 added (a, b), ...`` when the targets' libraries did not all
-    pair."""
-    summary = pairs_summary([c for c, _ in pairs])
-    return [] if summary is None else [(summary,)]
 
 
 def pair_sides(comparison: Comparison) -> tuple[str, str]:
