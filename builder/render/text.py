@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from builder.size.report import Report
 
 __all__ = [
-    "OVERHEAD_LABEL",
     "check_label",
     "clip",
     "csv_line",
@@ -177,9 +176,6 @@ def visible(text: str) -> str:
     if _UNSAFE.search(text) is None:
         return text
     return _UNSAFE.sub(_escape_char, text)
-
-
-OVERHEAD_LABEL = "[container overhead]"
 
 
 def signed_percent(value: float | None) -> str:

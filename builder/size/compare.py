@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from builder.size.rollup import FunctionRow
 
 OVERHEAD = "[container overhead]"
-"""The comparison's row for the bytes of the container no function owns."""
+"""The row of the container's bytes that no function owns, in a report's, a comparison's and
+the presets' tables."""
 
 __all__ = [
     "HOST_REST",
