@@ -28,14 +28,13 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
-    jit_what,
     no_metallib,
     origin,
     provenance_line,
     signed_percent,
     visible,
 )
-from builder.size.compare import by_strings
+from builder.size.compare import by_strings, jit_what
 from builder.size.download import MODEL
 from builder.size.rollup import Rollup, fold
 

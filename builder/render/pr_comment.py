@@ -40,14 +40,13 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
-    jit_what,
     md_code,
     md_text,
     no_metallib,
     origin,
     provenance_line,
 )
-from builder.size.compare import by_strings
+from builder.size.compare import by_strings, jit_what
 
 if TYPE_CHECKING:
     from builder.size.checks import Check

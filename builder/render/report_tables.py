@@ -41,12 +41,11 @@ from builder.render.text import (
     grouping_text,
     human_delta,
     human_size,
-    jit_what,
     no_metallib,
     origin,
     provenance_line,
 )
-from builder.size.compare import OVERHEAD, by_strings, jit_breakdown
+from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:

@@ -39,7 +39,6 @@ __all__ = [
     "grouping_text",
     "human_delta",
     "human_size",
-    "jit_what",
     "limit_text",
     "md_code",
     "md_text",
@@ -214,11 +213,6 @@ def embedded_place(embedded: Mapping[str, Any]) -> str:
     if embedded.get("symbol"):
         text += f", symbol {embedded['symbol']}"
     return visible(text)
-
-
-def jit_what(host_measured: bool) -> str:
-    """What a JIT total measures: the host library's symbols, or the embedded source."""
-    return "JIT host library" if host_measured else "embedded JIT source"
 
 
 def no_metallib(shipped: bool) -> str:

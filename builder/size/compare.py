@@ -42,6 +42,7 @@ __all__ = [
     "compare_pair",
     "compare_reports",
     "jit_breakdown",
+    "jit_what",
     "pair_reports",
 ]
 
@@ -370,6 +371,11 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
 
 def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
     return Rollup(name, kernels, size, 0, embedded_bytes=embedded)
+
+
+def jit_what(host_measured: bool) -> str:
+    """What a JIT total measures: the host library's symbols, or the embedded source."""
+    return "JIT host library" if host_measured else "embedded JIT source"
 
 
 def by_strings(report: Report) -> bool:
