@@ -56,6 +56,7 @@ class _Meta:
     key: str | None
     omit: Omit
     check: Callable[[Any, str], Any] | None
+    write: Callable[[Any], Any] | None = None
 
 
 def field(
@@ -63,14 +64,18 @@ def field(
     key: str | None = None,
     omit: Omit = "never",
     check: Callable[[Any, str], Any] | None = None,
+    write: Callable[[Any], Any] | None = None,
     **kwargs: Any,
 ) -> Any:
     """A :func:`dataclasses.field` with its JSON metadata: ``key`` (default: the field's name),
     ``omit`` (when the key is left out of the JSON) and ``check(value, where)`` (run on reading,
     after the type check; returns the value to keep, raises TypeError/ValueError to refuse).
-    Other keyword arguments (``default``, ``default_factory``, ``repr`` …) go to dataclasses."""
+    ``write(model)``: what the document holds for this field instead of its value (a model
+    that writes a part otherwise than it holds it); such a field is never read back, the
+    model's reader makes it again. Other keyword arguments (``default``,
+    ``default_factory``, ``repr`` …) go to dataclasses."""
     metadata = dict(kwargs.pop("metadata", None) or {})
-    metadata[_META] = _Meta(key, omit, check)
+    metadata[_META] = _Meta(key, omit, check, write)
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
@@ -112,7 +117,7 @@ def dump(value: Any) -> Any:
 def _dump_fields(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f, meta in _fields(type(value)):
-        item = getattr(value, f.name)
+        item = getattr(value, f.name) if meta.write is None else meta.write(value)
         if _omitted(meta.omit, item, f):
             continue
         out[meta.key or f.name] = dump(item)
@@ -302,7 +307,7 @@ def _dataclass_reader(cls: type) -> Reader:
     hints = typing.get_type_hints(cls)
     plan: list[tuple[str | None, str, Reader, Callable[[Any, str], Any] | None, bool]] = []
     for f, meta in _fields(cls):
-        if meta.omit == "always":  # never written, so never read either
+        if meta.omit == "always" or meta.write is not None:  # the model makes these itself
             continue
         required = f.init and f.default is dataclasses.MISSING
         required = required and f.default_factory is dataclasses.MISSING

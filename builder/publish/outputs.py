@@ -272,13 +272,15 @@ def comparison_output(
         from builder.render.html import compare_html
 
         return compare_html(evaluated)
-    from builder.render.compare_tables import compare_preface, compare_tables
+    from builder.render.compare_tables import compare_tables, pairs_summary
 
     if kind == "csv":
         several = len(evaluated) != 1 or evaluated[0][0].change != "paired"
         return _written(compare_tables(evaluated, None, context=several), kind)
     tables = compare_tables(evaluated, shown_top(top, kind))
-    preface = compare_preface(evaluated)
+    # which libraries are on one side only, when the targets' libraries did not all pair
+    summary = pairs_summary([comparison for comparison, _ in evaluated])
+    preface = [] if summary is None else [(summary,)]
     return _written(tables, kind, color=color, width=width, preface=preface)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.render.table import CSV_ONLY, PEOPLE, Column, Name, Row, Said, Table, Words
-from builder.render.text import OVERHEAD_LABEL, human_size
-from builder.size.compare import jit_breakdown
+from builder.render.text import human_size
+from builder.size.compare import OVERHEAD, jit_breakdown
 
 if TYPE_CHECKING:
     from builder.cmake_build.driver import PresetResult
@@ -49,8 +49,8 @@ def _column(report: Report) -> _Column:
     if report.source.path is not None:
         for group in report.groups:
             column.modes[group.name], column.sizes[group.name] = "AOT", group.bytes
-        column.sizes[OVERHEAD_LABEL] = report.overhead_bytes
-        column.unowned.append(OVERHEAD_LABEL)
+        column.sizes[OVERHEAD] = report.overhead_bytes
+        column.unowned.append(OVERHEAD)
     jit = jit_breakdown(report)
     if jit is None:
         return column

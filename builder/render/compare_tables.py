@@ -28,14 +28,13 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
-    jit_what,
     no_metallib,
     origin,
     provenance_line,
     signed_percent,
     visible,
 )
-from builder.size.compare import by_strings
+from builder.size.compare import by_strings, jit_what
 from builder.size.download import MODEL
 from builder.size.rollup import Rollup, fold
 
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DOWNLOAD_METHOD",
     "compare_download_line",
-    "compare_preface",
     "compare_tables",
     "delta_columns",
     "delta_row",
@@ -149,12 +147,10 @@ def metallib_delta_table(
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
     cut = {"exact": exact, "rest": rest}
-    rows = _rows(comparison.groups, top, "groups", counts=True, download=download, **cut)
-    total: list[object] = ["total", base.function_count, head.function_count]
-    total += [comparison.base_size, comparison.head_size, comparison.delta, comparison.percent]
-    if download and base.download and head.download:
-        total += [base.download.total, head.download.total, comparison.download_delta]
-    rows.append(Row(tuple(total), "total"))
+    measures = {"counts": True, "download": download}
+    rows = _rows(comparison.groups, top, "groups", **measures, **cut)
+    # the rows (the overhead one included) add up to both files, and to both downloads
+    rows.append(delta_row(fold("total", comparison.groups), "total", "total", **measures))
     sides = (("base", base, names[0]), ("head", head, names[1]))
     caption: list[Words] = [
         (f"{s}: ", Name(origin(r) if comparison.holds(r) else n)) for s, r, n in sides
@@ -274,13 +270,6 @@ def compare_tables(pairs: Evaluated, top: int | None, *, context: bool = False) 
             own = [replace(t, context=named) for t in own]
         tables += own
     return tables
-
-
-def compare_preface(pairs: Evaluated) -> list[Words]:
-    """``libraries: 11 paired, 2 added (a, b), ...`` when the targets' libraries did not all
-    pair."""
-    summary = pairs_summary([c for c, _ in pairs])
-    return [] if summary is None else [(summary,)]
 
 
 def pair_sides(comparison: Comparison) -> tuple[str, str]:

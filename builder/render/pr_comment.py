@@ -40,14 +40,13 @@ from builder.render.text import (
     gate_message,
     human_delta,
     human_size,
-    jit_what,
     md_code,
     md_text,
     no_metallib,
     origin,
     provenance_line,
 )
-from builder.size.compare import by_strings
+from builder.size.compare import by_strings, jit_what
 
 if TYPE_CHECKING:
     from builder.size.checks import Check
@@ -230,7 +229,7 @@ def _section(
             f"{sides[0]} and head {sides[1]}.</sub>",
             _LINE_CAP * 2,
         )
-        sizes = (comparison.base_size, comparison.head_size)
+        sizes = (base.file_size, head.file_size)
         counts = (base.function_count, head.function_count)
         headline = _change_line(comparison, comparison.delta, comparison.percent, sizes, counts)
     out = _Budget(limit - _size(footer))

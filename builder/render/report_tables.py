@@ -35,19 +35,17 @@ from builder.render.table import (
     cell_text,
 )
 from builder.render.text import (
-    OVERHEAD_LABEL,
     check_label,
     gate_limit,
     gate_value,
     grouping_text,
     human_delta,
     human_size,
-    jit_what,
     no_metallib,
     origin,
     provenance_line,
 )
-from builder.size.compare import by_strings, jit_breakdown
+from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
@@ -138,7 +136,7 @@ def _group_table(report: Report, top: int | None) -> Table:
     shown = top_rows(report.groups, top)
     tops = [*shown.rows, *([shown.rest] if shown.rest else [])]
     overhead = Rollup(
-        OVERHEAD_LABEL, 0, report.overhead_bytes, 0, download.overhead_bytes if download else None
+        OVERHEAD, 0, report.overhead_bytes, 0, download.overhead_bytes if download else None
     )
     running = iter(cumulative_shares([g.bytes for g in [*tops, overhead]], whole))
     rows = []
@@ -152,8 +150,8 @@ def _group_table(report: Report, top: int | None) -> Table:
             )
     if shown.rest is not None:
         rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
-    last = row(OVERHEAD_LABEL, overhead, next(running), "overhead")
-    rows.append(Row((OVERHEAD_LABEL, None, *last.values[2:]), "overhead"))  # no function count
+    last = row(OVERHEAD, overhead, next(running), "overhead")
+    rows.append(Row((OVERHEAD, None, *last.values[2:]), "overhead"))  # no function count
     total = ["total", report.function_count, *_sized(whole, whole), None]
     total += [download.total, share_of(download.total, download.total)] if download else []
     rows.append(Row(tuple(total), "total"))

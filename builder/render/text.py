@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from builder.size.report import Report
 
 __all__ = [
-    "OVERHEAD_LABEL",
     "check_label",
     "clip",
     "csv_line",
@@ -40,7 +39,6 @@ __all__ = [
     "grouping_text",
     "human_delta",
     "human_size",
-    "jit_what",
     "limit_text",
     "md_code",
     "md_text",
@@ -179,9 +177,6 @@ def visible(text: str) -> str:
     return _UNSAFE.sub(_escape_char, text)
 
 
-OVERHEAD_LABEL = "[container overhead]"
-
-
 def signed_percent(value: float | None) -> str:
     """A change in percent, ``+1.2%``; ``new`` when there was nothing before."""
     return "new" if value is None else f"{value:+.1f}%"
@@ -218,11 +213,6 @@ def embedded_place(embedded: Mapping[str, Any]) -> str:
     if embedded.get("symbol"):
         text += f", symbol {embedded['symbol']}"
     return visible(text)
-
-
-def jit_what(host_measured: bool) -> str:
-    """What a JIT total measures: the host library's symbols, or the embedded source."""
-    return "JIT host library" if host_measured else "embedded JIT source"
 
 
 def no_metallib(shipped: bool) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from builder.errors import BuilderError, CheckFailed, MetallibError, UsageError
@@ -18,7 +19,6 @@ from builder.size.checks import Check, shipped_size
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
-    from builder.settings.checks import Limit
     from builder.size.budget_file import Budget
     from builder.size.load import TreeSources
     from builder.size.report import Report
@@ -186,62 +186,40 @@ def _where(report: Report) -> str:
 
 
 def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> list[Check]:
-    name, out = budget.name, []
     where = tuple(_where(r) for r in reports)
     hosts = tuple(r.host_library.path for r in reports if r.host_library is not None)
-
-    def add(
-        key: str,
-        limit: int,
-        value: int,
-        measured: tuple[str, ...] = where,
-        *,
-        group: str | None = None,
-        growth: Limit | None = None,
-        base_value: int | None = None,
-    ) -> None:
-        out.append(
-            Check(
-                key,
-                name,
-                limit,
-                value,
-                growth=growth,
-                base_value=base_value,
-                group=group,
-                measured_in=measured,
-            )
-        )
-
+    check = partial(Check, subject=budget.name, measured_in=where)  # a limit of this budget
+    out = []
     if budget.max_size is not None:
-        add(
-            "max-size",
-            budget.max_size,
-            sum(r.file_size if r.source.path is not None else shipped_size(r) for r in reports),
-        )
+        size = sum(r.file_size if r.source.path is not None else shipped_size(r) for r in reports)
+        out.append(check("max-size", limit=budget.max_size, value=size))
     if budget.max_total_size is not None:
-        add("max-total-size", budget.max_total_size, sum(map(shipped_size, reports)), where + hosts)
+        total = sum(map(shipped_size, reports))
+        limit = budget.max_total_size
+        out.append(check("max-total-size", limit=limit, value=total, measured_in=where + hosts))
     if budget.max_download_size is not None:
-        size = budget.max_download_size
-        add("max-download-size", size, sum(map(download_bytes, reports)))
+        size = sum(map(download_bytes, reports))
+        out.append(check("max-download-size", limit=budget.max_download_size, value=size))
     if budget.max_functions is not None:
-        add("max-functions", budget.max_functions, sum(r.function_count for r in reports))
+        count = sum(r.function_count for r in reports)
+        out.append(check("max-functions", limit=budget.max_functions, value=count))
     if budget.groups:
         measured = _group_bytes(reports, budget.by)
         for group, limit in budget.groups.items():
             if group not in measured:
                 raise _no_group(budget, group, measured)
-            add("groups", limit, measured[group], group=group)
+            out.append(check("groups", limit=limit, value=measured[group], group=group))
     if budget.max_growth is not None and base is not None:
         base_total = sum(map(shipped_size, base))
-        grown = sum(map(shipped_size, reports)) - base_total
-        add(
-            "max-growth",
-            int(budget.max_growth.allowed(base_total)),
-            grown,
-            tuple(_where(r) for r in base) + where + hosts,
-            growth=budget.max_growth,
-            base_value=base_total,
+        out.append(
+            check(
+                "max-growth",
+                limit=int(budget.max_growth.allowed(base_total)),
+                value=sum(map(shipped_size, reports)) - base_total,
+                measured_in=tuple(_where(r) for r in base) + where + hosts,
+                growth=budget.max_growth,
+                base_value=base_total,
+            )
         )
     return out
 

@@ -147,16 +147,17 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
     A library head adds (``Comparison.change``) is checked as growth from nothing: all its bytes
     are growth, so a percentage allows none of them. One head removes is checked by the growth
     gates only (it shrank by all its bytes); head holds nothing of it for the others."""
+    from builder.size.compare import jit_what
+
     results = []
     label = comparison.library.source.label
     if comparison.change != "paired":
         label = f"{label} ({comparison.change} library)"
     head_label = label
-    head_size, new = comparison.head_size, comparison.new_groups
+    head_size, new = comparison.head.file_size, comparison.new_groups
     jit = comparison.jit
     if comparison.jit_only and jit is not None:  # no metallib on either side: gate the JIT side
-        what = "JIT host library" if jit.host_measured else "embedded JIT source"
-        head_label = f"the {what} of {label}"
+        head_label = f"the {jit_what(jit.host_measured)} of {label}"
         head_size, new = jit.head_total, jit.new_units
     if gates.max_growth is not None:
         base_all, head_all, what = shipped_sizes(comparison)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from builder.size.rollup import FunctionRow
 
 OVERHEAD = "[container overhead]"
-"""The comparison's row for the bytes of the container no function owns."""
+"""The row of the container's bytes that no function owns, in a report's, a comparison's and
+the presets' tables."""
 
 __all__ = [
     "HOST_REST",
@@ -41,6 +42,7 @@ __all__ = [
     "compare_pair",
     "compare_reports",
     "jit_breakdown",
+    "jit_what",
     "pair_reports",
 ]
 
@@ -124,20 +126,12 @@ class Comparison:
         )
 
     @property
-    def base_size(self) -> int:
-        return self.base.file_size
-
-    @property
-    def head_size(self) -> int:
-        return self.head.file_size
-
-    @property
     def delta(self) -> int:
         return self.head.file_size - self.base.file_size
 
     @property
     def percent(self) -> float | None:
-        return 100.0 * self.delta / self.base_size if self.base_size else None
+        return 100.0 * self.delta / self.base.file_size if self.base.file_size else None
 
     @property
     def notes(self) -> list[str]:
@@ -377,6 +371,11 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
 
 def _row(name: str, kernels: int, size: int, embedded: int) -> Rollup:
     return Rollup(name, kernels, size, 0, embedded_bytes=embedded)
+
+
+def jit_what(host_measured: bool) -> str:
+    """What a JIT total measures: the host library's symbols, or the embedded source."""
+    return "JIT host library" if host_measured else "embedded JIT source"
 
 
 def by_strings(report: Report) -> bool:

@@ -32,7 +32,7 @@ import os
 import zlib
 from array import array
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,7 +55,6 @@ __all__ = [
     "SPREAD",
     "STEP",
     "WINDOW",
-    "DownloadShare",
     "Segments",
     "deflate_share",
     "download_share",
@@ -93,21 +92,6 @@ class Segments:
     owners: list[int]
     file_size: int
     function_count: int
-
-
-@dataclass(frozen=True)
-class DownloadShare:
-    """One library's modelled download: its total and every owner's share, in bytes."""
-
-    total: int
-    """Bytes of the modelled compressed stream (the parts together)."""
-    functions: list[int]
-    """Per function, in function-list order."""
-    overhead: list[int]
-    """Per overhead row of the attribution, in its order."""
-    parts: int
-    native: bool
-    """Computed by the C extension (the numbers are the same either way)."""
 
 
 def segments(lib: Metallib, attribution: Attribution) -> Segments:
@@ -300,13 +284,14 @@ def _threads() -> int:
 
 def download_share(
     lib: Metallib, attribution: Attribution, *, threads: int | None = None, native: bool = True
-) -> DownloadShare:
-    """Model ``lib``'s download (``MODEL``) and give every function and overhead row its share."""
+) -> Download:
+    """Model ``lib``'s download (``MODEL``) and give every function and overhead row its share
+    (no wheel files: ``measure_download`` adds them)."""
+    from builder.size.report import Download
+
     layout = segments(lib, attribution)
     cut_at = cuts(layout.starts, layout.file_size)
     threads = threads or _threads()
-    module = native_module() if native else None
-    used_native = module is not None and bool(getattr(module, "HAS_DEFLATE", False))
     part_sizes, costs = deflate_share(lib.data, cut_at, layout.starts, threads, native=native)
     owners = layout.function_count + len(attribution.overhead)
     bits = [0] * owners
@@ -327,7 +312,17 @@ def download_share(
     total = sum(part_sizes)
     shares = _whole_bytes(bits, total)
     count = layout.function_count
-    return DownloadShare(total, shares[:count], shares[count:], len(cut_at), used_native)
+    model = {
+        "description": MODEL,
+        "codec": "raw deflate",
+        "zlib": zlib.ZLIB_RUNTIME_VERSION,
+        "level": LEVEL,
+        "window_bytes": WINDOW,
+        "part_bytes": PART_BYTES,
+        "step_bytes": STEP,
+        "parts": len(cut_at),
+    }
+    return Download(total, shares[:count], shares[count:], model)
 
 
 def _whole_bytes(bits: list[int], total: int) -> list[int]:
@@ -344,23 +339,11 @@ def _whole_bytes(bits: list[int], total: int) -> list[int]:
 
 def measure_download(lib: Metallib, attribution: Attribution, wheel: str | None) -> Download:
     """Model ``lib``'s download; with the wheel it came from, list the wheel's files too."""
-    from builder.size.report import Download
-
     share = download_share(lib, attribution)
-    model = {
-        "description": MODEL,
-        "codec": "raw deflate",
-        "zlib": zlib.ZLIB_RUNTIME_VERSION,
-        "level": LEVEL,
-        "window_bytes": WINDOW,
-        "part_bytes": PART_BYTES,
-        "step_bytes": STEP,
-        "parts": share.parts,
-    }
     files = read_wheel_files(wheel) if wheel else None
     # a metallib inside a binary is not a wheel file of its own: no member to check the model on
     member = _member(lib.path, files) if files and not lib.file_offset else None
-    return Download(share.total, share.functions, share.overhead, model, member, files)
+    return replace(share, member=member, wheel=files)
 
 
 def read_wheel_files(wheel: str) -> WheelFiles:

@@ -197,7 +197,6 @@ def load_library(
         from builder.size.grouping import Sources
 
         sources = Sources(manifest.source_of(), "manifest")
-    from builder.size.load import build_provenance
 
     build = manifest.build if manifest else None
     if lib.path is None:
@@ -247,7 +246,6 @@ def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) ->
     from builder.inputs.targets import no_metallib
     from builder.size.attribution import Attribution
     from builder.size.host_strings import measure_host_sources
-    from builder.size.load import build_provenance
     from builder.size.report import Source, build_report
 
     measured = measure_host_sources(path, sources.folders if sources is not None else ())

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
-from operator import add
+from operator import add, attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.files.dataclass_json import count, dump, field
@@ -151,14 +151,30 @@ class OverheadShare:
     download_bytes: int | None = count(omit="none", default=None)
 
 
+def _overhead_shares(report: Report) -> list[OverheadShare]:
+    """The overhead rows as a saved report writes them: with ``--download``, each one's share."""
+    shares = report.download.overhead if report.download else [None] * len(report.overhead)
+    return [OverheadShare(o.name, o.bytes, s) for o, s in zip(report.overhead, shares)]
+
+
+def _host_document(report: Report) -> dict[str, object] | None:
+    """``HostLibrary`` and, when its symbols were measured, the bytes in no symbol."""
+    host, jit = report.host_library, report.jit_units
+    if host is None:
+        return None
+    unmapped = unattributed_bytes(host, jit) if unmeasured_reason(host, jit) is None else None
+    return {**dump(host), "unattributed_bytes": unmapped}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Report:
     """Measured sizes of one metallib, grouped ``by`` one key or two (``source,dtype``).
 
-    Its document (``dump``) is the saved report, in the order of the fields: the model's own
-    (``omit="always"``: functions, groups, overhead, host library, download) are written by
-    their derived twins, which ``__post_init__`` computes; ``builder.render.json_docs`` writes
-    the functions row by row. Defaults are what older saved reports lack."""
+    Its document (``dump``) is the saved report, in the order of the fields. The overhead rows
+    and the host library are written otherwise than they are held (the codec's ``write``:
+    with their download shares, with the bytes in no symbol); the download's figures are
+    fields ``__post_init__`` derives; ``builder.render.json_docs`` writes the functions row by
+    row. Defaults are what older saved reports lack."""
 
     schema: int = field(init=False, default=SCHEMA)
     source: Source
@@ -172,18 +188,18 @@ class Report:
     subgrouping: str | None = field(omit="none", default=None)
     """How the second key's labels were obtained (None with one key)."""
     overhead_bytes: int = count(init=False, default=0)
-    saved_overhead: list[OverheadShare] = field(key="overhead", init=False, default_factory=list)
-    saved_groups: object = field(key="groups", init=False, default=None)
-    """Written for readers; not read (``builder.size.saved`` rolls the functions up again)."""
+    overhead: list[Rollup] = field(write=_overhead_shares, default_factory=list)
+    """Bytes no function owns, by part of the container (``overhead_row``s)."""
+    groups: list[Rollup] = field(write=attrgetter("groups"), default_factory=list)
+    """Largest first (ties by name); with two keys each carries its ``children``. Written for
+    readers; not read (``builder.size.saved`` rolls the functions up again)."""
     jit_units: list[JitUnit] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.load``)."""
-    saved_host: dict[str, object] | None = field(
-        key="host_library", init=False, omit="none", default=None
-    )
-    """``HostLibrary`` and, when its symbols were measured, the bytes in no symbol
-    (``unattributed_bytes``)."""
+    host_library: HostLibrary | None = field(write=_host_document, omit="none", default=None)
+    """The host library of a build with JIT units, when it exists
+    (``builder.size.jit_sizes``)."""
     download_bytes: int | None = count(init=False, omit="none", default=None)
     overhead_download_bytes: int | None = count(init=False, omit="none", default=None)
     download_model: dict[str, object] | None = field(init=False, omit="none", default=None)
@@ -192,32 +208,16 @@ class Report:
     wheel: WheelFiles | None = field(init=False, omit="none", default=None)
     functions: list[FunctionRow] = field(omit="always", default_factory=list)
     """In file order."""
-    groups: list[Rollup] = field(omit="always", default_factory=list)
-    """Largest first (ties by name); with two keys each carries its ``children``."""
-    overhead: list[Rollup] = field(omit="always", default_factory=list)
-    """Bytes no function owns, by part of the container (``overhead_row``s)."""
-    host_library: HostLibrary | None = field(omit="always", default=None)
-    """The host library of a build with JIT units, when it exists
-    (``builder.size.jit_sizes``)."""
     download: Download | None = field(omit="always", default=None)
     """Download shares (``report --download``; ``builder.size.download``)."""
 
     def __post_init__(self) -> None:
         """The figures the saved report carries beside the model, derived from it."""
-        download, host, jit = self.download, self.host_library, self.jit_units
-        shares = download.overhead if download else [None] * len(self.overhead)
+        download = self.download
         derived: dict[str, Any] = {
             "function_count": len(self.functions),
             "overhead_bytes": sum(row.bytes for row in self.overhead),
-            "saved_overhead": [
-                OverheadShare(o.name, o.bytes, s) for o, s in zip(self.overhead, shares)
-            ],
-            "saved_groups": self.groups,
         }
-        if host is not None:
-            measured = unmeasured_reason(host, jit) is None
-            unmapped = unattributed_bytes(host, jit) if measured else None
-            derived["saved_host"] = {**dump(host), "unattributed_bytes": unmapped}
         if download is not None:
             derived.update(
                 download_bytes=download.total,

@@ -148,7 +148,7 @@ def _report(saved: Report, data: dict[str, Any]) -> Report:
     again, sums re-checked)."""
     _provenance(saved.provenance, "provenance")
     functions = read_functions(data["functions"], "functions")
-    rows = [load(OverheadShare, row) for row in data.get("overhead", [])]
+    rows = load(list[OverheadShare], data.get("overhead", []), "overhead")
     overhead = [overhead_row(o.name, o.bytes) for o in rows]
     if sum(o.bytes for o in overhead) != data["overhead_bytes"]:
         overhead = [overhead_row("overhead", data["overhead_bytes"])]

@@ -122,14 +122,14 @@ def test_gates(pair: tuple[Path, Path]) -> None:
     grown = comparison.delta
     assert grown > 0
     ok = evaluate_gates(
-        comparison, Gates(max_growth=parse_limit(str(grown)), max_size=comparison.head_size)
+        comparison, Gates(max_growth=parse_limit(str(grown)), max_size=comparison.head.file_size)
     )
     assert all(r.passed for r in ok)
     bad = evaluate_gates(
         comparison,
         Gates(
             max_growth=parse_limit(str(grown - 1)),
-            max_size=comparison.head_size - 1,
+            max_size=comparison.head.file_size - 1,
             fail_on_new_group=True,
         ),
     )
@@ -138,7 +138,7 @@ def test_gates(pair: tuple[Path, Path]) -> None:
         "max-size",
         "fail-on-new-group",
     ]
-    percent = 100.0 * grown / comparison.base_size
+    percent = 100.0 * grown / comparison.base.file_size
     assert evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent + 0.01}%")))[0].passed
     assert not evaluate_gates(comparison, Gates(max_growth=parse_limit(f"{percent - 0.01}%")))[
         0
