@@ -102,10 +102,7 @@ def aot_chunks(
     """The catalog's generated entry files as chunks, the same texts the build compiles
     (``builder.kernels.catalog_tree``: the same content-defined cuts, named alike), so a check
     compiles what a build compiles."""
-    wanted = set(families) if families is not None else None
-    chosen = [f for f in catalog.family_names if wanted is None or f in wanted]
-    if wanted is not None:
-        catalog.expand(sorted(wanted), None)  # an unknown family is the usual UsageError
+    chosen = catalog.select(families)
     tree = generate_tree(catalog, chosen, list(dtypes) if dtypes else None, chunk_size)
     return [CheckChunk(e.name, e.text(), e.unit) for e in tree.entries]
 

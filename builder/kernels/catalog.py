@@ -172,24 +172,30 @@ class Catalog:
                 )
         return {inst.host_name: form_line[(inst.family, inst.form)] for inst in self.expand()}
 
+    def select(
+        self, families: Iterable[str] | None, *, keep_order: bool = False
+    ) -> tuple[str, ...]:
+        """The families ``families`` names (None: all) in catalog order, so equal selections
+        give identical builds, or with ``keep_order`` as given without repeats. UsageError
+        (exit 2) naming an unknown one and the valid ones."""
+        asked = list(self.families) if families is None else list(dict.fromkeys(families))
+        for name in asked:
+            if name not in self.families:
+                valid = ", ".join(self.families)
+                raise UsageError(f"unknown catalog family {name!r}; valid: {valid}")
+        return tuple(asked if keep_order else (n for n in self.families if n in asked))
+
     def _select(
         self, families: Iterable[str] | None, dtypes: Iterable[str] | None
-    ) -> tuple[list[str], frozenset[str] | None]:
-        # Catalog order whatever the order asked in, so equal selections give identical builds.
-        asked = list(dict.fromkeys(families)) if families is not None else list(self.families)
-        unknown = [n for n in asked if n not in self.families]
-        if unknown:
-            raise UsageError(
-                f"unknown catalog famil{'y' if len(unknown) == 1 else 'ies'} "
-                f"{', '.join(unknown)}; valid: {', '.join(self.families)}"
-            )
+    ) -> tuple[tuple[str, ...], frozenset[str] | None]:
+        names = self.select(families)
         wanted = None
         if dtypes is not None:
             wanted = frozenset(dtypes)
             bad = sorted(wanted - set(DTYPES))
             if bad:
                 raise UsageError(f"unknown dtype {', '.join(bad)}; valid: {', '.join(DTYPES)}")
-        return [n for n in self.families if n in asked], wanted
+        return names, wanted
 
     def expand(
         self, families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None
