@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.files.dataclass_json import dump
 from builder.jit.generate import embed_headers
 from builder.jit.preamble import anchor_line_markers, inline_preamble
 from builder.jit.tree_preambles import jit_preambles
@@ -303,10 +304,7 @@ class TreeCheck:
             "checks": list(CHECKS),
             "compiler": self.compiler,
             "ok": self.ok,
-            "files": [
-                {"path": f.path, "kind": f.kind, "kernels": f.kernels, "findings": f.findings}
-                for f in self.files
-            ],
+            "files": dump(self.files),  # each file's fields, in order
         }
 
 

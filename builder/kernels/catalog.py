@@ -146,11 +146,6 @@ class Catalog:
         self.dtype_sets = dict(dtype_sets)
         self.families: dict[str, FamilySpec] = {f.name: f for f in families}
 
-    @property
-    def family_names(self) -> tuple[str, ...]:
-        """Family names in catalog order."""
-        return tuple(self.families)
-
     def table_strings(
         self, family: str, dtypes: Iterable[str] | None = None
     ) -> tuple[tuple[str, str], ...]:

@@ -29,9 +29,11 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+from builder.files.dataclass_json import dump, field
 
 if TYPE_CHECKING:
     from builder.kernels.bounded_run import Compiler
@@ -64,8 +66,9 @@ class Diagnostic:
     line: int
     column: int
     message: str
-    host_names: list[str] = field(default_factory=list)
     where: str = "source"  # "source" (kernel file), "catalog" (generated line), "shim", "other"
+    host_names: list[str] = field(default_factory=list, key="instantiations")
+    """The instantiations that hit it (``--format json``: ``instantiations``, after ``where``)."""
 
     def format(self) -> str:
         """``path:line:col: severity: message`` plus which instantiations hit it."""
@@ -75,18 +78,6 @@ class Diagnostic:
             shown = ", ".join(self.host_names[:3]) + (", ..." if n > 3 else "")
             text += f" [in {n} instantiation{'s' if n != 1 else ''}: {shown}]"
         return text
-
-    def to_json(self) -> dict[str, object]:
-        """Plain data for ``--format json``."""
-        return {
-            "severity": self.severity,
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "message": self.message,
-            "where": self.where,
-            "instantiations": list(self.host_names),
-        }
 
 
 @dataclass(frozen=True)
@@ -384,5 +375,5 @@ class CheckResult:
                 }
                 for c in self.chunks
             ],
-            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "diagnostics": dump(self.diagnostics),
         }
