@@ -169,20 +169,12 @@ def root_names(preamble: Preamble, roots: Sequence[str | os.PathLike[str]]) -> l
 
 
 def write_embed(
-    headers: Sequence[str | os.PathLike[str]],
-    include_dirs: Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
-    defines: Sequence[str] = (),
-    namespace: str = DEFAULT_NAMESPACE,
-    *,
-    strip: bool = False,
-    api: str = "string",
-    lookup: bool = True,
+    embedded: tuple[str, list[Preamble]],
     depfile: str | os.PathLike[str] | None = None,
-    allow_outside_includes: bool = False,
-    named: Named = (),
 ) -> tuple[bool, list[Preamble]]:
-    """:func:`embed_headers` written to ``output``, and a depfile naming every file inlined.
+    """:func:`embed_headers`'s source ``embedded`` written to ``output``, and a depfile naming
+    every file inlined.
 
     Both files are written atomically and only when their bytes change (a no-op regeneration
     leaves timestamps alone, for Ninja's ``restat``). The depfile's target is ``output`` as given
@@ -190,39 +182,20 @@ def write_embed(
     read, roots and includes, in inclusion order. Returns (output written, preambles).
 
     UsageError, before anything is written, when ``output`` or ``depfile`` is one of the files
-    read, or both name the same file: an input is never written over.
+    read (``builder.files.atomic.check_not_an_input``), or both name the same file: an input is
+    never written over.
     """
-    text, preambles = embed_headers(
-        headers,
-        include_dirs,
-        defines,
-        namespace,
-        named=named,
-        strip=strip,
-        api=api,
-        lookup=lookup,
-        allow_outside_includes=allow_outside_includes,
-    )
-    _refuse_overwriting([f for p in preambles for f in p.files], output, depfile)
-    changed = write_if_changed(output, text)
-    if depfile is not None:
-        write_depfile(depfile, output, [f for p in preambles for f in p.files])
-    return changed, preambles
-
-
-def _refuse_overwriting(
-    inputs: Sequence[Path],
-    output: str | os.PathLike[str],
-    depfile: str | os.PathLike[str] | None,
-) -> None:
-    """UsageError when an output would replace an input
-    (``builder.files.atomic.check_not_an_input``),
-    or the two outputs are one file."""
+    text, preambles = embedded
+    inputs = [f for p in preambles for f in p.files]
     check_not_an_input(output, inputs, hint="; choose another file")
     if depfile is not None:
         check_not_an_input(depfile, inputs, hint="; choose another file")
         if os.path.realpath(output) == os.path.realpath(depfile):
             raise UsageError(f"-o and --depfile name the same file ({os.fspath(output)})")
+    changed = write_if_changed(output, text)
+    if depfile is not None:
+        write_depfile(depfile, output, inputs)
+    return changed, preambles
 
 
 def render_standalone(
