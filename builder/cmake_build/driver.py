@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import BuildFailed, BuildTree, ProgressDisplay, build_folder_lock
+from builder.cmake_build.cmake import BuildFailed, BuildTree, build_folder_lock, progress_display
 from builder.cmake_build.plan_model import BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.atomic import check_not_an_input
@@ -133,7 +133,7 @@ def run_build(
                 f"JIT: {', '.join(plan.jit) or '-'})"
             )
             tree.configure(on_line=say if verbose else None, again=changed)
-        with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
+        with progress_display(console, f"Building {build_dir.name}") as on_status:
             output = tree.build(jobs, on_status)
         seconds = time.perf_counter() - start
         if verbose:

@@ -206,12 +206,12 @@ def test_progress_display_bar_and_plain_lines() -> None:
 
     from rich.console import Console
 
-    from builder.cmake_build.cmake import ProgressDisplay, Status
+    from builder.cmake_build.cmake import Status, progress_display
 
     for terminal in (True, False):
         buf = io.StringIO()
         console = Console(file=buf, force_terminal=terminal, width=100)
-        with ProgressDisplay(console, "Building b") as show:
+        with progress_display(console, "Building b") as show:
             show(Status(1, 2, "Compiling Metal unary_0.air"))
             show(Status(2, 2, "Linking mlx.metallib"))
         text = buf.getvalue()
