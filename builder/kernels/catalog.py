@@ -131,20 +131,15 @@ def _fail(path: Path, where: str, message: str) -> CatalogError:
     return CatalogError(f"{path}: {where}: {message}")
 
 
+@dataclass(frozen=True, eq=False)  # one per load: compared and hashed by identity, as before
 class Catalog:
-    """A loaded catalog: the declared families plus expansion and selection."""
+    """A loaded catalog: the declared families (by name, in catalog order) plus expansion and
+    selection."""
 
-    def __init__(
-        self,
-        source_dir: Path,
-        path: Path,
-        dtype_sets: Mapping[str, tuple[str, ...]],
-        families: Sequence[FamilySpec],
-    ) -> None:
-        self.source_dir = source_dir
-        self.path = path
-        self.dtype_sets = dict(dtype_sets)
-        self.families: dict[str, FamilySpec] = {f.name: f for f in families}
+    source_dir: Path
+    path: Path
+    dtype_sets: dict[str, tuple[str, ...]]
+    families: dict[str, FamilySpec]
 
     def table_strings(
         self, family: str, dtypes: Iterable[str] | None = None
@@ -354,7 +349,7 @@ def load_catalog(source_dir: Path | None = None) -> Catalog:
     ]
     if not families:
         raise _fail(path, "families", "no families declared")
-    catalog = Catalog(source_dir, path, sets, families)
+    catalog = Catalog(source_dir, path, sets, {f.name: f for f in families})
     seen: set[str] = set()
     for inst in catalog.expand():
         if inst.host_name in seen:
