@@ -11,7 +11,7 @@ subprocess goes through :func:`run`. One run at a time uses a build folder
 Ninja prints one status line per finished edge (``NINJA_STATUS``, set to ``[%f/%t] ``) and, when a
 command fails, ``FAILED: <outputs>`` followed by the command and its output. ``NinjaOutput``
 parses lines as they arrive; ``failure_text`` returns what a person needs to see when the build
-stopped. The display (:class:`ProgressDisplay`) is a rich bar on a terminal and plain status
+stopped. The display (:func:`progress_display`) is a rich bar on a terminal and plain status
 lines otherwise (CI logs).
 """
 

@@ -25,12 +25,11 @@ from builder.files.atomic import check_not_an_input, write_depfile, write_if_cha
 from builder.jit.literals import comment_text, cxx_string
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import preamble_code
-from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
+from builder.kernels.runtime_sources import DEFAULT_NAMESPACE
 from builder.settings.checks import CXX_KEYWORDS
 from builder.settings.declared import setting
 
 __all__ = [
-    "EMBED_APIS",
     "Named",
     "cxx_identifier",
     "embed_headers",
@@ -80,14 +79,6 @@ def function_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-EMBED_APIS = APIS
-"""What each embedded preamble's function returns: ``string`` gives ``const std::string& name()``
-(the default; pieces shared between preambles stored once), ``cstring`` gives
-``const char* name()``, the interface MLX's ``jit/includes.h`` declares (each preamble's whole
-text one literal, as MLX stores it). Both keep their text for the whole program (see
-:func:`render_standalone`)."""
-
-
 Named = Sequence[tuple[str, Sequence[str | os.PathLike[str]]]]
 """Preambles given a function name: ``(function, headers)``, the headers inlined in order into
 one preamble (``embed --preamble NAME=HEADER``, a tree's ``[build.preambles]``)."""
@@ -108,10 +99,11 @@ def embed_headers(
     """A standalone C++ source with one preamble per header (``metallib-builder embed``), named
     by :func:`function_names`, then one per ``named`` entry under its own name.
 
-    ``api`` is one of :data:`EMBED_APIS`. Raises UsageError (IncludeError) for an unresolvable
-    quoted include, naming file and line, and for one resolving outside ``include_dirs`` and the
-    headers' folders unless ``allow_outside_includes`` (``builder.jit.preamble``); for a name
-    that is no C++ function name or names two preambles.
+    ``api`` is ``string`` or ``cstring`` (:func:`render_standalone` says what each gives).
+    Raises UsageError (IncludeError) for an unresolvable quoted include, naming file and line,
+    and for one resolving outside ``include_dirs`` and the headers' folders unless
+    ``allow_outside_includes`` (``builder.jit.preamble``); for a name that is no C++ function
+    name or names two preambles.
     """
     if not headers and not named:
         raise UsageError("embed needs at least one header (HEADER or --preamble NAME=HEADER)")
