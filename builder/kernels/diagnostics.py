@@ -29,7 +29,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -332,9 +332,7 @@ class CheckResult:
                     seen = merged[key].host_names
                     seen.extend(h for h in diag.host_names if h not in seen)
                 else:
-                    merged[key] = Diagnostic(
-                        **{**diag.__dict__, "host_names": list(diag.host_names)}
-                    )
+                    merged[key] = replace(diag, host_names=list(diag.host_names))
         return list(merged.values())
 
     @property
