@@ -343,26 +343,24 @@ def embed_command(
     HEADERs' folders (see --allow-outside-includes); an OUT or FILE that is one of the files read;
     an OUT that cannot be written (nothing partial is left).
     """
-    from builder.jit.generate import named_preambles, write_embed
+    from builder.jit.generate import embed_headers, named_preambles, write_embed
     from builder.settings.declared import APIS, DEFAULT_NAMESPACE
 
     for folder in include_dirs:  # a folder that is not there would quietly resolve nothing
         if not folder.is_dir():
             raise UsageError(f"-I {folder}: not a folder")
-    named = named_preambles(preambles)
-    changed, written = write_embed(
+    embedded = embed_headers(
         headers,
         include_dirs,
-        output,
         (*preamble_defines, *old_defines),
         jit_namespace or DEFAULT_NAMESPACE,
+        named=named_preambles(preambles),
         strip=strip_comments,
         api=jit_api or APIS[0],
         lookup=jit_lookup is not False,
-        depfile=depfile,
         allow_outside_includes=allow_outside_includes,
-        named=named,
     )
+    changed, written = write_embed(output, embedded, depfile)
     files = len({f for p in written for f in p.files})
     say(
         f"embed: {len(written)} preamble(s) from {files} file(s), "

@@ -11,7 +11,7 @@ subprocess goes through :func:`run`. One run at a time uses a build folder
 Ninja prints one status line per finished edge (``NINJA_STATUS``, set to ``[%f/%t] ``) and, when a
 command fails, ``FAILED: <outputs>`` followed by the command and its output. ``NinjaOutput``
 parses lines as they arrive; ``failure_text`` returns what a person needs to see when the build
-stopped. The display (:class:`ProgressDisplay`) is a rich bar on a terminal and plain status
+stopped. The display (:func:`progress_display`) is a rich bar on a terminal and plain status
 lines otherwise (CI logs).
 """
 
@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from builder.cmake_build.plan_model import project_dir
@@ -36,19 +35,18 @@ from builder.files.reading import read_text
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import TaskID
 
 __all__ = [
     "NINJA_STATUS",
     "BuildFailed",
     "BuildTree",
     "NinjaOutput",
-    "ProgressDisplay",
     "RunResult",
     "Status",
     "build_folder_lock",
     "find_tool",
     "parse_status",
+    "progress_display",
     "run",
 ]
 
@@ -100,66 +98,31 @@ class NinjaOutput:
         return "\n".join(self.other[-40:])
 
 
-class ProgressDisplay:
-    """A context manager turning statuses into a rich bar (TTY) or plain lines (no TTY)."""
+@contextmanager
+def progress_display(console: Console, title: str) -> Iterator[Callable[[Status], None]]:
+    """The block's statuses as a rich bar (TTY) or plain lines (no TTY: CI logs)."""
+    if not console.is_terminal:
 
-    def __init__(self, console: Console, title: str) -> None:
-        self._console = console
-        self._title = title
-        self._bar: object | None = None
-        self._task: TaskID | None = None
+        def line(status: Status) -> None:
+            text = f"[{status.done}/{status.total}] {status.description}"
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    def __enter__(self) -> Callable[[Status], None]:
-        if self._console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
+        yield line
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[edge]}"),
-                console=self._console,
-                transient=False,
-            )
-            progress.start()
-            self._task = progress.add_task(self._title, total=None, edge="")
-            self._bar = progress
-            return self._update_bar
-        return self._print_line
-
-    def _update_bar(self, status: Status) -> None:
-        from rich.progress import Progress
-
-        assert isinstance(self._bar, Progress) and self._task is not None
-        self._bar.update(
-            self._task, completed=status.done, total=status.total, edge=status.description
-        )
-
-    def _print_line(self, status: Status) -> None:
-        self._console.print(
-            f"[{status.done}/{status.total}] {status.description}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        from rich.progress import Progress
-
-        if isinstance(self._bar, Progress):
-            self._bar.stop()
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[edge]}"),
+        console=console,
+        transient=False,
+    )
+    with bar:  # started, and stopped however the block ends
+        task = bar.add_task(title, total=None, edge="")
+        yield lambda s: bar.update(task, completed=s.done, total=s.total, edge=s.description)
 
 
 LOCK_FILE = ".metallib-builder.lock"

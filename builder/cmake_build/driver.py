@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cmake_build.cmake import BuildFailed, BuildTree, ProgressDisplay, build_folder_lock
+from builder.cmake_build.cmake import BuildFailed, BuildTree, build_folder_lock, progress_display
 from builder.cmake_build.plan_model import METAL_COMPILER, SDK, BuildRequest, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.atomic import check_not_an_input
@@ -99,11 +99,6 @@ def run_build(
     UsageError/BuildFailed. Configuring, building and measuring (``report BUILD_DIR``'s
     measurement, ``builder.size.load``) hold the build folder's lock
     (``build_folder_lock``): another run on it waits, or with ``wait=False`` is refused."""
-    from builder.cmake_build.driver import (
-        ToolchainMissing,
-        find_metal_toolchain,
-        missing_message,
-    )
     from builder.cmake_build.plan import write_plan
     from builder.cmake_build.plan_model import PLAN_FILE
 
@@ -126,11 +121,6 @@ def run_build(
     compiler = toolchain.explicit if toolchain else None
     plan = replace(plan, request=plan.request.replace(metal_compiler=compiler))
     tree = BuildTree(build_dir, build_dir / PLAN_FILE)
-    echo = (
-        (lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
-        if verbose
-        else None
-    )
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -142,8 +132,8 @@ def run_build(
                 f"Configuring {build_dir} (AOT: {', '.join(plan.aot) or '-'}; "
                 f"JIT: {', '.join(plan.jit) or '-'})"
             )
-            tree.configure(on_line=echo, again=changed)
-        with ProgressDisplay(console, f"Building {build_dir.name}") as on_status:
+            tree.configure(on_line=say if verbose else None, again=changed)
+        with progress_display(console, f"Building {build_dir.name}") as on_status:
             output = tree.build(jobs, on_status)
         seconds = time.perf_counter() - start
         if verbose:
@@ -314,32 +304,20 @@ def build_presets(
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-    with build_folder_lock(root, wait=wait, on_wait=say):
-        return _build_each(base, root, jobs=jobs, console=console, verbose=verbose, wait=wait)
-
-
-def _build_each(
-    base: BuildRequest,
-    root: Path,
-    *,
-    jobs: int | None,
-    console: Console,
-    verbose: bool,
-    wait: bool,
-) -> list[PresetResult]:
     toolchain = find_metal_toolchain(base[METAL_COMPILER], sdk=base[SDK])
     results = []
-    for name, description, request in _preset_requests(base, root):
-        if build_plan(request).aot and isinstance(toolchain, ToolchainMissing):
-            why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
-            results.append(PresetResult(name, description, None, why))
-            continue
-        try:
-            outcome = run_build(request, jobs=jobs, console=console, verbose=verbose, wait=wait)
-        except BuildFailed as exc:
-            console.print(f"{name}: {exc}", markup=False, highlight=False, soft_wrap=True)
-            results.append(PresetResult(name, description, None, f"build failed: {exc}"))
-            continue
-        (report,) = outcome.reports
-        results.append(PresetResult(name, description, outcome, None, report))
+    with build_folder_lock(root, wait=wait, on_wait=say):
+        for name, description, request in _preset_requests(base, root):
+            if build_plan(request).aot and isinstance(toolchain, ToolchainMissing):
+                why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
+                results.append(PresetResult(name, description, None, why))
+                continue
+            try:
+                outcome = run_build(request, jobs=jobs, console=console, verbose=verbose, wait=wait)
+            except BuildFailed as exc:
+                say(f"{name}: {exc}")
+                results.append(PresetResult(name, description, None, f"build failed: {exc}"))
+                continue
+            (report,) = outcome.reports
+            results.append(PresetResult(name, description, outcome, None, report))
     return results

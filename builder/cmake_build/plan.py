@@ -64,7 +64,6 @@ from builder.kernels.runtime_sources import DEFAULT_NAMESPACE, RuntimeSources, o
 from builder.records.manifest import Embedding
 
 if TYPE_CHECKING:
-    from builder.kernels.catalog import Catalog
     from builder.kernels.tree_config import TreeConfig
 
 __all__ = [
@@ -73,24 +72,8 @@ __all__ = [
     "jit_units",
     "main",
     "make_plan",
-    "select_families",
     "write_plan",
 ]
-
-
-def select_families(
-    catalog: Catalog, families: Sequence[str], *, keep_order: bool = False
-) -> tuple[str, ...]:
-    """Validate a catalog selection, in catalog order (or, with ``keep_order``, as given without
-    repeats). UsageError (exit 2) for an unknown family."""
-    known = catalog.family_names
-    for name in families:
-        if name not in known:
-            raise UsageError(f"unknown catalog family {name!r}; valid: {', '.join(sorted(known))}")
-    chosen = list(dict.fromkeys(families)) or list(known)
-    if not keep_order:
-        chosen = [n for n in known if n in chosen]
-    return tuple(chosen)
 
 
 def jit_units(units: Sequence[str], request: BuildRequest, where: str) -> set[str]:
@@ -168,7 +151,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
             "--config apply only to a folder of .metal entry files"
         )
     catalog = load_catalog(source_dir)
-    selected = select_families(catalog, request[KERNELS])
+    selected = catalog.select(request[KERNELS] or None)
     if request[DTYPES]:
         catalog.expand([], request[DTYPES])  # validates the dtype names
     jit = jit_units(selected, request, f"the catalog tree {source_dir}")
@@ -381,7 +364,7 @@ def _select(args: argparse.Namespace) -> None:
 
     catalog = load_catalog(args.source_dir)
     asked = tuple(split_names(args.kernels.replace(";", ",")) or ())
-    chosen = select_families(catalog, asked, keep_order=True)
+    chosen = catalog.select(asked or None, keep_order=True)
     if args.build_dir is not None:
         request = BuildRequest().replace(
             source_dir=args.source_dir.resolve(),

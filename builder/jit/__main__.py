@@ -47,19 +47,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> None:
     from builder.jit import generate
 
-    generate.write_embed(
+    embedded = generate.embed_headers(
         args.headers,
         args.include_dirs,
-        args.output,
         args.defines,
         args.jit_namespace,
+        named=generate.named_preambles(args.preambles),
         strip=args.strip_comments,
         api=args.jit_api,
         lookup=not args.no_jit_lookup,
-        depfile=args.depfile,
         allow_outside_includes=args.allow_outside_includes,
-        named=generate.named_preambles(args.preambles),
     )
+    generate.write_embed(args.output, embedded, args.depfile)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from builder.errors import UsageError
+from builder.files.dataclass_json import dump
 from builder.jit.generate import embed_headers
 from builder.jit.preamble import anchor_line_markers, inline_preamble
 from builder.jit.tree_preambles import jit_preambles
@@ -102,10 +103,7 @@ def aot_chunks(
     """The catalog's generated entry files as chunks, the same texts the build compiles
     (``builder.kernels.catalog_tree``: the same content-defined cuts, named alike), so a check
     compiles what a build compiles."""
-    wanted = set(families) if families is not None else None
-    chosen = [f for f in catalog.family_names if wanted is None or f in wanted]
-    if wanted is not None:
-        catalog.expand(sorted(wanted), None)  # an unknown family is the usual UsageError
+    chosen = catalog.select(families)
     tree = generate_tree(catalog, chosen, list(dtypes) if dtypes else None, chunk_size)
     return [CheckChunk(e.name, e.text(), e.unit) for e in tree.entries]
 
@@ -306,10 +304,7 @@ class TreeCheck:
             "checks": list(CHECKS),
             "compiler": self.compiler,
             "ok": self.ok,
-            "files": [
-                {"path": f.path, "kind": f.kind, "kernels": f.kernels, "findings": f.findings}
-                for f in self.files
-            ],
+            "files": dump(self.files),  # each file's fields, in order
         }
 
 

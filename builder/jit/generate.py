@@ -25,12 +25,11 @@ from builder.files.atomic import check_not_an_input, write_depfile, write_if_cha
 from builder.jit.literals import comment_text, cxx_string
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import preamble_code
-from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
+from builder.kernels.runtime_sources import DEFAULT_NAMESPACE
 from builder.settings.checks import CXX_KEYWORDS
 from builder.settings.declared import setting
 
 __all__ = [
-    "EMBED_APIS",
     "Named",
     "cxx_identifier",
     "embed_headers",
@@ -80,14 +79,6 @@ def function_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-EMBED_APIS = APIS
-"""What each embedded preamble's function returns: ``string`` gives ``const std::string& name()``
-(the default; pieces shared between preambles stored once), ``cstring`` gives
-``const char* name()``, the interface MLX's ``jit/includes.h`` declares (each preamble's whole
-text one literal, as MLX stores it). Both keep their text for the whole program (see
-:func:`render_standalone`)."""
-
-
 Named = Sequence[tuple[str, Sequence[str | os.PathLike[str]]]]
 """Preambles given a function name: ``(function, headers)``, the headers inlined in order into
 one preamble (``embed --preamble NAME=HEADER``, a tree's ``[build.preambles]``)."""
@@ -108,10 +99,11 @@ def embed_headers(
     """A standalone C++ source with one preamble per header (``metallib-builder embed``), named
     by :func:`function_names`, then one per ``named`` entry under its own name.
 
-    ``api`` is one of :data:`EMBED_APIS`. Raises UsageError (IncludeError) for an unresolvable
-    quoted include, naming file and line, and for one resolving outside ``include_dirs`` and the
-    headers' folders unless ``allow_outside_includes`` (``builder.jit.preamble``); for a name
-    that is no C++ function name or names two preambles.
+    ``api`` is ``string`` or ``cstring`` (:func:`render_standalone` says what each gives).
+    Raises UsageError (IncludeError) for an unresolvable quoted include, naming file and line,
+    and for one resolving outside ``include_dirs`` and the headers' folders unless
+    ``allow_outside_includes`` (``builder.jit.preamble``); for a name that is no C++ function
+    name or names two preambles.
     """
     if not headers and not named:
         raise UsageError("embed needs at least one header (HEADER or --preamble NAME=HEADER)")
@@ -169,20 +161,12 @@ def root_names(preamble: Preamble, roots: Sequence[str | os.PathLike[str]]) -> l
 
 
 def write_embed(
-    headers: Sequence[str | os.PathLike[str]],
-    include_dirs: Sequence[str | os.PathLike[str]],
     output: str | os.PathLike[str],
-    defines: Sequence[str] = (),
-    namespace: str = DEFAULT_NAMESPACE,
-    *,
-    strip: bool = False,
-    api: str = "string",
-    lookup: bool = True,
+    embedded: tuple[str, list[Preamble]],
     depfile: str | os.PathLike[str] | None = None,
-    allow_outside_includes: bool = False,
-    named: Named = (),
 ) -> tuple[bool, list[Preamble]]:
-    """:func:`embed_headers` written to ``output``, and a depfile naming every file inlined.
+    """:func:`embed_headers`'s source ``embedded`` written to ``output``, and a depfile naming
+    every file inlined.
 
     Both files are written atomically and only when their bytes change (a no-op regeneration
     leaves timestamps alone, for Ninja's ``restat``). The depfile's target is ``output`` as given
@@ -190,39 +174,20 @@ def write_embed(
     read, roots and includes, in inclusion order. Returns (output written, preambles).
 
     UsageError, before anything is written, when ``output`` or ``depfile`` is one of the files
-    read, or both name the same file: an input is never written over.
+    read (``builder.files.atomic.check_not_an_input``), or both name the same file: an input is
+    never written over.
     """
-    text, preambles = embed_headers(
-        headers,
-        include_dirs,
-        defines,
-        namespace,
-        named=named,
-        strip=strip,
-        api=api,
-        lookup=lookup,
-        allow_outside_includes=allow_outside_includes,
-    )
-    _refuse_overwriting([f for p in preambles for f in p.files], output, depfile)
-    changed = write_if_changed(output, text)
-    if depfile is not None:
-        write_depfile(depfile, output, [f for p in preambles for f in p.files])
-    return changed, preambles
-
-
-def _refuse_overwriting(
-    inputs: Sequence[Path],
-    output: str | os.PathLike[str],
-    depfile: str | os.PathLike[str] | None,
-) -> None:
-    """UsageError when an output would replace an input
-    (``builder.files.atomic.check_not_an_input``),
-    or the two outputs are one file."""
+    text, preambles = embedded
+    inputs = [f for p in preambles for f in p.files]
     check_not_an_input(output, inputs, hint="; choose another file")
     if depfile is not None:
         check_not_an_input(depfile, inputs, hint="; choose another file")
         if os.path.realpath(output) == os.path.realpath(depfile):
             raise UsageError(f"-o and --depfile name the same file ({os.fspath(output)})")
+    changed = write_if_changed(output, text)
+    if depfile is not None:
+        write_depfile(depfile, output, inputs)
+    return changed, preambles
 
 
 def render_standalone(

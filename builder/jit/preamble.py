@@ -45,6 +45,7 @@ from pathlib import Path
 from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
 from builder.jit.literals import cxx_string, directives, strip_comments
+from builder.kernels.confinement import inside, real_roots
 from builder.kernels.definitions import LineStarts
 from builder.settings.checks import control_character
 
@@ -77,18 +78,14 @@ class OutsideError(IncludeError):
     """A file resolves outside the folders it must stay in (exit code 2)."""
 
 
-def _inside(real: Path, roots: Iterable[Path]) -> bool:
-    return any(real == root or real.is_relative_to(root) for root in roots)
-
-
 def confine(path: PathArg, roots: Iterable[PathArg]) -> Path:
     """The real path of ``path`` (``..`` and symlinks resolved) when it lies inside one of
     ``roots`` (compared as real paths too); ``OutsideError`` naming the path, where it resolves
     and the roots otherwise. The inliner applies this rule to every quoted include."""
     real = Path(os.path.realpath(path))
-    folders = [Path(os.path.realpath(r)) for r in roots]
-    if not _inside(real, folders):
-        shown = ", ".join(dict.fromkeys(str(f) for f in folders)) or "none given"
+    folders = real_roots(roots)
+    if not inside(real, folders):
+        shown = ", ".join(str(f) for f in folders) or "none given"
         raise OutsideError(f"{os.fspath(path)} resolves to {real}, outside {shown}")
     return real
 
@@ -234,7 +231,7 @@ def quoted_includes(
             target = _resolve(item.name, real, dirs)
             if target is None:
                 raise IncludeError(f'{path}:{item.line}: quoted include "{item.name}" not found')
-            if not allow_outside_includes and not _inside(target, roots):
+            if not allow_outside_includes and not inside(target, roots):
                 raise OutsideError(_outside(path, item.line, item.name, target, roots))
             found.setdefault(target)
     return list(found)
@@ -313,7 +310,7 @@ def inline_preamble(
                     f'{shown}:{item.line}: quoted include "{item.name}" not found '
                     f"(searched {searched})"
                 )
-            if not allow_outside_includes and not _inside(target, allowed):
+            if not allow_outside_includes and not inside(target, allowed):
                 raise OutsideError(_outside(shown, item.line, item.name, target, allowed))
             if target not in seen:
                 seen[target] = _display(target, dirs)

@@ -131,25 +131,15 @@ def _fail(path: Path, where: str, message: str) -> CatalogError:
     return CatalogError(f"{path}: {where}: {message}")
 
 
+@dataclass(frozen=True, eq=False)  # one per load: compared and hashed by identity, as before
 class Catalog:
-    """A loaded catalog: the declared families plus expansion and selection."""
+    """A loaded catalog: the declared families (by name, in catalog order) plus expansion and
+    selection."""
 
-    def __init__(
-        self,
-        source_dir: Path,
-        path: Path,
-        dtype_sets: Mapping[str, tuple[str, ...]],
-        families: Sequence[FamilySpec],
-    ) -> None:
-        self.source_dir = source_dir
-        self.path = path
-        self.dtype_sets = dict(dtype_sets)
-        self.families: dict[str, FamilySpec] = {f.name: f for f in families}
-
-    @property
-    def family_names(self) -> tuple[str, ...]:
-        """Family names in catalog order."""
-        return tuple(self.families)
+    source_dir: Path
+    path: Path
+    dtype_sets: dict[str, tuple[str, ...]]
+    families: dict[str, FamilySpec]
 
     def table_strings(
         self, family: str, dtypes: Iterable[str] | None = None
@@ -172,24 +162,30 @@ class Catalog:
                 )
         return {inst.host_name: form_line[(inst.family, inst.form)] for inst in self.expand()}
 
+    def select(
+        self, families: Iterable[str] | None, *, keep_order: bool = False
+    ) -> tuple[str, ...]:
+        """The families ``families`` names (None: all) in catalog order, so equal selections
+        give identical builds, or with ``keep_order`` as given without repeats. UsageError
+        (exit 2) naming an unknown one and the valid ones."""
+        asked = list(self.families) if families is None else list(dict.fromkeys(families))
+        for name in asked:
+            if name not in self.families:
+                valid = ", ".join(self.families)
+                raise UsageError(f"unknown catalog family {name!r}; valid: {valid}")
+        return tuple(asked if keep_order else (n for n in self.families if n in asked))
+
     def _select(
         self, families: Iterable[str] | None, dtypes: Iterable[str] | None
-    ) -> tuple[list[str], frozenset[str] | None]:
-        # Catalog order whatever the order asked in, so equal selections give identical builds.
-        asked = list(dict.fromkeys(families)) if families is not None else list(self.families)
-        unknown = [n for n in asked if n not in self.families]
-        if unknown:
-            raise UsageError(
-                f"unknown catalog famil{'y' if len(unknown) == 1 else 'ies'} "
-                f"{', '.join(unknown)}; valid: {', '.join(self.families)}"
-            )
+    ) -> tuple[tuple[str, ...], frozenset[str] | None]:
+        names = self.select(families)
         wanted = None
         if dtypes is not None:
             wanted = frozenset(dtypes)
             bad = sorted(wanted - set(DTYPES))
             if bad:
                 raise UsageError(f"unknown dtype {', '.join(bad)}; valid: {', '.join(DTYPES)}")
-        return [n for n in self.families if n in asked], wanted
+        return names, wanted
 
     def expand(
         self, families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None
@@ -353,7 +349,7 @@ def load_catalog(source_dir: Path | None = None) -> Catalog:
     ]
     if not families:
         raise _fail(path, "families", "no families declared")
-    catalog = Catalog(source_dir, path, sets, families)
+    catalog = Catalog(source_dir, path, sets, {f.name: f for f in families})
     seen: set[str] = set()
     for inst in catalog.expand():
         if inst.host_name in seen:

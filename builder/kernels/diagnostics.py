@@ -29,9 +29,11 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+from builder.files.dataclass_json import dump, field
 
 if TYPE_CHECKING:
     from builder.kernels.bounded_run import Compiler
@@ -64,8 +66,9 @@ class Diagnostic:
     line: int
     column: int
     message: str
-    host_names: list[str] = field(default_factory=list)
     where: str = "source"  # "source" (kernel file), "catalog" (generated line), "shim", "other"
+    host_names: list[str] = field(default_factory=list, key="instantiations")
+    """The instantiations that hit it (``--format json``: ``instantiations``, after ``where``)."""
 
     def format(self) -> str:
         """``path:line:col: severity: message`` plus which instantiations hit it."""
@@ -75,18 +78,6 @@ class Diagnostic:
             shown = ", ".join(self.host_names[:3]) + (", ..." if n > 3 else "")
             text += f" [in {n} instantiation{'s' if n != 1 else ''}: {shown}]"
         return text
-
-    def to_json(self) -> dict[str, object]:
-        """Plain data for ``--format json``."""
-        return {
-            "severity": self.severity,
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "message": self.message,
-            "where": self.where,
-            "instantiations": list(self.host_names),
-        }
 
 
 @dataclass(frozen=True)
@@ -341,9 +332,7 @@ class CheckResult:
                     seen = merged[key].host_names
                     seen.extend(h for h in diag.host_names if h not in seen)
                 else:
-                    merged[key] = Diagnostic(
-                        **{**diag.__dict__, "host_names": list(diag.host_names)}
-                    )
+                    merged[key] = replace(diag, host_names=list(diag.host_names))
         return list(merged.values())
 
     @property
@@ -384,5 +373,5 @@ class CheckResult:
                 }
                 for c in self.chunks
             ],
-            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "diagnostics": dump(self.diagnostics),
         }

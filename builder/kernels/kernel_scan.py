@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from builder.kernels.cxx_text import (
     CHAR,
@@ -61,15 +61,6 @@ class KernelRecord(NamedTuple):
     source: str  # entry file relative to the tree root, "/" separators
     template: str | None
     args: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object ``kernels --format json`` prints for this kernel."""
-        return {
-            "name": self.name,
-            "source": self.source,
-            "template": self.template,
-            "args": list(self.args),
-        }
 
 
 class Scan(NamedTuple):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.files.dataclass_json import dump
 from builder.kernels.kernel_scan import KernelRecord
 from builder.kernels.platforms import left_out
 from builder.kernels.runtime_only import RuntimeTemplate
@@ -167,7 +168,7 @@ class KernelTree:
             "runtime_only": [{"template": t, "source": s} for t, s in self.runtime_only],
             "platform": None
             if self.config.platform is None
-            else {**self.config.platform.as_dict(), "left_out": list(left_out(self.config))},
+            else {**dump(self.config.platform), "left_out": list(left_out(self.config))},
             "metal_headers": [
                 {"source": source, "why": why}
                 for source, why in (

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
+from builder.files.dataclass_json import field
 from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
 from builder.kernels.tree_files import unmatched_glob
 from builder.metallib.structs import PLATFORMS
@@ -57,7 +58,7 @@ class Platform:
 
     metal_version: int
     """``__METAL_VERSION__``: the Metal Shading Language version x 100 (MSL 3.1 -> 310)."""
-    name: str = "macOS"
+    name: str = field(default="macOS", key="platform")
     """The OS (the header's ``platform``: macOS, iOS, ...)."""
     deployment_target: str | None = None
     """The OS version the library is built for (``26.2``); None when nothing states it."""
@@ -71,14 +72,6 @@ class Platform:
         target = f" {self.deployment_target}" if self.deployment_target else ""
         said = f" ({self.stated_by}'s header)" if self.stated_by else ""
         return f"{version}, {self.name}{target}{said}"
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "metal_version": self.metal_version,
-            "platform": self.name,
-            "deployment_target": self.deployment_target,
-            "stated_by": self.stated_by,
-        }
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,6 @@ METAL_HEADERS = (
 # MLX supports and the platform of its most used wheels (kernels guarded by ">= 320" then stay
 # out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
 DEFAULT_METAL_VERSION = 310
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
 _MARKER = LineStarts(r'__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?')
 

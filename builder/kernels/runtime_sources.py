@@ -4,23 +4,11 @@ preambles exist.
 A host links against the run-time sources that ``variants --from`` and ``build`` write, so their
 interface is the host's, not this tool's: MLX's ``jit/includes.h`` declares
 ``namespace mlx::core::metal { const char* utils(); ... }`` and calls each function by name. So
-``metallib.toml`` says, in ``[build]``:
-
-- ``jit-namespace``: the C++ namespace of the functions (default ``metal_jit``);
-- ``jit-api``: what each returns, ``string`` (``const std::string&``, pieces shared between
-  functions stored once) or ``cstring`` (``const char*``, each function's whole text one string
-  literal, as MLX ships them);
-- ``jit-lookup``: whether ``preamble(name)`` (and a build's ``unit_source(unit)``) is defined too
-  (default true; MLX calls the functions by name and has none);
-- ``always-embed``: ``[build.preambles]`` functions every variant and build embeds, all-AOT
-  included, because host code uses them whatever is JIT (MLX: ``utils``, ``unary_ops``,
-  ``binary_ops``, ``ternary_ops``, ``reduce_utils``, ``gather``);
-- ``preamble-set``: ``includes`` (default) makes each JIT entry file's direct includes preambles,
-  named by ``[build.preambles]`` or after the header; ``table`` makes the functions exactly those
-  of ``[build.preambles]``: an include that is no table header is found inside a table function
-  that inlines it (``builder.jit.tree_preambles``), as MLX's own list of preambles is.
-
-Each key is a setting (``builder.settings.declared``: its check, its help);
+``metallib.toml``'s ``[build]`` says how they are written (``jit-namespace``, ``jit-api``,
+``jit-lookup``) and which preambles exist beside the JIT entry files' own (``always-embed``:
+host code uses them whatever is JIT; ``preamble-set``: the entry files' includes, or exactly
+``[build.preambles]`` as MLX's own list is, ``builder.jit.tree_preambles``). docs/discovery.md
+says what each key means; each is a setting (``builder.settings.declared``: its check, its help).
 ``builder.kernels.tree_config`` (the one reader of the file) checks them and hands the table here,
 which puts the result in ``TreeConfig.runtime``. Standard library only.
 """

@@ -5,46 +5,15 @@ are kebab-case as in ``pyproject.toml``. The tree's own file names folders insid
 (``builder.kernels.confinement``). Paths in it are relative to the file; globs are matched
 against entry-file paths relative to the source folder. Command-line flags win (see
 :func:`merge_flags`). Unknown keys and wrong types stop with exit 2, naming the key and the file
-and suggesting the closest known key. Schema (docs/discovery.md):
+and suggesting the closest known key. The keys and their meaning are docs/discovery.md's
+"Settings: metallib.toml" (each key a setting of ``builder.settings.declared``).
 
-.. code-block:: toml
-
-    [kernels]
-    include-dirs = ["shim"]                    # -I folders, inside the tree (others: -I)
-    defines = ["MLX_METAL_JIT=0", "NDEBUG"]    # -D NAME[=VALUE]
-    exclude = ["steel/**/*_nax.metal"]         # entry files to skip (fnmatch; * crosses /)
-    metal-version = 320                        # __METAL_VERSION__ (default 310)
-
-    [kernels.requires]                         # entry files only some platforms build
-    "fence.metal" = { metal-version = 320 }    # (builder.kernels.platforms)
-
-    [build]
-    library = "mlx"                            # output: mlx.metallib
-    aot-only = ["arg_reduce.metal"]            # entry files that stay AOT in JIT mode (globs)
-    std = "metal3.1"                           # -std= of every AOT compile
-    deployment-target = "14.0"                 # -mmacosx-version-min= (compile and link)
-    flags = ["-Wno-c++17-extensions"]          # compile flags the tree needs, after the defaults
-    jit-namespace = "mlx::core::metal"         # C++ namespace of the run-time sources
-    jit-api = "cstring"                        # const char* f() (default "string")
-    jit-lookup = false                         # no preamble(name) lookup (default true)
-    always-embed = ["utils"]                   # [build.preambles] every variant embeds
-    preamble-set = "table"                     # functions: [build.preambles] only (or "includes")
-
-    [build.preambles]                          # run-time (JIT) sources: function -> header(s)
-    unary = "unary.h"
-    utils = ["utils.h"]
-
-    [build.embedding]                          # how a JIT entry file is embedded (globs)
-    "kernels/*.metal" = "whole-file"           # or "preamble"; later globs win
-
-What a build of a kernel tree carries into CMake, build.ninja and command lines, checked.
-
-Every value of a tree that reaches a build (the source folder, include folders, defines, flags,
-preamble paths, entry-file names) is checked here before CMake sees it: no control character (a
-newline would add lines to build.ninja), no CMake list or generator-expression syntax (``;``
-would cut one flag in two), and for entry files nothing CMake cannot name a build output with.
-:func:`build_library` runs the checks and names the library the build writes. Split from
-``builder.kernels.tree_config``, which reads the settings; this module judges them for a build.
+What a build of a kernel tree carries into CMake, build.ninja and command lines is checked here
+too: every value of a tree that reaches a build (the source folder, include folders, defines,
+flags, preamble paths, entry-file names) has no control character (a newline would add lines to
+build.ninja), no CMake list or generator-expression syntax (``;`` would cut one flag in two), and
+for entry files nothing CMake cannot name a build output with. :func:`build_library` runs the
+checks and names the library the build writes.
 """
 
 from __future__ import annotations

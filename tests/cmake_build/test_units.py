@@ -18,7 +18,6 @@ from builder.cmake_build.driver import (
     missing_message,
     mixed_jit_units,
 )
-from builder.cmake_build.plan import select_families
 from builder.cmake_build.plan_model import CHUNK_SIZE, JIT, BuildRequest, Unit, project_dir
 from builder.errors import BuilderError, UsageError
 from builder.files.dataclass_json import dump, load
@@ -97,13 +96,13 @@ def test_generated_tree_rewritten_only_on_change_and_stale_removed(tmp_path: Pat
 
 def test_select_families_catalog_order_and_errors() -> None:
     catalog = load_catalog()
-    assert select_families(catalog, ["copy", "unary"]) == ("unary", "copy")
-    assert select_families(catalog, ["copy", "unary", "copy"], keep_order=True) == (
+    assert catalog.select(["copy", "unary"]) == ("unary", "copy")
+    assert catalog.select(["copy", "unary", "copy"], keep_order=True) == (
         "copy",
         "unary",
     )
-    with pytest.raises(UsageError, match="unknown catalog family 'nope'; valid: arange, binary"):
-        select_families(catalog, ["nope"])
+    with pytest.raises(UsageError, match="unknown catalog family 'nope'; valid: unary, binary"):
+        catalog.select(["nope"])
 
 
 def test_manifest_from_plan_and_embed(tmp_path: Path) -> None:
@@ -207,12 +206,12 @@ def test_progress_display_bar_and_plain_lines() -> None:
 
     from rich.console import Console
 
-    from builder.cmake_build.cmake import ProgressDisplay, Status
+    from builder.cmake_build.cmake import Status, progress_display
 
     for terminal in (True, False):
         buf = io.StringIO()
         console = Console(file=buf, force_terminal=terminal, width=100)
-        with ProgressDisplay(console, "Building b") as show:
+        with progress_display(console, "Building b") as show:
             show(Status(1, 2, "Compiling Metal unary_0.air"))
             show(Status(2, 2, "Linking mlx.metallib"))
         text = buf.getvalue()
