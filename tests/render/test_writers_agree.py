@@ -236,7 +236,7 @@ def test_every_comparison_format_prints_the_model(paths: tuple[str, str], downlo
         assert [c.strip("*") for c in printed[1:5]] == values
 
 
-def test_every_budget_format_prints_the_model() -> None:
+def test_every_cap_format_prints_the_model() -> None:
     checks = [
         Check("max-size", "mlx, macOS 26", 1_000, 1_500, measured_in=("a.metallib",)),
         Check("groups", "mlx, macOS 26", 600, 700, group="gemm", measured_in=("a.metallib",)),
@@ -330,7 +330,7 @@ def _variants_run(download: bool) -> VariantsRun:
         stored={},
     )
     moved = Plan(
-        budget=9_000,
+        cap=9_000,
         all_aot_bytes=10_000,
         least_bytes=7_000,
         jit=("unary.metal",),
@@ -342,7 +342,7 @@ def _variants_run(download: bool) -> VariantsRun:
         files=(PlannedFile("unary.metal", 21, 1_500, 10_000),),
         exact_layouts=3,
     )
-    kept = replace(moved, budget=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
+    kept = replace(moved, cap=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
 
     def variant(name: str, jit: tuple[str, ...], size: int, plan: Plan | None) -> Variant:
         file = Path(f"out/{name}/jit_sources.cpp") if jit else None
