@@ -357,9 +357,7 @@ def plan_variant(
         )
         measured = measure.measured(plan.jit, plan.metallib_bytes)
         if measured <= cap:
-            return dataclasses.replace(
-                plan, cap=cap, cap_of=measure.of, metallib_bytes=measured
-            )
+            return dataclasses.replace(plan, cap=cap, cap_of=measure.of, metallib_bytes=measured)
         target -= measured - cap
     raise CheckFailed(
         f"--cap {cap:,} bytes --cap-of {measure.of}: the planned split measured "

@@ -260,9 +260,7 @@ def test_cap_below_the_least_reachable_size_fails(
 ) -> None:
     least = _size_keeping(library, lambda name: name not in PRODUCER)  # only not-in-tree stays
     args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
-    code, out, err = run_cli(
-        [*args, "-o", str(tmp_path / "no"), "--cap", str(least - 1)], capsys
-    )
+    code, out, err = run_cli([*args, "-o", str(tmp_path / "no"), "--cap", str(least - 1)], capsys)
     assert code == 1 and out == "" and err.count("\n") == 1, err
     assert f"least reachable metallib size, {least:,} bytes" in err
     assert not (tmp_path / "no").exists()  # nothing written
