@@ -46,7 +46,7 @@ from builder.errors import UsageError
 from builder.files.reading import UnreadableFile, read_source
 from builder.jit.literals import cxx_string, directives, strip_comments
 from builder.kernels.definitions import LineStarts
-from builder.settings.checks import control_character
+from builder.settings.validators import control_character
 
 __all__ = [
     "Fragment",

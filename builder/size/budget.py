@@ -18,7 +18,7 @@ from builder.size.checks import Check, shipped_size
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
-    from builder.settings.checks import Limit
+    from builder.settings.validators import Limit
     from builder.size.budget_file import Budget
     from builder.size.load import TreeSources
     from builder.size.report import Report

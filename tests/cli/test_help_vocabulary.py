@@ -163,6 +163,7 @@ _MISUSED = {
         "a piece (a chunk is a slice of an AOT unit)",
     ),
     r"\bfunctions? (?:\w+ )*chunks?\b": ("piece", "chunk", "a function's pieces"),
+    r"\bsettings?(?: value)? checks?\b": ("validator", "check", "a setting's validator"),
     r"\bsplit(?:s|ting)? (?:each|into|by|like|over)\b": (
         "split",
         "split",

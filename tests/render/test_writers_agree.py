@@ -38,7 +38,7 @@ from builder.render.report_tables import budget_table, report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
 from builder.render.variants import variants_tables
-from builder.settings.checks import Limit
+from builder.settings.validators import Limit
 from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
