@@ -147,9 +147,9 @@ def variants_tables(run: VariantsRun) -> list[Table]:
 
 def _plan_table(name: str, plan: Plan) -> Table:
     """The entry files a plan moved to JIT: what each saves, and the size were it AOT again
-    (over the cap: why it stays JIT); the plan's steps under it."""
-    estimate = "" if plan.cap_of == "metallib" else " (estimate)"
-    what = "metallib" if plan.cap_of == "metallib" else "download"
+    (over the ceiling: why it stays JIT); the plan's steps under it."""
+    estimate = "" if plan.ceiling_of == "metallib" else " (estimate)"
+    what = "metallib" if plan.ceiling_of == "metallib" else "download"
     columns = (
         Column("source", "moved to JIT", "text"),
         Column("kernels", "kernels", "count"),
@@ -240,11 +240,11 @@ def _notes(run: VariantsRun) -> list[str]:
 
 
 def _plan_lines(plan: Plan) -> list[str]:
-    """The plan's headline (its cap, what it reached, where it started), then its steps."""
-    if plan.cap_of == "download":  # the steps and files are estimates
+    """The plan's headline (its ceiling, what it reached, where it started), then its steps."""
+    if plan.ceiling_of == "download":  # the steps and files are estimates
         return [
             (
-                f"cap {plan.cap:,} bytes of download: {plan.metallib_bytes:,} bytes "
+                f"ceiling {plan.ceiling:,} bytes of download: {plan.metallib_bytes:,} bytes "
                 f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
                 f"compiled at run time (planned on the input's download shares: estimated all "
                 f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
@@ -252,7 +252,7 @@ def _plan_lines(plan: Plan) -> list[str]:
             )
         ]
     lines = [
-        f"cap {plan.cap:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
+        f"ceiling {plan.ceiling:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
         + f"(all AOT: {plan.all_aot_bytes:,}; least reachable: {plan.least_bytes:,}); "
         + f"started from the {plan.start} answer, {plan.exact_layouts} exact layouts"

@@ -97,23 +97,26 @@ def test_one_meaning_per_flag() -> None:
     assert embed["preamble_defines"].opts == ["--preamble-define"]
     assert embed["old_defines"].hidden and embed["old_defines"].opts == ["-D", "--define"]
     variants = {p.name: p for p in command("variants").params if isinstance(p, click.Option)}
-    assert (variants["cap"].opts, variants["cap_of"].opts) == (["--cap"], ["--cap-of"])
-    assert variants["old_cap"].hidden and variants["old_cap"].opts == ["--budget"]
-    assert variants["old_cap_of"].hidden and variants["old_cap_of"].opts == ["--budget-of"]
+    assert (variants["ceiling"].opts, variants["ceiling_of"].opts) == (
+        ["--ceiling"],
+        ["--ceiling-of"],
+    )
+    assert variants["old_ceiling"].hidden and variants["old_ceiling"].opts == ["--budget"]
+    assert variants["old_ceiling_of"].hidden and variants["old_ceiling_of"].opts == ["--budget-of"]
 
 
 def test_variants_old_budget_spelling_is_the_cap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``variants --budget`` (item 8: a budget is the ``budget`` command's limit) still works as
-    ``--cap``, and ``--budget-of`` as ``--cap-of``: the same checks refuse the same values."""
+    ``--ceiling``, and ``--budget-of`` as ``--ceiling-of``: the same values are refused."""
     base = ["variants", "--from", "x.metallib", "--source-dir", ".", "-o", str(tmp_path / "o")]
-    for old, new in (("--budget", "--cap"), ("--budget-of", "--cap-of")):
+    for old, new in (("--budget", "--ceiling"), ("--budget-of", "--ceiling-of")):
         value = "0" if old == "--budget" else "download"
         code, out, err = run([*base, old, value], capsys)
         assert code == 2 and out == "", err
         assert (
-            f"{new} 0: must be more than 0 bytes" if new == "--cap" else "give --cap SIZE"
+            f"{new} 0: must be more than 0 bytes" if new == "--ceiling" else "give --ceiling SIZE"
         ) in err
 
 
@@ -175,7 +178,7 @@ misuse is one the glossary warns against (its "Not to be confused with" column).
 
 _OWNED = {"budget": "budget"}
 """A glossary word -> the one document whose JSON keys may say it: a budget is the ``budget``
-command's limit (``variants --cap`` is a size the planner meets, ``compare`` checks gates)."""
+command's limit (``variants --ceiling`` is a size the planner meets, ``compare`` checks gates)."""
 
 
 def test_glossary_names_each_concept_once() -> None:
@@ -385,7 +388,7 @@ def misused_keys(documents: dict[str, object]) -> list[str]:
 
 
 def test_a_planted_wrong_key_is_found() -> None:
-    """The check catches what it is for: a piece called a chunk, a cap called a budget."""
+    """The check catches what it is for: a piece called a chunk, a ceiling called a budget."""
     good = {"functions": [{"name": "f", "pieces": [{"kind": "module", "bytes": 3}]}]}
     assert misused_keys({"report": good}) == []
     assert misused_keys({"report": {"functions": [{"metadata_chunk": 1}]}})
@@ -442,9 +445,9 @@ def test_variants_json_keys_say_each_word_in_its_one_meaning(
     names = sorted(n for names in BY_FILE.values() for n in names)
     library.write_bytes(synthetic_bytes([(n, 800) for n in names]))
     args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
-    doc = _json([*args, "-o", str(tmp_path / "out"), "--cap", "20KB"], capsys)
+    doc = _json([*args, "-o", str(tmp_path / "out"), "--ceiling", "20KB"], capsys)
     assert doc == json.loads((tmp_path / "out" / "variants.json").read_text())
-    assert ("variants", "plan", "cap") in key_paths(doc)
+    assert ("variants", "plan", "ceiling") in key_paths(doc)
     assert misused_keys({"variants": doc}) == []
 
 

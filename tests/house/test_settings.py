@@ -23,7 +23,7 @@ VIEWS_OPTIONS = {"--format", "-o/--output"}
 """The output options, declared once by the views (``builder.cli.publishing``: their choices
 are each command's formats)."""
 NOT_YET = {
-    "--allow-hash-mismatch", "--allow-outside-includes", "--branch", "--cap", "--cap-of",
+    "--allow-hash-mismatch", "--allow-outside-includes", "--branch", "--ceiling", "--ceiling-of",
     "--by", "--compiler", "--depfile", "--drop", "--from", "--in-place", "--keep", "--keep-list",
     "--preamble", "--rules", "--sort", "--strip-comments", "--syntax-only", "--top",
 }  # fmt: skip
@@ -38,7 +38,7 @@ DEPRECATED = {
 """Hidden old spellings kept for scripts (issue 34 item 9): embed's -D is --preamble-define,
 since -D is the tree's preprocessor definition on every other command, and check's --jit is
 --jit-sources, since --jit names the units built JIT on build and variants; variants' --budget
-is --cap, since a budget is the budget command's limit (item 8)."""
+is --ceiling, since a budget is the budget command's limit (item 8)."""
 
 
 def _options() -> list[tuple[str, click.Option]]:

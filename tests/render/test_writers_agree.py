@@ -330,7 +330,7 @@ def _variants_run(download: bool) -> VariantsRun:
         stored={},
     )
     moved = Plan(
-        cap=9_000,
+        ceiling=9_000,
         all_aot_bytes=10_000,
         least_bytes=7_000,
         jit=("unary.metal",),
@@ -342,7 +342,7 @@ def _variants_run(download: bool) -> VariantsRun:
         files=(PlannedFile("unary.metal", 21, 1_500, 10_000),),
         exact_layouts=3,
     )
-    kept = replace(moved, cap=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
+    kept = replace(moved, ceiling=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
 
     def variant(name: str, jit: tuple[str, ...], size: int, plan: Plan | None) -> Variant:
         file = Path(f"out/{name}/jit_sources.cpp") if jit else None

@@ -1,4 +1,4 @@
-"""``variants --from``: each variant's metallib download, and ``--cap-of download``, on the
+"""``variants --from``: each variant's metallib download, and ``--ceiling-of download``, on the
 bundled catalog tree over a library written by the project's own writer whose modules are
 incompressible (so moving a family to JIT saves about its bytes). The libraries are under 1 MiB:
 the model is then one part, exactly the stream a zip member holds, so zlib is the reference.
@@ -95,15 +95,15 @@ def test_budget_of_download_plans_within_the_cap(
             str(metal_src_dir()),
             "-o",
             str(tmp_path / "v"),
-            "--cap",
+            "--ceiling",
             str(budget),
-            "--cap-of",
+            "--ceiling-of",
             "download",
         ],
         capsys,
     )
     planned = variants["planned"]
-    assert planned["plan"]["cap_of"] == "download"
+    assert planned["plan"]["ceiling_of"] == "download"
     assert planned["jit_sources"]
     measured = _zip_stream(Path(planned["metallib"])) + planned["embedded_compressed_bytes"]
     assert planned["total_download_bytes"] == measured <= budget
@@ -147,12 +147,12 @@ def test_budget_of_needs_a_cap(
             str(metal_src_dir()),
             "-o",
             str(tmp_path / "v"),
-            "--cap-of",
+            "--ceiling-of",
             "download",
         ],
         capsys,
     )
-    assert code == 2 and out == "" and "--cap-of" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and out == "" and "--ceiling-of" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_download_cap_counts_the_headers_every_variant_embeds(
@@ -173,7 +173,7 @@ def test_a_download_cap_counts_the_headers_every_variant_embeds(
     library.write_bytes(library_bytes(new_library(parts)))
     argv = ["variants", "--from", str(library), "--source-dir", str(root), "-o"]
     variants = _variants(
-        [*argv, str(tmp_path / "v"), "--cap", "10MB", "--cap-of", "download"], capsys
+        [*argv, str(tmp_path / "v"), "--ceiling", "10MB", "--ceiling-of", "download"], capsys
     )
     planned = variants["planned"]
     assert planned["jit_sources"] == [] and planned["embedded_compressed_bytes"] > 0
