@@ -251,6 +251,39 @@ def test_code_says_each_word_in_its_one_meaning(pattern: str) -> None:
     assert not bad, f"say {_MISUSED[pattern][2]}: {bad}"
 
 
+def _identifiers() -> list[tuple[str, str]]:
+    """(where, words) of every name builder/ defines or uses: functions, classes, variables,
+    parameters, attributes and keyword arguments, snake_case and CamelCase read as words."""
+    found: list[tuple[str, str]] = []
+    for path in sorted((ROOT / "builder").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.Attribute):
+                name = node.attr
+            elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+                name = node.arg
+            else:
+                continue
+            words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+            found.append((f"{path.relative_to(ROOT)}:{node.lineno}", " ".join(words.split())))
+    return found
+
+
+def test_identifiers_say_each_word_in_its_one_meaning() -> None:
+    """The code's own names use the glossary's words as its JSON and messages do: no
+    ``metadata_chunk`` for a piece, no ``setting_check`` for a validator."""
+    names = _identifiers()
+    assert ("builder/settings/__init__.py", "validate") in {(w.split(":")[0], t) for w, t in names}
+    for pattern, (meant, _, say) in _MISUSED.items():
+        if pattern == r"\bFAMILY\b":
+            continue  # help's metavar: a name spelled family is a catalog's
+        bad = [(w, t) for w, t in names if re.search(pattern, t.lower(), re.IGNORECASE)]
+        assert not bad, f"say {say} ({meant}): {bad}"
+
+
 def test_family_is_said_only_of_a_catalog() -> None:
     """'family' appears in a help text only where the same text says it is a catalog's."""
     bad = [(w, t) for w, t in help_blocks() if _FAMILY.search(t) and "catalog" not in t.lower()]
