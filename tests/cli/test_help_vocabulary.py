@@ -176,9 +176,9 @@ _MISUSED = {
 """pattern -> (the glossary word meant, the word misused for it, what to say instead). Each
 misuse is one the glossary warns against (its "Not to be confused with" column)."""
 
-_OWNED = {"budget": "budget"}
+_OWNED = {"budget": "budget", "ceiling": "variants"}
 """A glossary word -> the one document whose JSON keys may say it: a budget is the ``budget``
-command's limit (``variants --ceiling`` is a size the planner meets, ``compare`` checks gates)."""
+command's limit, a ceiling the size ``variants`` plans to (``compare`` checks gates)."""
 
 
 def test_glossary_names_each_concept_once() -> None:
@@ -428,6 +428,7 @@ def test_a_planted_wrong_key_is_found() -> None:
     assert misused_keys({"report": {"functions": [{"chunks": [{"bytes": 3}]}]}})
     assert misused_keys({"variants": {"variants": [{"plan": {"budget": 5}}]}})
     assert misused_keys({"budget": {"budgets": [{"name": "x"}]}}) == []
+    assert misused_keys({"budget": {"checks": [{"ceiling": 5}]}})
 
 
 def _json(
