@@ -30,9 +30,9 @@ Examples:
       --exclude fence.metal --exclude '*_nax.metal' -o variants/
   metallib-builder variants --from mlx.metallib --source-dir kernels -I . \\
       --jit 'steel/**/*.metal' --aot 'gemv.metal,conv.metal' -o variants/ --format json
-  metallib-builder variants --from build/ --source-dir kernels --budget 60MB -o variants/
+  metallib-builder variants --from build/ --source-dir kernels --ceiling 60MB -o variants/
   metallib-builder variants --from mlx-metal==0.32.1 --source-dir kernels -I . \\
-      --budget 10MB --budget-of download -o variants/
+      --ceiling 10MB --ceiling-of download -o variants/
   metallib-builder variants --from metal-flash-sdpa==0.1.2 --platform macosx_11_0_arm64 \\
       --source-dir sdpa-metal -o variants/
 """
@@ -51,7 +51,7 @@ Examples:
 @tree_options()
 @options("variant_aot", "variant_jit")
 @click.option(
-    "--budget",
+    "--ceiling",
     metavar="SIZE",
     default=None,
     help="Add the variant 'planned' whose metallib is at most SIZE (bytes, "
@@ -59,19 +59,24 @@ Examples:
     "no split reaches it.",
 )
 @click.option(
-    "--budget-of",
+    "--ceiling-of",
     type=click.Choice(("metallib", "download")),
     default="metallib",
     show_default=True,
-    help="With --budget: what must fit. metallib: the file's bytes (exact); download: "
+    help="With --ceiling: what must fit. metallib: the file's bytes (exact); download: "
     "the metallib as a wheel stores it (zlib 6, modelled) plus the embedded source "
     "compressed, planned on estimates and measured on the planned split.",
+)
+# deprecated spellings, for scripts: a budget is the `budget` command's limit (glossary)
+@click.option("--budget", "old_ceiling", metavar="SIZE", default=None, hidden=True)
+@click.option(
+    "--budget-of", "old_ceiling_of", type=click.Choice(("metallib", "download")), hidden=True
 )
 @options("jit_namespace", "jit_api", "jit_lookup")
 @option(
     "download",
     note="Each variant's metallib's and its total download (one compression pass per "
-    "variant); --budget-of download implies it.",
+    "variant); --ceiling-of download implies it.",
 )
 @click.option(
     "-o",
@@ -85,7 +90,7 @@ Examples:
 )
 @format_option(
     _FORMATS,
-    "Output on stdout: table, json (schema 1), markdown, csv (a row per variant) or html (one "
+    "Output on stdout: table, json (schema 2), markdown, csv (a row per variant) or html (one "
     "self-contained page).",
 )
 @options("platform", "no_wait")
@@ -95,8 +100,10 @@ def variants_command(
     tree: TreeOptions,
     aot: tuple[str, ...],
     jit: tuple[str, ...],
-    budget: str | None,
-    budget_of: str,
+    ceiling: str | None,
+    ceiling_of: str,
+    old_ceiling: str | None,
+    old_ceiling_of: str | None,
     jit_namespace: str | None,
     jit_api: str | None,
     jit_lookup: bool | None,
@@ -121,11 +128,11 @@ def variants_command(
       jit-mode  metallib.toml's aot-only entry files AOT, every other JIT (when it names some)
       aot-N     per --aot: those entry files AOT, every other JIT
       jit-N     per --jit: those entry files JIT, the rest AOT
-      planned   with --budget: the fewest kernels compiled at run time within the budget
+      planned   with --ceiling: the fewest kernels compiled at run time within the ceiling
     Printed per variant: metallib bytes, embedded source bytes (raw and zlib level 9), what
     ships in total, kernels compiled at run time, JIT entry files; with --download also the
     metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
-    --budget cannot be met (the message says the least reachable size).
+    --ceiling cannot be met (the message says the least reachable size).
     """
     from builder.cli.tree_options import library_platform, tree_summary
     from builder.files.atomic import check_not_an_input, write_atomic
@@ -141,11 +148,13 @@ def variants_command(
         )
     if outdir is None:
         raise UsageError("variants --from needs -o OUTDIR: where to write the variants")
-    size = parse_size(budget) if budget is not None else None
+    ceiling = ceiling if old_ceiling is None else old_ceiling
+    ceiling_of = ceiling_of if old_ceiling_of is None else old_ceiling_of
+    size = parse_size(ceiling) if ceiling is not None else None
     if size is not None and size <= 0:
-        raise UsageError(f"--budget {budget}: must be more than 0 bytes")
-    if size is None and given("budget_of"):
-        raise UsageError("--budget-of says what --budget limits; give --budget SIZE too")
+        raise UsageError(f"--ceiling {ceiling}: must be more than 0 bytes")
+    if size is None and (given("ceiling_of") or old_ceiling_of is not None):
+        raise UsageError("--ceiling-of says what --ceiling limits; give --ceiling SIZE too")
     check_not_an_input(
         outdir,
         [from_target, source_dir, *tree.include_dirs, tree.config],
@@ -173,10 +182,10 @@ def variants_command(
             staged=staged,
             aot=aot,
             jit=jit,
-            budget=size,
+            ceiling=size,
             platform=platform,
             progress=progress,
-            budget_of=budget_of,
+            ceiling_of=ceiling_of,
             download=download,
             member=member,
         )

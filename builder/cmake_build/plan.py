@@ -110,7 +110,7 @@ def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int 
     """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
     follows the other when only one is stated (``--std``, then ``[build] std``; the version from
     ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
-    from builder.settings.checks import std_version
+    from builder.settings.validators import std_version
 
     std = request[STD] or config.std  # each checked as its setting is read
     version = config.metal_version

@@ -315,7 +315,7 @@ def generate(
             {
                 "name": unit.name,
                 "embedding": unit.embedding or "preamble",
-                "preambles": [f for f, _ in own],
+                "own_preambles": [f for f, _ in own],
                 "headers": list(dict.fromkeys(h for _, p in own for h in p.headers)),
                 "source_bytes": sum(len(p.text.encode("utf-8")) for _, p in own),
                 "embedded_bytes": data.stored_bytes,

@@ -130,11 +130,11 @@ def _extract_all(
         records.save()
         return targets
     make_dir(parent)
-    budget = _Budget(wheel, parent, sum(info.file_size for info, _ in todo))
+    allowance = _Allowance(wheel, parent, sum(info.file_size for info, _ in todo))
     written: list[Path] = []
     try:
         for info, target in todo:
-            sha256 = _extract_one(wheel, archive, info, target, budget)
+            sha256 = _extract_one(wheel, archive, info, target, allowance)
             written.append(target)
             records.add(info.filename, target, sha256)
         for info, target in todo:  # (after the bounds: a bomb is named as one first)
@@ -151,7 +151,7 @@ def _extract_all(
     return targets
 
 
-class _Budget:
+class _Allowance:
     """Bytes one extraction may still write: the smaller of the cap and the free space of the
     cache's file system before it started, counted on what is actually written (never on what
     members declare). CacheWriteError at once when the members declare more than is free."""
@@ -243,7 +243,11 @@ def _size(n: int) -> str:
 
 
 def _extract_one(
-    wheel: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget
+    wheel: Path,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    target: Path,
+    allowance: _Allowance,
 ) -> str:
     """Copy one member to a temp file beside ``target``, then rename; no temp file survives.
     Returns the SHA-256 of the bytes written."""
@@ -258,7 +262,7 @@ def _extract_one(
             raise write_error(folder, exc, doing) from None
         copied = False
         try:
-            sha256 = _copy_member(wheel, archive, info, fd, folder, doing, budget)
+            sha256 = _copy_member(wheel, archive, info, fd, folder, doing, allowance)
             copied = True
         finally:
             try:
@@ -303,9 +307,9 @@ def _copy_member(
     fd: int,
     folder: Path,
     doing: str,
-    budget: _Budget,
+    allowance: _Allowance,
 ) -> str:
-    """Stream ``info`` into ``fd``, never writing more than it declares or ``budget`` allows;
+    """Stream ``info`` into ``fd``, never writing more than it declares or ``allowance`` leaves;
     zipfile checks the CRC when the member's last byte has been read. Returns the SHA-256 of
     what was written (hashed on the way: about 0.1 s for mlx-metal's 130 MB metallib)."""
     sha = hashlib.sha256()
@@ -332,7 +336,7 @@ def _copy_member(
             if len(chunk) > left:
                 raise corrupt(f"it holds more than the {info.file_size} bytes it declares")
             left -= len(chunk)
-            budget.spend(len(chunk))
+            allowance.spend(len(chunk))
             sha.update(chunk)
             view = memoryview(chunk)
             while view:

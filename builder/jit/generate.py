@@ -26,8 +26,8 @@ from builder.jit.literals import comment_text, cxx_string
 from builder.jit.preamble import Preamble, inline_preamble
 from builder.jit.writer import preamble_code
 from builder.kernels.runtime_sources import DEFAULT_NAMESPACE
-from builder.settings.checks import CXX_KEYWORDS
 from builder.settings.declared import setting
+from builder.settings.validators import CXX_KEYWORDS
 
 __all__ = [
     "Named",

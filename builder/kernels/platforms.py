@@ -32,8 +32,8 @@ from builder.files.dataclass_json import field
 from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
 from builder.kernels.tree_files import unmatched_glob
 from builder.metallib.structs import PLATFORMS
-from builder.settings.checks import valid_deployment_target
 from builder.settings.declared import setting
+from builder.settings.validators import valid_deployment_target
 
 __all__ = [
     "KEYS",

@@ -31,7 +31,7 @@ from builder.files.reading import file_kind
 from builder.kernels.bounded_run import PreprocessError, first_diagnostic, run_bounded
 from builder.kernels.confinement import TreeBounds, check_run
 from builder.kernels.definitions import LineStarts
-from builder.settings.checks import parse_define
+from builder.settings.validators import parse_define
 
 __all__ = [
     "CANDIDATES",

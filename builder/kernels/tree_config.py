@@ -33,14 +33,14 @@ from builder.kernels.confinement import confine_folders, confine_preambles, insi
 from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
 from builder.settings import read_table
-from builder.settings.checks import (
+from builder.settings.declared import EMBEDDINGS, setting_field, toml_keys
+from builder.settings.validators import (
     control_character,
     library_problem,
     parse_define,
     plain_text,
     std_version,
 )
-from builder.settings.declared import EMBEDDINGS, setting_field, toml_keys
 
 __all__ = [
     "CONFIG_FILE",

@@ -166,8 +166,10 @@ def _jit_unit(
 
 
 # -- embed.json --------------------------------------------------------------------------------
-EMBED_SCHEMA = 2
-"""2: ``units`` (with the document's ``kind``) instead of ``families``; ``shared[].units``."""
+EMBED_SCHEMA = 3
+"""2: ``units`` (with the document's ``kind``) instead of ``families``; ``shared[].units``.
+3: a discovered tree's unit lists ``own_preambles`` (2 said ``preambles``): the preambles only
+it uses, where plan.json and the manifest say ``preambles`` for every one a unit needs."""
 
 
 def embed_facts(
@@ -184,9 +186,9 @@ def embed_facts(
     document's ``embedded_bytes`` is every stored byte: each unit's own plus ``shared_bytes``
     once.
 
-    Shape (schema 2)::
+    Shape (schema 3)::
 
-        {"schema": 2, "kind": "catalog" | "discovered", "compressed": bool,
+        {"schema": 3, "kind": "catalog" | "discovered", "compressed": bool,
          "embedded_bytes": int, "shared_bytes": int, ...writer-specific totals...,
          "units": [{"name", "headers", "source_bytes", "embedded_bytes", ...}],
          "shared": [{"name", "units", ["bytes"]}]}

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from builder.settings.checks import Limit
+    from builder.settings.validators import Limit
     from builder.size.checks import Check
     from builder.size.report import Report
 

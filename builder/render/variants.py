@@ -30,7 +30,7 @@ __all__ = [
     "variants_to_dict",
 ]
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 def _path(path: os.PathLike[str] | None) -> str | None:
@@ -38,7 +38,7 @@ def _path(path: os.PathLike[str] | None) -> str | None:
 
 
 def variants_to_dict(run: VariantsRun) -> dict[str, object]:
-    """The JSON document (``{"schema": 1, "variants": [...]}`` plus where the figures come from)."""
+    """The JSON document (``{"schema": 2, "variants": [...]}`` plus where the figures come from)."""
     src = run.input
     return {
         "schema": SCHEMA,
@@ -62,7 +62,7 @@ def variants_to_dict(run: VariantsRun) -> dict[str, object]:
             "not_in_tree": src.not_in_tree,
             "tree_kernels_missing": src.missing,
         },
-        "run_time_sources": {
+        "jit_interface": {
             "namespace": src.interface.namespace,
             "api": src.interface.api,
             "lookup": src.interface.lookup,
@@ -147,9 +147,9 @@ def variants_tables(run: VariantsRun) -> list[Table]:
 
 def _plan_table(name: str, plan: Plan) -> Table:
     """The entry files a plan moved to JIT: what each saves, and the size were it AOT again
-    (over the budget: why it stays JIT); the plan's steps under it."""
-    estimate = "" if plan.budget_of == "metallib" else " (estimate)"
-    what = "metallib" if plan.budget_of == "metallib" else "download"
+    (over the ceiling: why it stays JIT); the plan's steps under it."""
+    estimate = "" if plan.ceiling_of == "metallib" else " (estimate)"
+    what = "metallib" if plan.ceiling_of == "metallib" else "download"
     columns = (
         Column("source", "moved to JIT", "text"),
         Column("kernels", "kernels", "count"),
@@ -240,11 +240,11 @@ def _notes(run: VariantsRun) -> list[str]:
 
 
 def _plan_lines(plan: Plan) -> list[str]:
-    """The plan's headline (its budget, what it reached, where it started), then its steps."""
-    if plan.budget_of == "download":  # the steps and files are estimates
+    """The plan's headline (its ceiling, what it reached, where it started), then its steps."""
+    if plan.ceiling_of == "download":  # the steps and files are estimates
         return [
             (
-                f"budget {plan.budget:,} bytes of download: {plan.metallib_bytes:,} bytes "
+                f"ceiling {plan.ceiling:,} bytes of download: {plan.metallib_bytes:,} bytes "
                 f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
                 f"compiled at run time (planned on the input's download shares: estimated all "
                 f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
@@ -252,7 +252,7 @@ def _plan_lines(plan: Plan) -> list[str]:
             )
         ]
     lines = [
-        f"budget {plan.budget:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
+        f"ceiling {plan.ceiling:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
         + f"(all AOT: {plan.all_aot_bytes:,}; least reachable: {plan.least_bytes:,}); "
         + f"started from the {plan.start} answer, {plan.exact_layouts} exact layouts"

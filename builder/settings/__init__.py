@@ -1,7 +1,7 @@
 """Settings: every option of the tool declared once, as scikit-build-core and cibuildwheel keep
 theirs, with everything said about it in one :class:`Setting`: its command-line flag, its
 ``metallib.toml`` key and its budget-file key, its CMake cache variable, its kind (how a value
-is read), its check (``builder.settings.checks``), its help and its default.
+is read), its validator (``builder.settings.validators``), its help and its default.
 
 The declarations are in ``builder.settings.declared``; everything else is made from them or
 checked against them: the click options of every command (``builder.cli.tree_options.option``),
@@ -88,9 +88,9 @@ class Setting(Generic[T_co]):
     """The key of a budget table; None: not one."""
     cmake: str | None = None
     """The CMake cache variable (``METALLIB_*``); None: not one."""
-    check: Callable[[Any], Any] | None = None
+    validate: Callable[[Any], Any] | None = None
     """Run on each value (each item of a list): returns it, or ValueError saying what it must
-    be (``builder.settings.checks``)."""
+    be (``builder.settings.validators``)."""
     choices: tuple[str, ...] = ()
     expected: str | None = None
     """What a value must be when it has the wrong type, for a message (None: the kind says)."""
@@ -137,7 +137,7 @@ class Setting(Generic[T_co]):
             raise error(f"{where} must be {exc}, got {brief(value)}") from None
 
     def _read(self, value: Any, base: Path | None) -> Any:
-        from builder.settings.checks import growth_limit, size_limit
+        from builder.settings.validators import growth_limit, size_limit
 
         kind = self.kind
         if kind in ("size", "growth"):
@@ -174,11 +174,11 @@ class Setting(Generic[T_co]):
         return self._checked(value)
 
     def _checked(self, value: Any) -> Any:
-        """``value`` (one item of a list) through the checks; _Refused names the item."""
-        from builder.settings.checks import choice, plain_text
+        """``value`` (one item of a list) through the validators; _Refused names the item."""
+        from builder.settings.validators import choice, plain_text
 
-        try:  # the setting's own check first: it says best what the value must be
-            value = value if self.check is None else self.check(value)
+        try:  # the setting's own validator first: it says best what the value must be
+            value = value if self.validate is None else self.validate(value)
             if isinstance(value, (str, PurePath)):  # a path is text that build files carry too
                 plain_text(str(value))
                 if self.choices:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.settings import Setting
-from builder.settings import checks as c
+from builder.settings import validators as c
 from builder.settings.file_keys import (
     BUDGET_LIMITS,
     DEFAULT_PLATFORM,
@@ -96,7 +96,7 @@ _TREE: tuple[Setting[Any], ...] = (
         toml="kernels.defines",
         budget="defines",
         cmake="METALLIB_DEFINES",
-        check=c.define,
+        validate=c.define,
         metavar="NAME[=VALUE]",
     ),
     Setting(
@@ -146,7 +146,7 @@ _TOOLCHAIN: tuple[Setting[Any], ...] = (
         "version, else the compiler's).",
         toml="build.std",
         cmake="METALLIB_STD",
-        check=c.std,
+        validate=c.std,
         expected='a Metal language standard such as "metal3.1" or "macos-metal2.4"',
         metavar="STD",
     ),
@@ -157,7 +157,7 @@ _TOOLCHAIN: tuple[Setting[Any], ...] = (
         "metallib.toml, else none).",
         toml="build.deployment-target",
         cmake="METALLIB_DEPLOYMENT_TARGET",
-        check=c.deployment_target,
+        validate=c.deployment_target,
         expected='an OS version such as "14.0"',
         metavar="VERSION",
     ),
@@ -236,7 +236,7 @@ _RUNTIME: tuple[Setting[Any], ...] = (
         "read (default: any).",
         toml="build.jit-namespace",
         cmake="METALLIB_JIT_NAMESPACE",
-        check=c.namespace,
+        validate=c.namespace,
         metavar="NS",
         shown_default=f"[build] jit-namespace, else `{DEFAULT_NAMESPACE}`",
     ),
@@ -321,7 +321,7 @@ _COMMAND: tuple[Setting[Any], ...] = (
         kind="texts",
         default=(),
         flag="--preamble-define",
-        check=c.define,
+        validate=c.define,
         metavar="NAME[=VALUE]",
     ),
     Setting(

@@ -12,7 +12,7 @@ from typing import Any
 
 from builder.files.bounds import LARGEST_COUNT
 from builder.settings import Setting
-from builder.settings import checks as c
+from builder.settings import validators as c
 
 __all__ = [
     "BUDGET_LIMITS",
@@ -47,7 +47,7 @@ _TOML: tuple[Setting[Any], ...] = (
         kind="int",
         flag=None,
         toml="kernels.metal-version",
-        check=c.metal_version,
+        validate=c.metal_version,
         expected="an integer such as 310 (MSL 3.1) or 320 (MSL 3.2)",
     ),
     Setting(
@@ -78,7 +78,7 @@ _TOML: tuple[Setting[Any], ...] = (
         "The output library's name, without .metallib (default: the tree's folder name).",
         flag=None,
         toml="build.library",
-        check=c.library,
+        validate=c.library,
         expected='a file name without folders or .metallib, such as "mlx"',
     ),
     Setting(
@@ -208,7 +208,7 @@ _BUDGET = (
         "max-functions",
         "The number of functions in the metallib(s).",
         kind="count",
-        check=c.count,
+        validate=c.count,
         expected=f"a count from 0 to {LARGEST_COUNT:,}",
     ),
     _budget("groups", "Per-group limits: group = size.", kind="sizes"),

@@ -42,8 +42,8 @@ from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.reading import parse_toml, read_bytes
 from builder.settings import read_table
-from builder.settings.checks import Limit
 from builder.settings.declared import BUDGET_LIMITS, SETTINGS, Tree
+from builder.settings.validators import Limit
 from builder.size.grouping import BY_CHOICES
 
 __all__ = [

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
-from builder.settings.checks import Limit
+from builder.settings.validators import Limit
 
 __all__ = [
     "GROWTH",

@@ -1,5 +1,5 @@
 """The input library of ``variants --from``, divided by entry file of a kernel tree: which of its
-functions each split keeps, the subsets written from it, and the measures a budget plans by.
+functions each split keeps, the subsets written from it, and the measures a ceiling plans by.
 
 A variant is a set of JIT entry files; every other entry file stays AOT. Its metallib is an exact
 subset of the full library Apple's compiler produced: the functions of its AOT entry files plus
@@ -7,7 +7,7 @@ the functions no entry file produces (they stay AOT, counted apart as "not in th
 split needs no compiler, only discovery's name -> entry file map and the library's function list.
 
 Some entry files stay AOT in every split (:func:`held_aot`): the ones ``[build] aot-only`` names.
-``--jit`` naming one keeps it AOT and says so; the ``--budget`` planner never moves one. An entry
+``--jit`` naming one keeps it AOT and says so; the ``--ceiling`` planner never moves one. An entry
 file that writes its own kernel templates (MLX's ``arg_reduce.metal``, ggml's
 ``ggml-metal.metal``) is not held: it goes JIT embedded whole (``KernelTree.embeddings``).
 
@@ -289,7 +289,7 @@ def library_stem(lib: Library) -> str:
 
 
 class MetallibMeasure:
-    """What ``--budget-of metallib`` limits: the metallib's bytes, exact (the writer's layout of
+    """What ``--ceiling-of metallib`` limits: the metallib's bytes, exact (the writer's layout of
     the subset); what the written variant measures is what was planned."""
 
     of = "metallib"
@@ -309,7 +309,7 @@ class MetallibMeasure:
 
 
 class DownloadMeasure:
-    """What ``--budget-of download`` limits: the metallib as a wheel stores it (zlib level 6,
+    """What ``--ceiling-of download`` limits: the metallib as a wheel stores it (zlib level 6,
     ``builder.size.download``) plus the embedded source compressed; estimated by ``size_of``
     (``builder.subsets.variant_plan`` says how; cached per set of JIT entry files), measured on
     the planned split."""

@@ -1,11 +1,11 @@
-"""``--budget``: choose the entry files to compile at run time so that a variant fits, by one
-measure: its metallib's bytes (``--budget-of metallib``, exact) or its download
-(``--budget-of download``: the metallib as a wheel stores it plus the embedded source compressed).
+"""``--ceiling``: choose the entry files to compile at run time so that a variant fits, by one
+measure: its metallib's bytes (``--ceiling-of metallib``, exact) or its download
+(``--ceiling-of download``: the metallib as a wheel stores it plus the embedded source compressed).
 
-The goal, in order: the measure is at most the budget; as few kernels as possible are compiled
+The goal, in order: the measure is at most the ceiling; as few kernels as possible are compiled
 at run time (the JIT entry files' functions that the library has); then as few embedded source
 bytes as possible. Moving a file to JIT saves about its functions' bytes, so this is a 0/1
-knapsack: cover "bytes over the budget" with the fewest kernels. Entry files are few (MLX has 34),
+knapsack: cover "bytes over the ceiling" with the fewest kernels. Entry files are few (MLX has 34),
 so the planner
 
 1. starts from the better (fewer kernels, then fewer embedded bytes) of two answers:
@@ -18,7 +18,7 @@ so the planner
    (most kernels first), and swaps a JIT file for an AOT one that costs fewer run-time kernels (or
    as many and fewer embedded bytes) when the swap still fits.
 
-The result is locally optimal: no JIT entry file can go back to AOT within the budget, shown by
+The result is locally optimal: no JIT entry file can go back to AOT within the ceiling, shown by
 a size for each. The additive estimate (the input's function sizes, off by a few bytes of
 reflection padding) only proposes: each proposal is checked by the measure's ``size_of``
 before it is taken.
@@ -33,9 +33,9 @@ The two measures (``builder.subsets.variant_library``'s ``MetallibMeasure`` and
   within 0.1% for MLX's kernel groups), plus what its JIT entry files' preambles store as the
   tree's API stores them, compressed together (ordered by key, so it is a function of the set).
   The plan is then measured on the real thing (the planned metallib written to a temporary file
-  and modelled, its JIT source compressed); if that is over the budget the planner runs again
-  with the budget lowered by the overshoot (``ROUNDS`` at most), so the planned variant's
-  measured download is within the budget or the run fails (exit 1).
+  and modelled, its JIT source compressed); if that is over the ceiling the planner runs again
+  with the ceiling lowered by the overshoot (``ROUNDS`` at most), so the planned variant's
+  measured download is within the ceiling or the run fails (exit 1).
 """
 
 from __future__ import annotations
@@ -52,19 +52,19 @@ if TYPE_CHECKING:
     from builder.subsets.coverage import EmbedCosts
     from builder.subsets.variant_library import DownloadMeasure, LibraryIndex, MetallibMeasure
 
-__all__ = ["Candidate", "Plan", "PlannedFile", "Step", "plan_budget", "plan_variant"]
+__all__ = ["Candidate", "Plan", "PlannedFile", "Step", "plan_ceiling", "plan_variant"]
 
 DP_CELLS = 20_000_000
-"""Largest files x kernels table the knapsack fills (MLX at a tight budget: 34 x 16,113)."""
+"""Largest files x kernels table the knapsack fills (MLX at a tight ceiling: 34 x 16,113)."""
 DP_TRIES = 8
 """Knapsack answers checked exactly (the next one when an estimate was a few bytes short)."""
 SWAP_SLACK = 64 * 1024
-"""A swap whose estimated metallib is more than this over the budget is not checked exactly."""
+"""A swap whose estimated metallib is more than this over the ceiling is not checked exactly."""
 SWAP_CHECKS = 400
 """Exact checks the swap search may spend in all; local optimality does not depend on swaps, so
-the cap only bounds the time on very large trees."""
+that number only bounds the time on very large trees."""
 ROUNDS = 4
-"""Plans tried before giving up when each measured download is over the budget."""
+"""Plans tried before giving up when each measured download is over the ceiling."""
 
 
 class Candidate(NamedTuple):
@@ -99,7 +99,7 @@ class PlannedFile:
     saved_bytes: int
     """Exact: the metallib were this file AOT again, minus the planned metallib."""
     back_bytes: int = field(key="metallib_bytes_if_aot", default=0)
-    """Exact size of the metallib were this file AOT again: over the budget."""
+    """Exact size of the metallib were this file AOT again: over the ceiling."""
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,13 @@ class Plan:
     """The planner's answer (every field given; the defaults only let the JSON keys that differ
     from a field's name be declared), its fields in the order ``variants.json`` gives them."""
 
-    budget: int
+    ceiling: int
     all_aot_bytes: int
     least_bytes: int
     """The metallib with every movable entry file JIT: the smallest reachable."""
     metallib_bytes: int
     kernels: int = field(key="jit_kernels", default=0)
-    budget_of: str = "metallib"
+    ceiling_of: str = "metallib"
     """What the sizes are: ``metallib`` bytes (exact), or ``download`` (estimates from the
     input's download shares, the total measured: ``DownloadMeasure``)."""
     start: str = "all-aot"
@@ -128,18 +128,18 @@ class Plan:
 
 
 class _Search:
-    """One search for a budget: exact sizes by ``size_of`` (cached), additive estimates, and the
+    """One search for a ceiling: exact sizes by ``size_of`` (cached), additive estimates, and the
     steps taken so far."""
 
     def __init__(
         self,
         usable: list[Candidate],
-        budget: int,
+        ceiling: int,
         size_of: Callable[[frozenset[str]], int],
         embedded_of: Callable[[frozenset[str]], int],
     ) -> None:
         self.usable = usable
-        self.budget = budget
+        self.ceiling = ceiling
         self.by_source = {c.source: c for c in usable}
         self.embedded_of = embedded_of
         self.steps: list[Step] = []
@@ -167,7 +167,7 @@ class _Search:
 
     def start(self) -> tuple[str, set[str]]:
         """The better of the greedy and the knapsack answers (``all-aot`` when all fits)."""
-        if self.full <= self.budget:
+        if self.full <= self.ceiling:
             return "all-aot", set()
         single = {c.source: self.embedded_of(frozenset([c.source])) for c in self.usable}
         greedy = self._greedy(single)
@@ -182,23 +182,23 @@ class _Search:
 
     def _greedy(self, single: dict[str, int]) -> frozenset[str]:
         """Most bytes saved per run-time kernel first, until the exact size fits (least <=
-        budget, so it does at the latest with every file)."""
+        ceiling, so it does at the latest with every file)."""
         jit: list[str] = []
         for c in sorted(
             self.usable, key=lambda c: (-c.bytes / c.kernels, single[c.source], c.source)
         ):
             jit.append(c.source)
-            if self.estimate(jit) <= self.budget and self.exact(jit) <= self.budget:
+            if self.estimate(jit) <= self.ceiling and self.exact(jit) <= self.ceiling:
                 break
         return frozenset(jit)
 
     def _knapsack(self, limit: int) -> frozenset[str] | None:
         """The fewest run-time kernels (at most ``limit``) whose estimated saving brings the
-        variant within the budget, checked exactly (up to ``DP_TRIES`` answers); None if none is
+        variant within the ceiling, checked exactly (up to ``DP_TRIES`` answers); None if none is
         found."""
         if len(self.usable) * (limit + 1) > DP_CELLS:
             return None
-        need = self.full - self.budget
+        need = self.full - self.ceiling
         best = [-1] * (limit + 1)  # most bytes saved with exactly c kernels (-1: impossible)
         best[0] = 0
         took: list[bytearray] = []
@@ -220,7 +220,7 @@ class _Search:
                 if row[c]:
                     chosen.append(item.source)
                     c -= item.kernels
-            if self.exact(chosen) <= self.budget:
+            if self.exact(chosen) <= self.ceiling:
                 return frozenset(chosen)
             tries += 1
             if tries >= DP_TRIES:
@@ -229,7 +229,7 @@ class _Search:
 
     def improve(self, jit: set[str]) -> list[PlannedFile]:
         """Drop and swap until neither changes ``jit`` (in place); returns each remaining JIT
-        file with the exact size were it AOT again (all over the budget: local optimality)."""
+        file with the exact size were it AOT again (all over the ceiling: local optimality)."""
         while True:
             files = self._drop_pass(jit)
             if not self._swap(jit):
@@ -244,7 +244,7 @@ class _Search:
             moved = False
             for source in sorted(jit, key=lambda s: (-by_source[s].kernels, s)):
                 back = self.exact(jit - {source})
-                if back <= self.budget:
+                if back <= self.ceiling:
                     jit.discard(source)
                     self.steps.append(Step("aot", source, by_source[source].kernels, back))
                     moved = True
@@ -270,7 +270,7 @@ class _Search:
         pairs.sort(key=lambda p: (by_source[p[1]].kernels - by_source[p[0]].kernels, p))
         for out, into in pairs:
             trial = (current - {out}) | {into}
-            if self.estimate(trial) > self.budget + SWAP_SLACK:
+            if self.estimate(trial) > self.ceiling + SWAP_SLACK:
                 continue
             if by_source[into].kernels == by_source[out].kernels:
                 embedded = self.embedded_of(current) if embedded is None else embedded
@@ -280,7 +280,7 @@ class _Search:
                 return False
             self._swaps_left -= 1
             after = self.exact(trial)
-            if after > self.budget:
+            if after > self.ceiling:
                 continue
             jit.discard(out)
             jit.add(into)
@@ -289,33 +289,33 @@ class _Search:
         return False
 
 
-def plan_budget(
+def plan_ceiling(
     candidates: Sequence[Candidate],
-    budget: int,
+    ceiling: int,
     *,
     size_of: Callable[[frozenset[str]], int],
     embedded_of: Callable[[frozenset[str]], int],
     fixed: str = "the entry files that must stay AOT",
     measure: str = "metallib size",
 ) -> Plan:
-    """The JIT entry files (among ``candidates``) for a variant of at most ``budget`` bytes.
+    """The JIT entry files (among ``candidates``) for a variant of at most ``ceiling`` bytes.
 
     ``size_of(jit)`` is the variant's size with ``jit`` JIT; ``embedded_of(jit)`` the embedded
     source bytes they need (ties). ``CheckFailed`` (exit 1) when even every candidate JIT does not
     fit: the message states the least reachable size and what it is made of (``fixed``).
     """
-    search = _Search([c for c in candidates if c.kernels > 0], budget, size_of, embedded_of)
+    search = _Search([c for c in candidates if c.kernels > 0], ceiling, size_of, embedded_of)
     least = search.exact(search.by_source)
-    if least > budget:
+    if least > ceiling:
         raise CheckFailed(
-            f"--budget {budget:,} bytes is below the least reachable {measure}, {least:,} "
+            f"--ceiling {ceiling:,} bytes is below the least reachable {measure}, {least:,} "
             f"bytes (every movable entry file JIT; what remains is {fixed})"
         )
     start, jit = search.start()
     files = search.improve(jit)
     chosen = frozenset(jit)
     return Plan(
-        budget=budget,
+        ceiling=ceiling,
         all_aot_bytes=search.full,
         least_bytes=least,
         jit=tuple(c.source for c in candidates if c.source in chosen),
@@ -331,23 +331,23 @@ def plan_budget(
 
 def plan_variant(
     index: LibraryIndex,
-    budget: int,
+    ceiling: int,
     measure: MetallibMeasure | DownloadMeasure,
     *,
     embedded_of: EmbedCosts,
     fixed: str,
 ) -> Plan:
     """The planner over ``index``'s movable entry files by ``measure``, its answer measured: when
-    the measure is an estimate and the measured figure is over the budget, planned again with the
-    budget lowered by the overshoot (``ROUNDS`` at most; ``CheckFailed`` then)."""
+    the measure is an estimate and the measured figure is over the ceiling, planned again with the
+    ceiling lowered by the overshoot (``ROUNDS`` at most; ``CheckFailed`` then)."""
     candidates = [
         Candidate(s, len(e.functions), measure.saving(s))
         for s, e in index.entries.items()
         if not e.held
     ]
-    target = budget
+    target = ceiling
     for _ in range(ROUNDS):
-        plan = plan_budget(
+        plan = plan_ceiling(
             candidates,
             target,
             size_of=measure.size_of,
@@ -356,12 +356,12 @@ def plan_variant(
             measure=measure.words,
         )
         measured = measure.measured(plan.jit, plan.metallib_bytes)
-        if measured <= budget:
+        if measured <= ceiling:
             return dataclasses.replace(
-                plan, budget=budget, budget_of=measure.of, metallib_bytes=measured
+                plan, ceiling=ceiling, ceiling_of=measure.of, metallib_bytes=measured
             )
-        target -= measured - budget
+        target -= measured - ceiling
     raise CheckFailed(
-        f"--budget {budget:,} bytes --budget-of {measure.of}: the planned split measured "
+        f"--ceiling {ceiling:,} bytes --ceiling-of {measure.of}: the planned split measured "
         f"{measured:,} bytes after {ROUNDS} rounds of planning on estimates"
     )

@@ -1,7 +1,7 @@
 """``variants --from``: every AOT/JIT split of a kernel tree, written and measured from the full
 library Apple's compiler produced, on any OS, without a rebuild.
 
-A :class:`Variant` is one split, from its selection (:func:`requested_variants`; ``--budget`` adds
+A :class:`Variant` is one split, from its selection (:func:`requested_variants`; ``--ceiling`` adds
 the planner's, ``builder.subsets.variant_plan``) to its record (``variants.json``): for each,
 :func:`make_variants` writes ``OUTDIR/<variant>/<library>.metallib``, a real subset of the input
 through the container writer (kept functions byte-identical, copied in the kernel;
@@ -230,8 +230,8 @@ def requested_variants(
     return variants
 
 
-def _planned(tree: KernelTree, writer: VariantWriter, budget: int, budget_of: str) -> Variant:
-    """The variant ``--budget`` adds: the planner's split by ``budget_of``'s measure."""
+def _planned(tree: KernelTree, writer: VariantWriter, ceiling: int, ceiling_of: str) -> Variant:
+    """The variant ``--ceiling`` adds: the planner's split by ``ceiling_of``'s measure."""
     index = writer.index
     held = sum(bool(e.held) for e in index.entries.values())
     fixed = (
@@ -240,12 +240,14 @@ def _planned(tree: KernelTree, writer: VariantWriter, budget: int, budget_of: st
     )
     costs = EmbedCosts(tree)
     measure = (
-        DownloadMeasure(writer, tree, costs) if budget_of == "download" else MetallibMeasure(writer)
+        DownloadMeasure(writer, tree, costs)
+        if ceiling_of == "download"
+        else MetallibMeasure(writer)
     )
-    plan = plan_variant(index, budget, measure, embedded_of=costs, fixed=fixed)
+    plan = plan_variant(index, ceiling, measure, embedded_of=costs, fixed=fixed)
     return Variant(
         "planned",
-        f"--budget {budget:,} bytes of {budget_of}: {len(plan.jit)} entry file(s) JIT, "
+        f"--ceiling {ceiling:,} bytes of {ceiling_of}: {len(plan.jit)} entry file(s) JIT, "
         "chosen for the fewest kernels compiled at run time",
         jit=plan.jit,
         plan=plan,
@@ -260,17 +262,17 @@ def make_variants(
     staged: Path | None = None,
     aot: Sequence[str] = (),
     jit: Sequence[str] = (),
-    budget: int | None = None,
+    ceiling: int | None = None,
     platform: str | None = None,
     progress: Progress | None = None,
-    budget_of: str = "metallib",
+    ceiling_of: str = "metallib",
     download: bool = False,
     member: str | None = None,
 ) -> VariantsRun:
     """Write and measure every variant into ``staged`` (default: ``outdir``), recording the
-    paths under ``outdir``. ``CheckFailed`` (exit 1) when ``budget`` is below the least
+    paths under ``outdir``. ``CheckFailed`` (exit 1) when ``ceiling`` is below the least
     reachable size (nothing written then); ``UsageError`` for bad globs, an unusable target or an
-    output over the input. ``budget_of``: ``metallib`` or ``download`` (which implies
+    output over the input. ``ceiling_of``: ``metallib`` or ``download`` (which implies
     ``download``: each variant's download measured). ``member``: as ``--member``."""
     say = progress or (lambda _message: None)
     written_in = staged or outdir
@@ -282,9 +284,9 @@ def make_variants(
         index = index_library(names, function_bytes(lib), tree)
         variants = requested_variants(index, aot, jit)
         writer = VariantWriter(lib, index)
-        if budget is not None:
-            say(f"planning for --budget {budget:,} bytes of {budget_of}")
-            variants.append(_planned(tree, writer, budget, budget_of))
+        if ceiling is not None:
+            say(f"planning for --ceiling {ceiling:,} bytes of {ceiling_of}")
+            variants.append(_planned(tree, writer, ceiling, ceiling_of))
         name = f"{tree.config.library or library_stem(library)}.metallib"
         for v in variants:
             if (written_in / v.name / name).resolve() == path.resolve():
@@ -304,7 +306,7 @@ def make_variants(
                     v,
                     (written_in / v.name / name, outdir / v.name / name),
                     made,
-                    download or budget_of == "download",
+                    download or ceiling_of == "download",
                 )
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -390,11 +392,11 @@ def _one(
     )
     plan = variant.plan
     if plan is not None:
-        of_download = plan.budget_of == "download"
+        of_download = plan.ceiling_of == "download"
         figure = measured.total_download_bytes if of_download else size
         if figure != plan.metallib_bytes:
             said = "measured another" if of_download else f"wrote {size} bytes"
             raise InternalError(
-                f"planned a {plan.metallib_bytes}-byte {plan.budget_of}, {said}", path=str(path)
+                f"planned a {plan.metallib_bytes}-byte {plan.ceiling_of}, {said}", path=str(path)
             )
     return measured

@@ -96,6 +96,28 @@ def test_one_meaning_per_flag() -> None:
     embed = {p.name: p for p in command("embed").params if isinstance(p, click.Option)}
     assert embed["preamble_defines"].opts == ["--preamble-define"]
     assert embed["old_defines"].hidden and embed["old_defines"].opts == ["-D", "--define"]
+    variants = {p.name: p for p in command("variants").params if isinstance(p, click.Option)}
+    assert (variants["ceiling"].opts, variants["ceiling_of"].opts) == (
+        ["--ceiling"],
+        ["--ceiling-of"],
+    )
+    assert variants["old_ceiling"].hidden and variants["old_ceiling"].opts == ["--budget"]
+    assert variants["old_ceiling_of"].hidden and variants["old_ceiling_of"].opts == ["--budget-of"]
+
+
+def test_variants_old_budget_spelling_is_the_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``variants --budget`` (item 8: a budget is the ``budget`` command's limit) still works as
+    ``--ceiling``, and ``--budget-of`` as ``--ceiling-of``: the same values are refused."""
+    base = ["variants", "--from", "x.metallib", "--source-dir", ".", "-o", str(tmp_path / "o")]
+    for old, new in (("--budget", "--ceiling"), ("--budget-of", "--ceiling-of")):
+        value = "0" if old == "--budget" else "download"
+        code, out, err = run([*base, old, value], capsys)
+        assert code == 2 and out == "", err
+        assert (
+            f"{new} 0: must be more than 0 bytes" if new == "--ceiling" else "give --ceiling SIZE"
+        ) in err
 
 
 # --- One word per concept: the glossary of docs/architecture.md, checked against the help texts
@@ -133,14 +155,30 @@ def help_blocks() -> list[tuple[str, str]]:
 
 _FAMILY = re.compile(r"\bfamil(?:y|ies)\b", re.IGNORECASE)
 _MISUSED = {
-    r"\bJIT famil": "a JIT unit",
-    r"\bkernel famil": "a kernel group (a report row) or a catalog family",
-    r"\bFAMILY\b": "GROUP (a rule names a report group)",
-    r"\bevery famil(?:y|ies) (?:JIT|AOT)\b": "every unit JIT/AOT",
-    r"\bunits? of \d+ instantiations": "chunks (a unit is what the build plans)",
-    r"\b(?:metadata|reflection) chunks?\b": "a piece (a chunk is a slice of an AOT unit)",
-    r"\bsplit(?:s|ting)? (?:each|into|by|like|over)\b": "split is the JIT/AOT choice only",
+    r"\bJIT famil": ("unit", "family", "a JIT unit"),
+    r"\bkernel famil": ("group", "family", "a kernel group (a report row) or a catalog family"),
+    r"\bFAMILY\b": ("group", "family", "GROUP (a rule names a report group)"),
+    r"\bevery famil(?:y|ies) (?:JIT|AOT)\b": ("unit", "family", "every unit JIT/AOT"),
+    r"\bunits? of \d+ instantiations": ("chunk", "unit", "chunks (a unit is what the build plans)"),
+    r"\b(?:metadata|reflection|function) chunks?\b": (
+        "piece",
+        "chunk",
+        "a piece (a chunk is a slice of an AOT unit)",
+    ),
+    r"\bfunctions? (?:\w+ )*chunks?\b": ("piece", "chunk", "a function's pieces"),
+    r"\bsettings?(?: value)? checks?\b": ("validator", "check", "a setting's validator"),
+    r"\bsplit(?:s|ting)? (?:each|into|by|like|over)\b": (
+        "split",
+        "split",
+        "split is the JIT/AOT choice only",
+    ),
 }
+"""pattern -> (the glossary word meant, the word misused for it, what to say instead). Each
+misuse is one the glossary warns against (its "Not to be confused with" column)."""
+
+_OWNED = {"budget": "budget", "ceiling": "variants"}
+"""A glossary word -> the one document whose JSON keys may say it: a budget is the ``budget``
+command's limit, a ceiling the size ``variants`` plans to (``compare`` checks gates)."""
 
 
 def test_glossary_names_each_concept_once() -> None:
@@ -156,11 +194,33 @@ def test_glossary_names_each_concept_once() -> None:
     assert "catalog" in words["family"][0] and "chunk" in words["unit"][1]
 
 
+def _confused(words: dict[str, tuple[str, str]]) -> set[frozenset[str]]:
+    """The pairs of words the glossary warns against confusing, either way round."""
+    return {
+        frozenset((word, other.split(":")[0].strip()))
+        for word, (_, not_words) in words.items()
+        for other in not_words.split(",")
+        if other.strip()
+    }
+
+
+def test_each_misuse_is_one_the_glossary_warns_against() -> None:
+    """The patterns this file checks come from the glossary: the word meant and the word misused
+    for it are both defined there, and it warns against confusing the two (or the word is misused
+    in a meaning the glossary does not give it); each owned word is defined."""
+    words = glossary()
+    pairs = _confused(words)
+    for pattern, (meant, misused, _) in _MISUSED.items():
+        assert meant in words and misused in words, pattern
+        assert meant == misused or frozenset((meant, misused)) in pairs, (pattern, meant, misused)
+    assert set(_OWNED) <= set(words)
+
+
 @pytest.mark.parametrize("pattern", sorted(_MISUSED))
 def test_help_says_each_word_in_its_one_meaning(pattern: str) -> None:
     """No help text uses a word in a meaning the glossary gives another word."""
     bad = [(w, t) for w, t in help_blocks() if re.search(pattern, t)]
-    assert not bad, f"say {_MISUSED[pattern]}: {bad}"
+    assert not bad, f"say {_MISUSED[pattern][2]}: {bad}"
 
 
 def _code_strings() -> list[tuple[str, str]]:
@@ -188,7 +248,40 @@ def test_code_says_each_word_in_its_one_meaning(pattern: str) -> None:
     meaning the glossary gives another word (a user-facing error said "metadata chunk" for what
     the glossary calls a piece)."""
     bad = [(w, t) for w, t in _code_strings() if re.search(pattern, t)]
-    assert not bad, f"say {_MISUSED[pattern]}: {bad}"
+    assert not bad, f"say {_MISUSED[pattern][2]}: {bad}"
+
+
+def _identifiers() -> list[tuple[str, str]]:
+    """(where, words) of every name builder/ defines or uses: functions, classes, variables,
+    parameters, attributes and keyword arguments, snake_case and CamelCase read as words."""
+    found: list[tuple[str, str]] = []
+    for path in sorted((ROOT / "builder").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.Attribute):
+                name = node.attr
+            elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+                name = node.arg
+            else:
+                continue
+            words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+            found.append((f"{path.relative_to(ROOT)}:{node.lineno}", " ".join(words.split())))
+    return found
+
+
+def test_identifiers_say_each_word_in_its_one_meaning() -> None:
+    """The code's own names use the glossary's words as its JSON and messages do: no
+    ``metadata_chunk`` for a piece, no ``setting_check`` for a validator."""
+    names = _identifiers()
+    assert ("builder/settings/__init__.py", "validate") in {(w.split(":")[0], t) for w, t in names}
+    for pattern, (meant, _, say) in _MISUSED.items():
+        if pattern == r"\bFAMILY\b":
+            continue  # help's metavar: a name spelled family is a catalog's
+        bad = [(w, t) for w, t in names if re.search(pattern, t.lower(), re.IGNORECASE)]
+        assert not bad, f"say {say} ({meant}): {bad}"
 
 
 def test_family_is_said_only_of_a_catalog() -> None:
@@ -248,11 +341,10 @@ def test_kernels_table_says_family_of_a_catalog(capsys: pytest.CaptureFixture[st
     assert code == 0 and re.search(r"\bfamily\b", out.split("\n")[2]), out
 
 
-def _jit_build(folder: Path) -> None:
-    """``presets`` on this machine: jit-on builds with the host compiler alone."""
+def _builder(*args: str) -> str:
+    """What ``metallib-builder ARGS`` prints, on this machine (no Metal compiler)."""
     done = subprocess.run(
-        [sys.executable, "-m", "builder", "presets", "--kernels", "arange,copy"]
-        + ["--dtypes", "float32", "--build-dir", str(folder), "-j", "2"],
+        [sys.executable, "-m", "builder", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -260,7 +352,21 @@ def _jit_build(folder: Path) -> None:
         env={**os.environ, "NO_COLOR": "1", "METAL_COMPILER": "/nonexistent/metal"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    (folder / "presets.txt").write_text(done.stdout, encoding="utf-8")
+    return done.stdout
+
+
+def _jit_build(folder: Path) -> None:
+    """``presets`` on this machine: jit-on builds with the host compiler alone; its JSON (a
+    second run, nothing to build), and ``build``'s JSON of a JIT build."""
+    args = ["--kernels", "arange,copy", "--dtypes", "float32", "-j", "2"]
+    presets = _builder("presets", *args, "--build-dir", str(folder))
+    (folder / "presets.txt").write_text(presets, encoding="utf-8")
+    presets = _builder("presets", *args, "--build-dir", str(folder), "--format", "json")
+    (folder / "presets.json").write_text(presets, encoding="utf-8")
+    built = _builder(
+        "build", *args, "--jit", "*", "--build-dir", str(folder / "build"), "--format", "json"
+    )
+    (folder / "build.json").write_text(built, encoding="utf-8")
 
 
 @pytest.mark.cmake
@@ -278,3 +384,125 @@ def test_table_headings_say_unit_and_group(
     assert code == 0
     headings = _headings(md) + presets_heading.split("  ")
     assert headings and not [h for h in headings if _FAMILY.search(h)], headings
+
+
+# --- JSON keys: every document the commands write, and the records a build leaves in its folder
+# (issue 34 item 8). A key is read as the words of its path: ``functions[].metadata_chunk`` is
+# "functions metadata chunk", which the patterns above refuse as they refuse it in a message.
+
+
+def key_paths(doc: object, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Every key path of a JSON document (list items share their list's path)."""
+    found: set[tuple[str, ...]] = set()
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            found |= {(*path, key)} | key_paths(value, (*path, key))
+    elif isinstance(doc, list):
+        for item in doc:
+            found |= key_paths(item, path)
+    return found
+
+
+def misused_keys(documents: dict[str, object]) -> list[str]:
+    """The key paths of ``documents`` (name -> parsed JSON) that say a word of the glossary in
+    another meaning: a misuse pattern matches the path's words, or an owned word is said outside
+    its document."""
+    bad = []
+    for name, doc in documents.items():
+        for path in sorted(key_paths(doc)):
+            words = " ".join(path).replace("_", " ")
+            for pattern, (meant, _, say) in _MISUSED.items():
+                if re.search(pattern, words):
+                    bad.append(f"{name}: {'.'.join(path)}: say {say} ({meant})")
+            for word, owner in _OWNED.items():
+                if re.search(rf"\b{word}s?\b", words) and name != owner:
+                    bad.append(f"{name}: {'.'.join(path)}: '{word}' is the {owner} command's")
+    return bad
+
+
+def test_a_planted_wrong_key_is_found() -> None:
+    """The check catches what it is for: a piece called a chunk, a ceiling called a budget."""
+    good = {"functions": [{"name": "f", "pieces": [{"kind": "module", "bytes": 3}]}]}
+    assert misused_keys({"report": good}) == []
+    assert misused_keys({"report": {"functions": [{"metadata_chunk": 1}]}})
+    assert misused_keys({"report": {"functions": [{"chunks": [{"bytes": 3}]}]}})
+    assert misused_keys({"variants": {"variants": [{"plan": {"budget": 5}}]}})
+    assert misused_keys({"budget": {"budgets": [{"name": "x"}]}}) == []
+    assert misused_keys({"budget": {"checks": [{"ceiling": 5}]}})
+
+
+def _json(
+    args: list[str], capsys: pytest.CaptureFixture[str], codes: tuple[int, ...] = (0,)
+) -> object:
+    code, out, err = run([*args, "--format", "json"], capsys)
+    assert code in codes, (args, code, err[-2000:])
+    return json.loads(out)
+
+
+def test_command_json_keys_say_each_word_in_its_one_meaning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSON of report, compare, budget, history, list, verify, kernels and check, on
+    libraries written here, uses each glossary word in its one meaning."""
+    from synthetic import synthetic_bytes
+
+    base, head = tmp_path / "base.metallib", tmp_path / "head.metallib"
+    base.write_bytes(synthetic_bytes([("vv_Addfloat32", 500), ("arange_float32", 120)]))
+    head.write_bytes(synthetic_bytes([("vv_Addfloat32", 700), ("rope_float32", 333)]))
+    budget = tmp_path / "metallib-size.toml"
+    budget.write_text(f'[[budget]]\ntarget = "{head}"\nmax-size = 10\nmax-functions = 1\n')
+    check = ["check", "--kernels", "arange", "--dtypes", "float32", "--syntax-only", "--no-jit"]
+    documents = {
+        "report": _json(["report", str(head), "--download"], capsys),
+        "compare": _json(["compare", str(base), str(head), "--max-growth", "1"], capsys, (1,)),
+        "budget": _json(["budget", str(budget)], capsys, (1,)),
+        "history": _json(["history", str(base), str(head)], capsys),
+        "list": _json(["list", str(head)], capsys),
+        "verify": _json(["verify", str(head)], capsys),
+        "kernels": _json(["kernels", "--kernels", "arange"], capsys),
+        "check": _json(check, capsys),
+    }
+    assert all(key_paths(doc) for doc in documents.values()), documents
+    assert misused_keys(documents) == []
+
+
+@pytest.mark.realdata
+def test_variants_json_keys_say_each_word_in_its_one_meaning(
+    tmp_path: Path, mlx_headers: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """variants.json, with a planned variant, on the MLX-style tree."""
+    from kernels.discovery.expected import BY_FILE
+    from mlx_tree import DATA
+    from synthetic import synthetic_bytes
+
+    library = tmp_path / "tree.metallib"
+    names = sorted(n for names in BY_FILE.values() for n in names)
+    library.write_bytes(synthetic_bytes([(n, 800) for n in names]))
+    args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
+    doc = _json([*args, "-o", str(tmp_path / "out"), "--ceiling", "20KB"], capsys)
+    assert doc == json.loads((tmp_path / "out" / "variants.json").read_text())
+    assert ("variants", "plan", "ceiling") in key_paths(doc)
+    assert misused_keys({"variants": doc}) == []
+
+
+@pytest.mark.cmake
+@pytest.mark.slow
+def test_build_json_and_records_say_each_word_in_its_one_meaning(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """``build`` and ``presets`` JSON, and the records a JIT build leaves in its folder
+    (plan.json, manifest.json, embed.json), use each glossary word in its one meaning."""
+    from support.shared import shared_folder
+
+    root = shared_folder(tmp_path_factory, "vocabulary-presets", _jit_build)
+    documents: dict[str, object] = {
+        name: json.loads((root / f"{name}.json").read_text(encoding="utf-8"))
+        for name in ("build", "presets")
+    }
+    for record in ("plan.json", "manifest.json", "embed.json"):
+        found = sorted((root / "build").rglob(record))
+        assert found, record
+        for path in found:
+            documents[str(path.relative_to(root))] = json.loads(path.read_text(encoding="utf-8"))
+    assert all(key_paths(doc) for doc in documents.values()), sorted(documents)
+    assert misused_keys(documents) == []

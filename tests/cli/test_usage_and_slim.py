@@ -27,7 +27,7 @@ USAGE_ERRORS = [
     ["kernels", "--jobs", "0"],
     ["slim", "x.metallib"],
     ["compare", "a.metallib"],
-    ["variants", "--budget"],
+    ["variants", "--ceiling"],
     ["variants", "--source-dir", "."],  # --from is required: presets are another command
     ["variants", "--from", "x.metallib", "--build-dir", "b"],  # a build option: presets'
     ["presets", "--from", "x.metallib"],

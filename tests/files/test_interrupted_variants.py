@@ -68,12 +68,12 @@ class Runs:
 
     def restore_a(self) -> None:
         """OUT holds run A's output, and nothing a killed run left stays beside it: a run of A,
-        or when OUT is A already, a run that fails after cleaning up (--budget 1: exit 1)."""
+        or when OUT is A already, a run that fails after cleaning up (--ceiling 1: exit 1)."""
         if snapshot(self.out) != self.a:
             done = self.run(*RUN_A)
             assert done.returncode == 0, done.stderr
         elif os.listdir(self.parent) != ["out"]:
-            done = self.run(*RUN_A, "--budget", "1")
+            done = self.run(*RUN_A, "--ceiling", "1")
             assert done.returncode == 1, done.stderr
         assert snapshot(self.out) == self.a
         assert os.listdir(self.parent) == ["out"]
@@ -297,11 +297,11 @@ def _half_done(runs: Runs, *, with_new: bool) -> None:
 @pytest.mark.parametrize("with_new", [True, False], ids=["finish", "undo"])
 def test_a_swap_left_half_done_is_settled_by_the_next_run(runs: Runs, with_new: bool) -> None:
     """The next run into OUT first finishes the swap (B's folder becomes OUT) or, without the
-    new folder, puts the old one back; this run then fails (--budget 1: nothing written) and
+    new folder, puts the old one back; this run then fails (--ceiling 1: nothing written) and
     leaves that OUT."""
     runs.restore_a()
     _half_done(runs, with_new=with_new)
-    done = runs.run(*RUN_A, "--budget", "1")
+    done = runs.run(*RUN_A, "--ceiling", "1")
     assert done.returncode == 1 and "least reachable" in done.stderr, done.stderr
     assert snapshot(runs.out) == (runs.b if with_new else runs.a)
     assert os.listdir(runs.parent) == ["out"]

@@ -73,7 +73,7 @@ def test_library_sources_pass_the_kernel_check(jit_build: JitBuild) -> None:
 def test_embed_json_is_measured_from_the_output(jit_build: JitBuild) -> None:
     facts = json.loads((jit_build.gen_dir / "embed.json").read_text(encoding="utf-8"))
     lib = JitLibrary(jit_build.library)
-    assert facts["schema"] == 2 and facts["kind"] == "catalog" and facts["target"] == "mbjit"
+    assert facts["schema"] == 3 and facts["kind"] == "catalog" and facts["target"] == "mbjit"
     assert facts["compressed"] is False and facts["dedup"] is True
     assert [f["name"] for f in facts["units"]] == list(FAMILIES)
     root = metal_src_dir()

@@ -38,7 +38,7 @@ from builder.render.report_tables import budget_table, report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
 from builder.render.variants import variants_tables
-from builder.settings.checks import Limit
+from builder.settings.validators import Limit
 from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
@@ -236,7 +236,7 @@ def test_every_comparison_format_prints_the_model(paths: tuple[str, str], downlo
         assert [c.strip("*") for c in printed[1:5]] == values
 
 
-def test_every_budget_format_prints_the_model() -> None:
+def test_every_cap_format_prints_the_model() -> None:
     checks = [
         Check("max-size", "mlx, macOS 26", 1_000, 1_500, measured_in=("a.metallib",)),
         Check("groups", "mlx, macOS 26", 600, 700, group="gemm", measured_in=("a.metallib",)),
@@ -330,7 +330,7 @@ def _variants_run(download: bool) -> VariantsRun:
         stored={},
     )
     moved = Plan(
-        budget=9_000,
+        ceiling=9_000,
         all_aot_bytes=10_000,
         least_bytes=7_000,
         jit=("unary.metal",),
@@ -342,7 +342,7 @@ def _variants_run(download: bool) -> VariantsRun:
         files=(PlannedFile("unary.metal", 21, 1_500, 10_000),),
         exact_layouts=3,
     )
-    kept = replace(moved, budget=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
+    kept = replace(moved, ceiling=20_000, jit=(), metallib_bytes=10_000, kernels=0, files=())
 
     def variant(name: str, jit: tuple[str, ...], size: int, plan: Plan | None) -> Variant:
         file = Path(f"out/{name}/jit_sources.cpp") if jit else None

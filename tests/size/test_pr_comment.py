@@ -16,7 +16,7 @@ from clirun import run_cli as _run
 from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown
 from builder.render.text import provenance_line
-from builder.settings.checks import parse_limit
+from builder.settings.validators import parse_limit
 from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import Comparison, compare_reports
 from builder.size.load import load_reports

@@ -5,7 +5,7 @@ import pytest
 from builder.errors import UsageError
 from builder.files.bounds import parse_size
 from builder.render.text import human_delta, human_size
-from builder.settings.checks import Limit, parse_limit
+from builder.settings.validators import Limit, parse_limit
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``variants --from``: each variant's metallib download, and ``--budget-of download``, on the
+"""``variants --from``: each variant's metallib download, and ``--ceiling-of download``, on the
 bundled catalog tree over a library written by the project's own writer whose modules are
 incompressible (so moving a family to JIT saves about its bytes). The libraries are under 1 MiB:
 the model is then one part, exactly the stream a zip member holds, so zlib is the reference.
@@ -81,7 +81,7 @@ def test_each_variant_reports_its_metallib_download(
     )
 
 
-def test_budget_of_download_plans_within_the_budget(
+def test_budget_of_download_plans_within_the_cap(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     full = _zip_stream(library)
@@ -95,15 +95,15 @@ def test_budget_of_download_plans_within_the_budget(
             str(metal_src_dir()),
             "-o",
             str(tmp_path / "v"),
-            "--budget",
+            "--ceiling",
             str(budget),
-            "--budget-of",
+            "--ceiling-of",
             "download",
         ],
         capsys,
     )
     planned = variants["planned"]
-    assert planned["plan"]["budget_of"] == "download"
+    assert planned["plan"]["ceiling_of"] == "download"
     assert planned["jit_sources"]
     measured = _zip_stream(Path(planned["metallib"])) + planned["embedded_compressed_bytes"]
     assert planned["total_download_bytes"] == measured <= budget
@@ -135,7 +135,7 @@ def test_without_download_nothing_is_compressed_or_shown(
     assert code == 0 and "metallib download" in out and "total download" in out
 
 
-def test_budget_of_needs_a_budget(
+def test_budget_of_needs_a_cap(
     library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run_cli(
@@ -147,15 +147,15 @@ def test_budget_of_needs_a_budget(
             str(metal_src_dir()),
             "-o",
             str(tmp_path / "v"),
-            "--budget-of",
+            "--ceiling-of",
             "download",
         ],
         capsys,
     )
-    assert code == 2 and out == "" and "--budget-of" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and out == "" and "--ceiling-of" in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_download_budget_counts_the_headers_every_variant_embeds(
+def test_a_download_cap_counts_the_headers_every_variant_embeds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every variant, one with no JIT entry file too, embeds the headers of the tree's
@@ -173,7 +173,7 @@ def test_a_download_budget_counts_the_headers_every_variant_embeds(
     library.write_bytes(library_bytes(new_library(parts)))
     argv = ["variants", "--from", str(library), "--source-dir", str(root), "-o"]
     variants = _variants(
-        [*argv, str(tmp_path / "v"), "--budget", "10MB", "--budget-of", "download"], capsys
+        [*argv, str(tmp_path / "v"), "--ceiling", "10MB", "--ceiling-of", "download"], capsys
     )
     planned = variants["planned"]
     assert planned["jit_sources"] == [] and planned["embedded_compressed_bytes"] > 0

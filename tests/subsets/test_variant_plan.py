@@ -1,4 +1,4 @@
-"""The ``--budget`` planner on made-up entry files whose sizes are known exactly: each step of the
+"""The ``--ceiling`` planner on made-up entry files whose sizes are known exactly: each step of the
 search (greedy start, knapsack start, moves back, swaps, embedded-byte ties, exact sizes that
 differ from the estimate) decides at least one case here. The real-library test
 (test_variants_from.py) checks the result's fit and local optimality independently.
@@ -13,7 +13,7 @@ import pytest
 
 from builder.errors import CheckFailed
 from builder.subsets import variant_plan
-from builder.subsets.variant_plan import Candidate, Plan, plan_budget
+from builder.subsets.variant_plan import Candidate, Plan, plan_ceiling
 
 FULL = 10_000
 
@@ -35,7 +35,7 @@ def _plan(
     def embedded_of(jit: frozenset[str]) -> int:
         return sum((embedded or {}).get(s, 100) for s in jit)
 
-    return plan_budget(candidates, budget, size_of=size_of, embedded_of=embedded_of)
+    return plan_ceiling(candidates, budget, size_of=size_of, embedded_of=embedded_of)
 
 
 def _no_knapsack(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,7 +116,7 @@ def test_nothing_moves_when_all_aot_fits() -> None:
     assert plan.jit == () and plan.start == "all-aot" and plan.metallib_bytes == FULL
 
 
-def test_a_budget_below_the_least_reachable_size_is_a_failed_check() -> None:
+def test_a_cap_below_the_least_reachable_size_is_a_failed_check() -> None:
     least = FULL - sum(saved for _, saved in FOUR.values())
     with pytest.raises(CheckFailed, match=f"least reachable metallib size, {least:,} bytes"):
         _plan(FOUR, least - 1)

@@ -159,14 +159,14 @@ def test_each_variant_record_is_its_model_written_by_the_one_codec(
     budget = library.stat().st_size - 500  # one family or more must go JIT
     argv = ["variants", "--from", str(library), "--source-dir", str(metal_src_dir())]
     for extra in ((), ("--download",)):
-        options = ["-o", str(out), "--jit", "unary/*,binary/*", "--budget", str(budget), *extra]
+        options = ["-o", str(out), "--jit", "unary/*,binary/*", "--ceiling", str(budget), *extra]
         written = list(_run([*argv, *options], capsys).values())
         run = make_variants(
             str(library),
             load_tree(metal_src_dir()),
             out,
             jit=["unary/*,binary/*"],
-            budget=budget,
+            ceiling=budget,
             download=bool(extra),
         )
         assert [v["name"] for v in written] == ["all-aot", "jit-1", "planned"]

@@ -115,7 +115,7 @@ def test_every_variant_ships_every_function_of_the_input(
             "fft.metal,unary_subset.metal",
             "--aot",
             "arange_subset.metal",
-            "--budget",
+            "--ceiling",
             str(budget),
         ],
         capsys,

@@ -125,7 +125,7 @@ def run(
             JIT_2,
             "--jit",
             JIT_3,
-            "--budget",
+            "--ceiling",
             str(budget),
             "--format",
             "json",
@@ -232,7 +232,7 @@ def test_planner_fits_and_no_file_can_go_back(
     planned = _variants(doc)["planned"]
     plan = planned["plan"]
     jit = set(planned["jit_sources"])
-    assert jit and planned["metallib_bytes"] <= budget == plan["budget"]
+    assert jit and planned["metallib_bytes"] <= budget == plan["ceiling"]
     assert Path(planned["metallib"]).stat().st_size == planned["metallib_bytes"]
     assert _size_with_jit(library, jit) == planned["metallib_bytes"]
     # Every single move back to AOT, sized independently, breaks the budget.
@@ -255,19 +255,19 @@ def test_planner_fits_and_no_file_can_go_back(
     assert planned["jit_kernels"] == min(fitting)
 
 
-def test_budget_below_the_least_reachable_size_fails(
+def test_cap_below_the_least_reachable_size_fails(
     library: Path, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     least = _size_keeping(library, lambda name: name not in PRODUCER)  # only not-in-tree stays
     args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
     code, out, err = run_cli(
-        [*args, "-o", str(tmp_path / "no"), "--budget", str(least - 1)], capsys
+        [*args, "-o", str(tmp_path / "no"), "--ceiling", str(least - 1)], capsys
     )
     assert code == 1 and out == "" and err.count("\n") == 1, err
     assert f"least reachable metallib size, {least:,} bytes" in err
     assert not (tmp_path / "no").exists()  # nothing written
     code, out, err = run_cli(
-        [*args, "-o", str(tmp_path / "yes"), "--budget", str(least), "--format", "json"], capsys
+        [*args, "-o", str(tmp_path / "yes"), "--ceiling", str(least), "--format", "json"], capsys
     )
     assert code == 0, err
     planned = _variants(json.loads(out))["planned"]
@@ -404,8 +404,8 @@ def test_bad_input_is_one_line_exit_2(
         ([*base], "-o OUTDIR"),
         (["variants", "--from", str(library), "-o", str(tmp_path / "b")], "--source-dir"),
         ([*base, "-o", str(tmp_path / "c"), "--kernels", "unary"], "--kernels"),
-        (["variants", *tree[2:], "--budget", "1MB"], "Missing option '--from'"),
-        ([*base, "-o", str(tmp_path / "d"), "--budget", "lots"], "is not a size"),
+        (["variants", *tree[2:], "--ceiling", "1MB"], "Missing option '--from'"),
+        ([*base, "-o", str(tmp_path / "d"), "--ceiling", "lots"], "is not a size"),
         (
             [
                 "variants",
@@ -441,7 +441,7 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     least = _size_with_jit(library, movable)
     args = ["variants", "--from", str(library), "--source-dir", str(tree), "--format", "json"]
     args += ["-I", str(mlx_headers)]  # a folder outside the tree: the command line's
-    code, out, err = run_cli([*args, "-o", str(tmp_path / "v"), "--budget", str(least)], capsys)
+    code, out, err = run_cli([*args, "-o", str(tmp_path / "v"), "--ceiling", str(least)], capsys)
     assert code == 0, err
     variants = _variants(json.loads(out))
     assert list(variants) == ["all-aot", "jit-mode", "planned"]
@@ -463,11 +463,13 @@ def test_metallib_toml_jit_mode_aot_only_and_named_preambles(
     assert mine.read_text() == cpp
     texts = _literal_texts(cpp)
     assert variants["jit-mode"]["embedded_bytes"] == sum(len(t.encode()) for t in texts.values())
-    code, out, err = run_cli([*args, "-o", str(tmp_path / "w"), "--budget", str(least - 1)], capsys)
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "w"), "--ceiling", str(least - 1)], capsys
+    )
     assert code == 1 and "1 entry file(s) that stay AOT" in err and f"{least:,} bytes" in err
 
 
-def test_a_budget_every_entry_file_fits_says_nothing_moved(
+def test_a_cap_every_entry_file_fits_says_nothing_moved(
     library: Path, mlx_headers: Path, tmp_path: Path
 ) -> None:
     """A budget above the whole library plans no move: the markdown says so instead of an empty
@@ -482,7 +484,7 @@ def test_a_budget_every_entry_file_fits_says_nothing_moved(
         str(mlx_headers),
         "-o",
         str(tmp_path / "out"),
-        "--budget",
+        "--ceiling",
         str(library.stat().st_size + 1),
         "--format",
         "markdown",

@@ -211,7 +211,7 @@ def test_the_jit_split_defines_exactly_what_includes_h_declares(
         len(jit["preambles"]),
         jit["embedded_bytes"],
     )
-    interface = variants[""]["run_time_sources"]
+    interface = variants[""]["jit_interface"]
     assert interface == {
         "namespace": "mlx::core::metal",
         "api": "cstring",
@@ -343,8 +343,8 @@ def test_options_over_the_settings_and_the_bytes_each_api_stores(
     code, _, err = run_cli([*args, *options], capsys)
     assert code == 0, err
     doc = json.loads((tmp_path / "s" / "variants.json").read_text(encoding="utf-8"))
-    assert doc["run_time_sources"]["storage"] == "deduplicated"
-    assert (doc["run_time_sources"]["namespace"], doc["run_time_sources"]["lookup"]) == (
+    assert doc["jit_interface"]["storage"] == "deduplicated"
+    assert (doc["jit_interface"]["namespace"], doc["jit_interface"]["lookup"]) == (
         "app::k",
         True,
     )

@@ -1,7 +1,8 @@
-"""The checks of setting values, each stated once and run wherever the setting is read (a flag,
-a ``metallib.toml`` or budget key, plan.json's request, a CMake run's cache).
+"""The validators of setting values, each stated once and run wherever the setting is read (a
+flag, a ``metallib.toml`` or budget key, plan.json's request, a CMake run's cache). Validators,
+not checks: ``check`` is the command that compiles a kernel tree (docs/architecture.md).
 
-A check takes the value (already of the setting's type) and returns it, or raises ValueError
+A validator takes the value (already of the setting's type) and returns it, or raises ValueError
 whose text says what the value must be, as a noun phrase (``a Metal language standard such as
 "metal3.1"``): every surface words the refusal the same way, ``<where> must be <that>, got
 <value>`` (``builder.settings.Setting.read``). The C++ name rules (identifiers, namespaces, the
