@@ -9,7 +9,8 @@ runs it, and compares every returned text with what the reference inliner below 
 the header:
 
 - ``embed`` (``--api string`` and ``--api cstring``, with and without ``--strip-comments``):
-  each header's function and the ``preamble(header)`` lookup;
+  each header's function and the ``preamble(header)`` lookup; the four configurations in one
+  program, made once for the run (each source also compiles alone);
 - the host JIT library's registry (dedup or not, zlib or not, comments stripped or not): one
   unit per header, its preamble function written by the one writer of run-time C++, read back
   through ``preamble(family)`` and the C API ``mbjit_preamble``.
@@ -21,16 +22,19 @@ resolution and its own ``#line`` quoting.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
 from mlx_tree import DATA, MLX_PLATFORM, extract_kernel_headers
 from support.reference_inliner import c_quote, reference_preamble
 from support.sanitized import EMIT, SANITIZE, compile_and_run, texts
+from support.shared import shared_folder
 
 from builder.inputs import wheel_cache, wheels
 from builder.jit.generate import embed_headers, function_names
@@ -99,31 +103,67 @@ def trees() -> list[Tree]:
 # --- building and running ----------------------------------------------------------------------
 
 
-def embed_program(trees: Sequence[Tree], api: str, strip: bool) -> dict[str, str]:
-    """One ``embed`` source per tree (namespace ``rt::t<k>``) and a main emitting, per header,
-    its function's text and ``preamble(header)``."""
-    returns = "const std::string&" if api == "string" else "const char*"
-    sources, declarations, calls = {}, [], []
-    for k, tree in enumerate(trees):
-        text, _ = embed_headers(
-            tree.headers, tree.include_dirs, namespace=f"rt::t{k}", strip=strip, api=api
-        )
-        sources[f"t{k}.cpp"] = text
-        functions = function_names(tree.names())
-        declarations += [
-            f"namespace rt::t{k} {{",
-            *(f"{returns} {f}();" for f in functions),
-            "std::string_view preamble(std::string_view);",
-            "}",
-        ]
-        for name, function in zip(tree.names(), functions):
-            calls += [
-                f"  emit(rt::t{k}::{function}());",
-                f"  emit(rt::t{k}::preamble({c_quote(name)}));",
+EMBED_CONFIGS = tuple((api, strip) for api in ("string", "cstring") for strip in (False, True))
+"""The four ``embed`` configurations, all built into one program (namespace ``rt::c<n>``)."""
+
+
+def embed_program(trees: Sequence[Tree]) -> dict[str, str]:
+    """Every configuration's ``embed`` source of every tree (namespace ``rt::c<n>::t<k>``) in one
+    translation unit, ``embedded.cpp`` (one compile instead of one per tree and configuration;
+    each source is whole and in its own namespace), and a main emitting, per configuration and
+    header, its function's text and ``preamble(header)`` (a loop over tables of the functions
+    and names: 2,800 calls written out took the compiler longer than the sources)."""
+    pieces, declarations, calls = [], [], []
+    for n, (api, strip) in enumerate(EMBED_CONFIGS):
+        returns = "const std::string&" if api == "string" else "const char*"
+        for k, tree in enumerate(trees):
+            space = f"rt::c{n}::t{k}"
+            text, _ = embed_headers(
+                tree.headers, tree.include_dirs, namespace=space, strip=strip, api=api
+            )
+            pieces.append(text)
+            functions = function_names(tree.names())
+            declarations += [
+                f"namespace {space} {{",
+                *(f"{returns} {f}();" for f in functions),
+                "std::string_view preamble(std::string_view);",
+                "}",
             ]
-    main = [EMIT, "#include <string>", *declarations, "int main() {", *calls, "  return 0;", "}"]
-    sources["main.cpp"] = "\n".join(main) + "\n"
-    return sources
+            calls += [
+                "  {",
+                f"    static {returns} (*const functions[])() = {{",
+                *(f"        &{space}::{f}," for f in functions),
+                "    };",
+                "    static const char* const names[] = {",
+                *(f"        {c_quote(name)}," for name in tree.names()),
+                "    };",
+                f"    emit_each(functions, names, &{space}::preamble);",
+                "  }",
+            ]
+    main = [
+        EMIT,
+        "#include <cstddef>",
+        "#include <string>",
+        *declarations,
+        "template <class Function, std::size_t N>",
+        "static void emit_each(Function (&functions)[N], const char* const (&names)[N],",
+        "                      std::string_view (*lookup)(std::string_view)) {",
+        "  for (std::size_t i = 0; i < N; ++i) {",
+        "    emit(functions[i]());",
+        "    emit(lookup(names[i]));",
+        "  }",
+        "}",
+        "int main() {",
+        *calls,
+        "  return 0;",
+        "}",
+    ]
+    return {"embedded.cpp": "\n".join(pieces), "main.cpp": "\n".join(main) + "\n"}
+
+
+HEADS = ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
+HEADS += ["#include <string_view>"]
+"""The C++ headers each tree's translation unit of the registry program starts with."""
 
 
 def registry_program(
@@ -133,8 +173,7 @@ def registry_program(
     alike), each tree's functions in one translation unit as the one writer of run-time C++
     writes them, the kernel table, and a main emitting each unit's preamble through the C++ API
     and the C API."""
-    heads = ["#include <cstddef>", "#include <initializer_list>", "#include <string>"]
-    heads += ["#include <string_view>", *(["#include <zlib.h>"] if compress else [])]
+    heads = [*HEADS, *(["#include <zlib.h>"] if compress else [])]
     sources: dict[str, str] = {}
     families: list[str] = []
     table: list[tuple[TableUnit, str, list[StoredPiece]]] = []
@@ -183,38 +222,65 @@ def registry_program(
 
 @pytest.fixture(scope="session")
 def registry_object(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The registry (metal_src/host/registry.cpp) compiled once, zlib on, with the sanitizers."""
-    obj = tmp_path_factory.mktemp("registry") / "registry.o"
-    subprocess.run(
-        [
-            find_compiler().path,
-            "-std=c++17",
-            "-O0",
-            *SANITIZE,
-            "-DMETAL_JIT_HAVE_ZLIB=1",
-            "-I",
-            str(HOST / "include"),
-            "-c",
-            str(HOST / "registry.cpp"),
-            "-o",
-            str(obj),
-        ],
-        check=True,
-    )
-    return obj
+    """The registry (metal_src/host/registry.cpp) compiled once for the run, zlib on, with the
+    sanitizers."""
+
+    def make(folder: Path) -> None:
+        subprocess.run(
+            [
+                find_compiler().path,
+                "-std=c++17",
+                "-O0",
+                *SANITIZE,
+                "-DMETAL_JIT_HAVE_ZLIB=1",
+                "-I",
+                str(HOST / "include"),
+                "-c",
+                str(HOST / "registry.cpp"),
+                "-o",
+                str(folder / "registry.o"),
+            ],
+            check=True,
+        )
+
+    return shared_folder(tmp_path_factory, "roundtrip-registry", make) / "registry.o"
 
 
 @pytest.fixture(scope="session")
-def references(trees: list[Tree]) -> Callable[[bool], list[str]]:
-    """The reference text of every header of every tree, in order (stripped or not)."""
-    made: dict[bool, list[str]] = {}
+def precompiled_heads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """HEADS precompiled once for the run with the flags of ``compile_and_run``: each tree's
+    translation unit of the registry program is given it with ``-include`` (what it includes
+    first anyway), which saves parsing the C++ library's headers 40 times."""
 
+    def make(folder: Path) -> None:
+        (folder / "heads.h").write_text("\n".join(HEADS) + "\n", encoding="utf-8")
+        subprocess.run(
+            [find_compiler().path, "-std=c++17", "-O0", *SANITIZE, "-x", "c++-header"]
+            + [str(folder / "heads.h"), "-o", str(folder / "heads.h.gch")],
+            check=True,
+        )
+
+    return shared_folder(tmp_path_factory, "roundtrip-heads", make) / "heads.h"
+
+
+@pytest.fixture(scope="session")
+def references(
+    trees: list[Tree], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[bool], list[str]]:
+    """The reference text of every header of every tree, in order (stripped or not), made once
+    for the run."""
+
+    def make(folder: Path) -> None:
+        for strip in (False, True):
+            made = [reference_preamble(h, t.include_dirs, strip) for t in trees for h in t.headers]
+            (folder / f"strip-{strip}.json").write_text(json.dumps(made), encoding="utf-8")
+
+    folder = shared_folder(tmp_path_factory, "roundtrip-references", make)
+
+    @cache
     def get(strip: bool) -> list[str]:
-        if strip not in made:
-            made[strip] = [
-                reference_preamble(h, t.include_dirs, strip) for t in trees for h in t.headers
-            ]
-        return made[strip]
+        made: list[str] = json.loads((folder / f"strip-{strip}.json").read_text(encoding="utf-8"))
+        return made
 
     return get
 
@@ -249,6 +315,18 @@ def test_trees_are_real(trees: list[Tree]) -> None:
     assert "inline constexpr" in quantized.read_text(encoding="utf-8")
 
 
+@pytest.fixture(scope="session")
+def embed_output(trees: list[Tree], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The texts the four-configuration ``embed`` program emitted, made once for the run."""
+
+    def make(folder: Path) -> None:
+        sources = embed_program(trees)
+        output = compile_and_run(folder / "build", sources)
+        (folder / "output.bin").write_bytes(output)
+
+    return shared_folder(tmp_path_factory, "roundtrip-embed", make) / "output.bin"
+
+
 @pytest.mark.parametrize("strip", [False, True], ids=["", "strip"])
 @pytest.mark.parametrize("api", ["string", "cstring"])
 def test_embed_returns_each_header_exactly(
@@ -256,10 +334,33 @@ def test_embed_returns_each_header_exactly(
     strip: bool,
     trees: list[Tree],
     references: Callable[[bool], list[str]],
-    tmp_path: Path,
+    embed_output: Path,
 ) -> None:
-    output = compile_and_run(tmp_path, embed_program(trees, api, strip))
-    assert mismatches(trees, texts(output), references(strip)) == []
+    emitted = texts(embed_output.read_bytes())
+    each = len(emitted) // len(EMBED_CONFIGS)
+    assert each * len(EMBED_CONFIGS) == len(emitted)
+    n = EMBED_CONFIGS.index((api, strip))
+    assert mismatches(trees, emitted[n * each : (n + 1) * each], references(strip)) == []
+
+
+def test_each_embed_source_compiles_alone(trees: list[Tree], tmp_path: Path) -> None:
+    """The four configurations share one translation unit above, where one source's includes
+    could cover another's missing ones: each configuration's source compiles on its own too."""
+    cxx = find_compiler().path
+    for n, (api, strip) in enumerate(EMBED_CONFIGS):
+        tree = trees[3]  # metal_src: the smallest; the includes are the same for every tree
+        text, _ = embed_headers(
+            tree.headers, tree.include_dirs, namespace=f"rt::c{n}", strip=strip, api=api
+        )
+        source = tmp_path / f"c{n}.cpp"
+        source.write_text(text, encoding="utf-8")
+        done = subprocess.run(
+            [cxx, "-std=c++17", "-fsyntax-only", str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, f"{api} strip={strip}: {done.stderr[-3000:]}"
 
 
 @pytest.mark.parametrize("strip", [False, True], ids=["", "strip"])
@@ -272,8 +373,11 @@ def test_registry_returns_each_header_exactly(
     trees: list[Tree],
     references: Callable[[bool], list[str]],
     registry_object: Path,
+    precompiled_heads: Path,
     tmp_path: Path,
 ) -> None:
     sources = registry_program(trees, dedup, compress, strip)
-    output = compile_and_run(tmp_path, sources, [str(registry_object), "-lz"])
+    pch = ["-Winvalid-pch", "-include", str(precompiled_heads)]
+    flags = {f"t{k}.cpp": pch for k in range(len(trees))}
+    output = compile_and_run(tmp_path, sources, [str(registry_object), "-lz"], flags)
     assert mismatches(trees, texts(output), references(strip)) == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,9 +31,15 @@ static void emit(std::string_view text) {
 """
 
 
-def compile_and_run(workdir: Path, sources: dict[str, str], extra: Sequence[str] = ()) -> bytes:
-    """Compile ``sources`` (name -> text) with the sanitizers, two at a time, link them with
-    ``extra`` (objects, libraries), run the program; its standard output."""
+def compile_and_run(
+    workdir: Path,
+    sources: dict[str, str],
+    extra: Sequence[str] = (),
+    flags: Mapping[str, Sequence[str]] | None = None,
+) -> bytes:
+    """Compile ``sources`` (name -> text) with the sanitizers, two at a time (``flags``: more
+    options for some of them), link them with ``extra`` (objects, libraries), run the program;
+    its standard output."""
     cxx = find_compiler().path
     workdir.mkdir(parents=True, exist_ok=True)
     include = ["-I", str(HOST / "include")]
@@ -48,6 +54,7 @@ def compile_and_run(workdir: Path, sources: dict[str, str], extra: Sequence[str]
                 "-O0",
                 *SANITIZE,
                 *include,
+                *(flags or {}).get(name, ()),
                 "-c",
                 str(workdir / name),
                 "-o",
