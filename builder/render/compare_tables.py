@@ -39,10 +39,10 @@ from builder.size.download import MODEL
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison
     from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.rollup import FunctionRow
+    from builder.size.verdicts import Evaluated, Verdict
 
 __all__ = [
     "DOWNLOAD_METHOD",
@@ -233,7 +233,7 @@ def _name_list(rows: Sequence[FunctionRow], limit: int) -> str:
     return ", ".join(f"{visible(r.name)} ({human_size(r.bytes)})" for r in rows[:limit])
 
 
-def _pair_lines(comparison: Comparison, gates: Sequence[Check]) -> list[Words]:
+def _pair_lines(comparison: Comparison, gates: Sequence[Verdict]) -> list[Words]:
     """After a pair's tables: functions added and removed, notes, gate verdicts."""
     lines: list[Words] = []
     if not comparison.jit_only:

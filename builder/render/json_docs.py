@@ -21,11 +21,11 @@ from builder.size.rollup import SAVED_FIELDS
 if TYPE_CHECKING:
     from builder.render.library import Found
     from builder.size.attribution import BinaryAccount
-    from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
+    from builder.size.verdicts import Evaluated, Verdict
 
 __all__ = [
     "budget_json",
@@ -91,7 +91,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
     return f'{{"schema":{SCHEMA},"libraries":[{body}]{tail}}}\n'
 
 
-def _gate_message(gate: Check) -> str:
+def _gate_message(gate: Verdict) -> str:
     # imported here: the gates' words (and the table model behind them) are not on the path of
     # ``report --format json``
     from builder.render.text import gate_message
@@ -109,7 +109,9 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
     return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
-def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
+def _comparison_dict(
+    comparison: Comparison, gates: Sequence[Verdict], top: int
+) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT units only) the JIT units' deltas in the host libraries. With
     ``compare --download``, the modelled download of both sides, per group and in total. A
@@ -210,11 +212,16 @@ def _jit_dict(jit: JitComparison) -> dict[str, object]:
     }
 
 
-def budget_json(checks: Sequence[Check], source: str) -> str:
-    """``{"schema": SCHEMA, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
-    bytes (functions for ``max-functions``) with the files it was measured in."""
+BUDGET_SCHEMA = 3
+"""The budget document's own layout: 3 since its ``checks`` are ``verdicts`` (a check is the
+``check`` command's)."""
 
-    def row(c: Check) -> dict[str, object]:
+
+def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
+    """``{"schema": BUDGET_SCHEMA, "kind": "budget", "file", "passed", "verdicts": [...]}``; every
+    figure in bytes (functions for ``max-functions``) with the files it was measured in."""
+
+    def row(c: Verdict) -> dict[str, object]:
         doc: dict[str, object] = {
             "budget": c.subject,
             "key": c.name,
@@ -232,11 +239,11 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
         return doc
 
     doc = {
-        "schema": SCHEMA,
+        "schema": BUDGET_SCHEMA,
         "kind": "budget",
         "file": source,
-        "passed": all(c.passed for c in checks),
-        "checks": [row(c) for c in checks],
+        "passed": all(c.passed for c in verdicts),
+        "verdicts": [row(c) for c in verdicts],
     }
     return dumps(doc, indent=1) + "\n"
 

@@ -49,8 +49,8 @@ from builder.render.text import (
 from builder.size.compare import by_strings, jit_what
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check
     from builder.size.compare import Comparison, JitComparison
+    from builder.size.verdicts import Verdict
 
 __all__ = [
     "BUDGET_MARKER",
@@ -196,7 +196,7 @@ def _details(out: _Budget, section: _Section, cap: int) -> None:
 
 
 def _section(
-    comparison: Comparison, gates: Sequence[Check], top: int | None, limit: int
+    comparison: Comparison, gates: Sequence[Verdict], top: int | None, limit: int
 ) -> list[str]:
     """One library pair, in at most ``limit`` bytes.
 
@@ -311,7 +311,7 @@ def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
 
 
 def comment_markdown(
-    pairs: Sequence[tuple[Comparison, Sequence[Check]]],
+    pairs: Sequence[tuple[Comparison, Sequence[Verdict]]],
     top: int | None = 15,
     *,
     limit: int = DEFAULT_LIMIT,
@@ -341,22 +341,26 @@ def comment_markdown(
 
 
 def budget_markdown(
-    checks: Sequence[Check], source: str, *, marker: str = BUDGET_MARKER, limit: int = DEFAULT_LIMIT
+    verdicts: Sequence[Verdict],
+    source: str,
+    *,
+    marker: str = BUDGET_MARKER,
+    limit: int = DEFAULT_LIMIT,
 ) -> str:
     """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
     whatever the input (rows are capped, and the ones that do not fit are counted)."""
-    failed = sum(not c.passed for c in checks)
+    failed = sum(not c.passed for c in verdicts)
     verdict = (
-        f"❌ **{failed} of {len(checks)} limits exceeded**"
+        f"❌ **{failed} of {len(verdicts)} limits exceeded**"
         if failed
-        else f"✅ all {len(checks)} limits pass"
+        else f"✅ all {len(verdicts)} limits pass"
     )
-    measured = sorted({m for c in checks for m in c.measured_in})
+    measured = sorted({m for c in verdicts for m in c.measured_in})
     footer = clip(
         f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",
         2000,
     )
-    table = budget_table(checks, source)
+    table = budget_table(verdicts, source)
     out = _Budget(limit - _size(footer) - 200)
     out.add(marker, "### Metallib size budget", "", verdict, "", *markdown_header(table.columns))
     rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first

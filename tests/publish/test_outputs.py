@@ -138,7 +138,7 @@ def test_budget_writes_json_markdown_and_table(
         capsys,
     )
     assert code == 1 and out == ""
-    (check,) = json.loads((tmp_path / "b.json").read_text())["checks"]
+    (check,) = json.loads((tmp_path / "b.json").read_text())["verdicts"]
     assert (check["value"], check["limit"], check["passed"]) == (size, size - 1, False)
     (record,) = csv.DictReader(io.StringIO((tmp_path / "b.csv").read_text()))
     assert (record["key"], record["value"]) == ("max-size", str(size))
