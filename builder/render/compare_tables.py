@@ -2,7 +2,7 @@
 head, a build's JIT units joined the same way (``builder.size.rollup.join``); a history, a row
 per target in order with its change from the one before. Every delta, percent and rest row of
 ``compare``'s and ``history``'s formats is made here, once; the PR comment
-(``builder.render.pr_comment``) writes these rows within its byte budget.
+(``builder.render.pr_comment``) writes these rows within its bytes (its ``limit``).
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def _rows(
     rest: bool = True,
 ) -> list[Row]:
     """The ``top`` largest changes, the others folded into one rest row, then the overhead
-    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what
-    its byte budget leaves out); ``rest`` False: no rest row (the comment's rows that could fit,
+    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what it
+    has no room for); ``rest`` False: no rest row (the comment's rows that could fit,
     before it knows how many do)."""
     changed = [g for g in groups if not g.overhead]
     shown = changed[: top if exact and top is not None else shown_count(len(changed), top)]

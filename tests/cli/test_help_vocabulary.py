@@ -299,6 +299,16 @@ def test_a_limits_outcome_is_a_verdict() -> None:
     assert not bad, f"say verdict: {bad}"
 
 
+def test_the_comments_bytes_are_room_not_a_budget() -> None:
+    """render/ and publish/ write what ``budget`` measured (budget_table, budget_json...) and hold
+    no budget of their own: the bytes a PR comment still has are its room (``_Room``)."""
+    names = _identifiers()
+    assert ("builder/render/pr_comment.py", "Room") in {(w.split(":")[0], t) for w, t in names}
+    layers = ("builder/render/", "builder/publish/")
+    bad = [(w, t) for w, t in names if w.startswith(layers) and t in {"Budget", "budget"}]
+    assert not bad, f"a budget is the budget command's limit: {bad}"
+
+
 def test_family_is_said_only_of_a_catalog() -> None:
     """'family' appears in a help text only where the same text says it is a catalog's."""
     bad = [(w, t) for w, t in help_blocks() if _FAMILY.search(t) and "catalog" not in t.lower()]
