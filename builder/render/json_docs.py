@@ -37,6 +37,10 @@ __all__ = [
     "sources_json",
 ]
 
+SIZE_SCHEMA = 2
+"""The layout of ``compare``'s, ``history``'s and ``sources``' documents; a report's is
+``SCHEMA`` (3), budget's ``BUDGET_SCHEMA``."""
+
 
 def report_json_text(report: Report) -> str:
     """The report's JSON, compact. Its functions (17,000 in MLX's library) are formatted directly
@@ -79,7 +83,7 @@ def report_dict(report: Report) -> dict[str, object]:
 
 
 def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
-    """One report as a schema-2 object; several as ``{"schema": 2, "libraries": [...]}``. With
+    """One report as a schema-3 object; several as ``{"schema": 3, "libraries": [...]}``. With
     ``binaries`` (libraries inside a binary), their accounts as a ``binaries`` key of the
     top-level object."""
     tail = ""
@@ -101,12 +105,12 @@ def _gate_message(gate: Verdict) -> str:
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
     """One comparison as a schema-2 object; several (targets holding several libraries) as
-    ``{"schema": SCHEMA, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
+    ``{"schema": 2, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
     so the output is always one JSON document."""
     docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
     if len(docs) == 1:
         return dumps(docs[0], indent=1) + "\n"
-    return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
+    return dumps({"schema": SIZE_SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
 def _comparison_dict(
@@ -141,7 +145,7 @@ def _comparison_dict(
         }
 
     doc: dict[str, object] = {
-        "schema": SCHEMA,
+        "schema": SIZE_SCHEMA,
         "kind": "comparison",
         "change": comparison.change,
         "base": None if comparison.change == "added" else side(comparison.base),
@@ -249,7 +253,7 @@ def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
 
 
 def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
-    """``{"schema": SCHEMA, "kind": "history", "by", "points": [{"target", "bytes", "groups",
+    """``{"schema": SIZE_SCHEMA, "kind": "history", "by", "points": [{"target", "bytes", "groups",
     ...}]}`` with every group of every point; targets holding several libraries: a history per
     library, ``"libraries": [{"library": NAME, "points": [...]}]`` instead of ``points`` (the
     rule ``report`` and ``compare`` follow), never a sum over alternatives."""
@@ -268,7 +272,7 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
             doc["host_library_bytes"] = p.host_library_bytes
         return doc
 
-    doc: dict[str, object] = {"schema": SCHEMA, "kind": "history", "by": by}
+    doc: dict[str, object] = {"schema": SIZE_SCHEMA, "kind": "history", "by": by}
     if len(histories) == 1:
         doc["points"] = [point(p) for p in histories[0].points]
     else:
@@ -283,12 +287,12 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
 
 
 def sources_json(path: str, found: Found, namespace: str | None) -> str:
-    """``{"schema": SCHEMA, "kind": "sources", "path", "namespace", "bytes",
+    """``{"schema": SIZE_SCHEMA, "kind": "sources", "path", "namespace", "bytes",
     "host_sources": [...]}``: each function returning a string literal, the wheel member
     holding it (``member``, null for a binary given itself), where its string sits and its bytes
     (NUL included; ``function`` null where a stripped binary names it not)."""
     doc: dict[str, object] = {
-        "schema": SCHEMA,
+        "schema": SIZE_SCHEMA,
         "kind": "sources",
         "path": path,
         "namespace": namespace,

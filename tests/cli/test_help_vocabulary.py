@@ -167,6 +167,11 @@ _MISUSED = {
     ),
     r"\bfunctions? (?:\w+ )*chunks?\b": ("piece", "chunk", "a function's pieces"),
     r"\bsettings?(?: value)? checks?\b": ("validator", "check", "a setting's validator"),
+    r"\bdownload model parts?\b|\bpart (?:bytes|sizes)\b": (
+        "shard",
+        "part",
+        "a shard (what the download model deflates alone; a part is a binary's account row)",
+    ),
     r"\bsplit(?:s|ting)? (?:each|into|by|like|over)\b": (
         "split",
         "split",
@@ -455,6 +460,8 @@ def test_a_planted_wrong_key_is_found() -> None:
     assert misused_keys({"budget": {"budgets": [{"name": "x"}]}}) == []
     assert misused_keys({"budget": {"checks": [{"ceiling": 5}]}})
     assert misused_keys({"budget": {"checks": [{"key": "max-size"}]}})
+    assert misused_keys({"report": {"download_model": {"parts": 5}}})
+    assert misused_keys({"report": {"binaries": [{"parts": [{"bytes": 5}]}]}}) == []
     assert misused_keys({"check": {"checks": ["compile"]}}) == []
 
 

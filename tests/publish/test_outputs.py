@@ -79,7 +79,7 @@ def test_one_output_takes_format_when_given(
 ) -> None:
     target = tmp_path / "report.out"  # no extension to go by: --format decides, as before
     code, _, _ = run_cli(["report", str(pair[0]), "--format", "json", "-o", str(target)], capsys)
-    assert code == 0 and json.loads(target.read_text())["schema"] == 2
+    assert code == 0 and json.loads(target.read_text())["schema"] == 3
 
 
 @pytest.mark.parametrize(
