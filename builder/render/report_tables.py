@@ -1,5 +1,5 @@
 """A report as tables (``builder.render.table``): its groups, its JIT units, its wheel's files
-and the binaries holding its libraries; and the budget's checks of reports, a row per limit as
+and the binaries holding its libraries; and the budget's verdicts on reports, a row per limit as
 size-limit shows it. Every share, cumulative share and rest row of every
 format of ``report`` is computed here, once.
 

@@ -1,5 +1,6 @@
-"""The one check model: a limit against the value measured for it, whether ``compare`` was asked
-for it (``--max-growth``, a gate) or a budget file was (``max-growth``, ``builder.size.budget``).
+"""The one verdict model: a limit against the value measured for it, whether ``compare`` was
+asked for it (``--max-growth``, a gate) or a budget file was (``max-growth``,
+``builder.size.budget``).
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
 name. Checking is pure data in, pure data out; ``builder.render.text`` words the results.
@@ -44,7 +45,7 @@ GROWTH = ("max-growth", "max-download-growth")
 
 @dataclass(frozen=True)
 class Verdict:
-    """One limit and the value it was checked against."""
+    """One limit and the value it was checked against: passed or not (a gate's or a budget's)."""
 
     name: str
     """``max-size``, ``max-total-size``, ``max-download-size``, ``max-functions``, ``groups``,
