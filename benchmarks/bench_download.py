@@ -115,7 +115,7 @@ def accuracy_part(path: Path, real: int, groups: int, by: str) -> None:
     error = download.total - real
     print(
         f"{path}: modelled {download.total:,} bytes, the wheel stores {real:,}: "
-        f"{error:+,} bytes ({100 * error / real:+.4f}%), {download.model['parts']} parts"
+        f"{error:+,} bytes ({100 * error / real:+.4f}%), {download.model['shards']} shards"
     )
     shares: dict[str, int] = {}
     names: dict[str, list[str]] = {}

@@ -207,7 +207,7 @@ def compare_command(
     from builder.publish.outputs import comparison_output
     from builder.render.pr_comment import MARKER
     from builder.render.text import gate_message, visible
-    from builder.size.checks import Gates, check_pairs
+    from builder.size.verdicts import Gates, check_pairs
 
     gates = Gates(**limits)  # the gate options are named as Gates' fields
     if "," in by:
@@ -293,11 +293,13 @@ def budget_command(
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
     say(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})")
-    checks = check_budgets(parsed.budgets, progress=say, trees=tree_of)
+    verdicts = check_budgets(parsed.budgets, progress=say, trees=tree_of)
 
-    markdown = deliver(plan, partial(budget_output, checks, str(path)))
+    markdown = deliver(plan, partial(budget_output, verdicts, str(path)))
     publish(markdown, MARKER, pull_request)
-    verdict(failures(checks), warn_only, "budget exceeded", f"all {len(checks)} budget limits pass")
+    verdict(
+        failures(verdicts), warn_only, "budget exceeded", f"all {len(verdicts)} budget limits pass"
+    )
 
 
 @click.command("history")

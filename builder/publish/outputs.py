@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from builder.render.library import Found
     from builder.render.table import Table, Words
     from builder.size.attribution import BinaryAccount
-    from builder.size.checks import Check, Evaluated
     from builder.size.history import LibraryHistory
     from builder.size.report import Report
+    from builder.size.verdicts import Evaluated, Verdict
     from builder.subsets.variants import VariantsRun
 
 __all__ = [
@@ -285,20 +285,20 @@ def comparison_output(
 
 
 def budget_output(
-    checks: Sequence[Check], source: str, kind: str, color: bool, width: int | None
+    verdicts: Sequence[Verdict], source: str, kind: str, color: bool, width: int | None
 ) -> str:
     """``budget --format kind``."""
     if kind == "json":
         from builder.render.json_docs import budget_json
 
-        return budget_json(checks, source)
+        return budget_json(verdicts, source)
     if kind == "markdown":
         from builder.render.pr_comment import budget_markdown
 
-        return budget_markdown(checks, source)
+        return budget_markdown(verdicts, source)
     from builder.render.report_tables import budget_table
 
-    return _written([budget_table(checks, source)], kind, color=color, width=width)
+    return _written([budget_table(verdicts, source)], kind, color=color, width=width)
 
 
 def history_output(

@@ -2,7 +2,7 @@
 head, a build's JIT units joined the same way (``builder.size.rollup.join``); a history, a row
 per target in order with its change from the one before. Every delta, percent and rest row of
 ``compare``'s and ``history``'s formats is made here, once; the PR comment
-(``builder.render.pr_comment``) writes these rows within its byte budget.
+(``builder.render.pr_comment``) writes these rows within its bytes (its ``limit``).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from builder.size.download import MODEL
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison
     from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.rollup import FunctionRow
+    from builder.size.verdicts import Evaluated, Verdict
 
 __all__ = [
     "DOWNLOAD_METHOD",
@@ -106,8 +106,8 @@ def _rows(
     rest: bool = True,
 ) -> list[Row]:
     """The ``top`` largest changes, the others folded into one rest row, then the overhead
-    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what
-    its byte budget leaves out); ``rest`` False: no rest row (the comment's rows that could fit,
+    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what it
+    has no room for); ``rest`` False: no rest row (the comment's rows that could fit,
     before it knows how many do)."""
     changed = [g for g in groups if not g.overhead]
     shown = changed[: top if exact and top is not None else shown_count(len(changed), top)]
@@ -233,7 +233,7 @@ def _name_list(rows: Sequence[FunctionRow], limit: int) -> str:
     return ", ".join(f"{visible(r.name)} ({human_size(r.bytes)})" for r in rows[:limit])
 
 
-def _pair_lines(comparison: Comparison, gates: Sequence[Check]) -> list[Words]:
+def _pair_lines(comparison: Comparison, gates: Sequence[Verdict]) -> list[Words]:
     """After a pair's tables: functions added and removed, notes, gate verdicts."""
     lines: list[Words] = []
     if not comparison.jit_only:

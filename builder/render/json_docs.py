@@ -21,11 +21,11 @@ from builder.size.rollup import SAVED_FIELDS
 if TYPE_CHECKING:
     from builder.render.library import Found
     from builder.size.attribution import BinaryAccount
-    from builder.size.checks import Check, Evaluated
     from builder.size.compare import Comparison, JitComparison
     from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
+    from builder.size.verdicts import Evaluated, Verdict
 
 __all__ = [
     "budget_json",
@@ -36,6 +36,10 @@ __all__ = [
     "report_json_text",
     "sources_json",
 ]
+
+SIZE_SCHEMA = 2
+"""The layout of ``compare``'s, ``history``'s and ``sources``' documents; a report's is
+``SCHEMA`` (3), budget's ``BUDGET_SCHEMA``."""
 
 
 def report_json_text(report: Report) -> str:
@@ -79,7 +83,7 @@ def report_dict(report: Report) -> dict[str, object]:
 
 
 def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
-    """One report as a schema-2 object; several as ``{"schema": 2, "libraries": [...]}``. With
+    """One report as a schema-3 object; several as ``{"schema": 3, "libraries": [...]}``. With
     ``binaries`` (libraries inside a binary), their accounts as a ``binaries`` key of the
     top-level object."""
     tail = ""
@@ -91,7 +95,7 @@ def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = (
     return f'{{"schema":{SCHEMA},"libraries":[{body}]{tail}}}\n'
 
 
-def _gate_message(gate: Check) -> str:
+def _gate_message(gate: Verdict) -> str:
     # imported here: the gates' words (and the table model behind them) are not on the path of
     # ``report --format json``
     from builder.render.text import gate_message
@@ -101,15 +105,17 @@ def _gate_message(gate: Check) -> str:
 
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
     """One comparison as a schema-2 object; several (targets holding several libraries) as
-    ``{"schema": SCHEMA, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
+    ``{"schema": 2, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
     so the output is always one JSON document."""
     docs = [_comparison_dict(comparison, gates, top) for comparison, gates in pairs]
     if len(docs) == 1:
         return dumps(docs[0], indent=1) + "\n"
-    return dumps({"schema": SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
+    return dumps({"schema": SIZE_SCHEMA, "kind": "comparisons", "libraries": docs}, indent=1) + "\n"
 
 
-def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -> dict[str, object]:
+def _comparison_dict(
+    comparison: Comparison, gates: Sequence[Verdict], top: int
+) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT units only) the JIT units' deltas in the host libraries. With
     ``compare --download``, the modelled download of both sides, per group and in total. A
@@ -139,7 +145,7 @@ def _comparison_dict(comparison: Comparison, gates: Sequence[Check], top: int) -
         }
 
     doc: dict[str, object] = {
-        "schema": SCHEMA,
+        "schema": SIZE_SCHEMA,
         "kind": "comparison",
         "change": comparison.change,
         "base": None if comparison.change == "added" else side(comparison.base),
@@ -210,11 +216,16 @@ def _jit_dict(jit: JitComparison) -> dict[str, object]:
     }
 
 
-def budget_json(checks: Sequence[Check], source: str) -> str:
-    """``{"schema": SCHEMA, "kind": "budget", "file", "passed", "checks": [...]}``; every figure in
-    bytes (functions for ``max-functions``) with the files it was measured in."""
+BUDGET_SCHEMA = 3
+"""The budget document's own layout: 3 since its ``checks`` are ``verdicts`` (a check is the
+``check`` command's)."""
 
-    def row(c: Check) -> dict[str, object]:
+
+def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
+    """``{"schema": BUDGET_SCHEMA, "kind": "budget", "file", "passed", "verdicts": [...]}``; every
+    figure in bytes (functions for ``max-functions``) with the files it was measured in."""
+
+    def row(c: Verdict) -> dict[str, object]:
         doc: dict[str, object] = {
             "budget": c.subject,
             "key": c.name,
@@ -232,17 +243,17 @@ def budget_json(checks: Sequence[Check], source: str) -> str:
         return doc
 
     doc = {
-        "schema": SCHEMA,
+        "schema": BUDGET_SCHEMA,
         "kind": "budget",
         "file": source,
-        "passed": all(c.passed for c in checks),
-        "checks": [row(c) for c in checks],
+        "passed": all(c.passed for c in verdicts),
+        "verdicts": [row(c) for c in verdicts],
     }
     return dumps(doc, indent=1) + "\n"
 
 
 def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
-    """``{"schema": SCHEMA, "kind": "history", "by", "points": [{"target", "bytes", "groups",
+    """``{"schema": SIZE_SCHEMA, "kind": "history", "by", "points": [{"target", "bytes", "groups",
     ...}]}`` with every group of every point; targets holding several libraries: a history per
     library, ``"libraries": [{"library": NAME, "points": [...]}]`` instead of ``points`` (the
     rule ``report`` and ``compare`` follow), never a sum over alternatives."""
@@ -261,7 +272,7 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
             doc["host_library_bytes"] = p.host_library_bytes
         return doc
 
-    doc: dict[str, object] = {"schema": SCHEMA, "kind": "history", "by": by}
+    doc: dict[str, object] = {"schema": SIZE_SCHEMA, "kind": "history", "by": by}
     if len(histories) == 1:
         doc["points"] = [point(p) for p in histories[0].points]
     else:
@@ -276,12 +287,12 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
 
 
 def sources_json(path: str, found: Found, namespace: str | None) -> str:
-    """``{"schema": SCHEMA, "kind": "sources", "path", "namespace", "bytes",
+    """``{"schema": SIZE_SCHEMA, "kind": "sources", "path", "namespace", "bytes",
     "host_sources": [...]}``: each function returning a string literal, the wheel member
     holding it (``member``, null for a binary given itself), where its string sits and its bytes
     (NUL included; ``function`` null where a stripped binary names it not)."""
     doc: dict[str, object] = {
-        "schema": SCHEMA,
+        "schema": SIZE_SCHEMA,
         "kind": "sources",
         "path": path,
         "namespace": namespace,

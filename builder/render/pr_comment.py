@@ -49,8 +49,8 @@ from builder.render.text import (
 from builder.size.compare import by_strings, jit_what
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check
     from builder.size.compare import Comparison, JitComparison
+    from builder.size.verdicts import Verdict
 
 __all__ = [
     "BUDGET_MARKER",
@@ -74,8 +74,9 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8")) + 1  # + newline
 
 
-class _Budget:
-    """Lines collected under a byte budget: ``add`` commits, ``fill`` takes rows while they fit."""
+class _Room:
+    """A comment's lines and the bytes left for more: ``add`` commits, ``fill`` takes rows while
+    they fit."""
 
     def __init__(self, limit: int) -> None:
         self.left = limit
@@ -145,7 +146,7 @@ _Section = tuple[str, Sequence[str], int, Iterable[str]]
 """A collapsed section: its summary, header lines, how many rows and the rows (lazy)."""
 
 
-def _groups(comparison: Comparison, top: int | None, out: _Budget, cap: int) -> _Section | None:
+def _groups(comparison: Comparison, top: int | None, out: _Room, cap: int) -> _Section | None:
     """The comparison's first table (its metallib's groups, or a JIT-only pair's units), the
     top N rows in at most ``cap`` bytes; returns the section listing the groups it folded.
 
@@ -173,7 +174,7 @@ def _groups(comparison: Comparison, top: int | None, out: _Budget, cap: int) -> 
     return (what, header, count - shown, _lines(table, rows[shown:]))
 
 
-def _details(out: _Budget, section: _Section, cap: int) -> None:
+def _details(out: _Room, section: _Section, cap: int) -> None:
     """A collapsed section with as many rows as fit in ``cap`` bytes, then how many were left out.
 
     When not even its frame fits, the summary alone is kept as a bold line (the count and total
@@ -196,11 +197,11 @@ def _details(out: _Budget, section: _Section, cap: int) -> None:
 
 
 def _section(
-    comparison: Comparison, gates: Sequence[Check], top: int | None, limit: int
+    comparison: Comparison, gates: Sequence[Verdict], top: int | None, limit: int
 ) -> list[str]:
     """One library pair, in at most ``limit`` bytes.
 
-    Budget: headline, verdicts and notes first (each line capped); the group table gets at
+    Room: headline, verdicts and notes first (each line capped); the group table gets at
     most half of what is left; the collapsed sections share the rest equally, a section that
     needs less leaving its share to the ones after it. A pair with no metallib on either side
     (every unit JIT) shows its JIT units, measured in the host libraries, instead."""
@@ -232,7 +233,7 @@ def _section(
         sizes = (base.file_size, head.file_size)
         counts = (base.function_count, head.function_count)
         headline = _change_line(comparison, comparison.delta, comparison.percent, sizes, counts)
-    out = _Budget(limit - _size(footer))
+    out = _Room(limit - _size(footer))
     out.add(headline, "")
     download = None if comparison.jit_only else compare_download_line(comparison)
     if download is not None:
@@ -311,7 +312,7 @@ def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
 
 
 def comment_markdown(
-    pairs: Sequence[tuple[Comparison, Sequence[Check]]],
+    pairs: Sequence[tuple[Comparison, Sequence[Verdict]]],
     top: int | None = 15,
     *,
     limit: int = DEFAULT_LIMIT,
@@ -319,14 +320,14 @@ def comment_markdown(
 ) -> str:
     """The whole comment for one or more library pairs, under ``limit`` UTF-8 bytes.
 
-    ``top`` = None shows every group that fits. Each pair gets an equal share of the budget.
+    ``top`` = None shows every group that fits. Each pair gets an equal share of the room.
     """
     head_lines = [marker, "### Metallib size", ""]
     summary = pairs_summary([comparison for comparison, _ in pairs], lambda n: md_code(n, 200))
     if summary is not None:  # which libraries are on one side only, before any detail
         head_lines += [clip(summary[0].upper() + summary[1:] + ".", _LINE_CAP * 4), ""]
-    budget = limit - sum(map(_size, head_lines)) - 1
-    share = budget // max(1, len(pairs))
+    room = limit - sum(map(_size, head_lines)) - 1
+    share = room // max(1, len(pairs))
     lines = list(head_lines)
     for comparison, gates in pairs:
         if len(pairs) > 1 or comparison.change != "paired":
@@ -341,23 +342,27 @@ def comment_markdown(
 
 
 def budget_markdown(
-    checks: Sequence[Check], source: str, *, marker: str = BUDGET_MARKER, limit: int = DEFAULT_LIMIT
+    verdicts: Sequence[Verdict],
+    source: str,
+    *,
+    marker: str = BUDGET_MARKER,
+    limit: int = DEFAULT_LIMIT,
 ) -> str:
     """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
     whatever the input (rows are capped, and the ones that do not fit are counted)."""
-    failed = sum(not c.passed for c in checks)
+    failed = sum(not c.passed for c in verdicts)
     verdict = (
-        f"❌ **{failed} of {len(checks)} limits exceeded**"
+        f"❌ **{failed} of {len(verdicts)} limits exceeded**"
         if failed
-        else f"✅ all {len(checks)} limits pass"
+        else f"✅ all {len(verdicts)} limits pass"
     )
-    measured = sorted({m for c in checks for m in c.measured_in})
+    measured = sorted({m for c in verdicts for m in c.measured_in})
     footer = clip(
         f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",
         2000,
     )
-    table = budget_table(checks, source)
-    out = _Budget(limit - _size(footer) - 200)
+    table = budget_table(verdicts, source)
+    out = _Room(limit - _size(footer) - 200)
     out.add(marker, "### Metallib size budget", "", verdict, "", *markdown_header(table.columns))
     rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first
     lines = (clip(markdown_row(table.columns, row, cap=_NAME_CAP), _LINE_CAP) for row in rows)

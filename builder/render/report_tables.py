@@ -1,5 +1,5 @@
 """A report as tables (``builder.render.table``): its groups, its JIT units, its wheel's files
-and the binaries holding its libraries; and the budget's checks of reports, a row per limit as
+and the binaries holding its libraries; and the budget's verdicts on reports, a row per limit as
 size-limit shows it. Every share, cumulative share and rest row of every
 format of ``report`` is computed here, once.
 
@@ -35,12 +35,12 @@ from builder.render.table import (
     cell_text,
 )
 from builder.render.text import (
-    check_label,
     gate_limit,
     gate_value,
     grouping_text,
     human_delta,
     human_size,
+    limit_label,
     no_metallib,
     origin,
     provenance_line,
@@ -50,9 +50,9 @@ from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
-    from builder.size.checks import Check
     from builder.size.compare import JitBreakdown
     from builder.size.report import Report, WheelFiles
+    from builder.size.verdicts import Verdict
 
 __all__ = [
     "Shown",
@@ -360,10 +360,10 @@ def report_tables(
     return tables + [_binary_table(a) for a in binaries]
 
 
-def budget_table(checks: Sequence[Check], source: str) -> Table:
+def budget_table(verdicts: Sequence[Verdict], source: str) -> Table:
     """The size-limit view: a row per limit (its check, limit, value and verdict), with where
     each value was measured; CSV gets the key, group and numbers as measured."""
-    measured = sorted({m for c in checks for m in c.measured_in})
+    measured = sorted({m for c in verdicts for m in c.measured_in})
     columns = (
         Column("budget", "budget", "text"),
         Column("check", "check", "text", PEOPLE),
@@ -380,7 +380,7 @@ def budget_table(checks: Sequence[Check], source: str) -> Table:
         Row(
             (
                 Name(c.subject),
-                Name(check_label(c)),
+                Name(limit_label(c)),
                 c.name,
                 c.group,
                 gate_limit(c),
@@ -391,7 +391,7 @@ def budget_table(checks: Sequence[Check], source: str) -> Table:
                 c.passed,
             )
         )
-        for c in checks
+        for c in verdicts
     )
     return Table(
         columns,

@@ -1,4 +1,4 @@
-"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), a check's verdict
+"""Words for people: byte counts (``1.2 MB``, ``+512 B``, ``5%``), a limit's verdict
 (``gate_message``, ``failures``), what a JIT total measures, where a report was measured and what
 produced it (``provenance_line``), and untrusted text escaped for each medium: the terminal
 (``visible``, ``rich_text``), CSV cells, GitHub markdown; the rich console every text table is
@@ -16,19 +16,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from builder.size.checks import GROWTH
 from builder.size.load import TOOL_NAME
+from builder.size.verdicts import GROWTH
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
     from builder.settings.validators import Limit
-    from builder.size.checks import Check
     from builder.size.report import Report
+    from builder.size.verdicts import Verdict
 
 __all__ = [
-    "check_label",
     "clip",
     "csv_line",
     "csv_text",
@@ -39,6 +38,7 @@ __all__ = [
     "grouping_text",
     "human_delta",
     "human_size",
+    "limit_label",
     "limit_text",
     "md_code",
     "md_text",
@@ -80,40 +80,40 @@ def human_delta(n: int) -> str:
     return ("+" if n > 0 else "") + human_size(n)
 
 
-def check_label(check: Check) -> str:
+def limit_label(verdict: Verdict) -> str:
     """``max-size``, ``group quantized``, ``max-growth 1%``."""
-    if check.name == "groups":
-        return f"group {check.group}"
-    if check.growth is not None:
-        return f"{check.name} {limit_text(check.growth)}"
-    return check.name
+    if verdict.name == "groups":
+        return f"group {verdict.group}"
+    if verdict.growth is not None:
+        return f"{verdict.name} {limit_text(verdict.growth)}"
+    return verdict.name
 
 
-def _amount(check: Check, n: int) -> str:
-    if check.name == "max-functions":
+def _amount(verdict: Verdict, n: int) -> str:
+    if verdict.name == "max-functions":
         return f"{n:,} functions"
-    if check.name in GROWTH:
+    if verdict.name in GROWTH:
         return human_delta(n)
     return human_size(n)
 
 
-def _percent(check: Check) -> str:
-    return "" if check.percent is None else f" ({check.percent:+.2f}%)"
+def _percent(verdict: Verdict) -> str:
+    return "" if verdict.percent is None else f" ({verdict.percent:+.2f}%)"
 
 
-def gate_value(check: Check) -> str:
-    """A check's measured value, a growth with its percent."""
-    return _amount(check, check.value) + (_percent(check) if check.name in GROWTH else "")
+def gate_value(verdict: Verdict) -> str:
+    """A verdict's measured value, a growth with its percent."""
+    return _amount(verdict, verdict.value) + (_percent(verdict) if verdict.name in GROWTH else "")
 
 
-def gate_limit(check: Check) -> str:
-    """A check's limit; a growth limit with the base it is a share of."""
-    if check.name in GROWTH and check.base_value is not None:
-        return f"{human_size(check.limit)} (of {human_size(check.base_value)})"
-    return _amount(check, check.limit).lstrip("+")
+def gate_limit(verdict: Verdict) -> str:
+    """A verdict's limit; a growth limit with the base it is a share of."""
+    if verdict.name in GROWTH and verdict.base_value is not None:
+        return f"{human_size(verdict.limit)} (of {human_size(verdict.base_value)})"
+    return _amount(verdict, verdict.limit).lstrip("+")
 
 
-def gate_message(gate: Check) -> str:
+def gate_message(gate: Verdict) -> str:
     """A ``compare`` gate's verdict in one line, named by its option (the CLI, tables, markdown,
     HTML and JSON)."""
     option = f"--{gate.name}"
@@ -129,11 +129,11 @@ def gate_message(gate: Check) -> str:
     return f"{option} {human_size(gate.limit)}: {gate.subject} is {size} ({gate.value:,} bytes)"
 
 
-def failures(checks: Sequence[Check]) -> list[str]:
+def failures(verdicts: Sequence[Verdict]) -> list[str]:
     """One phrase per failed budget limit: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``."""
     return [
-        f"{c.subject}: {check_label(c)} is {gate_value(c)}, limit {gate_limit(c)}"
-        for c in checks
+        f"{c.subject}: {limit_label(c)} is {gate_value(c)}, limit {gate_limit(c)}"
+        for c in verdicts
         if not c.passed
     ]
 

@@ -1,7 +1,7 @@
 """Check the size budgets of the project (``builder.size.budget_file`` reads them): measure each
 budget's targets, check every limit.
 
-A glob's libraries are summed. Checking returns numbers only (``builder.size.checks.Check``,
+A glob's libraries are summed. Checking returns numbers only (``builder.size.verdicts.Verdict``,
 the model ``compare``'s gates share); presentation words them (``render.text.gate_message``).
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from builder.errors import BuilderError, CheckFailed, MetallibError, UsageError
 from builder.files.reading import open_regular
-from builder.size.checks import Check, shipped_size
+from builder.size.verdicts import Verdict, shipped_size
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
@@ -81,16 +81,16 @@ def check_budgets(
     *,
     progress: Progress | None = None,
     trees: TreeLoader | None = None,
-) -> list[Check]:
+) -> list[Verdict]:
     """Measure every budget's target (``builder.size.load``) and check each of its limits.
 
     A budget that cannot be measured (a missing target, an unreadable library or tree) is a
     UsageError whose line names the budget file and the budget (``Budget.where``), whatever
     raised it."""
-    checks: list[Check] = []
+    verdicts: list[Verdict] = []
     for budget in budgets:
         try:
-            checks += _measure(budget, progress, trees or tree_sources)
+            verdicts += _measure(budget, progress, trees or tree_sources)
         except CheckFailed:
             raise
         except (BuilderError, MetallibError) as exc:
@@ -98,10 +98,10 @@ def check_budgets(
             if text.startswith(budget.where):
                 raise
             raise UsageError(f"{budget.where}: {text}") from None
-    return checks
+    return verdicts
 
 
-def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> list[Check]:
+def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> list[Verdict]:
     from builder.size.load import load_reports
 
     sources = None
@@ -127,7 +127,7 @@ def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> li
         base = [r for text in _targets(budget, budget.base) for r in load(text)]
         if budget.member is not None:  # the same library in the base, not all of the base's
             base = _partners(base, reports)
-    return _check(budget, reports, base)
+    return _verdicts(budget, reports, base)
 
 
 def _partners(base: list[Report], reports: list[Report]) -> list[Report]:
@@ -185,34 +185,34 @@ def _where(report: Report) -> str:
     return src.path or (report.host_library.path if report.host_library else src.target)
 
 
-def _check(budget: Budget, reports: list[Report], base: list[Report] | None) -> list[Check]:
+def _verdicts(budget: Budget, reports: list[Report], base: list[Report] | None) -> list[Verdict]:
     where = tuple(_where(r) for r in reports)
     hosts = tuple(r.host_library.path for r in reports if r.host_library is not None)
-    check = partial(Check, subject=budget.name, measured_in=where)  # a limit of this budget
+    verdict = partial(Verdict, subject=budget.name, measured_in=where)  # a limit of this budget
     out = []
     if budget.max_size is not None:
         size = sum(r.file_size if r.source.path is not None else shipped_size(r) for r in reports)
-        out.append(check("max-size", limit=budget.max_size, value=size))
+        out.append(verdict("max-size", limit=budget.max_size, value=size))
     if budget.max_total_size is not None:
         total = sum(map(shipped_size, reports))
         limit = budget.max_total_size
-        out.append(check("max-total-size", limit=limit, value=total, measured_in=where + hosts))
+        out.append(verdict("max-total-size", limit=limit, value=total, measured_in=where + hosts))
     if budget.max_download_size is not None:
         size = sum(map(download_bytes, reports))
-        out.append(check("max-download-size", limit=budget.max_download_size, value=size))
+        out.append(verdict("max-download-size", limit=budget.max_download_size, value=size))
     if budget.max_functions is not None:
         count = sum(r.function_count for r in reports)
-        out.append(check("max-functions", limit=budget.max_functions, value=count))
+        out.append(verdict("max-functions", limit=budget.max_functions, value=count))
     if budget.groups:
         measured = _group_bytes(reports, budget.by)
         for group, limit in budget.groups.items():
             if group not in measured:
                 raise _no_group(budget, group, measured)
-            out.append(check("groups", limit=limit, value=measured[group], group=group))
+            out.append(verdict("groups", limit=limit, value=measured[group], group=group))
     if budget.max_growth is not None and base is not None:
         base_total = sum(map(shipped_size, base))
         out.append(
-            check(
+            verdict(
                 "max-growth",
                 limit=int(budget.max_growth.allowed(base_total)),
                 value=sum(map(shipped_size, reports)) - base_total,

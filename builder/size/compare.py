@@ -1,5 +1,5 @@
 """Compare two reports. Pure data in, pure data out (the gates on a comparison:
-``builder.size.checks``).
+``builder.size.verdicts``).
 
 Following bloaty's diff mode, a comparison is two rollups joined by group name into one
 (``builder.size.rollup.Rollup``: head's measures and base's); the container overhead is one more

@@ -7,20 +7,20 @@ its share of it, and the shares add up exactly to the modelled total.
 
 The model (``MODEL``), built so that a group's share predicts what removing the group saves:
 
-* the file is cut into parts of about ``PART_BYTES`` at segment boundaries (a segment is a run
+* the file is cut into shards of about ``SHARD_BYTES`` at segment boundaries (a segment is a run
   of bytes with one owner: a function's piece, or container overhead);
-* each part is compressed on its own as raw deflate (level 6, 32 KiB window, memLevel 8), primed
+* each shard is compressed on its own as raw deflate (level 6, 32 KiB window, memLevel 8), primed
   with the ``WINDOW`` bytes before it as its dictionary and ended by a sync flush, as parallel
-  gzip implementations do: the parts concatenated are one valid deflate stream of the file, a
+  gzip implementations do: the shards concatenated are one valid deflate stream of the file, a
   few hundred bytes longer than the single-pass stream in a wheel (docs/download-size.md);
-* each part is inflated again ``STEP`` compressed bytes at a time, and the bits of each step
+* each shard is inflated again ``STEP`` compressed bytes at a time, and the bits of each step
   are spread over the bytes that step decoded: a function's bytes are charged what encoding them
   took (the literals it holds, the matches that copy earlier data into it), which is what
   removing it removes. Steps that decode to nothing hold a block's Huffman tables, which serve
   the whole block: their bits are spread over the next ``SPREAD`` bytes (a level-6 block covers
   30 to 80 KB of these libraries).
 
-The parts run on every core, in C (``deflate_share`` in ``builder.metallib._native``) or, without
+The shards run on every core, in C (``deflate_share`` in ``builder.metallib._native``) or, without
 the extension, in Python's zlib on threads and a Python loop; both give identical numbers (same
 zlib, same integer arithmetic), measured in docs/performance.md and tests/size/test_download.py.
 """
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEVEL",
     "MODEL",
-    "PART_BYTES",
+    "SHARD_BYTES",
     "SPREAD",
     "STEP",
     "WINDOW",
@@ -67,16 +67,16 @@ __all__ = [
 LEVEL = 6
 """zlib level: what ``zipfile`` (and so every wheel builder) uses for a deflated member."""
 WINDOW = 32768
-"""Bytes before a part that prime it: deflate's whole window, so matches reach across cuts."""
-PART_BYTES = 1 << 20
-"""About how much input one part holds (cut at the next segment start)."""
+"""Bytes before a shard that prime it: deflate's whole window, so matches reach across cuts."""
+SHARD_BYTES = 1 << 20
+"""About how much input one shard holds (cut at the next segment start)."""
 STEP = 16
 """Compressed bytes inflated per attribution step: charges are exact to within one step."""
 SPREAD = 32768
 """Bytes over which a block's tables (bits that decode to nothing) are charged."""
 MODEL = (
-    "zlib level 6 raw deflate, as a wheel's zip member stores it; compressed in parts of about "
-    f"{PART_BYTES >> 20} MiB cut at function boundaries, each primed with the {WINDOW >> 10} KiB "
+    "zlib level 6 raw deflate, as a wheel's zip member stores it; compressed in shards of about "
+    f"{SHARD_BYTES >> 20} MiB cut at function boundaries, each primed with the {WINDOW >> 10} KiB "
     "before it; every compressed bit is charged to the bytes it decodes into "
     f"(in steps of {STEP} compressed bytes; "
     f"a block's tables over the {SPREAD >> 10} KiB after them)"
@@ -157,11 +157,11 @@ def _gap(
         where += 1
 
 
-def cuts(starts: Sequence[int], file_size: int, part_bytes: int = PART_BYTES) -> list[int]:
-    """Where each part starts: the first segment start at least ``part_bytes`` past the last."""
+def cuts(starts: Sequence[int], file_size: int, shard_bytes: int = SHARD_BYTES) -> list[int]:
+    """Where each shard starts: the first segment start at least ``shard_bytes`` past the last."""
     found = [0]
     while True:
-        at = bisect.bisect_left(starts, found[-1] + part_bytes)
+        at = bisect.bisect_left(starts, found[-1] + shard_bytes)
         if at >= len(starts):
             return found
         found.append(starts[at])
@@ -176,7 +176,7 @@ def deflate_share(
     native: bool = True,
     attribute: bool = True,
 ) -> tuple[list[int], list[int]]:
-    """Each part's compressed bytes and each segment's share of them in bits (``MODEL``; all 0
+    """Each shard's compressed bytes and each segment's share of them in bits (``MODEL``; all 0
     without ``attribute``), by the C extension when it is built with zlib and ``native``, else by
     Python's zlib."""
     module = native_module() if native else None
@@ -217,7 +217,7 @@ def _python_share(
                 return seg
             seg += 1
 
-    def part(k: int) -> None:
+    def shard(k: int) -> None:
         a = cut_at[k]
         b = cut_at[k + 1] if k + 1 < len(cut_at) else size
         prime = bytes(data[max(0, a - WINDOW) : a])
@@ -244,7 +244,7 @@ def _python_share(
             out = unpacker.decompress(chunk)
             if unpacker.unused_data or pos + len(out) > b:
                 raise InternalError(
-                    f"download share: part at {a} does not inflate back to its input"
+                    f"download share: shard at {a} does not inflate back to its input"
                 )
             if not out:
                 pending += 8 * len(chunk)
@@ -258,16 +258,16 @@ def _python_share(
                 seg += 1
             pos, pending = to, 0
         if pos != b or b"".join(plain) != data[a:b]:
-            raise InternalError(f"download share: part at {a} does not inflate back to its input")
+            raise InternalError(f"download share: shard at {a} does not inflate back to its input")
         costs[seg] += pending  # the flush marker after the last byte: its segment pays
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        list(pool.map(part, range(len(cut_at))))  # zlib drops the GIL while it compresses
+        list(pool.map(shard, range(len(cut_at))))  # zlib drops the GIL while it compresses
     return sizes, costs
 
 
 def download_total(lib: Metallib, attribution: Attribution, *, threads: int | None = None) -> int:
-    """The modelled download of ``lib`` alone (the same parts as ``download_share``, so the same
+    """The modelled download of ``lib`` alone (the same shards as ``download_share``, so the same
     total, without the attribution's inflate pass)."""
     layout = segments(lib, attribution)
     cut_at = cuts(layout.starts, layout.file_size)
@@ -292,7 +292,7 @@ def download_share(
     layout = segments(lib, attribution)
     cut_at = cuts(layout.starts, layout.file_size)
     threads = threads or _threads()
-    part_sizes, costs = deflate_share(lib.data, cut_at, layout.starts, threads, native=native)
+    shard_sizes, costs = deflate_share(lib.data, cut_at, layout.starts, threads, native=native)
     owners = layout.function_count + len(attribution.overhead)
     bits = [0] * owners
     owned = [0] * owners
@@ -309,7 +309,7 @@ def download_share(
             path=lib.path,
             offset=0,
         )
-    total = sum(part_sizes)
+    total = sum(shard_sizes)
     shares = _whole_bytes(bits, total)
     count = layout.function_count
     model = {
@@ -318,9 +318,9 @@ def download_share(
         "zlib": zlib.ZLIB_RUNTIME_VERSION,
         "level": LEVEL,
         "window_bytes": WINDOW,
-        "part_bytes": PART_BYTES,
+        "shard_bytes": SHARD_BYTES,
         "step_bytes": STEP,
-        "parts": len(cut_at),
+        "shards": len(cut_at),
     }
     return Download(total, shares[:count], shares[count:], model)
 

@@ -2,7 +2,7 @@
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
 user asked to see: groups by kernel unit, dtype, source or function). The models are their
-JSON documents (schema 2, ``docs/report-schema.md``): their fields carry the codec's metadata
+JSON documents (schema 3, ``docs/report-schema.md``): their fields carry the codec's metadata
 (``builder.files.dataclass_json``): ``dump(report)`` is the saved report, the figures it derives
 (counts, sums, download shares) written as fields the model computes; ``builder.size.saved``
 reads one back, so a saved report is a target like any other. Every figure carries its origin in
@@ -44,7 +44,9 @@ __all__ = [
     "group_report",
 ]
 
-SCHEMA = 2
+SCHEMA = 3
+"""The report's layout: 3 since ``download_model`` counts shards, not parts (``builder.size.saved``
+reads 2 too)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A saved report: the JSON document of a ``Report`` (schema 2, docs/report-schema.md), written by
+"""A saved report: the JSON document of a ``Report`` (schema 3, docs/report-schema.md), written by
 ``builder.render.json_docs`` and read back here, so that a saved report is a target like any other.
 
 The document is the model: ``dump(report)`` writes it, the figures a report derives (counts,
@@ -10,7 +10,8 @@ dotted field of a wrong one: ``'source.target' is 5, not a string``), every coun
 (``builder.files.bounds.byte_count``), the provenance must have the shape ``builder.size.load``
 writes, and the totals are re-checked, so a hand-edited or truncated report cannot pass a gate.
 Keys added by later versions are ignored; keys older reports lack take their defaults
-(``kernel_count`` 0, ``embedding`` ``preamble``, ``provenance`` ``{}``).
+(``kernel_count`` 0, ``embedding`` ``preamble``, ``provenance`` ``{}``); schema 2 is schema 3 with
+``download_model``'s shards called parts.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from builder.size.report import SCHEMA, Download, OverheadShare, Report, WheelFi
 from builder.size.rollup import overhead_row, read_functions, roll_up
 
 __all__ = ["Embedded", "read_report"]
+
+_SCHEMA_2_MODEL = {"part_bytes": "shard_bytes", "parts": "shards"}
+"""Schema 2's keys of ``download_model`` -> schema 3's (a part is a row of a binary's account)."""
 
 
 @dataclass(frozen=True)
@@ -112,14 +116,17 @@ def read_report(data: object, where: str) -> Report:
 
     if not isinstance(data, dict):
         raise bad("the top level is not an object")
-    if data.get("schema") != SCHEMA:
-        raise bad(f"schema is {brief(data.get('schema'))}, this tool reads schema {SCHEMA}")
+    if data.get("schema") not in (2, SCHEMA):
+        raise bad(f"schema is {brief(data.get('schema'))}, this tool reads schema 2 and {SCHEMA}")
     if "functions" not in data:
         raise bad("missing or malformed field: 'functions' is missing")
     source = data.get("source", {})
     if isinstance(source, dict):  # a report's target is the file it was read from
         source = {"path": None, "kind": "report", **source}
         data = {**data, "source": {**source, "target": source.get("target") or where}}
+    model = data.get("download_model")
+    if data["schema"] == 2 and isinstance(model, dict):  # schema 2's names of the model's shards
+        data = {**data, "download_model": {_SCHEMA_2_MODEL.get(k, k): v for k, v in model.items()}}
     if data.get("function_count", 0) is None:  # older reports wrote null
         data = {key: value for key, value in data.items() if key != "function_count"}
     try:

@@ -167,6 +167,11 @@ _MISUSED = {
     ),
     r"\bfunctions? (?:\w+ )*chunks?\b": ("piece", "chunk", "a function's pieces"),
     r"\bsettings?(?: value)? checks?\b": ("validator", "check", "a setting's validator"),
+    r"\bdownload model parts?\b|\bpart (?:bytes|sizes)\b": (
+        "shard",
+        "part",
+        "a shard (what the download model deflates alone; a part is a binary's account row)",
+    ),
     r"\bsplit(?:s|ting)? (?:each|into|by|like|over)\b": (
         "split",
         "split",
@@ -176,9 +181,10 @@ _MISUSED = {
 """pattern -> (the glossary word meant, the word misused for it, what to say instead). Each
 misuse is one the glossary warns against (its "Not to be confused with" column)."""
 
-_OWNED = {"budget": "budget", "ceiling": "variants"}
+_OWNED = {"budget": "budget", "ceiling": "variants", "check": "check"}
 """A glossary word -> the one document whose JSON keys may say it: a budget is the ``budget``
-command's limit, a ceiling the size ``variants`` plans to (``compare`` checks gates)."""
+command's limit, a ceiling the size ``variants`` plans to (``compare`` checks gates), a check the
+``check`` command's (a gate's or budget limit's outcome is a verdict)."""
 
 
 def test_glossary_names_each_concept_once() -> None:
@@ -282,6 +288,30 @@ def test_identifiers_say_each_word_in_its_one_meaning() -> None:
             continue  # help's metavar: a name spelled family is a catalog's
         bad = [(w, t) for w, t in names if re.search(pattern, t.lower(), re.IGNORECASE)]
         assert not bad, f"say {say} ({meant}): {bad}"
+
+
+_VERDICT_LAYERS = ("builder/size/", "builder/render/", "builder/publish/", "builder/cli/size.py")
+"""Where a limit's outcome is made and shown; ``check`` there is a verb, never a thing."""
+
+
+def test_a_limits_outcome_is_a_verdict() -> None:
+    """A gate's or budget limit's outcome is a ``Verdict`` (``size/verdicts``): no class, variable
+    or parameter of the size commands calls it a check or their list checks, the ``check``
+    command's word (budget's JSON said ``checks`` until its schema 3)."""
+    names = _identifiers()
+    assert ("builder/size/verdicts.py", "Verdict") in {(w.split(":")[0], t) for w, t in names}
+    bad = [(w, t) for w, t in names if w.startswith(_VERDICT_LAYERS) and t in {"Check", "checks"}]
+    assert not bad, f"say verdict: {bad}"
+
+
+def test_the_comments_bytes_are_room_not_a_budget() -> None:
+    """render/ and publish/ write what ``budget`` measured (budget_table, budget_json...) and hold
+    no budget of their own: the bytes a PR comment still has are its room (``_Room``)."""
+    names = _identifiers()
+    assert ("builder/render/pr_comment.py", "Room") in {(w.split(":")[0], t) for w, t in names}
+    layers = ("builder/render/", "builder/publish/")
+    bad = [(w, t) for w, t in names if w.startswith(layers) and t in {"Budget", "budget"}]
+    assert not bad, f"a budget is the budget command's limit: {bad}"
 
 
 def test_family_is_said_only_of_a_catalog() -> None:
@@ -429,6 +459,10 @@ def test_a_planted_wrong_key_is_found() -> None:
     assert misused_keys({"variants": {"variants": [{"plan": {"budget": 5}}]}})
     assert misused_keys({"budget": {"budgets": [{"name": "x"}]}}) == []
     assert misused_keys({"budget": {"checks": [{"ceiling": 5}]}})
+    assert misused_keys({"budget": {"checks": [{"key": "max-size"}]}})
+    assert misused_keys({"report": {"download_model": {"parts": 5}}})
+    assert misused_keys({"report": {"binaries": [{"parts": [{"bytes": 5}]}]}}) == []
+    assert misused_keys({"check": {"checks": ["compile"]}}) == []
 
 
 def _json(

@@ -177,7 +177,7 @@ def test_budget_measures_growth_against_the_same_library_of_the_base(
         )
         code, out, err = run(["budget", str(budget), "--format", "json"], capsys)
         assert code in (0, 1), err
-        [check] = json.loads(out)["checks"]
+        [check] = json.loads(out)["verdicts"]
         assert check["value"] == (grown if member.endswith("beta_metallib") else size["gamma"])
         return code, out
 

@@ -79,7 +79,7 @@ def test_one_output_takes_format_when_given(
 ) -> None:
     target = tmp_path / "report.out"  # no extension to go by: --format decides, as before
     code, _, _ = run_cli(["report", str(pair[0]), "--format", "json", "-o", str(target)], capsys)
-    assert code == 0 and json.loads(target.read_text())["schema"] == 2
+    assert code == 0 and json.loads(target.read_text())["schema"] == 3
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_budget_writes_json_markdown_and_table(
         capsys,
     )
     assert code == 1 and out == ""
-    (check,) = json.loads((tmp_path / "b.json").read_text())["checks"]
+    (check,) = json.loads((tmp_path / "b.json").read_text())["verdicts"]
     assert (check["value"], check["limit"], check["passed"]) == (size, size - 1, False)
     (record,) = csv.DictReader(io.StringIO((tmp_path / "b.csv").read_text()))
     assert (record["key"], record["value"]) == ("max-size", str(size))

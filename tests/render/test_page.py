@@ -16,9 +16,9 @@ import pytest
 
 from builder.cli.group import main
 from builder.render.html import compare_html, report_html
-from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.load import load_reports
+from builder.size.verdicts import Gates, evaluate_gates
 
 FUNCTIONS = [
     ("v_copyfloat32float32", 300),

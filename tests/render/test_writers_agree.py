@@ -39,11 +39,11 @@ from builder.render.table import Table, cell_text, csv_records, markdown_tables
 from builder.render.text import visible
 from builder.render.variants import variants_tables
 from builder.settings.validators import Limit
-from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import compare_reports
 from builder.size.history import library_histories, measure_history
 from builder.size.host_strings import HostString
 from builder.size.load import load_reports
+from builder.size.verdicts import Gates, Verdict, evaluate_gates
 from builder.subsets.coverage import JitSources
 from builder.subsets.variant_plan import Plan, PlannedFile, Step
 from builder.subsets.variants import Variant, VariantsInput, VariantsRun
@@ -237,21 +237,21 @@ def test_every_comparison_format_prints_the_model(paths: tuple[str, str], downlo
 
 
 def test_every_cap_format_prints_the_model() -> None:
-    checks = [
-        Check("max-size", "mlx, macOS 26", 1_000, 1_500, measured_in=("a.metallib",)),
-        Check("groups", "mlx, macOS 26", 600, 700, group="gemm", measured_in=("a.metallib",)),
-        Check("max-functions", "mlx, macOS 26", 20, 12, measured_in=("a.metallib",)),
+    verdicts = [
+        Verdict("max-size", "mlx, macOS 26", 1_000, 1_500, measured_in=("a.metallib",)),
+        Verdict("groups", "mlx, macOS 26", 600, 700, group="gemm", measured_in=("a.metallib",)),
+        Verdict("max-functions", "mlx, macOS 26", 20, 12, measured_in=("a.metallib",)),
     ]
-    table = budget_table(checks, "pyproject.toml")
-    _check_text([table], budget_output(checks, "pyproject.toml", "table", False, None))
-    _check_markdown([table], budget_output(checks, "pyproject.toml", "markdown", False, None))
-    _check_csv([table], budget_output(checks, "pyproject.toml", "csv", False, None))
-    doc = json.loads(budget_output(checks, "pyproject.toml", "json", False, None))
-    for row, check in zip(table.rows, doc["checks"], strict=True):
+    table = budget_table(verdicts, "pyproject.toml")
+    _check_text([table], budget_output(verdicts, "pyproject.toml", "table", False, None))
+    _check_markdown([table], budget_output(verdicts, "pyproject.toml", "markdown", False, None))
+    _check_csv([table], budget_output(verdicts, "pyproject.toml", "csv", False, None))
+    doc = json.loads(budget_output(verdicts, "pyproject.toml", "json", False, None))
+    for row, verdict in zip(table.rows, doc["verdicts"], strict=True):
         assert (table.value(row, "passed"), row.values[5], row.values[7]) == (
-            check["passed"],
-            check["limit"],
-            check["value"],
+            verdict["passed"],
+            verdict["limit"],
+            verdict["value"],
         )
 
 

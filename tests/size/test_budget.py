@@ -71,12 +71,12 @@ groups = { quantized = "30MB", gemm = "40MB" }
         f"error: budget exceeded: mlx macOS 26: group quantized is "
         f"{human_size(groups['quantized'])}, limit 30.00 MB"
     )
-    checks = {(c["key"], c["group"]): c for c in json.loads(out)["checks"]}
-    assert checks[("max-size", None)]["value"] == os.stat(metallib).st_size
-    assert checks[("max-size", None)]["measured_in"] == [str(metallib)]
-    assert checks[("groups", "quantized")]["value"] == groups["quantized"] > 30_000_000
-    assert checks[("groups", "gemm")]["value"] == groups["gemm"]
-    assert [c["passed"] for c in checks.values()] == [True, True, False, True]
+    verdicts = {(c["key"], c["group"]): c for c in json.loads(out)["verdicts"]}
+    assert verdicts[("max-size", None)]["value"] == os.stat(metallib).st_size
+    assert verdicts[("max-size", None)]["measured_in"] == [str(metallib)]
+    assert verdicts[("groups", "quantized")]["value"] == groups["quantized"] > 30_000_000
+    assert verdicts[("groups", "gemm")]["value"] == groups["gemm"]
+    assert [c["passed"] for c in verdicts.values()] == [True, True, False, True]
     code, out, _ = run_cli(["budget"], capsys)  # the table: one row per limit, like size-limit
     row = next(line for line in out.splitlines() if "quantized" in line)
     assert "FAIL" in row and human_size(groups["quantized"]) in row and "30.00 MB" in row
@@ -113,13 +113,14 @@ max-growth = "200%"
     assert code == 1 and f"max-functions is {functions:,} functions, limit" in err
     doc = json.loads(out)
     assert doc["file"] == str(tmp_path / "metallib-size.toml") and doc["passed"] is False
-    values = {c["key"]: (c["value"], c["limit"], c["passed"]) for c in doc["checks"]}
+    assert doc["schema"] == 3 and "checks" not in doc  # schema 2 called the verdicts checks
+    values = {c["key"]: (c["value"], c["limit"], c["passed"]) for c in doc["verdicts"]}
     assert values["max-size"] == (total, total, True)  # a limit equal to the value holds
     assert values["groups"] == (gemm, gemm, True)
     assert values["max-functions"] == (functions, functions - 1, False)
     growth = total - os.stat(first).st_size
     assert values["max-growth"] == (growth, 2 * os.stat(first).st_size, True)
-    assert next(c for c in doc["checks"] if c["key"] == "max-growth")["max_growth"] == "200%"
+    assert next(c for c in doc["verdicts"] if c["key"] == "max-growth")["max_growth"] == "200%"
 
 
 def test_max_download_is_the_deflate_size_a_zip_stores(
@@ -135,7 +136,7 @@ def test_max_download_is_the_deflate_size_a_zip_stores(
     path = _budget(tmp_path, text)
     code, out, _ = run_cli(["budget", str(path), "--format", "json"], capsys)
     assert code == 1
-    (check,) = json.loads(out)["checks"]
+    (check,) = json.loads(out)["verdicts"]
     assert (check["key"], check["value"]) == ("max-download-size", expected)
 
 
@@ -167,7 +168,7 @@ def test_saved_report_with_host_library_counts_it_in_max_total_size(
     )
     code, out, err = run_cli(["budget", str(path), "--format", "json"], capsys)
     assert code == 1 and "max-total-size is" in err
-    values = {c["key"]: c["value"] for c in json.loads(out)["checks"]}
+    values = {c["key"]: c["value"] for c in json.loads(out)["verdicts"]}
     assert values == {"max-size": size, "max-total-size": size + 50_000}
 
 

@@ -30,8 +30,8 @@ def _table(groups: dict[str, int]) -> str:
     return "{ " + ", ".join(f'"{name}" = {size}' for name, size in groups.items()) + " }"
 
 
-def _checks(out: str) -> dict[tuple[str, str], dict[str, object]]:
-    return {(c["budget"], c["group"] or c["key"]): c for c in json.loads(out)["checks"]}
+def _verdicts(out: str) -> dict[tuple[str, str], dict[str, object]]:
+    return {(c["budget"], c["group"] or c["key"]): c for c in json.loads(out)["verdicts"]}
 
 
 def test_a_source_budget_grows_against_a_release(
@@ -52,9 +52,9 @@ def test_a_source_budget_grows_against_a_release(
     )
     code, out, err = cli("budget", path, "--format", "json")
     assert code == 0, err
-    checks = _checks(out)
-    assert checks[("mlx by file", "max-growth")]["value"] == 0  # the same library
-    assert checks[("mlx by file", "unary_subset.metal")]["value"] == groups["unary_subset.metal"]
+    verdicts = _verdicts(out)
+    assert verdicts[("mlx by file", "max-growth")]["value"] == 0  # the same library
+    assert verdicts[("mlx by file", "unary_subset.metal")]["value"] == groups["unary_subset.metal"]
 
 
 def test_tree_keys_mean_what_the_command_line_options_mean(
@@ -91,9 +91,9 @@ def test_tree_keys_mean_what_the_command_line_options_mean(
     (tmp_path / "metallib-size.toml").write_text(text)
     code, out, err = cli("budget", tmp_path / "metallib-size.toml", "--format", "json")
     assert code == 0, err
-    checks = _checks(out)
+    verdicts = _verdicts(out)
     for name, groups in expected.items():
-        measured = {g: checks[(name, g)]["value"] for g in groups}
+        measured = {g: verdicts[(name, g)]["value"] for g in groups}
         assert measured == groups, name
 
 

@@ -22,10 +22,10 @@ from builder.cli.group import main
 from builder.metallib import open_metallib
 from builder.render.pr_comment import comment_markdown
 from builder.settings.validators import parse_limit
-from builder.size.checks import Gates, evaluate_gates
 from builder.size.compare import compare_reports, pair_reports
 from builder.size.load import load_reports
 from builder.size.rollup import Rollup, fold
+from builder.size.verdicts import Gates, evaluate_gates
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "compare.md"
 

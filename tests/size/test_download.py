@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import run_cli
 from synthetic import synthetic_bytes
 
 from builder.metallib import Metallib, open_metallib
@@ -107,7 +108,7 @@ def test_parts_are_what_zlib_gives_each_part_primed_with_the_32_kib_before_it() 
     data = synthetic_bytes([(f"k{i}_float32", 5000 + 37 * i) for i in range(400)])
     lib = Metallib(data)
     layout = segments(lib, attribute(lib))
-    parts = cuts(layout.starts, len(data), part_bytes=200_000)
+    parts = cuts(layout.starts, len(data), shard_bytes=200_000)
     assert len(parts) > 3
     sizes, _ = deflate_share(data, parts, layout.starts, 2)
     expected = []
@@ -170,3 +171,32 @@ def test_a_groups_share_predicts_what_removing_it_saves(
     rest = len(packer.compress(out.read_bytes()) + packer.flush())
     saved = zip_members(wheel)["mlx/lib/mlx.metallib"][1] - rest
     assert abs(largest["download_bytes"] - saved) < 0.08 * saved
+
+
+def test_a_schema_2_report_reads_as_schema_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Schema 3 calls the model's deflate inputs shards (a part is a row of a binary's account):
+    ``download_model.shards`` counts the cuts, ``shard_bytes`` is their size. A report saved with
+    schema 2's names (``parts``, ``part_bytes``) still reads, to the same report."""
+    data = synthetic_bytes([(f"k{i}_float32", 5000 + 37 * i) for i in range(400)])
+    library = tmp_path / "k.metallib"
+    library.write_bytes(data)
+    code, out, _ = run_cli(["report", str(library), "--download", "--format", "json"], capsys)
+    doc = json.loads(out)
+    model = doc["download_model"]
+    assert code == 0 and doc["schema"] == 3 and not {"parts", "part_bytes"} & set(model)
+    assert model["shard_bytes"] == 1 << 20  # docs/download-size.md: "about 1 MiB"
+    whole = len(data) // model["shard_bytes"]  # each cut at least that far past the last
+    assert whole >= 4 and whole <= model["shards"] <= whole + 1
+    old = {**doc, "schema": 2, "download_model": dict(model)}
+    old["download_model"]["parts"] = old["download_model"].pop("shards")
+    old["download_model"]["part_bytes"] = old["download_model"].pop("shard_bytes")
+    written = []
+    for name, saved in (("new.json", doc), ("old.json", old)):
+        (tmp_path / name).write_text(json.dumps(saved))
+        code, out, err = run_cli(["report", str(tmp_path / name), "--format", "json"], capsys)
+        assert code == 0, err
+        written.append(json.loads(out))
+    assert written[0]["download_model"] == written[1]["download_model"] == model
+    assert written[0] == written[1]

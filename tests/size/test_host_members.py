@@ -117,5 +117,5 @@ def test_a_budget_names_the_member(tmp_path: Path, capsys: pytest.CaptureFixture
         )
         code, out, err = run_cli(["budget", str(budget), "--format", "json"], capsys)
         assert code == code_wanted, err
-        (check,) = json.loads(out)["checks"]
+        (check,) = json.loads(out)["verdicts"]
         assert check["value"] == size

@@ -17,11 +17,11 @@ from builder import __version__
 from builder.render.pr_comment import DEFAULT_LIMIT, MARKER, comment_markdown
 from builder.render.text import provenance_line
 from builder.settings.validators import parse_limit
-from builder.size.checks import Check, Gates, evaluate_gates
 from builder.size.compare import Comparison, compare_reports
 from builder.size.load import load_reports
 from builder.size.report import Report, Source
 from builder.size.rollup import FunctionRow, overhead_row, roll_up
+from builder.size.verdicts import Gates, Verdict, evaluate_gates
 
 BASE = [
     ("v_copyfloat32float32", 300),
@@ -96,7 +96,7 @@ def test_comment_shape(write_metallib: Callable[..., Path]) -> None:
 
 
 @functools.cache
-def _big_comparison(name_len: int) -> tuple[Comparison, list[Check]]:
+def _big_comparison(name_len: int) -> tuple[Comparison, list[Verdict]]:
     """Every function added or removed, thousands of groups, hostile characters in every name
     (made once per name length: the tests only read it)."""
     base = _synthetic(17_000, seed=1, name_len=name_len)

@@ -44,7 +44,7 @@ def test_report_json_schema(write_metallib: Callable[..., Path]) -> None:
         "overhead_bytes",
     ):
         assert key in doc
-    assert doc["schema"] == 2
+    assert doc["schema"] == 3
     assert doc["file_size"] == os.path.getsize(path)
     assert doc["source"]["path"] == str(path)
     assert sum(f["bytes"] for f in doc["functions"]) + doc["overhead_bytes"] == doc["file_size"]
@@ -295,7 +295,7 @@ def test_fast_json_equals_general_encoder(write_metallib: Callable[..., Path]) -
         (report,) = load_reports(str(path))
         assert json.loads(report_json_text(report)) == report_dict(report)
     two = json.loads(report_json(load_reports(str(plain)) * 2))
-    assert two["schema"] == 2 and len(two["libraries"]) == 2
+    assert two["schema"] == 3 and len(two["libraries"]) == 2
 
 
 def _wheel(tmp_path: Path, members: dict[str, bytes]) -> Path:

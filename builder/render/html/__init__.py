@@ -25,10 +25,10 @@ from builder.render.table import Table, cell_text
 from builder.render.text import human_size, visible
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check
     from builder.size.compare import Comparison
     from builder.size.history import LibraryHistory
     from builder.size.report import Report
+    from builder.size.verdicts import Verdict
 
 __all__ = ["compare_html", "history_html", "page", "report_html"]
 
@@ -98,7 +98,7 @@ def report_html(reports: Sequence[Report]) -> str:
     return page(f"Metallib size: {labels}", report_data(reports))
 
 
-def compare_html(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> str:
+def compare_html(pairs: Sequence[tuple[Comparison, Sequence[Verdict]]]) -> str:
     """``compare --format html``: the head treemap coloured by growth, added/removed listed."""
     labels = ", ".join(f"{c.base.source.label} → {c.head.source.label}" for c, _ in pairs)
     return page(f"Metallib size change: {labels}", comparison_data(pairs))

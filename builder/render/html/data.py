@@ -21,9 +21,9 @@ from builder.size.compare import jit_breakdown
 from builder.size.grouping import group_names
 
 if TYPE_CHECKING:
-    from builder.size.checks import Check
     from builder.size.compare import Comparison
     from builder.size.report import Report
+    from builder.size.verdicts import Verdict
 
 __all__ = ["comparison_data", "report_data"]
 
@@ -158,7 +158,7 @@ def _download_columns(
     )
 
 
-def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[Check]]]) -> dict[str, object]:
+def comparison_data(pairs: Sequence[tuple[Comparison, Sequence[Verdict]]]) -> dict[str, object]:
     """The embedded document of ``compare --format html``: head's functions, then removed ones.
 
     ``bytes`` is the head size and ``base`` the base size of the same-named function; ``-1``

@@ -1,5 +1,6 @@
-"""The one check model: a limit against the value measured for it, whether ``compare`` was asked
-for it (``--max-growth``, a gate) or a budget file was (``max-growth``, ``builder.size.budget``).
+"""The one verdict model: a limit against the value measured for it, whether ``compare`` was
+asked for it (``--max-growth``, a gate) or a budget file was (``max-growth``,
+``builder.size.budget``).
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
 name. Checking is pure data in, pure data out; ``builder.render.text`` words the results.
@@ -23,9 +24,9 @@ from builder.settings.validators import Limit
 
 __all__ = [
     "GROWTH",
-    "Check",
     "Evaluated",
     "Gates",
+    "Verdict",
     "check_pairs",
     "download_totals",
     "evaluate_gates",
@@ -43,8 +44,8 @@ GROWTH = ("max-growth", "max-download-growth")
 
 
 @dataclass(frozen=True)
-class Check:
-    """One limit and the value it was checked against."""
+class Verdict:
+    """One limit and the value it was checked against: passed or not (a gate's or a budget's)."""
 
     name: str
     """``max-size``, ``max-total-size``, ``max-download-size``, ``max-functions``, ``groups``,
@@ -78,7 +79,7 @@ class Check:
         return 100.0 * self.value / self.base_value if self.base_value else None
 
 
-Evaluated = Sequence[tuple["Comparison", Sequence["Check"]]]
+Evaluated = Sequence[tuple["Comparison", Sequence["Verdict"]]]
 """The library pairs of a ``compare`` run, each with its gate verdicts."""
 
 
@@ -90,7 +91,7 @@ class Gates:
     max_size: int | None = None
     fail_on_new_group: bool = False
     max_total_size: int | None = None
-    """The metallib plus the host library (``builder.size.checks.shipped_size``)."""
+    """The metallib plus the host library (``builder.size.verdicts.shipped_size``)."""
     max_download_growth: Limit | None = None
     """On the modelled download (``download_totals``)."""
     max_download_size: int | None = None
@@ -137,11 +138,11 @@ def download_totals(base: Report, head: Report) -> tuple[int, int]:
     return base.download.total, head.download.total
 
 
-def _growth(name: str, subject: str, limit: Limit, base: int, head: int) -> Check:
-    return Check(name, subject, int(limit.allowed(base)), head - base, limit, base)
+def _growth(name: str, subject: str, limit: Limit, base: int, head: int) -> Verdict:
+    return Verdict(name, subject, int(limit.allowed(base)), head - base, limit, base)
 
 
-def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
+def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Verdict]:
     """Check each gate that was asked for, keeping the measured sizes it was checked against.
 
     A library head adds (``Comparison.change``) is checked as growth from nothing: all its bytes
@@ -171,13 +172,13 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
         results.append(_growth("max-growth", subject, gates.max_growth, base_all, head_all))
     in_head = comparison.change != "removed"
     if gates.max_size is not None and in_head:
-        results.append(Check("max-size", head_label, gates.max_size, head_size))
+        results.append(Verdict("max-size", head_label, gates.max_size, head_size))
     if gates.max_total_size is not None and in_head:
         subject = f"{label} (metallib + JIT host library)" if jit is not None else label
         total = shipped_size(comparison.head)
-        results.append(Check("max-total-size", subject, gates.max_total_size, total))
+        results.append(Verdict("max-total-size", subject, gates.max_total_size, total))
     if gates.fail_on_new_group and in_head:
-        results.append(Check("fail-on-new-group", head_label, 0, len(new), new_groups=tuple(new)))
+        results.append(Verdict("fail-on-new-group", head_label, 0, len(new), new_groups=tuple(new)))
     if gates.download:
         base_dl, head_dl = download_totals(comparison.base, comparison.head)
         subject = f"the download of {head_label}"
@@ -186,7 +187,7 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Check]:
             results.append(_growth("max-download-growth", subject, limit, base_dl, head_dl))
         if gates.max_download_size is not None and in_head:
             size = gates.max_download_size
-            results.append(Check("max-download-size", subject, size, head_dl))
+            results.append(Verdict("max-download-size", subject, size, head_dl))
     return results
 
 
@@ -195,7 +196,7 @@ def check_pairs(
     head: list[Report],
     gates: Gates,
     compared: Callable[[Comparison], object] = lambda _: None,
-) -> list[tuple[Comparison, list[Check]]]:
+) -> list[tuple[Comparison, list[Verdict]]]:
     """Pair the libraries of two targets (``pair_reports``), compare each pair (then tell
     ``compared``, before its gates are checked) and check its gates: what ``compare`` renders."""
     from builder.size.compare import compare_pair, pair_reports
