@@ -27,11 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import UsageError
-from builder.files.reading import file_kind
 from builder.kernels.bounded_run import PreprocessError, first_diagnostic, run_bounded
 from builder.kernels.confinement import TreeBounds, check_run
 from builder.kernels.definitions import LineStarts
-from builder.settings.validators import parse_define
 
 __all__ = [
     "CANDIDATES",
@@ -44,7 +42,6 @@ __all__ = [
     "find_preprocessor",
     "metal_defines",
     "operand",
-    "parse_define",
     "preprocess",
     "preprocess_command",
 ]
@@ -127,6 +124,8 @@ def metal_defines(defines: Sequence[str], metal_version: int | None = None) -> l
     """
     version = DEFAULT_METAL_VERSION if metal_version is None else metal_version
     user: dict[str, str] = {}
+    if defines:  # the settings' validators, only when there is something to check
+        from builder.settings.validators import parse_define
     for text in defines:
         name, arg = parse_define(text)
         user[name] = arg
@@ -251,6 +250,8 @@ def check_regular(cwd: Path, entry: str) -> None:
     except OSError as exc:
         raise PreprocessError(f"{entry}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
+        from builder.files.reading import file_kind
+
         raise PreprocessError(
             f"{entry}: not a regular file ({file_kind(mode)}); entry files must be files"
         )
