@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.kernels.bounded_run import PreprocessError
-from builder.kernels.confinement import confine_entries, tree_bounds
-from builder.kernels.definitions import split_markers, tree_path
 from builder.kernels.kernel_scan import KernelRecord, ScanError, scan_text
 from builder.kernels.preprocess import (
     check_regular,
@@ -93,6 +91,7 @@ def checked_entries(root: Path, config: TreeConfig) -> list[str]:
     """The entry files of a folder of ``.metal`` files, after checking what the settings name:
     a missing folder, a missing ``-I`` folder, an exclude glob that matches nothing, an entry
     file that resolves outside the tree or no entry file left is a UsageError (exit 2)."""
+    from builder.kernels.confinement import confine_entries, tree_bounds
     from builder.kernels.platforms import check_requires
     from builder.kernels.tree_files import ENTRY_SUFFIX, check_excludes, entry_files, path_matches
 
@@ -155,6 +154,8 @@ def discover(
     """
     from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 
+    from builder.kernels.confinement import tree_bounds
+    from builder.kernels.definitions import tree_path
     from builder.kernels.kernel_tree import KernelTree
     from builder.kernels.runtime_only import candidate_headers, runtime_templates
     from builder.kernels.tree_config import TreeConfig
@@ -246,6 +247,8 @@ class _EntryScan(NamedTuple):
 
 
 def _scan_entry(entry: str, text: str, where: Callable[[str], str]) -> _EntryScan:
+    from builder.kernels.definitions import split_markers
+
     clean, runs = split_markers(text)
     try:
         scan = scan_text(clean, entry)
