@@ -201,8 +201,9 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     from builder.kernels.discovery import discover
     from builder.kernels.discovery_cache import load_or_discover
     from builder.kernels.platforms import for_platform
-    from builder.kernels.preprocess import metal_defines, parse_define
+    from builder.kernels.preprocess import metal_defines
     from builder.kernels.tree_config import build_library, find_config, merge_flags
+    from builder.settings.validators import parse_define
     from builder.subsets.coverage import check_coverage, require_coverage
     from builder.subsets.variant_library import held_aot
 

@@ -31,7 +31,6 @@ The reads themselves go through ``builder.files.reading``.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import re
@@ -213,6 +212,8 @@ def parse_json(data: bytes) -> Any:
     objects (counted as the parser makes them, so a document of millions stops at the bound,
     not after all are built). Anything else is a ValueError whose text says why in words for a
     message (a reply nested 5,000 deep is not a RecursionError)."""
+    import json  # here: reading a kernel tree's sources needs the bounds, not the parser
+
     limit = MAX_JSON_OBJECTS.value()
     made = itertools.count(1)
 

@@ -20,38 +20,46 @@ files in the same pool).
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.kernels.bounded_run import PreprocessError
-from builder.kernels.confinement import confine_entries, tree_bounds
-from builder.kernels.cxx_text import normalize_arg
-from builder.kernels.definitions import split_markers, tree_path
-from builder.kernels.diagnostics import with_hint
 from builder.kernels.kernel_scan import KernelRecord, ScanError, scan_text
-from builder.kernels.kernel_tree import KernelTree
-from builder.kernels.platforms import Platform, check_requires, for_platform
 from builder.kernels.preprocess import (
     check_regular,
     find_preprocessor,
     metal_defines,
     preprocess,
 )
-from builder.kernels.runtime_only import RuntimeTemplate, candidate_headers, runtime_templates
-from builder.kernels.tree_config import TreeConfig, find_config, merge_flags
-from builder.kernels.tree_files import (
-    ENTRY_SUFFIX,
-    check_excludes,
-    entry_files,
-    path_matches,
-)
 
 if TYPE_CHECKING:
     from builder.kernels.catalog import Catalog
+    from builder.kernels.kernel_tree import KernelTree
+    from builder.kernels.platforms import Platform
+    from builder.kernels.runtime_only import RuntimeTemplate
+    from builder.kernels.tree_config import TreeConfig
+    from builder.kernels.tree_files import ENTRY_SUFFIX, entry_files, path_matches
+
+# Imported on first use: discover_file (a stand-in compiler's call, hundreds per test run) needs
+# only the preprocessor and the scan, not the tree, its settings and its platforms.
+_HOME = {
+    "KernelTree": "kernel_tree",
+    "RuntimeTemplate": "runtime_only",
+    "ENTRY_SUFFIX": "tree_files",
+    "entry_files": "tree_files",
+    "path_matches": "tree_files",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"builder.kernels.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ENTRY_SUFFIX",
@@ -83,6 +91,10 @@ def checked_entries(root: Path, config: TreeConfig) -> list[str]:
     """The entry files of a folder of ``.metal`` files, after checking what the settings name:
     a missing folder, a missing ``-I`` folder, an exclude glob that matches nothing, an entry
     file that resolves outside the tree or no entry file left is a UsageError (exit 2)."""
+    from builder.kernels.confinement import confine_entries, tree_bounds
+    from builder.kernels.platforms import check_requires
+    from builder.kernels.tree_files import ENTRY_SUFFIX, check_excludes, entry_files, path_matches
+
     if not root.is_dir():
         raise UsageError(f"{root}: not a folder")
     for folder in config.include_dirs:
@@ -140,6 +152,14 @@ def discover(
     the message names the first such file in tree order, whatever ``jobs`` is (and, for a quoted
     include not found, the ``-I`` folder in the tree that would find it: ``diagnostics.with_hint``).
     """
+    from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
+
+    from builder.kernels.confinement import tree_bounds
+    from builder.kernels.definitions import tree_path
+    from builder.kernels.kernel_tree import KernelTree
+    from builder.kernels.runtime_only import candidate_headers, runtime_templates
+    from builder.kernels.tree_config import TreeConfig
+
     root = Path(source_dir)
     config = config or TreeConfig()
     entries = checked_entries(root, config)
@@ -189,6 +209,8 @@ def discover(
             if on_progress is not None and not failures:
                 on_progress(done, len(entries), entries[stop - 1])
     if failures:
+        from builder.kernels.diagnostics import with_hint
+
         failure = failures[min(failures)]
         hinted = with_hint(str(failure), root, config.include_dirs)  # which -I would find it
         if hinted != str(failure):
@@ -225,6 +247,8 @@ class _EntryScan(NamedTuple):
 
 
 def _scan_entry(entry: str, text: str, where: Callable[[str], str]) -> _EntryScan:
+    from builder.kernels.definitions import split_markers
+
     clean, runs = split_markers(text)
     try:
         scan = scan_text(clean, entry)
@@ -274,6 +298,9 @@ def catalog_tree(
     """The catalog's instantiations (optionally selected) as a tree of kernel records; pass
     ``catalog`` when it is loaded already."""
     from builder.kernels.catalog import load_catalog
+    from builder.kernels.cxx_text import normalize_arg
+    from builder.kernels.kernel_tree import KernelTree
+    from builder.kernels.tree_config import TreeConfig
 
     catalog = catalog or load_catalog(source_dir)
     items = catalog.expand(families, dtypes)
@@ -311,6 +338,9 @@ def load_tree(
     ``-I``/``-D``/``--exclude`` make no sense for a catalog tree and are refused (exit 2) rather
     than silently ignored.
     """
+    from builder.kernels.platforms import for_platform
+    from builder.kernels.tree_config import find_config, merge_flags
+
     if source_dir is None:
         from builder.resources import metal_src_dir
 

@@ -29,11 +29,11 @@ from typing import Any, TypeVar
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.dataclass_json import field
-from builder.kernels.preprocess import DEFAULT_METAL_VERSION, parse_define
+from builder.kernels.preprocess import DEFAULT_METAL_VERSION
 from builder.kernels.tree_files import unmatched_glob
 from builder.metallib.structs import PLATFORMS
 from builder.settings.declared import setting
-from builder.settings.validators import valid_deployment_target
+from builder.settings.validators import parse_define, valid_deployment_target
 
 __all__ = [
     "KEYS",

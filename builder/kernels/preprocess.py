@@ -18,6 +18,7 @@ See docs/discovery.md for the list of stand-ins and where Apple documents each m
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -25,13 +26,14 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
-from builder.files.reading import file_kind
 from builder.kernels.bounded_run import PreprocessError, first_diagnostic, run_bounded
-from builder.kernels.confinement import TreeBounds, check_run
-from builder.kernels.definitions import LineStarts
-from builder.settings.validators import parse_define
+
+if TYPE_CHECKING:
+    from builder.kernels.confinement import TreeBounds
+    from builder.kernels.definitions import LineStarts
 
 __all__ = [
     "CANDIDATES",
@@ -44,7 +46,6 @@ __all__ = [
     "find_preprocessor",
     "metal_defines",
     "operand",
-    "parse_define",
     "preprocess",
     "preprocess_command",
 ]
@@ -100,7 +101,15 @@ METAL_HEADERS = (
 # out, as in those wheels' libraries). `-D __METAL_VERSION__=320` or metal-version = 320 for more.
 DEFAULT_METAL_VERSION = 310
 _BARE_CPP = re.compile(r"(?:^|-)cpp(?:-[\d.]+)?$")
-_MARKER = LineStarts(r'__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?')
+
+
+@functools.cache
+def _entry_marker() -> LineStarts:
+    """The line entry_marker.h writes before each entry file's text in a batch run (made on
+    first use: one file, as a stand-in compiler preprocesses, never needs it)."""
+    from builder.kernels.definitions import LineStarts
+
+    return LineStarts(r'__metallib_builder_entry__ "((?:[^"\\\n]|\\.)*)"\n?')
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,8 @@ def metal_defines(defines: Sequence[str], metal_version: int | None = None) -> l
     """
     version = DEFAULT_METAL_VERSION if metal_version is None else metal_version
     user: dict[str, str] = {}
+    if defines:  # the settings' validators, only when there is something to check
+        from builder.settings.validators import parse_define
     for text in defines:
         name, arg = parse_define(text)
         user[name] = arg
@@ -230,7 +241,7 @@ def _split(text: str, entries: Sequence[str]) -> list[str] | None:
     names: list[str] = []
     texts: list[str] = []
     last = -1  # the text before the first marker is the prelude's
-    for start, match in _MARKER.finditer(text):
+    for start, match in _entry_marker().finditer(text):
         if last >= 0:
             texts.append(text[last:start])
         names.append(match.group(1))
@@ -251,6 +262,8 @@ def check_regular(cwd: Path, entry: str) -> None:
     except OSError as exc:
         raise PreprocessError(f"{entry}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
+        from builder.files.reading import file_kind
+
         raise PreprocessError(
             f"{entry}: not a regular file ({file_kind(mode)}); entry files must be files"
         )
@@ -292,7 +305,7 @@ def preprocess(
         texts = _split(out, entries) if code == 0 else None
         if texts is not None:
             for entry, text in zip(entries, texts):
-                check_run(entry, text, "", cwd, confine, _OWN)
+                _check_run(entry, text, "", cwd, confine)
             return texts
     result = []
     for entry in entries:
@@ -301,8 +314,17 @@ def preprocess(
             cwd,
             entry,
         )
-        check_run(entry, out, err if code != 0 else "", cwd, confine, _OWN)
+        _check_run(entry, out, err if code != 0 else "", cwd, confine)
         if code != 0:
             raise PreprocessError(f"{entry}: does not preprocess: {first_diagnostic(err, entry)}")
         result.append(out)
     return result
+
+
+def _check_run(entry: str, out: str, err: str, cwd: Path, confine: TreeBounds | None) -> None:
+    """``confinement.check_run`` of one run, loading the confinement checks only for a run
+    that has bounds to keep (discovery's; a single file's has none)."""
+    if confine is not None:
+        from builder.kernels.confinement import check_run
+
+        check_run(entry, out, err, cwd, confine, _OWN)
