@@ -20,7 +20,6 @@ files in the same pool).
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,7 +56,9 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     if name in _HOME:
-        return getattr(importlib.import_module(f"builder.kernels.{_HOME[name]}"), name)
+        # __import__, not importlib.import_module: CPython's -X importtime (the reference of
+        # tests/jit/test_generator_depfile.py) records only imports made through it
+        return getattr(__import__(f"builder.kernels.{_HOME[name]}", fromlist=[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
