@@ -55,8 +55,8 @@ def default_tree(tmp: Path) -> tuple[Path, Path]:
 def loop_command(tree: Path, include: list[Path], exclude: list[str]) -> list[str]:
     """``bash -c 'for f in ...; do <preprocessor command> "$f" >/dev/null; done'`` with exactly
     the command discovery runs for each file (same flags, same working directory)."""
-    from builder.kernels.discovery import entry_files
     from builder.kernels.preprocess import find_preprocessor, metal_defines, preprocess_command
+    from builder.kernels.tree_files import entry_files
 
     files = entry_files(tree, exclude)
     dirs = [*(p.resolve() for p in include), tree.resolve()]
@@ -97,7 +97,7 @@ def main() -> int:
             "shell loop (sequential)": loop_command(tree, include, args.exclude),
         }
         results = interleaved(cases, args.runs, cwd=ROOT)
-        from builder.kernels.discovery import entry_files
+        from builder.kernels.tree_files import entry_files
 
         files = len(entry_files(tree, args.exclude))
         print(f"{tree}: {files} entry files")

@@ -54,7 +54,7 @@ def main() -> int:
     parser.add_argument("--exclude", action="append", default=[])
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    from builder.kernels.discovery import entry_files
+    from builder.kernels.tree_files import entry_files
 
     library = args.library or default_metallib()
     tree, include = (args.tree, args.include) if args.tree else default_tree()

@@ -19,7 +19,7 @@ from builder.settings import split_names
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
 
 __all__ = ["kernels_command"]
 

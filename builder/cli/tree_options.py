@@ -17,7 +17,7 @@ import click
 from builder.settings.declared import Tree
 
 if TYPE_CHECKING:
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
     from builder.kernels.platforms import Platform
     from builder.kernels.tree_config import TreeConfig
     from builder.size.budget_file import Budget

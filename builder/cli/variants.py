@@ -17,7 +17,7 @@ from builder.errors import UsageError
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
 
 __all__ = ["variants_command"]
 

@@ -81,7 +81,7 @@ def jit_units(units: Sequence[str], request: BuildRequest, where: str) -> set[st
     not name (names or globs, '*' crossing '/', as ``variants --from`` reads them). A glob that
     names no unit of ``where`` is a UsageError naming it (exit 2): the unit it meant would
     silently keep its mode."""
-    from builder.kernels.discovery import path_matches
+    from builder.kernels.tree_files import path_matches
 
     jit, aot = request[JIT], request[AOT]
     if jit and aot:

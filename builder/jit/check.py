@@ -52,7 +52,8 @@ from builder.kernels.diagnostics import (
     parse_compiler_output,
     shim_dir_for,
 )
-from builder.kernels.discovery import KernelTree, discover
+from builder.kernels.discovery import discover
+from builder.kernels.kernel_tree import KernelTree
 from builder.kernels.tree_config import TreeConfig
 from builder.kernels.tree_files import entry_files
 

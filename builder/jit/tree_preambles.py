@@ -57,7 +57,7 @@ from builder.kernels.kernel_tree import PREAMBLE, WHOLE_FILE
 from builder.kernels.tree_files import path_matches
 
 if TYPE_CHECKING:
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
 
 __all__ = [
     "UNIT_LOOKUP",

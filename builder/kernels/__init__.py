@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         render_translation_unit,
         split_names,
     )
-    from builder.kernels.discovery import KernelRecord, KernelTree, load_tree
+    from builder.kernels.discovery import KernelRecord, load_tree
     from builder.kernels.dtypes import (
         DTYPES,
         FAMILIES,
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         format_host_name,
         parse_host_name,
     )
+    from builder.kernels.kernel_tree import KernelTree
     from builder.kernels.tree_config import TreeConfig
 
 _HOME = {
@@ -40,7 +41,7 @@ _HOME = {
     "render_translation_unit": "catalog",
     "split_names": "catalog",
     "KernelRecord": "discovery",
-    "KernelTree": "discovery",
+    "KernelTree": "kernel_tree",
     "load_tree": "discovery",
     "DTYPES": "dtypes",
     "METAL_TYPES": "dtypes",

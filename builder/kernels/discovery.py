@@ -23,7 +23,7 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from builder.errors import UsageError
 from builder.kernels.bounded_run import PreprocessError
@@ -41,41 +41,16 @@ if TYPE_CHECKING:
     from builder.kernels.platforms import Platform
     from builder.kernels.runtime_only import RuntimeTemplate
     from builder.kernels.tree_config import TreeConfig
-    from builder.kernels.tree_files import ENTRY_SUFFIX, entry_files, path_matches
-
-# Imported on first use: discover_file (a stand-in compiler's call, hundreds per test run) needs
-# only the preprocessor and the scan, not the tree, its settings and its platforms.
-_HOME = {
-    "KernelTree": "kernel_tree",
-    "RuntimeTemplate": "runtime_only",
-    "ENTRY_SUFFIX": "tree_files",
-    "entry_files": "tree_files",
-    "path_matches": "tree_files",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        # __import__, not importlib.import_module: CPython's -X importtime (the reference of
-        # tests/jit/test_generator_depfile.py) records only imports made through it
-        return getattr(__import__(f"builder.kernels.{_HOME[name]}", fromlist=[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
-    "ENTRY_SUFFIX",
     "KernelRecord",
-    "KernelTree",
     "Progress",
-    "RuntimeTemplate",
     "catalog_tree",
     "checked_entries",
     "discover",
     "discover_file",
-    "entry_files",
     "is_catalog_tree",
     "load_tree",
-    "path_matches",
 ]
 
 CATALOG_FILE = "catalog.json"  # as builder.kernels.catalog, which discovery does not import

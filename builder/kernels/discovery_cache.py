@@ -28,15 +28,11 @@ from typing import Any
 
 from builder.errors import UsageError
 from builder.files.reading import read_json
-from builder.kernels.discovery import (
-    KernelRecord,
-    KernelTree,
-    RuntimeTemplate,
-    checked_entries,
-    discover,
-    entry_files,
-)
+from builder.kernels.discovery import KernelRecord, checked_entries, discover
+from builder.kernels.kernel_tree import KernelTree
+from builder.kernels.runtime_only import RuntimeTemplate
 from builder.kernels.tree_config import TreeConfig
+from builder.kernels.tree_files import entry_files
 
 __all__ = ["CACHE_SCHEMA", "DiscoveryMemo", "discover_cached", "load_or_discover", "remember"]
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from builder.inputs.targets import Library, Progress, build_library, resolve_target
 
 if TYPE_CHECKING:
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
     from builder.kernels.platforms import Platform
     from builder.metallib.reader import Provenance
     from builder.records.manifest import BuildManifest

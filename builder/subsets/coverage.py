@@ -59,7 +59,7 @@ from builder.jit.writer import ZLIB_LEVEL, stored_pieces
 from builder.kernels.runtime_sources import RuntimeSources
 
 if TYPE_CHECKING:
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
 
 __all__ = [
     "COMPRESSION",

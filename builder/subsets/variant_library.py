@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.errors import InternalError, UsageError
-from builder.kernels.discovery import path_matches
-from builder.kernels.tree_files import entry_files, unmatched_glob
+from builder.kernels.tree_files import entry_files, path_matches, unmatched_glob
 from builder.metallib import Piece, layout, open_metallib, parts_from_library
 from builder.subsets.coverage import ZLIB_LEVEL, EmbedCosts, jit_sources
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Library
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
     from builder.metallib import LibraryParts, Metallib
 
 __all__ = [

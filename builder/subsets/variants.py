@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from builder.errors import InternalError, UsageError
 from builder.files.dataclass_json import field
-from builder.kernels.discovery import path_matches
 from builder.kernels.runtime_sources import RuntimeSources
+from builder.kernels.tree_files import path_matches
 from builder.metallib import open_metallib
 from builder.subsets.coverage import (
     Coverage,
@@ -57,7 +57,7 @@ from builder.subsets.variant_plan import Plan, plan_variant
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
-    from builder.kernels.discovery import KernelTree
+    from builder.kernels.kernel_tree import KernelTree
 
 __all__ = [
     "NOT_IN_TREE",

@@ -26,7 +26,8 @@ from synthetic import synthetic_bytes
 from builder.errors import CheckFailed
 from builder.jit.preamble import inlined_files
 from builder.jit.tree_preambles import PreambleSpec
-from builder.kernels.discovery import KernelTree, load_tree
+from builder.kernels.discovery import load_tree
+from builder.kernels.kernel_tree import KernelTree
 from builder.subsets.coverage import (
     Coverage,
     Lost,

@@ -21,8 +21,9 @@ from kernels.discovery.expected import (
 
 from builder.kernels.cxx_text import decode_literals, unescape
 from builder.kernels.definitions import marker_file, split_markers, tree_path
-from builder.kernels.discovery import RuntimeTemplate, load_tree
+from builder.kernels.discovery import load_tree
 from builder.kernels.kernel_scan import scan_text
+from builder.kernels.runtime_only import RuntimeTemplate
 
 KERNELS = "mlx/backend/metal/kernels"
 

@@ -21,15 +21,9 @@ from kernels.discovery.expected import (
 from mlx_tree import MLX_PLATFORM, MLX_VERSION, extract_kernel_headers
 
 from builder.errors import UsageError
-from builder.kernels.discovery import (
-    KernelRecord,
-    KernelTree,
-    discover_file,
-    entry_files,
-    load_tree,
-    path_matches,
-)
+from builder.kernels.discovery import KernelRecord, discover_file, load_tree
 from builder.kernels.kernel_scan import scan_kernels
+from builder.kernels.kernel_tree import KernelTree
 from builder.kernels.preprocess import (
     METAL_HEADERS,
     STANDIN_DIR,
@@ -37,6 +31,7 @@ from builder.kernels.preprocess import (
     metal_defines,
     preprocess,
 )
+from builder.kernels.tree_files import entry_files, path_matches
 
 
 def _by_file(tree) -> dict[str, set[str]]:
