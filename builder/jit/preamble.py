@@ -262,10 +262,11 @@ def define_lines(defines: Iterable[str]) -> str:
         char = control_character(item)
         if char is not None:
             raise UsageError(
-                f"-D {item!r} holds the control character {char!r}; a #define is one line"
+                f"preamble define {item!r} holds the control character {char!r}; a #define is "
+                "one line"
             )
         if not _IDENT.fullmatch(name):
-            raise UsageError(f"-D {item!r}: {name!r} is not a macro name")
+            raise UsageError(f"preamble define {item!r}: {name!r} is not a macro name")
         out.append(f"#define {name} {value if sep else '1'}".rstrip() + "\n")
     return "".join(out)
 
