@@ -96,7 +96,18 @@ def load(
     if sources is not None:
         _warn_unattributed(reports, sources.origin)
         _warn_unmatched(reports, sources.origin)
+    _warn(reports)
     return reports
+
+
+def _warn(reports: Sequence[Report]) -> None:
+    """Say on stderr what each report warns about (``Report.warnings``), as the other views
+    carry it."""
+    from builder.render.text import visible
+
+    for report in reports:
+        for warning in report.warnings:
+            say(f"warning: {visible(report.source.label)}: {visible(warning)}")
 
 
 def _warn_unmatched(reports: list[Report], origin: str) -> None:

@@ -199,6 +199,13 @@ class Report:
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
     compiler identity, the build's options (``builder.size.load``)."""
+    warnings: list[str] = field(omit="empty", default_factory=list)
+    """What is wrong with the library or with how it was measured, one sentence each (a kernel
+    tree that does not match it, a platform above its wheel's tag): the terminal prints them on
+    stderr and every other view (markdown, the PR comment, JSON) carries them too."""
+    tree_kernels_missing: list[str] | None = field(omit="none", default=None)
+    """With a kernel tree (``--source-dir``): the tree's kernels for the library's platform
+    that the library does not hold, sorted; None without a tree."""
     host_library: HostLibrary | None = field(write=_host_document, omit="none", default=None)
     """The host library of a build with JIT units, when it exists
     (``builder.size.jit_sizes``)."""
