@@ -100,10 +100,10 @@ def _notes(comparison: Comparison) -> None:
 
 
 @click.command("report")
-@click.argument("target")
+@click.argument("targets", metavar="TARGET...", nargs=-1, required=True)
 @_common
 def report_command(
-    target: str,
+    targets: tuple[str, ...],
     by: str,
     rules: str | None,
     top: int | None,
@@ -114,15 +114,21 @@ def report_command(
     member: str | None,
     tree: TreeOptions,
 ) -> None:
-    """Show which kernels make a metallib big.
+    """Show which kernels make a metallib big, and which functions several libraries hold.
 
-    TARGET is a .metallib, a binary holding metallibs (a Mach-O dylib or .so, thin or fat, an
+    Each TARGET is a .metallib, a binary holding metallibs (a Mach-O dylib or .so, thin or fat, an
     ELF file: each metallib is reported as BINARY#N with its section), a .whl, PACKAGE==VERSION
     (the macOS wheel is downloaded and cached), a saved report .json, or a build directory of
     this project. Every byte is attributed to one function or to named container overhead; the
     totals equal the metallib's size. A Mach-O host library that holds no metallib (MLX's
     libmlx.dylib) is reported by the run-time sources it embeds, each with the bytes of its
     string in the file; with --source-dir each is named by the tree's header it was made from.
+
+    When the targets hold several libraries (torch's libtorch_cpu.dylib holds two; or several
+    targets, such as two wheel files of one release), a last table (JSON "duplicates") lists
+    each pair of libraries holding functions of the same name: how many and the second
+    library's bytes of them (what dropping them from it would save), how many of those have
+    identical modules (same size and HASH tag), and the functions only one of the two holds.
 
     \b
     Examples:
@@ -133,12 +139,20 @@ def report_command(
       metallib-builder report mlx.metallib --by dtype --format json > report.json
       metallib-builder report build/ -o report.json -o report.html
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
+      metallib-builder report torch==2.14.1 --format json
+      metallib-builder report mlx_metal-0.32.1-py3-none-macosx_14_0_arm64.whl \\
+          mlx_metal-0.32.1-py3-none-macosx_26_0_arm64.whl
     """
-    check_output(outputs, [target], rules, tree)
+    check_output(outputs, list(targets), rules, tree)
     plan = output_plan(outputs, fmt)
     by, sources = tree_sources(by, tree)
-    reports = load(target, by, rules, platform, sources, download, member)
+    reports = [
+        report
+        for target in targets
+        for report in load(target, by, rules, platform, sources, download, member)
+    ]
     from builder.size.attribution import binary_accounts
+    from builder.size.duplicates import report_duplicates
 
     binaries = binary_accounts(
         [
@@ -149,9 +163,12 @@ def report_command(
 
     from builder.publish.outputs import report_output
 
+    duplicates = report_duplicates(reports)  # several libraries: the functions they share
     deliver(
         plan,
-        lambda kind, color, width: report_output(reports, kind, top, color, width, binaries),
+        lambda kind, color, width: report_output(
+            reports, kind, top, color, width, binaries, duplicates
+        ),
         measured_files(reports),
     )
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from builder.render.library import Found
     from builder.render.table import Table, Words
     from builder.size.attribution import BinaryAccount
+    from builder.size.duplicates import Duplicates
     from builder.size.history import LibraryHistory
     from builder.size.report import Report
     from builder.size.verdicts import Evaluated, Verdict
@@ -239,9 +240,12 @@ def report_output(
     color: bool,
     width: int | None,
     binaries: Sequence[BinaryAccount] = (),
+    duplicates: Duplicates | None = None,
 ) -> str:
     """``report --format kind``; ``binaries``: the account of each binary the libraries sit in
-    (tables after the libraries', ``binaries`` in JSON; not in HTML)."""
+    (tables after the libraries', ``binaries`` in JSON; not in HTML); ``duplicates``: the
+    functions in more than one library (None: fewer than two libraries; a table last,
+    ``duplicates`` in JSON; not in HTML)."""
     if kind == "html":
         from builder.render.html import report_html
 
@@ -249,10 +253,14 @@ def report_output(
     if kind == "json":
         from builder.render.json_docs import report_json
 
-        return report_json(reports, binaries)
+        return report_json(reports, binaries, None if duplicates is None else duplicates.pairs)
     from builder.render.report_tables import report_tables
 
     tables = report_tables(reports, shown_top(top, kind), binaries)
+    if duplicates is not None:
+        from builder.render.duplicates import duplicates_table
+
+        tables.append(duplicates_table(duplicates.pairs, len(duplicates.libraries)))
     return _written(tables, kind, color=color, width=width)
 
 

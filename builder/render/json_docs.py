@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from builder.render.library import Found
     from builder.size.attribution import BinaryAccount
     from builder.size.compare import Comparison, JitComparison
+    from builder.size.duplicates import Duplication
     from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.report import Report
     from builder.size.rollup import FunctionRow, Rollup
@@ -82,13 +83,20 @@ def report_dict(report: Report) -> dict[str, object]:
     return doc
 
 
-def report_json(reports: Sequence[Report], binaries: Sequence[BinaryAccount] = ()) -> str:
+def report_json(
+    reports: Sequence[Report],
+    binaries: Sequence[BinaryAccount] = (),
+    duplicates: Sequence[Duplication] | None = None,
+) -> str:
     """One report as a schema-3 object; several as ``{"schema": 3, "libraries": [...]}``. With
     ``binaries`` (libraries inside a binary), their accounts as a ``binaries`` key of the
-    top-level object."""
+    top-level object; with ``duplicates`` (several libraries), a ``duplicates`` key after it:
+    one entry per pair of libraries sharing any function name (``builder.size.duplicates``)."""
     tail = ""
     if binaries:
         tail = ',"binaries":' + dumps(binary_json(binaries), separators=(",", ":"))
+    if duplicates is not None and len(reports) > 1:
+        tail += ',"duplicates":' + dumps(dump(list(duplicates)), separators=(",", ":"))
     if len(reports) == 1:
         return report_json_text(reports[0])[:-1] + tail + "}\n"
     body = ",".join(report_json_text(r) for r in reports)

@@ -226,6 +226,7 @@ def load_library(
             from builder.size.download import measure_download
 
             shares = measure_download(metallib, attribution, lib.wheel)
+        hashes = metallib.columns().hashes
     return build_report(
         attribution,
         source,
@@ -237,6 +238,7 @@ def load_library(
         host_library=host,
         provenance=provenance,
         download=shares,
+        module_hashes=hashes,
     )
 
 

@@ -219,6 +219,9 @@ class Report:
     """In file order."""
     download: Download | None = field(omit="always", default=None)
     """Download shares (``report --download``; ``builder.size.download``)."""
+    module_hashes: bytes | None = field(omit="always", default=None, repr=False, compare=False)
+    """Each function's HASH tag (32 bytes, in ``functions`` order) as the library states it;
+    None for a saved report (``builder.size.duplicates``: which modules are identical)."""
 
     def __post_init__(self) -> None:
         """The figures the saved report carries beside the model, derived from it."""
@@ -317,9 +320,10 @@ def build_report(
     host_library: HostLibrary | None = None,
     provenance: Mapping[str, Any] | None = None,
     download: Download | None = None,
+    module_hashes: bytes | None = None,
 ) -> Report:
     """Group an attribution; ``units`` come from a build manifest, ``sources`` from a manifest
-    or a discovered kernel tree."""
+    or a discovered kernel tree; ``module_hashes``: the functions' HASH tags."""
     keys = parse_by(by)
     names = attribution.names
     # Column arithmetic with map/zip: this runs once per function of a 15,000-function library.
@@ -339,6 +343,7 @@ def build_report(
         host_library=host_library,
         provenance=dict(provenance or {}),
         download=download,
+        module_hashes=module_hashes,
     )
     columns: list[Iterable[object]] = [
         names,
