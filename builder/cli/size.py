@@ -114,7 +114,7 @@ def report_command(
     member: str | None,
     tree: TreeOptions,
 ) -> None:
-    """Show which kernels make a metallib big, and which functions several libraries hold.
+    """Show which kernels make a metallib big.
 
     Each TARGET is a .metallib, a binary holding metallibs (a Mach-O dylib or .so, thin or fat, an
     ELF file: each metallib is reported as BINARY#N with its section), a .whl, PACKAGE==VERSION
