@@ -129,6 +129,8 @@ def report_command(
     each pair of libraries holding functions of the same name: how many and the second
     library's bytes of them (what dropping them from it would save), how many of those have
     identical modules (same size and HASH tag), and the functions only one of the two holds.
+    --platform applies to every PACKAGE==VERSION target: to set two platforms of one release
+    side by side, give their wheel files (docs/report-schema.md, "duplicates").
 
     \b
     Examples:
