@@ -100,9 +100,9 @@ class OnlyIn:
     """How many names."""
     bytes: int = count()
     """The holder's bytes of every function of those names."""
-    groups: list[GroupBytes] = field(default_factory=list)
+    groups: list[GroupBytes] = field()
     """Those functions by the holder's group, largest first (ties by name)."""
-    names: list[str] = field(default_factory=list)
+    names: list[str] = field()
     """Sorted."""
 
 
@@ -121,12 +121,12 @@ class Duplication:
     """Shared names whose modules are identical; None when a side's modules are unknown."""
     identical_bytes: int | None = count()
     """The second library's bytes of those functions."""
-    names: list[str] = field(default_factory=list)
+    names: list[str] = field()
     """The shared names, sorted."""
-    identical_names: list[str] | None = field(default=None)
+    identical_names: list[str] | None = field()
     """The shared names with identical modules, sorted (None: unknown)."""
-    only_first: OnlyIn = field(default_factory=OnlyIn)
-    only_second: OnlyIn = field(default_factory=OnlyIn)
+    only_first: OnlyIn = field()
+    only_second: OnlyIn = field()
 
 
 def duplicates(libraries: Sequence[Held]) -> list[Duplication]:

@@ -16,6 +16,7 @@ from support.function_lists import Listed, listed
 from synthetic import new_function, new_library
 
 from builder.metallib import library_bytes
+from builder.size.duplicates import GroupBytes, Held, duplicates
 
 _PIECES = 16
 """Each function's public and private metadata pieces: 8 bytes each (``synthetic``'s empty
@@ -173,3 +174,37 @@ def test_libraries_that_share_no_name(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_no_target_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["report"], capsys)
     assert code == 2 and out == "" and "TARGET" in err
+
+
+def test_a_name_held_twice_counts_once_and_its_bytes_twice() -> None:
+    """A library may hold two functions of one name: the name is one shared function; the
+    second library's bytes are of both; identical when one of them has a module of the first's
+    (size and HASH tag), and only its bytes count; a function without a HASH tag is identical
+    to none."""
+    tag, other, none = b"\1" * 32, b"\2" * 32, None
+    a = Held(
+        "a",
+        ["x", "x", "y", "w"],
+        [10, 20, 30, 5],
+        ["g"] * 4,
+        [(8, tag), (8, other), (8, tag), none],
+    )
+    b = Held(
+        "b",
+        ["x", "z", "x", "w"],
+        [100, 200, 300, 7],
+        ["g", "h", "g", "g"],
+        [(8, b"\3" * 32), (8, tag), (8, other), none],
+    )
+    [found] = duplicates([a, b])
+    assert (found.functions, found.bytes) == (2, 100 + 300 + 7)
+    assert (found.identical_names, found.identical_functions, found.identical_bytes) == (
+        ["x"],
+        1,
+        300,
+    )
+    assert (found.only_first.names, found.only_first.bytes) == (["y"], 30)
+    assert found.only_second.groups == [GroupBytes("h", 1, 200)]
+    unknown = Held("c", ["x"], [1], ["g"], None)
+    [(first, second)] = [(d.first, d.identical_functions) for d in duplicates([unknown, b])]
+    assert (first, second) == ("c", None)
