@@ -39,9 +39,9 @@ _COLUMNS = (
 )
 
 WHOSE_BYTES = (
-    "sizes are the second library's bytes of the functions (everything each owns): what "
-    "dropping them from it would save; identical: a module of the same size and HASH tag "
-    "(its SHA-256)"
+    "shared and identical: the second library's bytes of those functions (everything each "
+    "owns), what dropping them from it would save; identical: a module of the same size and "
+    "HASH tag (its SHA-256); only in one: that library's bytes"
 )
 
 
@@ -104,7 +104,7 @@ def _pair_notes(d: Duplication) -> list[Words]:
             first,
             " and ",
             second,
-            f" share {d.functions:,} function names ({d.bytes:,} bytes in the second): ",
+            f" share {_functions(d.functions)} by name ({d.bytes:,} bytes in the second): ",
             *_names(d.names),
         )
     ]
@@ -119,6 +119,10 @@ def _pair_notes(d: Duplication) -> list[Words]:
     return [line for line in lines if line]
 
 
+def _functions(count: int) -> str:
+    return f"{count:,} function" + ("" if count == 1 else "s")
+
+
 def _only(label: str, only: OnlyIn) -> Words:
     """What one library of a pair holds alone: count, bytes, its largest groups, names."""
     if not only.functions:
@@ -131,7 +135,7 @@ def _only(label: str, only: OnlyIn) -> Words:
     return (
         "  - only in ",
         Name(label),
-        f": {only.functions:,} functions ({only.bytes:,} bytes); by group: ",
+        f": {_functions(only.functions)} ({only.bytes:,} bytes); by group: ",
         *groups,
         *more,
         "; ",

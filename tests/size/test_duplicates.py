@@ -133,7 +133,7 @@ def test_tables_in_every_format(
     rows = [line for line in out[heading:].splitlines() if line.startswith(f"| `{a}`")]
     assert [cell.strip() for cell in rows[0].split("|")[1:-1]][:3] == [f"`{a}`", f"`{b}`", "2"]
     assert (
-        f"share 2 function names ({expected['bytes']:,} bytes in the second): `changed`, `same`"
+        f"share 2 functions by name ({expected['bytes']:,} bytes in the second): `changed`, `same`"
         in out
     )
     assert f"identical modules: 1 ({expected['identical_bytes']:,} bytes in the second)" in out
