@@ -226,7 +226,7 @@ def load_library(
             from builder.size.download import measure_download
 
             shares = measure_download(metallib, attribution, lib.wheel)
-    return build_report(
+    report = build_report(
         attribution,
         source,
         by=by,
@@ -238,6 +238,9 @@ def load_library(
         provenance=provenance,
         download=shares,
     )
+    from builder.size.platform_warnings import with_platform_warnings
+
+    return with_platform_warnings(report, lib, stated)
 
 
 def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:
