@@ -131,7 +131,8 @@ Examples:
 
 \b
 Exit status: 0 every check passed, 1 a function failed a check (named in the
-output), 2 the file is unreadable or not a metallib.
+output) or a library's deployment target is above its wheel's platform tag
+(named), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("target")
@@ -143,7 +144,10 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
 
     Parsing checks the header, every offset and size, and that no regions overlap; then each
     module is hashed and compared with its HASH tag, and each module wrapper, metadata piece and
-    reflection piece is walked. TARGET is what 'list' takes; a TARGET holding several metallibs
+    reflection piece is walked. A library of a wheel whose deployment target is above the
+    wheel's platform tag fails, unless its binary holds one that meets the tag (a note then);
+    functions of several VERS versions, or of a Metal version newer than the deployment target
+    allows, are warnings. TARGET is what 'list' takes; a TARGET holding several metallibs
     has each checked in turn, one block each and a last line with the verdict over all (JSON:
     one document, "ok" over all and its "libraries"); exit 1 when any fails. --member checks one.
     """

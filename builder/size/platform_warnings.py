@@ -90,7 +90,7 @@ def version_warnings(library: Mapping[str, Any]) -> list[str]:
         mine = [g for g in groups if g.get("metal_language_version") == msl]
         if len(library.get("metal_language_versions") or ()) == 1:
             found.append(
-                f"every function states {needs}; the header's deployment target is {target}"
+                f"every function states {needs}, above the header's deployment target {target}"
             )
             continue
         count = sum(int(g["function_count"]) for g in mine)
@@ -100,10 +100,8 @@ def version_warnings(library: Mapping[str, Any]) -> list[str]:
             named = f"every function but those of MSL {', '.join(rest)}"
         else:
             named = _names(listed)
-        found.append(
-            f"{count:,} functions state {needs}, above the header's deployment target "
-            f"{target}: {named}"
-        )
+        functions = "1 function states" if count == 1 else f"{count:,} functions state"
+        found.append(f"{functions} {needs}, above the header's deployment target {target}: {named}")
     return found
 
 
