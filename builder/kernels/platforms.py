@@ -67,14 +67,17 @@ LOWEST_OS: dict[str, dict[str, str]] = {
     "3.1": {"macOS": "14.0", "iOS": "17.0"},
     "3.2": {"macOS": "15.0", "iOS": "18.0"},
     "4.0": {"macOS": "26.0", "iOS": "26.0"},
+    "4.1": {"macOS": "27.0", "iOS": "27.0"},
 }
-"""The oldest macOS and iOS release that runs each Metal Shading Language version: Apple's
-Metal Shading Language Specification, "Compiler Options Controlling the Language Version"
-(``-std=macos-metal2.4``: "programs for macOS 12.0", ``ios-metal2.4``: iOS 15; ``metal3.0`` to
-``metal4.0`` likewise), and the availability Apple's documentation gives each
-``MTLLanguageVersion`` case (developer.apple.com/documentation/metal/mtllanguageversion:
-``version2_3`` macOS 11.0 / iOS 14.0, ``version3_1`` macOS 14 / iOS 17, ``version4_0`` macOS 26 /
-iOS 26). A version not listed (older, newer, or another OS) is not checked."""
+"""The oldest macOS and iOS release that runs each Metal Shading Language version. Sources:
+Apple's Metal Shading Language Specification, "Compiler Options Controlling the Language
+Version" (``-std=macos-metal2.4``: "programs for macOS 12.0"; ``ios-metal2.4``: iOS 15; 2.0 to
+2.3 likewise, and ``metal3.0`` to ``metal4.0`` in its later editions); the availability
+Apple's Metal documentation gives each ``MTLLanguageVersion`` case
+(developer.apple.com/documentation/metal/mtllanguageversion: ``version2_1`` macOS 10.14 / iOS
+12.0, ``version2_3`` macOS 11.0 / iOS 14.0, ``version4_1`` macOS 27.0 / iOS 27.0); MLX's
+``mlx/backend/metal/device.cpp`` asks for MSL 3.2 from macOS 15 / iOS 18 and 3.1 from 14 / 17
+alike. A version not listed (older, newer, or another OS) is not checked."""
 
 
 @dataclass(frozen=True)
