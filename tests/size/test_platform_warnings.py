@@ -74,6 +74,12 @@ def test_a_metal_version_newer_than_the_deployment_target_allows_is_named(tmp_pa
     every = load_reports(str(_metallib(tmp_path / "all.metallib", [MSL_40] * 3)))[0].warnings
     said = "every function states MSL 4.0, which needs macOS 26.0 or later, above the header's"
     assert every == [f"{said} deployment target 14.0"]
+    most = load_reports(str(_metallib(tmp_path / "most.metallib", [MSL_40] * 3 + [MSL_31])))
+    (newer,) = [w for w in most[0].warnings if "needs" in w]  # the most common: not listed
+    assert newer == (
+        "3 functions state MSL 4.0, which needs macOS 26.0 or later, above the header's "
+        "deployment target 14.0: every function but those of MSL 3.1"
+    )
     fits = load_reports(str(_metallib(tmp_path / "fits.metallib", [MSL_40] * 3, (26, 2))))
     assert fits[0].warnings == []
     ios = _metallib(tmp_path / "ios.metallib", [MSL_31] * 2, (16, 0), os_byte=0x82)
