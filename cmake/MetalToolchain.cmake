@@ -110,7 +110,8 @@ function(metallib_find_toolchain)
     if(arg_REQUIRED)
       message(FATAL_ERROR
         "AOT build needs Apple's Metal compiler, which was not found (${compiler_WHY}). "
-        "AOT compilation needs macOS with Xcode or the Metal toolchain; ${arg_ADVICE}.")
+        "It comes with Xcode or the Metal toolchain on macOS and with the Metal Developer Tools "
+        "for Windows; ${arg_ADVICE}.")
     endif()
     return()
   endif()

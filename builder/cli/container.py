@@ -20,6 +20,7 @@ from builder.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Library
+    from builder.metallib.reader import Metallib
     from builder.metallib.verify import VerifyReport
     from builder.size.rollup import FunctionRow
     from builder.subsets.slim import SlimResult
@@ -130,7 +131,8 @@ Examples:
 
 \b
 Exit status: 0 every check passed, 1 a function failed a check (named in the
-output), 2 the file is unreadable or not a metallib.
+output) or a library's deployment target is above its wheel's platform tag
+(named), 2 the file is unreadable or not a metallib.
 """,
 )
 @click.argument("target")
@@ -142,7 +144,10 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
 
     Parsing checks the header, every offset and size, and that no regions overlap; then each
     module is hashed and compared with its HASH tag, and each module wrapper, metadata piece and
-    reflection piece is walked. TARGET is what 'list' takes; a TARGET holding several metallibs
+    reflection piece is walked. A library of a wheel whose deployment target is above the
+    wheel's platform tag fails, unless its binary holds one that meets the tag (a note then);
+    functions of several VERS versions, or of a Metal version newer than the deployment target
+    allows, are warnings. TARGET is what 'list' takes; a TARGET holding several metallibs
     has each checked in turn, one block each and a last line with the verdict over all (JSON:
     one document, "ok" over all and its "libraries"); exit 1 when any fails. --member checks one.
     """
@@ -158,12 +163,13 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
         with open_library(library) as lib:
             size = lib.header.bitcode.size
             report = _with_progress(partial(verify, lib), size)
+            said = _platform(library, lib, report)
         if not report.ok:
             failed.append((shown, report))
         if fmt == "json":
-            documents.append(verify_dict(report, shown, library.member))
+            documents.append(verify_dict(report, shown, library.member, *said))
         else:
-            click.echo("\n".join(verify_lines(report, shown)))
+            click.echo("\n".join(verify_lines(report, shown, *said)))
     if fmt == "json":
         emit_json(
             documents[0]
@@ -176,17 +182,54 @@ def verify_command(target: str, fmt: str, member: str | None, platform: str | No
         raise CheckFailed(_failure(failed, len(libraries)))
 
 
+def _platform(library: Library, lib: Metallib, report: VerifyReport) -> tuple[list[str], list[str]]:
+    """The warnings and notes about the platform ``lib`` states (its functions' versions, its
+    wheel's platform tag: ``builder.size.platform_warnings``); a library whose deployment
+    target is above its wheel's tag, in a file where no library meets the tag, is a problem of
+    ``report`` at the header's deployment target field (byte 12): the verdict fails."""
+    from builder.errors import MetallibFormatError
+    from builder.metallib.reader import library_provenance
+    from builder.metallib.verify import Problem
+    from builder.size.platform_warnings import check_wheel_tag, version_warnings
+
+    try:
+        warnings = version_warnings(library_provenance(lib, sample=0).as_dict())
+    except MetallibFormatError:  # a name that is not text: reported already, as a problem
+        warnings = []
+    major, minor = lib.header.deployment_target
+    check = check_wheel_tag(library, f"{major}.{minor}", lib.header.platform)
+    if check is None:
+        return warnings, []
+    if check.failed:
+        report.problems.append(Problem(None, _DEPLOYMENT_TARGET, check.sentence()))
+        return warnings, []
+    return warnings, [check.sentence()]
+
+
+_DEPLOYMENT_TARGET = 12
+"""Where the header states the deployment target (docs/metallib-format.md, "Regions")."""
+
+
 def _failure(failed: list[tuple[str, VerifyReport]], count: int) -> str:
-    """The error line: the functions that failed (and in which library, of several)."""
+    """The error line: the functions that failed (and in which library, of several), else what
+    failed in the container (the first problem)."""
     parts = []
     for shown, report in failed:
         bad = report.bad_functions  # main() escapes the error line
         names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         what = f"{len(bad)} functions failed verification: {names}" if bad else None
         if count == 1:
-            return what or "container check failed"
-        parts.append(f"{shown} ({what or 'its container check failed'})")
+            return what or _container_failure(report)
+        parts.append(f"{shown} ({what or 'its ' + _container_failure(report)})")
     return f"{len(failed)} of {count} libraries failed verification: " + "; ".join(parts)
+
+
+def _container_failure(report: VerifyReport) -> str:
+    """What failed when no function did: the platform tag's sentence, else the container."""
+    tag = [
+        p.message for p in report.problems if p.function is None and p.offset == _DEPLOYMENT_TARGET
+    ]
+    return tag[0] if tag else "container check failed"
 
 
 T = TypeVar("T")

@@ -209,6 +209,11 @@ def find_metal_toolchain(
     return MetalToolchain(metal, "xcrun", (xcrun, "-sdk", sdk, "metal"))
 
 
+_WHERE_METAL_RUNS = "Xcode on macOS, or Metal tools for Windows"
+"""Where Apple's Metal compiler comes from: Xcode (or the Metal toolchain) on macOS, and the Metal
+Developer Tools for Windows; it runs on no other OS."""
+
+
 def missing_message(missing: ToolchainMissing, *, jit_helps: bool = True) -> str:
     """The one message shown when AOT was asked for and there is no compiler; ``jit_helps``
     False when the AOT units are held AOT whatever is asked (``[build] aot-only``), so --jit
@@ -218,7 +223,8 @@ def missing_message(missing: ToolchainMissing, *, jit_helps: bool = True) -> str
     )
     return (
         f"AOT build needs Apple's Metal compiler, and none was found ({missing.reason}). "
-        "AOT compilation needs macOS with Xcode or the Metal toolchain. Point at a compiler with "
+        "It comes with Xcode or the Metal toolchain on macOS and with the Metal Developer "
+        "Tools for Windows. Point at a compiler with "
         f"--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal{way_out}"
     )
 
@@ -309,7 +315,7 @@ def build_presets(
     with build_folder_lock(root, wait=wait, on_wait=say):
         for name, description, request in _preset_requests(base, root):
             if build_plan(request).aot and isinstance(toolchain, ToolchainMissing):
-                why = f"no Metal compiler ({toolchain.reason}) — needs macOS with Xcode"
+                why = f"no Metal compiler ({toolchain.reason}) — {_WHERE_METAL_RUNS}"
                 results.append(PresetResult(name, description, None, why))
                 continue
             try:

@@ -16,6 +16,10 @@ and a library states its platform itself: its header the OS and deployment targe
 ``__METAL_IOS__``, the entry files left out), so ``report LIBRARY --source-dir TREE`` and
 ``variants --from LIBRARY`` need no per-platform ``-D`` or ``--exclude``. A
 ``-D __METAL_VERSION__`` on the command line still wins.
+
+:data:`LOWEST_OS` is the other direction: the oldest OS that runs a Metal Shading Language
+version, so that a library whose functions state a version newer than its header's deployment
+target allows is named (``builder.size.platform_warnings``).
 """
 
 from __future__ import annotations
@@ -37,11 +41,13 @@ from builder.settings.validators import parse_define, valid_deployment_target
 
 __all__ = [
     "KEYS",
+    "LOWEST_OS",
     "Platform",
     "Requirement",
     "check_requires",
     "for_platform",
     "left_out",
+    "lowest_os",
     "parse_requires",
     "platform_of",
 ]
@@ -50,6 +56,28 @@ KEYS = ("metal-version", "deployment-target", "platform")
 """What a ``[kernels.requires]`` entry may state: each a minimum (an OS: one of a list)."""
 _NAMES = tuple(dict.fromkeys(PLATFORMS.values()))
 _VERSION = re.compile(r"^([1-9])\.([0-9])$")  # a VERS tag's MSL version, as provenance spells it
+
+LOWEST_OS: dict[str, dict[str, str]] = {
+    "2.0": {"macOS": "10.13", "iOS": "11.0"},
+    "2.1": {"macOS": "10.14", "iOS": "12.0"},
+    "2.2": {"macOS": "10.15", "iOS": "13.0"},
+    "2.3": {"macOS": "11.0", "iOS": "14.0"},
+    "2.4": {"macOS": "12.0", "iOS": "15.0"},
+    "3.0": {"macOS": "13.0", "iOS": "16.0"},
+    "3.1": {"macOS": "14.0", "iOS": "17.0"},
+    "3.2": {"macOS": "15.0", "iOS": "18.0"},
+    "4.0": {"macOS": "26.0", "iOS": "26.0"},
+    "4.1": {"macOS": "27.0", "iOS": "27.0"},
+}
+"""The oldest macOS and iOS release that runs each Metal Shading Language version. Sources:
+Apple's Metal Shading Language Specification, "Compiler Options Controlling the Language
+Version" (``-std=macos-metal2.4``: "programs for macOS 12.0"; ``ios-metal2.4``: iOS 15; 2.0 to
+2.3 likewise, and ``metal3.0`` to ``metal4.0`` in its later editions); the availability
+Apple's Metal documentation gives each ``MTLLanguageVersion`` case
+(developer.apple.com/documentation/metal/mtllanguageversion: ``version2_1`` macOS 10.14 / iOS
+12.0, ``version2_3`` macOS 11.0 / iOS 14.0, ``version4_1`` macOS 27.0 / iOS 27.0); MLX's
+``mlx/backend/metal/device.cpp`` asks for MSL 3.2 from macOS 15 / iOS 18 and 3.1 from 14 / 17
+alike. A version not listed (older, newer, or another OS) is not checked."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +127,12 @@ class Requirement:
 
 def _version_key(text: str) -> tuple[int, ...]:
     return tuple(([int(p) for p in text.split(".")] + [0, 0, 0])[:3])
+
+
+def lowest_os(metal_version: str, platform: str) -> str | None:
+    """The oldest ``platform`` release that runs Metal Shading Language ``metal_version``
+    (``"4.0"``, ``"macOS"`` -> ``"26.0"``), or None when :data:`LOWEST_OS` does not say."""
+    return LOWEST_OS.get(metal_version, {}).get(platform)
 
 
 def _entry(glob: str, value: Any) -> Requirement:

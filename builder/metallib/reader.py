@@ -11,7 +11,9 @@ that is not valid UTF-8 or holds a NUL is refused by ``functions``/``columns`` a
 reported by ``verify``. Why each: docs/metallib-format.md, "Strictness".
 
 What produced a library (``library_provenance``): the header gives the format version and
-deployment target, each function's ``VERS`` tag the AIR and Metal Shading Language versions. The
+deployment target, each function's ``VERS`` tag the AIR and Metal Shading Language versions (a
+library whose functions state different ones names the functions apart from the most common
+version: one linked from ``.air`` files compiled for different platforms). The
 compiler identity is not in the container: it is the ``llvm.ident`` string inside each module
 ("Apple metal version 32023.883 (metalfe-32023.883)"), which LLVM stores as plain characters in
 the module's metadata string table, so it can be found without decoding the bitstream. Only a
@@ -30,6 +32,7 @@ from typing import Any
 
 from builder.errors import MetallibError, MetallibFormatError
 from builder.files.dataclass_json import dump
+from builder.files.dataclass_json import field as json_field
 from builder.files.reading import UnreadableFile, open_regular
 from builder.metallib.reference import parse_function_list
 from builder.metallib.structs import (
@@ -47,8 +50,9 @@ from builder.metallib.structs import (
     walk_tags,
 )
 from builder.metallib.table import FunctionEntry, FunctionTable
+from builder.metallib.versions import VersionGroup, version_groups
 
-__all__ = ["Metallib", "Provenance", "library_provenance", "open_metallib"]
+__all__ = ["Metallib", "Provenance", "VersionGroup", "library_provenance", "open_metallib"]
 
 
 def open_metallib(path: str | os.PathLike[str], window: Span | None = None) -> Metallib:
@@ -330,6 +334,11 @@ class Provenance:
     compilers: tuple[str, ...]
     compiler_source: str
     """Where ``compilers`` were read: ``llvm.ident of N sampled modules``."""
+    version_groups: tuple[VersionGroup, ...] = json_field(omit="empty", default=())
+    """Only when the functions' ``VERS`` tags state more than one version: one group per (AIR,
+    MSL) pair, the most common first (it lists no names), then the others, larger first, each
+    naming its functions. Functions without a ``VERS`` tag are in none. Absent in reports
+    saved before it was recorded."""
 
     def as_dict(self) -> dict[str, object]:
         return dict(dump(self))
@@ -342,9 +351,9 @@ def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
     versions = dict.fromkeys(v for v in columns.versions if v is not None)
     air = dict.fromkeys(f"{v[0]}.{v[1]}" for v in versions)
     msl = dict.fromkeys(f"{v[2]}.{v[3]}" for v in versions)
-    count = len(columns.names)
-    step = max(1, count // max(sample, 1))
-    chosen = range(0, count, step)[:sample]
+    total = len(columns.names)
+    step = max(1, total // max(sample, 1))
+    chosen = range(0, total, step)[:sample]
     compilers: dict[str, None] = {}
     data = lib.data
     for index in chosen:
@@ -361,4 +370,5 @@ def library_provenance(lib: Metallib, sample: int = 8) -> Provenance:
         metal_language_versions=tuple(msl),
         compilers=tuple(compilers),
         compiler_source=f"llvm.ident of {len(chosen)} sampled modules",
+        version_groups=version_groups(columns.names, columns.versions) if len(versions) > 1 else (),
     )

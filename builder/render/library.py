@@ -165,15 +165,21 @@ SHOWN_PROBLEMS = 50
 """Problems printed per library in text (JSON has every one)."""
 
 
-def verify_lines(report: VerifyReport, shown: str) -> list[str]:
-    """A ``FAIL`` line per problem (the first ``SHOWN_PROBLEMS``), then ``OK:`` or
-    ``FAILED:`` naming the library, its functions, format and the module bytes hashed."""
+def verify_lines(
+    report: VerifyReport, shown: str, warnings: Sequence[str] = (), notes: Sequence[str] = ()
+) -> list[str]:
+    """A ``FAIL`` line per problem (the first ``SHOWN_PROBLEMS``), a ``warning:`` line per
+    warning and a ``note:`` line per note (``builder.size.platform_warnings``: they do not fail
+    it), then ``OK:`` or ``FAILED:`` naming the library, its functions, format and the module
+    bytes hashed."""
     lines = []
     for problem in report.problems[:SHOWN_PROBLEMS]:
         who = visible(problem.function) if problem.function is not None else "(container)"
         lines.append(f"FAIL {who}: byte offset {problem.offset}: {visible(problem.message)}")
     if len(report.problems) > SHOWN_PROBLEMS:
         lines.append(f"... and {len(report.problems) - SHOWN_PROBLEMS} more problems")
+    lines += [f"warning: {visible(text)}" for text in warnings]
+    lines += [f"note: {visible(text)}" for text in notes]
     verdict = "OK" if report.ok else "FAILED"
     lines.append(
         f"{verdict}: {visible(shown)}: {report.function_count} functions, "
@@ -192,9 +198,16 @@ def verify_verdict(target: str, count: int, failed: Sequence[str]) -> str:
     return f"FAILED: {visible(target)}: {len(failed)} of {count} libraries failed ({names})"
 
 
-def verify_dict(report: VerifyReport, shown: str, member: str | None) -> dict[str, object]:
-    """The JSON object of one library (schema 1): its verdict, figures and every problem;
-    ``member`` is its name in the target (None: the target is the library)."""
+def verify_dict(
+    report: VerifyReport,
+    shown: str,
+    member: str | None,
+    warnings: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> dict[str, object]:
+    """The JSON object of one library (schema 1): its verdict, figures, every problem, and the
+    warnings and notes that do not fail it; ``member`` is its name in the target (None: the
+    target is the library)."""
     return {
         "schema": 1,
         "source": shown,
@@ -208,4 +221,6 @@ def verify_dict(report: VerifyReport, shown: str, member: str | None) -> dict[st
             {"function": p.function, "offset": p.offset, "message": p.message}
             for p in report.problems
         ],
+        "warnings": list(warnings),
+        "notes": list(notes),
     }

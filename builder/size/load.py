@@ -227,7 +227,7 @@ def load_library(
 
             shares = measure_download(metallib, attribution, lib.wheel)
         hashes = metallib.columns().hashes
-    return build_report(
+    report = build_report(
         attribution,
         source,
         by=by,
@@ -240,6 +240,9 @@ def load_library(
         download=shares,
         module_hashes=hashes,
     )
+    from builder.size.platform_warnings import with_platform_warnings
+
+    return with_platform_warnings(report, lib, stated)
 
 
 def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:

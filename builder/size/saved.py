@@ -22,6 +22,7 @@ from typing import Any, cast
 from builder.errors import UsageError
 from builder.files.bounds import brief, byte_count
 from builder.files.dataclass_json import count, dump, field, load
+from builder.metallib.versions import VersionGroup
 from builder.size.grouping import parse_by
 from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unmeasured_reason
 from builder.size.report import SCHEMA, Download, OverheadShare, Report, WheelFile, WheelFiles
@@ -68,8 +69,9 @@ def _object(value: object, where: str) -> dict[str, object]:
 
 
 def _provenance(record: dict[str, object], where: str) -> dict[str, object]:
-    """A saved provenance record: ``tool`` and ``library`` hold strings and lists of strings,
-    ``build`` any JSON at most eight levels deep."""
+    """A saved provenance record: ``tool`` and ``library`` hold strings and lists of strings
+    (and ``library.version_groups`` objects of ``VersionGroup``'s shape), ``build`` any JSON at
+    most eight levels deep."""
     for part in ("tool", "library", "build"):
         inner = _object(record.get(part), f"{where}.{part}")
         for key in _PROVENANCE_TEXT.get(part, ()):
@@ -82,6 +84,9 @@ def _provenance(record: dict[str, object], where: str) -> dict[str, object]:
                 not isinstance(items, list) or not all(isinstance(i, str) for i in items)
             ):
                 raise TypeError(f"'{where}.{part}.{key}' is not a list of strings")
+    groups = _object(record.get("library"), f"{where}.library").get("version_groups")
+    if groups is not None:  # recorded since issue 35: absent in older reports
+        load(list[VersionGroup], groups, f"{where}.library.version_groups")
     if _depth(record.get("build")) > _PROVENANCE_DEPTH:
         raise ValueError(f"'{where}.build' is nested deeper than {_PROVENANCE_DEPTH} levels")
     host = _object(record.get("build"), f"{where}.build").get("host_library")

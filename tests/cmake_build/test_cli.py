@@ -28,7 +28,7 @@ def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
     for part in (
         "Metal compiler",
         "xcrun not found",
-        "macOS with Xcode or the Metal toolchain",
+        "Xcode or the Metal toolchain on macOS and with the Metal Developer Tools for Windows",
         "METAL_COMPILER=/path",
         "--metal-compiler",
         "--jit",
@@ -112,7 +112,7 @@ def test_cmake_alone_stops_with_the_same_advice(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     text = " ".join((done.stdout + done.stderr).split())
-    assert "needs macOS with Xcode or the Metal toolchain" in text
+    assert "Xcode or the Metal toolchain on macOS and with the Metal Developer Tools" in text
     assert "-DMETALLIB_COMPILER=/path/to/metal" in text
 
 
@@ -268,7 +268,8 @@ def test_presets_without_compiler_build_jit_only(tmp_path: Path, cxx_available: 
     )
     assert done.returncode == 0, done.stderr
     reason = (
-        "not built: jit-off, mixed: no Metal compiler (xcrun not found) — needs macOS with Xcode"
+        "not built: jit-off, mixed: no Metal compiler (xcrun not found) — Xcode on macOS, or Metal "
+        "tools for Windows"
     )
     assert reason in done.stdout
     assert (done.stdout + done.stderr).count("not built") == 1  # said once, for both

@@ -59,7 +59,8 @@ def test_toolchain_resolution(tmp_path: Path) -> None:
     assert missing == ToolchainMissing("xcrun not found")
     nothing = find_metal_toolchain(env={"PATH": ""})
     assert isinstance(nothing, ToolchainMissing)
-    assert "needs macOS with Xcode or the Metal toolchain" in missing_message(nothing)
+    said = missing_message(nothing)
+    assert "Xcode or the Metal toolchain on macOS and with the Metal Developer Tools" in said
     bad = find_metal_toolchain(str(tmp_path / "nope"), env={"PATH": ""})
     assert isinstance(bad, ToolchainMissing) and "not an executable" in bad.reason
 
