@@ -6,6 +6,7 @@ it uses (no rich). Data goes to stdout; progress and errors go to stderr.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -163,12 +164,37 @@ def _binary_name(source: Source) -> str:
     return source.binary or source.target
 
 
+def _fail_on_removed(func: Callable[..., R]) -> Callable[..., R]:
+    """``--fail-on-removed [GLOB]``: a value that may be left out (every function), which
+    ``option`` does not make; its flag, help and check are the setting's."""
+    from builder.settings.declared import setting
+
+    s = setting("fail_on_removed")
+    assert s.option is not None
+
+    def checked(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        return s.from_cli(value)  # type: ignore[no-any-return]
+
+    return click.option(
+        s.option,
+        s.name,
+        help=s.help,
+        metavar=s.metavar,
+        is_flag=False,
+        flag_value="*",
+        default=None,
+        callback=checked,
+    )(func)
+
+
 @click.command("compare")
 @click.argument("base")
 @click.argument("head")
 @_common
 @options("max_growth", "max_size", "max_total_size", "fail_on_new_group", "warn_only")
 @options("github_comment", "max_download_growth", "max_download_size")
+@options("require", _fail_on_removed, "min_functions", "max_deployment_target")
+@options("max_metal_version", "fail_on_platform_change")
 def compare_command(
     base: str,
     head: str,
