@@ -188,7 +188,6 @@ GATES: tuple[Setting[Any], ...] = (
         budget="require",
         metavar="GLOB[>=N]",
         validate=c.requirement,
-        expected='a list of globs such as ["*_nax*>=1"]',
     ),
     Setting(
         "fail_on_removed",
