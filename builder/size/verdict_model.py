@@ -44,8 +44,9 @@ class Verdict:
     pattern: str | None = None
     """``require``'s or ``fail-on-removed``'s glob, as written."""
     names: tuple[str, ...] = ()
-    """Every function or kernel the verdict is about (removed functions, missing kernels),
-    sorted: messages show the first few, JSON all of them."""
+    """Every function or kernel the verdict is about, in the order its check gives (removed
+    functions largest first; missing kernels sorted; for ``fail-on-platform-change`` the facts
+    that changed): messages show the first few, JSON all of them."""
     value_text: str | None = None
     """A version limit: the library's version as it states it (``26.2``)."""
     limit_text: str | None = None

@@ -1,6 +1,8 @@
 """The one verdict model: a limit against the value measured for it, whether ``compare`` was
 asked for it (``--max-growth``, a gate) or a budget file was (``max-growth``,
-``builder.size.budget``).
+``builder.size.budget``). ``Verdict`` is ``builder.size.verdict_model``'s, re-exported; the
+gates on what a library holds are ``builder.size.content_gates``, which ``evaluate_gates`` and
+``budget`` both call.
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
 name. Checking is pure data in, pure data out; ``builder.render.text`` words the results.
