@@ -88,6 +88,8 @@ def said(
     if name == "require":
         needed = f", at least {v.limit:,} required" if v.limit > 1 or v.passed else ""
         base = "" if v.base_value is None else f" (base: {v.base_value:,})"
+        if v.value == 0 and v.base_value == 0:  # matches nothing anywhere: a misspelt glob?
+            base = " (base: 0 either; is the glob spelt as the names are?)"
         return f"{who} holds {v.value:,} functions matching {pattern}{needed}{base}"
     if name == "fail-on-removed":
         which = "" if v.pattern in (None, "*") else f"{pattern} "

@@ -78,6 +78,8 @@ def test_require_counts_and_floors(
     assert "holds 1 functions matching '*_nax*', at least 2 required (base: 1)" in err
     code, _, err = run_cli(["compare", lib, lib, "--require", "*_nax*", "--require", "v_*"], capsys)
     assert code == 0 and err.strip().endswith("size gates passed")
+    code, _, err = run_cli(["compare", lib, lib, "--require", "*_NAX*"], capsys)
+    assert code == 1 and "holds 0 functions matching '*_NAX*' (base: 0 either; is the glob" in err
     code, _, err = run_cli(["compare", lib, lib, "--min-functions", "3"], capsys)
     assert code == 1 and "holds 2 functions, fewer than 3" in err
     code, _, err = run_cli(["compare", lib, lib, "--min-functions", "2"], capsys)
@@ -205,3 +207,27 @@ def test_a_saved_report_without_its_library_record_is_exit_2(
     args = ["compare", str(saved), str(saved), "--max-deployment-target", "14.0"]
     code, out, err = run_cli(args, capsys)
     assert code == 2 and "no deployment target recorded" in err
+
+
+def test_budget_content_limits_without_a_base(
+    write_metallib: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_metallib("a.metallib", LIB)  # deployment target 14.0, as new_library writes it
+    budget = tmp_path / "metallib-size.toml"
+    budget.write_text(
+        '[[budget]]\nname = "kernels"\ntarget = "a.metallib"\nrequire = ["*_nax*>=2"]\n'
+        'max-deployment-target = "13.5"\nmin-functions = 2\n'
+    )
+    code, out, err = run_cli(["budget", str(budget), "--format", "csv"], capsys)
+    assert code == 1
+    assert "kernels holds 1 functions matching '*_nax*', at least 2 required;" in err  # no base
+    assert "kernels's deployment target 14.0 is above 13.5" in err
+    header, *rows = out.splitlines()
+    cells = [dict(zip(header.split(","), row.split(","))) for row in rows]
+    by_key = {c["key"]: c for c in cells}
+    assert (by_key["max-deployment-target"]["value"], by_key["max-deployment-target"]["limit"]) == (
+        "14.0",
+        "13.5",
+    )
+    assert by_key["max-deployment-target"]["counts"] == "version"
+    assert (by_key["min-functions"]["value"], by_key["min-functions"]["passed"]) == ("2", "true")
