@@ -45,6 +45,7 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
+from builder.render.verdict_words import counts
 from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
 
@@ -384,10 +385,10 @@ def budget_table(verdicts: Sequence[Verdict], source: str) -> Table:
                 c.name,
                 c.group,
                 gate_limit(c),
-                c.limit,
+                c.limit_text or c.limit,
                 gate_value(c),
-                c.value,
-                "functions" if c.name == "max-functions" else "bytes",
+                c.value_text or c.value,
+                counts(c),
                 c.passed,
             )
         )

@@ -1,6 +1,8 @@
 """The one verdict model: a limit against the value measured for it, whether ``compare`` was
 asked for it (``--max-growth``, a gate) or a budget file was (``max-growth``,
-``builder.size.budget``).
+``builder.size.budget``). ``Verdict`` is ``builder.size.verdict_model``'s, re-exported; the
+gates on what a library holds are ``builder.size.content_gates``, which ``evaluate_gates`` and
+``budget`` both call.
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
 name. Checking is pure data in, pure data out; ``builder.render.text`` words the results.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
 from builder.settings.validators import Limit
+from builder.size.verdict_model import Verdict, version_key
 
 __all__ = [
     "GROWTH",
@@ -32,6 +35,7 @@ __all__ = [
     "evaluate_gates",
     "shipped_size",
     "shipped_sizes",
+    "version_key",
 ]
 
 
@@ -41,42 +45,6 @@ if TYPE_CHECKING:
 
 GROWTH = ("max-growth", "max-download-growth")
 """The limits on growth since a base: ``limit`` and ``value`` are bytes grown."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One limit and the value it was checked against: passed or not (a gate's or a budget's)."""
-
-    name: str
-    """``max-size``, ``max-total-size``, ``max-download-size``, ``max-functions``, ``groups``,
-    ``max-growth``, ``max-download-growth`` or ``fail-on-new-group``."""
-    subject: str
-    """What was checked: a budget's name, or for a gate the head library's label (the JIT side of
-    it when neither side has a metallib, or what it ships: metallib + JIT host library)."""
-    limit: int
-    """Bytes allowed (functions for ``max-functions``, new groups for ``fail-on-new-group``); for
-    a growth limit the growth allowed in bytes."""
-    value: int
-    """Measured: bytes, functions, new groups, or for a growth limit head minus base bytes."""
-    growth: Limit | None = None
-    """A growth limit as written (a percentage or bytes)."""
-    base_value: int | None = None
-    """A growth limit: the base's bytes the growth is relative to."""
-    group: str | None = None
-    """``groups``: the group limited."""
-    measured_in: tuple[str, ...] = ()
-    """A budget's limit: the files the value was measured in."""
-    new_groups: tuple[str, ...] = ()
-    """``fail-on-new-group``: the groups head has and base does not."""
-
-    @property
-    def passed(self) -> bool:
-        return self.value <= self.limit
-
-    @property
-    def percent(self) -> float | None:
-        """A growth limit: growth relative to base (None for a base of 0 bytes)."""
-        return 100.0 * self.value / self.base_value if self.base_value else None
 
 
 Evaluated = Sequence[tuple["Comparison", Sequence["Verdict"]]]
@@ -95,6 +63,14 @@ class Gates:
     max_download_growth: Limit | None = None
     """On the modelled download (``download_totals``)."""
     max_download_size: int | None = None
+    require: tuple[str, ...] | None = None
+    """``GLOB[>=N]`` as written, each checked by ``content_gates.required``."""
+    fail_on_removed: str | None = None
+    """The glob of base's functions head must keep (``*``: every one)."""
+    min_functions: int | None = None
+    max_deployment_target: str | None = None
+    max_metal_version: str | None = None
+    fail_on_platform_change: bool = False
 
     @property
     def download(self) -> bool:
@@ -188,7 +164,31 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Verdict]:
         if gates.max_download_size is not None and in_head:
             size = gates.max_download_size
             results.append(Verdict("max-download-size", subject, size, head_dl))
-    return results
+    return results + _content(comparison, gates, label)
+
+
+def _content(comparison: Comparison, gates: Gates, label: str) -> list[Verdict]:
+    """The gates on what head's metallib holds (``builder.size.content_gates``); a library
+    head removed holds nothing: only ``fail-on-removed`` sees it (all its functions gone)."""
+    from builder.size import content_gates as content
+
+    base, head = comparison.base, comparison.head
+    out = []
+    in_head = comparison.change != "removed"
+    names, base_names = ([f.name for f in r.functions] for r in (head, base))
+    if in_head:
+        out += [content.required(text, label, names, base_names) for text in gates.require or ()]
+    if gates.fail_on_removed is not None:
+        out.append(content.removed_functions(gates.fail_on_removed, label, comparison.removed))
+    if not in_head:
+        return out
+    if gates.min_functions is not None:
+        out.append(content.min_functions(gates.min_functions, label, head.function_count))
+    out += content.floor_verdicts(head, label, gates.max_deployment_target, gates.max_metal_version)
+    if gates.fail_on_platform_change and comparison.change == "paired":
+        out.append(content.platform_change(base, head, label))
+    out += content.empty_libraries([head], label)
+    return out
 
 
 def check_pairs(
