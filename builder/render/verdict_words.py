@@ -90,6 +90,8 @@ def said(
         base = "" if v.base_value is None else f" (base: {v.base_value:,})"
         if v.value == 0 and v.base_value == 0:  # matches nothing anywhere: a misspelt glob?
             base = " (base: 0 either; is the glob spelt as the names are?)"
+        elif listed and not v.passed and v.names:  # the ones head left out, by name
+            base = f" (base: {v.base_value:,}; head lacks {_listed(v.names, quote)})"
         return f"{who} holds {v.value:,} functions matching {pattern}{needed}{base}"
     if name == "fail-on-removed":
         which = "" if v.pattern in (None, "*") else f"{pattern} "

@@ -56,17 +56,23 @@ def required(
 ) -> Verdict:
     """``require``: ``head`` (function names) holds at least N names matching the glob. The
     verdict keeps how many ``base`` holds (``base_value``; None without a base): a reviewer
-    reads "head holds 0 (base: 1,569)" as the kernels left out."""
+    reads "head holds 0 (base: 1,569)" as the kernels left out, and ``names`` are the matching
+    functions of the base that head lacks (in the base's order): which ones it left out."""
     rule = parse_requirement(text)
-    in_base = None if base is None else _count(base, rule.pattern)
+    match = _matcher(rule.pattern).match
+    in_head = [name for name in head if match(name)]
+    in_base = None if base is None else [name for name in base if match(name)]
+    held = set(in_head)
+    lacked = () if in_base is None else tuple(dict.fromkeys(n for n in in_base if n not in held))
     return Verdict(
         "require",
         subject,
         rule.at_least,
-        _count(head, rule.pattern),
-        base_value=in_base,
+        len(in_head),
+        base_value=None if in_base is None else len(in_base),
         at_least=True,
         pattern=rule.pattern,
+        names=lacked,
         measured_in=measured_in,
     )
 

@@ -64,13 +64,18 @@ def test_the_nax_case_fails_require_and_passes_the_growth_gates(
     code, _, err = run_cli([*args, "-o", str(md), "-o", str(js)], capsys)
     assert code == 1
     assert f"--require '{NAX}>=1': " in err
-    assert f"holds 0 functions matching '{NAX}' (base: {nax:,})" in err
+    assert f"holds 0 functions matching '{NAX}' (base: {nax:,}; head lacks '" in err
     lines = md.read_text().splitlines()
     assert lines[:3] == ["<!-- metallib-builder:size-comment -->", "### Metallib size", ""]
     assert lines[3] == f"❌ head holds 0 functions matching `{NAX}` (base: {nax:,})"
     gate = _gates(js)["--require"]
     assert (gate["passed"], gate["value"], gate["limit"], gate["base_value"]) == (False, 0, 1, nax)
     assert (gate["pattern"], gate["at_least"]) == (NAX, True)
+    # the NAX functions head left out, named: every one the reference finds in base alone
+    assert set(gate["names"]) == mlx.ref_new.matching(NAX) - set(mlx.ref_old.names)
+    assert len(gate["names"]) == nax
+    first = [n for n in mlx.ref_new.names if n in set(gate["names"])][:3]
+    assert ", ".join(f"'{n}'" for n in first) in err
 
 
 def test_fail_on_removed_names_every_function_base_had(
@@ -188,5 +193,5 @@ max-deployment-target = "14.0"
     assert rows["macOS 26", "min-functions", None]["passed"] is True
     dt = rows["macOS 26", "max-deployment-target", None]
     assert (dt["passed"], dt["value_text"], dt["limit_text"]) == (False, "26.2", "14.0")
-    assert f"macOS 14 holds 0 functions matching '{NAX}' (base: {nax:,})" in err
+    assert f"macOS 14 holds 0 functions matching '{NAX}' (base: {nax:,}; head lacks '" in err
     assert "macOS 26's deployment target 26.2 is above 14.0" in err
