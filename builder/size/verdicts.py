@@ -32,6 +32,7 @@ __all__ = [
     "evaluate_gates",
     "shipped_size",
     "shipped_sizes",
+    "version_key",
 ]
 
 
@@ -68,15 +69,39 @@ class Verdict:
     """A budget's limit: the files the value was measured in."""
     new_groups: tuple[str, ...] = ()
     """``fail-on-new-group``: the groups head has and base does not."""
+    at_least: bool = False
+    """The limit is a floor (``require``, ``min-functions``): passed when value >= limit."""
+    pattern: str | None = None
+    """``require``'s or ``fail-on-removed``'s glob, as written."""
+    names: tuple[str, ...] = ()
+    """Every function or kernel the verdict is about (removed functions, missing kernels),
+    sorted: messages show the first few, JSON all of them."""
+    value_text: str | None = None
+    """A version limit: the library's version as it states it (``26.2``)."""
+    limit_text: str | None = None
+    """A version limit: the highest version allowed, as written (``14.0``); compared with
+    ``value_text`` as version tuples (``version_key``), not as the integers."""
 
     @property
     def passed(self) -> bool:
-        return self.value <= self.limit
+        if self.value_text is not None and self.limit_text is not None:
+            return version_key(self.value_text) <= version_key(self.limit_text)
+        return self.value >= self.limit if self.at_least else self.value <= self.limit
 
     @property
     def percent(self) -> float | None:
         """A growth limit: growth relative to base (None for a base of 0 bytes)."""
         return 100.0 * self.value / self.base_value if self.base_value else None
+
+
+def version_key(text: str) -> tuple[int, ...]:
+    """``"14.0"`` -> ``(14,)``, ``"26.2"`` -> ``(26, 2)``: a dotted version as a tuple that orders
+    as versions do, trailing zeros dropped so that ``14`` and ``14.0.0`` are equal. Text that
+    is no dotted version is a ``ValueError``."""
+    parts = [int(part) for part in text.strip().split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
 
 
 Evaluated = Sequence[tuple["Comparison", Sequence["Verdict"]]]
