@@ -169,6 +169,7 @@ def _binary_name(source: Source) -> str:
 @_common
 @options("max_growth", "max_size", "max_total_size", "fail_on_new_group", "warn_only")
 @options("github_comment", "max_download_growth", "max_download_size")
+@options("fail_on_missing", "max_unattributed")
 def compare_command(
     base: str,
     head: str,

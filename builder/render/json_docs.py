@@ -132,6 +132,8 @@ def _comparison_dict(
             "by": report.by,
             "grouping": report.grouping,
             "provenance": report.provenance,
+            "warnings": report.warnings,  # what stderr said of the side
+            "tree_kernels_missing": report.tree_kernels_missing,  # null without a kernel tree
         }
         if download:
             doc["download_bytes"] = report.download.total if report.download else None
@@ -225,6 +227,8 @@ def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
     """``{"schema": BUDGET_SCHEMA, "kind": "budget", "file", "passed", "verdicts": [...]}``; every
     figure in bytes (functions for ``max-functions``) with the files it was measured in."""
 
+    from builder.render.text import verdict_counts
+
     def row(c: Verdict) -> dict[str, object]:
         doc: dict[str, object] = {
             "budget": c.subject,
@@ -233,7 +237,7 @@ def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
             "limit": c.limit,
             "value": c.value,
             "passed": c.passed,
-            "counts": "functions" if c.name == "max-functions" else "bytes",
+            "counts": verdict_counts(c),
             "measured_in": list(c.measured_in),
         }
         if c.growth is not None:

@@ -44,7 +44,9 @@ from builder.render.text import (
     no_metallib,
     origin,
     provenance_line,
+    verdict_counts,
 )
+from builder.render.tree_lines import unattributed_name, warning_lines
 from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
 
@@ -133,8 +135,10 @@ def _group_table(report: Report, top: int | None) -> Table:
             values += [g.download_bytes or 0, share_of(g.download_bytes or 0, download.total)]
         return Row(tuple(values), role, depth)  # type: ignore[arg-type]
 
-    shown = top_rows(report.groups, top)
-    tops = [*shown.rows, *([shown.rest] if shown.rest else [])]
+    pinned = unattributed_name(report.by)
+    shown = top_rows([g for g in report.groups if g.name != pinned], top)
+    own = [g for g in report.groups if g.name == pinned]  # never folded into the rest
+    tops = [*shown.rows, *([shown.rest] if shown.rest else []), *own]
     overhead = Rollup(
         OVERHEAD, 0, report.overhead_bytes, 0, download.overhead_bytes if download else None
     )
@@ -150,6 +154,9 @@ def _group_table(report: Report, top: int | None) -> Table:
             )
     if shown.rest is not None:
         rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
+    for group in own:
+        rows.append(row(Name(group.name), group, next(running), "row"))
+        rows += [row(Name(c.name), c, None, "row", 1) for c in group.children]
     last = row(OVERHEAD, overhead, next(running), "overhead")
     rows.append(Row((OVERHEAD, None, *last.values[2:]), "overhead"))  # no function count
     total = ["total", report.function_count, *_sized(whole, whole), None]
@@ -349,10 +356,13 @@ def report_tables(
     wheels: dict[str, WheelFiles] = {}
     for report in reports:
         jit = jit_breakdown(report)
+        own = []
         if report.source.path is not None or jit is None:
-            tables.append(_group_table(report, top))
+            own.append(_group_table(report, top))
         if jit is not None:
-            tables.append(_jit_table(report, jit, top))
+            own.append(_jit_table(report, jit, top))
+        own[-1] = replace(own[-1], notes=(*own[-1].notes, *warning_lines(report)))
+        tables += own
         wheel = report.download.wheel if report.download else None
         if wheel is not None:
             wheels.setdefault(wheel.path, wheel)
@@ -387,7 +397,7 @@ def budget_table(verdicts: Sequence[Verdict], source: str) -> Table:
                 c.limit,
                 gate_value(c),
                 c.value,
-                "functions" if c.name == "max-functions" else "bytes",
+                verdict_counts(c),
                 c.passed,
             )
         )

@@ -49,6 +49,7 @@ __all__ = [
     "rich_text",
     "signed_percent",
     "text_console",
+    "verdict_counts",
     "visible",
 ]
 
@@ -92,6 +93,8 @@ def limit_label(verdict: Verdict) -> str:
 def _amount(verdict: Verdict, n: int) -> str:
     if verdict.name == "max-functions":
         return f"{n:,} functions"
+    if verdict.name == "fail-on-missing":
+        return f"{n:,} kernels missing"
     if verdict.name in GROWTH:
         return human_delta(n)
     return human_size(n)
@@ -101,8 +104,18 @@ def _percent(verdict: Verdict) -> str:
     return "" if verdict.percent is None else f" ({verdict.percent:+.2f}%)"
 
 
+def verdict_counts(verdict: Verdict) -> str:
+    """What a verdict's value and limit count: ``functions``, ``kernels`` or ``bytes``."""
+    return {"max-functions": "functions", "fail-on-missing": "kernels"}.get(verdict.name, "bytes")
+
+
 def gate_value(verdict: Verdict) -> str:
-    """A verdict's measured value, a growth with its percent."""
+    """A verdict's measured value, a growth with its percent, missing kernels with the first
+    few names."""
+    if verdict.name == "fail-on-missing" and verdict.names:
+        from builder.size.tree_match import named_few
+
+        return f"{_amount(verdict, verdict.value)}: {named_few(verdict.names)}"
     return _amount(verdict, verdict.value) + (_percent(verdict) if verdict.name in GROWTH else "")
 
 
@@ -125,8 +138,27 @@ def gate_message(gate: Verdict) -> str:
     if gate.name == "fail-on-new-group":
         new = gate.new_groups
         return f"{option}: " + (f"new groups in head: {', '.join(new)}" if new else "no new groups")
+    if gate.name in ("fail-on-missing", "max-unattributed"):
+        return _tree_message(gate, option)
     size = human_size(gate.value)
     return f"{option} {human_size(gate.limit)}: {gate.subject} is {size} ({gate.value:,} bytes)"
+
+
+def _tree_message(gate: Verdict, option: str) -> str:
+    """The words of the two gates on a library's kernel tree (``builder.size.tree_match``)."""
+    from builder.size.tree_match import OTHER, named_few  # not on the path of other gates
+
+    if gate.name == "fail-on-missing":
+        if not gate.names:
+            return f"{option}: {gate.subject} holds every kernel of its tree"
+        return (
+            f"{option}: {gate.subject} lacks {len(gate.names):,} kernel(s) of its tree: "
+            f"{named_few(gate.names)}"
+        )
+    return (
+        f"{option} {human_size(gate.limit)}: {gate.subject} has {human_size(gate.value)} "
+        f"({gate.value:,} bytes) produced by no entry file ('{OTHER}')"
+    )
 
 
 def failures(verdicts: Sequence[Verdict]) -> list[str]:

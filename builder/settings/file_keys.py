@@ -178,6 +178,20 @@ GATES: tuple[Setting[Any], ...] = (
         budget="max-download-size",
         metavar="N",
     ),
+    Setting(
+        "fail_on_missing",
+        "Fail when head lacks any kernel of the --source-dir tree for its platform, naming them.",
+        kind="bool",
+        budget="fail-on-missing",
+    ),
+    Setting(
+        "max_unattributed",
+        "Fail when more than N of head's bytes are produced by no entry file (the 'other' "
+        "group of --by source; bytes, KB/MB/KiB/MiB).",
+        kind="size",
+        budget="max-unattributed",
+        metavar="N",
+    ),
 )
 """The limits of ``compare``'s gates and of a budget (one setting each: ``--max-size`` and
 ``max-size`` are read and refused alike)."""
@@ -189,6 +203,8 @@ BUDGET_LIMITS = (
     "max-functions",
     "groups",
     "max-growth",
+    "fail-on-missing",
+    "max-unattributed",
 )
 """The budget keys that are limits (a budget needs one)."""
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from builder.errors import BuilderError, CheckFailed, MetallibError, UsageError
 from builder.files.reading import open_regular
-from builder.size.verdicts import Verdict, shipped_size
+from builder.size.verdicts import Verdict, shipped_size, tree_verdicts
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
@@ -221,6 +221,8 @@ def _verdicts(budget: Budget, reports: list[Report], base: list[Report] | None) 
                 base_value=base_total,
             )
         )
+    limits = (budget.fail_on_missing, budget.max_unattributed)
+    out += tree_verdicts(reports, *limits, budget.name, where)
     return out
 
 

@@ -94,6 +94,10 @@ class Budget(Tree):
     groups: Mapping[str, int] = field(default_factory=dict)
     base: str | None = None
     max_growth: Limit | None = None
+    fail_on_missing: bool = False
+    """Fail when the library lacks kernels of the budget's tree (``source-dir``)."""
+    max_unattributed: int | None = None
+    """Bytes produced by no entry file: the 'other' group of ``by = "source"``."""
 
     def path(self, text: str) -> Path:
         """``text`` (a path in the budget file) from the file's folder, as size-limit reads it."""
@@ -202,6 +206,16 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
     if ("base" in raw) != ("max-growth" in raw):
         raise UsageError(
             f"{where}: 'max-growth' and 'base' go together (growth against a base report)"
+        )
+    if values.get("fail_on_missing") and "source-dir" not in raw:
+        raise UsageError(
+            f"{where}: 'fail-on-missing' needs 'source-dir' (the kernel tree whose kernels "
+            "the library must hold)"
+        )
+    if "max-unattributed" in raw and by != "source":
+        raise UsageError(
+            f"{where}: 'max-unattributed' limits the bytes no entry file produces, the "
+            "'other' group of by = \"source\""
         )
     return Budget(where=where, root=root, **{**values, "name": name})
 

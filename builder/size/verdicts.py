@@ -32,6 +32,7 @@ __all__ = [
     "evaluate_gates",
     "shipped_size",
     "shipped_sizes",
+    "tree_verdicts",
     "version_key",
 ]
 
@@ -120,6 +121,10 @@ class Gates:
     max_download_growth: Limit | None = None
     """On the modelled download (``download_totals``)."""
     max_download_size: int | None = None
+    fail_on_missing: bool = False
+    """Head lacks kernels of the ``--source-dir`` tree for its platform."""
+    max_unattributed: int | None = None
+    """Bytes of head no entry file produces (``builder.size.tree_match.unattributed``)."""
 
     @property
     def download(self) -> bool:
@@ -213,7 +218,52 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Verdict]:
         if gates.max_download_size is not None and in_head:
             size = gates.max_download_size
             results.append(Verdict("max-download-size", subject, size, head_dl))
+    if in_head:
+        limits = (gates.fail_on_missing, gates.max_unattributed)
+        results += tree_verdicts([comparison.head], *limits, head_label)
     return results
+
+
+def tree_verdicts(
+    reports: Sequence[Report],
+    fail_on_missing: bool,
+    max_unattributed: int | None,
+    subject: str,
+    measured_in: tuple[str, ...] = (),
+) -> list[Verdict]:
+    """``fail-on-missing`` and ``max-unattributed`` on ``reports`` (a comparison's head, a
+    budget's libraries, summed): what they hold of their kernel tree
+    (``builder.size.tree_match``). A gate that cannot be measured (no tree, not grouped by
+    source) is a UsageError (exit 2), never a pass."""
+    from builder.size.tree_match import unattributed
+
+    out = []
+    if fail_on_missing:
+        missing: list[str] = []
+        for report in reports:
+            if report.tree_kernels_missing is None:
+                raise UsageError(
+                    f"{report.source.label}: fail-on-missing needs the kernel tree the library "
+                    "was built from (--source-dir; a budget's source-dir)"
+                )
+            missing += report.tree_kernels_missing
+        names = tuple(sorted(missing))
+        out.append(
+            Verdict("fail-on-missing", subject, 0, len(names), measured_in=measured_in, names=names)
+        )
+    if max_unattributed is not None:
+        size = 0
+        for report in reports:
+            row = unattributed(report)
+            if row is None:
+                raise UsageError(
+                    f"{report.source.label}: max-unattributed limits the bytes no entry file "
+                    f"produces, which only grouping by source shows (grouped by {report.by})"
+                )
+            size += row.bytes
+        limit = max_unattributed
+        out.append(Verdict("max-unattributed", subject, limit, size, measured_in=measured_in))
+    return out
 
 
 def check_pairs(
