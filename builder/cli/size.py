@@ -27,8 +27,9 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
+    from builder.size.budget_file import Budget
     from builder.size.compare import Comparison
-    from builder.size.report import Source
+    from builder.size.report import Report, Source
 
 __all__ = ["budget_command", "compare_command", "history_command", "report_command"]
 
@@ -285,7 +286,7 @@ def budget_command(
     from builder.cli.tree_options import tree_of
     from builder.publish.outputs import budget_output
     from builder.render.pr_comment import BUDGET_MARKER as MARKER
-    from builder.render.text import failures
+    from builder.render.text import failures, visible
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 
@@ -294,9 +295,16 @@ def budget_command(
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
     say(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})")
-    verdicts = check_budgets(parsed.budgets, progress=say, trees=tree_of)
+    warnings: list[str] = []  # each library's, as report and compare say them
 
-    markdown = deliver(plan, partial(budget_output, verdicts, str(path)))
+    def warned(budget: Budget, report: Report) -> None:
+        for warning in report.warnings:
+            warnings.append(f"{budget.name}: {report.source.label}: {warning}")
+            say(f"warning: {visible(warnings[-1])}")
+
+    verdicts = check_budgets(parsed.budgets, progress=say, trees=tree_of, warned=warned)
+
+    markdown = deliver(plan, partial(budget_output, verdicts, str(path), warnings=warnings))
     publish(markdown, MARKER, pull_request)
     verdict(
         failures(verdicts), warn_only, "budget exceeded", f"all {len(verdicts)} budget limits pass"
@@ -360,6 +368,7 @@ def history_command(
           --source-dir mlx/backend/metal/kernels -I . --exclude fence.metal --exclude '*_nax*'
     """
     from builder.publish.outputs import history_output
+    from builder.render.text import visible
     from builder.size.history import library_histories, measure_history
 
     plan = output_plan(outputs, fmt)
@@ -373,4 +382,7 @@ def history_command(
         progress=say,
         member=member,
     )
+    for point in points:  # as report and compare say them (cli.loading._warn)
+        for warning in point.warnings:
+            say(f"warning: {visible(point.label)}: {visible(warning)}")
     deliver(plan, partial(history_output, library_histories(points, top or None), by))

@@ -369,6 +369,7 @@ def budget_markdown(
     *,
     marker: str = BUDGET_MARKER,
     limit: int = DEFAULT_LIMIT,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
     whatever the input (rows are capped, and the ones that do not fit are counted)."""
@@ -385,7 +386,11 @@ def budget_markdown(
     )
     table = budget_table(verdicts, source)
     out = _Room(limit - _size(footer) - 200)
-    out.add(marker, "### Metallib size budget", "", verdict, "", *markdown_header(table.columns))
+    out.add(marker, "### Metallib size budget", "", verdict, "")
+    said = [clip(f"- ⚠️ warning: {md_text(w)}", _LINE_CAP) for w in warnings]
+    if out.fill(said, 2000):  # what stderr said of the libraries, room kept for the table
+        out.add("")
+    out.add(*markdown_header(table.columns))
     rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first
     lines = (clip(markdown_row(table.columns, row, cap=_NAME_CAP), _LINE_CAP) for row in rows)
     shown = out.fill(lines, 0)

@@ -251,6 +251,9 @@ def test_budget_keys_fail_on_missing_and_max_unattributed(
 
     code, out, err = run(f"fail-on-missing = true\nmax-unattributed = {other}")
     assert code == 1, err
+    said = f"head: {head}: {len(STRAYS)} of "
+    assert [w for w in json.loads(out)["warnings"] if w.startswith(said)], out  # as stderr
+    assert f"warning: {said}" in err
     verdicts = {v["key"]: v for v in json.loads(out)["verdicts"]}
     assert verdicts["fail-on-missing"]["value"] == len(lacks)
     assert verdicts["fail-on-missing"]["counts"] == "kernels"
@@ -258,6 +261,8 @@ def test_budget_keys_fail_on_missing_and_max_unattributed(
     assert f"head: fail-on-missing is {len(lacks):,} kernels missing: {', '.join(lacks[:5])}" in err
     code, out, err = run(f"max-unattributed = {other - 1}")
     assert code == 1 and "head: max-unattributed is" in err
+    code, out, _ = run_cli(["budget", str(budget), "--format", "markdown"], capsys)
+    assert code == 1 and f"- ⚠️ warning: {said}" in out
 
     budget.write_text(f'[[budget]]\ntarget = "{head}"\nfail-on-missing = true\n')
     code, _, err = run_cli(["budget", str(budget)], capsys)
@@ -265,3 +270,23 @@ def test_budget_keys_fail_on_missing_and_max_unattributed(
     budget.write_text(f'[[budget]]\ntarget = "{head}"\nmax-unattributed = "1MB"\n')
     code, _, err = run_cli(["budget", str(budget)], capsys)
     assert code == 2 and "'max-unattributed' limits the bytes no entry file produces" in err
+
+
+def test_history_says_what_each_library_lacks_of_the_tree(
+    libraries: tuple[Path, Path, list[str]],
+    mlx_style: Path,
+    mlx_headers: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base, head, lacks = libraries
+    code, out, err = run_cli(
+        ["history", str(base), str(head), *_tree(mlx_style, mlx_headers), "--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    assert [p["tree_kernels_missing"] for p in points] == [[], lacks]
+    assert all(
+        any(f"of {mlx_style} and land in 'other'" in w for w in p["warnings"]) for p in points
+    )
+    assert f"warning: {head}: {len(lacks):,} of the {len(TREE):,} kernels of" in err
