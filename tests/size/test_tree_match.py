@@ -325,3 +325,36 @@ def test_a_builds_jit_kernels_count_as_held(
     assert code == 0, err
     expected = sorted(set(TREE) - set(built) - set(jit))
     assert json.loads(out)["tree_kernels_missing"] == expected == left_out
+
+
+def test_a_real_library_slimmed_of_a_files_kernels_fails_on_missing(
+    mlx_metallib: Callable[[str, str], Path],
+    mlx_style: Path,
+    mlx_headers: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """mlx-metal 0.32.0's library, and a copy made with ``slim --drop`` without the kernels of
+    unary_subset.metal: compare fails on exactly those, and the base's own missing ones (the
+    tree's kernels no release ships) are missing on both sides."""
+    from kernels.discovery.expected import UNARY
+    from mlx_tree import MLX_PLATFORM, MLX_VERSION
+
+    real = mlx_metallib(MLX_VERSION, MLX_PLATFORM)
+    slimmed = tmp_path / "slim.metallib"
+    drops = [arg for name in sorted(UNARY) for arg in ("--drop", name)]
+    code, _, err = run_cli(["slim", str(real), *drops, "-o", str(slimmed)], capsys)
+    assert code == 0, err
+    tree = _tree(mlx_style, mlx_headers)
+    code, out, err = run_cli(
+        ["compare", str(real), str(slimmed), *tree, "--fail-on-missing", "--format", "json"],
+        capsys,
+    )
+    assert code == 1, err
+    doc = json.loads(out)
+    base_missing = doc["base"]["tree_kernels_missing"]
+    assert set(base_missing).isdisjoint(UNARY) and base_missing  # the real library holds them
+    assert doc["head"]["tree_kernels_missing"] == sorted({*base_missing, *UNARY})
+    [gate] = doc["gates"]
+    assert gate["name"] == "--fail-on-missing" and not gate["passed"]
+    assert f"lacks {len(base_missing) + len(UNARY):,} kernel(s) of its tree" in gate["message"]
