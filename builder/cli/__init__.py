@@ -55,7 +55,8 @@ COMMANDS: dict[str, Entry] = {
     "report": Entry("size:report_command", "Show which kernels make a metallib big."),
     "compare": Entry(
         "size:compare_command",
-        "Compare two libraries per group and gate on the growth (exit 1 when a gate fails).",
+        "Compare two libraries per group and gate on their size and on what they hold (exit 1 "
+        "when a gate fails).",
     ),
     "budget": Entry(
         "size:budget_command",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from builder.cli.gate_options import content_gates
 from builder.cli.loading import check_output, load, measured_files
 from builder.cli.publishing import (
     deliver,
@@ -170,6 +171,7 @@ def _binary_name(source: Source) -> str:
 @_common
 @options("max_growth", "max_size", "max_total_size", "fail_on_new_group", "warn_only")
 @options("github_comment", "max_download_growth", "max_download_size")
+@content_gates
 @options("fail_on_missing", "max_unattributed")
 def compare_command(
     base: str,
@@ -187,13 +189,19 @@ def compare_command(
     tree: TreeOptions,
     **limits: Any,
 ) -> None:
-    """Compare two libraries per group and gate on the growth (exit 1 when a gate fails).
+    """Compare two libraries per group and gate on their size and on what they hold (exit 1
+    when a gate fails).
 
-    BASE and HEAD are any two targets (see 'report --help'). Exit codes: 0 all gates pass, 1 a
-    gate failed (the message names it; with --warn-only the verdict is printed and the exit is 0),
-    2 an input is missing or unusable. Groups are listed by how much they changed (grew or
+    BASE and HEAD are any two targets (see 'report --help'). Gates on size (--max-growth,
+    --max-size, ...) and on content: functions head must hold (--require) or keep
+    (--fail-on-removed), how many (--min-functions), its platform floor (--max-deployment-target,
+    --max-metal-version) and whether it changed (--fail-on-platform-change); a library holding
+    no function always fails (empty-library). Exit codes: 0 all gates pass, 1 a gate failed (the
+    message names it; with --warn-only the verdict is printed and the exit is 0), 2 an input is
+    missing or unusable. Groups are listed by how much they changed (grew or
     shrank), unchanged ones last. The markdown is a sticky PR comment: a hidden marker line
-    first, totals, the top groups, collapsed details, always under 60 KB. With
+    first, then what failed in a reviewer's words, totals, the top groups, collapsed details,
+    always under 60 KB. With
     GITHUB_STEP_SUMMARY set, the markdown (with the verdict) is appended there once per run.
 
     \b
@@ -204,6 +212,8 @@ def compare_command(
       metallib-builder compare base.json build/ -o size.md -o size.html -o size.json
       metallib-builder compare base.json build/ --max-growth 1% --github-comment --warn-only
       metallib-builder compare base.json head.whl --download --max-download-growth 1%
+      metallib-builder compare macos26.whl macos14.whl --require '*_nax*>=1' --fail-on-removed
+      metallib-builder compare base.json build/ --max-deployment-target 14.0 --max-metal-version 3.1
     """
     from builder.errors import UsageError
     from builder.publish.outputs import comparison_output
@@ -261,12 +271,15 @@ def budget_command(
     metallib-size.toml with [[budget]] tables; without it, the nearest one from the working
     directory upward. Each budget names a target (path, glob, build folder or PACKAGE==VERSION;
     member: one library of it, as 'report --member') and any of max-size, max-total-size
-    (metallib + JIT host library), max-download-size, max-functions, groups (with by) and
-    max-growth against a base report; by = "source" names its kernel tree with source-dir,
-    include-dirs, defines, exclude and config, read as --source-dir, -I, -D, --exclude and
-    --config are. Exit codes: 0 every limit holds, 1 one is exceeded (the message names it), 2 a
-    bad budget file (naming the key) or an unusable target. With GITHUB_STEP_SUMMARY set, the
-    markdown is appended there once.
+    (metallib + JIT host library), max-download-size, max-functions, groups (with by),
+    max-growth against a base report, and the content limits compare gates on: require
+    (["GLOB>=N"]), fail-on-removed (GLOB, against base), min-functions, max-deployment-target,
+    max-metal-version and fail-on-platform-change (against base); a library holding no
+    function always fails (empty-library). by = "source" names its
+    kernel tree with source-dir, include-dirs, defines, exclude and config, read as
+    --source-dir, -I, -D, --exclude and --config are. Exit codes: 0 every limit holds, 1 one is
+    exceeded (the message names it), 2 a bad budget file (naming the key) or an unusable target.
+    With GITHUB_STEP_SUMMARY set, the markdown is appended there once.
 
     \b
     Example pyproject.toml:
@@ -276,6 +289,8 @@ def budget_command(
       groups = { quantized = "30MB", gemm = "20MB" }
       base = "main-report.json"
       max-growth = "1%"
+      require = ["*_nax*>=1"]
+      max-deployment-target = "14.0"
 
     \b
     Examples:

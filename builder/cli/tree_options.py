@@ -42,6 +42,7 @@ _CLICK_TYPES = {
     "path": click.Path(dir_okay=False, path_type=Path),
     "real_path": click.Path(file_okay=False, path_type=Path),
     "int": click.IntRange(min=1),
+    "count": click.INT,  # the setting's validator says what it must be
 }
 _MULTIPLE = ("flags", "paths", "texts", "globs")
 """Kinds whose flag repeats (``names`` take one comma-separated value)."""

@@ -103,6 +103,40 @@ def _gate_message(gate: Verdict) -> str:
     return gate_message(gate)
 
 
+def verdict_fields(verdict: Verdict) -> dict[str, object]:
+    """What a verdict of a content gate adds to its JSON row, the fields it has
+    (``builder.size.content_gates``): ``at_least`` (the limit is a floor), ``pattern``,
+    ``names`` (every one: removed functions, the platform facts that changed), ``value_text``
+    and ``limit_text`` (versions as stated and as written)."""
+    v, doc = verdict, dict[str, object]()
+    if v.at_least:
+        doc["at_least"] = True
+    for key, value in (("pattern", v.pattern), ("value_text", v.value_text)):
+        if value is not None:
+            doc[key] = value
+    if v.limit_text is not None:
+        doc["limit_text"] = v.limit_text
+    if v.names:
+        doc["names"] = list(v.names)
+    return doc
+
+
+def _gate_row(gate: Verdict) -> dict[str, object]:
+    from builder.render.verdict_words import counts
+
+    doc: dict[str, object] = {
+        "name": gate.name if gate.name == "empty-library" else f"--{gate.name}",
+        "passed": gate.passed,
+        "message": _gate_message(gate),
+        "limit": gate.limit,
+        "value": gate.value,
+        "counts": counts(gate),
+    }
+    if gate.base_value is not None:
+        doc["base_value"] = gate.base_value
+    return doc | verdict_fields(gate)
+
+
 def compare_json(pairs: Evaluated, top: int = 20) -> str:
     """One comparison as a schema-2 object; several (targets holding several libraries) as
     ``{"schema": 2, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
@@ -170,9 +204,7 @@ def _comparison_dict(
                 for c in comparison.changed[:top]
             ],
         },
-        "gates": [
-            {"name": f"--{g.name}", "passed": g.passed, "message": _gate_message(g)} for g in gates
-        ],
+        "gates": [_gate_row(g) for g in gates],
         "notes": comparison.notes,
     }
     if download:
@@ -226,8 +258,7 @@ BUDGET_SCHEMA = 3
 def budget_json(verdicts: Sequence[Verdict], source: str, warnings: Sequence[str] = ()) -> str:
     """``{"schema": BUDGET_SCHEMA, "kind": "budget", "file", "passed", "verdicts": [...]}``; every
     figure in bytes (functions for ``max-functions``) with the files it was measured in."""
-
-    from builder.render.text import verdict_counts
+    from builder.render.verdict_words import counts
 
     def row(c: Verdict) -> dict[str, object]:
         doc: dict[str, object] = {
@@ -237,9 +268,12 @@ def budget_json(verdicts: Sequence[Verdict], source: str, warnings: Sequence[str
             "limit": c.limit,
             "value": c.value,
             "passed": c.passed,
-            "counts": verdict_counts(c),
+            "counts": counts(c),
             "measured_in": list(c.measured_in),
         }
+        if c.base_value is not None and c.growth is None:
+            doc["base_value"] = c.base_value
+        doc.update(verdict_fields(c))
         if c.growth is not None:
             from builder.render.text import limit_text
 

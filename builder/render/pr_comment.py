@@ -24,6 +24,7 @@ from builder.render.compare_tables import (
     pair_sides,
     pairs_summary,
 )
+from builder.render.first_line import headline
 from builder.render.report_tables import budget_table
 from builder.render.table import (
     CHANGE,
@@ -37,6 +38,7 @@ from builder.render.table import (
 )
 from builder.render.text import (
     clip,
+    failure,
     gate_message,
     human_delta,
     human_size,
@@ -345,6 +347,17 @@ def comment_markdown(
     ``top`` = None shows every group that fits. Each pair gets an equal share of the room.
     """
     head_lines = [marker, "### Metallib size", ""]
+    several = len(pairs) > 1
+    first = headline(
+        [
+            (v, md_code(c.library.source.label, _NAME_CAP) if several else "head")
+            for c, gates in pairs
+            for v in gates
+        ],
+        "gates pass",
+    )
+    if first is not None:  # what failed, in a reviewer's words, before any table
+        head_lines += [first, ""]
     summary = pairs_summary([comparison for comparison, _ in pairs], lambda n: md_code(n, 200))
     if summary is not None:  # which libraries are on one side only, before any detail
         head_lines += [clip(summary[0].upper() + summary[1:] + ".", _LINE_CAP * 4), ""]
@@ -374,11 +387,10 @@ def budget_markdown(
     """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
     whatever the input (rows are capped, and the ones that do not fit are counted)."""
     failed = sum(not c.passed for c in verdicts)
-    verdict = (
-        f"❌ **{failed} of {len(verdicts)} limits exceeded**"
-        if failed
-        else f"✅ all {len(verdicts)} limits pass"
-    )
+    pairs = [(c, md_text(c.subject)) for c in verdicts]
+    verdict = headline(pairs, "limits pass", lambda c, _: md_text(failure(c))) or ""
+    if failed:  # what failed first, then how many of the limits
+        verdict += f" (**{failed} of {len(verdicts)} limits exceeded**)"
     measured = sorted({m for c in verdicts for m in c.measured_in})
     footer = clip(
         f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",

@@ -44,9 +44,9 @@ from builder.render.text import (
     no_metallib,
     origin,
     provenance_line,
-    verdict_counts,
 )
 from builder.render.tree_lines import unattributed_name, warning_lines
+from builder.render.verdict_words import counts
 from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
 
@@ -394,10 +394,10 @@ def budget_table(verdicts: Sequence[Verdict], source: str) -> Table:
                 c.name,
                 c.group,
                 gate_limit(c),
-                c.limit,
+                c.limit_text or c.limit,
                 gate_value(c),
-                c.value,
-                verdict_counts(c),
+                c.value_text or c.value,
+                counts(c),
                 c.passed,
             )
         )

@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from builder.render.basic_words import human_size, visible
+from builder.render.verdict_words import CONTENT, option_text, said
 from builder.size.load import TOOL_NAME
 from builder.size.verdicts import GROWTH
 
@@ -31,6 +33,7 @@ __all__ = [
     "clip",
     "csv_line",
     "csv_text",
+    "failure",
     "failures",
     "gate_limit",
     "gate_message",
@@ -49,22 +52,8 @@ __all__ = [
     "rich_text",
     "signed_percent",
     "text_console",
-    "verdict_counts",
     "visible",
 ]
-
-
-def human_size(n: float) -> str:
-    """``1234567`` -> ``"1.23 MB"``; below 1000 bytes the exact count, ``"999 B"``."""
-    value = float(abs(n))
-    sign = "-" if n < 0 else ""
-    if value < 1000:
-        return f"{sign}{int(value)} B"
-    for unit in ("kB", "MB", "GB", "TB"):
-        value /= 1000.0
-        if value < 999.995 or unit == "TB":
-            return f"{sign}{value:.2f} {unit}" if value < 100 else f"{sign}{value:.1f} {unit}"
-    raise AssertionError("unreachable")
 
 
 def limit_text(limit: Limit) -> str:
@@ -82,7 +71,9 @@ def human_delta(n: int) -> str:
 
 
 def limit_label(verdict: Verdict) -> str:
-    """``max-size``, ``group quantized``, ``max-growth 1%``."""
+    """``max-size``, ``group quantized``, ``max-growth 1%``, ``require '*_nax*>=1'``."""
+    if verdict.name in CONTENT:
+        return option_text(verdict).removeprefix("--")
     if verdict.name == "groups":
         return f"group {verdict.group}"
     if verdict.growth is not None:
@@ -104,23 +95,27 @@ def _percent(verdict: Verdict) -> str:
     return "" if verdict.percent is None else f" ({verdict.percent:+.2f}%)"
 
 
-def verdict_counts(verdict: Verdict) -> str:
-    """What a verdict's value and limit count: ``functions``, ``kernels`` or ``bytes``."""
-    return {"max-functions": "functions", "fail-on-missing": "kernels"}.get(verdict.name, "bytes")
-
-
 def gate_value(verdict: Verdict) -> str:
-    """A verdict's measured value, a growth with its percent, missing kernels with the first
-    few names."""
-    if verdict.name == "fail-on-missing" and verdict.names:
-        from builder.size.tree_match import named_few
-
-        return f"{_amount(verdict, verdict.value)}: {named_few(verdict.names)}"
+    """A verdict's measured value, a growth with its percent."""
+    if verdict.value_text is not None:
+        return verdict.value_text
+    if verdict.name == "fail-on-platform-change":
+        return "; ".join(verdict.names) or "unchanged"
+    if verdict.name == "fail-on-removed":
+        return f"{verdict.value:,} removed ({human_size(verdict.base_value or 0)})"
+    if verdict.name in ("require", "min-functions", "empty-library"):
+        return f"{verdict.value:,} functions"
     return _amount(verdict, verdict.value) + (_percent(verdict) if verdict.name in GROWTH else "")
 
 
 def gate_limit(verdict: Verdict) -> str:
     """A verdict's limit; a growth limit with the base it is a share of."""
+    if verdict.limit_text is not None:
+        return f"at most {verdict.limit_text}"
+    if verdict.name in ("fail-on-removed", "fail-on-platform-change", "fail-on-missing"):
+        return "unchanged" if verdict.name == "fail-on-platform-change" else "none"
+    if verdict.at_least:
+        return f"at least {verdict.limit:,}"
     if verdict.name in GROWTH and verdict.base_value is not None:
         return f"{human_size(verdict.limit)} (of {human_size(verdict.base_value)})"
     return _amount(verdict, verdict.limit).lstrip("+")
@@ -129,6 +124,8 @@ def gate_limit(verdict: Verdict) -> str:
 def gate_message(gate: Verdict) -> str:
     """A ``compare`` gate's verdict in one line, named by its option (the CLI, tables, markdown,
     HTML and JSON)."""
+    if gate.name in CONTENT:
+        return f"{option_text(gate)}: {said(gate, gate.subject)}"
     option = f"--{gate.name}"
     if gate.name in GROWTH and gate.growth is not None:
         return (
@@ -138,75 +135,23 @@ def gate_message(gate: Verdict) -> str:
     if gate.name == "fail-on-new-group":
         new = gate.new_groups
         return f"{option}: " + (f"new groups in head: {', '.join(new)}" if new else "no new groups")
-    if gate.name in ("fail-on-missing", "max-unattributed"):
-        return _tree_message(gate, option)
     size = human_size(gate.value)
     return f"{option} {human_size(gate.limit)}: {gate.subject} is {size} ({gate.value:,} bytes)"
 
 
-def _tree_message(gate: Verdict, option: str) -> str:
-    """The words of the two gates on a library's kernel tree (``builder.size.tree_match``)."""
-    from builder.size.tree_match import OTHER, named_few  # not on the path of other gates
-
-    if gate.name == "fail-on-missing":
-        if not gate.names:
-            return f"{option}: {gate.subject} holds every kernel of its tree"
-        return (
-            f"{option}: {gate.subject} lacks {len(gate.names):,} kernel(s) of its tree: "
-            f"{named_few(gate.names)}"
-        )
-    return (
-        f"{option} {human_size(gate.limit)}: {gate.subject} has {human_size(gate.value)} "
-        f"({gate.value:,} bytes) produced by no entry file ('{OTHER}')"
-    )
-
-
 def failures(verdicts: Sequence[Verdict]) -> list[str]:
-    """One phrase per failed budget limit: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``."""
-    return [
-        f"{c.subject}: {limit_label(c)} is {gate_value(c)}, limit {gate_limit(c)}"
-        for c in verdicts
-        if not c.passed
-    ]
+    """One phrase per failed budget limit: ``mlx: group quantized is 67.38 MB, limit 30.00 MB``,
+    ``mlx: 1,569 '*_nax*' functions removed (67.27 MB): ...``."""
+    return [failure(c) for c in verdicts if not c.passed]
 
 
-# Characters a terminal or a text viewer acts on instead of showing: C0 controls (ESC starts
-# escape sequences, BEL rings, CR/LF fake new rows), DEL, C1 controls (U+009B is a one-byte CSI),
-# line/paragraph separators, and the invisible format characters used to disguise text (soft
-# hyphen, zero-width spaces and joiners, bidirectional overrides and isolates, BOM), and lone
-# surrogates: a file name byte that is not UTF-8 (U+DC80-U+DCFF from surrogateescape) is shown as
-# the byte, ``\xe9``, as JSON output writes it (builder.files.dataclass_json). The backslash is
-# escaped too, so a name spelling ``\x1b`` literally cannot pass for an escaped ESC.
-_UNSAFE = re.compile(
-    r"[\\\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-    r"\ufeff\ufff9-\ufffb\ud800-\udfff]"
-)
-_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group()
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
-    code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """``text`` with every control or invisible format character shown as an escape.
-
-    Names in a metallib, a saved report or a build manifest are untrusted bytes; every
-    human-facing output (tables, text, markdown) passes them through here so that ESC, BEL or a
-    newline in a name shows as ``\\x1b``, ``\\x07``, ``\\n`` instead of acting. Ordinary names are
-    returned unchanged (the same object). JSON output does not need this: its own escaping
-    already covers control characters.
-    """
-    if _UNSAFE.search(text) is None:
-        return text
-    return _UNSAFE.sub(_escape_char, text)
+def failure(verdict: Verdict) -> str:
+    """A budget limit's verdict as a phrase that starts with the budget's name."""
+    c = verdict
+    if c.name in CONTENT:
+        phrase = said(c, c.subject)
+        return phrase if phrase.startswith(c.subject) else f"{c.subject}: {phrase}"
+    return f"{c.subject}: {limit_label(c)} is {gate_value(c)}, limit {gate_limit(c)}"
 
 
 def signed_percent(value: float | None) -> str:

@@ -15,6 +15,7 @@ from builder.settings import Setting
 from builder.settings import validators as c
 
 __all__ = [
+    "BASE_LIMITS",
     "BUDGET_LIMITS",
     "DEFAULT_PLATFORM",
     "EMBEDDINGS",
@@ -179,6 +180,56 @@ GATES: tuple[Setting[Any], ...] = (
         metavar="N",
     ),
     Setting(
+        "require",
+        "Fail unless head holds at least N functions whose names match GLOB (fnmatch, as "
+        "slim's --keep; N defaults to 1), e.g. '*_nax*>=1'; repeatable. The failure names the "
+        "glob, head's count and base's.",
+        kind="texts",
+        budget="require",
+        metavar="GLOB[>=N]",
+        validate=c.requirement,
+    ),
+    Setting(
+        "fail_on_removed",
+        "Fail when head lacks a function of base matching GLOB (default: every function), "
+        "naming how many, their bytes and the first few. Without GLOB, give it after BASE HEAD.",
+        budget="fail-on-removed",
+        metavar="[GLOB]",
+    ),
+    Setting(
+        "min_functions",
+        "Fail when head holds fewer than N functions. A library holding none always fails "
+        "(empty-library), with or without this.",
+        kind="count",
+        budget="min-functions",
+        metavar="N",
+        validate=c.count,
+        expected=f"a count from 0 to {LARGEST_COUNT:,}",
+    ),
+    Setting(
+        "max_deployment_target",
+        "Fail when head's deployment target (its header's: the oldest OS that loads it) is "
+        "above VERSION, e.g. 14.0.",
+        budget="max-deployment-target",
+        metavar="VERSION",
+        validate=c.deployment_target,
+    ),
+    Setting(
+        "max_metal_version",
+        "Fail when a function of head states a Metal language version above VERSION, e.g. 3.1 "
+        "(4.0 needs macOS 26).",
+        budget="max-metal-version",
+        metavar="VERSION",
+        validate=c.language_version,
+    ),
+    Setting(
+        "fail_on_platform_change",
+        "Fail when head's deployment target, Metal language versions or AIR versions differ "
+        "from base's.",
+        kind="bool",
+        budget="fail-on-platform-change",
+    ),
+    Setting(
         "fail_on_missing",
         "Fail when head lacks any kernel of the --source-dir tree for its platform, naming them.",
         kind="bool",
@@ -203,10 +254,18 @@ BUDGET_LIMITS = (
     "max-functions",
     "groups",
     "max-growth",
+    "require",
+    "fail-on-removed",
+    "min-functions",
+    "max-deployment-target",
+    "max-metal-version",
+    "fail-on-platform-change",
     "fail-on-missing",
     "max-unattributed",
 )
 """The budget keys that are limits (a budget needs one)."""
+BASE_LIMITS = ("max-growth", "fail-on-removed", "fail-on-platform-change")
+"""The budget keys checked against the budget's ``base`` (each needs one)."""
 
 
 def _budget(key: str, help: str, **more: Any) -> Setting[Any]:

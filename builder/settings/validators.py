@@ -27,6 +27,7 @@ __all__ = [
     "CXX_NAMESPACE",
     "LARGEST_PERCENT",
     "Limit",
+    "Requirement",
     "choice",
     "control_character",
     "count",
@@ -34,13 +35,16 @@ __all__ = [
     "deployment_target",
     "growth_bytes",
     "growth_limit",
+    "language_version",
     "library_problem",
     "metal_version",
     "namespace",
     "namespace_problem",
     "parse_define",
     "parse_limit",
+    "parse_requirement",
     "plain_text",
+    "requirement",
     "size_limit",
     "std",
     "std_version",
@@ -76,6 +80,7 @@ _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DO
 # or - (an option).
 _LIBRARY = re.compile(r"^(?![.-])[\w.+-]+$")
 _STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
+_LANGUAGE = re.compile(r"^[0-9]{1,2}(?:\.[0-9]{1,2})?$")
 _TARGET = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}$")
 
 
@@ -144,6 +149,41 @@ def deployment_target(value: str) -> str:
     if not valid_deployment_target(value):
         raise ValueError('an OS version such as "14.0"')
     return value
+
+
+def language_version(value: str) -> str:
+    """A Metal language version as a library's functions state it: ``3.1``, ``4.0``."""
+    if _LANGUAGE.fullmatch(value) is None:
+        raise ValueError('a Metal language version such as "3.1" or "4.0"')
+    return value
+
+
+def requirement(value: str) -> str:
+    """``GLOB`` or ``GLOB>=N``: functions a library must hold (``require``; read by
+    ``parse_requirement``, the one reading)."""
+    parse_requirement(value)
+    return value
+
+
+_REQUIREMENT = re.compile(r"^(?P<glob>.*?)\s*>=\s*(?P<n>[0-9]+)\s*$", re.DOTALL)
+
+
+class Requirement(NamedTuple):
+    """``require``'s value: a glob and how many functions must match it (``GLOB>=N``)."""
+
+    pattern: str
+    at_least: int
+
+
+def parse_requirement(text: str) -> Requirement:
+    """``"*_nax*>=1"`` -> ``Requirement("*_nax*", 1)``; a bare glob needs one function.
+    ValueError (what the value must be) for an empty glob or a count below 1."""
+    match = _REQUIREMENT.match(text)
+    pattern, digits = (match["glob"], match["n"]) if match else (text, "1")
+    count = int(digits) if len(digits) <= 18 else 0  # more than any library holds
+    if not pattern.strip() or not 1 <= count <= LARGEST_COUNT:
+        raise ValueError('a glob of function names, with an optional count from 1: "*_nax*>=1"')
+    return Requirement(pattern.strip(), count)
 
 
 def metal_version(value: int) -> int:

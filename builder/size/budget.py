@@ -231,8 +231,46 @@ def _verdicts(budget: Budget, reports: list[Report], base: list[Report] | None) 
                 base_value=base_total,
             )
         )
+    out += _content(budget, reports, base, where)
     limits = (budget.fail_on_missing, budget.max_unattributed)
-    out += tree_verdicts(reports, *limits, budget.name, where)
+    return out + tree_verdicts(reports, *limits, budget.name, where)
+
+
+def _content(
+    budget: Budget, reports: list[Report], base: list[Report] | None, where: tuple[str, ...]
+) -> list[Verdict]:
+    """The limits on what the target holds, checked as ``compare``'s gates of the same names
+    (``builder.size.content_gates``); a glob's libraries hold their functions together."""
+    from builder.size import content_gates as content
+    from builder.size.compare import pair_reports
+
+    name, out = budget.name, []
+    names = [f.name for r in reports for f in r.functions]
+    base_names = None if base is None else [f.name for r in base for f in r.functions]
+    for text in budget.require:
+        out.append(content.required(text, name, names, base_names, measured_in=where))
+    if budget.fail_on_removed is not None and base is not None:
+        kept = set(names)
+        gone = [f for r in base for f in r.functions if f.name not in kept]
+        gone.sort(key=lambda f: (-f.bytes, f.name))
+        out.append(content.removed_functions(budget.fail_on_removed, name, gone, where))
+    if budget.min_functions is not None:
+        count = sum(r.function_count for r in reports)
+        out.append(content.min_functions(budget.min_functions, name, count, where))
+
+    def subject(report: Report) -> str:  # a glob's libraries are named each
+        return name if len(reports) == 1 else f"{name} ({report.source.label})"
+
+    for report in reports:
+        out += content.floor_verdicts(
+            report, subject(report), budget.max_deployment_target, budget.max_metal_version, where
+        )
+    if budget.fail_on_platform_change and base is not None:
+        for b, h in pair_reports(base, reports):
+            if b is not None and h is not None:
+                out.append(content.platform_change(b, h, subject(h), where))
+    for report in reports:
+        out += content.empty_libraries([report], subject(report))
     return out
 
 

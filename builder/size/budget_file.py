@@ -21,6 +21,12 @@ A budget is a TOML table: ``[[tool.metallib-builder.budget]]`` in ``pyproject.to
     # exclude = ["*_nax.metal"]  config = "ci/metallib.toml"
     base = "reports/main.json"                # a saved report (or any target) for max-growth
     max-growth = "1%"                         # or "100kB"; counts everything shipped
+    require = ["*_nax*>=1"]                   # functions it must hold (GLOB or GLOB>=N)
+    fail-on-removed = "*_nax*"                # functions of the base it must keep
+    min-functions = 16000                     # an empty library (no function) always fails
+    max-deployment-target = "26.2"            # the header's deployment target, at most
+    max-metal-version = "4.0"                 # the Metal versions its functions state, at most
+    fail-on-platform-change = true            # deployment target, Metal or AIR versions as base
 
 Relative paths (target, globs, base, source-dir, include-dirs, config) are taken from the file's
 folder, as size-limit does. Keys are checked strictly: an unknown key, a wrong type, a number
@@ -43,6 +49,7 @@ from builder.files.bounds import brief
 from builder.files.reading import parse_toml, read_bytes
 from builder.settings import read_table
 from builder.settings.declared import BUDGET_LIMITS, SETTINGS, Tree
+from builder.settings.file_keys import BASE_LIMITS
 from builder.settings.validators import Limit
 from builder.size.grouping import BY_CHOICES
 
@@ -94,6 +101,14 @@ class Budget(Tree):
     groups: Mapping[str, int] = field(default_factory=dict)
     base: str | None = None
     max_growth: Limit | None = None
+    require: tuple[str, ...] = ()
+    """``GLOB[>=N]`` as written: functions the target must hold (as ``compare --require``)."""
+    fail_on_removed: str | None = None
+    """Functions of the base (a glob) the target must keep."""
+    min_functions: int | None = None
+    max_deployment_target: str | None = None
+    max_metal_version: str | None = None
+    fail_on_platform_change: bool = False
     fail_on_missing: bool = False
     """Fail when the library lacks kernels of the budget's tree (``source-dir``)."""
     max_unattributed: int | None = None
@@ -203,9 +218,13 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
             f"{where}: 'groups' must be a table of group = limit, e.g. "
             'groups = { "quantized" = "30MB" }'
         )
-    if ("base" in raw) != ("max-growth" in raw):
+    against = [key for key in BASE_LIMITS if key in raw]
+    if against and "base" not in raw:
+        raise UsageError(f"{where}: {against[0]!r} needs 'base' (a saved report or any target)")
+    if "base" in raw and not against and "require" not in raw:
         raise UsageError(
-            f"{where}: 'max-growth' and 'base' go together (growth against a base report)"
+            f"{where}: 'base' is what {', '.join(BASE_LIMITS)} or require compare with; "
+            "give one of them"
         )
     if values.get("fail_on_missing") and "source-dir" not in raw:
         raise UsageError(

@@ -1,6 +1,8 @@
 """The one verdict model: a limit against the value measured for it, whether ``compare`` was
 asked for it (``--max-growth``, a gate) or a budget file was (``max-growth``,
-``builder.size.budget``).
+``builder.size.budget``). ``Verdict`` is ``builder.size.verdict_model``'s, re-exported; the
+gates on what a library holds are ``builder.size.content_gates``, which ``evaluate_gates`` and
+``budget`` both call.
 
 A limit has one name everywhere: the budget key is the name, the compare option is ``--`` and the
 name. Checking is pure data in, pure data out; ``builder.render.text`` words the results.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
 from builder.settings.validators import Limit
+from builder.size.verdict_model import Verdict, version_key
 
 __all__ = [
     "GROWTH",
@@ -45,66 +48,6 @@ GROWTH = ("max-growth", "max-download-growth")
 """The limits on growth since a base: ``limit`` and ``value`` are bytes grown."""
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One limit and the value it was checked against: passed or not (a gate's or a budget's)."""
-
-    name: str
-    """``max-size``, ``max-total-size``, ``max-download-size``, ``max-functions``, ``groups``,
-    ``max-growth``, ``max-download-growth`` or ``fail-on-new-group``."""
-    subject: str
-    """What was checked: a budget's name, or for a gate the head library's label (the JIT side of
-    it when neither side has a metallib, or what it ships: metallib + JIT host library)."""
-    limit: int
-    """Bytes allowed (functions for ``max-functions``, new groups for ``fail-on-new-group``); for
-    a growth limit the growth allowed in bytes."""
-    value: int
-    """Measured: bytes, functions, new groups, or for a growth limit head minus base bytes."""
-    growth: Limit | None = None
-    """A growth limit as written (a percentage or bytes)."""
-    base_value: int | None = None
-    """A growth limit: the base's bytes the growth is relative to."""
-    group: str | None = None
-    """``groups``: the group limited."""
-    measured_in: tuple[str, ...] = ()
-    """A budget's limit: the files the value was measured in."""
-    new_groups: tuple[str, ...] = ()
-    """``fail-on-new-group``: the groups head has and base does not."""
-    at_least: bool = False
-    """The limit is a floor (``require``, ``min-functions``): passed when value >= limit."""
-    pattern: str | None = None
-    """``require``'s or ``fail-on-removed``'s glob, as written."""
-    names: tuple[str, ...] = ()
-    """Every function or kernel the verdict is about (removed functions, missing kernels),
-    sorted: messages show the first few, JSON all of them."""
-    value_text: str | None = None
-    """A version limit: the library's version as it states it (``26.2``)."""
-    limit_text: str | None = None
-    """A version limit: the highest version allowed, as written (``14.0``); compared with
-    ``value_text`` as version tuples (``version_key``), not as the integers."""
-
-    @property
-    def passed(self) -> bool:
-        if self.value_text is not None and self.limit_text is not None:
-            return version_key(self.value_text) <= version_key(self.limit_text)
-        return self.value >= self.limit if self.at_least else self.value <= self.limit
-
-    @property
-    def percent(self) -> float | None:
-        """A growth limit: growth relative to base (None for a base of 0 bytes)."""
-        return 100.0 * self.value / self.base_value if self.base_value else None
-
-
-def version_key(text: str) -> tuple[int, ...]:
-    """``"14.0"`` -> ``(14,)``, ``"26.2"`` -> ``(26, 2)``: a dotted version as a tuple that orders
-    as versions do, trailing zeros dropped so that ``14`` and ``14.0.0`` are equal. Text that
-    is no dotted version is a ``ValueError``."""
-    parts = [int(part) for part in text.strip().split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
-
-
 Evaluated = Sequence[tuple["Comparison", Sequence["Verdict"]]]
 """The library pairs of a ``compare`` run, each with its gate verdicts."""
 
@@ -121,6 +64,14 @@ class Gates:
     max_download_growth: Limit | None = None
     """On the modelled download (``download_totals``)."""
     max_download_size: int | None = None
+    require: tuple[str, ...] | None = None
+    """``GLOB[>=N]`` as written, each checked by ``content_gates.required``."""
+    fail_on_removed: str | None = None
+    """The glob of base's functions head must keep (``*``: every one)."""
+    min_functions: int | None = None
+    max_deployment_target: str | None = None
+    max_metal_version: str | None = None
+    fail_on_platform_change: bool = False
     fail_on_missing: bool = False
     """Head lacks kernels of the ``--source-dir`` tree for its platform."""
     max_unattributed: int | None = None
@@ -218,10 +169,35 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Verdict]:
         if gates.max_download_size is not None and in_head:
             size = gates.max_download_size
             results.append(Verdict("max-download-size", subject, size, head_dl))
+    results += _content(comparison, gates, label)
     if in_head:
         limits = (gates.fail_on_missing, gates.max_unattributed)
         results += tree_verdicts([comparison.head], *limits, head_label)
     return results
+
+
+def _content(comparison: Comparison, gates: Gates, label: str) -> list[Verdict]:
+    """The gates on what head's metallib holds (``builder.size.content_gates``); a library
+    head removed holds nothing: only ``fail-on-removed`` sees it (all its functions gone)."""
+    from builder.size import content_gates as content
+
+    base, head = comparison.base, comparison.head
+    out = []
+    in_head = comparison.change != "removed"
+    names, base_names = ([f.name for f in r.functions] for r in (head, base))
+    if in_head:
+        out += [content.required(text, label, names, base_names) for text in gates.require or ()]
+    if gates.fail_on_removed is not None:
+        out.append(content.removed_functions(gates.fail_on_removed, label, comparison.removed))
+    if not in_head:
+        return out
+    if gates.min_functions is not None:
+        out.append(content.min_functions(gates.min_functions, label, head.function_count))
+    out += content.floor_verdicts(head, label, gates.max_deployment_target, gates.max_metal_version)
+    if gates.fail_on_platform_change and comparison.change == "paired":
+        out.append(content.platform_change(base, head, label))
+    out += content.empty_libraries([head], label)
+    return out
 
 
 def tree_verdicts(

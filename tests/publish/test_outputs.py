@@ -144,7 +144,11 @@ def test_budget_writes_json_markdown_and_table(
     assert (record["key"], record["value"]) == ("max-size", str(size))
     assert (record["limit"], record["passed"]) == (str(size - 1), "false")
     assert summary.read_text() == (tmp_path / "b.md").read_text()
-    assert "❌ **1 of 1 limits exceeded**" in summary.read_text()
+    first = summary.read_text().splitlines()[3]  # marker, heading, blank: then what failed
+    assert (
+        first.startswith("❌ head.metallib: max-size is")
+        and "(**1 of 1 limits exceeded**)" in first
+    )
     assert "FAIL" in (tmp_path / "b.txt").read_text()
     code, _, err = run_cli(["budget", str(budget), "-o", str(tmp_path / "b.html")], capsys)
     assert code == 2 and "(use .md, .markdown, .json, .csv, .txt" in err
