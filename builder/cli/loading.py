@@ -13,7 +13,7 @@ request, which ``embed`` has no use for (it made ``embed`` 1.5 times slower).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -31,7 +31,14 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["check_output", "embed_command", "load", "measured_files", "sources_command"]
+__all__ = [
+    "check_output",
+    "embed_command",
+    "load",
+    "measured_files",
+    "sources_command",
+    "warn",
+]
 
 
 def check_output(
@@ -101,11 +108,17 @@ def load(
 def _warn(reports: Sequence[Report]) -> None:
     """Say on stderr what each report warns about (``Report.warnings``), as the other views
     carry it."""
+    for report in reports:
+        warn(report.source.label, report.warnings)
+
+
+def warn(label: str, warnings: Iterable[str]) -> None:
+    """``warning: LABEL: sentence`` on stderr for each of a library's warnings (``report``,
+    ``compare``, ``budget``, ``history`` alike), untrusted text escaped."""
     from builder.render.text import visible
 
-    for report in reports:
-        for warning in report.warnings:
-            say(f"warning: {visible(report.source.label)}: {visible(warning)}")
+    for warning in warnings:
+        say(f"warning: {visible(label)}: {visible(warning)}")
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from builder.cli.gate_options import content_gates
-from builder.cli.loading import check_output, load, measured_files
+from builder.cli.loading import check_output, load, measured_files, warn
 from builder.cli.publishing import (
     deliver,
     output_options,
@@ -301,7 +301,7 @@ def budget_command(
     from builder.cli.tree_options import tree_of
     from builder.publish.outputs import budget_output
     from builder.render.pr_comment import BUDGET_MARKER as MARKER
-    from builder.render.text import failures, visible
+    from builder.render.text import failures
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
 
@@ -313,9 +313,9 @@ def budget_command(
     warnings: list[str] = []  # each library's, as report and compare say them
 
     def warned(budget: Budget, report: Report) -> None:
-        for warning in report.warnings:
-            warnings.append(f"{budget.name}: {report.source.label}: {warning}")
-            say(f"warning: {visible(warnings[-1])}")
+        label = f"{budget.name}: {report.source.label}"
+        warnings.extend(f"{label}: {w}" for w in report.warnings)
+        warn(label, report.warnings)
 
     verdicts = check_budgets(parsed.budgets, progress=say, trees=tree_of, warned=warned)
 
@@ -383,7 +383,6 @@ def history_command(
           --source-dir mlx/backend/metal/kernels -I . --exclude fence.metal --exclude '*_nax*'
     """
     from builder.publish.outputs import history_output
-    from builder.render.text import visible
     from builder.size.history import library_histories, measure_history
 
     plan = output_plan(outputs, fmt)
@@ -397,7 +396,6 @@ def history_command(
         progress=say,
         member=member,
     )
-    for point in points:  # as report and compare say them (cli.loading._warn)
-        for warning in point.warnings:
-            say(f"warning: {visible(point.label)}: {visible(warning)}")
+    for point in points:
+        warn(point.label, point.warnings)
     deliver(plan, partial(history_output, library_histories(points, top or None), by))
