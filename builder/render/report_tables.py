@@ -45,7 +45,7 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
-from builder.render.tree_lines import unattributed_name, warning_lines
+from builder.render.tree_lines import report_lines, unattributed_name
 from builder.render.verdict_words import counts
 from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
@@ -361,7 +361,7 @@ def report_tables(
             own.append(_group_table(report, top))
         if jit is not None:
             own.append(_jit_table(report, jit, top))
-        own[-1] = replace(own[-1], notes=(*own[-1].notes, *warning_lines(report)))
+        own[-1] = replace(own[-1], notes=(*own[-1].notes, *report_lines(report)))
         tables += own
         wheel = report.download.wheel if report.download else None
         if wheel is not None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from builder.size.compare import Comparison
     from builder.size.report import Report
 
-__all__ = ["missing_line", "unattributed_name", "warning_lines"]
+__all__ = ["missing_line", "report_lines", "unattributed_name", "warning_lines"]
 
 
 def unattributed_name(by: str) -> str | None:
@@ -29,6 +29,13 @@ def unattributed_name(by: str) -> str | None:
 def warning_lines(report: Report, side: str = "") -> list[Words]:
     """``report``'s warnings, a line each, named by ``side`` (``base: ``) in a comparison."""
     return [("warning: ", side, Said(w)) for w in report.warnings]
+
+
+def report_lines(report: Report) -> list[Words]:
+    """The lines under a report's table: its warnings, and with a kernel tree whose every
+    kernel it holds, that it does (a library lacking some has a warning naming them)."""
+    held: list[Words] = [("every kernel of the tree is in the library",)]
+    return warning_lines(report) + (held if report.tree_kernels_missing == [] else [])
 
 
 def missing_line(comparison: Comparison) -> str | None:

@@ -90,6 +90,9 @@ def test_report_counts_and_names_the_tree_kernels_the_library_lacks(
     )
     assert code == 0 and json.loads(out)["tree_kernels_missing"] == []
     assert "are not in the library" not in err
+    tree = _tree(mlx_style, mlx_headers)
+    code, out, _ = run_cli(["report", str(libraries[0]), *tree, "--format", "markdown"], capsys)
+    assert code == 0 and "every kernel of the tree is in the library" in out
     # without a tree: no figure at all (omitted, not an empty list)
     code, out, _ = run_cli(["report", str(head), "--format", "json"], capsys)
     assert code == 0 and "tree_kernels_missing" not in json.loads(out)
