@@ -232,7 +232,7 @@ def load_library(
             from builder.size.download import measure_download
 
             shares = measure_download(metallib, attribution, lib.wheel)
-    measured = build_report(
+    report = build_report(
         attribution,
         source,
         by=by,
@@ -244,7 +244,7 @@ def load_library(
         provenance=provenance,
         download=shares,
     )
-    return tree_facts(measured, sources, run_time=run_time)
+    return tree_facts(report, sources, run_time=run_time)
 
 
 def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:
