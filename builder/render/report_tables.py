@@ -144,19 +144,22 @@ def _group_table(report: Report, top: int | None) -> Table:
     )
     running = iter(cumulative_shares([g.bytes for g in [*tops, overhead]], whole))
     rows = []
-    for group in shown.rows:
+
+    def add(group: Rollup) -> None:  # a group, then its largest children and their rest
         rows.append(row(Name(group.name), group, next(running), "row"))
         children = top_rows(group.children, top)
-        rows += [row(Name(c.name), c, None, "row", 1) for c in children.rows]
+        rows.extend(row(Name(c.name), c, None, "row", 1) for c in children.rows)
         if children.rest is not None:
             rows.append(
                 row(f"rest ({children.rest_groups} groups)", children.rest, None, "rest", 1)
             )
+
+    for group in shown.rows:
+        add(group)
     if shown.rest is not None:
         rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
     for group in own:
-        rows.append(row(Name(group.name), group, next(running), "row"))
-        rows += [row(Name(c.name), c, None, "row", 1) for c in group.children]
+        add(group)
     last = row(OVERHEAD, overhead, next(running), "overhead")
     rows.append(Row((OVERHEAD, None, *last.values[2:]), "overhead"))  # no function count
     total = ["total", report.function_count, *_sized(whole, whole), None]
