@@ -1,5 +1,6 @@
 """Loading the targets ``report`` and ``compare`` read: each as reports, with what the user
-should know on stderr (the rules not used, the bytes no entry file of ``--source-dir`` makes),
+should know on stderr (the rules not used; each report's warnings, such as the bytes no entry
+file of ``--source-dir`` makes, which every other view carries too),
 and the check that no ``-o`` names one of the files read.
 
 ``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
@@ -12,7 +13,7 @@ request, which ``embed`` has no use for (it made ``embed`` 1.5 times slower).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -30,7 +31,14 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["check_output", "embed_command", "load", "measured_files", "sources_command"]
+__all__ = [
+    "check_output",
+    "embed_command",
+    "load",
+    "measured_files",
+    "sources_command",
+    "warn",
+]
 
 
 def check_output(
@@ -93,62 +101,24 @@ def load(
             f"note: {target}: kernel groups come from its build manifest; --rules "
             "is not used for it"
         )
-    if sources is not None:
-        _warn_unattributed(reports, sources.origin)
-        _warn_unmatched(reports, sources.origin)
-    _warn(reports)
+    _warn(reports)  # a tree that does not match the library, among others (size.tree_match)
     return reports
 
 
 def _warn(reports: Sequence[Report]) -> None:
     """Say on stderr what each report warns about (``Report.warnings``), as the other views
     carry it."""
+    for report in reports:
+        warn(report.source.label, report.warnings)
+
+
+def warn(label: str, warnings: Iterable[str]) -> None:
+    """``warning: LABEL: sentence`` on stderr for each of a library's warnings (``report``,
+    ``compare``, ``budget``, ``history`` alike), untrusted text escaped."""
     from builder.render.text import visible
 
-    for report in reports:
-        for warning in report.warnings:
-            say(f"warning: {visible(report.source.label)}: {visible(warning)}")
-
-
-def _warn_unmatched(reports: list[Report], origin: str) -> None:
-    """Say on stderr which run-time sources of a shipped host library no header of the tree
-    made (another release of the tree, or not its sources at all), as for a library's
-    functions."""
-    from builder.render.text import human_size, visible
-
-    for report in reports:
-        host = report.host_library
-        if host is None or not host.unmatched:
-            continue
-        rows = [j for j in report.jit_units if j.name in host.unmatched]
-        size = sum(j.host_bytes or 0 for j in rows)
-        shown = ", ".join(visible(j.name) for j in rows[:5]) + (", ..." if len(rows) > 5 else "")
-        say(
-            f"warning: {visible(report.source.label)}: {len(rows):,} of "
-            f"{len(report.jit_units):,} run-time sources ({human_size(size)}, {size:,} bytes) "
-            f"are made from no header of {visible(origin.partition(':')[2])}: {shown}"
-        )
-
-
-def _warn_unattributed(reports: list[Report], origin: str) -> None:
-    """Say on stderr how much of a library no entry file of ``--source-dir`` produces: a tree
-    that does not match the library (another release, other -D or --exclude) leaves it in
-    'other', which a table alone would not show as a mismatch."""
-    from builder.render.text import human_size, visible
-    from builder.size.grouping import OTHER
-
-    for report in reports:
-        if report.grouping != origin:
-            continue  # grouped by its manifest or a saved report, not by the tree
-        row = next((g for g in report.groups if g.name == OTHER), None)
-        if row is not None and row.function_count:
-            say(
-                f"warning: {visible(report.source.label)}: {row.function_count:,} of "
-                f"{report.function_count:,} functions ({human_size(row.bytes)}, {row.bytes:,} "
-                f"bytes) are produced by no entry file of {visible(origin.partition(':')[2])} "
-                f"and land in '{OTHER}': does the tree match the library (release, -D, "
-                "--exclude, [kernels.requires])?"
-            )
+    for warning in warnings:
+        say(f"warning: {visible(label)}: {visible(warning)}")
 
 
 @contextmanager

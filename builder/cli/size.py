@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from builder.cli.gate_options import content_gates
-from builder.cli.loading import check_output, load, measured_files
+from builder.cli.loading import check_output, load, measured_files, warn
 from builder.cli.publishing import (
     deliver,
     output_options,
@@ -28,8 +28,9 @@ from builder.size.grouping import BY_CHOICES
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions
+    from builder.size.budget_file import Budget
     from builder.size.compare import Comparison
-    from builder.size.report import Source
+    from builder.size.report import Report, Source
 
 __all__ = ["budget_command", "compare_command", "history_command", "report_command"]
 
@@ -190,6 +191,7 @@ def _binary_name(source: Source) -> str:
 @options("max_growth", "max_size", "max_total_size", "fail_on_new_group", "warn_only")
 @options("github_comment", "max_download_growth", "max_download_size")
 @content_gates
+@options("fail_on_missing", "max_unattributed")
 def compare_command(
     base: str,
     head: str,
@@ -327,9 +329,16 @@ def budget_command(
     path = budget_file if budget_file is not None else find_budget_file(Path.cwd())
     parsed = read_budget_file(path)
     say(f"budgets: {path} ({len(parsed.budgets)} in {parsed.table})")
-    verdicts = check_budgets(parsed.budgets, progress=say, trees=tree_of)
+    warnings: list[str] = []  # each library's, as report and compare say them
 
-    markdown = deliver(plan, partial(budget_output, verdicts, str(path)))
+    def warned(budget: Budget, report: Report) -> None:
+        label = f"{budget.name}: {report.source.label}"
+        warnings.extend(f"{label}: {w}" for w in report.warnings)
+        warn(label, report.warnings)
+
+    verdicts = check_budgets(parsed.budgets, progress=say, trees=tree_of, warned=warned)
+
+    markdown = deliver(plan, partial(budget_output, verdicts, str(path), warnings=warnings))
     publish(markdown, MARKER, pull_request)
     verdict(
         failures(verdicts), warn_only, "budget exceeded", f"all {len(verdicts)} budget limits pass"
@@ -406,4 +415,6 @@ def history_command(
         progress=say,
         member=member,
     )
+    for point in points:
+        warn(point.label, point.warnings)
     deliver(plan, partial(history_output, library_histories(points, top or None), by))

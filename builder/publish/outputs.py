@@ -293,20 +293,32 @@ def comparison_output(
 
 
 def budget_output(
-    verdicts: Sequence[Verdict], source: str, kind: str, color: bool, width: int | None
+    verdicts: Sequence[Verdict],
+    source: str,
+    kind: str,
+    color: bool,
+    width: int | None,
+    *,
+    warnings: Sequence[str] = (),
 ) -> str:
-    """``budget --format kind``."""
+    """``budget --format kind``; ``warnings``: what stderr said of the libraries measured
+    (``BUDGET: LIBRARY: sentence``), carried by every format."""
     if kind == "json":
         from builder.render.json_docs import budget_json
 
-        return budget_json(verdicts, source)
+        return budget_json(verdicts, source, warnings)
     if kind == "markdown":
         from builder.render.pr_comment import budget_markdown
 
-        return budget_markdown(verdicts, source)
-    from builder.render.report_tables import budget_table
+        return budget_markdown(verdicts, source, warnings=warnings)
+    from dataclasses import replace
 
-    return _written([budget_table(verdicts, source)], kind, color=color, width=width)
+    from builder.render.report_tables import budget_table
+    from builder.render.table import Said
+
+    table = budget_table(verdicts, source)
+    notes = tuple(("warning: ", Said(w)) for w in warnings)
+    return _written([replace(table, notes=notes)], kind, color=color, width=width)
 
 
 def history_output(

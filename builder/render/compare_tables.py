@@ -34,6 +34,7 @@ from builder.render.text import (
     signed_percent,
     visible,
 )
+from builder.render.tree_lines import missing_line, unattributed_name, warning_lines
 from builder.size.compare import by_strings, jit_what
 from builder.size.download import MODEL
 from builder.size.rollup import Rollup, fold
@@ -104,18 +105,25 @@ def _rows(
     overhead_counts: bool = True,
     exact: bool = False,
     rest: bool = True,
+    pinned: str | None = None,
 ) -> list[Row]:
-    """The ``top`` largest changes, the others folded into one rest row, then the overhead
-    rows. ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what it
+    """The ``top`` largest changes, the others folded into one rest row, the ``pinned`` group
+    (the bytes no entry file produces: never folded, after the rest), then the overhead rows.
+    ``exact``: exactly ``top`` rows, a rest row even for one (the PR comment folds what it
     has no room for); ``rest`` False: no rest row (the comment's rows that could fit,
     before it knows how many do)."""
-    changed = [g for g in groups if not g.overhead]
+    changed = [g for g in groups if not g.overhead and g.name != pinned]
     shown = changed[: top if exact and top is not None else shown_count(len(changed), top)]
     rows = [delta_row(g, Name(g.name), "row", counts=counts, download=download) for g in shown]
     others = changed[len(shown) :]
     if others and rest:
         folded = fold(f"rest ({len(others):,} {unit})", others)
         rows.append(delta_row(folded, folded.name, "rest", counts=counts, download=download))
+    rows += [
+        delta_row(g, Name(g.name), "row", counts=counts, download=download)
+        for g in groups
+        if g.name == pinned and not g.overhead
+    ]
     rows += [  # the tool's own rows: the container's overhead, a host library's
         delta_row(
             g, g.name, "overhead", counts=counts, download=download, shown_counts=overhead_counts
@@ -148,7 +156,8 @@ def metallib_delta_table(
     download = comparison.download_delta is not None
     cut = {"exact": exact, "rest": rest}
     measures = {"counts": True, "download": download}
-    rows = _rows(comparison.groups, top, "groups", **measures, **cut)
+    pinned = unattributed_name(head.by)
+    rows = _rows(comparison.groups, top, "groups", **measures, **cut, pinned=pinned)
     # the rows (the overhead one included) add up to both files, and to both downloads
     rows.append(delta_row(fold("total", comparison.groups), "total", "total", **measures))
     sides = (("base", base, names[0]), ("head", head, names[1]))
@@ -245,6 +254,11 @@ def _pair_lines(comparison: Comparison, gates: Sequence[Verdict]) -> list[Words]
             largest = f"; largest: {_name_list(rows, 5)}" if rows else ""
             lines.append((f"functions {label}: {len(rows):,} ({total})", Said(largest)))
     lines += [("note: ", Said(note)) for note in comparison.notes]
+    for side, report in (("base", comparison.base), ("head", comparison.head)):
+        if comparison.holds(report):
+            lines += warning_lines(report, f"{side}: ")
+    missing = missing_line(comparison)
+    lines += [] if missing is None else [(Said(missing),)]
     lines += [("PASS " if g.passed else "FAIL ", Said(gate_message(g))) for g in gates]
     return lines
 

@@ -174,6 +174,8 @@ def _comparison_dict(
             "by": report.by,
             "grouping": report.grouping,
             "provenance": report.provenance,
+            "warnings": report.warnings,  # what stderr said of the side
+            "tree_kernels_missing": report.tree_kernels_missing,  # null without a kernel tree
         }
         if download:
             doc["download_bytes"] = report.download.total if report.download else None
@@ -261,7 +263,7 @@ BUDGET_SCHEMA = 3
 ``check`` command's)."""
 
 
-def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
+def budget_json(verdicts: Sequence[Verdict], source: str, warnings: Sequence[str] = ()) -> str:
     """``{"schema": BUDGET_SCHEMA, "kind": "budget", "file", "passed", "verdicts": [...]}``; every
     figure in bytes (functions for ``max-functions``) with the files it was measured in."""
     from builder.render.verdict_words import counts
@@ -292,6 +294,7 @@ def budget_json(verdicts: Sequence[Verdict], source: str) -> str:
         "file": source,
         "passed": all(c.passed for c in verdicts),
         "verdicts": [row(c) for c in verdicts],
+        "warnings": list(warnings),  # what stderr said of the libraries: BUDGET: LIBRARY: ...
     }
     return dumps(doc, indent=1) + "\n"
 
@@ -314,6 +317,10 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
             doc["download_bytes"] = p.download_bytes
         if p.host_library_bytes is not None:
             doc["host_library_bytes"] = p.host_library_bytes
+        if p.warnings:
+            doc["warnings"] = list(p.warnings)
+        if p.tree_kernels_missing is not None:
+            doc["tree_kernels_missing"] = list(p.tree_kernels_missing)
         return doc
 
     doc: dict[str, object] = {"schema": SIZE_SCHEMA, "kind": "history", "by": by}

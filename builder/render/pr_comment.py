@@ -48,6 +48,7 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
+from builder.render.tree_lines import missing_line, unattributed_name
 from builder.size.compare import by_strings, jit_what
 
 if TYPE_CHECKING:
@@ -157,10 +158,16 @@ def _groups(comparison: Comparison, top: int | None, out: _Room, cap: int) -> _S
     only the rows that could fit, here or in that section, of up to tens of thousands."""
     delta_table = jit_delta_table if comparison.jit_only else metallib_delta_table
     groups = comparison.jit.groups if comparison.jit_only and comparison.jit else comparison.groups
-    count = sum(not g.overhead for g in groups)
+    # the bytes no entry file produces: a row of their own after the rest, never folded
+    pinned = None if comparison.jit_only else unattributed_name(comparison.head.by)
+    count = sum(not g.overhead and g.name != pinned for g in groups)
     table = delta_table(comparison, out.left // _SHORTEST + 1, exact=True, rest=False)
-    rows = [row for row in table.rows if row.role == "row"]
-    overhead = [row for row in table.rows if row.role == "overhead"]
+
+    def ranked(row: Row) -> bool:  # a row the comment takes while it fits, largest change first
+        return row.role == "row" and row.values[0] != pinned
+
+    rows = [row for row in table.rows if ranked(row)]
+    overhead = [row for row in table.rows if row.role == "overhead" or row.values[0] == pinned]
     wanted = count if top is None else min(top, count)
     header = markdown_header(table.columns, _KEYS)
     out.add(*header)
@@ -168,7 +175,7 @@ def _groups(comparison: Comparison, top: int | None, out: _Room, cap: int) -> _S
     shown = out.fill(_lines(table, rows[:wanted]), max(reserve, out.left - cap + reserve))
     if shown < len(rows):
         table = delta_table(comparison, shown, exact=True)  # the rest row folds what is left
-    out.add(*_lines(table, (row for row in table.rows if row.role != "row")), "")
+    out.add(*_lines(table, (row for row in table.rows if not ranked(row))), "")
     if shown == count:
         return None
     unit = "units" if comparison.jit_only else "groups"
@@ -245,7 +252,9 @@ def _section(
         out.fill([clip(f"- {verdict}: {md_text(gate_message(gate))}", _LINE_CAP)], 0)
     for note in comparison.notes:
         out.fill([clip(f"- note: {md_text(note)}", _LINE_CAP)], 0)
-    if gates or comparison.notes:
+    said = _tree_lines(comparison)
+    out.fill(said, 0)
+    if gates or comparison.notes or said:
         out.add("")
     folded = _groups(comparison, top, out, cap=out.left // 2)
     sections: list[_Section] = [] if comparison.jit_only else _function_sections(comparison)
@@ -263,6 +272,19 @@ def _section(
         _details(out, section, out.left // (len(sections) - index))
     out.add(footer)
     return out.lines
+
+
+def _tree_lines(comparison: Comparison) -> list[str]:
+    """Each side's warnings (what stderr said of it: a tree that does not match the library
+    among them) and, with a kernel tree, the kernels each side lacks: a list item each."""
+    lines = [
+        clip(f"- ⚠️ warning: {side}: {md_text(warning)}", _LINE_CAP)
+        for side, report in (("base", comparison.base), ("head", comparison.head))
+        if comparison.holds(report)
+        for warning in report.warnings
+    ]
+    missing = missing_line(comparison)
+    return lines + ([] if missing is None else [clip(f"- {md_text(missing)}", _LINE_CAP)])
 
 
 _FUNCTIONS = (
@@ -360,6 +382,7 @@ def budget_markdown(
     *,
     marker: str = BUDGET_MARKER,
     limit: int = DEFAULT_LIMIT,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
     whatever the input (rows are capped, and the ones that do not fit are counted)."""
@@ -375,7 +398,11 @@ def budget_markdown(
     )
     table = budget_table(verdicts, source)
     out = _Room(limit - _size(footer) - 200)
-    out.add(marker, "### Metallib size budget", "", verdict, "", *markdown_header(table.columns))
+    out.add(marker, "### Metallib size budget", "", verdict, "")
+    said = [clip(f"- ⚠️ warning: {md_text(w)}", _LINE_CAP) for w in warnings]
+    if out.fill(said, 2000):  # what stderr said of the libraries, room kept for the table
+        out.add("")
+    out.add(*markdown_header(table.columns))
     rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first
     lines = (clip(markdown_row(table.columns, row, cap=_NAME_CAP), _LINE_CAP) for row in rows)
     shown = out.fill(lines, 0)

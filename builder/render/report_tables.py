@@ -45,6 +45,7 @@ from builder.render.text import (
     origin,
     provenance_line,
 )
+from builder.render.tree_lines import report_lines, unattributed_name
 from builder.render.verdict_words import counts
 from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
@@ -134,23 +135,31 @@ def _group_table(report: Report, top: int | None) -> Table:
             values += [g.download_bytes or 0, share_of(g.download_bytes or 0, download.total)]
         return Row(tuple(values), role, depth)  # type: ignore[arg-type]
 
-    shown = top_rows(report.groups, top)
-    tops = [*shown.rows, *([shown.rest] if shown.rest else [])]
+    pinned = unattributed_name(report.by)
+    shown = top_rows([g for g in report.groups if g.name != pinned], top)
+    own = [g for g in report.groups if g.name == pinned]  # never folded into the rest
+    tops = [*shown.rows, *([shown.rest] if shown.rest else []), *own]
     overhead = Rollup(
         OVERHEAD, 0, report.overhead_bytes, 0, download.overhead_bytes if download else None
     )
     running = iter(cumulative_shares([g.bytes for g in [*tops, overhead]], whole))
     rows = []
-    for group in shown.rows:
+
+    def add(group: Rollup) -> None:  # a group, then its largest children and their rest
         rows.append(row(Name(group.name), group, next(running), "row"))
         children = top_rows(group.children, top)
-        rows += [row(Name(c.name), c, None, "row", 1) for c in children.rows]
+        rows.extend(row(Name(c.name), c, None, "row", 1) for c in children.rows)
         if children.rest is not None:
             rows.append(
                 row(f"rest ({children.rest_groups} groups)", children.rest, None, "rest", 1)
             )
+
+    for group in shown.rows:
+        add(group)
     if shown.rest is not None:
         rows.append(row(f"rest ({shown.rest_groups} groups)", shown.rest, next(running), "rest"))
+    for group in own:
+        add(group)
     last = row(OVERHEAD, overhead, next(running), "overhead")
     rows.append(Row((OVERHEAD, None, *last.values[2:]), "overhead"))  # no function count
     total = ["total", report.function_count, *_sized(whole, whole), None]
@@ -350,10 +359,13 @@ def report_tables(
     wheels: dict[str, WheelFiles] = {}
     for report in reports:
         jit = jit_breakdown(report)
+        own = []
         if report.source.path is not None or jit is None:
-            tables.append(_group_table(report, top))
+            own.append(_group_table(report, top))
         if jit is not None:
-            tables.append(_jit_table(report, jit, top))
+            own.append(_jit_table(report, jit, top))
+        own[-1] = replace(own[-1], notes=(*own[-1].notes, *report_lines(report)))
+        tables += own
         wheel = report.download.wheel if report.download else None
         if wheel is not None:
             wheels.setdefault(wheel.path, wheel)

@@ -345,8 +345,8 @@ def markdown_tables(tables: Iterable[Table], lines: Sequence[Words] = ()) -> str
             for row in table.rows
             if "markdown" in row.media
         ]
-        parts += ["", *(markdown_line(n) for n in table.notes)]
-        parts.append("")
+        notes = "\n\n".join(markdown_line(n) for n in table.notes)  # a paragraph each
+        parts += ["", *([notes] if notes else []), ""]
     parts += [markdown_line(line) for line in lines]
     return "\n".join(parts).rstrip("\n") + "\n"
 

@@ -84,6 +84,8 @@ def limit_label(verdict: Verdict) -> str:
 def _amount(verdict: Verdict, n: int) -> str:
     if verdict.name == "max-functions":
         return f"{n:,} functions"
+    if verdict.name == "fail-on-missing":
+        return f"{n:,} kernels missing"
     if verdict.name in GROWTH:
         return human_delta(n)
     return human_size(n)
@@ -110,8 +112,8 @@ def gate_limit(verdict: Verdict) -> str:
     """A verdict's limit; a growth limit with the base it is a share of."""
     if verdict.limit_text is not None:
         return f"at most {verdict.limit_text}"
-    if verdict.name in ("fail-on-removed", "fail-on-platform-change"):
-        return "none" if verdict.name == "fail-on-removed" else "unchanged"
+    if verdict.name in ("fail-on-removed", "fail-on-platform-change", "fail-on-missing"):
+        return "unchanged" if verdict.name == "fail-on-platform-change" else "none"
     if verdict.at_least:
         return f"at least {verdict.limit:,}"
     if verdict.name in GROWTH and verdict.base_value is not None:

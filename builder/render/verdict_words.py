@@ -29,6 +29,8 @@ CONTENT = frozenset(
         "max-deployment-target",
         "max-metal-version",
         "fail-on-platform-change",
+        "fail-on-missing",
+        "max-unattributed",
     }
 )
 """The verdicts worded here."""
@@ -51,6 +53,8 @@ def counts(verdict: Verdict) -> str:
         return "version"
     if verdict.name == "fail-on-platform-change":
         return "changes"
+    if verdict.name == "fail-on-missing":
+        return "kernels"
     return "groups" if verdict.name == "fail-on-new-group" else "bytes"
 
 
@@ -66,6 +70,8 @@ def option_text(verdict: Verdict) -> str:
         return f"--{name} {quoted(verdict.pattern or '')}"
     if name == "min-functions":
         return f"--{name} {verdict.limit:,}"
+    if name == "max-unattributed":
+        return f"--{name} {human_size(verdict.limit)}"
     if verdict.limit_text is not None:
         return f"--{name} {verdict.limit_text}"
     return f"--{name}"
@@ -116,4 +122,15 @@ def said(
         if v.passed:
             return f"{who}'s platform is base's (deployment target, Metal and AIR versions)"
         return f"{who}'s platform changed: {'; '.join(v.names)}"
+    if name == "fail-on-missing":  # the kernel tree's (builder.size.tree_match)
+        if v.passed:
+            return f"{who} holds every kernel of its tree"
+        named = f": {_listed(v.names, quote)}" if listed and v.names else ""
+        return f"{who} lacks {v.value:,} kernels of its tree{named}"
+    if name == "max-unattributed":
+        relation = "above" if not v.passed else "at most"
+        return (
+            f"{who} has {human_size(v.value)} ({v.value:,} bytes) produced by no entry file "
+            f"('other'), {relation} {human_size(v.limit)} ({v.limit:,} bytes)"
+        )
     raise ValueError(f"not a content verdict: {name}")

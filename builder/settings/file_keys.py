@@ -229,6 +229,20 @@ GATES: tuple[Setting[Any], ...] = (
         kind="bool",
         budget="fail-on-platform-change",
     ),
+    Setting(
+        "fail_on_missing",
+        "Fail when head lacks any kernel of the --source-dir tree for its platform, naming them.",
+        kind="bool",
+        budget="fail-on-missing",
+    ),
+    Setting(
+        "max_unattributed",
+        "Fail when more than N of head's bytes are produced by no entry file (the 'other' "
+        "group of --by source; bytes, KB/MB/KiB/MiB).",
+        kind="size",
+        budget="max-unattributed",
+        metavar="N",
+    ),
 )
 """The limits of ``compare``'s gates and of a budget (one setting each: ``--max-size`` and
 ``max-size`` are read and refused alike)."""
@@ -246,6 +260,8 @@ BUDGET_LIMITS = (
     "max-deployment-target",
     "max-metal-version",
     "fail-on-platform-change",
+    "fail-on-missing",
+    "max-unattributed",
 )
 """The budget keys that are limits (a budget needs one)."""
 BASE_LIMITS = ("max-growth", "fail-on-removed", "fail-on-platform-change")

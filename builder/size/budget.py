@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from builder.errors import BuilderError, CheckFailed, MetallibError, UsageError
 from builder.files.reading import open_regular
-from builder.size.verdicts import Verdict, shipped_size
+from builder.size.verdicts import Verdict, shipped_size, tree_verdicts
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["TreeLoader", "check_budgets", "download_bytes", "tree_sources"]
+__all__ = ["TreeLoader", "Warned", "check_budgets", "download_bytes", "tree_sources"]
 
 
 def download_bytes(report: Report) -> int:
@@ -76,11 +76,17 @@ TreeLoader = Callable[["Budget"], "TreeSources"]
 The CLI passes the one its ``--source-dir`` options use (``builder.cli.tree_options.tree_of``)."""
 
 
+Warned = Callable[["Budget", "Report"], object]
+"""Told of every library a budget measured, for its ``Report.warnings`` (a kernel tree that
+does not match it): the CLI says them on stderr and in every output."""
+
+
 def check_budgets(
     budgets: Sequence[Budget],
     *,
     progress: Progress | None = None,
     trees: TreeLoader | None = None,
+    warned: Warned = lambda budget, report: None,
 ) -> list[Verdict]:
     """Measure every budget's target (``builder.size.load``) and check each of its limits.
 
@@ -90,7 +96,7 @@ def check_budgets(
     verdicts: list[Verdict] = []
     for budget in budgets:
         try:
-            verdicts += _measure(budget, progress, trees or tree_sources)
+            verdicts += _measure(budget, progress, trees or tree_sources, warned)
         except CheckFailed:
             raise
         except (BuilderError, MetallibError) as exc:
@@ -101,7 +107,9 @@ def check_budgets(
     return verdicts
 
 
-def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> list[Verdict]:
+def _measure(
+    budget: Budget, progress: Progress | None, trees: TreeLoader, warned: Warned
+) -> list[Verdict]:
     from builder.size.load import load_reports
 
     sources = None
@@ -122,6 +130,8 @@ def _measure(budget: Budget, progress: Progress | None, trees: TreeLoader) -> li
 
     targets = _targets(budget, budget.target)
     reports = [r for text in targets for r in load(text, budget.member)]
+    for report in reports:
+        warned(budget, report)
     base = None
     if budget.base is not None:
         base = [r for text in _targets(budget, budget.base) for r in load(text)]
@@ -221,7 +231,9 @@ def _verdicts(budget: Budget, reports: list[Report], base: list[Report] | None) 
                 base_value=base_total,
             )
         )
-    return out + _content(budget, reports, base, where)
+    out += _content(budget, reports, base, where)
+    limits = (budget.fail_on_missing, budget.max_unattributed)
+    return out + tree_verdicts(reports, *limits, budget.name, where)
 
 
 def _content(

@@ -109,6 +109,10 @@ class Budget(Tree):
     max_deployment_target: str | None = None
     max_metal_version: str | None = None
     fail_on_platform_change: bool = False
+    fail_on_missing: bool = False
+    """Fail when the library lacks kernels of the budget's tree (``source-dir``)."""
+    max_unattributed: int | None = None
+    """Bytes produced by no entry file: the 'other' group of ``by = "source"``."""
 
     def path(self, text: str) -> Path:
         """``text`` (a path in the budget file) from the file's folder, as size-limit reads it."""
@@ -221,6 +225,16 @@ def _budget(raw: dict[str, object], where: str, root: Path) -> Budget:
         raise UsageError(
             f"{where}: 'base' is what {', '.join(BASE_LIMITS)} or require compare with; "
             "give one of them"
+        )
+    if values.get("fail_on_missing") and "source-dir" not in raw:
+        raise UsageError(
+            f"{where}: 'fail-on-missing' needs 'source-dir' (the kernel tree whose kernels "
+            "the library must hold)"
+        )
+    if "max-unattributed" in raw and by != "source":
+        raise UsageError(
+            f"{where}: 'max-unattributed' limits the bytes no entry file produces, the "
+            "'other' group of by = \"source\""
         )
     return Budget(where=where, root=root, **{**values, "name": name})
 

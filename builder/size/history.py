@@ -47,6 +47,12 @@ class HistoryPoint:
     library: str | None = None
     """The library's name in the target (``report``'s ``source.member``); None: the target is
     the library itself."""
+    label: str = ""
+    """How stderr names the library (``Source.label``)."""
+    warnings: tuple[str, ...] = ()
+    """``Report.warnings``: a kernel tree that does not match the library, among others."""
+    tree_kernels_missing: tuple[str, ...] | None = None
+    """With a kernel tree: its kernels for the library's platform the library lacks."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,11 @@ def measure_history(
                     download_bytes=download_bytes(report) if download else None,
                     host_library_bytes=host.file_size if host is not None else None,
                     library=report.source.member,
+                    label=report.source.label,
+                    warnings=tuple(report.warnings),
+                    tree_kernels_missing=None
+                    if report.tree_kernels_missing is None
+                    else tuple(report.tree_kernels_missing),
                 )
             )
     return points

@@ -150,6 +150,7 @@ def load_library(
     """Measure one resolved library (or read its saved report) and group it ``by``."""
     from builder.size.report import Source, build_report, group_report
     from builder.size.saved import read_report
+    from builder.size.tree_match import tree_facts
 
     label = Path(lib.member or lib.path or lib.target).name  # whose header states a platform
     if lib.saved is not None:
@@ -169,7 +170,8 @@ def load_library(
         if report.by == by and rules is None and sources is None:
             return report
         stated = report.provenance.get("library")
-        return group_report(report, by, rules=rules, sources=_for_library(sources, stated, label))
+        tree = _for_library(sources, stated, label)
+        return tree_facts(group_report(report, by, rules=rules, sources=tree), tree)
     if lib.host is not None:
         if download:
             from builder.errors import UsageError
@@ -179,7 +181,7 @@ def load_library(
                 "library holds no metallib (report the wheel with --download instead)"
             )
         named_by = sources.folders_only() if isinstance(sources, TreeSources) else sources
-        return _host_library(lib, lib.host, by, named_by)
+        return tree_facts(_host_library(lib, lib.host, by, named_by), named_by, kernels=False)
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
@@ -199,19 +201,23 @@ def load_library(
         sources = Sources(manifest.source_of(), "manifest")
 
     build = manifest.build if manifest else None
+    # a build's JIT kernels are held, though in its host library rather than its metallib
+    run_time = [n for f in manifest.units if f.mode == "jit" for n in f.kernels] if manifest else []
     if lib.path is None:
         from builder.size.attribution import Attribution
 
-        return build_report(
+        tree = _for_library(sources, None, label)
+        empty = build_report(
             Attribution.empty(),
             source,
             by=by,
             units=units,
-            sources=_for_library(sources, None, label),
+            sources=tree,
             jit_units=jit,
             host_library=host,
             provenance=build_provenance(None, build),
         )
+        return tree_facts(empty, tree, run_time=run_time)
     from builder.inputs.targets import open_library
     from builder.metallib.reader import library_provenance
     from builder.size.attribution import attribute
@@ -242,7 +248,7 @@ def load_library(
     )
     from builder.size.platform_warnings import with_platform_warnings
 
-    return with_platform_warnings(report, lib, stated)
+    return with_platform_warnings(tree_facts(report, sources, run_time=run_time), lib, stated)
 
 
 def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:

@@ -35,6 +35,7 @@ __all__ = [
     "evaluate_gates",
     "shipped_size",
     "shipped_sizes",
+    "tree_verdicts",
     "version_key",
 ]
 
@@ -71,6 +72,10 @@ class Gates:
     max_deployment_target: str | None = None
     max_metal_version: str | None = None
     fail_on_platform_change: bool = False
+    fail_on_missing: bool = False
+    """Head lacks kernels of the ``--source-dir`` tree for its platform."""
+    max_unattributed: int | None = None
+    """Bytes of head no entry file produces (``builder.size.tree_match.unattributed``)."""
 
     @property
     def download(self) -> bool:
@@ -164,7 +169,11 @@ def evaluate_gates(comparison: Comparison, gates: Gates) -> list[Verdict]:
         if gates.max_download_size is not None and in_head:
             size = gates.max_download_size
             results.append(Verdict("max-download-size", subject, size, head_dl))
-    return results + _content(comparison, gates, label)
+    results += _content(comparison, gates, label)
+    if in_head:
+        limits = (gates.fail_on_missing, gates.max_unattributed)
+        results += tree_verdicts([comparison.head], *limits, head_label)
+    return results
 
 
 def _content(comparison: Comparison, gates: Gates, label: str) -> list[Verdict]:
@@ -188,6 +197,48 @@ def _content(comparison: Comparison, gates: Gates, label: str) -> list[Verdict]:
     if gates.fail_on_platform_change and comparison.change == "paired":
         out.append(content.platform_change(base, head, label))
     out += content.empty_libraries([head], label)
+    return out
+
+
+def tree_verdicts(
+    reports: Sequence[Report],
+    fail_on_missing: bool,
+    max_unattributed: int | None,
+    subject: str,
+    measured_in: tuple[str, ...] = (),
+) -> list[Verdict]:
+    """``fail-on-missing`` and ``max-unattributed`` on ``reports`` (a comparison's head, a
+    budget's libraries, summed): what they hold of their kernel tree
+    (``builder.size.tree_match``). A gate that cannot be measured (no tree, not grouped by
+    source) is a UsageError (exit 2), never a pass."""
+    from builder.size.tree_match import unattributed
+
+    out = []
+    if fail_on_missing:
+        missing: list[str] = []
+        for report in reports:
+            if report.tree_kernels_missing is None:
+                raise UsageError(
+                    f"{report.source.label}: fail-on-missing needs the kernel tree the library "
+                    "was built from (--source-dir; a budget's source-dir)"
+                )
+            missing += report.tree_kernels_missing
+        names = tuple(sorted(missing))
+        out.append(
+            Verdict("fail-on-missing", subject, 0, len(names), measured_in=measured_in, names=names)
+        )
+    if max_unattributed is not None:
+        size = 0
+        for report in reports:
+            row = unattributed(report)
+            if row is None:
+                raise UsageError(
+                    f"{report.source.label}: max-unattributed limits the bytes no entry file "
+                    f"produces, which only grouping by source shows (grouped by {report.by})"
+                )
+            size += row.bytes
+        limit = max_unattributed
+        out.append(Verdict("max-unattributed", subject, limit, size, measured_in=measured_in))
     return out
 
 

@@ -150,6 +150,13 @@ def test_a_source_finds_its_header_in_the_tree(
     assert "3 of 5 run-time sources" in err and "are made from no header of" in err
     for name in ("mlx/backend/metal/kernels/gone.h", "mlx::core::metal::plain", "outside"):
         assert name in err
+    # the report carries what stderr said (issue 35, item 7): the same sentence, no label
+    unmatched = sizes["gone"] + sizes["plain"] + sizes["outside"]
+    warnings = doc["warnings"]
+    assert isinstance(warnings, list) and len(warnings) == 1
+    warning = str(warnings[0])
+    assert warning.startswith(f"3 of 5 run-time sources ({unmatched:,} bytes) are made from no")
+    assert f": {warning}" in err
     # without a tree: the names the binary gives, no warning
     doc, err = _report(capsys, str(dylib))
     assert set(_rows(doc)) == {

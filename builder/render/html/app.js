@@ -341,6 +341,10 @@
   }
 
   // -- page -----------------------------------------------------------------------------------------
+  function warns(side, l) {  // a library's warnings, the lines stderr printed of it
+    return (l.warnings || []).map(function (w) { return '<div class="fail">warning: ' + esc(side + w) + '</div>'; }).join('');
+  }
+
   function header() {
     var s = $('summary'), o = lib.origin;
     var where = 'measured in <code>' + esc(o.metallib || '(no metallib)') + '</code>' + (o.wheel ? ' from ' + esc(o.target) : '') + (o.manifest ? '; manifest <code>' + esc(o.manifest) + '</code>' : '');
@@ -352,7 +356,7 @@
         ', changed ' + commas(c.changed) + '.<br>base ' + esc(b.label) + ' measured in <code>' + esc(b.origin.metallib || '-') + '</code>; head ' + esc(lib.label) + ' ' + where;
       if (lib.change && lib.change !== 'paired') s.innerHTML = '<b>' + esc(lib.title) + '</b>: ' + (lib.change === 'added' ? 'not in base' : 'not in head') + '.<br>' + s.innerHTML;
       $('gates').innerHTML = lib.gates.map(function (g) { return '<div class="' + (g.passed ? 'pass">pass' : 'fail">FAIL') + ': ' + esc(g.message) + '</div>'; }).join('') +
-        lib.notes.map(function (n) { return '<div>note: ' + esc(n) + '</div>'; }).join('');
+        lib.notes.map(function (n) { return '<div>note: ' + esc(n) + '</div>'; }).join('') + warns('base: ', b) + warns('head: ', lib);
       $('provenance').innerHTML = '<div>base ' + esc(b.provenance_line) + '</div><div>head ' + esc(lib.provenance_line) + '</div><pre>' + esc(JSON.stringify({ base: b.provenance, head: lib.provenance }, null, 1)) + '</pre>';
       $('legend').innerHTML = '<span><i style="background:#b2182b"></i>added</span><span><i style="background:rgb(215,48,39)"></i>grew</span><span><i style="background:#e6e6e6"></i>same</span><span><i style="background:rgb(69,117,180)"></i>shrank</span><span>area = head ' + (SIZE === fn.download ? 'download bytes' : 'bytes') + '</span>';
       if (lib.download && b.download) s.innerHTML += '<br>download (modelled, zlib 6 as a wheel stores it): ' + human(b.download.total) + ' → ' + human(lib.download.total) + ', ' + signed(lib.download.total - b.download.total) + ' (' + relpct(b.download.total, lib.download.total) + ')';
@@ -367,6 +371,7 @@
       $('legend').textContent = 'area = ' + (SIZE === fn.download ? 'download bytes' : 'bytes') + '; colour = group; click to zoom, Esc to zoom out';
       if (lib.download) s.innerHTML += '<br>' + esc(lib.download.line);
     }
+    if (!COMPARE) $('gates').innerHTML = warns('', lib);
     if (lib.jit_origin) s.innerHTML += '<br>' + jitLine(lib);
   }
   function jitLine(l) {

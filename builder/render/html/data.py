@@ -81,6 +81,7 @@ def _side(report: Report) -> dict[str, object]:
         "provenance": report.provenance,
         "provenance_line": provenance_line(report.provenance),
         "download": _download(report),
+        "warnings": report.warnings,  # what stderr said of it, shown above the treemap
     }
     if jit is not None:
         side.update(jit_total=jit.total, jit_measured=jit.host_measured, jit_origin=jit.origin)
