@@ -26,6 +26,7 @@ from builder.settings.file_keys import (
     PREAMBLE_SETS,
     TARGETS,
 )
+from builder.settings.validators import Limit
 
 __all__ = [
     "APIS",
@@ -371,3 +372,29 @@ class Tree:
     defines: tuple[str, ...] = setting_field("defines")
     exclude: tuple[str, ...] = setting_field("exclude")
     config: Path | None = setting_field("config")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """The limits ``compare`` checks as gates and a budget as its keys, one field each, named as
+    their settings (``GATES``: ``--max-size`` and ``max-size`` are ``max_size``): declared here
+    once for ``builder.size.verdicts.Gates`` and ``builder.size.budget_file.Budget``, which add
+    what only one of them has. All optional: None, False or () is not asked for."""
+
+    max_size: int | None = None
+    max_total_size: int | None = None
+    """The metallib plus the host library (``builder.size.verdicts.shipped_size``)."""
+    max_download_size: int | None = None
+    max_growth: Limit | None = None
+    require: tuple[str, ...] = ()
+    """``GLOB[>=N]`` as written, each checked by ``builder.size.content_gates.required``."""
+    fail_on_removed: str | None = None
+    """The glob of base's functions head must keep (``*``: every one)."""
+    min_functions: int | None = None
+    max_deployment_target: str | None = None
+    max_metal_version: str | None = None
+    fail_on_platform_change: bool = False
+    fail_on_missing: bool = False
+    """Head lacks kernels of the ``--source-dir`` tree for its platform."""
+    max_unattributed: int | None = None
+    """Bytes no entry file produces (``builder.size.tree_match.unattributed``)."""

@@ -48,9 +48,8 @@ from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.reading import parse_toml, read_bytes
 from builder.settings import read_table
-from builder.settings.declared import BUDGET_LIMITS, SETTINGS, Tree
+from builder.settings.declared import BUDGET_LIMITS, SETTINGS, Limits, Tree
 from builder.settings.file_keys import BASE_LIMITS
-from builder.settings.validators import Limit
 from builder.size.grouping import BY_CHOICES
 
 __all__ = [
@@ -77,7 +76,7 @@ each read by its setting (``builder.settings.read_table``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class Budget(Tree):
+class Budget(Tree, Limits):
     """One budget table, checked and with its paths made absolute; its kernel tree's keys
     (``by = "source"``: source-dir, include-dirs, defines, exclude, config) are those of the
     command line's tree (``builder.settings.declared.Tree``)."""
@@ -94,25 +93,9 @@ class Budget(Tree):
     binary member holding no metallib: its host library); from the base, the same library,
     paired as ``compare`` pairs (by name, then by identity; none there: all of it is growth)."""
     by: str = "kernel"
-    max_size: int | None = None
-    max_total_size: int | None = None
-    max_download_size: int | None = None
     max_functions: int | None = None
     groups: Mapping[str, int] = field(default_factory=dict)
     base: str | None = None
-    max_growth: Limit | None = None
-    require: tuple[str, ...] = ()
-    """``GLOB[>=N]`` as written: functions the target must hold (as ``compare --require``)."""
-    fail_on_removed: str | None = None
-    """Functions of the base (a glob) the target must keep."""
-    min_functions: int | None = None
-    max_deployment_target: str | None = None
-    max_metal_version: str | None = None
-    fail_on_platform_change: bool = False
-    fail_on_missing: bool = False
-    """Fail when the library lacks kernels of the budget's tree (``source-dir``)."""
-    max_unattributed: int | None = None
-    """Bytes produced by no entry file: the 'other' group of ``by = "source"``."""
 
     def path(self, text: str) -> Path:
         """``text`` (a path in the budget file) from the file's folder, as size-limit reads it."""

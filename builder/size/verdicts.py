@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from builder.errors import UsageError
+from builder.settings.declared import Limits
 from builder.settings.validators import Limit
 from builder.size.verdict_model import Verdict, version_key
 
@@ -52,30 +53,14 @@ Evaluated = Sequence[tuple["Comparison", Sequence["Verdict"]]]
 """The library pairs of a ``compare`` run, each with its gate verdicts."""
 
 
-@dataclass(frozen=True)
-class Gates:
-    """The limits ``compare`` was asked to check; all optional."""
+@dataclass(frozen=True, kw_only=True)
+class Gates(Limits):
+    """The limits ``compare`` was asked to check (``Limits``, which budgets share, and two of
+    its own); all optional."""
 
-    max_growth: Limit | None = None
-    max_size: int | None = None
     fail_on_new_group: bool = False
-    max_total_size: int | None = None
-    """The metallib plus the host library (``builder.size.verdicts.shipped_size``)."""
     max_download_growth: Limit | None = None
     """On the modelled download (``download_totals``)."""
-    max_download_size: int | None = None
-    require: tuple[str, ...] | None = None
-    """``GLOB[>=N]`` as written, each checked by ``content_gates.required``."""
-    fail_on_removed: str | None = None
-    """The glob of base's functions head must keep (``*``: every one)."""
-    min_functions: int | None = None
-    max_deployment_target: str | None = None
-    max_metal_version: str | None = None
-    fail_on_platform_change: bool = False
-    fail_on_missing: bool = False
-    """Head lacks kernels of the ``--source-dir`` tree for its platform."""
-    max_unattributed: int | None = None
-    """Bytes of head no entry file produces (``builder.size.tree_match.unattributed``)."""
 
     @property
     def download(self) -> bool:
@@ -186,7 +171,7 @@ def _content(comparison: Comparison, gates: Gates, label: str) -> list[Verdict]:
     in_head = comparison.change != "removed"
     names, base_names = ([f.name for f in r.functions] for r in (head, base))
     if in_head:
-        out += [content.required(text, label, names, base_names) for text in gates.require or ()]
+        out += [content.required(text, label, names, base_names) for text in gates.require]
     if gates.fail_on_removed is not None:
         out.append(content.removed_functions(gates.fail_on_removed, label, comparison.removed))
     if not in_head:
