@@ -54,9 +54,11 @@ _common = options(
         callback=_by_keys,
         metavar="KEY[,KEY]",
         help=f"Group bytes by kernel group, dtype, source file (from a build "
-        f"manifest, or from the kernel tree given with --source-dir) or "
-        f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-        f"divides each source file's bytes by dtype (report only).",
+        f"manifest, or from the kernel tree given with --source-dir), the name less its "
+        f"template parameters (param) or function ({'|'.join(BY_CHOICES)}). Two keys "
+        f"nest: --by source,dtype divides each source file's bytes by dtype (report only). "
+        f"report --by param adds, per group, the bytes of each value of each parameter its "
+        f"names carry (dtype, bm64, gs_32...): what dropping that value would save.",
     ),
     click.option(
         "--rules",
@@ -134,6 +136,13 @@ def report_command(
     --platform applies to every PACKAGE==VERSION target: to set two platforms of one release
     side by side, give their wheel files (docs/report-schema.md, "duplicates").
 
+    --by param groups functions by their name less its template parameters
+    (steel_gemm_fused_nn_float16_float16_bm64_bn64_bk16_wm2_wn2 is in steel_gemm_fused_nn)
+    and adds a table: per group, each parameter its names carry (dtype, bm/bn/bk, wm/wn, head
+    dim bd, group size gs, bits b, a bare number #1...) with the bytes of every value, which is
+    what dropping that value would save; each parameter's values add up to the group (JSON
+    "parameters", docs/report-schema.md).
+
     \b
     Examples:
       metallib-builder report mlx-metal==0.30.0
@@ -141,6 +150,7 @@ def report_command(
       metallib-builder report mlx-metal==0.32.1 --member mlx/lib/libmlx.dylib --source-dir TREE
       metallib-builder report build/ --by source,dtype
       metallib-builder report mlx.metallib --by dtype --format json > report.json
+      metallib-builder report mlx-metal==0.32.1 --by param --top 5
       metallib-builder report build/ -o report.json -o report.html
       metallib-builder report mlx-metal==0.32.4 --platform macosx_26_0_arm64 --download
       metallib-builder report torch==2.14.1 --format json

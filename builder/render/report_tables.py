@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.render.param_tables import parameter_table
 from builder.render.table import (
     CSV_ONLY,
     CUMULATIVE,
@@ -362,6 +363,7 @@ def report_tables(
         own = []
         if report.source.path is not None or jit is None:
             own.append(_group_table(report, top))
+            own += filter(None, [parameter_table(report, top)])  # --by param
         if jit is not None:
             own.append(_jit_table(report, jit, top))
         own[-1] = replace(own[-1], notes=(*own[-1].notes, *report_lines(report)))

@@ -277,7 +277,7 @@ def _budget(key: str, help: str, **more: Any) -> Setting[Any]:
 _BUDGET = (
     _budget("name", "The budget's name (default: its target)."),
     _budget("target", "What is measured: a path, a glob (summed), a build folder or a wheel."),
-    _budget("by", "What the groups are: kernel, dtype, source or function."),
+    _budget("by", "What the groups are: kernel, dtype, source, param or function."),
     _budget("base", "A saved report or any target: what max-growth is against."),
     _budget(
         "max-functions",

@@ -25,6 +25,7 @@ from builder.errors import UsageError
 from builder.files.reading import read_text
 from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
 from builder.metallib.native import native_module
+from builder.size.params import param_labels
 
 __all__ = [
     "BY_CHOICES",
@@ -44,7 +45,7 @@ __all__ = [
     "primary_dtype",
 ]
 
-BY_CHOICES = ("function", "kernel", "dtype", "source")
+BY_CHOICES = ("function", "kernel", "dtype", "source", "param")
 OTHER = "other"
 NO_DTYPE = "none"
 MLX_MIN_SHARE = 0.5
@@ -306,7 +307,7 @@ class Grouping:
 
     by: str
     method: str
-    """``function``, ``dtype``, ``manifest``, ``rules:<origin>`` or ``generic``."""
+    """``function``, ``dtype``, ``param``, ``manifest``, ``rules:<origin>`` or ``generic``."""
     labels: list[str]
 
 
@@ -330,6 +331,8 @@ def group_names(
         return Grouping(by, "function", list(names))
     if by == "dtype":
         return Grouping(by, "dtype", [primary_dtype(n) for n in names])
+    if by == "param":  # the name less its template parameters (builder.size.params)
+        return Grouping(by, "param", param_labels(names))
     if by == "source":
         if sources is None:
             raise UsageError(

@@ -1,16 +1,16 @@
 """A size report: attributed bytes rolled up into groups, as plain data (no I/O, no rendering).
 
 ``build_report`` turns an ``Attribution`` (what the file contains) into a ``Report`` (what the
-user asked to see: groups by kernel unit, dtype, source or function). The models are their
-JSON documents (schema 3, ``docs/report-schema.md``): their fields carry the codec's metadata
-(``builder.files.dataclass_json``): ``dump(report)`` is the saved report, the figures it derives
-(counts, sums, download shares) written as fields the model computes; ``builder.size.saved``
-reads one back, so a saved report is a target like any other. Every figure carries its origin in
-``Report.source``. A build's JIT units, measured in its host library rather than the metallib,
-ride along in ``jit_units`` and ``host_library`` (``builder.size.jit_sizes``);
-``builder.size.compare.jit_breakdown`` makes them rows. With ``--download``, a ``Download`` holds
-the modelled shares (``builder.size.download``) and a wheel's files with their real compressed
-sizes.
+user asked to see: groups by kernel unit, dtype, source, template parameters or function). The
+models are their JSON documents (schema 3, ``docs/report-schema.md``): their fields carry the
+codec's metadata (``builder.files.dataclass_json``): ``dump(report)`` is the saved report, the
+figures it derives (counts, sums, download shares, template parameters) written as fields the
+model computes; ``builder.size.saved`` reads one back, so a saved report is a target like any
+other. Every figure carries its origin in ``Report.source``. A build's JIT units, measured in
+its host library rather than the metallib, ride along in ``jit_units`` and ``host_library``
+(``builder.size.jit_sizes``); ``builder.size.compare.jit_breakdown`` makes them rows. With
+``--download``, a ``Download`` holds the modelled shares (``builder.size.download``) and a
+wheel's files with their real compressed sizes.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from builder.files.dataclass_json import count, dump, field
 from builder.metallib.structs import Span
 from builder.size.grouping import Sources, group_names, parse_by
 from builder.size.jit_sizes import HostLibrary, JitUnit, unattributed_bytes, unmeasured_reason
+from builder.size.params import GroupParameters, parameter_groups
 from builder.size.rollup import FunctionRow, Rollup, overhead_row, roll_up
 
 if TYPE_CHECKING:
@@ -195,6 +196,9 @@ class Report:
     groups: list[Rollup] = field(write=attrgetter("groups"), default_factory=list)
     """Largest first (ties by name); with two keys each carries its ``children``. Written for
     readers; not read (``builder.size.saved`` rolls the functions up again)."""
+    parameters: list[GroupParameters] | None = field(init=False, omit="none", default=None)
+    """With ``--by param``: each group's template parameters and the bytes of each of their
+    values (``builder.size.params``), derived from the functions (None without that key)."""
     jit_units: list[JitUnit] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
@@ -230,6 +234,12 @@ class Report:
             "function_count": len(self.functions),
             "overhead_bytes": sum(row.bytes for row in self.overhead),
         }
+        keys = self.keys
+        if "param" in keys:
+            functions = self.functions
+            labels = [f.group if keys[0] == "param" else f.subgroup for f in functions]
+            names, sizes = [f.name for f in functions], [f.bytes for f in functions]
+            derived["parameters"] = parameter_groups(names, sizes, labels)
         if download is not None:
             derived.update(
                 download_bytes=download.total,

@@ -196,6 +196,7 @@ def paths(write_metallib: Callable[..., Path]) -> tuple[str, str]:
         ("kernel,dtype", False, 1),
         ("function", True, 3),
         ("dtype", True, None),
+        ("param", False, 1),
     ],
 )
 def test_every_report_format_prints_the_model(
