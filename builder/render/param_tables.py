@@ -61,7 +61,9 @@ def _group_rows(group: GroupParameters, top: int | None, whole: int) -> list[Row
     size, count = group.bytes, group.function_count
 
     def part(name: str, parameter: str, value: str, n: int, b: int, role: Role = "row") -> Row:
-        return Row((name, parameter, value, n, b, b, None, _share(b, size)), role, 1)
+        # a parameter and its value are read from names: untrusted, as the names are
+        cells = (Name(parameter), Name(value), n, b, b, None, _share(b, size))
+        return Row((name, *cells), role, 1)
 
     rows = [Row((Name(group.group), None, None, count, size, size, _share(size, whole), None))]
     if not group.parameters:
