@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import pytest
 from support.real_wheels import libraries_or_skip
 
+from builder.kernels.dtypes import NAME_SPELLINGS
 from builder.publish.outputs import report_output
 from builder.render.param_tables import NO_PARAMETER, parameter_table
 from builder.render.table import csv_records
@@ -73,6 +74,15 @@ def test_a_name_is_its_group_and_its_parameters(
 ) -> None:
     parsed = parse_name(name)
     assert (parsed.group, list(parsed.values)) == (group, values)
+
+
+def test_every_dtype_spelling_is_one_dtype_value() -> None:
+    """Each spelling the dtype vocabulary knows, as a token of a name, is read whole as its
+    canonical word, and the parameter after it is still read (a spelling with ``_`` in it,
+    ``float16_t``, ``bool_``, is not cut)."""
+    for spelling, word in NAME_SPELLINGS.items():
+        parsed = parse_name(f"kern_{spelling}_bm64")
+        assert (parsed.group, parsed.values) == ("kern", (("dtype", word), ("bm", "64"))), spelling
 
 
 def _values(doc: dict[str, Any], group: str) -> dict[str, dict[str, int]]:
