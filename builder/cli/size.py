@@ -58,7 +58,8 @@ _common = options(
         f"template parameters (param) or function ({'|'.join(BY_CHOICES)}). Two keys "
         f"nest: --by source,dtype divides each source file's bytes by dtype (report only). "
         f"report --by param adds, per group, the bytes of each value of each parameter its "
-        f"names carry (dtype, bm64, gs_32...): what dropping that value would save.",
+        f"names carry (dtype, bm64, gs_32...): what dropping that value would save "
+        f"(--by kernel,param: per kernel group).",
     ),
     click.option(
         "--rules",

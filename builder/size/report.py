@@ -197,8 +197,9 @@ class Report:
     """Largest first (ties by name); with two keys each carries its ``children``. Written for
     readers; not read (``builder.size.saved`` rolls the functions up again)."""
     parameters: list[GroupParameters] | None = field(init=False, omit="none", default=None)
-    """With ``--by param``: each group's template parameters and the bytes of each of their
-    values (``builder.size.params``), derived from the functions (None without that key)."""
+    """With ``param`` among the ``--by`` keys: each group's (the first key's) template
+    parameters and the bytes of each of their values (``builder.size.params``), derived from
+    the functions (None without that key)."""
     jit_units: list[JitUnit] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
     """What produced the figures: tool version, the library's format/AIR/MSL versions and
@@ -234,12 +235,10 @@ class Report:
             "function_count": len(self.functions),
             "overhead_bytes": sum(row.bytes for row in self.overhead),
         }
-        keys = self.keys
-        if "param" in keys:
+        if "param" in self.keys:  # the first key's groups: kernel,param gives a kernel group's
             functions = self.functions
-            labels = [f.group if keys[0] == "param" else f.subgroup for f in functions]
             names, sizes = [f.name for f in functions], [f.bytes for f in functions]
-            derived["parameters"] = parameter_groups(names, sizes, labels)
+            derived["parameters"] = parameter_groups(names, sizes, [f.group for f in functions])
         if download is not None:
             derived.update(
                 download_bytes=download.total,

@@ -249,3 +249,30 @@ def test_a_saved_report_gives_its_parameters_again(
     (again,) = load_reports(str(saved), by="param")
     assert again.source.kind == "report" and again.parameters == report.parameters
     assert report.parameters is not None and len(report.parameters) == 2
+
+
+def test_kernel_param_gives_a_kernel_groups_parameters(
+    write_metallib: Callable[..., Path],
+) -> None:
+    """``--by kernel,param``: the parameters of each kernel group (MLX's rules put every steel
+    GEMM in ``gemm``), a value's bytes those of the group's names that carry it, ``none`` the
+    rest; read here with a regex of this file."""
+    spec = [
+        ("steel_gemm_fused_nn_float16_float16_bm64_bn64_bk16_wm2_wn2", 400),
+        ("steel_gemm_fused_nn_float32_float32_bm32_bn32_bk16_wm2_wn2", 300),
+        ("steel_gemm_splitk_nn_float16_float32_bm32_bn32_bk16_wm2_wn2_MN_taligned_K_naligned", 200),
+        ("steel_gemm_splitk_accum_float32_axbpy", 50),
+        ("v_copyfloat32float32", 100),
+        ("vv_Addfloat16", 100),
+    ]
+    (report,) = load_reports(str(write_metallib("g.metallib", spec)), by="kernel,param")
+    doc = json.loads(report_output([report], "json", None, False, None))
+    gemm = [f for f in doc["functions"] if f["group"] == "gemm"]
+    assert len(gemm) == 4  # the MLX rules' group
+    expected: dict[str, int] = defaultdict(int)
+    for f in gemm:
+        m = re.search(r"_bm(\d+)_", f["name"])
+        expected[m[1] if m else "none"] += f["bytes"]
+    assert _values(doc, "gemm")["bm"] == expected
+    assert set(expected) == {"64", "32", "none"}
+    _adds_up(doc)
