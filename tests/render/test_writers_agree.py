@@ -32,7 +32,8 @@ from builder.publish.outputs import (
     variants_output,
 )
 from builder.render.build import presets_table
-from builder.render.compare_tables import compare_tables, history_tables
+from builder.render.compare_tables import compare_tables
+from builder.render.history_tables import history_tables
 from builder.render.library import sources_tables
 from builder.render.report_tables import budget_table, report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, cast
 
 from builder.files.dataclass_json import dumps
 from builder.files.reading import read_text
-from builder.render.compare_tables import DOWNLOAD_METHOD, history_tables, one_package
+from builder.render.compare_tables import DOWNLOAD_METHOD
+from builder.render.history_tables import history_tables, one_package
 from builder.render.html.data import comparison_data, report_data
 from builder.render.table import Table, cell_text
 from builder.render.text import human_size, visible
