@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from builder.render.compare_tables import DOWNLOAD_METHOD
 from builder.render.table import (
+    CHANGE,
     DOWNLOAD,
     FUNCTIONS,
     SIZE,
@@ -26,9 +27,9 @@ from builder.render.table import (
 from builder.render.text import visible
 
 if TYPE_CHECKING:
-    from builder.size.history import HistoryPoint, LibraryHistory
+    from builder.size.history import HistoryPoint, LibraryHistory, Step
 
-__all__ = ["history_tables", "one_package"]
+__all__ = ["history_tables", "moves_table", "one_package"]
 
 
 def history_tables(
@@ -102,3 +103,41 @@ def one_package(targets: Sequence[str]) -> str | None:
     shows versions only)."""
     names = {t.split("==", 1)[0] if "==" in t else None for t in targets}
     return next(iter(names)) if len(names) == 1 else None
+
+
+def moves_table(history: LibraryHistory, by: str) -> Table | None:
+    """The groups that moved most from each target to the next (``LibraryHistory.steps``), a
+    section per step; None for a history of one point."""
+    if not history.steps:
+        return None
+    package = one_package([p.target for p in history.points])
+
+    def short(target: str) -> str:
+        return target.split("==", 1)[1] if package else target
+
+    rows: list[Row] = []
+    caption: list[Words] = []
+    for step in history.steps:
+        when = f"{short(step.base)} → {short(step.head)}"
+        for at, g in enumerate(step.moves):
+            assert g.base_bytes is not None
+            values = (Said(when), Name(g.name), g.base_bytes, g.bytes, g.delta, g.percent)
+            rows.append(Row(values, rule=at == len(step.moves) - 1))
+        caption.append((Said(when), ": ", _explained(step)))
+    of = (Said(history.library), " in ") if history.library is not None else ()
+    return Table(
+        (Column("step", "step", "text"), Column("group", by, "text"), *CHANGE),
+        tuple(rows),
+        title=("Groups that moved most in ", *of, "each step (largest |delta| first)"),
+        caption=tuple(caption),
+        context=(("library", history.library),) if history.library is not None else (),
+    )
+
+
+def _explained(step: Step) -> str:
+    """What a step's rows explain, and the level they were rolled up to."""
+    said = f"these rows explain {step.explained:.1%} of the groups' change (sum of |delta|)"
+    if step.label_tokens is None:
+        return said
+    s = "s" if step.label_tokens > 1 else ""
+    return f"{said}; groups rolled up to their labels' first {step.label_tokens} token{s} (PREFIX*)"

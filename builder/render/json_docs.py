@@ -334,11 +334,12 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
         return doc
 
     doc: dict[str, object] = {"schema": SIZE_SCHEMA, "kind": "history", "by": by}
-    if len(histories) == 1:
-        doc["points"] = [point(p) for p in histories[0].points]
+    if len(histories) == 1:  # steps: the groups that moved most from each point to the next
+        doc.update(points=[point(p) for p in histories[0].points], steps=dump(histories[0].steps))
     else:
         doc["libraries"] = [
-            {"library": h.library, "points": [point(p) for p in h.points]} for h in histories
+            {"library": h.library, "points": [point(p) for p in h.points], "steps": dump(h.steps)}
+            for h in histories
         ]
     if any(p.download_bytes is not None for h in histories for p in h.points):
         from builder.render.compare_tables import DOWNLOAD_METHOD
