@@ -162,9 +162,11 @@ def metallib_delta_table(
     exact: bool = False,
     rest: bool = True,
     explained: Explained | None = None,
+    summary: bool = True,
 ) -> Table:
     """A comparison's metallib groups (rolled up as ``explained`` says, by default for
-    ``top``), its overhead row and the total, under the comparison's summary."""
+    ``top``), its overhead row and the total, under the comparison's summary (``summary``
+    False: none, for a writer that says it elsewhere)."""
     base, head = comparison.base, comparison.head
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
@@ -174,7 +176,6 @@ def metallib_delta_table(
     ex = explained or explain(comparison.groups, top, pinned)
     unit = "groups" if ex.tokens is None else "label prefixes"
     rows = _rows(ex.groups, top, unit, **measures, **cut, pinned=pinned)
-    summary = summarize(comparison.groups, comparison.added, comparison.removed)
     # the rows (the overhead one included) add up to both files, and to both downloads
     rows.append(delta_row(fold("total", comparison.groups), "total", "total", **measures))
     sides = (("base", base, names[0]), ("head", head, names[1]))
@@ -191,7 +192,7 @@ def metallib_delta_table(
         title=_pair_title(
             comparison, f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
         ),
-        preface=tuple(summary_lines(summary, ex, top, "groups")),
+        preface=tuple(comparison_summary(comparison, ex, top)) if summary else (),
         caption=tuple(caption),
         notes=() if line is None else ((line,),),
         csv_total="[total]",
@@ -205,6 +206,7 @@ def jit_delta_table(
     exact: bool = False,
     rest: bool = True,
     explained: Explained | None = None,
+    summary: bool = True,
 ) -> Table:
     """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides,
     under its summary (units rolled up as ``explained`` says, by default for ``top``)."""
@@ -251,7 +253,7 @@ def jit_delta_table(
             f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
             f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})",
         ),
-        preface=tuple(summary_lines(summarize(jit.groups), ex, top, "units")),
+        preface=tuple(summary_lines(summarize(jit.groups), ex, top, "units")) if summary else (),
         caption=tuple(caption),
         csv_total="[jit total]",
         csv_prefix="jit:",

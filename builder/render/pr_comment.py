@@ -18,6 +18,7 @@ in, string out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from builder.render.compare_tables import (
@@ -166,9 +167,9 @@ def _groups(
     # the bytes no entry file produces: a row of their own after the rest, never folded
     pinned = None if comparison.jit_only else unattributed_name(comparison.head.by)
     count = sum(not g.overhead and g.name != pinned for g in explained.groups)
-    table = delta_table(
-        comparison, out.left // _SHORTEST + 1, exact=True, rest=False, explained=explained
-    )
+    # the rows as ``explained`` rolls them; the summary is above the table, said once
+    table_of = partial(delta_table, comparison, explained=explained, summary=False)
+    table = table_of(out.left // _SHORTEST + 1, exact=True, rest=False)
 
     def ranked(row: Row) -> bool:  # a row the comment takes while it fits, largest change first
         return row.role == "row" and row.values[0] != pinned
@@ -181,7 +182,7 @@ def _groups(
     reserve = (1 + len(overhead)) * 100 + _size(next(_lines(table, table.rows[-1:])))
     shown = out.fill(_lines(table, rows[:wanted]), max(reserve, out.left - cap + reserve))
     if shown < len(rows):  # the rest row folds what is left
-        table = delta_table(comparison, shown, exact=True, explained=explained)
+        table = table_of(shown, exact=True)
     out.add(*_lines(table, (row for row in table.rows if not ranked(row))), "")
     if shown == count:
         return None

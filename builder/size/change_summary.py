@@ -134,23 +134,32 @@ def renames(removed: Sequence[FunctionRow], added: Sequence[FunctionRow]) -> lis
     names sharing at least two tokens. Each removed function (by name) takes the closest added
     one still free: a replaced token before an inserted or deleted one, then the nearest size,
     then the name."""
-    by_name = {f.name: f for f in added}
-    index: dict[tuple[str, ...], list[str]] = {}
+    if not removed or not added:
+        return []
+    # two such names share their first token or their last: only those added names are keyed
+    ends = {f.name.partition("_")[0] for f in removed} | {
+        f.name.rpartition("_")[2] for f in removed
+    }
+    by_name: dict[str, FunctionRow] = {}
+    index: dict[str, list[str]] = {}
     for f in added:
-        tokens = tuple(f.name.split("_"))
+        if f.name.partition("_")[0] not in ends and f.name.rpartition("_")[2] not in ends:
+            continue
+        by_name[f.name] = f
+        tokens = f.name.split("_")
         for key in _replaced(tokens):
             index.setdefault(key, []).append(f.name)
         if len(tokens) > _SPARE:  # the removed name is this one less a token
             for key in _dropped(tokens):
-                index.setdefault(("+", *key), []).append(f.name)
+                index.setdefault("+" + key, []).append(f.name)
     taken: set[str] = set()
     found: list[Rename] = []
     for fn in sorted(removed, key=lambda f: f.name):
-        tokens = tuple(fn.name.split("_"))
+        tokens = fn.name.split("_")
         options = [(0, name) for key in _replaced(tokens) for name in index.get(key, ())]
-        options += [(1, name) for name in index.get(("+", *tokens), ())]
+        options += [(1, name) for name in index.get("+" + fn.name, ())]
         if len(tokens) > _SPARE:  # a token of the removed name dropped
-            options += [(1, n) for n in map("_".join, _dropped(tokens)) if n in by_name]
+            options += [(1, n) for n in _dropped(tokens) if n in by_name]
         free = [
             (rank, abs(by_name[name].bytes - fn.bytes), name)
             for rank, name in options
@@ -164,15 +173,16 @@ def renames(removed: Sequence[FunctionRow], added: Sequence[FunctionRow]) -> lis
     return found
 
 
-def _replaced(tokens: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The keys of a name with one token replaced (``\\0`` where it was)."""
+def _replaced(tokens: list[str]) -> list[str]:
+    """The keys of a name with one token replaced (``\0`` where it was)."""
     if len(tokens) <= _SPARE:
         return []
-    return [(*tokens[:i], "\0", *tokens[i + 1 :]) for i in range(len(tokens))]
+    return ["_".join([*tokens[:i], "\0", *tokens[i + 1 :]]) for i in range(len(tokens))]
 
 
-def _dropped(tokens: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return [(*tokens[:i], *tokens[i + 1 :]) for i in range(len(tokens))]
+def _dropped(tokens: list[str]) -> list[str]:
+    """The name less one token, for each token."""
+    return ["_".join(tokens[:i] + tokens[i + 1 :]) for i in range(len(tokens))]
 
 
 @dataclass(frozen=True)
