@@ -64,7 +64,11 @@ def test_three_releases_give_their_true_sizes_and_a_chart(
     for version, size in zip(VERSIONS, sizes):
         row = next(line for line in out.splitlines() if line.strip().startswith(version))
         assert f"{size / 1e6:.1f} MB" in row
-    _steps_are_the_groups_that_moved_most(points, json.loads(doc.read_text())["steps"], out)
+    steps = json.loads(doc.read_text())["steps"]
+    _steps_are_the_groups_that_moved_most(points, steps, out)
+    page_moves = html.split("moved most", 1)[1]  # the page lists the same moves, in order
+    cells = re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td>", page_moves)
+    assert cells == [m["name"] for step in steps for m in step["moves"]]
 
 
 def _steps_are_the_groups_that_moved_most(
