@@ -228,8 +228,11 @@ def compare_command(
     --max-metal-version) and whether it changed (--fail-on-platform-change); a library holding
     no function always fails (empty-library). Exit codes: 0 all gates pass, 1 a gate failed (the
     message names it; with --warn-only the verdict is printed and the exit is 0), 2 an input is
-    missing or unusable. Groups are listed by how much they changed (grew or
-    shrank), unchanged ones last. The markdown is a sticky PR comment: a hidden marker line
+    missing or unusable. A summary comes first: groups new, grown, shrunk and removed with their
+    bytes, and functions renamed (names differing by one token). Groups are listed by how much
+    they changed (grew or shrank), unchanged ones last; when the rows shown would leave more
+    than half of the change in the rest row, they are rolled up to label prefixes
+    (sort_block*). The markdown is a sticky PR comment: a hidden marker line
     first, then what failed in a reviewer's words, totals, the top groups, collapsed details,
     always under 60 KB. With
     GITHUB_STEP_SUMMARY set, the markdown (with the verdict) is appended there once per run.
@@ -330,7 +333,7 @@ def budget_command(
     """
     from builder.cli.tree_options import tree_of
     from builder.publish.outputs import budget_output
-    from builder.render.pr_comment import BUDGET_MARKER as MARKER
+    from builder.render.budget_comment import BUDGET_MARKER as MARKER
     from builder.render.text import failures
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file
@@ -371,7 +374,8 @@ def budget_command(
     type=click.IntRange(min=0),
     default=5,
     show_default=True,
-    help="Groups shown per target, the largest at any point (0 = all).",
+    help="Groups shown per target, the largest at any point, and per step from one target "
+    "to the next, those that moved most (0 = all).",
 )
 @option("download")
 @option("member")
@@ -396,12 +400,13 @@ def history_command(
 
     Each TARGET is measured as 'report' measures it: total size, functions, the largest groups
     and, with --download, the download size. JSON has one entry in "points" per target
-    ("target", "bytes", "groups"); the HTML page draws them as line charts without scripts or
-    network. Targets that hold several libraries (a binary or wheel) have a history per library,
-    paired by its name (JSON: "libraries", each with its "points"), never their sum; --member
-    shows one. With --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups
-    are the entry files of that kernel tree, for every target: releases built from one tree
-    compare by file.
+    ("target", "bytes", "groups"), and in "steps" the groups that moved most from each target
+    to the next (a table after the history: growth outside the largest groups shows); the
+    HTML page draws the points as line charts without scripts or network. Targets that hold
+    several libraries (a binary or wheel) have a history per library, paired by its name
+    (JSON: "libraries", each with its "points"), never their sum; --member shows one. With
+    --source-dir (and -I, -D, --exclude, --config as for 'report'), the groups are the entry
+    files of that kernel tree, for every target: releases built from one tree compare by file.
 
     \b
     Examples:

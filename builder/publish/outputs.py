@@ -308,7 +308,7 @@ def budget_output(
 
         return budget_json(verdicts, source, warnings)
     if kind == "markdown":
-        from builder.render.pr_comment import budget_markdown
+        from builder.render.budget_comment import budget_markdown
 
         return budget_markdown(verdicts, source, warnings=warnings)
     from dataclasses import replace
@@ -334,10 +334,14 @@ def history_output(
         from builder.render.html import history_html
 
         return history_html(histories, by)
-    from builder.render.compare_tables import history_tables
+    from builder.render.history_tables import history_tables, moves_table
 
     fit = width if kind == "table" else None  # as many group columns as a terminal shows
-    return _written(history_tables(histories, by, fit), kind, color=color, width=width)
+    tables = []
+    for history, table in zip(histories, history_tables(histories, by, fit), strict=True):
+        moves = None if kind == "csv" else moves_table(history, by)  # CSV: the points only
+        tables += [table] if moves is None else [table, moves]
+    return _written(tables, kind, color=color, width=width)
 
 
 def sources_output(

@@ -1,22 +1,19 @@
 """Changes as tables (``builder.render.table``): a comparison's metallib groups joined base to
-head, a build's JIT units joined the same way (``builder.size.rollup.join``); a history, a row
-per target in order with its change from the one before. Every delta, percent and rest row of
-``compare``'s and ``history``'s formats is made here, once; the PR comment
-(``builder.render.pr_comment``) writes these rows within its bytes (its ``limit``).
+head, a build's JIT units joined the same way (``builder.size.rollup.join``), each under its
+summary (``builder.size.change_summary``: new, grown, shrunk and removed groups, renames, how
+much of the change the rows shown explain). Every delta, percent and rest row of ``compare``'s
+formats is made here, once; the PR comment (``builder.render.pr_comment``) writes these rows
+within its bytes (its ``limit``); a history's tables: ``builder.render.history_tables``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from builder.render.report_tables import shown_count
 from builder.render.table import (
     CHANGE,
-    DOWNLOAD,
-    FUNCTIONS,
-    SIZE,
     Column,
     Name,
     Row,
@@ -25,6 +22,7 @@ from builder.render.table import (
     Words,
 )
 from builder.render.text import (
+    clip,
     gate_message,
     human_delta,
     human_size,
@@ -35,13 +33,14 @@ from builder.render.text import (
     visible,
 )
 from builder.render.tree_lines import missing_line, unattributed_name, warning_lines
+from builder.size.change_summary import Explained, explain, summarize
 from builder.size.compare import by_strings, jit_what
 from builder.size.download import MODEL
 from builder.size.rollup import Rollup, fold
 
 if TYPE_CHECKING:
+    from builder.size.change_summary import ChangeSummary
     from builder.size.compare import Comparison
-    from builder.size.history import HistoryPoint, LibraryHistory
     from builder.size.rollup import FunctionRow
     from builder.size.verdicts import Evaluated, Verdict
 
@@ -49,14 +48,15 @@ __all__ = [
     "DOWNLOAD_METHOD",
     "compare_download_line",
     "compare_tables",
+    "comparison_summary",
     "delta_columns",
     "delta_row",
-    "history_tables",
+    "explained_groups",
     "jit_delta_table",
     "metallib_delta_table",
-    "one_package",
     "pair_sides",
     "pairs_summary",
+    "summary_lines",
 ]
 
 
@@ -147,17 +147,35 @@ def compare_download_line(comparison: Comparison) -> str | None:
     )
 
 
+def explained_groups(comparison: Comparison, top: int | None) -> Explained:
+    """The rows of a comparison's first table with ``top`` of them shown: its groups, rolled up
+    when the rest row would hold more than half of the change (``change_summary.explain``)."""
+    if comparison.jit_only and comparison.jit is not None:
+        return explain(comparison.jit.groups, top)
+    return explain(comparison.groups, top, unattributed_name(comparison.head.by))
+
+
 def metallib_delta_table(
-    comparison: Comparison, top: int | None, *, exact: bool = False, rest: bool = True
+    comparison: Comparison,
+    top: int | None,
+    *,
+    exact: bool = False,
+    rest: bool = True,
+    explained: Explained | None = None,
+    summary: bool = True,
 ) -> Table:
-    """A comparison's metallib groups, its overhead row and the total."""
+    """A comparison's metallib groups (rolled up as ``explained`` says, by default for
+    ``top``), its overhead row and the total, under the comparison's summary (``summary``
+    False: none, for a writer that says it elsewhere)."""
     base, head = comparison.base, comparison.head
     names = pair_sides(comparison)
     download = comparison.download_delta is not None
     cut = {"exact": exact, "rest": rest}
     measures = {"counts": True, "download": download}
     pinned = unattributed_name(head.by)
-    rows = _rows(comparison.groups, top, "groups", **measures, **cut, pinned=pinned)
+    ex = explained or explain(comparison.groups, top, pinned)
+    unit = "groups" if ex.tokens is None else "label prefixes"
+    rows = _rows(ex.groups, top, unit, **measures, **cut, pinned=pinned)
     # the rows (the overhead one included) add up to both files, and to both downloads
     rows.append(delta_row(fold("total", comparison.groups), "total", "total", **measures))
     sides = (("base", base, names[0]), ("head", head, names[1]))
@@ -174,6 +192,7 @@ def metallib_delta_table(
         title=_pair_title(
             comparison, f": {human_delta(comparison.delta)} ({signed_percent(comparison.percent)})"
         ),
+        preface=tuple(comparison_summary(comparison, ex, top)) if summary else (),
         caption=tuple(caption),
         notes=() if line is None else ((line,),),
         csv_total="[total]",
@@ -181,11 +200,19 @@ def metallib_delta_table(
 
 
 def jit_delta_table(
-    comparison: Comparison, top: int | None, *, exact: bool = False, rest: bool = True
+    comparison: Comparison,
+    top: int | None,
+    *,
+    exact: bool = False,
+    rest: bool = True,
+    explained: Explained | None = None,
+    summary: bool = True,
 ) -> Table:
-    """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides."""
+    """The JIT comparison: per unit (or run-time source), the host-library bytes on both sides,
+    under its summary (units rolled up as ``explained`` says, by default for ``top``)."""
     jit = comparison.jit
     assert jit is not None
+    ex = explained or explain(jit.groups, top)
     base, head = comparison.base, comparison.head
     what = jit_what(jit.host_measured)
     sources = by_strings(base) and by_strings(head)  # two shipped host libraries
@@ -201,9 +228,9 @@ def jit_delta_table(
         ]
     counts = None if sources else "kernels"  # a shipped host library counts no kernels
     rows = _rows(
-        jit.groups,
+        ex.groups,
         top,
-        "units",
+        "units" if ex.tokens is None else "label prefixes",
         counts=counts is not None,
         overhead_counts=False,
         exact=exact,
@@ -226,6 +253,7 @@ def jit_delta_table(
             f": {what} {human_size(jit.base_total)} → {human_size(jit.head_total)}, "
             f"{human_delta(jit.delta)} ({signed_percent(jit.percent)})",
         ),
+        preface=tuple(summary_lines(summarize(jit.groups), ex, top, "units")) if summary else (),
         caption=tuple(caption),
         csv_total="[jit total]",
         csv_prefix="jit:",
@@ -320,74 +348,52 @@ DOWNLOAD_METHOD = f"modelled as report --download does: {MODEL}"
 """What ``download_bytes`` is, stated wherever it is shown (``builder.size.budget``)."""
 
 
-def history_tables(
-    histories: Sequence[LibraryHistory], by: str, width: int | None = None
-) -> list[Table]:
-    """A table per library: a row per target (size, change from the previous row, download,
-    functions), then a column per group of its ``top``; with a terminal's ``width``, as many
-    of them as fit (the caption says how many did not)."""
-    return [_history_table(h.points, h.top, by, h.library, width) for h in histories]
+def comparison_summary(
+    comparison: Comparison, explained: Explained, top: int | None
+) -> list[Words]:
+    """The summary above a comparison's first table: its metallib's groups, or a JIT-only
+    pair's units."""
+    if comparison.jit_only and comparison.jit is not None:
+        return summary_lines(summarize(comparison.jit.groups), explained, top, "units")
+    summary = summarize(comparison.groups, comparison.added, comparison.removed)
+    return summary_lines(summary, explained, top, "groups")
 
 
-def _history_table(
-    points: Sequence[HistoryPoint],
-    top: list[str],
-    by: str,
-    library: str | None,
-    width: int | None,
-) -> Table:
-    download = any(p.download_bytes is not None for p in points)
-    package = one_package([p.target for p in points])
-    labels = [p.target.split("==", 1)[1] if package else p.target for p in points]
-    columns = [
-        Column("target", "version" if package else "target", "text"),
-        SIZE,
-        Column("change", "change", "delta"),
-        *([DOWNLOAD] if download else []),
-        FUNCTIONS,
-    ]
-    changes = [None, *(b.bytes - a.bytes for a, b in pairwise(points))]
-    values = [
-        [Name(label), p.bytes, change, *([p.download_bytes] if download else []), p.function_count]
-        for label, p, change in zip(labels, points, changes, strict=True)
-    ]
-    sizes = [{g.name: g.bytes for g in p.groups} for p in points]
-    fixed = sum(max(len(c.heading), 10) + 3 for c in columns) + max(map(len, labels), default=0)
-    room = float("inf") if width is None else width - 1 - fixed
-    left_out = 0
-    for name in top:
-        cells = [s.get(name) for s in sizes]
-        need = max(len(visible(name)), 9) + 3
-        if need > room:
-            left_out += 1
-            continue
-        room -= need
-        columns.append(Column(name, name, "size"))
-        for row, cell in zip(values, cells, strict=True):
-            row.append(cell)
-    caption: list[Words] = [
-        ("measured in ", Said("; ".join(m for p in points for m in p.measured_in)))
-    ]
-    if left_out:
-        caption.append(
-            (f"{left_out} more of the top {len(top)} groups do not fit (--format json)",)
+def summary_lines(
+    summary: ChangeSummary, explained: Explained, top: int | None, unit: str
+) -> list[Words]:
+    """The lines above a comparison's table: its ``unit`` (groups, JIT units) new, grown, shrunk
+    and removed with the bytes each moved, the renamed functions, and how much of the change
+    the rows shown explain (with the level they were rolled up to)."""
+    moved = [
+        f"{m.groups:,} {word} ({human_delta(m.delta_bytes)})"
+        for word, m in (
+            ("new", summary.new),
+            ("grown", summary.grown),
+            ("shrunk", summary.shrunk),
+            ("removed", summary.removed),
         )
-    if download:
-        caption.append((f"download: {DOWNLOAD_METHOD}",))
-    what = f"{package}==VERSION" if package else "target"
-    of = (Said(library), " in ") if library is not None else ()
-    return Table(
-        tuple(columns),
-        tuple(Row(tuple(v)) for v in values),
-        title=("Size history of ", *of, Said(f"{len(points)} targets ({what}, groups by {by})")),
-        caption=tuple(caption),
-        context=(("library", library or ""),) if library is not None else (),
-        compact=True,
-    )
-
-
-def one_package(targets: Sequence[str]) -> str | None:
-    """The package when every target is ``PACKAGE==VERSION`` of the same one (the table then
-    shows versions only)."""
-    names = {t.split("==", 1)[0] if "==" in t else None for t in targets}
-    return next(iter(names)) if len(names) == 1 else None
+    ]
+    moved.append(f"{summary.unchanged:,} unchanged")
+    if summary.overhead_delta_bytes:
+        moved.append(f"overhead {human_delta(summary.overhead_delta_bytes)}")
+    lines: list[Words] = [(f"{unit}: {', '.join(moved)}",)]
+    renamed = summary.renames
+    if renamed:
+        delta = human_delta(summary.renamed_delta_bytes)
+        line: Words = (f"renamed functions: {len(renamed):,} ({delta}), largest: ",)
+        for at, r in enumerate(renamed[:3]):
+            line += (", " if at else "", Name(clip(r.base, 80)), " → ", Name(clip(r.head, 80)))
+        lines.append(line)
+    if explained.share < 1.0 or explained.tokens is not None:
+        shown = "rows shown" if top is None else f"{top} rows shown"
+        said = f"the {shown} explain {explained.share:.1%} of the change (sum of |delta|)"
+        if explained.tokens is not None:
+            said += (
+                f"; {unit} rolled up to their labels' first {explained.tokens} "
+                f"token{'s' if explained.tokens > 1 else ''} (PREFIX*: the {unit} whose "
+                f"labels start with it), as the {unit} themselves explained "
+                f"{explained.group_share:.1%}"
+            )
+        lines.append((said,))
+    return lines

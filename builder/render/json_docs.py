@@ -15,6 +15,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, cast
 
 from builder.files.dataclass_json import dump, dumps
+from builder.size.change_summary import summarize
 from builder.size.report import SCHEMA
 from builder.size.rollup import SAVED_FIELDS
 
@@ -196,21 +197,13 @@ def _comparison_dict(
         "head": None if comparison.change == "removed" else side(comparison.head),
         "delta_bytes": comparison.delta,
         "delta_percent": comparison.percent,
+        "summary": _summary(comparison, top),
         "groups": [_delta_row(g, "function_count", download) for g in comparison.groups],
         "added": fns(comparison.added),
         "removed": fns(comparison.removed),
         "changed": {
             "count": len(comparison.changed),
-            "largest": [
-                {
-                    "name": c.name,
-                    "group": c.group,
-                    "base_bytes": c.base_bytes,
-                    "head_bytes": c.head_bytes,
-                    "delta_bytes": c.delta,
-                }
-                for c in comparison.changed[:top]
-            ],
+            "largest": [{**dump(c), "delta_bytes": c.delta} for c in comparison.changed[:top]],
         },
         "gates": [_gate_row(g) for g in gates],
         "notes": comparison.notes,
@@ -221,6 +214,23 @@ def _comparison_dict(
     if comparison.jit is not None:
         doc["jit"] = _jit_dict(comparison.jit)
     return doc
+
+
+def _summary(comparison: Comparison, top: int) -> dict[str, object]:
+    """What changed in numbers (``builder.size.change_summary``): the groups (a JIT-only pair's
+    units) new, grown, shrunk, removed (each ``groups`` and signed ``delta_bytes``) and
+    unchanged; the renamed functions (``top`` largest); what a table's ``top`` rows explain."""
+    from builder.render.compare_tables import explained_groups  # the table model's rule
+
+    jit = comparison.jit if comparison.jit_only else None
+    c = comparison
+    s = summarize(jit.groups) if jit else summarize(c.groups, c.added, c.removed)
+    shown = explained_groups(comparison, top)
+    doc = cast(dict[str, object], dump(replace(s, renames=s.renames[:top])))
+    doc["renames"] = {"count": len(s.renames), "largest": doc["renames"]}
+    shares = {"explained": shown.share, "groups_explained": shown.group_share}
+    doc["rows_shown"] = {"top": top, **shares, "label_tokens": shown.tokens}
+    return {"of": "units" if jit else "groups", **doc}
 
 
 def _delta_row(row: Rollup, count: str, download: bool = False) -> dict[str, object]:
@@ -324,11 +334,12 @@ def history_json(histories: Sequence[LibraryHistory], by: str) -> str:
         return doc
 
     doc: dict[str, object] = {"schema": SIZE_SCHEMA, "kind": "history", "by": by}
-    if len(histories) == 1:
-        doc["points"] = [point(p) for p in histories[0].points]
+    if len(histories) == 1:  # steps: the groups that moved most from each point to the next
+        doc.update(points=[point(p) for p in histories[0].points], steps=dump(histories[0].steps))
     else:
         doc["libraries"] = [
-            {"library": h.library, "points": [point(p) for p in h.points]} for h in histories
+            {"library": h.library, "points": [point(p) for p in h.points], "steps": dump(h.steps)}
+            for h in histories
         ]
     if any(p.download_bytes is not None for h in histories for p in h.points):
         from builder.render.compare_tables import DOWNLOAD_METHOD

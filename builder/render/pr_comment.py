@@ -1,31 +1,36 @@
-"""The sticky pull-request comments, ``compare``'s and ``budget``'s: the markdown view of their
-tables (``builder.render.compare_tables``, ``report_tables.budget_table``) cut to a hard length
-bound.
+"""The sticky pull-request comment of ``compare``: the markdown view of its tables
+(``builder.render.compare_tables``) cut to a hard length bound (``budget``'s comment,
+``builder.render.budget_comment``, is cut by the same ``Room``).
 
 CI bots post one comment per pull request and edit it on every push. The first line is a hidden
 HTML marker (``MARKER``) a CI step searches for to find its own comment; the totals and gate
-verdicts come first; then the top N groups by |delta|; then collapsed ``<details>`` sections
-(added, removed and resized functions, the remaining groups, what produced each side). GitHub
-rejects comments over 65,536 characters, so the whole text is kept under ``limit`` UTF-8 bytes
-(60 KB by default) whatever the input: every row is length-capped and each section takes rows
-only while they fit, then says how many it left out. Rows, totals and rest rows are the model's;
-only the cutting is the comment's own. Pure: data in, string out.
+verdicts come first; then each pair's summary (new, grown, shrunk and removed groups, renamed
+functions, the share of the change the rows shown explain); then the top N groups by |delta|,
+rolled up to label prefixes when the rest would hold more than half of the change; then
+collapsed ``<details>`` sections (added, removed and resized functions, the remaining groups,
+what produced each side). GitHub rejects comments over 65,536 characters, so the whole text is
+kept under ``limit`` UTF-8 bytes (60 KB by default) whatever the input: every row is
+length-capped and each section takes rows only while they fit, then says how many it left out.
+Rows, totals and rest rows are the model's; only the cutting is the comment's own. Pure: data
+in, string out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from builder.render.compare_tables import (
     compare_download_line,
+    comparison_summary,
+    explained_groups,
     jit_delta_table,
     metallib_delta_table,
     pair_sides,
     pairs_summary,
 )
 from builder.render.first_line import headline
-from builder.render.report_tables import budget_table
 from builder.render.table import (
     CHANGE,
     SIZE,
@@ -34,11 +39,11 @@ from builder.render.table import (
     Row,
     Table,
     markdown_header,
+    markdown_line,
     markdown_row,
 )
 from builder.render.text import (
     clip,
-    failure,
     gate_message,
     human_delta,
     human_size,
@@ -52,24 +57,24 @@ from builder.render.tree_lines import missing_line, unattributed_name
 from builder.size.compare import by_strings, jit_what
 
 if TYPE_CHECKING:
+    from builder.size.change_summary import Explained
     from builder.size.compare import Comparison, JitComparison
     from builder.size.verdicts import Verdict
 
 __all__ = [
-    "BUDGET_MARKER",
     "DEFAULT_LIMIT",
+    "LINE_CAP",
     "MARKER",
-    "budget_markdown",
+    "NAME_CAP",
+    "Room",
     "comment_markdown",
 ]
 
 MARKER = "<!-- metallib-builder:size-comment -->"
-BUDGET_MARKER = "<!-- metallib-builder:budget-comment -->"
-"""First line of the budget comment (the size comparison has its own marker)."""
 DEFAULT_LIMIT = 60_000
 """Bytes; GitHub's limit is 65,536 characters, and a UTF-8 byte count is never smaller."""
-_NAME_CAP = 160
-_LINE_CAP = 600
+NAME_CAP = 160
+LINE_CAP = 600
 _MORE = "| … {n:,} more not shown (see `compare --format json`) |"
 
 
@@ -77,7 +82,7 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8")) + 1  # + newline
 
 
-class _Room:
+class Room:
     """A comment's lines and the bytes left for more: ``add`` commits, ``fill`` takes rows while
     they fit."""
 
@@ -120,7 +125,7 @@ def _change_line(
     return clip(
         f"**{human_delta(delta)}{pct}**: {human_size(sizes[0])} → {human_size(sizes[1])}{shown} "
         f"({md_code(base)} → {md_code(head)}), {counts[0]:,} → {counts[1]:,} {counted}.",
-        _LINE_CAP * 2,
+        LINE_CAP * 2,
     )
 
 
@@ -142,14 +147,16 @@ newline are 31."""
 
 def _lines(table: Table, rows: Iterable[Row]) -> Iterator[str]:
     """``rows`` of ``table`` in the comment's columns, written one at a time as read."""
-    return (markdown_row(table.columns, row, _KEYS, _NAME_CAP) for row in rows)
+    return (markdown_row(table.columns, row, _KEYS, NAME_CAP) for row in rows)
 
 
 _Section = tuple[str, Sequence[str], int, Iterable[str]]
 """A collapsed section: its summary, header lines, how many rows and the rows (lazy)."""
 
 
-def _groups(comparison: Comparison, top: int | None, out: _Room, cap: int) -> _Section | None:
+def _groups(
+    comparison: Comparison, top: int | None, explained: Explained, out: Room, cap: int
+) -> _Section | None:
     """The comparison's first table (its metallib's groups, or a JIT-only pair's units), the
     top N rows in at most ``cap`` bytes; returns the section listing the groups it folded.
 
@@ -157,11 +164,12 @@ def _groups(comparison: Comparison, top: int | None, out: _Room, cap: int) -> _S
     table always adds up to the total) and listed again in a collapsed section. The model makes
     only the rows that could fit, here or in that section, of up to tens of thousands."""
     delta_table = jit_delta_table if comparison.jit_only else metallib_delta_table
-    groups = comparison.jit.groups if comparison.jit_only and comparison.jit else comparison.groups
     # the bytes no entry file produces: a row of their own after the rest, never folded
     pinned = None if comparison.jit_only else unattributed_name(comparison.head.by)
-    count = sum(not g.overhead and g.name != pinned for g in groups)
-    table = delta_table(comparison, out.left // _SHORTEST + 1, exact=True, rest=False)
+    count = sum(not g.overhead and g.name != pinned for g in explained.groups)
+    # the rows as ``explained`` rolls them; the summary is above the table, said once
+    table_of = partial(delta_table, comparison, explained=explained, summary=False)
+    table = table_of(out.left // _SHORTEST + 1, exact=True, rest=False)
 
     def ranked(row: Row) -> bool:  # a row the comment takes while it fits, largest change first
         return row.role == "row" and row.values[0] != pinned
@@ -173,23 +181,24 @@ def _groups(comparison: Comparison, top: int | None, out: _Room, cap: int) -> _S
     out.add(*header)
     reserve = (1 + len(overhead)) * 100 + _size(next(_lines(table, table.rows[-1:])))
     shown = out.fill(_lines(table, rows[:wanted]), max(reserve, out.left - cap + reserve))
-    if shown < len(rows):
-        table = delta_table(comparison, shown, exact=True)  # the rest row folds what is left
+    if shown < len(rows):  # the rest row folds what is left
+        table = table_of(shown, exact=True)
     out.add(*_lines(table, (row for row in table.rows if not ranked(row))), "")
     if shown == count:
         return None
     unit = "units" if comparison.jit_only else "groups"
+    unit = unit if explained.tokens is None else "label prefixes"
     what = f"Other {table.columns[0].heading} {unit}: {count - shown:,}"
     return (what, header, count - shown, _lines(table, rows[shown:]))
 
 
-def _details(out: _Room, section: _Section, cap: int) -> None:
+def _details(out: Room, section: _Section, cap: int) -> None:
     """A collapsed section with as many rows as fit in ``cap`` bytes, then how many were left out.
 
     When not even its frame fits, the summary alone is kept as a bold line (the count and total
     are the part a reader needs most)."""
     summary, header, count, rows = section
-    summary = clip(summary, _LINE_CAP)
+    summary = clip(summary, LINE_CAP)
     opening = ["<details>", f"<summary>{summary}</summary>", "", *header]
     closing = ["", "</details>", ""]
     more = _size(_MORE.format(n=count))
@@ -222,7 +231,7 @@ def _section(
             f"<sub>No metallib on either side: {no_metallib(shipped)}. Measured: "
             f"base {md_text(jit.base_origin or 'no JIT unit')}; "
             f"head {md_text(jit.head_origin or 'no JIT unit')}.</sub>",
-            _LINE_CAP * 2,
+            LINE_CAP * 2,
         )
         sizes = (jit.base_total, jit.head_total)
         units = (len(base.jit_units), len(head.jit_units))
@@ -237,33 +246,38 @@ def _section(
         footer = clip(
             f"<sub>Grouped by {head.by} ({md_text(head.grouping)}). Measured in base "
             f"{sides[0]} and head {sides[1]}.</sub>",
-            _LINE_CAP * 2,
+            LINE_CAP * 2,
         )
         sizes = (base.file_size, head.file_size)
         counts = (base.function_count, head.function_count)
         headline = _change_line(comparison, comparison.delta, comparison.percent, sizes, counts)
-    out = _Room(limit - _size(footer))
+    out = Room(limit - _size(footer))
     out.add(headline, "")
     download = None if comparison.jit_only else compare_download_line(comparison)
     if download is not None:
-        out.add(clip(f"**{download[0].upper()}{download[1:]}**", _LINE_CAP), "")
+        out.add(clip(f"**{download[0].upper()}{download[1:]}**", LINE_CAP), "")
+    explained = explained_groups(comparison, top)
+    # what changed in numbers, a line each (a list item), before the verdicts and the table
+    summary = comparison_summary(comparison, explained, top)
+    out.fill([clip(f"- {markdown_line(line)}", LINE_CAP * 2) for line in summary], 0)
+    out.add("")
     for gate in gates:
         verdict = "✅ pass" if gate.passed else "❌ **FAIL**"
-        out.fill([clip(f"- {verdict}: {md_text(gate_message(gate))}", _LINE_CAP)], 0)
+        out.fill([clip(f"- {verdict}: {md_text(gate_message(gate))}", LINE_CAP)], 0)
     for note in comparison.notes:
-        out.fill([clip(f"- note: {md_text(note)}", _LINE_CAP)], 0)
+        out.fill([clip(f"- note: {md_text(note)}", LINE_CAP)], 0)
     said = _tree_lines(comparison)
     out.fill(said, 0)
     if gates or comparison.notes or said:
         out.add("")
-    folded = _groups(comparison, top, out, cap=out.left // 2)
+    folded = _groups(comparison, top, explained, out, cap=out.left // 2)
     sections: list[_Section] = [] if comparison.jit_only else _function_sections(comparison)
     if jit is not None and not comparison.jit_only:
         sections.append(_jit_section(comparison, jit))
     if folded is not None:
         sections.append(folded)
     produced = [
-        clip(f"- {side}: {md_text(provenance_line(r.provenance))}", _LINE_CAP)
+        clip(f"- {side}: {md_text(provenance_line(r.provenance))}", LINE_CAP)
         for side, r in (("base", base), ("head", head))
         if comparison.holds(r)
     ]
@@ -278,13 +292,13 @@ def _tree_lines(comparison: Comparison) -> list[str]:
     """Each side's warnings (what stderr said of it: a tree that does not match the library
     among them) and, with a kernel tree, the kernels each side lacks: a list item each."""
     lines = [
-        clip(f"- ⚠️ warning: {side}: {md_text(warning)}", _LINE_CAP)
+        clip(f"- ⚠️ warning: {side}: {md_text(warning)}", LINE_CAP)
         for side, report in (("base", comparison.base), ("head", comparison.head))
         if comparison.holds(report)
         for warning in report.warnings
     ]
     missing = missing_line(comparison)
-    return lines + ([] if missing is None else [clip(f"- {md_text(missing)}", _LINE_CAP)])
+    return lines + ([] if missing is None else [clip(f"- {md_text(missing)}", LINE_CAP)])
 
 
 _FUNCTIONS = (
@@ -306,12 +320,12 @@ def _function_sections(comparison: Comparison) -> list[_Section]:
             f"Functions {label}: {len(fns):,} ({human_delta(sign * sum(r.bytes for r in fns))})"
         )
         rows = (Row((Name(r.name), Name(r.group), r.bytes)) for r in fns)
-        lines = (markdown_row(_FUNCTIONS, row, cap=_NAME_CAP) for row in rows)
+        lines = (markdown_row(_FUNCTIONS, row, cap=NAME_CAP) for row in rows)
         sections.append((summary, markdown_header(_FUNCTIONS), len(fns), lines))
     if comparison.changed:
         changed = comparison.changed
         rows = (Row((Name(c.name), c.base_bytes, c.head_bytes, c.delta)) for c in changed)
-        lines = (markdown_row(_CHANGED, row, cap=_NAME_CAP) for row in rows)
+        lines = (markdown_row(_CHANGED, row, cap=NAME_CAP) for row in rows)
         summary = f"Functions changed in size: {len(changed):,}"
         sections.append((summary, markdown_header(_CHANGED), len(changed), lines))
     return sections
@@ -325,7 +339,7 @@ def _jit_section(comparison: Comparison, jit: JitComparison) -> _Section:
         clip(
             f"| measured: base {md_text(jit.base_origin or 'no JIT unit')}; head "
             f"{md_text(jit.head_origin or 'no JIT unit')} | | | | |",
-            _LINE_CAP * 2,
+            LINE_CAP * 2,
         )
     )
     summary = (
@@ -350,7 +364,7 @@ def comment_markdown(
     several = len(pairs) > 1
     first = headline(
         [
-            (v, md_code(c.library.source.label, _NAME_CAP) if several else "head")
+            (v, md_code(c.library.source.label, NAME_CAP) if several else "head")
             for c, gates in pairs
             for v in gates
         ],
@@ -360,53 +374,17 @@ def comment_markdown(
         head_lines += [first, ""]
     summary = pairs_summary([comparison for comparison, _ in pairs], lambda n: md_code(n, 200))
     if summary is not None:  # which libraries are on one side only, before any detail
-        head_lines += [clip(summary[0].upper() + summary[1:] + ".", _LINE_CAP * 4), ""]
+        head_lines += [clip(summary[0].upper() + summary[1:] + ".", LINE_CAP * 4), ""]
     room = limit - sum(map(_size, head_lines)) - 1
     share = room // max(1, len(pairs))
     lines = list(head_lines)
     for comparison, gates in pairs:
         if len(pairs) > 1 or comparison.change != "paired":
             what = "" if comparison.change == "paired" else f" ({comparison.change} library)"
-            title = f"#### {md_code(comparison.library.source.label, _NAME_CAP)}{what}"
+            title = f"#### {md_code(comparison.library.source.label, NAME_CAP)}{what}"
             lines += [title, ""]
             section = _section(comparison, gates, top, share - _size(title) - 1)
         else:
             section = _section(comparison, gates, top, share)
         lines += [*section, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def budget_markdown(
-    verdicts: Sequence[Verdict],
-    source: str,
-    *,
-    marker: str = BUDGET_MARKER,
-    limit: int = DEFAULT_LIMIT,
-    warnings: Sequence[str] = (),
-) -> str:
-    """The verdict first, then the budget's table (failures first); under ``limit`` UTF-8 bytes
-    whatever the input (rows are capped, and the ones that do not fit are counted)."""
-    failed = sum(not c.passed for c in verdicts)
-    pairs = [(c, md_text(c.subject)) for c in verdicts]
-    verdict = headline(pairs, "limits pass", lambda c, _: md_text(failure(c))) or ""
-    if failed:  # what failed first, then how many of the limits
-        verdict += f" (**{failed} of {len(verdicts)} limits exceeded**)"
-    measured = sorted({m for c in verdicts for m in c.measured_in})
-    footer = clip(
-        f"<sub>Budgets from {md_text(source)}; measured in {md_text('; '.join(measured))}.</sub>",
-        2000,
-    )
-    table = budget_table(verdicts, source)
-    out = _Room(limit - _size(footer) - 200)
-    out.add(marker, "### Metallib size budget", "", verdict, "")
-    said = [clip(f"- ⚠️ warning: {md_text(w)}", _LINE_CAP) for w in warnings]
-    if out.fill(said, 2000):  # what stderr said of the libraries, room kept for the table
-        out.add("")
-    out.add(*markdown_header(table.columns))
-    rows = sorted(table.rows, key=lambda r: bool(table.value(r, "passed")))  # failures first
-    lines = (clip(markdown_row(table.columns, row, cap=_NAME_CAP), _LINE_CAP) for row in rows)
-    shown = out.fill(lines, 0)
-    if shown < len(rows):
-        more = len(rows) - shown
-        out.add(f"| … {more:,} more not shown (see `budget --format json`) | | | | |")
-    return "\n".join([*out.lines, "", footer]) + "\n"

@@ -133,6 +133,8 @@ class Table:
     rows: tuple[Row, ...]
     title: Words
     heading: Words = ()
+    preface: tuple[Words, ...] = ()
+    """Lines between the title and the rows in the text formats (a comparison's summary)."""
     caption: tuple[Words, ...] = ()
     notes: tuple[Words, ...] = ()
     context: tuple[tuple[str, str], ...] = ()
@@ -253,12 +255,14 @@ def text_tables(
             box=box.SIMPLE_HEAD if table.compact else box.HEAVY_HEAD,
             pad_edge=not table.compact,
             show_edge=not table.compact,
-            title=_rich_words(table.title),
+            title=None if table.preface else _rich_words(table.title),  # else printed above
             # a compact table's caption follows it after a blank line (below): no edge to end it
             caption=None if table.compact else "\n".join(map(_rich_words, table.caption)) or None,
             title_justify="left",
             caption_justify="left",
         )
+        for line in (table.title, *table.preface) if table.preface else ():
+            console.print(_rich_words(line), highlight=False)
         for _, column in shown:
             right = column.kind != "text"
             # a heading may be a name (a history's group columns): escaped as every cell is
@@ -338,6 +342,7 @@ def markdown_tables(tables: Iterable[Table], lines: Sequence[Words] = ()) -> str
         if table.heading:
             parts.append(f"### {markdown_line(table.heading)}\n")
         parts.append(markdown_line(table.title) + "\n")
+        parts += [markdown_line(line) + "\n" for line in table.preface]
         parts += [f"<sub>{markdown_line(c)}</sub>\n" for c in table.caption]
         parts += markdown_header(table.columns)
         parts += [

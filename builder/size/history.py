@@ -14,10 +14,12 @@ paired across targets by the library's name. Pure data: shown by
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from builder.size.rollup import Rollup
+from builder.size.change_summary import explain
+from builder.size.rollup import Rollup, join
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
@@ -25,7 +27,15 @@ if TYPE_CHECKING:
     from builder.size.load import TreeSources
     from builder.size.report import Report
 
-__all__ = ["HistoryPoint", "LibraryHistory", "library_histories", "measure_history", "top_groups"]
+__all__ = [
+    "HistoryPoint",
+    "LibraryHistory",
+    "Step",
+    "library_histories",
+    "measure_history",
+    "steps",
+    "top_groups",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,25 @@ class HistoryPoint:
 
 
 @dataclass(frozen=True)
+class Step:
+    """From one point of a library's history to the next: the groups that moved most, so that
+    growth spread over many small groups is seen, not only the largest groups' sizes."""
+
+    base: str
+    """The earlier point's target."""
+    head: str
+    delta_bytes: int
+    moves: list[Rollup]
+    """Joined rows (``rollup.join``: head's measures, ``base_`` ones base's) by |delta|, the
+    ``top`` that moved most; rolled up to label prefixes as ``compare`` rolls its rows
+    (``change_summary.explain``) when those groups explain less than half of the step."""
+    label_tokens: int | None
+    """None: the groups as they are; else their labels' first ``label_tokens`` tokens."""
+    explained: float
+    """The share of the step's change (sum of |delta|) the moves explain."""
+
+
+@dataclass(frozen=True)
 class LibraryHistory:
     """One library's points, in the order of the targets that hold it, and the groups shown."""
 
@@ -64,6 +93,8 @@ class LibraryHistory:
     points: list[HistoryPoint]
     top: list[str]
     """The groups shown (``top_groups``)."""
+    steps: list[Step] = field(default_factory=list)
+    """From each point to the next, the groups that moved most (``steps``)."""
 
 
 def measure_history(
@@ -122,11 +153,25 @@ def library_histories(points: Sequence[HistoryPoint], top: int | None) -> list[L
     for point in points:
         per_target[point.target] = per_target.get(point.target, 0) + 1
     if all(count == 1 for count in per_target.values()):
-        return [LibraryHistory(None, list(points), top_groups(points, top))]
+        return [LibraryHistory(None, list(points), top_groups(points, top), steps(points, top))]
     named: dict[str | None, list[HistoryPoint]] = {}
     for point in points:
         named.setdefault(point.library, []).append(point)
-    return [LibraryHistory(name, ps, top_groups(ps, top)) for name, ps in named.items()]
+    return [
+        LibraryHistory(name, ps, top_groups(ps, top), steps(ps, top)) for name, ps in named.items()
+    ]
+
+
+def steps(points: Sequence[HistoryPoint], top: int | None) -> list[Step]:
+    """Each point against the one before: its ``top`` groups by |delta| (every group that
+    moved for None), rolled up as ``compare``'s rows are."""
+    found = []
+    for a, b in pairwise(points):
+        joined = join(a.groups, b.groups)
+        shown = explain(joined, top)
+        moves = [g for g in shown.groups if g.delta][:top]
+        found.append(Step(a.target, b.target, b.bytes - a.bytes, moves, shown.tokens, shown.share))
+    return found
 
 
 def top_groups(points: Sequence[HistoryPoint], top: int | None) -> list[str]:

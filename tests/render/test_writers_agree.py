@@ -32,7 +32,8 @@ from builder.publish.outputs import (
     variants_output,
 )
 from builder.render.build import presets_table
-from builder.render.compare_tables import compare_tables, history_tables
+from builder.render.compare_tables import compare_tables
+from builder.render.history_tables import history_tables, moves_table
 from builder.render.library import sources_tables
 from builder.render.report_tables import budget_table, report_tables
 from builder.render.table import Table, cell_text, csv_records, markdown_tables
@@ -260,8 +261,11 @@ def test_every_history_format_prints_the_model(paths: tuple[str, str]) -> None:
     points = measure_history(list(paths), download=True)
     histories = library_histories(points, 3)
     tables = history_tables(histories, "kernel")
-    _check_text(tables, history_output(histories, "kernel", "table", False, None))
-    _check_markdown(tables, history_output(histories, "kernel", "markdown", False, None))
+    moves = moves_table(histories[0], "kernel")  # the groups that moved most: not in CSV
+    assert moves is not None
+    _check_text([*tables, moves], history_output(histories, "kernel", "table", False, None))
+    people = [*tables, moves]
+    _check_markdown(people, history_output(histories, "kernel", "markdown", False, None))
     _check_csv(tables, history_output(histories, "kernel", "csv", False, None))
     doc = json.loads(history_output(histories, "kernel", "json", False, None))
     (table,) = tables

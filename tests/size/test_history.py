@@ -12,7 +12,9 @@ import os
 import re
 import zipfile
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli
@@ -62,6 +64,39 @@ def test_three_releases_give_their_true_sizes_and_a_chart(
     for version, size in zip(VERSIONS, sizes):
         row = next(line for line in out.splitlines() if line.strip().startswith(version))
         assert f"{size / 1e6:.1f} MB" in row
+    steps = json.loads(doc.read_text())["steps"]
+    _steps_are_the_groups_that_moved_most(points, steps, out)
+    page_moves = html.split("moved most", 1)[1]  # the page lists the same moves, in order
+    cells = re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td>", page_moves)
+    assert cells == [m["name"] for step in steps for m in step["moves"]]
+
+
+def _steps_are_the_groups_that_moved_most(
+    points: list[dict[str, Any]], steps: list[dict[str, Any]], text: str
+) -> None:
+    """Each step's moves: the 5 groups (history's default --top) whose bytes changed most from
+    one point to the next, their deltas computed here from the points' groups (each checked
+    against ``report`` above); a group that is not among the largest shows when it moved."""
+    largest: set[str] = set()
+    for point in points:
+        largest |= {g["name"] for g in point["groups"][:5]}
+    moved_outside_largest = []
+    for step, (a, b) in zip(steps, pairwise(points), strict=True):
+        assert (step["base"], step["head"]) == (a["target"], b["target"])
+        assert step["delta_bytes"] == b["bytes"] - a["bytes"]
+        before = {g["name"]: g["bytes"] for g in a["groups"]}
+        after = {g["name"]: g["bytes"] for g in b["groups"]}
+        deltas = {n: after.get(n, 0) - before.get(n, 0) for n in before.keys() | after.keys()}
+        ranked = sorted(deltas.values(), key=abs, reverse=True)
+        assert step["label_tokens"] is None  # MLX's groups explain the change as they are
+        moves = [(m["name"], m["bytes"] - m["base_bytes"]) for m in step["moves"]]
+        assert [d for _, d in moves] == ranked[:5]
+        assert all(deltas[name] == d for name, d in moves)
+        explained = sum(map(abs, ranked[:5])) / sum(map(abs, ranked))
+        assert step["explained"] == pytest.approx(explained)
+        moved_outside_largest += [name for name, _ in moves if name not in largest]
+        assert f"{a['target'].split('==')[1]} → {b['target'].split('==')[1]}" in text
+    assert moved_outside_largest  # growth outside the largest groups is shown
 
 
 def test_download_size_is_the_deflate_size_a_zip_stores(

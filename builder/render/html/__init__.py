@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, cast
 
 from builder.files.dataclass_json import dumps
 from builder.files.reading import read_text
-from builder.render.compare_tables import DOWNLOAD_METHOD, history_tables, one_package
+from builder.render.compare_tables import DOWNLOAD_METHOD
+from builder.render.history_tables import history_tables, moves_table, one_package
 from builder.render.html.data import comparison_data, report_data
 from builder.render.table import Table, cell_text
 from builder.render.text import human_size, visible
@@ -223,7 +224,8 @@ _HISTORY_CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
     """The page: the total (and download) chart, a line per library; then, per library, its top
-    groups' chart and its figures as a table; and where each was measured. The charts are drawn
+    groups' chart, its figures as a table and the groups each step moved most; and where each
+    was measured. The charts are drawn
     from the history's tables (``history_tables``, every group column), so a line and its
     table's row cannot disagree."""
     points = [p for h in histories for p in h.points]
@@ -245,7 +247,7 @@ def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
         groups = figures[keys.index("function_count") + 1 :]  # the columns after the fixed ones
         heading = f"<h2>{_text(name)}</h2>\n" if several else ""
         chart = _chart(f"Top {len(groups)} groups (by {by})", labels, groups) + "\n"
-        sections.append(heading + (chart if groups else "") + _table_html(table))
+        sections.append(heading + (chart if groups else "") + _table_html(table) + _moves(h, by))
     measured = "<br>".join(_text(m) for p in points for m in p.measured_in)
     note = f"<br>Download size: {_text(DOWNLOAD_METHOD)}." if download else ""
     libraries = f"; {len(histories)} libraries, each its own history" if several else ""
@@ -259,6 +261,15 @@ def history_html(histories: Sequence[LibraryHistory], by: str) -> str:
 """
     title = "Metallib size history"
     return _filled(_asset("shell.html"), title, _HISTORY_CSP, ("history.css",), {"{{BODY}}": body})
+
+
+def _moves(history: LibraryHistory, by: str) -> str:
+    """The groups that moved most in each step (``moves_table``), with what they explain."""
+    table = moves_table(history, by)
+    if table is None:
+        return ""
+    said = "".join(f"<br>{_text(''.join(line))}" for line in table.caption)
+    return f"<h3>Groups that moved most, each step</h3>\n{_table_html(table)}<p>{said[4:]}</p>\n"
 
 
 def _figures(table: Table, rows_at: Sequence[str], targets: Sequence[str]) -> list[Series]:
