@@ -53,10 +53,11 @@ _common = options(
         show_default=True,
         callback=_by_keys,
         metavar="KEY[,KEY]",
-        help=f"Group bytes by kernel group, dtype, source file (from a build "
-        f"manifest, or from the kernel tree given with --source-dir) or "
-        f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype "
-        f"divides each source file's bytes by dtype (report only).",
+        help=f"Group bytes by kernel group, stem (the name without its dtypes and "
+        f"parameters), dtype, source file (from a build manifest, or from the kernel tree "
+        f"given with --source-dir) or function ({'|'.join(BY_CHOICES)}). Two keys nest: "
+        f"--by source,dtype divides each source file's bytes by dtype, --by kernel,stem "
+        f"each op's by stem (abs: abs_dense, abs_strided...) (report only).",
     ),
     click.option(
         "--rules",
