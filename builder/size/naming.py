@@ -27,8 +27,10 @@ it.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator, Sequence
 
+from builder.errors import UsageError
 from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
 from builder.metallib.native import native_module
 
@@ -136,46 +138,74 @@ _LAYOUT = frozenset(LAYOUT_WORDS)
 _DIGITS = "0123456789"
 
 
-def _is_layout(token: str) -> bool:
-    return token.rstrip(_DIGITS) in _LAYOUT
+def _python_labels(names: Sequence[str], level: int) -> list[str]:
+    """Op (0) or stem (1) of every name, as the module docstring states them: the dtypes marked
+    in one pass over all names joined by a character none holds (each token a word of its own,
+    a character no name holds either), then each name's words walked once."""
+    sep, mark = _free_characters(names, 2)
+    ends = "_" + sep
+    dtype = f"_{mark}_"
 
+    def strip(match: re.Match[str]) -> str:
+        text = match.group()
+        if text in WORD_ONLY_SPELLINGS:
+            start, end = match.span()
+            if match.string[start - 1] not in ends or match.string[end] not in ends:
+                return text  # a short word inside a longer one
+        return dtype
 
-def _labels(name: str) -> tuple[str, str]:
-    """(op, stem) of one name, as the module docstring states them."""
-    tokens: list[str | None] = []  # None stands for a dtype
-    last = 0
-    for match in _dtype_matches(name):
-        tokens += name[last : match.start()].split("_")
-        tokens.append(None)
-        last = match.end()
-    tokens += name[last:].split("_")
-    words = [t for t in tokens if t != ""]
-    end = next(
-        (i for i, t in enumerate(words) if t is None or _NUMBER.fullmatch(t)), None
-    )  # the head ends at the first dtype or number
-    if end is None:  # neither: before the trailing parameters, never before the second word
-        end = len(words)
-        while end > 1 and _PARAMETER.fullmatch(words[end - 1] or ""):
-            end -= 1
-    head = [t for t in words[:end] if t is not None]
-    stem = list(head)
-    rest = words[end:]
-    for i, word in enumerate(rest):
-        if word is None or _PARAMETER.fullmatch(word):
-            continue
-        value = rest[i + 1] if i + 1 < len(rest) else None
-        if value is not None and _KEY.fullmatch(word) and _VALUE.fullmatch(value):
-            continue  # gs_32: a key and its value
-        stem.append(word)
-    op: list[str] = []
-    for word in head:
-        if _is_layout(word):
-            if op:
+    text = _DTYPE_RE.sub(strip, sep + sep.join(names) + sep)
+    number, parameter, layouts = _NUMBER.fullmatch, _PARAMETER.fullmatch, _LAYOUT
+    labels = []
+    for stripped, name in zip(text[1:-1].split(sep), names):
+        words = [w for w in stripped.split("_") if w]
+        end = 0  # the head: the words before the first dtype or number
+        for word in words:
+            if word == mark or (word[0] in _DIGITS and number(word)):
                 break
-            continue
-        op.append(word)
-    stem_label = "_".join(stem) or name
-    return "_".join(op) or stem_label, stem_label
+            end += 1
+        else:  # neither: before the trailing parameters, never before the second word
+            while end > 1 and parameter(words[end - 1]):
+                end -= 1
+        if level == 0:
+            op: list[str] = []
+            for word in words[:end]:
+                if word.rstrip(_DIGITS) in layouts:
+                    if op:
+                        break
+                    continue
+                op.append(word)
+            if op:
+                labels.append("_".join(op))
+                continue
+        stem = words[:end]
+        for i in range(end, len(words)):
+            word = words[i]
+            if word == mark or parameter(word):
+                continue
+            if i + 1 < len(words) and _KEY.fullmatch(word) and _VALUE.fullmatch(words[i + 1]):
+                continue  # gs_32: a key and its value
+            stem.append(word)
+        labels.append("_".join(stem) or name)
+    return labels
+
+
+def _free_characters(names: Sequence[str], count: int) -> list[str]:
+    """``count`` characters none of ``names`` holds, to join and mark them with: NUL and the
+    next ones when free (a metallib ends each name with NUL, so no name of a library holds it),
+    else the first free ones that no dtype spelling or word can hold (not a letter, a digit or
+    ``_``)."""
+    first = [chr(i) for i in range(count)]
+    if not any(c in n for n in names for c in first):
+        return first
+    used = set().union(*names)
+    found = []
+    for char in map(chr, range(sys.maxunicode + 1)):
+        if char not in used and not char.isalnum() and char != "_":
+            found.append(char)
+            if len(found) == count:
+                return found
+    raise UsageError("names that hold every character cannot be grouped")  # not a real input
 
 
 def generic_group(name: str) -> str:
@@ -206,4 +236,4 @@ def _generic(names: Sequence[str], level: int) -> list[str]:
         )
         if found is not None:
             return found
-    return [_labels(name)[level] for name in names]
+    return _python_labels(names, level)
