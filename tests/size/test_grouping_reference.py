@@ -31,11 +31,16 @@ from builder.size.naming import LAYOUT_WORDS
 
 pytestmark = pytest.mark.both_container_codes  # the generic stems have a C and a Python path
 
-LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and two libraries of another
+LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and libraries of others
     ("mlx-metal==0.32.4", "macosx_14_0_arm64", "mlx.metallib"),
     ("mlx-metal==0.28.0", "macosx_14_0_arm64", "mlx.metallib"),
     ("torch==2.14.1", "macosx_14_0_arm64", "metal_basic"),
     ("torch==2.14.1", "macosx_14_0_arm64", "metal_40"),
+    ("torch==2.12.1", "macosx_14_0_arm64", "metal_basic"),
+    # the other projects of ../shared/REAL_DATA.md: names with digits, parameters, ggml's types
+    ("metal-flash-sdpa==0.1.2", "macosx_14_0_arm64", "metal_flash_sdpa/_C"),
+    ("metal-linalg==2.19.0", "macosx_14_0_arm64", "_metal_linalg_Svd_Bidiag_metallib"),
+    ("gpt4all==2.8.2", "macosx_10_15_universal2", "default.metallib"),
 ]
 STARTING = {  # first character -> the spellings that start with it, longest first
     c: sorted((s for s in NAME_SPELLINGS if s[0] == c), key=len, reverse=True)
@@ -142,7 +147,9 @@ def test_labels_are_the_references(spec: str, platform: str, member: str) -> Non
     assert (kernel.method, kernel.labels) == kernel_labels(names)
     assert group_names(names, "dtype").labels == [primary(n) for n in names]
     assert group_names(names, "stem").labels == [stems(n)[1] for n in names]
-    expected = "generic" if "torch" in spec else "rules:builtin:mlx"
+    # metal-flash-sdpa's kernels are MLX's steel attention: MLX's rules know them
+    generic = spec.startswith(("torch", "metal-linalg", "gpt4all"))
+    expected = "generic" if generic else "rules:builtin:mlx"
     assert kernel.method == expected  # both paths of the choice are checked
 
 
