@@ -53,13 +53,14 @@ _common = options(
         show_default=True,
         callback=_by_keys,
         metavar="KEY[,KEY]",
-        help=f"Group bytes by kernel group, dtype, source file (from a build "
-        f"manifest, or from the kernel tree given with --source-dir), the name less its "
-        f"template parameters (param) or function ({'|'.join(BY_CHOICES)}). Two keys "
-        f"nest: --by source,dtype divides each source file's bytes by dtype (report only). "
-        f"report --by param adds, per group, the bytes of each value of each parameter its "
-        f"names carry (dtype, bm64, gs_32...): what dropping that value would save "
-        f"(--by kernel,param: per kernel group).",
+        help=f"Group bytes by kernel group, stem (the name without its dtypes and "
+        f"parameters), dtype, source file (from a build manifest, or from the kernel tree "
+        f"given with --source-dir), the name less its template parameters (param) or "
+        f"function ({'|'.join(BY_CHOICES)}). Two keys nest: --by source,dtype divides each "
+        f"source file's bytes by dtype, --by kernel,stem each op's by stem (abs: abs_dense, "
+        f"abs_strided...) (report only). report --by param adds, per group, the bytes of "
+        f"each value of each parameter its names carry (dtype, bm64, gs_32...): what "
+        f"dropping that value would save (--by kernel,param: per kernel group).",
     ),
     click.option(
         "--rules",

@@ -15,8 +15,11 @@ Beyond MLX, names spell dtypes the way their project's sources do: Metal's own s
 (``bfloat``, ``int``, ``uint``, ``short``, ``char``, ``long`` and their unsigned forms) and vector
 forms (``half4``, ``uint2``) in PyTorch's MPS kernels, and ggml's tensor types (``f32``, ``f16``,
 ``bf16``) and quantization types (``q4_0``, ``q4_K``, ``iq2_xxs``) in ggml/llama.cpp. A vector
-counts as its element type. ggml's quantization types are their own dtype words: they name how
-weights are stored, which no element type says.
+counts as its element type, except ``half2`` and ``float2``: PyTorch's (and MLX's older fft)
+complex numbers, complex32 and complex64. PyTorch's 8-bit floats (``float8_e4m3fn``,
+``float8_e5m2``, ``float8_e4m3fnuz``, ``float8_e5m2fnuz``, ``float8_e8m0fnu``) and the 4-bit
+integers (``int4``, ``uint4``) are dtype words of their own, as are ggml's quantization types:
+they name how weights are stored, which no element type says.
 
 The host-name grammar: how a kernel instantiation is named, and how a name is read back.
 
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 __all__ = [
     "DTYPES",
     "FAMILIES",
+    "FLOAT8",
     "GGML_QUANTS",
     "METAL_TYPES",
     "NAME_SPELLINGS",
@@ -76,9 +80,14 @@ _OTHER_SPELLINGS = {
     "bool_": "bool",
     "float16_t": "float16",
     "float64": "float64",
-    "float2": "complex64",  # MLX's older fft kernels: a complex number as two floats
+    "float2": "complex64",  # MLX's older fft kernels, PyTorch's: a complex number as two floats
     "complex32_t": "complex32",
 }
+
+# PyTorch's 8-bit floats (c10/metal/float8.h, torch.float8_*), each its own dtype word: a name
+# spells them whole, the "_" inside included. Longer than any other spelling they start like.
+FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+"""The 8-bit float dtypes, spelled as PyTorch names them (``torch.float8_e4m3fn``)."""
 
 # Metal scalar type names that are not MLX words (MSL specification, table 2.1).
 _METAL_SCALARS = {
@@ -109,10 +118,19 @@ mxfp4 kernels by the type they compute in (``mxfp4_qmv_float_gs_32_b_4``), as it
 quantization modes, and its reports keep that label."""
 
 
+# 4-bit integers: a whole ``int4`` token is the 4-bit type (``torch.int4``), not Metal's vector
+# of four ints, which no real library's names were found to use. (``u16``, ``u64`` are not
+# dtypes: PyTorch writes them for an index's width, ``mb_sort_block_bool_tptg32_u16``.)
+_FOUR_BIT = {"int4": "int4", "uint4": "uint4"}
+
+
 def _word_only() -> dict[str, str]:
     """Spellings that are also ordinary words or short enough to occur inside one: they count
-    only between underscores (or the name's ends)."""
+    only between underscores (or the name's ends). A vector counts as its element type, but for
+    two: ``half2`` is a complex half as ``float2`` is a complex float (PyTorch's ComplexHalf;
+    MLX's older fft), and ``int4``/``uint4`` are the 4-bit integers."""
     found = {"float": "float32", "half": "float16", "bool": "bool", "float2": "complex64"}
+    found |= {"half2": "complex32"} | _FOUR_BIT
     found |= _METAL_SCALARS | _GGML_ELEMENTS | {q: q for q in GGML_QUANTS}
     for element, word in _VECTOR_ELEMENTS.items():
         for width in (2, 3, 4):
@@ -127,6 +145,7 @@ def _spellings() -> dict[str, str]:
     found = {word: word for word in DTYPES}
     found.update({metal: word for word, metal in METAL_TYPES.items()})
     found.update(_OTHER_SPELLINGS)
+    found.update({word: word for word in FLOAT8})
     found.update(_WORD_ONLY)
     # Longest first, so a scan tries "bfloat16_t" before "bfloat16" before "float16".
     return dict(sorted(found.items(), key=lambda item: (-len(item[0]), item[0])))

@@ -5,7 +5,11 @@ Kernel groups come from the best source available, in this order:
 1. a build manifest of this project (exact: the build knows which unit produced each name);
 2. a rule file given with ``--rules`` (ordered ``GROUP REGEX`` lines, first match wins);
 3. the built-in MLX rule set (``builder/size/rules/mlx.rules``) when most names look like MLX's;
-4. a generic fallback that strips dtype tokens and numeric parameters from the name.
+4. a generic fallback: the op the name says, its dtypes, parameters and layout words dropped
+   (``builder.size.naming``).
+
+``--by stem`` is the level below an op for any library: the name without its dtypes and
+parameters (``abs_dense_castout``, ``sort_block_stable``).
 
 Rules are compiled into one alternation so that classifying 17k names is a single regex call per
 name; Python's alternation is ordered, so "first rule wins" holds exactly.
@@ -13,18 +17,22 @@ name; Python's alternation is ordered, so "first rule wins" holds exactly.
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from builder.errors import UsageError
 from builder.files.reading import read_text
-from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
-from builder.metallib.native import native_module
+from builder.size.naming import (
+    NO_DTYPE,
+    generic_group,
+    generic_groups,
+    generic_stems,
+    parse_dtypes,
+    primary_dtype,
+)
 from builder.size.params import param_labels
 
 __all__ = [
@@ -38,6 +46,7 @@ __all__ = [
     "builtin_rules",
     "generic_group",
     "generic_groups",
+    "generic_stems",
     "group_names",
     "load_rules",
     "parse_by",
@@ -45,160 +54,12 @@ __all__ = [
     "primary_dtype",
 ]
 
-BY_CHOICES = ("function", "kernel", "dtype", "source", "param")
+BY_CHOICES = ("function", "kernel", "stem", "dtype", "source", "param")
 OTHER = "other"
-NO_DTYPE = "none"
 MLX_MIN_SHARE = 0.5
 """Share of names the MLX rules must match before a library is treated as MLX-built."""
 
 _RULES_DIR = Path(__file__).resolve().parent / "rules"
-
-
-_Trie = dict[str, "_Trie"]  # a character -> the rest; "" -> {} where a word ends
-
-
-def _longest_first(words: Iterable[str]) -> str:
-    """A regular expression matching the longest of ``words`` that starts at a position, written
-    as a trie (``int(?:8|16(?:_t)?|...)?``): each alternative starts with a different character,
-    so the engine rejects a position on its first character instead of trying 105 spellings."""
-    trie: _Trie = {}
-    for word in words:
-        node = trie
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def emit(node: _Trie) -> str:
-        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
-        # greedy: a longer spelling wins over one that ends here
-        return f"(?:{body})?" if "" in node else body
-
-    return emit(trie)
-
-
-# Scanning left to right, the longest spelling at each position: "uint32" is never read as
-# "int32". The same matches as an alternation of the spellings, longest first.
-_DTYPE_RE = re.compile(_longest_first(NAME_SPELLINGS))
-_SPELLINGS = tuple(NAME_SPELLINGS)  # for the C extension's generic_stems
-
-
-def _dtype_tokens(name: str, *, skip_masks: bool = False) -> Iterator[str]:
-    for match in _DTYPE_RE.finditer(name):
-        text = match.group()
-        start, end = match.span()
-        if text in WORD_ONLY_SPELLINGS and (
-            (start and name[start - 1] != "_") or (end < len(name) and name[end] != "_")
-        ):
-            continue
-        if (
-            skip_masks
-            and name.endswith(_MASK_PREFIXES, 0, start)
-            and not name.endswith(_NO_MASK, 0, start)
-        ):
-            continue
-        yield NAME_SPELLINGS[text]
-
-
-# MLX names a mask's element type right after the word "mask" (``outmask_float32``,
-# ``opmask_bool_``, ``maskbool_``); that is not the type the kernel computes in.
-_MASK_PREFIXES = ("mask", "mask_")
-_NO_MASK = ("nomask", "nomask_")
-
-
-def parse_dtypes(name: str) -> list[str]:
-    """Canonical dtypes named in ``name``, in order: ``"v_copyfloat16float32"`` -> both.
-
-    MLX concatenates its own tokens (``float16``, ``bool_``) but separates Metal spellings
-    (``float``, ``float16_t``) with underscores; the short words count only as whole tokens.
-    """
-    return list(_dtype_tokens(name))
-
-
-def primary_dtype(name: str) -> str:
-    """The dtype a kernel computes in: the first dtype in the name that is not a mask's type
-    (``gemv_outmask_nomask_opmask_bool__float16_...`` -> float16), else the first dtype at all
-    (``sdpa_blocked_causal_mask_bfloat16``: the only dtype follows "mask_"), or ``"none"``."""
-    return next(_dtype_tokens(name, skip_masks=True), None) or next(_dtype_tokens(name), NO_DTYPE)
-
-
-def _dtype_stripper(ends: str) -> Callable[[re.Match[str]], str]:
-    """A dtype token's replacement in a text of names joined by a separator (``ends``: ``_``
-    and that separator, which also stands at the text's two ends): "_", or the text itself for
-    a short word inside a longer one. One Python call per token, the word looked up first."""
-
-    def strip(match: re.Match[str]) -> str:
-        text = match.group()
-        if text in WORD_ONLY_SPELLINGS:
-            start, end = match.span()
-            name = match.string
-            if name[start - 1] not in ends or name[end] not in ends:
-                return text
-        return "_"
-
-    return strip
-
-
-def generic_group(name: str) -> str:
-    """A group for names no rule knows: drop dtype tokens and numeric parameters.
-
-    ``"mykernel_float16_bm64_bn32"`` -> ``"mykernel"``. The result is a readable stem, not a claim
-    about how the library was built; reports label it "generic".
-    """
-    return generic_groups([name])[0]
-
-
-def generic_groups(names: Sequence[str]) -> list[str]:
-    """:func:`generic_group` of every name: by the C extension when it is built (ASCII names,
-    ``generic_stems`` in csrc/stems.c: here each dtype token costs a Python call, which CPython
-    3.11 makes for any replacement that is not a plain string), else all at once here, the
-    names joined by a character none of them holds and each step one regular expression over
-    the whole text (dtype tokens become "_", numeric ``_`` tokens go, then the ``_`` left over),
-    not a Python loop over the names. This path is the reference the C one is tested against."""
-    native = getattr(native_module(), "generic_stems", None)
-    if native is not None:
-        found: list[str] | None = native(names, _SPELLINGS, WORD_ONLY_SPELLINGS)
-        if found is not None:
-            return found
-    sep = _separator(names)
-    ends = "_" + sep
-    text = sep + sep.join(names) + sep  # each name between two separators
-    text = _DTYPE_RE.sub(_dtype_stripper(ends), text)
-    for start, pattern in _numeric_tokens(sep):
-        text = pattern.sub(start, text)
-    text = _UNDERSCORES.sub("_", text).replace(sep + "_", sep).replace("_" + sep, sep)
-    return [label or name for label, name in zip(text[1:-1].split(sep), names)]
-
-
-def _separator(names: Sequence[str]) -> str:
-    """A character none of ``names`` holds, to join them with: NUL (a metallib ends each name
-    with one, so no name of a library holds it), else the first free character that no dtype
-    spelling or numeric token can hold (not a letter, a digit, ``_`` or a newline)."""
-    if not any("\x00" in n for n in names):
-        return "\x00"
-    used = set().union(*names)
-    for char in map(chr, range(1, sys.maxunicode + 1)):
-        if char not in used and not char.isalnum() and char not in "_\n":
-            return char
-    raise UsageError("names that hold every character cannot be grouped")  # not a real input
-
-
-_UNDERSCORES = re.compile("_{2,}")
-
-
-@functools.cache
-def _numeric_tokens(sep: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """A numeric parameter as a whole token (``64``, ``bm64``, ``true``; at most a newline after
-    it, as ``$`` allows at a token's end), once after each character that can start a token
-    (``_``, ``sep``), which the replacement keeps: the engine searches for that character
-    instead of trying a look-behind at every position."""
-    end = f"(?=[_{re.escape(sep)}])"
-    return tuple(
-        (start, re.compile(f"{re.escape(start)}(?:\\d+|[A-Za-z]{{1,6}}\\d+|true|false)\n?{end}"))
-        for start in ("_", sep)
-    )
 
 
 class Sources(NamedTuple):
@@ -331,6 +192,8 @@ def group_names(
         return Grouping(by, "function", list(names))
     if by == "dtype":
         return Grouping(by, "dtype", [primary_dtype(n) for n in names])
+    if by == "stem":
+        return Grouping(by, "generic", generic_stems(names))
     if by == "param":  # the name less its template parameters (builder.size.params)
         return Grouping(by, "param", param_labels(names))
     if by == "source":

@@ -167,7 +167,9 @@ def load_library(
                 f"{lib.target}: a report saved without download figures; save it "
                 "with 'report --download --format json'"
             )
-        if report.by == by and rules is None and sources is None:
+        # a generic label is read from the name: read again, as this version reads names
+        generic = report.grouping == "generic" or "stem" in by.split(",")
+        if report.by == by and rules is None and sources is None and not generic:
             return report
         stated = report.provenance.get("library")
         tree = _for_library(sources, stated, label)

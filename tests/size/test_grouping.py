@@ -44,7 +44,9 @@ from builder.size.grouping import (
 )
 def test_parse_dtypes(name: str, dtypes: list[str]) -> None:
     assert parse_dtypes(name) == dtypes
-    assert primary_dtype(name) == (dtypes[0] if dtypes else "none")
+    # bool wins only alone: MLX's scan of bools sums in int32
+    computing = [d for d in dtypes if d != "bool"] or dtypes
+    assert primary_dtype(name) == (computing[0] if dtypes else "none")
 
 
 # Names spelled after MLX's host-name grammar (one per family the rule set must know).
@@ -109,6 +111,34 @@ def test_generic_fallback_for_unknown_libraries() -> None:
     assert grouping.method == "generic"
     assert grouping.labels == ["blur", "blur", "sharpen", "tonemap_aces"]
     assert generic_group("steel_gemm_fused_nn_float16_float16_bm64_bn64") == "steel_gemm_fused_nn"
+
+
+@pytest.mark.parametrize(
+    ("name", "op", "stem"),
+    [  # torch's names: the op keeps its digits, layout words fold into it
+        ("atan2_dense_scalar_lhs_cast_half_half", "atan2", "atan2_dense_scalar_lhs_cast"),
+        ("bessel_j0_forward_strided_castout_half", "bessel_j0_forward", None),
+        ("modified_bessel_k1_forward_dense_castout_ilp_half", "modified_bessel_k1_forward", None),
+        ("log10_dense_float_short", "log10", "log10_dense"),
+        ("i0_strided_castout_half", "i0", "i0_strided_castout"),
+        ("expm1_dense_scalar_float2_float2", "expm1", "expm1_dense_scalar"),
+        ("silu_backward_dense_ilp4_float_float", "silu_backward", "silu_backward_dense_ilp4"),
+        ("div_true_inner_contiguous_float_uchar", "div_true", "div_true_inner_contiguous"),
+        ("inner_contiguous_scatter_u32", "scatter", "inner_contiguous_scatter"),
+        ("sort_block_long_tptg512_stable", "sort_block", "sort_block_stable"),
+        ("cumprod_vec_block_carry_3_bfloat", "cumprod", "cumprod_vec_block_carry"),
+        ("index_select_8bit", "index_select", "index_select"),
+        # MLX's and ggml's parameters after the op: numbers, bm64, gs_32, b_4
+        ("mxfp4_qmv_float_gs_32_b_4", "mxfp4_qmv", "mxfp4_qmv"),
+        ("kernel_flash_attn_ext_vec_f16_h128", "kernel_flash_attn_ext", None),
+        ("qr_householder_simd_8_1_g8", "qr_householder_simd", "qr_householder_simd"),
+        ("atan2", "atan2", "atan2"),  # a name of one token keeps it
+    ],
+)
+def test_ops_and_stems(name: str, op: str, stem: str | None) -> None:
+    assert generic_group(name) == op
+    if stem is not None:
+        assert group_names([name], "stem").labels == [stem]
 
 
 def test_rule_file_first_match_wins(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Kernel groups and dtypes of real libraries against a reference written here: the grouping as
-the issue 27 rules state it, in the plainest form (every MLX rule tried in order on every name,
+the issue 27 rules state it, with issue 36's ops, stems and bool rule (the naming
+rules of docs/report-schema.md), in the plainest form (every MLX rule tried in order on every name,
 the share counted over all names, dtype spellings tried longest first at each position). The
 tool's grouping is built for speed (one trie for the spellings, rules marked at their end, the
 MLX share decided as soon as it is certain, the generic stems in C when the extension is built,
@@ -23,16 +24,23 @@ from builder.size.grouping import (
     builtin_rules,
     generic_group,
     generic_groups,
+    generic_stems,
     group_names,
 )
+from builder.size.naming import LAYOUT_WORDS
 
 pytestmark = pytest.mark.both_container_codes  # the generic stems have a C and a Python path
 
-LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and two libraries of another
+LIBRARIES = [  # (spec, platform, member holds): MLX's own names, and libraries of others
     ("mlx-metal==0.32.4", "macosx_14_0_arm64", "mlx.metallib"),
     ("mlx-metal==0.28.0", "macosx_14_0_arm64", "mlx.metallib"),
     ("torch==2.14.1", "macosx_14_0_arm64", "metal_basic"),
     ("torch==2.14.1", "macosx_14_0_arm64", "metal_40"),
+    ("torch==2.12.1", "macosx_14_0_arm64", "metal_basic"),
+    # the other projects of ../shared/REAL_DATA.md: names with digits, parameters, ggml's types
+    ("metal-flash-sdpa==0.1.2", "macosx_14_0_arm64", "metal_flash_sdpa/_C"),
+    ("metal-linalg==2.19.0", "macosx_14_0_arm64", "_metal_linalg_Svd_Bidiag_metallib"),
+    ("gpt4all==2.8.2", "macosx_10_15_universal2", "default.metallib"),
 ]
 STARTING = {  # first character -> the spellings that start with it, longest first
     c: sorted((s for s in NAME_SPELLINGS if s[0] == c), key=len, reverse=True)
@@ -59,15 +67,59 @@ def dtype_tokens(name: str, skip_masks: bool = False) -> list[tuple[int, int, st
     return found
 
 
-def generic(name: str) -> str:
-    out, last = [], 0
+LAYOUT = {"dense", "strided", "contiguous", "contig", "inner", "innermost", "outer", "narrow"}
+LAYOUT |= {"flat", "broadcast", "scalar", "cast", "castout", "lhs", "rhs", "vec", "ilp"}
+"""Layout words as docs/report-schema.md lists them (a layout word may end in digits: ilp4)."""
+NUMBER = re.compile(r"[0-9]+(bits?)?")
+PARAMETER = re.compile(r"[0-9]+(bits?)?|[A-Za-z]{1,6}[0-9]+|true|false")  # whole words
+
+
+def words(name: str) -> list[str | None]:
+    """The name cut at "_" and at each dtype token (None), empty pieces dropped."""
+    out: list[str | None] = []
+    last = 0
     for start, end, _ in dtype_tokens(name):
-        out.append(name[last:start] + "_")
+        out += name[last:start].split("_") + [None]
         last = end
-    stripped = "".join(out) + name[last:]
-    numeric = re.compile(r"^(?:\d+|[A-Za-z]{1,6}\d+|true|false)$")
-    tokens = [t for t in stripped.split("_") if t and not numeric.match(t)]
-    return "_".join(tokens) or name
+    out += name[last:].split("_")
+    return [w for w in out if w != ""]
+
+
+def stems(name: str) -> tuple[str, str]:
+    """(op, stem): the rules of docs/report-schema.md, "Naming rules", step by step."""
+    ws = words(name)
+    # 1. the head: the words before the first dtype or number ...
+    end = len(ws)
+    for i, w in enumerate(ws):
+        if w is None or NUMBER.fullmatch(w):
+            end = i
+            break
+    else:  # ... or, with neither, before the trailing parameters (never the first word)
+        while end > 1 and PARAMETER.fullmatch(ws[end - 1] or ""):
+            end -= 1
+    head = [w for w in ws[:end] if w is not None]
+    # 2. the stem: the head, then every later word that is no dtype, parameter or key
+    stem = list(head)
+    after = ws[end:]
+    for i, w in enumerate(after):
+        following = after[i + 1] if i + 1 < len(after) else None
+        key = re.fullmatch("[A-Za-z]{1,6}", w or "") and re.fullmatch("[0-9]+", following or "")
+        if w is not None and not PARAMETER.fullmatch(w) and not key:
+            stem.append(w)
+    # 3. the op: the head's words up to its first layout word, leading layout words skipped
+    op: list[str] = []
+    for w in head:
+        if w.rstrip("0123456789") in LAYOUT:
+            if op:
+                break
+        else:
+            op.append(w)
+    stem_label = "_".join(stem) or name
+    return "_".join(op) or stem_label, stem_label
+
+
+def generic(name: str) -> str:
+    return stems(name)[0]
 
 
 def kernel_labels(names: list[str]) -> tuple[str, list[str]]:
@@ -79,8 +131,10 @@ def kernel_labels(names: list[str]) -> tuple[str, list[str]]:
 
 
 def primary(name: str) -> str:
-    tokens = dtype_tokens(name, skip_masks=True) or dtype_tokens(name)
-    return NAME_SPELLINGS[tokens[0][2]] if tokens else "none"
+    """The first dtype that is no mask's and not bool, else the first no mask's, else the first."""
+    unmasked = [NAME_SPELLINGS[w] for _, _, w in dtype_tokens(name, skip_masks=True)]
+    every = [NAME_SPELLINGS[w] for _, _, w in dtype_tokens(name)]
+    return ([d for d in unmasked if d != "bool"] or unmasked or every or ["none"])[0]
 
 
 @pytest.mark.realdata
@@ -92,13 +146,16 @@ def test_labels_are_the_references(spec: str, platform: str, member: str) -> Non
     kernel = group_names(names, "kernel")
     assert (kernel.method, kernel.labels) == kernel_labels(names)
     assert group_names(names, "dtype").labels == [primary(n) for n in names]
-    expected = "generic" if "torch" in spec else "rules:builtin:mlx"
+    assert group_names(names, "stem").labels == [stems(n)[1] for n in names]
+    # metal-flash-sdpa's kernels are MLX's steel attention: MLX's rules know them
+    generic = spec.startswith(("torch", "metal-linalg", "gpt4all"))
+    expected = "generic" if generic else "rules:builtin:mlx"
     assert kernel.method == expected  # both paths of the choice are checked
 
 
 ODD_NAMES = [
     "a_12\x00b",  # a NUL: the names are joined by another character
-    "x\n_12",  # a newline ends a token as "$" lets it: "12\n" is numeric, "x\n" is not
+    "x\n_12",  # a newline is a character like another: "12\n" is no number
     "12\n",
     "float_12\n_y",
     "\x00",
@@ -112,6 +169,9 @@ ODD_NAMES = [
     "x_bool_",
     "xuint8_t",
     "a_true_false_1",
+    "atan2_gs_32",  # no dtype: the op ends at the number, "gs" is the op's
+    "dense_strided_float",  # nothing but layout words: the op is the stem
+    "abs_ilp4_float_gs_32_b_4_stable",
 ]
 
 
@@ -121,14 +181,17 @@ def test_generic_stems_of_odd_names() -> None:
     assert generic_groups(ODD_NAMES) == [generic(n) for n in ODD_NAMES]
     assert generic_groups(ODD_NAMES[2:]) == [generic(n) for n in ODD_NAMES[2:]]
     assert [generic_group(n) for n in ODD_NAMES] == [generic(n) for n in ODD_NAMES]
+    assert generic_stems(ODD_NAMES) == [stems(n)[1] for n in ODD_NAMES]
 
 
 SOUP = [*NAME_SPELLINGS, "_", "__", "x", "u", "mask", "nomask", "12", "bm64", "true", "\n", "\x00"]
 """Pieces of names: every dtype spelling (so that spellings touch, overlap and hold one
 another), token ends, numeric tokens, the mask words and the characters names are joined by."""
 SOUP += ["false", "abcdefg1", "Ab12", "T", "2\n\n", "\u0663", "\u00e9"]
+SOUP += ["dense", "ilp4", "inner_", "8bit", "16bits", "gs", "atan2", "_4", "9bitx"]
 """Numeric tokens at the letters' limit and beyond, letters that are not ASCII, and a digit that
-is not ASCII (Python's \\d takes it; the C path declines names that are not ASCII)."""
+is not ASCII (the C path declines names that are not ASCII); layout words, widths in bits,
+keys and an op with digits."""
 
 
 @settings(max_examples=100, deadline=None)
@@ -138,8 +201,10 @@ def test_generic_stems_of_spelling_soup(names: list[str]) -> None:
     reference's, name by name (a short word inside a longer one stays, one between token ends
     goes). The ASCII names alone too: one name that is not ASCII sends all to Python."""
     assert generic_groups(names) == [generic(n) for n in names]
+    assert generic_stems(names) == [stems(n)[1] for n in names]
     ascii_names = [n for n in names if n.isascii()]
     assert generic_groups(ascii_names) == [generic(n) for n in ascii_names]
+    assert generic_stems(ascii_names) == [stems(n)[1] for n in ascii_names]
 
 
 @pytest.mark.picks_container_code
@@ -150,8 +215,9 @@ def test_the_extension_decides_ascii_names_and_declines_others() -> None:
     if module is None:
         pytest.skip(f"native code not in use: {native.status()}")
     assert hasattr(module, "generic_stems"), f"{module.__file__}: built before stems.c, reinstall"
-    spellings, names = tuple(NAME_SPELLINGS), ["k_float16_bm64", "copyint32", "abc_true"]
-    assert module.generic_stems(names, spellings, WORD_ONLY_SPELLINGS) == [
-        generic(n) for n in names
-    ]
-    assert module.generic_stems([*names, "k_\u0663"], spellings, WORD_ONLY_SPELLINGS) is None
+    spellings, names = tuple(NAME_SPELLINGS), ["k_float16_bm64", "copyint32", "abc_dense_true"]
+    for level in (0, 1):
+        found = module.generic_stems(names, spellings, WORD_ONLY_SPELLINGS, LAYOUT_WORDS, level)
+        assert found == [stems(n)[level] for n in names]
+    odd = [*names, "k_\u0663"]
+    assert module.generic_stems(odd, spellings, WORD_ONLY_SPELLINGS, LAYOUT_WORDS, 0) is None

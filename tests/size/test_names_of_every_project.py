@@ -37,7 +37,7 @@ def says_a_type(name: str, words: set[str]) -> bool:
     ("name", "primary", "group"),
     [
         ("ctc_loss_bfloat_int_int64_t", "bfloat16", "ctc_loss"),
-        ("copy_half4_to_float", "float16", "copy_to"),
+        ("copy_half4_to_float", "float16", "copy"),  # the op: the words before the dtype
         ("kernel_mul_mv_q4_0_f32", "q4_0", "kernel_mul_mv"),
         ("kernel_mul_mm_id_iq2_xxs_f16", "iq2_xxs", "kernel_mul_mm_id"),
         ("kernel_get_rows_q4_K", "q4_K", "kernel_get_rows"),
@@ -53,8 +53,11 @@ def test_labels_follow_what_the_name_says(name: str, primary: str, group: str | 
 
 
 def test_vectors_count_as_their_element() -> None:
-    assert parse_dtypes("add_half2_uint4_char3") == ["float16", "uint32", "int8"]
+    assert parse_dtypes("add_half4_uint2_char3") == ["float16", "uint32", "int8"]
     assert parse_dtypes("fft_float2") == ["complex64"]  # MLX's older fft: two floats, complex
+    # PyTorch's complex half is two halves; int4/uint4 are the 4-bit integers, not vectors
+    assert parse_dtypes("angle_dense_half2_half2") == ["complex32", "complex32"]
+    assert parse_dtypes("pack_int4_uint4") == ["int4", "uint4"]
 
 
 def _report(
@@ -119,8 +122,9 @@ _MLX_WORDS = {"float", "half", "bool", "float2"}
 
 
 def _mlx_label(name: str) -> str:
-    """The label MLX's spellings alone give: the first dtype not right after a mask word, else
-    the first at all, else "none" (an independent reading of the rule in docs/report-schema.md)."""
+    """The label MLX's spellings alone give: the first dtype not right after a mask word and not
+    bool, else the first not after a mask word, else the first at all, else "none" (an
+    independent reading of the rule in docs/report-schema.md)."""
     pattern = re.compile(
         "|".join(re.escape(s) for s in sorted(_MLX_SPELLINGS, key=lambda s: -len(s)))
     )
@@ -135,7 +139,8 @@ def _mlx_label(name: str) -> str:
         )
         found.append((_MLX_SPELLINGS[text], after_mask))
     unmasked = [word for word, masked in found if not masked]
-    return (unmasked or [w for w, _ in found] or ["none"])[0]
+    computing = [word for word in unmasked if word != "bool"]
+    return (computing or unmasked or [w for w, _ in found] or ["none"])[0]
 
 
 @pytest.mark.realdata

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli
@@ -77,6 +78,31 @@ def test_saved_report_round_trip_and_regroup(
     (by_dtype,) = load_reports(str(saved), by="dtype")
     assert {g.name for g in by_dtype.groups} == {"float32", "float16", "none"}
     assert sum(g.bytes for g in by_dtype.groups) == sum(g.bytes for g in report.groups)
+
+
+def test_a_saved_report_of_generic_groups_is_read_with_todays_names(
+    write_metallib: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A report saved by an older version holds the generic labels it made (``dense`` for
+    torch's ``atan2_dense_float_float``: the op dropped); read as a target it is grouped as this
+    version reads the names, so a compare against it does not see every group renamed."""
+    names = [("atan2_dense_float_float", 300), ("atan2_strided_half_half", 200)]
+    names += [("log10_dense_float_float", 100), ("mykernel_float16_bm64", 50)]
+    (report,) = load_reports(str(write_metallib("lib.metallib", names)))
+    doc: Any = json.loads(report_json([report]))  # JSON data, typed as such
+    old = {"atan2_dense_float_float": "dense", "atan2_strided_half_half": "strided"}
+    old |= {"log10_dense_float_float": "dense", "mykernel_float16_bm64": "mykernel"}
+    ops: dict[str, int] = {}
+    for row in doc["functions"]:
+        row["group"] = old[row["name"]]
+        op = row["name"].split("_")[0]  # each name's first word is its op here
+        ops[op] = ops.get(op, 0) + row["bytes"]
+    doc["groups"] = []  # rolled up again on reading
+    saved = tmp_path / "old.json"
+    saved.write_text(json.dumps(doc), encoding="utf-8")
+    (again,) = load_reports(str(saved))
+    assert {g.name: g.bytes for g in again.groups} == ops
+    assert set(ops) == {"atan2", "log10", "mykernel"}
 
 
 def test_saved_report_must_add_up(write_metallib: Callable[..., Path], tmp_path: Path) -> None:

@@ -5,8 +5,8 @@
  * reflection.c     reflection_pieces: FlatBuffer sizes and canonical flags for a rewrite
  * runs.c           coalesce_runs: pieces of the source merged into runs to copy
  * find.c           find_header: the next metallib header in a file (the search for metallibs)
- * stems.c          generic_stems: the generic group of every name (its caller is
- *                  builder/size/grouping.py)
+ * stems.c          generic_stems: the generic op or stem of every name (its caller
+ *                  is builder/size/naming.py)
  * sha256.c         sha256_spans: module hashes on several threads (only when built with OpenSSL)
  * deflate_share.c  deflate_share: the download model's parallel zlib pass (only with zlib;
  *                  its caller is builder/size/download.py)
@@ -44,10 +44,12 @@ static PyMethodDef methods[] = {
      "a header that passes the header checks (builder/metallib/embedded.py, plausible_header), or\n"
      "-1; the file is read with pread() without the GIL, nothing of it is mapped."},
     {"generic_stems", generic_stems, METH_VARARGS,
-     "generic_stems(names, spellings, word_only) -> list of str, or None\n\n"
-     "The generic group of every name (builder/size/grouping.py, generic_groups): dtype spellings\n"
-     "stripped, longest first, the word_only ones only between '_' or the ends, then empty and\n"
-     "numeric tokens dropped. None when a name or spelling is not ASCII."},
+     "generic_stems(names, spellings, word_only, layouts, level) -> list of str, or None\n\n"
+     "The generic op (level 0) or stem (level 1) of every name (builder/size/naming.py): dtype\n"
+     "spellings found longest first, the word_only ones only between '_' or the ends; the head\n"
+     "is the words before the first dtype or number, the stem the head and the later words that\n"
+     "are no parameters, the op the head's words up to its first layout word. None when a name\n"
+     "or word is not ASCII."},
 #ifdef METALLIB_NATIVE_SHA256
     {"sha256_spans", sha256_spans, METH_VARARGS,
      "sha256_spans(buffer, offsets, sizes, threads, fd=-1) -> bytes\n\n"

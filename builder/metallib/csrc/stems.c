@@ -1,15 +1,19 @@
-/* generic_stems: the generic group of every name (the C form of generic_groups in
- * builder/size/grouping.py, which is the reference and the path without this extension).
+/* generic_stems: the generic op or stem of every name (the C form of _labels in
+ * builder/size/naming.py, which is the reference and the path without this extension).
  *
- * generic_stems(names, spellings, word_only) -> list of str, or None
+ * generic_stems(names, spellings, word_only, layouts, level) -> list of str, or None
  *
  * For each name: dtype spellings found left to right, at each position the longest one that
- * starts there, each replaced by "_" (a spelling in word_only stays when it is not between "_"
- * or the name's ends); then the name is cut at "_", the empty and numeric tokens are dropped
- * (digits, 1 to 6 letters and digits, "true", "false", each with at most one newline after it)
- * and the rest joined by "_"; a name left with nothing is its own stem. Only ASCII names are
- * decided here: None when a name or spelling is not ASCII (Python's \d also takes other
- * digits) or a spelling is shorter than two characters, and Python does the work.
+ * starts there (a spelling in word_only only when it stands between "_" or the name's ends, else
+ * its text stays, the scan going on after it); "_" and each dtype cut the name into words, empty
+ * ones dropped.
+ * The head is the words before the first dtype or number ([0-9]+, optionally "bit"/"bits");
+ * with neither, the words before the trailing parameters, never fewer than the first word. After
+ * the head, parameters go (numbers, 1 to 6 letters then digits, "true", "false", a 1-to-6-letter
+ * key followed by a [0-9]+ word) and other words stay: the head and those are the stem (level 1).
+ * The op (level 0) is the head's words up to the first layout word (one of layouts, trailing
+ * digits aside), leading layout words skipped. An empty op is the stem, an empty stem the name. Only ASCII names are decided here: None when a name, spelling or layout word is not
+ * ASCII or a spelling is shorter than two characters, and Python does the work.
  */
 #include "native.h"
 
@@ -20,34 +24,98 @@ typedef struct {
     int next; /* the next spelling with the same first two characters, or -1 */
 } spelling_t;
 
+typedef struct {
+    const char *text;
+    Py_ssize_t size; /* -1: a dtype */
+} word_t;
+
 /* Spellings by their first two characters (every spelling has two or more): most positions of a
  * name start none, and the rest only a few, each then compared in full. */
 #define PAIR(a, b) (((unsigned)(unsigned char)(a) << 7) | (unsigned char)(b))
 #define PAIRS (128 * 128)
 
-static int is_numeric(const char *word, Py_ssize_t size)
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_letter(char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+
+static int is_value(const word_t *w) /* [0-9]+ */
 {
-    if (size > 0 && word[size - 1] == '\n')
-        size--;
-    if ((size == 4 && memcmp(word, "true", 4) == 0) || (size == 5 && memcmp(word, "false", 5) == 0))
-        return 1;
-    Py_ssize_t letters = 0;
-    while (letters < size && ((word[letters] | 0x20) >= 'a' && (word[letters] | 0x20) <= 'z'))
-        letters++;
-    if (letters > 6 || letters == size)
+    if (w->size <= 0)
         return 0;
-    for (Py_ssize_t i = letters; i < size; i++)
-        if (word[i] < '0' || word[i] > '9')
+    for (Py_ssize_t i = 0; i < w->size; i++)
+        if (!is_digit(w->text[i]))
             return 0;
     return 1;
 }
 
-/* The stem of name (size bytes) into out, its size returned; strip has room for size bytes. */
-static Py_ssize_t stem(const char *name, Py_ssize_t size, const spelling_t *spellings,
-                       const int *first, char *strip, char *out)
+static int is_number(const word_t *w) /* [0-9]+(bits?)? */
 {
-    Py_ssize_t kept = 0;
+    Py_ssize_t digits = 0;
+    while (digits < w->size && is_digit(w->text[digits]))
+        digits++;
+    if (digits == 0)
+        return 0;
+    Py_ssize_t tail = w->size - digits;
+    const char *t = w->text + digits;
+    return tail == 0 || (tail == 3 && memcmp(t, "bit", 3) == 0) || (tail == 4 && memcmp(t, "bits", 4) == 0);
+}
+
+static int is_key(const word_t *w) /* [A-Za-z]{1,6} */
+{
+    if (w->size < 1 || w->size > 6)
+        return 0;
+    for (Py_ssize_t i = 0; i < w->size; i++)
+        if (!is_letter(w->text[i]))
+            return 0;
+    return 1;
+}
+
+static int is_parameter(const word_t *w)
+{
+    if (w->size < 0)
+        return 0;
+    if (is_number(w) || (w->size == 4 && memcmp(w->text, "true", 4) == 0) ||
+        (w->size == 5 && memcmp(w->text, "false", 5) == 0))
+        return 1;
+    Py_ssize_t letters = 0;
+    while (letters < w->size && is_letter(w->text[letters]))
+        letters++;
+    if (letters < 1 || letters > 6 || letters == w->size)
+        return 0;
+    for (Py_ssize_t i = letters; i < w->size; i++)
+        if (!is_digit(w->text[i]))
+            return 0;
+    return 1;
+}
+
+static int is_layout(const word_t *w, const word_t *layouts, Py_ssize_t count)
+{
+    Py_ssize_t size = w->size;
+    while (size > 0 && is_digit(w->text[size - 1]))
+        size--;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (layouts[k].size == size && memcmp(layouts[k].text, w->text, (size_t)size) == 0)
+            return 1;
+    return 0;
+}
+
+/* The words of name into words (room for size + 1), their count returned. */
+static Py_ssize_t split(const char *name, Py_ssize_t size, const spelling_t *spellings, const int *first,
+                        word_t *words)
+{
+    Py_ssize_t count = 0, start = 0;
+#define CUT(at)                                                                                    \
+    do {                                                                                           \
+        if ((at) > start) {                                                                        \
+            words[count].text = name + start;                                                      \
+            words[count++].size = (at)-start;                                                      \
+        }                                                                                          \
+    } while (0)
     for (Py_ssize_t i = 0; i < size;) {
+        if (name[i] == '_') {
+            CUT(i);
+            start = ++i;
+            continue;
+        }
         const spelling_t *best = NULL;
         int k = i + 1 < size ? first[PAIR(name[i], name[i + 1])] : -1;
         for (; k >= 0; k = spellings[k].next) {
@@ -57,66 +125,122 @@ static Py_ssize_t stem(const char *name, Py_ssize_t size, const spelling_t *spel
                 best = s;
         }
         if (best == NULL) {
-            strip[kept++] = name[i++];
+            i++;
             continue;
         }
         Py_ssize_t end = i + best->size;
         if (best->word_only && !((i == 0 || name[i - 1] == '_') && (end == size || name[end] == '_'))) {
-            memcpy(strip + kept, name + i, (size_t)best->size); /* a short word inside a longer one */
-            kept += best->size;
-        } else {
-            strip[kept++] = '_';
+            for (; i < end; i++) /* a short word inside a longer one: its text stays, "_" cuts */
+                if (name[i] == '_') {
+                    CUT(i);
+                    start = i + 1;
+                }
+            continue;
         }
-        i = end;
+        CUT(i);
+        words[count].text = NULL;
+        words[count++].size = -1;
+        start = i = end;
     }
+    CUT(size);
+#undef CUT
+    return count;
+}
+
+static Py_ssize_t append(char *out, Py_ssize_t made, const word_t *w)
+{
+    if (made > 0)
+        out[made++] = '_';
+    memcpy(out + made, w->text, (size_t)w->size);
+    return made + w->size;
+}
+
+/* The label of one name into out (room for size bytes), its size returned (0: the name). */
+static Py_ssize_t label(const word_t *words, Py_ssize_t count, const word_t *layouts, Py_ssize_t nlayouts,
+                        int level, char *out)
+{
+    Py_ssize_t end = 0;
+    while (end < count && words[end].size >= 0 && !is_number(&words[end]))
+        end++;
+    if (end == count) /* no dtype, no number: the head ends before its trailing parameters */
+        while (end > 1 && is_parameter(&words[end - 1]))
+            end--;
     Py_ssize_t made = 0;
-    for (Py_ssize_t start = 0; start < kept;) {
-        const char *cut = memchr(strip + start, '_', (size_t)(kept - start));
-        Py_ssize_t end = cut == NULL ? kept : cut - strip;
-        if (end > start && !is_numeric(strip + start, end - start)) {
-            if (made > 0)
-                out[made++] = '_';
-            memcpy(out + made, strip + start, (size_t)(end - start));
-            made += end - start;
+    if (level == 0) {
+        for (Py_ssize_t i = 0; i < end; i++) {
+            if (is_layout(&words[i], layouts, nlayouts)) {
+                if (made > 0)
+                    break;
+                continue;
+            }
+            made = append(out, made, &words[i]);
         }
-        start = end + 1;
+        if (made > 0)
+            return made;
+    }
+    for (Py_ssize_t i = 0; i < end; i++)
+        made = append(out, made, &words[i]);
+    for (Py_ssize_t i = end; i < count; i++) {
+        const word_t *w = &words[i];
+        if (w->size < 0 || is_parameter(w))
+            continue;
+        if (i + 1 < count && is_key(w) && is_value(&words[i + 1]))
+            continue; /* gs_32: a key and its value */
+        made = append(out, made, w);
     }
     return made;
 }
 
+static int read_words(PyObject *given, word_t *into, Py_ssize_t count, int min_size)
+{
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *text = PySequence_Fast_GET_ITEM(given, k);
+        if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text) || PyUnicode_GET_LENGTH(text) < min_size)
+            return 0;
+        into[k].text = (const char *)PyUnicode_1BYTE_DATA(text);
+        into[k].size = PyUnicode_GET_LENGTH(text);
+    }
+    return 1;
+}
+
 PyObject *generic_stems(PyObject *module, PyObject *args)
 {
-    PyObject *names_in, *spellings_in, *word_only;
+    PyObject *names_in, *spellings_in, *word_only, *layouts_in;
+    int level;
     (void)module;
-    if (!PyArg_ParseTuple(args, "OOO:generic_stems", &names_in, &spellings_in, &word_only))
+    if (!PyArg_ParseTuple(args, "OOOOi:generic_stems", &names_in, &spellings_in, &word_only, &layouts_in,
+                          &level))
         return NULL;
     PyObject *names = PySequence_Fast(names_in, "generic_stems: names must be a sequence");
     PyObject *given = PySequence_Fast(spellings_in, "generic_stems: spellings must be a sequence");
+    PyObject *layout_seq = PySequence_Fast(layouts_in, "generic_stems: layouts must be a sequence");
     PyObject *result = NULL;
     spelling_t *spellings = NULL;
+    word_t *texts = NULL, *layouts = NULL, *words = NULL;
     int *first = NULL;
-    char *strip = NULL;
-    if (names == NULL || given == NULL)
+    char *out = NULL;
+    if (names == NULL || given == NULL || layout_seq == NULL)
         goto done;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(given);
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(given), nlayouts = PySequence_Fast_GET_SIZE(layout_seq);
     spellings = PyMem_Calloc((size_t)count + 1, sizeof(spelling_t));
+    texts = PyMem_Calloc((size_t)count + 1, sizeof(word_t));
+    layouts = PyMem_Calloc((size_t)nlayouts + 1, sizeof(word_t));
     first = PyMem_Malloc(PAIRS * sizeof(int));
-    if (spellings == NULL || first == NULL) {
+    if (spellings == NULL || texts == NULL || layouts == NULL || first == NULL) {
         PyErr_NoMemory();
         goto done;
     }
+    if (!read_words(given, texts, count, 2) || !read_words(layout_seq, layouts, nlayouts, 0))
+        goto decline;
     for (int pair = 0; pair < PAIRS; pair++)
         first[pair] = -1;
     for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *text = PySequence_Fast_GET_ITEM(given, k);
-        if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text) || PyUnicode_GET_LENGTH(text) < 2)
-            goto decline;
-        int word = PySequence_Contains(word_only, text);
+        int word = PySequence_Contains(word_only, PySequence_Fast_GET_ITEM(given, k));
         if (word < 0)
             goto done;
         spelling_t *s = &spellings[k];
-        s->text = (const char *)PyUnicode_1BYTE_DATA(text);
-        s->size = PyUnicode_GET_LENGTH(text);
+        s->text = texts[k].text;
+        s->size = texts[k].size;
         s->word_only = word;
         s->next = first[PAIR(s->text[0], s->text[1])];
         first[PAIR(s->text[0], s->text[1])] = (int)k;
@@ -129,10 +253,11 @@ PyObject *generic_stems(PyObject *module, PyObject *args)
         if (PyUnicode_GET_LENGTH(items[n]) > longest)
             longest = PyUnicode_GET_LENGTH(items[n]);
     }
-    strip = PyMem_Malloc(2 * (size_t)longest + 1); /* the stripped name, then its stem */
+    words = PyMem_Malloc(((size_t)longest + 1) * sizeof(word_t));
+    out = PyMem_Malloc((size_t)longest + 1);
     result = PyList_New(total);
-    if (strip == NULL || result == NULL) {
-        if (strip == NULL)
+    if (words == NULL || out == NULL || result == NULL) {
+        if (result != NULL)
             PyErr_NoMemory();
         Py_CLEAR(result);
         goto done;
@@ -141,30 +266,34 @@ PyObject *generic_stems(PyObject *module, PyObject *args)
         PyObject *name = items[n];
         const char *text = (const char *)PyUnicode_1BYTE_DATA(name);
         Py_ssize_t size = PyUnicode_GET_LENGTH(name);
-        char *out = strip + longest;
-        Py_ssize_t made = stem(text, size, spellings, first, strip, out);
-        PyObject *label;
+        Py_ssize_t nwords = split(text, size, spellings, first, words);
+        Py_ssize_t made = label(words, nwords, layouts, nlayouts, level, out);
+        PyObject *found;
         if (made == 0 || (made == size && memcmp(out, text, (size_t)size) == 0)) {
-            Py_INCREF(name); /* nothing left, or nothing stripped: the name itself */
-            label = name;
+            Py_INCREF(name); /* nothing left, or nothing dropped: the name itself */
+            found = name;
         } else {
-            label = PyUnicode_FromStringAndSize(out, made);
-            if (label == NULL) {
+            found = PyUnicode_FromStringAndSize(out, made);
+            if (found == NULL) {
                 Py_CLEAR(result);
                 goto done;
             }
         }
-        PyList_SET_ITEM(result, n, label);
+        PyList_SET_ITEM(result, n, found);
     }
     goto done;
 decline:
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    PyMem_Free(strip);
+    PyMem_Free(out);
+    PyMem_Free(words);
     PyMem_Free(spellings);
+    PyMem_Free(texts);
+    PyMem_Free(layouts);
     PyMem_Free(first);
     Py_XDECREF(names);
     Py_XDECREF(given);
+    Py_XDECREF(layout_seq);
     return result;
 }

@@ -1,0 +1,239 @@
+"""Reading a kernel name that no rule knows: its dtypes, its op, and the groups made from them.
+
+A name is words joined by ``_``; dtype spellings (``builder.kernels.dtypes.NAME_SPELLINGS``)
+are found left to right, the longest at each position, the short words only as whole words, and
+each cuts the name where it stands (``v_copyfloat16float32``: ``v``, ``copy``). Then:
+
+* the **head** is the words before the first dtype or the first number (``64``, ``8bit``); a
+  name with neither ends its head before its trailing parameters (``tonemap_aces_bm64``), never
+  before its second word. Words with digits in the head are the op's (``atan2``, ``log10``,
+  ``bessel_j0``, ``i0``, ``div_true``): parameters follow the op, they do not stand in it;
+* the **parameters** after the head go: numbers, letters then digits (``bm64``, ``tptg512``: one
+  to six letters), ``true``/``false``, a key of one to six letters before a number (``gs_32``,
+  ``b_4``); the other words after the head stay (``stable``, ``topk``, ``mask``);
+* the **stem** (``--by stem``) is the head and the words after it that are neither dtypes nor
+  parameters: ``abs_dense_castout``, ``sort_block_stable``;
+* the **op** (``--by kernel`` without rules) is the head with its layout folded in: its words up
+  to the first layout word (:data:`LAYOUT_WORDS`), leading layout words dropped
+  (``abs_dense_castout_ilp`` and ``abs_strided`` are ``abs``; ``inner_contiguous_scatter`` is
+  ``scatter``).
+
+An empty op is the stem, an empty stem the name itself. docs/report-schema.md ("Naming rules")
+states these rules with torch's and MLX's names. The C extension makes the same labels for ASCII
+names (``generic_stems``, csrc/stems.c); the Python here is the reference and the path without
+it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator, Sequence
+
+from builder.errors import UsageError
+from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
+from builder.metallib.native import native_module
+
+__all__ = [
+    "LAYOUT_WORDS",
+    "NO_DTYPE",
+    "generic_group",
+    "generic_groups",
+    "generic_stems",
+    "parse_dtypes",
+    "primary_dtype",
+]
+
+NO_DTYPE = "none"
+
+LAYOUT_WORDS = (
+    "dense", "strided", "contiguous", "contig", "inner", "innermost", "outer", "narrow", "flat",
+    "broadcast", "scalar", "cast", "castout", "lhs", "rhs", "vec", "ilp",
+)  # fmt: skip
+"""Words that say how a kernel walks memory, not what it computes (PyTorch's ``_dense``,
+``_strided``, ``_dense_scalar_lhs_cast``, ``_inner_contiguous``, ``_dense_castout_ilp4``; ggml's
+``_vec``): an op ends at the first one. A layout word may end in digits (``ilp4``)."""
+
+
+_Trie = dict[str, "_Trie"]  # a character -> the rest; "" -> {} where a word ends
+
+
+def _longest_first(words: Sequence[str]) -> str:
+    """A regular expression matching the longest of ``words`` that starts at a position, written
+    as a trie (``int(?:8|16(?:_t)?|...)?``): each alternative starts with a different character,
+    so the engine rejects a position on its first character instead of trying every spelling."""
+    trie: _Trie = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: _Trie) -> str:
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+        # greedy: a longer spelling wins over one that ends here
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(trie)
+
+
+# Scanning left to right, the longest spelling at each position: "uint32" is never read as
+# "int32". The same matches as an alternation of the spellings, longest first.
+_DTYPE_RE = re.compile(_longest_first(tuple(NAME_SPELLINGS)))
+_SPELLINGS = tuple(NAME_SPELLINGS)  # for the C extension's generic_stems
+
+# MLX names a mask's element type right after the word "mask" (``outmask_float32``,
+# ``opmask_bool_``, ``maskbool_``); that is not the type the kernel computes in.
+_MASK_PREFIXES = ("mask", "mask_")
+_NO_MASK = ("nomask", "nomask_")
+
+
+def _dtype_matches(name: str) -> Iterator[re.Match[str]]:
+    """The dtype tokens of ``name``, left to right: a word-only spelling only as a whole token."""
+    for match in _DTYPE_RE.finditer(name):
+        start, end = match.span()
+        if match.group() in WORD_ONLY_SPELLINGS and (
+            (start and name[start - 1] != "_") or (end < len(name) and name[end] != "_")
+        ):
+            continue
+        yield match
+
+
+def parse_dtypes(name: str) -> list[str]:
+    """Canonical dtypes named in ``name``, in order: ``"v_copyfloat16float32"`` -> both.
+
+    MLX concatenates its own tokens (``float16``, ``bool_``) but separates Metal spellings
+    (``float``, ``float16_t``) with underscores; the short words count only as whole tokens.
+    """
+    return [NAME_SPELLINGS[m.group()] for m in _dtype_matches(name)]
+
+
+def primary_dtype(name: str) -> str:
+    """The dtype a kernel computes in: the first dtype of the name that is neither a mask's type
+    (after "mask": ``gemv_outmask_nomask_opmask_bool__float16_...`` -> float16) nor ``bool``
+    (a comparison's or logical op's result: torch's ``lt_dense_bool_float8_e4m3fn`` ->
+    float8_e4m3fn; MLX's ``v_copybool_uint8`` -> uint8); else the first that is not a mask's
+    type (``logical_not_dense_bool_bool`` -> bool), else the first at all
+    (``sdpa_blocked_causal_mask_bfloat16``: the only dtype follows "mask_"), else ``"none"``."""
+    found: list[tuple[str, bool]] = []
+    for match in _dtype_matches(name):
+        at = match.start()
+        masked = name.endswith(_MASK_PREFIXES, 0, at) and not name.endswith(_NO_MASK, 0, at)
+        found.append((NAME_SPELLINGS[match.group()], masked))
+    if not found:
+        return NO_DTYPE
+    unmasked = [word for word, masked in found if not masked]
+    computing = [word for word in unmasked if word != "bool"]
+    return (computing or unmasked or [found[0][0]])[0]
+
+
+_NUMBER = re.compile(r"[0-9]+(?:bits?)?")
+_PARAMETER = re.compile(r"[0-9]+(?:bits?)?|[A-Za-z]{1,6}[0-9]+|true|false")
+_KEY = re.compile(r"[A-Za-z]{1,6}")
+_VALUE = re.compile(r"[0-9]+")
+_LAYOUT = frozenset(LAYOUT_WORDS)
+_DIGITS = "0123456789"
+
+
+def _python_labels(names: Sequence[str], level: int) -> list[str]:
+    """Op (0) or stem (1) of every name, as the module docstring states them: the dtypes marked
+    in one pass over all names joined by a character none holds (each token a word of its own,
+    a character no name holds either), then each name's words walked once."""
+    sep, mark = _free_characters(names, 2)
+    ends = "_" + sep
+    dtype = f"_{mark}_"
+
+    def strip(match: re.Match[str]) -> str:
+        text = match.group()
+        if text in WORD_ONLY_SPELLINGS:
+            start, end = match.span()
+            if match.string[start - 1] not in ends or match.string[end] not in ends:
+                return text  # a short word inside a longer one
+        return dtype
+
+    text = _DTYPE_RE.sub(strip, sep + sep.join(names) + sep)
+    number, parameter, layouts = _NUMBER.fullmatch, _PARAMETER.fullmatch, _LAYOUT
+    labels = []
+    for stripped, name in zip(text[1:-1].split(sep), names):
+        words = [w for w in stripped.split("_") if w]
+        end = 0  # the head: the words before the first dtype or number
+        for word in words:
+            if word == mark or (word[0] in _DIGITS and number(word)):
+                break
+            end += 1
+        else:  # neither: before the trailing parameters, never before the second word
+            while end > 1 and parameter(words[end - 1]):
+                end -= 1
+        if level == 0:
+            op: list[str] = []
+            for word in words[:end]:
+                if word.rstrip(_DIGITS) in layouts:
+                    if op:
+                        break
+                    continue
+                op.append(word)
+            if op:
+                labels.append("_".join(op))
+                continue
+        stem = words[:end]
+        for i in range(end, len(words)):
+            word = words[i]
+            if word == mark or parameter(word):
+                continue
+            if i + 1 < len(words) and _KEY.fullmatch(word) and _VALUE.fullmatch(words[i + 1]):
+                continue  # gs_32: a key and its value
+            stem.append(word)
+        labels.append("_".join(stem) or name)
+    return labels
+
+
+def _free_characters(names: Sequence[str], count: int) -> list[str]:
+    """``count`` characters none of ``names`` holds, to join and mark them with: NUL and the
+    next ones when free (a metallib ends each name with NUL, so no name of a library holds it),
+    else the first free ones that no dtype spelling or word can hold (not a letter, a digit or
+    ``_``)."""
+    first = [chr(i) for i in range(count)]
+    if not any(c in n for n in names for c in first):
+        return first
+    used = set().union(*names)
+    found = []
+    for char in map(chr, range(sys.maxunicode + 1)):
+        if char not in used and not char.isalnum() and char != "_":
+            found.append(char)
+            if len(found) == count:
+                return found
+    raise UsageError("names that hold every character cannot be grouped")  # not a real input
+
+
+def generic_group(name: str) -> str:
+    """The op of a name no rule knows: ``"mykernel_float16_bm64_bn32"`` -> ``"mykernel"``,
+    ``"atan2_dense_scalar_lhs_cast_half_half"`` -> ``"atan2"``. A readable label, not a claim
+    about how the library was built; reports say "generic"."""
+    return generic_groups([name])[0]
+
+
+def generic_groups(names: Sequence[str]) -> list[str]:
+    """The op (:func:`generic_group`) of every name: ``--by kernel`` when no rule applies."""
+    return _generic(names, 0)
+
+
+def generic_stems(names: Sequence[str]) -> list[str]:
+    """The stem of every name: its head and the words after it that are neither dtypes nor
+    parameters (``abs_dense_castout``): ``--by stem``, the level below an op."""
+    return _generic(names, 1)
+
+
+def _generic(names: Sequence[str], level: int) -> list[str]:
+    """Op (0) or stem (1) of every name: by the C extension when it is built (ASCII names,
+    ``generic_stems`` in csrc/stems.c), else here, name by name."""
+    native = getattr(native_module(), "generic_stems", None)
+    if native is not None:
+        found: list[str] | None = native(
+            names, _SPELLINGS, WORD_ONLY_SPELLINGS, LAYOUT_WORDS, level
+        )
+        if found is not None:
+            return found
+    return _python_labels(names, level)
