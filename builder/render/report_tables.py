@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.inputs.member_names import shortened
 from builder.render.table import (
     CSV_ONLY,
     CUMULATIVE,
@@ -321,20 +322,37 @@ def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
     )
 
 
+_TEXT = frozenset({"text"})
+_NOT_TEXT = frozenset({"markdown", "csv"})
+
+
 def _binary_table(account: BinaryAccount) -> Table:
     """A binary's parts (its libraries, each section's other bytes, the bytes in no section),
     adding up to the file."""
     whole = account.file_size
-    columns = _size_columns(Column("group", "part of the binary", "text"))[:-1]
+    part = Column("group", "part of the binary", "text", _NOT_TEXT)
+    short = Column("group", "part of the binary", "text", _TEXT)
+    columns = _size_columns(part)[:-1]
+    columns.insert(1, short)  # after the whole name, which a CSV record takes
+    # the terminal shows each library by what tells it from the others (its identity, a
+    # version), the title names them whole once; markdown and CSV keep the whole names
+    named = shortened([r.name for r in account.rows if not r.overhead])
+    shown = iter(named.short)
     rows = [
         Row(
-            (Name(r.name), None if r.overhead else r.function_count, *_sized(r.bytes, whole)),
+            (
+                Name(r.name),
+                Name(r.name if r.overhead else next(shown)),
+                None if r.overhead else r.function_count,
+                *_sized(r.bytes, whole),
+            ),
             "overhead" if r.overhead else "row",
         )
         for r in account.rows
     ]
-    rows.append(Row(("total", None, *_sized(whole, whole)), "total"))
+    rows.append(Row(("total", "total", None, *_sized(whole, whole)), "total"))
     libraries = sum(1 for r in account.rows if not r.overhead)
+    whole_names = () if named.whole is None else ("; metallibs ", Name(named.whole))
     return Table(
         tuple(columns),
         tuple(rows),
@@ -344,6 +362,7 @@ def _binary_table(account: BinaryAccount) -> Table:
                 f": {account.kind}, {human_size(whole)} ({whole:,} bytes); {libraries} "
                 f"metallib(s) {_share(account.library_bytes, whole)}, the rest by section"
             ),
+            *whole_names,
         ),
         heading=("Binary ", Name(account.shown)),
         context=(("file", account.path), ("by", "binary part")),

@@ -106,6 +106,10 @@ class Column:
     heading: str
     kind: Kind
     media: frozenset[str] = ALL
+    keep: bool = False
+    """In a terminal, as wide as its longest row's cell (up to a third of the width; a longer
+    one goes on on the next line), never cut: a name that tells one row from another
+    (``member_names.shortened``); the other columns wrap."""
 
 
 @dataclass(frozen=True)
@@ -259,10 +263,21 @@ def text_tables(
             title_justify="left",
             caption_justify="left",
         )
-        for _, column in shown:
+        for at, column in shown:
             right = column.kind != "text"
+            keep = None
+            if column.keep and width is not None:  # the names rows are told apart by
+                rows = (r for r in table.rows if r.role == "row")
+                cells = [cell_text(column.kind, r.values[at], "text") for r in rows]
+                words = column.heading.split()  # the heading may wrap, between its words
+                keep = min(max(map(len, cells + words), default=0), width // 3)
             # a heading may be a name (a history's group columns): escaped as every cell is
-            rich.add_column(rich_text(column.heading), justify="right" if right else "left")
+            rich.add_column(
+                rich_text(column.heading),
+                justify="right" if right else "left",
+                width=keep,
+                overflow="fold" if keep else "ellipsis",  # a longer one goes on, not cut
+            )
         for row in (r for r in table.rows if "text" in r.media):
             if row.role == "total":
                 rich.add_section()
