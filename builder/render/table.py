@@ -107,8 +107,8 @@ class Column:
     kind: Kind
     media: frozenset[str] = ALL
     keep: bool = False
-    """In a terminal, as wide as its longest row's cell (up to a third of the width; a longer
-    one goes on on the next line), never cut: a name that tells one row from another
+    """In a terminal, as wide as its longest row's cell (``_kept_widths``: a longer one goes on
+    on the next line), never cut: a name that tells one row from another
     (``member_names.shortened``); the other columns wrap."""
 
 
@@ -263,14 +263,10 @@ def text_tables(
             title_justify="left",
             caption_justify="left",
         )
+        kept = _kept_widths(table, shown, width)
         for at, column in shown:
             right = column.kind != "text"
-            keep = None
-            if column.keep and width is not None:  # the names rows are told apart by
-                rows = (r for r in table.rows if r.role == "row")
-                cells = [cell_text(column.kind, r.values[at], "text") for r in rows]
-                words = column.heading.split()  # the heading may wrap, between its words
-                keep = min(max(map(len, cells + words), default=0), width // 3)
+            keep = kept.get(at)
             # a heading may be a name (a history's group columns): escaped as every cell is
             rich.add_column(
                 rich_text(column.heading),
@@ -293,6 +289,27 @@ def text_tables(
     for line in lines:
         console.print(_rich_words(line), highlight=False)
     return out.getvalue()
+
+
+def _kept_widths(
+    table: Table, shown: Sequence[tuple[int, Column]], width: int | None
+) -> dict[int, int]:
+    """The width of each ``keep`` column in a terminal (by its index in a row's values): its
+    longest row's cell, or, when together they would take more than half the width, an equal
+    share of two fifths of it each (a longer name goes on on the next line; the rest is left to
+    the numbers: 7 columns each for four of them at 80)."""
+    if width is None:
+        return {}
+    need = {}
+    for at, column in shown:
+        if column.keep:
+            rows = (r for r in table.rows if r.role == "row")
+            cells = [cell_text(column.kind, r.values[at], "text") for r in rows]
+            words = column.heading.split()  # the heading may wrap, between its words
+            need[at] = max(map(len, cells + words), default=0)
+    if sum(need.values()) <= width // 2:
+        return need
+    return {at: min(n, width * 2 // 5 // len(need)) for at, n in need.items()}
 
 
 def _text_cell(row: Row, index: int, column: Column) -> str:

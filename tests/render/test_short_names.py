@@ -106,3 +106,23 @@ def test_two_wheels_keep_distinct_names_at_80_columns(
     lines = _at_80(["compare", *specs], capsys, monkeypatch)
     for spec in specs[:2]:
         assert any(f"{spec}:mlx/lib/mlx.metallib" in line for line in lines)
+
+
+def test_long_short_names_go_on_and_numbers_stay_whole() -> None:
+    """Short names longer than the terminal leaves them (metal-linalg's symbols) go on over
+    several lines, whole, and no cell of the table is cut at 80 columns."""
+    from builder.render.duplicates import duplicates_table
+    from builder.render.table import text_tables
+    from builder.size.duplicates import Duplication, OnlyIn
+
+    binary = "metal-linalg==2.19.0:metal_linalg/_core.cpython-312-darwin.so#"
+    first, second = "_metal_linalg_QR_Streaming_AMX_Reduced_metallib", "_metal_linalg_Cholesky_x"
+    only = OnlyIn(0, 0, [], [])
+    pair = Duplication(binary + first, binary + second, 8, 46_570, 1, 4_420, ["a"], [], only, only)
+    lines = text_tables([duplicates_table([pair], 13)], color=False, width=80).splitlines()
+    rows = [line.split("│")[1:-1] for line in lines if line.startswith("│")]
+    assert all("…" not in cell for row in rows for cell in row)
+    assert "".join(row[0].strip() for row in rows) == first
+    assert "".join(row[1].strip() for row in rows) == second
+    assert "".join(row[2].strip() for row in rows).replace(" ", "") == "8(46.57kB)"
+    assert max(map(len, lines)) <= 80
