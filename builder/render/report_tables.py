@@ -225,15 +225,17 @@ def _jit_notes(report: Report) -> list[str]:
 def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
     """The JIT units (the largest ``top``, the rest folded), the host bytes no unit owns, the
     total. The cumulative share runs over every row."""
-    strings = by_strings(report)  # a shipped host library: no kernel counts, no manifest bytes
+    strings = by_strings(report)  # a shipped host library: no manifest bytes
+    # its kernels are the ones written in its sources' text (builder.size.metal_text)
+    counted = not strings or any(j.kernel_count for j in report.jit_units)
     how = {j.name: j.embedding for j in report.jit_units}
     whole = "whole-file" in how.values()  # an embedding column when some unit is embedded whole
     first = "run-time source" if strings else "JIT unit"
     columns = [Column("group", first, "text")]
     if whole:
         columns.append(Column("embedding", "embedding", "text", PEOPLE))
-    sizes = _size_columns(columns[0], "kernels")[1:]  # a shipped host library counts no kernels
-    columns += sizes[1:] if strings else sizes
+    sizes = _size_columns(columns[0], "kernels")[1:]
+    columns += sizes if counted else sizes[1:]
     if not strings:
         columns.append(Column("embedded_bytes", "embedded", "size", PEOPLE))
     shown = top_rows(jit.units, top)
@@ -248,18 +250,19 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
         values: list[object] = [name]
         if whole:
             values.append(how.get(r.name) if role == "row" else None)
-        if not strings:
+        if counted:
             values.append(None if r.overhead else r.function_count)
         values += [*_sized(r.bytes, jit.total), running]
         if not strings:
             values.append(None if r.overhead else r.embedded_bytes or 0)
         rows.append(Row(tuple(values), role))  # type: ignore[arg-type]
     kernels = sum(r.function_count for r in jit.units)
-    total: list[object] = ["total", *([None] if whole else []), *([] if strings else [kernels])]
+    total: list[object] = ["total", *([None] if whole else []), *([kernels] if counted else [])]
     total += [*_sized(jit.total, jit.total), None]
     rows.append(Row(tuple(total + ([] if strings else [None])), "total"))
-    counted = (
-        f"{len(jit.units):,} run-time sources"
+    written = f" ({kernels:,} kernels written)" if counted else ""
+    said = (
+        f"{len(jit.units):,} run-time sources{written}"
         if strings
         else f"{len(jit.units):,} units ({kernels:,} kernels) compiled at run time"
     )
@@ -275,7 +278,7 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
         tuple(rows),
         title=(
             Name(report.source.label),
-            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {counted}",
+            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {said}",
         ),
         heading=("JIT units of ", Name(report.source.label))
         if report.source.path
