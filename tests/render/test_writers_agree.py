@@ -35,7 +35,8 @@ from builder.render.build import presets_table
 from builder.render.compare_tables import compare_tables, history_tables
 from builder.render.library import sources_tables
 from builder.render.report_tables import budget_table, report_tables
-from builder.render.table import Table, cell_text, csv_records, markdown_tables
+from builder.render.table import Table, cell_text, markdown_tables
+from builder.render.table_csv import csv_records
 from builder.render.text import visible
 from builder.render.variants import variants_tables
 from builder.settings.validators import Limit
