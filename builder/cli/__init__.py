@@ -96,7 +96,7 @@ COMMANDS: dict[str, Entry] = {
     ),
     "sources": Entry(
         "loading:sources_command",
-        "List the run-time sources a host library embeds as string-returning functions.",
+        "List the Metal sources a host library embeds: returned by functions, or found as text.",
     ),
 }
 """Every command, by name. ``tests/cli/test_command_registry.py`` holds each entry equal to the

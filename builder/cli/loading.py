@@ -146,15 +146,18 @@ def sources_command(
     fmt: str,
     outputs: tuple[str, ...],
 ) -> None:
-    """List the run-time sources a host library embeds as string-returning functions.
+    """List the Metal sources a host library embeds: returned by functions, or found as text.
 
     A function counts when its whole body returns a string literal of __TEXT,__cstring
     (arm64 'adrp x0; add x0; ret', x86-64 'lea rax, [rip+d]; ret'); each row gives its C++
     name, where its string sits in the file and its bytes, NUL included. A stripped binary
     names no local function: its functions come from LC_FUNCTION_STARTS, shown unnamed, and
     --jit-namespace finds none of them. With --jit-namespace, only the functions in that C++
-    namespace (and those nested in it); without it, every function whose string holds a line
-    break.
+    namespace (and those nested in it); without it, every function whose string is Metal source
+    (not prose, not C++ for the CPU), and every Metal translation unit the binary holds as text
+    no function returns (#include <metal_stdlib> and a kernel: ggml's section between
+    _ggml_metallib_start and _ggml_metallib_end, candle's string constants). Each row counts the
+    kernels written in it.
 
     TARGET is a Mach-O file (thin or fat) or a wheel or build folder as 'report' takes them (a
     build: its host library). A wheel lists each Mach-O member that returns any source, one
@@ -170,20 +173,20 @@ def sources_command(
     from builder.cli.publishing import deliver, output_plan
     from builder.errors import UsageError
     from builder.publish.outputs import sources_output
-    from builder.size.host_strings import HostString, host_strings
+    from builder.size.host_strings import HostString, run_time_sources
 
     plan = output_plan(outputs, fmt)
     namespace = jit_namespace
     binaries = _host_binaries(target, platform)
     found: list[tuple[str | None, list[HostString]]] = []
     if len(binaries) == 1 and binaries[0][1] is None:
-        one = host_strings(binaries[0][0], namespace)
+        one = run_time_sources(binaries[0][0], namespace)
         if one is None:
             raise _not_macho(str(binaries[0][0]))
         found.append((None, one))
     else:
         for path, member in binaries:
-            sources = host_strings(path, namespace)
+            sources = run_time_sources(path, namespace)
             if sources:
                 found.append((member, sources))
         if not found:

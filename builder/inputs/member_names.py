@@ -14,13 +14,14 @@ order, as before identities), or the identity alone (a symbol also without Mach-
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from builder.files.bounds import json_int
 from builder.metallib.binary_sections import Place, identities, is_ordinal
 
-__all__ = ["Named", "forms", "label", "legacy_names", "split_name"]
+__all__ = ["Named", "Shortened", "forms", "label", "legacy_names", "shortened", "split_name"]
 
 
 class Named(NamedTuple):
@@ -114,3 +115,45 @@ def label(target: str, kind: str, member: str | None, identity: str | None) -> s
     if kind == "binary" and identity is not None:
         return f"{target}#{identity}"
     return f"{target}:{member}"
+
+
+class Shortened(NamedTuple):
+    """Libraries' names in a table too narrow for them: each one's ``short`` name, the part that
+    tells it from the others (an identity, a version), and ``whole``, what they share written
+    once with ``…`` where each short name goes (None: nothing to shorten)."""
+
+    short: tuple[str, ...]
+    whole: str | None
+
+
+_BEFORE = re.compile(r"(?<=[:/#=\-])")  # a prefix ends after one of these
+_AFTER = re.compile(r"(?=[:/#=\-])")  # a suffix starts at one of these
+
+
+def shortened(labels: Sequence[str]) -> Shortened:
+    """The names of ``labels`` shortened to what tells them apart: the part they all share
+    before it (ending at ``:``, ``/``, ``#``, ``=`` or ``-``) and after it (starting at one) is
+    taken off: ``torch==2.14.1:torch/lib/libtorch_cpu.dylib#__TEXT,metal_basic`` and
+    ``…#__TEXT,metal_40`` give the two identities, ``mlx-metal==0.32.0:mlx/lib/mlx.metallib``
+    and ``mlx-metal==0.32.1:…`` the two versions. Fewer than two different names, or short names
+    that would be empty or alike: the names as they are."""
+    distinct = list(dict.fromkeys(labels))
+    if len(distinct) < 2:
+        return Shortened(tuple(labels), None)
+    first = distinct[0]
+    start = 0
+    for cut in (m.start() for m in _BEFORE.finditer(first)):
+        if all(other.startswith(first[:cut]) for other in distinct):
+            start = cut
+    end = 0  # characters kept off the end
+    for cut in (len(first) - m.start() for m in _AFTER.finditer(first)):
+        tail = first[len(first) - cut :]
+        if cut <= len(first) - start and all(
+            o.endswith(tail) and len(o) - cut >= start for o in distinct
+        ):
+            end = max(end, cut)
+    short = {name: name[start : len(name) - end] for name in distinct}
+    if not start and not end or "" in short.values() or len(set(short.values())) < len(short):
+        return Shortened(tuple(labels), None)
+    whole = f"{first[:start]}…{first[len(first) - end :]}"
+    return Shortened(tuple(short[name] for name in labels), whole)

@@ -217,7 +217,8 @@ def _written(
     """``tables`` in the format ``kind`` names: ``csv``, ``markdown``, else the terminal's."""
     # imported here: every command with -o imports this module, and the writers bring the
     # size readers with them (embed's start-up, issue 34 item 12)
-    from builder.render.table import csv_records, markdown_tables, text_tables
+    from builder.render.table import markdown_tables, text_tables
+    from builder.render.table_csv import csv_records
 
     if kind == "csv":
         return csv_records(tables)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from builder.render.table import CSV_ONLY, PEOPLE, Column, Name, Row, Table, Words
+from builder.inputs.member_names import shortened
+from builder.render.table import CSV_ONLY, Column, Name, Row, Table, Words
 from builder.render.text import human_size
 
 if TYPE_CHECKING:
@@ -21,22 +22,41 @@ SHOWN_NAMES = 3
 """Names a note lists before "and N more" (JSON lists them all)."""
 _SHOWN_GROUPS = 3
 
+_TEXT = frozenset({"text"})
+_MARKDOWN = frozenset({"markdown"})
+_NOT_TEXT = frozenset({"markdown", "csv"})
 _COLUMNS = (
-    Column("first", "library", "text"),
-    Column("second", "and library", "text"),
-    Column("functions", "shared functions", "count"),
-    Column("bytes", "their size", "size", PEOPLE),
+    Column("first", "library", "text", _NOT_TEXT),  # first: the name a CSV record takes
+    Column("first", "library", "text", _TEXT, keep=True),  # short: the title names it whole
+    Column("second", "and library", "text", _NOT_TEXT),
+    Column("second", "and library", "text", _TEXT, keep=True),
+    # the terminal: a count and its size in one cell (wrapped at the space), so that the table
+    # fits 80 columns without cutting the names
+    Column("functions", "shared", "text", _TEXT),
+    Column("functions", "shared functions", "count", _NOT_TEXT),
+    Column("bytes", "their size", "size", _MARKDOWN),
     Column("bytes", "bytes", "bytes", CSV_ONLY),
-    Column("identical_functions", "identical modules", "count"),
-    Column("identical_bytes", "their size", "size", PEOPLE),
+    Column("identical_functions", "identical", "text", _TEXT),
+    Column("identical_functions", "identical modules", "count", _NOT_TEXT),
+    Column("identical_bytes", "their size", "size", _MARKDOWN),
     Column("identical_bytes", "identical bytes", "bytes", CSV_ONLY),
-    Column("only_first_functions", "only in the first", "count"),
-    Column("only_first_bytes", "size", "size", PEOPLE),
+    Column("only_first_functions", "only in the first", "text", _TEXT),
+    Column("only_first_functions", "only in the first", "count", _NOT_TEXT),
+    Column("only_first_bytes", "size", "size", _MARKDOWN),
     Column("only_first_bytes", "only in the first bytes", "bytes", CSV_ONLY),
-    Column("only_second_functions", "only in the second", "count"),
-    Column("only_second_bytes", "size", "size", PEOPLE),
+    Column("only_second_functions", "only in the second", "text", _TEXT),
+    Column("only_second_functions", "only in the second", "count", _NOT_TEXT),
+    Column("only_second_bytes", "size", "size", _MARKDOWN),
     Column("only_second_bytes", "only in the second bytes", "bytes", CSV_ONLY),
 )
+
+
+def _both(functions: int | None, size: int | None) -> str | None:
+    """A count and its size (None: not known)."""
+    if functions is None or size is None:
+        return None
+    return f"{functions:,} ({human_size(size)})"
+
 
 WHOSE_BYTES = (
     "shared and identical: the second library's bytes of those functions (everything each "
@@ -46,21 +66,31 @@ WHOSE_BYTES = (
 
 
 def duplicates_table(found: Sequence[Duplication], libraries: int) -> Table:
-    """A row per pair of the ``libraries`` that shares any function name; notes name them."""
+    """A row per pair of the ``libraries`` that shares any function name; notes name them.
+    The terminal shows each library by its short name (``member_names.shortened``: an identity,
+    a version), the title names them whole once; markdown and CSV keep the whole names."""
+    named = shortened([name for d in found for name in (d.first, d.second)])
+    short = iter(named.short)
     rows = tuple(
         Row(
             (
                 Name(d.first),
+                Name(next(short)),
                 Name(d.second),
+                Name(next(short)),
+                _both(d.functions, d.bytes),
                 d.functions,
                 d.bytes,
                 d.bytes,
+                _both(d.identical_functions, d.identical_bytes),
                 d.identical_functions,
                 d.identical_bytes,
                 d.identical_bytes,
+                _both(d.only_first.functions, d.only_first.bytes),
                 d.only_first.functions,
                 d.only_first.bytes,
                 d.only_first.bytes,
+                _both(d.only_second.functions, d.only_second.bytes),
                 d.only_second.functions,
                 d.only_second.bytes,
                 d.only_second.bytes,
@@ -68,6 +98,7 @@ def duplicates_table(found: Sequence[Duplication], libraries: int) -> Table:
         )
         for d in found
     )
+    whole: Words = () if named.whole is None else (" (libraries ", Name(named.whole), ")")
     notes: list[Words] = []
     for d in found:
         notes += _pair_notes(d)
@@ -79,6 +110,7 @@ def duplicates_table(found: Sequence[Duplication], libraries: int) -> Table:
         title=(
             "Functions in more than one library: ",
             f"{len(found)} of {libraries * (libraries - 1) // 2} pairs of libraries share names",
+            *whole,
         ),
         heading=("Functions in more than one library",),
         caption=((WHOSE_BYTES,),),

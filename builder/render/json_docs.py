@@ -367,6 +367,8 @@ def sources_json(path: str, found: Found, namespace: str | None) -> str:
                 "address": s.address,
                 "offset": s.offset,
                 "bytes": s.size,
+                "kernels": s.kernels,
+                "place": s.place,
             }
             for member, sources in found
             for s in sources

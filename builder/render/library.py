@@ -45,24 +45,38 @@ Found = Sequence[tuple[str | None, Sequence["HostString"]]]
 
 
 def sources_tables(shown: str, found: Found, namespace: str | None) -> list[Table]:
-    """A table per binary, titled by its member of the wheel ``shown`` when it is one: function,
-    architecture (a fat file lists each), file offset, bytes, and the total."""
+    """A table per binary, titled by its member of the wheel ``shown`` when it is one: the
+    source (its function, or where a translation unit no function returns sits), architecture
+    (a fat file lists each), file offset, kernels written in it, bytes, and the total."""
     tables = []
     for member, sources in found:
         title = shown if member is None else f"{member} of {shown}"
         total = sum(s.size for s in sources)
         archs = len({s.arch for s in sources}) > 1
         columns = (
-            Column("function", "function", "text"),
+            Column("source", "source", "text"),
             *([Column("arch", "arch", "text")] if archs else []),
             Column("offset", "offset", "text"),
+            Column("kernels", "kernels", "count"),
             *SIZES,
         )
         rows = [
-            Row((Name(s.label), *([s.arch] if archs else []), f"{s.offset:#x}", s.size, s.size))
+            Row(
+                (
+                    Name(s.label),
+                    *([s.arch] if archs else []),
+                    f"{s.offset:#x}",
+                    s.kernels,
+                    s.size,
+                    s.size,
+                )
+            )
             for s in sources
         ]
-        rows.append(Row(("total", *([None] if archs else []), None, total, total), "total"))
+        kernels = sum(s.kernels or 0 for s in sources)
+        rows.append(
+            Row(("total", *([None] if archs else []), None, kernels, total, total), "total")
+        )
         where = f" in {namespace}" if namespace else ""
         tables.append(
             Table(
@@ -72,7 +86,7 @@ def sources_tables(shown: str, found: Found, namespace: str | None) -> list[Tabl
                     Name(title),
                     Said(  # the namespace is the user's
                         f": {len(sources)} run-time source(s){where}, {human_size(total)} "
-                        f"({total:,} bytes, NULs included)"
+                        f"({total:,} bytes, NULs of C strings included)"
                     ),
                 ),
                 context=(("file", member or shown),),

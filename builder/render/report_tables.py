@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from builder.inputs.member_names import shortened
 from builder.render.param_tables import parameter_table
 from builder.render.table import (
     CSV_ONLY,
@@ -225,15 +226,17 @@ def _jit_notes(report: Report) -> list[str]:
 def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
     """The JIT units (the largest ``top``, the rest folded), the host bytes no unit owns, the
     total. The cumulative share runs over every row."""
-    strings = by_strings(report)  # a shipped host library: no kernel counts, no manifest bytes
+    strings = by_strings(report)  # a shipped host library: no manifest bytes
+    # its kernels are the ones written in its sources' text (builder.size.metal_text)
+    counted = not strings or any(j.kernel_count for j in report.jit_units)
     how = {j.name: j.embedding for j in report.jit_units}
     whole = "whole-file" in how.values()  # an embedding column when some unit is embedded whole
     first = "run-time source" if strings else "JIT unit"
     columns = [Column("group", first, "text")]
     if whole:
         columns.append(Column("embedding", "embedding", "text", PEOPLE))
-    sizes = _size_columns(columns[0], "kernels")[1:]  # a shipped host library counts no kernels
-    columns += sizes[1:] if strings else sizes
+    sizes = _size_columns(columns[0], "kernels")[1:]
+    columns += sizes if counted else sizes[1:]
     if not strings:
         columns.append(Column("embedded_bytes", "embedded", "size", PEOPLE))
     shown = top_rows(jit.units, top)
@@ -248,18 +251,19 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
         values: list[object] = [name]
         if whole:
             values.append(how.get(r.name) if role == "row" else None)
-        if not strings:
+        if counted:
             values.append(None if r.overhead else r.function_count)
         values += [*_sized(r.bytes, jit.total), running]
         if not strings:
             values.append(None if r.overhead else r.embedded_bytes or 0)
         rows.append(Row(tuple(values), role))  # type: ignore[arg-type]
     kernels = sum(r.function_count for r in jit.units)
-    total: list[object] = ["total", *([None] if whole else []), *([] if strings else [kernels])]
+    total: list[object] = ["total", *([None] if whole else []), *([kernels] if counted else [])]
     total += [*_sized(jit.total, jit.total), None]
     rows.append(Row(tuple(total + ([] if strings else [None])), "total"))
-    counted = (
-        f"{len(jit.units):,} run-time sources"
+    written = f" ({kernels:,} kernels written)" if counted else ""
+    said = (
+        f"{len(jit.units):,} run-time sources{written}"
         if strings
         else f"{len(jit.units):,} units ({kernels:,} kernels) compiled at run time"
     )
@@ -275,7 +279,7 @@ def _jit_table(report: Report, jit: JitBreakdown, top: int | None) -> Table:
         tuple(rows),
         title=(
             Name(report.source.label),
-            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {counted}",
+            f": {jit_what(jit.host_measured)} {human_size(jit.total)}, {said}",
         ),
         heading=("JIT units of ", Name(report.source.label))
         if report.source.path
@@ -322,20 +326,37 @@ def _wheel_table(wheel: WheelFiles, top: int | None) -> Table:
     )
 
 
+_TEXT = frozenset({"text"})
+_NOT_TEXT = frozenset({"markdown", "csv"})
+
+
 def _binary_table(account: BinaryAccount) -> Table:
     """A binary's parts (its libraries, each section's other bytes, the bytes in no section),
     adding up to the file."""
     whole = account.file_size
-    columns = _size_columns(Column("group", "part of the binary", "text"))[:-1]
+    part = Column("group", "part of the binary", "text", _NOT_TEXT)
+    short = Column("group", "part of the binary", "text", _TEXT)
+    columns = _size_columns(part)[:-1]
+    columns.insert(1, short)  # after the whole name, which a CSV record takes
+    # the terminal shows each library by what tells it from the others (its identity, a
+    # version), the title names them whole once; markdown and CSV keep the whole names
+    named = shortened([r.name for r in account.rows if not r.overhead])
+    shown = iter(named.short)
     rows = [
         Row(
-            (Name(r.name), None if r.overhead else r.function_count, *_sized(r.bytes, whole)),
+            (
+                Name(r.name),
+                Name(r.name if r.overhead else next(shown)),
+                None if r.overhead else r.function_count,
+                *_sized(r.bytes, whole),
+            ),
             "overhead" if r.overhead else "row",
         )
         for r in account.rows
     ]
-    rows.append(Row(("total", None, *_sized(whole, whole)), "total"))
+    rows.append(Row(("total", "total", None, *_sized(whole, whole)), "total"))
     libraries = sum(1 for r in account.rows if not r.overhead)
+    whole_names = () if named.whole is None else ("; metallibs ", Name(named.whole))
     return Table(
         tuple(columns),
         tuple(rows),
@@ -345,6 +366,7 @@ def _binary_table(account: BinaryAccount) -> Table:
                 f": {account.kind}, {human_size(whole)} ({whole:,} bytes); {libraries} "
                 f"metallib(s) {_share(account.library_bytes, whole)}, the rest by section"
             ),
+            *whole_names,
         ),
         heading=("Binary ", Name(account.shown)),
         context=(("file", account.path), ("by", "binary part")),

@@ -5,8 +5,9 @@ once (``report_tables``, ``compare_tables``, ``checks``...): columns (the CSV/JS
 heading it for people, the kind of value), rows of plain values with their role (a named row, the
 rest folded into one, overhead, the total) and nesting depth (a second ``--by`` key). Every
 figure a reader sees is in the rows: shares, cumulative shares and deltas are computed when the
-rows are made, never by a writer. The writers below (rich text, markdown, CSV; ``rich`` is
-imported inside ``text_tables``, so the CSV path never loads it) only format values by their
+rows are made, never by a writer. The writers (rich text and markdown below, CSV in
+``builder.render.table_csv``; ``rich`` is imported inside ``text_tables``, so the CSV path never
+loads it) only format values by their
 column's kind (``cell_text``), so the formats of one result cannot disagree, and a column added
 to a result's table is shown by every writer with no change to them.
 
@@ -24,8 +25,6 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from builder.render.text import (
-    csv_line,
-    csv_text,
     human_delta,
     human_size,
     md_code,
@@ -57,7 +56,6 @@ __all__ = [
     "Table",
     "Words",
     "cell_text",
-    "csv_records",
     "markdown_header",
     "markdown_line",
     "markdown_row",
@@ -106,6 +104,10 @@ class Column:
     heading: str
     kind: Kind
     media: frozenset[str] = ALL
+    keep: bool = False
+    """In a terminal, as wide as its longest row's cell (``_kept_widths``: a longer one goes on
+    on the next line), never cut: a name that tells one row from another
+    (``member_names.shortened``); the other columns wrap."""
 
 
 @dataclass(frozen=True)
@@ -263,10 +265,17 @@ def text_tables(
         )
         for line in (table.title, *table.preface) if table.preface else ():
             console.print(_rich_words(line), highlight=False)
-        for _, column in shown:
+        kept = _kept_widths(table, shown, width)
+        for at, column in shown:
             right = column.kind != "text"
+            keep = kept.get(at)
             # a heading may be a name (a history's group columns): escaped as every cell is
-            rich.add_column(rich_text(column.heading), justify="right" if right else "left")
+            rich.add_column(
+                rich_text(column.heading),
+                justify="right" if right else "left",
+                width=keep,
+                overflow="fold" if keep else "ellipsis",  # a longer one goes on, not cut
+            )
         for row in (r for r in table.rows if "text" in r.media):
             if row.role == "total":
                 rich.add_section()
@@ -282,6 +291,27 @@ def text_tables(
     for line in lines:
         console.print(_rich_words(line), highlight=False)
     return out.getvalue()
+
+
+def _kept_widths(
+    table: Table, shown: Sequence[tuple[int, Column]], width: int | None
+) -> dict[int, int]:
+    """The width of each ``keep`` column in a terminal (by its index in a row's values): its
+    longest row's cell, or, when together they would take more than half the width, an equal
+    share of two fifths of it each (a longer name goes on on the next line; the rest is left to
+    the numbers: 7 columns each for four of them at 80)."""
+    if width is None:
+        return {}
+    need = {}
+    for at, column in shown:
+        if column.keep:
+            rows = (r for r in table.rows if r.role == "row")
+            cells = [cell_text(column.kind, r.values[at], "text") for r in rows]
+            words = column.heading.split()  # the heading may wrap, between its words
+            need[at] = max(map(len, cells + words), default=0)
+    if sum(need.values()) <= width // 2:
+        return need
+    return {at: min(n, width * 2 // 5 // len(need)) for at, n in need.items()}
 
 
 def _text_cell(row: Row, index: int, column: Column) -> str:
@@ -354,53 +384,3 @@ def markdown_tables(tables: Iterable[Table], lines: Sequence[Words] = ()) -> str
         parts += ["", *([notes] if notes else []), ""]
     parts += [markdown_line(line) for line in lines]
     return "\n".join(parts).rstrip("\n") + "\n"
-
-
-def csv_records(tables: Sequence[Table]) -> str:
-    """One CSV of every table: a header that is the union of their keys (context first, the
-    name, ``subgroup`` when a table is nested, the rest in first-seen order), then one record per
-    leaf row (a group with children is written as its children, so a column still adds up),
-    the total only where the table names it (``csv_total``)."""
-    nested = any(t.nested for t in tables)
-    keys: dict[str, None] = {}
-    for table in tables:
-        keys.update(dict.fromkeys(k for k, _ in table.context))
-    for table in tables:
-        columns = table.shown("csv")
-        keys[columns[0][1].key] = None
-        if nested:
-            keys["subgroup"] = None
-        keys.update(dict.fromkeys(c.key for _, c in columns[1:]))
-    header = list(keys)
-    out = [csv_line([csv_text(key) for key in header])]  # a key may be a name (a group's)
-    for table in tables:
-        out += _csv_rows(table, header)
-    return "".join(out)
-
-
-def _csv_rows(table: Table, header: list[str]) -> list[str]:
-    columns = table.shown("csv")
-    context = [(k, csv_text(v)) for k, v in table.context]
-    lines, parent = [], ""
-    rows = table.rows
-    for at, row in enumerate(rows):
-        if "csv" not in row.media or (row.role == "total" and table.csv_total is None):
-            continue
-        has_children = at + 1 < len(rows) and rows[at + 1].depth > row.depth
-        if has_children:
-            parent = str(row.values[0])
-            continue
-        name = table.csv_prefix + ("[rest]" if row.role == "rest" else str(row.values[0]))
-        if row.role == "total":
-            name = table.csv_total or ""
-        cells: dict[str, str | int] = dict(context)
-        if row.depth:
-            cells.update({columns[0][1].key: csv_text(parent), "subgroup": csv_text(name)})
-        else:
-            cells[columns[0][1].key] = csv_text(name)
-        for index, column in columns[1:]:
-            value = row.values[index]
-            text = cell_text(column.kind, value, "csv")
-            cells[column.key] = csv_text(text) if column.kind == "text" else text
-        lines.append(csv_line([cells.get(k, "") for k in header]))
-    return lines

@@ -346,7 +346,8 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
         tree = report.grouping.partition(":")[2] if report.grouping.startswith("discovery:") else ""
         origin = (
             f"each run-time source's string (a const char* function's __cstring literal, NUL "
-            f"included) in the host library {library.path}, not metallib bytes"
+            f"included; or a Metal translation unit found by its text) in the host library "
+            f"{library.path}, not metallib bytes"
             + (f"; named by the headers of {tree}" if tree else "")
         )
     elif library is not None and why is None:

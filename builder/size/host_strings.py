@@ -15,9 +15,14 @@ Two bodies are recognised, each decoded from its encoding alone (no disassembler
 Functions are found by symbol where the binary has them: a no-argument function (Itanium-mangled
 ``_ZN…Ev`` or ``_Z…v``; a const member function's ``this`` is an argument) in the namespace asked
 for. A stripped binary (executorch's delegate keeps no local symbols) names none; there the
-function starts ``LC_FUNCTION_STARTS`` records are read instead, and without a namespace an
-unnamed function counts when its string is source text: it holds a line break (a primitive's
-``name()`` returns one word). Sizes are the bytes the file holds, the NUL included.
+function starts ``LC_FUNCTION_STARTS`` records are read instead. Without a namespace a function
+(named or not) counts when its string is Metal source (``builder.size.metal_text.is_metal_source``:
+a primitive's ``name()`` returns one word, torch's ONNX ``QLinearMatMulDoc`` 1,192 B of prose).
+Sizes are the bytes the file holds, the NUL included.
+
+``run_time_sources`` adds, without a namespace, the Metal translation units no function returns
+(ggml's section, candle's string constants: ``builder.size.metal_text``), and counts the kernels
+written in every source.
 
 A shipped host library's run-time sources as a report's JIT rows, each named by the header of
 a kernel tree it was made from.
@@ -52,13 +57,14 @@ import os
 import re
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO
 
 from builder.files.reading import open_regular
 from builder.metallib.binary_sections import Image, Section, file_kind, read_layout
 from builder.size.jit_sizes import HostLibrary, JitUnit
+from builder.size.metal_text import count_kernels, embedded_metal, is_metal_source
 
 __all__ = [
     "STRINGS_METHOD",
@@ -66,6 +72,7 @@ __all__ = [
     "demangle_plain",
     "host_strings",
     "measure_host_sources",
+    "run_time_sources",
     "source_header",
 ]
 
@@ -86,10 +93,15 @@ class HostString:
     address: int
     offset: int
     size: int
+    kernels: int | None = None
+    """Kernels written in it (``builder.size.metal_text.count_kernels``); None: not read."""
+    place: str | None = None
+    """Of a translation unit no function returns, found by its text
+    (``builder.size.metal_text``): the symbol that starts it, else its section and offset."""
 
     @property
     def label(self) -> str:
-        return self.function or f"(unnamed at {self.address:#x})"
+        return self.function or self.place or f"(unnamed at {self.address:#x})"
 
 
 def demangle_plain(symbol: str) -> list[str] | None:
@@ -165,7 +177,7 @@ def _candidates(image: Image) -> Iterator[tuple[int, str | None]]:
 
 def _string_size(handle: IO[bytes], section: Section, offset: int) -> tuple[int, bool] | None:
     """Bytes of the NUL-ended string at ``offset`` of ``section``, the NUL included, and whether
-    it holds a line break (source text, not a one-word name)."""
+    it holds a line break (maybe source text, not a one-word name)."""
     read = handle.read
     handle.seek(offset)
     size, block, lines = 0, 1 << 16, False
@@ -227,6 +239,11 @@ def host_strings(
                 if measured is None or (wanted is None and not measured[1]):
                     continue  # no string, or (without a namespace) no source text
                 size = measured[0]
+                if wanted is None:
+                    handle.seek(where)
+                    if not is_metal_source(handle.read(size - 1)):
+                        continue  # text, but no Metal: documentation, C++ for the CPU
+
                 name = "::".join(parts) if parts else None
                 found.append(HostString(name, image.arch, address, where, size))
     found.sort(key=lambda s: (s.arch, s.address))
@@ -269,16 +286,47 @@ def _in_tree(header: str, folders: Sequence[Path]) -> str | None:
     return None
 
 
+def run_time_sources(
+    path: str | os.PathLike[str], namespace: str | None = None
+) -> list[HostString] | None:
+    """``host_strings`` with the kernels written in each string and, without a namespace, every
+    Metal translation unit the binary holds that no such function returns (its ``place`` says
+    where it sits). None when the file is no Mach-O."""
+    found = host_strings(path, namespace)
+    if found is None:
+        return None
+    counted = []
+    with open_regular(os.fspath(path), "the host library") as handle:
+        for source in found:
+            handle.seek(source.offset)
+            counted.append(replace(source, kernels=count_kernels(handle.read(source.size))))
+    if namespace is None:
+        layout = read_layout(path)
+        spans = [(s.offset, s.offset + s.size) for s in found]
+        for text in embedded_metal(path, layout) if layout is not None else []:
+            if any(a <= text.offset < b for a, b in spans):
+                continue  # a string a function returns, found again by its text
+            counted.append(
+                HostString(
+                    None, text.arch, text.address, text.offset, text.size, text.kernels, text.place
+                )
+            )
+    counted.sort(key=lambda s: (s.arch, s.address))
+    return counted
+
+
 def measure_host_sources(
     path: Path, folders: Sequence[Path] = ()
 ) -> tuple[list[JitUnit], HostLibrary] | None:
     """The run-time sources of the Mach-O host library at ``path`` as JIT rows, named by the
     tree whose root and -I folders are ``folders`` (none: the binary's names), and the host
     library they add up to; None when it holds none (or is no Mach-O)."""
-    found = host_strings(path)
+    found = run_time_sources(path)
     if not found:
         return None
     sizes: dict[str, int] = {}
+    kernels: dict[str, int] = {}
+    whole: set[str] = set()
     unmatched: dict[str, None] = {}
     with open_regular(os.fspath(path), "the host library") as handle:
         for source in found:
@@ -290,6 +338,12 @@ def measure_host_sources(
                 if folders:
                     unmatched.setdefault(name)
             sizes[name] = sizes.get(name, 0) + source.size
-    rows = [JitUnit(name, size, size) for name, size in sizes.items()]
+            kernels[name] = kernels.get(name, 0) + (source.kernels or 0)
+            if source.place is not None:
+                whole.add(name)
+    rows = [
+        JitUnit(name, size, size, kernels[name], "whole-file" if name in whole else "preamble")
+        for name, size in sizes.items()
+    ]
     size = os.path.getsize(path)
     return rows, HostLibrary(str(path), size, STRINGS_METHOD, 0, tuple(unmatched))

@@ -36,7 +36,8 @@ from builder.render.compare_tables import compare_tables
 from builder.render.history_tables import history_tables, moves_table
 from builder.render.library import sources_tables
 from builder.render.report_tables import budget_table, report_tables
-from builder.render.table import Table, cell_text, csv_records, markdown_tables
+from builder.render.table import Table, cell_text, markdown_tables
+from builder.render.table_csv import csv_records
 from builder.render.text import visible
 from builder.render.variants import variants_tables
 from builder.settings.validators import Limit

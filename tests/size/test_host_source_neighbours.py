@@ -19,13 +19,13 @@ from support.llvm_strings import mlx_style_host
 
 HOST = r"""
 namespace mlx { namespace core { namespace metal {
-const char* plain() { return "// names no header\nstruct P {};\n"; }
+const char* plain() { return "// names no header\nstruct P { metal::uint x; };\n"; }
 const char* gather() {
   return "// Auto generated source for mlx/backend/metal/kernels/indexing/gather.h\n"
          "struct G {};\n";
 }
 const char* marked() { return "#line 1 \"utils.h\"\nconstant int one = 1;\n"; }
-const char* tail() { return "also no header\n"; }
+const char* tail() { return "also no header\nusing namespace metal;\n"; }
 }}}
 """
 TREE = {

@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 from binaries import link_dylib, nm_addresses
 from clirun import run_cli
-from support.llvm_strings import function_starts, independent_sources, mlx_style_host, wheel_member
+from support.llvm_strings import (
+    function_starts,
+    independent_sources,
+    is_metal_text,
+    mlx_style_host,
+    wheel_member,
+)
 
 MLX_HEADER = re.compile(rb"// Auto generated source for (\S+)")
 
@@ -70,7 +76,7 @@ def test_mlx_preambles_are_named_by_the_trees_headers(
     wanted: dict[str, int] = {}
     for symbol, _, raw in independent_sources(dylib, None, candidates).values():
         header = MLX_HEADER.search(raw[:4096])
-        if b"\n" in raw and header is not None and (symbol is None or package == "mlx-metal"):
+        if is_metal_text(raw) and header is not None and (symbol is None or package == "mlx-metal"):
             wanted[header.group(1).decode()] = len(raw)
     assert (len(wanted), sum(wanted.values()) - len(wanted)) == (count, text_bytes)
     doc, err = _report(capsys, str(dylib), "--source-dir", str(mlx_style), "-I", str(mlx_headers))
@@ -118,7 +124,7 @@ const char* gather() {
 }
 const char* utils() { return "#line 1 \"utils.h\"\nconstant int one = 1;\n"; }
 const char* gone() { return "// Auto generated source for mlx/backend/metal/kernels/gone.h\nx\n"; }
-const char* plain() { return "names no header\nat all\n"; }
+const char* plain() { return "names no header\nusing namespace metal;\n"; }
 const char* outside() { return "// Auto generated source for ../../kernels/utils.h\nx\n"; }
 }}}
 """

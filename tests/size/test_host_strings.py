@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from binaries import cxx_dylib, lipo, nm_addresses
 from clirun import run_cli
-from support.llvm_strings import function_starts, independent_sources, wheel_member
+from support.llvm_strings import function_starts, independent_sources, is_metal_text, wheel_member
 
 from builder.size.host_strings import demangle_plain, host_strings
 
@@ -47,12 +47,12 @@ def test_mlx_metal_preambles_match_llvm(tmp_path: Path) -> None:
 @pytest.mark.realdata
 def test_executorch_stripped_delegate_matches_llvm(tmp_path: Path) -> None:
     """executorch 1.5.1's MLX delegate keeps no local symbols: its functions are found by
-    ``LC_FUNCTION_STARTS``, unnamed, and a source is a string holding a line break."""
+    ``LC_FUNCTION_STARTS``, unnamed, and a source is a string of Metal source."""
     dylib = wheel_member("executorch", "1.5.1", "libexecutorch_backend_mlx.dylib", tmp_path)
     starts = dict.fromkeys(function_starts(dylib))
     named = {a: n for n, a in nm_addresses(dylib).items()}
     found = independent_sources(dylib, None, {a: named.get(a) for a in starts})
-    wanted = {a: v for a, v in found.items() if v[0] is None and b"\n" in v[2]}
+    wanted = {a: v for a, v in found.items() if v[0] is None and is_metal_text(v[2])}
     ours = host_strings(dylib)
     assert ours is not None and all(s.function is None for s in ours)
     assert {s.address: (s.offset, s.size) for s in ours} == {
@@ -102,12 +102,11 @@ def test_synthetic_dylib_namespace_and_sources(tmp_path: Path, arch: str) -> Non
         == by_name[f"__ZN4demo3jit{len(s.function or '') - 11}{(s.function or '')[11:]}Ev"][1]
         for s in ours
     )
-    # Without a namespace: every plain function whose string is source text (a line break).
+    # Without a namespace: every plain function whose string is Metal source; text of several
+    # lines that is not (outside, global_source) is left out.
     assert {s.function for s in host_strings(dylib) or []} == {
         "demo::jit::alpha",
         "demo::jit::beta",
-        "demo::outside",
-        "global_source",
     }
     assert host_strings(dylib, "other") == []
 
@@ -177,7 +176,8 @@ def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     }
     assert doc["bytes"] == sum(b for _, b in rows.values())
     code, table, _ = run_cli(["sources", str(dylib), "--format", "table"], capsys)
-    assert code == 0 and "demo::outside" in table and "demo::jit::gamma_one_line" not in table
+    assert code == 0 and "demo::jit::alpha" in table and "demo::jit::gamma_one_line" not in table
+    assert "demo::outside" not in table  # text of two lines, but no Metal
 
 
 @pytest.mark.parametrize(

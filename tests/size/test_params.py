@@ -19,7 +19,7 @@ from support.real_wheels import libraries_or_skip
 from builder.kernels.dtypes import NAME_SPELLINGS
 from builder.publish.outputs import report_output
 from builder.render.param_tables import NO_PARAMETER, parameter_table
-from builder.render.table import csv_records
+from builder.render.table_csv import csv_records
 from builder.size.load import load_reports
 from builder.size.params import parse_name
 from builder.size.report import Report

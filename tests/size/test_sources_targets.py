@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from binaries import cxx_dylib, nm_addresses
 from clirun import run_cli
-from support.llvm_strings import function_starts, independent_sources, wheel_member
+from support.llvm_strings import function_starts, independent_sources, is_metal_text, wheel_member
 
 from builder.inputs import wheels
 
@@ -30,13 +30,13 @@ def write_wheel(path: Path, members: dict[str, bytes]) -> Path:
 
 def _llvm_sources(dylib: Path, namespace_prefix: str | None) -> set[tuple[int, int]]:
     """(file offset, bytes incl. NUL) of each source LLVM's tools find: in the mangled
-    ``namespace_prefix`` when given, else every function (named or not) whose string holds a
-    line break."""
+    ``namespace_prefix`` when given, else every function (named or not) whose string is Metal
+    source (``is_metal_text``)."""
     named = {a: n for n, a in nm_addresses(dylib).items()}
     starts = {**dict.fromkeys(function_starts(dylib)), **named}
     found = independent_sources(dylib, None, starts)
     if namespace_prefix is None:
-        return {(where, len(raw)) for _, where, raw in found.values() if b"\n" in raw}
+        return {(where, len(raw)) for _, where, raw in found.values() if is_metal_text(raw)}
     rx = re.compile(re.escape(namespace_prefix) + r"\d+\w+Ev")
     return {(where, len(raw)) for n, where, raw in found.values() if rx.fullmatch(n or "")}
 

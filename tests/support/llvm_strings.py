@@ -23,9 +23,25 @@ from binaries import cxx_dylib, nm_addresses, tool
 from builder.inputs import wheel_cache, wheels
 from support.shared import shared_folder
 
+_METAL_WORDS = re.compile(
+    r"<metal_[a-z_]+>|\bmetal::|namespace metal\b|\[\[ *(kernel|buffer|thread|host_name)"
+    r"|\bkernel void\b|^// Auto generated source for |^#line 1 ",
+    re.MULTILINE,
+)
+
+
+def is_metal_text(raw: bytes) -> bool:
+    """The test's own reading of "a string is Metal source": text of several lines with a word
+    only the Metal Shading Language writes (``<metal_stdlib>``, ``metal::``, ``[[kernel]]``,
+    ``[[buffer(0)]]``, ``kernel void``) or a first line naming the header it was made from."""
+    text = raw.decode("utf-8", "replace")
+    return "\n" in text and _METAL_WORDS.search(text) is not None
+
+
 __all__ = [
     "function_starts",
     "independent_sources",
+    "is_metal_text",
     "mlx_style_host",
     "share_disassembly",
     "wheel_member",
