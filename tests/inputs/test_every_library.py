@@ -314,4 +314,6 @@ def test_history_of_binaries_is_one_history_per_library(
     html = page.read_text()
     total = html.split("<svg")[1]
     assert total.count("<polyline") == 2  # a line per library in the total chart
-    assert html.count("<h2>") == 2 and html.count("<table>") == 2
+    # per library its history table and the table of the groups each step moved
+    moved = "<h3>Groups that moved most, each step</h3>"
+    assert html.count("<h2>") == 2 and html.count(moved) == 2 and html.count("<table>") == 4
