@@ -272,7 +272,9 @@ def comparison_output(
     if kind == "json":
         from builder.render.json_docs import compare_json
 
-        return compare_json(evaluated)
+        # JSON lists every group; --top says how many rows rows_shown, renames and the
+        # largest changed functions describe (20 unless given; 0: all)
+        return compare_json(evaluated, 20 if top is None else top or None)
     if kind == "markdown":
         from builder.render.pr_comment import comment_markdown
 

@@ -146,7 +146,7 @@ def _gate_row(gate: Verdict) -> dict[str, object]:
     return doc | verdict_fields(gate)
 
 
-def compare_json(pairs: Evaluated, top: int = 20) -> str:
+def compare_json(pairs: Evaluated, top: int | None = 20) -> str:
     """One comparison as a schema-2 object; several (targets holding several libraries) as
     ``{"schema": 2, "kind": "comparisons", "libraries": [...]}``, the rule ``report`` follows,
     so the output is always one JSON document."""
@@ -157,7 +157,7 @@ def compare_json(pairs: Evaluated, top: int = 20) -> str:
 
 
 def _comparison_dict(
-    comparison: Comparison, gates: Sequence[Verdict], top: int
+    comparison: Comparison, gates: Sequence[Verdict], top: int | None
 ) -> dict[str, object]:
     """The comparison for machines: both sides' sources, per-group deltas, added/removed, and
     (builds with JIT units only) the JIT units' deltas in the host libraries. With
@@ -216,7 +216,7 @@ def _comparison_dict(
     return doc
 
 
-def _summary(comparison: Comparison, top: int) -> dict[str, object]:
+def _summary(comparison: Comparison, top: int | None) -> dict[str, object]:
     """What changed in numbers (``builder.size.change_summary``): the groups (a JIT-only pair's
     units) new, grown, shrunk, removed (each ``groups`` and signed ``delta_bytes``) and
     unchanged; the renamed functions (``top`` largest); what a table's ``top`` rows explain."""

@@ -114,6 +114,12 @@ def test_summary_adds_up_to_the_change(
     moved = sum(size for _, size in expected.values())
     assert moved + summary["overhead_delta_bytes"] == change == summary["delta_bytes"]
     assert summary["renames"]["count"] == 2
+    assert summary["rows_shown"]["top"] == 20  # the default --top
+    for top, wanted in (("1", 1), ("0", None)):  # --top 0: every row shown, so all explained
+        assert _run(["compare", *map(str, paths), "--format", "json", "--top", top]) == 0
+        shown = json.loads(capsys.readouterr().out)["summary"]["rows_shown"]
+        assert shown["top"] == wanted
+        assert wanted is not None or shown["explained"] == 1.0
     assert {(r["base"], r["head"]) for r in summary["renames"]["largest"]} == {
         ("sum_reduction_inner_chunk", "sum_reduction_innermost_chunk"),
         ("igamma_cast_float", "igamma_cast_float_float"),
