@@ -334,7 +334,7 @@ def budget_command(
     """
     from builder.cli.tree_options import tree_of
     from builder.publish.outputs import budget_output
-    from builder.render.budget_comment import BUDGET_MARKER as MARKER
+    from builder.render.budget_tables import BUDGET_MARKER as MARKER
     from builder.render.text import failures
     from builder.size.budget import check_budgets
     from builder.size.budget_file import find_budget_file, read_budget_file

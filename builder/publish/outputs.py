@@ -311,12 +311,12 @@ def budget_output(
 
         return budget_json(verdicts, source, warnings)
     if kind == "markdown":
-        from builder.render.budget_comment import budget_markdown
+        from builder.render.budget_tables import budget_markdown
 
         return budget_markdown(verdicts, source, warnings=warnings)
     from dataclasses import replace
 
-    from builder.render.report_tables import budget_table
+    from builder.render.budget_tables import budget_table
     from builder.render.table import Said
 
     table = budget_table(verdicts, source)

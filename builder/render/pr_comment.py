@@ -1,6 +1,6 @@
 """The sticky pull-request comment of ``compare``: the markdown view of its tables
 (``builder.render.compare_tables``) cut to a hard length bound (``budget``'s comment,
-``builder.render.budget_comment``, is cut by the same ``Room``).
+``builder.render.budget_tables``, is cut by the same ``Room``).
 
 CI bots post one comment per pull request and edit it on every push. The first line is a hidden
 HTML marker (``MARKER``) a CI step searches for to find its own comment; the totals and gate

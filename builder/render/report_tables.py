@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, NamedTuple
 from builder.inputs.member_names import shortened
 from builder.render.param_tables import parameter_table
 from builder.render.table import (
-    CSV_ONLY,
     CUMULATIVE,
     DOWNLOAD,
     DOWNLOAD_SHARE,
@@ -37,18 +36,14 @@ from builder.render.table import (
     cell_text,
 )
 from builder.render.text import (
-    gate_limit,
-    gate_value,
     grouping_text,
     human_delta,
     human_size,
-    limit_label,
     no_metallib,
     origin,
     provenance_line,
 )
 from builder.render.tree_lines import report_lines, unattributed_name
-from builder.render.verdict_words import counts
 from builder.size.compare import OVERHEAD, by_strings, jit_breakdown, jit_what
 from builder.size.rollup import Rollup, fold
 
@@ -56,11 +51,9 @@ if TYPE_CHECKING:
     from builder.size.attribution import BinaryAccount
     from builder.size.compare import JitBreakdown
     from builder.size.report import Report, WheelFiles
-    from builder.size.verdicts import Verdict
 
 __all__ = [
     "Shown",
-    "budget_table",
     "download_line",
     "report_tables",
     "shown_count",
@@ -395,44 +388,3 @@ def report_tables(
             wheels.setdefault(wheel.path, wheel)
     tables += [_wheel_table(w, top) for w in wheels.values()]
     return tables + [_binary_table(a) for a in binaries]
-
-
-def budget_table(verdicts: Sequence[Verdict], source: str) -> Table:
-    """The size-limit view: a row per limit (its check, limit, value and verdict), with where
-    each value was measured; CSV gets the key, group and numbers as measured."""
-    measured = sorted({m for c in verdicts for m in c.measured_in})
-    columns = (
-        Column("budget", "budget", "text"),
-        Column("check", "check", "text", PEOPLE),
-        Column("key", "key", "text", CSV_ONLY),
-        Column("group", "group", "text", CSV_ONLY),
-        Column("limit", "limit", "text", PEOPLE),
-        Column("limit", "limit", "count", CSV_ONLY),
-        Column("value", "value", "text", PEOPLE),
-        Column("value", "value", "count", CSV_ONLY),
-        Column("counts", "counts", "text", CSV_ONLY),
-        Column("passed", "result", "verdict"),
-    )
-    rows = tuple(
-        Row(
-            (
-                Name(c.subject),
-                Name(limit_label(c)),
-                c.name,
-                c.group,
-                gate_limit(c),
-                c.limit_text or c.limit,
-                gate_value(c),
-                c.value_text or c.value,
-                counts(c),
-                c.passed,
-            )
-        )
-        for c in verdicts
-    )
-    return Table(
-        columns,
-        rows,
-        title=("Size budgets (", Said(source), ")"),
-        caption=(("measured in ", Said("; ".join(measured))),),
-    )

@@ -13,7 +13,7 @@ from publish.standin_api import BOT, PR, REPOSITORY, TOKEN, StandIn
 
 from builder.publish.github import Identity, written_by
 from builder.publish.rest import Api
-from builder.render.budget_comment import BUDGET_MARKER
+from builder.render.budget_tables import BUDGET_MARKER
 from builder.render.pr_comment import MARKER
 
 

@@ -31,11 +31,12 @@ from builder.publish.outputs import (
     sources_output,
     variants_output,
 )
+from builder.render.budget_tables import budget_table
 from builder.render.build import presets_table
 from builder.render.compare_tables import compare_tables
 from builder.render.history_tables import history_tables, moves_table
 from builder.render.library import sources_tables
-from builder.render.report_tables import budget_table, report_tables
+from builder.render.report_tables import report_tables
 from builder.render.table import Table, cell_text, markdown_tables
 from builder.render.table_csv import csv_records
 from builder.render.text import visible
