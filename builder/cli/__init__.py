@@ -67,7 +67,7 @@ COMMANDS: dict[str, Entry] = {
         "Find the newest artifact NAME that a push to BRANCH of this repository uploaded.",
     ),
     "history": Entry(
-        "size:history_command",
+        "history:history_command",
         "Show how a library's size changed over releases or builds, in the order given.",
     ),
     "kernels": Entry(
