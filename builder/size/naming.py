@@ -2,17 +2,23 @@
 
 A name is words joined by ``_``; dtype spellings (``builder.kernels.dtypes.NAME_SPELLINGS``)
 are found left to right, the longest at each position, the short words only as whole words, and
-each cuts the name where it stands (``v_copyfloat16float32``: ``v``, ``copy``). Then:
+each cuts the name where it stands (``v_copyfloat16float32``: ``v``, ``copy``; a short word also
+right after the letters ``mask``: torch's ``maskhalf``). Then:
 
-* the **head** is the words before the first dtype or the first number (``64``, ``8bit``); a
-  name with neither ends its head before its trailing parameters (``tonemap_aces_bm64``), never
-  before its second word. Words with digits in the head are the op's (``atan2``, ``log10``,
-  ``bessel_j0``, ``i0``, ``div_true``): parameters follow the op, they do not stand in it;
-* the **parameters** after the head go: numbers, letters then digits (``bm64``, ``tptg512``: one
-  to six letters), ``true``/``false``, a key of one to six letters before a number (``gs_32``,
-  ``b_4``); the other words after the head stay (``stable``, ``topk``, ``mask``);
-* the **stem** (``--by stem``) is the head and the words after it that are neither dtypes nor
-  parameters: ``abs_dense_castout``, ``sort_block_stable``;
+* a **mask's type** is a dtype glued to a word ending in ``mask`` (``maskbool_``, ``maskhalf``),
+  or a dtype or ``nomask`` after a longer such word (``outmask_bool_``, ``opmask_nomask``; not
+  ``nomask`` itself, and not ``mask_half``: torch's ``index_fill_dense_from_mask_half``);
+* the **head** is the words before the first dtype, number (``64``, ``8bit``) or mask word with
+  its type; a name with none ends its head before its trailing parameters
+  (``tonemap_aces_bm64``), never before its second word. Words with digits in the head are the
+  op's (``atan2``, ``log10``, ``bessel_j0``, ``i0``, ``div_true``): parameters follow the op;
+* the **parameters** after the head go (:func:`name_parameters`): dtypes, a mask word and its
+  type, numbers, letters then digits (``bm64``, ``tptg512``: one to six letters), the flags
+  ``true``/``false``/``taligned``/``naligned``, a key of one to six letters before a number or
+  flag (``gs_32``, ``b_4``, ``MN_taligned``, ``alN_true``); the other words after the head stay
+  (``stable``, ``topk``, ``mask``);
+* the **stem** (``--by stem``, ``--by param``) is the head and the words after it in no
+  parameter: the name less its parameters, ``abs_dense_castout``, ``sort_block_stable``;
 * the **op** (``--by kernel`` without rules) is the head with its layout folded in: its words up
   to the first layout word (:data:`LAYOUT_WORDS`), leading layout words dropped
   (``abs_dense_castout_ilp`` and ``abs_strided`` are ``abs``; ``inner_contiguous_scatter`` is
@@ -193,9 +199,8 @@ def _mask_at(words: Sequence[str], i: int, mark: str, joined: str) -> bool:
 _Found = tuple[int, int, str, str]  # a parameter: its first word, its value word, kind, key
 
 
-def _read(words: Sequence[str], mark: str, joined: str) -> tuple[int, list[_Found]]:
-    """The head's end and the parameters after it; the words after the head that are in no
-    parameter are the stem's."""
+def _head(words: Sequence[str], mark: str, joined: str) -> int:
+    """Where the head ends."""
     number, parameter = _NUMBER.fullmatch, _PARAMETER.fullmatch
     end = 0  # the head: the words before the first dtype, number or mask word with its type
     for i, word in enumerate(words):
@@ -207,6 +212,12 @@ def _read(words: Sequence[str], mark: str, joined: str) -> tuple[int, list[_Foun
     else:  # none: before the trailing parameters, never before the second word
         while end > 1 and parameter(words[end - 1]):
             end -= 1
+    return end
+
+
+def _parameters(words: Sequence[str], end: int, mark: str, joined: str) -> list[_Found]:
+    """The parameters after the head; the words after it in none are the stem's."""
+    number, parameter = _NUMBER.fullmatch, _PARAMETER.fullmatch
     found: list[_Found] = []
     i = end
     while i < len(words):
@@ -228,7 +239,7 @@ def _read(words: Sequence[str], mark: str, joined: str) -> tuple[int, list[_Foun
             i += 2
             continue
         i += 1
-    return end, found
+    return found
 
 
 def _words(text: str) -> list[str]:
@@ -251,7 +262,7 @@ def _python_labels(names: Sequence[str], level: int) -> list[str]:
     labels = []
     for stripped, name in zip(text[1:-1].split(sep), names):
         words = _words(stripped)
-        end, found = _read(words, mark, joined)
+        end = _head(words, mark, joined)
         if level == 0:
             op: list[str] = []
             for word in words[:end]:
@@ -263,6 +274,7 @@ def _python_labels(names: Sequence[str], level: int) -> list[str]:
             if op:
                 labels.append("_".join(op))
                 continue
+        found = _parameters(words, end, mark, joined)
         labels.append("_".join(_stem(words, end, found)) or name)
     return labels
 
@@ -278,7 +290,8 @@ def name_parameters(name: str) -> list[NameParameter]:
     read = iter(dtypes)
     canonical = {i: next(read) for i, w in enumerate(words) if w in (mark, joined)}
     out = []
-    for first, at, kind, key in _read(words, mark, joined)[1]:
+    found = _parameters(words, _head(words, mark, joined), mark, joined)
+    for first, at, kind, key in found:
         word = words[at]
         if at in canonical:
             value = canonical[at]

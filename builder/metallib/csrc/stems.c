@@ -7,10 +7,14 @@
  * starts there (a spelling in word_only only when it stands between "_" or the name's ends, else
  * its text stays, the scan going on after it); "_" and each dtype cut the name into words, empty
  * ones dropped.
- * The head is the words before the first dtype or number ([0-9]+, optionally "bit"/"bits");
- * with neither, the words before the trailing parameters, never fewer than the first word. After
- * the head, parameters go (numbers, 1 to 6 letters then digits, "true", "false", a 1-to-6-letter
- * key followed by a [0-9]+ word) and other words stay: the head and those are the stem (level 1).
+ * (A word-only spelling also counts right after the letters "mask" when it ends a token:
+ * maskhalf.) A mask word with its type (mask_at) is a word ending in "mask", not "nomask", glued
+ * to a dtype, or longer than "mask" and followed by a dtype or "nomask".
+ * The head is the words before the first dtype, number ([0-9]+, optionally "bit"/"bits") or mask
+ * word with its type; with none, the words before the trailing parameters, never fewer than the
+ * first word. After the head, parameters go (a mask word and its type, numbers, 1 to 6 letters
+ * then digits, "true", "false", "taligned", "naligned", a 1-to-6-letter key followed by a [0-9]+
+ * word or one of those flags) and other words stay: the head and those are the stem (level 1).
  * The op (level 0) is the head's words up to the first layout word (one of layouts, trailing
  * digits aside), leading layout words skipped. An empty op is the stem, an empty stem the name. Only ASCII names are decided here: None when a name, spelling or layout word is not
  * ASCII or a spelling is shorter than two characters, and Python does the work.
