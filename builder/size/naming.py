@@ -94,10 +94,7 @@ def _longest_first(words: Sequence[str]) -> str:
 _DTYPE_RE = re.compile(_longest_first(tuple(NAME_SPELLINGS)))
 _SPELLINGS = tuple(NAME_SPELLINGS)  # for the C extension's generic_stems
 
-# MLX names a mask's element type right after the word "mask" (``outmask_float32``,
-# ``opmask_bool_``, ``maskbool_``); that is not the type the kernel computes in.
-_MASK_PREFIXES = ("mask", "mask_")
-_NO_MASK = ("nomask", "nomask_")
+_NO_MASK = "nomask"  # a mask word's value when the kernel takes no mask
 
 
 def _dtype_matches(name: str) -> Iterator[re.Match[str]]:
@@ -127,13 +124,14 @@ def primary_dtype(name: str) -> str:
     (after "mask": ``gemv_outmask_nomask_opmask_bool__float16_...`` -> float16) nor ``bool``
     (a comparison's or logical op's result: torch's ``lt_dense_bool_float8_e4m3fn`` ->
     float8_e4m3fn; MLX's ``v_copybool_uint8`` -> uint8); else the first that is not a mask's
-    type (``logical_not_dense_bool_bool`` -> bool), else the first at all
-    (``sdpa_blocked_causal_mask_bfloat16``: the only dtype follows "mask_"), else ``"none"``."""
-    found: list[tuple[str, bool]] = []
-    for match in _dtype_matches(name):
-        at = match.start()
-        masked = name.endswith(_MASK_PREFIXES, 0, at) and not name.endswith(_NO_MASK, 0, at)
-        found.append((NAME_SPELLINGS[match.group()], masked))
+    type (``logical_not_dense_bool_bool`` -> bool), else the first at all (``foo_maskhalf``: the
+    only dtype is a mask's), else ``"none"``. A mask's type is :func:`name_parameters`' (the
+    module docstring's rule)."""
+    found = [
+        (value, kind == "mask")
+        for kind, _, value in name_parameters(name)
+        if kind == "dtype" or (kind == "mask" and value != _NO_MASK)
+    ]
     if not found:
         return NO_DTYPE
     unmasked = [word for word, masked in found if not masked]
@@ -190,10 +188,10 @@ def _mask_at(words: Sequence[str], i: int, mark: str, joined: str) -> bool:
     ``mask`` (not ``nomask``) glued to a dtype (``maskbool_``), or longer than ``mask`` and
     followed by a dtype or ``nomask`` (``outmask_bool_``, ``opmask_nomask``)."""
     word = words[i]
-    if i + 1 >= len(words) or not word.endswith("mask") or word == "nomask":
+    if i + 1 >= len(words) or not word.endswith("mask") or word == _NO_MASK:
         return False
     after = words[i + 1]
-    return after == joined or (len(word) > 4 and after in (mark, "nomask"))
+    return after == joined or (len(word) > 4 and after in (mark, _NO_MASK))
 
 
 _Found = tuple[int, int, str, str]  # a parameter: its first word, its value word, kind, key

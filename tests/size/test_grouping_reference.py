@@ -49,7 +49,7 @@ STARTING = {  # first character -> the spellings that start with it, longest fir
 }
 
 
-def dtype_tokens(name: str, skip_masks: bool = False) -> list[tuple[int, int, str]]:
+def dtype_tokens(name: str) -> list[tuple[int, int, str]]:
     """(start, end, spelling) of each dtype token, left to right: at each position the longest
     spelling that starts there, a word-only spelling only between underscores or the ends, or
     between the letters "mask" and an underscore or the end."""
@@ -62,9 +62,7 @@ def dtype_tokens(name: str, skip_masks: bool = False) -> list[tuple[int, int, st
         end = i + len(word)
         starts = i == 0 or name[i - 1] == "_" or name[:i].endswith("mask")  # maskhalf
         delimited = starts and (end == len(name) or name[end] == "_")
-        before = name[:i]
-        mask = before.endswith(("mask", "mask_")) and not before.endswith(("nomask", "nomask_"))
-        if (word not in WORD_ONLY_SPELLINGS or delimited) and not (skip_masks and mask):
+        if word not in WORD_ONLY_SPELLINGS or delimited:
             found.append((i, end, word))
         i = end
     return found
@@ -186,8 +184,9 @@ def kernel_labels(names: list[str]) -> tuple[str, list[str]]:
 
 def primary(name: str) -> str:
     """The first dtype that is no mask's and not bool, else the first no mask's, else the first."""
-    unmasked = [NAME_SPELLINGS[w] for _, _, w in dtype_tokens(name, skip_masks=True)]
-    every = [NAME_SPELLINGS[w] for _, _, w in dtype_tokens(name)]
+    found = [(kind, value) for kind, _, value in read(name)[2] if kind in ("dtype", "mask")]
+    unmasked = [value for kind, value in found if kind == "dtype"]
+    every = [value for _, value in found if value != "nomask"]
     return ([d for d in unmasked if d != "bool"] or unmasked or every or ["none"])[0]
 
 
