@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-ABI = 15
+ABI = 16
 """The extension's result layout. Stated only here: CMake reads this line (``file(STRINGS)`` in
 cmake/MetallibNative.cmake) and compiles it in, and an extension built for another number is not
 used. Bump it whenever a native function's arguments or results change."""

@@ -7,34 +7,31 @@ groups a library's functions by their name less its parameters (``steel_gemm_fus
 for each parameter the group's names carry, adds up the bytes of each value: the functions that
 carry ``bm64`` are what dropping that value saves.
 
-What counts as a parameter in a name (tokens are joined by ``_``):
+A name's parameters are read by ``builder.size.naming`` (``name_parameters``, the rules of
+docs/report-schema.md "Naming rules"), and its group is its stem: the name less those
+parameters (``generic_stems``). Here each becomes a value of a parameter named by its key:
 
-* the dtypes it names, read with ``builder.kernels.dtypes``' spellings (MLX concatenates its
-  own, ``v_copyfloat16float32``): one parameter ``dtype`` whose value is the canonical word, or
-  the words in the name's order joined by ``,`` when they differ (``bool,float16``: torch's
+* the dtypes: one parameter ``dtype`` whose value is the canonical word, or the words in the
+  name's order joined by ``,`` when they differ (``bool,float16``: torch's
   ``gt_strided_bool_half``);
-* a mask's type, after a word ending in ``mask`` (MLX's ``outmask_float16``, ``opmask_nomask``,
-  ``maskbool_``; torch's ``maskhalf``): a parameter named by that word;
-* a number after a short key, joined (``bm64``, ``bd128``, ``tptg512``) or apart (``gs_32``,
-  ``b_4``), and MLX's alignment flags (``MN_taligned``): named by the key; a bit width
-  (``8bit``): ``bit``; a bare number (``_128``): ``#1``, ``#2`` in order.
+* a mask's type (MLX's ``outmask_float16``, ``opmask_nomask``, ``maskbool_``; torch's
+  ``maskhalf``): a parameter named by the mask word;
+* a keyed value (``bm64``, ``gs_32``, ``MN_taligned``): named by the key; a bit width (``8bit``):
+  ``bit``; a bare number or flag (``_128``, ``_true``): ``#1``, ``#2`` in order.
 
-Numbers count only after the name's first dtype (or its first token when it names none): op
-names with digits keep them (``log2_dense_float_float``, ``bessel_j0_forward_...``, ``conv3d``).
-A function whose name lacks a parameter its group's other names carry has the value
-``none`` for it, so each parameter's values add up to the group, function for function.
+A function whose name lacks a parameter its group's other names carry has the value ``none``
+for it, so each parameter's values add up to the group, function for function.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from builder.files.dataclass_json import count, field
-from builder.kernels.dtypes import NAME_SPELLINGS, WORD_ONLY_SPELLINGS
+from builder.size.naming import generic_stems, name_parameters
 
 __all__ = [
     "DTYPE",
@@ -52,20 +49,6 @@ DTYPE = "dtype"
 NONE = "none"
 """The value of a parameter a function's name does not carry (its group's other names do)."""
 
-_ALL = "|".join(map(re.escape, NAME_SPELLINGS))  # longest first: "float16_t" before "float16"
-_INSIDE = "|".join(re.escape(s) for s in NAME_SPELLINGS if s not in WORD_ONLY_SPELLINGS)
-_WORDS = "|".join(re.escape(s) for s in NAME_SPELLINGS if s in WORD_ONLY_SPELLINGS)
-_B, _E = "(?<![^_])", "(?![^_])"  # a token's start and end: the name's ends or an underscore
-_PARAMETER = re.compile(
-    rf"{_B}(?P<mask>[A-Za-z]+mask_|mask)(?P<masked>{_ALL}|nomask){_E}"
-    rf"|(?P<dtype>{_INSIDE}|{_B}(?:{_WORDS}){_E})"
-    rf"|{_B}(?P<key>[A-Za-z]{{1,6}})_?(?P<number>\d+){_E}"
-    rf"|{_B}(?P<bits>\d+)bit{_E}"
-    rf"|{_B}(?P<flag>[A-Za-z]+)_(?P<flagged>[tn]aligned|true|false){_E}"
-    rf"|{_B}(?P<bare>\d+){_E}"
-)
-_UNDERSCORES = re.compile("_{2,}")
-
 
 class ParsedName(NamedTuple):
     """A name as its group (the name less its parameters) and the values of its parameters,
@@ -77,52 +60,24 @@ class ParsedName(NamedTuple):
 
 @functools.lru_cache(maxsize=1 << 15)
 def parse_name(name: str) -> ParsedName:
-    """``name``'s group (the name less its parameters, ``_`` joined again) and its parameters'
-    values: ``steel_gemm_fused_nn_float16_float16_bm64`` -> ``steel_gemm_fused_nn``,
+    """``name``'s group (its stem: the name less its parameters) and its parameters' values:
+    ``steel_gemm_fused_nn_float16_float16_bm64`` -> ``steel_gemm_fused_nn``,
     ``(("dtype", "float16"), ("bm", "64"))``. A name that is all parameters is its own group."""
-    found = list(_PARAMETER.finditer(name))
-    first_dtype = next((m.start() for m in found if m.lastgroup == "dtype"), None)
-    if first_dtype is None:  # no dtype: numbers count after the first token
-        underscore = name.find("_")
-        first_dtype = len(name) if underscore < 0 else underscore
     dtypes: list[str] = []
     values: list[tuple[str, str]] = []
     bare = 0
-    kept: list[re.Match[str]] = []
-    for match in found:
-        kind = match.lastgroup
+    for kind, key, value in name_parameters(name):
         if kind == "dtype":
-            dtypes.append(NAME_SPELLINGS[match.group("dtype")])
-        elif kind == "masked":
-            masked = match.group("masked")
-            key = match.group("mask").rstrip("_")
-            values.append((key, NAME_SPELLINGS.get(masked, masked)))
-        elif match.start() < first_dtype:
-            continue  # a number before the first dtype belongs to the op's name
-        elif kind == "number":
-            values.append((match.group("key"), match.group("number")))
-        elif kind == "bits":
-            values.append(("bit", match.group("bits")))
-        elif kind == "flagged":
-            values.append((match.group("flag"), match.group("flagged")))
-        else:
+            dtypes.append(value)
+        elif kind == "bare":
             bare += 1
-            values.append((f"#{bare}", match.group("bare")))
-        kept.append(match)
+            values.append((f"#{bare}", value))
+        else:
+            values.append((key, value))
     if dtypes:
         word = dtypes[0] if len(set(dtypes)) == 1 else ",".join(dtypes)
         values.insert(0, (DTYPE, word))
-    return ParsedName(_group(name, kept), _unique(values))
-
-
-def _group(name: str, kept: Sequence[re.Match[str]]) -> str:
-    pieces, at = [], 0
-    for match in kept:
-        pieces.append(name[at : match.start()])
-        at = match.end()
-    pieces.append(name[at:])
-    group = _UNDERSCORES.sub("_", "_".join(pieces)).strip("_")
-    return group or name
+    return ParsedName(generic_stems([name])[0], _unique(values))
 
 
 def _unique(values: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
@@ -137,8 +92,8 @@ def _unique(values: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
 
 
 def param_labels(names: Iterable[str]) -> list[str]:
-    """Every name less its parameters: the ``--by param`` label of its function."""
-    return [parse_name(name).group for name in names]
+    """Every name less its parameters, its stem: the ``--by param`` label of its function."""
+    return generic_stems(list(names))
 
 
 @dataclass(frozen=True)

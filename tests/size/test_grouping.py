@@ -189,6 +189,10 @@ def test_by_dtype_function_and_source() -> None:
         # the only dtype follows "mask_": it is the kernel's own
         ("sdpa_blocked_causal_mask_bfloat16", "bfloat16"),
         ("sdpa_blocked_causal_mask_float16", "float16"),
+        # torch's mask type glued to "mask", a short spelling: read, and skipped
+        ("sdpa_vector_float_64_64_maskhalf", "float32"),
+        ("index_fill_dense_from_mask_half", "float16"),  # "mask_" then the data's type
+        ("k_maskhalf", "float16"),  # the only dtype is a mask's
     ],
 )
 def test_primary_dtype_skips_mask_types(name: str, dtype: str) -> None:

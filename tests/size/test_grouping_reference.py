@@ -9,6 +9,7 @@ issue 34 item 14); its labels must be these, on both codes (native and pure Pyth
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +28,7 @@ from builder.size.grouping import (
     generic_stems,
     group_names,
 )
-from builder.size.naming import LAYOUT_WORDS
+from builder.size.naming import LAYOUT_WORDS, name_parameters
 
 pytestmark = pytest.mark.both_container_codes  # the generic stems have a C and a Python path
 
@@ -48,9 +49,10 @@ STARTING = {  # first character -> the spellings that start with it, longest fir
 }
 
 
-def dtype_tokens(name: str, skip_masks: bool = False) -> list[tuple[int, int, str]]:
+def dtype_tokens(name: str) -> list[tuple[int, int, str]]:
     """(start, end, spelling) of each dtype token, left to right: at each position the longest
-    spelling that starts there, a word-only spelling only between underscores or the ends."""
+    spelling that starts there, a word-only spelling only between underscores or the ends, or
+    between the letters "mask" and an underscore or the end."""
     found, i = [], 0
     while i < len(name):
         word = next((s for s in STARTING.get(name[i], ()) if name.startswith(s, i)), None)
@@ -58,10 +60,9 @@ def dtype_tokens(name: str, skip_masks: bool = False) -> list[tuple[int, int, st
             i += 1
             continue
         end = i + len(word)
-        delimited = (i == 0 or name[i - 1] == "_") and (end == len(name) or name[end] == "_")
-        before = name[:i]
-        mask = before.endswith(("mask", "mask_")) and not before.endswith(("nomask", "nomask_"))
-        if (word not in WORD_ONLY_SPELLINGS or delimited) and not (skip_masks and mask):
+        starts = i == 0 or name[i - 1] == "_" or name[:i].endswith("mask")  # maskhalf
+        delimited = starts and (end == len(name) or name[end] == "_")
+        if word not in WORD_ONLY_SPELLINGS or delimited:
             found.append((i, end, word))
         i = end
     return found
@@ -71,41 +72,86 @@ LAYOUT = {"dense", "strided", "contiguous", "contig", "inner", "innermost", "out
 LAYOUT |= {"flat", "broadcast", "scalar", "cast", "castout", "lhs", "rhs", "vec", "ilp"}
 """Layout words as docs/report-schema.md lists them (a layout word may end in digits: ilp4)."""
 NUMBER = re.compile(r"[0-9]+(bits?)?")
-PARAMETER = re.compile(r"[0-9]+(bits?)?|[A-Za-z]{1,6}[0-9]+|true|false")  # whole words
+FLAG = re.compile("true|false|taligned|naligned")
+PARAMETER = re.compile(r"[0-9]+(bits?)?|[A-Za-z]{1,6}[0-9]+|true|false|taligned|naligned")
 
 
-def words(name: str) -> list[str | None]:
-    """The name cut at "_" and at each dtype token (None), empty pieces dropped."""
-    out: list[str | None] = []
+class Dtype(NamedTuple):
+    spelling: str
+    glued: bool  # no "_" between it and the word before it
+
+
+Word = str | Dtype
+
+
+def words(name: str) -> list[Word]:
+    """The name cut at "_" and at each dtype token, empty pieces dropped."""
+    out: list[Word] = []
     last = 0
-    for start, end, _ in dtype_tokens(name):
-        out += name[last:start].split("_") + [None]
+    for start, end, spelling in dtype_tokens(name):
+        out += name[last:start].split("_") + [Dtype(spelling, start > 0 and name[start - 1] != "_")]
         last = end
     out += name[last:].split("_")
     return [w for w in out if w != ""]
 
 
-def stems(name: str) -> tuple[str, str]:
-    """(op, stem): the rules of docs/report-schema.md, "Naming rules", step by step."""
+def mask_type(ws: list[Word], i: int) -> bool:
+    """A word ending in "mask" (not "nomask") glued to a dtype, or longer than "mask" and
+    followed by a dtype or "nomask": a mask word followed by its mask's type."""
+    w, following = ws[i], ws[i + 1] if i + 1 < len(ws) else None
+    if not isinstance(w, str) or not w.endswith("mask") or w == "nomask" or following is None:
+        return False
+    if isinstance(following, Dtype):
+        return following.glued or len(w) > 4
+    return len(w) > 4 and following == "nomask"
+
+
+def read(name: str) -> tuple[str, str, list[tuple[str, str, str]]]:
+    """(op, stem, parameters as (kind, key, value)): the rules of docs/report-schema.md,
+    "Naming rules", step by step."""
     ws = words(name)
-    # 1. the head: the words before the first dtype or number ...
+    # 1. the head: the words before the first dtype, number or mask word with its type ...
     end = len(ws)
     for i, w in enumerate(ws):
-        if w is None or NUMBER.fullmatch(w):
+        if isinstance(w, Dtype) or NUMBER.fullmatch(w) or mask_type(ws, i):
             end = i
             break
-    else:  # ... or, with neither, before the trailing parameters (never the first word)
-        while end > 1 and PARAMETER.fullmatch(ws[end - 1] or ""):
+    else:  # ... or, with none, before the trailing parameters (never the first word)
+        while end > 1 and PARAMETER.fullmatch(str(ws[end - 1])):
             end -= 1
-    head = [w for w in ws[:end] if w is not None]
-    # 2. the stem: the head, then every later word that is no dtype, parameter or key
-    stem = list(head)
-    after = ws[end:]
-    for i, w in enumerate(after):
-        following = after[i + 1] if i + 1 < len(after) else None
-        key = re.fullmatch("[A-Za-z]{1,6}", w or "") and re.fullmatch("[0-9]+", following or "")
-        if w is not None and not PARAMETER.fullmatch(w) and not key:
+    head = [str(w) for w in ws[:end]]
+    # 2. the parameters after it; the stem is the head and the other words
+    stem, found = list(head), []
+    i = end
+    while i < len(ws):
+        w = ws[i]
+        following = ws[i + 1] if i + 1 < len(ws) else ""
+        if mask_type(ws, i):
+            value = following.spelling if isinstance(following, Dtype) else str(following)
+            found.append(("mask", str(w), NAME_SPELLINGS.get(value, value)))
+            i += 2
+        elif isinstance(w, Dtype):
+            found.append(("dtype", "dtype", NAME_SPELLINGS[w.spelling]))
+            i += 1
+        elif m := re.fullmatch("([0-9]+)(bits?)", w):
+            found.append(("bits", "bit", m[1]))
+            i += 1
+        elif re.fullmatch("[0-9]+", w) or FLAG.fullmatch(w):
+            found.append(("bare", "", w))
+            i += 1
+        elif m := re.fullmatch("([A-Za-z]{1,6})([0-9]+)", w):
+            found.append(("keyed", m[1], m[2]))
+            i += 1
+        elif (
+            re.fullmatch("[A-Za-z]{1,6}", w)
+            and isinstance(following, str)
+            and re.fullmatch("[0-9]+|true|false|taligned|naligned", following)
+        ):
+            found.append(("keyed", w, following))
+            i += 2
+        else:
             stem.append(w)
+            i += 1
     # 3. the op: the head's words up to its first layout word, leading layout words skipped
     op: list[str] = []
     for w in head:
@@ -115,7 +161,13 @@ def stems(name: str) -> tuple[str, str]:
         else:
             op.append(w)
     stem_label = "_".join(stem) or name
-    return "_".join(op) or stem_label, stem_label
+    return "_".join(op) or stem_label, stem_label, found
+
+
+def stems(name: str) -> tuple[str, str]:
+    """(op, stem) of ``name``."""
+    op, stem, _ = read(name)
+    return op, stem
 
 
 def generic(name: str) -> str:
@@ -132,8 +184,9 @@ def kernel_labels(names: list[str]) -> tuple[str, list[str]]:
 
 def primary(name: str) -> str:
     """The first dtype that is no mask's and not bool, else the first no mask's, else the first."""
-    unmasked = [NAME_SPELLINGS[w] for _, _, w in dtype_tokens(name, skip_masks=True)]
-    every = [NAME_SPELLINGS[w] for _, _, w in dtype_tokens(name)]
+    found = [(kind, value) for kind, _, value in read(name)[2] if kind in ("dtype", "mask")]
+    unmasked = [value for kind, value in found if kind == "dtype"]
+    every = [value for _, value in found if value != "nomask"]
     return ([d for d in unmasked if d != "bool"] or unmasked or every or ["none"])[0]
 
 
@@ -147,6 +200,8 @@ def test_labels_are_the_references(spec: str, platform: str, member: str) -> Non
     assert (kernel.method, kernel.labels) == kernel_labels(names)
     assert group_names(names, "dtype").labels == [primary(n) for n in names]
     assert group_names(names, "stem").labels == [stems(n)[1] for n in names]
+    assert group_names(names, "param").labels == [stems(n)[1] for n in names]
+    assert [list(name_parameters(n)) for n in names] == [read(n)[2] for n in names]
     # metal-flash-sdpa's kernels are MLX's steel attention: MLX's rules know them
     generic = spec.startswith(("torch", "metal-linalg", "gpt4all"))
     expected = "generic" if generic else "rules:builtin:mlx"
@@ -172,6 +227,12 @@ ODD_NAMES = [
     "atan2_gs_32",  # no dtype: the op ends at the number, "gs" is the op's
     "dense_strided_float",  # nothing but layout words: the op is the stem
     "abs_ilp4_float_gs_32_b_4_stable",
+    # a mask word and its type, alignment flags (issue 36): parameters, not the stem's words
+    "steel_gemm_block_outmask_bool__opmask_nomask_tt_float32_float32_bm64_MN_taligned",
+    "sdpa_vector_half_128_64_maskhalf",
+    "index_fill_dense_from_mask_half",  # "mask" apart from a dtype: a word and a dtype
+    "x_nomask_float",
+    "k_float_alN_true_hgs_false_true",
 ]
 
 
@@ -182,6 +243,7 @@ def test_generic_stems_of_odd_names() -> None:
     assert generic_groups(ODD_NAMES[2:]) == [generic(n) for n in ODD_NAMES[2:]]
     assert [generic_group(n) for n in ODD_NAMES] == [generic(n) for n in ODD_NAMES]
     assert generic_stems(ODD_NAMES) == [stems(n)[1] for n in ODD_NAMES]
+    assert [name_parameters(n) for n in ODD_NAMES] == [read(n)[2] for n in ODD_NAMES]
 
 
 SOUP = [*NAME_SPELLINGS, "_", "__", "x", "u", "mask", "nomask", "12", "bm64", "true", "\n", "\x00"]
@@ -189,9 +251,10 @@ SOUP = [*NAME_SPELLINGS, "_", "__", "x", "u", "mask", "nomask", "12", "bm64", "t
 another), token ends, numeric tokens, the mask words and the characters names are joined by."""
 SOUP += ["false", "abcdefg1", "Ab12", "T", "2\n\n", "\u0663", "\u00e9"]
 SOUP += ["dense", "ilp4", "inner_", "8bit", "16bits", "gs", "atan2", "_4", "9bitx"]
+SOUP += ["outmask", "_opmask_", "taligned", "MN_", "alN", "half"]
 """Numeric tokens at the letters' limit and beyond, letters that are not ASCII, and a digit that
 is not ASCII (the C path declines names that are not ASCII); layout words, widths in bits,
-keys and an op with digits."""
+keys and an op with digits; mask words and alignment flags."""
 
 
 @settings(max_examples=100, deadline=None)
@@ -202,6 +265,7 @@ def test_generic_stems_of_spelling_soup(names: list[str]) -> None:
     goes). The ASCII names alone too: one name that is not ASCII sends all to Python."""
     assert generic_groups(names) == [generic(n) for n in names]
     assert generic_stems(names) == [stems(n)[1] for n in names]
+    assert [name_parameters(n) for n in names] == [read(n)[2] for n in names]
     ascii_names = [n for n in names if n.isascii()]
     assert generic_groups(ascii_names) == [generic(n) for n in ascii_names]
     assert generic_stems(ascii_names) == [stems(n)[1] for n in ascii_names]

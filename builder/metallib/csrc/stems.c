@@ -7,10 +7,14 @@
  * starts there (a spelling in word_only only when it stands between "_" or the name's ends, else
  * its text stays, the scan going on after it); "_" and each dtype cut the name into words, empty
  * ones dropped.
- * The head is the words before the first dtype or number ([0-9]+, optionally "bit"/"bits");
- * with neither, the words before the trailing parameters, never fewer than the first word. After
- * the head, parameters go (numbers, 1 to 6 letters then digits, "true", "false", a 1-to-6-letter
- * key followed by a [0-9]+ word) and other words stay: the head and those are the stem (level 1).
+ * (A word-only spelling also counts right after the letters "mask" when it ends a token:
+ * maskhalf.) A mask word with its type (mask_at) is a word ending in "mask", not "nomask", glued
+ * to a dtype, or longer than "mask" and followed by a dtype or "nomask".
+ * The head is the words before the first dtype, number ([0-9]+, optionally "bit"/"bits") or mask
+ * word with its type; with none, the words before the trailing parameters, never fewer than the
+ * first word. After the head, parameters go (a mask word and its type, numbers, 1 to 6 letters
+ * then digits, "true", "false", "taligned", "naligned", a 1-to-6-letter key followed by a [0-9]+
+ * word or one of those flags) and other words stay: the head and those are the stem (level 1).
  * The op (level 0) is the head's words up to the first layout word (one of layouts, trailing
  * digits aside), leading layout words skipped. An empty op is the stem, an empty stem the name. Only ASCII names are decided here: None when a name, spelling or layout word is not
  * ASCII or a spelling is shorter than two characters, and Python does the work.
@@ -27,6 +31,7 @@ typedef struct {
 typedef struct {
     const char *text;
     Py_ssize_t size; /* -1: a dtype */
+    int glued;       /* a dtype glued to the word before it (copyfloat16, maskbool_) */
 } word_t;
 
 /* Spellings by their first two characters (every spelling has two or more): most positions of a
@@ -37,10 +42,22 @@ typedef struct {
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_letter(char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 
-static int is_value(const word_t *w) /* [0-9]+ */
+static int is_word(const word_t *w, const char *text) /* w is exactly text */
+{
+    return w->size == (Py_ssize_t)strlen(text) && memcmp(w->text, text, (size_t)w->size) == 0;
+}
+
+static int is_flag(const word_t *w) /* true|false|taligned|naligned */
+{
+    return is_word(w, "true") || is_word(w, "false") || is_word(w, "taligned") || is_word(w, "naligned");
+}
+
+static int is_value(const word_t *w) /* [0-9]+ or a flag */
 {
     if (w->size <= 0)
         return 0;
+    if (is_flag(w))
+        return 1;
     for (Py_ssize_t i = 0; i < w->size; i++)
         if (!is_digit(w->text[i]))
             return 0;
@@ -73,8 +90,7 @@ static int is_parameter(const word_t *w)
 {
     if (w->size < 0)
         return 0;
-    if (is_number(w) || (w->size == 4 && memcmp(w->text, "true", 4) == 0) ||
-        (w->size == 5 && memcmp(w->text, "false", 5) == 0))
+    if (is_number(w) || is_flag(w))
         return 1;
     Py_ssize_t letters = 0;
     while (letters < w->size && is_letter(w->text[letters]))
@@ -98,6 +114,21 @@ static int is_layout(const word_t *w, const word_t *layouts, Py_ssize_t count)
     return 0;
 }
 
+/* Whether words[i] is a mask word followed by the mask's type: a word ending in "mask" (not
+ * "nomask") glued to a dtype (maskbool_), or longer than "mask" and followed by a dtype or
+ * "nomask" (outmask_bool_, opmask_nomask). */
+static int mask_at(const word_t *words, Py_ssize_t count, Py_ssize_t i)
+{
+    if (i + 1 >= count)
+        return 0;
+    const word_t *w = &words[i], *after = &words[i + 1];
+    if (w->size < 4 || memcmp(w->text + w->size - 4, "mask", 4) != 0 || is_word(w, "nomask"))
+        return 0;
+    if (after->size < 0)
+        return after->glued || w->size > 4;
+    return w->size > 4 && is_word(after, "nomask");
+}
+
 /* The words of name into words (room for size + 1), their count returned. */
 static Py_ssize_t split(const char *name, Py_ssize_t size, const spelling_t *spellings, const int *first,
                         word_t *words)
@@ -107,6 +138,7 @@ static Py_ssize_t split(const char *name, Py_ssize_t size, const spelling_t *spe
     do {                                                                                           \
         if ((at) > start) {                                                                        \
             words[count].text = name + start;                                                      \
+            words[count].glued = 0;                                                                \
             words[count++].size = (at)-start;                                                      \
         }                                                                                          \
     } while (0)
@@ -129,7 +161,9 @@ static Py_ssize_t split(const char *name, Py_ssize_t size, const spelling_t *spe
             continue;
         }
         Py_ssize_t end = i + best->size;
-        if (best->word_only && !((i == 0 || name[i - 1] == '_') && (end == size || name[end] == '_'))) {
+        int apart = i == 0 || name[i - 1] == '_';
+        int after_mask = i >= 4 && memcmp(name + i - 4, "mask", 4) == 0;
+        if (best->word_only && !((apart || after_mask) && (end == size || name[end] == '_'))) {
             for (; i < end; i++) /* a short word inside a longer one: its text stays, "_" cuts */
                 if (name[i] == '_') {
                     CUT(i);
@@ -139,6 +173,7 @@ static Py_ssize_t split(const char *name, Py_ssize_t size, const spelling_t *spe
         }
         CUT(i);
         words[count].text = NULL;
+        words[count].glued = !apart;
         words[count++].size = -1;
         start = i = end;
     }
@@ -160,7 +195,7 @@ static Py_ssize_t label(const word_t *words, Py_ssize_t count, const word_t *lay
                         int level, char *out)
 {
     Py_ssize_t end = 0;
-    while (end < count && words[end].size >= 0 && !is_number(&words[end]))
+    while (end < count && words[end].size >= 0 && !is_number(&words[end]) && !mask_at(words, count, end))
         end++;
     if (end == count) /* no dtype, no number: the head ends before its trailing parameters */
         while (end > 1 && is_parameter(&words[end - 1]))
@@ -182,10 +217,16 @@ static Py_ssize_t label(const word_t *words, Py_ssize_t count, const word_t *lay
         made = append(out, made, &words[i]);
     for (Py_ssize_t i = end; i < count; i++) {
         const word_t *w = &words[i];
+        if (mask_at(words, count, i)) {
+            i++; /* outmask_bool_: a mask word and its type */
+            continue;
+        }
         if (w->size < 0 || is_parameter(w))
             continue;
-        if (i + 1 < count && is_key(w) && is_value(&words[i + 1]))
-            continue; /* gs_32: a key and its value */
+        if (i + 1 < count && is_key(w) && is_value(&words[i + 1])) {
+            i++; /* gs_32, MN_taligned: a key and its value */
+            continue;
+        }
         made = append(out, made, w);
     }
     return made;
