@@ -50,7 +50,6 @@ from builder.render.text import (
     md_code,
     md_text,
     no_metallib,
-    origin,
     provenance_line,
 )
 from builder.render.tree_lines import missing_line, unattributed_name
@@ -239,8 +238,9 @@ def _section(
         what, counted = jit_what(jit.host_measured), "run-time sources" if shipped else "JIT units"
         headline = _change_line(comparison, jit.delta, jit.percent, sizes, units, what, counted)
     else:
+        # what the user named (a spec, a file, a build folder), not where a runner cached it
         sides = [
-            md_code(origin(r)) if comparison.holds(r) else name
+            md_code(r.source.label) if comparison.holds(r) else name
             for r, name in zip((base, head), pair_sides(comparison), strict=True)
         ]
         footer = clip(

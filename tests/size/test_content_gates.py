@@ -231,3 +231,19 @@ def test_budget_content_limits_without_a_base(
     )
     assert by_key["max-deployment-target"]["counts"] == "version"
     assert (by_key["min-functions"]["value"], by_key["min-functions"]["passed"]) == ("2", "true")
+
+
+@pytest.mark.realdata
+def test_the_comment_names_what_the_user_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """The PR comment says the spec a reviewer recognises, not the runner's cache path (issue 37,
+    item 8): no line of it holds the folder the wheel was unpacked to."""
+    (lib,) = libraries_or_skip("executorch==1.5.1", "macosx_14_0_arm64")
+    assert lib.path is not None
+    cache = str(Path(lib.path).parents[2])  # metallibs/<wheel>/executorch/lib/mlx.metallib
+    spec = "executorch==1.5.1"
+    code, out, err = run_cli(["compare", spec, spec, "--format", "markdown"], capsys)
+    assert code == 0, err
+    assert cache not in out and Path(lib.path).parts[-4] not in out
+    footer = [line for line in out.splitlines() if line.startswith("<sub>Grouped by")]
+    assert len(footer) == 1
+    assert f"Measured in base `{spec}:executorch/lib/mlx.metallib`" in footer[0]
