@@ -66,6 +66,10 @@ class Library:
     part of ``member`` after its last ``#``."""
     ordinal: int | None = None
     """A library inside a binary: its number there in file order, from 1 (``#N``)."""
+    siblings: tuple[tuple[str, Span], ...] = ()
+    """A library inside a binary: the binary's other libraries, each its identity and bytes
+    there, as the search that found this one found them (whichever ``--member`` was asked
+    for), so that what is said of one beside the others reads no file again."""
 
     @property
     def label(self) -> str:
@@ -319,6 +323,7 @@ def _from_binary(
             location=e.location,
             identity=e.identity,
             ordinal=e.number,
+            siblings=tuple((o.identity, o.span) for o in found if o is not e),
         )
         for e in found
     ]

@@ -172,26 +172,24 @@ class TagCheck:
 def check_wheel_tag(lib: Library, deployment_target: str, platform: str) -> TagCheck | None:
     """The :class:`TagCheck` of ``lib`` (whose header states ``deployment_target`` on
     ``platform``), or None when it meets its wheel's tag or comes from no wheel. Inside a
-    binary, the binary's other libraries are read (their headers only) to say whether one
-    meets the tag: which ones were asked for (``--member``) does not change the verdict."""
+    binary, the binary's other libraries (``Library.siblings``, found with it) are read (their
+    headers only) to say whether one meets the tag: which ones were asked for (``--member``)
+    does not change the verdict."""
     tag = wheel_tag(lib.wheel, platform)
     if tag is None or _key(deployment_target) <= _key(tag[1]):
         return None
     meeting: list[str] = []
     others = 0
-    if lib.window is not None and lib.path is not None:
+    if lib.path is not None:
         from builder.metallib import open_metallib
-        from builder.metallib.embedded import find_metallibs
 
-        for found in find_metallibs(lib.path):
-            if found.span == lib.window:
-                continue
+        for identity, span in lib.siblings:
             others += 1
-            with open_metallib(lib.path, found.span) as sibling:
+            with open_metallib(lib.path, span) as sibling:
                 major, minor = sibling.header.deployment_target
                 same_os = sibling.header.platform == platform
             if same_os and _key(f"{major}.{minor}") <= _key(tag[1]):
-                meeting.append(f"{found.identity} ({platform} {major}.{minor})")
+                meeting.append(f"{identity} ({platform} {major}.{minor})")
     return TagCheck(deployment_target, platform, tag[0], tag[1], tuple(meeting), others)
 
 
