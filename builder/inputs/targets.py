@@ -364,9 +364,16 @@ def _from_wheel(
             raise no_metallib(f"{text}:{name}", p)
         found += inside
     if not found and host[1] != "every":
+        binaries = [n for p, n in zip(paths, names, strict=True) if host[1] and _may_host(p)]
+        hint = (
+            f"; to measure a binary's run-time sources, name it with --member (a budget's "
+            f"member): {', '.join(binaries[:3])}{', ...' if len(binaries) > 3 else ''}"
+            if binaries
+            else ""
+        )
         raise UsageError(
             f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
-            "none inside its binaries)"
+            f"none inside its binaries){hint}"
         )
     return found
 

@@ -134,7 +134,8 @@ def test_report_finds_each_run_time_source(
     built: Built, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``report WHEEL --member`` with the example's tree: one row per entry file, named by it,
-    with LLVM's bytes and the kernels written in it; the rows and the rest make the file."""
+    with LLVM's bytes and the kernels written in it; the rows and the rest make the file.
+    Without ``--member``: exit 2, naming the member."""
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(built.project.parent / "cache"))
     kernels = built.project / "kernels"
     code, out, err = run_cli(
@@ -153,6 +154,11 @@ def test_report_finds_each_run_time_source(
     assert host["file_size"] == size
     assert host["unattributed_bytes"] == size - sum(len(r) for r in built.strings.values())
     assert doc["source"]["member"] == MEMBER and "made from no header" not in err
+    # Without --member the wheel's report is its metallibs: it has none, and says which to name.
+    code, out, err = run_cli(["report", str(built.wheel)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "contains no metallib (no .metallib member, and none inside its binaries); to " in err
+    assert err.rstrip().endswith(f"name it with --member (a budget's member): {MEMBER}")
 
 
 def test_the_committed_budget_passes_and_a_tightened_one_fails(
