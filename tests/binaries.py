@@ -18,9 +18,11 @@ __all__ = [
     "LoadCommand",
     "MachOSymbol",
     "cxx_dylib",
+    "cxx_elf",
     "elf_header",
     "elf_section_numbers",
     "elf_sections",
+    "elf_string_returns",
     "fat_slices",
     "link_dylib",
     "link_elf",
@@ -343,3 +345,60 @@ def own_header(path: Path, offset: int) -> tuple[str, int, int]:
     size, list_at = struct.unpack_from("<QQ", head, 16)
     assert list_at == 88
     return f"{major}.{minor}", size, struct.unpack_from("<I", head, 88)[0]
+
+
+def cxx_elf(
+    out: Path, source: Path, *, triple: str = "x86_64-linux-gnu", flags: tuple[str, ...] = ()
+) -> Path:
+    """An ELF shared library of the C++17 ``source`` (no standard header: ``-nostdlib``),
+    compiled by Debian's clang for ``triple`` and linked by lld."""
+    args = [tool("clang"), f"--target={triple}", "-std=c++17", "-O2", "-fPIC", *flags]
+    _run([*args, "-shared", "-nostdlib", "-fuse-ld=lld", str(source), "-o", str(out)], out.parent)
+    return out
+
+
+_DISASSEMBLED = re.compile(r"^\s*([0-9a-f]+):\s+(.*?)\s*(?:<.*|//.*)?$")
+
+
+def _elf_returned(path: Path, symbol: str) -> int | None:
+    """The address ``symbol``'s whole body returns, by ``llvm-objdump -d``: ``endbr64``?
+    ``leaq D(%rip), %rax; retq``, ``adrp x0, P; add x0, x0, #I; ret``, or the ``nop`` and
+    ``adr x0, D`` lld relaxes that pair into; None for another body."""
+    args = [tool("llvm-objdump"), "-d", "--no-show-raw-insn", "--print-imm-hex"]
+    text = _run([*args, f"--disassemble-symbols={symbol}", str(path)], path.parent)
+    code = [
+        (int(m[1], 16), re.sub(r"\s+", " ", m[2]).strip().split(" # ")[0])
+        for m in map(_DISASSEMBLED.match, text.splitlines())
+        if m and m[2].strip()
+    ]
+    ops = [op for _, op in code]
+    if ops and ops[0] == "endbr64":
+        code, ops = code[1:], ops[1:]
+    lea = re.fullmatch(r"leaq (-?0x[0-9a-f]+)\(%rip\), %rax", ops[0]) if ops else None
+    if lea and ops[1:2] == ["retq"]:
+        return code[1][0] + int(lea[1], 16)  # RIP: the next instruction's address
+    adrp = re.fullmatch(r"adrp x0, (0x[0-9a-f]+)", ops[0]) if ops else None
+    add = re.fullmatch(r"add x0, x0, #(0x[0-9a-f]+)", ops[1]) if len(ops) > 1 else None
+    if adrp and add and ops[2:3] == ["ret"]:
+        return int(adrp[1], 16) + int(add[1], 16)
+    adr = [(a, op) for a, op in code[:2] if op.startswith("adr x0, #")]
+    if adr and sorted(ops[:2]) == sorted([adr[0][1], "nop"]) and ops[2:3] == ["ret"]:
+        return adr[0][0] + int(adr[0][1][9:], 16)
+    return None
+
+
+def elf_string_returns(path: Path) -> dict[str, tuple[int, bytes]]:
+    """C++ function symbol -> (file offset, bytes incl. NUL) of the ``.rodata`` string its whole
+    body returns, for each such function ``llvm-nm -D`` lists (a stripped library keeps its
+    exported functions there)."""
+    offset, size, address = elf_sections(path)[".rodata"]
+    data = path.read_bytes()
+    found = {}
+    listed = _run([tool("llvm-nm"), "-D", "--defined-only", str(path)], path.parent)
+    for line in listed.splitlines():
+        symbol = line.split()[-1]
+        target = _elf_returned(path, symbol) if symbol.startswith("_Z") else None
+        if target is not None and address <= target < address + size:
+            where = offset + target - address
+            found[symbol] = (where, data[where : data.index(b"\0", where) + 1])
+    return found

@@ -3,11 +3,12 @@ should know on stderr (the rules not used; each report's warnings, such as the b
 file of ``--source-dir`` makes, which every other view carries too),
 and the check that no ``-o`` names one of the files read.
 
-``sources``: the run-time sources a Mach-O host library returns from ``const char* name()``
-functions, read as a host library's report reads them (``builder.size.host_strings``), and
-``embed``, which writes run-time sources (``builder.jit.generate.write_embed``). ``embed`` lives
-here, not with ``build``: importing the build commands plans their options from the build
-request, which ``embed`` has no use for (it made ``embed`` 1.5 times slower).
+``sources``: the run-time sources a Mach-O or ELF host library returns from
+``const char* name()`` functions, read as a host library's report reads them
+(``builder.size.host_strings``), and ``embed``, which writes run-time sources
+(``builder.jit.generate.write_embed``). ``embed`` lives here, not with ``build``: importing the
+build commands plans their options from the build request, which ``embed`` has no use for (it
+made ``embed`` 1.5 times slower).
 """
 
 from __future__ import annotations
@@ -148,8 +149,8 @@ def sources_command(
 ) -> None:
     """List the Metal sources a host library embeds: returned by functions, or found as text.
 
-    A function counts when its whole body returns a string literal of __TEXT,__cstring
-    (arm64 'adrp x0; add x0; ret', x86-64 'lea rax, [rip+d]; ret'); each row gives its C++
+    A function counts when its whole body returns a string literal of __TEXT,__cstring or ELF's
+    .rodata (arm64 'adrp x0; add x0; ret', x86-64 'lea rax, [rip+d]; ret'); each row gives its C++
     name, where its string sits in the file and its bytes, NUL included. A stripped binary
     names no local function: its functions come from LC_FUNCTION_STARTS, shown unnamed, and
     --jit-namespace finds none of them. With --jit-namespace, only the functions in that C++
@@ -159,10 +160,9 @@ def sources_command(
     _ggml_metallib_start and _ggml_metallib_end, candle's string constants). Each row counts the
     kernels written in it.
 
-    TARGET is a Mach-O file (thin or fat) or a wheel or build folder as 'report' takes them (a
-    build: its host library). A wheel lists each Mach-O member that returns any source, one
-    table each, and JSON names the member of every row. ELF host libraries are measured by
-    symbol in 'report BUILD_DIR' (docs/jit.md).
+    TARGET is a Mach-O file (thin or fat), an ELF file, or a wheel or build folder as 'report'
+    takes them (a build: its host library). A wheel lists each binary member that returns any
+    source, one table each, and JSON names the member of every row (docs/jit.md).
 
     \b
     Examples:
@@ -200,7 +200,7 @@ def sources_command(
 
 
 def _not_macho(binary: str) -> Exception:
-    """The error for a binary whose Mach-O load commands cannot be read, or no Mach-O."""
+    """The error for a binary whose Mach-O load commands cannot be read, or no Mach-O or ELF."""
     from builder.errors import UsageError
     from builder.files.reading import open_regular
     from builder.metallib.binary_sections import file_kind
@@ -212,12 +212,9 @@ def _not_macho(binary: str) -> Exception:
     what = (
         f"{kind} whose load commands cannot be read"
         if kind and "Mach-O" in kind
-        else f"not a Mach-O binary ({kind or 'no file kind the tool knows'})"
+        else f"not a Mach-O or ELF binary ({kind or 'no file kind the tool knows'})"
     )
-    return UsageError(
-        f"{binary}: {what}; 'sources' reads Mach-O host libraries, "
-        "'report BUILD_DIR' measures an ELF one by symbol"
-    )
+    return UsageError(f"{binary}: {what}; 'sources' reads Mach-O and ELF host libraries")
 
 
 def _host_binaries(target: str, platform: str | None) -> list[tuple[Path, str | None]]:

@@ -126,8 +126,8 @@ def report_command(
     ELF file: each metallib is reported as BINARY#N with its section), a .whl, PACKAGE==VERSION
     (the macOS wheel is downloaded and cached), a saved report .json, or a build directory of
     this project. Every byte is attributed to one function or to named container overhead; the
-    totals equal the metallib's size. A Mach-O host library that holds no metallib (MLX's
-    libmlx.dylib) is reported by the run-time sources it embeds, each with the bytes of its
+    totals equal the metallib's size. A Mach-O or ELF host library that holds no metallib
+    (MLX's libmlx.dylib) is reported by the run-time sources it embeds, each with the bytes of its
     string in the file; with --source-dir each is named by the tree's header it was made from.
 
     When the targets hold several libraries (torch's libtorch_cpu.dylib holds two; or several

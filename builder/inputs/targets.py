@@ -59,8 +59,8 @@ class Library:
     location: Location | None = None
     """The binary's segment, section and symbol around it, where the binary has sections."""
     host: Path | None = None
-    """A Mach-O binary that holds no metallib, to be measured by the run-time sources it embeds
-    (``resolve_target(..., host_libraries=True)``; ``builder.size.host_strings``)."""
+    """A Mach-O or ELF binary that holds no metallib, to be measured by the run-time sources it
+    embeds (``resolve_target(..., host_libraries=True)``; ``builder.size.host_strings``)."""
     identity: str | None = None
     """A library inside a binary: its identity there (``builder.metallib.binary_sections``), the
     part of ``member`` after its last ``#``."""
@@ -102,8 +102,8 @@ def resolve_target(
 ) -> list[Library]:
     """Find the libraries behind ``text`` (downloading a wheel for ``PACKAGE==VERSION``).
 
-    ``host_libraries`` (the size commands): a Mach-O binary given as the target that holds no
-    metallib is one ``Library`` with ``host`` set, measured by its run-time sources, instead of
+    ``host_libraries`` (the size commands): a Mach-O or ELF binary given as the target that holds
+    no metallib is one ``Library`` with ``host`` set, measured by its run-time sources, instead of
     an error; the measuring side raises :func:`no_metallib` when it holds none either. So is a
     wheel's binary member that holds none when ``member`` names it (its path in the wheel).
     ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
@@ -299,8 +299,8 @@ def _from_binary(
     hosts: Hosts = False,
 ) -> list[Library]:
     """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
-    (``builder.inputs.member_names``); with ``hosts``, a Mach-O one that holds none is a host
-    library to measure."""
+    (``builder.inputs.member_names``); with ``hosts``, a Mach-O or ELF one that holds none is a
+    host library to measure."""
     from builder.metallib import MetallibError
     from builder.metallib.embedded import find_metallibs
 
@@ -309,7 +309,7 @@ def _from_binary(
     except MetallibError as exc:
         raise UsageError(str(exc)) from None
     if not found and wheel is None:
-        if hosts and "Mach-O" in (_kind(path) or ""):
+        if hosts and _may_host(path):
             return [Library(text, "host library", None, host=path)]
         raise no_metallib(text, path)
     return [
@@ -327,6 +327,13 @@ def _from_binary(
         )
         for e in found
     ]
+
+
+def _may_host(path: Path) -> bool:
+    """Whether a binary holding no metallib is read for run-time sources: a Mach-O or ELF file
+    (``builder.size.host_strings``)."""
+    kind = _kind(path) or ""
+    return "Mach-O" in kind or "ELF" in kind
 
 
 def _from_wheel(
@@ -352,14 +359,21 @@ def _from_wheel(
             continue
         inside = _from_binary(text, p, name, kind, wheel=str(wheel))
         if not inside and name == chosen:  # the member named: a binary holding no metallib
-            if host[1] and "Mach-O" in (_kind(p) or ""):
+            if host[1] and _may_host(p):
                 return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
             raise no_metallib(f"{text}:{name}", p)
         found += inside
     if not found and host[1] != "every":
+        binaries = [n for p, n in zip(paths, names, strict=True) if host[1] and _may_host(p)]
+        hint = (
+            f"; to measure a binary's run-time sources, name it with --member (a budget's "
+            f"member): {', '.join(binaries[:3])}{', ...' if len(binaries) > 3 else ''}"
+            if binaries
+            else ""
+        )
         raise UsageError(
             f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
-            "none inside its binaries)"
+            f"none inside its binaries){hint}"
         )
     return found
 

@@ -345,9 +345,9 @@ def jit_breakdown(report: Report, *, host: bool = True) -> JitBreakdown | None:
         total = library.file_size
         tree = report.grouping.partition(":")[2] if report.grouping.startswith("discovery:") else ""
         origin = (
-            f"each run-time source's string (a const char* function's __cstring literal, NUL "
-            f"included; or a Metal translation unit found by its text) in the host library "
-            f"{library.path}, not metallib bytes"
+            f"each run-time source's string (a const char* function's literal in __cstring or "
+            f".rodata, NUL included; or a Metal translation unit found by its text) in the host "
+            f"library {library.path}, not metallib bytes"
             + (f"; named by the headers of {tree}" if tree else "")
         )
     elif library is not None and why is None:

@@ -1,21 +1,26 @@
-"""Run-time sources a Mach-O host library returns from ``const char* name()`` functions.
+"""Run-time sources a Mach-O or ELF host library returns from ``const char* name()`` functions.
 
 MLX embeds each JIT preamble as a function that returns a string literal. Compiled, such a
 function's whole body loads the literal's address and returns it, and the literal sits NUL-ended
-in ``__TEXT,__cstring``. Reading those bodies measures each run-time source in the binary itself,
-where a build's manifest is not at hand (a wheel's ``libmlx.dylib``).
+in ``__TEXT,__cstring`` (ELF: ``.rodata``, where the linker merges the string sections). Reading
+those bodies measures each run-time source in the binary itself, where a build's manifest is not
+at hand (a wheel's ``libmlx.dylib``, a Linux wheel's ``.so`` built with ``metallib_embed_headers``).
 
 Two bodies are recognised, each decoded from its encoding alone (no disassembler):
 
 * arm64: ``adrp x0, page; add x0, x0, #off; ret`` (Arm ARM, C6.2.10 ADRP, C6.2.4 ADD
-  (immediate), C6.2.219 RET);
+  (immediate), C6.2.219 RET), or ``nop; adr x0, d; ret`` / ``adr x0, d; nop; ret`` where the
+  linker relaxed the pair (lld does for a string within 1 MB; C6.2.9 ADR);
 * x86-64: ``lea rax, [rip + d32]; ret``, with or without the ``push rbp; mov rbp, rsp`` …
-  ``pop rbp`` frame macOS compilers keep (Intel SDM vol. 2, LEA 8D /r with ModRM 0x05 = RIP+disp32).
+  ``pop rbp`` frame macOS compilers keep (Intel SDM vol. 2, LEA 8D /r with ModRM 0x05 = RIP+disp32),
+  after an ``endbr64`` (F3 0F 1E FA) where the compiler adds one (``-fcf-protection``, Ubuntu's
+  default).
 
 Functions are found by symbol where the binary has them: a no-argument function (Itanium-mangled
 ``_ZN…Ev`` or ``_Z…v``; a const member function's ``this`` is an argument) in the namespace asked
 for. A stripped binary (executorch's delegate keeps no local symbols) names none; there the
-function starts ``LC_FUNCTION_STARTS`` records are read instead. Without a namespace a function
+function starts ``LC_FUNCTION_STARTS`` records are read instead (Mach-O only: a stripped ELF
+library still names its exported functions in ``.dynsym``). Without a namespace a function
 (named or not) counts when its string is Metal source (``builder.size.metal_text.is_metal_source``:
 a primitive's ``name()`` returns one word, torch's ONNX ``QLinearMatMulDoc`` 1,192 B of prose).
 Sizes are the bytes the file holds, the NUL included.
@@ -78,8 +83,11 @@ __all__ = [
 
 
 _RET = 0xD65F03C0  # RET (X30)
-_STRING_SECTION = "__cstring"
-_READ = 16  # the longest body recognised: x86-64 with a frame, 4 + 7 + 2 bytes
+_NOP = 0xD503201F
+_STRING_SECTIONS = frozenset({"__cstring", ".rodata"})  # Mach-O's, ELF's
+_TEXT_SECTIONS = frozenset({"__text", ".text"})
+_READ = 20  # the longest body recognised: x86-64 with endbr64 and a frame, 4 + 4 + 7 + 2 bytes
+_ENDBR64 = b"\xf3\x0f\x1e\xfa"
 
 
 @dataclass(frozen=True)
@@ -134,10 +142,16 @@ def demangle_plain(symbol: str) -> list[str] | None:
 
 
 def _arm64_target(body: bytes, address: int) -> int | None:
-    """The address ``adrp x0, P; add x0, x0, #I; ret`` returns, or None for any other body."""
+    """The address ``adrp x0, P; add x0, x0, #I; ret`` returns (or the ``adr x0, D`` and
+    ``nop`` a linker relaxes the pair into), or None for any other body."""
     if len(body) < 12:
         return None
     adrp, add, ret = (int(word) for word in struct.unpack_from("<III", body))
+    relaxed = [(at, w) for at, w in enumerate((adrp, add)) if w & 0x9F00001F == 0x10000000]
+    if relaxed and {adrp, add} - {relaxed[0][1]} == {_NOP} and ret == _RET:
+        at, adr = relaxed[0]  # ADR x0 (C6.2.9): op=0, bits 28-24 = 10000, PC + immhi:immlo
+        offset = ((adr >> 5) & 0x7FFFF) << 2 | (adr >> 29) & 3
+        return address + 4 * at + offset - ((offset & 1 << 20) << 1)
     # ADRP: op=1, bits 28-24 = 10000, Rd = x0; ADD (imm, 64-bit): sf=1 op=0 S=0, 100010, Rn=Rd=0
     if adrp & 0x9F00001F != 0x90000000 or add & 0xFF8003FF != 0x91000000 or ret != _RET:
         return None
@@ -148,14 +162,25 @@ def _arm64_target(body: bytes, address: int) -> int | None:
 
 
 def _x86_64_target(body: bytes, address: int) -> int | None:
-    """The address ``lea rax, [rip + d]; ret`` returns (also inside a ``push rbp`` frame)."""
-    framed = body.startswith(b"\x55\x48\x89\xe5")  # push rbp; mov rbp, rsp
-    at = 4 if framed else 0
+    """The address ``lea rax, [rip + d]; ret`` returns (also inside a ``push rbp`` frame, and
+    after an ``endbr64``)."""
+    start = len(_ENDBR64) if body.startswith(_ENDBR64) else 0
+    framed = body.startswith(b"\x55\x48\x89\xe5", start)  # push rbp; mov rbp, rsp
+    at = start + (4 if framed else 0)
     tail = b"\x5d\xc3" if framed else b"\xc3"  # pop rbp; ret
     if body[at : at + 3] != b"\x48\x8d\x05" or body[at + 7 : at + 7 + len(tail)] != tail:
         return None
     displacement = int(struct.unpack_from("<i", body, at + 3)[0])
     return address + at + 7 + displacement  # RIP is the next instruction's address
+
+
+# Mach-O's architecture names, and pyelftools' for ELF (``x64``, ``aarch64``)
+_DECODERS = {
+    "arm64": _arm64_target,
+    "aarch64": _arm64_target,
+    "x86_64": _x86_64_target,
+    "x64": _x86_64_target,
+}
 
 
 def _section_address(section: Section, offset: int) -> int:
@@ -199,24 +224,24 @@ def host_strings(
     """Every function of the binary at ``path`` whose whole body returns a string literal,
     in ``namespace`` (``mlx::core::metal``; its nested namespaces too) when one is given.
 
-    None when the file is no Mach-O (ELF host libraries are measured by ``host_symbols``);
-    the order is the images' then the functions' addresses. A Mach-O file cut short, or whose
-    load commands point outside it, is refused (``read_layout``: exit 2, one line).
+    None when the file is neither Mach-O nor ELF; the order is the images' then the functions'
+    addresses. A file cut short, or whose headers point outside it, is refused (``read_layout``:
+    exit 2, one line).
     """
     with open_regular(os.fspath(path), "the host library") as handle:
         kind = file_kind(handle.read(8)) or ""
-    layout = read_layout(path) if "Mach-O" in kind else None
+    layout = read_layout(path) if "Mach-O" in kind or "ELF" in kind else None
     if layout is None:
         return None
     wanted = namespace.split("::") if namespace else None
     found: list[HostString] = []
     with open_regular(os.fspath(path), "the host library") as handle:
         for image in layout.images:
-            decode = {"arm64": _arm64_target, "x86_64": _x86_64_target}.get(image.arch)
-            text = next((s for s in image.sections if s.name == "__text"), None)
+            decode = _DECODERS.get(image.arch)
+            text = next((s for s in image.sections if s.name in _TEXT_SECTIONS), None)
             if decode is None or text is None:
                 continue
-            strings = [s for s in image.sections if s.name == _STRING_SECTION and s.size]
+            strings = [s for s in image.sections if s.name in _STRING_SECTIONS and s.size]
             for offset, symbol in _candidates(image):
                 if not text.offset <= offset < text.end:
                     continue
@@ -291,7 +316,7 @@ def run_time_sources(
 ) -> list[HostString] | None:
     """``host_strings`` with the kernels written in each string and, without a namespace, every
     Metal translation unit the binary holds that no such function returns (its ``place`` says
-    where it sits). None when the file is no Mach-O."""
+    where it sits). None when the file is neither Mach-O nor ELF."""
     found = host_strings(path, namespace)
     if found is None:
         return None
@@ -318,9 +343,9 @@ def run_time_sources(
 def measure_host_sources(
     path: Path, folders: Sequence[Path] = ()
 ) -> tuple[list[JitUnit], HostLibrary] | None:
-    """The run-time sources of the Mach-O host library at ``path`` as JIT rows, named by the
-    tree whose root and -I folders are ``folders`` (none: the binary's names), and the host
-    library they add up to; None when it holds none (or is no Mach-O)."""
+    """The run-time sources of the Mach-O or ELF host library at ``path`` as JIT rows, named by
+    the tree whose root and -I folders are ``folders`` (none: the binary's names), and the host
+    library they add up to; None when it holds none (or is neither Mach-O nor ELF)."""
     found = run_time_sources(path)
     if not found:
         return None

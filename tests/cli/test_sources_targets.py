@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from binaries import cxx_dylib, link_elf, nm_addresses
+from binaries import cxx_dylib, cxx_elf, nm_addresses
 from clirun import run_cli
 from support.llvm_strings import independent_sources
 
 from builder.records.manifest import MANIFEST_NAME, Tree, build_manifest, write_manifest
 
+_BETA = "#include <metal_stdlib>\nusing namespace metal;\n"
 HOST = """
 namespace demo { namespace jit {
 const char* alpha() { return "kernel void alpha() {}\\n// alpha"; }
@@ -63,17 +64,25 @@ def test_a_build_folder_is_read_for_its_host_library(
     assert {r["member"] for r in rows} == {None}
 
 
-def test_a_build_folder_without_a_mach_o_host_library_exits_2(
+def test_a_build_folders_elf_host_library_is_read_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An ELF host library is measured by symbol in 'report BUILD_DIR'; a build with no JIT
-    unit has no host library: one line each, exit 2."""
-    blob = tmp_path / "blob.bin"
-    blob.write_bytes(b"x" * 64)
+    """An ELF host library is read as a Mach-O one is (its offsets against LLVM's tools:
+    tests/size/test_host_elf.py); a build with no JIT unit has no host library: one line,
+    exit 2."""
     (tmp_path / "elf").mkdir()
-    elf = link_elf(tmp_path / "elf" / "libmetal_jit.so", [(".rodata", None, blob)])
-    code, out, err = run_cli(["sources", str(_build(tmp_path / "elf", elf))], capsys)
-    assert code == 2 and out == "" and "'report BUILD_DIR' measures an ELF one" in err
-    assert err.count("\n") == 1
+    (tmp_path / "host.cpp").write_text(HOST)
+    elf = cxx_elf(tmp_path / "elf" / "libmetal_jit.so", tmp_path / "host.cpp")
+    code, out, err = run_cli(
+        ["sources", str(_build(tmp_path / "elf", elf)), "--jit-namespace", "demo::jit"]
+        + ["--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    literals = {"alpha": "kernel void alpha() {}\n// alpha", "beta": _BETA}
+    assert {r["function"]: r["bytes"] for r in json.loads(out)["host_sources"]} == {
+        f"demo::jit::{name}": len(text) + 1 for name, text in literals.items()
+    }
     code, out, err = run_cli(["sources", str(_build(tmp_path / "none", None))], capsys)
     assert code == 2 and out == "" and "the build has no host library" in err
+    assert err.count("\n") == 1

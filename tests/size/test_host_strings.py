@@ -17,6 +17,7 @@ from binaries import cxx_dylib, lipo, nm_addresses
 from clirun import run_cli
 from support.llvm_strings import function_starts, independent_sources, is_metal_text, wheel_member
 
+from builder.errors import BinaryFormatError
 from builder.size.host_strings import demangle_plain, host_strings
 
 
@@ -123,10 +124,14 @@ def test_fat_binary_lists_each_architecture(tmp_path: Path) -> None:
         assert {(s.offset, s.size) for s in ours if s.arch == arch} == wanted
 
 
-def test_not_macho_gives_none(tmp_path: Path) -> None:
+def test_neither_macho_nor_elf_gives_none(tmp_path: Path) -> None:
     path = tmp_path / "x.bin"
-    path.write_bytes(b"\x7fELF" + bytes(60))
+    path.write_bytes(b"not a binary" + bytes(60))
     assert host_strings(path) is None
+    # An ELF file is read now (tests/size/test_host_elf.py): a malformed one names its byte.
+    path.write_bytes(b"\x7fELF" + bytes(60))
+    with pytest.raises(BinaryFormatError, match="byte offset 4 .* malformed: ELF class 0"):
+        host_strings(path)
 
 
 @pytest.mark.parametrize(
@@ -183,7 +188,7 @@ def test_sources_command_json_and_table(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [
-        (b"not a binary at all", [], "not a Mach-O binary"),
+        (b"not a binary at all", [], "not a Mach-O or ELF binary"),
         (b"MTLB" + bytes(60), [], "(a metallib: 'report' measures it)"),
         (b"\xcf\xfa\xed\xfe" + bytes(12), [], "truncated: the Mach-O header, from byte 0"),
         (b"\x7fELF" + bytes(60), [], "ELF"),

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from binaries import cxx_dylib, nm_addresses
+from binaries import cxx_dylib, link_elf, nm_addresses
 from clirun import run_cli
 from support.llvm_strings import function_starts, independent_sources, is_metal_text, wheel_member
 
@@ -114,7 +114,7 @@ def _wheel(tmp_path: Path) -> tuple[Path, Path]:
     members = {
         "pkg/lib/libplain.dylib": plain.read_bytes(),
         "pkg/lib/libhost.dylib": host.read_bytes(),
-        "pkg/_native.so": b"\x7fELF" + bytes(60),  # not Mach-O: searched, holds none
+        "pkg/_native.so": link_elf(tmp_path / "native.so", []).read_bytes(),  # returns none
         "pkg/README.txt": b"not extracted",
     }
     wheel = write_wheel(tmp_path / "pkg-1.0-py3-none-macosx_14_0_arm64.whl", members)
