@@ -177,6 +177,12 @@ class BuildPlan:
     """How a discovered tree's run-time sources are written: the request's, else metallib.toml
     ``[build]``'s, else the defaults (``builder.kernels.runtime_sources``); None for a catalog
     tree, whose host library is a registry."""
+    aot_only: tuple[str, ...] = field(default=(), omit="empty")
+    """The entry files ``[build] aot-only`` keeps AOT whatever is asked: a build of them needs
+    the Metal compiler (``builder.subsets.variant_library.held_aot``)."""
+    left_out: tuple[str, ...] = field(default=(), omit="empty")
+    """The entry files the platform's build leaves out (``[kernels.requires]``; the platform is
+    :attr:`metal_version` and :attr:`deployment_target`)."""
     generated: GeneratedTree | None = field(default=None, compare=False, omit="always")
     """A catalog tree's entry files (``builder.kernels.catalog_tree``), written into the build
     folder by ``plan.write_plan``; None for a discovered tree, or without a build folder."""
@@ -229,6 +235,7 @@ class BuildPlan:
             "defines": joined(self.defines),
             "flags": joined(self.flags),
             "configure_depends": joined(depends),
+            "aot_only": joined(self.aot_only),
         }
 
     @classmethod
