@@ -161,8 +161,10 @@ class BuildPlan:
     """How the build finds a discovered tree's kernels (include folders, every define, excludes,
     ``__METAL_VERSION__``), as ``load_tree`` was given them; None for a catalog tree."""
     metal_version: int | None
+    """The Metal version stated, else the one the deployment target runs; None: neither (the
+    compiles' std and this: ``builder.kernels.platforms.build_metal_version``)."""
     std: str | None
-    """The ``-std=`` the compiles get: the request's, else the tree's (``_std_for``)."""
+    """The ``-std=`` the compiles get: the request's, else the tree's, else none."""
     deployment_target: str | None
     """The request's, else the tree's ``[build] deployment-target``."""
     flags: tuple[str, ...]
