@@ -46,8 +46,8 @@ build_only_options = options(
     "build",
     epilog="""\b
 Examples:
-  metallib-builder build --jit '*'                   # bundled tree; no Metal compiler needed
-  metallib-builder build --kernels unary,binary --dtypes float32,float16
+  metallib-builder build --jit                       # every unit JIT: no Metal compiler needed
+  metallib-builder build --kernels unary,binary --dtypes float32,float16  # every unit AOT
   metallib-builder build --jit binary,copy           # mixed: those JIT, the rest AOT
   metallib-builder build --source-dir mlx/backend/metal/kernels -I . \\
       --exclude fence.metal --exclude '*_nax.metal' --deployment-target 14.0
@@ -56,7 +56,7 @@ Examples:
   METAL_COMPILER=/path/to/metal metallib-builder build --metal-flags '-Wall -O3'
 """,
 )
-@options("jit", "aot")
+@options("jit", "no_jit", "aot")
 @tree_options("the bundled metal_src/ (a catalog tree)")
 @build_only_options
 @format_option(
@@ -65,20 +65,24 @@ Examples:
     "--format FMT prints.",
 )
 def build_command(
-    tree: TreeOptions, verbose: bool, no_wait: bool, fmt: str, **options: object
+    tree: TreeOptions, verbose: bool, no_wait: bool, no_jit: bool, fmt: str, **options: object
 ) -> None:
     """Build a kernel tree: AOT into one metallib, JIT into the host library, or mixed.
 
     The tree is the bundled catalog tree, or any folder of .metal entry files (--source-dir,
     with -I/-D/--exclude/--config as for `kernels`): each entry file is compiled once into
     .air and all are linked into <library>.metallib ([build] library of metallib.toml, else
-    the folder's name). -j N is Ninja's parallel jobs (ninja -j N). One run at a time builds in a
-    build folder: another one waits for it (--no-wait: exit 2 instead).
+    the folder's name). --jit alone builds every unit JIT, no --jit (or --no-jit) every unit
+    AOT, --jit GLOBS or --aot GLOBS a split. -j N is Ninja's parallel jobs (ninja -j N). One run
+    at a time builds in a build folder: another one waits for it (--no-wait: exit 2 instead).
     """
     from builder.cli.console import stderr_console
     from builder.cmake_build.driver import run_build
     from builder.cmake_build.plan_model import BuildRequest
 
+    if no_jit and (options.get("jit") or options.get("aot")):
+        asked = "--jit" if options.get("jit") else "--aot"
+        raise UsageError(f"--no-jit builds every unit AOT and {asked} asks for JIT ones: give one")
     outcome = run_build(
         BuildRequest.from_options({**options, **asdict(tree)}),
         jobs=tree.jobs,

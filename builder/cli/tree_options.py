@@ -72,6 +72,11 @@ def option(name: str, *, note: str | None = None, default: object = None) -> Cal
     shown, kind_type = default, _CLICK_TYPES.get(s.kind)
     if s.choices:
         kind_type, shown = click.Choice(s.choices), s.default
+    # a flag with a value of its own alone (--jit): it takes the next word only when that is
+    # not an option, so `--jit --build-dir X` is --jit alone
+    bare: dict[str, Any] = {"is_flag": True if s.kind == "bool" else None}
+    if s.bare is not None:
+        bare = {"is_flag": False, "flag_value": s.bare}
     return click.option(
         *flag.split("/"),
         param,
@@ -79,10 +84,10 @@ def option(name: str, *, note: str | None = None, default: object = None) -> Cal
         metavar=s.metavar,
         type=kind_type,
         multiple=s.kind in _MULTIPLE,
-        is_flag=True if s.kind == "bool" else None,
         default=False if s.kind == "bool" else shown,
         show_default=shown is not None,
         callback=checked,
+        **bare,
     )
 
 

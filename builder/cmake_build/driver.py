@@ -37,7 +37,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ __all__ = [
     "build_plan",
     "build_presets",
     "find_metal_toolchain",
+    "left_out_line",
     "missing_message",
     "mixed_jit_units",
     "run_build",
@@ -112,11 +113,7 @@ def run_build(
     found = find_metal_toolchain(request[METAL_COMPILER], sdk=request[SDK])
     toolchain = found if isinstance(found, MetalToolchain) and plan.aot else None
     if plan.aot and isinstance(found, ToolchainMissing):
-        held = [f"{u.name} ({u.reason})" for u in plan.units if u.reason]
-        stays = f" Asked to be JIT, these stay AOT: {'; '.join(held)}." if held else ""
-        # --jit helps unless every AOT unit is held AOT whatever is asked
-        movable = any(u.mode == "aot" and not u.reason for u in plan.units)
-        raise UsageError(missing_message(found, jit_helps=movable) + stays)
+        raise UsageError(missing_message(found, plan.aot_only))
     # CMake gets the compiler found here (None: it asks xcrun itself), through the plan
     compiler = toolchain.explicit if toolchain else None
     plan = replace(plan, request=plan.request.replace(metal_compiler=compiler))
@@ -124,6 +121,9 @@ def run_build(
 
     def say(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    if plan.left_out:
+        say(left_out_line(plan))
 
     with build_folder_lock(build_dir, wait=wait, on_wait=say):
         changed = write_plan(plan, tree.plan_file)
@@ -214,18 +214,44 @@ _WHERE_METAL_RUNS = "Xcode on macOS, or Metal tools for Windows"
 Developer Tools for Windows; it runs on no other OS."""
 
 
-def missing_message(missing: ToolchainMissing, *, jit_helps: bool = True) -> str:
-    """The one message shown when AOT was asked for and there is no compiler; ``jit_helps``
-    False when the AOT units are held AOT whatever is asked (``[build] aot-only``), so --jit
-    would not help."""
-    way_out = (
-        ", or build every unit JIT with --jit '*' (no Metal compiler needed)." if jit_helps else "."
-    )
-    return (
+def missing_message(
+    missing: ToolchainMissing, aot_only: Sequence[str] = (), *, jit_helps: bool = True
+) -> str:
+    """The one message shown when AOT was asked for and there is no compiler, with only the way
+    out that works for the tree: ``--jit`` when every unit can go JIT; when ``[build] aot-only``
+    keeps entry files AOT whatever is asked (``aot_only``, MLX's eight), those files named, and
+    what builds without a compiler: the other entry files JIT, or the run-time sources alone.
+    ``jit_helps`` False: no way out but the compiler (a check that compiles AOT itself)."""
+    text = (
         f"AOT build needs Apple's Metal compiler, and none was found ({missing.reason}). "
         "It comes with Xcode or the Metal toolchain on macOS and with the Metal Developer "
         "Tools for Windows. Point at a compiler with "
-        f"--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal{way_out}"
+        "--metal-compiler /path/to/metal or METAL_COMPILER=/path/to/metal"
+    )
+    if not jit_helps:
+        return text + "."
+    if not aot_only:
+        return text + ", or build every unit JIT with --jit (no Metal compiler needed)."
+    count = f"{len(aot_only)} entry file{'s' if len(aot_only) != 1 else ''}"
+    return (
+        f"{text}. [build] aot-only keeps {count} AOT whatever --jit asks, so only that compiler "
+        f"builds them: {', '.join(aot_only)}. Without it, build the other entry files JIT "
+        "(--jit, with --exclude for each of those), or write the run-time sources with embed "
+        "or variants --from."
+    )
+
+
+def left_out_line(plan: BuildPlan) -> str:
+    """The stderr line naming the entry files the plan's platform leaves out
+    (``[kernels.requires]``), with that platform: the Metal version discovery assumed and the
+    deployment target."""
+    version = plan.discovery.metal_version if plan.discovery else plan.metal_version
+    msl = f"MSL {version // 100}.{version % 100 // 10}" if version else "this platform"
+    target = f", deployment target {plan.deployment_target}" if plan.deployment_target else ""
+    count = f"{len(plan.left_out)} entry file{'s' if len(plan.left_out) != 1 else ''}"
+    return (
+        f"Left out for {msl}{target} by [kernels.requires] (--deployment-target or --std "
+        f"names another platform): {count}, {', '.join(plan.left_out)}"
     )
 
 

@@ -29,6 +29,10 @@ DOCS_FILE = "docs/build.md"
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
 _SPLIT_COMMAS = ("names", "globs")
 """List kinds whose items may also be separated by ','."""
+_CMAKE_BOOLEAN = "^(ON|YES|TRUE|Y|OFF|NO|FALSE|N|IGNORE|NOTFOUND|.*-NOTFOUND)$"
+_CMAKE_NUMBER = r"^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)(E[+-]?[0-9]+)?$"
+"""What ``if(<constant>)`` reads as a boolean (the text upper-cased): its named constants, and
+a number (true unless zero). Quoted for the generated file (its ``\\.`` is a dot)."""
 
 
 def _default(option: Setting[object]) -> str:
@@ -88,6 +92,20 @@ def _request_lines(option: Setting[object]) -> list[str]:
             f'    _metallib_json_string(value "${{{var}}}")',
             f'    string(JSON json SET "${{json}}" {name} "${{value}}")',
             "  endif()",
+        ]
+    if option.bare is not None:  # a CMake boolean: the bare value (true) or none (false)
+        return [
+            f'  string(TOUPPER "${{{var}}}" value)',
+            f'  string(REPLACE "," ";" items "${{{var}}}")',
+            f'  if(value MATCHES "{_CMAKE_BOOLEAN}" OR value MATCHES "{_CMAKE_NUMBER}")',
+            "    if(${value})  # a constant, as if() reads it",
+            f'      set(items "{option.bare}")',
+            "    else()",
+            '      set(items "")',
+            "    endif()",
+            "  endif()",
+            "  _metallib_json_list(value ${items})",
+            f'  string(JSON json SET "${{json}}" {name} "${{value}}")',
         ]
     if kind == "flags":
         split = f'  string(REGEX REPLACE ",-" ";-" items "${{{var}}}")'

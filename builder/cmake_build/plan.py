@@ -17,14 +17,16 @@ file is preprocessed once per build.
 A **unit** is what gets one mode: a catalog family (``binary``; the catalog is expanded into
 ordinary entry files in the build directory by ``builder.kernels.catalog_tree``) or an entry
 file of a discovered tree (``unary.metal``, compiled as it is). ``--jit GLOBS``
-(``METALLIB_JIT``) names the JIT units and ``--aot GLOBS`` the AOT ones (every other unit JIT),
-by name or glob, for both tree kinds, as ``variants --from --jit/--aot`` do; a glob that names
-no unit is refused (exit 2). An entry file stays AOT when asked JIT if ``[build] aot-only``
-names it (``builder.subsets.variant_library.held_aot``; the unit says why); a JIT entry file is
+(``METALLIB_JIT``; ``--jit`` alone and a CMake true are ``*``) names the JIT units and ``--aot
+GLOBS`` the AOT ones (every other unit JIT), by name or glob, for both tree kinds, as ``variants
+--from --jit/--aot`` do; a glob that names no unit is refused (exit 2). An entry file stays AOT
+whatever is asked if ``[build] aot-only`` names it (``builder.subsets.variant_library.held_aot``;
+the plan lists them, and a unit asked JIT says why); a JIT entry file is
 embedded whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its
 ``embedding``, ``KernelTree.embeddings``), and every build of a tree with run-time-only
 kernels embeds their headers in the host library, AOT builds included. The plan of
-a discovered tree passes the coverage check (``builder.subsets.coverage``) or is refused (exit 1).
+a discovered tree passes the coverage check (``builder.subsets.coverage``) or is refused (exit 1),
+and lists the entry files its platform leaves out (``builder.kernels.platforms``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builder.cmake_build.plan_model import (
     AOT,
@@ -50,6 +51,7 @@ from builder.cmake_build.plan_model import (
     JIT_NAMESPACE,
     KERNELS,
     PLAN_FILE,
+    SDK,
     STD,
     BuildPlan,
     BuildRequest,
@@ -62,9 +64,6 @@ from builder.cmake_build.plan_model import (
 from builder.errors import UsageError, step_exit
 from builder.kernels.runtime_sources import DEFAULT_NAMESPACE, RuntimeSources, over_file
 from builder.records.manifest import Embedding
-
-if TYPE_CHECKING:
-    from builder.kernels.tree_config import TreeConfig
 
 __all__ = [
     "catalog_plan",
@@ -106,26 +105,6 @@ def _embedding(value: str) -> Embedding:
     return "whole-file" if value == "whole-file" else "preamble"
 
 
-def std_for(request: BuildRequest, config: TreeConfig) -> tuple[str | None, int | None]:
-    """The ``-std=`` of the compiles and the ``__METAL_VERSION__`` discovery assumes: each
-    follows the other when only one is stated (``--std``, then ``[build] std``; the version from
-    ``-D __METAL_VERSION__``, then ``[kernels] metal-version``)."""
-    from builder.settings.validators import std_version
-
-    std = request[STD] or config.std  # each checked as its setting is read
-    version = config.metal_version
-    for define in config.defines:
-        name, _, value = define.partition("=")
-        if name == "__METAL_VERSION__" and value.strip().isdigit():
-            version = int(value)
-    if std is None and version is not None:  # metalX.Y from MSL 3.0 on, per-platform before
-        prefix = "" if version >= 300 else "ios-" if "__METAL_IOS__" in config.defines else "macos-"
-        std = f"{prefix}metal{version // 100}.{version % 100 // 10}"
-    if version is None and std is not None:
-        version = std_version(std)
-    return std, version
-
-
 def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     """The plan of a catalog tree: families, each AOT (its generated entry files compiled) or
     JIT (its header one run-time preamble named after the family, embedded as any tree's by
@@ -134,6 +113,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
     (``builder.kernels.catalog_tree``)."""
     from builder.kernels.catalog import load_catalog
     from builder.kernels.catalog_tree import GENERATED_TREE, generate_tree
+    from builder.kernels.platforms import build_metal_version
     from builder.kernels.tree_config import TreeConfig
 
     tree = request.tree
@@ -165,7 +145,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
         units.append(Unit(name, "jit", (header,), (name,), embedding="preamble"))
         path = str(catalog.source_dir / header)  # one run-time preamble, named after the family
         preambles.append(PlannedPreamble(name, (path,), (name,), "preamble"))
-    std, version = std_for(request, TreeConfig())
+    std, version = build_metal_version(request[STD], TreeConfig())
     generated = None
     compiles: list[Compile] = []
     if request[BUILD_DIR] is not None:
@@ -200,7 +180,7 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     from builder.jit.tree_preambles import embedding_of, jit_preambles
     from builder.kernels.discovery import discover
     from builder.kernels.discovery_cache import load_or_discover
-    from builder.kernels.platforms import for_platform
+    from builder.kernels.platforms import build_metal_version, for_platform, left_out_files
     from builder.kernels.preprocess import metal_defines
     from builder.kernels.tree_config import build_library, find_config, merge_flags
     from builder.settings.validators import parse_define
@@ -219,13 +199,11 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         settings.runtime, request[JIT_NAMESPACE], request[JIT_API], request[JIT_LOOKUP]
     )
     config = merge_flags(settings, asked.include_dirs, asked.defines, asked.exclude)
-    std, version = std_for(request, config)
+    target = request[DEPLOYMENT_TARGET] or config.deployment_target
+    std, version = build_metal_version(request[STD], config, target, request[SDK])
     # the __METAL_VERSION__ the record step discovers with, too, and the entry files this
     # platform's build leaves out ([kernels.requires])
-    config = for_platform(
-        replace(config, metal_version=version),
-        deployment_target=request[DEPLOYMENT_TARGET],
-    )
+    config = for_platform(replace(config, metal_version=version), deployment_target=target)
     memo = None
     if cache_file is None:
         tree = discover(source_dir, config)
@@ -262,7 +240,6 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     )
     names = {parse_define(d)[0] for d in metal_defines([])} | {"__METAL_IOS__"}
     defines = tuple(d for d in config.defines if parse_define(d)[0] not in names)
-    target = request[DEPLOYMENT_TARGET] or config.deployment_target
     compiles = tuple(Compile(u.name, root / u.name) for u in units if u.mode == "aot")
     discovery = DiscoverySettings(
         include_dirs=tuple(str(d) for d in config.include_dirs),
@@ -289,6 +266,8 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
         jit_namespace=runtime.namespace,
         jit_api=runtime.api,
         jit_lookup=runtime.lookup,
+        aot_only=tuple(e for e in entries if e in held),
+        left_out=left_out_files(config, source_dir),
         memo=memo,
     )
 

@@ -161,8 +161,10 @@ class BuildPlan:
     """How the build finds a discovered tree's kernels (include folders, every define, excludes,
     ``__METAL_VERSION__``), as ``load_tree`` was given them; None for a catalog tree."""
     metal_version: int | None
+    """The Metal version stated, else the one the deployment target runs; None: neither (the
+    compiles' std and this: ``builder.kernels.platforms.build_metal_version``)."""
     std: str | None
-    """The ``-std=`` the compiles get: the request's, else the tree's (``_std_for``)."""
+    """The ``-std=`` the compiles get: the request's, else the tree's, else none."""
     deployment_target: str | None
     """The request's, else the tree's ``[build] deployment-target``."""
     flags: tuple[str, ...]
@@ -177,6 +179,12 @@ class BuildPlan:
     """How a discovered tree's run-time sources are written: the request's, else metallib.toml
     ``[build]``'s, else the defaults (``builder.kernels.runtime_sources``); None for a catalog
     tree, whose host library is a registry."""
+    aot_only: tuple[str, ...] = field(default=(), omit="empty")
+    """The entry files ``[build] aot-only`` keeps AOT whatever is asked: a build of them needs
+    the Metal compiler (``builder.subsets.variant_library.held_aot``)."""
+    left_out: tuple[str, ...] = field(default=(), omit="empty")
+    """The entry files the platform's build leaves out (``[kernels.requires]``; the platform is
+    :attr:`metal_version` and :attr:`deployment_target`)."""
     generated: GeneratedTree | None = field(default=None, compare=False, omit="always")
     """A catalog tree's entry files (``builder.kernels.catalog_tree``), written into the build
     folder by ``plan.write_plan``; None for a discovered tree, or without a build folder."""
@@ -229,6 +237,7 @@ class BuildPlan:
             "defines": joined(self.defines),
             "flags": joined(self.flags),
             "configure_depends": joined(depends),
+            "aot_only": joined(self.aot_only),
         }
 
     @classmethod

@@ -34,7 +34,7 @@ from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.dataclass_json import field
 from builder.kernels.preprocess import DEFAULT_METAL_VERSION
-from builder.kernels.tree_files import unmatched_glob
+from builder.kernels.tree_files import entry_files, path_matches, unmatched_glob
 from builder.metallib.structs import PLATFORMS
 from builder.settings.declared import setting
 from builder.settings.validators import parse_define, valid_deployment_target
@@ -44,10 +44,13 @@ __all__ = [
     "LOWEST_OS",
     "Platform",
     "Requirement",
+    "build_metal_version",
     "check_requires",
     "for_platform",
     "left_out",
+    "left_out_files",
     "lowest_os",
+    "metal_version_for",
     "parse_requires",
     "platform_of",
 ]
@@ -133,6 +136,54 @@ def lowest_os(metal_version: str, platform: str) -> str | None:
     """The oldest ``platform`` release that runs Metal Shading Language ``metal_version``
     (``"4.0"``, ``"macOS"`` -> ``"26.0"``), or None when :data:`LOWEST_OS` does not say."""
     return LOWEST_OS.get(metal_version, {}).get(platform)
+
+
+def metal_version_for(deployment_target: str, platform: str = "macOS") -> int | None:
+    """The newest Metal Shading Language version a ``platform`` release runs, x 100 (``"26.2"``,
+    ``"macOS"`` -> 400; ``"14.0"`` -> 310), by :data:`LOWEST_OS`; None below MSL 2.0's.
+
+    What Apple's compiler predefines as ``__METAL_VERSION__`` for that deployment target when no
+    ``-std=`` is given, which is how MLX's CMake chooses its kernels (``MLX_METAL_VERSION``, the
+    compiler's answer under ``-mmacosx-version-min=``); an older SDK's compiler may stop lower,
+    which only a ``--std`` (or a compiler asked) can say."""
+    key = _version_key(deployment_target)
+    runs = [
+        int(major) * 100 + int(minor) * 10
+        for version, lowest in LOWEST_OS.items()
+        if platform in lowest and _version_key(lowest[platform]) <= key
+        for major, minor in [version.split(".")]
+    ]
+    return max(runs, default=None)
+
+
+def build_metal_version(
+    std: str | None,
+    config: Any,
+    deployment_target: str | None = None,
+    sdk: str = "macosx",
+) -> tuple[str | None, int | None]:
+    """A build's ``-std=`` and the ``__METAL_VERSION__`` its discovery assumes, for ``config``
+    (a ``TreeConfig``): each follows the other when only one is stated (``std``, the request's,
+    else ``[build] std``; the version from ``-D __METAL_VERSION__``, else ``[kernels]
+    metal-version``). With neither, ``-std=`` stays the compiler's default and the version is
+    the one ``deployment_target`` runs on ``sdk``'s OS (:func:`metal_version_for`), as the
+    compiler predefines it; None without a target either (discovery's default then)."""
+    from builder.settings.validators import std_version
+
+    std = std or config.std  # each checked as its setting is read
+    version = config.metal_version
+    for define in config.defines:
+        name, _, value = define.partition("=")
+        if name == "__METAL_VERSION__" and value.strip().isdigit():
+            version = int(value)
+    if std is None and version is not None:  # metalX.Y from MSL 3.0 on, per-platform before
+        prefix = "" if version >= 300 else "ios-" if "__METAL_IOS__" in config.defines else "macos-"
+        std = f"{prefix}metal{version // 100}.{version % 100 // 10}"
+    if version is None and std is not None:
+        version = std_version(std)
+    if version is None and deployment_target is not None:
+        version = metal_version_for(deployment_target, "macOS" if sdk == "macosx" else "iOS")
+    return std, version
 
 
 def _entry(glob: str, value: Any) -> Requirement:
@@ -282,6 +333,17 @@ def left_out(config: Any) -> tuple[str, ...]:
     """The ``[kernels.requires]`` globs the config's platform does not meet: the entry files
     its build leaves out (empty before :func:`for_platform`)."""
     return () if config.platform is None else _unmet(config.requires, config.platform)
+
+
+def left_out_files(config: Any, root: Path) -> tuple[str, ...]:
+    """The entry files of the tree ``root`` that the config's platform leaves out
+    (:func:`left_out`'s globs) and no other exclusion does, sorted: what a build names on
+    stderr and in its plan, so that a kernel missing for a platform is never a surprise."""
+    unmet = left_out(config)
+    if not unmet:
+        return ()
+    others = [g for g in config.exclude if g not in unmet]
+    return tuple(f for f in entry_files(root, others) if path_matches(f, unmet))
 
 
 def _unmet(requires: Sequence[Requirement], platform: Platform) -> tuple[str, ...]:

@@ -98,6 +98,10 @@ class Setting(Generic[T_co]):
     param: str | None = None
     """The command's parameter when it is not :attr:`name` (``variants --jit`` and ``--aot``
     are settings of their own, each a list of variants)."""
+    bare: str | None = None
+    """The value the flag stands for alone (``--jit``: ``*``, every unit): the flag then takes
+    a value only when one follows that is not an option, and the cache variable reads a CMake
+    boolean as this (true) or no value (false)."""
     shown_default: str | None = None
     """The default as the docs' table words it (None: from :attr:`default`)."""
     cmake_default: str | None = None

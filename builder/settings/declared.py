@@ -174,13 +174,14 @@ _TOOLCHAIN: tuple[Setting[Any], ...] = (
 _SELECTION: tuple[Setting[Any], ...] = (
     Setting(
         "jit",
-        f"Units built JIT, the rest AOT: {_UNITS}; '*' for all. Entry files [build] "
-        "aot-only names stay AOT; entry files that define their own kernels are embedded "
-        "whole.",
+        f"Units built JIT, the rest AOT: {_UNITS}; --jit alone or '*': all; in CMake any "
+        "boolean too (ON, Y, 1: all; OFF, N, 0: none). Entry files [build] aot-only names "
+        "stay AOT; those that define their own kernels are embedded whole.",
         kind="globs",
         default=(),
         cmake="METALLIB_JIT",
-        metavar="GLOBS",
+        metavar="[GLOBS]",
+        bare="*",
         shown_default="none (`*` under `pip install`)",
     ),
     Setting(
@@ -299,6 +300,7 @@ _COMMAND: tuple[Setting[Any], ...] = (
         param="jit",
         metavar="GLOBS",
     ),
+    Setting("no_jit", "Every unit AOT (the default; refused with --jit or --aot).", kind="bool"),
     Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
     Setting(
         "no_wait",

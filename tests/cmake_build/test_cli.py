@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from builder.cmake_build.plan import make_plan
+from builder.cmake_build.plan_model import BuildRequest
 from builder.render.text import human_size
 
 from .conftest import cli_without_metal
@@ -31,33 +33,47 @@ def test_aot_without_compiler_fails_before_configuring(tmp_path: Path) -> None:
         "Xcode or the Metal toolchain on macOS and with the Metal Developer Tools for Windows",
         "METAL_COMPILER=/path",
         "--metal-compiler",
-        "--jit",
     ):
         assert part in done.stderr
     assert not build_dir.exists()
+    # no aot-only entry file: --jit alone builds it all, and its plan asks for no compiler
+    assert done.stderr.endswith(
+        ", or build every unit JIT with --jit (no Metal compiler needed).\n"
+    )
+    request = BuildRequest().replace(kernels=("arange",), jit=("*",), build_dir=build_dir)
+    assert make_plan(request).aot == ()
 
 
-def test_jit_without_compiler_names_the_entry_files_that_stay_aot(
-    tmp_path: Path, mlx_tree: Path
+@pytest.mark.parametrize("asked", [[], ["--jit"], ["--jit", "*"], ["--aot", "tiles/*.metal"]])
+def test_without_compiler_the_line_suggests_only_what_builds_the_tree(
+    tmp_path: Path, mlx_tree: Path, asked: list[str]
 ) -> None:
-    """--jit on a tree whose metallib.toml keeps entry files AOT still needs the Metal compiler
-    for those: the one line says which and why, and does not send the user to --jit, which
-    would not help. Entry files that write their own kernel templates (plain_kernels.metal,
-    tiles/tile_copy.metal) are no longer among them: they are embedded whole."""
+    """On a tree whose metallib.toml keeps entry files AOT, whatever is asked (an AOT build,
+    --jit, a split) the one line names them and does not send the user to --jit, which fails
+    again on them (issue 37, item 2); what it proposes instead, --jit with --exclude for each,
+    plans no AOT unit, so it builds with no Metal compiler. Entry files that write their own
+    kernel templates (plain_kernels.metal) are not among them: they are embedded whole."""
     toml = mlx_tree / "metallib.toml"
     toml.write_text(toml.read_text() + 'aot-only = ["tiles/*.metal"]\n')
     build_dir = tmp_path / "b"
     done = cli_without_metal(
-        "build", "--jit", "*", "--source-dir", str(mlx_tree), "--build-dir", str(build_dir)
+        "build", *asked, "--source-dir", str(mlx_tree), "--build-dir", str(build_dir)
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert (
-        "Asked to be JIT, these stay AOT: tiles/tile_copy.metal (named by [build] aot-only "
-        "in metallib.toml)." in done.stderr
+        "[build] aot-only keeps 1 entry file AOT whatever --jit asks, so only that compiler "
+        "builds them: tiles/tile_copy.metal. Without it, build the other entry files JIT "
+        "(--jit, with --exclude for each of those)" in done.stderr
     )
-    assert "plain_kernels.metal" not in done.stderr and "--jit" not in done.stderr
-    assert "MLX" not in done.stderr
+    assert "every unit JIT" not in done.stderr and "'*'" not in done.stderr
+    assert "plain_kernels.metal" not in done.stderr and "MLX" not in done.stderr
     assert not build_dir.exists()
+    # the way out it names: no AOT unit left, so no Metal compiler is asked for
+    request = BuildRequest().replace(
+        source_dir=mlx_tree, jit=("*",), exclude=("tiles/tile_copy.metal",), build_dir=build_dir
+    )
+    plan = make_plan(request)
+    assert plan.aot == () and "plain_kernels.metal" in plan.jit
 
 
 def test_mixed_without_compiler_fails_too(tmp_path: Path) -> None:
