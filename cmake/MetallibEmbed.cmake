@@ -13,8 +13,9 @@
 #     [OUTPUT <file.cpp>]             # default ${CMAKE_CURRENT_BINARY_DIR}/metallib_embed/<target>.cpp
 #     [PYTHON <python executable>])   # default METALLIB_BUILDER_PYTHON, then the found Python
 #
-# A build-time custom command runs the generator (`metallib-builder embed`'s code): each header with its quoted includes inlined (each file once, #line markers, angle
-# includes kept for the run-time compiler), as one C++17 source added to <target>. Its depfile
+# A build-time custom command runs the generator (`metallib-builder embed`'s code): each header
+# with its quoted includes inlined (each file once, #line markers, angle includes kept for the
+# run-time compiler), as one C++17 source added to <target>. Its depfile
 # names every file inlined, so editing a header any number of includes deep regenerates the
 # source on the next build; an unchanged result is not rewritten (no recompile). No Metal
 # compiler is involved. Relative HEADERS and INCLUDE_DIRECTORIES are relative to

@@ -32,7 +32,7 @@ def vendor_command(folder: Path, check: bool) -> None:
 
     DIR/MetallibEmbed.cmake defines metallib_embed_headers(...) with the signature of the
     package's module; it runs DIR/metallib_embed/metallib_embed.py with the Python interpreter
-    CMake's FindPython3 finds, as `python -I`: only the standard library, no package from
+    CMake's FindPython3 finds, as `python -I -S`: only the standard library, no package from
     site-packages. The generator is this version's own embed code, so it writes the bytes
     `metallib-builder embed` writes. Every file names the version it came from; the same version
     writes the same bytes. Nothing is written when the copy in DIR is current.

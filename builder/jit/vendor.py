@@ -6,15 +6,17 @@ What is written, each file naming the version it came from on its first line:
 - ``DIR/MetallibEmbed.cmake``: the package's ``cmake/MetallibEmbed.cmake`` (the same function,
   the same signature), its generator part (between its ``metallib-builder vendor`` marks)
   replaced by ``cmake/vendor/generator.cmake``, which runs the vendored script with the
-  interpreter FindPython3 finds, ``python -I``: standard library only, nothing from
-  site-packages. The two helper functions it shares with the package (``_metallib_require_cxx``,
+  interpreter FindPython3 finds, ``python -I -S``: standard library only, nothing from
+  site-packages (an installed or editable ``builder`` cannot stand in). The two helper
+  functions it shares with the package (``_metallib_require_cxx``,
   ``_metallib_namespace_problem``) are copied from ``cmake/MetallibPython.cmake``.
 - ``DIR/metallib_embed/metallib_embed.py``: the script, ``python -m builder.jit`` of this
-  package: it puts its folder first on ``sys.path`` and runs :mod:`builder.jit.__main__`.
+  package: it puts its folder first on ``sys.path``, refuses a ``builder`` imported from
+  elsewhere, and runs :mod:`builder.jit.__main__`.
 - ``DIR/metallib_embed/builder/...``: the modules ``python -m builder.jit embed`` imports,
-  found by reading their imports (:func:`generator_modules`), copied unchanged but for their
-  first line. The generator exists once, in this package: the vendored copy is this code, so it
-  writes the bytes the package writes.
+  found by reading their imports (:func:`generator_modules`), copied unchanged but for two
+  comment lines before them. The generator exists once, in this package: the vendored copy is
+  this code, so it writes the bytes the package writes.
 
 Same version, same bytes: nothing of the machine, the time or the folder goes into a file.
 ``check_vendored`` compares a folder with what :func:`vendored_files` would write now.
@@ -63,9 +65,9 @@ def _header(path: str, version: str) -> str:
 
 _SCRIPT = '''"""metallib_embed_headers' generator: ``python -m builder.jit`` of metallib-builder.
 
-MetallibEmbed.cmake runs it as ``python -I metallib_embed.py embed ...``. It needs only Python's
-standard library (3.10 or newer): the ``builder`` folder beside it holds the modules of
-metallib-builder's ``embed``, copied unchanged but for their first lines.
+MetallibEmbed.cmake runs it as ``python -I -S metallib_embed.py embed ...``. It needs only
+Python's standard library (3.10 or newer): the ``builder`` folder beside it holds the modules
+of metallib-builder's ``embed``, copied unchanged but for two comment lines.
 """
 
 import os
@@ -75,11 +77,19 @@ if sys.version_info < (3, 10):
     sys.stderr.write("error: the vendored generator needs Python 3.10 or newer\\n")
     raise SystemExit(2)
 sys.dont_write_bytecode = True  # no __pycache__ in the project's source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
+import builder  # noqa: E402
+
+if os.path.dirname(os.path.dirname(os.path.abspath(builder.__file__))) != HERE:
+    # (an installed or editable metallib-builder's import hook came first: not this copy)
+    sys.stderr.write(
+        f"error: this Python imports metallib-builder from {builder.__file__}, not the vendored "
+        "copy beside this script; run it as python -I -S\\n"
+    )
+    raise SystemExit(2)
 if sys.argv[1:] == ["--version"]:
-    import builder
-
     print(f"metallib-builder {builder.__version__} (vendored)")
     raise SystemExit(0)
 

@@ -1,10 +1,10 @@
 # The generator, vendored: metallib_embed/metallib_embed.py beside this file (metallib-builder
-# @VERSION@'s `embed`, its modules copied unchanged but for their first line), run by a Python
-# 3.10+ interpreter with `-I`: only Python's standard library is used, no package is installed
-# or imported from site-packages. The interpreter: PYTHON in the call, else
-# METALLIB_BUILDER_PYTHON, else the one find_package(Python3 3.10 COMPONENTS Interpreter) finds
-# (Python3_EXECUTABLE when set, an activated virtual environment first), asked once, at the first
-# call. Including this file runs nothing and writes no cache variable.
+# @VERSION@'s `embed`, its modules copied unchanged but for two comment lines naming the
+# version), run by a Python 3.10+ interpreter as `python -I -S`: only Python's standard library is
+# used, nothing is imported from site-packages. The interpreter: PYTHON in the call,
+# else METALLIB_BUILDER_PYTHON, else the one find_package(Python3 3.10 COMPONENTS Interpreter)
+# finds (Python3_EXECUTABLE when set, an activated virtual environment first), asked once, at the
+# first call. Including this file runs nothing and writes no cache variable.
 @REQUIRE_CXX@
 @NAMESPACE_PROBLEM@
 # _metallib_embed_generator(<command-out> <depends-out> <python> <caller>): the command that runs
@@ -28,7 +28,7 @@ function(_metallib_embed_generator command_out depends_out python caller)
   # (the function's own folder: include_guard(GLOBAL) skips a second directory's include)
   set(folder "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/metallib_embed")
   set(script "${folder}/metallib_embed.py")
-  set(command "${python}" -I "${script}")
+  set(command "${python}" -I -S "${script}")
   # Once per interpreter: it runs the script, and the script is this copy.
   string(MD5 key "${python}")
   get_property(checked GLOBAL PROPERTY "_METALLIB_EMBED_CHECKED_${key}")

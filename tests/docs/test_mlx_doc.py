@@ -261,6 +261,7 @@ VENDOR = "# from the checkout's root: the function and its generator into cmake/
 VENDOR_CHECK = (
     "# in CI, after pip install metallib-builder: exit 1 naming the first file that differs"
 )
+PRE_COMMIT = "# .pre-commit-config.yaml (top level): the vendored files are vendor's to write"
 INSTALL = "# CMakeLists.txt (top level): the install of cmake/, without the build-time generator"
 
 
@@ -309,6 +310,27 @@ def test_the_install_leaves_the_generator_out(tmp_path: Path) -> None:
     subprocess.run([cmake, "--install", build, "--prefix", prefix], capture_output=True, check=True)
     installed = sorted(p.relative_to(prefix).as_posix() for p in prefix.rglob("*") if p.is_file())
     assert installed == ["share/cmake/MLX/extension.cmake"]
+
+
+def test_pre_commit_leaves_the_vendored_files_alone(tmp_path: Path) -> None:
+    """The doc's pre-commit exclude (a Python regular expression, searched in each path from the
+    checkout's root, as pre-commit does) matches every file vendor writes into cmake/, and none
+    of MLX's own."""
+    pattern = re.compile(_yaml_pairs(block("yaml", PRE_COMMIT))["exclude"])
+    for line in _commands(VENDOR):
+        done = _run(line, tmp_path)
+        assert done.returncode == 0, done.stderr
+    written = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(written) > 20 and all(pattern.search(w) for w in written)
+    mlx_own = ["cmake/extension.cmake", "CMakeLists.txt", "mlx/backend/metal/CMakeLists.txt",
+               "python/mlx/__init__.py", "cmake/FindNCCL.cmake", "setup.py"]  # fmt: skip
+    assert not any(pattern.search(f) for f in mlx_own)
+
+
+def _yaml_pairs(text: str) -> dict[str, str]:
+    """The doc's one-key YAML block (``key: value`` lines, comments left out)."""
+    pairs = (line.split(": ", 1) for line in text.splitlines() if line and line[0] != "#")
+    return {key: value for key, value in pairs}
 
 
 @pytest.mark.realdata

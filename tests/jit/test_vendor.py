@@ -103,6 +103,16 @@ def test_the_vendored_generator_runs_without_the_package(vendored: Path, tmp_pat
         assert done.returncode == 0, done.stderr
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] and b'#line 1 "common/a.h"' in outputs[0]
+    # a builder imported before the script runs (as an editable install's import hook, which
+    # comes before sys.path, would give it one): the script refuses to run another than its own
+    run = "import builder, runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0])"
+    other = subprocess.run(
+        [sys.executable, "-c", run, script, "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert other.returncode == 2 and "not the vendored copy" in other.stderr
 
 
 def test_the_cmake_function_is_the_package_s(vendored: Path) -> None:
@@ -284,3 +294,40 @@ def test_a_project_builds_with_the_vendored_files_and_no_package(
 
     (preamble,) = embed_headers([src / KERNELS / "unary_ops.h"], [src])[1]
     assert b"// edited" in shown and shown == preamble.text.encode()
+
+
+@pytest.mark.parametrize("broken", ["interpreter", "mixed"])
+def test_a_generator_that_cannot_run_stops_the_configure(
+    vendored: Path, tmp_path: Path, broken: str
+) -> None:
+    """An interpreter that cannot run the script (METALLIB_BUILDER_PYTHON=/bin/false), or a
+    generator folder of another version than the module (a copy mixed by hand), stop the
+    configure with one error naming the interpreter and the script, not the build later."""
+    src = tmp_path / "src"
+    shutil.copytree(vendored, src / "cmake")
+    (src / "k.h").write_text("int k;\n")
+    (src / "main.cpp").write_text("int main() {}\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\nproject(p LANGUAGES CXX)\n"
+        "include(cmake/MetallibEmbed.cmake)\nadd_executable(show main.cpp)\n"
+        "metallib_embed_headers(show NAMESPACE ns HEADERS k.h INCLUDE_DIRECTORIES .)\n"
+    )
+    defs = [f"-DPython3_EXECUTABLE={sys.executable}"]
+    if broken == "interpreter":
+        defs.append("-DMETALLIB_BUILDER_PYTHON=/bin/false")
+    else:
+        init = src / "cmake/metallib_embed/builder/__init__.py"
+        init.write_text(init.read_text().replace(f'"{builder.__version__}"', '"0.0.1"'))
+    configure = subprocess.run(
+        [find_tool("cmake"), "-S", str(src), "-B", str(tmp_path / "build"), "-G", "Ninja",
+         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", *defs],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert configure.returncode != 0
+    error = " ".join(configure.stderr.split())
+    assert (
+        "metallib_embed_headers(show): " in error and "cannot run the vendored generator" in error
+    )
+    assert (
+        "/bin/false" if broken == "interpreter" else "metallib-builder 0.0.1 (vendored)"
+    ) in error
