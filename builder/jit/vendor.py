@@ -49,7 +49,7 @@ __all__ = [
 CMAKE_MODULE = "MetallibEmbed.cmake"
 FOLDER = "metallib_embed"
 SCRIPT = f"{FOLDER}/metallib_embed.py"
-_ENTRY = ("builder.jit.__main__", "builder.jit.generate")  # __main__ imports generate lazily
+_ENTRY = "builder.jit.__main__"  # (its lazy import of generate is read like any other)
 _MARK = "metallib-builder vendor"
 _HEADER = re.compile(rb"\A# Vendored from metallib-builder (\S+) ")
 _PACKAGE = Path(builder.__file__).resolve().parent
@@ -132,10 +132,11 @@ def _imports(name: str) -> set[str]:
 
 
 def generator_modules() -> list[str]:
-    """The modules ``python -m builder.jit embed`` can import, sorted: its entry modules, every
-    module they import and the packages holding them, read from the code (never a kept list)."""
+    """The modules ``python -m builder.jit embed`` can import, sorted: ``builder.jit.__main__``,
+    every module it imports, directly or not, at any depth of the code (a function's lazy import
+    too), and the packages holding them: read from the code, never a kept list."""
     seen: set[str] = set()
-    todo = list(_ENTRY)
+    todo = [_ENTRY]
     while todo:
         name = todo.pop()
         if name in seen:
