@@ -13,20 +13,15 @@
 #     [OUTPUT <file.cpp>]             # default ${CMAKE_CURRENT_BINARY_DIR}/metallib_embed/<target>.cpp
 #     [PYTHON <python executable>])   # default METALLIB_BUILDER_PYTHON, then the found Python
 #
-# A build-time custom command runs `python -m builder.jit embed` (what `metallib-builder embed`
-# runs): each header with its quoted includes inlined (each file once, #line markers, angle
-# includes kept for the run-time compiler), as one C++17 source added to <target>. Its depfile
+# A build-time custom command runs the generator (`metallib-builder embed`'s code): each header
+# with its quoted includes inlined (each file once, #line markers, angle includes kept for the
+# run-time compiler), as one C++17 source added to <target>. Its depfile
 # names every file inlined, so editing a header any number of includes deep regenerates the
 # source on the next build; an unchanged result is not rewritten (no recompile). No Metal
 # compiler is involved. Relative HEADERS and INCLUDE_DIRECTORIES are relative to
 # CMAKE_CURRENT_SOURCE_DIR, a relative OUTPUT to CMAKE_CURRENT_BINARY_DIR. Keep the headers under
 # an INCLUDE_DIRECTORIES folder: #line markers and the lookup names are relative to it, so the
 # generated source is the same wherever the tree and the build folder are.
-#
-# Where the generator comes from: METALLIB_BUILDER_PYTHONPATH and METALLIB_BUILDER_PYTHON
-# (cmake/MetallibPython.cmake, docs/jit.md). The first call finds the interpreter, checks that it
-# can import the generator and says which variable to set when it cannot; including this file
-# runs nothing and writes no cache variable.
 #
 # Several calls on one target are fine (MLX makes three groups: unconditional, MLX_METAL_JIT,
 # NAX): each writes its own source. Only one of them per NAMESPACE may define the lookup; a second
@@ -48,7 +43,37 @@ if(CMAKE_VERSION VERSION_LESS 3.20)
                       "this is ${CMAKE_VERSION}")
 endif()
 
+# metallib-builder vendor: the generator, from here to its end mark. `metallib-builder vendor
+# DIR` writes this file with this part replaced by the vendored generator's (cmake/vendor/).
+#
+# The generator is the installed package's `python -m builder.jit embed`: where it comes from,
+# METALLIB_BUILDER_PYTHONPATH and METALLIB_BUILDER_PYTHON (cmake/MetallibPython.cmake,
+# docs/jit.md). The first call finds the interpreter, checks that it can import the generator and
+# says which variable to set when it cannot; including this file runs nothing and writes no cache
+# variable.
 include("${CMAKE_CURRENT_LIST_DIR}/MetallibPython.cmake")
+
+# _metallib_embed_generator(<command-out> <depends-out> <python> <caller>): the command that runs
+# the generator (its `embed` arguments follow), and the files whose change regenerates.
+function(_metallib_embed_generator command_out depends_out python caller)
+  metallib_builder_python(python "${python}" CHECK builder.jit.generate CALLER "${caller}")
+  metallib_builder_command(command "${python}" builder.jit)
+  set(generator_files "")
+  metallib_builder_pythonpath(package)
+  if(package)
+    # The generator's modules whose code shapes the output: a new version regenerates. (Stated
+    # per call, not at include time: include_guard(GLOBAL) skips a second directory's include.)
+    foreach(module IN ITEMS preamble lexing literals writer generate depfile __main__)
+      set(file "${package}/builder/jit/${module}.py")
+      if(EXISTS "${file}")
+        list(APPEND generator_files "${file}")
+      endif()
+    endforeach()
+  endif()
+  set(${command_out} ${command} PARENT_SCOPE)
+  set(${depends_out} ${generator_files} PARENT_SCOPE)
+endfunction()
+# metallib-builder vendor: end of the generator.
 
 function(metallib_embed_headers target)
   set(me "metallib_embed_headers(${target})")
@@ -157,8 +182,7 @@ function(metallib_embed_headers target)
   endif()
   set(depfile "${output}.d")
 
-  metallib_builder_python(python "${arg_PYTHON}" CHECK builder.jit.generate CALLER "${me}")
-  metallib_builder_command(command "${python}" builder.jit)
+  _metallib_embed_generator(command generator_files "${arg_PYTHON}" "${me}")
   list(APPEND command embed ${headers} ${include_args} ${define_args}
        -o "${output}" --jit-namespace "${arg_NAMESPACE}" --jit-api "${arg_API}"
        --depfile "${depfile}")
@@ -167,18 +191,6 @@ function(metallib_embed_headers target)
   endif()
   if(NOT arg_LOOKUP)
     list(APPEND command --no-jit-lookup)
-  endif()
-  set(generator_files "")
-  metallib_builder_pythonpath(package)
-  if(package)
-    # The generator's modules whose code shapes the output: a new version regenerates. (Stated
-    # here, not at include time: include_guard(GLOBAL) skips a second directory's include.)
-    foreach(module IN ITEMS preamble lexing literals writer generate depfile __main__)
-      set(file "${package}/builder/jit/${module}.py")
-      if(EXISTS "${file}")
-        list(APPEND generator_files "${file}")
-      endif()
-    endforeach()
   endif()
   list(LENGTH headers count)
   get_filename_component(shown "${output}" NAME)

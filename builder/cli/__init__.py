@@ -94,6 +94,10 @@ COMMANDS: dict[str, Entry] = {
         "loading:embed_command",
         "Write a C++ source holding one run-time preamble per HEADER (and per --preamble NAME).",
     ),
+    "vendor": Entry(
+        "vendor:vendor_command",
+        "Write MetallibEmbed.cmake and its generator into DIR: builds need no installed package.",
+    ),
     "sources": Entry(
         "loading:sources_command",
         "List the Metal sources a host library embeds: returned by functions, or found as text.",

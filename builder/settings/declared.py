@@ -334,6 +334,12 @@ _COMMAND: tuple[Setting[Any], ...] = (
         "docs/ci-recipe.md).",
         kind="bool",
     ),
+    Setting(  # vendor's
+        "check",
+        "Write nothing: say whether DIR's vendored copy is the one this version writes (exit 1 "
+        "naming the first file that differs, and what differs).",
+        kind="bool",
+    ),
 )
 """What one command takes for its own run, not a build request's."""
 

@@ -260,6 +260,14 @@ def test_the_settings_table_is_the_cmake_calls_headers() -> None:
     assert len(headers) == 49 and list(table.items()) == [(Path(h).stem, h) for h in headers]
 
 
+VENDOR = "# from the checkout's root: the function and its generator into cmake/ (commit them)"
+VENDOR_CHECK = (
+    "# in CI, after pip install metallib-builder: exit 1 naming the first file that differs"
+)
+PRE_COMMIT = "# .pre-commit-config.yaml (top level): the vendored files are vendor's to write"
+INSTALL = "# CMakeLists.txt (top level): the install of cmake/, without the build-time generator"
+
+
 def _cmake_dir() -> str:
     """What the doc's setup.py lines hand CMake."""
     scope: dict[str, Any] = {"subprocess": subprocess, "sys": sys, "cmake_args": []}
@@ -273,24 +281,84 @@ def _cmake_dir() -> str:
     return str(arg)
 
 
+def test_the_alternative_hands_cmake_the_installed_package() -> None:
+    """The installed-package alternative: the doc's setup.py lines name this package's CMake
+    folder, which the doc's find_package finds (tests/jit/test_embed_cmake.py builds with it)."""
+    assert _cmake_dir().startswith("-DMetallibBuilder_DIR=")
+    top = block(
+        "cmake", "# CMakeLists.txt (top level), in if(MLX_BUILD_METAL), after the mlx target exists"
+    )
+    assert top == "find_package(MetallibBuilder 0.1 REQUIRED)\n"
+
+
+def test_the_install_leaves_the_generator_out(tmp_path: Path) -> None:
+    """MLX's install of its cmake/ folder, with the doc's two patterns, after the doc's vendor
+    command: MLX's own modules are installed, the vendored files are not."""
+    src = tmp_path / "src"
+    (src / "cmake").mkdir(parents=True)
+    (src / "cmake/extension.cmake").write_text("# MLX's own\n", encoding="utf-8")
+    for line in _commands(VENDOR):
+        done = _run(line, src)
+        assert done.returncode == 0, done.stderr
+    assert (src / "cmake/MetallibEmbed.cmake").is_file()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\nproject(mlx LANGUAGES NONE)\n"
+        'set(CMAKE_MODULE_PATH "${PROJECT_SOURCE_DIR}/cmake")\n'
+        "set(MLX_CMAKE_INSTALL_MODULE_DIR share/cmake/MLX)\n" + block("cmake", INSTALL),
+        encoding="utf-8",
+    )
+    build, prefix = tmp_path / "build", tmp_path / "prefix"
+    cmake = find_tool("cmake")
+    subprocess.run([cmake, "-S", src, "-B", build], capture_output=True, check=True)
+    subprocess.run([cmake, "--install", build, "--prefix", prefix], capture_output=True, check=True)
+    installed = sorted(p.relative_to(prefix).as_posix() for p in prefix.rglob("*") if p.is_file())
+    assert installed == ["share/cmake/MLX/extension.cmake"]
+
+
+def test_pre_commit_leaves_the_vendored_files_alone(tmp_path: Path) -> None:
+    """The doc's pre-commit exclude (a Python regular expression, searched in each path from the
+    checkout's root, as pre-commit does) matches every file vendor writes into cmake/, and none
+    of MLX's own."""
+    pattern = re.compile(_yaml_pairs(block("yaml", PRE_COMMIT))["exclude"])
+    for line in _commands(VENDOR):
+        done = _run(line, tmp_path)
+        assert done.returncode == 0, done.stderr
+    written = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(written) > 20 and all(pattern.search(w) for w in written)
+    mlx_own = ["cmake/extension.cmake", "CMakeLists.txt", "mlx/backend/metal/CMakeLists.txt",
+               "python/mlx/__init__.py", "cmake/FindNCCL.cmake", "setup.py"]  # fmt: skip
+    assert not any(pattern.search(f) for f in mlx_own)
+
+
+def _yaml_pairs(text: str) -> dict[str, str]:
+    """The doc's one-key YAML block (``key: value`` lines, comments left out)."""
+    pairs = (line.split(": ", 1) for line in text.splitlines() if line and line[0] != "#")
+    return {key: value for key, value in pairs}
+
+
 @pytest.mark.realdata
 @pytest.mark.parametrize("jit", ["ON", "OFF"])
 def test_the_cmake_change_defines_what_includes_h_declares(tmp_path: Path, jit: str) -> None:
-    """The doc's CMake in an MLX-shaped project over the wheel's headers: with MLX_METAL_JIT the
-    library defines exactly the 49 functions jit/includes.h declares (compiled -Werror with
-    includes.h first), each returning the reference inliner's text; without it, the first 12."""
+    """The doc's CMake in an MLX-shaped project over the wheel's headers, through the files the
+    doc's vendor command writes into its cmake/, configured and built with an interpreter that
+    cannot import builder (asserted) and no PYTHONPATH: with MLX_METAL_JIT the library defines
+    exactly the 49 functions jit/includes.h declares (compiled -Werror with includes.h first),
+    each returning the reference inliner's text; without it, the first 12. The doc's CI check
+    then finds the vendored copy current."""
+    from support.isolated_python import isolated_python
     from support.reference_inliner import reference_preamble
 
     src = _include_root(tmp_path / "src")
     includes = src / "mlx/backend/metal/jit/includes.h"
-    top = block(
-        "cmake", "# CMakeLists.txt (top level), in if(MLX_BUILD_METAL), after the mlx target exists"
-    )
+    for line in _commands(VENDOR):
+        done = _run(line, src)
+        assert done.returncode == 0, done.stderr
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.25)\nproject(mlx LANGUAGES CXX)\n"
+        'set(CMAKE_MODULE_PATH "${PROJECT_SOURCE_DIR}/cmake")  # as MLX\'s\n'
         'option(MLX_METAL_JIT "JIT" OFF)\nadd_library(mlx STATIC)\n'
         f'target_compile_options(mlx PRIVATE -Wall -Wextra -Werror -include "{includes}")\n'
-        f"{top}add_subdirectory(mlx/backend/metal)\n",
+        "add_subdirectory(mlx/backend/metal)\n",
         encoding="utf-8",
     )
     metal = src / "mlx/backend/metal"
@@ -301,16 +369,19 @@ def test_the_cmake_change_defines_what_includes_h_declares(tmp_path: Path, jit: 
     for name in ("jit_kernels.cpp", "nojit_kernels.cpp"):
         metal.joinpath(name).write_text("namespace mlx::core::metal {}\n", encoding="utf-8")
     build = tmp_path / "build"
+    python = isolated_python(tmp_path / "bin")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     configure = subprocess.run(
         [find_tool("cmake"), "-S", str(src), "-B", str(build), "-G", "Ninja",
-         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", _cmake_dir(), f"-DMLX_METAL_JIT={jit}",
+         f"-DCMAKE_MAKE_PROGRAM={find_tool('ninja')}", f"-DMLX_METAL_JIT={jit}",
          "-DMLX_METAL_VERSION=400", "-DMACOS_SDK_VERSION=26.2",
-         "-DCMAKE_OSX_DEPLOYMENT_TARGET=26.2", f"-DPython3_EXECUTABLE={sys.executable}"],
-        capture_output=True, text=True, check=False,
+         "-DCMAKE_OSX_DEPLOYMENT_TARGET=26.2", f"-DPython3_EXECUTABLE={python}"],
+        capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     assert configure.returncode == 0, configure.stdout + configure.stderr
+    assert "metallib_embed/metallib_embed.py" in (build / "build.ninja").read_text()
     ninja = subprocess.run(
-        [find_tool("ninja"), "-C", str(build)], capture_output=True, text=True, check=False
+        [find_tool("ninja"), "-C", str(build)], capture_output=True, text=True, check=False, env=env
     )
     assert ninja.returncode == 0, ninja.stdout + ninja.stderr
     nm = subprocess.run(
@@ -347,6 +418,9 @@ def test_the_cmake_change_defines_what_includes_h_declares(tmp_path: Path, jit: 
     )
     texts = subprocess.run([str(exe)], capture_output=True, check=True).stdout.decode().split("\0")
     assert texts[:-1] == [reference_preamble(heads[n], [src], strip=False) for n in defined]
+    for line in _commands(VENDOR_CHECK):
+        done = _run(line, src)
+        assert done.returncode == 0 and "current" in done.stderr, done.stderr
 
 
 @pytest.mark.realdata
