@@ -196,6 +196,41 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         pytest.exit(why, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
+# The quick subset (``-m quick``): what a built wheel or an installed sdist runs to show that the
+# installed package works (docs/release.md): the installed C extension and its contract with the
+# Python code, the container code on synthetic libraries (both codes), hashing, the CLI, the
+# installed data folder and CMake package and the console script. No download, no CMake build,
+# no LLVM or clang: a few seconds. Its tests are those of these files that carry none of the
+# markers of SLOWER (their tests that download or build stay out of it).
+QUICK = (
+    "test_resources.py",
+    "metallib/test_native_contract.py",
+    "metallib/test_native.py",
+    "metallib/test_synthetic.py",
+    "metallib/test_hashing.py",
+    "cli/test_container_cli.py",
+    "cli/test_usage_and_slim.py",
+    "consumer/test_cmake_dir.py",
+)
+SLOWER = ("realdata", "cmake", "slow", "browser")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the quick subset's tests ``quick``. A run that selects by ``quick`` stops with a
+    usage error when a file of QUICK is gone, so the subset never shrinks unnoticed."""
+    tests = Path(__file__).resolve().parent
+    quick = {(tests / name).resolve() for name in QUICK}
+    gone = sorted(str(p.relative_to(tests)) for p in quick if not p.is_file())
+    if gone and "quick" in (config.option.markexpr or ""):
+        raise pytest.UsageError(f"tests/conftest.py QUICK names files that are gone: {gone}")
+    for item in items:
+        if Path(str(item.path)).resolve() in quick and not any(
+            item.get_closest_marker(name) for name in SLOWER
+        ):
+            item.add_marker(pytest.mark.quick)
+
+
 def _hypothesis_profile() -> None:
     """Property tests judge their inputs, not the machine: on 2 busy cores data generation can
     be slow, so Hypothesis's timing checks (deadline, too_slow) are off; the number of examples
