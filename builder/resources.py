@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["cmake_dir", "metal_src_dir", "project_root"]
+__all__ = ["cmake_dir", "metal_src_dir", "own_cmake_dir", "project_root"]
 
 _PACKAGE = Path(__file__).resolve().parent
 _PROJECT_NAME = 'name = "metallib-builder"'
@@ -63,3 +63,11 @@ def metal_src_dir() -> Path:
 def cmake_dir() -> Path:
     """The bundled CMake modules (``cmake/``)."""
     return _resource("cmake")
+
+
+def own_cmake_dir() -> Path:
+    """The CMake modules of the running package itself, whatever the working directory: its own
+    checkout's ``cmake/`` (an editable install) or the wheel's copy. ``vendor`` writes these beside
+    the package's Python modules, so the two halves of a vendored copy are one version."""
+    root = _PACKAGE.parent
+    return root / "cmake" if _is_checkout(root) else _PACKAGE / "_data" / "cmake"

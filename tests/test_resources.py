@@ -36,6 +36,26 @@ def test_checkout_holding_the_working_directory_wins(
     assert resources.project_root() == other
     assert resources.metal_src_dir() == other / "metal_src"
     assert resources.cmake_dir() == other / "cmake"
+    # what vendor copies is the running package's own, never the working checkout's
+    assert resources.own_cmake_dir() == ROOT / "cmake"
+
+
+def test_vendor_run_in_another_checkout_writes_the_running_package_cmake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A vendored copy is one version: run inside another checkout whose MetallibEmbed.cmake
+    differs, vendor still writes the running package's function (the Python modules it copies
+    are the running package's too)."""
+    other = _checkout(tmp_path / "other")
+    embed = other / "cmake" / "MetallibEmbed.cmake"
+    embed.write_text(embed.read_text(encoding="utf-8") + "# edited in another checkout\n")
+    monkeypatch.chdir(other)
+    code, _, err = run_cli(["vendor", str(tmp_path / "vendored")], capsys)
+    assert code == 0, err
+    written = (tmp_path / "vendored" / "MetallibEmbed.cmake").read_text(encoding="utf-8")
+    assert "edited in another checkout" not in written
+    code, _, err = run_cli(["vendor", "--check", str(tmp_path / "vendored")], capsys)
+    assert code == 0, err
 
 
 def _installed(site: Path, cwd: Path) -> list[str]:

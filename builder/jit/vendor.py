@@ -34,7 +34,7 @@ from builder.errors import UsageError
 from builder.files.atomic import make_dirs, write_if_changed
 from builder.files.output_folder import replaced_folder
 from builder.files.reading import UnreadableFile, open_regular, read_bytes, read_text
-from builder.resources import cmake_dir
+from builder.resources import own_cmake_dir
 
 __all__ = [
     "CMAKE_MODULE",
@@ -157,7 +157,7 @@ def _cmake_function(text: str, name: str) -> str:
 
 
 def _cmake_module(version: str, files: Iterable[str]) -> str:
-    cmake = cmake_dir()
+    cmake = own_cmake_dir()
     embed = read_text(cmake / CMAKE_MODULE, _OWN)
     python = read_text(cmake / "MetallibPython.cmake", _OWN)
     generator = read_text(cmake / "vendor" / "generator.cmake", _OWN)
