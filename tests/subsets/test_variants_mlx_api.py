@@ -32,6 +32,7 @@ from support.mlx_doc import KERNELS, metallib_toml, table_row
 from builder.files.reading import parse_toml
 from builder.inputs import wheel_cache, wheels
 from builder.kernels.bounded_run import find_compiler
+from builder.metallib import open_metallib
 from builder.size.host_strings import host_strings
 
 pytestmark = pytest.mark.realdata
@@ -363,3 +364,49 @@ def test_options_over_the_settings_and_the_bytes_each_api_stores(
         and "--jit-namespace must be a C++ namespace such as" in err
         and "got 'a::'" in err
     )
+
+
+@pytest.fixture(scope="module")
+def kernel_tree(mlx_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mlx_tree`` with one kernel per entry file MLX may compile at run time, so a ceiling
+    moves files: each written, as MLX writes its kernels' code, in the entry file's own header
+    (its last include), under the name of one of the real library's functions (a C name,
+    distinct per file). The aot-only files write none (they never move)."""
+    root = tmp_path_factory.mktemp("mlx-kernels") / "include"
+    shutil.copytree(mlx_tree, root)
+    aot_only = set(_toml(metallib_toml())["build"]["aot-only"])
+    library = _member(_wheel("mlx-metal", VERSION), "mlx/lib/mlx.metallib", root.parent / "m")
+    with open_metallib(library) as lib:  # in both platforms' libraries
+        names = iter(sorted(n for n in lib.columns().names if re.fullmatch(r"[a-z]\w+", n)))
+    for entry, includes in ENTRY_INCLUDES.items():
+        if f"{entry}.metal" in aot_only or not includes:
+            continue
+        with (root / KERNELS / f"{includes[-1]}.h").open("a", encoding="utf-8") as header:
+            header.write(f"\n[[kernel]] void {next(names)}() {{}}\n")
+    return root
+
+
+@pytest.mark.parametrize("platform", [MACOS14, MACOS26])
+def test_a_planned_split_defines_every_declared_function(
+    kernel_tree: Path, platform: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 37 item 5: MLX's JIT build links host code naming every function jit/includes.h
+    declares for the platform (the NAX ones from macOS 26), whichever families a split keeps
+    AOT; a planned split (a ceiling one byte under the whole library: some entry files JIT,
+    the rest AOT) defines each of them (compiled with includes.h first, read back with nm)."""
+    wheel = _wheel("mlx-metal", VERSION, platform)
+    library = _member(wheel, "mlx/lib/mlx.metallib", tmp_path / "m.lib")
+    out = tmp_path / "out"
+    args = ["variants", "--from", str(library), "--source-dir", str(kernel_tree / KERNELS)]
+    args += ["-I", str(kernel_tree), "-o", str(out), "--ceiling", str(library.stat().st_size - 1)]
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+    doc = json.loads((out / "variants.json").read_text(encoding="utf-8"))
+    planned = {v["name"]: v for v in doc["variants"]}["planned"]
+    jit, aot = planned["jit_sources"], planned["aot_sources"]
+    assert jit and len(aot) > len(doc["source"]["tree"]["held_aot"]), (jit, aot)  # mixed
+    declared = _declared(kernel_tree)
+    nax = platform == MACOS26
+    wanted = {f for f in declared if nax or not f.endswith("_nax")}
+    assert len(wanted) == (49 if nax else 41)
+    assert _defined(Path(planned["jit_sources_file"]), kernel_tree) == wanted
