@@ -76,7 +76,7 @@ _TOML: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "keep_aot",
-        "Entry files (globs, relative to --source-dir) the --ceiling plan keeps AOT: families "
+        "Entry files (globs, relative to --source-dir) the --ceiling plan keeps AOT: kernels "
         "a project calls on its hot path; repeatable, with [build] keep-aot of metallib.toml's "
         "(both count). Pins that alone leave the variant over the ceiling exit 1.",
         kind="texts",

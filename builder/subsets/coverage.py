@@ -220,15 +220,15 @@ class JitSources:
     """The root headers, absolute, in order (``embed``'s arguments when it wrote the file)."""
     embed_args: tuple[str, ...]
     """``embed`` arguments writing the same file (before ``-o``)."""
-    texts: dict[str, str]
-    """Each function's whole text, by function, in the file's order."""
-    users: dict[str, tuple[str, ...]]
-    """The JIT entry files each function serves, by function (none: one every variant
-    carries, or one the table fills in: :func:`preamble_specs`)."""
     stored: dict[str, str]
     """What the file stores, by key, in the file's order: with ``cstring`` each function's whole
     text (key: the function), with ``string`` each distinct piece (``builder.jit.writer``'s
     ``stored_pieces``; key: the piece's name, a hash of its text)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """Each function's whole text, by function, in the file's order."""
+    users: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The JIT entry files each function serves, by function (none: one every variant
+    carries, or one the table fills in: :func:`preamble_specs`)."""
 
 
 def include_dirs(tree: KernelTree) -> list[Path]:

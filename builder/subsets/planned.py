@@ -1,7 +1,7 @@
 """The ``planned`` variant of ``variants --from --ceiling``: the planner (``builder.subsets
 .variant_plan``) over the input library's movable entry files, by one measure, with the proxy
 of run-time compile cost (``builder.subsets.split_costs``) as its objective and the entry files a
-project pins AOT (``--keep-aot GLOB``, ``[build] keep-aot`` of metallib.toml: families it calls
+project pins AOT (``--keep-aot GLOB``, ``[build] keep-aot`` of metallib.toml: the kernels it calls
 on its hot path) left out of its candidates.
 
 Pins that alone leave the variant over the ceiling are a failed check (exit 1), as any ceiling

@@ -528,3 +528,33 @@ def test_a_cap_every_entry_file_fits_says_nothing_moved(
     planned = done.stdout[done.stdout.index("plan of `planned`") :]
     assert "Nothing moved to JIT: every entry file fits AOT." in planned
     assert "| moved to JIT |" not in planned
+
+
+def test_keep_aot_pins_entry_files_in_the_plan(
+    run: tuple[dict[str, Any], Path],
+    library: Path,
+    mlx_headers: Path,
+    budget: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--keep-aot keeps a file the unpinned plan moves AOT (the plan still fits); pinning every
+    file is a failed check naming the pins; --keep-aot without --ceiling is a usage error."""
+    chosen = min(_variants(run[0])["planned"]["jit_sources"])
+    args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "k"), "--ceiling", str(budget), "--keep-aot", chosen]
+        + ["--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    planned = _variants(json.loads(out))["planned"]
+    assert chosen not in planned["jit_sources"] and planned["plan"]["keep_aot"] == [chosen]
+    assert _size_with_jit(library, planned["jit_sources"]) == planned["metallib_bytes"] <= budget
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "all"), "--ceiling", str(budget), "--keep-aot", "*"], capsys
+    )
+    assert code == 1 and out == "" and "--keep-aot / [build] keep-aot pin AOT" in err, err
+    assert not (tmp_path / "all").exists()
+    code, _, err = run_cli([*args, "-o", str(tmp_path / "n"), "--keep-aot", chosen], capsys)
+    assert code == 2 and "give --ceiling SIZE" in err
