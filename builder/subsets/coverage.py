@@ -23,11 +23,13 @@ A variant's ``jit_sources.cpp`` (:func:`jit_sources`) is its JIT entry files' he
 ``embed``'s writer: an entry file compiled at run time needs the headers it includes
 (``builder.jit.tree_preambles``: its direct quoted includes, shared ones once); every variant,
 ``all-aot`` included, also carries the headers of the tree's run-time-only kernels and
-``[build.preambles]`` extras. The C++ source is exactly what ``metallib-builder embed HEADER...
--I DIR...`` writes for those headers, with the tree's ``-I`` folders and then the tree itself as
-include folders (discovery's search order), so a user can regenerate it with the command the
-report prints. When a preamble's name is not the one ``embed`` would give (metallib.toml names it
-in ``[build.preambles]``, perhaps for several headers, or the tree's naming settled a stem clash
+``[build.preambles]`` extras. With ``preamble-set = "table"`` a variant with any JIT entry file also
+carries every table function a JIT build of the tree needs (:func:`preamble_specs`), so it links
+with host code that names them all. The C++ source is exactly what ``metallib-builder embed
+HEADER... -I DIR...`` writes for those headers, with the tree's ``-I`` folders and then the tree
+itself as include folders (discovery's search order), so a user can regenerate it with the command
+the report prints. When a preamble's name is not the one ``embed`` would give (metallib.toml names
+it in ``[build.preambles]``, perhaps for several headers, or the tree's naming settled a stem clash
 over the whole tree that this variant's headers alone would not have) every preamble is given by
 name, ``embed --preamble NAME=HEADER``, and the command says so. The interface is the tree's
 (``[build]`` ``jit-namespace``, ``jit-api``, ``jit-lookup`` of metallib.toml,

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from typing import Any
 import pytest
 from binaries import tool
 from clirun import run_cli
-from support.mlx_doc import KERNELS, metallib_toml, table_row
+from support.mlx_doc import DOC, KERNELS, metallib_toml, table_row
 
 from builder.files.reading import parse_toml
 from builder.inputs import wheel_cache, wheels
@@ -164,7 +166,7 @@ def _declared(root: Path) -> list[str]:
 
 def _defined(source: Path, root: Path) -> set[str]:
     """Compile ``source`` with includes.h first (-Wall -Wextra -Werror): the functions of
-    mlx::core::metal the object defines."""
+    mlx::core::metal the object defines (llvm-nm)."""
     obj = source.with_suffix(".o")
     flags = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-include", str(root / "includes.h")]
     run = subprocess.run(
@@ -175,7 +177,10 @@ def _defined(source: Path, root: Path) -> set[str]:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     nm = subprocess.run(
-        ["nm", "-C", "--defined-only", str(obj)], capture_output=True, text=True, check=True
+        [tool("llvm-nm"), "-C", "--defined-only", str(obj)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return set(re.findall(r" T mlx::core::metal::(\w+)\(\)", nm.stdout))
 
@@ -410,3 +415,51 @@ def test_a_planned_split_defines_every_declared_function(
     wanted = {f for f in declared if nax or not f.endswith("_nax")}
     assert len(wanted) == (49 if nax else 41)
     assert _defined(Path(planned["jit_sources_file"]), kernel_tree) == wanted
+
+
+CHECKOUT = os.environ.get("METALLIB_BUILDER_MLX_CHECKOUT")
+
+
+def _split_rows() -> dict[tuple[str, str], list[int]]:
+    """docs/mlx.md's table of planned splits: (ceiling, planner) -> its numbers."""
+    rows = {}
+    for line in DOC.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and (cells[0].endswith(" MB") or cells[0] == "–"):
+            rows[(cells[0], cells[1])] = [_number(c) for c in cells[2:]]
+    return rows
+
+
+@pytest.mark.skipif(
+    not CHECKOUT, reason="set METALLIB_BUILDER_MLX_CHECKOUT to a checkout of MLX v0.32.1"
+)
+def test_the_doc_states_the_planned_splits_of_mlx_own_tree(tmp_path: Path) -> None:
+    """docs/mlx.md's planned splits on MLX's own v0.32.1 tree with the doc's metallib.toml
+    (written into the checkout named by METALLIB_BUILDER_MLX_CHECKOUT, a copy): each row the
+    proxy planner gives, and jit-mode's, is what variants --from measures now; each split's
+    jit_sources.cpp defines the 41 functions jit/includes.h declares for macOS 14."""
+    root = Path(str(CHECKOUT))
+    (root / KERNELS / "metallib.toml").write_text(metallib_toml(), encoding="utf-8")
+    rows = _split_rows()
+    pinned = "proxy, `--keep-aot 'quantized*'`"
+    runs = [
+        (("60 MB", "proxy"), ["--ceiling", "60MB"]),
+        (("60 MB", pinned), ["--ceiling", "60MB", "--keep-aot", "quantized*"]),
+        (("30 MB", "proxy"), ["--ceiling", "30MB"]),
+        (("30 MB", pinned), ["--ceiling", "30MB", "--keep-aot", "quantized*"]),
+    ]
+    for number, (row, options) in enumerate(runs):
+        done = subprocess.run(
+            [sys.executable, "-m", "builder", "variants", "--from", f"mlx-metal=={VERSION}"]
+            + ["--source-dir", KERNELS, "-I", ".", "-o", str(tmp_path / str(number))]
+            + [*options, "--format", "json"],
+            cwd=root, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        variants = {v["name"]: v for v in json.loads(done.stdout)["variants"]}
+        split = variants["planned"]
+        measured = [len(split["jit_sources"]), split["jit_kernels"]]
+        measured += [split["first_use_source_bytes_proxy"], split["metallib_bytes"]]
+        assert [*measured, len(split["preambles"])] == rows[row], row
+        jit = variants["jit-mode"]
+        jit_row = [len(jit["jit_sources"]), jit["jit_kernels"], jit["first_use_source_bytes_proxy"]]
+        assert [*jit_row, jit["metallib_bytes"], len(jit["preambles"])] == rows[("–", "`jit-mode`")]
