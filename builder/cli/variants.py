@@ -49,14 +49,15 @@ Examples:
 )
 @option("member")
 @tree_options()
-@options("variant_aot", "variant_jit")
+@options("variant_aot", "variant_jit", "keep_aot")
 @click.option(
     "--ceiling",
     metavar="SIZE",
     default=None,
     help="Add the variant 'planned' whose metallib is at most SIZE (bytes, "
-    "or KB/MB/KiB/MiB) with the fewest kernels compiled at run time; exit 1 when "
-    "no split reaches it.",
+    "or KB/MB/KiB/MiB) with the least compiled at run time, by a measured proxy: the "
+    "first-use source bytes (preambles and instantiation lines each JIT entry file's first "
+    "use compiles); exit 1 when no split reaches it.",
 )
 @click.option(
     "--ceiling-of",
@@ -100,6 +101,7 @@ def variants_command(
     tree: TreeOptions,
     aot: tuple[str, ...],
     jit: tuple[str, ...],
+    keep_aot: tuple[str, ...],
     ceiling: str | None,
     ceiling_of: str,
     old_ceiling: str | None,
@@ -128,7 +130,9 @@ def variants_command(
       jit-mode  metallib.toml's aot-only entry files AOT, every other JIT (when it names some)
       aot-N     per --aot: those entry files AOT, every other JIT
       jit-N     per --jit: those entry files JIT, the rest AOT
-      planned   with --ceiling: the fewest kernels compiled at run time within the ceiling
+      planned   with --ceiling: the least compiled at run time within the ceiling, by
+                the first-use source bytes (a proxy of run-time compile cost), then
+                the fewest kernels; --keep-aot and [build] keep-aot pin entry files AOT
     Printed per variant: metallib bytes, embedded source bytes (raw and zlib level 9), what
     ships in total, kernels compiled at run time, JIT entry files; with --download also the
     metallib's download (as a wheel stores it, modelled) and the total download. Exit 1 when
@@ -155,6 +159,8 @@ def variants_command(
         raise UsageError(f"--ceiling {ceiling}: must be more than 0 bytes")
     if size is None and (given("ceiling_of") or old_ceiling_of is not None):
         raise UsageError("--ceiling-of says what --ceiling limits; give --ceiling SIZE too")
+    if size is None and keep_aot:
+        raise UsageError("--keep-aot pins entry files in the --ceiling plan; give --ceiling SIZE")
     check_not_an_input(
         outdir,
         [from_target, source_dir, *tree.include_dirs, tree.config],
@@ -188,6 +194,7 @@ def variants_command(
             ceiling_of=ceiling_of,
             download=download,
             member=member,
+            keep_aot=keep_aot,
         )
         document = variants_json(run)
         write_atomic(staged / RUN_FILE, document)  # OUTDIR says what this run wrote

@@ -82,6 +82,8 @@ class TreeConfig:
     """None means the default, 310."""
     library: str | None = setting_field("library")
     aot_only: tuple[str, ...] = setting_field("aot_only")
+    keep_aot: tuple[str, ...] = setting_field("keep_aot")
+    """[build] keep-aot: entry files the ``--ceiling`` plan never moves (with ``--keep-aot``)."""
     preambles: Mapping[str, tuple[Path, ...]] = field(default_factory=lambda: MappingProxyType({}))
     """[build.preambles] JIT source function name -> headers (absolute) inlined into it."""
     std: str | None = setting_field("std")

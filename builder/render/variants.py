@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from builder.files.dataclass_json import dump, dumps
 from builder.render.table import Column, Name, Row, Said, Table, Words
 from builder.subsets.coverage import COMPRESSION
+from builder.subsets.split_costs import PROXY
 
 if TYPE_CHECKING:
     from builder.kernels.runtime_sources import RuntimeSources
@@ -96,6 +97,7 @@ def variants_tables(run: VariantsRun) -> list[Table]:
         Column("total_bytes", "ships in total", "bytes"),
         Column("total_compressed_bytes", "total (compressed)", "bytes"),
         Column("jit_kernels", "run-time kernels", "count"),
+        Column("first_use_source_bytes_proxy", "first-use bytes (proxy)", "bytes"),
         Column("jit_files", "JIT files", "count"),
     ]
     measured = _measured(run)
@@ -114,6 +116,7 @@ def variants_tables(run: VariantsRun) -> list[Table]:
                 v.total_bytes,
                 v.total_compressed_bytes,
                 v.jit_kernels,
+                v.first_use_bytes,
                 len(v.jit),
                 *((v.metallib_download_bytes, v.total_download_bytes) if measured else ()),
             )
@@ -153,10 +156,14 @@ def _plan_table(name: str, plan: Plan) -> Table:
     columns = (
         Column("source", "moved to JIT", "text"),
         Column("kernels", "kernels", "count"),
+        Column("first_use_source_bytes_proxy", "first-use bytes (proxy)", "bytes"),
         Column("saved_bytes", f"saves{estimate}", "bytes"),
         Column("metallib_bytes_if_aot", f"{what} if AOT again{estimate}", "bytes"),
     )
-    rows = (Row((Name(f.source), f.kernels, f.saved_bytes, f.back_bytes)) for f in plan.files)
+    rows = (
+        Row((Name(f.source), f.kernels, f.first_use_bytes, f.saved_bytes, f.back_bytes))
+        for f in plan.files
+    )
     headline, *steps = _plan_lines(plan)
     return Table(
         columns,
@@ -205,6 +212,7 @@ def _notes(run: VariantsRun) -> list[str]:
         _embedded_note(src.interface),
         "ships in total: metallib + embedded (raw, and with the compressed embedded bytes)",
         "run-time kernels: the library's functions that the JIT entry files produce",
+        f"first-use bytes (proxy): {PROXY}; the --ceiling plan's objective",
     ]
     if _measured(run):
         notes.append(
@@ -248,14 +256,16 @@ def _plan_lines(plan: Plan) -> list[str]:
                 f"measured with {len(plan.jit)} entry file(s) JIT, {plan.kernels:,} kernels "
                 f"compiled at run time (planned on the input's download shares: estimated all "
                 f"AOT {plan.all_aot_bytes:,}, least reachable {plan.least_bytes:,}); started "
-                f"from the {plan.start} answer"
+                f"from the {plan.start} answer{_pinned(plan)}"
             )
         ]
     lines = [
         f"ceiling {plan.ceiling:,} bytes: metallib {plan.metallib_bytes:,} bytes with "
         + f"{len(plan.files)} entry file(s) JIT, {plan.kernels:,} kernels compiled at run time "
+        + f"from {plan.first_use_bytes:,} first-use source bytes (proxy) "
         + f"(all AOT: {plan.all_aot_bytes:,}; least reachable: {plan.least_bytes:,}); "
         + f"started from the {plan.start} answer, {plan.exact_layouts} exact layouts"
+        + _pinned(plan)
     ]
     for step in plan.steps:
         if step.action == "aot":
@@ -268,6 +278,12 @@ def _plan_lines(plan: Plan) -> list[str]:
                 f"({step.kernels:,} kernels): metallib {step.metallib_bytes:,} bytes"
             )
     return lines
+
+
+def _pinned(plan: Plan) -> str:
+    if not plan.kept_aot:
+        return ""
+    return f"; pinned AOT (--keep-aot, [build] keep-aot): {', '.join(plan.kept_aot)}"
 
 
 def variants_html(run: VariantsRun) -> str:

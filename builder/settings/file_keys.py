@@ -75,6 +75,16 @@ _TOML: tuple[Setting[Any], ...] = (
         toml="build.aot-only",
     ),
     Setting(
+        "keep_aot",
+        "Entry files (globs, relative to --source-dir) the --ceiling plan keeps AOT: kernels "
+        "a project calls on its hot path; repeatable, with [build] keep-aot of metallib.toml's "
+        "(both count). Pins that alone leave the variant over the ceiling exit 1.",
+        kind="texts",
+        default=(),
+        toml="build.keep-aot",
+        metavar="GLOB",
+    ),
+    Setting(
         "library",
         "The output library's name, without .metallib (default: the tree's folder name).",
         flag=None,

@@ -23,11 +23,13 @@ A variant's ``jit_sources.cpp`` (:func:`jit_sources`) is its JIT entry files' he
 ``embed``'s writer: an entry file compiled at run time needs the headers it includes
 (``builder.jit.tree_preambles``: its direct quoted includes, shared ones once); every variant,
 ``all-aot`` included, also carries the headers of the tree's run-time-only kernels and
-``[build.preambles]`` extras. The C++ source is exactly what ``metallib-builder embed HEADER...
--I DIR...`` writes for those headers, with the tree's ``-I`` folders and then the tree itself as
-include folders (discovery's search order), so a user can regenerate it with the command the
-report prints. When a preamble's name is not the one ``embed`` would give (metallib.toml names it
-in ``[build.preambles]``, perhaps for several headers, or the tree's naming settled a stem clash
+``[build.preambles]`` extras. With ``preamble-set = "table"`` a variant with any JIT entry file also
+carries every table function a JIT build of the tree needs (:func:`preamble_specs`), so it links
+with host code that names them all. The C++ source is exactly what ``metallib-builder embed
+HEADER... -I DIR...`` writes for those headers, with the tree's ``-I`` folders and then the tree
+itself as include folders (discovery's search order), so a user can regenerate it with the command
+the report prints. When a preamble's name is not the one ``embed`` would give (metallib.toml names
+it in ``[build.preambles]``, perhaps for several headers, or the tree's naming settled a stem clash
 over the whole tree that this variant's headers alone would not have) every preamble is given by
 name, ``embed --preamble NAME=HEADER``, and the command says so. The interface is the tree's
 (``[build]`` ``jit-namespace``, ``jit-api``, ``jit-lookup`` of metallib.toml,
@@ -57,6 +59,7 @@ from builder.jit.preamble import Preamble, inlined_files
 from builder.jit.tree_preambles import PreambleSpec, jit_preambles
 from builder.jit.writer import ZLIB_LEVEL, stored_pieces
 from builder.kernels.runtime_sources import RuntimeSources
+from builder.kernels.tree_files import path_matches
 
 if TYPE_CHECKING:
     from builder.kernels.kernel_tree import KernelTree
@@ -65,7 +68,6 @@ __all__ = [
     "COMPRESSION",
     "ZLIB_LEVEL",
     "Coverage",
-    "EmbedCosts",
     "JitSources",
     "Lost",
     "check_coverage",
@@ -224,6 +226,11 @@ class JitSources:
     """What the file stores, by key, in the file's order: with ``cstring`` each function's whole
     text (key: the function), with ``string`` each distinct piece (``builder.jit.writer``'s
     ``stored_pieces``; key: the piece's name, a hash of its text)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """Each function's whole text, by function, in the file's order."""
+    users: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The JIT entry files each function serves, by function (none: one every variant
+    carries, or one the table fills in: :func:`preamble_specs`)."""
 
 
 def include_dirs(tree: KernelTree) -> list[Path]:
@@ -232,16 +239,42 @@ def include_dirs(tree: KernelTree) -> list[Path]:
     return [*tree.config.include_dirs, tree.root.resolve()]
 
 
-def preamble_specs(tree: KernelTree, entries: Sequence[str]) -> list[PreambleSpec]:
+def preamble_specs(
+    tree: KernelTree, entries: Sequence[str], *, complete: bool = True
+) -> list[PreambleSpec]:
     """The preambles a variant with ``entries`` JIT embeds (a catalog tree: each family header,
-    under ``embed``'s name)."""
+    under ``embed``'s name).
+
+    With ``preamble-set = "table"`` a split with any JIT entry file is ``complete``: after its
+    own preambles it carries every table function a JIT entry file of the tree needs (the
+    ``jit-mode`` set: :func:`declared_entries`), as they serve no entry file of this split. A
+    project's JIT build (MLX's ``MLX_METAL_JIT``) links host code that references every function
+    its declarations name, whichever entry files are AOT; a split missing one would not link
+    (MLX v0.32.1 at a 60 MB ceiling: 8 of ``jit/includes.h``'s 41 for macOS 14)."""
     if tree.kind == "catalog":
         names = function_names(list(entries))
         return [
             PreambleSpec(name, ((tree.root / entry).resolve(),), (entry,))
             for name, entry in zip(names, entries)
         ]
-    return jit_preambles(tree, entries)
+    specs = jit_preambles(tree, entries)
+    if complete and entries and tree.config.runtime.table_only:
+        have = {s.function for s in specs}
+        table = tree.config.preambles
+        specs += [
+            s._replace(entries=())
+            for s in jit_preambles(tree, declared_entries(tree))
+            if s.function in table and s.function not in have
+        ]
+    return specs
+
+
+def declared_entries(tree: KernelTree) -> list[str]:
+    """The entry files a JIT build of the tree compiles at run time: every one of the tree's
+    (for its platform) that ``[build] aot-only`` does not name; their preambles are the table
+    functions the project's JIT build declares."""
+    aot_only = tree.config.aot_only
+    return [s for s in tree.sources if not (aot_only and path_matches(s, aot_only))]
 
 
 def _render(
@@ -271,10 +304,14 @@ def _render(
     return text, preambles, (*args, *options)
 
 
-def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
+def jit_sources(
+    tree: KernelTree, entries: Sequence[str], *, complete: bool = True
+) -> JitSources | None:
     """The JIT source for ``entries`` (None when they include no header to embed), written by
-    ``embed``'s writer (``builder.jit.generate.embed_headers``)."""
-    roots = [(spec.headers, spec.function) for spec in preamble_specs(tree, entries)]
+    ``embed``'s writer (``builder.jit.generate.embed_headers``); ``complete``: as
+    :func:`preamble_specs`."""
+    specs = preamble_specs(tree, entries, complete=complete)
+    roots = [(spec.headers, spec.function) for spec in specs]
     if not roots:
         return None
     dirs = include_dirs(tree)
@@ -299,32 +336,6 @@ def jit_sources(tree: KernelTree, entries: Sequence[str]) -> JitSources | None:
         headers=tuple(dict.fromkeys(h for hs, _ in roots for h in hs)),
         embed_args=args,
         stored=stored,
+        texts={f: p.text for (_, f), p in zip(roots, preambles)},
+        users={spec.function: spec.entries for spec in specs},
     )
-
-
-class EmbedCosts:
-    """Embedded bytes of any set of JIT entry files, for the planner's ties: the union of what
-    the file would store for each entry file's preambles (:attr:`JitSources.stored`), computed
-    per file once."""
-
-    def __init__(self, tree: KernelTree) -> None:
-        self._tree = tree
-        self._stored: dict[str, dict[str, str]] = {}
-
-    def _union(self, entries: Iterable[str]) -> dict[str, str]:
-        """What ``entries`` store together: a key two of them store, once."""
-        union: dict[str, str] = {}
-        for entry in entries:
-            if entry not in self._stored:
-                sources = jit_sources(self._tree, [entry])
-                self._stored[entry] = sources.stored if sources is not None else {}
-            union.update(self._stored[entry])
-        return union
-
-    def joined(self, entries: Iterable[str]) -> str:
-        """The union of what ``entries`` store, by key order, as one text."""
-        union = self._union(entries)
-        return "".join(union[k] for k in sorted(union))
-
-    def __call__(self, entries: Iterable[str]) -> int:
-        return sum(len(t.encode("utf-8")) for t in self._union(entries).values())

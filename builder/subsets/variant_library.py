@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 from builder.errors import InternalError, UsageError
 from builder.kernels.tree_files import entry_files, path_matches, unmatched_glob
 from builder.metallib import Piece, layout, open_metallib, parts_from_library
-from builder.subsets.coverage import ZLIB_LEVEL, EmbedCosts, jit_sources
+from builder.subsets.coverage import ZLIB_LEVEL, jit_sources
+from builder.subsets.split_costs import EmbedCosts
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Library

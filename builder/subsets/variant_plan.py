@@ -2,21 +2,25 @@
 measure: its metallib's bytes (``--ceiling-of metallib``, exact) or its download
 (``--ceiling-of download``: the metallib as a wheel stores it plus the embedded source compressed).
 
-The goal, in order: the measure is at most the ceiling; as few kernels as possible are compiled
-at run time (the JIT entry files' functions that the library has); then as few embedded source
-bytes as possible. Moving a file to JIT saves about its functions' bytes, so this is a 0/1
-knapsack: cover "bytes over the ceiling" with the fewest kernels. Entry files are few (MLX has 34),
-so the planner
+The goal, in order: the measure is at most the ceiling; as little as possible is compiled at run
+time, by a measured proxy of what run-time compilation costs (``Candidate.cost``: the source bytes
+each JIT entry file's first use compiles, its preambles plus its instantiation lines,
+``builder.subsets.split_costs``; 0 for every file: the kernel count alone); then as few kernels
+(the JIT entry files' functions that the library has); then as few embedded source bytes. Moving
+a file to JIT saves about its functions' bytes, so this is a 0/1 knapsack: cover "bytes over the
+ceiling" at the least cost. Entry files are few (MLX has 34), so the planner
 
-1. starts from the better (fewer kernels, then fewer embedded bytes) of two answers:
-   - **greedy**: files in order of bytes saved per run-time kernel (ties: fewer embedded bytes,
+1. starts from the better (lower cost, then fewer kernels, then fewer embedded bytes) of two
+   answers:
+   - **greedy**: files in order of bytes saved per unit of cost (ties: fewer embedded bytes,
      then name), until the variant fits;
-   - **knapsack**: a dynamic programme over the run-time kernel count (up to the greedy answer's)
-     that finds the fewest kernels whose estimated saving covers the excess; skipped when files x
-     kernels exceeds ``DP_CELLS``;
+   - **knapsack**: a dynamic programme over the cost (in units of at most ``DP_COLUMNS`` steps
+     up to the greedy answer's, each file's cost rounded up: the proxy's bytes are large) that
+     finds the least cost whose estimated saving covers the excess; skipped when files x steps
+     exceeds ``DP_CELLS``;
 2. improves it until nothing changes: moves back to AOT every JIT file whose return still fits
-   (most kernels first), and swaps a JIT file for an AOT one that costs fewer run-time kernels (or
-   as many and fewer embedded bytes) when the swap still fits.
+   (costliest first), and swaps a JIT file for an AOT one that costs less (or as much and fewer
+   kernels, or as many and fewer embedded bytes) when the swap still fits.
 
 The result is locally optimal: no JIT entry file can go back to AOT within the ceiling, shown by
 a size for each. The additive estimate (the input's function sizes, off by a few bytes of
@@ -40,22 +44,21 @@ The two measures (``builder.subsets.variant_library``'s ``MetallibMeasure`` and
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from builder.errors import CheckFailed
 from builder.files.dataclass_json import field
 
-if TYPE_CHECKING:
-    from builder.subsets.coverage import EmbedCosts
-    from builder.subsets.variant_library import DownloadMeasure, LibraryIndex, MetallibMeasure
-
-__all__ = ["Candidate", "Plan", "PlannedFile", "Step", "plan_ceiling", "plan_variant"]
+__all__ = ["ROUNDS", "Candidate", "Plan", "PlannedFile", "Step", "plan_ceiling"]
 
 DP_CELLS = 20_000_000
-"""Largest files x kernels table the knapsack fills (MLX at a tight ceiling: 34 x 16,113)."""
+"""Largest files x steps table the knapsack fills (MLX at a tight ceiling, by kernels alone:
+34 x 16,113)."""
+DP_COLUMNS = 65_536
+"""Most steps of the knapsack's cost axis: a proxy cost in bytes is counted in units of
+``ceil(limit / DP_COLUMNS)`` bytes (each file's cost rounded up), a count of kernels as it is."""
 DP_TRIES = 8
 """Knapsack answers checked exactly (the next one when an estimate was a few bytes short)."""
 SWAP_SLACK = 64 * 1024
@@ -75,6 +78,9 @@ class Candidate(NamedTuple):
     """Library functions it produces: what moving it makes the app compile at run time."""
     bytes: int
     """Estimated metallib bytes moving it saves (its functions' bytes in the input)."""
+    cost: int = 0
+    """What compiling it at run time costs, by the measured proxy (source bytes its first use
+    compiles, ``builder.subsets.split_costs``); 0 when not measured (the kernels decide)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,8 @@ class PlannedFile:
     """Exact: the metallib were this file AOT again, minus the planned metallib."""
     back_bytes: int = field(key="metallib_bytes_if_aot", default=0)
     """Exact size of the metallib were this file AOT again: over the ceiling."""
+    first_use_bytes: int = field(key="first_use_source_bytes_proxy", default=0)
+    """Its :attr:`Candidate.cost`: the proxy of what its compile at first use reads."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,10 @@ class Plan:
     """The metallib with every movable entry file JIT: the smallest reachable."""
     metallib_bytes: int
     kernels: int = field(key="jit_kernels", default=0)
+    first_use_bytes: int = field(key="first_use_source_bytes_proxy", default=0)
+    """The objective's proxy of what run-time compilation costs, summed over the JIT entry
+    files: the source bytes each one's first use compiles (its preambles, its instantiation
+    lines), ``builder.subsets.split_costs``."""
     ceiling_of: str = "metallib"
     """What the sizes are: ``metallib`` bytes (exact), or ``download`` (estimates from the
     input's download shares, the total measured: ``DownloadMeasure``)."""
@@ -120,6 +132,8 @@ class Plan:
     """Which answer the improvement started from: ``greedy``, ``knapsack`` or ``all-aot``."""
     steps: tuple[Step, ...] = ()
     files: tuple[PlannedFile, ...] = ()
+    kept_aot: tuple[str, ...] = field(key="keep_aot", default=())
+    """Entry files ``--keep-aot`` / ``[build] keep-aot`` pinned AOT (never candidates)."""
     exact_layouts: int = 0
     """Exact sizes computed (each a layout of the subset)."""
     jit: tuple[str, ...] = field(default=(), omit="always")
@@ -129,7 +143,8 @@ class Plan:
 
 class _Search:
     """One search for a ceiling: exact sizes by ``size_of`` (cached), additive estimates, and the
-    steps taken so far."""
+    steps taken so far. ``weight`` is what the objective counts first: the proxy cost when any
+    candidate has one, else the kernels."""
 
     def __init__(
         self,
@@ -143,6 +158,8 @@ class _Search:
         self.by_source = {c.source: c for c in usable}
         self.embedded_of = embedded_of
         self.steps: list[Step] = []
+        by_cost = any(c.cost for c in usable)
+        self.weight = {c.source: c.cost if by_cost else c.kernels for c in usable}
         self._size_of = size_of
         self._cache: dict[frozenset[str], int] = {}
         self._swaps_left = SWAP_CHECKS
@@ -165,27 +182,33 @@ class _Search:
     def kernels(self, jit: Iterable[str]) -> int:
         return sum(self.by_source[s].kernels for s in jit)
 
+    def cost(self, jit: Iterable[str]) -> int:
+        """The proxy cost of ``jit`` (0 when not measured)."""
+        return sum(self.by_source[s].cost for s in jit)
+
+    def rank(self, jit: frozenset[str]) -> tuple[int, int, int]:
+        """The objective, lower is better: cost (or kernels), kernels, embedded bytes."""
+        return sum(self.weight[s] for s in jit), self.kernels(jit), self.embedded_of(jit)
+
     def start(self) -> tuple[str, set[str]]:
         """The better of the greedy and the knapsack answers (``all-aot`` when all fits)."""
         if self.full <= self.ceiling:
             return "all-aot", set()
         single = {c.source: self.embedded_of(frozenset([c.source])) for c in self.usable}
         greedy = self._greedy(single)
-
-        def cost(answer: frozenset[str]) -> tuple[int, int]:
-            return self.kernels(answer), self.embedded_of(answer)
-
-        knapsack = self._knapsack(cost(greedy)[0])
-        if knapsack is not None and cost(knapsack) < cost(greedy):
+        knapsack = self._knapsack(sum(self.weight[s] for s in greedy))
+        if knapsack is not None and self.rank(knapsack) < self.rank(greedy):
             return "knapsack", set(knapsack)
         return "greedy", set(greedy)
 
     def _greedy(self, single: dict[str, int]) -> frozenset[str]:
-        """Most bytes saved per run-time kernel first, until the exact size fits (least <=
+        """Most bytes saved per unit of weight first, until the exact size fits (least <=
         ceiling, so it does at the latest with every file)."""
         jit: list[str] = []
+        weight = self.weight
         for c in sorted(
-            self.usable, key=lambda c: (-c.bytes / c.kernels, single[c.source], c.source)
+            self.usable,
+            key=lambda c: (-c.bytes / max(weight[c.source], 1), single[c.source], c.source),
         ):
             jit.append(c.source)
             if self.estimate(jit) <= self.ceiling and self.exact(jit) <= self.ceiling:
@@ -193,33 +216,36 @@ class _Search:
         return frozenset(jit)
 
     def _knapsack(self, limit: int) -> frozenset[str] | None:
-        """The fewest run-time kernels (at most ``limit``) whose estimated saving brings the
-        variant within the ceiling, checked exactly (up to ``DP_TRIES`` answers); None if none is
-        found."""
-        if len(self.usable) * (limit + 1) > DP_CELLS:
+        """The least weight (at most ``limit``, in steps of ``unit``) whose estimated saving
+        brings the variant within the ceiling, checked exactly (up to ``DP_TRIES`` answers);
+        None if none is found."""
+        unit = max(1, -(-limit // DP_COLUMNS))
+        steps = limit // unit + 1
+        if len(self.usable) * (steps + 1) > DP_CELLS:
             return None
         need = self.full - self.ceiling
-        best = [-1] * (limit + 1)  # most bytes saved with exactly c kernels (-1: impossible)
+        best = [-1] * (steps + 1)  # most bytes saved with exactly c steps (-1: impossible)
         best[0] = 0
         took: list[bytearray] = []
-        for item in self.usable:
-            k, saved = item.kernels, item.bytes
-            row = bytearray(limit + 1)
-            for c in range(limit, k - 1, -1):
+        sizes = [max(1, -(-self.weight[item.source] // unit)) for item in self.usable]
+        for item, k in zip(self.usable, sizes):
+            saved = item.bytes
+            row = bytearray(steps + 1)
+            for c in range(steps, k - 1, -1):
                 prior = best[c - k]
                 if prior >= 0 and prior + saved > best[c]:
                     best[c] = prior + saved
                     row[c] = 1
             took.append(row)
         tries = 0
-        for count in range(limit + 1):
+        for count in range(steps + 1):
             if best[count] < need:
                 continue
             chosen, c = [], count
-            for item, row in zip(reversed(self.usable), reversed(took)):
+            for item, k, row in zip(reversed(self.usable), reversed(sizes), reversed(took)):
                 if row[c]:
                     chosen.append(item.source)
-                    c -= item.kernels
+                    c -= k
             if self.exact(chosen) <= self.ceiling:
                 return frozenset(chosen)
             tries += 1
@@ -236,13 +262,13 @@ class _Search:
                 return files
 
     def _drop_pass(self, jit: set[str]) -> list[PlannedFile]:
-        """Move back every JIT file whose return fits (most kernels first); repeat until a whole
+        """Move back every JIT file whose return fits (heaviest first); repeat until a whole
         pass moves none, and return that pass's exact sizes."""
-        by_source = self.by_source
+        by_source, weight = self.by_source, self.weight
         while True:
             files: list[PlannedFile] = []
             moved = False
-            for source in sorted(jit, key=lambda s: (-by_source[s].kernels, s)):
+            for source in sorted(jit, key=lambda s: (-weight[s], -by_source[s].kernels, s)):
                 back = self.exact(jit - {source})
                 if back <= self.ceiling:
                     jit.discard(source)
@@ -250,31 +276,31 @@ class _Search:
                     moved = True
                 else:
                     now = self.exact(jit)
-                    files.append(PlannedFile(source, by_source[source].kernels, back - now, back))
+                    c = by_source[source]
+                    files.append(PlannedFile(source, c.kernels, back - now, back, c.cost))
             if not moved:
                 return files
 
     def _swap(self, jit: set[str]) -> bool:
         """Make the first swap (a JIT file back, an AOT file in) that fits and lowers the
-        run-time kernels, or keeps them and lowers the embedded bytes; largest kernel reduction
-        tried first."""
-        by_source = self.by_source
+        objective (:meth:`rank`); largest weight reduction tried first."""
+        by_source, weight = self.by_source, self.weight
         current = frozenset(jit)
-        embedded: int | None = None
+        rank: tuple[int, int, int] | None = None
         pairs = [
             (out, into)
             for out in current
             for into in by_source
-            if into not in current and by_source[into].kernels <= by_source[out].kernels
+            if into not in current and weight[into] <= weight[out]
         ]
-        pairs.sort(key=lambda p: (by_source[p[1]].kernels - by_source[p[0]].kernels, p))
+        pairs.sort(key=lambda p: (weight[p[1]] - weight[p[0]], p))
         for out, into in pairs:
             trial = (current - {out}) | {into}
             if self.estimate(trial) > self.ceiling + SWAP_SLACK:
                 continue
-            if by_source[into].kernels == by_source[out].kernels:
-                embedded = self.embedded_of(current) if embedded is None else embedded
-                if self.embedded_of(trial) >= embedded:
+            if weight[into] == weight[out]:
+                rank = self.rank(current) if rank is None else rank
+                if self.rank(trial) >= rank:
                     continue
             if self._swaps_left <= 0:
                 return False
@@ -321,47 +347,10 @@ def plan_ceiling(
         jit=tuple(c.source for c in candidates if c.source in chosen),
         metallib_bytes=search.exact(chosen),
         kernels=search.kernels(chosen),
+        first_use_bytes=search.cost(chosen),
         embedded_bytes=embedded_of(chosen),
         start=start,
         steps=tuple(search.steps),
         files=tuple(files),
         exact_layouts=search.layouts,
-    )
-
-
-def plan_variant(
-    index: LibraryIndex,
-    ceiling: int,
-    measure: MetallibMeasure | DownloadMeasure,
-    *,
-    embedded_of: EmbedCosts,
-    fixed: str,
-) -> Plan:
-    """The planner over ``index``'s movable entry files by ``measure``, its answer measured: when
-    the measure is an estimate and the measured figure is over the ceiling, planned again with the
-    ceiling lowered by the overshoot (``ROUNDS`` at most; ``CheckFailed`` then)."""
-    candidates = [
-        Candidate(s, len(e.functions), measure.saving(s))
-        for s, e in index.entries.items()
-        if not e.held
-    ]
-    target = ceiling
-    for _ in range(ROUNDS):
-        plan = plan_ceiling(
-            candidates,
-            target,
-            size_of=measure.size_of,
-            embedded_of=embedded_of,
-            fixed=fixed,
-            measure=measure.words,
-        )
-        measured = measure.measured(plan.jit, plan.metallib_bytes)
-        if measured <= ceiling:
-            return dataclasses.replace(
-                plan, ceiling=ceiling, ceiling_of=measure.of, metallib_bytes=measured
-            )
-        target -= measured - ceiling
-    raise CheckFailed(
-        f"--ceiling {ceiling:,} bytes --ceiling-of {measure.of}: the planned split measured "
-        f"{measured:,} bytes after {ROUNDS} rounds of planning on estimates"
     )

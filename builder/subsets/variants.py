@@ -28,32 +28,29 @@ from typing import TYPE_CHECKING
 from builder.errors import InternalError, UsageError
 from builder.files.dataclass_json import field
 from builder.kernels.runtime_sources import RuntimeSources
-from builder.kernels.tree_files import path_matches
 from builder.metallib import open_metallib
 from builder.subsets.coverage import (
     Coverage,
-    EmbedCosts,
     JitSources,
     jit_sources,
     split_coverage,
     whole_files,
 )
+from builder.subsets.planned import kept_aot, matching, plan_split
+from builder.subsets.split_costs import EmbedCosts
 from builder.subsets.variant_library import (
     AOT_ONLY,
     NOT_IN_TREE,
-    DownloadMeasure,
     LibraryIndex,
-    MetallibMeasure,
     SourceBytes,
     VariantWriter,
-    counted,
     function_bytes,
     index_library,
     library_stem,
     remove_stale,
     resolve_input,
 )
-from builder.subsets.variant_plan import Plan, plan_variant
+from builder.subsets.variant_plan import Plan
 
 if TYPE_CHECKING:
     from builder.inputs.targets import Progress
@@ -135,6 +132,9 @@ class Variant:
     aot: tuple[str, ...] = field(default=(), key="aot_sources")
     jit_kernels: int = 0
     """Functions of the library its JIT entry files produce: compiled at run time."""
+    first_use_bytes: int = field(default=0, key="first_use_source_bytes_proxy")
+    """The proxy of what run-time compilation costs (``builder.subsets.split_costs``): the
+    source bytes each JIT entry file's first use compiles, summed."""
     jit_kernels_discovered: int = 0
     aot_kernels: int = 0
     other_kernels: int = 0
@@ -155,26 +155,6 @@ class VariantsRun:
     input: VariantsInput
     variants: tuple[Variant, ...]
     outdir: Path
-
-
-def _matching(index: LibraryIndex, option: str, value: str) -> set[str]:
-    """The entry files one ``--aot``/``--jit`` value names (comma-separated globs); a glob that
-    names no entry file is a typo (exit 2)."""
-    from builder.kernels.catalog import split_names
-
-    globs = split_names(value)
-    if not globs:
-        raise UsageError(f"{option} {value!r}: names no entry file glob")
-    found: set[str] = set()
-    for glob in globs:
-        hits = {s for s in index.entries if path_matches(s, [glob])}
-        if not hits:
-            raise UsageError(
-                f"{option} {glob!r} matches no entry file of {index.root or 'the tree'} "
-                f"({counted(index.entries)}, after exclusions)"
-            )
-        found |= hits
-    return found
 
 
 def _movable(index: LibraryIndex, sources: Iterable[str]) -> tuple[str, ...]:
@@ -207,7 +187,7 @@ def requested_variants(
             )
         )
     for number, value in enumerate(aot, start=1):
-        named = _matching(index, "--aot", value)
+        named = matching(index, "--aot", value)
         variants.append(
             Variant(
                 f"aot-{number}",
@@ -217,7 +197,7 @@ def requested_variants(
             )
         )
     for number, value in enumerate(jit, start=1):
-        named = _matching(index, "--jit", value)
+        named = matching(index, "--jit", value)
         moved = _movable(index, named)
         variants.append(
             Variant(
@@ -230,25 +210,23 @@ def requested_variants(
     return variants
 
 
-def _planned(tree: KernelTree, writer: VariantWriter, ceiling: int, ceiling_of: str) -> Variant:
-    """The variant ``--ceiling`` adds: the planner's split by ``ceiling_of``'s measure."""
-    index = writer.index
-    held = sum(bool(e.held) for e in index.entries.values())
-    fixed = (
-        f"{held} entry file(s) that stay AOT, {len(index.other):,} function(s) no entry "
-        "file produces and the container's framing"
-    )
-    costs = EmbedCosts(tree)
-    measure = (
-        DownloadMeasure(writer, tree, costs)
-        if ceiling_of == "download"
-        else MetallibMeasure(writer)
-    )
-    plan = plan_variant(index, ceiling, measure, embedded_of=costs, fixed=fixed)
+def _planned(
+    tree: KernelTree,
+    writer: VariantWriter,
+    limit: tuple[int, str],
+    keep: Sequence[str],
+    costs: EmbedCosts,
+) -> Variant:
+    """The variant ``--ceiling`` adds: the planner's split by ``limit``'s measure, the entry
+    files ``keep`` and ``[build] keep-aot`` name pinned AOT."""
+    ceiling, ceiling_of = limit
+    kept = kept_aot(tree, writer.index, keep)
+    plan = plan_split(tree, writer, limit, kept, costs)
+    pins = f", {len(plan.kept_aot)} pinned AOT" if plan.kept_aot else ""
     return Variant(
         "planned",
-        f"--ceiling {ceiling:,} bytes of {ceiling_of}: {len(plan.jit)} entry file(s) JIT, "
-        "chosen for the fewest kernels compiled at run time",
+        f"--ceiling {ceiling:,} bytes of {ceiling_of}: {len(plan.jit)} entry file(s) JIT{pins}, "
+        "chosen for the least run-time compile cost (first-use source bytes, a proxy)",
         jit=plan.jit,
         plan=plan,
     )
@@ -268,12 +246,14 @@ def make_variants(
     ceiling_of: str = "metallib",
     download: bool = False,
     member: str | None = None,
+    keep_aot: Sequence[str] = (),
 ) -> VariantsRun:
     """Write and measure every variant into ``staged`` (default: ``outdir``), recording the
     paths under ``outdir``. ``CheckFailed`` (exit 1) when ``ceiling`` is below the least
     reachable size (nothing written then); ``UsageError`` for bad globs, an unusable target or an
     output over the input. ``ceiling_of``: ``metallib`` or ``download`` (which implies
-    ``download``: each variant's download measured). ``member``: as ``--member``."""
+    ``download``: each variant's download measured). ``member``: as ``--member``; ``keep_aot``: as
+    ``--keep-aot`` (with ``ceiling``)."""
     say = progress or (lambda _message: None)
     written_in = staged or outdir
     library = resolve_input(target, platform, progress, member)
@@ -284,16 +264,21 @@ def make_variants(
         index = index_library(names, function_bytes(lib), tree)
         variants = requested_variants(index, aot, jit)
         writer = VariantWriter(lib, index)
+        costs = EmbedCosts(tree)
         if ceiling is not None:
             say(f"planning for --ceiling {ceiling:,} bytes of {ceiling_of}")
-            variants.append(_planned(tree, writer, ceiling, ceiling_of))
+            variants.append(_planned(tree, writer, (ceiling, ceiling_of), keep_aot, costs))
         name = f"{tree.config.library or library_stem(library)}.metallib"
         for v in variants:
             if (written_in / v.name / name).resolve() == path.resolve():
                 raise UsageError(f"{written_in / v.name / name}: refusing to write over the input")
         for number, v in enumerate(variants):  # all checked before anything is written
             kept = {names[i] for i in index.kept(v.jit)}
-            variants[number] = replace(v, coverage=split_coverage(tree, v.jit, kept, v.name))
+            variants[number] = replace(
+                v,
+                coverage=split_coverage(tree, v.jit, kept, v.name),
+                first_use_bytes=sum(costs.first_use(s) for s in v.jit),
+            )
         # The JIT sources are made on a thread while the metallibs are copied (in the kernel,
         # without the GIL): inlining the headers is the larger share of the Python work.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jit-sources")

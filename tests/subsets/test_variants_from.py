@@ -225,8 +225,37 @@ def test_all_aot_is_the_input(run: tuple[dict[str, Any], Path], library: Path) -
     assert all_aot["total_bytes"] == library.stat().st_size + all_aot["embedded_bytes"]
 
 
+_INCLUDE_LINE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"[^"\n]*"[^\n]*\n', re.MULTILINE)
+
+
+def _first_use(
+    entry: str, mlx_headers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> int:
+    """The proxy of an entry file's run-time compile, as docs/report-schema.md defines it: the
+    text of each preamble it needs, each written alone by ``embed`` and read back from the
+    source's literals, plus (unless it is a run-time source itself) its text less its quoted
+    include lines."""
+    own = entry in DEFINES_KERNELS | WHOLE
+    includes = [] if entry in WHOLE else _direct_includes(DATA / entry, [mlx_headers, DATA])
+    total = 0
+    for header in [*includes, *([(DATA / entry).resolve()] if own else [])]:
+        out = tmp_path / "one.cpp"
+        args = ["embed", str(header), "-I", str(mlx_headers), "-I", str(DATA), "-o", str(out)]
+        code, _, err = run_cli(args, capsys)
+        assert code == 0, err
+        total += sum(len(t.encode()) for t in _literal_texts(out.read_text()).values())
+    if not own:
+        total += len(_INCLUDE_LINE.sub(b"", (DATA / entry).read_bytes()))
+    return total
+
+
 def test_planner_fits_and_no_file_can_go_back(
-    run: tuple[dict[str, Any], Path], library: Path, budget: int
+    run: tuple[dict[str, Any], Path],
+    library: Path,
+    budget: int,
+    mlx_headers: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     doc, _ = run
     planned = _variants(doc)["planned"]
@@ -244,15 +273,20 @@ def test_planner_fits_and_no_file_can_go_back(
             "kernels": _per_file(library)[source][0],
             "saved_bytes": back - planned["metallib_bytes"],
             "metallib_bytes_if_aot": back,
+            "first_use_source_bytes_proxy": _first_use(source, mlx_headers, tmp_path, capsys),
         } in plan["files"]
-    # The tree is small: try every split and check that none fits with fewer run-time kernels.
+    # The tree is small: try every split and check that none fits compiling less at run time
+    # (the proxy), or as much with fewer run-time kernels.
     per_file = _per_file(library)
+    cost = {s: _first_use(s, mlx_headers, tmp_path, capsys) for s in per_file}
     fitting = []
     for r in range(len(per_file) + 1):
         for combo in itertools.combinations(sorted(per_file), r):
             if _size_with_jit(library, combo) <= budget:
-                fitting.append(sum(per_file[s][0] for s in combo))
-    assert planned["jit_kernels"] == min(fitting)
+                fitting.append((sum(cost[s] for s in combo), sum(per_file[s][0] for s in combo)))
+    best = min(fitting)
+    assert (planned["first_use_source_bytes_proxy"], planned["jit_kernels"]) == best
+    assert plan["first_use_source_bytes_proxy"] == best[0]
 
 
 def test_cap_below_the_least_reachable_size_fails(
@@ -370,6 +404,7 @@ def test_other_formats_show_the_same_figures(
         f"{jit_1['total_bytes']:,}",
         f"{jit_1['total_compressed_bytes']:,}",
         f"{jit_1['jit_kernels']:,}",
+        f"{jit_1['first_use_source_bytes_proxy']:,}",
         "2",
     ]
     code, markdown, err = run_cli([*args, "--format", "markdown"], capsys)
@@ -493,3 +528,33 @@ def test_a_cap_every_entry_file_fits_says_nothing_moved(
     planned = done.stdout[done.stdout.index("plan of `planned`") :]
     assert "Nothing moved to JIT: every entry file fits AOT." in planned
     assert "| moved to JIT |" not in planned
+
+
+def test_keep_aot_pins_entry_files_in_the_plan(
+    run: tuple[dict[str, Any], Path],
+    library: Path,
+    mlx_headers: Path,
+    budget: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--keep-aot keeps a file the unpinned plan moves AOT (the plan still fits); pinning every
+    file is a failed check naming the pins; --keep-aot without --ceiling is a usage error."""
+    chosen = min(_variants(run[0])["planned"]["jit_sources"])
+    args = ["variants", "--from", str(library), "--source-dir", str(DATA), "-I", str(mlx_headers)]
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "k"), "--ceiling", str(budget), "--keep-aot", chosen]
+        + ["--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    planned = _variants(json.loads(out))["planned"]
+    assert chosen not in planned["jit_sources"] and planned["plan"]["keep_aot"] == [chosen]
+    assert _size_with_jit(library, planned["jit_sources"]) == planned["metallib_bytes"] <= budget
+    code, out, err = run_cli(
+        [*args, "-o", str(tmp_path / "all"), "--ceiling", str(budget), "--keep-aot", "*"], capsys
+    )
+    assert code == 1 and out == "" and "--keep-aot / [build] keep-aot pin AOT" in err, err
+    assert not (tmp_path / "all").exists()
+    code, _, err = run_cli([*args, "-o", str(tmp_path / "n"), "--keep-aot", chosen], capsys)
+    assert code == 2 and "give --ceiling SIZE" in err

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,11 +29,12 @@ from typing import Any
 import pytest
 from binaries import tool
 from clirun import run_cli
-from support.mlx_doc import KERNELS, metallib_toml, table_row
+from support.mlx_doc import DOC, KERNELS, metallib_toml, table_row
 
 from builder.files.reading import parse_toml
 from builder.inputs import wheel_cache, wheels
 from builder.kernels.bounded_run import find_compiler
+from builder.metallib import open_metallib
 from builder.size.host_strings import host_strings
 
 pytestmark = pytest.mark.realdata
@@ -163,7 +166,7 @@ def _declared(root: Path) -> list[str]:
 
 def _defined(source: Path, root: Path) -> set[str]:
     """Compile ``source`` with includes.h first (-Wall -Wextra -Werror): the functions of
-    mlx::core::metal the object defines."""
+    mlx::core::metal the object defines (llvm-nm)."""
     obj = source.with_suffix(".o")
     flags = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-include", str(root / "includes.h")]
     run = subprocess.run(
@@ -174,7 +177,10 @@ def _defined(source: Path, root: Path) -> set[str]:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     nm = subprocess.run(
-        ["nm", "-C", "--defined-only", str(obj)], capture_output=True, text=True, check=True
+        [tool("llvm-nm"), "-C", "--defined-only", str(obj)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return set(re.findall(r" T mlx::core::metal::(\w+)\(\)", nm.stdout))
 
@@ -381,3 +387,97 @@ def test_options_over_the_settings_and_the_bytes_each_api_stores(
         and "--jit-namespace must be a C++ namespace such as" in err
         and "got 'a::'" in err
     )
+
+
+@pytest.fixture(scope="module")
+def kernel_tree(mlx_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mlx_tree`` with one kernel per entry file MLX may compile at run time, so a ceiling
+    moves files: each written, as MLX writes its kernels' code, in the entry file's own header
+    (its last include), under the name of one of the real library's functions (a C name,
+    distinct per file). The aot-only files write none (they never move)."""
+    root = tmp_path_factory.mktemp("mlx-kernels") / "include"
+    shutil.copytree(mlx_tree, root)
+    aot_only = set(_toml(metallib_toml())["build"]["aot-only"])
+    library = _member(_wheel("mlx-metal", VERSION), "mlx/lib/mlx.metallib", root.parent / "m")
+    with open_metallib(library) as lib:  # in both platforms' libraries
+        names = iter(sorted(n for n in lib.columns().names if re.fullmatch(r"[a-z]\w+", n)))
+    for entry, includes in ENTRY_INCLUDES.items():
+        if f"{entry}.metal" in aot_only or not includes:
+            continue
+        with (root / KERNELS / f"{includes[-1]}.h").open("a", encoding="utf-8") as header:
+            header.write(f"\n[[kernel]] void {next(names)}() {{}}\n")
+    return root
+
+
+@pytest.mark.parametrize("platform", [MACOS14, MACOS26])
+def test_a_planned_split_defines_every_declared_function(
+    kernel_tree: Path, platform: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 37 item 5: MLX's JIT build links host code naming every function jit/includes.h
+    declares for the platform (the NAX ones from macOS 26), whichever families a split keeps
+    AOT; a planned split (a ceiling one byte under the whole library: some entry files JIT,
+    the rest AOT) defines each of them (compiled with includes.h first, read back with nm)."""
+    wheel = _wheel("mlx-metal", VERSION, platform)
+    library = _member(wheel, "mlx/lib/mlx.metallib", tmp_path / "m.lib")
+    out = tmp_path / "out"
+    args = ["variants", "--from", str(library), "--source-dir", str(kernel_tree / KERNELS)]
+    args += ["-I", str(kernel_tree), "-o", str(out), "--ceiling", str(library.stat().st_size - 1)]
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+    doc = json.loads((out / "variants.json").read_text(encoding="utf-8"))
+    planned = {v["name"]: v for v in doc["variants"]}["planned"]
+    jit, aot = planned["jit_sources"], planned["aot_sources"]
+    assert jit and len(aot) > len(doc["source"]["tree"]["held_aot"]), (jit, aot)  # mixed
+    declared = _declared(kernel_tree)
+    nax = platform == MACOS26
+    wanted = {f for f in declared if nax or not f.endswith("_nax")}
+    assert len(wanted) == (49 if nax else 41)
+    assert _defined(Path(planned["jit_sources_file"]), kernel_tree) == wanted
+
+
+CHECKOUT = os.environ.get("METALLIB_BUILDER_MLX_CHECKOUT")
+
+
+def _split_rows() -> dict[tuple[str, str], list[int]]:
+    """docs/mlx.md's table of planned splits: (ceiling, planner) -> its numbers."""
+    rows = {}
+    for line in DOC.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and (cells[0].endswith(" MB") or cells[0] == "–"):
+            rows[(cells[0], cells[1])] = [_number(c) for c in cells[2:]]
+    return rows
+
+
+@pytest.mark.skipif(
+    not CHECKOUT, reason="set METALLIB_BUILDER_MLX_CHECKOUT to a checkout of MLX v0.32.1"
+)
+def test_the_doc_states_the_planned_splits_of_mlx_own_tree(tmp_path: Path) -> None:
+    """docs/mlx.md's planned splits on MLX's own v0.32.1 tree with the doc's metallib.toml
+    (written into the checkout named by METALLIB_BUILDER_MLX_CHECKOUT, a copy): each row the
+    proxy planner gives, and jit-mode's, is what variants --from measures now; each split's
+    jit_sources.cpp defines the 41 functions jit/includes.h declares for macOS 14."""
+    root = Path(str(CHECKOUT))
+    (root / KERNELS / "metallib.toml").write_text(metallib_toml(), encoding="utf-8")
+    rows = _split_rows()
+    pinned = "proxy, `--keep-aot 'quantized*'`"
+    runs = [
+        (("60 MB", "proxy"), ["--ceiling", "60MB"]),
+        (("60 MB", pinned), ["--ceiling", "60MB", "--keep-aot", "quantized*"]),
+        (("30 MB", "proxy"), ["--ceiling", "30MB"]),
+        (("30 MB", pinned), ["--ceiling", "30MB", "--keep-aot", "quantized*"]),
+    ]
+    for number, (row, options) in enumerate(runs):
+        done = subprocess.run(
+            [sys.executable, "-m", "builder", "variants", "--from", f"mlx-metal=={VERSION}"]
+            + ["--source-dir", KERNELS, "-I", ".", "-o", str(tmp_path / str(number))]
+            + [*options, "--format", "json"],
+            cwd=root, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        variants = {v["name"]: v for v in json.loads(done.stdout)["variants"]}
+        split = variants["planned"]
+        measured = [len(split["jit_sources"]), split["jit_kernels"]]
+        measured += [split["first_use_source_bytes_proxy"], split["metallib_bytes"]]
+        assert [*measured, len(split["preambles"])] == rows[row], row
+        jit = variants["jit-mode"]
+        jit_row = [len(jit["jit_sources"]), jit["jit_kernels"], jit["first_use_source_bytes_proxy"]]
+        assert [*jit_row, jit["metallib_bytes"], len(jit["preambles"])] == rows[("–", "`jit-mode`")]
