@@ -31,7 +31,6 @@ __all__ = [
     "Library",
     "Progress",
     "build_library",
-    "common_root",
     "fetch_spec",
     "no_metallib",
     "one_metallib",
@@ -346,7 +345,9 @@ def _from_wheel(
     """The wheel's libraries; ``host`` (a member path, and whether a host library may be
     measured): that binary member when it holds no metallib, as a binary given itself is
     (``"every"``: each binary member)."""
-    root = common_root(paths) if paths else wheel.parent
+    from builder.inputs.wheel_cache import extraction_root
+
+    root = extraction_root(paths) if paths else wheel.parent
     names = [p.relative_to(root).as_posix() for p in paths]
     chosen = _named_file(names, host[0])
     found: list[Library] = []
@@ -384,27 +385,6 @@ def _named_file(names: list[str], member: str | None) -> str | None:
         return member
     same = [name for name in names if name.rpartition("/")[2] == member]
     return same[0] if len(same) == 1 else None
-
-
-def common_root(paths: list[Path]) -> Path:
-    """The folder a wheel's extracted members are named relative to: the wheel's extraction
-    folder, ``CACHE/metallibs/<wheel stem>-<sha256 prefix>`` (``builder.inputs.wheel_cache``),
-    found by the cache's own path, so that a member's folder called ``metallibs`` is only a
-    folder (``a/metallibs/b/x.metallib``)."""
-    from builder.inputs.wheel_cache import cache_dir
-
-    extracted = cache_dir() / "metallibs"
-    first = paths[0]
-    for parent in first.parents:
-        if parent.parent == extracted:
-            return parent
-    try:  # the same folder reached by another spelling (a relative or linked cache path)
-        for parent in first.parents:
-            if parent.parent.samefile(extracted):
-                return parent
-    except OSError:
-        pass
-    return first.parent
 
 
 def build_library(text: str, manifest: BuildManifest) -> Library:

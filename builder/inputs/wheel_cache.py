@@ -65,6 +65,7 @@ __all__ = [
     "WheelError",
     "cache_dir",
     "cache_entries",
+    "extraction_root",
     "file_stamp",
     "is_sha256",
     "prune_cache",
@@ -359,3 +360,22 @@ def _delete(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+def extraction_root(paths: list[Path]) -> Path:
+    """The folder a wheel's extracted members are named relative to: the wheel's extraction
+    folder, ``CACHE/metallibs/<wheel stem>-<sha256 prefix>`` (``builder.inputs.wheel_cache``),
+    found by the cache's own path, so that a member's folder called ``metallibs`` is only a
+    folder (``a/metallibs/b/x.metallib``)."""
+    extracted = cache_dir() / "metallibs"
+    first = paths[0]
+    for parent in first.parents:
+        if parent.parent == extracted:
+            return parent
+    try:  # the same folder reached by another spelling (a relative or linked cache path)
+        for parent in first.parents:
+            if parent.parent.samefile(extracted):
+                return parent
+    except OSError:
+        pass
+    return first.parent

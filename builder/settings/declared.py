@@ -1,7 +1,7 @@
 """Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
-how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources,
-what a command takes for its own run; with those of files, gates and targets
-(``builder.settings.file_keys``), the registry of them all.
+how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
+with what a command takes for its own run (``builder.settings.commands``) and those of files,
+gates and targets (``builder.settings.file_keys``), the registry of them all.
 
 Adding a setting is one declaration here, plus its use. A build setting (one of ``REQUEST``'s
 groups) is then in the build request, on ``build`` and ``presets`` and, with a cache variable,
@@ -17,6 +17,7 @@ from typing import Any
 
 from builder.settings import Setting
 from builder.settings import validators as c
+from builder.settings.commands import COMMAND
 from builder.settings.file_keys import (
     BUDGET_LIMITS,
     DEFAULT_PLATFORM,
@@ -273,78 +274,8 @@ value, ``build`` and ``presets`` take its flag, the CMake module and docs/build.
 variable)."""
 REQUEST = (*_TOOLCHAIN, *_TREE, *_SELECTION, *_RUNTIME, *_LOCATION)
 
-_COMMAND: tuple[Setting[Any], ...] = (
-    Setting(
-        "jobs",
-        "Processes run at once: entry files preprocessed, compiles (check) or Ninja's jobs "
-        "(build, presets: ninja -j N). Default: from the number of CPUs.",
-        kind="int",
-        flag="-j/--jobs",
-    ),
-    Setting(
-        "variant_aot",
-        "A variant with these entry files AOT (comma-separated globs, relative to "
-        "--source-dir) and every other one JIT; repeatable, one variant each.",
-        kind="texts",
-        default=(),
-        flag="--aot",
-        param="aot",
-        metavar="GLOBS",
-    ),
-    Setting(
-        "variant_jit",
-        "A variant with these entry files JIT and the rest AOT; repeatable, one variant each.",
-        kind="texts",
-        default=(),
-        flag="--jit",
-        param="jit",
-        metavar="GLOBS",
-    ),
-    Setting("no_jit", "Every unit AOT (the default; refused with --jit or --aot).", kind="bool"),
-    Setting("verbose", "Show CMake's and Ninja's output.", kind="bool", flag="-v/--verbose"),
-    Setting(
-        "no_wait",
-        "When another run is writing the same build folder (or variants OUTDIR), exit 2 at "
-        "once instead of waiting for it to finish.",
-        kind="bool",
-    ),
-    Setting(
-        "jit_sources",
-        "Also compile each unit's JIT source (its inlined preamble with the "
-        "instantiation lines appended); on unless --no-jit-sources. (--jit means units built "
-        "JIT on build and variants; check's old --jit/--no-jit is read, hidden, for scripts.)",
-        kind="switch",
-        flag="--jit-sources/--no-jit-sources",
-    ),
-    Setting(
-        "preamble_defines",
-        "Write '#define NAME VALUE' (VALUE defaults to 1) at the top of every preamble "
-        "embed writes, for the run-time compile (repeatable); -D/--define, the tree's "
-        "preprocessor definition elsewhere, is its deprecated spelling on embed.",
-        kind="texts",
-        default=(),
-        flag="--preamble-define",
-        validate=c.define,
-        metavar="NAME[=VALUE]",
-    ),
-    Setting(
-        "github_comment",
-        "Post the markdown as a pull-request comment, and edit that same comment on later runs "
-        "(GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_EVENT_PATH; "
-        "docs/ci-recipe.md).",
-        kind="bool",
-    ),
-    Setting(  # vendor's
-        "check",
-        "Write nothing: say whether DIR's vendored copy is the one this version writes (exit 1 "
-        "naming the first file that differs, and what differs).",
-        kind="bool",
-    ),
-)
-"""What one command takes for its own run, not a build request's."""
-
 SETTINGS: dict[str, Setting[Any]] = {
-    s.name: s for s in (*REQUEST, *_COMMAND, *TARGETS, *GATES, *FILE_KEYS)
+    s.name: s for s in (*REQUEST, *COMMAND, *TARGETS, *GATES, *FILE_KEYS)
 }
 """Every setting by name."""
 
