@@ -189,10 +189,12 @@ def _targets(budget: Budget, text: str) -> list[str]:
 
 
 def _where(report: Report) -> str:
+    """Where a budget's value was measured, as the user named it (a spec and its member, a file,
+    a build folder), not the cache path a wheel was unpacked to."""
     src = report.source
     if src.kind == "report":
         return f"saved report {src.target}"
-    return src.path or (report.host_library.path if report.host_library else src.target)
+    return src.label
 
 
 def _verdicts(budget: Budget, reports: list[Report], base: list[Report] | None) -> list[Verdict]:

@@ -247,3 +247,21 @@ def test_the_comment_names_what_the_user_named(capsys: pytest.CaptureFixture[str
     footer = [line for line in out.splitlines() if line.startswith("<sub>Grouped by")]
     assert len(footer) == 1
     assert f"Measured in base `{spec}:executorch/lib/mlx.metallib`" in footer[0]
+
+
+@pytest.mark.realdata
+def test_the_budget_names_what_the_user_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A budget's "measured in" line, in the table and the markdown, says the spec and member a
+    reviewer recognises, not the cache path the wheel was unpacked to."""
+    (lib,) = libraries_or_skip("executorch==1.5.1", "macosx_14_0_arm64")
+    assert lib.path is not None
+    spec = "executorch==1.5.1"
+    budget = tmp_path / "metallib-size.toml"
+    budget.write_text(f'[[budget]]\nname = "et"\ntarget = "{spec}"\nmax-functions = 1000\n')
+    for fmt in ("table", "markdown"):
+        code, out, err = run_cli(["budget", str(budget), "--format", fmt], capsys)
+        assert code == 0, err
+        assert str(Path(lib.path).parents[2]) not in out and Path(lib.path).parts[-4] not in out
+        assert f"{spec}:executorch/lib/mlx.metallib" in " ".join(out.split())
