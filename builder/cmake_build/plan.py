@@ -24,7 +24,10 @@ whatever is asked if ``[build] aot-only`` names it (``builder.subsets.variant_li
 the plan lists them, and a unit asked JIT says why); a JIT entry file is
 embedded whole or needs the run-time preambles of ``builder.jit.tree_preambles`` (its
 ``embedding``, ``KernelTree.embeddings``), and every build of a tree with run-time-only
-kernels embeds their headers in the host library, AOT builds included. The plan of
+kernels embeds their headers in the host library, AOT builds included. The preambles are those
+of ``builder.jit.tree_preambles.split_preambles``, the rule ``variants`` takes, so a build and a
+variant of the same split define the same functions (with ``preamble-set = "table"``, a mixed
+build carries every table function a JIT build of the tree needs). The plan of
 a discovered tree passes the coverage check (``builder.subsets.coverage``) or is refused (exit 1),
 and lists the entry files its platform leaves out (``builder.kernels.platforms``).
 """
@@ -177,7 +180,7 @@ def catalog_plan(request: BuildRequest, source_dir: Path) -> BuildPlan:
 
 def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | None) -> BuildPlan:
     """The plan of a tree of entry files: each entry file AOT or JIT, checked for coverage."""
-    from builder.jit.tree_preambles import embedding_of, jit_preambles
+    from builder.jit.tree_preambles import embedding_of, split_preambles
     from builder.kernels.discovery import discover
     from builder.kernels.discovery_cache import load_or_discover
     from builder.kernels.platforms import build_metal_version, for_platform, left_out_files
@@ -218,7 +221,8 @@ def discovered_plan(request: BuildRequest, source_dir: Path, cache_file: Path | 
     embedding = embedding_of(tree)
     preambles: list[PlannedPreamble] = []
     needs: dict[str, list[str]] = {}
-    specs = jit_preambles(tree, jit)
+    # the rule a variant of the same split takes (variants --from): the same functions
+    specs = split_preambles(tree, jit)
     coverage = check_coverage(tree, jit, specs, [*config.include_dirs, root])
     require_coverage(coverage, "the build" + (" (--jit/--aot)" if wanted else ""))
     for spec in specs:

@@ -40,7 +40,10 @@ hold it: one the entry file already needs, else an ``always-embed`` one, else th
 order; none is an error naming the header and the key. A table function no JIT entry file needs
 is then embedded only when ``always-embed`` names it (or a run-time-only kernel needs it), so a
 table that lists the NAX preambles costs nothing where the NAX entry files are excluded. In both
-modes ``[build] always-embed`` functions come with every variant, all-AOT included.
+modes ``[build] always-embed`` functions come with every variant, all-AOT included. And a split
+with any JIT entry file (a variant or a build alike: :func:`split_preambles`) carries every table
+function a JIT build of the tree needs, whichever entry files it keeps AOT, so it links with host
+code that names them all.
 """
 
 from __future__ import annotations
@@ -63,10 +66,12 @@ __all__ = [
     "UNIT_LOOKUP",
     "PreambleSpec",
     "always_preambles",
+    "declared_entries",
     "embedding_of",
     "entry_includes",
     "jit_preambles",
     "own_code_entries",
+    "split_preambles",
 ]
 
 
@@ -312,4 +317,37 @@ def jit_preambles(tree: KernelTree, jit_entries: Sequence[str]) -> list[Preamble
         for f, e in needed.items()
     ]
     specs += [s for s in _always(universe) if s.function not in needed]
+    return specs
+
+
+def declared_entries(tree: KernelTree) -> list[str]:
+    """The entry files a JIT build of the tree compiles at run time: every one of the tree's
+    (for its platform) that ``[build] aot-only`` does not name; with the table only, their
+    preambles are the table functions the project's JIT build declares."""
+    aot_only = tree.config.aot_only
+    return [s for s in tree.sources if not (aot_only and path_matches(s, aot_only))]
+
+
+def split_preambles(
+    tree: KernelTree, jit_entries: Sequence[str], *, complete: bool = True
+) -> list[PreambleSpec]:
+    """The preambles a split with ``jit_entries`` JIT embeds: a ``variants`` split's
+    ``jit_sources.cpp`` and a ``build``'s host library alike, from this one rule, so a variant
+    and a build of the same split define the same functions.
+
+    :func:`jit_preambles`; and with the table only, a split with any JIT entry file is
+    ``complete``: after its own it carries every table function a JIT entry file of the tree
+    needs (:func:`declared_entries`), each with no entry file (none of this split's needs it).
+    A project's JIT build (MLX's ``MLX_METAL_JIT``) links host code naming every function its
+    declarations name, whichever entry files are AOT: a split missing one would not link (MLX
+    v0.32.1 at a 60 MB ceiling: 8 of ``jit/includes.h``'s 41 for macOS 14)."""
+    specs = jit_preambles(tree, jit_entries)
+    if complete and jit_entries and tree.config.runtime.table_only:
+        have = {s.function for s in specs}
+        table = tree.config.preambles
+        specs += [
+            s._replace(entries=())
+            for s in jit_preambles(tree, declared_entries(tree))
+            if s.function in table and s.function not in have
+        ]
     return specs

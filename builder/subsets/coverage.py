@@ -56,10 +56,9 @@ from builder.errors import CheckFailed
 from builder.files.dataclass_json import field
 from builder.jit.generate import cxx_identifier, embed_headers, function_names, root_names
 from builder.jit.preamble import Preamble, inlined_files
-from builder.jit.tree_preambles import PreambleSpec, jit_preambles
+from builder.jit.tree_preambles import PreambleSpec, split_preambles
 from builder.jit.writer import ZLIB_LEVEL, stored_pieces
 from builder.kernels.runtime_sources import RuntimeSources
-from builder.kernels.tree_files import path_matches
 
 if TYPE_CHECKING:
     from builder.kernels.kernel_tree import KernelTree
@@ -243,38 +242,16 @@ def preamble_specs(
     tree: KernelTree, entries: Sequence[str], *, complete: bool = True
 ) -> list[PreambleSpec]:
     """The preambles a variant with ``entries`` JIT embeds (a catalog tree: each family header,
-    under ``embed``'s name).
-
-    With ``preamble-set = "table"`` a split with any JIT entry file is ``complete``: after its
-    own preambles it carries every table function a JIT entry file of the tree needs (the
-    ``jit-mode`` set: :func:`declared_entries`), as they serve no entry file of this split. A
-    project's JIT build (MLX's ``MLX_METAL_JIT``) links host code that references every function
-    its declarations name, whichever entry files are AOT; a split missing one would not link
-    (MLX v0.32.1 at a 60 MB ceiling: 8 of ``jit/includes.h``'s 41 for macOS 14)."""
+    under ``embed``'s name): ``builder.jit.tree_preambles.split_preambles``, the rule a build's
+    plan takes too, ``complete`` included (with ``preamble-set = "table"``, every table function
+    a JIT build of the tree needs, whichever entry files are AOT)."""
     if tree.kind == "catalog":
         names = function_names(list(entries))
         return [
             PreambleSpec(name, ((tree.root / entry).resolve(),), (entry,))
             for name, entry in zip(names, entries)
         ]
-    specs = jit_preambles(tree, entries)
-    if complete and entries and tree.config.runtime.table_only:
-        have = {s.function for s in specs}
-        table = tree.config.preambles
-        specs += [
-            s._replace(entries=())
-            for s in jit_preambles(tree, declared_entries(tree))
-            if s.function in table and s.function not in have
-        ]
-    return specs
-
-
-def declared_entries(tree: KernelTree) -> list[str]:
-    """The entry files a JIT build of the tree compiles at run time: every one of the tree's
-    (for its platform) that ``[build] aot-only`` does not name; their preambles are the table
-    functions the project's JIT build declares."""
-    aot_only = tree.config.aot_only
-    return [s for s in tree.sources if not (aot_only and path_matches(s, aot_only))]
+    return split_preambles(tree, entries, complete=complete)
 
 
 def _render(

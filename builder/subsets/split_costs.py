@@ -23,8 +23,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from builder.files.reading import read_source
+from builder.jit.tree_preambles import declared_entries
 from builder.kernels.kernel_tree import WHOLE_FILE
-from builder.subsets.coverage import declared_entries, jit_sources
+from builder.subsets.coverage import jit_sources
 
 if TYPE_CHECKING:
     from builder.kernels.kernel_tree import KernelTree

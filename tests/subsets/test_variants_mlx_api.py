@@ -3,14 +3,15 @@
 ``jit/includes.h`` declares, and counts their bytes as the ``cstring`` API stores them, checked
 against the strings libmlx.dylib (mlx-metal 0.32.1) and executorch 1.5.1's MLX delegate ship.
 
-The wheel ships the headers, not the ``.metal`` entry files, so the tree here has one stand-in
-entry file per entry file of MLX v0.32.1, each with that file's quoted includes (MLX's own
-lists, below) and no kernel: the function set and the embedded text depend only on which
-headers each entry file includes and on the headers themselves, which are MLX's.
-``metallib.toml`` is docs/mlx.md's, read from the doc (``support.mlx_doc``), one file for every
-platform: its ``[kernels.requires]`` leaves out what the macOS 14 library's build left out, its
-``[build]`` gives the interface, the table of functions and what is always embedded. The
-numbers docs/mlx.md states about the embedded bytes are checked against what is measured here.
+The wheel ships the headers, not the ``.metal`` entry files, so the tree here
+(``support.mlx_stand_in``) has one stand-in entry file per entry file of MLX v0.32.1, each with
+that file's quoted includes (MLX's own lists) and no kernel: the function set and the embedded
+text depend only on which headers each entry file includes and on the headers themselves, which
+are MLX's. ``metallib.toml`` is docs/mlx.md's, read from the doc (``support.mlx_doc``), one file
+for every platform: its ``[kernels.requires]`` leaves out what the macOS 14 library's build left
+out, its ``[build]`` gives the interface, the table of functions and what is always embedded.
+The numbers docs/mlx.md states about the embedded bytes are checked against what is measured
+here.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -30,81 +30,24 @@ import pytest
 from binaries import tool
 from clirun import run_cli
 from support.mlx_doc import DOC, KERNELS, metallib_toml, table_row
+from support.mlx_stand_in import (
+    ALWAYS,
+    MACOS14,
+    MACOS26,
+    UNCONDITIONAL,
+    VERSION,
+    add_kernels,
+    declared,
+    defined,
+    lay_out,
+    member,
+    wheel,
+)
 
 from builder.files.reading import parse_toml
-from builder.inputs import wheel_cache, wheels
-from builder.kernels.bounded_run import find_compiler
-from builder.metallib import open_metallib
 from builder.size.host_strings import host_strings
 
 pytestmark = pytest.mark.realdata
-
-VERSION = "0.32.1"
-MACOS14, MACOS26 = "macosx_14_0_arm64", "macosx_26_0_arm64"
-
-# What MLX v0.32.1 ships, which the doc's metallib.toml must give.
-# Used by MLX's host code whatever is JIT (compiled.cpp, indexing.cpp, ...).
-ALWAYS = ["utils", "unary_ops", "binary_ops", "ternary_ops", "reduce_utils", "gather"]
-# MLX's make_jit_source calls outside if(MLX_METAL_JIT): ALWAYS and the run-time-only kernels.
-UNCONDITIONAL = {*ALWAYS, "scatter", "masked_scatter", "gather_front", "gather_axis"}
-UNCONDITIONAL |= {"scatter_axis", "hadamard"}
-# Each v0.32.1 entry file's quoted includes (relative to the kernel folder, without ".h").
-ENTRY_INCLUDES = {
-    "arange": ["utils", "arange"],
-    "arg_reduce": ["utils"],
-    "binary": ["defines", "utils", "binary_ops", "binary"],
-    "binary_two": ["utils", "binary_ops", "binary_two"],
-    "conv": ["steel/conv/params", "utils"],
-    "copy": ["utils", "copy"],
-    "dot": ["dot"],
-    "fence": [],
-    "fft": ["defines", "fft"],
-    "fp_quantized": ["utils", "steel/gemm/gemm", "quantized_utils", "fp_quantized"],
-    "fp_quantized_nax": [
-        *["utils", "steel/gemm/gemm", "quantized_utils", "steel/gemm/nax", "fp_quantized_nax"]
-    ],
-    "gemv": ["gemv"],
-    "gemv_masked": ["utils", "gemv_masked"],
-    "layer_norm": ["utils"],
-    "logsumexp": ["utils", "logsumexp"],
-    "quantized": ["utils", "steel/gemm/gemm", "quantized_utils", "quantized"],
-    "quantized_nax": [
-        *["utils", "steel/gemm/gemm", "steel/gemm/nax", "steel/gemm/loader", "quantized_nax"]
-    ],
-    "random": ["utils"],
-    "reduce": ["defines", "utils", "atomic", "reduction/ops", "reduce"],
-    "rms_norm": ["utils"],
-    "rope": ["utils"],
-    "scaled_dot_product_attention": ["utils", "sdpa_vector"],
-    "scan": ["defines", "utils", "scan"],
-    "searchsorted": ["utils", "sort", "searchsorted"],
-    "softmax": ["utils", "softmax"],
-    "sort": ["utils", "sort"],
-    "ternary": ["utils", "ternary_ops", "ternary"],
-    "unary": ["utils", "unary_ops", "unary"],
-    **{
-        f"steel/attn/kernels/{n}": ["utils", f"steel/attn/kernels/{n}"]
-        for n in ("steel_attention", "steel_attention_nax")
-    },
-    **{
-        f"steel/conv/kernels/{n}": [
-            *["utils", "steel/gemm/mma", "steel/conv/conv", "steel/conv/params"],
-            *(["steel/utils"] if n == "steel_conv_general" else []),
-            f"steel/conv/kernels/{n}",
-        ]
-        for n in ("steel_conv", "steel_conv_3d", "steel_conv_general")
-    },
-    **{
-        f"steel/gemm/kernels/steel_gemm_{n}{nax}": [
-            "utils",
-            f"steel/gemm/gemm{nax}",
-            f"steel/gemm/kernels/steel_gemm_{n}{nax}",
-        ]
-        for n in ("fused", "gather", "masked", "segmented", "splitk")
-        for nax in ("", "_nax")
-        if not (n == "masked" and nax)
-    },
-}
 
 
 def _toml(text: str) -> dict[str, Any]:
@@ -112,38 +55,11 @@ def _toml(text: str) -> dict[str, Any]:
     return parse_toml(text.encode("utf-8"), "the TOML text of this test")
 
 
-def _wheel(name: str, version: str, platform: str = MACOS14) -> Path:
-    try:
-        return wheels.download_wheel(name, version, platform)
-    except wheel_cache.DownloadError as exc:
-        pytest.skip(f"PACKAGE INDEX UNREACHABLE, real-data test skipped: {exc}")
-
-
-def _member(wheel: Path, name: str, out: Path) -> Path:
-    with zipfile.ZipFile(wheel) as archive:
-        out.write_bytes(archive.read(next(n for n in archive.namelist() if n.endswith(name))))
-    return out
-
-
 @pytest.fixture(scope="module")
 def mlx_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The include root: the wheel's headers and jit/includes.h, the stand-in entry files and
     docs/mlx.md's metallib.toml in the kernel folder."""
-    from mlx_tree import extract_kernel_headers
-
-    wheel = _wheel("mlx-metal", VERSION)
-    cached = extract_kernel_headers(
-        wheel, wheel_cache.cache_dir() / "kernel-headers" / wheel.name[:-4]
-    )
-    root = tmp_path_factory.mktemp("mlx") / "include"
-    shutil.copytree(cached, root)
-    _member(wheel, "mlx/backend/metal/jit/includes.h", root / "includes.h")
-    for entry, includes in ENTRY_INCLUDES.items():
-        lines = "".join(f'#include "{KERNELS}/{h}.h"\n' for h in includes)
-        path = root / KERNELS / f"{entry}.metal"
-        path.write_text(f"// Stand-in for MLX v0.32.1's {entry}.metal: its includes.\n{lines}")
-    (root / KERNELS / "metallib.toml").write_text(metallib_toml(), encoding="utf-8")
-    return root
+    return lay_out(tmp_path_factory.mktemp("mlx") / "include")
 
 
 def _variants(
@@ -151,38 +67,14 @@ def _variants(
 ) -> dict[str, Any]:
     """``variants --from`` the mlx-metal 0.32.1 library of ``platform`` (a wheel tag): the
     platform is the library's own, the settings the doc's, nothing on the command line."""
-    wheel = _wheel("mlx-metal", VERSION, platform)
-    library = _member(wheel, "mlx/lib/mlx.metallib", out.parent / "m.lib")
+    library = member(
+        wheel("mlx-metal", VERSION, platform), "mlx/lib/mlx.metallib", out.parent / "m.lib"
+    )
     args = ["variants", "--from", str(library), "--source-dir", str(root / KERNELS)]
     code, _, err = run_cli([*args, "-I", str(root), "-o", str(out)], capsys)
     assert code == 0, err
     doc = json.loads((out / "variants.json").read_text(encoding="utf-8"))
     return {v["name"]: v for v in doc["variants"]} | {"": doc}
-
-
-def _declared(root: Path) -> list[str]:
-    return re.findall(r"const char\* (\w+)\(\);", (root / "includes.h").read_text("utf-8"))
-
-
-def _defined(source: Path, root: Path) -> set[str]:
-    """Compile ``source`` with includes.h first (-Wall -Wextra -Werror): the functions of
-    mlx::core::metal the object defines (llvm-nm)."""
-    obj = source.with_suffix(".o")
-    flags = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-include", str(root / "includes.h")]
-    run = subprocess.run(
-        [find_compiler().path, *flags, "-c", str(source), "-o", str(obj)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    nm = subprocess.run(
-        [tool("llvm-nm"), "-C", "--defined-only", str(obj)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return set(re.findall(r" T mlx::core::metal::(\w+)\(\)", nm.stdout))
 
 
 def _stated(variant: str) -> dict[str, str]:
@@ -202,16 +94,16 @@ def test_the_jit_split_defines_exactly_what_includes_h_declares(
     declarations; the JIT split defines them and no other; all-aot the 12 MLX embeds outside
     if(MLX_METAL_JIT); the bytes are the doc's."""
     settings = _toml(metallib_toml())["build"]
-    declared = _declared(mlx_tree)
-    assert len(declared) == 49 and sorted(settings["preambles"]) == sorted(declared)
+    names = declared(mlx_tree)
+    assert len(names) == 49 and sorted(settings["preambles"]) == sorted(names)
     assert all((mlx_tree / KERNELS / h).is_file() for h in settings["preambles"].values())
     assert settings["always-embed"] == ALWAYS
     variants = _variants(mlx_tree, MACOS26, tmp_path / "out", capsys)
     jit = variants["jit-mode"]
-    assert _defined(Path(jit["jit_sources_file"]), mlx_tree) == set(declared)
+    assert defined(Path(jit["jit_sources_file"]), mlx_tree) == set(names)
     assert len(jit["preambles"]) == 49 and jit["embedded_storage"] == "separate"
     aot = variants["all-aot"]
-    assert _defined(Path(aot["jit_sources_file"]), mlx_tree) == UNCONDITIONAL
+    assert defined(Path(aot["jit_sources_file"]), mlx_tree) == UNCONDITIONAL
     stated = _stated("`jit-mode`, macOS 26")
     assert (_number(stated["functions"]), _number(stated["embedded bytes"])) == (
         len(jit["preambles"]),
@@ -292,12 +184,12 @@ def test_embedded_bytes_are_what_mlx_ships(
     table says each of these numbers."""
     variants = _variants(mlx_tree, MACOS14, tmp_path / "out", capsys)
     libmlx = _shipped(
-        _member(_wheel("mlx-metal", VERSION), "lib/libmlx.dylib", tmp_path / "libmlx.dylib"),
+        member(wheel("mlx-metal", VERSION), "lib/libmlx.dylib", tmp_path / "libmlx.dylib"),
         "mlx::core::metal",
     )
     executorch = _shipped(
-        _member(
-            _wheel("executorch", "1.5.1"),
+        member(
+            wheel("executorch", "1.5.1"),
             "libexecutorch_backend_mlx.dylib",
             tmp_path / "delegate.dylib",
         ),
@@ -397,16 +289,7 @@ def kernel_tree(mlx_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     distinct per file). The aot-only files write none (they never move)."""
     root = tmp_path_factory.mktemp("mlx-kernels") / "include"
     shutil.copytree(mlx_tree, root)
-    aot_only = set(_toml(metallib_toml())["build"]["aot-only"])
-    library = _member(_wheel("mlx-metal", VERSION), "mlx/lib/mlx.metallib", root.parent / "m")
-    with open_metallib(library) as lib:  # in both platforms' libraries
-        names = iter(sorted(n for n in lib.columns().names if re.fullmatch(r"[a-z]\w+", n)))
-    for entry, includes in ENTRY_INCLUDES.items():
-        if f"{entry}.metal" in aot_only or not includes:
-            continue
-        with (root / KERNELS / f"{includes[-1]}.h").open("a", encoding="utf-8") as header:
-            header.write(f"\n[[kernel]] void {next(names)}() {{}}\n")
-    return root
+    return add_kernels(root)
 
 
 @pytest.mark.parametrize("platform", [MACOS14, MACOS26])
@@ -417,8 +300,9 @@ def test_a_planned_split_defines_every_declared_function(
     declares for the platform (the NAX ones from macOS 26), whichever families a split keeps
     AOT; a planned split (a ceiling one byte under the whole library: some entry files JIT,
     the rest AOT) defines each of them (compiled with includes.h first, read back with nm)."""
-    wheel = _wheel("mlx-metal", VERSION, platform)
-    library = _member(wheel, "mlx/lib/mlx.metallib", tmp_path / "m.lib")
+    library = member(
+        wheel("mlx-metal", VERSION, platform), "mlx/lib/mlx.metallib", tmp_path / "m.lib"
+    )
     out = tmp_path / "out"
     args = ["variants", "--from", str(library), "--source-dir", str(kernel_tree / KERNELS)]
     args += ["-I", str(kernel_tree), "-o", str(out), "--ceiling", str(library.stat().st_size - 1)]
@@ -428,11 +312,10 @@ def test_a_planned_split_defines_every_declared_function(
     planned = {v["name"]: v for v in doc["variants"]}["planned"]
     jit, aot = planned["jit_sources"], planned["aot_sources"]
     assert jit and len(aot) > len(doc["source"]["tree"]["held_aot"]), (jit, aot)  # mixed
-    declared = _declared(kernel_tree)
     nax = platform == MACOS26
-    wanted = {f for f in declared if nax or not f.endswith("_nax")}
+    wanted = {f for f in declared(kernel_tree) if nax or not f.endswith("_nax")}
     assert len(wanted) == (49 if nax else 41)
-    assert _defined(Path(planned["jit_sources_file"]), kernel_tree) == wanted
+    assert defined(Path(planned["jit_sources_file"]), kernel_tree) == wanted
 
 
 CHECKOUT = os.environ.get("METALLIB_BUILDER_MLX_CHECKOUT")
