@@ -6,6 +6,8 @@ inside, also those inside its binaries), ``PACKAGE==VERSION`` (the macOS wheel f
 index, cached), a saved report JSON, or a build directory of this project (its
 ``manifest.json``). Resolution never guesses: a path that does not exist and is not a
 ``PACKAGE==VERSION`` spec is an error (exit 2), so a CI gate can never pass on a missing input.
+A wheel's members are read by ``builder.inputs.wheel_members``; ``Library`` and what one binary
+holds are ``builder.inputs.libraries``.
 """
 
 from __future__ import annotations
@@ -14,18 +16,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from builder.errors import UsageError
 from builder.files.reading import check_regular, open_regular, read_json
-from builder.inputs.member_names import Named, forms, label, legacy_names
+from builder.inputs.libraries import Hosts, Library, from_binary, no_metallib
+from builder.inputs.member_names import Named, forms, legacy_names
+from builder.inputs.wheel_members import from_wheel
 from builder.records.manifest import MANIFEST_NAME, BuildManifest, read_manifest
 
 if TYPE_CHECKING:
-    from builder.metallib import Metallib, Span
-    from builder.metallib.embedded import Location
+    from builder.metallib import Metallib
 
 __all__ = [
     "Library",
@@ -39,47 +41,6 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
-Hosts = bool | Literal["every"]  # may a binary holding no metallib be a host library
-
-
-@dataclass(frozen=True)
-class Library:
-    """One library a target resolved to: a metallib to measure, or a saved report to read."""
-
-    target: str
-    kind: str
-    path: Path | None
-    wheel: str | None = None
-    manifest: BuildManifest | None = None
-    member: str | None = None
-    saved: dict[str, Any] | None = None
-    window: Span | None = None
-    """Where the metallib sits in ``path`` when ``path`` is a binary holding it (else None)."""
-    location: Location | None = None
-    """The binary's segment, section and symbol around it, where the binary has sections."""
-    host: Path | None = None
-    """A Mach-O or ELF binary that holds no metallib, to be measured by the run-time sources it
-    embeds (``resolve_target(..., host_libraries=True)``; ``builder.size.host_strings``)."""
-    identity: str | None = None
-    """A library inside a binary: its identity there (``builder.metallib.binary_sections``), the
-    part of ``member`` after its last ``#``."""
-    ordinal: int | None = None
-    """A library inside a binary: its number there in file order, from 1 (``#N``)."""
-    siblings: tuple[tuple[str, Span], ...] = ()
-    """A library inside a binary: the binary's other libraries, each its identity and bytes
-    there, as the search that found this one found them (whichever ``--member`` was asked
-    for), so that what is said of one beside the others reads no file again."""
-
-    @property
-    def label(self) -> str:
-        """How tables and messages name it (``builder.inputs.member_names.label``)."""
-        return label(self.target, self.kind, self.member, self.identity)
-
-    @property
-    def named(self) -> Named:
-        """Its name (``builder.inputs.member_names``): the member, else the file's name."""
-        name = self.member or (self.path.name if self.path else self.target)
-        return Named(name, self.identity, self.ordinal)
 
 
 def open_library(lib: Library) -> Metallib:
@@ -104,7 +65,10 @@ def resolve_target(
     ``host_libraries`` (the size commands): a Mach-O or ELF binary given as the target that holds
     no metallib is one ``Library`` with ``host`` set, measured by its run-time sources, instead of
     an error; the measuring side raises :func:`no_metallib` when it holds none either. So is a
-    wheel's binary member that holds none when ``member`` names it (its path in the wheel).
+    wheel's binary member that holds none when ``member`` names it (its path in the wheel), and,
+    no ``member`` given, every Mach-O or ELF member of a wheel that holds no metallib, marked
+    ``optional`` (``builder.inputs.wheel_members``: the measuring side leaves out those holding
+    no run-time source).
     ``member`` keeps the one library it names, as :func:`one_metallib` matches names; with
     ``absent_ok`` a target that holds no library of that name gives none instead of an error
     (``compare``: a library on one side only is an added or a removed one). ``"every"``
@@ -135,9 +99,9 @@ def _resolve(
         if path.suffix == ".whl":
             from builder.inputs.wheel_extract import extract_metallibs
 
-            return _from_wheel(text, path, extract_metallibs(path), host=(member, hosts))
+            return from_wheel(text, path, extract_metallibs(path), host=(member, hosts))
         if path.suffix not in (".json", ".metallib") and not _starts_with_magic(path):
-            return _from_binary(text, path, path.name, "binary", hosts=hosts)
+            return from_binary(text, path, path.name, "binary", hosts=hosts)
         if path.suffix == ".json":
             data = read_json(path, "JSON")
             # a build manifest (units[]; families[] was schema 1: read_manifest says to rebuild)
@@ -160,7 +124,7 @@ def _resolve(
             f"{text}: no such file, and not a PACKAGE==VERSION spec "
             "(targets: .metallib, .whl, report .json, build directory, PACKAGE==VERSION)"
         )
-    return _from_wheel(text, *fetched, kind="spec", host=(member, hosts))
+    return from_wheel(text, *fetched, kind="spec", host=(member, hosts))
 
 
 def fetch_spec(
@@ -267,124 +231,6 @@ def _starts_with_magic(path: Path) -> bool:
             return handle.read(len(MAGIC)) == MAGIC
     except OSError:
         return True  # the reader says what is wrong with the file
-
-
-def _kind(path: Path) -> str | None:
-    """What the file is by its first bytes (``builder.metallib.binary_sections.file_kind``)."""
-    from builder.metallib.binary_sections import file_kind
-
-    with open_regular(path, "the target") as handle:
-        return file_kind(handle.read(8))
-
-
-def no_metallib(text: str, path: Path, *, sources: bool = False) -> UsageError:
-    """The error for a binary that holds no metallib (``sources``: and, measured as a host
-    library, no run-time source either), naming what the file is."""
-    what = _kind(path) or "a file of no kind this tool knows"
-    also = " nor run-time source (no function returning a source text)" if sources else ""
-    return UsageError(
-        f"{text}: {what} that holds no metallib (no MTLB header that parses whole){also}; "
-        "give a .metallib, a binary or wheel that ships one, or a PACKAGE==VERSION"
-    )
-
-
-def _from_binary(
-    text: str,
-    path: Path,
-    name: str,
-    kind: str,
-    wheel: str | None = None,
-    *,
-    hosts: Hosts = False,
-) -> list[Library]:
-    """One library per metallib found in the binary at ``path``, named ``name#IDENTITY``
-    (``builder.inputs.member_names``); with ``hosts``, a Mach-O or ELF one that holds none is a
-    host library to measure."""
-    from builder.metallib import MetallibError
-    from builder.metallib.embedded import find_metallibs
-
-    try:
-        found = find_metallibs(path)
-    except MetallibError as exc:
-        raise UsageError(str(exc)) from None
-    if not found and wheel is None:
-        if hosts and _may_host(path):
-            return [Library(text, "host library", None, host=path)]
-        raise no_metallib(text, path)
-    return [
-        Library(
-            text,
-            kind,
-            path,
-            wheel=wheel,
-            member=f"{name}#{e.identity}",
-            window=e.span,
-            location=e.location,
-            identity=e.identity,
-            ordinal=e.number,
-            siblings=tuple((o.identity, o.span) for o in found if o is not e),
-        )
-        for e in found
-    ]
-
-
-def _may_host(path: Path) -> bool:
-    """Whether a binary holding no metallib is read for run-time sources: a Mach-O or ELF file
-    (``builder.size.host_strings``)."""
-    kind = _kind(path) or ""
-    return "Mach-O" in kind or "ELF" in kind
-
-
-def _from_wheel(
-    text: str,
-    wheel: Path,
-    paths: list[Path],
-    kind: str = "wheel",
-    host: tuple[str | None, Hosts] = (None, False),
-) -> list[Library]:
-    """The wheel's libraries; ``host`` (a member path, and whether a host library may be
-    measured): that binary member when it holds no metallib, as a binary given itself is
-    (``"every"``: each binary member)."""
-    from builder.inputs.wheel_cache import extraction_root
-
-    root = extraction_root(paths) if paths else wheel.parent
-    names = [p.relative_to(root).as_posix() for p in paths]
-    chosen = _named_file(names, host[0])
-    found: list[Library] = []
-    for p, name in zip(paths, names, strict=True):
-        if p.suffix == ".metallib":
-            found.append(Library(text, kind, p, wheel=str(wheel), member=name))
-            continue
-        if host[1] == "every":  # read for what it returns, not searched for metallibs
-            found.append(Library(text, kind, None, wheel=str(wheel), member=name, host=p))
-            continue
-        inside = _from_binary(text, p, name, kind, wheel=str(wheel))
-        if not inside and name == chosen:  # the member named: a binary holding no metallib
-            if host[1] and _may_host(p):
-                return [Library(text, kind, None, wheel=str(wheel), member=name, host=p)]
-            raise no_metallib(f"{text}:{name}", p)
-        found += inside
-    if not found and host[1] != "every":
-        binaries = [n for p, n in zip(paths, names, strict=True) if host[1] and _may_host(p)]
-        hint = (
-            f"; to measure a binary's run-time sources, name it with --member (a budget's "
-            f"member): {', '.join(binaries[:3])}{', ...' if len(binaries) > 3 else ''}"
-            if binaries
-            else ""
-        )
-        raise UsageError(
-            f"{text}: the wheel {wheel.name} contains no metallib (no .metallib member, and "
-            f"none inside its binaries){hint}"
-        )
-    return found
-
-
-def _named_file(names: list[str], member: str | None) -> str | None:
-    """The wheel path ``member`` names: itself, or the one path whose base name it is."""
-    if member is None or member in names:
-        return member
-    same = [name for name in names if name.rpartition("/")[2] == member]
-    return same[0] if len(same) == 1 else None
 
 
 def build_library(text: str, manifest: BuildManifest) -> Library:

@@ -67,7 +67,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from builder.files.reading import open_regular
-from builder.metallib.binary_sections import Image, Section, file_kind, read_layout
+from builder.metallib.binary_sections import Image, Layout, Section, file_kind, read_layout
 from builder.size.jit_sizes import HostLibrary, JitUnit
 from builder.size.metal_text import count_kernels, embedded_metal, is_metal_source
 
@@ -228,9 +228,20 @@ def host_strings(
     addresses. A file cut short, or whose headers point outside it, is refused (``read_layout``:
     exit 2, one line).
     """
+    return _host_strings(path, namespace, _layout(path))
+
+
+def _layout(path: str | os.PathLike[str]) -> Layout | None:
+    """The sections of a Mach-O or ELF file; None for a file of another kind."""
     with open_regular(os.fspath(path), "the host library") as handle:
         kind = file_kind(handle.read(8)) or ""
-    layout = read_layout(path) if "Mach-O" in kind or "ELF" in kind else None
+    return read_layout(path) if "Mach-O" in kind or "ELF" in kind else None
+
+
+def _host_strings(
+    path: str | os.PathLike[str], namespace: str | None, layout: Layout | None
+) -> list[HostString] | None:
+    """``host_strings`` of a file whose sections are read already (once for every search)."""
     if layout is None:
         return None
     wanted = namespace.split("::") if namespace else None
@@ -317,7 +328,8 @@ def run_time_sources(
     """``host_strings`` with the kernels written in each string and, without a namespace, every
     Metal translation unit the binary holds that no such function returns (its ``place`` says
     where it sits). None when the file is neither Mach-O nor ELF."""
-    found = host_strings(path, namespace)
+    layout = _layout(path)
+    found = _host_strings(path, namespace, layout)
     if found is None:
         return None
     counted = []
@@ -326,7 +338,6 @@ def run_time_sources(
             handle.seek(source.offset)
             counted.append(replace(source, kernels=count_kernels(handle.read(source.size))))
     if namespace is None:
-        layout = read_layout(path)
         spans = [(s.offset, s.offset + s.size) for s in found]
         for text in embedded_metal(path, layout) if layout is not None else []:
             if any(a <= text.offset < b for a, b in spans):

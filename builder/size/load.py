@@ -2,7 +2,7 @@
 
 ``builder.inputs.targets`` finds the libraries; this module attributes their bytes, groups them
 and measures a build's JIT host library (or a shipped one given as the target, by its run-time
-sources), so ``report`` and ``compare`` start from here.
+sources; or those of a wheel that holds no metallib), so ``report`` and ``compare`` start here.
 
 What produced a report: the tool, the library's own version facts, and the build options.
 
@@ -124,6 +124,8 @@ def load_reports(
         member=member,
         absent_ok=absent_ok,
     )
+    if found and all(lib.optional for lib in found):  # a wheel holding no metallib
+        return _wheel_hosts(found, by, sources, download)
     return [
         load_library(lib, by=by, rules=rules, sources=sources, download=download) for lib in found
     ]
@@ -182,8 +184,13 @@ def load_library(
                 f"{lib.target}: --download models a metallib's share of its wheel; a host "
                 "library holds no metallib (report the wheel with --download instead)"
             )
-        named_by = sources.folders_only() if isinstance(sources, TreeSources) else sources
-        return tree_facts(_host_library(lib, lib.host, by, named_by), named_by, kernels=False)
+        measured = _host_report(lib, lib.host, by, sources)
+        if measured is None:
+            from builder.inputs.targets import no_metallib
+
+            what = f"{lib.target}:{lib.member}" if lib.member else lib.target
+            raise no_metallib(what, lib.host, sources=True)
+        return measured
     manifest = lib.manifest
     source = Source(
         path=str(lib.path) if lib.path else None,
@@ -253,18 +260,54 @@ def load_library(
     return with_platform_warnings(tree_facts(report, sources, run_time=run_time), lib, stated)
 
 
-def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report:
-    """A Mach-O binary holding no metallib, measured by the run-time sources it embeds
-    (``builder.size.host_strings``), named by the headers of the ``--source-dir`` tree."""
-    from builder.inputs.targets import no_metallib
+def _wheel_hosts(
+    found: list[Library], by: str, sources: Sources | TreeSources | None, download: bool
+) -> list[Report]:
+    """A wheel that holds no metallib, resolved to its Mach-O and ELF members
+    (``builder.inputs.wheel_members``): each member holding run-time sources, reported as
+    ``--member`` reports it; the others left out; the wheel's error when none holds any. Each
+    member is read once: the search for its sources is its measurement."""
+    from builder.errors import UsageError
+    from builder.inputs.wheel_members import no_metallib_in_wheel
+
+    first = found[0]
+    wheel = Path(first.wheel or first.target).name
+    if download:
+        raise UsageError(
+            f"{first.target}: --download models a metallib's share of its wheel; the wheel "
+            f"{wheel} contains no metallib"
+        )
+    measured = [_host_report(lib, lib.host, by, sources) for lib in found if lib.host]
+    reports = [report for report in measured if report is not None]
+    if not reports:
+        names = [lib.member or "" for lib in found]
+        raise no_metallib_in_wheel(first.target, wheel, names, read=True)
+    return reports
+
+
+def _host_report(
+    lib: Library, path: Path, by: str, sources: Sources | TreeSources | None
+) -> Report | None:
+    """The host library ``lib`` measured with the tree's facts; None when it holds no
+    run-time source."""
+    from builder.size.tree_match import tree_facts
+
+    named_by = sources.folders_only() if isinstance(sources, TreeSources) else sources
+    measured = _host_library(lib, path, by, named_by)
+    return None if measured is None else tree_facts(measured, named_by, kernels=False)
+
+
+def _host_library(lib: Library, path: Path, by: str, sources: Sources | None) -> Report | None:
+    """A Mach-O or ELF binary holding no metallib, measured by the run-time sources it embeds
+    (``builder.size.host_strings``), named by the headers of the ``--source-dir`` tree; None
+    when it holds none."""
     from builder.size.attribution import Attribution
     from builder.size.host_strings import measure_host_sources
     from builder.size.report import Source, build_report
 
     measured = measure_host_sources(path, sources.folders if sources is not None else ())
     if measured is None:
-        named = f"{lib.target}:{lib.member}" if lib.member else lib.target
-        raise no_metallib(named, path, sources=True)
+        return None
     jit, host = measured
     source = Source(path=None, target=lib.target, kind=lib.kind, wheel=lib.wheel, member=lib.member)
     return build_report(

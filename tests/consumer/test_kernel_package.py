@@ -135,7 +135,9 @@ def test_report_finds_each_run_time_source(
 ) -> None:
     """``report WHEEL --member`` with the example's tree: one row per entry file, named by it,
     with LLVM's bytes and the kernels written in it; the rows and the rest make the file.
-    Without ``--member``: exit 2, naming the member."""
+    Without ``--member`` the same document: the wheel holds no metallib, so its one binary
+    holding run-time sources is what it is measured by. ``compare`` of the wheel with itself
+    pairs that library: every row unchanged, LLVM's bytes on both sides."""
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(built.project.parent / "cache"))
     kernels = built.project / "kernels"
     code, out, err = run_cli(
@@ -154,19 +156,30 @@ def test_report_finds_each_run_time_source(
     assert host["file_size"] == size
     assert host["unattributed_bytes"] == size - sum(len(r) for r in built.strings.values())
     assert doc["source"]["member"] == MEMBER and "made from no header" not in err
-    # Without --member the wheel's report is its metallibs: it has none, and says which to name.
-    code, out, err = run_cli(["report", str(built.wheel)], capsys)
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert "contains no metallib (no .metallib member, and none inside its binaries); to " in err
-    assert err.rstrip().endswith(f"name it with --member (a budget's member): {MEMBER}")
+    tree = ["--source-dir", str(kernels), "-I", str(kernels / "include")]
+    code, out, err = run_cli(["report", str(built.wheel), *tree, "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out) == doc
+    code, out, err = run_cli(
+        ["compare", str(built.wheel), str(built.wheel), *tree, "--format", "json"], capsys
+    )
+    assert code == 0, err
+    compared = json.loads(out)
+    assert compared["base"]["member"] == compared["head"]["member"] == MEMBER
+    jit = compared["jit"]
+    assert jit["base_bytes"] == jit["head_bytes"] == size
+    units = {u["name"]: (u["base_bytes"], u["head_bytes"]) for u in jit["units"]}
+    rest = size - sum(len(r) for r in built.strings.values())
+    wanted = {entry: (len(raw), len(raw)) for entry, raw in built.strings.items()}
+    assert units == {**wanted, "[rest of the host library]": (rest, rest)}
 
 
 def test_the_committed_budget_passes_and_a_tightened_one_fails(
     built: Built, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``metallib-builder budget`` in the example's folder: every limit of metallib-size.toml
-    holds, measured as LLVM measures; the same file with reduce.metal's limit one byte under its
-    size exits 1 naming that limit."""
+    (whose target is the wheel, no member named) holds, measured as LLVM measures; the same file
+    with reduce.metal's limit one byte under its size exits 1 naming that limit."""
     monkeypatch.setenv("METALLIB_BUILDER_CACHE", str(built.project.parent / "cache"))
     monkeypatch.chdir(built.project)
     code, out, err = run_cli(["budget", "--format", "json"], capsys)
@@ -180,6 +193,7 @@ def test_the_committed_budget_passes_and_a_tightened_one_fails(
 
     reduce = len(built.strings["reduce.metal"])
     text = (built.project / "metallib-size.toml").read_text(encoding="utf-8")
+    assert re.search(r"^\s*member\s*=", text, re.MULTILINE) is None  # the wheel as a whole
     tight = re.sub(r'"reduce\.metal" = "[^"]*"', f'"reduce.metal" = {reduce - 1}', text)
     tight = tight.replace('target = "dist/', 'target = "../dist/')
     assert tight.count(str(reduce - 1)) == 1 and "../dist/" in tight
