@@ -18,7 +18,7 @@ cmake/MetalJit.cmake) and compiles the outputs into the host library:
   of the units embedded whole (``KernelTree.embeddings``; ``""`` for any other name), and for a
   catalog the kernel table (``builder.jit.writer.kernel_table``), which
   ``metal_src/host/registry.cpp`` serves as ``metal_jit::source_for``;
-* ``<out>/embed.json`` (``builder.records.manifest.embed_facts``): per unit the bytes it stores
+* ``<out>/embed.json`` (``builder.records.embed_facts``): per unit the bytes it stores
   alone, and the shared bytes once (the build manifest reads it);
 * a depfile naming every file read, so touching a header regenerates the sources.
 
@@ -48,7 +48,7 @@ from builder.errors import BuilderError, step_exit
 from builder.files.atomic import write_if_changed
 from builder.jit.tree_preambles import UNIT_LOOKUP
 from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE, RuntimeSources
-from builder.records.manifest import embed_facts, write_embed_facts
+from builder.records.embed_facts import embed_facts, write_embed_facts
 
 if TYPE_CHECKING:
     from builder.cmake_build.plan_model import Unit

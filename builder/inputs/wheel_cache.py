@@ -256,7 +256,7 @@ def save_record(record: Path, data: dict[str, object]) -> None:
 
 
 RECORD_NAME = ".members.json"
-"""The file name of a wheel folder's member record (``wheel_extract.MemberRecords``; no wheel
+"""The file name of a wheel folder's member record (``member_records.MemberRecords``; no wheel
 member is extracted under a name that does not end as a library: ``holds_metallibs``)."""
 
 

@@ -25,32 +25,26 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from builder.errors import UsageError
 from builder.files.bounds import MAX_EXTRACT
-from builder.files.reading import UnreadableFile, open_regular, read_json
+from builder.files.reading import UnreadableFile, open_regular
 from builder.files.temporaries import remove_temporary
+from builder.inputs.member_records import MemberRecords
 from builder.inputs.wheel_cache import (
     CHUNK,
-    RECORD_NAME,
     CacheWriteError,
     CorruptWheelError,
     UnsafeWheelError,
     UnusableWheelError,
-    file_stamp,
-    is_sha256,
     make_dir,
     prepare_cache,
     prune_cache,
     record_path,
-    save_record,
-    sha256_of,
-    touch,
     wheel_digest,
     write_error,
 )
 from builder.inputs.wheel_index import check_entries, holds_metallibs
 
-__all__ = ["MemberRecords", "extract_metallibs"]
+__all__ = ["extract_metallibs"]
 
 # What reading a damaged archive can raise: zipfile's own error, a short read, a broken deflate
 # stream, an unsupported method or encryption, undecodable names, or the disk itself.
@@ -347,66 +341,3 @@ def _copy_member(
     if left:
         raise corrupt(f"it ends {left} bytes short of the {info.file_size} bytes it declares")
     return sha.hexdigest()
-
-
-class MemberRecords:
-    """The record of one wheel's extraction folder ``root``: member name -> SHA-256 and stamp."""
-
-    def __init__(self, root: Path) -> None:
-        self.path = root / RECORD_NAME
-        self.entries: dict[str, dict[str, object]] = {}
-        self._dirty = False
-        try:
-            data = read_json(self.path, "the cache's member record")
-        except UsageError:  # none yet, or damaged: every member counts as unrecorded
-            return
-        members = data.get("members") if isinstance(data, dict) else None
-        if isinstance(members, dict):
-            self.entries = {
-                name: entry
-                for name, entry in members.items()
-                if isinstance(entry, dict) and is_sha256(entry.get("sha256"))
-            }
-
-    def changed(self, name: str, target: Path, size: int) -> str | None:
-        """None when ``target`` holds the bytes recorded for member ``name`` (of ``size``
-        bytes); else why it is to be extracted again: ``"missing"``, ``"unrecorded"`` or
-        ``"altered"`` (its SHA-256 is not the one recorded when it was written)."""
-        try:
-            st = os.stat(target)
-        except OSError:
-            return "missing"
-        entry = self.entries.get(name)
-        if entry is None or st.st_size != size:
-            return "unrecorded" if entry is None else "altered"
-        stamp = file_stamp(st)
-        if all(entry.get(key) == value for key, value in stamp.items()):
-            return None
-        try:
-            with open_regular(target, "the cached member") as handle:
-                digest = sha256_of(handle)
-        except (UsageError, OSError):
-            return "missing"
-        if digest != entry["sha256"]:
-            return "altered"
-        self.entries[name] = {"sha256": digest, **stamp}  # the same bytes, a new stamp
-        self._dirty = True
-        return None
-
-    def add(self, name: str, target: Path, digest: str) -> None:
-        """Record member ``name``, just written to ``target`` with SHA-256 ``digest``."""
-        try:
-            stamp = file_stamp(os.stat(target))
-        except OSError:
-            return  # gone already (a concurrent prune): it is extracted again next time
-        self.entries[name] = {"sha256": digest, **stamp}
-        self._dirty = True
-
-    def save(self) -> None:
-        """Write the record if anything changed, else mark it used now (its mtime is the
-        folder's last use, for ``wheel_cache.prune_cache``)."""
-        if self._dirty:
-            save_record(self.path, {"members": self.entries})
-            self._dirty = False
-        else:
-            touch(self.path)

@@ -11,10 +11,9 @@ plan order, paths relative to the build directory (sources relative to the kerne
 timestamps. :class:`BuildManifest` is the document, written and read back (:func:`read_manifest`)
 by the one codec; the size report (``report BUILD_DIR``, and ``build`` and ``presets`` after
 building) reads nothing else of a build (docs/report-schema.md; docs/build.md lists every
-field). ``embed.json``, what one host JIT library target embeds per unit, is written here too
-(:func:`embed_facts`, :func:`write_embed_facts`: one shape for the catalog's host library and a
-discovered tree's). Standard library and ``builder.errors``/``builder.files`` only: it runs
-inside pip's isolated build environment.
+field). ``embed.json``, what one host JIT library target embeds per unit, which the manifest
+takes over, has its own module (``builder.records.embed_facts``). Standard library and
+``builder.errors``/``builder.files`` only: it runs inside pip's isolated build environment.
 """
 
 from __future__ import annotations
@@ -27,13 +26,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from builder.errors import UsageError
-from builder.files.atomic import write_atomic, write_if_changed
+from builder.files.atomic import write_atomic
 from builder.files.bounds import brief, byte_count
 from builder.files.dataclass_json import dump, field, load
 from builder.files.reading import read_json
 
 __all__ = [
-    "EMBED_SCHEMA",
     "MANIFEST_NAME",
     "SCHEMA",
     "BuildManifest",
@@ -42,9 +40,7 @@ __all__ = [
     "Tree",
     "Unit",
     "build_manifest",
-    "embed_facts",
     "read_manifest",
-    "write_embed_facts",
     "write_manifest",
 ]
 
@@ -165,54 +161,6 @@ def _jit_unit(
     )
 
 
-# -- embed.json --------------------------------------------------------------------------------
-EMBED_SCHEMA = 3
-"""2: ``units`` (with the document's ``kind``) instead of ``families``; ``shared[].units``.
-3: a discovered tree's unit lists ``own_preambles`` (2 said ``preambles``): the preambles only
-it uses, where plan.json and the manifest say ``preambles`` for every one a unit needs."""
-
-
-def embed_facts(
-    kind: str,
-    units: Sequence[Mapping[str, Any]],
-    shared: Sequence[Mapping[str, Any]],
-    shared_bytes: int,
-    *,
-    compressed: bool,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The embed.json document: ``units`` each with ``name`` and ``embedded_bytes`` (its own
-    stored bytes), ``shared`` the entries several units use (``name``, ``units``). The
-    document's ``embedded_bytes`` is every stored byte: each unit's own plus ``shared_bytes``
-    once.
-
-    Shape (schema 3)::
-
-        {"schema": 3, "kind": "catalog" | "discovered", "compressed": bool,
-         "embedded_bytes": int, "shared_bytes": int, ...writer-specific totals...,
-         "units": [{"name", "headers", "source_bytes", "embedded_bytes", ...}],
-         "shared": [{"name", "units", ["bytes"]}]}
-    """
-    if kind not in ("catalog", "discovered"):
-        raise ValueError(f"embed.json kind {kind!r}")
-    return {
-        "schema": EMBED_SCHEMA,
-        "kind": kind,
-        "compressed": compressed,
-        "embedded_bytes": shared_bytes + sum(int(u["embedded_bytes"]) for u in units),
-        "shared_bytes": shared_bytes,
-        **(extra or {}),
-        "units": [dict(u) for u in units],
-        "shared": [dict(s) for s in shared],
-    }
-
-
-def write_embed_facts(path: Path, facts: Mapping[str, Any]) -> bool:
-    """Write ``facts`` to ``path`` only when its bytes change (Ninja's restat then skips what
-    follows); True when written."""
-    return write_if_changed(path, json.dumps(facts, indent=1) + "\n")
-
-
 @dataclass(frozen=True)
 class Tree:
     kind: Literal["catalog", "discovered"]
@@ -317,8 +265,8 @@ def build_manifest(
     ``options`` the plan's selection as ``METALLIB_*`` values; ``kernels`` maps each unit to its
     host names; ``config`` what CMake resolved at configure time (``objects``: compiled source
     -> ``.air``; ``options``, ``toolchain``, ``host_compiler``, ``generator``); ``embed`` the
-    JIT generator's facts (``embed_facts``: ``units`` by name) found in ``embed_dir``, whose
-    totals and shared entries the manifest takes over.
+    JIT generator's facts (``builder.records.embed_facts``: ``units`` by name) found in
+    ``embed_dir``, whose totals and shared entries the manifest takes over.
     """
     metallib_rel = _rel(metallib, build_dir) if metallib else None
     host_rel = _rel(host_library, build_dir) if host_library else None
