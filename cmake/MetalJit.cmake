@@ -70,7 +70,7 @@ function(metallib_add_jit_library target)
   if(NOT arg_FAMILIES)
     set(families "")
   endif()
-  # A family names its preamble function: the same pattern as builder.settings.validators.
+  # A family names its preamble function: the same pattern as builder.settings.text_rules.
   # CXX_IDENTIFIER (tests/jit/test_codegen.py checks).
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
   foreach(family IN LISTS families)
@@ -118,7 +118,7 @@ function(metallib_add_tree_jit_library target)
     endif()
   endif()
   # NAMESPACE may be nested (a::b), no part a C++ keyword: MetallibPython.cmake's rule,
-  # builder.settings.validators'.
+  # builder.settings.text_rules'.
   _metallib_namespace_problem(problem "${arg_NAMESPACE}")
   if(problem)
     message(FATAL_ERROR "metallib_add_tree_jit_library(${target}): NAMESPACE '${arg_NAMESPACE}' "

@@ -103,7 +103,7 @@ function(metallib_embed_headers target)
   _metallib_require_cxx("${me}")
   get_target_property(target_dir "${target}" SOURCE_DIR)
 
-  # The same pattern as builder.settings.validators.CXX_IDENTIFIER (tests/jit/test_codegen.py checks).
+  # The same pattern as builder.settings.text_rules.CXX_IDENTIFIER (tests/jit/test_codegen.py checks).
   set(cxx_identifier "[A-Za-z_][A-Za-z0-9_]*")
   if(NOT DEFINED arg_NAMESPACE)
     message(FATAL_ERROR "${me}: NAMESPACE <ns> is required (the C++ namespace of the functions)")

@@ -18,7 +18,7 @@
 #       run in a function, and including a module must not enable a language.)
 #   _metallib_namespace_problem(<out-var> <name>)
 #       Empty when <name> can follow `namespace` in C++ (a or a::b, no part a C++ keyword), else
-#       why not, for a message: the rule of builder.settings.validators.namespace_problem, with the
+#       why not, for a message: the rule of builder.settings.text_rules.namespace_problem, with the
 #       same pattern and keywords (tests/jit/test_codegen.py checks that both accept the same
 #       names). NAMESPACE of metallib_add_jit_library and metallib_embed_headers.
 #   metallib_find_python3([REQUIRED] <component>...)

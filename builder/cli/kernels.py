@@ -15,7 +15,7 @@ import click
 
 from builder.cli.publishing import emit_json, format_option
 from builder.cli.tree_options import options, tree_options
-from builder.settings import split_names
+from builder.settings.model import split_names
 
 if TYPE_CHECKING:
     from builder.cli.tree_options import TreeOptions

@@ -325,7 +325,7 @@ def embed_command(
     an OUT that cannot be written (nothing partial is left).
     """
     from builder.jit.generate import embed_headers, named_preambles, write_embed
-    from builder.settings.declared import APIS, DEFAULT_NAMESPACE
+    from builder.settings.text_rules import APIS, DEFAULT_NAMESPACE
 
     for folder in include_dirs:  # a folder that is not there would quietly resolve nothing
         if not folder.is_dir():

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from builder.cmake_build.plan_model import request_settings
 from builder.files.reading import read_text
-from builder.settings import Setting
 from builder.settings.declared import DEFAULT_METAL_FLAGS
+from builder.settings.model import Setting
 
 __all__ = ["CMAKE_FILE", "cmake_text", "docs_table", "generated", "main"]
 

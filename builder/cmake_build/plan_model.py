@@ -39,8 +39,8 @@ from builder.files.reading import read_json
 from builder.kernels.catalog_tree import GENERATED_TREE, GeneratedTree
 from builder.kernels.discovery_cache import DiscoveryMemo
 from builder.records.manifest import Embedding, Unit
-from builder.settings import Setting
 from builder.settings.declared import DEFAULT_METAL_FLAGS, REQUEST, SDKS, Tree, setting
+from builder.settings.model import Setting
 
 __all__ = [
     "AOT",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from builder.errors import step_exit
-from builder.kernels.runtime_sources import APIS, DEFAULT_NAMESPACE
+from builder.settings.text_rules import APIS, DEFAULT_NAMESPACE
 
 __all__ = ["main"]
 

@@ -47,7 +47,7 @@ from builder.files.reading import UnreadableFile, read_source
 from builder.jit.literals import cxx_string, directives, strip_comments
 from builder.kernels.confinement import inside, real_roots
 from builder.kernels.definitions import LineStarts
-from builder.settings.validators import control_character
+from builder.settings.text_rules import control_character
 
 __all__ = [
     "Fragment",

@@ -24,7 +24,7 @@ from builder.errors import UsageError
 from builder.files.bounds import MAX_JSON
 from builder.files.reading import UnreadableFile, read_json, read_text
 from builder.kernels.dtypes import DTYPES, FAMILIES, METAL_TYPES, format_host_name, valid_token
-from builder.settings import split_names
+from builder.settings.model import split_names
 
 __all__ = [
     "CATALOG_FILE",

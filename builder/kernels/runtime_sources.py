@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from builder.errors import UsageError, closest_hint
-from builder.settings.declared import APIS, DEFAULT_NAMESPACE, PREAMBLE_SETS
+from builder.settings.file_keys import PREAMBLE_SETS
+from builder.settings.text_rules import APIS, DEFAULT_NAMESPACE
 
 __all__ = [
     "APIS",

@@ -32,15 +32,10 @@ from builder.files.reading import UnreadableFile, parse_toml, read_bytes
 from builder.kernels.confinement import confine_folders, confine_preambles, inside
 from builder.kernels.platforms import Platform, Requirement, parse_requires
 from builder.kernels.runtime_sources import RuntimeSources, runtime_sources
-from builder.settings import read_table
 from builder.settings.declared import EMBEDDINGS, setting_field, toml_keys
-from builder.settings.validators import (
-    control_character,
-    library_problem,
-    parse_define,
-    plain_text,
-    std_version,
-)
+from builder.settings.model import read_table
+from builder.settings.text_rules import control_character, plain_text
+from builder.settings.validators import library_problem, parse_define, std_version
 
 __all__ = [
     "CONFIG_FILE",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.settings import Setting
 from builder.settings import validators as c
+from builder.settings.model import Setting
 
 __all__ = ["COMMAND"]
 

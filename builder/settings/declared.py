@@ -1,7 +1,7 @@
-"""Every setting, declared once (``builder.settings.Setting``): a kernel tree and how to read it,
-how AOT units are compiled, which units are AOT or JIT, the interface of the run-time sources;
-with what a command takes for its own run (``builder.settings.commands``) and those of files,
-gates and targets (``builder.settings.file_keys``), the registry of them all.
+"""Every setting, declared once (``builder.settings.model.Setting``): a kernel tree and how to
+read it, how AOT units are compiled, which units are AOT or JIT, the interface of the run-time
+sources; with what a command takes for its own run (``builder.settings.commands``) and those of
+files, gates and targets (``builder.settings.file_keys``), the registry of them all.
 
 Adding a setting is one declaration here, plus its use. A build setting (one of ``REQUEST``'s
 groups) is then in the build request, on ``build`` and ``presets`` and, with a cache variable,
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.settings import Setting
 from builder.settings import validators as c
 from builder.settings.commands import COMMAND
 from builder.settings.file_keys import (
@@ -27,14 +26,14 @@ from builder.settings.file_keys import (
     PREAMBLE_SETS,
     TARGETS,
 )
+from builder.settings.model import Setting
+from builder.settings.text_rules import APIS, DEFAULT_NAMESPACE, namespace
 from builder.settings.validators import Limit
 
 __all__ = [
-    "APIS",
     "BUDGET_LIMITS",
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_METAL_FLAGS",
-    "DEFAULT_NAMESPACE",
     "DEFAULT_PLATFORM",
     "EMBEDDINGS",
     "PREAMBLE_SETS",
@@ -54,9 +53,6 @@ SDKS = ("macosx", "iphoneos", "iphonesimulator")
 """The xcrun SDKs a build may ask for."""
 DEFAULT_CHUNK_SIZE = 250
 """Mean instantiations per generated entry file of a catalog tree (``kernels.catalog_tree``)."""
-APIS = ("string", "cstring")
-"""What a run-time source's function returns: ``const std::string&`` or ``const char*``."""
-DEFAULT_NAMESPACE = "metal_jit"
 
 
 _UNITS = (
@@ -239,7 +235,7 @@ _RUNTIME: tuple[Setting[Any], ...] = (
         "read (default: any).",
         toml="build.jit-namespace",
         cmake="METALLIB_JIT_NAMESPACE",
-        validate=c.namespace,
+        validate=namespace,
         metavar="NS",
         shown_default=f"[build] jit-namespace, else `{DEFAULT_NAMESPACE}`",
     ),

@@ -2,7 +2,7 @@
 the keys of a budget table (``builder.size.budget_file``): what narrows its target (``TARGETS``,
 a command's ``--member`` too) and its limits, which are ``compare``'s gates too (``GATES``:
 ``max-size`` and ``--max-size`` are one setting), and the two cache variables of CMakeLists.txt
-that no build request carries. Declared as every setting is (``builder.settings.Setting``);
+that no build request carries. Declared as every setting is (``builder.settings.model.Setting``);
 ``builder.settings.declared`` holds them in the registry with the rest.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from builder.files.bounds import LARGEST_COUNT
-from builder.settings import Setting
 from builder.settings import validators as c
+from builder.settings.model import Setting
 
 __all__ = [
     "BASE_LIMITS",

@@ -5,31 +5,26 @@ not checks: ``check`` is the command that compiles a kernel tree (docs/architect
 A validator takes the value (already of the setting's type) and returns it, or raises ValueError
 whose text says what the value must be, as a noun phrase (``a Metal language standard such as
 "metal3.1"``): every surface words the refusal the same way, ``<where> must be <that>, got
-<value>`` (``builder.settings.Setting.read``). The C++ name rules (identifiers, namespaces, the
-keywords) are here too, because a namespace setting and the generated sources share them;
-cmake/MetallibPython.cmake states the same rule (tests/jit/test_codegen.py checks they agree).
-Standard library only: CMake runs this.
+<value>`` (``builder.settings.text_rules.refusal``). The validators the generated sources share
+(plain text, a choice, the C++ name rules: identifiers, namespaces, the keywords) are in
+``builder.settings.text_rules``, which ``embed`` imports without these. Standard library
+only: CMake runs this.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from builder.errors import UsageError
 from builder.files.bounds import LARGEST_COUNT, brief, parse_size
+from builder.settings.text_rules import control_character
 
 __all__ = [
-    "CXX_IDENTIFIER",
-    "CXX_KEYWORDS",
-    "CXX_NAMESPACE",
     "LARGEST_PERCENT",
     "Limit",
     "Requirement",
-    "choice",
-    "control_character",
     "count",
     "define",
     "deployment_target",
@@ -38,42 +33,16 @@ __all__ = [
     "language_version",
     "library_problem",
     "metal_version",
-    "namespace",
-    "namespace_problem",
     "parse_define",
     "parse_limit",
     "parse_requirement",
-    "plain_text",
     "requirement",
     "size_limit",
     "std",
     "std_version",
     "valid_deployment_target",
-    "valid_namespace",
 ]
 
-CXX_KEYWORDS = frozenset(
-    """
-    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
-    char16_t char32_t class compl concept const consteval constexpr constinit const_cast
-    continue co_await co_return co_yield decltype default delete do double dynamic_cast else
-    enum explicit export extern false float for friend goto if inline int long mutable
-    namespace new noexcept not not_eq nullptr operator or or_eq private protected public
-    register reinterpret_cast requires return short signed sizeof static static_assert
-    static_cast struct switch template this thread_local throw true try typedef typeid
-    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
-    """.split()  # noqa: SIM905 (a block of words reads as the standard's table does)
-)
-"""C++20's keywords: names no generated function may take (``builder.jit.generate``
-gives such a name a trailing ``_``) and no part of a namespace may be."""
-CXX_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-"""A family name as it becomes part of a C++ name (``family_<name>``). cmake/MetalJit.cmake
-states the same pattern for FAMILIES; tests/jit/test_codegen.py checks the two agree."""
-CXX_NAMESPACE = rf"{CXX_IDENTIFIER}(::{CXX_IDENTIFIER})*"
-"""The form of a (nested) C++ namespace name, ``a`` or ``a::b``; no part may be a keyword
-besides (:func:`namespace_problem`)."""
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\([A-Za-z_\w\s,.]*\))?(?:=(.*))?$", re.DOTALL)
 # What a library name may hold: it becomes a file name in the build folder, a Ninja path and an
 # item of CMake lists, so letters, digits and . _ + - only, and no leading . (hidden, or . and ..)
@@ -82,46 +51,6 @@ _LIBRARY = re.compile(r"^(?![.-])[\w.+-]+$")
 _STD = re.compile(r"^(?:(?:macos|osx|ios)-)?metal([1-9])\.([0-9])$")
 _LANGUAGE = re.compile(r"^[0-9]{1,2}(?:\.[0-9]{1,2})?$")
 _TARGET = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}$")
-
-
-def control_character(text: str) -> str | None:
-    """The first control character in ``text`` (C0, DEL, C1: a newline would end a line of
-    build.ninja, a NUL a C string), or None."""
-    found = _CONTROL.search(text)
-    return found.group() if found else None
-
-
-def plain_text(value: str) -> str:
-    """Text without control characters (it reaches build files and command lines)."""
-    char = control_character(value)
-    if char is not None:
-        raise ValueError(f"text without control characters; it holds {char!r}")
-    return value
-
-
-def namespace_problem(name: str) -> str | None:
-    """Why ``name`` cannot follow ``namespace`` in C++, for a message's parentheses, or None
-    when it can: ``letters, digits and _ in names joined by ::`` or ``'int' is a C++ keyword``
-    (``namespace int {`` does not compile)."""
-    if re.fullmatch(CXX_NAMESPACE, name) is None:
-        return "letters, digits and _ in names joined by ::, not starting with a digit"
-    keyword = next((part for part in name.split("::") if part in CXX_KEYWORDS), None)
-    if keyword is not None:
-        return f"{keyword!r} is a C++ keyword"
-    return None
-
-
-def valid_namespace(name: str) -> bool:
-    """``name`` can follow ``namespace`` in C++ (nested names allowed, no keyword)."""
-    return namespace_problem(name) is None
-
-
-def namespace(value: str) -> str:
-    """A C++ namespace name (``a`` or ``a::b``, no part a keyword)."""
-    problem = namespace_problem(value)
-    if problem is not None:
-        raise ValueError(f'a C++ namespace such as "metal_jit" or "mlx::core::metal" ({problem})')
-    return value
 
 
 def std_version(std: str) -> int | None:
@@ -199,7 +128,7 @@ def parse_define(text: str) -> tuple[str, str]:
     Raises ValueError on anything that is not ``NAME[(PARAMS)][=VALUE]`` or holds a control
     character (a newline would end the ``-D`` line of a build file)."""
     match = _DEFINE.match(text.strip())
-    if not match or _CONTROL.search(text):
+    if not match or control_character(text) is not None:
         raise ValueError(f"{text!r} is not NAME[=VALUE]")
     return match.group(1), text.strip()
 
@@ -233,17 +162,6 @@ def library(value: str) -> str:
             'a plain file name such as "mlx": letters, digits and . _ + -, not starting with . or -'
         )
     return name
-
-
-def choice(options: tuple[str, ...]) -> Callable[[Any], str]:
-    """One of ``options``."""
-
-    def check(value: Any) -> str:
-        if value not in options:
-            raise ValueError(f"one of {', '.join(repr(o) for o in options)}")
-        return str(value)
-
-    return check
 
 
 def count(value: int) -> int:

@@ -47,9 +47,9 @@ from pathlib import Path
 from builder.errors import UsageError, closest_hint
 from builder.files.bounds import brief
 from builder.files.reading import parse_toml, read_bytes
-from builder.settings import read_table
 from builder.settings.declared import BUDGET_LIMITS, SETTINGS, Limits, Tree
 from builder.settings.file_keys import BASE_LIMITS
+from builder.settings.model import read_table
 from builder.size.grouping import BY_CHOICES
 
 __all__ = [
@@ -72,7 +72,7 @@ _TREE = [SETTINGS[f.name].budget for f in fields(Tree)]
 _KEYS = {s.budget: s for s in SETTINGS.values() if s.budget is not None}
 KEYS = tuple(_KEYS)
 """Every key of a budget table: the settings that declare one (``builder.settings.declared``),
-each read by its setting (``builder.settings.read_table``)."""
+each read by its setting (``builder.settings.model.read_table``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ from builder.jit.preamble import Preamble
 from builder.jit.writer import TableUnit, table_pieces
 from builder.kernels.bounded_run import find_compiler
 from builder.resources import cmake_dir, metal_src_dir
-from builder.settings.validators import CXX_IDENTIFIER, CXX_KEYWORDS, CXX_NAMESPACE, valid_namespace
+from builder.settings.text_rules import CXX_IDENTIFIER, CXX_KEYWORDS, CXX_NAMESPACE, valid_namespace
 
 HOST_INCLUDE = metal_src_dir() / "host" / "include"
 

@@ -118,3 +118,45 @@ def test_embed_refuses_before_writing(
     code, _, err = run_cli(["embed", str(header), "-o", str(out), "-D", "X=1 + 2"], capsys)
     assert code == 0, err
     assert "#define X 1 + 2\n" in out.read_text()
+
+
+def _said(call: Callable[[], object], error: type[Exception]) -> str | None:
+    """The refusal ``call`` raises (``error``'s text), or None when it runs."""
+    try:
+        call()
+    except error as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("jit_namespace", v) for v in ["metal_jit", "mlx::core::metal", "int", "a::while::b"]]
+    + [("jit_namespace", v) for v in ["a::", "a b", "a\nb", "", 5]]
+    + [("jit_api", v) for v in ["string", "cstring", "char*", "string\n", "String", "", None]],
+)
+def test_embed_reads_namespace_and_api_as_their_settings_do(
+    name: str, value: object, tmp_path: Path
+) -> None:
+    """embed checks its namespace and API by the rules themselves, not through the settings
+    registry (its vendored copy holds none): what it accepts and how it words a refusal are the
+    registry's, ``setting(name).read``, the reference, in the command line's words
+    (``embed_headers``: UsageError naming the flag) and :func:`render_standalone`'s
+    (ValueError naming its parameter)."""
+    from builder.errors import UsageError
+    from builder.jit.generate import embed_headers, render_standalone
+    from builder.settings.declared import setting
+
+    header = tmp_path / "k.h"
+    header.write_text("int k;\n")
+    namespace, api = (value, "string") if name == "jit_namespace" else ("metal_jit", value)
+    flag, where = (
+        ("--jit-namespace", "namespace") if name == "jit_namespace" else ("--jit-api", "api")
+    )
+    expected = _said(lambda: setting(name).read(value, flag), UsageError)
+    embedded = _said(lambda: embed_headers([header], [], namespace=namespace, api=api), UsageError)  # type: ignore[arg-type]
+    assert embedded == expected
+    expected = _said(lambda: setting(name).read(value, where, error=ValueError), ValueError)
+    rendered = _said(lambda: render_standalone([], namespace, "k.h", api=api), ValueError)  # type: ignore[arg-type]
+    assert rendered == expected
+    assert (expected is None) == (value in ("metal_jit", "mlx::core::metal", "string", "cstring"))

@@ -77,6 +77,22 @@ def test_the_modules_are_the_package_s_own(vendored: Path) -> None:
         assert lines[2] == (package / relative).read_bytes()
 
 
+def test_the_copy_holds_embed_s_rules_not_the_settings(vendored: Path) -> None:
+    """embed reads its namespace and API by the rules themselves, so the copy holds those rules
+    (``builder.settings.text_rules``) and none of the settings: no declarations, no Setting
+    model, no other validators, no JSON documents, no tree settings. (That the copy is enough
+    is the next test's: it runs without the package.)"""
+    folder = vendored / "metallib_embed"
+    modules = {p.relative_to(folder).as_posix() for p in folder.rglob("builder/**/*.py")}
+    assert "builder/settings/text_rules.py" in modules
+    assert {m for m in modules if m.startswith("builder/settings/")} == {
+        "builder/settings/__init__.py",
+        "builder/settings/text_rules.py",
+    }
+    assert "builder/files/dataclass_json.py" not in modules
+    assert "builder/kernels/runtime_sources.py" not in modules
+
+
 def test_the_vendored_generator_runs_without_the_package(vendored: Path, tmp_path: Path) -> None:
     """Under ``python -I -S`` (builder not importable: asserted) the script names its version
     and embeds a tree as the package does: the copied modules import nothing outside them."""
