@@ -143,7 +143,7 @@ def check_command(
 
 def _check_discovered(source_dir: Path, tree: TreeOptions, compiler: str | None, fmt: str) -> None:
     """``check`` on a discovered tree: one line per file, findings under it, a summary."""
-    from builder.jit.check import check_tree
+    from builder.jit.tree_check import check_tree
     from builder.kernels.platforms import for_platform
     from builder.render.text import visible
 

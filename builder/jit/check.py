@@ -9,7 +9,8 @@ instantiation lines appended. Each translation unit compiled is a *chunk* (docs/
 glossary); chunks run in parallel, and compiler output is attributed back to kernel source lines
 (``builder.kernels.diagnostics``).
 
-**Any other tree** (:func:`check_tree`) uses whatever Metal it likes, so file by file:
+**Any other tree** (``builder.jit.tree_check.check_tree``) uses whatever Metal it likes, so file
+by file:
 
 1. **preprocess**: the entry file goes through the host preprocessor with the tree's ``-I`` and
    ``-D`` and Metal's predefined macros (discovery, ``builder.kernels.discovery``);
@@ -32,14 +33,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from builder.errors import UsageError
-from builder.files.dataclass_json import dump
-from builder.jit.generate import embed_headers
 from builder.jit.preamble import anchor_line_markers, inline_preamble
-from builder.jit.tree_preambles import jit_preambles
 from builder.kernels.bounded_run import Compiler, find_compiler
 from builder.kernels.catalog import Catalog, load_catalog
 from builder.kernels.catalog_tree import DEFAULT_CHUNK_SIZE, generate_tree
@@ -52,24 +49,18 @@ from builder.kernels.diagnostics import (
     parse_compiler_output,
     shim_dir_for,
 )
-from builder.kernels.discovery import discover
-from builder.kernels.kernel_tree import KernelTree
-from builder.kernels.tree_config import TreeConfig
-from builder.kernels.tree_files import entry_files
 
 __all__ = [
-    "CHECKS",
     "CHECK_SCHEMA",
     "CheckChunk",
     "CheckResult",
     "ChunkResult",
-    "FileCheck",
-    "TreeCheck",
     "aot_chunks",
     "check_library",
-    "check_tree",
+    "compile_source",
     "jit_chunks",
     "run_check",
+    "shown_path",
 ]
 
 _INSTANTIATION = re.compile(r'^\s*instantiate_kernel\(\s*"([^"]+)"')
@@ -155,7 +146,7 @@ def _materialize(text: str, path: str) -> tuple[str, dict[int, str]]:
     return "\n".join(out) + "\n", hosts
 
 
-def _compile(compiler: Compiler, flags: list[str], path: Path) -> tuple[int, str, float]:
+def compile_source(compiler: Compiler, flags: list[str], path: Path) -> tuple[int, str, float]:
     env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
     start = time.perf_counter()
     proc = subprocess.run(
@@ -205,7 +196,7 @@ def run_check(
 
         def work(index: int) -> ChunkResult:
             chunk, path = chunks[index], paths[index]
-            code, output, seconds = _compile(compiler, flags, path)
+            code, output, seconds = compile_source(compiler, flags, path)
             diags = parse_compiler_output(output, locator)
             if code != 0 and not any(d.severity == "error" for d in diags):
                 tail = " | ".join(output.strip().splitlines()[-3:]) or f"exit status {code}"
@@ -259,144 +250,13 @@ def check_library(
         compiler=located,
         jobs=jobs,
         syntax_only=syntax_only,
-        display_root=_shown(catalog.source_dir, Path.cwd()),
+        display_root=shown_path(catalog.source_dir, Path.cwd()),
         catalog_lines=catalog.form_lines(),
         on_done=on_done,
     )
 
 
-# -- any other tree ------------------------------------------------------------------------
-CHECKS = ("preprocess", "templates", "run-time source")
-"""What is checked, in the order it is reported."""
-
-
-@dataclass
-class FileCheck:
-    """The findings for one file of the tree (an entry file, or a header a preamble is made
-    from): one line each, empty when the file is clean."""
-
-    path: str
-    kind: str  # "entry file" or "preamble"
-    kernels: int = 0
-    findings: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
-
-
-@dataclass(frozen=True)
-class TreeCheck:
-    """Every file's result; ``ok`` when no file has a finding."""
-
-    root: Path
-    files: tuple[FileCheck, ...]
-    compiler: str
-
-    @property
-    def ok(self) -> bool:
-        return all(f.ok for f in self.files)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "schema": 1,
-            "kind": "discovered",
-            "source_dir": str(self.root),
-            "checks": list(CHECKS),
-            "compiler": self.compiler,
-            "ok": self.ok,
-            "files": dump(self.files),  # each file's fields, in order
-        }
-
-
-def _discover_each(
-    root: Path, config: TreeConfig, compiler: str | None
-) -> tuple[KernelTree | None, dict[str, str]]:
-    """Discovery of the tree, leaving out each entry file that does not preprocess (named with
-    its error) and trying again: a tree with F broken files costs F + 1 passes."""
-    failed: dict[str, str] = {}
-    while True:
-        try:
-            return discover(root, config, compiler=compiler), failed
-        except UsageError as exc:  # "<entry>: ..." for a file that fails; else not per file
-            message = str(exc)
-            entry = message.split(":", 1)[0]
-            if entry in failed or entry not in entry_files(root, config.exclude):
-                raise
-            failed[entry] = message[len(entry) + 1 :].strip().removeprefix("does not preprocess: ")
-            config = replace(config, exclude=(*config.exclude, entry))
-            if not entry_files(root, config.exclude):
-                return None, failed
-
-
-def _template_findings(tree: KernelTree) -> dict[str, list[str]]:
-    """Entry file -> one finding per template it instantiates but no file it reads defines."""
-    found: dict[str, list[str]] = {}
-    for (source, template, name), (where, count) in tree.code_sites.items():
-        if template is not None and (source, name) not in tree.written_in:
-            found.setdefault(source, []).append(
-                f"instantiates {template} ({count} kernel(s)), defined in no file it reads"
-            )
-    return found
-
-
-def _compile_string_form(text: str, cxx: Compiler) -> str | None:
-    """The first error line of compiling ``text`` as C++17, or None when it compiles."""
-    with tempfile.TemporaryDirectory(prefix="metallib-check-") as tmp:
-        source = Path(tmp) / "preamble.cpp"
-        source.write_text(text, encoding="utf-8")
-        code, output, _ = _compile(cxx, ["-std=c++17", "-fsyntax-only"], source)
-    if code == 0:
-        return None
-    lines = [line for line in output.splitlines() if "error" in line]
-    return (lines[0] if lines else output.strip()).replace(str(source), "<string form>")
-
-
-def check_tree(root: Path, config: TreeConfig, *, compiler: str | None = None) -> TreeCheck:
-    """Check the discovered tree at ``root`` with ``config`` (its settings and flags merged)."""
-    cxx = find_compiler(compiler)
-    tree, failed = _discover_each(root, config, compiler)
-    results: dict[str, FileCheck] = {
-        entry: FileCheck(entry, "entry file", findings=[f"does not preprocess: {why}"])
-        for entry, why in failed.items()
-    }
-    if tree is not None:
-        templates = _template_findings(tree)
-        for entry, records in tree.by_source().items():
-            results[entry] = FileCheck(entry, "entry file", len(records), templates.get(entry, []))
-        for key, check in _preamble_checks(tree, cxx).items():
-            if key in results:  # an entry file embedded whole: its own row says how it embeds
-                results[key].findings.extend(check.findings)
-            else:
-                results[key] = check
-    ordered = sorted(results.values(), key=lambda f: (f.kind != "entry file", f.path))
-    return TreeCheck(root, tuple(ordered), cxx.version)
-
-
-def _preamble_checks(tree: KernelTree, cxx: Compiler) -> dict[str, FileCheck]:
-    """One result per run-time source a JIT build of the tree could embed (a preamble, or an
-    entry file embedded whole), keyed by its first header."""
-    include_dirs = [*tree.config.include_dirs, tree.root.resolve()]
-    results: dict[str, FileCheck] = {}
-    for spec in jit_preambles(tree, tree.sources):  # every entry file may be JIT
-        shown = _shown(spec.headers[0], tree.root)
-        check = FileCheck(shown, "preamble")
-        whole = spec.embedding == "whole-file"
-        try:
-            text, _ = embed_headers([], include_dirs, named=[(spec.function, spec.headers)])
-        except UsageError as exc:
-            check.findings.append(f"does not embed: {exc}")
-        else:
-            error = _compile_string_form(text, cxx)
-            if error is not None:
-                check.findings.append(
-                    f"{spec.function}(): its string form does not compile: {error}"
-                )
-        results[spec.entries[0] if whole else f"preamble:{shown}"] = check
-    return results
-
-
-def _shown(path: Path, root: Path) -> str:
+def shown_path(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when it is under it (a tree under the working directory,
     a header under the tree), else as given."""
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from builder.jit.check import FileCheck, TreeCheck, check_tree
+from builder.jit.tree_check import FileCheck, TreeCheck, check_tree
 from builder.kernels.tree_config import TreeConfig
 
 HEADER = """#pragma once
@@ -70,7 +70,7 @@ def test_a_string_form_that_does_not_compile_is_a_finding(
 ) -> None:
     """The real compiler judges the string form: here the generator is made to write a source
     that is not C++ (as a bug in its literal writing would), and the preamble's header is named."""
-    from builder.jit import check as tree_check
+    from builder.jit import tree_check
 
     real = tree_check.embed_headers  # type: ignore[attr-defined]
 
