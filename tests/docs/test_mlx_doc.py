@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import run_cli
 from support.mlx_doc import DOC, KERNELS, block, metallib_toml, stated_bytes, table_row
 
 from builder.cmake_build.cmake import find_tool
@@ -628,3 +629,35 @@ def test_an_aot_build_of_the_tree_compiles_with_mlx_flags(checkout: Path, tmp_pa
     plan = make_plan(request)
     assert plan.compiles, "an AOT build compiles the tree's entry files"
     assert (*plan.request.metal_flags, *plan.flags) == MLX_METAL_FLAGS
+
+
+def test_the_vendored_figures_are_what_vendor_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/mlx.md's diff table and docs/jit.md state the vendored copy's lines, files and bytes:
+    they are what `vendor` writes now, counted here as `wc -lc` counts them (a module added to or
+    edited in embed's imports changes them, and this test says which figure to update)."""
+    out = tmp_path / "cmake"
+    code, _, err = run_cli(["vendor", str(out)], capsys)
+    assert code == 0, err
+    cmake = (out / "MetallibEmbed.cmake").read_bytes()
+    cmake_lines = cmake.count(b"\n")
+    generator = sorted(p for p in (out / "metallib_embed").rglob("*") if p.is_file())
+    lines = sum(p.read_bytes().count(b"\n") for p in generator)
+    size = sum(p.stat().st_size for p in generator)
+    modules = sum(1 for p in generator if p.name != "metallib_embed.py")
+    stated = " ".join(DOC.split())
+    assert (
+        f"| `cmake/MetallibEmbed.cmake` (vendored) | {cmake_lines:,} "
+        f"({len(cmake):,} bytes) |" in stated
+    )
+    assert (
+        f"| `cmake/metallib_embed/` (vendored: the script and {modules} modules) | {lines:,} in "
+        f"{len(generator)} files ({size:,} bytes) |" in stated
+    )
+    jit = " ".join((ROOT / "docs" / "jit.md").read_text(encoding="utf-8").split())
+    assert (
+        f"{len(generator) + 1} files, {len(cmake) + size:,} bytes (`MetallibEmbed.cmake` "
+        f"{cmake_lines:,} lines, {len(cmake):,} bytes; the script and {modules} modules, "
+        f"{lines:,} lines, {size:,} bytes)" in jit
+    )
