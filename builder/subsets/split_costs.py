@@ -63,6 +63,7 @@ class EmbedCosts:
         self._stored: dict[str, dict[str, str]] = {}
         self._fill: dict[str, str] | None = None
         self._own_code: set[str] | None = None
+        self._first_use: dict[str, int] = {}
 
     def _own(self, entry: str) -> JitSources | None:
         if entry not in self._sources:
@@ -108,7 +109,13 @@ class EmbedCosts:
 
     def first_use(self, entry: str) -> int:
         """The proxy: the whole text of every function ``entry`` needs, plus its instantiation
-        lines (none apart for an entry file that is a run-time source itself)."""
+        lines (none apart for an entry file that is a run-time source itself). Worked out once
+        per entry file: the planner and every variant's record ask for the same ones."""
+        if entry not in self._first_use:
+            self._first_use[entry] = self._first_use_bytes(entry)
+        return self._first_use[entry]
+
+    def _first_use_bytes(self, entry: str) -> int:
         sources = self._own(entry)
         preambles = 0
         if sources is not None:
